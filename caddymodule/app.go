@@ -1,0 +1,289 @@
+// Package caddymodule is everything Caddy sees of mediagw: the mediagw app, the HTTP handler
+// modules, Caddyfile parsing, the admin API and CLI commands. It provisions, adapts and
+// delegates; the behaviour lives in ../handlers and the state in ../storage.
+package caddymodule
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/storage"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+}
+
+// App is the mediagw app: it owns the store, the providers and the static API keys that every
+// mediagw handler shares. Configure it with the `mediagw` global option. Handlers find it in
+// their Provision; the store it opens stays open across config reloads.
+type App struct {
+	// Storage selects where state (keys, task ownership) is kept.
+	// Default: Badger in the "mediagw" folder of Caddy's data directory.
+	Storage *StorageConfig `json:"storage,omitempty"`
+
+	// Providers are the upstreams, in the order they were configured. A model may be served by
+	// one provider only.
+	Providers []ProviderConfig `json:"providers,omitempty"`
+
+	// Keys are static API keys. Keys created through the admin API live in the store instead.
+	Keys []StaticKey `json:"keys,omitempty"`
+
+	// DisabledAccounts are accounts whose keys are all refused with 403.
+	DisabledAccounts []string `json:"disabled_accounts,omitempty"`
+
+	// TaskRetention is how long task ownership records are kept after a task was created.
+	// Default: 7 days, like the upstream.
+	TaskRetention caddy.Duration `json:"task_retention,omitempty"`
+
+	store         storage.Store
+	storeKey      string
+	catalog       *providers.Catalog
+	authenticator *auth.Authenticator
+	loadedAt      time.Time
+	logger        *zap.Logger
+}
+
+// StorageConfig selects the state backend.
+type StorageConfig struct {
+	// Backend is "badger" (embedded, the default).
+	Backend string `json:"backend,omitempty"`
+	// Path is the Badger directory. Default: the "mediagw" folder of Caddy's data directory.
+	Path string `json:"path,omitempty"`
+}
+
+// ProviderConfig is one upstream model provider.
+type ProviderConfig struct {
+	// Name identifies the provider; reverse_proxy blocks match it through {mediagw.provider}.
+	Name string `json:"name"`
+	// BaseURL is the upstream base address including its path prefix, e.g. https://api.openai.com/v1.
+	BaseURL string `json:"base_url"`
+	// APIKey is the provider credential. Write it as {env.NAME} or {file.path}: it is expanded
+	// when the config loads and never appears in the stored config.
+	APIKey string `json:"api_key,omitempty"`
+	// AuthStyle is how the credential is sent: "bearer" (default), "x-api-key" or "x-goog-api-key".
+	AuthStyle string `json:"auth_style,omitempty"`
+	// Models are the model ids this provider serves.
+	Models []string `json:"models,omitempty"`
+}
+
+// StaticKey is an API key defined in the configuration.
+type StaticKey struct {
+	// Key is the secret clients send as "Authorization: Bearer <key>". Write it as {env.NAME}
+	// or {file.path}; only its SHA-256 is kept in memory.
+	Key string `json:"key"`
+	// ID is the key's public id, shown in access logs as the user id.
+	// Default: "key_" followed by the first 12 hex digits of the secret's SHA-256.
+	ID string `json:"id,omitempty"`
+	// Account owns the key and every task created with it. Required.
+	Account string `json:"account"`
+	// Models are glob patterns ('*' any run of characters, '?' one) of the models the key may use.
+	// Default: all models.
+	Models []string `json:"models,omitempty"`
+	// AllowIPs are addresses or CIDR ranges the key may be used from, matched against Caddy's
+	// client IP (so trusted_proxies is honoured). Default: any address.
+	AllowIPs []string `json:"allow_ips,omitempty"`
+	// Disabled refuses the key with 403.
+	Disabled bool `json:"disabled,omitempty"`
+	// Expires is an RFC 3339 time from which the key is refused with 403.
+	Expires string `json:"expires,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "mediagw",
+		New: func() caddy.Module { return new(App) },
+	}
+}
+
+// Provision expands secrets, checks the configuration and opens the store.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.logger = ctx.Logger()
+	a.loadedAt = time.Now()
+	repl := caddy.NewReplacer()
+
+	list := make([]*providers.Provider, 0, len(a.Providers))
+	for _, pc := range a.Providers {
+		p, err := pc.provider(repl)
+		if err != nil {
+			return err
+		}
+		list = append(list, p)
+	}
+	catalog, err := providers.NewCatalog(list)
+	if err != nil {
+		return err
+	}
+	a.catalog = catalog
+
+	static := make(map[string]storage.APIKey, len(a.Keys))
+	ids := map[string]bool{}
+	for i, sk := range a.Keys {
+		key, err := sk.apiKey(repl)
+		if err != nil {
+			return fmt.Errorf("key %d: %w", i+1, err)
+		}
+		if _, dup := static[key.Hash]; dup {
+			return fmt.Errorf("key %d (%s): the same secret is configured twice", i+1, key.ID)
+		}
+		if ids[key.ID] {
+			return fmt.Errorf("key %d: id %q is used twice", i+1, key.ID)
+		}
+		static[key.Hash], ids[key.ID] = key, true
+	}
+	disabled := make(map[string]bool, len(a.DisabledAccounts))
+	for _, acct := range a.DisabledAccounts {
+		disabled[acct] = true
+	}
+
+	if err := a.openStore(); err != nil {
+		return err
+	}
+	a.authenticator = &auth.Authenticator{Static: static, DisabledAccounts: disabled, Store: a.store}
+	return nil
+}
+
+// Validate checks settings that need no provisioning.
+func (a *App) Validate() error {
+	if a.TaskRetention < 0 {
+		return fmt.Errorf("task_retention must not be negative")
+	}
+	return nil
+}
+
+// Start implements caddy.App; the store is already open.
+func (a *App) Start() error { return nil }
+
+// Stop implements caddy.App. The store is not closed here: the next config may still use it. It
+// is closed when the last config that uses it is cleaned up.
+func (a *App) Stop() error { return nil }
+
+// Cleanup releases this config's hold on the store.
+func (a *App) Cleanup() error {
+	if a.storeKey == "" {
+		return nil
+	}
+	_, err := stores.Delete(a.storeKey)
+	a.storeKey = ""
+	return err
+}
+
+// Store returns the shared state store.
+func (a *App) Store() storage.Store { return a.store }
+
+// Catalog returns the providers and the models they serve.
+func (a *App) Catalog() *providers.Catalog { return a.catalog }
+
+// Authenticator resolves API keys.
+func (a *App) Authenticator() *auth.Authenticator { return a.authenticator }
+
+// taskRetention is the configured retention or the default.
+func (a *App) taskRetention() time.Duration {
+	if a.TaskRetention > 0 {
+		return time.Duration(a.TaskRetention)
+	}
+	return storage.DefaultTaskRetention
+}
+
+func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, error) {
+	if pc.BaseURL == "" {
+		return nil, fmt.Errorf("provider %q: base_url is required", pc.Name)
+	}
+	u, err := url.Parse(repl.ReplaceKnown(pc.BaseURL, ""))
+	if err != nil {
+		return nil, fmt.Errorf("provider %q: base_url: %v", pc.Name, err)
+	}
+	return &providers.Provider{
+		Name:      pc.Name,
+		BaseURL:   u,
+		APIKey:    strings.TrimSpace(repl.ReplaceKnown(pc.APIKey, "")),
+		AuthStyle: pc.AuthStyle,
+		Models:    pc.Models,
+	}, nil
+}
+
+func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
+	secret := strings.TrimSpace(repl.ReplaceKnown(sk.Key, ""))
+	if secret == "" {
+		return storage.APIKey{}, fmt.Errorf("the secret is empty (is the environment variable or file in %s set?)", placeholderNames(sk.Key))
+	}
+	if strings.ContainsAny(secret, " \t\r\n") {
+		return storage.APIKey{}, fmt.Errorf("the secret must not contain white space")
+	}
+	if sk.Account == "" {
+		return storage.APIKey{}, fmt.Errorf("account is required")
+	}
+	key := storage.APIKey{
+		ID:       sk.ID,
+		Hash:     storage.HashSecret(secret),
+		Account:  sk.Account,
+		Models:   sk.Models,
+		Disabled: sk.Disabled,
+	}
+	if key.ID == "" {
+		key.ID = "key_" + key.Hash[:12]
+	}
+	for _, s := range sk.AllowIPs {
+		p, err := ParseIPRange(s)
+		if err != nil {
+			return storage.APIKey{}, err
+		}
+		key.AllowIPs = append(key.AllowIPs, p)
+	}
+	if sk.Expires != "" {
+		t, err := time.Parse(time.RFC3339, sk.Expires)
+		if err != nil {
+			return storage.APIKey{}, fmt.Errorf("expires must be an RFC 3339 time: %v", err)
+		}
+		key.ExpiresAt = t
+	}
+	return key, nil
+}
+
+// ParseIPRange parses an address or a CIDR range; a single address becomes a /32 or /128.
+func ParseIPRange(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("invalid CIDR range %q", s)
+		}
+		return p.Masked(), nil
+	}
+	addr, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("invalid IP address %q", s)
+	}
+	addr = addr.Unmap()
+	return netip.PrefixFrom(addr, addr.BitLen()), nil
+}
+
+// placeholderNames shows which placeholder a secret came from, never a literal secret.
+func placeholderNames(s string) string {
+	if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
+		return s
+	}
+	return "the key value"
+}
+
+// defaultStoragePath is where Badger lives when no path is configured.
+func defaultStoragePath() string {
+	return filepath.Join(caddy.AppDataDir(), "mediagw")
+}
+
+// Interface guards
+var (
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.Validator    = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+)

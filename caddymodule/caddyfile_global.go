@@ -1,0 +1,231 @@
+package caddymodule
+
+import (
+	"slices"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+)
+
+// parseGlobalOption sets up the mediagw app. Syntax:
+//
+//	mediagw {
+//		storage badger [<dir>]
+//		task_retention <duration>
+//		disabled_accounts <account...>
+//		provider <name> {
+//			base_url   <url>
+//			api_key    <secret>
+//			auth_style bearer|x-api-key|x-goog-api-key
+//			models     <model-id...>
+//		}
+//		key <secret> {
+//			account   <name>
+//			id        <public-id>
+//			models    <glob...>
+//			allow_ips <ip|cidr...>
+//			expires   <RFC 3339 time>
+//			disabled
+//		}
+//	}
+//
+// Secrets are best written as {env.NAME} or {file.path}; they are expanded when the config loads.
+func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
+	if existing != nil {
+		return nil, d.Err("the mediagw global option may appear only once")
+	}
+	app := new(App)
+	if err := app.UnmarshalCaddyfile(d); err != nil {
+		return nil, err
+	}
+	return httpcaddyfile.App{Name: "mediagw", Value: caddyconfig.JSON(app, nil)}, nil
+}
+
+// UnmarshalCaddyfile reads the mediagw global option; see parseGlobalOption for the syntax.
+func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // "mediagw"
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	modelOwner := map[string]string{} // model -> provider, to refuse a model served twice
+	secrets := map[string]bool{}
+	for d.NextBlock(0) {
+		name := d.Val()
+		once := name != "provider" && name != "key"
+		if once && seen[name] {
+			return d.Errf("duplicate subdirective %q", name)
+		}
+		seen[name] = true
+		switch name {
+		case "storage":
+			args := d.RemainingArgs()
+			if len(args) < 1 || len(args) > 2 || args[0] != "badger" {
+				return d.Err("usage: storage badger [<dir>]")
+			}
+			a.Storage = &StorageConfig{Backend: args[0]}
+			if len(args) == 2 {
+				a.Storage.Path = args[1]
+			}
+		case "task_retention":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil || dur <= 0 {
+				return d.Errf("task_retention: invalid duration %q", s)
+			}
+			a.TaskRetention = caddy.Duration(dur)
+		case "disabled_accounts":
+			a.DisabledAccounts = d.RemainingArgs()
+			if len(a.DisabledAccounts) == 0 {
+				return d.ArgErr()
+			}
+		case "provider":
+			p, err := parseProvider(d)
+			if err != nil {
+				return err
+			}
+			if slices.ContainsFunc(a.Providers, func(o ProviderConfig) bool { return o.Name == p.Name }) {
+				return d.Errf("provider %q is defined twice", p.Name)
+			}
+			for _, m := range p.Models {
+				if other, ok := modelOwner[m]; ok {
+					return d.Errf("model %q is served by two providers: %q and %q", m, other, p.Name)
+				}
+				modelOwner[m] = p.Name
+			}
+			a.Providers = append(a.Providers, p)
+		case "key":
+			k, err := parseKey(d)
+			if err != nil {
+				return err
+			}
+			if secrets[k.Key] {
+				return d.Errf("duplicate key: the same secret (or placeholder) is configured twice")
+			}
+			secrets[k.Key] = true
+			a.Keys = append(a.Keys, k)
+		default:
+			return d.Errf("unknown subdirective %q in mediagw", name)
+		}
+	}
+	return nil
+}
+
+func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
+	var p ProviderConfig
+	if !d.NextArg() {
+		return p, d.Err("provider needs a name")
+	}
+	p.Name = d.Val()
+	if d.NextArg() {
+		return p, d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		sub := d.Val()
+		if seen[sub] && sub != "models" {
+			return p, d.Errf("provider %q: duplicate subdirective %q", p.Name, sub)
+		}
+		seen[sub] = true
+		switch sub {
+		case "base_url":
+			if !d.AllArgs(&p.BaseURL) {
+				return p, d.ArgErr()
+			}
+		case "api_key":
+			if !d.AllArgs(&p.APIKey) {
+				return p, d.ArgErr()
+			}
+		case "auth_style":
+			if !d.AllArgs(&p.AuthStyle) {
+				return p, d.ArgErr()
+			}
+			if !slices.Contains([]string{"bearer", "x-api-key", "x-goog-api-key"}, p.AuthStyle) {
+				return p, d.Errf("provider %q: auth_style must be bearer, x-api-key or x-goog-api-key", p.Name)
+			}
+		case "models":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return p, d.ArgErr()
+			}
+			for _, m := range args {
+				if slices.Contains(p.Models, m) {
+					return p, d.Errf("provider %q: model %q is listed twice", p.Name, m)
+				}
+				p.Models = append(p.Models, m)
+			}
+		default:
+			return p, d.Errf("provider %q: unknown subdirective %q", p.Name, sub)
+		}
+	}
+	if p.BaseURL == "" {
+		return p, d.Errf("provider %q: base_url is required", p.Name)
+	}
+	return p, nil
+}
+
+func parseKey(d *caddyfile.Dispenser) (StaticKey, error) {
+	var k StaticKey
+	if !d.NextArg() {
+		return k, d.Err("key needs a secret, e.g. key {env.MEDIAGW_KEY} { account <name> }")
+	}
+	k.Key = d.Val()
+	if d.NextArg() {
+		return k, d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		sub := d.Val()
+		if seen[sub] {
+			return k, d.Errf("key: duplicate subdirective %q", sub)
+		}
+		seen[sub] = true
+		switch sub {
+		case "account":
+			if !d.AllArgs(&k.Account) {
+				return k, d.ArgErr()
+			}
+		case "id":
+			if !d.AllArgs(&k.ID) {
+				return k, d.ArgErr()
+			}
+		case "models":
+			if k.Models = d.RemainingArgs(); len(k.Models) == 0 {
+				return k, d.ArgErr()
+			}
+		case "allow_ips":
+			if k.AllowIPs = d.RemainingArgs(); len(k.AllowIPs) == 0 {
+				return k, d.ArgErr()
+			}
+			for _, s := range k.AllowIPs {
+				if _, err := ParseIPRange(s); err != nil {
+					return k, d.Errf("key: allow_ips: %v", err)
+				}
+			}
+		case "expires":
+			if !d.AllArgs(&k.Expires) {
+				return k, d.ArgErr()
+			}
+			if _, err := time.Parse(time.RFC3339, k.Expires); err != nil {
+				return k, d.Errf("key: expires must be an RFC 3339 time such as 2027-01-31T00:00:00Z")
+			}
+		case "disabled":
+			if d.NextArg() {
+				return k, d.ArgErr()
+			}
+			k.Disabled = true
+		default:
+			return k, d.Errf("key: unknown subdirective %q", sub)
+		}
+	}
+	if k.Account == "" {
+		return k, d.Err("key: account is required")
+	}
+	return k, nil
+}

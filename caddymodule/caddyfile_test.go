@@ -1,0 +1,103 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden JSON files in testdata/adapt")
+
+// TestCaddyfileAdapt pins what each Caddyfile in testdata/adapt adapts to. Each .caddyfile has a
+// .json beside it; run `go test ./caddymodule -run Adapt -update` to rewrite them after a
+// deliberate change, and review the diff.
+func TestCaddyfileAdapt(t *testing.T) {
+	files, _ := filepath.Glob("testdata/adapt/*.caddyfile")
+	if len(files) == 0 {
+		t.Fatal("no golden Caddyfiles found")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			input, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := adapt(t, file, input)
+			golden := strings.TrimSuffix(file, ".caddyfile") + ".json"
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("adapted JSON differs from %s\n--- got\n%s\n--- want\n%s", golden, got, want)
+			}
+		})
+	}
+}
+
+func adapt(t *testing.T, name string, input []byte) []byte {
+	t.Helper()
+	adapter := caddyconfig.GetAdapter("caddyfile")
+	out, warnings, err := adapter.Adapt(input, map[string]any{"filename": name})
+	if err != nil {
+		t.Fatalf("adapt: %v", err)
+	}
+	for _, w := range warnings {
+		t.Errorf("warning: %s", w.String())
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, out, "", "\t"); err != nil {
+		t.Fatal(err)
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}
+
+// TestCaddyfileErrors checks that bad configuration fails at adapt time, naming file and line.
+func TestCaddyfileErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, caddyfile, wantErr string
+	}{
+		{"unknown subdirective", "{\n mediagw {\n  colour blue\n }\n}", `unknown subdirective "colour"`},
+		{"unknown provider subdirective", "{\n mediagw {\n  provider p {\n   base_url http://x\n   colour blue\n  }\n }\n}", `unknown subdirective "colour"`},
+		{"unknown key subdirective", "{\n mediagw {\n  key k {\n   account a\n   colour blue\n  }\n }\n}", `unknown subdirective "colour"`},
+		{"bad CIDR", "{\n mediagw {\n  key k {\n   account a\n   allow_ips 10.0.0.0/33\n  }\n }\n}", `invalid CIDR range "10.0.0.0/33"`},
+		{"bad IP", "{\n mediagw {\n  key k {\n   account a\n   allow_ips 10.0.0.300\n  }\n }\n}", `invalid IP address`},
+		{"duplicate key", "{\n mediagw {\n  key k {\n   account a\n  }\n  key k {\n   account b\n  }\n }\n}", `duplicate key`},
+		{"key without account", "{\n mediagw {\n  key k {\n   models *\n  }\n }\n}", `account is required`},
+		{"key without secret", "{\n mediagw {\n  key\n }\n}", `key needs a secret`},
+		{"bad expiry", "{\n mediagw {\n  key k {\n   account a\n   expires tomorrow\n  }\n }\n}", `RFC 3339`},
+		{"provider without base_url", "{\n mediagw {\n  provider p {\n   models m\n  }\n }\n}", `base_url is required`},
+		{"model served twice", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n  }\n  provider q {\n   base_url http://b\n   models m\n  }\n }\n}", `model "m" is served by two providers`},
+		{"provider defined twice", "{\n mediagw {\n  provider p {\n   base_url http://a\n  }\n  provider p {\n   base_url http://b\n  }\n }\n}", `provider "p" is defined twice`},
+		{"bad auth style", "{\n mediagw {\n  provider p {\n   base_url http://a\n   auth_style basic\n  }\n }\n}", `auth_style must be`},
+		{"duplicate subdirective", "{\n mediagw {\n  task_retention 1h\n  task_retention 2h\n }\n}", `duplicate subdirective "task_retention"`},
+		{"bad storage", "{\n mediagw {\n  storage mysql x\n }\n}", `usage: storage badger`},
+		{"bad retention", "{\n mediagw {\n  task_retention soon\n }\n}", `invalid duration`},
+		{"handler argument", ":80 {\n mediagw_auth extra\n}", `wrong argument count`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(tc.caddyfile), map[string]any{"filename": "Caddyfile"})
+			if err == nil {
+				t.Fatalf("adapt succeeded, want an error containing %q", tc.wantErr)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "Caddyfile:") {
+				t.Fatalf("error = %q, want it to contain %q and the file and line", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,49 @@
+package caddymodule
+
+import (
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/mediagw/mediagw/handlers/models"
+)
+
+func init() {
+	caddy.RegisterModule(ModelsHandler{})
+}
+
+// ModelsHandler answers GET /v1/models with the configured models that the caller's key may use,
+// sorted by id, in the OpenAI list shape. It must follow mediagw_auth.
+type ModelsHandler struct {
+	list *models.Handler
+}
+
+// CaddyModule returns the Caddy module information.
+func (ModelsHandler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.mediagw_models",
+		New: func() caddy.Module { return new(ModelsHandler) },
+	}
+}
+
+// Provision finds the mediagw app.
+func (h *ModelsHandler) Provision(ctx caddy.Context) error {
+	app, err := appFrom(ctx)
+	if err != nil {
+		return err
+	}
+	h.list = &models.Handler{Catalog: app.Catalog(), Created: app.loadedAt.Unix()}
+	return nil
+}
+
+func (h *ModelsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	h.list.ServeHTTP(w, r)
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*ModelsHandler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*ModelsHandler)(nil)
+)

@@ -1,0 +1,123 @@
+// Package apierror writes mediagw's two error shapes. The video task endpoints use the Ark-style
+// request error {"code","message","data":null}; every other endpoint uses the OpenAI shape
+// {"error":{"message","type","param","code"}}. No error body is ever empty.
+package apierror
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// Shape selects the error body format.
+type Shape int
+
+const (
+	// OpenAIShape is {"error":{"message","type","param","code"}}.
+	OpenAIShape Shape = iota
+	// TaskShape is {"code","message","data":null} (video task endpoints).
+	TaskShape
+)
+
+// TaskAPIPrefix is the path prefix of the video task API, whose errors use TaskShape.
+const TaskAPIPrefix = "/api/v3/"
+
+// ShapeFor returns the error shape a request's endpoint uses.
+func ShapeFor(r *http.Request) Shape {
+	if strings.HasPrefix(r.URL.Path, TaskAPIPrefix) {
+		return TaskShape
+	}
+	return OpenAIShape
+}
+
+// Error is a contract error: an HTTP status, a machine-readable code, and a message safe to show
+// to the client. Param names the offending request field, if any.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	Param   string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// New returns a contract error.
+func New(status int, code, message string) *Error {
+	return &Error{Status: status, Code: code, Message: message}
+}
+
+// WithParam returns a copy of e that names the offending field.
+func (e *Error) WithParam(param string) *Error {
+	c := *e
+	c.Param = param
+	return &c
+}
+
+type taskBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data"`
+}
+
+type openAIBody struct {
+	Error openAIError `json:"error"`
+}
+
+type openAIError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Param   string `json:"param"`
+	Code    string `json:"code"`
+}
+
+// Write sends e in the given shape.
+func Write(w http.ResponseWriter, shape Shape, e *Error) {
+	var body any
+	if shape == TaskShape {
+		body = taskBody{Code: e.Code, Message: e.Message}
+	} else {
+		body = openAIBody{openAIError{Message: e.Message, Type: typeFor(e.Status), Param: e.Param, Code: e.Code}}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// WriteFor sends e in the shape of the request's endpoint.
+func WriteFor(w http.ResponseWriter, r *http.Request, e *Error) {
+	Write(w, ShapeFor(r), e)
+}
+
+// Internal answers 500 for an unexpected failure. The client gets an error id and no detail; the
+// cause is logged under the same id.
+func Internal(w http.ResponseWriter, shape Shape, logger *zap.Logger, err error) {
+	id := rand.Text()[:12]
+	if logger != nil {
+		logger.Error("internal error", zap.String("error_id", id), zap.Error(err))
+	}
+	Write(w, shape, New(http.StatusInternalServerError, "internal_error", "internal error (id "+id+"); retry later"))
+}
+
+// typeFor gives the OpenAI error type for a status.
+func typeFor(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusNotFound:
+		return "not_found_error"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status == http.StatusPaymentRequired:
+		return "insufficient_quota"
+	case status >= 500:
+		return "server_error"
+	default:
+		return "invalid_request_error"
+	}
+}

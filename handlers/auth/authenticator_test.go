@@ -1,0 +1,151 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/mediagw/mediagw/storage"
+)
+
+func TestAuthenticate(t *testing.T) {
+	store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	fixed := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	now = func() time.Time { return fixed }
+	defer func() { now = time.Now }()
+
+	static := map[string]storage.APIKey{}
+	add := func(secret string, k storage.APIKey) {
+		k.Hash = storage.HashSecret(secret)
+		static[k.Hash] = k
+	}
+	add("mg-good", storage.APIKey{ID: "k-good", Account: "acme", Models: []string{"gpt-*"}})
+	add("mg-off", storage.APIKey{ID: "k-off", Account: "acme", Disabled: true})
+	add("mg-old", storage.APIKey{ID: "k-old", Account: "acme", ExpiresAt: fixed})
+	add("mg-later", storage.APIKey{ID: "k-later", Account: "acme", ExpiresAt: fixed.Add(time.Second)})
+	add("mg-banned", storage.APIKey{ID: "k-banned", Account: "banned"})
+	add("mg-ips", storage.APIKey{ID: "k-ips", Account: "acme", AllowIPs: []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8::/32")}})
+	if err := store.PutKey(ctx, storage.APIKey{ID: "k-dyn", Hash: storage.HashSecret("mg-dynamic"), Account: "frozen"}); err != nil {
+		t.Fatal(err)
+	}
+	a := &Authenticator{Static: static, DisabledAccounts: map[string]bool{"banned": true}, Store: store}
+
+	local := netip.MustParseAddr("192.0.2.1")
+	for _, tc := range []struct {
+		name   string
+		header string
+		ip     netip.Addr
+		wantID string
+		want   error
+	}{
+		{"valid", "Bearer mg-good", local, "k-good", nil},
+		{"scheme is case-insensitive", "bearer mg-good", local, "k-good", nil},
+		{"missing", "", local, "", ErrMissingKey},
+		{"basic scheme", "Basic bWc6Z29vZA==", local, "", ErrMalformedKey},
+		{"no token", "Bearer ", local, "", ErrMalformedKey},
+		{"two tokens", "Bearer mg-good extra", local, "", ErrMalformedKey},
+		{"unknown", "Bearer mg-nope", local, "", ErrUnknownKey},
+		{"disabled key", "Bearer mg-off", local, "", ErrKeyDisabled},
+		{"expired at the instant", "Bearer mg-old", local, "", ErrKeyExpired},
+		{"not yet expired", "Bearer mg-later", local, "k-later", nil},
+		{"disabled account by config", "Bearer mg-banned", local, "", ErrAccountDisabled},
+		{"ip inside v4 range", "Bearer mg-ips", netip.MustParseAddr("10.9.8.7"), "k-ips", nil},
+		{"ip as v4-mapped v6", "Bearer mg-ips", netip.MustParseAddr("::ffff:10.9.8.7"), "k-ips", nil},
+		{"ip inside v6 range", "Bearer mg-ips", netip.MustParseAddr("2001:db8::1"), "k-ips", nil},
+		{"ip outside", "Bearer mg-ips", local, "", ErrIPNotAllowed},
+		{"unknown ip with allow-list", "Bearer mg-ips", netip.Addr{}, "", ErrIPNotAllowed},
+		{"key from the store", "Bearer mg-dynamic", local, "k-dyn", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := a.Authenticate(ctx, tc.header, tc.ip)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if id.KeyID != tc.wantID {
+				t.Fatalf("key id = %q, want %q", id.KeyID, tc.wantID)
+			}
+		})
+	}
+
+	// Disabling the account in the store takes effect on the next request.
+	if err := store.PutAccount(ctx, storage.Account{Name: "frozen", Disabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(ctx, "Bearer mg-dynamic", local); !errors.Is(err, ErrAccountDisabled) {
+		t.Fatalf("after disabling the account: err = %v", err)
+	}
+}
+
+func TestMatchModel(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, model string
+		want           bool
+	}{
+		{"*", "anything/at-all", true},
+		{"gpt-*", "gpt-4o-mini", true},
+		{"gpt-*", "gpt-", true},
+		{"gpt-*", "chatgpt-4o", false},
+		{"*-mini", "gpt-4o-mini", true},
+		{"openai/*", "openai/gpt-4o", true},
+		{"claude-?onnet-*", "claude-sonnet-4-5", true},
+		{"claude-?onnet-*", "claude-onnet-4-5", false},
+		{"exact", "exact", true},
+		{"exact", "exactly", false},
+		{"a*b*c", "aXXbYYc", true},
+		{"a*b*c", "aXXbYY", false},
+		{"", "", true},
+		{"", "x", false},
+	} {
+		if got := MatchModel(tc.pattern, tc.model); got != tc.want {
+			t.Errorf("MatchModel(%q, %q) = %v, want %v", tc.pattern, tc.model, got, tc.want)
+		}
+	}
+	if !(Identity{}).AllowsModel("any") {
+		t.Error("an identity without patterns must allow every model")
+	}
+	if (Identity{Models: []string{"a*"}}).AllowsModel("b") {
+		t.Error("pattern a* allowed b")
+	}
+}
+
+func FuzzMatchModel(f *testing.F) {
+	f.Add("gpt-*", "gpt-4o")
+	f.Add("*a*b*c*", "xaybzc")
+	f.Fuzz(func(t *testing.T, pattern, model string) {
+		if len(pattern) > 64 || len(model) > 256 {
+			return
+		}
+		MatchModel(pattern, model)
+		if !MatchModel("*", model) || !MatchModel(model, model) && !containsWildcard(model) {
+			t.Fatalf("identity match failed for %q", model)
+		}
+	})
+}
+
+func FuzzBearerToken(f *testing.F) {
+	f.Add("Bearer abc")
+	f.Add("bearer  x")
+	f.Fuzz(func(t *testing.T, header string) {
+		tok, err := bearerToken(header)
+		if err == nil && (tok == "" || len(tok) >= len(header)) {
+			t.Fatalf("token %q from %q", tok, header)
+		}
+	})
+}
+
+func containsWildcard(s string) bool {
+	for _, c := range s {
+		if c == '*' || c == '?' {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,67 @@
+// Package auth turns an API key into an identity and decides whether that identity may use a
+// model. It knows nothing of Caddy: the caddymodule handler supplies the client address and
+// carries the identity to the handlers that follow.
+package auth
+
+import "context"
+
+// Identity is who made a request: the key (by its public id, never its secret) and the account
+// that owns it.
+type Identity struct {
+	KeyID   string
+	Account string
+	// Models are the key's model patterns; empty allows every model.
+	Models []string
+}
+
+// AllowsModel reports whether the key's patterns allow the model.
+func (id Identity) AllowsModel(model string) bool {
+	if len(id.Models) == 0 {
+		return true
+	}
+	for _, p := range id.Models {
+		if MatchModel(p, model) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchModel reports whether a model id matches a glob pattern, in which '*' stands for any run of
+// characters (slashes included) and '?' for one byte. It runs in O(len(pattern)·len(model)).
+func MatchModel(pattern, model string) bool {
+	p, m := 0, 0
+	star, resume := -1, 0 // position after the last '*', and where its run would resume in model
+	for m < len(model) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, resume = p+1, m
+			p++
+		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == model[m]):
+			p++
+			m++
+		case star >= 0:
+			resume++
+			p, m = star, resume
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+type identityKey struct{}
+
+// WithIdentity returns a context that carries the identity.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// FromContext returns the identity that mediagw_auth established for the request.
+func FromContext(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(Identity)
+	return id, ok
+}
