@@ -1,0 +1,159 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/mediagw/mediagw/caddymodule"
+)
+
+func TestMain(m *testing.M) {
+	// Keep Caddy's autosave and data out of the developer's home directory.
+	dir, err := os.MkdirTemp("", "mediagw-integration-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	os.Setenv("XDG_DATA_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// gateway is a Caddy instance running in this process.
+type gateway struct {
+	t     *testing.T
+	admin string // admin endpoint address, host:port
+	vars  map[string]string
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startGateway loads a Caddyfile into the in-process Caddy. In the Caddyfile, {{admin}} is
+// replaced by the admin address, {{data}} by a fresh store directory and {{NAME}} by vars[NAME].
+// The global options block must begin with `{{globals}}`.
+func startGateway(t *testing.T, caddyfile string, vars map[string]string) *gateway {
+	t.Helper()
+	g := &gateway{t: t, admin: fmt.Sprintf("127.0.0.1:%d", freePort(t)), vars: map[string]string{}}
+	for k, v := range vars {
+		g.vars[k] = v
+	}
+	g.vars["data"] = t.TempDir()
+	g.vars["globals"] = "admin " + g.admin + "\n\tpersist_config off"
+	cfg, err := g.adapt(caddyfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := caddy.Load(cfg, true); err != nil {
+		t.Fatalf("loading config: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := caddy.Stop(); err != nil {
+			t.Errorf("stopping caddy: %v", err)
+		}
+	})
+	return g
+}
+
+func (g *gateway) render(caddyfile string) string {
+	for k, v := range g.vars {
+		caddyfile = strings.ReplaceAll(caddyfile, "{{"+k+"}}", v)
+	}
+	return caddyfile
+}
+
+func (g *gateway) adapt(caddyfile string) ([]byte, error) {
+	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(g.render(caddyfile)), map[string]any{"filename": "Caddyfile"})
+	return cfg, err
+}
+
+// reload posts a new Caddyfile to the admin API, as `caddy reload` does.
+func (g *gateway) reload(caddyfile string) error {
+	body := g.render(caddyfile)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+g.admin+"/load", strings.NewReader(body))
+	req.Header.Set("Content-Type", "text/caddyfile")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("reload: %s: %s", resp.Status, msg)
+	}
+	return nil
+}
+
+// response is a decoded answer.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body is not a JSON object (%v): %s", err, r.body)
+	}
+	return m
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// call sends a request with an optional API key and JSON body.
+func call(t *testing.T, method, url, key string, body any) response {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		if s, ok := body.(string); ok {
+			rd = strings.NewReader(s)
+		} else {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
