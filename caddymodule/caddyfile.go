@@ -23,7 +23,9 @@ func init() {
 		name  string
 		setup httpcaddyfile.UnmarshalHandlerFunc
 	}{
+		{"mediagw_simulator", parseUnmarshaler[SimulatorHandler]},
 		{"mediagw_models", parseNoArgs[ModelsHandler]},
+		{"mediagw_video_tasks", parseUnmarshaler[VideoTasksHandler]},
 	} {
 		httpcaddyfile.RegisterHandlerDirective(dir.name, dir.setup)
 		httpcaddyfile.RegisterDirectiveOrder(dir.name, httpcaddyfile.Before, "reverse_proxy")
@@ -54,4 +56,14 @@ func noArgs(d *caddyfile.Dispenser) error {
 		return d.Errf("%s takes no block", d.Val())
 	}
 	return nil
+}
+
+// parseUnmarshaler sets up a handler directive whose module parses its own tokens.
+func parseUnmarshaler[T any, PT interface {
+	*T
+	caddyhttp.MiddlewareHandler
+	caddyfile.Unmarshaler
+}](h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := PT(new(T))
+	return m, m.UnmarshalCaddyfile(h.Dispenser)
 }

@@ -1,0 +1,113 @@
+package caddymodule
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/mediagw/mediagw/handlers/videotask"
+)
+
+func init() {
+	caddy.RegisterModule(VideoTasksHandler{})
+}
+
+// VideoTasksHandler serves the asynchronous video task API (Ark protocol) under
+// /api/v3/contents/generations/tasks: create (POST), query (GET /{id}), list (GET) and cancel
+// (DELETE /{id}). It must follow mediagw_auth.
+//
+// The provider is chosen by the request's model. The owning account of every task is recorded in
+// the store before the id is returned; other accounts are told the task does not exist. Finished
+// results are served from the store; an unfinished task is read from its upstream at most once per
+// refresh_interval, however often clients poll. Lists are served from the store.
+type VideoTasksHandler struct {
+	// RefreshInterval is the least time between two upstream reads of one unfinished task.
+	// Default: 1s.
+	RefreshInterval caddy.Duration `json:"refresh_interval,omitempty"`
+	// UpstreamTimeout bounds each upstream call; past it the client gets 504. Default: 60s.
+	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
+	// MaxBodySize bounds a create request body in bytes; past it the client gets 413. Default: 1 MiB.
+	MaxBodySize int64 `json:"max_body_size,omitempty"`
+
+	tasks *videotask.Handler
+}
+
+// CaddyModule returns the Caddy module information.
+func (VideoTasksHandler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.mediagw_video_tasks",
+		New: func() caddy.Module { return new(VideoTasksHandler) },
+	}
+}
+
+// Provision finds the mediagw app and prepares the upstream client.
+func (h *VideoTasksHandler) Provision(ctx caddy.Context) error {
+	app, err := appFrom(ctx)
+	if err != nil {
+		return err
+	}
+	timeout := time.Duration(h.UpstreamTimeout)
+	if timeout <= 0 {
+		timeout = videotask.DefaultUpstreamTimeout
+	}
+	h.tasks = &videotask.Handler{
+		Catalog:         app.Catalog(),
+		Store:           app.Store(),
+		Client:          upstreamClient(timeout),
+		Retention:       app.taskRetention(),
+		RefreshInterval: time.Duration(h.RefreshInterval),
+		MaxBodyBytes:    h.MaxBodySize,
+		Logger:          ctx.Logger(),
+	}
+	return nil
+}
+
+// Cleanup closes idle upstream connections.
+func (h *VideoTasksHandler) Cleanup() error {
+	if h.tasks != nil {
+		h.tasks.Client.CloseIdleConnections()
+	}
+	return nil
+}
+
+func (h *VideoTasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	h.tasks.ServeHTTP(w, r)
+	return nil
+}
+
+// UnmarshalCaddyfile sets up the handler. Syntax:
+//
+//	mediagw_video_tasks [<matcher>] {
+//		refresh_interval <duration>
+//		upstream_timeout <duration>
+//		max_body_size    <size>
+//	}
+func (h *VideoTasksHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return parseBlock(d, map[string]func() error{
+		"refresh_interval": func() error { return durationArg(d, &h.RefreshInterval) },
+		"upstream_timeout": func() error { return durationArg(d, &h.UpstreamTimeout) },
+		"max_body_size":    func() error { return sizeArg(d, &h.MaxBodySize) },
+	})
+}
+
+// upstreamClient is an HTTP client for calls to providers with a total time bound.
+func upstreamClient(timeout time.Duration) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Timeout: timeout, Transport: t}
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*VideoTasksHandler)(nil)
+	_ caddy.CleanerUpper          = (*VideoTasksHandler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*VideoTasksHandler)(nil)
+	_ caddyfile.Unmarshaler       = (*VideoTasksHandler)(nil)
+)

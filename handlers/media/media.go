@@ -1,0 +1,43 @@
+// Package media checks the reference media URLs that clients put in generation requests: they must
+// be public http(s) addresses the model can fetch, never local paths, inline data or presigned
+// upload URLs.
+package media
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// CheckURL returns an error that says why raw is not acceptable as a public media URL, or nil.
+func CheckURL(raw string) error {
+	if strings.TrimSpace(raw) == "" {
+		return fmt.Errorf("is empty")
+	}
+	lower := strings.ToLower(raw)
+	if strings.HasPrefix(lower, "data:") {
+		return fmt.Errorf("must be a public http(s) URL, not inline data (data:/Base64)")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return fmt.Errorf("must be an absolute http(s) URL (local paths and other schemes are not accepted)")
+	}
+	if u.User != nil {
+		return fmt.Errorf("must not carry credentials")
+	}
+	if IsPresigned(u) {
+		return fmt.Errorf("is a presigned upload URL: use the public_url from the presign response instead")
+	}
+	return nil
+}
+
+// IsPresigned reports whether u carries an S3 query signature (SigV4 or SigV2).
+func IsPresigned(u *url.URL) bool {
+	for k := range u.Query() {
+		switch strings.ToLower(k) {
+		case "x-amz-signature", "x-amz-credential", "signature", "awsaccesskeyid":
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,270 @@
+// Package simulator is a local stand-in for upstream model providers: the Ark video task protocol
+// and OpenAI-style endpoints, in memory. It exists for demos, development and load tests; a
+// production gateway never needs it.
+//
+// Video tasks move queued → running → succeeded after configurable times. A task whose prompt
+// contains FailMarker ends failed instead. DELETE cancels a queued task, refuses a running one and
+// deletes a finished one, as the Ark API does.
+package simulator
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// FailMarker in a task's prompt makes the simulated task fail.
+const FailMarker = "[[fail]]"
+
+// maxTasks bounds the simulator's memory; past it the oldest tasks are forgotten.
+const maxTasks = 200_000
+
+// now is the clock; tests replace it.
+var now = time.Now
+
+// Simulator serves simulated upstream endpoints. The zero value is not ready: use New.
+type Simulator struct {
+	// QueuedFor and RunningFor are how long a task stays in each state.
+	QueuedFor, RunningFor time.Duration
+	// VideoURL is the result address; "{id}" is replaced by the task id.
+	VideoURL string
+	// APIKey, when set, is the only bearer token accepted.
+	APIKey string
+
+	mu    sync.Mutex
+	tasks map[string]*task
+	order []string
+}
+
+type task struct {
+	ID, Model         string
+	Created           time.Time
+	Fail, LastFrame   bool
+	Cancelled         bool
+	Resolution, Ratio string
+	Duration          int
+}
+
+// New returns a simulator with default timings: 2 s queued, 5 s running.
+func New() *Simulator {
+	return &Simulator{
+		QueuedFor:  2 * time.Second,
+		RunningFor: 5 * time.Second,
+		VideoURL:   "https://simulator.mediagw.invalid/videos/{id}.mp4",
+		tasks:      map[string]*task{},
+	}
+}
+
+func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(r) {
+		upstreamError(w, http.StatusUnauthorized, "AuthenticationError", "the API key is missing or invalid")
+		return
+	}
+	path := r.URL.Path
+	if _, rest, ok := strings.Cut(path, "/contents/generations/tasks"); ok {
+		s.serveTasks(w, r, strings.Trim(rest, "/"))
+		return
+	}
+	for suffix, serve := range s.openAIRoutes() {
+		if strings.HasSuffix(path, suffix) {
+			serve(w, r)
+			return
+		}
+	}
+	if strings.Contains(path, "/models/") && strings.Contains(path, ":") {
+		s.generateContent(w, r)
+		return
+	}
+	upstreamError(w, http.StatusNotFound, "NotFound", "the simulator has no endpoint "+path)
+}
+
+func (s *Simulator) authorized(r *http.Request) bool {
+	got := r.Header.Get("Authorization")
+	if got == "" {
+		got = "Bearer " + r.Header.Get("X-Api-Key") + r.Header.Get("X-Goog-Api-Key")
+	}
+	token, ok := strings.CutPrefix(got, "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		return false
+	}
+	return s.APIKey == "" || token == s.APIKey
+}
+
+func (s *Simulator) serveTasks(w http.ResponseWriter, r *http.Request, id string) {
+	switch {
+	case id == "" && r.Method == http.MethodPost:
+		s.createTask(w, r)
+	case id == "" && r.Method == http.MethodGet:
+		s.listTasks(w, r)
+	case id != "" && r.Method == http.MethodGet:
+		s.getTask(w, id)
+	case id != "" && r.Method == http.MethodDelete:
+		s.deleteTask(w, id)
+	default:
+		upstreamError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "method not allowed")
+	}
+}
+
+type createBody struct {
+	Model   string `json:"model"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	ReturnLastFrame bool   `json:"return_last_frame"`
+	Resolution      string `json:"resolution"`
+	Ratio           string `json:"ratio"`
+	Duration        *int   `json:"duration"`
+}
+
+func (s *Simulator) createTask(w http.ResponseWriter, r *http.Request) {
+	var b createBody
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&b); err != nil {
+		upstreamError(w, http.StatusBadRequest, "InvalidParameter", "the request body is not valid JSON")
+		return
+	}
+	if b.Model == "" || len(b.Content) == 0 {
+		upstreamError(w, http.StatusBadRequest, "MissingParameter", "model and content are required")
+		return
+	}
+	t := &task{
+		ID:    "cgt-" + now().UTC().Format("20060102150405") + "-" + strings.ToLower(rand.Text()[:8]),
+		Model: b.Model, Created: now(), LastFrame: b.ReturnLastFrame,
+		Resolution: or(b.Resolution, "720p"), Ratio: or(b.Ratio, "16:9"), Duration: 5,
+	}
+	if b.Duration != nil && *b.Duration > 0 {
+		t.Duration = *b.Duration
+	}
+	for _, c := range b.Content {
+		t.Fail = t.Fail || (c.Type == "text" && strings.Contains(c.Text, FailMarker))
+	}
+	s.mu.Lock()
+	s.tasks[t.ID] = t
+	s.order = append(s.order, t.ID)
+	for len(s.order) > maxTasks {
+		delete(s.tasks, s.order[0])
+		s.order = s.order[1:]
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]string{"id": t.ID})
+}
+
+func (s *Simulator) getTask(w http.ResponseWriter, id string) {
+	s.mu.Lock()
+	t, ok := s.tasks[id]
+	var view map[string]any
+	if ok {
+		view = s.view(t)
+	}
+	s.mu.Unlock()
+	if !ok {
+		upstreamError(w, http.StatusNotFound, "ResourceNotFound", "task "+id+" not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, view)
+}
+
+func (s *Simulator) listTasks(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	s.mu.Lock()
+	items := []map[string]any{}
+	for i := len(s.order) - 1; i >= 0; i-- {
+		if t, ok := s.tasks[s.order[i]]; ok {
+			v := s.view(t)
+			if st := q.Get("filter.status"); st != "" && v["status"] != st {
+				continue
+			}
+			items = append(items, v)
+		}
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"items": items, "total": len(items)})
+}
+
+func (s *Simulator) deleteTask(w http.ResponseWriter, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	if !ok {
+		upstreamError(w, http.StatusNotFound, "ResourceNotFound", "task "+id+" not found")
+		return
+	}
+	switch s.status(t) {
+	case "queued":
+		t.Cancelled = true
+	case "running":
+		upstreamError(w, http.StatusConflict, "InvalidAction.TaskRunning", "a running task cannot be cancelled")
+		return
+	default:
+		delete(s.tasks, id)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{})
+}
+
+// status is the task's state at this moment.
+func (s *Simulator) status(t *task) string {
+	age := now().Sub(t.Created)
+	switch {
+	case t.Cancelled:
+		return "cancelled"
+	case age < s.QueuedFor:
+		return "queued"
+	case age < s.QueuedFor+s.RunningFor:
+		return "running"
+	case t.Fail:
+		return "failed"
+	default:
+		return "succeeded"
+	}
+}
+
+// view is the Ark query answer for a task.
+func (s *Simulator) view(t *task) map[string]any {
+	status := s.status(t)
+	updated := t.Created
+	switch status {
+	case "running":
+		updated = t.Created.Add(s.QueuedFor)
+	case "succeeded", "failed":
+		updated = t.Created.Add(s.QueuedFor + s.RunningFor)
+	}
+	v := map[string]any{
+		"id": t.ID, "model": t.Model, "status": status, "error": nil,
+		"created_at": t.Created.Unix(), "updated_at": updated.Unix(),
+		"service_tier": "default", "execution_expires_after": 172800,
+	}
+	switch status {
+	case "succeeded":
+		content := map[string]string{"video_url": strings.ReplaceAll(s.VideoURL, "{id}", t.ID)}
+		if t.LastFrame {
+			content["last_frame_url"] = strings.ReplaceAll(s.VideoURL, "{id}", t.ID) + ".last.png"
+		}
+		v["content"] = content
+		v["usage"] = map[string]int{"completion_tokens": 108900, "total_tokens": 108900}
+		v["resolution"], v["ratio"], v["duration"], v["framespersecond"], v["seed"] = t.Resolution, t.Ratio, t.Duration, 24, 42
+	case "failed":
+		v["error"] = map[string]string{"code": "OutputVideoSensitiveContentDetected", "message": "the simulator was asked to fail this task"}
+	}
+	return v
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// upstreamError answers in the providers' error shape.
+func upstreamError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": message, "type": "simulator_error"}})
+}

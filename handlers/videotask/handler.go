@@ -1,0 +1,189 @@
+// Package videotask serves the asynchronous video generation task API of spec §2.2–2.5: create,
+// query, list and cancel, in the BytePlus/Volcengine Ark protocol. The upstream provider is chosen
+// by model; each task's owning account is recorded in the store, and only that account can see
+// the task.
+package videotask
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// TasksPath is the collection path, relative to a provider's base URL and at the end of the
+// gateway's own path (/api/v3/contents/generations/tasks).
+const TasksPath = "contents/generations/tasks"
+
+// Defaults of the Handler's settings.
+const (
+	DefaultRefreshInterval = time.Second
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultUpstreamTimeout = 60 * time.Second
+)
+
+// now is the clock; tests replace it.
+var now = time.Now
+
+// Handler serves the task API. Fill the exported fields, then serve.
+type Handler struct {
+	Catalog *providers.Catalog
+	Store   storage.Store
+	// Client calls the providers; its Timeout bounds each upstream call.
+	Client *http.Client
+	// Retention is how long task records are kept after creation.
+	Retention time.Duration
+	// RefreshInterval is the least time between two upstream reads of one unfinished task.
+	RefreshInterval time.Duration
+	// MaxBodyBytes bounds a create request body; past it the answer is 413.
+	MaxBodyBytes int64
+	Logger       *zap.Logger
+
+	refreshes singleflight.Group
+}
+
+var (
+	errNotFound     = apierror.New(http.StatusNotFound, "not_found", "no such endpoint of the video task API")
+	errMethod       = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
+	errTaskNotExist = apierror.New(http.StatusBadRequest, "task_not_exist", "the task does not exist or does not belong to this account")
+	errContentType  = apierror.New(http.StatusBadRequest, "invalid_request", "Content-Type must be application/json")
+	errTooLarge     = apierror.New(http.StatusRequestEntityTooLarge, "request_too_large", "the request body is too large")
+	errUnreadable   = apierror.New(http.StatusBadRequest, "invalid_request", "the request body could not be read")
+)
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id, ok := auth.FromContext(r.Context())
+	if !ok {
+		apierror.Write(w, apierror.TaskShape, auth.ErrMissingKey)
+		return
+	}
+	_, rest, found := strings.Cut(r.URL.Path, "/"+TasksPath)
+	taskID := strings.Trim(rest, "/")
+	if !found || strings.Contains(taskID, "/") || (rest != "" && rest[0] != '/') {
+		apierror.Write(w, apierror.TaskShape, errNotFound)
+		return
+	}
+	var err error
+	switch {
+	case taskID == "" && r.Method == http.MethodPost:
+		err = h.create(w, r, id)
+	case taskID == "" && r.Method == http.MethodGet:
+		err = h.list(w, r, id)
+	case taskID != "" && r.Method == http.MethodGet:
+		err = h.query(w, r, id, taskID)
+	case taskID != "" && r.Method == http.MethodDelete:
+		err = h.cancel(w, r, id, taskID)
+	default:
+		if taskID == "" {
+			w.Header().Set("Allow", "GET, POST")
+		} else {
+			w.Header().Set("Allow", "GET, DELETE")
+		}
+		err = errMethod
+	}
+	var contractErr *apierror.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &contractErr):
+		apierror.Write(w, apierror.TaskShape, contractErr)
+	default:
+		apierror.Internal(w, apierror.TaskShape, h.Logger, err)
+	}
+}
+
+// create validates, picks the provider, creates the upstream task, records ownership and only
+// then answers with the id.
+func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identity) error {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return errContentType
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody()))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return errTooLarge
+		}
+		return errUnreadable
+	}
+	req, err := ParseCreate(body)
+	if err != nil {
+		return err
+	}
+	p, err := h.provider(id, req.Model)
+	if err != nil {
+		return err
+	}
+	ans, err := h.call(r.Context(), p, http.MethodPost, TasksPath, req.Forward)
+	if err != nil {
+		return err
+	}
+	if ans.status/100 != 2 {
+		return upstreamError(ans)
+	}
+	var created struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(ans.body, &created) != nil || created.ID == "" {
+		return errUpstreamUnreadable
+	}
+	t := now()
+	task := storage.Task{
+		ID: created.ID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
+		Provider: p.Name, Model: req.Model, Status: StatusQueued,
+		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
+		CallbackURL: req.CallbackURL,
+	}
+	if err := h.Store.PutTask(r.Context(), task); err != nil {
+		// Never hand out an id whose ownership is not recorded; try not to leave it running.
+		go h.abandon(p, created.ID)
+		return err
+	}
+	writeJSON(w, map[string]string{"id": created.ID})
+	return nil
+}
+
+// provider checks the key's allow-list and finds the provider of a model.
+func (h *Handler) provider(id auth.Identity, model string) (*providers.Provider, error) {
+	if !id.AllowsModel(model) {
+		return nil, apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may not use model "+model).WithParam("model")
+	}
+	p, ok := h.Catalog.ProviderFor(model)
+	if !ok {
+		return nil, apierror.New(http.StatusNotFound, "model_not_found", "no provider serves model "+model).WithParam("model")
+	}
+	return p, nil
+}
+
+func (h *Handler) maxBody() int64 {
+	if h.MaxBodyBytes > 0 {
+		return h.MaxBodyBytes
+	}
+	return DefaultMaxBodyBytes
+}
+
+func (h *Handler) retention() time.Duration {
+	if h.Retention > 0 {
+		return h.Retention
+	}
+	return storage.DefaultTaskRetention
+}
+
+func (h *Handler) providerField(p *providers.Provider) zap.Field { return zap.String("provider", p.Name) }
+
+func errorField(err error) zap.Field { return zap.Error(err) }
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}

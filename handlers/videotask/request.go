@@ -1,0 +1,276 @@
+package videotask
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/media"
+)
+
+// CreateRequest is what mediagw needs of a create request after validation. The request body
+// itself is forwarded as the client sent it, so fields mediagw does not know reach the upstream
+// unchanged; only callback_url is taken out (mediagw delivers callbacks itself).
+type CreateRequest struct {
+	Model       string
+	CallbackURL string
+	// Forward is the body to send upstream.
+	Forward []byte
+}
+
+// Validation failures.
+func invalid(field, format string, a ...any) *apierror.Error {
+	return apierror.New(400, "invalid_request", field+" "+fmt.Sprintf(format, a...)).WithParam(field)
+}
+
+var (
+	errMissingModel = apierror.New(400, "missing_model", "model is required").WithParam("model")
+	enumResolution  = []string{"480p", "720p", "1080p", "4k"}
+	enumRatio       = []string{"16:9", "4:3", "1:1", "3:4", "9:16", "21:9", "adaptive"}
+	enumServiceTier = []string{"default", "flex"}
+	firstLastRoles  = []string{"first_frame", "last_frame"}
+	referenceRoles  = []string{"reference_image", "reference_video", "reference_audio"}
+)
+
+// ParseCreate validates a create request body against spec §2.2 and §2.3. JSON null counts as an
+// absent field. A failure is an *apierror.Error naming the field.
+func ParseCreate(body []byte) (CreateRequest, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return CreateRequest{}, apierror.New(400, "invalid_request", "the body must be a JSON object")
+	}
+	for k, v := range fields {
+		if isNull(v) {
+			delete(fields, k)
+		}
+	}
+	var req CreateRequest
+	if raw, ok := fields["model"]; !ok {
+		return req, errMissingModel
+	} else if err := json.Unmarshal(raw, &req.Model); err != nil {
+		return req, invalid("model", "must be a string")
+	} else if req.Model == "" {
+		return req, errMissingModel
+	}
+	if err := checkContent(fields["content"]); err != nil {
+		return req, err
+	}
+	if err := checkOptions(fields); err != nil {
+		return req, err
+	}
+	if raw, ok := fields["callback_url"]; ok {
+		if err := json.Unmarshal(raw, &req.CallbackURL); err != nil {
+			return req, invalid("callback_url", "must be a string")
+		}
+		if err := media.CheckURL(req.CallbackURL); err != nil {
+			return req, invalid("callback_url", "%v", err)
+		}
+		delete(fields, "callback_url")
+		forward, err := json.Marshal(fields)
+		if err != nil {
+			return req, err
+		}
+		req.Forward = forward
+	} else {
+		req.Forward = body
+	}
+	return req, nil
+}
+
+// contentItem is one element of content; media objects are decoded by type.
+type contentItem map[string]json.RawMessage
+
+func checkContent(raw json.RawMessage) error {
+	if raw == nil {
+		return invalid("content", "is required: give at least one text item")
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return invalid("content", "must be an array")
+	}
+	if len(items) == 0 {
+		return invalid("content", "must have at least one item")
+	}
+	var hasText, hasAudio, hasVisual, hasFirstLast, hasReference bool
+	for i, rawItem := range items {
+		field := fmt.Sprintf("content[%d]", i)
+		var item contentItem
+		if err := json.Unmarshal(rawItem, &item); err != nil || item == nil {
+			return invalid(field, "must be an object")
+		}
+		var typ string
+		if err := json.Unmarshal(item["type"], &typ); err != nil || typ == "" {
+			return invalid(field+".type", "is required (text, image_url, video_url, audio_url or draft_task)")
+		}
+		switch typ {
+		case "text":
+			var text string
+			if err := json.Unmarshal(item["text"], &text); err != nil {
+				return invalid(field+".text", "must be a string")
+			}
+			if strings.TrimSpace(text) == "" {
+				return invalid(field+".text", "must not be empty")
+			}
+			hasText = true
+		case "image_url", "video_url", "audio_url":
+			if err := checkMediaItem(item, typ, field); err != nil {
+				return err
+			}
+			hasAudio = hasAudio || typ == "audio_url"
+			hasVisual = hasVisual || typ != "audio_url"
+		case "draft_task":
+			var draft struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(item["draft_task"], &draft); err != nil || draft.ID == "" {
+				return invalid(field+".draft_task.id", "must be a non-empty string")
+			}
+		default:
+			return apierror.New(400, "unsupported_content_type",
+				fmt.Sprintf("%s.type %q is not supported (text, image_url, video_url, audio_url, draft_task)", field, typ)).WithParam(field + ".type")
+		}
+		role, err := itemRole(item, typ, field)
+		if err != nil {
+			return err
+		}
+		hasFirstLast = hasFirstLast || slices.Contains(firstLastRoles, role)
+		hasReference = hasReference || slices.Contains(referenceRoles, role)
+	}
+	switch {
+	case !hasText:
+		return invalid("content", "must contain a text item with the prompt")
+	case hasAudio && !hasVisual:
+		return invalid("content", "has audio_url but no image_url or video_url: audio cannot be used alone")
+	case hasFirstLast && hasReference:
+		return invalid("content", "mixes first/last-frame roles with reference roles: the two modes are exclusive")
+	}
+	return nil
+}
+
+func checkMediaItem(item contentItem, typ, field string) error {
+	field += "." + typ + ".url"
+	var obj struct {
+		URL *string `json:"url"`
+	}
+	if err := json.Unmarshal(item[typ], &obj); err != nil || obj.URL == nil {
+		return invalid(field, "is required")
+	}
+	if err := media.CheckURL(*obj.URL); err != nil {
+		return invalid(field, "%v", err)
+	}
+	return nil
+}
+
+// itemRole returns the item's role and checks that a known role fits the item's type.
+func itemRole(item contentItem, typ, field string) (string, error) {
+	raw, ok := item["role"]
+	if !ok || isNull(raw) {
+		return "", nil
+	}
+	var role string
+	if err := json.Unmarshal(raw, &role); err != nil {
+		return "", invalid(field+".role", "must be a string")
+	}
+	want := map[string]string{
+		"first_frame": "image_url", "last_frame": "image_url", "reference_image": "image_url",
+		"reference_video": "video_url", "reference_audio": "audio_url",
+	}[role]
+	if want != "" && want != typ {
+		return "", invalid(field+".role", "%q needs an item of type %s", role, want)
+	}
+	return role, nil
+}
+
+// checkOptions checks the optional fields of §2.2.
+func checkOptions(f map[string]json.RawMessage) error {
+	for _, name := range []string{"return_last_frame", "generate_audio", "draft", "camera_fixed", "watermark"} {
+		if raw, ok := f[name]; ok {
+			var b bool
+			if json.Unmarshal(raw, &b) != nil {
+				return invalid(name, "must be true or false")
+			}
+		}
+	}
+	for name, allowed := range map[string][]string{"service_tier": enumServiceTier, "resolution": enumResolution, "ratio": enumRatio} {
+		if raw, ok := f[name]; ok {
+			var s string
+			if json.Unmarshal(raw, &s) != nil || !slices.Contains(allowed, s) {
+				return invalid(name, "must be one of %s", strings.Join(allowed, ", "))
+			}
+		}
+	}
+	for _, r := range []struct {
+		name     string
+		min, max int64
+	}{
+		{"execution_expires_after", 3600, 259200},
+		{"duration", -1, 15},
+		{"frames", 29, 289},
+		{"seed", -1, 4294967295},
+		{"priority", math.MinInt64, math.MaxInt64},
+	} {
+		raw, ok := f[r.name]
+		if !ok {
+			continue
+		}
+		n, ok := integer(raw)
+		if !ok {
+			return invalid(r.name, "must be an integer")
+		}
+		if n < r.min || n > r.max {
+			return invalid(r.name, "must be between %d and %d", r.min, r.max)
+		}
+		if r.name == "frames" && (n-25)%4 != 0 {
+			return invalid("frames", "must be of the form 25 + 4n (29, 33, … 289)")
+		}
+	}
+	if raw, ok := f["safety_identifier"]; ok {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return invalid("safety_identifier", "must be a string")
+		}
+	}
+	if raw, ok := f["tools"]; ok {
+		var tools []map[string]json.RawMessage
+		if json.Unmarshal(raw, &tools) != nil {
+			return invalid("tools", "must be an array of objects")
+		}
+		for i, tool := range tools {
+			if tool == nil {
+				return invalid(fmt.Sprintf("tools[%d]", i), "must be an object")
+			}
+		}
+	}
+	return nil
+}
+
+// integer reads a JSON number that has an integral value (5 and 5.0, not 5.5 or "5").
+func integer(raw json.RawMessage) (int64, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] == '"' {
+		return 0, false
+	}
+	var num json.Number
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&num) != nil {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(num.String(), 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(num.String(), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(bytes.TrimSpace(raw)) == 4 && string(bytes.TrimSpace(raw)) == "null"
+}

@@ -1,0 +1,156 @@
+package videotask
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+)
+
+const okText = `{"type":"text","text":"a cat surfing"}`
+
+func body(extra string, content ...string) string {
+	if len(content) == 0 {
+		content = []string{okText}
+	}
+	b := `{"model":"m","content":[` + strings.Join(content, ",") + `]`
+	if extra != "" {
+		b += "," + extra
+	}
+	return b + "}"
+}
+
+func TestParseCreate(t *testing.T) {
+	img := func(url string) string { return `{"type":"image_url","image_url":{"url":"` + url + `"}}` }
+	imgRole := func(role string) string {
+		return `{"type":"image_url","image_url":{"url":"https://cdn.example.com/a.png"},"role":"` + role + `"}`
+	}
+	video := `{"type":"video_url","video_url":{"url":"https://cdn.example.com/a.mp4"},"role":"reference_video"}`
+	audio := `{"type":"audio_url","audio_url":{"url":"https://cdn.example.com/a.mp3"},"role":"reference_audio"}`
+	for _, tc := range []struct {
+		name, body string
+		code       string // "" means valid
+		param      string
+	}{
+		{"minimal", body(""), "", ""},
+		{"every optional field", body(`"callback_url":"https://hooks.example.com/x","return_last_frame":true,"service_tier":"flex","execution_expires_after":3600,"generate_audio":false,"draft":true,"resolution":"1080p","ratio":"adaptive","duration":-1,"frames":29,"seed":4294967295,"camera_fixed":true,"watermark":false,"safety_identifier":"u1","priority":3,"tools":[{"type":"web_search"}]`), "", ""},
+		{"unknown fields pass", body(`"future_field":{"x":1}`), "", ""},
+		{"nulls are absent", body(`"seed":null,"ratio":null,"callback_url":null`), "", ""},
+		{"integral float", body(`"duration":5.0`), "", ""},
+		{"image and text", body("", okText, img("https://cdn.example.com/a.png")), "", ""},
+		{"audio with video", body("", okText, video, audio), "", ""},
+		{"first and last frame", body("", okText, imgRole("first_frame"), imgRole("last_frame")), "", ""},
+		{"draft task", body("", okText, `{"type":"draft_task","draft_task":{"id":"cgt-1"}}`), "", ""},
+
+		{"not JSON", `{"model":`, "invalid_request", ""},
+		{"JSON array", `[]`, "invalid_request", ""},
+		{"JSON null", `null`, "invalid_request", ""},
+		{"missing model", `{"content":[` + okText + `]}`, "missing_model", "model"},
+		{"empty model", `{"model":"","content":[` + okText + `]}`, "missing_model", "model"},
+		{"null model", `{"model":null,"content":[` + okText + `]}`, "missing_model", "model"},
+		{"model not a string", `{"model":7,"content":[` + okText + `]}`, "invalid_request", "model"},
+		{"missing content", `{"model":"m"}`, "invalid_request", "content"},
+		{"content not array", `{"model":"m","content":{}}`, "invalid_request", "content"},
+		{"empty content", `{"model":"m","content":[]}`, "invalid_request", "content"},
+		{"item not object", body("", `"text"`), "invalid_request", "content[0]"},
+		{"item without type", body("", `{"text":"x"}`), "invalid_request", "content[0].type"},
+		{"unknown type", body("", okText, `{"type":"pdf_url"}`), "unsupported_content_type", "content[1].type"},
+		{"no text item", body("", img("https://cdn.example.com/a.png")), "invalid_request", "content"},
+		{"empty text", body("", `{"type":"text","text":""}`), "invalid_request", "content[0].text"},
+		{"blank text", body("", `{"type":"text","text":"  \n"}`), "invalid_request", "content[0].text"},
+		{"text not string", body("", `{"type":"text","text":1}`), "invalid_request", "content[0].text"},
+		{"empty media URL", body("", okText, img("")), "invalid_request", "content[1].image_url.url"},
+		{"missing media object", body("", okText, `{"type":"video_url"}`), "invalid_request", "content[1].video_url.url"},
+		{"local path", body("", okText, img("/home/me/cat.png")), "invalid_request", "content[1].image_url.url"},
+		{"file URL", body("", okText, img("file:///etc/passwd")), "invalid_request", "content[1].image_url.url"},
+		{"data URL", body("", okText, img("data:image/png;base64,iVBORw0KGgo=")), "invalid_request", "content[1].image_url.url"},
+		{"bare base64", body("", okText, img("iVBORw0KGgoAAAANSUhEUg")), "invalid_request", "content[1].image_url.url"},
+		{"presigned URL", body("", okText, img("https://s3.example.com/b/k.png?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=a&X-Amz-Signature=b")), "invalid_request", "content[1].image_url.url"},
+		{"audio alone", body("", okText, audio), "invalid_request", "content"},
+		{"modes mixed", body("", okText, imgRole("first_frame"), imgRole("reference_image")), "invalid_request", "content"},
+		{"role on wrong type", body("", okText, `{"type":"video_url","video_url":{"url":"https://c.example.com/v.mp4"},"role":"first_frame"}`), "invalid_request", "content[1].role"},
+		{"empty draft id", body("", okText, `{"type":"draft_task","draft_task":{"id":""}}`), "invalid_request", "content[1].draft_task.id"},
+		{"callback not URL", body(`"callback_url":"ftp://x"`), "invalid_request", "callback_url"},
+		{"bool as string", body(`"watermark":"yes"`), "invalid_request", "watermark"},
+		{"bad service tier", body(`"service_tier":"cheap"`), "invalid_request", "service_tier"},
+		{"bad resolution", body(`"resolution":"720"`), "invalid_request", "resolution"},
+		{"bad ratio", body(`"ratio":"2:1"`), "invalid_request", "ratio"},
+		{"expires too short", body(`"execution_expires_after":3599`), "invalid_request", "execution_expires_after"},
+		{"expires too long", body(`"execution_expires_after":259201`), "invalid_request", "execution_expires_after"},
+		{"duration too long", body(`"duration":16`), "invalid_request", "duration"},
+		{"duration too low", body(`"duration":-2`), "invalid_request", "duration"},
+		{"duration fractional", body(`"duration":5.5`), "invalid_request", "duration"},
+		{"duration as string", body(`"duration":"5"`), "invalid_request", "duration"},
+		{"frames not 25+4n", body(`"frames":30`), "invalid_request", "frames"},
+		{"frames too many", body(`"frames":293`), "invalid_request", "frames"},
+		{"frames too few", body(`"frames":25`), "invalid_request", "frames"},
+		{"seed too big", body(`"seed":4294967296`), "invalid_request", "seed"},
+		{"seed too small", body(`"seed":-2`), "invalid_request", "seed"},
+		{"tools not objects", body(`"tools":[1]`), "invalid_request", "tools"},
+		{"tool null", body(`"tools":[null]`), "invalid_request", "tools[0]"},
+		{"safety id not string", body(`"safety_identifier":5`), "invalid_request", "safety_identifier"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := ParseCreate([]byte(tc.body))
+			if tc.code == "" {
+				if err != nil {
+					t.Fatalf("valid body refused: %v", err)
+				}
+				if req.Model != "m" || len(req.Forward) == 0 {
+					t.Fatalf("parsed %+v", req)
+				}
+				return
+			}
+			var e *apierror.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want code %s", err, tc.code)
+			}
+			if e.Status != 400 || e.Code != tc.code || e.Param != tc.param {
+				t.Fatalf("got %d %s param %q (%s), want 400 %s param %q", e.Status, e.Code, e.Param, e.Message, tc.code, tc.param)
+			}
+			if tc.param != "" && !strings.Contains(e.Message, tc.param) {
+				t.Fatalf("message %q does not name %s", e.Message, tc.param)
+			}
+		})
+	}
+}
+
+func TestParseCreateForwarding(t *testing.T) {
+	plain := body(`"future_field":{"x":1}`)
+	req, err := ParseCreate([]byte(plain))
+	if err != nil || string(req.Forward) != plain {
+		t.Fatalf("a body without callback_url must be forwarded byte for byte: %s, %v", req.Forward, err)
+	}
+	req, err = ParseCreate([]byte(body(`"callback_url":"https://hooks.example.com/cb","future_field":[1,2]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fwd map[string]json.RawMessage
+	if err := json.Unmarshal(req.Forward, &fwd); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fwd["callback_url"]; ok || string(fwd["future_field"]) != "[1,2]" || req.CallbackURL != "https://hooks.example.com/cb" {
+		t.Fatalf("forwarded %s, callback %q", req.Forward, req.CallbackURL)
+	}
+}
+
+func FuzzParseCreate(f *testing.F) {
+	f.Add([]byte(body("")))
+	f.Add([]byte(body(`"frames":33,"seed":-1,"callback_url":"https://a.b/c"`, okText, `{"type":"image_url","image_url":{"url":"https://x/y"},"role":"first_frame"}`)))
+	f.Add([]byte(`{"model":"m","content":[{"type":"audio_url","audio_url":{"url":"data:"}}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		req, err := ParseCreate(b)
+		if err != nil {
+			var e *apierror.Error
+			if !errors.As(err, &e) || e.Status != 400 || e.Message == "" {
+				t.Fatalf("error %v is not a 400 contract error", err)
+			}
+			return
+		}
+		if req.Model == "" || !json.Valid(req.Forward) {
+			t.Fatalf("accepted %q as %+v", b, req)
+		}
+	})
+}

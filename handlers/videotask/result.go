@@ -1,0 +1,130 @@
+package videotask
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/mediagw/mediagw/storage"
+)
+
+// Task statuses of spec §3.1.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+	StatusExpired   = "expired"
+)
+
+// Statuses lists every status a client can see.
+var Statuses = []string{StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled, StatusExpired}
+
+// Terminal reports whether a task in this status will not change again.
+func Terminal(status string) bool {
+	switch status {
+	case StatusSucceeded, StatusFailed, StatusCancelled, StatusExpired:
+		return true
+	}
+	return false
+}
+
+// normalStatus maps an upstream status onto §3.1.
+func normalStatus(s string) string {
+	switch strings.ToLower(s) {
+	case "queued", "pending", "submitted", "created":
+		return StatusQueued
+	case "succeeded", "success", "completed", "done":
+		return StatusSucceeded
+	case "failed", "failure", "error":
+		return StatusFailed
+	case "cancelled", "canceled":
+		return StatusCancelled
+	case "expired", "timeout":
+		return StatusExpired
+	default: // running, processing, in_progress and anything new
+		return StatusRunning
+	}
+}
+
+// queryResult builds the §2.5 query answer from an upstream answer and the ownership record:
+// id and model as recorded; a §3.1 status; error null unless failed; content {} until success;
+// resolution, ratio and duration only when known. Other upstream fields pass through.
+func queryResult(upstream map[string]json.RawMessage, t storage.Task) (map[string]json.RawMessage, string) {
+	out := make(map[string]json.RawMessage, len(upstream)+8)
+	for k, v := range upstream {
+		out[k] = v
+	}
+	var status string
+	_ = json.Unmarshal(upstream["status"], &status)
+	status = normalStatus(status)
+
+	out["id"] = mustJSON(t.ID)
+	if !isString(upstream["model"]) {
+		out["model"] = mustJSON(t.Model)
+	}
+	out["status"] = mustJSON(status)
+	for _, k := range []string{"created_at", "updated_at"} {
+		if _, ok := integer(upstream[k]); !ok {
+			if k == "created_at" {
+				out[k] = mustJSON(t.CreatedAt)
+			} else {
+				out[k] = mustJSON(t.UpdatedAt)
+			}
+		}
+	}
+
+	out["error"] = json.RawMessage("null")
+	if status == StatusFailed {
+		out["error"] = failure(upstream)
+	}
+	out["content"] = json.RawMessage("{}")
+	if status == StatusSucceeded && isObject(upstream["content"]) {
+		out["content"] = upstream["content"]
+	}
+	for _, k := range []string{"resolution", "ratio", "duration"} {
+		if v, ok := upstream[k]; !ok || isNull(v) || string(v) == `""` {
+			delete(out, k)
+		}
+	}
+	return out, status
+}
+
+// failure is the error object of a failed task: the upstream's, or one with a message.
+func failure(upstream map[string]json.RawMessage) json.RawMessage {
+	for _, k := range []string{"error", "failure_reason"} {
+		var e map[string]json.RawMessage
+		if json.Unmarshal(upstream[k], &e) == nil && e != nil && isString(e["message"]) {
+			return upstream[k]
+		}
+	}
+	return mustJSON(map[string]string{"message": "the task failed"})
+}
+
+// recordResult is the synthetic answer for a task whose upstream state is not cached.
+func recordResult(t storage.Task) map[string]json.RawMessage {
+	status := t.Status
+	if status == "" {
+		status = StatusQueued
+	}
+	return map[string]json.RawMessage{
+		"id": mustJSON(t.ID), "model": mustJSON(t.Model), "status": mustJSON(status),
+		"error": json.RawMessage("null"), "content": json.RawMessage("{}"),
+		"created_at": mustJSON(t.CreatedAt), "updated_at": mustJSON(t.UpdatedAt),
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func isString(raw json.RawMessage) bool {
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s != ""
+}
+
+func isObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && m != nil
+}
