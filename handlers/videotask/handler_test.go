@@ -1,0 +1,270 @@
+package videotask
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// fakeUpstream answers the task API with the given handler and counts calls.
+type fakeUpstream struct {
+	*httptest.Server
+	calls atomic.Int64
+	auth  atomic.Value
+}
+
+func newFakeUpstream(t *testing.T, h http.HandlerFunc) *fakeUpstream {
+	f := &fakeUpstream{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.calls.Add(1)
+		f.auth.Store(r.Header.Get("Authorization"))
+		h(w, r)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+// failingStore refuses task writes.
+type failingStore struct{ storage.Store }
+
+func (failingStore) PutTask(context.Context, storage.Task) error { return errors.New("disk full") }
+
+func newHandler(t *testing.T, upstreamURL string, store storage.Store) *Handler {
+	t.Helper()
+	u, _ := url.Parse(upstreamURL + "/api/v3")
+	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", BaseURL: u, APIKey: "upstream-secret", Models: []string{"m"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store == nil {
+		b, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		store = b
+	}
+	return &Handler{Catalog: cat, Store: store, Client: &http.Client{Timeout: 300 * time.Millisecond}, Logger: zap.NewNop()}
+}
+
+func serve(h *Handler, method, path, body string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k1", Account: "acme"}))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+const createPath = "/api/v3/contents/generations/tasks"
+const createBody = `{"model":"m","content":[{"type":"text","text":"hi"}]}`
+
+func decode(t *testing.T, w *httptest.ResponseRecorder) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+		t.Fatalf("body %q: %v", w.Body.String(), err)
+	}
+	return m
+}
+
+func TestCreateUpstreamFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		upstream http.HandlerFunc
+		status   int
+		code     string
+	}{
+		{"upstream 4xx passed on", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":{"code":"InvalidParameter.Resolution","message":"resolution 4k is not supported by this model"}}`)
+		}, 400, "InvalidParameter.Resolution"},
+		{"upstream 429 passed on", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(429)
+			io.WriteString(w, `{"error":{"code":"RateLimitExceeded","message":"slow down"}}`)
+		}, 429, "RateLimitExceeded"},
+		{"upstream 4xx without a body", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(403) }, 403, "upstream_error"},
+		{"upstream 5xx", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, 502, "invalid_response"},
+		{"unreadable 200", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `<html>`) }, 502, "invalid_response"},
+		{"200 without id", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) }, 502, "invalid_response"},
+		{"timeout", func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-time.After(2 * time.Second):
+			case <-r.Context().Done():
+			}
+		}, 504, "upstream_timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newFakeUpstream(t, tc.upstream)
+			h := newHandler(t, up.URL, nil)
+			w := serve(h, "POST", createPath, createBody)
+			body := decode(t, w)
+			if w.Code != tc.status || body["code"] != tc.code || body["message"] == "" {
+				t.Fatalf("got %d %s, want %d %s", w.Code, w.Body, tc.status, tc.code)
+			}
+			if _, ok := body["data"]; !ok {
+				t.Fatal("task-shape error without data")
+			}
+			if got := up.auth.Load(); got != "Bearer upstream-secret" {
+				t.Fatalf("upstream saw Authorization %q", got)
+			}
+		})
+	}
+	t.Run("upstream unreachable", func(t *testing.T) {
+		h := newHandler(t, "http://127.0.0.1:1", nil)
+		w := serve(h, "POST", createPath, createBody)
+		if w.Code != 502 || decode(t, w)["code"] != "invalid_response" {
+			t.Fatalf("got %d %s", w.Code, w.Body)
+		}
+	})
+}
+
+func TestCreateNeverReturnsAnUnrecordedID(t *testing.T) {
+	var deleted atomic.Bool
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete && strings.HasSuffix(r.URL.Path, "/cgt-orphan") {
+			deleted.Store(true)
+		}
+		io.WriteString(w, `{"id":"cgt-orphan"}`)
+	})
+	b, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	h := newHandler(t, up.URL, failingStore{b})
+	w := serve(h, "POST", createPath, createBody)
+	if w.Code != 500 || strings.Contains(w.Body.String(), "cgt-orphan") || strings.Contains(w.Body.String(), "disk full") {
+		t.Fatalf("got %d %s; want 500 without the id or the cause", w.Code, w.Body)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for !deleted.Load() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !deleted.Load() {
+		t.Fatal("the unrecorded upstream task was not cancelled")
+	}
+}
+
+func TestQueryRefreshIsSharedAndRateLimited(t *testing.T) {
+	var status atomic.Value
+	status.Store("running")
+	release := make(chan struct{})
+	var gets atomic.Int64
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			io.WriteString(w, `{"id":"cgt-1"}`)
+			return
+		}
+		if gets.Add(1) == 1 {
+			<-release // hold the first read so that concurrent polls pile up behind it
+		}
+		st := status.Load().(string)
+		content := `{}`
+		if st == "succeeded" {
+			content = `{"video_url":"https://v.example.com/1.mp4"}`
+		}
+		io.WriteString(w, `{"id":"cgt-1","model":"m","status":"`+st+`","content":`+content+`,"resolution":"720p","usage":{"total_tokens":9},"created_at":100,"updated_at":200}`)
+	})
+	h := newHandler(t, up.URL, nil)
+	h.RefreshInterval = time.Hour
+	h.Client.Timeout = 5 * time.Second
+	if w := serve(h, "POST", createPath, createBody); w.Code != 200 {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+
+	var wg sync.WaitGroup
+	results := make([]*httptest.ResponseRecorder, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = serve(h, "GET", createPath+"/cgt-1", "")
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	for _, w := range results {
+		body := decode(t, w)
+		if w.Code != 200 || body["status"] != "running" || body["error"] != nil {
+			t.Fatalf("poll = %d %s", w.Code, w.Body)
+		}
+		if c, ok := body["content"].(map[string]any); !ok || len(c) != 0 {
+			t.Fatalf("content before success = %v", body["content"])
+		}
+	}
+	if n := gets.Load(); n != 1 {
+		t.Fatalf("8 concurrent polls made %d upstream reads, want 1", n)
+	}
+	// Within the refresh interval the stored state is served.
+	serve(h, "GET", createPath+"/cgt-1", "")
+	if n := gets.Load(); n != 1 {
+		t.Fatalf("a poll within the refresh interval reached the upstream (%d reads)", n)
+	}
+
+	// After the interval the upstream is read again; a terminal result is then served from the
+	// store for good.
+	h.RefreshInterval = time.Nanosecond
+	status.Store("succeeded")
+	w := serve(h, "GET", createPath+"/cgt-1", "")
+	body := decode(t, w)
+	if body["status"] != "succeeded" || body["content"].(map[string]any)["video_url"] == nil || body["resolution"] != "720p" || body["usage"] == nil {
+		t.Fatalf("succeeded poll = %s", w.Body)
+	}
+	if _, ok := body["ratio"]; ok {
+		t.Fatal("ratio without data must be omitted")
+	}
+	status.Store("failed")
+	for range 3 {
+		serve(h, "GET", createPath+"/cgt-1", "")
+	}
+	if n := gets.Load(); n != 2 {
+		t.Fatalf("terminal task read from upstream again: %d reads", n)
+	}
+}
+
+func TestQueryResultShape(t *testing.T) {
+	rec := storage.Task{ID: "cgt-9", Model: "m", CreatedAt: 10, UpdatedAt: 11}
+	for _, tc := range []struct {
+		name, upstream, wantStatus string
+		wantError                  bool
+	}{
+		{"failed with error", `{"status":"failed","error":{"code":"X","message":"boom"},"content":{"video_url":"u"}}`, "failed", true},
+		{"failed without error", `{"status":"failed"}`, "failed", true},
+		{"failed via failure_reason", `{"status":"failed","failure_reason":{"message":"m"}}`, "failed", true},
+		{"pending maps to queued", `{"status":"pending","error":{"message":"stale"}}`, "queued", false},
+		{"processing maps to running", `{"status":"processing"}`, "running", false},
+		{"canceled maps to cancelled", `{"status":"canceled"}`, "cancelled", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var up map[string]json.RawMessage
+			json.Unmarshal([]byte(tc.upstream), &up)
+			out, status := queryResult(up, rec)
+			if status != tc.wantStatus || string(out["status"]) != `"`+tc.wantStatus+`"` {
+				t.Fatalf("status = %s", out["status"])
+			}
+			if (string(out["error"]) != "null") != tc.wantError {
+				t.Fatalf("error = %s", out["error"])
+			}
+			if string(out["content"]) != "{}" || string(out["id"]) != `"cgt-9"` || string(out["created_at"]) != "10" {
+				t.Fatalf("out = %v", out)
+			}
+		})
+	}
+}

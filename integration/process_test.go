@@ -1,0 +1,91 @@
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	caddyBin  string
+	buildErr  error
+)
+
+// caddyBinary builds ./cmd/caddy once per test run, as ./xcaddy.sh does without xcaddy.
+func caddyBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mediagw-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		caddyBin = filepath.Join(dir, "caddy")
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-o", caddyBin, "./cmd/caddy")
+		cmd.Dir = filepath.Join(filepath.Dir(file), "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building caddy: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return caddyBin
+}
+
+// caddyProcess is a caddy subprocess running a Caddyfile.
+type caddyProcess struct {
+	cmd *exec.Cmd
+	log string
+}
+
+// startCaddyProcess runs the built caddy on a Caddyfile and waits until readyURL answers.
+func startCaddyProcess(t *testing.T, caddyfile, readyURL string) *caddyProcess {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(cfg, []byte(caddyfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := &caddyProcess{log: filepath.Join(dir, "caddy.log")}
+	logFile, err := os.Create(p.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(caddyBinary(t), "run", "--config", cfg, "--adapter", "caddyfile")
+	p.cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.kill(); logFile.Close() })
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(readyURL)
+		if err == nil {
+			resp.Body.Close()
+			return p
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, _ := os.ReadFile(p.log)
+	t.Fatalf("caddy did not become ready at %s:\n%s", readyURL, out)
+	return nil
+}
+
+// kill sends SIGKILL and waits for the process to go.
+func (p *caddyProcess) kill() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+}
