@@ -179,7 +179,9 @@ func (h *Handler) retention() time.Duration {
 	return storage.DefaultTaskRetention
 }
 
-func (h *Handler) providerField(p *providers.Provider) zap.Field { return zap.String("provider", p.Name) }
+func (h *Handler) providerField(p *providers.Provider) zap.Field {
+	return zap.String("provider", p.Name)
+}
 
 func errorField(err error) zap.Field { return zap.Error(err) }
 
