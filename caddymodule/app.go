@@ -41,6 +41,9 @@ type App struct {
 	// DisabledAccounts are accounts whose keys are all refused with 403.
 	DisabledAccounts []string `json:"disabled_accounts,omitempty"`
 
+	// Upload configures presigned direct uploads (mediagw_presign).
+	Upload *UploadConfig `json:"upload,omitempty"`
+
 	// TaskRetention is how long task ownership records are kept after a task was created.
 	// Default: 7 days, like the upstream.
 	TaskRetention caddy.Duration `json:"task_retention,omitempty"`
@@ -49,6 +52,7 @@ type App struct {
 	storeKey      string
 	catalog       *providers.Catalog
 	authenticator *auth.Authenticator
+	uploads       *uploads
 	loadedAt      time.Time
 	logger        *zap.Logger
 }
@@ -146,6 +150,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		disabled[acct] = true
 	}
 
+	if err := a.provisionUploads(repl); err != nil {
+		return err
+	}
 	if err := a.openStore(); err != nil {
 		return err
 	}
@@ -170,6 +177,7 @@ func (a *App) Stop() error { return nil }
 
 // Cleanup releases this config's hold on the store.
 func (a *App) Cleanup() error {
+	a.releaseUploads()
 	if a.storeKey == "" {
 		return nil
 	}

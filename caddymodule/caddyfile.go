@@ -25,6 +25,7 @@ func init() {
 	}{
 		{"mediagw_simulator", parseUnmarshaler[SimulatorHandler]},
 		{"mediagw_models", parseNoArgs[ModelsHandler]},
+		{"mediagw_presign", parseNoArgs[PresignHandler]},
 		{"mediagw_video_tasks", parseUnmarshaler[VideoTasksHandler]},
 	} {
 		httpcaddyfile.RegisterHandlerDirective(dir.name, dir.setup)

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -29,6 +30,19 @@ import (
 //			allow_ips <ip|cidr...>
 //			expires   <RFC 3339 time>
 //			disabled
+//		}
+//		upload {
+//			bucket            <name>
+//			region            <region>
+//			endpoint          <url>
+//			path_style
+//			access_key_id     <id>
+//			secret_access_key <secret>
+//			public_base_url   <url>
+//			prefix            <key-prefix>
+//			expires           <duration>
+//			allowed_content_types <type/subtype|type/*...>
+//			rate_limit        <count> <window> | off
 //		}
 //	}
 //
@@ -100,6 +114,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				modelOwner[m] = p.Name
 			}
 			a.Providers = append(a.Providers, p)
+		case "upload":
+			u, err := parseUpload(d)
+			if err != nil {
+				return err
+			}
+			a.Upload = u
 		case "key":
 			k, err := parseKey(d)
 			if err != nil {
@@ -228,4 +248,61 @@ func parseKey(d *caddyfile.Dispenser) (StaticKey, error) {
 		return k, d.Err("key: account is required")
 	}
 	return k, nil
+}
+
+func parseUpload(d *caddyfile.Dispenser) (*UploadConfig, error) {
+	u := new(UploadConfig)
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	err := parseBlock(d, map[string]func() error{
+		"bucket":            func() error { return stringArg(d, &u.Bucket) },
+		"region":            func() error { return stringArg(d, &u.Region) },
+		"endpoint":          func() error { return stringArg(d, &u.Endpoint) },
+		"access_key_id":     func() error { return stringArg(d, &u.AccessKeyID) },
+		"secret_access_key": func() error { return stringArg(d, &u.SecretAccessKey) },
+		"public_base_url":   func() error { return stringArg(d, &u.PublicBaseURL) },
+		"prefix":            func() error { return stringArg(d, &u.Prefix) },
+		"expires":           func() error { return durationArg(d, &u.Expires) },
+		"path_style": func() error {
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			u.PathStyle = true
+			return nil
+		},
+		"allowed_content_types": func() error {
+			if u.AllowedContentTypes = d.RemainingArgs(); len(u.AllowedContentTypes) == 0 {
+				return d.ArgErr()
+			}
+			return nil
+		},
+		"rate_limit": func() error {
+			args := d.RemainingArgs()
+			switch {
+			case len(args) == 1 && args[0] == "off":
+				u.RateLimit = &UploadRateLimit{Disabled: true}
+			case len(args) == 2:
+				n, err := strconv.Atoi(args[0])
+				window, werr := caddy.ParseDuration(args[1])
+				if err != nil || n < 1 || werr != nil || window <= 0 {
+					return d.Errf("rate_limit: want a positive count and a window, e.g. rate_limit 100 60s")
+				}
+				u.RateLimit = &UploadRateLimit{Requests: n, Window: caddy.Duration(window)}
+			default:
+				return d.Err("usage: rate_limit <count> <window> | off")
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if u.Bucket == "" {
+		return nil, d.Err("upload: bucket is required")
+	}
+	if (u.AccessKeyID == "") != (u.SecretAccessKey == "") {
+		return nil, d.Err("upload: give both access_key_id and secret_access_key, or neither")
+	}
+	return u, nil
 }

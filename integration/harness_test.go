@@ -146,6 +146,12 @@ func call(t *testing.T, method, url, key string, body any) response {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return do(t, req)
+}
+
+// do sends a prepared request and reads the whole answer.
+func do(t *testing.T, req *http.Request) response {
+	t.Helper()
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -156,4 +162,11 @@ func call(t *testing.T, method, url, key string, body any) response {
 		t.Fatal(err)
 	}
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func decodeJSON(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("decoding %s: %v", b, err)
+	}
 }

@@ -1,0 +1,148 @@
+package caddymodule
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/mediagw/mediagw/handlers/presign"
+	"github.com/mediagw/mediagw/handlers/ratelimit"
+)
+
+// UploadConfig configures presigned direct uploads to S3-compatible storage (POST
+// /v1/upload/presign). Without it, presign answers 503 upload_service_unavailable.
+type UploadConfig struct {
+	// Bucket receives the uploads. Required.
+	Bucket string `json:"bucket"`
+	// Region of the bucket. Default: us-east-1.
+	Region string `json:"region,omitempty"`
+	// Endpoint is the base URL of an S3-compatible service (MinIO, versitygw, R2 …).
+	// Default: AWS S3.
+	Endpoint string `json:"endpoint,omitempty"`
+	// PathStyle addresses objects as endpoint/bucket/key (needed by most S3-compatible servers).
+	PathStyle bool `json:"path_style,omitempty"`
+	// AccessKeyID and SecretAccessKey are static credentials, written as {env.*} or {file.*}.
+	// When both are omitted the AWS default chain is used (environment, shared config, instance
+	// or task role).
+	AccessKeyID     string `json:"access_key_id,omitempty"`
+	SecretAccessKey string `json:"secret_access_key,omitempty"`
+	// PublicBaseURL is joined with the object key to make public_url, e.g. a CDN in front of the
+	// bucket. Default: the object's address at the endpoint.
+	PublicBaseURL string `json:"public_base_url,omitempty"`
+	// Prefix starts every object key. Default: none.
+	Prefix string `json:"prefix,omitempty"`
+	// Expires is the life of a presigned URL. Default: 15m.
+	Expires caddy.Duration `json:"expires,omitempty"`
+	// AllowedContentTypes restricts content_type, e.g. ["image/*", "video/mp4"]. Default: any.
+	AllowedContentTypes []string `json:"allowed_content_types,omitempty"`
+	// RateLimit bounds presign calls per API key. Default: from UPLOAD_RATE_LIMIT_ENABLE
+	// (true), UPLOAD_RATE_LIMIT (100) and UPLOAD_RATE_LIMIT_DURATION (60 seconds).
+	RateLimit *UploadRateLimit `json:"rate_limit,omitempty"`
+}
+
+// UploadRateLimit is a sliding-window limit: at most Requests presign calls per API key in any
+// Window. Refused calls do not count.
+type UploadRateLimit struct {
+	// Disabled turns the limit off.
+	Disabled bool `json:"disabled,omitempty"`
+	// Requests is the number of calls allowed per window.
+	Requests int `json:"requests,omitempty"`
+	// Window is the length of the sliding window.
+	Window caddy.Duration `json:"window,omitempty"`
+}
+
+// limiters keeps presign rate limiters across config reloads, keyed by their settings.
+var limiters = caddy.NewUsagePool()
+
+type sharedLimiter struct{ *ratelimit.SlidingWindow }
+
+func (sharedLimiter) Destruct() error { return nil }
+
+// uploads is what the app provisions for mediagw_presign.
+type uploads struct {
+	handler    presign.Handler
+	limiterKey string
+}
+
+// provisionUploads prepares the presigner and the rate limiter.
+func (a *App) provisionUploads(repl *caddy.Replacer) error {
+	a.uploads = &uploads{}
+	limit, err := a.uploadRateLimit()
+	if err != nil {
+		return err
+	}
+	if !limit.Disabled {
+		key := fmt.Sprintf("%d/%s", limit.Requests, time.Duration(limit.Window))
+		val, _ := limiters.LoadOrStore(key, sharedLimiter{ratelimit.NewSlidingWindow(limit.Requests, time.Duration(limit.Window))})
+		a.uploads.handler.Limiter, a.uploads.limiterKey = val.(sharedLimiter).SlidingWindow, key
+	}
+	u := a.Upload
+	if u == nil {
+		return nil // presign answers 503
+	}
+	s3, err := presign.NewS3(context.Background(), presign.S3Config{
+		Bucket:          u.Bucket,
+		Region:          u.Region,
+		Endpoint:        repl.ReplaceKnown(u.Endpoint, ""),
+		PathStyle:       u.PathStyle,
+		AccessKeyID:     strings.TrimSpace(repl.ReplaceKnown(u.AccessKeyID, "")),
+		SecretAccessKey: strings.TrimSpace(repl.ReplaceKnown(u.SecretAccessKey, "")),
+	})
+	if err != nil {
+		return err
+	}
+	h := &a.uploads.handler
+	h.Storage, h.PublicBaseURL, h.Prefix = s3, repl.ReplaceKnown(u.PublicBaseURL, ""), u.Prefix
+	h.Expires, h.AllowedContentTypes = time.Duration(u.Expires), u.AllowedContentTypes
+	return nil
+}
+
+// releaseUploads lets go of the shared limiter.
+func (a *App) releaseUploads() {
+	if a.uploads != nil && a.uploads.limiterKey != "" {
+		_, _ = limiters.Delete(a.uploads.limiterKey)
+		a.uploads.limiterKey = ""
+	}
+}
+
+// uploadRateLimit is the configured limit, or the one from the environment.
+func (a *App) uploadRateLimit() (UploadRateLimit, error) {
+	if a.Upload != nil && a.Upload.RateLimit != nil {
+		l := *a.Upload.RateLimit
+		if !l.Disabled && (l.Requests < 1 || l.Window <= 0) {
+			return l, fmt.Errorf("upload rate_limit needs a positive count and window")
+		}
+		return l, nil
+	}
+	l := UploadRateLimit{Requests: 100, Window: caddy.Duration(time.Minute)}
+	if s := os.Getenv("UPLOAD_RATE_LIMIT_ENABLE"); s != "" {
+		on, err := strconv.ParseBool(s)
+		if err != nil {
+			return l, fmt.Errorf("UPLOAD_RATE_LIMIT_ENABLE=%q: want true or false", s)
+		}
+		l.Disabled = !on
+	}
+	if s := os.Getenv("UPLOAD_RATE_LIMIT"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return l, fmt.Errorf("UPLOAD_RATE_LIMIT=%q: want a positive integer", s)
+		}
+		l.Requests = n
+	}
+	if s := os.Getenv("UPLOAD_RATE_LIMIT_DURATION"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return l, fmt.Errorf("UPLOAD_RATE_LIMIT_DURATION=%q: want a positive number of seconds", s)
+		}
+		l.Window = caddy.Duration(time.Duration(n) * time.Second)
+	}
+	return l, nil
+}
+
+// Interface guards
+var _ caddy.Destructor = sharedLimiter{}

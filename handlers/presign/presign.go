@@ -1,0 +1,244 @@
+// Package presign serves POST /v1/upload/presign: a short-lived presigned PUT URL with which the
+// client uploads a file straight to object storage, so file bytes never pass through mediagw.
+package presign
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/ratelimit"
+)
+
+// Defaults.
+const (
+	DefaultExpires     = 15 * time.Minute
+	DefaultContentType = "application/octet-stream"
+	maxFilenameBytes   = 255
+	maxBodyBytes       = 16 << 10
+)
+
+// now is the clock; tests replace it.
+var now = time.Now
+
+// Presigner signs uploads; *S3 is the implementation.
+type Presigner interface {
+	PresignPut(ctx context.Context, objectKey, contentType string, expires time.Duration) (string, http.Header, error)
+	PublicURL(objectKey string) string
+}
+
+// Handler answers presign requests. A nil Storage means uploads are not configured (503).
+type Handler struct {
+	Storage Presigner
+	// PublicBaseURL, when set, is joined with the object key to make public_url.
+	PublicBaseURL string
+	// Prefix starts every object key, e.g. "uploads/".
+	Prefix string
+	// Expires is the life of a presigned URL. Default: 15 minutes.
+	Expires time.Duration
+	// AllowedContentTypes, when set, restricts content_type (entries like "image/png" or "image/*").
+	AllowedContentTypes []string
+	// Limiter bounds presign calls per API key; nil means no limit.
+	Limiter *ratelimit.SlidingWindow
+	Logger  *zap.Logger
+}
+
+// Request is the presign request body.
+type Request struct {
+	Filename    *string `json:"filename"`
+	ContentType *string `json:"content_type"`
+}
+
+// Response is the presign answer (spec §2.9).
+type Response struct {
+	URL       string            `json:"url"`
+	PublicURL string            `json:"public_url"`
+	Method    string            `json:"method"`
+	ObjectKey string            `json:"object_key"`
+	Headers   map[string]string `json:"headers"`
+	ExpiresAt int64             `json:"expires_at"`
+}
+
+var (
+	errUnavailable = apierror.New(http.StatusServiceUnavailable, "upload_service_unavailable", "uploads are not configured on this gateway")
+	errFailed      = apierror.New(http.StatusInternalServerError, "upload_presign_failed", "the upload URL could not be created; retry later")
+	errMethod      = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "use POST to request an upload URL")
+	errBodyType    = apierror.New(http.StatusBadRequest, "invalid_request_body", "Content-Type must be application/json")
+	errBodyJSON    = apierror.New(http.StatusBadRequest, "invalid_request_body", "the body must be a JSON object such as {\"filename\":\"cat.png\"}")
+	extension      = regexp.MustCompile(`^[a-z0-9]{1,16}$`)
+)
+
+func invalidUpload(param, msg string) *apierror.Error {
+	return apierror.New(http.StatusBadRequest, "invalid_upload_request", msg).WithParam(param)
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h.serve(w, r); err != nil {
+		var e *apierror.Error
+		if errors.As(err, &e) {
+			apierror.Write(w, apierror.OpenAIShape, e)
+			return
+		}
+		apierror.Internal(w, apierror.OpenAIShape, h.Logger, err)
+	}
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		return errMethod
+	}
+	id, ok := auth.FromContext(r.Context())
+	if !ok {
+		return auth.ErrMissingKey
+	}
+	if h.Limiter != nil {
+		if ok, wait := h.Limiter.Allow(id.KeyID); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			return apierror.New(http.StatusTooManyRequests, "rate_limit_exceeded",
+				"too many presign requests for this API key: at most "+strconv.Itoa(h.Limiter.Limit())+" per "+h.Limiter.Window().String()+"; retry after the time in Retry-After")
+		}
+	}
+	if h.Storage == nil {
+		return errUnavailable
+	}
+	req, err := parseRequest(w, r)
+	if err != nil {
+		return err
+	}
+	filename, contentType, err := h.check(req)
+	if err != nil {
+		return err
+	}
+	key := h.objectKey(id.Account, filename)
+	expires := h.expires()
+	issued := now()
+	url, signed, err := h.Storage.PresignPut(r.Context(), key, contentType, expires)
+	if err != nil {
+		// The error names the bucket at most; the URL was never made, so nothing secret is logged.
+		h.Logger.Error("presigning upload failed", zap.String("object_key", key), zap.Error(err))
+		return errFailed
+	}
+	headers := map[string]string{}
+	for k, v := range signed {
+		headers[k] = strings.Join(v, ",")
+	}
+	headers["Content-Type"] = contentType
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	return json.NewEncoder(w).Encode(Response{
+		URL: url, PublicURL: h.publicURL(key), Method: http.MethodPut, ObjectKey: key,
+		Headers: headers, ExpiresAt: issued.Add(expires).Unix(),
+	})
+}
+
+func parseRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
+	var req Request
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return req, errBodyType
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return req, apierror.New(http.StatusRequestEntityTooLarge, "invalid_request_body", "the request body is too large")
+		}
+		return req, errBodyJSON
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil || obj == nil {
+		return req, errBodyJSON
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return req, errBodyJSON.WithParam("filename")
+	}
+	return req, nil
+}
+
+// check validates the filename and content type and returns them ready to use.
+func (h *Handler) check(req Request) (filename, contentType string, err error) {
+	if req.Filename == nil || *req.Filename == "" {
+		return "", "", invalidUpload("filename", "filename is required")
+	}
+	filename = *req.Filename
+	switch {
+	case len(filename) > maxFilenameBytes:
+		return "", "", invalidUpload("filename", "filename must be at most 255 bytes")
+	case !utf8.ValidString(filename):
+		return "", "", invalidUpload("filename", "filename must be valid UTF-8")
+	case strings.IndexFunc(filename, isControl) >= 0:
+		return "", "", invalidUpload("filename", "filename must not contain control characters")
+	}
+	contentType = DefaultContentType
+	if req.ContentType != nil && *req.ContentType != "" {
+		contentType = *req.ContentType
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil || strings.IndexFunc(contentType, isControl) >= 0 || !strings.Contains(mt, "/") || len(contentType) > 255 {
+		return "", "", invalidUpload("content_type", "content_type must be a MIME type such as image/png")
+	}
+	if !h.typeAllowed(mt) {
+		return "", "", invalidUpload("content_type", "content_type "+mt+" is not accepted here; allowed: "+strings.Join(h.AllowedContentTypes, ", "))
+	}
+	return filename, contentType, nil
+}
+
+func (h *Handler) typeAllowed(mediaType string) bool {
+	if len(h.AllowedContentTypes) == 0 {
+		return true
+	}
+	for _, a := range h.AllowedContentTypes {
+		a = strings.ToLower(a)
+		if a == mediaType || (strings.HasSuffix(a, "/*") && strings.HasPrefix(mediaType, strings.TrimSuffix(a, "*"))) {
+			return true
+		}
+	}
+	return false
+}
+
+// objectKey is prefix/<account segment>/<yyyy/mm/dd>/<random>[.ext]. The account segment is a
+// hash, so public URLs do not reveal account names; the filename contributes only a safe,
+// lowercase extension.
+func (h *Handler) objectKey(account, filename string) string {
+	sum := sha256.Sum256([]byte(account))
+	var random [16]byte
+	_, _ = rand.Read(random[:])
+	key := h.Prefix + hex.EncodeToString(sum[:8]) + "/" + now().UTC().Format("2006/01/02") + "/" + hex.EncodeToString(random[:])
+	if ext := strings.ToLower(strings.TrimPrefix(path.Ext(filename), ".")); extension.MatchString(ext) {
+		key += "." + ext
+	}
+	return key
+}
+
+func (h *Handler) publicURL(key string) string {
+	if h.PublicBaseURL != "" {
+		return strings.TrimSuffix(h.PublicBaseURL, "/") + "/" + escapeKey(key)
+	}
+	return h.Storage.PublicURL(key)
+}
+
+func (h *Handler) expires() time.Duration {
+	if h.Expires > 0 {
+		return h.Expires
+	}
+	return DefaultExpires
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
