@@ -1,0 +1,56 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestCaddyfileExample runs Caddyfile.example, the README's first command, with only its ports
+// and data directory moved, and uses it as the README says.
+func TestCaddyfileExample(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	example, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "Caddyfile.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, sim, admin := freePort(t), freePort(t), freePort(t)
+	cfg := string(example)
+	for old, repl := range map[string]string{
+		"http://:8080":           fmt.Sprintf("http://127.0.0.1:%d", gw),
+		"127.0.0.1:8091":         fmt.Sprintf("127.0.0.1:%d", sim),
+		"localhost:2019":         fmt.Sprintf("127.0.0.1:%d", admin),
+		"./data/mediagw":         filepath.Join(t.TempDir(), "mediagw"),
+		"{env.MEDIAGW_DEMO_KEY}": "mg-demo-key",
+	} {
+		if !strings.Contains(cfg, old) {
+			t.Fatalf("Caddyfile.example no longer contains %q; update this test", old)
+		}
+		cfg = strings.ReplaceAll(cfg, old, repl)
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", gw)
+	startCaddyProcess(t, cfg, base+"/")
+
+	if got := modelIDs(t, base, "mg-demo-key"); !slices.Equal(got, []string{"demo-seedance-1-0-lite", "demo-seedance-1-0-pro"}) {
+		t.Fatalf("models = %v", got)
+	}
+	r := call(t, "POST", base+"/api/v3/contents/generations/tasks", "mg-demo-key",
+		`{"model":"demo-seedance-1-0-pro","content":[{"type":"text","text":"a lighthouse at dawn"}]}`)
+	id, _ := r.json(t)["id"].(string)
+	if r.status != 200 || id == "" {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", base+"/api/v3/contents/generations/tasks/"+id, "mg-demo-key", nil); r.status != 200 || r.json(t)["status"] != "queued" {
+		t.Fatalf("query = %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", base+"/v1/upload/presign", "mg-demo-key", `{"filename":"a.png"}`); r.status != 503 {
+		t.Fatalf("presign without storage = %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", base+"/nowhere", "mg-demo-key", nil); r.status != 404 || r.json(t)["error"] == nil {
+		t.Fatalf("unknown path = %d %s", r.status, r.body)
+	}
+}
