@@ -61,7 +61,7 @@ func startGateway(t *testing.T, caddyfile string, vars map[string]string) *gatew
 		g.vars[k] = v
 	}
 	g.vars["data"] = t.TempDir()
-	g.vars["globals"] = "admin " + g.admin + "\n\tpersist_config off"
+	g.vars["globals"] = "admin " + g.admin + "\n\tpersist_config off\n\tdefault_bind 127.0.0.1"
 	cfg, err := g.adapt(caddyfile)
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +103,13 @@ func (g *gateway) reload(caddyfile string) error {
 		msg, _ := io.ReadAll(resp.Body)
 		return fmt.Errorf("reload: %s: %s", resp.Status, msg)
 	}
+	// The old servers close their keep-alive connections, and for a moment after /load returns
+	// a new connection can still be accepted by an old server that is shutting down and be
+	// closed unanswered (seen as EOF; Go retries only idempotent requests on a reused
+	// connection). That is Caddy's reload behaviour, not mediagw's: start with fresh
+	// connections once the old servers are gone.
+	client.CloseIdleConnections()
+	time.Sleep(100 * time.Millisecond)
 	return nil
 }
 
