@@ -34,6 +34,8 @@ type Simulator struct {
 	// APIKey, when set, is the only bearer token accepted.
 	APIKey string
 
+	routes map[string]http.HandlerFunc // OpenAI-style endpoints by path suffix
+
 	mu    sync.Mutex
 	tasks map[string]*task
 	order []string
@@ -50,12 +52,14 @@ type task struct {
 
 // New returns a simulator with default timings: 2 s queued, 5 s running.
 func New() *Simulator {
-	return &Simulator{
+	s := &Simulator{
 		QueuedFor:  2 * time.Second,
 		RunningFor: 5 * time.Second,
 		VideoURL:   "https://simulator.mediagw.invalid/videos/{id}.mp4",
 		tasks:      map[string]*task{},
 	}
+	s.routes = s.openAIRoutes()
+	return s
 }
 
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -68,7 +72,11 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveTasks(w, r, strings.Trim(rest, "/"))
 		return
 	}
-	for suffix, serve := range s.openAIRoutes() {
+	if _, id, ok := strings.Cut(path, "/images/tasks/"); ok && r.Method == http.MethodGet {
+		s.imageTask(w, id)
+		return
+	}
+	for suffix, serve := range s.routes {
 		if strings.HasSuffix(path, suffix) {
 			serve(w, r)
 			return

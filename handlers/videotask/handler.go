@@ -19,6 +19,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -124,18 +125,18 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
-	ans, err := h.call(r.Context(), p, http.MethodPost, TasksPath, req.Forward)
+	ans, err := h.upstream().Call(r.Context(), p, http.MethodPost, TasksPath, req.Forward)
 	if err != nil {
 		return err
 	}
-	if ans.status/100 != 2 {
-		return upstreamError(ans)
+	if !ans.OK() {
+		return upstream.Refusal(ans)
 	}
 	var created struct {
 		ID string `json:"id"`
 	}
-	if json.Unmarshal(ans.body, &created) != nil || created.ID == "" {
-		return errUpstreamUnreadable
+	if json.Unmarshal(ans.Body, &created) != nil || created.ID == "" {
+		return upstream.ErrUnreadable
 	}
 	t := now()
 	task := storage.Task{
@@ -179,11 +180,10 @@ func (h *Handler) retention() time.Duration {
 	return storage.DefaultTaskRetention
 }
 
-func (h *Handler) providerField(p *providers.Provider) zap.Field {
-	return zap.String("provider", p.Name)
+// upstream is the client for provider calls.
+func (h *Handler) upstream() upstream.Client {
+	return upstream.Client{HTTP: h.Client, Logger: h.Logger}
 }
-
-func errorField(err error) zap.Field { return zap.Error(err) }
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")

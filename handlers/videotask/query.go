@@ -15,6 +15,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -67,21 +68,21 @@ func (h *Handler) refresh(t storage.Task) (json.RawMessage, error) {
 		}
 		return recordJSON(t), nil
 	}
-	ans, err := h.call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
+	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
 	if err != nil {
 		return nil, err
 	}
-	if ans.status == http.StatusNotFound {
+	if ans.Status == http.StatusNotFound {
 		return nil, errTaskNotExist
 	}
-	if ans.status/100 != 2 {
-		return nil, upstreamError(ans)
+	if !ans.OK() {
+		return nil, upstream.Refusal(ans)
 	}
-	var upstream map[string]json.RawMessage
-	if json.Unmarshal(ans.body, &upstream) != nil || upstream == nil {
-		return nil, errUpstreamUnreadable
+	var answer map[string]json.RawMessage
+	if json.Unmarshal(ans.Body, &answer) != nil || answer == nil {
+		return nil, upstream.ErrUnreadable
 	}
-	result, status := queryResult(upstream, t)
+	result, status := queryResult(answer, t)
 	body, err := json.Marshal(result)
 	if err != nil {
 		return nil, err
@@ -166,14 +167,14 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if !ok || p.Name != t.Provider {
 		return apierror.New(http.StatusConflict, "provider_unavailable", "the provider of this task is no longer configured")
 	}
-	ans, err := h.call(r.Context(), p, http.MethodDelete, TasksPath+"/"+url.PathEscape(t.ID), nil)
+	ans, err := h.upstream().Call(r.Context(), p, http.MethodDelete, TasksPath+"/"+url.PathEscape(t.ID), nil)
 	if err != nil {
 		return err
 	}
-	if ans.status/100 != 2 && ans.status != http.StatusNotFound {
-		return upstreamError(ans)
+	if !ans.OK() && ans.Status != http.StatusNotFound {
+		return upstream.Refusal(ans)
 	}
-	if ans.status == http.StatusNotFound || Terminal(t.Status) {
+	if ans.Status == http.StatusNotFound || Terminal(t.Status) {
 		err = h.Store.DeleteTask(r.Context(), t.ID)
 	} else {
 		t.Status, t.UpdatedAt, t.RefreshedAt = StatusCancelled, now().Unix(), now().UnixNano()
@@ -197,9 +198,9 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identit
 func (h *Handler) abandon(p *providers.Provider, taskID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.upstreamTimeout())
 	defer cancel()
-	ans, err := h.call(ctx, p, http.MethodDelete, TasksPath+"/"+url.PathEscape(taskID), nil)
+	ans, err := h.upstream().Call(ctx, p, http.MethodDelete, TasksPath+"/"+url.PathEscape(taskID), nil)
 	h.Logger.Warn("task created upstream but its ownership could not be recorded; cancelling it upstream",
-		zap.String("task_id", taskID), zap.Int("upstream_status", ans.status), zap.Error(err))
+		zap.String("task_id", taskID), zap.Int("upstream_status", ans.Status), zap.Error(err))
 }
 
 func (h *Handler) upstreamTimeout() time.Duration {

@@ -1,0 +1,121 @@
+// Package upstream calls model providers for the handlers that talk to them directly (video
+// tasks, image edits) rather than through reverse_proxy. Transport failures become contract
+// errors: 504 on timeout, 502 when the provider cannot be reached or answers unreadably.
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/providers"
+)
+
+// MaxBody bounds how much of an upstream answer is read.
+const MaxBody = 4 << 20
+
+// Errors for transport failures.
+var (
+	ErrTimeout     = apierror.New(http.StatusGatewayTimeout, "upstream_timeout", "the upstream provider did not answer in time; retry later")
+	ErrUnreachable = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
+	ErrUnreadable  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider returned an unrecognisable response")
+)
+
+// Client calls providers with their own credentials.
+type Client struct {
+	HTTP   *http.Client
+	Logger *zap.Logger
+}
+
+// Answer is a complete upstream response.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// OK reports a 2xx status.
+func (a Answer) OK() bool { return a.Status/100 == 2 }
+
+// Call sends one request to the provider endpoint rel (relative to its base URL). A JSON body is
+// sent when body is not nil.
+func (c Client) Call(ctx context.Context, p *providers.Provider, method, rel string, body []byte) (Answer, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, p.Endpoint(rel), rd)
+	if err != nil {
+		return Answer{}, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	p.SetCredentials(req.Header)
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		if isTimeout(err) {
+			return Answer{}, ErrTimeout
+		}
+		c.Logger.Warn("upstream unreachable", zap.String("provider", p.Name), zap.Error(err))
+		return Answer{}, ErrUnreachable
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
+	if err != nil {
+		if isTimeout(err) {
+			return Answer{}, ErrTimeout
+		}
+		return Answer{}, ErrUnreadable
+	}
+	if len(b) > MaxBody {
+		return Answer{}, ErrUnreadable
+	}
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// Refusal turns a non-2xx answer into a contract error. The provider's own 4xx is passed on with
+// its code and message; a 5xx becomes 502.
+func Refusal(a Answer) *apierror.Error {
+	var e struct {
+		Error *struct {
+			Code    any    `json:"code"`
+			Message string `json:"message"`
+			Param   any    `json:"param"`
+		} `json:"error"`
+	}
+	parsed := json.Unmarshal(a.Body, &e) == nil && e.Error != nil && e.Error.Message != ""
+	status := a.Status
+	if status < 400 || status >= 500 {
+		status = http.StatusBadGateway
+	}
+	if !parsed {
+		if status == http.StatusBadGateway {
+			return ErrUnreadable
+		}
+		return apierror.New(status, "upstream_error", fmt.Sprintf("the upstream provider refused the request (HTTP %d)", a.Status))
+	}
+	code, _ := e.Error.Code.(string)
+	if code == "" {
+		code = "upstream_error"
+	}
+	refusal := apierror.New(status, code, e.Error.Message)
+	if param, ok := e.Error.Param.(string); ok {
+		refusal.Param = param
+	}
+	return refusal
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
