@@ -27,6 +27,7 @@ func init() {
 		{"mediagw_models", parseNoArgs[ModelsHandler]},
 		{"mediagw_presign", parseNoArgs[PresignHandler]},
 		{"mediagw_video_tasks", parseUnmarshaler[VideoTasksHandler]},
+		{"mediagw_image_edits", parseUnmarshaler[ImageEditsHandler]},
 		{"mediagw_route", parseUnmarshaler[RouteHandler]},
 	} {
 		httpcaddyfile.RegisterHandlerDirective(dir.name, dir.setup)

@@ -35,8 +35,19 @@ func TestCaddyfileExample(t *testing.T) {
 	base := fmt.Sprintf("http://127.0.0.1:%d", gw)
 	startCaddyProcess(t, cfg, base+"/")
 
-	if got := modelIDs(t, base, "mg-demo-key"); !slices.Equal(got, []string{"demo-seedance-1-0-lite", "demo-seedance-1-0-pro"}) {
+	if got := modelIDs(t, base, "mg-demo-key"); len(got) != 8 || !slices.Contains(got, "demo-seedance-1-0-pro") || !slices.Contains(got, "demo-chat") {
 		t.Fatalf("models = %v", got)
+	}
+	for _, tc := range []struct{ path, body, want string }{
+		{"/v1/chat/completions", `{"model":"demo-chat","messages":[{"role":"user","content":"hi"}]}`, "simulator"},
+		{"/v1/chat/completions", `{"model":"demo-chat","stream":true,"messages":[]}`, "[DONE]"},
+		{"/v1/embeddings", `{"model":"demo-embedding","input":"hi"}`, "embedding"},
+		{"/v1/images/generations", `{"model":"demo-image","prompt":"a cat"}`, "url"},
+		{"/v1/images/edits", `{"model":"demo-image","prompt":"blue","images":[{"image_url":"https://cdn.example.com/a.png"}]}`, "url"},
+	} {
+		if r := call(t, "POST", base+tc.path, "mg-demo-key", tc.body); r.status != 200 || !strings.Contains(string(r.body), tc.want) {
+			t.Fatalf("%s = %d %s", tc.path, r.status, r.body)
+		}
 	}
 	r := call(t, "POST", base+"/api/v3/contents/generations/tasks", "mg-demo-key",
 		`{"model":"demo-seedance-1-0-pro","content":[{"type":"text","text":"a lighthouse at dawn"}]}`)

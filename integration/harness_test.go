@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -177,3 +178,6 @@ func decodeJSON(t *testing.T, b []byte, v any) {
 		t.Fatalf("decoding %s: %v", b, err)
 	}
 }
+
+// errorsAs is errors.As, named so tests read well next to SDK error types.
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -1,0 +1,94 @@
+package caddymodule
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/mediagw/mediagw/handlers/imageedit"
+	"github.com/mediagw/mediagw/handlers/videotask"
+)
+
+func init() {
+	caddy.RegisterModule(ImageEditsHandler{})
+}
+
+// ImageEditsHandler serves POST /v1/images/edits and GET /v1/images/tasks/{id}. It must follow
+// mediagw_auth. Edits are validated (spec §2.6; errors in the OpenAI shape with param naming the
+// field), checked against the key's models, and sent to the provider serving the model, whose
+// answer passes through. When the provider answers with a task id (id or task_id), the calling
+// account is recorded as its owner; GET /v1/images/tasks/{id} then reads the provider's
+// images/tasks/{id} for the owner and answers 404 task_not_found to everyone else.
+type ImageEditsHandler struct {
+	// UpstreamTimeout bounds each provider call; past it the client gets 504. Default: 60s.
+	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
+
+	edits *imageedit.Handler
+}
+
+// CaddyModule returns the Caddy module information.
+func (ImageEditsHandler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.mediagw_image_edits",
+		New: func() caddy.Module { return new(ImageEditsHandler) },
+	}
+}
+
+// Provision finds the mediagw app.
+func (h *ImageEditsHandler) Provision(ctx caddy.Context) error {
+	app, err := appFrom(ctx)
+	if err != nil {
+		return err
+	}
+	timeout := time.Duration(h.UpstreamTimeout)
+	if timeout <= 0 {
+		timeout = videotask.DefaultUpstreamTimeout
+	}
+	h.edits = &imageedit.Handler{
+		Catalog:   app.Catalog(),
+		Store:     app.Store(),
+		Client:    upstreamClient(timeout),
+		Retention: app.taskRetention(),
+		Logger:    ctx.Logger(),
+	}
+	return nil
+}
+
+// Cleanup closes idle upstream connections.
+func (h *ImageEditsHandler) Cleanup() error {
+	if h.edits != nil {
+		h.edits.Client.CloseIdleConnections()
+	}
+	return nil
+}
+
+func (h *ImageEditsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	h.edits.ServeHTTP(w, r)
+	return nil
+}
+
+// UnmarshalCaddyfile sets up the handler. Syntax:
+//
+//	mediagw_image_edits [<matcher>] {
+//		upstream_timeout <duration>
+//	}
+func (h *ImageEditsHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return parseBlock(d, map[string]func() error{
+		"upstream_timeout": func() error { return durationArg(d, &h.UpstreamTimeout) },
+	})
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*ImageEditsHandler)(nil)
+	_ caddy.CleanerUpper          = (*ImageEditsHandler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*ImageEditsHandler)(nil)
+	_ caddyfile.Unmarshaler       = (*ImageEditsHandler)(nil)
+)

@@ -1,0 +1,200 @@
+// Package imageedit serves POST /v1/images/edits (spec §2.6–2.7) and the owner-only query of
+// asynchronous image tasks, GET /v1/images/tasks/{id}. Edits are validated, checked against the
+// key's models, and sent to the provider that serves the model. A synchronous answer (data[].url)
+// passes through; when the provider answers with a task id (id or task_id), the calling account
+// is recorded as its owner before the answer is returned.
+package imageedit
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// Provider endpoints, relative to the provider's base URL.
+const (
+	EditsPath = "images/edits"
+	TasksPath = "images/tasks"
+)
+
+// DefaultMaxBodyBytes bounds an edit request body.
+const DefaultMaxBodyBytes = 1 << 20
+
+// now is the clock; tests replace it.
+var now = time.Now
+
+// Handler serves image edits and image task queries.
+type Handler struct {
+	Catalog *providers.Catalog
+	Store   storage.Store
+	Client  *http.Client
+	// Retention is how long image task records are kept.
+	Retention time.Duration
+	Logger    *zap.Logger
+}
+
+var (
+	errNotFound  = apierror.New(http.StatusNotFound, "not_found", "no such image endpoint")
+	errNoTask    = apierror.New(http.StatusNotFound, "task_not_found", "the image task does not exist or does not belong to this account")
+	errMethod    = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
+	errBodyType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "send the edit as application/json with public image URLs; multipart file bodies are not accepted")
+	errTooLarge  = apierror.New(http.StatusRequestEntityTooLarge, "request_too_large", "the request body is too large")
+	errReadError = apierror.New(http.StatusBadRequest, "invalid_request_body", "the request body could not be read")
+)
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id, ok := auth.FromContext(r.Context())
+	var err error
+	switch {
+	case !ok:
+		err = auth.ErrMissingKey
+	case strings.HasSuffix(r.URL.Path, "/images/edits"):
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			err = errMethod
+			break
+		}
+		err = h.edit(w, r, id)
+	case strings.Contains(r.URL.Path, "/images/tasks/"):
+		_, taskID, _ := strings.Cut(r.URL.Path, "/images/tasks/")
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET")
+			err = errMethod
+			break
+		}
+		err = h.query(w, r, id, taskID)
+	default:
+		err = errNotFound
+	}
+	var contractErr *apierror.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &contractErr):
+		apierror.Write(w, apierror.OpenAIShape, contractErr)
+	default:
+		apierror.Internal(w, apierror.OpenAIShape, h.Logger, err)
+	}
+}
+
+func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity) error {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return errBodyType
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, DefaultMaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return errTooLarge
+		}
+		return errReadError
+	}
+	model, err := ParseEdit(body)
+	if err != nil {
+		return err
+	}
+	if !id.AllowsModel(model) {
+		return apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may not use model "+model).WithParam("model")
+	}
+	p, ok := h.Catalog.ProviderFor(model)
+	if !ok {
+		return apierror.New(http.StatusNotFound, "model_not_found", "the model "+model+" does not exist or is not served here").WithParam("model")
+	}
+	ans, err := h.client().Call(r.Context(), p, http.MethodPost, EditsPath, body)
+	if err != nil {
+		return err
+	}
+	if !ans.OK() {
+		return upstream.Refusal(ans)
+	}
+	if taskID := asyncTaskID(ans.Body); taskID != "" {
+		t := now()
+		task := storage.Task{
+			ID: taskID, Kind: storage.KindImage, Account: id.Account, KeyID: id.KeyID,
+			Provider: p.Name, Model: model, Status: "queued",
+			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
+		}
+		if err := h.Store.PutTask(r.Context(), task); err != nil {
+			return err // never hand out a task id whose owner is not recorded
+		}
+	}
+	passOn(w, ans)
+	return nil
+}
+
+// asyncTaskID returns the task id of an asynchronous answer: id or task_id, when the answer does
+// not already carry the images.
+func asyncTaskID(body []byte) string {
+	var a struct {
+		ID     string            `json:"id"`
+		TaskID string            `json:"task_id"`
+		Data   []json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(body, &a) != nil || len(a.Data) > 0 {
+		return ""
+	}
+	if a.TaskID != "" {
+		return a.TaskID
+	}
+	return a.ID
+}
+
+// query answers GET /v1/images/tasks/{id} for the owning account only.
+func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity, taskID string) error {
+	t, err := h.Store.Task(r.Context(), taskID)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && (t.Account != id.Account || t.Kind != storage.KindImage)) {
+		return errNoTask
+	}
+	if err != nil {
+		return err
+	}
+	p, ok := h.Catalog.ProviderFor(t.Model)
+	if !ok || p.Name != t.Provider {
+		return apierror.New(http.StatusConflict, "provider_unavailable", "the provider of this task is no longer configured")
+	}
+	ans, err := h.client().Call(r.Context(), p, http.MethodGet, TasksPath+"/"+url.PathEscape(taskID), nil)
+	if err != nil {
+		return err
+	}
+	if ans.Status == http.StatusNotFound {
+		return errNoTask
+	}
+	if !ans.OK() {
+		return upstream.Refusal(ans)
+	}
+	passOn(w, ans)
+	return nil
+}
+
+func passOn(w http.ResponseWriter, ans upstream.Answer) {
+	ct := ans.Header.Get("Content-Type")
+	if ct == "" {
+		ct = "application/json"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(ans.Status)
+	_, _ = w.Write(ans.Body)
+}
+
+func (h *Handler) client() upstream.Client {
+	return upstream.Client{HTTP: h.Client, Logger: h.Logger}
+}
+
+func (h *Handler) retention() time.Duration {
+	if h.Retention > 0 {
+		return h.Retention
+	}
+	return storage.DefaultTaskRetention
+}

@@ -1,0 +1,112 @@
+package imageedit
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/media"
+)
+
+// Limits and enums of spec §2.6.
+const (
+	MaxImages = 15
+	MaxN      = 10
+)
+
+var (
+	enumSize = []string{"1024x1024", "1536x864", "864x1536", "1360x1024", "1024x1360", "1536x1024", "1024x1536",
+		"2048x2048", "3072x1728", "1728x3072", "2720x2048", "2048x2720", "3072x2048", "2048x3072", "2880x2880",
+		"3840x2160", "2160x3840", "3328x2496", "2496x3328", "3520x2336", "2336x3520"}
+	enumQuality      = []string{"auto", "low", "medium", "high"}
+	enumOutputFormat = []string{"jpeg", "png", "webp"}
+	enumModeration   = []string{"auto", "low"}
+	enumResponse     = []string{"url"}
+)
+
+func invalid(param, format string, a ...any) *apierror.Error {
+	return apierror.New(http.StatusBadRequest, "invalid_request", param+" "+fmt.Sprintf(format, a...)).WithParam(param)
+}
+
+// ParseEdit validates an image edit body (spec §2.6) and returns its model. JSON null counts as an
+// absent field. A failure is a 400 *apierror.Error whose Param names the field.
+func ParseEdit(body []byte) (string, error) {
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(body, &f); err != nil || f == nil {
+		return "", apierror.New(http.StatusBadRequest, "invalid_request_body", "the body must be a JSON object")
+	}
+	for k, v := range f {
+		if string(v) == "null" {
+			delete(f, k)
+		}
+	}
+	var model, prompt string
+	if err := nonEmpty(f, "model", &model); err != nil {
+		return "", err
+	}
+	if err := nonEmpty(f, "prompt", &prompt); err != nil {
+		return "", err
+	}
+	if err := checkImages(f["images"]); err != nil {
+		return "", err
+	}
+	if raw, ok := f["n"]; ok {
+		var n float64
+		if json.Unmarshal(raw, &n) != nil || n != float64(int(n)) || n < 1 || n > MaxN {
+			return "", invalid("n", "must be an integer from 1 to %d", MaxN)
+		}
+	}
+	for name, allowed := range map[string][]string{
+		"size": enumSize, "quality": enumQuality, "output_format": enumOutputFormat,
+		"moderation": enumModeration, "response_format": enumResponse,
+	} {
+		if raw, ok := f[name]; ok {
+			var s string
+			if json.Unmarshal(raw, &s) != nil || !slices.Contains(allowed, s) {
+				return "", invalid(name, "must be one of %s", strings.Join(allowed, ", "))
+			}
+		}
+	}
+	return model, nil
+}
+
+func nonEmpty(f map[string]json.RawMessage, name string, dst *string) error {
+	raw, ok := f[name]
+	if !ok {
+		return invalid(name, "is required")
+	}
+	if json.Unmarshal(raw, dst) != nil {
+		return invalid(name, "must be a string")
+	}
+	if strings.TrimSpace(*dst) == "" {
+		return invalid(name, "must not be empty")
+	}
+	return nil
+}
+
+func checkImages(raw json.RawMessage) error {
+	if raw == nil {
+		return invalid("images", "is required: give 1 to %d public image URLs", MaxImages)
+	}
+	var images []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &images); err != nil {
+		return invalid("images", "must be an array of objects with image_url")
+	}
+	if len(images) < 1 || len(images) > MaxImages {
+		return invalid("images", "must have 1 to %d items", MaxImages)
+	}
+	for i, img := range images {
+		param := fmt.Sprintf("images[%d].image_url", i)
+		var url string
+		if img == nil || json.Unmarshal(img["image_url"], &url) != nil {
+			return invalid(param, "is required and must be a string")
+		}
+		if err := media.CheckURL(url); err != nil {
+			return invalid(param, "%v", err)
+		}
+	}
+	return nil
+}

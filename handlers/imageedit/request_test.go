@@ -1,0 +1,90 @@
+package imageedit
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+)
+
+func TestParseEdit(t *testing.T) {
+	img := `{"image_url":"https://cdn.example.com/a.png"}`
+	base := func(extra string, images ...string) string {
+		if images == nil {
+			images = []string{img}
+		}
+		b := `{"model":"gpt-image-1","prompt":"make it blue","images":[` + strings.Join(images, ",") + `]`
+		if extra != "" {
+			b += "," + extra
+		}
+		return b + "}"
+	}
+	fifteen := make([]string, 15)
+	for i := range fifteen {
+		fifteen[i] = img
+	}
+	for _, tc := range []struct {
+		name, body, param string // param "" means valid
+	}{
+		{"minimal", base(""), ""},
+		{"all options", base(`"n":10,"size":"3840x2160","quality":"high","output_format":"webp","moderation":"low","response_format":"url"`), ""},
+		{"fifteen images", base("", fifteen...), ""},
+		{"nulls absent", base(`"n":null,"size":null`), ""},
+		{"missing model", `{"prompt":"p","images":[` + img + `]}`, "model"},
+		{"empty model", `{"model":"","prompt":"p","images":[` + img + `]}`, "model"},
+		{"missing prompt", `{"model":"m","images":[` + img + `]}`, "prompt"},
+		{"blank prompt", `{"model":"m","prompt":" ","images":[` + img + `]}`, "prompt"},
+		{"missing images", `{"model":"m","prompt":"p"}`, "images"},
+		{"no images", base("", []string{}...) + "", ""},
+		{"sixteen images", base("", append(fifteen, img)...), "images"},
+		{"image without url", base("", `{}`), "images[0].image_url"},
+		{"local path", base("", `{"image_url":"./cat.png"}`), "images[0].image_url"},
+		{"data URL", base("", img, `{"image_url":"data:image/png;base64,AAAA"}`), "images[1].image_url"},
+		{"presigned URL", base("", `{"image_url":"https://b.s3.amazonaws.com/k?X-Amz-Signature=abc"}`), "images[0].image_url"},
+		{"n zero", base(`"n":0`), "n"},
+		{"n eleven", base(`"n":11`), "n"},
+		{"n fractional", base(`"n":1.5`), "n"},
+		{"bad size", base(`"size":"512x512"`), "size"},
+		{"bad quality", base(`"quality":"ultra"`), "quality"},
+		{"bad format", base(`"output_format":"gif"`), "output_format"},
+		{"bad moderation", base(`"moderation":"high"`), "moderation"},
+		{"b64 response", base(`"response_format":"b64_json"`), "response_format"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "no images" {
+				tc.body, tc.param = `{"model":"m","prompt":"p","images":[]}`, "images"
+			}
+			model, err := ParseEdit([]byte(tc.body))
+			if tc.param == "" {
+				if err != nil || model == "" {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var e *apierror.Error
+			if !errors.As(err, &e) || e.Status != 400 || e.Param != tc.param || !strings.Contains(e.Message, tc.param) {
+				t.Fatalf("err = %+v, want 400 naming %s", err, tc.param)
+			}
+		})
+	}
+	for _, bad := range []string{`[]`, `nul`, `"x"`} {
+		if _, err := ParseEdit([]byte(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+func FuzzParseEdit(f *testing.F) {
+	f.Add([]byte(`{"model":"m","prompt":"p","images":[{"image_url":"https://a/b"}],"n":2}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		model, err := ParseEdit(b)
+		if err == nil && model == "" {
+			t.Fatal("accepted without a model")
+		}
+		var e *apierror.Error
+		if err != nil && (!errors.As(err, &e) || e.Status != 400) {
+			t.Fatalf("non-400 error %v", err)
+		}
+	})
+}
