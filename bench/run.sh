@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# mediagw benchmarks, each beside a baseline measured in the same run: plain Caddy reverse_proxy
+# to the same upstream. See bench/README.md for what is measured and the last results.
+#
+#   bench/run.sh                 # 10 s per load run
+#   DURATION=30s bench/run.sh
+#
+# Everything runs on loopback. The gateway (or the baseline Caddy) is pinned to CPU 0; wrk and the
+# upstreams to CPU 1, so the two proxies get the same CPU budget. Every load run is bounded by
+# DURATION; the upload run by its size.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-32}
+if ! command -v wrk >/dev/null 2>&1; then
+	apt-get update -qq && apt-get install -y -qq wrk >/dev/null
+fi
+./xcaddy.sh
+go build -o bench/rss/rss ./bench/rss
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+UP=19100 SIM=19101 BASE=19102 BASE_SIM=19103 GW=19104
+KEY=mg-bench-key
+
+cat >"$work/upstream.caddy" <<CFG
+{
+	admin off
+	persist_config off
+}
+http://127.0.0.1:$UP {
+	respond /v1/chat/completions \`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"bench-chat","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}\` 200
+}
+http://127.0.0.1:$SIM {
+	mediagw_simulator {
+		queued_for 1h
+	}
+}
+CFG
+
+cat >"$work/baseline.caddy" <<CFG
+{
+	admin off
+	persist_config off
+}
+http://127.0.0.1:$BASE {
+	reverse_proxy 127.0.0.1:$UP
+}
+http://127.0.0.1:$BASE_SIM {
+	reverse_proxy 127.0.0.1:$SIM
+}
+CFG
+
+cat >"$work/gateway.caddy" <<CFG
+{
+	admin off
+	persist_config off
+	mediagw {
+		storage badger $work/store
+		provider chat {
+			base_url http://127.0.0.1:$UP/v1
+			api_key upstream-key
+			models bench-chat
+		}
+		provider sim {
+			base_url http://127.0.0.1:$SIM/api/v3
+			api_key upstream-key
+			models bench-video
+		}
+		provider sim-openai {
+			base_url http://127.0.0.1:$SIM/v1
+			api_key upstream-key
+			models bench-whisper
+		}
+		key $KEY {
+			account bench
+		}
+	}
+}
+http://127.0.0.1:$GW {
+	route {
+		mediagw_auth
+		mediagw_video_tasks /api/v3/contents/generations/tasks*
+		mediagw_route
+		@chat vars {mediagw.provider} chat
+		reverse_proxy @chat 127.0.0.1:$UP
+		reverse_proxy 127.0.0.1:$SIM
+	}
+}
+CFG
+
+start() { # cpu config
+	taskset -c "$1" ./caddy run --config "$2" --adapter caddyfile >"$2.log" 2>&1 &
+	pids+=($!)
+}
+start 1 "$work/upstream.caddy"
+start 0 "$work/baseline.caddy"
+start 0 "$work/gateway.caddy"
+gw_pid=${pids[2]}
+for port in $UP $SIM $BASE $BASE_SIM $GW; do
+	for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+done
+
+cat >"$work/chat.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $KEY"
+LUA
+cat >"$work/create.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '{"model":"bench-video","content":[{"type":"text","text":"a lighthouse at dawn"}]}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $KEY"
+LUA
+cat >"$work/get.lua" <<LUA
+wrk.headers["Authorization"] = "Bearer $KEY"
+LUA
+
+# load NAME URL SCRIPT CONNS: one wrk run, printed as "NAME req/s p50 p99".
+load() {
+	local out
+	out=$(taskset -c 1 wrk -t1 -c"$4" -d"$DURATION" --latency -s "$3" "$2")
+	local rps p50 p99
+	rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+	p50=$(awk '$1=="50%" {print $2}' <<<"$out")
+	p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+	printf '%-34s %12s req/s   p50 %9s   p99 %9s\n' "$1" "$rps" "$p50" "$p99"
+}
+
+echo "machine: $(nproc) cores, $(awk '/model name/ {$1=$2=$3=""; print; exit}' /proc/cpuinfo | sed 's/^ *//'), $(go version | cut -d' ' -f3)"
+echo "load: wrk, $DURATION per run"
+echo
+echo "== pass-through chat (POST /v1/chat/completions), $CONNS connections"
+load "baseline reverse_proxy" "http://127.0.0.1:$BASE/v1/chat/completions" "$work/chat.lua" "$CONNS"
+load "mediagw auth+route+reverse_proxy" "http://127.0.0.1:$GW/v1/chat/completions" "$work/chat.lua" "$CONNS"
+echo "== pass-through chat, 1 connection (latency)"
+load "baseline reverse_proxy" "http://127.0.0.1:$BASE/v1/chat/completions" "$work/chat.lua" 1
+load "mediagw auth+route+reverse_proxy" "http://127.0.0.1:$GW/v1/chat/completions" "$work/chat.lua" 1
+
+echo "== video task create (POST …/tasks), $CONNS connections"
+load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS"
+load "mediagw create (fsync'd record)" "http://127.0.0.1:$GW/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS"
+
+id=$(curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+	-d '{"model":"bench-video","content":[{"type":"text","text":"query me"}]}' \
+	"http://127.0.0.1:$GW/api/v3/contents/generations/tasks" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+echo "== video task query (GET …/tasks/$id), $CONNS connections"
+load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks/$id" "$work/get.lua" "$CONNS"
+load "mediagw query" "http://127.0.0.1:$GW/api/v3/contents/generations/tasks/$id" "$work/get.lua" "$CONNS"
+
+echo "== 200 MB multipart upload through mediagw_route (model field after the file)"
+taskset -c 1 bench/rss/rss -url "http://127.0.0.1:$GW/v1/audio/transcriptions" -key "$KEY" -model bench-whisper -pid "$gw_pid" -size $((200 << 20))
