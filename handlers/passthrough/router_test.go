@@ -1,0 +1,128 @@
+package passthrough
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"mime/multipart"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/providers"
+)
+
+func catalog(t *testing.T) *providers.Catalog {
+	t.Helper()
+	mk := func(name, base, style string, models ...string) *providers.Provider {
+		u, _ := url.Parse(base)
+		return &providers.Provider{Name: name, BaseURL: u, APIKey: name + "-key", AuthStyle: style, Models: models}
+	}
+	c, err := providers.NewCatalog([]*providers.Provider{
+		mk("ark", "https://ark.example.com/api/v3", "", "doubao"),
+		mk("gemini", "https://g.example.com/v1beta", providers.AuthGoogAPIKey, "gemini-pro"),
+		mk("root", "https://root.example.com", "", "whisper"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestRouteRewritesForTheProvider(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	id := auth.Identity{Account: "a"}
+	for _, tc := range []struct {
+		path, body, wantPath, wantHeader, wantValue string
+	}{
+		{"/v1/chat/completions", `{"model":"doubao"}`, "/api/v3/chat/completions", "Authorization", "Bearer ark-key"},
+		{"/v1beta/models/gemini-pro:streamGenerateContent", `{}`, "/v1beta/models/gemini-pro:streamGenerateContent", "X-Goog-Api-Key", "gemini-key"},
+		{"/v1/embeddings", `{"model":"whisper"}`, "/embeddings", "Authorization", "Bearer root-key"},
+		{"/custom/path", `{"model":"doubao"}`, "/api/v3/custom/path", "Authorization", "Bearer ark-key"},
+	} {
+		r := httptest.NewRequest("POST", tc.path+"?key=client-secret&alt=sse", strings.NewReader(tc.body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Authorization", "Bearer client-secret")
+		route, err := rt.Route(httptest.NewRecorder(), r, id)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		route.Done()
+		if r.URL.Path != tc.wantPath || r.Header.Get(tc.wantHeader) != tc.wantValue || r.URL.RawQuery != "alt=sse" {
+			t.Errorf("%s -> %s %s=%q ?%s", tc.path, r.URL.Path, tc.wantHeader, r.Header.Get(tc.wantHeader), r.URL.RawQuery)
+		}
+		if got, _ := io.ReadAll(r.Body); string(got) != tc.body {
+			t.Errorf("%s: body %q changed to %q", tc.path, tc.body, got)
+		}
+	}
+}
+
+func TestMultipartSpoolsToDiskAndReplaysExactly(t *testing.T) {
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "a.wav")
+	fw.Write(bytes.Repeat([]byte("0123456789"), 50_000)) // 500 KB, past the 64 KiB memory bound
+	mw.WriteField("model", "whisper")
+	mw.WriteField("language", "en")
+	mw.Close()
+	sent := body.Bytes()
+
+	rt := &Router{Catalog: catalog(t), SpoolMemory: 64 << 10, TempDir: t.TempDir()}
+	r := httptest.NewRequest("POST", "/v1/audio/transcriptions", bytes.NewReader(sent))
+	r.Header.Set("Content-Type", mw.FormDataContentType())
+	route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer route.Done()
+	if route.Model != "whisper" {
+		t.Fatalf("model = %q", route.Model)
+	}
+	got, err := io.ReadAll(r.Body)
+	if err != nil || !bytes.Equal(got, sent) {
+		t.Fatalf("replayed %d bytes (err %v), sent %d", len(got), err, len(sent))
+	}
+}
+
+func TestRouteRefusals(t *testing.T) {
+	rt := &Router{Catalog: catalog(t), MaxJSONBytes: 64}
+	for _, tc := range []struct {
+		name, contentType, body string
+		id                      auth.Identity
+		status                  int
+		code                    string
+	}{
+		{"no model", "application/json", `{}`, auth.Identity{}, 400, "missing_model"},
+		{"empty model", "application/json", `{"model":""}`, auth.Identity{}, 400, "missing_model"},
+		{"model not a string", "application/json", `{"model":[1]}`, auth.Identity{}, 400, "invalid_request_body"},
+		{"not JSON", "application/json", `nope`, auth.Identity{}, 400, "invalid_request_body"},
+		{"too large", "application/json", `{"model":"doubao","pad":"` + strings.Repeat("x", 100) + `"}`, auth.Identity{}, 413, "request_too_large"},
+		{"other content type", "text/plain", `doubao`, auth.Identity{}, 400, "missing_model"},
+		{"multipart without model", "multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--x--\r\n", auth.Identity{}, 400, "missing_model"},
+		{"no parts at all", "multipart/form-data; boundary=x", "garbage", auth.Identity{}, 400, "missing_model"},
+		{"broken part", "multipart/form-data; boundary=x", "--x\r\nno header end", auth.Identity{}, 400, "invalid_request_body"},
+		{"not allowed", "application/json", `{"model":"doubao"}`, auth.Identity{Models: []string{"gpt-*"}}, 403, "model_not_allowed"},
+		{"unknown", "application/json", `{"model":"nope"}`, auth.Identity{}, 404, "model_not_found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(tc.body))
+			r.Header.Set("Content-Type", tc.contentType)
+			_, err := rt.Route(httptest.NewRecorder(), r, tc.id)
+			var e *apierror.Error
+			if !errors.As(err, &e) || e.Status != tc.status || e.Code != tc.code {
+				t.Fatalf("err = %v, want %d %s", err, tc.status, tc.code)
+			}
+		})
+	}
+}
+
+func TestIsVersion(t *testing.T) {
+	for seg, want := range map[string]bool{"v1": true, "v1beta": true, "v2alpha1": true, "v": false, "video": false, "api": false, "V1": false} {
+		if isVersion(seg) != want {
+			t.Errorf("isVersion(%q) = %v", seg, !want)
+		}
+	}
+}
