@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,9 @@ const DefaultTaskRetention = 7 * 24 * time.Hour
 // Key layout inside Badger.
 const (
 	prefixKey       = "k/"  // k/<sha256 hex> -> APIKey
+	prefixKeyID     = "ki/" // ki/<key id> -> sha256 hex
+	prefixCounter   = "c/"  // c/<name> -> int64 (8 bytes, big endian)
+	prefixRecord    = "r/"  // r/<key> -> opaque record
 	prefixAccount   = "a/"  // a/<name> -> Account
 	prefixTask      = "t/"  // t/<task id> -> Task
 	prefixTaskIndex = "ta/" // ta/<account>\x00<created, 20 digits>/<task id> -> empty
@@ -36,6 +40,9 @@ type Badger struct {
 	db     *badger.DB
 	stopGC chan struct{}
 	gcDone sync.WaitGroup
+	// atomic serialises read-modify-write operations (counters, claims) within this process,
+	// so they never conflict.
+	atomic sync.Mutex
 }
 
 // OpenBadger opens (creating if needed) the store in dir. Writes are synced to disk before they
@@ -91,7 +98,58 @@ func (b *Badger) collectGarbage(interval time.Duration) {
 }
 
 func (b *Badger) PutKey(_ context.Context, key APIKey) error {
-	return b.putJSON(prefixKey+key.Hash, key, 0)
+	val, err := json.Marshal(key)
+	if err != nil {
+		return err
+	}
+	return b.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set([]byte(prefixKey+key.Hash), val); err != nil {
+			return err
+		}
+		return txn.Set([]byte(prefixKeyID+key.ID), []byte(key.Hash))
+	})
+}
+
+func (b *Badger) KeyByID(_ context.Context, id string) (APIKey, error) {
+	var k APIKey
+	err := b.db.View(func(txn *badger.Txn) error {
+		hash, err := txnGet(txn, prefixKeyID+id)
+		if err != nil {
+			return err
+		}
+		return txnGetJSON(txn, prefixKey+string(hash), &k)
+	})
+	return k, err
+}
+
+func (b *Badger) ListKeys(context.Context) ([]APIKey, error) {
+	keys := []APIKey{}
+	err := b.db.View(func(txn *badger.Txn) error {
+		return scan(txn, prefixKeyID, func(_, hash []byte) error {
+			var k APIKey
+			if err := txnGetJSON(txn, prefixKey+string(hash), &k); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			if k.ID != "" {
+				keys = append(keys, k)
+			}
+			return nil
+		})
+	})
+	return keys, err
+}
+
+func (b *Badger) DeleteKey(_ context.Context, id string) error {
+	return b.db.Update(func(txn *badger.Txn) error {
+		hash, err := txnGet(txn, prefixKeyID+id)
+		if err != nil {
+			return err
+		}
+		if err := txn.Delete([]byte(prefixKeyID + id)); err != nil {
+			return err
+		}
+		return txn.Delete([]byte(prefixKey + string(hash)))
+	})
 }
 
 func (b *Badger) KeyByHash(_ context.Context, hash string) (APIKey, error) {
@@ -106,6 +164,119 @@ func (b *Badger) PutAccount(_ context.Context, acct Account) error {
 func (b *Badger) Account(_ context.Context, name string) (Account, error) {
 	var a Account
 	return a, b.getJSON(prefixAccount+name, &a)
+}
+
+func (b *Badger) ListAccounts(context.Context) ([]Account, error) {
+	accounts := []Account{}
+	err := b.db.View(func(txn *badger.Txn) error {
+		return scan(txn, prefixAccount, func(_, val []byte) error {
+			var a Account
+			if err := json.Unmarshal(val, &a); err != nil {
+				return err
+			}
+			accounts = append(accounts, a)
+			return nil
+		})
+	})
+	return accounts, err
+}
+
+func (b *Badger) AddCounter(_ context.Context, name string, delta, limit int64) (int64, bool, error) {
+	b.atomic.Lock()
+	defer b.atomic.Unlock()
+	var value int64
+	ok := true
+	err := b.db.Update(func(txn *badger.Txn) error {
+		cur, err := txnCounter(txn, name)
+		if err != nil {
+			return err
+		}
+		if limit >= 0 && cur+delta > limit && delta > 0 {
+			value, ok = cur, false
+			return nil
+		}
+		value = cur + delta
+		var buf [8]byte
+		binary.BigEndian.PutUint64(buf[:], uint64(value))
+		return txn.Set([]byte(prefixCounter+name), buf[:])
+	})
+	return value, ok, err
+}
+
+func (b *Badger) Counter(_ context.Context, name string) (int64, error) {
+	var v int64
+	err := b.db.View(func(txn *badger.Txn) error {
+		var err error
+		v, err = txnCounter(txn, name)
+		return err
+	})
+	return v, err
+}
+
+func txnCounter(txn *badger.Txn, name string) (int64, error) {
+	raw, err := txnGet(txn, prefixCounter+name)
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(raw) != 8 {
+		return 0, fmt.Errorf("counter %s is corrupt", name)
+	}
+	return int64(binary.BigEndian.Uint64(raw)), nil
+}
+
+func (b *Badger) Claim(_ context.Context, key string, val []byte, ttl time.Duration) ([]byte, bool, error) {
+	b.atomic.Lock()
+	defer b.atomic.Unlock()
+	var existing []byte
+	err := b.db.Update(func(txn *badger.Txn) error {
+		cur, err := txnGet(txn, prefixRecord+key)
+		if err == nil {
+			existing = cur
+			return nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		return txn.SetEntry(entry(prefixRecord+key, val, ttl))
+	})
+	return existing, err == nil && existing == nil, err
+}
+
+func (b *Badger) PutRecord(_ context.Context, key string, val []byte, ttl time.Duration) error {
+	return b.db.Update(func(txn *badger.Txn) error { return txn.SetEntry(entry(prefixRecord+key, val, ttl)) })
+}
+
+func (b *Badger) Record(_ context.Context, key string) ([]byte, error) {
+	var val []byte
+	err := b.db.View(func(txn *badger.Txn) error {
+		var err error
+		val, err = txnGet(txn, prefixRecord+key)
+		return err
+	})
+	return val, err
+}
+
+func (b *Badger) DeleteRecord(_ context.Context, key string) error {
+	return b.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(prefixRecord + key)) })
+}
+
+func (b *Badger) ScanRecords(_ context.Context, prefix string, fn func(key string, val []byte) bool) error {
+	stop := errors.New("stop")
+	err := b.db.View(func(txn *badger.Txn) error {
+		return scan(txn, prefixRecord+prefix, func(k, v []byte) error {
+			if !fn(string(k[len(prefixRecord):]), v) {
+				return stop
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, stop) {
+		return nil
+	}
+	return err
 }
 
 func (b *Badger) PutTask(_ context.Context, task Task) error {
@@ -186,13 +357,46 @@ func (b *Badger) putJSON(key string, v any, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
-	return b.db.Update(func(txn *badger.Txn) error {
-		e := badger.NewEntry([]byte(key), val)
-		if ttl > 0 {
-			e = e.WithTTL(ttl)
+	return b.db.Update(func(txn *badger.Txn) error { return txn.SetEntry(entry(key, val, ttl)) })
+}
+
+// entry is a write of val under key that expires after ttl (0: never).
+func entry(key string, val []byte, ttl time.Duration) *badger.Entry {
+	e := badger.NewEntry([]byte(key), val)
+	if ttl > 0 {
+		e = e.WithTTL(ttl)
+	}
+	return e
+}
+
+// scan calls fn with the key and value of every item under prefix, in key order.
+func scan(txn *badger.Txn, prefix string, fn func(key, val []byte) error) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = []byte(prefix)
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		val, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
 		}
-		return txn.SetEntry(e)
-	})
+		if err := fn(item.KeyCopy(nil), val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func txnGet(txn *badger.Txn, key string) ([]byte, error) {
+	item, err := txn.Get([]byte(key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return item.ValueCopy(nil)
 }
 
 func (b *Badger) getJSON(key string, v any) error {

@@ -22,11 +22,39 @@ type Store interface {
 	PutKey(ctx context.Context, key APIKey) error
 	// KeyByHash finds a key by the SHA-256 of its secret (see HashSecret).
 	KeyByHash(ctx context.Context, hash string) (APIKey, error)
+	// KeyByID finds a key by its public id.
+	KeyByID(ctx context.Context, id string) (APIKey, error)
+	// ListKeys returns every stored key, ordered by id.
+	ListKeys(ctx context.Context) ([]APIKey, error)
+	// DeleteKey removes a key, or answers ErrNotFound.
+	DeleteKey(ctx context.Context, id string) error
 
 	// PutAccount creates or replaces an account record.
 	PutAccount(ctx context.Context, acct Account) error
 	// Account returns the account record, or ErrNotFound if the account has none.
 	Account(ctx context.Context, name string) (Account, error)
+	// ListAccounts returns every account record, ordered by name.
+	ListAccounts(ctx context.Context) ([]Account, error)
+
+	// AddCounter adds delta to a named counter and returns the new value, atomically. When
+	// limit is not negative and the new value would exceed it, nothing changes and ok is false.
+	AddCounter(ctx context.Context, name string, delta, limit int64) (value int64, ok bool, err error)
+	// Counter returns a counter's value; a counter never written is 0.
+	Counter(ctx context.Context, name string) (int64, error)
+
+	// Claim stores val under key unless a record is already there, atomically. It returns
+	// (nil, true) when it stored val, and (the existing record, false) otherwise. The record
+	// expires after ttl.
+	Claim(ctx context.Context, key string, val []byte, ttl time.Duration) (existing []byte, claimed bool, err error)
+	// PutRecord stores val under key, replacing any record; it expires after ttl (0: never).
+	PutRecord(ctx context.Context, key string, val []byte, ttl time.Duration) error
+	// Record returns the record under key, or ErrNotFound.
+	Record(ctx context.Context, key string) ([]byte, error)
+	// DeleteRecord removes a record; a missing one is not an error.
+	DeleteRecord(ctx context.Context, key string) error
+	// ScanRecords calls fn for every record whose key starts with prefix, in key order, until fn
+	// returns false.
+	ScanRecords(ctx context.Context, prefix string, fn func(key string, val []byte) bool) error
 
 	// PutTask creates or replaces a task ownership record. The record expires after the
 	// store's task retention, counted from the task's creation.
@@ -57,6 +85,20 @@ type APIKey struct {
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	// CreatedAt is when the key was created.
 	CreatedAt time.Time `json:"created_at,omitzero"`
+	// Limits bound what the key may use.
+	Limits
+}
+
+// Limits bound the use of one key. Zero values mean no limit.
+type Limits struct {
+	// Quota is the total cost the key may consume (each model has a cost per request or task,
+	// 1 by default). Nil means unlimited.
+	Quota *int64 `json:"quota,omitempty"`
+	// RateRequests requests are allowed per RateWindow (a sliding window); 0 means no limit.
+	RateRequests int           `json:"rate_requests,omitempty"`
+	RateWindow   time.Duration `json:"rate_window,omitempty"`
+	// MaxActiveTasks bounds the key's unfinished video tasks; 0 means no limit.
+	MaxActiveTasks int64 `json:"max_active_tasks,omitempty"`
 }
 
 // Account is the stored state of an account.
