@@ -14,6 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/storage"
@@ -44,6 +45,10 @@ type App struct {
 	// Upload configures presigned direct uploads (mediagw_presign).
 	Upload *UploadConfig `json:"upload,omitempty"`
 
+	// RefundUnsuccessfulTasks gives back the quota cost of video tasks that end failed,
+	// cancelled or expired. Requests the upstream refuses are always refunded. Default: false.
+	RefundUnsuccessfulTasks bool `json:"refund_unsuccessful_tasks,omitempty"`
+
 	// TaskRetention is how long task ownership records are kept after a task was created.
 	// Default: 7 days, like the upstream.
 	TaskRetention caddy.Duration `json:"task_retention,omitempty"`
@@ -53,6 +58,7 @@ type App struct {
 	catalog       *providers.Catalog
 	authenticator *auth.Authenticator
 	uploads       *uploads
+	accountant    *accounting.Accountant
 	loadedAt      time.Time
 	logger        *zap.Logger
 }
@@ -78,6 +84,9 @@ type ProviderConfig struct {
 	AuthStyle string `json:"auth_style,omitempty"`
 	// Models are the model ids this provider serves.
 	Models []string `json:"models,omitempty"`
+	// Costs are the quota cost of one request or task per model; the key "*" sets the
+	// provider's default. Default: 1.
+	Costs map[string]int64 `json:"costs,omitempty"`
 }
 
 // StaticKey is an API key defined in the configuration.
@@ -100,6 +109,13 @@ type StaticKey struct {
 	Disabled bool `json:"disabled,omitempty"`
 	// Expires is an RFC 3339 time from which the key is refused with 403.
 	Expires string `json:"expires,omitempty"`
+	// Quota is the total cost the key may consume; past it requests get 402. Default: unlimited.
+	Quota *int64 `json:"quota,omitempty"`
+	// RateRequests requests are allowed per RateWindow (sliding); past it 429. Default: no limit.
+	RateRequests int            `json:"rate_requests,omitempty"`
+	RateWindow   caddy.Duration `json:"rate_window,omitempty"`
+	// MaxActiveTasks bounds the key's unfinished video tasks; past it 429. Default: no limit.
+	MaxActiveTasks int64 `json:"max_active_tasks,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -192,6 +208,9 @@ func (a *App) Store() storage.Store { return a.store }
 // Catalog returns the providers and the models they serve.
 func (a *App) Catalog() *providers.Catalog { return a.catalog }
 
+// Accountant applies key limits and counts usage.
+func (a *App) Accountant() *accounting.Accountant { return a.accountant }
+
 // Authenticator resolves API keys.
 func (a *App) Authenticator() *auth.Authenticator { return a.authenticator }
 
@@ -217,6 +236,7 @@ func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, er
 		APIKey:    strings.TrimSpace(repl.ReplaceKnown(pc.APIKey, "")),
 		AuthStyle: pc.AuthStyle,
 		Models:    pc.Models,
+		Costs:     pc.Costs,
 	}, nil
 }
 
@@ -237,6 +257,10 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 		Account:  sk.Account,
 		Models:   sk.Models,
 		Disabled: sk.Disabled,
+		Limits: storage.Limits{
+			Quota: sk.Quota, RateRequests: sk.RateRequests, RateWindow: time.Duration(sk.RateWindow),
+			MaxActiveTasks: sk.MaxActiveTasks,
+		},
 	}
 	if key.ID == "" {
 		key.ID = "key_" + key.Hash[:12]

@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 )
@@ -23,12 +24,16 @@ func init() {
 // account, or a client address outside the key's allow_ips is answered 403. Errors on the video
 // task API (/api/v3/…) use the task error shape, all others the OpenAI shape.
 //
+// A key with a rate limit (rate) gets 429 with Retry-After past it; every admitted request is
+// counted in the key's and the account's usage.
+//
 // On success the key id (never the secret) is set as {http.auth.user.id}, so access logs carry
 // it, and the account as {mediagw.account}. The caller's Authorization, X-Api-Key and
 // X-Goog-Api-Key headers are removed, so the caller's key never reaches an upstream.
 type AuthHandler struct {
-	authn  *auth.Authenticator
-	logger *zap.Logger
+	authn      *auth.Authenticator
+	accountant *accounting.Accountant
+	logger     *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -45,22 +50,21 @@ func (h *AuthHandler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.authn, h.logger = app.Authenticator(), ctx.Logger()
+	h.authn, h.accountant, h.logger = app.Authenticator(), app.Accountant(), ctx.Logger()
 	return nil
 }
 
 func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	id, err := h.authn.Authenticate(r.Context(), r.Header.Get("Authorization"), clientIP(r))
+	if err == nil {
+		err = h.accountant.Admit(id)
+	}
 	if err != nil {
 		var refusal *apierror.Error
-		if !errors.As(err, &refusal) {
-			apierror.Internal(w, apierror.ShapeFor(r), h.logger, err)
-			return nil
-		}
-		if refusal.Status == http.StatusUnauthorized {
+		if errors.As(err, &refusal) && refusal.Status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mediagw"`)
 		}
-		apierror.WriteFor(w, r, refusal)
+		apierror.Respond(w, apierror.ShapeFor(r), h.logger, err)
 		return nil
 	}
 	repl := replacer(r)

@@ -17,11 +17,13 @@ import (
 //		storage badger [<dir>]
 //		task_retention <duration>
 //		disabled_accounts <account...>
+//		refund_unsuccessful_tasks
 //		provider <name> {
 //			base_url   <url>
 //			api_key    <secret>
 //			auth_style bearer|x-api-key|x-goog-api-key
 //			models     <model-id...>
+//			cost       [<model-id>] <units>
 //		}
 //		key <secret> {
 //			account   <name>
@@ -30,6 +32,9 @@ import (
 //			allow_ips <ip|cidr...>
 //			expires   <RFC 3339 time>
 //			disabled
+//			quota     <units>
+//			rate      <requests> <window>
+//			max_active_tasks <n>
 //		}
 //		upload {
 //			bucket            <name>
@@ -94,6 +99,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("task_retention: invalid duration %q", s)
 			}
 			a.TaskRetention = caddy.Duration(dur)
+		case "refund_unsuccessful_tasks":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			a.RefundUnsuccessfulTasks = true
 		case "disabled_accounts":
 			a.DisabledAccounts = d.RemainingArgs()
 			if len(a.DisabledAccounts) == 0 {
@@ -149,7 +159,7 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 	seen := map[string]bool{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		sub := d.Val()
-		if seen[sub] && sub != "models" {
+		if seen[sub] && sub != "models" && sub != "cost" {
 			return p, d.Errf("provider %q: duplicate subdirective %q", p.Name, sub)
 		}
 		seen[sub] = true
@@ -169,6 +179,28 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 			if !slices.Contains([]string{"bearer", "x-api-key", "x-goog-api-key"}, p.AuthStyle) {
 				return p, d.Errf("provider %q: auth_style must be bearer, x-api-key or x-goog-api-key", p.Name)
 			}
+		case "cost":
+			args := d.RemainingArgs()
+			model, units := "*", ""
+			switch len(args) {
+			case 1:
+				units = args[0]
+			case 2:
+				model, units = args[0], args[1]
+			default:
+				return p, d.Errf("provider %q: usage: cost [<model>] <units>", p.Name)
+			}
+			n, err := strconv.ParseInt(units, 10, 64)
+			if err != nil || n < 0 {
+				return p, d.Errf("provider %q: cost must be a whole number, 0 or more", p.Name)
+			}
+			if p.Costs == nil {
+				p.Costs = map[string]int64{}
+			}
+			if _, dup := p.Costs[model]; dup {
+				return p, d.Errf("provider %q: cost of %q is set twice", p.Name, model)
+			}
+			p.Costs[model] = n
 		case "models":
 			args := d.RemainingArgs()
 			if len(args) == 0 {
@@ -240,6 +272,37 @@ func parseKey(d *caddyfile.Dispenser) (StaticKey, error) {
 				return k, d.ArgErr()
 			}
 			k.Disabled = true
+		case "quota":
+			var s string
+			if !d.AllArgs(&s) {
+				return k, d.ArgErr()
+			}
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n < 0 {
+				return k, d.Errf("key: quota must be a whole number of cost units, 0 or more")
+			}
+			k.Quota = &n
+		case "rate":
+			var count, window string
+			if !d.AllArgs(&count, &window) {
+				return k, d.ArgErr()
+			}
+			n, err := strconv.Atoi(count)
+			dur, derr := caddy.ParseDuration(window)
+			if err != nil || n < 1 || derr != nil || dur <= 0 {
+				return k, d.Errf("key: usage: rate <requests> <window>, e.g. rate 60 1m")
+			}
+			k.RateRequests, k.RateWindow = n, caddy.Duration(dur)
+		case "max_active_tasks":
+			var s string
+			if !d.AllArgs(&s) {
+				return k, d.ArgErr()
+			}
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n < 1 {
+				return k, d.Errf("key: max_active_tasks must be a positive whole number")
+			}
+			k.MaxActiveTasks = n
 		default:
 			return k, d.Errf("key: unknown subdirective %q", sub)
 		}

@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2"
@@ -9,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/passthrough"
@@ -35,7 +35,9 @@ func init() {
 //		header_up Host {upstream_hostport}
 //	}
 //
-// The body reaches the upstream byte for byte; SSE answers are streamed by reverse_proxy.
+// The body reaches the upstream byte for byte; SSE answers are streamed by reverse_proxy. The
+// model's cost is charged to the key's quota (402 past it) and refunded when the answer is an
+// error status.
 type RouteHandler struct {
 	// MaxJSONBody bounds a JSON request body, which is read whole to find the model. Past it the
 	// client gets 413. Default: 32 MiB.
@@ -44,8 +46,9 @@ type RouteHandler struct {
 	// field; the rest of that prefix goes to a temporary file. Default: 1 MiB.
 	SpoolMemory int64 `json:"spool_memory,omitempty"`
 
-	router *passthrough.Router
-	logger *zap.Logger
+	router     *passthrough.Router
+	accountant *accounting.Accountant
+	logger     *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -63,7 +66,7 @@ func (h *RouteHandler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.router = &passthrough.Router{Catalog: app.Catalog(), MaxJSONBytes: h.MaxJSONBody, SpoolMemory: h.SpoolMemory}
-	h.logger = ctx.Logger()
+	h.accountant, h.logger = app.Accountant(), ctx.Logger()
 	return nil
 }
 
@@ -75,20 +78,45 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	route, err := h.router.Route(w, r, id)
 	if err != nil {
-		var refusal *apierror.Error
-		if errors.As(err, &refusal) {
-			apierror.Write(w, apierror.OpenAIShape, refusal)
-		} else {
-			apierror.Internal(w, apierror.OpenAIShape, h.logger, err)
-		}
+		apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
 		return nil
 	}
 	defer route.Done()
+	charge, err := h.accountant.Charge(r.Context(), id, route.Provider.Cost(route.Model))
+	if err != nil {
+		apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
+		return nil
+	}
 	repl := replacer(r)
 	repl.Set("mediagw.model", route.Model)
 	repl.Set("mediagw.provider", route.Provider.Name)
 	repl.Set("mediagw.upstream", route.Provider.BaseURL.Scheme+"://"+route.Provider.BaseURL.Host)
-	return next.ServeHTTP(w, r)
+	sw := &statusWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
+	err = next.ServeHTTP(sw, r)
+	if err != nil || sw.status >= 400 {
+		charge.Refund() // the upstream (or the proxy) refused: the request was not served
+	}
+	return err
+}
+
+// statusWriter remembers the status of the answer; flushing and the rest pass through.
+type statusWriter struct {
+	*caddyhttp.ResponseWriterWrapper
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 && status >= 200 {
+		w.status = status
+	}
+	w.ResponseWriterWrapper.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriterWrapper.Write(b)
 }
 
 // UnmarshalCaddyfile sets up the handler. Syntax:

@@ -3,9 +3,11 @@ package caddymodule
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -14,10 +16,22 @@ import (
 // when the last one lets go.
 var stores = caddy.NewUsagePool()
 
-// openedStore lets the usage pool close a store.
-type openedStore struct{ *storage.Badger }
+// usageFlushInterval is how often request and task counts are written to the store.
+const usageFlushInterval = 2 * time.Second
 
-func (s openedStore) Destruct() error { return s.Close() }
+// openedStore is a store and what lives as long as it: the usage meter that writes to it and the
+// per-key rate limiters.
+type openedStore struct {
+	*storage.Badger
+	meter *accounting.Meter
+	rates *accounting.Rates
+}
+
+// Destruct flushes the meter and closes the store, when the last config lets go of it.
+func (s openedStore) Destruct() error {
+	s.meter.Close()
+	return s.Close()
+}
 
 // openStore acquires the configured store from the pool.
 func (a *App) openStore() error {
@@ -42,12 +56,15 @@ func (a *App) openStore() error {
 		if err != nil {
 			return nil, err
 		}
-		return openedStore{db}, nil
+		meter := accounting.NewMeter(db, usageFlushInterval, a.logger.Named("usage"))
+		return openedStore{Badger: db, meter: meter, rates: new(accounting.Rates)}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
-	a.store, a.storeKey = val.(openedStore).Badger, key
+	opened := val.(openedStore)
+	a.store, a.storeKey = opened.Badger, key
+	a.accountant = &accounting.Accountant{Store: opened.Badger, Meter: opened.meter, Rates: opened.rates, RefundUnsuccessful: a.RefundUnsuccessfulTasks}
 	return nil
 }
 

@@ -60,6 +60,7 @@ func (h *VideoTasksHandler) Provision(ctx caddy.Context) error {
 		Retention:       app.taskRetention(),
 		RefreshInterval: time.Duration(h.RefreshInterval),
 		MaxBodyBytes:    h.MaxBodySize,
+		Accounting:      app.Accountant(),
 		Logger:          ctx.Logger(),
 	}
 	return nil

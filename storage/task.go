@@ -36,6 +36,13 @@ type Task struct {
 	// ExpiresAt is when the record is deleted (Unix seconds). Zero means DefaultTaskRetention
 	// after CreatedAt. Writes never set less than a minute.
 	ExpiresAt int64 `json:"expires_at,omitempty"`
+	// Active is true when the task holds one of its key's active-task slots, which it gives back
+	// when it is first seen in a terminal state (then Finished is set).
+	Active   bool `json:"active,omitempty"`
+	Finished bool `json:"finished,omitempty"`
+	// Cost is the cost metered for the task; Held is the part taken from a limited quota.
+	Cost int64 `json:"cost,omitempty"`
+	Held int64 `json:"held,omitempty"`
 	// CallbackURL is the client's callback address, never sent upstream.
 	CallbackURL string `json:"callback_url,omitempty"`
 }

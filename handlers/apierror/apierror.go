@@ -6,8 +6,12 @@ package apierror
 import (
 	"crypto/rand"
 	"encoding/json"
+	"errors"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -40,6 +44,8 @@ type Error struct {
 	Code    string
 	Message string
 	Param   string
+	// RetryAfter, when positive, is sent as the Retry-After header (whole seconds, rounded up).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -47,6 +53,13 @@ func (e *Error) Error() string { return e.Message }
 // New returns a contract error.
 func New(status int, code, message string) *Error {
 	return &Error{Status: status, Code: code, Message: message}
+}
+
+// WithRetryAfter returns a copy of e that tells the client when to retry.
+func (e *Error) WithRetryAfter(d time.Duration) *Error {
+	c := *e
+	c.RetryAfter = d
+	return &c
 }
 
 // WithParam returns a copy of e that names the offending field.
@@ -83,6 +96,9 @@ func Write(w http.ResponseWriter, shape Shape, e *Error) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
 	w.WriteHeader(e.Status)
 	_ = json.NewEncoder(w).Encode(body)
 }
@@ -120,4 +136,14 @@ func typeFor(status int) string {
 	default:
 		return "invalid_request_error"
 	}
+}
+
+// Respond answers err: a contract error (*Error) as it is, anything else as Internal.
+func Respond(w http.ResponseWriter, shape Shape, logger *zap.Logger, err error) {
+	var e *Error
+	if errors.As(err, &e) {
+		Write(w, shape, e)
+		return
+	}
+	Internal(w, shape, logger, err)
 }

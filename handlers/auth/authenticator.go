@@ -63,7 +63,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorization string, 
 	if !ipAllowed(key.AllowIPs, clientIP) {
 		return Identity{}, ErrIPNotAllowed
 	}
-	return Identity{KeyID: key.ID, Account: key.Account, Models: key.Models}, nil
+	return Identity{KeyID: key.ID, Account: key.Account, Models: key.Models, Limits: key.Limits}, nil
 }
 
 func (a *Authenticator) lookup(ctx context.Context, hash string) (storage.APIKey, error) {

@@ -3,7 +3,11 @@
 // carries the identity to the handlers that follow.
 package auth
 
-import "context"
+import (
+	"context"
+
+	"github.com/mediagw/mediagw/storage"
+)
 
 // Identity is who made a request: the key (by its public id, never its secret) and the account
 // that owns it.
@@ -12,6 +16,8 @@ type Identity struct {
 	Account string
 	// Models are the key's model patterns; empty allows every model.
 	Models []string
+	// Limits are the key's quota, rate and active-task limits.
+	Limits storage.Limits
 }
 
 // AllowsModel reports whether the key's patterns allow the model.

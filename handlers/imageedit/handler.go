@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/providers"
@@ -43,7 +44,9 @@ type Handler struct {
 	Client  *http.Client
 	// Retention is how long image task records are kept.
 	Retention time.Duration
-	Logger    *zap.Logger
+	// Accounting applies quotas; nil applies none.
+	Accounting *accounting.Accountant
+	Logger     *zap.Logger
 }
 
 var (
@@ -79,13 +82,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		err = errNotFound
 	}
-	var contractErr *apierror.Error
-	switch {
-	case err == nil:
-	case errors.As(err, &contractErr):
-		apierror.Write(w, apierror.OpenAIShape, contractErr)
-	default:
-		apierror.Internal(w, apierror.OpenAIShape, h.Logger, err)
+	if err != nil {
+		apierror.Respond(w, apierror.OpenAIShape, h.Logger, err)
 	}
 }
 
@@ -112,11 +110,19 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	if !ok {
 		return apierror.New(http.StatusNotFound, "model_not_found", "the model "+model+" does not exist or is not served here").WithParam("model")
 	}
+	var charge accounting.Charge
+	if h.Accounting != nil {
+		if charge, err = h.Accounting.Charge(r.Context(), id, p.Cost(model)); err != nil {
+			return err
+		}
+	}
 	ans, err := h.client().Call(r.Context(), p, http.MethodPost, EditsPath, body)
 	if err != nil {
+		charge.Refund()
 		return err
 	}
 	if !ans.OK() {
+		charge.Refund()
 		return upstream.Refusal(ans)
 	}
 	if taskID := asyncTaskID(ans.Body); taskID != "" {
@@ -127,6 +133,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		}
 		if err := h.Store.PutTask(r.Context(), task); err != nil {
+			charge.Refund()
 			return err // never hand out a task id whose owner is not recorded
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math"
 	"mime"
 	"net/http"
 	"path"
@@ -91,12 +90,7 @@ func invalidUpload(param, msg string) *apierror.Error {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := h.serve(w, r); err != nil {
-		var e *apierror.Error
-		if errors.As(err, &e) {
-			apierror.Write(w, apierror.OpenAIShape, e)
-			return
-		}
-		apierror.Internal(w, apierror.OpenAIShape, h.Logger, err)
+		apierror.Respond(w, apierror.OpenAIShape, h.Logger, err)
 	}
 }
 
@@ -111,9 +105,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	if h.Limiter != nil {
 		if ok, wait := h.Limiter.Allow(id.KeyID); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 			return apierror.New(http.StatusTooManyRequests, "rate_limit_exceeded",
-				"too many presign requests for this API key: at most "+strconv.Itoa(h.Limiter.Limit())+" per "+h.Limiter.Window().String()+"; retry after the time in Retry-After")
+				"too many presign requests for this API key: at most "+strconv.Itoa(h.Limiter.Limit())+" per "+h.Limiter.Window().String()+"; retry after the time in Retry-After").WithRetryAfter(wait)
 		}
 	}
 	if h.Storage == nil {

@@ -5,6 +5,7 @@
 package videotask
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/providers"
@@ -49,7 +51,9 @@ type Handler struct {
 	RefreshInterval time.Duration
 	// MaxBodyBytes bounds a create request body; past it the answer is 413.
 	MaxBodyBytes int64
-	Logger       *zap.Logger
+	// Accounting applies quotas and active-task limits; nil applies none.
+	Accounting *accounting.Accountant
+	Logger     *zap.Logger
 
 	refreshes singleflight.Group
 }
@@ -93,13 +97,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		err = errMethod
 	}
-	var contractErr *apierror.Error
-	switch {
-	case err == nil:
-	case errors.As(err, &contractErr):
-		apierror.Write(w, apierror.TaskShape, contractErr)
-	default:
-		apierror.Internal(w, apierror.TaskShape, h.Logger, err)
+	if err != nil {
+		apierror.Respond(w, apierror.TaskShape, h.Logger, err)
 	}
 }
 
@@ -125,33 +124,71 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
-	ans, err := h.upstream().Call(r.Context(), p, http.MethodPost, TasksPath, req.Forward)
+	cost := p.Cost(req.Model)
+	slot, charge, err := h.admit(r.Context(), id, cost)
 	if err != nil {
 		return err
 	}
+	taskID, err := h.launch(r.Context(), p, req.Forward)
+	if err != nil {
+		charge.Refund()
+		slot.Release()
+		return err
+	}
+	t := now()
+	task := storage.Task{
+		ID: taskID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
+		Provider: p.Name, Model: req.Model, Status: StatusQueued,
+		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
+		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
+	}
+	if err := h.Store.PutTask(r.Context(), task); err != nil {
+		// Never hand out an id whose ownership is not recorded; try not to leave it running.
+		charge.Refund()
+		slot.Release()
+		go h.abandon(p, taskID)
+		return err
+	}
+	if h.Accounting != nil {
+		h.Accounting.TaskCreated(id)
+	}
+	writeJSON(w, map[string]string{"id": taskID})
+	return nil
+}
+
+// admit applies the key's active-task limit and quota.
+func (h *Handler) admit(ctx context.Context, id auth.Identity, cost int64) (accounting.Slot, accounting.Charge, error) {
+	if h.Accounting == nil {
+		return accounting.Slot{}, accounting.Charge{}, nil
+	}
+	charge, err := h.Accounting.Charge(ctx, id, cost)
+	if err != nil {
+		return accounting.Slot{}, accounting.Charge{}, err
+	}
+	slot, err := h.Accounting.StartTask(ctx, id)
+	if err != nil {
+		charge.Refund()
+		return accounting.Slot{}, accounting.Charge{}, err
+	}
+	return slot, charge, nil
+}
+
+// launch creates the task upstream and returns its id.
+func (h *Handler) launch(ctx context.Context, p *providers.Provider, body []byte) (string, error) {
+	ans, err := h.upstream().Call(ctx, p, http.MethodPost, TasksPath, body)
+	if err != nil {
+		return "", err
+	}
 	if !ans.OK() {
-		return upstream.Refusal(ans)
+		return "", upstream.Refusal(ans)
 	}
 	var created struct {
 		ID string `json:"id"`
 	}
 	if json.Unmarshal(ans.Body, &created) != nil || created.ID == "" {
-		return upstream.ErrUnreadable
+		return "", upstream.ErrUnreadable
 	}
-	t := now()
-	task := storage.Task{
-		ID: created.ID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
-		Provider: p.Name, Model: req.Model, Status: StatusQueued,
-		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
-		CallbackURL: req.CallbackURL,
-	}
-	if err := h.Store.PutTask(r.Context(), task); err != nil {
-		// Never hand out an id whose ownership is not recorded; try not to leave it running.
-		go h.abandon(p, created.ID)
-		return err
-	}
-	writeJSON(w, map[string]string{"id": created.ID})
-	return nil
+	return created.ID, nil
 }
 
 // provider checks the key's allow-list and finds the provider of a model.

@@ -91,6 +91,9 @@ func (h *Handler) refresh(t storage.Task) (json.RawMessage, error) {
 		t.UpdatedAt = updated
 	}
 	t.Status, t.Result, t.RefreshedAt = status, body, now().UnixNano()
+	if Terminal(status) {
+		h.finished(ctx, &t, status)
+	}
 	if err := h.Store.PutTask(ctx, t); err != nil {
 		h.Logger.Error("storing task status", zap.String("task_id", t.ID), zap.Error(err))
 	}
@@ -175,8 +178,10 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identit
 		return upstream.Refusal(ans)
 	}
 	if ans.Status == http.StatusNotFound || Terminal(t.Status) {
+		h.finished(r.Context(), &t, t.Status)
 		err = h.Store.DeleteTask(r.Context(), t.ID)
 	} else {
+		h.finished(r.Context(), &t, StatusCancelled)
 		t.Status, t.UpdatedAt, t.RefreshedAt = StatusCancelled, now().Unix(), now().UnixNano()
 		result := recordResult(t)
 		if old := t.Result; len(old) > 0 {
@@ -208,6 +213,14 @@ func (h *Handler) upstreamTimeout() time.Duration {
 		return h.Client.Timeout
 	}
 	return DefaultUpstreamTimeout
+}
+
+// finished releases what an unfinished task held (its active slot; its cost when unsuccessful
+// tasks are refunded). The caller stores the record.
+func (h *Handler) finished(ctx context.Context, t *storage.Task, status string) {
+	if h.Accounting != nil {
+		h.Accounting.TaskFinished(ctx, t, status)
+	}
 }
 
 func (h *Handler) refreshInterval() time.Duration {

@@ -1,0 +1,192 @@
+// Package accounting applies the limits of an API key: its request rate, its quota and its number
+// of unfinished video tasks; and it counts usage per key and per account.
+//
+// Quota is counted in cost units: each model costs its provider's configured cost (1 by default)
+// per accepted request or task. A charge is made atomically when a request is accepted and refunded
+// when the upstream refuses it; whether failed, cancelled and expired tasks are refunded is the
+// RefundUnsuccessful option.
+package accounting
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/ratelimit"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// ActiveRetryAfter is the Retry-After sent when a key has too many unfinished tasks.
+const ActiveRetryAfter = 10 * time.Second
+
+// Counter names.
+func QuotaCounter(keyID string) string  { return "quota/" + keyID }
+func ActiveCounter(keyID string) string { return "active/" + keyID }
+func KeyUsage(keyID, what string) string {
+	return "usage/key/" + keyID + "/" + what
+}
+func AccountUsage(account, what string) string {
+	return "usage/account/" + account + "/" + what
+}
+
+// Usage kinds.
+const (
+	UsageRequests = "requests"
+	UsageTasks    = "tasks"
+	UsageQuota    = "quota"
+)
+
+// Accountant applies limits and counts usage. It is shared by all handlers of a store.
+type Accountant struct {
+	Store storage.Store
+	Meter *Meter
+	Rates *Rates
+	// RefundUnsuccessful refunds the cost of tasks that end failed, cancelled or expired.
+	RefundUnsuccessful bool
+}
+
+// Rates holds the per-key request rate limiters; share one across config reloads so that a
+// reload does not reset them.
+type Rates struct {
+	mu       sync.Mutex
+	limiters map[string]*ratelimit.SlidingWindow // by key id and settings
+}
+
+var errQuota = apierror.New(http.StatusPaymentRequired, "insufficient_quota", "the quota of this API key is used up")
+
+// Admit applies the key's request rate and counts the request.
+func (a *Accountant) Admit(id auth.Identity) error {
+	if l := id.Limits; l.RateRequests > 0 && l.RateWindow > 0 {
+		if ok, wait := a.Rates.limiter(id.KeyID, l).Allow(id.KeyID); !ok {
+			return apierror.New(http.StatusTooManyRequests, "rate_limit_exceeded",
+				fmt.Sprintf("too many requests for this API key: at most %d per %s", l.RateRequests, l.RateWindow)).WithRetryAfter(wait)
+		}
+	}
+	a.Meter.Add(KeyUsage(id.KeyID, UsageRequests), 1)
+	a.Meter.Add(AccountUsage(id.Account, UsageRequests), 1)
+	return nil
+}
+
+func (r *Rates) limiter(keyID string, l storage.Limits) *ratelimit.SlidingWindow {
+	name := fmt.Sprintf("%s/%d/%s", keyID, l.RateRequests, l.RateWindow)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.limiters == nil {
+		r.limiters = map[string]*ratelimit.SlidingWindow{}
+	}
+	lim := r.limiters[name]
+	if lim == nil {
+		lim = ratelimit.NewSlidingWindow(l.RateRequests, l.RateWindow)
+		r.limiters[name] = lim
+	}
+	return lim
+}
+
+// Charge is a quota charge that can be undone.
+type Charge struct {
+	// Held is the cost taken from a limited quota (0 for keys without a quota, whose use is only
+	// metered).
+	Held int64
+	undo func()
+}
+
+// Refund undoes the charge; call it when the upstream refuses the request. It is safe to call
+// more than once.
+func (c Charge) Refund() {
+	if c.undo != nil {
+		c.undo()
+	}
+}
+
+// Charge consumes cost from the key's quota, atomically; past the quota it answers 402. Keys
+// without a quota are only metered, without a write per request.
+func (a *Accountant) Charge(ctx context.Context, id auth.Identity, cost int64) (Charge, error) {
+	if cost <= 0 {
+		return Charge{}, nil
+	}
+	if id.Limits.Quota != nil {
+		if _, ok, err := a.Store.AddCounter(ctx, QuotaCounter(id.KeyID), cost, *id.Limits.Quota); err != nil {
+			return Charge{}, err
+		} else if !ok {
+			return Charge{}, errQuota
+		}
+	}
+	a.Meter.Add(AccountUsage(id.Account, UsageQuota), cost)
+	a.Meter.Add(KeyUsage(id.KeyID, UsageQuota), cost)
+	held := int64(0)
+	if id.Limits.Quota != nil {
+		held = cost
+	}
+	var once sync.Once
+	return Charge{Held: held, undo: func() {
+		once.Do(func() { a.refund(context.WithoutCancel(ctx), id.KeyID, id.Account, cost, held) })
+	}}, nil
+}
+
+// refund gives back metered cost, of which held came from a limited quota.
+func (a *Accountant) refund(ctx context.Context, keyID, account string, cost, held int64) {
+	if held > 0 {
+		_, _, _ = a.Store.AddCounter(ctx, QuotaCounter(keyID), -held, -1)
+	}
+	a.Meter.Add(AccountUsage(account, UsageQuota), -cost)
+	a.Meter.Add(KeyUsage(keyID, UsageQuota), -cost)
+}
+
+// Slot is an active-task slot.
+type Slot struct {
+	// Held reports whether a counted slot was taken (only keys with max_active_tasks count).
+	Held bool
+	undo func()
+}
+
+// Release gives the slot back when the task was not created after all.
+func (s Slot) Release() {
+	if s.undo != nil {
+		s.undo()
+	}
+}
+
+// StartTask takes one of the key's active-task slots; past max_active_tasks it answers 429.
+func (a *Accountant) StartTask(ctx context.Context, id auth.Identity) (Slot, error) {
+	limit := id.Limits.MaxActiveTasks
+	if limit <= 0 {
+		return Slot{}, nil
+	}
+	if _, ok, err := a.Store.AddCounter(ctx, ActiveCounter(id.KeyID), 1, limit); err != nil {
+		return Slot{}, err
+	} else if !ok {
+		return Slot{}, apierror.New(http.StatusTooManyRequests, "too_many_active_tasks",
+			fmt.Sprintf("this API key already has %d unfinished tasks; retry when one has finished", limit)).WithRetryAfter(ActiveRetryAfter)
+	}
+	var once sync.Once
+	return Slot{Held: true, undo: func() {
+		once.Do(func() { _, _, _ = a.Store.AddCounter(context.WithoutCancel(ctx), ActiveCounter(id.KeyID), -1, -1) })
+	}}, nil
+}
+
+// TaskCreated counts a created task.
+func (a *Accountant) TaskCreated(id auth.Identity) {
+	a.Meter.Add(KeyUsage(id.KeyID, UsageTasks), 1)
+	a.Meter.Add(AccountUsage(id.Account, UsageTasks), 1)
+}
+
+// TaskFinished releases the active slot of a task that reached a terminal status and, with
+// RefundUnsuccessful, refunds the cost of an unsuccessful one. It reports whether the record changed (the
+// caller stores it); it is safe to call again for the same task.
+func (a *Accountant) TaskFinished(ctx context.Context, t *storage.Task, status string) bool {
+	if t.Finished {
+		return false
+	}
+	t.Finished = true
+	if t.Active {
+		_, _, _ = a.Store.AddCounter(ctx, ActiveCounter(t.KeyID), -1, -1)
+	}
+	if a.RefundUnsuccessful && status != "succeeded" && t.Cost > 0 {
+		a.refund(ctx, t.KeyID, t.Account, t.Cost, t.Held)
+	}
+	return true
+}

@@ -1,0 +1,82 @@
+package accounting
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/storage"
+)
+
+// Meter counts usage (requests, tasks, quota consumed) in memory and adds it to the store's
+// counters every interval, so that counting a request does not cost a synced write. A crash loses
+// at most one interval of request counts; quota itself is never metered this way.
+type Meter struct {
+	store  storage.Store
+	logger *zap.Logger
+
+	mu      sync.Mutex
+	pending map[string]int64
+	stop    chan struct{}
+	done    sync.WaitGroup
+}
+
+// NewMeter starts a meter that flushes to store every interval.
+func NewMeter(store storage.Store, interval time.Duration, logger *zap.Logger) *Meter {
+	m := &Meter{store: store, logger: logger, pending: map[string]int64{}, stop: make(chan struct{})}
+	m.done.Add(1)
+	go m.run(interval)
+	return m
+}
+
+// Add counts delta under name.
+func (m *Meter) Add(name string, delta int64) {
+	m.mu.Lock()
+	m.pending[name] += delta
+	m.mu.Unlock()
+}
+
+// Value is the stored count plus what is not flushed yet.
+func (m *Meter) Value(ctx context.Context, name string) (int64, error) {
+	v, err := m.store.Counter(ctx, name)
+	m.mu.Lock()
+	v += m.pending[name]
+	m.mu.Unlock()
+	return v, err
+}
+
+// Close flushes what is pending and stops the meter.
+func (m *Meter) Close() {
+	close(m.stop)
+	m.done.Wait()
+}
+
+func (m *Meter) run(interval time.Duration) {
+	defer m.done.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			m.flush()
+			return
+		case <-t.C:
+			m.flush()
+		}
+	}
+}
+
+func (m *Meter) flush() {
+	m.mu.Lock()
+	pending := m.pending
+	m.pending = map[string]int64{}
+	m.mu.Unlock()
+	for name, delta := range pending {
+		if _, _, err := m.store.AddCounter(context.Background(), name, delta, -1); err != nil {
+			m.logger.Error("storing usage counter", zap.String("counter", name), zap.Error(err))
+			m.Add(name, delta) // keep it for the next flush
+		}
+	}
+}
