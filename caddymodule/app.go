@@ -5,7 +5,6 @@ package caddymodule
 
 import (
 	"fmt"
-	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -57,6 +57,8 @@ type App struct {
 	storeKey      string
 	catalog       *providers.Catalog
 	authenticator *auth.Authenticator
+	staticByID    map[string]storage.APIKey
+	disabledAccts map[string]bool
 	uploads       *uploads
 	accountant    *accounting.Accountant
 	loadedAt      time.Time
@@ -165,6 +167,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	for _, acct := range a.DisabledAccounts {
 		disabled[acct] = true
 	}
+	a.staticByID, a.disabledAccts = make(map[string]storage.APIKey, len(static)), disabled
+	for _, k := range static {
+		a.staticByID[k.ID] = k
+	}
 
 	if err := a.provisionUploads(repl); err != nil {
 		return err
@@ -207,6 +213,11 @@ func (a *App) Store() storage.Store { return a.store }
 
 // Catalog returns the providers and the models they serve.
 func (a *App) Catalog() *providers.Catalog { return a.catalog }
+
+// Idempotency makes creates with an Idempotency-Key header safe to retry.
+func (a *App) Idempotency() *idempotency.Guard {
+	return &idempotency.Guard{Store: a.store, Logger: a.logger.Named("idempotency")}
+}
 
 // Accountant applies key limits and counts usage.
 func (a *App) Accountant() *accounting.Accountant { return a.accountant }
@@ -251,6 +262,12 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 	if sk.Account == "" {
 		return storage.APIKey{}, fmt.Errorf("account is required")
 	}
+	if sk.Quota != nil && *sk.Quota < 0 {
+		return storage.APIKey{}, fmt.Errorf("quota must not be negative")
+	}
+	if (sk.RateRequests > 0) != (sk.RateWindow > 0) || sk.RateRequests < 0 || sk.MaxActiveTasks < 0 {
+		return storage.APIKey{}, fmt.Errorf("rate needs both a positive count and a positive window; max_active_tasks must not be negative")
+	}
 	key := storage.APIKey{
 		ID:       sk.ID,
 		Hash:     storage.HashSecret(secret),
@@ -266,7 +283,7 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 		key.ID = "key_" + key.Hash[:12]
 	}
 	for _, s := range sk.AllowIPs {
-		p, err := ParseIPRange(s)
+		p, err := auth.ParseIPRange(s)
 		if err != nil {
 			return storage.APIKey{}, err
 		}
@@ -280,23 +297,6 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 		key.ExpiresAt = t
 	}
 	return key, nil
-}
-
-// ParseIPRange parses an address or a CIDR range; a single address becomes a /32 or /128.
-func ParseIPRange(s string) (netip.Prefix, error) {
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return netip.Prefix{}, fmt.Errorf("invalid CIDR range %q", s)
-		}
-		return p.Masked(), nil
-	}
-	addr, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("invalid IP address %q", s)
-	}
-	addr = addr.Unmap()
-	return netip.PrefixFrom(addr, addr.BitLen()), nil
 }
 
 // placeholderNames shows which placeholder a secret came from, never a literal secret.

@@ -9,6 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/mediagw/mediagw/handlers/auth"
 )
 
 // parseGlobalOption sets up the mediagw app. Syntax:
@@ -256,7 +258,7 @@ func parseKey(d *caddyfile.Dispenser) (StaticKey, error) {
 				return k, d.ArgErr()
 			}
 			for _, s := range k.AllowIPs {
-				if _, err := ParseIPRange(s); err != nil {
+				if _, err := auth.ParseIPRange(s); err != nil {
 					return k, d.Errf("key: allow_ips: %v", err)
 				}
 			}

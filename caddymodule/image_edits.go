@@ -48,12 +48,13 @@ func (h *ImageEditsHandler) Provision(ctx caddy.Context) error {
 		timeout = videotask.DefaultUpstreamTimeout
 	}
 	h.edits = &imageedit.Handler{
-		Catalog:    app.Catalog(),
-		Store:      app.Store(),
-		Client:     upstreamClient(timeout),
-		Retention:  app.taskRetention(),
-		Accounting: app.Accountant(),
-		Logger:     ctx.Logger(),
+		Catalog:     app.Catalog(),
+		Store:       app.Store(),
+		Client:      upstreamClient(timeout),
+		Retention:   app.taskRetention(),
+		Accounting:  app.Accountant(),
+		Idempotency: app.Idempotency(),
+		Logger:      ctx.Logger(),
 	}
 	return nil
 }

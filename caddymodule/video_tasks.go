@@ -61,6 +61,7 @@ func (h *VideoTasksHandler) Provision(ctx caddy.Context) error {
 		RefreshInterval: time.Duration(h.RefreshInterval),
 		MaxBodyBytes:    h.MaxBodySize,
 		Accounting:      app.Accountant(),
+		Idempotency:     app.Idempotency(),
 		Logger:          ctx.Logger(),
 	}
 	return nil

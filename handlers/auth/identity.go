@@ -5,6 +5,9 @@ package auth
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
+	"strings"
 
 	"github.com/mediagw/mediagw/storage"
 )
@@ -70,4 +73,21 @@ func WithIdentity(ctx context.Context, id Identity) context.Context {
 func FromContext(ctx context.Context) (Identity, bool) {
 	id, ok := ctx.Value(identityKey{}).(Identity)
 	return id, ok
+}
+
+// ParseIPRange parses an address or a CIDR range; a single address becomes a /32 or /128.
+func ParseIPRange(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("invalid CIDR range %q", s)
+		}
+		return p.Masked(), nil
+	}
+	addr, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("invalid IP address %q", s)
+	}
+	addr = addr.Unmap()
+	return netip.PrefixFrom(addr, addr.BitLen()), nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/storage"
@@ -46,7 +47,9 @@ type Handler struct {
 	Retention time.Duration
 	// Accounting applies quotas; nil applies none.
 	Accounting *accounting.Accountant
-	Logger     *zap.Logger
+	// Idempotency honours Idempotency-Key on edits; nil ignores the header.
+	Idempotency *idempotency.Guard
+	Logger      *zap.Logger
 }
 
 var (
@@ -69,6 +72,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", "POST")
 			err = errMethod
 			break
+		}
+		if h.Idempotency != nil {
+			h.Idempotency.Serve(w, r, id.Account+"/image-edits", apierror.OpenAIShape, DefaultMaxBodyBytes, func(w http.ResponseWriter, r *http.Request) {
+				if err := h.edit(w, r, id); err != nil {
+					apierror.Respond(w, apierror.OpenAIShape, h.Logger, err)
+				}
+			})
+			return
 		}
 		err = h.edit(w, r, id)
 	case strings.Contains(r.URL.Path, "/images/tasks/"):

@@ -84,7 +84,7 @@ func (c Client) Call(ctx context.Context, p *providers.Provider, method, rel str
 }
 
 // Refusal turns a non-2xx answer into a contract error. The provider's own 4xx is passed on with
-// its code and message; a 5xx becomes 502.
+// its code and message; a 5xx, and a 401 (the provider refusing mediagw's credential), become 502.
 func Refusal(a Answer) *apierror.Error {
 	var e struct {
 		Error *struct {
@@ -95,7 +95,8 @@ func Refusal(a Answer) *apierror.Error {
 	}
 	parsed := json.Unmarshal(a.Body, &e) == nil && e.Error != nil && e.Error.Message != ""
 	status := a.Status
-	if status < 400 || status >= 500 {
+	if status < 400 || status >= 500 || status == http.StatusUnauthorized || status == http.StatusProxyAuthRequired {
+		// A 5xx, or the provider refusing the gateway's own credential: not the client's fault.
 		status = http.StatusBadGateway
 	}
 	if !parsed {

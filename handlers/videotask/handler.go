@@ -20,6 +20,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/storage"
@@ -53,7 +54,9 @@ type Handler struct {
 	MaxBodyBytes int64
 	// Accounting applies quotas and active-task limits; nil applies none.
 	Accounting *accounting.Accountant
-	Logger     *zap.Logger
+	// Idempotency honours Idempotency-Key on create; nil ignores the header.
+	Idempotency *idempotency.Guard
+	Logger      *zap.Logger
 
 	refreshes singleflight.Group
 }
@@ -81,6 +84,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	switch {
+	case taskID == "" && r.Method == http.MethodPost && h.Idempotency != nil:
+		h.Idempotency.Serve(w, r, id.Account+"/video-tasks", apierror.TaskShape, h.maxBody(), func(w http.ResponseWriter, r *http.Request) {
+			if err := h.create(w, r, id); err != nil {
+				apierror.Respond(w, apierror.TaskShape, h.Logger, err)
+			}
+		})
 	case taskID == "" && r.Method == http.MethodPost:
 		err = h.create(w, r, id)
 	case taskID == "" && r.Method == http.MethodGet:

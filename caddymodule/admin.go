@@ -1,0 +1,71 @@
+package caddymodule
+
+import (
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/mediagw/mediagw/handlers/keyadmin"
+)
+
+func init() {
+	caddy.RegisterModule(AdminAPI{})
+}
+
+// AdminAPI serves key and account management on Caddy's admin endpoint:
+//
+//	GET    /mediagw/keys                 list keys (configured ones marked read_only)
+//	POST   /mediagw/keys                 create a key; the answer holds the secret, shown once
+//	GET    /mediagw/keys/{id}            show a key
+//	PATCH  /mediagw/keys/{id}            change disabled, models, allow_ips, expires, quota,
+//	                                     rate, max_active_tasks
+//	DELETE /mediagw/keys/{id}            revoke a key
+//	GET    /mediagw/keys/{id}/usage      requests, tasks, quota used
+//	GET    /mediagw/accounts             list accounts
+//	GET    /mediagw/accounts/{name}      show an account
+//	PATCH  /mediagw/accounts/{name}      {"disabled": true|false}
+//	GET    /mediagw/accounts/{name}/usage
+//
+// Changes take effect on the next request, without a reload. The admin endpoint has no
+// authentication of its own: keep it on a loopback address or a unix socket (Caddy's default).
+type AdminAPI struct {
+	keys *keyadmin.Handler
+}
+
+// CaddyModule returns the Caddy module information.
+func (AdminAPI) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.mediagw",
+		New: func() caddy.Module { return new(AdminAPI) },
+	}
+}
+
+// Provision finds the mediagw app, if one is configured.
+func (a *AdminAPI) Provision(ctx caddy.Context) error {
+	v, err := ctx.AppIfConfigured("mediagw")
+	if err != nil {
+		return nil // no mediagw app: the routes answer 404
+	}
+	app := v.(*App)
+	a.keys = &keyadmin.Handler{Store: app.store, Static: app.staticByID, DisabledAccounts: app.disabledAccts, Meter: app.accountant.Meter}
+	return nil
+}
+
+// Routes returns the admin routes.
+func (a *AdminAPI) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{{Pattern: "/mediagw/", Handler: caddy.AdminHandlerFunc(a.serve)}}
+}
+
+func (a *AdminAPI) serve(w http.ResponseWriter, r *http.Request) error {
+	if a.keys == nil {
+		return caddy.APIError{HTTPStatus: http.StatusNotFound, Message: "mediagw is not configured"}
+	}
+	a.keys.ServeHTTP(w, r)
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner = (*AdminAPI)(nil)
+	_ caddy.AdminRouter = (*AdminAPI)(nil)
+)

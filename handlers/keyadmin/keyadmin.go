@@ -1,0 +1,327 @@
+// Package keyadmin manages API keys and accounts at run time: the routes that mediagw's admin API
+// module mounts under /mediagw/ on Caddy's admin endpoint. Keys are stored hashed and take effect
+// at once; the secret of a new key is returned once and never again. Keys from the configuration
+// are listed read-only.
+package keyadmin
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mediagw/mediagw/handlers/accounting"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// KeyPrefix starts every generated secret.
+const KeyPrefix = "mg-"
+
+const maxBody = 64 << 10
+
+// now is the clock; tests replace it.
+var now = time.Now
+
+// Handler serves /mediagw/keys… and /mediagw/accounts….
+type Handler struct {
+	Store storage.Store
+	// Static are the configured keys, by id (read-only here).
+	Static map[string]storage.APIKey
+	// DisabledAccounts are disabled by configuration.
+	DisabledAccounts map[string]bool
+	Meter            *accounting.Meter
+}
+
+// Error is an admin API failure with its HTTP status.
+type Error struct {
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func fail(status int, msg string) *Error { return &Error{Status: status, Message: msg} }
+
+// ServeHTTP routes an admin request. The answer is JSON; failures are {"error": "..."}.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	v, err := h.route(r)
+	if err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			e = fail(http.StatusInternalServerError, "internal error: "+err.Error())
+		}
+		writeJSON(w, e.Status, map[string]string{"error": e.Message})
+		return
+	}
+	status := http.StatusOK
+	if _, ok := v.(Created); ok {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, v)
+}
+
+func (h *Handler) route(r *http.Request) (any, error) {
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/mediagw/"), "/"), "/")
+	switch {
+	case parts[0] == "keys" && len(parts) == 1:
+		return methods(r, map[string]func() (any, error){
+			http.MethodGet:  func() (any, error) { return h.listKeys(r.Context()) },
+			http.MethodPost: func() (any, error) { return h.createKey(r) },
+		})
+	case parts[0] == "keys" && len(parts) == 2:
+		return methods(r, map[string]func() (any, error){
+			http.MethodGet:    func() (any, error) { return h.showKey(r.Context(), parts[1]) },
+			http.MethodPatch:  func() (any, error) { return h.patchKey(r, parts[1]) },
+			http.MethodDelete: func() (any, error) { return h.revokeKey(r.Context(), parts[1]) },
+		})
+	case parts[0] == "keys" && len(parts) == 3 && parts[2] == "usage":
+		return methods(r, map[string]func() (any, error){
+			http.MethodGet: func() (any, error) { return h.keyUsage(r.Context(), parts[1]) },
+		})
+	case parts[0] == "accounts" && len(parts) == 1:
+		return methods(r, map[string]func() (any, error){
+			http.MethodGet: func() (any, error) { return h.listAccounts(r.Context()) },
+		})
+	case parts[0] == "accounts" && len(parts) == 2:
+		return methods(r, map[string]func() (any, error){
+			http.MethodGet:   func() (any, error) { return h.showAccount(r.Context(), parts[1]) },
+			http.MethodPatch: func() (any, error) { return h.patchAccount(r, parts[1]) },
+		})
+	case parts[0] == "accounts" && len(parts) == 3 && parts[2] == "usage":
+		return methods(r, map[string]func() (any, error){
+			http.MethodGet: func() (any, error) { return h.accountUsage(r.Context(), parts[1]) },
+		})
+	}
+	return nil, fail(http.StatusNotFound, "no such mediagw admin resource: "+r.URL.Path)
+}
+
+func methods(r *http.Request, m map[string]func() (any, error)) (any, error) {
+	if f, ok := m[r.Method]; ok {
+		return f()
+	}
+	return nil, fail(http.StatusMethodNotAllowed, "method "+r.Method+" not allowed here")
+}
+
+func (h *Handler) listKeys(ctx context.Context) ([]KeyView, error) {
+	stored, err := h.Store.ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]KeyView, 0, len(stored)+len(h.Static))
+	for _, k := range h.Static {
+		list = append(list, view(k, true))
+	}
+	for _, k := range stored {
+		list = append(list, view(k, false))
+	}
+	slices.SortFunc(list, func(a, b KeyView) int { return strings.Compare(a.ID, b.ID) })
+	return list, nil
+}
+
+func (h *Handler) createKey(r *http.Request) (Created, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return Created{}, err
+	}
+	secret := KeyPrefix + strings.ToLower(rand.Text()+rand.Text()) // 256 random bits
+	key := storage.APIKey{Hash: storage.HashSecret(secret), CreatedAt: now().UTC().Truncate(time.Second)}
+	key.ID = "key_" + key.Hash[:12]
+	if err := apply(&key, body); err != nil {
+		return Created{}, fail(http.StatusBadRequest, err.Error())
+	}
+	if key.Account == "" {
+		return Created{}, fail(http.StatusBadRequest, "account is required")
+	}
+	if err := h.Store.PutKey(r.Context(), key); err != nil {
+		return Created{}, err
+	}
+	return Created{KeyView: view(key, false), Key: secret}, nil
+}
+
+// key finds a stored or static key by id.
+func (h *Handler) key(ctx context.Context, id string) (storage.APIKey, bool, error) {
+	if k, ok := h.Static[id]; ok {
+		return k, true, nil
+	}
+	k, err := h.Store.KeyByID(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return k, false, fail(http.StatusNotFound, "no key with id "+id)
+	}
+	return k, false, err
+}
+
+func (h *Handler) showKey(ctx context.Context, id string) (KeyView, error) {
+	k, static, err := h.key(ctx, id)
+	if err != nil {
+		return KeyView{}, err
+	}
+	return view(k, static), nil
+}
+
+func (h *Handler) patchKey(r *http.Request, id string) (KeyView, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return KeyView{}, err
+	}
+	k, static, err := h.key(r.Context(), id)
+	if err != nil {
+		return KeyView{}, err
+	}
+	if static {
+		return KeyView{}, fail(http.StatusConflict, "key "+id+" is configured in the Caddyfile; change it there")
+	}
+	if err := apply(&k, body); err != nil {
+		return KeyView{}, fail(http.StatusBadRequest, err.Error())
+	}
+	if err := h.Store.PutKey(r.Context(), k); err != nil {
+		return KeyView{}, err
+	}
+	return view(k, false), nil
+}
+
+func (h *Handler) revokeKey(ctx context.Context, id string) (map[string]string, error) {
+	if _, static := h.Static[id]; static {
+		return nil, fail(http.StatusConflict, "key "+id+" is configured in the Caddyfile; remove it there")
+	}
+	err := h.Store.DeleteKey(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, fail(http.StatusNotFound, "no key with id "+id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"id": id, "status": "revoked"}, nil
+}
+
+func (h *Handler) keyUsage(ctx context.Context, id string) (Usage, error) {
+	k, _, err := h.key(ctx, id)
+	if err != nil {
+		return Usage{}, err
+	}
+	u := Usage{Quota: k.Quota}
+	if u.Requests, err = h.Meter.Value(ctx, accounting.KeyUsage(id, accounting.UsageRequests)); err != nil {
+		return u, err
+	}
+	if u.Tasks, err = h.Meter.Value(ctx, accounting.KeyUsage(id, accounting.UsageTasks)); err != nil {
+		return u, err
+	}
+	if u.QuotaUsed, err = h.Meter.Value(ctx, accounting.KeyUsage(id, accounting.UsageQuota)); err != nil {
+		return u, err
+	}
+	if k.Quota != nil {
+		// The quota counter is exact and synced; the meter may trail it by a flush.
+		if u.QuotaUsed, err = h.Store.Counter(ctx, accounting.QuotaCounter(id)); err != nil {
+			return u, err
+		}
+	}
+	if k.MaxActiveTasks > 0 {
+		active, err := h.Store.Counter(ctx, accounting.ActiveCounter(id))
+		if err != nil {
+			return u, err
+		}
+		u.ActiveTasks = &active
+	}
+	return u, nil
+}
+
+// AccountView is an account as the admin API shows it.
+type AccountView struct {
+	Name     string `json:"name"`
+	Disabled bool   `json:"disabled"`
+	// DisabledByConfig accounts are disabled in the Caddyfile and cannot be enabled here.
+	DisabledByConfig bool `json:"disabled_by_config,omitempty"`
+}
+
+func (h *Handler) listAccounts(ctx context.Context) ([]AccountView, error) {
+	names := map[string]bool{}
+	stored, err := h.Store.ListAccounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]storage.Account{}
+	for _, a := range stored {
+		names[a.Name], byName[a.Name] = true, a
+	}
+	keys, err := h.listKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		names[k.Account] = true
+	}
+	for n := range h.DisabledAccounts {
+		names[n] = true
+	}
+	list := []AccountView{}
+	for n := range names {
+		list = append(list, h.accountView(byName[n], n))
+	}
+	slices.SortFunc(list, func(a, b AccountView) int { return strings.Compare(a.Name, b.Name) })
+	return list, nil
+}
+
+func (h *Handler) accountView(a storage.Account, name string) AccountView {
+	return AccountView{Name: name, Disabled: a.Disabled || h.DisabledAccounts[name], DisabledByConfig: h.DisabledAccounts[name]}
+}
+
+func (h *Handler) showAccount(ctx context.Context, name string) (AccountView, error) {
+	a, err := h.Store.Account(ctx, name)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return AccountView{}, err
+	}
+	return h.accountView(a, name), nil
+}
+
+func (h *Handler) patchAccount(r *http.Request, name string) (AccountView, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return AccountView{}, err
+	}
+	var patch struct {
+		Disabled *bool `json:"disabled"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&patch); err != nil || patch.Disabled == nil {
+		return AccountView{}, fail(http.StatusBadRequest, `the body must be {"disabled": true|false}`)
+	}
+	if err := h.Store.PutAccount(r.Context(), storage.Account{Name: name, Disabled: *patch.Disabled}); err != nil {
+		return AccountView{}, err
+	}
+	return h.showAccount(r.Context(), name)
+}
+
+func (h *Handler) accountUsage(ctx context.Context, name string) (Usage, error) {
+	var u Usage
+	var err error
+	if u.Requests, err = h.Meter.Value(ctx, accounting.AccountUsage(name, accounting.UsageRequests)); err != nil {
+		return u, err
+	}
+	if u.Tasks, err = h.Meter.Value(ctx, accounting.AccountUsage(name, accounting.UsageTasks)); err != nil {
+		return u, err
+	}
+	u.QuotaUsed, err = h.Meter.Value(ctx, accounting.AccountUsage(name, accounting.UsageQuota))
+	return u, err
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return nil, fail(http.StatusBadRequest, "the body could not be read")
+	}
+	if len(body) > maxBody {
+		return nil, fail(http.StatusRequestEntityTooLarge, "the body is too large")
+	}
+	return body, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,180 @@
+package keyadmin
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// KeyView is a key as the admin API shows it: never the secret, never its hash.
+type KeyView struct {
+	ID             string     `json:"id"`
+	Account        string     `json:"account"`
+	Models         []string   `json:"models"`
+	AllowIPs       []string   `json:"allow_ips"`
+	Disabled       bool       `json:"disabled"`
+	Expires        *time.Time `json:"expires"`
+	CreatedAt      *time.Time `json:"created_at,omitempty"`
+	Quota          *int64     `json:"quota"`
+	Rate           *Rate      `json:"rate"`
+	MaxActiveTasks int64      `json:"max_active_tasks"`
+	// ReadOnly keys come from the configuration and change only with it.
+	ReadOnly bool `json:"read_only"`
+}
+
+// Rate is a request rate limit: Requests per Window (a duration such as "1m").
+type Rate struct {
+	Requests int    `json:"requests"`
+	Window   string `json:"window"`
+}
+
+// Created is the answer to a key creation: the only time the secret is shown.
+type Created struct {
+	KeyView
+	Key string `json:"key"`
+}
+
+// Usage is what a key or an account has used.
+type Usage struct {
+	Requests    int64  `json:"requests"`
+	Tasks       int64  `json:"tasks"`
+	QuotaUsed   int64  `json:"quota_used"`
+	Quota       *int64 `json:"quota,omitempty"`
+	ActiveTasks *int64 `json:"active_tasks,omitempty"`
+}
+
+func view(k storage.APIKey, readOnly bool) KeyView {
+	v := KeyView{ID: k.ID, Account: k.Account, Models: k.Models, AllowIPs: []string{}, Disabled: k.Disabled,
+		Quota: k.Quota, MaxActiveTasks: k.MaxActiveTasks, ReadOnly: readOnly}
+	if v.Models == nil {
+		v.Models = []string{}
+	}
+	for _, p := range k.AllowIPs {
+		v.AllowIPs = append(v.AllowIPs, p.String())
+	}
+	if !k.ExpiresAt.IsZero() {
+		t := k.ExpiresAt
+		v.Expires = &t
+	}
+	if !k.CreatedAt.IsZero() {
+		t := k.CreatedAt
+		v.CreatedAt = &t
+	}
+	if k.RateRequests > 0 {
+		v.Rate = &Rate{Requests: k.RateRequests, Window: k.RateWindow.String()}
+	}
+	return v
+}
+
+// keyFields are the settable fields of a key, in a create or patch body. A field that is absent
+// is left alone; null clears it.
+var keyFields = map[string]func(k *storage.APIKey, raw json.RawMessage) error{
+	"account": func(k *storage.APIKey, raw json.RawMessage) error {
+		var s string
+		if json.Unmarshal(raw, &s) != nil || strings.TrimSpace(s) == "" || len(s) > 128 {
+			return fmt.Errorf("account must be a non-empty string of at most 128 bytes")
+		}
+		k.Account = s
+		return nil
+	},
+	"models": func(k *storage.APIKey, raw json.RawMessage) error {
+		var m []string
+		if json.Unmarshal(raw, &m) != nil {
+			return fmt.Errorf("models must be an array of glob patterns")
+		}
+		k.Models = m
+		return nil
+	},
+	"allow_ips": func(k *storage.APIKey, raw json.RawMessage) error {
+		var list []string
+		if json.Unmarshal(raw, &list) != nil {
+			return fmt.Errorf("allow_ips must be an array of addresses or CIDR ranges")
+		}
+		k.AllowIPs = nil
+		for _, s := range list {
+			p, err := auth.ParseIPRange(s)
+			if err != nil {
+				return err
+			}
+			k.AllowIPs = append(k.AllowIPs, p)
+		}
+		return nil
+	},
+	"expires": func(k *storage.APIKey, raw json.RawMessage) error {
+		var s *string
+		if json.Unmarshal(raw, &s) != nil {
+			return fmt.Errorf("expires must be an RFC 3339 time or null")
+		}
+		k.ExpiresAt = time.Time{}
+		if s != nil {
+			t, err := time.Parse(time.RFC3339, *s)
+			if err != nil {
+				return fmt.Errorf("expires must be an RFC 3339 time such as 2027-01-31T00:00:00Z")
+			}
+			k.ExpiresAt = t
+		}
+		return nil
+	},
+	"disabled": func(k *storage.APIKey, raw json.RawMessage) error {
+		if json.Unmarshal(raw, &k.Disabled) != nil {
+			return fmt.Errorf("disabled must be true or false")
+		}
+		return nil
+	},
+	"quota": func(k *storage.APIKey, raw json.RawMessage) error {
+		var q *int64
+		if json.Unmarshal(raw, &q) != nil || (q != nil && *q < 0) {
+			return fmt.Errorf("quota must be a whole number, 0 or more, or null for unlimited")
+		}
+		k.Quota = q
+		return nil
+	},
+	"rate": func(k *storage.APIKey, raw json.RawMessage) error {
+		var r *Rate
+		if json.Unmarshal(raw, &r) != nil {
+			return fmt.Errorf(`rate must be {"requests": N, "window": "1m"} or null`)
+		}
+		k.RateRequests, k.RateWindow = 0, 0
+		if r != nil {
+			d, err := time.ParseDuration(r.Window)
+			if err != nil || d <= 0 || r.Requests < 1 {
+				return fmt.Errorf(`rate must be {"requests": N, "window": "1m"} with N ≥ 1 and a positive window`)
+			}
+			k.RateRequests, k.RateWindow = r.Requests, d
+		}
+		return nil
+	},
+	"max_active_tasks": func(k *storage.APIKey, raw json.RawMessage) error {
+		var n *int64
+		if json.Unmarshal(raw, &n) != nil || (n != nil && *n < 0) {
+			return fmt.Errorf("max_active_tasks must be a whole number, 0 (no limit) or more, or null")
+		}
+		k.MaxActiveTasks = 0
+		if n != nil {
+			k.MaxActiveTasks = *n
+		}
+		return nil
+	},
+}
+
+// apply sets the fields of body on k.
+func apply(k *storage.APIKey, body []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return fmt.Errorf("the body must be a JSON object")
+	}
+	for name, raw := range fields {
+		set, ok := keyFields[name]
+		if !ok {
+			return fmt.Errorf("unknown field %q", name)
+		}
+		if err := set(k, raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}

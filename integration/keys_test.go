@@ -1,0 +1,386 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const keysCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider sim {
+			base_url http://127.0.0.1:{{sim_port}}/api/v3
+			api_key sim-key
+			models sim-video
+			cost sim-video 2
+		}
+		provider broken {
+			base_url http://127.0.0.1:1/api/v3
+			models broken-video
+		}
+		key mg-static-admin-test {
+			id static-key
+			account acme
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_models /v1/models
+		mediagw_video_tasks /api/v3/contents/generations/tasks* {
+			refresh_interval 50ms
+		}
+		respond 404
+	}
+}
+
+http://127.0.0.1:{{sim_port}} {
+	mediagw_simulator {
+		queued_for 300ms
+		running_for 300ms
+		api_key sim-key
+	}
+}
+`
+
+type keysEnv struct {
+	g    *gateway
+	base string
+}
+
+func startKeysGateway(t *testing.T) keysEnv {
+	port, simPort := freePort(t), freePort(t)
+	g := startGateway(t, keysCaddyfile, map[string]string{"port": fmt.Sprint(port), "sim_port": fmt.Sprint(simPort)})
+	return keysEnv{g: g, base: fmt.Sprintf("http://127.0.0.1:%d", port)}
+}
+
+// admin calls the admin API.
+func (e keysEnv) admin(t *testing.T, method, path string, body any) response {
+	t.Helper()
+	return call(t, method, "http://"+e.g.admin+path, "", body)
+}
+
+// newKey creates a key through the admin API and returns its id and secret.
+func (e keysEnv) newKey(t *testing.T, body string) (id, secret string) {
+	t.Helper()
+	r := e.admin(t, "POST", "/mediagw/keys", body)
+	if r.status != 201 {
+		t.Fatalf("create key = %d %s", r.status, r.body)
+	}
+	m := r.json(t)
+	return m["id"].(string), m["key"].(string)
+}
+
+func (e keysEnv) createTask(t *testing.T, key, prompt string, header ...string) response {
+	t.Helper()
+	req, _ := http.NewRequest("POST", e.base+"/api/v3/contents/generations/tasks",
+		strings.NewReader(`{"model":"sim-video","content":[{"type":"text","text":"`+prompt+`"}]}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return do(t, req)
+}
+
+func TestAdminAPIKeyLifecycle(t *testing.T) {
+	e := startKeysGateway(t)
+	id, secret := e.newKey(t, `{"account":"acme","models":["sim-*"],"allow_ips":["127.0.0.1","::1"],"quota":100,"rate":{"requests":1000,"window":"1m"},"max_active_tasks":5,"expires":"2099-01-01T00:00:00Z"}`)
+	if !strings.HasPrefix(secret, "mg-") || len(secret) < 40 || !strings.HasPrefix(id, "key_") {
+		t.Fatalf("id %q secret %q", id, secret)
+	}
+
+	// The key works at once, without a reload.
+	if got := modelIDs(t, e.base, secret); len(got) != 1 || got[0] != "sim-video" {
+		t.Fatalf("models for the new key = %v", got)
+	}
+
+	r := e.admin(t, "GET", "/mediagw/keys", nil)
+	var list []map[string]any
+	decodeJSON(t, r.body, &list)
+	if r.status != 200 || len(list) != 2 || strings.Contains(string(r.body), secret) || strings.Contains(string(r.body), "hash") {
+		t.Fatalf("list = %d %s", r.status, r.body)
+	}
+	for _, k := range list {
+		if (k["id"] == "static-key") != (k["read_only"] == true) {
+			t.Fatalf("read_only is wrong: %v", k)
+		}
+	}
+	r = e.admin(t, "GET", "/mediagw/keys/"+id, nil)
+	if m := r.json(t); r.status != 200 || m["account"] != "acme" || m["quota"] != float64(100) || m["key"] != nil {
+		t.Fatalf("show = %d %s", r.status, r.body)
+	}
+
+	// Disabled through the API: refused on the next request.
+	if r := e.admin(t, "PATCH", "/mediagw/keys/"+id, `{"disabled":true}`); r.status != 200 || r.json(t)["disabled"] != true {
+		t.Fatalf("disable = %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", e.base+"/v1/models", secret, nil); r.status != 403 {
+		t.Fatalf("disabled key = %d %s", r.status, r.body)
+	}
+	e.admin(t, "PATCH", "/mediagw/keys/"+id, `{"disabled":false,"models":null,"quota":null}`)
+	if got := modelIDs(t, e.base, secret); len(got) != 2 {
+		t.Fatalf("after clearing models = %v", got)
+	}
+
+	// Accounts.
+	if r := e.admin(t, "PATCH", "/mediagw/accounts/acme", `{"disabled":true}`); r.status != 200 || r.json(t)["disabled"] != true {
+		t.Fatalf("disable account = %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", e.base+"/v1/models", "mg-static-admin-test", nil); r.status != 403 || !strings.Contains(string(r.body), "account_disabled") {
+		t.Fatalf("static key of a disabled account = %d %s", r.status, r.body)
+	}
+	e.admin(t, "PATCH", "/mediagw/accounts/acme", `{"disabled":false}`)
+	if r := e.admin(t, "GET", "/mediagw/accounts", nil); r.status != 200 || !strings.Contains(string(r.body), `"acme"`) {
+		t.Fatalf("accounts = %d %s", r.status, r.body)
+	}
+	if r := e.admin(t, "GET", "/mediagw/accounts/acme", nil); r.status != 200 || r.json(t)["disabled"] != false {
+		t.Fatalf("account = %d %s", r.status, r.body)
+	}
+
+	// Usage.
+	if r := e.createTask(t, secret, "count me"); r.status != 200 {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	time.Sleep(2500 * time.Millisecond) // usage is flushed every 2 s; Value adds what is pending anyway
+	r = e.admin(t, "GET", "/mediagw/keys/"+id+"/usage", nil)
+	if u := r.json(t); r.status != 200 || u["tasks"] != float64(1) || u["requests"] != float64(3) || u["quota_used"] != float64(2) {
+		t.Fatalf("key usage = %d %s", r.status, r.body)
+	}
+	if u := e.admin(t, "GET", "/mediagw/accounts/acme/usage", nil).json(t); u["tasks"] != float64(1) {
+		t.Fatalf("account usage = %v", u)
+	}
+
+	// Errors, never panics.
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"GET", "/mediagw/keys/key_unknown", "", 404},
+		{"PATCH", "/mediagw/keys/key_unknown", `{"disabled":true}`, 404},
+		{"DELETE", "/mediagw/keys/key_unknown", "", 404},
+		{"GET", "/mediagw/keys/key_unknown/usage", "", 404},
+		{"POST", "/mediagw/keys", `{"account":`, 400},
+		{"POST", "/mediagw/keys", `{"models":["x"]}`, 400},
+		{"POST", "/mediagw/keys", `{"account":"a","colour":"blue"}`, 400},
+		{"POST", "/mediagw/keys", `{"account":"a","allow_ips":["10.0.0.0/99"]}`, 400},
+		{"POST", "/mediagw/keys", `{"account":"a","quota":-1}`, 400},
+		{"POST", "/mediagw/keys", `{"account":"a","rate":{"requests":0,"window":"1m"}}`, 400},
+		{"POST", "/mediagw/keys", `{"account":"a","expires":"soon"}`, 400},
+		{"PATCH", "/mediagw/keys/" + id, `[]`, 400},
+		{"PATCH", "/mediagw/keys/static-key", `{"disabled":true}`, 409},
+		{"DELETE", "/mediagw/keys/static-key", "", 409},
+		{"PATCH", "/mediagw/accounts/acme", `{"disabled":"yes"}`, 400},
+		{"PUT", "/mediagw/keys", "", 405},
+		{"GET", "/mediagw/nothing", "", 404},
+	} {
+		var body any
+		if tc.body != "" {
+			body = tc.body
+		}
+		r := e.admin(t, tc.method, tc.path, body)
+		if r.status != tc.status || r.json(t)["error"] == "" {
+			t.Errorf("%s %s %s = %d %s, want %d", tc.method, tc.path, tc.body, r.status, r.body, tc.status)
+		}
+	}
+
+	// Revoked: refused at once.
+	if r := e.admin(t, "DELETE", "/mediagw/keys/"+id, nil); r.status != 200 {
+		t.Fatalf("revoke = %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", e.base+"/v1/models", secret, nil); r.status != 401 {
+		t.Fatalf("revoked key = %d", r.status)
+	}
+}
+
+func TestCLI(t *testing.T) {
+	e := startKeysGateway(t)
+	bin := caddyBinary(t)
+	run := func(wantOK bool, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, append(append([]string{"mediagw"}, args...), "--address", e.g.admin)...)
+		out, err := cmd.CombinedOutput()
+		if (err == nil) != wantOK {
+			t.Fatalf("caddy mediagw %s: err %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	out := run(true, "key", "create", "--account", "cli", "--models", "sim-*", "--quota", "10", "--rate", "100/1m", "--max-active-tasks", "3")
+	var created struct{ ID, Key string }
+	if err := json.Unmarshal([]byte(out), &created); err != nil || !strings.HasPrefix(created.Key, "mg-") {
+		t.Fatalf("create printed %q", out)
+	}
+	for _, args := range [][]string{{"key", "list"}, {"key", "show", created.ID}, {"key", "usage", created.ID}, {"account", "show", "cli"}, {"account", "usage", "cli"}} {
+		if out := run(true, args...); strings.Contains(out, created.Key) || !strings.Contains(out, "{") {
+			t.Fatalf("%v printed the secret or nothing: %s", args, out)
+		}
+	}
+	run(true, "key", "disable", created.ID)
+	if r := call(t, "GET", e.base+"/v1/models", created.Key, nil); r.status != 403 {
+		t.Fatalf("after CLI disable = %d", r.status)
+	}
+	run(true, "key", "enable", created.ID)
+	run(true, "account", "disable", "cli")
+	if r := call(t, "GET", e.base+"/v1/models", created.Key, nil); r.status != 403 {
+		t.Fatalf("after CLI account disable = %d", r.status)
+	}
+	run(true, "account", "enable", "cli")
+	if r := call(t, "GET", e.base+"/v1/models", created.Key, nil); r.status != 200 {
+		t.Fatalf("after enabling = %d", r.status)
+	}
+	run(true, "key", "revoke", created.ID)
+	if r := call(t, "GET", e.base+"/v1/models", created.Key, nil); r.status != 401 {
+		t.Fatalf("after CLI revoke = %d", r.status)
+	}
+	if out := run(false, "key", "show", "key_nope"); !strings.Contains(out, "404") || strings.Contains(out, "panic") {
+		t.Fatalf("unknown key: %s", out)
+	}
+	run(false, "key", "create") // no --account
+}
+
+func TestQuotaIsExactUnderConcurrency(t *testing.T) {
+	e := startKeysGateway(t)
+	id, secret := e.newKey(t, `{"account":"quota","quota":100}`) // sim-video costs 2: 50 tasks
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				r := e.createTask(t, secret, "one of many")
+				mu.Lock()
+				statuses[r.status]++
+				mu.Unlock()
+				if r.status == 402 && !strings.Contains(string(r.body), `"code":"insufficient_quota"`) {
+					t.Errorf("402 body = %s", r.body)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if statuses[200] != 50 || statuses[402] != 150 {
+		t.Fatalf("200 concurrent creates against a quota of 50 tasks: %v", statuses)
+	}
+	if u := e.admin(t, "GET", "/mediagw/keys/"+id+"/usage", nil).json(t); u["quota_used"] != float64(100) || u["quota"] != float64(100) {
+		t.Fatalf("usage = %v", u)
+	}
+	// The list agrees: exactly 50 tasks exist.
+	if r := call(t, "GET", e.base+"/api/v3/contents/generations/tasks?page_size=500", secret, nil); r.json(t)["total"] != float64(50) {
+		t.Fatalf("tasks listed = %v", r.json(t)["total"])
+	}
+}
+
+func TestQuotaRefundedWhenTheUpstreamFails(t *testing.T) {
+	e := startKeysGateway(t)
+	id, secret := e.newKey(t, `{"account":"refund","quota":5}`)
+	r := call(t, "POST", e.base+"/api/v3/contents/generations/tasks", secret, `{"model":"broken-video","content":[{"type":"text","text":"x"}]}`)
+	if r.status != 502 {
+		t.Fatalf("create on a dead upstream = %d %s", r.status, r.body)
+	}
+	if u := e.admin(t, "GET", "/mediagw/keys/"+id+"/usage", nil).json(t); u["quota_used"] != float64(0) {
+		t.Fatalf("quota used after an upstream failure = %v", u["quota_used"])
+	}
+}
+
+func TestRateAndActiveTaskLimits(t *testing.T) {
+	e := startKeysGateway(t)
+	_, limited := e.newKey(t, `{"account":"rl","rate":{"requests":3,"window":"2s"}}`)
+	for i := range 3 {
+		if r := call(t, "GET", e.base+"/v1/models", limited, nil); r.status != 200 {
+			t.Fatalf("request %d = %d", i+1, r.status)
+		}
+	}
+	r := call(t, "GET", e.base+"/v1/models", limited, nil)
+	if r.status != 429 || r.header.Get("Retry-After") == "" || !strings.Contains(string(r.body), "rate_limit_exceeded") {
+		t.Fatalf("4th request = %d %s (Retry-After %q)", r.status, r.body, r.header.Get("Retry-After"))
+	}
+	// On the task API the refusal has the task shape.
+	r = call(t, "GET", e.base+"/api/v3/contents/generations/tasks", limited, nil)
+	if r.status != 429 || r.json(t)["code"] != "rate_limit_exceeded" {
+		t.Fatalf("task API rate refusal = %d %s", r.status, r.body)
+	}
+
+	_, busy := e.newKey(t, `{"account":"busy","max_active_tasks":2}`)
+	var ids []string
+	for range 2 {
+		r := e.createTask(t, busy, "occupy a slot")
+		if r.status != 200 {
+			t.Fatalf("create = %d %s", r.status, r.body)
+		}
+		ids = append(ids, r.json(t)["id"].(string))
+	}
+	r = e.createTask(t, busy, "one too many")
+	if r.status != 429 || r.json(t)["code"] != "too_many_active_tasks" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("third active task = %d %s", r.status, r.body)
+	}
+	// Once a task is seen finished, its slot is free.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if call(t, "GET", e.base+"/api/v3/contents/generations/tasks/"+ids[0], busy, nil).json(t)["status"] == "succeeded" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r := e.createTask(t, busy, "now there is room"); r.status != 200 {
+		t.Fatalf("after a task finished = %d %s", r.status, r.body)
+	}
+}
+
+func TestIdempotentCreate(t *testing.T) {
+	e := startKeysGateway(t)
+	_, secret := e.newKey(t, `{"account":"idem"}`)
+	var wg sync.WaitGroup
+	results := make([]response, 10)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = e.createTask(t, secret, "exactly once", "Idempotency-Key", "order-42")
+		}()
+	}
+	wg.Wait()
+	ids := map[string]bool{}
+	for _, r := range results {
+		switch r.status {
+		case 200:
+			ids[r.json(t)["id"].(string)] = true
+		case 409:
+			if r.json(t)["code"] != "idempotency_in_progress" {
+				t.Fatalf("409 body = %s", r.body)
+			}
+		default:
+			t.Fatalf("parallel idempotent create = %d %s", r.status, r.body)
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("parallel creates with one key produced ids %v", ids)
+	}
+	list := call(t, "GET", e.base+"/api/v3/contents/generations/tasks", secret, nil).json(t)
+	if list["total"] != float64(1) {
+		t.Fatalf("the upstream was reached %v times", list["total"])
+	}
+	again := e.createTask(t, secret, "exactly once", "Idempotency-Key", "order-42")
+	if again.status != 200 || !ids[again.json(t)["id"].(string)] || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry = %d %s", again.status, again.body)
+	}
+	if r := e.createTask(t, secret, "something else", "Idempotency-Key", "order-42"); r.status != 422 {
+		t.Fatalf("same key, other body = %d %s", r.status, r.body)
+	}
+	// Another account may use the same key for its own request.
+	_, other := e.newKey(t, `{"account":"idem-other"}`)
+	if r := e.createTask(t, other, "exactly once", "Idempotency-Key", "order-42"); r.status != 200 || ids[r.json(t)["id"].(string)] {
+		t.Fatalf("another account's identical key = %d %s", r.status, r.body)
+	}
+}
