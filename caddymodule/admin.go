@@ -47,7 +47,8 @@ func (a *AdminAPI) Provision(ctx caddy.Context) error {
 		return nil // no mediagw app: the routes answer 404
 	}
 	app := v.(*App)
-	a.keys = &keyadmin.Handler{Store: app.store, Static: app.staticByID, DisabledAccounts: app.disabledAccts, Meter: app.accountant.Meter}
+	a.keys = &keyadmin.Handler{Store: app.store, Static: app.staticByID, DisabledAccounts: app.disabledAccts,
+		Meter: app.accountant.Meter, WebhookKey: app.runtime.key}
 	return nil
 }
 

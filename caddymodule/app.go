@@ -49,6 +49,12 @@ type App struct {
 	// cancelled or expired. Requests the upstream refuses are always refunded. Default: false.
 	RefundUnsuccessfulTasks bool `json:"refund_unsuccessful_tasks,omitempty"`
 
+	// Watcher tunes the background polling of unfinished video tasks.
+	Watcher *WatcherConfig `json:"watcher,omitempty"`
+
+	// Callbacks configures signed deliveries to the callback_url of video tasks.
+	Callbacks *CallbacksConfig `json:"callbacks,omitempty"`
+
 	// TaskRetention is how long task ownership records are kept after a task was created.
 	// Default: 7 days, like the upstream.
 	TaskRetention caddy.Duration `json:"task_retention,omitempty"`
@@ -61,6 +67,7 @@ type App struct {
 	disabledAccts map[string]bool
 	uploads       *uploads
 	accountant    *accounting.Accountant
+	runtime       *taskRuntime
 	loadedAt      time.Time
 	logger        *zap.Logger
 }
@@ -178,6 +185,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.openStore(); err != nil {
 		return err
 	}
+	if err := a.provisionTaskRuntime(repl); err != nil {
+		return err
+	}
 	a.authenticator = &auth.Authenticator{Static: static, DisabledAccounts: disabled, Store: a.store}
 	return nil
 }
@@ -190,12 +200,18 @@ func (a *App) Validate() error {
 	return nil
 }
 
-// Start implements caddy.App; the store is already open.
-func (a *App) Start() error { return nil }
+// Start runs the task watcher and the callback outbox.
+func (a *App) Start() error {
+	a.runtime.start()
+	return nil
+}
 
-// Stop implements caddy.App. The store is not closed here: the next config may still use it. It
-// is closed when the last config that uses it is cleaned up.
-func (a *App) Stop() error { return nil }
+// Stop stops the watcher and the outbox. The store is not closed here: the next config may still
+// use it. It is closed when the last config that uses it is cleaned up.
+func (a *App) Stop() error {
+	a.runtime.halt()
+	return nil
+}
 
 // Cleanup releases this config's hold on the store.
 func (a *App) Cleanup() error {

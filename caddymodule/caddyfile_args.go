@@ -1,6 +1,8 @@
 package caddymodule
 
 import (
+	"strconv"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
@@ -60,5 +62,19 @@ func sizeArg(d *caddyfile.Dispenser, dst *int64) error {
 		return d.Errf("invalid size %q", s)
 	}
 	*dst = int64(n)
+	return nil
+}
+
+// positiveIntArg reads one whole number of at least 1.
+func positiveIntArg(d *caddyfile.Dispenser, dst *int) error {
+	var s string
+	if !d.AllArgs(&s) {
+		return d.ArgErr()
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return d.Errf("expected a whole number of at least 1, got %q", s)
+	}
+	*dst = n
 	return nil
 }

@@ -38,6 +38,17 @@ import (
 //			rate      <requests> <window>
 //			max_active_tasks <n>
 //		}
+//		watcher {
+//			interval    <duration>
+//			concurrency <n>
+//			max_rps     <n>
+//		}
+//		callbacks {
+//			secret         <whsec_…>
+//			allow_private
+//			retry_schedule <duration...>
+//			concurrency    <n>
+//		}
 //		upload {
 //			bucket            <name>
 //			region            <region>
@@ -126,6 +137,18 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				modelOwner[m] = p.Name
 			}
 			a.Providers = append(a.Providers, p)
+		case "watcher":
+			w, err := parseWatcher(d)
+			if err != nil {
+				return err
+			}
+			a.Watcher = w
+		case "callbacks":
+			c, err := parseCallbacks(d)
+			if err != nil {
+				return err
+			}
+			a.Callbacks = c
 		case "upload":
 			u, err := parseUpload(d)
 			if err != nil {
@@ -370,4 +393,55 @@ func parseUpload(d *caddyfile.Dispenser) (*UploadConfig, error) {
 		return nil, d.Err("upload: give both access_key_id and secret_access_key, or neither")
 	}
 	return u, nil
+}
+
+func parseWatcher(d *caddyfile.Dispenser) (*WatcherConfig, error) {
+	w := new(WatcherConfig)
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	err := parseBlock(d, map[string]func() error{
+		"interval":    func() error { return durationArg(d, &w.Interval) },
+		"concurrency": func() error { return positiveIntArg(d, &w.Concurrency) },
+		"max_rps": func() error {
+			var n int
+			err := positiveIntArg(d, &n)
+			w.MaxRPS = float64(n)
+			return err
+		},
+	})
+	return w, err
+}
+
+func parseCallbacks(d *caddyfile.Dispenser) (*CallbacksConfig, error) {
+	c := new(CallbacksConfig)
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	err := parseBlock(d, map[string]func() error{
+		"secret":      func() error { return stringArg(d, &c.Secret) },
+		"concurrency": func() error { return positiveIntArg(d, &c.Concurrency) },
+		"allow_private": func() error {
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			c.AllowPrivate = true
+			return nil
+		},
+		"retry_schedule": func() error {
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.ArgErr()
+			}
+			for _, s := range args {
+				dur, err := caddy.ParseDuration(s)
+				if err != nil || dur <= 0 {
+					return d.Errf("retry_schedule: invalid duration %q", s)
+				}
+				c.RetrySchedule = append(c.RetrySchedule, caddy.Duration(dur))
+			}
+			return nil
+		},
+	})
+	return c, err
 }

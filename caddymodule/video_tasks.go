@@ -62,6 +62,8 @@ func (h *VideoTasksHandler) Provision(ctx caddy.Context) error {
 		MaxBodyBytes:    h.MaxBodySize,
 		Accounting:      app.Accountant(),
 		Idempotency:     app.Idempotency(),
+		Callbacks:       app.runtime.outbox,
+		Watcher:         app.runtime.watcher,
 		Logger:          ctx.Logger(),
 	}
 	return nil

@@ -45,6 +45,8 @@ type Task struct {
 	Held int64 `json:"held,omitempty"`
 	// CallbackURL is the client's callback address, never sent upstream.
 	CallbackURL string `json:"callback_url,omitempty"`
+	// Notified is the last status queued for delivery to CallbackURL.
+	Notified string `json:"notified,omitempty"`
 }
 
 // TaskQuery selects a page of one account's tasks.

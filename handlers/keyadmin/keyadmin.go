@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mediagw/mediagw/handlers/accounting"
+	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -35,6 +36,8 @@ type Handler struct {
 	// DisabledAccounts are disabled by configuration.
 	DisabledAccounts map[string]bool
 	Meter            *accounting.Meter
+	// WebhookKey is the gateway's webhook key; each account's secret is derived from it.
+	WebhookKey []byte
 }
 
 // Error is an admin API failure with its HTTP status.
@@ -235,6 +238,8 @@ type AccountView struct {
 	Disabled bool   `json:"disabled"`
 	// DisabledByConfig accounts are disabled in the Caddyfile and cannot be enabled here.
 	DisabledByConfig bool `json:"disabled_by_config,omitempty"`
+	// WebhookSecret verifies the callbacks of this account's tasks (Standard Webhooks).
+	WebhookSecret string `json:"webhook_secret,omitempty"`
 }
 
 func (h *Handler) listAccounts(ctx context.Context) ([]AccountView, error) {
@@ -274,7 +279,11 @@ func (h *Handler) showAccount(ctx context.Context, name string) (AccountView, er
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return AccountView{}, err
 	}
-	return h.accountView(a, name), nil
+	v := h.accountView(a, name)
+	if len(h.WebhookKey) > 0 {
+		v.WebhookSecret = callbacks.AccountSecret(h.WebhookKey, name)
+	}
+	return v, nil
 }
 
 func (h *Handler) patchAccount(r *http.Request, name string) (AccountView, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
@@ -56,7 +57,11 @@ type Handler struct {
 	Accounting *accounting.Accountant
 	// Idempotency honours Idempotency-Key on create; nil ignores the header.
 	Idempotency *idempotency.Guard
-	Logger      *zap.Logger
+	// Callbacks delivers status changes to callback_url; nil delivers none.
+	Callbacks *callbacks.Outbox
+	// Watcher polls unfinished tasks; nil leaves them to client polls.
+	Watcher *Watcher
+	Logger  *zap.Logger
 
 	refreshes singleflight.Group
 }
@@ -160,6 +165,9 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	}
 	if h.Accounting != nil {
 		h.Accounting.TaskCreated(id)
+	}
+	if h.Watcher != nil {
+		h.Watcher.Watch(r.Context(), task)
 	}
 	writeJSON(w, map[string]string{"id": taskID})
 	return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/storage"
@@ -94,6 +95,7 @@ func (h *Handler) refresh(t storage.Task) (json.RawMessage, error) {
 	if Terminal(status) {
 		h.finished(ctx, &t, status)
 	}
+	h.notify(ctx, &t)
 	if err := h.Store.PutTask(ctx, t); err != nil {
 		h.Logger.Error("storing task status", zap.String("task_id", t.ID), zap.Error(err))
 	}
@@ -189,6 +191,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identit
 			result["status"], result["updated_at"] = mustJSON(StatusCancelled), mustJSON(t.UpdatedAt)
 		}
 		t.Result = mustJSON(result)
+		h.notify(r.Context(), &t)
 		err = h.Store.PutTask(r.Context(), t)
 	}
 	if err != nil {
@@ -213,6 +216,32 @@ func (h *Handler) upstreamTimeout() time.Duration {
 		return h.Client.Timeout
 	}
 	return DefaultUpstreamTimeout
+}
+
+// notify queues a callback when the task has a callback URL and its status changed since the
+// last one. The body is the query answer, exactly as the query endpoint returns it.
+func (h *Handler) notify(ctx context.Context, t *storage.Task) {
+	if h.Callbacks == nil || t.CallbackURL == "" || t.Status == t.Notified || len(t.Result) == 0 {
+		return
+	}
+	ev := callbacks.Event{ID: callbacks.EventID(t.ID, t.Status), TaskID: t.ID, Account: t.Account, URL: t.CallbackURL, Body: t.Result}
+	if err := h.Callbacks.Enqueue(ctx, ev); err != nil {
+		h.Logger.Error("queueing a callback", zap.String("task_id", t.ID), zap.Error(err))
+		return
+	}
+	t.Notified = t.Status
+}
+
+// CallbackGone stops callbacks for a task whose receiver answered 410 Gone.
+func (h *Handler) CallbackGone(ctx context.Context, taskID string) {
+	t, err := h.Store.Task(ctx, taskID)
+	if err != nil {
+		return
+	}
+	t.CallbackURL = ""
+	if err := h.Store.PutTask(ctx, t); err != nil {
+		h.Logger.Error("stopping callbacks", zap.String("task_id", taskID), zap.Error(err))
+	}
 }
 
 // finished releases what an unfinished task held (its active slot; its cost when unsuccessful

@@ -1,0 +1,123 @@
+package caddymodule
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/mediagw/mediagw/handlers/callbacks"
+	"github.com/mediagw/mediagw/handlers/videotask"
+)
+
+// WatcherConfig tunes the task watcher, which polls every unfinished video task so that stored
+// statuses stay current and callbacks fire without client polling.
+type WatcherConfig struct {
+	// Interval between two polls of one task. Default: 5s.
+	Interval caddy.Duration `json:"interval,omitempty"`
+	// Concurrency bounds simultaneous upstream polls. Default: 8.
+	Concurrency int `json:"concurrency,omitempty"`
+	// MaxRPS bounds upstream polls per second. Default: 20.
+	MaxRPS float64 `json:"max_rps,omitempty"`
+}
+
+// CallbacksConfig configures callback deliveries (callback_url of video tasks).
+type CallbacksConfig struct {
+	// Secret is the gateway's webhook secret, "whsec_" and base64 bytes, written as {env.*} or
+	// {file.*}. Each account signs with a secret derived from it (shown by the admin API).
+	// Default: one generated on first start and kept in the store.
+	Secret string `json:"secret,omitempty"`
+	// AllowPrivate lets callbacks reach loopback and private addresses. For development and
+	// tests only. Default: false (only public addresses are dialled).
+	AllowPrivate bool `json:"allow_private,omitempty"`
+	// RetrySchedule is the wait before each retry. Default: 5s 30s 2m 10m 30m 1h 2h 4h 8h 8h.
+	RetrySchedule []caddy.Duration `json:"retry_schedule,omitempty"`
+	// Concurrency bounds simultaneous deliveries. Default: 8.
+	Concurrency int `json:"concurrency,omitempty"`
+}
+
+// taskRuntime is what the app runs in the background for video tasks: the watcher and the
+// callback outbox.
+type taskRuntime struct {
+	tasks   *videotask.Handler
+	watcher *videotask.Watcher
+	outbox  *callbacks.Outbox
+	key     []byte
+	stop    chan struct{}
+	done    sync.WaitGroup
+}
+
+// provisionTaskRuntime prepares the watcher and the outbox; Start runs them.
+func (a *App) provisionTaskRuntime(repl *caddy.Replacer) error {
+	cb := CallbacksConfig{}
+	if a.Callbacks != nil {
+		cb = *a.Callbacks
+	}
+	key, err := a.webhookKey(strings.TrimSpace(repl.ReplaceKnown(cb.Secret, "")))
+	if err != nil {
+		return err
+	}
+	rt := &taskRuntime{key: key}
+	rt.tasks = &videotask.Handler{
+		Catalog: a.catalog, Store: a.store, Client: upstreamClient(videotask.DefaultUpstreamTimeout),
+		Retention: a.taskRetention(), Accounting: a.accountant, Logger: a.logger.Named("watcher"),
+	}
+	var schedule []time.Duration
+	for _, d := range cb.RetrySchedule {
+		schedule = append(schedule, time.Duration(d))
+	}
+	rt.outbox = &callbacks.Outbox{
+		Store: a.store, Key: key, Client: callbacks.NewClient(cb.AllowPrivate), Schedule: schedule,
+		Concurrency: cb.Concurrency, OnGone: rt.tasks.CallbackGone, Logger: a.logger.Named("callbacks"),
+	}
+	rt.tasks.Callbacks = rt.outbox
+	w := WatcherConfig{}
+	if a.Watcher != nil {
+		w = *a.Watcher
+	}
+	rt.watcher = &videotask.Watcher{Tasks: rt.tasks, Interval: time.Duration(w.Interval), Concurrency: w.Concurrency, RatePerSecond: w.MaxRPS}
+	a.runtime = rt
+	return nil
+}
+
+// webhookKey is the configured secret's key, or the one kept in the store (made on first use).
+func (a *App) webhookKey(configured string) ([]byte, error) {
+	if configured != "" {
+		key, err := callbacks.ParseSecret(configured)
+		if err != nil {
+			return nil, fmt.Errorf("callbacks secret: %v", err)
+		}
+		return key, nil
+	}
+	ctx := context.Background()
+	existing, _, err := a.store.Claim(ctx, "config/webhook-secret", []byte(callbacks.NewSecret()), 0)
+	if err != nil {
+		return nil, fmt.Errorf("callbacks secret: %v", err)
+	}
+	if existing == nil {
+		existing, err = a.store.Record(ctx, "config/webhook-secret")
+		if err != nil {
+			return nil, fmt.Errorf("callbacks secret: %v", err)
+		}
+	}
+	return callbacks.ParseSecret(string(existing))
+}
+
+func (rt *taskRuntime) start() {
+	rt.stop = make(chan struct{})
+	rt.done.Add(2)
+	go func() { defer rt.done.Done(); rt.watcher.Run(rt.stop) }()
+	go func() { defer rt.done.Done(); rt.outbox.Run(rt.stop) }()
+}
+
+func (rt *taskRuntime) halt() {
+	if rt.stop != nil {
+		close(rt.stop)
+		rt.done.Wait()
+		rt.stop = nil
+	}
+	rt.tasks.Client.CloseIdleConnections()
+}

@@ -1,0 +1,96 @@
+package callbacks
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestIsPublic(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"8.8.8.8": true, "1.1.1.1": true, "2606:4700:4700::1111": true,
+		"127.0.0.1": false, "127.8.9.10": false, "::1": false, "10.1.2.3": false, "172.16.5.4": false,
+		"172.31.255.255": false, "192.168.1.1": false, "169.254.169.254": false, "100.64.0.1": false,
+		"100.127.255.255": false, "224.0.0.1": false, "0.0.0.0": false, "::": false, "255.255.255.255": false,
+		"fd00::1": false, "fe80::1": false, "ff02::1": false,
+		"::ffff:127.0.0.1": false, "::ffff:10.0.0.1": false, "::ffff:169.254.169.254": false, "::ffff:8.8.8.8": true,
+		"64:ff9b::a00:1": false, "2002:7f00:1::": false,
+	} {
+		if got := IsPublic(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("IsPublic(%s) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func TestDialerRefusesPrivateAddressesAtDialTime(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// "localhost" resolves to loopback: the name passes any URL check, the dial must not.
+	for _, host := range []string{"127.0.0.1", "localhost", "[::ffff:127.0.0.1]"} {
+		_, err := Dialer(false)(ctx, "tcp", net.JoinHostPort(trimBrackets(host), port))
+		var np ErrNotPublic
+		if !errors.As(err, &np) {
+			t.Errorf("dial %s: err = %v, want ErrNotPublic", host, err)
+		}
+	}
+	c, err := Dialer(true)(ctx, "tcp", net.JoinHostPort("127.0.0.1", port))
+	if err != nil {
+		t.Fatalf("with private callbacks allowed: %v", err)
+	}
+	c.Close()
+}
+
+func trimBrackets(h string) string {
+	if len(h) > 1 && h[0] == '[' {
+		return h[1 : len(h)-1]
+	}
+	return h
+}
+
+func TestSignAndVerify(t *testing.T) {
+	secret := NewSecret()
+	key, err := ParseSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	body := []byte(`{"id":"cgt-1","status":"running"}`)
+	sig := Sign(key, "msg_1", now, body)
+	ts := now.Unix()
+	if err := Verify(secret, "msg_1", itoa(ts), "v1,bogus "+sig, body, time.Minute); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if Verify(secret, "msg_1", itoa(ts), sig, []byte(`{"id":"cgt-1","status":"failed"}`), time.Minute) == nil {
+		t.Fatal("a changed body verified")
+	}
+	if Verify(secret, "msg_2", itoa(ts), sig, body, time.Minute) == nil {
+		t.Fatal("another id verified")
+	}
+	if Verify(secret, "msg_1", itoa(ts-3600), Sign(key, "msg_1", now.Add(-time.Hour), body), body, time.Minute) == nil {
+		t.Fatal("an old timestamp verified")
+	}
+	if AccountSecret(key, "a") == AccountSecret(key, "b") || AccountSecret(key, "a") != AccountSecret(key, "a") {
+		t.Fatal("account secrets must differ per account and be stable")
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
