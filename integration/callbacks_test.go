@@ -1,0 +1,252 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mediagw/mediagw/handlers/callbacks"
+)
+
+const callbacksCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider sim {
+			base_url http://127.0.0.1:{{sim_port}}/api/v3
+			api_key sim-key
+			models sim-video
+		}
+		key mg-hooks {
+			account hooks
+		}
+		watcher {
+			interval 100ms
+			max_rps 200
+		}
+		callbacks {
+			{{allow_private}}
+			retry_schedule 200ms 200ms 200ms 200ms
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_video_tasks /api/v3/contents/generations/tasks*
+		respond 404
+	}
+}
+
+http://127.0.0.1:{{sim_port}} {
+	mediagw_simulator {
+		queued_for 400ms
+		running_for 400ms
+		api_key sim-key
+	}
+}
+`
+
+// delivery is one callback attempt as the receiver saw it.
+type delivery struct {
+	id, timestamp, signature string
+	body                     []byte
+	status                   string
+}
+
+// receiver is a callback endpoint on loopback. answer decides the status of each attempt.
+type receiver struct {
+	*httptest.Server
+	mu       sync.Mutex
+	attempts []delivery
+	answer   func(n int) int
+}
+
+func newReceiver(t *testing.T, answer func(n int) int) *receiver {
+	rc := &receiver{answer: answer}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			Status string `json:"status"`
+		}
+		json.Unmarshal(body, &m)
+		rc.mu.Lock()
+		rc.attempts = append(rc.attempts, delivery{r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature"), body, m.Status})
+		n := len(rc.attempts)
+		rc.mu.Unlock()
+		w.WriteHeader(rc.answer(n))
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *receiver) seen() []delivery {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]delivery(nil), rc.attempts...)
+}
+
+// waitFor polls cond for up to 15 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func startCallbackGateway(t *testing.T, allowPrivate bool) (base string, g *gateway) {
+	port, simPort := freePort(t), freePort(t)
+	allow := ""
+	if allowPrivate {
+		allow = "allow_private"
+	}
+	g = startGateway(t, callbacksCaddyfile, map[string]string{"port": fmt.Sprint(port), "sim_port": fmt.Sprint(simPort), "allow_private": allow})
+	return fmt.Sprintf("http://127.0.0.1:%d", port), g
+}
+
+func createWithCallback(t *testing.T, base, prompt, url string) string {
+	t.Helper()
+	r := call(t, "POST", base+"/api/v3/contents/generations/tasks", "mg-hooks",
+		fmt.Sprintf(`{"model":"sim-video","content":[{"type":"text","text":%q}],"callback_url":%q}`, prompt, url))
+	id, _ := r.json(t)["id"].(string)
+	if r.status != 200 || id == "" {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	return id
+}
+
+func accountSecret(t *testing.T, g *gateway, account string) string {
+	r := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/"+account, "", nil)
+	secret, _ := r.json(t)["webhook_secret"].(string)
+	if secret == "" {
+		t.Fatalf("no webhook secret: %s", r.body)
+	}
+	return secret
+}
+
+func TestSignedCallbacksFollowTheTask(t *testing.T) {
+	base, g := startCallbackGateway(t, true)
+	rc := newReceiver(t, func(int) int { return 204 })
+	id := createWithCallback(t, base, "watch me", rc.URL+"/hooks?token=abc")
+	waitFor(t, "the succeeded callback", func() bool {
+		s := rc.seen()
+		return len(s) > 0 && s[len(s)-1].status == "succeeded"
+	})
+	secret := accountSecret(t, g, "hooks")
+	var statuses []string
+	ids := map[string]bool{}
+	for _, d := range rc.seen() {
+		if err := callbacks.Verify(secret, d.id, d.timestamp, d.signature, d.body, 5*time.Minute); err != nil {
+			t.Fatalf("callback %s does not verify: %v", d.status, err)
+		}
+		statuses = append(statuses, d.status)
+		ids[d.id] = true
+	}
+	if !reflect.DeepEqual(statuses, []string{"queued", "running", "succeeded"}) || len(ids) != 3 {
+		t.Fatalf("callbacks = %v with %d ids", statuses, len(ids))
+	}
+	// The body is exactly the query answer.
+	var got, want map[string]any
+	json.Unmarshal(rc.seen()[2].body, &got)
+	want = call(t, "GET", base+"/api/v3/contents/generations/tasks/"+id, "mg-hooks", nil).json(t)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("callback body %v\nquery answer %v", got, want)
+	}
+	// The watcher kept the stored status current without any client poll in between.
+	if list := call(t, "GET", base+"/api/v3/contents/generations/tasks?filter.status=succeeded", "mg-hooks", nil).json(t); list["total"] != float64(1) {
+		t.Fatalf("list = %v", list)
+	}
+}
+
+func TestCallbackRetriesThenSucceeds(t *testing.T) {
+	base, _ := startCallbackGateway(t, true)
+	var mu sync.Mutex
+	failures := map[string]int{}
+	var rc *receiver
+	rc = newReceiver(t, func(n int) int {
+		// Fail the first two attempts of each event.
+		d := rc.seen()[n-1]
+		mu.Lock()
+		defer mu.Unlock()
+		failures[d.id]++
+		if failures[d.id] <= 2 {
+			return 503
+		}
+		return 200
+	})
+	createWithCallback(t, base, "fail then ok [[fail]]", rc.URL)
+	waitFor(t, "the failed callback to be delivered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, d := range rc.seen() {
+			if d.status == "failed" && failures[d.id] >= 3 {
+				return true
+			}
+		}
+		return false
+	})
+	time.Sleep(700 * time.Millisecond) // any extra retry would arrive in this time
+	perID := map[string][]string{}
+	for _, d := range rc.seen() {
+		perID[d.id] = append(perID[d.id], d.status)
+	}
+	for id, attempts := range perID {
+		if len(attempts) != 3 {
+			t.Fatalf("event %s had %d attempts (%v), want 2 failures and 1 success", id, len(attempts), attempts)
+		}
+	}
+	var last map[string]any
+	for _, d := range rc.seen() {
+		if d.status == "failed" {
+			json.Unmarshal(d.body, &last)
+		}
+	}
+	e, _ := last["error"].(map[string]any)
+	if e == nil || e["message"] == "" || e["code"] == "" {
+		t.Fatalf("failed task callback without its error: %v", last)
+	}
+}
+
+func TestCallbackGoneStopsDeliveries(t *testing.T) {
+	base, _ := startCallbackGateway(t, true)
+	rc := newReceiver(t, func(int) int { return 410 })
+	id := createWithCallback(t, base, "nobody listens", rc.URL)
+	waitFor(t, "the task to finish", func() bool {
+		return call(t, "GET", base+"/api/v3/contents/generations/tasks/"+id, "mg-hooks", nil).json(t)["status"] == "succeeded"
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := len(rc.seen()); n != 1 {
+		t.Fatalf("after a 410 the receiver got %d deliveries, want 1", n)
+	}
+}
+
+func TestCallbacksToPrivateAddressesAreRefused(t *testing.T) {
+	base, _ := startCallbackGateway(t, false)
+	rc := newReceiver(t, func(int) int { return 200 })
+	// localhost passes every check on the URL; it resolves to loopback, refused when dialling.
+	url := "http://localhost:" + rc.URL[len("http://127.0.0.1:"):] + "/hook"
+	id := createWithCallback(t, base, "private", url)
+	waitFor(t, "the task to finish", func() bool {
+		return call(t, "GET", base+"/api/v3/contents/generations/tasks/"+id, "mg-hooks", nil).json(t)["status"] == "succeeded"
+	})
+	time.Sleep(500 * time.Millisecond)
+	if n := len(rc.seen()); n != 0 {
+		t.Fatalf("a loopback receiver got %d callbacks without allow_private", n)
+	}
+	r := call(t, "POST", base+"/api/v3/contents/generations/tasks", "mg-hooks",
+		`{"model":"sim-video","content":[{"type":"text","text":"x"}],"callback_url":"file:///etc/passwd"}`)
+	if r.status != 400 || r.json(t)["code"] != "invalid_request" {
+		t.Fatalf("non-http callback_url = %d %s", r.status, r.body)
+	}
+}
