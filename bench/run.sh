@@ -159,3 +159,6 @@ load "mediagw query" "http://127.0.0.1:$GW/api/v3/contents/generations/tasks/$id
 
 echo "== 200 MB multipart upload through mediagw_route (model field after the file)"
 taskset -c 1 bench/rss/rss -url "http://127.0.0.1:$GW/v1/audio/transcriptions" -key "$KEY" -model bench-whisper -pid "$gw_pid" -size $((200 << 20))
+
+echo "== task watcher: 3000 unfinished tasks, interval 5s, max_rps 1000 (in-process, simulator upstream)"
+go run ./bench/watcher -tasks 3000 -interval 5s -rps 1000 -duration 25s

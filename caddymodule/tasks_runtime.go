@@ -20,7 +20,8 @@ type WatcherConfig struct {
 	Interval caddy.Duration `json:"interval,omitempty"`
 	// Concurrency bounds simultaneous upstream polls. Default: 8.
 	Concurrency int `json:"concurrency,omitempty"`
-	// MaxRPS bounds upstream polls per second. Default: 20.
+	// MaxRPS bounds upstream polls per second. Default: 50. The watcher keeps each task within
+	// its interval for up to interval × max_rps unfinished tasks (250 at the defaults).
 	MaxRPS float64 `json:"max_rps,omitempty"`
 }
 

@@ -17,7 +17,7 @@ import (
 const (
 	DefaultWatchInterval    = 5 * time.Second
 	DefaultWatchConcurrency = 8
-	DefaultWatchRate        = 20
+	DefaultWatchRate        = 50
 )
 
 const watchPrefix = "watch/"
@@ -33,7 +33,8 @@ type Watcher struct {
 	Interval time.Duration
 	// Concurrency bounds simultaneous upstream polls. Default: 8.
 	Concurrency int
-	// RatePerSecond bounds upstream polls per second. Default: 20.
+	// RatePerSecond bounds upstream polls per second. Default: 50. The watcher keeps up with
+	// about Interval × RatePerSecond unfinished tasks.
 	RatePerSecond float64
 
 	mu      sync.Mutex
