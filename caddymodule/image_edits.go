@@ -9,7 +9,6 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/mediagw/mediagw/handlers/imageedit"
-	"github.com/mediagw/mediagw/handlers/videotask"
 )
 
 func init() {
@@ -43,14 +42,10 @@ func (h *ImageEditsHandler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	timeout := time.Duration(h.UpstreamTimeout)
-	if timeout <= 0 {
-		timeout = videotask.DefaultUpstreamTimeout
-	}
 	h.edits = &imageedit.Handler{
 		Catalog:     app.Catalog(),
 		Store:       app.Store(),
-		Client:      upstreamClient(timeout),
+		Client:      upstreamClient(time.Duration(h.UpstreamTimeout)),
 		Retention:   app.taskRetention(),
 		Accounting:  app.Accountant(),
 		Idempotency: app.Idempotency(),

@@ -49,14 +49,10 @@ func (h *VideoTasksHandler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	timeout := time.Duration(h.UpstreamTimeout)
-	if timeout <= 0 {
-		timeout = videotask.DefaultUpstreamTimeout
-	}
 	h.tasks = &videotask.Handler{
 		Catalog:         app.Catalog(),
 		Store:           app.Store(),
-		Client:          upstreamClient(timeout),
+		Client:          upstreamClient(time.Duration(h.UpstreamTimeout)),
 		Retention:       app.taskRetention(),
 		RefreshInterval: time.Duration(h.RefreshInterval),
 		MaxBodyBytes:    h.MaxBodySize,
@@ -101,8 +97,12 @@ func (h *VideoTasksHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	})
 }
 
-// upstreamClient is an HTTP client for calls to providers with a total time bound.
+// upstreamClient is an HTTP client for calls to providers with a total time bound
+// (videotask.DefaultUpstreamTimeout when timeout is not positive).
 func upstreamClient(timeout time.Duration) *http.Client {
+	if timeout <= 0 {
+		timeout = videotask.DefaultUpstreamTimeout
+	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
 	return &http.Client{Timeout: timeout, Transport: t}

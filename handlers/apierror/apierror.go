@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"io"
+	"mime"
 	"math"
 	"net/http"
 	"strconv"
@@ -146,4 +148,26 @@ func Respond(w http.ResponseWriter, shape Shape, logger *zap.Logger, err error) 
 		return
 	}
 	Internal(w, shape, logger, err)
+}
+
+// ErrTooLarge answers a body past its bound.
+var ErrTooLarge = New(http.StatusRequestEntityTooLarge, "request_too_large", "the request body is too large")
+
+// ReadBody reads a request body of at most limit bytes: past it the error is ErrTooLarge, and a
+// failed read is a 400 with the given code.
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+			return nil, ErrTooLarge
+		}
+		return nil, New(http.StatusBadRequest, code, "the request body could not be read")
+	}
+	return body, nil
+}
+
+// IsJSON reports whether the request declares a JSON body (application/json, any parameters).
+func IsJSON(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
 }

@@ -10,7 +10,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -53,8 +52,6 @@ var (
 	errKey      = apierror.New(http.StatusBadRequest, "invalid_request", "Idempotency-Key must be 1 to 255 printable ASCII characters").WithParam(Header)
 	errReused   = apierror.New(http.StatusUnprocessableEntity, "idempotency_key_reused", "this Idempotency-Key was used with a different request body")
 	errInFlight = apierror.New(http.StatusConflict, "idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry later")
-	errTooLarge = apierror.New(http.StatusRequestEntityTooLarge, "request_too_large", "the request body is too large")
-	errRead     = apierror.New(http.StatusBadRequest, "invalid_request", "the request body could not be read")
 )
 
 // Serve runs next once per (scope, Idempotency-Key); without the header it just runs next. scope
@@ -69,14 +66,9 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, scope string, shap
 		apierror.Write(w, shape, errKey)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	body, err := apierror.ReadBody(w, r, maxBody, "invalid_request")
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			apierror.Write(w, shape, errTooLarge)
-		} else {
-			apierror.Write(w, shape, errRead)
-		}
+		apierror.Respond(w, shape, g.Logger, err)
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))

@@ -8,8 +8,6 @@ package imageedit
 import (
 	"encoding/json"
 	"errors"
-	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -57,8 +55,6 @@ var (
 	errNoTask    = apierror.New(http.StatusNotFound, "task_not_found", "the image task does not exist or does not belong to this account")
 	errMethod    = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
 	errBodyType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "send the edit as application/json with public image URLs; multipart file bodies are not accepted")
-	errTooLarge  = apierror.New(http.StatusRequestEntityTooLarge, "request_too_large", "the request body is too large")
-	errReadError = apierror.New(http.StatusBadRequest, "invalid_request_body", "the request body could not be read")
 )
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -99,16 +95,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity) error {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if !apierror.IsJSON(r) {
 		return errBodyType
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, DefaultMaxBodyBytes))
+	body, err := apierror.ReadBody(w, r, DefaultMaxBodyBytes, "invalid_request_body")
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errTooLarge
-		}
-		return errReadError
+		return err
 	}
 	model, err := ParseEdit(body)
 	if err != nil {

@@ -54,8 +54,6 @@ var (
 	errNoModel    = apierror.New(http.StatusBadRequest, "missing_model", "model is required: give it in the JSON body, the multipart field \"model\", or the path").WithParam("model")
 	errBadJSON    = apierror.New(http.StatusBadRequest, "invalid_request_body", "the body is not valid JSON")
 	errModelType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
-	errTooLarge   = apierror.New(http.StatusRequestEntityTooLarge, "request_too_large", "the request body is too large")
-	errUnreadable = apierror.New(http.StatusBadRequest, "invalid_request_body", "the request body could not be read")
 	errMultipart  = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
 )
 
@@ -103,13 +101,9 @@ func (rt *Router) jsonModel(w http.ResponseWriter, r *http.Request) (string, err
 	if limit <= 0 {
 		limit = DefaultMaxJSONBytes
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := apierror.ReadBody(w, r, limit, "invalid_request_body")
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return "", errTooLarge
-		}
-		return "", errUnreadable
+		return "", err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var fields struct {

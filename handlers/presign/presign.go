@@ -8,8 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"path"
@@ -144,16 +142,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 
 func parseRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
 	var req Request
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if !apierror.IsJSON(r) {
 		return req, errBodyType
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	body, err := apierror.ReadBody(w, r, maxBodyBytes, "invalid_request_body")
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return req, apierror.New(http.StatusRequestEntityTooLarge, "invalid_request_body", "the request body is too large")
-		}
-		return req, errBodyJSON
+		return req, err
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(body, &obj) != nil || obj == nil {

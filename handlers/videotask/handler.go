@@ -7,9 +7,6 @@ package videotask
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -71,8 +68,6 @@ var (
 	errMethod       = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
 	errTaskNotExist = apierror.New(http.StatusBadRequest, "task_not_exist", "the task does not exist or does not belong to this account")
 	errContentType  = apierror.New(http.StatusBadRequest, "invalid_request", "Content-Type must be application/json")
-	errTooLarge     = apierror.New(http.StatusRequestEntityTooLarge, "request_too_large", "the request body is too large")
-	errUnreadable   = apierror.New(http.StatusBadRequest, "invalid_request", "the request body could not be read")
 )
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -119,16 +114,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // create validates, picks the provider, creates the upstream task, records ownership and only
 // then answers with the id.
 func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identity) error {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if !apierror.IsJSON(r) {
 		return errContentType
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody()))
+	body, err := apierror.ReadBody(w, r, h.maxBody(), "invalid_request")
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errTooLarge
-		}
-		return errUnreadable
+		return err
 	}
 	req, err := ParseCreate(body)
 	if err != nil {
