@@ -26,6 +26,7 @@ const (
 	prefixAccount   = "a/"  // a/<name> -> Account
 	prefixTask      = "t/"  // t/<task id> -> Task
 	prefixTaskIndex = "ta/" // ta/<account>\x00<created, 20 digits>/<task id> -> empty
+	prefixOpenTask  = "tu/" // tu/<task id> -> empty, while the task is unfinished
 )
 
 // BadgerOptions tune the embedded store.
@@ -289,6 +290,13 @@ func (b *Badger) PutTask(_ context.Context, task Task) error {
 		if err := txn.SetEntry(badger.NewEntry([]byte(prefixTask+task.ID), val).WithTTL(ttl)); err != nil {
 			return err
 		}
+		if task.Unfinished() {
+			if err := txn.SetEntry(badger.NewEntry([]byte(prefixOpenTask+task.ID), nil).WithTTL(ttl)); err != nil {
+				return err
+			}
+		} else if err := txn.Delete([]byte(prefixOpenTask + task.ID)); err != nil {
+			return err
+		}
 		return txn.SetEntry(badger.NewEntry(taskIndexKey(task), nil).WithTTL(ttl))
 	})
 }
@@ -307,6 +315,9 @@ func (b *Badger) DeleteTask(_ context.Context, id string) error {
 			return err
 		}
 		if err := txn.Delete([]byte(prefixTask + id)); err != nil {
+			return err
+		}
+		if err := txn.Delete([]byte(prefixOpenTask + id)); err != nil {
 			return err
 		}
 		return txn.Delete(taskIndexKey(t))
@@ -345,6 +356,22 @@ func (b *Badger) ListTasks(_ context.Context, account string, q TaskQuery) (Task
 		return nil
 	})
 	return page, err
+}
+
+func (b *Badger) UnfinishedTasks(_ context.Context, fn func(id string) bool) error {
+	stop := errors.New("stop")
+	err := b.db.View(func(txn *badger.Txn) error {
+		return scan(txn, prefixOpenTask, func(k, _ []byte) error {
+			if !fn(string(k[len(prefixOpenTask):])) {
+				return stop
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, stop) {
+		return nil
+	}
+	return err
 }
 
 // taskIndexKey orders one account's tasks by creation time.

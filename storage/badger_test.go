@@ -177,3 +177,35 @@ func ids(p TaskPage) string {
 	}
 	return s
 }
+
+func TestUnfinishedTasksFollowTheStatus(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b := openTemp(t, dir)
+	now := time.Now().Unix()
+	for _, task := range []Task{
+		{ID: "q", Kind: KindVideo, Account: "a", Status: "queued", CreatedAt: now},
+		{ID: "r", Kind: KindVideo, Account: "a", Status: "running", CreatedAt: now},
+		{ID: "s", Kind: KindVideo, Account: "a", Status: "succeeded", CreatedAt: now},
+		{ID: "i", Kind: KindImage, Account: "a", Status: "queued", CreatedAt: now},
+	} {
+		if err := b.PutTask(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done, _ := b.Task(ctx, "r")
+	done.Status = "failed"
+	b.PutTask(ctx, done)
+	b.DeleteTask(ctx, "q")
+	b.PutTask(ctx, Task{ID: "n", Kind: KindVideo, Account: "a", Status: "queued", CreatedAt: now})
+	b.Close()
+	b = openTemp(t, dir)
+	defer b.Close()
+	var open []string
+	if err := b.UnfinishedTasks(ctx, func(id string) bool { open = append(open, id); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if len(open) != 1 || open[0] != "n" {
+		t.Fatalf("unfinished = %v, want [n]", open)
+	}
+}

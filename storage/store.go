@@ -65,6 +65,9 @@ type Store interface {
 	ListTasks(ctx context.Context, account string, q TaskQuery) (TaskPage, error)
 	// DeleteTask removes a task record; deleting a missing task is not an error.
 	DeleteTask(ctx context.Context, id string) error
+	// UnfinishedTasks calls fn with the id of every unfinished task (see Task.Unfinished), until
+	// fn returns false.
+	UnfinishedTasks(ctx context.Context, fn func(id string) bool) error
 }
 
 // APIKey is a stored API key. The secret itself is never stored, only its SHA-256.

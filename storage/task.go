@@ -84,6 +84,16 @@ func (q TaskQuery) matches(t Task) bool {
 	return true
 }
 
+// Unfinished reports whether the task may still change: a video task not yet seen in a terminal
+// status (succeeded, failed, cancelled, expired).
+func (t Task) Unfinished() bool {
+	switch t.Status {
+	case "succeeded", "failed", "cancelled", "expired":
+		return false
+	}
+	return t.Kind == KindVideo
+}
+
 // expiry is when the record is to be deleted.
 func (t Task) expiry() time.Time {
 	if t.ExpiresAt != 0 {

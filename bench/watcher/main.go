@@ -88,7 +88,7 @@ func main() {
 		if err := store.PutTask(ctx, t); err != nil {
 			log.Fatal(err)
 		}
-		w.Watch(ctx, t)
+		w.Watch(t)
 	}
 
 	start := time.Now()

@@ -51,10 +51,10 @@ type Handler struct {
 }
 
 var (
-	errNotFound  = apierror.New(http.StatusNotFound, "not_found", "no such image endpoint")
-	errNoTask    = apierror.New(http.StatusNotFound, "task_not_found", "the image task does not exist or does not belong to this account")
-	errMethod    = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
-	errBodyType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "send the edit as application/json with public image URLs; multipart file bodies are not accepted")
+	errNotFound = apierror.New(http.StatusNotFound, "not_found", "no such image endpoint")
+	errNoTask   = apierror.New(http.StatusNotFound, "task_not_found", "the image task does not exist or does not belong to this account")
+	errMethod   = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
+	errBodyType = apierror.New(http.StatusBadRequest, "invalid_request_body", "send the edit as application/json with public image URLs; multipart file bodies are not accepted")
 )
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -51,10 +51,10 @@ type Route struct {
 var pathModel = regexp.MustCompile(`^/v1[a-z0-9]*/models/([^/:]+):([A-Za-z]+)$`)
 
 var (
-	errNoModel    = apierror.New(http.StatusBadRequest, "missing_model", "model is required: give it in the JSON body, the multipart field \"model\", or the path").WithParam("model")
-	errBadJSON    = apierror.New(http.StatusBadRequest, "invalid_request_body", "the body is not valid JSON")
-	errModelType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
-	errMultipart  = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
+	errNoModel   = apierror.New(http.StatusBadRequest, "missing_model", "model is required: give it in the JSON body, the multipart field \"model\", or the path").WithParam("model")
+	errBadJSON   = apierror.New(http.StatusBadRequest, "invalid_request_body", "the body is not valid JSON")
+	errModelType = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
+	errMultipart = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
 )
 
 // Route finds the model of r, checks it against the identity's allow-list and the catalog, and

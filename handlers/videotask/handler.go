@@ -158,7 +158,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		h.Accounting.TaskCreated(id)
 	}
 	if h.Watcher != nil {
-		h.Watcher.Watch(r.Context(), task)
+		h.Watcher.Watch(task)
 	}
 	writeJSON(w, map[string]string{"id": taskID})
 	return nil

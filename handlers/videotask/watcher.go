@@ -20,8 +20,6 @@ const (
 	DefaultWatchRate        = 50
 )
 
-const watchPrefix = "watch/"
-
 // Watcher polls every unfinished task so that stored statuses (lists, active-task limits) stay
 // current and callbacks fire without any client polling. The next task polled is always the one
 // due soonest; concurrency and upstream requests per second are bounded. A task that a client
@@ -60,13 +58,10 @@ func (w *Watcher) init() {
 	})
 }
 
-// Watch adds a new task to the watch list, durably, and schedules its first poll.
-func (w *Watcher) Watch(ctx context.Context, t storage.Task) {
+// Watch schedules the first poll of a new task. (The store keeps the list of unfinished tasks
+// that Run starts from, so nothing is lost on a restart.)
+func (w *Watcher) Watch(t storage.Task) {
 	w.init()
-	ttl := time.Until(time.Unix(t.ExpiresAt, 0))
-	if err := w.Tasks.Store.PutRecord(ctx, watchPrefix+t.ID, nil, max(ttl, time.Minute)); err != nil {
-		w.Tasks.Logger.Error("adding a task to the watch list", zap.String("task_id", t.ID), zap.Error(err))
-	}
 	w.schedule(t.ID, now().Add(w.Interval))
 }
 
@@ -88,10 +83,13 @@ func (w *Watcher) schedule(id string, due time.Time) {
 func (w *Watcher) Run(stop <-chan struct{}) {
 	w.init()
 	start := now()
-	_ = w.Tasks.Store.ScanRecords(context.Background(), watchPrefix, func(key string, _ []byte) bool {
-		w.schedule(key[len(watchPrefix):], start)
+	err := w.Tasks.Store.UnfinishedTasks(context.Background(), func(id string) bool {
+		w.schedule(id, start)
 		return true
 	})
+	if err != nil {
+		w.Tasks.Logger.Error("reading the unfinished tasks", zap.Error(err))
+	}
 	limiter := rate.NewLimiter(rate.Limit(w.RatePerSecond), max(1, w.Concurrency))
 	sem := make(chan struct{}, w.Concurrency)
 	var wg sync.WaitGroup
@@ -147,8 +145,7 @@ func (w *Watcher) next() (string, time.Duration, bool) {
 // poll refreshes one task and schedules its next poll, or drops it once it has finished.
 func (w *Watcher) poll(ctx context.Context, id string) {
 	t, err := w.Tasks.Store.Task(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && Terminal(t.Status)) {
-		_ = w.Tasks.Store.DeleteRecord(ctx, watchPrefix+id)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && !t.Unfinished()) {
 		return
 	}
 	if err != nil {
@@ -161,11 +158,9 @@ func (w *Watcher) poll(ctx context.Context, id string) {
 	}
 	_, err, _ = w.Tasks.refreshes.Do(id, func() (any, error) { return w.Tasks.refresh(t) })
 	if errors.Is(err, errTaskNotExist) {
-		_ = w.Tasks.Store.DeleteRecord(ctx, watchPrefix+id)
-		return
+		return // gone upstream; its record expires in time
 	}
-	if t, terr := w.Tasks.Store.Task(ctx, id); terr == nil && Terminal(t.Status) {
-		_ = w.Tasks.Store.DeleteRecord(ctx, watchPrefix+id)
+	if t, terr := w.Tasks.Store.Task(ctx, id); terr == nil && !t.Unfinished() {
 		return
 	}
 	w.schedule(id, now().Add(w.Interval))
