@@ -126,3 +126,30 @@ func TestIsVersion(t *testing.T) {
 		}
 	}
 }
+
+func FuzzRoute(f *testing.F) {
+	f.Add("application/json", `{"model":"doubao"}`, "/v1/chat/completions")
+	f.Add("multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper\r\n--x--\r\n", "/v1/audio/transcriptions")
+	f.Add("text/plain", "", "/v1beta/models/gemini-pro:generateContent")
+	f.Fuzz(func(t *testing.T, contentType, body, path string) {
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " ?#%\x00\r\n") {
+			return
+		}
+		rt := &Router{Catalog: catalog(t), MaxJSONBytes: 1 << 16, SpoolMemory: 64, TempDir: t.TempDir()}
+		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
+		r.URL.Path = path
+		r.Header.Set("Content-Type", contentType)
+		route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		if err != nil {
+			var e *apierror.Error
+			if !errors.As(err, &e) || e.Status < 400 || e.Status >= 500 {
+				t.Fatalf("error %v is not a 4xx contract error", err)
+			}
+			return
+		}
+		defer route.Done()
+		if got, _ := io.ReadAll(r.Body); string(got) != body && route.Model == "" {
+			t.Fatalf("routed without a model")
+		}
+	})
+}

@@ -1,0 +1,82 @@
+package presign
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+)
+
+// fakeStorage signs nothing; it only records what it was asked for. (Real signing is tested
+// against versitygw in the integration tests.)
+type fakeStorage struct{ key, contentType string }
+
+func (f *fakeStorage) PresignPut(_ context.Context, key, contentType string, _ time.Duration) (string, http.Header, error) {
+	f.key, f.contentType = key, contentType
+	return "https://s3.example.com/" + key + "?X-Amz-Signature=x", http.Header{"Content-Type": {contentType}, "Host": {"s3.example.com"}}, nil
+}
+
+func (f *fakeStorage) PublicURL(key string) string { return "https://s3.example.com/" + key }
+
+var keyShape = regexp.MustCompile(`^up/[0-9a-f]{16}/\d{4}/\d{2}/\d{2}/[0-9a-f]{32}(\.[a-z0-9]{1,16})?$`)
+
+func TestObjectKeysAreGenerated(t *testing.T) {
+	h := &Handler{Storage: &fakeStorage{}, Prefix: "up/"}
+	for filename, ext := range map[string]string{
+		"photo.JPG": ".jpg", "../../etc/passwd": "", "a.tar.gz": ".gz", "noext": "", "weird.p%ng": "", "x.webm": ".webm",
+	} {
+		key := h.objectKey("acme", filename)
+		if !keyShape.MatchString(key) || !strings.HasSuffix(key, ext) || strings.Contains(key, "acme") || strings.Contains(key, "..") {
+			t.Errorf("%q -> %q", filename, key)
+		}
+	}
+	if h.objectKey("a", "x") == h.objectKey("a", "x") {
+		t.Error("two keys for the same name are equal")
+	}
+	if strings.Split(h.objectKey("a", "x"), "/")[1] == strings.Split(h.objectKey("b", "x"), "/")[1] {
+		t.Error("accounts share a key segment")
+	}
+}
+
+func TestAllowedContentTypes(t *testing.T) {
+	h := &Handler{AllowedContentTypes: []string{"image/*", "video/mp4"}}
+	for ct, ok := range map[string]bool{"image/png": true, "IMAGE/PNG": true, "video/mp4": true, "video/webm": false, "application/pdf": false, "image/png; q=1": true} {
+		name := "a.png"
+		_, _, err := h.check(Request{Filename: &name, ContentType: &ct})
+		if (err == nil) != ok {
+			t.Errorf("%s: err = %v", ct, err)
+		}
+	}
+}
+
+func FuzzPresignRequest(f *testing.F) {
+	f.Add(`{"filename":"a.png","content_type":"image/png"}`)
+	f.Add(`{"filename":"\u0007.png"}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		st := &fakeStorage{}
+		h := &Handler{Storage: st, Prefix: "p/"}
+		r := httptest.NewRequest("POST", "/v1/upload/presign", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k", Account: "a"}))
+		w := httptest.NewRecorder()
+		err := h.serve(w, r)
+		if err != nil {
+			var e *apierror.Error
+			if !errors.As(err, &e) || e.Status != 400 && e.Status != 413 {
+				t.Fatalf("error %v", err)
+			}
+			return
+		}
+		if !keyShape.MatchString(strings.Replace(st.key, "p/", "up/", 1)) || !utf8.ValidString(st.contentType) || strings.ContainsAny(st.contentType, "\r\n") {
+			t.Fatalf("accepted %q: key %q content type %q", body, st.key, st.contentType)
+		}
+	})
+}
