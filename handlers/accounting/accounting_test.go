@@ -1,0 +1,105 @@
+package accounting
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/storage"
+)
+
+func newAccountant(t *testing.T) *Accountant {
+	store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meter := NewMeter(store, time.Hour, zap.NewNop())
+	t.Cleanup(func() { meter.Close(); store.Close() })
+	return &Accountant{Store: store, Meter: meter, Rates: new(Rates), RefundUnsuccessful: true}
+}
+
+func status(err error) int {
+	var e *apierror.Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return 0
+}
+
+func TestQuotaChargesAndRefunds(t *testing.T) {
+	a := newAccountant(t)
+	ctx := context.Background()
+	quota := int64(5)
+	id := auth.Identity{KeyID: "k", Account: "acct", Limits: storage.Limits{Quota: &quota}}
+	c1, err := a.Charge(ctx, id, 3)
+	if err != nil || c1.Held != 3 {
+		t.Fatalf("charge 3 = %+v, %v", c1, err)
+	}
+	if _, err := a.Charge(ctx, id, 3); status(err) != 402 {
+		t.Fatalf("over quota = %v", err)
+	}
+	c1.Refund()
+	c1.Refund() // twice is once
+	if _, err := a.Charge(ctx, id, 5); err != nil {
+		t.Fatalf("after refund: %v", err)
+	}
+	if v, _ := a.Meter.Value(ctx, KeyUsage("k", UsageQuota)); v != 5 {
+		t.Fatalf("metered quota = %d", v)
+	}
+	// Without a quota nothing is held, only metered.
+	free, err := a.Charge(ctx, auth.Identity{KeyID: "f", Account: "acct"}, 7)
+	if err != nil || free.Held != 0 {
+		t.Fatalf("unlimited = %+v %v", free, err)
+	}
+	if v, _ := a.Store.Counter(ctx, QuotaCounter("f")); v != 0 {
+		t.Fatalf("unlimited key wrote its counter: %d", v)
+	}
+}
+
+func TestActiveTasksAndFinishing(t *testing.T) {
+	a := newAccountant(t)
+	ctx := context.Background()
+	quota := int64(10)
+	id := auth.Identity{KeyID: "k", Account: "acct", Limits: storage.Limits{MaxActiveTasks: 1, Quota: &quota}}
+	slot, err := a.StartTask(ctx, id)
+	if err != nil || !slot.Held {
+		t.Fatalf("first slot = %+v %v", slot, err)
+	}
+	if _, err := a.StartTask(ctx, id); status(err) != 429 {
+		t.Fatalf("second slot = %v", err)
+	}
+	charge, _ := a.Charge(ctx, id, 4)
+	task := storage.Task{ID: "t", KeyID: "k", Account: "acct", Active: slot.Held, Cost: 4, Held: charge.Held}
+	if !a.TaskFinished(ctx, &task, "failed") || a.TaskFinished(ctx, &task, "failed") {
+		t.Fatal("TaskFinished must change the record once")
+	}
+	if _, err := a.StartTask(ctx, id); err != nil {
+		t.Fatalf("slot not released: %v", err)
+	}
+	if v, _ := a.Store.Counter(ctx, QuotaCounter("k")); v != 0 {
+		t.Fatalf("failed task not refunded: %d used", v)
+	}
+}
+
+func TestRateLimitPerKey(t *testing.T) {
+	a := newAccountant(t)
+	id := auth.Identity{KeyID: "k", Account: "acct", Limits: storage.Limits{RateRequests: 2, RateWindow: time.Minute}}
+	for range 2 {
+		if err := a.Admit(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := a.Admit(id)
+	var e *apierror.Error
+	if !errors.As(err, &e) || e.Status != 429 || e.RetryAfter <= 0 {
+		t.Fatalf("third = %v", err)
+	}
+	if err := a.Admit(auth.Identity{KeyID: "other", Account: "acct", Limits: id.Limits}); err != nil {
+		t.Fatalf("another key limited: %v", err)
+	}
+}
