@@ -23,6 +23,9 @@ import (
 // ActiveRetryAfter is the Retry-After sent when a key has too many unfinished tasks.
 const ActiveRetryAfter = 10 * time.Second
 
+// finishedClaimTTL outlives any task record (whose retention is 7 days by default).
+const finishedClaimTTL = 400 * 24 * time.Hour
+
 // Counter names.
 func QuotaCounter(keyID string) string  { return "quota/" + keyID }
 func ActiveCounter(keyID string) string { return "active/" + keyID }
@@ -182,6 +185,11 @@ func (a *Accountant) TaskFinished(ctx context.Context, t *storage.Task, status s
 		return false
 	}
 	t.Finished = true
+	// Two refreshers (a client poll and the watcher, or two configs during a reload) may see the
+	// same task finish: only the first releases and refunds.
+	if _, first, err := a.Store.Claim(ctx, "finished/"+t.ID, []byte{1}, finishedClaimTTL); err != nil || !first {
+		return true
+	}
 	if t.Active {
 		_, _, _ = a.Store.AddCounter(ctx, ActiveCounter(t.KeyID), -1, -1)
 	}

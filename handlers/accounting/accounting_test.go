@@ -103,3 +103,19 @@ func TestRateLimitPerKey(t *testing.T) {
 		t.Fatalf("another key limited: %v", err)
 	}
 }
+
+func TestTaskFinishedOnceAcrossCopies(t *testing.T) {
+	a := newAccountant(t)
+	ctx := context.Background()
+	id := auth.Identity{KeyID: "k", Account: "acct", Limits: storage.Limits{MaxActiveTasks: 2}}
+	s1, _ := a.StartTask(ctx, id)
+	s2, _ := a.StartTask(ctx, id)
+	// Two refreshers hold their own copy of the same record and both see it finish.
+	copy1 := storage.Task{ID: "t1", KeyID: "k", Active: s1.Held}
+	copy2 := copy1
+	a.TaskFinished(ctx, &copy1, "succeeded")
+	a.TaskFinished(ctx, &copy2, "succeeded")
+	if v, _ := a.Store.Counter(ctx, ActiveCounter("k")); v != 1 || !s2.Held {
+		t.Fatalf("active = %d after one task finished twice, want 1", v)
+	}
+}

@@ -7,6 +7,7 @@ package videotask
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -59,8 +60,19 @@ type Handler struct {
 	// Watcher polls unfinished tasks; nil leaves them to client polls.
 	Watcher *Watcher
 	Logger  *zap.Logger
+}
 
-	refreshes singleflight.Group
+// refreshes lets concurrent reads of one task share one upstream request, across every Handler
+// of the process (client polls and the watcher, and the old and new config during a reload).
+var refreshes singleflight.Group
+
+// refreshOnce refreshes t, sharing the upstream request with any concurrent refresh of it.
+func (h *Handler) refreshOnce(t storage.Task) (json.RawMessage, error) {
+	v, err, _ := refreshes.Do(fmt.Sprintf("%p/%s", h.Store, t.ID), func() (any, error) { return h.refresh(t) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(json.RawMessage), nil
 }
 
 var (

@@ -41,11 +41,11 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 		writeRaw(w, t.Result)
 		return nil
 	}
-	v, err, _ := h.refreshes.Do(taskID, func() (any, error) { return h.refresh(t) })
+	body, err := h.refreshOnce(t)
 	if err != nil {
 		return err
 	}
-	writeRaw(w, v.(json.RawMessage))
+	writeRaw(w, body)
 	return nil
 }
 

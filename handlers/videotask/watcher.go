@@ -156,7 +156,7 @@ func (w *Watcher) poll(ctx context.Context, id string) {
 		w.schedule(id, last.Add(w.Interval)) // a client polled it recently
 		return
 	}
-	_, err, _ = w.Tasks.refreshes.Do(id, func() (any, error) { return w.Tasks.refresh(t) })
+	_, err = w.Tasks.refreshOnce(t)
 	if errors.Is(err, errTaskNotExist) {
 		return // gone upstream; its record expires in time
 	}
