@@ -8,7 +8,7 @@ import (
 
 // All of mediagw's Caddyfile registrations, in one place so the order is easy to read:
 //
-//	basic_auth, mediagw_auth, … , mediagw_simulator, mediagw_models, mediagw_presign,
+//	mediagw_callback_relay, basic_auth, mediagw_auth, … , mediagw_simulator, mediagw_models, mediagw_presign,
 //	mediagw_video_tasks, mediagw_image_edits, mediagw_route, reverse_proxy
 //
 // Authentication runs before everything else of mediagw; the endpoint handlers come next; the
@@ -16,6 +16,8 @@ import (
 func init() {
 	httpcaddyfile.RegisterGlobalOption("mediagw", parseGlobalOption)
 
+	httpcaddyfile.RegisterHandlerDirective("mediagw_callback_relay", parseNoArgs[CallbackRelayHandler])
+	httpcaddyfile.RegisterDirectiveOrder("mediagw_callback_relay", httpcaddyfile.Before, "basic_auth")
 	httpcaddyfile.RegisterHandlerDirective("mediagw_auth", parseNoArgs[AuthHandler])
 	httpcaddyfile.RegisterDirectiveOrder("mediagw_auth", httpcaddyfile.After, "basic_auth")
 

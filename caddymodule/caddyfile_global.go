@@ -48,6 +48,7 @@ import (
 //			allow_private
 //			retry_schedule <duration...>
 //			concurrency    <n>
+//			relay_base     <public base URL>
 //		}
 //		upload {
 //			bucket            <name>
@@ -420,6 +421,7 @@ func parseCallbacks(d *caddyfile.Dispenser) (*CallbacksConfig, error) {
 	}
 	err := parseBlock(d, map[string]func() error{
 		"secret":      func() error { return stringArg(d, &c.Secret) },
+		"relay_base":  func() error { return stringArg(d, &c.RelayBase) },
 		"concurrency": func() error { return positiveIntArg(d, &c.Concurrency) },
 		"allow_private": func() error {
 			if d.NextArg() {

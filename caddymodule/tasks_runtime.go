@@ -38,6 +38,10 @@ type CallbacksConfig struct {
 	RetrySchedule []caddy.Duration `json:"retry_schedule,omitempty"`
 	// Concurrency bounds simultaneous deliveries. Default: 8.
 	Concurrency int `json:"concurrency,omitempty"`
+	// RelayBase is this gateway's public base URL (e.g. https://api.example.com). When set,
+	// tasks are created upstream with a callback to RelayBase/mediagw/callbacks/<token>, served
+	// by mediagw_callback_relay; each such callback is a hint to re-read the task. Default: off.
+	RelayBase string `json:"relay_base,omitempty"`
 }
 
 // taskRuntime is what the app runs in the background for video tasks: the watcher and the
@@ -65,6 +69,7 @@ func (a *App) provisionTaskRuntime(repl *caddy.Replacer) error {
 	rt.tasks = &videotask.Handler{
 		Catalog: a.catalog, Store: a.store, Client: upstreamClient(videotask.DefaultUpstreamTimeout),
 		Retention: a.taskRetention(), Accounting: a.accountant, Logger: a.logger.Named("watcher"),
+		RelayBase: strings.TrimSpace(repl.ReplaceKnown(cb.RelayBase, "")),
 	}
 	var schedule []time.Duration
 	for _, d := range cb.RetrySchedule {

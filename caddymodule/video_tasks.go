@@ -59,6 +59,7 @@ func (h *VideoTasksHandler) Provision(ctx caddy.Context) error {
 		Accounting:      app.Accountant(),
 		Idempotency:     app.Idempotency(),
 		Callbacks:       app.runtime.outbox,
+		RelayBase:       app.runtime.tasks.RelayBase,
 		Watcher:         app.runtime.watcher,
 		Logger:          ctx.Logger(),
 	}

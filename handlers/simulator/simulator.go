@@ -3,11 +3,14 @@
 // production gateway never needs it.
 //
 // Video tasks move queued → running → succeeded after configurable times. A task whose prompt
-// contains FailMarker ends failed instead. DELETE cancels a queued task, refuses a running one and
+// contains FailMarker ends failed instead. Like the Ark service, a task created with a
+// callback_url gets an unsigned POST of its query answer when it starts running and when it ends,
+// tried once. DELETE cancels a queued task, refuses a running one and
 // deletes a finished one, as the Ark API does.
 package simulator
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
@@ -123,6 +126,7 @@ type createBody struct {
 		Text string `json:"text"`
 	} `json:"content"`
 	ReturnLastFrame bool   `json:"return_last_frame"`
+	CallbackURL     string `json:"callback_url"`
 	Resolution      string `json:"resolution"`
 	Ratio           string `json:"ratio"`
 	Duration        *int   `json:"duration"`
@@ -148,6 +152,9 @@ func (s *Simulator) createTask(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, c := range b.Content {
 		t.Fail = t.Fail || (c.Type == "text" && strings.Contains(c.Text, FailMarker))
+	}
+	if b.CallbackURL != "" {
+		s.scheduleCallbacks(t, b.CallbackURL)
 	}
 	s.mu.Lock()
 	s.tasks[t.ID] = t
@@ -275,4 +282,23 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // upstreamError answers in the providers' error shape.
 func upstreamError(w http.ResponseWriter, status int, code, message string) {
 	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": message, "type": "simulator_error"}})
+}
+
+// scheduleCallbacks posts the task's state to url when it starts running and when it ends.
+func (s *Simulator) scheduleCallbacks(t *task, url string) {
+	post := func() {
+		s.mu.Lock()
+		view, cancelled := s.view(t), t.Cancelled
+		s.mu.Unlock()
+		if cancelled {
+			return
+		}
+		body, _ := json.Marshal(view)
+		client := &http.Client{Timeout: 5 * time.Second}
+		if resp, err := client.Post(url, "application/json", bytes.NewReader(body)); err == nil {
+			resp.Body.Close()
+		}
+	}
+	time.AfterFunc(s.QueuedFor+time.Millisecond, post)
+	time.AfterFunc(s.QueuedFor+s.RunningFor+time.Millisecond, post)
 }

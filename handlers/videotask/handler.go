@@ -59,7 +59,11 @@ type Handler struct {
 	Callbacks *callbacks.Outbox
 	// Watcher polls unfinished tasks; nil leaves them to client polls.
 	Watcher *Watcher
-	Logger  *zap.Logger
+	// RelayBase, when set, is this gateway's public base URL: each task is created upstream with
+	// a callback to RelayBase/mediagw/callbacks/<token>, which ServeRelay treats as a hint to
+	// refresh the task. The client's own callback_url never reaches the upstream.
+	RelayBase string
+	Logger    *zap.Logger
 }
 
 // refreshes lets concurrent reads of one task share one upstream request, across every Handler
@@ -146,7 +150,17 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
-	taskID, err := h.launch(r.Context(), p, req.Forward)
+	forward, token := req.Forward, ""
+	if h.RelayBase != "" {
+		var relayURL string
+		token, relayURL = h.relayToken()
+		if forward, err = withCallback(forward, relayURL); err != nil {
+			charge.Refund()
+			slot.Release()
+			return err
+		}
+	}
+	taskID, err := h.launch(r.Context(), p, forward)
 	if err != nil {
 		charge.Refund()
 		slot.Release()
@@ -165,6 +179,9 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		slot.Release()
 		go h.abandon(p, taskID)
 		return err
+	}
+	if token != "" {
+		h.rememberRelay(r.Context(), token, taskID)
 	}
 	if h.Accounting != nil {
 		h.Accounting.TaskCreated(id)

@@ -1,0 +1,84 @@
+package videotask
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+)
+
+// RelayPath is the path under the relay base at which upstream callbacks arrive, followed by a
+// per-task token.
+const RelayPath = "/mediagw/callbacks/"
+
+const relayPrefix = "relay/"
+
+// relayToken makes an unguessable token and the callback URL the upstream is given.
+func (h *Handler) relayToken() (token, callbackURL string) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	token = base64.RawURLEncoding.EncodeToString(b)
+	return token, strings.TrimSuffix(h.RelayBase, "/") + RelayPath + token
+}
+
+// withCallback returns the create body with callback_url set to url.
+func withCallback(body []byte, url string) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, err
+	}
+	fields["callback_url"] = mustJSON(url)
+	return json.Marshal(fields)
+}
+
+// rememberRelay records which task a relay token belongs to (only its hash is stored).
+func (h *Handler) rememberRelay(ctx context.Context, token, taskID string) {
+	if err := h.Store.PutRecord(ctx, relayPrefix+hashToken(token), []byte(taskID), h.retention()); err != nil {
+		h.Logger.Error("storing a callback relay token", zap.String("task_id", taskID), zap.Error(err))
+	}
+}
+
+func hashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+var errNoRelay = apierror.New(http.StatusNotFound, "not_found", "unknown callback")
+
+// ServeRelay receives an upstream's callback for a task. The callback is only a hint: it is not
+// trusted, and the task is read from the upstream (in the background) before anything changes.
+func (h *Handler) ServeRelay(w http.ResponseWriter, r *http.Request) {
+	_, token, ok := strings.Cut(r.URL.Path, RelayPath)
+	if !ok || token == "" || r.Method != http.MethodPost {
+		apierror.Write(w, apierror.OpenAIShape, errNoRelay)
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
+	id, err := h.Store.Record(r.Context(), relayPrefix+hashToken(token))
+	if err != nil {
+		apierror.Write(w, apierror.OpenAIShape, errNoRelay)
+		return
+	}
+	t, err := h.Store.Task(r.Context(), string(id))
+	if err != nil {
+		apierror.Write(w, apierror.OpenAIShape, errNoRelay)
+		return
+	}
+	if !Terminal(t.Status) {
+		go func() {
+			if _, err := h.refreshOnce(t); err != nil {
+				h.Logger.Debug("refresh after an upstream callback", zap.String("task_id", t.ID), zap.Error(err))
+			}
+		}()
+	}
+	writeJSON(w, struct{}{})
+}

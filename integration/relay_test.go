@@ -1,0 +1,77 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+const relayCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider sim {
+			base_url http://127.0.0.1:{{sim_port}}/api/v3
+			api_key sim-key
+			models sim-video
+		}
+		key mg-hooks {
+			account hooks
+		}
+		watcher {
+			interval 1h
+		}
+		callbacks {
+			allow_private
+			relay_base http://127.0.0.1:{{port}}
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_callback_relay /mediagw/callbacks/*
+		mediagw_auth
+		mediagw_video_tasks /api/v3/contents/generations/tasks*
+		respond 404
+	}
+}
+
+http://127.0.0.1:{{sim_port}} {
+	mediagw_simulator {
+		queued_for 300ms
+		running_for 300ms
+		api_key sim-key
+	}
+}
+`
+
+// TestUpstreamCallbacksAreRelayedAsHints runs with a watcher that never polls in time: the task
+// advances only because the upstream's own callbacks reach the relay, which re-reads the task and
+// so fires the client's signed callbacks.
+func TestUpstreamCallbacksAreRelayedAsHints(t *testing.T) {
+	port, simPort := freePort(t), freePort(t)
+	startGateway(t, relayCaddyfile, map[string]string{"port": fmt.Sprint(port), "sim_port": fmt.Sprint(simPort)})
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	rc := newReceiver(t, func(int) int { return 200 })
+	createWithCallback(t, base, "relayed", rc.URL)
+	waitFor(t, "the succeeded callback", func() bool {
+		s := rc.seen()
+		return len(s) > 0 && s[len(s)-1].status == "succeeded"
+	})
+	var statuses []string
+	for _, d := range rc.seen() {
+		statuses = append(statuses, d.status)
+	}
+	if len(statuses) != 2 || statuses[0] != "running" {
+		t.Fatalf("client callbacks = %v, want [running succeeded]", statuses)
+	}
+	// Unknown tokens and other methods are refused without an API key being asked for.
+	if r := call(t, "POST", base+"/mediagw/callbacks/not-a-token", "", "{}"); r.status != 404 {
+		t.Fatalf("unknown token = %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", base+"/mediagw/callbacks/x", "", nil); r.status != 404 {
+		t.Fatalf("GET = %d", r.status)
+	}
+	time.Sleep(100 * time.Millisecond)
+}
