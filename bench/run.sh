@@ -28,7 +28,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-UP=19100 SIM=19101 BASE=19102 BASE_SIM=19103 GW=19104
+UP=19100 SIM=19101 BASE=19102 BASE_SIM=19103 GW=19104 SSE=19105
 KEY=mg-bench-key
 
 cat >"$work/upstream.caddy" <<CFG
@@ -80,6 +80,11 @@ cat >"$work/gateway.caddy" <<CFG
 			api_key upstream-key
 			models bench-whisper
 		}
+		provider sse {
+			base_url http://127.0.0.1:$SSE/v1
+			api_key upstream-key
+			models bench-sse
+		}
 		key $KEY {
 			account bench
 		}
@@ -92,6 +97,8 @@ http://127.0.0.1:$GW {
 		mediagw_route
 		@chat vars {mediagw.provider} chat
 		reverse_proxy @chat 127.0.0.1:$UP
+		@sse vars {mediagw.provider} sse
+		reverse_proxy @sse 127.0.0.1:$SSE
 		reverse_proxy 127.0.0.1:$SIM
 	}
 }
@@ -159,6 +166,8 @@ load "mediagw query" "http://127.0.0.1:$GW/api/v3/contents/generations/tasks/$id
 
 echo "== 200 MB multipart upload through mediagw_route (model field after the file)"
 taskset -c 1 bench/rss/rss -url "http://127.0.0.1:$GW/v1/audio/transcriptions" -key "$KEY" -model bench-whisper -pid "$gw_pid" -size $((200 << 20))
+echo "== 200 MB SSE answer through mediagw_route + reverse_proxy"
+taskset -c 1 bench/rss/rss -mode sse -listen "127.0.0.1:$SSE" -url "http://127.0.0.1:$GW/v1/chat/completions" -key "$KEY" -model bench-sse -pid "$gw_pid" -size $((200 << 20))
 
 echo "== task watcher: 3000 unfinished tasks, interval 5s, max_rps 1000 (in-process, simulator upstream)"
 go run ./bench/watcher -tasks 3000 -interval 5s -rps 1000 -duration 25s
