@@ -146,12 +146,18 @@ load() {
 echo "machine: $(nproc) cores, $(awk '/model name/ {$1=$2=$3=""; print; exit}' /proc/cpuinfo | sed 's/^ *//'), $(go version | cut -d' ' -f3)"
 echo "load: wrk, $DURATION per run"
 echo
+# The pass-through runs alternate (baseline, mediagw, mediagw, baseline) so that drift on a shared
+# machine weighs on both sides alike.
 echo "== pass-through chat (POST /v1/chat/completions), $CONNS connections"
 load "baseline reverse_proxy" "http://127.0.0.1:$BASE/v1/chat/completions" "$work/chat.lua" "$CONNS"
 load "mediagw auth+route+reverse_proxy" "http://127.0.0.1:$GW/v1/chat/completions" "$work/chat.lua" "$CONNS"
+load "mediagw auth+route+reverse_proxy" "http://127.0.0.1:$GW/v1/chat/completions" "$work/chat.lua" "$CONNS"
+load "baseline reverse_proxy" "http://127.0.0.1:$BASE/v1/chat/completions" "$work/chat.lua" "$CONNS"
 echo "== pass-through chat, 1 connection (latency)"
 load "baseline reverse_proxy" "http://127.0.0.1:$BASE/v1/chat/completions" "$work/chat.lua" 1
 load "mediagw auth+route+reverse_proxy" "http://127.0.0.1:$GW/v1/chat/completions" "$work/chat.lua" 1
+load "mediagw auth+route+reverse_proxy" "http://127.0.0.1:$GW/v1/chat/completions" "$work/chat.lua" 1
+load "baseline reverse_proxy" "http://127.0.0.1:$BASE/v1/chat/completions" "$work/chat.lua" 1
 
 echo "== video task create (POST …/tasks), $CONNS connections"
 load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS"

@@ -44,6 +44,56 @@ type Badger struct {
 	// atomic serialises read-modify-write operations (counters, claims) within this process,
 	// so they never conflict.
 	atomic sync.Mutex
+	// cache keeps account records and stored keys in memory: they are read on every request and
+	// written rarely. Badger locks its directory, so this process is the only writer and every
+	// write below updates the cache.
+	cache readCache
+}
+
+// readCache holds decoded account and key records. A missing account is cached too (an account
+// without a record is enabled); a missing key is not, so unknown keys cannot fill the cache.
+type readCache struct {
+	mu       sync.RWMutex
+	accounts map[string]Account
+	keys     map[string]APIKey // by hash
+}
+
+func (c *readCache) account(name string) (Account, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	a, ok := c.accounts[name]
+	return a, ok
+}
+
+func (c *readCache) key(hash string) (APIKey, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	k, ok := c.keys[hash]
+	return k, ok
+}
+
+func (c *readCache) setAccount(name string, a Account) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.accounts == nil {
+		c.accounts = map[string]Account{}
+	}
+	c.accounts[name] = a
+}
+
+func (c *readCache) setKey(k APIKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keys == nil {
+		c.keys = map[string]APIKey{}
+	}
+	c.keys[k.Hash] = k
+}
+
+func (c *readCache) dropKey(hash string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.keys, hash)
 }
 
 // OpenBadger opens (creating if needed) the store in dir. Writes are synced to disk before they
@@ -103,12 +153,16 @@ func (b *Badger) PutKey(_ context.Context, key APIKey) error {
 	if err != nil {
 		return err
 	}
-	return b.db.Update(func(txn *badger.Txn) error {
+	err = b.db.Update(func(txn *badger.Txn) error {
 		if err := txn.Set([]byte(prefixKey+key.Hash), val); err != nil {
 			return err
 		}
 		return txn.Set([]byte(prefixKeyID+key.ID), []byte(key.Hash))
 	})
+	if err == nil {
+		b.cache.setKey(key)
+	}
+	return err
 }
 
 func (b *Badger) KeyByID(_ context.Context, id string) (APIKey, error) {
@@ -141,9 +195,10 @@ func (b *Badger) ListKeys(context.Context) ([]APIKey, error) {
 }
 
 func (b *Badger) DeleteKey(_ context.Context, id string) error {
-	return b.db.Update(func(txn *badger.Txn) error {
-		hash, err := txnGet(txn, prefixKeyID+id)
-		if err != nil {
+	var hash []byte
+	err := b.db.Update(func(txn *badger.Txn) error {
+		var err error
+		if hash, err = txnGet(txn, prefixKeyID+id); err != nil {
 			return err
 		}
 		if err := txn.Delete([]byte(prefixKeyID + id)); err != nil {
@@ -151,20 +206,45 @@ func (b *Badger) DeleteKey(_ context.Context, id string) error {
 		}
 		return txn.Delete([]byte(prefixKey + string(hash)))
 	})
+	if err == nil {
+		b.cache.dropKey(string(hash))
+	}
+	return err
 }
 
 func (b *Badger) KeyByHash(_ context.Context, hash string) (APIKey, error) {
+	if k, ok := b.cache.key(hash); ok {
+		return k, nil
+	}
 	var k APIKey
-	return k, b.getJSON(prefixKey+hash, &k)
+	if err := b.getJSON(prefixKey+hash, &k); err != nil {
+		return k, err
+	}
+	b.cache.setKey(k)
+	return k, nil
 }
 
 func (b *Badger) PutAccount(_ context.Context, acct Account) error {
-	return b.putJSON(prefixAccount+acct.Name, acct, 0)
+	err := b.putJSON(prefixAccount+acct.Name, acct, 0)
+	if err == nil {
+		b.cache.setAccount(acct.Name, acct)
+	}
+	return err
 }
 
 func (b *Badger) Account(_ context.Context, name string) (Account, error) {
-	var a Account
-	return a, b.getJSON(prefixAccount+name, &a)
+	a, ok := b.cache.account(name)
+	if !ok {
+		err := b.getJSON(prefixAccount+name, &a)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return a, err
+		}
+		b.cache.setAccount(name, a) // a missing record is cached as the zero Account
+	}
+	if a.Name == "" {
+		return a, ErrNotFound
+	}
+	return a, nil
 }
 
 func (b *Badger) ListAccounts(context.Context) ([]Account, error) {
