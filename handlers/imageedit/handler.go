@@ -106,12 +106,9 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	if err != nil {
 		return err
 	}
-	if !id.AllowsModel(model) {
-		return apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may not use model "+model).WithParam("model")
-	}
-	p, ok := h.Catalog.ProviderFor(model)
-	if !ok {
-		return apierror.New(http.StatusNotFound, "model_not_found", "the model "+model+" does not exist or is not served here").WithParam("model")
+	p, err := h.Catalog.Serving(model, id.AllowsModel)
+	if err != nil {
+		return err
 	}
 	var charge accounting.Charge
 	if h.Accounting != nil {

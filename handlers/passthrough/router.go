@@ -67,14 +67,10 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		route.Done()
 		return Route{}, err
 	}
-	if !id.AllowsModel(model) {
+	p, err := rt.Catalog.Serving(model, id.AllowsModel)
+	if err != nil {
 		route.Done()
-		return Route{}, apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may not use model "+model).WithParam("model")
-	}
-	p, ok := rt.Catalog.ProviderFor(model)
-	if !ok {
-		route.Done()
-		return Route{}, apierror.New(http.StatusNotFound, "model_not_found", "the model "+model+" does not exist or is not served here").WithParam("model")
+		return Route{}, err
 	}
 	route.Model, route.Provider = model, p
 	rewrite(r, p)

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
 )
 
 // Auth styles: how a provider expects its credential.
@@ -115,3 +117,17 @@ func (c *Catalog) ProviderFor(model string) (*Provider, bool) {
 
 // Models returns every served model id, sorted.
 func (c *Catalog) Models() []string { return c.models }
+
+// Serving returns the provider of model for a caller whose key allows the given model patterns
+// check: 403 model_not_allowed when the key may not use it, 404 model_not_found when no provider
+// serves it.
+func (c *Catalog) Serving(model string, allowed func(model string) bool) (*Provider, error) {
+	if !allowed(model) {
+		return nil, apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may not use model "+model).WithParam("model")
+	}
+	p, ok := c.byModel[model]
+	if !ok {
+		return nil, apierror.New(http.StatusNotFound, "model_not_found", "the model "+model+" does not exist or is not served here").WithParam("model")
+	}
+	return p, nil
+}

@@ -141,7 +141,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
-	p, err := h.provider(id, req.Model)
+	p, err := h.Catalog.Serving(req.Model, id.AllowsModel)
 	if err != nil {
 		return err
 	}
@@ -226,18 +226,6 @@ func (h *Handler) launch(ctx context.Context, p *providers.Provider, body []byte
 		return "", upstream.ErrUnreadable
 	}
 	return created.ID, nil
-}
-
-// provider checks the key's allow-list and finds the provider of a model.
-func (h *Handler) provider(id auth.Identity, model string) (*providers.Provider, error) {
-	if !id.AllowsModel(model) {
-		return nil, apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may not use model "+model).WithParam("model")
-	}
-	p, ok := h.Catalog.ProviderFor(model)
-	if !ok {
-		return nil, apierror.New(http.StatusNotFound, "model_not_found", "no provider serves model "+model).WithParam("model")
-	}
-	return p, nil
 }
 
 func (h *Handler) maxBody() int64 {
