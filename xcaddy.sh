@@ -4,14 +4,15 @@
 #   ./xcaddy.sh          build ./caddy
 #   ./xcaddy.sh run      build, then run Caddyfile.example (demo key: mg-demo-key)
 #
-# With xcaddy on PATH the build is `xcaddy build --with github.com/mediagw/mediagw/caddymodule=./`;
-# without it, `go build ./cmd/caddy`, which links the same modules.
+# With xcaddy on PATH the build is `xcaddy build --with github.com/mediagw/mediagw=./` (the
+# module root package imports every mediagw module; xcaddy replaces the module, not a package of
+# it, with the local copy); without it, `go build ./cmd/caddy`, which links the same modules.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 build() {
 	if command -v xcaddy >/dev/null 2>&1; then
-		xcaddy build --output ./caddy --with github.com/mediagw/mediagw/caddymodule=./
+		xcaddy build --output ./caddy --with github.com/mediagw/mediagw=./
 	else
 		go build -o ./caddy ./cmd/caddy
 	fi
