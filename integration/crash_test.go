@@ -71,12 +71,12 @@ func TestAcknowledgedTasksSurviveSIGKILL(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range n / 4 {
-				r := call(t, "POST", base+"/api/v3/contents/generations/tasks", "mg-alice", body)
+				r, err := send("POST", base+"/api/v3/contents/generations/tasks", "mg-alice", body)
 				mu.Lock()
-				if id, _ := r.json(t)["id"].(string); r.status == 200 && id != "" {
+				if id := r.field("id"); err == nil && r.status == 200 && id != "" {
 					ids = append(ids, id)
 				} else {
-					refuse = fmt.Sprintf("%d %s", r.status, r.body)
+					refuse = fmt.Sprintf("%d %s %v", r.status, r.body, err)
 				}
 				mu.Unlock()
 			}

@@ -132,9 +132,19 @@ func (r response) json(t *testing.T) map[string]any {
 
 var client = &http.Client{Timeout: 30 * time.Second}
 
-// call sends a request with an optional API key and JSON body.
+// call sends a request with an optional API key and JSON body. Call it from the test's own
+// goroutine; other goroutines use send.
 func call(t *testing.T, method, url, key string, body any) response {
 	t.Helper()
+	r, err := send(method, url, key, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// send is call without a *testing.T, for use from any goroutine.
+func send(method, url, key string, body any) (response, error) {
 	var rd io.Reader
 	if body != nil {
 		if s, ok := body.(string); ok {
@@ -146,7 +156,7 @@ func call(t *testing.T, method, url, key string, body any) response {
 	}
 	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
-		t.Fatal(err)
+		return response{}, err
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -154,22 +164,38 @@ func call(t *testing.T, method, url, key string, body any) response {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	return do(t, req)
+	return sendRequest(req)
 }
 
 // do sends a prepared request and reads the whole answer.
 func do(t *testing.T, req *http.Request) response {
 	t.Helper()
-	resp, err := client.Do(req)
+	r, err := sendRequest(req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return r
+}
+
+func sendRequest(req *http.Request) (response, error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		return response{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return response{}, err
 	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// field is one string field of a JSON object answer ("" when absent or not JSON).
+func (r response) field(name string) string {
+	var m map[string]any
+	_ = json.Unmarshal(r.body, &m)
+	s, _ := m[name].(string)
+	return s
 }
 
 func decodeJSON(t *testing.T, b []byte, v any) {

@@ -82,6 +82,15 @@ func (e keysEnv) newKey(t *testing.T, body string) (id, secret string) {
 
 func (e keysEnv) createTask(t *testing.T, key, prompt string, header ...string) response {
 	t.Helper()
+	r, err := e.sendTask(key, prompt, header...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// sendTask creates a task from any goroutine.
+func (e keysEnv) sendTask(key, prompt string, header ...string) (response, error) {
 	req, _ := http.NewRequest("POST", e.base+"/api/v3/contents/generations/tasks",
 		strings.NewReader(`{"model":"sim-video","content":[{"type":"text","text":"`+prompt+`"}]}`))
 	req.Header.Set("Authorization", "Bearer "+key)
@@ -89,7 +98,7 @@ func (e keysEnv) createTask(t *testing.T, key, prompt string, header ...string) 
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	return do(t, req)
+	return sendRequest(req)
 }
 
 func TestAdminAPIKeyLifecycle(t *testing.T) {
@@ -259,7 +268,10 @@ func TestQuotaIsExactUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 25 {
-				r := e.createTask(t, secret, "one of many")
+				r, err := e.sendTask(secret, "one of many")
+				if err != nil {
+					t.Error(err)
+				}
 				mu.Lock()
 				statuses[r.status]++
 				mu.Unlock()
@@ -347,7 +359,10 @@ func TestIdempotentCreate(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = e.createTask(t, secret, "exactly once", "Idempotency-Key", "order-42")
+			var err error
+			if results[i], err = e.sendTask(secret, "exactly once", "Idempotency-Key", "order-42"); err != nil {
+				t.Error(err)
+			}
 		}()
 	}
 	wg.Wait()
