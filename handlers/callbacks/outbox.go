@@ -132,6 +132,11 @@ func (o *Outbox) Run(stop <-chan struct{}) {
 	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// Stopping cancels deliveries under way; they are not counted as attempts, and the next
+	// outbox (after a reload or restart) sends them again with the same webhook-id.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-stop; cancel() }()
 	tick := time.NewTicker(scanEvery)
 	defer tick.Stop()
 	for {
@@ -148,7 +153,7 @@ func (o *Outbox) Run(stop <-chan struct{}) {
 			wg.Add(1)
 			go func() {
 				defer func() { inflight.Delete(ev.ID); <-sem; wg.Done() }()
-				o.deliver(ev)
+				o.deliver(ctx, ev)
 			}()
 		}
 		select {
@@ -178,8 +183,7 @@ func (o *Outbox) due() []Event {
 }
 
 // deliver makes one attempt and records its outcome.
-func (o *Outbox) deliver(ev Event) {
-	ctx := context.Background()
+func (o *Outbox) deliver(ctx context.Context, ev Event) {
 	// Another worker may have finished this event since it was listed.
 	if cur, err := o.Store.Record(ctx, recordPrefix+ev.ID); err != nil {
 		return
@@ -187,6 +191,10 @@ func (o *Outbox) deliver(ev Event) {
 		return
 	}
 	status, retryAfter, err := o.attempt(ctx, ev)
+	if ctx.Err() != nil {
+		return // stopping: left as it was, for the next outbox
+	}
+	ctx = context.WithoutCancel(ctx)
 	switch {
 	case err == nil && status/100 == 2:
 		_ = o.Store.DeleteRecord(ctx, recordPrefix+ev.ID)

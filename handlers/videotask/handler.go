@@ -70,9 +70,11 @@ type Handler struct {
 // of the process (client polls and the watcher, and the old and new config during a reload).
 var refreshes singleflight.Group
 
-// refreshOnce refreshes t, sharing the upstream request with any concurrent refresh of it.
-func (h *Handler) refreshOnce(t storage.Task) (json.RawMessage, error) {
-	v, err, _ := refreshes.Do(fmt.Sprintf("%p/%s", h.Store, t.ID), func() (any, error) { return h.refresh(t) })
+// refreshOnce refreshes t, sharing the upstream request with any concurrent refresh of it. ctx
+// bounds the refresh when this call leads it; a client's own request context is not passed here,
+// since other clients may be waiting for the same refresh.
+func (h *Handler) refreshOnce(ctx context.Context, t storage.Task) (json.RawMessage, error) {
+	v, err, _ := refreshes.Do(fmt.Sprintf("%p/%s", h.Store, t.ID), func() (any, error) { return h.refresh(ctx, t) })
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 		writeRaw(w, t.Result)
 		return nil
 	}
-	body, err := h.refreshOnce(t)
+	body, err := h.refreshOnce(context.Background(), t)
 	if err != nil {
 		return err
 	}
@@ -58,9 +58,8 @@ func fresh(t storage.Task, interval time.Duration) bool {
 }
 
 // refresh reads a task from its upstream, stores the new state and returns the client's answer.
-// It runs detached from any one client's request, since several may be waiting for it.
-func (h *Handler) refresh(t storage.Task) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.upstreamTimeout())
+func (h *Handler) refresh(ctx context.Context, t storage.Task) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
 	p, ok := h.Catalog.ProviderFor(t.Model)
 	if !ok || p.Name != t.Provider {

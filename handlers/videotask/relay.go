@@ -75,7 +75,7 @@ func (h *Handler) ServeRelay(w http.ResponseWriter, r *http.Request) {
 	}
 	if !Terminal(t.Status) {
 		go func() {
-			if _, err := h.refreshOnce(t); err != nil {
+			if _, err := h.refreshOnce(context.Background(), t); err != nil {
 				h.Logger.Debug("refresh after an upstream callback", zap.String("task_id", t.ID), zap.Error(err))
 			}
 		}()

@@ -156,7 +156,10 @@ func (w *Watcher) poll(ctx context.Context, id string) {
 		w.schedule(id, last.Add(w.Interval)) // a client polled it recently
 		return
 	}
-	_, err = w.Tasks.refreshOnce(t)
+	_, err = w.Tasks.refreshOnce(ctx, t)
+	if ctx.Err() != nil {
+		return // stopping: the next watcher starts from the store's list
+	}
 	if errors.Is(err, errTaskNotExist) {
 		return // gone upstream; its record expires in time
 	}
