@@ -250,3 +250,34 @@ func TestCallbacksToPrivateAddressesAreRefused(t *testing.T) {
 		t.Fatalf("non-http callback_url = %d %s", r.status, r.body)
 	}
 }
+
+// TestReloadDoesNotWaitForSlowCallbacks reloads while a callback receiver holds a delivery open:
+// the old config's outbox must let go at once (the delivery is sent again later, same id).
+func TestReloadDoesNotWaitForSlowCallbacks(t *testing.T) {
+	base, g := startCallbackGateway(t, true)
+	entered := make(chan struct{}, 16)
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		case <-time.After(9 * time.Second):
+		}
+	}))
+	defer slow.Close()
+	defer close(release) // runs first: lets the held deliveries go before the server closes
+	createWithCallback(t, base, "slow receiver", slow.URL)
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no delivery started")
+	}
+	start := time.Now()
+	if err := g.reload(callbacksCaddyfile); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("reload took %v while a callback was in flight", took)
+	}
+}
