@@ -105,11 +105,6 @@ func Write(w http.ResponseWriter, shape Shape, e *Error) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// WriteFor sends e in the shape of the request's endpoint.
-func WriteFor(w http.ResponseWriter, r *http.Request, e *Error) {
-	Write(w, ShapeFor(r), e)
-}
-
 // Internal answers 500 for an unexpected failure. The client gets an error id and no detail; the
 // cause is logged under the same id.
 func Internal(w http.ResponseWriter, shape Shape, logger *zap.Logger, err error) {
