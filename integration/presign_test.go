@@ -265,6 +265,24 @@ func TestPresignAgainstRealS3(t *testing.T) {
 		}
 	})
 
+	t.Run("credentials from the AWS default chain", func(t *testing.T) {
+		t.Setenv("AWS_ACCESS_KEY_ID", s3.access)
+		t.Setenv("AWS_SECRET_ACCESS_KEY", s3.secret)
+		t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+		t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+		block := fmt.Sprintf("upload {\n\t\t\tbucket public-media\n\t\t\tendpoint %s\n\t\t\tpath_style\n\t\t}", s3.endpoint)
+		if err := g.reload(strings.Replace(presignCaddyfile, "{{upload}}", block, 1)); err != nil {
+			t.Fatal(err)
+		}
+		r, p := presignFile(t, base, "mg-second", `{"filename":"env.png","content_type":"image/png"}`)
+		if r.status != 200 {
+			t.Fatalf("presign = %d %s", r.status, r.body)
+		}
+		if status, body := upload(t, p, p.Headers, png); status != 200 {
+			t.Fatalf("upload signed with environment credentials = %d %s", status, body)
+		}
+	})
+
 	t.Run("no upload storage configured", func(t *testing.T) {
 		if err := g.reload(strings.Replace(presignCaddyfile, "{{upload}}", "", 1)); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,70 @@
+package callbacks
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/storage"
+)
+
+// TestTwoOutboxesNeverDeliverTheSameEventAtOnce runs two outboxes on one store, as the old and
+// the new config do during a reload, with a receiver that holds each delivery for a while.
+func TestTwoOutboxesNeverDeliverTheSameEventAtOnce(t *testing.T) {
+	store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var inside, most, deliveries atomic.Int64
+	var ids sync.Map
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inside.Add(1)
+		defer inside.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		deliveries.Add(1)
+		ids.Store(r.Header.Get("webhook-id"), true)
+		time.Sleep(300 * time.Millisecond)
+	}))
+	defer receiver.Close()
+
+	key, _ := ParseSecret(NewSecret())
+	newOutbox := func() *Outbox {
+		return &Outbox{Store: store, Key: key, Client: NewClient(true), Logger: zap.NewNop()}
+	}
+	a, b := newOutbox(), newOutbox()
+	if err := a.Enqueue(context.Background(), Event{ID: EventID("t1", "running"), TaskID: "t1", Account: "x", URL: receiver.URL, Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// The same change observed twice is queued once.
+	b.Enqueue(context.Background(), Event{ID: EventID("t1", "running"), TaskID: "t1", Account: "x", URL: receiver.URL, Body: []byte(`{}`)})
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, o := range []*Outbox{a, b} {
+		wg.Add(1)
+		go func() { defer wg.Done(); o.Run(stop) }()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for deliveries.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // room for a second, wrongful delivery
+	close(stop)
+	wg.Wait()
+	if most.Load() != 1 || deliveries.Load() != 1 {
+		t.Fatalf("%d deliveries, at most %d at once; want exactly 1", deliveries.Load(), most.Load())
+	}
+	left := 0
+	store.ScanRecords(context.Background(), recordPrefix, func(string, []byte) bool { left++; return true })
+	if left != 0 {
+		t.Fatalf("%d events left in the outbox after a 2xx", left)
+	}
+}
