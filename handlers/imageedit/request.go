@@ -104,7 +104,7 @@ func checkImages(raw json.RawMessage) error {
 		if img == nil || json.Unmarshal(img["image_url"], &url) != nil {
 			return invalid(param, "is required and must be a string")
 		}
-		if err := media.CheckURL(url); err != nil {
+		if err := media.CheckMediaURL(url); err != nil {
 			return invalid(param, "%v", err)
 		}
 	}

@@ -42,6 +42,7 @@ func TestParseEdit(t *testing.T) {
 		{"local path", base("", `{"image_url":"./cat.png"}`), "images[0].image_url"},
 		{"data URL", base("", img, `{"image_url":"data:image/png;base64,AAAA"}`), "images[1].image_url"},
 		{"presigned URL", base("", `{"image_url":"https://b.s3.amazonaws.com/k?X-Amz-Signature=abc"}`), "images[0].image_url"},
+		{"private address", base("", `{"image_url":"http://192.168.1.20/a.png"}`), "images[0].image_url"},
 		{"n zero", base(`"n":0`), "n"},
 		{"n eleven", base(`"n":11`), "n"},
 		{"n fractional", base(`"n":1.5`), "n"},

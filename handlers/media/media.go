@@ -5,8 +5,11 @@ package media
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strings"
+
+	"github.com/mediagw/mediagw/handlers/publicnet"
 )
 
 // CheckURL returns an error that says why raw is not acceptable as a public media URL, or nil.
@@ -27,6 +30,25 @@ func CheckURL(raw string) error {
 	}
 	if IsPresigned(u) {
 		return fmt.Errorf("is a presigned upload URL: use the public_url from the presign response instead")
+	}
+	return nil
+}
+
+// CheckMediaURL is CheckURL for a reference image, video or audio: the host must also be public,
+// not an IP address of a loopback, private or special-purpose range, nor a local name, since the
+// model's network must be able to fetch it.
+func CheckMediaURL(raw string) error {
+	if err := CheckURL(raw); err != nil {
+		return err
+	}
+	u, _ := url.Parse(raw)
+	host := u.Hostname()
+	if addr, err := netip.ParseAddr(host); err == nil {
+		if !publicnet.IsPublic(addr) {
+			return fmt.Errorf("must be a public URL: %s is not a public address", host)
+		}
+	} else if publicnet.IsLocalName(host) {
+		return fmt.Errorf("must be a public URL: %s is not a public host name", host)
 	}
 	return nil
 }

@@ -160,7 +160,7 @@ func checkMediaItem(item contentItem, typ, field string) error {
 	if err := json.Unmarshal(item[typ], &obj); err != nil || obj.URL == nil {
 		return invalid(field, "is required")
 	}
-	if err := media.CheckURL(*obj.URL); err != nil {
+	if err := media.CheckMediaURL(*obj.URL); err != nil {
 		return invalid(field, "%v", err)
 	}
 	return nil
