@@ -39,7 +39,38 @@ func TestSlidingWindow(t *testing.T) {
 	// Idle keys are forgotten.
 	clock = clock.Add(5 * time.Minute)
 	l.Allow("c")
+	l.Allow("c")
 	if _, ok := l.keys["a"]; ok {
 		t.Fatal("idle key kept")
+	}
+}
+
+func TestLargeLimitsAreEstimatedInConstantMemory(t *testing.T) {
+	clock := time.Unix(6000, 0) // the start of a fixed minute
+	now = func() time.Time { return clock }
+	defer func() { now = time.Now }()
+	limit := ExactUpTo * 2
+	l := NewSlidingWindow(limit, time.Minute)
+	for i := range limit {
+		if ok, _ := l.Allow("k"); !ok {
+			t.Fatalf("call %d refused", i+1)
+		}
+	}
+	if ok, wait := l.Allow("k"); ok || wait != time.Minute {
+		t.Fatalf("over the limit = %v, wait %v", ok, wait)
+	}
+	if h := l.keys["k"]; len(h.times) != 0 {
+		t.Fatalf("estimated mode kept %d times", len(h.times))
+	}
+	// Half-way through the next window, half of the previous window still counts.
+	clock = clock.Add(90 * time.Second)
+	accepted := 0
+	for range limit {
+		if ok, _ := l.Allow("k"); ok {
+			accepted++
+		}
+	}
+	if accepted != limit/2 {
+		t.Fatalf("accepted %d half-way into the next window, want %d", accepted, limit/2)
 	}
 }
