@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -219,7 +220,7 @@ func (o *Outbox) retry(ctx context.Context, ev Event, status int, retryAfter tim
 	ev.Attempts++
 	if ev.Attempts > len(schedule) {
 		o.Logger.Warn("callback given up after its last retry", zap.String("task_id", ev.TaskID),
-			zap.String("webhook_id", ev.ID), zap.Int("attempts", ev.Attempts), zap.Int("status", status), zap.Error(err))
+			zap.String("webhook_id", ev.ID), zap.Int("attempts", ev.Attempts), zap.Int("status", status), zap.Error(upstream.WithoutURL(err)))
 		_ = o.Store.DeleteRecord(ctx, recordPrefix+ev.ID)
 		return
 	}

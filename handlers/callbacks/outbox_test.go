@@ -2,14 +2,17 @@ package callbacks
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mediagw/mediagw/storage"
 )
@@ -66,5 +69,37 @@ func TestTwoOutboxesNeverDeliverTheSameEventAtOnce(t *testing.T) {
 	store.ScanRecords(context.Background(), recordPrefix, func(string, []byte) bool { left++; return true })
 	if left != 0 {
 		t.Fatalf("%d events left in the outbox after a 2xx", left)
+	}
+}
+
+// TestCallbackURLsStayOutOfLogs gives up on a receiver that cannot be reached, whose URL carries
+// a token, and checks the log lines.
+func TestCallbackURLsStayOutOfLogs(t *testing.T) {
+	store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	core, logs := observer.New(zap.DebugLevel)
+	key, _ := ParseSecret(NewSecret())
+	o := &Outbox{Store: store, Key: key, Client: NewClient(true), Schedule: []time.Duration{10 * time.Millisecond}, Logger: zap.New(core)}
+	url := "http://127.0.0.1:1/hook?token=client-secret-token"
+	o.Enqueue(context.Background(), Event{ID: "msg_1", TaskID: "t1", Account: "x", URL: url, Body: []byte(`{}`)})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { o.Run(stop); close(done) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for logs.FilterMessageSnippet("given up").Len() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	<-done
+	if logs.FilterMessageSnippet("given up").Len() != 1 {
+		t.Fatalf("no give-up line; logs: %v", logs.All())
+	}
+	for _, entry := range logs.All() {
+		if line := fmt.Sprint(entry.Message, entry.ContextMap()); strings.Contains(line, "client-secret-token") {
+			t.Fatalf("a log line carries the callback URL: %s", line)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 
 	"go.uber.org/zap"
 
@@ -66,7 +67,7 @@ func (c Client) Call(ctx context.Context, p *providers.Provider, method, rel str
 		if isTimeout(err) {
 			return Answer{}, ErrTimeout
 		}
-		c.Logger.Warn("upstream unreachable", zap.String("provider", p.Name), zap.Error(err))
+		c.Logger.Warn("upstream unreachable", zap.String("provider", p.Name), zap.Error(WithoutURL(err)))
 		return Answer{}, ErrUnreachable
 	}
 	defer resp.Body.Close()
@@ -114,6 +115,16 @@ func Refusal(a Answer) *apierror.Error {
 		refusal.Param = param
 	}
 	return refusal
+}
+
+// WithoutURL returns the cause of an HTTP client error without the request URL that the client
+// puts in its message, so that URLs (which may carry tokens) stay out of logs.
+func WithoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 func isTimeout(err error) bool {
