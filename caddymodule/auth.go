@@ -70,8 +70,8 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	repl := replacer(r)
 	repl.Set("http.auth.user.id", id.KeyID)
 	repl.Set("mediagw.account", id.Account)
-	for _, h := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key"} {
-		r.Header.Del(h)
+	for _, name := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key"} {
+		r.Header.Del(name)
 	}
 	return next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))
 }

@@ -87,11 +87,17 @@ func (q TaskQuery) matches(t Task) bool {
 // Unfinished reports whether the task may still change: a video task not yet seen in a terminal
 // status (succeeded, failed, cancelled, expired).
 func (t Task) Unfinished() bool {
-	switch t.Status {
+	return t.Kind == KindVideo && !Terminal(t.Status)
+}
+
+// Terminal reports whether a task in this status will not change again: succeeded, failed,
+// cancelled or expired.
+func Terminal(status string) bool {
+	switch status {
 	case "succeeded", "failed", "cancelled", "expired":
-		return false
+		return true
 	}
-	return t.Kind == KindVideo
+	return false
 }
 
 // expiry is when the record is to be deleted.

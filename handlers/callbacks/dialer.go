@@ -11,9 +11,6 @@ import (
 	"github.com/mediagw/mediagw/handlers/publicnet"
 )
 
-// IsPublic reports whether addr is a public unicast address (see publicnet.IsPublic).
-func IsPublic(addr netip.Addr) bool { return publicnet.IsPublic(addr) }
-
 // ErrNotPublic is returned when a callback URL resolves to an address that is not public.
 type ErrNotPublic struct{ Addr string }
 
@@ -29,7 +26,7 @@ func Dialer(allowPrivate bool) func(ctx context.Context, network, addr string) (
 	if !allowPrivate {
 		d.Control = func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
-			if err != nil || !IsPublic(ap.Addr()) {
+			if err != nil || !publicnet.IsPublic(ap.Addr()) {
 				return ErrNotPublic{Addr: address}
 			}
 			return nil

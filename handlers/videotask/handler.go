@@ -73,12 +73,9 @@ var refreshes singleflight.Group
 // refreshOnce refreshes t, sharing the upstream request with any concurrent refresh of it. ctx
 // bounds the refresh when this call leads it; a client's own request context is not passed here,
 // since other clients may be waiting for the same refresh.
-func (h *Handler) refreshOnce(ctx context.Context, t storage.Task) (json.RawMessage, error) {
+func (h *Handler) refreshOnce(ctx context.Context, t storage.Task) (storage.Task, error) {
 	v, err, _ := refreshes.Do(fmt.Sprintf("%p/%s", h.Store, t.ID), func() (any, error) { return h.refresh(ctx, t) })
-	if err != nil {
-		return nil, err
-	}
-	return v.(json.RawMessage), nil
+	return v.(storage.Task), err
 }
 
 var (

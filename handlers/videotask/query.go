@@ -41,11 +41,11 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 		writeRaw(w, t.Result)
 		return nil
 	}
-	body, err := h.refreshOnce(context.Background(), t)
+	t, err = h.refreshOnce(context.Background(), t)
 	if err != nil {
 		return err
 	}
-	writeRaw(w, body)
+	writeRaw(w, t.Result)
 	return nil
 }
 
@@ -54,51 +54,52 @@ func fresh(t storage.Task, interval time.Duration) bool {
 	if len(t.Result) == 0 {
 		return false
 	}
-	return Terminal(t.Status) || now().Sub(time.Unix(0, t.RefreshedAt)) < interval
+	return storage.Terminal(t.Status) || now().Sub(time.Unix(0, t.RefreshedAt)) < interval
 }
 
-// refresh reads a task from its upstream, stores the new state and returns the client's answer.
-func (h *Handler) refresh(ctx context.Context, t storage.Task) (json.RawMessage, error) {
+// refresh reads a task from its upstream, stores the new state and returns the updated record,
+// whose Result is the client's answer.
+func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
 	p, ok := h.Catalog.ProviderFor(t.Model)
 	if !ok || p.Name != t.Provider {
-		if len(t.Result) > 0 {
-			return t.Result, nil // the provider is gone from the config: serve what is known
+		if len(t.Result) == 0 {
+			t.Result = recordJSON(t)
 		}
-		return recordJSON(t), nil
+		return t, nil // the provider is gone from the config: serve what is known
 	}
 	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
 	if err != nil {
-		return nil, err
+		return t, err
 	}
 	if ans.Status == http.StatusNotFound {
-		return nil, errTaskNotExist
+		return t, errTaskNotExist
 	}
 	if !ans.OK() {
-		return nil, upstream.Refusal(ans)
+		return t, upstream.Refusal(ans)
 	}
 	var answer map[string]json.RawMessage
 	if json.Unmarshal(ans.Body, &answer) != nil || answer == nil {
-		return nil, upstream.ErrUnreadable
+		return t, upstream.ErrUnreadable
 	}
 	result, status := queryResult(answer, t)
 	body, err := json.Marshal(result)
 	if err != nil {
-		return nil, err
+		return t, err
 	}
 	if updated, ok := integer(result["updated_at"]); ok {
 		t.UpdatedAt = updated
 	}
 	t.Status, t.Result, t.RefreshedAt = status, body, now().UnixNano()
-	if Terminal(status) {
+	if storage.Terminal(status) {
 		h.finished(ctx, &t, status)
 	}
 	h.notify(ctx, &t)
 	if err := h.Store.PutTask(ctx, t); err != nil {
 		h.Logger.Error("storing task status", zap.String("task_id", t.ID), zap.Error(err))
 	}
-	return body, nil
+	return t, nil
 }
 
 // list answers GET …/tasks from the store: only the caller's account, newest first.
@@ -178,7 +179,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if !ans.OK() && ans.Status != http.StatusNotFound {
 		return upstream.Refusal(ans)
 	}
-	if ans.Status == http.StatusNotFound || Terminal(t.Status) {
+	if ans.Status == http.StatusNotFound || storage.Terminal(t.Status) {
 		h.finished(r.Context(), &t, t.Status)
 		err = h.Store.DeleteTask(r.Context(), t.ID)
 	} else {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // RelayPath is the path under the relay base at which upstream callbacks arrive, followed by a
@@ -73,7 +74,7 @@ func (h *Handler) ServeRelay(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, apierror.OpenAIShape, errNoRelay)
 		return
 	}
-	if !Terminal(t.Status) {
+	if !storage.Terminal(t.Status) {
 		go func() {
 			if _, err := h.refreshOnce(context.Background(), t); err != nil {
 				h.Logger.Debug("refresh after an upstream callback", zap.String("task_id", t.ID), zap.Error(err))

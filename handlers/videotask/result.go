@@ -20,15 +20,6 @@ const (
 // Statuses lists every status a client can see.
 var Statuses = []string{StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled, StatusExpired}
 
-// Terminal reports whether a task in this status will not change again.
-func Terminal(status string) bool {
-	switch status {
-	case StatusSucceeded, StatusFailed, StatusCancelled, StatusExpired:
-		return true
-	}
-	return false
-}
-
 // normalStatus maps an upstream status onto §3.1.
 func normalStatus(s string) string {
 	switch strings.ToLower(s) {

@@ -156,17 +156,14 @@ func (w *Watcher) poll(ctx context.Context, id string) {
 		w.schedule(id, last.Add(w.Interval)) // a client polled it recently
 		return
 	}
-	_, err = w.Tasks.refreshOnce(ctx, t)
-	if ctx.Err() != nil {
-		return // stopping: the next watcher starts from the store's list
+	t, err = w.Tasks.refreshOnce(ctx, t)
+	switch {
+	case ctx.Err() != nil: // stopping: the next watcher starts from the store's list
+	case errors.Is(err, errTaskNotExist): // gone upstream; its record expires in time
+	case err == nil && !t.Unfinished():
+	default:
+		w.schedule(id, now().Add(w.Interval))
 	}
-	if errors.Is(err, errTaskNotExist) {
-		return // gone upstream; its record expires in time
-	}
-	if t, terr := w.Tasks.Store.Task(ctx, id); terr == nil && !t.Unfinished() {
-		return
-	}
-	w.schedule(id, now().Add(w.Interval))
 }
 
 // dueTask is a task and when it is next due.
