@@ -146,18 +146,18 @@ load() {
 echo "machine: $(nproc) cores, $(awk '/model name/ {$1=$2=$3=""; print; exit}' /proc/cpuinfo | sed 's/^ *//'), $(go version | cut -d' ' -f3)"
 echo "load: wrk, $DURATION per run"
 echo
-# The pass-through runs alternate (baseline, mediagw, mediagw, baseline) so that drift on a shared
-# machine weighs on both sides alike.
-echo "== pass-through chat (POST /v1/chat/completions), $CONNS connections"
-load "baseline reverse_proxy" "http://127.0.0.1:$BASE/v1/chat/completions" "$work/chat.lua" "$CONNS"
-load "mediagw auth+route+reverse_proxy" "http://127.0.0.1:$GW/v1/chat/completions" "$work/chat.lua" "$CONNS"
-load "mediagw auth+route+reverse_proxy" "http://127.0.0.1:$GW/v1/chat/completions" "$work/chat.lua" "$CONNS"
-load "baseline reverse_proxy" "http://127.0.0.1:$BASE/v1/chat/completions" "$work/chat.lua" "$CONNS"
-echo "== pass-through chat, 1 connection (latency)"
-load "baseline reverse_proxy" "http://127.0.0.1:$BASE/v1/chat/completions" "$work/chat.lua" 1
-load "mediagw auth+route+reverse_proxy" "http://127.0.0.1:$GW/v1/chat/completions" "$work/chat.lua" 1
-load "mediagw auth+route+reverse_proxy" "http://127.0.0.1:$GW/v1/chat/completions" "$work/chat.lua" 1
-load "baseline reverse_proxy" "http://127.0.0.1:$BASE/v1/chat/completions" "$work/chat.lua" 1
+# alternate NAME CONNS: the pass-through pair, run baseline, mediagw, mediagw, baseline, so that
+# drift on a shared machine weighs on both sides alike.
+alternate() {
+	local base="http://127.0.0.1:$BASE/v1/chat/completions" gw="http://127.0.0.1:$GW/v1/chat/completions"
+	echo "== pass-through chat (POST /v1/chat/completions), $1"
+	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2"
+	load "mediagw auth+route+reverse_proxy" "$gw" "$work/chat.lua" "$2"
+	load "mediagw auth+route+reverse_proxy" "$gw" "$work/chat.lua" "$2"
+	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2"
+}
+alternate "$CONNS connections" "$CONNS"
+alternate "1 connection (latency)" 1
 
 echo "== video task create (POST …/tasks), $CONNS connections"
 load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS"

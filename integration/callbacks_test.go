@@ -106,13 +106,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func startCallbackGateway(t *testing.T, allowPrivate bool) (base string, g *gateway) {
-	port, simPort := freePort(t), freePort(t)
 	allow := ""
 	if allowPrivate {
 		allow = "allow_private"
 	}
-	g = startGateway(t, callbacksCaddyfile, map[string]string{"port": fmt.Sprint(port), "sim_port": fmt.Sprint(simPort), "allow_private": allow})
-	return fmt.Sprintf("http://127.0.0.1:%d", port), g
+	return startSimGateway(t, callbacksCaddyfile, map[string]string{"allow_private": allow})
 }
 
 func createWithCallback(t *testing.T, base, prompt, url string) string {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -13,8 +12,7 @@ import (
 // TestCaddyfileExample runs Caddyfile.example, the README's first command, with only its ports
 // and data directory moved, and uses it as the README says.
 func TestCaddyfileExample(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	example, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "Caddyfile.example"))
+	example, err := os.ReadFile(filepath.Join(repoDir(), "Caddyfile.example"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,6 +78,18 @@ func startGateway(t *testing.T, caddyfile string, vars map[string]string) *gatew
 	return g
 }
 
+// startSimGateway starts a Caddyfile whose gateway site listens on {{port}} and whose simulator
+// listens on {{sim_port}}, both free loopback ports, and returns the gateway's base URL.
+func startSimGateway(t *testing.T, caddyfile string, vars map[string]string) (string, *gateway) {
+	t.Helper()
+	port := freePort(t)
+	all := map[string]string{"port": fmt.Sprint(port), "sim_port": fmt.Sprint(freePort(t))}
+	for k, v := range vars {
+		all[k] = v
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", port), startGateway(t, caddyfile, all)
+}
+
 func (g *gateway) render(caddyfile string) string {
 	for k, v := range g.vars {
 		caddyfile = strings.ReplaceAll(caddyfile, "{{"+k+"}}", v)

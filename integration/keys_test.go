@@ -2,7 +2,6 @@ package integration
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -58,9 +57,8 @@ type keysEnv struct {
 }
 
 func startKeysGateway(t *testing.T) keysEnv {
-	port, simPort := freePort(t), freePort(t)
-	g := startGateway(t, keysCaddyfile, map[string]string{"port": fmt.Sprint(port), "sim_port": fmt.Sprint(simPort)})
-	return keysEnv{g: g, base: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	base, g := startSimGateway(t, keysCaddyfile, nil)
+	return keysEnv{g: g, base: base}
 }
 
 // admin calls the admin API.

@@ -137,11 +137,8 @@ func (rec *recorder) last(t *testing.T) recorded {
 // startPassthroughGateway runs the gateway with the simulator and a recorder as upstreams.
 func startPassthroughGateway(t *testing.T) (base string, rec *recorder) {
 	rec = newRecorder(t)
-	port, simPort := freePort(t), freePort(t)
-	startGateway(t, passthroughCaddyfile, map[string]string{
-		"port": fmt.Sprint(port), "sim_port": fmt.Sprint(simPort), "rec_url": rec.URL,
-	})
-	return fmt.Sprintf("http://127.0.0.1:%d", port), rec
+	base, _ = startSimGateway(t, passthroughCaddyfile, map[string]string{"rec_url": rec.URL})
+	return base, rec
 }
 
 // assertNoCallerKey checks that no header the upstream received carries a caller's key.

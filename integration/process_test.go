@@ -28,17 +28,29 @@ func caddyBinary(t *testing.T) string {
 			return
 		}
 		caddyBin = filepath.Join(dir, "caddy")
-		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-o", caddyBin, "./cmd/caddy")
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building caddy: %v\n%s", err, out)
-		}
+		buildErr = goBuild(repoDir(), caddyBin, "./cmd/caddy")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	return caddyBin
+}
+
+// repoDir is the repository's root directory.
+func repoDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..")
+}
+
+// goBuild builds pkg from the module in dir into out.
+func goBuild(dir, out, pkg string) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-buildvcs=false")
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s: %v\n%s", pkg, err, output)
+	}
+	return nil
 }
 
 // caddyProcess is a caddy subprocess running a Caddyfile.

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"testing"
 	"time"
 )
@@ -50,9 +49,7 @@ http://127.0.0.1:{{sim_port}} {
 // advances only because the upstream's own callbacks reach the relay, which re-reads the task and
 // so fires the client's signed callbacks.
 func TestUpstreamCallbacksAreRelayedAsHints(t *testing.T) {
-	port, simPort := freePort(t), freePort(t)
-	startGateway(t, relayCaddyfile, map[string]string{"port": fmt.Sprint(port), "sim_port": fmt.Sprint(simPort)})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	base, _ := startSimGateway(t, relayCaddyfile, nil)
 	rc := newReceiver(t, func(int) int { return 200 })
 	createWithCallback(t, base, "relayed", rc.URL)
 	waitFor(t, "the succeeded callback", func() bool {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -36,8 +35,7 @@ var (
 func versitygwBinary(t *testing.T) string {
 	t.Helper()
 	vgwOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		toolsDir := filepath.Join(filepath.Dir(file), "..", "tools")
+		toolsDir := filepath.Join(repoDir(), "tools")
 		sum, err := os.ReadFile(filepath.Join(toolsDir, "go.sum"))
 		if err != nil {
 			vgwErr = err
@@ -53,14 +51,9 @@ func versitygwBinary(t *testing.T) string {
 			return
 		}
 		tmp := vgwBin + fmt.Sprintf(".%d.tmp", os.Getpid())
-		cmd := exec.Command("go", "build", "-o", tmp, "github.com/versity/versitygw/cmd/versitygw")
-		cmd.Dir = toolsDir
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-buildvcs=false")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			vgwErr = fmt.Errorf("building versitygw: %v\n%s", err, out)
-			return
+		if vgwErr = goBuild(toolsDir, tmp, "github.com/versity/versitygw/cmd/versitygw"); vgwErr == nil {
+			vgwErr = os.Rename(tmp, vgwBin)
 		}
-		vgwErr = os.Rename(tmp, vgwBin)
 	})
 	if vgwErr != nil {
 		t.Fatal(vgwErr)

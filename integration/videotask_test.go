@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -55,10 +54,9 @@ http://127.0.0.1:{{sim_port}} {
 `
 
 // startVideoGateway runs a gateway in front of the simulator and returns its address.
-func startVideoGateway(t *testing.T) (base string) {
-	port, simPort := freePort(t), freePort(t)
-	startGateway(t, videoCaddyfile, map[string]string{"port": fmt.Sprint(port), "sim_port": fmt.Sprint(simPort)})
-	return fmt.Sprintf("http://127.0.0.1:%d", port)
+func startVideoGateway(t *testing.T) string {
+	base, _ := startSimGateway(t, videoCaddyfile, nil)
+	return base
 }
 
 func arkClient(base, key string) *arkruntime.Client {
