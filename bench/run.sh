@@ -156,6 +156,10 @@ alternate() {
 	load "mediagw auth+route+reverse_proxy" "$gw" "$work/chat.lua" "$2"
 	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2"
 }
+# Warm both proxies up first (connection pools, heap size) without measuring.
+for url in "http://127.0.0.1:$BASE/v1/chat/completions" "http://127.0.0.1:$GW/v1/chat/completions"; do
+	taskset -c 1 wrk -t1 -c"$CONNS" -d3s -s "$work/chat.lua" "$url" >/dev/null
+done
 alternate "$CONNS connections" "$CONNS"
 alternate "1 connection (latency)" 1
 
