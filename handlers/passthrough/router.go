@@ -52,7 +52,7 @@ var pathModel = regexp.MustCompile(`^/v1[a-z0-9]*/models/([^/:]+):([A-Za-z]+)$`)
 
 var (
 	errNoModel   = apierror.New(http.StatusBadRequest, "missing_model", "model is required: give it in the JSON body, the multipart field \"model\", or the path").WithParam("model")
-	errBadJSON   = apierror.New(http.StatusBadRequest, "invalid_request_body", "the body is not valid JSON")
+	errBadJSON   = apierror.NotJSONObject("invalid_request_body")
 	errModelType = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
 	errMultipart = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
 )
@@ -61,6 +61,9 @@ var (
 // rewrites r for the provider: its credentials replace the caller's, its base path replaces the
 // client's version prefix, and the body is replayed unchanged. A refusal is an *apierror.Error.
 func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity) (Route, error) {
+	if err := checkMethod(w, r); err != nil {
+		return Route{}, err
+	}
 	route := Route{Done: func() {}}
 	model, err := rt.findModel(w, r, &route)
 	if err != nil {

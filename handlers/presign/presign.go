@@ -76,9 +76,9 @@ type Response struct {
 var (
 	errUnavailable = apierror.New(http.StatusServiceUnavailable, "upload_service_unavailable", "uploads are not configured on this gateway")
 	errFailed      = apierror.New(http.StatusInternalServerError, "upload_presign_failed", "the upload URL could not be created; retry later")
-	errMethod      = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "use POST to request an upload URL")
 	errBodyType    = apierror.New(http.StatusBadRequest, "invalid_request_body", "Content-Type must be application/json")
-	errBodyJSON    = apierror.New(http.StatusBadRequest, "invalid_request_body", "the body must be a JSON object such as {\"filename\":\"cat.png\"}")
+	errBodyJSON    = apierror.NotJSONObject("invalid_request_body")
+	errFieldTypes  = apierror.New(http.StatusBadRequest, "invalid_request_body", "filename and content_type must be strings")
 	extension      = regexp.MustCompile(`^[a-z0-9]{1,16}$`)
 )
 
@@ -94,8 +94,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		return errMethod
+		return apierror.MethodNotAllowed(w, http.MethodPost)
 	}
 	id, ok := auth.FromContext(r.Context())
 	if !ok {
@@ -132,9 +131,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		headers[k] = strings.Join(v, ",")
 	}
 	headers["Content-Type"] = contentType
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	return json.NewEncoder(w).Encode(Response{
+	return apierror.WriteJSON(w, http.StatusOK, Response{
 		URL: url, PublicURL: h.publicURL(key), Method: http.MethodPut, ObjectKey: key,
 		Headers: headers, ExpiresAt: issued.Add(expires).Unix(),
 	})
@@ -154,7 +152,7 @@ func parseRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
 		return req, errBodyJSON
 	}
 	if json.Unmarshal(body, &req) != nil {
-		return req, errBodyJSON.WithParam("filename")
+		return req, errFieldTypes
 	}
 	return req, nil
 }

@@ -276,7 +276,10 @@ func or(s, def string) string {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	// The status is sent; a failed write means the client is gone.
+	_ = enc.Encode(v)
 }
 
 // upstreamError answers in the providers' error shape.
