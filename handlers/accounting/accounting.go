@@ -66,7 +66,7 @@ func (a *Accountant) Admit(id auth.Identity) error {
 	if l := id.Limits; l.RateRequests > 0 && l.RateWindow > 0 {
 		if ok, wait := a.Rates.limiter(id.KeyID, l).Allow(id.KeyID); !ok {
 			return apierror.New(http.StatusTooManyRequests, "rate_limit_exceeded",
-				fmt.Sprintf("too many requests for this API key: at most %d per %s", l.RateRequests, l.RateWindow)).WithRetryAfter(wait)
+				fmt.Sprintf("too many requests for this API key: at most %d per %s", l.RateRequests, apierror.FormatDuration(l.RateWindow))).WithRetryAfter(wait)
 		}
 	}
 	a.Meter.Add(KeyUsage(id.KeyID, UsageRequests), 1)

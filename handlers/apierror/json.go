@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Marshal encodes v as JSON without HTML escaping, so that "<key>" and "a&b" read as written
@@ -47,4 +48,17 @@ func MethodNotAllowed(w http.ResponseWriter, allowed ...string) *Error {
 	list := strings.Join(allowed, ", ")
 	w.Header().Set("Allow", list)
 	return New(http.StatusMethodNotAllowed, "method_not_allowed", "this endpoint accepts only "+strings.Join(allowed, " or "))
+}
+
+// FormatDuration writes d in its shortest form, as an operator would write it: 1m, 1h30m, 90s is
+// 1m30s; Go's own form adds zero units (1m0s, 1h0m0s).
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

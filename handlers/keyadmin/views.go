@@ -81,7 +81,7 @@ func view(k storage.APIKey, readOnly bool) KeyView {
 		v.CreatedAt = &t
 	}
 	if k.RateRequests > 0 {
-		v.Rate = &Rate{Requests: k.RateRequests, Window: FormatDuration(k.RateWindow)}
+		v.Rate = &Rate{Requests: k.RateRequests, Window: apierror.FormatDuration(k.RateWindow)}
 	}
 	return v
 }
@@ -193,17 +193,4 @@ func apply(k *storage.APIKey, body []byte) error {
 		}
 	}
 	return nil
-}
-
-// FormatDuration writes d in its shortest form, as an operator would write it: 1m, 1h30m, 90s is
-// 1m30s; Go's own form adds zero units (1m0s, 1h0m0s).
-func FormatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

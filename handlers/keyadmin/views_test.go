@@ -9,21 +9,6 @@ import (
 	"github.com/mediagw/mediagw/storage"
 )
 
-func TestFormatDurationAsWritten(t *testing.T) {
-	for in, want := range map[string]string{
-		"1m": "1m", "60s": "1m", "90s": "1m30s", "1h": "1h", "1h30m": "1h30m", "24h": "24h",
-		"1h0m30s": "1h0m30s", "1.5s": "1.5s", "500ms": "500ms", "10s": "10s",
-	} {
-		d, err := time.ParseDuration(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := FormatDuration(d); got != want {
-			t.Errorf("FormatDuration(%s) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestKeyViewShowsNoLimitAsNull(t *testing.T) {
 	b, err := json.Marshal(view(storage.APIKey{ID: "k", Account: "a"}, false))
 	if err != nil {

@@ -103,7 +103,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if h.Limiter != nil {
 		if ok, wait := h.Limiter.Allow(id.KeyID); !ok {
 			return apierror.New(http.StatusTooManyRequests, "rate_limit_exceeded",
-				"too many presign requests for this API key: at most "+strconv.Itoa(h.Limiter.Limit())+" per "+h.Limiter.Window().String()+"; retry after the time in Retry-After").WithRetryAfter(wait)
+				"too many presign requests for this API key: at most "+strconv.Itoa(h.Limiter.Limit())+" per "+apierror.FormatDuration(h.Limiter.Window())+"; retry after the time in Retry-After").WithRetryAfter(wait)
 		}
 	}
 	if h.Storage == nil {
