@@ -61,12 +61,12 @@ func keyCommands() *cobra.Command {
 	}
 	f := create.Flags()
 	f.String("account", "", "Account that owns the key (required)")
-	f.StringSlice("models", nil, "Model glob patterns the key may use (default: all)")
-	f.StringSlice("allow-ips", nil, "Addresses or CIDR ranges the key may be used from (default: any)")
-	f.String("expires", "", "RFC 3339 time from which the key is refused")
-	f.Int64("quota", -1, "Total cost the key may consume (default: unlimited)")
-	f.String("rate", "", "Request rate limit as <requests>/<window>, e.g. 60/1m")
-	f.Int64("max-active-tasks", 0, "Most unfinished video tasks at once (default: no limit)")
+	f.StringSlice("models", nil, "Comma-separated model globs the key may use; leave it out for all models")
+	f.StringSlice("allow-ips", nil, "Comma-separated addresses or CIDR ranges the key may be used from; leave it out for any")
+	f.String("expires", "", "RFC 3339 time from which the key is refused, such as 2027-01-31T00:00:00Z; leave it out for never")
+	f.Int64("quota", 0, "Total cost the key may consume; leave it out for no quota")
+	f.String("rate", "", "Request rate limit as <requests>/<window>, such as 60/1m; leave it out for no limit")
+	f.Int64("max-active-tasks", 0, "Most unfinished video tasks at once; leave it out for no limit")
 	key.AddCommand(create,
 		&cobra.Command{Use: "list", Short: "Lists keys (never their secrets)", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
