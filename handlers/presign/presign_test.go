@@ -83,10 +83,10 @@ func FuzzPresignRequest(f *testing.F) {
 
 func TestPresignRefusesSmuggledKeys(t *testing.T) {
 	for body, param := range map[string]string{
-		`{"filename":"a.png","FILENAME":"b.html"}`:                                         "filename",
-		`{"Filename":"a.png"}`:                                                             "filename",
-		`{"filename":"a.png","content_type":"image/png","Content_Type":"text/html"}`:       "content_type",
-		`{"filename":"a.png","content_type":"image/png","content_type":"text/html"}`:       "content_type",
+		`{"filename":"a.png","FILENAME":"b.html"}`: "filename",
+		`{"Filename":"a.png"}`:                     "filename",
+		`{"filename":"a.png","content_type":"image/png","Content_Type":"text/html"}`:      "content_type",
+		`{"filename":"a.png","content_type":"image/png","content_type":"text/html"}`:      "content_type",
 		`{"filename":"a.png","content_type":"image/png","content_typ\u0065":"text/html"}`: "content_type",
 	} {
 		st := &fakeStorage{}
