@@ -80,7 +80,8 @@ func Members(data []byte, fields ...string) (map[string]json.RawMessage, error) 
 		s.value()
 		value := data[start:s.pos]
 		if !clear {
-			return nil, &Error{Problem: Unclear, Key: key, Field: key}
+			// Name the checked field the key would become if a decoder dropped what is unclear.
+			return nil, &Error{Problem: Unclear, Key: key, Field: fieldFor(strings.Map(dropUnclear, key), fields)}
 		}
 		if seen[key] {
 			return nil, &Error{Problem: Repeated, Key: key, Field: fieldFor(key, fields)}
@@ -105,6 +106,13 @@ func Members(data []byte, fields ...string) (map[string]json.RawMessage, error) 
 func Check(data []byte, fields ...string) error {
 	_, err := Members(data, fields...)
 	return err
+}
+
+func dropUnclear(r rune) rune {
+	if isControl(r) {
+		return -1
+	}
+	return r
 }
 
 func fieldFor(key string, fields []string) string {
@@ -140,7 +148,7 @@ func decodeKey(raw []byte) (key string, clear bool) {
 			case '"', '\\', '/':
 				b.WriteByte(esc)
 			default: // \b \f \n \r \t: control characters
-				b.WriteByte(' ')
+				b.WriteByte(map[byte]byte{'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}[esc])
 				clear = false
 			}
 			continue

@@ -21,11 +21,12 @@ func TestMembersRefusesSmuggledKeys(t *testing.T) {
 		{"kelvin sign folds to k", `{"tas\u212a":"x","task":"y"}`, Case, "task"},
 		{"long s folds to s", `{"\u017ftream":true}`, Case, "stream"},
 		{"repeated unchecked key", `{"model":"a","n":1,"n":2}`, Repeated, "n"},
-		{"invalid UTF-8", "{\"mod\xffel\":\"b\",\"model\":\"a\"}", Unclear, ""},
-		{"lone surrogate", `{"model\ud800":"b"}`, Unclear, ""},
-		{"NUL", `{"model\u0000":"b"}`, Unclear, ""},
-		{"newline escape", `{"model\n":"b"}`, Unclear, ""},
-		{"replacement character", `{"mod\ufffdel":"b"}`, Unclear, ""},
+		{"invalid UTF-8", "{\"mod\xffel\":\"b\",\"model\":\"a\"}", Unclear, "model"},
+		{"lone surrogate", `{"model\ud800":"b"}`, Unclear, "model"},
+		{"NUL", `{"model\u0000":"b"}`, Unclear, "model"},
+		{"newline escape", `{"model\n":"b"}`, Unclear, "model"},
+		{"replacement character", `{"mod\ufffdel":"b"}`, Unclear, "model"},
+		{"unclear other key", `{"x\u0000":"b"}`, Unclear, "x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Members([]byte(tc.body), "model", "task", "stream")
