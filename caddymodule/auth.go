@@ -57,7 +57,7 @@ func (h *AuthHandler) Provision(ctx caddy.Context) error {
 func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	id, err := h.authn.Authenticate(r.Context(), r.Header.Get("Authorization"), clientIP(r))
 	if err == nil {
-		err = h.accountant.Admit(id)
+		err = h.accountant.Admit(r.Context(), id)
 	}
 	if err != nil {
 		var refusal *apierror.Error
