@@ -99,6 +99,9 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Err("usage: storage <backend> [<args…>], e.g. storage badger <dir>")
 			}
 			backend := d.Val()
+			if _, err := caddy.GetModule("mediagw.storage." + backend); err != nil {
+				return d.Errf("storage: unknown backend %q; usage: storage badger [<dir>]", backend)
+			}
 			mod, err := caddyfile.UnmarshalModule(d, "mediagw.storage."+backend)
 			if err != nil {
 				return d.Errf("storage %s: %v", backend, err)

@@ -38,7 +38,8 @@ type Directory interface {
 	ListKeys(ctx context.Context) ([]APIKey, error)
 
 	// SaveAccount stores an account record if the stored Version equals acct.Version (0: no
-	// record yet), and returns it with its new Version; ErrConflict otherwise.
+	// record yet), and returns it with its new Version; ErrConflict otherwise. After an
+	// ErrConflict, Account reads the backend (not a cache), so a retry sees the current version.
 	SaveAccount(ctx context.Context, acct Account) (Account, error)
 	// Account returns the account record, or ErrNotFound if the account has none.
 	Account(ctx context.Context, name string) (Account, error)
