@@ -239,7 +239,7 @@ func TestRevokeOnOneInstanceRefusedOnAll(t *testing.T) {
 	a, cc := c.instances[0], c.instances[2]
 	r := call(t, "POST", "http://"+a.admin+"/mediagw/keys", "", `{"account":"acme"}`)
 	id, secret := r.field("id"), r.field("key")
-	if r.status != 200 || id == "" || secret == "" {
+	if r.status != 201 || id == "" || secret == "" {
 		t.Fatalf("creating a key on A = %d %s", r.status, r.body)
 	}
 	for _, in := range c.instances {
@@ -316,7 +316,7 @@ func TestSIGKILLedInstanceWorkTakenOver(t *testing.T) {
 		}
 	}
 	// Every task's succeeded event arrives, accepted, with one webhook-id per (task, status).
-	waitFor(t, "every succeeded callback", func() bool {
+	succeeded := func() map[string]bool {
 		done := map[string]bool{}
 		for _, d := range rc.seen() {
 			var m struct {
@@ -328,8 +328,21 @@ func TestSIGKILLedInstanceWorkTakenOver(t *testing.T) {
 				done[m.ID] = true
 			}
 		}
-		return len(done) == n
-	})
+		return done
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for len(succeeded()) < n {
+		if time.Now().After(deadline) {
+			var missing []string
+			for _, id := range ids {
+				if !succeeded()[id] {
+					missing = append(missing, id)
+				}
+			}
+			t.Fatalf("no succeeded callback for %v after A died; %d attempts seen", missing, len(rc.seen()))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	idsByEvent := map[string]string{}
 	for _, d := range rc.seen() {
 		var m struct {
