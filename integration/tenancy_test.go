@@ -225,7 +225,10 @@ func TestCreatedObjectsBelongToTheirAccount(t *testing.T) {
 	generation := create("/v1/video/generations", `{"model":"sora-2","prompt":"a cat"}`)
 	image := create("/v1/images/generations", `{"model":"gpt-image-1","prompt":"a cat"}`)
 
-	// A streamed response stays streamed, and its id is recorded from the first event.
+	// A streamed response stays streamed (its first event arrives while the upstream holds the
+	// rest), and its id is recorded from that event.
+	env.openai.hold = make(chan struct{})
+	defer close(env.openai.hold)
 	req, _ := http.NewRequest("POST", env.base+"/v1/responses", strings.NewReader(`{"model":"gpt-4o-mini","input":"hi","stream":true}`))
 	req.Header.Set("Authorization", "Bearer "+a)
 	req.Header.Set("Content-Type", "application/json")
@@ -237,6 +240,7 @@ func TestCreatedObjectsBelongToTheirAccount(t *testing.T) {
 		t.Fatalf("stream = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	first, err := bufio.NewReader(resp.Body).ReadString('}')
+	env.openai.hold <- struct{}{}
 	resp.Body.Close()
 	_, streamed, _ := strings.Cut(first, `"id":"`)
 	streamed, _, _ = strings.Cut(streamed, `"`)
