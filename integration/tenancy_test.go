@@ -109,7 +109,7 @@ func TestModelSmugglingIsRefused(t *testing.T) {
 	text := `"content":[{"type":"text","text":"a cat"}]`
 	for _, tc := range []struct {
 		name, path, allowed, other, rest string
-		taskShape                       bool
+		taskShape                        bool
 	}{
 		{"video task API", "/api/v3/contents/generations/tasks", "doubao-seedance-1-0-lite-t2v-250428", "doubao-seedance-1-0-pro-250528", text, true},
 		{"image edits", "/v1/images/edits", "gpt-image-1", "gpt-image-2", `"prompt":"blue","images":[{"image_url":"https://cdn.example.com/a.png"}]`, false},
