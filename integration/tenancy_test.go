@@ -66,9 +66,8 @@ http://127.0.0.1:{{port}} {
 `
 
 type tenancyEnv struct {
-	base         string
-	ark, openai  *providerFake
-	allowedModel map[string]bool
+	base        string
+	ark, openai *providerFake
 }
 
 func startTenancyGateway(t *testing.T) tenancyEnv {

@@ -271,3 +271,9 @@ func eventID(event []byte) string {
 	}
 	return e.ID
 }
+
+// Interface guards
+var (
+	_ http.ResponseWriter             = (*CreatedWriter)(nil)
+	_ interface{ FlushError() error } = (*CreatedWriter)(nil)
+)
