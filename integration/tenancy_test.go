@@ -50,9 +50,7 @@ http://127.0.0.1:{{port}} {
 		mediagw_presign /v1/upload/presign
 		mediagw_video_tasks /api/v3/contents/generations/tasks*
 		mediagw_image_edits /v1/images/*
-		mediagw_route {
-			max_spool {{max_spool}}
-		}
+		mediagw_route{{route_options}}
 		@ark vars {mediagw.provider} ark
 		reverse_proxy @ark {{ark_url}} {
 			header_up Host {upstream_hostport}
@@ -70,10 +68,15 @@ type tenancyEnv struct {
 	ark, openai *providerFake
 }
 
-func startTenancyGateway(t *testing.T) tenancyEnv {
+// startTenancyGateway runs the sketch; routeOptions, when given, is a block for mediagw_route.
+func startTenancyGateway(t *testing.T, routeOptions ...string) tenancyEnv {
 	t.Helper()
 	ark, oa := newProviderFake(t, true), newProviderFake(t, false)
-	base, _ := startSimGateway(t, tenancyCaddyfile, map[string]string{"ark_url": ark.URL, "openai_url": oa.URL, "max_spool": "1MiB"})
+	options := ""
+	if len(routeOptions) > 0 {
+		options = " {\n\t\t\t" + strings.Join(routeOptions, "\n\t\t\t") + "\n\t\t}"
+	}
+	base, _ := startSimGateway(t, tenancyCaddyfile, map[string]string{"ark_url": ark.URL, "openai_url": oa.URL, "route_options": options})
 	return tenancyEnv{base: base, ark: ark, openai: oa}
 }
 
@@ -310,7 +313,7 @@ func TestCreatedObjectsBelongToTheirAccount(t *testing.T) {
 // TestMultipartSpoolIsBoundedAndRemoved sends a body past max_spool (1MiB here) and checks the
 // 413, and that no spool file stays open in the gateway (which runs in this process).
 func TestMultipartSpoolIsBoundedAndRemoved(t *testing.T) {
-	env := startTenancyGateway(t)
+	env := startTenancyGateway(t, "max_spool 1MiB", "spool_memory 64KiB")
 	send := func(size int) response {
 		var body bytes.Buffer
 		mw := multipart.NewWriter(&body)
