@@ -61,6 +61,12 @@ type App struct {
 	// Default: 7 days, like the upstream.
 	TaskRetention caddy.Duration `json:"task_retention,omitempty"`
 
+	// UpstreamProxyFromEnv sends the gateway's own provider calls (video task create, query,
+	// cancel and the watcher's polls; image edits) through the proxy that HTTPS_PROXY,
+	// HTTP_PROXY and NO_PROXY name. Default: false, no proxy, whatever the environment says.
+	// (Pass-through traffic goes through reverse_proxy, which has its own transport settings.)
+	UpstreamProxyFromEnv bool `json:"upstream_proxy_from_env,omitempty"`
+
 	store         storage.Store
 	storeKey      string
 	catalog       *providers.Catalog

@@ -6,6 +6,7 @@
 package imageedit
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -122,7 +123,10 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		}
 	}
 	idempotency.MarkForwarded(r.Context())
-	ans, err := h.client().Call(r.Context(), p, http.MethodPost, EditsPath, body)
+	// The client going away must not orphan an image task: the upstream call (bounded by the
+	// client's Timeout, upstream_timeout) and the ownership record run to completion.
+	ctx := context.WithoutCancel(r.Context())
+	ans, err := h.client().Call(ctx, p, http.MethodPost, EditsPath, body)
 	if err != nil {
 		charge.Refund()
 		return err
@@ -138,9 +142,12 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			Provider: p.Name, Model: model, Status: "queued",
 			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		}
-		if _, err := h.Store.CreateTask(r.Context(), task); err != nil {
-			charge.Refund()
-			return err // never hand out a task id whose owner is not recorded
+		if _, err := h.Store.CreateTask(ctx, task); err != nil {
+			// Never hand out a task id whose owner is not recorded. There is no way to cancel
+			// an image task upstream, so the cost stays charged: the task runs.
+			h.Logger.Error("image task created upstream but its ownership could not be recorded",
+				zap.String("task_id", taskID), zap.Error(err))
+			return err
 		}
 	}
 	passOn(w, ans)

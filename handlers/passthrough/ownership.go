@@ -57,14 +57,19 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 		Provider: route.Provider.Name, Model: route.Model, Status: "created",
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(retention).Unix(),
 	})
-	if errors.Is(err, storage.ErrExists) {
-		// The same answer replayed (an idempotent retry, say) is fine; anyone else's record stays.
-		if existing, rerr := rt.Owners.Task(ctx, objectID); rerr == nil && existing.Account == id.Account && existing.Kind == route.Creates {
-			return nil
-		}
-		return fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
+	if !errors.Is(err, storage.ErrExists) {
+		return err
 	}
-	return err
+	// The id is recorded already: fine when it is this account's object of this kind (an
+	// upstream that answers a retried create with the same id), never a takeover.
+	existing, err := rt.Owners.Task(ctx, objectID)
+	if err != nil {
+		return err
+	}
+	if existing.Account == id.Account && existing.Kind == route.Creates {
+		return nil
+	}
+	return fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
 }
 
 func (rt *Router) now() time.Time {
