@@ -98,6 +98,10 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		return Route{}, err
 	}
 	rewrite(r, route.Provider)
+	if route.Creates != "" {
+		// The created object's id is read from the answer, so ask for it uncompressed.
+		r.Header.Del("Accept-Encoding")
+	}
 	return route, nil
 }
 

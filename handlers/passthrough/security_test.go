@@ -249,6 +249,7 @@ func TestOwnedObjects(t *testing.T) {
 	acme := auth.Identity{Account: "acme", KeyID: "k"}
 	route := func(method, path, body string) (Route, *http.Request, error) {
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		r.Header.Set("Accept-Encoding", "gzip")
 		if body != "" {
 			r.Header.Set("Content-Type", "application/json")
 		}
@@ -265,6 +266,9 @@ func TestOwnedObjects(t *testing.T) {
 		}
 		if got.Provider.Name != "ark" || got.Model != "doubao" || r.URL.Path != "/api/v3"+strings.TrimPrefix(ok.path, "/v1") {
 			t.Fatalf("%s %s routed to %s %s", ok.method, ok.path, got.Provider.Name, r.URL.Path)
+		}
+		if r.Header.Get("Accept-Encoding") != "" && got.Creates != "" {
+			t.Fatalf("%s %s: a create asks for a compressed answer", ok.method, ok.path)
 		}
 		if got.Billable != (ok.method == "POST") {
 			t.Fatalf("%s %s billable = %v", ok.method, ok.path, got.Billable)
