@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
-	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 // MaxBody bounds how much of an upstream answer is read.
@@ -27,8 +26,18 @@ const MaxBody = 4 << 20
 var (
 	ErrTimeout     = apierror.New(http.StatusGatewayTimeout, "upstream_timeout", "the upstream provider did not answer in time; retry later")
 	ErrUnreachable = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
-	ErrUnreadable  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider returned an unrecognisable response")
+	// ErrRefused is ErrUnreachable when no connection was made at all (refused, no route, no
+	// such host), so the request surely did not reach the upstream.
+	ErrRefused    = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
+	ErrUnreadable = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider returned an unrecognisable response")
 )
+
+// Target is where a call goes: an upstream of a provider, or a provider (its first upstream).
+type Target interface {
+	Endpoint(rel string) string
+	SetCredentials(h http.Header)
+	Label() string
+}
 
 // Client calls providers with their own credentials.
 type Client struct {
@@ -48,7 +57,7 @@ func (a Answer) OK() bool { return a.Status/100 == 2 }
 
 // Call sends one request to the provider endpoint rel (relative to its base URL). A JSON body is
 // sent when body is not nil.
-func (c Client) Call(ctx context.Context, p *providers.Provider, method, rel string, body []byte) (Answer, error) {
+func (c Client) Call(ctx context.Context, p Target, method, rel string, body []byte) (Answer, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -67,7 +76,10 @@ func (c Client) Call(ctx context.Context, p *providers.Provider, method, rel str
 		if isTimeout(err) {
 			return Answer{}, ErrTimeout
 		}
-		c.Logger.Warn("upstream unreachable", zap.String("provider", p.Name), zap.Error(WithoutURL(err)))
+		c.Logger.Warn("upstream unreachable", zap.String("upstream", p.Label()), zap.Error(WithoutURL(err)))
+		if notConnected(err) {
+			return Answer{}, ErrRefused
+		}
 		return Answer{}, ErrUnreachable
 	}
 	defer resp.Body.Close()
@@ -125,6 +137,12 @@ func WithoutURL(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// notConnected reports an error from dialling: no connection was made, nothing was sent.
+func notConnected(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func isTimeout(err error) bool {
