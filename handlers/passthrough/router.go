@@ -43,6 +43,8 @@ type Router struct {
 type Route struct {
 	Model    string
 	Provider *providers.Provider
+	// Dispatch is the request's way through the provider's upstreams.
+	Dispatch *providers.Dispatch
 	// Done releases what routing held (a spool file); call it when the request is finished.
 	Done func()
 }
@@ -73,7 +75,10 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		return Route{}, err
 	}
 	route.Model, route.Provider = model, p
-	rewrite(r, p)
+	if err := rt.dispatch(r, &route); err != nil {
+		route.Done()
+		return Route{}, err
+	}
 	return route, nil
 }
 
@@ -102,6 +107,7 @@ func (rt *Router) jsonModel(w http.ResponseWriter, r *http.Request) (string, err
 		return "", err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	var fields struct {
 		Model json.RawMessage `json:"model"`
 	}
@@ -163,9 +169,9 @@ func (rt *Router) multipartModel(r *http.Request, boundary string, route *Route)
 	}
 }
 
-// rewrite points r at the provider: credentials and path prefix. The caller's credentials, and a
+// rewrite points r at an upstream: credentials and path prefix. The caller's credentials, and a
 // Gemini-style ?key= parameter, are removed.
-func rewrite(r *http.Request, p *providers.Provider) {
+func rewrite(r *http.Request, p *providers.Upstream) {
 	p.SetCredentials(r.Header)
 	if q := r.URL.Query(); q.Has("key") {
 		q.Del("key")
