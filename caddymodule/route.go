@@ -12,6 +12,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/passthrough"
+	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 func init() {
@@ -27,12 +28,18 @@ func init() {
 // /v1beta/models/{model}:{action} path. A model outside the key's patterns is refused with 403,
 // one that no provider serves with 404 model_not_found. It then sets the provider's credentials
 // in the provider's auth style, replaces the client's version prefix (/v1, /v1beta) with the
-// provider's base path, and publishes {mediagw.model}, {mediagw.provider} and
-// {mediagw.upstream} (the provider's scheme://host). Match reverse_proxy blocks on the provider:
+// provider's base path, and publishes {mediagw.model}, {mediagw.provider},
+// {mediagw.upstream} (the chosen upstream's scheme://host) and {mediagw.upstream_name}.
 //
-//	@openai vars {mediagw.provider} openai
-//	reverse_proxy @openai https://api.openai.com {
-//		header_up Host {upstream_hostport}
+// A provider with several upstreams picks one per request (see the provider's upstream
+// blocks); when every upstream cools down the answer is 503 with Retry-After. One reverse_proxy
+// serves every provider, with failover, through the mediagw upstream source and transport:
+//
+//	reverse_proxy {
+//		dynamic mediagw
+//		transport mediagw
+//		lb_policy first
+//		lb_retries 2
 //	}
 //
 // The body reaches the upstream byte for byte; SSE answers are streamed by reverse_proxy. The
@@ -90,9 +97,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	repl := replacer(r)
 	repl.Set("mediagw.model", route.Model)
 	repl.Set("mediagw.provider", route.Provider.Name)
-	repl.Set("mediagw.upstream", route.Provider.BaseURL.Scheme+"://"+route.Provider.BaseURL.Host)
+	publishUpstream(repl, route.Dispatch.First())
 	sw := &statusWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
-	err = next.ServeHTTP(sw, r)
+	err = next.ServeHTTP(sw, r.WithContext(providers.WithDispatch(r.Context(), route.Dispatch)))
 	if err != nil || sw.status >= 400 {
 		charge.Refund() // the upstream (or the proxy) refused: the request was not served
 	}
