@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
 )
 
 func init() {
@@ -99,7 +100,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable:
-		u.Failed(fmt.Sprintf("HTTP %d", resp.StatusCode), retryAfter(resp.Header, upstreamHealth.Now()))
+		u.Failed(fmt.Sprintf("HTTP %d", resp.StatusCode), upstream.RetryAfter(resp.Header, upstreamHealth.Now()))
 		if d.CanRetry() {
 			if err := resp.Body.Close(); err != nil {
 				t.logger.Debug("closing a refused answer", zap.Error(err))

@@ -116,7 +116,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			return err
 		}
 	}
-	ans, err := h.client().Call(r.Context(), p, http.MethodPost, EditsPath, body)
+	ans, up, err := h.create(r.Context(), p, model, body)
 	if err != nil {
 		charge.Refund()
 		return err
@@ -129,7 +129,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		t := now()
 		task := storage.Task{
 			ID: taskID, Kind: storage.KindImage, Account: id.Account, KeyID: id.KeyID,
-			Provider: p.Name, Model: model, Status: "queued",
+			Provider: p.Name, Upstream: up.Name, Model: model, Status: "queued",
 			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		}
 		if err := h.Store.PutTask(r.Context(), task); err != nil {
@@ -167,9 +167,9 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if err != nil {
 		return err
 	}
-	p, ok := h.Catalog.ProviderFor(t.Model)
-	if !ok || p.Name != t.Provider {
-		return apierror.New(http.StatusConflict, "provider_unavailable", "the provider of this task is no longer configured")
+	p, ok := h.boundUpstream(t)
+	if !ok {
+		return apierror.New(http.StatusConflict, "provider_unavailable", "the upstream of this task is no longer configured")
 	}
 	ans, err := h.client().Call(r.Context(), p, http.MethodGet, TasksPath+"/"+url.PathEscape(taskID), nil)
 	if err != nil {

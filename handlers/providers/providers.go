@@ -172,6 +172,16 @@ func (c *Catalog) WithHealth(b *Board) *Catalog {
 	return c
 }
 
+// Provider returns the provider of that name.
+func (c *Catalog) Provider(name string) (*Provider, bool) {
+	for _, p := range c.providers {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
 // Providers returns the providers in configuration order.
 func (c *Catalog) Providers() []*Provider { return c.providers }
 

@@ -159,7 +159,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 			return err
 		}
 	}
-	taskID, err := h.launch(r.Context(), p, forward)
+	taskID, up, err := h.launch(r.Context(), p, req.Model, forward)
 	if err != nil {
 		charge.Refund()
 		slot.Release()
@@ -168,7 +168,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	t := now()
 	task := storage.Task{
 		ID: taskID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
-		Provider: p.Name, Model: req.Model, Status: StatusQueued,
+		Provider: p.Name, Upstream: up.Name, Model: req.Model, Status: StatusQueued,
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
 	}
@@ -176,7 +176,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		// Never hand out an id whose ownership is not recorded; try not to leave it running.
 		charge.Refund()
 		slot.Release()
-		go h.abandon(p, taskID)
+		go h.abandon(up, taskID)
 		return err
 	}
 	if token != "" {
@@ -207,24 +207,6 @@ func (h *Handler) admit(ctx context.Context, id auth.Identity, cost int64) (acco
 		return accounting.Slot{}, accounting.Charge{}, err
 	}
 	return slot, charge, nil
-}
-
-// launch creates the task upstream and returns its id.
-func (h *Handler) launch(ctx context.Context, p *providers.Provider, body []byte) (string, error) {
-	ans, err := h.upstream().Call(ctx, p, http.MethodPost, TasksPath, body)
-	if err != nil {
-		return "", err
-	}
-	if !ans.OK() {
-		return "", upstream.Refusal(ans)
-	}
-	var created struct {
-		ID string `json:"id"`
-	}
-	if json.Unmarshal(ans.Body, &created) != nil || created.ID == "" {
-		return "", upstream.ErrUnreadable
-	}
-	return created.ID, nil
 }
 
 func (h *Handler) maxBody() int64 {

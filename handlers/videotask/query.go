@@ -62,12 +62,9 @@ func fresh(t storage.Task, interval time.Duration) bool {
 func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
-	p, ok := h.Catalog.ProviderFor(t.Model)
-	if !ok || p.Name != t.Provider {
-		if len(t.Result) == 0 {
-			t.Result = recordJSON(t)
-		}
-		return t, nil // the provider is gone from the config: serve what is known
+	p, ok := h.boundUpstream(t)
+	if !ok {
+		return h.orphaned(ctx, t)
 	}
 	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
 	if err != nil {
@@ -168,9 +165,9 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
-	p, ok := h.Catalog.ProviderFor(t.Model)
-	if !ok || p.Name != t.Provider {
-		return apierror.New(http.StatusConflict, "provider_unavailable", "the provider of this task is no longer configured")
+	p, ok := h.boundUpstream(t)
+	if !ok {
+		return apierror.New(http.StatusConflict, "provider_unavailable", "the upstream of this task is no longer configured")
 	}
 	ans, err := h.upstream().Call(r.Context(), p, http.MethodDelete, TasksPath+"/"+url.PathEscape(t.ID), nil)
 	if err != nil {
@@ -203,7 +200,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identit
 
 // abandon cancels an upstream task whose ownership could not be recorded, so that nobody pays
 // for a task no client can see.
-func (h *Handler) abandon(p *providers.Provider, taskID string) {
+func (h *Handler) abandon(p *providers.Upstream, taskID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.upstreamTimeout())
 	defer cancel()
 	ans, err := h.upstream().Call(ctx, p, http.MethodDelete, TasksPath+"/"+url.PathEscape(taskID), nil)
