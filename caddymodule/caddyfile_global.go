@@ -274,7 +274,7 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 	case len(p.Upstreams) > 0 && (p.BaseURL != "" || p.APIKey != ""):
 		return p, d.Errf("provider %q: give base_url and api_key inside each upstream block, not beside them", p.Name)
 	case len(p.Upstreams) == 0 && p.BaseURL == "":
-		return p, d.Errf("provider %q: base_url (or an upstream block) is required", p.Name)
+		return p, d.Errf("provider %q: base_url is required (or upstream blocks)", p.Name)
 	}
 	return p, nil
 }

@@ -88,6 +88,15 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"duplicate subdirective", "{\n mediagw {\n  task_retention 1h\n  task_retention 2h\n }\n}", `duplicate subdirective "task_retention"`},
 		{"bad storage", "{\n mediagw {\n  storage mysql x\n }\n}", `usage: storage badger`},
 		{"bad retention", "{\n mediagw {\n  task_retention soon\n }\n}", `invalid duration`},
+		{"upstream beside base_url", "{\n mediagw {\n  provider p {\n   base_url http://a\n   upstream u {\n    base_url http://b\n   }\n  }\n }\n}", `inside each upstream block`},
+		{"upstream without base_url", "{\n mediagw {\n  provider p {\n   upstream u {\n    api_key k\n   }\n  }\n }\n}", `upstream "u": base_url is required`},
+		{"upstream defined twice", "{\n mediagw {\n  provider p {\n   upstream u {\n    base_url http://a\n   }\n   upstream u {\n    base_url http://b\n   }\n  }\n }\n}", `upstream "u" is defined twice`},
+		{"bad weight", "{\n mediagw {\n  provider p {\n   upstream u {\n    base_url http://a\n    weight 0\n   }\n  }\n }\n}", `at least 1`},
+		{"bad priority", "{\n mediagw {\n  provider p {\n   upstream u {\n    base_url http://a\n    priority -1\n   }\n  }\n }\n}", `priority must be`},
+		{"unknown upstream subdirective", "{\n mediagw {\n  provider p {\n   upstream u {\n    base_url http://a\n    colour blue\n   }\n  }\n }\n}", `unknown subdirective "colour"`},
+		{"model_map arguments", "{\n mediagw {\n  provider p {\n   base_url http://a\n   model_map only-one\n  }\n }\n}", `usage: model_map`},
+		{"alias served twice", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n  }\n  provider q {\n   base_url http://b\n   model_map m m-2024\n  }\n }\n}", `model "m" is served by two providers`},
+		{"dynamic mediagw options", ":80 {\n reverse_proxy {\n  dynamic mediagw {\n   x\n  }\n }\n}", `takes no options`},
 		{"handler argument", ":80 {\n mediagw_auth extra\n}", `wrong argument count`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
