@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -277,10 +278,11 @@ func TestChannelsModelAlias(t *testing.T) {
 // Every upstream cooling down: 503 with Retry-After, in the OpenAI error shape.
 func TestChannelsNoneLeft(t *testing.T) {
 	a, b := newChannel(t, "a", "key-a", ""), newChannel(t, "b", "key-b", "/openai")
-	a.retryAfter, b.retryAfter = "30", "30"
+	bin := caddyBinary(t) // built before the clock starts: a cold build takes a while
+	a.retryAfter, b.retryAfter = "120", "120"
 	a.fail.Store(http.StatusServiceUnavailable)
 	b.fail.Store(http.StatusTooManyRequests)
-	base, _ := startChannels(t, map[string]string{"a_url": a.URL, "b_url": b.URL})
+	base, g := startChannels(t, map[string]string{"a_url": a.URL, "b_url": b.URL})
 	r := call(t, http.MethodPost, base+"/v1/chat/completions", "mg-channels", chatBody("other-chat", false))
 	if r.status != http.StatusServiceUnavailable && r.status != http.StatusTooManyRequests {
 		t.Fatalf("first request: %d %s; want the last upstream's refusal", r.status, r.body)
@@ -298,5 +300,31 @@ func TestChannelsNoneLeft(t *testing.T) {
 	}
 	if a.requests.Load() != 1 || b.requests.Load() != 1 {
 		t.Fatalf("a cooling upstream was called")
+	}
+
+	// The admin API and `caddy mediagw upstreams` show both cooling down, and no credential.
+	out, err := exec.Command(bin, "mediagw", "upstreams", "--address", g.admin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("caddy mediagw upstreams: %v\n%s", err, out)
+	}
+	var view struct {
+		Upstreams []struct {
+			Provider, Name, Address string
+			Healthy                 bool
+			CoolingUntil            *time.Time `json:"cooling_until"`
+			Failures                int
+			Recent                  []struct{ Reason string } `json:"recent_failures"`
+		}
+	}
+	decodeJSON(t, out, &view)
+	if len(view.Upstreams) != 2 || strings.Contains(string(out), "key-a") || strings.Contains(string(out), "key-b") {
+		t.Fatalf("upstreams: %s", out)
+	}
+	for i, want := range []string{"HTTP 503", "HTTP 429"} {
+		u := view.Upstreams[i]
+		if u.Healthy || u.CoolingUntil == nil || time.Until(*u.CoolingUntil) < 0 || u.Failures != 1 ||
+			len(u.Recent) != 1 || u.Recent[0].Reason != want {
+			t.Fatalf("upstream %d: %+v; want cooling down after %s", i, u, want)
+		}
 	}
 }
