@@ -16,10 +16,11 @@ import (
 // parseGlobalOption sets up the mediagw app. Syntax:
 //
 //	mediagw {
-//		storage badger [<dir>]
+//		storage <backend> [<args…>]   (storage badger [<dir>])
 //		task_retention <duration>
 //		disabled_accounts <account...>
 //		refund_unsuccessful_tasks
+//		upstream_proxy_from_env
 //		provider <name> {
 //			base_url   <url>
 //			api_key    <secret>
@@ -102,14 +103,18 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		seen[name] = true
 		switch name {
 		case "storage":
-			args := d.RemainingArgs()
-			if len(args) < 1 || len(args) > 2 || args[0] != "badger" {
-				return d.Err("usage: storage badger [<dir>]")
+			if !d.NextArg() {
+				return d.Err("usage: storage <backend> [<args…>], e.g. storage badger <dir>")
 			}
-			a.Storage = &StorageConfig{Backend: args[0]}
-			if len(args) == 2 {
-				a.Storage.Path = args[1]
+			backend := d.Val()
+			if _, err := caddy.GetModule("mediagw.storage." + backend); err != nil {
+				return d.Errf("storage: unknown backend %q; usage: storage badger [<dir>]", backend)
 			}
+			mod, err := caddyfile.UnmarshalModule(d, "mediagw.storage."+backend)
+			if err != nil {
+				return d.Errf("storage %s: %v", backend, err)
+			}
+			a.StorageRaw = caddyconfig.JSONModuleObject(mod, "module", backend, nil)
 		case "task_retention":
 			var s string
 			if !d.AllArgs(&s) {
@@ -125,6 +130,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			a.RefundUnsuccessfulTasks = true
+		case "upstream_proxy_from_env":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			a.UpstreamProxyFromEnv = true
 		case "disabled_accounts":
 			a.DisabledAccounts = d.RemainingArgs()
 			if len(a.DisabledAccounts) == 0 {

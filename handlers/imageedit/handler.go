@@ -6,6 +6,7 @@
 package imageedit
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -56,6 +57,11 @@ var (
 	errMethod   = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
 	errBodyType = apierror.New(http.StatusBadRequest, "invalid_request_body", "send the edit as application/json with public image URLs; multipart file bodies are not accepted")
 )
+
+// Serves reports whether path is one of the handler's: …/images/edits or …/images/tasks/{id}.
+func Serves(path string) bool {
+	return strings.HasSuffix(path, "/images/edits") || strings.Contains(path, "/images/tasks/")
+}
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, ok := auth.FromContext(r.Context())
@@ -116,7 +122,11 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			return err
 		}
 	}
-	ans, up, err := h.create(r.Context(), p, model, body)
+	idempotency.MarkForwarded(r.Context())
+	// The client going away must not orphan an image task: the upstream call (bounded by the
+	// client's Timeout, upstream_timeout) and the ownership record run to completion.
+	ctx := context.WithoutCancel(r.Context())
+	ans, up, err := h.create(ctx, p, model, body)
 	if err != nil {
 		charge.Refund()
 		return err
@@ -132,9 +142,12 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			Provider: p.Name, Upstream: up.Name, Model: model, Status: "queued",
 			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		}
-		if err := h.Store.PutTask(r.Context(), task); err != nil {
-			charge.Refund()
-			return err // never hand out a task id whose owner is not recorded
+		if _, err := h.Store.CreateTask(ctx, task); err != nil {
+			// Never hand out a task id whose owner is not recorded. There is no way to cancel
+			// an image task upstream, so the cost stays charged: the task runs.
+			h.Logger.Error("image task created upstream but its ownership could not be recorded",
+				zap.String("task_id", taskID), zap.Error(err))
+			return err
 		}
 	}
 	passOn(w, ans)

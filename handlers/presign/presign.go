@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"mime"
 	"net/http"
 	"path"
@@ -22,6 +23,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/ratelimit"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // Defaults.
@@ -51,6 +53,7 @@ type Handler struct {
 	// Expires is the life of a presigned URL. Default: 15 minutes.
 	Expires time.Duration
 	// AllowedContentTypes, when set, restricts content_type (entries like "image/png" or "image/*").
+	// Active content (see IsActiveContent) is refused unless an entry names it exactly.
 	AllowedContentTypes []string
 	// Limiter bounds presign calls per API key; nil means no limit.
 	Limiter *ratelimit.SlidingWindow
@@ -149,12 +152,17 @@ func parseRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
 	if err != nil {
 		return req, err
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(body, &obj) != nil || obj == nil {
+	obj, err := jsonkeys.Members(body, "filename", "content_type")
+	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
+		return req, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
+	}
+	if err != nil {
 		return req, errBodyJSON
 	}
-	if json.Unmarshal(body, &req) != nil {
-		return req, errBodyJSON.WithParam("filename")
+	for name, dst := range map[string]**string{"filename": &req.Filename, "content_type": &req.ContentType} {
+		if raw, ok := obj[name]; ok && json.Unmarshal(raw, dst) != nil {
+			return req, errBodyJSON.WithParam(name)
+		}
 	}
 	return req, nil
 }
@@ -177,14 +185,33 @@ func (h *Handler) check(req Request) (filename, contentType string, err error) {
 	if req.ContentType != nil && *req.ContentType != "" {
 		contentType = *req.ContentType
 	}
-	mt, _, err := mime.ParseMediaType(contentType)
+	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil || strings.IndexFunc(contentType, isControl) >= 0 || !strings.Contains(mt, "/") || len(contentType) > 255 {
 		return "", "", invalidUpload("content_type", "content_type must be a MIME type such as image/png")
+	}
+	// What is signed (and what storage will serve) is the canonical form of what was checked.
+	canonical := mime.FormatMediaType(mt, params)
+	if canonical == "" {
+		return "", "", invalidUpload("content_type", "content_type must be a MIME type such as image/png")
+	}
+	if IsActiveContent(mt) && !h.listed(mt) {
+		return "", "", invalidUpload("content_type", "content_type "+mt+" is active content (a browser would run it) and is not accepted unless the operator lists it in allowed_content_types")
 	}
 	if !h.typeAllowed(mt) {
 		return "", "", invalidUpload("content_type", "content_type "+mt+" is not accepted here; allowed: "+strings.Join(h.AllowedContentTypes, ", "))
 	}
-	return filename, contentType, nil
+	return filename, canonical, nil
+}
+
+// listed reports whether allowed_content_types names the media type exactly (not by a
+// wildcard).
+func (h *Handler) listed(mediaType string) bool {
+	for _, a := range h.AllowedContentTypes {
+		if strings.EqualFold(strings.TrimSpace(a), mediaType) {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *Handler) typeAllowed(mediaType string) bool {

@@ -96,6 +96,17 @@ func (d *Dispatch) Tried() []string {
 	return names
 }
 
+// Answered is the upstream whose answer the client got: the one tried last, or the first when
+// the request went out without the mediagw transport (which is then where it went).
+func (d *Dispatch) Answered() *Upstream {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.tried) == 0 {
+		return d.order[0]
+	}
+	return d.tried[len(d.tried)-1]
+}
+
 // CanRetry reports whether a failed attempt may be repeated on another upstream: the body can be
 // replayed and a healthy upstream is left untried.
 func (d *Dispatch) CanRetry() bool {

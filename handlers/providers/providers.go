@@ -53,10 +53,19 @@ func (p *Provider) Cost(model string) int64 {
 }
 
 // SetCredentials replaces any credential on an outgoing request with the first upstream's.
-func (p *Provider) SetCredentials(h http.Header) { p.Upstreams[0].SetCredentials(h) }
+func (p *Provider) SetCredentials(h http.Header) { p.primary().SetCredentials(h) }
 
 // Endpoint returns the first upstream's URL for a path relative to its base.
-func (p *Provider) Endpoint(rel string) string { return p.Upstreams[0].Endpoint(rel) }
+func (p *Provider) Endpoint(rel string) string { return p.primary().Endpoint(rel) }
+
+// primary is the first upstream, or for a provider that NewCatalog has not checked, the one its
+// BaseURL and APIKey describe.
+func (p *Provider) primary() *Upstream {
+	if len(p.Upstreams) > 0 {
+		return p.Upstreams[0]
+	}
+	return &Upstream{Name: DefaultUpstreamName, BaseURL: p.BaseURL, APIKey: p.APIKey, AuthStyle: p.AuthStyle, provider: p.Name}
+}
 
 // Label names the provider in logs.
 func (p *Provider) Label() string { return p.Name }
@@ -65,7 +74,7 @@ func (p *Provider) Label() string { return p.Name }
 // upstreams had names carry, is the first upstream.
 func (p *Provider) Upstream(name string) (*Upstream, bool) {
 	if name == "" {
-		return p.Upstreams[0], true
+		return p.primary(), true
 	}
 	for _, u := range p.Upstreams {
 		if u.Name == name {

@@ -26,10 +26,11 @@ const MaxBody = 4 << 20
 var (
 	ErrTimeout     = apierror.New(http.StatusGatewayTimeout, "upstream_timeout", "the upstream provider did not answer in time; retry later")
 	ErrUnreachable = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
+	ErrUnreadable  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider returned an unrecognisable response")
+	ErrRedirected  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider answered with a redirect, which the gateway does not follow")
 	// ErrRefused is ErrUnreachable when no connection was made at all (refused, no route, no
 	// such host), so the request surely did not reach the upstream.
-	ErrRefused    = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
-	ErrUnreadable = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider returned an unrecognisable response")
+	ErrRefused = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
 )
 
 // Target is where a call goes: an upstream of a provider, or a provider (its first upstream).
@@ -83,6 +84,11 @@ func (c Client) Call(ctx context.Context, p Target, method, rel string, body []b
 		return Answer{}, ErrUnreachable
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Never followed (see NewHTTPClient); its Location is not logged, it may carry tokens.
+		c.Logger.Warn("upstream answered with a redirect; not followed", zap.String("upstream", p.Label()), zap.Int("status", resp.StatusCode))
+		return Answer{}, ErrRedirected
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
 	if err != nil {
 		if isTimeout(err) {

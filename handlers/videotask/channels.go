@@ -3,10 +3,12 @@ package videotask
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
@@ -52,29 +54,46 @@ func (h *Handler) boundUpstream(t storage.Task) (*providers.Upstream, bool) {
 }
 
 // orphaned settles a task whose upstream left the configuration: an unfinished one can no
-// longer be followed, so it finishes as failed with a message that says why.
+// longer be followed, so it finishes as failed, once (compare-and-set), with a message that says
+// why. Whoever wins the change releases the slot, refunds and queues the callback.
 func (h *Handler) orphaned(ctx context.Context, t storage.Task) (storage.Task, error) {
-	if storage.Terminal(t.Status) {
-		if len(t.Result) == 0 {
-			t.Result = recordJSON(t)
-		}
-		return t, nil
-	}
 	name := t.Provider
 	if t.Upstream != "" {
 		name += "/" + t.Upstream
 	}
-	t.Status, t.UpdatedAt, t.RefreshedAt = StatusFailed, now().Unix(), now().UnixNano()
-	result := recordResult(t)
-	result["error"] = mustJSON(map[string]string{
-		"code":    "upstream_removed",
-		"message": "the upstream " + name + " that ran this task is no longer configured, so the task cannot be followed",
+	var finished, notify bool
+	stored, err := storage.UpdateTask(ctx, h.Store, t.ID, func(cur *storage.Task) error {
+		finished, notify = false, false
+		if cur.Finished || storage.Terminal(cur.Status) {
+			return storage.ErrNoChange
+		}
+		cur.Status, cur.UpdatedAt, cur.RefreshedAt = StatusFailed, now().Unix(), now().UnixNano()
+		result := recordResult(*cur)
+		result["error"] = mustJSON(map[string]string{
+			"code":    "upstream_removed",
+			"message": "the upstream " + name + " that ran this task is no longer configured, so the task cannot be followed",
+		})
+		cur.Result = mustJSON(result)
+		finished = accounting.MarkFinished(cur)
+		notify = h.markNotified(cur)
+		return nil
 	})
-	t.Result = mustJSON(result)
-	h.finished(ctx, &t, StatusFailed)
-	h.notify(ctx, &t)
-	if err := h.Store.PutTask(ctx, t); err != nil {
-		h.Logger.Error("storing an orphaned task", zap.String("task_id", t.ID), zap.Error(err))
+	if errors.Is(err, storage.ErrNotFound) {
+		return t, errTaskNotExist
 	}
-	return t, nil
+	if err != nil {
+		h.Logger.Error("finishing a task whose upstream left the config", zap.String("task_id", t.ID), zap.Error(err))
+		return t, err
+	}
+	if finished {
+		h.Logger.Info("task failed: its upstream left the config", zap.String("task_id", t.ID), zap.String("upstream", name))
+		h.finished(ctx, stored, StatusFailed)
+	}
+	if notify {
+		h.notify(ctx, stored)
+	}
+	if len(stored.Result) == 0 {
+		stored.Result = recordJSON(stored)
+	}
+	return stored, nil
 }

@@ -144,11 +144,18 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
+	if err := h.checkDrafts(r.Context(), id, req.DraftTasks); err != nil {
+		return err
+	}
 	cost := p.Cost(req.Model)
 	slot, charge, err := h.admit(r.Context(), id, cost)
 	if err != nil {
 		return err
 	}
+	// From here on the client going away must not orphan the task: the upstream create and the
+	// ownership record run to completion (each upstream call bounded by the client's Timeout,
+	// upstream_timeout), so a task the client never saw is still owned and listed.
+	ctx := context.WithoutCancel(r.Context())
 	forward, token := req.Forward, ""
 	if h.RelayBase != "" {
 		var relayURL string
@@ -159,7 +166,8 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 			return err
 		}
 	}
-	taskID, up, err := h.launch(r.Context(), p, req.Model, forward)
+	idempotency.MarkForwarded(r.Context())
+	taskID, up, err := h.launch(ctx, p, req.Model, forward)
 	if err != nil {
 		charge.Refund()
 		slot.Release()
@@ -172,15 +180,18 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
 	}
-	if err := h.Store.PutTask(r.Context(), task); err != nil {
-		// Never hand out an id whose ownership is not recorded; try not to leave it running.
-		charge.Refund()
+	if _, err := h.Store.CreateTask(ctx, task); err != nil {
+		// Never hand out an id whose ownership is not recorded. The task is cancelled upstream;
+		// its cost is given back only when the upstream confirms, so that a task left running
+		// is never both unowned and free.
 		slot.Release()
-		go h.abandon(up, taskID)
+		if h.abandon(up, taskID) {
+			charge.Refund()
+		}
 		return err
 	}
 	if token != "" {
-		h.rememberRelay(r.Context(), token, taskID)
+		h.rememberRelay(ctx, token, taskID)
 	}
 	if h.Accounting != nil {
 		h.Accounting.TaskCreated(id)
@@ -189,6 +200,19 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		h.Watcher.Watch(task)
 	}
 	writeJSON(w, map[string]string{"id": taskID})
+	return nil
+}
+
+// checkDrafts refuses draft_task ids that do not name a video task of the caller's account; an
+// unknown id and another account's id get the same answer.
+func (h *Handler) checkDrafts(ctx context.Context, id auth.Identity, drafts []DraftTaskRef) error {
+	for _, d := range drafts {
+		if _, err := h.owned(ctx, id, d.ID); err == errTaskNotExist {
+			return invalid(d.Param, "names no task of this account")
+		} else if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
