@@ -47,6 +47,11 @@ func ReplaceModel(body []byte, model string) ([]byte, bool) {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') || len(spans) == 0 {
 		return body, false
 	}
+	for _, c := range body[dec.InputOffset():] {
+		if !isSpace(c) {
+			return body, false // more than one JSON value
+		}
+	}
 	quoted, err := json.Marshal(model)
 	if err != nil {
 		return body, false
