@@ -16,7 +16,7 @@ import (
 // provider's upstreams in the provider's order, and returns the first answer that counts and the
 // upstream that gave it. It moves on to the next upstream only when the failure proves that
 // nothing was created: the connection was refused, or a 429 or 503 came back. Each upstream's
-// health is recorded (a refusal, 5xx or 429 cools it down). Every upstream cooling down is a 503
+// health is recorded (a connection failure, a timeout, a 5xx or a 429 cools it down). Every upstream cooling down is a 503
 // with Retry-After. The body must already carry the upstream's model id.
 func (c Client) Create(ctx context.Context, p *providers.Provider, rel string, body []byte) (Answer, *providers.Upstream, error) {
 	order, wait := p.Order()
@@ -33,7 +33,9 @@ func (c Client) Create(ctx context.Context, p *providers.Provider, rel string, b
 			last, lastErr = Answer{}, err
 			continue
 		case err != nil:
-			u.Failed(err.Error(), 0)
+			if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrTimeout) {
+				u.Failed(err.Error(), 0) // a connection failure; a redirect or an unreadable answer is not one
+			}
 			return Answer{}, u, err
 		case ans.Status == http.StatusTooManyRequests || ans.Status == http.StatusServiceUnavailable:
 			u.Failed(fmt.Sprintf("HTTP %d", ans.Status), RetryAfter(ans.Header, time.Now()))
