@@ -33,6 +33,7 @@ type Upstream struct {
 
 	provider string
 	health   *Board
+	key      string // healthKey, computed once
 }
 
 // Provider is the name of the provider the upstream belongs to.
@@ -77,7 +78,12 @@ func (u *Upstream) CoolingUntil() time.Time { return u.health.coolingUntil(u) }
 
 // healthKey identifies the upstream's health record, which outlives config reloads as long as
 // the provider, the name and the address stay the same.
-func (u *Upstream) healthKey() string { return u.provider + "/" + u.Name + " " + u.BaseURL.String() }
+func (u *Upstream) healthKey() string {
+	if u.key == "" {
+		u.key = u.provider + "/" + u.Name + " " + u.BaseURL.String()
+	}
+	return u.key
+}
 
 // setCredentials removes the caller's credentials and sets key in the given auth style.
 func setCredentials(h http.Header, key, style string) {
