@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -52,7 +55,9 @@ http://127.0.0.1:{{port}} {
 		mediagw_route
 		reverse_proxy {
 			dynamic mediagw
-			transport mediagw
+			transport mediagw {
+				response_header_timeout 5s
+			}
 			lb_policy first
 			lb_retries 2
 		}
@@ -69,6 +74,8 @@ type channel struct {
 	// fail, when not 0, is the status every answer has (with Retry-After: retryAfter).
 	fail       atomic.Int64
 	retryAfter string
+	// stall, when set, holds every answer until it is closed.
+	stall chan struct{}
 
 	mu     sync.Mutex
 	times  []time.Time
@@ -89,11 +96,18 @@ func (c *channel) serve(w http.ResponseWriter, r *http.Request) {
 		Model  string `json:"model"`
 		Stream bool   `json:"stream"`
 	}
-	_ = json.Unmarshal(body, &req)
+	_ = json.Unmarshal(body, &req) // a multipart body has no JSON model; the body is kept below
 	c.requests.Add(1)
 	c.mu.Lock()
 	c.times, c.models, c.bodies = append(c.times, time.Now()), append(c.models, req.Model), append(c.bodies, string(body))
 	c.mu.Unlock()
+	if c.stall != nil {
+		select {
+		case <-c.stall:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if status := c.fail.Load(); status != 0 {
 		if c.retryAfter != "" {
 			w.Header().Set("Retry-After", c.retryAfter)
@@ -101,6 +115,11 @@ func (c *channel) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(int(status))
 		fmt.Fprintf(w, `{"error":{"message":"%s is failing","type":"server_error","code":"failing"}}`, c.name)
+		return
+	}
+	if r.Header.Get("Authorization") == "Bearer "+c.key && r.URL.Path == c.prefix+"/v1/audio/transcriptions" {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"text":"heard by %s"}`, c.name)
 		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+c.key || r.URL.Path != c.prefix+"/v1/chat/completions" || r.Host != strings.TrimPrefix(c.URL, "http://") {
@@ -326,5 +345,49 @@ func TestChannelsNoneLeft(t *testing.T) {
 			len(u.Recent) != 1 || u.Recent[0].Reason != want {
 			t.Fatalf("upstream %d: %+v; want cooling down after %s", i, u, want)
 		}
+	}
+}
+
+// A multipart upload refused with 503 by the first upstream reaches the second byte for byte.
+func TestChannelsMultipartReplayed(t *testing.T) {
+	a, b := newChannel(t, "a", "key-a", ""), newChannel(t, "b", "key-b", "/openai")
+	a.fail.Store(http.StatusServiceUnavailable)
+	base, _ := startChannels(t, map[string]string{"a_url": a.URL, "b_url": b.URL, "b_priority": "1"})
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	file, _ := mw.CreateFormFile("file", "talk.mp3")
+	audio := make([]byte, 3<<20) // past spool_memory: spooled to a file
+	if _, err := rand.Read(audio); err != nil {
+		t.Fatal(err)
+	}
+	file.Write(audio)
+	mw.WriteField("model", "other-chat")
+	mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/audio/transcriptions", bytes.NewReader(body.Bytes()))
+	req.Header.Set("Authorization", "Bearer mg-channels")
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	r := do(t, req)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), "heard by b") {
+		t.Fatalf("transcription: %d %s", r.status, r.body)
+	}
+	a.mu.Lock()
+	b.mu.Lock()
+	defer a.mu.Unlock()
+	defer b.mu.Unlock()
+	if len(a.bodies) != 1 || len(b.bodies) != 1 || a.bodies[0] != body.String() || b.bodies[0] != body.String() {
+		t.Fatalf("a got %d bodies, b %d; want the client's body, byte for byte, at both", len(a.bodies), len(b.bodies))
+	}
+}
+
+// An upstream that sends no response headers within response_header_timeout: the request moves
+// to the next upstream, and the client sees one answer.
+func TestChannelsTimeoutBeforeHeaders(t *testing.T) {
+	a, b := newChannel(t, "a", "key-a", ""), newChannel(t, "b", "key-b", "/openai")
+	a.stall = make(chan struct{})
+	defer close(a.stall)
+	base, _ := startChannels(t, map[string]string{"a_url": a.URL, "b_url": b.URL, "b_priority": "1"})
+	r := call(t, http.MethodPost, base+"/v1/chat/completions", "mg-channels", chatBody("other-chat", false))
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), "hello from b") || a.requests.Load() != 1 || b.requests.Load() != 1 {
+		t.Fatalf("%d %s; a saw %d, b %d", r.status, r.body, a.requests.Load(), b.requests.Load())
 	}
 }
