@@ -86,7 +86,7 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 		id, err = h.authn.AuthenticateKey(r.Context(), secret, clientIP(r))
 	}
 	if err == nil {
-		err = h.accountant.Admit(id)
+		err = h.accountant.Admit(r.Context(), id)
 	}
 	if err != nil {
 		var refusal *apierror.Error

@@ -58,6 +58,11 @@ var (
 	errBodyType = apierror.New(http.StatusBadRequest, "invalid_request_body", "send the edit as application/json with public image URLs; multipart file bodies are not accepted")
 )
 
+// Serves reports whether path is one of the handler's: …/images/edits or …/images/tasks/{id}.
+func Serves(path string) bool {
+	return strings.HasSuffix(path, "/images/edits") || strings.Contains(path, "/images/tasks/")
+}
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, ok := auth.FromContext(r.Context())
 	var err error
@@ -120,6 +125,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	// The client going away must not orphan an image task: the upstream call (bounded by the
 	// client's Timeout, upstream_timeout) and the ownership record run to completion.
 	ctx := context.WithoutCancel(r.Context())
+	idempotency.MarkForwarded(r.Context())
 	ans, err := h.client().Call(ctx, p, http.MethodPost, EditsPath, body)
 	if err != nil {
 		charge.Refund()
@@ -136,7 +142,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			Provider: p.Name, Model: model, Status: "queued",
 			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		}
-		if err := h.Store.PutTask(ctx, task); err != nil {
+		if _, err := h.Store.CreateTask(ctx, task); err != nil {
 			// Never hand out a task id whose owner is not recorded. There is no way to cancel
 			// an image task upstream, so the cost stays charged: the task runs.
 			h.Logger.Error("image task created upstream but its ownership could not be recorded",

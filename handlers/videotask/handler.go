@@ -144,6 +144,9 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
+	if err := h.checkDrafts(r.Context(), id, req.DraftTasks); err != nil {
+		return err
+	}
 	cost := p.Cost(req.Model)
 	slot, charge, err := h.admit(r.Context(), id, cost)
 	if err != nil {
@@ -163,6 +166,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 			return err
 		}
 	}
+	idempotency.MarkForwarded(r.Context())
 	taskID, err := h.launch(ctx, p, forward)
 	if err != nil {
 		charge.Refund()
@@ -176,7 +180,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
 	}
-	if err := h.Store.PutTask(ctx, task); err != nil {
+	if _, err := h.Store.CreateTask(ctx, task); err != nil {
 		// Never hand out an id whose ownership is not recorded. The task is cancelled upstream;
 		// its cost is given back only when the upstream confirms, so that a task left running
 		// is never both unowned and free.
@@ -196,6 +200,19 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		h.Watcher.Watch(task)
 	}
 	writeJSON(w, map[string]string{"id": taskID})
+	return nil
+}
+
+// checkDrafts refuses draft_task ids that do not name a video task of the caller's account; an
+// unknown id and another account's id get the same answer.
+func (h *Handler) checkDrafts(ctx context.Context, id auth.Identity, drafts []DraftTaskRef) error {
+	for _, d := range drafts {
+		if _, err := h.owned(ctx, id, d.ID); err == errTaskNotExist {
+			return invalid(d.Param, "names no task of this account")
+		} else if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
