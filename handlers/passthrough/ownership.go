@@ -15,7 +15,7 @@ import (
 // Owners is the part of the store that pass-through uses: one write that records the owner of a
 // created upstream object, and one read that finds it.
 type Owners interface {
-	PutTask(ctx context.Context, task storage.Task) error
+	CreateTask(ctx context.Context, task storage.Task) (storage.Task, error)
 	Task(ctx context.Context, id string) (storage.Task, error)
 }
 
@@ -47,24 +47,29 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 	if rt.Owners == nil {
 		return errors.New("pass-through has no store to record the owner of " + route.Creates + " objects")
 	}
-	if t, err := rt.Owners.Task(ctx, objectID); err == nil {
-		if t.Account == id.Account && t.Kind == route.Creates {
-			return nil
-		}
-		return fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
-	} else if !errors.Is(err, storage.ErrNotFound) {
-		return err
-	}
 	t := rt.now()
 	retention := rt.Retention
 	if retention <= 0 {
 		retention = storage.DefaultTaskRetention
 	}
-	return rt.Owners.PutTask(ctx, storage.Task{
+	_, err := rt.Owners.CreateTask(ctx, storage.Task{
 		ID: objectID, Kind: route.Creates, Account: id.Account, KeyID: id.KeyID,
 		Provider: route.Provider.Name, Model: route.Model, Status: "created",
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(retention).Unix(),
 	})
+	if !errors.Is(err, storage.ErrExists) {
+		return err
+	}
+	// The id is recorded already: fine when it is this account's object of this kind (an
+	// upstream that answers a retried create with the same id), never a takeover.
+	existing, err := rt.Owners.Task(ctx, objectID)
+	if err != nil {
+		return err
+	}
+	if existing.Account == id.Account && existing.Kind == route.Creates {
+		return nil
+	}
+	return fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
 }
 
 func (rt *Router) now() time.Time {

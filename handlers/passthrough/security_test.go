@@ -224,7 +224,7 @@ func TestOwnedObjects(t *testing.T) {
 		{ID: "resp_mine", Kind: KindResponse, Account: "acme", Provider: "ark", Model: "doubao", CreatedAt: now},
 		{ID: "resp_theirs", Kind: KindResponse, Account: "other", Provider: "ark", Model: "doubao", CreatedAt: now},
 	} {
-		if err := store.PutTask(ctx, rec); err != nil {
+		if _, err := store.CreateTask(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -281,7 +281,7 @@ func TestDraftTaskMustBeTheCallersOwn(t *testing.T) {
 		{ID: "cgt-mine", Kind: storage.KindVideo, Account: "acme", Model: "m", CreatedAt: time.Now().Unix()},
 		{ID: "cgt-theirs", Kind: storage.KindVideo, Account: "other", Model: "m", CreatedAt: time.Now().Unix()},
 	} {
-		if err := h.Store.PutTask(ctx, task); err != nil {
+		if _, err := h.Store.CreateTask(ctx, task); err != nil {
 			t.Fatal(err)
 		}
 	}
