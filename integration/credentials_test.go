@@ -20,6 +20,7 @@ const credentialsCaddyfile = `{
 		output file {{default_log}}
 		level INFO
 	}
+	{{servers}}
 	mediagw {
 		storage badger {{data}}
 		provider anthropic {
@@ -84,6 +85,7 @@ func TestCredentialsNeverReachLogsOrUpstreams(t *testing.T) {
 	accessLog, defaultLog := filepath.Join(dir, "access.log"), filepath.Join(dir, "default.log")
 	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
 		"rec_url": rec.URL, "access_log": accessLog, "default_log": defaultLog, "dead_port": fmt.Sprint(freePort(t)),
+		"servers": "",
 	})
 	const (
 		valid    = "mg-logtest-valid-5f1c2e"
@@ -201,6 +203,36 @@ func TestCredentialsNeverReachLogsOrUpstreams(t *testing.T) {
 					t.Errorf("the %s contains the secret %s (as %q)", name, s, form)
 				}
 			}
+		}
+	}
+}
+
+// TestLogCredentialsStillHidesKeys turns on Caddy's log_credentials, which makes Caddy print
+// Authorization: a Bearer key must still stay out of the log.
+func TestLogCredentialsStillHidesKeys(t *testing.T) {
+	rec := newRecorder(t)
+	dir := t.TempDir()
+	accessLog := filepath.Join(dir, "access.log")
+	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
+		"rec_url": rec.URL, "access_log": accessLog, "default_log": filepath.Join(dir, "default.log"),
+		"dead_port": fmt.Sprint(freePort(t)), "servers": "servers {\n\t\tlog_credentials\n\t}",
+	})
+	for key, status := range map[string]int{"mg-logtest-valid-5f1c2e": 200, "mg-logtest-bogus-logcreds": 401} {
+		if r := call(t, "GET", base+"/v1/models", key, nil); r.status != status {
+			t.Fatalf("%s: %d %s", key, r.status, r.body)
+		}
+	}
+	var access []byte
+	waitFor(t, "two access log entries", func() bool {
+		access, _ = os.ReadFile(accessLog)
+		return strings.Count(string(access), `"msg":"handled request"`) >= 2
+	})
+	if !strings.Contains(string(access), `"user_id":"logtest-key"`) {
+		t.Errorf("no entry carries the key id:\n%s", access)
+	}
+	for _, s := range []string{"mg-logtest-valid-5f1c2e", "mg-logtest-bogus-logcreds"} {
+		if strings.Contains(string(access), s) {
+			t.Errorf("the access log contains %s:\n%s", s, access)
 		}
 	}
 }
