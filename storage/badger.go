@@ -79,6 +79,9 @@ func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening badger store at %s: %w", dir, err)
 	}
+	if err := migrateLegacy(db); err != nil {
+		return nil, errors.Join(fmt.Errorf("migrating the records of an earlier version in %s: %w", dir, err), db.Close())
+	}
 	b := &Badger{db: db, stopGC: make(chan struct{})}
 	b.sync.db = db
 	b.gcDone.Add(1)
