@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -237,5 +239,61 @@ func TestLogCredentialsStillHidesKeys(t *testing.T) {
 		if strings.Contains(string(access), s) {
 			t.Errorf("the access log contains %s:\n%s", s, access)
 		}
+	}
+}
+
+// TestSSEStreamsWhenTheGatewayWritesTheLog checks that a request whose access log entry
+// mediagw_auth writes itself (a stray X-Api-Key here) still streams event by event.
+func TestSSEStreamsWhenTheGatewayWritesTheLog(t *testing.T) {
+	rec := newRecorder(t)
+	rec.release = make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(rec.release)
+		}
+	}()
+	dir := t.TempDir()
+	accessLog := filepath.Join(dir, "access.log")
+	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
+		"rec_url": rec.URL, "access_log": accessLog, "default_log": filepath.Join(dir, "default.log"),
+		"dead_port": fmt.Sprint(freePort(t)), "servers": "",
+	})
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-x","stream":true,"messages":[]}`))
+	req.Header.Set("Authorization", "Bearer mg-logtest-valid-5f1c2e")
+	req.Header.Set("X-Api-Key", "mg-logtest-bogus-sse")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewReader(resp.Body)
+	first := make(chan string, 1)
+	go func() {
+		line, _ := lines.ReadString('\n')
+		first <- line
+	}()
+	select {
+	case line := <-first:
+		if !strings.Contains(line, "first") {
+			t.Fatalf("first line = %q", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first event did not arrive while the upstream held the stream open")
+	}
+	close(rec.release)
+	released = true
+	rest, _ := io.ReadAll(lines)
+	if !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("rest of the stream = %q", rest)
+	}
+	var access []byte
+	waitFor(t, "the access log entry", func() bool {
+		access, _ = os.ReadFile(accessLog)
+		return strings.Contains(string(access), `"msg":"handled request"`)
+	})
+	if strings.Contains(string(access), "mg-logtest-") || !strings.Contains(string(access), `"status":200`) {
+		t.Fatalf("access log:\n%s", access)
 	}
 }
