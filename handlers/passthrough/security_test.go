@@ -271,6 +271,13 @@ func TestOwnedObjects(t *testing.T) {
 	}
 	_, _, err := route("POST", "/v1/videos/video_mine/remix", `{"prompt":"again","Model":"whisper"}`)
 	wantError(t, err, 400, "invalid_request_body")
+	_, _, err = route("POST", "/v1/videos/video_mine/remix", `{"prompt":"again","model":"whisper"}`)
+	wantError(t, err, 400, "invalid_request_body")
+	ct, mp := multipartBody("Content-Disposition: form-data; name=\"model\"\r\n\r\nwhisper")
+	r := httptest.NewRequest("POST", "/v1/videos/video_mine/remix", strings.NewReader(mp))
+	r.Header.Set("Content-Type", ct)
+	_, err = rt.Route(httptest.NewRecorder(), r, acme)
+	wantError(t, err, 400, "invalid_request_body")
 
 	// previous_response_id must be the caller's own.
 	if _, _, err := route("POST", "/v1/responses", `{"model":"doubao","previous_response_id":"resp_mine"}`); err != nil {
