@@ -378,3 +378,23 @@ func TestTaskIDFilterIsBounded(t *testing.T) {
 		t.Fatalf("100 ids = %d %s", r.status, r.body)
 	}
 }
+
+// TestOperatorAddsAnEndpoint forwards one more endpoint through the endpoint subdirective: it
+// then works like a capability (model checked), and nothing else opens with it.
+func TestOperatorAddsAnEndpoint(t *testing.T) {
+	env := startTenancyGateway(t, "endpoint POST /v1/moderations")
+	if r := call(t, "POST", env.base+"/v1/moderations", "mg-customer-a", `{"model":"gpt-4o-mini","input":"x"}`); r.status != 200 || r.field("path") != "/v1/moderations" {
+		t.Fatalf("added endpoint = %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", env.base+"/v1/moderations", "mg-customer-a", `{"model":"gpt-5","input":"x"}`); r.status != 403 {
+		t.Fatalf("added endpoint, model outside the key = %d %s", r.status, r.body)
+	}
+	for _, tc := range []struct{ method, path string }{{"GET", "/v1/moderations"}, {"POST", "/v1/moderations/x"}, {"POST", "/v1/files"}} {
+		if r := call(t, tc.method, env.base+tc.path, "mg-customer-a", `{"model":"gpt-4o-mini"}`); r.status != 404 {
+			t.Fatalf("%s %s = %d %s", tc.method, tc.path, r.status, r.body)
+		}
+	}
+	if _, calls := env.openai.seen(); len(calls) != 1 {
+		t.Fatalf("the upstream received %v", calls)
+	}
+}
