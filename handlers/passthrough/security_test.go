@@ -369,3 +369,29 @@ func TestCreatedObjectsAreRecordedBeforeTheClientSeesThem(t *testing.T) {
 		t.Fatalf("error answer %d %q", w.Code, w.Body)
 	}
 }
+
+func TestCreatedStreamWrittenByteByByte(t *testing.T) {
+	store := ownersStore(t)
+	rt := &Router{Catalog: catalog(t), Owners: store}
+	p, _ := rt.Catalog.ProviderFor("doubao")
+	route := Route{Model: "doubao", Provider: p, Creates: KindResponse}
+	stream := "event: a\r\ndata: {\"type\":\"x\"}\r\n\r\nevent: b\r\ndata: {\"response\":{\"id\":\"resp_bytes\"}}\r\n\r\ndata: [DONE]\r\n\r\n"
+	w := httptest.NewRecorder()
+	cw := rt.Created(w, httptest.NewRequest("POST", "/v1/responses", nil), auth.Identity{Account: "acme"}, route)
+	cw.Header().Set("Content-Type", "text/event-stream")
+	cw.WriteHeader(200)
+	for i := range len(stream) {
+		if _, err := cw.Write([]byte{stream[i]}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(w.Body.String(), "resp_bytes") {
+			if _, err := store.Task(context.Background(), "resp_bytes"); err != nil {
+				t.Fatalf("the id reached the client before its record: %v", err)
+			}
+		}
+	}
+	cw.Finish()
+	if w.Body.String() != stream {
+		t.Fatalf("stream changed: %q", w.Body)
+	}
+}
