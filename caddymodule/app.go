@@ -206,10 +206,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.staticByID[k.ID] = k
 	}
 
-	if err := a.provisionUploads(repl); err != nil {
+	if err := a.openStore(ctx); err != nil {
 		return err
 	}
-	if err := a.openStore(ctx); err != nil {
+	if err := a.provisionUploads(repl); err != nil {
 		return err
 	}
 	if err := a.provisionTaskRuntime(repl); err != nil {
@@ -242,7 +242,6 @@ func (a *App) Stop() error {
 
 // Cleanup releases this config's hold on the store.
 func (a *App) Cleanup() error {
-	a.releaseUploads()
 	if a.storeKey == "" {
 		return nil
 	}
@@ -291,12 +290,12 @@ func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, er
 		if uc.BaseURL == "" {
 			return nil, fmt.Errorf("provider %q: upstream %q: base_url is required", pc.Name, uc.Name)
 		}
-		u, err := url.Parse(repl.ReplaceKnown(uc.BaseURL, ""))
+		u, err := url.Parse(expandSecret(repl, uc.BaseURL))
 		if err != nil {
 			return nil, fmt.Errorf("provider %q: upstream %q: base_url: %v", pc.Name, uc.Name, err)
 		}
 		p.Upstreams = append(p.Upstreams, &providers.Upstream{
-			Name: uc.Name, BaseURL: u, APIKey: strings.TrimSpace(repl.ReplaceKnown(uc.APIKey, "")),
+			Name: uc.Name, BaseURL: u, APIKey: strings.TrimSpace(expandSecret(repl, uc.APIKey)),
 			Weight: uc.Weight, Priority: uc.Priority,
 		})
 	}
@@ -304,7 +303,7 @@ func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, er
 }
 
 func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
-	secret := strings.TrimSpace(repl.ReplaceKnown(sk.Key, ""))
+	secret := strings.TrimSpace(expandSecret(repl, sk.Key))
 	if secret == "" {
 		return storage.APIKey{}, fmt.Errorf("the secret is empty (is the environment variable or file in %s set?)", placeholderNames(sk.Key))
 	}

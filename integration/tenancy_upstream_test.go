@@ -28,6 +28,9 @@ type providerFake struct {
 	*httptest.Server
 	fold bool
 
+	// hold, when set, holds a streamed response after its first event until it is closed.
+	hold chan struct{}
+
 	mu     sync.Mutex
 	models []string
 	calls  []string // "METHOD /path"
@@ -88,6 +91,9 @@ func (f *providerFake) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprintf(w, "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":%q,\"object\":\"response\"}}\n\n", id)
 		w.(http.Flusher).Flush()
+		if f.hold != nil {
+			<-f.hold
+		}
 		fmt.Fprint(w, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\n")
 		fmt.Fprintf(w, "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":%q}}\n\n", id)
 	case r.Method == "POST" && strings.HasSuffix(p, "/chat/completions"):
@@ -101,7 +107,7 @@ func (f *providerFake) serve(w http.ResponseWriter, r *http.Request) {
 		// Any object, or a list of the whole upstream account's objects.
 		answer(map[string]any{"id": last, "object": "upstream-object", "every_account": []string{"cgt-of-customer-a", "cgt-of-customer-b"}})
 	default:
-		http.Error(w, `{"error":{"message":"no such route in the fake"}}`, http.StatusNotFound)
+		answer(map[string]any{"object": "echo", "path": p, "model": model})
 	}
 }
 

@@ -54,7 +54,6 @@ type Handler struct {
 var (
 	errNotFound = apierror.New(http.StatusNotFound, "not_found", "no such image endpoint")
 	errNoTask   = apierror.New(http.StatusNotFound, "task_not_found", "the image task does not exist or does not belong to this account")
-	errMethod   = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
 	errBodyType = apierror.New(http.StatusBadRequest, "invalid_request_body", "send the edit as application/json with public image URLs; multipart file bodies are not accepted")
 )
 
@@ -71,8 +70,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = auth.ErrMissingKey
 	case strings.HasSuffix(r.URL.Path, "/images/edits"):
 		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", "POST")
-			err = errMethod
+			err = apierror.MethodNotAllowed(w, http.MethodPost)
 			break
 		}
 		if h.Idempotency != nil {
@@ -87,8 +85,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.Contains(r.URL.Path, "/images/tasks/"):
 		_, taskID, _ := strings.Cut(r.URL.Path, "/images/tasks/")
 		if r.Method != http.MethodGet {
-			w.Header().Set("Allow", "GET")
-			err = errMethod
+			err = apierror.MethodNotAllowed(w, http.MethodGet)
 			break
 		}
 		err = h.query(w, r, id, taskID)

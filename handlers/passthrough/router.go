@@ -79,7 +79,7 @@ type Route struct {
 var (
 	errNoEndpoint = apierror.New(http.StatusNotFound, "not_found", "no such endpoint")
 	errNoModel    = apierror.New(http.StatusBadRequest, "missing_model", "model is required: give it in the JSON body, the multipart field \"model\", or the path").WithParam("model")
-	errBadJSON    = apierror.New(http.StatusBadRequest, "invalid_request_body", "the body is not valid JSON")
+	errBadJSON    = apierror.NotJSONObject("invalid_request_body")
 	errModelType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
 	errMultipart  = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
 )
@@ -92,6 +92,9 @@ var (
 func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity) (Route, error) {
 	ep, params, ok := rt.endpoint(r.Method, r.URL.Path)
 	if !ok {
+		if allowed := rt.allowedMethods(r.URL.Path); len(allowed) > 0 {
+			return Route{}, apierror.MethodNotAllowed(w, allowed...)
+		}
 		return Route{}, errNoEndpoint
 	}
 	route := Route{Done: func() {}, Creates: ep.Creates, Billable: ep.Object == "" || ep.Creates != ""}
@@ -102,6 +105,10 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if err := rt.dispatch(r, &route); err != nil {
 		route.Done()
 		return Route{}, err
+	}
+	if route.Creates != "" {
+		// The created object's id is read from the answer, so ask for it uncompressed.
+		r.Header.Del("Accept-Encoding")
 	}
 	return route, nil
 }
@@ -137,10 +144,13 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 	if route.BoundTo, ok = p.Upstream(t.Upstream); !ok {
 		return errNoObject // the upstream that created it left the config
 	}
-	if r.ContentLength != 0 && apierror.IsJSON(r) {
+	if r.ContentLength != 0 && !apierror.IsJSON(r) {
+		return apierror.New(http.StatusBadRequest, "invalid_request_body", "a call on an existing object takes no body, or a JSON one")
+	}
+	if r.ContentLength != 0 {
 		// A body (a remix prompt, say) may not name another model.
 		fields, err := rt.jsonFields(w, r, "model")
-		if err != nil && err != errNoModel {
+		if err != nil {
 			return err
 		}
 		if raw, ok := fields["model"]; ok {

@@ -40,9 +40,6 @@ func TestOnlyCapabilityEndpointsAreForwarded(t *testing.T) {
 		{"GET", "/api/v3/contents/generations/tasks/cgt-1"},
 		{"GET", "/v1/files"},
 		{"POST", "/v1/files"},
-		{"GET", "/v1/videos"},
-		{"GET", "/v1/responses"},
-		{"GET", "/v1/chat/completions"},
 		{"POST", "/v1/chat/completions/"},
 		{"POST", "/v1//chat/completions"},
 		{"POST", "/v2/chat/completions"},
@@ -57,6 +54,27 @@ func TestOnlyCapabilityEndpointsAreForwarded(t *testing.T) {
 		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{Account: "a"})
 		if e := wantError(t, err, 404, "not_found"); e.Message != "no such endpoint" {
 			t.Errorf("%s %s: %v", tc.method, tc.path, e)
+		}
+	}
+}
+
+// A known path called with another method is forwarded nowhere either: 405 with Allow.
+func TestKnownPathWithAnotherMethodIs405(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for _, tc := range []struct{ method, path, allow string }{
+		{"GET", "/v1/videos", "POST"},
+		{"GET", "/v1/responses", "POST"},
+		{"GET", "/v1/chat/completions", "POST"},
+		{"PUT", "/v1/videos/video_1", "GET, DELETE"},
+		{"GET", "/v1beta/models/doubao:generateContent", "POST"},
+	} {
+		r := httptest.NewRequest(tc.method, "/", strings.NewReader(`{"model":"doubao"}`))
+		r.URL.Path = tc.path
+		w := httptest.NewRecorder()
+		_, err := rt.Route(w, r, auth.Identity{Account: "a"})
+		wantError(t, err, 405, "method_not_allowed")
+		if got := w.Header().Get("Allow"); got != tc.allow {
+			t.Errorf("%s %s: Allow %q, want %q", tc.method, tc.path, got, tc.allow)
 		}
 	}
 }
@@ -231,6 +249,7 @@ func TestOwnedObjects(t *testing.T) {
 	acme := auth.Identity{Account: "acme", KeyID: "k"}
 	route := func(method, path, body string) (Route, *http.Request, error) {
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		r.Header.Set("Accept-Encoding", "gzip")
 		if body != "" {
 			r.Header.Set("Content-Type", "application/json")
 		}
@@ -247,6 +266,9 @@ func TestOwnedObjects(t *testing.T) {
 		}
 		if got.Provider.Name != "ark" || got.Model != "doubao" || r.URL.Path != "/api/v3"+strings.TrimPrefix(ok.path, "/v1") {
 			t.Fatalf("%s %s routed to %s %s", ok.method, ok.path, got.Provider.Name, r.URL.Path)
+		}
+		if r.Header.Get("Accept-Encoding") != "" && got.Creates != "" {
+			t.Fatalf("%s %s: a create asks for a compressed answer", ok.method, ok.path)
 		}
 		if got.Billable != (ok.method == "POST") {
 			t.Fatalf("%s %s billable = %v", ok.method, ok.path, got.Billable)
@@ -266,6 +288,13 @@ func TestOwnedObjects(t *testing.T) {
 		}
 	}
 	_, _, err := route("POST", "/v1/videos/video_mine/remix", `{"prompt":"again","Model":"whisper"}`)
+	wantError(t, err, 400, "invalid_request_body")
+	_, _, err = route("POST", "/v1/videos/video_mine/remix", `{"prompt":"again","model":"whisper"}`)
+	wantError(t, err, 400, "invalid_request_body")
+	ct, mp := multipartBody("Content-Disposition: form-data; name=\"model\"\r\n\r\nwhisper")
+	r := httptest.NewRequest("POST", "/v1/videos/video_mine/remix", strings.NewReader(mp))
+	r.Header.Set("Content-Type", ct)
+	_, err = rt.Route(httptest.NewRecorder(), r, acme)
 	wantError(t, err, 400, "invalid_request_body")
 
 	// previous_response_id must be the caller's own.
@@ -356,5 +385,31 @@ func TestCreatedObjectsAreRecordedBeforeTheClientSeesThem(t *testing.T) {
 	cw.Finish()
 	if w.Code != 400 || !strings.Contains(w.Body.String(), "bad") {
 		t.Fatalf("error answer %d %q", w.Code, w.Body)
+	}
+}
+
+func TestCreatedStreamWrittenByteByByte(t *testing.T) {
+	store := ownersStore(t)
+	rt := &Router{Catalog: catalog(t), Owners: store}
+	p, _ := rt.Catalog.ProviderFor("doubao")
+	route := Route{Model: "doubao", Provider: p, Creates: KindResponse}
+	stream := "event: a\r\ndata: {\"type\":\"x\"}\r\n\r\nevent: b\r\ndata: {\"response\":{\"id\":\"resp_bytes\"}}\r\n\r\ndata: [DONE]\r\n\r\n"
+	w := httptest.NewRecorder()
+	cw := rt.Created(w, httptest.NewRequest("POST", "/v1/responses", nil), auth.Identity{Account: "acme"}, route)
+	cw.Header().Set("Content-Type", "text/event-stream")
+	cw.WriteHeader(200)
+	for i := range len(stream) {
+		if _, err := cw.Write([]byte{stream[i]}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(w.Body.String(), "resp_bytes") {
+			if _, err := store.Task(context.Background(), "resp_bytes"); err != nil {
+				t.Fatalf("the id reached the client before its record: %v", err)
+			}
+		}
+	}
+	cw.Finish()
+	if w.Body.String() != stream {
+		t.Fatalf("stream changed: %q", w.Body)
 	}
 }

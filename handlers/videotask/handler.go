@@ -6,7 +6,6 @@ package videotask
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -80,7 +79,6 @@ func (h *Handler) refreshOnce(ctx context.Context, t storage.Task) (storage.Task
 
 var (
 	errNotFound     = apierror.New(http.StatusNotFound, "not_found", "no such endpoint of the video task API")
-	errMethod       = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
 	errTaskNotExist = apierror.New(http.StatusBadRequest, "task_not_exist", "the task does not exist or does not belong to this account")
 	errContentType  = apierror.New(http.StatusBadRequest, "invalid_request", "Content-Type must be application/json")
 )
@@ -115,11 +113,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = h.cancel(w, r, id, taskID)
 	default:
 		if taskID == "" {
-			w.Header().Set("Allow", "GET, POST")
+			err = apierror.MethodNotAllowed(w, http.MethodGet, http.MethodPost)
 		} else {
-			w.Header().Set("Allow", "GET, DELETE")
+			err = apierror.MethodNotAllowed(w, http.MethodGet, http.MethodDelete)
 		}
-		err = errMethod
 	}
 	if err != nil {
 		apierror.Respond(w, apierror.TaskShape, h.Logger, err)
@@ -253,6 +250,6 @@ func (h *Handler) upstream() upstream.Client {
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
+	// The status is sent; a failed write means the client is gone.
+	_ = apierror.WriteJSON(w, http.StatusOK, v)
 }

@@ -88,7 +88,7 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 		return t, upstream.ErrUnreadable
 	}
 	result, status := queryResult(answer, t)
-	body, err := json.Marshal(result)
+	body, err := apierror.Marshal(result)
 	if err != nil {
 		return t, err
 	}
@@ -188,7 +188,7 @@ func listItem(result json.RawMessage) json.RawMessage {
 		return result
 	}
 	m["failure_reason"] = m["error"]
-	b, _ := json.Marshal(m)
+	b, _ := apierror.Marshal(m)
 	return b
 }
 
