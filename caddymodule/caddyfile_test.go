@@ -89,6 +89,10 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"bad storage", "{\n mediagw {\n  storage mysql x\n }\n}", `usage: storage badger`},
 		{"bad retention", "{\n mediagw {\n  task_retention soon\n }\n}", `invalid duration`},
 		{"handler argument", ":80 {\n mediagw_auth extra\n}", `wrong argument count`},
+		{"endpoint with a wildcard", ":80 {\n mediagw_route {\n  endpoint GET /v1/*\n }\n}", `must be an absolute path without *`},
+		{"endpoint without a method", ":80 {\n mediagw_route {\n  endpoint /v1/files\n }\n}", `wrong argument count`},
+		{"endpoint in lower case", ":80 {\n mediagw_route {\n  endpoint get /v1/files\n }\n}", `upper-case HTTP method`},
+		{"duplicate max_spool", ":80 {\n mediagw_route {\n  max_spool 1MiB\n  max_spool 2MiB\n }\n}", `duplicate subdirective "max_spool"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(tc.caddyfile), map[string]any{"filename": "Caddyfile"})

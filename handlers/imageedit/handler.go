@@ -57,6 +57,11 @@ var (
 	errBodyType = apierror.New(http.StatusBadRequest, "invalid_request_body", "send the edit as application/json with public image URLs; multipart file bodies are not accepted")
 )
 
+// Serves reports whether path is one of the handler's: …/images/edits or …/images/tasks/{id}.
+func Serves(path string) bool {
+	return strings.HasSuffix(path, "/images/edits") || strings.Contains(path, "/images/tasks/")
+}
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, ok := auth.FromContext(r.Context())
 	var err error

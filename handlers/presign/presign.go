@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"mime"
 	"net/http"
 	"path"
@@ -22,6 +23,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/ratelimit"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // Defaults.
@@ -149,12 +151,17 @@ func parseRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
 	if err != nil {
 		return req, err
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(body, &obj) != nil || obj == nil {
+	obj, err := jsonkeys.Members(body, "filename", "content_type")
+	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
+		return req, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
+	}
+	if err != nil {
 		return req, errBodyJSON
 	}
-	if json.Unmarshal(body, &req) != nil {
-		return req, errBodyJSON.WithParam("filename")
+	for name, dst := range map[string]**string{"filename": &req.Filename, "content_type": &req.ContentType} {
+		if raw, ok := obj[name]; ok && json.Unmarshal(raw, dst) != nil {
+			return req, errBodyJSON.WithParam(name)
+		}
 	}
 	return req, nil
 }

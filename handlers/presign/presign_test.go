@@ -80,3 +80,24 @@ func FuzzPresignRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestPresignRefusesSmuggledKeys(t *testing.T) {
+	for body, param := range map[string]string{
+		`{"filename":"a.png","FILENAME":"b.html"}`: "filename",
+		`{"Filename":"a.png"}`:                     "filename",
+		`{"filename":"a.png","content_type":"image/png","Content_Type":"text/html"}`:      "content_type",
+		`{"filename":"a.png","content_type":"image/png","content_type":"text/html"}`:      "content_type",
+		`{"filename":"a.png","content_type":"image/png","content_typ\u0065":"text/html"}`: "content_type",
+	} {
+		st := &fakeStorage{}
+		h := &Handler{Storage: st}
+		r := httptest.NewRequest("POST", "/v1/upload/presign", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k", Account: "a"}))
+		err := h.serve(httptest.NewRecorder(), r)
+		var e *apierror.Error
+		if !errors.As(err, &e) || e.Status != 400 || e.Param != param || !strings.Contains(e.Message, param) || st.key != "" {
+			t.Errorf("%s: err = %+v, signed %q", body, err, st.key)
+		}
+	}
+}

@@ -144,6 +144,9 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
+	if err := h.checkDrafts(r.Context(), id, req.DraftTasks); err != nil {
+		return err
+	}
 	cost := p.Cost(req.Model)
 	slot, charge, err := h.admit(r.Context(), id, cost)
 	if err != nil {
@@ -190,6 +193,19 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		h.Watcher.Watch(task)
 	}
 	writeJSON(w, map[string]string{"id": taskID})
+	return nil
+}
+
+// checkDrafts refuses draft_task ids that do not name a video task of the caller's account; an
+// unknown id and another account's id get the same answer.
+func (h *Handler) checkDrafts(ctx context.Context, id auth.Identity, drafts []DraftTaskRef) error {
+	for _, d := range drafts {
+		if _, err := h.owned(ctx, id, d.ID); err == errTaskNotExist {
+			return invalid(d.Param, "names no task of this account")
+		} else if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -199,6 +199,9 @@ func listItem(result json.RawMessage) json.RawMessage {
 	return b
 }
 
+// MaxFilterTaskIDs bounds the filter.task_ids of one list request.
+const MaxFilterTaskIDs = 100
+
 func parseListQuery(v url.Values) (storage.TaskQuery, error) {
 	q := storage.TaskQuery{Kind: storage.KindVideo, PageNum: 1, PageSize: 10}
 	for _, p := range []struct {
@@ -221,6 +224,9 @@ func parseListQuery(v url.Values) (storage.TaskQuery, error) {
 		return q, invalid("filter.status", "must be one of queued, running, succeeded, failed, cancelled, expired")
 	}
 	q.IDs = v["filter.task_ids"]
+	if len(q.IDs) > MaxFilterTaskIDs {
+		return q, invalid("filter.task_ids", "may name at most %d task ids", MaxFilterTaskIDs)
+	}
 	return q, nil
 }
 

@@ -226,8 +226,13 @@ func (w *Watcher) claim(ctx context.Context, id string) (storage.Task, bool) {
 		w.schedule(id, last.Add(w.Interval)) // a client (or another instance) read it recently
 		return t, false
 	}
-	held, err := w.Tasks.Store.AcquireLease(ctx, "watch/"+id, w.Owner, now(), w.Interval)
+	// The lease is kept for the interval, not released after the read: of all the gateways that
+	// share the store, one reads the task, and none again before the interval has passed.
+	held, err := w.Tasks.Store.AcquireLease(ctx, "poll/"+id, w.Owner, now(), w.Interval)
 	if err != nil || !held {
+		if err != nil && ctx.Err() == nil {
+			w.Tasks.Logger.Error("taking a watch lease", zap.String("task_id", id), zap.Error(err))
+		}
 		w.schedule(id, now().Add(w.Interval))
 		return t, false
 	}
