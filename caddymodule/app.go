@@ -61,6 +61,12 @@ type App struct {
 	// Default: 7 days, like the upstream.
 	TaskRetention caddy.Duration `json:"task_retention,omitempty"`
 
+	// UpstreamProxyFromEnv sends the gateway's own provider calls (video task create, query,
+	// cancel and the watcher's polls; image edits) through the proxy that HTTPS_PROXY,
+	// HTTP_PROXY and NO_PROXY name. Default: false, no proxy, whatever the environment says.
+	// (Pass-through traffic goes through reverse_proxy, which has its own transport settings.)
+	UpstreamProxyFromEnv bool `json:"upstream_proxy_from_env,omitempty"`
+
 	store         storage.Store
 	storeKey      string
 	catalog       *providers.Catalog
@@ -247,14 +253,14 @@ func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, er
 	if pc.BaseURL == "" {
 		return nil, fmt.Errorf("provider %q: base_url is required", pc.Name)
 	}
-	u, err := url.Parse(repl.ReplaceKnown(pc.BaseURL, ""))
+	u, err := url.Parse(expandSecret(repl, pc.BaseURL))
 	if err != nil {
 		return nil, fmt.Errorf("provider %q: base_url: %v", pc.Name, err)
 	}
 	return &providers.Provider{
 		Name:      pc.Name,
 		BaseURL:   u,
-		APIKey:    strings.TrimSpace(repl.ReplaceKnown(pc.APIKey, "")),
+		APIKey:    strings.TrimSpace(expandSecret(repl, pc.APIKey)),
 		AuthStyle: pc.AuthStyle,
 		Models:    pc.Models,
 		Costs:     pc.Costs,
@@ -262,7 +268,7 @@ func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, er
 }
 
 func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
-	secret := strings.TrimSpace(repl.ReplaceKnown(sk.Key, ""))
+	secret := strings.TrimSpace(expandSecret(repl, sk.Key))
 	if secret == "" {
 		return storage.APIKey{}, fmt.Errorf("the secret is empty (is the environment variable or file in %s set?)", placeholderNames(sk.Key))
 	}

@@ -20,6 +20,7 @@ import (
 //		task_retention <duration>
 //		disabled_accounts <account...>
 //		refund_unsuccessful_tasks
+//		upstream_proxy_from_env
 //		provider <name> {
 //			base_url   <url>
 //			api_key    <secret>
@@ -123,6 +124,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			a.RefundUnsuccessfulTasks = true
+		case "upstream_proxy_from_env":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			a.UpstreamProxyFromEnv = true
 		case "disabled_accounts":
 			a.DisabledAccounts = d.RemainingArgs()
 			if len(a.DisabledAccounts) == 0 {

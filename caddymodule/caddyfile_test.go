@@ -11,7 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/mediagw/mediagw/internal/standardset"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden JSON files in testdata/adapt")

@@ -1,18 +1,18 @@
 package caddymodule
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
+
+	"github.com/mediagw/mediagw/handlers/auth"
 )
 
 func init() {
@@ -61,12 +61,12 @@ func keyCommands() *cobra.Command {
 	}
 	f := create.Flags()
 	f.String("account", "", "Account that owns the key (required)")
-	f.StringSlice("models", nil, "Model glob patterns the key may use (default: all)")
-	f.StringSlice("allow-ips", nil, "Addresses or CIDR ranges the key may be used from (default: any)")
-	f.String("expires", "", "RFC 3339 time from which the key is refused")
-	f.Int64("quota", -1, "Total cost the key may consume (default: unlimited)")
-	f.String("rate", "", "Request rate limit as <requests>/<window>, e.g. 60/1m")
-	f.Int64("max-active-tasks", 0, "Most unfinished video tasks at once (default: no limit)")
+	f.StringSlice("models", nil, "Comma-separated model globs the key may use; leave it out for all models")
+	f.StringSlice("allow-ips", nil, "Comma-separated addresses or CIDR ranges the key may be used from; leave it out for any")
+	f.String("expires", "", "RFC 3339 time from which the key is refused, such as 2027-01-31T00:00:00Z; leave it out for never")
+	f.Int64("quota", 0, "Total cost the key may consume; leave it out for no quota")
+	f.String("rate", "", "Request rate limit as <requests>/<window>, such as 60/1m; leave it out for no limit")
+	f.Int64("max-active-tasks", 0, "Most unfinished video tasks at once; leave it out for no limit")
 	key.AddCommand(create,
 		&cobra.Command{Use: "list", Short: "Lists keys (never their secrets)", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
@@ -107,73 +107,74 @@ func accountCommands() *cobra.Command {
 	return acct
 }
 
-// createBody turns the create flags into the admin API's body.
+// createBody turns the create flags into the admin API's body. Every flag is checked here, so a
+// mistake is reported in the CLI's own words before anything is sent.
 func createBody(cmd *cobra.Command) (map[string]any, error) {
 	f := cmd.Flags()
-	account, _ := f.GetString("account")
-	if account == "" {
-		return nil, fmt.Errorf("--account is required")
+	account, err := f.GetString("account")
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(account) == "" {
+		return nil, fmt.Errorf("--account is required: the account that owns the key, such as --account acme")
 	}
 	body := map[string]any{"account": account}
 	if v, _ := f.GetStringSlice("models"); len(v) > 0 {
+		for _, m := range v {
+			if strings.TrimSpace(m) == "" {
+				return nil, fmt.Errorf("--models has an empty pattern; give comma-separated globs such as 'gpt-*,seedance-*'")
+			}
+		}
 		body["models"] = v
 	}
 	if v, _ := f.GetStringSlice("allow-ips"); len(v) > 0 {
+		for _, a := range v {
+			if _, err := auth.ParseIPRange(a); err != nil {
+				return nil, fmt.Errorf("--allow-ips: %q is not an address or CIDR range such as 10.0.0.0/8 or 203.0.113.7", a)
+			}
+		}
 		body["allow_ips"] = v
 	}
 	if v, _ := f.GetString("expires"); v != "" {
+		if _, err := time.Parse(time.RFC3339, v); err != nil {
+			return nil, fmt.Errorf("--expires: %q is not an RFC 3339 time such as 2027-01-31T00:00:00Z", v)
+		}
 		body["expires"] = v
 	}
-	if v, _ := f.GetInt64("quota"); v >= 0 {
-		body["quota"] = v
+	if f.Changed("quota") {
+		q, _ := f.GetInt64("quota")
+		if q < 0 {
+			return nil, fmt.Errorf("--quota must be 0 or more (leave it out for no quota)")
+		}
+		body["quota"] = q
 	}
 	if v, _ := f.GetString("rate"); v != "" {
-		requests, window, ok := strings.Cut(v, "/")
-		if !ok {
-			return nil, fmt.Errorf("--rate must look like 60/1m")
+		rate, err := parseRateFlag(v)
+		if err != nil {
+			return nil, err
 		}
-		var n int
-		if _, err := fmt.Sscan(requests, &n); err != nil {
-			return nil, fmt.Errorf("--rate must look like 60/1m")
-		}
-		body["rate"] = map[string]any{"requests": n, "window": window}
+		body["rate"] = rate
 	}
-	if v, _ := f.GetInt64("max-active-tasks"); v > 0 {
-		body["max_active_tasks"] = v
+	if f.Changed("max-active-tasks") {
+		n, _ := f.GetInt64("max-active-tasks")
+		if n < 1 {
+			return nil, fmt.Errorf("--max-active-tasks must be 1 or more (leave it out for no limit)")
+		}
+		body["max_active_tasks"] = n
 	}
 	return body, nil
 }
 
-// adminCall sends one request to the admin API and prints the JSON answer.
-func adminCall(cmd *cobra.Command, method, uri string, body any) error {
-	addr, _ := cmd.Flags().GetString("address")
-	cfg, _ := cmd.Flags().GetString("config")
-	adapter, _ := cmd.Flags().GetString("adapter")
-	adminAddr, err := caddycmd.DetermineAdminAPIAddress(addr, nil, cfg, adapter)
-	if err != nil {
-		return fmt.Errorf("finding the admin API address: %v", err)
+// parseRateFlag reads --rate <requests>/<window>, such as 60/1m.
+func parseRateFlag(v string) (map[string]any, error) {
+	requests, window, ok := strings.Cut(v, "/")
+	n, err := strconv.Atoi(strings.TrimSpace(requests))
+	if !ok || err != nil || n < 1 {
+		return nil, fmt.Errorf("--rate %q: give <requests>/<window> with a whole number of requests, such as 60/1m", v)
 	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
+	d, err := time.ParseDuration(strings.TrimSpace(window))
+	if err != nil || d <= 0 {
+		return nil, fmt.Errorf("--rate %q: the window %q is not a duration; write it like 1m, 30s or 1h (so 60/1m, not 60/minute)", v, window)
 	}
-	resp, err := caddycmd.AdminAPIRequest(adminAddr, method, uri, nil, rd)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	var out bytes.Buffer
-	if json.Indent(&out, raw, "", "  ") != nil {
-		out.Write(raw)
-	}
-	_, err = fmt.Fprintln(os.Stdout, strings.TrimSpace(out.String()))
-	return err
+	return map[string]any{"requests": n, "window": strings.TrimSpace(window)}, nil
 }

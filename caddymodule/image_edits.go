@@ -46,7 +46,7 @@ func (h *ImageEditsHandler) Provision(ctx caddy.Context) error {
 	h.edits = &imageedit.Handler{
 		Catalog:     app.Catalog(),
 		Store:       app.Store(),
-		Client:      upstreamClient(time.Duration(h.UpstreamTimeout)),
+		Client:      app.upstreamClient(time.Duration(h.UpstreamTimeout)),
 		Retention:   app.taskRetention(),
 		Accounting:  app.Accountant(),
 		Idempotency: app.Idempotency(),

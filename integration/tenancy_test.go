@@ -50,9 +50,7 @@ http://127.0.0.1:{{port}} {
 		mediagw_presign /v1/upload/presign
 		mediagw_video_tasks /api/v3/contents/generations/tasks*
 		mediagw_image_edits /v1/images/*
-		mediagw_route {
-			max_spool {{max_spool}}
-		}
+		mediagw_route{{route_options}}
 		@ark vars {mediagw.provider} ark
 		reverse_proxy @ark {{ark_url}} {
 			header_up Host {upstream_hostport}
@@ -66,15 +64,19 @@ http://127.0.0.1:{{port}} {
 `
 
 type tenancyEnv struct {
-	base         string
-	ark, openai  *providerFake
-	allowedModel map[string]bool
+	base        string
+	ark, openai *providerFake
 }
 
-func startTenancyGateway(t *testing.T) tenancyEnv {
+// startTenancyGateway runs the sketch; routeOptions, when given, is a block for mediagw_route.
+func startTenancyGateway(t *testing.T, routeOptions ...string) tenancyEnv {
 	t.Helper()
 	ark, oa := newProviderFake(t, true), newProviderFake(t, false)
-	base, _ := startSimGateway(t, tenancyCaddyfile, map[string]string{"ark_url": ark.URL, "openai_url": oa.URL, "max_spool": "1MiB"})
+	options := ""
+	if len(routeOptions) > 0 {
+		options = " {\n\t\t\t" + strings.Join(routeOptions, "\n\t\t\t") + "\n\t\t}"
+	}
+	base, _ := startSimGateway(t, tenancyCaddyfile, map[string]string{"ark_url": ark.URL, "openai_url": oa.URL, "route_options": options})
 	return tenancyEnv{base: base, ark: ark, openai: oa}
 }
 
@@ -109,7 +111,7 @@ func TestModelSmugglingIsRefused(t *testing.T) {
 	text := `"content":[{"type":"text","text":"a cat"}]`
 	for _, tc := range []struct {
 		name, path, allowed, other, rest string
-		taskShape                       bool
+		taskShape                        bool
 	}{
 		{"video task API", "/api/v3/contents/generations/tasks", "doubao-seedance-1-0-lite-t2v-250428", "doubao-seedance-1-0-pro-250528", text, true},
 		{"image edits", "/v1/images/edits", "gpt-image-1", "gpt-image-2", `"prompt":"blue","images":[{"image_url":"https://cdn.example.com/a.png"}]`, false},
@@ -225,7 +227,10 @@ func TestCreatedObjectsBelongToTheirAccount(t *testing.T) {
 	generation := create("/v1/video/generations", `{"model":"sora-2","prompt":"a cat"}`)
 	image := create("/v1/images/generations", `{"model":"gpt-image-1","prompt":"a cat"}`)
 
-	// A streamed response stays streamed, and its id is recorded from the first event.
+	// A streamed response stays streamed (its first event arrives while the upstream holds the
+	// rest), and its id is recorded from that event.
+	env.openai.hold = make(chan struct{})
+	defer close(env.openai.hold)
 	req, _ := http.NewRequest("POST", env.base+"/v1/responses", strings.NewReader(`{"model":"gpt-4o-mini","input":"hi","stream":true}`))
 	req.Header.Set("Authorization", "Bearer "+a)
 	req.Header.Set("Content-Type", "application/json")
@@ -237,6 +242,7 @@ func TestCreatedObjectsBelongToTheirAccount(t *testing.T) {
 		t.Fatalf("stream = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	first, err := bufio.NewReader(resp.Body).ReadString('}')
+	env.openai.hold <- struct{}{}
 	resp.Body.Close()
 	_, streamed, _ := strings.Cut(first, `"id":"`)
 	streamed, _, _ = strings.Cut(streamed, `"`)
@@ -307,7 +313,7 @@ func TestCreatedObjectsBelongToTheirAccount(t *testing.T) {
 // TestMultipartSpoolIsBoundedAndRemoved sends a body past max_spool (1MiB here) and checks the
 // 413, and that no spool file stays open in the gateway (which runs in this process).
 func TestMultipartSpoolIsBoundedAndRemoved(t *testing.T) {
-	env := startTenancyGateway(t)
+	env := startTenancyGateway(t, "max_spool 1MiB", "spool_memory 64KiB")
 	send := func(size int) response {
 		var body bytes.Buffer
 		mw := multipart.NewWriter(&body)

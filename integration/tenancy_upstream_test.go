@@ -28,6 +28,9 @@ type providerFake struct {
 	*httptest.Server
 	fold bool
 
+	// hold, when set, holds a streamed response after its first event until it is closed.
+	hold chan struct{}
+
 	mu     sync.Mutex
 	models []string
 	calls  []string // "METHOD /path"
@@ -88,6 +91,9 @@ func (f *providerFake) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprintf(w, "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":%q,\"object\":\"response\"}}\n\n", id)
 		w.(http.Flusher).Flush()
+		if f.hold != nil {
+			<-f.hold
+		}
 		fmt.Fprint(w, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\n")
 		fmt.Fprintf(w, "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":%q}}\n\n", id)
 	case r.Method == "POST" && strings.HasSuffix(p, "/chat/completions"):

@@ -62,7 +62,7 @@ func ParseEdit(body []byte) (string, error) {
 	}
 	var f map[string]json.RawMessage
 	if err := json.Unmarshal(body, &f); err != nil || f == nil {
-		return "", apierror.New(http.StatusBadRequest, "invalid_request_body", "the body must be a JSON object")
+		return "", apierror.NotJSONObject("invalid_request_body")
 	}
 	for k, v := range f {
 		if string(v) == "null" {

@@ -63,10 +63,14 @@ func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identi
 		limit = DefaultMaxCreateAnswer
 	}
 	ctx := r.Context()
+	logger := rt.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
 	return &CreatedWriter{
 		ResponseWriter: w,
 		record:         func(objectID string) error { return rt.recordOwner(ctx, id, route, objectID) },
-		logger:         rt.Logger,
+		logger:         logger,
 		limit:          limit,
 	}
 }
@@ -267,3 +271,9 @@ func eventID(event []byte) string {
 	}
 	return e.ID
 }
+
+// Interface guards
+var (
+	_ http.ResponseWriter             = (*CreatedWriter)(nil)
+	_ interface{ FlushError() error } = (*CreatedWriter)(nil)
+)

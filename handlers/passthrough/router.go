@@ -74,7 +74,7 @@ type Route struct {
 var (
 	errNoEndpoint = apierror.New(http.StatusNotFound, "not_found", "no such endpoint")
 	errNoModel    = apierror.New(http.StatusBadRequest, "missing_model", "model is required: give it in the JSON body, the multipart field \"model\", or the path").WithParam("model")
-	errBadJSON    = apierror.New(http.StatusBadRequest, "invalid_request_body", "the body is not valid JSON")
+	errBadJSON    = apierror.NotJSONObject("invalid_request_body")
 	errModelType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
 	errMultipart  = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
 )
@@ -87,6 +87,9 @@ var (
 func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity) (Route, error) {
 	ep, params, ok := rt.endpoint(r.Method, r.URL.Path)
 	if !ok {
+		if allowed := rt.allowedMethods(r.URL.Path); len(allowed) > 0 {
+			return Route{}, apierror.MethodNotAllowed(w, allowed...)
+		}
 		return Route{}, errNoEndpoint
 	}
 	route := Route{Done: func() {}, Creates: ep.Creates, Billable: ep.Object == "" || ep.Creates != ""}
@@ -95,6 +98,10 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		return Route{}, err
 	}
 	rewrite(r, route.Provider)
+	if route.Creates != "" {
+		// The created object's id is read from the answer, so ask for it uncompressed.
+		r.Header.Del("Accept-Encoding")
+	}
 	return route, nil
 }
 

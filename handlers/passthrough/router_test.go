@@ -135,6 +135,9 @@ func FuzzRoute(f *testing.F) {
 	f.Add("application/json", `{"model":"doubao"}`, "/v1/chat/completions")
 	f.Add("multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper\r\n--x--\r\n", "/v1/audio/transcriptions")
 	f.Add("text/plain", "", "/v1beta/models/gemini-pro:generateContent")
+	f.Add("application/json", `{"model":"doubao","Model":"whisper","previous_response_id":"r"}`, "/v1/responses")
+	f.Add("multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name*=UTF-8''model\r\n\r\nwhisper\r\n--x--\r\n", "/v1/audio/translations")
+	f.Add("application/json", `{"prompt":"x"}`, "/v1/videos/video_1/remix")
 	f.Fuzz(func(t *testing.T, contentType, body, path string) {
 		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " ?#%\x00\r\n") {
 			return

@@ -40,9 +40,6 @@ func TestOnlyCapabilityEndpointsAreForwarded(t *testing.T) {
 		{"GET", "/api/v3/contents/generations/tasks/cgt-1"},
 		{"GET", "/v1/files"},
 		{"POST", "/v1/files"},
-		{"GET", "/v1/videos"},
-		{"GET", "/v1/responses"},
-		{"GET", "/v1/chat/completions"},
 		{"POST", "/v1/chat/completions/"},
 		{"POST", "/v1//chat/completions"},
 		{"POST", "/v2/chat/completions"},
@@ -57,6 +54,27 @@ func TestOnlyCapabilityEndpointsAreForwarded(t *testing.T) {
 		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{Account: "a"})
 		if e := wantError(t, err, 404, "not_found"); e.Message != "no such endpoint" {
 			t.Errorf("%s %s: %v", tc.method, tc.path, e)
+		}
+	}
+}
+
+// A known path called with another method is forwarded nowhere either: 405 with Allow.
+func TestKnownPathWithAnotherMethodIs405(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for _, tc := range []struct{ method, path, allow string }{
+		{"GET", "/v1/videos", "POST"},
+		{"GET", "/v1/responses", "POST"},
+		{"GET", "/v1/chat/completions", "POST"},
+		{"PUT", "/v1/videos/video_1", "GET, DELETE"},
+		{"GET", "/v1beta/models/doubao:generateContent", "POST"},
+	} {
+		r := httptest.NewRequest(tc.method, "/", strings.NewReader(`{"model":"doubao"}`))
+		r.URL.Path = tc.path
+		w := httptest.NewRecorder()
+		_, err := rt.Route(w, r, auth.Identity{Account: "a"})
+		wantError(t, err, 405, "method_not_allowed")
+		if got := w.Header().Get("Allow"); got != tc.allow {
+			t.Errorf("%s %s: Allow %q, want %q", tc.method, tc.path, got, tc.allow)
 		}
 	}
 }
@@ -231,6 +249,7 @@ func TestOwnedObjects(t *testing.T) {
 	acme := auth.Identity{Account: "acme", KeyID: "k"}
 	route := func(method, path, body string) (Route, *http.Request, error) {
 		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		r.Header.Set("Accept-Encoding", "gzip")
 		if body != "" {
 			r.Header.Set("Content-Type", "application/json")
 		}
@@ -247,6 +266,9 @@ func TestOwnedObjects(t *testing.T) {
 		}
 		if got.Provider.Name != "ark" || got.Model != "doubao" || r.URL.Path != "/api/v3"+strings.TrimPrefix(ok.path, "/v1") {
 			t.Fatalf("%s %s routed to %s %s", ok.method, ok.path, got.Provider.Name, r.URL.Path)
+		}
+		if r.Header.Get("Accept-Encoding") != "" && got.Creates != "" {
+			t.Fatalf("%s %s: a create asks for a compressed answer", ok.method, ok.path)
 		}
 		if got.Billable != (ok.method == "POST") {
 			t.Fatalf("%s %s billable = %v", ok.method, ok.path, got.Billable)

@@ -71,3 +71,9 @@ type replayBody struct {
 	io.Reader
 	io.Closer
 }
+
+// Interface guards
+var (
+	_ io.WriteCloser = (*spool)(nil)
+	_ io.ReadCloser  = replayBody{}
+)

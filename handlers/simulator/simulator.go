@@ -139,7 +139,7 @@ type createBody struct {
 func (s *Simulator) createTask(w http.ResponseWriter, r *http.Request) {
 	var b createBody
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&b); err != nil {
-		upstreamError(w, http.StatusBadRequest, "InvalidParameter", "the request body is not valid JSON")
+		upstreamError(w, http.StatusBadRequest, "InvalidParameter", "the request body must be a JSON object")
 		return
 	}
 	if b.Model == "" || len(b.Content) == 0 {
@@ -334,7 +334,10 @@ func or(s, def string) string {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	// The status is sent; a failed write means the client is gone.
+	_ = enc.Encode(v)
 }
 
 // upstreamError answers in the providers' error shape.

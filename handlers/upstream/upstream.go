@@ -28,6 +28,7 @@ var (
 	ErrTimeout     = apierror.New(http.StatusGatewayTimeout, "upstream_timeout", "the upstream provider did not answer in time; retry later")
 	ErrUnreachable = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
 	ErrUnreadable  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider returned an unrecognisable response")
+	ErrRedirected  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider answered with a redirect, which the gateway does not follow")
 )
 
 // Client calls providers with their own credentials.
@@ -71,6 +72,11 @@ func (c Client) Call(ctx context.Context, p *providers.Provider, method, rel str
 		return Answer{}, ErrUnreachable
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Never followed (see NewHTTPClient); its Location is not logged, it may carry tokens.
+		c.Logger.Warn("upstream answered with a redirect; not followed", zap.String("provider", p.Name), zap.Int("status", resp.StatusCode))
+		return Answer{}, ErrRedirected
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
 	if err != nil {
 		if isTimeout(err) {

@@ -80,7 +80,6 @@ func (h *Handler) refreshOnce(ctx context.Context, t storage.Task) (storage.Task
 
 var (
 	errNotFound     = apierror.New(http.StatusNotFound, "not_found", "no such endpoint of the video task API")
-	errMethod       = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
 	errTaskNotExist = apierror.New(http.StatusBadRequest, "task_not_exist", "the task does not exist or does not belong to this account")
 	errContentType  = apierror.New(http.StatusBadRequest, "invalid_request", "Content-Type must be application/json")
 )
@@ -115,11 +114,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = h.cancel(w, r, id, taskID)
 	default:
 		if taskID == "" {
-			w.Header().Set("Allow", "GET, POST")
+			err = apierror.MethodNotAllowed(w, http.MethodGet, http.MethodPost)
 		} else {
-			w.Header().Set("Allow", "GET, DELETE")
+			err = apierror.MethodNotAllowed(w, http.MethodGet, http.MethodDelete)
 		}
-		err = errMethod
 	}
 	if err != nil {
 		apierror.Respond(w, apierror.TaskShape, h.Logger, err)
@@ -152,6 +150,10 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
+	// From here on the client going away must not orphan the task: the upstream create and the
+	// ownership record run to completion (each upstream call bounded by the client's Timeout,
+	// upstream_timeout), so a task the client never saw is still owned and listed.
+	ctx := context.WithoutCancel(r.Context())
 	forward, token := req.Forward, ""
 	if h.RelayBase != "" {
 		var relayURL string
@@ -163,7 +165,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		}
 	}
 	idempotency.MarkForwarded(r.Context())
-	taskID, err := h.launch(r.Context(), p, forward)
+	taskID, err := h.launch(ctx, p, forward)
 	if err != nil {
 		charge.Refund()
 		slot.Release()
@@ -176,15 +178,18 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
 	}
-	if _, err := h.Store.CreateTask(r.Context(), task); err != nil {
-		// Never hand out an id whose ownership is not recorded; try not to leave it running.
-		charge.Refund()
+	if _, err := h.Store.CreateTask(ctx, task); err != nil {
+		// Never hand out an id whose ownership is not recorded. The task is cancelled upstream;
+		// its cost is given back only when the upstream confirms, so that a task left running
+		// is never both unowned and free.
 		slot.Release()
-		go h.abandon(p, taskID)
+		if h.abandon(p, taskID) {
+			charge.Refund()
+		}
 		return err
 	}
 	if token != "" {
-		h.rememberRelay(r.Context(), token, taskID)
+		h.rememberRelay(ctx, token, taskID)
 	}
 	if h.Accounting != nil {
 		h.Accounting.TaskCreated(id)
@@ -264,6 +269,6 @@ func (h *Handler) upstream() upstream.Client {
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
+	// The status is sent; a failed write means the client is gone.
+	_ = apierror.WriteJSON(w, http.StatusOK, v)
 }

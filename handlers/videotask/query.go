@@ -95,7 +95,7 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 // this call made it. It returns the updated record, whose Result is the client's answer.
 func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64, answer map[string]json.RawMessage) (storage.Task, error) {
 	result, status := queryResult(answer, t)
-	body, err := json.Marshal(result)
+	body, err := apierror.Marshal(result)
 	if err != nil {
 		return t, err
 	}
@@ -195,7 +195,7 @@ func listItem(result json.RawMessage) json.RawMessage {
 		return result
 	}
 	m["failure_reason"] = m["error"]
-	b, _ := json.Marshal(m)
+	b, _ := apierror.Marshal(m)
 	return b
 }
 
@@ -304,13 +304,14 @@ func (h *Handler) forget(w http.ResponseWriter, ctx context.Context, taskID stri
 }
 
 // abandon cancels an upstream task whose ownership could not be recorded, so that nobody pays
-// for a task no client can see.
-func (h *Handler) abandon(p *providers.Provider, taskID string) {
+// for a task no client can see, and reports whether the upstream confirmed the cancellation.
+func (h *Handler) abandon(p *providers.Provider, taskID string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), h.upstreamTimeout())
 	defer cancel()
 	ans, err := h.upstream().Call(ctx, p, http.MethodDelete, TasksPath+"/"+url.PathEscape(taskID), nil)
 	h.Logger.Warn("task created upstream but its ownership could not be recorded; cancelling it upstream",
 		zap.String("task_id", taskID), zap.Int("upstream_status", ans.Status), zap.Error(err))
+	return err == nil && ans.OK()
 }
 
 func (h *Handler) upstreamTimeout() time.Duration {

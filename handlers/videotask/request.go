@@ -77,13 +77,13 @@ var (
 func ParseCreate(body []byte) (CreateRequest, error) {
 	if _, err := members(body, "", createFields...); err != nil {
 		if errors.Is(err, jsonkeys.ErrNotObject) {
-			return CreateRequest{}, apierror.New(400, "invalid_request", "the body must be a JSON object")
+			return CreateRequest{}, apierror.NotJSONObject("invalid_request")
 		}
 		return CreateRequest{}, err
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		return CreateRequest{}, apierror.New(400, "invalid_request", "the body must be a JSON object")
+		return CreateRequest{}, apierror.NotJSONObject("invalid_request")
 	}
 	for k, v := range fields {
 		if isNull(v) {
