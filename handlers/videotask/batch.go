@@ -55,21 +55,31 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Provider, tasks
 		}
 		return upstreamCalls, open
 	}
-	for _, t := range tasks {
+	var mu sync.Mutex
+	var unlisted []storage.Task
+	forEach(len(tasks), func(i int) {
+		t := tasks[i]
 		answer, ok := answers[t.ID]
 		if !ok {
-			// Not listed: read it alone, which also finishes a task the upstream forgot (404).
-			one(t)
-			continue
+			mu.Lock()
+			unlisted = append(unlisted, t)
+			mu.Unlock()
+			return
 		}
 		stored, err := h.storeAnswer(ctx, t, answer.readAt, answer.fields)
 		if errors.Is(err, errTaskNotExist) || err == nil && !stored.Unfinished() {
-			continue
+			return
 		}
 		if err != nil && ctx.Err() == nil {
 			h.Logger.Debug("storing a batched refresh", zap.String("task_id", t.ID), zap.Error(err))
 		}
+		mu.Lock()
 		open = append(open, t.ID)
+		mu.Unlock()
+	})
+	// Not listed: read each alone, which also finishes a task the upstream forgot (404).
+	for _, t := range unlisted {
+		one(t)
 	}
 	return upstreamCalls, open
 }

@@ -179,8 +179,11 @@ func (w *Watcher) next(n int) ([]string, time.Duration) {
 // their next polls, and drops those that have finished. It returns the upstream calls it made.
 func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	byProvider := map[*providers.Provider][]storage.Task{}
-	for _, id := range ids {
-		t, ok := w.claim(ctx, id)
+	claimed := make([]storage.Task, len(ids))
+	held := make([]bool, len(ids))
+	forEach(len(ids), func(i int) { claimed[i], held[i] = w.claim(ctx, ids[i]) })
+	for i, id := range ids {
+		t, ok := claimed[i], held[i]
 		if !ok {
 			continue
 		}
@@ -237,6 +240,28 @@ func (w *Watcher) claim(ctx context.Context, id string) (storage.Task, bool) {
 		return t, false
 	}
 	return t, true
+}
+
+// storeParallelism bounds the store calls one batch makes at once; concurrent calls share round
+// trips (the Redis client pipelines them).
+const storeParallelism = 16
+
+// forEach calls fn(0) … fn(n-1), up to storeParallelism at once, and waits for them.
+func forEach(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	sem := make(chan struct{}, storeParallelism)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
 }
 
 // dueTask is a task and when it is next due.
