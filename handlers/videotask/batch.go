@@ -20,8 +20,8 @@ import (
 // smaller batch keeps each answer small and each call quick).
 const MaxRefreshBatch = 100
 
-// noBatch remembers the providers whose task list refused an id filter, by name: they are read
-// one task at a time from then on.
+// noBatch remembers the providers whose task list refused an id filter (by *Provider, so a
+// reloaded config tries again): they are read one task at a time from then on.
 var noBatch sync.Map
 
 // refreshBatch reads several tasks of one provider in one upstream call, through the task list
@@ -94,7 +94,7 @@ func (h *Handler) refreshLogged(ctx context.Context, t storage.Task) (storage.Ta
 }
 
 func batchable(p *providers.Provider) bool {
-	_, refused := noBatch.Load(p.Name)
+	_, refused := noBatch.Load(p)
 	return !refused
 }
 
@@ -128,7 +128,7 @@ func (h *Handler) listByIDs(ctx context.Context, p *providers.Provider, tasks []
 	}
 	switch ans.Status {
 	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
-		noBatch.Store(p.Name, true)
+		noBatch.Store(p, true)
 		h.Logger.Info("the provider's task list does not filter by id; its tasks are read one by one",
 			zap.String("provider", p.Name), zap.Int("status", ans.Status))
 		return nil, errNoIDFilter
@@ -149,7 +149,7 @@ func (h *Handler) listByIDs(ctx context.Context, p *providers.Provider, tasks []
 			return nil, upstream.ErrUnreadable
 		}
 		if !want[id] {
-			noBatch.Store(p.Name, true)
+			noBatch.Store(p, true)
 			h.Logger.Info("the provider's task list ignored the id filter; its tasks are read one by one",
 				zap.String("provider", p.Name))
 			return nil, errNoIDFilter
