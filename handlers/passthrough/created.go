@@ -45,6 +45,7 @@ type CreatedWriter struct {
 	status  int // held status, 0 before WriteHeader
 	mode    int
 	pending bytes.Buffer
+	scanned int // bytes of pending already searched for an event's end
 	failed  bool
 }
 
@@ -124,8 +125,10 @@ func (cw *CreatedWriter) Write(p []byte) (int, error) {
 func (cw *CreatedWriter) events() error {
 	for cw.mode == modeEvents {
 		b := cw.pending.Bytes()
-		end := eventEnd(b)
+		from := max(cw.scanned-3, 0) // a separator may straddle two writes
+		end := eventEnd(b[from:])
 		if end < 0 {
+			cw.scanned = len(b)
 			if len(b) > maxPendingEvent {
 				cw.logger.Warn("server-sent event too large to find an id; passed through unrecorded")
 				cw.mode = modePass
@@ -133,6 +136,8 @@ func (cw *CreatedWriter) events() error {
 			}
 			return nil
 		}
+		end += from
+		cw.scanned = 0
 		if objectID := eventID(b[:end]); objectID != "" {
 			if err := cw.record(objectID); err != nil {
 				cw.failed = true

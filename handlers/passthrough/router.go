@@ -133,10 +133,13 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 	if !ok || p.Name != t.Provider {
 		return errNoObject // its provider left the config
 	}
-	if r.ContentLength != 0 && apierror.IsJSON(r) {
+	if r.ContentLength != 0 && !apierror.IsJSON(r) {
+		return apierror.New(http.StatusBadRequest, "invalid_request_body", "a call on an existing object takes no body, or a JSON one")
+	}
+	if r.ContentLength != 0 {
 		// A body (a remix prompt, say) may not name another model.
 		fields, err := rt.jsonFields(w, r, "model")
-		if err != nil && err != errNoModel {
+		if err != nil {
 			return err
 		}
 		if raw, ok := fields["model"]; ok {

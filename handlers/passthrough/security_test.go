@@ -289,6 +289,13 @@ func TestOwnedObjects(t *testing.T) {
 	}
 	_, _, err := route("POST", "/v1/videos/video_mine/remix", `{"prompt":"again","Model":"whisper"}`)
 	wantError(t, err, 400, "invalid_request_body")
+	_, _, err = route("POST", "/v1/videos/video_mine/remix", `{"prompt":"again","model":"whisper"}`)
+	wantError(t, err, 400, "invalid_request_body")
+	ct, mp := multipartBody("Content-Disposition: form-data; name=\"model\"\r\n\r\nwhisper")
+	r := httptest.NewRequest("POST", "/v1/videos/video_mine/remix", strings.NewReader(mp))
+	r.Header.Set("Content-Type", ct)
+	_, err = rt.Route(httptest.NewRecorder(), r, acme)
+	wantError(t, err, 400, "invalid_request_body")
 
 	// previous_response_id must be the caller's own.
 	if _, _, err := route("POST", "/v1/responses", `{"model":"doubao","previous_response_id":"resp_mine"}`); err != nil {
@@ -378,5 +385,31 @@ func TestCreatedObjectsAreRecordedBeforeTheClientSeesThem(t *testing.T) {
 	cw.Finish()
 	if w.Code != 400 || !strings.Contains(w.Body.String(), "bad") {
 		t.Fatalf("error answer %d %q", w.Code, w.Body)
+	}
+}
+
+func TestCreatedStreamWrittenByteByByte(t *testing.T) {
+	store := ownersStore(t)
+	rt := &Router{Catalog: catalog(t), Owners: store}
+	p, _ := rt.Catalog.ProviderFor("doubao")
+	route := Route{Model: "doubao", Provider: p, Creates: KindResponse}
+	stream := "event: a\r\ndata: {\"type\":\"x\"}\r\n\r\nevent: b\r\ndata: {\"response\":{\"id\":\"resp_bytes\"}}\r\n\r\ndata: [DONE]\r\n\r\n"
+	w := httptest.NewRecorder()
+	cw := rt.Created(w, httptest.NewRequest("POST", "/v1/responses", nil), auth.Identity{Account: "acme"}, route)
+	cw.Header().Set("Content-Type", "text/event-stream")
+	cw.WriteHeader(200)
+	for i := range len(stream) {
+		if _, err := cw.Write([]byte{stream[i]}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(w.Body.String(), "resp_bytes") {
+			if _, err := store.Task(context.Background(), "resp_bytes"); err != nil {
+				t.Fatalf("the id reached the client before its record: %v", err)
+			}
+		}
+	}
+	cw.Finish()
+	if w.Body.String() != stream {
+		t.Fatalf("stream changed: %q", w.Body)
 	}
 }
