@@ -179,10 +179,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.staticByID[k.ID] = k
 	}
 
-	if err := a.provisionUploads(repl); err != nil {
+	if err := a.openStore(ctx); err != nil {
 		return err
 	}
-	if err := a.openStore(ctx); err != nil {
+	if err := a.provisionUploads(repl); err != nil {
 		return err
 	}
 	if err := a.provisionTaskRuntime(repl); err != nil {
@@ -215,7 +215,6 @@ func (a *App) Stop() error {
 
 // Cleanup releases this config's hold on the store.
 func (a *App) Cleanup() error {
-	a.releaseUploads()
 	if a.storeKey == "" {
 		return nil
 	}

@@ -49,6 +49,7 @@ import (
 //			allow_private
 //			retry_schedule <duration...>
 //			concurrency    <n>
+//			per_host       <n>
 //			relay_base     <public base URL>
 //		}
 //		upload {
@@ -433,6 +434,7 @@ func parseCallbacks(d *caddyfile.Dispenser) (*CallbacksConfig, error) {
 		"secret":      func() error { return stringArg(d, &c.Secret) },
 		"relay_base":  func() error { return stringArg(d, &c.RelayBase) },
 		"concurrency": func() error { return positiveIntArg(d, &c.Concurrency) },
+		"per_host":    func() error { return positiveIntArg(d, &c.PerHost) },
 		"allow_private": func() error {
 			if d.NextArg() {
 				return d.ArgErr()
