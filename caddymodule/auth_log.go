@@ -65,6 +65,9 @@ func exposes(r *http.Request, srv *caddyhttp.Server) bool {
 			return true
 		}
 	}
+	if r.URL.RawQuery == "" && !strings.Contains(r.RequestURI, "?") {
+		return false
+	}
 	probe := &http.Request{URL: r.URL, RequestURI: r.RequestURI, Header: http.Header{}}
 	clone := *probe.URL
 	probe.URL = &clone

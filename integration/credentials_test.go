@@ -1,7 +1,10 @@
 package integration
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -12,13 +15,17 @@ import (
 )
 
 // credentialsCaddyfile is the README's layout with access logging on (to a file) and the
-// default log in a file too, so that every log line the gateway writes can be searched.
+// default log in a file too, at DEBUG level, so that every log line the gateway writes can be
+// searched. (At DEBUG, Caddy's reverse_proxy prints the headers of proxied requests, provider
+// credentials sent as X-Api-Key or X-Goog-Api-Key included; the README says to keep DEBUG off in
+// production. Client keys must not appear even there.)
 const credentialsCaddyfile = `{
 	{{globals}}
 	log {
 		output file {{default_log}}
-		level INFO
+		level DEBUG
 	}
+	{{servers}}
 	mediagw {
 		storage badger {{data}}
 		provider anthropic {
@@ -83,6 +90,7 @@ func TestCredentialsNeverReachLogsOrUpstreams(t *testing.T) {
 	accessLog, defaultLog := filepath.Join(dir, "access.log"), filepath.Join(dir, "default.log")
 	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
 		"rec_url": rec.URL, "access_log": accessLog, "default_log": defaultLog, "dead_port": fmt.Sprint(freePort(t)),
+		"servers": "",
 	})
 	const (
 		valid    = "mg-logtest-valid-5f1c2e"
@@ -146,7 +154,9 @@ func TestCredentialsNeverReachLogsOrUpstreams(t *testing.T) {
 			t.Errorf("%s: status %d, want %d; body %s", tc.name, r.status, tc.status, r.body)
 		}
 		if r.status >= 400 {
-			if e, ok := r.json(t)["error"].(map[string]any); !ok || e["message"] == "" {
+			var body map[string]any
+			_ = json.Unmarshal(r.body, &body) // a non-object fails the check below
+			if e, ok := body["error"].(map[string]any); !ok || e["message"] == "" {
 				t.Errorf("%s: error body not in the OpenAI shape: %s", tc.name, r.body)
 			}
 		}
@@ -199,5 +209,91 @@ func TestCredentialsNeverReachLogsOrUpstreams(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestLogCredentialsStillHidesKeys turns on Caddy's log_credentials, which makes Caddy print
+// Authorization: a Bearer key must still stay out of the log.
+func TestLogCredentialsStillHidesKeys(t *testing.T) {
+	rec := newRecorder(t)
+	dir := t.TempDir()
+	accessLog := filepath.Join(dir, "access.log")
+	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
+		"rec_url": rec.URL, "access_log": accessLog, "default_log": filepath.Join(dir, "default.log"),
+		"dead_port": fmt.Sprint(freePort(t)), "servers": "servers {\n\t\tlog_credentials\n\t}",
+	})
+	for key, status := range map[string]int{"mg-logtest-valid-5f1c2e": 200, "mg-logtest-bogus-logcreds": 401} {
+		if r := call(t, "GET", base+"/v1/models", key, nil); r.status != status {
+			t.Fatalf("%s: %d %s", key, r.status, r.body)
+		}
+	}
+	var access []byte
+	waitFor(t, "two access log entries", func() bool {
+		access, _ = os.ReadFile(accessLog)
+		return strings.Count(string(access), `"msg":"handled request"`) >= 2
+	})
+	if !strings.Contains(string(access), `"user_id":"logtest-key"`) {
+		t.Errorf("no entry carries the key id:\n%s", access)
+	}
+	for _, s := range []string{"mg-logtest-valid-5f1c2e", "mg-logtest-bogus-logcreds"} {
+		if strings.Contains(string(access), s) {
+			t.Errorf("the access log contains %s:\n%s", s, access)
+		}
+	}
+}
+
+// TestSSEStreamsWhenTheGatewayWritesTheLog checks that a request whose access log entry
+// mediagw_auth writes itself (a stray X-Api-Key here) still streams event by event.
+func TestSSEStreamsWhenTheGatewayWritesTheLog(t *testing.T) {
+	rec := newRecorder(t)
+	rec.release = make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(rec.release)
+		}
+	}()
+	dir := t.TempDir()
+	accessLog := filepath.Join(dir, "access.log")
+	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
+		"rec_url": rec.URL, "access_log": accessLog, "default_log": filepath.Join(dir, "default.log"),
+		"dead_port": fmt.Sprint(freePort(t)), "servers": "",
+	})
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-x","stream":true,"messages":[]}`))
+	req.Header.Set("Authorization", "Bearer mg-logtest-valid-5f1c2e")
+	req.Header.Set("X-Api-Key", "mg-logtest-bogus-sse")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewReader(resp.Body)
+	first := make(chan string, 1)
+	go func() {
+		line, _ := lines.ReadString('\n')
+		first <- line
+	}()
+	select {
+	case line := <-first:
+		if !strings.Contains(line, "first") {
+			t.Fatalf("first line = %q", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first event did not arrive while the upstream held the stream open")
+	}
+	close(rec.release)
+	released = true
+	rest, _ := io.ReadAll(lines)
+	if !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("rest of the stream = %q", rest)
+	}
+	var access []byte
+	waitFor(t, "the access log entry", func() bool {
+		access, _ = os.ReadFile(accessLog)
+		return strings.Contains(string(access), `"msg":"handled request"`)
+	})
+	if strings.Contains(string(access), "mg-logtest-") || !strings.Contains(string(access), `"status":200`) {
+		t.Fatalf("access log:\n%s", access)
 	}
 }

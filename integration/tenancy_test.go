@@ -188,9 +188,12 @@ func TestPassThroughForwardsOnlyCapabilities(t *testing.T) {
 		if tc.body != "" {
 			body = tc.body
 		}
+		// 404, or 405 for a forwarded path called with another method (GET /v1/videos, say).
 		r := call(t, tc.method, env.base+tc.path, "mg-customer-a", body)
 		e, _ := r.json(t)["error"].(map[string]any)
-		if r.status != 404 || e["type"] != "not_found_error" || e["code"] != "not_found" {
+		notFound := r.status == 404 && e["type"] == "not_found_error" && e["code"] == "not_found"
+		wrongMethod := r.status == 405 && e["code"] == "method_not_allowed" && r.header.Get("Allow") != ""
+		if !notFound && !wrongMethod {
 			t.Fatalf("%s %s = %d %s", tc.method, tc.path, r.status, r.body)
 		}
 	}
@@ -376,5 +379,28 @@ func TestTaskIDFilterIsBounded(t *testing.T) {
 	}
 	if r := call(t, "GET", env.base+"/api/v3/contents/generations/tasks?page_size=10"+q[len("&filter.task_ids=cgt-x"):], "mg-customer-a", nil); r.status != 200 {
 		t.Fatalf("100 ids = %d %s", r.status, r.body)
+	}
+}
+
+// TestOperatorAddsAnEndpoint forwards one more endpoint through the endpoint subdirective: it
+// then works like a capability (model checked), and nothing else opens with it.
+func TestOperatorAddsAnEndpoint(t *testing.T) {
+	env := startTenancyGateway(t, "endpoint POST /v1/moderations")
+	if r := call(t, "POST", env.base+"/v1/moderations", "mg-customer-a", `{"model":"gpt-4o-mini","input":"x"}`); r.status != 200 || r.field("path") != "/v1/moderations" {
+		t.Fatalf("added endpoint = %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", env.base+"/v1/moderations", "mg-customer-a", `{"model":"gpt-5","input":"x"}`); r.status != 403 {
+		t.Fatalf("added endpoint, model outside the key = %d %s", r.status, r.body)
+	}
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{{"GET", "/v1/moderations", 405}, {"POST", "/v1/moderations/x", 404}, {"POST", "/v1/files", 404}} {
+		if r := call(t, tc.method, env.base+tc.path, "mg-customer-a", `{"model":"gpt-4o-mini"}`); r.status != tc.status {
+			t.Fatalf("%s %s = %d %s", tc.method, tc.path, r.status, r.body)
+		}
+	}
+	if _, calls := env.openai.seen(); len(calls) != 1 {
+		t.Fatalf("the upstream received %v", calls)
 	}
 }

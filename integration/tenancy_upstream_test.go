@@ -107,7 +107,7 @@ func (f *providerFake) serve(w http.ResponseWriter, r *http.Request) {
 		// Any object, or a list of the whole upstream account's objects.
 		answer(map[string]any{"id": last, "object": "upstream-object", "every_account": []string{"cgt-of-customer-a", "cgt-of-customer-b"}})
 	default:
-		http.Error(w, `{"error":{"message":"no such route in the fake"}}`, http.StatusNotFound)
+		answer(map[string]any{"object": "echo", "path": p, "model": model})
 	}
 }
 

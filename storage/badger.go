@@ -112,11 +112,18 @@ func (b *Badger) collectGarbage(interval time.Duration) {
 	}
 }
 
+// errNothingToWrite, returned by an update function, ends the transaction without a commit or
+// a sync: it decided to change nothing.
+var errNothingToWrite = errors.New("nothing to write")
+
 // update runs fn in a read-write transaction, again from the start when Badger reports a
 // conflict with a concurrent transaction, and returns once the commit is on disk.
 func (b *Badger) update(ctx context.Context, fn func(txn *badger.Txn) error) error {
 	for range maxTxnRetries {
 		err := b.db.Update(fn)
+		if errors.Is(err, errNothingToWrite) {
+			return nil
+		}
 		if errors.Is(err, badger.ErrConflict) {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -45,6 +45,7 @@ type CreatedWriter struct {
 	status  int // held status, 0 before WriteHeader
 	mode    int
 	pending bytes.Buffer
+	scanned int // bytes of pending already searched for an event's end
 	failed  bool
 }
 
@@ -124,8 +125,10 @@ func (cw *CreatedWriter) Write(p []byte) (int, error) {
 func (cw *CreatedWriter) events() error {
 	for cw.mode == modeEvents {
 		b := cw.pending.Bytes()
-		end := eventEnd(b)
+		from := max(cw.scanned-3, 0) // a separator may straddle two writes
+		end := eventEnd(b[from:])
 		if end < 0 {
+			cw.scanned = len(b)
 			if len(b) > maxPendingEvent {
 				cw.logger.Warn("server-sent event too large to find an id; passed through unrecorded")
 				cw.mode = modePass
@@ -133,6 +136,8 @@ func (cw *CreatedWriter) events() error {
 			}
 			return nil
 		}
+		end += from
+		cw.scanned = 0
 		if objectID := eventID(b[:end]); objectID != "" {
 			if err := cw.record(objectID); err != nil {
 				cw.failed = true
@@ -217,14 +222,20 @@ func (cw *CreatedWriter) FlushError() error {
 func (cw *CreatedWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }
 
 // answerID returns the top-level id (or task_id) of a JSON answer, or "" when it has none. An
-// answer that is JSON but breaks the key rule is an error: its id would be ambiguous.
+// answer whose id or task_id key repeats or comes in another case is an error: its id would be
+// ambiguous. Other repeated keys of the upstream's answer do not matter here.
 func answerID(body []byte) (string, error) {
 	m, err := jsonkeys.Members(body, "id", "task_id")
 	if errors.Is(err, jsonkeys.ErrNotObject) {
 		return "", nil // not a JSON object: no id to record
 	}
-	if err != nil {
-		return "", err
+	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
+		if e.Field == "id" || e.Field == "task_id" {
+			return "", err
+		}
+		if err := json.Unmarshal(body, &m); err != nil {
+			return "", err
+		}
 	}
 	for _, name := range []string{"id", "task_id"} {
 		var s string

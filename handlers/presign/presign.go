@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"path"
@@ -22,7 +23,6 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
-	"github.com/mediagw/mediagw/handlers/ratelimit"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
@@ -55,9 +55,32 @@ type Handler struct {
 	// AllowedContentTypes, when set, restricts content_type (entries like "image/png" or "image/*").
 	// Active content (see IsActiveContent) is refused unless an entry names it exactly.
 	AllowedContentTypes []string
-	// Limiter bounds presign calls per API key; nil means no limit.
-	Limiter *ratelimit.SlidingWindow
-	Logger  *zap.Logger
+	// Limit bounds presign calls per API key; nil means no limit.
+	Limit  *RateLimit
+	Logger *zap.Logger
+}
+
+// RateLimit allows Requests presign calls per API key in any Window. The window is kept in the
+// store, so every gateway that shares the store shares it.
+type RateLimit struct {
+	Requests int
+	Window   time.Duration
+	// Windows counts the calls: the store (storage.Store's AllowRate).
+	Windows interface {
+		AllowRate(ctx context.Context, name string, limit int, window time.Duration, now time.Time) (bool, time.Duration, error)
+	}
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+}
+
+// allow counts a call of key.
+func (l *RateLimit) allow(ctx context.Context, keyID string) (bool, time.Duration, error) {
+	now := time.Now
+	if l.Now != nil {
+		now = l.Now
+	}
+	name := fmt.Sprintf("presign/%s/%d/%s", keyID, l.Requests, l.Window)
+	return l.Windows.AllowRate(ctx, name, l.Requests, l.Window, now())
 }
 
 // Request is the presign request body.
@@ -102,10 +125,14 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return auth.ErrMissingKey
 	}
-	if h.Limiter != nil {
-		if ok, wait := h.Limiter.Allow(id.KeyID); !ok {
+	if h.Limit != nil {
+		ok, wait, err := h.Limit.allow(r.Context(), id.KeyID)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return apierror.New(http.StatusTooManyRequests, "rate_limit_exceeded",
-				"too many presign requests for this API key: at most "+strconv.Itoa(h.Limiter.Limit())+" per "+apierror.FormatDuration(h.Limiter.Window())+"; retry after the time in Retry-After").WithRetryAfter(wait)
+				"too many presign requests for this API key: at most "+strconv.Itoa(h.Limit.Requests)+" per "+apierror.FormatDuration(h.Limit.Window)+"; retry after the time in Retry-After").WithRetryAfter(wait)
 		}
 	}
 	if h.Storage == nil {

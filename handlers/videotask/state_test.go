@@ -304,3 +304,32 @@ func serveAs(h *Handler, method, path, body string, limits storage.Limits) *http
 	h.ServeHTTP(w, r)
 	return w
 }
+
+// TestWatcherHonoursPollLease: while another gateway's watcher holds a task's poll lease, this
+// watcher does not read the task from the upstream; once the lease is released, it does.
+func TestWatcherHonoursPollLease(t *testing.T) {
+	u := newTaskUpstream(t, "queued")
+	h := newHandler(t, u.URL, nil)
+	h.Client.Timeout = 10 * time.Second
+	if w := serve(h, "POST", createPath, createBody); w.Code != 200 {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	w := &Watcher{Tasks: h, Interval: time.Hour}
+	w.init()
+	ctx := context.Background()
+	if ok, err := h.Store.AcquireLease(ctx, "poll/cgt-race", "other-gateway", now(), time.Minute); err != nil || !ok {
+		t.Fatalf("lease: %v %v", ok, err)
+	}
+	before := u.calls.Load()
+	w.poll(ctx, []string{"cgt-race"})
+	if n := u.calls.Load() - before; n != 0 {
+		t.Fatalf("the watcher read a task whose poll lease another gateway holds (%d reads)", n)
+	}
+	if err := h.Store.ReleaseLease(ctx, "poll/cgt-race", "other-gateway"); err != nil {
+		t.Fatal(err)
+	}
+	w.poll(ctx, []string{"cgt-race"})
+	if n := u.calls.Load() - before; n != 1 {
+		t.Fatalf("after the lease was released: %d reads, want 1", n)
+	}
+}
