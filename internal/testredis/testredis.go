@@ -172,6 +172,8 @@ func (s *Server) start(opts Options) {
 	}
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Dir = s.Dir
+	// The server dies with the process that started it, even when that one is killed.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		logFile.Close()
