@@ -6,6 +6,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 func init() {
@@ -25,11 +26,14 @@ func init() {
 //	GET    /mediagw/accounts/{name}      show an account
 //	PATCH  /mediagw/accounts/{name}      {"disabled": true|false}
 //	GET    /mediagw/accounts/{name}/usage
+//	GET    /mediagw/upstreams            every provider's upstreams: healthy, or cooling down
+//	                                     until when, and their recent failures
 //
 // Changes take effect on the next request, without a reload. The admin endpoint has no
 // authentication of its own: keep it on a loopback address or a unix socket (Caddy's default).
 type AdminAPI struct {
-	keys *keyadmin.Handler
+	keys    *keyadmin.Handler
+	catalog *providers.Catalog
 }
 
 // CaddyModule returns the Caddy module information.
@@ -49,6 +53,7 @@ func (a *AdminAPI) Provision(ctx caddy.Context) error {
 	app := v.(*App)
 	a.keys = &keyadmin.Handler{Store: app.store, Static: app.staticByID, DisabledAccounts: app.disabledAccts,
 		Meter: app.accountant.Meter, WebhookKey: app.runtime.key}
+	a.catalog = app.catalog
 	return nil
 }
 
@@ -60,6 +65,9 @@ func (a *AdminAPI) Routes() []caddy.AdminRoute {
 func (a *AdminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 	if a.keys == nil {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Message: "mediagw is not configured"}
+	}
+	if r.URL.Path == upstreamsPath {
+		return serveUpstreams(w, r, a.catalog)
 	}
 	a.keys.ServeHTTP(w, r)
 	return nil

@@ -18,8 +18,8 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "mediagw",
-		Usage: "key <create|list|show|disable|enable|revoke|usage> | account <show|disable|enable|usage> [--address <admin>] [--config <path> [--adapter <name>]]",
-		Short: "Manages mediagw API keys and accounts on a running server",
+		Usage: "key <create|list|show|disable|enable|revoke|usage> | account <show|disable|enable|usage> | upstreams [--address <admin>] [--config <path> [--adapter <name>]]",
+		Short: "Manages mediagw API keys and accounts, and shows upstream health, on a running server",
 		Long: `
 Manages the API keys and accounts of a running mediagw gateway through its admin
 API (the admin.api.mediagw routes under /mediagw/). Changes take effect at once.
@@ -30,6 +30,10 @@ API (the admin.api.mediagw routes under /mediagw/). Changes take effect at once.
   caddy mediagw key list
   caddy mediagw key show|disable|enable|revoke|usage <key-id>
   caddy mediagw account show|disable|enable|usage <account>
+  caddy mediagw upstreams
+
+"upstreams" shows each provider's upstreams: healthy, or cooling down until when,
+with their recent failures (never their credentials).
 
 "key create" prints the new secret (mg-…). It is shown this once and never again:
 store it now. No other command prints a secret.
@@ -40,7 +44,12 @@ The admin address is --address, or the one in --config, or Caddy's default
 			cmd.PersistentFlags().String("address", "", "Address of the administration API listener (if --config is not used)")
 			cmd.PersistentFlags().StringP("config", "c", "", "Configuration file (if --address is not used)")
 			cmd.PersistentFlags().StringP("adapter", "a", "", "Name of config adapter to apply (if --config is used)")
-			cmd.AddCommand(keyCommands(), accountCommands())
+			cmd.AddCommand(keyCommands(), accountCommands(), &cobra.Command{
+				Use: "upstreams", Short: "Shows every provider's upstreams and their health", Args: cobra.NoArgs,
+				RunE: func(cmd *cobra.Command, _ []string) error {
+					return adminCall(cmd, http.MethodGet, upstreamsPath, nil)
+				},
+			})
 		},
 	})
 }

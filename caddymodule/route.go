@@ -13,6 +13,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/passthrough"
+	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 func init() {
@@ -41,12 +42,18 @@ func init() {
 // A model outside the key's patterns is refused with 403, one that no provider serves with 404
 // model_not_found. It then sets the provider's credentials in the provider's auth style,
 // replaces the client's version prefix (/v1, /v1beta) with the provider's base path, and
-// publishes {mediagw.model}, {mediagw.provider} and {mediagw.upstream} (the provider's
-// scheme://host). Match reverse_proxy blocks on the provider:
+// publishes {mediagw.model}, {mediagw.provider}, {mediagw.upstream} (the chosen upstream's
+// scheme://host) and {mediagw.upstream_name}.
 //
-//	@openai vars {mediagw.provider} openai
-//	reverse_proxy @openai https://api.openai.com {
-//		header_up Host {upstream_hostport}
+// A provider with several upstreams picks one per request (see the provider's upstream
+// blocks); when every upstream cools down the answer is 503 with Retry-After. One reverse_proxy
+// serves every provider, with failover, through the mediagw upstream source and transport:
+//
+//	reverse_proxy {
+//		dynamic mediagw
+//		transport mediagw
+//		lb_policy first
+//		lb_retries 2
 //	}
 //
 // The ids that POST /v1/videos, /v1/video/generations, /v1/responses and asynchronous
@@ -126,7 +133,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	repl := replacer(r)
 	repl.Set("mediagw.model", route.Model)
 	repl.Set("mediagw.provider", route.Provider.Name)
-	repl.Set("mediagw.upstream", route.Provider.BaseURL.Scheme+"://"+route.Provider.BaseURL.Host)
+	publishUpstream(repl, route.Dispatch.First())
 	sw := &statusWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
 	var out http.ResponseWriter = sw
 	var created *passthrough.CreatedWriter
@@ -134,7 +141,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		created = h.router.Created(sw, r, id, route)
 		out = created
 	}
-	err = next.ServeHTTP(out, r)
+	err = next.ServeHTTP(out, r.WithContext(providers.WithDispatch(r.Context(), route.Dispatch)))
 	if created != nil && err == nil {
 		created.Finish()
 	}

@@ -123,7 +123,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	// The client going away must not orphan an image task: the upstream call (bounded by the
 	// client's Timeout, upstream_timeout) and the ownership record run to completion.
 	ctx := context.WithoutCancel(r.Context())
-	ans, err := h.client().Call(ctx, p, http.MethodPost, EditsPath, body)
+	ans, up, err := h.create(ctx, p, model, body)
 	if err != nil {
 		charge.Refund()
 		return err
@@ -136,7 +136,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		t := now()
 		task := storage.Task{
 			ID: taskID, Kind: storage.KindImage, Account: id.Account, KeyID: id.KeyID,
-			Provider: p.Name, Model: model, Status: "queued",
+			Provider: p.Name, Upstream: up.Name, Model: model, Status: "queued",
 			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		}
 		if _, err := h.Store.CreateTask(ctx, task); err != nil {
@@ -177,9 +177,9 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if err != nil {
 		return err
 	}
-	p, ok := h.Catalog.ProviderFor(t.Model)
-	if !ok || p.Name != t.Provider {
-		return apierror.New(http.StatusConflict, "provider_unavailable", "the provider of this task is no longer configured")
+	p, ok := h.boundUpstream(t)
+	if !ok {
+		return apierror.New(http.StatusConflict, "provider_unavailable", "the upstream of this task is no longer configured")
 	}
 	ans, err := h.client().Call(r.Context(), p, http.MethodGet, TasksPath+"/"+url.PathEscape(taskID), nil)
 	if err != nil {

@@ -53,6 +53,10 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundar
 		return "", err
 	}
 	r.Body = replayBody{Reader: replay, Closer: original}
+	r.GetBody = func() (io.ReadCloser, error) { // a retry on another upstream sends it again
+		rd, err := sp.reader()
+		return io.NopCloser(rd), err
+	}
 	r.ContentLength = sp.size
 	r.TransferEncoding = nil
 	r.Header.Del("Content-Length")

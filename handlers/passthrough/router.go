@@ -61,6 +61,11 @@ type Router struct {
 type Route struct {
 	Model    string
 	Provider *providers.Provider
+	// Dispatch is the request's way through the provider's upstreams.
+	Dispatch *providers.Dispatch
+	// BoundTo is the upstream that created the object a call is about; such a call goes there
+	// only.
+	BoundTo *providers.Upstream
 	// Creates is the kind of upstream object a successful answer creates, if any: wrap the
 	// response writer with Router.Created to record its owner.
 	Creates string
@@ -97,7 +102,10 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		route.Done()
 		return Route{}, err
 	}
-	rewrite(r, route.Provider)
+	if err := rt.dispatch(r, &route); err != nil {
+		route.Done()
+		return Route{}, err
+	}
 	if route.Creates != "" {
 		// The created object's id is read from the answer, so ask for it uncompressed.
 		r.Header.Del("Accept-Encoding")
@@ -129,9 +137,12 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 	if err != nil {
 		return err
 	}
-	p, ok := rt.Catalog.ProviderFor(t.Model)
-	if !ok || p.Name != t.Provider {
+	p, ok := rt.Catalog.Provider(t.Provider)
+	if !ok {
 		return errNoObject // its provider left the config
+	}
+	if route.BoundTo, ok = p.Upstream(t.Upstream); !ok {
+		return errNoObject // the upstream that created it left the config
 	}
 	if r.ContentLength != 0 && !apierror.IsJSON(r) {
 		return apierror.New(http.StatusBadRequest, "invalid_request_body", "a call on an existing object takes no body, or a JSON one")
@@ -203,6 +214,7 @@ func (rt *Router) jsonFields(w http.ResponseWriter, r *http.Request, checked ...
 		return nil, err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	fields, err := jsonkeys.Members(body, checked...)
 	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
 		return nil, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
@@ -248,9 +260,9 @@ func (rt *Router) checkRefs(r *http.Request, id auth.Identity, ep Endpoint, fiel
 	return nil
 }
 
-// rewrite points r at the provider: credentials and path prefix. The caller's credentials, and a
+// rewrite points r at an upstream: credentials and path prefix. The caller's credentials, and a
 // Gemini-style ?key= parameter, are removed.
-func rewrite(r *http.Request, p *providers.Provider) {
+func rewrite(r *http.Request, p *providers.Upstream) {
 	p.SetCredentials(r.Header)
 	if q := r.URL.Query(); q.Has("key") {
 		q.Del("key")

@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
-	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 // MaxBody bounds how much of an upstream answer is read.
@@ -29,7 +28,17 @@ var (
 	ErrUnreachable = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
 	ErrUnreadable  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider returned an unrecognisable response")
 	ErrRedirected  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider answered with a redirect, which the gateway does not follow")
+	// ErrRefused is ErrUnreachable when no connection was made at all (refused, no route, no
+	// such host), so the request surely did not reach the upstream.
+	ErrRefused = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
 )
+
+// Target is where a call goes: an upstream of a provider, or a provider (its first upstream).
+type Target interface {
+	Endpoint(rel string) string
+	SetCredentials(h http.Header)
+	Label() string
+}
 
 // Client calls providers with their own credentials.
 type Client struct {
@@ -49,7 +58,7 @@ func (a Answer) OK() bool { return a.Status/100 == 2 }
 
 // Call sends one request to the provider endpoint rel (relative to its base URL). A JSON body is
 // sent when body is not nil.
-func (c Client) Call(ctx context.Context, p *providers.Provider, method, rel string, body []byte) (Answer, error) {
+func (c Client) Call(ctx context.Context, p Target, method, rel string, body []byte) (Answer, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -68,13 +77,16 @@ func (c Client) Call(ctx context.Context, p *providers.Provider, method, rel str
 		if isTimeout(err) {
 			return Answer{}, ErrTimeout
 		}
-		c.Logger.Warn("upstream unreachable", zap.String("provider", p.Name), zap.Error(WithoutURL(err)))
+		c.Logger.Warn("upstream unreachable", zap.String("upstream", p.Label()), zap.Error(WithoutURL(err)))
+		if notConnected(err) {
+			return Answer{}, ErrRefused
+		}
 		return Answer{}, ErrUnreachable
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		// Never followed (see NewHTTPClient); its Location is not logged, it may carry tokens.
-		c.Logger.Warn("upstream answered with a redirect; not followed", zap.String("provider", p.Name), zap.Int("status", resp.StatusCode))
+		c.Logger.Warn("upstream answered with a redirect; not followed", zap.String("upstream", p.Label()), zap.Int("status", resp.StatusCode))
 		return Answer{}, ErrRedirected
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
@@ -131,6 +143,12 @@ func WithoutURL(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// notConnected reports an error from dialling: no connection was made, nothing was sent.
+func notConnected(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func isTimeout(err error) bool {

@@ -6,7 +6,6 @@ package videotask
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -165,7 +164,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		}
 	}
 	idempotency.MarkForwarded(r.Context())
-	taskID, err := h.launch(ctx, p, forward)
+	taskID, up, err := h.launch(ctx, p, req.Model, forward)
 	if err != nil {
 		charge.Refund()
 		slot.Release()
@@ -174,7 +173,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	t := now()
 	task := storage.Task{
 		ID: taskID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
-		Provider: p.Name, Model: req.Model, Status: StatusQueued,
+		Provider: p.Name, Upstream: up.Name, Model: req.Model, Status: StatusQueued,
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
 	}
@@ -183,7 +182,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		// its cost is given back only when the upstream confirms, so that a task left running
 		// is never both unowned and free.
 		slot.Release()
-		if h.abandon(p, taskID) {
+		if h.abandon(up, taskID) {
 			charge.Refund()
 		}
 		return err
@@ -229,24 +228,6 @@ func (h *Handler) admit(ctx context.Context, id auth.Identity, cost int64) (acco
 		return accounting.Slot{}, accounting.Charge{}, err
 	}
 	return slot, charge, nil
-}
-
-// launch creates the task upstream and returns its id.
-func (h *Handler) launch(ctx context.Context, p *providers.Provider, body []byte) (string, error) {
-	ans, err := h.upstream().Call(ctx, p, http.MethodPost, TasksPath, body)
-	if err != nil {
-		return "", err
-	}
-	if !ans.OK() {
-		return "", upstream.Refusal(ans)
-	}
-	var created struct {
-		ID string `json:"id"`
-	}
-	if json.Unmarshal(ans.Body, &created) != nil || created.ID == "" {
-		return "", upstream.ErrUnreadable
-	}
-	return created.ID, nil
 }
 
 func (h *Handler) maxBody() int64 {

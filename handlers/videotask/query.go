@@ -65,9 +65,9 @@ func fresh(t storage.Task, interval time.Duration) bool {
 func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
-	p, ok := h.Catalog.ProviderFor(t.Model)
-	if !ok || p.Name != t.Provider {
-		return h.finishUnreachable(ctx, t, "its provider left the config") // serve what is known
+	p, ok := h.boundUpstream(t)
+	if !ok {
+		return h.orphaned(ctx, t)
 	}
 	readAt := now().UnixNano()
 	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
@@ -240,12 +240,12 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
-	p, ok := h.Catalog.ProviderFor(t.Model)
-	if !ok || p.Name != t.Provider {
-		if _, err := h.finishUnreachable(r.Context(), t, "its provider left the config"); err != nil {
+	p, ok := h.boundUpstream(t)
+	if !ok {
+		if _, err := h.orphaned(r.Context(), t); err != nil {
 			return err
 		}
-		return apierror.New(http.StatusConflict, "provider_unavailable", "the provider of this task is no longer configured")
+		return apierror.New(http.StatusConflict, "provider_unavailable", "the upstream of this task is no longer configured")
 	}
 	ctx := context.WithoutCancel(r.Context()) // once the upstream is asked, record its answer
 	cur, err := h.refresh(ctx, t)
@@ -305,7 +305,7 @@ func (h *Handler) forget(w http.ResponseWriter, ctx context.Context, taskID stri
 
 // abandon cancels an upstream task whose ownership could not be recorded, so that nobody pays
 // for a task no client can see, and reports whether the upstream confirmed the cancellation.
-func (h *Handler) abandon(p *providers.Provider, taskID string) bool {
+func (h *Handler) abandon(p *providers.Upstream, taskID string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), h.upstreamTimeout())
 	defer cancel()
 	ans, err := h.upstream().Call(ctx, p, http.MethodDelete, TasksPath+"/"+url.PathEscape(taskID), nil)
