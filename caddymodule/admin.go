@@ -6,6 +6,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/handlers/usage"
 )
 
 func init() {
@@ -25,11 +26,15 @@ func init() {
 //	GET    /mediagw/accounts/{name}      show an account
 //	PATCH  /mediagw/accounts/{name}      {"disabled": true|false}
 //	GET    /mediagw/accounts/{name}/usage
+//	GET    /mediagw/usage?account=&from=&to=&group_by=day,account,model
+//	                                     usage aggregates per account, model and day; JSON, or
+//	                                     CSV with Accept: text/csv
 //
 // Changes take effect on the next request, without a reload. The admin endpoint has no
 // authentication of its own: keep it on a loopback address or a unix socket (Caddy's default).
 type AdminAPI struct {
-	keys *keyadmin.Handler
+	keys  *keyadmin.Handler
+	usage *usage.Recorder
 }
 
 // CaddyModule returns the Caddy module information.
@@ -49,6 +54,7 @@ func (a *AdminAPI) Provision(ctx caddy.Context) error {
 	app := v.(*App)
 	a.keys = &keyadmin.Handler{Store: app.store, Static: app.staticByID, DisabledAccounts: app.disabledAccts,
 		Meter: app.accountant.Meter, WebhookKey: app.runtime.key}
+	a.usage = app.usage
 	return nil
 }
 
@@ -60,6 +66,10 @@ func (a *AdminAPI) Routes() []caddy.AdminRoute {
 func (a *AdminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 	if a.keys == nil {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Message: "mediagw is not configured"}
+	}
+	if r.URL.Path == "/mediagw/usage" {
+		a.usage.ServeReport(w, r)
+		return nil
 	}
 	a.keys.ServeHTTP(w, r)
 	return nil

@@ -33,6 +33,7 @@ func init() {
 type AuthHandler struct {
 	authn      *auth.Authenticator
 	accountant *accounting.Accountant
+	observer   *observer
 	logger     *zap.Logger
 }
 
@@ -50,11 +51,14 @@ func (h *AuthHandler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.authn, h.accountant, h.logger = app.Authenticator(), app.Accountant(), ctx.Logger()
+	h.authn, h.accountant, h.observer, h.logger = app.Authenticator(), app.Accountant(), app.observer, ctx.Logger()
 	return nil
 }
 
-func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) (err error) {
+	ow, r, entry := h.observer.begin(w, r)
+	defer func() { h.observer.end(ow, r, entry, err) }()
+	w = ow
 	id, err := h.authn.Authenticate(r.Context(), r.Header.Get("Authorization"), clientIP(r))
 	if err == nil {
 		err = h.accountant.Admit(id)
@@ -70,6 +74,10 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	repl := replacer(r)
 	repl.Set("http.auth.user.id", id.KeyID)
 	repl.Set("mediagw.account", id.Account)
+	entry.Authenticated(id.Account, id.KeyID)
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+		extra.Add(zap.String("account", id.Account))
+	}
 	for _, name := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key"} {
 		r.Header.Del(name)
 	}

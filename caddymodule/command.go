@@ -18,7 +18,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "mediagw",
-		Usage: "key <create|list|show|disable|enable|revoke|usage> | account <show|disable|enable|usage> [--address <admin>] [--config <path> [--adapter <name>]]",
+		Usage: "key <create|list|show|disable|enable|revoke|usage> | account <show|disable|enable|usage> | usage [--account <name>] [--from <day>] [--to <day>] [--group-by day,account,model] [--csv] [--address <admin>] [--config <path> [--adapter <name>]]",
 		Short: "Manages mediagw API keys and accounts on a running server",
 		Long: `
 Manages the API keys and accounts of a running mediagw gateway through its admin
@@ -30,6 +30,8 @@ API (the admin.api.mediagw routes under /mediagw/). Changes take effect at once.
   caddy mediagw key list
   caddy mediagw key show|disable|enable|revoke|usage <key-id>
   caddy mediagw account show|disable|enable|usage <account>
+  caddy mediagw usage [--account acme] [--from 2026-11-01] [--to 2026-11-30]
+                      [--group-by day,account,model] [--csv]
 
 "key create" prints the new secret (mg-…). It is shown this once and never again:
 store it now. No other command prints a secret.
@@ -40,7 +42,7 @@ The admin address is --address, or the one in --config, or Caddy's default
 			cmd.PersistentFlags().String("address", "", "Address of the administration API listener (if --config is not used)")
 			cmd.PersistentFlags().StringP("config", "c", "", "Configuration file (if --address is not used)")
 			cmd.PersistentFlags().StringP("adapter", "a", "", "Name of config adapter to apply (if --config is used)")
-			cmd.AddCommand(keyCommands(), accountCommands())
+			cmd.AddCommand(keyCommands(), accountCommands(), usageCommand())
 		},
 	})
 }
@@ -144,8 +146,43 @@ func createBody(cmd *cobra.Command) (map[string]any, error) {
 	return body, nil
 }
 
+// usageCommand prints the usage report of GET /mediagw/usage.
+func usageCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "usage [--account <name>] [--from <day>] [--to <day>] [--group-by day,account,model] [--csv]",
+		Short: "Prints usage (requests, tasks, cost, tokens) per account, model and day",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{}
+			for _, name := range []string{"account", "from", "to", "group-by"} {
+				if v, _ := cmd.Flags().GetString(name); v != "" {
+					q.Set(strings.ReplaceAll(name, "-", "_"), v)
+				}
+			}
+			var header http.Header
+			if csv, _ := cmd.Flags().GetBool("csv"); csv {
+				header = http.Header{"Accept": {"text/csv"}}
+			}
+			return adminRequest(cmd, http.MethodGet, "/mediagw/usage?"+q.Encode(), header, nil)
+		},
+	}
+	f := c.Flags()
+	f.String("account", "", "Only this account")
+	f.String("from", "", "First day, YYYY-MM-DD (UTC)")
+	f.String("to", "", "Last day, YYYY-MM-DD (UTC)")
+	f.String("group-by", "", "Dimensions kept apart: day, account, model (default all three)")
+	f.Bool("csv", false, "Print CSV instead of JSON")
+	return c
+}
+
 // adminCall sends one request to the admin API and prints the JSON answer.
 func adminCall(cmd *cobra.Command, method, uri string, body any) error {
+	return adminRequest(cmd, method, uri, nil, body)
+}
+
+// adminRequest sends one request with extra headers to the admin API and prints the answer
+// (indented when it is JSON).
+func adminRequest(cmd *cobra.Command, method, uri string, header http.Header, body any) error {
 	addr, _ := cmd.Flags().GetString("address")
 	cfg, _ := cmd.Flags().GetString("config")
 	adapter, _ := cmd.Flags().GetString("adapter")
@@ -161,7 +198,7 @@ func adminCall(cmd *cobra.Command, method, uri string, body any) error {
 		}
 		rd = bytes.NewReader(b)
 	}
-	resp, err := caddycmd.AdminAPIRequest(adminAddr, method, uri, nil, rd)
+	resp, err := caddycmd.AdminAPIRequest(adminAddr, method, uri, header, rd)
 	if err != nil {
 		return err
 	}

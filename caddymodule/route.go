@@ -2,6 +2,10 @@ package caddymodule
 
 import (
 	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -12,6 +16,9 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/passthrough"
+	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/internal/metrics"
+	"github.com/mediagw/mediagw/internal/tracing"
 )
 
 func init() {
@@ -91,32 +98,30 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	repl.Set("mediagw.model", route.Model)
 	repl.Set("mediagw.provider", route.Provider.Name)
 	repl.Set("mediagw.upstream", route.Provider.BaseURL.Scheme+"://"+route.Provider.BaseURL.Host)
-	sw := &statusWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
-	err = next.ServeHTTP(sw, r)
+	upstreamName := route.Provider.Name // the upstream label; a provider has one upstream
+	entry := usage.From(r.Context())
+	entry.Routed(route.Model, route.Provider.Name, upstreamName)
+	sw := &answerWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
+	err = h.proxy(sw, r, next, route.Provider.Name)
+	entry.AddTokens(sw.sniffer.Tokens())
+	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
+		if d, ok := latency.(time.Duration); ok {
+			entry.UpstreamLatency(d)
+			metrics.UpstreamDuration(route.Provider.Name, upstreamName, entry.EndpointOr(r.URL.Path), d)
+		}
+	}
 	if err != nil || sw.status >= 400 {
 		charge.Refund() // the upstream (or the proxy) refused: the request was not served
 	}
 	return err
 }
 
-// statusWriter remembers the status of the answer; flushing and the rest pass through.
-type statusWriter struct {
-	*caddyhttp.ResponseWriterWrapper
-	status int
-}
-
-func (w *statusWriter) WriteHeader(status int) {
-	if w.status == 0 && status >= 200 {
-		w.status = status
-	}
-	w.ResponseWriterWrapper.WriteHeader(status)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriterWrapper.Write(b)
+// proxy runs the reverse_proxy blocks after this handler, in a span of the request's trace.
+func (h *RouteHandler) proxy(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) error {
+	ctx, span := tracing.Start(r.Context(), "upstream "+provider, trace.SpanKindClient, attribute.String("mediagw.provider", provider))
+	err := next.ServeHTTP(w, r.WithContext(ctx))
+	span.End(err)
+	return err
 }
 
 // UnmarshalCaddyfile sets up the handler. Syntax:

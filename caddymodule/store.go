@@ -19,12 +19,14 @@ var stores = caddy.NewUsagePool()
 // usageFlushInterval is how often request and task counts are written to the store.
 const usageFlushInterval = 2 * time.Second
 
-// openedStore is a store and what lives as long as it: the usage meter that writes to it and the
-// per-key rate limiters.
+// openedStore is a store and what lives as long as it: the usage meter that writes to it, the
+// per-key rate limiters, and the traced view of it that handlers use (one per store, so that
+// handlers of the old and the new config during a reload share it).
 type openedStore struct {
 	*storage.Badger
-	meter *accounting.Meter
-	rates *accounting.Rates
+	traced *tracedStore
+	meter  *accounting.Meter
+	rates  *accounting.Rates
 }
 
 // Destruct flushes the meter and closes the store, when the last config lets go of it.
@@ -56,15 +58,15 @@ func (a *App) openStore() error {
 		if err != nil {
 			return nil, err
 		}
-		meter := accounting.NewMeter(db, usageFlushInterval, a.logger.Named("usage"))
-		return openedStore{Badger: db, meter: meter, rates: new(accounting.Rates)}, nil
+		meter := accounting.NewMeter(db, usageFlushInterval, a.logger.Named("meter"))
+		return openedStore{Badger: db, traced: &tracedStore{Store: db, backend: "badger"}, meter: meter, rates: new(accounting.Rates)}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
 	opened := val.(openedStore)
-	a.store, a.storeKey = opened.Badger, key
-	a.accountant = &accounting.Accountant{Store: opened.Badger, Meter: opened.meter, Rates: opened.rates, RefundUnsuccessful: a.RefundUnsuccessfulTasks}
+	a.store, a.storeKey, a.opened = opened.traced, key, opened
+	a.accountant = &accounting.Accountant{Store: opened.traced, Meter: opened.meter, Rates: opened.rates, RefundUnsuccessful: a.RefundUnsuccessfulTasks}
 	return nil
 }
 

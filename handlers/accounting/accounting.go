@@ -17,6 +17,8 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/ratelimit"
+	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -50,6 +52,8 @@ type Accountant struct {
 	Rates *Rates
 	// RefundUnsuccessful refunds the cost of tasks that end failed, cancelled or expired.
 	RefundUnsuccessful bool
+	// Usage receives the record of each finished task; nil writes none.
+	Usage *usage.Recorder
 }
 
 // Rates holds the per-key request rate limiters; share one across config reloads so that a
@@ -109,6 +113,7 @@ func (c Charge) Refund() {
 // without a quota are only metered, without a write per request.
 func (a *Accountant) Charge(ctx context.Context, id auth.Identity, cost int64) (Charge, error) {
 	if cost <= 0 {
+		usage.From(ctx).Charged(0)
 		return Charge{}, nil
 	}
 	if id.Limits.Quota != nil {
@@ -124,9 +129,13 @@ func (a *Accountant) Charge(ctx context.Context, id auth.Identity, cost int64) (
 	if id.Limits.Quota != nil {
 		held = cost
 	}
+	usage.From(ctx).Charged(cost)
 	var once sync.Once
 	return Charge{Held: held, undo: func() {
-		once.Do(func() { a.refund(context.WithoutCancel(ctx), id.KeyID, id.Account, cost, held) })
+		once.Do(func() {
+			a.refund(context.WithoutCancel(ctx), id.KeyID, id.Account, cost, held)
+			usage.From(ctx).Refunded(cost)
+		})
 	}}, nil
 }
 
@@ -193,8 +202,14 @@ func (a *Accountant) TaskFinished(ctx context.Context, t *storage.Task, status s
 	if t.Active {
 		_, _, _ = a.Store.AddCounter(ctx, ActiveCounter(t.KeyID), -1, -1)
 	}
+	rec := usage.Record{Event: usage.EventTaskFinished, Time: time.Now(), Account: t.Account, KeyID: t.KeyID,
+		Endpoint: "/api/v3/contents/generations/tasks", Model: t.Model, Provider: t.Provider, Upstream: t.Provider,
+		TaskID: t.ID, Status: status, TraceID: usage.TraceID(ctx)}
 	if a.RefundUnsuccessful && status != "succeeded" && t.Cost > 0 {
 		a.refund(ctx, t.KeyID, t.Account, t.Cost, t.Held)
+		rec.Cost = -t.Cost
 	}
+	metrics.TaskFinished(t.Provider, t.Model, status)
+	a.Usage.Write(rec)
 	return true
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -169,14 +170,18 @@ func (o *Outbox) Run(stop <-chan struct{}) {
 // due lists events whose time has come, oldest first.
 func (o *Outbox) due() []Event {
 	var list []Event
-	t := now().UnixNano()
+	t, pending := now().UnixNano(), 0
 	err := o.Store.ScanRecords(context.Background(), recordPrefix, func(_ string, val []byte) bool {
+		pending++
 		var ev Event
 		if json.Unmarshal(val, &ev) == nil && ev.NextAt <= t {
 			list = append(list, ev)
 		}
 		return len(list) < batch
 	})
+	if len(list) < batch {
+		metrics.SetOutboxPending(pending) // the scan saw every pending event
+	}
 	if err != nil {
 		o.Logger.Error("reading the callback outbox", zap.Error(err))
 	}
@@ -198,13 +203,16 @@ func (o *Outbox) deliver(ctx context.Context, ev Event) {
 	ctx = context.WithoutCancel(ctx)
 	switch {
 	case err == nil && status/100 == 2:
+		metrics.CallbackDelivery(metrics.CallbackDelivered)
 		_ = o.Store.DeleteRecord(ctx, recordPrefix+ev.ID)
 	case err == nil && status == http.StatusGone:
+		metrics.CallbackDelivery(metrics.CallbackGone)
 		_ = o.Store.DeleteRecord(ctx, recordPrefix+ev.ID)
 		if o.OnGone != nil {
 			o.OnGone(ctx, ev.TaskID)
 		}
 	case errors.As(err, new(ErrNotPublic)):
+		metrics.CallbackDelivery(metrics.CallbackRefused)
 		o.Logger.Warn("callback refused: its address is not public", zap.String("task_id", ev.TaskID), zap.String("webhook_id", ev.ID))
 		_ = o.Store.DeleteRecord(ctx, recordPrefix+ev.ID)
 	default:
@@ -219,11 +227,13 @@ func (o *Outbox) retry(ctx context.Context, ev Event, status int, retryAfter tim
 	}
 	ev.Attempts++
 	if ev.Attempts > len(schedule) {
+		metrics.CallbackDelivery(metrics.CallbackGivenUp)
 		o.Logger.Warn("callback given up after its last retry", zap.String("task_id", ev.TaskID),
 			zap.String("webhook_id", ev.ID), zap.Int("attempts", ev.Attempts), zap.Int("status", status), zap.Error(upstream.WithoutURL(err)))
 		_ = o.Store.DeleteRecord(ctx, recordPrefix+ev.ID)
 		return
 	}
+	metrics.CallbackDelivery(metrics.CallbackRetry)
 	wait := max(schedule[ev.Attempts-1], min(retryAfter, 24*time.Hour))
 	ev.NextAt = now().Add(wait).UnixNano()
 	val, _ := json.Marshal(ev)

@@ -13,12 +13,40 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/internal/metrics"
+	"github.com/mediagw/mediagw/internal/tracing"
 )
+
+// BackgroundEndpoint is the endpoint label of upstream calls made outside a client request (the
+// task watcher, callback relays).
+const BackgroundEndpoint = "background"
+
+// observe counts an upstream call's duration and notes it, with the token usage of a successful
+// answer, on the request's usage entry.
+func observe(entry *usage.Entry, p *providers.Provider, start time.Time, ans Answer) {
+	d := time.Since(start)
+	endpoint := BackgroundEndpoint
+	if entry != nil {
+		endpoint = entry.Endpoint
+		entry.UpstreamLatency(d)
+		if ans.OK() {
+			if t, ok := usage.FromBody(ans.Body); ok {
+				entry.AddTokens(t)
+			}
+		}
+	}
+	metrics.UpstreamDuration(p.Name, p.Name, endpoint, d)
+}
 
 // MaxBody bounds how much of an upstream answer is read.
 const MaxBody = 4 << 20
@@ -48,7 +76,16 @@ func (a Answer) OK() bool { return a.Status/100 == 2 }
 
 // Call sends one request to the provider endpoint rel (relative to its base URL). A JSON body is
 // sent when body is not nil.
-func (c Client) Call(ctx context.Context, p *providers.Provider, method, rel string, body []byte) (Answer, error) {
+func (c Client) Call(ctx context.Context, p *providers.Provider, method, rel string, body []byte) (ans Answer, err error) {
+	entry := usage.From(ctx)
+	ctx, span := tracing.Start(ctx, "upstream "+p.Name, trace.SpanKindClient,
+		attribute.String("mediagw.provider", p.Name), attribute.String("http.request.method", method))
+	start := time.Now()
+	defer func() {
+		span.SetAttributes(attribute.Int("http.response.status_code", ans.Status))
+		span.End(err)
+		observe(entry, p, start, ans)
+	}()
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)

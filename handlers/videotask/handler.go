@@ -22,6 +22,8 @@ import (
 	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -144,6 +146,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
+	usage.From(r.Context()).Routed(req.Model, p.Name, p.Name)
 	cost := p.Cost(req.Model)
 	slot, charge, err := h.admit(r.Context(), id, cost)
 	if err != nil {
@@ -185,6 +188,8 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if h.Accounting != nil {
 		h.Accounting.TaskCreated(id)
 	}
+	usage.From(r.Context()).TaskCreated(taskID)
+	metrics.TaskCreated(p.Name, req.Model)
 	if h.Watcher != nil {
 		h.Watcher.Watch(task)
 	}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
+	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -98,7 +99,7 @@ func (w *Watcher) Run(stop <-chan struct{}) {
 	defer cancel()
 	go func() { <-stop; cancel() }()
 	for {
-		id, wait, ok := w.next()
+		due, wait, ok := w.next()
 		if !ok {
 			timer := time.NewTimer(wait)
 			select {
@@ -120,26 +121,27 @@ func (w *Watcher) Run(stop <-chan struct{}) {
 			return
 		}
 		wg.Add(1)
+		metrics.RefreshLag(now().Sub(due.due))
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			w.poll(ctx, id)
+			w.poll(ctx, due.id)
 		}()
 	}
 }
 
 // next pops the task due soonest if it is due; otherwise it says how long to wait.
-func (w *Watcher) next() (string, time.Duration, bool) {
+func (w *Watcher) next() (dueTask, time.Duration, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.queue.Len() == 0 {
-		return "", time.Minute, false
+		return dueTask{}, time.Minute, false
 	}
 	if wait := time.Until(w.queue[0].due); wait > 0 {
-		return "", wait, false
+		return dueTask{}, wait, false
 	}
 	t := heap.Pop(&w.queue).(dueTask)
 	delete(w.queued, t.id)
-	return t.id, 0, true
+	return t, 0, true
 }
 
 // poll refreshes one task and schedules its next poll, or drops it once it has finished.
