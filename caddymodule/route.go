@@ -89,6 +89,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		return nil
 	}
 	defer route.Done()
+	upstreamName := route.Provider.Name // the upstream label; a provider has one upstream
+	entry := usage.From(r.Context())
+	entry.Routed(route.Model, route.Provider.Name, upstreamName)
 	charge, err := h.accountant.Charge(r.Context(), id, route.Provider.Cost(route.Model))
 	if err != nil {
 		apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
@@ -98,9 +101,6 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	repl.Set("mediagw.model", route.Model)
 	repl.Set("mediagw.provider", route.Provider.Name)
 	repl.Set("mediagw.upstream", route.Provider.BaseURL.Scheme+"://"+route.Provider.BaseURL.Host)
-	upstreamName := route.Provider.Name // the upstream label; a provider has one upstream
-	entry := usage.From(r.Context())
-	entry.Routed(route.Model, route.Provider.Name, upstreamName)
 	sw := &answerWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
 	err = h.proxy(sw, r, next, route.Provider.Name)
 	entry.AddTokens(sw.sniffer.Tokens())
