@@ -45,7 +45,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 
 func (s *Simulator) chat(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Model    string `json:"model"`
+		Model         string `json:"model"`
 		Stream        bool   `json:"stream"`
 		StreamOptions struct {
 			IncludeUsage bool `json:"include_usage"`
