@@ -4,6 +4,7 @@
 package caddymodule
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -29,9 +30,10 @@ func init() {
 // mediagw handler shares. Configure it with the `mediagw` global option. Handlers find it in
 // their Provision; the store it opens stays open across config reloads.
 type App struct {
-	// Storage selects where state (keys, task ownership) is kept.
+	// StorageRaw selects where state (keys, task ownership, limits, callbacks) is kept: a
+	// module in the mediagw.storage namespace, such as {"module": "badger", "path": "…"}.
 	// Default: Badger in the "mediagw" folder of Caddy's data directory.
-	Storage *StorageConfig `json:"storage,omitempty"`
+	StorageRaw json.RawMessage `json:"storage,omitempty" caddy:"namespace=mediagw.storage inline_key=module"`
 
 	// Providers are the upstreams, in the order they were configured. A model may be served by
 	// one provider only.
@@ -79,14 +81,6 @@ type App struct {
 	observer      *observer
 	loadedAt      time.Time
 	logger        *zap.Logger
-}
-
-// StorageConfig selects the state backend.
-type StorageConfig struct {
-	// Backend is "badger" (embedded, the default).
-	Backend string `json:"backend,omitempty"`
-	// Path is the Badger directory. Default: the "mediagw" folder of Caddy's data directory.
-	Path string `json:"path,omitempty"`
 }
 
 // ProviderConfig is one upstream model provider.
@@ -191,7 +185,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.provisionUploads(repl); err != nil {
 		return err
 	}
-	if err := a.openStore(); err != nil {
+	if err := a.openStore(ctx); err != nil {
 		return err
 	}
 	if err := a.provisionObservability(ctx); err != nil {

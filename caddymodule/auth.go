@@ -61,7 +61,7 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	w = ow
 	id, err := h.authn.Authenticate(r.Context(), r.Header.Get("Authorization"), clientIP(r))
 	if err == nil {
-		err = h.accountant.Admit(id)
+		err = h.accountant.Admit(r.Context(), id)
 	}
 	if err != nil {
 		var refusal *apierror.Error

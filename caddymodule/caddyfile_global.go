@@ -16,7 +16,7 @@ import (
 // parseGlobalOption sets up the mediagw app. Syntax:
 //
 //	mediagw {
-//		storage badger [<dir>]
+//		storage <backend> [<args…>]   (storage badger [<dir>])
 //		task_retention <duration>
 //		disabled_accounts <account...>
 //		refund_unsuccessful_tasks
@@ -96,14 +96,18 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		seen[name] = true
 		switch name {
 		case "storage":
-			args := d.RemainingArgs()
-			if len(args) < 1 || len(args) > 2 || args[0] != "badger" {
-				return d.Err("usage: storage badger [<dir>]")
+			if !d.NextArg() {
+				return d.Err("usage: storage <backend> [<args…>], e.g. storage badger <dir>")
 			}
-			a.Storage = &StorageConfig{Backend: args[0]}
-			if len(args) == 2 {
-				a.Storage.Path = args[1]
+			backend := d.Val()
+			if _, err := caddy.GetModule("mediagw.storage." + backend); err != nil {
+				return d.Errf("storage: unknown backend %q; usage: storage badger [<dir>]", backend)
 			}
+			mod, err := caddyfile.UnmarshalModule(d, "mediagw.storage."+backend)
+			if err != nil {
+				return d.Errf("storage %s: %v", backend, err)
+			}
+			a.StorageRaw = caddyconfig.JSONModuleObject(mod, "module", backend, nil)
 		case "task_retention":
 			var s string
 			if !d.AllArgs(&s) {

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -11,9 +12,6 @@ import (
 	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
-
-// usageIndexTTL is how long the index of per-day usage aggregates is kept.
-const usageIndexTTL = 400 * 24 * time.Hour
 
 // provisionObservability registers mediagw's metrics on this config's registry (served at the
 // admin endpoint's /metrics) and prepares the usage records: the logger mediagw.usage and the
@@ -27,24 +25,45 @@ func (a *App) provisionObservability(ctx caddy.Context) error {
 	a.usage = &usage.Recorder{
 		Logger:   a.logger.Named("usage"),
 		Counters: opened.meter,
-		Index:    usageIndex{store: opened.Badger},
+		Index:    usageIndex{store: opened.store},
 	}
 	a.accountant.Usage = a.usage
 	a.observer = &observer{usage: a.usage, now: time.Now}
 	return nil
 }
 
-// usageIndex keeps the index of usage aggregates as store records. It is the one place that
-// knows how the aggregates use the store besides its counters.
+// usageIndex keeps the index of usage aggregates with the store's counters and settings: per
+// day, a counter numbers the (account, model) pairs seen, and a setting per number names its
+// pair. It is the one place that knows how the aggregates use the store besides its counters.
 type usageIndex struct{ store storage.Store }
 
-func (x usageIndex) Mark(ctx context.Context, key string) error {
-	_, _, err := x.store.Claim(ctx, key, []byte{1}, usageIndexTTL)
+func usageIndexCounter(day string) string { return "usage/index/" + day }
+
+func (x usageIndex) Mark(ctx context.Context, day, key string) error {
+	n, _, err := x.store.AddCounter(ctx, usageIndexCounter(day), 1, -1)
+	if err != nil {
+		return err
+	}
+	_, err = x.store.SettingOnce(ctx, fmt.Sprintf("%s/%d", usageIndexCounter(day), n), []byte(key))
 	return err
 }
 
-func (x usageIndex) Marked(ctx context.Context, prefix string, fn func(key string) bool) error {
-	return x.store.ScanRecords(ctx, prefix, func(key string, _ []byte) bool { return fn(key) })
+func (x usageIndex) Marked(ctx context.Context, day string, fn func(key string)) error {
+	n, err := x.store.Counter(ctx, usageIndexCounter(day))
+	if err != nil {
+		return err
+	}
+	for i := int64(1); i <= n; i++ {
+		// A number whose name was never stored (a crash between the two writes) reads as empty.
+		key, err := x.store.SettingOnce(ctx, fmt.Sprintf("%s/%d", usageIndexCounter(day), i), []byte{})
+		if err != nil {
+			return err
+		}
+		if len(key) > 0 {
+			fn(string(key))
+		}
+	}
+	return nil
 }
 
 // countActiveTasks sets mediagw_tasks_active from the store's unfinished tasks.

@@ -1,8 +1,9 @@
 package caddymodule
 
 import (
+	"encoding/json"
 	"fmt"
-	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -11,63 +12,85 @@ import (
 	"github.com/mediagw/mediagw/storage"
 )
 
-// stores holds one open Badger per directory. Badger locks its directory, and during a reload the
-// old and the new config both use it, so it is opened by the first config that needs it and closed
-// when the last one lets go.
+// stores holds one open store per identity (for Badger, per directory). Badger locks its
+// directory, and during a reload the old and the new config both use the store, so it is opened
+// by the first config that needs it and closed when the last one lets go.
 var stores = caddy.NewUsagePool()
 
 // usageFlushInterval is how often request and task counts are written to the store.
 const usageFlushInterval = 2 * time.Second
 
-// openedStore is a store and what lives as long as it: the usage meter that writes to it, the
-// per-key rate limiters, and the traced view of it that handlers use (one per store, so that
-// handlers of the old and the new config during a reload share it).
+// openedStore is a store and what lives as long as it: the usage meter that writes to it, and the
+// traced view of it that handlers use (one per store, so that handlers of the old and the new
+// config during a reload share it).
 type openedStore struct {
-	*storage.Badger
+	store  storage.Store
 	traced *tracedStore
 	meter  *accounting.Meter
-	rates  *accounting.Rates
 }
 
 // Destruct flushes the meter and closes the store, when the last config lets go of it.
 func (s openedStore) Destruct() error {
 	s.meter.Close()
-	return s.Close()
+	return s.store.Close()
 }
 
-// openStore acquires the configured store from the pool.
-func (a *App) openStore() error {
-	cfg := StorageConfig{}
-	if a.Storage != nil {
-		cfg = *a.Storage
+// openStore loads the storage module and acquires its store from the pool.
+func (a *App) openStore(ctx caddy.Context) error {
+	if len(a.StorageRaw) == 0 {
+		a.StorageRaw = json.RawMessage(`{"module":"badger"}`)
 	}
-	if cfg.Backend != "" && cfg.Backend != "badger" {
-		return fmt.Errorf("storage: unknown backend %q (supported: badger)", cfg.Backend)
-	}
-	path := cfg.Path
-	if path == "" {
-		path = defaultStoragePath()
-	}
-	path, err := filepath.Abs(path)
+	a.StorageRaw = legacyStorageConfig(a.StorageRaw)
+	mod, err := ctx.LoadModule(a, "StorageRaw")
 	if err != nil {
-		return fmt.Errorf("storage: %v", err)
+		return fmt.Errorf("loading storage module: %v", err)
 	}
-	key := "badger:" + filepath.Clean(path)
+	backend, ok := mod.(StoreBackend)
+	if !ok {
+		return fmt.Errorf("storage module %T cannot open a store", mod)
+	}
+	key, err := backend.StoreIdentity()
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
 	val, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
-		db, err := storage.OpenBadger(path, storage.BadgerOptions{Logger: a.logger.Named("badger")})
+		s, err := backend.OpenStore(a.logger.Named("storage"))
 		if err != nil {
 			return nil, err
 		}
-		meter := accounting.NewMeter(db, usageFlushInterval, a.logger.Named("meter"))
-		return openedStore{Badger: db, traced: &tracedStore{Store: db, backend: "badger"}, meter: meter, rates: new(accounting.Rates)}, nil
+		meter := accounting.NewMeter(s, usageFlushInterval, a.logger.Named("meter"))
+		return openedStore{store: s, traced: &tracedStore{Store: s, backend: backendName(key)}, meter: meter}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
 	opened := val.(openedStore)
 	a.store, a.storeKey, a.opened = opened.traced, key, opened
-	a.accountant = &accounting.Accountant{Store: opened.traced, Meter: opened.meter, Rates: opened.rates, RefundUnsuccessful: a.RefundUnsuccessfulTasks}
+	a.accountant = &accounting.Accountant{Store: opened.traced, Meter: opened.meter, RefundUnsuccessful: a.RefundUnsuccessfulTasks,
+		Logger: a.logger.Named("accounting")}
 	return nil
+}
+
+// backendName is the backend part of a store identity ("badger" of "badger:/var/lib/…").
+func backendName(identity string) string {
+	name, _, _ := strings.Cut(identity, ":")
+	return name
+}
+
+// legacyStorageConfig turns the storage setting of earlier versions, {"backend": "badger",
+// "path": …}, into the module form {"module": "badger", "path": …}; anything else is returned as is.
+func legacyStorageConfig(raw json.RawMessage) json.RawMessage {
+	var old map[string]json.RawMessage
+	if json.Unmarshal(raw, &old) != nil || old["module"] != nil || old["backend"] == nil {
+		return raw
+	}
+	old["module"] = old["backend"]
+	delete(old, "backend")
+	b, err := json.Marshal(old)
+	if err != nil {
+		return raw
+	}
+	return b
 }
 
 // Interface guards

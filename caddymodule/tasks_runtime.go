@@ -36,8 +36,12 @@ type CallbacksConfig struct {
 	AllowPrivate bool `json:"allow_private,omitempty"`
 	// RetrySchedule is the wait before each retry. Default: 5s 30s 2m 10m 30m 1h 2h 4h 8h 8h.
 	RetrySchedule []caddy.Duration `json:"retry_schedule,omitempty"`
-	// Concurrency bounds simultaneous deliveries. Default: 8.
+	// Concurrency bounds simultaneous deliveries. Default: 8. One account has at most half of
+	// them.
 	Concurrency int `json:"concurrency,omitempty"`
+	// PerHost bounds simultaneous deliveries to one receiver (host and port), so that a slow or
+	// silent receiver cannot hold every delivery slot. Default: 2.
+	PerHost int `json:"per_host,omitempty"`
 	// RelayBase is this gateway's public base URL (e.g. https://api.example.com). When set,
 	// tasks are created upstream with a callback to RelayBase/mediagw/callbacks/<token>, served
 	// by mediagw_callback_relay; each such callback is a hint to re-read the task. Default: off.
@@ -77,7 +81,8 @@ func (a *App) provisionTaskRuntime(repl *caddy.Replacer) error {
 	}
 	rt.outbox = &callbacks.Outbox{
 		Store: a.store, Key: key, Client: callbacks.NewClient(cb.AllowPrivate), Schedule: schedule,
-		Concurrency: cb.Concurrency, OnGone: rt.tasks.CallbackGone, Logger: a.logger.Named("callbacks"),
+		Concurrency: cb.Concurrency, PerHost: cb.PerHost, OnGone: rt.tasks.CallbackGone, Stopped: rt.tasks.CallbacksStopped,
+		Logger: a.logger.Named("callbacks"),
 	}
 	rt.tasks.Callbacks = rt.outbox
 	w := WatcherConfig{}
@@ -98,18 +103,11 @@ func (a *App) webhookKey(configured string) ([]byte, error) {
 		}
 		return key, nil
 	}
-	ctx := context.Background()
-	existing, _, err := a.store.Claim(ctx, "config/webhook-secret", []byte(callbacks.NewSecret()), 0)
+	stored, err := a.store.SettingOnce(context.Background(), "webhook-secret", []byte(callbacks.NewSecret()))
 	if err != nil {
 		return nil, fmt.Errorf("callbacks secret: %v", err)
 	}
-	if existing == nil {
-		existing, err = a.store.Record(ctx, "config/webhook-secret")
-		if err != nil {
-			return nil, fmt.Errorf("callbacks secret: %v", err)
-		}
-	}
-	return callbacks.ParseSecret(string(existing))
+	return callbacks.ParseSecret(string(stored))
 }
 
 func (rt *taskRuntime) start() {

@@ -12,8 +12,8 @@ import (
 )
 
 // tracedStore makes the store operations of a traced request spans of its trace (named
-// "store <operation>"). Operations it does not name pass straight through. Without a recording
-// span in the context it adds one context lookup.
+// "store <operation>"). The operations on a request's path are traced; the others pass straight
+// through. Without a recording span in the context it adds one context lookup.
 type tracedStore struct {
 	storage.Store
 	backend string
@@ -37,32 +37,18 @@ func (s *tracedStore) AddCounter(ctx context.Context, name string, delta, limit 
 	return v, ok, err
 }
 
-func (s *tracedStore) Claim(ctx context.Context, key string, val []byte, ttl time.Duration) ([]byte, bool, error) {
-	ctx, span := s.span(ctx, "Claim")
-	existing, claimed, err := s.Store.Claim(ctx, key, val, ttl)
+func (s *tracedStore) AllowRate(ctx context.Context, name string, limit int, window time.Duration, now time.Time) (bool, time.Duration, error) {
+	ctx, span := s.span(ctx, "AllowRate")
+	ok, wait, err := s.Store.AllowRate(ctx, name, limit, window, now)
 	span.End(err)
-	return existing, claimed, err
+	return ok, wait, err
 }
 
-func (s *tracedStore) Record(ctx context.Context, key string) ([]byte, error) {
-	ctx, span := s.span(ctx, "Record")
-	v, err := s.Store.Record(ctx, key)
+func (s *tracedStore) CreateTask(ctx context.Context, task storage.Task) (storage.Task, error) {
+	ctx, span := s.span(ctx, "CreateTask")
+	t, err := s.Store.CreateTask(ctx, task)
 	span.End(err)
-	return v, err
-}
-
-func (s *tracedStore) PutRecord(ctx context.Context, key string, val []byte, ttl time.Duration) error {
-	ctx, span := s.span(ctx, "PutRecord")
-	err := s.Store.PutRecord(ctx, key, val, ttl)
-	span.End(err)
-	return err
-}
-
-func (s *tracedStore) PutTask(ctx context.Context, task storage.Task) error {
-	ctx, span := s.span(ctx, "PutTask")
-	err := s.Store.PutTask(ctx, task)
-	span.End(err)
-	return err
+	return t, err
 }
 
 func (s *tracedStore) Task(ctx context.Context, id string) (storage.Task, error) {
@@ -72,11 +58,32 @@ func (s *tracedStore) Task(ctx context.Context, id string) (storage.Task, error)
 	return t, err
 }
 
+func (s *tracedStore) ReplaceTask(ctx context.Context, task storage.Task) (storage.Task, error) {
+	ctx, span := s.span(ctx, "ReplaceTask")
+	t, err := s.Store.ReplaceTask(ctx, task)
+	span.End(err)
+	return t, err
+}
+
 func (s *tracedStore) ListTasks(ctx context.Context, account string, q storage.TaskQuery) (storage.TaskPage, error) {
 	ctx, span := s.span(ctx, "ListTasks")
 	p, err := s.Store.ListTasks(ctx, account, q)
 	span.End(err)
 	return p, err
+}
+
+func (s *tracedStore) EnqueueEvent(ctx context.Context, ev storage.Event) (bool, error) {
+	ctx, span := s.span(ctx, "EnqueueEvent")
+	ok, err := s.Store.EnqueueEvent(ctx, ev)
+	span.End(err)
+	return ok, err
+}
+
+func (s *tracedStore) BeginIdempotent(ctx context.Context, key string, rec storage.IdempotencyRecord, ttl time.Duration) (storage.IdempotencyRecord, bool, error) {
+	ctx, span := s.span(ctx, "BeginIdempotent")
+	r, ok, err := s.Store.BeginIdempotent(ctx, key, rec, ttl)
+	span.End(err)
+	return r, ok, err
 }
 
 // Interface guards

@@ -1,118 +1,68 @@
-// Package storage holds mediagw's state: API keys, accounts and task ownership records. It knows
-// nothing of HTTP or Caddy. Store is the one interface the rest of mediagw uses; Badger (embedded,
-// one process) is the default implementation.
+// Package storage holds mediagw's state: API keys, accounts, task ownership records, idempotency
+// records, the callback outbox, leases, counters and rate windows. It knows nothing of HTTP or
+// Caddy.
+//
+// Store is the contract every backend implements and the only thing the rest of mediagw uses.
+// Badger (embedded, one process) is the default backend; a Redis backend lets several gateway
+// instances share one state. The contract speaks the domain, not raw keys, and assumes nothing
+// about being the only process: every state change is a create-if-absent or a compare-and-set,
+// so that exactly one of two racing writers wins, and only the winner performs the side effect
+// that goes with the change (a refund, a slot release, a callback).
+//
+// Every package storage/storetest conformance test must pass against a backend before it is
+// used.
+//
+// # Durability
+//
+// A write is durable when the call returns without error: an acknowledged write survives a crash
+// of the process (kill -9) right after. Backends may share one disk sync between concurrent
+// writers (group commit), but never acknowledge before the sync.
+//
+// # Time
+//
+// Methods that depend on the current time take it as an argument (now) where a caller's clock
+// matters (outbox, rate limits, leases) so that they can be tested without sleeping. TTLs on
+// records are enforced by the backend's own clock.
 package storage
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"net/netip"
-	"time"
+	"io"
 )
 
-// ErrNotFound is returned when a key, account or task does not exist (or has expired).
-var ErrNotFound = errors.New("not found")
+// Errors of the contract. Backends return these (possibly wrapped); callers test with errors.Is.
+var (
+	// ErrNotFound: the record does not exist (or has expired).
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a create-if-absent found a record already there.
+	ErrExists = errors.New("already exists")
+	// ErrConflict: a compare-and-set found another version than the one given; re-read and retry
+	// (see UpdateTask), or give up if the other writer's change makes yours moot.
+	ErrConflict = errors.New("changed concurrently")
+	// ErrLeaseLost: the caller's lease (on an outbox event or a named lease) has expired and
+	// another worker may hold it now; the caller must stop the leased work's side effects.
+	ErrLeaseLost = errors.New("lease lost")
+)
 
-// Store is the state that mediagw keeps. Every write is durable when the call returns: an
-// acknowledged write survives a crash of the process.
+// Store is all the state mediagw keeps. Implementations are safe for concurrent use by many
+// goroutines and, where the backend allows it, by many processes.
 type Store interface {
-	// PutKey creates or replaces an API key record.
-	PutKey(ctx context.Context, key APIKey) error
-	// KeyByHash finds a key by the SHA-256 of its secret (see HashSecret).
-	KeyByHash(ctx context.Context, hash string) (APIKey, error)
-	// KeyByID finds a key by its public id.
-	KeyByID(ctx context.Context, id string) (APIKey, error)
-	// ListKeys returns every stored key, ordered by id.
-	ListKeys(ctx context.Context) ([]APIKey, error)
-	// DeleteKey removes a key, or answers ErrNotFound.
-	DeleteKey(ctx context.Context, id string) error
-
-	// PutAccount creates or replaces an account record.
-	PutAccount(ctx context.Context, acct Account) error
-	// Account returns the account record, or ErrNotFound if the account has none.
-	Account(ctx context.Context, name string) (Account, error)
-	// ListAccounts returns every account record, ordered by name.
-	ListAccounts(ctx context.Context) ([]Account, error)
-
-	// AddCounter adds delta to a named counter and returns the new value, atomically. When
-	// limit is not negative and the new value would exceed it, nothing changes and ok is false.
-	AddCounter(ctx context.Context, name string, delta, limit int64) (value int64, ok bool, err error)
-	// Counter returns a counter's value; a counter never written is 0.
-	Counter(ctx context.Context, name string) (int64, error)
-
-	// Claim stores val under key unless a record is already there, atomically. It returns
-	// (nil, true) when it stored val, and (the existing record, false) otherwise. The record
-	// expires after ttl.
-	Claim(ctx context.Context, key string, val []byte, ttl time.Duration) (existing []byte, claimed bool, err error)
-	// PutRecord stores val under key, replacing any record; it expires after ttl (0: never).
-	PutRecord(ctx context.Context, key string, val []byte, ttl time.Duration) error
-	// Record returns the record under key, or ErrNotFound.
-	Record(ctx context.Context, key string) ([]byte, error)
-	// DeleteRecord removes a record; a missing one is not an error.
-	DeleteRecord(ctx context.Context, key string) error
-	// ScanRecords calls fn for every record whose key starts with prefix, in key order, until fn
-	// returns false.
-	ScanRecords(ctx context.Context, prefix string, fn func(key string, val []byte) bool) error
-
-	// PutTask creates or replaces a task ownership record. The record expires after the
-	// store's task retention, counted from the task's creation.
-	PutTask(ctx context.Context, task Task) error
-	// Task returns the record of a task id, or ErrNotFound.
-	Task(ctx context.Context, id string) (Task, error)
-	// ListTasks returns one account's tasks of one kind, newest first, filtered and paginated.
-	ListTasks(ctx context.Context, account string, q TaskQuery) (TaskPage, error)
-	// DeleteTask removes a task record; deleting a missing task is not an error.
-	DeleteTask(ctx context.Context, id string) error
-	// UnfinishedTasks calls fn with the id of every unfinished task (see Task.Unfinished), until
-	// fn returns false.
-	UnfinishedTasks(ctx context.Context, fn func(id string) bool) error
+	Directory
+	Tasks
+	Idempotency
+	Outbox
+	Coordination
+	Settings
+	// Close releases the backend. Callers must not use the Store afterwards.
+	io.Closer
 }
 
-// APIKey is a stored API key. The secret itself is never stored, only its SHA-256.
-type APIKey struct {
-	// ID is the public identifier of the key: safe to log, shown in access logs as the user id.
-	ID string `json:"id"`
-	// Hash is the hex SHA-256 of the secret.
-	Hash string `json:"hash"`
-	// Account owns the key; tasks belong to accounts, not to keys.
-	Account string `json:"account"`
-	// Models are glob patterns of the models the key may use. Empty means all.
-	Models []string `json:"models,omitempty"`
-	// AllowIPs restricts the client addresses that may use the key. Empty means any.
-	AllowIPs []netip.Prefix `json:"allow_ips,omitempty"`
-	// Disabled keys are refused with 403.
-	Disabled bool `json:"disabled,omitempty"`
-	// ExpiresAt, when set, is the moment from which the key is refused with 403.
-	ExpiresAt time.Time `json:"expires_at,omitzero"`
-	// CreatedAt is when the key was created.
-	CreatedAt time.Time `json:"created_at,omitzero"`
-	// Limits bound what the key may use.
-	Limits
-}
-
-// Limits bound the use of one key. Zero values mean no limit.
-type Limits struct {
-	// Quota is the total cost the key may consume (each model has a cost per request or task,
-	// 1 by default). Nil means unlimited.
-	Quota *int64 `json:"quota,omitempty"`
-	// RateRequests requests are allowed per RateWindow (a sliding window); 0 means no limit.
-	RateRequests int           `json:"rate_requests,omitempty"`
-	RateWindow   time.Duration `json:"rate_window,omitempty"`
-	// MaxActiveTasks bounds the key's unfinished video tasks; 0 means no limit.
-	MaxActiveTasks int64 `json:"max_active_tasks,omitempty"`
-}
-
-// Account is the stored state of an account.
-type Account struct {
-	Name     string `json:"name"`
-	Disabled bool   `json:"disabled,omitempty"`
-}
-
-// HashSecret returns the hex SHA-256 of an API key secret, the form in which keys are stored
-// and looked up.
-func HashSecret(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
+// Settings are small values the gateway creates once and then keeps (the generated webhook
+// secret). They never expire.
+type Settings interface {
+	// SettingOnce stores val under name unless a value is already there, atomically, and
+	// returns the stored value: val when this call stored it, the existing value otherwise. Two
+	// processes starting at once agree on one value.
+	SettingOnce(ctx context.Context, name string, val []byte) ([]byte, error)
 }

@@ -1,16 +1,95 @@
 package storage
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 )
+
+// DefaultTaskRetention is how long task records are kept when nothing else is configured: the
+// seven days for which the upstream keeps a task.
+const DefaultTaskRetention = 7 * 24 * time.Hour
 
 // Task kinds: the task families whose ownership mediagw records.
 const (
 	KindVideo = "video"
 	KindImage = "image"
 )
+
+// Tasks holds the ownership records of upstream tasks (and of other upstream objects created
+// through the gateway, under their own Kind). A record is created once and then changed only by
+// compare-and-set on its Version: use UpdateTask, which applies a function to the current record
+// and retries on conflict.
+type Tasks interface {
+	// CreateTask stores a new record with Version 1, or answers ErrExists when a record with
+	// that id is already stored. The record expires at ExpiresAt (see Task.ExpiresAt).
+	CreateTask(ctx context.Context, task Task) (Task, error)
+	// Task returns the record of a task id, or ErrNotFound.
+	Task(ctx context.Context, id string) (Task, error)
+	// ReplaceTask stores task if the stored record's Version equals task.Version, and returns
+	// it with its new Version. It answers ErrNotFound for a missing record and ErrConflict for
+	// another version. Account, Kind and CreatedAt of a record never change.
+	ReplaceTask(ctx context.Context, task Task) (Task, error)
+	// DeleteTask removes a record if its stored Version equals version, or answers ErrConflict.
+	// Deleting a missing record is not an error.
+	DeleteTask(ctx context.Context, id string, version int64) error
+	// ListTasks returns one account's tasks, newest first, filtered and paginated.
+	ListTasks(ctx context.Context, account string, q TaskQuery) (TaskPage, error)
+	// UnfinishedTasks calls fn with the id of every unfinished task (see Task.Unfinished), until
+	// fn returns false. It reads an index, not every record.
+	UnfinishedTasks(ctx context.Context, fn func(id string) bool) error
+
+	// SetRelayToken records that the relay token whose SHA-256 is tokenHash belongs to taskID,
+	// for ttl.
+	SetRelayToken(ctx context.Context, tokenHash, taskID string, ttl time.Duration) error
+	// RelayTask returns the task id of a relay token's hash, or ErrNotFound.
+	RelayTask(ctx context.Context, tokenHash string) (string, error)
+}
+
+// ErrNoChange, returned by an UpdateTask function, leaves the record as it is; UpdateTask then
+// returns the current record and no error.
+var ErrNoChange = errors.New("no change")
+
+// maxUpdateAttempts bounds UpdateTask's retries; only a record rewritten this many times while
+// one update runs makes it give up.
+const maxUpdateAttempts = 64
+
+// UpdateTask applies change to the current record of task id and stores the result by
+// compare-and-set, re-reading and re-applying change after each conflict. change may therefore
+// run more than once: it must only modify the record and note what it decided; the decision of
+// its last run is the one stored. The caller that wins a change (for example, the one whose
+// change set Finished) is the one that performs its side effect, after UpdateTask returned
+// without error.
+//
+// change returns ErrNoChange to leave the record alone, or another error to stop (returned
+// as is). UpdateTask answers ErrNotFound for a missing record.
+func UpdateTask(ctx context.Context, s Tasks, id string, change func(*Task) error) (Task, error) {
+	for range maxUpdateAttempts {
+		cur, err := s.Task(ctx, id)
+		if err != nil {
+			return cur, err
+		}
+		next := cur
+		next.Result = slices.Clone(cur.Result)
+		if err := change(&next); errors.Is(err, ErrNoChange) {
+			return cur, nil
+		} else if err != nil {
+			return cur, err
+		}
+		stored, err := s.ReplaceTask(ctx, next)
+		if errors.Is(err, ErrConflict) {
+			if ctx.Err() != nil {
+				return cur, ctx.Err()
+			}
+			continue
+		}
+		return stored, err
+	}
+	return Task{}, fmt.Errorf("updating task %s: %w %d times", id, ErrConflict, maxUpdateAttempts)
+}
 
 // Task is the ownership record of an upstream task: who created it, where it runs, and the last
 // status mediagw saw.
@@ -37,16 +116,24 @@ type Task struct {
 	// after CreatedAt. Writes never set less than a minute.
 	ExpiresAt int64 `json:"expires_at,omitempty"`
 	// Active is true when the task holds one of its key's active-task slots, which it gives back
-	// when it is first seen in a terminal state (then Finished is set).
-	Active   bool `json:"active,omitempty"`
+	// when it finishes (then Finished is set).
+	Active bool `json:"active,omitempty"`
+	// Finished is set by the one update that saw the task finish; whoever stored it releases
+	// the slot and refunds, once.
 	Finished bool `json:"finished,omitempty"`
 	// Cost is the cost metered for the task; Held is the part taken from a limited quota.
 	Cost int64 `json:"cost,omitempty"`
 	Held int64 `json:"held,omitempty"`
-	// CallbackURL is the client's callback address, never sent upstream.
+	// CallbackURL is the client's callback address, never sent upstream. Empty once the
+	// receiver answered 410 Gone.
 	CallbackURL string `json:"callback_url,omitempty"`
+	// CallbackGone is set when the receiver answered 410: no callback is queued again.
+	CallbackGone bool `json:"callback_gone,omitempty"`
 	// Notified is the last status queued for delivery to CallbackURL.
 	Notified string `json:"notified,omitempty"`
+	// Version is raised by the backend on every write (1 after CreateTask); ReplaceTask and
+	// DeleteTask compare it.
+	Version int64 `json:"version,omitempty"`
 }
 
 // TaskQuery selects a page of one account's tasks.
@@ -67,8 +154,8 @@ type TaskPage struct {
 	Total int
 }
 
-// matches reports whether the task passes the query's filters.
-func (q TaskQuery) matches(t Task) bool {
+// Matches reports whether the task passes the query's filters.
+func (q TaskQuery) Matches(t Task) bool {
 	if q.Kind != "" && t.Kind != q.Kind {
 		return false
 	}
@@ -85,9 +172,9 @@ func (q TaskQuery) matches(t Task) bool {
 }
 
 // Unfinished reports whether the task may still change: a video task not yet seen in a terminal
-// status (succeeded, failed, cancelled, expired).
+// status (succeeded, failed, cancelled, expired) and not marked Finished.
 func (t Task) Unfinished() bool {
-	return t.Kind == KindVideo && !Terminal(t.Status)
+	return t.Kind == KindVideo && !Terminal(t.Status) && !t.Finished
 }
 
 // Terminal reports whether a task in this status will not change again: succeeded, failed,
@@ -100,8 +187,9 @@ func Terminal(status string) bool {
 	return false
 }
 
-// expiry is when the record is to be deleted.
-func (t Task) expiry() time.Time {
+// Expiry is when the record is to be deleted: ExpiresAt, or DefaultTaskRetention after
+// CreatedAt.
+func (t Task) Expiry() time.Time {
 	if t.ExpiresAt != 0 {
 		return time.Unix(t.ExpiresAt, 0)
 	}

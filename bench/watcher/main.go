@@ -85,7 +85,7 @@ func main() {
 		now := time.Now()
 		t := storage.Task{ID: created.ID, Kind: storage.KindVideo, Account: "a", Provider: "sim", Model: "m",
 			Status: "queued", CreatedAt: now.Unix(), UpdatedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()}
-		if err := store.PutTask(ctx, t); err != nil {
+		if _, err := store.CreateTask(ctx, t); err != nil {
 			log.Fatal(err)
 		}
 		w.Watch(t)

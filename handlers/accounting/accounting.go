@@ -14,9 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
-	"github.com/mediagw/mediagw/handlers/ratelimit"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
@@ -24,9 +25,6 @@ import (
 
 // ActiveRetryAfter is the Retry-After sent when a key has too many unfinished tasks.
 const ActiveRetryAfter = 10 * time.Second
-
-// finishedClaimTTL outlives any task record (whose retention is 7 days by default).
-const finishedClaimTTL = 400 * 24 * time.Hour
 
 // Counter names.
 func QuotaCounter(keyID string) string  { return "quota/" + keyID }
@@ -49,26 +47,42 @@ const (
 type Accountant struct {
 	Store storage.Store
 	Meter *Meter
-	Rates *Rates
 	// RefundUnsuccessful refunds the cost of tasks that end failed, cancelled or expired.
 	RefundUnsuccessful bool
 	// Usage receives the record of each finished task; nil writes none.
 	Usage *usage.Recorder
+	// Logger receives failed refunds and releases. Default: none.
+	Logger *zap.Logger
+	// now is the clock; tests set it. Default: time.Now.
+	now func() time.Time
 }
 
-// Rates holds the per-key request rate limiters; share one across config reloads so that a
-// reload does not reset them.
-type Rates struct {
-	mu       sync.Mutex
-	limiters map[string]*ratelimit.SlidingWindow // by key id and settings
+func (a *Accountant) clock() time.Time {
+	if a.now != nil {
+		return a.now()
+	}
+	return time.Now()
+}
+
+func (a *Accountant) logger() *zap.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return zap.NewNop()
 }
 
 var errQuota = apierror.New(http.StatusPaymentRequired, "insufficient_quota", "the quota of this API key is used up")
 
-// Admit applies the key's request rate and counts the request.
-func (a *Accountant) Admit(id auth.Identity) error {
+// Admit applies the key's request rate (a sliding window kept in the store, so that gateways
+// sharing a store share it) and counts the request.
+func (a *Accountant) Admit(ctx context.Context, id auth.Identity) error {
 	if l := id.Limits; l.RateRequests > 0 && l.RateWindow > 0 {
-		if ok, wait := a.Rates.limiter(id.KeyID, l).Allow(id.KeyID); !ok {
+		name := fmt.Sprintf("rate/%s/%d/%s", id.KeyID, l.RateRequests, l.RateWindow)
+		ok, wait, err := a.Store.AllowRate(ctx, name, l.RateRequests, l.RateWindow, a.clock())
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return apierror.New(http.StatusTooManyRequests, "rate_limit_exceeded",
 				fmt.Sprintf("too many requests for this API key: at most %d per %s", l.RateRequests, l.RateWindow)).WithRetryAfter(wait)
 		}
@@ -76,21 +90,6 @@ func (a *Accountant) Admit(id auth.Identity) error {
 	a.Meter.Add(KeyUsage(id.KeyID, UsageRequests), 1)
 	a.Meter.Add(AccountUsage(id.Account, UsageRequests), 1)
 	return nil
-}
-
-func (r *Rates) limiter(keyID string, l storage.Limits) *ratelimit.SlidingWindow {
-	name := fmt.Sprintf("%s/%d/%s", keyID, l.RateRequests, l.RateWindow)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.limiters == nil {
-		r.limiters = map[string]*ratelimit.SlidingWindow{}
-	}
-	lim := r.limiters[name]
-	if lim == nil {
-		lim = ratelimit.NewSlidingWindow(l.RateRequests, l.RateWindow)
-		r.limiters[name] = lim
-	}
-	return lim
 }
 
 // Charge is a quota charge that can be undone.
@@ -142,10 +141,30 @@ func (a *Accountant) Charge(ctx context.Context, id auth.Identity, cost int64) (
 // refund gives back metered cost, of which held came from a limited quota.
 func (a *Accountant) refund(ctx context.Context, keyID, account string, cost, held int64) {
 	if held > 0 {
-		_, _, _ = a.Store.AddCounter(ctx, QuotaCounter(keyID), -held, -1)
+		a.addRetrying(ctx, QuotaCounter(keyID), -held, zap.String("key_id", keyID), zap.String("what", "quota refund"))
 	}
 	a.Meter.Add(AccountUsage(account, UsageQuota), -cost)
 	a.Meter.Add(KeyUsage(keyID, UsageQuota), -cost)
+}
+
+// giveBackRetries bounds the attempts at a refund or slot release.
+const giveBackRetries = 5
+
+// addRetrying gives back to a counter (a refund, a slot release), retrying a failed write a few
+// times, and logs a write that never succeeds with its context: the counter is then off by delta.
+func (a *Accountant) addRetrying(ctx context.Context, counter string, delta int64, fields ...zap.Field) {
+	var err error
+	for attempt := range giveBackRetries {
+		if _, _, err = a.Store.AddCounter(ctx, counter, delta, -1); err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+	}
+	a.logger().Error("giving back to a counter failed; it stays off by delta",
+		append(fields, zap.String("counter", counter), zap.Int64("delta", delta), zap.Error(err))...)
 }
 
 // Slot is an active-task slot.
@@ -176,7 +195,9 @@ func (a *Accountant) StartTask(ctx context.Context, id auth.Identity) (Slot, err
 	}
 	var once sync.Once
 	return Slot{Held: true, undo: func() {
-		once.Do(func() { _, _, _ = a.Store.AddCounter(context.WithoutCancel(ctx), ActiveCounter(id.KeyID), -1, -1) })
+		once.Do(func() {
+			a.addRetrying(context.WithoutCancel(ctx), ActiveCounter(id.KeyID), -1, zap.String("key_id", id.KeyID), zap.String("what", "slot release"))
+		})
 	}}, nil
 }
 
@@ -186,23 +207,26 @@ func (a *Accountant) TaskCreated(id auth.Identity) {
 	a.Meter.Add(AccountUsage(id.Account, UsageTasks), 1)
 }
 
-// TaskFinished releases the active slot of a task that reached a terminal status and, with
-// RefundUnsuccessful, refunds the cost of an unsuccessful one. It reports whether the record changed (the
-// caller stores it); it is safe to call again for the same task.
-func (a *Accountant) TaskFinished(ctx context.Context, t *storage.Task, status string) bool {
+// MarkFinished is the change that finishes a task record, for use inside storage.UpdateTask:
+// it sets Finished and reports whether this change did (false when the record was finished
+// already). The caller whose stored change set it calls Finished, once.
+func MarkFinished(t *storage.Task) bool {
 	if t.Finished {
 		return false
 	}
 	t.Finished = true
-	// Two refreshers (a client poll and the watcher, or two configs during a reload) may see the
-	// same task finish: only the first releases and refunds.
-	if _, first, err := a.Store.Claim(ctx, "finished/"+t.ID, []byte{1}, finishedClaimTTL); err != nil || !first {
-		return true
-	}
+	return true
+}
+
+// Finished releases the active slot of a task that the caller has just marked finished (see
+// MarkFinished) and, with RefundUnsuccessful, refunds the cost of a task that did not succeed.
+// Call it once per task: only after the update that set Finished was stored.
+func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string) {
+	ctx = context.WithoutCancel(ctx)
 	if t.Active {
-		_, _, _ = a.Store.AddCounter(ctx, ActiveCounter(t.KeyID), -1, -1)
+		a.addRetrying(ctx, ActiveCounter(t.KeyID), -1, zap.String("key_id", t.KeyID), zap.String("task_id", t.ID), zap.String("what", "slot release"))
 	}
-	rec := usage.Record{Event: usage.EventTaskFinished, Time: time.Now(), Account: t.Account, KeyID: t.KeyID,
+	rec := usage.Record{Event: usage.EventTaskFinished, Time: a.clock(), Account: t.Account, KeyID: t.KeyID,
 		Endpoint: "/api/v3/contents/generations/tasks", Model: t.Model, Provider: t.Provider, Upstream: t.Provider,
 		TaskID: t.ID, Status: status, TraceID: usage.TraceID(ctx)}
 	if a.RefundUnsuccessful && status != "succeeded" && t.Cost > 0 {
@@ -211,5 +235,4 @@ func (a *Accountant) TaskFinished(ctx context.Context, t *storage.Task, status s
 	}
 	metrics.TaskFinished(t.Provider, t.Model, status)
 	a.Usage.Write(rec)
-	return true
 }

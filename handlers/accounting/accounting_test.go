@@ -3,6 +3,7 @@ package accounting
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func newAccountant(t *testing.T) *Accountant {
 	}
 	meter := NewMeter(store, time.Hour, zap.NewNop())
 	t.Cleanup(func() { meter.Close(); store.Close() })
-	return &Accountant{Store: store, Meter: meter, Rates: new(Rates), RefundUnsuccessful: true}
+	return &Accountant{Store: store, Meter: meter, RefundUnsuccessful: true}
 }
 
 func status(err error) int {
@@ -75,9 +76,10 @@ func TestActiveTasksAndFinishing(t *testing.T) {
 	}
 	charge, _ := a.Charge(ctx, id, 4)
 	task := storage.Task{ID: "t", KeyID: "k", Account: "acct", Active: slot.Held, Cost: 4, Held: charge.Held}
-	if !a.TaskFinished(ctx, &task, "failed") || a.TaskFinished(ctx, &task, "failed") {
-		t.Fatal("TaskFinished must change the record once")
+	if !MarkFinished(&task) || MarkFinished(&task) {
+		t.Fatal("MarkFinished must change the record once")
 	}
+	a.Finished(ctx, task, "failed")
 	if _, err := a.StartTask(ctx, id); err != nil {
 		t.Fatalf("slot not released: %v", err)
 	}
@@ -90,31 +92,53 @@ func TestRateLimitPerKey(t *testing.T) {
 	a := newAccountant(t)
 	id := auth.Identity{KeyID: "k", Account: "acct", Limits: storage.Limits{RateRequests: 2, RateWindow: time.Minute}}
 	for range 2 {
-		if err := a.Admit(id); err != nil {
+		if err := a.Admit(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	err := a.Admit(id)
+	err := a.Admit(context.Background(), id)
 	var e *apierror.Error
 	if !errors.As(err, &e) || e.Status != 429 || e.RetryAfter <= 0 {
 		t.Fatalf("third = %v", err)
 	}
-	if err := a.Admit(auth.Identity{KeyID: "other", Account: "acct", Limits: id.Limits}); err != nil {
+	if err := a.Admit(context.Background(), auth.Identity{KeyID: "other", Account: "acct", Limits: id.Limits}); err != nil {
 		t.Fatalf("another key limited: %v", err)
 	}
 }
 
+// TestTaskFinishedOnceAcrossCopies: two refreshers hold their own copy of one record and both see
+// it finish; only the one whose update stored Finished releases the slot.
 func TestTaskFinishedOnceAcrossCopies(t *testing.T) {
 	a := newAccountant(t)
 	ctx := context.Background()
 	id := auth.Identity{KeyID: "k", Account: "acct", Limits: storage.Limits{MaxActiveTasks: 2}}
 	s1, _ := a.StartTask(ctx, id)
 	s2, _ := a.StartTask(ctx, id)
-	// Two refreshers hold their own copy of the same record and both see it finish.
-	copy1 := storage.Task{ID: "t1", KeyID: "k", Active: s1.Held}
-	copy2 := copy1
-	a.TaskFinished(ctx, &copy1, "succeeded")
-	a.TaskFinished(ctx, &copy2, "succeeded")
+	if _, err := a.Store.CreateTask(ctx, storage.Task{ID: "t1", Kind: storage.KindVideo, KeyID: "k", Account: "acct", Active: s1.Held, CreatedAt: time.Now().Unix()}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			won := false
+			task, err := storage.UpdateTask(ctx, a.Store, "t1", func(t *storage.Task) error {
+				if won = MarkFinished(t); !won {
+					return storage.ErrNoChange
+				}
+				t.Status = "succeeded"
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			if won {
+				a.Finished(ctx, task, "succeeded")
+			}
+		}()
+	}
+	wg.Wait()
 	if v, _ := a.Store.Counter(ctx, ActiveCounter("k")); v != 1 || !s2.Held {
 		t.Fatalf("active = %d after one task finished twice, want 1", v)
 	}

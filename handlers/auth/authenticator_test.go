@@ -33,7 +33,7 @@ func TestAuthenticate(t *testing.T) {
 	add("mg-banned", storage.APIKey{ID: "k-banned", Account: "banned"})
 	add("mg-ips", storage.APIKey{ID: "k-ips", Account: "acme", AllowIPs: []netip.Prefix{
 		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8::/32")}})
-	if err := store.PutKey(ctx, storage.APIKey{ID: "k-dyn", Hash: storage.HashSecret("mg-dynamic"), Account: "frozen"}); err != nil {
+	if _, err := store.CreateKey(ctx, storage.APIKey{ID: "k-dyn", Hash: storage.HashSecret("mg-dynamic"), Account: "frozen"}); err != nil {
 		t.Fatal(err)
 	}
 	a := &Authenticator{Static: static, DisabledAccounts: map[string]bool{"banned": true}, Store: store}
@@ -76,7 +76,7 @@ func TestAuthenticate(t *testing.T) {
 	}
 
 	// Disabling the account in the store takes effect on the next request.
-	if err := store.PutAccount(ctx, storage.Account{Name: "frozen", Disabled: true}); err != nil {
+	if _, err := store.SaveAccount(ctx, storage.Account{Name: "frozen", Disabled: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Authenticate(ctx, "Bearer mg-dynamic", local); !errors.Is(err, ErrAccountDisabled) {

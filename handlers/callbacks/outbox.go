@@ -5,11 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,33 +27,23 @@ var DefaultSchedule = []time.Duration{
 	time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour, 8 * time.Hour,
 }
 
+// Outbox defaults.
 const (
-	recordPrefix    = "outbox/"
-	attemptTimeout  = 10 * time.Second
-	maxResponseRead = 64 << 10
-	scanEvery       = 500 * time.Millisecond
-	batch           = 256
+	DefaultAttemptTimeout = 10 * time.Second
+	DefaultConcurrency    = 8
+	DefaultPerHost        = 2
+	maxResponseRead       = 64 << 10
+	// lookahead is how many due events a claim takes beyond the free delivery slots, so that
+	// events of other receivers are found behind those of a saturated one.
+	lookahead = 32
+	// maxIdle bounds a sleep of the delivery loop (new events wake it at once).
+	maxIdle = time.Minute
+	// pendingCountEvery bounds how often the pending events are counted for the metric.
+	pendingCountEvery = time.Second
 )
 
-// now is the clock; tests replace it.
-var now = time.Now
-
-// inflight holds the ids of events being delivered in this process, so that two outboxes (the
-// old and the new config during a reload) never deliver the same event at the same time.
-var inflight sync.Map
-
 // Event is one callback delivery, kept in the store until it is delivered or given up.
-type Event struct {
-	// ID is the webhook-id; it stays the same across retries.
-	ID        string          `json:"id"`
-	TaskID    string          `json:"task_id"`
-	Account   string          `json:"account"`
-	URL       string          `json:"url"`
-	Body      json.RawMessage `json:"body"`
-	Attempts  int             `json:"attempts"`
-	NextAt    int64           `json:"next_at"` // Unix nanoseconds
-	CreatedAt int64           `json:"created_at"`
-}
+type Event = storage.Event
 
 // EventID is the id of the event for a task reaching a status; the same change always gets the
 // same id, so it is queued once however many times it is observed.
@@ -64,6 +55,13 @@ func EventID(taskID, status string) string {
 // Outbox keeps callback events in the store and delivers them: at least once, signed, with
 // retries on the Schedule. A 2xx answer means delivered; 410 stops deliveries for that task
 // (OnGone is called); anything else is retried, after Retry-After if the receiver sent one.
+//
+// Due events are claimed from the store's due-time index with a lease, so several outboxes (the
+// old and the new config during a reload, or several gateways on one store) never deliver one
+// event at once, and an idle outbox with many pending events costs nothing until one is due.
+// Deliveries are bounded in all, per receiver host and per account, so that one slow or silent
+// receiver, or one account with many events, cannot hold up the others: events beyond a bound
+// stay leased and come round again when the lease ends.
 type Outbox struct {
 	Store storage.Store
 	// Key is the gateway's webhook key; each account signs with AccountSecret(Key, account).
@@ -74,9 +72,20 @@ type Outbox struct {
 	Schedule []time.Duration
 	// Concurrency bounds simultaneous deliveries. Default: 8.
 	Concurrency int
+	// PerHost bounds simultaneous deliveries to one receiver host. Default: 2.
+	PerHost int
+	// PerAccount bounds simultaneous deliveries of one account. Default: half of Concurrency.
+	PerAccount int
+	// AttemptTimeout bounds one delivery attempt. Default: 10s.
+	AttemptTimeout time.Duration
 	// OnGone is told of a task whose receiver answered 410.
 	OnGone func(ctx context.Context, taskID string)
-	Logger *zap.Logger
+	// Stopped, when set, reports whether callbacks of a task were stopped (its receiver answered
+	// 410 to an earlier event); such events are dropped without a delivery.
+	Stopped func(ctx context.Context, taskID string) bool
+	Logger  *zap.Logger
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
 
 	wake chan struct{}
 	once sync.Once
@@ -86,138 +95,242 @@ type Outbox struct {
 // attempt, and (unless allowPrivate) only public addresses, checked when dialling.
 func NewClient(allowPrivate bool) *http.Client {
 	return &http.Client{
-		Timeout: attemptTimeout,
+		Timeout: DefaultAttemptTimeout,
 		Transport: &http.Transport{
 			DialContext:           Dialer(allowPrivate),
 			Proxy:                 nil,
 			MaxIdleConnsPerHost:   2,
 			IdleConnTimeout:       30 * time.Second,
 			TLSHandshakeTimeout:   5 * time.Second,
-			ResponseHeaderTimeout: attemptTimeout,
+			ResponseHeaderTimeout: DefaultAttemptTimeout,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
 
 func (o *Outbox) init() {
-	o.once.Do(func() { o.wake = make(chan struct{}, 1) })
+	o.once.Do(func() {
+		o.wake = make(chan struct{}, 1)
+		if o.Now == nil {
+			o.Now = time.Now
+		}
+		if o.Concurrency <= 0 {
+			o.Concurrency = DefaultConcurrency
+		}
+		if o.PerHost <= 0 {
+			o.PerHost = DefaultPerHost
+		}
+		if o.PerAccount <= 0 {
+			o.PerAccount = max(o.Concurrency/2, 1)
+		}
+		if o.AttemptTimeout <= 0 {
+			o.AttemptTimeout = DefaultAttemptTimeout
+		}
+		if o.Logger == nil {
+			o.Logger = zap.NewNop()
+		}
+	})
 }
 
-// Enqueue stores an event for delivery. An event with the same id that is still pending is
+// lease is how long a claimed event is withheld from other workers: an attempt, with room.
+func (o *Outbox) lease() time.Duration { return 3 * o.AttemptTimeout }
+
+// Enqueue stores an event for delivery now. An event with the same id that is still pending is
 // not queued twice.
 func (o *Outbox) Enqueue(ctx context.Context, ev Event) error {
 	o.init()
-	t := now()
-	ev.CreatedAt, ev.NextAt = t.UnixNano(), t.UnixNano()
-	val, err := json.Marshal(ev)
-	if err != nil {
+	t := o.Now()
+	ev.CreatedAt, ev.DueAt, ev.Claim = t.UnixNano(), t.UnixNano(), ""
+	if u, err := url.Parse(ev.URL); err == nil {
+		ev.Host = strings.ToLower(u.Host)
+	}
+	if _, err := o.Store.EnqueueEvent(ctx, ev); err != nil {
 		return err
 	}
-	if _, _, err := o.Store.Claim(ctx, recordPrefix+ev.ID, val, 0); err != nil {
-		return err
-	}
+	o.poke()
+	return nil
+}
+
+func (o *Outbox) poke() {
 	select {
 	case o.wake <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // Run delivers due events until stop is closed. Pending events survive restarts: they are in
 // the store.
 func (o *Outbox) Run(stop <-chan struct{}) {
 	o.init()
-	limit := o.Concurrency
-	if limit <= 0 {
-		limit = 8
-	}
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	// Stopping cancels deliveries under way; they are not counted as attempts, and the next
 	// outbox (after a reload or restart) sends them again with the same webhook-id.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-stop; cancel() }()
-	tick := time.NewTicker(scanEvery)
-	defer tick.Stop()
-	for {
-		for _, ev := range o.due() {
-			if _, busy := inflight.LoadOrStore(ev.ID, true); busy {
-				continue
-			}
-			select {
-			case sem <- struct{}{}:
-			case <-stop:
-				inflight.Delete(ev.ID)
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer func() { inflight.Delete(ev.ID); <-sem; wg.Done() }()
-				o.deliver(ctx, ev)
-			}()
+	d := &dispatch{o: o, hosts: map[string]int{}, accounts: map[string]int{}}
+	defer d.wg.Wait()
+	var counted time.Time
+	for ctx.Err() == nil {
+		started := d.round(ctx)
+		if started > 0 {
+			continue
 		}
+		counted = o.countPending(ctx, counted)
+		wait := maxIdle
+		if due, ok, err := o.Store.NextEventDue(ctx); err != nil {
+			o.Logger.Error("reading the callback outbox", zap.Error(err))
+			wait = time.Second
+		} else if ok {
+			wait = min(max(due.Sub(o.Now()), 10*time.Millisecond), maxIdle)
+		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-stop:
-			return
-		case <-tick.C:
 		case <-o.wake:
+		case <-timer.C:
 		}
+		timer.Stop()
 	}
 }
 
-// due lists events whose time has come, oldest first.
-func (o *Outbox) due() []Event {
-	var list []Event
-	t, pending := now().UnixNano(), 0
-	err := o.Store.ScanRecords(context.Background(), recordPrefix, func(_ string, val []byte) bool {
-		pending++
-		var ev Event
-		if json.Unmarshal(val, &ev) == nil && ev.NextAt <= t {
-			list = append(list, ev)
-		}
-		return len(list) < batch
-	})
-	if len(list) < batch {
-		metrics.SetOutboxPending(pending) // the scan saw every pending event
+// countPending sets mediagw_callback_outbox_pending, at most once per pendingCountEvery; it
+// returns when it last counted.
+func (o *Outbox) countPending(ctx context.Context, last time.Time) time.Time {
+	t := o.Now()
+	if t.Sub(last) < pendingCountEvery {
+		return last
 	}
+	n, err := o.Store.PendingEvents(ctx)
 	if err != nil {
-		o.Logger.Error("reading the callback outbox", zap.Error(err))
+		return last
 	}
-	return list
+	metrics.SetOutboxPending(n)
+	return t
+}
+
+// dispatch is the state of one Run: deliveries under way, in all, by host and by account.
+type dispatch struct {
+	o        *Outbox
+	mu       sync.Mutex
+	running  int
+	hosts    map[string]int
+	accounts map[string]int
+	wg       sync.WaitGroup
+}
+
+// round claims due events and starts those that fit the bounds. Claimed events that do not
+// fit because their host or account is saturated stay leased (they come round again when the
+// lease ends); those that only lack a free slot are handed back at once. It returns how many
+// deliveries it started.
+func (d *dispatch) round(ctx context.Context) int {
+	o := d.o
+	d.mu.Lock()
+	free := o.Concurrency - d.running
+	d.mu.Unlock()
+	if free <= 0 {
+		return 0
+	}
+	evs, err := o.Store.ClaimDueEvents(ctx, o.Now(), free+lookahead, o.lease())
+	if err != nil {
+		if ctx.Err() == nil {
+			o.Logger.Error("claiming due callbacks", zap.Error(err))
+		}
+		return 0
+	}
+	started := 0
+	for _, ev := range evs {
+		d.mu.Lock()
+		fits := d.hosts[ev.Host] < o.PerHost && d.accounts[ev.Account] < o.PerAccount
+		slot := d.running < o.Concurrency
+		if fits && slot {
+			d.running++
+			d.hosts[ev.Host]++
+			d.accounts[ev.Account]++
+		}
+		d.mu.Unlock()
+		switch {
+		case fits && slot:
+			started++
+			d.wg.Add(1)
+			go func() {
+				defer d.done(ev)
+				o.deliver(ctx, ev)
+			}()
+		case fits:
+			o.release(ev)
+		}
+	}
+	return started
+}
+
+func (d *dispatch) done(ev Event) {
+	d.mu.Lock()
+	d.running--
+	if d.hosts[ev.Host]--; d.hosts[ev.Host] <= 0 {
+		delete(d.hosts, ev.Host)
+	}
+	if d.accounts[ev.Account]--; d.accounts[ev.Account] <= 0 {
+		delete(d.accounts, ev.Account)
+	}
+	d.mu.Unlock()
+	d.wg.Done()
+	d.o.poke()
+}
+
+// release hands a claimed event back, due when it was, without counting an attempt.
+func (o *Outbox) release(ev Event) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ev.DueAt = o.Now().UnixNano()
+	if err := o.Store.RescheduleEvent(ctx, ev, ev.Claim); err != nil && !errors.Is(err, storage.ErrLeaseLost) {
+		o.Logger.Warn("handing back a claimed callback; it is retried when its lease ends",
+			zap.String("webhook_id", ev.ID), zap.Error(err))
+	}
 }
 
 // deliver makes one attempt and records its outcome.
 func (o *Outbox) deliver(ctx context.Context, ev Event) {
-	// Another worker may have finished this event since it was listed.
-	if cur, err := o.Store.Record(ctx, recordPrefix+ev.ID); err != nil {
-		return
-	} else if json.Unmarshal(cur, &ev) != nil || ev.NextAt > now().UnixNano() {
+	if o.Stopped != nil && o.Stopped(ctx, ev.TaskID) {
+		o.ack(context.WithoutCancel(ctx), ev)
 		return
 	}
 	status, retryAfter, err := o.attempt(ctx, ev)
 	if ctx.Err() != nil {
-		return // stopping: left as it was, for the next outbox
+		o.release(ev) // stopping: handed back for the next outbox, not counted as an attempt
+		return
 	}
 	ctx = context.WithoutCancel(ctx)
 	switch {
 	case err == nil && status/100 == 2:
 		metrics.CallbackDelivery(metrics.CallbackDelivered)
-		_ = o.Store.DeleteRecord(ctx, recordPrefix+ev.ID)
+		o.ack(ctx, ev)
 	case err == nil && status == http.StatusGone:
 		metrics.CallbackDelivery(metrics.CallbackGone)
-		_ = o.Store.DeleteRecord(ctx, recordPrefix+ev.ID)
-		if o.OnGone != nil {
+		if o.ack(ctx, ev) && o.OnGone != nil {
 			o.OnGone(ctx, ev.TaskID)
 		}
 	case errors.As(err, new(ErrNotPublic)):
 		metrics.CallbackDelivery(metrics.CallbackRefused)
 		o.Logger.Warn("callback refused: its address is not public", zap.String("task_id", ev.TaskID), zap.String("webhook_id", ev.ID))
-		_ = o.Store.DeleteRecord(ctx, recordPrefix+ev.ID)
+		o.ack(ctx, ev)
 	default:
 		o.retry(ctx, ev, status, retryAfter, err)
 	}
+}
+
+// ack removes a delivered or abandoned event. It reports false when this worker's lease had run
+// out (another worker may deliver the event again: delivery is at least once).
+func (o *Outbox) ack(ctx context.Context, ev Event) bool {
+	err := o.Store.AckEvent(ctx, ev.ID, ev.Claim)
+	if errors.Is(err, storage.ErrLeaseLost) {
+		o.Logger.Debug("callback lease ran out before its outcome was stored", zap.String("webhook_id", ev.ID))
+		return false
+	}
+	if err != nil {
+		o.Logger.Error("removing a delivered callback; it will be delivered again", zap.String("webhook_id", ev.ID), zap.Error(err))
+		return false
+	}
+	return true
 }
 
 func (o *Outbox) retry(ctx context.Context, ev Event, status int, retryAfter time.Duration, err error) {
@@ -230,27 +343,26 @@ func (o *Outbox) retry(ctx context.Context, ev Event, status int, retryAfter tim
 		metrics.CallbackDelivery(metrics.CallbackGivenUp)
 		o.Logger.Warn("callback given up after its last retry", zap.String("task_id", ev.TaskID),
 			zap.String("webhook_id", ev.ID), zap.Int("attempts", ev.Attempts), zap.Int("status", status), zap.Error(upstream.WithoutURL(err)))
-		_ = o.Store.DeleteRecord(ctx, recordPrefix+ev.ID)
+		o.ack(ctx, ev)
 		return
 	}
 	metrics.CallbackDelivery(metrics.CallbackRetry)
 	wait := max(schedule[ev.Attempts-1], min(retryAfter, 24*time.Hour))
-	ev.NextAt = now().Add(wait).UnixNano()
-	val, _ := json.Marshal(ev)
-	if err := o.Store.PutRecord(ctx, recordPrefix+ev.ID, val, 0); err != nil {
-		o.Logger.Error("storing a callback retry", zap.String("webhook_id", ev.ID), zap.Error(err))
+	ev.DueAt = o.Now().Add(wait).UnixNano()
+	if err := o.Store.RescheduleEvent(ctx, ev, ev.Claim); err != nil && !errors.Is(err, storage.ErrLeaseLost) {
+		o.Logger.Error("storing a callback retry; it is retried when its lease ends", zap.String("webhook_id", ev.ID), zap.Error(err))
 	}
 }
 
 // attempt POSTs the event once. The callback URL is not logged: it may carry a client's token.
 func (o *Outbox) attempt(ctx context.Context, ev Event) (status int, retryAfter time.Duration, err error) {
-	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	ctx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ev.URL, bytes.NewReader(ev.Body))
 	if err != nil {
 		return 0, 0, err
 	}
-	ts := now()
+	ts := o.Now()
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "mediagw-callbacks")
 	req.Header.Set("webhook-id", ev.ID)

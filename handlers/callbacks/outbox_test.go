@@ -65,9 +65,8 @@ func TestTwoOutboxesNeverDeliverTheSameEventAtOnce(t *testing.T) {
 	if most.Load() != 1 || deliveries.Load() != 1 {
 		t.Fatalf("%d deliveries, at most %d at once; want exactly 1", deliveries.Load(), most.Load())
 	}
-	left := 0
-	store.ScanRecords(context.Background(), recordPrefix, func(string, []byte) bool { left++; return true })
-	if left != 0 {
+	left, err := store.PendingEvents(context.Background())
+	if err != nil || left != 0 {
 		t.Fatalf("%d events left in the outbox after a 2xx", left)
 	}
 }
@@ -101,5 +100,64 @@ func TestCallbackURLsStayOutOfLogs(t *testing.T) {
 		if line := fmt.Sprint(entry.Message, entry.ContextMap()); strings.Contains(line, "client-secret-token") {
 			t.Fatalf("a log line carries the callback URL: %s", line)
 		}
+	}
+}
+
+// TestSilentReceiverDoesNotDelayOtherAccounts: one account floods the outbox with events for a
+// receiver that never answers; another account's event, queued after them all, still arrives
+// while the flood's attempts hang.
+func TestSilentReceiverDoesNotDelayOtherAccounts(t *testing.T) {
+	store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	release := make(chan struct{})
+	var hanging atomic.Int64
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hanging.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer silent.Close()
+	defer close(release)
+	arrived := make(chan time.Time, 1)
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- time.Now():
+		default:
+		}
+	}))
+	defer fast.Close()
+
+	key, _ := ParseSecret(NewSecret())
+	o := &Outbox{Store: store, Key: key, Client: NewClient(true), AttemptTimeout: 30 * time.Second, Logger: zap.NewNop()}
+	ctx := context.Background()
+	for i := range 200 {
+		if err := o.Enqueue(ctx, Event{ID: fmt.Sprint("flood", i), TaskID: fmt.Sprint("t", i), Account: "flooder", URL: silent.URL, Body: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.Enqueue(ctx, Event{ID: "victim", TaskID: "v", Account: "victim", URL: fast.URL, Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	start := time.Now()
+	go func() { o.Run(stop); close(done) }()
+	defer func() { close(stop); <-done }()
+	select {
+	case at := <-arrived:
+		// The flood's attempts hang for 30 s; the victim must not wait for any of them.
+		if waited := at.Sub(start); waited > 20*time.Second {
+			t.Fatalf("the other account's callback waited %v", waited)
+		}
+	case <-time.After(25 * time.Second):
+		t.Fatalf("the other account's callback did not arrive while %d flood attempts hung", hanging.Load())
+	}
+	if n := hanging.Load(); n > int64(DefaultPerHost) {
+		t.Fatalf("%d simultaneous attempts to one host, want at most %d", n, DefaultPerHost)
 	}
 }

@@ -2,16 +2,22 @@
 // run once per key and account: the same key with the same body within the retention gets the
 // first answer again (with Idempotent-Replayed: true) and causes no new upstream work; the same
 // key with a different body is refused with 422; a retry while the first is still running gets
-// 409. Answers with a 5xx status are not kept, so such a request can be retried with the same key.
+// 409.
+//
+// Only answers of requests that reached the upstream are kept (the handler says so with
+// MarkForwarded). Answers the gateway gave on its own (validation 400s, 402 over quota, 409,
+// 429 rate and slot limits) and every 5xx are not kept: the key is freed, so a retry with the
+// same key after a 429 goes through (Stripe's rule).
 package idempotency
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -40,12 +46,26 @@ type Guard struct {
 	Logger    *zap.Logger
 }
 
-type record struct {
-	InFlight    bool   `json:"in_flight,omitempty"`
-	RequestHash string `json:"request_hash"`
-	Status      int    `json:"status,omitempty"`
-	ContentType string `json:"content_type,omitempty"`
-	Body        []byte `json:"body,omitempty"`
+// forwardedKey is the context key of the flag that MarkForwarded sets.
+type forwardedKey struct{}
+
+// MarkForwarded records that the request whose context this is has been sent to the upstream,
+// so that its answer is kept for replay. Handlers call it right before the upstream call.
+func MarkForwarded(ctx context.Context) {
+	if f, ok := ctx.Value(forwardedKey{}).(*atomic.Bool); ok {
+		f.Store(true)
+	}
+}
+
+// keep reports whether an answer is kept for replay.
+func keep(forwarded bool, status int) bool {
+	switch {
+	case !forwarded, status == 0, status >= 500:
+		return false
+	case status == http.StatusPaymentRequired, status == http.StatusConflict, status == http.StatusTooManyRequests:
+		return false
+	}
+	return true
 }
 
 var (
@@ -73,10 +93,10 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, scope string, shap
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	reqHash := hashOf(r.Method, r.URL.Path, body)
-	storeKey := "idem/" + scope + "/" + hashOf(key)
+	storeKey := scope + "/" + hashOf(key)
 
-	claim, _ := json.Marshal(record{InFlight: true, RequestHash: reqHash})
-	existing, claimed, err := g.Store.Claim(r.Context(), storeKey, claim, inFlightTTL)
+	owner := storage.NewClaimToken()
+	existing, claimed, err := g.Store.BeginIdempotent(r.Context(), storeKey, storage.IdempotencyRecord{Owner: owner, InFlight: true, RequestHash: reqHash}, inFlightTTL)
 	if err != nil {
 		apierror.Internal(w, shape, g.Logger, err)
 		return
@@ -86,26 +106,29 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, scope string, shap
 		return
 	}
 
+	forwarded := new(atomic.Bool)
+	r = r.WithContext(context.WithValue(r.Context(), forwardedKey{}, forwarded))
 	rec := &recorder{ResponseWriter: w}
 	next(rec, r)
-	if rec.status >= 500 || rec.status == 0 || rec.overflow {
-		_ = g.Store.DeleteRecord(r.Context(), storeKey)
+	ctx := context.WithoutCancel(r.Context())
+	if !keep(forwarded.Load(), rec.status) || rec.overflow {
+		if err := g.Store.AbandonIdempotent(ctx, storeKey, owner); err != nil {
+			// The key stays in flight until inFlightTTL: retries get 409 until then.
+			g.Logger.Error("freeing an idempotency key", zap.Error(err))
+		}
 		return
 	}
-	done, _ := json.Marshal(record{RequestHash: reqHash, Status: rec.status, ContentType: rec.Header().Get("Content-Type"), Body: rec.body.Bytes()})
-	if err := g.Store.PutRecord(r.Context(), storeKey, done, g.retention()); err != nil {
+	done := storage.IdempotencyRecord{Owner: owner, RequestHash: reqHash, Status: rec.status, ContentType: rec.Header().Get("Content-Type"), Body: rec.body.Bytes()}
+	if err := g.Store.CompleteIdempotent(ctx, storeKey, done, g.retention()); err != nil {
 		g.Logger.Error("storing idempotent answer", zap.Error(err))
-		_ = g.Store.DeleteRecord(r.Context(), storeKey)
+		if err := g.Store.AbandonIdempotent(ctx, storeKey, owner); err != nil {
+			g.Logger.Error("freeing an idempotency key", zap.Error(err))
+		}
 	}
 }
 
 // answerRetry answers a request whose key was claimed before.
-func (g *Guard) answerRetry(w http.ResponseWriter, shape apierror.Shape, existing []byte, reqHash string) {
-	var rec record
-	if err := json.Unmarshal(existing, &rec); err != nil {
-		apierror.Internal(w, shape, g.Logger, err)
-		return
-	}
+func (g *Guard) answerRetry(w http.ResponseWriter, shape apierror.Shape, rec storage.IdempotencyRecord, reqHash string) {
 	switch {
 	case rec.RequestHash != reqHash:
 		apierror.Write(w, shape, errReused)

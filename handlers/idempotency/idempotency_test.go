@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -24,6 +25,9 @@ func TestGuard(t *testing.T) {
 	status := http.StatusOK
 	next := func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
+		if status != http.StatusTooManyRequests {
+			MarkForwarded(r.Context())
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		w.Write([]byte(`{"id":"t` + string(rune('0'+runs.Load())) + `"}`))
@@ -62,8 +66,26 @@ func TestGuard(t *testing.T) {
 	if w := send("k2", "a"); w.Code != 200 || runs.Load() != 4 {
 		t.Fatalf("after a 5xx: %d, runs %d", w.Code, runs.Load())
 	}
+	// A 429 the gateway gave on its own is not kept: a retry with the same key goes through.
+	status = http.StatusTooManyRequests
+	if w := send("k4", "a"); w.Code != 429 {
+		t.Fatalf("limited = %d", w.Code)
+	}
+	status = http.StatusOK
+	if w := send("k4", "a"); w.Code != 200 || w.Header().Get("Idempotent-Replayed") != "" || runs.Load() != 6 {
+		t.Fatalf("retry after a 429: %d, replayed %q, runs %d", w.Code, w.Header().Get("Idempotent-Replayed"), runs.Load())
+	}
+	// An upstream's own 400 (the request was forwarded) is kept.
+	status = http.StatusBadRequest
+	send("k5", "a")
+	status = http.StatusOK
+	if w := send("k5", "a"); w.Code != 400 || w.Header().Get("Idempotent-Replayed") != "true" || runs.Load() != 7 {
+		t.Fatalf("forwarded 400 not kept: %d, runs %d", w.Code, runs.Load())
+	}
 	// A claim still in flight answers 409.
-	store.PutRecord(t.Context(), "idem/acct/"+hashOf("k3"), []byte(`{"in_flight":true,"request_hash":"`+hashOf("POST", "/tasks", []byte("a"))+`"}`), 0)
+	if _, _, err := store.BeginIdempotent(t.Context(), "acct/"+hashOf("k3"), storage.IdempotencyRecord{Owner: "other", InFlight: true, RequestHash: hashOf("POST", "/tasks", []byte("a"))}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	if w := send("k3", "a"); w.Code != 409 || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("in flight = %d", w.Code)
 	}

@@ -118,6 +118,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			return err
 		}
 	}
+	idempotency.MarkForwarded(r.Context())
 	ans, err := h.client().Call(r.Context(), p, http.MethodPost, EditsPath, body)
 	if err != nil {
 		charge.Refund()
@@ -134,7 +135,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			Provider: p.Name, Model: model, Status: "queued",
 			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		}
-		if err := h.Store.PutTask(r.Context(), task); err != nil {
+		if _, err := h.Store.CreateTask(r.Context(), task); err != nil {
 			charge.Refund()
 			return err // never hand out a task id whose owner is not recorded
 		}

@@ -140,7 +140,9 @@ func (h *Handler) createKey(r *http.Request) (Created, error) {
 	if key.Account == "" {
 		return Created{}, fail(http.StatusBadRequest, "account is required")
 	}
-	if err := h.Store.PutKey(r.Context(), key); err != nil {
+	if _, err := h.Store.CreateKey(r.Context(), key); errors.Is(err, storage.ErrExists) {
+		return Created{}, fail(http.StatusConflict, "a key with this id exists")
+	} else if err != nil {
 		return Created{}, err
 	}
 	return Created{KeyView: view(key, false), Key: secret}, nil
@@ -171,21 +173,36 @@ func (h *Handler) patchKey(r *http.Request, id string) (KeyView, error) {
 	if err != nil {
 		return KeyView{}, err
 	}
-	k, static, err := h.key(r.Context(), id)
-	if err != nil {
-		return KeyView{}, err
+	// Compare-and-set: a patch applies to the version it read, and is applied again to a
+	// newer one when another administrator changed the key meanwhile.
+	for range maxPatchAttempts {
+		k, static, err := h.key(r.Context(), id)
+		if err != nil {
+			return KeyView{}, err
+		}
+		if static {
+			return KeyView{}, fail(http.StatusConflict, "key "+id+" is configured in the Caddyfile; change it there")
+		}
+		if err := apply(&k, body); err != nil {
+			return KeyView{}, fail(http.StatusBadRequest, err.Error())
+		}
+		stored, err := h.Store.UpdateKey(r.Context(), k)
+		if errors.Is(err, storage.ErrConflict) {
+			continue
+		}
+		if errors.Is(err, storage.ErrNotFound) {
+			return KeyView{}, fail(http.StatusNotFound, "no key with id "+id)
+		}
+		if err != nil {
+			return KeyView{}, err
+		}
+		return view(stored, false), nil
 	}
-	if static {
-		return KeyView{}, fail(http.StatusConflict, "key "+id+" is configured in the Caddyfile; change it there")
-	}
-	if err := apply(&k, body); err != nil {
-		return KeyView{}, fail(http.StatusBadRequest, err.Error())
-	}
-	if err := h.Store.PutKey(r.Context(), k); err != nil {
-		return KeyView{}, err
-	}
-	return view(k, false), nil
+	return KeyView{}, fail(http.StatusConflict, "key "+id+" keeps changing; retry")
 }
+
+// maxPatchAttempts bounds the compare-and-set retries of one admin change.
+const maxPatchAttempts = 16
 
 func (h *Handler) revokeKey(ctx context.Context, id string) (map[string]string, error) {
 	if _, static := h.Static[id]; static {
@@ -299,8 +316,19 @@ func (h *Handler) patchAccount(r *http.Request, name string) (AccountView, error
 	if err := dec.Decode(&patch); err != nil || patch.Disabled == nil {
 		return AccountView{}, fail(http.StatusBadRequest, `the body must be {"disabled": true|false}`)
 	}
-	if err := h.Store.PutAccount(r.Context(), storage.Account{Name: name, Disabled: *patch.Disabled}); err != nil {
-		return AccountView{}, err
+	for attempt := 0; ; attempt++ {
+		cur, err := h.Store.Account(r.Context(), name)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return AccountView{}, err
+		}
+		cur.Name, cur.Disabled = name, *patch.Disabled
+		_, err = h.Store.SaveAccount(r.Context(), cur)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, storage.ErrConflict) || attempt >= maxPatchAttempts {
+			return AccountView{}, err
+		}
 	}
 	return h.showAccount(r.Context(), name)
 }

@@ -2,6 +2,7 @@ package usage
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -24,47 +25,51 @@ const (
 var Fields = []string{FieldRequests, FieldTasks, FieldCost, FieldPromptTokens, FieldCompletionTokens, FieldTotalTokens}
 
 const (
-	indexPrefix   = "usage/days/"
 	counterPrefix = "usage/agg/"
 	dayLayout     = time.DateOnly
+	// DefaultDays is how many days a report covers when from is not given.
+	DefaultDays = 31
+	// MaxDays bounds the days of one report.
+	MaxDays = 366
 )
 
-// aggKey is the (day, account, model) part of the index key and the counter names. The account
-// and the model are escaped, so neither can contain the separator.
-func aggKey(day, account, model string) string {
-	return day + "/" + url.PathEscape(account) + "/" + url.PathEscape(model)
+// pairKey is the (account, model) part of the counter names. Both are escaped, so neither can
+// contain the separator.
+func pairKey(account, model string) string {
+	return url.PathEscape(account) + "/" + url.PathEscape(model)
 }
 
-func counterName(key, field string) string { return counterPrefix + key + "/" + field }
+func counterName(day, pair, field string) string { return counterPrefix + day + "/" + pair + "/" + field }
 
 // aggregate adds a record to its day's counters.
 func (r *Recorder) aggregate(rec Record) {
 	if r.Counters == nil || rec.Account == "" {
 		return
 	}
-	key := aggKey(rec.Time.UTC().Format(dayLayout), rec.Account, rec.Model)
+	day, pair := rec.Time.UTC().Format(dayLayout), pairKey(rec.Account, rec.Model)
 	if r.Index != nil {
-		if _, seen := r.marked.Load(key); !seen {
-			if err := r.Index.Mark(context.Background(), indexPrefix+key); err == nil {
-				r.marked.Store(key, true)
+		if _, seen := r.marked.Load(day + "/" + pair); !seen {
+			if err := r.Index.Mark(context.Background(), day, pair); err == nil {
+				r.marked.Store(day+"/"+pair, true)
 			} else {
-				r.Logger.Error("indexing usage aggregates", zap.String("day", rec.Time.UTC().Format(dayLayout)), zap.Error(err))
+				r.Logger.Error("indexing usage aggregates", zap.String("day", day), zap.Error(err))
 			}
 		}
 	}
+	add := func(field string, v int64) { r.Counters.Add(counterName(day, pair, field), v) }
 	if rec.Event == EventRequest || rec.Event == EventTaskCreated {
-		r.Counters.Add(counterName(key, FieldRequests), 1)
+		add(FieldRequests, 1)
 	}
 	if rec.Event == EventTaskCreated {
-		r.Counters.Add(counterName(key, FieldTasks), 1)
+		add(FieldTasks, 1)
 	}
 	if rec.Cost != 0 {
-		r.Counters.Add(counterName(key, FieldCost), rec.Cost)
+		add(FieldCost, rec.Cost)
 	}
 	if rec.Tokens.Known() {
-		r.Counters.Add(counterName(key, FieldPromptTokens), rec.Tokens.Prompt)
-		r.Counters.Add(counterName(key, FieldCompletionTokens), rec.Tokens.Completion)
-		r.Counters.Add(counterName(key, FieldTotalTokens), rec.Tokens.Total)
+		add(FieldPromptTokens, rec.Tokens.Prompt)
+		add(FieldCompletionTokens, rec.Tokens.Completion)
+		add(FieldTotalTokens, rec.Tokens.Total)
 	}
 }
 
@@ -88,54 +93,53 @@ type Row struct {
 }
 
 // Report sums the aggregates that match q, one row per group, ordered by day, account, model.
+// q's days must be set (see ParseQuery).
 func (r *Recorder) Report(ctx context.Context, q Query) ([]Row, error) {
 	by := map[string]bool{}
 	for _, g := range q.GroupBy {
 		by[g] = true
 	}
-	groups := map[[3]string]*Row{}
-	var keys []string
-	err := r.Index.Marked(ctx, indexPrefix, func(k string) bool {
-		key := strings.TrimPrefix(k, indexPrefix)
-		day, rest, _ := strings.Cut(key, "/")
-		if (q.From != "" && day < q.From) || (q.To != "" && day > q.To) {
-			return true
-		}
-		acctEsc, modelEsc, _ := strings.Cut(rest, "/")
-		account, err1 := url.PathUnescape(acctEsc)
-		model, err2 := url.PathUnescape(modelEsc)
-		if err1 != nil || err2 != nil || (q.Account != "" && account != q.Account) {
-			return true
-		}
-		keys = append(keys, key, day, account, model)
-		return true
-	})
-	if err != nil {
-		return nil, err
+	from, err1 := time.Parse(dayLayout, q.From)
+	to, err2 := time.Parse(dayLayout, q.To)
+	if err1 != nil || err2 != nil || to.Before(from) || to.Sub(from) > MaxDays*24*time.Hour {
+		return nil, fmt.Errorf("a report needs from and to, at most %d days apart", MaxDays)
 	}
-	for i := 0; i < len(keys); i += 4 {
-		key, day, account, model := keys[i], keys[i+1], keys[i+2], keys[i+3]
-		g := [3]string{}
-		if by["day"] {
-			g[0] = day
+	groups := map[[3]string]*Row{}
+	for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
+		day := d.Format(dayLayout)
+		pairs := map[string]bool{}
+		if err := r.Index.Marked(ctx, day, func(pair string) { pairs[pair] = true }); err != nil {
+			return nil, err
 		}
-		if by["account"] {
-			g[1] = account
-		}
-		if by["model"] {
-			g[2] = model
-		}
-		row := groups[g]
-		if row == nil {
-			row = &Row{Day: g[0], Account: g[1], Model: g[2], Values: map[string]int64{}}
-			groups[g] = row
-		}
-		for _, f := range Fields {
-			v, err := r.Counters.Value(ctx, counterName(key, f))
-			if err != nil {
-				return nil, err
+		for pair := range pairs {
+			acctEsc, modelEsc, _ := strings.Cut(pair, "/")
+			account, err1 := url.PathUnescape(acctEsc)
+			model, err2 := url.PathUnescape(modelEsc)
+			if err1 != nil || err2 != nil || (q.Account != "" && account != q.Account) {
+				continue
 			}
-			row.Values[f] += v
+			g := [3]string{}
+			if by["day"] {
+				g[0] = day
+			}
+			if by["account"] {
+				g[1] = account
+			}
+			if by["model"] {
+				g[2] = model
+			}
+			row := groups[g]
+			if row == nil {
+				row = &Row{Day: g[0], Account: g[1], Model: g[2], Values: map[string]int64{}}
+				groups[g] = row
+			}
+			for _, f := range Fields {
+				v, err := r.Counters.Value(ctx, counterName(day, pair, f))
+				if err != nil {
+					return nil, err
+				}
+				row.Values[f] += v
+			}
 		}
 	}
 	rows := make([]Row, 0, len(groups))

@@ -50,12 +50,13 @@ type Counters interface {
 	Value(ctx context.Context, name string) (int64, error)
 }
 
-// Index remembers which (day, account, model) aggregates exist, so that reports can find them.
+// Index remembers which (account, model) aggregates exist on each day, so that reports can find
+// them.
 type Index interface {
-	// Mark records key once; marking it again is harmless.
-	Mark(ctx context.Context, key string) error
-	// Marked calls fn for every marked key under prefix, in key order, until fn returns false.
-	Marked(ctx context.Context, prefix string, fn func(key string) bool) error
+	// Mark records key under day; a key marked twice is reported twice, and reports merge them.
+	Mark(ctx context.Context, day, key string) error
+	// Marked calls fn for every key marked under day.
+	Marked(ctx context.Context, day string, fn func(key string)) error
 }
 
 // Recorder writes usage records to its logger and adds them to the aggregates.
@@ -65,6 +66,8 @@ type Recorder struct {
 	// Counters and Index keep the aggregates; when nil, only the log is written.
 	Counters Counters
 	Index    Index
+	// Now is the clock of reports' default days. Default: time.Now.
+	Now func() time.Time
 
 	marked sync.Map // index keys marked by this recorder
 }

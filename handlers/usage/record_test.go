@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,10 +16,10 @@ import (
 type memCounters struct {
 	mu sync.Mutex
 	c  map[string]int64
-	ix map[string]bool
+	ix map[string][]string
 }
 
-func newMem() *memCounters { return &memCounters{c: map[string]int64{}, ix: map[string]bool{}} }
+func newMem() *memCounters { return &memCounters{c: map[string]int64{}, ix: map[string][]string{}} }
 
 func (m *memCounters) Add(name string, d int64) { m.mu.Lock(); m.c[name] += d; m.mu.Unlock() }
 func (m *memCounters) Value(_ context.Context, name string) (int64, error) {
@@ -28,12 +27,13 @@ func (m *memCounters) Value(_ context.Context, name string) (int64, error) {
 	defer m.mu.Unlock()
 	return m.c[name], nil
 }
-func (m *memCounters) Mark(_ context.Context, key string) error { m.ix[key] = true; return nil }
-func (m *memCounters) Marked(_ context.Context, prefix string, fn func(string) bool) error {
-	for k := range m.ix {
-		if strings.HasPrefix(k, prefix) && !fn(k) {
-			break
-		}
+func (m *memCounters) Mark(_ context.Context, day, key string) error {
+	m.ix[day] = append(m.ix[day], key, key) // twice, as two processes may
+	return nil
+}
+func (m *memCounters) Marked(_ context.Context, day string, fn func(string)) error {
+	for _, k := range m.ix[day] {
+		fn(k)
 	}
 	return nil
 }
@@ -68,7 +68,7 @@ func TestEntryRecordsNetCostAndLateRefunds(t *testing.T) {
 	if r := rows[0]; r.Account != "acme/eu" || r.Model != "gpt/x" || r.Day != "" || r.Values[FieldCost] != 0 || r.Values[FieldRequests] != 1 || r.Values[FieldTotalTokens] != 3 {
 		t.Fatalf("row = %+v", r)
 	}
-	if rows, _ := rec.Report(context.Background(), Query{From: "2026-11-23"}); len(rows) != 0 {
+	if rows, _ := rec.Report(context.Background(), Query{From: "2026-11-23", To: "2026-11-30"}); len(rows) != 0 {
 		t.Fatalf("a later day has rows: %v", rows)
 	}
 
@@ -88,8 +88,9 @@ func TestParseQuery(t *testing.T) {
 		{"/mediagw/usage?from=2026-13-01", false},
 		{"/mediagw/usage?from=2026-11-30&to=2026-11-01", false},
 		{"/mediagw/usage?group_by=key", false},
+		{"/mediagw/usage?from=2020-01-01&to=2026-01-01", false},
 	} {
-		_, err := ParseQuery(httptest.NewRequest(http.MethodGet, c.url, nil))
+		_, err := ParseQuery(httptest.NewRequest(http.MethodGet, c.url, nil), time.Now())
 		if (err == nil) != c.ok {
 			t.Errorf("%s: err = %v", c.url, err)
 		}

@@ -33,15 +33,15 @@ var Dimensions = []string{"day", "account", "model"}
 // ServeReport answers GET /mediagw/usage?account=&from=&to=&group_by=model,day on the admin
 // endpoint: JSON {"from","to","account","group_by","rows":[…]}, or CSV (a header line, then one
 // line per row) when the request accepts text/csv. from and to are days (YYYY-MM-DD, UTC,
-// inclusive; default: no bound); group_by lists dimensions among day, account and model
-// (default: day,account,model).
+// inclusive; default: the last 31 days up to today; at most 366 days); group_by lists dimensions
+// among day, account and model (default: day,account,model).
 func (r *Recorder) ServeReport(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
 		writeError(w, http.StatusMethodNotAllowed, "method "+req.Method+" not allowed here")
 		return
 	}
-	q, err := ParseQuery(req)
+	q, err := ParseQuery(req, r.now())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -63,8 +63,9 @@ func (r *Recorder) ServeReport(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// ParseQuery reads a report query from the URL.
-func ParseQuery(req *http.Request) (Query, error) {
+// ParseQuery reads a report query from the URL. to defaults to today (UTC) and from to
+// DefaultDays days before to.
+func ParseQuery(req *http.Request, now time.Time) (Query, error) {
 	v := req.URL.Query()
 	q := Query{Account: v.Get("account"), From: v.Get("from"), To: v.Get("to")}
 	for _, d := range []struct{ name, val string }{{"from", q.From}, {"to", q.To}} {
@@ -75,8 +76,20 @@ func ParseQuery(req *http.Request) (Query, error) {
 			return q, fmt.Errorf("%s must be a day as YYYY-MM-DD", d.name)
 		}
 	}
-	if q.From != "" && q.To != "" && q.From > q.To {
+	if q.To == "" {
+		q.To = now.UTC().Format(dayLayout)
+	}
+	if q.From == "" {
+		to, _ := time.Parse(dayLayout, q.To)
+		q.From = to.AddDate(0, 0, 1-DefaultDays).Format(dayLayout)
+	}
+	from, _ := time.Parse(dayLayout, q.From)
+	to, _ := time.Parse(dayLayout, q.To)
+	if from.After(to) {
 		return q, fmt.Errorf("from must not be after to")
+	}
+	if to.Sub(from) >= MaxDays*24*time.Hour {
+		return q, fmt.Errorf("a report covers at most %d days", MaxDays)
 	}
 	group := v.Get("group_by")
 	if group == "" {
@@ -148,4 +161,11 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	if _, err := w.Write(append(b, '\n')); err != nil {
 		return // the client went away
 	}
+}
+
+func (r *Recorder) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }

@@ -162,6 +162,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 			return err
 		}
 	}
+	idempotency.MarkForwarded(r.Context())
 	taskID, err := h.launch(r.Context(), p, forward)
 	if err != nil {
 		charge.Refund()
@@ -175,7 +176,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
 	}
-	if err := h.Store.PutTask(r.Context(), task); err != nil {
+	if _, err := h.Store.CreateTask(r.Context(), task); err != nil {
 		// Never hand out an id whose ownership is not recorded; try not to leave it running.
 		charge.Refund()
 		slot.Release()

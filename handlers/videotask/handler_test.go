@@ -42,7 +42,9 @@ func newFakeUpstream(t *testing.T, h http.HandlerFunc) *fakeUpstream {
 // failingStore refuses task writes.
 type failingStore struct{ storage.Store }
 
-func (failingStore) PutTask(context.Context, storage.Task) error { return errors.New("disk full") }
+func (failingStore) CreateTask(context.Context, storage.Task) (storage.Task, error) {
+	return storage.Task{}, errors.New("disk full")
+}
 
 func newHandler(t *testing.T, upstreamURL string, store storage.Store) *Handler {
 	t.Helper()

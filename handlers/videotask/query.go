@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/callbacks"
@@ -60,22 +61,25 @@ func fresh(t storage.Task, interval time.Duration) bool {
 }
 
 // refresh reads a task from its upstream, stores the new state and returns the updated record,
-// whose Result is the client's answer.
+// whose Result is the client's answer. A task whose upstream no longer knows it (404), or whose
+// provider left the config, is finished: its slot is released and, if configured, its cost
+// refunded, once.
 func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
 	p, ok := h.Catalog.ProviderFor(t.Model)
 	if !ok || p.Name != t.Provider {
-		if len(t.Result) == 0 {
-			t.Result = recordJSON(t)
-		}
-		return t, nil // the provider is gone from the config: serve what is known
+		return h.finishUnreachable(ctx, t, "its provider left the config") // serve what is known
 	}
+	readAt := now().UnixNano()
 	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
 	if err != nil {
 		return t, err
 	}
 	if ans.Status == http.StatusNotFound {
+		if _, err := h.finishUnreachable(ctx, t, "its upstream answered 404"); err != nil {
+			return t, err
+		}
 		return t, errTaskNotExist
 	}
 	if !ans.OK() {
@@ -90,18 +94,71 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 	if err != nil {
 		return t, err
 	}
-	if updated, ok := integer(result["updated_at"]); ok {
-		t.UpdatedAt = updated
+	updatedAt, hasUpdated := integer(result["updated_at"])
+	var finished, notify bool
+	stored, err := storage.UpdateTask(ctx, h.Store, t.ID, func(cur *storage.Task) error {
+		finished, notify = false, false
+		// Never go back: a finished record, or one refreshed from a later read, stays.
+		if cur.Finished || storage.Terminal(cur.Status) || cur.RefreshedAt > readAt {
+			return storage.ErrNoChange
+		}
+		if hasUpdated {
+			cur.UpdatedAt = updatedAt
+		}
+		cur.Status, cur.Result, cur.RefreshedAt = status, body, now().UnixNano()
+		if storage.Terminal(status) {
+			finished = accounting.MarkFinished(cur)
+		}
+		notify = h.markNotified(cur)
+		return nil
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return t, errTaskNotExist // deleted meanwhile (a cancel of a finished task)
 	}
-	t.Status, t.Result, t.RefreshedAt = status, body, now().UnixNano()
-	if storage.Terminal(status) {
-		h.finished(ctx, &t, status)
-	}
-	h.notify(ctx, &t)
-	if err := h.Store.PutTask(ctx, t); err != nil {
+	if err != nil {
 		h.Logger.Error("storing task status", zap.String("task_id", t.ID), zap.Error(err))
+		return t, err
 	}
-	return t, nil
+	if finished {
+		h.finished(ctx, stored, status)
+	}
+	if notify {
+		h.notify(ctx, stored)
+	}
+	if len(stored.Result) == 0 {
+		stored.Result = recordJSON(stored)
+	}
+	return stored, nil
+}
+
+// finishUnreachable finishes a task that can no longer be read from its upstream, once, and
+// returns the stored record.
+func (h *Handler) finishUnreachable(ctx context.Context, t storage.Task, why string) (storage.Task, error) {
+	won := false
+	stored, err := storage.UpdateTask(ctx, h.Store, t.ID, func(cur *storage.Task) error {
+		if won = accounting.MarkFinished(cur); !won {
+			return storage.ErrNoChange
+		}
+		if len(cur.Result) == 0 {
+			cur.Result = recordJSON(*cur)
+		}
+		return nil
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return t, errTaskNotExist
+	}
+	if err != nil {
+		h.Logger.Error("finishing a task", zap.String("task_id", t.ID), zap.Error(err))
+		return t, err
+	}
+	if won {
+		h.Logger.Info("task finished: "+why, zap.String("task_id", t.ID), zap.String("last_status", stored.Status))
+		h.finished(ctx, stored, stored.Status)
+	}
+	if len(stored.Result) == 0 {
+		stored.Result = recordJSON(stored)
+	}
+	return stored, nil
 }
 
 // list answers GET …/tasks from the store: only the caller's account, newest first.
@@ -162,9 +219,11 @@ func parseListQuery(v url.Values) (storage.TaskQuery, error) {
 	return q, nil
 }
 
-// cancel answers DELETE …/tasks/{id}: the upstream cancels a queued task (which then reads as
-// cancelled) or deletes a finished one (whose record is then removed here too). A running task
-// cannot be cancelled; the upstream's refusal is passed on.
+// cancel answers DELETE …/tasks/{id}. The task is read from the upstream first: a task that has
+// already finished is deleted upstream (and its record here) and never refunded as cancelled; a
+// queued one is cancelled upstream, and recorded as cancelled (and refunded, if configured) only
+// when a read after the cancel confirms it. A running task cannot be cancelled; the upstream's
+// refusal is passed on.
 func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identity, taskID string) error {
 	t, err := h.owned(r.Context(), id, taskID)
 	if err != nil {
@@ -172,32 +231,62 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identit
 	}
 	p, ok := h.Catalog.ProviderFor(t.Model)
 	if !ok || p.Name != t.Provider {
+		if _, err := h.finishUnreachable(r.Context(), t, "its provider left the config"); err != nil {
+			return err
+		}
 		return apierror.New(http.StatusConflict, "provider_unavailable", "the provider of this task is no longer configured")
 	}
-	ans, err := h.upstream().Call(r.Context(), p, http.MethodDelete, TasksPath+"/"+url.PathEscape(t.ID), nil)
+	ctx := context.WithoutCancel(r.Context()) // once the upstream is asked, record its answer
+	cur, err := h.refresh(ctx, t)
+	switch {
+	case errors.Is(err, errTaskNotExist):
+		// Unknown upstream (finished above): forget it here too.
+		return h.forget(w, ctx, taskID)
+	case err != nil:
+		return err
+	}
+	ans, err := h.upstream().Call(ctx, p, http.MethodDelete, TasksPath+"/"+url.PathEscape(t.ID), nil)
 	if err != nil {
 		return err
 	}
 	if !ans.OK() && ans.Status != http.StatusNotFound {
 		return upstream.Refusal(ans)
 	}
-	if ans.Status == http.StatusNotFound || storage.Terminal(t.Status) {
-		h.finished(r.Context(), &t, t.Status)
-		err = h.Store.DeleteTask(r.Context(), t.ID)
-	} else {
-		h.finished(r.Context(), &t, StatusCancelled)
-		t.Status, t.UpdatedAt, t.RefreshedAt = StatusCancelled, now().Unix(), now().UnixNano()
-		result := recordResult(t)
-		if old := t.Result; len(old) > 0 {
-			_ = json.Unmarshal(old, &result)
-			result["status"], result["updated_at"] = mustJSON(StatusCancelled), mustJSON(t.UpdatedAt)
-		}
-		t.Result = mustJSON(result)
-		h.notify(r.Context(), &t)
-		err = h.Store.PutTask(r.Context(), t)
+	if storage.Terminal(cur.Status) || ans.Status == http.StatusNotFound {
+		// A finished task: the upstream deleted its record, so this one goes too.
+		return h.forget(w, ctx, taskID)
 	}
-	if err != nil {
+	// Confirm: only the upstream's own status after the cancel is recorded (and refunded).
+	if _, err := h.refresh(ctx, cur); err != nil && !errors.Is(err, errTaskNotExist) {
 		return err
+	}
+	writeJSON(w, struct{}{})
+	return nil
+}
+
+// forget deletes a task record by compare-and-set, re-reading it after a concurrent change.
+func (h *Handler) forget(w http.ResponseWriter, ctx context.Context, taskID string) error {
+	for range 8 {
+		t, err := h.Store.Task(ctx, taskID)
+		if errors.Is(err, storage.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if t.Unfinished() {
+			// Deleted upstream while unfinished: finish it (release, refund) before forgetting.
+			if _, err := h.finishUnreachable(ctx, t, "it was deleted upstream"); err != nil && !errors.Is(err, errTaskNotExist) {
+				return err
+			}
+			continue
+		}
+		if err = h.Store.DeleteTask(ctx, taskID, t.Version); !errors.Is(err, storage.ErrConflict) {
+			if err != nil {
+				return err
+			}
+			break
+		}
 	}
 	writeJSON(w, struct{}{})
 	return nil
@@ -220,37 +309,66 @@ func (h *Handler) upstreamTimeout() time.Duration {
 	return DefaultUpstreamTimeout
 }
 
-// notify queues a callback when the task has a callback URL and its status changed since the
-// last one. The body is the query answer, exactly as the query endpoint returns it.
-func (h *Handler) notify(ctx context.Context, t *storage.Task) {
-	if h.Callbacks == nil || t.CallbackURL == "" || t.Status == t.Notified || len(t.Result) == 0 {
-		return
-	}
-	ev := callbacks.Event{ID: callbacks.EventID(t.ID, t.Status), TaskID: t.ID, Account: t.Account, URL: t.CallbackURL, Body: t.Result}
-	if err := h.Callbacks.Enqueue(ctx, ev); err != nil {
-		h.Logger.Error("queueing a callback", zap.String("task_id", t.ID), zap.Error(err))
-		return
+// markNotified is the part of a record update that decides whether a callback is due: the task
+// has a callback URL that was not stopped and its status changed since the last one. It sets
+// Notified and reports true; the caller whose update is stored then calls notify.
+func (h *Handler) markNotified(t *storage.Task) bool {
+	if h.Callbacks == nil || t.CallbackURL == "" || t.CallbackGone || t.Status == t.Notified || len(t.Result) == 0 {
+		return false
 	}
 	t.Notified = t.Status
+	return true
 }
 
-// CallbackGone stops callbacks for a task whose receiver answered 410 Gone.
-func (h *Handler) CallbackGone(ctx context.Context, taskID string) {
-	t, err := h.Store.Task(ctx, taskID)
-	if err != nil {
+// notify queues the callback of a stored change. The body is the query answer, exactly as the
+// query endpoint returns it. If it cannot be queued, Notified is cleared again so that the next
+// refresh retries.
+func (h *Handler) notify(ctx context.Context, t storage.Task) {
+	ev := callbacks.Event{ID: callbacks.EventID(t.ID, t.Status), TaskID: t.ID, Account: t.Account, URL: t.CallbackURL, Body: t.Result}
+	err := h.Callbacks.Enqueue(ctx, ev)
+	if err == nil {
 		return
 	}
-	t.CallbackURL = ""
-	if err := h.Store.PutTask(ctx, t); err != nil {
+	h.Logger.Error("queueing a callback", zap.String("task_id", t.ID), zap.Error(err))
+	_, err = storage.UpdateTask(context.WithoutCancel(ctx), h.Store, t.ID, func(cur *storage.Task) error {
+		if cur.Notified != t.Status || storage.Terminal(cur.Status) {
+			return storage.ErrNoChange
+		}
+		cur.Notified = ""
+		return nil
+	})
+	if err != nil {
+		h.Logger.Error("clearing a callback that could not be queued", zap.String("task_id", t.ID), zap.Error(err))
+	}
+}
+
+// CallbackGone stops callbacks for a task whose receiver answered 410 Gone. The change is a
+// compare-and-set, so a refresh that runs at the same time cannot bring the callback back.
+func (h *Handler) CallbackGone(ctx context.Context, taskID string) {
+	_, err := storage.UpdateTask(ctx, h.Store, taskID, func(t *storage.Task) error {
+		if t.CallbackGone {
+			return storage.ErrNoChange
+		}
+		t.CallbackURL, t.CallbackGone = "", true
+		return nil
+	})
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		h.Logger.Error("stopping callbacks", zap.String("task_id", taskID), zap.Error(err))
 	}
 }
 
-// finished releases what an unfinished task held (its active slot; its cost when unsuccessful
-// tasks are refunded). The caller stores the record.
-func (h *Handler) finished(ctx context.Context, t *storage.Task, status string) {
+// CallbacksStopped reports whether a task's receiver answered 410 Gone: its pending events are
+// dropped.
+func (h *Handler) CallbacksStopped(ctx context.Context, taskID string) bool {
+	t, err := h.Store.Task(ctx, taskID)
+	return err == nil && t.CallbackGone
+}
+
+// finished releases what a task held (its active slot; its cost when unsuccessful tasks are
+// refunded). Call it only after storing the update that set Finished (accounting.MarkFinished).
+func (h *Handler) finished(ctx context.Context, t storage.Task, status string) {
 	if h.Accounting != nil {
-		h.Accounting.TaskFinished(ctx, t, status)
+		h.Accounting.Finished(ctx, t, status)
 	}
 }
 

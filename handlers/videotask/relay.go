@@ -21,8 +21,6 @@ import (
 // per-task token.
 const RelayPath = "/mediagw/callbacks/"
 
-const relayPrefix = "relay/"
-
 // relayToken makes an unguessable token and the callback URL the upstream is given.
 func (h *Handler) relayToken() (token, callbackURL string) {
 	b := make([]byte, 32)
@@ -43,7 +41,7 @@ func withCallback(body []byte, url string) ([]byte, error) {
 
 // rememberRelay records which task a relay token belongs to (only its hash is stored).
 func (h *Handler) rememberRelay(ctx context.Context, token, taskID string) {
-	if err := h.Store.PutRecord(ctx, relayPrefix+hashToken(token), []byte(taskID), h.retention()); err != nil {
+	if err := h.Store.SetRelayToken(ctx, hashToken(token), taskID, h.retention()); err != nil {
 		h.Logger.Error("storing a callback relay token", zap.String("task_id", taskID), zap.Error(err))
 	}
 }
@@ -64,12 +62,12 @@ func (h *Handler) ServeRelay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
-	id, err := h.Store.Record(r.Context(), relayPrefix+hashToken(token))
+	id, err := h.Store.RelayTask(r.Context(), hashToken(token))
 	if err != nil {
 		apierror.Write(w, apierror.OpenAIShape, errNoRelay)
 		return
 	}
-	t, err := h.Store.Task(r.Context(), string(id))
+	t, err := h.Store.Task(r.Context(), id)
 	if err != nil {
 		apierror.Write(w, apierror.OpenAIShape, errNoRelay)
 		return

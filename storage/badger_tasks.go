@@ -1,0 +1,158 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
+	task.Version = 1
+	err := b.update(ctx, func(txn *badger.Txn) error {
+		if _, err := txn.Get([]byte(prefixTask + task.ID)); err == nil {
+			return ErrExists
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+		return putTask(txn, task)
+	})
+	if err != nil {
+		return Task{}, err
+	}
+	return task, nil
+}
+
+func (b *Badger) ReplaceTask(ctx context.Context, task Task) (Task, error) {
+	want := task.Version
+	err := b.update(ctx, func(txn *badger.Txn) error {
+		var cur Task
+		if err := txnGetJSON(txn, prefixTask+task.ID, &cur); err != nil {
+			return err
+		}
+		if cur.Version != want {
+			return ErrConflict
+		}
+		// Ownership and the list position never change.
+		task.Account, task.Kind, task.CreatedAt = cur.Account, cur.Kind, cur.CreatedAt
+		task.Version = want + 1
+		return putTask(txn, task)
+	})
+	if err != nil {
+		return Task{}, err
+	}
+	return task, nil
+}
+
+// putTask writes a task record and its index entries, all expiring with the record.
+func putTask(txn *badger.Txn, task Task) error {
+	ttl := max(time.Until(task.Expiry()), minTaskRecordTTL)
+	if err := setJSON(txn, prefixTask+task.ID, task, ttl); err != nil {
+		return err
+	}
+	if task.Unfinished() {
+		if err := txn.SetEntry(entry(prefixOpenTask+task.ID, nil, ttl)); err != nil {
+			return err
+		}
+	} else if err := txn.Delete([]byte(prefixOpenTask + task.ID)); err != nil {
+		return err
+	}
+	return txn.SetEntry(entry(string(taskIndexKey(task)), nil, ttl))
+}
+
+func (b *Badger) Task(_ context.Context, id string) (Task, error) {
+	var t Task
+	return t, b.getJSON(prefixTask+id, &t)
+}
+
+func (b *Badger) DeleteTask(ctx context.Context, id string, version int64) error {
+	return b.update(ctx, func(txn *badger.Txn) error {
+		var t Task
+		if err := txnGetJSON(txn, prefixTask+id, &t); errors.Is(err, ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if t.Version != version {
+			return ErrConflict
+		}
+		for _, k := range [][]byte{[]byte(prefixTask + id), []byte(prefixOpenTask + id), taskIndexKey(t)} {
+			if err := txn.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (b *Badger) ListTasks(_ context.Context, account string, q TaskQuery) (TaskPage, error) {
+	var page TaskPage
+	q.PageNum, q.PageSize = max(q.PageNum, 1), max(q.PageSize, 1)
+	skip := (q.PageNum - 1) * q.PageSize
+	prefix := []byte(prefixTaskIndex + account + "\x00")
+	err := b.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Reverse = true
+		opts.Prefix = prefix
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek(append(prefix, 0xff)); it.ValidForPrefix(prefix); it.Next() {
+			key := it.Item().Key()
+			id := string(key[len(prefix)+21:])
+			var t Task
+			if err := txnGetJSON(txn, prefixTask+id, &t); errors.Is(err, ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if t.Account != account || !q.Matches(t) {
+				continue
+			}
+			if page.Total >= skip && len(page.Tasks) < q.PageSize {
+				page.Tasks = append(page.Tasks, t)
+			}
+			page.Total++
+		}
+		return nil
+	})
+	return page, err
+}
+
+func (b *Badger) UnfinishedTasks(_ context.Context, fn func(id string) bool) error {
+	err := b.db.View(func(txn *badger.Txn) error {
+		return scanKeys(txn, prefixOpenTask, func(k []byte) error {
+			if !fn(string(k[len(prefixOpenTask):])) {
+				return errStop
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	return err
+}
+
+func (b *Badger) SetRelayToken(ctx context.Context, tokenHash, taskID string, ttl time.Duration) error {
+	return b.update(ctx, func(txn *badger.Txn) error {
+		return txn.SetEntry(entry(prefixRelay+tokenHash, []byte(taskID), ttl))
+	})
+}
+
+func (b *Badger) RelayTask(_ context.Context, tokenHash string) (string, error) {
+	var id []byte
+	err := b.db.View(func(txn *badger.Txn) error {
+		var err error
+		id, err = txnGet(txn, prefixRelay+tokenHash)
+		return err
+	})
+	return string(id), err
+}
+
+// taskIndexKey orders one account's tasks by creation time.
+func taskIndexKey(t Task) []byte {
+	return fmt.Appendf(nil, "%s%s\x00%020d/%s", prefixTaskIndex, t.Account, t.CreatedAt, t.ID)
+}

@@ -1,0 +1,32 @@
+package storage
+
+import (
+	"context"
+	"time"
+)
+
+// Coordination is what gateway processes share to work together: leases for work that one worker
+// must do at a time, counters with limits, and sliding-window rate limits.
+type Coordination interface {
+	// AcquireLease takes the named lease for owner until now+ttl if it is free, expired, or
+	// already owner's (then it is renewed). It reports whether owner holds it.
+	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (bool, error)
+	// RenewLease extends owner's lease to now+ttl, or answers ErrLeaseLost when owner no longer
+	// holds it.
+	RenewLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) error
+	// ReleaseLease frees owner's lease; a lease held by another owner (or none) is left alone.
+	ReleaseLease(ctx context.Context, name, owner string) error
+
+	// AddCounter adds delta to a named counter and returns the new value, atomically. When
+	// delta is positive, limit is not negative and the new value would exceed limit, nothing
+	// changes and ok is false. Counters never expire.
+	AddCounter(ctx context.Context, name string, delta, limit int64) (value int64, ok bool, err error)
+	// Counter returns a counter's value; a counter never written is 0.
+	Counter(ctx context.Context, name string) (int64, error)
+
+	// AllowRate counts one event against a sliding window of limit events per window under
+	// name, atomically, if the window has room; otherwise it counts nothing and returns when to
+	// retry. The embedded backend may keep windows in memory (it is one process); shared
+	// backends keep them in the store, so every process sees one window.
+	AllowRate(ctx context.Context, name string, limit int, window time.Duration, now time.Time) (ok bool, retryAfter time.Duration, err error)
+}

@@ -1,0 +1,62 @@
+// Package storetest is the conformance suite of the storage contract: every backend of
+// storage.Store must pass Run, under go test -race. It tests behaviour that handlers rely on:
+// create-if-absent, compare-and-set under races, leases, limits, TTL expiry, reopening, and the
+// durability of an acknowledged write across a crash of the process.
+package storetest
+
+import (
+	"testing"
+
+	"github.com/mediagw/mediagw/storage"
+)
+
+// Backend opens the store under test.
+type Backend struct {
+	// NewLocation returns a fresh, empty place for a store (a directory, a key prefix…).
+	NewLocation func(t *testing.T) string
+	// Open opens the store at location. Opening a location again after Close, in this process or
+	// another, sees every write acknowledged before.
+	Open func(t *testing.T, location string) storage.Store
+}
+
+// Run runs the conformance suite. The crash test runs the test binary again as a child process
+// (with -test.run naming the calling test), so the calling test must call Run unconditionally.
+func Run(t *testing.T, b Backend) {
+	if runCrashChild(t, b) {
+		return
+	}
+	fresh := func(t *testing.T) storage.Store {
+		t.Helper()
+		s := b.Open(t, b.NewLocation(t))
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("closing the store: %v", err)
+			}
+		})
+		return s
+	}
+	t.Run("TaskCreateIfAbsent", func(t *testing.T) { testTaskCreateIfAbsent(t, fresh(t)) })
+	t.Run("TaskCompareAndSet", func(t *testing.T) { testTaskCompareAndSet(t, fresh(t)) })
+	t.Run("TaskTwoUpdaters", func(t *testing.T) { testTaskTwoUpdaters(t, fresh(t)) })
+	t.Run("TaskFinishedOnce", func(t *testing.T) { testTaskFinishedOnce(t, fresh(t)) })
+	t.Run("TaskListAndIndexes", func(t *testing.T) { testTaskListAndIndexes(t, fresh(t)) })
+	t.Run("RelayTokenExpires", func(t *testing.T) { testRelayTokenExpires(t, fresh(t)) })
+	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, fresh(t)) })
+	t.Run("IdempotencyRace", func(t *testing.T) { testIdempotencyRace(t, fresh(t)) })
+	t.Run("IdempotencyExpires", func(t *testing.T) { testIdempotencyExpires(t, fresh(t)) })
+	t.Run("OutboxDueOrder", func(t *testing.T) { testOutboxDueOrder(t, fresh(t)) })
+	t.Run("OutboxTwoClaimers", func(t *testing.T) { testOutboxTwoClaimers(t, fresh(t)) })
+	t.Run("OutboxLeaseExpiry", func(t *testing.T) { testOutboxLeaseExpiry(t, fresh(t)) })
+	t.Run("Leases", func(t *testing.T) { testLeases(t, fresh(t)) })
+	t.Run("LeaseRace", func(t *testing.T) { testLeaseRace(t, fresh(t)) })
+	t.Run("Counter200Goroutines", func(t *testing.T) { testCounterManyGoroutines(t, fresh(t)) })
+	t.Run("CounterTwoLimiters", func(t *testing.T) { testCounterLimiters(t, fresh(t)) })
+	t.Run("RateWindow", func(t *testing.T) { testRateWindow(t, fresh(t)) })
+	t.Run("RateWindowRace", func(t *testing.T) { testRateWindowRace(t, fresh(t)) })
+	t.Run("Keys", func(t *testing.T) { testKeys(t, fresh(t)) })
+	t.Run("KeyRevokeSeenAtOnce", func(t *testing.T) { testKeyRevokeSeenAtOnce(t, fresh(t)) })
+	t.Run("Accounts", func(t *testing.T) { testAccounts(t, fresh(t)) })
+	t.Run("SettingOnce", func(t *testing.T) { testSettingOnce(t, fresh(t)) })
+	t.Run("Reopen", func(t *testing.T) { testReopen(t, b) })
+	t.Run("DurableAcrossCrash", func(t *testing.T) { testDurableAcrossCrash(t, b) })
+}

@@ -1,0 +1,263 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mediagw/mediagw/storage"
+)
+
+func newTask(id, account string, created int64) storage.Task {
+	return storage.Task{
+		ID: id, Kind: storage.KindVideo, Account: account, KeyID: "key_" + account, Provider: "p",
+		Model: "m", Status: "queued", CreatedAt: created, UpdatedAt: created,
+		ExpiresAt: time.Now().Add(time.Hour).Unix(),
+	}
+}
+
+func mustCreate(t *testing.T, s storage.Store, task storage.Task) storage.Task {
+	t.Helper()
+	got, err := s.CreateTask(context.Background(), task)
+	if err != nil {
+		t.Fatalf("CreateTask(%s): %v", task.ID, err)
+	}
+	return got
+}
+
+func testTaskCreateIfAbsent(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	first := mustCreate(t, s, newTask("cgt-1", "alice", 100))
+	if first.Version != 1 {
+		t.Fatalf("created version = %d, want 1", first.Version)
+	}
+	// Another account cannot take over an existing id.
+	if _, err := s.CreateTask(ctx, newTask("cgt-1", "mallory", 101)); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("second create = %v, want ErrExists", err)
+	}
+	got, err := s.Task(ctx, "cgt-1")
+	if err != nil || got.Account != "alice" || got.Version != 1 {
+		t.Fatalf("Task = %+v, %v", got, err)
+	}
+	if _, err := s.Task(ctx, "nope"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("unknown task = %v, want ErrNotFound", err)
+	}
+	// Of many concurrent creates of one id, exactly one succeeds.
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.CreateTask(ctx, newTask("cgt-race", fmt.Sprint("acct", i), 100))
+			if err == nil {
+				wins.Add(1)
+			} else if !errors.Is(err, storage.ErrExists) {
+				t.Errorf("create: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d concurrent creates of one id succeeded, want 1", wins.Load())
+	}
+}
+
+func testTaskCompareAndSet(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	v1 := mustCreate(t, s, newTask("cgt-cas", "alice", 100))
+	v1.Status = "running"
+	v2, err := s.ReplaceTask(ctx, v1)
+	if err != nil || v2.Version != 2 {
+		t.Fatalf("ReplaceTask = %+v, %v", v2, err)
+	}
+	stale := v1 // still version 1
+	stale.CallbackURL = "https://stale.example/"
+	if _, err := s.ReplaceTask(ctx, stale); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("stale replace = %v, want ErrConflict", err)
+	}
+	// The owner never changes, even through a replace that asks for it.
+	v2.Account = "mallory"
+	v3, err := s.ReplaceTask(ctx, v2)
+	if err != nil || v3.Account != "alice" {
+		t.Fatalf("replace changed the owner: %+v, %v", v3, err)
+	}
+	if _, err := s.ReplaceTask(ctx, newTask("missing", "alice", 1)); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("replace of a missing task = %v, want ErrNotFound", err)
+	}
+	if err := s.DeleteTask(ctx, "cgt-cas", 2); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("stale delete = %v, want ErrConflict", err)
+	}
+	if err := s.DeleteTask(ctx, "cgt-cas", 3); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := s.Task(ctx, "cgt-cas"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("deleted task = %v", err)
+	}
+	if err := s.DeleteTask(ctx, "cgt-cas", 3); err != nil {
+		t.Fatalf("deleting a missing task = %v, want nil", err)
+	}
+	// UpdateTask: ErrNoChange writes nothing.
+	mustCreate(t, s, newTask("cgt-nochange", "alice", 100))
+	got, err := storage.UpdateTask(ctx, s, "cgt-nochange", func(*storage.Task) error { return storage.ErrNoChange })
+	if err != nil || got.Version != 1 {
+		t.Fatalf("UpdateTask(ErrNoChange) = %+v, %v", got, err)
+	}
+	if _, err := storage.UpdateTask(ctx, s, "missing", func(*storage.Task) error { return nil }); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("UpdateTask(missing) = %v", err)
+	}
+}
+
+// testTaskTwoUpdaters: concurrent updaters of one record never lose each other's change.
+func testTaskTwoUpdaters(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	mustCreate(t, s, newTask("cgt-upd", "alice", 0))
+	const n = 40
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := storage.UpdateTask(ctx, s, "cgt-upd", func(t *storage.Task) error { t.UpdatedAt++; return nil }); err != nil {
+				t.Errorf("UpdateTask: %v", err)
+			}
+		}()
+	}
+	// Meanwhile a second kind of updater clears the callback, as a 410 does.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, err := storage.UpdateTask(ctx, s, "cgt-upd", func(t *storage.Task) error { t.CallbackURL, t.CallbackGone = "", true; return nil }); err != nil {
+			t.Errorf("UpdateTask: %v", err)
+		}
+	}()
+	wg.Wait()
+	got, err := s.Task(ctx, "cgt-upd")
+	if err != nil || got.UpdatedAt != n || !got.CallbackGone || got.Version != n+2 {
+		t.Fatalf("after %d increments and one 410: %+v, %v", n, got, err)
+	}
+}
+
+// testTaskFinishedOnce: of many refreshers that see a task finish, exactly one wins the change
+// (and would release its slot and refund).
+func testTaskFinishedOnce(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	mustCreate(t, s, newTask("cgt-fin", "alice", 0))
+	var winners atomic.Int32
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			won := false
+			_, err := storage.UpdateTask(ctx, s, "cgt-fin", func(t *storage.Task) error {
+				won = false
+				if t.Finished {
+					return storage.ErrNoChange
+				}
+				t.Status, t.Finished, won = "succeeded", true, true
+				return nil
+			})
+			if err != nil {
+				t.Errorf("UpdateTask: %v", err)
+			}
+			if won {
+				winners.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if winners.Load() != 1 {
+		t.Fatalf("%d updaters won the finish, want exactly 1", winners.Load())
+	}
+}
+
+func testTaskListAndIndexes(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	for i := range 5 {
+		task := newTask(fmt.Sprintf("cgt-a%d", i), "alice", int64(100+i))
+		if i == 1 {
+			task.Status = "succeeded"
+		}
+		mustCreate(t, s, task)
+	}
+	mustCreate(t, s, newTask("cgt-b0", "bob", 500))
+	img := newTask("img-0", "alice", 600)
+	img.Kind = storage.KindImage
+	mustCreate(t, s, img)
+
+	page, err := s.ListTasks(ctx, "alice", storage.TaskQuery{Kind: storage.KindVideo, PageNum: 1, PageSize: 2})
+	if err != nil || page.Total != 5 || len(page.Tasks) != 2 || page.Tasks[0].ID != "cgt-a4" || page.Tasks[1].ID != "cgt-a3" {
+		t.Fatalf("first page = %+v, %v", page, err)
+	}
+	page, err = s.ListTasks(ctx, "alice", storage.TaskQuery{Kind: storage.KindVideo, PageNum: 3, PageSize: 2})
+	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != "cgt-a0" {
+		t.Fatalf("last page = %+v, %v", page, err)
+	}
+	page, err = s.ListTasks(ctx, "alice", storage.TaskQuery{Kind: storage.KindVideo, Status: "succeeded", PageNum: 1, PageSize: 10})
+	if err != nil || page.Total != 1 || page.Tasks[0].ID != "cgt-a1" {
+		t.Fatalf("status filter = %+v, %v", page, err)
+	}
+	page, err = s.ListTasks(ctx, "alice", storage.TaskQuery{IDs: []string{"cgt-b0", "cgt-a2"}, PageNum: 1, PageSize: 10})
+	if err != nil || page.Total != 1 || page.Tasks[0].ID != "cgt-a2" {
+		t.Fatalf("another account's id leaked into a list: %+v, %v", page, err)
+	}
+	// The unfinished index follows the status.
+	open := map[string]bool{}
+	collect := func() {
+		clear(open)
+		if err := s.UnfinishedTasks(ctx, func(id string) bool { open[id] = true; return true }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	collect()
+	if len(open) != 5 || open["cgt-a1"] || open["img-0"] {
+		t.Fatalf("unfinished = %v, want the 5 queued video tasks", open)
+	}
+	if _, err := storage.UpdateTask(ctx, s, "cgt-a2", func(t *storage.Task) error { t.Status = "failed"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storage.UpdateTask(ctx, s, "cgt-a3", func(t *storage.Task) error { t.Finished = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	collect()
+	if len(open) != 3 || open["cgt-a2"] || open["cgt-a3"] {
+		t.Fatalf("unfinished after two finished = %v", open)
+	}
+}
+
+func testRelayTokenExpires(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	if err := s.SetRelayToken(ctx, "hash-long", "cgt-1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetRelayToken(ctx, "hash-short", "cgt-2", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := s.RelayTask(ctx, "hash-long"); err != nil || id != "cgt-1" {
+		t.Fatalf("RelayTask = %q, %v", id, err)
+	}
+	if _, err := s.RelayTask(ctx, "unknown"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("unknown token = %v", err)
+	}
+	eventually(t, 10*time.Second, func() bool {
+		_, err := s.RelayTask(ctx, "hash-short")
+		return errors.Is(err, storage.ErrNotFound)
+	}, "a relay token outlived its TTL")
+}
+
+// eventually polls cond until it holds or the time is up.
+func eventually(t *testing.T, within time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
