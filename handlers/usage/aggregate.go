@@ -39,7 +39,9 @@ func pairKey(account, model string) string {
 	return url.PathEscape(account) + "/" + url.PathEscape(model)
 }
 
-func counterName(day, pair, field string) string { return counterPrefix + day + "/" + pair + "/" + field }
+func counterName(day, pair, field string) string {
+	return counterPrefix + day + "/" + pair + "/" + field
+}
 
 // aggregate adds a record to its day's counters.
 func (r *Recorder) aggregate(rec Record) {
