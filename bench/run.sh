@@ -59,10 +59,22 @@ http://127.0.0.1:$BASE_SIM {
 }
 CFG
 
+# The gateway runs with every observability feature on: metrics (always counted), and usage
+# records routed to their own file by Caddy's log configuration.
 cat >"$work/gateway.caddy" <<CFG
 {
 	admin off
 	persist_config off
+	log usage {
+		output file $work/usage.log {
+			roll_disabled
+		}
+		format json
+		include mediagw.usage
+	}
+	log default {
+		exclude mediagw.usage
+	}
 	mediagw {
 		storage badger $work/store
 		provider chat {
@@ -162,6 +174,7 @@ for url in "http://127.0.0.1:$BASE/v1/chat/completions" "http://127.0.0.1:$GW/v1
 done
 alternate "$CONNS connections" "$CONNS"
 alternate "1 connection (latency)" 1
+echo "usage records written by the gateway so far: $(wc -l <"$work/usage.log")"
 
 echo "== video task create (POST …/tasks), $CONNS connections"
 load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS"

@@ -45,8 +45,10 @@ func (o *observer) end(ow *observedWriter, r *http.Request, e *usage.Entry, err 
 	metrics.Request(e.Endpoint, rec.Provider, rec.Model, status)
 	if out.Accepted {
 		o.usage.Write(rec)
-	} else if reason := metrics.Reason(status, out.ErrorCode); reason != "" {
-		metrics.Rejected(reason)
+	} else if out.ErrorCode != "" { // mediagw refused it (not a handler after mediagw's)
+		if reason := metrics.Reason(status, out.ErrorCode); reason != "" {
+			metrics.Rejected(reason)
+		}
 	}
 	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok && rec.Model != "" {
 		extra.Add(zap.String("model", rec.Model))

@@ -62,6 +62,12 @@ const observabilityCaddyfile = `{
 }
 
 http://127.0.0.1:{{port}} {
+	log {
+		output file {{access_log}} {
+			roll_disabled
+		}
+		format json
+	}
 	route {
 		tracing
 		mediagw_auth
@@ -183,14 +189,18 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	chatModel, poorModel, videoModel := "obs-chat-"+run, "obs-poor-"+run, "obs-video-"+run
 	account, poorAccount := "obs-"+run, "obs-poor-"+run
-	usageLog := filepath.Join(t.TempDir(), "usage.log")
+	usageLog, accessLog := filepath.Join(t.TempDir(), "usage.log"), filepath.Join(t.TempDir(), "access.log")
 	base, g := startSimGateway(t, observabilityCaddyfile, map[string]string{
-		"usage_log": usageLog, "chat_model": chatModel, "poor_model": poorModel, "video_model": videoModel,
+		"usage_log": usageLog, "access_log": accessLog, "chat_model": chatModel, "poor_model": poorModel, "video_model": videoModel,
 		"account": account, "poor_account": poorAccount, "disabled": "nobody-0",
 	})
 	before := scrape(t, g)
 	quotaRejections := value(before, "mediagw_rejections_total", map[string]string{"reason": "quota"})
 	delivered := value(before, "mediagw_callback_deliveries_total", map[string]string{"outcome": "delivered"})
+	unauthenticated := value(before, "mediagw_rejections_total", map[string]string{"reason": "unauthenticated"})
+	if r := call(t, "POST", base+"/v1/chat/completions", "mg-wrong", `{"model":"x"}`); r.status != 401 {
+		t.Fatalf("unknown key = %d", r.status)
+	}
 
 	// 7 chat calls: 5 plain, 2 streamed with the final usage chunk; one carries a trace context.
 	traceID := "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -279,6 +289,9 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 	if got := value(m, "mediagw_rejections_total", map[string]string{"reason": "quota"}) - quotaRejections; got != 2 {
 		t.Errorf("quota rejections grew by %v, want 2", got)
 	}
+	if got := value(m, "mediagw_rejections_total", map[string]string{"reason": "unauthenticated"}) - unauthenticated; got != 1 {
+		t.Errorf("unauthenticated rejections grew by %v, want 1", got)
+	}
 	if value(m, "mediagw_task_refresh_lag_seconds", map[string]string{}) == 0 {
 		t.Errorf("no refresh lag was observed")
 	}
@@ -359,6 +372,46 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 	u := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/"+account+"/usage", "", nil).json(t)
 	if used, _ := u["quota_used"].(float64); int64(used) != sum || sum != 9+3-1 {
 		t.Errorf("records sum to %d, account quota_used = %v, want both %d", sum, u["quota_used"], 9+3-1)
+	}
+	// Access log entries carry the account, model and provider; no log carries a key.
+	access, err := os.ReadFile(accessLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(string(access)), "\n") {
+		var e struct {
+			UserID   string `json:"user_id"`
+			Account  string `json:"account"`
+			Model    string `json:"model"`
+			Provider string `json:"provider"`
+			Request  struct {
+				URI string `json:"uri"`
+			} `json:"request"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("access log line: %v: %s", err, line)
+		}
+		if e.Request.URI == "/v1/chat/completions" && e.Account == account {
+			found = true
+			if e.UserID == "" || e.Model != chatModel || e.Provider != "obschat" {
+				t.Errorf("access log entry = %s", line)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no access log entry of a chat call by %s", account)
+	}
+	usageBytes, err := os.ReadFile(usageLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"access": access, "usage": usageBytes} {
+		for _, secret := range []string{"mg-obs", "mg-wrong", "sim-upstream-key"} {
+			if strings.Contains(string(b), secret) {
+				t.Errorf("the %s log contains %q", name, secret)
+			}
+		}
 	}
 	poor := readUsageLog(t, usageLog, poorAccount)
 	if len(poor) != 2 {
