@@ -89,6 +89,7 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"bad storage", "{\n mediagw {\n  storage mysql x\n }\n}", `usage: storage badger`},
 		{"bad retention", "{\n mediagw {\n  task_retention soon\n }\n}", `invalid duration`},
 		{"handler argument", ":80 {\n mediagw_auth extra\n}", `wrong argument count`},
+		{"bad account_metrics", "{\n mediagw {\n  account_metrics maybe\n }\n}", `usage: account_metrics on|off`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(tc.caddyfile), map[string]any{"filename": "Caddyfile"})
