@@ -11,6 +11,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/usage"
 )
 
 func init() {
@@ -56,7 +57,7 @@ func (h *AuthHandler) Provision(ctx caddy.Context) error {
 }
 
 func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) (err error) {
-	ow, r, entry := h.observer.begin(w, r)
+	ow, entry := h.observer.begin(w, r)
 	defer func() { h.observer.end(ow, r, entry, err) }()
 	w = ow
 	id, err := h.authn.Authenticate(r.Context(), r.Header.Get("Authorization"), clientIP(r))
@@ -81,7 +82,7 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	for _, name := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key"} {
 		r.Header.Del(name)
 	}
-	return next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))
+	return next.ServeHTTP(w, r.WithContext(auth.WithIdentity(usage.WithEntry(r.Context(), entry), id)))
 }
 
 // Interface guards

@@ -20,12 +20,11 @@ type observer struct {
 	now   func() time.Time
 }
 
-// begin starts following r: the returned writer notes the status and mediagw's error code, and
-// the returned request carries the usage entry that handlers fill.
-func (o *observer) begin(w http.ResponseWriter, r *http.Request) (*observedWriter, *http.Request, *usage.Entry) {
+// begin starts following r: the returned writer notes the status and mediagw's error code.
+// Handlers find the returned entry in the request context once mediagw_auth put it there.
+func (o *observer) begin(w http.ResponseWriter, r *http.Request) (*observedWriter, *usage.Entry) {
 	e := usage.NewEntry(metrics.Endpoint(r.URL.Path))
-	ow := &observedWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, entry: e}
-	return ow, r.WithContext(usage.WithEntry(r.Context(), e)), e
+	return &observedWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, entry: e}, e
 }
 
 // end closes the request's entry once the handlers returned err (nil when they answered).

@@ -22,7 +22,7 @@ const (
 )
 
 // Fields lists the aggregated fields in report order.
-var Fields = []string{FieldRequests, FieldTasks, FieldCost, FieldPromptTokens, FieldCompletionTokens, FieldTotalTokens}
+var Fields = [...]string{FieldRequests, FieldTasks, FieldCost, FieldPromptTokens, FieldCompletionTokens, FieldTotalTokens}
 
 const (
 	counterPrefix = "usage/agg/"
@@ -43,35 +43,73 @@ func counterName(day, pair, field string) string {
 	return counterPrefix + day + "/" + pair + "/" + field
 }
 
+// aggDay is a day (UTC) and aggPair an (account, model) pair, as map keys that cost nothing to
+// build from a record.
+type (
+	aggDay struct {
+		year  int
+		month time.Month
+		day   int
+	}
+	aggPair struct{ account, model string }
+)
+
+// aggNames are the counter names of one (day, account, model), in the order of Fields.
+type aggNames [len(Fields)]string
+
+// counters returns the counter names of rec's aggregates, marking them in the index the first
+// time this recorder sees them. Only the current day's names are kept.
+func (r *Recorder) counters(rec Record) *aggNames {
+	t := rec.Time.UTC()
+	y, m, d := t.Date()
+	day, pair := aggDay{y, m, d}, aggPair{rec.Account, rec.Model}
+	r.mu.Lock()
+	if r.day != day || r.names == nil {
+		r.day, r.names = day, map[aggPair]*aggNames{}
+	}
+	names := r.names[pair]
+	r.mu.Unlock()
+	if names != nil {
+		return names
+	}
+	dayText, key := t.Format(dayLayout), pairKey(rec.Account, rec.Model)
+	names = new(aggNames)
+	for i, f := range Fields {
+		names[i] = counterName(dayText, key, f)
+	}
+	if r.Index != nil {
+		if err := r.Index.Mark(context.Background(), dayText, key); err != nil {
+			r.Logger.Error("indexing usage aggregates", zap.String("day", dayText), zap.Error(err))
+			return names // marked again with the next record
+		}
+	}
+	r.mu.Lock()
+	if r.day == day {
+		r.names[pair] = names
+	}
+	r.mu.Unlock()
+	return names
+}
+
 // aggregate adds a record to its day's counters.
 func (r *Recorder) aggregate(rec Record) {
 	if r.Counters == nil || rec.Account == "" {
 		return
 	}
-	day, pair := rec.Time.UTC().Format(dayLayout), pairKey(rec.Account, rec.Model)
-	if r.Index != nil {
-		if _, seen := r.marked.Load(day + "/" + pair); !seen {
-			if err := r.Index.Mark(context.Background(), day, pair); err == nil {
-				r.marked.Store(day+"/"+pair, true)
-			} else {
-				r.Logger.Error("indexing usage aggregates", zap.String("day", day), zap.Error(err))
-			}
-		}
-	}
-	add := func(field string, v int64) { r.Counters.Add(counterName(day, pair, field), v) }
+	names := r.counters(rec)
 	if rec.Event == EventRequest || rec.Event == EventTaskCreated {
-		add(FieldRequests, 1)
+		r.Counters.Add(names[0], 1)
 	}
 	if rec.Event == EventTaskCreated {
-		add(FieldTasks, 1)
+		r.Counters.Add(names[1], 1)
 	}
 	if rec.Cost != 0 {
-		add(FieldCost, rec.Cost)
+		r.Counters.Add(names[2], rec.Cost)
 	}
 	if rec.Tokens.Known() {
-		add(FieldPromptTokens, rec.Tokens.Prompt)
-		add(FieldCompletionTokens, rec.Tokens.Completion)
-		add(FieldTotalTokens, rec.Tokens.Total)
+		r.Counters.Add(names[3], rec.Tokens.Prompt)
+		r.Counters.Add(names[4], rec.Tokens.Completion)
+		r.Counters.Add(names[5], rec.Tokens.Total)
 	}
 }
 

@@ -69,7 +69,9 @@ type Recorder struct {
 	// Now is the clock of reports' default days. Default: time.Now.
 	Now func() time.Time
 
-	marked sync.Map // index keys marked by this recorder
+	mu    sync.Mutex
+	day   aggDay                // the day of names
+	names map[aggPair]*aggNames // counter names of day's aggregates, marked in the index
 }
 
 // Write writes one record: the log entry, the per-day aggregates and the quota metric.

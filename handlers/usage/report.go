@@ -125,7 +125,7 @@ func wantsCSV(req *http.Request) bool {
 func writeCSV(w http.ResponseWriter, q Query, rows []Row) {
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	cw := csv.NewWriter(w)
-	header := append(append([]string{}, q.GroupBy...), Fields...)
+	header := append(append([]string{}, q.GroupBy...), Fields[:]...)
 	if cw.Write(header) != nil {
 		return // the client went away
 	}
