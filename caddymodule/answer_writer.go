@@ -17,6 +17,13 @@ type answerWriter struct {
 	status  int
 	sniff   bool
 	sniffer usage.Sniffer
+	wrapper caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
+}
+
+func newAnswerWriter(w http.ResponseWriter) *answerWriter {
+	aw := &answerWriter{wrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
+	aw.ResponseWriterWrapper = &aw.wrapper
+	return aw
 }
 
 func (w *answerWriter) WriteHeader(status int) {

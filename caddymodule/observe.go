@@ -24,7 +24,9 @@ type observer struct {
 // Handlers find the returned entry in the request context once mediagw_auth put it there.
 func (o *observer) begin(w http.ResponseWriter, r *http.Request) (*observedWriter, *usage.Entry) {
 	e := usage.NewEntry(metrics.Endpoint(r.URL.Path))
-	return &observedWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, entry: e}, e
+	ow := &observedWriter{wrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, entry: e}
+	ow.ResponseWriterWrapper = &ow.wrapper
+	return ow, e
 }
 
 // end closes the request's entry once the handlers returned err (nil when they answered).
@@ -39,7 +41,7 @@ func (o *observer) end(ow *observedWriter, r *http.Request, e *usage.Entry, err 
 			}
 		}
 	}
-	out := e.Finish(status, o.now(), usage.TraceID(r.Context()), o.usage.Write)
+	out := e.Finish(status, o.now(), usage.TraceID(r.Context()), o.usage)
 	rec := out.Record
 	metrics.Request(e.Endpoint, rec.Provider, rec.Model, status)
 	if out.Accepted {
@@ -59,8 +61,9 @@ func (o *observer) end(ow *observedWriter, r *http.Request, e *usage.Entry, err 
 // (apierror.Write tells it through NoteErrorCode).
 type observedWriter struct {
 	*caddyhttp.ResponseWriterWrapper
-	entry  *usage.Entry
-	status int
+	entry   *usage.Entry
+	status  int
+	wrapper caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
 }
 
 func (w *observedWriter) WriteHeader(status int) {

@@ -101,9 +101,10 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	repl.Set("mediagw.model", route.Model)
 	repl.Set("mediagw.provider", route.Provider.Name)
 	repl.Set("mediagw.upstream", route.Provider.BaseURL.Scheme+"://"+route.Provider.BaseURL.Host)
-	sw := &answerWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
+	sw := newAnswerWriter(w)
 	err = h.proxy(sw, r, next, route.Provider.Name)
 	entry.AddTokens(sw.sniffer.Tokens())
+	sw.sniffer.Release()
 	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
 		if d, ok := latency.(time.Duration); ok {
 			entry.UpstreamLatency(d)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,13 +20,17 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// observabilityCaddyfile routes the mediagw.usage logger to its own file, and traces requests
+// observabilityCaddyfile routes the mediagw.usage logger to its own file (through the buffered
+// writer), and traces requests
 // (the exporter is "none": the trace ids are what is checked).
 const observabilityCaddyfile = `{
 	{{globals}}
 	log usage {
-		output file {{usage_log}} {
-			roll_disabled
+		output mediagw_buffered {
+			flush_interval 50ms
+			output file {{usage_log}} {
+				roll_disabled
+			}
 		}
 		format json
 		include mediagw.usage
@@ -461,6 +466,13 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 	slices.SortFunc(wantLines[1:], func(a, b []string) int { return strings.Compare(a[0], b[0]) })
 	if fmt.Sprint(lines) != fmt.Sprint(wantLines) {
 		t.Errorf("CSV report =\n%v\nwant\n%v", lines, wantLines)
+	}
+	// caddy mediagw usage prints the same report.
+	cli := exec.Command(caddyBinary(t), "mediagw", "usage", "--account", account, "--from", day, "--to", day,
+		"--group-by", "model,day", "--csv", "--address", g.admin)
+	out, err := cli.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != strings.TrimSpace(string(r.body)) {
+		t.Errorf("caddy mediagw usage --csv: %v\n%s\nwant\n%s", err, out, r.body)
 	}
 	if len(want) != 2 || want[chatModel][2] != 9 || want[videoModel][1] != 3 || want[videoModel][2] != 2 {
 		t.Errorf("records per model = %v", want)

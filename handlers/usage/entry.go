@@ -48,7 +48,8 @@ type Entry struct {
 	tokens          Tokens
 	errorCode       string
 	done            bool
-	late            func(cost int64) // writes a refund that arrives after the record
+	record          Record    // written when the request was done
+	late            *Recorder // writes a refund that arrives after the record
 }
 
 // NewEntry starts the entry of a request to endpoint.
@@ -92,15 +93,15 @@ func (e *Entry) Refunded(cost int64) {
 		return
 	}
 	e.mu.Lock()
-	late := e.done
-	if !late {
+	if !e.done {
 		e.cost -= cost
+		e.mu.Unlock()
+		return
 	}
-	write := e.late
+	refund := e.record
 	e.mu.Unlock()
-	if late && write != nil {
-		write(-cost)
-	}
+	refund.Event, refund.Cost, refund.Time, refund.Tokens = EventRefund, -cost, time.Now(), Tokens{}
+	e.late.Write(refund)
 }
 
 // TaskCreated notes the id of the task this request created.
@@ -171,8 +172,8 @@ type Outcome struct {
 }
 
 // Finish closes the entry for a request answered with status: later refunds are written as
-// records of their own through late.
-func (e *Entry) Finish(status int, at time.Time, traceID string, late func(Record)) Outcome {
+// records of their own to late (nil: not written).
+func (e *Entry) Finish(status int, at time.Time, traceID string, late *Recorder) Outcome {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.done = true
@@ -184,13 +185,7 @@ func (e *Entry) Finish(status int, at time.Time, traceID string, late func(Recor
 	if e.taskCreated {
 		rec.Event = EventTaskCreated
 	}
-	if late != nil {
-		refund := rec
-		e.late = func(cost int64) {
-			refund.Event, refund.Cost, refund.Time, refund.Tokens = EventRefund, cost, time.Now(), Tokens{}
-			late(refund)
-		}
-	}
+	e.record, e.late = rec, late
 	return Outcome{
 		Authenticated: e.keyID != "",
 		Accepted:      e.keyID != "" && (e.charged || (status > 0 && status < 400)),

@@ -87,8 +87,9 @@ func (r *Recorder) Write(rec Record) {
 	if ce == nil {
 		return
 	}
-	fields := make([]zap.Field, 0, 16)
-	fields = append(fields,
+	pooled := fieldLists.Get().(*[]zap.Field)
+	defer func() { *pooled = (*pooled)[:0]; fieldLists.Put(pooled) }()
+	fields := append((*pooled)[:0],
 		zap.String("event", rec.Event),
 		zap.String("account", rec.Account),
 		zap.String("key_id", rec.KeyID),
@@ -115,5 +116,8 @@ func (r *Recorder) Write(rec Record) {
 	ce.Time = rec.Time
 	ce.Write(fields...)
 }
+
+// fieldLists holds field slices between records (a record has up to 15 fields).
+var fieldLists = sync.Pool{New: func() any { f := make([]zap.Field, 0, 16); return &f }}
 
 func statusText(status int) string { return strconv.Itoa(status) }

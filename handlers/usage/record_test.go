@@ -51,7 +51,7 @@ func TestEntryRecordsNetCostAndLateRefunds(t *testing.T) {
 	e.Refunded(3) // refused upstream while being served
 	e.Charged(2)
 	e.AddTokens(Tokens{Prompt: 1, Completion: 2, known: true})
-	out := e.Finish(200, day, "", rec.Write)
+	out := e.Finish(200, day, "", rec)
 	if !out.Accepted || out.Record.Cost != 2 || out.Record.Tokens.Total != 3 {
 		t.Fatalf("outcome = %+v", out)
 	}

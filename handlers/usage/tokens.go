@@ -3,6 +3,7 @@ package usage
 import (
 	"bytes"
 	"encoding/json"
+	"sync"
 )
 
 // Tokens is token usage as an upstream reported it, in OpenAI's terms. Anthropic's
@@ -96,12 +97,36 @@ func findUsage(b []byte) (Tokens, bool) {
 				continue // "usage": null in the chunks before the last
 			}
 			var u rawUsage
-			if json.NewDecoder(bytes.NewReader(rest)).Decode(&u) == nil {
+			if obj := objectPrefix(rest); obj != nil && json.Unmarshal(obj, &u) == nil {
 				return u.tokens(), true
 			}
 		}
 	}
 	return Tokens{}, false
+}
+
+// objectPrefix returns the JSON object that b starts with (b[0] is '{'), or nil when b ends
+// before the object does.
+func objectPrefix(b []byte) []byte {
+	depth, inString, escaped := 0, false, false
+	for i, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{':
+			depth++
+		case c == '}':
+			if depth--; depth == 0 {
+				return b[:i+1]
+			}
+		}
+	}
+	return nil
 }
 
 // Sniffer reads token usage from an answer body as it streams by, without holding the body:
@@ -115,6 +140,19 @@ type Sniffer struct {
 	skip   bool   // SSE: the current line is too long to keep
 	head   []byte // JSON: the first headMax bytes once the body outgrows them
 	tokens Tokens
+	pooled *[]byte // where buf came from
+}
+
+// buffers holds the sniffers' buffers between answers.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// Release gives the sniffer's buffer back for the next answer; the Sniffer is empty afterwards.
+func (s *Sniffer) Release() {
+	if s.pooled != nil && cap(s.buf) <= headMax {
+		*s.pooled = s.buf[:0]
+		buffers.Put(s.pooled)
+	}
+	*s = Sniffer{}
 }
 
 const (
@@ -125,6 +163,10 @@ const (
 
 // Write reads p; it never fails.
 func (s *Sniffer) Write(p []byte) {
+	if s.pooled == nil {
+		s.pooled = buffers.Get().(*[]byte)
+		s.buf = (*s.pooled)[:0]
+	}
 	if s.SSE {
 		s.lines(p)
 		return

@@ -11,6 +11,7 @@ package metrics
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,9 +103,24 @@ func Register(reg prometheus.Registerer, withAccount bool) error {
 	return nil
 }
 
+// requestSeries caches the series of mediagw_requests_total by their labels, so that counting a
+// request costs one map lookup. Its size is bounded like the labels: configured models and
+// providers, endpoint templates, status codes.
+var requestSeries sync.Map // requestLabels -> prometheus.Counter
+
+type requestLabels struct {
+	endpoint, provider, model string
+	code                      int
+}
+
 // Request counts one answered request.
 func Request(endpoint, provider, model string, code int) {
-	requests.WithLabelValues(endpoint, provider, model, strconv.Itoa(code)).Inc()
+	key := requestLabels{endpoint, provider, model, code}
+	c, ok := requestSeries.Load(key)
+	if !ok {
+		c, _ = requestSeries.LoadOrStore(key, requests.WithLabelValues(endpoint, provider, model, strconv.Itoa(code)))
+	}
+	c.(prometheus.Counter).Inc()
 }
 
 // UpstreamDuration observes the time an upstream took to answer.
