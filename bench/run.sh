@@ -60,14 +60,16 @@ http://127.0.0.1:$BASE_SIM {
 CFG
 
 # The gateway runs with every observability feature on: metrics (always counted), and usage
-# records routed to their own file by Caddy's log configuration.
+# records routed to their own file by Caddy's log configuration, through mediagw_buffered.
 cat >"$work/gateway.caddy" <<CFG
 {
 	admin off
 	persist_config off
 	log usage {
-		output file $work/usage.log {
-			roll_disabled
+		output mediagw_buffered {
+			output file $work/usage.log {
+				roll_disabled
+			}
 		}
 		format json
 		include mediagw.usage
