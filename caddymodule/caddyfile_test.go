@@ -89,6 +89,8 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"bad storage", "{\n mediagw {\n  storage mysql x\n }\n}", `usage: storage badger`},
 		{"bad retention", "{\n mediagw {\n  task_retention soon\n }\n}", `invalid duration`},
 		{"handler argument", ":80 {\n mediagw_auth extra\n}", `wrong argument count`},
+		{"buffered writer without output", "{\n log {\n  output mediagw_buffered {\n   flush_interval 1s\n  }\n }\n}", `mediagw_buffered needs an output`},
+		{"buffered writer bad subdirective", "{\n log {\n  output mediagw_buffered {\n   colour blue\n  }\n }\n}", `unknown subdirective "colour"`},
 		{"bad account_metrics", "{\n mediagw {\n  account_metrics maybe\n }\n}", `usage: account_metrics on|off`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
