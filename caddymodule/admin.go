@@ -6,6 +6,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
 )
 
@@ -29,12 +30,15 @@ func init() {
 //	GET    /mediagw/usage?account=&from=&to=&group_by=day,account,model
 //	                                     usage aggregates per account, model and day; JSON, or
 //	                                     CSV with Accept: text/csv
+//	GET    /mediagw/upstreams            every provider's upstreams: healthy, or cooling down
+//	                                     until when, and their recent failures
 //
 // Changes take effect on the next request, without a reload. The admin endpoint has no
 // authentication of its own: keep it on a loopback address or a unix socket (Caddy's default).
 type AdminAPI struct {
-	keys  *keyadmin.Handler
-	usage *usage.Recorder
+	keys    *keyadmin.Handler
+	usage   *usage.Recorder
+	catalog *providers.Catalog
 }
 
 // CaddyModule returns the Caddy module information.
@@ -55,6 +59,7 @@ func (a *AdminAPI) Provision(ctx caddy.Context) error {
 	a.keys = &keyadmin.Handler{Store: app.store, Static: app.staticByID, DisabledAccounts: app.disabledAccts,
 		Meter: app.accountant.Meter, WebhookKey: app.runtime.key}
 	a.usage = app.usage
+	a.catalog = app.catalog
 	return nil
 }
 
@@ -70,6 +75,9 @@ func (a *AdminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 	if r.URL.Path == "/mediagw/usage" {
 		a.usage.ServeReport(w, r)
 		return nil
+	}
+	if r.URL.Path == upstreamsPath {
+		return serveUpstreams(w, r, a.catalog)
 	}
 	a.keys.ServeHTTP(w, r)
 	return nil

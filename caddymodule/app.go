@@ -66,6 +66,11 @@ type App struct {
 	// very many accounts (usage records and the usage report still have every account).
 	// Default: false (counted per account).
 	NoAccountMetrics bool `json:"no_account_metrics,omitempty"`
+	// UpstreamProxyFromEnv sends the gateway's own provider calls (video task create, query,
+	// cancel and the watcher's polls; image edits) through the proxy that HTTPS_PROXY,
+	// HTTP_PROXY and NO_PROXY name. Default: false, no proxy, whatever the environment says.
+	// (Pass-through traffic goes through reverse_proxy, which has its own transport settings.)
+	UpstreamProxyFromEnv bool `json:"upstream_proxy_from_env,omitempty"`
 
 	store         storage.Store
 	storeKey      string
@@ -83,15 +88,25 @@ type App struct {
 	logger        *zap.Logger
 }
 
-// ProviderConfig is one upstream model provider.
+// ProviderConfig is one model provider, served by one or more upstreams (accounts).
 type ProviderConfig struct {
 	// Name identifies the provider; reverse_proxy blocks match it through {mediagw.provider}.
 	Name string `json:"name"`
 	// BaseURL is the upstream base address including its path prefix, e.g. https://api.openai.com/v1.
-	BaseURL string `json:"base_url"`
+	// With APIKey it is the shorthand for a provider with one upstream (named "default"); leave
+	// both empty when Upstreams is set.
+	BaseURL string `json:"base_url,omitempty"`
 	// APIKey is the provider credential. Write it as {env.NAME} or {file.path}: it is expanded
 	// when the config loads and never appears in the stored config.
 	APIKey string `json:"api_key,omitempty"`
+	// Upstreams are the accounts that serve the provider's models. Requests go to a healthy
+	// upstream of the lowest priority, chosen at random by weight; one that fails (connection
+	// failure, 5xx, 429) cools down for a time that grows with repeated failures and honours
+	// Retry-After.
+	Upstreams []UpstreamConfig `json:"upstreams,omitempty"`
+	// ModelMap maps a client's model id to the id sent upstream. The client's id is served
+	// (listed by /v1/models) and is what answers show.
+	ModelMap map[string]string `json:"model_map,omitempty"`
 	// AuthStyle is how the credential is sent: "bearer" (default), "x-api-key" or "x-goog-api-key".
 	AuthStyle string `json:"auth_style,omitempty"`
 	// Models are the model ids this provider serves.
@@ -99,6 +114,23 @@ type ProviderConfig struct {
 	// Costs are the quota cost of one request or task per model; the key "*" sets the
 	// provider's default. Default: 1.
 	Costs map[string]int64 `json:"costs,omitempty"`
+}
+
+// UpstreamConfig is one account of a provider.
+type UpstreamConfig struct {
+	// Name identifies the upstream within its provider: in task records, logs, the admin API
+	// and the {mediagw.upstream_name} placeholder.
+	Name string `json:"name"`
+	// BaseURL is the upstream base address including its path prefix.
+	BaseURL string `json:"base_url"`
+	// APIKey is the upstream's credential, best written as {env.NAME} or {file.path}.
+	APIKey string `json:"api_key,omitempty"`
+	// Weight is the upstream's share of requests among the healthy upstreams of its priority.
+	// Default: 1.
+	Weight int `json:"weight,omitempty"`
+	// Priority: lower numbers serve first; the next priority serves only while every upstream
+	// of the lower one cools down. Default: 0.
+	Priority int `json:"priority,omitempty"`
 }
 
 // StaticKey is an API key defined in the configuration.
@@ -156,7 +188,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	a.catalog = catalog
+	a.catalog = catalog.WithHealth(upstreamHealth)
 
 	static := make(map[string]storage.APIKey, len(a.Keys))
 	ids := map[string]bool{}
@@ -182,10 +214,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.staticByID[k.ID] = k
 	}
 
-	if err := a.provisionUploads(repl); err != nil {
+	if err := a.openStore(ctx); err != nil {
 		return err
 	}
-	if err := a.openStore(ctx); err != nil {
+	if err := a.provisionUploads(repl); err != nil {
 		return err
 	}
 	if err := a.provisionObservability(ctx); err != nil {
@@ -221,7 +253,6 @@ func (a *App) Stop() error {
 
 // Cleanup releases this config's hold on the store.
 func (a *App) Cleanup() error {
-	a.releaseUploads()
 	if a.storeKey == "" {
 		return nil
 	}
@@ -255,26 +286,35 @@ func (a *App) taskRetention() time.Duration {
 	return storage.DefaultTaskRetention
 }
 
+// upstreamHealth is what this process learnt of every upstream's health; it outlives reloads.
+var upstreamHealth = providers.NewBoard()
+
 func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, error) {
-	if pc.BaseURL == "" {
-		return nil, fmt.Errorf("provider %q: base_url is required", pc.Name)
+	p := &providers.Provider{Name: pc.Name, AuthStyle: pc.AuthStyle, Models: pc.Models, Costs: pc.Costs, ModelMap: pc.ModelMap}
+	switch {
+	case len(pc.Upstreams) > 0 && (pc.BaseURL != "" || pc.APIKey != ""):
+		return nil, fmt.Errorf("provider %q: give base_url and api_key inside each upstream, not beside them", pc.Name)
+	case len(pc.Upstreams) == 0:
+		pc.Upstreams = []UpstreamConfig{{Name: providers.DefaultUpstreamName, BaseURL: pc.BaseURL, APIKey: pc.APIKey}}
 	}
-	u, err := url.Parse(repl.ReplaceKnown(pc.BaseURL, ""))
-	if err != nil {
-		return nil, fmt.Errorf("provider %q: base_url: %v", pc.Name, err)
+	for _, uc := range pc.Upstreams {
+		if uc.BaseURL == "" {
+			return nil, fmt.Errorf("provider %q: upstream %q: base_url is required", pc.Name, uc.Name)
+		}
+		u, err := url.Parse(expandSecret(repl, uc.BaseURL))
+		if err != nil {
+			return nil, fmt.Errorf("provider %q: upstream %q: base_url: %v", pc.Name, uc.Name, err)
+		}
+		p.Upstreams = append(p.Upstreams, &providers.Upstream{
+			Name: uc.Name, BaseURL: u, APIKey: strings.TrimSpace(expandSecret(repl, uc.APIKey)),
+			Weight: uc.Weight, Priority: uc.Priority,
+		})
 	}
-	return &providers.Provider{
-		Name:      pc.Name,
-		BaseURL:   u,
-		APIKey:    strings.TrimSpace(repl.ReplaceKnown(pc.APIKey, "")),
-		AuthStyle: pc.AuthStyle,
-		Models:    pc.Models,
-		Costs:     pc.Costs,
-	}, nil
+	return p, nil
 }
 
 func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
-	secret := strings.TrimSpace(repl.ReplaceKnown(sk.Key, ""))
+	secret := strings.TrimSpace(expandSecret(repl, sk.Key))
 	if secret == "" {
 		return storage.APIKey{}, fmt.Errorf("the secret is empty (is the environment variable or file in %s set?)", placeholderNames(sk.Key))
 	}

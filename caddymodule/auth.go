@@ -18,8 +18,10 @@ func init() {
 	caddy.RegisterModule(AuthHandler{})
 }
 
-// AuthHandler authenticates every request with an mediagw API key sent as
-// "Authorization: Bearer <key>".
+// AuthHandler authenticates every request with a mediagw API key, taken from where each
+// protocol's official SDK sends it: "Authorization: Bearer <key>" on every endpoint; also
+// X-Api-Key on /v1/messages (the messages protocol); also X-Goog-Api-Key or ?key= on /v1beta/…
+// (the generate-content protocol). Two places carrying different keys are answered 401.
 //
 // A missing, malformed or unknown key is answered 401; a disabled or expired key, a disabled
 // account, or a client address outside the key's allow_ips is answered 403. Errors on the video
@@ -29,13 +31,21 @@ func init() {
 // counted in the key's and the account's usage.
 //
 // On success the key id (never the secret) is set as {http.auth.user.id}, so access logs carry
-// it, and the account as {mediagw.account}. The caller's Authorization, X-Api-Key and
-// X-Goog-Api-Key headers are removed, so the caller's key never reaches an upstream.
+// it, and the account as {mediagw.account}.
+//
+// Every credential header (Authorization, Proxy-Authorization, X-Api-Key, X-Goog-Api-Key,
+// Api-Key, X-Auth-Token, X-Amz-Security-Token) and the key query parameter are removed from every
+// request before anything else sees it, whether the key is valid or not: no later handler,
+// placeholder, log entry or upstream gets them. Caddy's own access and error logs print a copy of
+// the request taken before any handler runs; for a request whose credentials that copy would
+// show, this handler writes those log entries itself from the request without them (see
+// auth_log.go).
 type AuthHandler struct {
 	authn      *auth.Authenticator
 	accountant *accounting.Accountant
 	observer   *observer
 	logger     *zap.Logger
+	log        credentialSafeLog
 }
 
 // CaddyModule returns the Caddy module information.
@@ -53,6 +63,7 @@ func (h *AuthHandler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.authn, h.accountant, h.observer, h.logger = app.Authenticator(), app.Accountant(), app.observer, ctx.Logger()
+	h.log = newCredentialSafeLog(ctx)
 	return nil
 }
 
@@ -60,7 +71,25 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	ow, entry := h.observer.begin(w, r)
 	defer func() { h.observer.end(ow, r, entry, err) }()
 	w = ow
-	id, err := h.authn.Authenticate(r.Context(), r.Header.Get("Authorization"), clientIP(r))
+	secret, keyErr := auth.KeyFromRequest(r)
+	srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	exposed := exposes(r, srv)
+	auth.StripCredentials(r)
+	stripOriginalURL(r)
+	if exposed {
+		return h.log.serve(w, r, func(w http.ResponseWriter, r *http.Request) error {
+			return h.authenticate(w, r, secret, keyErr, next, entry)
+		})
+	}
+	return h.authenticate(w, r, secret, keyErr, next, entry)
+}
+
+// authenticate answers 401/403/429 or runs next with the caller's identity.
+func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secret string, err error, next caddyhttp.Handler, entry *usage.Entry) error {
+	var id auth.Identity
+	if err == nil {
+		id, err = h.authn.AuthenticateKey(r.Context(), secret, clientIP(r))
+	}
 	if err == nil {
 		err = h.accountant.Admit(r.Context(), id)
 	}
@@ -79,10 +108,19 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
 		extra.Add(zap.String("account", id.Account))
 	}
-	for _, name := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key"} {
-		r.Header.Del(name)
-	}
 	return next.ServeHTTP(w, r.WithContext(auth.WithIdentity(usage.WithEntry(r.Context(), entry), id)))
+}
+
+// stripOriginalURL removes the key query parameter from the copy of the request URL that Caddy
+// keeps for {http.request.orig_uri.*} placeholders. (Caddy keeps that copy by value; only its
+// URL can be changed in place.)
+func stripOriginalURL(r *http.Request) {
+	orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request)
+	if !ok || orig.URL == nil || orig.URL.RawQuery == "" {
+		return
+	}
+	probe := &http.Request{URL: orig.URL, Header: http.Header{}}
+	auth.StripCredentials(probe)
 }
 
 // Interface guards

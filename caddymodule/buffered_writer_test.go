@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	// The golden Caddyfile usage_log.caddyfile uses the tracing directive.
+	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/tracing"
 )
 
 // countingWriter records each Write it receives.

@@ -21,11 +21,19 @@ import (
 //		disabled_accounts <account...>
 //		refund_unsuccessful_tasks
 //		account_metrics on|off
+//		upstream_proxy_from_env
 //		provider <name> {
 //			base_url   <url>
 //			api_key    <secret>
+//			upstream <name> {
+//				base_url <url>
+//				api_key  <secret>
+//				weight   <n>
+//				priority <n>
+//			}
 //			auth_style bearer|x-api-key|x-goog-api-key
 //			models     <model-id...>
+//			model_map  <client-model-id> <upstream-model-id>
 //			cost       [<model-id>] <units>
 //		}
 //		key <secret> {
@@ -49,6 +57,7 @@ import (
 //			allow_private
 //			retry_schedule <duration...>
 //			concurrency    <n>
+//			per_host       <n>
 //			relay_base     <public base URL>
 //		}
 //		upload {
@@ -129,6 +138,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Err("usage: account_metrics on|off")
 			}
 			a.NoAccountMetrics = v == "off"
+		case "upstream_proxy_from_env":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			a.UpstreamProxyFromEnv = true
 		case "disabled_accounts":
 			a.DisabledAccounts = d.RemainingArgs()
 			if len(a.DisabledAccounts) == 0 {
@@ -142,7 +156,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if slices.ContainsFunc(a.Providers, func(o ProviderConfig) bool { return o.Name == p.Name }) {
 				return d.Errf("provider %q is defined twice", p.Name)
 			}
-			for _, m := range p.Models {
+			for _, m := range servedModels(p) {
 				if other, ok := modelOwner[m]; ok {
 					return d.Errf("model %q is served by two providers: %q and %q", m, other, p.Name)
 				}
@@ -196,7 +210,7 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 	seen := map[string]bool{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		sub := d.Val()
-		if seen[sub] && sub != "models" && sub != "cost" {
+		if seen[sub] && sub != "models" && sub != "cost" && sub != "upstream" && sub != "model_map" {
 			return p, d.Errf("provider %q: duplicate subdirective %q", p.Name, sub)
 		}
 		seen[sub] = true
@@ -238,6 +252,27 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 				return p, d.Errf("provider %q: cost of %q is set twice", p.Name, model)
 			}
 			p.Costs[model] = n
+		case "upstream":
+			u, err := parseUpstream(d, p.Name)
+			if err != nil {
+				return p, err
+			}
+			if slices.ContainsFunc(p.Upstreams, func(o UpstreamConfig) bool { return o.Name == u.Name }) {
+				return p, d.Errf("provider %q: upstream %q is defined twice", p.Name, u.Name)
+			}
+			p.Upstreams = append(p.Upstreams, u)
+		case "model_map":
+			var client, up string
+			if !d.AllArgs(&client, &up) {
+				return p, d.Errf("provider %q: usage: model_map <client-model-id> <upstream-model-id>", p.Name)
+			}
+			if _, dup := p.ModelMap[client]; dup {
+				return p, d.Errf("provider %q: model_map of %q is set twice", p.Name, client)
+			}
+			if p.ModelMap == nil {
+				p.ModelMap = map[string]string{}
+			}
+			p.ModelMap[client] = up
 		case "models":
 			args := d.RemainingArgs()
 			if len(args) == 0 {
@@ -253,10 +288,61 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 			return p, d.Errf("provider %q: unknown subdirective %q", p.Name, sub)
 		}
 	}
-	if p.BaseURL == "" {
-		return p, d.Errf("provider %q: base_url is required", p.Name)
+	switch {
+	case len(p.Upstreams) > 0 && (p.BaseURL != "" || p.APIKey != ""):
+		return p, d.Errf("provider %q: give base_url and api_key inside each upstream block, not beside them", p.Name)
+	case len(p.Upstreams) == 0 && p.BaseURL == "":
+		return p, d.Errf("provider %q: base_url is required (or upstream blocks)", p.Name)
 	}
 	return p, nil
+}
+
+// parseUpstream reads one upstream block of a provider.
+func parseUpstream(d *caddyfile.Dispenser, provider string) (UpstreamConfig, error) {
+	var u UpstreamConfig
+	if !d.NextArg() {
+		return u, d.Errf("provider %q: upstream needs a name", provider)
+	}
+	u.Name = d.Val()
+	if d.NextArg() {
+		return u, d.ArgErr()
+	}
+	err := parseBlock(d, map[string]func() error{
+		"base_url": func() error { return stringArg(d, &u.BaseURL) },
+		"api_key":  func() error { return stringArg(d, &u.APIKey) },
+		"weight":   func() error { return positiveIntArg(d, &u.Weight) },
+		"priority": func() error {
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				return d.Errf("priority must be a whole number, 0 or more")
+			}
+			u.Priority = n
+			return nil
+		},
+	})
+	if err != nil {
+		return u, err
+	}
+	if u.BaseURL == "" {
+		return u, d.Errf("provider %q: upstream %q: base_url is required", provider, u.Name)
+	}
+	return u, nil
+}
+
+// servedModels are the model ids a provider serves: its models and its model_map's client ids.
+func servedModels(p ProviderConfig) []string {
+	served := slices.Clone(p.Models)
+	for m := range p.ModelMap {
+		if !slices.Contains(served, m) {
+			served = append(served, m)
+		}
+	}
+	slices.Sort(served[len(p.Models):])
+	return served
 }
 
 func parseKey(d *caddyfile.Dispenser) (StaticKey, error) {
@@ -434,6 +520,7 @@ func parseCallbacks(d *caddyfile.Dispenser) (*CallbacksConfig, error) {
 		"secret":      func() error { return stringArg(d, &c.Secret) },
 		"relay_base":  func() error { return stringArg(d, &c.RelayBase) },
 		"concurrency": func() error { return positiveIntArg(d, &c.Concurrency) },
+		"per_host":    func() error { return positiveIntArg(d, &c.PerHost) },
 		"allow_private": func() error {
 			if d.NextArg() {
 				return d.ArgErr()

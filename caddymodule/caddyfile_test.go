@@ -11,7 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/mediagw/mediagw/internal/standardset"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden JSON files in testdata/adapt")
@@ -88,10 +88,23 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"duplicate subdirective", "{\n mediagw {\n  task_retention 1h\n  task_retention 2h\n }\n}", `duplicate subdirective "task_retention"`},
 		{"bad storage", "{\n mediagw {\n  storage mysql x\n }\n}", `usage: storage badger`},
 		{"bad retention", "{\n mediagw {\n  task_retention soon\n }\n}", `invalid duration`},
+		{"upstream beside base_url", "{\n mediagw {\n  provider p {\n   base_url http://a\n   upstream u {\n    base_url http://b\n   }\n  }\n }\n}", `inside each upstream block`},
+		{"upstream without base_url", "{\n mediagw {\n  provider p {\n   upstream u {\n    api_key k\n   }\n  }\n }\n}", `upstream "u": base_url is required`},
+		{"upstream defined twice", "{\n mediagw {\n  provider p {\n   upstream u {\n    base_url http://a\n   }\n   upstream u {\n    base_url http://b\n   }\n  }\n }\n}", `upstream "u" is defined twice`},
+		{"bad weight", "{\n mediagw {\n  provider p {\n   upstream u {\n    base_url http://a\n    weight 0\n   }\n  }\n }\n}", `at least 1`},
+		{"bad priority", "{\n mediagw {\n  provider p {\n   upstream u {\n    base_url http://a\n    priority -1\n   }\n  }\n }\n}", `priority must be`},
+		{"unknown upstream subdirective", "{\n mediagw {\n  provider p {\n   upstream u {\n    base_url http://a\n    colour blue\n   }\n  }\n }\n}", `unknown subdirective "colour"`},
+		{"model_map arguments", "{\n mediagw {\n  provider p {\n   base_url http://a\n   model_map only-one\n  }\n }\n}", `usage: model_map`},
+		{"alias served twice", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n  }\n  provider q {\n   base_url http://b\n   model_map m m-2024\n  }\n }\n}", `model "m" is served by two providers`},
+		{"dynamic mediagw options", ":80 {\n reverse_proxy {\n  dynamic mediagw {\n   x\n  }\n }\n}", `takes no options`},
 		{"handler argument", ":80 {\n mediagw_auth extra\n}", `wrong argument count`},
 		{"buffered writer without output", "{\n log {\n  output mediagw_buffered {\n   flush_interval 1s\n  }\n }\n}", `mediagw_buffered needs an output`},
 		{"buffered writer bad subdirective", "{\n log {\n  output mediagw_buffered {\n   colour blue\n  }\n }\n}", `unknown subdirective "colour"`},
 		{"bad account_metrics", "{\n mediagw {\n  account_metrics maybe\n }\n}", `usage: account_metrics on|off`},
+		{"endpoint with a wildcard", ":80 {\n mediagw_route {\n  endpoint GET /v1/*\n }\n}", `must be an absolute path without *`},
+		{"endpoint without a method", ":80 {\n mediagw_route {\n  endpoint /v1/files\n }\n}", `wrong argument count`},
+		{"endpoint in lower case", ":80 {\n mediagw_route {\n  endpoint get /v1/files\n }\n}", `upper-case HTTP method`},
+		{"duplicate max_spool", ":80 {\n mediagw_route {\n  max_spool 1MiB\n  max_spool 2MiB\n }\n}", `duplicate subdirective "max_spool"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(tc.caddyfile), map[string]any{"filename": "Caddyfile"})

@@ -1,25 +1,25 @@
 package caddymodule
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
+
+	"github.com/mediagw/mediagw/handlers/auth"
 )
 
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "mediagw",
-		Usage: "key <create|list|show|disable|enable|revoke|usage> | account <show|disable|enable|usage> | usage [--account <name>] [--from <day>] [--to <day>] [--group-by day,account,model] [--csv] [--address <admin>] [--config <path> [--adapter <name>]]",
-		Short: "Manages mediagw API keys and accounts on a running server",
+		Usage: "key <create|list|show|disable|enable|revoke|usage> | account <show|disable|enable|usage> | upstreams | usage [--account <name>] [--from <day>] [--to <day>] [--group-by day,account,model] [--csv] [--address <admin>] [--config <path> [--adapter <name>]]",
+		Short: "Manages mediagw API keys and accounts, and shows upstream health and usage, on a running server",
 		Long: `
 Manages the API keys and accounts of a running mediagw gateway through its admin
 API (the admin.api.mediagw routes under /mediagw/). Changes take effect at once.
@@ -30,8 +30,13 @@ API (the admin.api.mediagw routes under /mediagw/). Changes take effect at once.
   caddy mediagw key list
   caddy mediagw key show|disable|enable|revoke|usage <key-id>
   caddy mediagw account show|disable|enable|usage <account>
+  caddy mediagw upstreams
   caddy mediagw usage [--account acme] [--from 2026-11-01] [--to 2026-11-30]
                       [--group-by day,account,model] [--csv]
+
+"upstreams" shows each provider's upstreams: healthy, or cooling down until when,
+with their recent failures (never their credentials). "usage" prints requests, tasks,
+cost and tokens per account, model and day (UTC), as JSON or CSV.
 
 "key create" prints the new secret (mg-…). It is shown this once and never again:
 store it now. No other command prints a secret.
@@ -42,7 +47,12 @@ The admin address is --address, or the one in --config, or Caddy's default
 			cmd.PersistentFlags().String("address", "", "Address of the administration API listener (if --config is not used)")
 			cmd.PersistentFlags().StringP("config", "c", "", "Configuration file (if --address is not used)")
 			cmd.PersistentFlags().StringP("adapter", "a", "", "Name of config adapter to apply (if --config is used)")
-			cmd.AddCommand(keyCommands(), accountCommands(), usageCommand())
+			cmd.AddCommand(keyCommands(), accountCommands(), usageCommand(), &cobra.Command{
+				Use: "upstreams", Short: "Shows every provider's upstreams and their health", Args: cobra.NoArgs,
+				RunE: func(cmd *cobra.Command, _ []string) error {
+					return adminCall(cmd, http.MethodGet, upstreamsPath, nil)
+				},
+			})
 		},
 	})
 }
@@ -63,12 +73,12 @@ func keyCommands() *cobra.Command {
 	}
 	f := create.Flags()
 	f.String("account", "", "Account that owns the key (required)")
-	f.StringSlice("models", nil, "Model glob patterns the key may use (default: all)")
-	f.StringSlice("allow-ips", nil, "Addresses or CIDR ranges the key may be used from (default: any)")
-	f.String("expires", "", "RFC 3339 time from which the key is refused")
-	f.Int64("quota", -1, "Total cost the key may consume (default: unlimited)")
-	f.String("rate", "", "Request rate limit as <requests>/<window>, e.g. 60/1m")
-	f.Int64("max-active-tasks", 0, "Most unfinished video tasks at once (default: no limit)")
+	f.StringSlice("models", nil, "Comma-separated model globs the key may use; leave it out for all models")
+	f.StringSlice("allow-ips", nil, "Comma-separated addresses or CIDR ranges the key may be used from; leave it out for any")
+	f.String("expires", "", "RFC 3339 time from which the key is refused, such as 2027-01-31T00:00:00Z; leave it out for never")
+	f.Int64("quota", 0, "Total cost the key may consume; leave it out for no quota")
+	f.String("rate", "", "Request rate limit as <requests>/<window>, such as 60/1m; leave it out for no limit")
+	f.Int64("max-active-tasks", 0, "Most unfinished video tasks at once; leave it out for no limit")
 	key.AddCommand(create,
 		&cobra.Command{Use: "list", Short: "Lists keys (never their secrets)", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
@@ -109,41 +119,76 @@ func accountCommands() *cobra.Command {
 	return acct
 }
 
-// createBody turns the create flags into the admin API's body.
+// createBody turns the create flags into the admin API's body. Every flag is checked here, so a
+// mistake is reported in the CLI's own words before anything is sent.
 func createBody(cmd *cobra.Command) (map[string]any, error) {
 	f := cmd.Flags()
-	account, _ := f.GetString("account")
-	if account == "" {
-		return nil, fmt.Errorf("--account is required")
+	account, err := f.GetString("account")
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(account) == "" {
+		return nil, fmt.Errorf("--account is required: the account that owns the key, such as --account acme")
 	}
 	body := map[string]any{"account": account}
 	if v, _ := f.GetStringSlice("models"); len(v) > 0 {
+		for _, m := range v {
+			if strings.TrimSpace(m) == "" {
+				return nil, fmt.Errorf("--models has an empty pattern; give comma-separated globs such as 'gpt-*,seedance-*'")
+			}
+		}
 		body["models"] = v
 	}
 	if v, _ := f.GetStringSlice("allow-ips"); len(v) > 0 {
+		for _, a := range v {
+			if _, err := auth.ParseIPRange(a); err != nil {
+				return nil, fmt.Errorf("--allow-ips: %q is not an address or CIDR range such as 10.0.0.0/8 or 203.0.113.7", a)
+			}
+		}
 		body["allow_ips"] = v
 	}
 	if v, _ := f.GetString("expires"); v != "" {
+		if _, err := time.Parse(time.RFC3339, v); err != nil {
+			return nil, fmt.Errorf("--expires: %q is not an RFC 3339 time such as 2027-01-31T00:00:00Z", v)
+		}
 		body["expires"] = v
 	}
-	if v, _ := f.GetInt64("quota"); v >= 0 {
-		body["quota"] = v
+	if f.Changed("quota") {
+		q, _ := f.GetInt64("quota")
+		if q < 0 {
+			return nil, fmt.Errorf("--quota must be 0 or more (leave it out for no quota)")
+		}
+		body["quota"] = q
 	}
 	if v, _ := f.GetString("rate"); v != "" {
-		requests, window, ok := strings.Cut(v, "/")
-		if !ok {
-			return nil, fmt.Errorf("--rate must look like 60/1m")
+		rate, err := parseRateFlag(v)
+		if err != nil {
+			return nil, err
 		}
-		var n int
-		if _, err := fmt.Sscan(requests, &n); err != nil {
-			return nil, fmt.Errorf("--rate must look like 60/1m")
-		}
-		body["rate"] = map[string]any{"requests": n, "window": window}
+		body["rate"] = rate
 	}
-	if v, _ := f.GetInt64("max-active-tasks"); v > 0 {
-		body["max_active_tasks"] = v
+	if f.Changed("max-active-tasks") {
+		n, _ := f.GetInt64("max-active-tasks")
+		if n < 1 {
+			return nil, fmt.Errorf("--max-active-tasks must be 1 or more (leave it out for no limit)")
+		}
+		body["max_active_tasks"] = n
 	}
 	return body, nil
+}
+
+// parseRateFlag reads --rate <requests>/<window>, such as 60/1m.
+func parseRateFlag(v string) (map[string]any, error) {
+	requests, window, ok := strings.Cut(v, "/")
+	n, err := strconv.Atoi(strings.TrimSpace(requests))
+	if !ok || err != nil || n < 1 {
+		return nil, fmt.Errorf("--rate %q: give <requests>/<window> with a whole number of requests, such as 60/1m", v)
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(window))
+	if err != nil || d <= 0 {
+		return nil, fmt.Errorf("--rate %q: the window %q is not a duration; write it like 1m, 30s or 1h (so 60/1m, not 60/minute)", v, window)
+	}
+	return map[string]any{"requests": n, "window": strings.TrimSpace(window)}, nil
 }
 
 // usageCommand prints the usage report of GET /mediagw/usage.
@@ -159,11 +204,10 @@ func usageCommand() *cobra.Command {
 					q.Set(strings.ReplaceAll(name, "-", "_"), v)
 				}
 			}
-			var header http.Header
 			if csv, _ := cmd.Flags().GetBool("csv"); csv {
-				header = http.Header{"Accept": {"text/csv"}}
+				q.Set("format", "csv")
 			}
-			return adminRequest(cmd, http.MethodGet, "/mediagw/usage?"+q.Encode(), header, nil)
+			return adminCall(cmd, http.MethodGet, "/mediagw/usage?"+q.Encode(), nil)
 		},
 	}
 	f := c.Flags()
@@ -173,44 +217,4 @@ func usageCommand() *cobra.Command {
 	f.String("group-by", "", "Dimensions kept apart: day, account, model (default all three)")
 	f.Bool("csv", false, "Print CSV instead of JSON")
 	return c
-}
-
-// adminCall sends one request to the admin API and prints the JSON answer.
-func adminCall(cmd *cobra.Command, method, uri string, body any) error {
-	return adminRequest(cmd, method, uri, nil, body)
-}
-
-// adminRequest sends one request with extra headers to the admin API and prints the answer
-// (indented when it is JSON).
-func adminRequest(cmd *cobra.Command, method, uri string, header http.Header, body any) error {
-	addr, _ := cmd.Flags().GetString("address")
-	cfg, _ := cmd.Flags().GetString("config")
-	adapter, _ := cmd.Flags().GetString("adapter")
-	adminAddr, err := caddycmd.DetermineAdminAPIAddress(addr, nil, cfg, adapter)
-	if err != nil {
-		return fmt.Errorf("finding the admin API address: %v", err)
-	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	resp, err := caddycmd.AdminAPIRequest(adminAddr, method, uri, header, rd)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	var out bytes.Buffer
-	if json.Indent(&out, raw, "", "  ") != nil {
-		out.Write(raw)
-	}
-	_, err = fmt.Fprintln(os.Stdout, strings.TrimSpace(out.String()))
-	return err
 }

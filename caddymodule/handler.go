@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -12,8 +13,12 @@ import (
 // appFrom returns the mediagw app that a handler module shares.
 func appFrom(ctx caddy.Context) (*App, error) {
 	v, err := ctx.AppIfConfigured("mediagw")
+	if errors.Is(err, caddy.ErrNotConfigured) {
+		return nil, fmt.Errorf("mediagw handlers need the mediagw global option: add `mediagw { … }` to the global options block at the top of the Caddyfile (an empty `mediagw` block is enough)")
+	}
 	if err != nil {
-		return nil, fmt.Errorf("mediagw handlers need the mediagw global option (an empty `mediagw` block is enough): %w", err)
+		// The app is configured but could not start: its own error says why.
+		return nil, err
 	}
 	return v.(*App), nil
 }

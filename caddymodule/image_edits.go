@@ -20,7 +20,8 @@ func init() {
 // field), checked against the key's models, and sent to the provider serving the model, whose
 // answer passes through. When the provider answers with a task id (id or task_id), the calling
 // account is recorded as its owner; GET /v1/images/tasks/{id} then reads the provider's
-// images/tasks/{id} for the owner and answers 404 task_not_found to everyone else.
+// images/tasks/{id} for the owner and answers 404 task_not_found to everyone else. Other paths
+// go to the next handler.
 type ImageEditsHandler struct {
 	// UpstreamTimeout bounds each provider call; past it the client gets 504. Default: 60s.
 	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
@@ -45,7 +46,7 @@ func (h *ImageEditsHandler) Provision(ctx caddy.Context) error {
 	h.edits = &imageedit.Handler{
 		Catalog:     app.Catalog(),
 		Store:       app.Store(),
-		Client:      upstreamClient(time.Duration(h.UpstreamTimeout)),
+		Client:      app.upstreamClient(time.Duration(h.UpstreamTimeout)),
 		Retention:   app.taskRetention(),
 		Accounting:  app.Accountant(),
 		Idempotency: app.Idempotency(),
@@ -62,7 +63,12 @@ func (h *ImageEditsHandler) Cleanup() error {
 	return nil
 }
 
-func (h *ImageEditsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+// ServeHTTP serves the image edit paths and passes any other path to the next handler, so that a
+// broad matcher such as /v1/images/* leaves /v1/images/generations to mediagw_route.
+func (h *ImageEditsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if !imageedit.Serves(r.URL.Path) {
+		return next.ServeHTTP(w, r)
+	}
 	h.edits.ServeHTTP(w, r)
 	return nil
 }

@@ -36,7 +36,7 @@ func (h *PresignHandler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	handler := app.uploads.handler // a copy per handler; the limiter inside is shared
+	handler := app.uploads.handler // a copy per handler; the rate windows are in the store
 	handler.Logger = ctx.Logger()
 	h.presign = &handler
 	return nil

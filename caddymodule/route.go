@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -16,6 +17,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/passthrough"
+	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/internal/tracing"
@@ -29,29 +31,57 @@ func init() {
 // images, videos, audio, embeddings, rerank) for the reverse_proxy blocks that follow it. It must
 // follow mediagw_auth.
 //
-// It finds the model in the JSON body, in the multipart field "model" (reading, and spooling to a
-// temporary file past spool_memory, only as far as that field), or in a
-// /v1beta/models/{model}:{action} path. A model outside the key's patterns is refused with 403,
-// one that no provider serves with 404 model_not_found. It then sets the provider's credentials
-// in the provider's auth style, replaces the client's version prefix (/v1, /v1beta) with the
-// provider's base path, and publishes {mediagw.model}, {mediagw.provider} and
-// {mediagw.upstream} (the provider's scheme://host). Match reverse_proxy blocks on the provider:
+// It forwards only the endpoints of the gateway's interface: POST /v1/chat/completions,
+// /v1/responses, /v1/messages, /v1beta/models/{model}:generateContent and
+// :streamGenerateContent, /v1/images/generations, /v1/video/generations, /v1/videos,
+// /v1/audio/transcriptions, /v1/audio/translations, /v1/audio/speech, /v1/embeddings and
+// /v1/rerank, plus retrieval, content, remix, cancel and delete calls on the videos, responses
+// and image tasks that the caller's account created through it. Every other path is 404 (a
+// forwarded path with another method, 405 with Allow), so a broad matcher cannot expose a
+// provider's other endpoints (task lists, files, …). Add more with the endpoint subdirective.
 //
-//	@openai vars {mediagw.provider} openai
-//	reverse_proxy @openai https://api.openai.com {
-//		header_up Host {upstream_hostport}
+// It finds the model in the JSON body, in the multipart field "model", or in a
+// /v1beta/models/{model}:{action} path. A JSON body whose keys repeat, or differ from a checked
+// field (model, previous_response_id) only by case, is refused with 400, as is a multipart body
+// with more than one model part or a part named like model but not exactly so: what reaches the
+// upstream is what was checked. A multipart body is read whole through a spool (memory up to
+// spool_memory, then an unlinked temporary file, at most max_spool, then 413) before it is sent.
+// A model outside the key's patterns is refused with 403, one that no provider serves with 404
+// model_not_found. It then sets the provider's credentials in the provider's auth style,
+// replaces the client's version prefix (/v1, /v1beta) with the provider's base path, and
+// publishes {mediagw.model}, {mediagw.provider}, {mediagw.upstream} (the chosen upstream's
+// scheme://host) and {mediagw.upstream_name}.
+//
+// A provider with several upstreams picks one per request (see the provider's upstream
+// blocks); when every upstream cools down the answer is 503 with Retry-After. One reverse_proxy
+// serves every provider, with failover, through the mediagw upstream source and transport:
+//
+//	reverse_proxy {
+//		dynamic mediagw
+//		transport mediagw
+//		lb_policy first
+//		lb_retries 2
 //	}
 //
-// The body reaches the upstream byte for byte; SSE answers are streamed by reverse_proxy. The
-// model's cost is charged to the key's quota (402 past it) and refunded when the answer is an
-// error status.
+// The ids that POST /v1/videos, /v1/video/generations, /v1/responses and asynchronous
+// /v1/images/generations return are recorded as the caller's account's before the client sees
+// them; other accounts get 404, as for an unknown id, and a previous_response_id must be the
+// caller's own. SSE answers are streamed by reverse_proxy. The model's cost is charged to the
+// key's quota (402 past it) and refunded when the answer is an error status; calls on existing
+// objects cost nothing.
 type RouteHandler struct {
 	// MaxJSONBody bounds a JSON request body, which is read whole to find the model. Past it the
 	// client gets 413. Default: 32 MiB.
 	MaxJSONBody int64 `json:"max_json_body,omitempty"`
-	// SpoolMemory is how much of a multipart body is held in memory while looking for the model
-	// field; the rest of that prefix goes to a temporary file. Default: 1 MiB.
+	// SpoolMemory is how much of a multipart body is held in memory while it is checked; the
+	// rest goes to a temporary file. Default: 1 MiB.
 	SpoolMemory int64 `json:"spool_memory,omitempty"`
+	// MaxSpool bounds a whole multipart body. Past it the client gets 413. Default: 512 MiB.
+	MaxSpool int64 `json:"max_spool,omitempty"`
+	// Endpoints are more endpoints to forward, besides the built-in ones, each as a method and
+	// a path such as "POST /v1/moderations"; a path segment may be {model} or {model}:action.
+	// Requests to them must name a model the key allows, like every pass-through request.
+	Endpoints []string `json:"endpoints,omitempty"`
 
 	router     *passthrough.Router
 	accountant *accounting.Accountant
@@ -72,8 +102,19 @@ func (h *RouteHandler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.router = &passthrough.Router{Catalog: app.Catalog(), MaxJSONBytes: h.MaxJSONBody, SpoolMemory: h.SpoolMemory}
 	h.accountant, h.logger = app.Accountant(), ctx.Logger()
+	h.router = &passthrough.Router{
+		Catalog: app.Catalog(), Owners: app.Store(), Retention: app.taskRetention(),
+		MaxJSONBytes: h.MaxJSONBody, SpoolMemory: h.SpoolMemory, MaxSpool: h.MaxSpool, Logger: h.logger,
+	}
+	for _, e := range h.Endpoints {
+		method, path, _ := strings.Cut(e, " ")
+		ep, err := passthrough.ParseEndpoint(method, path)
+		if err != nil {
+			return err
+		}
+		h.router.Extra = append(h.router.Extra, ep)
+	}
 	return nil
 }
 
@@ -89,20 +130,31 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		return nil
 	}
 	defer route.Done()
-	upstreamName := route.Provider.Name // the upstream label; a provider has one upstream
+	upstreamName := route.Dispatch.First().Name // the first upstream tried names the series
 	entry := usage.From(r.Context())
 	entry.Routed(route.Model, route.Provider.Name, upstreamName)
-	charge, err := h.accountant.Charge(r.Context(), id, route.Provider.Cost(route.Model))
-	if err != nil {
-		apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
-		return nil
+	var charge accounting.Charge
+	if route.Billable {
+		if charge, err = h.accountant.Charge(r.Context(), id, route.Provider.Cost(route.Model)); err != nil {
+			apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
+			return nil
+		}
 	}
 	repl := replacer(r)
 	repl.Set("mediagw.model", route.Model)
 	repl.Set("mediagw.provider", route.Provider.Name)
-	repl.Set("mediagw.upstream", route.Provider.BaseURL.Scheme+"://"+route.Provider.BaseURL.Host)
+	publishUpstream(repl, route.Dispatch.First())
 	sw := newAnswerWriter(w)
-	err = h.proxy(sw, r, next, route.Provider.Name)
+	var out http.ResponseWriter = sw
+	var created *passthrough.CreatedWriter
+	if route.Creates != "" {
+		created = h.router.Created(sw, r, id, route)
+		out = created
+	}
+	err = h.proxy(out, r.WithContext(providers.WithDispatch(r.Context(), route.Dispatch)), next, route.Provider.Name)
+	if created != nil && err == nil {
+		created.Finish()
+	}
 	entry.AddTokens(sw.sniffer.Tokens())
 	sw.sniffer.Release()
 	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
@@ -130,16 +182,46 @@ func (h *RouteHandler) proxy(w http.ResponseWriter, r *http.Request, next caddyh
 //	mediagw_route [<matcher>] {
 //		max_json_body <size>
 //		spool_memory  <size>
+//		max_spool     <size>
+//		endpoint      <METHOD> <path>   # repeatable
 //	}
 func (h *RouteHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	return parseBlock(d, map[string]func() error{
-		"max_json_body": func() error { return sizeArg(d, &h.MaxJSONBody) },
-		"spool_memory":  func() error { return sizeArg(d, &h.SpoolMemory) },
-	})
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		if seen[name] && name != "endpoint" {
+			return d.Errf("duplicate subdirective %q", name)
+		}
+		seen[name] = true
+		var err error
+		switch name {
+		case "max_json_body":
+			err = sizeArg(d, &h.MaxJSONBody)
+		case "spool_memory":
+			err = sizeArg(d, &h.SpoolMemory)
+		case "max_spool":
+			err = sizeArg(d, &h.MaxSpool)
+		case "endpoint":
+			var method, path string
+			if !d.Args(&method, &path) || d.NextArg() {
+				return d.ArgErr()
+			}
+			if _, err := passthrough.ParseEndpoint(method, path); err != nil {
+				return d.Errf("%v", err)
+			}
+			h.Endpoints = append(h.Endpoints, method+" "+path)
+		default:
+			return d.Errf("unknown subdirective %q", name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Interface guards

@@ -71,7 +71,7 @@ func (a *App) provisionTaskRuntime(repl *caddy.Replacer) error {
 	}
 	rt := &taskRuntime{key: key}
 	rt.tasks = &videotask.Handler{
-		Catalog: a.catalog, Store: a.store, Client: upstreamClient(videotask.DefaultUpstreamTimeout),
+		Catalog: a.catalog, Store: a.store, Client: a.upstreamClient(videotask.DefaultUpstreamTimeout),
 		Retention: a.taskRetention(), Accounting: a.accountant, Logger: a.logger.Named("watcher"),
 		RelayBase: strings.TrimSpace(repl.ReplaceKnown(cb.RelayBase, "")),
 	}

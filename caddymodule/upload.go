@@ -11,7 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/mediagw/mediagw/handlers/presign"
-	"github.com/mediagw/mediagw/handlers/ratelimit"
 )
 
 // UploadConfig configures presigned direct uploads to S3-compatible storage (POST
@@ -56,20 +55,14 @@ type UploadRateLimit struct {
 	Window caddy.Duration `json:"window,omitempty"`
 }
 
-// limiters keeps presign rate limiters across config reloads, keyed by their settings.
-var limiters = caddy.NewUsagePool()
-
-type sharedLimiter struct{ *ratelimit.SlidingWindow }
-
-func (sharedLimiter) Destruct() error { return nil }
-
 // uploads is what the app provisions for mediagw_presign.
 type uploads struct {
-	handler    presign.Handler
-	limiterKey string
+	handler presign.Handler
 }
 
-// provisionUploads prepares the presigner and the rate limiter.
+// provisionUploads prepares the presigner and the rate limit, whose windows are kept in the
+// store (so they survive reloads and are shared by gateways on one store). Call it after
+// openStore.
 func (a *App) provisionUploads(repl *caddy.Replacer) error {
 	a.uploads = &uploads{}
 	limit, err := a.uploadRateLimit()
@@ -77,9 +70,7 @@ func (a *App) provisionUploads(repl *caddy.Replacer) error {
 		return err
 	}
 	if !limit.Disabled {
-		key := fmt.Sprintf("%d/%s", limit.Requests, time.Duration(limit.Window))
-		val, _ := limiters.LoadOrStore(key, sharedLimiter{ratelimit.NewSlidingWindow(limit.Requests, time.Duration(limit.Window))})
-		a.uploads.handler.Limiter, a.uploads.limiterKey = val.(sharedLimiter).SlidingWindow, key
+		a.uploads.handler.Limit = &presign.RateLimit{Requests: limit.Requests, Window: time.Duration(limit.Window), Windows: a.store}
 	}
 	u := a.Upload
 	if u == nil {
@@ -100,14 +91,6 @@ func (a *App) provisionUploads(repl *caddy.Replacer) error {
 	h.Storage, h.PublicBaseURL, h.Prefix = s3, repl.ReplaceKnown(u.PublicBaseURL, ""), u.Prefix
 	h.Expires, h.AllowedContentTypes = time.Duration(u.Expires), u.AllowedContentTypes
 	return nil
-}
-
-// releaseUploads lets go of the shared limiter.
-func (a *App) releaseUploads() {
-	if a.uploads != nil && a.uploads.limiterKey != "" {
-		_, _ = limiters.Delete(a.uploads.limiterKey)
-		a.uploads.limiterKey = ""
-	}
 }
 
 // uploadRateLimit is the configured limit, or the one from the environment.
@@ -143,6 +126,3 @@ func (a *App) uploadRateLimit() (UploadRateLimit, error) {
 	}
 	return l, nil
 }
-
-// Interface guards
-var _ caddy.Destructor = sharedLimiter{}

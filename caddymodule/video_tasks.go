@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask"
 )
 
@@ -52,7 +53,7 @@ func (h *VideoTasksHandler) Provision(ctx caddy.Context) error {
 	h.tasks = &videotask.Handler{
 		Catalog:         app.Catalog(),
 		Store:           app.Store(),
-		Client:          upstreamClient(time.Duration(h.UpstreamTimeout)),
+		Client:          app.upstreamClient(time.Duration(h.UpstreamTimeout)),
 		Retention:       app.taskRetention(),
 		RefreshInterval: time.Duration(h.RefreshInterval),
 		MaxBodyBytes:    h.MaxBodySize,
@@ -98,15 +99,14 @@ func (h *VideoTasksHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	})
 }
 
-// upstreamClient is an HTTP client for calls to providers with a total time bound
-// (videotask.DefaultUpstreamTimeout when timeout is not positive).
-func upstreamClient(timeout time.Duration) *http.Client {
+// upstreamClient is the HTTP client for the gateway's own calls to providers: bounded by timeout
+// (videotask.DefaultUpstreamTimeout when not positive), following no redirects, and using the
+// environment's proxy settings only with upstream_proxy_from_env.
+func (a *App) upstreamClient(timeout time.Duration) *http.Client {
 	if timeout <= 0 {
 		timeout = videotask.DefaultUpstreamTimeout
 	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 64
-	return &http.Client{Timeout: timeout, Transport: t}
+	return upstream.NewHTTPClient(upstream.ClientOptions{Timeout: timeout, ProxyFromEnvironment: a.UpstreamProxyFromEnv})
 }
 
 // Interface guards

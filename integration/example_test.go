@@ -10,8 +10,13 @@ import (
 )
 
 // TestCaddyfileExample runs Caddyfile.example, the README's first command, with only its ports
-// and data directory moved, and uses it as the README says.
+// and data directory moved and no MEDIAGW_DEMO_KEY in the environment, and uses it as the README
+// says.
 func TestCaddyfileExample(t *testing.T) {
+	t.Setenv("MEDIAGW_DEMO_KEY", "") // restored after the test
+	if err := os.Unsetenv("MEDIAGW_DEMO_KEY"); err != nil {
+		t.Fatal(err)
+	}
 	example, err := os.ReadFile(filepath.Join(repoDir(), "Caddyfile.example"))
 	if err != nil {
 		t.Fatal(err)
@@ -19,11 +24,10 @@ func TestCaddyfileExample(t *testing.T) {
 	gw, sim, admin := freePort(t), freePort(t), freePort(t)
 	cfg := string(example)
 	for old, repl := range map[string]string{
-		"http://:8080":           fmt.Sprintf("http://127.0.0.1:%d", gw),
-		"127.0.0.1:8091":         fmt.Sprintf("127.0.0.1:%d", sim),
-		"localhost:2019":         fmt.Sprintf("127.0.0.1:%d", admin),
-		"./data/mediagw":         filepath.Join(t.TempDir(), "mediagw"),
-		"{env.MEDIAGW_DEMO_KEY}": "mg-demo-key",
+		"http://:8080":   fmt.Sprintf("http://:%d", gw),
+		":8091":          fmt.Sprintf(":%d", sim),
+		"localhost:2019": fmt.Sprintf("127.0.0.1:%d", admin),
+		"./data/mediagw": filepath.Join(t.TempDir(), "mediagw"),
 	} {
 		if !strings.Contains(cfg, old) {
 			t.Fatalf("Caddyfile.example no longer contains %q; update this test", old)
@@ -32,6 +36,11 @@ func TestCaddyfileExample(t *testing.T) {
 	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", gw)
 	startCaddyProcess(t, cfg, base+"/")
+	for _, port := range []int{gw, sim} {
+		if addrs := listeners(t, port); len(addrs) == 0 || slices.ContainsFunc(addrs, func(a string) bool { return a != "127.0.0.1" }) {
+			t.Fatalf("port %d listens on %v; the demo sites must bind to 127.0.0.1 only", port, addrs)
+		}
+	}
 
 	if got := modelIDs(t, base, "mg-demo-key"); len(got) != 8 || !slices.Contains(got, "demo-seedance-1-0-pro") || !slices.Contains(got, "demo-chat") {
 		t.Fatalf("models = %v", got)

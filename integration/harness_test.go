@@ -16,7 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
-	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/mediagw/mediagw/internal/standardset"
 
 	_ "github.com/mediagw/mediagw/caddymodule"
 )

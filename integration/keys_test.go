@@ -396,4 +396,23 @@ func TestIdempotentCreate(t *testing.T) {
 	if r := e.createTask(t, other, "exactly once", "Idempotency-Key", "order-42"); r.status != 200 || ids[r.json(t)["id"].(string)] {
 		t.Fatalf("another account's identical key = %d %s", r.status, r.body)
 	}
+	// A 429 the gateway gave on its own (too many active tasks) is not kept: once a slot is free,
+	// a retry with the same key creates the task instead of replaying the 429.
+	_, limited := e.newKey(t, `{"account":"idem-limited","max_active_tasks":1}`)
+	first := e.createTask(t, limited, "holds the slot")
+	if first.status != 200 {
+		t.Fatalf("first create = %d %s", first.status, first.body)
+	}
+	if r := e.createTask(t, limited, "waits", "Idempotency-Key", "retry-after-429"); r.status != 429 {
+		t.Fatalf("create past max_active_tasks = %d %s", r.status, r.body)
+	}
+	firstID := first.json(t)["id"].(string)
+	waitFor(t, "the first task to finish", func() bool {
+		r := call(t, "GET", e.base+"/api/v3/contents/generations/tasks/"+firstID, limited, nil)
+		return r.status == 200 && r.json(t)["status"] == "succeeded"
+	})
+	r := e.createTask(t, limited, "waits", "Idempotency-Key", "retry-after-429")
+	if r.status != 200 || r.header.Get("Idempotent-Replayed") != "" || r.json(t)["id"] == nil {
+		t.Fatalf("retry after the 429 = %d %s (replayed %q)", r.status, r.body, r.header.Get("Idempotent-Replayed"))
+	}
 }

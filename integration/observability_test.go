@@ -18,6 +18,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	// The tracing directive, which standardset leaves out (cmd/caddy links it).
+	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/tracing"
 )
 
 // observabilityCaddyfile routes the mediagw.usage logger to its own file (through the buffered
@@ -284,8 +287,8 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 		{"mediagw_tasks_active", map[string]string{"provider": "obsvideo"}, 0},
 		{"mediagw_quota_used_total", map[string]string{"account": account}, 7 + 3},
 		{"mediagw_quota_used_total", map[string]string{"account": poorAccount}, 2},
-		{"mediagw_upstream_request_duration_seconds", map[string]string{"provider": "obschat", "upstream": "obschat", "endpoint": "/v1/chat/completions"}, 7 + 2},
-		{"mediagw_upstream_request_duration_seconds", map[string]string{"provider": "obsvideo", "upstream": "obsvideo", "endpoint": "/api/v3/contents/generations/tasks"}, 3},
+		{"mediagw_upstream_request_duration_seconds", map[string]string{"provider": "obschat", "upstream": "default", "endpoint": "/v1/chat/completions"}, 7 + 2},
+		{"mediagw_upstream_request_duration_seconds", map[string]string{"provider": "obsvideo", "upstream": "default", "endpoint": "/api/v3/contents/generations/tasks"}, 3},
 	} {
 		if got := value(m, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)

@@ -79,6 +79,9 @@ func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening badger store at %s: %w", dir, err)
 	}
+	if err := migrateLegacy(db); err != nil {
+		return nil, errors.Join(fmt.Errorf("migrating the records of an earlier version in %s: %w", dir, err), db.Close())
+	}
 	b := &Badger{db: db, stopGC: make(chan struct{})}
 	b.sync.db = db
 	b.gcDone.Add(1)
@@ -109,11 +112,18 @@ func (b *Badger) collectGarbage(interval time.Duration) {
 	}
 }
 
+// errNothingToWrite, returned by an update function, ends the transaction without a commit or
+// a sync: it decided to change nothing.
+var errNothingToWrite = errors.New("nothing to write")
+
 // update runs fn in a read-write transaction, again from the start when Badger reports a
 // conflict with a concurrent transaction, and returns once the commit is on disk.
 func (b *Badger) update(ctx context.Context, fn func(txn *badger.Txn) error) error {
 	for range maxTxnRetries {
 		err := b.db.Update(fn)
+		if errors.Is(err, errNothingToWrite) {
+			return nil
+		}
 		if errors.Is(err, badger.ErrConflict) {
 			if ctx.Err() != nil {
 				return ctx.Err()

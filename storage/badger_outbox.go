@@ -30,7 +30,7 @@ func (b *Badger) EnqueueEvent(ctx context.Context, ev Event) (bool, error) {
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		stored = false
 		if _, err := txn.Get([]byte(prefixEvent + ev.ID)); err == nil {
-			return nil
+			return errNothingToWrite
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
 		}
@@ -61,6 +61,9 @@ func (b *Badger) ClaimDueEvents(ctx context.Context, now time.Time, limit int, l
 		})
 		if err != nil && !errors.Is(err, errStop) {
 			return err
+		}
+		if len(due) == 0 {
+			return errNothingToWrite
 		}
 		for _, id := range due {
 			var ev Event

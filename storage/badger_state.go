@@ -16,7 +16,7 @@ func (b *Badger) BeginIdempotent(ctx context.Context, key string, rec Idempotenc
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		began = false
 		if err := txnGetJSON(txn, prefixIdem+key, &existing); err == nil {
-			return nil
+			return errNothingToWrite
 		} else if !errors.Is(err, ErrNotFound) {
 			return err
 		}
@@ -78,7 +78,7 @@ func (b *Badger) AcquireLease(ctx context.Context, name, owner string, now time.
 			return err
 		}
 		if cur.Owner != "" && cur.Owner != owner && cur.Until > now.UnixNano() {
-			return nil
+			return errNothingToWrite
 		}
 		held = true
 		return setJSON(txn, prefixLease+name, lease{Owner: owner, Until: now.Add(ttl).UnixNano()}, ttl+time.Minute)
@@ -127,7 +127,7 @@ func (b *Badger) AddCounter(ctx context.Context, name string, delta, limit int64
 		}
 		if limit >= 0 && delta > 0 && cur+delta > limit {
 			value, ok = cur, false
-			return nil
+			return errNothingToWrite
 		}
 		value = cur + delta
 		var buf [8]byte
@@ -173,7 +173,7 @@ func (b *Badger) SettingOnce(ctx context.Context, name string, val []byte) ([]by
 		cur, err := txnGet(txn, prefixSetting+name)
 		if err == nil {
 			stored = cur
-			return nil
+			return errNothingToWrite
 		}
 		if !errors.Is(err, ErrNotFound) {
 			return err

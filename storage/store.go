@@ -9,8 +9,8 @@
 // so that exactly one of two racing writers wins, and only the winner performs the side effect
 // that goes with the change (a refund, a slot release, a callback).
 //
-// Every package storage/storetest conformance test must pass against a backend before it is
-// used.
+// A backend must pass the conformance suite in package storage/storetest (storetest.Run) under
+// go test -race before it is used.
 //
 // # Durability
 //

@@ -101,6 +101,10 @@ type Task struct {
 	Account  string `json:"account"`
 	KeyID    string `json:"key_id"`
 	Provider string `json:"provider"`
+	// Upstream is the name of the provider's upstream (account) that created the task; every
+	// later call about the task goes there. Empty in records written before upstreams had
+	// names, meaning the provider's first upstream.
+	Upstream string `json:"upstream,omitempty"`
 	Model    string `json:"model"`
 	// CreatedAt and UpdatedAt are Unix seconds.
 	CreatedAt int64 `json:"created_at"`

@@ -84,7 +84,7 @@ func (a *Accountant) Admit(ctx context.Context, id auth.Identity) error {
 		}
 		if !ok {
 			return apierror.New(http.StatusTooManyRequests, "rate_limit_exceeded",
-				fmt.Sprintf("too many requests for this API key: at most %d per %s", l.RateRequests, l.RateWindow)).WithRetryAfter(wait)
+				fmt.Sprintf("too many requests for this API key: at most %d per %s", l.RateRequests, apierror.FormatDuration(l.RateWindow))).WithRetryAfter(wait)
 		}
 	}
 	a.Meter.Add(KeyUsage(id.KeyID, UsageRequests), 1)
@@ -181,17 +181,19 @@ func (s Slot) Release() {
 	}
 }
 
-// StartTask takes one of the key's active-task slots; past max_active_tasks it answers 429.
+// StartTask takes one of the key's active-task slots; past max_active_tasks it answers 429. Keys
+// without the limit hold a slot too, so that their usage always shows how many tasks are active
+// (and a limit set later starts from the true number).
 func (a *Accountant) StartTask(ctx context.Context, id auth.Identity) (Slot, error) {
 	limit := id.Limits.MaxActiveTasks
 	if limit <= 0 {
-		return Slot{}, nil
+		limit = -1 // no limit: count only
 	}
 	if _, ok, err := a.Store.AddCounter(ctx, ActiveCounter(id.KeyID), 1, limit); err != nil {
 		return Slot{}, err
 	} else if !ok {
 		return Slot{}, apierror.New(http.StatusTooManyRequests, "too_many_active_tasks",
-			fmt.Sprintf("this API key already has %d unfinished tasks; retry when one has finished", limit)).WithRetryAfter(ActiveRetryAfter)
+			"this API key already has "+unfinishedTasks(limit)+"; retry when one has finished").WithRetryAfter(ActiveRetryAfter)
 	}
 	var once sync.Once
 	return Slot{Held: true, undo: func() {
@@ -235,4 +237,12 @@ func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string
 	}
 	metrics.TaskFinished(t.Provider, t.Model, status)
 	a.Usage.Write(rec)
+}
+
+// unfinishedTasks is "1 unfinished task" or "n unfinished tasks".
+func unfinishedTasks(n int64) string {
+	if n == 1 {
+		return "1 unfinished task"
+	}
+	return fmt.Sprintf("%d unfinished tasks", n)
 }

@@ -3,6 +3,7 @@ package accounting
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,5 +142,37 @@ func TestTaskFinishedOnceAcrossCopies(t *testing.T) {
 	wg.Wait()
 	if v, _ := a.Store.Counter(ctx, ActiveCounter("k")); v != 1 || !s2.Held {
 		t.Fatalf("active = %d after one task finished twice, want 1", v)
+	}
+}
+
+func TestActiveTasksMessageAndCountWithoutLimit(t *testing.T) {
+	a := newAccountant(t)
+	ctx := context.Background()
+	one := auth.Identity{KeyID: "one", Account: "acct", Limits: storage.Limits{MaxActiveTasks: 1}}
+	if _, err := a.StartTask(ctx, one); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.StartTask(ctx, one)
+	var e *apierror.Error
+	if !errors.As(err, &e) || e.Status != 429 || !strings.Contains(e.Message, "already has 1 unfinished task;") {
+		t.Fatalf("second task with a limit of 1 = %v", err)
+	}
+	if got := unfinishedTasks(3); got != "3 unfinished tasks" {
+		t.Fatalf("unfinishedTasks(3) = %q", got)
+	}
+
+	// Without a limit nothing is refused, and the counter still says how many are active.
+	free := auth.Identity{KeyID: "free", Account: "acct"}
+	var slots []Slot
+	for range 3 {
+		s, err := a.StartTask(ctx, free)
+		if err != nil || !s.Held {
+			t.Fatalf("task without a limit: held=%v err=%v", s.Held, err)
+		}
+		slots = append(slots, s)
+	}
+	slots[0].Release()
+	if v, _ := a.Store.Counter(ctx, ActiveCounter("free")); v != 2 {
+		t.Fatalf("active without a limit = %d, want 2", v)
 	}
 }

@@ -5,7 +5,6 @@ package apierror
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -97,13 +96,12 @@ func Write(w http.ResponseWriter, shape Shape, e *Error) {
 		body = openAIBody{openAIError{Message: e.Message, Type: typeFor(e.Status), Param: e.Param, Code: e.Code}}
 	}
 	noteErrorCode(w, e.Code)
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
-	w.WriteHeader(e.Status)
-	_ = json.NewEncoder(w).Encode(body)
+	// The status is sent; a failed write means the client is gone and there is no one to tell.
+	_ = WriteJSON(w, e.Status, body)
 }
 
 // Internal answers 500 for an unexpected failure. The client gets an error id and no detail; the

@@ -45,6 +45,15 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorization string, 
 	if err != nil {
 		return Identity{}, err
 	}
+	return a.AuthenticateKey(ctx, secret, clientIP)
+}
+
+// AuthenticateKey checks an API key (see KeyFromRequest) and the client address, as
+// Authenticate does.
+func (a *Authenticator) AuthenticateKey(ctx context.Context, secret string, clientIP netip.Addr) (Identity, error) {
+	if secret == "" {
+		return Identity{}, ErrMissingKey
+	}
 	key, err := a.lookup(ctx, storage.HashSecret(secret))
 	if err != nil {
 		return Identity{}, err

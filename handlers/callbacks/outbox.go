@@ -36,6 +36,8 @@ const (
 	// lookahead is how many due events a claim takes beyond the free delivery slots, so that
 	// events of other receivers are found behind those of a saturated one.
 	lookahead = 32
+	// busyBackoff is how long an event waits when its receiver host or account is saturated.
+	busyBackoff = time.Second
 	// maxIdle bounds a sleep of the delivery loop (new events wake it at once).
 	maxIdle = time.Minute
 	// pendingCountEvery bounds how often the pending events are counted for the metric.
@@ -61,7 +63,7 @@ func EventID(taskID, status string) string {
 // event at once, and an idle outbox with many pending events costs nothing until one is due.
 // Deliveries are bounded in all, per receiver host and per account, so that one slow or silent
 // receiver, or one account with many events, cannot hold up the others: events beyond a bound
-// stay leased and come round again when the lease ends.
+// are handed back to come round again a moment later, behind the others that are due.
 type Outbox struct {
 	Store storage.Store
 	// Key is the gateway's webhook key; each account signs with AccountSecret(Key, account).
@@ -218,10 +220,10 @@ type dispatch struct {
 	wg       sync.WaitGroup
 }
 
-// round claims due events and starts those that fit the bounds. Claimed events that do not
-// fit because their host or account is saturated stay leased (they come round again when the
-// lease ends); those that only lack a free slot are handed back at once. It returns how many
-// deliveries it started.
+// round claims due events and starts those that fit the bounds. The others are handed back
+// at once, all together: those that lacked only a free slot due when they were, those whose host
+// or account is saturated a moment later (busyBackoff), so that events of other receivers and
+// accounts, due behind them, are claimed next. It returns how many deliveries it started.
 func (d *dispatch) round(ctx context.Context) int {
 	o := d.o
 	d.mu.Lock()
@@ -238,6 +240,7 @@ func (d *dispatch) round(ctx context.Context) int {
 		return 0
 	}
 	started := 0
+	var back sync.WaitGroup
 	for _, ev := range evs {
 		d.mu.Lock()
 		fits := d.hosts[ev.Host] < o.PerHost && d.accounts[ev.Account] < o.PerAccount
@@ -248,18 +251,23 @@ func (d *dispatch) round(ctx context.Context) int {
 			d.accounts[ev.Account]++
 		}
 		d.mu.Unlock()
-		switch {
-		case fits && slot:
+		if fits && slot {
 			started++
 			d.wg.Add(1)
 			go func() {
 				defer d.done(ev)
 				o.deliver(ctx, ev)
 			}()
-		case fits:
-			o.release(ev)
+			continue
 		}
+		wait := time.Duration(0)
+		if !fits {
+			wait = busyBackoff
+		}
+		back.Add(1)
+		go func() { defer back.Done(); o.release(ev, wait) }() // concurrent: the writes share syncs
 	}
+	back.Wait()
 	return started
 }
 
@@ -277,11 +285,11 @@ func (d *dispatch) done(ev Event) {
 	d.o.poke()
 }
 
-// release hands a claimed event back, due when it was, without counting an attempt.
-func (o *Outbox) release(ev Event) {
+// release hands a claimed event back, due after wait, without counting an attempt.
+func (o *Outbox) release(ev Event, wait time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ev.DueAt = o.Now().UnixNano()
+	ev.DueAt = o.Now().Add(wait).UnixNano()
 	if err := o.Store.RescheduleEvent(ctx, ev, ev.Claim); err != nil && !errors.Is(err, storage.ErrLeaseLost) {
 		o.Logger.Warn("handing back a claimed callback; it is retried when its lease ends",
 			zap.String("webhook_id", ev.ID), zap.Error(err))
@@ -296,7 +304,7 @@ func (o *Outbox) deliver(ctx context.Context, ev Event) {
 	}
 	status, retryAfter, err := o.attempt(ctx, ev)
 	if ctx.Err() != nil {
-		o.release(ev) // stopping: handed back for the next outbox, not counted as an attempt
+		o.release(ev, 0) // stopping: handed back for the next outbox, not counted as an attempt
 		return
 	}
 	ctx = context.WithoutCancel(ctx)

@@ -6,6 +6,7 @@
 package imageedit
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -54,9 +55,13 @@ type Handler struct {
 var (
 	errNotFound = apierror.New(http.StatusNotFound, "not_found", "no such image endpoint")
 	errNoTask   = apierror.New(http.StatusNotFound, "task_not_found", "the image task does not exist or does not belong to this account")
-	errMethod   = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
 	errBodyType = apierror.New(http.StatusBadRequest, "invalid_request_body", "send the edit as application/json with public image URLs; multipart file bodies are not accepted")
 )
+
+// Serves reports whether path is one of the handler's: …/images/edits or …/images/tasks/{id}.
+func Serves(path string) bool {
+	return strings.HasSuffix(path, "/images/edits") || strings.Contains(path, "/images/tasks/")
+}
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, ok := auth.FromContext(r.Context())
@@ -66,8 +71,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = auth.ErrMissingKey
 	case strings.HasSuffix(r.URL.Path, "/images/edits"):
 		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", "POST")
-			err = errMethod
+			err = apierror.MethodNotAllowed(w, http.MethodPost)
 			break
 		}
 		if h.Idempotency != nil {
@@ -82,8 +86,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.Contains(r.URL.Path, "/images/tasks/"):
 		_, taskID, _ := strings.Cut(r.URL.Path, "/images/tasks/")
 		if r.Method != http.MethodGet {
-			w.Header().Set("Allow", "GET")
-			err = errMethod
+			err = apierror.MethodNotAllowed(w, http.MethodGet)
 			break
 		}
 		err = h.query(w, r, id, taskID)
@@ -119,7 +122,10 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		}
 	}
 	idempotency.MarkForwarded(r.Context())
-	ans, err := h.client().Call(r.Context(), p, http.MethodPost, EditsPath, body)
+	// The client going away must not orphan an image task: the upstream call (bounded by the
+	// client's Timeout, upstream_timeout) and the ownership record run to completion.
+	ctx := context.WithoutCancel(r.Context())
+	ans, up, err := h.create(ctx, p, model, body)
 	if err != nil {
 		charge.Refund()
 		return err
@@ -132,12 +138,15 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		t := now()
 		task := storage.Task{
 			ID: taskID, Kind: storage.KindImage, Account: id.Account, KeyID: id.KeyID,
-			Provider: p.Name, Model: model, Status: "queued",
+			Provider: p.Name, Upstream: up.Name, Model: model, Status: "queued",
 			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		}
-		if _, err := h.Store.CreateTask(r.Context(), task); err != nil {
-			charge.Refund()
-			return err // never hand out a task id whose owner is not recorded
+		if _, err := h.Store.CreateTask(ctx, task); err != nil {
+			// Never hand out a task id whose owner is not recorded. There is no way to cancel
+			// an image task upstream, so the cost stays charged: the task runs.
+			h.Logger.Error("image task created upstream but its ownership could not be recorded",
+				zap.String("task_id", taskID), zap.Error(err))
+			return err
 		}
 	}
 	passOn(w, ans)
@@ -170,9 +179,9 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if err != nil {
 		return err
 	}
-	p, ok := h.Catalog.ProviderFor(t.Model)
-	if !ok || p.Name != t.Provider {
-		return apierror.New(http.StatusConflict, "provider_unavailable", "the provider of this task is no longer configured")
+	p, ok := h.boundUpstream(t)
+	if !ok {
+		return apierror.New(http.StatusConflict, "provider_unavailable", "the upstream of this task is no longer configured")
 	}
 	ans, err := h.client().Call(r.Context(), p, http.MethodGet, TasksPath+"/"+url.PathEscape(taskID), nil)
 	if err != nil {

@@ -2,6 +2,7 @@ package imageedit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/media"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // Limits and enums of spec §2.6.
@@ -27,6 +29,27 @@ var (
 	enumResponse     = []string{"url"}
 )
 
+// Checked fields of an edit body (spec §2.6) and of an images item. Their keys follow jsonkeys'
+// rule: no repeats, no case variants.
+var (
+	editFields  = []string{"model", "prompt", "images", "n", "size", "quality", "output_format", "moderation", "response_format"}
+	imageFields = []string{"image_url"}
+)
+
+// checkKeys applies jsonkeys' rule to the object raw at param ("" for the body). A broken rule is
+// 400 invalid_request naming the field; data that is not an object is left to the caller.
+func checkKeys(raw []byte, param string, fields ...string) error {
+	err := jsonkeys.Check(raw, fields...)
+	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
+		field := e.Field
+		if param != "" {
+			field = param + "." + field
+		}
+		return invalid(field, "is refused: %v", e)
+	}
+	return nil
+}
+
 func invalid(param, format string, a ...any) *apierror.Error {
 	return apierror.New(http.StatusBadRequest, "invalid_request", param+" "+fmt.Sprintf(format, a...)).WithParam(param)
 }
@@ -34,9 +57,12 @@ func invalid(param, format string, a ...any) *apierror.Error {
 // ParseEdit validates an image edit body (spec §2.6) and returns its model. JSON null counts as an
 // absent field. A failure is a 400 *apierror.Error whose Param names the field.
 func ParseEdit(body []byte) (string, error) {
+	if err := checkKeys(body, "", editFields...); err != nil {
+		return "", err
+	}
 	var f map[string]json.RawMessage
 	if err := json.Unmarshal(body, &f); err != nil || f == nil {
-		return "", apierror.New(http.StatusBadRequest, "invalid_request_body", "the body must be a JSON object")
+		return "", apierror.NotJSONObject("invalid_request_body")
 	}
 	for k, v := range f {
 		if string(v) == "null" {
@@ -98,7 +124,14 @@ func checkImages(raw json.RawMessage) error {
 	if len(images) < 1 || len(images) > MaxImages {
 		return invalid("images", "must have 1 to %d items", MaxImages)
 	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return invalid("images", "must be an array of objects with image_url")
+	}
 	for i, img := range images {
+		if err := checkKeys(items[i], fmt.Sprintf("images[%d]", i), imageFields...); err != nil {
+			return err
+		}
 		param := fmt.Sprintf("images[%d].image_url", i)
 		var url string
 		if img == nil || json.Unmarshal(img["image_url"], &url) != nil {

@@ -51,6 +51,11 @@ func TestParseEdit(t *testing.T) {
 		{"bad format", base(`"output_format":"gif"`), "output_format"},
 		{"bad moderation", base(`"moderation":"high"`), "moderation"},
 		{"b64 response", base(`"response_format":"b64_json"`), "response_format"},
+		{"model smuggled by case", base(`"Model":"gpt-image-2"`), "model"},
+		{"model repeated", base(`"model":"gpt-image-2"`), "model"},
+		{"model in capitals", `{"MODEL":"x","model":"m","prompt":"p","images":[` + img + `]}`, "model"},
+		{"image URL smuggled by case", base("", `{"image_url":"https://cdn.example.com/a.png","Image_URL":"http://10.0.0.1/"}`), "images[0].image_url"},
+		{"image URL repeated", base("", `{"image_url":"https://cdn.example.com/a.png","image_url":"http://10.0.0.1/"}`), "images[0].image_url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "no images" {

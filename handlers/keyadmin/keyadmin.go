@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mediagw/mediagw/handlers/accounting"
+	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -239,12 +240,8 @@ func (h *Handler) keyUsage(ctx context.Context, id string) (Usage, error) {
 			return u, err
 		}
 	}
-	if k.MaxActiveTasks > 0 {
-		active, err := h.Store.Counter(ctx, accounting.ActiveCounter(id))
-		if err != nil {
-			return u, err
-		}
-		u.ActiveTasks = &active
+	if u.ActiveTasks, err = h.Store.Counter(ctx, accounting.ActiveCounter(id)); err != nil {
+		return u, err
 	}
 	return u, nil
 }
@@ -292,8 +289,8 @@ func (h *Handler) accountView(a storage.Account, name string) AccountView {
 }
 
 func (h *Handler) showAccount(ctx context.Context, name string) (AccountView, error) {
-	a, err := h.Store.Account(ctx, name)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+	a, err := h.account(ctx, name)
+	if err != nil {
 		return AccountView{}, err
 	}
 	v := h.accountView(a, name)
@@ -333,8 +330,34 @@ func (h *Handler) patchAccount(r *http.Request, name string) (AccountView, error
 	return h.showAccount(r.Context(), name)
 }
 
-func (h *Handler) accountUsage(ctx context.Context, name string) (Usage, error) {
-	var u Usage
+// account returns the record of an account that exists: one with a record (it was disabled or
+// enabled here), a key, or a mention in disabled_accounts. Any other name is a 404, so that a
+// typo is not answered with a webhook secret for an account no key can use.
+func (h *Handler) account(ctx context.Context, name string) (storage.Account, error) {
+	a, err := h.Store.Account(ctx, name)
+	if err == nil || !errors.Is(err, storage.ErrNotFound) {
+		return a, err
+	}
+	if h.DisabledAccounts[name] {
+		return storage.Account{Name: name}, nil
+	}
+	keys, err := h.listKeys(ctx)
+	if err != nil {
+		return a, err
+	}
+	for _, k := range keys {
+		if k.Account == name {
+			return storage.Account{Name: name}, nil
+		}
+	}
+	return a, fail(http.StatusNotFound, "no account named "+name+" (an account exists once it has a key)")
+}
+
+func (h *Handler) accountUsage(ctx context.Context, name string) (AccountUsage, error) {
+	var u AccountUsage
+	if _, err := h.account(ctx, name); err != nil {
+		return u, err
+	}
 	var err error
 	if u.Requests, err = h.Meter.Value(ctx, accounting.AccountUsage(name, accounting.UsageRequests)); err != nil {
 		return u, err
@@ -358,7 +381,6 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	// The status is sent; a failed write means the client is gone.
+	_ = apierror.WriteJSON(w, status, v)
 }

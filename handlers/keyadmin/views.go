@@ -2,15 +2,18 @@ package keyadmin
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/storage"
 )
 
-// KeyView is a key as the admin API shows it: never the secret, never its hash.
+// KeyView is a key as the admin API shows it: never the secret, never its hash. A limit that is
+// not set (no quota, no rate, no active-task bound, no expiry) is null.
 type KeyView struct {
 	ID             string     `json:"id"`
 	Account        string     `json:"account"`
@@ -21,12 +24,13 @@ type KeyView struct {
 	CreatedAt      *time.Time `json:"created_at,omitempty"`
 	Quota          *int64     `json:"quota"`
 	Rate           *Rate      `json:"rate"`
-	MaxActiveTasks int64      `json:"max_active_tasks"`
+	MaxActiveTasks *int64     `json:"max_active_tasks"`
 	// ReadOnly keys come from the configuration and change only with it.
 	ReadOnly bool `json:"read_only"`
 }
 
-// Rate is a request rate limit: Requests per Window (a duration such as "1m").
+// Rate is a request rate limit: Requests per Window (a duration such as "1m", shown in its
+// shortest form: "1m", not "1m0s").
 type Rate struct {
 	Requests int    `json:"requests"`
 	Window   string `json:"window"`
@@ -38,18 +42,30 @@ type Created struct {
 	Key string `json:"key"`
 }
 
-// Usage is what a key or an account has used.
+// Usage is what a key has used: its quota is null when it has none, and active_tasks counts its
+// unfinished video tasks whether or not it has a limit.
 type Usage struct {
 	Requests    int64  `json:"requests"`
 	Tasks       int64  `json:"tasks"`
 	QuotaUsed   int64  `json:"quota_used"`
-	Quota       *int64 `json:"quota,omitempty"`
-	ActiveTasks *int64 `json:"active_tasks,omitempty"`
+	Quota       *int64 `json:"quota"`
+	ActiveTasks int64  `json:"active_tasks"`
+}
+
+// AccountUsage is what all keys of an account have used.
+type AccountUsage struct {
+	Requests  int64 `json:"requests"`
+	Tasks     int64 `json:"tasks"`
+	QuotaUsed int64 `json:"quota_used"`
 }
 
 func view(k storage.APIKey, readOnly bool) KeyView {
 	v := KeyView{ID: k.ID, Account: k.Account, Models: k.Models, AllowIPs: []string{}, Disabled: k.Disabled,
-		Quota: k.Quota, MaxActiveTasks: k.MaxActiveTasks, ReadOnly: readOnly}
+		Quota: k.Quota, ReadOnly: readOnly}
+	if k.MaxActiveTasks > 0 {
+		n := k.MaxActiveTasks
+		v.MaxActiveTasks = &n
+	}
 	if v.Models == nil {
 		v.Models = []string{}
 	}
@@ -65,7 +81,7 @@ func view(k storage.APIKey, readOnly bool) KeyView {
 		v.CreatedAt = &t
 	}
 	if k.RateRequests > 0 {
-		v.Rate = &Rate{Requests: k.RateRequests, Window: k.RateWindow.String()}
+		v.Rate = &Rate{Requests: k.RateRequests, Window: apierror.FormatDuration(k.RateWindow)}
 	}
 	return v
 }
@@ -150,8 +166,8 @@ var keyFields = map[string]func(k *storage.APIKey, raw json.RawMessage) error{
 	},
 	"max_active_tasks": func(k *storage.APIKey, raw json.RawMessage) error {
 		var n *int64
-		if json.Unmarshal(raw, &n) != nil || (n != nil && *n < 0) {
-			return fmt.Errorf("max_active_tasks must be a whole number, 0 (no limit) or more, or null")
+		if json.Unmarshal(raw, &n) != nil || (n != nil && *n < 1) {
+			return fmt.Errorf("max_active_tasks must be a whole number, 1 or more, or null for no limit")
 		}
 		k.MaxActiveTasks = 0
 		if n != nil {
@@ -165,7 +181,7 @@ var keyFields = map[string]func(k *storage.APIKey, raw json.RawMessage) error{
 func apply(k *storage.APIKey, body []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		return fmt.Errorf("the body must be a JSON object")
+		return errors.New(apierror.MsgNotJSONObject)
 	}
 	for name, raw := range fields {
 		set, ok := keyFields[name]

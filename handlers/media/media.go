@@ -5,7 +5,6 @@ package media
 
 import (
 	"fmt"
-	"net/netip"
 	"net/url"
 	"strings"
 
@@ -36,21 +35,38 @@ func CheckURL(raw string) error {
 
 // CheckMediaURL is CheckURL for a reference image, video or audio: the host must also be public,
 // not an IP address of a loopback, private or special-purpose range, nor a local name, since the
-// model's network must be able to fetch it.
+// model's network must be able to fetch it. The host is read as browsers and inet_aton read it
+// (publicnet.ParseHost), so 127.1, 0x7f.1, 2130706433, 127.0.0.1., [::127.0.0.1] or full-width
+// digits are refused like 127.0.0.1; percent-encoded hosts, IPv6 zones and hosts that end in a
+// number without being an IPv4 address are refused outright.
 func CheckMediaURL(raw string) error {
 	if err := CheckURL(raw); err != nil {
 		return err
 	}
-	u, _ := url.Parse(raw)
-	host := u.Hostname()
-	if addr, err := netip.ParseAddr(host); err == nil {
-		if !publicnet.IsPublic(addr) {
-			return fmt.Errorf("must be a public URL: %s is not a public address", host)
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("must be an absolute http(s) URL")
+	}
+	host, err := publicnet.ParseHost(withoutPort(u.Host))
+	if err != nil {
+		return fmt.Errorf("must be a public URL: %v", err)
+	}
+	if host.IsIP() {
+		if !publicnet.IsPublic(host.Addr) {
+			return fmt.Errorf("must be a public URL: %s is not a public address", host.Addr)
 		}
-	} else if publicnet.IsLocalName(host) {
-		return fmt.Errorf("must be a public URL: %s is not a public host name", host)
+	} else if publicnet.IsLocalName(host.Name) {
+		return fmt.Errorf("must be a public URL: %s is not a public host name", host.Name)
 	}
 	return nil
+}
+
+// withoutPort strips a :port from a URL host, leaving an IPv6 literal's brackets.
+func withoutPort(hostport string) string {
+	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.Contains(hostport[i:], "]") {
+		return hostport[:i]
+	}
+	return hostport
 }
 
 // IsPresigned reports whether u carries an S3 query signature (SigV4 or SigV2).

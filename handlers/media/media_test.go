@@ -1,12 +1,22 @@
 package media
 
-import "testing"
+import (
+	"net/url"
+	"testing"
+
+	"github.com/mediagw/mediagw/handlers/publicnet"
+)
 
 func TestCheckMediaURL(t *testing.T) {
 	for raw, ok := range map[string]bool{
 		"https://cdn.example.com/a.png":     true,
+		"https://CDN.Example.com./a.png":    true,
+		"https://cdn.example.com:8443/a":    true,
 		"http://203.0.114.7/a.mp4":          true,
 		"https://8.8.8.8/x.png":             true,
+		"https://134744072/x.png":           true, // 8.8.8.8
+		"http://[2606:4700:4700::1111]/a":   true,
+		"http://[2606:4700:4700::1111]:8/a": true,
 		"":                                  false,
 		"/tmp/a.png":                        false,
 		"file:///etc/passwd":                false,
@@ -20,6 +30,34 @@ func TestCheckMediaURL(t *testing.T) {
 		"http://172.20.0.3/a.png":        false,
 		"http://intranet/a.png":          false,
 		"http://printer.local/a.png":     false,
+		// Non-canonical spellings of private addresses.
+		"http://127.1/":                 false,
+		"http://0x7f.1/":                false,
+		"http://0177.0.0.1/":            false,
+		"http://2130706433/":            false,
+		"http://0x7f000001/":            false,
+		"http://127.0.0.1./":            false,
+		"http://127.0.0.1.:8080/":       false,
+		"http://[::127.0.0.1]/":         false,
+		"http://[::ffff:7f00:1]/":       false,
+		"http://[0:0:0:0:0:0:0:1]/":     false,
+		"http://[::ffff:0:7f00:1]/":     false,
+		"http://0/":                     false,
+		"http://0.0.0.0:80/":            false,
+		"http://169.254.43518/latest":   false,
+		"http://0xa9fea9fe/latest":      false,
+		"http://10.0xff.0377.1/":        false,
+		"http://%31%32%37.0.0.1/":       false,
+		"http://127.0.0.1%2f.x.com/":    false,
+		"http://[fe80::1%25eth0]/":      false,
+		"http://[2606:4700::1%25eth0]/": false,
+		"http://１２７.０.０.１/":             false,
+		"http://127。0。0。1/":             false,
+		"http://1.2.3.4.5/":             false,
+		"http://256.1.1.1/":             false,
+		"http://LOCALHOST./":            false,
+		"http://[64:ff9b::7f00:1]/":     false,
+		"http://[2002:7f00:1::]/":       false,
 	} {
 		if err := CheckMediaURL(raw); (err == nil) != ok {
 			t.Errorf("CheckMediaURL(%q) = %v, want ok=%v", raw, err, ok)
@@ -31,10 +69,30 @@ func TestCheckMediaURL(t *testing.T) {
 	}
 }
 
+// FuzzCheckMediaURL checks that an accepted URL never names a non-public address, however its
+// host is spelled.
 func FuzzCheckMediaURL(f *testing.F) {
-	f.Add("https://cdn.example.com/a.png")
-	f.Add("http://[fe80::1%25eth0]/x")
+	for _, s := range []string{"https://cdn.example.com/a.png", "http://[fe80::1%25eth0]/x", "http://127.1/",
+		"http://0x7f.1/", "http://2130706433/", "http://[::127.0.0.1]/", "http://１２７.0.0.1/", "http://a.b:1/"} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		_ = CheckMediaURL(raw)
+		if CheckMediaURL(raw) != nil {
+			return
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatalf("accepted %q, which does not parse: %v", raw, err)
+		}
+		h, err := publicnet.ParseHost(withoutPort(u.Host))
+		if err != nil {
+			t.Fatalf("accepted %q, whose host does not parse: %v", raw, err)
+		}
+		if h.IsIP() && !publicnet.IsPublic(h.Addr) {
+			t.Fatalf("accepted %q, which names %s", raw, h.Addr)
+		}
+		if !h.IsIP() && publicnet.IsLocalName(h.Name) {
+			t.Fatalf("accepted %q, which names the local host %s", raw, h.Name)
+		}
 	})
 }

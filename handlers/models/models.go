@@ -2,7 +2,6 @@
 package models
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
@@ -31,12 +30,9 @@ type List struct {
 	Data   []Model `json:"data"`
 }
 
-var errMethod = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "use GET to list models")
-
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		apierror.Write(w, apierror.OpenAIShape, errMethod)
+		apierror.Write(w, apierror.OpenAIShape, apierror.MethodNotAllowed(w, http.MethodGet, http.MethodHead))
 		return
 	}
 	id, ok := auth.FromContext(r.Context())
@@ -52,6 +48,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p, _ := h.Catalog.ProviderFor(m)
 		list.Data = append(list.Data, Model{ID: m, Object: "model", Created: h.Created, OwnedBy: p.Name})
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(list)
+	// The status is sent; a failed write means the client is gone.
+	_ = apierror.WriteJSON(w, http.StatusOK, list)
 }

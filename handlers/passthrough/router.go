@@ -11,108 +11,227 @@ import (
 	"errors"
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
-	"regexp"
 	"strings"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // Defaults of the Router's bounds.
 const (
 	DefaultMaxJSONBytes = 32 << 20
 	DefaultSpoolMemory  = 1 << 20
-	maxModelFieldBytes  = 512
+	// DefaultMaxSpool bounds a whole multipart body, which is read through to the end so that
+	// every part's name is checked before anything is forwarded. Past it: 413.
+	DefaultMaxSpool    = 512 << 20
+	maxModelFieldBytes = 512
 )
 
 // Router routes pass-through requests. Fill the exported fields, then call Route.
 type Router struct {
 	Catalog *providers.Catalog
+	// Owners records and finds the owners of upstream objects that pass-through creates.
+	Owners Owners
+	// Retention is how long ownership records are kept. Default: storage.DefaultTaskRetention.
+	Retention time.Duration
+	// Extra are the operator's endpoints, forwarded besides Capabilities.
+	Extra []Endpoint
 	// MaxJSONBytes bounds a JSON body, which is read whole to find the model. Past it: 413.
 	MaxJSONBytes int64
-	// SpoolMemory is how much of a multipart body is kept in memory while looking for the model
-	// field; beyond it the prefix is spooled to a temporary file in TempDir.
+	// SpoolMemory is how much of a multipart body is kept in memory; beyond it the body is
+	// spooled to a temporary file in TempDir, removed when the request ends.
 	SpoolMemory int64
-	TempDir     string
+	// MaxSpool bounds a whole multipart body. Past it: 413. Default: DefaultMaxSpool.
+	MaxSpool int64
+	TempDir  string
+	// MaxCreateAnswer bounds a held non-streaming create answer (see CreatedWriter).
+	MaxCreateAnswer int
+	Logger          *zap.Logger
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
 }
 
 // Route is the outcome of routing one request.
 type Route struct {
 	Model    string
 	Provider *providers.Provider
+	// Dispatch is the request's way through the provider's upstreams.
+	Dispatch *providers.Dispatch
+	// BoundTo is the upstream that created the object a call is about; such a call goes there
+	// only.
+	BoundTo *providers.Upstream
+	// Creates is the kind of upstream object a successful answer creates, if any: wrap the
+	// response writer with Router.Created to record its owner.
+	Creates string
+	// Billable is false for calls on an existing object (retrieve, delete, content), which cost
+	// nothing.
+	Billable bool
 	// Done releases what routing held (a spool file); call it when the request is finished.
 	Done func()
 }
 
-// pathModel matches Gemini-style /v1beta/models/{model}:{action}.
-var pathModel = regexp.MustCompile(`^/v1[a-z0-9]*/models/([^/:]+):([A-Za-z]+)$`)
-
 var (
-	errNoModel   = apierror.New(http.StatusBadRequest, "missing_model", "model is required: give it in the JSON body, the multipart field \"model\", or the path").WithParam("model")
-	errBadJSON   = apierror.New(http.StatusBadRequest, "invalid_request_body", "the body is not valid JSON")
-	errModelType = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
-	errMultipart = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
+	errNoEndpoint = apierror.New(http.StatusNotFound, "not_found", "no such endpoint")
+	errNoModel    = apierror.New(http.StatusBadRequest, "missing_model", "model is required: give it in the JSON body, the multipart field \"model\", or the path").WithParam("model")
+	errBadJSON    = apierror.NotJSONObject("invalid_request_body")
+	errModelType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
+	errMultipart  = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
 )
 
-// Route finds the model of r, checks it against the identity's allow-list and the catalog, and
-// rewrites r for the provider: its credentials replace the caller's, its base path replaces the
-// client's version prefix, and the body is replayed unchanged. A refusal is an *apierror.Error.
+// Route checks that r is a forwarded endpoint (else 404), finds its model and checks it against
+// the identity's allow-list and the catalog, or for a call on an existing upstream object checks
+// that the caller's account owns it, and rewrites r for the provider: its credentials replace the
+// caller's, its base path replaces the client's version prefix, and the body is replayed exactly
+// as it was checked. A refusal is an *apierror.Error.
 func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity) (Route, error) {
-	route := Route{Done: func() {}}
-	model, err := rt.findModel(w, r, &route)
-	if err != nil {
+	ep, params, ok := rt.endpoint(r.Method, r.URL.Path)
+	if !ok {
+		if allowed := rt.allowedMethods(r.URL.Path); len(allowed) > 0 {
+			return Route{}, apierror.MethodNotAllowed(w, allowed...)
+		}
+		return Route{}, errNoEndpoint
+	}
+	route := Route{Done: func() {}, Creates: ep.Creates, Billable: ep.Object == "" || ep.Creates != ""}
+	if err := rt.resolve(w, r, id, ep, params, &route); err != nil {
 		route.Done()
 		return Route{}, err
 	}
-	p, err := rt.Catalog.Serving(model, id.AllowsModel)
-	if err != nil {
+	if err := rt.dispatch(r, &route); err != nil {
 		route.Done()
 		return Route{}, err
 	}
-	route.Model, route.Provider = model, p
-	rewrite(r, p)
+	if route.Creates != "" {
+		// The created object's id is read from the answer, so ask for it uncompressed.
+		r.Header.Del("Accept-Encoding")
+	}
 	return route, nil
 }
 
-// findModel takes the model from the path, the JSON body or the multipart field "model".
-func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, route *Route) (string, error) {
-	if m := pathModel.FindStringSubmatch(r.URL.Path); m != nil {
-		return m[1], nil
+// resolve finds the model and provider of a request.
+func (rt *Router) resolve(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, params map[string]string, route *Route) error {
+	if ep.Object != "" {
+		return rt.resolveObject(w, r, id, ep, params["id"], route)
 	}
+	model, err := rt.findModel(w, r, id, ep, params["model"], route)
+	if err != nil {
+		return err
+	}
+	p, err := rt.Catalog.Serving(model, id.AllowsModel)
+	if err != nil {
+		return err
+	}
+	route.Model, route.Provider = model, p
+	return nil
+}
+
+// resolveObject routes a call on an existing upstream object to the provider that created it,
+// for the owning account only.
+func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, objectID string, route *Route) error {
+	t, err := rt.owned(r.Context(), id.Account, ep.Object, objectID)
+	if err != nil {
+		return err
+	}
+	p, ok := rt.Catalog.Provider(t.Provider)
+	if !ok {
+		return errNoObject // its provider left the config
+	}
+	if route.BoundTo, ok = p.Upstream(t.Upstream); !ok {
+		return errNoObject // the upstream that created it left the config
+	}
+	if r.ContentLength != 0 && !apierror.IsJSON(r) {
+		return apierror.New(http.StatusBadRequest, "invalid_request_body", "a call on an existing object takes no body, or a JSON one")
+	}
+	if r.ContentLength != 0 {
+		// A body (a remix prompt, say) may not name another model.
+		fields, err := rt.jsonFields(w, r, "model")
+		if err != nil {
+			return err
+		}
+		if raw, ok := fields["model"]; ok {
+			var model string
+			if json.Unmarshal(raw, &model) != nil || model != t.Model {
+				return apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be the object's own model, "+t.Model).WithParam("model")
+			}
+		}
+	}
+	route.Model, route.Provider = t.Model, p
+	return nil
+}
+
+// findModel takes the model from the path, the JSON body or the multipart field "model", and
+// checks the body's references to owned objects.
+func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, pathModel string, route *Route) (string, error) {
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
 	switch {
-	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
-		return rt.jsonModel(w, r)
+	case pathModel != "":
+		if isJSON && r.ContentLength != 0 {
+			// The body may not name a model other than the path's.
+			fields, err := rt.jsonFields(w, r, "model")
+			if err != nil {
+				return "", err
+			}
+			var model string
+			if raw, ok := fields["model"]; ok && (json.Unmarshal(raw, &model) != nil || model != pathModel) {
+				return "", apierror.New(http.StatusBadRequest, "invalid_request_body", "the body's model differs from the path's").WithParam("model")
+			}
+		}
+		return pathModel, nil
+	case isJSON:
+		checked := []string{"model"}
+		for field := range ep.Refs {
+			checked = append(checked, field)
+		}
+		fields, err := rt.jsonFields(w, r, checked...)
+		if err != nil {
+			return "", err
+		}
+		if err := rt.checkRefs(r, id, ep, fields); err != nil {
+			return "", err
+		}
+		return jsonModel(fields)
 	case mt == "multipart/form-data" && params["boundary"] != "":
-		return rt.multipartModel(r, params["boundary"], route)
+		return rt.multipartModel(w, r, params["boundary"], route)
 	}
 	return "", errNoModel
 }
 
-func (rt *Router) jsonModel(w http.ResponseWriter, r *http.Request) (string, error) {
+// jsonFields reads the JSON body (bounded), applies jsonkeys' rule with the checked fields, and
+// leaves the body to be replayed byte for byte. It returns the checked fields present.
+func (rt *Router) jsonFields(w http.ResponseWriter, r *http.Request, checked ...string) (map[string]json.RawMessage, error) {
 	limit := rt.MaxJSONBytes
 	if limit <= 0 {
 		limit = DefaultMaxJSONBytes
 	}
 	body, err := apierror.ReadBody(w, r, limit, "invalid_request_body")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	var fields struct {
-		Model json.RawMessage `json:"model"`
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	fields, err := jsonkeys.Members(body, checked...)
+	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
+		return nil, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
 	}
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return "", errBadJSON
+	if err != nil {
+		return nil, errBadJSON
 	}
-	if len(fields.Model) == 0 || string(fields.Model) == "null" {
+	return fields, nil
+}
+
+func jsonModel(fields map[string]json.RawMessage) (string, error) {
+	raw, ok := fields["model"]
+	if !ok || string(raw) == "null" {
 		return "", errNoModel
 	}
 	var model string
-	if err := json.Unmarshal(fields.Model, &model); err != nil {
+	if err := json.Unmarshal(raw, &model); err != nil {
 		return "", errModelType
 	}
 	if model == "" {
@@ -121,51 +240,29 @@ func (rt *Router) jsonModel(w http.ResponseWriter, r *http.Request) (string, err
 	return model, nil
 }
 
-// multipartModel reads parts until the "model" field, keeping what it read in a spool, then
-// replays the spooled prefix followed by the unread rest of the body.
-func (rt *Router) multipartModel(r *http.Request, boundary string, route *Route) (string, error) {
-	memLimit := rt.SpoolMemory
-	if memLimit <= 0 {
-		memLimit = DefaultSpoolMemory
-	}
-	sp := &spool{memLimit: memLimit, dir: rt.TempDir}
-	original := r.Body
-	route.Done = func() { sp.Close() }
-	mr := multipart.NewReader(io.TeeReader(original, sp), boundary)
-	for {
-		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			return "", errNoModel
-		}
-		if err != nil {
-			return "", errMultipart
-		}
-		if part.FormName() != "model" {
-			if _, err := io.Copy(io.Discard, part); err != nil {
-				return "", errMultipart
-			}
+// checkRefs refuses body fields that name upstream objects the caller's account does not own.
+func (rt *Router) checkRefs(r *http.Request, id auth.Identity, ep Endpoint, fields map[string]json.RawMessage) error {
+	for field, kind := range ep.Refs {
+		raw, ok := fields[field]
+		if !ok || string(raw) == "null" {
 			continue
 		}
-		value, err := io.ReadAll(io.LimitReader(part, maxModelFieldBytes+1))
-		if err != nil || len(value) > maxModelFieldBytes {
-			return "", errMultipart
+		var ref string
+		if json.Unmarshal(raw, &ref) != nil {
+			return apierror.New(http.StatusBadRequest, "invalid_request_body", field+" must be a string").WithParam(field)
 		}
-		prefix, err := sp.reader()
-		if err != nil {
-			return "", err
+		if _, err := rt.owned(r.Context(), id.Account, kind, ref); err == errNoObject {
+			return errRefused(field, kind)
+		} else if err != nil {
+			return err
 		}
-		r.Body = replayBody{Reader: io.MultiReader(prefix, original), Closer: original}
-		model := strings.TrimSpace(string(value))
-		if model == "" {
-			return "", errNoModel
-		}
-		return model, nil
 	}
+	return nil
 }
 
-// rewrite points r at the provider: credentials and path prefix. The caller's credentials, and a
+// rewrite points r at an upstream: credentials and path prefix. The caller's credentials, and a
 // Gemini-style ?key= parameter, are removed.
-func rewrite(r *http.Request, p *providers.Provider) {
+func rewrite(r *http.Request, p *providers.Upstream) {
 	p.SetCredentials(r.Header)
 	if q := r.URL.Query(); q.Has("key") {
 		q.Del("key")

@@ -33,7 +33,11 @@ func catalog(t *testing.T) *providers.Catalog {
 }
 
 func TestRouteRewritesForTheProvider(t *testing.T) {
-	rt := &Router{Catalog: catalog(t)}
+	extra, err := ParseEndpoint("POST", "/v1/moderations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &Router{Catalog: catalog(t), Extra: []Endpoint{extra}}
 	id := auth.Identity{Account: "a"}
 	for _, tc := range []struct {
 		path, body, wantPath, wantHeader, wantValue string
@@ -41,7 +45,7 @@ func TestRouteRewritesForTheProvider(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"doubao"}`, "/api/v3/chat/completions", "Authorization", "Bearer ark-key"},
 		{"/v1beta/models/gemini-pro:streamGenerateContent", `{}`, "/v1beta/models/gemini-pro:streamGenerateContent", "X-Goog-Api-Key", "gemini-key"},
 		{"/v1/embeddings", `{"model":"whisper"}`, "/embeddings", "Authorization", "Bearer root-key"},
-		{"/custom/path", `{"model":"doubao"}`, "/api/v3/custom/path", "Authorization", "Bearer ark-key"},
+		{"/v1/moderations", `{"model":"doubao"}`, "/api/v3/moderations", "Authorization", "Bearer ark-key"},
 	} {
 		r := httptest.NewRequest("POST", tc.path+"?key=client-secret&alt=sse", strings.NewReader(tc.body))
 		r.Header.Set("Content-Type", "application/json")
@@ -131,6 +135,9 @@ func FuzzRoute(f *testing.F) {
 	f.Add("application/json", `{"model":"doubao"}`, "/v1/chat/completions")
 	f.Add("multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper\r\n--x--\r\n", "/v1/audio/transcriptions")
 	f.Add("text/plain", "", "/v1beta/models/gemini-pro:generateContent")
+	f.Add("application/json", `{"model":"doubao","Model":"whisper","previous_response_id":"r"}`, "/v1/responses")
+	f.Add("multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name*=UTF-8''model\r\n\r\nwhisper\r\n--x--\r\n", "/v1/audio/translations")
+	f.Add("application/json", `{"prompt":"x"}`, "/v1/videos/video_1/remix")
 	f.Fuzz(func(t *testing.T, contentType, body, path string) {
 		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " ?#%\x00\r\n") {
 			return

@@ -2,14 +2,21 @@ package passthrough
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 )
 
-// spool keeps the bytes read from a request body while looking for the model: in memory up to a
-// bound, then in a temporary file, so a large multipart body is never held whole in memory.
+// errSpoolFull is a body past the spool's bound (413).
+var errSpoolFull = errors.New("the body is larger than the spool bound")
+
+// spool keeps the bytes read from a request body while it is checked: in memory up to memLimit,
+// then in a temporary file, at most maxSize in all. The file is unlinked as soon as it is created,
+// so it disappears from the directory at once and its space is freed by Close, whatever happens
+// to the request.
 type spool struct {
 	memLimit int64
+	maxSize  int64
 	dir      string
 	mem      bytes.Buffer
 	file     *os.File
@@ -17,12 +24,18 @@ type spool struct {
 }
 
 func (s *spool) Write(p []byte) (int, error) {
+	if s.size+int64(len(p)) > s.maxSize {
+		return 0, errSpoolFull
+	}
 	if s.file == nil && int64(s.mem.Len()+len(p)) > s.memLimit {
 		f, err := os.CreateTemp(s.dir, "mediagw-spool-*")
 		if err != nil {
 			return 0, err
 		}
-		_ = os.Remove(f.Name()) // unlinked: the space is freed when the file is closed
+		if err := os.Remove(f.Name()); err != nil {
+			f.Close()
+			return 0, err
+		}
 		if _, err := f.Write(s.mem.Bytes()); err != nil {
 			f.Close()
 			return 0, err
@@ -45,6 +58,7 @@ func (s *spool) reader() (io.Reader, error) {
 	return io.NewSectionReader(s.file, 0, s.size), nil
 }
 
+// Close frees the spool: the temporary file's space goes back to the system.
 func (s *spool) Close() error {
 	if s.file != nil {
 		return s.file.Close()
@@ -52,9 +66,14 @@ func (s *spool) Close() error {
 	return nil
 }
 
-// replayBody is a request body made of the spooled prefix and the rest of the original body;
-// closing it closes the original.
+// replayBody is a request body replayed from the spool; closing it closes the original.
 type replayBody struct {
 	io.Reader
 	io.Closer
 }
+
+// Interface guards
+var (
+	_ io.WriteCloser = (*spool)(nil)
+	_ io.ReadCloser  = replayBody{}
+)

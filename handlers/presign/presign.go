@@ -8,6 +8,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"path"
@@ -21,7 +23,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
-	"github.com/mediagw/mediagw/handlers/ratelimit"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // Defaults.
@@ -51,10 +53,34 @@ type Handler struct {
 	// Expires is the life of a presigned URL. Default: 15 minutes.
 	Expires time.Duration
 	// AllowedContentTypes, when set, restricts content_type (entries like "image/png" or "image/*").
+	// Active content (see IsActiveContent) is refused unless an entry names it exactly.
 	AllowedContentTypes []string
-	// Limiter bounds presign calls per API key; nil means no limit.
-	Limiter *ratelimit.SlidingWindow
-	Logger  *zap.Logger
+	// Limit bounds presign calls per API key; nil means no limit.
+	Limit  *RateLimit
+	Logger *zap.Logger
+}
+
+// RateLimit allows Requests presign calls per API key in any Window. The window is kept in the
+// store, so every gateway that shares the store shares it.
+type RateLimit struct {
+	Requests int
+	Window   time.Duration
+	// Windows counts the calls: the store (storage.Store's AllowRate).
+	Windows interface {
+		AllowRate(ctx context.Context, name string, limit int, window time.Duration, now time.Time) (bool, time.Duration, error)
+	}
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+}
+
+// allow counts a call of key.
+func (l *RateLimit) allow(ctx context.Context, keyID string) (bool, time.Duration, error) {
+	now := time.Now
+	if l.Now != nil {
+		now = l.Now
+	}
+	name := fmt.Sprintf("presign/%s/%d/%s", keyID, l.Requests, l.Window)
+	return l.Windows.AllowRate(ctx, name, l.Requests, l.Window, now())
 }
 
 // Request is the presign request body.
@@ -76,9 +102,8 @@ type Response struct {
 var (
 	errUnavailable = apierror.New(http.StatusServiceUnavailable, "upload_service_unavailable", "uploads are not configured on this gateway")
 	errFailed      = apierror.New(http.StatusInternalServerError, "upload_presign_failed", "the upload URL could not be created; retry later")
-	errMethod      = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "use POST to request an upload URL")
 	errBodyType    = apierror.New(http.StatusBadRequest, "invalid_request_body", "Content-Type must be application/json")
-	errBodyJSON    = apierror.New(http.StatusBadRequest, "invalid_request_body", "the body must be a JSON object such as {\"filename\":\"cat.png\"}")
+	errBodyJSON    = apierror.NotJSONObject("invalid_request_body")
 	extension      = regexp.MustCompile(`^[a-z0-9]{1,16}$`)
 )
 
@@ -94,17 +119,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		return errMethod
+		return apierror.MethodNotAllowed(w, http.MethodPost)
 	}
 	id, ok := auth.FromContext(r.Context())
 	if !ok {
 		return auth.ErrMissingKey
 	}
-	if h.Limiter != nil {
-		if ok, wait := h.Limiter.Allow(id.KeyID); !ok {
+	if h.Limit != nil {
+		ok, wait, err := h.Limit.allow(r.Context(), id.KeyID)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return apierror.New(http.StatusTooManyRequests, "rate_limit_exceeded",
-				"too many presign requests for this API key: at most "+strconv.Itoa(h.Limiter.Limit())+" per "+h.Limiter.Window().String()+"; retry after the time in Retry-After").WithRetryAfter(wait)
+				"too many presign requests for this API key: at most "+strconv.Itoa(h.Limit.Requests)+" per "+apierror.FormatDuration(h.Limit.Window)+"; retry after the time in Retry-After").WithRetryAfter(wait)
 		}
 	}
 	if h.Storage == nil {
@@ -132,9 +160,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		headers[k] = strings.Join(v, ",")
 	}
 	headers["Content-Type"] = contentType
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	return json.NewEncoder(w).Encode(Response{
+	return apierror.WriteJSON(w, http.StatusOK, Response{
 		URL: url, PublicURL: h.publicURL(key), Method: http.MethodPut, ObjectKey: key,
 		Headers: headers, ExpiresAt: issued.Add(expires).Unix(),
 	})
@@ -149,12 +176,17 @@ func parseRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
 	if err != nil {
 		return req, err
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(body, &obj) != nil || obj == nil {
+	obj, err := jsonkeys.Members(body, "filename", "content_type")
+	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
+		return req, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
+	}
+	if err != nil {
 		return req, errBodyJSON
 	}
-	if json.Unmarshal(body, &req) != nil {
-		return req, errBodyJSON.WithParam("filename")
+	for name, dst := range map[string]**string{"filename": &req.Filename, "content_type": &req.ContentType} {
+		if raw, ok := obj[name]; ok && json.Unmarshal(raw, dst) != nil {
+			return req, apierror.New(http.StatusBadRequest, "invalid_request_body", name+" must be a string").WithParam(name)
+		}
 	}
 	return req, nil
 }
@@ -177,14 +209,33 @@ func (h *Handler) check(req Request) (filename, contentType string, err error) {
 	if req.ContentType != nil && *req.ContentType != "" {
 		contentType = *req.ContentType
 	}
-	mt, _, err := mime.ParseMediaType(contentType)
+	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil || strings.IndexFunc(contentType, isControl) >= 0 || !strings.Contains(mt, "/") || len(contentType) > 255 {
 		return "", "", invalidUpload("content_type", "content_type must be a MIME type such as image/png")
+	}
+	// What is signed (and what storage will serve) is the canonical form of what was checked.
+	canonical := mime.FormatMediaType(mt, params)
+	if canonical == "" {
+		return "", "", invalidUpload("content_type", "content_type must be a MIME type such as image/png")
+	}
+	if IsActiveContent(mt) && !h.listed(mt) {
+		return "", "", invalidUpload("content_type", "content_type "+mt+" is active content (a browser would run it) and is not accepted unless the operator lists it in allowed_content_types")
 	}
 	if !h.typeAllowed(mt) {
 		return "", "", invalidUpload("content_type", "content_type "+mt+" is not accepted here; allowed: "+strings.Join(h.AllowedContentTypes, ", "))
 	}
-	return filename, contentType, nil
+	return filename, canonical, nil
+}
+
+// listed reports whether allowed_content_types names the media type exactly (not by a
+// wildcard).
+func (h *Handler) listed(mediaType string) bool {
+	for _, a := range h.AllowedContentTypes {
+		if strings.EqualFold(strings.TrimSpace(a), mediaType) {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *Handler) typeAllowed(mediaType string) bool {

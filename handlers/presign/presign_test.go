@@ -80,3 +80,62 @@ func FuzzPresignRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestPresignRefusesSmuggledKeys(t *testing.T) {
+	for body, param := range map[string]string{
+		`{"filename":"a.png","FILENAME":"b.html"}`: "filename",
+		`{"Filename":"a.png"}`:                     "filename",
+		`{"filename":"a.png","content_type":"image/png","Content_Type":"text/html"}`:      "content_type",
+		`{"filename":"a.png","content_type":"image/png","content_type":"text/html"}`:      "content_type",
+		`{"filename":"a.png","content_type":"image/png","content_typ\u0065":"text/html"}`: "content_type",
+	} {
+		st := &fakeStorage{}
+		h := &Handler{Storage: st}
+		r := httptest.NewRequest("POST", "/v1/upload/presign", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k", Account: "a"}))
+		err := h.serve(httptest.NewRecorder(), r)
+		var e *apierror.Error
+		if !errors.As(err, &e) || e.Status != 400 || e.Param != param || !strings.Contains(e.Message, param) || st.key != "" {
+			t.Errorf("%s: err = %+v, signed %q", body, err, st.key)
+		}
+	}
+}
+
+func TestActiveContentIsRefusedUnlessListed(t *testing.T) {
+	name := "a.bin"
+	check := func(h *Handler, ct string) (string, error) {
+		_, got, err := h.check(Request{Filename: &name, ContentType: &ct})
+		return got, err
+	}
+	active := []string{
+		"text/html", "TEXT/HTML", "text/html; charset=utf-8", "Text/Html ;charset=UTF-8", "text/html;",
+		"image/svg+xml", "IMAGE/SVG+XML; charset=utf-8", "application/xhtml+xml", "text/xml", "application/xml",
+		"application/javascript", "text/javascript; charset=utf-8", "application/x-javascript", "text/ecmascript",
+		"text/jscript", "text/javascript1.5", "application/rss+xml", "application/mathml+xml", "text/xsl",
+	}
+	for _, h := range []*Handler{{}, {AllowedContentTypes: []string{"image/*", "text/*", "application/*"}}} {
+		for _, ct := range active {
+			if got, err := check(h, ct); err == nil {
+				t.Errorf("allowed %v: %q was accepted as %q", h.AllowedContentTypes, ct, got)
+			}
+		}
+	}
+	listed := &Handler{AllowedContentTypes: []string{"image/*", "Text/HTML", "image/svg+xml"}}
+	for ct, want := range map[string]string{
+		"text/html; charset=UTF-8": "text/html; charset=UTF-8",
+		"TEXT/HTML":                "text/html",
+		"image/svg+xml":            "image/svg+xml",
+		"IMAGE/PNG; Q=1":           "image/png; q=1",
+	} {
+		if got, err := check(listed, ct); err != nil || got != want {
+			t.Errorf("listed: %q -> %q, %v; want %q", ct, got, err, want)
+		}
+	}
+	if _, err := check(listed, "application/javascript"); err == nil {
+		t.Error("listed: an active type the list does not name was accepted")
+	}
+	if got, err := check(&Handler{}, "image/png"); err != nil || got != "image/png" {
+		t.Errorf("default: image/png -> %q, %v", got, err)
+	}
+}

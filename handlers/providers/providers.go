@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 )
@@ -18,15 +17,19 @@ const (
 	AuthGoogAPIKey = "x-goog-api-key" // x-goog-api-key: <key> (Gemini generateContent)
 )
 
-// Provider is one upstream that serves a set of models.
+// Provider serves a set of models through one or more upstreams (accounts).
 type Provider struct {
 	// Name identifies the provider in config, logs and the {mediagw.provider} placeholder.
 	Name string
-	// BaseURL is the upstream's base address including its path prefix, e.g.
-	// https://api.openai.com/v1 or https://ark.ap-southeast.bytepluses.com/api/v3.
+	// BaseURL and APIKey are the shorthand for a provider with one upstream: when Upstreams is
+	// empty, NewCatalog makes an upstream named "default" of them. Otherwise NewCatalog sets them
+	// to the first upstream's.
 	BaseURL *url.URL
-	// APIKey is the provider's credential, already expanded from its placeholder.
-	APIKey string
+	APIKey  string
+	// Upstreams are the accounts that serve the provider's models, in configuration order.
+	Upstreams []*Upstream
+	// ModelMap maps a client's model id to the id sent upstream. Clients only ever see their id.
+	ModelMap map[string]string
 	// AuthStyle is one of AuthBearer (default), AuthXAPIKey, AuthGoogAPIKey.
 	AuthStyle string
 	// Models are the model ids this provider serves.
@@ -34,6 +37,8 @@ type Provider struct {
 	// Costs are the quota cost per request or task of each model; "*" sets the default.
 	// Without an entry a model costs 1.
 	Costs map[string]int64
+
+	health *Board
 }
 
 // Cost is the quota cost of one request or task with model.
@@ -47,27 +52,44 @@ func (p *Provider) Cost(model string) int64 {
 	return 1
 }
 
-// SetCredentials replaces any credential on an outgoing request with the provider's own.
-func (p *Provider) SetCredentials(h http.Header) {
-	h.Del("Authorization")
-	h.Del("X-Api-Key")
-	h.Del("X-Goog-Api-Key")
-	if p.APIKey == "" {
-		return
+// SetCredentials replaces any credential on an outgoing request with the first upstream's.
+func (p *Provider) SetCredentials(h http.Header) { p.primary().SetCredentials(h) }
+
+// Endpoint returns the first upstream's URL for a path relative to its base.
+func (p *Provider) Endpoint(rel string) string { return p.primary().Endpoint(rel) }
+
+// primary is the first upstream, or for a provider that NewCatalog has not checked, the one its
+// BaseURL and APIKey describe.
+func (p *Provider) primary() *Upstream {
+	if len(p.Upstreams) > 0 {
+		return p.Upstreams[0]
 	}
-	switch p.AuthStyle {
-	case AuthXAPIKey:
-		h.Set("X-Api-Key", p.APIKey)
-	case AuthGoogAPIKey:
-		h.Set("X-Goog-Api-Key", p.APIKey)
-	default:
-		h.Set("Authorization", "Bearer "+p.APIKey)
-	}
+	return &Upstream{Name: DefaultUpstreamName, BaseURL: p.BaseURL, APIKey: p.APIKey, AuthStyle: p.AuthStyle, provider: p.Name}
 }
 
-// Endpoint returns the provider URL for a path relative to its base, e.g. "contents/generations/tasks".
-func (p *Provider) Endpoint(rel string) string {
-	return strings.TrimSuffix(p.BaseURL.String(), "/") + "/" + strings.TrimPrefix(rel, "/")
+// Label names the provider in logs.
+func (p *Provider) Label() string { return p.Name }
+
+// Upstream returns the upstream of that name. The empty name, which task records written before
+// upstreams had names carry, is the first upstream.
+func (p *Provider) Upstream(name string) (*Upstream, bool) {
+	if name == "" {
+		return p.primary(), true
+	}
+	for _, u := range p.Upstreams {
+		if u.Name == name {
+			return u, true
+		}
+	}
+	return nil, false
+}
+
+// UpstreamModel is the model id to send upstream for a client's model id.
+func (p *Provider) UpstreamModel(model string) string {
+	if m, ok := p.ModelMap[model]; ok {
+		return m
+	}
+	return model
 }
 
 // Catalog maps model ids to the provider that serves them.
@@ -75,9 +97,11 @@ type Catalog struct {
 	providers []*Provider
 	byModel   map[string]*Provider
 	models    []string
+	health    *Board
 }
 
-// NewCatalog checks that every provider is complete and that no model is served by two.
+// NewCatalog checks that every provider is complete and that no model is served by two. Its
+// upstreams' health is kept on a board of their own until WithHealth shares one.
 func NewCatalog(list []*Provider) (*Catalog, error) {
 	c := &Catalog{providers: list, byModel: map[string]*Provider{}}
 	names := map[string]bool{}
@@ -89,15 +113,17 @@ func NewCatalog(list []*Provider) (*Catalog, error) {
 			return nil, fmt.Errorf("provider %q is defined twice", p.Name)
 		}
 		names[p.Name] = true
-		if p.BaseURL == nil || p.BaseURL.Host == "" || (p.BaseURL.Scheme != "http" && p.BaseURL.Scheme != "https") {
-			return nil, fmt.Errorf("provider %q: base_url must be an absolute http(s) URL", p.Name)
+		if err := p.checkUpstreams(); err != nil {
+			return nil, err
 		}
-		switch p.AuthStyle {
-		case "", AuthBearer, AuthXAPIKey, AuthGoogAPIKey:
-		default:
-			return nil, fmt.Errorf("provider %q: unknown auth style %q", p.Name, p.AuthStyle)
+		served := slices.Clone(p.Models)
+		for m := range p.ModelMap {
+			if !slices.Contains(served, m) {
+				served = append(served, m)
+			}
 		}
-		for _, m := range p.Models {
+		p.Models = served
+		for _, m := range served {
 			if other, ok := c.byModel[m]; ok {
 				return nil, fmt.Errorf("model %q is served by two providers: %q and %q", m, other.Name, p.Name)
 			}
@@ -106,8 +132,72 @@ func NewCatalog(list []*Provider) (*Catalog, error) {
 		}
 	}
 	slices.Sort(c.models)
-	return c, nil
+	return c.WithHealth(NewBoard()), nil
 }
+
+// checkUpstreams makes the shorthand upstream, checks every upstream and links it to p.
+func (p *Provider) checkUpstreams() error {
+	switch p.AuthStyle {
+	case "", AuthBearer, AuthXAPIKey, AuthGoogAPIKey:
+	default:
+		return fmt.Errorf("provider %q: unknown auth style %q", p.Name, p.AuthStyle)
+	}
+	if len(p.Upstreams) == 0 {
+		p.Upstreams = []*Upstream{{Name: DefaultUpstreamName, BaseURL: p.BaseURL, APIKey: p.APIKey}}
+	}
+	names := map[string]bool{}
+	for _, u := range p.Upstreams {
+		if u.Name == "" || names[u.Name] {
+			return fmt.Errorf("provider %q: every upstream needs a name of its own", p.Name)
+		}
+		names[u.Name] = true
+		if u.BaseURL == nil || u.BaseURL.Host == "" || (u.BaseURL.Scheme != "http" && u.BaseURL.Scheme != "https") {
+			return fmt.Errorf("provider %q: upstream %q: base_url must be an absolute http(s) URL", p.Name, u.Name)
+		}
+		if u.Weight < 0 || u.Priority < 0 {
+			return fmt.Errorf("provider %q: upstream %q: weight and priority must not be negative", p.Name, u.Name)
+		}
+		u.provider, u.AuthStyle = p.Name, p.AuthStyle
+		u.key = ""
+		u.healthKey() // computed before the upstream is shared between requests
+	}
+	p.BaseURL, p.APIKey = p.Upstreams[0].BaseURL, p.Upstreams[0].APIKey
+	for client, up := range p.ModelMap {
+		if client == "" || up == "" {
+			return fmt.Errorf("provider %q: model_map needs a client id and an upstream id", p.Name)
+		}
+	}
+	return nil
+}
+
+// WithHealth makes every upstream of the catalog keep its health on b, which may be shared
+// across config reloads, and returns c.
+func (c *Catalog) WithHealth(b *Board) *Catalog {
+	c.health = b
+	for _, p := range c.providers {
+		p.health = b
+		for _, u := range p.Upstreams {
+			u.health = b
+		}
+	}
+	return c
+}
+
+// Provider returns the provider of that name.
+func (c *Catalog) Provider(name string) (*Provider, bool) {
+	for _, p := range c.providers {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// Providers returns the providers in configuration order.
+func (c *Catalog) Providers() []*Provider { return c.providers }
+
+// Health is the board the catalog's upstreams keep their health on.
+func (c *Catalog) Health() *Board { return c.health }
 
 // ProviderFor returns the provider that serves a model.
 func (c *Catalog) ProviderFor(model string) (*Provider, bool) {

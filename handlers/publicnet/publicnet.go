@@ -9,15 +9,16 @@ import (
 
 // nonPublic are the ranges that are not the public internet: loopback, private, link-local (cloud
 // metadata at 169.254.169.254 among them), CGNAT, multicast, unspecified, broadcast,
-// documentation, benchmarking, NAT64/6to4 (which can carry private IPv4 addresses) and others.
+// documentation, benchmarking, IPv4-compatible and IPv4-translated IPv6, NAT64/6to4 (which can
+// carry private IPv4 addresses) and others.
 var nonPublic = func() []netip.Prefix {
 	var list []netip.Prefix
 	for _, s := range []string{
 		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
 		"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
 		"198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "255.255.255.255/32",
-		"::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32",
-		"2002::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+		"::/96", "::ffff:0:0:0/96", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32",
+		"2002::/16", "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
 	} {
 		list = append(list, netip.MustParsePrefix(s))
 	}

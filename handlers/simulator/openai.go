@@ -37,7 +37,7 @@ var ChunkDelay = 20 * time.Millisecond
 // readJSON decodes a JSON request body into v.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 32<<20)).Decode(v); err != nil {
-		upstreamError(w, http.StatusBadRequest, "invalid_request_error", "the body is not valid JSON")
+		upstreamError(w, http.StatusBadRequest, "invalid_request_error", "the request body must be a JSON object")
 		return false
 	}
 	return true

@@ -11,9 +11,12 @@ package simulator
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -39,9 +42,10 @@ type Simulator struct {
 
 	routes map[string]http.HandlerFunc // OpenAI-style endpoints by path suffix
 
-	mu    sync.Mutex
-	tasks map[string]*task
-	order []string
+	mu        sync.Mutex
+	tasks     map[string]*task
+	order     []string
+	listCalls int
 }
 
 type task struct {
@@ -135,7 +139,7 @@ type createBody struct {
 func (s *Simulator) createTask(w http.ResponseWriter, r *http.Request) {
 	var b createBody
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&b); err != nil {
-		upstreamError(w, http.StatusBadRequest, "InvalidParameter", "the request body is not valid JSON")
+		upstreamError(w, http.StatusBadRequest, "InvalidParameter", "the request body must be a JSON object")
 		return
 	}
 	if b.Model == "" || len(b.Content) == 0 {
@@ -182,21 +186,75 @@ func (s *Simulator) getTask(w http.ResponseWriter, id string) {
 	writeJSON(w, http.StatusOK, view)
 }
 
+// listTasks answers like Ark's list: newest first, filtered by filter.status, filter.model and
+// filter.task_ids (repeated), paginated by page_num and page_size (1–500; without page_size every
+// match is listed, unlike Ark's default of 10). With
+// filter.task_ids the tasks are looked up by id, so a batched read of a few tasks costs the same
+// however many tasks the simulator holds.
 func (s *Simulator) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	pageNum, pageSize := 1, maxTasks
+	if v := q.Get("page_num"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			upstreamError(w, http.StatusBadRequest, "InvalidParameter", "page_num must be a positive integer")
+			return
+		}
+		pageNum = n
+	}
+	if v := q.Get("page_size"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			upstreamError(w, http.StatusBadRequest, "InvalidParameter", "page_size must be between 1 and 500")
+			return
+		}
+		pageSize = n
+	}
+	keep := func(v map[string]any) bool {
+		if st := q.Get("filter.status"); st != "" && v["status"] != st {
+			return false
+		}
+		if m := q.Get("filter.model"); m != "" && v["model"] != m {
+			return false
+		}
+		return true
+	}
 	s.mu.Lock()
+	s.listCalls++
 	items := []map[string]any{}
-	for i := len(s.order) - 1; i >= 0; i-- {
-		if t, ok := s.tasks[s.order[i]]; ok {
-			v := s.view(t)
-			if st := q.Get("filter.status"); st != "" && v["status"] != st {
-				continue
+	if ids := q["filter.task_ids"]; len(ids) > 0 {
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if t, ok := s.tasks[id]; ok && !seen[id] {
+				seen[id] = true
+				if v := s.view(t); keep(v) {
+					items = append(items, v)
+				}
 			}
-			items = append(items, v)
+		}
+		slices.SortStableFunc(items, func(a, b map[string]any) int {
+			return cmp.Compare(b["created_at"].(int64), a["created_at"].(int64))
+		})
+	} else {
+		for i := len(s.order) - 1; i >= 0; i-- {
+			if t, ok := s.tasks[s.order[i]]; ok {
+				if v := s.view(t); keep(v) {
+					items = append(items, v)
+				}
+			}
 		}
 	}
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"items": items, "total": len(items)})
+	total := len(items)
+	start := min((pageNum-1)*pageSize, total)
+	writeJSON(w, http.StatusOK, map[string]any{"items": items[start:min(start+pageSize, total)], "total": total})
+}
+
+// ListCalls counts the list requests served, for benchmarks.
+func (s *Simulator) ListCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listCalls
 }
 
 func (s *Simulator) deleteTask(w http.ResponseWriter, id string) {
@@ -276,7 +334,10 @@ func or(s, def string) string {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	// The status is sent; a failed write means the client is gone.
+	_ = enc.Encode(v)
 }
 
 // upstreamError answers in the providers' error shape.

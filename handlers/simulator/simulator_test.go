@@ -78,3 +78,35 @@ func TestSimulatorNeedsAToken(t *testing.T) {
 		t.Fatalf("wrong token = %d", w.Code)
 	}
 }
+
+func TestListFiltersByTaskIDs(t *testing.T) {
+	s := New()
+	const tasks = "/api/v3/contents/generations/tasks"
+	var ids []string
+	for range 5 {
+		_, c := do(s, "POST", tasks, `{"model":"m","content":[{"type":"text","text":"x"}]}`)
+		ids = append(ids, c["id"].(string))
+	}
+	_, got := do(s, "GET", tasks+"?filter.task_ids="+ids[1]+"&filter.task_ids="+ids[3]+"&filter.task_ids=cgt-unknown&page_size=500", "")
+	items, _ := got["items"].([]any)
+	if got["total"] != float64(2) || len(items) != 2 {
+		t.Fatalf("filtered list = %v", got)
+	}
+	found := map[string]bool{}
+	for _, it := range items {
+		found[it.(map[string]any)["id"].(string)] = true
+	}
+	if !found[ids[1]] || !found[ids[3]] {
+		t.Fatalf("filtered list has %v, want %s and %s", found, ids[1], ids[3])
+	}
+	_, page := do(s, "GET", tasks+"?page_size=2&page_num=3", "")
+	if items, _ := page["items"].([]any); page["total"] != float64(5) || len(items) != 1 || items[0].(map[string]any)["id"] != ids[0] {
+		t.Fatalf("page 3 of 2 = %v", page)
+	}
+	if code, _ := do(s, "GET", tasks+"?page_size=501", ""); code != 400 {
+		t.Fatalf("page_size 501 = %d", code)
+	}
+	if s.ListCalls() != 2 { // the refused one is not served
+		t.Fatalf("ListCalls = %d", s.ListCalls())
+	}
+}

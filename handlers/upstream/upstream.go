@@ -13,15 +13,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
-	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/internal/tracing"
@@ -33,7 +32,7 @@ const BackgroundEndpoint = "background"
 
 // observe counts an upstream call's duration and notes it, with the token usage of a successful
 // answer, on the request's usage entry.
-func observe(entry *usage.Entry, p *providers.Provider, start time.Time, ans Answer) {
+func observe(entry *usage.Entry, provider, upstream string, start time.Time, ans Answer) {
 	d := time.Since(start)
 	endpoint := BackgroundEndpoint
 	if entry != nil {
@@ -45,7 +44,16 @@ func observe(entry *usage.Entry, p *providers.Provider, start time.Time, ans Ans
 			}
 		}
 	}
-	metrics.UpstreamDuration(p.Name, p.Name, endpoint, d)
+	metrics.UpstreamDuration(provider, upstream, endpoint, d)
+}
+
+// labels splits a target's label, provider/upstream or provider, into the metric labels.
+func labels(t Target) (provider, upstream string) {
+	l := t.Label()
+	if p, u, ok := strings.Cut(l, "/"); ok {
+		return p, u
+	}
+	return l, l
 }
 
 // MaxBody bounds how much of an upstream answer is read.
@@ -56,7 +64,18 @@ var (
 	ErrTimeout     = apierror.New(http.StatusGatewayTimeout, "upstream_timeout", "the upstream provider did not answer in time; retry later")
 	ErrUnreachable = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
 	ErrUnreadable  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider returned an unrecognisable response")
+	ErrRedirected  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider answered with a redirect, which the gateway does not follow")
+	// ErrRefused is ErrUnreachable when no connection was made at all (refused, no route, no
+	// such host), so the request surely did not reach the upstream.
+	ErrRefused = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
 )
+
+// Target is where a call goes: an upstream of a provider, or a provider (its first upstream).
+type Target interface {
+	Endpoint(rel string) string
+	SetCredentials(h http.Header)
+	Label() string
+}
 
 // Client calls providers with their own credentials.
 type Client struct {
@@ -76,15 +95,17 @@ func (a Answer) OK() bool { return a.Status/100 == 2 }
 
 // Call sends one request to the provider endpoint rel (relative to its base URL). A JSON body is
 // sent when body is not nil.
-func (c Client) Call(ctx context.Context, p *providers.Provider, method, rel string, body []byte) (ans Answer, err error) {
+func (c Client) Call(ctx context.Context, p Target, method, rel string, body []byte) (ans Answer, err error) {
 	entry := usage.From(ctx)
-	ctx, span := tracing.Start(ctx, "upstream "+p.Name, trace.SpanKindClient,
-		attribute.String("mediagw.provider", p.Name), attribute.String("http.request.method", method))
+	provider, upstreamName := labels(p)
+	ctx, span := tracing.Start(ctx, "upstream "+provider, trace.SpanKindClient,
+		attribute.String("mediagw.provider", provider), attribute.String("mediagw.upstream", upstreamName),
+		attribute.String("http.request.method", method))
 	start := time.Now()
 	defer func() {
 		span.SetAttributes(attribute.Int("http.response.status_code", ans.Status))
 		span.End(err)
-		observe(entry, p, start, ans)
+		observe(entry, provider, upstreamName, start, ans)
 	}()
 	var rd io.Reader
 	if body != nil {
@@ -104,10 +125,18 @@ func (c Client) Call(ctx context.Context, p *providers.Provider, method, rel str
 		if isTimeout(err) {
 			return Answer{}, ErrTimeout
 		}
-		c.Logger.Warn("upstream unreachable", zap.String("provider", p.Name), zap.Error(WithoutURL(err)))
+		c.Logger.Warn("upstream unreachable", zap.String("upstream", p.Label()), zap.Error(WithoutURL(err)))
+		if notConnected(err) {
+			return Answer{}, ErrRefused
+		}
 		return Answer{}, ErrUnreachable
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Never followed (see NewHTTPClient); its Location is not logged, it may carry tokens.
+		c.Logger.Warn("upstream answered with a redirect; not followed", zap.String("upstream", p.Label()), zap.Int("status", resp.StatusCode))
+		return Answer{}, ErrRedirected
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
 	if err != nil {
 		if isTimeout(err) {
@@ -162,6 +191,12 @@ func WithoutURL(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// notConnected reports an error from dialling: no connection was made, nothing was sent.
+func notConnected(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func isTimeout(err error) bool {

@@ -32,7 +32,7 @@ var Dimensions = []string{"day", "account", "model"}
 
 // ServeReport answers GET /mediagw/usage?account=&from=&to=&group_by=model,day on the admin
 // endpoint: JSON {"from","to","account","group_by","rows":[…]}, or CSV (a header line, then one
-// line per row) when the request accepts text/csv. from and to are days (YYYY-MM-DD, UTC,
+// line per row) when the request accepts text/csv or asks for format=csv. from and to are days (YYYY-MM-DD, UTC,
 // inclusive; default: the last 31 days up to today; at most 366 days); group_by lists dimensions
 // among day, account and model (default: day,account,model).
 func (r *Recorder) ServeReport(w http.ResponseWriter, req *http.Request) {
@@ -113,6 +113,9 @@ func ParseQuery(req *http.Request, now time.Time) (Query, error) {
 }
 
 func wantsCSV(req *http.Request) bool {
+	if req.URL.Query().Get("format") == "csv" {
+		return true
+	}
 	for _, part := range strings.Split(req.Header.Get("Accept"), ",") {
 		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/csv" {
 			return true

@@ -6,7 +6,6 @@ package videotask
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -82,7 +81,6 @@ func (h *Handler) refreshOnce(ctx context.Context, t storage.Task) (storage.Task
 
 var (
 	errNotFound     = apierror.New(http.StatusNotFound, "not_found", "no such endpoint of the video task API")
-	errMethod       = apierror.New(http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this path")
 	errTaskNotExist = apierror.New(http.StatusBadRequest, "task_not_exist", "the task does not exist or does not belong to this account")
 	errContentType  = apierror.New(http.StatusBadRequest, "invalid_request", "Content-Type must be application/json")
 )
@@ -117,11 +115,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = h.cancel(w, r, id, taskID)
 	default:
 		if taskID == "" {
-			w.Header().Set("Allow", "GET, POST")
+			err = apierror.MethodNotAllowed(w, http.MethodGet, http.MethodPost)
 		} else {
-			w.Header().Set("Allow", "GET, DELETE")
+			err = apierror.MethodNotAllowed(w, http.MethodGet, http.MethodDelete)
 		}
-		err = errMethod
 	}
 	if err != nil {
 		apierror.Respond(w, apierror.TaskShape, h.Logger, err)
@@ -147,11 +144,18 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		return err
 	}
 	usage.From(r.Context()).Routed(req.Model, p.Name, p.Name)
+	if err := h.checkDrafts(r.Context(), id, req.DraftTasks); err != nil {
+		return err
+	}
 	cost := p.Cost(req.Model)
 	slot, charge, err := h.admit(r.Context(), id, cost)
 	if err != nil {
 		return err
 	}
+	// From here on the client going away must not orphan the task: the upstream create and the
+	// ownership record run to completion (each upstream call bounded by the client's Timeout,
+	// upstream_timeout), so a task the client never saw is still owned and listed.
+	ctx := context.WithoutCancel(r.Context())
 	forward, token := req.Forward, ""
 	if h.RelayBase != "" {
 		var relayURL string
@@ -163,7 +167,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		}
 	}
 	idempotency.MarkForwarded(r.Context())
-	taskID, err := h.launch(r.Context(), p, forward)
+	taskID, up, err := h.launch(ctx, p, req.Model, forward)
 	if err != nil {
 		charge.Refund()
 		slot.Release()
@@ -172,19 +176,22 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	t := now()
 	task := storage.Task{
 		ID: taskID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
-		Provider: p.Name, Model: req.Model, Status: StatusQueued,
+		Provider: p.Name, Upstream: up.Name, Model: req.Model, Status: StatusQueued,
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
 	}
-	if _, err := h.Store.CreateTask(r.Context(), task); err != nil {
-		// Never hand out an id whose ownership is not recorded; try not to leave it running.
-		charge.Refund()
+	if _, err := h.Store.CreateTask(ctx, task); err != nil {
+		// Never hand out an id whose ownership is not recorded. The task is cancelled upstream;
+		// its cost is given back only when the upstream confirms, so that a task left running
+		// is never both unowned and free.
 		slot.Release()
-		go h.abandon(p, taskID)
+		if h.abandon(up, taskID) {
+			charge.Refund()
+		}
 		return err
 	}
 	if token != "" {
-		h.rememberRelay(r.Context(), token, taskID)
+		h.rememberRelay(ctx, token, taskID)
 	}
 	if h.Accounting != nil {
 		h.Accounting.TaskCreated(id)
@@ -195,6 +202,19 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		h.Watcher.Watch(task)
 	}
 	writeJSON(w, map[string]string{"id": taskID})
+	return nil
+}
+
+// checkDrafts refuses draft_task ids that do not name a video task of the caller's account; an
+// unknown id and another account's id get the same answer.
+func (h *Handler) checkDrafts(ctx context.Context, id auth.Identity, drafts []DraftTaskRef) error {
+	for _, d := range drafts {
+		if _, err := h.owned(ctx, id, d.ID); err == errTaskNotExist {
+			return invalid(d.Param, "names no task of this account")
+		} else if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -213,24 +233,6 @@ func (h *Handler) admit(ctx context.Context, id auth.Identity, cost int64) (acco
 		return accounting.Slot{}, accounting.Charge{}, err
 	}
 	return slot, charge, nil
-}
-
-// launch creates the task upstream and returns its id.
-func (h *Handler) launch(ctx context.Context, p *providers.Provider, body []byte) (string, error) {
-	ans, err := h.upstream().Call(ctx, p, http.MethodPost, TasksPath, body)
-	if err != nil {
-		return "", err
-	}
-	if !ans.OK() {
-		return "", upstream.Refusal(ans)
-	}
-	var created struct {
-		ID string `json:"id"`
-	}
-	if json.Unmarshal(ans.Body, &created) != nil || created.ID == "" {
-		return "", upstream.ErrUnreadable
-	}
-	return created.ID, nil
 }
 
 func (h *Handler) maxBody() int64 {
@@ -253,6 +255,6 @@ func (h *Handler) upstream() upstream.Client {
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
+	// The status is sent; a failed write means the client is gone.
+	_ = apierror.WriteJSON(w, http.StatusOK, v)
 }

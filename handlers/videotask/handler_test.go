@@ -270,3 +270,52 @@ func TestQueryResultShape(t *testing.T) {
 		})
 	}
 }
+
+func TestDraftTaskMustBeTheCallersOwn(t *testing.T) {
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"id":"cgt-new"}`)
+	})
+	h := newHandler(t, up.URL, nil)
+	ctx := context.Background()
+	for _, task := range []storage.Task{
+		{ID: "cgt-mine", Kind: storage.KindVideo, Account: "acme", Model: "m", CreatedAt: time.Now().Unix()},
+		{ID: "cgt-theirs", Kind: storage.KindVideo, Account: "other", Model: "m", CreatedAt: time.Now().Unix()},
+	} {
+		if _, err := h.Store.CreateTask(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	draft := func(id string) string {
+		return `{"model":"m","content":[{"type":"text","text":"hi"},{"type":"draft_task","draft_task":{"id":"` + id + `"}}]}`
+	}
+	var answers []string
+	for _, id := range []string{"cgt-theirs", "cgt-unknown"} {
+		w := serve(h, "POST", createPath, draft(id))
+		m := decode(t, w)
+		if w.Code != 400 || m["code"] != "invalid_request" || !strings.Contains(m["message"].(string), "content[1].draft_task.id") {
+			t.Fatalf("draft %s: %d %s", id, w.Code, w.Body)
+		}
+		answers = append(answers, m["message"].(string))
+	}
+	if answers[0] != answers[1] {
+		t.Fatalf("another account's draft is told apart from an unknown one: %q vs %q", answers[0], answers[1])
+	}
+	if up.calls.Load() != 0 {
+		t.Fatal("a refused draft reached the upstream")
+	}
+	if w := serve(h, "POST", createPath, draft("cgt-mine")); w.Code != 200 {
+		t.Fatalf("own draft: %d %s", w.Code, w.Body)
+	}
+}
+
+func TestListRefusesMoreThan100TaskIDs(t *testing.T) {
+	h := newHandler(t, "http://127.0.0.1:1", nil)
+	q := "?filter.task_ids=a" + strings.Repeat("&filter.task_ids=a", MaxFilterTaskIDs-1)
+	if w := serve(h, "GET", createPath+q, ""); w.Code != 200 {
+		t.Fatalf("100 ids: %d %s", w.Code, w.Body)
+	}
+	w := serve(h, "GET", createPath+q+"&filter.task_ids=b", "")
+	if m := decode(t, w); w.Code != 400 || m["code"] != "invalid_request" || !strings.Contains(m["message"].(string), "filter.task_ids") {
+		t.Fatalf("101 ids: %d %s", w.Code, w.Body)
+	}
+}

@@ -67,9 +67,9 @@ func fresh(t storage.Task, interval time.Duration) bool {
 func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
-	p, ok := h.Catalog.ProviderFor(t.Model)
-	if !ok || p.Name != t.Provider {
-		return h.finishUnreachable(ctx, t, "its provider left the config") // serve what is known
+	p, ok := h.boundUpstream(t)
+	if !ok {
+		return h.orphaned(ctx, t)
 	}
 	readAt := now().UnixNano()
 	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
@@ -90,7 +90,7 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 		return t, upstream.ErrUnreadable
 	}
 	result, status := queryResult(answer, t)
-	body, err := json.Marshal(result)
+	body, err := apierror.Marshal(result)
 	if err != nil {
 		return t, err
 	}
@@ -190,9 +190,12 @@ func listItem(result json.RawMessage) json.RawMessage {
 		return result
 	}
 	m["failure_reason"] = m["error"]
-	b, _ := json.Marshal(m)
+	b, _ := apierror.Marshal(m)
 	return b
 }
+
+// MaxFilterTaskIDs bounds the filter.task_ids of one list request.
+const MaxFilterTaskIDs = 100
 
 func parseListQuery(v url.Values) (storage.TaskQuery, error) {
 	q := storage.TaskQuery{Kind: storage.KindVideo, PageNum: 1, PageSize: 10}
@@ -216,6 +219,9 @@ func parseListQuery(v url.Values) (storage.TaskQuery, error) {
 		return q, invalid("filter.status", "must be one of queued, running, succeeded, failed, cancelled, expired")
 	}
 	q.IDs = v["filter.task_ids"]
+	if len(q.IDs) > MaxFilterTaskIDs {
+		return q, invalid("filter.task_ids", "may name at most %d task ids", MaxFilterTaskIDs)
+	}
 	return q, nil
 }
 
@@ -229,12 +235,12 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
-	p, ok := h.Catalog.ProviderFor(t.Model)
-	if !ok || p.Name != t.Provider {
-		if _, err := h.finishUnreachable(r.Context(), t, "its provider left the config"); err != nil {
+	p, ok := h.boundUpstream(t)
+	if !ok {
+		if _, err := h.orphaned(r.Context(), t); err != nil {
 			return err
 		}
-		return apierror.New(http.StatusConflict, "provider_unavailable", "the provider of this task is no longer configured")
+		return apierror.New(http.StatusConflict, "provider_unavailable", "the upstream of this task is no longer configured")
 	}
 	ctx := context.WithoutCancel(r.Context()) // once the upstream is asked, record its answer
 	cur, err := h.refresh(ctx, t)
@@ -293,13 +299,14 @@ func (h *Handler) forget(w http.ResponseWriter, ctx context.Context, taskID stri
 }
 
 // abandon cancels an upstream task whose ownership could not be recorded, so that nobody pays
-// for a task no client can see.
-func (h *Handler) abandon(p *providers.Provider, taskID string) {
+// for a task no client can see, and reports whether the upstream confirmed the cancellation.
+func (h *Handler) abandon(p *providers.Upstream, taskID string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), h.upstreamTimeout())
 	defer cancel()
 	ans, err := h.upstream().Call(ctx, p, http.MethodDelete, TasksPath+"/"+url.PathEscape(taskID), nil)
 	h.Logger.Warn("task created upstream but its ownership could not be recorded; cancelling it upstream",
 		zap.String("task_id", taskID), zap.Int("upstream_status", ans.Status), zap.Error(err))
+	return err == nil && ans.OK()
 }
 
 func (h *Handler) upstreamTimeout() time.Duration {

@@ -3,6 +3,7 @@ package videotask
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/media"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // CreateRequest is what mediagw needs of a create request after validation. The request body
@@ -21,6 +23,39 @@ type CreateRequest struct {
 	CallbackURL string
 	// Forward is the body to send upstream.
 	Forward []byte
+	// DraftTasks are the draft_task.id references of content, which must name tasks of the
+	// caller's account.
+	DraftTasks []DraftTaskRef
+}
+
+// DraftTaskRef is one content item of type draft_task.
+type DraftTaskRef struct {
+	// Param names the field, e.g. content[1].draft_task.id.
+	Param string
+	ID    string
+}
+
+// Checked fields of the create body (spec §2.2), of a content item (§2.3) and of their objects.
+// Their keys follow jsonkeys' rule: no repeats, no case variants.
+var (
+	createFields  = []string{"model", "content", "callback_url", "return_last_frame", "service_tier", "execution_expires_after", "generate_audio", "draft", "resolution", "ratio", "duration", "frames", "seed", "camera_fixed", "watermark", "safety_identifier", "priority", "tools"}
+	contentFields = []string{"type", "text", "image_url", "video_url", "audio_url", "draft_task", "role"}
+	mediaFields   = []string{"url"}
+	draftFields   = []string{"id"}
+)
+
+// members applies jsonkeys' rule to the object raw at param (the body when param is ""), and
+// returns its checked fields. A broken rule is 400 invalid_request naming the field.
+func members(raw []byte, param string, fields ...string) (map[string]json.RawMessage, error) {
+	m, err := jsonkeys.Members(raw, fields...)
+	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
+		field := e.Field
+		if param != "" {
+			field = param + "." + field
+		}
+		return nil, apierror.New(400, "invalid_request", field+": "+e.Error()).WithParam(field)
+	}
+	return m, err
 }
 
 // Validation failures.
@@ -40,9 +75,15 @@ var (
 // ParseCreate validates a create request body against spec §2.2 and §2.3. JSON null counts as an
 // absent field. A failure is an *apierror.Error naming the field.
 func ParseCreate(body []byte) (CreateRequest, error) {
+	if _, err := members(body, "", createFields...); err != nil {
+		if errors.Is(err, jsonkeys.ErrNotObject) {
+			return CreateRequest{}, apierror.NotJSONObject("invalid_request")
+		}
+		return CreateRequest{}, err
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		return CreateRequest{}, apierror.New(400, "invalid_request", "the body must be a JSON object")
+		return CreateRequest{}, apierror.NotJSONObject("invalid_request")
 	}
 	for k, v := range fields {
 		if isNull(v) {
@@ -57,9 +98,11 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 	} else if req.Model == "" {
 		return req, errMissingModel
 	}
-	if err := checkContent(fields["content"]); err != nil {
+	drafts, err := checkContent(fields["content"])
+	if err != nil {
 		return req, err
 	}
+	req.DraftTasks = drafts
 	if err := checkOptions(fields); err != nil {
 		return req, err
 	}
@@ -85,82 +128,91 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 // contentItem is one element of content; media objects are decoded by type.
 type contentItem map[string]json.RawMessage
 
-func checkContent(raw json.RawMessage) error {
+func checkContent(raw json.RawMessage) ([]DraftTaskRef, error) {
 	if raw == nil {
-		return invalid("content", "is required: give at least one text item")
+		return nil, invalid("content", "is required: give at least one text item")
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
-		return invalid("content", "must be an array")
+		return nil, invalid("content", "must be an array")
 	}
 	if len(items) == 0 {
-		return invalid("content", "must have at least one item")
+		return nil, invalid("content", "must have at least one item")
 	}
+	var drafts []DraftTaskRef
 	var hasText, hasAudio, hasVisual, hasFirstLast, hasReference bool
 	for i, rawItem := range items {
 		field := fmt.Sprintf("content[%d]", i)
-		var item contentItem
-		if err := json.Unmarshal(rawItem, &item); err != nil || item == nil {
-			return invalid(field, "must be an object")
+		item, err := members(rawItem, field, contentFields...)
+		if e, ok := errors.AsType[*apierror.Error](err); ok {
+			return nil, e
+		}
+		if err != nil {
+			return nil, invalid(field, "must be an object")
 		}
 		var typ string
 		if err := json.Unmarshal(item["type"], &typ); err != nil || typ == "" {
-			return invalid(field+".type", "is required (text, image_url, video_url, audio_url or draft_task)")
+			return nil, invalid(field+".type", "is required (text, image_url, video_url, audio_url or draft_task)")
 		}
 		switch typ {
 		case "text":
 			var text string
 			if err := json.Unmarshal(item["text"], &text); err != nil {
-				return invalid(field+".text", "must be a string")
+				return nil, invalid(field+".text", "must be a string")
 			}
 			if strings.TrimSpace(text) == "" {
-				return invalid(field+".text", "must not be empty")
+				return nil, invalid(field+".text", "must not be empty")
 			}
 			hasText = true
 		case "image_url", "video_url", "audio_url":
 			if err := checkMediaItem(item, typ, field); err != nil {
-				return err
+				return nil, err
 			}
 			hasAudio = hasAudio || typ == "audio_url"
 			hasVisual = hasVisual || typ != "audio_url"
 		case "draft_task":
-			var draft struct {
-				ID string `json:"id"`
+			draft, err := members(item["draft_task"], field+".draft_task", draftFields...)
+			if e, ok := errors.AsType[*apierror.Error](err); ok {
+				return nil, e
 			}
-			if err := json.Unmarshal(item["draft_task"], &draft); err != nil || draft.ID == "" {
-				return invalid(field+".draft_task.id", "must be a non-empty string")
+			var id string
+			if err != nil || json.Unmarshal(draft["id"], &id) != nil || id == "" {
+				return nil, invalid(field+".draft_task.id", "must be a non-empty string")
 			}
+			drafts = append(drafts, DraftTaskRef{Param: field + ".draft_task.id", ID: id})
 		default:
-			return apierror.New(400, "unsupported_content_type",
+			return nil, apierror.New(400, "unsupported_content_type",
 				fmt.Sprintf("%s.type %q is not supported (text, image_url, video_url, audio_url, draft_task)", field, typ)).WithParam(field + ".type")
 		}
 		role, err := itemRole(item, typ, field)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		hasFirstLast = hasFirstLast || slices.Contains(firstLastRoles, role)
 		hasReference = hasReference || slices.Contains(referenceRoles, role)
 	}
 	switch {
 	case !hasText:
-		return invalid("content", "must contain a text item with the prompt")
+		return nil, invalid("content", "must contain a text item with the prompt")
 	case hasAudio && !hasVisual:
-		return invalid("content", "has audio_url but no image_url or video_url: audio cannot be used alone")
+		return nil, invalid("content", "has audio_url but no image_url or video_url: audio cannot be used alone")
 	case hasFirstLast && hasReference:
-		return invalid("content", "mixes first/last-frame roles with reference roles: the two modes are exclusive")
+		return nil, invalid("content", "mixes first/last-frame roles with reference roles: the two modes are exclusive")
 	}
-	return nil
+	return drafts, nil
 }
 
 func checkMediaItem(item contentItem, typ, field string) error {
-	field += "." + typ + ".url"
-	var obj struct {
-		URL *string `json:"url"`
+	obj, err := members(item[typ], field+"."+typ, mediaFields...)
+	if e, ok := errors.AsType[*apierror.Error](err); ok {
+		return e
 	}
-	if err := json.Unmarshal(item[typ], &obj); err != nil || obj.URL == nil {
+	field += "." + typ + ".url"
+	var url string
+	if err != nil || obj["url"] == nil || json.Unmarshal(obj["url"], &url) != nil {
 		return invalid(field, "is required")
 	}
-	if err := media.CheckMediaURL(*obj.URL); err != nil {
+	if err := media.CheckMediaURL(url); err != nil {
 		return invalid(field, "%v", err)
 	}
 	return nil

@@ -96,6 +96,15 @@ func TestParseCreate(t *testing.T) {
 		{"tools not objects", body(`"tools":[1]`), "invalid_request", "tools"},
 		{"tool null", body(`"tools":[null]`), "invalid_request", "tools[0]"},
 		{"safety id not string", body(`"safety_identifier":5`), "invalid_request", "safety_identifier"},
+		{"model smuggled by case", body(`"Model":"other"`), "invalid_request", "model"},
+		{"model smuggled in capitals", `{"MODEL":"other","model":"m","content":[` + okText + `]}`, "invalid_request", "model"},
+		{"model repeated", body(`"model":"other"`), "invalid_request", "model"},
+		{"model repeated through an escape", body(`"mod\u0065l":"other"`), "invalid_request", "model"},
+		{"callback smuggled by case", body(`"Callback_URL":"http://10.0.0.1/"`), "invalid_request", "callback_url"},
+		{"unknown key repeated", body(`"x":1,"x":2`), "invalid_request", "x"},
+		{"media URL smuggled by case", body("", okText, `{"type":"image_url","image_url":{"url":"https://cdn.example.com/a.png","URL":"http://10.0.0.1/"}}`), "invalid_request", "content[1].image_url.url"},
+		{"item type repeated", body("", okText, `{"type":"text","type":"image_url","text":"x"}`), "invalid_request", "content[1].type"},
+		{"draft id by case", body("", okText, `{"type":"draft_task","draft_task":{"id":"cgt-1","ID":"cgt-2"}}`), "invalid_request", "content[1].draft_task.id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := ParseCreate([]byte(tc.body))

@@ -39,7 +39,7 @@ func normalStatus(s string) string {
 }
 
 // queryResult builds the §2.5 query answer from an upstream answer and the ownership record:
-// id and model as recorded; a §3.1 status; error null unless failed; content {} until success;
+// id and model as recorded (the client's model id); a §3.1 status; error null unless failed; content {} until success;
 // resolution, ratio and duration only when known. Other upstream fields pass through.
 func queryResult(upstream map[string]json.RawMessage, t storage.Task) (map[string]json.RawMessage, string) {
 	out := make(map[string]json.RawMessage, len(upstream)+8)
@@ -51,9 +51,7 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (map[strin
 	status = normalStatus(status)
 
 	out["id"] = mustJSON(t.ID)
-	if !isString(upstream["model"]) {
-		out["model"] = mustJSON(t.Model)
-	}
+	out["model"] = mustJSON(t.Model) // the client's id, also when the upstream knows it by another (model_map)
 	out["status"] = mustJSON(status)
 	for _, k := range []string{"created_at", "updated_at"} {
 		if _, ok := integer(upstream[k]); !ok {

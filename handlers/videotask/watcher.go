@@ -36,6 +36,8 @@ type Watcher struct {
 	// about Interval × RatePerSecond unfinished tasks.
 	RatePerSecond float64
 
+	// owner names this watcher in the store's poll leases.
+	owner   string
 	mu      sync.Mutex
 	queue   dueQueue
 	queued  map[string]bool
@@ -46,6 +48,7 @@ type Watcher struct {
 func (w *Watcher) init() {
 	w.initOne.Do(func() {
 		w.queued = map[string]bool{}
+		w.owner = storage.NewClaimToken()
 		w.wake = make(chan struct{}, 1)
 		if w.Interval <= 0 {
 			w.Interval = DefaultWatchInterval
@@ -158,6 +161,21 @@ func (w *Watcher) poll(ctx context.Context, id string) {
 		w.schedule(id, last.Add(w.Interval)) // a client polled it recently
 		return
 	}
+	// One watcher polls a task at a time, across every gateway that shares the store.
+	lease := "poll/" + id
+	held, err := w.Tasks.Store.AcquireLease(ctx, lease, w.owner, now(), w.Tasks.upstreamTimeout()+time.Second)
+	if err != nil || !held {
+		if err != nil && ctx.Err() == nil {
+			w.Tasks.Logger.Error("taking a poll lease", zap.String("task_id", id), zap.Error(err))
+		}
+		w.schedule(id, now().Add(w.Interval))
+		return
+	}
+	defer func() {
+		if err := w.Tasks.Store.ReleaseLease(context.WithoutCancel(ctx), lease, w.owner); err != nil {
+			w.Tasks.Logger.Warn("releasing a poll lease; it ends by itself", zap.String("task_id", id), zap.Error(err))
+		}
+	}()
 	t, err = w.Tasks.refreshOnce(ctx, t)
 	switch {
 	case ctx.Err() != nil: // stopping: the next watcher starts from the store's list

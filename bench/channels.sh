@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Pass-through over two upstreams behind one provider (mediagw's upstream source and transport)
+# beside plain Caddy reverse_proxy over the same two upstreams, measured in the same run. See
+# bench/README.md ("Two upstreams behind one provider").
+#
+#   bench/channels.sh                 # 10 s per load run
+#   DURATION=30s bench/channels.sh
+#
+# Everything runs on loopback. The gateway and the baseline are pinned to CPU 0, wrk and the
+# upstreams to CPU 1. Every load run is bounded by DURATION.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-32}
+if ! command -v wrk >/dev/null 2>&1; then
+	apt-get update -qq && apt-get install -y -qq wrk >/dev/null
+fi
+./xcaddy.sh
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+UPA=19200 UPB=19201 BASE=19202 GW=19203
+KEY=mg-bench-key
+ANSWER='{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"bench-chat","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}'
+
+cat >"$work/upstream.caddy" <<CFG
+{
+	admin off
+	persist_config off
+}
+http://127.0.0.1:$UPA, http://127.0.0.1:$UPB {
+	respond /v1/chat/completions \`$ANSWER\` 200
+}
+CFG
+
+cat >"$work/baseline.caddy" <<CFG
+{
+	admin off
+	persist_config off
+}
+http://127.0.0.1:$BASE {
+	reverse_proxy 127.0.0.1:$UPA 127.0.0.1:$UPB
+}
+CFG
+
+cat >"$work/gateway.caddy" <<CFG
+{
+	admin off
+	persist_config off
+	mediagw {
+		storage badger $work/store
+		provider chat {
+			models bench-chat
+			upstream a {
+				base_url http://127.0.0.1:$UPA/v1
+				api_key upstream-key-a
+			}
+			upstream b {
+				base_url http://127.0.0.1:$UPB/v1
+				api_key upstream-key-b
+			}
+		}
+		key $KEY {
+			account bench
+		}
+	}
+}
+http://127.0.0.1:$GW {
+	route {
+		mediagw_auth
+		mediagw_route
+		reverse_proxy {
+			dynamic mediagw
+			transport mediagw
+			lb_policy first
+			lb_retries 1
+		}
+	}
+}
+CFG
+
+start() { # cpu config
+	taskset -c "$1" ./caddy run --config "$2" --adapter caddyfile >"$2.log" 2>&1 &
+	pids+=($!)
+}
+start 1 "$work/upstream.caddy"
+start 0 "$work/baseline.caddy"
+start 0 "$work/gateway.caddy"
+for port in $UPA $UPB $BASE $GW; do
+	for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+done
+
+cat >"$work/chat.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $KEY"
+LUA
+
+# load NAME URL CONNS: one wrk run, printed as "NAME req/s p50 p99".
+load() {
+	local out
+	out=$(taskset -c 1 wrk -t1 -c"$3" -d"$DURATION" --latency -s "$work/chat.lua" "$2")
+	if grep -q "Non-2xx" <<<"$out"; then
+		echo "$1: some answers were not 2xx:" >&2
+		echo "$out" >&2
+		exit 1
+	fi
+	local rps p50 p99
+	rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+	p50=$(awk '$1=="50%" {print $2}' <<<"$out")
+	p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+	printf '%-44s %12s req/s   p50 %9s   p99 %9s\n' "$1" "$rps" "$p50" "$p99"
+}
+
+echo "machine: $(nproc) cores, $(awk '/model name/ {$1=$2=$3=""; print; exit}' /proc/cpuinfo | sed 's/^ *//'), $(go version | cut -d' ' -f3), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load: wrk, $DURATION per run"
+base="http://127.0.0.1:$BASE/v1/chat/completions" gw="http://127.0.0.1:$GW/v1/chat/completions"
+# Both answer before anything is measured (and the gateway's answer is the upstream's).
+curl -sf -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' -d '{"model":"bench-chat","messages":[]}' "$gw" | grep -q chatcmpl-1
+# Warm both up (connection pools, heap size) without measuring.
+for url in "$base" "$gw"; do
+	taskset -c 1 wrk -t1 -c"$CONNS" -d3s -s "$work/chat.lua" "$url" >/dev/null
+done
+echo "== pass-through chat over two upstreams, $CONNS connections (baseline, mediagw, mediagw, baseline)"
+load "baseline reverse_proxy (2 upstreams, random)" "$base" "$CONNS"
+load "mediagw auth+route+dynamic+transport" "$gw" "$CONNS"
+load "mediagw auth+route+dynamic+transport" "$gw" "$CONNS"
+load "baseline reverse_proxy (2 upstreams, random)" "$base" "$CONNS"

@@ -1,0 +1,71 @@
+package caddymodule
+
+import (
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func TestAccessLoggerNamesFollowCaddy(t *testing.T) {
+	cfg := &caddyhttp.ServerLogConfig{
+		DefaultLoggerName: "default",
+		LoggerNames:       map[string]caddyhttp.StringArray{"api.example.com": {"api"}, "*.example.com": {"wild"}},
+		SkipHosts:         []string{"quiet.example.org"},
+	}
+	for host, want := range map[string][]string{
+		"api.example.com": {"api"}, "cdn.example.com": {"wild"}, "other.org": {"default"},
+	} {
+		if got := hostLoggerNames(cfg, host); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", host, got, want)
+		}
+	}
+	for host, want := range map[string]bool{
+		"api.example.com:8443": true, "quiet.example.org": false, "other.org": true,
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Host = host
+		if got := loggedByCaddy(cfg, r); got != want {
+			t.Errorf("loggedByCaddy(%s) = %v", host, got)
+		}
+	}
+	cfg.SkipUnmappedHosts = true
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Host = "other.org"
+	if loggedByCaddy(cfg, r) {
+		t.Error("an unmapped host was logged with skip_unmapped_hosts")
+	}
+}
+
+func TestExposes(t *testing.T) {
+	quiet := &caddyhttp.Server{Logs: &caddyhttp.ServerLogConfig{}}
+	loud := &caddyhttp.Server{Logs: &caddyhttp.ServerLogConfig{ShouldLogCredentials: true}}
+	for _, tc := range []struct {
+		target, header string
+		srv            *caddyhttp.Server
+		want           bool
+	}{
+		{"/v1/models", "Authorization", quiet, false},
+		{"/v1/models", "Proxy-Authorization", quiet, false},
+		{"/v1/models", "Authorization", loud, true},
+		{"/v1/messages", "X-Api-Key", quiet, true},
+		{"/v1beta/x", "X-Goog-Api-Key", quiet, true},
+		{"/v1beta/x?key=a", "", quiet, true},
+		{"/v1beta/x?K%45Y=a", "", quiet, true},
+		{"/v1beta/x?keys=a", "", quiet, false},
+		{"/v1/models", "", nil, false},
+	} {
+		r := httptest.NewRequest("GET", tc.target, nil)
+		if tc.header != "" {
+			r.Header.Set(tc.header, "secret")
+		}
+		query, uri := r.URL.RawQuery, r.RequestURI
+		if got := exposes(r, tc.srv); got != tc.want {
+			t.Errorf("%s %s: exposes = %v, want %v", tc.target, tc.header, got, tc.want)
+		}
+		if r.URL.RawQuery != query || r.RequestURI != uri {
+			t.Errorf("%s: exposes changed the request", tc.target)
+		}
+	}
+}

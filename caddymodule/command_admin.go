@@ -1,0 +1,104 @@
+package caddymodule
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+)
+
+// adminCall sends one request to the admin API and prints the JSON answer. An error answer is
+// returned as the admin API's message with its status, and an admin endpoint that does not
+// answer is reported as a gateway that is not running.
+func adminCall(cmd *cobra.Command, method, uri string, body any) error {
+	addr, _ := cmd.Flags().GetString("address")
+	cfg, _ := cmd.Flags().GetString("config")
+	adapter, _ := cmd.Flags().GetString("adapter")
+	adminAddr, err := caddycmd.DetermineAdminAPIAddress(addr, nil, cfg, adapter)
+	if err != nil {
+		return fmt.Errorf("finding the admin endpoint: %v", err)
+	}
+	var payload []byte
+	if body != nil {
+		if payload, err = json.Marshal(body); err != nil {
+			return err
+		}
+	}
+	status, raw, err := adminRequest(adminAddr, method, uri, payload)
+	if err != nil {
+		return err
+	}
+	if status >= 400 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(raw))
+		}
+		return fmt.Errorf("%s (HTTP %d from the admin endpoint %s)", e.Error, status, adminAddr)
+	}
+	var out bytes.Buffer
+	if json.Indent(&out, raw, "", "  ") != nil {
+		out.Reset()
+		out.Write(raw)
+	}
+	_, err = fmt.Fprintln(os.Stdout, strings.TrimSpace(out.String()))
+	return err
+}
+
+// adminRequest sends one request to Caddy's admin endpoint (TCP or unix socket) and reads the
+// answer, at most 4 MiB of it.
+func adminRequest(adminAddr, method, uri string, payload []byte) (int, []byte, error) {
+	na, err := caddy.ParseNetworkAddress(adminAddr)
+	if err != nil || na.PortRangeSize() > 1 {
+		return 0, nil, fmt.Errorf("invalid admin address %s: %v", adminAddr, err)
+	}
+	origin, dialAddr := "http://"+na.JoinHostPort(0), na.JoinHostPort(0)
+	if na.IsUnixNetwork() {
+		// The socket path may carry permission bits (path|0220); the request needs some host.
+		origin, dialAddr = "http://127.0.0.1", strings.Split(na.Host, "|")[0]
+	}
+	req, err := http.NewRequest(method, origin+uri, bytes.NewReader(payload))
+	if err != nil {
+		return 0, nil, err
+	}
+	if !na.IsUnixNetwork() {
+		req.Header.Set("Origin", origin) // the admin endpoint checks it
+	}
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	client := &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, na.Network, dialAddr)
+		}},
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
+			return 0, nil, fmt.Errorf("is the gateway running? (admin endpoint %s: nothing answers there; "+
+				"start it with `caddy run`, or give its admin address with --address or --config)", adminAddr)
+		}
+		return 0, nil, fmt.Errorf("calling the admin endpoint %s: %v", adminAddr, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading the admin endpoint's answer: %v", err)
+	}
+	return resp.StatusCode, raw, nil
+}

@@ -1,0 +1,51 @@
+package caddymodule
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+)
+
+// maxRewrittenAnswer bounds a JSON answer that is read whole to show the client's model id;
+// a longer one passes unchanged.
+const maxRewrittenAnswer = 32 << 20
+
+// showClientModel rewrites an answer's model id to the client's: the top-level "model" of a JSON
+// answer, and of each JSON event of an event stream, as the events pass.
+func showClientModel(resp *http.Response, model string) {
+	if resp.Header.Get("Content-Encoding") != "" {
+		return
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case mt == "text/event-stream":
+		resp.Body = providers.NewModelRewriter(resp.Body, model)
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		if resp.ContentLength > maxRewrittenAnswer {
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxRewrittenAnswer+1))
+		if err != nil || len(body) > maxRewrittenAnswer {
+			// Pass on what was read and the rest as it comes.
+			resp.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+			return
+		}
+		_ = resp.Body.Close() // the whole answer was read: an error closing it loses nothing
+		if mapped, ok := providers.ReplaceModel(body, model); ok {
+			body = mapped
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+}

@@ -1,0 +1,188 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
+)
+
+func init() {
+	caddy.RegisterModule(ProxyTransport{})
+}
+
+// ProxyTransport is a reverse_proxy transport for the upstreams of the mediagw upstream source.
+// Each attempt goes to the upstream that the proxy picked, with that upstream's scheme, Host,
+// base path and credential, and the request body replayed from its first byte. It keeps the
+// upstreams' health: a connection failure, a 5xx or a 429 cools the upstream down (for longer
+// after each failure in a row, and at least its Retry-After).
+//
+// An attempt that failed before any byte of an answer reached the client is handed back to the
+// proxy to retry on another upstream, when one is healthy and untried: a refused connection, a
+// timeout before the response headers, or a 429, 502 or 503 answer. Otherwise the upstream's
+// answer is passed on. The proxy retries only as often as lb_retries (or lb_try_duration)
+// allows, so set it to at least the number of upstreams less one.
+//
+// When the provider maps the model (model_map), answers are rewritten to show the client's
+// model id: a JSON answer's top-level "model" and that of each JSON event of an event stream.
+//
+// Requests that did not pass mediagw_route go out unchanged.
+type ProxyTransport struct {
+	// HTTP configures the connections, as reverse_proxy's http transport does (timeouts,
+	// keep-alive, buffers). Its TLS settings are not needed for https upstreams: the scheme of
+	// each upstream's base_url decides.
+	HTTP *reverseproxy.HTTPTransport `json:"http,omitempty"`
+
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (ProxyTransport) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.reverse_proxy.transport.mediagw",
+		New: func() caddy.Module { return new(ProxyTransport) },
+	}
+}
+
+// Provision sets up the HTTP transport.
+func (t *ProxyTransport) Provision(ctx caddy.Context) error {
+	t.logger = ctx.Logger()
+	if t.HTTP == nil {
+		t.HTTP = new(reverseproxy.HTTPTransport)
+	}
+	return t.HTTP.Provision(ctx)
+}
+
+// Cleanup releases the HTTP transport.
+func (t *ProxyTransport) Cleanup() error { return t.HTTP.Cleanup() }
+
+// RoundTrip sends one attempt of a request to the upstream the proxy picked.
+func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	d, ok := providers.DispatchFrom(req.Context())
+	if !ok {
+		return t.HTTP.RoundTrip(req)
+	}
+	dial, _ := reverseproxy.GetDialInfo(req.Context())
+	u, ok := d.Yielded(dial.Upstream)
+	if !ok {
+		// Never send an upstream's credential to an address that is not that upstream's.
+		return nil, fmt.Errorf("transport mediagw needs `dynamic mediagw` upstreams; %s is not one", dial.Address)
+	}
+	d.Attempt(u)
+	out, err := t.outgoing(req, d, u)
+	if err != nil {
+		return nil, err
+	}
+	if repl, ok := req.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+		publishUpstream(repl, u)
+	}
+	resp, err := t.HTTP.RoundTrip(out)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil, err // the client left; not the upstream's fault
+		}
+		u.Failed(failureReason(err), 0)
+		if retryable(err) && d.CanRetry() {
+			t.logger.Warn("upstream failed before answering; trying another", zap.String("upstream", u.Label()), zap.Error(err))
+			return nil, retryElsewhere{err}
+		}
+		return nil, err
+	}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable:
+		u.Failed(fmt.Sprintf("HTTP %d", resp.StatusCode), upstream.RetryAfter(resp.Header, upstreamHealth.Now()))
+		if d.CanRetry() {
+			if err := resp.Body.Close(); err != nil {
+				t.logger.Debug("closing a refused answer", zap.Error(err))
+			}
+			t.logger.Warn("upstream refused; trying another", zap.String("upstream", u.Label()), zap.Int("status", resp.StatusCode))
+			return nil, retryElsewhere{fmt.Errorf("upstream %s answered %d", u.Label(), resp.StatusCode)}
+		}
+	case resp.StatusCode >= 500:
+		u.Failed(fmt.Sprintf("HTTP %d", resp.StatusCode), 0)
+	default:
+		u.Succeeded()
+	}
+	if d.UpstreamModel != d.Model {
+		showClientModel(resp, d.Model)
+	}
+	return resp, nil
+}
+
+// outgoing is req pointed at u: scheme, Host, base path, credential, and a fresh copy of the body.
+func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *providers.Upstream) (*http.Request, error) {
+	out := req.Clone(req.Context())
+	out.URL.Scheme = u.BaseURL.Scheme
+	out.URL.Path = strings.TrimSuffix(u.BaseURL.Path, "/") + d.Rest
+	out.URL.RawPath = ""
+	out.Host = u.BaseURL.Host
+	u.SetCredentials(out.Header)
+	if d.UpstreamModel != d.Model {
+		// Let the transport ask for, and undo, compression, so the answer can be rewritten.
+		out.Header.Del("Accept-Encoding")
+	}
+	if d.Body != nil && req.Body != nil && req.Body != http.NoBody {
+		body, err := d.Body.Replay()
+		if err != nil {
+			return nil, err
+		}
+		out.Body = body
+	}
+	return out, nil
+}
+
+// retryable reports a transport failure that proves no answer was begun and leaves the request
+// safe to repeat: no connection could be made, or no response headers came in time.
+func retryable(err error) bool {
+	var dialErr reverseproxy.DialError
+	var ne net.Error
+	return errors.As(err, &dialErr) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// failureReason describes a transport failure for the admin API, without any URL.
+func failureReason(err error) string {
+	var dialErr reverseproxy.DialError
+	if errors.As(err, &dialErr) {
+		return "connection failed: " + err.Error()
+	}
+	return err.Error()
+}
+
+// retryElsewhere hands an attempt back to reverse_proxy for a retry on another upstream. The
+// proxy retries POST requests only after dial errors, so the error also unwraps to one: no
+// connection carried this request to an answer the client could see.
+type retryElsewhere struct{ cause error }
+
+func (e retryElsewhere) Error() string { return "retrying on another upstream: " + e.cause.Error() }
+
+// Unwrap yields the cause and a marker DialError. The marker's own message is never read (its
+// embedded error is nil); only its type matters to the proxy's retry decision.
+func (e retryElsewhere) Unwrap() []error { return []error{e.cause, reverseproxy.DialError{}} }
+
+// UnmarshalCaddyfile sets up the transport. Syntax:
+//
+//	transport mediagw {
+//		<any subdirective of the http transport>
+//	}
+func (t *ProxyTransport) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	t.HTTP = new(reverseproxy.HTTPTransport)
+	return t.HTTP.UnmarshalCaddyfile(d)
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner     = (*ProxyTransport)(nil)
+	_ caddy.CleanerUpper    = (*ProxyTransport)(nil)
+	_ http.RoundTripper     = (*ProxyTransport)(nil)
+	_ caddyfile.Unmarshaler = (*ProxyTransport)(nil)
+)

@@ -1,0 +1,162 @@
+package auth
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+)
+
+// CredentialHeaders are the request headers that carry credentials in some client or protocol.
+// All of them are removed from every request that passes authentication, whether or not they
+// were used and whether or not the key was valid: none may reach a later handler, a log or an
+// upstream.
+var CredentialHeaders = []string{
+	"Authorization",
+	"Proxy-Authorization",
+	"X-Api-Key",
+	"X-Goog-Api-Key",
+	"Api-Key",
+	"X-Auth-Token",
+	"X-Amz-Security-Token",
+}
+
+// KeyQueryParameter is the query parameter that carries the key on the generate-content
+// protocol (?key=…). It is removed from every request.
+const KeyQueryParameter = "key"
+
+// Paths on which the protocol-specific credential places are accepted.
+const (
+	// MessagesPath is the messages protocol, whose official SDK sends the key as X-Api-Key.
+	MessagesPath = "/v1/messages"
+	// GenerateContentPrefix is the generate-content protocol, whose official SDK sends the key
+	// as X-Goog-Api-Key or ?key=.
+	GenerateContentPrefix = "/v1beta/"
+)
+
+// ErrConflictingKeys answers a request that carries two different keys.
+var ErrConflictingKeys = apierror.New(http.StatusUnauthorized, "invalid_api_key", "the request carries more than one API key; send one")
+
+// KeyFromRequest returns the API key of a request, taken from where the official SDK of the
+// endpoint's protocol sends it: "Authorization: Bearer" on every endpoint; also X-Api-Key on
+// /v1/messages…; also X-Goog-Api-Key or the key query parameter on /v1beta/…. A credential in
+// any other place is ignored (and still removed by StripCredentials). Several places carrying
+// different keys is an error; so is a malformed Authorization header.
+func KeyFromRequest(r *http.Request) (string, error) {
+	var found []string
+	if h := r.Header.Values("Authorization"); len(h) > 0 {
+		if len(h) > 1 {
+			return "", ErrConflictingKeys
+		}
+		token, err := bearerToken(h[0])
+		if err != nil {
+			return "", err
+		}
+		found = append(found, token)
+	}
+	path := r.URL.Path
+	if path == MessagesPath || strings.HasPrefix(path, MessagesPath+"/") {
+		found = append(found, r.Header.Values("X-Api-Key")...)
+	}
+	if strings.HasPrefix(path, GenerateContentPrefix) {
+		found = append(found, r.Header.Values("X-Goog-Api-Key")...)
+		found = append(found, queryValues(r.URL.RawQuery, KeyQueryParameter)...)
+	}
+	if len(found) == 0 {
+		return "", ErrMissingKey
+	}
+	key := strings.TrimSpace(found[0])
+	for _, k := range found[1:] {
+		if strings.TrimSpace(k) != key {
+			return "", ErrConflictingKeys
+		}
+	}
+	if key == "" || strings.ContainsAny(key, " \t") {
+		return "", ErrMalformedKey
+	}
+	return key, nil
+}
+
+// StripCredentials removes every credential header and the key query parameter from r, in
+// place: from its headers, its URL and its RequestURI, so that placeholders, logs and the
+// request that a proxy builds from it no longer carry them. It reports whether it removed
+// anything.
+func StripCredentials(r *http.Request) bool {
+	removed := false
+	for _, name := range CredentialHeaders {
+		if _, ok := r.Header[name]; ok {
+			r.Header.Del(name)
+			removed = true
+		}
+	}
+	if r.URL != nil && r.URL.RawQuery != "" {
+		if q, ok := withoutParameter(r.URL.RawQuery, KeyQueryParameter); ok {
+			r.URL.RawQuery, r.URL.ForceQuery = q, false
+			r.RequestURI = r.URL.RequestURI()
+			r.Form, r.PostForm = nil, nil
+			removed = true
+		}
+	}
+	if !removed && r.RequestURI != "" && r.URL != nil {
+		// A RequestURI that still differs in its query (say, a copy kept from before a rewrite)
+		// is rebuilt from the URL, which no longer carries the key.
+		if _, rawQuery, ok := strings.Cut(r.RequestURI, "?"); ok {
+			if _, has := withoutParameter(rawQuery, KeyQueryParameter); has {
+				r.RequestURI = r.URL.RequestURI()
+				removed = true
+			}
+		}
+	}
+	return removed
+}
+
+// queryValues returns the values of the parameter name in a raw query, decoded as a browser
+// would. Undecodable pairs are skipped.
+func queryValues(rawQuery, name string) []string {
+	var values []string
+	for _, pair := range splitQuery(rawQuery) {
+		k, v, _ := strings.Cut(pair, "=")
+		if !isParameter(k, name) {
+			continue
+		}
+		if dv, err := url.QueryUnescape(v); err == nil {
+			values = append(values, dv)
+		} else {
+			values = append(values, v)
+		}
+	}
+	return values
+}
+
+// withoutParameter returns rawQuery without the pairs whose decoded name is name, keeping every
+// other pair byte for byte, and whether any pair was removed.
+func withoutParameter(rawQuery, name string) (string, bool) {
+	pairs := splitQuery(rawQuery)
+	kept := pairs[:0:0]
+	for _, pair := range pairs {
+		k, _, _ := strings.Cut(pair, "=")
+		if !isParameter(k, name) {
+			kept = append(kept, pair)
+		}
+	}
+	if len(kept) == len(pairs) {
+		return rawQuery, false
+	}
+	return strings.Join(kept, "&"), true
+}
+
+// splitQuery splits a raw query into its pairs at '&' and ';' (some servers accept both).
+func splitQuery(rawQuery string) []string {
+	return strings.FieldsFunc(rawQuery, func(r rune) bool { return r == '&' || r == ';' })
+}
+
+// isParameter reports whether a raw parameter name decodes to name. A name that does not
+// decode is compared as it is, so that "key" can never hide behind a bad escape elsewhere.
+func isParameter(rawName, name string) bool {
+	decoded, err := url.QueryUnescape(rawName)
+	if err != nil {
+		decoded = rawName
+	}
+	return strings.EqualFold(strings.TrimSpace(decoded), name)
+}

@@ -1,0 +1,101 @@
+package auth
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestKeyFromRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name, target string
+		header       map[string]string
+		want         string
+		err          error
+	}{
+		{"bearer anywhere", "/v1/chat/completions", map[string]string{"Authorization": "Bearer mg-a"}, "mg-a", nil},
+		{"x-api-key on messages", "/v1/messages", map[string]string{"X-Api-Key": "mg-a"}, "mg-a", nil},
+		{"x-api-key on a messages sub-path", "/v1/messages/count_tokens", map[string]string{"X-Api-Key": "mg-a"}, "mg-a", nil},
+		{"x-api-key elsewhere is ignored", "/v1/chat/completions", map[string]string{"X-Api-Key": "mg-a"}, "", ErrMissingKey},
+		{"x-api-key on a look-alike path", "/v1/messagesx", map[string]string{"X-Api-Key": "mg-a"}, "", ErrMissingKey},
+		{"x-goog-api-key on v1beta", "/v1beta/models/g:generateContent", map[string]string{"X-Goog-Api-Key": "mg-a"}, "mg-a", nil},
+		{"x-goog-api-key elsewhere is ignored", "/v1/models", map[string]string{"X-Goog-Api-Key": "mg-a"}, "", ErrMissingKey},
+		{"?key= on v1beta", "/v1beta/models/g:generateContent?alt=sse&key=mg-a", nil, "mg-a", nil},
+		{"?key= percent-encoded", "/v1beta/models/g:generateContent?k%65y=mg%2Da", nil, "mg-a", nil},
+		{"?key= elsewhere is ignored", "/v1/models?key=mg-a", nil, "", ErrMissingKey},
+		{"same key twice", "/v1/messages", map[string]string{"Authorization": "Bearer mg-a", "X-Api-Key": "mg-a"}, "mg-a", nil},
+		{"two different keys", "/v1/messages", map[string]string{"Authorization": "Bearer mg-a", "X-Api-Key": "mg-b"}, "", ErrConflictingKeys},
+		{"header and query differ", "/v1beta/x?key=mg-b", map[string]string{"X-Goog-Api-Key": "mg-a"}, "", ErrConflictingKeys},
+		{"malformed bearer", "/v1/messages", map[string]string{"Authorization": "Basic xyz", "X-Api-Key": "mg-a"}, "", ErrMalformedKey},
+		{"empty x-api-key", "/v1/messages", map[string]string{"X-Api-Key": " "}, "", ErrMalformedKey},
+		{"nothing", "/v1/messages", nil, "", ErrMissingKey},
+	} {
+		r := httptest.NewRequest("POST", tc.target, nil)
+		for k, v := range tc.header {
+			r.Header.Set(k, v)
+		}
+		got, err := KeyFromRequest(r)
+		if got != tc.want || !errors.Is(err, tc.err) {
+			t.Errorf("%s: got %q, %v; want %q, %v", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestStripCredentials(t *testing.T) {
+	r := httptest.NewRequest("POST", "/v1beta/models/g:streamGenerateContent?alt=sse&key=mg-a&KEY=mg-b&k%65y=mg-c&keep=1", nil)
+	for _, h := range CredentialHeaders {
+		r.Header.Set(h, "secret-"+h)
+	}
+	r.Header.Set("Content-Type", "application/json")
+	if !StripCredentials(r) {
+		t.Fatal("StripCredentials reported nothing removed")
+	}
+	for _, h := range CredentialHeaders {
+		if r.Header.Get(h) != "" {
+			t.Errorf("%s kept", h)
+		}
+	}
+	if r.URL.RawQuery != "alt=sse&keep=1" || r.RequestURI != "/v1beta/models/g:streamGenerateContent?alt=sse&keep=1" {
+		t.Errorf("query %q, request URI %q", r.URL.RawQuery, r.RequestURI)
+	}
+	if r.Header.Get("Content-Type") != "application/json" {
+		t.Error("a non-credential header was removed")
+	}
+	clean := httptest.NewRequest("GET", "/v1/models?keys=1&monkey=2", nil)
+	if StripCredentials(clean) || clean.URL.RawQuery != "keys=1&monkey=2" {
+		t.Errorf("a request without credentials was changed: %q", clean.URL.RawQuery)
+	}
+}
+
+// FuzzStripCredentials checks that no key parameter survives stripping, however the query is
+// written, and that KeyFromRequest never panics on it.
+func FuzzStripCredentials(f *testing.F) {
+	for _, q := range []string{"key=a", "alt=sse&key=a", "k%65y=a", "KEY=a;key=b", "key", "%zz=1&key=2", "a=1&&key=&"} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		if strings.ContainsAny(q, " #\r\n\x00") {
+			return
+		}
+		r, err := http.NewRequest("GET", "http://gw/v1beta/models/m:generateContent?"+q, nil)
+		if err != nil {
+			return
+		}
+		r.RequestURI = r.URL.RequestURI()
+		_, _ = KeyFromRequest(r)
+		StripCredentials(r)
+		if vals := queryValues(r.URL.RawQuery, KeyQueryParameter); len(vals) > 0 {
+			t.Fatalf("%q: key survived in %q", q, r.URL.RawQuery)
+		}
+		if _, after, _ := strings.Cut(r.RequestURI, "?"); len(queryValues(after, KeyQueryParameter)) > 0 {
+			t.Fatalf("%q: key survived in the request URI %q", q, r.RequestURI)
+		}
+		for k := range r.URL.Query() {
+			if strings.EqualFold(k, KeyQueryParameter) {
+				t.Fatalf("%q: net/url still reads a key parameter in %q", q, r.URL.RawQuery)
+			}
+		}
+	})
+}

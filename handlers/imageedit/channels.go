@@ -1,0 +1,42 @@
+package imageedit
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/storage"
+)
+
+var errModelMember = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be the body's top-level \"model\" string member").WithParam("model")
+
+// create sends the edit to one of the provider's upstreams (see upstream.Client.Create), with
+// the upstream's model id, and shows the client's id in the answer.
+func (h *Handler) create(ctx context.Context, p *providers.Provider, model string, body []byte) (upstream.Answer, *providers.Upstream, error) {
+	aliased := p.UpstreamModel(model) != model
+	if aliased {
+		mapped, ok := providers.ReplaceModel(body, p.UpstreamModel(model))
+		if !ok {
+			return upstream.Answer{}, nil, errModelMember
+		}
+		body = mapped
+	}
+	ans, u, err := h.client().Create(ctx, p, EditsPath, body)
+	if err == nil && aliased {
+		if shown, ok := providers.ReplaceModel(ans.Body, model); ok {
+			ans.Body = shown
+		}
+	}
+	return ans, u, err
+}
+
+// boundUpstream is the upstream an image task was created on, if it is still configured.
+func (h *Handler) boundUpstream(t storage.Task) (*providers.Upstream, bool) {
+	p, ok := h.Catalog.Provider(t.Provider)
+	if !ok {
+		return nil, false
+	}
+	return p.Upstream(t.Upstream)
+}

@@ -1,0 +1,105 @@
+package passthrough
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/providers"
+)
+
+var (
+	errModelMember    = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be the body's top-level \"model\" string member").WithParam("model")
+	errAliasMultipart = apierror.New(http.StatusBadRequest, "invalid_request_body", "this model is an alias, which multipart requests cannot use; send the provider's model id").WithParam("model")
+)
+
+// dispatch picks the order in which the provider's upstreams are tried (a call on an existing
+// object goes to the upstream that created it, and only there), maps the model for the
+// upstream, makes the body replayable for a retry, and points r at the first upstream (its
+// credentials and base path), so that r is right even for a reverse_proxy without the mediagw
+// transport. Every upstream cooling down is a 503 with Retry-After.
+func (rt *Router) dispatch(r *http.Request, route *Route) error {
+	p := route.Provider
+	order := []*providers.Upstream{route.BoundTo}
+	if route.BoundTo == nil {
+		var wait time.Duration
+		if order, wait = p.Order(); len(order) == 0 {
+			return providers.NoUpstream(p, wait)
+		}
+	}
+	d := providers.NewDispatch(p, order)
+	d.Model, d.UpstreamModel = route.Model, p.UpstreamModel(route.Model)
+	if d.UpstreamModel != d.Model {
+		if err := rt.mapModel(r, d); err != nil {
+			return err
+		}
+	}
+	switch {
+	case r.GetBody != nil:
+		d.Body = replayFunc(r.GetBody)
+	case r.Body == nil || r.Body == http.NoBody:
+		d.Body = replayFunc(func() (io.ReadCloser, error) { return http.NoBody, nil })
+	}
+	first := d.First()
+	rewrite(r, first)
+	d.Rest = strings.TrimPrefix(r.URL.Path, strings.TrimSuffix(first.BaseURL.Path, "/"))
+	route.Dispatch = d
+	return nil
+}
+
+// mapModel puts the upstream's model id where the client's was: the {model} segment of the path
+// (generate-content), or the JSON body's top-level "model" (only that value's bytes change).
+func (rt *Router) mapModel(r *http.Request, d *providers.Dispatch) error {
+	if ep, _, ok := rt.endpoint(r.Method, r.URL.Path); ok && strings.Contains(ep.Path, "{model}") {
+		want, got := strings.Split(ep.Path, "/"), strings.Split(r.URL.Path, "/")
+		for i, w := range want {
+			if strings.HasPrefix(w, "{model}") && i < len(got) && strings.HasPrefix(got[i], d.Model) {
+				got[i] = d.UpstreamModel + strings.TrimPrefix(got[i], d.Model)
+			}
+		}
+		r.URL.Path, r.URL.RawPath = strings.Join(got, "/"), ""
+		return nil
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		return errAliasMultipart
+	}
+	if r.GetBody == nil {
+		return nil // no body: nothing names the model
+	}
+	orig, err := r.GetBody()
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(orig)
+	if err != nil {
+		return err
+	}
+	mapped, ok := providers.ReplaceModel(body, d.UpstreamModel)
+	if !ok {
+		return errModelMember
+	}
+	r.Body = io.NopCloser(bytes.NewReader(mapped))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(mapped)), nil }
+	r.ContentLength = int64(len(mapped))
+	r.Header.Set("Content-Length", strconv.Itoa(len(mapped)))
+	return nil
+}
+
+// answeredBy is the name of the upstream whose answer the client got ("" when unknown, which
+// task records read as the provider's first upstream).
+func (route Route) answeredBy() string {
+	if route.Dispatch == nil {
+		return ""
+	}
+	return route.Dispatch.Answered().Name
+}
+
+// replayFunc replays a body held whole.
+type replayFunc func() (io.ReadCloser, error)
+
+func (f replayFunc) Replay() (io.ReadCloser, error) { return f() }

@@ -1,0 +1,125 @@
+package passthrough
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/mediagw/mediagw/storage"
+)
+
+// Kinds of upstream objects that pass-through creates, kept as task records of these kinds so
+// that only the creating account can use them. Asynchronous image generations are image tasks
+// (storage.KindImage), the same kind as image edit tasks.
+const (
+	KindResponse        = "response"         // POST /v1/responses
+	KindVideo           = "video_job"        // POST /v1/videos
+	KindVideoGeneration = "video_generation" // POST /v1/video/generations
+)
+
+// Endpoint is one method and path that mediagw_route forwards. Everything else is 404.
+type Endpoint struct {
+	Method string
+	// Path is matched segment by segment. A segment may be a parameter: {model} or {id}, or
+	// {model}:action for Gemini-style paths (/v1beta/models/{model}:generateContent).
+	Path string
+	// Creates is the kind of upstream object a successful answer creates; its id is recorded as
+	// the caller's account's before the client sees it.
+	Creates string
+	// Object is the kind of the owned upstream object named by {id}. Such requests need no model:
+	// the object's record gives the model and provider, and only its account may use it.
+	Object string
+	// Refs are body fields that name upstream objects, by kind; each must be the caller's own.
+	Refs map[string]string
+}
+
+// Capabilities are the pass-through endpoints of spec §4.6, with the streaming variant of
+// generateContent, followed by the calls on upstream objects that the caller's account owns.
+var Capabilities = []Endpoint{
+	{Method: http.MethodPost, Path: "/v1/chat/completions"},
+	{Method: http.MethodPost, Path: "/v1/responses", Creates: KindResponse, Refs: map[string]string{"previous_response_id": KindResponse}},
+	{Method: http.MethodPost, Path: "/v1/messages"},
+	{Method: http.MethodPost, Path: "/v1beta/models/{model}:generateContent"},
+	{Method: http.MethodPost, Path: "/v1beta/models/{model}:streamGenerateContent"},
+	{Method: http.MethodPost, Path: "/v1/images/generations", Creates: storage.KindImage},
+	{Method: http.MethodPost, Path: "/v1/video/generations", Creates: KindVideoGeneration},
+	{Method: http.MethodPost, Path: "/v1/videos", Creates: KindVideo},
+	{Method: http.MethodPost, Path: "/v1/audio/transcriptions"},
+	{Method: http.MethodPost, Path: "/v1/audio/translations"},
+	{Method: http.MethodPost, Path: "/v1/audio/speech"},
+	{Method: http.MethodPost, Path: "/v1/embeddings"},
+	{Method: http.MethodPost, Path: "/v1/rerank"},
+
+	{Method: http.MethodGet, Path: "/v1/responses/{id}", Object: KindResponse},
+	{Method: http.MethodDelete, Path: "/v1/responses/{id}", Object: KindResponse},
+	{Method: http.MethodGet, Path: "/v1/responses/{id}/input_items", Object: KindResponse},
+	{Method: http.MethodPost, Path: "/v1/responses/{id}/cancel", Object: KindResponse},
+	{Method: http.MethodGet, Path: "/v1/videos/{id}", Object: KindVideo},
+	{Method: http.MethodDelete, Path: "/v1/videos/{id}", Object: KindVideo},
+	{Method: http.MethodGet, Path: "/v1/videos/{id}/content", Object: KindVideo},
+	{Method: http.MethodPost, Path: "/v1/videos/{id}/remix", Object: KindVideo, Creates: KindVideo},
+	{Method: http.MethodGet, Path: "/v1/video/generations/{id}", Object: KindVideoGeneration},
+	{Method: http.MethodGet, Path: "/v1/images/tasks/{id}", Object: storage.KindImage},
+}
+
+// ParseEndpoint checks an operator's extra endpoint: an upper-case method and an absolute path
+// without wildcards, queries or dot segments; a segment may be {model} or {model}:action. Such an
+// endpoint is forwarded like the capabilities: the request must name a model the key allows.
+func ParseEndpoint(method, path string) (Endpoint, error) {
+	if method == "" || strings.ToUpper(method) != method || strings.ContainsAny(method, " */") {
+		return Endpoint{}, fmt.Errorf("endpoint method %q must be one upper-case HTTP method such as POST", method)
+	}
+	if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "*?#% ") || strings.Contains(path, "//") {
+		return Endpoint{}, fmt.Errorf("endpoint path %q must be an absolute path without *, ?, #, %%, spaces or empty segments", path)
+	}
+	for _, seg := range strings.Split(path[1:], "/") {
+		if seg == "." || seg == ".." {
+			return Endpoint{}, fmt.Errorf("endpoint path %q must not have dot segments", path)
+		}
+		if strings.Contains(seg, "{") && !strings.HasPrefix(seg, "{model}") {
+			return Endpoint{}, fmt.Errorf("endpoint path %q: the only parameter is {model}", path)
+		}
+	}
+	return Endpoint{Method: method, Path: path}, nil
+}
+
+// match reports whether the endpoint serves method and path, and returns its parameters.
+func (e Endpoint) match(method, path string) (params map[string]string, ok bool) {
+	if method != e.Method {
+		return nil, false
+	}
+	want, got := strings.Split(e.Path, "/"), strings.Split(path, "/")
+	if len(want) != len(got) {
+		return nil, false
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(w, "{") {
+			if w != got[i] {
+				return nil, false
+			}
+			continue
+		}
+		name, suffix, _ := strings.Cut(w[1:], "}")
+		value, found := strings.CutSuffix(got[i], suffix)
+		if !found || value == "" || strings.Contains(value, ":") {
+			return nil, false
+		}
+		if params == nil {
+			params = map[string]string{}
+		}
+		params[name] = value
+	}
+	return params, true
+}
+
+// endpoint finds the endpoint that serves a request: the capabilities first, then the operator's.
+func (rt *Router) endpoint(method, path string) (Endpoint, map[string]string, bool) {
+	for _, list := range [][]Endpoint{Capabilities, rt.Extra} {
+		for _, e := range list {
+			if params, ok := e.match(method, path); ok {
+				return e, params, true
+			}
+		}
+	}
+	return Endpoint{}, nil, false
+}

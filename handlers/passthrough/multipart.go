@@ -1,0 +1,174 @@
+package passthrough
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+)
+
+// nameParam finds every name parameter of a Content-Disposition header as a lenient parser
+// would: name or name*, quoted or not, whatever the case.
+var nameParam = regexp.MustCompile(`(?i)(?:^|;)\s*(name\*?)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)`)
+
+func multipartError(msg string) *apierror.Error {
+	return apierror.New(http.StatusBadRequest, "invalid_request_body", msg).WithParam("model")
+}
+
+// multipartModel reads the whole multipart body through a spool (memory up to SpoolMemory, then a
+// temporary file, at most MaxSpool in all), checks every part's name, and replays exactly what it
+// read. The body must have exactly one part named model, spelled so; a part whose name reads as
+// model to a lenient parser (another case, name*, escapes) is refused, as is a second model part.
+func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundary string, route *Route) (string, error) {
+	sp := &spool{memLimit: rt.SpoolMemory, maxSize: rt.MaxSpool, dir: rt.TempDir}
+	if sp.memLimit <= 0 {
+		sp.memLimit = DefaultSpoolMemory
+	}
+	if sp.maxSize <= 0 {
+		sp.maxSize = DefaultMaxSpool
+	}
+	original := r.Body
+	route.Done = func() { sp.Close() }
+	model, err := scanParts(multipart.NewReader(io.TeeReader(original, sp), boundary))
+	if err == nil {
+		// The epilogue after the closing boundary is forwarded too, so it is read as well.
+		_, err = io.Copy(io.Discard, io.TeeReader(original, sp))
+	}
+	if errors.Is(err, errSpoolFull) {
+		return "", apierror.ErrTooLarge
+	}
+	if err != nil {
+		return "", err
+	}
+	replay, err := sp.reader()
+	if err != nil {
+		return "", err
+	}
+	r.Body = replayBody{Reader: replay, Closer: original}
+	r.GetBody = func() (io.ReadCloser, error) { // a retry on another upstream sends it again
+		rd, err := sp.reader()
+		return io.NopCloser(rd), err
+	}
+	r.ContentLength = sp.size
+	r.TransferEncoding = nil
+	r.Header.Del("Content-Length")
+	return model, nil
+}
+
+// scanParts reads every part and returns the model.
+func scanParts(mr *multipart.Reader) (string, error) {
+	var model string
+	var found bool
+	for {
+		part, err := mr.NextRawPart()
+		if errors.Is(err, io.EOF) {
+			if !found {
+				return "", errNoModel
+			}
+			return model, nil
+		}
+		if err != nil {
+			return "", pass(err, errMultipart)
+		}
+		isModel, err := modelPart(part.Header)
+		if err != nil {
+			return "", err
+		}
+		if !isModel {
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				return "", pass(err, errMultipart)
+			}
+			continue
+		}
+		if found {
+			return "", multipartError("the multipart body has more than one model part")
+		}
+		found = true
+		value, err := io.ReadAll(io.LimitReader(part, maxModelFieldBytes+1))
+		if err != nil {
+			return "", pass(err, errMultipart)
+		}
+		if model, err = modelValue(value); err != nil {
+			return "", err
+		}
+	}
+}
+
+// pass returns err when it is the spool's (413), else the given contract error.
+func pass(err error, otherwise error) error {
+	if errors.Is(err, errSpoolFull) {
+		return err
+	}
+	return otherwise
+}
+
+// modelPart reports whether a part is the model field, refusing parts whose name could read as
+// model to another parser but is not plainly name="model".
+func modelPart(h map[string][]string) (bool, error) {
+	cds := h["Content-Disposition"]
+	if len(cds) == 0 {
+		return false, nil
+	}
+	if len(cds) > 1 {
+		return false, multipartError("a multipart part has more than one Content-Disposition header")
+	}
+	_, params, err := mime.ParseMediaType(cds[0])
+	if err != nil {
+		return false, multipartError("a multipart part has a malformed Content-Disposition header")
+	}
+	lenient := false
+	for _, m := range nameParam.FindAllStringSubmatch(cds[0], -1) {
+		lenient = lenient || looksLikeModel(m[1], m[2])
+	}
+	plain := params["name"] == "model" && len(nameParam.FindAllStringSubmatch(cds[0], -1)) == 1
+	switch {
+	case plain:
+		if te := strings.ToLower(strings.TrimSpace(strings.Join(h["Content-Transfer-Encoding"], ","))); te != "" && te != "7bit" && te != "8bit" && te != "binary" {
+			return false, multipartError("the model part may not have a Content-Transfer-Encoding")
+		}
+		return true, nil
+	case lenient || strings.EqualFold(strings.TrimSpace(params["name"]), "model"):
+		return false, multipartError("a multipart part is named like model but not exactly name=\"model\"; send the model once, as name=\"model\"")
+	}
+	return false, nil
+}
+
+// looksLikeModel decodes a name parameter leniently: quotes, backslashes, RFC 2231 charset and
+// percent-encoding removed, spaces trimmed, case ignored.
+func looksLikeModel(param, value string) bool {
+	v := strings.TrimSpace(value)
+	v = strings.Trim(v, `"`)
+	v = strings.ReplaceAll(v, `\`, "")
+	if strings.HasSuffix(param, "*") {
+		if i := strings.LastIndex(v, "'"); i >= 0 {
+			v = v[i+1:]
+		}
+	}
+	if u, err := url.PathUnescape(v); err == nil {
+		v = u
+	}
+	return strings.EqualFold(strings.TrimSpace(v), "model")
+}
+
+// modelValue checks the model part's value: plain text, exactly the model, nothing around it.
+func modelValue(value []byte) (string, error) {
+	if len(value) > maxModelFieldBytes || !utf8.Valid(value) {
+		return "", multipartError("the model part must be a model id of at most 512 bytes of text")
+	}
+	model := string(value)
+	if model == "" {
+		return "", errNoModel
+	}
+	if strings.IndexFunc(model, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return "", multipartError("the model part must hold the model id alone, without spaces or line breaks")
+	}
+	return model, nil
+}

@@ -1,0 +1,80 @@
+package passthrough
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// Owners is the part of the store that pass-through uses: one write that records the owner of a
+// created upstream object, and one read that finds it.
+type Owners interface {
+	CreateTask(ctx context.Context, task storage.Task) (storage.Task, error)
+	Task(ctx context.Context, id string) (storage.Task, error)
+}
+
+// errNoObject answers every id the caller does not own, unknown ones included.
+var errNoObject = apierror.New(http.StatusNotFound, "not_found", "no such object: it does not exist or does not belong to this account").WithParam("id")
+
+// errRefused is a reference in the body to an object the caller does not own.
+func errRefused(field, kind string) *apierror.Error {
+	return apierror.New(http.StatusBadRequest, "invalid_request_body", fmt.Sprintf("%s names no %s of this account", field, kind)).WithParam(field)
+}
+
+// owned returns the record of an upstream object of the given kind that the account owns. An
+// unknown id and another account's id are both errNoObject.
+func (rt *Router) owned(ctx context.Context, account, kind, id string) (storage.Task, error) {
+	if rt.Owners == nil || id == "" {
+		return storage.Task{}, errNoObject
+	}
+	t, err := rt.Owners.Task(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && (t.Account != account || t.Kind != kind)) {
+		return storage.Task{}, errNoObject
+	}
+	return t, err
+}
+
+// recordOwner records that the caller's account owns the upstream object objectID of the
+// route's kind. It is the one place pass-through writes ownership. An id already recorded for
+// another account or kind is not taken over.
+func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route, objectID string) error {
+	if rt.Owners == nil {
+		return errors.New("pass-through has no store to record the owner of " + route.Creates + " objects")
+	}
+	t := rt.now()
+	retention := rt.Retention
+	if retention <= 0 {
+		retention = storage.DefaultTaskRetention
+	}
+	_, err := rt.Owners.CreateTask(ctx, storage.Task{
+		ID: objectID, Kind: route.Creates, Account: id.Account, KeyID: id.KeyID,
+		Provider: route.Provider.Name, Upstream: route.answeredBy(), Model: route.Model, Status: "created",
+		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(retention).Unix(),
+	})
+	if !errors.Is(err, storage.ErrExists) {
+		return err
+	}
+	// The id is recorded already: fine when it is this account's object of this kind (an
+	// upstream that answers a retried create with the same id), never a takeover.
+	existing, err := rt.Owners.Task(ctx, objectID)
+	if err != nil {
+		return err
+	}
+	if existing.Account == id.Account && existing.Kind == route.Creates {
+		return nil
+	}
+	return fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
+}
+
+func (rt *Router) now() time.Time {
+	if rt.Now != nil {
+		return rt.Now()
+	}
+	return time.Now()
+}

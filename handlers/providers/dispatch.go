@@ -1,0 +1,141 @@
+package providers
+
+import (
+	"context"
+	"io"
+	"slices"
+	"sync"
+)
+
+// Replayer gives a request body again from its first byte, for a retry on another upstream.
+type Replayer interface {
+	Replay() (io.ReadCloser, error)
+}
+
+// Dispatch is one pass-through request's way through its provider's upstreams: the order they
+// are tried in, which were tried, and what each attempt needs (the path after the version
+// prefix, the model ids, a replayable body). It is shared by the route handler that makes it and
+// the reverse_proxy extensions (upstream source, transport) that use it.
+type Dispatch struct {
+	Provider *Provider
+	// Model is the client's model id; UpstreamModel the id sent upstream (they differ when the
+	// provider's model_map has the model).
+	Model, UpstreamModel string
+	// Rest is the request path after the client's version prefix; each upstream's base path is
+	// put before it.
+	Rest string
+	// Body replays the request body; nil when it cannot be replayed, and then the request is
+	// never retried on another upstream.
+	Body Replayer
+
+	mu      sync.Mutex
+	order   []*Upstream
+	tried   []*Upstream
+	yielded map[any]*Upstream
+}
+
+// NewDispatch starts a dispatch over upstreams in the order Provider.Order gave.
+func NewDispatch(p *Provider, order []*Upstream) *Dispatch {
+	return &Dispatch{Provider: p, order: order, yielded: map[any]*Upstream{}}
+}
+
+// First is the upstream tried first.
+func (d *Dispatch) First() *Upstream { return d.order[0] }
+
+// Untried returns the upstreams not tried yet, in order; those that began to cool down since
+// the order was made come last.
+func (d *Dispatch) Untried() []*Upstream {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.Provider.health.now()
+	var ready, cooling []*Upstream
+	for _, u := range d.order {
+		switch {
+		case slices.Contains(d.tried, u):
+		case d.Provider.health.healthy(u, now):
+			ready = append(ready, u)
+		default:
+			cooling = append(cooling, u)
+		}
+	}
+	return append(ready, cooling...)
+}
+
+// Yield remembers that key (the reverse proxy's representation of an upstream) stands for u.
+func (d *Dispatch) Yield(key any, u *Upstream) {
+	d.mu.Lock()
+	d.yielded[key] = u
+	d.mu.Unlock()
+}
+
+// Yielded returns the upstream that key stands for.
+func (d *Dispatch) Yielded(key any) (*Upstream, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	u, ok := d.yielded[key]
+	return u, ok
+}
+
+// Attempt records that u is being tried.
+func (d *Dispatch) Attempt(u *Upstream) {
+	d.mu.Lock()
+	if !slices.Contains(d.tried, u) {
+		d.tried = append(d.tried, u)
+	}
+	d.mu.Unlock()
+}
+
+// Tried returns the names of the upstreams tried so far, in order.
+func (d *Dispatch) Tried() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	names := make([]string, len(d.tried))
+	for i, u := range d.tried {
+		names[i] = u.Name
+	}
+	return names
+}
+
+// Answered is the upstream whose answer the client got: the one tried last, or the first when
+// the request went out without the mediagw transport (which is then where it went).
+func (d *Dispatch) Answered() *Upstream {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.tried) == 0 {
+		return d.order[0]
+	}
+	return d.tried[len(d.tried)-1]
+}
+
+// CanRetry reports whether a failed attempt may be repeated on another upstream: the body can be
+// replayed and a healthy upstream is left untried.
+func (d *Dispatch) CanRetry() bool {
+	if d.Body == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.Provider.health.now()
+	for _, u := range d.order {
+		if !slices.Contains(d.tried, u) && d.Provider.health.healthy(u, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// String keeps credentials out of anything that prints a dispatch.
+func (d *Dispatch) String() string { return "dispatch to provider " + d.Provider.Name }
+
+type dispatchKey struct{}
+
+// WithDispatch returns ctx carrying d.
+func WithDispatch(ctx context.Context, d *Dispatch) context.Context {
+	return context.WithValue(ctx, dispatchKey{}, d)
+}
+
+// DispatchFrom returns the dispatch of a request's context.
+func DispatchFrom(ctx context.Context) (*Dispatch, bool) {
+	d, ok := ctx.Value(dispatchKey{}).(*Dispatch)
+	return d, ok
+}

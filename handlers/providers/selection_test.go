@@ -1,0 +1,116 @@
+package providers
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+)
+
+func testProvider(t *testing.T, ups ...*Upstream) (*Provider, *time.Time) {
+	t.Helper()
+	for _, u := range ups {
+		u.BaseURL, _ = url.Parse("http://127.0.0.1:1/" + u.Name)
+	}
+	p := &Provider{Name: "p", Upstreams: ups, Models: []string{"m"}}
+	c, err := NewCatalog([]*Provider{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Unix(1_000_000, 0)
+	c.Health().Now = func() time.Time { return clock }
+	return p, &clock
+}
+
+func names(list []*Upstream) (out []string) {
+	for _, u := range list {
+		out = append(out, u.Name)
+	}
+	return out
+}
+
+func TestOrderPrioritiesAndCooldown(t *testing.T) {
+	a, b, c := &Upstream{Name: "a"}, &Upstream{Name: "b", Priority: 1}, &Upstream{Name: "c", Priority: 2}
+	p, clock := testProvider(t, a, b, c)
+	if got := names(mustOrder(t, p)); len(got) != 3 || got[0] != "a" || got[1] != "b" || got[2] != "c" {
+		t.Fatalf("order = %v; want by priority", got)
+	}
+	a.Failed("HTTP 503", 0)
+	if got := names(mustOrder(t, p)); len(got) != 2 || got[0] != "b" {
+		t.Fatalf("order with a cooling = %v", got)
+	}
+	// The cooldown grows with each failure in a row: 1 s, 2 s, 4 s …
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		if i > 0 {
+			a.Failed("HTTP 503", 0)
+		}
+		if got := a.CoolingUntil().Sub(*clock); got != want {
+			t.Fatalf("failure %d: cooldown %v, want %v", i+1, got, want)
+		}
+		*clock = a.CoolingUntil()
+	}
+	a.Succeeded()
+	a.Failed("HTTP 429", 30*time.Second) // Retry-After wins when longer
+	if got := a.CoolingUntil().Sub(*clock); got != 30*time.Second {
+		t.Fatalf("cooldown after Retry-After 30 = %v", got)
+	}
+	b.Failed("refused", 0)
+	c.Failed("refused", 10*time.Second)
+	if order, wait := p.Order(); len(order) != 0 || wait != time.Second {
+		t.Fatalf("all cooling: order %v, wait %v; want none and 1 s", names(order), wait)
+	}
+	e := NoUpstream(p, 1500*time.Millisecond)
+	if e.Status != 503 || e.RetryAfter < time.Second || e.Code != "upstream_unavailable" {
+		t.Fatalf("NoUpstream = %+v", e)
+	}
+	*clock = clock.Add(time.Second)
+	if got := names(mustOrder(t, p)); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("after b's cooldown: %v", got)
+	}
+}
+
+func TestOrderWeights(t *testing.T) {
+	a, b := &Upstream{Name: "a", Weight: 3}, &Upstream{Name: "b"}
+	p, _ := testProvider(t, a, b)
+	first := map[string]int{}
+	for range 20000 {
+		order := mustOrder(t, p)
+		if len(order) != 2 || order[0] == order[1] {
+			t.Fatalf("order %v", names(order))
+		}
+		first[order[0].Name]++
+	}
+	if n := first["a"]; n < 14000 || n > 16000 {
+		t.Fatalf("a came first %d times in 20000; want about 15000", n)
+	}
+}
+
+func mustOrder(t *testing.T, p *Provider) []*Upstream {
+	t.Helper()
+	order, _ := p.Order()
+	return order
+}
+
+func TestDispatchRetries(t *testing.T) {
+	a, b := &Upstream{Name: "a"}, &Upstream{Name: "b", Priority: 1}
+	p, _ := testProvider(t, a, b)
+	d := NewDispatch(p, mustOrder(t, p))
+	if d.CanRetry() {
+		t.Fatal("a dispatch without a replayable body must not retry")
+	}
+	d.Body = replayNothing{}
+	d.Attempt(a)
+	a.Failed("refused", 0)
+	if !d.CanRetry() || names(d.Untried())[0] != "b" || d.Answered() != a {
+		t.Fatalf("after a failed: retry %v, untried %v", d.CanRetry(), names(d.Untried()))
+	}
+	d.Attempt(b)
+	if d.CanRetry() || len(d.Untried()) != 0 || d.Answered() != b {
+		t.Fatalf("after b: retry %v, untried %v", d.CanRetry(), names(d.Untried()))
+	}
+}
+
+type replayNothing struct{}
+
+func (replayNothing) Replay() (io.ReadCloser, error) { return http.NoBody, nil }

@@ -1,0 +1,104 @@
+package providers
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// DefaultUpstreamName names the upstream of a provider configured with the single base_url and
+// api_key shorthand.
+const DefaultUpstreamName = "default"
+
+// Upstream is one account at a provider: an address and the credential that goes with it. A
+// provider has one or more; they serve the same models.
+type Upstream struct {
+	// Name identifies the upstream within its provider, in config, task records, logs, the admin
+	// API and the {mediagw.upstream_name} placeholder.
+	Name string
+	// BaseURL is the upstream's base address including its path prefix.
+	BaseURL *url.URL
+	// APIKey is the upstream's credential, already expanded from its placeholder.
+	APIKey string
+	// AuthStyle is one of AuthBearer (default), AuthXAPIKey, AuthGoogAPIKey; the provider's.
+	AuthStyle string
+	// Weight is the upstream's share of the requests among the healthy upstreams of its
+	// priority. Default: 1.
+	Weight int
+	// Priority orders upstreams: the lowest number serves while any of its upstreams is
+	// healthy. Default: 0.
+	Priority int
+
+	provider string
+	health   *Board
+	key      string // healthKey, computed once
+}
+
+// Provider is the name of the provider the upstream belongs to.
+func (u *Upstream) Provider() string { return u.provider }
+
+// Endpoint returns the upstream URL for a path relative to its base, e.g. "contents/generations/tasks".
+func (u *Upstream) Endpoint(rel string) string {
+	return strings.TrimSuffix(u.BaseURL.String(), "/") + "/" + strings.TrimPrefix(rel, "/")
+}
+
+// SetCredentials replaces any credential on an outgoing request with the upstream's own.
+func (u *Upstream) SetCredentials(h http.Header) {
+	setCredentials(h, u.APIKey, u.AuthStyle)
+}
+
+// Label names the upstream in logs: provider/upstream.
+func (u *Upstream) Label() string { return u.provider + "/" + u.Name }
+
+// DialAddress is the upstream's host:port, with the scheme's default port when none is given.
+func (u *Upstream) DialAddress() string {
+	if u.BaseURL.Port() != "" {
+		return u.BaseURL.Host
+	}
+	port := "80"
+	if u.BaseURL.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.BaseURL.Hostname(), port)
+}
+
+// Failed records a failure of the upstream (connection failure, 5xx, 429) and puts it into
+// cooldown; retryAfter, when positive, is the upstream's own Retry-After.
+func (u *Upstream) Failed(reason string, retryAfter time.Duration) {
+	u.health.failed(u, reason, retryAfter)
+}
+
+// Succeeded records an answer that was not a failure; it ends the run of failures.
+func (u *Upstream) Succeeded() { u.health.succeeded(u) }
+
+// CoolingUntil is when the upstream's cooldown ends; zero or past when it is healthy.
+func (u *Upstream) CoolingUntil() time.Time { return u.health.coolingUntil(u) }
+
+// healthKey identifies the upstream's health record, which outlives config reloads as long as
+// the provider, the name and the address stay the same.
+func (u *Upstream) healthKey() string {
+	if u.key == "" {
+		u.key = u.provider + "/" + u.Name + " " + u.BaseURL.String()
+	}
+	return u.key
+}
+
+// setCredentials removes the caller's credentials and sets key in the given auth style.
+func setCredentials(h http.Header, key, style string) {
+	h.Del("Authorization")
+	h.Del("X-Api-Key")
+	h.Del("X-Goog-Api-Key")
+	if key == "" {
+		return
+	}
+	switch style {
+	case AuthXAPIKey:
+		h.Set("X-Api-Key", key)
+	case AuthGoogAPIKey:
+		h.Set("X-Goog-Api-Key", key)
+	default:
+		h.Set("Authorization", "Bearer "+key)
+	}
+}

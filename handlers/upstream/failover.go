@@ -1,0 +1,64 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+)
+
+// Create sends a request that creates something upstream (a task, an image job) to the
+// provider's upstreams in the provider's order, and returns the first answer that counts and the
+// upstream that gave it. It moves on to the next upstream only when the failure proves that
+// nothing was created: the connection was refused, or a 429 or 503 came back. Each upstream's
+// health is recorded (a connection failure, a timeout, a 5xx or a 429 cools it down). Every upstream cooling down is a 503
+// with Retry-After. The body must already carry the upstream's model id.
+func (c Client) Create(ctx context.Context, p *providers.Provider, rel string, body []byte) (Answer, *providers.Upstream, error) {
+	order, wait := p.Order()
+	if len(order) == 0 {
+		return Answer{}, nil, providers.NoUpstream(p, wait)
+	}
+	var last Answer
+	var lastErr error
+	for _, u := range order {
+		ans, err := c.Call(ctx, u, http.MethodPost, rel, body)
+		switch {
+		case errors.Is(err, ErrRefused):
+			u.Failed("connection refused", 0)
+			last, lastErr = Answer{}, err
+			continue
+		case err != nil:
+			if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrTimeout) {
+				u.Failed(err.Error(), 0) // a connection failure; a redirect or an unreadable answer is not one
+			}
+			return Answer{}, u, err
+		case ans.Status == http.StatusTooManyRequests || ans.Status == http.StatusServiceUnavailable:
+			u.Failed(fmt.Sprintf("HTTP %d", ans.Status), RetryAfter(ans.Header, time.Now()))
+			last, lastErr = ans, nil
+			continue
+		case ans.Status >= 500:
+			u.Failed(fmt.Sprintf("HTTP %d", ans.Status), 0)
+		default:
+			u.Succeeded()
+		}
+		return ans, u, nil
+	}
+	return last, nil, lastErr
+}
+
+// RetryAfter reads a Retry-After header: seconds, or an HTTP date after now.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if secs, err := strconv.Atoi(v); err == nil && secs > 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

@@ -1,0 +1,99 @@
+package videotask
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/accounting"
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// errModelMember refuses a body whose model cannot be mapped to the upstream's id in place.
+var errModelMember = apierror.New(http.StatusBadRequest, "invalid_request", "model must be the body's top-level \"model\" string member")
+
+// launch creates the task on one of the provider's upstreams (see upstream.Client.Create) and
+// returns its id and the upstream, to which the task is bound from then on.
+func (h *Handler) launch(ctx context.Context, p *providers.Provider, model string, body []byte) (string, *providers.Upstream, error) {
+	if up := p.UpstreamModel(model); up != model {
+		mapped, ok := providers.ReplaceModel(body, up)
+		if !ok {
+			return "", nil, errModelMember
+		}
+		body = mapped
+	}
+	ans, u, err := h.upstream().Create(ctx, p, TasksPath, body)
+	if err != nil {
+		return "", nil, err
+	}
+	if !ans.OK() {
+		return "", nil, upstream.Refusal(ans)
+	}
+	var created struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(ans.Body, &created) != nil || created.ID == "" {
+		return "", nil, upstream.ErrUnreadable
+	}
+	return created.ID, u, nil
+}
+
+// boundUpstream is the upstream a task was created on, if it is still configured.
+func (h *Handler) boundUpstream(t storage.Task) (*providers.Upstream, bool) {
+	p, ok := h.Catalog.Provider(t.Provider)
+	if !ok {
+		return nil, false
+	}
+	return p.Upstream(t.Upstream)
+}
+
+// orphaned settles a task whose upstream left the configuration: an unfinished one can no
+// longer be followed, so it finishes as failed, once (compare-and-set), with a message that says
+// why. Whoever wins the change releases the slot, refunds and queues the callback.
+func (h *Handler) orphaned(ctx context.Context, t storage.Task) (storage.Task, error) {
+	name := t.Provider
+	if t.Upstream != "" {
+		name += "/" + t.Upstream
+	}
+	var finished, notify bool
+	stored, err := storage.UpdateTask(ctx, h.Store, t.ID, func(cur *storage.Task) error {
+		finished, notify = false, false
+		if cur.Finished || storage.Terminal(cur.Status) {
+			return storage.ErrNoChange
+		}
+		cur.Status, cur.UpdatedAt, cur.RefreshedAt = StatusFailed, now().Unix(), now().UnixNano()
+		result := recordResult(*cur)
+		result["error"] = mustJSON(map[string]string{
+			"code":    "upstream_removed",
+			"message": "the upstream " + name + " that ran this task is no longer configured, so the task cannot be followed",
+		})
+		cur.Result = mustJSON(result)
+		finished = accounting.MarkFinished(cur)
+		notify = h.markNotified(cur)
+		return nil
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return t, errTaskNotExist
+	}
+	if err != nil {
+		h.Logger.Error("finishing a task whose upstream left the config", zap.String("task_id", t.ID), zap.Error(err))
+		return t, err
+	}
+	if finished {
+		h.Logger.Info("task failed: its upstream left the config", zap.String("task_id", t.ID), zap.String("upstream", name))
+		h.finished(ctx, stored, StatusFailed)
+	}
+	if notify {
+		h.notify(ctx, stored)
+	}
+	if len(stored.Result) == 0 {
+		stored.Result = recordJSON(stored)
+	}
+	return stored, nil
+}

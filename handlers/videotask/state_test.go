@@ -1,0 +1,335 @@
+package videotask
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/accounting"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/callbacks"
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// taskUpstream is a fake Ark task API with one task whose status the test sets. Reads can be
+// held (hold) to line up races; cancels turn a queued task cancelled, refuse a running one and
+// delete a finished one.
+type taskUpstream struct {
+	*fakeUpstream
+	mu      sync.Mutex
+	status  string
+	gone    bool
+	hold    chan struct{} // when set, the next read waits on it
+	held    chan struct{} // closed when a held read has arrived
+	deletes atomic.Int64
+}
+
+func newTaskUpstream(t *testing.T, status string) *taskUpstream {
+	u := &taskUpstream{status: status}
+	u.fakeUpstream = newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost:
+			io.WriteString(w, `{"id":"cgt-race"}`)
+			return
+		case http.MethodDelete:
+			u.deletes.Add(1)
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			switch {
+			case u.gone:
+				w.WriteHeader(404)
+			case u.status == "queued":
+				u.status = "cancelled"
+			case u.status == "running":
+				w.WriteHeader(409)
+				io.WriteString(w, `{"error":{"code":"InvalidAction.TaskRunning","message":"running"}}`)
+				return
+			default:
+				u.gone = true
+			}
+			io.WriteString(w, `{}`)
+			return
+		}
+		u.mu.Lock()
+		hold, held, status, gone := u.hold, u.held, u.status, u.gone
+		u.hold = nil
+		u.mu.Unlock()
+		if hold != nil {
+			close(held)
+			<-hold
+		}
+		if gone {
+			w.WriteHeader(404)
+			io.WriteString(w, `{"error":{"code":"NotFound","message":"no such task"}}`)
+			return
+		}
+		io.WriteString(w, `{"id":"cgt-race","model":"m","status":"`+status+`","content":{},"created_at":1,"updated_at":2}`)
+	})
+	return u
+}
+
+func (u *taskUpstream) set(status string) { u.mu.Lock(); u.status = status; u.mu.Unlock() }
+
+// holdNextRead makes the next read wait until the returned release is called; arrived is closed
+// when that read has reached the upstream.
+func (u *taskUpstream) holdNextRead() (arrived <-chan struct{}, release func()) {
+	hold, held := make(chan struct{}), make(chan struct{})
+	u.mu.Lock()
+	u.hold, u.held = hold, held
+	u.mu.Unlock()
+	return held, func() { close(hold) }
+}
+
+// accountedHandler is a handler with accounting (quota 10, refunds of unsuccessful tasks) and a
+// created task cgt-race holding one slot and one unit of quota.
+func accountedHandler(t *testing.T, u *taskUpstream) (*Handler, *accounting.Accountant) {
+	t.Helper()
+	h := newHandler(t, u.URL, nil)
+	h.Client.Timeout = 10 * time.Second
+	h.RefreshInterval = time.Nanosecond
+	meter := accounting.NewMeter(h.Store, time.Hour, zap.NewNop())
+	t.Cleanup(meter.Close)
+	acct := &accounting.Accountant{Store: h.Store, Meter: meter, RefundUnsuccessful: true}
+	h.Accounting = acct
+	quota := int64(10)
+	r := serveAs(h, "POST", createPath, createBody, storage.Limits{Quota: &quota, MaxActiveTasks: 5})
+	if r.Code != 200 {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	return h, acct
+}
+
+func counters(t *testing.T, s storage.Store) (active, quota int64) {
+	t.Helper()
+	var err error
+	if active, err = s.Counter(context.Background(), accounting.ActiveCounter("k1")); err != nil {
+		t.Fatal(err)
+	}
+	if quota, err = s.Counter(context.Background(), accounting.QuotaCounter("k1")); err != nil {
+		t.Fatal(err)
+	}
+	return active, quota
+}
+
+// TestCancelAgainstRefresh: a watcher refresh reads "queued" just before a client cancels, and
+// stores its stale read after the cancel was recorded. The task must stay cancelled, and its slot
+// and quota be given back exactly once.
+func TestCancelAgainstRefresh(t *testing.T) {
+	u := newTaskUpstream(t, "queued")
+	h, _ := accountedHandler(t, u)
+	rec, _ := h.Store.Task(context.Background(), "cgt-race")
+
+	arrived, release := u.holdNextRead()
+	stale := make(chan storage.Task, 1)
+	go func() {
+		got, _ := h.refresh(context.Background(), rec)
+		stale <- got
+	}()
+	<-arrived // the watcher's read is under way, with the task still queued
+	u.mu.Lock()
+	u.hold = nil // the cancel's own reads are not held
+	u.mu.Unlock()
+	if w := serve(h, "DELETE", createPath+"/cgt-race", ""); w.Code != 200 {
+		t.Fatalf("cancel: %d %s", w.Code, w.Body)
+	}
+	release()
+	<-stale
+
+	got, err := h.Store.Task(context.Background(), "cgt-race")
+	if err != nil || got.Status != StatusCancelled || !got.Finished {
+		t.Fatalf("after cancel and a stale refresh: %+v, %v; want cancelled and finished", got, err)
+	}
+	if active, quota := counters(t, h.Store); active != 0 || quota != 0 {
+		t.Fatalf("active %d, quota used %d; want 0 and 0 (released and refunded once)", active, quota)
+	}
+}
+
+// TestCancelOfFinishedTaskIsNotRefunded: the record still says queued, but the upstream has
+// finished the task: the cancel must not record cancelled, and a succeeded task keeps its charge.
+func TestCancelOfFinishedTaskIsNotRefunded(t *testing.T) {
+	u := newTaskUpstream(t, "queued")
+	h, _ := accountedHandler(t, u)
+	u.set("succeeded")
+	if w := serve(h, "DELETE", createPath+"/cgt-race", ""); w.Code != 200 {
+		t.Fatalf("cancel: %d %s", w.Code, w.Body)
+	}
+	if _, err := h.Store.Task(context.Background(), "cgt-race"); err == nil {
+		t.Fatal("the record of a finished task deleted upstream was kept")
+	}
+	if active, quota := counters(t, h.Store); active != 0 || quota != 1 {
+		t.Fatalf("active %d, quota used %d; want the slot back and the charge kept", active, quota)
+	}
+}
+
+// TestCancelOfRunningTaskChangesNothing: the upstream refuses; nothing is recorded or refunded.
+func TestCancelOfRunningTaskChangesNothing(t *testing.T) {
+	u := newTaskUpstream(t, "queued")
+	h, _ := accountedHandler(t, u)
+	u.set("running")
+	if w := serve(h, "DELETE", createPath+"/cgt-race", ""); w.Code != 409 {
+		t.Fatalf("cancel of a running task: %d %s", w.Code, w.Body)
+	}
+	got, _ := h.Store.Task(context.Background(), "cgt-race")
+	if got.Status != StatusRunning || got.Finished {
+		t.Fatalf("record = %+v", got)
+	}
+	if active, quota := counters(t, h.Store); active != 1 || quota != 1 {
+		t.Fatalf("active %d, quota %d; want both still held", active, quota)
+	}
+}
+
+// TestFinishReleasesOnce: many refreshers see one task fail at once; the slot and the refund are
+// given back once, not once per refresher.
+func TestFinishReleasesOnce(t *testing.T) {
+	u := newTaskUpstream(t, "queued")
+	h, _ := accountedHandler(t, u)
+	u.set("failed")
+	rec, _ := h.Store.Task(context.Background(), "cgt-race")
+	var wg sync.WaitGroup
+	for range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := h.refresh(context.Background(), rec); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if active, quota := counters(t, h.Store); active != 0 || quota != 0 {
+		t.Fatalf("active %d, quota %d after 12 refreshers saw the failure; want 0 and 0", active, quota)
+	}
+}
+
+// TestVanishedTaskIsFinished: a task the upstream answers 404 for, or whose provider left the
+// config, is finished (slot released, refunded) and no longer watched.
+func TestVanishedTaskIsFinished(t *testing.T) {
+	t.Run("upstream 404", func(t *testing.T) {
+		u := newTaskUpstream(t, "queued")
+		h, _ := accountedHandler(t, u)
+		u.mu.Lock()
+		u.gone = true
+		u.mu.Unlock()
+		if w := serve(h, "GET", createPath+"/cgt-race", ""); w.Code != 400 {
+			t.Fatalf("query of a vanished task: %d %s", w.Code, w.Body)
+		}
+		assertFinished(t, h.Store)
+	})
+	t.Run("provider left the config", func(t *testing.T) {
+		u := newTaskUpstream(t, "queued")
+		h, _ := accountedHandler(t, u)
+		p, _ := h.Catalog.ProviderFor("m")
+		other, err := providers.NewCatalog([]*providers.Provider{{Name: "other", BaseURL: p.BaseURL, Models: []string{"x"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Catalog = other
+		if w := serve(h, "GET", createPath+"/cgt-race", ""); w.Code != 200 {
+			t.Fatalf("query: %d %s", w.Code, w.Body)
+		}
+		assertFinished(t, h.Store)
+	})
+}
+
+func assertFinished(t *testing.T, s storage.Store) {
+	t.Helper()
+	got, err := s.Task(context.Background(), "cgt-race")
+	if err != nil || !got.Finished || got.Unfinished() {
+		t.Fatalf("record = %+v, %v; want finished", got, err)
+	}
+	open := 0
+	if err := s.UnfinishedTasks(context.Background(), func(string) bool { open++; return true }); err != nil || open != 0 {
+		t.Fatalf("%d tasks still watched (%v)", open, err)
+	}
+	if active, quota := counters(t, s); active != 0 || quota != 0 {
+		t.Fatalf("active %d, quota %d; want the slot released and the cost refunded", active, quota)
+	}
+}
+
+// TestGoneAgainstRefresh: a receiver answers 410 while a refresh is reading the upstream; the
+// refresh, stored after, must not bring the callback back nor queue a new delivery.
+func TestGoneAgainstRefresh(t *testing.T) {
+	u := newTaskUpstream(t, "queued")
+	h := newHandler(t, u.URL, nil)
+	h.Client.Timeout = 10 * time.Second
+	key, _ := callbacks.ParseSecret(callbacks.NewSecret())
+	h.Callbacks = &callbacks.Outbox{Store: h.Store, Key: key, Client: callbacks.NewClient(true), Logger: zap.NewNop()}
+	body := strings.Replace(createBody, `"model"`, `"callback_url":"https://hooks.example.com/x","model"`, 1)
+	if w := serve(h, "POST", createPath, body); w.Code != 200 {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	rec, _ := h.Store.Task(context.Background(), "cgt-race")
+	if rec.CallbackURL == "" {
+		t.Fatal("callback_url not recorded")
+	}
+	u.set("running")
+	arrived, release := u.holdNextRead()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.refresh(context.Background(), rec)
+	}()
+	<-arrived
+	h.CallbackGone(context.Background(), "cgt-race") // the receiver said 410 meanwhile
+	release()
+	<-done
+
+	got, _ := h.Store.Task(context.Background(), "cgt-race")
+	if got.CallbackURL != "" || !got.CallbackGone {
+		t.Fatalf("after 410 and a refresh: callback %q gone %v; want stopped", got.CallbackURL, got.CallbackGone)
+	}
+	if got.Status != StatusRunning {
+		t.Fatalf("the refresh's status was lost: %q", got.Status)
+	}
+	if n, err := h.Store.PendingEvents(context.Background()); err != nil || n != 0 {
+		t.Fatalf("%d callbacks queued after the receiver answered 410 (%v)", n, err)
+	}
+}
+
+// serveAs serves a request of key k1 of account acme with the given limits.
+func serveAs(h *Handler, method, path, body string, limits storage.Limits) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k1", Account: "acme", Limits: limits}))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// TestWatcherHonoursPollLease: while another gateway's watcher holds a task's poll lease, this
+// watcher does not read the task from the upstream; once the lease is released, it does.
+func TestWatcherHonoursPollLease(t *testing.T) {
+	u := newTaskUpstream(t, "queued")
+	h := newHandler(t, u.URL, nil)
+	h.Client.Timeout = 10 * time.Second
+	if w := serve(h, "POST", createPath, createBody); w.Code != 200 {
+		t.Fatalf("create: %d %s", w.Code, w.Body)
+	}
+	w := &Watcher{Tasks: h, Interval: time.Hour}
+	w.init()
+	ctx := context.Background()
+	if ok, err := h.Store.AcquireLease(ctx, "poll/cgt-race", "other-gateway", now(), time.Minute); err != nil || !ok {
+		t.Fatalf("lease: %v %v", ok, err)
+	}
+	before := u.calls.Load()
+	w.poll(ctx, "cgt-race")
+	if n := u.calls.Load() - before; n != 0 {
+		t.Fatalf("the watcher read a task whose poll lease another gateway holds (%d reads)", n)
+	}
+	if err := h.Store.ReleaseLease(ctx, "poll/cgt-race", "other-gateway"); err != nil {
+		t.Fatal(err)
+	}
+	w.poll(ctx, "cgt-race")
+	if n := u.calls.Load() - before; n != 1 {
+		t.Fatalf("after the lease was released: %d reads, want 1", n)
+	}
+}

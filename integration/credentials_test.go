@@ -1,0 +1,299 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// credentialsCaddyfile is the README's layout with access logging on (to a file) and the
+// default log in a file too, at DEBUG level, so that every log line the gateway writes can be
+// searched. (At DEBUG, Caddy's reverse_proxy prints the headers of proxied requests, provider
+// credentials sent as X-Api-Key or X-Goog-Api-Key included; the README says to keep DEBUG off in
+// production. Client keys must not appear even there.)
+const credentialsCaddyfile = `{
+	{{globals}}
+	log {
+		output file {{default_log}}
+		level DEBUG
+	}
+	{{servers}}
+	mediagw {
+		storage badger {{data}}
+		provider anthropic {
+			base_url {{rec_url}}/anthropic/v1
+			api_key anthropic-upstream-key
+			auth_style x-api-key
+			models claude-x
+		}
+		provider gemini {
+			base_url {{rec_url}}/v1beta
+			api_key gemini-upstream-key
+			auth_style x-goog-api-key
+			models gemini-x
+		}
+		provider down {
+			base_url http://127.0.0.1:{{dead_port}}/v1beta
+			api_key down-upstream-key
+			auth_style x-goog-api-key
+			models gemini-down
+		}
+		provider openai {
+			base_url {{rec_url}}/openai/v1
+			api_key openai-upstream-key
+			models gpt-x
+		}
+		key mg-logtest-valid-5f1c2e {
+			id logtest-key
+			account acme
+		}
+		key mg-logtest-disabled-77aa1 {
+			account acme
+			disabled
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	log {
+		output file {{access_log}}
+	}
+	route {
+		mediagw_auth
+		mediagw_models /v1/models
+		mediagw_route
+		@down vars {mediagw.provider} down
+		reverse_proxy @down 127.0.0.1:{{dead_port}}
+		reverse_proxy {{rec_url}}
+	}
+}
+`
+
+// credentialCase is one request with a secret in one place.
+type credentialCase struct {
+	name, method, path, query, body string
+	header                          map[string]string
+	status                          int
+}
+
+func TestCredentialsNeverReachLogsOrUpstreams(t *testing.T) {
+	rec := newRecorder(t)
+	dir := t.TempDir()
+	accessLog, defaultLog := filepath.Join(dir, "access.log"), filepath.Join(dir, "default.log")
+	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
+		"rec_url": rec.URL, "access_log": accessLog, "default_log": defaultLog, "dead_port": fmt.Sprint(freePort(t)),
+		"servers": "",
+	})
+	const (
+		valid    = "mg-logtest-valid-5f1c2e"
+		disabled = "mg-logtest-disabled-77aa1"
+	)
+	// Every string below is a secret: none may appear in any log, nor reach an upstream.
+	secrets := []string{valid, disabled}
+	bogus := func(tag string) string {
+		s := "mg-logtest-bogus-" + tag
+		secrets = append(secrets, s)
+		return s
+	}
+	claude := `{"model":"claude-x","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`
+	gemini := `{"contents":[{"parts":[{"text":"hi"}]}]}`
+	chat := `{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}`
+	bearer := func(k string) map[string]string { return map[string]string{"Authorization": "Bearer " + k} }
+
+	cases := []credentialCase{
+		{"bearer, valid", "GET", "/v1/models", "", "", bearer(valid), 200},
+		{"bearer, unknown", "GET", "/v1/models", "", "", bearer(bogus("bearer")), 401},
+		{"x-api-key on messages, valid", "POST", "/v1/messages", "", claude, map[string]string{"X-Api-Key": valid, "Anthropic-Version": "2023-06-01"}, 200},
+		{"x-api-key on messages, unknown", "POST", "/v1/messages", "", claude, map[string]string{"X-Api-Key": bogus("xapikey")}, 401},
+		{"x-api-key on messages, disabled", "POST", "/v1/messages", "", claude, map[string]string{"X-Api-Key": disabled}, 403},
+		{"x-goog-api-key, valid", "POST", "/v1beta/models/gemini-x:generateContent", "", gemini, map[string]string{"X-Goog-Api-Key": valid}, 200},
+		{"x-goog-api-key, unknown", "POST", "/v1beta/models/gemini-x:generateContent", "", gemini, map[string]string{"X-Goog-Api-Key": bogus("xgoog")}, 401},
+		{"?key=, valid, other parameters kept", "POST", "/v1beta/models/gemini-x:streamGenerateContent", "alt=sse&key=" + valid, gemini, nil, 200},
+		{"?key=, unknown", "POST", "/v1beta/models/gemini-x:generateContent", "key=" + bogus("query"), gemini, nil, 401},
+		{"?k%65y=, percent-encoded name", "POST", "/v1beta/models/gemini-x:generateContent", "k%65y=" + bogus("encodedname"), gemini, nil, 401},
+		{"?key= percent-encoded value", "POST", "/v1beta/models/gemini-x:generateContent", "key=" + url.QueryEscape(valid), gemini, nil, 200},
+		{"?key= on the wrong endpoint", "GET", "/v1/models", "key=" + bogus("wrongquery"), "", nil, 401},
+		{"x-api-key on the wrong endpoint", "POST", "/v1/chat/completions", "", chat, map[string]string{"X-Api-Key": bogus("wrongheader")}, 401},
+		{"x-goog-api-key on the wrong endpoint, with a valid bearer", "POST", "/v1/chat/completions", "", chat,
+			map[string]string{"Authorization": "Bearer " + valid, "X-Goog-Api-Key": bogus("stray")}, 200},
+		{"two different keys", "POST", "/v1/messages", "", claude, map[string]string{"Authorization": "Bearer " + valid, "X-Api-Key": bogus("second")}, 401},
+		{"proxy-authorization and other credential headers", "POST", "/v1/chat/completions", "", chat, map[string]string{
+			"Authorization": "Bearer " + valid, "Proxy-Authorization": "Basic " + bogus("proxyauth"),
+			"Api-Key": bogus("apikey"), "X-Auth-Token": bogus("authtoken")}, 200},
+		{"upstream down: the error path", "POST", "/v1beta/models/gemini-down:generateContent", "key=" + valid, gemini, nil, 502},
+		{"no route for the path", "GET", "/v1beta/nothing-here", "key=" + valid, "", nil, 0},
+	}
+	for _, tc := range cases {
+		u := base + tc.path
+		if tc.query != "" {
+			u += "?" + tc.query
+		}
+		req, err := http.NewRequest(tc.method, u, strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range tc.header {
+			req.Header.Set(k, v)
+		}
+		rec.mu.Lock()
+		before := len(rec.requests)
+		rec.mu.Unlock()
+		r := do(t, req)
+		if tc.status != 0 && r.status != tc.status {
+			t.Errorf("%s: status %d, want %d; body %s", tc.name, r.status, tc.status, r.body)
+		}
+		if r.status >= 400 {
+			var body map[string]any
+			_ = json.Unmarshal(r.body, &body) // a non-object fails the check below
+			if e, ok := body["error"].(map[string]any); !ok || e["message"] == "" {
+				t.Errorf("%s: error body not in the OpenAI shape: %s", tc.name, r.body)
+			}
+		}
+		rec.mu.Lock()
+		got := append([]recorded(nil), rec.requests[before:]...)
+		rec.mu.Unlock()
+		for _, g := range got {
+			for _, s := range secrets {
+				if strings.Contains(g.query, s) || strings.Contains(fmt.Sprint(g.header), s) {
+					t.Errorf("%s: the upstream received the secret %s: query %q headers %v", tc.name, s, g.query, g.header)
+				}
+			}
+			if strings.Contains(tc.query, "alt=sse") && g.query != "alt=sse" {
+				t.Errorf("%s: upstream query %q, want alt=sse", tc.name, g.query)
+			}
+		}
+		if tc.status == 200 && tc.path != "/v1/models" && len(got) == 0 {
+			t.Errorf("%s: the upstream received nothing", tc.name)
+		}
+	}
+
+	// Every request gets its access log entry (written after the answer, so wait for them).
+	var access []byte
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		access, _ = os.ReadFile(accessLog)
+		if strings.Count(string(access), `"msg":"handled request"`) >= len(cases) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := strings.Count(string(access), `"msg":"handled request"`); n < len(cases) {
+		t.Fatalf("access log has %d entries, want %d:\n%s", n, len(cases), access)
+	}
+	if !strings.Contains(string(access), `"user_id":"logtest-key"`) || !strings.Contains(string(access), "alt=sse") {
+		t.Errorf("access log entries lack the key id or the kept query:\n%s", access)
+	}
+	defaults, err := os.ReadFile(defaultLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(defaults), "gemini-down") && !strings.Contains(string(defaults), "handled request with an error") {
+		t.Errorf("the failed upstream call was not logged:\n%s", defaults)
+	}
+	for name, content := range map[string][]byte{"access log": access, "default log": defaults} {
+		for _, s := range secrets {
+			for _, form := range []string{s, url.QueryEscape(s), strings.TrimPrefix(s, "mg-logtest-")} {
+				if strings.Contains(string(content), form) {
+					t.Errorf("the %s contains the secret %s (as %q)", name, s, form)
+				}
+			}
+		}
+	}
+}
+
+// TestLogCredentialsStillHidesKeys turns on Caddy's log_credentials, which makes Caddy print
+// Authorization: a Bearer key must still stay out of the log.
+func TestLogCredentialsStillHidesKeys(t *testing.T) {
+	rec := newRecorder(t)
+	dir := t.TempDir()
+	accessLog := filepath.Join(dir, "access.log")
+	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
+		"rec_url": rec.URL, "access_log": accessLog, "default_log": filepath.Join(dir, "default.log"),
+		"dead_port": fmt.Sprint(freePort(t)), "servers": "servers {\n\t\tlog_credentials\n\t}",
+	})
+	for key, status := range map[string]int{"mg-logtest-valid-5f1c2e": 200, "mg-logtest-bogus-logcreds": 401} {
+		if r := call(t, "GET", base+"/v1/models", key, nil); r.status != status {
+			t.Fatalf("%s: %d %s", key, r.status, r.body)
+		}
+	}
+	var access []byte
+	waitFor(t, "two access log entries", func() bool {
+		access, _ = os.ReadFile(accessLog)
+		return strings.Count(string(access), `"msg":"handled request"`) >= 2
+	})
+	if !strings.Contains(string(access), `"user_id":"logtest-key"`) {
+		t.Errorf("no entry carries the key id:\n%s", access)
+	}
+	for _, s := range []string{"mg-logtest-valid-5f1c2e", "mg-logtest-bogus-logcreds"} {
+		if strings.Contains(string(access), s) {
+			t.Errorf("the access log contains %s:\n%s", s, access)
+		}
+	}
+}
+
+// TestSSEStreamsWhenTheGatewayWritesTheLog checks that a request whose access log entry
+// mediagw_auth writes itself (a stray X-Api-Key here) still streams event by event.
+func TestSSEStreamsWhenTheGatewayWritesTheLog(t *testing.T) {
+	rec := newRecorder(t)
+	rec.release = make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(rec.release)
+		}
+	}()
+	dir := t.TempDir()
+	accessLog := filepath.Join(dir, "access.log")
+	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
+		"rec_url": rec.URL, "access_log": accessLog, "default_log": filepath.Join(dir, "default.log"),
+		"dead_port": fmt.Sprint(freePort(t)), "servers": "",
+	})
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-x","stream":true,"messages":[]}`))
+	req.Header.Set("Authorization", "Bearer mg-logtest-valid-5f1c2e")
+	req.Header.Set("X-Api-Key", "mg-logtest-bogus-sse")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewReader(resp.Body)
+	first := make(chan string, 1)
+	go func() {
+		line, _ := lines.ReadString('\n')
+		first <- line
+	}()
+	select {
+	case line := <-first:
+		if !strings.Contains(line, "first") {
+			t.Fatalf("first line = %q", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first event did not arrive while the upstream held the stream open")
+	}
+	close(rec.release)
+	released = true
+	rest, _ := io.ReadAll(lines)
+	if !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("rest of the stream = %q", rest)
+	}
+	var access []byte
+	waitFor(t, "the access log entry", func() bool {
+		access, _ = os.ReadFile(accessLog)
+		return strings.Contains(string(access), `"msg":"handled request"`)
+	})
+	if strings.Contains(string(access), "mg-logtest-") || !strings.Contains(string(access), `"status":200`) {
+		t.Fatalf("access log:\n%s", access)
+	}
+}

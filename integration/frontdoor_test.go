@@ -1,0 +1,208 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const frontdoorCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider sim {
+			base_url http://127.0.0.1:{{sim_port}}/api/v3
+			api_key sim-key
+			models sim-video
+		}
+		provider sim-openai {
+			base_url http://127.0.0.1:{{sim_port}}/v1
+			api_key sim-key
+			models sim-chat sim-image
+		}
+		key mg-frontdoor-key {
+			account acme
+		}
+		upload {
+			bucket media
+			endpoint http://127.0.0.1:1
+			path_style
+			access_key_id test
+			secret_access_key test-secret
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_models /v1/models
+		mediagw_presign /v1/upload/presign
+		mediagw_video_tasks /api/v3/contents/generations/tasks*
+		@images path /v1/images/edits /v1/images/tasks/*
+		mediagw_image_edits @images
+		mediagw_route
+		reverse_proxy 127.0.0.1:{{sim_port}}
+	}
+}
+
+http://127.0.0.1:{{sim_port}} {
+	mediagw_simulator {
+		api_key sim-key
+	}
+}
+`
+
+// TestOneWordingPerCondition checks that the same mistake gets the same answer on every endpoint,
+// that a known path called with the wrong method is a 405 with Allow, and that error bodies are
+// not HTML-escaped.
+func TestOneWordingPerCondition(t *testing.T) {
+	base, _ := startSimGateway(t, frontdoorCaddyfile, nil)
+	const key = "mg-frontdoor-key"
+
+	// Malformed JSON: one message everywhere; the code is the endpoint's own.
+	for _, tc := range []struct{ path, code string }{
+		{"/api/v3/contents/generations/tasks", "invalid_request"},
+		{"/v1/images/edits", "invalid_request_body"},
+		{"/v1/chat/completions", "invalid_request_body"},
+		{"/v1/upload/presign", "invalid_request_body"},
+	} {
+		for _, body := range []string{`{"model":`, `["not","an","object"]`} {
+			r := call(t, "POST", base+tc.path, key, body)
+			m := r.json(t)
+			msg, code := m["message"], m["code"]
+			if e, ok := m["error"].(map[string]any); ok {
+				msg, code = e["message"], e["code"]
+			}
+			if r.status != 400 || msg != "the request body must be a JSON object" || code != tc.code {
+				t.Errorf("POST %s %s = %d %s", tc.path, body, r.status, r.body)
+			}
+		}
+	}
+
+	// The wrong method on a known path: 405 with Allow, in the endpoint's shape.
+	for _, tc := range []struct{ method, path, allow string }{
+		{"GET", "/v1/chat/completions", "POST"},
+		{"GET", "/v1/embeddings", "POST"},
+		{"GET", "/v1beta/models/sim-chat:generateContent", "POST"},
+		{"PUT", "/api/v3/contents/generations/tasks", "GET, POST"},
+		{"POST", "/api/v3/contents/generations/tasks/cgt-1", "GET, DELETE"},
+		{"GET", "/v1/images/edits", "POST"},
+		{"GET", "/v1/upload/presign", "POST"},
+		{"POST", "/v1/models", "GET, HEAD"},
+	} {
+		r := call(t, tc.method, base+tc.path, key, nil)
+		if r.status != 405 || r.header.Get("Allow") != tc.allow || !strings.Contains(string(r.body), "this endpoint accepts only") {
+			t.Errorf("%s %s = %d Allow %q %s", tc.method, tc.path, r.status, r.header.Get("Allow"), r.body)
+		}
+	}
+
+	// No HTML escaping: the message shows <key> as written.
+	r := call(t, "GET", base+"/v1/models", "", nil)
+	if r.status != 401 || !strings.Contains(string(r.body), "Bearer <key>") || strings.Contains(string(r.body), `\u003c`) {
+		t.Errorf("missing key = %d %s", r.status, r.body)
+	}
+}
+
+// TestAdminShapesAndCLIMessages checks the admin API's answers for unknown accounts, limits and
+// usage, and that the CLI explains mistakes in its own words.
+func TestAdminShapesAndCLIMessages(t *testing.T) {
+	e := startKeysGateway(t)
+
+	// An account nobody has a key for does not exist, and shows no webhook secret.
+	for _, path := range []string{"/mediagw/accounts/nobody", "/mediagw/accounts/nobody/usage"} {
+		if r := e.admin(t, "GET", path, nil); r.status != 404 || strings.Contains(string(r.body), "whsec_") {
+			t.Errorf("GET %s = %d %s", path, r.status, r.body)
+		}
+	}
+	if r := e.admin(t, "GET", "/mediagw/accounts/acme", nil); r.status != 200 {
+		t.Errorf("account of a configured key = %d %s", r.status, r.body)
+	}
+
+	// No limit is null; a window reads as written; usage always has active_tasks.
+	id, secret := e.newKey(t, `{"account":"shapes","rate":{"requests":60,"window":"1m"}}`)
+	view := e.admin(t, "GET", "/mediagw/keys/"+id, nil)
+	for _, want := range []string{`"quota": null`, `"max_active_tasks": null`, `"expires": null`, `"window": "1m"`} {
+		if !strings.Contains(strings.ReplaceAll(string(view.body), `":`, `": `), want) {
+			t.Errorf("key view lacks %s: %s", want, view.body)
+		}
+	}
+	if r := e.createTask(t, secret, "one"); r.status != 200 {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	u := e.admin(t, "GET", "/mediagw/keys/"+id+"/usage", nil).json(t)
+	if v, ok := u["active_tasks"]; !ok || v != float64(1) {
+		t.Errorf("usage of a key without max_active_tasks = %v, want active_tasks 1", u)
+	}
+	if v, ok := u["quota"]; !ok || v != nil {
+		t.Errorf("usage of a key without quota = %v, want quota null", u)
+	}
+
+	bin := caddyBinary(t)
+	run := func(args ...string) (string, error) {
+		out, err := exec.Command(bin, append([]string{"mediagw"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"key", "create", "--account", "a", "--rate", "60/minute", "--address", e.g.admin}, "not a duration; write it like 1m"},
+		{[]string{"key", "create", "--account", "a", "--rate", "sixty/1m", "--address", e.g.admin}, "whole number of requests"},
+		{[]string{"key", "create", "--account", "a", "--expires", "tomorrow", "--address", e.g.admin}, "RFC 3339"},
+		{[]string{"key", "create", "--account", "a", "--allow-ips", "10.0.0.0/99", "--address", e.g.admin}, "not an address or CIDR range"},
+		{[]string{"key", "create", "--account", "a", "--quota", "-5", "--address", e.g.admin}, "--quota must be 0 or more"},
+		{[]string{"key", "create", "--account", "a", "--max-active-tasks", "0", "--address", e.g.admin}, "--max-active-tasks must be 1 or more"},
+		{[]string{"key", "create", "--address", e.g.admin}, "--account is required"},
+		{[]string{"account", "show", "nobody", "--address", e.g.admin}, "no account named nobody"},
+		{[]string{"key", "show", "key_nope", "--address", e.g.admin}, "no key with id key_nope (HTTP 404"},
+		{[]string{"key", "list", "--address", "127.0.0.1:1"}, "is the gateway running? (admin endpoint 127.0.0.1:1"},
+	} {
+		out, err := run(tc.args...)
+		if err == nil || !strings.Contains(out, tc.want) || strings.Contains(out, `{"error"`) || strings.Contains(out, "dial tcp") {
+			t.Errorf("caddy mediagw %s: err %v, output:\n%s\nwant it to fail with %q", strings.Join(tc.args, " "), err, out, tc.want)
+		}
+	}
+	help, _ := run("key", "create", "--help")
+	if strings.Contains(help, "(default -1)") || strings.Contains(help, "(default: unlimited)") || !strings.Contains(help, "leave it out for no quota") {
+		t.Errorf("key create --help:\n%s", help)
+	}
+	out, err := run("key", "create", "--account", "cli-ok", "--rate", "60/1m", "--quota", "0", "--address", e.g.admin)
+	if err != nil || !strings.Contains(out, `"window": "1m"`) || !strings.Contains(out, `"quota": 0`) {
+		t.Errorf("key create with valid flags: %v\n%s", err, out)
+	}
+}
+
+// TestStartupErrorsSayWhatToDo checks the errors of `caddy validate` (which provisions every
+// module, as `caddy run` does) for the two ways a mediagw config can fail to start.
+func TestStartupErrorsSayWhatToDo(t *testing.T) {
+	bin := caddyBinary(t)
+	validate := func(caddyfile string) string {
+		t.Helper()
+		dir := t.TempDir()
+		path := filepath.Join(dir, "Caddyfile")
+		if err := os.WriteFile(path, []byte(caddyfile), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "validate", "--config", path, "--adapter", "caddyfile")
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("caddy validate accepted:\n%s", caddyfile)
+		}
+		return string(out)
+	}
+	site := "\nhttp://127.0.0.1:1 {\n\tmediagw_auth\n\trespond 204\n}\n"
+
+	out := validate(strings.TrimPrefix(site, "\n"))
+	if !strings.Contains(out, "add `mediagw { … }` to the global options block") {
+		t.Errorf("without the global option:\n%s", out)
+	}
+	dir := t.TempDir()
+	out = validate("{\n\tmediagw {\n\t\tstorage badger " + dir + "\n\t\tkey {env.MEDIAGW_TEST_UNSET_KEY} {\n\t\t\taccount a\n\t\t}\n\t}\n}\n" + site)
+	if strings.Contains(out, "need the mediagw global option") || !strings.Contains(out, "the secret is empty") {
+		t.Errorf("with an unset key variable:\n%s", out)
+	}
+}

@@ -1,0 +1,396 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mediagw/mediagw/internal/testredis"
+)
+
+// Several gateway instances (caddy subprocesses) on one redis-server behave as one gateway.
+
+const instanceCaddyfile = `{
+	admin 127.0.0.1:%[1]d
+	persist_config off
+	mediagw {
+		storage redis %[2]s {
+			key_prefix %[3]s
+		}
+		provider sim {
+			base_url http://127.0.0.1:%[4]d/api/v3
+			api_key sim-key
+			models seedance-sim
+		}
+		key mg-alice {
+			account alice
+		}
+		key mg-bob {
+			account bob
+		}
+		key mg-quota {
+			account quota
+			quota 100
+		}
+		key mg-rate {
+			account rate
+			rate 10 1m
+		}
+		watcher {
+			interval %[5]s
+		}
+		callbacks {
+			allow_private
+			retry_schedule 300ms 300ms 300ms 300ms 300ms 300ms 300ms 300ms 300ms 300ms
+		}
+	}
+}
+
+http://127.0.0.1:%[6]d {
+	route {
+		mediagw_auth
+		mediagw_models /v1/models
+		mediagw_video_tasks /api/v3/contents/generations/tasks*
+		respond 404
+	}
+}
+`
+
+const instanceSimulatorCaddyfile = `{
+	admin off
+	persist_config off
+}
+
+http://127.0.0.1:%d {
+	mediagw_simulator {
+		queued_for %s
+		running_for %s
+		api_key sim-key
+	}
+}
+`
+
+// instance is one gateway process.
+type instance struct {
+	name  string
+	base  string // http://127.0.0.1:port
+	admin string // host:port of its admin API
+	proc  *caddyProcess
+}
+
+// cluster is N gateways sharing one redis-server and one simulator.
+type cluster struct {
+	redis     *testredis.Server
+	instances []*instance
+}
+
+// clusterOptions shape a cluster.
+type clusterOptions struct {
+	// queuedFor and runningFor are the simulator's task phases (default 1h: tasks never finish).
+	queuedFor, runningFor string
+	// watchInterval is the watcher's interval (default 1s).
+	watchInterval string
+}
+
+func startCluster(t *testing.T, n int, o clusterOptions) *cluster {
+	t.Helper()
+	if o.queuedFor == "" {
+		o.queuedFor = "1h"
+	}
+	if o.runningFor == "" {
+		o.runningFor = "1h"
+	}
+	if o.watchInterval == "" {
+		o.watchInterval = "1s"
+	}
+	c := &cluster{redis: testredis.Start(t, testredis.Options{})}
+	simPort := freePort(t)
+	startCaddyProcess(t, fmt.Sprintf(instanceSimulatorCaddyfile, simPort, o.queuedFor, o.runningFor), fmt.Sprintf("http://127.0.0.1:%d/", simPort))
+	prefix := "mg-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	for i := range n {
+		adminPort, port := freePort(t), freePort(t)
+		cfg := fmt.Sprintf(instanceCaddyfile, adminPort, c.redis.URL(), prefix, simPort, o.watchInterval, port)
+		in := &instance{
+			name:  string(rune('A' + i)),
+			base:  fmt.Sprintf("http://127.0.0.1:%d", port),
+			admin: fmt.Sprintf("127.0.0.1:%d", adminPort),
+		}
+		in.proc = startCaddyProcess(t, cfg, in.base+"/")
+		c.instances = append(c.instances, in)
+	}
+	return c
+}
+
+const taskPath = "/api/v3/contents/generations/tasks"
+
+func createTask(t *testing.T, in *instance, key, extra string) string {
+	t.Helper()
+	r := call(t, "POST", in.base+taskPath, key,
+		fmt.Sprintf(`{"model":"seedance-sim","content":[{"type":"text","text":"cluster"}]%s}`, extra))
+	id := r.field("id")
+	if r.status != 200 || id == "" {
+		t.Fatalf("create on %s = %d %s", in.name, r.status, r.body)
+	}
+	return id
+}
+
+// TestInstancesShareTasks: create on A, query on B, list on C, cancel on B; another account sees
+// nothing anywhere.
+func TestInstancesShareTasks(t *testing.T) {
+	c := startCluster(t, 3, clusterOptions{})
+	a, b, cc := c.instances[0], c.instances[1], c.instances[2]
+	id := createTask(t, a, "mg-alice", "")
+
+	r := call(t, "GET", b.base+taskPath+"/"+id, "mg-alice", nil)
+	if r.status != 200 || r.json(t)["id"] != id || r.json(t)["status"] != "queued" {
+		t.Fatalf("query on B = %d %s", r.status, r.body)
+	}
+	r = call(t, "GET", cc.base+taskPath+"?page_size=10", "mg-alice", nil)
+	if r.status != 200 || r.json(t)["total"] != float64(1) || !strings.Contains(string(r.body), id) {
+		t.Fatalf("list on C = %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", cc.base+taskPath+"/"+id, "mg-bob", nil); r.status != 400 {
+		t.Fatalf("bob reads alice's task on C: %d %s", r.status, r.body)
+	}
+	if r := call(t, "DELETE", b.base+taskPath+"/"+id, "mg-bob", nil); r.status != 400 {
+		t.Fatalf("bob cancels alice's task on B: %d %s", r.status, r.body)
+	}
+	if r := call(t, "DELETE", b.base+taskPath+"/"+id, "mg-alice", nil); r.status != 200 {
+		t.Fatalf("cancel on B = %d %s", r.status, r.body)
+	}
+	for _, in := range c.instances {
+		r := call(t, "GET", in.base+taskPath+"/"+id, "mg-alice", nil)
+		if r.status != 200 || r.json(t)["status"] != "cancelled" {
+			t.Fatalf("after the cancel on B, %s answers %d %s", in.name, r.status, r.body)
+		}
+	}
+}
+
+// TestInstancesShareQuota: 300 parallel creates spread over three instances against a quota of
+// 100 accept exactly 100.
+func TestInstancesShareQuota(t *testing.T) {
+	c := startCluster(t, 3, clusterOptions{})
+	var (
+		accepted, refused atomic.Int64
+		mu                sync.Mutex
+		other             []string
+		wg                sync.WaitGroup
+	)
+	for i := range 300 {
+		in := c.instances[i%3]
+		wg.Go(func() {
+			r, err := send("POST", in.base+taskPath, "mg-quota", `{"model":"seedance-sim","content":[{"type":"text","text":"q"}]}`)
+			switch {
+			case err == nil && r.status == 200:
+				accepted.Add(1)
+			case err == nil && r.status == 402:
+				refused.Add(1)
+			default:
+				mu.Lock()
+				other = append(other, fmt.Sprintf("%d %s %v", r.status, r.body, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(other) > 0 {
+		t.Fatalf("%d answers neither 200 nor 402, e.g. %s", len(other), other[0])
+	}
+	if accepted.Load() != 100 || refused.Load() != 200 {
+		t.Fatalf("accepted %d, refused %d; want exactly 100 and 200", accepted.Load(), refused.Load())
+	}
+	r := call(t, "GET", c.instances[1].base+taskPath+"?page_size=500", "mg-quota", nil)
+	if r.json(t)["total"] != float64(100) {
+		t.Fatalf("list shows %v tasks, want 100", r.json(t)["total"])
+	}
+}
+
+// TestInstancesShareRateWindow: a rate of 10 per minute holds across three instances.
+func TestInstancesShareRateWindow(t *testing.T) {
+	c := startCluster(t, 3, clusterOptions{})
+	var allowed, limited atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 30 {
+		in := c.instances[i%3]
+		wg.Go(func() {
+			r, err := send("GET", in.base+"/v1/models", "mg-rate", nil)
+			switch {
+			case err == nil && r.status == 200:
+				allowed.Add(1)
+			case err == nil && r.status == 429:
+				limited.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if allowed.Load() != 10 || limited.Load() != 20 {
+		t.Fatalf("allowed %d, limited %d; want 10 and 20", allowed.Load(), limited.Load())
+	}
+}
+
+// TestRevokeOnOneInstanceRefusedOnAll: a key revoked through A's admin API is refused by C
+// within a second.
+func TestRevokeOnOneInstanceRefusedOnAll(t *testing.T) {
+	c := startCluster(t, 3, clusterOptions{})
+	a, cc := c.instances[0], c.instances[2]
+	r := call(t, "POST", "http://"+a.admin+"/mediagw/keys", "", `{"account":"acme"}`)
+	id, secret := r.field("id"), r.field("key")
+	if r.status != 201 || id == "" || secret == "" {
+		t.Fatalf("creating a key on A = %d %s", r.status, r.body)
+	}
+	for _, in := range c.instances {
+		if r := call(t, "GET", in.base+"/v1/models", secret, nil); r.status != 200 {
+			t.Fatalf("new key on %s = %d %s", in.name, r.status, r.body)
+		}
+	}
+	// C has the record cached now; disable the key through A.
+	if r := call(t, "PATCH", "http://"+a.admin+"/mediagw/keys/"+id, "", `{"disabled":true}`); r.status != 200 {
+		t.Fatalf("disabling on A = %d %s", r.status, r.body)
+	}
+	disabledAt := time.Now()
+	for {
+		r := call(t, "GET", cc.base+"/v1/models", secret, nil)
+		if r.status == 403 {
+			break
+		}
+		if time.Since(disabledAt) > time.Second {
+			t.Fatalf("C still answers %d %v after the key was disabled on A", r.status, time.Since(disabledAt))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := call(t, "DELETE", "http://"+a.admin+"/mediagw/keys/"+id, "", nil); r.status != 200 {
+		t.Fatalf("revoking on A = %d %s", r.status, r.body)
+	}
+	revokedAt := time.Now()
+	for {
+		r := call(t, "GET", cc.base+"/v1/models", secret, nil)
+		if r.status == 401 {
+			break
+		}
+		if time.Since(revokedAt) > time.Second {
+			t.Fatalf("C still answers %d %v after the key was revoked on A", r.status, time.Since(revokedAt))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSIGKILLedInstanceWorkTakenOver: A is killed while callbacks are pending and tasks are
+// unfinished; B and C deliver every event (at least once; deduplicated by webhook-id) and finish
+// every task.
+func TestSIGKILLedInstanceWorkTakenOver(t *testing.T) {
+	c := startCluster(t, 3, clusterOptions{queuedFor: "2s", runningFor: "2s", watchInterval: "200ms"})
+	var accept atomic.Bool
+	rc := newReceiver(t, func(int) int {
+		if accept.Load() {
+			return 200
+		}
+		return 503
+	})
+	a := c.instances[0]
+	const n = 12
+	ids := make([]string, 0, n)
+	for i := range n {
+		ids = append(ids, createTask(t, c.instances[i%3], "mg-alice", fmt.Sprintf(`,"callback_url":%q`, rc.URL)))
+	}
+	// Some deliveries have been refused: events are pending. Kill A now.
+	waitFor(t, "refused deliveries", func() bool { return len(rc.seen()) >= 3 })
+	a.proc.kill()
+	accept.Store(true)
+
+	survivors := c.instances[1:]
+	deadline := time.Now().Add(60 * time.Second)
+	for _, id := range ids {
+		for {
+			r := call(t, "GET", survivors[0].base+taskPath+"/"+id, "mg-alice", nil)
+			if r.status == 200 && r.json(t)["status"] == "succeeded" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("task %s not finished after A died: %d %s", id, r.status, r.body)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	// Every task's succeeded event arrives, accepted, with one webhook-id per (task, status).
+	succeeded := func() map[string]bool {
+		done := map[string]bool{}
+		for _, d := range rc.seen() {
+			var m struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+			}
+			decodeJSONQuiet(d.body, &m)
+			if m.Status == "succeeded" {
+				done[m.ID] = true
+			}
+		}
+		return done
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for len(succeeded()) < n {
+		if time.Now().After(deadline) {
+			var missing []string
+			for _, id := range ids {
+				if !succeeded()[id] {
+					missing = append(missing, id)
+				}
+			}
+			t.Fatalf("no succeeded callback for %v after A died; %d attempts seen", missing, len(rc.seen()))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	idsByEvent := map[string]string{}
+	for _, d := range rc.seen() {
+		var m struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		}
+		decodeJSONQuiet(d.body, &m)
+		ev := m.ID + "/" + m.Status
+		if prev, ok := idsByEvent[ev]; ok && prev != d.id {
+			t.Fatalf("event %s delivered under two webhook-ids: %s and %s", ev, prev, d.id)
+		}
+		idsByEvent[ev] = d.id
+	}
+}
+
+// TestRedisRestartKeepsAcknowledgedTasks: every task acknowledged by any instance is still there
+// after redis-server is killed and restarted (AOF, appendfsync always).
+func TestRedisRestartKeepsAcknowledgedTasks(t *testing.T) {
+	c := startCluster(t, 3, clusterOptions{})
+	var ids []string
+	for i := range 30 {
+		ids = append(ids, createTask(t, c.instances[i%3], "mg-alice", ""))
+	}
+	c.redis.Restart(true)
+	for i, id := range ids {
+		in := c.instances[(i+1)%3]
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			// The instances reconnect by themselves; the first calls may meet the reconnect.
+			r, err := send("GET", in.base+taskPath+"/"+id, "mg-alice", nil)
+			if err == nil && r.status == 200 && r.field("id") == id {
+				break
+			}
+			if err == nil && r.status == 400 {
+				t.Fatalf("task %s lost in the redis restart: %s answers %d %s", id, in.name, r.status, r.body)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("task %s after the redis restart on %s: %d %s %v", id, in.name, r.status, r.body, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// decodeJSONQuiet decodes a callback body; a body that is not JSON leaves v empty, which the
+// callers' checks then report.
+func decodeJSONQuiet(b []byte, v any) {
+	if err := json.Unmarshal(b, v); err != nil {
+		return
+	}
+}

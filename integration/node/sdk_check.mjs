@@ -1,0 +1,79 @@
+// Runs the official Node SDKs of the three protocols mediagw passes through against a live
+// gateway. Each client is made with only its base URL and API key changed. Run by
+// integration/node_test.go with GATEWAY (the gateway's base URL) and KEY (a mediagw key); prints
+// one line per check and exits non-zero on the first failure.
+import OpenAI from "openai";
+import Anthropic from "@anthropic-ai/sdk";
+import { GoogleGenAI } from "@google/genai";
+
+const gateway = process.env.GATEWAY;
+const key = process.env.KEY;
+if (!gateway || !key) {
+  throw new Error("set GATEWAY and KEY");
+}
+
+function check(name, ok, detail) {
+  if (!ok) {
+    throw new Error(`${name} failed: ${JSON.stringify(detail)}`);
+  }
+  console.log(`ok ${name}`);
+}
+
+const openai = new OpenAI({ baseURL: `${gateway}/v1`, apiKey: key, maxRetries: 0 });
+
+const models = [];
+for await (const m of openai.models.list()) {
+  models.push(m.id);
+}
+check("openai models.list", models.includes("sim-chat") && models.includes("claude-x"), models);
+
+const chat = await openai.chat.completions.create({
+  model: "sim-chat",
+  messages: [{ role: "user", content: "hello" }],
+});
+check("openai chat.completions", chat.choices[0]?.message?.content?.length > 0, chat);
+
+const stream = await openai.chat.completions.create({
+  model: "sim-chat",
+  stream: true,
+  messages: [{ role: "user", content: "hello" }],
+});
+let chunks = 0;
+let text = "";
+for await (const chunk of stream) {
+  chunks++;
+  text += chunk.choices[0]?.delta?.content ?? "";
+}
+check("openai chat.completions stream", chunks >= 2 && text.length > 0, { chunks, text });
+
+const emb = await openai.embeddings.create({ model: "sim-embedding", input: "hello" });
+check("openai embeddings", emb.data[0]?.embedding?.length > 0, emb);
+
+// The Anthropic SDK sends the key as x-api-key, its default.
+const anthropic = new Anthropic({ baseURL: gateway, apiKey: key, maxRetries: 0 });
+const msg = await anthropic.messages.create({
+  model: "claude-x",
+  max_tokens: 16,
+  messages: [{ role: "user", content: "hello" }],
+});
+check("anthropic messages", msg.content[0]?.type === "text" && msg.content[0].text === "hello from the fake messages upstream", msg);
+
+// The Google Gen AI SDK sends the key as x-goog-api-key.
+const genai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: gateway } });
+const gen = await genai.models.generateContent({ model: "gemini-x", contents: "hello" });
+check("genai generateContent", gen.text === "hello from the fake generateContent upstream", gen);
+
+// A wrong key is refused with 401 through each SDK's own error type.
+for (const [name, call] of [
+  ["openai", () => new OpenAI({ baseURL: `${gateway}/v1`, apiKey: "mg-wrong", maxRetries: 0 }).models.list()],
+  ["anthropic", () => new Anthropic({ baseURL: gateway, apiKey: "mg-wrong", maxRetries: 0 }).messages.create({ model: "claude-x", max_tokens: 1, messages: [{ role: "user", content: "x" }] })],
+]) {
+  let status = 0;
+  try {
+    await call();
+  } catch (e) {
+    status = e.status;
+  }
+  check(`${name} wrong key is 401`, status === 401, { status });
+}
+console.log("all ok");

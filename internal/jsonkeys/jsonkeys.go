@@ -1,0 +1,255 @@
+// Package jsonkeys holds mediagw's one rule for the keys of a JSON object that the gateway checks
+// before it forwards the body: every key appears once, and no key differs from a checked field only
+// by letter case. Decoders disagree on both points (Go's encoding/json matches keys without regard
+// to case and keeps the last of repeated keys; others match exactly or keep the first), so a body
+// that breaks the rule could make an upstream see a field other than the one mediagw checked.
+//
+// Keys are compared after their JSON escapes are decoded ("mod\u0065l" is "model"), with Unicode
+// simple case folding (so the Kelvin sign K and the long s ſ count as k and s, as they do for
+// Go's encoding/json). A key that is not valid UTF-8, that holds an escaped lone surrogate, or that
+// holds a control character is refused too, since decoders repair or truncate such keys differently.
+package jsonkeys
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// ErrNotObject is returned when the data is not one well-formed JSON object.
+var ErrNotObject = errors.New("the body must be a JSON object")
+
+// Problems a key can have.
+const (
+	Repeated = "repeated" // the key appears more than once
+	Case     = "case"     // the key differs from a checked field only by case
+	Unclear  = "unclear"  // the key is not valid UTF-8, or holds a lone surrogate or control character
+)
+
+// Error describes a refused key.
+type Error struct {
+	// Problem is Repeated, Case or Unclear.
+	Problem string
+	// Key is the key as sent, decoded (invalid bytes are shown as U+FFFD).
+	Key string
+	// Field is the checked field the key collides with; for a repeated key that is not a
+	// checked field, the key itself.
+	Field string
+}
+
+func (e *Error) Error() string {
+	switch e.Problem {
+	case Repeated:
+		return "the key " + strconv.Quote(e.Key) + " appears more than once"
+	case Case:
+		return "the key " + strconv.Quote(e.Key) + " differs from " + strconv.Quote(e.Field) + " only by letter case; send " + strconv.Quote(e.Field) + " once, spelled exactly so"
+	default:
+		return "a key is not clear text (invalid UTF-8, a lone surrogate or a control character): " + strconv.Quote(e.Key)
+	}
+}
+
+// Members returns the raw values of the checked fields present in the JSON object data, after
+// checking the rule on all of its keys: a repeated key, a key that differs from one of fields only
+// by case, or an unclear key is an *Error. Data that is not one JSON object is ErrNotObject.
+// Only the object's own keys are checked, not those of nested objects.
+func Members(data []byte, fields ...string) (map[string]json.RawMessage, error) {
+	if !json.Valid(data) {
+		return nil, ErrNotObject
+	}
+	s := scanner{data: data}
+	s.space()
+	if !s.consume('{') {
+		return nil, ErrNotObject
+	}
+	values := make(map[string]json.RawMessage, len(fields))
+	seen := make(map[string]bool)
+	s.space()
+	if s.consume('}') {
+		return values, nil
+	}
+	for {
+		s.space()
+		raw := s.str()
+		key, clear := decodeKey(raw)
+		s.space()
+		s.consume(':')
+		s.space()
+		start := s.pos
+		s.value()
+		value := data[start:s.pos]
+		if !clear {
+			// Name the checked field the key would become if a decoder dropped what is unclear.
+			return nil, &Error{Problem: Unclear, Key: key, Field: fieldFor(strings.Map(dropUnclear, key), fields)}
+		}
+		if seen[key] {
+			return nil, &Error{Problem: Repeated, Key: key, Field: fieldFor(key, fields)}
+		}
+		seen[key] = true
+		for _, f := range fields {
+			if key == f {
+				values[f] = value
+			} else if strings.EqualFold(key, f) {
+				return nil, &Error{Problem: Case, Key: key, Field: f}
+			}
+		}
+		s.space()
+		if s.consume('}') {
+			return values, nil
+		}
+		s.consume(',')
+	}
+}
+
+// Check applies the rule of Members and keeps no values.
+func Check(data []byte, fields ...string) error {
+	_, err := Members(data, fields...)
+	return err
+}
+
+func dropUnclear(r rune) rune {
+	if isControl(r) {
+		return -1
+	}
+	return r
+}
+
+func fieldFor(key string, fields []string) string {
+	for _, f := range fields {
+		if strings.EqualFold(key, f) {
+			return f
+		}
+	}
+	return key
+}
+
+// decodeKey decodes a raw JSON string (with its quotes). clear is false when the key is not valid
+// UTF-8, holds an escaped lone surrogate, or holds a control character.
+func decodeKey(raw []byte) (key string, clear bool) {
+	if !utf8.Valid(raw) {
+		return strings.ToValidUTF8(string(raw[1:len(raw)-1]), "\uFFFD"), false
+	}
+	var b strings.Builder
+	clear = true
+	for i := 1; i < len(raw)-1; {
+		c := raw[i]
+		if c != '\\' {
+			r, size := utf8.DecodeRune(raw[i:])
+			b.WriteRune(r)
+			clear = clear && !isControl(r)
+			i += size
+			continue
+		}
+		esc := raw[i+1]
+		i += 2
+		if esc != 'u' {
+			switch esc {
+			case '"', '\\', '/':
+				b.WriteByte(esc)
+			default: // \b \f \n \r \t: control characters
+				b.WriteByte(map[byte]byte{'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}[esc])
+				clear = false
+			}
+			continue
+		}
+		r := hex4(raw[i:])
+		i += 4
+		if r >= 0xD800 && r < 0xDC00 && i+6 <= len(raw)-1 && raw[i] == '\\' && raw[i+1] == 'u' {
+			if lo := hex4(raw[i+2:]); lo >= 0xDC00 && lo < 0xE000 {
+				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+				i += 6
+			}
+		}
+		if r >= 0xD800 && r < 0xE000 {
+			b.WriteRune(utf8.RuneError)
+			clear = false
+			continue
+		}
+		b.WriteRune(r)
+		clear = clear && !isControl(r)
+	}
+	return b.String(), clear
+}
+
+func hex4(b []byte) rune {
+	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	if err != nil {
+		return utf8.RuneError
+	}
+	return rune(n)
+}
+
+// isControl reports C0 and C1 control characters and U+FFFD, which decoders substitute for bytes
+// they cannot read.
+func isControl(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError
+}
+
+// scanner walks JSON that json.Valid accepted, so it needs no error handling of its own.
+type scanner struct {
+	data []byte
+	pos  int
+}
+
+func (s *scanner) space() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) consume(c byte) bool {
+	if s.pos < len(s.data) && s.data[s.pos] == c {
+		s.pos++
+		return true
+	}
+	return false
+}
+
+// str reads a string and returns it raw, quotes included.
+func (s *scanner) str() []byte {
+	start := s.pos
+	s.pos++ // opening quote
+	for s.data[s.pos] != '"' {
+		if s.data[s.pos] == '\\' {
+			s.pos++
+		}
+		s.pos++
+	}
+	s.pos++
+	return s.data[start:s.pos]
+}
+
+// value skips one value.
+func (s *scanner) value() {
+	switch s.data[s.pos] {
+	case '"':
+		s.str()
+	case '{', '[':
+		depth := 0
+		for {
+			switch s.data[s.pos] {
+			case '"':
+				s.str()
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+			s.pos++
+			if depth == 0 {
+				return
+			}
+		}
+	default: // numbers and literals
+		for s.pos < len(s.data) && !strings.ContainsRune(",}] \t\n\r", rune(s.data[s.pos])) {
+			s.pos++
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package jsonkeys
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestMembersRefusesSmuggledKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, problem, field string
+	}{
+		{"case variant", `{"model":"a","Model":"b"}`, Case, "model"},
+		{"upper case alone", `{"MODEL":"b"}`, Case, "model"},
+		{"repeated", `{"model":"a","model":"b"}`, Repeated, "model"},
+		{"repeated through an escape", `{"model":"a","mod\u0065l":"b"}`, Repeated, "model"},
+		{"escaped case variant", `{"model":"a","\u004dodel":"b"}`, Case, "model"},
+		{"kelvin sign folds to k", `{"tas\u212a":"x","task":"y"}`, Case, "task"},
+		{"long s folds to s", `{"\u017ftream":true}`, Case, "stream"},
+		{"repeated unchecked key", `{"model":"a","n":1,"n":2}`, Repeated, "n"},
+		{"invalid UTF-8", "{\"mod\xffel\":\"b\",\"model\":\"a\"}", Unclear, "model"},
+		{"lone surrogate", `{"model\ud800":"b"}`, Unclear, "model"},
+		{"NUL", `{"model\u0000":"b"}`, Unclear, "model"},
+		{"newline escape", `{"model\n":"b"}`, Unclear, "model"},
+		{"replacement character", `{"mod\ufffdel":"b"}`, Unclear, "model"},
+		{"unclear other key", `{"x\u0000":"b"}`, Unclear, "x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Members([]byte(tc.body), "model", "task", "stream")
+			var e *Error
+			if !errors.As(err, &e) || e.Problem != tc.problem || (tc.field != "" && e.Field != tc.field) {
+				t.Fatalf("err = %v, want %s of %q", err, tc.problem, tc.field)
+			}
+			if e.Error() == "" {
+				t.Fatal("empty message")
+			}
+		})
+	}
+}
+
+func TestMembersAcceptsAndReturnsExactValues(t *testing.T) {
+	body := `  {"model" : "a\"b", "content":[{"model":"x"},{"Model":"nested keys are not checked"}], "n":-1.5e3,` +
+		` "ok":true, "none":null, "emoji":"\ud83d\ude00", "\ud83d\ude00":1, "stream":false}  `
+	got, err := Members([]byte(body), "model", "n", "ok", "none", "stream", "absent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"model": `"a\"b"`, "n": `-1.5e3`, "ok": `true`, "none": `null`, "stream": `false`}
+	if len(got) != len(want) {
+		t.Fatalf("got %d values: %s", len(got), got)
+	}
+	for k, v := range want {
+		if string(got[k]) != v {
+			t.Errorf("%s = %s, want %s", k, got[k], v)
+		}
+	}
+	if got, err := Members([]byte(`{}`), "model"); err != nil || len(got) != 0 {
+		t.Fatalf("empty object: %v %v", got, err)
+	}
+}
+
+func TestMembersRefusesNonObjects(t *testing.T) {
+	for _, body := range []string{``, `[]`, `"model"`, `{"model":"a"} {"model":"b"}`, `{"model":"a",}`, `null`, "\xef\xbb\xbf{}"} {
+		if _, err := Members([]byte(body), "model"); !errors.Is(err, ErrNotObject) {
+			t.Errorf("%q: err = %v", body, err)
+		}
+	}
+}
+
+// FuzzMembers checks the rule's promise: whenever Members accepts a body, every kind of decoder
+// finds the same model in it as Members did.
+func FuzzMembers(f *testing.F) {
+	for _, seed := range []string{
+		`{"model":"a"}`, `{"model":"a","Model":"b"}`, `{"mod\u0065l":"a"}`, `{"MODEL":"b","model":"a"}`,
+		`{"model":"a","model":"b"}`, `{"\u212a":1,"k":2}`, "{\"mod\xffel\":1}", `{"model\ud800":1}`,
+		`{"a":{"model":"x"},"model":[1,{"b":"}"}]}`, `{"model":null}`, `[]`, `{"model":"a"`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := Members(body, "model")
+		if err != nil {
+			var e *Error
+			if !errors.Is(err, ErrNotObject) && !errors.As(err, &e) {
+				t.Fatalf("unexpected error type %T: %v", err, err)
+			}
+			if errors.Is(err, ErrNotObject) && json.Valid(body) && bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
+				t.Fatalf("a valid object was called not an object: %q", body)
+			}
+			return
+		}
+		checked := string(got["model"])
+
+		// Go's encoding/json: case-insensitive, last wins.
+		var folded struct {
+			Model json.RawMessage `json:"model"`
+		}
+		if err := json.Unmarshal(body, &folded); err != nil {
+			t.Fatalf("Members accepted a body encoding/json refuses: %v", err)
+		}
+		if string(folded.Model) != checked {
+			t.Fatalf("a case-insensitive decoder sees model %s, mediagw checked %s", folded.Model, checked)
+		}
+		// Exact keys, last wins (a map).
+		var exact map[string]json.RawMessage
+		if err := json.Unmarshal(body, &exact); err != nil {
+			t.Fatal(err)
+		}
+		if string(exact["model"]) != checked {
+			t.Fatalf("an exact decoder sees model %s, mediagw checked %s", exact["model"], checked)
+		}
+		// First wins, exact and case-insensitive.
+		if first := firstMember(t, body, false); first != checked {
+			t.Fatalf("an exact first-wins decoder sees model %s, mediagw checked %s", first, checked)
+		}
+		if first := firstMember(t, body, true); first != checked {
+			t.Fatalf("a case-insensitive first-wins decoder sees model %s, mediagw checked %s", first, checked)
+		}
+	})
+}
+
+// firstMember decodes the first top-level member named model (by exact or folded comparison).
+func firstMember(t *testing.T, body []byte, fold bool) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		key := tok.(string)
+		if key == "model" || (fold && strings.EqualFold(key, "model")) {
+			return string(raw)
+		}
+	}
+	return ""
+}

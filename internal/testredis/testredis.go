@@ -1,0 +1,311 @@
+// Package testredis runs a real redis-server for tests and benchmarks: it finds the binary
+// (installing Debian's redis-server package with apt-get when it is missing), starts it on a free
+// loopback port in a temporary directory with AOF on and fsync on every write, stops it by its PID,
+// and restarts it on the same directory to show what survived.
+package testredis
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// TB is the part of testing.TB that the helpers use, so that benchmarks' mains can use them too.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+}
+
+var (
+	findOnce sync.Once
+	binary   string
+	findErr  error
+)
+
+// Binary returns the path of redis-server, installing it with apt-get when it is not on PATH.
+// The install works as root without a terminal (as CI runs); `apt-get update` runs first only
+// when a plain install fails.
+func Binary() (string, error) {
+	findOnce.Do(func() {
+		binary, findErr = findOrInstall()
+	})
+	return binary, findErr
+}
+
+func findOrInstall() (string, error) {
+	if path, err := lookup(); err == nil {
+		return path, nil
+	}
+	install := func() ([]byte, error) {
+		cmd := exec.Command("apt-get", "install", "-y", "--no-install-recommends", "redis-server")
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		return cmd.CombinedOutput()
+	}
+	out, err := install()
+	if err != nil {
+		update := exec.Command("apt-get", "update")
+		update.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if uout, uerr := update.CombinedOutput(); uerr != nil {
+			return "", fmt.Errorf("apt-get update: %v\n%s", uerr, tail(uout))
+		}
+		if out, err = install(); err != nil {
+			return "", fmt.Errorf("apt-get install redis-server: %v\n%s", err, tail(out))
+		}
+	}
+	path, err := lookup()
+	if err != nil {
+		return "", fmt.Errorf("redis-server not found after installing it: %v\n%s", err, tail(out))
+	}
+	return path, nil
+}
+
+// lookup finds redis-server on PATH or where Debian installs it.
+func lookup() (string, error) {
+	if path, err := exec.LookPath("redis-server"); err == nil {
+		return path, nil
+	}
+	for _, path := range []string{"/usr/bin/redis-server", "/usr/local/bin/redis-server"} {
+		if _, err := os.Stat(path); err == nil {
+			return path, nil
+		}
+	}
+	return "", errors.New("redis-server is not on PATH")
+}
+
+func tail(b []byte) string {
+	const n = 2000
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// Server is a redis-server process that a test started.
+type Server struct {
+	// Addr is the loopback host:port it listens on.
+	Addr string
+	// Dir is its working directory, where the append-only file lives.
+	Dir string
+	// Password, when set, is required from clients (requirepass).
+	Password string
+
+	tb   TB
+	opts Options
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  string
+}
+
+// Options change how the server is started.
+type Options struct {
+	// Password sets requirepass.
+	Password string
+	// Fsync is the appendfsync policy; default "always".
+	Fsync string
+	// NoAOF turns the append-only file off (appendonly no).
+	NoAOF bool
+}
+
+// Start starts a redis-server on a free loopback port in a fresh temporary directory. It stops
+// when the test ends. A failure to install or start it fails the test: nothing is skipped.
+func Start(tb TB, opts Options) *Server {
+	tb.Helper()
+	s := &Server{Dir: tb.TempDir(), Password: opts.Password, tb: tb}
+	s.start(opts)
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// URL is a redis:// URL of the server, with its password when it has one.
+func (s *Server) URL() string {
+	if s.Password != "" {
+		return "redis://:" + s.Password + "@" + s.Addr
+	}
+	return "redis://" + s.Addr
+}
+
+func (s *Server) start(opts Options) {
+	s.tb.Helper()
+	bin, err := Binary()
+	if err != nil {
+		s.tb.Fatalf("redis-server: %v", err)
+	}
+	fsync := opts.Fsync
+	if fsync == "" {
+		fsync = "always"
+	}
+	aof := "yes"
+	if opts.NoAOF {
+		aof = "no"
+	}
+	port := s.port()
+	s.Addr = fmt.Sprintf("127.0.0.1:%d", port)
+	args := []string{
+		"--port", fmt.Sprint(port),
+		"--bind", "127.0.0.1",
+		"--dir", s.Dir,
+		"--save", "",
+		"--appendonly", aof,
+		"--appendfsync", fsync,
+		"--daemonize", "no",
+		"--protected-mode", "yes",
+		"--logfile", "",
+	}
+	if opts.Password != "" {
+		args = append(args, "--requirepass", opts.Password)
+	}
+	s.log = filepath.Join(s.Dir, "redis.log")
+	logFile, err := os.OpenFile(s.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		s.tb.Fatalf("redis log: %v", err)
+	}
+	s.cmd = exec.Command(bin, args...)
+	s.cmd.Dir = s.Dir
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	if err := s.cmd.Start(); err != nil {
+		logFile.Close()
+		s.tb.Fatalf("starting redis-server: %v", err)
+	}
+	s.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) {
+		// The exit status does not matter: Stop kills it on purpose.
+		_ = cmd.Wait()
+		logFile.Close()
+		close(done)
+	}(s.cmd, s.done)
+	if err := s.waitReady(20 * time.Second); err != nil {
+		s.Stop()
+		out, _ := os.ReadFile(s.log)
+		s.tb.Fatalf("redis-server did not start on %s: %v\n%s", s.Addr, err, tail(out))
+	}
+	s.opts = opts
+}
+
+// port keeps the old port on a restart, so clients reconnect to the same address.
+func (s *Server) port() int {
+	if s.Addr != "" {
+		_, p, _ := strings.Cut(s.Addr, ":")
+		if port, err := strconv.Atoi(p); err == nil {
+			return port
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.tb.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// waitReady sends PING until the server answers (also while it loads the AOF after a restart,
+// when it answers -LOADING).
+func (s *Server) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			return errors.New("redis-server exited")
+		default:
+		}
+		last = s.ping()
+		if last == nil {
+			return nil
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	return last
+}
+
+func (s *Server) ping() error {
+	conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
+		return err
+	}
+	cmd := "PING\r\n"
+	if s.Password != "" {
+		cmd = fmt.Sprintf("AUTH %s\r\nPING\r\n", s.Password)
+	}
+	if _, err := conn.Write([]byte(cmd)); err != nil {
+		return err
+	}
+	r := bufio.NewReader(conn)
+	if s.Password != "" {
+		if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+OK") {
+			return fmt.Errorf("auth: %q %v", line, err)
+		}
+	}
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("ping: %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// Stop stops the server with SIGTERM (which lets it finish writing the AOF), or SIGKILL when it
+// does not go within 10 s, and waits for it. Stopping a stopped server does nothing.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	// An error means the process is already gone, which Wait below sees.
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// Kill stops the server with SIGKILL, as a crash would, and waits for it.
+func (s *Server) Kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Kill() // already gone if it fails; done closes either way
+	<-s.done
+}
+
+// Restart stops the server (SIGKILL when crash is true, SIGTERM otherwise) and starts it again on
+// the same directory and port, so that it reloads its append-only file.
+func (s *Server) Restart(crash bool) {
+	s.tb.Helper()
+	if crash {
+		s.Kill()
+	} else {
+		s.Stop()
+	}
+	s.start(s.opts)
+}
+
+// PID is the process id of the running server.
+func (s *Server) PID() int { return s.cmd.Process.Pid }

@@ -1,0 +1,63 @@
+package testredis
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// do sends one inline command and returns the first reply line.
+func do(t *testing.T, addr, cmd string) string {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(conn, "%s\r\n", cmd); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(line, "$") && !strings.HasPrefix(line, "$-1") {
+		line, err = r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return strings.TrimSpace(line)
+}
+
+func TestAcknowledgedWriteSurvivesCrash(t *testing.T) {
+	s := Start(t, Options{})
+	if got := do(t, s.Addr, "SET k v1"); got != "+OK" {
+		t.Fatalf("SET: %q", got)
+	}
+	pid := s.PID()
+	s.Restart(true) // SIGKILL, then start on the same AOF
+	if s.PID() == pid {
+		t.Fatal("restart kept the old process")
+	}
+	if got := do(t, s.Addr, "GET k"); got != "v1" {
+		t.Fatalf("after SIGKILL and restart GET k = %q, want v1", got)
+	}
+}
+
+func TestPassword(t *testing.T) {
+	s := Start(t, Options{Password: "s3cret"})
+	if got := do(t, s.Addr, "GET k"); !strings.HasPrefix(got, "-NOAUTH") {
+		t.Fatalf("unauthenticated GET answered %q", got)
+	}
+	if !strings.Contains(s.URL(), ":s3cret@") {
+		t.Fatalf("URL %q lacks the password", s.URL())
+	}
+}

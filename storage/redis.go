@@ -1,0 +1,233 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/zap"
+)
+
+// DefaultRedisKeyPrefix is the key prefix of the Redis store when none is configured.
+const DefaultRedisKeyPrefix = "mediagw"
+
+// RedisOptions configure the Redis store.
+type RedisOptions struct {
+	// URL of the server: redis://[user:password@]host:port[/db], rediss:// for TLS, with
+	// ?addr=host:port for more seed addresses (a Cluster is detected by itself) and
+	// ?master_set=name to go through Sentinel (the addresses are then the sentinels').
+	URL string
+	// KeyPrefix starts every key, so that several gateways (or other programs) can share one
+	// Redis. It is wrapped in a hash tag ({prefix}) so that in a Cluster every key of one
+	// gateway lives in one slot, as the atomic scripts need. Default: DefaultRedisKeyPrefix.
+	KeyPrefix string
+	// Logger receives the persistence warning and cache notes.
+	Logger *zap.Logger
+	// CacheSize bounds the client-side cache of key and account records, per connection, in
+	// bytes. Default: 16 MiB.
+	CacheSize int
+}
+
+// Redis is the Store for several gateway processes sharing one Redis (or Valkey) server: task
+// ownership, quotas, rate windows, active-task counters, idempotency records, the callback
+// outbox, leases and key revocations are all kept there, and every state change is one Lua script
+// run atomically by the server.
+//
+// Per-request lookups of key and account records (KeyByHash, Account, DirectoryVersion) are
+// served from a client-side cache that the server invalidates (RESP3 client tracking), so they
+// cost no network round trip. A cached record is also kept at most MaxDirectoryStaleness, and a
+// record changed through this Store is read past the cache for a while, so that the process that
+// revokes a key refuses it from the next request on.
+//
+// Writes are acknowledged when the server has applied them. They survive a restart of the
+// server only when it runs with `appendonly yes` and `appendfsync always`; OpenRedis checks that
+// and logs a warning otherwise.
+type Redis struct {
+	client rueidis.Client
+	prefix string
+	logger *zap.Logger
+	// written holds, per cache key, until when this process reads it past the cache because it
+	// changed it (the server's invalidation may arrive after the write's reply).
+	written sync.Map // string -> int64 (Unix nanoseconds)
+	now     func() time.Time
+}
+
+// OpenRedis connects to the server and checks its persistence settings.
+func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	opt, err := rueidis.ParseURL(o.URL)
+	if err != nil {
+		return nil, fmt.Errorf("redis store: invalid URL: %s", redactURLError(err, o.URL))
+	}
+	if o.CacheSize <= 0 {
+		o.CacheSize = 16 << 20
+	}
+	opt.CacheSizeEachConn = o.CacheSize
+	if opt.ClientName == "" {
+		opt.ClientName = "mediagw"
+	}
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("redis store: connecting to %s: %w", RedactURL(o.URL), err)
+	}
+	prefix := o.KeyPrefix
+	if prefix == "" {
+		prefix = DefaultRedisKeyPrefix
+	}
+	r := &Redis{client: client, prefix: "{" + prefix + "}:", logger: o.Logger, now: time.Now}
+	r.checkPersistence(ctx)
+	return r, nil
+}
+
+// RedactURL returns the URL without its password, for logs and errors.
+func RedactURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return "(unparsable URL)"
+	}
+	userinfo, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return raw
+	}
+	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
+		return scheme + "://" + user + ":xxxxx@" + host
+	}
+	return raw
+}
+
+func redactURLError(err error, raw string) string {
+	msg := err.Error()
+	if _, rest, ok := strings.Cut(raw, "://"); ok {
+		if userinfo, _, ok := strings.Cut(rest, "@"); ok {
+			if _, pass, ok := strings.Cut(userinfo, ":"); ok && pass != "" {
+				msg = strings.ReplaceAll(msg, pass, "xxxxx")
+			}
+		}
+	}
+	return msg
+}
+
+// checkPersistence reads appendonly and appendfsync and warns when an acknowledged write could
+// be lost by a restart of the server.
+func (r *Redis) checkPersistence(ctx context.Context) {
+	get := func(name string) (string, error) {
+		m, err := r.client.Do(ctx, r.client.B().ConfigGet().Parameter(name).Build()).AsStrMap()
+		if err != nil {
+			return "", err
+		}
+		return m[name], nil
+	}
+	aof, err := get("appendonly")
+	if err != nil {
+		r.logger.Warn("could not read the redis persistence settings (CONFIG GET refused?): make sure the server runs with appendonly yes and appendfsync always, or acknowledged tasks can be lost when it restarts",
+			zap.Error(err))
+		return
+	}
+	fsync, err := get("appendfsync")
+	if err != nil {
+		r.logger.Warn("could not read appendfsync", zap.Error(err))
+		return
+	}
+	if aof != "yes" || fsync != "always" {
+		r.logger.Warn("redis persistence can lose acknowledged tasks: set appendonly yes and appendfsync always on the server",
+			zap.String("appendonly", aof), zap.String("appendfsync", fsync))
+	}
+}
+
+// Close closes the connections.
+func (r *Redis) Close() error {
+	r.client.Close()
+	return nil
+}
+
+// key is the full name of a key.
+func (r *Redis) key(parts ...string) string {
+	return r.prefix + strings.Join(parts, "")
+}
+
+// exec runs a script.
+func (r *Redis) exec(ctx context.Context, s *rueidis.Lua, keys, args []string) rueidis.RedisResult {
+	return s.Exec(ctx, r.client, keys, args)
+}
+
+// execInt runs a script that answers an integer.
+func (r *Redis) execInt(ctx context.Context, s *rueidis.Lua, keys, args []string) (int64, error) {
+	return s.Exec(ctx, r.client, keys, args).AsInt64()
+}
+
+// wrote notes that this process changed a cached record, so it reads it past the cache while an
+// invalidation may still be on its way.
+func (r *Redis) wrote(cacheKey string) {
+	r.written.Store(cacheKey, r.now().Add(2*MaxDirectoryStaleness).UnixNano())
+}
+
+// fresh reports whether this process must read the record past the cache.
+func (r *Redis) fresh(cacheKey string) bool {
+	v, ok := r.written.Load(cacheKey)
+	if !ok {
+		return false
+	}
+	if r.now().UnixNano() < v.(int64) {
+		return true
+	}
+	r.written.CompareAndDelete(cacheKey, v)
+	return false
+}
+
+// readRecord reads the v and j fields of a versioned record, from the client-side cache when
+// cached is true.
+func (r *Redis) readRecord(ctx context.Context, key string, cached bool) (version int64, data []byte, err error) {
+	var res rueidis.RedisResult
+	if cached && !r.fresh(key) {
+		res = r.client.DoCache(ctx, r.client.B().Hmget().Key(key).Field("v", "j").Cache(), MaxDirectoryStaleness)
+	} else {
+		res = r.client.Do(ctx, r.client.B().Hmget().Key(key).Field("v", "j").Build())
+	}
+	vals, err := res.ToArray()
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(vals) != 2 || vals[0].IsNil() {
+		return 0, nil, ErrNotFound
+	}
+	vs, err := vals[0].ToString()
+	if err != nil {
+		return 0, nil, err
+	}
+	if version, err = strconv.ParseInt(vs, 10, 64); err != nil {
+		return 0, nil, fmt.Errorf("redis store: bad version in %s: %v", key, err)
+	}
+	js, err := vals[1].ToString()
+	if err != nil {
+		return 0, nil, err
+	}
+	return version, []byte(js), nil
+}
+
+// micros is t in Unix microseconds, the unit of times inside the scripts.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+// itoa formats an integer for a script argument.
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// isNil reports whether err is Redis's nil answer.
+func isNil(err error) bool { return rueidis.IsRedisNil(err) }
+
+// errScript explains an answer that no script gives.
+var errScript = errors.New("redis store: unexpected script answer")
+
+// Interface guards
+var _ Store = (*Redis)(nil)
+
+// rueidisCompleted is a built command.
+type rueidisCompleted = rueidis.Completed
+
+// errField is the zap field of an error.
+func errField(err error) zap.Field { return zap.Error(err) }

@@ -1,0 +1,137 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Key layout of the rest (after the prefix):
+//
+//	i:<key>   hash {o, f, j}: an idempotency record, its owner and whether it is in flight
+//	l:<name>  hash {o, u}: a lease, its owner and until when it runs (Unix µs of the caller's clock)
+//	c:<name>  integer: a counter
+//	r:<name>  sorted set (or hash, above exactWindowUpTo): a rate window
+//	s:<name>  string: a setting
+
+func (r *Redis) BeginIdempotent(ctx context.Context, key string, rec IdempotencyRecord, ttl time.Duration) (IdempotencyRecord, bool, error) {
+	js, err := json.Marshal(rec)
+	if err != nil {
+		return IdempotencyRecord{}, false, err
+	}
+	vals, err := r.exec(ctx, scriptBeginIdempotent, []string{r.key("i:", key)},
+		[]string{rec.Owner, string(js), millis(ttl)}).ToArray()
+	if err != nil {
+		return IdempotencyRecord{}, false, err
+	}
+	if n, _ := vals[0].AsInt64(); n == 1 {
+		return rec, true, nil
+	}
+	if len(vals) != 2 {
+		return IdempotencyRecord{}, false, errScript
+	}
+	cur, err := vals[1].ToString()
+	if err != nil {
+		return IdempotencyRecord{}, false, err
+	}
+	var existing IdempotencyRecord
+	if err := json.Unmarshal([]byte(cur), &existing); err != nil {
+		return IdempotencyRecord{}, false, fmt.Errorf("redis store: decoding idempotency record: %v", err)
+	}
+	return existing, false, nil
+}
+
+func (r *Redis) CompleteIdempotent(ctx context.Context, key string, rec IdempotencyRecord, ttl time.Duration) error {
+	rec.InFlight = false
+	js, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	n, err := r.execInt(ctx, scriptCompleteIdempotent, []string{r.key("i:", key)},
+		[]string{rec.Owner, string(js), millis(ttl)})
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return ErrConflict
+	}
+	return nil
+}
+
+func (r *Redis) AbandonIdempotent(ctx context.Context, key, owner string) error {
+	return r.exec(ctx, scriptAbandonIdempotent, []string{r.key("i:", key)}, []string{owner}).Error()
+}
+
+// leaseRecordTTL keeps a lease record a minute past its end on the server's clock; the lease
+// itself ends by the callers' clock (the until field).
+func leaseRecordTTL(ttl time.Duration) string { return millis(ttl + time.Minute) }
+
+func (r *Redis) AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (bool, error) {
+	n, err := r.execInt(ctx, scriptAcquireLease, []string{r.key("l:", name)},
+		[]string{owner, itoa(micros(now)), itoa(micros(now.Add(ttl))), leaseRecordTTL(ttl)})
+	return n == 1, err
+}
+
+func (r *Redis) RenewLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) error {
+	n, err := r.execInt(ctx, scriptRenewLease, []string{r.key("l:", name)},
+		[]string{owner, itoa(micros(now)), itoa(micros(now.Add(ttl))), leaseRecordTTL(ttl)})
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+func (r *Redis) ReleaseLease(ctx context.Context, name, owner string) error {
+	return r.exec(ctx, scriptReleaseLease, []string{r.key("l:", name)}, []string{owner}).Error()
+}
+
+func (r *Redis) AddCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
+	vals, err := r.exec(ctx, scriptAddCounter, []string{r.key("c:", name)}, []string{itoa(delta), itoa(limit)}).AsIntSlice()
+	if err != nil {
+		return 0, false, err
+	}
+	if len(vals) != 2 {
+		return 0, false, errScript
+	}
+	return vals[0], vals[1] == 1, nil
+}
+
+func (r *Redis) Counter(ctx context.Context, name string) (int64, error) {
+	v, err := r.client.Do(ctx, r.client.B().Get().Key(r.key("c:", name)).Build()).AsInt64()
+	if isNil(err) {
+		return 0, nil
+	}
+	return v, err
+}
+
+// AllowRate keeps the window on the server, so that every process counts against one window.
+func (r *Redis) AllowRate(ctx context.Context, name string, limit int, window time.Duration, now time.Time) (bool, time.Duration, error) {
+	limit = max(limit, 1)
+	win := max(window.Microseconds(), 1)
+	vals, err := r.exec(ctx, scriptAllowRate, []string{r.key("r:", name)},
+		[]string{itoa(micros(now)), itoa(win), strconv.Itoa(limit), NewClaimToken(), strconv.Itoa(exactWindowUpTo)}).AsIntSlice()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(vals) != 2 {
+		return false, 0, errScript
+	}
+	return vals[0] == 1, time.Duration(vals[1]) * time.Microsecond, nil
+}
+
+func (r *Redis) SettingOnce(ctx context.Context, name string, val []byte) ([]byte, error) {
+	s, err := r.exec(ctx, scriptSettingOnce, []string{r.key("s:", name)}, []string{string(val)}).ToString()
+	if err != nil {
+		return nil, err
+	}
+	return []byte(s), nil
+}
+
+// millis formats a duration in whole milliseconds, at least 1, for PEXPIRE.
+func millis(d time.Duration) string { return itoa(max(d.Milliseconds(), 1)) }

@@ -1,0 +1,271 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Key layout of tasks (after the prefix):
+//
+//	t:<id>          hash {v, j, a, k, c}: the record, its version and its immutable account,
+//	                kind and creation time; expires with the record
+//	ta:<account>    sorted set: the account's task ids by creation time (entries of expired
+//	                records are dropped when a list finds them)
+//	tu              set: the ids of unfinished tasks (entries of expired records are dropped when
+//	                UnfinishedTasks finds them)
+//	rt:<token hash> string: the task id of a relay token
+
+// taskBatch is how many records one round trip reads when listing.
+const taskBatch = 500
+
+// expireAtMillis is when a task record is deleted, never less than a minute from now.
+func (r *Redis) expireAtMillis(t Task) string {
+	at := t.Expiry()
+	if floor := r.now().Add(minTaskRecordTTL); at.Before(floor) {
+		at = floor
+	}
+	return itoa(at.UnixMilli())
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func (r *Redis) CreateTask(ctx context.Context, task Task) (Task, error) {
+	task.Version = 1
+	js, err := json.Marshal(task)
+	if err != nil {
+		return Task{}, err
+	}
+	n, err := r.execInt(ctx, scriptCreateTask,
+		[]string{r.key("t:", task.ID), r.key("tu"), r.key("ta:", task.Account)},
+		[]string{string(js), r.expireAtMillis(task), flag(task.Unfinished()), itoa(task.CreatedAt), task.ID, task.Account, task.Kind})
+	if err != nil {
+		return Task{}, err
+	}
+	if n == 0 {
+		return Task{}, ErrExists
+	}
+	return task, nil
+}
+
+func (r *Redis) Task(ctx context.Context, id string) (Task, error) {
+	v, js, err := r.readRecord(ctx, r.key("t:", id), false)
+	if err != nil {
+		return Task{}, err
+	}
+	return decodeTask(v, js)
+}
+
+func decodeTask(v int64, js []byte) (Task, error) {
+	var t Task
+	if err := json.Unmarshal(js, &t); err != nil {
+		return Task{}, fmt.Errorf("redis store: decoding task record: %v", err)
+	}
+	t.Version = v
+	return t, nil
+}
+
+func (r *Redis) ReplaceTask(ctx context.Context, task Task) (Task, error) {
+	want := task.Version
+	// Two rounds at most: the second after taking the stored account, kind and creation time,
+	// which never change.
+	for range 2 {
+		task.Version = want + 1
+		js, err := json.Marshal(task)
+		if err != nil {
+			return Task{}, err
+		}
+		vals, err := r.exec(ctx, scriptReplaceTask,
+			[]string{r.key("t:", task.ID), r.key("tu")},
+			[]string{itoa(want), string(js), r.expireAtMillis(task), flag(task.Unfinished()), task.ID,
+				task.Account, task.Kind, itoa(task.CreatedAt)}).ToArray()
+		if err != nil {
+			return Task{}, err
+		}
+		if len(vals) == 0 {
+			return Task{}, errScript
+		}
+		switch n, _ := vals[0].AsInt64(); n {
+		case 1:
+			return task, nil
+		case 0:
+			return Task{}, ErrConflict
+		case -1:
+			return Task{}, ErrNotFound
+		case -2:
+			if len(vals) != 4 {
+				return Task{}, errScript
+			}
+			task.Account, _ = vals[1].ToString()
+			task.Kind, _ = vals[2].ToString()
+			c, _ := vals[3].ToString()
+			if task.CreatedAt, err = strconv.ParseInt(c, 10, 64); err != nil {
+				return Task{}, errScript
+			}
+			continue
+		}
+		return Task{}, errScript
+	}
+	return Task{}, errScript
+}
+
+func (r *Redis) DeleteTask(ctx context.Context, id string, version int64) error {
+	n, err := r.execInt(ctx, scriptDeleteTask,
+		[]string{r.key("t:", id), r.key("tu")},
+		[]string{itoa(version), id, r.prefix})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrConflict
+	}
+	return nil
+}
+
+// ListTasks reads the account's index newest first and the records in batches; the filters are
+// applied to the records.
+func (r *Redis) ListTasks(ctx context.Context, account string, q TaskQuery) (TaskPage, error) {
+	var page TaskPage
+	q.PageNum, q.PageSize = max(q.PageNum, 1), max(q.PageSize, 1)
+	skip := (q.PageNum - 1) * q.PageSize
+	index := r.key("ta:", account)
+	ids, err := r.client.Do(ctx, r.client.B().Zrevrangebyscore().Key(index).Max("+inf").Min("-inf").Build()).AsStrSlice()
+	if err != nil {
+		return page, err
+	}
+	if len(q.IDs) > 0 {
+		want := make(map[string]bool, len(q.IDs))
+		for _, id := range q.IDs {
+			want[id] = true
+		}
+		kept := ids[:0]
+		for _, id := range ids {
+			if want[id] {
+				kept = append(kept, id)
+			}
+		}
+		ids = kept
+	}
+	var gone []string
+	err = r.readTasks(ctx, ids, func(id string, t Task, found bool) {
+		if !found {
+			gone = append(gone, id)
+			return
+		}
+		if t.Account != account || !q.Matches(t) {
+			return
+		}
+		if page.Total >= skip && len(page.Tasks) < q.PageSize {
+			page.Tasks = append(page.Tasks, t)
+		}
+		page.Total++
+	})
+	if err != nil {
+		return page, err
+	}
+	if len(gone) > 0 {
+		// Expired records leave their index entries behind; a failure here only delays that.
+		if err := r.client.Do(ctx, r.client.B().Zrem().Key(index).Member(gone...).Build()).Error(); err != nil {
+			r.logger.Debug("dropping expired task index entries", errField(err))
+		}
+	}
+	return page, nil
+}
+
+// readTasks reads records in batches, in order, and calls fn with each (found false when the
+// record is gone).
+func (r *Redis) readTasks(ctx context.Context, ids []string, fn func(id string, t Task, found bool)) error {
+	for start := 0; start < len(ids); start += taskBatch {
+		batch := ids[start:min(start+taskBatch, len(ids))]
+		cmds := make([]rueidisCompleted, 0, len(batch))
+		for _, id := range batch {
+			cmds = append(cmds, r.client.B().Hmget().Key(r.key("t:", id)).Field("v", "j").Build())
+		}
+		for i, res := range r.client.DoMulti(ctx, cmds...) {
+			vals, err := res.ToArray()
+			if err != nil {
+				return err
+			}
+			if len(vals) != 2 || vals[0].IsNil() {
+				fn(batch[i], Task{}, false)
+				continue
+			}
+			vs, _ := vals[0].ToString()
+			v, err := strconv.ParseInt(vs, 10, 64)
+			if err != nil {
+				return fmt.Errorf("redis store: bad task version: %v", err)
+			}
+			js, err := vals[1].ToString()
+			if err != nil {
+				return err
+			}
+			t, err := decodeTask(v, []byte(js))
+			if err != nil {
+				return err
+			}
+			fn(batch[i], t, true)
+		}
+	}
+	return nil
+}
+
+// UnfinishedTasks walks the set of unfinished task ids with SSCAN, dropping ids whose record
+// has expired.
+func (r *Redis) UnfinishedTasks(ctx context.Context, fn func(id string) bool) error {
+	set := r.key("tu")
+	var cursor uint64
+	for {
+		entry, err := r.client.Do(ctx, r.client.B().Sscan().Key(set).Cursor(cursor).Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			return err
+		}
+		if len(entry.Elements) > 0 {
+			cmds := make([]rueidisCompleted, 0, len(entry.Elements))
+			for _, id := range entry.Elements {
+				cmds = append(cmds, r.client.B().Exists().Key(r.key("t:", id)).Build())
+			}
+			var gone []string
+			for i, res := range r.client.DoMulti(ctx, cmds...) {
+				n, err := res.AsInt64()
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					gone = append(gone, entry.Elements[i])
+					continue
+				}
+				if !fn(entry.Elements[i]) {
+					return nil
+				}
+			}
+			if len(gone) > 0 {
+				if err := r.client.Do(ctx, r.client.B().Srem().Key(set).Member(gone...).Build()).Error(); err != nil {
+					return err
+				}
+			}
+		}
+		cursor = entry.Cursor
+		if cursor == 0 {
+			return nil
+		}
+	}
+}
+
+func (r *Redis) SetRelayToken(ctx context.Context, tokenHash, taskID string, ttl time.Duration) error {
+	return r.client.Do(ctx, r.client.B().Set().Key(r.key("rt:", tokenHash)).Value(taskID).Px(max(ttl, time.Millisecond)).Build()).Error()
+}
+
+func (r *Redis) RelayTask(ctx context.Context, tokenHash string) (string, error) {
+	id, err := r.client.Do(ctx, r.client.B().Get().Key(r.key("rt:", tokenHash)).Build()).ToString()
+	if isNil(err) {
+		return "", ErrNotFound
+	}
+	return id, err
+}
