@@ -136,7 +136,7 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	for d.NextBlock(d.Nesting()) {
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
 		case "key_prefix":
 			if s.KeyPrefix != "" {

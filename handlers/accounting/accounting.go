@@ -187,7 +187,13 @@ func (s Slot) Release() {
 func (a *Accountant) StartTask(ctx context.Context, id auth.Identity) (Slot, error) {
 	limit := id.Limits.MaxActiveTasks
 	if limit <= 0 {
-		limit = -1 // no limit: count only
+		// No limit: the task is only counted (for usage), through the meter, so that a create
+		// does not wait for a synced counter write.
+		a.Meter.Add(ActiveCounter(id.KeyID), 1)
+		var once sync.Once
+		return Slot{Held: true, undo: func() {
+			once.Do(func() { a.Meter.Add(ActiveCounter(id.KeyID), -1) })
+		}}, nil
 	}
 	if _, ok, err := a.Store.AddCounter(ctx, ActiveCounter(id.KeyID), 1, limit); err != nil {
 		return Slot{}, err

@@ -172,7 +172,12 @@ func TestActiveTasksMessageAndCountWithoutLimit(t *testing.T) {
 		slots = append(slots, s)
 	}
 	slots[0].Release()
-	if v, _ := a.Store.Counter(ctx, ActiveCounter("free")); v != 2 {
+	// Counted through the meter (no synced write per create): pending, then flushed.
+	if v, _ := a.Meter.Value(ctx, ActiveCounter("free")); v != 2 {
 		t.Fatalf("active without a limit = %d, want 2", v)
+	}
+	a.Meter.flush()
+	if v, _ := a.Store.Counter(ctx, ActiveCounter("free")); v != 2 {
+		t.Fatalf("active without a limit after a flush = %d, want 2", v)
 	}
 }

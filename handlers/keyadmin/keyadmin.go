@@ -240,7 +240,8 @@ func (h *Handler) keyUsage(ctx context.Context, id string) (Usage, error) {
 			return u, err
 		}
 	}
-	if u.ActiveTasks, err = h.Store.Counter(ctx, accounting.ActiveCounter(id)); err != nil {
+	// Keys without max_active_tasks count through the meter: include what is not flushed yet.
+	if u.ActiveTasks, err = h.Meter.Value(ctx, accounting.ActiveCounter(id)); err != nil {
 		return u, err
 	}
 	return u, nil

@@ -222,14 +222,20 @@ func (cw *CreatedWriter) FlushError() error {
 func (cw *CreatedWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }
 
 // answerID returns the top-level id (or task_id) of a JSON answer, or "" when it has none. An
-// answer that is JSON but breaks the key rule is an error: its id would be ambiguous.
+// answer whose id or task_id key repeats or comes in another case is an error: its id would be
+// ambiguous. Other repeated keys of the upstream's answer do not matter here.
 func answerID(body []byte) (string, error) {
 	m, err := jsonkeys.Members(body, "id", "task_id")
 	if errors.Is(err, jsonkeys.ErrNotObject) {
 		return "", nil // not a JSON object: no id to record
 	}
-	if err != nil {
-		return "", err
+	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
+		if e.Field == "id" || e.Field == "task_id" {
+			return "", err
+		}
+		if err := json.Unmarshal(body, &m); err != nil {
+			return "", err
+		}
 	}
 	for _, name := range []string{"id", "task_id"} {
 		var s string

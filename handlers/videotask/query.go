@@ -89,6 +89,13 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 	if json.Unmarshal(ans.Body, &answer) != nil || answer == nil {
 		return t, upstream.ErrUnreadable
 	}
+	return h.storeAnswer(ctx, t, readAt, answer)
+}
+
+// storeAnswer records an upstream's answer about a task, read at readAt (Unix nanoseconds), by
+// compare-and-set, and performs what the change calls for (slot release, refund, callback) when
+// this call made it. It returns the updated record, whose Result is the client's answer.
+func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64, answer map[string]json.RawMessage) (storage.Task, error) {
 	result, status := queryResult(answer, t)
 	body, err := apierror.Marshal(result)
 	if err != nil {

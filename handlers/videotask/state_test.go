@@ -321,14 +321,14 @@ func TestWatcherHonoursPollLease(t *testing.T) {
 		t.Fatalf("lease: %v %v", ok, err)
 	}
 	before := u.calls.Load()
-	w.poll(ctx, "cgt-race")
+	w.poll(ctx, []string{"cgt-race"})
 	if n := u.calls.Load() - before; n != 0 {
 		t.Fatalf("the watcher read a task whose poll lease another gateway holds (%d reads)", n)
 	}
 	if err := h.Store.ReleaseLease(ctx, "poll/cgt-race", "other-gateway"); err != nil {
 		t.Fatal(err)
 	}
-	w.poll(ctx, "cgt-race")
+	w.poll(ctx, []string{"cgt-race"})
 	if n := u.calls.Load() - before; n != 1 {
 		t.Fatalf("after the lease was released: %d reads, want 1", n)
 	}

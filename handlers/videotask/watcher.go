@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
+	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -33,11 +34,14 @@ type Watcher struct {
 	// Concurrency bounds simultaneous upstream polls. Default: 8.
 	Concurrency int
 	// RatePerSecond bounds upstream polls per second. Default: 50. The watcher keeps up with
-	// about Interval × RatePerSecond unfinished tasks.
+	// about Interval × RatePerSecond unfinished tasks, or MaxRefreshBatch times as many where the
+	// provider's task list reads many tasks in one call.
 	RatePerSecond float64
+	// Owner names this watcher in the leases by which gateway instances sharing one store
+	// divide the work: each unfinished task is read by one instance per Interval, and when an
+	// instance dies the others take its tasks over within an Interval. Default: random.
+	Owner string
 
-	// owner names this watcher in the store's poll leases.
-	owner   string
 	mu      sync.Mutex
 	queue   dueQueue
 	queued  map[string]bool
@@ -48,7 +52,6 @@ type Watcher struct {
 func (w *Watcher) init() {
 	w.initOne.Do(func() {
 		w.queued = map[string]bool{}
-		w.owner = storage.NewClaimToken()
 		w.wake = make(chan struct{}, 1)
 		if w.Interval <= 0 {
 			w.Interval = DefaultWatchInterval
@@ -58,6 +61,9 @@ func (w *Watcher) init() {
 		}
 		if w.RatePerSecond <= 0 {
 			w.RatePerSecond = DefaultWatchRate
+		}
+		if w.Owner == "" {
+			w.Owner = storage.NewClaimToken()
 		}
 	})
 }
@@ -82,28 +88,22 @@ func (w *Watcher) schedule(id string, due time.Time) {
 	}
 }
 
-// Run polls until stop is closed. It starts from the watch list in the store, so unfinished
-// tasks are watched again after a restart.
+// Run polls until stop is closed. It starts from the watch list in the store and reads it again
+// every Interval, so unfinished tasks are watched again after a restart, and tasks created by
+// other instances sharing the store (or left by one that died) are watched too.
 func (w *Watcher) Run(stop <-chan struct{}) {
 	w.init()
-	start := now()
-	err := w.Tasks.Store.UnfinishedTasks(context.Background(), func(id string) bool {
-		w.schedule(id, start)
-		return true
-	})
-	if err != nil {
-		w.Tasks.Logger.Error("reading the unfinished tasks", zap.Error(err))
-	}
-	limiter := rate.NewLimiter(rate.Limit(w.RatePerSecond), max(1, w.Concurrency))
-	sem := make(chan struct{}, w.Concurrency)
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-stop; cancel() }()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { w.rescan(ctx) })
+	limiter := rate.NewLimiter(rate.Limit(w.RatePerSecond), max(1, w.Concurrency))
+	sem := make(chan struct{}, w.Concurrency)
 	for {
-		due, wait, ok := w.next()
-		if !ok {
+		ids, wait := w.next(MaxRefreshBatch)
+		if len(ids) == 0 {
 			timer := time.NewTimer(wait)
 			select {
 			case <-stop:
@@ -123,67 +123,148 @@ func (w *Watcher) Run(stop <-chan struct{}) {
 		case <-stop:
 			return
 		}
-		wg.Add(1)
-		metrics.RefreshLag(now().Sub(due.due))
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			w.poll(ctx, due.id)
-		}()
+		wg.Go(func() {
+			defer func() { <-sem }()
+			// The first upstream call took the token above; calls beyond it (tasks read one by
+			// one) take theirs afterwards, which slows the next batches down.
+			if extra := w.poll(ctx, ids) - 1; extra > 0 {
+				if err := limiter.WaitN(ctx, min(extra, max(1, w.Concurrency))); err != nil {
+					return
+				}
+			}
+		})
 	}
 }
 
-// next pops the task due soonest if it is due; otherwise it says how long to wait.
-func (w *Watcher) next() (dueTask, time.Duration, bool) {
+// rescan schedules every unfinished task of the store, now and then every Interval.
+func (w *Watcher) rescan(ctx context.Context) {
+	ticker := time.NewTicker(w.Interval)
+	defer ticker.Stop()
+	for {
+		start := now()
+		err := w.Tasks.Store.UnfinishedTasks(ctx, func(id string) bool {
+			w.schedule(id, start)
+			return ctx.Err() == nil
+		})
+		if err != nil && ctx.Err() == nil {
+			w.Tasks.Logger.Error("reading the unfinished tasks", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// next pops up to n due tasks, soonest first; when none is due it says how long to wait.
+func (w *Watcher) next(n int) ([]string, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.queue.Len() == 0 {
-		return dueTask{}, time.Minute, false
+		return nil, time.Minute
 	}
 	if wait := time.Until(w.queue[0].due); wait > 0 {
-		return dueTask{}, wait, false
+		return nil, wait
 	}
-	t := heap.Pop(&w.queue).(dueTask)
-	delete(w.queued, t.id)
-	return t, 0, true
+	var ids []string
+	for len(ids) < n && w.queue.Len() > 0 && !w.queue[0].due.After(now()) {
+		t := heap.Pop(&w.queue).(dueTask)
+		delete(w.queued, t.id)
+		ids = append(ids, t.id)
+		metrics.RefreshLag(now().Sub(t.due))
+	}
+	return ids, 0
 }
 
-// poll refreshes one task and schedules its next poll, or drops it once it has finished.
-func (w *Watcher) poll(ctx context.Context, id string) {
+// poll refreshes the tasks whose lease this watcher wins, in batches per upstream (the one that
+// created each task), schedules
+// their next polls, and drops those that have finished. It returns the upstream calls it made.
+func (w *Watcher) poll(ctx context.Context, ids []string) int {
+	byUpstream := map[*providers.Upstream][]storage.Task{}
+	claimed := make([]storage.Task, len(ids))
+	held := make([]bool, len(ids))
+	forEach(len(ids), func(i int) { claimed[i], held[i] = w.claim(ctx, ids[i]) })
+	for i, id := range ids {
+		t, ok := claimed[i], held[i]
+		if !ok {
+			continue
+		}
+		u, found := w.Tasks.boundUpstream(t)
+		if !found {
+			// Finished by refresh: its upstream left the config.
+			if _, err := w.Tasks.refreshLogged(ctx, t); err != nil && ctx.Err() == nil {
+				w.schedule(id, now().Add(w.Interval))
+			}
+			continue
+		}
+		byUpstream[u] = append(byUpstream[u], t)
+	}
+	calls := 0
+	for u, tasks := range byUpstream {
+		n, open := w.Tasks.refreshBatch(ctx, u, tasks)
+		calls += n
+		if ctx.Err() != nil {
+			return calls // stopping: the next watcher starts from the store's list
+		}
+		next := now().Add(w.Interval)
+		for _, id := range open {
+			w.schedule(id, next)
+		}
+	}
+	return calls
+}
+
+// claim decides whether this watcher reads task id now: the task is still unfinished, nobody
+// read it in the last half interval, and this watcher holds its lease for this interval (so
+// that of several instances sharing the store, one reads it). Otherwise the task is scheduled
+// again, or dropped when it has finished.
+func (w *Watcher) claim(ctx context.Context, id string) (storage.Task, bool) {
 	t, err := w.Tasks.Store.Task(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) || (err == nil && !t.Unfinished()) {
-		return
+		return t, false
 	}
 	if err != nil {
 		w.schedule(id, now().Add(w.Interval))
-		return
+		return t, false
 	}
 	if last := time.Unix(0, t.RefreshedAt); now().Sub(last) < w.Interval/2 {
-		w.schedule(id, last.Add(w.Interval)) // a client polled it recently
-		return
+		w.schedule(id, last.Add(w.Interval)) // a client (or another instance) read it recently
+		return t, false
 	}
-	// One watcher polls a task at a time, across every gateway that shares the store.
-	lease := "poll/" + id
-	held, err := w.Tasks.Store.AcquireLease(ctx, lease, w.owner, now(), w.Tasks.upstreamTimeout()+time.Second)
+	// The lease is kept for the interval, not released after the read: of all the gateways that
+	// share the store, one reads the task, and none again before the interval has passed.
+	held, err := w.Tasks.Store.AcquireLease(ctx, "poll/"+id, w.Owner, now(), w.Interval)
 	if err != nil || !held {
 		if err != nil && ctx.Err() == nil {
-			w.Tasks.Logger.Error("taking a poll lease", zap.String("task_id", id), zap.Error(err))
+			w.Tasks.Logger.Error("taking a watch lease", zap.String("task_id", id), zap.Error(err))
 		}
 		w.schedule(id, now().Add(w.Interval))
+		return t, false
+	}
+	return t, true
+}
+
+// storeParallelism bounds the store calls one batch makes at once; concurrent calls share round
+// trips (the Redis client pipelines them).
+const storeParallelism = 16
+
+// forEach calls fn(0) … fn(n-1), up to storeParallelism at once, and waits for them.
+func forEach(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
 		return
 	}
-	defer func() {
-		if err := w.Tasks.Store.ReleaseLease(context.WithoutCancel(ctx), lease, w.owner); err != nil {
-			w.Tasks.Logger.Warn("releasing a poll lease; it ends by itself", zap.String("task_id", id), zap.Error(err))
-		}
-	}()
-	t, err = w.Tasks.refreshOnce(ctx, t)
-	switch {
-	case ctx.Err() != nil: // stopping: the next watcher starts from the store's list
-	case errors.Is(err, errTaskNotExist): // gone upstream; its record expires in time
-	case err == nil && !t.Unfinished():
-	default:
-		w.schedule(id, now().Add(w.Interval))
+	sem := make(chan struct{}, storeParallelism)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
 	}
+	wg.Wait()
 }
 
 // dueTask is a task and when it is next due.

@@ -1,0 +1,160 @@
+package videotask
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// MaxRefreshBatch is the most tasks one list call refreshes (Ark's page_size allows 500; a
+// smaller batch keeps each answer small and each call quick).
+const MaxRefreshBatch = 100
+
+// noBatch remembers the upstreams whose task list refused an id filter (by *Upstream, so a
+// reloaded config tries again): they are read one task at a time from then on.
+var noBatch sync.Map
+
+// refreshBatch reads several tasks of one upstream (the one that created them) in one call,
+// through the task list with filter.task_ids (as Ark's list accepts), and stores each answer as
+// refresh does. A task missing from the list answer, and every task of an upstream whose list
+// refuses the filter, is read on its own. It returns the upstream requests made and the ids of the tasks that may
+// still change (unfinished, or not read for a passing reason).
+func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks []storage.Task) (upstreamCalls int, open []string) {
+	one := func(t storage.Task) {
+		upstreamCalls++
+		if stored, err := h.refreshLogged(ctx, t); err == nil && !stored.Unfinished() || errors.Is(err, errTaskNotExist) {
+			return
+		}
+		open = append(open, t.ID)
+	}
+	if len(tasks) == 1 || !batchable(p) {
+		for _, t := range tasks {
+			one(t)
+		}
+		return upstreamCalls, open
+	}
+	answers, err := h.listByIDs(ctx, p, tasks)
+	upstreamCalls = 1
+	if err != nil {
+		if !errors.Is(err, errNoIDFilter) && ctx.Err() == nil {
+			h.Logger.Warn("batched task refresh failed; reading the tasks one by one",
+				zap.String("upstream", p.Label()), zap.Int("tasks", len(tasks)), zap.Error(err))
+		}
+		for _, t := range tasks {
+			one(t)
+		}
+		return upstreamCalls, open
+	}
+	var mu sync.Mutex
+	var unlisted []storage.Task
+	forEach(len(tasks), func(i int) {
+		t := tasks[i]
+		answer, ok := answers[t.ID]
+		if !ok {
+			mu.Lock()
+			unlisted = append(unlisted, t)
+			mu.Unlock()
+			return
+		}
+		stored, err := h.storeAnswer(ctx, t, answer.readAt, answer.fields)
+		if errors.Is(err, errTaskNotExist) || err == nil && !stored.Unfinished() {
+			return
+		}
+		if err != nil && ctx.Err() == nil {
+			h.Logger.Debug("storing a batched refresh", zap.String("task_id", t.ID), zap.Error(err))
+		}
+		mu.Lock()
+		open = append(open, t.ID)
+		mu.Unlock()
+	})
+	// Not listed: read each alone, which also finishes a task the upstream forgot (404).
+	for _, t := range unlisted {
+		one(t)
+	}
+	return upstreamCalls, open
+}
+
+// refreshLogged refreshes one task (once across concurrent callers) and logs a failure.
+func (h *Handler) refreshLogged(ctx context.Context, t storage.Task) (storage.Task, error) {
+	stored, err := h.refreshOnce(ctx, t)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errTaskNotExist) {
+		h.Logger.Debug("refreshing a task", zap.String("task_id", t.ID), zap.Error(err))
+	}
+	return stored, err
+}
+
+func batchable(p *providers.Upstream) bool {
+	_, refused := noBatch.Load(p)
+	return !refused
+}
+
+// errNoIDFilter: the provider's task list does not take filter.task_ids.
+var errNoIDFilter = errors.New("the task list does not filter by id")
+
+// listedAnswer is one task of a list answer and when it was read.
+type listedAnswer struct {
+	fields map[string]json.RawMessage
+	readAt int64
+}
+
+// listByIDs asks the provider's task list for the given tasks and returns the answer of each
+// listed task by id. A list that answers 400, 404 or 405, or lists a task that was not asked for
+// (it ignored the filter), marks the provider as not batchable.
+func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []storage.Task) (map[string]listedAnswer, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
+	defer cancel()
+	q := url.Values{}
+	want := make(map[string]bool, len(tasks))
+	for _, t := range tasks {
+		q.Add("filter.task_ids", t.ID)
+		want[t.ID] = true
+	}
+	q.Set("page_num", "1")
+	q.Set("page_size", strconv.Itoa(len(tasks)))
+	readAt := now().UnixNano()
+	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	switch ans.Status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
+		noBatch.Store(p, true)
+		h.Logger.Info("the provider's task list does not filter by id; its tasks are read one by one",
+			zap.String("upstream", p.Label()), zap.Int("status", ans.Status))
+		return nil, errNoIDFilter
+	}
+	if !ans.OK() {
+		return nil, upstream.Refusal(ans)
+	}
+	var list struct {
+		Items []map[string]json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(ans.Body, &list); err != nil {
+		return nil, upstream.ErrUnreadable
+	}
+	answers := make(map[string]listedAnswer, len(list.Items))
+	for _, item := range list.Items {
+		var id string
+		if json.Unmarshal(item["id"], &id) != nil {
+			return nil, upstream.ErrUnreadable
+		}
+		if !want[id] {
+			noBatch.Store(p, true)
+			h.Logger.Info("the provider's task list ignored the id filter; its tasks are read one by one",
+				zap.String("provider", p.Name))
+			return nil, errNoIDFilter
+		}
+		answers[id] = listedAnswer{fields: item, readAt: readAt}
+	}
+	return answers, nil
+}
