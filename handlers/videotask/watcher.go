@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -171,6 +172,7 @@ func (w *Watcher) next(n int) ([]string, time.Duration) {
 		t := heap.Pop(&w.queue).(dueTask)
 		delete(w.queued, t.id)
 		ids = append(ids, t.id)
+		metrics.RefreshLag(now().Sub(t.due))
 	}
 	return ids, 0
 }
