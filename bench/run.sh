@@ -59,10 +59,24 @@ http://127.0.0.1:$BASE_SIM {
 }
 CFG
 
+# The gateway runs with every observability feature on: metrics (always counted), and usage
+# records routed to their own file by Caddy's log configuration, through mediagw_buffered.
 cat >"$work/gateway.caddy" <<CFG
 {
 	admin off
 	persist_config off
+	log usage {
+		output mediagw_buffered {
+			output file $work/usage.log {
+				roll_disabled
+			}
+		}
+		format json
+		include mediagw.usage
+	}
+	log default {
+		exclude mediagw.usage
+	}
 	mediagw {
 		storage badger $work/store
 		provider chat {
@@ -111,7 +125,7 @@ start() { # cpu config
 start 1 "$work/upstream.caddy"
 start 0 "$work/baseline.caddy"
 start 0 "$work/gateway.caddy"
-gw_pid=${pids[2]}
+base_pid=${pids[1]} gw_pid=${pids[2]}
 for port in $UP $SIM $BASE $BASE_SIM $GW; do
 	for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 done
@@ -132,15 +146,26 @@ cat >"$work/get.lua" <<LUA
 wrk.headers["Authorization"] = "Bearer $KEY"
 LUA
 
-# load NAME URL SCRIPT CONNS: one wrk run, printed as "NAME req/s p50 p99".
+# cputicks PID: the CPU time (user + system, in clock ticks) the process has used.
+cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# load NAME URL SCRIPT CONNS [PID]: one wrk run, printed as "NAME req/s p50 p99"; with PID, also
+# the proxy's CPU time per request, which other load on a shared machine disturbs far less than
+# throughput does.
 load() {
-	local out
+	local out before=0 after=0
+	[ -n "${5:-}" ] && before=$(cputicks "$5")
 	out=$(taskset -c 1 wrk -t1 -c"$4" -d"$DURATION" --latency -s "$3" "$2")
-	local rps p50 p99
+	[ -n "${5:-}" ] && after=$(cputicks "$5")
+	local rps p50 p99 n cpu=""
 	rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
 	p50=$(awk '$1=="50%" {print $2}' <<<"$out")
 	p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-	printf '%-34s %12s req/s   p50 %9s   p99 %9s\n' "$1" "$rps" "$p50" "$p99"
+	n=$(awk '/requests in/ {print $1}' <<<"$out")
+	if [ -n "${5:-}" ] && [ "${n:-0}" -gt 0 ]; then
+		cpu=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN {printf "   cpu %6.1f us/req", t / hz / n * 1e6}')
+	fi
+	printf '%-34s %12s req/s   p50 %9s   p99 %9s%s\n' "$1" "$rps" "$p50" "$p99" "$cpu"
 }
 
 echo "machine: $(nproc) cores, $(awk '/model name/ {$1=$2=$3=""; print; exit}' /proc/cpuinfo | sed 's/^ *//'), $(go version | cut -d' ' -f3)"
@@ -151,10 +176,10 @@ echo
 alternate() {
 	local base="http://127.0.0.1:$BASE/v1/chat/completions" gw="http://127.0.0.1:$GW/v1/chat/completions"
 	echo "== pass-through chat (POST /v1/chat/completions), $1"
-	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2"
-	load "mediagw auth+route+reverse_proxy" "$gw" "$work/chat.lua" "$2"
-	load "mediagw auth+route+reverse_proxy" "$gw" "$work/chat.lua" "$2"
-	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2"
+	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2" "$base_pid"
+	load "mediagw auth+route+reverse_proxy" "$gw" "$work/chat.lua" "$2" "$gw_pid"
+	load "mediagw auth+route+reverse_proxy" "$gw" "$work/chat.lua" "$2" "$gw_pid"
+	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2" "$base_pid"
 }
 # Warm both proxies up first (connection pools, heap size) without measuring.
 for url in "http://127.0.0.1:$BASE/v1/chat/completions" "http://127.0.0.1:$GW/v1/chat/completions"; do
@@ -162,6 +187,7 @@ for url in "http://127.0.0.1:$BASE/v1/chat/completions" "http://127.0.0.1:$GW/v1
 done
 alternate "$CONNS connections" "$CONNS"
 alternate "1 connection (latency)" 1
+echo "usage records written by the gateway so far: $(wc -l <"$work/usage.log")"
 
 echo "== video task create (POST …/tasks), $CONNS connections"
 load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/usage"
 )
 
 func init() {
@@ -26,6 +27,9 @@ func init() {
 //	GET    /mediagw/accounts/{name}      show an account
 //	PATCH  /mediagw/accounts/{name}      {"disabled": true|false}
 //	GET    /mediagw/accounts/{name}/usage
+//	GET    /mediagw/usage?account=&from=&to=&group_by=day,account,model
+//	                                     usage aggregates per account, model and day; JSON, or
+//	                                     CSV with Accept: text/csv
 //	GET    /mediagw/upstreams            every provider's upstreams: healthy, or cooling down
 //	                                     until when, and their recent failures
 //
@@ -33,6 +37,7 @@ func init() {
 // authentication of its own: keep it on a loopback address or a unix socket (Caddy's default).
 type AdminAPI struct {
 	keys    *keyadmin.Handler
+	usage   *usage.Recorder
 	catalog *providers.Catalog
 }
 
@@ -53,6 +58,7 @@ func (a *AdminAPI) Provision(ctx caddy.Context) error {
 	app := v.(*App)
 	a.keys = &keyadmin.Handler{Store: app.store, Static: app.staticByID, DisabledAccounts: app.disabledAccts,
 		Meter: app.accountant.Meter, WebhookKey: app.runtime.key}
+	a.usage = app.usage
 	a.catalog = app.catalog
 	return nil
 }
@@ -65,6 +71,10 @@ func (a *AdminAPI) Routes() []caddy.AdminRoute {
 func (a *AdminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 	if a.keys == nil {
 		return caddy.APIError{HTTPStatus: http.StatusNotFound, Message: "mediagw is not configured"}
+	}
+	if r.URL.Path == "/mediagw/usage" {
+		a.usage.ServeReport(w, r)
+		return nil
 	}
 	if r.URL.Path == upstreamsPath {
 		return serveUpstreams(w, r, a.catalog)

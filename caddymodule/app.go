@@ -18,6 +18,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -61,6 +62,10 @@ type App struct {
 	// Default: 7 days, like the upstream.
 	TaskRetention caddy.Duration `json:"task_retention,omitempty"`
 
+	// NoAccountMetrics drops the account label of mediagw_quota_used_total, for gateways with
+	// very many accounts (usage records and the usage report still have every account).
+	// Default: false (counted per account).
+	NoAccountMetrics bool `json:"no_account_metrics,omitempty"`
 	// UpstreamProxyFromEnv sends the gateway's own provider calls (video task create, query,
 	// cancel and the watcher's polls; image edits) through the proxy that HTTPS_PROXY,
 	// HTTP_PROXY and NO_PROXY name. Default: false, no proxy, whatever the environment says.
@@ -69,6 +74,7 @@ type App struct {
 
 	store         storage.Store
 	storeKey      string
+	opened        openedStore
 	catalog       *providers.Catalog
 	authenticator *auth.Authenticator
 	staticByID    map[string]storage.APIKey
@@ -76,6 +82,8 @@ type App struct {
 	uploads       *uploads
 	accountant    *accounting.Accountant
 	runtime       *taskRuntime
+	usage         *usage.Recorder
+	observer      *observer
 	loadedAt      time.Time
 	logger        *zap.Logger
 }
@@ -210,6 +218,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if err := a.provisionUploads(repl); err != nil {
+		return err
+	}
+	if err := a.provisionObservability(ctx); err != nil {
 		return err
 	}
 	if err := a.provisionTaskRuntime(repl); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/usage"
 )
 
 func init() {
@@ -42,6 +43,7 @@ func init() {
 type AuthHandler struct {
 	authn      *auth.Authenticator
 	accountant *accounting.Accountant
+	observer   *observer
 	logger     *zap.Logger
 	log        credentialSafeLog
 }
@@ -60,12 +62,15 @@ func (h *AuthHandler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.authn, h.accountant, h.logger = app.Authenticator(), app.Accountant(), ctx.Logger()
+	h.authn, h.accountant, h.observer, h.logger = app.Authenticator(), app.Accountant(), app.observer, ctx.Logger()
 	h.log = newCredentialSafeLog(ctx)
 	return nil
 }
 
-func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) (err error) {
+	ow, entry := h.observer.begin(w, r)
+	defer func() { h.observer.end(ow, r, entry, err) }()
+	w = ow
 	secret, keyErr := auth.KeyFromRequest(r)
 	srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	exposed := exposes(r, srv)
@@ -73,14 +78,14 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	stripOriginalURL(r)
 	if exposed {
 		return h.log.serve(w, r, func(w http.ResponseWriter, r *http.Request) error {
-			return h.authenticate(w, r, secret, keyErr, next)
+			return h.authenticate(w, r, secret, keyErr, next, entry)
 		})
 	}
-	return h.authenticate(w, r, secret, keyErr, next)
+	return h.authenticate(w, r, secret, keyErr, next, entry)
 }
 
 // authenticate answers 401/403/429 or runs next with the caller's identity.
-func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secret string, err error, next caddyhttp.Handler) error {
+func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secret string, err error, next caddyhttp.Handler, entry *usage.Entry) error {
 	var id auth.Identity
 	if err == nil {
 		id, err = h.authn.AuthenticateKey(r.Context(), secret, clientIP(r))
@@ -99,7 +104,11 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 	repl := replacer(r)
 	repl.Set("http.auth.user.id", id.KeyID)
 	repl.Set("mediagw.account", id.Account)
-	return next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))
+	entry.Authenticated(id.Account, id.KeyID)
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+		extra.Add(zap.String("account", id.Account))
+	}
+	return next.ServeHTTP(w, r.WithContext(auth.WithIdentity(usage.WithEntry(r.Context(), entry), id)))
 }
 
 // stripOriginalURL removes the key query parameter from the copy of the request URL that Caddy

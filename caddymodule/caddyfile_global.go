@@ -20,6 +20,7 @@ import (
 //		task_retention <duration>
 //		disabled_accounts <account...>
 //		refund_unsuccessful_tasks
+//		account_metrics on|off
 //		upstream_proxy_from_env
 //		provider <name> {
 //			base_url   <url>
@@ -131,6 +132,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			a.RefundUnsuccessfulTasks = true
+		case "account_metrics":
+			var v string
+			if !d.AllArgs(&v) || (v != "on" && v != "off") {
+				return d.Err("usage: account_metrics on|off")
+			}
+			a.NoAccountMetrics = v == "off"
 		case "upstream_proxy_from_env":
 			if d.NextArg() {
 				return d.ArgErr()

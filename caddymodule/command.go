@@ -18,8 +18,8 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "mediagw",
-		Usage: "key <create|list|show|disable|enable|revoke|usage> | account <show|disable|enable|usage> | upstreams [--address <admin>] [--config <path> [--adapter <name>]]",
-		Short: "Manages mediagw API keys and accounts, and shows upstream health, on a running server",
+		Usage: "key <create|list|show|disable|enable|revoke|usage> | account <show|disable|enable|usage> | upstreams | usage [--account <name>] [--from <day>] [--to <day>] [--group-by day,account,model] [--csv] [--address <admin>] [--config <path> [--adapter <name>]]",
+		Short: "Manages mediagw API keys and accounts, and shows upstream health and usage, on a running server",
 		Long: `
 Manages the API keys and accounts of a running mediagw gateway through its admin
 API (the admin.api.mediagw routes under /mediagw/). Changes take effect at once.
@@ -31,9 +31,12 @@ API (the admin.api.mediagw routes under /mediagw/). Changes take effect at once.
   caddy mediagw key show|disable|enable|revoke|usage <key-id>
   caddy mediagw account show|disable|enable|usage <account>
   caddy mediagw upstreams
+  caddy mediagw usage [--account acme] [--from 2026-11-01] [--to 2026-11-30]
+                      [--group-by day,account,model] [--csv]
 
 "upstreams" shows each provider's upstreams: healthy, or cooling down until when,
-with their recent failures (never their credentials).
+with their recent failures (never their credentials). "usage" prints requests, tasks,
+cost and tokens per account, model and day (UTC), as JSON or CSV.
 
 "key create" prints the new secret (mg-…). It is shown this once and never again:
 store it now. No other command prints a secret.
@@ -44,7 +47,7 @@ The admin address is --address, or the one in --config, or Caddy's default
 			cmd.PersistentFlags().String("address", "", "Address of the administration API listener (if --config is not used)")
 			cmd.PersistentFlags().StringP("config", "c", "", "Configuration file (if --address is not used)")
 			cmd.PersistentFlags().StringP("adapter", "a", "", "Name of config adapter to apply (if --config is used)")
-			cmd.AddCommand(keyCommands(), accountCommands(), &cobra.Command{
+			cmd.AddCommand(keyCommands(), accountCommands(), usageCommand(), &cobra.Command{
 				Use: "upstreams", Short: "Shows every provider's upstreams and their health", Args: cobra.NoArgs,
 				RunE: func(cmd *cobra.Command, _ []string) error {
 					return adminCall(cmd, http.MethodGet, upstreamsPath, nil)
@@ -186,4 +189,32 @@ func parseRateFlag(v string) (map[string]any, error) {
 		return nil, fmt.Errorf("--rate %q: the window %q is not a duration; write it like 1m, 30s or 1h (so 60/1m, not 60/minute)", v, window)
 	}
 	return map[string]any{"requests": n, "window": strings.TrimSpace(window)}, nil
+}
+
+// usageCommand prints the usage report of GET /mediagw/usage.
+func usageCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "usage [--account <name>] [--from <day>] [--to <day>] [--group-by day,account,model] [--csv]",
+		Short: "Prints usage (requests, tasks, cost, tokens) per account, model and day",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{}
+			for _, name := range []string{"account", "from", "to", "group-by"} {
+				if v, _ := cmd.Flags().GetString(name); v != "" {
+					q.Set(strings.ReplaceAll(name, "-", "_"), v)
+				}
+			}
+			if csv, _ := cmd.Flags().GetBool("csv"); csv {
+				q.Set("format", "csv")
+			}
+			return adminCall(cmd, http.MethodGet, "/mediagw/usage?"+q.Encode(), nil)
+		},
+	}
+	f := c.Flags()
+	f.String("account", "", "Only this account")
+	f.String("from", "", "First day, YYYY-MM-DD (UTC)")
+	f.String("to", "", "Last day, YYYY-MM-DD (UTC)")
+	f.String("group-by", "", "Dimensions kept apart: day, account, model (default all three)")
+	f.Bool("csv", false, "Print CSV instead of JSON")
+	return c
 }

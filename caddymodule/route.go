@@ -3,6 +3,10 @@ package caddymodule
 import (
 	"net/http"
 	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -14,6 +18,9 @@ import (
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/passthrough"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/internal/metrics"
+	"github.com/mediagw/mediagw/internal/tracing"
 )
 
 func init() {
@@ -123,6 +130,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		return nil
 	}
 	defer route.Done()
+	upstreamName := route.Dispatch.First().Name // the first upstream tried names the series
+	entry := usage.From(r.Context())
+	entry.Routed(route.Model, route.Provider.Name, upstreamName)
 	var charge accounting.Charge
 	if route.Billable {
 		if charge, err = h.accountant.Charge(r.Context(), id, route.Provider.Cost(route.Model)); err != nil {
@@ -134,16 +144,24 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	repl.Set("mediagw.model", route.Model)
 	repl.Set("mediagw.provider", route.Provider.Name)
 	publishUpstream(repl, route.Dispatch.First())
-	sw := &statusWriter{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
+	sw := newAnswerWriter(w)
 	var out http.ResponseWriter = sw
 	var created *passthrough.CreatedWriter
 	if route.Creates != "" {
 		created = h.router.Created(sw, r, id, route)
 		out = created
 	}
-	err = next.ServeHTTP(out, r.WithContext(providers.WithDispatch(r.Context(), route.Dispatch)))
+	err = h.proxy(out, r.WithContext(providers.WithDispatch(r.Context(), route.Dispatch)), next, route.Provider.Name)
 	if created != nil && err == nil {
 		created.Finish()
+	}
+	entry.AddTokens(sw.sniffer.Tokens())
+	sw.sniffer.Release()
+	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
+		if d, ok := latency.(time.Duration); ok {
+			entry.UpstreamLatency(d)
+			metrics.UpstreamDuration(route.Provider.Name, upstreamName, entry.EndpointOr(r.URL.Path), d)
+		}
 	}
 	if err != nil || sw.status >= 400 {
 		charge.Refund() // the upstream (or the proxy) refused: the request was not served
@@ -151,24 +169,12 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	return err
 }
 
-// statusWriter remembers the status of the answer; flushing and the rest pass through.
-type statusWriter struct {
-	*caddyhttp.ResponseWriterWrapper
-	status int
-}
-
-func (w *statusWriter) WriteHeader(status int) {
-	if w.status == 0 && status >= 200 {
-		w.status = status
-	}
-	w.ResponseWriterWrapper.WriteHeader(status)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriterWrapper.Write(b)
+// proxy runs the reverse_proxy blocks after this handler, in a span of the request's trace.
+func (h *RouteHandler) proxy(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) error {
+	ctx, span := tracing.Start(r.Context(), "upstream "+provider, trace.SpanKindClient, attribute.String("mediagw.provider", provider))
+	err := next.ServeHTTP(w, r.WithContext(ctx))
+	span.End(err)
+	return err
 }
 
 // UnmarshalCaddyfile sets up the handler. Syntax:

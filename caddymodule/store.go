@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -19,10 +20,13 @@ var stores = caddy.NewUsagePool()
 // usageFlushInterval is how often request and task counts are written to the store.
 const usageFlushInterval = 2 * time.Second
 
-// openedStore is a store and what lives as long as it: the usage meter that writes to it.
+// openedStore is a store and what lives as long as it: the usage meter that writes to it, and the
+// traced view of it that handlers use (one per store, so that handlers of the old and the new
+// config during a reload share it).
 type openedStore struct {
-	store storage.Store
-	meter *accounting.Meter
+	store  storage.Store
+	traced *tracedStore
+	meter  *accounting.Meter
 }
 
 // Destruct flushes the meter and closes the store, when the last config lets go of it.
@@ -54,17 +58,23 @@ func (a *App) openStore(ctx caddy.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		meter := accounting.NewMeter(s, usageFlushInterval, a.logger.Named("usage"))
-		return openedStore{store: s, meter: meter}, nil
+		meter := accounting.NewMeter(s, usageFlushInterval, a.logger.Named("meter"))
+		return openedStore{store: s, traced: &tracedStore{Store: s, backend: backendName(key)}, meter: meter}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
 	opened := val.(openedStore)
-	a.store, a.storeKey = opened.store, key
-	a.accountant = &accounting.Accountant{Store: opened.store, Meter: opened.meter, RefundUnsuccessful: a.RefundUnsuccessfulTasks,
+	a.store, a.storeKey, a.opened = opened.traced, key, opened
+	a.accountant = &accounting.Accountant{Store: opened.traced, Meter: opened.meter, RefundUnsuccessful: a.RefundUnsuccessfulTasks,
 		Logger: a.logger.Named("accounting")}
 	return nil
+}
+
+// backendName is the backend part of a store identity ("badger" of "badger:/var/lib/…").
+func backendName(identity string) string {
+	name, _, _ := strings.Cut(identity, ":")
+	return name
 }
 
 // legacyStorageConfig turns the storage setting of earlier versions, {"backend": "badger",

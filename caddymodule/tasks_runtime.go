@@ -112,7 +112,14 @@ func (a *App) webhookKey(configured string) ([]byte, error) {
 
 func (rt *taskRuntime) start() {
 	rt.stop = make(chan struct{})
-	rt.done.Add(2)
+	rt.done.Add(3)
+	go func() {
+		defer rt.done.Done()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { <-rt.stop; cancel() }()
+		countActiveTasks(ctx, rt.tasks.Store, rt.tasks.Logger)
+	}()
 	go func() { defer rt.done.Done(); rt.watcher.Run(rt.stop) }()
 	go func() { defer rt.done.Done(); rt.outbox.Run(rt.stop) }()
 }

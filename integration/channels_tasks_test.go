@@ -20,7 +20,7 @@ const channelTasksCaddyfile = `{
 		watcher {
 			interval 200ms
 		}
-		provider ark {
+		provider {{provider}} {
 			models seedance-client
 			model_map seedance-client seedance-1-0-pro-250528
 			upstream a {
@@ -125,7 +125,7 @@ const taskBody = `{"model":"seedance-client","content":[{"type":"text","text":"a
 func TestChannelsTaskStaysWithItsUpstream(t *testing.T) {
 	a, b := newArkChannel(t, "a", "key-a"), newArkChannel(t, "b", "key-b")
 	base, g := startSimGateway(t, channelTasksCaddyfile, map[string]string{
-		"a_url": a.URL, "a_priority": "0", "b_block": bBlock(b.URL, "1"),
+		"a_url": a.URL, "a_priority": "0", "b_block": bBlock(b.URL, "1"), "provider": uniqueName("ark"),
 	})
 	r := call(t, http.MethodPost, base+"/api/v3/contents/generations/tasks", "mg-tasks", taskBody)
 	taskA := r.field("id")
@@ -179,7 +179,7 @@ func TestChannelsTaskStaysWithItsUpstream(t *testing.T) {
 func TestChannelsCreateRetriedAfterRefusal(t *testing.T) {
 	b := newArkChannel(t, "b", "key-b")
 	base, _ := startSimGateway(t, channelTasksCaddyfile, map[string]string{
-		"a_url": refusingURL(t), "a_priority": "0", "b_block": bBlock(b.URL, "1"),
+		"a_url": refusingURL(t), "a_priority": "0", "b_block": bBlock(b.URL, "1"), "provider": uniqueName("ark"),
 	})
 	r := call(t, http.MethodPost, base+"/api/v3/contents/generations/tasks", "mg-tasks", taskBody)
 	if r.status != http.StatusOK || r.field("id") != "cgt-b-1" {
@@ -199,7 +199,7 @@ func TestChannelsCreateRetriedAfterRefusal(t *testing.T) {
 func TestChannelsTaskOfRemovedUpstreamFails(t *testing.T) {
 	a, b := newArkChannel(t, "a", "key-a"), newArkChannel(t, "b", "key-b")
 	base, g := startSimGateway(t, channelTasksCaddyfile, map[string]string{
-		"a_url": a.URL, "a_priority": "0", "b_block": bBlock(b.URL, "1"),
+		"a_url": a.URL, "a_priority": "0", "b_block": bBlock(b.URL, "1"), "provider": uniqueName("ark"),
 	})
 	r := call(t, http.MethodPost, base+"/api/v3/contents/generations/tasks", "mg-tasks", taskBody)
 	if r.status != http.StatusOK || r.field("id") != "cgt-a-1" {
@@ -217,7 +217,7 @@ func TestChannelsTaskOfRemovedUpstreamFails(t *testing.T) {
 		Error  struct{ Code, Message string }
 	}
 	decodeJSON(t, r.body, &task)
-	if r.status != http.StatusOK || task.Status != "failed" || !strings.Contains(task.Error.Message, "ark/a") {
+	if r.status != http.StatusOK || task.Status != "failed" || !strings.Contains(task.Error.Message, "/a that ran this task") {
 		t.Fatalf("query: %d %s", r.status, r.body)
 	}
 	_, bCalls, _ := b.snapshot()

@@ -27,7 +27,7 @@ const channelsCaddyfile = `{
 	{{globals}}
 	mediagw {
 		storage badger {{data}}
-		provider openai {
+		provider {{provider}} {
 			models gpt-4o-mini other-chat
 			upstream a {
 				base_url {{a_url}}/v1
@@ -145,7 +145,9 @@ func refusingURL(t *testing.T) string { return fmt.Sprintf("http://127.0.0.1:%d"
 
 func startChannels(t *testing.T, vars map[string]string) (string, *gateway) {
 	t.Helper()
-	all := map[string]string{"a_weight": "1", "a_priority": "0", "b_priority": "0"}
+	// Upstream health outlives configs in this process; a provider name of its own keeps an
+	// earlier test's cooldown (on a loopback port reused since) out of this one.
+	all := map[string]string{"a_weight": "1", "a_priority": "0", "b_priority": "0", "provider": uniqueName("openai")}
 	for k, v := range vars {
 		all[k] = v
 	}
@@ -391,3 +393,8 @@ func TestChannelsTimeoutBeforeHeaders(t *testing.T) {
 		t.Fatalf("%d %s; a saw %d, b %d", r.status, r.body, a.requests.Load(), b.requests.Load())
 	}
 }
+
+// uniqueName is prefix and a number no other call in this process returns.
+func uniqueName(prefix string) string { return fmt.Sprintf("%s-%d", prefix, uniqueCounter.Add(1)) }
+
+var uniqueCounter atomic.Int64

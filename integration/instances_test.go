@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -385,5 +386,74 @@ func TestRedisRestartKeepsAcknowledgedTasks(t *testing.T) {
 func decodeJSONQuiet(b []byte, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		return
+	}
+}
+
+// TestInstancesShareIdempotencyUsageAndSecret: concurrent retries of one Idempotency-Key on
+// three instances create one upstream task; usage counted on B and C is read on A; every
+// instance signs callbacks with one webhook secret.
+func TestInstancesShareIdempotencyUsageAndSecret(t *testing.T) {
+	c := startCluster(t, 3, clusterOptions{})
+	body := `{"model":"seedance-sim","content":[{"type":"text","text":"once"}]}`
+	var (
+		mu  sync.Mutex
+		ids = map[string]int{}
+		bad []string
+		wg  sync.WaitGroup
+	)
+	for i := range 30 {
+		in := c.instances[i%3]
+		wg.Go(func() {
+			req, err := http.NewRequest("POST", in.base+taskPath, strings.NewReader(body))
+			if err != nil {
+				mu.Lock()
+				bad = append(bad, err.Error())
+				mu.Unlock()
+				return
+			}
+			req.Header.Set("Authorization", "Bearer mg-bob")
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", "retry-42")
+			r, err := sendRequest(req)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && r.status == 200:
+				ids[r.field("id")]++
+			case err == nil && r.status == 409: // the first is still in flight on another instance
+			default:
+				bad = append(bad, fmt.Sprintf("%d %s %v", r.status, r.body, err))
+			}
+		})
+	}
+	wg.Wait()
+	if len(bad) > 0 || len(ids) != 1 {
+		t.Fatalf("answers: ids %v, others %v; want one task id", ids, bad)
+	}
+	r := call(t, "GET", c.instances[2].base+taskPath+"?page_size=50", "mg-bob", nil)
+	if r.json(t)["total"] != float64(1) {
+		t.Fatalf("bob has %v tasks after 30 retries of one key, want 1: %s", r.json(t)["total"], r.body)
+	}
+
+	// Usage: tasks created on B and C are counted for alice, read through A's admin API.
+	createTask(t, c.instances[1], "mg-alice", "")
+	createTask(t, c.instances[2], "mg-alice", "")
+	waitFor(t, "alice's usage seen on A", func() bool {
+		r := call(t, "GET", "http://"+c.instances[0].admin+"/mediagw/accounts/alice/usage", "", nil)
+		return r.status == 200 && r.json(t)["tasks"] == float64(2)
+	})
+
+	// The webhook secret of an account is one across instances.
+	var secrets []string
+	for _, in := range c.instances {
+		r := call(t, "GET", "http://"+in.admin+"/mediagw/accounts/alice", "", nil)
+		s, _ := r.json(t)["webhook_secret"].(string)
+		if s == "" {
+			t.Fatalf("no webhook secret on %s: %s", in.name, r.body)
+		}
+		secrets = append(secrets, s)
+	}
+	if secrets[0] != secrets[1] || secrets[1] != secrets[2] {
+		t.Fatal("the instances sign callbacks with different webhook secrets")
 	}
 }

@@ -42,7 +42,9 @@ type RedisOptions struct {
 // served from a client-side cache that the server invalidates (RESP3 client tracking), so they
 // cost no network round trip. A cached record is also kept at most MaxDirectoryStaleness, and a
 // record changed through this Store is read past the cache for a while, so that the process that
-// revokes a key refuses it from the next request on.
+// revokes a key refuses it from the next request on. Lookups of unknown keys are cached too
+// (the server then invalidates them when such a key is created); the cache is bounded per
+// connection (RedisOptions.CacheSize) and evicts the least recently used records.
 //
 // Writes are acknowledged when the server has applied them. They survive a restart of the
 // server only when it runs with `appendonly yes` and `appendfsync always`; OpenRedis checks that

@@ -27,7 +27,11 @@ func (r *Redis) BeginIdempotent(ctx context.Context, key string, rec Idempotency
 	if err != nil {
 		return IdempotencyRecord{}, false, err
 	}
-	if n, _ := vals[0].AsInt64(); n == 1 {
+	began, err := vals[0].AsInt64()
+	if err != nil {
+		return IdempotencyRecord{}, false, err
+	}
+	if began == 1 {
 		return rec, true, nil
 	}
 	if len(vals) != 2 {

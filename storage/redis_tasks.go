@@ -92,7 +92,11 @@ func (r *Redis) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 		if len(vals) == 0 {
 			return Task{}, errScript
 		}
-		switch n, _ := vals[0].AsInt64(); n {
+		n, err := vals[0].AsInt64()
+		if err != nil {
+			return Task{}, err
+		}
+		switch n {
 		case 1:
 			return task, nil
 		case 0:
@@ -103,10 +107,15 @@ func (r *Redis) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 			if len(vals) != 4 {
 				return Task{}, errScript
 			}
-			task.Account, _ = vals[1].ToString()
-			task.Kind, _ = vals[2].ToString()
-			c, _ := vals[3].ToString()
-			if task.CreatedAt, err = strconv.ParseInt(c, 10, 64); err != nil {
+			// The stored account, kind and creation time win, as they never change.
+			var fields [3]string
+			for i := range fields {
+				if fields[i], err = vals[i+1].ToString(); err != nil {
+					return Task{}, err
+				}
+			}
+			task.Account, task.Kind = fields[0], fields[1]
+			if task.CreatedAt, err = strconv.ParseInt(fields[2], 10, 64); err != nil {
 				return Task{}, errScript
 			}
 			continue
@@ -197,7 +206,10 @@ func (r *Redis) readTasks(ctx context.Context, ids []string, fn func(id string, 
 				fn(batch[i], Task{}, false)
 				continue
 			}
-			vs, _ := vals[0].ToString()
+			vs, err := vals[0].ToString()
+			if err != nil {
+				return err
+			}
 			v, err := strconv.ParseInt(vs, 10, 64)
 			if err != nil {
 				return fmt.Errorf("redis store: bad task version: %v", err)

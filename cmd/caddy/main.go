@@ -11,6 +11,10 @@ package main
 import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 
+	// Tracing, so that the `tracing` directive makes mediagw's upstream calls and store
+	// operations spans of each request's trace (see README, Observability).
+	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/tracing"
+
 	_ "github.com/mediagw/mediagw"
 	_ "github.com/mediagw/mediagw/internal/standardset"
 )

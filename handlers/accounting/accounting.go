@@ -18,6 +18,8 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -47,6 +49,8 @@ type Accountant struct {
 	Meter *Meter
 	// RefundUnsuccessful refunds the cost of tasks that end failed, cancelled or expired.
 	RefundUnsuccessful bool
+	// Usage receives the record of each finished task; nil writes none.
+	Usage *usage.Recorder
 	// Logger receives failed refunds and releases. Default: none.
 	Logger *zap.Logger
 	// now is the clock; tests set it. Default: time.Now.
@@ -108,6 +112,7 @@ func (c Charge) Refund() {
 // without a quota are only metered, without a write per request.
 func (a *Accountant) Charge(ctx context.Context, id auth.Identity, cost int64) (Charge, error) {
 	if cost <= 0 {
+		usage.From(ctx).Charged(0)
 		return Charge{}, nil
 	}
 	if id.Limits.Quota != nil {
@@ -123,9 +128,13 @@ func (a *Accountant) Charge(ctx context.Context, id auth.Identity, cost int64) (
 	if id.Limits.Quota != nil {
 		held = cost
 	}
+	usage.From(ctx).Charged(cost)
 	var once sync.Once
 	return Charge{Held: held, undo: func() {
-		once.Do(func() { a.refund(context.WithoutCancel(ctx), id.KeyID, id.Account, cost, held) })
+		once.Do(func() {
+			a.refund(context.WithoutCancel(ctx), id.KeyID, id.Account, cost, held)
+			usage.From(ctx).Refunded(cost)
+		})
 	}}, nil
 }
 
@@ -225,9 +234,15 @@ func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string
 	if t.Active {
 		a.addRetrying(ctx, ActiveCounter(t.KeyID), -1, zap.String("key_id", t.KeyID), zap.String("task_id", t.ID), zap.String("what", "slot release"))
 	}
+	rec := usage.Record{Event: usage.EventTaskFinished, Time: a.clock(), Account: t.Account, KeyID: t.KeyID,
+		Endpoint: "/api/v3/contents/generations/tasks", Model: t.Model, Provider: t.Provider, Upstream: t.Provider,
+		TaskID: t.ID, Status: status, TraceID: usage.TraceID(ctx)}
 	if a.RefundUnsuccessful && status != "succeeded" && t.Cost > 0 {
 		a.refund(ctx, t.KeyID, t.Account, t.Cost, t.Held)
+		rec.Cost = -t.Cost
 	}
+	metrics.TaskFinished(t.Provider, t.Model, status)
+	a.Usage.Write(rec)
 }
 
 // unfinishedTasks is "1 unfinished task" or "n unfinished tasks".

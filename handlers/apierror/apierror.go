@@ -95,6 +95,7 @@ func Write(w http.ResponseWriter, shape Shape, e *Error) {
 	} else {
 		body = openAIBody{openAIError{Message: e.Message, Type: typeFor(e.Status), Param: e.Param, Code: e.Code}}
 	}
+	noteErrorCode(w, e.Code)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
@@ -163,4 +164,20 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) 
 func IsJSON(r *http.Request) bool {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	return err == nil && mt == "application/json"
+}
+
+// noteErrorCode tells the first response writer in w's chain that wants to know (the request
+// observer, for mediagw_rejections_total) the code of the error being written.
+func noteErrorCode(w http.ResponseWriter, code string) {
+	for w != nil {
+		if n, ok := w.(interface{ NoteErrorCode(string) }); ok {
+			n.NoteErrorCode(code)
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -39,6 +40,8 @@ const (
 	busyBackoff = time.Second
 	// maxIdle bounds a sleep of the delivery loop (new events wake it at once).
 	maxIdle = time.Minute
+	// pendingCountEvery bounds how often the pending events are counted for the metric.
+	pendingCountEvery = time.Second
 )
 
 // Event is one callback delivery, kept in the store until it is delivered or given up.
@@ -168,11 +171,13 @@ func (o *Outbox) Run(stop <-chan struct{}) {
 	go func() { <-stop; cancel() }()
 	d := &dispatch{o: o, hosts: map[string]int{}, accounts: map[string]int{}}
 	defer d.wg.Wait()
+	var counted time.Time
 	for ctx.Err() == nil {
 		started := d.round(ctx)
 		if started > 0 {
 			continue
 		}
+		counted = o.countPending(ctx, counted)
 		wait := maxIdle
 		if due, ok, err := o.Store.NextEventDue(ctx); err != nil {
 			o.Logger.Error("reading the callback outbox", zap.Error(err))
@@ -188,6 +193,21 @@ func (o *Outbox) Run(stop <-chan struct{}) {
 		}
 		timer.Stop()
 	}
+}
+
+// countPending sets mediagw_callback_outbox_pending, at most once per pendingCountEvery; it
+// returns when it last counted.
+func (o *Outbox) countPending(ctx context.Context, last time.Time) time.Time {
+	t := o.Now()
+	if t.Sub(last) < pendingCountEvery {
+		return last
+	}
+	n, err := o.Store.PendingEvents(ctx)
+	if err != nil {
+		return last
+	}
+	metrics.SetOutboxPending(n)
+	return t
 }
 
 // dispatch is the state of one Run: deliveries under way, in all, by host and by account.
@@ -290,12 +310,15 @@ func (o *Outbox) deliver(ctx context.Context, ev Event) {
 	ctx = context.WithoutCancel(ctx)
 	switch {
 	case err == nil && status/100 == 2:
+		metrics.CallbackDelivery(metrics.CallbackDelivered)
 		o.ack(ctx, ev)
 	case err == nil && status == http.StatusGone:
+		metrics.CallbackDelivery(metrics.CallbackGone)
 		if o.ack(ctx, ev) && o.OnGone != nil {
 			o.OnGone(ctx, ev.TaskID)
 		}
 	case errors.As(err, new(ErrNotPublic)):
+		metrics.CallbackDelivery(metrics.CallbackRefused)
 		o.Logger.Warn("callback refused: its address is not public", zap.String("task_id", ev.TaskID), zap.String("webhook_id", ev.ID))
 		o.ack(ctx, ev)
 	default:
@@ -325,11 +348,13 @@ func (o *Outbox) retry(ctx context.Context, ev Event, status int, retryAfter tim
 	}
 	ev.Attempts++
 	if ev.Attempts > len(schedule) {
+		metrics.CallbackDelivery(metrics.CallbackGivenUp)
 		o.Logger.Warn("callback given up after its last retry", zap.String("task_id", ev.TaskID),
 			zap.String("webhook_id", ev.ID), zap.Int("attempts", ev.Attempts), zap.Int("status", status), zap.Error(upstream.WithoutURL(err)))
 		o.ack(ctx, ev)
 		return
 	}
+	metrics.CallbackDelivery(metrics.CallbackRetry)
 	wait := max(schedule[ev.Attempts-1], min(retryAfter, 24*time.Hour))
 	ev.DueAt = o.Now().Add(wait).UnixNano()
 	if err := o.Store.RescheduleEvent(ctx, ev, ev.Claim); err != nil && !errors.Is(err, storage.ErrLeaseLost) {

@@ -22,6 +22,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -113,6 +114,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	if err != nil {
 		return err
 	}
+	usage.From(r.Context()).Routed(model, p.Name, p.Name)
 	var charge accounting.Charge
 	if h.Accounting != nil {
 		if charge, err = h.Accounting.Charge(r.Context(), id, p.Cost(model)); err != nil {

@@ -45,8 +45,11 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 
 func (s *Simulator) chat(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Model    string `json:"model"`
-		Stream   bool   `json:"stream"`
+		Model         string `json:"model"`
+		Stream        bool   `json:"stream"`
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
 		Messages []struct {
 			Content any `json:"content"`
 		} `json:"messages"`
@@ -55,13 +58,14 @@ func (s *Simulator) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, created := "chatcmpl-sim-"+strings.ToLower(rand.Text()[:10]), now().Unix()
+	usage := map[string]int{"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
 	words := []string{"Hello", " from", " the", " mediagw", " simulator."}
 	if !req.Stream {
 		writeJSON(w, http.StatusOK, map[string]any{
 			"id": id, "object": "chat.completion", "created": created, "model": req.Model,
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
 				"message": map[string]any{"role": "assistant", "content": strings.Join(words, "")}}},
-			"usage": map[string]int{"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
+			"usage": usage,
 		})
 		return
 	}
@@ -86,6 +90,11 @@ func (s *Simulator) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-time.After(ChunkDelay):
 		}
+	}
+	if req.StreamOptions.IncludeUsage { // OpenAI's last chunk: no choices, the usage
+		b, _ := json.Marshal(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created,
+			"model": req.Model, "choices": []any{}, "usage": usage})
+		fmt.Fprintf(w, "data: %s\n\n", b)
 	}
 	io.WriteString(w, "data: [DONE]\n\n")
 }

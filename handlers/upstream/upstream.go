@@ -13,11 +13,48 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
+	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/internal/metrics"
+	"github.com/mediagw/mediagw/internal/tracing"
 )
+
+// BackgroundEndpoint is the endpoint label of upstream calls made outside a client request (the
+// task watcher, callback relays).
+const BackgroundEndpoint = "background"
+
+// observe counts an upstream call's duration and notes it, with the token usage of a successful
+// answer, on the request's usage entry.
+func observe(entry *usage.Entry, provider, upstream string, start time.Time, ans Answer) {
+	d := time.Since(start)
+	endpoint := BackgroundEndpoint
+	if entry != nil {
+		endpoint = entry.Endpoint
+		entry.UpstreamLatency(d)
+		if ans.OK() {
+			if t, ok := usage.FromBody(ans.Body); ok {
+				entry.AddTokens(t)
+			}
+		}
+	}
+	metrics.UpstreamDuration(provider, upstream, endpoint, d)
+}
+
+// labels splits a target's label, provider/upstream or provider, into the metric labels.
+func labels(t Target) (provider, upstream string) {
+	l := t.Label()
+	if p, u, ok := strings.Cut(l, "/"); ok {
+		return p, u
+	}
+	return l, l
+}
 
 // MaxBody bounds how much of an upstream answer is read.
 const MaxBody = 4 << 20
@@ -58,7 +95,18 @@ func (a Answer) OK() bool { return a.Status/100 == 2 }
 
 // Call sends one request to the provider endpoint rel (relative to its base URL). A JSON body is
 // sent when body is not nil.
-func (c Client) Call(ctx context.Context, p Target, method, rel string, body []byte) (Answer, error) {
+func (c Client) Call(ctx context.Context, p Target, method, rel string, body []byte) (ans Answer, err error) {
+	entry := usage.From(ctx)
+	provider, upstreamName := labels(p)
+	ctx, span := tracing.Start(ctx, "upstream "+provider, trace.SpanKindClient,
+		attribute.String("mediagw.provider", provider), attribute.String("mediagw.upstream", upstreamName),
+		attribute.String("http.request.method", method))
+	start := time.Now()
+	defer func() {
+		span.SetAttributes(attribute.Int("http.response.status_code", ans.Status))
+		span.End(err)
+		observe(entry, provider, upstreamName, start, ans)
+	}()
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)

@@ -20,16 +20,16 @@ import (
 // smaller batch keeps each answer small and each call quick).
 const MaxRefreshBatch = 100
 
-// noBatch remembers the providers whose task list refused an id filter (by *Provider, so a
+// noBatch remembers the upstreams whose task list refused an id filter (by *Upstream, so a
 // reloaded config tries again): they are read one task at a time from then on.
 var noBatch sync.Map
 
-// refreshBatch reads several tasks of one provider in one upstream call, through the task list
-// with filter.task_ids (as Ark's list accepts), and stores each answer as refresh does. A task
-// missing from the list answer, and every task of a provider whose list refuses the filter, is
-// read on its own. It returns the upstream requests made and the ids of the tasks that may
+// refreshBatch reads several tasks of one upstream (the one that created them) in one call,
+// through the task list with filter.task_ids (as Ark's list accepts), and stores each answer as
+// refresh does. A task missing from the list answer, and every task of an upstream whose list
+// refuses the filter, is read on its own. It returns the upstream requests made and the ids of the tasks that may
 // still change (unfinished, or not read for a passing reason).
-func (h *Handler) refreshBatch(ctx context.Context, p *providers.Provider, tasks []storage.Task) (upstreamCalls int, open []string) {
+func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks []storage.Task) (upstreamCalls int, open []string) {
 	one := func(t storage.Task) {
 		upstreamCalls++
 		if stored, err := h.refreshLogged(ctx, t); err == nil && !stored.Unfinished() || errors.Is(err, errTaskNotExist) {
@@ -48,7 +48,7 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Provider, tasks
 	if err != nil {
 		if !errors.Is(err, errNoIDFilter) && ctx.Err() == nil {
 			h.Logger.Warn("batched task refresh failed; reading the tasks one by one",
-				zap.String("provider", p.Name), zap.Int("tasks", len(tasks)), zap.Error(err))
+				zap.String("upstream", p.Label()), zap.Int("tasks", len(tasks)), zap.Error(err))
 		}
 		for _, t := range tasks {
 			one(t)
@@ -93,7 +93,7 @@ func (h *Handler) refreshLogged(ctx context.Context, t storage.Task) (storage.Ta
 	return stored, err
 }
 
-func batchable(p *providers.Provider) bool {
+func batchable(p *providers.Upstream) bool {
 	_, refused := noBatch.Load(p)
 	return !refused
 }
@@ -110,7 +110,7 @@ type listedAnswer struct {
 // listByIDs asks the provider's task list for the given tasks and returns the answer of each
 // listed task by id. A list that answers 400, 404 or 405, or lists a task that was not asked for
 // (it ignored the filter), marks the provider as not batchable.
-func (h *Handler) listByIDs(ctx context.Context, p *providers.Provider, tasks []storage.Task) (map[string]listedAnswer, error) {
+func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []storage.Task) (map[string]listedAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
 	q := url.Values{}
@@ -130,7 +130,7 @@ func (h *Handler) listByIDs(ctx context.Context, p *providers.Provider, tasks []
 	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
 		noBatch.Store(p, true)
 		h.Logger.Info("the provider's task list does not filter by id; its tasks are read one by one",
-			zap.String("provider", p.Name), zap.Int("status", ans.Status))
+			zap.String("upstream", p.Label()), zap.Int("status", ans.Status))
 		return nil, errNoIDFilter
 	}
 	if !ans.OK() {

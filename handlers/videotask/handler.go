@@ -21,6 +21,8 @@ import (
 	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -141,6 +143,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
+	usage.From(r.Context()).Routed(req.Model, p.Name, p.Name)
 	if err := h.checkDrafts(r.Context(), id, req.DraftTasks); err != nil {
 		return err
 	}
@@ -193,6 +196,8 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if h.Accounting != nil {
 		h.Accounting.TaskCreated(id)
 	}
+	usage.From(r.Context()).TaskCreated(taskID)
+	metrics.TaskCreated(p.Name, req.Model)
 	if h.Watcher != nil {
 		h.Watcher.Watch(task)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -28,6 +29,7 @@ func (h *Handler) owned(ctx context.Context, id auth.Identity, taskID string) (s
 	if errors.Is(err, storage.ErrNotFound) || (err == nil && (t.Account != id.Account || t.Kind != storage.KindVideo)) {
 		return storage.Task{}, errTaskNotExist
 	}
+	usage.From(ctx).About(t.ID, t.Model, t.Provider)
 	return t, err
 }
 

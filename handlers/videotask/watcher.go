@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -171,14 +172,16 @@ func (w *Watcher) next(n int) ([]string, time.Duration) {
 		t := heap.Pop(&w.queue).(dueTask)
 		delete(w.queued, t.id)
 		ids = append(ids, t.id)
+		metrics.RefreshLag(now().Sub(t.due))
 	}
 	return ids, 0
 }
 
-// poll refreshes the tasks whose lease this watcher wins, in batches per provider, schedules
+// poll refreshes the tasks whose lease this watcher wins, in batches per upstream (the one that
+// created each task), schedules
 // their next polls, and drops those that have finished. It returns the upstream calls it made.
 func (w *Watcher) poll(ctx context.Context, ids []string) int {
-	byProvider := map[*providers.Provider][]storage.Task{}
+	byUpstream := map[*providers.Upstream][]storage.Task{}
 	claimed := make([]storage.Task, len(ids))
 	held := make([]bool, len(ids))
 	forEach(len(ids), func(i int) { claimed[i], held[i] = w.claim(ctx, ids[i]) })
@@ -187,19 +190,19 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		if !ok {
 			continue
 		}
-		p, found := w.Tasks.Catalog.ProviderFor(t.Model)
-		if !found || p.Name != t.Provider {
-			// Finished by refresh: its provider left the config.
+		u, found := w.Tasks.boundUpstream(t)
+		if !found {
+			// Finished by refresh: its upstream left the config.
 			if _, err := w.Tasks.refreshLogged(ctx, t); err != nil && ctx.Err() == nil {
 				w.schedule(id, now().Add(w.Interval))
 			}
 			continue
 		}
-		byProvider[p] = append(byProvider[p], t)
+		byUpstream[u] = append(byUpstream[u], t)
 	}
 	calls := 0
-	for p, tasks := range byProvider {
-		n, open := w.Tasks.refreshBatch(ctx, p, tasks)
+	for u, tasks := range byUpstream {
+		n, open := w.Tasks.refreshBatch(ctx, u, tasks)
 		calls += n
 		if ctx.Err() != nil {
 			return calls // stopping: the next watcher starts from the store's list

@@ -188,7 +188,10 @@ func (s *Server) start(opts Options) {
 	}(s.cmd, s.done)
 	if err := s.waitReady(20 * time.Second); err != nil {
 		s.Stop()
-		out, _ := os.ReadFile(s.log)
+		out, readErr := os.ReadFile(s.log)
+		if readErr != nil {
+			out = []byte("(no log: " + readErr.Error() + ")")
+		}
 		s.tb.Fatalf("redis-server did not start on %s: %v\n%s", s.Addr, err, tail(out))
 	}
 	s.opts = opts
@@ -273,12 +276,12 @@ func (s *Server) Stop() {
 		return
 	default:
 	}
-	// An error means the process is already gone, which Wait below sees.
+	// An error means the process is already gone, which done shows.
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
 	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Process.Kill() // already gone if it fails; done closes either way
 		<-s.done
 	}
 }

@@ -1,0 +1,55 @@
+package caddymodule
+
+import (
+	"mime"
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/mediagw/mediagw/handlers/usage"
+)
+
+// answerWriter passes a proxied answer through unchanged while remembering its status and reading
+// the token usage it reports, as it streams by (see usage.Sniffer). Flushing and the rest pass
+// through the wrapper.
+type answerWriter struct {
+	*caddyhttp.ResponseWriterWrapper
+	status  int
+	sniff   bool
+	sniffer usage.Sniffer
+	wrapper caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
+}
+
+func newAnswerWriter(w http.ResponseWriter) *answerWriter {
+	aw := &answerWriter{wrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
+	aw.ResponseWriterWrapper = &aw.wrapper
+	return aw
+}
+
+func (w *answerWriter) WriteHeader(status int) {
+	if w.status == 0 && status >= 200 {
+		w.status = status
+		mt, _, err := mime.ParseMediaType(w.Header().Get("Content-Type"))
+		switch {
+		case err != nil || status >= 300 || w.Header().Get("Content-Encoding") != "":
+		case mt == "text/event-stream":
+			w.sniff, w.sniffer.SSE = true, true
+		case mt == "application/json":
+			w.sniff = true
+		}
+	}
+	w.ResponseWriterWrapper.WriteHeader(status)
+}
+
+func (w *answerWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.sniff {
+		w.sniffer.Write(b)
+	}
+	return w.ResponseWriterWrapper.Write(b)
+}
+
+// Interface guards
+var _ http.ResponseWriter = (*answerWriter)(nil)

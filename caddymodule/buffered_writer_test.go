@@ -1,0 +1,70 @@
+package caddymodule
+
+import (
+	"bufio"
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+
+	// The golden Caddyfile usage_log.caddyfile uses the tracing directive.
+	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/tracing"
+)
+
+// countingWriter records each Write it receives.
+type countingWriter struct {
+	mu     sync.Mutex
+	writes int
+	data   bytes.Buffer
+	closed bool
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	return w.data.Write(p)
+}
+
+func (w *countingWriter) Close() error { w.closed = true; return nil }
+
+func (w *countingWriter) snapshot() (int, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writes, w.data.String()
+}
+
+// Entries reach the wrapped writer in batches, by the flush interval and on Close.
+func TestBufferedLogBatchesEntries(t *testing.T) {
+	out := &countingWriter{}
+	l := &bufferedLog{out: out, buf: bufio.NewWriterSize(out, 1<<16), stop: make(chan struct{}), done: make(chan struct{})}
+	go l.flushEvery(20 * time.Millisecond)
+	for range 100 {
+		if _, err := l.Write([]byte(`{"msg":"request"}` + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, data := out.snapshot()
+		if n > 0 {
+			if n > 2 || len(data) != 100*18 {
+				t.Fatalf("%d writes, %d bytes; want the 100 entries in one or two writes", n, len(data))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nothing was flushed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := l.Write([]byte("last\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, data := out.snapshot(); !bytes.HasSuffix([]byte(data), []byte("last\n")) || !out.closed {
+		t.Fatalf("Close did not write the rest and close: closed %v", out.closed)
+	}
+}

@@ -1,0 +1,87 @@
+package caddymodule
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/internal/metrics"
+)
+
+// observer follows every request through mediagw_auth and the handlers after it, and when the
+// answer is complete counts it (mediagw_requests_total, mediagw_rejections_total), writes its
+// usage record, and adds the account, model and provider to Caddy's access log entry.
+type observer struct {
+	usage *usage.Recorder
+	now   func() time.Time
+}
+
+// begin starts following r: the returned writer notes the status and mediagw's error code.
+// Handlers find the returned entry in the request context once mediagw_auth put it there.
+func (o *observer) begin(w http.ResponseWriter, r *http.Request) (*observedWriter, *usage.Entry) {
+	e := usage.NewEntry(metrics.Endpoint(r.URL.Path))
+	ow := &observedWriter{wrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, entry: e}
+	ow.ResponseWriterWrapper = &ow.wrapper
+	return ow, e
+}
+
+// end closes the request's entry once the handlers returned err (nil when they answered).
+func (o *observer) end(ow *observedWriter, r *http.Request, e *usage.Entry, err error) {
+	status := ow.status
+	if status == 0 {
+		status = http.StatusOK
+		if err != nil {
+			status = http.StatusInternalServerError
+			if he, ok := errors.AsType[caddyhttp.HandlerError](err); ok && he.StatusCode != 0 {
+				status = he.StatusCode
+			}
+		}
+	}
+	out := e.Finish(status, o.now(), usage.TraceID(r.Context()), o.usage)
+	rec := out.Record
+	metrics.Request(e.Endpoint, rec.Provider, rec.Model, status)
+	if out.Accepted {
+		o.usage.Write(rec)
+	} else if out.ErrorCode != "" { // mediagw refused it (not a handler after mediagw's)
+		if reason := metrics.Reason(status, out.ErrorCode); reason != "" {
+			metrics.Rejected(reason)
+		}
+	}
+	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok && rec.Model != "" {
+		extra.Add(zap.String("model", rec.Model))
+		extra.Add(zap.String("provider", rec.Provider))
+	}
+}
+
+// observedWriter remembers the answer's status, and the error code when mediagw wrote the error
+// (apierror.Write tells it through NoteErrorCode).
+type observedWriter struct {
+	*caddyhttp.ResponseWriterWrapper
+	entry   *usage.Entry
+	status  int
+	wrapper caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
+}
+
+func (w *observedWriter) WriteHeader(status int) {
+	if w.status == 0 && status >= 200 {
+		w.status = status
+	}
+	w.ResponseWriterWrapper.WriteHeader(status)
+}
+
+func (w *observedWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriterWrapper.Write(b)
+}
+
+// NoteErrorCode is told the code of an error answer that mediagw writes.
+func (w *observedWriter) NoteErrorCode(code string) { w.entry.ErrorCode(code) }
+
+// Interface guards
+var _ http.ResponseWriter = (*observedWriter)(nil)

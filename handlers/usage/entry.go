@@ -1,0 +1,221 @@
+// Package usage keeps what operators bill by: one structured record per accepted request and per
+// finished task, written to a named logger (mediagw.usage), and per-(account, model, day)
+// aggregates kept in the store's counters, which the admin API reports.
+//
+// While a request is served, its Entry travels in the request context; the handlers that learn
+// something about it (the model and provider, the cost charged or refunded, the task created,
+// the tokens the upstream reported) note it there with one call. Every Entry method is safe on a
+// nil Entry, so handlers served without one (unit tests) need no special case.
+package usage
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mediagw/mediagw/internal/metrics"
+)
+
+type entryKey struct{}
+
+// WithEntry returns a context that carries e.
+func WithEntry(ctx context.Context, e *Entry) context.Context {
+	return context.WithValue(ctx, entryKey{}, e)
+}
+
+// From returns the request's Entry, or nil.
+func From(ctx context.Context) *Entry {
+	e, _ := ctx.Value(entryKey{}).(*Entry)
+	return e
+}
+
+// Entry is what is known of one request for its usage record and metrics.
+type Entry struct {
+	// Endpoint is the endpoint label (see metrics.Endpoint), fixed when the request arrives.
+	Endpoint string
+
+	mu              sync.Mutex
+	account, keyID  string
+	model, provider string
+	upstream        string
+	taskID          string
+	taskCreated     bool
+	charged         bool
+	cost            int64
+	upstreamLatency time.Duration
+	tokens          Tokens
+	errorCode       string
+	done            bool
+	record          Record    // written when the request was done
+	late            *Recorder // writes a refund that arrives after the record
+}
+
+// NewEntry starts the entry of a request to endpoint.
+func NewEntry(endpoint string) *Entry { return &Entry{Endpoint: endpoint} }
+
+// Authenticated notes the key that made the request.
+func (e *Entry) Authenticated(account, keyID string) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.account, e.keyID = account, keyID
+	e.mu.Unlock()
+}
+
+// Routed notes the model (as the client named it, once the gateway accepted it), the provider
+// that serves it and the upstream chosen.
+func (e *Entry) Routed(model, provider, upstream string) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.model, e.provider, e.upstream = model, provider, upstream
+	e.mu.Unlock()
+}
+
+// Charged notes a quota charge: the request was accepted.
+func (e *Entry) Charged(cost int64) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.charged = true
+	e.cost += cost
+	e.mu.Unlock()
+}
+
+// Refunded notes a refund of cost charged for this request.
+func (e *Entry) Refunded(cost int64) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	if !e.done {
+		e.cost -= cost
+		e.mu.Unlock()
+		return
+	}
+	refund := e.record
+	e.mu.Unlock()
+	refund.Event, refund.Cost, refund.Time, refund.Tokens = EventRefund, -cost, time.Now(), Tokens{}
+	e.late.Write(refund)
+}
+
+// TaskCreated notes the id of the task this request created.
+func (e *Entry) TaskCreated(id string) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.taskID, e.taskCreated = id, true
+	e.mu.Unlock()
+}
+
+// Task notes the id of the task this request is about.
+func (e *Entry) Task(id string) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.taskID = id
+	e.mu.Unlock()
+}
+
+// UpstreamLatency notes how long the upstream took to answer (until its response headers).
+func (e *Entry) UpstreamLatency(d time.Duration) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.upstreamLatency += d
+	e.mu.Unlock()
+}
+
+// AddTokens notes token usage reported by the upstream.
+func (e *Entry) AddTokens(t Tokens) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.tokens = e.tokens.merge(t)
+	e.mu.Unlock()
+}
+
+// ErrorCode notes the error code mediagw answered with.
+func (e *Entry) ErrorCode(code string) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.errorCode = code
+	e.mu.Unlock()
+}
+
+// Labels returns the provider and model for metric labels.
+func (e *Entry) Labels() (provider, model string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.provider, e.model
+}
+
+// Outcome is how the request ended, for the caller that writes its record and metrics.
+type Outcome struct {
+	// Authenticated: a key was accepted. Accepted: the gateway charged it or answered below 400;
+	// only accepted requests get a usage record.
+	Authenticated, Accepted bool
+	// ErrorCode is the code of mediagw's own error answer, if it wrote one.
+	ErrorCode string
+	Record    Record
+}
+
+// Finish closes the entry for a request answered with status: later refunds are written as
+// records of their own to late (nil: not written).
+func (e *Entry) Finish(status int, at time.Time, traceID string, late *Recorder) Outcome {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.done = true
+	rec := Record{
+		Event: EventRequest, Time: at, Account: e.account, KeyID: e.keyID, Endpoint: e.Endpoint,
+		Model: e.model, Provider: e.provider, Upstream: e.upstream, TaskID: e.taskID, Cost: e.cost,
+		Status: statusText(status), UpstreamLatency: e.upstreamLatency, Tokens: e.tokens, TraceID: traceID,
+	}
+	if e.taskCreated {
+		rec.Event = EventTaskCreated
+	}
+	e.record, e.late = rec, late
+	return Outcome{
+		Authenticated: e.keyID != "",
+		Accepted:      e.keyID != "" && (e.charged || (status > 0 && status < 400)),
+		ErrorCode:     e.errorCode,
+		Record:        rec,
+	}
+}
+
+// TraceID is the id of the trace ctx belongs to (Caddy's tracing directive), or "".
+func TraceID(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		return sc.TraceID().String()
+	}
+	return ""
+}
+
+// About notes the task a request is about, with its model and provider.
+func (e *Entry) About(taskID, model, provider string) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.taskID, e.model, e.provider, e.upstream = taskID, model, provider, provider
+	e.mu.Unlock()
+}
+
+// EndpointOr returns the entry's endpoint label, or the label of path when there is no entry.
+func (e *Entry) EndpointOr(path string) string {
+	if e == nil {
+		return metrics.Endpoint(path)
+	}
+	return e.Endpoint
+}

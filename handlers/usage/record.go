@@ -1,0 +1,123 @@
+package usage
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/mediagw/mediagw/internal/metrics"
+)
+
+// Record events.
+const (
+	// EventRequest is an accepted request; its cost is what it was charged, net of refunds made
+	// while it was served (an upstream refusal is refunded at once: cost 0).
+	EventRequest = "request"
+	// EventTaskCreated is a request that created a video task; its cost is the task's charge.
+	EventTaskCreated = "task_created"
+	// EventTaskFinished is a task first seen in a terminal status; its cost is the negative
+	// refund when unsuccessful tasks are refunded, else 0.
+	EventTaskFinished = "task_finished"
+	// EventRefund is a refund made after its request's record was written.
+	EventRefund = "refund"
+)
+
+// Record is one usage record. The sum of Cost over an account's records is the quota it used.
+type Record struct {
+	Event           string
+	Time            time.Time
+	Account, KeyID  string
+	Endpoint        string
+	Model           string
+	Provider        string
+	Upstream        string
+	TaskID          string
+	Cost            int64
+	Status          string // HTTP status, or the task status of EventTaskFinished
+	UpstreamLatency time.Duration
+	Tokens          Tokens
+	TraceID         string
+}
+
+// Counters is what the aggregates need from the store: counters added in batches and read
+// back with what is not stored yet (accounting.Meter is one).
+type Counters interface {
+	Add(name string, delta int64)
+	Value(ctx context.Context, name string) (int64, error)
+}
+
+// Index remembers which (account, model) aggregates exist on each day, so that reports can find
+// them.
+type Index interface {
+	// Mark records key under day; a key marked twice is reported twice, and reports merge them.
+	Mark(ctx context.Context, day, key string) error
+	// Marked calls fn for every key marked under day.
+	Marked(ctx context.Context, day string, fn func(key string)) error
+}
+
+// Recorder writes usage records to its logger and adds them to the aggregates.
+type Recorder struct {
+	// Logger receives one entry per record; name it mediagw.usage.
+	Logger *zap.Logger
+	// Counters and Index keep the aggregates; when nil, only the log is written.
+	Counters Counters
+	Index    Index
+	// Now is the clock of reports' default days. Default: time.Now.
+	Now func() time.Time
+
+	mu    sync.Mutex
+	day   aggDay                // the day of names
+	names map[aggPair]*aggNames // counter names of day's aggregates, marked in the index
+}
+
+// Write writes one record: the log entry, the per-day aggregates and the quota metric.
+func (r *Recorder) Write(rec Record) {
+	if r == nil {
+		return
+	}
+	if rec.Cost > 0 {
+		metrics.QuotaUsed(rec.Account, rec.Cost)
+	}
+	r.aggregate(rec)
+	ce := r.Logger.Check(zapcore.InfoLevel, rec.Event)
+	if ce == nil {
+		return
+	}
+	pooled := fieldLists.Get().(*[]zap.Field)
+	defer func() { *pooled = (*pooled)[:0]; fieldLists.Put(pooled) }()
+	fields := append((*pooled)[:0],
+		zap.String("event", rec.Event),
+		zap.String("account", rec.Account),
+		zap.String("key_id", rec.KeyID),
+		zap.String("endpoint", rec.Endpoint),
+		zap.String("model", rec.Model),
+		zap.String("provider", rec.Provider),
+		zap.String("upstream", rec.Upstream),
+		zap.Int64("cost", rec.Cost),
+		zap.String("status", rec.Status),
+		zap.Float64("upstream_latency", rec.UpstreamLatency.Seconds()),
+	)
+	if rec.TaskID != "" {
+		fields = append(fields, zap.String("task_id", rec.TaskID))
+	}
+	if rec.Tokens.Known() {
+		fields = append(fields,
+			zap.Int64("prompt_tokens", rec.Tokens.Prompt),
+			zap.Int64("completion_tokens", rec.Tokens.Completion),
+			zap.Int64("total_tokens", rec.Tokens.Total))
+	}
+	if rec.TraceID != "" {
+		fields = append(fields, zap.String("trace_id", rec.TraceID))
+	}
+	ce.Time = rec.Time
+	ce.Write(fields...)
+}
+
+// fieldLists holds field slices between records (a record has up to 15 fields).
+var fieldLists = sync.Pool{New: func() any { f := make([]zap.Field, 0, 16); return &f }}
+
+func statusText(status int) string { return strconv.Itoa(status) }

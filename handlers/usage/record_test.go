@@ -1,0 +1,98 @@
+package usage
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// memCounters is an in-memory Counters and Index.
+type memCounters struct {
+	mu sync.Mutex
+	c  map[string]int64
+	ix map[string][]string
+}
+
+func newMem() *memCounters { return &memCounters{c: map[string]int64{}, ix: map[string][]string{}} }
+
+func (m *memCounters) Add(name string, d int64) { m.mu.Lock(); m.c[name] += d; m.mu.Unlock() }
+func (m *memCounters) Value(_ context.Context, name string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.c[name], nil
+}
+func (m *memCounters) Mark(_ context.Context, day, key string) error {
+	m.ix[day] = append(m.ix[day], key, key) // twice, as two processes may
+	return nil
+}
+func (m *memCounters) Marked(_ context.Context, day string, fn func(string)) error {
+	for _, k := range m.ix[day] {
+		fn(k)
+	}
+	return nil
+}
+
+func TestEntryRecordsNetCostAndLateRefunds(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	mem := newMem()
+	rec := &Recorder{Logger: zap.New(core), Counters: mem, Index: mem}
+	day := time.Date(2026, 11, 22, 23, 59, 0, 0, time.UTC)
+
+	e := NewEntry("/v1/chat/completions")
+	e.Authenticated("acme/eu", "key_1")
+	e.Routed("gpt/x", "openai", "openai")
+	e.Charged(3)
+	e.Refunded(3) // refused upstream while being served
+	e.Charged(2)
+	e.AddTokens(Tokens{Prompt: 1, Completion: 2, known: true})
+	out := e.Finish(200, day, "", rec)
+	if !out.Accepted || out.Record.Cost != 2 || out.Record.Tokens.Total != 3 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	rec.Write(out.Record)
+	e.Refunded(2) // after the record: a record of its own
+	if logs.Len() != 2 || logs.All()[1].ContextMap()["event"] != EventRefund || logs.All()[1].ContextMap()["cost"] != int64(-2) {
+		t.Fatalf("log = %v", logs.All())
+	}
+
+	rows, err := rec.Report(context.Background(), Query{From: "2026-11-22", To: "2026-11-22", GroupBy: []string{"account", "model"}})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("rows = %v, %v", rows, err)
+	}
+	if r := rows[0]; r.Account != "acme/eu" || r.Model != "gpt/x" || r.Day != "" || r.Values[FieldCost] != 0 || r.Values[FieldRequests] != 1 || r.Values[FieldTotalTokens] != 3 {
+		t.Fatalf("row = %+v", r)
+	}
+	if rows, _ := rec.Report(context.Background(), Query{From: "2026-11-23", To: "2026-11-30"}); len(rows) != 0 {
+		t.Fatalf("a later day has rows: %v", rows)
+	}
+
+	unauth := NewEntry("/v1/models").Finish(401, day, "", nil)
+	if unauth.Accepted || unauth.Authenticated {
+		t.Fatalf("an unauthenticated request was accepted: %+v", unauth)
+	}
+}
+
+func TestParseQuery(t *testing.T) {
+	for _, c := range []struct {
+		url string
+		ok  bool
+	}{
+		{"/mediagw/usage", true},
+		{"/mediagw/usage?from=2026-11-01&to=2026-11-30&group_by=model,day", true},
+		{"/mediagw/usage?from=2026-13-01", false},
+		{"/mediagw/usage?from=2026-11-30&to=2026-11-01", false},
+		{"/mediagw/usage?group_by=key", false},
+		{"/mediagw/usage?from=2020-01-01&to=2026-01-01", false},
+	} {
+		_, err := ParseQuery(httptest.NewRequest(http.MethodGet, c.url, nil), time.Now())
+		if (err == nil) != c.ok {
+			t.Errorf("%s: err = %v", c.url, err)
+		}
+	}
+}

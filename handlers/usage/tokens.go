@@ -1,0 +1,248 @@
+package usage
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+)
+
+// Tokens is token usage as an upstream reported it, in OpenAI's terms. Anthropic's
+// input/output tokens and Gemini's usageMetadata counts are read into the same fields.
+type Tokens struct {
+	Prompt, Completion, Total int64
+	known                     bool
+}
+
+// Known reports whether the answer carried usage.
+func (t Tokens) Known() bool { return t.known }
+
+// merge keeps what t already knows and adds what u knows; a later non-zero count wins, since
+// streams report usage piecemeal (Anthropic: input in message_start, output in message_delta)
+// or once at the end (OpenAI's final chunk).
+func (t Tokens) merge(u Tokens) Tokens {
+	if !u.known {
+		return t
+	}
+	t.known = true
+	if u.Prompt != 0 {
+		t.Prompt = u.Prompt
+	}
+	if u.Completion != 0 {
+		t.Completion = u.Completion
+	}
+	if u.Total != 0 {
+		t.Total = u.Total
+	}
+	if t.Total < t.Prompt+t.Completion {
+		t.Total = t.Prompt + t.Completion
+	}
+	return t
+}
+
+// rawUsage is the union of the providers' usage objects.
+type rawUsage struct {
+	PromptTokens         int64 `json:"prompt_tokens"`
+	CompletionTokens     int64 `json:"completion_tokens"`
+	TotalTokens          int64 `json:"total_tokens"`
+	InputTokens          int64 `json:"input_tokens"`
+	OutputTokens         int64 `json:"output_tokens"`
+	PromptTokenCount     int64 `json:"promptTokenCount"`
+	CandidatesTokenCount int64 `json:"candidatesTokenCount"`
+	TotalTokenCount      int64 `json:"totalTokenCount"`
+}
+
+func (u rawUsage) tokens() Tokens {
+	t := Tokens{known: true,
+		Prompt:     firstNonZero(u.PromptTokens, u.InputTokens, u.PromptTokenCount),
+		Completion: firstNonZero(u.CompletionTokens, u.OutputTokens, u.CandidatesTokenCount),
+		Total:      firstNonZero(u.TotalTokens, u.TotalTokenCount),
+	}
+	if t.Total == 0 {
+		t.Total = t.Prompt + t.Completion
+	}
+	return t
+}
+
+func firstNonZero(v ...int64) int64 {
+	for _, n := range v {
+		if n != 0 {
+			return n
+		}
+	}
+	return 0
+}
+
+var usageKeys = [][]byte{[]byte(`"usage"`), []byte(`"usageMetadata"`)}
+
+// findUsage decodes the last usage object in b: the value of a "usage" or "usageMetadata" key
+// (a quoted key, not text inside a string, where its quotes would be escaped).
+func findUsage(b []byte) (Tokens, bool) {
+	for _, key := range usageKeys {
+		end := len(b)
+		for tries := 0; tries < 3; tries++ {
+			i := bytes.LastIndex(b[:end], key)
+			if i < 0 {
+				break
+			}
+			end = i
+			if i > 0 && b[i-1] == '\\' {
+				continue
+			}
+			rest := bytes.TrimLeft(b[i+len(key):], " \t\r\n")
+			if len(rest) == 0 || rest[0] != ':' {
+				continue
+			}
+			rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+			if len(rest) == 0 || rest[0] != '{' {
+				continue // "usage": null in the chunks before the last
+			}
+			var u rawUsage
+			if obj := objectPrefix(rest); obj != nil && json.Unmarshal(obj, &u) == nil {
+				return u.tokens(), true
+			}
+		}
+	}
+	return Tokens{}, false
+}
+
+// objectPrefix returns the JSON object that b starts with (b[0] is '{'), or nil when b ends
+// before the object does.
+func objectPrefix(b []byte) []byte {
+	depth, inString, escaped := 0, false, false
+	for i, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{':
+			depth++
+		case c == '}':
+			if depth--; depth == 0 {
+				return b[:i+1]
+			}
+		}
+	}
+	return nil
+}
+
+// Sniffer reads token usage from an answer body as it streams by, without holding the body:
+// an SSE stream line by line (the usage of its events), a JSON answer from its first 64 KiB
+// and its last 16 KiB.
+type Sniffer struct {
+	// SSE selects line-by-line reading of a text/event-stream answer.
+	SSE bool
+
+	buf    []byte // SSE: the unfinished line; JSON: the head, then a tail window
+	skip   bool   // SSE: the current line is too long to keep
+	head   []byte // JSON: the first headMax bytes once the body outgrows them
+	tokens Tokens
+	pooled *[]byte // where buf came from
+}
+
+// buffers holds the sniffers' buffers between answers.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// Release gives the sniffer's buffer back for the next answer; the Sniffer is empty afterwards.
+func (s *Sniffer) Release() {
+	if s.pooled != nil && cap(s.buf) <= headMax {
+		*s.pooled = s.buf[:0]
+		buffers.Put(s.pooled)
+	}
+	*s = Sniffer{}
+}
+
+const (
+	headMax = 64 << 10
+	tailMax = 16 << 10
+	lineMax = 256 << 10
+)
+
+// Write reads p; it never fails.
+func (s *Sniffer) Write(p []byte) {
+	if s.pooled == nil {
+		s.pooled = buffers.Get().(*[]byte)
+		s.buf = (*s.pooled)[:0]
+	}
+	if s.SSE {
+		s.lines(p)
+		return
+	}
+	if s.head == nil && len(s.buf)+len(p) <= headMax {
+		s.buf = append(s.buf, p...)
+		return
+	}
+	if s.head == nil {
+		s.head, s.buf = s.buf, nil
+	}
+	if len(p) >= tailMax {
+		s.buf = append(s.buf[:0], p[len(p)-tailMax:]...)
+		return
+	}
+	if over := len(s.buf) + len(p) - tailMax; over > 0 {
+		s.buf = append(s.buf[:0], s.buf[over:]...)
+	}
+	s.buf = append(s.buf, p...)
+}
+
+func (s *Sniffer) lines(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if !s.skip {
+				if len(s.buf)+len(p) > lineMax {
+					s.skip, s.buf = true, s.buf[:0]
+				} else {
+					s.buf = append(s.buf, p...)
+				}
+			}
+			return
+		}
+		if s.skip {
+			s.skip = false
+		} else if len(s.buf) > 0 {
+			s.buf = append(s.buf, p[:i]...)
+			s.line(s.buf)
+			s.buf = s.buf[:0]
+		} else {
+			s.line(p[:i])
+		}
+		p = p[i+1:]
+	}
+}
+
+func (s *Sniffer) line(l []byte) {
+	if !bytes.HasPrefix(l, []byte("data:")) || !bytes.Contains(l, []byte(`"usage`)) {
+		return
+	}
+	if t, ok := findUsage(l[5:]); ok {
+		s.tokens = s.tokens.merge(t)
+	}
+}
+
+// Tokens returns the usage read so far; call it when the body is complete.
+func (s *Sniffer) Tokens() Tokens {
+	if s.SSE {
+		return s.tokens
+	}
+	if t, ok := findUsage(s.buf); ok {
+		return t
+	}
+	if s.head != nil {
+		if t, ok := findUsage(s.head); ok {
+			return t
+		}
+	}
+	return Tokens{}
+}
+
+// FromBody reads the token usage of a complete JSON answer.
+func FromBody(b []byte) (Tokens, bool) {
+	if !bytes.Contains(b, []byte(`"usage`)) {
+		return Tokens{}, false
+	}
+	return findUsage(b)
+}

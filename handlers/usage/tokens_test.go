@@ -1,0 +1,84 @@
+package usage
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSnifferReadsUsageFromAnswers(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		sse    bool
+		chunks []string
+		want   Tokens
+	}{
+		{"openai json", false, []string{`{"id":"x","choices":[{"message":{"content":"the \"usage\": 99"}}],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}`},
+			Tokens{Prompt: 5, Completion: 7, Total: 12, known: true}},
+		{"anthropic json", false, []string{`{"id":"m","content":[],"usage":{"input_tokens":3,"output_tokens":4}}`},
+			Tokens{Prompt: 3, Completion: 4, Total: 7, known: true}},
+		{"gemini json", false, []string{`{"candidates":[],"usageMetadata":{"promptTokenCount":2,"candidatesTokenCount":6,"totalTokenCount":8}}`},
+			Tokens{Prompt: 2, Completion: 6, Total: 8, known: true}},
+		{"no usage", false, []string{`{"data":[{"url":"https://example.com/a.png"}]}`}, Tokens{}},
+		{"openai stream, final usage chunk split across writes", true, []string{
+			"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\n",
+			"data: {\"choices\":[],\"usa", "ge\":{\"prompt_tokens\":11,\"completion_tokens\":2,\"total_tokens\":13}}\n", "\ndata: [DONE]\n\n"},
+			Tokens{Prompt: 11, Completion: 2, Total: 13, known: true}},
+		{"anthropic stream, usage in two events", true, []string{
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n",
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n"},
+			Tokens{Prompt: 9, Completion: 15, Total: 24, known: true}},
+		{"stream without usage", true, []string{"data: {\"choices\":[]}\n\ndata: [DONE]\n\n"}, Tokens{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := Sniffer{SSE: c.sse}
+			for _, ch := range c.chunks {
+				s.Write([]byte(ch))
+			}
+			if got := s.Tokens(); got != c.want {
+				t.Fatalf("tokens = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// A large JSON answer keeps only its head and tail; the usage at its end is still found.
+func TestSnifferLargeAnswerKeepsTail(t *testing.T) {
+	s := Sniffer{}
+	s.Write([]byte(`{"data":[`))
+	chunk := []byte(strings.Repeat(`{"embedding":[0.1,0.2,0.3]},`, 1000))
+	for range 50 {
+		s.Write(chunk)
+	}
+	s.Write([]byte(`{"embedding":[]}],"usage":{"prompt_tokens":8,"total_tokens":8}}`))
+	if len(s.buf) > tailMax || len(s.head) > headMax {
+		t.Fatalf("kept %d + %d bytes", len(s.head), len(s.buf))
+	}
+	if got := s.Tokens(); got.Prompt != 8 || got.Total != 8 || !got.Known() {
+		t.Fatalf("tokens = %+v", got)
+	}
+}
+
+// A stream line longer than the line bound is skipped, not kept.
+func TestSnifferSkipsOverlongLines(t *testing.T) {
+	s := Sniffer{SSE: true}
+	s.Write([]byte("data: " + strings.Repeat("x", lineMax+10)))
+	s.Write([]byte(`"usage":{"prompt_tokens":1}}` + "\n"))
+	s.Write([]byte("data: {\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1}}\n"))
+	if len(s.buf) > 0 {
+		t.Fatalf("kept %d bytes", len(s.buf))
+	}
+	if got := s.Tokens(); got.Prompt != 4 || got.Total != 5 {
+		t.Fatalf("tokens = %+v", got)
+	}
+}
+
+func FuzzSniffer(f *testing.F) {
+	f.Add([]byte(`{"usage":{"prompt_tokens":1}}`), true)
+	f.Add([]byte("data: {\"usage\":{\"input_tokens\":2}}\n"), false)
+	f.Fuzz(func(t *testing.T, b []byte, sse bool) {
+		s := Sniffer{SSE: sse}
+		s.Write(b)
+		s.Write(b)
+		_ = s.Tokens()
+	})
+}

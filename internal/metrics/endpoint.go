@@ -1,0 +1,46 @@
+package metrics
+
+import "strings"
+
+// fixedEndpoints are the gateway's paths without a variable part.
+var fixedEndpoints = map[string]string{}
+
+func init() {
+	for _, p := range []string{
+		"/v1/models", "/v1/upload/presign", "/v1/images/edits",
+		"/api/v3/contents/generations/tasks",
+		"/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/embeddings", "/v1/rerank",
+		"/v1/images/generations", "/v1/video/generations", "/v1/videos",
+		"/v1/audio/speech", "/v1/audio/transcriptions", "/v1/audio/translations",
+	} {
+		fixedEndpoints[p] = p
+	}
+}
+
+// Endpoint turns a request path into the endpoint label: the path itself for fixed paths, a
+// template such as /api/v3/contents/generations/tasks/{id} for paths with an id or a model in
+// them, and "other" for anything else, so that clients cannot create label values.
+func Endpoint(path string) string {
+	if e, ok := fixedEndpoints[strings.TrimSuffix(path, "/")]; ok {
+		return e
+	}
+	for _, t := range []struct{ prefix, template string }{
+		{"/api/v3/contents/generations/tasks/", "/api/v3/contents/generations/tasks/{id}"},
+		{"/v1/images/tasks/", "/v1/images/tasks/{id}"},
+		{"/v1/videos/", "/v1/videos/{id}"},
+		{"/v1/responses/", "/v1/responses/{id}"},
+	} {
+		if strings.HasPrefix(path, t.prefix) {
+			return t.template
+		}
+	}
+	if strings.HasPrefix(path, "/v1beta/models/") {
+		if _, action, ok := strings.Cut(path[len("/v1beta/models/"):], ":"); ok {
+			switch action {
+			case "generateContent", "streamGenerateContent":
+				return "/v1beta/models/{model}:" + action
+			}
+		}
+	}
+	return "other"
+}

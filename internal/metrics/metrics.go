@@ -1,0 +1,182 @@
+// Package metrics holds mediagw's Prometheus collectors. They live as long as the process, like
+// Caddy's own admin and config metrics, so their values survive config reloads; each config
+// registers them on its registry (Register), which Caddy serves at the admin endpoint's /metrics.
+//
+// Handlers call the functions of this package; each is a map lookup and an atomic add. Labels
+// never carry a key, a secret or a URL: endpoints are path templates, models and providers are
+// the configured ones, and the account is a label of mediagw_quota_used_total only, and only
+// when the configuration allows it (SetAccountLabel).
+package metrics
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// latencyBuckets suit model providers: from a fast cache hit to a slow generation.
+var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+
+// lagBuckets suit the watcher's lateness against a refresh's due time.
+var lagBuckets = []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+
+var (
+	requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mediagw_requests_total",
+		Help: "Requests answered by mediagw handlers, by endpoint (a path template), provider, model and HTTP status.",
+	}, []string{"endpoint", "provider", "model", "code"})
+	upstreamDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mediagw_upstream_request_duration_seconds",
+		Help:    "Time until an upstream provider's response headers arrived.",
+		Buckets: latencyBuckets,
+	}, []string{"provider", "upstream", "endpoint"})
+	tasksCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mediagw_tasks_created_total",
+		Help: "Video tasks created upstream and recorded.",
+	}, []string{"provider", "model"})
+	tasksFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mediagw_tasks_finished_total",
+		Help: "Video tasks first seen in a terminal status, by that status.",
+	}, []string{"provider", "model", "status"})
+	tasksActive = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mediagw_tasks_active",
+		Help: "Unfinished video tasks, as counted by this process (recounted from the store when the config loads).",
+	}, []string{"provider"})
+	refreshLag = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "mediagw_task_refresh_lag_seconds",
+		Help:    "How late each background refresh of an unfinished task ran against its due time.",
+		Buckets: lagBuckets,
+	})
+	callbackDeliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mediagw_callback_deliveries_total",
+		Help: "Callback delivery attempts by outcome: delivered, gone (410), retry, given_up, refused (address not public).",
+	}, []string{"outcome"})
+	outboxPending = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "mediagw_callback_outbox_pending",
+		Help: "Callback events waiting in the outbox for delivery or a retry.",
+	})
+	rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mediagw_rejections_total",
+		Help: "Requests refused by mediagw before reaching an upstream, by reason.",
+	}, []string{"reason"})
+	quotaUsedByAccount = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mediagw_quota_used_total",
+		Help: "Quota cost charged, by account (refunds are not subtracted: see the usage records).",
+	}, []string{"account"})
+	quotaUsed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mediagw_quota_used_total",
+		Help: "Quota cost charged (refunds are not subtracted: see the usage records).",
+	})
+)
+
+// accountLabel says whether mediagw_quota_used_total is counted per account.
+var accountLabel atomic.Bool
+
+func init() { accountLabel.Store(true) }
+
+// SetAccountLabel turns the account label of mediagw_quota_used_total on or off. The last
+// loaded config decides.
+func SetAccountLabel(on bool) { accountLabel.Store(on) }
+
+// Register adds mediagw's collectors to a config's registry. A collector already registered
+// there is reused, so a module that appears twice in one config is harmless.
+func Register(reg prometheus.Registerer, withAccount bool) error {
+	list := []prometheus.Collector{requests, upstreamDuration, tasksCreated, tasksFinished, tasksActive,
+		refreshLag, callbackDeliveries, outboxPending, rejections}
+	if withAccount {
+		list = append(list, quotaUsedByAccount)
+	} else {
+		list = append(list, quotaUsed)
+	}
+	for _, c := range list {
+		if err := reg.Register(c); err != nil {
+			if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok && are.ExistingCollector == c {
+				continue
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// requestSeries caches the series of mediagw_requests_total by their labels, so that counting a
+// request costs one map lookup. Its size is bounded like the labels: configured models and
+// providers, endpoint templates, status codes.
+var requestSeries sync.Map // requestLabels -> prometheus.Counter
+
+type requestLabels struct {
+	endpoint, provider, model string
+	code                      int
+}
+
+// Request counts one answered request.
+func Request(endpoint, provider, model string, code int) {
+	key := requestLabels{endpoint, provider, model, code}
+	c, ok := requestSeries.Load(key)
+	if !ok {
+		c, _ = requestSeries.LoadOrStore(key, requests.WithLabelValues(endpoint, provider, model, strconv.Itoa(code)))
+	}
+	c.(prometheus.Counter).Inc()
+}
+
+// UpstreamDuration observes the time an upstream took to answer.
+func UpstreamDuration(provider, upstream, endpoint string, d time.Duration) {
+	upstreamDuration.WithLabelValues(provider, upstream, endpoint).Observe(d.Seconds())
+}
+
+// TaskCreated counts a task created upstream and recorded.
+func TaskCreated(provider, model string) {
+	tasksCreated.WithLabelValues(provider, model).Inc()
+	tasksActive.WithLabelValues(provider).Inc()
+}
+
+// TaskFinished counts a task first seen in a terminal status.
+func TaskFinished(provider, model, status string) {
+	tasksFinished.WithLabelValues(provider, model, status).Inc()
+	tasksActive.WithLabelValues(provider).Dec()
+}
+
+// SetActiveTasks sets the number of unfinished tasks per provider, from a count of the store.
+func SetActiveTasks(byProvider map[string]int) {
+	tasksActive.Reset()
+	for p, n := range byProvider {
+		tasksActive.WithLabelValues(p).Set(float64(n))
+	}
+}
+
+// RefreshLag observes how late a background refresh ran.
+func RefreshLag(d time.Duration) { refreshLag.Observe(max(0, d.Seconds())) }
+
+// Callback delivery outcomes.
+const (
+	CallbackDelivered = "delivered"
+	CallbackGone      = "gone"
+	CallbackRetry     = "retry"
+	CallbackGivenUp   = "given_up"
+	CallbackRefused   = "refused"
+)
+
+// CallbackDelivery counts one delivery attempt's outcome.
+func CallbackDelivery(outcome string) { callbackDeliveries.WithLabelValues(outcome).Inc() }
+
+// SetOutboxPending sets the number of events waiting in the callback outbox.
+func SetOutboxPending(n int) { outboxPending.Set(float64(n)) }
+
+// Rejected counts a request refused for reason (see Reason).
+func Rejected(reason string) { rejections.WithLabelValues(reason).Inc() }
+
+// QuotaUsed counts cost charged to an account.
+func QuotaUsed(account string, cost int64) {
+	if cost <= 0 {
+		return
+	}
+	if accountLabel.Load() {
+		quotaUsedByAccount.WithLabelValues(account).Add(float64(cost))
+	} else {
+		quotaUsed.Add(float64(cost))
+	}
+}

@@ -1,0 +1,89 @@
+package metrics
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// Registering twice on one registry reuses the collectors; a new registry (a reload) gets the
+// same collectors, so values carry over.
+func TestRegisterIsReloadSafe(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	if err := Register(reg, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := Register(reg, true); err != nil {
+		t.Fatalf("second registration: %v", err)
+	}
+	Request("/v1/chat/completions", "p-reg", "m-reg", 200)
+	next := prometheus.NewPedanticRegistry()
+	if err := Register(next, true); err != nil {
+		t.Fatal(err)
+	}
+	Request("/v1/chat/completions", "p-reg", "m-reg", 200)
+	if got := testutil.ToFloat64(requests.WithLabelValues("/v1/chat/completions", "p-reg", "m-reg", "200")); got != 2 {
+		t.Fatalf("requests = %v", got)
+	}
+	if n, err := testutil.GatherAndCount(next, "mediagw_requests_total"); err != nil || n == 0 {
+		t.Fatalf("the new registry does not serve the counter: %d, %v", n, err)
+	}
+}
+
+func TestAccountLabelCanBeTurnedOff(t *testing.T) {
+	defer SetAccountLabel(true)
+	SetAccountLabel(false)
+	before := testutil.ToFloat64(quotaUsed)
+	QuotaUsed("acct-off", 3)
+	if got := testutil.ToFloat64(quotaUsed) - before; got != 3 {
+		t.Fatalf("quota without account grew by %v", got)
+	}
+	if n := testutil.CollectAndCount(quotaUsedByAccount); n != 0 && testutil.ToFloat64(quotaUsedByAccount.WithLabelValues("acct-off")) != 0 {
+		t.Fatalf("an account series was created with the label off")
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := Register(reg, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEndpointLabelsAreBounded(t *testing.T) {
+	for path, want := range map[string]string{
+		"/v1/chat/completions":                          "/v1/chat/completions",
+		"/api/v3/contents/generations/tasks":            "/api/v3/contents/generations/tasks",
+		"/api/v3/contents/generations/tasks/cgt-123":    "/api/v3/contents/generations/tasks/{id}",
+		"/v1beta/models/gemini-x:generateContent":       "/v1beta/models/{model}:generateContent",
+		"/v1beta/models/gemini-x:streamGenerateContent": "/v1beta/models/{model}:streamGenerateContent",
+		"/v1beta/models/gemini-x:evil":                  "other",
+		"/v1/anything/secret?key=mg-123":                "other",
+		"/v1/images/tasks/t-1":                          "/v1/images/tasks/{id}",
+	} {
+		if got := Endpoint(path); got != want {
+			t.Errorf("Endpoint(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+func TestReason(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		code   string
+		want   string
+	}{
+		{402, "insufficient_quota", ReasonQuota},
+		{429, "rate_limit_exceeded", ReasonRate},
+		{429, "too_many_active_tasks", ReasonActiveTasks},
+		{403, "model_not_allowed", ReasonModelNotAllowed},
+		{400, "missing_model", ReasonInvalidRequest},
+		{401, "invalid_api_key", ReasonUnauthenticated},
+		{403, "ip_not_allowed", ReasonForbidden},
+		{413, "request_too_large", ReasonTooLarge},
+		{502, "invalid_response", ""},
+		{200, "", ""},
+	} {
+		if got := Reason(c.status, c.code); got != c.want {
+			t.Errorf("Reason(%d, %q) = %q, want %q", c.status, c.code, got, c.want)
+		}
+	}
+}
