@@ -119,6 +119,18 @@ var errNothingToWrite = errors.New("nothing to write")
 // update runs fn in a read-write transaction, again from the start when Badger reports a
 // conflict with a concurrent transaction, and returns once the commit is on disk.
 func (b *Badger) update(ctx context.Context, fn func(txn *badger.Txn) error) error {
+	return b.commit(ctx, fn, true)
+}
+
+// updateVolatile is update without waiting for the disk sync, for records that need not
+// survive a crash of the process: leases. Badger serves one process (it locks its directory),
+// so every lease holder dies with the process, and a lease lost in the crash only lets the
+// restarted process take that work at once, which is what it must do anyway.
+func (b *Badger) updateVolatile(ctx context.Context, fn func(txn *badger.Txn) error) error {
+	return b.commit(ctx, fn, false)
+}
+
+func (b *Badger) commit(ctx context.Context, fn func(txn *badger.Txn) error, durable bool) error {
 	for range maxTxnRetries {
 		err := b.db.Update(fn)
 		if errors.Is(err, errNothingToWrite) {
@@ -130,7 +142,7 @@ func (b *Badger) update(ctx context.Context, fn func(txn *badger.Txn) error) err
 			}
 			continue
 		}
-		if err != nil {
+		if err != nil || !durable {
 			return err
 		}
 		return b.sync.wait()

@@ -71,7 +71,7 @@ type lease struct {
 
 func (b *Badger) AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (bool, error) {
 	held := false
-	err := b.update(ctx, func(txn *badger.Txn) error {
+	err := b.updateVolatile(ctx, func(txn *badger.Txn) error {
 		held = false
 		var cur lease
 		if err := txnGetJSON(txn, prefixLease+name, &cur); err != nil && !errors.Is(err, ErrNotFound) {
@@ -87,7 +87,7 @@ func (b *Badger) AcquireLease(ctx context.Context, name, owner string, now time.
 }
 
 func (b *Badger) RenewLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) error {
-	return b.update(ctx, func(txn *badger.Txn) error {
+	return b.updateVolatile(ctx, func(txn *badger.Txn) error {
 		var cur lease
 		if err := txnGetJSON(txn, prefixLease+name, &cur); errors.Is(err, ErrNotFound) {
 			return ErrLeaseLost
@@ -102,7 +102,7 @@ func (b *Badger) RenewLease(ctx context.Context, name, owner string, now time.Ti
 }
 
 func (b *Badger) ReleaseLease(ctx context.Context, name, owner string) error {
-	return b.update(ctx, func(txn *badger.Txn) error {
+	return b.updateVolatile(ctx, func(txn *badger.Txn) error {
 		var cur lease
 		if err := txnGetJSON(txn, prefixLease+name, &cur); errors.Is(err, ErrNotFound) {
 			return nil

@@ -66,7 +66,7 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 			mu.Unlock()
 			return
 		}
-		stored, err := h.storeAnswer(ctx, t, answer.readAt, answer.fields)
+		stored, err := h.storeAnswer(ctx, t, answer.readAt, answer.fields, true)
 		if errors.Is(err, errTaskNotExist) || err == nil && !stored.Unfinished() {
 			return
 		}

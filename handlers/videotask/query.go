@@ -1,6 +1,7 @@
 package videotask
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,13 +90,19 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 	if json.Unmarshal(ans.Body, &answer) != nil || answer == nil {
 		return t, upstream.ErrUnreadable
 	}
-	return h.storeAnswer(ctx, t, readAt, answer)
+	return h.storeAnswer(ctx, t, readAt, answer, false)
 }
 
 // storeAnswer records an upstream's answer about a task, read at readAt (Unix nanoseconds), by
 // compare-and-set, and performs what the change calls for (slot release, refund, callback) when
 // this call made it. It returns the updated record, whose Result is the client's answer.
-func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64, answer map[string]json.RawMessage) (storage.Task, error) {
+//
+// With onlyChanges, an answer that changes neither the status nor the client's answer is not
+// written: the watcher's routine reads of thousands of unchanged tasks then cost no writes
+// (its lease, not RefreshedAt, keeps other instances from reading the task again). A client's
+// poll writes even then, so that the next polls within the refresh interval come from the
+// store.
+func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64, answer map[string]json.RawMessage, onlyChanges bool) (storage.Task, error) {
 	result, status := queryResult(answer, t)
 	body, err := apierror.Marshal(result)
 	if err != nil {
@@ -107,6 +114,9 @@ func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64,
 		finished, notify = false, false
 		// Never go back: a finished record, or one refreshed from a later read, stays.
 		if cur.Finished || storage.Terminal(cur.Status) || cur.RefreshedAt > readAt {
+			return storage.ErrNoChange
+		}
+		if onlyChanges && cur.Status == status && bytes.Equal(cur.Result, body) {
 			return storage.ErrNoChange
 		}
 		if hasUpdated {

@@ -174,3 +174,40 @@ func TestWatchersShareTheWork(t *testing.T) {
 		}
 	}
 }
+
+// The watcher's batched reads of tasks that did not change write nothing: the record keeps its
+// version, so thousands of waiting tasks cost upstream reads, not store writes.
+func TestWatcherDoesNotRewriteUnchangedTasks(t *testing.T) {
+	up := newSimUpstream(t, time.Hour, time.Hour, true)
+	h := newHandler(t, up.URL, nil)
+	h.Client.Timeout = 10 * time.Second
+	ids := createTasks(t, h, 5)
+	ctx := context.Background()
+	before := map[string]int64{}
+	for _, id := range ids {
+		task, err := h.Store.Task(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[id] = task.Version
+	}
+	const interval = 200 * time.Millisecond
+	runWatcher(t, &Watcher{Tasks: h, Interval: interval, RatePerSecond: 100, Concurrency: 2})
+	deadline := time.Now().Add(30 * time.Second)
+	for up.lists.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watcher made %d list calls in 30 s", up.lists.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, id := range ids {
+		task, err := h.Store.Task(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first read stores the upstream's answer; later reads of the same answer do not.
+		if task.Version > before[id]+1 {
+			t.Errorf("task %s went from version %d to %d though it never changed", id, before[id], task.Version)
+		}
+	}
+}
