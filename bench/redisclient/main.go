@@ -69,7 +69,10 @@ func main() {
 
 	fmt.Printf("redis-server %s, %d ops per run, %d callers\n\n", srv.Addr, *n, *conc)
 	fmt.Printf("| Operation | Client | ops/s | p50 | p99 |\n| --- | --- | ---: | ---: | ---: |\n")
-	runs := []struct{ op, client string; fn func(i int) error }{
+	runs := []struct {
+		op, client string
+		fn         func(i int) error
+	}{
 		{"key lookup", "rueidis DoCache (client-side cache)", func(int) error {
 			return rc.DoCache(ctx, rc.B().Get().Key("bench:key").Cache(), time.Minute).Error()
 		}},
