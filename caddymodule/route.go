@@ -163,8 +163,12 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 			metrics.UpstreamDuration(route.Provider.Name, upstreamName, entry.EndpointOr(r.URL.Path), d)
 		}
 	}
-	if err != nil || sw.status >= 400 {
-		charge.Refund() // the upstream (or the proxy) refused: the request was not served
+	// A client that went away after the request was forwarded is not refunded: the upstream
+	// may well have done (and billed) the work. Otherwise an error or a refusal means the
+	// request was not served.
+	clientGone := r.Context().Err() != nil || sw.status == 499
+	if !clientGone && (err != nil || sw.status >= 400) {
+		charge.Refund()
 	}
 	return err
 }

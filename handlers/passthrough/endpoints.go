@@ -31,6 +31,10 @@ type Endpoint struct {
 	Object string
 	// Refs are body fields that name upstream objects, by kind; each must be the caller's own.
 	Refs map[string]string
+	// Multipart endpoints take multipart/form-data bodies (file uploads); every other endpoint
+	// takes JSON only, so that an upstream reading the body as JSON whatever its Content-Type
+	// cannot see bytes the gateway skipped as a multipart preamble.
+	Multipart bool
 }
 
 // Capabilities are the pass-through endpoints of spec §4.6, with the streaming variant of
@@ -43,9 +47,9 @@ var Capabilities = []Endpoint{
 	{Method: http.MethodPost, Path: "/v1beta/models/{model}:streamGenerateContent"},
 	{Method: http.MethodPost, Path: "/v1/images/generations", Creates: storage.KindImage},
 	{Method: http.MethodPost, Path: "/v1/video/generations", Creates: KindVideoGeneration},
-	{Method: http.MethodPost, Path: "/v1/videos", Creates: KindVideo},
-	{Method: http.MethodPost, Path: "/v1/audio/transcriptions"},
-	{Method: http.MethodPost, Path: "/v1/audio/translations"},
+	{Method: http.MethodPost, Path: "/v1/videos", Creates: KindVideo, Multipart: true},
+	{Method: http.MethodPost, Path: "/v1/audio/transcriptions", Multipart: true},
+	{Method: http.MethodPost, Path: "/v1/audio/translations", Multipart: true},
 	{Method: http.MethodPost, Path: "/v1/audio/speech"},
 	{Method: http.MethodPost, Path: "/v1/embeddings"},
 	{Method: http.MethodPost, Path: "/v1/rerank"},

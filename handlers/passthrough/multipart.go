@@ -1,6 +1,7 @@
 package passthrough
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"mime"
@@ -37,7 +38,17 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundar
 	}
 	original := r.Body
 	route.Done = func() { sp.Close() }
-	model, err := scanParts(multipart.NewReader(io.TeeReader(original, sp), boundary))
+	// Nothing may come before the first boundary: a multipart parser skips such a preamble, and
+	// an upstream that reads the body some other way would see bytes nobody checked.
+	read := io.TeeReader(original, sp)
+	head := make([]byte, len(boundary)+2)
+	if _, err := io.ReadFull(read, head); err != nil || string(head) != "--"+boundary {
+		if errors.Is(err, errSpoolFull) {
+			return "", apierror.ErrTooLarge
+		}
+		return "", multipartError("a multipart body must begin with its first boundary; nothing may come before it")
+	}
+	model, err := scanParts(multipart.NewReader(io.MultiReader(bytes.NewReader(head), read), boundary))
 	if err == nil {
 		// The epilogue after the closing boundary is forwarded too, so it is read as well.
 		_, err = io.Copy(io.Discard, io.TeeReader(original, sp))

@@ -97,6 +97,10 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		}
 		return Route{}, errNoEndpoint
 	}
+	if len(r.Header.Values("Content-Type")) > 1 {
+		// Decoders differ on which of two values counts; forward only a body read one way.
+		return Route{}, apierror.New(http.StatusBadRequest, "invalid_request_body", "the request has more than one Content-Type header").WithParam("Content-Type")
+	}
 	route := Route{Done: func() {}, Creates: ep.Creates, Billable: ep.Object == "" || ep.Creates != ""}
 	if err := rt.resolve(w, r, id, ep, params, &route); err != nil {
 		route.Done()
@@ -160,6 +164,13 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 			}
 		}
 	}
+	if route.Creates != "" {
+		// A call that makes something new (a remix) is a use of the object's model: the key
+		// must still be allowed it, and the catalog must still serve it.
+		if _, err := rt.Catalog.Serving(t.Model, id.AllowsModel); err != nil {
+			return err
+		}
+	}
 	route.Model, route.Provider = t.Model, p
 	return nil
 }
@@ -196,8 +207,10 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			return "", err
 		}
 		return jsonModel(fields)
-	case mt == "multipart/form-data" && params["boundary"] != "":
+	case mt == "multipart/form-data" && params["boundary"] != "" && ep.Multipart:
 		return rt.multipartModel(w, r, params["boundary"], route)
+	case mt == "multipart/form-data":
+		return "", apierror.New(http.StatusBadRequest, "invalid_request_body", "this endpoint takes a JSON body (Content-Type: application/json), not multipart/form-data").WithParam("Content-Type")
 	}
 	return "", errNoModel
 }

@@ -106,13 +106,21 @@ func TestRouteRefusals(t *testing.T) {
 		{"too large", "application/json", `{"model":"doubao","pad":"` + strings.Repeat("x", 100) + `"}`, auth.Identity{}, 413, "request_too_large"},
 		{"other content type", "text/plain", `doubao`, auth.Identity{}, 400, "missing_model"},
 		{"multipart without model", "multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n--x--\r\n", auth.Identity{}, 400, "missing_model"},
-		{"no parts at all", "multipart/form-data; boundary=x", "garbage", auth.Identity{}, 400, "missing_model"},
+		{"no parts at all", "multipart/form-data; boundary=x", "--x--\r\n", auth.Identity{}, 400, "missing_model"},
+		{"garbage", "multipart/form-data; boundary=x", "garbage", auth.Identity{}, 400, "invalid_request_body"},
+		// An upstream reading JSON whatever the Content-Type would run whisper-pro.
+		{"preamble", "multipart/form-data; boundary=x", "{\"model\":\"whisper-pro\"}\r\n--x\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper\r\n--x--\r\n", auth.Identity{}, 400, "invalid_request_body"},
+		{"multipart on a JSON endpoint", "multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\ndoubao\r\n--x--\r\n", auth.Identity{}, 400, "invalid_request_body"},
 		{"broken part", "multipart/form-data; boundary=x", "--x\r\nno header end", auth.Identity{}, 400, "invalid_request_body"},
 		{"not allowed", "application/json", `{"model":"doubao"}`, auth.Identity{Models: []string{"gpt-*"}}, 403, "model_not_allowed"},
 		{"unknown", "application/json", `{"model":"nope"}`, auth.Identity{}, 404, "model_not_found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(tc.body))
+			path := "/v1/chat/completions"
+			if strings.HasPrefix(tc.contentType, "multipart/") && tc.name != "multipart on a JSON endpoint" {
+				path = "/v1/audio/transcriptions"
+			}
+			r := httptest.NewRequest("POST", path, strings.NewReader(tc.body))
 			r.Header.Set("Content-Type", tc.contentType)
 			_, err := rt.Route(httptest.NewRecorder(), r, tc.id)
 			var e *apierror.Error
@@ -159,4 +167,18 @@ func FuzzRoute(f *testing.F) {
 			t.Fatalf("routed without a model")
 		}
 	})
+}
+
+// Two Content-Type headers are refused: one upstream would read the first, another the last.
+func TestRouteRefusesTwoContentTypes(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	body := "--a\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper\r\n--a--\r\n"
+	r := httptest.NewRequest("POST", "/v1/audio/transcriptions", strings.NewReader(body))
+	r.Header.Add("Content-Type", "multipart/form-data; boundary=a")
+	r.Header.Add("Content-Type", "multipart/form-data; boundary=b")
+	_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+	var e *apierror.Error
+	if !errors.As(err, &e) || e.Status != 400 || e.Param != "Content-Type" {
+		t.Fatalf("err = %v, want 400 naming Content-Type", err)
+	}
 }

@@ -90,6 +90,11 @@ func setCredentials(h http.Header, key, style string) {
 	h.Del("Authorization")
 	h.Del("X-Api-Key")
 	h.Del("X-Goog-Api-Key")
+	// Headers that choose which of the operator's provider organisations or projects is used
+	// (and billed) are the operator's to set, never a tenant's.
+	h.Del("OpenAI-Organization")
+	h.Del("OpenAI-Project")
+	h.Del("X-Goog-User-Project")
 	if key == "" {
 		return
 	}
