@@ -152,7 +152,11 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		out = created
 	}
 	err = h.proxy(out, r.WithContext(providers.WithDispatch(r.Context(), route.Dispatch)), next, route.Provider.Name)
-	if created != nil && err == nil {
+	// A client that went away after the request was forwarded is not refunded, and an object
+	// the upstream created meanwhile is still recorded as its account's: the upstream may well
+	// have done (and billed) the work.
+	clientGone := r.Context().Err() != nil || sw.status == 499
+	if created != nil && (err == nil || clientGone) {
 		created.Finish()
 	}
 	entry.AddTokens(sw.sniffer.Tokens())
@@ -163,10 +167,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 			metrics.UpstreamDuration(route.Provider.Name, upstreamName, entry.EndpointOr(r.URL.Path), d)
 		}
 	}
-	// A client that went away after the request was forwarded is not refunded: the upstream
-	// may well have done (and billed) the work. Otherwise an error or a refusal means the
-	// request was not served.
-	clientGone := r.Context().Err() != nil || sw.status == 499
+	// Otherwise an error or a refusal means the request was not served.
 	if !clientGone && (err != nil || sw.status >= 400) {
 		charge.Refund()
 	}

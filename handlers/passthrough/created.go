@@ -2,10 +2,12 @@ package passthrough
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"mime"
 	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -56,6 +58,9 @@ const (
 	modePass      // everything passes
 )
 
+// ownerRecordTimeout bounds the store write that records a created object's owner.
+const ownerRecordTimeout = 10 * time.Second
+
 // Created wraps w for a create request routed by route: see CreatedWriter. Call Finish when the
 // proxy is done.
 func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identity, route Route) *CreatedWriter {
@@ -63,16 +68,22 @@ func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identi
 	if limit <= 0 {
 		limit = DefaultMaxCreateAnswer
 	}
-	ctx := r.Context()
+	// The record is written even when the client has gone meanwhile: an object the upstream
+	// created must not be left without its owner.
+	ctx := context.WithoutCancel(r.Context())
 	logger := rt.Logger
 	if logger == nil {
 		logger = zap.NewNop()
 	}
 	return &CreatedWriter{
 		ResponseWriter: w,
-		record:         func(objectID string) error { return rt.recordOwner(ctx, id, route, objectID) },
-		logger:         logger,
-		limit:          limit,
+		record: func(objectID string) error {
+			ctx, cancel := context.WithTimeout(ctx, ownerRecordTimeout)
+			defer cancel()
+			return rt.recordOwner(ctx, id, route, objectID)
+		},
+		logger: logger,
+		limit:  limit,
 	}
 }
 
