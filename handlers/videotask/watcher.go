@@ -207,12 +207,25 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		if ctx.Err() != nil {
 			return calls // stopping: the next watcher starts from the store's list
 		}
+		w.extendLeases(ctx, open)
 		next := now().Add(w.Interval)
 		for _, id := range open {
 			w.schedule(id, next)
 		}
 	}
 	return calls
+}
+
+// extendLeases starts the watch leases of tasks just read afresh, so that no instance reads
+// them again within an Interval of the read itself: a lease taken at claim time could run out
+// soon after a read that came late in a slow batch.
+func (w *Watcher) extendLeases(ctx context.Context, ids []string) {
+	forEach(len(ids), func(i int) {
+		err := w.Tasks.Store.RenewLease(ctx, "poll/"+ids[i], w.Owner, now(), w.Interval)
+		if err != nil && !errors.Is(err, storage.ErrLeaseLost) && ctx.Err() == nil {
+			w.Tasks.Logger.Warn("extending a watch lease", zap.String("task_id", ids[i]), zap.Error(err))
+		}
+	})
 }
 
 // claim decides whether this watcher reads task id now: the task is still unfinished, nobody
