@@ -49,24 +49,11 @@ func testLeases(t *testing.T, s storage.Store) {
 func testLeaseRace(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	now := time.Now()
-	var holders atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ok, err := s.AcquireLease(ctx, "race", fmt.Sprint("owner", i), now, time.Minute)
-			if err != nil {
-				t.Errorf("Acquire: %v", err)
-			}
-			if ok {
-				holders.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	if holders.Load() != 1 {
-		t.Fatalf("%d owners hold one lease", holders.Load())
+	holders := winners(t, 20, func(i int) (bool, error) {
+		return s.AcquireLease(ctx, "race", fmt.Sprint("owner", i), now, time.Minute)
+	})
+	if holders != 1 {
+		t.Fatalf("%d owners hold one lease", holders)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,24 +61,12 @@ func testIdempotency(t *testing.T, s storage.Store) {
 
 func testIdempotencyRace(t *testing.T, s storage.Store) {
 	ctx := context.Background()
-	var began atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 30 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, ok, err := s.BeginIdempotent(ctx, "acct/race", storage.IdempotencyRecord{Owner: fmt.Sprint(i), InFlight: true}, time.Hour)
-			if err != nil {
-				t.Errorf("Begin: %v", err)
-			}
-			if ok {
-				began.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	if began.Load() != 1 {
-		t.Fatalf("%d requests began with one key, want 1", began.Load())
+	began := winners(t, 30, func(i int) (bool, error) {
+		_, ok, err := s.BeginIdempotent(ctx, "acct/race", storage.IdempotencyRecord{Owner: fmt.Sprint(i), InFlight: true}, time.Hour)
+		return ok, err
+	})
+	if began != 1 {
+		t.Fatalf("%d requests began with one key, want 1", began)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,23 +46,15 @@ func testTaskCreateIfAbsent(t *testing.T, s storage.Store) {
 		t.Fatalf("unknown task = %v, want ErrNotFound", err)
 	}
 	// Of many concurrent creates of one id, exactly one succeeds.
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := s.CreateTask(ctx, newTask("cgt-race", fmt.Sprint("acct", i), 100))
-			if err == nil {
-				wins.Add(1)
-			} else if !errors.Is(err, storage.ErrExists) {
-				t.Errorf("create: %v", err)
-			}
-		}()
-	}
-	wg.Wait()
-	if wins.Load() != 1 {
-		t.Fatalf("%d concurrent creates of one id succeeded, want 1", wins.Load())
+	wins := winners(t, 20, func(i int) (bool, error) {
+		_, err := s.CreateTask(ctx, newTask("cgt-race", fmt.Sprint("acct", i), 100))
+		if errors.Is(err, storage.ErrExists) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if wins != 1 {
+		t.Fatalf("%d concurrent creates of one id succeeded, want 1", wins)
 	}
 }
 
@@ -147,32 +138,20 @@ func testTaskTwoUpdaters(t *testing.T, s storage.Store) {
 func testTaskFinishedOnce(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	mustCreate(t, s, newTask("cgt-fin", "alice", 0))
-	var winners atomic.Int32
-	var wg sync.WaitGroup
-	for range 30 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			won := false
-			_, err := storage.UpdateTask(ctx, s, "cgt-fin", func(t *storage.Task) error {
-				won = false
-				if t.Finished {
-					return storage.ErrNoChange
-				}
-				t.Status, t.Finished, won = "succeeded", true, true
-				return nil
-			})
-			if err != nil {
-				t.Errorf("UpdateTask: %v", err)
+	won := winners(t, 30, func(int) (bool, error) {
+		won := false
+		_, err := storage.UpdateTask(ctx, s, "cgt-fin", func(t *storage.Task) error {
+			won = false
+			if t.Finished {
+				return storage.ErrNoChange
 			}
-			if won {
-				winners.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	if winners.Load() != 1 {
-		t.Fatalf("%d updaters won the finish, want exactly 1", winners.Load())
+			t.Status, t.Finished, won = "succeeded", true, true
+			return nil
+		})
+		return won, err
+	})
+	if won != 1 {
+		t.Fatalf("%d updaters won the finish, want exactly 1", won)
 	}
 }
 
