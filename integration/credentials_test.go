@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -268,20 +267,7 @@ func TestSSEStreamsWhenTheGatewayWritesTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	lines := bufio.NewReader(resp.Body)
-	first := make(chan string, 1)
-	go func() {
-		line, _ := lines.ReadString('\n')
-		first <- line
-	}()
-	select {
-	case line := <-first:
-		if !strings.Contains(line, "first") {
-			t.Fatalf("first line = %q", line)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first event did not arrive while the upstream held the stream open")
-	}
+	lines := firstEventArrives(t, resp.Body, 10*time.Second)
 	close(rec.release)
 	released = true
 	rest, _ := io.ReadAll(lines)

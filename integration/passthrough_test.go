@@ -267,20 +267,7 @@ func TestSSEIsStreamedEventByEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	lines := bufio.NewReader(resp.Body)
-	first := make(chan string, 1)
-	go func() {
-		line, _ := lines.ReadString('\n')
-		first <- line
-	}()
-	select {
-	case line := <-first:
-		if !strings.Contains(line, "first") {
-			t.Fatalf("first line = %q", line)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the first event did not arrive while the upstream held the stream open")
-	}
+	lines := firstEventArrives(t, resp.Body, 5*time.Second)
 	close(rec.release)
 	rest, _ := io.ReadAll(lines)
 	if !strings.Contains(string(rest), "second") || !strings.Contains(string(rest), "[DONE]") {
@@ -396,4 +383,25 @@ func TestProviderAuthStylesAndPaths(t *testing.T) {
 	if r.status != 200 || r.header.Get("Content-Type") != "audio/mpeg" || !bytes.HasPrefix(r.body, []byte("ID3")) {
 		t.Fatalf("speech = %d %s", r.status, r.header.Get("Content-Type"))
 	}
+}
+
+// firstEventArrives waits for the first line of a streamed answer, which must carry "first",
+// while the upstream still holds the stream open; it returns the reader for the rest.
+func firstEventArrives(t *testing.T, body io.Reader, within time.Duration) *bufio.Reader {
+	t.Helper()
+	lines := bufio.NewReader(body)
+	first := make(chan string, 1)
+	go func() {
+		line, _ := lines.ReadString('\n')
+		first <- line
+	}()
+	select {
+	case line := <-first:
+		if !strings.Contains(line, "first") {
+			t.Fatalf("first line = %q", line)
+		}
+	case <-time.After(within):
+		t.Fatal("the first event did not arrive while the upstream held the stream open")
+	}
+	return lines
 }
