@@ -50,6 +50,7 @@ var (
 type Store interface {
 	Directory
 	Tasks
+	Watching
 	Idempotency
 	Outbox
 	Coordination

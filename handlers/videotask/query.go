@@ -97,16 +97,22 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 // compare-and-set, and performs what the change calls for (slot release, refund, callback) when
 // this call made it. It returns the updated record, whose Result is the client's answer.
 //
-// With onlyChanges, an answer that changes neither the status nor the client's answer is not
-// written: the watcher's routine reads of thousands of unchanged tasks then cost no writes
-// (its lease, not RefreshedAt, keeps other instances from reading the task again). A client's
-// poll writes even then, so that the next polls within the refresh interval come from the
-// store.
+// With onlyChanges (t was read from the store just before the upstream call), an answer that
+// changes neither the status nor the client's answer is not written, nor the record read
+// again: the watcher's routine reads of thousands of unchanged tasks then cost no store work
+// (its shard lease, not RefreshedAt, keeps other instances from reading the task again). A
+// client's poll writes even then, so that the next polls within the refresh interval come from
+// the store.
 func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64, answer map[string]json.RawMessage, onlyChanges bool) (storage.Task, error) {
 	result, status := queryResult(answer, t)
 	body, err := apierror.Marshal(result)
 	if err != nil {
 		return t, err
+	}
+	if onlyChanges && !t.Finished && t.Status == status && bytes.Equal(t.Result, body) {
+		// The record as read before the upstream call already says this: nothing to store, and
+		// no store round trip to find that out.
+		return t, nil
 	}
 	updatedAt, hasUpdated := integer(result["updated_at"])
 	var finished, notify bool
