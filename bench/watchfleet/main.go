@@ -9,6 +9,11 @@
 // redis-server is started on loopback by internal/testredis (installed with apt-get when
 // missing), with appendfsync everysec for the setup's speed: the watcher's work, not durability,
 // is measured. Every run is bounded by -duration.
+//
+// It also reports the Redis commands per second and the CPU time of redis-server (INFO) and of
+// this process (the watchers, their Redis clients and the simulator upstream) over the watched
+// time. -kill-after cuts the first instance off from Redis at that time and stops it without a
+// goodbye, as a SIGKILL would: the others must take its shards over.
 package main
 
 import (
@@ -22,10 +27,14 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"go.uber.org/zap"
 
@@ -44,6 +53,7 @@ func main() {
 	concurrency := flag.Int("concurrency", 8, "each watcher's concurrency")
 	duration := flag.Duration("duration", 30*time.Second, "how long to watch")
 	batch := flag.Bool("batch", true, "let the simulator's list filter by id (false: one read per task)")
+	killAfter := flag.Duration("kill-after", 0, "cut the first instance off at this time (0: never)")
 	flag.Parse()
 
 	env := &mainTB{}
@@ -135,45 +145,169 @@ func main() {
 		watchers = append(watchers, &videotask.Watcher{Tasks: h, Interval: *interval, Concurrency: *concurrency,
 			RatePerSecond: *rps, Owner: fmt.Sprint("instance-", i)})
 	}
+	admin := redisAdmin(env, srv.URL())
+	defer admin.Close()
+	redisBefore := redisInfo(env, admin)
+	cpuBefore := processCPU()
 	start := time.Now()
-	stop := make(chan struct{})
+	stops := make([]chan struct{}, len(watchers))
 	var running sync.WaitGroup
-	for _, w := range watchers {
-		running.Go(func() { w.Run(stop) })
+	for i, w := range watchers {
+		stops[i] = make(chan struct{})
+		running.Go(func() { w.Run(stops[i]) })
 	}
-	time.Sleep(*duration)
-	close(stop)
+	// The steady state is measured from the third interval on: by then every task had its first
+	// read, which stores the upstream's first answer (one write per task, once).
+	warmAt := start.Add(2 * *interval)
+	var redisWarm redisCounters
+	var cpuWarm time.Duration
+	warmed := make(chan struct{})
+	go func() {
+		defer close(warmed)
+		time.Sleep(time.Until(warmAt))
+		redisWarm, cpuWarm = redisInfo(env, admin), processCPU()
+	}()
+	if *killAfter > 0 && *killAfter < *duration {
+		time.Sleep(*killAfter)
+		stores[0].Close() // nothing reaches Redis from it any more, not even a goodbye
+		close(stops[0])
+		fmt.Printf("instance-0 cut off at %s\n", killAfter)
+		time.Sleep(*duration - *killAfter)
+	} else {
+		time.Sleep(*duration)
+		close(stops[0])
+	}
+	for _, stop := range stops[1:] {
+		close(stop)
+	}
 	running.Wait()
 	end := time.Now()
-	for _, s := range stores {
+	<-warmed
+	cpu := processCPU() - cpuBefore
+	redisAfter := redisInfo(env, admin)
+	for _, s := range stores[1:] {
 		s.Close()
 	}
+	if *killAfter == 0 {
+		stores[0].Close()
+	}
 
-	var gaps []time.Duration
+	// gaps between two reads of a task (the first read of each task is counted apart: it waits
+	// for the watchers to join and take their shards).
+	var gaps, first []time.Duration
 	total, never := 0, 0
+	perInterval := map[int]int{} // interval number → task reads in it
 	mu.Lock()
 	for _, times := range reads {
-		prev := start
-		for _, t := range times {
-			gaps = append(gaps, t.Sub(prev))
-			prev = t
+		first = append(first, times[0].Sub(start))
+		for i, t := range times {
+			if i > 0 {
+				gaps = append(gaps, t.Sub(times[i-1]))
+			}
+			perInterval[int(t.Sub(start)/(*interval))]++
 		}
-		gaps = append(gaps, end.Sub(prev))
+		gaps = append(gaps, end.Sub(times[len(times)-1]))
 		total += len(times)
 	}
 	never = *tasks - len(reads)
 	mu.Unlock()
 	slices.Sort(gaps)
-	p := func(q float64) time.Duration { return gaps[int(q*float64(len(gaps)-1))] }
+	slices.Sort(first)
+	p := func(d []time.Duration, q float64) time.Duration {
+		if len(d) == 0 {
+			return 0
+		}
+		return d[int(q*float64(len(d)-1))].Round(time.Millisecond)
+	}
 	secs := end.Sub(start).Seconds()
 	calls := single.Load() + list.Load()
 	fmt.Printf("tasks %d, instances %d, interval %s, max_rps %.0f and concurrency %d each, batch %v, watched %s\n",
 		*tasks, *instances, *interval, *rps, *concurrency, *batch, duration.String())
 	fmt.Printf("task reads %d (%.0f/s); upstream calls %.0f/s (%d list, %d single); one read per task would need %.0f/s; tasks never read %d\n",
 		total, float64(total)/secs, float64(calls)/secs, list.Load(), single.Load(), float64(*tasks)/interval.Seconds(), never)
-	fmt.Printf("gap between reads of a task: p50 %s  p99 %s  max %s  (max / interval = %.2f)\n",
-		p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond),
-		gaps[len(gaps)-1].Seconds()/interval.Seconds())
+	var rounds []string
+	for i := range int(secs / interval.Seconds()) {
+		rounds = append(rounds, fmt.Sprint(perInterval[i]))
+	}
+	fmt.Printf("task reads per interval (%d due in each): %s\n", *tasks, strings.Join(rounds, " "))
+	fmt.Printf("first read after start: p50 %s  p99 %s  max %s\n", p(first, 0.5), p(first, 0.99), p(first, 1))
+	if len(gaps) > 0 {
+		fmt.Printf("gap between reads of a task: p50 %s  p99 %s  p99.9 %s  max %s  (max / interval = %.2f)\n",
+			p(gaps, 0.5), p(gaps, 0.99), p(gaps, 0.999), p(gaps, 1), gaps[len(gaps)-1].Seconds()/interval.Seconds())
+	}
+	cmds := redisAfter.commands - redisBefore.commands
+	if warmAt.Before(end) {
+		warmReads := 0
+		mu.Lock()
+		for _, times := range reads {
+			for _, t := range times {
+				if !t.Before(warmAt) {
+					warmReads++
+				}
+			}
+		}
+		mu.Unlock()
+		ws := end.Sub(warmAt).Seconds()
+		wc := redisAfter.commands - redisWarm.commands
+		wcpu := cpu + cpuBefore - cpuWarm
+		fmt.Printf("steady state (from the third interval): %.0f task reads/s; redis %.0f commands/s (%.2f per task read), redis-server CPU %.2f s; this process CPU %.2f s (%.0f µs per task read)\n",
+			float64(warmReads)/ws, float64(wc)/ws, float64(wc)/float64(max(warmReads, 1)), redisAfter.cpu-redisWarm.cpu,
+			wcpu.Seconds(), float64(wcpu.Microseconds())/float64(max(warmReads, 1)))
+	}
+	fmt.Printf("whole run: redis %.0f commands/s (%.2f per task read); redis-server CPU %.2f s; this process CPU %.2f s (%.0f µs per task read)\n",
+		float64(cmds)/secs, float64(cmds)/float64(max(total, 1)), redisAfter.cpu-redisBefore.cpu, cpu.Seconds(),
+		float64(cpu.Microseconds())/float64(max(total, 1)))
+}
+
+// redisAdmin is a plain client for INFO.
+func redisAdmin(env *mainTB, url string) rueidis.Client {
+	opt, err := rueidis.ParseURL(url)
+	if err != nil {
+		env.Fatalf("%v", err)
+	}
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		env.Fatalf("%v", err)
+	}
+	return c
+}
+
+// redisCounters are the server's commands processed and CPU seconds so far.
+type redisCounters struct {
+	commands int64
+	cpu      float64
+}
+
+func redisInfo(env *mainTB, c rueidis.Client) redisCounters {
+	info, err := c.Do(context.Background(), c.B().Info().Section("stats", "cpu").Build()).ToString()
+	if err != nil {
+		env.Fatalf("INFO: %v", err)
+	}
+	var r redisCounters
+	for line := range strings.Lines(info) {
+		name, val, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "total_commands_processed":
+			r.commands, _ = strconv.ParseInt(val, 10, 64)
+		case "used_cpu_sys", "used_cpu_user":
+			f, _ := strconv.ParseFloat(val, 64)
+			r.cpu += f
+		}
+	}
+	return r
+}
+
+// processCPU is the user and system CPU time of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		log.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // mainTB lets testredis run outside a test.

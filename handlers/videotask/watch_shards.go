@@ -51,8 +51,16 @@ func (w *Watcher) readable(shard int) (ok, held bool) {
 func (w *Watcher) own(ctx context.Context) {
 	ticker := time.NewTicker(w.ownershipTick())
 	defer ticker.Stop()
+	// The first tick only joins the group, so that instances starting together see each other
+	// before they take shards (and do not hand them over again a lease term later).
+	joined := false
 	for {
-		if gained := w.divide(ctx); len(gained) > 0 {
+		if !joined {
+			if _, err := w.Tasks.Store.Heartbeat(ctx, watchGroup, w.Owner, now(), w.leaseTerm()); err != nil && ctx.Err() == nil {
+				w.Tasks.Logger.Error("watcher heartbeat", zap.Error(err))
+			}
+			joined = true
+		} else if gained := w.divide(ctx); len(gained) > 0 {
 			w.watchShards(ctx, gained)
 		}
 		select {
