@@ -116,7 +116,13 @@ func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64,
 	}
 	updatedAt, hasUpdated := integer(result["updated_at"])
 	var finished, notify bool
-	stored, err := storage.UpdateTask(ctx, h.Store, t.ID, func(cur *storage.Task) error {
+	update := func(change func(*storage.Task) error) (storage.Task, error) {
+		if onlyChanges {
+			return storage.UpdateTaskFrom(ctx, h.Store, t, change) // t was just read
+		}
+		return storage.UpdateTask(ctx, h.Store, t.ID, change)
+	}
+	stored, err := update(func(cur *storage.Task) error {
 		finished, notify = false, false
 		// Never go back: a finished record, or one refreshed from a later read, stays.
 		if cur.Finished || storage.Terminal(cur.Status) || cur.RefreshedAt > readAt {

@@ -309,8 +309,9 @@ func (w *Watcher) noteRead(tasks []storage.Task) {
 }
 
 // storeParallelism bounds the store calls one batch makes at once; concurrent calls share round
-// trips (the Redis client pipelines them).
-const storeParallelism = 16
+// trips (the Redis client pipelines them), so that a batch of changed tasks is written in a
+// round trip or two.
+const storeParallelism = 64
 
 // forEach calls fn(0) … fn(n-1), up to storeParallelism at once, and waits for them.
 func forEach(n int, fn func(i int)) {
