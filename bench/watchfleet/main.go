@@ -26,6 +26,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +54,7 @@ func main() {
 	concurrency := flag.Int("concurrency", 8, "each watcher's concurrency")
 	duration := flag.Duration("duration", 30*time.Second, "how long to watch")
 	batch := flag.Bool("batch", true, "let the simulator's list filter by id (false: one read per task)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the steady state (from the third interval) to this file")
 	killAfter := flag.Duration("kill-after", 0, "cut the first instance off at this time (0: never)")
 	flag.Parse()
 
@@ -156,16 +158,46 @@ func main() {
 		stops[i] = make(chan struct{})
 		running.Go(func() { w.Run(stops[i]) })
 	}
-	// The steady state is measured from the third interval on: by then every task had its first
-	// read, which stores the upstream's first answer (one write per task, once).
-	warmAt := start.Add(2 * *interval)
-	var redisWarm redisCounters
-	var cpuWarm time.Duration
+	// The steady state is measured from an interval after every task had its first read, which
+	// stores the upstream's first answer (one write per task, once; the gateway's create stores
+	// none).
+	var (
+		warmAt    time.Time
+		redisWarm redisCounters
+		cpuWarm   time.Duration
+	)
+	watching := make(chan struct{}) // closed when the watchers stop
 	warmed := make(chan struct{})
 	go func() {
 		defer close(warmed)
-		time.Sleep(time.Until(warmAt))
-		redisWarm, cpuWarm = redisInfo(env, admin), processCPU()
+		for {
+			mu.Lock()
+			all := len(reads) == *tasks
+			mu.Unlock()
+			if all {
+				break
+			}
+			select {
+			case <-watching:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		select {
+		case <-watching:
+			return
+		case <-time.After(*interval):
+		}
+		warmAt, redisWarm, cpuWarm = time.Now(), redisInfo(env, admin), processCPU()
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				log.Fatal(err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				log.Fatal(err)
+			}
+		}
 	}()
 	if *killAfter > 0 && *killAfter < *duration {
 		time.Sleep(*killAfter)
@@ -182,7 +214,9 @@ func main() {
 	}
 	running.Wait()
 	end := time.Now()
+	close(watching)
 	<-warmed
+	pprof.StopCPUProfile() // (does nothing without -cpuprofile)
 	cpu := processCPU() - cpuBefore
 	redisAfter := redisInfo(env, admin)
 	for _, s := range stores[1:] {
@@ -236,22 +270,34 @@ func main() {
 			p(gaps, 0.5), p(gaps, 0.99), p(gaps, 0.999), p(gaps, 1), gaps[len(gaps)-1].Seconds()/interval.Seconds())
 	}
 	cmds := redisAfter.commands - redisBefore.commands
-	if warmAt.Before(end) {
+	if warmAt.IsZero() {
+		fmt.Println("steady state: not reached (some task had not been read once an interval before the end)")
+	} else {
+		var steady []time.Duration
 		warmReads := 0
 		mu.Lock()
 		for _, times := range reads {
-			for _, t := range times {
-				if !t.Before(warmAt) {
-					warmReads++
+			for i, t := range times {
+				if t.Before(warmAt) {
+					continue
+				}
+				warmReads++
+				if i > 0 {
+					steady = append(steady, t.Sub(times[i-1]))
 				}
 			}
+			steady = append(steady, end.Sub(times[len(times)-1]))
 		}
 		mu.Unlock()
+		slices.Sort(steady)
 		ws := end.Sub(warmAt).Seconds()
 		wc := redisAfter.commands - redisWarm.commands
 		wcpu := cpu + cpuBefore - cpuWarm
-		fmt.Printf("steady state (from the third interval): %.0f task reads/s; redis %.0f commands/s (%.2f per task read), redis-server CPU %.2f s; this process CPU %.2f s (%.0f µs per task read)\n",
-			float64(warmReads)/ws, float64(wc)/ws, float64(wc)/float64(max(warmReads, 1)), redisAfter.cpu-redisWarm.cpu,
+		fmt.Printf("steady state (the last %.0f s): %.0f task reads/s; gap p50 %s  p99 %s  p99.9 %s  max %s (max / interval = %.2f)\n",
+			ws, float64(warmReads)/ws, p(steady, 0.5), p(steady, 0.99), p(steady, 0.999), p(steady, 1),
+			steady[len(steady)-1].Seconds()/interval.Seconds())
+		fmt.Printf("steady state: redis %.0f commands/s (%.2f per task read), redis-server CPU %.2f s; this process CPU %.2f s (%.0f µs per task read)\n",
+			float64(wc)/ws, float64(wc)/float64(max(warmReads, 1)), redisAfter.cpu-redisWarm.cpu,
 			wcpu.Seconds(), float64(wcpu.Microseconds())/float64(max(warmReads, 1)))
 	}
 	fmt.Printf("whole run: redis %.0f commands/s (%.2f per task read); redis-server CPU %.2f s; this process CPU %.2f s (%.0f µs per task read)\n",
