@@ -1,19 +1,21 @@
 // Command watchfleet measures the task watcher of several gateway instances sharing one Redis
-// store: N watchers (each with its own Redis client, as N processes would have) keep many
-// unfinished simulator tasks refreshed. It reports, for every task, the longest time between two
-// upstream reads, and the upstream calls per second against what reading one task at a time
-// would need (tasks ÷ interval).
+// store: N instance processes (this program started again with -instance, each a watcher with
+// its own Redis client, as in a gateway) keep many unfinished simulator tasks refreshed. It
+// reports the task reads per interval against the tasks due, the time between two upstream
+// reads of a task (percentiles), and the upstream calls per second against what reading one
+// task at a time would need (tasks ÷ interval).
 //
-//	go run ./bench/watchfleet -tasks 20000 -instances 3 -interval 5s -duration 30s
+//	go run ./bench/watchfleet -tasks 100000 -instances 3 -interval 5s -duration 90s
 //
 // redis-server is started on loopback by internal/testredis (installed with apt-get when
 // missing), with appendfsync everysec for the setup's speed: the watcher's work, not durability,
-// is measured. Every run is bounded by -duration.
+// is measured. The simulator upstream runs in this process. Every run is bounded by -duration.
 //
-// It also reports the Redis commands per second and the CPU time of redis-server (INFO) and of
-// this process (the watchers, their Redis clients and the simulator upstream) over the watched
-// time. -kill-after cuts the first instance off from Redis at that time and stops it without a
-// goodbye, as a SIGKILL would: the others must take its shards over.
+// It also reports the Redis commands per second and the CPU time of redis-server (INFO), of the
+// instance processes (/proc) and of this process (the simulator upstream), for the whole run
+// and for the steady state: from an interval after every task had its first read (which writes
+// the task's first answer, once). -kill-after SIGKILLs instance 0 at that time: the others must
+// take its shards over.
 package main
 
 import (
@@ -24,9 +26,8 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
-	"runtime/pprof"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,11 +38,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"go.uber.org/zap"
-
-	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/simulator"
-	"github.com/mediagw/mediagw/handlers/videotask"
 	"github.com/mediagw/mediagw/internal/testredis"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -54,9 +51,15 @@ func main() {
 	concurrency := flag.Int("concurrency", 8, "each watcher's concurrency")
 	duration := flag.Duration("duration", 30*time.Second, "how long to watch")
 	batch := flag.Bool("batch", true, "let the simulator's list filter by id (false: one read per task)")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the steady state (from the third interval) to this file")
-	killAfter := flag.Duration("kill-after", 0, "cut the first instance off at this time (0: never)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of instance 1's whole run to this file")
+	killAfter := flag.Duration("kill-after", 0, "SIGKILL instance 0 at this time (0: never)")
+	var inst instanceFlags
+	inst.register()
 	flag.Parse()
+	if inst.owner != "" {
+		runInstance(inst, *interval, *rps, *concurrency)
+		return
+	}
 
 	env := &mainTB{}
 	defer env.cleanup()
@@ -92,11 +95,7 @@ func main() {
 		sim.ServeHTTP(w, r)
 	}))
 	defer upstream.Close()
-	base, _ := url.Parse(upstream.URL + "/api/v3")
-	catalog, err := providers.NewCatalog([]*providers.Provider{{Name: "sim", BaseURL: base, APIKey: "k", Models: []string{"m"}}})
-	if err != nil {
-		env.Fatalf("%v", err)
-	}
+	base := upstream.URL + "/api/v3"
 
 	ctx := context.Background()
 	open := func() *storage.Redis {
@@ -138,25 +137,34 @@ func main() {
 	wg.Wait()
 	setup.Close()
 
-	var stores []*storage.Redis
-	var watchers []*videotask.Watcher
-	for i := range *instances {
-		s := open()
-		stores = append(stores, s)
-		h := &videotask.Handler{Catalog: catalog, Store: s, Client: &http.Client{Timeout: 30 * time.Second}, Logger: zap.NewNop()}
-		watchers = append(watchers, &videotask.Watcher{Tasks: h, Interval: *interval, Concurrency: *concurrency,
-			RatePerSecond: *rps, Owner: fmt.Sprint("instance-", i)})
+	self, err := os.Executable()
+	if err != nil {
+		env.Fatalf("%v", err)
 	}
 	admin := redisAdmin(env, srv.URL())
 	defer admin.Close()
 	redisBefore := redisInfo(env, admin)
 	cpuBefore := processCPU()
 	start := time.Now()
-	stops := make([]chan struct{}, len(watchers))
-	var running sync.WaitGroup
-	for i, w := range watchers {
-		stops[i] = make(chan struct{})
-		running.Go(func() { w.Run(stops[i]) })
+	var procs []*exec.Cmd
+	for i := range *instances {
+		args := []string{"-instance", fmt.Sprint("instance-", i), "-redis", srv.URL(), "-upstream", base,
+			"-interval", interval.String(), "-rps", fmt.Sprint(*rps), "-concurrency", fmt.Sprint(*concurrency)}
+		if i == 1 && *cpuProfile != "" {
+			args = append(args, "-instance-cpuprofile", *cpuProfile)
+		}
+		cmd := exec.Command(self, args...)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			env.Fatalf("starting an instance: %v", err)
+		}
+		procs = append(procs, cmd)
+		env.Cleanup(func() {
+			if cmd.ProcessState == nil {
+				cmd.Process.Kill() // a bench that failed half-way leaves no instance behind
+				cmd.Wait()
+			}
+		})
 	}
 	// The steady state is measured from an interval after every task had its first read, which
 	// stores the upstream's first answer (one write per task, once; the gateway's create stores
@@ -188,46 +196,41 @@ func main() {
 			return
 		case <-time.After(*interval):
 		}
-		warmAt, redisWarm, cpuWarm = time.Now(), redisInfo(env, admin), processCPU()
-		if *cpuProfile != "" {
-			f, err := os.Create(*cpuProfile)
-			if err != nil {
-				log.Fatal(err)
-			}
-			if err := pprof.StartCPUProfile(f); err != nil {
-				log.Fatal(err)
-			}
-		}
+		warmAt, redisWarm, cpuWarm = time.Now(), redisInfo(env, admin), instancesCPU(procs)
 	}()
+	killed := false
 	if *killAfter > 0 && *killAfter < *duration {
 		time.Sleep(*killAfter)
-		stores[0].Close() // nothing reaches Redis from it any more, not even a goodbye
-		close(stops[0])
-		fmt.Printf("instance-0 cut off at %s\n", killAfter)
+		if err := procs[0].Process.Kill(); err != nil {
+			env.Fatalf("SIGKILL: %v", err)
+		}
+		killed = true
+		fmt.Printf("instance-0 SIGKILLed at %s\n", killAfter)
 		time.Sleep(*duration - *killAfter)
 	} else {
 		time.Sleep(*duration)
-		close(stops[0])
 	}
-	for _, stop := range stops[1:] {
-		close(stop)
-	}
-	running.Wait()
 	end := time.Now()
 	close(watching)
 	<-warmed
-	pprof.StopCPUProfile() // (does nothing without -cpuprofile)
-	cpu := processCPU() - cpuBefore
+	cpuEnd := instancesCPU(procs)
 	redisAfter := redisInfo(env, admin)
-	for _, s := range stores[1:] {
-		s.Close()
+	for i, cmd := range procs {
+		if i == 0 && killed {
+			continue
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			env.Fatalf("stopping an instance: %v", err)
+		}
 	}
-	if *killAfter == 0 {
-		stores[0].Close()
+	for i, cmd := range procs {
+		if err := cmd.Wait(); err != nil && !(i == 0 && killed) {
+			env.Fatalf("instance-%d: %v", i, err)
+		}
 	}
+	cpu := cpuEnd
+	benchCPU := processCPU() - cpuBefore
 
-	// gaps between two reads of a task (the first read of each task is counted apart: it waits
-	// for the watchers to join and take their shards).
 	var gaps, first []time.Duration
 	total, never := 0, 0
 	perInterval := map[int]int{} // interval number → task reads in it
@@ -292,17 +295,17 @@ func main() {
 		slices.Sort(steady)
 		ws := end.Sub(warmAt).Seconds()
 		wc := redisAfter.commands - redisWarm.commands
-		wcpu := cpu + cpuBefore - cpuWarm
+		wcpu := cpu - cpuWarm
 		fmt.Printf("steady state (the last %.0f s): %.0f task reads/s; gap p50 %s  p99 %s  p99.9 %s  max %s (max / interval = %.2f)\n",
 			ws, float64(warmReads)/ws, p(steady, 0.5), p(steady, 0.99), p(steady, 0.999), p(steady, 1),
 			steady[len(steady)-1].Seconds()/interval.Seconds())
-		fmt.Printf("steady state: redis %.0f commands/s (%.2f per task read), redis-server CPU %.2f s; this process CPU %.2f s (%.0f µs per task read)\n",
+		fmt.Printf("steady state: redis %.0f commands/s (%.2f per task read), redis-server CPU %.2f s; instances' CPU %.2f s (%.0f µs per task read)\n",
 			float64(wc)/ws, float64(wc)/float64(max(warmReads, 1)), redisAfter.cpu-redisWarm.cpu,
 			wcpu.Seconds(), float64(wcpu.Microseconds())/float64(max(warmReads, 1)))
 	}
-	fmt.Printf("whole run: redis %.0f commands/s (%.2f per task read); redis-server CPU %.2f s; this process CPU %.2f s (%.0f µs per task read)\n",
+	fmt.Printf("whole run: redis %.0f commands/s (%.2f per task read); redis-server CPU %.2f s; instances' CPU %.2f s (%.0f µs per task read); the bench's own (simulator upstream) %.2f s\n",
 		float64(cmds)/secs, float64(cmds)/float64(max(total, 1)), redisAfter.cpu-redisBefore.cpu, cpu.Seconds(),
-		float64(cpu.Microseconds())/float64(max(total, 1)))
+		float64(cpu.Microseconds())/float64(max(total, 1)), benchCPU.Seconds())
 }
 
 // redisAdmin is a plain client for INFO.
@@ -345,6 +348,33 @@ func redisInfo(env *mainTB, c rueidis.Client) redisCounters {
 		}
 	}
 	return r
+}
+
+// instancesCPU is the user and system CPU time of the instance processes so far, from
+// /proc/<pid>/stat (a killed instance not yet waited for still has its line there).
+func instancesCPU(procs []*exec.Cmd) time.Duration {
+	var sum time.Duration
+	for _, cmd := range procs {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		if err != nil {
+			log.Fatal(err)
+		}
+		// Fields after the command name in parentheses: state is the 3rd field of the line,
+		// utime and stime the 14th and 15th, in clock ticks of 1/100 s (USER_HZ).
+		_, rest, _ := strings.Cut(string(raw), ") ")
+		fields := strings.Fields(rest)
+		if len(fields) < 13 {
+			log.Fatalf("unexpected /proc stat line: %s", raw)
+		}
+		for _, f := range fields[11:13] {
+			ticks, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				log.Fatal(err)
+			}
+			sum += time.Duration(ticks) * 10 * time.Millisecond
+		}
+	}
+	return sum
 }
 
 // processCPU is the user and system CPU time of this process so far.
