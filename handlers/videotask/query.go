@@ -90,12 +90,15 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 	if json.Unmarshal(ans.Body, &answer) != nil || answer == nil {
 		return t, upstream.ErrUnreadable
 	}
-	return h.storeAnswer(ctx, t, readAt, answer, false)
+	return h.storeAnswer(ctx, t, readAt, answer, false, nil)
 }
 
 // storeAnswer records an upstream's answer about a task, read at readAt (Unix nanoseconds), by
 // compare-and-set, and performs what the change calls for (slot release, refund, callback) when
 // this call made it. It returns the updated record, whose Result is the client's answer.
+//
+// seen, when not nil, remembers answers that the record already says, so that the same answer
+// to the same record version is not compared again.
 //
 // With onlyChanges (t was read from the store just before the upstream call), an answer that
 // changes neither the status nor the client's answer is not written, nor the record read
@@ -103,7 +106,14 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 // (its shard lease, not RefreshedAt, keeps other instances from reading the task again). A
 // client's poll writes even then, so that the next polls within the refresh interval come from
 // the store.
-func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64, answer map[string]json.RawMessage, onlyChanges bool) (storage.Task, error) {
+func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64, answer map[string]json.RawMessage, onlyChanges bool, seen *answerMemo) (storage.Task, error) {
+	var fp uint64
+	if seen != nil {
+		fp = fingerprint(answer)
+		if onlyChanges && !t.Finished && seen.unchanged(t.ID, t.Version, fp) {
+			return t, nil
+		}
+	}
 	result, status := queryResult(answer, t)
 	body, err := apierror.Marshal(result)
 	if err != nil {
@@ -112,6 +122,7 @@ func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64,
 	if onlyChanges && !t.Finished && t.Status == status && bytes.Equal(t.Result, body) {
 		// The record as read before the upstream call already says this: nothing to store, and
 		// no store round trip to find that out.
+		seen.note(t.ID, t.Version, fp)
 		return t, nil
 	}
 	updatedAt, hasUpdated := integer(result["updated_at"])
@@ -153,6 +164,11 @@ func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64,
 	}
 	if notify {
 		h.notify(ctx, stored)
+	}
+	if stored.Unfinished() && stored.Status == status && bytes.Equal(stored.Result, body) {
+		seen.note(stored.ID, stored.Version, fp)
+	} else {
+		seen.forget(stored.ID)
 	}
 	if len(stored.Result) == 0 {
 		stored.Result = recordJSON(stored)

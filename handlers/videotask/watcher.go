@@ -60,8 +60,10 @@ type Watcher struct {
 	// lastRead to when it last read tasks of each shard.
 	held     map[int]time.Time
 	lastRead map[int]time.Time
-	wake     chan struct{}
-	initOne  sync.Once
+	// seen spares the comparison of unchanged answers.
+	seen    answerMemo
+	wake    chan struct{}
+	initOne sync.Once
 }
 
 func (w *Watcher) init() {
@@ -121,6 +123,7 @@ func (w *Watcher) untrack(id string) {
 	w.mu.Lock()
 	delete(w.tracked, id)
 	w.mu.Unlock()
+	w.seen.forget(id)
 }
 
 func (w *Watcher) signal() {
@@ -277,7 +280,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	}
 	calls := 0
 	for u, batch := range byUpstream {
-		n, open := w.Tasks.refreshBatch(ctx, u, batch)
+		n, open := w.Tasks.refreshBatch(ctx, u, batch, &w.seen)
 		calls += n
 		w.noteRead(batch)
 		if ctx.Err() != nil {
