@@ -46,8 +46,7 @@ func (w *Watcher) readable(shard int) (ok, held bool) {
 // tells it the live watchers; shard i is for the i-th of them (in order, modulo their number).
 // It renews the leases of its shards, takes those of its shards that are free (and watches their
 // tasks at once), and stops reading shards that are now another watcher's, whose leases then run
-// out so that the other watcher takes them. When stop comes, it cuts each held lease to an
-// Interval after its last read and leaves the group, so that the others take over soon.
+// out so that the other watcher takes them. (When Run stops, leave hands the shards over.)
 func (w *Watcher) own(ctx context.Context) {
 	ticker := time.NewTicker(w.ownershipTick())
 	defer ticker.Stop()
@@ -65,8 +64,7 @@ func (w *Watcher) own(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			w.leave()
-			return
+			return // Run leaves the group once the last reads are done
 		case <-ticker.C:
 		}
 	}

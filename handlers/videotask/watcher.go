@@ -143,7 +143,10 @@ func (w *Watcher) Run(stop <-chan struct{}) {
 	defer cancel()
 	go func() { <-stop; cancel() }()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		wg.Wait()
+		w.leave() // after the last read, whose time the cut leases start from
+	}()
 	wg.Go(func() { w.own(ctx) })
 	wg.Go(func() { w.rescan(ctx) })
 	limiter := rate.NewLimiter(rate.Limit(w.RatePerSecond), max(1, w.Concurrency))
