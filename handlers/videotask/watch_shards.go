@@ -22,9 +22,13 @@ const watchGroup = "video-tasks"
 // shardLease names the lease of one shard of the unfinished tasks.
 func shardLease(shard int) string { return "watch/" + strconv.Itoa(shard) }
 
+// minOwnershipTick bounds the store work of very short intervals (tests, demos): the shard
+// leases are renewed at most ten times a second.
+const minOwnershipTick = 100 * time.Millisecond
+
 // ownershipTick is how often a watcher renews its shard leases and its heartbeat: a fifth of
-// the interval.
-func (w *Watcher) ownershipTick() time.Duration { return w.Interval / 5 }
+// the interval, and not more often than minOwnershipTick.
+func (w *Watcher) ownershipTick() time.Duration { return max(w.Interval/5, minOwnershipTick) }
 
 // leaseTerm is how long a shard lease and a heartbeat last from their renewal: an Interval past
 // the last read that a renewal allows (readable), plus a tick for that read to reach the

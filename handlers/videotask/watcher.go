@@ -28,12 +28,13 @@ const (
 //
 // Gateway instances sharing one store divide the work by shards: the unfinished tasks are split
 // into Shards by a hash of their id, and each shard is watched by one instance at a time, under
-// a lease that it renews every fifth of an Interval. The instances find each other through
-// heartbeats in the store and divide the shards evenly; when one dies, its leases and heartbeat
-// run out and the others take its shards over, an Interval (and two fifths) after its last
-// renewal. A task is read by one instance per Interval: a shard changes hands only after its
-// lease has outlasted the last read of its tasks by an Interval. Per task and interval the
-// store does one batched record read; unchanged tasks are not written.
+// a lease that it renews every fifth of an Interval (at most ten times a second). The instances
+// find each other through heartbeats in the store and divide the shards evenly; when one dies,
+// its leases and heartbeat run out and the others take its shards over, an Interval and two
+// renewal periods after its last renewal. A task is read by one instance per Interval: a shard
+// changes hands only after its lease has outlasted the last read of its tasks by an Interval.
+// Per task and interval the store does one batched record read; unchanged tasks are not
+// written.
 type Watcher struct {
 	// Tasks does the refreshing; its store holds the watch list.
 	Tasks *Handler
