@@ -11,8 +11,8 @@ type Coordination interface {
 	// AcquireLease takes the named lease for owner until now+ttl if it is free, expired, or
 	// already owner's (then it is renewed). It reports whether owner holds it.
 	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (bool, error)
-	// RenewLease extends owner's lease to now+ttl, or answers ErrLeaseLost when owner no longer
-	// holds it.
+	// RenewLease extends owner's lease to now+ttl (or cuts it short to that), or answers
+	// ErrLeaseLost when owner no longer holds it.
 	RenewLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) error
 	// ReleaseLease frees owner's lease; a lease held by another owner (or none) is left alone.
 	ReleaseLease(ctx context.Context, name, owner string) error

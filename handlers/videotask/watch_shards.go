@@ -38,19 +38,52 @@ func (w *Watcher) leaseTerm() time.Duration { return w.Interval + 2*w.ownershipT
 // readable reports whether this watcher may read the tasks of a shard now: it holds the shard's
 // lease and the lease outlasts a read started now by an Interval (and a tick for the read to
 // reach the upstream), so that whoever takes the shard next reads its tasks an Interval later
-// at the earliest. held is false when the shard is not this watcher's at all.
+// at the earliest. held is false when the shard is not this watcher's at all. The caller holds
+// w.mu.
 func (w *Watcher) readable(shard int) (ok, held bool) {
-	w.mu.Lock()
 	until, held := w.held[shard]
-	w.mu.Unlock()
 	return held && !now().Add(w.leaseTerm()-w.ownershipTick()).After(until), held
+}
+
+// startReads sorts ids into those this watcher reads now, whose shards then count them as reads
+// in flight until doneReads, those to try again soon (the lease's renewal is late), and those
+// of shards that are not this watcher's.
+func (w *Watcher) startReads(ids []string) (mine, late, others []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		shard := storage.TaskShard(id, w.Shards)
+		switch ok, held := w.readable(shard); {
+		case ok:
+			mine = append(mine, id)
+			w.reading[shard]++
+		case held:
+			late = append(late, id)
+		default:
+			others = append(others, id)
+		}
+	}
+	return mine, late, others
+}
+
+// doneReads ends the reads that startReads counted.
+func (w *Watcher) doneReads(ids []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		shard := storage.TaskShard(id, w.Shards)
+		if w.reading[shard]--; w.reading[shard] <= 0 {
+			delete(w.reading, shard)
+		}
+	}
 }
 
 // own keeps this watcher's share of the shards: every tick it sends a heartbeat, which also
 // tells it the live watchers; shard i is for the i-th of them (in order, modulo their number).
 // It renews the leases of its shards, takes those of its shards that are free (and watches their
 // tasks at once), and stops reading shards that are now another watcher's, whose leases then run
-// out so that the other watcher takes them. (When Run stops, leave hands the shards over.)
+// out (cut short to an Interval after its last read of them) so that the other watcher takes
+// them. (When Run stops, leave hands every shard over.)
 func (w *Watcher) own(ctx context.Context) {
 	ticker := time.NewTicker(w.ownershipTick())
 	defer ticker.Stop()
@@ -134,11 +167,18 @@ func (w *Watcher) divide(ctx context.Context) []int {
 		}
 		// A held shard that is now another watcher's is dropped: not read, not renewed.
 	})
-	var gained []int
+	var gained, given []int
+	lastRead := map[int]time.Time{}
 	w.mu.Lock()
 	for shard, r := range results {
 		switch {
 		case !r.keep:
+			if _, ok := w.held[shard]; ok && members != nil && !mine(shard) && w.reading[shard] == 0 {
+				// Another watcher's now, and no read of it is in flight: its lease can end an
+				// Interval after the last read, not a whole term after the last renewal.
+				given = append(given, shard)
+				lastRead[shard] = w.lastRead[shard]
+			}
 			delete(w.held, shard)
 		case !r.until.IsZero():
 			w.held[shard] = r.until
@@ -148,7 +188,23 @@ func (w *Watcher) divide(ctx context.Context) []int {
 		}
 	}
 	w.mu.Unlock()
+	forEach(len(given), func(i int) { w.handOver(ctx, given[i], lastRead[given[i]]) })
 	return gained
+}
+
+// handOver cuts this watcher's lease of a shard it no longer reads to an Interval (and a tick)
+// after its last read of the shard, or frees it when that has passed, so that the shard's next
+// watcher takes it as soon as it may.
+func (w *Watcher) handOver(ctx context.Context, shard int, lastRead time.Time) {
+	var err error
+	if end := lastRead.Add(w.Interval + w.ownershipTick()); !lastRead.IsZero() && end.After(now()) {
+		err = w.Tasks.Store.RenewLease(ctx, shardLease(shard), w.Owner, lastRead, end.Sub(lastRead))
+	} else {
+		err = w.Tasks.Store.ReleaseLease(ctx, shardLease(shard), w.Owner)
+	}
+	if err != nil && !errors.Is(err, storage.ErrLeaseLost) && ctx.Err() == nil {
+		w.Tasks.Logger.Warn("handing a watch shard over", zap.Int("shard", shard), zap.Error(err))
+	}
 }
 
 // leave cuts the held leases to an Interval after this watcher's last read of each shard (or
@@ -168,20 +224,7 @@ func (w *Watcher) leave() {
 	for shard := range held {
 		shards = append(shards, shard)
 	}
-	forEach(len(shards), func(i int) {
-		shard := shards[i]
-		var err error
-		if last := held[shard]; last.IsZero() {
-			err = w.Tasks.Store.ReleaseLease(ctx, shardLease(shard), w.Owner)
-		} else if end := last.Add(w.Interval + w.ownershipTick()); end.After(now()) {
-			err = w.Tasks.Store.RenewLease(ctx, shardLease(shard), w.Owner, last, end.Sub(last))
-		} else {
-			err = w.Tasks.Store.ReleaseLease(ctx, shardLease(shard), w.Owner)
-		}
-		if err != nil && !errors.Is(err, storage.ErrLeaseLost) {
-			w.Tasks.Logger.Warn("handing a watch shard over", zap.Int("shard", shard), zap.Error(err))
-		}
-	})
+	forEach(len(shards), func(i int) { w.handOver(ctx, shards[i], held[shards[i]]) })
 	// A zero term ends this watcher's heartbeat: the others count without it from their next
 	// tick.
 	if _, err := w.Tasks.Store.Heartbeat(ctx, watchGroup, w.Owner, now(), 0); err != nil {

@@ -19,9 +19,10 @@ func setClock(t *testing.T, at *time.Time) {
 	t.Cleanup(func() { now = prev })
 }
 
-// The shards are divided between the live watchers; a shard changes hands only when its lease
-// has run out; and when a watcher stops renewing (its process died), the survivor takes its
-// shards over once its leases and heartbeat have run out, and not before. Run on both backends:
+// The shards are divided between the live watchers; a shard handed over to a new watcher changes
+// hands an interval after its last read, not before; and when a watcher stops renewing (its
+// process died), the survivor takes its shards over once its leases and heartbeat have run out,
+// and not before. Run on both backends:
 // one Redis shared by two clients (two processes), and Badger.
 func TestShardOwnershipMovesToTheSurvivor(t *testing.T) {
 	backends := map[string]func(t *testing.T) (storage.Store, storage.Store){
@@ -73,26 +74,40 @@ func TestShardOwnershipMovesToTheSurvivor(t *testing.T) {
 			if got := a.heldShards(); !slices.Equal(got, all) {
 				t.Fatalf("a alone holds %v", got)
 			}
-			// b joins: a stops reading b's half at once, but b gets it only when a's leases
-			// have run out (a read just before may not be repeated within the interval).
+			// a read shard 1 just now. b joins: a stops reading b's half at once and hands it
+			// over: the shards it never read at once, shard 1 an interval (and a tick) after its
+			// read, so that b cannot read its tasks again too soon.
+			readAt := clock
+			a.mu.Lock()
+			a.lastRead[1] = readAt
+			a.mu.Unlock()
 			b.divide(ctx)
 			a.divide(ctx)
 			if got, gotB := a.heldShards(), b.heldShards(); !slices.Equal(got, even) || len(gotB) != 0 {
 				t.Fatalf("after b joined: a holds %v, b %v", got, gotB)
 			}
-			for clock.Before(time.Unix(1_800_000_000, 0).Add(a.leaseTerm())) {
+			tick(a, b)
+			if got := b.heldShards(); !slices.Equal(got, []int{3, 5, 7}) {
+				t.Fatalf("a tick after a handed its unread shards over, b holds %v", got)
+			}
+			for clock.Before(readAt.Add(interval)) {
 				tick(a, b)
-				if got := b.heldShards(); len(got) != 0 && clock.Before(time.Unix(1_800_000_000, 0).Add(a.leaseTerm())) {
-					t.Fatalf("b took %v before a's leases ran out", got)
+				if got := b.heldShards(); slices.Contains(got, 1) {
+					t.Fatalf("b took shard 1 %v after a read it", clock.Sub(readAt))
 				}
 			}
+			tick(a, b)
 			tick(a, b)
 			if gotA, gotB := a.heldShards(), b.heldShards(); !slices.Equal(gotA, even) || !slices.Equal(gotB, odd) {
 				t.Fatalf("two watchers: a holds %v, b %v", gotA, gotB)
 			}
 			for shard := range 8 {
+				a.mu.Lock()
 				okA, _ := a.readable(shard)
+				a.mu.Unlock()
+				b.mu.Lock()
 				okB, _ := b.readable(shard)
+				b.mu.Unlock()
 				if okA == okB {
 					t.Fatalf("shard %d readable by a: %v, by b: %v", shard, okA, okB)
 				}

@@ -61,6 +61,8 @@ type Watcher struct {
 	// lastRead to when it last read tasks of each shard.
 	held     map[int]time.Time
 	lastRead map[int]time.Time
+	// reading counts the reads in flight per shard.
+	reading map[int]int
 	// seen spares the comparison of unchanged answers.
 	seen    answerMemo
 	wake    chan struct{}
@@ -72,6 +74,7 @@ func (w *Watcher) init() {
 		w.tracked = map[string]bool{}
 		w.held = map[int]time.Time{}
 		w.lastRead = map[int]time.Time{}
+		w.reading = map[int]int{}
 		if w.Shards <= 0 {
 			w.Shards = DefaultWatchShards
 		}
@@ -228,21 +231,18 @@ func (w *Watcher) next(n int) ([]string, time.Duration) {
 // (the one that created each task), schedules their next polls, and drops those that have
 // finished or are another watcher's. It returns the upstream calls it made.
 func (w *Watcher) poll(ctx context.Context, ids []string) int {
-	var mine []string
-	for _, id := range ids {
-		switch ok, held := w.readable(storage.TaskShard(id, w.Shards)); {
-		case ok:
-			mine = append(mine, id)
-		case held:
-			// The lease's renewal is late: try again when it may have come.
-			w.reschedule(id, now().Add(w.ownershipTick()/2))
-		default:
-			w.untrack(id)
-		}
+	mine, late, others := w.startReads(ids)
+	for _, id := range late {
+		// The lease's renewal is late: try again when it may have come.
+		w.reschedule(id, now().Add(w.ownershipTick()/2))
+	}
+	for _, id := range others {
+		w.untrack(id)
 	}
 	if len(mine) == 0 {
 		return 0
 	}
+	defer w.doneReads(mine)
 	tasks, err := w.Tasks.Store.ReadTasks(ctx, mine)
 	if err != nil {
 		if ctx.Err() == nil {

@@ -87,4 +87,19 @@ func testWatching(t *testing.T, s storage.Store) {
 	beat("c", t0.Add(5500*time.Millisecond), 5*time.Second, "a", "c") // b ran out at +5s
 	beat("a", t0.Add(6*time.Second), 0, "c")                          // a leaves
 	beat("c", t0.Add(7*time.Second), 5*time.Second, "c")
+
+	// A watcher handing a shard over cuts its lease short with RenewLease: the lease then ends
+	// at the new time, not the old one.
+	if ok, err := s.AcquireLease(ctx, "watch/0", "a", t0, 10*time.Second); err != nil || !ok {
+		t.Fatalf("AcquireLease = %v, %v", ok, err)
+	}
+	if err := s.RenewLease(ctx, "watch/0", "a", t0.Add(time.Second), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.AcquireLease(ctx, "watch/0", "b", t0.Add(2*time.Second), 10*time.Second); err != nil || ok {
+		t.Fatalf("AcquireLease before the cut lease ended = %v, %v", ok, err)
+	}
+	if ok, err := s.AcquireLease(ctx, "watch/0", "b", t0.Add(3500*time.Millisecond), 10*time.Second); err != nil || !ok {
+		t.Fatalf("AcquireLease after the cut lease ended = %v, %v", ok, err)
+	}
 }
