@@ -11,12 +11,12 @@
   const palette = ['#73bf69', '#f2cc0c', '#8ab8ff', '#ff780a', '#f2495c', '#5794f2', '#b877d9', '#705da0',
     '#37872d', '#fade2a', '#447ebc', '#c15c17', '#890f02', '#0a437c', '#6d1f62', '#584477'];
 
-  // format renders v in a Grafana unit.
-  function format(unit, v) {
+  // format renders v in a Grafana unit, with the panel's decimals when it sets them.
+  function format(unit, v, decimals) {
     if (v === null || v === undefined || Number.isNaN(v)) return '–';
     const num = (x, suffix) => {
       const a = Math.abs(x);
-      const d = a === 0 ? 0 : a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3;
+      const d = decimals ?? (a === 0 ? 0 : a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3);
       return x.toFixed(d) + suffix;
     };
     switch (unit) {
@@ -82,7 +82,7 @@
     div.className = 'legend';
     const rows = p.series.map((s, i) => {
       const vs = values(s);
-      const cells = names.map((c) => `<td>${format(p.unit, calcs[c](vs))}</td>`).join('');
+      const cells = names.map((c) => `<td>${format(p.unit, calcs[c](vs), p.decimals)}</td>`).join('');
       return `<tr><td><i style="background:${palette[i % palette.length]}"></i>${escape(s.name)}</td>${cells}</tr>`;
     });
     const shown = rows.slice(0, maxRows);
@@ -134,7 +134,7 @@
     div.className = 'bars';
     div.innerHTML = last.map((x) => `<div class="bar"><span class="name">${escape(x.name)}</span>` +
       `<span class="track"><span class="fill" style="width:${(100 * x.v / top).toFixed(1)}%"></span></span>` +
-      `<span class="value">${format(p.unit, x.v)}</span></div>`).join('');
+      `<span class="value">${format(p.unit, x.v, p.decimals)}</span></div>`).join('');
     shell.body.appendChild(div);
   }
 
@@ -144,7 +144,7 @@
     const vs = p.series.map((s) => calcs.lastNotNull(values(s))).filter((v) => v !== null);
     const div = document.createElement('div');
     div.className = 'stat';
-    div.textContent = vs.map((v) => format(p.unit, v)).join('  ');
+    div.textContent = vs.map((v) => format(p.unit, v, p.decimals)).join('  ');
     shell.body.appendChild(div);
   }
 

@@ -7,7 +7,8 @@
 //   node render.mjs            (render.sh builds ./caddy and installs what this needs first)
 //
 // Environment: RENDER_DURATION (seconds of workload, default 180), RENDER_OUT (the PNG, default
-// ../mediagw.png), RENDER_HTML (also keep the page there), CADDY (default the repository's
+// ../mediagw.png), RENDER_HTML (also keep the page there, and the queried data beside it as
+// .json), CADDY (default the repository's
 // ./caddy), PROMETHEUS (default prometheus), CHROMIUM (default /usr/bin/chromium).
 //
 // It starts the gateway (gateway.caddyfile) and a Prometheus scraping the gateway's admin
@@ -142,13 +143,16 @@ async function queryPanel(prom, panel, vars, startS, endS) {
     if (target.hide) continue;
     const expr = substitute(target.expr, vars, iv, endS - startS);
     queries.push(expr);
-    const u = new URL('/api/v1/query_range', prom);
-    u.search = new URLSearchParams({ query: expr, start: first, end: timestamps.at(-1), step: iv.step });
+    // A target marked instant (and not range) is one query at the end, as Grafana runs it.
+    const instant = target.instant === true && target.range !== true;
+    const u = new URL(instant ? '/api/v1/query' : '/api/v1/query_range', prom);
+    u.search = new URLSearchParams(instant ? { query: expr, time: timestamps.at(-1) }
+      : { query: expr, start: first, end: timestamps.at(-1), step: iv.step });
     const r = await fetch(u, { signal: AbortSignal.timeout(30000) });
     const body = await r.json();
     if (body.status !== 'success') throw new Error(`panel "${panel.title}": ${expr}: ${body.error}`);
     for (const s of body.data.result) {
-      const byTime = new Map(s.values.map(([t, v]) => [Math.round(t), Number(v)]));
+      const byTime = new Map((instant ? [s.value] : s.values).map(([t, v]) => [Math.round(t), Number(v)]));
       series.push({
         name: legendName(target.legendFormat, s.metric),
         values: timestamps.map((t) => {
@@ -161,6 +165,7 @@ async function queryPanel(prom, panel, vars, startS, endS) {
   return {
     id: panel.id, type: panel.type, title: panel.title, gridPos: panel.gridPos,
     unit: panel.fieldConfig?.defaults?.unit ?? 'short',
+    decimals: panel.fieldConfig?.defaults?.decimals,
     calcs: panel.options?.legend?.calcs ?? [],
     timestamps, series, queries, step: iv.step, rateInterval: iv.rate,
   };
@@ -251,6 +256,7 @@ scrape_configs:
     });
     const htmlPath = process.env.RENDER_HTML ? resolve(process.env.RENDER_HTML) : join(dir, 'dashboard.html');
     writeFileSync(htmlPath, html);
+    if (process.env.RENDER_HTML) writeFileSync(`${htmlPath}.json`, JSON.stringify(panels, null, 1));
 
     // Playwright passes --headless itself, and takes the new empty profile directory as
     // launchPersistentContext's first argument (it refuses --user-data-dir in args).

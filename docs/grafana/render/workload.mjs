@@ -7,6 +7,7 @@ import http from 'node:http';
 const ACME = 'mg-render-acme';
 const SMALL = 'mg-render-small';
 const NARROW = 'mg-render-narrow';
+const BUSY = 'mg-render-busy';
 
 // listen starts an HTTP server on a loopback port chosen by the system.
 function listen(handler) {
@@ -143,7 +144,7 @@ export async function run({ base, hook, durationMs, log }) {
     if (every(16)) add('models', call(base, ACME, 'GET', '/v1/models'));
 
     if (tickStart < drainFrom) {
-      // acme: a task every 2 s with a callback; one in five fails. small: a task a second, over
+      // acme: a task every 2 s with a callback; one in five fails. busy: a task a second, over
       // its limit of two active tasks.
       if (every(8)) {
         const kinds = ['ok', 'ok', 'flaky', 'gone', 'down'];
@@ -156,7 +157,7 @@ export async function run({ base, hook, durationMs, log }) {
           return r;
         }));
       }
-      if (every(4)) add('task small', call(base, SMALL, 'POST', '/api/v3/contents/generations/tasks', task('demo-seedance-1-0-lite', 'a boat')));
+      if (every(4)) add('task busy', call(base, BUSY, 'POST', '/api/v3/contents/generations/tasks', task('demo-seedance-1-0-lite', 'a boat')));
     }
     // acme polls one of its tasks every second.
     if (every(4) && taskIds.length > 0) {
