@@ -29,6 +29,7 @@
         if (Math.abs(v) < 1) return num(v * 1e3, ' ms');
         return num(v, ' s');
       case 'ms': return num(v, ' ms');
+      case 'none': return num(v, '');
       default: {
         const a = Math.abs(v);
         if (a >= 1e9) return num(v / 1e9, ' Bil');
@@ -76,12 +77,21 @@
     return { el, body };
   }
 
+  // legendTable adds the table legend: the panel's calcs per series, sorted as the panel's
+  // legend.sortBy and sortDesc say (colours stay those of the query order, as in Grafana).
   function legendTable(p, shell, maxRows) {
     const names = p.calcs.filter((c) => calcs[c]);
     const div = document.createElement('div');
     div.className = 'legend';
-    const rows = p.series.map((s, i) => {
-      const vs = values(s);
+    let entries = p.series.map((s, i) => ({ s, i, vs: values(s) }));
+    const by = (p.sortBy ?? '').toLowerCase();
+    if (calcs[by]) {
+      const key = (e) => calcs[by](e.vs) ?? -Infinity;
+      entries = entries.sort((a, b) => (p.sortDesc ? key(b) - key(a) : key(a) - key(b)));
+    } else if (by === 'name') {
+      entries = entries.sort((a, b) => a.s.name.localeCompare(b.s.name) * (p.sortDesc ? -1 : 1));
+    }
+    const rows = entries.map(({ s, i, vs }) => {
       const cells = names.map((c) => `<td>${format(p.unit, calcs[c](vs), p.decimals)}</td>`).join('');
       return `<tr><td><i style="background:${palette[i % palette.length]}"></i>${escape(s.name)}</td>${cells}</tr>`;
     });
@@ -89,6 +99,12 @@
     const more = rows.length > shown.length ? `<div class="more">+${rows.length - shown.length} more series</div>` : '';
     div.innerHTML = `<table><tr><th>Name</th>${names.map((c) => `<th>${c === 'mean' ? 'Mean' : c === 'max' ? 'Max' : c}</th>`).join('')}</tr>${shown.join('')}</table>${more}`;
     shell.el.appendChild(div);
+  }
+
+  // clock renders Unix seconds as a 24-hour UTC time, HH:MM, or HH:MM:SS between minutes.
+  function clock(ts) {
+    const t = new Date(ts * 1000).toISOString();
+    return ts % 60 === 0 ? t.slice(11, 16) : t.slice(11, 19);
   }
 
   function escape(s) {
@@ -111,7 +127,8 @@
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC'),
       scales: { x: { time: true }, y: { range: (u, min, max) => [Math.min(0, min), max > 0 ? max * 1.1 : 1] } },
       axes: [
-        { stroke: '#8e8e99', grid: { stroke: 'rgba(204,204,220,0.07)' }, ticks: { stroke: 'rgba(204,204,220,0.07)' } },
+        { stroke: '#8e8e99', grid: { stroke: 'rgba(204,204,220,0.07)' }, ticks: { stroke: 'rgba(204,204,220,0.07)' },
+          values: (u, splits) => splits.map((ts) => clock(ts)) },
         { stroke: '#8e8e99', size: 70, grid: { stroke: 'rgba(204,204,220,0.07)' }, ticks: { show: false },
           values: (u, vals) => vals.map((v) => format(p.unit, v)) },
       ],

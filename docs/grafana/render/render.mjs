@@ -167,6 +167,7 @@ async function queryPanel(prom, panel, vars, startS, endS) {
     unit: panel.fieldConfig?.defaults?.unit ?? 'short',
     decimals: panel.fieldConfig?.defaults?.decimals,
     calcs: panel.options?.legend?.calcs ?? [],
+    sortBy: panel.options?.legend?.sortBy, sortDesc: panel.options?.legend?.sortDesc,
     timestamps, series, queries, step: iv.step, rateInterval: iv.rate,
   };
 }
