@@ -127,9 +127,9 @@
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC'),
       scales: { x: { time: true }, y: { range: (u, min, max) => [Math.min(0, min), max > 0 ? max * 1.1 : 1] } },
       axes: [
-        { stroke: '#8e8e99', grid: { stroke: 'rgba(204,204,220,0.07)' }, ticks: { stroke: 'rgba(204,204,220,0.07)' },
+        { stroke: '#8e8e99', space: 70, grid: { stroke: 'rgba(204,204,220,0.07)' }, ticks: { stroke: 'rgba(204,204,220,0.07)' },
           values: (u, splits) => splits.map((ts) => clock(ts)) },
-        { stroke: '#8e8e99', size: 70, grid: { stroke: 'rgba(204,204,220,0.07)' }, ticks: { show: false },
+        { stroke: '#8e8e99', size: 80, grid: { stroke: 'rgba(204,204,220,0.07)' }, ticks: { show: false },
           values: (u, vals) => vals.map((v) => format(p.unit, v)) },
       ],
       series: [{}].concat(p.series.map((s, i) => ({
