@@ -180,6 +180,7 @@ async function main() {
   };
   process.on('SIGINT', () => { cleanup().finally(() => process.exit(130)); });
   const servers = [];
+  let failed = true;
   try {
     const [admin, gw, sim, promPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
     // The flaky provider's first upstream fails one call in ten, and half of them during an
@@ -280,8 +281,17 @@ scrape_configs:
       await browser.close();
     }
     log(`wrote ${out}`);
+    failed = false;
   } finally {
     for (const s of servers) s.close();
+    if (failed) { // the logs go with the temporary directory: show their ends first
+      for (const name of ['caddy', 'prometheus']) {
+        try {
+          const lines = readFileSync(join(dir, `${name}.log`), 'utf8').trimEnd().split('\n');
+          console.error(`--- last lines of ${name}.log\n${lines.slice(-15).join('\n')}`);
+        } catch { /* not started */ }
+      }
+    }
     await cleanup();
   }
 }
