@@ -13,7 +13,8 @@
 //
 // It starts the gateway (gateway.caddyfile) and a Prometheus scraping the gateway's admin
 // /metrics every 2 s, both on loopback ports of a temporary directory; drives the workload of
-// workload.mjs; queries; renders; and stops what it started by PID.
+// workload.mjs; queries; renders; and stops what it started by PID. It exits with status 2 when
+// a panel had no data (the picture is still written).
 import { spawn } from 'node:child_process';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -239,6 +240,7 @@ scrape_configs:
       }
     }
     const panels = [];
+    const empty = [];
     for (const p of dashboard.panels) {
       if (p.type === 'row') {
         panels.push({ id: p.id, type: 'row', title: p.title, gridPos: p.gridPos, series: [] });
@@ -248,6 +250,7 @@ scrape_configs:
       const points = q.series.reduce((n, s) => n + s.values.filter((v) => v !== null).length, 0);
       log(`panel ${p.id} "${p.title}": ${q.series.length} series, ${points} points (step ${q.step}s, rate interval ${q.rateInterval}s)${q.series.length === 0 ? '  <-- NO DATA' : ''}`);
       for (const s of q.series) log(`    ${s.name}`);
+      if (points === 0) empty.push(p.title);
       panels.push(q);
     }
     const range = `${new Date(startS * 1000).toISOString().slice(0, 19)}Z to ${new Date(endS * 1000).toISOString().slice(11, 19)}Z`;
@@ -282,6 +285,10 @@ scrape_configs:
     }
     log(`wrote ${out}`);
     failed = false;
+    if (empty.length > 0) { // the picture is written, but a panel without data is a finding
+      console.error(`panels without data: ${empty.join('; ')}`);
+      process.exitCode = 2;
+    }
   } finally {
     for (const s of servers) s.close();
     if (failed) { // the logs go with the temporary directory: show their ends first
