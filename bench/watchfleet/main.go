@@ -15,7 +15,8 @@
 // instance processes (/proc) and of this process (the simulator upstream), for the whole run
 // and for the steady state: from an interval after every task had its first read (which writes
 // the task's first answer, once). -kill-after SIGKILLs instance 0 at that time: the others must
-// take its shards over.
+// take its shards over. -join-after starts the last instance only at that time: the others must
+// hand it its share.
 package main
 
 import (
@@ -53,6 +54,7 @@ func main() {
 	batch := flag.Bool("batch", true, "let the simulator's list filter by id (false: one read per task)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of instance 1's whole run to this file")
 	killAfter := flag.Duration("kill-after", 0, "SIGKILL instance 0 at this time (0: never)")
+	joinAfter := flag.Duration("join-after", 0, "start the last instance only at this time (0: with the others)")
 	var inst instanceFlags
 	inst.register()
 	flag.Parse()
@@ -69,21 +71,29 @@ func main() {
 	sim.QueuedFor = time.Hour
 	var (
 		mu           sync.Mutex
-		reads        = map[string][]time.Time{}
+		reads        = map[string][]read{}
 		single, list atomic.Int64
 	)
+	// Each instance calls the upstream under its own path prefix (/i<n>), so that every read is
+	// recorded with the instance that made it.
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		by := -1
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/i"); ok {
+			n, path, _ := strings.Cut(rest, "/")
+			by, _ = strconv.Atoi(n)
+			r.URL.Path = "/" + path
+		}
 		if r.Method == http.MethodGet {
 			_, rest, _ := strings.Cut(r.URL.Path, "/contents/generations/tasks")
-			now := time.Now()
+			at := read{at: time.Now(), by: by}
 			mu.Lock()
 			if id := strings.Trim(rest, "/"); id != "" {
 				single.Add(1)
-				reads[id] = append(reads[id], now)
+				reads[id] = append(reads[id], at)
 			} else {
 				list.Add(1)
 				for _, id := range r.URL.Query()["filter.task_ids"] {
-					reads[id] = append(reads[id], now)
+					reads[id] = append(reads[id], at)
 				}
 			}
 			mu.Unlock()
@@ -95,7 +105,7 @@ func main() {
 		sim.ServeHTTP(w, r)
 	}))
 	defer upstream.Close()
-	base := upstream.URL + "/api/v3"
+	base := func(i int) string { return fmt.Sprintf("%s/i%d/api/v3", upstream.URL, i) }
 
 	ctx := context.Background()
 	open := func() *storage.Redis {
@@ -146,9 +156,10 @@ func main() {
 	redisBefore := redisInfo(env, admin)
 	cpuBefore := processCPU()
 	start := time.Now()
-	var procs []*exec.Cmd
-	for i := range *instances {
-		args := []string{"-instance", fmt.Sprint("instance-", i), "-redis", srv.URL(), "-upstream", base,
+	procs := make([]*exec.Cmd, *instances)
+	var procsMu sync.Mutex // the joining instance starts while the figures are read
+	startInstance := func(i int) {
+		args := []string{"-instance", fmt.Sprint("instance-", i), "-redis", srv.URL(), "-upstream", base(i),
 			"-interval", interval.String(), "-rps", fmt.Sprint(*rps), "-concurrency", fmt.Sprint(*concurrency)}
 		if i == 1 && *cpuProfile != "" {
 			args = append(args, "-instance-cpuprofile", *cpuProfile)
@@ -158,13 +169,35 @@ func main() {
 		if err := cmd.Start(); err != nil {
 			env.Fatalf("starting an instance: %v", err)
 		}
-		procs = append(procs, cmd)
+		procsMu.Lock()
+		procs[i] = cmd
+		procsMu.Unlock()
 		env.Cleanup(func() {
 			if cmd.ProcessState == nil {
 				cmd.Process.Kill() // a bench that failed half-way leaves no instance behind
 				cmd.Wait()
 			}
 		})
+	}
+	joining := -1
+	if *joinAfter > 0 && *joinAfter < *duration && *instances > 1 {
+		joining = *instances - 1
+	}
+	for i := range *instances {
+		if i != joining {
+			startInstance(i)
+		}
+	}
+	started := func() []*exec.Cmd {
+		procsMu.Lock()
+		defer procsMu.Unlock()
+		var out []*exec.Cmd
+		for _, cmd := range procs {
+			if cmd != nil {
+				out = append(out, cmd)
+			}
+		}
+		return out
 	}
 	// The steady state is measured from an interval after every task had its first read, which
 	// stores the upstream's first answer (one write per task, once; the gateway's create stores
@@ -196,20 +229,36 @@ func main() {
 			return
 		case <-time.After(*interval):
 		}
-		warmAt, redisWarm, cpuWarm = time.Now(), redisInfo(env, admin), instancesCPU(procs)
+		warmAt, redisWarm, cpuWarm = time.Now(), redisInfo(env, admin), instancesCPU(started())
 	}()
+	// The events of the run, in time order: the SIGKILL of instance 0, the start of the last one.
+	type event struct {
+		at time.Duration
+		do func()
+	}
+	var events []event
 	killed := false
 	if *killAfter > 0 && *killAfter < *duration {
-		time.Sleep(*killAfter)
-		if err := procs[0].Process.Kill(); err != nil {
-			env.Fatalf("SIGKILL: %v", err)
-		}
-		killed = true
-		fmt.Printf("instance-0 SIGKILLed at %s\n", killAfter)
-		time.Sleep(*duration - *killAfter)
-	} else {
-		time.Sleep(*duration)
+		events = append(events, event{*killAfter, func() {
+			if err := procs[0].Process.Kill(); err != nil {
+				env.Fatalf("SIGKILL: %v", err)
+			}
+			killed = true
+			fmt.Printf("instance-0 SIGKILLed at %s\n", killAfter)
+		}})
 	}
+	if joining >= 0 {
+		events = append(events, event{*joinAfter, func() {
+			startInstance(joining)
+			fmt.Printf("instance-%d joined at %s\n", joining, joinAfter)
+		}})
+	}
+	slices.SortFunc(events, func(a, b event) int { return int(a.at - b.at) })
+	for _, ev := range events {
+		time.Sleep(time.Until(start.Add(ev.at)))
+		ev.do()
+	}
+	time.Sleep(time.Until(start.Add(*duration)))
 	end := time.Now()
 	close(watching)
 	<-warmed
@@ -234,20 +283,35 @@ func main() {
 	var gaps, first []time.Duration
 	total, never := 0, 0
 	perInterval := map[int]int{} // interval number → task reads in it
+	// times are the reads of each task in time order; tooSoon counts the reads that came within
+	// 0.9 interval of the task's previous read (none should), by the pair of instances.
+	times := map[string][]time.Time{}
+	tooSoon := map[string]int{}
 	mu.Lock()
-	for _, times := range reads {
-		first = append(first, times[0].Sub(start))
-		for i, t := range times {
-			if i > 0 {
-				gaps = append(gaps, t.Sub(times[i-1]))
+	for id, rs := range reads {
+		slices.SortFunc(rs, func(a, b read) int { return a.at.Compare(b.at) })
+		ts := make([]time.Time, len(rs))
+		for i, r := range rs {
+			ts[i] = r.at
+			if i > 0 && r.at.Sub(rs[i-1].at) < *interval*9/10 {
+				tooSoon[fmt.Sprintf("instance-%d then instance-%d", rs[i-1].by, r.by)]++
 			}
-			perInterval[int(t.Sub(start)/(*interval))]++
 		}
-		gaps = append(gaps, end.Sub(times[len(times)-1]))
-		total += len(times)
+		times[id] = ts
 	}
 	never = *tasks - len(reads)
 	mu.Unlock()
+	for _, ts := range times {
+		first = append(first, ts[0].Sub(start))
+		for i, t := range ts {
+			if i > 0 {
+				gaps = append(gaps, t.Sub(ts[i-1]))
+			}
+			perInterval[int(t.Sub(start)/(*interval))]++
+		}
+		gaps = append(gaps, end.Sub(ts[len(ts)-1]))
+		total += len(ts)
+	}
 	slices.Sort(gaps)
 	slices.Sort(first)
 	p := func(d []time.Duration, q float64) time.Duration {
@@ -269,29 +333,32 @@ func main() {
 	fmt.Printf("task reads per interval (%d due in each): %s\n", *tasks, strings.Join(rounds, " "))
 	fmt.Printf("first read after start: p50 %s  p99 %s  max %s\n", p(first, 0.5), p(first, 0.99), p(first, 1))
 	if len(gaps) > 0 {
-		fmt.Printf("gap between reads of a task: p50 %s  p99 %s  p99.9 %s  max %s  (max / interval = %.2f)\n",
+		fmt.Printf("gap between reads of a task (and from its last read to the end): p50 %s  p99 %s  p99.9 %s  max %s  (max / interval = %.2f)\n",
 			p(gaps, 0.5), p(gaps, 0.99), p(gaps, 0.999), p(gaps, 1), gaps[len(gaps)-1].Seconds()/interval.Seconds())
 	}
 	cmds := redisAfter.commands - redisBefore.commands
+	if len(tooSoon) == 0 {
+		fmt.Println("reads within 0.9 interval of the task's previous read: none")
+	} else {
+		fmt.Printf("reads within 0.9 interval of the task's previous read: %v\n", tooSoon)
+	}
 	if warmAt.IsZero() {
 		fmt.Println("steady state: not reached (some task had not been read once an interval before the end)")
 	} else {
 		var steady []time.Duration
 		warmReads := 0
-		mu.Lock()
-		for _, times := range reads {
-			for i, t := range times {
+		for _, ts := range times {
+			for i, t := range ts {
 				if t.Before(warmAt) {
 					continue
 				}
 				warmReads++
 				if i > 0 {
-					steady = append(steady, t.Sub(times[i-1]))
+					steady = append(steady, t.Sub(ts[i-1]))
 				}
 			}
-			steady = append(steady, end.Sub(times[len(times)-1]))
+			steady = append(steady, end.Sub(ts[len(ts)-1]))
 		}
-		mu.Unlock()
 		slices.Sort(steady)
 		ws := end.Sub(warmAt).Seconds()
 		wc := redisAfter.commands - redisWarm.commands
@@ -384,6 +451,12 @@ func processCPU() time.Duration {
 		log.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// read is one upstream read of a task: when, and by which instance.
+type read struct {
+	at time.Time
+	by int
 }
 
 // mainTB lets testredis run outside a test.
