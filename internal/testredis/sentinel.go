@@ -1,0 +1,96 @@
+package testredis
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// SentinelOptions make Start run a sentinel that monitors one master.
+type SentinelOptions struct {
+	// MasterName is the name of the monitored master set (`sentinel monitor <name> …`).
+	MasterName string
+	// Master is the master's loopback host:port.
+	Master string
+	// MasterPassword, when set, is the password the sentinel uses with the master and its
+	// replicas (`sentinel auth-pass`).
+	MasterPassword string
+}
+
+// writeConfig writes the sentinel's configuration file (a sentinel rewrites it as it learns the
+// topology), unless it exists from an earlier start.
+func (o *SentinelOptions) writeConfig(dir string, port int) (string, error) {
+	path := filepath.Join(dir, "sentinel.conf")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	host, masterPort, ok := strings.Cut(o.Master, ":")
+	if !ok || o.MasterName == "" {
+		return "", errors.New("a sentinel needs a master name and a master host:port")
+	}
+	conf := fmt.Sprintf(`port %d
+bind 127.0.0.1
+daemonize no
+dir %s
+sentinel monitor %s %s %s 1
+sentinel down-after-milliseconds %[3]s 2000
+sentinel failover-timeout %[3]s 10000
+sentinel parallel-syncs %[3]s 1
+`, port, dir, o.MasterName, host, masterPort)
+	if o.MasterPassword != "" {
+		conf += fmt.Sprintf("sentinel auth-pass %s %s\n", o.MasterName, o.MasterPassword)
+	}
+	return path, os.WriteFile(path, []byte(conf), 0o600)
+}
+
+// Sentinel is a master, one replica and one sentinel that monitors them, started on loopback.
+type Sentinel struct {
+	Master, Replica, Sentinel *Server
+	// MasterName is the name the sentinel knows the master by.
+	MasterName string
+}
+
+// StartSentinel starts a master, a replica of it and a sentinel, and waits until the sentinel
+// knows the replica (so that it can fail over to it). They stop when the test ends.
+func StartSentinel(tb TB, masterName string) *Sentinel {
+	tb.Helper()
+	master := Start(tb, Options{})
+	host, port, _ := strings.Cut(master.Addr, ":")
+	replica := Start(tb, Options{Args: []string{"--replicaof", host, port}})
+	sentinel := Start(tb, Options{Sentinel: &SentinelOptions{MasterName: masterName, Master: master.Addr}})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		replicas, err := sentinel.Do("SENTINEL", "REPLICAS", masterName).ToArray()
+		if err == nil && len(replicas) == 1 {
+			if fields, err := replicas[0].AsStrMap(); err == nil && !strings.Contains(fields["flags"], "disconnected") &&
+				fields["master-link-status"] == "ok" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the sentinel does not see the replica: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return &Sentinel{Master: master, Replica: replica, Sentinel: sentinel, MasterName: masterName}
+}
+
+// URL is the redis:// URL that reaches the master through the sentinel.
+func (s *Sentinel) URL() string {
+	return "redis://" + s.Sentinel.Addr + "?master_set=" + s.MasterName
+}
+
+// MasterAddr asks the sentinel which host:port is the master now.
+func (s *Sentinel) MasterAddr() (string, error) {
+	addr, err := s.Sentinel.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.MasterName).AsStrSlice()
+	if err != nil {
+		return "", err
+	}
+	if len(addr) != 2 {
+		return "", fmt.Errorf("the sentinel answered %q", addr)
+	}
+	return addr[0] + ":" + addr[1], nil
+}

@@ -1,0 +1,230 @@
+package storage_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mediagw/mediagw/internal/testredis"
+	"github.com/mediagw/mediagw/storage"
+	"github.com/mediagw/mediagw/storage/storetest"
+)
+
+// The connection modes of the Redis store beyond plain redis:// on loopback: TLS, an ACL user
+// limited to the gateway's keys, Sentinel and Cluster, each against real redis-server processes.
+
+// roundTrip creates a task, reads it back through the cache-free path, creates a key and finds
+// it through the client-side cache, and charges a counter: one of each kind of operation.
+func roundTrip(t *testing.T, s storage.Store, id string) {
+	t.Helper()
+	ctx := context.Background()
+	task := storage.Task{ID: id, Kind: storage.KindVideo, Account: "alice", Status: "queued", CreatedAt: time.Now().Unix()}
+	if _, err := s.CreateTask(ctx, task); err != nil {
+		t.Fatalf("create %s: %v", id, err)
+	}
+	if got, err := s.Task(ctx, id); err != nil || got.Account != "alice" {
+		t.Fatalf("task %s = %+v, %v", id, got, err)
+	}
+	hash := storage.HashSecret("mg-" + id)
+	if _, err := s.CreateKey(ctx, storage.APIKey{ID: "key_" + id, Hash: hash, Account: "alice"}); err != nil {
+		t.Fatalf("create key: %v", err)
+	}
+	if k, err := s.KeyByHash(ctx, hash); err != nil || k.ID != "key_"+id {
+		t.Fatalf("key by hash = %+v, %v", k, err)
+	}
+	if v, ok, err := s.AddCounter(ctx, "quota/"+id, 3, 10); err != nil || !ok || v != 3 {
+		t.Fatalf("counter = %d, %v, %v", v, ok, err)
+	}
+}
+
+// rediss:// with a private CA given as TLS settings: the connection works, and the server's
+// certificate is checked (the system's CAs do not trust it).
+func TestRedisTLS(t *testing.T) {
+	certs := testredis.NewTLS(t)
+	srv := testredis.Start(t, testredis.Options{TLS: certs})
+	if !strings.HasPrefix(srv.URL(), "rediss://") {
+		t.Fatalf("URL %q", srv.URL())
+	}
+	ctx := context.Background()
+	s, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: srv.URL(), KeyPrefix: "tls", TLS: certs.ClientConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	roundTrip(t, s, "cgt-tls")
+
+	if _, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: srv.URL(), KeyPrefix: "tls"}); err == nil ||
+		!strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("a server certificate of an unknown CA was accepted: %v", err)
+	}
+	plain := strings.Replace(srv.URL(), "rediss://", "redis://", 1)
+	if _, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: plain, TLS: certs.ClientConfig()}); err == nil ||
+		!strings.Contains(err.Error(), "rediss://") {
+		t.Fatalf("TLS settings with a redis:// URL: %v", err)
+	}
+}
+
+// redisACLCommands are the commands the store runs, directly or from its scripts: the minimum
+// an ACL user of the gateway needs (README, "Running several instances"), besides its keys.
+const redisACLCommands = "+hello +auth +ping +select +client|setname +client|tracking +client|caching +multi +exec +pttl " +
+	"+evalsha +eval +exists +get +set +incr +incrby +del +type " +
+	"+hget +hmget +hset +hdel +sadd +srem +smembers +sscan " +
+	"+zadd +zrem +zcard +zrange +zrangebyscore +zrevrangebyscore +zremrangebyscore " +
+	"+pexpire +pexpireat"
+
+// aclUser creates an ACL user that may run redisACLCommands on the keys of prefixes that start
+// with keyPrefix, and nothing else.
+func aclUser(t *testing.T, srv *testredis.Server, name, password, keyPrefix string) {
+	t.Helper()
+	args := []string{"ACL", "SETUSER", name, "reset", "on", ">" + password, "~{" + keyPrefix + "*", "resetchannels", "-@all"}
+	args = append(args, strings.Fields(redisACLCommands)...)
+	if err := srv.Do(args...).Error(); err != nil {
+		t.Fatalf("ACL SETUSER: %v", err)
+	}
+}
+
+// sharedTB lets a subtest start a server that the whole test keeps: a failure is the subtest's,
+// the cleanup and the temporary directory are the parent's.
+type sharedTB struct {
+	*testing.T // the subtest
+	parent     *testing.T
+}
+
+func (s sharedTB) Cleanup(f func()) { s.parent.Cleanup(f) }
+func (s sharedTB) TempDir() string  { return s.parent.TempDir() }
+
+// An ACL user limited to the gateway's key prefix and the commands in redisACLCommands runs the
+// whole conformance suite.
+func TestRedisACLUser(t *testing.T) {
+	var (
+		once   sync.Once
+		server *testredis.Server
+		n      atomic.Int64
+	)
+	storetest.Run(t, storetest.Backend{
+		NewLocation: func(sub *testing.T) string {
+			once.Do(func() {
+				server = testredis.Start(sharedTB{sub, t}, testredis.Options{})
+				aclUser(sub, server, "gw", "gw-pass", "acl-")
+			})
+			return redisLocation("redis://gw:gw-pass@"+server.Addr, fmt.Sprint("acl-", n.Add(1)))
+		},
+		Open: func(t *testing.T, location string) storage.Store { return openRedis(t, location) },
+	})
+}
+
+// The same ACL user cannot write a prefix outside its key pattern; a wrong password is a clear
+// start-up error that does not show the password.
+func TestRedisACLUserRefused(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	aclUser(t, srv, "gw", "gw-pass", "acl-")
+	ctx := context.Background()
+	other, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: "redis://gw:gw-pass@" + srv.Addr, KeyPrefix: "elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.CreateTask(ctx, storage.Task{ID: "cgt-1", Kind: storage.KindVideo, Account: "a", CreatedAt: 1}); err == nil ||
+		!strings.Contains(err.Error(), "NOPERM") {
+		t.Fatalf("a key outside the user's pattern was written: %v", err)
+	}
+	_, err = storage.OpenRedis(ctx, storage.RedisOptions{URL: "redis://gw:not-the-gw-pass@" + srv.Addr, KeyPrefix: "acl-x"})
+	if err == nil {
+		t.Fatal("a wrong password was accepted")
+	}
+	if strings.Contains(err.Error(), "not-the-gw-pass") || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Fatalf("wrong password error: %v", err)
+	}
+}
+
+// Through Sentinel (?master_set=): the store finds the master, and after a failover (SENTINEL
+// FAILOVER) it writes to the new master and still reads what it wrote before.
+func TestRedisSentinel(t *testing.T) {
+	set := testredis.StartSentinel(t, "gwmaster")
+	ctx := context.Background()
+	s, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: set.URL(), KeyPrefix: "sentinel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	roundTrip(t, s, "cgt-before")
+	// The failover must not lose the acknowledged writes: wait until the replica has them.
+	if err := set.Master.Do("WAIT", "1", "10000").Error(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := set.MasterAddr()
+	if err != nil || old != set.Master.Addr {
+		t.Fatalf("master before the failover = %q, %v", old, err)
+	}
+	if err := set.Sentinel.Do("SENTINEL", "FAILOVER", set.MasterName).Error(); err != nil {
+		t.Fatalf("SENTINEL FAILOVER: %v", err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if addr, err := set.MasterAddr(); err == nil && addr == set.Replica.Addr {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sentinel did not promote the replica")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Writes continue once the client follows the sentinel to the new master.
+	for i := 0; ; i++ {
+		_, err := s.CreateTask(ctx, storage.Task{ID: fmt.Sprint("cgt-after-", i), Kind: storage.KindVideo, Account: "alice", CreatedAt: 1})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write succeeded after the failover: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	roundTrip(t, s, "cgt-after")
+	if got, err := s.Task(ctx, "cgt-before"); err != nil || got.Account != "alice" {
+		t.Fatalf("task written before the failover = %+v, %v", got, err)
+	}
+	if role, err := set.Replica.Do("ROLE").ToArray(); err != nil || len(role) == 0 {
+		t.Fatalf("ROLE: %v", err)
+	} else if r, _ := role[0].ToString(); r != "master" {
+		t.Fatalf("the new master says it is %q", r)
+	}
+}
+
+// A Cluster of three masters runs the whole conformance suite: every key of one prefix is in one
+// hash slot, so each atomic script runs on one node.
+func TestRedisClusterConformance(t *testing.T) {
+	var (
+		once    sync.Once
+		cluster *testredis.Cluster
+		n       atomic.Int64
+	)
+	storetest.Run(t, storetest.Backend{
+		NewLocation: func(sub *testing.T) string {
+			once.Do(func() { cluster = testredis.StartCluster(sharedTB{sub, t}, 3) })
+			return redisLocation(cluster.URL(), fmt.Sprint("cluster-", n.Add(1)))
+		},
+		Open: func(t *testing.T, location string) storage.Store { return openRedis(t, location) },
+	})
+	if cluster == nil {
+		return // the crash test's child process
+	}
+	// The prefixes' slots are spread over the masters: the suite really ran on several nodes.
+	used := 0
+	for _, node := range cluster.Nodes {
+		keys, err := node.Do("DBSIZE").AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keys > 0 {
+			used++
+		}
+	}
+	if used < 2 {
+		t.Fatalf("the suite's keys are on %d of %d nodes", used, len(cluster.Nodes))
+	}
+}
