@@ -21,7 +21,11 @@ func (s *Server) Do(args ...string) rueidis.RedisResult {
 		Dialer:            net.Dialer{Timeout: 5 * time.Second},
 	}
 	if s.opts.TLS != nil {
-		opt.TLSConfig = s.opts.TLS.ClientConfig()
+		config, err := s.opts.TLS.adminConfig()
+		if err != nil {
+			return rueidis.NewErrorResult(err)
+		}
+		opt.TLSConfig = config
 	}
 	client, err := rueidis.NewClient(opt)
 	if err != nil {

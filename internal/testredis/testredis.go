@@ -317,7 +317,11 @@ func (s *Server) ping() error {
 func (s *Server) dial(timeout time.Duration) (net.Conn, error) {
 	d := &net.Dialer{Timeout: timeout}
 	if s.opts.TLS != nil {
-		return tls.DialWithDialer(d, "tcp", s.Addr, s.opts.TLS.ClientConfig())
+		config, err := s.opts.TLS.adminConfig()
+		if err != nil {
+			return nil, err
+		}
+		return tls.DialWithDialer(d, "tcp", s.Addr, config)
 	}
 	return d.Dial("tcp", s.Addr)
 }

@@ -92,9 +92,21 @@ func NewTLS(tb TB) *TLS {
 	return t
 }
 
-// ClientConfig trusts the CA (and nothing else).
+// ClientConfig trusts the CA (and nothing else), and shows no client certificate.
 func (t *TLS) ClientConfig() *tls.Config {
 	return &tls.Config{RootCAs: t.pool, MinVersion: tls.VersionTLS12}
+}
+
+// adminConfig trusts the CA and shows the client certificate, so that the helpers reach a
+// server that requires one.
+func (t *TLS) adminConfig() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(t.ClientCertFile, t.ClientKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	c := t.ClientConfig()
+	c.Certificates = []tls.Certificate{cert}
+	return c, nil
 }
 
 func writePEM(tb TB, path, kind string, der []byte) {
