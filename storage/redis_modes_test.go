@@ -68,20 +68,13 @@ func TestRedisTLS(t *testing.T) {
 	}
 }
 
-// redisACLCommands are the commands the store runs, directly or from its scripts: the minimum
-// an ACL user of the gateway needs (README, "Running several instances"), besides its keys.
-const redisACLCommands = "+hello +auth +ping +select +client|setname +client|tracking +client|caching +multi +exec +pttl " +
-	"+evalsha +eval +exists +get +set +incr +incrby +del +type " +
-	"+hget +hmget +hset +hdel +sadd +srem +smembers +sscan " +
-	"+zadd +zrem +zcard +zrange +zrangebyscore +zrevrangebyscore +zremrangebyscore " +
-	"+pexpire +pexpireat"
-
-// aclUser creates an ACL user that may run redisACLCommands on the keys of prefixes that start
+// aclUser creates an ACL user that may run storage.RedisACLCommands on the keys of prefixes that start
 // with keyPrefix, and nothing else.
-func aclUser(t *testing.T, srv *testredis.Server, name, password, keyPrefix string) {
+func aclUser(t testing.TB, srv *testredis.Server, name, password, keyPrefix string, more ...string) {
 	t.Helper()
 	args := []string{"ACL", "SETUSER", name, "reset", "on", ">" + password, "~{" + keyPrefix + "*", "resetchannels", "-@all"}
-	args = append(args, strings.Fields(redisACLCommands)...)
+	args = append(args, strings.Fields(storage.RedisACLCommands)...)
+	args = append(args, more...)
 	if err := srv.Do(args...).Error(); err != nil {
 		t.Fatalf("ACL SETUSER: %v", err)
 	}
@@ -97,7 +90,7 @@ type sharedTB struct {
 func (s sharedTB) Cleanup(f func()) { s.parent.Cleanup(f) }
 func (s sharedTB) TempDir() string  { return s.parent.TempDir() }
 
-// An ACL user limited to the gateway's key prefix and the commands in redisACLCommands runs the
+// An ACL user limited to the gateway's key prefix and the commands in storage.RedisACLCommands runs the
 // whole conformance suite.
 func TestRedisACLUser(t *testing.T) {
 	var (
@@ -195,8 +188,9 @@ func TestRedisSentinel(t *testing.T) {
 	}
 }
 
-// A Cluster of three masters runs the whole conformance suite: every key of one prefix is in one
-// hash slot, so each atomic script runs on one node.
+// A Cluster of three masters runs the whole conformance suite, as an ACL user with
+// storage.RedisACLCommands and the two cluster commands the README adds for a Cluster: every key
+// of one prefix is in one hash slot, so each atomic script runs on one node.
 func TestRedisClusterConformance(t *testing.T) {
 	var (
 		once    sync.Once
@@ -205,8 +199,14 @@ func TestRedisClusterConformance(t *testing.T) {
 	)
 	storetest.Run(t, storetest.Backend{
 		NewLocation: func(sub *testing.T) string {
-			once.Do(func() { cluster = testredis.StartCluster(sharedTB{sub, t}, 3) })
-			return redisLocation(cluster.URL(), fmt.Sprint("cluster-", n.Add(1)))
+			once.Do(func() {
+				cluster = testredis.StartCluster(sharedTB{sub, t}, 3)
+				for _, node := range cluster.Nodes {
+					aclUser(sub, node, "gw", "gw-pass", "cluster-", "+cluster|slots", "+cluster|shards")
+				}
+			})
+			url := strings.Replace(cluster.URL(), "redis://", "redis://gw:gw-pass@", 1)
+			return redisLocation(url, fmt.Sprint("cluster-", n.Add(1)))
 		},
 		Open: func(t *testing.T, location string) storage.Store { return openRedis(t, location) },
 	})
