@@ -1,0 +1,53 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/mediagw/mediagw/internal/testredis"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// TestInstancesOverTLSWithACLUser: two gateways reach a redis-server that speaks only TLS and
+// requires client certificates (rediss://, tls_ca, tls_client_cert), as an ACL user that has
+// only the documented minimum rules, with its password from {env.*}: a task created on A is
+// queried and listed on B, and the password is in neither gateway's log.
+func TestInstancesOverTLSWithACLUser(t *testing.T) {
+	certs := testredis.NewTLS(t)
+	srv := testredis.Start(t, testredis.Options{TLS: certs, Args: []string{"--tls-auth-clients", "yes"}})
+	const password = "tls-acl-secret-pw"
+	acl := append([]string{"ACL", "SETUSER", "gateway", "reset", "on", ">" + password, "~{mg-*", "resetchannels", "-@all"},
+		strings.Fields(storage.RedisACLCommands)...)
+	if err := srv.Do(acl...).Error(); err != nil {
+		t.Fatalf("ACL SETUSER: %v", err)
+	}
+	t.Setenv("MEDIAGW_TEST_REDIS_PASSWORD", password)
+	c := startCluster(t, 2, clusterOptions{
+		redisURL:       "rediss://gateway:{env.MEDIAGW_TEST_REDIS_PASSWORD}@" + srv.Addr,
+		storageOptions: fmt.Sprintf("tls_ca %s\n\t\t\ttls_client_cert %s %s", certs.CAFile, certs.ClientCertFile, certs.ClientKeyFile),
+	})
+	a, b := c.instances[0], c.instances[1]
+	id := createTask(t, a, "mg-alice", "")
+	r := call(t, "GET", b.base+taskPath+"/"+id, "mg-alice", nil)
+	if r.status != 200 || r.field("id") != id {
+		t.Fatalf("query on B = %d %s", r.status, r.body)
+	}
+	r = call(t, "GET", b.base+taskPath+"?page_size=10", "mg-alice", nil)
+	if r.status != 200 || r.json(t)["total"] != float64(1) {
+		t.Fatalf("list on B = %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", b.base+taskPath+"/"+id, "mg-bob", nil); r.status != 400 {
+		t.Fatalf("bob reads alice's task on B: %d %s", r.status, r.body)
+	}
+	for _, in := range c.instances {
+		log, err := os.ReadFile(in.proc.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(log), password) {
+			t.Fatalf("%s logged the redis password", in.name)
+		}
+	}
+}
