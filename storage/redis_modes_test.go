@@ -134,12 +134,19 @@ func TestRedisACLUserRefused(t *testing.T) {
 	}
 }
 
-// Through Sentinel (?master_set=): the store finds the master, and after a failover (SENTINEL
-// FAILOVER) it writes to the new master and still reads what it wrote before.
+// Through Sentinel (?master_set=), with a password on the master and another on the sentinel:
+// the store finds the master, and after a failover (SENTINEL FAILOVER) it writes to the new
+// master and still reads what it wrote before. Without the sentinel's password it does not start,
+// and says so without showing a password.
 func TestRedisSentinel(t *testing.T) {
-	set := testredis.StartSentinel(t, "gwmaster")
+	set := testredis.StartSentinel(t, "gwmaster", "master-pw", "sentinel-pw")
 	ctx := context.Background()
-	s, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: set.URL(), KeyPrefix: "sentinel"})
+	_, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: set.URL(), KeyPrefix: "sentinel", SentinelPassword: "not-sentinel-pw"})
+	if err == nil || strings.Contains(err.Error(), "master-pw") || strings.Contains(err.Error(), "not-sentinel-pw") {
+		t.Fatalf("a wrong sentinel password: %v", err)
+	}
+	t.Logf("a wrong sentinel password: %v", err)
+	s, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: set.URL(), KeyPrefix: "sentinel", SentinelPassword: "sentinel-pw"})
 	if err != nil {
 		t.Fatal(err)
 	}

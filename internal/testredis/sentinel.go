@@ -18,6 +18,8 @@ type SentinelOptions struct {
 	// MasterPassword, when set, is the password the sentinel uses with the master and its
 	// replicas (`sentinel auth-pass`).
 	MasterPassword string
+	// Password, when set, is the sentinel's own password (requirepass).
+	Password string
 }
 
 // writeConfig writes the sentinel's configuration file (a sentinel rewrites it as it learns the
@@ -43,6 +45,9 @@ sentinel parallel-syncs %[3]s 1
 	if o.MasterPassword != "" {
 		conf += fmt.Sprintf("sentinel auth-pass %s %s\n", o.MasterName, o.MasterPassword)
 	}
+	if o.Password != "" {
+		conf += fmt.Sprintf("requirepass %s\n", o.Password)
+	}
 	return path, os.WriteFile(path, []byte(conf), 0o600)
 }
 
@@ -54,13 +59,22 @@ type Sentinel struct {
 }
 
 // StartSentinel starts a master, a replica of it and a sentinel, and waits until the sentinel
-// knows the replica (so that it can fail over to it). They stop when the test ends.
-func StartSentinel(tb TB, masterName string) *Sentinel {
+// knows the replica (so that it can fail over to it). The master and the replica require
+// password when it is set, the sentinel requires sentinelPassword when that is set. They stop
+// when the test ends.
+func StartSentinel(tb TB, masterName, password, sentinelPassword string) *Sentinel {
 	tb.Helper()
-	master := Start(tb, Options{})
+	var auth []string
+	if password != "" {
+		// A master becomes a replica after a failover: both authenticate to the other.
+		auth = []string{"--masterauth", password}
+	}
+	master := Start(tb, Options{Password: password, Args: auth})
 	host, port, _ := strings.Cut(master.Addr, ":")
-	replica := Start(tb, Options{Args: []string{"--replicaof", host, port}})
-	sentinel := Start(tb, Options{Sentinel: &SentinelOptions{MasterName: masterName, Master: master.Addr}})
+	replica := Start(tb, Options{Password: password, Args: append([]string{"--replicaof", host, port}, auth...)})
+	sentinel := Start(tb, Options{Password: sentinelPassword, Sentinel: &SentinelOptions{
+		MasterName: masterName, Master: master.Addr, MasterPassword: password, Password: sentinelPassword,
+	}})
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		replicas, err := sentinel.Do("SENTINEL", "REPLICAS", masterName).ToArray()
@@ -78,9 +92,14 @@ func StartSentinel(tb TB, masterName string) *Sentinel {
 	return &Sentinel{Master: master, Replica: replica, Sentinel: sentinel, MasterName: masterName}
 }
 
-// URL is the redis:// URL that reaches the master through the sentinel.
+// URL is the redis:// URL that reaches the master through the sentinel, with the master's
+// password when it has one (the sentinel's password is not part of the URL).
 func (s *Sentinel) URL() string {
-	return "redis://" + s.Sentinel.Addr + "?master_set=" + s.MasterName
+	auth := ""
+	if s.Master.Password != "" {
+		auth = ":" + s.Master.Password + "@"
+	}
+	return "redis://" + auth + s.Sentinel.Addr + "?master_set=" + s.MasterName
 }
 
 // MasterAddr asks the sentinel which host:port is the master now.
