@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,23 @@ func TestRedisTLS(t *testing.T) {
 	if _, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: plain, TLS: certs.ClientConfig()}); err == nil ||
 		!strings.Contains(err.Error(), "rediss://") {
 		t.Fatalf("TLS settings with a redis:// URL: %v", err)
+	}
+}
+
+// unix:// reaches a server on its Unix socket, with a password and a database number.
+func TestRedisUnixSocket(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "redis.sock")
+	srv := testredis.Start(t, testredis.Options{Password: "unix-pw", Args: []string{"--unixsocket", sock, "--unixsocketperm", "700"}})
+	s, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: "unix://:unix-pw@" + sock + "?db=3", KeyPrefix: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	roundTrip(t, s, "cgt-unix")
+	// The records went to database 3, not 0.
+	if info, err := srv.Do("INFO", "keyspace").ToString(); err != nil || !strings.Contains(info, "db3:keys=") || strings.Contains(info, "db0:") {
+		t.Fatalf("INFO keyspace = %q, %v", info, err)
 	}
 }
 
