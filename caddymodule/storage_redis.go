@@ -85,6 +85,7 @@ type RedisStorage struct {
 	sentinelUser     string      // SentinelUsername, expanded
 	sentinelPassword string      // SentinelPassword, expanded
 	tls              *tls.Config // from the TLS files; nil without them
+	tlsDigest        string      // SHA-256 of the TLS files' contents
 }
 
 // CaddyModule returns the Caddy module information.
@@ -102,7 +103,7 @@ func (s *RedisStorage) Provision(caddy.Context) error {
 	s.sentinelUser = repl.ReplaceKnown(s.SentinelUsername, "")
 	s.sentinelPassword = repl.ReplaceKnown(s.SentinelPassword, "")
 	var err error
-	s.tls, err = s.loadTLS(repl)
+	s.tls, s.tlsDigest, err = s.loadTLS(repl)
 	return err
 }
 
@@ -146,12 +147,12 @@ var identitySalt = func() []byte {
 }()
 
 // StoreIdentity is the server (without its password), the key prefix, and a salted hash of the
-// whole URL and the other connection settings, so that a changed password or CA opens a new
-// client.
+// whole URL and the other connection settings, so that a changed password, or a replaced CA or
+// client certificate, opens a new client on a reload.
 func (s *RedisStorage) StoreIdentity() (string, error) {
 	h := sha256.New()
 	for _, part := range []string{string(identitySalt), s.url, s.TLSCAFile, s.TLSClientCertFile, s.TLSClientKeyFile,
-		s.TLSServerName, s.sentinelUser, s.sentinelPassword} {
+		s.tlsDigest, s.TLSServerName, s.sentinelUser, s.sentinelPassword} {
 		// Each part is followed by its length, so that no two settings give one input.
 		fmt.Fprintf(h, "%s\x00%d\x00", part, len(part))
 	}

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -142,5 +143,40 @@ func TestRedisStorageValidateConnectionOptions(t *testing.T) {
 				t.Fatalf("Provision and Validate = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A reload after the CA file was replaced opens a new client: the identity covers the files'
+// contents, not only their names. An unchanged config keeps its identity (and its client).
+func TestRedisStorageIdentityFollowsTLSFiles(t *testing.T) {
+	one, two := testredis.NewTLS(t), testredis.NewTLS(t)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	identity := func(caFile string) string {
+		t.Helper()
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(ca, pem, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := &RedisStorage{URL: "rediss://127.0.0.1:6380", TLSCAFile: ca}
+		ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+		defer cancel()
+		if err := s.Provision(ctx); err != nil {
+			t.Fatal(err)
+		}
+		id, err := s.StoreIdentity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	first := identity(one.CAFile)
+	if again := identity(one.CAFile); again != first {
+		t.Fatalf("the same settings give two identities: %q, %q", first, again)
+	}
+	if replaced := identity(two.CAFile); replaced == first {
+		t.Fatal("a replaced CA file keeps the identity")
 	}
 }

@@ -64,18 +64,31 @@ type Sentinel struct {
 // when the test ends.
 func StartSentinel(tb TB, masterName, password, sentinelPassword string) *Sentinel {
 	tb.Helper()
-	var auth []string
+	// A replica's first sync starts at once, not after the default 5 s wait for more replicas.
+	auth := []string{"--repl-diskless-sync-delay", "0"}
 	if password != "" {
 		// A master becomes a replica after a failover: both authenticate to the other.
-		auth = []string{"--masterauth", password}
+		auth = append(auth, "--masterauth", password)
 	}
 	master := Start(tb, Options{Password: password, Args: auth})
 	host, port, _ := strings.Cut(master.Addr, ":")
 	replica := Start(tb, Options{Password: password, Args: append([]string{"--replicaof", host, port}, auth...)})
+	// The sentinel reads the replica's link once it finds it, and again only seconds later:
+	// started after the first sync, it finds the link up at once.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		info, err := replica.Do("INFO", "replication").ToString()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the replica did not sync with the master: %q, %v", info, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	sentinel := Start(tb, Options{Password: sentinelPassword, Sentinel: &SentinelOptions{
 		MasterName: masterName, Master: master.Addr, MasterPassword: password, Password: sentinelPassword,
 	}})
-	deadline := time.Now().Add(60 * time.Second)
 	for {
 		replicas, err := sentinel.Do("SENTINEL", "REPLICAS", masterName).ToArray()
 		if err == nil && len(replicas) == 1 {
