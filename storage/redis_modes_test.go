@@ -225,7 +225,7 @@ func TestRedisClusterConformance(t *testing.T) {
 	storetest.Run(t, storetest.Backend{
 		NewLocation: func(sub *testing.T) string {
 			once.Do(func() {
-				cluster = testredis.StartCluster(sharedTB{sub, t}, 3)
+				cluster = testredis.StartCluster(sharedTB{sub, t}, 3, false)
 				for _, node := range cluster.Nodes {
 					aclUser(sub, node, "gw", "gw-pass", "cluster-", "+cluster|slots", "+cluster|shards")
 				}
@@ -251,5 +251,55 @@ func TestRedisClusterConformance(t *testing.T) {
 	}
 	if used < 2 {
 		t.Fatalf("the suite's keys are on %d of %d nodes", used, len(cluster.Nodes))
+	}
+}
+
+// A Cluster master fails over to its replica (CLUSTER FAILOVER on the replica, which waits until
+// it has every write): the store follows the slot to the new master, keeps writing, and reads
+// what it wrote before.
+func TestRedisClusterFailover(t *testing.T) {
+	cluster := testredis.StartCluster(t, 1, true)
+	master, replica := cluster.Nodes[0], cluster.Replicas[0]
+	ctx := context.Background()
+	s, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: cluster.URL(), KeyPrefix: "failover"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	roundTrip(t, s, "cgt-before")
+	if err := replica.Do("CLUSTER", "FAILOVER").Error(); err != nil {
+		t.Fatalf("CLUSTER FAILOVER: %v", err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		role, err := replica.Do("ROLE").ToArray()
+		if err == nil && len(role) > 0 {
+			if r, _ := role[0].ToString(); r == "master" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica was not promoted: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i := 0; ; i++ {
+		_, err := s.CreateTask(ctx, storage.Task{ID: fmt.Sprint("cgt-after-", i), Kind: storage.KindVideo, Account: "alice", CreatedAt: 1})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write succeeded after the failover: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	roundTrip(t, s, "cgt-after")
+	if got, err := s.Task(ctx, "cgt-before"); err != nil || got.Account != "alice" {
+		t.Fatalf("task written before the failover = %+v, %v", got, err)
+	}
+	if role, err := master.Do("ROLE").ToArray(); err != nil || len(role) == 0 {
+		t.Fatalf("ROLE: %v", err)
+	} else if r, _ := role[0].ToString(); r != "slave" {
+		t.Fatalf("the old master says it is %q", r)
 	}
 }
