@@ -153,18 +153,37 @@ func TestRedisACLUserRefused(t *testing.T) {
 }
 
 // Through Sentinel (?master_set=), with a password on the master and another on the sentinel:
-// the store finds the master, and after a failover (SENTINEL FAILOVER) it writes to the new
-// master and still reads what it wrote before. Without the sentinel's password it does not start,
-// and says so without showing a password.
+// the store finds the master and follows a failover. Without the sentinel's password it does not
+// start, and says so without showing a password.
 func TestRedisSentinel(t *testing.T) {
-	set := testredis.StartSentinel(t, "gwmaster", "master-pw", "sentinel-pw")
+	set := testredis.StartSentinel(t, testredis.SentinelSetOptions{MasterName: "gwmaster", Password: "master-pw", SentinelPassword: "sentinel-pw"})
 	ctx := context.Background()
 	_, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: set.URL(), KeyPrefix: "sentinel", SentinelPassword: "not-sentinel-pw"})
 	if err == nil || strings.Contains(err.Error(), "master-pw") || strings.Contains(err.Error(), "not-sentinel-pw") {
 		t.Fatalf("a wrong sentinel password: %v", err)
 	}
 	t.Logf("a wrong sentinel password: %v", err)
-	s, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: set.URL(), KeyPrefix: "sentinel", SentinelPassword: "sentinel-pw"})
+	sentinelFailover(t, set, storage.RedisOptions{URL: set.URL(), KeyPrefix: "sentinel", SentinelPassword: "sentinel-pw"})
+}
+
+// rediss:// through Sentinel: the sentinel, the master and the replica speak only TLS, and the
+// store reaches all of them with the TLS settings it is given.
+func TestRedisSentinelTLS(t *testing.T) {
+	certs := testredis.NewTLS(t)
+	set := testredis.StartSentinel(t, testredis.SentinelSetOptions{MasterName: "gwmaster", TLS: certs})
+	if !strings.HasPrefix(set.URL(), "rediss://") {
+		t.Fatalf("URL %q", set.URL())
+	}
+	sentinelFailover(t, set, storage.RedisOptions{URL: set.URL(), KeyPrefix: "sentinel-tls", TLS: certs.ClientConfig()})
+}
+
+// sentinelFailover opens the store through the sentinel, writes, fails the master over to the
+// replica (SENTINEL FAILOVER), and checks that writes continue on the new master and that the
+// earlier ones are there.
+func sentinelFailover(t *testing.T, set *testredis.Sentinel, o storage.RedisOptions) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := storage.OpenRedis(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

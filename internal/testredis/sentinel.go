@@ -23,8 +23,9 @@ type SentinelOptions struct {
 }
 
 // writeConfig writes the sentinel's configuration file (a sentinel rewrites it as it learns the
-// topology), unless it exists from an earlier start.
-func (o *SentinelOptions) writeConfig(dir string, port int) (string, error) {
+// topology), unless it exists from an earlier start. With certs the sentinel listens with TLS
+// only and reaches the master and its replicas with TLS.
+func (o *SentinelOptions) writeConfig(dir string, port int, certs *TLS) (string, error) {
 	path := filepath.Join(dir, "sentinel.conf")
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
@@ -33,15 +34,19 @@ func (o *SentinelOptions) writeConfig(dir string, port int) (string, error) {
 	if !ok || o.MasterName == "" {
 		return "", errors.New("a sentinel needs a master name and a master host:port")
 	}
-	conf := fmt.Sprintf(`port %d
-bind 127.0.0.1
+	listen := fmt.Sprintf("port %d\n", port)
+	if certs != nil {
+		listen = fmt.Sprintf("port 0\ntls-port %d\ntls-cert-file %s\ntls-key-file %s\ntls-ca-cert-file %s\n"+
+			"tls-auth-clients optional\ntls-replication yes\n", port, certs.CertFile, certs.KeyFile, certs.CAFile)
+	}
+	conf := listen + fmt.Sprintf(`bind 127.0.0.1
 daemonize no
 dir %s
 sentinel monitor %s %s %s 1
-sentinel down-after-milliseconds %[3]s 2000
-sentinel failover-timeout %[3]s 10000
-sentinel parallel-syncs %[3]s 1
-`, port, dir, o.MasterName, host, masterPort)
+sentinel down-after-milliseconds %[2]s 2000
+sentinel failover-timeout %[2]s 10000
+sentinel parallel-syncs %[2]s 1
+`, dir, o.MasterName, host, masterPort)
 	if o.MasterPassword != "" {
 		conf += fmt.Sprintf("sentinel auth-pass %s %s\n", o.MasterName, o.MasterPassword)
 	}
@@ -49,6 +54,18 @@ sentinel parallel-syncs %[3]s 1
 		conf += fmt.Sprintf("requirepass %s\n", o.Password)
 	}
 	return path, os.WriteFile(path, []byte(conf), 0o600)
+}
+
+// SentinelSetOptions shape the servers StartSentinel starts.
+type SentinelSetOptions struct {
+	// MasterName is the name the sentinel knows the master by.
+	MasterName string
+	// Password, when set, is required by the master and the replica.
+	Password string
+	// SentinelPassword, when set, is required by the sentinel.
+	SentinelPassword string
+	// TLS, when set, makes all three listen with TLS only, and replicate and monitor with TLS.
+	TLS *TLS
 }
 
 // Sentinel is a master, one replica and one sentinel that monitors them, started on loopback.
@@ -59,20 +76,21 @@ type Sentinel struct {
 }
 
 // StartSentinel starts a master, a replica of it and a sentinel, and waits until the sentinel
-// knows the replica (so that it can fail over to it). The master and the replica require
-// password when it is set, the sentinel requires sentinelPassword when that is set. They stop
-// when the test ends.
-func StartSentinel(tb TB, masterName, password, sentinelPassword string) *Sentinel {
+// knows the replica (so that it can fail over to it). They stop when the test ends.
+func StartSentinel(tb TB, o SentinelSetOptions) *Sentinel {
 	tb.Helper()
 	// A replica's first sync starts at once, not after the default 5 s wait for more replicas.
-	auth := []string{"--repl-diskless-sync-delay", "0"}
-	if password != "" {
+	args := []string{"--repl-diskless-sync-delay", "0"}
+	if o.Password != "" {
 		// A master becomes a replica after a failover: both authenticate to the other.
-		auth = append(auth, "--masterauth", password)
+		args = append(args, "--masterauth", o.Password)
 	}
-	master := Start(tb, Options{Password: password, Args: auth})
+	if o.TLS != nil {
+		args = append(args, "--tls-replication", "yes")
+	}
+	master := Start(tb, Options{Password: o.Password, TLS: o.TLS, Args: args})
 	host, port, _ := strings.Cut(master.Addr, ":")
-	replica := Start(tb, Options{Password: password, Args: append([]string{"--replicaof", host, port}, auth...)})
+	replica := Start(tb, Options{Password: o.Password, TLS: o.TLS, Args: append([]string{"--replicaof", host, port}, args...)})
 	// The sentinel reads the replica's link once it finds it, and again only seconds later:
 	// started after the first sync, it finds the link up at once.
 	deadline := time.Now().Add(60 * time.Second)
@@ -86,11 +104,11 @@ func StartSentinel(tb TB, masterName, password, sentinelPassword string) *Sentin
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	sentinel := Start(tb, Options{Password: sentinelPassword, Sentinel: &SentinelOptions{
-		MasterName: masterName, Master: master.Addr, MasterPassword: password, Password: sentinelPassword,
+	sentinel := Start(tb, Options{Password: o.SentinelPassword, TLS: o.TLS, Sentinel: &SentinelOptions{
+		MasterName: o.MasterName, Master: master.Addr, MasterPassword: o.Password, Password: o.SentinelPassword,
 	}})
 	for {
-		replicas, err := sentinel.Do("SENTINEL", "REPLICAS", masterName).ToArray()
+		replicas, err := sentinel.Do("SENTINEL", "REPLICAS", o.MasterName).ToArray()
 		if err == nil && len(replicas) == 1 {
 			if fields, err := replicas[0].AsStrMap(); err == nil && !strings.Contains(fields["flags"], "disconnected") &&
 				fields["master-link-status"] == "ok" {
@@ -102,17 +120,21 @@ func StartSentinel(tb TB, masterName, password, sentinelPassword string) *Sentin
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return &Sentinel{Master: master, Replica: replica, Sentinel: sentinel, MasterName: masterName}
+	return &Sentinel{Master: master, Replica: replica, Sentinel: sentinel, MasterName: o.MasterName}
 }
 
-// URL is the redis:// URL that reaches the master through the sentinel, with the master's
-// password when it has one (the sentinel's password is not part of the URL).
+// URL is the URL that reaches the master through the sentinel (rediss:// with TLS), with the
+// master's password when it has one (the sentinel's password is not part of the URL).
 func (s *Sentinel) URL() string {
+	scheme := "redis://"
+	if s.Master.opts.TLS != nil {
+		scheme = "rediss://"
+	}
 	auth := ""
 	if s.Master.Password != "" {
 		auth = ":" + s.Master.Password + "@"
 	}
-	return "redis://" + auth + s.Sentinel.Addr + "?master_set=" + s.MasterName
+	return scheme + auth + s.Sentinel.Addr + "?master_set=" + s.MasterName
 }
 
 // MasterAddr asks the sentinel which host:port is the master now.

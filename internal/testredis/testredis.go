@@ -197,7 +197,7 @@ func (s *Server) start(opts Options) {
 func (s *Server) args(port int) ([]string, error) {
 	opts := s.opts
 	if opts.Sentinel != nil {
-		conf, err := opts.Sentinel.writeConfig(s.Dir, port)
+		conf, err := opts.Sentinel.writeConfig(s.Dir, port, opts.TLS)
 		if err != nil {
 			return nil, err
 		}

@@ -59,7 +59,7 @@ func NewTLS(tb TB) *TLS {
 	t.pool.AddCert(caCert)
 	writePEM(tb, t.CAFile, "CERTIFICATE", caDER)
 
-	leaf := func(serial int64, name string, usage x509.ExtKeyUsage) (certFile, keyFile string) {
+	leaf := func(serial int64, name string, usage ...x509.ExtKeyUsage) (certFile, keyFile string) {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			tb.Fatalf("%s key: %v", name, err)
@@ -70,7 +70,7 @@ func NewTLS(tb TB) *TLS {
 			NotBefore:    now.Add(-time.Hour),
 			NotAfter:     now.Add(24 * time.Hour),
 			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+			ExtKeyUsage:  usage,
 			DNSNames:     []string{"localhost"},
 			IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		}
@@ -87,7 +87,9 @@ func NewTLS(tb TB) *TLS {
 		writePEM(tb, keyFile, "PRIVATE KEY", keyDER)
 		return certFile, keyFile
 	}
-	t.CertFile, t.KeyFile = leaf(2, "server", x509.ExtKeyUsageServerAuth)
+	// A server is a client too when it replicates or monitors another (Redis shows its own
+	// certificate then).
+	t.CertFile, t.KeyFile = leaf(2, "server", x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
 	t.ClientCertFile, t.ClientKeyFile = leaf(3, "client", x509.ExtKeyUsageClientAuth)
 	return t
 }
