@@ -153,7 +153,8 @@ func (s *RedisStorage) StoreIdentity() (string, error) {
 	h := sha256.New()
 	for _, part := range []string{string(identitySalt), s.url, s.TLSCAFile, s.TLSClientCertFile, s.TLSClientKeyFile,
 		s.tlsDigest, s.TLSServerName, s.sentinelUser, s.sentinelPassword} {
-		// Each part is followed by its length, so that no two settings give one input.
+		// Each part is followed by its length, so that no two settings give one input. Writes
+		// to a hash never fail.
 		fmt.Fprintf(h, "%s\x00%d\x00", part, len(part))
 	}
 	sum := h.Sum(nil)

@@ -19,7 +19,7 @@ func (s *RedisStorage) loadTLS(repl *caddy.Replacer) (*tls.Config, string, error
 	if s.TLSCAFile == "" && s.TLSClientCertFile == "" && s.TLSClientKeyFile == "" && s.TLSServerName == "" {
 		return nil, "", nil
 	}
-	digest := sha256.New()
+	digest := sha256.New() // its Write never fails
 	config := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: repl.ReplaceKnown(s.TLSServerName, "")}
 	if s.TLSCAFile != "" {
 		name := repl.ReplaceKnown(s.TLSCAFile, "")

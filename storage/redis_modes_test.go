@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/mediagw/mediagw/internal/testredis"
 	"github.com/mediagw/mediagw/storage"
 	"github.com/mediagw/mediagw/storage/storetest"
@@ -280,11 +283,23 @@ func TestRedisClusterFailover(t *testing.T) {
 	cluster := testredis.StartCluster(t, 1, true)
 	master, replica := cluster.Nodes[0], cluster.Replicas[0]
 	ctx := context.Background()
-	s, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: cluster.URL(), KeyPrefix: "failover"})
+	// The persistence check reads every master and names the one that can lose writes.
+	if err := master.Do("CONFIG", "SET", "appendfsync", "everysec").Error(); err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	s, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: cluster.URL(), KeyPrefix: "failover", Logger: zap.New(core)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	warned := map[string]bool{}
+	for _, entry := range logs.FilterMessageSnippet("appendfsync always").All() {
+		warned[entry.ContextMap()["redis_node"].(string)] = true
+	}
+	if !warned[master.Addr] || len(warned) != 1 {
+		t.Fatalf("persistence warnings for %v; want the master %s", warned, master.Addr)
+	}
 	roundTrip(t, s, "cgt-before")
 	if err := replica.Do("CLUSTER", "FAILOVER").Error(); err != nil {
 		t.Fatalf("CLUSTER FAILOVER: %v", err)
