@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mediagw/mediagw/internal/testredis"
 	"github.com/mediagw/mediagw/storage"
@@ -49,5 +53,43 @@ func TestInstancesOverTLSWithACLUser(t *testing.T) {
 		if strings.Contains(string(log), password) {
 			t.Fatalf("%s logged the redis password", in.name)
 		}
+	}
+}
+
+// TestWrongRedisPasswordStopsStart: a gateway whose Redis password is wrong does not start; it
+// says why (WRONGPASS, the URL without its password) and never prints the password.
+func TestWrongRedisPasswordStopsStart(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{Password: "the-right-pw"})
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "Caddyfile")
+	caddyfile := fmt.Sprintf(`{
+	admin off
+	persist_config off
+	mediagw {
+		storage redis redis://:{env.MEDIAGW_TEST_REDIS_PASSWORD}@%s
+	}
+}
+
+http://127.0.0.1:%d {
+	respond ok
+}
+`, srv.Addr, freePort(t))
+	if err := os.WriteFile(cfg, []byte(caddyfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const wrong = "a-wrong-redis-pw"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, caddyBinary(t), "run", "--config", cfg, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "MEDIAGW_TEST_REDIS_PASSWORD="+wrong, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("caddy run with a wrong redis password: %v (timed out: %v)\n%s", err, ctx.Err() != nil, out)
+	}
+	if !strings.Contains(string(out), "WRONGPASS") || !strings.Contains(string(out), "redis://:xxxxx@"+srv.Addr) {
+		t.Fatalf("the start-up error does not say what is wrong:\n%s", out)
+	}
+	if strings.Contains(string(out), wrong) || strings.Contains(string(out), "the-right-pw") {
+		t.Fatalf("the start-up output shows a password:\n%s", out)
 	}
 }
