@@ -180,3 +180,34 @@ func TestRedisStorageIdentityFollowsTLSFiles(t *testing.T) {
 		t.Fatal("a replaced CA file keeps the identity")
 	}
 }
+
+// Through Sentinel: the sentinel's password comes from sentinel_password ({env.*}), the master's
+// from the URL; the store reaches the master.
+func TestRedisStorageSentinelOptions(t *testing.T) {
+	set := testredis.StartSentinel(t, testredis.SentinelSetOptions{MasterName: "gw", Password: "master-pw", SentinelPassword: "sentinel-pw"})
+	t.Setenv("MEDIAGW_TEST_SENTINEL_PASSWORD", "sentinel-pw")
+	d := caddyfile.NewTestDispenser("redis " + set.URL() + " {\nsentinel_password {env.MEDIAGW_TEST_SENTINEL_PASSWORD}\n}")
+	s := new(RedisStorage)
+	if err := s.UnmarshalCaddyfile(d); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	if err := s.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	store, err := s.OpenStore(zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := store.SettingOnce(context.Background(), "probe", []byte("x")); err != nil {
+		t.Fatalf("the store does not work through the sentinel: %v", err)
+	}
+	if got, err := set.Master.Do("EXISTS", "{mediagw}:s:probe").AsInt64(); err != nil || got != 1 {
+		t.Fatalf("the master does not hold the setting: %d, %v", got, err)
+	}
+}
