@@ -93,3 +93,59 @@ http://127.0.0.1:%d {
 		t.Fatalf("the start-up output shows a password:\n%s", out)
 	}
 }
+
+// TestInstancesThroughSentinelFailover: two gateways reach Redis through a sentinel; a task
+// created on A before the master fails over to its replica (SENTINEL FAILOVER) is still there
+// afterwards, and tasks created on B afterwards are read on A.
+func TestInstancesThroughSentinelFailover(t *testing.T) {
+	set := testredis.StartSentinel(t, testredis.SentinelSetOptions{MasterName: "gw", Password: "master-pw", SentinelPassword: "sentinel-pw"})
+	t.Setenv("MEDIAGW_TEST_SENTINEL_PASSWORD", "sentinel-pw")
+	c := startCluster(t, 2, clusterOptions{
+		redisURL:       set.URL(),
+		storageOptions: "sentinel_password {env.MEDIAGW_TEST_SENTINEL_PASSWORD}",
+	})
+	a, b := c.instances[0], c.instances[1]
+	before := createTask(t, a, "mg-alice", "")
+	// The failover must not lose the acknowledged task: wait until the replica has it.
+	if err := set.Master.Do("WAIT", "1", "10000").Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Sentinel.Do("SENTINEL", "FAILOVER", set.MasterName).Error(); err != nil {
+		t.Fatalf("SENTINEL FAILOVER: %v", err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if addr, err := set.MasterAddr(); err == nil && addr == set.Replica.Addr {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sentinel did not promote the replica")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// B follows the sentinel to the new master: its creates succeed again (the first ones may
+	// meet the switch).
+	var after string
+	for after == "" {
+		r, err := send("POST", b.base+taskPath, "mg-alice", `{"model":"seedance-sim","content":[{"type":"text","text":"after"}]}`)
+		if err == nil && r.status == 200 {
+			after = r.field("id")
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no create succeeded on B after the failover: %d %s %v", r.status, r.body, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, id := range []string{before, after} {
+		r := call(t, "GET", a.base+taskPath+"/"+id, "mg-alice", nil)
+		if r.status != 200 || r.field("id") != id {
+			t.Fatalf("task %s on A after the failover = %d %s", id, r.status, r.body)
+		}
+	}
+	if role, err := set.Replica.Do("ROLE").ToArray(); err != nil || len(role) == 0 {
+		t.Fatalf("ROLE: %v", err)
+	} else if r, _ := role[0].ToString(); r != "master" {
+		t.Fatalf("the new master says it is %q", r)
+	}
+}
