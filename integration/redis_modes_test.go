@@ -126,7 +126,7 @@ func TestInstancesThroughSentinelFailover(t *testing.T) {
 	// B follows the sentinel to the new master: its creates succeed again (the first ones may
 	// meet the switch).
 	var after string
-	for after == "" {
+	for {
 		r, err := send("POST", b.base+taskPath, "mg-alice", `{"model":"seedance-sim","content":[{"type":"text","text":"after"}]}`)
 		if err == nil && r.status == 200 {
 			after = r.field("id")
