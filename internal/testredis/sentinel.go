@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -147,4 +148,49 @@ func (s *Sentinel) MasterAddr() (string, error) {
 		return "", fmt.Errorf("the sentinel answered %q", addr)
 	}
 	return addr[0] + ":" + addr[1], nil
+}
+
+// WaitReplicated waits until the replica has everything the master has written so far (its
+// replication offset reaches the master's), so that a failover loses nothing written before.
+// (WAIT on a connection of its own would not do: it waits only for that connection's writes.)
+func (s *Sentinel) WaitReplicated(tb TB) {
+	tb.Helper()
+	offset := func(srv *Server, field string) (int64, error) {
+		info, err := srv.Do("INFO", "replication").ToString()
+		if err != nil {
+			return 0, err
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, field+":"); ok {
+				return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			}
+		}
+		return 0, fmt.Errorf("no %s in INFO replication", field)
+	}
+	want, err := offset(s.Master, "master_repl_offset")
+	if err != nil {
+		tb.Fatalf("the master's replication offset: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := offset(s.Replica, "slave_repl_offset")
+		if err == nil && got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the replica is at offset %d, the master at %d: %v", got, want, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// DemoteOldMaster makes the old master a replica of the new one (the old replica) at once: what
+// the sentinel does when it next looks at the old master, up to 10 s after a failover. Until then
+// the old master still takes writes, which it drops when it follows the new one.
+func (s *Sentinel) DemoteOldMaster(tb TB) {
+	tb.Helper()
+	host, port, _ := strings.Cut(s.Replica.Addr, ":")
+	if err := s.Master.Do("REPLICAOF", host, port).Error(); err != nil {
+		tb.Fatalf("REPLICAOF on the old master: %v", err)
+	}
 }
