@@ -159,6 +159,7 @@ func TestRedisACLUserRefused(t *testing.T) {
 // the store finds the master and follows a failover. Without the sentinel's password it does not
 // start, and says so without showing a password.
 func TestRedisSentinel(t *testing.T) {
+	t.Parallel() // mostly waiting for servers: run beside the other failover tests
 	set := testredis.StartSentinel(t, testredis.SentinelSetOptions{MasterName: "gwmaster", Password: "master-pw", SentinelPassword: "sentinel-pw"})
 	ctx := context.Background()
 	_, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: set.URL(), KeyPrefix: "sentinel", SentinelPassword: "not-sentinel-pw"})
@@ -172,6 +173,7 @@ func TestRedisSentinel(t *testing.T) {
 // rediss:// through Sentinel: the sentinel, the master and the replica speak only TLS, and the
 // store reaches all of them with the TLS settings it is given.
 func TestRedisSentinelTLS(t *testing.T) {
+	t.Parallel() // mostly waiting for servers: run beside the other failover tests
 	certs := testredis.NewTLS(t)
 	set := testredis.StartSentinel(t, testredis.SentinelSetOptions{MasterName: "gwmaster", TLS: certs})
 	if !strings.HasPrefix(set.URL(), "rediss://") {
@@ -298,6 +300,7 @@ func TestRedisClusterConformance(t *testing.T) {
 // it has every write): the store follows the slot to the new master, keeps writing, and reads
 // what it wrote before.
 func TestRedisClusterFailover(t *testing.T) {
+	t.Parallel() // mostly waiting for servers: run beside the other failover tests
 	cluster := testredis.StartCluster(t, 1, true)
 	master, replica := cluster.Nodes[0], cluster.Replicas[0]
 	ctx := context.Background()
