@@ -65,11 +65,11 @@ var (
 	}, []string{"reason"})
 	quotaUsedByAccount = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mediagw_quota_used_total",
-		Help: "Quota cost charged, by account (refunds are not subtracted: see the usage records).",
+		Help: "Quota cost charged by accepted requests, by account, net of refunds made while serving them (later refunds of unsuccessful tasks are only in the usage records).",
 	}, []string{"account"})
 	quotaUsed = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "mediagw_quota_used_total",
-		Help: "Quota cost charged (refunds are not subtracted: see the usage records).",
+		Help: "Quota cost charged by accepted requests, net of refunds made while serving them (later refunds of unsuccessful tasks are only in the usage records).",
 	})
 )
 
