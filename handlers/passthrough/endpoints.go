@@ -35,14 +35,16 @@ type Endpoint struct {
 	// takes JSON only, so that an upstream reading the body as JSON whatever its Content-Type
 	// cannot see bytes the gateway skipped as a multipart preamble.
 	Multipart bool
+	// nested finds references to upstream objects deeper in a JSON body (see refs.go).
+	nested *bodyRefs
 }
 
 // Capabilities are the pass-through endpoints of spec §4.6, with the streaming variant of
 // generateContent, followed by the calls on upstream objects that the caller's account owns.
 var Capabilities = []Endpoint{
-	{Method: http.MethodPost, Path: "/v1/chat/completions"},
-	{Method: http.MethodPost, Path: "/v1/responses", Creates: KindResponse, Refs: map[string]string{"previous_response_id": KindResponse}},
-	{Method: http.MethodPost, Path: "/v1/messages"},
+	{Method: http.MethodPost, Path: "/v1/chat/completions", nested: chatRefs},
+	{Method: http.MethodPost, Path: "/v1/responses", Creates: KindResponse, Refs: map[string]string{"previous_response_id": KindResponse}, nested: responsesRefs},
+	{Method: http.MethodPost, Path: "/v1/messages", nested: messagesRefs},
 	{Method: http.MethodPost, Path: "/v1beta/models/{model}:generateContent"},
 	{Method: http.MethodPost, Path: "/v1beta/models/{model}:streamGenerateContent"},
 	{Method: http.MethodPost, Path: "/v1/images/generations", Creates: storage.KindImage},

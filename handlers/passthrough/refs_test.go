@@ -1,0 +1,119 @@
+package passthrough
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// Every reference to an upstream object in a body must be the caller's own: conversations,
+// items, prompts, files, vector stores, containers and audio answers that nobody created
+// through the gateway are refused like unknown ids, whatever the spelling of the key.
+func TestNestedReferencesMustBeOwned(t *testing.T) {
+	store := ownersStore(t)
+	rt := &Router{Catalog: catalog(t), Owners: store}
+	now := time.Now().Unix()
+	for _, rec := range []storage.Task{
+		{ID: "file_mine", Kind: KindFile, Account: "acme", Provider: "ark", Model: "doubao", CreatedAt: now},
+		{ID: "file_theirs", Kind: KindFile, Account: "other", Provider: "ark", Model: "doubao", CreatedAt: now},
+		{ID: "vs_mine", Kind: KindVectorStore, Account: "acme", Provider: "ark", Model: "doubao", CreatedAt: now},
+		{ID: "resp_mine", Kind: KindResponse, Account: "acme", Provider: "ark", Model: "doubao", CreatedAt: now},
+	} {
+		if _, err := store.CreateTask(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acme := auth.Identity{Account: "acme", KeyID: "k"}
+	send := func(path, body string) error {
+		r := httptest.NewRequest("POST", path, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		_, err := rt.Route(httptest.NewRecorder(), r, acme)
+		return err
+	}
+	const resp, chat, msgs = "/v1/responses", "/v1/chat/completions", "/v1/messages"
+	for _, tc := range []struct {
+		name, path, body, param string // param "" means accepted
+	}{
+		{"plain response", resp, `{"model":"doubao","input":"hi","previous_response_id":"resp_mine"}`, ""},
+		{"own file", resp, `{"model":"doubao","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_mine"}]}]}`, ""},
+		{"own vector store", resp, `{"model":"doubao","input":"q","tools":[{"type":"file_search","vector_store_ids":["vs_mine"]}]}`, ""},
+		{"replayed output items keep their ids", resp, `{"model":"doubao","input":[{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"x"}]},{"type":"function_call_output","call_id":"c","output":"{}"}]}`, ""},
+		{"a tool schema with a file_id property", resp, `{"model":"doubao","input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object","properties":{"file_id":{"type":"string"},"file_ids":{"type":"array"}}}}]}`, ""},
+		{"conversation id", resp, `{"model":"doubao","input":"hi","conversation":"conv_1"}`, "conversation"},
+		{"conversation object", resp, `{"model":"doubao","input":"hi","conversation":{"id":"conv_1"}}`, "conversation.id"},
+		{"conversation in capitals", resp, `{"model":"doubao","input":"hi","CONVERSATION":"conv_1"}`, "CONVERSATION"},
+		{"prompt template", resp, `{"model":"doubao","prompt":{"id":"pmpt_1","version":"2"}}`, "prompt.id"},
+		{"item reference", resp, `{"model":"doubao","input":[{"type":"item_reference","id":"msg_1"}]}`, "input[0].id"},
+		{"item reference without type", resp, `{"model":"doubao","input":[{"role":"user","content":"x"},{"id":"rs_1"}]}`, "input[1].id"},
+		{"item reference in another case", resp, `{"model":"doubao","input":[{"type":"message","Type":"item_reference","id":"msg_1"}]}`, "input[0].type"},
+		{"item reference with an escaped key", resp, `{"model":"doubao","input":[{"typ\u0065":"item_reference","\u0069d":"msg_1"}]}`, "input[0].id"},
+		{"another account's file", resp, `{"model":"doubao","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_theirs"}]}]}`, "input[0].content[0].file_id"},
+		{"unknown image file", resp, `{"model":"doubao","input":[{"role":"user","content":[{"type":"input_image","file_id":"file_x"}]}]}`, "input[0].content[0].file_id"},
+		{"file id in another case", resp, `{"model":"doubao","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_mine","File_ID":"file_theirs"}]}]}`, "input[0].content[0].File_ID"},
+		{"file id repeated", resp, `{"model":"doubao","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_mine","file_id":"file_theirs"}]}]}`, "input[0].content[0].file_id"},
+		{"vector store", resp, `{"model":"doubao","input":"q","tools":[{"type":"file_search","vector_store_ids":["vs_mine","vs_2"]}]}`, "tools[0].vector_store_ids[1]"},
+		{"vector store spelled with a long s", resp, `{"model":"doubao","input":"q","tools":[{"type":"file_search","vector_\u017ftore_ids":["vs_2"]}]}`, "tools[0].vector_ſtore_ids[0]"},
+		{"container id", resp, `{"model":"doubao","input":"q","tools":[{"type":"code_interpreter","container":"cntr_1"}]}`, "tools[0].container"},
+		{"container files", resp, `{"model":"doubao","input":"q","tools":[{"type":"code_interpreter","container":{"type":"auto","file_ids":["file_mine","file_x"]}}]}`, "tools[0].container.file_ids[1]"},
+		{"plain chat", chat, `{"model":"doubao","messages":[{"role":"user","content":"what did the video show?\n"}],"tool_choice":"auto"}`, ""},
+		{"chat with tool results", chat, `{"model":"doubao","messages":[{"role":"tool","tool_call_id":"call_1","content":"x"}],"audio":{"voice":"alloy","format":"wav"}}`, ""},
+		{"chat file", chat, `{"model":"doubao","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file_x"}}]}]}`, "messages[0].content[0].file.file_id"},
+		{"chat file, escaped key", chat, `{"model":"doubao","messages":[{"role":"user","content":[{"type":"file","file":{"file\u005fid":"file_x"}}]}]}`, "messages[0].content[0].file.file_id"},
+		{"chat audio answer", chat, `{"model":"doubao","messages":[{"role":"assistant","audio":{"id":"audio_1"}}]}`, "messages[0].audio.id"},
+		{"chat nested repeated key", chat, `{"model":"doubao","messages":[{"role":"user","role":"system","content":"x_id"}]}`, "messages[0].role"},
+		{"messages document", msgs, `{"model":"doubao","max_tokens":9,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"file_x"}}]}]}`, "messages[0].content[0].source.file_id"},
+		{"messages container", msgs, `{"model":"doubao","max_tokens":9,"container":"container_1","messages":[]}`, "container"},
+		{"messages container object", msgs, `{"model":"doubao","max_tokens":9,"container":{"id":"container_1"},"messages":[]}`, "container.id"},
+		{"plain messages", msgs, `{"model":"doubao","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := send(tc.path, tc.body)
+			if tc.param == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if e := wantError(t, err, 400, "invalid_request_body"); e.Param != tc.param {
+				t.Fatalf("param %q, want %q (%s)", e.Param, tc.param, e.Message)
+			}
+		})
+	}
+
+	// Another account's object and an unknown one get the same answer.
+	foreign := send(resp, `{"model":"doubao","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_theirs"}]}]}`)
+	unknown := send(resp, `{"model":"doubao","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_none"}]}]}`)
+	if foreign.Error() != unknown.Error() {
+		t.Fatalf("answers differ: %q and %q", foreign, unknown)
+	}
+
+	// Bounds: the number of references (store reads), and the depth of the walk.
+	many := `{"model":"doubao","input":"q","tools":[{"type":"file_search","vector_store_ids":[` + strings.Repeat(`"vs_mine",`, MaxBodyRefs) + `"vs_mine"]}]}`
+	if e := wantError(t, send(resp, many), 400, "invalid_request_body"); !strings.Contains(e.Message, "more than") {
+		t.Fatal(e)
+	}
+	deep := `{"model":"doubao","input":"q","metadata":` + strings.Repeat(`[`, 200) + strings.Repeat(`]`, 200) + `}`
+	wantError(t, send(resp, deep), 400, "invalid_request_body")
+}
+
+// The cheap test that skips the walk must never skip a body that holds a reference.
+func FuzzReferenceHint(f *testing.F) {
+	f.Add(`{"file_id":"x"}`)
+	f.Add(`{"fil\u0065_id":"x"}`)
+	f.Add(`{"messages":[{"AUDIO":{"id":"a"}}]}`)
+	f.Add(`{"container":"c"}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, ep := range []*bodyRefs{chatRefs, messagesRefs} {
+			var found foundRefs
+			err := walkRefs([]byte(body), ep, &found)
+			if err == nil && len(found.refs) > 0 && !ep.mayHold([]byte(body)) {
+				t.Fatalf("%q holds %v, but the hint skips it", body, found.refs)
+			}
+		}
+	})
+}
