@@ -1,0 +1,37 @@
+package integration
+
+import (
+	"testing"
+)
+
+// TestNestedReferencesAreRefused tries, as customer-a, to make the upstream use objects of the
+// operator's upstream account that no tenant created through the gateway (conversations, items,
+// prompts, files, vector stores, containers), nested in responses, chat and messages bodies and
+// spelled so that a decoder folding case would read them. None reaches the upstream; a body
+// without references still passes.
+func TestNestedReferencesAreRefused(t *testing.T) {
+	env := startTenancyGateway(t)
+	const key = "mg-customer-a"
+	for _, tc := range []struct{ path, body, param string }{
+		{"/v1/responses", `{"model":"gpt-4o-mini","input":"hi","conversation":{"id":"conv_operator"}}`, "conversation.id"},
+		{"/v1/responses", `{"model":"gpt-4o-mini","input":[{"type":"item_reference","id":"msg_operator"}]}`, "input[0].id"},
+		{"/v1/responses", `{"model":"gpt-4o-mini","prompt":{"id":"pmpt_operator"}}`, "prompt.id"},
+		{"/v1/responses", `{"model":"gpt-4o-mini","input":[{"role":"user","content":[{"type":"input_file","File_Id":"file-operator"}]}]}`, "input[0].content[0].File_Id"},
+		{"/v1/responses", `{"model":"gpt-4o-mini","input":"q","tools":[{"type":"file_search","vector_store_ids":["vs_operator"]}]}`, "tools[0].vector_store_ids[0]"},
+		{"/v1/responses", `{"model":"gpt-4o-mini","input":"q","tools":[{"type":"code_interpreter","container":"cntr_operator"}]}`, "tools[0].container"},
+		{"/v1/chat/completions", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":[{"type":"file","file":{"file\u005fid":"file-operator"}}]}]}`, "messages[0].content[0].file.file_id"},
+		{"/v1/messages", `{"model":"gpt-4o-mini","max_tokens":8,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"file-operator"}}]}]}`, "messages[0].content[0].source.file_id"},
+	} {
+		r := call(t, "POST", env.base+tc.path, key, tc.body)
+		e, _ := r.json(t)["error"].(map[string]any)
+		if r.status != 400 || e["param"] != tc.param || e["code"] != "invalid_request_body" {
+			t.Errorf("%s %s = %d %s, want 400 naming %s", tc.path, tc.body, r.status, r.body, tc.param)
+		}
+	}
+	if _, calls := env.openai.seen(); len(calls) != 0 {
+		t.Fatalf("refused bodies reached the upstream: %v", calls)
+	}
+	if r := call(t, "POST", env.base+"/v1/responses", key, `{"model":"gpt-4o-mini","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}]}`); r.status != 200 {
+		t.Fatalf("a body without references = %d %s", r.status, r.body)
+	}
+}
