@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -33,5 +34,28 @@ func TestNestedReferencesAreRefused(t *testing.T) {
 	}
 	if r := call(t, "POST", env.base+"/v1/responses", key, `{"model":"gpt-4o-mini","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}]}`); r.status != 200 {
 		t.Fatalf("a body without references = %d %s", r.status, r.body)
+	}
+}
+
+// TestCreateContentIsBounded sends video task creates with more content items than any client
+// needs, and with two draft_task items: each is a 400 in the task shape, and neither reaches the
+// upstream.
+func TestCreateContentIsBounded(t *testing.T) {
+	env := startTenancyGateway(t)
+	text := `{"type":"text","text":"a cat"}`
+	draft := func(id string) string { return `{"type":"draft_task","draft_task":{"id":"` + id + `"}}` }
+	items := strings.TrimSuffix(strings.Repeat(text+",", 65), ",")
+	for _, tc := range []struct{ content, message string }{
+		{items, "at most 64"},
+		{text + "," + draft("cgt-1") + "," + draft("cgt-2"), "at most one draft task"},
+	} {
+		r := call(t, "POST", env.base+"/api/v3/contents/generations/tasks", "mg-customer-a",
+			`{"model":"doubao-seedance-1-0-lite-t2v-250428","content":[`+tc.content+`]}`)
+		if r.status != 400 || r.json(t)["code"] != "invalid_request" || !strings.Contains(r.field("message"), tc.message) {
+			t.Errorf("create = %d %s, want 400 invalid_request saying %q", r.status, r.body, tc.message)
+		}
+	}
+	if _, calls := env.ark.seen(); len(calls) != 0 {
+		t.Fatalf("refused creates reached the upstream: %v", calls)
 	}
 }
