@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -57,5 +59,26 @@ func TestCreateContentIsBounded(t *testing.T) {
 	}
 	if _, calls := env.ark.seen(); len(calls) != 0 {
 		t.Fatalf("refused creates reached the upstream: %v", calls)
+	}
+}
+
+// TestFoldedMultipartHeaderIsRefused sends an upload whose model part's header is folded onto
+// a second line, which Go joins and other parsers may not: a 400, and nothing is forwarded.
+func TestFoldedMultipartHeaderIsRefused(t *testing.T) {
+	env := startTenancyGateway(t)
+	body := "--x\r\nContent-Disposition: form-data;\r\n name=\"model\"\r\n\r\nwhisper-1\r\n" +
+		"--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\nRIFF\r\n--x--\r\n"
+	req, err := http.NewRequest("POST", env.base+"/v1/audio/transcriptions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer mg-customer-a")
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=x")
+	r := do(t, req)
+	if e, _ := r.json(t)["error"].(map[string]any); r.status != 400 || !strings.Contains(fmt.Sprint(e["message"]), "folded") {
+		t.Fatalf("folded upload = %d %s", r.status, r.body)
+	}
+	if _, calls := env.openai.seen(); len(calls) != 0 {
+		t.Fatalf("the upload reached the upstream: %v", calls)
 	}
 }
