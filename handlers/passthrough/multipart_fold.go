@@ -2,6 +2,7 @@ package passthrough
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
@@ -83,3 +84,6 @@ func (f *foldCheck) endLine() {
 	}
 	f.line, f.long, f.atStart = f.line[:0], false, true
 }
+
+// Interface guards
+var _ io.Writer = (*foldCheck)(nil)

@@ -206,7 +206,7 @@ func objectRef(members []jsonkeys.Member, name, kind string, found *foundRefs) e
 // one), prompt.id, input items that are item references (type item_reference, or no type, with
 // an id), the container of a code_interpreter tool, and the generic ones.
 var responsesRefs = &bodyRefs{
-	mayHold: func([]byte) bool { return true }, // an item reference needs no telltale key
+	mayHold: func(body []byte) bool { return keyHint(body, "id", "conversation", "prompt", "container") },
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
 		switch {
 		case path == nil:
@@ -241,9 +241,7 @@ func foldedTop(path *jsonkeys.Path, name string) bool {
 // chatRefs are the references of POST /v1/chat/completions: file_id in file content parts, and
 // the id of an earlier audio answer in an assistant message (messages[].audio.id).
 var chatRefs = &bodyRefs{
-	mayHold: func(body []byte) bool {
-		return bytes.Contains(body, escapedRune) || containsFold(body, "_id") || containsFold(body, "audio")
-	},
+	mayHold: func(body []byte) bool { return keyHint(body, "id") },
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
 		if path != nil && path.Index < 0 && strings.EqualFold(path.Key, "audio") &&
 			path.Parent != nil && path.Parent.Index >= 0 && foldedTop(path.Parent.Parent, "messages") {
@@ -256,9 +254,7 @@ var chatRefs = &bodyRefs{
 // messagesRefs are the references of POST /v1/messages: file_id in document and image sources,
 // and the container (an id, or an object with one).
 var messagesRefs = &bodyRefs{
-	mayHold: func(body []byte) bool {
-		return bytes.Contains(body, escapedRune) || containsFold(body, "_id") || containsFold(body, "container")
-	},
+	mayHold: func(body []byte) bool { return keyHint(body, "container") },
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
 		switch {
 		case path == nil:
@@ -274,21 +270,50 @@ var messagesRefs = &bodyRefs{
 // (a key with \\u in it holds it too, which only costs a walk).
 var escapedRune = []byte(`\u`)
 
-// containsFold reports whether s contains sub (lower-case ASCII letters and _) in any letter
-// case. Keys spelled with escapes are caught by the callers' test for escapedRune, and none of
-// the names searched holds a letter that a non-ASCII rune folds to (k, s).
-func containsFold(s []byte, sub string) bool {
-	n := len(sub)
-	for i := 0; i+n <= len(s); i++ {
-		j := 0
-		for j < n && lower(s[i+j]) == sub[j] {
-			j++
+// longS is ſ, which folds to s: a key spelled with it may read as one with s.
+var longS = []byte("\u017f")
+
+// keyHint reports cheaply whether body may hold a key whose name folds to one of words, or to a
+// name with _id in it (file_id, file_ids, vector_store_ids): some key is spelled with a \u escape
+// or with ſ, _id appears in any case, or one of words appears in quotes in any case. It never
+// misses such a key; it may find one that is not there, which only costs a walk. words are
+// lower-case ASCII without k (whose Kelvin sign fold it does not look for).
+func keyHint(body []byte, words ...string) bool {
+	if bytes.Contains(body, escapedRune) || bytes.Contains(body, longS) {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.IndexByte(body[i:], '_')
+		if j < 0 {
+			break
 		}
-		if j == n {
+		i += j + 1
+		if i+2 <= len(body) && lower(body[i]) == 'i' && lower(body[i+1]) == 'd' {
 			return true
 		}
 	}
-	return false
+	for i := 0; ; {
+		j := bytes.IndexByte(body[i:], '"')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		for _, w := range words {
+			if n := len(w); i+n < len(body) && body[i+n] == '"' && equalFoldASCII(body[i:i+n], w) {
+				return true
+			}
+		}
+	}
+}
+
+// equalFoldASCII reports whether b equals the lower-case ASCII word w in any letter case.
+func equalFoldASCII(b []byte, w string) bool {
+	for i := range len(w) {
+		if lower(b[i]) != w[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func lower(c byte) byte {

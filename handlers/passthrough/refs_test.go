@@ -97,7 +97,7 @@ func TestNestedReferencesMustBeOwned(t *testing.T) {
 	if e := wantError(t, send(resp, many), 400, "invalid_request_body"); !strings.Contains(e.Message, "more than") {
 		t.Fatal(e)
 	}
-	deep := `{"model":"doubao","input":"q","metadata":` + strings.Repeat(`[`, 200) + strings.Repeat(`]`, 200) + `}`
+	deep := `{"model":"doubao","input":"q","file_id":null,"metadata":` + strings.Repeat(`[`, 200) + strings.Repeat(`]`, 200) + `}`
 	wantError(t, send(resp, deep), 400, "invalid_request_body")
 }
 
@@ -107,8 +107,10 @@ func FuzzReferenceHint(f *testing.F) {
 	f.Add(`{"fil\u0065_id":"x"}`)
 	f.Add(`{"messages":[{"AUDIO":{"id":"a"}}]}`)
 	f.Add(`{"container":"c"}`)
+	f.Add(`{"input":[{"ID":"x"}],"converſation":"c"}`)
+	f.Add(`{"Prompt":{"iD":"p"}}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		for _, ep := range []*bodyRefs{chatRefs, messagesRefs} {
+		for _, ep := range []*bodyRefs{chatRefs, messagesRefs, responsesRefs} {
 			var found foundRefs
 			err := walkRefs([]byte(body), ep, &found)
 			if err == nil && len(found.refs) > 0 && !ep.mayHold([]byte(body)) {
@@ -116,4 +118,32 @@ func FuzzReferenceHint(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkBodyRefs measures what the reference check adds to a request: a chat body that the
+// hint lets through unwalked, and bodies that are walked.
+func BenchmarkBodyRefs(b *testing.B) {
+	rt := &Router{}
+	chat := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"` + strings.Repeat("Tell me about the weather in Paris. ", 20) + `"}],"temperature":0.2,"stream":true}`)
+	tools := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_1","content":"` + strings.Repeat("result ", 100) + `"}]}`)
+	responses := []byte(`{"model":"gpt-4o-mini","input":[{"role":"user","content":[{"type":"input_text","text":"` + strings.Repeat("Describe this. ", 40) + `"}]}],"tools":[{"type":"web_search"}]}`)
+	for _, bc := range []struct {
+		name string
+		ep   Endpoint
+		body []byte
+	}{
+		{"chat/plain", Capabilities[0], chat},
+		{"chat/tool_call_id", Capabilities[0], tools},
+		{"responses", Capabilities[1], responses},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.body)))
+			for b.Loop() {
+				if err := rt.checkBodyRefs(context.Background(), auth.Identity{Account: "a"}, bc.ep, bc.body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
