@@ -23,6 +23,7 @@ func TestNestedReferencesAreRefused(t *testing.T) {
 		{"/v1/responses", `{"model":"gpt-4o-mini","input":"q","tools":[{"type":"file_search","vector_store_ids":["vs_operator"]}]}`, "tools[0].vector_store_ids[0]"},
 		{"/v1/responses", `{"model":"gpt-4o-mini","input":"q","tools":[{"type":"code_interpreter","container":"cntr_operator"}]}`, "tools[0].container"},
 		{"/v1/chat/completions", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":[{"type":"file","file":{"file\u005fid":"file-operator"}}]}]}`, "messages[0].content[0].file.file_id"},
+		{"/v1beta/models/gpt-4o-mini:generateContent", `{"contents":[{"parts":[{"fileData":{"fileUri":"gs://operator-bucket/private.pdf"}}]}]}`, "contents[0].parts[0].fileData.fileUri"},
 		{"/v1/messages", `{"model":"gpt-4o-mini","max_tokens":8,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"file-operator"}}]}]}`, "messages[0].content[0].source.file_id"},
 	} {
 		r := call(t, "POST", env.base+tc.path, key, tc.body)

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/media"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
@@ -19,13 +21,16 @@ import (
 // forwarded, so no account owns one and every reference to one is refused. They are kinds, not a
 // deny list: an id recorded as the caller's object of the kind would pass.
 const (
-	KindConversation = "conversation"
-	KindResponseItem = "response_item"
-	KindPrompt       = "prompt"
-	KindFile         = "file"
-	KindVectorStore  = "vector_store"
-	KindContainer    = "container"
-	KindChatAudio    = "chat_audio"
+	KindConversation    = "conversation"
+	KindResponseItem    = "response_item"
+	KindPrompt          = "prompt"
+	KindFile            = "file"
+	KindVectorStore     = "vector_store"
+	KindContainer       = "container"
+	KindChatAudio       = "chat_audio"
+	KindCachedContent   = "cached_content"
+	KindFileSearchStore = "file_search_store"
+	KindSkill           = "skill"
 )
 
 // MaxBodyRefs bounds the references to upstream objects that one body may hold; each is a read
@@ -252,7 +257,8 @@ var chatRefs = &bodyRefs{
 }
 
 // messagesRefs are the references of POST /v1/messages: file_id in document and image sources,
-// and the container (an id, or an object with one).
+// the container (an id, or an object with one), and the custom skills of a container
+// (container.skills[] of type custom; Anthropic's own skills pass).
 var messagesRefs = &bodyRefs{
 	mayHold: func(body []byte) bool { return keyHint(body, "container") },
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
@@ -261,9 +267,64 @@ var messagesRefs = &bodyRefs{
 			return objectRef(members, "container", KindContainer, found)
 		case foldedTop(path, "container"):
 			return refsOf(path, members, "id", KindContainer, found)
+		case path.Index >= 0 && path.Parent != nil && strings.EqualFold(path.Parent.Key, "skills") && foldedTop(path.Parent.Parent, "container"):
+			typ, _, err := only(path, members, "type")
+			if err != nil || typ == "anthropic" {
+				return err
+			}
+			return refsOf(path, members, "skill_id", KindSkill, found)
 		}
 		return nil
 	},
+}
+
+// geminiRefs are the references of generateContent: cachedContent (cached_content), a fileData
+// fileUri (file_uri) that is not a public http(s) URL (a Files API file, a gs:// object of the
+// operator's project), and file search stores (fileSearchStoreNames).
+var geminiRefs = &bodyRefs{
+	mayHold: func(body []byte) bool {
+		return keyHint(body, "cachedcontent", "cached_content", "fileuri", "file_uri", "filesearchstorenames", "file_search_store_names")
+	},
+	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
+		if path == nil {
+			for _, name := range []string{"cachedContent", "cached_content"} {
+				if err := refsOf(nil, members, name, KindCachedContent, found); err != nil {
+					return err
+				}
+			}
+		}
+		for _, m := range members {
+			var err error
+			switch {
+			case strings.EqualFold(m.Key, "fileUri") || strings.EqualFold(m.Key, "file_uri"):
+				var uri string
+				if json.Unmarshal(m.Value, &uri) == nil && !publicFileURI(uri) {
+					err = found.add(member(path, m.Key), KindFile, m.Value)
+				}
+			case strings.EqualFold(m.Key, "fileSearchStoreNames") || strings.EqualFold(m.Key, "file_search_store_names"):
+				err = found.addAll(member(path, m.Key), KindFileSearchStore, m.Value)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+}
+
+// publicFileURI reports whether a generateContent fileUri is a public media URL that the
+// provider fetches, rather than a name of an object of the operator's project: http(s), a public
+// host, and not a Google API host (where files and storage objects of the project live).
+func publicFileURI(uri string) bool {
+	if media.CheckMediaURL(uri) != nil {
+		return false
+	}
+	u, err := url.Parse(uri)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	return host != "googleapis.com" && !strings.HasSuffix(host, ".googleapis.com")
 }
 
 // escapedRune is the start of a \u escape, the only escape that can spell a letter or _ in a key

@@ -36,6 +36,7 @@ func TestNestedReferencesMustBeOwned(t *testing.T) {
 		return err
 	}
 	const resp, chat, msgs = "/v1/responses", "/v1/chat/completions", "/v1/messages"
+	const gem = "/v1beta/models/gemini-pro:generateContent"
 	for _, tc := range []struct {
 		name, path, body, param string // param "" means accepted
 	}{
@@ -69,6 +70,15 @@ func TestNestedReferencesMustBeOwned(t *testing.T) {
 		{"messages document", msgs, `{"model":"doubao","max_tokens":9,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"file_x"}}]}]}`, "messages[0].content[0].source.file_id"},
 		{"messages container", msgs, `{"model":"doubao","max_tokens":9,"container":"container_1","messages":[]}`, "container"},
 		{"messages container object", msgs, `{"model":"doubao","max_tokens":9,"container":{"id":"container_1"},"messages":[]}`, "container.id"},
+		{"messages custom skill", msgs, `{"model":"doubao","max_tokens":9,"container":{"skills":[{"type":"anthropic","skill_id":"pptx"},{"type":"custom","skill_id":"skill_01"}]},"messages":[]}`, "container.skills[1].skill_id"},
+		{"messages Anthropic skill", msgs, `{"model":"doubao","max_tokens":9,"container":{"skills":[{"type":"anthropic","skill_id":"xlsx","version":"latest"}]},"messages":[]}`, ""},
+		{"gemini plain", gem, `{"contents":[{"role":"user","parts":[{"text":"hi"},{"fileData":{"mimeType":"video/mp4","fileUri":"https://www.youtube.com/watch?v=abc"}}]}]}`, ""},
+		{"gemini cached content", gem, `{"contents":[{"parts":[{"text":"hi"}]}],"cachedContent":"cachedContents/abc"}`, "cachedContent"},
+		{"gemini cached content, snake case", gem, `{"contents":[{"parts":[{"text":"hi"}]}],"cached_content":"cachedContents/abc"}`, "cached_content"},
+		{"gemini Files API file", gem, `{"contents":[{"parts":[{"file_data":{"file_uri":"https://generativelanguage.googleapis.com/v1beta/files/abc"}}]}]}`, "contents[0].parts[0].file_data.file_uri"},
+		{"gemini storage object", gem, `{"contents":[{"parts":[{"fileData":{"fileUri":"gs://operator-bucket/private.pdf"}}]}]}`, "contents[0].parts[0].fileData.fileUri"},
+		{"gemini private address", gem, `{"contents":[{"parts":[{"fileData":{"fileUri":"http://10.0.0.1/x.pdf"}}]}]}`, "contents[0].parts[0].fileData.fileUri"},
+		{"gemini file search store", gem, `{"contents":[{"parts":[{"text":"q"}]}],"tools":[{"fileSearch":{"fileSearchStoreNames":["fileSearchStores/abc"]}}]}`, "tools[0].fileSearch.fileSearchStoreNames[0]"},
 		{"plain messages", msgs, `{"model":"doubao","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,6 +94,12 @@ func TestNestedReferencesMustBeOwned(t *testing.T) {
 			}
 		})
 	}
+
+	// A generateContent body is checked as JSON, so it must be sent as JSON.
+	r := httptest.NewRequest("POST", gem, strings.NewReader(`{"cachedContent":"cachedContents/abc"}`))
+	r.Header.Set("Content-Type", "text/plain")
+	_, err := rt.Route(httptest.NewRecorder(), r, acme)
+	wantError(t, err, 400, "invalid_request_body")
 
 	// Another account's object and an unknown one get the same answer.
 	foreign := send(resp, `{"model":"doubao","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_theirs"}]}]}`)
@@ -109,8 +125,9 @@ func FuzzReferenceHint(f *testing.F) {
 	f.Add(`{"container":"c"}`)
 	f.Add(`{"input":[{"ID":"x"}],"converſation":"c"}`)
 	f.Add(`{"Prompt":{"iD":"p"}}`)
+	f.Add(`{"contents":[{"parts":[{"FILEURI":"gs://b/o"}]}],"CachedContent":"c"}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		for _, ep := range []*bodyRefs{chatRefs, messagesRefs, responsesRefs} {
+		for _, ep := range []*bodyRefs{chatRefs, messagesRefs, responsesRefs, geminiRefs} {
 			var found foundRefs
 			err := walkRefs([]byte(body), ep, &found)
 			if err == nil && len(found.refs) > 0 && !ep.mayHold([]byte(body)) {

@@ -182,10 +182,17 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
 	switch {
 	case pathModel != "":
+		if !isJSON && r.ContentLength != 0 && ep.nested != nil {
+			// A body is checked for references only as JSON; an upstream may read it so anyway.
+			return "", apierror.New(http.StatusBadRequest, "invalid_request_body", "this endpoint takes a JSON body (Content-Type: application/json)").WithParam("Content-Type")
+		}
 		if isJSON && r.ContentLength != 0 {
 			// The body may not name a model other than the path's.
-			fields, _, err := rt.jsonFields(w, r, "model")
+			fields, body, err := rt.jsonFields(w, r, "model")
 			if err != nil {
+				return "", err
+			}
+			if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
 				return "", err
 			}
 			var model string
