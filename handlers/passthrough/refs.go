@@ -164,10 +164,10 @@ func genericRefs(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRef
 	return nil
 }
 
-// only returns the string value of the one member whose key folds to name (empty if it is not a
-// string) and whether there is one. More than one is refused: a decoder that folds case would
+// only returns the string value of the one member whose key folds to name: empty when there is
+// none, or it is null or not a string. More than one is refused: a decoder that folds case would
 // pick one of them, and which one is unclear.
-func only(path *jsonkeys.Path, members []jsonkeys.Member, name string) (string, bool, error) {
+func only(path *jsonkeys.Path, members []jsonkeys.Member, name string) (string, error) {
 	var value json.RawMessage
 	n := 0
 	for _, m := range members {
@@ -178,14 +178,14 @@ func only(path *jsonkeys.Path, members []jsonkeys.Member, name string) (string, 
 	}
 	if n > 1 {
 		field := member(path, name).String()
-		return "", false, apierror.New(http.StatusBadRequest, "invalid_request_body",
+		return "", apierror.New(http.StatusBadRequest, "invalid_request_body",
 			field+" is refused: it is sent more than once, in different letter cases").WithParam(field)
 	}
 	var s string
 	if n == 0 || json.Unmarshal(value, &s) != nil {
-		return "", n == 1, nil
+		return "", nil
 	}
-	return s, true, nil
+	return s, nil
 }
 
 // refsOf adds every member of an object whose key folds to name as a reference of kind.
@@ -200,13 +200,6 @@ func refsOf(path *jsonkeys.Path, members []jsonkeys.Member, name, kind string, f
 	return nil
 }
 
-// objectRef adds a top-level member that names an object either by its id as a string or as an
-// object with an id (conversation, prompt, container): the string here, the object's id when
-// the object itself is visited.
-func objectRef(members []jsonkeys.Member, name, kind string, found *foundRefs) error {
-	return refsOf(nil, members, name, kind, found)
-}
-
 // responsesRefs are the references of POST /v1/responses: conversation (an id, or an object with
 // one), prompt.id, input items that are item references (type item_reference, or no type, with
 // an id), the container of a code_interpreter tool, and the generic ones.
@@ -215,20 +208,21 @@ var responsesRefs = &bodyRefs{
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
 		switch {
 		case path == nil:
-			if err := objectRef(members, "conversation", KindConversation, found); err != nil {
+			if err := refsOf(nil, members, "conversation", KindConversation, found); err != nil {
 				return err
 			}
-			return objectRef(members, "prompt", KindPrompt, found)
+			return refsOf(nil, members, "prompt", KindPrompt, found)
 		case foldedTop(path, "conversation"):
 			return refsOf(path, members, "id", KindConversation, found)
 		case foldedTop(path, "prompt"):
 			return refsOf(path, members, "id", KindPrompt, found)
 		case path.Index >= 0 && foldedTop(path.Parent, "input"):
-			typ, typed, err := only(path, members, "type")
+			typ, err := only(path, members, "type")
 			if err != nil {
 				return err
 			}
-			if !typed || typ == "item_reference" {
+			// No type (absent, null, not a string) reads as an item reference too.
+			if typ == "" || typ == "item_reference" {
 				return refsOf(path, members, "id", KindResponseItem, found)
 			}
 		case path.Index >= 0 && foldedTop(path.Parent, "tools"):
@@ -264,11 +258,11 @@ var messagesRefs = &bodyRefs{
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
 		switch {
 		case path == nil:
-			return objectRef(members, "container", KindContainer, found)
+			return refsOf(nil, members, "container", KindContainer, found)
 		case foldedTop(path, "container"):
 			return refsOf(path, members, "id", KindContainer, found)
 		case path.Index >= 0 && path.Parent != nil && strings.EqualFold(path.Parent.Key, "skills") && foldedTop(path.Parent.Parent, "container"):
-			typ, _, err := only(path, members, "type")
+			typ, err := only(path, members, "type")
 			if err != nil || typ == "anthropic" {
 				return err
 			}

@@ -51,6 +51,7 @@ func TestNestedReferencesMustBeOwned(t *testing.T) {
 		{"prompt template", resp, `{"model":"doubao","prompt":{"id":"pmpt_1","version":"2"}}`, "prompt.id"},
 		{"item reference", resp, `{"model":"doubao","input":[{"type":"item_reference","id":"msg_1"}]}`, "input[0].id"},
 		{"item reference without type", resp, `{"model":"doubao","input":[{"role":"user","content":"x"},{"id":"rs_1"}]}`, "input[1].id"},
+		{"item reference with a null type", resp, `{"model":"doubao","input":[{"type":null,"id":"msg_1"}]}`, "input[0].id"},
 		{"item reference in another case", resp, `{"model":"doubao","input":[{"type":"message","Type":"item_reference","id":"msg_1"}]}`, "input[0].type"},
 		{"item reference with an escaped key", resp, `{"model":"doubao","input":[{"typ\u0065":"item_reference","\u0069d":"msg_1"}]}`, "input[0].id"},
 		{"another account's file", resp, `{"model":"doubao","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_theirs"}]}]}`, "input[0].content[0].file_id"},
