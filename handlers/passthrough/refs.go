@@ -232,6 +232,13 @@ var responsesRefs = &bodyRefs{
 	},
 }
 
+// fileRefs are the references every other JSON capability body is checked for: the generic ones
+// (file_id, file_ids, vector_store_ids), wherever they sit.
+var fileRefs = &bodyRefs{
+	mayHold: func(body []byte) bool { return keyHint(body) },
+	find:    func(*jsonkeys.Path, []jsonkeys.Member, *foundRefs) error { return nil },
+}
+
 // foldedTop reports whether path is a top-level member whose key folds to name.
 func foldedTop(path *jsonkeys.Path, name string) bool {
 	return path != nil && path.Parent == nil && path.Index < 0 && strings.EqualFold(path.Key, name)

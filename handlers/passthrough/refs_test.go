@@ -80,6 +80,8 @@ func TestNestedReferencesMustBeOwned(t *testing.T) {
 		{"gemini storage object", gem, `{"contents":[{"parts":[{"fileData":{"fileUri":"gs://operator-bucket/private.pdf"}}]}]}`, "contents[0].parts[0].fileData.fileUri"},
 		{"gemini private address", gem, `{"contents":[{"parts":[{"fileData":{"fileUri":"http://10.0.0.1/x.pdf"}}]}]}`, "contents[0].parts[0].fileData.fileUri"},
 		{"gemini file search store", gem, `{"contents":[{"parts":[{"text":"q"}]}],"tools":[{"fileSearch":{"fileSearchStoreNames":["fileSearchStores/abc"]}}]}`, "tools[0].fileSearch.fileSearchStoreNames[0]"},
+		{"image generation with a file", "/v1/images/generations", `{"model":"doubao","prompt":"x","image":{"file_id":"file_x"}}`, "image.file_id"},
+		{"embeddings", "/v1/embeddings", `{"model":"doubao","input":["a_id b"]}`, ""},
 		{"plain messages", msgs, `{"model":"doubao","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
