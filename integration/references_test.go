@@ -9,9 +9,10 @@ import (
 
 // TestNestedReferencesAreRefused tries, as customer-a, to make the upstream use objects of the
 // operator's upstream account that no tenant created through the gateway (conversations, items,
-// prompts, files, vector stores, containers), nested in responses, chat and messages bodies and
-// spelled so that a decoder folding case would read them. None reaches the upstream; a body
-// without references still passes.
+// prompts, files, vector stores, containers, storage objects), nested in responses, chat,
+// messages and generateContent bodies and spelled so that a decoder folding case would read
+// them, or fetch a media URL in the operator's network. None reaches the upstream; a body without
+// references still passes.
 func TestNestedReferencesAreRefused(t *testing.T) {
 	env := startTenancyGateway(t)
 	const key = "mg-customer-a"
@@ -23,6 +24,7 @@ func TestNestedReferencesAreRefused(t *testing.T) {
 		{"/v1/responses", `{"model":"gpt-4o-mini","input":"q","tools":[{"type":"file_search","vector_store_ids":["vs_operator"]}]}`, "tools[0].vector_store_ids[0]"},
 		{"/v1/responses", `{"model":"gpt-4o-mini","input":"q","tools":[{"type":"code_interpreter","container":"cntr_operator"}]}`, "tools[0].container"},
 		{"/v1/chat/completions", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":[{"type":"file","file":{"file\u005fid":"file-operator"}}]}]}`, "messages[0].content[0].file.file_id"},
+		{"/v1/chat/completions", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"http://127.0.0.1:2019/config/"}}]}]}`, "messages[0].content[0].image_url.url"},
 		{"/v1beta/models/gpt-4o-mini:generateContent", `{"contents":[{"parts":[{"fileData":{"fileUri":"gs://operator-bucket/private.pdf"}}]}]}`, "contents[0].parts[0].fileData.fileUri"},
 		{"/v1/messages", `{"model":"gpt-4o-mini","max_tokens":8,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"file-operator"}}]}]}`, "messages[0].content[0].source.file_id"},
 	} {

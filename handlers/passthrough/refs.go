@@ -204,8 +204,11 @@ func refsOf(path *jsonkeys.Path, members []jsonkeys.Member, name, kind string, f
 // one), prompt.id, input items that are item references (type item_reference, or no type, with
 // an id), the container of a code_interpreter tool, and the generic ones.
 var responsesRefs = &bodyRefs{
-	mayHold: func(body []byte) bool { return keyHint(body, "id", "conversation", "prompt", "container") },
+	mayHold: func(body []byte) bool { return keyHint(body, "id", "url", "conversation", "prompt", "container") },
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
+		if err := mediaURLs(path, members); err != nil {
+			return err
+		}
 		switch {
 		case path == nil:
 			if err := refsOf(nil, members, "conversation", KindConversation, found); err != nil {
@@ -247,8 +250,11 @@ func foldedTop(path *jsonkeys.Path, name string) bool {
 // chatRefs are the references of POST /v1/chat/completions: file_id in file content parts, and
 // the id of an earlier audio answer in an assistant message (messages[].audio.id).
 var chatRefs = &bodyRefs{
-	mayHold: func(body []byte) bool { return keyHint(body, "id") },
+	mayHold: func(body []byte) bool { return keyHint(body, "id", "url") },
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
+		if err := mediaURLs(path, members); err != nil {
+			return err
+		}
 		if path != nil && path.Index < 0 && strings.EqualFold(path.Key, "audio") &&
 			path.Parent != nil && path.Parent.Index >= 0 && foldedTop(path.Parent.Parent, "messages") {
 			return refsOf(path, members, "id", KindChatAudio, found)
@@ -261,8 +267,11 @@ var chatRefs = &bodyRefs{
 // the container (an id, or an object with one), and the custom skills of a container
 // (container.skills[] of type custom; Anthropic's own skills pass).
 var messagesRefs = &bodyRefs{
-	mayHold: func(body []byte) bool { return keyHint(body, "container") },
+	mayHold: func(body []byte) bool { return keyHint(body, "container", "url") },
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
+		if err := mediaURLs(path, members); err != nil {
+			return err
+		}
 		switch {
 		case path == nil:
 			return refsOf(nil, members, "container", KindContainer, found)
@@ -336,8 +345,9 @@ var escapedRune = []byte(`\u`)
 var longS = []byte("\u017f")
 
 // keyHint reports cheaply whether body may hold a key whose name folds to one of words, or to a
-// name with _id in it (file_id, file_ids, vector_store_ids): some key is spelled with a \u escape
-// or with ſ, _id appears in any case, or one of words appears in quotes in any case. It never
+// name with _id or _url in it (file_id, file_ids, vector_store_ids, image_url…): some key is
+// spelled with a \u escape or with ſ, _id or _url appears in any case, or one of words appears in
+// quotes in any case. It never
 // misses such a key; it may find one that is not there, which only costs a walk. words are
 // lower-case ASCII without k (whose Kelvin sign fold it does not look for).
 func keyHint(body []byte, words ...string) bool {
@@ -350,7 +360,8 @@ func keyHint(body []byte, words ...string) bool {
 			break
 		}
 		i += j + 1
-		if i+2 <= len(body) && lower(body[i]) == 'i' && lower(body[i+1]) == 'd' {
+		if i+2 <= len(body) && lower(body[i]) == 'i' && lower(body[i+1]) == 'd' ||
+			i+3 <= len(body) && lower(body[i]) == 'u' && lower(body[i+1]) == 'r' && lower(body[i+2]) == 'l' {
 			return true
 		}
 	}

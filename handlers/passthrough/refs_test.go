@@ -2,12 +2,15 @@ package passthrough
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -82,6 +85,15 @@ func TestNestedReferencesMustBeOwned(t *testing.T) {
 		{"gemini file search store", gem, `{"contents":[{"parts":[{"text":"q"}]}],"tools":[{"fileSearch":{"fileSearchStoreNames":["fileSearchStores/abc"]}}]}`, "tools[0].fileSearch.fileSearchStoreNames[0]"},
 		{"image generation with a file", "/v1/images/generations", `{"model":"doubao","prompt":"x","image":{"file_id":"file_x"}}`, "image.file_id"},
 		{"embeddings", "/v1/embeddings", `{"model":"doubao","input":["a_id b"]}`, ""},
+		{"chat image, inline", chat, `{"model":"doubao","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]}`, ""},
+		{"chat image, public and signed", chat, `{"model":"doubao","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://bucket.s3.amazonaws.com/a.png?X-Amz-Signature=abc","detail":"low"}}]}]}`, ""},
+		{"chat image, loopback", chat, `{"model":"doubao","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"http://127.1:8000/admin"}}]}]}`, "messages[0].content[0].image_url.url"},
+		{"chat image, key in capitals", chat, `{"model":"doubao","messages":[{"role":"user","content":[{"type":"image_url","IMAGE_URL":{"URL":"http://10.0.0.1/x.png"}}]}]}`, "messages[0].content[0].IMAGE_URL.URL"},
+		{"responses image, private", resp, `{"model":"doubao","input":[{"role":"user","content":[{"type":"input_image","image_url":"http://10.1.2.3/a.png"}]}]}`, "input[0].content[0].image_url"},
+		{"responses file, local path", resp, `{"model":"doubao","input":[{"role":"user","content":[{"type":"input_file","file_url":"file:///etc/passwd"}]}]}`, "input[0].content[0].file_url"},
+		{"responses image, public", resp, `{"model":"doubao","input":[{"role":"user","content":[{"type":"input_image","image_url":"https://cdn.example.com/a.png"}]}]}`, ""},
+		{"messages source, metadata address", msgs, `{"model":"doubao","max_tokens":9,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"http://169.254.169.254/latest/meta-data"}}]}]}`, "messages[0].content[0].source.url"},
+		{"messages source, inline", msgs, `{"model":"doubao","max_tokens":9,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}]}`, ""},
 		{"plain messages", msgs, `{"model":"doubao","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,6 +140,8 @@ func FuzzReferenceHint(f *testing.F) {
 	f.Add(`{"container":"c"}`)
 	f.Add(`{"input":[{"ID":"x"}],"converſation":"c"}`)
 	f.Add(`{"Prompt":{"iD":"p"}}`)
+	f.Add(`{"messages":[{"content":[{"image_URL":{"url":"http://127.0.0.1/"}}]}]}`)
+	f.Add(`{"messages":[{"content":[{"source":{"URL":"file:///x"}}]}]}`)
 	f.Add(`{"contents":[{"parts":[{"FILEURI":"gs://b/o"}]}],"CachedContent":"c"}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, ep := range []*bodyRefs{chatRefs, messagesRefs, responsesRefs, geminiRefs} {
@@ -135,6 +149,15 @@ func FuzzReferenceHint(f *testing.F) {
 			err := walkRefs([]byte(body), ep, &found)
 			if err == nil && len(found.refs) > 0 && !ep.mayHold([]byte(body)) {
 				t.Fatalf("%q holds %v, but the hint skips it", body, found.refs)
+			}
+		}
+		// A media URL that would be refused is never skipped either.
+		badURL := jsonkeys.Walk([]byte(body), mediaURLs)
+		if _, ok := errors.AsType[*apierror.Error](badURL); ok {
+			for _, ep := range []*bodyRefs{chatRefs, messagesRefs, responsesRefs} {
+				if !ep.mayHold([]byte(body)) {
+					t.Fatalf("%q has a refused media URL (%v), but the hint skips it", body, badURL)
+				}
 			}
 		}
 	})
