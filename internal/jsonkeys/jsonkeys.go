@@ -127,9 +127,6 @@ func fieldFor(key string, fields []string) string {
 // decodeKey decodes a raw JSON string (with its quotes). clear is false when the key is not valid
 // UTF-8, holds an escaped lone surrogate, or holds a control character.
 func decodeKey(raw []byte) (key string, clear bool) {
-	if plainASCII(raw[1 : len(raw)-1]) {
-		return string(raw[1 : len(raw)-1]), true
-	}
 	if !utf8.Valid(raw) {
 		return strings.ToValidUTF8(string(raw[1:len(raw)-1]), "\uFFFD"), false
 	}
@@ -173,16 +170,6 @@ func decodeKey(raw []byte) (key string, clear bool) {
 		clear = clear && !isControl(r)
 	}
 	return b.String(), clear
-}
-
-// plainASCII reports a key of printable ASCII without escapes, which decodes to itself.
-func plainASCII(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c > 0x7e || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 func hex4(b []byte) rune {
