@@ -64,3 +64,22 @@ func FuzzFoldCheck(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkFoldCheck measures the streamed check on an upload of binary data in 32 KiB reads.
+func BenchmarkFoldCheck(b *testing.B) {
+	data := make([]byte, 8<<20)
+	for i := range data {
+		data[i] = byte(i*7919 + i>>8)
+	}
+	body := append([]byte("--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\n"), data...)
+	body = append(body, "\r\n--x--\r\n"...)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		f := newFoldCheck("x")
+		for i := 0; i < len(body); i += 32 << 10 {
+			if _, err := f.Write(body[i:min(i+32<<10, len(body))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -250,7 +250,7 @@ func foldedTop(path *jsonkeys.Path, name string) bool {
 // chatRefs are the references of POST /v1/chat/completions: file_id in file content parts, and
 // the id of an earlier audio answer in an assistant message (messages[].audio.id).
 var chatRefs = &bodyRefs{
-	mayHold: func(body []byte) bool { return keyHint(body, "id", "url") },
+	mayHold: func(body []byte) bool { return keyHint(body, "audio", "url") },
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
 		if err := mediaURLs(path, members); err != nil {
 			return err
@@ -344,10 +344,10 @@ var escapedRune = []byte(`\u`)
 // longS is ſ, which folds to s: a key spelled with it may read as one with s.
 var longS = []byte("\u017f")
 
-// keyHint reports cheaply whether body may hold a key whose name folds to one of words, or to a
-// name with _id or _url in it (file_id, file_ids, vector_store_ids, image_url…): some key is
-// spelled with a \u escape or with ſ, _id or _url appears in any case, or one of words appears in
-// quotes in any case. It never
+// keyHint reports cheaply whether body may hold a key whose name folds to one of words, or to one
+// of the generic reference and media names (file_id, file_ids, vector_store_ids, image_url…):
+// some key is spelled with a \u escape or with ſ, file_id, store_id or _url appears in any case,
+// or one of words appears in quotes in any case. It never
 // misses such a key; it may find one that is not there, which only costs a walk. words are
 // lower-case ASCII without k (whose Kelvin sign fold it does not look for).
 func keyHint(body []byte, words ...string) bool {
@@ -359,9 +359,10 @@ func keyHint(body []byte, words ...string) bool {
 		if j < 0 {
 			break
 		}
-		i += j + 1
-		if i+2 <= len(body) && lower(body[i]) == 'i' && lower(body[i+1]) == 'd' ||
-			i+3 <= len(body) && lower(body[i]) == 'u' && lower(body[i+1]) == 'r' && lower(body[i+2]) == 'l' {
+		under := i + j
+		i = under + 1
+		if foldAt(body, i, "id") && (foldAt(body, under-4, "file") || foldAt(body, under-5, "store")) ||
+			foldAt(body, i, "url") {
 			return true
 		}
 	}
@@ -377,6 +378,11 @@ func keyHint(body []byte, words ...string) bool {
 			}
 		}
 	}
+}
+
+// foldAt reports whether body holds the lower-case ASCII word w at offset at, in any case.
+func foldAt(body []byte, at int, w string) bool {
+	return at >= 0 && at+len(w) <= len(body) && equalFoldASCII(body[at:at+len(w)], w)
 }
 
 // equalFoldASCII reports whether b equals the lower-case ASCII word w in any letter case.
