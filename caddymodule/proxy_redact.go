@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
@@ -16,17 +17,15 @@ import (
 // from it; a longer one (or one compressed with anything but gzip) passes unchanged.
 const maxRedactedError = 64 << 10
 
-// redactErrorAnswer removes credential-like tokens (see upstream.RedactSecrets) from a non-2xx
-// JSON answer before it reaches the client: providers quote a masked form of the operator's key
-// when they refuse it ("Incorrect API key provided: sk-proj-****abcd"). Only string values are
-// changed; an answer with nothing to redact passes byte for byte. 2xx answers and event streams
-// are never touched.
-func redactErrorAnswer(resp *http.Response) {
+// redactErrorAnswer removes the credential the gateway sent (secret, the upstream's key, in any
+// form an upstream may echo it) and other credential-like tokens (see upstream.RedactSecrets) from
+// a non-2xx answer before it reaches the client: providers quote a masked form of the operator's
+// key when they refuse it ("Incorrect API key provided: sk-proj-****abcd"), and a misbehaving one
+// may echo it whole. In a JSON answer only string values are changed; any other answer (plain
+// text, HTML) is redacted as text. An answer with nothing to redact passes byte for byte. 2xx
+// answers are never touched.
+func redactErrorAnswer(resp *http.Response, secret string) {
 	if resp.StatusCode < 300 {
-		return
-	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
 		return
 	}
 	encoding := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
@@ -48,7 +47,7 @@ func redactErrorAnswer(resp *http.Response) {
 	if encoding == "gzip" {
 		body = gunzip(raw)
 	}
-	redacted, changed := upstream.RedactJSON(body)
+	redacted, changed := redactBody(resp.Header.Get("Content-Type"), body, secret)
 	if !changed {
 		resp.Body = io.NopCloser(bytes.NewReader(raw))
 		return
@@ -57,6 +56,23 @@ func redactErrorAnswer(resp *http.Response) {
 	resp.Body = io.NopCloser(bytes.NewReader(redacted))
 	resp.ContentLength = int64(len(redacted))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(redacted)))
+}
+
+// redactBody redacts an error answer of the given Content-Type: string values of JSON (escapes
+// decoded), or the text of anything else. A JSON answer that is not valid JSON is read as text.
+func redactBody(contentType string, body []byte, secret string) ([]byte, bool) {
+	var secrets []string
+	if secret != "" {
+		secrets = []string{secret}
+	}
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if mt == "application/json" || strings.HasSuffix(mt, "+json") {
+		if json.Valid(body) {
+			return upstream.RedactJSON(body, secrets...)
+		}
+	}
+	text := upstream.RedactSecrets(string(body), secrets...)
+	return []byte(text), text != string(body)
 }
 
 // gunzip decodes a gzip body of at most maxRedactedError bytes once decoded; anything else

@@ -117,7 +117,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		u.Succeeded()
 	}
 	if resp.StatusCode >= 300 {
-		redactErrorAnswer(resp)
+		redactErrorAnswer(resp, u.APIKey)
 	}
 	if d.UpstreamModel != d.Model {
 		showClientModel(resp, d.Model)

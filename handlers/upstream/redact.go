@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"regexp"
+	"strings"
 )
 
 // Redacted replaces what looks like a credential in an upstream's error message.
@@ -21,16 +22,24 @@ var secretPattern = regexp.MustCompile(`(?i)\b(?:sk|mg|pk|rk)[-_][A-Za-z0-9*_\-]
 	`|\bbearer\s+[A-Za-z0-9._~+/=*\-]{6,}` +
 	`|[A-Za-z0-9_\-]*\*{3,}[A-Za-z0-9_\-*]*`)
 
-// RedactSecrets returns s with every credential-like token replaced by Redacted.
-func RedactSecrets(s string) string {
+// RedactSecrets returns s with every credential-like token replaced by Redacted, and every
+// occurrence of one of secrets (the exact credentials the gateway sent, whatever they look like:
+// an upstream may echo a key that has none of the usual prefixes).
+func RedactSecrets(s string, secrets ...string) string {
+	for _, secret := range secrets {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, Redacted)
+		}
+	}
 	return secretPattern.ReplaceAllLiteralString(s, Redacted)
 }
 
-// RedactJSON returns a JSON document with credential-like tokens replaced in every string value,
+// RedactJSON returns a JSON document with credential-like tokens and secrets (see RedactSecrets)
+// replaced in every string value, decoded (so a secret spelled with JSON escapes is found too),
 // and whether anything was replaced. A document with nothing to replace is returned as it is,
 // byte for byte; one with something is decoded and encoded again (member order and spacing may
 // change, numbers keep their text). Data that is not one JSON value is returned unchanged.
-func RedactJSON(data []byte) ([]byte, bool) {
+func RedactJSON(data []byte, secrets ...string) ([]byte, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var doc any
@@ -40,7 +49,7 @@ func RedactJSON(data []byte) ([]byte, bool) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return data, false // more than one value
 	}
-	doc, changed := redactValue(doc)
+	doc, changed := redactValue(doc, secrets)
 	if !changed {
 		return data, false
 	}
@@ -53,16 +62,16 @@ func RedactJSON(data []byte) ([]byte, bool) {
 	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), true
 }
 
-func redactValue(v any) (any, bool) {
+func redactValue(v any, secrets []string) (any, bool) {
 	switch v := v.(type) {
 	case string:
-		r := RedactSecrets(v)
+		r := RedactSecrets(v, secrets...)
 		return r, r != v
 	case []any:
 		changed := false
 		for i, e := range v {
 			var c bool
-			v[i], c = redactValue(e)
+			v[i], c = redactValue(e, secrets)
 			changed = changed || c
 		}
 		return v, changed
@@ -70,7 +79,7 @@ func redactValue(v any) (any, bool) {
 		changed := false
 		for k, e := range v {
 			var c bool
-			v[k], c = redactValue(e)
+			v[k], c = redactValue(e, secrets)
 			changed = changed || c
 		}
 		return v, changed

@@ -83,3 +83,20 @@ func FuzzRedactJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestRedactExactSecret: the key the gateway sent is redacted whatever it looks like, also
+// when an answer spells it with JSON escapes; other text is left alone.
+func TestRedactExactSecret(t *testing.T) {
+	const key = "3f2a9c1e-7b4d-4e2a-9c1e-7b4d4e2a9c1e"
+	if got := RedactSecrets("key "+key+" refused", key); got != "key [redacted] refused" {
+		t.Errorf("RedactSecrets = %q", got)
+	}
+	if got := RedactSecrets("key "+key+" refused", ""); got != "key "+key+" refused" {
+		t.Errorf("an empty secret changed the text: %q", got)
+	}
+	body := []byte(`{"error":{"message":"key ` + strings.ReplaceAll(key, "-", `\u002d`) + ` refused"}}`)
+	got, changed := RedactJSON(body, key)
+	if !changed || strings.Contains(string(got), "7b4d") || !strings.Contains(string(got), Redacted) {
+		t.Fatalf("RedactJSON = %s", got)
+	}
+}
