@@ -188,6 +188,22 @@ func only(path *jsonkeys.Path, members []jsonkeys.Member, name string) (string, 
 	return s, nil
 }
 
+// exactType returns an object's type (see only), but "" unless the key is spelled exactly "type":
+// an upstream that matches keys exactly does not see a "Type", so an object whose type the
+// gateway would trust only in another spelling is checked as if it had none.
+func exactType(path *jsonkeys.Path, members []jsonkeys.Member) (string, error) {
+	typ, err := only(path, members, "type")
+	if err != nil || typ == "" {
+		return "", err
+	}
+	for _, m := range members {
+		if m.Key == "type" {
+			return typ, nil
+		}
+	}
+	return "", nil
+}
+
 // refsOf adds every member of an object whose key folds to name as a reference of kind.
 func refsOf(path *jsonkeys.Path, members []jsonkeys.Member, name, kind string, found *foundRefs) error {
 	for _, m := range members {
@@ -201,7 +217,8 @@ func refsOf(path *jsonkeys.Path, members []jsonkeys.Member, name, kind string, f
 }
 
 // responsesRefs are the references of POST /v1/responses: conversation (an id, or an object with
-// one), prompt.id, input items that are item references (type item_reference, or no type, with
+// one), prompt.id, input items that are item references (type item_reference, or no type or a
+// type key not spelled exactly "type", with
 // an id), the container of a code_interpreter tool, and the generic ones.
 var responsesRefs = &bodyRefs{
 	mayHold: func(body []byte) bool { return keyHint(body, "id", "url", "conversation", "prompt", "container") },
@@ -220,7 +237,7 @@ var responsesRefs = &bodyRefs{
 		case foldedTop(path, "prompt"):
 			return refsOf(path, members, "id", KindPrompt, found)
 		case path.Index >= 0 && foldedTop(path.Parent, "input"):
-			typ, err := only(path, members, "type")
+			typ, err := exactType(path, members)
 			if err != nil {
 				return err
 			}
@@ -278,7 +295,7 @@ var messagesRefs = &bodyRefs{
 		case foldedTop(path, "container"):
 			return refsOf(path, members, "id", KindContainer, found)
 		case path.Index >= 0 && path.Parent != nil && strings.EqualFold(path.Parent.Key, "skills") && foldedTop(path.Parent.Parent, "container"):
-			typ, err := only(path, members, "type")
+			typ, err := exactType(path, members)
 			if err != nil || typ == "anthropic" {
 				return err
 			}
@@ -324,7 +341,7 @@ var geminiRefs = &bodyRefs{
 
 // publicFileURI reports whether a generateContent fileUri is a public media URL that the
 // provider fetches, rather than a name of an object of the operator's project: http(s), a public
-// host, and not a Google API host (where files and storage objects of the project live).
+// host, and not a Google API or storage host (where files and storage objects of the project live).
 func publicFileURI(uri string) bool {
 	if media.CheckMediaURL(uri) != nil {
 		return false
@@ -334,7 +351,9 @@ func publicFileURI(uri string) bool {
 		return false
 	}
 	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-	return host != "googleapis.com" && !strings.HasSuffix(host, ".googleapis.com")
+	// storage.cloud.google.com serves a project's storage objects to whoever holds its
+	// credentials (the authenticated form of storage.googleapis.com).
+	return host != "googleapis.com" && !strings.HasSuffix(host, ".googleapis.com") && host != "storage.cloud.google.com"
 }
 
 // escapedRune is the start of a \u escape, the only escape that can spell a letter or _ in a key
