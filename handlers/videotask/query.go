@@ -64,10 +64,13 @@ func fresh(t storage.Task, interval time.Duration) bool {
 // refresh reads a task from its upstream, stores the new state and returns the updated record,
 // whose Result is the client's answer. A task whose upstream no longer knows it (404), or whose
 // provider left the config, is finished: its slot is released and, if configured, its cost
-// refunded, once.
+// refunded, once. So is one that has run past the longest execution time (see overdue).
 func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
+	if overdue(t) {
+		return h.expireOverdue(ctx, t)
+	}
 	p, ok := h.boundUpstream(t)
 	if !ok {
 		return h.orphaned(ctx, t)

@@ -266,8 +266,9 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 			continue
 		}
 		u, ok := w.Tasks.boundUpstream(t)
-		if !ok {
-			// Finished by refresh: its upstream left the config.
+		if !ok || overdue(t) {
+			// Finished by refresh: its upstream left the config, or it ran past the longest
+			// execution time.
 			if _, err := w.Tasks.refreshLogged(ctx, t); err != nil && ctx.Err() == nil {
 				w.reschedule(t.ID, now().Add(w.Interval))
 			} else {
