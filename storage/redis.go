@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -156,22 +157,47 @@ func RedactURL(raw string) string {
 	if !ok {
 		return "(unparsable URL)"
 	}
-	userinfo, host, ok := strings.Cut(rest, "@")
+	pass, _, at, ok := urlPassword(rest)
 	if !ok {
 		return raw
 	}
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return scheme + "://" + user + ":xxxxx@" + host
-	}
-	return raw
+	return scheme + "://" + rest[:at-len(pass)] + "xxxxx" + rest[at:]
 }
 
+// urlPassword finds the password in what follows a URL's "://" as Go's url.Parse (and so the
+// Redis client) reads it: the authority ends at the first /, ? or #, and its userinfo at its
+// last @. It returns the password as written and decoded, and the offset of the @.
+func urlPassword(rest string) (raw, decoded string, at int, ok bool) {
+	authority := rest
+	if i := strings.IndexAny(authority, "/?#"); i >= 0 {
+		authority = authority[:i]
+	}
+	at = strings.LastIndex(authority, "@")
+	if at < 0 {
+		return "", "", 0, false
+	}
+	_, raw, ok = strings.Cut(authority[:at], ":")
+	if !ok {
+		return "", "", 0, false
+	}
+	decoded, err := url.PathUnescape(raw)
+	if err != nil {
+		decoded = raw
+	}
+	return raw, decoded, at, true
+}
+
+// redactURLError is the message of err without the password of the URL raw, as written or
+// decoded.
 func redactURLError(err error, raw string) string {
 	msg := err.Error()
 	if _, rest, ok := strings.Cut(raw, "://"); ok {
-		if userinfo, _, ok := strings.Cut(rest, "@"); ok {
-			if _, pass, ok := strings.Cut(userinfo, ":"); ok && pass != "" {
-				msg = strings.ReplaceAll(msg, pass, "xxxxx")
+		if pass, decoded, _, ok := urlPassword(rest); ok {
+			msg = strings.ReplaceAll(msg, raw, RedactURL(raw))
+			for _, p := range []string{pass, decoded} {
+				if p != "" {
+					msg = strings.ReplaceAll(msg, p, "xxxxx")
+				}
 			}
 		}
 	}
