@@ -179,7 +179,7 @@ func (b *Badger) SettingOnce(ctx context.Context, name string, val []byte) ([]by
 			return err
 		}
 		stored = val
-		return txn.Set([]byte(prefixSetting+name), val)
+		return txn.SetEntry(entry(prefixSetting+name, val, 0))
 	})
 	return stored, err
 }
