@@ -129,3 +129,30 @@ func TestLogSyncFollowsMemtables(t *testing.T) {
 		}
 	}
 }
+
+// TestReserveCounterRidesOnTheNextSync: a reservation starts no disk sync of its own; the
+// durable write after it does, and covers it.
+func TestReserveCounterRidesOnTheNextSync(t *testing.T) {
+	b, err := OpenBadger(t.TempDir(), BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	before := b.sync.syncs()
+	if v, ok, err := b.ReserveCounter(ctx, "active/key_1", 1, 1); err != nil || !ok || v != 1 {
+		t.Fatalf("ReserveCounter = %d, %v, %v", v, ok, err)
+	}
+	if _, ok, err := b.ReserveCounter(ctx, "active/key_1", 1, 1); err != nil || ok {
+		t.Fatalf("a reservation past the limit was taken: %v, %v", ok, err)
+	}
+	if n := b.sync.syncs() - before; n != 0 {
+		t.Fatalf("reservations started %d syncs, want 0", n)
+	}
+	if _, err := b.CreateTask(ctx, Task{ID: "cgt-1", Kind: KindVideo, Account: "acme", CreatedAt: time.Now().Unix()}); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.sync.syncs() - before; n != 1 {
+		t.Fatalf("a reservation and a task record made %d syncs, want 1", n)
+	}
+}
