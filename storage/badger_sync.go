@@ -144,7 +144,8 @@ const memLogSuffix = ".mem"
 //
 // The value log holds only values of valueThreshold bytes or more, which mediagw hardly ever
 // writes; after such a write logSync calls DB.Sync as well. If no memtable log is found (a
-// Badger version with another layout), it falls back to DB.Sync.
+// Badger version with another layout), and on systems other than Linux, it falls back to
+// DB.Sync.
 //
 // Calls must not overlap (groupSync runs one at a time).
 type logSync struct {
@@ -168,6 +169,9 @@ func (l *logSync) sync() error {
 			return err
 		}
 		l.bigSeen = n
+	}
+	if !ownLogSync {
+		return l.db.Sync()
 	}
 	logs, err := memLogs(l.dir)
 	if err != nil {
