@@ -146,7 +146,15 @@ func walkRefs(body []byte, refs *bodyRefs, found *foundRefs) error {
 // genericRefs finds the references that mean the same wherever they sit, in every endpoint's
 // body: file_id (content parts of chat, responses and messages), file_ids (code interpreter
 // containers) and vector_store_ids (file search tools).
+//
+// A citation annotation of output text (file_citation, container_file_citation, file_path, under
+// annotations[]) names a file it cites, not one the model reads: clients replay a response's
+// output as the next input with them (code interpreter files, which the gateway does not record),
+// so they are not references.
 func genericRefs(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
+	if citation(path, members) {
+		return nil
+	}
 	for _, m := range members {
 		var err error
 		switch {
@@ -162,6 +170,23 @@ func genericRefs(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRef
 		}
 	}
 	return nil
+}
+
+// citation reports whether an object is a file citation annotation: an element of an array
+// whose key is exactly "annotations", with a type, spelled exactly so, that names a citation.
+func citation(path *jsonkeys.Path, members []jsonkeys.Member) bool {
+	if path == nil || path.Index < 0 || path.Parent == nil || path.Parent.Index >= 0 || path.Parent.Key != "annotations" {
+		return false
+	}
+	typ, err := exactType(path, members)
+	if err != nil {
+		return false // checked as anything else; the visitor refuses the repeated type
+	}
+	switch typ {
+	case "file_citation", "container_file_citation", "file_path":
+		return true
+	}
+	return false
 }
 
 // only returns the string value of the one member whose key folds to name: empty when there is
