@@ -58,6 +58,22 @@ func redactErrorAnswer(resp *http.Response, secret string) {
 	resp.Header.Set("Content-Length", strconv.Itoa(len(redacted)))
 }
 
+// redactHeaders replaces the credential the gateway sent (secret) in the values of an answer's
+// headers, of any status: an upstream, or a proxy in front of it, may echo the request's
+// Authorization.
+func redactHeaders(h http.Header, secret string) {
+	if secret == "" {
+		return
+	}
+	for _, values := range h {
+		for i, v := range values {
+			if strings.Contains(v, secret) {
+				values[i] = strings.ReplaceAll(v, secret, upstream.Redacted)
+			}
+		}
+	}
+}
+
 // redactBody redacts an error answer of the given Content-Type: string values of JSON (escapes
 // decoded), or the text of anything else. A JSON answer that is not valid JSON is read as text.
 func redactBody(contentType string, body []byte, secret string) ([]byte, bool) {

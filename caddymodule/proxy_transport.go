@@ -116,6 +116,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		u.Succeeded()
 	}
+	redactHeaders(resp.Header, u.APIKey)
 	if resp.StatusCode >= 300 {
 		redactErrorAnswer(resp, u.APIKey)
 	}

@@ -47,8 +47,8 @@ const operatorKey = "3f2a9c1e-7b4d-4e2a-9c1e-operator0000"
 // TestUpstreamErrorsDoNotShowTheOperatorsKey has the provider refuse the operator's key with a
 // message that quotes a masked form of it, as OpenAI does, plain and gzip-compressed: the client
 // gets the provider's status and message with the key redacted. A provider that echoes the whole
-// key, in JSON (plain or with escapes), in plain text or in HTML, has it redacted too. A
-// successful answer passes unchanged.
+// key, in JSON (plain or with escapes), in plain text or in HTML, has it redacted too, and in
+// any answer's headers. A successful answer's body passes unchanged.
 func TestUpstreamErrorsDoNotShowTheOperatorsKey(t *testing.T) {
 	const refusal = `{"error":{"message":"Incorrect API key provided: sk-proj-****abcd. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`
 	const success = `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"message":{"content":"a masked key looks like sk-proj-****abcd"}}]}`
@@ -70,6 +70,9 @@ func TestUpstreamErrorsDoNotShowTheOperatorsKey(t *testing.T) {
 		if r.URL.Query().Get("ok") != "" {
 			body, status = success, http.StatusOK
 		}
+		// A provider (or a proxy in front of it) that echoes the request's credential in a
+		// header, on errors and successes alike.
+		w.Header().Set("X-Echo-Authorization", r.Header.Get("Authorization"))
 		w.Header().Set("Content-Type", contentType)
 		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
 			w.Header().Set("Content-Encoding", "gzip")
@@ -110,6 +113,11 @@ func TestUpstreamErrorsDoNotShowTheOperatorsKey(t *testing.T) {
 		b, err := io.ReadAll(rd)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for name, values := range resp.Header {
+			if strings.Contains(strings.Join(values, " "), "operator0000") {
+				t.Errorf("%s%s: the answer's header %s shows the operator's key: %q", base, query, name, values)
+			}
 		}
 		return resp.StatusCode, string(b)
 	}
