@@ -88,6 +88,9 @@ type Answer struct {
 	Status int
 	Header http.Header
 	Body   []byte
+	// sent are the credentials the call sent, which Refusal redacts from the provider's message
+	// whatever they look like.
+	sent []string
 }
 
 // OK reports a 2xx status.
@@ -147,7 +150,7 @@ func (c Client) Call(ctx context.Context, p Target, method, rel string, body []b
 	if len(b) > MaxBody {
 		return Answer{}, ErrUnreadable
 	}
-	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: credentials(req.Header)}, nil
 }
 
 // Refusal turns a non-2xx answer into a contract error. The provider's own 4xx is passed on with
@@ -178,11 +181,26 @@ func Refusal(a Answer) *apierror.Error {
 	}
 	// Providers quote a masked form of the key they refused; that is the operator's, not the
 	// client's business.
-	refusal := apierror.New(status, code, RedactSecrets(e.Error.Message))
+	refusal := apierror.New(status, code, RedactSecrets(e.Error.Message, a.sent...))
 	if param, ok := e.Error.Param.(string); ok {
 		refusal.Param = param
 	}
 	return refusal
+}
+
+// credentials are the values of the credential headers of a request (see SetCredentials), a
+// bearer token without its scheme.
+func credentials(h http.Header) []string {
+	var sent []string
+	for _, name := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key"} {
+		if v := h.Get(name); v != "" {
+			if scheme, token, ok := strings.Cut(v, " "); ok && strings.EqualFold(scheme, "bearer") {
+				v = strings.TrimSpace(token)
+			}
+			sent = append(sent, v)
+		}
+	}
+	return sent
 }
 
 // WithoutURL returns the cause of an HTTP client error without the request URL that the client
