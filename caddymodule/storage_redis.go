@@ -114,7 +114,7 @@ func (s *RedisStorage) Validate() error {
 	}
 	u, err := url.Parse(s.url)
 	if err != nil {
-		return fmt.Errorf("redis storage: the url %s cannot be parsed", storage.RedactURL(s.url))
+		return fmt.Errorf("redis storage: the url cannot be parsed (percent-encode any @ : / ? # in the user name and password)")
 	}
 	switch u.Scheme {
 	case "redis", "rediss", "valkey", "valkeys", "unix":

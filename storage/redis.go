@@ -154,7 +154,8 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 // RedactURL returns the URL without its password, for logs and errors.
 func RedactURL(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
+	if _, err := url.Parse(raw); !ok || err != nil {
+		// Where the password ends is unclear (a /, ? or # in it, not percent-encoded).
 		return "(unparsable URL)"
 	}
 	pass, _, at, ok := urlPassword(rest)
@@ -190,6 +191,10 @@ func urlPassword(rest string) (raw, decoded string, at int, ok bool) {
 // redactURLError is the message of err without the password of the URL raw, as written or
 // decoded.
 func redactURLError(err error, raw string) string {
+	if _, perr := url.Parse(raw); perr != nil {
+		// The parser's message quotes the URL, and its reason a piece of it.
+		return "the URL cannot be parsed (percent-encode any @ : / ? # in the user name and password)"
+	}
 	msg := err.Error()
 	if _, rest, ok := strings.Cut(raw, "://"); ok {
 		if pass, decoded, _, ok := urlPassword(rest); ok {

@@ -26,6 +26,17 @@ func TestRedactURLHidesTheWholePassword(t *testing.T) {
 			t.Errorf("RedactURL(%q) = %q, want %q", tc.raw, got, tc.want)
 		}
 	}
+	// A password with a /, ? or # that was not percent-encoded makes the URL unparsable (the
+	// authority ends early); nothing of it is shown either.
+	for _, raw := range []string{"redis://u:pa/ss@host:6379", "redis://u:pa?ss@host:6379", "redis://u:pa#ss@host:6379", "redis://:pa/ss@host"} {
+		if got := storage.RedactURL(raw); strings.Contains(got, ":pa") || strings.Contains(got, "ss@") {
+			t.Errorf("RedactURL(%q) = %q", raw, got)
+		}
+		_, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: raw})
+		if err == nil || strings.Contains(err.Error(), "pa/ss") || strings.Contains(err.Error(), "pa?ss") || strings.Contains(err.Error(), "pa#ss") || strings.Contains(err.Error(), "ss@") || strings.Contains(err.Error(), ":pa") {
+			t.Errorf("OpenRedis(%q) error = %v; want one without the password", raw, err)
+		}
+	}
 	// An error of OpenRedis names the URL without any part of the password.
 	_, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: "redis://u:hunter@2secret@127.0.0.1:1/0", TLS: &tls.Config{}})
 	if err == nil || strings.Contains(err.Error(), "2secret") || strings.Contains(err.Error(), "hunter") {
