@@ -331,9 +331,18 @@ func TestRateAndActiveTaskLimits(t *testing.T) {
 		}
 		ids = append(ids, r.json(t)["id"].(string))
 	}
+	activeRejections := func() float64 {
+		return value(scrape(t, e.g), "mediagw_rejections_total", map[string]string{"reason": "active_tasks"})
+	}
+	before := activeRejections()
 	r = e.createTask(t, busy, "one too many")
 	if r.status != 429 || r.json(t)["code"] != "too_many_active_tasks" || r.header.Get("Retry-After") == "" {
 		t.Fatalf("third active task = %d %s", r.status, r.body)
+	}
+	// The refusal comes after the create was charged (and the charge undone); it still counts as
+	// one, for dashboards and alerts on refusals by reason.
+	if got := activeRejections() - before; got != 1 {
+		t.Fatalf("mediagw_rejections_total{reason=\"active_tasks\"} grew by %v, want 1", got)
 	}
 	// Once a task is seen finished, its slot is free.
 	deadline := time.Now().Add(10 * time.Second)

@@ -177,13 +177,17 @@ func (o *Outbox) Run(stop <-chan struct{}) {
 		if started > 0 {
 			continue
 		}
-		counted = o.countPending(ctx, counted)
+		var fresh bool
+		counted, fresh = o.countPending(ctx, counted)
 		wait := maxIdle
 		if due, ok, err := o.Store.NextEventDue(ctx); err != nil {
 			o.Logger.Error("reading the callback outbox", zap.Error(err))
 			wait = time.Second
 		} else if ok {
 			wait = min(max(due.Sub(o.Now()), 10*time.Millisecond), maxIdle)
+		}
+		if !fresh { // come back to count: the last delivery may have emptied the outbox
+			wait = min(wait, pendingCountEvery)
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -196,18 +200,18 @@ func (o *Outbox) Run(stop <-chan struct{}) {
 }
 
 // countPending sets mediagw_callback_outbox_pending, at most once per pendingCountEvery; it
-// returns when it last counted.
-func (o *Outbox) countPending(ctx context.Context, last time.Time) time.Time {
+// returns when it last counted, and whether it counted now (false: the gauge may be stale).
+func (o *Outbox) countPending(ctx context.Context, last time.Time) (time.Time, bool) {
 	t := o.Now()
 	if t.Sub(last) < pendingCountEvery {
-		return last
+		return last, false
 	}
 	n, err := o.Store.PendingEvents(ctx)
 	if err != nil {
-		return last
+		return last, false
 	}
 	metrics.SetOutboxPending(n)
-	return t
+	return t, true
 }
 
 // dispatch is the state of one Run: deliveries under way, in all, by host and by account.

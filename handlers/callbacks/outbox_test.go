@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -159,5 +161,64 @@ func TestSilentReceiverDoesNotDelayOtherAccounts(t *testing.T) {
 	}
 	if n := hanging.Load(); n > int64(DefaultPerHost) {
 		t.Fatalf("%d simultaneous attempts to one host, want at most %d", n, DefaultPerHost)
+	}
+}
+
+// TestPendingGaugeFallsToZero: mediagw_callback_outbox_pending is counted while a delivery is
+// under way (1), and counted again once the last delivery emptied the outbox, though nothing
+// else wakes the outbox for a minute.
+func TestPendingGaugeFallsToZero(t *testing.T) {
+	store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	reg := prometheus.NewPedanticRegistry()
+	if err := metrics.Register(reg, true); err != nil {
+		t.Fatal(err)
+	}
+	pending := func() float64 {
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "mediagw_callback_outbox_pending" {
+				return f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("mediagw_callback_outbox_pending is not served")
+		return 0
+	}
+	var delivered atomic.Int64
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond) // the outbox counts the pending event meanwhile
+		delivered.Add(1)
+	}))
+	defer receiver.Close()
+	key, _ := ParseSecret(NewSecret())
+	o := &Outbox{Store: store, Key: key, Client: NewClient(true), Logger: zap.NewNop()}
+	if err := o.Enqueue(context.Background(), Event{ID: "msg_gauge", TaskID: "t1", Account: "x", URL: receiver.URL, Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { o.Run(stop); close(done) }()
+	defer func() { close(stop); <-done }()
+
+	sawOne := false
+	deadline := time.Now().Add(20 * time.Second)
+	for delivered.Load() == 0 && time.Now().Before(deadline) {
+		sawOne = sawOne || pending() == 1
+		time.Sleep(10 * time.Millisecond)
+	}
+	if delivered.Load() != 1 || !sawOne {
+		t.Fatalf("delivered %d, gauge seen at 1: %v", delivered.Load(), sawOne)
+	}
+	for pending() != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := pending(); got != 0 {
+		t.Fatalf("mediagw_callback_outbox_pending = %v after the only event was delivered", got)
 	}
 }

@@ -87,6 +87,18 @@ func (e *Entry) Charged(cost int64) {
 	e.mu.Unlock()
 }
 
+// Refused notes that mediagw refused the request itself after charging it (and undid the
+// charge), before any upstream saw it: the request is not accepted, so it gets no usage record
+// and counts in mediagw_rejections_total like a refusal before the charge.
+func (e *Entry) Refused() {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.charged = false
+	e.mu.Unlock()
+}
+
 // Refunded notes a refund of cost charged for this request.
 func (e *Entry) Refunded(cost int64) {
 	if e == nil {

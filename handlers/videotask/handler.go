@@ -230,6 +230,7 @@ func (h *Handler) admit(ctx context.Context, id auth.Identity, cost int64) (acco
 	slot, err := h.Accounting.StartTask(ctx, id)
 	if err != nil {
 		charge.Refund()
+		usage.From(ctx).Refused()
 		return accounting.Slot{}, accounting.Charge{}, err
 	}
 	return slot, charge, nil

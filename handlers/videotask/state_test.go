@@ -17,6 +17,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -331,5 +332,31 @@ func TestWatcherHonoursPollLease(t *testing.T) {
 	w.poll(ctx, []string{"cgt-race"})
 	if n := u.calls.Load() - before; n != 1 {
 		t.Fatalf("after the lease was released: %d reads, want 1", n)
+	}
+}
+
+// TestActiveTaskRefusalIsNotAccepted: a create past max_active_tasks is charged, then refused
+// and refunded before any upstream call; it must end as a refusal (no usage record, counted as
+// too_many_active_tasks), not as an accepted request.
+func TestActiveTaskRefusalIsNotAccepted(t *testing.T) {
+	u := newTaskUpstream(t, "queued")
+	h, _ := accountedHandler(t, u) // one task created: its slot is held
+	quota := int64(10)
+	entry := usage.NewEntry(createPath)
+	entry.Authenticated("acme", "k1") // as mediagw_auth does
+	r := httptest.NewRequest("POST", createPath, strings.NewReader(createBody))
+	r.Header.Set("Content-Type", "application/json")
+	ctx := auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k1", Account: "acme", Limits: storage.Limits{Quota: &quota, MaxActiveTasks: 1}})
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r.WithContext(usage.WithEntry(ctx, entry)))
+	if w.Code != http.StatusTooManyRequests {
+		t.Fatalf("create past the limit: %d %s", w.Code, w.Body)
+	}
+	out := entry.Finish(w.Code, time.Now(), "", nil)
+	if out.Accepted || out.Record.Cost != 0 {
+		t.Fatalf("refused create: accepted %v, cost %d; want a refusal with nothing charged", out.Accepted, out.Record.Cost)
+	}
+	if _, quotaUsed := counters(t, h.Store); quotaUsed != 1 {
+		t.Fatalf("quota used %d; want 1 (the first task's charge only)", quotaUsed)
 	}
 }

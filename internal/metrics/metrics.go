@@ -64,11 +64,11 @@ var (
 	}, []string{"reason"})
 	quotaUsedByAccount = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mediagw_quota_used_total",
-		Help: "Quota cost charged, by account (refunds are not subtracted: see the usage records).",
+		Help: "Quota cost charged by accepted requests, by account, net of refunds made while serving them (later refunds of unsuccessful tasks are only in the usage records).",
 	}, []string{"account"})
 	quotaUsed = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "mediagw_quota_used_total",
-		Help: "Quota cost charged (refunds are not subtracted: see the usage records).",
+		Help: "Quota cost charged by accepted requests, net of refunds made while serving them (later refunds of unsuccessful tasks are only in the usage records).",
 	})
 )
 
@@ -98,6 +98,16 @@ func Register(reg prometheus.Registerer, withAccount bool) error {
 			}
 			return err
 		}
+	}
+	// Series of a known, small set of label values are served at 0 before their first event.
+	// Prometheus's rate() and increase() count only increments between two scrapes, so a series
+	// first scraped at 1 would hide its first event: a rare given_up callback or quota refusal
+	// would never show on a dashboard.
+	for _, outcome := range callbackOutcomes {
+		callbackDeliveries.WithLabelValues(outcome)
+	}
+	for _, reason := range reasons {
+		rejections.WithLabelValues(reason)
 	}
 	return nil
 }
@@ -130,10 +140,23 @@ func UpstreamDuration(provider, upstream, endpoint string, d time.Duration) {
 	}).Observe(d.Seconds())
 }
 
-// TaskCreated counts a task created upstream and recorded.
+// taskModels remembers the (provider, model) pairs whose finished series exist.
+var taskModels sync.Map // [2]string -> struct{}
+
+// terminalStatuses are the values of mediagw_tasks_finished_total's status label.
+var terminalStatuses = []string{"succeeded", "failed", "cancelled", "expired"}
+
+// TaskCreated counts a task created upstream and recorded. The model's first task also creates
+// its mediagw_tasks_finished_total series at 0, so that the first failed task (seconds later, at
+// least one scrape after) counts in rate() and increase().
 func TaskCreated(provider, model string) {
 	tasksCreated.WithLabelValues(provider, model).Inc()
 	tasksActive.WithLabelValues(provider).Inc()
+	if _, seen := taskModels.LoadOrStore([2]string{provider, model}, struct{}{}); !seen {
+		for _, status := range terminalStatuses {
+			tasksFinished.WithLabelValues(provider, model, status)
+		}
+	}
 }
 
 // TaskFinished counts a task first seen in a terminal status.
@@ -161,6 +184,9 @@ const (
 	CallbackGivenUp   = "given_up"
 	CallbackRefused   = "refused"
 )
+
+// callbackOutcomes are the values of mediagw_callback_deliveries_total's outcome label.
+var callbackOutcomes = []string{CallbackDelivered, CallbackGone, CallbackRetry, CallbackGivenUp, CallbackRefused}
 
 // CallbackDelivery counts one delivery attempt's outcome.
 func CallbackDelivery(outcome string) { callbackDeliveries.WithLabelValues(outcome).Inc() }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,4 +87,58 @@ func TestReason(t *testing.T) {
 			t.Errorf("Reason(%d, %q) = %q, want %q", c.status, c.code, got, c.want)
 		}
 	}
+}
+
+// Series whose label values are known are served at 0 before their first event, so that rate()
+// and increase() see that event (Prometheus counts increments between scrapes only).
+// (Other tests of this package share the collectors, so only the new model's values are known.)
+func TestRareSeriesStartAtZero(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	if err := Register(reg, true); err != nil {
+		t.Fatal(err)
+	}
+	served := servedSeries(t, reg)
+	for _, reason := range []string{ReasonQuota, ReasonRate, ReasonActiveTasks, ReasonModelNotAllowed, ReasonUnavailable} {
+		if _, ok := served[`mediagw_rejections_total{reason="`+reason+`"}`]; !ok {
+			t.Errorf("mediagw_rejections_total{reason=%q} is not served before the first rejection", reason)
+		}
+	}
+	for _, outcome := range []string{CallbackDelivered, CallbackGone, CallbackRetry, CallbackGivenUp, CallbackRefused} {
+		if _, ok := served[`mediagw_callback_deliveries_total{outcome="`+outcome+`"}`]; !ok {
+			t.Errorf("mediagw_callback_deliveries_total{outcome=%q} is not served before the first delivery", outcome)
+		}
+	}
+
+	TaskCreated("p-zero", "m-zero")
+	served = servedSeries(t, reg)
+	for _, status := range []string{"succeeded", "failed", "cancelled", "expired"} {
+		name := `mediagw_tasks_finished_total{model="m-zero",provider="p-zero",status="` + status + `"}`
+		if v, ok := served[name]; !ok || v != 0 {
+			t.Errorf("%s after the model's first create: served %v, value %v", name, ok, v)
+		}
+	}
+	TaskFinished("p-zero", "m-zero", "failed")
+	if got := servedSeries(t, reg)[`mediagw_tasks_finished_total{model="m-zero",provider="p-zero",status="failed"}`]; got != 1 {
+		t.Errorf("failed = %v after one failure", got)
+	}
+}
+
+// servedSeries gathers reg: the value of each series by its name and sorted labels.
+func servedSeries(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() { // sorted by name
+				labels = append(labels, l.GetName()+`="`+l.GetValue()+`"`)
+			}
+			out[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = m.GetCounter().GetValue()
+		}
+	}
+	return out
 }

@@ -18,6 +18,11 @@ const (
 	ReasonUnavailable     = "unavailable"
 )
 
+// reasons are the values of mediagw_rejections_total's reason label.
+var reasons = []string{ReasonQuota, ReasonRate, ReasonActiveTasks, ReasonModelNotAllowed, ReasonModelNotFound,
+	ReasonInvalidRequest, ReasonUnauthenticated, ReasonForbidden, ReasonTooLarge, ReasonNotFound, ReasonConflict,
+	ReasonUnavailable}
+
 // Reason names why a request was refused, from the status and error code mediagw answered it
 // with. It is "" for an answer that is not a refusal (below 400, or a server error).
 func Reason(status int, code string) string {
