@@ -11,6 +11,7 @@ package metrics
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
