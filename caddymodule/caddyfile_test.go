@@ -90,6 +90,8 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"redis without url", "{\n mediagw {\n  storage redis\n }\n}", `wrong argument count`},
 		{"redis unknown option", "{\n mediagw {\n  storage redis redis://h {\n   colour blue\n  }\n }\n}", `unknown storage redis option "colour"`},
 		{"redis key_prefix twice", "{\n mediagw {\n  storage redis redis://h {\n   key_prefix a\n   key_prefix b\n  }\n }\n}", `key_prefix given twice`},
+		{"redis tls_client_cert without key", "{\n mediagw {\n  storage redis rediss://h {\n   tls_client_cert c.pem\n  }\n }\n}", `tls_client_cert needs a certificate file and a key file`},
+		{"redis tls_ca twice", "{\n mediagw {\n  storage redis rediss://h {\n   tls_ca a.pem\n   tls_ca b.pem\n  }\n }\n}", `tls_ca given twice`},
 		{"bad retention", "{\n mediagw {\n  task_retention soon\n }\n}", `invalid duration`},
 		{"upstream beside base_url", "{\n mediagw {\n  provider p {\n   base_url http://a\n   upstream u {\n    base_url http://b\n   }\n  }\n }\n}", `inside each upstream block`},
 		{"upstream without base_url", "{\n mediagw {\n  provider p {\n   upstream u {\n    api_key k\n   }\n  }\n }\n}", `upstream "u": base_url is required`},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"net/url"
@@ -37,12 +38,19 @@ func init() {
 //
 // Standalone servers (redis://, rediss:// for TLS, user and password in the URL), Sentinel
 // (`?master_set=<name>` with the sentinels' addresses) and Cluster (detected by itself; more seed
-// addresses with `&addr=host:port`) are supported by the client (github.com/redis/rueidis).
+// addresses with `?addr=host:port`) are supported and tested against real servers. In a Cluster
+// every key of one gateway is in one hash slot (the key prefix is a hash tag), so a Cluster gives
+// one gateway availability, not sharding.
 //
 // Caddyfile:
 //
 //	storage redis <url> {
-//		key_prefix <prefix>
+//		key_prefix        <prefix>
+//		tls_ca            <pem-file>
+//		tls_client_cert   <cert-file> <key-file>
+//		tls_server_name   <name>
+//		sentinel_username <user>
+//		sentinel_password <password>
 //	}
 type RedisStorage struct {
 	// URL of the server, for example `redis://:{env.REDIS_PASSWORD}@10.0.0.5:6379/0` or
@@ -54,8 +62,30 @@ type RedisStorage struct {
 	// programs) share one Redis without seeing each other's state. Every instance of one gateway
 	// must use the same prefix. Default: `mediagw`.
 	KeyPrefix string `json:"key_prefix,omitempty"`
+	// TLSCAFile is a PEM file of the certificate authorities that signed the server's
+	// certificate (a private CA), trusted instead of the system's. Only with rediss://.
+	// Default: the system's CAs.
+	TLSCAFile string `json:"tls_ca_file,omitempty"`
+	// TLSClientCertFile and TLSClientKeyFile are a PEM certificate and key the gateway shows the
+	// server, for servers that require client certificates (tls-auth-clients yes). Only with
+	// rediss://; both or neither.
+	TLSClientCertFile string `json:"tls_client_cert_file,omitempty"`
+	TLSClientKeyFile  string `json:"tls_client_key_file,omitempty"`
+	// TLSServerName is the name the server's certificate must carry, when it is not the URL's
+	// host (for example when the URL names an IP address, or Sentinel or a Cluster answers with
+	// addresses the certificate does not name). Default: the URL's host.
+	TLSServerName string `json:"tls_server_name,omitempty"`
+	// SentinelUsername and SentinelPassword authenticate to the sentinels of a
+	// `?master_set=` URL, when they require it; the URL's own user and password are the master's.
+	// Write the password as `{env.*}` or `{file.*}`.
+	SentinelUsername string `json:"sentinel_username,omitempty"`
+	SentinelPassword string `json:"sentinel_password,omitempty"`
 
-	url string // URL with its placeholders expanded
+	url              string      // URL with its placeholders expanded
+	sentinelUser     string      // SentinelUsername, expanded
+	sentinelPassword string      // SentinelPassword, expanded
+	tls              *tls.Config // from the TLS files; nil without them
+	tlsDigest        string      // SHA-256 of the TLS files' contents
 }
 
 // CaddyModule returns the Caddy module information.
@@ -66,11 +96,15 @@ func (RedisStorage) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision expands the URL's placeholders.
+// Provision expands the placeholders of the URL and the other settings and reads the TLS files.
 func (s *RedisStorage) Provision(caddy.Context) error {
 	repl := caddy.NewReplacer()
 	s.url = repl.ReplaceKnown(s.URL, "")
-	return nil
+	s.sentinelUser = repl.ReplaceKnown(s.SentinelUsername, "")
+	s.sentinelPassword = repl.ReplaceKnown(s.SentinelPassword, "")
+	var err error
+	s.tls, s.tlsDigest, err = s.loadTLS(repl)
+	return err
 }
 
 // Validate checks the URL's form (without showing its password).
@@ -87,6 +121,17 @@ func (s *RedisStorage) Validate() error {
 	default:
 		return fmt.Errorf("redis storage: unsupported url scheme %q (use redis://, rediss:// or unix://)", u.Scheme)
 	}
+	q := u.Query()
+	if q.Has("skip_verify") {
+		return fmt.Errorf("redis storage: skip_verify turns off the check of the server's certificate; give the CA that signed it with tls_ca instead")
+	}
+	tlsScheme := u.Scheme == "rediss" || u.Scheme == "valkeys"
+	if !tlsScheme && (s.TLSCAFile != "" || s.TLSClientCertFile != "" || s.TLSServerName != "") {
+		return fmt.Errorf("redis storage: tls_ca, tls_client_cert and tls_server_name need a rediss:// url")
+	}
+	if q.Get("master_set") == "" && (s.SentinelUsername != "" || s.SentinelPassword != "") {
+		return fmt.Errorf("redis storage: sentinel_username and sentinel_password need a url with ?master_set=<name>")
+	}
 	if strings.ContainsAny(s.KeyPrefix, "{} \t\n") {
 		return fmt.Errorf("redis storage: key_prefix must not contain braces or white space")
 	}
@@ -102,9 +147,17 @@ var identitySalt = func() []byte {
 }()
 
 // StoreIdentity is the server (without its password), the key prefix, and a salted hash of the
-// whole URL, so that a changed password opens a new client.
+// whole URL and the other connection settings, so that a changed password, or a replaced CA or
+// client certificate, opens a new client on a reload.
 func (s *RedisStorage) StoreIdentity() (string, error) {
-	sum := sha256.Sum256(append(append([]byte{}, identitySalt...), s.url...))
+	h := sha256.New()
+	for _, part := range []string{string(identitySalt), s.url, s.TLSCAFile, s.TLSClientCertFile, s.TLSClientKeyFile,
+		s.tlsDigest, s.TLSServerName, s.sentinelUser, s.sentinelPassword} {
+		// Each part is followed by its length, so that no two settings give one input. Writes
+		// to a hash never fail.
+		fmt.Fprintf(h, "%s\x00%d\x00", part, len(part))
+	}
+	sum := h.Sum(nil)
 	prefix := s.KeyPrefix
 	if prefix == "" {
 		prefix = storage.DefaultRedisKeyPrefix
@@ -119,13 +172,25 @@ const redisConnectTimeout = 10 * time.Second
 func (s *RedisStorage) OpenStore(logger *zap.Logger) (storage.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), redisConnectTimeout)
 	defer cancel()
-	return storage.OpenRedis(ctx, storage.RedisOptions{URL: s.url, KeyPrefix: s.KeyPrefix, Logger: logger})
+	return storage.OpenRedis(ctx, storage.RedisOptions{
+		URL:              s.url,
+		KeyPrefix:        s.KeyPrefix,
+		Logger:           logger,
+		TLS:              s.tls,
+		SentinelUsername: s.sentinelUser,
+		SentinelPassword: s.sentinelPassword,
+	})
 }
 
 // UnmarshalCaddyfile sets up the backend from Caddyfile tokens. Syntax:
 //
 //	storage redis <url> {
-//		key_prefix <prefix>
+//		key_prefix        <prefix>
+//		tls_ca            <pem-file>
+//		tls_client_cert   <cert-file> <key-file>
+//		tls_server_name   <name>
+//		sentinel_username <user>
+//		sentinel_password <password>
 //	}
 func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the backend name
@@ -136,21 +201,48 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
+	// one reads the single value of a subdirective that may be given once.
+	one := func(dst *string) error {
+		name := d.Val()
+		if *dst != "" {
+			return d.Errf("%s given twice", name)
+		}
+		if !d.NextArg() {
+			return d.ArgErr()
+		}
+		*dst = d.Val()
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+		return nil
+	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
 		switch d.Val() {
 		case "key_prefix":
-			if s.KeyPrefix != "" {
-				return d.Err("key_prefix given twice")
+			err = one(&s.KeyPrefix)
+		case "tls_ca":
+			err = one(&s.TLSCAFile)
+		case "tls_server_name":
+			err = one(&s.TLSServerName)
+		case "sentinel_username":
+			err = one(&s.SentinelUsername)
+		case "sentinel_password":
+			err = one(&s.SentinelPassword)
+		case "tls_client_cert":
+			if s.TLSClientCertFile != "" {
+				return d.Err("tls_client_cert given twice")
 			}
-			if !d.NextArg() {
-				return d.ArgErr()
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.Err("tls_client_cert needs a certificate file and a key file")
 			}
-			s.KeyPrefix = d.Val()
-			if d.NextArg() {
-				return d.ArgErr()
-			}
+			s.TLSClientCertFile, s.TLSClientKeyFile = args[0], args[1]
 		default:
 			return d.Errf("unknown storage redis option %q", d.Val())
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

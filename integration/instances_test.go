@@ -21,6 +21,7 @@ const instanceCaddyfile = `{
 	mediagw {
 		storage redis %[2]s {
 			key_prefix %[3]s
+			%[7]s
 		}
 		provider sim {
 			base_url http://127.0.0.1:%[4]d/api/v3
@@ -95,6 +96,11 @@ type clusterOptions struct {
 	queuedFor, runningFor string
 	// watchInterval is the watcher's interval (default 1s).
 	watchInterval string
+	// redisURL, when set, is the URL the instances connect to, and no redis-server is started
+	// for them (cluster.redis is nil).
+	redisURL string
+	// storageOptions are more lines of the storage redis block (tls_ca …).
+	storageOptions string
 }
 
 func startCluster(t *testing.T, n int, o clusterOptions) *cluster {
@@ -108,13 +114,18 @@ func startCluster(t *testing.T, n int, o clusterOptions) *cluster {
 	if o.watchInterval == "" {
 		o.watchInterval = "1s"
 	}
-	c := &cluster{redis: testredis.Start(t, testredis.Options{})}
+	c := &cluster{}
+	redisURL := o.redisURL
+	if redisURL == "" {
+		c.redis = testredis.Start(t, testredis.Options{})
+		redisURL = c.redis.URL()
+	}
 	simPort := freePort(t)
 	startCaddyProcess(t, fmt.Sprintf(instanceSimulatorCaddyfile, simPort, o.queuedFor, o.runningFor), fmt.Sprintf("http://127.0.0.1:%d/", simPort))
 	prefix := "mg-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	for i := range n {
 		adminPort, port := freePort(t), freePort(t)
-		cfg := fmt.Sprintf(instanceCaddyfile, adminPort, c.redis.URL(), prefix, simPort, o.watchInterval, port)
+		cfg := fmt.Sprintf(instanceCaddyfile, adminPort, redisURL, prefix, simPort, o.watchInterval, port, o.storageOptions)
 		in := &instance{
 			name:  string(rune('A' + i)),
 			base:  fmt.Sprintf("http://127.0.0.1:%d", port),

@@ -2,8 +2,10 @@ package storage
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +33,37 @@ type RedisOptions struct {
 	// CacheSize bounds the client-side cache of key and account records, per connection, in
 	// bytes. Default: 16 MiB.
 	CacheSize int
+	// TLS configures the connections of a rediss:// URL (to the sentinels too): the CAs to
+	// trust, a client certificate, the server name. Its ServerName defaults to the URL's host.
+	// Nil: the system's CAs. It is an error with a redis:// URL.
+	TLS *tls.Config
+	// SentinelUsername and SentinelPassword authenticate to the sentinels of a ?master_set= URL;
+	// the URL's own user and password are the master's (and its replicas').
+	SentinelUsername, SentinelPassword string
 }
+
+// RedisACLCommands are the commands the store runs, directly or from its scripts, in the form
+// of ACL SETUSER rules: the least an ACL user of the gateway needs, besides the pattern of its
+// keys (~{<key_prefix>}:*). A Cluster also needs +cluster|slots (which the client asks below
+// Redis 8) and +cluster|shards (from Redis 8 on). The tests run
+// the conformance suite as a user with exactly these rules, so a new command fails them until it
+// is added here.
+//
+// `+config|get` is not among them: it lets the gateway check the persistence settings on start,
+// but also read every other setting, passwords included. Without it the gateway logs a warning
+// that it could not check them.
+const RedisACLCommands = "+hello +auth +ping +select +client|setname +client|tracking +client|caching " +
+	"+multi +exec +pttl +evalsha +eval +exists +get +set +incr +incrby +del +type " +
+	"+hget +hmget +hset +hdel +sadd +srem +smembers +sscan " +
+	"+zadd +zrem +zcard +zrange +zrangebyscore +zrevrangebyscore +zremrangebyscore " +
+	"+pexpire +pexpireat"
+
+// redisDialTimeout bounds each connection attempt, to a sentinel too.
+const redisDialTimeout = 5 * time.Second
+
+// sentinelRefresh is how often the client asks the sentinels who the master is, besides
+// following their +switch-master messages (one missed message must not pin the old master).
+const sentinelRefresh = 5 * time.Second
 
 // Redis is the Store for several gateway processes sharing one Redis (or Valkey) server: task
 // ownership, quotas, rate windows, active-task counters, idempotency records, the callback
@@ -71,13 +103,43 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	if o.CacheSize <= 0 {
 		o.CacheSize = 16 << 20
 	}
+	if o.TLS != nil {
+		if opt.TLSConfig == nil {
+			return nil, fmt.Errorf("redis store: TLS settings need a rediss:// URL, not %s", RedactURL(o.URL))
+		}
+		tlsConfig := o.TLS.Clone()
+		if tlsConfig.ServerName == "" {
+			tlsConfig.ServerName = opt.TLSConfig.ServerName
+		}
+		tlsConfig.MinVersion = max(tlsConfig.MinVersion, tls.VersionTLS12)
+		tlsConfig.InsecureSkipVerify = tlsConfig.InsecureSkipVerify || opt.TLSConfig.InsecureSkipVerify
+		opt.TLSConfig = tlsConfig
+	}
+	if opt.Dialer.Timeout == 0 {
+		opt.Dialer.Timeout = redisDialTimeout
+	}
+	if opt.Sentinel.MasterSet != "" {
+		// The sentinels are reached as the master is: same dialer and TLS, their own
+		// credentials.
+		opt.Sentinel.Dialer = opt.Dialer
+		opt.Sentinel.TLSConfig = opt.TLSConfig
+		opt.Sentinel.Username, opt.Sentinel.Password = o.SentinelUsername, o.SentinelPassword
+		opt.Sentinel.ClientName = "mediagw"
+		opt.Sentinel.TopologyRefreshInterval = sentinelRefresh
+	} else if o.SentinelUsername != "" || o.SentinelPassword != "" {
+		return nil, fmt.Errorf("redis store: sentinel credentials need a URL with ?master_set=<name>")
+	}
 	opt.CacheSizeEachConn = o.CacheSize
 	if opt.ClientName == "" {
 		opt.ClientName = "mediagw"
 	}
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, fmt.Errorf("redis store: connecting to %s: %w", RedactURL(o.URL), err)
+		msg := redactURLError(err, o.URL)
+		if o.SentinelPassword != "" {
+			msg = strings.ReplaceAll(msg, o.SentinelPassword, "xxxxx")
+		}
+		return nil, fmt.Errorf("redis store: connecting to %s: %s", RedactURL(o.URL), msg)
 	}
 	prefix := o.KeyPrefix
 	if prefix == "" {
@@ -116,11 +178,23 @@ func redactURLError(err error, raw string) string {
 	return msg
 }
 
-// checkPersistence reads appendonly and appendfsync and warns when an acknowledged write could
-// be lost by a restart of the server.
+// checkPersistence reads appendonly and appendfsync on every node the client writes to (each
+// master of a Cluster) and warns when an acknowledged write could be lost by a restart of one.
 func (r *Redis) checkPersistence(ctx context.Context) {
+	nodes := r.client.Nodes()
+	addrs := make([]string, 0, len(nodes))
+	for addr := range nodes {
+		addrs = append(addrs, addr)
+	}
+	sort.Strings(addrs)
+	for _, addr := range addrs {
+		checkNodePersistence(ctx, nodes[addr], r.logger.With(zap.String("redis_node", addr)))
+	}
+}
+
+func checkNodePersistence(ctx context.Context, node rueidis.Client, logger *zap.Logger) {
 	get := func(name string) (string, error) {
-		m, err := r.client.Do(ctx, r.client.B().ConfigGet().Parameter(name).Build()).AsStrMap()
+		m, err := node.Do(ctx, node.B().ConfigGet().Parameter(name).Build()).AsStrMap()
 		if err != nil {
 			return "", err
 		}
@@ -128,17 +202,17 @@ func (r *Redis) checkPersistence(ctx context.Context) {
 	}
 	aof, err := get("appendonly")
 	if err != nil {
-		r.logger.Warn("could not read the redis persistence settings (CONFIG GET refused?): make sure the server runs with appendonly yes and appendfsync always, or acknowledged tasks can be lost when it restarts",
+		logger.Warn("could not read the redis persistence settings (CONFIG GET refused?): make sure the server runs with appendonly yes and appendfsync always, or acknowledged tasks can be lost when it restarts",
 			zap.Error(err))
 		return
 	}
 	fsync, err := get("appendfsync")
 	if err != nil {
-		r.logger.Warn("could not read appendfsync", zap.Error(err))
+		logger.Warn("could not read appendfsync", zap.Error(err))
 		return
 	}
 	if aof != "yes" || fsync != "always" {
-		r.logger.Warn("redis persistence can lose acknowledged tasks: set appendonly yes and appendfsync always on the server",
+		logger.Warn("redis persistence can lose acknowledged tasks: set appendonly yes and appendfsync always on the server",
 			zap.String("appendonly", aof), zap.String("appendfsync", fsync))
 	}
 }

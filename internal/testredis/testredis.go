@@ -6,6 +6,7 @@ package testredis
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -115,6 +116,13 @@ type Options struct {
 	Fsync string
 	// NoAOF turns the append-only file off (appendonly no).
 	NoAOF bool
+	// TLS, when set, makes the server listen with TLS only (--port 0, --tls-port), with the
+	// certificate and key of TLS; a client certificate is optional.
+	TLS *TLS
+	// Args are more command-line options (for example "--cluster-enabled", "yes").
+	Args []string
+	// Sentinel, when set, starts a sentinel (redis-server --sentinel) instead of a data server.
+	Sentinel *SentinelOptions
 }
 
 // Start starts a redis-server on a free loopback port in a fresh temporary directory. It stops
@@ -127,12 +135,17 @@ func Start(tb TB, opts Options) *Server {
 	return s
 }
 
-// URL is a redis:// URL of the server, with its password when it has one.
+// URL is a redis:// URL of the server (rediss:// when it has TLS), with its password when it
+// has one.
 func (s *Server) URL() string {
-	if s.Password != "" {
-		return "redis://:" + s.Password + "@" + s.Addr
+	scheme := "redis://"
+	if s.opts.TLS != nil {
+		scheme = "rediss://"
 	}
-	return "redis://" + s.Addr
+	if s.Password != "" {
+		return scheme + ":" + s.Password + "@" + s.Addr
+	}
+	return scheme + s.Addr
 }
 
 func (s *Server) start(opts Options) {
@@ -141,29 +154,13 @@ func (s *Server) start(opts Options) {
 	if err != nil {
 		s.tb.Fatalf("redis-server: %v", err)
 	}
-	fsync := opts.Fsync
-	if fsync == "" {
-		fsync = "always"
-	}
-	aof := "yes"
-	if opts.NoAOF {
-		aof = "no"
-	}
+	// The options are kept first: ping reads them (TLS).
+	s.opts = opts
 	port := s.port()
 	s.Addr = fmt.Sprintf("127.0.0.1:%d", port)
-	args := []string{
-		"--port", fmt.Sprint(port),
-		"--bind", "127.0.0.1",
-		"--dir", s.Dir,
-		"--save", "",
-		"--appendonly", aof,
-		"--appendfsync", fsync,
-		"--daemonize", "no",
-		"--protected-mode", "yes",
-		"--logfile", "",
-	}
-	if opts.Password != "" {
-		args = append(args, "--requirepass", opts.Password)
+	args, err := s.args(port)
+	if err != nil {
+		s.tb.Fatalf("redis-server options: %v", err)
 	}
 	s.log = filepath.Join(s.Dir, "redis.log")
 	logFile, err := os.OpenFile(s.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -194,7 +191,53 @@ func (s *Server) start(opts Options) {
 		}
 		s.tb.Fatalf("redis-server did not start on %s: %v\n%s", s.Addr, err, tail(out))
 	}
-	s.opts = opts
+}
+
+// args are the command-line options of a data server or of a sentinel.
+func (s *Server) args(port int) ([]string, error) {
+	opts := s.opts
+	if opts.Sentinel != nil {
+		conf, err := opts.Sentinel.writeConfig(s.Dir, port, opts.TLS)
+		if err != nil {
+			return nil, err
+		}
+		return []string{conf, "--sentinel"}, nil
+	}
+	fsync := opts.Fsync
+	if fsync == "" {
+		fsync = "always"
+	}
+	aof := "yes"
+	if opts.NoAOF {
+		aof = "no"
+	}
+	plainPort := fmt.Sprint(port)
+	if opts.TLS != nil {
+		plainPort = "0"
+	}
+	args := []string{
+		"--port", plainPort,
+		"--bind", "127.0.0.1",
+		"--dir", s.Dir,
+		"--save", "",
+		"--appendonly", aof,
+		"--appendfsync", fsync,
+		"--daemonize", "no",
+		"--protected-mode", "yes",
+		"--logfile", "",
+	}
+	if opts.TLS != nil {
+		args = append(args,
+			"--tls-port", fmt.Sprint(port),
+			"--tls-cert-file", opts.TLS.CertFile,
+			"--tls-key-file", opts.TLS.KeyFile,
+			"--tls-ca-cert-file", opts.TLS.CAFile,
+			"--tls-auth-clients", "optional")
+	}
+	if opts.Password != "" {
+		args = append(args, "--requirepass", opts.Password)
+	}
+	return append(args, opts.Args...), nil
 }
 
 // port keeps the old port on a restart, so clients reconnect to the same address.
@@ -205,9 +248,14 @@ func (s *Server) port() int {
 			return port
 		}
 	}
+	return freePort(s.tb)
+}
+
+// freePort is a loopback port that was free a moment ago.
+func freePort(tb TB) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		s.tb.Fatalf("free port: %v", err)
+		tb.Fatalf("free port: %v", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
@@ -234,7 +282,7 @@ func (s *Server) waitReady(timeout time.Duration) error {
 }
 
 func (s *Server) ping() error {
-	conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	conn, err := s.dial(time.Second)
 	if err != nil {
 		return err
 	}
@@ -263,6 +311,19 @@ func (s *Server) ping() error {
 		return fmt.Errorf("ping: %q", strings.TrimSpace(line))
 	}
 	return nil
+}
+
+// dial connects to the server, with TLS when it has TLS.
+func (s *Server) dial(timeout time.Duration) (net.Conn, error) {
+	d := &net.Dialer{Timeout: timeout}
+	if s.opts.TLS != nil {
+		config, err := s.opts.TLS.adminConfig()
+		if err != nil {
+			return nil, err
+		}
+		return tls.DialWithDialer(d, "tcp", s.Addr, config)
+	}
+	return d.Dial("tcp", s.Addr)
 }
 
 // Stop stops the server with SIGTERM (which lets it finish writing the AOF), or SIGKILL when it
