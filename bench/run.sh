@@ -18,8 +18,8 @@ DURATION=${DURATION:-10s}
 CONNS=${CONNS:-32}
 ONLY=${ONLY:-}
 PROFILE=${PROFILE:-}
-if ! command -v wrk >/dev/null 2>&1; then
-	apt-get update -qq && apt-get install -y -qq wrk >/dev/null
+if ! command -v wrk >/dev/null 2>&1 || ! command -v jq >/dev/null 2>&1; then
+	apt-get update -qq && apt-get install -y -qq wrk jq >/dev/null
 fi
 ./xcaddy.sh
 go build -o bench/rss/rss ./bench/rss
