@@ -58,8 +58,11 @@ type App struct {
 	// Callbacks configures signed deliveries to the callback_url of video tasks.
 	Callbacks *CallbacksConfig `json:"callbacks,omitempty"`
 
-	// TaskRetention is how long task ownership records are kept after a task was created.
-	// Default: 7 days, like the upstream.
+	// TaskRetention is how long task ownership records are kept after the task finished (an
+	// unfinished task's record is kept until it finishes, at most 72 hours, the longest
+	// execution_expires_after, plus the retention after its creation). Records of other
+	// upstream objects are kept this long after their creation. Default: 7 days, like the
+	// upstream.
 	TaskRetention caddy.Duration `json:"task_retention,omitempty"`
 
 	// NoAccountMetrics drops the account label of mediagw_quota_used_total, for gateways with

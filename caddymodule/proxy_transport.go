@@ -33,6 +33,9 @@ func init() {
 // answer is passed on. The proxy retries only as often as lb_retries (or lb_try_duration)
 // allows, so set it to at least the number of upstreams less one.
 //
+// A non-2xx JSON answer (at most 64 KiB) has credential-like tokens in its string values
+// redacted, as providers quote a masked form of the operator's key when they refuse it.
+//
 // When the provider maps the model (model_map), answers are rewritten to show the client's
 // model id: a JSON answer's top-level "model" and that of each JSON event of an event stream.
 //
@@ -112,6 +115,9 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		u.Failed(fmt.Sprintf("HTTP %d", resp.StatusCode), 0)
 	default:
 		u.Succeeded()
+	}
+	if resp.StatusCode >= 300 {
+		redactErrorAnswer(resp)
 	}
 	if d.UpstreamModel != d.Model {
 		showClientModel(resp, d.Model)

@@ -11,6 +11,7 @@ import (
 
 func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 	task.Version = 1
+	task.markFinished(time.Now())
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		if _, err := txn.Get([]byte(prefixTask + task.ID)); err == nil {
 			return ErrExists
@@ -38,6 +39,7 @@ func (b *Badger) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 		// Ownership and the list position never change.
 		task.Account, task.Kind, task.CreatedAt = cur.Account, cur.Kind, cur.CreatedAt
 		task.Version = want + 1
+		task.markFinished(time.Now())
 		return putTask(txn, task)
 	})
 	if err != nil {
@@ -150,6 +152,22 @@ func (b *Badger) RelayTask(_ context.Context, tokenHash string) (string, error) 
 		return err
 	})
 	return string(id), err
+}
+
+// TaskExpiresAt returns when the record of a task id expires (for the conformance suite).
+func (b *Badger) TaskExpiresAt(_ context.Context, id string) (time.Time, error) {
+	var at uint64
+	err := b.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(prefixTask + id))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		at = item.ExpiresAt()
+		return nil
+	})
+	return time.Unix(int64(at), 0), err
 }
 
 // taskIndexKey orders one account's tasks by creation time.

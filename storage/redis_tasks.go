@@ -39,6 +39,7 @@ func flag(b bool) string {
 
 func (r *Redis) CreateTask(ctx context.Context, task Task) (Task, error) {
 	task.Version = 1
+	task.markFinished(r.now())
 	js, err := json.Marshal(task)
 	if err != nil {
 		return Task{}, err
@@ -74,6 +75,7 @@ func decodeTask(v int64, js []byte) (Task, error) {
 
 func (r *Redis) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 	want := task.Version
+	task.markFinished(r.now())
 	// Two rounds at most: the second after taking the stored account, kind and creation time,
 	// which never change.
 	for range 2 {
@@ -268,6 +270,18 @@ func (r *Redis) UnfinishedTasks(ctx context.Context, fn func(id string) bool) er
 			return nil
 		}
 	}
+}
+
+// TaskExpiresAt returns when the record of a task id expires (for the conformance suite).
+func (r *Redis) TaskExpiresAt(ctx context.Context, id string) (time.Time, error) {
+	ms, err := r.client.Do(ctx, r.client.B().Pttl().Key(r.key("t:", id)).Build()).AsInt64()
+	if err != nil {
+		return time.Time{}, err
+	}
+	if ms < 0 {
+		return time.Time{}, ErrNotFound
+	}
+	return r.now().Add(time.Duration(ms) * time.Millisecond), nil
 }
 
 func (r *Redis) SetRelayToken(ctx context.Context, tokenHash, taskID string, ttl time.Duration) error {

@@ -13,6 +13,12 @@ import (
 // seven days for which the upstream keeps a task.
 const DefaultTaskRetention = 7 * 24 * time.Hour
 
+// MaxTaskRun bounds how long an upstream task runs unfinished: the largest
+// execution_expires_after of the task API (72 hours), after which the upstream expires it. An
+// unfinished task's record is kept this long past its creation, plus the retention (see
+// Task.Expiry).
+const MaxTaskRun = 259200 * time.Second
+
 // Task kinds: the task families whose ownership mediagw records.
 const (
 	KindVideo = "video"
@@ -116,9 +122,13 @@ type Task struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// RefreshedAt is when the status was last read from the upstream (Unix nanoseconds).
 	RefreshedAt int64 `json:"refreshed_at,omitempty"`
-	// ExpiresAt is when the record is deleted (Unix seconds). Zero means DefaultTaskRetention
-	// after CreatedAt. Writes never set less than a minute.
+	// ExpiresAt is CreatedAt plus the record's retention (Unix seconds); zero means
+	// DefaultTaskRetention. The retention counts from the task's finish: see Expiry. Writes never
+	// set less than a minute.
 	ExpiresAt int64 `json:"expires_at,omitempty"`
+	// FinishedAt is when the record was first stored finished (not Unfinished), in Unix seconds.
+	// The store sets it; the retention counts from it.
+	FinishedAt int64 `json:"finished_at,omitempty"`
 	// Active is true when the task holds one of its key's active-task slots, which it gives back
 	// when it finishes (then Finished is set).
 	Active bool `json:"active,omitempty"`
@@ -191,11 +201,33 @@ func Terminal(status string) bool {
 	return false
 }
 
-// Expiry is when the record is to be deleted: ExpiresAt, or DefaultTaskRetention after
-// CreatedAt.
+// Expiry is when the record is to be deleted. The retention is ExpiresAt − CreatedAt
+// (DefaultTaskRetention when ExpiresAt is zero) and counts from the task's finish, so that a task
+// running past it keeps its record, its active slot and its refund:
+//   - an unfinished task's record is kept until CreatedAt + MaxTaskRun + retention, a bound for a
+//     task nobody ever sees finish;
+//   - a finished task's record (and the record of any other kind of object, which is finished
+//     when it is created) is kept until FinishedAt + retention;
+//   - a finished record written before FinishedAt existed expires at ExpiresAt.
 func (t Task) Expiry() time.Time {
+	created := time.Unix(t.CreatedAt, 0)
+	retention := DefaultTaskRetention
 	if t.ExpiresAt != 0 {
-		return time.Unix(t.ExpiresAt, 0)
+		retention = time.Duration(t.ExpiresAt-t.CreatedAt) * time.Second
 	}
-	return time.Unix(t.CreatedAt, 0).Add(DefaultTaskRetention)
+	switch {
+	case t.Unfinished():
+		return created.Add(MaxTaskRun + retention)
+	case t.FinishedAt != 0:
+		return time.Unix(t.FinishedAt, 0).Add(retention)
+	}
+	return created.Add(retention)
+}
+
+// markFinished sets FinishedAt on the first write of a record that is not Unfinished. Every
+// backend calls it on every write, before computing the record's Expiry.
+func (t *Task) markFinished(now time.Time) {
+	if t.FinishedAt == 0 && !t.Unfinished() {
+		t.FinishedAt = now.Unix()
+	}
 }

@@ -33,6 +33,25 @@ func CheckURL(raw string) error {
 	return nil
 }
 
+// CheckPassThroughURL checks a media URL in a pass-through body (a chat image, a document
+// source): inline data (data:) is accepted there, as the protocols define it; any other URL must
+// be an absolute http(s) URL of a public host without credentials, as for CheckMediaURL, since
+// the provider (possibly a model server in the operator's own network) fetches it. Signed URLs
+// are accepted: a signed download URL is a usual way to share a private file with a model.
+func CheckPassThroughURL(raw string) error {
+	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(raw)), "data:") {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return fmt.Errorf("must be inline data (data:) or an absolute http(s) URL")
+	}
+	if u.User != nil {
+		return fmt.Errorf("must not carry credentials")
+	}
+	return checkPublicHost(u)
+}
+
 // CheckMediaURL is CheckURL for a reference image, video or audio: the host must also be public,
 // not an IP address of a loopback, private or special-purpose range, nor a local name, since the
 // model's network must be able to fetch it. The host is read as browsers and inet_aton read it
@@ -47,6 +66,11 @@ func CheckMediaURL(raw string) error {
 	if err != nil {
 		return fmt.Errorf("must be an absolute http(s) URL")
 	}
+	return checkPublicHost(u)
+}
+
+// checkPublicHost refuses a URL whose host is not public.
+func checkPublicHost(u *url.URL) error {
 	host, err := publicnet.ParseHost(withoutPort(u.Host))
 	if err != nil {
 		return fmt.Errorf("must be a public URL: %v", err)

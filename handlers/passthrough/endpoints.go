@@ -35,24 +35,26 @@ type Endpoint struct {
 	// takes JSON only, so that an upstream reading the body as JSON whatever its Content-Type
 	// cannot see bytes the gateway skipped as a multipart preamble.
 	Multipart bool
+	// nested finds references to upstream objects deeper in a JSON body (see refs.go).
+	nested *bodyRefs
 }
 
 // Capabilities are the pass-through endpoints of spec §4.6, with the streaming variant of
 // generateContent, followed by the calls on upstream objects that the caller's account owns.
 var Capabilities = []Endpoint{
-	{Method: http.MethodPost, Path: "/v1/chat/completions"},
-	{Method: http.MethodPost, Path: "/v1/responses", Creates: KindResponse, Refs: map[string]string{"previous_response_id": KindResponse}},
-	{Method: http.MethodPost, Path: "/v1/messages"},
-	{Method: http.MethodPost, Path: "/v1beta/models/{model}:generateContent"},
-	{Method: http.MethodPost, Path: "/v1beta/models/{model}:streamGenerateContent"},
-	{Method: http.MethodPost, Path: "/v1/images/generations", Creates: storage.KindImage},
-	{Method: http.MethodPost, Path: "/v1/video/generations", Creates: KindVideoGeneration},
-	{Method: http.MethodPost, Path: "/v1/videos", Creates: KindVideo, Multipart: true},
+	{Method: http.MethodPost, Path: "/v1/chat/completions", nested: chatRefs},
+	{Method: http.MethodPost, Path: "/v1/responses", Creates: KindResponse, Refs: map[string]string{"previous_response_id": KindResponse}, nested: responsesRefs},
+	{Method: http.MethodPost, Path: "/v1/messages", nested: messagesRefs},
+	{Method: http.MethodPost, Path: "/v1beta/models/{model}:generateContent", nested: geminiRefs},
+	{Method: http.MethodPost, Path: "/v1beta/models/{model}:streamGenerateContent", nested: geminiRefs},
+	{Method: http.MethodPost, Path: "/v1/images/generations", Creates: storage.KindImage, nested: fileRefs},
+	{Method: http.MethodPost, Path: "/v1/video/generations", Creates: KindVideoGeneration, nested: fileRefs},
+	{Method: http.MethodPost, Path: "/v1/videos", Creates: KindVideo, Multipart: true, nested: fileRefs},
 	{Method: http.MethodPost, Path: "/v1/audio/transcriptions", Multipart: true},
 	{Method: http.MethodPost, Path: "/v1/audio/translations", Multipart: true},
-	{Method: http.MethodPost, Path: "/v1/audio/speech"},
-	{Method: http.MethodPost, Path: "/v1/embeddings"},
-	{Method: http.MethodPost, Path: "/v1/rerank"},
+	{Method: http.MethodPost, Path: "/v1/audio/speech", nested: fileRefs},
+	{Method: http.MethodPost, Path: "/v1/embeddings", nested: fileRefs},
+	{Method: http.MethodPost, Path: "/v1/rerank", nested: fileRefs},
 
 	{Method: http.MethodGet, Path: "/v1/responses/{id}", Object: KindResponse},
 	{Method: http.MethodDelete, Path: "/v1/responses/{id}", Object: KindResponse},

@@ -27,7 +27,8 @@ func multipartError(msg string) *apierror.Error {
 // multipartModel reads the whole multipart body through a spool (memory up to SpoolMemory, then a
 // temporary file, at most MaxSpool in all), checks every part's name, and replays exactly what it
 // read. The body must have exactly one part named model, spelled so; a part whose name reads as
-// model to a lenient parser (another case, name*, escapes) is refused, as is a second model part.
+// model to a lenient parser (another case, name*, escapes) is refused, as is a second model part,
+// and so is a part header folded onto a second line (see foldCheck).
 func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundary string, route *Route) (string, error) {
 	sp := &spool{memLimit: rt.SpoolMemory, maxSize: rt.MaxSpool, dir: rt.TempDir}
 	if sp.memLimit <= 0 {
@@ -40,7 +41,8 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundar
 	route.Done = func() { sp.Close() }
 	// Nothing may come before the first boundary: a multipart parser skips such a preamble, and
 	// an upstream that reads the body some other way would see bytes nobody checked.
-	read := io.TeeReader(original, sp)
+	fold := newFoldCheck(boundary)
+	read := io.TeeReader(original, io.MultiWriter(sp, fold))
 	head := make([]byte, len(boundary)+2)
 	if _, err := io.ReadFull(read, head); err != nil || string(head) != "--"+boundary {
 		if errors.Is(err, errSpoolFull) {
@@ -52,6 +54,9 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundar
 	if err == nil {
 		// The epilogue after the closing boundary is forwarded too, so it is read as well.
 		_, err = io.Copy(io.Discard, io.TeeReader(original, sp))
+	}
+	if fold.err != nil {
+		return "", fold.err
 	}
 	if errors.Is(err, errSpoolFull) {
 		return "", apierror.ErrTooLarge

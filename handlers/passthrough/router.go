@@ -152,7 +152,7 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 	}
 	if r.ContentLength != 0 {
 		// A body (a remix prompt, say) may not name another model.
-		fields, err := rt.jsonFields(w, r, "model")
+		fields, _, err := rt.jsonFields(w, r, "model")
 		if err != nil {
 			return err
 		}
@@ -181,10 +181,17 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
 	switch {
 	case pathModel != "":
+		if !isJSON && r.ContentLength != 0 && ep.nested != nil {
+			// A body is checked for references only as JSON; an upstream may read it so anyway.
+			return "", apierror.New(http.StatusBadRequest, "invalid_request_body", "this endpoint takes a JSON body (Content-Type: application/json)").WithParam("Content-Type")
+		}
 		if isJSON && r.ContentLength != 0 {
 			// The body may not name a model other than the path's.
-			fields, err := rt.jsonFields(w, r, "model")
+			fields, body, err := rt.jsonFields(w, r, "model")
 			if err != nil {
+				return "", err
+			}
+			if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
 				return "", err
 			}
 			var model string
@@ -198,11 +205,14 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		for field := range ep.Refs {
 			checked = append(checked, field)
 		}
-		fields, err := rt.jsonFields(w, r, checked...)
+		fields, body, err := rt.jsonFields(w, r, checked...)
 		if err != nil {
 			return "", err
 		}
 		if err := rt.checkRefs(r, id, ep, fields); err != nil {
+			return "", err
+		}
+		if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
 			return "", err
 		}
 		return jsonModel(fields)
@@ -215,26 +225,26 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 }
 
 // jsonFields reads the JSON body (bounded), applies jsonkeys' rule with the checked fields, and
-// leaves the body to be replayed byte for byte. It returns the checked fields present.
-func (rt *Router) jsonFields(w http.ResponseWriter, r *http.Request, checked ...string) (map[string]json.RawMessage, error) {
+// leaves the body to be replayed byte for byte. It returns the checked fields present, and the body.
+func (rt *Router) jsonFields(w http.ResponseWriter, r *http.Request, checked ...string) (map[string]json.RawMessage, []byte, error) {
 	limit := rt.MaxJSONBytes
 	if limit <= 0 {
 		limit = DefaultMaxJSONBytes
 	}
 	body, err := apierror.ReadBody(w, r, limit, "invalid_request_body")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	fields, err := jsonkeys.Members(body, checked...)
 	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
-		return nil, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
+		return nil, nil, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
 	}
 	if err != nil {
-		return nil, errBadJSON
+		return nil, nil, errBadJSON
 	}
-	return fields, nil
+	return fields, body, nil
 }
 
 func jsonModel(fields map[string]json.RawMessage) (string, error) {

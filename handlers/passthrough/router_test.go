@@ -15,7 +15,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/providers"
 )
 
-func catalog(t *testing.T) *providers.Catalog {
+func catalog(t testing.TB) *providers.Catalog {
 	t.Helper()
 	mk := func(name, base, style string, models ...string) *providers.Provider {
 		u, _ := url.Parse(base)

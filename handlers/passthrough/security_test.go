@@ -221,7 +221,7 @@ func TestSpoolIsBoundedAndAlwaysRemoved(t *testing.T) {
 	}
 }
 
-func ownersStore(t *testing.T) *storage.Badger {
+func ownersStore(t testing.TB) *storage.Badger {
 	t.Helper()
 	b, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
 	if err != nil {

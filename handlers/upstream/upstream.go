@@ -151,7 +151,7 @@ func (c Client) Call(ctx context.Context, p Target, method, rel string, body []b
 }
 
 // Refusal turns a non-2xx answer into a contract error. The provider's own 4xx is passed on with
-// its code and message; a 5xx, and a 401 (the provider refusing mediagw's credential), become 502.
+// its code and message (credential-like tokens in it redacted, see RedactSecrets); a 5xx, and a 401 (the provider refusing mediagw's credential), become 502.
 func Refusal(a Answer) *apierror.Error {
 	var e struct {
 		Error *struct {
@@ -176,7 +176,9 @@ func Refusal(a Answer) *apierror.Error {
 	if code == "" {
 		code = "upstream_error"
 	}
-	refusal := apierror.New(status, code, e.Error.Message)
+	// Providers quote a masked form of the key they refused; that is the operator's, not the
+	// client's business.
+	refusal := apierror.New(status, code, RedactSecrets(e.Error.Message))
 	if param, ok := e.Error.Param.(string); ok {
 		refusal.Param = param
 	}

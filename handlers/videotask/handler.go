@@ -46,7 +46,8 @@ type Handler struct {
 	Store   storage.Store
 	// Client calls the providers; its Timeout bounds each upstream call.
 	Client *http.Client
-	// Retention is how long task records are kept after creation.
+	// Retention is how long task records are kept after the task finished (see
+	// storage.Task.Expiry).
 	Retention time.Duration
 	// RefreshInterval is the least time between two upstream reads of one unfinished task.
 	RefreshInterval time.Duration

@@ -39,9 +39,10 @@ func withCallback(body []byte, url string) ([]byte, error) {
 	return json.Marshal(fields)
 }
 
-// rememberRelay records which task a relay token belongs to (only its hash is stored).
+// rememberRelay records which task a relay token belongs to (only its hash is stored), for as
+// long as the task may run and its record is kept after that.
 func (h *Handler) rememberRelay(ctx context.Context, token, taskID string) {
-	if err := h.Store.SetRelayToken(ctx, hashToken(token), taskID, h.retention()); err != nil {
+	if err := h.Store.SetRelayToken(ctx, hashToken(token), taskID, storage.MaxTaskRun+h.retention()); err != nil {
 		h.Logger.Error("storing a callback relay token", zap.String("task_id", taskID), zap.Error(err))
 	}
 }

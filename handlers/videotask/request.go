@@ -125,6 +125,10 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 	return req, nil
 }
 
+// MaxContentItems bounds the content items of a create request. A real request holds a prompt
+// and a few references; the bound keeps one body from costing thousands of checks.
+const MaxContentItems = 64
+
 // contentItem is one element of content; media objects are decoded by type.
 type contentItem map[string]json.RawMessage
 
@@ -138,6 +142,9 @@ func checkContent(raw json.RawMessage) ([]DraftTaskRef, error) {
 	}
 	if len(items) == 0 {
 		return nil, invalid("content", "must have at least one item")
+	}
+	if len(items) > MaxContentItems {
+		return nil, invalid("content", "has %d items; at most %d are accepted", len(items), MaxContentItems)
 	}
 	var drafts []DraftTaskRef
 	var hasText, hasAudio, hasVisual, hasFirstLast, hasReference bool
@@ -171,6 +178,10 @@ func checkContent(raw json.RawMessage) ([]DraftTaskRef, error) {
 			hasAudio = hasAudio || typ == "audio_url"
 			hasVisual = hasVisual || typ != "audio_url"
 		case "draft_task":
+			if len(drafts) > 0 {
+				// One draft is what a request continues (spec §2.3: draft_task.id, one id).
+				return nil, invalid(field, "is a second draft_task item: a request continues at most one draft task")
+			}
 			draft, err := members(item["draft_task"], field+".draft_task", draftFields...)
 			if e, ok := errors.AsType[*apierror.Error](err); ok {
 				return nil, e

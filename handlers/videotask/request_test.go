@@ -76,6 +76,9 @@ func TestParseCreate(t *testing.T) {
 		{"audio alone", body("", okText, audio), "invalid_request", "content"},
 		{"modes mixed", body("", okText, imgRole("first_frame"), imgRole("reference_image")), "invalid_request", "content"},
 		{"role on wrong type", body("", okText, `{"type":"video_url","video_url":{"url":"https://c.example.com/v.mp4"},"role":"first_frame"}`), "invalid_request", "content[1].role"},
+		{"two draft tasks", body("", okText, `{"type":"draft_task","draft_task":{"id":"cgt-1"}}`, `{"type":"draft_task","draft_task":{"id":"cgt-2"}}`), "invalid_request", "content[2]"},
+		{"64 content items", body("", repeatItem(okText, MaxContentItems)...), "", ""},
+		{"65 content items", body("", repeatItem(okText, MaxContentItems+1)...), "invalid_request", "content"},
 		{"empty draft id", body("", okText, `{"type":"draft_task","draft_task":{"id":""}}`), "invalid_request", "content[1].draft_task.id"},
 		{"callback not URL", body(`"callback_url":"ftp://x"`), "invalid_request", "callback_url"},
 		{"bool as string", body(`"watermark":"yes"`), "invalid_request", "watermark"},
@@ -167,4 +170,12 @@ func FuzzParseCreate(f *testing.F) {
 			t.Fatalf("accepted %q as %+v", b, req)
 		}
 	})
+}
+
+func repeatItem(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
 }

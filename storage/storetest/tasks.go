@@ -240,3 +240,76 @@ func eventually(t *testing.T, within time.Duration, cond func() bool, msg string
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TaskExpiries is the part of a backend that the retention test reads: when a task record
+// expires. Every backend implements it.
+type TaskExpiries interface {
+	TaskExpiresAt(ctx context.Context, id string) (time.Time, error)
+}
+
+// testTaskRetentionFromFinish checks that a task's retention counts from its finish: a task that
+// runs past its retention keeps its record (and so its active slot and its refund) until it
+// finishes, and is kept the retention after that.
+func testTaskRetentionFromFinish(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	ex, ok := s.(TaskExpiries)
+	if !ok {
+		t.Fatalf("%T does not implement TaskExpiresAt", s)
+	}
+	const retention = time.Hour
+	const slack = time.Minute
+	expiry := func(id string) time.Time {
+		t.Helper()
+		at, err := ex.TaskExpiresAt(ctx, id)
+		if err != nil {
+			t.Fatalf("TaskExpiresAt(%s): %v", id, err)
+		}
+		return at
+	}
+	within := func(what string, got, want time.Time) {
+		t.Helper()
+		if d := got.Sub(want); d < -slack || d > slack {
+			t.Fatalf("%s expires at %s, want about %s", what, got.UTC(), want.UTC())
+		}
+	}
+	// Created two hours ago with a retention of one hour, still running.
+	now := time.Now()
+	created := now.Add(-2 * time.Hour).Unix()
+	running := newTask("cgt-long", "alice", created)
+	running.ExpiresAt = created + int64(retention/time.Second)
+	running.Active = true
+	mustCreate(t, s, running)
+	within("an unfinished task", expiry("cgt-long"), time.Unix(created, 0).Add(storage.MaxTaskRun+retention))
+
+	// A refresh that leaves it running changes nothing.
+	if _, err := storage.UpdateTask(ctx, s, "cgt-long", func(t *storage.Task) error { t.Status = "running"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	within("a running task", expiry("cgt-long"), time.Unix(created, 0).Add(storage.MaxTaskRun+retention))
+
+	// It finishes now: kept for the retention from now.
+	done, err := storage.UpdateTask(ctx, s, "cgt-long", func(t *storage.Task) error {
+		t.Status, t.Finished, t.Active = "succeeded", true, false
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Unix(done.FinishedAt, 0).Sub(now); d < -slack || d > slack {
+		t.Fatalf("FinishedAt = %d, want about now (%d)", done.FinishedAt, now.Unix())
+	}
+	within("a finished task", expiry("cgt-long"), now.Add(retention))
+	// Later writes keep the first finish time.
+	again, err := storage.UpdateTask(ctx, s, "cgt-long", func(t *storage.Task) error { t.Notified = "succeeded"; return nil })
+	if err != nil || again.FinishedAt != done.FinishedAt {
+		t.Fatalf("after another write FinishedAt = %d, want %d (%v)", again.FinishedAt, done.FinishedAt, err)
+	}
+	within("a finished task written again", expiry("cgt-long"), now.Add(retention))
+
+	// A record that is finished when created (an object of another kind) expires a retention
+	// after its creation, as before.
+	obj := storage.Task{ID: "resp_1", Kind: "response", Account: "alice", Status: "created",
+		CreatedAt: now.Unix(), UpdatedAt: now.Unix(), ExpiresAt: now.Add(retention).Unix()}
+	mustCreate(t, s, obj)
+	within("an object record", expiry("resp_1"), now.Add(retention))
+}
