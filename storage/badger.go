@@ -44,12 +44,13 @@ type BadgerOptions struct {
 //
 // Writes are acknowledged only after they are synced to disk, but concurrent writers share one
 // sync: Badger writes without syncing, and each writer then waits for a sync that started after
-// its commit (group commit).
+// its commit (group commit), done by logSync without holding Badger's locks.
 type Badger struct {
 	db     *badger.DB
 	stopGC chan struct{}
 	gcDone sync.WaitGroup
 	sync   groupSync
+	logs   *logSync
 	cache  directoryCache
 	rates  rateWindows
 	// fillHook, when set (tests), runs between a cache fill's read and its store into the cache.
@@ -73,6 +74,7 @@ func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
 		WithBlockCacheSize(8 << 20).
 		WithIndexCacheSize(4 << 20).
 		WithValueLogFileSize(64 << 20).
+		WithValueThreshold(valueThreshold).
 		WithNumCompactors(2).
 		WithCompactL0OnClose(false)
 	db, err := badger.Open(opts)
@@ -82,8 +84,8 @@ func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
 	if err := migrateLegacy(db); err != nil {
 		return nil, errors.Join(fmt.Errorf("migrating the records of an earlier version in %s: %w", dir, err), db.Close())
 	}
-	b := &Badger{db: db, stopGC: make(chan struct{})}
-	b.sync.db = db
+	b := &Badger{db: db, stopGC: make(chan struct{}), logs: newLogSync(db, dir)}
+	b.sync.sync = b.logs.sync
 	b.gcDone.Add(1)
 	go b.collectGarbage(10 * time.Minute)
 	return b, nil
@@ -93,7 +95,9 @@ func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
 func (b *Badger) Close() error {
 	close(b.stopGC)
 	b.gcDone.Wait()
-	return b.db.Close()
+	err := b.db.Close()
+	b.logs.close()
+	return err
 }
 
 // collectGarbage rewrites value-log files that are mostly garbage, every interval.
@@ -132,7 +136,13 @@ func (b *Badger) updateVolatile(ctx context.Context, fn func(txn *badger.Txn) er
 
 func (b *Badger) commit(ctx context.Context, fn func(txn *badger.Txn) error, durable bool) error {
 	for range maxTxnRetries {
+		if durable {
+			b.sync.begin()
+		}
 		err := b.db.Update(fn)
+		if durable {
+			b.sync.end()
+		}
 		if errors.Is(err, errNothingToWrite) {
 			return nil
 		}
@@ -150,44 +160,11 @@ func (b *Badger) commit(ctx context.Context, fn func(txn *badger.Txn) error, dur
 	return fmt.Errorf("badger: %w", badger.ErrConflict)
 }
 
-// groupSync lets concurrent committers share one disk sync. A committer needs a sync that
-// started after its commit; whoever finds none running starts one, the others wait for it.
-type groupSync struct {
-	db      *badger.DB
-	mu      sync.Mutex
-	cond    *sync.Cond
-	started uint64 // syncs started
-	done    uint64 // the latest sync finished (by number)
-	running bool
-	err     error // of the latest finished sync
-}
-
-func (g *groupSync) wait() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.cond == nil {
-		g.cond = sync.NewCond(&g.mu)
-	}
-	need := g.started + 1 // a sync that starts from now on covers this commit
-	for g.done < need {
-		if g.running {
-			g.cond.Wait()
-			continue
-		}
-		g.running = true
-		g.started++
-		n := g.started
-		g.mu.Unlock()
-		err := g.db.Sync()
-		g.mu.Lock()
-		g.running, g.done, g.err = false, n, err
-		g.cond.Broadcast()
-	}
-	return g.err
-}
-
 // entry is a write of val under key that expires after ttl (0: never).
 func entry(key string, val []byte, ttl time.Duration) *badger.Entry {
+	if len(val) >= valueThreshold {
+		bigValues.Add(1) // it goes to the value log, which logSync must sync too
+	}
 	e := badger.NewEntry([]byte(key), val)
 	if ttl > 0 {
 		e = e.WithTTL(ttl)

@@ -117,9 +117,19 @@ func (b *Badger) ReleaseLease(ctx context.Context, name, owner string) error {
 }
 
 func (b *Badger) AddCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
+	return b.addCounter(ctx, name, delta, limit, true)
+}
+
+// ReserveCounter does not wait for a disk sync: Badger's logs are written in order, and the sync
+// that acknowledges the caller's next durable write covers every write committed before it.
+func (b *Badger) ReserveCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
+	return b.addCounter(ctx, name, delta, limit, false)
+}
+
+func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64, durable bool) (int64, bool, error) {
 	var value int64
 	ok := true
-	err := b.update(ctx, func(txn *badger.Txn) error {
+	err := b.commit(ctx, func(txn *badger.Txn) error {
 		ok = true
 		cur, err := txnCounter(txn, name)
 		if err != nil {
@@ -133,7 +143,7 @@ func (b *Badger) AddCounter(ctx context.Context, name string, delta, limit int64
 		var buf [8]byte
 		binary.BigEndian.PutUint64(buf[:], uint64(value))
 		return txn.Set([]byte(prefixCounter+name), buf[:])
-	})
+	}, durable)
 	return value, ok, err
 }
 
@@ -179,7 +189,7 @@ func (b *Badger) SettingOnce(ctx context.Context, name string, val []byte) ([]by
 			return err
 		}
 		stored = val
-		return txn.Set([]byte(prefixSetting+name), val)
+		return txn.SetEntry(entry(prefixSetting+name, val, 0))
 	})
 	return stored, err
 }

@@ -11,8 +11,8 @@ type Coordination interface {
 	// AcquireLease takes the named lease for owner until now+ttl if it is free, expired, or
 	// already owner's (then it is renewed). It reports whether owner holds it.
 	AcquireLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) (bool, error)
-	// RenewLease extends owner's lease to now+ttl, or answers ErrLeaseLost when owner no longer
-	// holds it.
+	// RenewLease extends owner's lease to now+ttl (or cuts it short to that), or answers
+	// ErrLeaseLost when owner no longer holds it.
 	RenewLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) error
 	// ReleaseLease frees owner's lease; a lease held by another owner (or none) is left alone.
 	ReleaseLease(ctx context.Context, name, owner string) error
@@ -21,6 +21,13 @@ type Coordination interface {
 	// delta is positive, limit is not negative and the new value would exceed limit, nothing
 	// changes and ok is false. Counters never expire.
 	AddCounter(ctx context.Context, name string, delta, limit int64) (value int64, ok bool, err error)
+	// ReserveCounter is AddCounter for a reservation that a later durable write of the caller
+	// confirms (an active-task slot or a quota charge taken before the task record is
+	// written): the change is made atomically against limit as AddCounter makes it, but the
+	// call may return before it is on disk. It is on disk once any durable write that starts
+	// after the call returned has returned; a crash of the process before then may lose it.
+	// Backends without a cheaper write make it durable at once.
+	ReserveCounter(ctx context.Context, name string, delta, limit int64) (value int64, ok bool, err error)
 	// Counter returns a counter's value; a counter never written is 0.
 	Counter(ctx context.Context, name string) (int64, error)
 

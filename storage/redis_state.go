@@ -106,6 +106,12 @@ func (r *Redis) AddCounter(ctx context.Context, name string, delta, limit int64)
 	return vals[0], vals[1] == 1, nil
 }
 
+// ReserveCounter is AddCounter: every write of the Redis store is as durable as the server's
+// configuration makes it.
+func (r *Redis) ReserveCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
+	return r.AddCounter(ctx, name, delta, limit)
+}
+
 func (r *Redis) Counter(ctx context.Context, name string) (int64, error) {
 	v, err := r.client.Do(ctx, r.client.B().Get().Key(r.key("c:", name)).Build()).AsInt64()
 	if isNil(err) {

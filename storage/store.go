@@ -16,7 +16,8 @@
 //
 // A write is durable when the call returns without error: an acknowledged write survives a crash
 // of the process (kill -9) right after. Backends may share one disk sync between concurrent
-// writers (group commit), but never acknowledge before the sync.
+// writers (group commit), but never acknowledge before the sync. The one exception is
+// Coordination.ReserveCounter, whose change is made durable by the caller's next durable write.
 //
 // # Time
 //
@@ -50,6 +51,7 @@ var (
 type Store interface {
 	Directory
 	Tasks
+	Watching
 	Idempotency
 	Outbox
 	Coordination

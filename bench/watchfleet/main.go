@@ -1,14 +1,22 @@
 // Command watchfleet measures the task watcher of several gateway instances sharing one Redis
-// store: N watchers (each with its own Redis client, as N processes would have) keep many
-// unfinished simulator tasks refreshed. It reports, for every task, the longest time between two
-// upstream reads, and the upstream calls per second against what reading one task at a time
-// would need (tasks ÷ interval).
+// store: N instance processes (this program started again with -instance, each a watcher with
+// its own Redis client, as in a gateway) keep many unfinished simulator tasks refreshed. It
+// reports the task reads per interval against the tasks due, the time between two upstream
+// reads of a task (percentiles), and the upstream calls per second against what reading one
+// task at a time would need (tasks ÷ interval).
 //
-//	go run ./bench/watchfleet -tasks 20000 -instances 3 -interval 5s -duration 30s
+//	go run ./bench/watchfleet -tasks 100000 -instances 3 -interval 5s -duration 90s
 //
 // redis-server is started on loopback by internal/testredis (installed with apt-get when
 // missing), with appendfsync everysec for the setup's speed: the watcher's work, not durability,
-// is measured. Every run is bounded by -duration.
+// is measured. The simulator upstream runs in this process. Every run is bounded by -duration.
+//
+// It also reports the Redis commands per second and the CPU time of redis-server (INFO), of the
+// instance processes (/proc) and of this process (the simulator upstream), for the whole run
+// and for the steady state: from an interval after every task had its first read (which writes
+// the task's first answer, once). -kill-after SIGKILLs instance 0 at that time: the others must
+// take its shards over. -join-after starts the last instance only at that time: the others must
+// hand it its share.
 package main
 
 import (
@@ -19,19 +27,19 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
-	"go.uber.org/zap"
+	"github.com/redis/rueidis"
 
-	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/simulator"
-	"github.com/mediagw/mediagw/handlers/videotask"
 	"github.com/mediagw/mediagw/internal/testredis"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -44,7 +52,16 @@ func main() {
 	concurrency := flag.Int("concurrency", 8, "each watcher's concurrency")
 	duration := flag.Duration("duration", 30*time.Second, "how long to watch")
 	batch := flag.Bool("batch", true, "let the simulator's list filter by id (false: one read per task)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of instance 1's whole run to this file")
+	killAfter := flag.Duration("kill-after", 0, "SIGKILL instance 0 at this time (0: never)")
+	joinAfter := flag.Duration("join-after", 0, "start the last instance only at this time (0: with the others)")
+	var inst instanceFlags
+	inst.register()
 	flag.Parse()
+	if inst.owner != "" {
+		runInstance(inst, *interval, *rps, *concurrency)
+		return
+	}
 
 	env := &mainTB{}
 	defer env.cleanup()
@@ -54,21 +71,29 @@ func main() {
 	sim.QueuedFor = time.Hour
 	var (
 		mu           sync.Mutex
-		reads        = map[string][]time.Time{}
+		reads        = map[string][]read{}
 		single, list atomic.Int64
 	)
+	// Each instance calls the upstream under its own path prefix (/i<n>), so that every read is
+	// recorded with the instance that made it.
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		by := -1
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/i"); ok {
+			n, path, _ := strings.Cut(rest, "/")
+			by, _ = strconv.Atoi(n)
+			r.URL.Path = "/" + path
+		}
 		if r.Method == http.MethodGet {
 			_, rest, _ := strings.Cut(r.URL.Path, "/contents/generations/tasks")
-			now := time.Now()
+			at := read{at: time.Now(), by: by}
 			mu.Lock()
 			if id := strings.Trim(rest, "/"); id != "" {
 				single.Add(1)
-				reads[id] = append(reads[id], now)
+				reads[id] = append(reads[id], at)
 			} else {
 				list.Add(1)
 				for _, id := range r.URL.Query()["filter.task_ids"] {
-					reads[id] = append(reads[id], now)
+					reads[id] = append(reads[id], at)
 				}
 			}
 			mu.Unlock()
@@ -80,11 +105,7 @@ func main() {
 		sim.ServeHTTP(w, r)
 	}))
 	defer upstream.Close()
-	base, _ := url.Parse(upstream.URL + "/api/v3")
-	catalog, err := providers.NewCatalog([]*providers.Provider{{Name: "sim", BaseURL: base, APIKey: "k", Models: []string{"m"}}})
-	if err != nil {
-		env.Fatalf("%v", err)
-	}
+	base := func(i int) string { return fmt.Sprintf("%s/i%d/api/v3", upstream.URL, i) }
 
 	ctx := context.Background()
 	open := func() *storage.Redis {
@@ -126,54 +147,316 @@ func main() {
 	wg.Wait()
 	setup.Close()
 
-	var stores []*storage.Redis
-	var watchers []*videotask.Watcher
-	for i := range *instances {
-		s := open()
-		stores = append(stores, s)
-		h := &videotask.Handler{Catalog: catalog, Store: s, Client: &http.Client{Timeout: 30 * time.Second}, Logger: zap.NewNop()}
-		watchers = append(watchers, &videotask.Watcher{Tasks: h, Interval: *interval, Concurrency: *concurrency,
-			RatePerSecond: *rps, Owner: fmt.Sprint("instance-", i)})
+	self, err := os.Executable()
+	if err != nil {
+		env.Fatalf("%v", err)
 	}
+	admin := redisAdmin(env, srv.URL())
+	defer admin.Close()
+	redisBefore := redisInfo(env, admin)
+	cpuBefore := processCPU()
 	start := time.Now()
-	stop := make(chan struct{})
-	var running sync.WaitGroup
-	for _, w := range watchers {
-		running.Go(func() { w.Run(stop) })
-	}
-	time.Sleep(*duration)
-	close(stop)
-	running.Wait()
-	end := time.Now()
-	for _, s := range stores {
-		s.Close()
-	}
-
-	var gaps []time.Duration
-	total, never := 0, 0
-	mu.Lock()
-	for _, times := range reads {
-		prev := start
-		for _, t := range times {
-			gaps = append(gaps, t.Sub(prev))
-			prev = t
+	procs := make([]*exec.Cmd, *instances)
+	var procsMu sync.Mutex // the joining instance starts while the figures are read
+	startInstance := func(i int) {
+		args := []string{"-instance", fmt.Sprint("instance-", i), "-redis", srv.URL(), "-upstream", base(i),
+			"-interval", interval.String(), "-rps", fmt.Sprint(*rps), "-concurrency", fmt.Sprint(*concurrency)}
+		if i == 1 && *cpuProfile != "" {
+			args = append(args, "-instance-cpuprofile", *cpuProfile)
 		}
-		gaps = append(gaps, end.Sub(prev))
-		total += len(times)
+		cmd := exec.Command(self, args...)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			env.Fatalf("starting an instance: %v", err)
+		}
+		procsMu.Lock()
+		procs[i] = cmd
+		procsMu.Unlock()
+		env.Cleanup(func() {
+			if cmd.ProcessState == nil {
+				cmd.Process.Kill() // a bench that failed half-way leaves no instance behind
+				cmd.Wait()
+			}
+		})
+	}
+	joining := -1
+	if *joinAfter > 0 && *joinAfter < *duration && *instances > 1 {
+		joining = *instances - 1
+	}
+	for i := range *instances {
+		if i != joining {
+			startInstance(i)
+		}
+	}
+	started := func() []*exec.Cmd {
+		procsMu.Lock()
+		defer procsMu.Unlock()
+		var out []*exec.Cmd
+		for _, cmd := range procs {
+			if cmd != nil {
+				out = append(out, cmd)
+			}
+		}
+		return out
+	}
+	// The steady state is measured from an interval after every task had its first read, which
+	// stores the upstream's first answer (one write per task, once; the gateway's create stores
+	// none).
+	var (
+		warmAt    time.Time
+		redisWarm redisCounters
+		cpuWarm   time.Duration
+	)
+	watching := make(chan struct{}) // closed when the watchers stop
+	warmed := make(chan struct{})
+	go func() {
+		defer close(warmed)
+		for {
+			mu.Lock()
+			all := len(reads) == *tasks
+			mu.Unlock()
+			if all {
+				break
+			}
+			select {
+			case <-watching:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		select {
+		case <-watching:
+			return
+		case <-time.After(*interval):
+		}
+		warmAt, redisWarm, cpuWarm = time.Now(), redisInfo(env, admin), instancesCPU(started())
+	}()
+	// The events of the run, in time order: the SIGKILL of instance 0, the start of the last one.
+	type event struct {
+		at time.Duration
+		do func()
+	}
+	var events []event
+	killed := false
+	if *killAfter > 0 && *killAfter < *duration {
+		events = append(events, event{*killAfter, func() {
+			if err := procs[0].Process.Kill(); err != nil {
+				env.Fatalf("SIGKILL: %v", err)
+			}
+			killed = true
+			fmt.Printf("instance-0 SIGKILLed at %s\n", killAfter)
+		}})
+	}
+	if joining >= 0 {
+		events = append(events, event{*joinAfter, func() {
+			startInstance(joining)
+			fmt.Printf("instance-%d joined at %s\n", joining, joinAfter)
+		}})
+	}
+	slices.SortFunc(events, func(a, b event) int { return int(a.at - b.at) })
+	for _, ev := range events {
+		time.Sleep(time.Until(start.Add(ev.at)))
+		ev.do()
+	}
+	time.Sleep(time.Until(start.Add(*duration)))
+	end := time.Now()
+	close(watching)
+	<-warmed
+	cpuEnd := instancesCPU(procs)
+	redisAfter := redisInfo(env, admin)
+	for i, cmd := range procs {
+		if i == 0 && killed {
+			continue
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			env.Fatalf("stopping an instance: %v", err)
+		}
+	}
+	for i, cmd := range procs {
+		if err := cmd.Wait(); err != nil && !(i == 0 && killed) {
+			env.Fatalf("instance-%d: %v", i, err)
+		}
+	}
+	cpu := cpuEnd
+	benchCPU := processCPU() - cpuBefore
+
+	var gaps, first []time.Duration
+	total, never := 0, 0
+	perInterval := map[int]int{} // interval number → task reads in it
+	// times are the reads of each task in time order; tooSoon counts the reads that came within
+	// 0.9 interval of the task's previous read (none should), by the pair of instances.
+	times := map[string][]time.Time{}
+	tooSoon := map[string]int{}
+	mu.Lock()
+	for id, rs := range reads {
+		slices.SortFunc(rs, func(a, b read) int { return a.at.Compare(b.at) })
+		ts := make([]time.Time, len(rs))
+		for i, r := range rs {
+			ts[i] = r.at
+			if i > 0 && r.at.Sub(rs[i-1].at) < *interval*9/10 {
+				tooSoon[fmt.Sprintf("instance-%d then instance-%d", rs[i-1].by, r.by)]++
+			}
+		}
+		times[id] = ts
 	}
 	never = *tasks - len(reads)
 	mu.Unlock()
+	for _, ts := range times {
+		first = append(first, ts[0].Sub(start))
+		for i, t := range ts {
+			if i > 0 {
+				gaps = append(gaps, t.Sub(ts[i-1]))
+			}
+			perInterval[int(t.Sub(start)/(*interval))]++
+		}
+		gaps = append(gaps, end.Sub(ts[len(ts)-1]))
+		total += len(ts)
+	}
 	slices.Sort(gaps)
-	p := func(q float64) time.Duration { return gaps[int(q*float64(len(gaps)-1))] }
+	slices.Sort(first)
+	p := func(d []time.Duration, q float64) time.Duration {
+		if len(d) == 0 {
+			return 0
+		}
+		return d[int(q*float64(len(d)-1))].Round(time.Millisecond)
+	}
 	secs := end.Sub(start).Seconds()
 	calls := single.Load() + list.Load()
 	fmt.Printf("tasks %d, instances %d, interval %s, max_rps %.0f and concurrency %d each, batch %v, watched %s\n",
 		*tasks, *instances, *interval, *rps, *concurrency, *batch, duration.String())
 	fmt.Printf("task reads %d (%.0f/s); upstream calls %.0f/s (%d list, %d single); one read per task would need %.0f/s; tasks never read %d\n",
 		total, float64(total)/secs, float64(calls)/secs, list.Load(), single.Load(), float64(*tasks)/interval.Seconds(), never)
-	fmt.Printf("gap between reads of a task: p50 %s  p99 %s  max %s  (max / interval = %.2f)\n",
-		p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond),
-		gaps[len(gaps)-1].Seconds()/interval.Seconds())
+	var rounds []string
+	for i := range int(secs / interval.Seconds()) {
+		rounds = append(rounds, fmt.Sprint(perInterval[i]))
+	}
+	fmt.Printf("task reads per interval (%d due in each): %s\n", *tasks, strings.Join(rounds, " "))
+	fmt.Printf("first read after start: p50 %s  p99 %s  max %s\n", p(first, 0.5), p(first, 0.99), p(first, 1))
+	if len(gaps) > 0 {
+		fmt.Printf("gap between reads of a task (and from its last read to the end): p50 %s  p99 %s  p99.9 %s  max %s  (max / interval = %.2f)\n",
+			p(gaps, 0.5), p(gaps, 0.99), p(gaps, 0.999), p(gaps, 1), gaps[len(gaps)-1].Seconds()/interval.Seconds())
+	}
+	cmds := redisAfter.commands - redisBefore.commands
+	if len(tooSoon) == 0 {
+		fmt.Println("reads within 0.9 interval of the task's previous read: none")
+	} else {
+		fmt.Printf("reads within 0.9 interval of the task's previous read: %v\n", tooSoon)
+	}
+	if warmAt.IsZero() {
+		fmt.Println("steady state: not reached (some task had not been read once an interval before the end)")
+	} else {
+		var steady []time.Duration
+		warmReads := 0
+		for _, ts := range times {
+			for i, t := range ts {
+				if t.Before(warmAt) {
+					continue
+				}
+				warmReads++
+				if i > 0 {
+					steady = append(steady, t.Sub(ts[i-1]))
+				}
+			}
+			steady = append(steady, end.Sub(ts[len(ts)-1]))
+		}
+		slices.Sort(steady)
+		ws := end.Sub(warmAt).Seconds()
+		wc := redisAfter.commands - redisWarm.commands
+		wcpu := cpu - cpuWarm
+		fmt.Printf("steady state (the last %.0f s): %.0f task reads/s; gap p50 %s  p99 %s  p99.9 %s  max %s (max / interval = %.2f)\n",
+			ws, float64(warmReads)/ws, p(steady, 0.5), p(steady, 0.99), p(steady, 0.999), p(steady, 1),
+			steady[len(steady)-1].Seconds()/interval.Seconds())
+		fmt.Printf("steady state: redis %.0f commands/s (%.2f per task read), redis-server CPU %.2f s; instances' CPU %.2f s (%.0f µs per task read)\n",
+			float64(wc)/ws, float64(wc)/float64(max(warmReads, 1)), redisAfter.cpu-redisWarm.cpu,
+			wcpu.Seconds(), float64(wcpu.Microseconds())/float64(max(warmReads, 1)))
+	}
+	fmt.Printf("whole run: redis %.0f commands/s (%.2f per task read); redis-server CPU %.2f s; instances' CPU %.2f s (%.0f µs per task read); the bench's own (simulator upstream) %.2f s\n",
+		float64(cmds)/secs, float64(cmds)/float64(max(total, 1)), redisAfter.cpu-redisBefore.cpu, cpu.Seconds(),
+		float64(cpu.Microseconds())/float64(max(total, 1)), benchCPU.Seconds())
+}
+
+// redisAdmin is a plain client for INFO.
+func redisAdmin(env *mainTB, url string) rueidis.Client {
+	opt, err := rueidis.ParseURL(url)
+	if err != nil {
+		env.Fatalf("%v", err)
+	}
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		env.Fatalf("%v", err)
+	}
+	return c
+}
+
+// redisCounters are the server's commands processed and CPU seconds so far.
+type redisCounters struct {
+	commands int64
+	cpu      float64
+}
+
+func redisInfo(env *mainTB, c rueidis.Client) redisCounters {
+	info, err := c.Do(context.Background(), c.B().Info().Section("stats", "cpu").Build()).ToString()
+	if err != nil {
+		env.Fatalf("INFO: %v", err)
+	}
+	var r redisCounters
+	for line := range strings.Lines(info) {
+		name, val, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "total_commands_processed":
+			r.commands, _ = strconv.ParseInt(val, 10, 64)
+		case "used_cpu_sys", "used_cpu_user":
+			f, _ := strconv.ParseFloat(val, 64)
+			r.cpu += f
+		}
+	}
+	return r
+}
+
+// instancesCPU is the user and system CPU time of the instance processes so far, from
+// /proc/<pid>/stat (a killed instance not yet waited for still has its line there).
+func instancesCPU(procs []*exec.Cmd) time.Duration {
+	var sum time.Duration
+	for _, cmd := range procs {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		if err != nil {
+			log.Fatal(err)
+		}
+		// Fields after the command name in parentheses: state is the 3rd field of the line,
+		// utime and stime the 14th and 15th, in clock ticks of 1/100 s (USER_HZ).
+		_, rest, _ := strings.Cut(string(raw), ") ")
+		fields := strings.Fields(rest)
+		if len(fields) < 13 {
+			log.Fatalf("unexpected /proc stat line: %s", raw)
+		}
+		for _, f := range fields[11:13] {
+			ticks, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				log.Fatal(err)
+			}
+			sum += time.Duration(ticks) * 10 * time.Millisecond
+		}
+	}
+	return sum
+}
+
+// processCPU is the user and system CPU time of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		log.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// read is one upstream read of a task: when, and by which instance.
+type read struct {
+	at time.Time
+	by int
 }
 
 // mainTB lets testredis run outside a test.

@@ -121,15 +121,26 @@ func (c Charge) Refund() {
 	}
 }
 
-// Charge consumes cost from the key's quota, atomically; past the quota it answers 402. Keys
-// without a quota are only metered, without a write per request.
+// Charge consumes cost from the key's quota, atomically and durably; past the quota it answers
+// 402. Keys without a quota are only metered, without a write per request.
 func (a *Accountant) Charge(ctx context.Context, id auth.Identity, cost int64) (Charge, error) {
+	return a.charge(ctx, id, cost, a.Store.AddCounter)
+}
+
+// ChargeTask is Charge for a task, whose record the caller writes durably next (or refunds):
+// the charge is on disk with that record (see storage.Coordination.ReserveCounter), so that a
+// create waits for one disk sync, not two.
+func (a *Accountant) ChargeTask(ctx context.Context, id auth.Identity, cost int64) (Charge, error) {
+	return a.charge(ctx, id, cost, a.Store.ReserveCounter)
+}
+
+func (a *Accountant) charge(ctx context.Context, id auth.Identity, cost int64, add func(ctx context.Context, name string, delta, limit int64) (int64, bool, error)) (Charge, error) {
 	if cost <= 0 {
 		usage.From(ctx).Charged(0)
 		return Charge{}, nil
 	}
 	if id.Limits.Quota != nil {
-		if _, ok, err := a.Store.AddCounter(ctx, QuotaCounter(id.KeyID), cost, *id.Limits.Quota); err != nil {
+		if _, ok, err := add(ctx, QuotaCounter(id.KeyID), cost, *id.Limits.Quota); err != nil {
 			return Charge{}, err
 		} else if !ok {
 			return Charge{}, errQuota
@@ -189,6 +200,10 @@ func (s Slot) Release() {
 // StartTask takes one of the key's active-task slots; past max_active_tasks it answers 429. Keys
 // without the limit hold a slot too, so that their usage always shows how many tasks are active
 // (and a limit set later starts from the true number).
+//
+// The slot is taken without waiting for a disk sync: it is on disk with the task record the
+// caller writes next (see storage.Coordination.ReserveCounter), or given back by Release. A
+// crash between the two may keep a slot without a task, as a synced slot would.
 func (a *Accountant) StartTask(ctx context.Context, id auth.Identity) (Slot, error) {
 	limit := id.Limits.MaxActiveTasks
 	if limit <= 0 {
@@ -200,7 +215,7 @@ func (a *Accountant) StartTask(ctx context.Context, id auth.Identity) (Slot, err
 			once.Do(func() { a.Meter.Add(ActiveCounter(id.KeyID), -1) })
 		}}, nil
 	}
-	if _, ok, err := a.Store.AddCounter(ctx, ActiveCounter(id.KeyID), 1, limit); err != nil {
+	if _, ok, err := a.Store.ReserveCounter(ctx, ActiveCounter(id.KeyID), 1, limit); err != nil {
 		return Slot{}, err
 	} else if !ok {
 		return Slot{}, apierror.New(http.StatusTooManyRequests, "too_many_active_tasks",

@@ -27,9 +27,10 @@ var noBatch sync.Map
 // refreshBatch reads several tasks of one upstream (the one that created them) in one call,
 // through the task list with filter.task_ids (as Ark's list accepts), and stores each answer as
 // refresh does. A task missing from the list answer, and every task of an upstream whose list
-// refuses the filter, is read on its own. It returns the upstream requests made and the ids of the tasks that may
+// refuses the filter, is read on its own. seen (may be nil) spares the comparison of answers that
+// the records already say. It returns the upstream requests made and the ids of the tasks that may
 // still change (unfinished, or not read for a passing reason).
-func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks []storage.Task) (upstreamCalls int, open []string) {
+func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks []storage.Task, seen *answerMemo) (upstreamCalls int, open []string) {
 	one := func(t storage.Task) {
 		upstreamCalls++
 		if stored, err := h.refreshLogged(ctx, t); err == nil && !stored.Unfinished() || errors.Is(err, errTaskNotExist) {
@@ -66,7 +67,7 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 			mu.Unlock()
 			return
 		}
-		stored, err := h.storeAnswer(ctx, t, answer.readAt, answer.fields, true)
+		stored, err := h.storeAnswer(ctx, t, answer.readAt, answer.fields, true, seen)
 		if errors.Is(err, errTaskNotExist) || err == nil && !stored.Unfinished() {
 			return
 		}

@@ -224,7 +224,7 @@ func (h *Handler) admit(ctx context.Context, id auth.Identity, cost int64) (acco
 	if h.Accounting == nil {
 		return accounting.Slot{}, accounting.Charge{}, nil
 	}
-	charge, err := h.Accounting.Charge(ctx, id, cost)
+	charge, err := h.Accounting.ChargeTask(ctx, id, cost)
 	if err != nil {
 		return accounting.Slot{}, accounting.Charge{}, err
 	}

@@ -90,27 +90,50 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 	if json.Unmarshal(ans.Body, &answer) != nil || answer == nil {
 		return t, upstream.ErrUnreadable
 	}
-	return h.storeAnswer(ctx, t, readAt, answer, false)
+	return h.storeAnswer(ctx, t, readAt, answer, false, nil)
 }
 
 // storeAnswer records an upstream's answer about a task, read at readAt (Unix nanoseconds), by
 // compare-and-set, and performs what the change calls for (slot release, refund, callback) when
 // this call made it. It returns the updated record, whose Result is the client's answer.
 //
-// With onlyChanges, an answer that changes neither the status nor the client's answer is not
-// written: the watcher's routine reads of thousands of unchanged tasks then cost no writes
-// (its lease, not RefreshedAt, keeps other instances from reading the task again). A client's
-// poll writes even then, so that the next polls within the refresh interval come from the
-// store.
-func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64, answer map[string]json.RawMessage, onlyChanges bool) (storage.Task, error) {
+// seen, when not nil, remembers answers that the record already says, so that the same answer
+// to the same record version is not compared again.
+//
+// With onlyChanges (t was read from the store just before the upstream call), an answer that
+// changes neither the status nor the client's answer is not written, nor the record read
+// again: the watcher's routine reads of thousands of unchanged tasks then cost no store work
+// (its shard lease, not RefreshedAt, keeps other instances from reading the task again). A
+// client's poll writes even then, so that the next polls within the refresh interval come from
+// the store.
+func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64, answer map[string]json.RawMessage, onlyChanges bool, seen *answerMemo) (storage.Task, error) {
+	var fp uint64
+	if seen != nil {
+		fp = fingerprint(answer)
+		if onlyChanges && !t.Finished && seen.unchanged(t.ID, t.Version, fp) {
+			return t, nil
+		}
+	}
 	result, status := queryResult(answer, t)
 	body, err := apierror.Marshal(result)
 	if err != nil {
 		return t, err
 	}
+	if onlyChanges && !t.Finished && t.Status == status && bytes.Equal(t.Result, body) {
+		// The record as read before the upstream call already says this: nothing to store, and
+		// no store round trip to find that out.
+		seen.note(t.ID, t.Version, fp)
+		return t, nil
+	}
 	updatedAt, hasUpdated := integer(result["updated_at"])
 	var finished, notify bool
-	stored, err := storage.UpdateTask(ctx, h.Store, t.ID, func(cur *storage.Task) error {
+	update := func(change func(*storage.Task) error) (storage.Task, error) {
+		if onlyChanges {
+			return storage.UpdateTaskFrom(ctx, h.Store, t, change) // t was just read
+		}
+		return storage.UpdateTask(ctx, h.Store, t.ID, change)
+	}
+	stored, err := update(func(cur *storage.Task) error {
 		finished, notify = false, false
 		// Never go back: a finished record, or one refreshed from a later read, stays.
 		if cur.Finished || storage.Terminal(cur.Status) || cur.RefreshedAt > readAt {
@@ -141,6 +164,11 @@ func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64,
 	}
 	if notify {
 		h.notify(ctx, stored)
+	}
+	if stored.Unfinished() && stored.Status == status && bytes.Equal(stored.Result, body) {
+		seen.note(stored.ID, stored.Version, fp)
+	} else {
+		seen.forget(stored.ID)
 	}
 	if len(stored.Result) == 0 {
 		stored.Result = recordJSON(stored)

@@ -306,9 +306,10 @@ func serveAs(h *Handler, method, path, body string, limits storage.Limits) *http
 	return w
 }
 
-// TestWatcherHonoursPollLease: while another gateway's watcher holds a task's poll lease, this
-// watcher does not read the task from the upstream; once the lease is released, it does.
-func TestWatcherHonoursPollLease(t *testing.T) {
+// TestWatcherHonoursShardLease: while another gateway's watcher holds the lease of a task's
+// shard, this watcher does not read the task from the upstream; once the lease is released and
+// this watcher takes the shard, it does.
+func TestWatcherHonoursShardLease(t *testing.T) {
 	u := newTaskUpstream(t, "queued")
 	h := newHandler(t, u.URL, nil)
 	h.Client.Timeout = 10 * time.Second
@@ -318,17 +319,20 @@ func TestWatcherHonoursPollLease(t *testing.T) {
 	w := &Watcher{Tasks: h, Interval: time.Hour}
 	w.init()
 	ctx := context.Background()
-	if ok, err := h.Store.AcquireLease(ctx, "poll/cgt-race", "other-gateway", now(), time.Minute); err != nil || !ok {
+	lease := shardLease(storage.TaskShard("cgt-race", w.Shards))
+	if ok, err := h.Store.AcquireLease(ctx, lease, "other-gateway", now(), time.Minute); err != nil || !ok {
 		t.Fatalf("lease: %v %v", ok, err)
 	}
+	w.divide(ctx)
 	before := u.calls.Load()
 	w.poll(ctx, []string{"cgt-race"})
 	if n := u.calls.Load() - before; n != 0 {
-		t.Fatalf("the watcher read a task whose poll lease another gateway holds (%d reads)", n)
+		t.Fatalf("the watcher read a task whose shard lease another gateway holds (%d reads)", n)
 	}
-	if err := h.Store.ReleaseLease(ctx, "poll/cgt-race", "other-gateway"); err != nil {
+	if err := h.Store.ReleaseLease(ctx, lease, "other-gateway"); err != nil {
 		t.Fatal(err)
 	}
+	w.divide(ctx)
 	w.poll(ctx, []string{"cgt-race"})
 	if n := u.calls.Load() - before; n != 1 {
 		t.Fatalf("after the lease was released: %d reads, want 1", n)

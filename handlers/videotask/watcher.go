@@ -3,7 +3,6 @@ package videotask
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -26,6 +25,16 @@ const (
 // current and callbacks fire without any client polling. The next task polled is always the one
 // due soonest; concurrency and upstream requests per second are bounded. A task that a client
 // polled recently is not polled again before its interval has passed.
+//
+// Gateway instances sharing one store divide the work by shards: the unfinished tasks are split
+// into Shards by a hash of their id, and each shard is watched by one instance at a time, under
+// a lease that it renews every fifth of an Interval (at most ten times a second). The instances
+// find each other through heartbeats in the store and divide the shards evenly; when one dies,
+// its leases and heartbeat run out and the others take its shards over, an Interval and two
+// renewal periods after its last renewal. A task is read by one instance per Interval: a shard
+// changes hands only after its lease has outlasted the last read of its tasks by an Interval.
+// Per task and interval the store does one batched record read; unchanged tasks are not
+// written.
 type Watcher struct {
 	// Tasks does the refreshing; its store holds the watch list.
 	Tasks *Handler
@@ -37,21 +46,38 @@ type Watcher struct {
 	// about Interval × RatePerSecond unfinished tasks, or MaxRefreshBatch times as many where the
 	// provider's task list reads many tasks in one call.
 	RatePerSecond float64
-	// Owner names this watcher in the leases by which gateway instances sharing one store
-	// divide the work: each unfinished task is read by one instance per Interval, and when an
-	// instance dies the others take its tasks over within an Interval. Default: random.
+	// Owner names this watcher in the shard leases and heartbeats by which gateway instances
+	// sharing one store divide the work. Default: random.
 	Owner string
+	// Shards is how many shards the unfinished tasks are divided into. Every watcher sharing a
+	// store must use the same number. Default: DefaultWatchShards.
+	Shards int
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// queue holds the scheduled tasks by due time; tracked the ids scheduled or being read.
 	queue   dueQueue
-	queued  map[string]bool
+	tracked map[string]bool
+	// held maps the shards this watcher holds to until when their leases run (by its clock);
+	// lastRead to when it last read tasks of each shard.
+	held     map[int]time.Time
+	lastRead map[int]time.Time
+	// reading counts the reads in flight per shard.
+	reading map[int]int
+	// seen spares the comparison of unchanged answers.
+	seen    answerMemo
 	wake    chan struct{}
 	initOne sync.Once
 }
 
 func (w *Watcher) init() {
 	w.initOne.Do(func() {
-		w.queued = map[string]bool{}
+		w.tracked = map[string]bool{}
+		w.held = map[int]time.Time{}
+		w.lastRead = map[int]time.Time{}
+		w.reading = map[int]int{}
+		if w.Shards <= 0 {
+			w.Shards = DefaultWatchShards
+		}
 		w.wake = make(chan struct{}, 1)
 		if w.Interval <= 0 {
 			w.Interval = DefaultWatchInterval
@@ -69,35 +95,63 @@ func (w *Watcher) init() {
 }
 
 // Watch schedules the first poll of a new task. (The store keeps the list of unfinished tasks
-// that Run starts from, so nothing is lost on a restart.)
+// that Run starts from, so nothing is lost on a restart.) A task of a shard that another
+// instance watches is left to that instance.
 func (w *Watcher) Watch(t storage.Task) {
 	w.init()
 	w.schedule(t.ID, now().Add(w.Interval))
 }
 
+// schedule queues a task that is neither queued nor being read.
 func (w *Watcher) schedule(id string, due time.Time) {
 	w.mu.Lock()
-	if !w.queued[id] {
-		w.queued[id] = true
+	if !w.tracked[id] {
+		w.tracked[id] = true
 		heap.Push(&w.queue, dueTask{id: id, due: due})
 	}
 	w.mu.Unlock()
+	w.signal()
+}
+
+// reschedule queues again a task that was being read.
+func (w *Watcher) reschedule(id string, due time.Time) {
+	w.mu.Lock()
+	w.tracked[id] = true
+	heap.Push(&w.queue, dueTask{id: id, due: due})
+	w.mu.Unlock()
+	w.signal()
+}
+
+// untrack forgets a task that was being read: it finished, or it is another watcher's.
+func (w *Watcher) untrack(id string) {
+	w.mu.Lock()
+	delete(w.tracked, id)
+	w.mu.Unlock()
+	w.seen.forget(id)
+}
+
+func (w *Watcher) signal() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
 }
 
-// Run polls until stop is closed. It starts from the watch list in the store and reads it again
-// every Interval, so unfinished tasks are watched again after a restart, and tasks created by
-// other instances sharing the store (or left by one that died) are watched too.
+// Run polls until stop is closed. It takes its share of the shards and watches their unfinished
+// tasks from the store's list, which it reads again every Interval, so unfinished tasks are
+// watched again after a restart, and tasks created by other instances sharing the store (or
+// left by one that died) are watched too.
 func (w *Watcher) Run(stop <-chan struct{}) {
 	w.init()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-stop; cancel() }()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		wg.Wait()
+		w.leave() // after the last read, whose time the cut leases start from
+	}()
+	wg.Go(func() { w.own(ctx) })
 	wg.Go(func() { w.rescan(ctx) })
 	limiter := rate.NewLimiter(rate.Limit(w.RatePerSecond), max(1, w.Concurrency))
 	sem := make(chan struct{}, w.Concurrency)
@@ -136,28 +190,25 @@ func (w *Watcher) Run(stop <-chan struct{}) {
 	}
 }
 
-// rescan schedules every unfinished task of the store, now and then every Interval.
+// rescan schedules every unfinished task of the shards this watcher holds, every Interval.
+// (own schedules those of a shard as soon as it takes it.)
 func (w *Watcher) rescan(ctx context.Context) {
 	ticker := time.NewTicker(w.Interval)
 	defer ticker.Stop()
 	for {
-		start := now()
-		err := w.Tasks.Store.UnfinishedTasks(ctx, func(id string) bool {
-			w.schedule(id, start)
-			return ctx.Err() == nil
-		})
-		if err != nil && ctx.Err() == nil {
-			w.Tasks.Logger.Error("reading the unfinished tasks", zap.Error(err))
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
+		if shards := w.heldShards(); len(shards) > 0 {
+			w.watchShards(ctx, shards)
+		}
 	}
 }
 
-// next pops up to n due tasks, soonest first; when none is due it says how long to wait.
+// next pops up to n due tasks, soonest first (they stay tracked while they are read); when none
+// is due it says how long to wait.
 func (w *Watcher) next(n int) ([]string, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -170,97 +221,104 @@ func (w *Watcher) next(n int) ([]string, time.Duration) {
 	var ids []string
 	for len(ids) < n && w.queue.Len() > 0 && !w.queue[0].due.After(now()) {
 		t := heap.Pop(&w.queue).(dueTask)
-		delete(w.queued, t.id)
 		ids = append(ids, t.id)
 		metrics.RefreshLag(now().Sub(t.due))
 	}
 	return ids, 0
 }
 
-// poll refreshes the tasks whose lease this watcher wins, in batches per upstream (the one that
-// created each task), schedules
-// their next polls, and drops those that have finished. It returns the upstream calls it made.
+// poll refreshes the tasks of the shards this watcher may read now, in batches per upstream
+// (the one that created each task), schedules their next polls, and drops those that have
+// finished or are another watcher's. It returns the upstream calls it made.
 func (w *Watcher) poll(ctx context.Context, ids []string) int {
+	mine, late, others := w.startReads(ids)
+	for _, id := range late {
+		// The lease's renewal is late: try again when it may have come.
+		w.reschedule(id, now().Add(w.ownershipTick()/2))
+	}
+	for _, id := range others {
+		w.untrack(id)
+	}
+	if len(mine) == 0 {
+		return 0
+	}
+	defer w.doneReads(mine)
+	tasks, err := w.Tasks.Store.ReadTasks(ctx, mine)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.Tasks.Logger.Error("reading watched tasks", zap.Error(err))
+		}
+		for _, id := range mine {
+			w.reschedule(id, now().Add(w.Interval))
+		}
+		return 0
+	}
+	found := make(map[string]bool, len(tasks))
 	byUpstream := map[*providers.Upstream][]storage.Task{}
-	claimed := make([]storage.Task, len(ids))
-	held := make([]bool, len(ids))
-	forEach(len(ids), func(i int) { claimed[i], held[i] = w.claim(ctx, ids[i]) })
-	for i, id := range ids {
-		t, ok := claimed[i], held[i]
-		if !ok {
+	for _, t := range tasks {
+		found[t.ID] = true
+		if !t.Unfinished() {
+			w.untrack(t.ID)
 			continue
 		}
-		u, found := w.Tasks.boundUpstream(t)
-		if !found {
+		if last := time.Unix(0, t.RefreshedAt); now().Sub(last) < w.Interval/2 {
+			w.reschedule(t.ID, last.Add(w.Interval)) // a client read it recently
+			continue
+		}
+		u, ok := w.Tasks.boundUpstream(t)
+		if !ok {
 			// Finished by refresh: its upstream left the config.
 			if _, err := w.Tasks.refreshLogged(ctx, t); err != nil && ctx.Err() == nil {
-				w.schedule(id, now().Add(w.Interval))
+				w.reschedule(t.ID, now().Add(w.Interval))
+			} else {
+				w.untrack(t.ID)
 			}
 			continue
 		}
 		byUpstream[u] = append(byUpstream[u], t)
 	}
+	for _, id := range mine {
+		if !found[id] {
+			w.untrack(id) // expired or deleted
+		}
+	}
 	calls := 0
-	for u, tasks := range byUpstream {
-		n, open := w.Tasks.refreshBatch(ctx, u, tasks)
+	for u, batch := range byUpstream {
+		n, open := w.Tasks.refreshBatch(ctx, u, batch, &w.seen)
 		calls += n
+		w.noteRead(batch)
 		if ctx.Err() != nil {
 			return calls // stopping: the next watcher starts from the store's list
 		}
-		w.extendLeases(ctx, open)
+		still := make(map[string]bool, len(open))
 		next := now().Add(w.Interval)
 		for _, id := range open {
-			w.schedule(id, next)
+			still[id] = true
+			w.reschedule(id, next)
+		}
+		for _, t := range batch {
+			if !still[t.ID] {
+				w.untrack(t.ID)
+			}
 		}
 	}
 	return calls
 }
 
-// extendLeases starts the watch leases of tasks just read afresh, so that no instance reads
-// them again within an Interval of the read itself: a lease taken at claim time could run out
-// soon after a read that came late in a slow batch.
-func (w *Watcher) extendLeases(ctx context.Context, ids []string) {
-	forEach(len(ids), func(i int) {
-		err := w.Tasks.Store.RenewLease(ctx, "poll/"+ids[i], w.Owner, now(), w.Interval)
-		if err != nil && !errors.Is(err, storage.ErrLeaseLost) && ctx.Err() == nil {
-			w.Tasks.Logger.Warn("extending a watch lease", zap.String("task_id", ids[i]), zap.Error(err))
-		}
-	})
-}
-
-// claim decides whether this watcher reads task id now: the task is still unfinished, nobody
-// read it in the last half interval, and this watcher holds its lease for this interval (so
-// that of several instances sharing the store, one reads it). Otherwise the task is scheduled
-// again, or dropped when it has finished.
-func (w *Watcher) claim(ctx context.Context, id string) (storage.Task, bool) {
-	t, err := w.Tasks.Store.Task(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && !t.Unfinished()) {
-		return t, false
+// noteRead records that the shards of these tasks were read now.
+func (w *Watcher) noteRead(tasks []storage.Task) {
+	at := now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range tasks {
+		w.lastRead[storage.TaskShard(t.ID, w.Shards)] = at
 	}
-	if err != nil {
-		w.schedule(id, now().Add(w.Interval))
-		return t, false
-	}
-	if last := time.Unix(0, t.RefreshedAt); now().Sub(last) < w.Interval/2 {
-		w.schedule(id, last.Add(w.Interval)) // a client (or another instance) read it recently
-		return t, false
-	}
-	// The lease is kept for the interval, not released after the read: of all the gateways that
-	// share the store, one reads the task, and none again before the interval has passed.
-	held, err := w.Tasks.Store.AcquireLease(ctx, "poll/"+id, w.Owner, now(), w.Interval)
-	if err != nil || !held {
-		if err != nil && ctx.Err() == nil {
-			w.Tasks.Logger.Error("taking a watch lease", zap.String("task_id", id), zap.Error(err))
-		}
-		w.schedule(id, now().Add(w.Interval))
-		return t, false
-	}
-	return t, true
 }
 
 // storeParallelism bounds the store calls one batch makes at once; concurrent calls share round
-// trips (the Redis client pipelines them).
-const storeParallelism = 16
+// trips (the Redis client pipelines them), so that a batch of changed tasks is written in a
+// round trip or two.
+const storeParallelism = 64
 
 // forEach calls fn(0) … fn(n-1), up to storeParallelism at once, and waits for them.
 func forEach(n int, fn func(i int)) {

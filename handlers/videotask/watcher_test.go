@@ -211,3 +211,43 @@ func TestWatcherDoesNotRewriteUnchangedTasks(t *testing.T) {
 		}
 	}
 }
+
+// The watcher skips comparing an answer it has seen on the same record version, but a record
+// changed meanwhile (another version) is compared again: here its stored answer was replaced,
+// and the next read of the unchanged upstream answer puts it back.
+func TestWatcherComparesAgainAfterTheRecordChanged(t *testing.T) {
+	up := newSimUpstream(t, time.Hour, time.Hour, true)
+	h := newHandler(t, up.URL, nil)
+	h.Client.Timeout = 10 * time.Second
+	ids := createTasks(t, h, 3)
+	ctx := context.Background()
+	runWatcher(t, &Watcher{Tasks: h, Interval: 200 * time.Millisecond, RatePerSecond: 100, Concurrency: 2})
+	waitLists := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for up.lists.Load() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("the watcher made %d list calls in 30 s", up.lists.Load())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitLists(3)
+	task, err := h.Store.Task(ctx, ids[0])
+	if err != nil || len(task.Result) == 0 {
+		t.Fatalf("after three reads: %+v %v", task, err)
+	}
+	answer := task.Result
+	task.Result = []byte(`{"id":"` + task.ID + `","status":"queued","tampered":true}`)
+	if _, err := h.Store.ReplaceTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	waitLists(up.lists.Load() + 3)
+	got, err := h.Store.Task(ctx, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Result) != string(answer) {
+		t.Fatalf("after the record changed and the upstream answered as before, the record says %s; want %s", got.Result, answer)
+	}
+}

@@ -79,19 +79,22 @@ func testCounterManyGoroutines(t *testing.T, s storage.Store) {
 	}
 }
 
-// testCounterLimiters: limiters racing at one limit admit exactly the limit; giving back frees
-// room; a decrement is never refused.
+// testCounterLimiters: limiters racing at one limit admit exactly the limit, whether they add
+// or reserve; giving back frees room; a decrement is never refused.
 func testCounterLimiters(t *testing.T, s storage.Store) {
 	ctx := context.Background()
+	add := map[bool]func(ctx context.Context, name string, delta, limit int64) (int64, bool, error){
+		false: s.AddCounter, true: s.ReserveCounter,
+	}
 	const limit = 10
 	var admitted atomic.Int32
 	var wg sync.WaitGroup
-	for range 2 {
+	for i := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range 25 {
-				_, ok, err := s.AddCounter(ctx, "active/k", 1, limit)
+				_, ok, err := add[i == 1](ctx, "active/k", 1, limit)
 				if err != nil {
 					t.Errorf("AddCounter: %v", err)
 					return

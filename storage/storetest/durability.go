@@ -134,6 +134,9 @@ func testDurableAcrossCrash(t *testing.T, b Backend) {
 	if v, err := s.Counter(ctx, "crash"); err != nil || v < int64(acked+1) {
 		t.Fatalf("counter after the crash = %d, %v; at least %d were acknowledged", v, err, acked+1)
 	}
+	if v, err := s.Counter(ctx, "crash-reserved"); err != nil || v < int64(acked+1) {
+		t.Fatalf("reservations after the crash = %d, %v; at least %d were confirmed by a later durable write", v, err, acked+1)
+	}
 	if n, err := s.PendingEvents(ctx); err != nil || n < acked+1 {
 		t.Fatalf("events after the crash = %d, %v; at least %d were acknowledged", n, err, acked+1)
 	}
@@ -150,6 +153,10 @@ func runCrashChild(t *testing.T, b Backend) bool {
 		ctx := context.Background()
 		stop := time.Now().Add(2 * time.Minute) // bounded, in case the parent is gone
 		for i := 0; i < 1_000_000 && time.Now().Before(stop); i++ {
+			// A reservation is on disk once the durable write after it is.
+			if _, _, err := s.ReserveCounter(ctx, "crash-reserved", 1, -1); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := s.CreateTask(ctx, newTask(fmt.Sprint("crash-", i), "alice", int64(i))); err != nil {
 				t.Fatal(err)
 			}

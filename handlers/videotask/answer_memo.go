@@ -1,0 +1,75 @@
+package videotask
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"slices"
+	"sync"
+)
+
+// answerMemo remembers, per task, an upstream answer (by fingerprint) that the stored record
+// already says, and the record's version then. The watcher reads thousands of tasks that do not
+// change: when a task's record has kept its version and the upstream answers the same bytes
+// again, the answer says what the record says, and building the client's answer to compare them
+// (the larger part of the work per task) is skipped. A nil memo remembers nothing.
+type answerMemo struct {
+	mu   sync.Mutex
+	seen map[string]memoEntry
+}
+
+type memoEntry struct {
+	version     int64
+	fingerprint uint64
+}
+
+// unchanged reports whether the record at version already says what this answer says.
+func (m *answerMemo) unchanged(id string, version int64, fingerprint uint64) bool {
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.seen[id]
+	return ok && e.version == version && e.fingerprint == fingerprint
+}
+
+// note records that the record at version says what the answer of this fingerprint says.
+func (m *answerMemo) note(id string, version int64, fingerprint uint64) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen == nil {
+		m.seen = map[string]memoEntry{}
+	}
+	m.seen[id] = memoEntry{version: version, fingerprint: fingerprint}
+}
+
+// forget drops a task that finished or left this watcher.
+func (m *answerMemo) forget(id string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.seen, id)
+}
+
+// fingerprint is a hash (FNV-1a, 64 bits) of an upstream answer's fields, in key order.
+func fingerprint(answer map[string]json.RawMessage) uint64 {
+	keys := make([]string, 0, len(answer))
+	for k := range answer {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	h := fnv.New64a()
+	for _, k := range keys {
+		// Writes to a hash never fail; the zero bytes keep key and value apart.
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write(answer[k])
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}

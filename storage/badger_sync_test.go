@@ -1,0 +1,158 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestGroupSyncGathersCommitsInProgress: a commit that ends while a sync waits for it is
+// covered by that sync, and a lone commit does not wait for anyone.
+func TestGroupSyncGathersCommitsInProgress(t *testing.T) {
+	var syncs atomic.Int32
+	g := &groupSync{sync: func() error { syncs.Add(1); return nil }, maxGather: time.Hour}
+
+	g.begin()
+	g.end()
+	if err := g.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if syncs.Load() != 1 {
+		t.Fatalf("a lone commit made %d syncs, want 1", syncs.Load())
+	}
+
+	// Commit a ends and waits while commit b is still in progress; b ends a little later and
+	// waits too. The one sync, started after b ended, covers both.
+	syncs.Store(0)
+	g.begin() // a
+	g.begin() // b
+	g.end()   // a committed
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := g.wait(); err != nil {
+			t.Error(err)
+		}
+	})
+	// Wait until a's sync is gathering (it holds the running flag and waits for b).
+	for {
+		g.mu.Lock()
+		gathering := g.gathered != nil
+		g.mu.Unlock()
+		if gathering {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	g.end() // b committed
+	if err := g.wait(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if n := syncs.Load(); n != 1 {
+		t.Fatalf("two commits gathered into %d syncs, want 1", n)
+	}
+}
+
+// TestGroupSyncGatherIsBounded: a commit that never ends delays the sync by at most maxGather.
+func TestGroupSyncGatherIsBounded(t *testing.T) {
+	g := &groupSync{sync: func() error { return nil }}
+	g.begin() // never ends
+	g.begin()
+	g.end()
+	done := make(chan error, 1)
+	go func() { done <- g.wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sync waited for a commit that never ends")
+	}
+}
+
+// TestLogSyncFollowsMemtables: the store's syncs find Badger's memtable logs (not the DB.Sync
+// fallback), sync a replaced memtable's log once more and then let go of it, and keep no
+// handle of a log that Badger has deleted.
+func TestLogSyncFollowsMemtables(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenBadger(dir, BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	logs, err := memLogs(dir)
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no memtable logs (%v) in %s: %v; Badger's layout changed, so every sync falls back to DB.Sync", logs, dir, err)
+	}
+	ctx := context.Background()
+	// Write past a few memtables (8 MiB each), so that logs are replaced and flushed. This
+	// goroutine is the only writer, so each sync runs in it, and b.logs can be read in between.
+	val := strings.Repeat("x", 64<<10)
+	sealedSeen := 0
+	for i := range 400 {
+		if _, err := b.SettingOnce(ctx, fmt.Sprint("fill-", i), []byte(val)); err != nil {
+			t.Fatal(err)
+		}
+		sealedSeen = max(sealedSeen, len(b.logs.sealed))
+	}
+	if sealedSeen == 0 {
+		t.Fatal("25 MiB written through 8 MiB memtables, and no sync ever saw a replaced memtable's log")
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := b.SettingOnce(ctx, fmt.Sprint("tick-", time.Now().UnixNano()), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		logs, err = memLogs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open, sealed := len(b.logs.open), len(b.logs.sealed)
+		if open == 1 && sealed == len(logs)-1 {
+			break // only the current log is held open; the others are synced and let go
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("logs %v, handles open %d, sealed %d", logs, open, sealed)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for name, f := range b.logs.open {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("a handle is kept on %s (%s), which is gone: %v", name, f.Name(), err)
+		}
+	}
+}
+
+// TestReserveCounterRidesOnTheNextSync: a reservation starts no disk sync of its own; the
+// durable write after it does, and covers it.
+func TestReserveCounterRidesOnTheNextSync(t *testing.T) {
+	b, err := OpenBadger(t.TempDir(), BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	before := b.sync.syncs()
+	if v, ok, err := b.ReserveCounter(ctx, "active/key_1", 1, 1); err != nil || !ok || v != 1 {
+		t.Fatalf("ReserveCounter = %d, %v, %v", v, ok, err)
+	}
+	if _, ok, err := b.ReserveCounter(ctx, "active/key_1", 1, 1); err != nil || ok {
+		t.Fatalf("a reservation past the limit was taken: %v, %v", ok, err)
+	}
+	if n := b.sync.syncs() - before; n != 0 {
+		t.Fatalf("reservations started %d syncs, want 0", n)
+	}
+	if _, err := b.CreateTask(ctx, Task{ID: "cgt-1", Kind: KindVideo, Account: "acme", CreatedAt: time.Now().Unix()}); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.sync.syncs() - before; n != 1 {
+		t.Fatalf("a reservation and a task record made %d syncs, want 1", n)
+	}
+}
