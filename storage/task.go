@@ -78,23 +78,28 @@ func UpdateTask(ctx context.Context, s Tasks, id string, change func(*Task) erro
 		if err != nil {
 			return cur, err
 		}
-		next := cur
-		next.Result = slices.Clone(cur.Result)
-		if err := change(&next); errors.Is(err, ErrNoChange) {
-			return cur, nil
-		} else if err != nil {
-			return cur, err
+		stored, err := replaceFrom(ctx, s, cur, change)
+		if !errors.Is(err, ErrConflict) {
+			return stored, err
 		}
-		stored, err := s.ReplaceTask(ctx, next)
-		if errors.Is(err, ErrConflict) {
-			if ctx.Err() != nil {
-				return cur, ctx.Err()
-			}
-			continue
+		if ctx.Err() != nil {
+			return cur, ctx.Err()
 		}
-		return stored, err
 	}
 	return Task{}, fmt.Errorf("updating task %s: %w %d times", id, ErrConflict, maxUpdateAttempts)
+}
+
+// replaceFrom applies change to a copy of cur and stores the result by compare-and-set on cur's
+// Version. It answers cur when change returns ErrNoChange, and ErrConflict when cur is stale.
+func replaceFrom(ctx context.Context, s Tasks, cur Task, change func(*Task) error) (Task, error) {
+	next := cur
+	next.Result = slices.Clone(cur.Result)
+	if err := change(&next); errors.Is(err, ErrNoChange) {
+		return cur, nil
+	} else if err != nil {
+		return cur, err
+	}
+	return s.ReplaceTask(ctx, next)
 }
 
 // Task is the ownership record of an upstream task: who created it, where it runs, and the last
