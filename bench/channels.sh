@@ -94,6 +94,7 @@ start() { # cpu config
 start 1 "$work/upstream.caddy"
 start 0 "$work/baseline.caddy"
 start 0 "$work/gateway.caddy"
+base_pid=${pids[1]} gw_pid=${pids[2]}
 for port in $UPA $UPB $BASE $GW; do
 	for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 done
@@ -105,20 +106,28 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer $KEY"
 LUA
 
-# load NAME URL CONNS: one wrk run, printed as "NAME req/s p50 p99".
+# cputicks PID: the CPU time (user + system, in clock ticks) the process has used.
+cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# load NAME URL CONNS PID: one wrk run, printed as "NAME req/s p50 p99" and the proxy's CPU time
+# per request (which other load on a shared machine disturbs far less than throughput).
 load() {
-	local out
+	local out before after
+	before=$(cputicks "$4")
 	out=$(taskset -c 1 wrk -t1 -c"$3" -d"$DURATION" --latency -s "$work/chat.lua" "$2")
+	after=$(cputicks "$4")
 	if grep -q "Non-2xx" <<<"$out"; then
 		echo "$1: some answers were not 2xx:" >&2
 		echo "$out" >&2
 		exit 1
 	fi
-	local rps p50 p99
+	local rps p50 p99 n cpu
 	rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
 	p50=$(awk '$1=="50%" {print $2}' <<<"$out")
 	p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-	printf '%-44s %12s req/s   p50 %9s   p99 %9s\n' "$1" "$rps" "$p50" "$p99"
+	n=$(awk '/requests in/ {print $1}' <<<"$out")
+	cpu=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="${n:-0}" 'BEGIN {if (n > 0) printf "%.1f", t / hz / n * 1e6}')
+	printf '%-44s %12s req/s   p50 %9s   p99 %9s   cpu %6s us/req\n' "$1" "$rps" "$p50" "$p99" "$cpu"
 }
 
 echo "machine: $(nproc) cores, $(awk '/model name/ {$1=$2=$3=""; print; exit}' /proc/cpuinfo | sed 's/^ *//'), $(go version | cut -d' ' -f3), load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -131,7 +140,7 @@ for url in "$base" "$gw"; do
 	taskset -c 1 wrk -t1 -c"$CONNS" -d3s -s "$work/chat.lua" "$url" >/dev/null
 done
 echo "== pass-through chat over two upstreams, $CONNS connections (baseline, mediagw, mediagw, baseline)"
-load "baseline reverse_proxy (2 upstreams, random)" "$base" "$CONNS"
-load "mediagw auth+route+dynamic+transport" "$gw" "$CONNS"
-load "mediagw auth+route+dynamic+transport" "$gw" "$CONNS"
-load "baseline reverse_proxy (2 upstreams, random)" "$base" "$CONNS"
+load "baseline reverse_proxy (2 upstreams, random)" "$base" "$CONNS" "$base_pid"
+load "mediagw auth+route+dynamic+transport" "$gw" "$CONNS" "$gw_pid"
+load "mediagw auth+route+dynamic+transport" "$gw" "$CONNS" "$gw_pid"
+load "baseline reverse_proxy (2 upstreams, random)" "$base" "$CONNS" "$base_pid"

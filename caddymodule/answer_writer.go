@@ -18,6 +18,8 @@ type answerWriter struct {
 	sniff   bool
 	sniffer usage.Sniffer
 	wrapper caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
+	// placeholders are the routed request's, kept here to save an allocation.
+	placeholders routePlaceholders
 }
 
 func newAnswerWriter(w http.ResponseWriter) *answerWriter {
@@ -29,7 +31,10 @@ func newAnswerWriter(w http.ResponseWriter) *answerWriter {
 func (w *answerWriter) WriteHeader(status int) {
 	if w.status == 0 && status >= 200 {
 		w.status = status
-		mt, _, err := mime.ParseMediaType(w.Header().Get("Content-Type"))
+		mt, err := w.Header().Get("Content-Type"), error(nil)
+		if mt != "application/json" && mt != "text/event-stream" { // the common ones need no parsing
+			mt, _, err = mime.ParseMediaType(mt)
+		}
 		switch {
 		case err != nil || status >= 300 || w.Header().Get("Content-Encoding") != "":
 		case mt == "text/event-stream":

@@ -105,10 +105,20 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 	repl.Set("http.auth.user.id", id.KeyID)
 	repl.Set("mediagw.account", id.Account)
 	entry.Authenticated(id.Account, id.KeyID)
-	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok {
+	if extra := accessLogFields(r); extra != nil {
 		extra.Add(zap.String("account", id.Account))
 	}
 	return next.ServeHTTP(w, r.WithContext(auth.WithIdentity(usage.WithEntry(r.Context(), entry), id)))
+}
+
+// accessLogFields returns the extra fields of the request's access log entry, or nil when the
+// server writes no access log: then the fields would be built for nothing.
+func accessLogFields(r *http.Request) *caddyhttp.ExtraLogFields {
+	if srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); !ok || srv.Logs == nil {
+		return nil
+	}
+	extra, _ := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields)
+	return extra
 }
 
 // stripOriginalURL removes the key query parameter from the copy of the request URL that Caddy

@@ -23,10 +23,11 @@ type observer struct {
 // begin starts following r: the returned writer notes the status and mediagw's error code.
 // Handlers find the returned entry in the request context once mediagw_auth put it there.
 func (o *observer) begin(w http.ResponseWriter, r *http.Request) (*observedWriter, *usage.Entry) {
-	e := usage.NewEntry(metrics.Endpoint(r.URL.Path))
-	ow := &observedWriter{wrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, entry: e}
+	ow := &observedWriter{wrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
 	ow.ResponseWriterWrapper = &ow.wrapper
-	return ow, e
+	ow.entryValue.Endpoint = metrics.Endpoint(r.URL.Path)
+	ow.entry = &ow.entryValue
+	return ow, ow.entry
 }
 
 // end closes the request's entry once the handlers returned err (nil when they answered).
@@ -51,7 +52,7 @@ func (o *observer) end(ow *observedWriter, r *http.Request, e *usage.Entry, err 
 			metrics.Rejected(reason)
 		}
 	}
-	if extra, ok := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields); ok && rec.Model != "" {
+	if extra := accessLogFields(r); extra != nil && rec.Model != "" {
 		extra.Add(zap.String("model", rec.Model))
 		extra.Add(zap.String("provider", rec.Provider))
 	}
@@ -61,9 +62,10 @@ func (o *observer) end(ow *observedWriter, r *http.Request, e *usage.Entry, err 
 // (apierror.Write tells it through NoteErrorCode).
 type observedWriter struct {
 	*caddyhttp.ResponseWriterWrapper
-	entry   *usage.Entry
-	status  int
-	wrapper caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
+	entry      *usage.Entry
+	status     int
+	wrapper    caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
+	entryValue usage.Entry                     // and entry here
 }
 
 func (w *observedWriter) WriteHeader(status int) {

@@ -71,7 +71,7 @@ func (ProxyUpstreams) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // publishUpstream sets the placeholders that name the upstream a request goes to.
 func publishUpstream(repl *caddy.Replacer, u *providers.Upstream) {
-	repl.Set("mediagw.upstream", u.BaseURL.Scheme+"://"+u.BaseURL.Host)
+	repl.Set("mediagw.upstream", upstreamOrigin(u))
 	repl.Set("mediagw.upstream_name", u.Name)
 }
 

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -141,17 +142,16 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		}
 	}
 	repl := replacer(r)
-	repl.Set("mediagw.model", route.Model)
-	repl.Set("mediagw.provider", route.Provider.Name)
-	publishUpstream(repl, route.Dispatch.First())
 	sw := newAnswerWriter(w)
+	sw.placeholders = routePlaceholders{model: route.Model, provider: route.Provider.Name, upstream: route.Dispatch.First()}
+	sw.placeholders.publish(repl)
 	var out http.ResponseWriter = sw
 	var created *passthrough.CreatedWriter
 	if route.Creates != "" {
 		created = h.router.Created(sw, r, id, route)
 		out = created
 	}
-	err = h.proxy(out, r.WithContext(providers.WithDispatch(r.Context(), route.Dispatch)), next, route.Provider.Name)
+	err = h.proxy(providers.WithDispatch(r.Context(), route.Dispatch), out, r, next, route.Provider.Name)
 	// A client that went away after the request was forwarded is not refunded, and an object
 	// the upstream created meanwhile is still recorded as its account's: the upstream may well
 	// have done (and billed) the work.
@@ -174,9 +174,13 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	return err
 }
 
-// proxy runs the reverse_proxy blocks after this handler, in a span of the request's trace.
-func (h *RouteHandler) proxy(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) error {
-	ctx, span := tracing.Start(r.Context(), "upstream "+provider, trace.SpanKindClient, attribute.String("mediagw.provider", provider))
+// proxy runs the reverse_proxy blocks after this handler with ctx, in a span of the request's
+// trace when it is traced.
+func (h *RouteHandler) proxy(ctx context.Context, w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) error {
+	if !tracing.Recording(ctx) {
+		return next.ServeHTTP(w, r.WithContext(ctx))
+	}
+	ctx, span := tracing.Start(ctx, "upstream "+provider, trace.SpanKindClient, attribute.String("mediagw.provider", provider))
 	err := next.ServeHTTP(w, r.WithContext(ctx))
 	span.End(err)
 	return err

@@ -99,5 +99,7 @@ type Account struct {
 // and looked up.
 func HashSecret(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
+	var text [2 * sha256.Size]byte // encoded on the stack: one allocation, the string
+	hex.Encode(text[:], sum[:])
+	return string(text[:])
 }

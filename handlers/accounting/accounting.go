@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,13 +28,16 @@ import (
 const ActiveRetryAfter = 10 * time.Second
 
 // Counter names.
-func QuotaCounter(keyID string) string  { return "quota/" + keyID }
-func ActiveCounter(keyID string) string { return "active/" + keyID }
-func KeyUsage(keyID, what string) string {
-	return "usage/key/" + keyID + "/" + what
+func QuotaCounter(keyID string) string         { return "quota/" + keyID }
+func ActiveCounter(keyID string) string        { return "active/" + keyID }
+func KeyUsage(keyID, what string) string       { return keyUsage(keyID, what).String() }
+func AccountUsage(account, what string) string { return accountUsage(account, what).String() }
+
+func keyUsage(keyID, what string) counterName {
+	return counterName{prefix: "usage/key/", id: keyID, what: what}
 }
-func AccountUsage(account, what string) string {
-	return "usage/account/" + account + "/" + what
+func accountUsage(account, what string) counterName {
+	return counterName{prefix: "usage/account/", id: account, what: what}
 }
 
 // Usage kinds.
@@ -87,8 +91,7 @@ func (a *Accountant) Admit(ctx context.Context, id auth.Identity) error {
 				fmt.Sprintf("too many requests for this API key: at most %d per %s", l.RateRequests, apierror.FormatDuration(l.RateWindow))).WithRetryAfter(wait)
 		}
 	}
-	a.Meter.Add(KeyUsage(id.KeyID, UsageRequests), 1)
-	a.Meter.Add(AccountUsage(id.Account, UsageRequests), 1)
+	a.Meter.add(1, keyUsage(id.KeyID, UsageRequests), accountUsage(id.Account, UsageRequests))
 	return nil
 }
 
@@ -97,14 +100,24 @@ type Charge struct {
 	// Held is the cost taken from a limited quota (0 for keys without a quota, whose use is only
 	// metered).
 	Held int64
-	undo func()
+	undo *chargeUndo
+}
+
+// chargeUndo is what Refund needs to undo a charge, once.
+type chargeUndo struct {
+	done           atomic.Bool
+	a              *Accountant
+	ctx            context.Context
+	keyID, account string
+	cost, held     int64
 }
 
 // Refund undoes the charge; call it when the upstream refuses the request. It is safe to call
-// more than once.
+// more than once, also concurrently: one call refunds.
 func (c Charge) Refund() {
-	if c.undo != nil {
-		c.undo()
+	if u := c.undo; u != nil && u.done.CompareAndSwap(false, true) {
+		u.a.refund(context.WithoutCancel(u.ctx), u.keyID, u.account, u.cost, u.held)
+		usage.From(u.ctx).Refunded(u.cost)
 	}
 }
 
@@ -133,20 +146,13 @@ func (a *Accountant) charge(ctx context.Context, id auth.Identity, cost int64, a
 			return Charge{}, errQuota
 		}
 	}
-	a.Meter.Add(AccountUsage(id.Account, UsageQuota), cost)
-	a.Meter.Add(KeyUsage(id.KeyID, UsageQuota), cost)
+	a.Meter.add(cost, accountUsage(id.Account, UsageQuota), keyUsage(id.KeyID, UsageQuota))
 	held := int64(0)
 	if id.Limits.Quota != nil {
 		held = cost
 	}
 	usage.From(ctx).Charged(cost)
-	var once sync.Once
-	return Charge{Held: held, undo: func() {
-		once.Do(func() {
-			a.refund(context.WithoutCancel(ctx), id.KeyID, id.Account, cost, held)
-			usage.From(ctx).Refunded(cost)
-		})
-	}}, nil
+	return Charge{Held: held, undo: &chargeUndo{a: a, ctx: ctx, keyID: id.KeyID, account: id.Account, cost: cost, held: held}}, nil
 }
 
 // refund gives back metered cost, of which held came from a limited quota.
@@ -154,8 +160,7 @@ func (a *Accountant) refund(ctx context.Context, keyID, account string, cost, he
 	if held > 0 {
 		a.addRetrying(ctx, QuotaCounter(keyID), -held, zap.String("key_id", keyID), zap.String("what", "quota refund"))
 	}
-	a.Meter.Add(AccountUsage(account, UsageQuota), -cost)
-	a.Meter.Add(KeyUsage(keyID, UsageQuota), -cost)
+	a.Meter.add(-cost, accountUsage(account, UsageQuota), keyUsage(keyID, UsageQuota))
 }
 
 // giveBackRetries bounds the attempts at a refund or slot release.
@@ -226,8 +231,7 @@ func (a *Accountant) StartTask(ctx context.Context, id auth.Identity) (Slot, err
 
 // TaskCreated counts a created task.
 func (a *Accountant) TaskCreated(id auth.Identity) {
-	a.Meter.Add(KeyUsage(id.KeyID, UsageTasks), 1)
-	a.Meter.Add(AccountUsage(id.Account, UsageTasks), 1)
+	a.Meter.add(1, keyUsage(id.KeyID, UsageTasks), accountUsage(id.Account, UsageTasks))
 }
 
 // MarkFinished is the change that finishes a task record, for use inside storage.UpdateTask:

@@ -18,23 +18,39 @@ type Meter struct {
 	logger *zap.Logger
 
 	mu      sync.Mutex
-	pending map[string]int64
+	pending map[counterName]int64
 	stop    chan struct{}
 	done    sync.WaitGroup
 }
 
 // NewMeter starts a meter that flushes to store every interval.
 func NewMeter(store storage.Store, interval time.Duration, logger *zap.Logger) *Meter {
-	m := &Meter{store: store, logger: logger, pending: map[string]int64{}, stop: make(chan struct{})}
+	m := &Meter{store: store, logger: logger, pending: map[counterName]int64{}, stop: make(chan struct{})}
 	m.done.Add(1)
 	go m.run(interval)
 	return m
 }
 
+// counterName is a counter's name in parts (see KeyUsage, AccountUsage), joined only when the
+// meter flushes, so that counting a request builds no string.
+type counterName struct{ prefix, id, what string }
+
+func (n counterName) String() string {
+	if n.what == "" {
+		return n.prefix + n.id
+	}
+	return n.prefix + n.id + "/" + n.what
+}
+
 // Add counts delta under name.
-func (m *Meter) Add(name string, delta int64) {
+func (m *Meter) Add(name string, delta int64) { m.add(delta, counterName{prefix: name}) }
+
+// add counts delta under each of names, under one lock.
+func (m *Meter) add(delta int64, names ...counterName) {
 	m.mu.Lock()
-	m.pending[name] += delta
+	for _, n := range names {
+		m.pending[n] += delta
+	}
 	m.mu.Unlock()
 }
 
@@ -42,7 +58,11 @@ func (m *Meter) Add(name string, delta int64) {
 func (m *Meter) Value(ctx context.Context, name string) (int64, error) {
 	v, err := m.store.Counter(ctx, name)
 	m.mu.Lock()
-	v += m.pending[name]
+	for n, delta := range m.pending {
+		if n.String() == name {
+			v += delta
+		}
+	}
 	m.mu.Unlock()
 	return v, err
 }
@@ -71,12 +91,13 @@ func (m *Meter) run(interval time.Duration) {
 func (m *Meter) flush() {
 	m.mu.Lock()
 	pending := m.pending
-	m.pending = map[string]int64{}
+	m.pending = map[counterName]int64{}
 	m.mu.Unlock()
-	for name, delta := range pending {
+	for n, delta := range pending {
+		name := n.String()
 		if _, _, err := m.store.AddCounter(context.Background(), name, delta, -1); err != nil {
 			m.logger.Error("storing usage counter", zap.String("counter", name), zap.Error(err))
-			m.Add(name, delta) // keep it for the next flush
+			m.add(delta, n) // keep it for the next flush
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -178,7 +177,7 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 // findModel takes the model from the path, the JSON body or the multipart field "model", and
 // checks the body's references to owned objects.
 func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, pathModel string, route *Route) (string, error) {
-	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	mt, params, _ := mediaType(r.Header.Get("Content-Type"))
 	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
 	switch {
 	case pathModel != "":
@@ -254,7 +253,7 @@ func jsonModel(fields map[string]json.RawMessage) (string, error) {
 		return "", errNoModel
 	}
 	var model string
-	if err := json.Unmarshal(raw, &model); err != nil {
+	if err := unmarshalString(raw, &model); err != nil {
 		return "", errModelType
 	}
 	if model == "" {
@@ -287,9 +286,11 @@ func (rt *Router) checkRefs(r *http.Request, id auth.Identity, ep Endpoint, fiel
 // Gemini-style ?key= parameter, are removed.
 func rewrite(r *http.Request, p *providers.Upstream) {
 	p.SetCredentials(r.Header)
-	if q := r.URL.Query(); q.Has("key") {
-		q.Del("key")
-		r.URL.RawQuery = q.Encode()
+	if r.URL.RawQuery != "" {
+		if q := r.URL.Query(); q.Has("key") {
+			q.Del("key")
+			r.URL.RawQuery = q.Encode()
+		}
 	}
 	rest := r.URL.Path
 	if seg, after, ok := strings.Cut(strings.TrimPrefix(rest, "/"), "/"); ok && isVersion(seg) {

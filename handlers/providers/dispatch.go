@@ -36,7 +36,7 @@ type Dispatch struct {
 
 // NewDispatch starts a dispatch over upstreams in the order Provider.Order gave.
 func NewDispatch(p *Provider, order []*Upstream) *Dispatch {
-	return &Dispatch{Provider: p, order: order, yielded: map[any]*Upstream{}}
+	return &Dispatch{Provider: p, order: order}
 }
 
 // First is the upstream tried first.
@@ -64,6 +64,9 @@ func (d *Dispatch) Untried() []*Upstream {
 // Yield remembers that key (the reverse proxy's representation of an upstream) stands for u.
 func (d *Dispatch) Yield(key any, u *Upstream) {
 	d.mu.Lock()
+	if d.yielded == nil {
+		d.yielded = map[any]*Upstream{} // only the mediagw upstream source yields
+	}
 	d.yielded[key] = u
 	d.mu.Unlock()
 }

@@ -87,14 +87,16 @@ func (u *Upstream) healthKey() string {
 
 // setCredentials removes the caller's credentials and sets key in the given auth style.
 func setCredentials(h http.Header, key, style string) {
-	h.Del("Authorization")
-	h.Del("X-Api-Key")
-	h.Del("X-Goog-Api-Key")
+	// The names are written in canonical form (http.CanonicalHeaderKey), so that deleting them
+	// does not canonicalise them again on every request.
+	delete(h, "Authorization")
+	delete(h, "X-Api-Key")
+	delete(h, "X-Goog-Api-Key")
 	// Headers that choose which of the operator's provider organisations or projects is used
 	// (and billed) are the operator's to set, never a tenant's.
-	h.Del("OpenAI-Organization")
-	h.Del("OpenAI-Project")
-	h.Del("X-Goog-User-Project")
+	delete(h, "Openai-Organization")
+	delete(h, "Openai-Project")
+	delete(h, "X-Goog-User-Project")
 	if key == "" {
 		return
 	}

@@ -2,7 +2,6 @@ package usage
 
 import (
 	"bytes"
-	"encoding/json"
 	"sync"
 )
 
@@ -96,9 +95,10 @@ func findUsage(b []byte) (Tokens, bool) {
 			if len(rest) == 0 || rest[0] != '{' {
 				continue // "usage": null in the chunks before the last
 			}
-			var u rawUsage
-			if obj := objectPrefix(rest); obj != nil && json.Unmarshal(obj, &u) == nil {
-				return u.tokens(), true
+			if obj := objectPrefix(rest); obj != nil {
+				if u, ok := decodeUsage(obj); ok {
+					return u.tokens(), true
+				}
 			}
 		}
 	}

@@ -127,6 +127,9 @@ func fieldFor(key string, fields []string) string {
 // decodeKey decodes a raw JSON string (with its quotes). clear is false when the key is not valid
 // UTF-8, holds an escaped lone surrogate, or holds a control character.
 func decodeKey(raw []byte) (key string, clear bool) {
+	if inner := raw[1 : len(raw)-1]; plainASCII(inner) {
+		return string(inner), true // what the loop below would build, without building it
+	}
 	if !utf8.Valid(raw) {
 		return strings.ToValidUTF8(string(raw[1:len(raw)-1]), "\uFFFD"), false
 	}
@@ -182,6 +185,17 @@ func hex4(b []byte) rune {
 
 // isControl reports C0 and C1 control characters and U+FFFD, which decoders substitute for bytes
 // they cannot read.
+// plainASCII reports whether b is printable ASCII without a backslash: a key that decodes to
+// itself and is clear.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
 func isControl(r rune) bool {
 	return r < 0x20 || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError
 }

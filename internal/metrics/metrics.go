@@ -116,7 +116,7 @@ func Register(reg prometheus.Registerer, withAccount bool) error {
 // requestSeries caches the series of mediagw_requests_total by their labels, so that counting a
 // request costs one map lookup. Its size is bounded like the labels: configured models and
 // providers, endpoint templates, status codes.
-var requestSeries sync.Map // requestLabels -> prometheus.Counter
+var requestSeries seriesCache[requestLabels, prometheus.Counter]
 
 type requestLabels struct {
 	endpoint, provider, model string
@@ -125,17 +125,20 @@ type requestLabels struct {
 
 // Request counts one answered request.
 func Request(endpoint, provider, model string, code int) {
-	key := requestLabels{endpoint, provider, model, code}
-	c, ok := requestSeries.Load(key)
-	if !ok {
-		c, _ = requestSeries.LoadOrStore(key, requests.WithLabelValues(endpoint, provider, model, strconv.Itoa(code)))
-	}
-	c.(prometheus.Counter).Inc()
+	requestSeries.get(requestLabels{endpoint, provider, model, code}, func() prometheus.Counter {
+		return requests.WithLabelValues(endpoint, provider, model, strconv.Itoa(code))
+	}).Inc()
 }
+
+// upstreamSeries caches the series of mediagw_upstream_request_duration_seconds, bounded by the
+// configured upstreams and the endpoint templates.
+var upstreamSeries seriesCache[[3]string, prometheus.Observer]
 
 // UpstreamDuration observes the time an upstream took to answer.
 func UpstreamDuration(provider, upstream, endpoint string, d time.Duration) {
-	upstreamDuration.WithLabelValues(provider, upstream, endpoint).Observe(d.Seconds())
+	upstreamSeries.get([3]string{provider, upstream, endpoint}, func() prometheus.Observer {
+		return upstreamDuration.WithLabelValues(provider, upstream, endpoint)
+	}).Observe(d.Seconds())
 }
 
 // taskModels remembers the (provider, model) pairs whose finished series exist.
@@ -195,13 +198,17 @@ func SetOutboxPending(n int) { outboxPending.Set(float64(n)) }
 // Rejected counts a request refused for reason (see Reason).
 func Rejected(reason string) { rejections.WithLabelValues(reason).Inc() }
 
+// quotaSeries caches the series of mediagw_quota_used_total by account, bounded by the
+// accounts that use the gateway (NoAccountMetrics turns the label off for very many).
+var quotaSeries seriesCache[string, prometheus.Counter]
+
 // QuotaUsed counts cost charged to an account.
 func QuotaUsed(account string, cost int64) {
 	if cost <= 0 {
 		return
 	}
 	if accountLabel.Load() {
-		quotaUsedByAccount.WithLabelValues(account).Add(float64(cost))
+		quotaSeries.get(account, func() prometheus.Counter { return quotaUsedByAccount.WithLabelValues(account) }).Add(float64(cost))
 	} else {
 		quotaUsed.Add(float64(cost))
 	}

@@ -15,6 +15,10 @@ import (
 // InstrumentationName names mediagw's tracer.
 const InstrumentationName = "github.com/mediagw/mediagw"
 
+// Recording reports whether ctx carries a recording span, that is whether Start would start
+// one. Callers check it first when building a span's name or attributes costs something.
+func Recording(ctx context.Context) bool { return trace.SpanFromContext(ctx).IsRecording() }
+
 // Span is a started span; End it once.
 type Span struct{ span trace.Span }
 

@@ -1,0 +1,37 @@
+package caddymodule
+
+import (
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+)
+
+// routePlaceholders answers the placeholders that mediagw_route publishes for the handlers after
+// it ({mediagw.model}, {mediagw.provider}, {mediagw.upstream}, {mediagw.upstream_name}) from the
+// routed request, when they are read: routing adds one value provider to the request's replacer
+// instead of four map entries. A value that the mediagw transport sets for a later attempt (see
+// publishUpstream) takes precedence, since the replacer reads its set values first.
+type routePlaceholders struct {
+	model, provider string
+	upstream        *providers.Upstream
+}
+
+// publish adds p to repl.
+func (p *routePlaceholders) publish(repl *caddy.Replacer) { repl.Map(p.value) }
+
+func (p *routePlaceholders) value(key string) (any, bool) {
+	switch key {
+	case "mediagw.model":
+		return p.model, true
+	case "mediagw.provider":
+		return p.provider, true
+	case "mediagw.upstream":
+		return upstreamOrigin(p.upstream), true
+	case "mediagw.upstream_name":
+		return p.upstream.Name, true
+	}
+	return nil, false
+}
+
+// upstreamOrigin is the {mediagw.upstream} value of u: its scheme://host.
+func upstreamOrigin(u *providers.Upstream) string { return u.BaseURL.Scheme + "://" + u.BaseURL.Host }
