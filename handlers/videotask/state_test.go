@@ -319,7 +319,7 @@ func TestWatcherHonoursShardLease(t *testing.T) {
 	w := &Watcher{Tasks: h, Interval: time.Hour}
 	w.init()
 	ctx := context.Background()
-	lease := shardLease(storage.TaskShard("cgt-race", w.Shards))
+	lease := w.shardLease(storage.TaskShard("cgt-race", w.Shards))
 	if ok, err := h.Store.AcquireLease(ctx, lease, "other-gateway", now(), time.Minute); err != nil || !ok {
 		t.Fatalf("lease: %v %v", ok, err)
 	}

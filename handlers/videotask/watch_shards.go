@@ -19,8 +19,16 @@ const DefaultWatchShards = 64
 // watchGroup names the heartbeats by which the watchers sharing a store find each other.
 const watchGroup = "video-tasks"
 
-// shardLease names the lease of one shard of the unfinished tasks.
-func shardLease(shard int) string { return "watch/" + strconv.Itoa(shard) }
+// group names the heartbeats of the watchers that divide the tasks into as many shards as this
+// one. Watchers with another number (another version, during a rolling upgrade) are not counted:
+// shard i is another set of tasks for them, so dividing with them could leave tasks to nobody.
+// Each number's watchers read every task; a task is then read once per number and interval.
+func (w *Watcher) group() string { return watchGroup + "/" + strconv.Itoa(w.Shards) }
+
+// shardLease names the lease of one shard of the unfinished tasks, out of w.Shards.
+func (w *Watcher) shardLease(shard int) string {
+	return "watch/" + strconv.Itoa(w.Shards) + "/" + strconv.Itoa(shard)
+}
 
 // minOwnershipTick bounds the store work of very short intervals (tests, demos): the shard
 // leases are renewed at most ten times a second.
@@ -92,7 +100,7 @@ func (w *Watcher) own(ctx context.Context) {
 	joined := false
 	for {
 		if !joined {
-			if _, err := w.Tasks.Store.Heartbeat(ctx, watchGroup, w.Owner, now(), w.leaseTerm()); err != nil && ctx.Err() == nil {
+			if _, err := w.Tasks.Store.Heartbeat(ctx, w.group(), w.Owner, now(), w.leaseTerm()); err != nil && ctx.Err() == nil {
 				w.Tasks.Logger.Error("watcher heartbeat", zap.Error(err))
 			}
 			joined = true
@@ -111,7 +119,7 @@ func (w *Watcher) own(ctx context.Context) {
 func (w *Watcher) divide(ctx context.Context) []int {
 	start := now()
 	term := w.leaseTerm()
-	members, err := w.Tasks.Store.Heartbeat(ctx, watchGroup, w.Owner, start, term)
+	members, err := w.Tasks.Store.Heartbeat(ctx, w.group(), w.Owner, start, term)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.Tasks.Logger.Error("watcher heartbeat", zap.Error(err))
@@ -143,7 +151,7 @@ func (w *Watcher) divide(ctx context.Context) []int {
 	forEach(w.Shards, func(shard int) {
 		switch {
 		case held[shard] && (members == nil || mine(shard)):
-			err := w.Tasks.Store.RenewLease(ctx, shardLease(shard), w.Owner, start, term)
+			err := w.Tasks.Store.RenewLease(ctx, w.shardLease(shard), w.Owner, start, term)
 			switch {
 			case err == nil:
 				results[shard] = outcome{keep: true, until: start.Add(term)}
@@ -157,7 +165,7 @@ func (w *Watcher) divide(ctx context.Context) []int {
 				}
 			}
 		case !held[shard] && mine(shard):
-			ok, err := w.Tasks.Store.AcquireLease(ctx, shardLease(shard), w.Owner, start, term)
+			ok, err := w.Tasks.Store.AcquireLease(ctx, w.shardLease(shard), w.Owner, start, term)
 			if err != nil && ctx.Err() == nil {
 				w.Tasks.Logger.Warn("taking a watch shard lease", zap.Int("shard", shard), zap.Error(err))
 			}
@@ -198,9 +206,9 @@ func (w *Watcher) divide(ctx context.Context) []int {
 func (w *Watcher) handOver(ctx context.Context, shard int, lastRead time.Time) {
 	var err error
 	if end := lastRead.Add(w.Interval + w.ownershipTick()); !lastRead.IsZero() && end.After(now()) {
-		err = w.Tasks.Store.RenewLease(ctx, shardLease(shard), w.Owner, lastRead, end.Sub(lastRead))
+		err = w.Tasks.Store.RenewLease(ctx, w.shardLease(shard), w.Owner, lastRead, end.Sub(lastRead))
 	} else {
-		err = w.Tasks.Store.ReleaseLease(ctx, shardLease(shard), w.Owner)
+		err = w.Tasks.Store.ReleaseLease(ctx, w.shardLease(shard), w.Owner)
 	}
 	if err != nil && !errors.Is(err, storage.ErrLeaseLost) && ctx.Err() == nil {
 		w.Tasks.Logger.Warn("handing a watch shard over", zap.Int("shard", shard), zap.Error(err))
@@ -227,7 +235,7 @@ func (w *Watcher) leave() {
 	forEach(len(shards), func(i int) { w.handOver(ctx, shards[i], held[shards[i]]) })
 	// A zero term ends this watcher's heartbeat: the others count without it from their next
 	// tick.
-	if _, err := w.Tasks.Store.Heartbeat(ctx, watchGroup, w.Owner, now(), 0); err != nil {
+	if _, err := w.Tasks.Store.Heartbeat(ctx, w.group(), w.Owner, now(), 0); err != nil {
 		w.Tasks.Logger.Warn("leaving the watcher group", zap.Error(err))
 	}
 }

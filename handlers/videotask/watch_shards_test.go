@@ -3,6 +3,7 @@ package videotask
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -132,10 +133,51 @@ func TestShardOwnershipMovesToTheSurvivor(t *testing.T) {
 				t.Fatalf("b took a's shards over %v after a died", took)
 			}
 			for _, lease := range even {
-				if ok, err := storeA.AcquireLease(ctx, shardLease(lease), "a", clock, time.Minute); err != nil || ok {
+				if ok, err := storeA.AcquireLease(ctx, a.shardLease(lease), "a", clock, time.Minute); err != nil || ok {
 					t.Fatalf("a could take back shard %d from b: %v %v", lease, ok, err)
 				}
 			}
 		})
+	}
+}
+
+// Watchers that divide the tasks into different numbers of shards (instances of two versions
+// during a rolling upgrade) must not leave any task unread: each settles its shards with the
+// watchers of its own number, so a task is read by one watcher of each number at most, and by
+// at least one.
+func TestWatchersWithDifferentShardCountsMissNoTask(t *testing.T) {
+	clock := time.Unix(1_800_000_000, 0)
+	setClock(t, &clock)
+	b, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	watcher := func(owner string, shards int) *Watcher {
+		w := &Watcher{Tasks: &Handler{Store: b, Logger: zap.NewNop()}, Interval: 10 * time.Second, Owner: owner, Shards: shards}
+		w.init()
+		return w
+	}
+	ws := []*Watcher{watcher("a", 8), watcher("b", 5)}
+	ctx := context.Background()
+	for range 5 {
+		clock = clock.Add(ws[0].ownershipTick())
+		for _, w := range ws {
+			w.divide(ctx)
+		}
+	}
+	for i := range 200 {
+		id := "cgt-" + strconv.Itoa(i)
+		readers := 0
+		for _, w := range ws {
+			w.mu.Lock()
+			if ok, _ := w.readable(storage.TaskShard(id, w.Shards)); ok {
+				readers++
+			}
+			w.mu.Unlock()
+		}
+		if readers == 0 {
+			t.Fatalf("task %s is read by no watcher (a holds %v, b %v)", id, ws[0].heldShards(), ws[1].heldShards())
+		}
 	}
 }
