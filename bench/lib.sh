@@ -48,8 +48,14 @@ pin() {
 
 # start CPU CONFIG: starts a Caddy ($CADDY, default ./caddy) on CPU (empty: unpinned) with the
 # Caddyfile CONFIG, its output in CONFIG.log, and adds its PID to pids.
+# (Not through pin: $! must be Caddy's own PID, which taskset keeps by exec'ing it, so that
+# cputicks measures Caddy and cleanup stops it.)
 start() {
-	pin "$1" "${CADDY:-./caddy}" run --config "$2" --adapter caddyfile >"$2.log" 2>&1 &
+	if [ -n "$1" ]; then
+		taskset -c "$1" "${CADDY:-./caddy}" run --config "$2" --adapter caddyfile >"$2.log" 2>&1 &
+	else
+		"${CADDY:-./caddy}" run --config "$2" --adapter caddyfile >"$2.log" 2>&1 &
+	fi
 	pids+=($!)
 }
 
