@@ -9,27 +9,16 @@
 # Everything runs on loopback. The gateway and the baseline are pinned to CPU 0, wrk and the
 # upstreams to CPU 1. Every load run is bounded by DURATION.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-32}
-if ! command -v wrk >/dev/null 2>&1; then
-	apt-get update -qq && apt-get install -y -qq wrk >/dev/null
-fi
+need wrk
 ./xcaddy.sh
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+workdir
 
 UPA=19200 UPB=19201 BASE=19202 GW=19203
-KEY=mg-bench-key
-ANSWER='{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"bench-chat","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}'
 
 cat >"$work/upstream.caddy" <<CFG
 {
@@ -37,7 +26,7 @@ cat >"$work/upstream.caddy" <<CFG
 	persist_config off
 }
 http://127.0.0.1:$UPA, http://127.0.0.1:$UPB {
-	respond /v1/chat/completions \`$ANSWER\` 200
+	respond /v1/chat/completions \`$CHAT_ANSWER\` 200
 }
 CFG
 
@@ -68,9 +57,7 @@ cat >"$work/gateway.caddy" <<CFG
 				api_key upstream-key-b
 			}
 		}
-		key $KEY {
-			account bench
-		}
+$(bench_key)
 	}
 }
 http://127.0.0.1:$GW {
@@ -87,27 +74,13 @@ http://127.0.0.1:$GW {
 }
 CFG
 
-start() { # cpu config
-	taskset -c "$1" ./caddy run --config "$2" --adapter caddyfile >"$2.log" 2>&1 &
-	pids+=($!)
-}
 start 1 "$work/upstream.caddy"
 start 0 "$work/baseline.caddy"
 start 0 "$work/gateway.caddy"
 base_pid=${pids[1]} gw_pid=${pids[2]}
-for port in $UPA $UPB $BASE $GW; do
-	for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
-done
+wait_ports $UPA $UPB $BASE $GW
 
-cat >"$work/chat.lua" <<LUA
-wrk.method = "POST"
-wrk.body = '{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer $KEY"
-LUA
-
-# cputicks PID: the CPU time (user + system, in clock ticks) the process has used.
-cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+write_lua
 
 # load NAME URL CONNS PID: one wrk run, printed as "NAME req/s p50 p99" and the proxy's CPU time
 # per request (which other load on a shared machine disturbs far less than throughput).
@@ -122,23 +95,18 @@ load() {
 		exit 1
 	fi
 	local rps p50 p99 n cpu
-	rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-	p50=$(awk '$1=="50%" {print $2}' <<<"$out")
-	p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-	n=$(awk '/requests in/ {print $1}' <<<"$out")
-	cpu=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="${n:-0}" 'BEGIN {if (n > 0) printf "%.1f", t / hz / n * 1e6}')
+	parse_wrk "$out"
+	cpu=$(cpu_us "$before" "$after" "$n" %.1f)
 	printf '%-44s %12s req/s   p50 %9s   p99 %9s   cpu %6s us/req\n' "$1" "$rps" "$p50" "$p99" "$cpu"
 }
 
-echo "machine: $(nproc) cores, $(awk '/model name/ {$1=$2=$3=""; print; exit}' /proc/cpuinfo | sed 's/^ *//'), $(go version | cut -d' ' -f3), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) cores, $(cpu_model), $(go_version), load average $(loadavg)"
 echo "load: wrk, $DURATION per run"
 base="http://127.0.0.1:$BASE/v1/chat/completions" gw="http://127.0.0.1:$GW/v1/chat/completions"
 # Both answer before anything is measured (and the gateway's answer is the upstream's).
 curl -sf -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' -d '{"model":"bench-chat","messages":[]}' "$gw" | grep -q chatcmpl-1
 # Warm both up (connection pools, heap size) without measuring.
-for url in "$base" "$gw"; do
-	taskset -c 1 wrk -t1 -c"$CONNS" -d3s -s "$work/chat.lua" "$url" >/dev/null
-done
+warm 1 "$CONNS" "$work/chat.lua" "$base" "$gw"
 echo "== pass-through chat over two upstreams, $CONNS connections (baseline, mediagw, mediagw, baseline)"
 load "baseline reverse_proxy (2 upstreams, random)" "$base" "$CONNS" "$base_pid"
 load "mediagw auth+route+dynamic+transport" "$gw" "$CONNS" "$gw_pid"

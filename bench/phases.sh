@@ -15,61 +15,30 @@
 #
 # Loopback only. The gateway is pinned to CPU 0, wrk and the upstreams to CPU 1.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 PASS=${PASS:-0} CREATE=${CREATE:-10s} QUERY=${QUERY:-0}
 CADDY=${CADDY:-./caddy}
 [ "$CADDY" != ./caddy ] || ./xcaddy.sh
-command -v wrk >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-UP=19400 SIM=19401 GW=19404 ADMIN=19405 KEY=mg-bench-key
+need wrk
+workdir
+UP=19400 SIM=19401 GW=19404 ADMIN=19405
 cat >"$work/up.caddy" <<CFG
 {
 	admin off
 	persist_config off
 }
-http://127.0.0.1:$UP {
-	respond /v1/chat/completions \`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"bench-chat","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}\` 200
-}
-http://127.0.0.1:$SIM {
-	mediagw_simulator {
-		queued_for 1h
-	}
-}
+$(upstream_sites $UP $SIM)
 CFG
 cat >"$work/gw.caddy" <<CFG
 {
 	admin 127.0.0.1:$ADMIN
 	persist_config off
-	log usage {
-		output mediagw_buffered {
-			output file $work/usage.log {
-				roll_disabled
-			}
-		}
-		format json
-		include mediagw.usage
-	}
-	log default {
-		exclude mediagw.usage
-	}
+$(usage_log "$work")
 	mediagw {
 		storage badger $work/store
-		provider chat {
-			base_url http://127.0.0.1:$UP/v1
-			api_key upstream-key
-			models bench-chat
-		}
-		provider sim {
-			base_url http://127.0.0.1:$SIM/api/v3
-			api_key upstream-key
-			models bench-video
-		}
-		key $KEY {
-			account bench
-		}
+$(provider chat "http://127.0.0.1:$UP/v1" bench-chat)
+$(provider sim "http://127.0.0.1:$SIM/api/v3" bench-video)
+$(bench_key)
 	}
 }
 http://127.0.0.1:$GW {
@@ -83,40 +52,26 @@ http://127.0.0.1:$GW {
 	}
 }
 CFG
-taskset -c 1 "$CADDY" run --config "$work/up.caddy" --adapter caddyfile >"$work/up.log" 2>&1 & pids+=($!)
-taskset -c 0 "$CADDY" run --config "$work/gw.caddy" --adapter caddyfile >"$work/gw.log" 2>&1 & pids+=($!)
+start 1 "$work/up.caddy"
+start 0 "$work/gw.caddy"
 gw=${pids[1]}
-for port in $UP $SIM $GW; do
-	for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
-done
-body() { printf 'wrk.method = "POST"\nwrk.body = %s\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["Authorization"] = "Bearer %s"\n' "$1" "$KEY"; }
-body "'{\"model\":\"bench-chat\",\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}'" >"$work/chat.lua"
-body "'{\"model\":\"bench-video\",\"content\":[{\"type\":\"text\",\"text\":\"a lighthouse at dawn\"}]}'" >"$work/create.lua"
-printf 'wrk.headers["Authorization"] = "Bearer %s"\n' "$KEY" >"$work/get.lua"
-cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+wait_ports $UP $SIM $GW
+write_lua
 # phase NAME URL SCRIPT DURATION
 phase() {
-	local out before after n perf="" syncs=""
-	if command -v perf >/dev/null 2>&1; then
-		perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_msync,syscalls:sys_enter_fsync \
-			-p "$gw" -o "$work/perf" 2>/dev/null &
-		perf=$!
-	fi
+	# shellcheck disable=SC2034 # parse_wrk sets p99 too
+	local out before after rps p50 p99 n perf="" syncs=""
+	syncs_start "$gw"
 	before=$(cputicks "$gw")
 	out=$(taskset -c 1 wrk -t1 -c32 -d"$4" --latency -s "$3" "$2")
 	after=$(cputicks "$gw")
-	if [ -n "$perf" ]; then
-		kill -INT "$perf" && wait "$perf" || true
-		syncs=$(awk -F, '/syscalls/ {s += $1} END {print s + 0}' "$work/perf" 2>/dev/null || echo 0)
-	fi
+	syncs_stop
 	if grep -q Non-2xx <<<"$out"; then echo "$1: $(grep Non-2xx <<<"$out")" >&2; exit 1; fi
-	n=$(awk '/requests in/ {print $1}' <<<"$out")
-	printf '%-8s %8s requests %10s req/s   p50 %9s   cpu %7.1f us/req%s\n' "$1" "$n" \
-		"$(awk '/Requests\/sec/ {print $2}' <<<"$out")" "$(awk '$1=="50%" {print $2}' <<<"$out")" \
-		"$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN {print t / hz / n * 1e6}')" \
-		"${syncs:+$(awk -v s="$syncs" -v n="$n" 'BEGIN {printf "   disk syncs %.3f/req", s / n}')}"
+	parse_wrk "$out"
+	printf '%-8s %8s requests %10s req/s   p50 %9s   cpu %7.1f us/req%s\n' "$1" "$n" "$rps" "$p50" \
+		"$(cpu_us "$before" "$after" "$n")" "$(syncs_per_req "$n")"
 }
-echo "machine: $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg); PASS=$PASS CREATE=$CREATE QUERY=$QUERY"
+echo "machine: $(nproc) cores; load average $(loadavg); PASS=$PASS CREATE=$CREATE QUERY=$QUERY"
 tasks=http://127.0.0.1:$GW/api/v3/contents/generations/tasks
 [ "$PASS" = 0 ] || phase pass "http://127.0.0.1:$GW/v1/chat/completions" "$work/chat.lua" "$PASS"
 if [ "$CREATE" != 0 ]; then
@@ -129,8 +84,7 @@ if [ "$CREATE" != 0 ]; then
 	[ -z "$prof" ] || wait "$prof"
 fi
 if [ "$QUERY" != 0 ]; then
-	id=$(curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
-		-d '{"model":"bench-video","content":[{"type":"text","text":"query me"}]}' "$tasks" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+	id=$(newtask "$tasks")
 	phase query "$tasks/$id" "$work/get.lua" "$QUERY"
 fi
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average after: $(loadavg)"

@@ -12,43 +12,26 @@
 # upstreams to CPU 1, so the two proxies get the same CPU budget. Every load run is bounded by
 # DURATION; the upload run by its size.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-32}
 ONLY=${ONLY:-}
 PROFILE=${PROFILE:-}
-if ! command -v wrk >/dev/null 2>&1 || ! command -v jq >/dev/null 2>&1; then
-	apt-get update -qq && apt-get install -y -qq wrk jq >/dev/null
-fi
+need wrk jq
 ./xcaddy.sh
 go build -o bench/rss/rss ./bench/rss
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+workdir
 
 UP=19100 SIM=19101 BASE=19102 BASE_SIM=19103 GW=19104 SSE=19105 BASE_ADMIN=19106 GW_ADMIN=19107
-KEY=mg-bench-key
 
 cat >"$work/upstream.caddy" <<CFG
 {
 	admin off
 	persist_config off
 }
-http://127.0.0.1:$UP {
-	respond /v1/chat/completions \`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"bench-chat","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}\` 200
-}
-http://127.0.0.1:$SIM {
-	mediagw_simulator {
-		queued_for 1h
-	}
-}
+$(upstream_sites $UP $SIM)
 CFG
 
 # Both proxies keep their admin endpoint on loopback: /debug/vars gives the allocations per
@@ -72,43 +55,14 @@ cat >"$work/gateway.caddy" <<CFG
 {
 	admin 127.0.0.1:$GW_ADMIN
 	persist_config off
-	log usage {
-		output mediagw_buffered {
-			output file $work/usage.log {
-				roll_disabled
-			}
-		}
-		format json
-		include mediagw.usage
-	}
-	log default {
-		exclude mediagw.usage
-	}
+$(usage_log "$work")
 	mediagw {
 		storage badger $work/store
-		provider chat {
-			base_url http://127.0.0.1:$UP/v1
-			api_key upstream-key
-			models bench-chat
-		}
-		provider sim {
-			base_url http://127.0.0.1:$SIM/api/v3
-			api_key upstream-key
-			models bench-video
-		}
-		provider sim-openai {
-			base_url http://127.0.0.1:$SIM/v1
-			api_key upstream-key
-			models bench-whisper
-		}
-		provider sse {
-			base_url http://127.0.0.1:$SSE/v1
-			api_key upstream-key
-			models bench-sse
-		}
-		key $KEY {
-			account bench
-		}
+$(provider chat "http://127.0.0.1:$UP/v1" bench-chat)
+$(provider sim "http://127.0.0.1:$SIM/api/v3" bench-video)
+$(provider sim-openai "http://127.0.0.1:$SIM/v1" bench-whisper)
+$(provider sse "http://127.0.0.1:$SSE/v1" bench-sse)
+$(bench_key)
 	}
 }
 http://127.0.0.1:$GW {
@@ -125,38 +79,13 @@ http://127.0.0.1:$GW {
 }
 CFG
 
-start() { # cpu config
-	taskset -c "$1" ./caddy run --config "$2" --adapter caddyfile >"$2.log" 2>&1 &
-	pids+=($!)
-}
 start 1 "$work/upstream.caddy"
 start 0 "$work/baseline.caddy"
 start 0 "$work/gateway.caddy"
 base_pid=${pids[1]} gw_pid=${pids[2]}
-for port in $UP $SIM $BASE $BASE_SIM $GW; do
-	for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
-done
+wait_ports $UP $SIM $BASE $BASE_SIM $GW
 
-cat >"$work/chat.lua" <<LUA
-wrk.method = "POST"
-wrk.body = '{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer $KEY"
-LUA
-cat >"$work/create.lua" <<LUA
-wrk.method = "POST"
-wrk.body = '{"model":"bench-video","content":[{"type":"text","text":"a lighthouse at dawn"}]}'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer $KEY"
-LUA
-cat >"$work/get.lua" <<LUA
-wrk.headers["Authorization"] = "Bearer $KEY"
-LUA
-
-# cputicks PID: the CPU time (user + system, in clock ticks) the process has used.
-cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# mallocs PORT: the heap allocations the proxy with that admin port has made so far.
-mallocs() { curl -sf "http://127.0.0.1:$1/debug/vars" | jq '.memstats.Mallocs'; }
+write_lua
 
 # load NAME URL SCRIPT CONNS [PID ADMIN]: one wrk run, printed as "NAME req/s p50 p99"; with PID
 # and ADMIN (the proxy's admin port), also the proxy's CPU time and heap allocations per request,
@@ -187,10 +116,7 @@ load() {
 		exit 1
 	fi
 	local rps p50 p99 n cpu=""
-	rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-	p50=$(awk '$1=="50%" {print $2}' <<<"$out")
-	p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-	n=$(awk '/requests in/ {print $1}' <<<"$out")
+	parse_wrk "$out"
 	if [ -n "${5:-}" ] && [ "${n:-0}" -gt 0 ]; then
 		cpu=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$n" -v m=$((m1 - m0)) \
 			'BEGIN {printf "   cpu %6.1f us/req   %5.1f allocs/req", t / hz / n * 1e6, m / n}')
@@ -198,8 +124,8 @@ load() {
 	printf '%-34s %12s req/s   p50 %9s   p99 %9s%s\n' "$1" "$rps" "$p50" "$p99" "$cpu"
 }
 
-echo "machine: $(nproc) cores, $(awk '/model name/ {$1=$2=$3=""; print; exit}' /proc/cpuinfo | sed 's/^ *//'), $(go version | cut -d' ' -f3)"
-echo "load: wrk, $DURATION per run; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) cores, $(cpu_model), $(go_version)"
+echo "load: wrk, $DURATION per run; load average $(loadavg)"
 echo
 # alternate NAME CONNS: the pass-through pair, run baseline, mediagw, mediagw, baseline, so that
 # drift on a shared machine weighs on both sides alike.
@@ -212,9 +138,7 @@ alternate() {
 	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2" "$base_pid" $BASE_ADMIN
 }
 # Warm both proxies up first (connection pools, heap size) without measuring.
-for url in "http://127.0.0.1:$BASE/v1/chat/completions" "http://127.0.0.1:$GW/v1/chat/completions"; do
-	taskset -c 1 wrk -t1 -c"$CONNS" -d3s -s "$work/chat.lua" "$url" >/dev/null
-done
+warm 1 "$CONNS" "$work/chat.lua" "http://127.0.0.1:$BASE/v1/chat/completions" "http://127.0.0.1:$GW/v1/chat/completions"
 alternate "$CONNS connections" "$CONNS" 1
 alternate "1 connection (latency)" 1
 echo "usage records written by the gateway so far: $(wc -l <"$work/usage.log")"
@@ -227,9 +151,7 @@ echo "== video task create (POST …/tasks), $CONNS connections"
 load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS"
 load "mediagw create (fsync'd record)" "http://127.0.0.1:$GW/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS"
 
-id=$(curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
-	-d '{"model":"bench-video","content":[{"type":"text","text":"query me"}]}' \
-	"http://127.0.0.1:$GW/api/v3/contents/generations/tasks" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+id=$(newtask "http://127.0.0.1:$GW/api/v3/contents/generations/tasks")
 echo "== video task query (GET …/tasks/$id), $CONNS connections"
 load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks/$id" "$work/get.lua" "$CONNS"
 load "mediagw query" "http://127.0.0.1:$GW/api/v3/contents/generations/tasks/$id" "$work/get.lua" "$CONNS"

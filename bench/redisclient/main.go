@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -27,6 +26,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
+	"github.com/mediagw/mediagw/bench/mainenv"
 	"github.com/mediagw/mediagw/internal/testredis"
 )
 
@@ -45,8 +45,8 @@ var (
 
 func main() {
 	flag.Parse()
-	env := &mainTB{}
-	defer env.cleanup()
+	env := mainenv.New("bench-redis-")
+	defer env.Close()
 	srv := testredis.Start(env, testredis.Options{})
 	ctx := context.Background()
 
@@ -159,35 +159,4 @@ func measure(fn func(i int) error) (opsPerSec float64, p50, p99 time.Duration, e
 	lat = lat[:done]
 	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
 	return float64(done) / elapsed.Seconds(), lat[done/2], lat[done*99/100], nil
-}
-
-// mainTB lets testredis run outside a test.
-type mainTB struct {
-	cleanups []func()
-	dirs     []string
-}
-
-func (m *mainTB) Helper() {}
-func (m *mainTB) Fatalf(format string, args ...any) {
-	m.cleanup()
-	log.Fatalf(format, args...)
-}
-func (m *mainTB) Cleanup(f func()) { m.cleanups = append(m.cleanups, f) }
-func (m *mainTB) TempDir() string {
-	dir, err := os.MkdirTemp("", "bench-redis-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	m.dirs = append(m.dirs, dir)
-	return dir
-}
-func (m *mainTB) cleanup() {
-	for i := len(m.cleanups) - 1; i >= 0; i-- {
-		m.cleanups[i]()
-	}
-	m.cleanups = nil
-	for _, d := range m.dirs {
-		os.RemoveAll(d)
-	}
-	m.dirs = nil
 }

@@ -39,6 +39,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/mediagw/mediagw/bench/mainenv"
 	"github.com/mediagw/mediagw/handlers/simulator"
 	"github.com/mediagw/mediagw/internal/testredis"
 	"github.com/mediagw/mediagw/storage"
@@ -63,8 +64,8 @@ func main() {
 		return
 	}
 
-	env := &mainTB{}
-	defer env.cleanup()
+	env := mainenv.New("bench-watchfleet-")
+	defer env.Close()
 	srv := testredis.Start(env, testredis.Options{Fsync: "everysec"})
 
 	sim := simulator.New()
@@ -376,7 +377,7 @@ func main() {
 }
 
 // redisAdmin is a plain client for INFO.
-func redisAdmin(env *mainTB, url string) rueidis.Client {
+func redisAdmin(env *mainenv.Env, url string) rueidis.Client {
 	opt, err := rueidis.ParseURL(url)
 	if err != nil {
 		env.Fatalf("%v", err)
@@ -395,7 +396,7 @@ type redisCounters struct {
 	cpu      float64
 }
 
-func redisInfo(env *mainTB, c rueidis.Client) redisCounters {
+func redisInfo(env *mainenv.Env, c rueidis.Client) redisCounters {
 	info, err := c.Do(context.Background(), c.B().Info().Section("stats", "cpu").Build()).ToString()
 	if err != nil {
 		env.Fatalf("INFO: %v", err)
@@ -457,35 +458,4 @@ func processCPU() time.Duration {
 type read struct {
 	at time.Time
 	by int
-}
-
-// mainTB lets testredis run outside a test.
-type mainTB struct {
-	cleanups []func()
-	dirs     []string
-}
-
-func (m *mainTB) Helper() {}
-func (m *mainTB) Fatalf(format string, args ...any) {
-	m.cleanup()
-	log.Fatalf(format, args...)
-}
-func (m *mainTB) Cleanup(f func()) { m.cleanups = append(m.cleanups, f) }
-func (m *mainTB) TempDir() string {
-	dir, err := os.MkdirTemp("", "bench-watchfleet-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	m.dirs = append(m.dirs, dir)
-	return dir
-}
-func (m *mainTB) cleanup() {
-	for i := len(m.cleanups) - 1; i >= 0; i-- {
-		m.cleanups[i]()
-	}
-	m.cleanups = nil
-	for _, d := range m.dirs {
-		os.RemoveAll(d)
-	}
-	m.dirs = nil
 }
