@@ -3,12 +3,10 @@ package videotask
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"go.uber.org/zap"
 
-	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
@@ -61,36 +59,15 @@ func (h *Handler) orphaned(ctx context.Context, t storage.Task) (storage.Task, e
 	if t.Upstream != "" {
 		name += "/" + t.Upstream
 	}
-	var finished, notify bool
-	stored, err := storage.UpdateTask(ctx, h.Store, t.ID, func(cur *storage.Task) error {
-		finished, notify = false, false
-		if cur.Finished || storage.Terminal(cur.Status) {
-			return storage.ErrNoChange
-		}
-		cur.Status, cur.UpdatedAt, cur.RefreshedAt = StatusFailed, now().Unix(), now().UnixNano()
-		result := recordResult(*cur)
-		result["error"] = mustJSON(map[string]string{
-			"code":    "upstream_removed",
-			"message": "the upstream " + name + " that ran this task is no longer configured, so the task cannot be followed",
-		})
-		cur.Result = mustJSON(result)
-		finished = accounting.MarkFinished(cur)
-		notify = h.markNotified(cur)
-		return nil
+	stored, err := h.settle(ctx, t, verdict{
+		status:  StatusFailed,
+		code:    "upstream_removed",
+		message: "the upstream " + name + " that ran this task is no longer configured, so the task cannot be followed",
+		logged:  "task failed: its upstream left the config",
+		fields:  []zap.Field{zap.String("upstream", name)},
 	})
-	if errors.Is(err, storage.ErrNotFound) {
-		return t, errTaskNotExist
-	}
 	if err != nil {
-		h.Logger.Error("finishing a task whose upstream left the config", zap.String("task_id", t.ID), zap.Error(err))
-		return t, err
-	}
-	if finished {
-		h.Logger.Info("task failed: its upstream left the config", zap.String("task_id", t.ID), zap.String("upstream", name))
-		h.finished(ctx, stored, StatusFailed)
-	}
-	if notify {
-		h.notify(ctx, stored)
+		return stored, err
 	}
 	if len(stored.Result) == 0 {
 		stored.Result = recordJSON(stored)

@@ -2,12 +2,10 @@ package videotask
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -31,36 +29,11 @@ func overdue(t storage.Task) bool {
 // expireOverdue finishes an overdue task as expired, once (compare-and-set), with a message that
 // says why. Whoever wins the change releases the slot, refunds and queues the callback.
 func (h *Handler) expireOverdue(ctx context.Context, t storage.Task) (storage.Task, error) {
-	var finished, notify bool
-	stored, err := storage.UpdateTask(ctx, h.Store, t.ID, func(cur *storage.Task) error {
-		finished, notify = false, false
-		if cur.Finished || storage.Terminal(cur.Status) {
-			return storage.ErrNoChange
-		}
-		cur.Status, cur.UpdatedAt, cur.RefreshedAt = StatusExpired, now().Unix(), now().UnixNano()
-		result := recordResult(*cur)
-		result["error"] = mustJSON(map[string]string{
-			"code":    "task_overdue",
-			"message": "the task did not finish within the longest execution time (" + storage.MaxTaskRun.String() + ")",
-		})
-		cur.Result = mustJSON(result)
-		finished = accounting.MarkFinished(cur)
-		notify = h.markNotified(cur)
-		return nil
+	return h.settle(ctx, t, verdict{
+		status:  StatusExpired,
+		code:    "task_overdue",
+		message: "the task did not finish within the longest execution time (" + storage.MaxTaskRun.String() + ")",
+		logged:  "task expired: it ran past the longest execution time",
+		fields:  []zap.Field{zap.String("last_status", t.Status)},
 	})
-	if errors.Is(err, storage.ErrNotFound) {
-		return t, errTaskNotExist
-	}
-	if err != nil {
-		h.Logger.Error("expiring an overdue task", zap.String("task_id", t.ID), zap.Error(err))
-		return t, err
-	}
-	if finished {
-		h.Logger.Info("task expired: it ran past the longest execution time", zap.String("task_id", t.ID), zap.String("last_status", t.Status))
-		h.finished(ctx, stored, StatusExpired)
-	}
-	if notify {
-		h.notify(ctx, stored)
-	}
-	return stored, nil
 }
