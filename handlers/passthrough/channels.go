@@ -11,6 +11,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 var (
@@ -81,6 +82,9 @@ func (rt *Router) mapModel(r *http.Request, d *providers.Dispatch) error {
 	}
 	mapped, ok := providers.ReplaceModel(body, d.UpstreamModel)
 	if !ok {
+		if fields, err := jsonkeys.Members(body, "model"); err == nil && fields["model"] == nil {
+			return nil // a call on an object (a remix prompt) names no model: the upstream keeps the object's
+		}
 		return errModelMember
 	}
 	r.Body = io.NopCloser(bytes.NewReader(mapped))

@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -456,4 +458,37 @@ func FuzzCreatedWriter(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A remix body need not name the model; on a provider that maps the model it goes upstream as
+// it came, and the upstream keeps the object's own model.
+func TestRemixWithoutModelOnAMappedModel(t *testing.T) {
+	store := ownersStore(t)
+	u, _ := url.Parse("https://ark.example.com/api/v3")
+	c, err := providers.NewCatalog([]*providers.Provider{{Name: "ark", BaseURL: u, APIKey: "ark-key", Models: []string{"doubao"}, ModelMap: map[string]string{"doubao": "doubao-2025"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &Router{Catalog: c, Owners: store, Logger: zap.NewNop()}
+	if _, err := store.CreateTask(context.Background(), storage.Task{ID: "video_mine", Kind: KindVideo, Account: "acme", Provider: "ark", Model: "doubao", CreatedAt: time.Now().Unix()}); err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/v1/videos/video_mine/remix", strings.NewReader(`{"prompt":"again"}`))
+	r.Header.Set("Content-Type", "application/json")
+	route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{Account: "acme", KeyID: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer route.Done()
+	if body, _ := io.ReadAll(r.Body); string(body) != `{"prompt":"again"}` {
+		t.Fatalf("sent upstream %s", body)
+	}
+	r = httptest.NewRequest("POST", "/v1/videos/video_mine/remix", strings.NewReader(`{"prompt":"again","model":"doubao"}`))
+	r.Header.Set("Content-Type", "application/json")
+	if _, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{Account: "acme", KeyID: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := io.ReadAll(r.Body); string(body) != `{"prompt":"again","model":"doubao-2025"}` {
+		t.Fatalf("sent upstream %s", body)
+	}
 }
