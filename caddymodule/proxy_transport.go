@@ -29,7 +29,9 @@ func init() {
 //
 // An attempt that failed before any byte of an answer reached the client is handed back to the
 // proxy to retry on another upstream, when one is healthy and untried: a refused connection, a
-// timeout before the response headers, or a 429, 502 or 503 answer. Otherwise the upstream's
+// timeout before the response headers, or a 429, 502 or 503 answer. A request that creates an
+// object (a video, a response) is retried only after a refused connection, a 429 or a 503: after
+// a timeout or a 502 the first upstream may have made (and billed) it. Otherwise the upstream's
 // answer is passed on. The proxy retries only as often as lb_retries (or lb_try_duration)
 // allows, so set it to at least the number of upstreams less one.
 //
@@ -95,7 +97,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err // the client left; not the upstream's fault
 		}
 		u.Failed(failureReason(err), 0)
-		if retryable(err) && d.CanRetry() {
+		if retryable(err, d.Creates) && d.CanRetry() {
 			t.logger.Warn("upstream failed before answering; trying another", zap.String("upstream", u.Label()), zap.Error(err))
 			return nil, retryElsewhere{err}
 		}
@@ -104,7 +106,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable:
 		u.Failed(fmt.Sprintf("HTTP %d", resp.StatusCode), upstream.RetryAfter(resp.Header, upstreamHealth.Now()))
-		if d.CanRetry() {
+		if d.CanRetry() && (!d.Creates || resp.StatusCode != http.StatusBadGateway) {
 			if err := resp.Body.Close(); err != nil {
 				t.logger.Debug("closing a refused answer", zap.Error(err))
 			}
@@ -148,12 +150,16 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 	return out, nil
 }
 
-// retryable reports a transport failure that proves no answer was begun and leaves the request
-// safe to repeat: no connection could be made, or no response headers came in time.
-func retryable(err error) bool {
+// retryable reports a transport failure that leaves the request safe to repeat: no connection
+// could be made, or (unless the request creates an object, which the upstream may have made
+// meanwhile) no response headers came in time.
+func retryable(err error, creates bool) bool {
 	var dialErr reverseproxy.DialError
+	if errors.As(err, &dialErr) {
+		return true
+	}
 	var ne net.Error
-	return errors.As(err, &dialErr) || (errors.As(err, &ne) && ne.Timeout())
+	return !creates && errors.As(err, &ne) && ne.Timeout()
 }
 
 // failureReason describes a transport failure for the admin API, without any URL.

@@ -35,6 +35,7 @@ func (rt *Router) dispatch(r *http.Request, route *Route) error {
 	}
 	d := providers.NewDispatch(p, order)
 	d.Model, d.UpstreamModel = route.Model, p.UpstreamModel(route.Model)
+	d.Creates = route.Creates != ""
 	if d.UpstreamModel != d.Model {
 		if err := rt.mapModel(r, d); err != nil {
 			return err

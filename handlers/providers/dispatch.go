@@ -27,6 +27,10 @@ type Dispatch struct {
 	// Body replays the request body; nil when it cannot be replayed, and then the request is
 	// never retried on another upstream.
 	Body Replayer
+	// Creates marks a request that makes an upstream object (a video, a response): it is retried
+	// only after a failure that proves the upstream made nothing (no connection, 429, 503), never
+	// after a timeout or a 502, when the object may exist and be billed.
+	Creates bool
 
 	mu      sync.Mutex
 	order   []*Upstream
