@@ -183,8 +183,6 @@ func hex4(b []byte) rune {
 	return rune(n)
 }
 
-// isControl reports C0 and C1 control characters and U+FFFD, which decoders substitute for bytes
-// they cannot read.
 // plainASCII reports whether b is printable ASCII without a backslash: a key that decodes to
 // itself and is clear.
 func plainASCII(b []byte) bool {
@@ -196,6 +194,8 @@ func plainASCII(b []byte) bool {
 	return true
 }
 
+// isControl reports C0 and C1 control characters and U+FFFD, which decoders substitute for bytes
+// they cannot read.
 func isControl(r rune) bool {
 	return r < 0x20 || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError
 }
