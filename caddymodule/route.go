@@ -164,7 +164,8 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
 		if d, ok := latency.(time.Duration); ok {
 			entry.UpstreamLatency(d)
-			metrics.UpstreamDuration(route.Provider.Name, upstreamName, entry.EndpointOr(r.URL.Path), d)
+			// The latency is the answering upstream's, which after a failover is not the first.
+			metrics.UpstreamDuration(route.Provider.Name, route.Dispatch.Answered().Name, entry.EndpointOr(r.URL.Path), d)
 		}
 	}
 	// Otherwise an error or a refusal means the request was not served.
