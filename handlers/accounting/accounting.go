@@ -207,13 +207,9 @@ func (s Slot) Release() {
 func (a *Accountant) StartTask(ctx context.Context, id auth.Identity) (Slot, error) {
 	limit := id.Limits.MaxActiveTasks
 	if limit <= 0 {
-		// No limit: the task is only counted (for usage), through the meter, so that a create
-		// does not wait for a synced counter write.
-		a.Meter.Add(ActiveCounter(id.KeyID), 1)
-		var once sync.Once
-		return Slot{Held: true, undo: func() {
-			once.Do(func() { a.Meter.Add(ActiveCounter(id.KeyID), -1) })
-		}}, nil
+		// No limit: the task is only counted, in the same counter (a reservation does not wait
+		// for a sync), so that Finished's durable release always matches a counted slot.
+		limit = -1
 	}
 	if _, ok, err := a.Store.ReserveCounter(ctx, ActiveCounter(id.KeyID), 1, limit); err != nil {
 		return Slot{}, err

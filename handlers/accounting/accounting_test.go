@@ -172,12 +172,9 @@ func TestActiveTasksMessageAndCountWithoutLimit(t *testing.T) {
 		slots = append(slots, s)
 	}
 	slots[0].Release()
-	// Counted through the meter (no synced write per create): pending, then flushed.
-	if v, _ := a.Meter.Value(ctx, ActiveCounter("free")); v != 2 {
-		t.Fatalf("active without a limit = %d, want 2", v)
-	}
-	a.Meter.flush()
+	// Counted in the store at once, as the durable release in Finished is: nothing waits in the
+	// meter for a flush that a crash would lose, which would leave the counter too low for good.
 	if v, _ := a.Store.Counter(ctx, ActiveCounter("free")); v != 2 {
-		t.Fatalf("active without a limit after a flush = %d, want 2", v)
+		t.Fatalf("active without a limit = %d in the store, want 2", v)
 	}
 }
