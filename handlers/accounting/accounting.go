@@ -8,6 +8,7 @@
 package accounting
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -250,7 +251,7 @@ func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string
 		a.addRetrying(ctx, ActiveCounter(t.KeyID), -1, zap.String("key_id", t.KeyID), zap.String("task_id", t.ID), zap.String("what", "slot release"))
 	}
 	rec := usage.Record{Event: usage.EventTaskFinished, Time: a.clock(), Account: t.Account, KeyID: t.KeyID,
-		Endpoint: "/api/v3/contents/generations/tasks", Model: t.Model, Provider: t.Provider, Upstream: t.Provider,
+		Endpoint: "/api/v3/contents/generations/tasks", Model: t.Model, Provider: t.Provider, Upstream: cmp.Or(t.Upstream, t.Provider),
 		TaskID: t.ID, Status: status, TraceID: usage.TraceID(ctx)}
 	if a.RefundUnsuccessful && status != "succeeded" && t.Cost > 0 {
 		a.refund(ctx, t.KeyID, t.Account, t.Cost, t.Held)

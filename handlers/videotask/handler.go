@@ -5,6 +5,7 @@
 package videotask
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -174,6 +175,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		slot.Release()
 		return err
 	}
+	usage.From(r.Context()).Routed(req.Model, p.Name, cmp.Or(up.Name, p.Name)) // the upstream that made it
 	t := now()
 	task := storage.Task{
 		ID: taskID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
