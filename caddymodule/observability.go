@@ -44,7 +44,13 @@ func (x usageIndex) Mark(ctx context.Context, day, key string) error {
 	if err != nil {
 		return err
 	}
-	_, err = x.store.SettingOnce(ctx, fmt.Sprintf("%s/%d", usageIndexCounter(day), n), []byte(key))
+	slot := fmt.Sprintf("%s/%d", usageIndexCounter(day), n)
+	got, err := x.store.SettingOnce(ctx, slot, []byte(key))
+	if err == nil && string(got) != key {
+		// A report read the number before this name was stored, and so claimed it empty: the
+		// pair is not indexed yet, and the caller must mark it again (under a new number).
+		err = fmt.Errorf("usage index %s was read empty before it was named", slot)
+	}
 	return err
 }
 
