@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -81,7 +80,7 @@ func (b *BufferedWriter) OpenWriter() (io.WriteCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	bw := &bufferedLog{out: w, buf: bufio.NewWriterSize(w, b.size()), stop: make(chan struct{}), done: make(chan struct{})}
+	bw := newBufferedLog(w, b.size())
 	go bw.flushEvery(b.interval())
 	return bw, nil
 }
@@ -158,19 +157,46 @@ func (b *BufferedWriter) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-// bufferedLog is an open buffered writer.
+// bufferedLog is an open buffered writer. Bytes the wrapped writer did not take stay buffered
+// and are written again at the next flush, so a passing failure (a full disk, a network writer
+// reconnecting) loses nothing; only past maxPending buffered bytes are new entries refused,
+// with the writer's error, which the logger reports.
 type bufferedLog struct {
 	mu   sync.Mutex
 	out  io.WriteCloser
-	buf  *bufio.Writer
+	buf  []byte
+	size int // flush when an entry would take the buffer past it
 	stop chan struct{}
 	done chan struct{}
+}
+
+// maxPendingFactor bounds what a failing output may leave buffered: maxPendingFactor × size.
+const maxPendingFactor = 16
+
+func newBufferedLog(out io.WriteCloser, size int) *bufferedLog {
+	return &bufferedLog{out: out, buf: make([]byte, 0, size), size: size, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 func (l *bufferedLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.buf.Write(p)
+	if len(l.buf)+len(p) > l.size {
+		if err := l.flush(); err != nil && len(l.buf)+len(p) > maxPendingFactor*l.size {
+			return 0, err
+		}
+	}
+	l.buf = append(l.buf, p...)
+	return len(p), nil
+}
+
+// flush writes the buffer, keeping what the wrapped writer did not take. Call it with mu held.
+func (l *bufferedLog) flush() error {
+	if len(l.buf) == 0 {
+		return nil
+	}
+	n, err := l.out.Write(l.buf)
+	l.buf = l.buf[:copy(l.buf, l.buf[n:])]
+	return err
 }
 
 func (l *bufferedLog) flushEvery(interval time.Duration) {
@@ -183,8 +209,9 @@ func (l *bufferedLog) flushEvery(interval time.Duration) {
 			return
 		case <-t.C:
 			l.mu.Lock()
-			// A failed write keeps its error in buf; the next Write returns it to the logger.
-			_ = l.buf.Flush()
+			// A failure keeps the bytes for the next tick; Write returns the error once the
+			// buffer is full, and the logger reports it then.
+			_ = l.flush()
 			l.mu.Unlock()
 		}
 	}
@@ -196,7 +223,7 @@ func (l *bufferedLog) Close() error {
 	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	flushErr := l.buf.Flush()
+	flushErr := l.flush()
 	if err := l.out.Close(); err != nil {
 		return err
 	}

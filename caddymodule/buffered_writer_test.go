@@ -1,8 +1,8 @@
 package caddymodule
 
 import (
-	"bufio"
 	"bytes"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +37,7 @@ func (w *countingWriter) snapshot() (int, string) {
 // Entries reach the wrapped writer in batches, by the flush interval and on Close.
 func TestBufferedLogBatchesEntries(t *testing.T) {
 	out := &countingWriter{}
-	l := &bufferedLog{out: out, buf: bufio.NewWriterSize(out, 1<<16), stop: make(chan struct{}), done: make(chan struct{})}
+	l := newBufferedLog(out, 1<<16)
 	go l.flushEvery(20 * time.Millisecond)
 	for range 100 {
 		if _, err := l.Write([]byte(`{"msg":"request"}` + "\n")); err != nil {
@@ -66,5 +66,44 @@ func TestBufferedLogBatchesEntries(t *testing.T) {
 	}
 	if _, data := out.snapshot(); !bytes.HasSuffix([]byte(data), []byte("last\n")) || !out.closed {
 		t.Fatalf("Close did not write the rest and close: closed %v", out.closed)
+	}
+}
+
+// failingWriter fails its first writes, then takes everything.
+type failingWriter struct {
+	countingWriter
+	failures int
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	if w.failures > 0 {
+		w.failures--
+		w.mu.Unlock()
+		return 0, errors.New("disk full")
+	}
+	w.mu.Unlock()
+	return w.countingWriter.Write(p)
+}
+
+// A failed write of the output loses nothing: the bytes stay buffered and are written once the
+// output takes them again (a bufio.Writer would fail every later write instead).
+func TestBufferedLogSurvivesAFailedWrite(t *testing.T) {
+	out := &failingWriter{failures: 2}
+	l := newBufferedLog(out, 64)
+	var want bytes.Buffer
+	for i := range 20 {
+		entry := []byte(`{"n":` + string(rune('a'+i)) + "}\n")
+		if _, err := l.Write(entry); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		want.Write(entry)
+	}
+	go l.flushEvery(time.Hour)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, data := out.snapshot(); data != want.String() {
+		t.Fatalf("the output got %q, want %q", data, want.String())
 	}
 }
