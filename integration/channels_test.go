@@ -166,9 +166,11 @@ func TestChannelsFailoverFromRefusingUpstream(t *testing.T) {
 	for i := range 200 {
 		stream := i%2 == 1
 		r := call(t, http.MethodPost, base+"/v1/chat/completions", "mg-channels", chatBody("other-chat", stream))
-		ok := r.status == http.StatusOK && strings.Contains(string(r.body), "from") && strings.Contains(string(r.body), "b")
+		// The answer is b's own: "hello from b" whole, or its last streamed word.
+		ok := r.status == http.StatusOK && strings.Contains(string(r.body), `"content":"hello from b"`)
 		if stream {
-			ok = ok && strings.HasSuffix(string(r.body), "data: [DONE]\n\n")
+			ok = r.status == http.StatusOK && strings.Contains(string(r.body), `"content":"from "`) &&
+				strings.Contains(string(r.body), `"content":"b"`) && strings.HasSuffix(string(r.body), "data: [DONE]\n\n")
 		}
 		if !ok {
 			failures++

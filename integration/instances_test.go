@@ -431,7 +431,7 @@ func TestInstancesShareIdempotencyUsageAndSecret(t *testing.T) {
 			switch {
 			case err == nil && r.status == 200:
 				ids[r.field("id")]++
-			case err == nil && r.status == 409: // the first is still in flight on another instance
+			case err == nil && r.status == 409 && r.field("code") == "idempotency_in_progress": // the first is still in flight on another instance
 			default:
 				bad = append(bad, fmt.Sprintf("%d %s %v", r.status, r.body, err))
 			}

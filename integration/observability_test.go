@@ -193,7 +193,7 @@ func value(families map[string]*dto.MetricFamily, name string, labels map[string
 }
 
 func TestMetricsUsageRecordsAndReport(t *testing.T) {
-	os.Setenv("OTEL_TRACES_EXPORTER", "none")
+	t.Setenv("OTEL_TRACES_EXPORTER", "none")
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	chatModel, poorModel, videoModel := "obs-chat-"+run, "obs-poor-"+run, "obs-video-"+run
 	account, poorAccount := "obs-"+run, "obs-poor-"+run
