@@ -59,18 +59,11 @@ func (h *Handler) orphaned(ctx context.Context, t storage.Task) (storage.Task, e
 	if t.Upstream != "" {
 		name += "/" + t.Upstream
 	}
-	stored, err := h.settle(ctx, t, verdict{
+	return h.settle(ctx, t, verdict{
 		status:  StatusFailed,
 		code:    "upstream_removed",
 		message: "the upstream " + name + " that ran this task is no longer configured, so the task cannot be followed",
 		logged:  "task failed: its upstream left the config",
 		fields:  []zap.Field{zap.String("upstream", name)},
 	})
-	if err != nil {
-		return stored, err
-	}
-	if len(stored.Result) == 0 {
-		stored.Result = recordJSON(stored)
-	}
-	return stored, nil
 }

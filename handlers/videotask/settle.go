@@ -51,5 +51,8 @@ func (h *Handler) settle(ctx context.Context, t storage.Task, v verdict) (storag
 	if notify {
 		h.notify(ctx, stored)
 	}
+	if len(stored.Result) == 0 {
+		stored.Result = recordJSON(stored) // a record finished before it had an answer
+	}
 	return stored, nil
 }
