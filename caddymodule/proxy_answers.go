@@ -31,21 +31,36 @@ func showClientModel(resp *http.Response, model string) {
 		if resp.ContentLength > maxRewrittenAnswer {
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxRewrittenAnswer+1))
-		if err != nil || len(body) > maxRewrittenAnswer {
-			// Pass on what was read and the rest as it comes.
-			resp.Body = struct {
-				io.Reader
-				io.Closer
-			}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+		body, ok := readAnswer(resp, maxRewrittenAnswer)
+		if !ok {
 			return
 		}
-		_ = resp.Body.Close() // the whole answer was read: an error closing it loses nothing
 		if mapped, ok := providers.ReplaceModel(body, model); ok {
 			body = mapped
 		}
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		setAnswer(resp, body)
 	}
+}
+
+// readAnswer reads a whole answer of at most limit bytes and closes its body. A longer one, or
+// one that fails to read, is left to pass on as it comes (what was read first, then the rest),
+// and ok is false.
+func readAnswer(resp *http.Response, limit int64) (body []byte, ok bool) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil || int64(len(body)) > limit {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+		return nil, false
+	}
+	_ = resp.Body.Close() // the whole answer was read: an error closing it loses nothing
+	return body, true
+}
+
+// setAnswer makes body the answer's body, with its length.
+func setAnswer(resp *http.Response, body []byte) {
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/upstream"
@@ -32,17 +31,10 @@ func redactErrorAnswer(resp *http.Response, secret string) {
 	if (encoding != "" && encoding != "identity" && encoding != "gzip") || resp.ContentLength > maxRedactedError {
 		return
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxRedactedError+1))
-	if err != nil || len(raw) > maxRedactedError {
-		// Pass on what was read and the rest as it comes.
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(raw), resp.Body), resp.Body}
+	raw, ok := readAnswer(resp, maxRedactedError)
+	if !ok {
 		return
 	}
-	// The whole answer was read: an error closing it loses nothing.
-	_ = resp.Body.Close()
 	body := raw
 	if encoding == "gzip" {
 		body = gunzip(raw)
@@ -53,9 +45,7 @@ func redactErrorAnswer(resp *http.Response, secret string) {
 		return
 	}
 	resp.Header.Del("Content-Encoding")
-	resp.Body = io.NopCloser(bytes.NewReader(redacted))
-	resp.ContentLength = int64(len(redacted))
-	resp.Header.Set("Content-Length", strconv.Itoa(len(redacted)))
+	setAnswer(resp, redacted)
 }
 
 // redactHeaders replaces the credential the gateway sent (secret) in the values of an answer's
