@@ -57,21 +57,32 @@ func (b *Badger) ClaimItems(ctx context.Context, account string, ids []string, e
 	return taken, nil
 }
 
-func (b *Badger) ItemOwner(_ context.Context, id string) (string, error) {
-	var owner string
+func (b *Badger) ItemOwners(_ context.Context, ids []string) ([]string, error) {
+	if len(ids) > MaxItemClaim {
+		return nil, fmt.Errorf("badger: %d item ids in one read, more than %d", len(ids), MaxItemClaim)
+	}
+	owners := make([]string, len(ids))
 	err := b.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(prefixItem + id))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return ErrNotFound
+		for i, id := range ids {
+			item, err := txn.Get([]byte(prefixItem + id))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			owners[i] = string(v)
 		}
-		if err != nil {
-			return err
-		}
-		v, err := item.ValueCopy(nil)
-		owner = string(v)
-		return err
+		return nil
 	})
-	return owner, err
+	if err != nil {
+		return nil, err
+	}
+	return owners, nil
 }
 
 // Interface guards

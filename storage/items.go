@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// MaxItemClaim bounds the ids of one ClaimItems call.
+// MaxItemClaim bounds the ids of one ClaimItems or ItemOwners call.
 const MaxItemClaim = 1024
 
 // Items holds the owners of item ids: ids that an upstream reveals inside an answer about another
@@ -19,6 +19,8 @@ type Items interface {
 	// id over. It returns the ids that another account owns (nil when there are none); the
 	// others are then the account's. ids holds at most MaxItemClaim ids.
 	ClaimItems(ctx context.Context, account string, ids []string, expiresAt time.Time) (taken []string, err error)
-	// ItemOwner returns the account that owns an item id, or ErrNotFound.
-	ItemOwner(ctx context.Context, id string) (string, error)
+	// ItemOwners returns the accounts that own item ids, in one read: owners[i] is the owner of
+	// ids[i], or "" when it has none (never claimed, or expired). ids holds at most
+	// MaxItemClaim ids.
+	ItemOwners(ctx context.Context, ids []string) (owners []string, err error)
 }

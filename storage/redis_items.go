@@ -27,6 +27,13 @@ for i, k in ipairs(KEYS) do
 end
 return taken`)
 
+// scriptItemOwners reads the owners of item ids: GET each, which the gateway's minimum ACL allows
+// (MGET it does not). KEYS: the item records. Returns the owners, false for none.
+var scriptItemOwners = rueidis.NewLuaScript(`
+local owners = {}
+for i, k in ipairs(KEYS) do owners[i] = redis.call('GET', k) end
+return owners`)
+
 func (r *Redis) ClaimItems(ctx context.Context, account string, ids []string, expiresAt time.Time) ([]string, error) {
 	if len(ids) > MaxItemClaim {
 		return nil, fmt.Errorf("redis store: %d item ids in one claim, more than %d", len(ids), MaxItemClaim)
@@ -56,12 +63,33 @@ func (r *Redis) ClaimItems(ctx context.Context, account string, ids []string, ex
 	return taken, nil
 }
 
-func (r *Redis) ItemOwner(ctx context.Context, id string) (string, error) {
-	owner, err := r.client.Do(ctx, r.client.B().Get().Key(r.key("ri:", id)).Build()).ToString()
-	if rueidis.IsRedisNil(err) {
-		return "", ErrNotFound
+func (r *Redis) ItemOwners(ctx context.Context, ids []string) ([]string, error) {
+	if len(ids) > MaxItemClaim {
+		return nil, fmt.Errorf("redis store: %d item ids in one read, more than %d", len(ids), MaxItemClaim)
 	}
-	return owner, err
+	owners := make([]string, len(ids))
+	if len(ids) == 0 {
+		return owners, nil
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = r.key("ri:", id)
+	}
+	vals, err := r.exec(ctx, scriptItemOwners, keys, nil).ToArray()
+	if err != nil {
+		return nil, err
+	}
+	if len(vals) != len(ids) {
+		return nil, errScript
+	}
+	for i, v := range vals {
+		if owner, err := v.ToString(); err == nil {
+			owners[i] = owner
+		} else if !rueidis.IsRedisNil(err) {
+			return nil, err
+		}
+	}
+	return owners, nil
 }
 
 // Interface guards

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -16,8 +15,8 @@ import (
 func testItemClaims(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	exp := time.Now().Add(time.Hour)
-	if _, err := s.ItemOwner(ctx, "msg_1"); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("owner of an unclaimed id = %v, want ErrNotFound", err)
+	if owners, err := s.ItemOwners(ctx, []string{"msg_1"}); err != nil || !slices.Equal(owners, []string{""}) {
+		t.Fatalf("owner of an unclaimed id = %q, %v, want none", owners, err)
 	}
 	if taken, err := s.ClaimItems(ctx, "alice", []string{"msg_1", "rs_1"}, exp); err != nil || taken != nil {
 		t.Fatalf("first claim = %q, %v", taken, err)
@@ -31,10 +30,12 @@ func testItemClaims(t *testing.T, s storage.Store) {
 	if err != nil || !slices.Equal(taken, []string{"rs_1", "msg_1"}) {
 		t.Fatalf("claim of owned ids by another account = %q, %v; want rs_1, msg_1", taken, err)
 	}
-	for id, want := range map[string]string{"msg_1": "alice", "rs_1": "alice", "fc_1": "mallory", "msg_2": "mallory"} {
-		if got, err := s.ItemOwner(ctx, id); err != nil || got != want {
-			t.Fatalf("owner of %s = %q, %v; want %s", id, got, err, want)
-		}
+	owners, err := s.ItemOwners(ctx, []string{"msg_1", "rs_1", "fc_1", "unknown", "msg_2", "msg_1"})
+	if want := []string{"alice", "alice", "mallory", "", "mallory", "alice"}; err != nil || !slices.Equal(owners, want) {
+		t.Fatalf("owners = %q, %v; want %q", owners, err, want)
+	}
+	if owners, err := s.ItemOwners(ctx, nil); err != nil || len(owners) != 0 {
+		t.Fatalf("owners of no ids = %q, %v", owners, err)
 	}
 	if taken, err := s.ClaimItems(ctx, "alice", nil, exp); err != nil || taken != nil {
 		t.Fatalf("empty claim = %q, %v", taken, err)
@@ -50,8 +51,9 @@ func testItemClaims(t *testing.T, s storage.Store) {
 	if taken, err := s.ClaimItems(ctx, "bob", big, exp); err != nil || taken != nil {
 		t.Fatalf("claim of %d ids = %d taken, %v", len(big), len(taken), err)
 	}
-	if got, err := s.ItemOwner(ctx, big[len(big)-1]); err != nil || got != "bob" {
-		t.Fatalf("owner of the last id of a full batch = %q, %v", got, err)
+	owners, err = s.ItemOwners(ctx, big)
+	if err != nil || owners[0] != "bob" || owners[len(big)-1] != "bob" {
+		t.Fatalf("owners of a full batch: %v", err)
 	}
 }
 
@@ -72,13 +74,8 @@ func testItemClaimRace(t *testing.T, s storage.Store) {
 	if wins != 1 {
 		t.Fatalf("%d concurrent claims of one batch won, want 1", wins)
 	}
-	first, err := s.ItemOwner(ctx, ids[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range ids[1:] {
-		if got, err := s.ItemOwner(ctx, id); err != nil || got != first {
-			t.Fatalf("owner of %s = %q, %v; the batch's first id is %s's", id, got, err, first)
-		}
+	owners, err := s.ItemOwners(ctx, ids)
+	if err != nil || owners[0] == "" || owners[1] != owners[0] || owners[2] != owners[0] {
+		t.Fatalf("owners of the raced batch = %q, %v; want one account", owners, err)
 	}
 }
