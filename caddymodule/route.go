@@ -147,7 +147,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	sw.placeholders.publish(repl)
 	var out http.ResponseWriter = sw
 	var created *passthrough.CreatedWriter
-	if route.Creates != "" {
+	if route.Records() {
 		created = h.router.Created(sw, r, id, route)
 		out = created
 	}

@@ -26,21 +26,28 @@ const (
 	maxPendingEvent = 1 << 20
 )
 
-// CreatedWriter sits between reverse_proxy and the client on requests that create upstream
-// objects (route.Creates). It finds the id in the successful answer and records the caller as its
-// owner before any byte that carries the id reaches the client:
+// CreatedWriter sits between reverse_proxy and the client on requests whose answers carry ids to
+// record: the id of a created upstream object (route.Creates), and the ids of the response items
+// an answer reveals (route.RevealsItems; see items.go). It records the caller as their owner:
 //
-//   - a JSON answer is held whole (up to DefaultMaxCreateAnswer), its top-level id or task_id
-//     recorded, then sent;
-//   - an SSE answer stays streamed: events pass one by one, each held only until it is complete,
-//     and the first event that carries an id (id, or response.id as in the Responses API) is
-//     recorded before it is sent.
+//   - a JSON answer is held whole (up to DefaultMaxCreateAnswer): its top-level id or task_id is
+//     recorded, then its items in one batch, then it is sent;
+//   - an SSE answer stays streamed: events pass one by one, each held only until it is complete.
+//     The first event that carries an object id (id, or response.id as in the Responses API) is
+//     recorded before it is sent; item ids are collected as events pass and recorded in one batch
+//     before the terminal event (see items.go), before an event too large to read, and at the
+//     end.
 //
-// If the owner cannot be recorded the client gets a 500 and never the id (for SSE, the stream ends
-// before that event). Error answers pass through untouched.
+// If an owner cannot be recorded the client gets a 500 and never the answer (for SSE, the stream
+// ends before the event that needed the record). Error answers pass through untouched.
 type CreatedWriter struct {
 	http.ResponseWriter
+	// record records the owner of a created object's id; nil when there is none to record, or
+	// once it is recorded.
 	record func(objectID string) error
+	// claim records the owner of a batch of item ids; nil when the answer reveals no items.
+	claim  func(ids []string) error
+	items  answerItemIDs
 	logger *zap.Logger
 	limit  int
 
@@ -54,15 +61,16 @@ type CreatedWriter struct {
 const (
 	modeUndecided = iota
 	modeBuffer    // a JSON answer, held whole
-	modeEvents    // an SSE answer, held event by event until an id is recorded
+	modeEvents    // an SSE answer, held event by event while ids remain to be recorded
+	modeSkip      // an SSE event too large to hold, passing through to its end
 	modePass      // everything passes
 )
 
 // ownerRecordTimeout bounds the store write that records a created object's owner.
 const ownerRecordTimeout = 10 * time.Second
 
-// Created wraps w for a create request routed by route: see CreatedWriter. Call Finish when the
-// proxy is done.
+// Created wraps w for a request routed by route whose answer has ids to record (route.Records):
+// see CreatedWriter. Call Finish when the proxy is done.
 func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identity, route Route) *CreatedWriter {
 	limit := rt.MaxCreateAnswer
 	if limit <= 0 {
@@ -75,19 +83,25 @@ func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identi
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &CreatedWriter{
-		ResponseWriter: w,
-		record: func(objectID string) error {
+	cw := &CreatedWriter{ResponseWriter: w, logger: logger, limit: limit}
+	if route.Creates != "" {
+		cw.record = func(objectID string) error {
 			ctx, cancel := context.WithTimeout(ctx, ownerRecordTimeout)
 			defer cancel()
 			return rt.recordOwner(ctx, id, route, objectID)
-		},
-		logger: logger,
-		limit:  limit,
+		}
 	}
+	if route.RevealsItems {
+		cw.claim = func(ids []string) error {
+			ctx, cancel := context.WithTimeout(ctx, ownerRecordTimeout)
+			defer cancel()
+			return rt.claimItems(ctx, id, ids)
+		}
+	}
+	return cw
 }
 
-// WriteHeader holds a success status until the id is recorded; other statuses pass.
+// WriteHeader holds a success status until the ids are recorded; other statuses pass.
 func (cw *CreatedWriter) WriteHeader(status int) {
 	if cw.mode != modeUndecided || status < 200 {
 		cw.ResponseWriter.WriteHeader(status)
@@ -118,7 +132,7 @@ func (cw *CreatedWriter) Write(p []byte) (int, error) {
 	case modeBuffer:
 		cw.pending.Write(p)
 		if cw.pending.Len() > cw.limit {
-			cw.logger.Warn("create answer too large to find its id; passed through unrecorded", zap.Int("limit", cw.limit))
+			cw.logger.Warn("answer too large to find its ids; passed through unrecorded", zap.Int("limit", cw.limit))
 			if err := cw.release(); err != nil {
 				return 0, err
 			}
@@ -128,11 +142,14 @@ func (cw *CreatedWriter) Write(p []byte) (int, error) {
 	case modeEvents:
 		cw.pending.Write(p)
 		return len(p), cw.events()
+	case modeSkip:
+		cw.pending.Write(p)
+		return len(p), cw.skip()
 	}
 	return cw.ResponseWriter.Write(p)
 }
 
-// events sends every complete held event, recording the first id found first.
+// events sends every complete held event, recording first what it needs recorded.
 func (cw *CreatedWriter) events() error {
 	for cw.mode == modeEvents {
 		b := cw.pending.Bytes()
@@ -141,20 +158,18 @@ func (cw *CreatedWriter) events() error {
 		if end < 0 {
 			cw.scanned = len(b)
 			if len(b) > maxPendingEvent {
-				cw.logger.Warn("server-sent event too large to find an id; passed through unrecorded")
-				cw.mode = modePass
-				return cw.release()
+				return cw.oversized()
 			}
 			return nil
 		}
 		end += from
 		cw.scanned = 0
-		if objectID := eventID(b[:end]); objectID != "" {
-			if err := cw.record(objectID); err != nil {
-				cw.failed = true
-				cw.logger.Error("recording the owner of a streamed create failed; stream cut", zap.Error(err))
-				return err
-			}
+		if err := cw.event(b[:end]); err != nil {
+			cw.failed = true
+			cw.logger.Error("recording the owner of a streamed answer's ids failed; stream cut", zap.Error(err))
+			return err
+		}
+		if cw.record == nil && cw.claim == nil {
 			cw.mode = modePass
 			return cw.release()
 		}
@@ -168,25 +183,142 @@ func (cw *CreatedWriter) events() error {
 	return nil
 }
 
-// Finish completes the answer once the proxy is done: a held JSON answer is examined, its id
-// recorded, then sent.
+// event records what one complete event needs recorded before it is sent: the created object's
+// id, the first time an event carries one, and the collected item ids before an event that
+// carries a response.
+func (cw *CreatedWriter) event(event []byte) error {
+	e, ok := readEvent(event)
+	if !ok {
+		return nil
+	}
+	if cw.record != nil {
+		objectID := e.ID
+		if e.Response != nil && e.Response.ID != "" {
+			objectID = e.Response.ID
+		}
+		if objectID != "" {
+			if err := cw.record(objectID); err != nil {
+				return err
+			}
+			cw.record = nil
+		}
+	}
+	if cw.claim == nil {
+		return nil
+	}
+	if cw.items.add(e.items()) {
+		cw.logger.Warn("too many items in one answer; the rest are not recorded", zap.Int("limit", maxAnswerItems))
+	}
+	if e.Response != nil {
+		return cw.claimItems()
+	}
+	return nil
+}
+
+// claimItems records the collected item ids that are not recorded yet, in one batch.
+func (cw *CreatedWriter) claimItems() error {
+	if cw.claim == nil || len(cw.items.pending) == 0 {
+		return nil
+	}
+	if err := cw.claim(cw.items.pending); err != nil {
+		return err
+	}
+	cw.items.pending = cw.items.pending[:0]
+	return nil
+}
+
+// oversized handles an event too large to hold: what it carries cannot be read. Its object id,
+// if any, stays unrecorded; the item ids collected so far are recorded before any of its bytes is
+// sent, then it passes through, and the events after it are read again.
+func (cw *CreatedWriter) oversized() error {
+	cw.logger.Warn("server-sent event too large to read its ids; passed through unrecorded", zap.Int("limit", maxPendingEvent))
+	if cw.claim == nil {
+		cw.mode = modePass
+		return cw.release()
+	}
+	if err := cw.claimItems(); err != nil {
+		cw.failed = true
+		cw.logger.Error("recording the owner of a streamed answer's items failed; stream cut", zap.Error(err))
+		return err
+	}
+	cw.mode = modeSkip
+	return cw.skip()
+}
+
+// skip sends the held bytes of an event too large to read, up to its end, and then reads the
+// events after it again. The last bytes stay held while the end may straddle two writes.
+func (cw *CreatedWriter) skip() error {
+	b := cw.pending.Bytes()
+	from := max(cw.scanned-3, 0)
+	end := eventEnd(b[from:])
+	if end < 0 {
+		n := max(len(b)-3, 0)
+		cw.scanned = len(b) - n
+		return cw.send(n)
+	}
+	end += from
+	cw.scanned = 0
+	if err := cw.send(end); err != nil {
+		return err
+	}
+	cw.mode = modeEvents
+	return cw.events()
+}
+
+// send sends the first n held bytes.
+func (cw *CreatedWriter) send(n int) error {
+	cw.sendHeader()
+	if n == 0 {
+		return nil
+	}
+	_, err := cw.ResponseWriter.Write(cw.pending.Next(n))
+	return err
+}
+
+// Finish completes the answer once the proxy is done: a held JSON answer is examined, its ids
+// recorded, then sent; the item ids of a stream not recorded yet are recorded before its last
+// held bytes are sent.
 func (cw *CreatedWriter) Finish() {
 	switch cw.mode {
 	case modeBuffer:
 		body := cw.pending.Bytes()
-		objectID, err := answerID(body)
-		if err == nil && objectID != "" {
-			err = cw.record(objectID)
+		var err error
+		if cw.record != nil {
+			var objectID string
+			objectID, err = answerID(body)
+			if err == nil && objectID != "" {
+				err = cw.record(objectID)
+			}
+		}
+		if err == nil && cw.claim != nil {
+			if cw.items.add(answerItems(body)) {
+				cw.logger.Warn("too many items in one answer; the rest are not recorded", zap.Int("limit", maxAnswerItems))
+			}
+			err = cw.claimItems()
 		}
 		if err != nil {
 			cw.fail(err)
 			return
 		}
 		if err := cw.release(); err != nil {
-			cw.logger.Debug("sending a create answer failed", zap.Error(err))
+			cw.logger.Debug("sending an answer failed", zap.Error(err))
 		}
-	case modeEvents:
-		if err := cw.release(); err != nil { // a last event without its blank line
+	case modeEvents, modeSkip:
+		if cw.failed {
+			return
+		}
+		if cw.mode == modeEvents && cw.claim != nil {
+			// A last event without its blank line.
+			if e, ok := readEvent(cw.pending.Bytes()); ok {
+				cw.items.add(e.items())
+			}
+		}
+		if err := cw.claimItems(); err != nil {
+			cw.failed = true
+			cw.logger.Error("recording the owner of a streamed answer's items failed; its end withheld", zap.Error(err))
+			return
+		}
+		if err := cw.release(); err != nil {
 			cw.logger.Debug("sending the end of a stream failed", zap.Error(err))
 		}
 	}
@@ -223,7 +355,7 @@ func (cw *CreatedWriter) sendHeader() {
 
 // FlushError flushes what has been sent; held bytes stay held.
 func (cw *CreatedWriter) FlushError() error {
-	if cw.mode == modePass || (cw.mode == modeEvents && cw.status == 0) {
+	if cw.mode == modePass || ((cw.mode == modeEvents || cw.mode == modeSkip) && cw.status == 0) {
 		return http.NewResponseController(cw.ResponseWriter).Flush()
 	}
 	return nil
@@ -267,31 +399,6 @@ func eventEnd(b []byte) int {
 		return crlf + 4
 	}
 	return -1
-}
-
-// eventID returns the object id a server-sent event carries in its data: the data object's
-// response.id (Responses API) or its own id.
-func eventID(event []byte) string {
-	var data []byte
-	for line := range bytes.Lines(event) {
-		line = bytes.TrimRight(line, "\r\n")
-		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
-		}
-	}
-	var e struct {
-		ID       string `json:"id"`
-		Response *struct {
-			ID string `json:"id"`
-		} `json:"response"`
-	}
-	if len(data) == 0 || json.Unmarshal(data, &e) != nil {
-		return ""
-	}
-	if e.Response != nil && e.Response.ID != "" {
-		return e.Response.ID
-	}
-	return e.ID
 }
 
 // Interface guards
