@@ -2,6 +2,7 @@ package passthrough
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,6 +51,8 @@ type CreatedWriter struct {
 	items  answerItemIDs
 	logger *zap.Logger
 	limit  int
+	// eventLimit bounds one held event; 0 is maxPendingEvent.
+	eventLimit int
 
 	status  int // held status, 0 before WriteHeader
 	mode    int
@@ -157,7 +160,7 @@ func (cw *CreatedWriter) events() error {
 		end := eventEnd(b[from:])
 		if end < 0 {
 			cw.scanned = len(b)
-			if len(b) > maxPendingEvent {
+			if len(b) > cmp.Or(cw.eventLimit, maxPendingEvent) {
 				return cw.oversized()
 			}
 			return nil
