@@ -370,7 +370,7 @@ func TestInputItemsAreCheckedInOneRead(t *testing.T) {
 	}
 	for body, reads := range map[string]int{
 		`{"model":"doubao","input":[{"type":"reasoning","id":"rs_1"},{"type":"message","id":"msg_1"},{"type":"item_reference","id":"rs_1"}]}`: 1,
-		`{"model":"doubao","input":[{"role":"user","content":"hi"}],"tools":[{"type":"function","name":"f"}]}`:                             0,
+		`{"model":"doubao","input":[{"role":"user","content":"hi"}],"tools":[{"type":"function","name":"f"}]}`:                                0,
 	} {
 		store.reads = 0
 		r := httptest.NewRequest("POST", "/v1/responses", strings.NewReader(body))
@@ -397,9 +397,9 @@ func (c *countingOwners) ItemOwners(ctx context.Context, ids []string) ([]string
 func TestAnswerItems(t *testing.T) {
 	for body, want := range map[string][]string{
 		`{"output":[{"id":"a"},{"type":"x"},{"id":"b","content":[{"id":"nested"}]}]}`: {"a", "b"},
-		`{"object":"list","data":[{"id":"c"}]}`:                                         {"c"},
-		`not json`:                                                                      nil,
-		`{"output":"x"}`:                                                                nil,
+		`{"object":"list","data":[{"id":"c"}]}`:                                       {"c"},
+		`not json`:                                                                    nil,
+		`{"output":"x"}`:                                                              nil,
 	} {
 		if got := answerItems([]byte(body)); !slices.Equal(got, want) {
 			t.Errorf("answerItems(%s) = %q, want %q", body, got, want)
