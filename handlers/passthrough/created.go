@@ -285,6 +285,18 @@ func (cw *CreatedWriter) Finish() {
 	switch cw.mode {
 	case modeBuffer:
 		body := cw.pending.Bytes()
+		// The object's record and its items' are two writes; they run at once, so that a
+		// store that shares one disk sync between concurrent writers (Badger) waits for one.
+		var claimed chan error
+		if cw.claim != nil {
+			if cw.items.add(answerItems(body)) {
+				cw.logger.Warn("too many items in one answer; the rest are not recorded", zap.Int("limit", maxAnswerItems))
+			}
+			if len(cw.items.pending) > 0 {
+				claimed = make(chan error, 1)
+				go func() { claimed <- cw.claimItems() }()
+			}
+		}
 		var err error
 		if cw.record != nil {
 			var objectID string
@@ -293,11 +305,8 @@ func (cw *CreatedWriter) Finish() {
 				err = cw.record(objectID)
 			}
 		}
-		if err == nil && cw.claim != nil {
-			if cw.items.add(answerItems(body)) {
-				cw.logger.Warn("too many items in one answer; the rest are not recorded", zap.Int("limit", maxAnswerItems))
-			}
-			err = cw.claimItems()
+		if claimed != nil {
+			err = cmp.Or(err, <-claimed)
 		}
 		if err != nil {
 			cw.fail(err)

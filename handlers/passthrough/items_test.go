@@ -316,6 +316,8 @@ func TestInputItemsMustBeOwned(t *testing.T) {
 		{"input in capitals", `{"model":"doubao","INPUT":[{"type":"reasoning","id":"rs_theirs"}]}`, "INPUT[0].id"},
 		{"type repeated in another case", m + `{"type":"reasoning","TYPE":"message","id":"rs_mine"}]}`, "input[0].type"},
 		{"empty id", m + `{"type":"reasoning","id":""}]}`, "input[0].id"},
+		{"id as an array", m + `{"type":"reasoning","id":["rs_theirs"]}]}`, "input[0].id"},
+		{"id as a number", m + `{"type":"reasoning","Id":7}]}`, "input[0].Id"},
 		{"a response id as an item", m + `{"type":"item_reference","id":"resp_mine"}]}`, "input[0].id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

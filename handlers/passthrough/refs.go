@@ -293,14 +293,26 @@ var responsesRefs = &bodyRefs{
 // Other ids inside an item are not item ids: call_id pairs a tool call with its output inside the
 // request's own context, and acknowledged_safety_checks[].id the checks of the computer call it
 // answers; the upstream resolves neither from its store.
+//
+// An item id that is neither a string nor null is refused: a lenient upstream might read it as
+// one, and it would not have been checked.
 func inputItemRefs(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
 	if _, err := exactType(path, members); err != nil {
 		return err
 	}
-	if err := refsOf(path, members, "id", KindResponseItem, found); err != nil {
-		return err
+	for _, m := range members {
+		if !strings.EqualFold(m.Key, "id") && !strings.EqualFold(m.Key, "approval_request_id") {
+			continue
+		}
+		param := member(path, m.Key)
+		if len(m.Value) > 0 && m.Value[0] != '"' && string(m.Value) != "null" {
+			return apierror.New(http.StatusBadRequest, "invalid_request_body", param.String()+" must be a string").WithParam(param.String())
+		}
+		if err := found.add(param, KindResponseItem, m.Value); err != nil {
+			return err
+		}
 	}
-	return refsOf(path, members, "approval_request_id", KindResponseItem, found)
+	return nil
 }
 
 // fileRefs are the references every other JSON capability body is checked for: the generic ones
