@@ -176,10 +176,7 @@ func (cw *CreatedWriter) events() error {
 			cw.mode = modePass
 			return cw.release()
 		}
-		cw.sendHeader()
-		event := bytes.Clone(b[:end])
-		cw.pending.Next(end)
-		if _, err := cw.ResponseWriter.Write(event); err != nil {
+		if err := cw.send(end); err != nil {
 			return err
 		}
 	}
@@ -401,16 +398,23 @@ func answerID(body []byte) (string, error) {
 	return "", nil
 }
 
-// eventEnd returns the length of the first complete event in b (through its blank line), or -1.
+// eventEnd returns the length of the first complete event in b (through its blank line: "\n\n"
+// or "\r\n\r\n"), or -1. One pass over the line feeds: the first that ends either separator
+// ends the first of them.
 func eventEnd(b []byte) int {
-	lf, crlf := bytes.Index(b, []byte("\n\n")), bytes.Index(b, []byte("\r\n\r\n"))
-	switch {
-	case lf >= 0 && (crlf < 0 || lf < crlf):
-		return lf + 2
-	case crlf >= 0:
-		return crlf + 4
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if i+1 < len(b) && b[i+1] == '\n' {
+			return i + 2
+		}
+		if i >= 1 && b[i-1] == '\r' && i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n' {
+			return i + 3
+		}
 	}
-	return -1
 }
 
 // Interface guards

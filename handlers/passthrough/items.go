@@ -98,10 +98,29 @@ var quotedID = []byte(`"id"`)
 
 // readEvent decodes the data of a server-sent event; ok is false when it carries no id or is not
 // a JSON object.
-func readEvent(event []byte) (e streamEvent, ok bool) {
-	if !bytes.Contains(event, quotedID) {
-		return e, false
+func readEvent(event []byte) (streamEvent, bool) {
+	if deltaEvent(event) || !bytes.Contains(event, quotedID) {
+		return streamEvent{}, false
 	}
+	return decodeEvent(event)
+}
+
+// deltaEvent reports whether an event's first line names it a delta (response.output_text.delta,
+// response.function_call_arguments.delta, …): the bulk of a stream, which carries a piece of text
+// and names its item only as item_id. It is not searched.
+func deltaEvent(event []byte) bool {
+	name, ok := bytes.CutPrefix(event, []byte("event:"))
+	if !ok {
+		return false
+	}
+	if end := bytes.IndexByte(name, '\n'); end >= 0 {
+		name = name[:end]
+	}
+	return bytes.HasSuffix(bytes.TrimRight(name, " \r"), []byte(".delta"))
+}
+
+// decodeEvent decodes the data lines of an event.
+func decodeEvent(event []byte) (e streamEvent, ok bool) {
 	var data []byte
 	for line := range bytes.Lines(event) {
 		line = bytes.TrimRight(line, "\r\n")

@@ -3,9 +3,12 @@ package passthrough
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/auth"
 )
@@ -49,3 +52,55 @@ func BenchmarkResponsesBodyCheck(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStreamedAnswer measures CreatedWriter on a streamed Responses create of 200 text
+// deltas and two items, written event by event: with the items recorded (every event held until
+// complete and searched for ids) and, for comparison, with only the response id recorded (events
+// pass untouched after the first). The store is a no-op: this is the writer's own cost.
+//
+//	go test ./handlers/passthrough/ -run XXX -bench StreamedAnswer -benchmem
+func BenchmarkStreamedAnswer(b *testing.B) {
+	events := sse(
+		`{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[]}}`,
+		`{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[]}}`,
+		`{"type":"response.output_item.done","sequence_number":2,"output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"`+strings.Repeat("gAAAAB", 200)+`"}}`,
+		`{"type":"response.output_item.added","sequence_number":3,"output_index":1,"item":{"type":"message","id":"msg_1","role":"assistant","status":"in_progress","content":[]}}`,
+	)
+	for i := range 200 {
+		events = append(events, sse(`{"type":"response.output_text.delta","sequence_number":`+fmt.Sprint(4+i)+`,"item_id":"msg_1","output_index":1,"content_index":0,"delta":" word","logprobs":[]}`)...)
+	}
+	events = append(events, sse(`{"type":"response.completed","sequence_number":300,"response":{"id":"resp_1","object":"response","status":"completed","output":[{"type":"reasoning","id":"rs_1","summary":[]},{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"…","annotations":[]}]}],"usage":{"input_tokens":10,"output_tokens":200}}}`)...)
+	chunks := make([][]byte, len(events))
+	size := 0
+	for i, e := range events {
+		chunks[i] = []byte(e)
+		size += len(e)
+	}
+	for _, items := range []bool{true, false} {
+		b.Run(fmt.Sprintf("items=%v", items), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				cw := &CreatedWriter{ResponseWriter: discardWriter{http.Header{}}, record: func(string) error { return nil }, logger: zap.NewNop(), limit: DefaultMaxCreateAnswer}
+				if items {
+					cw.claim = func([]string) error { return nil }
+				}
+				cw.Header().Set("Content-Type", "text/event-stream")
+				cw.WriteHeader(http.StatusOK)
+				for _, c := range chunks {
+					if _, err := cw.Write(c); err != nil {
+						b.Fatal(err)
+					}
+				}
+				cw.Finish()
+			}
+		})
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps nothing but its header.
+type discardWriter struct{ header http.Header }
+
+func (d discardWriter) Header() http.Header       { return d.header }
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (discardWriter) WriteHeader(int)             {}
