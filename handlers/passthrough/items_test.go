@@ -444,3 +444,19 @@ func FuzzItemsWriter(f *testing.F) {
 
 // Interface guards
 var _ Owners = (*storage.Badger)(nil)
+
+// A JSON answer larger than the held bound passes through with its items unrecorded: they are
+// then nobody's, so unusable by id (closed, not open).
+func TestItemsOfAnAnswerPastTheBoundAreNotRecorded(t *testing.T) {
+	store := ownersStore(t)
+	rt := &Router{Catalog: catalog(t), Owners: store, Logger: zap.NewNop(), MaxCreateAnswer: 64}
+	p, _ := rt.Catalog.ProviderFor("doubao")
+	w := httptest.NewRecorder()
+	cw := rt.Created(w, httptest.NewRequest("GET", "/v1/responses/resp_1", nil), auth.Identity{Account: "acme"}, Route{Model: "doubao", Provider: p, RevealsItems: true})
+	answer := `{"id":"resp_1","output":[{"id":"rs_large","summary":[],"encrypted_content":"` + strings.Repeat("A", 100) + `"}]}`
+	proxyTo(cw, "application/json", answer[:50], answer[50:])
+	cw.Finish()
+	if w.Body.String() != answer || itemOwner(t, store, "rs_large") != "" {
+		t.Fatalf("answer %q; rs_large owned by %q", w.Body, itemOwner(t, store, "rs_large"))
+	}
+}
