@@ -284,37 +284,6 @@ var responsesRefs = &bodyRefs{
 	},
 }
 
-// inputItemRefs adds the item ids an input item of a Responses body names: its own id, whatever
-// its type (an item_reference is nothing but the id; a replayed message, reasoning or tool call
-// given with its id may be loaded by it, content or not), and the approval_request_id of an MCP
-// approval response, which names the mcp_approval_request item it answers. Each key that folds to
-// one of them counts. A type sent twice in different letter cases is refused.
-//
-// Other ids inside an item are not item ids: call_id pairs a tool call with its output inside the
-// request's own context, and acknowledged_safety_checks[].id the checks of the computer call it
-// answers; the upstream resolves neither from its store.
-//
-// An item id that is neither a string nor null is refused: a lenient upstream might read it as
-// one, and it would not have been checked.
-func inputItemRefs(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
-	if _, err := exactType(path, members); err != nil {
-		return err
-	}
-	for _, m := range members {
-		if !strings.EqualFold(m.Key, "id") && !strings.EqualFold(m.Key, "approval_request_id") {
-			continue
-		}
-		param := member(path, m.Key)
-		if len(m.Value) > 0 && m.Value[0] != '"' && string(m.Value) != "null" {
-			return apierror.New(http.StatusBadRequest, "invalid_request_body", param.String()+" must be a string").WithParam(param.String())
-		}
-		if err := found.add(param, KindResponseItem, m.Value); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // fileRefs are the references every other JSON capability body is checked for: the generic ones
 // (file_id, file_ids, vector_store_ids), wherever they sit.
 var fileRefs = &bodyRefs{
