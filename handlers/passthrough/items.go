@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 
+	"go.uber.org/zap"
+
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
@@ -207,8 +209,13 @@ func inputItemRefs(path *jsonkeys.Path, members []jsonkeys.Member, found *foundR
 }
 
 // claimItems records the caller's account as the owner of item ids revealed to it, in batches of
-// storage.MaxItemClaim (one batch but for the largest answers). An id that another account owns
-// is an error: the upstream handed one account another's item, and the answer is withheld.
+// storage.MaxItemClaim (one batch but for the largest answers).
+//
+// An id that another account owns already keeps its owner, and the answer still goes to the
+// caller, who cannot use that id. The caller cannot have provoked it (it can name no item that is
+// not its own), so it is an upstream whose ids are not unique (some compatible servers number
+// items per response): withholding the answer would break every later answer of such an upstream
+// for all but the first account, while the ownership rule holds either way.
 func (rt *Router) claimItems(ctx context.Context, id auth.Identity, ids []string) error {
 	if rt.Owners == nil {
 		return errors.New("pass-through has no store to record the owner of response items")
@@ -225,8 +232,9 @@ func (rt *Router) claimItems(ctx context.Context, id auth.Identity, ids []string
 		if err != nil {
 			return err
 		}
-		if len(taken) > 0 {
-			return fmt.Errorf("the upstream revealed %d response items recorded for another account", len(taken))
+		if len(taken) > 0 && rt.Logger != nil {
+			rt.Logger.Warn("response items of an answer are recorded for another account; they stay that account's",
+				zap.Int("items", len(taken)), zap.String("account", id.Account))
 		}
 	}
 	return nil

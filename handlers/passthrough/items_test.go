@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -181,9 +182,10 @@ func TestItemsOfAnswersAreRecorded(t *testing.T) {
 	}
 }
 
-// An answer that hands one account items another account owns is withheld (JSON: a 500 without
-// the ids; SSE: the stream ends before its terminal event), and the items keep their owner.
-func TestItemsOfAnotherAccountAreWithheld(t *testing.T) {
+// An answer that hands one account items another account owns (an upstream whose item ids are
+// not unique) still reaches it, but the items keep their first owner: the second account cannot
+// use them by id.
+func TestItemsOfAnotherAccountKeepTheirOwner(t *testing.T) {
 	store := ownersStore(t)
 	rt := &Router{Catalog: catalog(t), Owners: store, Logger: zap.NewNop()}
 	if _, err := store.ClaimItems(context.Background(), "acme", []string{"rs_a", "msg_a"}, time.Now().Add(time.Hour)); err != nil {
@@ -192,34 +194,67 @@ func TestItemsOfAnotherAccountAreWithheld(t *testing.T) {
 	other := auth.Identity{Account: "other", KeyID: "k2"}
 	p, _ := rt.Catalog.ProviderFor("doubao")
 	read := Route{Model: "doubao", Provider: p, RevealsItems: true}
+	for _, tc := range []struct {
+		contentType string
+		chunks      []string
+	}{
+		{"application/json", []string{`{"id":"resp_x","output":[{"id":"msg_new"},{"id":"rs_a"}]}`}},
+		{"text/event-stream", sse(`{"type":"response.output_item.added","item":{"id":"msg_a"}}`, `{"type":"response.completed","response":{"id":"resp_x","output":[{"id":"msg_a"},{"id":"fc_new"}]}}`)},
+	} {
+		w := httptest.NewRecorder()
+		cw := rt.Created(w, httptest.NewRequest("GET", "/v1/responses/resp_x", nil), other, read)
+		proxyTo(cw, tc.contentType, tc.chunks...)
+		cw.Finish()
+		if w.Code != 200 || w.Body.String() != strings.Join(tc.chunks, "") {
+			t.Fatalf("answer %d %q", w.Code, w.Body)
+		}
+	}
+	for id, want := range map[string]string{"rs_a": "acme", "msg_a": "acme", "msg_new": "other", "fc_new": "other"} {
+		if got := itemOwner(t, store, id); got != want {
+			t.Fatalf("item %s owned by %q, want %s", id, got, want)
+		}
+	}
+	r := httptest.NewRequest("POST", "/v1/responses", strings.NewReader(`{"model":"doubao","input":[{"type":"reasoning","id":"rs_a"}]}`))
+	r.Header.Set("Content-Type", "application/json")
+	if _, err := rt.Route(httptest.NewRecorder(), r, other); err == nil {
+		t.Fatal("the second account used an item recorded for the first")
+	}
+}
+
+// When the store cannot record the items, the answer is withheld: a JSON answer becomes a 500
+// without the ids, a stream ends before its terminal event.
+func TestItemsUnrecordedWithholdTheAnswer(t *testing.T) {
+	store := ownersStore(t)
+	rt := &Router{Catalog: catalog(t), Owners: store, Logger: zap.NewNop()}
+	acme := auth.Identity{Account: "acme", KeyID: "k"}
+	p, _ := rt.Catalog.ProviderFor("doubao")
+	read := Route{Model: "doubao", Provider: p, RevealsItems: true}
+	failing := func(cw *CreatedWriter) { cw.claim = func([]string) error { return errors.New("store down") } }
 
 	w := httptest.NewRecorder()
-	cw := rt.Created(w, httptest.NewRequest("GET", "/v1/responses/resp_x", nil), other, read)
-	proxyTo(cw, "application/json", `{"id":"resp_x","output":[{"id":"msg_new"},{"id":"rs_a"}]}`)
+	cw := rt.Created(w, httptest.NewRequest("GET", "/v1/responses/resp_x", nil), acme, read)
+	failing(cw)
+	proxyTo(cw, "application/json", `{"id":"resp_x","output":[{"id":"rs_x"}]}`)
 	cw.Finish()
-	if w.Code != 500 || strings.Contains(w.Body.String(), "rs_a") {
+	if w.Code != 500 || strings.Contains(w.Body.String(), "rs_x") {
 		t.Fatalf("answer %d %q", w.Code, w.Body)
 	}
 
 	w = httptest.NewRecorder()
-	cw = rt.Created(w, httptest.NewRequest("GET", "/v1/responses/resp_x", nil), other, read)
-	events := sse(`{"type":"response.output_item.added","item":{"id":"msg_a"}}`, `{"type":"response.completed","response":{"id":"resp_x","output":[{"id":"msg_a"}]}}`)
+	cw = rt.Created(w, httptest.NewRequest("GET", "/v1/responses/resp_x", nil), acme, read)
+	failing(cw)
+	events := sse(`{"type":"response.output_item.added","item":{"id":"msg_x"}}`, `{"type":"response.completed","response":{"id":"resp_x","output":[{"id":"msg_x"}]}}`)
 	cw.Header().Set("Content-Type", "text/event-stream")
 	cw.WriteHeader(200)
 	if _, err := io.WriteString(cw, events[0]); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := io.WriteString(cw, events[1]); err == nil {
-		t.Fatal("the terminal event was taken although its items are another account's")
+		t.Fatal("the terminal event was taken although its items could not be recorded")
 	}
 	cw.Finish()
-	if strings.Contains(w.Body.String(), "response.completed") {
+	if w.Body.String() != events[0] {
 		t.Fatalf("stream %q", w.Body)
-	}
-	for _, id := range []string{"rs_a", "msg_a"} {
-		if got := itemOwner(t, store, id); got != "acme" {
-			t.Fatalf("item %s now owned by %q", id, got)
-		}
 	}
 }
 
