@@ -16,6 +16,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/mediagw/mediagw/internal/testredis"
 )
 
 // itemsFake is a Responses upstream whose answers carry items with ids, as OpenAI's do: every
@@ -222,6 +224,82 @@ func TestResponseItemsBelongToTheirAccount(t *testing.T) {
 		}
 		if !bytes.Equal(fake.last(), sent) {
 			t.Fatalf("the upstream received %s; A sent %s", fake.last(), sent)
+		}
+	}
+}
+
+// itemsInstanceCaddyfile is one gateway instance of a fleet on one redis-server, passing
+// /v1/responses through to a Responses fake.
+const itemsInstanceCaddyfile = `{
+	admin off
+	persist_config off
+	mediagw {
+		storage redis %[1]s {
+			key_prefix %[2]s
+		}
+		provider openai {
+			base_url %[3]s/v1
+			api_key  openai-operator-key
+			models   gpt-4o-mini
+		}
+		key mg-customer-a {
+			account customer-a
+		}
+		key mg-customer-a2 {
+			account customer-a
+		}
+		key mg-customer-b {
+			account customer-b
+		}
+	}
+}
+
+http://127.0.0.1:%[4]d {
+	route {
+		mediagw_auth
+		mediagw_route
+		reverse_proxy {
+			dynamic mediagw
+			transport mediagw
+		}
+	}
+}
+`
+
+// TestResponseItemsAcrossInstances: items recorded by one instance of a Redis fleet are the
+// account's on every instance, for every key of the account, and no other account's.
+func TestResponseItemsAcrossInstances(t *testing.T) {
+	redis := testredis.Start(t, testredis.Options{})
+	fake := newItemsFake(t)
+	var bases []string
+	for range 2 {
+		port := freePort(t)
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		startCaddyProcess(t, fmt.Sprintf(itemsInstanceCaddyfile, redis.URL(), "mg-items", fake.URL, port), base+"/")
+		bases = append(bases, base)
+	}
+	r := call(t, "POST", bases[0]+"/v1/responses", "mg-customer-a", `{"model":"gpt-4o-mini","input":"hi","stream":true}`)
+	if r.status != 200 || !strings.Contains(string(r.body), "response.completed") {
+		t.Fatalf("streamed create on the first instance = %d %s", r.status, r.body)
+	}
+	var rs string
+	for line := range strings.Lines(string(r.body)) {
+		if data, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(data, `"response.output_item.done"`) && rs == "" {
+			var e struct{ Item struct{ ID string } }
+			decodeJSON(t, []byte(data), &e)
+			rs = e.Item.ID
+		}
+	}
+	if !strings.HasPrefix(rs, "rs_") {
+		t.Fatalf("no reasoning item in %s", r.body)
+	}
+	body := `{"model":"gpt-4o-mini","input":[{"type":"reasoning","id":"` + rs + `","summary":[]},{"role":"user","content":"more"}]}`
+	if r := call(t, "POST", bases[1]+"/v1/responses", "mg-customer-b", body); r.status != 400 || !strings.Contains(string(r.body), `"param":"input[0].id"`) {
+		t.Fatalf("another account on the second instance = %d %s", r.status, r.body)
+	}
+	for _, key := range []string{"mg-customer-a", "mg-customer-a2"} {
+		if r := call(t, "POST", bases[1]+"/v1/responses", key, body); r.status != 200 || !bytes.Equal(fake.last(), []byte(body)) {
+			t.Fatalf("%s on the second instance = %d %s; upstream got %s", key, r.status, r.body, fake.last())
 		}
 	}
 }
