@@ -67,6 +67,8 @@ type Handler struct {
 	// refresh the task. The client's own callback_url never reaches the upstream.
 	RelayBase string
 	Logger    *zap.Logger
+
+	unbatched unbatched // upstreams whose task list cannot filter by id (batch.go)
 }
 
 // refreshes lets concurrent reads of one task share one upstream request, across every Handler
