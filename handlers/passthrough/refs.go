@@ -349,7 +349,8 @@ var messagesRefs = &bodyRefs{
 	},
 }
 
-// geminiRefs are the references of generateContent: cachedContent (cached_content), a fileData
+// geminiRefs are the references of generateContent: cachedContent (cached_content; also in the
+// generateContentRequest of a countTokens body), a fileData
 // fileUri (file_uri) that is not a public http(s) URL (a Files API file, a gs:// object of the
 // operator's project), and file search stores (fileSearchStoreNames).
 var geminiRefs = &bodyRefs{
@@ -357,9 +358,9 @@ var geminiRefs = &bodyRefs{
 		return keyHint(body, "cachedcontent", "cached_content", "fileuri", "file_uri", "filesearchstorenames", "file_search_store_names")
 	},
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
-		if path == nil {
+		if path == nil || foldedTop(path, "generateContentRequest") || foldedTop(path, "generate_content_request") {
 			for _, name := range []string{"cachedContent", "cached_content"} {
-				if err := refsOf(nil, members, name, KindCachedContent, found); err != nil {
+				if err := refsOf(path, members, name, KindCachedContent, found); err != nil {
 					return err
 				}
 			}
