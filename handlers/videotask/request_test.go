@@ -153,6 +153,38 @@ func TestParseCreateForwarding(t *testing.T) {
 	}
 }
 
+// An integer written as 5.0 or 1e1 passes the check as the integer it is, and the upstream gets
+// that integer (a provider that decodes into an int refuses "5.0"); plain integers are forwarded
+// byte for byte.
+func TestParseCreateForwardsCheckedIntegers(t *testing.T) {
+	req, err := ParseCreate([]byte(body(`"duration":5.0,"frames":2.9e1,"seed":-0,"execution_expires_after":3600,"future":1.5`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fwd map[string]json.RawMessage
+	if err := json.Unmarshal(req.Forward, &fwd); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"duration": "5", "frames": "29", "seed": "0", "execution_expires_after": "3600", "future": "1.5"} {
+		if got := string(fwd[name]); got != want {
+			t.Errorf("forwarded %s = %s, want %s (body %s)", name, got, want, req.Forward)
+		}
+	}
+	plain := body(`"duration":5,"seed":42`)
+	if req, err := ParseCreate([]byte(plain)); err != nil || string(req.Forward) != plain {
+		t.Fatalf("plain integers must be forwarded byte for byte: %s, %v", req.Forward, err)
+	}
+}
+
+// A key that is not clear text names no field: its message does not start with a stray colon.
+func TestParseCreateUnclearKeyMessage(t *testing.T) {
+	_, err := ParseCreate([]byte(body("\"\xff\":1")))
+	e, ok := errors.AsType[*apierror.Error](err)
+	if !ok || e.Code != "invalid_request" || strings.HasPrefix(e.Message, ":") {
+		t.Fatalf("got %v", err)
+	}
+}
+
 func FuzzParseCreate(f *testing.F) {
 	f.Add([]byte(body("")))
 	f.Add([]byte(body(`"frames":33,"seed":-1,"callback_url":"https://a.b/c"`, okText, `{"type":"image_url","image_url":{"url":"https://x/y"},"role":"first_frame"}`)))
