@@ -106,7 +106,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	if err != nil {
 		return err
 	}
-	model, err := ParseEdit(body)
+	model, body, err := ParseEdit(body)
 	if err != nil {
 		return err
 	}
