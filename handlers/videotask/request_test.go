@@ -39,6 +39,8 @@ func TestParseCreate(t *testing.T) {
 		{"unknown fields pass", body(`"future_field":{"x":1}`), "", ""},
 		{"nulls are absent", body(`"seed":null,"ratio":null,"callback_url":null`), "", ""},
 		{"integral float", body(`"duration":5.0`), "", ""},
+		{"callback URL signed by its receiver", body(`"callback_url":"https://hooks.example.com/cb?Signature=abc&token=t"`), "", ""},
+		{"GCS signed reference", body("", okText, img("https://storage.googleapis.com/b/k.png?X-Goog-Signature=abc")), "invalid_request", "content[1].image_url.url"},
 		{"image and text", body("", okText, img("https://cdn.example.com/a.png")), "", ""},
 		{"audio with video", body("", okText, video, audio), "", ""},
 		{"first and last frame", body("", okText, imgRole("first_frame"), imgRole("last_frame")), "", ""},
