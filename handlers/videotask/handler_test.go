@@ -319,3 +319,19 @@ func TestListRefusesMoreThan100TaskIDs(t *testing.T) {
 		t.Fatalf("101 ids: %d %s", w.Code, w.Body)
 	}
 }
+
+// A list query the gateway cannot read whole is refused, not read in part: a badly encoded
+// parameter (which url.Values drops) or a parameter that takes one value given twice.
+func TestListRefusesAmbiguousQueries(t *testing.T) {
+	h := newHandler(t, "http://127.0.0.1:1", nil)
+	for _, q := range []string{"?page_size=%zz", "?filter.status=queued&x=%", "?page_size=1&page_size=2",
+		"?filter.status=queued&filter.status=failed", "?page_num=1&page_num=1", "?filter.model=a&filter.model=b"} {
+		w := serve(h, "GET", createPath+q, "")
+		if m := decode(t, w); w.Code != 400 || m["code"] != "invalid_request" || m["data"] != nil {
+			t.Errorf("%s: %d %s", q, w.Code, w.Body)
+		}
+	}
+	if w := serve(h, "GET", createPath+"?page_size=2&filter.task_ids=a&filter.task_ids=b", ""); w.Code != 200 {
+		t.Fatalf("a plain query: %d %s", w.Code, w.Body)
+	}
+}
