@@ -72,6 +72,16 @@ func CheckMediaURL(raw string) error {
 	return checkPublicHost(u)
 }
 
+// CheckPublicHost returns an error when the host of the URL raw is not public, as CheckMediaURL
+// reads it, or nil. The URL's other parts are not checked.
+func CheckPublicHost(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("must be an absolute http(s) URL")
+	}
+	return checkPublicHost(u)
+}
+
 // checkPublicHost refuses a URL whose host is not public.
 func checkPublicHost(u *url.URL) error {
 	host, err := publicnet.ParseHost(withoutPort(u.Host))

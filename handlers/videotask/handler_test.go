@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -333,5 +335,33 @@ func TestListRefusesAmbiguousQueries(t *testing.T) {
 	}
 	if w := serve(h, "GET", createPath+"?page_size=2&filter.task_ids=a&filter.task_ids=b", ""); w.Code != 200 {
 		t.Fatalf("a plain query: %d %s", w.Code, w.Body)
+	}
+}
+
+// A callback_url that can never be delivered to (a host that is plainly not public) is refused
+// at create, unless private receivers are allowed.
+func TestCreateRefusesPrivateCallbackURLs(t *testing.T) {
+	var n atomic.Int64
+	u := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"id":"cgt-cb%d"}`, n.Add(1))
+	})
+	h := newHandler(t, u.URL, nil)
+	key, _ := callbacks.ParseSecret(callbacks.NewSecret())
+	h.Callbacks = &callbacks.Outbox{Store: h.Store, Key: key, Client: callbacks.NewClient(false), Logger: zap.NewNop()}
+	withCallback := func(url string) string {
+		return strings.Replace(createBody, `"model"`, `"callback_url":"`+url+`","model"`, 1)
+	}
+	for _, url := range []string{"http://127.0.0.1:9/x", "http://localhost/x", "http://0x7f.1/x", "http://10.1.2.3/x", "http://[fe80::1]/x", "http://hooks/x"} {
+		w := serve(h, "POST", createPath, withCallback(url))
+		if m := decode(t, w); w.Code != 400 || m["code"] != "invalid_request" || !strings.Contains(m["message"].(string), "callback_url") {
+			t.Errorf("callback_url %s: %d %s", url, w.Code, w.Body)
+		}
+	}
+	if w := serve(h, "POST", createPath, withCallback("https://hooks.example.com/x?signature=s")); w.Code != 200 {
+		t.Fatalf("public callback_url: %d %s", w.Code, w.Body)
+	}
+	h.Callbacks.AllowPrivate = true
+	if w := serve(h, "POST", createPath, withCallback("http://127.0.0.1:9/x")); w.Code != 200 {
+		t.Fatalf("loopback callback_url with private receivers allowed: %d %s", w.Code, w.Body)
 	}
 }
