@@ -106,6 +106,11 @@ func TestCreateUpstreamFailures(t *testing.T) {
 		{"upstream 5xx", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, 502, "invalid_response"},
 		{"unreadable 200", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `<html>`) }, 502, "invalid_response"},
 		{"200 without id", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) }, 502, "invalid_response"},
+		{"200 with an id of 100 KB", func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `{"id":"`+strings.Repeat("a", 100<<10)+`"}`)
+		}, 502, "invalid_response"},
+		{"200 with an id that is a path", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"id":"cgt-1/../../files"}`) }, 502, "invalid_response"},
+		{"200 with a numeric id", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"id":12}`) }, 502, "invalid_response"},
 		{"timeout", func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-time.After(2 * time.Second):
