@@ -169,6 +169,9 @@ func checkContent(raw json.RawMessage) ([]DraftTaskRef, error) {
 		if err := json.Unmarshal(item["type"], &typ); err != nil || typ == "" {
 			return nil, invalid(field+".type", "is required (text, image_url, video_url, audio_url or draft_task)")
 		}
+		if err := otherTypesData(item, typ, field); err != nil {
+			return nil, err
+		}
 		switch typ {
 		case "text":
 			var text string
@@ -219,6 +222,21 @@ func checkContent(raw json.RawMessage) ([]DraftTaskRef, error) {
 		return nil, invalid("content", "mixes first/last-frame roles with reference roles: the two modes are exclusive")
 	}
 	return drafts, nil
+}
+
+// dataFields are the content item fields that carry a type's data.
+var dataFields = []string{"text", "image_url", "video_url", "audio_url", "draft_task"}
+
+// otherTypesData refuses an item that carries the data field of another type (a text item with a
+// draft_task or an image_url): only the item's own data is checked, so another type's data would
+// reach the upstream unchecked.
+func otherTypesData(item contentItem, typ, field string) error {
+	for _, name := range dataFields {
+		if raw, ok := item[name]; ok && name != typ && !isNull(raw) && slices.Contains(dataFields, typ) {
+			return invalid(field+"."+name, "does not belong to an item of type %s", typ)
+		}
+	}
+	return nil
 }
 
 func checkMediaItem(item contentItem, typ, field string) error {
