@@ -229,14 +229,30 @@ var dataFields = []string{"text", "image_url", "video_url", "audio_url", "draft_
 
 // otherTypesData refuses an item that carries the data field of another type (a text item with a
 // draft_task or an image_url): only the item's own data is checked, so another type's data would
-// reach the upstream unchecked.
+// reach the upstream unchecked. An empty value (null, "", {}) carries nothing and passes, for
+// clients that send every field.
 func otherTypesData(item contentItem, typ, field string) error {
+	if !slices.Contains(dataFields, typ) {
+		return nil // an unknown type is refused after
+	}
 	for _, name := range dataFields {
-		if raw, ok := item[name]; ok && name != typ && !isNull(raw) && slices.Contains(dataFields, typ) {
+		if raw, ok := item[name]; ok && name != typ && !emptyValue(raw) {
 			return invalid(field+"."+name, "does not belong to an item of type %s", typ)
 		}
 	}
 	return nil
+}
+
+// emptyValue reports whether raw is null, "" or an object without members.
+func emptyValue(raw json.RawMessage) bool {
+	switch v := bytes.TrimSpace(raw); {
+	case isNull(v), string(v) == `""`:
+		return true
+	case len(v) > 0 && v[0] == '{':
+		var m map[string]json.RawMessage
+		return json.Unmarshal(v, &m) == nil && len(m) == 0
+	}
+	return false
 }
 
 func checkMediaItem(item contentItem, typ, field string) error {

@@ -42,7 +42,7 @@ func TestParseCreate(t *testing.T) {
 		{"text item carrying a draft", body("", `{"type":"text","text":"x","draft_task":{"id":"cgt-other"}}`), "invalid_request", "content[0].draft_task"},
 		{"text item carrying an image", body("", `{"type":"text","text":"x","image_url":{"url":"http://10.0.0.1/a.png"}}`), "invalid_request", "content[0].image_url"},
 		{"image item carrying a video", body("", okText, `{"type":"image_url","image_url":{"url":"https://cdn.example.com/a.png"},"video_url":{"url":"file:///etc/passwd"}}`), "invalid_request", "content[1].video_url"},
-		{"other type's data null", body("", `{"type":"text","text":"x","image_url":null}`), "", ""},
+		{"other types' data empty", body("", `{"type":"text","text":"x","image_url":null,"video_url":{},"draft_task":{ }}`, `{"type":"image_url","text":"","image_url":{"url":"https://cdn.example.com/a.png"}}`), "", ""},
 		{"callback URL signed by its receiver", body(`"callback_url":"https://hooks.example.com/cb?Signature=abc&token=t"`), "", ""},
 		{"GCS signed reference", body("", okText, img("https://storage.googleapis.com/b/k.png?X-Goog-Signature=abc")), "invalid_request", "content[1].image_url.url"},
 		{"image and text", body("", okText, img("https://cdn.example.com/a.png")), "", ""},
