@@ -60,7 +60,8 @@ func invalid(param, format string, a ...any) *apierror.Error {
 // ParseEdit validates an image edit body (spec §2.6) and returns its model and the body to send
 // upstream: the body itself, or, when n is written with a fraction or an exponent (2.0), the body
 // with n as the plain integer that was checked. JSON null counts as an absent field. A failure is
-// a 400 *apierror.Error whose Param names the field; a missing or empty model is missing_model.
+// a 400 *apierror.Error whose Param names the field; a missing, null or empty model is
+// missing_model, as on the task API.
 func ParseEdit(body []byte) (model string, forward []byte, err error) {
 	if err := checkKeys(body, "", editFields...); err != nil {
 		return "", nil, err
@@ -79,7 +80,7 @@ func ParseEdit(body []byte) (model string, forward []byte, err error) {
 		return "", nil, errMissingModel
 	} else if json.Unmarshal(raw, &model) != nil {
 		return "", nil, invalid("model", "must be a string")
-	} else if strings.TrimSpace(model) == "" {
+	} else if model == "" {
 		return "", nil, errMissingModel
 	}
 	if err := nonEmpty(f, "prompt", &prompt); err != nil {

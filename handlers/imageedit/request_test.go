@@ -88,7 +88,8 @@ func TestParseEdit(t *testing.T) {
 	}
 }
 
-// A missing or blank model is missing_model, as on the task API and the pass-through endpoints.
+// A missing, null or empty model is missing_model, as on the task API and the pass-through
+// endpoints.
 func TestParseEditMissingModel(t *testing.T) {
 	for _, b := range []string{
 		`{"prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png"}]}`,
