@@ -99,8 +99,8 @@ func ParseEndpoint(method, path string) (Endpoint, error) {
 // of a Responses body (input items, previous_response_id, conversation, prompt …) and items
 // recorded from its answer; under messages/ (count_tokens) those of Messages; under chat/ those
 // of Chat Completions; under models/ (countTokens) those of generateContent. Any other endpoint
-// is checked for the references every body is (file_id, file_ids, vector_store_ids) and its
-// media URLs are not.
+// is checked for the references that every body is checked for (file_id, file_ids,
+// vector_store_ids).
 func extending(ep Endpoint) Endpoint {
 	segs := strings.Split(strings.TrimPrefix(ep.Path, "/"), "/")
 	if len(segs) > 1 && isVersion(segs[0]) {
