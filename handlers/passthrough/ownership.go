@@ -54,7 +54,7 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 	}
 	_, err := rt.Owners.CreateTask(ctx, storage.Task{
 		ID: objectID, Kind: route.Creates, Account: id.Account, KeyID: id.KeyID,
-		Provider: route.Provider.Name, Upstream: route.answeredBy(), Model: route.Model, Status: "created",
+		Provider: route.Provider.Name, Upstream: route.answeredBy(), UpstreamAddress: route.answeredAt(), Model: route.Model, Status: "created",
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(retention).Unix(),
 	})
 	if !errors.Is(err, storage.ErrExists) {

@@ -133,9 +133,11 @@ func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoi
 	return nil
 }
 
-// walkRefs adds to found every reference in body.
+// walkRefs adds to found every reference in body, which must be valid JSON: the router passes
+// only the bytes that jsonFields read and checked with jsonkeys.Members, so it is not validated
+// again (see jsonkeys.WalkValid).
 func walkRefs(body []byte, refs *bodyRefs, found *foundRefs) error {
-	return jsonkeys.Walk(body, func(path *jsonkeys.Path, members []jsonkeys.Member) error {
+	return jsonkeys.WalkValid(body, func(path *jsonkeys.Path, members []jsonkeys.Member) error {
 		if err := genericRefs(path, members, found); err != nil {
 			return err
 		}

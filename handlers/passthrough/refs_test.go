@@ -2,6 +2,7 @@ package passthrough
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http/httptest"
@@ -152,6 +153,9 @@ func FuzzReferenceHint(f *testing.F) {
 	f.Add(`{"messages":[{"content":[{"source":{"URL":"file:///x"}}]}]}`)
 	f.Add(`{"contents":[{"parts":[{"FILEURI":"gs://b/o"}]}],"CachedContent":"c"}`)
 	f.Fuzz(func(t *testing.T, body string) {
+		if !json.Valid([]byte(body)) {
+			return // the router walks only bodies that jsonkeys.Members accepted
+		}
 		for _, ep := range []*bodyRefs{chatRefs, messagesRefs, responsesRefs, geminiRefs} {
 			var found foundRefs
 			err := walkRefs([]byte(body), ep, &found)

@@ -144,8 +144,8 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 	if !ok {
 		return errNoObject // its provider left the config
 	}
-	if route.BoundTo, ok = p.Upstream(t.Upstream); !ok {
-		return errNoObject // the upstream that created it left the config
+	if route.BoundTo, ok = p.Bound(t.Upstream, t.UpstreamAddress); !ok {
+		return errNoObject // the upstream that created it left the config, or its name now means another address
 	}
 	if r.ContentLength != 0 && !apierror.IsJSON(r) {
 		return apierror.New(http.StatusBadRequest, "invalid_request_body", "a call on an existing object takes no body, or a JSON one")
