@@ -142,4 +142,3 @@ func TestBatchingStateIsPerHandler(t *testing.T) {
 		t.Fatalf("another handler: %d list calls and %d single reads, want one list call", lists, singles)
 	}
 }
-
