@@ -25,7 +25,7 @@ type counterCache struct {
 	values map[string]int64
 }
 
-// chanMutex is a mutex whose Lock gives up when ctx ends.
+// chanMutex is a mutex whose lock gives up when ctx ends.
 type chanMutex chan struct{}
 
 func (m chanMutex) lock(ctx context.Context) error {
