@@ -84,7 +84,8 @@ func (d *Dispatch) AppendUntried(dst []*Upstream) []*Upstream {
 	return dst
 }
 
-// Yield remembers that key (the reverse proxy's representation of an upstream) stands for u.
+// Yield remembers that key (the reverse proxy's representation of an upstream, a pointer) stands
+// for u.
 func (d *Dispatch) Yield(key any, u *Upstream) {
 	d.mu.Lock()
 	d.yielded = append(d.yielded, yielded{key, u})
@@ -103,7 +104,8 @@ func (d *Dispatch) Yielded(key any) (*Upstream, bool) {
 	return nil, false
 }
 
-// Attempt records that u is being tried. It reports whether this is the request's first attempt.
+// Attempt records that u is being tried. It reports whether u is the only upstream tried so far
+// (the request's first attempt).
 func (d *Dispatch) Attempt(u *Upstream) (first bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
