@@ -53,6 +53,7 @@ type Badger struct {
 	logs   *logSync
 	cache  directoryCache
 	rates  rateWindows
+	reads  readLogs
 	// fillHook, when set (tests), runs between a cache fill's read and its store into the cache.
 	fillHook func()
 }

@@ -42,6 +42,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("TaskRetentionFromFinish", func(t *testing.T) { testTaskRetentionFromFinish(t, fresh(t)) })
 	t.Run("TaskListAndIndexes", func(t *testing.T) { testTaskListAndIndexes(t, fresh(t)) })
 	t.Run("Watching", func(t *testing.T) { testWatching(t, fresh(t)) })
+	t.Run("ReadLogs", func(t *testing.T) { testReadLogs(t, fresh(t)) })
 	t.Run("RelayTokenExpires", func(t *testing.T) { testRelayTokenExpires(t, fresh(t)) })
 	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, fresh(t)) })
 	t.Run("IdempotencyRace", func(t *testing.T) { testIdempotencyRace(t, fresh(t)) })
