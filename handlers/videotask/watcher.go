@@ -28,13 +28,15 @@ const (
 //
 // Gateway instances sharing one store divide the work by shards: the unfinished tasks are split
 // into Shards by a hash of their id, and each shard is watched by one instance at a time, under
-// a lease that it renews every fifth of an Interval (at most ten times a second). The instances
-// find each other through heartbeats in the store and divide the shards evenly; when one dies,
-// its leases and heartbeat run out and the others take its shards over, an Interval and two
-// renewal periods after its last renewal. A task is read by one instance per Interval: a shard
-// changes hands only after its lease has outlasted the last read of its tasks by an Interval.
-// Per task and interval the store does one batched record read; unchanged tasks are not
-// written.
+// a short lease (three ticks) that it renews every tick, a tenth of an Interval (at most ten
+// times a second). The instances find each other through heartbeats in the store and divide
+// the shards evenly; when one dies, its leases and heartbeat run out and the others take its
+// shards over within 0.4 of an Interval. A task is read by one instance per Interval across
+// these changes of hands: before reading tasks from their upstream, the holder records in the
+// shard's read log, under its lease, when it reads them, and whoever takes the shard next reads
+// each task an Interval after its recorded read. Per task and interval the store does one
+// batched record read (the read log's record goes alongside, one script per batch); unchanged
+// tasks are not written.
 type Watcher struct {
 	// Tasks does the refreshing; its store holds the watch list.
 	Tasks *Handler
@@ -58,9 +60,10 @@ type Watcher struct {
 	queue   dueQueue
 	tracked map[string]bool
 	// held maps the shards this watcher holds to until when their leases run (by its clock);
-	// lastRead to when it last read tasks of each shard.
-	held     map[int]time.Time
-	lastRead map[int]time.Time
+	// leaving holds those it is handing over (not read any more, freed once their reads in
+	// flight are done).
+	held    map[int]time.Time
+	leaving map[int]bool
 	// reading counts the reads in flight per shard.
 	reading map[int]int
 	// seen spares the comparison of unchanged answers.
@@ -73,7 +76,7 @@ func (w *Watcher) init() {
 	w.initOne.Do(func() {
 		w.tracked = map[string]bool{}
 		w.held = map[int]time.Time{}
-		w.lastRead = map[int]time.Time{}
+		w.leaving = map[int]bool{}
 		w.reading = map[int]int{}
 		if w.Shards <= 0 {
 			w.Shards = DefaultWatchShards
@@ -142,15 +145,19 @@ func (w *Watcher) signal() {
 // watched again after a restart, and tasks created by other instances sharing the store (or
 // left by one that died) are watched too.
 func (w *Watcher) Run(stop <-chan struct{}) {
+	w.run(stop)
+	w.leave() // after the last read: every read made is in the read logs
+}
+
+// run is Run without leaving the group: when it returns, the watcher has stopped as if its
+// process had died, its leases and heartbeat left to run out.
+func (w *Watcher) run(stop <-chan struct{}) {
 	w.init()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-stop; cancel() }()
 	var wg sync.WaitGroup
-	defer func() {
-		wg.Wait()
-		w.leave() // after the last read, whose time the cut leases start from
-	}()
+	defer wg.Wait()
 	wg.Go(func() { w.own(ctx) })
 	wg.Go(func() { w.rescan(ctx) })
 	limiter := rate.NewLimiter(rate.Limit(w.RatePerSecond), max(1, w.Concurrency))
@@ -190,8 +197,9 @@ func (w *Watcher) Run(stop <-chan struct{}) {
 	}
 }
 
-// rescan schedules every unfinished task of the shards this watcher holds, every Interval.
-// (own schedules those of a shard as soon as it takes it.)
+// rescan schedules every unfinished task of the shards this watcher holds that it does not
+// watch yet (created through other instances), every Interval. (own schedules those of a shard
+// as soon as it takes it.)
 func (w *Watcher) rescan(ctx context.Context) {
 	ticker := time.NewTicker(w.Interval)
 	defer ticker.Stop()
@@ -202,7 +210,7 @@ func (w *Watcher) rescan(ctx context.Context) {
 		case <-ticker.C:
 		}
 		if shards := w.heldShards(); len(shards) > 0 {
-			w.watchShards(ctx, shards)
+			w.watchShards(ctx, shards, nil)
 		}
 	}
 }
@@ -243,7 +251,19 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		return 0
 	}
 	defer w.doneReads(mine)
+	// The reads are recorded under the shards' leases before they are made, alongside the read
+	// of the records (the Redis client pipelines the two).
+	at := now()
+	var lost []int
+	var noteErr error
+	groups := w.readGroups(mine)
+	var wg sync.WaitGroup
+	wg.Go(func() { lost, noteErr = w.Tasks.Store.NoteReads(ctx, w.Owner, at, w.readKeep(), groups) })
 	tasks, err := w.Tasks.Store.ReadTasks(ctx, mine)
+	wg.Wait()
+	if err == nil {
+		err = noteErr
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			w.Tasks.Logger.Error("reading watched tasks", zap.Error(err))
@@ -253,10 +273,19 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		}
 		return 0
 	}
+	skip := w.dropLost(groups, lost)
 	found := make(map[string]bool, len(tasks))
 	byUpstream := map[*providers.Upstream][]storage.Task{}
 	for _, t := range tasks {
 		found[t.ID] = true
+		switch skip[t.ID] {
+		case skipLost:
+			w.untrack(t.ID) // another watcher's now
+			continue
+		case skipLate:
+			w.reschedule(t.ID, now().Add(w.ownershipTick()/2))
+			continue
+		}
 		if !t.Unfinished() {
 			w.untrack(t.ID)
 			continue
@@ -284,10 +313,10 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		}
 	}
 	calls := 0
+	var slow []string // the reads of tasks still open, for noteSlowReads
 	for u, batch := range byUpstream {
 		n, open := w.Tasks.refreshBatch(ctx, u, batch, &w.seen)
 		calls += n
-		w.noteRead(batch)
 		if ctx.Err() != nil {
 			return calls // stopping: the next watcher starts from the store's list
 		}
@@ -300,19 +329,80 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		for _, t := range batch {
 			if !still[t.ID] {
 				w.untrack(t.ID)
+			} else {
+				slow = append(slow, t.ID)
 			}
 		}
 	}
+	w.noteSlowReads(ctx, at, slow)
 	return calls
 }
 
-// noteRead records that the shards of these tasks were read now.
-func (w *Watcher) noteRead(tasks []storage.Task) {
-	at := now()
+// skipReason says why a task whose read was started is not read after all.
+type skipReason uint8
+
+const (
+	skipNone skipReason = iota
+	// skipLost: its shard's lease is another watcher's.
+	skipLost
+	// skipLate: the lease has less than a tick left by now (the store calls were slow, or this
+	// process stalled); a renewal may come.
+	skipLate
+)
+
+// dropLost lets go of the shards whose leases NoteReads found lost, and says which of the
+// groups' tasks are not to be read.
+func (w *Watcher) dropLost(groups []storage.ShardReads, lost []int) map[string]skipReason {
+	skip := map[string]skipReason{}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, t := range tasks {
-		w.lastRead[storage.TaskShard(t.ID, w.Shards)] = at
+	for _, i := range lost {
+		shard := storage.TaskShard(groups[i].IDs[0], w.Shards)
+		delete(w.held, shard)
+		delete(w.leaving, shard)
+		for _, id := range groups[i].IDs {
+			skip[id] = skipLost
+		}
+	}
+	for _, g := range groups {
+		if shard := storage.TaskShard(g.IDs[0], w.Shards); skip[g.IDs[0]] == skipNone && !w.leased(shard) {
+			for _, id := range g.IDs {
+				skip[id] = skipLate
+			}
+		}
+	}
+	return skip
+}
+
+// readGroups groups task ids by shard, with each shard's lease and read log.
+func (w *Watcher) readGroups(ids []string) []storage.ShardReads {
+	index := map[int]int{}
+	var groups []storage.ShardReads
+	for _, id := range ids {
+		shard := storage.TaskShard(id, w.Shards)
+		i, ok := index[shard]
+		if !ok {
+			i = len(groups)
+			index[shard] = i
+			groups = append(groups, storage.ShardReads{Lease: w.shardLease(shard), Log: w.readLog(shard)})
+		}
+		groups[i].IDs = append(groups[i].IDs, id)
+	}
+	return groups
+}
+
+// noteSlowReads records again, at the time they ended, reads that may have reached their
+// upstream well after the time recorded before them (one call per task, or after the calls of
+// another upstream), so that the next holder of their shards does not read them again too soon.
+// The shards' leases are still this watcher's: a shard being handed over is freed only after
+// its reads in flight.
+func (w *Watcher) noteSlowReads(ctx context.Context, at time.Time, ids []string) {
+	end := now()
+	if len(ids) == 0 || end.Sub(at) < w.ownershipTick()/2 {
+		return
+	}
+	if _, err := w.Tasks.Store.NoteReads(ctx, w.Owner, end, w.readKeep(), w.readGroups(ids)); err != nil && ctx.Err() == nil {
+		w.Tasks.Logger.Warn("recording slow watched reads", zap.Error(err))
 	}
 }
 
