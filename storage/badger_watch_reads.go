@@ -18,7 +18,8 @@ type readLogs struct {
 }
 
 // readLog is one shard's read log: when each task was last read (Unix nanoseconds), and when it
-// was last trimmed.
+// was last trimmed. (A log is trimmed when its records may be older than keep, whatever Trim
+// says: the logs are in memory, and trimming them costs no store call.)
 type readLog struct {
 	reads   map[string]int64
 	trimmed int64

@@ -11,18 +11,20 @@ import (
 // Key layout of the read logs (after the prefix):
 //
 //	wr:<log>  sorted set: task ids by when a watcher last read them (Unix µs of the reader's
-//	          clock); records older than the caller's keep are trimmed at each note, and the set
-//	          expires twice keep after its last note
+//	          clock); records older than the caller's keep are trimmed by the notes that ask for
+//	          it, and the set expires twice keep after the last of them
 
 // scriptNoteReads: KEYS: lease 1, log 1, lease 2, log 2, … ARGV: owner, at µs, trim before µs
-// (exclusive), log ttl ms, then per group: the number of its ids, its ids. Returns the
+// (exclusive), log ttl ms, then per group: the number of its ids, 1 to trim the log (0 not to),
+// its ids. Returns the
 // (0-based) indexes of the groups whose lease owner does not hold.
 var scriptNoteReads = rueidis.NewLuaScript(`
 local lost = {}
 local a = 5
 for i = 1, #KEYS, 2 do
   local n = tonumber(ARGV[a])
-  a = a + 1
+  local trim = ARGV[a + 1] == '1'
+  a = a + 2
   if redis.call('HGET', KEYS[i], 'o') == ARGV[1] then
     local j = 0
     while j < n do
@@ -34,8 +36,10 @@ for i = 1, #KEYS, 2 do
       redis.call('ZADD', KEYS[i + 1], 'GT', unpack(args))
       j = j + 200
     end
-    redis.call('ZREMRANGEBYSCORE', KEYS[i + 1], '-inf', '(' .. ARGV[3])
-    redis.call('PEXPIRE', KEYS[i + 1], ARGV[4])
+    if trim then
+      redis.call('ZREMRANGEBYSCORE', KEYS[i + 1], '-inf', '(' .. ARGV[3])
+      redis.call('PEXPIRE', KEYS[i + 1], ARGV[4])
+    end
   else
     lost[#lost + 1] = (i - 1) / 2
   end
@@ -53,7 +57,11 @@ func (r *Redis) NoteReads(ctx context.Context, owner string, at time.Time, keep 
 	args := []string{owner, itoa(micros(at)), itoa(micros(at.Add(-keep))), millis(2 * keep)}
 	for _, g := range groups {
 		keys = append(keys, r.key("l:", g.Lease), r.key("wr:", g.Log))
-		args = append(args, strconv.Itoa(len(g.IDs)))
+		trim := "0"
+		if g.Trim {
+			trim = "1"
+		}
+		args = append(args, strconv.Itoa(len(g.IDs)), trim)
 		args = append(args, g.IDs...)
 	}
 	lost, err := r.exec(ctx, scriptNoteReads, keys, args).AsIntSlice()

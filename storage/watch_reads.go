@@ -14,6 +14,10 @@ type ShardReads struct {
 	Log string
 	// IDs are the tasks to be read.
 	IDs []string
+	// Trim drops the log's records older than the note's keep and keeps the log for twice keep
+	// from now on. A caller sets it on each log now and then, at least once per keep; a log
+	// never trimmed may be kept for ever.
+	Trim bool
 }
 
 // ReadLogs record when the watcher last read each task of a shard from its upstream, so that
@@ -29,8 +33,8 @@ type ReadLogs interface {
 	// hold: their reads must not be made. The record and the check are one step against
 	// AcquireLease: once another owner has taken a group's lease, NoteReads refuses the group,
 	// and a NoteReads that returned before the lease was taken is in what RecentReads answers
-	// from then on. Records older than at−keep may be dropped; a log expires a while after its
-	// last record.
+	// from then on. Records older than at−keep are dropped from the groups that ask for it
+	// (Trim).
 	NoteReads(ctx context.Context, owner string, at time.Time, keep time.Duration, groups []ShardReads) (lost []int, err error)
 	// RecentReads returns the ids recorded in log at or after since, each with its latest time.
 	RecentReads(ctx context.Context, log string, since time.Time) (map[string]time.Time, error)

@@ -64,8 +64,10 @@ type Watcher struct {
 	// flight are done).
 	held    map[int]time.Time
 	leaving map[int]bool
-	// reading counts the reads in flight per shard.
+	// reading counts the reads in flight per shard; trimmed says when each shard's read log was
+	// last trimmed from here.
 	reading map[int]int
+	trimmed map[int]time.Time
 	// seen spares the comparison of unchanged answers.
 	seen    answerMemo
 	wake    chan struct{}
@@ -78,6 +80,7 @@ func (w *Watcher) init() {
 		w.held = map[int]time.Time{}
 		w.leaving = map[int]bool{}
 		w.reading = map[int]int{}
+		w.trimmed = map[int]time.Time{}
 		if w.Shards <= 0 {
 			w.Shards = DefaultWatchShards
 		}
@@ -374,7 +377,9 @@ func (w *Watcher) dropLost(groups []storage.ShardReads, lost []int) map[string]s
 	return skip
 }
 
-// readGroups groups task ids by shard, with each shard's lease and read log.
+// readGroups groups task ids by shard, with each shard's lease and read log. A log is trimmed
+// every half Interval (it then holds at most one and a half Intervals of reads), not at every
+// note: that would double the store's work per note.
 func (w *Watcher) readGroups(ids []string) []storage.ShardReads {
 	index := map[int]int{}
 	var groups []storage.ShardReads
@@ -387,6 +392,15 @@ func (w *Watcher) readGroups(ids []string) []storage.ShardReads {
 			groups = append(groups, storage.ShardReads{Lease: w.shardLease(shard), Log: w.readLog(shard)})
 		}
 		groups[i].IDs = append(groups[i].IDs, id)
+	}
+	at := now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for shard, i := range index {
+		if at.Sub(w.trimmed[shard]) >= w.Interval/2 {
+			groups[i].Trim = true
+			w.trimmed[shard] = at
+		}
 	}
 	return groups
 }

@@ -75,8 +75,8 @@ func testReadLogs(t *testing.T, s storage.Store) {
 	if got, want := recent("r/0", ms(500)), map[string]time.Time{"x": ms(900), "u": ms(500)}; !maps.Equal(got, want) {
 		t.Fatalf("RecentReads(r/0, since 500ms) = %v, want %v", got, want)
 	}
-	// Records older than keep are dropped by a later note.
-	note("a", ms(20_000), storage.ShardReads{Lease: "s/0", Log: "r/0", IDs: []string{"t"}})
+	// Records older than keep are dropped by a later note that trims.
+	note("a", ms(20_000), storage.ShardReads{Lease: "s/0", Log: "r/0", IDs: []string{"t"}, Trim: true})
 	if got := recent("r/0", t0); !maps.Equal(got, map[string]time.Time{"t": ms(20_000)}) {
 		t.Fatalf("after keep: RecentReads(r/0) = %v", got)
 	}
