@@ -1,10 +1,8 @@
 package videotask
 
 import (
-	"container/heap"
 	"context"
 	"errors"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -54,14 +52,15 @@ func (w *Watcher) leaseTerm() time.Duration { return 3 * w.ownershipTick() }
 func (w *Watcher) readKeep() time.Duration { return w.Interval + w.ownershipTick() }
 
 // readable reports whether this watcher may start reading the tasks of a shard now: it holds the
-// shard's lease, the lease has a tick left, and the shard is not being handed over. held is
-// false when the shard is not this watcher's at all. The caller holds w.mu.
+// shard's lease, the lease has a tick left, the shard is not being handed over, and it is not
+// being taken (take has scheduled its tasks from its read log). held is false when the shard is
+// not this watcher's at all. The caller holds w.mu.
 func (w *Watcher) readable(shard int) (ok, held bool) {
 	if !w.leased(shard) {
 		_, held = w.held[shard]
 		return false, held
 	}
-	return !w.leaving[shard], true
+	return !w.leaving[shard] && !now().Before(w.readFrom[shard]), true
 }
 
 // leased reports whether this watcher holds the lease of a shard with a tick left. The caller
@@ -122,14 +121,21 @@ func (w *Watcher) own(ctx context.Context) {
 				w.Tasks.Logger.Error("watcher heartbeat", zap.Error(err))
 			}
 			joined = true
-		} else if gained := w.divide(ctx); len(gained) > 0 {
-			w.take(ctx, gained)
+		} else {
+			w.ownTick(ctx)
 		}
 		select {
 		case <-ctx.Done():
 			return // Run leaves the group once the last reads are done
 		case <-ticker.C:
 		}
+	}
+}
+
+// ownTick is one tick of own after the first: divide, then take what it gained.
+func (w *Watcher) ownTick(ctx context.Context) {
+	if gained := w.divide(ctx); len(gained) > 0 {
+		w.take(ctx, gained)
 	}
 }
 
@@ -232,6 +238,7 @@ func (w *Watcher) divide(ctx context.Context) []int {
 		}
 		if r.gained {
 			gained = append(gained, shard)
+			w.readFrom[shard] = notYet // until take has scheduled its tasks
 		}
 	}
 	w.mu.Unlock()
@@ -268,11 +275,14 @@ func (w *Watcher) leave() {
 	}
 }
 
+// notYet is a readFrom of shards being taken: not readable until take sets it.
+var notYet = time.Unix(1<<62, 0)
+
 // take watches the unfinished tasks of shards this watcher has just taken: each is due an
 // Interval after its last read recorded in its shard's read log (by whichever watcher held the
-// shard, this one included), or now when the log has none. Tasks already scheduled here are
-// held back to that time too. A log that cannot be read makes its shard's tasks due an Interval
-// from now, late rather than read twice.
+// shard, this one included), or now when the log has none. A task already scheduled here, or
+// scheduled later by rescan, is held back to that time too (notBefore). A log that cannot be read
+// keeps its shard from being read for an Interval: late rather than read twice.
 func (w *Watcher) take(ctx context.Context, shards []int) {
 	start := now()
 	since := start.Add(-w.Interval)
@@ -288,54 +298,37 @@ func (w *Watcher) take(ctx context.Context, shards []int) {
 		}
 		recent[i] = reads
 	})
-	lastRead := map[string]time.Time{}
-	taken := make(map[int]bool, len(shards))
-	blind := map[int]bool{}
-	for i, reads := range recent {
-		maps.Copy(lastRead, reads)
-		taken[shards[i]] = true
-		if failed[i] {
-			blind[shards[i]] = true
-		}
-	}
-	due := func(id string) time.Time {
-		if blind[storage.TaskShard(id, w.Shards)] {
-			return start.Add(w.Interval)
-		}
-		if next := lastRead[id].Add(w.Interval); next.After(start) {
-			return next
-		}
-		return start
-	}
 	w.mu.Lock()
-	moved := false
-	for i := range w.queue {
-		id := w.queue[i].id
-		if d := due(id); taken[storage.TaskShard(id, w.Shards)] && d.After(w.queue[i].due) {
-			w.queue[i].due = d
-			moved = true
+	for id, at := range w.notBefore {
+		if !at.After(start) {
+			delete(w.notBefore, id) // a task that finished, or left this watcher, before it was due
 		}
 	}
-	if moved {
-		heap.Init(&w.queue)
+	for i, shard := range shards {
+		if failed[i] {
+			w.readFrom[shard] = start.Add(w.Interval)
+			continue
+		}
+		for id, at := range recent[i] {
+			if next := at.Add(w.Interval); next.After(start) {
+				w.notBefore[id] = next
+			}
+		}
+		delete(w.readFrom, shard)
 	}
 	w.mu.Unlock()
-	w.watchShards(ctx, shards, due)
+	w.watchShards(ctx, shards)
 }
 
 // watchShards schedules every unfinished task of the given shards that is not already scheduled
-// or being read, at due(id), or now when due is nil.
-func (w *Watcher) watchShards(ctx context.Context, shards []int, due func(id string) time.Time) {
+// or being read, due now (or when notBefore says).
+func (w *Watcher) watchShards(ctx context.Context, shards []int) {
 	want := make(map[int]bool, len(shards))
 	for _, s := range shards {
 		want[s] = true
 	}
 	err := w.Tasks.Store.UnfinishedTaskIDs(ctx, w.Shards, func(shard int) bool { return want[shard] }, func(id string) bool {
-		if due != nil {
-			w.schedule(id, due(id))
-		} else {
-			w.schedule(id, now())
-		}
+		w.schedule(id, now())
 		return ctx.Err() == nil
 	})
 	if err != nil && ctx.Err() == nil {

@@ -64,6 +64,11 @@ type Watcher struct {
 	// flight are done).
 	held    map[int]time.Time
 	leaving map[int]bool
+	// readFrom holds back the reads of shards being taken (or whose read log could not be
+	// read); notBefore the tasks of taken shards that their last holder read less than an
+	// Interval ago, until an Interval after that read.
+	readFrom  map[int]time.Time
+	notBefore map[string]time.Time
 	// reading counts the reads in flight per shard; trimmed says when each shard's read log was
 	// last trimmed from here.
 	reading map[int]int
@@ -79,6 +84,8 @@ func (w *Watcher) init() {
 		w.tracked = map[string]bool{}
 		w.held = map[int]time.Time{}
 		w.leaving = map[int]bool{}
+		w.readFrom = map[int]time.Time{}
+		w.notBefore = map[string]time.Time{}
 		w.reading = map[int]int{}
 		w.trimmed = map[int]time.Time{}
 		if w.Shards <= 0 {
@@ -213,7 +220,7 @@ func (w *Watcher) rescan(ctx context.Context) {
 		case <-ticker.C:
 		}
 		if shards := w.heldShards(); len(shards) > 0 {
-			w.watchShards(ctx, shards, nil)
+			w.watchShards(ctx, shards)
 		}
 	}
 }
@@ -226,12 +233,20 @@ func (w *Watcher) next(n int) ([]string, time.Duration) {
 	if w.queue.Len() == 0 {
 		return nil, time.Minute
 	}
-	if wait := time.Until(w.queue[0].due); wait > 0 {
+	if wait := w.queue[0].due.Sub(now()); wait > 0 {
 		return nil, wait
 	}
 	var ids []string
 	for len(ids) < n && w.queue.Len() > 0 && !w.queue[0].due.After(now()) {
 		t := heap.Pop(&w.queue).(dueTask)
+		if at, ok := w.notBefore[t.id]; ok {
+			if at.After(t.due) {
+				// Read by the shard's previous holder less than an Interval ago.
+				heap.Push(&w.queue, dueTask{id: t.id, due: at})
+				continue
+			}
+			delete(w.notBefore, t.id)
+		}
 		ids = append(ids, t.id)
 		metrics.RefreshLag(now().Sub(t.due))
 	}
