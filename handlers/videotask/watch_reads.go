@@ -1,0 +1,93 @@
+package videotask
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/storage"
+)
+
+// The read logs: before reading tasks from their upstream, a watcher records in the read log of
+// each task's shard, under the shard's lease, that it reads them now (storage.ReadLogs), so that
+// whoever takes the shard next reads each task an Interval after that (take).
+
+// skipReason says why a task whose read was started is not read after all.
+type skipReason uint8
+
+const (
+	skipNone skipReason = iota
+	// skipLost: its shard's lease is another watcher's.
+	skipLost
+	// skipLate: the lease has less than a tick left by now (the store calls were slow, or this
+	// process stalled); a renewal may come.
+	skipLate
+)
+
+// dropLost lets go of the shards whose leases NoteReads found lost, and says which of the
+// groups' tasks are not to be read.
+func (w *Watcher) dropLost(groups []storage.ShardReads, lost []int) map[string]skipReason {
+	skip := map[string]skipReason{}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, i := range lost {
+		shard := storage.TaskShard(groups[i].IDs[0], w.Shards)
+		delete(w.held, shard)
+		delete(w.leaving, shard)
+		for _, id := range groups[i].IDs {
+			skip[id] = skipLost
+		}
+	}
+	for _, g := range groups {
+		if shard := storage.TaskShard(g.IDs[0], w.Shards); skip[g.IDs[0]] == skipNone && !w.leased(shard) {
+			for _, id := range g.IDs {
+				skip[id] = skipLate
+			}
+		}
+	}
+	return skip
+}
+
+// readGroups groups task ids by shard, with each shard's lease and read log. A log is trimmed
+// every half Interval (it then holds at most one and a half Intervals of reads), not at every
+// note: that would double the store's work per note.
+func (w *Watcher) readGroups(ids []string) []storage.ShardReads {
+	index := map[int]int{}
+	var groups []storage.ShardReads
+	for _, id := range ids {
+		shard := storage.TaskShard(id, w.Shards)
+		i, ok := index[shard]
+		if !ok {
+			i = len(groups)
+			index[shard] = i
+			groups = append(groups, storage.ShardReads{Lease: w.shardLease(shard), Log: w.readLog(shard)})
+		}
+		groups[i].IDs = append(groups[i].IDs, id)
+	}
+	at := now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for shard, i := range index {
+		if at.Sub(w.trimmed[shard]) >= w.Interval/2 {
+			groups[i].Trim = true
+			w.trimmed[shard] = at
+		}
+	}
+	return groups
+}
+
+// noteSlowReads records again, at the time they ended, reads that may have reached their
+// upstream well after the time recorded before them (one call per task, or after the calls of
+// another upstream), so that the next holder of their shards does not read them again too soon.
+// The shards' leases are still this watcher's: a shard being handed over is freed only after
+// its reads in flight.
+func (w *Watcher) noteSlowReads(ctx context.Context, at time.Time, ids []string) {
+	end := now()
+	if len(ids) == 0 || end.Sub(at) < w.ownershipTick()/2 {
+		return
+	}
+	if _, err := w.Tasks.Store.NoteReads(ctx, w.Owner, end, w.readKeep(), w.readGroups(ids)); err != nil && ctx.Err() == nil {
+		w.Tasks.Logger.Warn("recording slow watched reads", zap.Error(err))
+	}
+}
