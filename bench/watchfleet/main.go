@@ -290,6 +290,7 @@ func main() {
 	// 0.9 interval of the task's previous read (none should), by the pair of instances.
 	times := map[string][]time.Time{}
 	tooSoon := map[string]int{}
+	var tooSoonAt []time.Duration // when they came, from the start
 	// takeover: for each task instance 0 read last before it was killed, the time from the kill to
 	// the task's next read (by a survivor).
 	var takeover []time.Duration
@@ -311,6 +312,7 @@ func main() {
 			ts[i] = r.at
 			if i > 0 && r.at.Sub(rs[i-1].at) < *interval*9/10 {
 				tooSoon[fmt.Sprintf("instance-%d then instance-%d", rs[i-1].by, r.by)]++
+				tooSoonAt = append(tooSoonAt, r.at.Sub(start))
 			}
 		}
 		times[id] = ts
@@ -366,7 +368,9 @@ func main() {
 	if len(tooSoon) == 0 {
 		fmt.Println("reads within 0.9 interval of the task's previous read: none")
 	} else {
-		fmt.Printf("reads within 0.9 interval of the task's previous read: %v\n", tooSoon)
+		slices.Sort(tooSoonAt)
+		fmt.Printf("reads within 0.9 interval of the task's previous read: %v, from %s to %s after the start\n",
+			tooSoon, tooSoonAt[0].Round(time.Millisecond), tooSoonAt[len(tooSoonAt)-1].Round(time.Millisecond))
 	}
 	if warmAt.IsZero() {
 		fmt.Println("steady state: not reached (some task had not been read once an interval before the end)")

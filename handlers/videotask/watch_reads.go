@@ -20,14 +20,22 @@ const (
 	skipNone skipReason = iota
 	// skipLost: its shard's lease is another watcher's.
 	skipLost
-	// skipLate: the lease has less than a tick left by now (the store calls were slow, or this
-	// process stalled); a renewal may come.
+	// skipLate: the lease has less than a tick left by now, or the reads would go out after
+	// the time recorded for them (the store calls were slow, or this process stalled); a
+	// renewal may come, and a read a little later is recorded again.
 	skipLate
 )
 
+// readSlack is how far ahead of a batch's start its reads are recorded: they must go out by
+// then, or not at all (dropLost). The next holder of the shard may read the tasks an Interval
+// after the recorded time, so a read that went out later would be read again too soon; one that
+// went out sooner is read again a little later than its Interval.
+func (w *Watcher) readSlack() time.Duration { return w.ownershipTick() / 2 }
+
 // dropLost lets go of the shards whose leases NoteReads found lost, and says which of the
-// groups' tasks are not to be read.
-func (w *Watcher) dropLost(groups []storage.ShardReads, lost []int) map[string]skipReason {
+// groups' tasks are not to be read: those and, when the reads recorded for at would go out after
+// it, every one.
+func (w *Watcher) dropLost(groups []storage.ShardReads, lost []int, at time.Time) map[string]skipReason {
 	skip := map[string]skipReason{}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -39,8 +47,9 @@ func (w *Watcher) dropLost(groups []storage.ShardReads, lost []int) map[string]s
 			skip[id] = skipLost
 		}
 	}
+	stale := now().After(at)
 	for _, g := range groups {
-		if shard := storage.TaskShard(g.IDs[0], w.Shards); skip[g.IDs[0]] == skipNone && !w.leased(shard) {
+		if shard := storage.TaskShard(g.IDs[0], w.Shards); skip[g.IDs[0]] == skipNone && (stale || !w.leased(shard)) {
 			for _, id := range g.IDs {
 				skip[id] = skipLate
 			}
@@ -78,13 +87,13 @@ func (w *Watcher) readGroups(ids []string) []storage.ShardReads {
 }
 
 // noteSlowReads records again, at the time they ended, reads that may have reached their
-// upstream well after the time recorded before them (one call per task, or after the calls of
+// upstream after the time recorded before them (one call per task, or after the calls of
 // another upstream), so that the next holder of their shards does not read them again too soon.
 // The shards' leases are still this watcher's: a shard being handed over is freed only after
 // its reads in flight.
 func (w *Watcher) noteSlowReads(ctx context.Context, at time.Time, ids []string) {
 	end := now()
-	if len(ids) == 0 || end.Sub(at) < w.ownershipTick()/2 {
+	if len(ids) == 0 || !end.After(at) {
 		return
 	}
 	if _, err := w.Tasks.Store.NoteReads(ctx, w.Owner, end, w.readKeep(), w.readGroups(ids)); err != nil && ctx.Err() == nil {

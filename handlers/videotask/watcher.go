@@ -270,8 +270,9 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	}
 	defer w.doneReads(mine)
 	// The reads are recorded under the shards' leases before they are made, alongside the read
-	// of the records (the Redis client pipelines the two).
-	at := now()
+	// of the records (the Redis client pipelines the two), at the time by which they will have
+	// gone out (dropLost holds back those that would go out later).
+	at := now().Add(w.readSlack())
 	var lost []int
 	var noteErr error
 	groups := w.readGroups(mine)
@@ -291,7 +292,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		}
 		return 0
 	}
-	skip := w.dropLost(groups, lost)
+	skip := w.dropLost(groups, lost, at)
 	found := make(map[string]bool, len(tasks))
 	byUpstream := map[*providers.Upstream][]storage.Task{}
 	for _, t := range tasks {
