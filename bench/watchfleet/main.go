@@ -290,7 +290,7 @@ func main() {
 	// 0.9 interval of the task's previous read (none should), by the pair of instances.
 	times := map[string][]time.Time{}
 	tooSoon := map[string]int{}
-	var tooSoonAt []time.Duration // when they came, from the start
+	var tooSoonAt, tooSoonGap []time.Duration // when they came, from the start, and how soon
 	// takeover: for each task instance 0 read last before it was killed, the time from the kill to
 	// the task's next read (by a survivor).
 	var takeover []time.Duration
@@ -313,6 +313,7 @@ func main() {
 			if i > 0 && r.at.Sub(rs[i-1].at) < *interval*9/10 {
 				tooSoon[fmt.Sprintf("instance-%d then instance-%d", rs[i-1].by, r.by)]++
 				tooSoonAt = append(tooSoonAt, r.at.Sub(start))
+				tooSoonGap = append(tooSoonGap, r.at.Sub(rs[i-1].at))
 			}
 		}
 		times[id] = ts
@@ -369,8 +370,10 @@ func main() {
 		fmt.Println("reads within 0.9 interval of the task's previous read: none")
 	} else {
 		slices.Sort(tooSoonAt)
-		fmt.Printf("reads within 0.9 interval of the task's previous read: %v, from %s to %s after the start\n",
-			tooSoon, tooSoonAt[0].Round(time.Millisecond), tooSoonAt[len(tooSoonAt)-1].Round(time.Millisecond))
+		slices.Sort(tooSoonGap)
+		fmt.Printf("reads within 0.9 interval of the task's previous read: %v, from %s to %s after the start, %s to %s after the previous read\n",
+			tooSoon, tooSoonAt[0].Round(time.Millisecond), tooSoonAt[len(tooSoonAt)-1].Round(time.Millisecond),
+			tooSoonGap[0].Round(time.Millisecond), tooSoonGap[len(tooSoonGap)-1].Round(time.Millisecond))
 	}
 	if warmAt.IsZero() {
 		fmt.Println("steady state: not reached (some task had not been read once an interval before the end)")
