@@ -26,11 +26,13 @@ const (
 	skipLate
 )
 
-// readSlack is how far ahead of a batch's start its reads are recorded: they must go out by
-// then, or not at all (dropLost). The next holder of the shard may read the tasks an Interval
-// after the recorded time, so a read that went out later would be read again too soon; one that
-// went out sooner is read again a little later than its Interval.
-func (w *Watcher) readSlack() time.Duration { return w.ownershipTick() / 2 }
+// readSlack is how far ahead of a batch's start its reads are recorded: a tick. They must go
+// out by then, or not at all (dropLost). The next holder of the shard may read the tasks an
+// Interval after the recorded time, so a read that went out later would be read again too soon;
+// one that went out sooner is read again up to a tick later than its Interval. A tick ahead
+// leaves room for a loaded process: a read that reaches its upstream up to a tick after the
+// recorded time still leaves 0.9 of an Interval before the next holder's read.
+func (w *Watcher) readSlack() time.Duration { return w.ownershipTick() }
 
 // dropLost lets go of the shards whose leases NoteReads found lost, and says which of the
 // groups' tasks are not to be read: those and, when the reads recorded for at would go out after
