@@ -2,6 +2,7 @@ package videotask
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,24 +21,49 @@ const (
 	skipNone skipReason = iota
 	// skipLost: its shard's lease is another watcher's.
 	skipLost
-	// skipLate: the lease has less than a tick left by now, or the reads would go out after
-	// the time recorded for them (the store calls were slow, or this process stalled); a
-	// renewal may come, and a read a little later is recorded again.
+	// skipLate: the lease has less than a tick left by now (the store calls were slow, or this
+	// process stalled); a renewal may come.
 	skipLate
 )
 
 // readSlack is how far ahead of a batch's start its reads are recorded: a tick. They must go
-// out by then, or not at all (dropLost). The next holder of the shard may read the tasks an
+// out by then, or be recorded again (noteAgain). The next holder of the shard may read the tasks an
 // Interval after the recorded time, so a read that went out later would be read again too soon;
 // one that went out sooner is read again up to a tick later than its Interval. A tick ahead
 // leaves room for a loaded process: a read that reaches its upstream up to a tick after the
 // recorded time still leaves 0.9 of an Interval before the next holder's read.
 func (w *Watcher) readSlack() time.Duration { return w.ownershipTick() }
 
+// noteAgain records again, a tick ahead of now, the reads of the groups that dropLost kept, when
+// the store calls took so long that they would go out after the time recorded first (at). It
+// returns the time now recorded, and adds to skip the tasks not to be read after all. (Once:
+// under a load that slow, recording until the record is quick would only add to the load.)
+func (w *Watcher) noteAgain(ctx context.Context, at time.Time, groups []storage.ShardReads, skip map[string]skipReason) (time.Time, error) {
+	if !now().After(at) {
+		return at, nil
+	}
+	var kept []storage.ShardReads
+	for _, g := range groups {
+		if skip[g.IDs[0]] == skipNone {
+			kept = append(kept, g)
+		}
+	}
+	if len(kept) == 0 {
+		return at, nil
+	}
+	at = now().Add(w.readSlack())
+	lost, err := w.Tasks.Store.NoteReads(ctx, w.Owner, at, w.readKeep(), kept)
+	if err != nil {
+		return at, err
+	}
+	maps.Copy(skip, w.dropLost(kept, lost))
+	return at, nil
+}
+
 // dropLost lets go of the shards whose leases NoteReads found lost, and says which of the
-// groups' tasks are not to be read: those and, when the reads recorded for at would go out after
-// it, every one.
-func (w *Watcher) dropLost(groups []storage.ShardReads, lost []int, at time.Time) map[string]skipReason {
+// groups' tasks are not to be read: those, and those of shards whose lease has less than a tick
+// left.
+func (w *Watcher) dropLost(groups []storage.ShardReads, lost []int) map[string]skipReason {
 	skip := map[string]skipReason{}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -49,9 +75,8 @@ func (w *Watcher) dropLost(groups []storage.ShardReads, lost []int, at time.Time
 			skip[id] = skipLost
 		}
 	}
-	stale := now().After(at)
 	for _, g := range groups {
-		if shard := storage.TaskShard(g.IDs[0], w.Shards); skip[g.IDs[0]] == skipNone && (stale || !w.leased(shard)) {
+		if shard := storage.TaskShard(g.IDs[0], w.Shards); skip[g.IDs[0]] == skipNone && !w.leased(shard) {
 			for _, id := range g.IDs {
 				skip[id] = skipLate
 			}

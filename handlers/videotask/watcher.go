@@ -271,7 +271,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	defer w.doneReads(mine)
 	// The reads are recorded under the shards' leases before they are made, alongside the read
 	// of the records (the Redis client pipelines the two), at the time by which they will have
-	// gone out (dropLost holds back those that would go out later).
+	// gone out (noteAgain records again those that would go out later).
 	at := now().Add(w.readSlack())
 	var lost []int
 	var noteErr error
@@ -283,6 +283,11 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	if err == nil {
 		err = noteErr
 	}
+	var skip map[string]skipReason
+	if err == nil {
+		skip = w.dropLost(groups, lost)
+		at, err = w.noteAgain(ctx, at, groups, skip)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			w.Tasks.Logger.Error("reading watched tasks", zap.Error(err))
@@ -292,7 +297,6 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		}
 		return 0
 	}
-	skip := w.dropLost(groups, lost, at)
 	found := make(map[string]bool, len(tasks))
 	byUpstream := map[*providers.Upstream][]storage.Task{}
 	for _, t := range tasks {
