@@ -67,7 +67,8 @@ func init() {
 // The ids that POST /v1/videos, /v1/video/generations, /v1/responses and asynchronous
 // /v1/images/generations return are recorded as the caller's account's before the client sees
 // them; other accounts get 404, as for an unknown id, and a previous_response_id must be the
-// caller's own. SSE answers are streamed by reverse_proxy. The model's cost is charged to the
+// caller's own. So must every response item named by id in an input: the items of every
+// Responses answer are recorded as the caller's account's. SSE answers are streamed by reverse_proxy. The model's cost is charged to the
 // key's quota (402 past it) and refunded when the answer is an error status; calls on existing
 // objects cost nothing.
 type RouteHandler struct {
@@ -147,7 +148,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	sw.placeholders.publish(repl)
 	var out http.ResponseWriter = sw
 	var created *passthrough.CreatedWriter
-	if route.Creates != "" {
+	if route.Records() {
 		created = h.router.Created(sw, r, id, route)
 		out = created
 	}

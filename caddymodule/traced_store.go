@@ -89,5 +89,19 @@ func (s *tracedStore) BeginIdempotent(ctx context.Context, key string, rec stora
 	return r, ok, err
 }
 
+func (s *tracedStore) ClaimItems(ctx context.Context, account string, ids []string, expiresAt time.Time) ([]string, error) {
+	ctx, span := s.span(ctx, "ClaimItems")
+	taken, err := s.Store.ClaimItems(ctx, account, ids, expiresAt)
+	span.End(err)
+	return taken, err
+}
+
+func (s *tracedStore) ItemOwners(ctx context.Context, ids []string) ([]string, error) {
+	ctx, span := s.span(ctx, "ItemOwners")
+	owners, err := s.Store.ItemOwners(ctx, ids)
+	span.End(err)
+	return owners, err
+}
+
 // Interface guards
 var _ storage.Store = (*tracedStore)(nil)

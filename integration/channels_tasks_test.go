@@ -196,33 +196,53 @@ func TestChannelsCreateRetriedAfterRefusal(t *testing.T) {
 }
 
 // A task whose upstream left the configuration finishes as failed, with a message that says so.
+// So does a task whose upstream's name now stands for another account at another base URL: the
+// task is never asked about there (its id would reach a third party, with the new account's key).
 func TestChannelsTaskOfRemovedUpstreamFails(t *testing.T) {
-	a, b := newArkChannel(t, "a", "key-a"), newArkChannel(t, "b", "key-b")
-	base, g := startSimGateway(t, channelTasksCaddyfile, map[string]string{
-		"a_url": a.URL, "a_priority": "0", "b_block": bBlock(b.URL, "1"), "provider": uniqueName("ark"),
-	})
-	r := call(t, http.MethodPost, base+"/api/v3/contents/generations/tasks", "mg-tasks", taskBody)
-	if r.status != http.StatusOK || r.field("id") != "cgt-a-1" {
-		t.Fatalf("create: %d %s", r.status, r.body)
-	}
-	// The config keeps only B, renamed a: a name alone does not make it the same upstream.
-	g.vars["a_url"], g.vars["b_block"] = b.URL, ""
-	renamed := strings.Replace(channelTasksCaddyfile, "upstream a {", "upstream c {", 1)
-	if err := g.reload(renamed); err != nil {
-		t.Fatal(err)
-	}
-	r = call(t, http.MethodGet, base+"/api/v3/contents/generations/tasks/cgt-a-1", "mg-tasks", nil)
-	var task struct {
-		Status string
-		Error  struct{ Code, Message string }
-	}
-	decodeJSON(t, r.body, &task)
-	if r.status != http.StatusOK || task.Status != "failed" || !strings.Contains(task.Error.Message, "/a that ran this task") {
-		t.Fatalf("query: %d %s", r.status, r.body)
-	}
-	_, bCalls, _ := b.snapshot()
-	if len(bCalls) != 0 {
-		t.Fatalf("B was asked about A's task: %v", bCalls)
+	for _, tc := range []struct {
+		name    string
+		reload  func(g *gateway, bURL string) error
+		message string
+	}{
+		{"upstream removed", func(g *gateway, bURL string) error {
+			// The config keeps only B, renamed c.
+			g.vars["a_url"], g.vars["b_block"] = bURL, ""
+			return g.reload(strings.Replace(channelTasksCaddyfile, "upstream a {", "upstream c {", 1))
+		}, "/a that ran this task is no longer configured"},
+		{"name reused for another base URL", func(g *gateway, bURL string) error {
+			// Upstream a is now B's account: B's base URL and key, under A's name.
+			g.vars["a_url"], g.vars["b_block"] = bURL, ""
+			return g.reload(strings.Replace(channelTasksCaddyfile, "api_key key-a", "api_key key-b", 1))
+		}, "/a that ran this task is now configured with another base URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := newArkChannel(t, "a", "key-a"), newArkChannel(t, "b", "key-b")
+			base, g := startSimGateway(t, channelTasksCaddyfile, map[string]string{
+				"a_url": a.URL, "a_priority": "0", "b_block": bBlock(b.URL, "1"), "provider": uniqueName("ark"),
+			})
+			r := call(t, http.MethodPost, base+"/api/v3/contents/generations/tasks", "mg-tasks", taskBody)
+			if r.status != http.StatusOK || r.field("id") != "cgt-a-1" {
+				t.Fatalf("create: %d %s", r.status, r.body)
+			}
+			if err := tc.reload(g, b.URL); err != nil {
+				t.Fatal(err)
+			}
+			r = call(t, http.MethodGet, base+"/api/v3/contents/generations/tasks/cgt-a-1", "mg-tasks", nil)
+			var task struct {
+				Status string
+				Error  struct{ Code, Message string }
+			}
+			decodeJSON(t, r.body, &task)
+			if r.status != http.StatusOK || task.Status != "failed" || task.Error.Code != "upstream_removed" || !strings.Contains(task.Error.Message, tc.message) {
+				t.Fatalf("query: %d %s", r.status, r.body)
+			}
+			if r := call(t, http.MethodDelete, base+"/api/v3/contents/generations/tasks/cgt-a-1", "mg-tasks", nil); r.status == http.StatusOK {
+				t.Fatalf("cancel: %d %s", r.status, r.body)
+			}
+			if _, bCalls, _ := b.snapshot(); len(bCalls) != 0 {
+				t.Fatalf("B was asked about A's task: %v", bCalls)
+			}
+		})
 	}
 }
 

@@ -169,32 +169,43 @@ func TestModelSmugglingIsRefused(t *testing.T) {
 func TestPassThroughForwardsOnlyCapabilities(t *testing.T) {
 	env := startTenancyGateway(t)
 	ark := `{"model":"doubao-seedance-1-0-lite-t2v-250428"}`
-	for _, tc := range []struct{ method, path, body string }{
-		{"GET", "/v3/contents/generations/tasks?page_size=500", ark},
-		{"GET", "/v3/contents/generations/tasks/cgt-of-customer-b", ark},
-		{"DELETE", "/v3/contents/generations/tasks/cgt-of-customer-b", ark},
-		{"POST", "/v3/contents/generations/tasks", ark},
-		{"GET", "/v1/files", `{"model":"gpt-4o-mini"}`},
-		{"GET", "/v1/videos", `{"model":"sora-2"}`},
-		{"GET", "/v1/videos/video_of_customer_b", `{"model":"sora-2"}`},
-		{"GET", "/v1/responses/resp_of_customer_b", `{"model":"gpt-4o-mini"}`},
-		{"DELETE", "/v1/responses/resp_of_customer_b", ""},
-		{"GET", "/v1/chat/completions", `{"model":"gpt-4o-mini"}`},
-		{"POST", "/v1/batches", `{"model":"gpt-4o-mini"}`},
-		{"POST", "/v2/chat/completions", `{"model":"gpt-4o-mini"}`},
-		{"POST", "/v1beta/models/gpt-4o-mini:countTokens", `{}`},
+	// Each row carries its answer: 404 for a path that is not forwarded, 404 naming the id for
+	// an object that is not the caller's, 405 with the forwarded methods in Allow for a forwarded
+	// path called with another method.
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		allow, param       string // the Allow header of a 405, the error's param of a 404
+	}{
+		{"GET", "/v3/contents/generations/tasks?page_size=500", ark, 404, "", ""},
+		{"GET", "/v3/contents/generations/tasks/cgt-of-customer-b", ark, 404, "", ""},
+		{"DELETE", "/v3/contents/generations/tasks/cgt-of-customer-b", ark, 404, "", ""},
+		{"POST", "/v3/contents/generations/tasks", ark, 404, "", ""},
+		{"GET", "/v1/files", `{"model":"gpt-4o-mini"}`, 404, "", ""},
+		{"GET", "/v1/videos", `{"model":"sora-2"}`, 405, "POST", ""},
+		{"GET", "/v1/videos/video_of_customer_b", `{"model":"sora-2"}`, 404, "", "id"},
+		{"GET", "/v1/responses/resp_of_customer_b", `{"model":"gpt-4o-mini"}`, 404, "", "id"},
+		{"DELETE", "/v1/responses/resp_of_customer_b", "", 404, "", "id"},
+		{"GET", "/v1/chat/completions", `{"model":"gpt-4o-mini"}`, 405, "POST", ""},
+		{"POST", "/v1/batches", `{"model":"gpt-4o-mini"}`, 404, "", ""},
+		{"POST", "/v2/chat/completions", `{"model":"gpt-4o-mini"}`, 404, "", ""},
+		{"POST", "/v1beta/models/gpt-4o-mini:countTokens", `{}`, 404, "", ""},
 	} {
 		var body any
 		if tc.body != "" {
 			body = tc.body
 		}
-		// 404, or 405 for a forwarded path called with another method (GET /v1/videos, say).
 		r := call(t, tc.method, env.base+tc.path, "mg-customer-a", body)
 		e, _ := r.json(t)["error"].(map[string]any)
-		notFound := r.status == 404 && e["type"] == "not_found_error" && e["code"] == "not_found"
-		wrongMethod := r.status == 405 && e["code"] == "method_not_allowed" && r.header.Get("Allow") != ""
-		if !notFound && !wrongMethod {
-			t.Fatalf("%s %s = %d %s", tc.method, tc.path, r.status, r.body)
+		var ok bool
+		switch tc.status {
+		case 404:
+			ok = r.status == 404 && e["type"] == "not_found_error" && e["code"] == "not_found" && r.header.Get("Allow") == "" && e["param"] == tc.param
+		case 405:
+			ok = r.status == 405 && e["type"] == "invalid_request_error" && e["code"] == "method_not_allowed" && e["param"] == tc.param && r.header.Get("Allow") == tc.allow
+		}
+		if !ok {
+			t.Errorf("%s %s = %d (Allow %q) %s; want %d (Allow %q, param %q)", tc.method, tc.path, r.status, r.header.Get("Allow"), r.body, tc.status, tc.allow, tc.param)
 		}
 	}
 	for _, f := range []*providerFake{env.ark, env.openai} {

@@ -51,6 +51,7 @@ var (
 type Store interface {
 	Directory
 	Tasks
+	Items
 	Watching
 	Idempotency
 	Outbox

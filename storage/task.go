@@ -116,7 +116,12 @@ type Task struct {
 	// later call about the task goes there. Empty in records written before upstreams had
 	// names, meaning the provider's first upstream.
 	Upstream string `json:"upstream,omitempty"`
-	Model    string `json:"model"`
+	// UpstreamAddress is that upstream's base URL when the task was created, in the normal form
+	// of providers.Upstream.Address. An upstream name later configured with another base URL is
+	// another upstream: the task is no longer followed there. Empty in records written before
+	// it was kept, which are bound by name alone.
+	UpstreamAddress string `json:"upstream_address,omitempty"`
+	Model           string `json:"model"`
 	// CreatedAt and UpdatedAt are Unix seconds.
 	CreatedAt int64 `json:"created_at"`
 	UpdatedAt int64 `json:"updated_at"`

@@ -32,11 +32,12 @@ func (h *Handler) create(ctx context.Context, p *providers.Provider, model strin
 	return ans, u, err
 }
 
-// boundUpstream is the upstream an image task was created on, if it is still configured.
+// boundUpstream is the upstream an image task was created on, if it is still configured (under
+// its name and at its address: see providers.Provider.Bound).
 func (h *Handler) boundUpstream(t storage.Task) (*providers.Upstream, bool) {
 	p, ok := h.Catalog.Provider(t.Provider)
 	if !ok {
 		return nil, false
 	}
-	return p.Upstream(t.Upstream)
+	return p.Bound(t.Upstream, t.UpstreamAddress)
 }

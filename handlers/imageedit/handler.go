@@ -138,7 +138,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		t := now()
 		task := storage.Task{
 			ID: taskID, Kind: storage.KindImage, Account: id.Account, KeyID: id.KeyID,
-			Provider: p.Name, Upstream: up.Name, Model: model, Status: "queued",
+			Provider: p.Name, Upstream: up.Name, UpstreamAddress: up.Address(), Model: model, Status: "queued",
 			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		}
 		if _, err := h.Store.CreateTask(ctx, task); err != nil {

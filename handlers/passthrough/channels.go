@@ -104,6 +104,15 @@ func (route Route) answeredBy() string {
 	return route.Dispatch.Answered().Name
 }
 
+// answeredAt is the address of the upstream that answered (see providers.Upstream.Address), or
+// empty when the request was not dispatched by mediagw.
+func (route Route) answeredAt() string {
+	if route.Dispatch == nil {
+		return ""
+	}
+	return route.Dispatch.Answered().Address()
+}
+
 // replayFunc replays a body held whole.
 type replayFunc func() (io.ReadCloser, error)
 

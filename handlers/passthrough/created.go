@@ -2,6 +2,7 @@ package passthrough
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,23 +27,32 @@ const (
 	maxPendingEvent = 1 << 20
 )
 
-// CreatedWriter sits between reverse_proxy and the client on requests that create upstream
-// objects (route.Creates). It finds the id in the successful answer and records the caller as its
-// owner before any byte that carries the id reaches the client:
+// CreatedWriter sits between reverse_proxy and the client on requests whose answers carry ids to
+// record: the id of a created upstream object (route.Creates), and the ids of the response items
+// an answer reveals (route.RevealsItems; see items.go). It records the caller as their owner:
 //
-//   - a JSON answer is held whole (up to DefaultMaxCreateAnswer), its top-level id or task_id
-//     recorded, then sent;
-//   - an SSE answer stays streamed: events pass one by one, each held only until it is complete,
-//     and the first event that carries an id (id, or response.id as in the Responses API) is
-//     recorded before it is sent.
+//   - a JSON answer is held whole (up to DefaultMaxCreateAnswer): its top-level id or task_id is
+//     recorded, then its items in one batch, then it is sent;
+//   - an SSE answer stays streamed: events pass one by one, each held only until it is complete.
+//     The first event that carries an object id (id, or response.id as in the Responses API) is
+//     recorded before it is sent; item ids are collected as events pass and recorded in one batch
+//     before the terminal event (see items.go), before an event too large to read, and at the
+//     end.
 //
-// If the owner cannot be recorded the client gets a 500 and never the id (for SSE, the stream ends
-// before that event). Error answers pass through untouched.
+// If an owner cannot be recorded the client gets a 500 and never the answer (for SSE, the stream
+// ends before the event that needed the record). Error answers pass through untouched.
 type CreatedWriter struct {
 	http.ResponseWriter
+	// record records the owner of a created object's id; nil when there is none to record, or
+	// once it is recorded.
 	record func(objectID string) error
+	// claim records the owner of a batch of item ids; nil when the answer reveals no items.
+	claim  func(ids []string) error
+	items  answerItemIDs
 	logger *zap.Logger
 	limit  int
+	// eventLimit bounds one held event; 0 is maxPendingEvent.
+	eventLimit int
 
 	status  int // held status, 0 before WriteHeader
 	mode    int
@@ -54,15 +64,16 @@ type CreatedWriter struct {
 const (
 	modeUndecided = iota
 	modeBuffer    // a JSON answer, held whole
-	modeEvents    // an SSE answer, held event by event until an id is recorded
+	modeEvents    // an SSE answer, held event by event while ids remain to be recorded
+	modeSkip      // an SSE event too large to hold, passing through to its end
 	modePass      // everything passes
 )
 
 // ownerRecordTimeout bounds the store write that records a created object's owner.
 const ownerRecordTimeout = 10 * time.Second
 
-// Created wraps w for a create request routed by route: see CreatedWriter. Call Finish when the
-// proxy is done.
+// Created wraps w for a request routed by route whose answer has ids to record (route.Records):
+// see CreatedWriter. Call Finish when the proxy is done.
 func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identity, route Route) *CreatedWriter {
 	limit := rt.MaxCreateAnswer
 	if limit <= 0 {
@@ -75,19 +86,25 @@ func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identi
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &CreatedWriter{
-		ResponseWriter: w,
-		record: func(objectID string) error {
+	cw := &CreatedWriter{ResponseWriter: w, logger: logger, limit: limit}
+	if route.Creates != "" {
+		cw.record = func(objectID string) error {
 			ctx, cancel := context.WithTimeout(ctx, ownerRecordTimeout)
 			defer cancel()
 			return rt.recordOwner(ctx, id, route, objectID)
-		},
-		logger: logger,
-		limit:  limit,
+		}
 	}
+	if route.RevealsItems {
+		cw.claim = func(ids []string) error {
+			ctx, cancel := context.WithTimeout(ctx, ownerRecordTimeout)
+			defer cancel()
+			return rt.claimItems(ctx, id, ids)
+		}
+	}
+	return cw
 }
 
-// WriteHeader holds a success status until the id is recorded; other statuses pass.
+// WriteHeader holds a success status until the ids are recorded; other statuses pass.
 func (cw *CreatedWriter) WriteHeader(status int) {
 	if cw.mode != modeUndecided || status < 200 {
 		cw.ResponseWriter.WriteHeader(status)
@@ -118,7 +135,7 @@ func (cw *CreatedWriter) Write(p []byte) (int, error) {
 	case modeBuffer:
 		cw.pending.Write(p)
 		if cw.pending.Len() > cw.limit {
-			cw.logger.Warn("create answer too large to find its id; passed through unrecorded", zap.Int("limit", cw.limit))
+			cw.logger.Warn("answer too large to find its ids; passed through unrecorded", zap.Int("limit", cw.limit))
 			if err := cw.release(); err != nil {
 				return 0, err
 			}
@@ -128,65 +145,66 @@ func (cw *CreatedWriter) Write(p []byte) (int, error) {
 	case modeEvents:
 		cw.pending.Write(p)
 		return len(p), cw.events()
+	case modeSkip:
+		cw.pending.Write(p)
+		return len(p), cw.skip()
 	}
 	return cw.ResponseWriter.Write(p)
 }
 
-// events sends every complete held event, recording the first id found first.
-func (cw *CreatedWriter) events() error {
-	for cw.mode == modeEvents {
-		b := cw.pending.Bytes()
-		from := max(cw.scanned-3, 0) // a separator may straddle two writes
-		end := eventEnd(b[from:])
-		if end < 0 {
-			cw.scanned = len(b)
-			if len(b) > maxPendingEvent {
-				cw.logger.Warn("server-sent event too large to find an id; passed through unrecorded")
-				cw.mode = modePass
-				return cw.release()
-			}
-			return nil
-		}
-		end += from
-		cw.scanned = 0
-		if objectID := eventID(b[:end]); objectID != "" {
-			if err := cw.record(objectID); err != nil {
-				cw.failed = true
-				cw.logger.Error("recording the owner of a streamed create failed; stream cut", zap.Error(err))
-				return err
-			}
-			cw.mode = modePass
-			return cw.release()
-		}
-		cw.sendHeader()
-		event := bytes.Clone(b[:end])
-		cw.pending.Next(end)
-		if _, err := cw.ResponseWriter.Write(event); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Finish completes the answer once the proxy is done: a held JSON answer is examined, its id
-// recorded, then sent.
+// Finish completes the answer once the proxy is done: a held JSON answer is examined, its ids
+// recorded, then sent; the item ids of a stream not recorded yet are recorded before its last
+// held bytes are sent.
 func (cw *CreatedWriter) Finish() {
 	switch cw.mode {
 	case modeBuffer:
 		body := cw.pending.Bytes()
-		objectID, err := answerID(body)
-		if err == nil && objectID != "" {
-			err = cw.record(objectID)
+		// The object's record and its items' are two writes; they run at once, so that a
+		// store that shares one disk sync between concurrent writers (Badger) waits for one.
+		var claimed chan error
+		if cw.claim != nil {
+			if cw.items.add(answerItems(body)) {
+				cw.logger.Warn("too many items in one answer; the rest are not recorded", zap.Int("limit", maxAnswerItems))
+			}
+			if len(cw.items.pending) > 0 {
+				claimed = make(chan error, 1)
+				go func() { claimed <- cw.claimItems() }()
+			}
+		}
+		var err error
+		if cw.record != nil {
+			var objectID string
+			objectID, err = answerID(body)
+			if err == nil && objectID != "" {
+				err = cw.record(objectID)
+			}
+		}
+		if claimed != nil {
+			err = cmp.Or(err, <-claimed)
 		}
 		if err != nil {
 			cw.fail(err)
 			return
 		}
 		if err := cw.release(); err != nil {
-			cw.logger.Debug("sending a create answer failed", zap.Error(err))
+			cw.logger.Debug("sending an answer failed", zap.Error(err))
 		}
-	case modeEvents:
-		if err := cw.release(); err != nil { // a last event without its blank line
+	case modeEvents, modeSkip:
+		if cw.failed {
+			return
+		}
+		if cw.mode == modeEvents && cw.claim != nil {
+			// A last event without its blank line.
+			if e, ok := readEvent(cw.pending.Bytes()); ok {
+				cw.items.add(e.items())
+			}
+		}
+		if err := cw.claimItems(); err != nil {
+			cw.failed = true
+			cw.logger.Error("recording the owner of a streamed answer's items failed; its end withheld", zap.Error(err))
+			return
+		}
+		if err := cw.release(); err != nil {
 			cw.logger.Debug("sending the end of a stream failed", zap.Error(err))
 		}
 	}
@@ -223,7 +241,7 @@ func (cw *CreatedWriter) sendHeader() {
 
 // FlushError flushes what has been sent; held bytes stay held.
 func (cw *CreatedWriter) FlushError() error {
-	if cw.mode == modePass || (cw.mode == modeEvents && cw.status == 0) {
+	if cw.mode == modePass || ((cw.mode == modeEvents || cw.mode == modeSkip) && cw.status == 0) {
 		return http.NewResponseController(cw.ResponseWriter).Flush()
 	}
 	return nil
@@ -255,43 +273,6 @@ func answerID(body []byte) (string, error) {
 		}
 	}
 	return "", nil
-}
-
-// eventEnd returns the length of the first complete event in b (through its blank line), or -1.
-func eventEnd(b []byte) int {
-	lf, crlf := bytes.Index(b, []byte("\n\n")), bytes.Index(b, []byte("\r\n\r\n"))
-	switch {
-	case lf >= 0 && (crlf < 0 || lf < crlf):
-		return lf + 2
-	case crlf >= 0:
-		return crlf + 4
-	}
-	return -1
-}
-
-// eventID returns the object id a server-sent event carries in its data: the data object's
-// response.id (Responses API) or its own id.
-func eventID(event []byte) string {
-	var data []byte
-	for line := range bytes.Lines(event) {
-		line = bytes.TrimRight(line, "\r\n")
-		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
-		}
-	}
-	var e struct {
-		ID       string `json:"id"`
-		Response *struct {
-			ID string `json:"id"`
-		} `json:"response"`
-	}
-	if len(data) == 0 || json.Unmarshal(data, &e) != nil {
-		return ""
-	}
-	if e.Response != nil && e.Response.ID != "" {
-		return e.Response.ID
-	}
-	return e.ID
 }
 
 // Interface guards

@@ -26,6 +26,10 @@ type Endpoint struct {
 	// Creates is the kind of upstream object a successful answer creates; its id is recorded as
 	// the caller's account's before the client sees it.
 	Creates string
+	// RevealsItems is set where a successful answer hands the caller items that carry ids (a
+	// response's output, a list of its input items): they are recorded as the caller's account's
+	// (see items.go).
+	RevealsItems bool
 	// Object is the kind of the owned upstream object named by {id}. Such requests need no model:
 	// the object's record gives the model and provider, and only its account may use it.
 	Object string
@@ -43,7 +47,7 @@ type Endpoint struct {
 // generateContent, followed by the calls on upstream objects that the caller's account owns.
 var Capabilities = []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/chat/completions", nested: chatRefs},
-	{Method: http.MethodPost, Path: "/v1/responses", Creates: KindResponse, Refs: map[string]string{"previous_response_id": KindResponse}, nested: responsesRefs},
+	{Method: http.MethodPost, Path: "/v1/responses", Creates: KindResponse, RevealsItems: true, Refs: map[string]string{"previous_response_id": KindResponse}, nested: responsesRefs},
 	{Method: http.MethodPost, Path: "/v1/messages", nested: messagesRefs},
 	{Method: http.MethodPost, Path: "/v1beta/models/{model}:generateContent", nested: geminiRefs},
 	{Method: http.MethodPost, Path: "/v1beta/models/{model}:streamGenerateContent", nested: geminiRefs},
@@ -56,10 +60,10 @@ var Capabilities = []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/embeddings", nested: fileRefs},
 	{Method: http.MethodPost, Path: "/v1/rerank", nested: fileRefs},
 
-	{Method: http.MethodGet, Path: "/v1/responses/{id}", Object: KindResponse},
+	{Method: http.MethodGet, Path: "/v1/responses/{id}", Object: KindResponse, RevealsItems: true},
 	{Method: http.MethodDelete, Path: "/v1/responses/{id}", Object: KindResponse},
-	{Method: http.MethodGet, Path: "/v1/responses/{id}/input_items", Object: KindResponse},
-	{Method: http.MethodPost, Path: "/v1/responses/{id}/cancel", Object: KindResponse},
+	{Method: http.MethodGet, Path: "/v1/responses/{id}/input_items", Object: KindResponse, RevealsItems: true},
+	{Method: http.MethodPost, Path: "/v1/responses/{id}/cancel", Object: KindResponse, RevealsItems: true},
 	{Method: http.MethodGet, Path: "/v1/videos/{id}", Object: KindVideo},
 	{Method: http.MethodDelete, Path: "/v1/videos/{id}", Object: KindVideo},
 	{Method: http.MethodGet, Path: "/v1/videos/{id}/content", Object: KindVideo},

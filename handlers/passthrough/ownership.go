@@ -13,10 +13,13 @@ import (
 )
 
 // Owners is the part of the store that pass-through uses: one write that records the owner of a
-// created upstream object, and one read that finds it.
+// created upstream object and one read that finds it, and the same, batched, for the items that
+// answers reveal (see items.go).
 type Owners interface {
 	CreateTask(ctx context.Context, task storage.Task) (storage.Task, error)
 	Task(ctx context.Context, id string) (storage.Task, error)
+	ClaimItems(ctx context.Context, account string, ids []string, expiresAt time.Time) ([]string, error)
+	ItemOwners(ctx context.Context, ids []string) ([]string, error)
 }
 
 // errNoObject answers every id the caller does not own, unknown ones included.
@@ -32,6 +35,16 @@ func errRefused(field, kind string) *apierror.Error {
 func (rt *Router) owned(ctx context.Context, account, kind, id string) (storage.Task, error) {
 	if rt.Owners == nil || id == "" {
 		return storage.Task{}, errNoObject
+	}
+	if kind == KindResponseItem {
+		owners, err := rt.Owners.ItemOwners(ctx, []string{id})
+		if err != nil {
+			return storage.Task{}, err
+		}
+		if owners[0] != account {
+			return storage.Task{}, errNoObject
+		}
+		return storage.Task{ID: id, Kind: kind, Account: account}, nil
 	}
 	t, err := rt.Owners.Task(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) || (err == nil && (t.Account != account || t.Kind != kind)) {
@@ -54,7 +67,7 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 	}
 	_, err := rt.Owners.CreateTask(ctx, storage.Task{
 		ID: objectID, Kind: route.Creates, Account: id.Account, KeyID: id.KeyID,
-		Provider: route.Provider.Name, Upstream: route.answeredBy(), Model: route.Model, Status: "created",
+		Provider: route.Provider.Name, Upstream: route.answeredBy(), UpstreamAddress: route.answeredAt(), Model: route.Model, Status: "created",
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(retention).Unix(),
 	})
 	if !errors.Is(err, storage.ErrExists) {

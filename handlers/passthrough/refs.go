@@ -16,7 +16,8 @@ import (
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
-// Kinds of upstream objects that a body may name but that pass-through never creates: the
+// Kinds of upstream objects that a body may name. Response items are recorded as the account's
+// that an answer revealed them to (see items.go). The others pass-through never creates: the
 // endpoints that make them (Conversations, Files, Vector stores, Containers, Prompts) are not
 // forwarded, so no account owns one and every reference to one is refused. They are kinds, not a
 // deny list: an id recorded as the caller's object of the kind would pass.
@@ -53,6 +54,8 @@ type ref struct {
 
 type foundRefs struct {
 	refs []ref
+	// items are the references to response items (KindResponseItem), checked in one read.
+	items []ref
 }
 
 // add records a reference held by a string value at param; null and other types name nothing.
@@ -63,6 +66,13 @@ func (f *foundRefs) add(param *jsonkeys.Path, kind string, raw json.RawMessage) 
 	var id string
 	if err := json.Unmarshal(raw, &id); err != nil {
 		return err
+	}
+	if kind == KindResponseItem {
+		if len(f.items) == MaxBodyItems {
+			return errTooManyItems
+		}
+		f.items = append(f.items, ref{param: param.String(), kind: kind, id: id})
+		return nil
 	}
 	if len(f.refs) == MaxBodyRefs {
 		return errTooManyRefs
@@ -118,6 +128,9 @@ func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoi
 		}
 		return errBadJSON
 	}
+	if err := rt.checkItems(ctx, id.Account, found.items); err != nil {
+		return err
+	}
 	checked := make(map[ref]bool, len(found.refs))
 	for _, f := range found.refs {
 		if checked[ref{kind: f.kind, id: f.id}] {
@@ -133,9 +146,11 @@ func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoi
 	return nil
 }
 
-// walkRefs adds to found every reference in body.
+// walkRefs adds to found every reference in body, which must be valid JSON: the router passes
+// only the bytes that jsonFields read and checked with jsonkeys.Members, so it is not validated
+// again (see jsonkeys.WalkValid).
 func walkRefs(body []byte, refs *bodyRefs, found *foundRefs) error {
-	return jsonkeys.Walk(body, func(path *jsonkeys.Path, members []jsonkeys.Member) error {
+	return jsonkeys.WalkValid(body, func(path *jsonkeys.Path, members []jsonkeys.Member) error {
 		if err := genericRefs(path, members, found); err != nil {
 			return err
 		}
@@ -242,11 +257,12 @@ func refsOf(path *jsonkeys.Path, members []jsonkeys.Member, name, kind string, f
 }
 
 // responsesRefs are the references of POST /v1/responses: conversation (an id, or an object with
-// one), prompt.id, input items that are item references (type item_reference, or no type or a
-// type key not spelled exactly "type", with
-// an id), the container of a code_interpreter tool, and the generic ones.
+// one), prompt.id, the id of every input item that has one, whatever its type (see
+// inputItemRefs), the container of a code_interpreter tool, and the generic ones.
 var responsesRefs = &bodyRefs{
-	mayHold: func(body []byte) bool { return keyHint(body, "id", "url", "conversation", "prompt", "container") },
+	mayHold: func(body []byte) bool {
+		return keyHint(body, "id", "approval_request_id", "url", "conversation", "prompt", "container")
+	},
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
 		if err := mediaURLs(path, members); err != nil {
 			return err
@@ -262,14 +278,7 @@ var responsesRefs = &bodyRefs{
 		case foldedTop(path, "prompt"):
 			return refsOf(path, members, "id", KindPrompt, found)
 		case path.Index >= 0 && foldedTop(path.Parent, "input"):
-			typ, err := exactType(path, members)
-			if err != nil {
-				return err
-			}
-			// No type (absent, null, not a string) reads as an item reference too.
-			if typ == "" || typ == "item_reference" {
-				return refsOf(path, members, "id", KindResponseItem, found)
-			}
+			return inputItemRefs(path, members, found)
 		case path.Index >= 0 && foldedTop(path.Parent, "tools"):
 			return refsOf(path, members, "container", KindContainer, found)
 		}

@@ -2,6 +2,7 @@ package passthrough
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http/httptest"
@@ -47,8 +48,9 @@ func TestNestedReferencesMustBeOwned(t *testing.T) {
 		{"plain response", resp, `{"model":"doubao","input":"hi","previous_response_id":"resp_mine"}`, ""},
 		{"own file", resp, `{"model":"doubao","input":[{"role":"user","content":[{"type":"input_file","file_id":"file_mine"}]}]}`, ""},
 		{"own vector store", resp, `{"model":"doubao","input":"q","tools":[{"type":"file_search","vector_store_ids":["vs_mine"]}]}`, ""},
-		{"replayed output items keep their ids", resp, `{"model":"doubao","input":[{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"x"}]},{"type":"function_call_output","call_id":"c","output":"{}"}]}`, ""},
-		{"replayed output text cites files of the code interpreter", resp, `{"model":"doubao","tools":[{"type":"code_interpreter","container":{"type":"auto"}}],"input":[{"role":"user","content":"plot it"},{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"see plot.png","annotations":[{"type":"container_file_citation","container_id":"cntr_1","file_id":"cfile_1","filename":"plot.png","start_index":0,"end_index":8},{"type":"file_path","file_id":"cfile_2","index":3},{"type":"file_citation","file_id":"file_x","filename":"a.pdf","index":1}]}]}]}`, ""},
+		{"replayed output items without ids", resp, `{"model":"doubao","input":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"x"}]},{"type":"function_call_output","call_id":"c","output":"{}"}]}`, ""},
+		{"a replayed output item with an id nobody was given", resp, `{"model":"doubao","input":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"x"}]},{"type":"function_call_output","id":"fco_1","call_id":"c","output":"{}"}]}`, "input[1].id"},
+		{"replayed output text cites files of the code interpreter", resp, `{"model":"doubao","tools":[{"type":"code_interpreter","container":{"type":"auto"}}],"input":[{"role":"user","content":"plot it"},{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"see plot.png","annotations":[{"type":"container_file_citation","container_id":"cntr_1","file_id":"cfile_1","filename":"plot.png","start_index":0,"end_index":8},{"type":"file_path","file_id":"cfile_2","index":3},{"type":"file_citation","file_id":"file_x","filename":"a.pdf","index":1}]}]}]}`, ""},
 		{"a file in annotations that is not a citation", resp, `{"model":"doubao","input":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"x","annotations":[{"type":"input_file","file_id":"file_x"}]}]}]}`, "input[0].content[0].annotations[0].file_id"},
 		{"a citation whose type is spelled otherwise", resp, `{"model":"doubao","input":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"x","annotations":[{"Type":"file_path","file_id":"file_x"}]}]}]}`, "input[0].content[0].annotations[0].file_id"},
 		{"a tool schema with a file_id property", resp, `{"model":"doubao","input":"x","tools":[{"type":"function","name":"f","parameters":{"type":"object","properties":{"file_id":{"type":"string"},"file_ids":{"type":"array"}}}}]}`, ""},
@@ -61,6 +63,7 @@ func TestNestedReferencesMustBeOwned(t *testing.T) {
 		{"item reference with a null type", resp, `{"model":"doubao","input":[{"type":null,"id":"msg_1"}]}`, "input[0].id"},
 		{"item reference in another case", resp, `{"model":"doubao","input":[{"type":"message","Type":"item_reference","id":"msg_1"}]}`, "input[0].type"},
 		{"item reference behind a type in another case", resp, `{"model":"doubao","input":[{"Type":"message","id":"msg_1"}]}`, "input[0].id"},
+		{"typed item with an id", resp, `{"model":"doubao","input":[{"type":"reasoning","id":"rs_1","summary":[]}]}`, "input[0].id"},
 		{"messages custom skill behind a type in another case", msgs, `{"model":"doubao","max_tokens":9,"container":{"skills":[{"TYPE":"anthropic","skill_id":"skill_01"}]},"messages":[]}`, "container.skills[0].skill_id"},
 		{"gemini file behind an authenticated storage URL", gem, `{"contents":[{"parts":[{"fileData":{"fileUri":"https://storage.cloud.google.com/bucket/secret.pdf","mimeType":"application/pdf"}}]}]}`, "contents[0].parts[0].fileData.fileUri"},
 		{"item reference with an escaped key", resp, `{"model":"doubao","input":[{"typ\u0065":"item_reference","\u0069d":"msg_1"}]}`, "input[0].id"},
@@ -152,6 +155,9 @@ func FuzzReferenceHint(f *testing.F) {
 	f.Add(`{"messages":[{"content":[{"source":{"URL":"file:///x"}}]}]}`)
 	f.Add(`{"contents":[{"parts":[{"FILEURI":"gs://b/o"}]}],"CachedContent":"c"}`)
 	f.Fuzz(func(t *testing.T, body string) {
+		if !json.Valid([]byte(body)) {
+			return // the router walks only bodies that jsonkeys.Members accepted
+		}
 		for _, ep := range []*bodyRefs{chatRefs, messagesRefs, responsesRefs, geminiRefs} {
 			var found foundRefs
 			err := walkRefs([]byte(body), ep, &found)

@@ -68,6 +68,9 @@ type Route struct {
 	// Creates is the kind of upstream object a successful answer creates, if any: wrap the
 	// response writer with Router.Created to record its owner.
 	Creates string
+	// RevealsItems is set when a successful answer hands the caller response items, whose ids
+	// Router.Created records as the caller's.
+	RevealsItems bool
 	// Billable is false for calls on an existing object (retrieve, delete, content), which cost
 	// nothing.
 	Billable bool
@@ -100,7 +103,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		// Decoders differ on which of two values counts; forward only a body read one way.
 		return Route{}, apierror.New(http.StatusBadRequest, "invalid_request_body", "the request has more than one Content-Type header").WithParam("Content-Type")
 	}
-	route := Route{Done: func() {}, Creates: ep.Creates, Billable: ep.Object == "" || ep.Creates != ""}
+	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: ep.Object == "" || ep.Creates != ""}
 	if err := rt.resolve(w, r, id, ep, params, &route); err != nil {
 		route.Done()
 		return Route{}, err
@@ -109,12 +112,16 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		route.Done()
 		return Route{}, err
 	}
-	if route.Creates != "" {
+	if route.Records() {
 		// The created object's id is read from the answer, so ask for it uncompressed.
 		r.Header.Del("Accept-Encoding")
 	}
 	return route, nil
 }
+
+// Records reports whether the answer has ids to record: wrap the response writer with
+// Router.Created.
+func (route Route) Records() bool { return route.Creates != "" || route.RevealsItems }
 
 // resolve finds the model and provider of a request.
 func (rt *Router) resolve(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, params map[string]string, route *Route) error {
@@ -144,8 +151,8 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 	if !ok {
 		return errNoObject // its provider left the config
 	}
-	if route.BoundTo, ok = p.Upstream(t.Upstream); !ok {
-		return errNoObject // the upstream that created it left the config
+	if route.BoundTo, ok = p.Bound(t.Upstream, t.UpstreamAddress); !ok {
+		return errNoObject // the upstream that created it left the config, or its name now means another address
 	}
 	if r.ContentLength != 0 && !apierror.IsJSON(r) {
 		return apierror.New(http.StatusBadRequest, "invalid_request_body", "a call on an existing object takes no body, or a JSON one")

@@ -84,6 +84,20 @@ func (p *Provider) Upstream(name string) (*Upstream, bool) {
 	return nil, false
 }
 
+// Bound returns the upstream that a record names, if it is still configured: the upstream of
+// that name (see Upstream) at the same address (see Upstream.Address). A name reused for another
+// base URL is another upstream, so it is not returned: the record's object stays where it was
+// made, never asked for (with its id) at the new address. A record without an address (written
+// before addresses were kept) is bound by name alone. A new API key at the same address (a key
+// rotation) keeps the binding.
+func (p *Provider) Bound(name, address string) (*Upstream, bool) {
+	u, ok := p.Upstream(name)
+	if !ok || address != "" && u.Address() != address {
+		return nil, false
+	}
+	return u, true
+}
+
 // UpstreamModel is the model id to send upstream for a client's model id.
 func (p *Provider) UpstreamModel(model string) string {
 	if m, ok := p.ModelMap[model]; ok {
@@ -158,8 +172,9 @@ func (p *Provider) checkUpstreams() error {
 			return fmt.Errorf("provider %q: upstream %q: weight and priority must not be negative", p.Name, u.Name)
 		}
 		u.provider, u.AuthStyle = p.Name, p.AuthStyle
-		u.key = ""
+		u.key, u.address = "", ""
 		u.healthKey() // computed before the upstream is shared between requests
+		u.address = normalAddress(u.BaseURL)
 	}
 	p.BaseURL, p.APIKey = p.Upstreams[0].BaseURL, p.Upstreams[0].APIKey
 	for client, up := range p.ModelMap {

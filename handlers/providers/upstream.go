@@ -34,10 +34,36 @@ type Upstream struct {
 	provider string
 	health   *Board
 	key      string // healthKey, computed once
+	address  string // Address, computed once
 }
 
 // Provider is the name of the provider the upstream belongs to.
 func (u *Upstream) Provider() string { return u.provider }
+
+// Address is the upstream's base URL in a normal form, kept in the records of the objects the
+// upstream creates so that they stay bound to it (see Provider.Bound): scheme and host in lower
+// case, without a default port, user information, query or trailing slash.
+func (u *Upstream) Address() string {
+	if u.address != "" {
+		return u.address
+	}
+	return normalAddress(u.BaseURL)
+}
+
+// normalAddress writes a base URL in the form Address describes; it is empty for nil.
+func normalAddress(base *url.URL) string {
+	if base == nil {
+		return ""
+	}
+	scheme, host := strings.ToLower(base.Scheme), strings.ToLower(base.Host)
+	if h, port, err := net.SplitHostPort(host); err == nil && (scheme == "https" && port == "443" || scheme == "http" && port == "80") {
+		host = h
+		if strings.Contains(h, ":") {
+			host = "[" + h + "]" // IPv6
+		}
+	}
+	return scheme + "://" + host + strings.TrimRight(base.EscapedPath(), "/")
+}
 
 // Endpoint returns the upstream URL for a path relative to its base, e.g. "contents/generations/tasks".
 func (u *Upstream) Endpoint(rel string) string {

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"net/http"
+	"net/url"
 	"testing"
 )
 
@@ -22,5 +23,59 @@ func TestSetCredentialsReplacesTheCallersHeaders(t *testing.T) {
 	}
 	if h.Get("X-Api-Key") != "operator-key" {
 		t.Errorf("X-Api-Key = %q, want the upstream's key", h.Get("X-Api-Key"))
+	}
+}
+
+// Address is the same for spellings of one base URL, and differs for another host, port, scheme
+// or path; it never carries user information.
+func TestAddressIsNormal(t *testing.T) {
+	for _, tc := range []struct{ base, want string }{
+		{"https://ark.example.com/api/v3", "https://ark.example.com/api/v3"},
+		{"HTTPS://Ark.Example.COM:443/api/v3/", "https://ark.example.com/api/v3"},
+		{"http://127.0.0.1:80/v1", "http://127.0.0.1/v1"},
+		{"http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"},
+		{"https://[::1]:443/v1", "https://[::1]/v1"},
+		{"https://[::1]:8443/v1", "https://[::1]:8443/v1"},
+		{"https://user:secret@ark.example.com/api/v3?x=1", "https://ark.example.com/api/v3"},
+		{"http://ark.example.com:443/api/v3", "http://ark.example.com:443/api/v3"},
+		{"https://ark.example.com", "https://ark.example.com"},
+	} {
+		u, err := url.Parse(tc.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := (&Upstream{BaseURL: u}).Address(); got != tc.want {
+			t.Errorf("Address(%s) = %s, want %s", tc.base, got, tc.want)
+		}
+	}
+}
+
+// A record is bound to the upstream of its name at its address: a new key keeps the binding, a
+// name reused for another base URL does not, and a record without an address is bound by name.
+func TestBoundNeedsTheSameAddress(t *testing.T) {
+	catalog := func(base, key string) *Provider {
+		u, _ := url.Parse(base)
+		c, err := NewCatalog([]*Provider{{Name: "p", Models: []string{"m"}, Upstreams: []*Upstream{{Name: "a", BaseURL: u, APIKey: key}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := c.Provider("p")
+		return p
+	}
+	first := catalog("https://one.example.com/api/v3", "k1")
+	u, _ := first.Upstream("a")
+	address := u.Address()
+	if got, ok := catalog("https://ONE.example.com:443/api/v3/", "k2").Bound("a", address); !ok || got.APIKey != "k2" {
+		t.Fatalf("a rotated key lost the binding: %v %v", got, ok)
+	}
+	moved := catalog("https://two.example.com/api/v3", "k1")
+	if got, ok := moved.Bound("a", address); ok {
+		t.Fatalf("a reused name kept the binding: %v", got.BaseURL)
+	}
+	if _, ok := moved.Bound("a", ""); !ok {
+		t.Fatal("a record without an address is no longer bound by name")
+	}
+	if _, ok := moved.Bound("b", address); ok {
+		t.Fatal("an unknown name is bound")
 	}
 }

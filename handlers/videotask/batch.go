@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -20,9 +21,40 @@ import (
 // smaller batch keeps each answer small and each call quick).
 const MaxRefreshBatch = 100
 
-// noBatch remembers the upstreams whose task list refused an id filter (by *Upstream, so a
-// reloaded config tries again): they are read one task at a time from then on.
-var noBatch sync.Map
+// batchRetryAfter is how long the tasks of an upstream whose task list proved it cannot filter by
+// id are read one at a time before its list is tried again (the provider may have added the
+// filter since).
+const batchRetryAfter = 10 * time.Minute
+
+// unbatched remembers, for one Handler, the upstreams whose task list proved it cannot filter by
+// id, and until when their tasks are read one at a time. A reload builds a new Handler with new
+// upstreams, so it starts empty; an entry is dropped once it lapses. The zero value is ready.
+type unbatched struct {
+	mu    sync.Mutex
+	until map[*providers.Upstream]time.Time
+}
+
+// allows reports whether p's tasks may be read through its task list at t.
+func (b *unbatched) allows(p *providers.Upstream, t time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	until, refused := b.until[p]
+	if refused && !t.Before(until) {
+		delete(b.until, p)
+		return true
+	}
+	return !refused
+}
+
+// refuse reads p's tasks one at a time from t for batchRetryAfter.
+func (b *unbatched) refuse(p *providers.Upstream, t time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.until == nil {
+		b.until = map[*providers.Upstream]time.Time{}
+	}
+	b.until[p] = t.Add(batchRetryAfter)
+}
 
 // refreshBatch reads several tasks of one upstream (the one that created them) in one call,
 // through the task list with filter.task_ids (as Ark's list accepts), and stores each answer as
@@ -38,7 +70,7 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 		}
 		open = append(open, t.ID)
 	}
-	if len(tasks) == 1 || !batchable(p) {
+	if len(tasks) == 1 || !h.unbatched.allows(p, now()) {
 		for _, t := range tasks {
 			one(t)
 		}
@@ -94,11 +126,6 @@ func (h *Handler) refreshLogged(ctx context.Context, t storage.Task) (storage.Ta
 	return stored, err
 }
 
-func batchable(p *providers.Upstream) bool {
-	_, refused := noBatch.Load(p)
-	return !refused
-}
-
 // errNoIDFilter: the provider's task list does not take filter.task_ids.
 var errNoIDFilter = errors.New("the task list does not filter by id")
 
@@ -109,8 +136,10 @@ type listedAnswer struct {
 }
 
 // listByIDs asks the provider's task list for the given tasks and returns the answer of each
-// listed task by id. A list that answers 400, 404 or 405, or lists a task that was not asked for
-// (it ignored the filter), marks the provider as not batchable.
+// listed task by id. A list that proves it cannot filter by id (405, or 404: there is no list
+// route, or it lists a task that was not asked for: it ignored the filter) has the upstream's tasks
+// read one at a time for batchRetryAfter. Any other refusal (a 400 of one odd id, a 5xx) fails
+// this batch only.
 func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []storage.Task) (map[string]listedAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
@@ -128,10 +157,10 @@ func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []
 		return nil, err
 	}
 	switch ans.Status {
-	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
-		noBatch.Store(p, true)
-		h.Logger.Info("the provider's task list does not filter by id; its tasks are read one by one",
-			zap.String("upstream", p.Label()), zap.Int("status", ans.Status))
+	case http.StatusNotFound, http.StatusMethodNotAllowed:
+		h.unbatched.refuse(p, now())
+		h.Logger.Info("the provider's task list does not filter by id; its tasks are read one by one for a while",
+			zap.String("upstream", p.Label()), zap.Int("status", ans.Status), zap.Duration("retry_after", batchRetryAfter))
 		return nil, errNoIDFilter
 	}
 	if !ans.OK() {
@@ -150,9 +179,9 @@ func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []
 			return nil, upstream.ErrUnreadable
 		}
 		if !want[id] {
-			noBatch.Store(p, true)
-			h.Logger.Info("the provider's task list ignored the id filter; its tasks are read one by one",
-				zap.String("provider", p.Name))
+			h.unbatched.refuse(p, now())
+			h.Logger.Info("the provider's task list ignored the id filter; its tasks are read one by one for a while",
+				zap.String("upstream", p.Label()), zap.Duration("retry_after", batchRetryAfter))
 			return nil, errNoIDFilter
 		}
 		answers[id] = listedAnswer{fields: item, readAt: readAt}

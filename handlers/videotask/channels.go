@@ -42,28 +42,38 @@ func (h *Handler) launch(ctx context.Context, p *providers.Provider, model strin
 	return created.ID, u, nil
 }
 
-// boundUpstream is the upstream a task was created on, if it is still configured.
+// boundUpstream is the upstream a task was created on, if it is still configured (under its name
+// and at its address: see providers.Provider.Bound).
 func (h *Handler) boundUpstream(t storage.Task) (*providers.Upstream, bool) {
 	p, ok := h.Catalog.Provider(t.Provider)
 	if !ok {
 		return nil, false
 	}
-	return p.Upstream(t.Upstream)
+	return p.Bound(t.Upstream, t.UpstreamAddress)
 }
 
-// orphaned settles a task whose upstream left the configuration: an unfinished one can no
-// longer be followed, so it finishes as failed, once (compare-and-set), with a message that says
-// why. Whoever wins the change releases the slot, refunds and queues the callback.
+// orphaned settles a task whose upstream left the configuration (or whose upstream's name now
+// stands for another base URL): an unfinished one can no longer be followed, so it finishes as
+// failed, once (compare-and-set), with a message that says why. Whoever wins the change releases
+// the slot, refunds and queues the callback.
 func (h *Handler) orphaned(ctx context.Context, t storage.Task) (storage.Task, error) {
 	name := t.Provider
 	if t.Upstream != "" {
 		name += "/" + t.Upstream
 	}
-	return h.settle(ctx, t, verdict{
+	v := verdict{
 		status:  StatusFailed,
 		code:    "upstream_removed",
 		message: "the upstream " + name + " that ran this task is no longer configured, so the task cannot be followed",
 		logged:  "task failed: its upstream left the config",
 		fields:  []zap.Field{zap.String("upstream", name)},
-	})
+	}
+	if p, ok := h.Catalog.Provider(t.Provider); ok {
+		if _, named := p.Upstream(t.Upstream); named {
+			// The name is configured again, for another base URL: the task is not there.
+			v.message = "the upstream " + name + " that ran this task is now configured with another base URL, so the task cannot be followed"
+			v.logged = "task failed: its upstream's name now stands for another base URL"
+		}
+	}
+	return h.settle(ctx, t, v)
 }

@@ -67,6 +67,8 @@ type Handler struct {
 	// refresh the task. The client's own callback_url never reaches the upstream.
 	RelayBase string
 	Logger    *zap.Logger
+
+	unbatched unbatched // upstreams whose task list cannot filter by id (batch.go)
 }
 
 // refreshes lets concurrent reads of one task share one upstream request, across every Handler
@@ -179,7 +181,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	t := now()
 	task := storage.Task{
 		ID: taskID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
-		Provider: p.Name, Upstream: up.Name, Model: req.Model, Status: StatusQueued,
+		Provider: p.Name, Upstream: up.Name, UpstreamAddress: up.Address(), Model: req.Model, Status: StatusQueued,
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
 	}

@@ -58,6 +58,14 @@ func Walk(data []byte, visit Visit) error {
 	if !json.Valid(data) {
 		return ErrNotObject
 	}
+	return WalkValid(data, visit)
+}
+
+// WalkValid is Walk for data already known to be valid JSON: bytes that json.Valid, Members or
+// Check accepted, unchanged since. It does not check them again, which halves the cost of a walk;
+// given anything else its outcome is undefined (it may panic), so a caller that cannot show where
+// its bytes were checked calls Walk.
+func WalkValid(data []byte, visit Visit) error {
 	s := scanner{data: data}
 	s.space()
 	return s.walk(nil, 0, visit)

@@ -79,3 +79,26 @@ func manyKeys(n int) string {
 	}
 	return b.String()
 }
+
+// BenchmarkWalk compares a walk that validates the body first with one of a body already
+// validated (what the router's reference check does), on a responses body of about 2 KiB.
+func BenchmarkWalk(b *testing.B) {
+	body := []byte(`{"model":"gpt-4o-mini","previous_response_id":"resp_1","input":[` +
+		strings.Repeat(`{"type":"message","role":"user","content":[{"type":"input_text","text":"Describe this picture in detail."},{"type":"input_file","file_id":"file-abc"}]},`, 12) +
+		`{"type":"item_reference","id":"msg_1"}],"tools":[{"type":"code_interpreter","container":"cntr_1"}]}`)
+	visit := func(*Path, []Member) error { return nil }
+	for _, bc := range []struct {
+		name string
+		walk func([]byte, Visit) error
+	}{{"Walk", Walk}, {"WalkValid", WalkValid}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if err := bc.walk(body, visit); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

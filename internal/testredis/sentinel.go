@@ -194,3 +194,32 @@ func (s *Sentinel) DemoteOldMaster(tb TB) {
 		tb.Fatalf("REPLICAOF on the old master: %v", err)
 	}
 }
+
+// Failover moves the master role to the replica, losing nothing acknowledged, and returns once
+// the old master follows the new one, failing tb if that takes past deadline. It waits until
+// the replica has every write (WaitReplicated), asks the sentinel to fail over (SENTINEL
+// FAILOVER), waits until the sentinel names the replica as the master and the replica says it is
+// one, then demotes the old master at once (DemoteOldMaster) and waits until it is a replica.
+// Clients that write afterwards write to the new master only.
+func (s *Sentinel) Failover(tb TB, deadline time.Time) {
+	tb.Helper()
+	s.WaitReplicated(tb)
+	if addr, err := s.MasterAddr(); err != nil || addr != s.Master.Addr {
+		tb.Fatalf("the master before the failover is %q (%v), not %s", addr, err, s.Master.Addr)
+	}
+	if err := s.Sentinel.Do("SENTINEL", "FAILOVER", s.MasterName).Error(); err != nil {
+		tb.Fatalf("SENTINEL FAILOVER: %v", err)
+	}
+	for {
+		if addr, err := s.MasterAddr(); err == nil && addr == s.Replica.Addr {
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the sentinel did not promote the replica")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.Replica.WaitRole(tb, "master", deadline)
+	s.DemoteOldMaster(tb)
+	s.Master.WaitRole(tb, "slave", deadline)
+}

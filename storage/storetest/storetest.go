@@ -41,6 +41,8 @@ func Run(t *testing.T, b Backend) {
 	t.Run("TaskFinishedOnce", func(t *testing.T) { testTaskFinishedOnce(t, fresh(t)) })
 	t.Run("TaskRetentionFromFinish", func(t *testing.T) { testTaskRetentionFromFinish(t, fresh(t)) })
 	t.Run("TaskListAndIndexes", func(t *testing.T) { testTaskListAndIndexes(t, fresh(t)) })
+	t.Run("ItemClaims", func(t *testing.T) { testItemClaims(t, fresh(t)) })
+	t.Run("ItemClaimRace", func(t *testing.T) { testItemClaimRace(t, fresh(t)) })
 	t.Run("Watching", func(t *testing.T) { testWatching(t, fresh(t)) })
 	t.Run("ReadLogs", func(t *testing.T) { testReadLogs(t, fresh(t)) })
 	t.Run("RelayTokenExpires", func(t *testing.T) { testRelayTokenExpires(t, fresh(t)) })

@@ -1,0 +1,153 @@
+package passthrough
+
+import (
+	"bytes"
+	"cmp"
+
+	"go.uber.org/zap"
+)
+
+// The streamed (SSE) side of CreatedWriter: events are held one by one until complete, read for
+// ids, and sent.
+
+// events sends every complete held event, recording first what it needs recorded.
+func (cw *CreatedWriter) events() error {
+	for cw.mode == modeEvents {
+		b := cw.pending.Bytes()
+		from := max(cw.scanned-3, 0) // a separator may straddle two writes
+		end := eventEnd(b[from:])
+		if end < 0 {
+			cw.scanned = len(b)
+			if len(b) > cmp.Or(cw.eventLimit, maxPendingEvent) {
+				return cw.oversized()
+			}
+			return nil
+		}
+		end += from
+		cw.scanned = 0
+		if err := cw.event(b[:end]); err != nil {
+			cw.failed = true
+			cw.logger.Error("recording the owner of a streamed answer's ids failed; stream cut", zap.Error(err))
+			return err
+		}
+		if cw.record == nil && cw.claim == nil {
+			cw.mode = modePass
+			return cw.release()
+		}
+		if err := cw.send(end); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// event records what one complete event needs recorded before it is sent: the created object's
+// id, the first time an event carries one, and the collected item ids before an event that
+// carries a response.
+func (cw *CreatedWriter) event(event []byte) error {
+	e, ok := readEvent(event)
+	if !ok {
+		return nil
+	}
+	if cw.record != nil {
+		objectID := e.ID
+		if e.Response != nil && e.Response.ID != "" {
+			objectID = e.Response.ID
+		}
+		if objectID != "" {
+			if err := cw.record(objectID); err != nil {
+				return err
+			}
+			cw.record = nil
+		}
+	}
+	if cw.claim == nil {
+		return nil
+	}
+	if cw.items.add(e.items()) {
+		cw.logger.Warn("too many items in one answer; the rest are not recorded", zap.Int("limit", maxAnswerItems))
+	}
+	if e.Response != nil {
+		return cw.claimItems()
+	}
+	return nil
+}
+
+// claimItems records the collected item ids that are not recorded yet, in one batch.
+func (cw *CreatedWriter) claimItems() error {
+	if cw.claim == nil || len(cw.items.pending) == 0 {
+		return nil
+	}
+	if err := cw.claim(cw.items.pending); err != nil {
+		return err
+	}
+	cw.items.pending = cw.items.pending[:0]
+	return nil
+}
+
+// oversized handles an event too large to hold: what it carries cannot be read. Its object id,
+// if any, stays unrecorded; the item ids collected so far are recorded before any of its bytes is
+// sent, then it passes through, and the events after it are read again.
+func (cw *CreatedWriter) oversized() error {
+	cw.logger.Warn("server-sent event too large to read its ids; passed through unrecorded", zap.Int("limit", maxPendingEvent))
+	if cw.claim == nil {
+		cw.mode = modePass
+		return cw.release()
+	}
+	if err := cw.claimItems(); err != nil {
+		cw.failed = true
+		cw.logger.Error("recording the owner of a streamed answer's items failed; stream cut", zap.Error(err))
+		return err
+	}
+	cw.mode = modeSkip
+	return cw.skip()
+}
+
+// skip sends the held bytes of an event too large to read, up to its end, and then reads the
+// events after it again. The last bytes stay held while the end may straddle two writes.
+func (cw *CreatedWriter) skip() error {
+	b := cw.pending.Bytes()
+	from := max(cw.scanned-3, 0)
+	end := eventEnd(b[from:])
+	if end < 0 {
+		n := max(len(b)-3, 0)
+		cw.scanned = len(b) - n
+		return cw.send(n)
+	}
+	end += from
+	cw.scanned = 0
+	if err := cw.send(end); err != nil {
+		return err
+	}
+	cw.mode = modeEvents
+	return cw.events()
+}
+
+// send sends the first n held bytes.
+func (cw *CreatedWriter) send(n int) error {
+	cw.sendHeader()
+	if n == 0 {
+		return nil
+	}
+	_, err := cw.ResponseWriter.Write(cw.pending.Next(n))
+	return err
+}
+
+// eventEnd returns the length of the first complete event in b (through its blank line: "\n\n"
+// or "\r\n\r\n"), or -1. One pass over the line feeds: the first that ends either separator
+// ends the first of them.
+func eventEnd(b []byte) int {
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if i+1 < len(b) && b[i+1] == '\n' {
+			return i + 2
+		}
+		if i >= 1 && b[i-1] == '\r' && i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n' {
+			return i + 3
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package videotask
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/simulator"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// listUpstream is the simulator (tasks stay queued) whose task list answers as listAnswer says:
+// 0 passes the list to the simulator, -1 lists a task that was not asked for (the filter is
+// ignored), any other value is the status of an empty answer.
+type listUpstream struct {
+	*fakeUpstream
+	listAnswer     atomic.Int64
+	lists, singles atomic.Int64
+}
+
+func newListUpstream(t *testing.T) *listUpstream {
+	u := &listUpstream{}
+	sim := simulator.New()
+	sim.QueuedFor, sim.RunningFor = time.Hour, time.Hour
+	u.fakeUpstream = newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		_, rest, _ := strings.Cut(r.URL.Path, "/contents/generations/tasks")
+		if r.Method == http.MethodGet && strings.Trim(rest, "/") == "" {
+			u.lists.Add(1)
+			switch a := u.listAnswer.Load(); a {
+			case 0:
+			case -1:
+				io.WriteString(w, `{"items":[{"id":"cgt-not-asked-for","status":"queued"}],"total":1}`)
+				return
+			default:
+				w.WriteHeader(int(a))
+				return
+			}
+		} else if r.Method == http.MethodGet {
+			u.singles.Add(1)
+		}
+		sim.ServeHTTP(w, r)
+	})
+	return u
+}
+
+// batchOf creates n tasks on h and returns their records and the upstream they are bound to.
+func batchOf(t *testing.T, h *Handler, n int) (*providers.Upstream, []storage.Task) {
+	t.Helper()
+	var tasks []storage.Task
+	for _, id := range createTasks(t, h, n) {
+		task, err := h.Store.Task(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, task)
+	}
+	p, ok := h.boundUpstream(tasks[0])
+	if !ok {
+		t.Fatalf("task %+v has no upstream", tasks[0])
+	}
+	return p, tasks
+}
+
+// refreshCounting runs one batched refresh and returns the list and single reads it made.
+func refreshCounting(t *testing.T, h *Handler, u *listUpstream, p *providers.Upstream, tasks []storage.Task) (lists, singles int64) {
+	t.Helper()
+	l, s := u.lists.Load(), u.singles.Load()
+	h.refreshBatch(context.Background(), p, tasks, nil)
+	return u.lists.Load() - l, u.singles.Load() - s
+}
+
+// A list answer that proves the provider cannot filter by id (405, 404, an ignored filter) has
+// the upstream's tasks read one at a time, and its list is tried again after batchRetryAfter;
+// any other refusal fails that one batch only.
+func TestBatchingOffOnlyWhenTheListLacksTheFilter(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		answer   int64
+		turnsOff bool
+	}{
+		{"405", http.StatusMethodNotAllowed, true},
+		{"404", http.StatusNotFound, true},
+		{"ignored filter", -1, true},
+		{"400", http.StatusBadRequest, false},
+		{"500", http.StatusInternalServerError, false},
+		{"429", http.StatusTooManyRequests, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			at := time.Now()
+			setClock(t, &at)
+			u := newListUpstream(t)
+			h := newHandler(t, u.URL, nil)
+			h.Client.Timeout = 10 * time.Second
+			p, tasks := batchOf(t, h, 3)
+
+			u.listAnswer.Store(tc.answer)
+			if lists, singles := refreshCounting(t, h, u, p, tasks); lists != 1 || singles != 3 {
+				t.Fatalf("refused list: %d list calls and %d single reads, want 1 and 3", lists, singles)
+			}
+			u.listAnswer.Store(0) // the list works from now on
+			lists, singles := refreshCounting(t, h, u, p, tasks)
+			if tc.turnsOff && (lists != 0 || singles != 3) {
+				t.Fatalf("after the refusal: %d list calls and %d single reads, want one read per task", lists, singles)
+			}
+			if !tc.turnsOff && (lists != 1 || singles != 0) {
+				t.Fatalf("after a passing refusal: %d list calls and %d single reads, want one list call", lists, singles)
+			}
+			at = at.Add(batchRetryAfter - time.Second)
+			if lists, _ := refreshCounting(t, h, u, p, tasks); tc.turnsOff && lists != 0 {
+				t.Fatalf("list tried again %v after the refusal", batchRetryAfter-time.Second)
+			}
+			at = at.Add(time.Second)
+			if lists, singles := refreshCounting(t, h, u, p, tasks); lists != 1 || singles != 0 {
+				t.Fatalf("%v after the refusal: %d list calls and %d single reads, want one list call", batchRetryAfter, lists, singles)
+			}
+		})
+	}
+}
+
+// What one Handler learnt about an upstream's list is its own: another Handler (the config after
+// a reload) asks the list again.
+func TestBatchingStateIsPerHandler(t *testing.T) {
+	u := newListUpstream(t)
+	h := newHandler(t, u.URL, nil)
+	h.Client.Timeout = 10 * time.Second
+	p, tasks := batchOf(t, h, 3)
+	u.listAnswer.Store(http.StatusNotFound)
+	refreshCounting(t, h, u, p, tasks)
+	u.listAnswer.Store(0)
+	if lists, _ := refreshCounting(t, h, u, p, tasks); lists != 0 {
+		t.Fatalf("the list was asked again right after a 404")
+	}
+	other := &Handler{Catalog: h.Catalog, Store: h.Store, Client: h.Client, Logger: zap.NewNop()}
+	if lists, singles := refreshCounting(t, other, u, p, tasks); lists != 1 || singles != 0 {
+		t.Fatalf("another handler: %d list calls and %d single reads, want one list call", lists, singles)
+	}
+}

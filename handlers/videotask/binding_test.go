@@ -1,0 +1,78 @@
+package videotask
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// catalogAt is newHandler's catalog (provider p, its one upstream "default") at another address
+// or with another key.
+func catalogAt(t *testing.T, base, key string) *providers.Catalog {
+	t.Helper()
+	u, _ := url.Parse(base + "/api/v3")
+	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", BaseURL: u, APIKey: key, Models: []string{"m"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+// A task stays bound to the address of the upstream that created it: a new key there keeps it
+// followed (with the new key), while the upstream's name configured for another base URL never
+// hears of the task, which finishes as failed with a message that says why. A record written
+// before addresses were kept is still bound by name.
+func TestTaskBoundToItsUpstreamsAddress(t *testing.T) {
+	first := newSimUpstream(t, time.Hour, time.Hour, true)
+	h := newHandler(t, first.URL, nil)
+	h.Client.Timeout = 10 * time.Second
+	h.RefreshInterval = time.Nanosecond // every query reads the upstream
+	ids := createTasks(t, h, 2)
+	task, err := h.Store.Task(context.Background(), ids[0])
+	if err != nil || task.UpstreamAddress != strings.ToLower(first.URL)+"/api/v3" {
+		t.Fatalf("record %+v, %v: want the upstream's address", task, err)
+	}
+
+	h.Catalog = catalogAt(t, first.URL, "rotated-key")
+	w := serve(h, "GET", createPath+"/"+ids[0], "")
+	if body := decode(t, w); w.Code != 200 || body["status"] != "queued" || first.auth.Load() != "Bearer rotated-key" {
+		t.Fatalf("after a key rotation: %d %s, upstream saw %v", w.Code, w.Body, first.auth.Load())
+	}
+
+	// An old record (no address) of the second task.
+	if _, err := storage.UpdateTask(context.Background(), h.Store, ids[1], func(t *storage.Task) error {
+		t.UpstreamAddress = ""
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	other := newSimUpstream(t, time.Hour, time.Hour, true)
+	h.Catalog = catalogAt(t, other.URL, "other-key")
+	before := first.calls.Load()
+	w = serve(h, "GET", createPath+"/"+ids[0], "")
+	body := decode(t, w)
+	failure, _ := body["error"].(map[string]any)
+	msg, _ := failure["message"].(string)
+	if w.Code != 200 || body["status"] != StatusFailed || !strings.Contains(msg, "p/default that ran this task is now configured with another base URL") {
+		t.Fatalf("query after the name moved: %d %s", w.Code, w.Body)
+	}
+	other.mu.Lock()
+	asked := other.readsPerTask[ids[0]]
+	other.mu.Unlock()
+	if asked != 0 || other.calls.Load() != 0 || first.calls.Load() != before {
+		t.Fatalf("the task was asked for: %d reads at the new address, %d calls there", asked, other.calls.Load())
+	}
+	if w := serve(h, "DELETE", createPath+"/"+ids[0], ""); w.Code == 200 || other.calls.Load() != 0 {
+		t.Fatalf("cancel after the name moved: %d %s, %d calls at the new address", w.Code, w.Body, other.calls.Load())
+	}
+
+	// The old record is followed by name, as before.
+	if w := serve(h, "GET", createPath+"/"+ids[1], ""); w.Code != 400 || other.calls.Load() == 0 {
+		t.Fatalf("old record: %d %s, %d calls at the named upstream", w.Code, w.Body, other.calls.Load())
+	}
+}
