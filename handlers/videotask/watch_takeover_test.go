@@ -23,10 +23,11 @@ func (h watcherHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // Two watchers (two gateway processes on one Redis) share the tasks: a starts alone, b joins
-// and a hands it half the shards; then a is killed (it stops renewing and never leaves). The survivor reads every task of the dead watcher's shards within
-// an interval of the kill (with a little slack for a loaded machine; the leases alone used to
-// take 1.4 intervals), and no task is ever read twice within 0.9 interval, by either watcher,
-// before, across or after the takeover.
+// and a hands it half the shards; then a is killed (it stops renewing and never leaves). The
+// survivor reads every task of the dead watcher's shards within an interval and a tick of the
+// kill (a's last reads were recorded a tick ahead), with 0.2 interval of slack for a loaded
+// machine (the leases alone used to take 1.4 intervals); and no task is ever read twice within
+// 0.9 interval, by either watcher, across the join, the kill or the takeover.
 func TestSurvivorReadsAKilledWatchersTasksWithinAnInterval(t *testing.T) {
 	srv := testredis.Start(t, testredis.Options{})
 	openStore := func() storage.Store {
@@ -81,8 +82,9 @@ func TestSurvivorReadsAKilledWatchersTasksWithinAnInterval(t *testing.T) {
 	for _, r := range reads {
 		byTask[r.task] = append(byTask[r.task], r)
 	}
-	slack := interval * 3 / 10
+	slack := a.ownershipTick() + interval/5
 	var ofA int
+	var longest time.Duration
 	for _, id := range ids {
 		rs := byTask[id]
 		for i := 1; i < len(rs); i++ {
@@ -102,11 +104,14 @@ func TestSurvivorReadsAKilledWatchersTasksWithinAnInterval(t *testing.T) {
 			t.Errorf("task %s of a's shards was not read by b after the kill", id)
 			continue
 		}
-		if took := rs[first].at.Sub(killed); took > interval+slack {
+		took := rs[first].at.Sub(killed)
+		longest = max(longest, took)
+		if took > interval+slack {
 			t.Errorf("task %s of a's shards was read by b %v after the kill (%.2f interval)", id, took, float64(took)/float64(interval))
 		}
 	}
 	if ofA == 0 {
 		t.Fatal("no task fell in a's shards")
 	}
+	t.Logf("b read each of a's %d tasks within %.2f interval of the kill", ofA, float64(longest)/float64(interval))
 }
