@@ -1,0 +1,89 @@
+package jsonkeys
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// Others returns the members of the JSON object data whose keys are not among fields, in order,
+// with their keys decoded: the fields a caller forwards without reading them. Data that is not a
+// JSON object gives nil. It reads data without checking the rule of Members, so a caller that
+// needs the rule calls Members or Check on the same data first; a repeated key is returned once
+// per appearance.
+func Others(data []byte, fields ...string) []Member {
+	if !json.Valid(data) {
+		return nil
+	}
+	s := scanner{data: data}
+	s.space()
+	if !s.consume('{') {
+		return nil
+	}
+	var others []Member
+	for {
+		s.space()
+		if s.consume('}') {
+			return others
+		}
+		key, _ := decodeKey(s.str())
+		s.space()
+		s.consume(':')
+		s.space()
+		from := s.pos
+		s.value()
+		if !slices.Contains(fields, key) {
+			others = append(others, Member{Key: key, Value: data[from:s.pos]})
+		}
+		s.space()
+		s.consume(',')
+	}
+}
+
+// Strings calls visit for every string value in the JSON value data, at any depth in its objects
+// and arrays, with the string's path under base and the string raw (quotes and escapes
+// included). Keys are not visited. Data that is not valid JSON is ErrNotObject; data nested
+// deeper than MaxWalkDepth is ErrTooDeep. An error from visit stops the walk and is returned.
+func Strings(data []byte, base *Path, visit func(path *Path, raw []byte) error) error {
+	if !json.Valid(data) {
+		return ErrNotObject
+	}
+	s := scanner{data: data}
+	s.space()
+	return s.strings(base, 0, visit)
+}
+
+// strings reads the value at s.pos and visits the strings in it.
+func (s *scanner) strings(path *Path, depth int, visit func(*Path, []byte) error) error {
+	switch s.data[s.pos] {
+	case '"':
+		return visit(path, s.str())
+	case '{', '[':
+		if depth >= MaxWalkDepth {
+			return ErrTooDeep
+		}
+		object := s.data[s.pos] == '{'
+		s.pos++
+		for i := 0; ; i++ {
+			s.space()
+			if s.consume('}') || s.consume(']') {
+				return nil
+			}
+			inner := &Path{Parent: path, Index: i}
+			if object {
+				key, _ := decodeKey(s.str())
+				inner = &Path{Parent: path, Key: key, Index: -1}
+				s.space()
+				s.consume(':')
+				s.space()
+			}
+			if err := s.strings(inner, depth+1, visit); err != nil {
+				return err
+			}
+			s.space()
+			s.consume(',')
+		}
+	default:
+		s.value()
+		return nil
+	}
+}
