@@ -9,38 +9,38 @@ import (
 
 func TestLooksLikeURL(t *testing.T) {
 	for s, want := range map[string]bool{
-		"https://example.com/a.png":          true,
-		"HTTP://10.0.0.1/":                   true,
-		"http:10.0.0.1/":                     true, // browsers read it as http://10.0.0.1/
-		"http:\\\\10.0.0.1\\":                true,
-		"  https://example.com/":             true,
-		"\thttp://10.0.0.1/":                 true,
-		"ht\ttp://10.0.0.1/":                 true, // URL readers drop tabs and line breaks
-		"ht\ufefftp://10.0.0.1/":             true, // and invisible characters may be dropped too
-		"ht\ufffdtp://10.0.0.1/":             true, // as decoders drop bytes that are not UTF-8
-		"//169.254.169.254/latest/":          true,
-		"\\\\10.0.0.1\\share":                true,
-		"data:image/png;base64,AAAA":         true,
-		"DATA:text/plain,x":                  true,
-		"file:///etc/passwd":                 true,
-		"file:/etc/passwd":                   true,
-		"s3://bucket/key":                    true,
-		"gs:bucket/key":                      true,
-		"gopher://127.0.0.1:6379/_x":         true,
-		"custom+scheme://host/x":             true,
-		"x-private:/path":                    true,
-		"":                                   false,
-		"a cat surfing":                      false,
-		"see https://example.com/x":          false,
-		"user:1234":                          false,
-		"urn:uuid:6e8bc430-9c3a-11d9-9669":   false,
-		"16:9":                               false,
-		"C:\\photo.png":                      false,
-		"c:/photo.png":                       false,
-		"note : /x":                          false,
-		"/tmp/a.png":                         false,
-		"reference_image":                    false,
-		"a/b":                                false,
+		"https://example.com/a.png":         true,
+		"HTTP://10.0.0.1/":                  true,
+		"http:10.0.0.1/":                    true, // browsers read it as http://10.0.0.1/
+		"http:\\\\10.0.0.1\\":               true,
+		"  https://example.com/":            true,
+		"\thttp://10.0.0.1/":                true,
+		"ht\ttp://10.0.0.1/":                true, // URL readers drop tabs and line breaks
+		"ht\ufefftp://10.0.0.1/":            true, // and invisible characters may be dropped too
+		"ht\ufffdtp://10.0.0.1/":            true, // as decoders drop bytes that are not UTF-8
+		"//169.254.169.254/latest/":         true,
+		"\\\\10.0.0.1\\share":               true,
+		"data:image/png;base64,AAAA":        true,
+		"DATA:text/plain,x":                 true,
+		"file:///etc/passwd":                true,
+		"file:/etc/passwd":                  true,
+		"s3://bucket/key":                   true,
+		"gs:bucket/key":                     true,
+		"gopher://127.0.0.1:6379/_x":        true,
+		"custom+scheme://host/x":            true,
+		"x-private:/path":                   true,
+		"":                                  false,
+		"a cat surfing":                     false,
+		"see https://example.com/x":         false,
+		"user:1234":                         false,
+		"urn:uuid:6e8bc430-9c3a-11d9-9669":  false,
+		"16:9":                              false,
+		"C:\\photo.png":                     false,
+		"c:/photo.png":                      false,
+		"note : /x":                         false,
+		"/tmp/a.png":                        false,
+		"reference_image":                   false,
+		"a/b":                               false,
 		strings.Repeat("x", 10000) + "://y": true,
 	} {
 		if got := LooksLikeURL(s); got != want {
