@@ -25,14 +25,18 @@ func Others(data []byte, fields ...string) []Member {
 		if s.consume('}') {
 			return others
 		}
-		key, _ := decodeKey(s.str())
+		raw := s.str()
 		s.space()
 		s.consume(':')
 		s.space()
 		from := s.pos
 		s.value()
-		if !slices.Contains(fields, key) {
-			others = append(others, Member{Key: key, Value: data[from:s.pos]})
+		// A checked field spelled plainly, the usual case, is recognised without a copy.
+		inner := raw[1 : len(raw)-1]
+		if !plainASCII(inner) || !slices.ContainsFunc(fields, func(f string) bool { return f == string(inner) }) {
+			if key, _ := decodeKey(raw); !slices.Contains(fields, key) {
+				others = append(others, Member{Key: key, Value: data[from:s.pos]})
+			}
 		}
 		s.space()
 		s.consume(',')
