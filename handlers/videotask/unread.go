@@ -11,12 +11,12 @@ import (
 // The create body's fields that the gateway forwards unread are checked by media.Unread: its
 // unknown fields, the items of tools, and the unknown fields of each content item and of the
 // item's data object (image_url, video_url, audio_url, draft_task). Every object read here has
-// passed jsonkeys' rule (members), so an unknown key cannot be a case variant or a repeat of a
-// checked one. A refused value is 400 invalid_request naming its path.
+// passed jsonkeys' rule (members), so it is valid JSON and an unknown key cannot be a case
+// variant or a repeat of a checked one. A refused value is 400 invalid_request naming its path.
 
 // checkUnreadFields checks the unknown fields of the body and the items of tools.
 func checkUnreadFields(u *media.Unread, body []byte, fields map[string]json.RawMessage) error {
-	for _, m := range jsonkeys.Others(body, createFields...) {
+	for _, m := range jsonkeys.OthersValid(body, createFields...) {
 		if err := checkUnread(u, m.Value, m.Key); err != nil {
 			return err
 		}
@@ -27,7 +27,7 @@ func checkUnreadFields(u *media.Unread, body []byte, fields map[string]json.RawM
 // checkUnreadItem checks the unknown fields of the content item raw at field, whose checked
 // fields are item, and those of its typ's data object.
 func checkUnreadItem(u *media.Unread, raw json.RawMessage, item contentItem, typ, field string) error {
-	for _, m := range jsonkeys.Others(raw, contentFields...) {
+	for _, m := range jsonkeys.OthersValid(raw, contentFields...) {
 		if err := checkUnread(u, m.Value, field+"."+m.Key); err != nil {
 			return err
 		}
@@ -36,7 +36,7 @@ func checkUnreadItem(u *media.Unread, raw json.RawMessage, item contentItem, typ
 	if typ == "draft_task" {
 		known = draftFields
 	}
-	for _, m := range jsonkeys.Others(item[typ], known...) {
+	for _, m := range jsonkeys.OthersValid(item[typ], known...) {
 		if err := checkUnread(u, m.Value, field+"."+typ+"."+m.Key); err != nil {
 			return err
 		}
