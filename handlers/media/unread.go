@@ -49,6 +49,9 @@ func (e *FieldError) Unwrap() error { return e.Err }
 func (u *Unread) Check(value json.RawMessage, param string) error {
 	base := &jsonkeys.Path{Key: param, Index: -1}
 	err := jsonkeys.Strings(value, base, func(path *jsonkeys.Path, raw []byte) error {
+		if !mayBeURL(raw[1 : len(raw)-1]) {
+			return nil
+		}
 		s, err := decodeString(raw)
 		if err != nil {
 			return &FieldError{Param: path.String(), Err: errors.New("is not a readable JSON string")}
@@ -101,7 +104,7 @@ var bareSchemes = []string{"http", "https", "ftp", "ws", "wss", "file", "data", 
 // "s3://bucket/key" and "gs:bucket/key" look like URLs, and "see https://example.com",
 // "user:1234", "16:9" and "C:\photo.png" do not.
 func LooksLikeURL(s string) bool {
-	if s == "" || len(s) > 2 && !mayBeURL(s) {
+	if !mayBeURL(s) {
 		return false
 	}
 	v := visible(strings.TrimLeftFunc(s, func(r rune) bool { return unicode.IsSpace(r) || hidden(r) }))
@@ -116,10 +119,19 @@ func LooksLikeURL(s string) bool {
 	return rest != "" && isSlash(rest[0]) || slices.Contains(bareSchemes, scheme)
 }
 
-// mayBeURL is a quick test that lets most plain text through unparsed: a URL holds a colon or
-// begins with a slash, possibly after spaces or control characters.
-func mayBeURL(s string) bool {
-	return strings.IndexByte(s, ':') >= 0 || isSlash(s[0]) || s[0] <= ' ' || s[0] >= utf8.RuneSelf
+// mayBeURL is a quick test that lets most plain text through unread: a URL holds a colon or
+// begins with a slash, possibly after spaces, control or other characters that are not ASCII.
+// s is the text of a string, decoded or still JSON-escaped (an escape may hide a colon).
+func mayBeURL[T string | []byte](s T) bool {
+	if len(s) == 0 {
+		return false
+	}
+	for i := range len(s) {
+		if s[i] == ':' || s[i] == '\\' {
+			return true
+		}
+	}
+	return isSlash(s[0]) || s[0] <= ' ' || s[0] >= utf8.RuneSelf
 }
 
 // visible is s without control characters, invisible formatting characters and U+FFFD.

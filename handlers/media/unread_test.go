@@ -117,3 +117,18 @@ func BenchmarkUnreadCheck(b *testing.B) {
 		}
 	}
 }
+
+// Check never panics, and a refusal always names a path under the field it was given.
+func FuzzUnreadCheck(f *testing.F) {
+	for _, s := range []string{`"http://10.0.0.1/"`, `{"a":["https://cdn.example.com/a.png",{"b":"//x"}]}`, `[1,true,null]`, `"ht\ttp:x"`, `{"a":`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		var u Unread
+		err := u.Check(value, "f")
+		var e *FieldError
+		if err != nil && (!errors.As(err, &e) || !strings.HasPrefix(e.Param, "f")) {
+			t.Fatalf("Check(%q) = %v", value, err)
+		}
+	})
+}

@@ -52,7 +52,8 @@ func OthersValid(data []byte, fields ...string) []Member {
 
 // Strings calls visit for every string value in the JSON value data, at any depth in its objects
 // and arrays, with the string's path under base and the string raw (quotes and escapes
-// included). Keys are not visited. Data that is not valid JSON is ErrNotObject; data nested
+// included). Keys are not visited. The path is the walk's own and changes as it goes on: visit
+// keeps its String, not the path. One path is allocated per object or array, not per value. Data that is not valid JSON is ErrNotObject; data nested
 // deeper than MaxWalkDepth is ErrTooDeep. An error from visit stops the walk and is returned.
 func Strings(data []byte, base *Path, visit func(path *Path, raw []byte) error) error {
 	if !json.Valid(data) {
@@ -74,21 +75,33 @@ func (s *scanner) strings(path *Path, depth int, visit func(*Path, []byte) error
 		}
 		object := s.data[s.pos] == '{'
 		s.pos++
+		var inner *Path // allocated at the first value that needs one
 		for i := 0; ; i++ {
 			s.space()
 			if s.consume('}') || s.consume(']') {
 				return nil
 			}
-			inner := &Path{Parent: path, Index: i}
+			var key []byte
 			if object {
-				key, _ := decodeKey(s.str())
-				inner = &Path{Parent: path, Key: key, Index: -1}
+				key = s.str()
 				s.space()
 				s.consume(':')
 				s.space()
 			}
-			if err := s.strings(inner, depth+1, visit); err != nil {
-				return err
+			if c := s.data[s.pos]; c != '"' && c != '{' && c != '[' {
+				s.value() // a number or literal holds no string
+			} else {
+				if inner == nil {
+					inner = &Path{Parent: path}
+				}
+				inner.Key, inner.Index = "", i
+				if object {
+					inner.Key, _ = decodeKey(key)
+					inner.Index = -1
+				}
+				if err := s.strings(inner, depth+1, visit); err != nil {
+					return err
+				}
 			}
 			s.space()
 			s.consume(',')
