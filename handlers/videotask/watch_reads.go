@@ -131,7 +131,8 @@ func (w *Watcher) noteSlowReads(ctx context.Context, at time.Time, ids []string)
 		}
 		return
 	}
-	// The reads are done (dropLost's list of reads to skip is of no use here), but a shard whose lease
-	// was found lost is let go of, as poll does, so that it is not read under another's lease.
+	// The reads are done (dropLost's list of reads to skip is of no use here), but a shard
+	// whose lease was found lost is let go of, as poll does, so that it is not read under
+	// another watcher's lease.
 	w.dropLost(groups, lost)
 }
