@@ -18,7 +18,8 @@ import (
 // replicated starts a master and one replica of it, and waits until the replica has caught up.
 func replicated(t *testing.T) (master, replica *testredis.Server) {
 	t.Helper()
-	master = testredis.Start(t, testredis.Options{})
+	// The master starts a full sync at once, not after waiting 5 s for more replicas.
+	master = testredis.Start(t, testredis.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
 	host, port, err := net.SplitHostPort(master.Addr)
 	if err != nil {
 		t.Fatal(err)
