@@ -80,7 +80,7 @@ func (a *App) provisionTaskRuntime(repl *caddy.Replacer) error {
 		schedule = append(schedule, time.Duration(d))
 	}
 	rt.outbox = &callbacks.Outbox{
-		Store: a.store, Key: key, Client: callbacks.NewClient(cb.AllowPrivate), Schedule: schedule,
+		Store: a.store, Key: key, Client: callbacks.NewClient(cb.AllowPrivate), AllowPrivate: cb.AllowPrivate, Schedule: schedule,
 		Concurrency: cb.Concurrency, PerHost: cb.PerHost, OnGone: rt.tasks.CallbackGone, Stopped: rt.tasks.CallbacksStopped,
 		Logger: a.logger.Named("callbacks"),
 	}

@@ -247,6 +247,16 @@ func TestOpenAIClientThroughGateway(t *testing.T) {
 	if !errorsAs(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "images[0].image_url" {
 		t.Fatalf("data URL image = %v", err)
 	}
+	// An edit without a model is missing_model, as the task API's; a mask is checked as images are.
+	err = oa.Post(ctx, "images/edits", map[string]any{"prompt": "p", "images": []map[string]string{{"image_url": "https://cdn.example.com/a.png"}}}, &images)
+	if !errorsAs(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "missing_model" || apiErr.Param != "model" {
+		t.Fatalf("edit without a model = %v", err)
+	}
+	err = oa.Post(ctx, "images/edits", map[string]any{"model": "gpt-image-1", "prompt": "p", "images": []map[string]string{{"image_url": "https://cdn.example.com/a.png"}},
+		"mask": map[string]string{"image_url": "http://169.254.169.254/latest/meta-data"}}, &images)
+	if !errorsAs(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "mask.image_url" {
+		t.Fatalf("private mask = %v", err)
+	}
 }
 
 func TestSSEIsStreamedEventByEvent(t *testing.T) {

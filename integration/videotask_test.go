@@ -290,4 +290,10 @@ func TestVideoTaskCreateErrors(t *testing.T) {
 	if got := arkList(t, base, "mg-alice"); len(got) != 0 {
 		t.Fatalf("refused creates left tasks behind: %v", got)
 	}
+	// Integers written 5.0 or 4.2e1 are the integers they denote, and the upstream gets them
+	// plainly: the simulator, which decodes into integers as a Go provider would, refuses "5.0".
+	r = call(t, "POST", url, "mg-alice", `{"model":"seedance-sim",`+text+`,"duration":5.0,"seed":4.2e1}`)
+	if r.status != 200 || r.json(t)["id"] == nil {
+		t.Fatalf("integral floats = %d %s", r.status, r.body)
+	}
 }

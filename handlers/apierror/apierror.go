@@ -150,6 +150,11 @@ var ErrTooLarge = New(http.StatusRequestEntityTooLarge, "request_too_large", "th
 // ReadBody reads a request body of at most limit bytes: past it the error is ErrTooLarge, and a
 // failed read is a 400 with the given code.
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) ([]byte, error) {
+	if r.ContentLength > limit {
+		// Declared too large: answer now, without waiting for (or asking, after Expect:
+		// 100-continue, for) a body that would be refused.
+		return nil, ErrTooLarge
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/media"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
@@ -70,6 +71,9 @@ type Outbox struct {
 	Key []byte
 	// Client delivers; see NewClient.
 	Client *http.Client
+	// AllowPrivate is NewClient's allowPrivate: when false, CheckTarget refuses a receiver URL
+	// whose host is plainly not public.
+	AllowPrivate bool
 	// Schedule is the wait before each retry. Default: DefaultSchedule.
 	Schedule []time.Duration
 	// Concurrency bounds simultaneous deliveries. Default: 8.
@@ -91,6 +95,17 @@ type Outbox struct {
 
 	wake chan struct{}
 	once sync.Once
+}
+
+// CheckTarget says why a client's callback URL can never be delivered to, or nil: unless private
+// receivers are allowed, a host that is an IP address outside the public ranges (in any
+// spelling) or a local name (localhost, *.local, a name without a dot …). A public name that
+// resolves to a private address is refused when dialling.
+func (o *Outbox) CheckTarget(raw string) error {
+	if o.AllowPrivate {
+		return nil
+	}
+	return media.CheckPublicHost(raw)
 }
 
 // NewClient is the HTTP client for deliveries: no proxies, no redirects, a 10 s limit per

@@ -69,7 +69,7 @@ func keep(forwarded bool, status int) bool {
 }
 
 var (
-	errKey      = apierror.New(http.StatusBadRequest, "invalid_request", "Idempotency-Key must be 1 to 255 printable ASCII characters").WithParam(Header)
+	errKey      = apierror.New(http.StatusBadRequest, "invalid_request", "Idempotency-Key must be one header of 1 to 255 printable ASCII characters").WithParam(Header)
 	errReused   = apierror.New(http.StatusUnprocessableEntity, "idempotency_key_reused", "this Idempotency-Key was used with a different request body")
 	errInFlight = apierror.New(http.StatusConflict, "idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry later")
 )
@@ -77,12 +77,15 @@ var (
 // Serve runs next once per (scope, Idempotency-Key); without the header it just runs next. scope
 // separates accounts and endpoints. The body is read (up to maxBody) to compare retries.
 func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, scope string, shape apierror.Shape, maxBody int64, next http.HandlerFunc) {
-	key := r.Header.Get(Header)
-	if key == "" {
+	keys := r.Header.Values(Header)
+	if len(keys) == 0 {
 		next(w, r)
 		return
 	}
-	if !validKey(key) {
+	// A present but empty key is not 1 to 255 characters; two keys leave it unclear which one
+	// a retry would be matched on.
+	key := keys[0]
+	if len(keys) > 1 || !validKey(key) {
 		apierror.Write(w, shape, errKey)
 		return
 	}
@@ -152,7 +155,7 @@ func (g *Guard) retention() time.Duration {
 }
 
 func validKey(key string) bool {
-	if len(key) > maxKeyLen {
+	if len(key) == 0 || len(key) > maxKeyLen {
 		return false
 	}
 	for i := 0; i < len(key); i++ {

@@ -53,6 +53,15 @@ func TestGuard(t *testing.T) {
 	if w := send("k1", "b"); w.Code != 422 || runs.Load() != 2 {
 		t.Fatalf("other body = %d", w.Code)
 	}
+	for name, values := range map[string][]string{"empty": {""}, "repeated": {"k2", "k3"}, "repeated alike": {"k2", "k2"}} {
+		r := httptest.NewRequest("POST", "/tasks", strings.NewReader("a"))
+		r.Header[Header] = values
+		w := httptest.NewRecorder()
+		g.Serve(w, r, "acct", apierror.TaskShape, 1<<20, next)
+		if w.Code != 400 || runs.Load() != 2 {
+			t.Fatalf("%s Idempotency-Key = %d, runs %d; want 400 and no run", name, w.Code, runs.Load())
+		}
+	}
 	if w := send(strings.Repeat("x", 256), "a"); w.Code != 400 {
 		t.Fatalf("long key = %d", w.Code)
 	}

@@ -6,6 +6,7 @@
 package imageedit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,7 +107,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	if err != nil {
 		return err
 	}
-	model, err := ParseEdit(body)
+	model, body, err := ParseEdit(body)
 	if err != nil {
 		return err
 	}
@@ -134,7 +135,12 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		charge.Refund()
 		return upstream.Refusal(ans)
 	}
-	if taskID := asyncTaskID(ans.Body); taskID != "" {
+	taskID, ok := answerTaskID(ans.Body)
+	if !ok {
+		charge.Refund()
+		return upstream.ErrUnreadable
+	}
+	if taskID != "" {
 		t := now()
 		task := storage.Task{
 			ID: taskID, Kind: storage.KindImage, Account: id.Account, KeyID: id.KeyID,
@@ -153,21 +159,29 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	return nil
 }
 
-// asyncTaskID returns the task id of an asynchronous answer: id or task_id, when the answer does
-// not already carry the images.
-func asyncTaskID(body []byte) string {
+// answerTaskID reads a successful answer (spec §2.7): images (data), or a task whose id is
+// task_id or id, or a failure reported in error. It returns the task id of an asynchronous
+// answer, and ok false for an answer that is none of these (not a JSON object, or a task id that
+// is not upstream.UsableID), which the client could not use.
+func answerTaskID(body []byte) (taskID string, ok bool) {
 	var a struct {
-		ID     string            `json:"id"`
-		TaskID string            `json:"task_id"`
+		ID     any               `json:"id"`
+		TaskID any               `json:"task_id"`
 		Data   []json.RawMessage `json:"data"`
+		Error  json.RawMessage   `json:"error"`
 	}
-	if json.Unmarshal(body, &a) != nil || len(a.Data) > 0 {
-		return ""
+	if json.Unmarshal(body, &a) != nil || bytes.TrimSpace(body)[0] != '{' {
+		return "", false
 	}
-	if a.TaskID != "" {
-		return a.TaskID
+	if len(a.Data) > 0 {
+		return "", true
 	}
-	return a.ID
+	for _, id := range []any{a.TaskID, a.ID} {
+		if s, isString := id.(string); isString && s != "" {
+			return s, upstream.UsableID(s)
+		}
+	}
+	return "", a.Data != nil || (len(a.Error) > 0 && string(a.Error) != "null")
 }
 
 // query answers GET /v1/images/tasks/{id} for the owning account only.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
@@ -32,9 +33,11 @@ var (
 // Checked fields of an edit body (spec §2.6) and of an images item. Their keys follow jsonkeys'
 // rule: no repeats, no case variants.
 var (
-	editFields  = []string{"model", "prompt", "images", "n", "size", "quality", "output_format", "moderation", "response_format"}
-	imageFields = []string{"image_url"}
+	editFields  = []string{"model", "prompt", "images", "mask", "n", "size", "quality", "output_format", "moderation", "response_format"}
+	imageFields = []string{"image_url", "file_id"}
 )
+
+var errMissingModel = apierror.New(http.StatusBadRequest, "missing_model", "model is required").WithParam("model")
 
 // checkKeys applies jsonkeys' rule to the object raw at param ("" for the body). A broken rule is
 // 400 invalid_request naming the field; data that is not an object is left to the caller.
@@ -54,35 +57,54 @@ func invalid(param, format string, a ...any) *apierror.Error {
 	return apierror.New(http.StatusBadRequest, "invalid_request", param+" "+fmt.Sprintf(format, a...)).WithParam(param)
 }
 
-// ParseEdit validates an image edit body (spec §2.6) and returns its model. JSON null counts as an
-// absent field. A failure is a 400 *apierror.Error whose Param names the field.
-func ParseEdit(body []byte) (string, error) {
+// ParseEdit validates an image edit body (spec §2.6) and returns its model and the body to send
+// upstream: the body itself, or, when n is written with a fraction or an exponent (2.0), the body
+// with n as the plain integer that was checked. JSON null counts as an absent field. A failure is
+// a 400 *apierror.Error whose Param names the field; a missing, null or empty model is
+// missing_model, as on the task API.
+func ParseEdit(body []byte) (model string, forward []byte, err error) {
 	if err := checkKeys(body, "", editFields...); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var f map[string]json.RawMessage
 	if err := json.Unmarshal(body, &f); err != nil || f == nil {
-		return "", apierror.NotJSONObject("invalid_request_body")
+		return "", nil, apierror.NotJSONObject("invalid_request_body")
 	}
 	for k, v := range f {
 		if string(v) == "null" {
 			delete(f, k)
 		}
 	}
-	var model, prompt string
-	if err := nonEmpty(f, "model", &model); err != nil {
-		return "", err
+	var prompt string
+	if raw, ok := f["model"]; !ok {
+		return "", nil, errMissingModel
+	} else if json.Unmarshal(raw, &model) != nil {
+		return "", nil, invalid("model", "must be a string")
+	} else if model == "" {
+		return "", nil, errMissingModel
 	}
 	if err := nonEmpty(f, "prompt", &prompt); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := checkImages(f["images"]); err != nil {
-		return "", err
+		return "", nil, err
 	}
+	if raw, ok := f["mask"]; ok {
+		if err := checkImage(raw, "mask"); err != nil {
+			return "", nil, err
+		}
+	}
+	forward = body
 	if raw, ok := f["n"]; ok {
 		var n float64
 		if json.Unmarshal(raw, &n) != nil || n != float64(int(n)) || n < 1 || n > MaxN {
-			return "", invalid("n", "must be an integer from 1 to %d", MaxN)
+			return "", nil, invalid("n", "must be an integer from 1 to %d", MaxN)
+		}
+		if plain := strconv.Itoa(int(n)); strings.TrimSpace(string(raw)) != plain {
+			f["n"] = json.RawMessage(plain)
+			if forward, err = json.Marshal(f); err != nil {
+				return "", nil, err
+			}
 		}
 	}
 	for name, allowed := range map[string][]string{
@@ -92,11 +114,11 @@ func ParseEdit(body []byte) (string, error) {
 		if raw, ok := f[name]; ok {
 			var s string
 			if json.Unmarshal(raw, &s) != nil || !slices.Contains(allowed, s) {
-				return "", invalid(name, "must be one of %s", strings.Join(allowed, ", "))
+				return "", nil, invalid(name, "must be one of %s", strings.Join(allowed, ", "))
 			}
 		}
 	}
-	return model, nil
+	return model, forward, nil
 }
 
 func nonEmpty(f map[string]json.RawMessage, name string, dst *string) error {
@@ -128,18 +150,34 @@ func checkImages(raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return invalid("images", "must be an array of objects with image_url")
 	}
-	for i, img := range images {
-		if err := checkKeys(items[i], fmt.Sprintf("images[%d]", i), imageFields...); err != nil {
+	for i := range images {
+		if err := checkImage(items[i], fmt.Sprintf("images[%d]", i)); err != nil {
 			return err
 		}
-		param := fmt.Sprintf("images[%d].image_url", i)
-		var url string
-		if img == nil || json.Unmarshal(img["image_url"], &url) != nil {
-			return invalid(param, "is required and must be a string")
-		}
-		if err := media.CheckMediaURL(url); err != nil {
-			return invalid(param, "%v", err)
-		}
+	}
+	return nil
+}
+
+// checkImage checks one image object, an images item or the mask: {"image_url": "<public URL>"}.
+// A file_id is refused: files cannot be uploaded through the gateway, so one would name a file of
+// the operator's upstream account that is not the caller's.
+func checkImage(raw json.RawMessage, param string) error {
+	if err := checkKeys(raw, param, imageFields...); err != nil {
+		return err
+	}
+	var img map[string]json.RawMessage
+	if json.Unmarshal(raw, &img) != nil {
+		img = nil
+	}
+	if _, ok := img["file_id"]; ok {
+		return invalid(param+".file_id", "is not accepted: give the image as a public image_url")
+	}
+	var url string
+	if img == nil || json.Unmarshal(img["image_url"], &url) != nil {
+		return invalid(param+".image_url", "is required and must be a string")
+	}
+	if err := media.CheckMediaURL(url); err != nil {
+		return invalid(param+".image_url", "%v", err)
 	}
 	return nil
 }

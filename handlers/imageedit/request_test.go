@@ -1,6 +1,7 @@
 package imageedit
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -56,12 +57,18 @@ func TestParseEdit(t *testing.T) {
 		{"model in capitals", `{"MODEL":"x","model":"m","prompt":"p","images":[` + img + `]}`, "model"},
 		{"image URL smuggled by case", base("", `{"image_url":"https://cdn.example.com/a.png","Image_URL":"http://10.0.0.1/"}`), "images[0].image_url"},
 		{"image URL repeated", base("", `{"image_url":"https://cdn.example.com/a.png","image_url":"http://10.0.0.1/"}`), "images[0].image_url"},
+		{"mask", base(`"mask":{"image_url":"https://cdn.example.com/m.png"}`), ""},
+		{"private mask", base(`"mask":{"image_url":"http://10.0.0.1/m.png"}`), "mask.image_url"},
+		{"mask as a string", base(`"mask":"http://10.0.0.1/m.png"`), "mask.image_url"},
+		{"mask smuggled by case", base(`"Mask":{"image_url":"http://10.0.0.1/m.png"}`), "mask"},
+		{"mask file id", base(`"mask":{"file_id":"file-abc"}`), "mask.file_id"},
+		{"image file id beside its URL", base("", `{"image_url":"https://cdn.example.com/a.png","file_id":"file-abc"}`), "images[0].file_id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "no images" {
 				tc.body, tc.param = `{"model":"m","prompt":"p","images":[]}`, "images"
 			}
-			model, err := ParseEdit([]byte(tc.body))
+			model, _, err := ParseEdit([]byte(tc.body))
 			if tc.param == "" {
 				if err != nil || model == "" {
 					t.Fatalf("refused: %v", err)
@@ -75,16 +82,52 @@ func TestParseEdit(t *testing.T) {
 		})
 	}
 	for _, bad := range []string{`[]`, `nul`, `"x"`} {
-		if _, err := ParseEdit([]byte(bad)); err == nil {
+		if _, _, err := ParseEdit([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+// A missing, null or empty model is missing_model, as on the task API and the pass-through
+// endpoints.
+func TestParseEditMissingModel(t *testing.T) {
+	for _, b := range []string{
+		`{"prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png"}]}`,
+		`{"model":null,"prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png"}]}`,
+		`{"model":"","prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png"}]}`,
+	} {
+		_, _, err := ParseEdit([]byte(b))
+		if e, ok := errors.AsType[*apierror.Error](err); !ok || e.Code != "missing_model" || e.Param != "model" {
+			t.Errorf("%s: got %v, want 400 missing_model", b, err)
+		}
+	}
+	_, _, err := ParseEdit([]byte(`{"model":7,"prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png"}]}`))
+	if e, ok := errors.AsType[*apierror.Error](err); !ok || e.Code != "invalid_request" {
+		t.Errorf("a model that is not a string: got %v, want invalid_request", err)
+	}
+}
+
+// n written 2.0 is the integer 2, and the upstream gets 2; a plain body is forwarded as sent.
+func TestParseEditForwardsCheckedN(t *testing.T) {
+	const img = `"images":[{"image_url":"https://cdn.example.com/a.png"}]`
+	_, fwd, err := ParseEdit([]byte(`{"model":"m","prompt":"p",` + img + `,"n":2.0,"size":null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(fwd, &f); err != nil || string(f["n"]) != "2" || string(f["model"]) != `"m"` {
+		t.Fatalf("forwarded %s (%v)", fwd, err)
+	}
+	plain := `{"model":"m","prompt":"p",` + img + `,"n":2}`
+	if _, fwd, err := ParseEdit([]byte(plain)); err != nil || string(fwd) != plain {
+		t.Fatalf("a plain body must be forwarded byte for byte: %s, %v", fwd, err)
 	}
 }
 
 func FuzzParseEdit(f *testing.F) {
 	f.Add([]byte(`{"model":"m","prompt":"p","images":[{"image_url":"https://a/b"}],"n":2}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		model, err := ParseEdit(b)
+		model, _, err := ParseEdit(b)
 		if err == nil && model == "" {
 			t.Fatal("accepted without a model")
 		}

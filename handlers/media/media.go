@@ -11,7 +11,9 @@ import (
 	"github.com/mediagw/mediagw/handlers/publicnet"
 )
 
-// CheckURL returns an error that says why raw is not acceptable as a public media URL, or nil.
+// CheckURL returns an error that says why raw is not an absolute http(s) URL without credentials,
+// or nil. It is the shape of a callback URL, whose receiver may well take a signature or token in
+// its query; media URLs are checked further by CheckMediaURL.
 func CheckURL(raw string) error {
 	if strings.TrimSpace(raw) == "" {
 		return fmt.Errorf("is empty")
@@ -26,9 +28,6 @@ func CheckURL(raw string) error {
 	}
 	if u.User != nil {
 		return fmt.Errorf("must not carry credentials")
-	}
-	if IsPresigned(u) {
-		return fmt.Errorf("is a presigned upload URL: use the public_url from the presign response instead")
 	}
 	return nil
 }
@@ -52,7 +51,8 @@ func CheckPassThroughURL(raw string) error {
 	return checkPublicHost(u)
 }
 
-// CheckMediaURL is CheckURL for a reference image, video or audio: the host must also be public,
+// CheckMediaURL is CheckURL for a reference image, video or audio: the URL must not be a presigned
+// (temporary, signed) one (IsPresigned), and the host must also be public,
 // not an IP address of a loopback, private or special-purpose range, nor a local name, since the
 // model's network must be able to fetch it. The host is read as browsers and inet_aton read it
 // (publicnet.ParseHost), so 127.1, 0x7f.1, 2130706433, 127.0.0.1., [::127.0.0.1] or full-width
@@ -62,6 +62,19 @@ func CheckMediaURL(raw string) error {
 	if err := CheckURL(raw); err != nil {
 		return err
 	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("must be an absolute http(s) URL")
+	}
+	if IsPresigned(u) {
+		return fmt.Errorf("is a presigned (temporary, signed) URL: give a public URL, such as the public_url from the presign response")
+	}
+	return checkPublicHost(u)
+}
+
+// CheckPublicHost returns an error when the host of the URL raw is not public, as CheckMediaURL
+// reads it, or nil. The URL's other parts are not checked.
+func CheckPublicHost(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("must be an absolute http(s) URL")
@@ -93,13 +106,29 @@ func withoutPort(hostport string) string {
 	return hostport
 }
 
-// IsPresigned reports whether u carries an S3 query signature (SigV4 or SigV2).
+// IsPresigned reports whether u carries an object storage query signature, which makes it a
+// temporary address (and, from the presign endpoint, an upload address, not a readable one): S3
+// SigV4 and SigV2, Google Cloud Storage V4 and V2, Alibaba OSS V4 and V1, Tencent COS and an Azure
+// SAS. Parameter names are matched in any letter case and percent-encoding, and a parameter whose
+// value is badly encoded still counts (url.Values would drop it).
 func IsPresigned(u *url.URL) bool {
-	for k := range u.Query() {
-		switch strings.ToLower(k) {
-		case "x-amz-signature", "x-amz-credential", "signature", "awsaccesskeyid":
+	azureSig, azureVersion := false, false
+	for pair := range strings.SplitSeq(u.RawQuery, "&") {
+		key, _, _ := strings.Cut(pair, "=")
+		if k, err := url.QueryUnescape(key); err == nil {
+			key = k
+		}
+		switch strings.ToLower(key) {
+		case "x-amz-signature", "x-amz-credential", "signature", "awsaccesskeyid",
+			"x-goog-signature", "x-goog-credential", "googleaccessid",
+			"x-oss-signature", "x-oss-credential", "ossaccesskeyid",
+			"q-signature", "q-sign-algorithm":
 			return true
+		case "sig":
+			azureSig = true
+		case "sv":
+			azureVersion = true
 		}
 	}
-	return false
+	return azureSig && azureVersion
 }

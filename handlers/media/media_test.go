@@ -25,11 +25,24 @@ func TestCheckMediaURL(t *testing.T) {
 		"https://user:pw@example.com/a.png": false,
 		"https://b.s3.amazonaws.com/k?X-Amz-Credential=x&X-Amz-Signature=y": false,
 		"https://b.s3.amazonaws.com/k?AWSAccessKeyId=a&Signature=s":         false,
-		"http://127.0.0.1/a.png":         false,
-		"http://[::ffff:10.1.1.1]/a.png": false,
-		"http://172.20.0.3/a.png":        false,
-		"http://intranet/a.png":          false,
-		"http://printer.local/a.png":     false,
+		// Temporary signatures in any case or encoding, of any object storage.
+		"https://b.s3.amazonaws.com/k?x-amz-signature=y":                false,
+		"https://b.s3.amazonaws.com/k?X%2DAmz%2DSignature=y":            false,
+		"https://b.s3.amazonaws.com/k?X-Amz-Signature=%zz":              false,
+		"https://b.s3.amazonaws.com/k?a=%zz&X-Amz-Credential=x":         false,
+		"https://storage.googleapis.com/b/k?X-Goog-Signature=y":         false,
+		"https://storage.googleapis.com/b/k?GoogleAccessId=a&Expires=1": false,
+		"https://b.oss-cn-beijing.aliyuncs.com/k?x-oss-signature=y":     false,
+		"https://b.oss-cn-beijing.aliyuncs.com/k?OSSAccessKeyId=a":      false,
+		"https://b.cos.ap-beijing.myqcloud.com/k?q-sign-algorithm=sha1": false,
+		"https://a.blob.core.windows.net/c/k?sv=2022-11-02&sig=y":       false,
+		"https://cdn.example.com/a.png?sig=thumbnail":                   true,
+		"https://cdn.example.com/a.png?v=2&size=large":                  true,
+		"http://127.0.0.1/a.png":                                        false,
+		"http://[::ffff:10.1.1.1]/a.png":                                false,
+		"http://172.20.0.3/a.png":                                       false,
+		"http://intranet/a.png":                                         false,
+		"http://printer.local/a.png":                                    false,
 		// Non-canonical spellings of private addresses.
 		"http://127.1/":                 false,
 		"http://0x7f.1/":                false,
@@ -66,6 +79,10 @@ func TestCheckMediaURL(t *testing.T) {
 	// A callback URL only needs the http(s) shape: private receivers are refused when dialling.
 	if err := CheckURL("http://127.0.0.1:9000/hook"); err != nil {
 		t.Errorf("CheckURL refused a loopback callback: %v", err)
+	}
+	// A receiver may authenticate its callbacks with a signature or token in the query.
+	if err := CheckURL("https://hooks.example.com/cb?Signature=abc&token=x"); err != nil {
+		t.Errorf("CheckURL refused a callback URL with a signature parameter: %v", err)
 	}
 }
 

@@ -37,6 +37,9 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundar
 	if sp.maxSize <= 0 {
 		sp.maxSize = DefaultMaxSpool
 	}
+	if r.ContentLength > sp.maxSize {
+		return "", apierror.ErrTooLarge // declared too large: refused before spooling any of it
+	}
 	original := r.Body
 	route.Done = func() { sp.Close() }
 	// Nothing may come before the first boundary: a multipart parser skips such a preamble, and

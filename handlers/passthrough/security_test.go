@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"go.uber.org/zap"
@@ -202,6 +203,7 @@ func TestSpoolIsBoundedAndAlwaysRemoved(t *testing.T) {
 		mw.Close()
 		r := httptest.NewRequest("POST", "/v1/audio/transcriptions", &body)
 		r.Header.Set("Content-Type", mw.FormDataContentType())
+		r.ContentLength = -1 // sent chunked: bounded while it is spooled
 		return rt.Route(httptest.NewRecorder(), r, auth.Identity{})
 	}
 	route, err := send(32 << 10)
@@ -221,6 +223,12 @@ func TestSpoolIsBoundedAndAlwaysRemoved(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 || spoolFiles(t, dir) != 0 {
 		t.Fatalf("after a 413: %d entries, %d open spool files", len(entries), spoolFiles(t, dir))
 	}
+	// Declared past max_spool: 413 before a byte is read or spooled.
+	r := httptest.NewRequest("POST", "/v1/audio/transcriptions", iotest.ErrReader(errors.New("the body was read")))
+	r.Header.Set("Content-Type", "multipart/form-data; boundary=x")
+	r.ContentLength = 1 << 40
+	_, err = rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+	wantError(t, err, 413, "request_too_large")
 }
 
 func ownersStore(t testing.TB) *storage.Badger {

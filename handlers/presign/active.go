@@ -1,6 +1,9 @@
 package presign
 
-import "strings"
+import (
+	"path"
+	"strings"
+)
 
 // javaScriptTypes are the JavaScript MIME type essences of the WHATWG MIME Sniffing standard.
 var javaScriptTypes = map[string]bool{
@@ -24,4 +27,25 @@ var documentTypes = map[string]bool{
 // them unless allowed_content_types names them exactly.
 func IsActiveContent(mediaType string) bool {
 	return documentTypes[mediaType] || javaScriptTypes[mediaType] || strings.HasSuffix(mediaType, "+xml")
+}
+
+// activeExtensions are file extensions that web servers and CDNs map to active content when they
+// choose a type by the name rather than by the stored Content-Type.
+var activeExtensions = map[string]bool{
+	"htm": true, "html": true, "shtml": true, "xht": true, "xhtml": true, "svg": true, "svgz": true,
+	"xml": true, "xsl": true, "xslt": true, "js": true, "mjs": true, "cjs": true, "hta": true,
+	"swf": true, "htaccess": true,
+}
+
+// extensionSource is the filename whose extension the object key keeps: filename itself, or ""
+// (no extension) when the extension names active content but the upload's type is not active
+// content, so that an image/png upload cannot be served as page.html by a server that goes by
+// the name.
+func extensionSource(filename, contentType string) string {
+	ext := strings.ToLower(strings.TrimPrefix(path.Ext(filename), "."))
+	mt, _, _ := strings.Cut(contentType, ";")
+	if activeExtensions[ext] && !IsActiveContent(strings.TrimSpace(mt)) {
+		return ""
+	}
+	return filename
 }

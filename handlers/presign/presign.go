@@ -146,7 +146,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	key := h.objectKey(id.Account, filename)
+	key := h.objectKey(id.Account, extensionSource(filename, contentType))
 	expires := h.expires()
 	issued := now()
 	url, signed, err := h.Storage.PresignPut(r.Context(), key, contentType, expires)
@@ -187,6 +187,10 @@ func parseRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
 		if raw, ok := obj[name]; ok && json.Unmarshal(raw, dst) != nil {
 			return req, apierror.New(http.StatusBadRequest, "invalid_request_body", name+" must be a string").WithParam(name)
 		}
+	}
+	// Decoding replaces invalid UTF-8 with U+FFFD, which would hide it from check.
+	if raw := obj["filename"]; !utf8.Valid(raw) {
+		return req, invalidUpload("filename", "filename must be valid UTF-8")
 	}
 	return req, nil
 }

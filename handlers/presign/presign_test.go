@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -137,5 +138,56 @@ func TestActiveContentIsRefusedUnlessListed(t *testing.T) {
 	}
 	if got, err := check(&Handler{}, "image/png"); err != nil || got != "image/png" {
 		t.Errorf("default: image/png -> %q, %v", got, err)
+	}
+}
+
+// presignBody runs a presign request through serve and returns the signed key and the error.
+func presignBody(h *Handler, body string) (string, error) {
+	st := &fakeStorage{}
+	h.Storage = st
+	r := httptest.NewRequest("POST", "/v1/upload/presign", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k", Account: "a"}))
+	err := h.serve(httptest.NewRecorder(), r)
+	return st.key, err
+}
+
+// A filename whose extension names active content gives its extension to the key only when the
+// upload's type is that active content (listed by the operator): an image/png upload is never
+// page.html, which a server that goes by the name would serve as HTML.
+func TestActiveExtensionsFollowTheContentType(t *testing.T) {
+	for body, ext := range map[string]string{
+		`{"filename":"page.html","content_type":"image/png"}`: "",
+		`{"filename":"PAGE.HTM"}`:                             "",
+		`{"filename":"x.svg","content_type":"image/jpeg"}`:    "",
+		`{"filename":".htaccess"}`:                            "",
+		`{"filename":"app.js","content_type":"video/mp4"}`:    "",
+		`{"filename":"a.png","content_type":"image/png"}`:     ".png",
+		`{"filename":"clip.mp4","content_type":"video/mp4"}`:  ".mp4",
+		`{"filename":"page.html","content_type":"text/html"}`: ".html",
+		`{"filename":"d.svg","content_type":"image/svg+xml"}`: ".svg",
+	} {
+		h := &Handler{AllowedContentTypes: []string{"image/*", "video/*", "application/octet-stream", "text/html", "image/svg+xml"}}
+		key, err := presignBody(h, body)
+		if err != nil {
+			t.Errorf("%s: %v", body, err)
+			continue
+		}
+		if got := path.Ext(key); got != ext {
+			t.Errorf("%s: key %q has extension %q, want %q", body, key, got, ext)
+		}
+	}
+}
+
+// A filename that is not valid UTF-8 in the request bytes is refused, as the rule says (decoding
+// would have turned it into U+FFFD).
+func TestFilenameMustBeValidUTF8(t *testing.T) {
+	key, err := presignBody(&Handler{}, "{\"filename\":\"a\xff.png\"}")
+	var e *apierror.Error
+	if !errors.As(err, &e) || e.Status != 400 || e.Code != "invalid_upload_request" || e.Param != "filename" || key != "" {
+		t.Fatalf("err = %+v, signed %q", err, key)
+	}
+	if _, err := presignBody(&Handler{}, `{"filename":"caf\u00e9 été.png"}`); err != nil {
+		t.Fatalf("valid UTF-8 refused: %v", err)
 	}
 }

@@ -36,7 +36,7 @@ func (h *Handler) launch(ctx context.Context, p *providers.Provider, model strin
 	var created struct {
 		ID string `json:"id"`
 	}
-	if json.Unmarshal(ans.Body, &created) != nil || created.ID == "" {
+	if json.Unmarshal(ans.Body, &created) != nil || !upstream.UsableID(created.ID) {
 		return "", nil, upstream.ErrUnreadable
 	}
 	return created.ID, u, nil

@@ -143,6 +143,11 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
+	if req.CallbackURL != "" && h.Callbacks != nil {
+		if err := h.Callbacks.CheckTarget(req.CallbackURL); err != nil {
+			return invalid("callback_url", "%v", err)
+		}
+	}
 	p, err := h.Catalog.Serving(req.Model, id.AllowsModel)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -104,6 +106,11 @@ func TestCreateUpstreamFailures(t *testing.T) {
 		{"upstream 5xx", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, 502, "invalid_response"},
 		{"unreadable 200", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `<html>`) }, 502, "invalid_response"},
 		{"200 without id", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) }, 502, "invalid_response"},
+		{"200 with an id of 100 KB", func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `{"id":"`+strings.Repeat("a", 100<<10)+`"}`)
+		}, 502, "invalid_response"},
+		{"200 with an id that is a path", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"id":"cgt-1/../../files"}`) }, 502, "invalid_response"},
+		{"200 with a numeric id", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"id":12}`) }, 502, "invalid_response"},
 		{"timeout", func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-time.After(2 * time.Second):
@@ -317,5 +324,49 @@ func TestListRefusesMoreThan100TaskIDs(t *testing.T) {
 	w := serve(h, "GET", createPath+q+"&filter.task_ids=b", "")
 	if m := decode(t, w); w.Code != 400 || m["code"] != "invalid_request" || !strings.Contains(m["message"].(string), "filter.task_ids") {
 		t.Fatalf("101 ids: %d %s", w.Code, w.Body)
+	}
+}
+
+// A list query the gateway cannot read whole is refused, not read in part: a badly encoded
+// parameter (which url.Values drops) or a parameter that takes one value given twice.
+func TestListRefusesAmbiguousQueries(t *testing.T) {
+	h := newHandler(t, "http://127.0.0.1:1", nil)
+	for _, q := range []string{"?page_size=%zz", "?filter.status=queued&x=%", "?page_size=1&page_size=2",
+		"?filter.status=queued&filter.status=failed", "?page_num=1&page_num=1", "?filter.model=a&filter.model=b"} {
+		w := serve(h, "GET", createPath+q, "")
+		if m := decode(t, w); w.Code != 400 || m["code"] != "invalid_request" || m["data"] != nil {
+			t.Errorf("%s: %d %s", q, w.Code, w.Body)
+		}
+	}
+	if w := serve(h, "GET", createPath+"?page_size=2&filter.task_ids=a&filter.task_ids=b", ""); w.Code != 200 {
+		t.Fatalf("a plain query: %d %s", w.Code, w.Body)
+	}
+}
+
+// A callback_url that can never be delivered to (a host that is plainly not public) is refused
+// at create, unless private receivers are allowed.
+func TestCreateRefusesPrivateCallbackURLs(t *testing.T) {
+	var n atomic.Int64
+	u := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"id":"cgt-cb%d"}`, n.Add(1))
+	})
+	h := newHandler(t, u.URL, nil)
+	key, _ := callbacks.ParseSecret(callbacks.NewSecret())
+	h.Callbacks = &callbacks.Outbox{Store: h.Store, Key: key, Client: callbacks.NewClient(false), Logger: zap.NewNop()}
+	withCallback := func(url string) string {
+		return strings.Replace(createBody, `"model"`, `"callback_url":"`+url+`","model"`, 1)
+	}
+	for _, url := range []string{"http://127.0.0.1:9/x", "http://localhost/x", "http://0x7f.1/x", "http://10.1.2.3/x", "http://[fe80::1]/x", "http://hooks/x"} {
+		w := serve(h, "POST", createPath, withCallback(url))
+		if m := decode(t, w); w.Code != 400 || m["code"] != "invalid_request" || !strings.Contains(m["message"].(string), "callback_url") {
+			t.Errorf("callback_url %s: %d %s", url, w.Code, w.Body)
+		}
+	}
+	if w := serve(h, "POST", createPath, withCallback("https://hooks.example.com/x?signature=s")); w.Code != 200 {
+		t.Fatalf("public callback_url: %d %s", w.Code, w.Body)
+	}
+	h.Callbacks.AllowPrivate = true
+	if w := serve(h, "POST", createPath, withCallback("http://127.0.0.1:9/x")); w.Code != 200 {
+		t.Fatalf("loopback callback_url with private receivers allowed: %d %s", w.Code, w.Body)
 	}
 }

@@ -211,7 +211,11 @@ func (h *Handler) finishUnreachable(ctx context.Context, t storage.Task, why str
 
 // list answers GET …/tasks from the store: only the caller's account, newest first.
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, id auth.Identity) error {
-	q, err := parseListQuery(r.URL.Query())
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return apierror.New(http.StatusBadRequest, "invalid_request", "the query string is malformed: "+err.Error())
+	}
+	q, err := parseListQuery(v)
 	if err != nil {
 		return err
 	}
@@ -245,8 +249,14 @@ func listItem(result json.RawMessage) json.RawMessage {
 // MaxFilterTaskIDs bounds the filter.task_ids of one list request.
 const MaxFilterTaskIDs = 100
 
+// parseListQuery reads the list parameters. Each but filter.task_ids may be given once.
 func parseListQuery(v url.Values) (storage.TaskQuery, error) {
 	q := storage.TaskQuery{Kind: storage.KindVideo, PageNum: 1, PageSize: 10}
+	for _, name := range []string{"page_num", "page_size", "filter.status", "filter.model"} {
+		if len(v[name]) > 1 {
+			return q, invalid(name, "is given more than once")
+		}
+	}
 	for _, p := range []struct {
 		name     string
 		dst      *int

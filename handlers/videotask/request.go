@@ -53,7 +53,11 @@ func members(raw []byte, param string, fields ...string) (map[string]json.RawMes
 		if param != "" {
 			field = param + "." + field
 		}
-		return nil, apierror.New(400, "invalid_request", field+": "+e.Error()).WithParam(field)
+		msg := e.Error()
+		if field != "" {
+			msg = field + ": " + msg
+		}
+		return nil, apierror.New(400, "invalid_request", msg).WithParam(field)
 	}
 	return m, err
 }
@@ -103,7 +107,8 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 		return req, err
 	}
 	req.DraftTasks = drafts
-	if err := checkOptions(fields); err != nil {
+	rewritten, err := checkOptions(fields)
+	if err != nil {
 		return req, err
 	}
 	if raw, ok := fields["callback_url"]; ok {
@@ -114,14 +119,17 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 			return req, invalid("callback_url", "%v", err)
 		}
 		delete(fields, "callback_url")
-		forward, err := json.Marshal(fields)
-		if err != nil {
-			return req, err
-		}
-		req.Forward = forward
-	} else {
-		req.Forward = body
+		rewritten = true
 	}
+	if !rewritten {
+		req.Forward = body
+		return req, nil
+	}
+	forward, err := json.Marshal(fields)
+	if err != nil {
+		return req, err
+	}
+	req.Forward = forward
 	return req, nil
 }
 
@@ -160,6 +168,9 @@ func checkContent(raw json.RawMessage) ([]DraftTaskRef, error) {
 		var typ string
 		if err := json.Unmarshal(item["type"], &typ); err != nil || typ == "" {
 			return nil, invalid(field+".type", "is required (text, image_url, video_url, audio_url or draft_task)")
+		}
+		if err := otherTypesData(item, typ, field); err != nil {
+			return nil, err
 		}
 		switch typ {
 		case "text":
@@ -213,6 +224,37 @@ func checkContent(raw json.RawMessage) ([]DraftTaskRef, error) {
 	return drafts, nil
 }
 
+// dataFields are the content item fields that carry a type's data.
+var dataFields = []string{"text", "image_url", "video_url", "audio_url", "draft_task"}
+
+// otherTypesData refuses an item that carries the data field of another type (a text item with a
+// draft_task or an image_url): only the item's own data is checked, so another type's data would
+// reach the upstream unchecked. An empty value (null, "", {}) carries nothing and passes, for
+// clients that send every field.
+func otherTypesData(item contentItem, typ, field string) error {
+	if !slices.Contains(dataFields, typ) {
+		return nil // an unknown type is refused after
+	}
+	for _, name := range dataFields {
+		if raw, ok := item[name]; ok && name != typ && !emptyValue(raw) {
+			return invalid(field+"."+name, "does not belong to an item of type %s", typ)
+		}
+	}
+	return nil
+}
+
+// emptyValue reports whether raw is null, "" or an object without members.
+func emptyValue(raw json.RawMessage) bool {
+	switch v := bytes.TrimSpace(raw); {
+	case isNull(v), string(v) == `""`:
+		return true
+	case len(v) > 0 && v[0] == '{':
+		var m map[string]json.RawMessage
+		return json.Unmarshal(v, &m) == nil && len(m) == 0
+	}
+	return false
+}
+
 func checkMediaItem(item contentItem, typ, field string) error {
 	obj, err := members(item[typ], field+"."+typ, mediaFields...)
 	if e, ok := errors.AsType[*apierror.Error](err); ok {
@@ -249,13 +291,15 @@ func itemRole(item contentItem, typ, field string) (string, error) {
 	return role, nil
 }
 
-// checkOptions checks the optional fields of §2.2.
-func checkOptions(f map[string]json.RawMessage) error {
+// checkOptions checks the optional fields of §2.2. An integer written with a fraction or an
+// exponent (5.0, 1e1) is accepted and replaced in f by its plain form, so that the upstream gets
+// the integer that was checked; rewritten reports such a replacement.
+func checkOptions(f map[string]json.RawMessage) (rewritten bool, err error) {
 	for _, name := range []string{"return_last_frame", "generate_audio", "draft", "camera_fixed", "watermark"} {
 		if raw, ok := f[name]; ok {
 			var b bool
 			if json.Unmarshal(raw, &b) != nil {
-				return invalid(name, "must be true or false")
+				return false, invalid(name, "must be true or false")
 			}
 		}
 	}
@@ -263,7 +307,7 @@ func checkOptions(f map[string]json.RawMessage) error {
 		if raw, ok := f[name]; ok {
 			var s string
 			if json.Unmarshal(raw, &s) != nil || !slices.Contains(allowed, s) {
-				return invalid(name, "must be one of %s", strings.Join(allowed, ", "))
+				return false, invalid(name, "must be one of %s", strings.Join(allowed, ", "))
 			}
 		}
 	}
@@ -283,33 +327,37 @@ func checkOptions(f map[string]json.RawMessage) error {
 		}
 		n, ok := integer(raw)
 		if !ok {
-			return invalid(r.name, "must be an integer")
+			return false, invalid(r.name, "must be an integer")
 		}
 		if n < r.min || n > r.max {
-			return invalid(r.name, "must be between %d and %d", r.min, r.max)
+			return false, invalid(r.name, "must be between %d and %d", r.min, r.max)
 		}
 		if r.name == "frames" && (n-25)%4 != 0 {
-			return invalid("frames", "must be of the form 25 + 4n (29, 33, … 289)")
+			return false, invalid("frames", "must be of the form 25 + 4n (29, 33, … 289)")
+		}
+		if plain := strconv.FormatInt(n, 10); string(bytes.TrimSpace(raw)) != plain {
+			f[r.name] = json.RawMessage(plain)
+			rewritten = true
 		}
 	}
 	if raw, ok := f["safety_identifier"]; ok {
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
-			return invalid("safety_identifier", "must be a string")
+			return false, invalid("safety_identifier", "must be a string")
 		}
 	}
 	if raw, ok := f["tools"]; ok {
 		var tools []map[string]json.RawMessage
 		if json.Unmarshal(raw, &tools) != nil {
-			return invalid("tools", "must be an array of objects")
+			return false, invalid("tools", "must be an array of objects")
 		}
 		for i, tool := range tools {
 			if tool == nil {
-				return invalid(fmt.Sprintf("tools[%d]", i), "must be an object")
+				return false, invalid(fmt.Sprintf("tools[%d]", i), "must be an object")
 			}
 		}
 	}
-	return nil
+	return rewritten, nil
 }
 
 // integer reads a JSON number that has an integral value (5 and 5.0, not 5.5 or "5").

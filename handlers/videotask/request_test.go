@@ -39,6 +39,12 @@ func TestParseCreate(t *testing.T) {
 		{"unknown fields pass", body(`"future_field":{"x":1}`), "", ""},
 		{"nulls are absent", body(`"seed":null,"ratio":null,"callback_url":null`), "", ""},
 		{"integral float", body(`"duration":5.0`), "", ""},
+		{"text item carrying a draft", body("", `{"type":"text","text":"x","draft_task":{"id":"cgt-other"}}`), "invalid_request", "content[0].draft_task"},
+		{"text item carrying an image", body("", `{"type":"text","text":"x","image_url":{"url":"http://10.0.0.1/a.png"}}`), "invalid_request", "content[0].image_url"},
+		{"image item carrying a video", body("", okText, `{"type":"image_url","image_url":{"url":"https://cdn.example.com/a.png"},"video_url":{"url":"file:///etc/passwd"}}`), "invalid_request", "content[1].video_url"},
+		{"other types' data empty", body("", `{"type":"text","text":"x","image_url":null,"video_url":{},"draft_task":{ }}`, `{"type":"image_url","text":"","image_url":{"url":"https://cdn.example.com/a.png"}}`), "", ""},
+		{"callback URL signed by its receiver", body(`"callback_url":"https://hooks.example.com/cb?Signature=abc&token=t"`), "", ""},
+		{"GCS signed reference", body("", okText, img("https://storage.googleapis.com/b/k.png?X-Goog-Signature=abc")), "invalid_request", "content[1].image_url.url"},
 		{"image and text", body("", okText, img("https://cdn.example.com/a.png")), "", ""},
 		{"audio with video", body("", okText, video, audio), "", ""},
 		{"first and last frame", body("", okText, imgRole("first_frame"), imgRole("last_frame")), "", ""},
@@ -150,6 +156,38 @@ func TestParseCreateForwarding(t *testing.T) {
 	}
 	if _, ok := fwd["callback_url"]; ok || string(fwd["future_field"]) != "[1,2]" || req.CallbackURL != "https://hooks.example.com/cb" {
 		t.Fatalf("forwarded %s, callback %q", req.Forward, req.CallbackURL)
+	}
+}
+
+// An integer written as 5.0 or 1e1 passes the check as the integer it is, and the upstream gets
+// that integer (a provider that decodes into an int refuses "5.0"); plain integers are forwarded
+// byte for byte.
+func TestParseCreateForwardsCheckedIntegers(t *testing.T) {
+	req, err := ParseCreate([]byte(body(`"duration":5.0,"frames":2.9e1,"seed":-0,"execution_expires_after":3600,"future":1.5`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fwd map[string]json.RawMessage
+	if err := json.Unmarshal(req.Forward, &fwd); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"duration": "5", "frames": "29", "seed": "0", "execution_expires_after": "3600", "future": "1.5"} {
+		if got := string(fwd[name]); got != want {
+			t.Errorf("forwarded %s = %s, want %s (body %s)", name, got, want, req.Forward)
+		}
+	}
+	plain := body(`"duration":5,"seed":42`)
+	if req, err := ParseCreate([]byte(plain)); err != nil || string(req.Forward) != plain {
+		t.Fatalf("plain integers must be forwarded byte for byte: %s, %v", req.Forward, err)
+	}
+}
+
+// A key that is not clear text names no field: its message does not start with a stray colon.
+func TestParseCreateUnclearKeyMessage(t *testing.T) {
+	_, err := ParseCreate([]byte(body("\"\xff\":1")))
+	e, ok := errors.AsType[*apierror.Error](err)
+	if !ok || e.Code != "invalid_request" || strings.HasPrefix(e.Message, ":") {
+		t.Fatalf("got %v", err)
 	}
 }
 
