@@ -73,6 +73,10 @@ const RedisACLCommands = "+hello +auth +ping +select +client|setname +client|tra
 	"+zadd +zrem +zcard +zrange +zrangebyscore +zrevrangebyscore +zremrangebyscore " +
 	"+pexpire +pexpireat +wait +role"
 
+// redisWaitConnections bounds the connections on which durable writes wait for their replicas at
+// once; more writes wait for one of them.
+const redisWaitConnections = 64
+
 // redisDialTimeout bounds each connection attempt, to a sentinel too.
 const redisDialTimeout = 5 * time.Second
 
@@ -157,6 +161,13 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 		return nil, fmt.Errorf("redis store: sentinel credentials need a URL with ?master_set=<name>")
 	}
 	opt.CacheSizeEachConn = o.CacheSize
+	if o.WaitReplicas > 0 && opt.BlockingPoolSize == 0 {
+		// Each durable write holds a connection of the blocking pool while its WAIT blocks
+		// (about 1 MiB of buffers each); the pool is bounded, and shrinks when writes calm down.
+		opt.BlockingPoolSize = redisWaitConnections
+		opt.BlockingPoolCleanup = time.Minute
+		opt.BlockingPoolMinSize = 4
+	}
 	if opt.ClientName == "" {
 		opt.ClientName = "mediagw"
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // replicated starts a master and one replica of it, and waits until the replica has caught up.
-func replicated(t *testing.T) (master, replica *testredis.Server) {
+func replicated(t testing.TB) (master, replica *testredis.Server) {
 	t.Helper()
 	// The master starts a full sync at once, not after waiting 5 s for more replicas.
 	master = testredis.Start(t, testredis.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
@@ -30,7 +30,7 @@ func replicated(t *testing.T) (master, replica *testredis.Server) {
 }
 
 // follow makes replica replicate master again and waits until master counts it (WAIT 1 answers 1).
-func follow(t *testing.T, master, replica *testredis.Server) {
+func follow(t testing.TB, master, replica *testredis.Server) {
 	t.Helper()
 	host, port, err := net.SplitHostPort(master.Addr)
 	if err != nil {
