@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -201,4 +202,22 @@ func TestRedisReplicationWarning(t *testing.T) {
 			t.Errorf("wait_replicas %d: replication warnings %q, want %q", tc.wait, found, tc.want)
 		}
 	}
+}
+
+// The README's minimum ACL is storage.RedisACLCommands, so that operators grant what the
+// gateway runs.
+func TestRedisACLCommandsInREADME(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, "ACL SETUSER mediagw ") {
+			if !strings.HasSuffix(line, " "+storage.RedisACLCommands) {
+				t.Fatalf("the README's ACL line\n%s\ndoes not end with storage.RedisACLCommands\n%s", line, storage.RedisACLCommands)
+			}
+			return
+		}
+	}
+	t.Fatal("the README has no line ACL SETUSER mediagw …")
 }
