@@ -145,6 +145,10 @@ func TestRedisWaitReplicas(t *testing.T) {
 	if v, err := s.Counter(ctx, "quota/k1"); err != nil || v != 5 {
 		t.Fatalf("after an unconfirmed charge the counter is %d, %v; want 5", v, err)
 	}
+	// A refund is kept: taking it back would lose it for certain.
+	if v, ok, err := s.AddCounter(ctx, "quota/k1", -2, -1); err != nil || !ok || v != 3 {
+		t.Fatalf("an unconfirmed refund = %d %v %v, want 3, kept", v, ok, err)
+	}
 
 	rec := storage.IdempotencyRecord{Owner: "owner-1", InFlight: true, RequestHash: "h"}
 	start = time.Now()

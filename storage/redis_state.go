@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Key layout of the rest (after the prefix):
@@ -107,9 +109,11 @@ func (r *Redis) ReleaseLease(ctx context.Context, name, owner string) error {
 	return r.exec(ctx, scriptReleaseLease, []string{r.key("l:", name)}, []string{owner}).Error()
 }
 
-// AddCounter is a durable write: with WaitReplicas set, a change that too few replicas confirm
-// is taken back and the call fails, so that a caller that retries (a refund) changes the counter
-// once.
+// AddCounter is a durable write: with WaitReplicas set, a charge (delta > 0) that too few
+// replicas confirm is taken back and the call fails. A give-back (delta < 0: a refund, a slot
+// release) that too few replicas confirm stays and counts as done, with a warning: its callers
+// cannot undo what it gives back for, and taking it back would lose it for certain, where keeping
+// it loses it only to a failover before the replicas catch up.
 func (r *Redis) AddCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
 	keys := []string{r.key("c:", name)}
 	res, unconfirmed := r.execDurable(ctx, scriptAddCounter, keys, []string{itoa(delta), itoa(limit)})
@@ -121,6 +125,11 @@ func (r *Redis) AddCounter(ctx context.Context, name string, delta, limit int64)
 		return 0, false, errScript
 	}
 	if unconfirmed != nil && vals[1] == 1 {
+		if delta < 0 {
+			r.logger.Warn("a counter give-back is on the master alone: a failover before the replicas catch up loses it",
+				zap.String("counter", name), zap.Int64("delta", delta), errField(unconfirmed))
+			return vals[0], true, nil
+		}
 		r.takeBack(ctx, "counter", scriptAddCounter, keys, []string{itoa(-delta), "-1"})
 		return 0, false, unconfirmed
 	}
