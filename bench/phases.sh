@@ -3,11 +3,14 @@
 # usage records through mediagw_buffered), loaded in phases, each bounded by its duration:
 # pass-through chat (PASS), then task create (CREATE), then task query (QUERY); a phase of 0 is
 # skipped. For each phase it prints the gateway's CPU time per request (user + system from
-# /proc/PID/stat) and, with perf installed, its disk syncs per request (fdatasync + msync + fsync
-# system calls): figures that other load on a shared machine disturbs far less than throughput.
+# /proc/PID/stat), its heap allocations per request (memstats.Mallocs from the admin endpoint)
+# and, with perf installed, its disk syncs per request (fdatasync + msync + fsync system calls):
+# figures that other load on a shared machine disturbs far less than throughput.
 # Compare a create phase after PASS=30s with one after PASS=0 to see whether earlier
 # pass-through traffic slows creates. With PROF=FILE, a CPU profile of 8 s of the create phase is
-# written to FILE (go tool pprof ./caddy FILE).
+# written to FILE (go tool pprof ./caddy FILE), and the allocations of the whole create phase to
+# FILE.allocs (go tool pprof -sample_index=alloc_objects -diff_base FILE.allocs0 ./caddy
+# FILE.allocs).
 #
 #   bench/phases.sh                          # PASS=0 CREATE=10s QUERY=0
 #   PASS=30s CREATE=10s QUERY=10s bench/phases.sh
@@ -19,7 +22,7 @@ set -euo pipefail
 PASS=${PASS:-0} CREATE=${CREATE:-10s} QUERY=${QUERY:-0}
 CADDY=${CADDY:-./caddy}
 [ "$CADDY" != ./caddy ] || ./xcaddy.sh
-need wrk
+need wrk jq
 workdir
 UP=19400 SIM=19401 GW=19404 ADMIN=19405
 cat >"$work/up.caddy" <<CFG
@@ -60,16 +63,17 @@ write_lua
 # phase NAME URL SCRIPT DURATION
 phase() {
 	# shellcheck disable=SC2034 # parse_wrk sets p99 too
-	local out before after rps p50 p99 n perf="" syncs=""
+	local out before after m0 m1 rps p50 p99 n perf="" syncs=""
 	syncs_start "$gw"
-	before=$(cputicks "$gw")
+	before=$(cputicks "$gw") m0=$(mallocs $ADMIN)
 	out=$(taskset -c 1 wrk -t1 -c32 -d"$4" --latency -s "$3" "$2")
-	after=$(cputicks "$gw")
+	after=$(cputicks "$gw") m1=$(mallocs $ADMIN)
 	syncs_stop
 	if grep -q Non-2xx <<<"$out"; then echo "$1: $(grep Non-2xx <<<"$out")" >&2; exit 1; fi
 	parse_wrk "$out"
-	printf '%-8s %8s requests %10s req/s   p50 %9s   cpu %7.1f us/req%s\n' "$1" "$n" "$rps" "$p50" \
-		"$(cpu_us "$before" "$after" "$n")" "$(syncs_per_req "$n")"
+	printf '%-8s %8s requests %10s req/s   p50 %9s   cpu %7.1f us/req   allocs %5.0f/req%s\n' "$1" "$n" "$rps" \
+		"$p50" "$(cpu_us "$before" "$after" "$n")" "$(awk -v a="$m0" -v b="$m1" -v n="$n" 'BEGIN {print (b - a) / n}')" \
+		"$(syncs_per_req "$n")"
 }
 echo "machine: $(nproc) cores; load average $(loadavg); PASS=$PASS CREATE=$CREATE QUERY=$QUERY"
 tasks=http://127.0.0.1:$GW/api/v3/contents/generations/tasks
@@ -77,11 +81,15 @@ tasks=http://127.0.0.1:$GW/api/v3/contents/generations/tasks
 if [ "$CREATE" != 0 ]; then
 	prof=""
 	if [ -n "${PROF:-}" ]; then
+		curl -s -o "$PROF.allocs0" "http://127.0.0.1:$ADMIN/debug/pprof/allocs"
 		(sleep 1; curl -s -o "$PROF" "http://127.0.0.1:$ADMIN/debug/pprof/profile?seconds=8") &
 		prof=$!
 	fi
 	phase create "$tasks" "$work/create.lua" "$CREATE"
-	[ -z "$prof" ] || wait "$prof"
+	if [ -n "$prof" ]; then
+		wait "$prof"
+		curl -s -o "$PROF.allocs" "http://127.0.0.1:$ADMIN/debug/pprof/allocs"
+	fi
 fi
 if [ "$QUERY" != 0 ]; then
 	id=$(newtask "$tasks")

@@ -46,13 +46,14 @@ type BadgerOptions struct {
 // sync: Badger writes without syncing, and each writer then waits for a sync that started after
 // its commit (group commit), done by logSync without holding Badger's locks.
 type Badger struct {
-	db     *badger.DB
-	stopGC chan struct{}
-	gcDone sync.WaitGroup
-	sync   groupSync
-	logs   *logSync
-	cache  directoryCache
-	rates  rateWindows
+	db       *badger.DB
+	stopGC   chan struct{}
+	gcDone   sync.WaitGroup
+	sync     groupSync
+	logs     *logSync
+	cache    directoryCache
+	rates    rateWindows
+	counters counterCache
 	// fillHook, when set (tests), runs between a cache fill's read and its store into the cache.
 	fillHook func()
 }
@@ -84,7 +85,7 @@ func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
 	if err := migrateLegacy(db); err != nil {
 		return nil, errors.Join(fmt.Errorf("migrating the records of an earlier version in %s: %w", dir, err), db.Close())
 	}
-	b := &Badger{db: db, stopGC: make(chan struct{}), logs: newLogSync(db, dir)}
+	b := &Badger{db: db, stopGC: make(chan struct{}), logs: newLogSync(db, dir), counters: counterCache{mu: make(chanMutex, 1)}}
 	b.sync.sync = b.logs.sync
 	b.gcDone.Add(1)
 	go b.collectGarbage(10 * time.Minute)

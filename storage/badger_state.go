@@ -2,9 +2,7 @@ package storage
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -114,61 +112,6 @@ func (b *Badger) ReleaseLease(ctx context.Context, name, owner string) error {
 		}
 		return txn.Delete([]byte(prefixLease + name))
 	})
-}
-
-func (b *Badger) AddCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
-	return b.addCounter(ctx, name, delta, limit, true)
-}
-
-// ReserveCounter does not wait for a disk sync: Badger's logs are written in order, and the sync
-// that acknowledges the caller's next durable write covers every write committed before it.
-func (b *Badger) ReserveCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
-	return b.addCounter(ctx, name, delta, limit, false)
-}
-
-func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64, durable bool) (int64, bool, error) {
-	var value int64
-	ok := true
-	err := b.commit(ctx, func(txn *badger.Txn) error {
-		ok = true
-		cur, err := txnCounter(txn, name)
-		if err != nil {
-			return err
-		}
-		if limit >= 0 && delta > 0 && cur+delta > limit {
-			value, ok = cur, false
-			return errNothingToWrite
-		}
-		value = cur + delta
-		var buf [8]byte
-		binary.BigEndian.PutUint64(buf[:], uint64(value))
-		return txn.Set([]byte(prefixCounter+name), buf[:])
-	}, durable)
-	return value, ok, err
-}
-
-func (b *Badger) Counter(_ context.Context, name string) (int64, error) {
-	var v int64
-	err := b.db.View(func(txn *badger.Txn) error {
-		var err error
-		v, err = txnCounter(txn, name)
-		return err
-	})
-	return v, err
-}
-
-func txnCounter(txn *badger.Txn, name string) (int64, error) {
-	raw, err := txnGet(txn, prefixCounter+name)
-	if errors.Is(err, ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	if len(raw) != 8 {
-		return 0, fmt.Errorf("counter %s is corrupt", name)
-	}
-	return int64(binary.BigEndian.Uint64(raw)), nil
 }
 
 // AllowRate keeps windows in this process's memory: Badger serves one process.

@@ -157,7 +157,18 @@ type logSync struct {
 	sealed map[string]bool
 	// bigSeen is bigValues when the value log was last synced.
 	bigSeen uint64
+	// logs is the latest listing of the memtable logs, listed at dirTime, the modification time
+	// of dir then.
+	logs    []string
+	dirTime time.Time
+	// listings counts the directory listings (for tests).
+	listings int
 }
+
+// relistWithin: a listing made while dir's modification time was this recent is made again at
+// the next sync, since a file created in the same tick of the file system's clock would not
+// change that time again.
+const relistWithin = time.Second
 
 func newLogSync(db *badger.DB, dir string) *logSync {
 	return &logSync{db: db, dir: dir, open: map[string]*os.File{}, sealed: map[string]bool{}, bigSeen: bigValues.Load()}
@@ -173,7 +184,7 @@ func (l *logSync) sync() error {
 	if !ownLogSync {
 		return l.db.Sync()
 	}
-	logs, err := memLogs(l.dir)
+	logs, err := l.memLogs()
 	if err != nil {
 		return err
 	}
@@ -215,6 +226,27 @@ func (l *logSync) sync() error {
 		}
 	}
 	return nil
+}
+
+// memLogs lists the memtable logs, oldest first, again only when the directory has changed
+// since the last listing (a memtable was replaced, a table written): a stat of the directory
+// instead of reading it at every sync.
+func (l *logSync) memLogs() ([]string, error) {
+	fi, err := os.Stat(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	mod := fi.ModTime()
+	if l.logs != nil && mod.Equal(l.dirTime) && time.Since(mod) > relistWithin {
+		return l.logs, nil
+	}
+	logs, err := memLogs(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	l.logs, l.dirTime = logs, mod
+	l.listings++
+	return logs, nil
 }
 
 // forget closes the handle of a log that needs no more syncs.

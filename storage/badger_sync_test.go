@@ -156,3 +156,38 @@ func TestReserveCounterRidesOnTheNextSync(t *testing.T) {
 		t.Fatalf("a reservation and a task record made %d syncs, want 1", n)
 	}
 }
+
+// TestLogSyncListsOnlyAfterAChange: a sync reads the store's directory again only after the
+// directory changed (a new memtable log, a table), not at every sync.
+func TestLogSyncListsOnlyAfterAChange(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenBadger(dir, BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	write := func(n int) {
+		t.Helper()
+		for i := range n {
+			if _, err := b.SettingOnce(ctx, fmt.Sprint("k-", time.Now().UnixNano(), i), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(1)
+	time.Sleep(relistWithin + 100*time.Millisecond) // the directory's last change is old now
+	write(1)
+	before := b.logs.listings
+	write(20)
+	if n := b.logs.listings - before; n != 0 {
+		t.Fatalf("20 syncs of an unchanged directory listed it %d times, want 0", n)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "changed.tmp"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write(1)
+	if n := b.logs.listings - before; n != 1 {
+		t.Fatalf("a sync after the directory changed listed it %d times, want 1", n)
+	}
+}

@@ -18,7 +18,7 @@ func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
 		}
-		return putTask(txn, task)
+		return putTask(txn, task, nil)
 	})
 	if err != nil {
 		return Task{}, err
@@ -40,7 +40,7 @@ func (b *Badger) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 		task.Account, task.Kind, task.CreatedAt = cur.Account, cur.Kind, cur.CreatedAt
 		task.Version = want + 1
 		task.markFinished(time.Now())
-		return putTask(txn, task)
+		return putTask(txn, task, &cur)
 	})
 	if err != nil {
 		return Task{}, err
@@ -48,11 +48,17 @@ func (b *Badger) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 	return task, nil
 }
 
-// putTask writes a task record and its index entries, all expiring with the record.
-func putTask(txn *badger.Txn, task Task) error {
-	ttl := max(time.Until(task.Expiry()), minTaskRecordTTL)
+// putTask writes a task record and its index entries, all expiring with the record. prev is the
+// record it replaces, if any: index entries that prev wrote just so (the task was and stays
+// unfinished, with the same expiry: the watcher's refreshes) are not written again.
+func putTask(txn *badger.Txn, task Task, prev *Task) error {
+	expiry := task.Expiry()
+	ttl := max(time.Until(expiry), minTaskRecordTTL)
 	if err := setJSON(txn, prefixTask+task.ID, task, ttl); err != nil {
 		return err
+	}
+	if prev != nil && prev.Unfinished() && task.Unfinished() && prev.Expiry().Equal(expiry) && ttl > minTaskRecordTTL {
+		return nil // the index key (account, creation time, id) never changes
 	}
 	if task.Unfinished() {
 		if err := txn.SetEntry(entry(prefixOpenTask+task.ID, nil, ttl)); err != nil {

@@ -93,9 +93,17 @@ func (m *Meter) flush() {
 	pending := m.pending
 	m.pending = map[counterName]int64{}
 	m.mu.Unlock()
+	// One disk sync per flush: every counter but the last is a reservation, which the last
+	// one's durable write makes durable too (see storage.Coordination.ReserveCounter).
+	left := len(pending)
 	for n, delta := range pending {
+		left--
+		add := m.store.ReserveCounter
+		if left == 0 {
+			add = m.store.AddCounter
+		}
 		name := n.String()
-		if _, _, err := m.store.AddCounter(context.Background(), name, delta, -1); err != nil {
+		if _, _, err := add(context.Background(), name, delta, -1); err != nil {
 			m.logger.Error("storing usage counter", zap.String("counter", name), zap.Error(err))
 			m.add(delta, n) // keep it for the next flush
 		}

@@ -101,12 +101,17 @@ func (a Answer) OK() bool { return a.Status/100 == 2 }
 func (c Client) Call(ctx context.Context, p Target, method, rel string, body []byte) (ans Answer, err error) {
 	entry := usage.From(ctx)
 	provider, upstreamName := labels(p)
-	ctx, span := tracing.Start(ctx, "upstream "+provider, trace.SpanKindClient,
-		attribute.String("mediagw.provider", provider), attribute.String("mediagw.upstream", upstreamName),
-		attribute.String("http.request.method", method))
+	var span tracing.Span
+	if tracing.Recording(ctx) { // no span name or attributes built for an untraced call
+		ctx, span = tracing.Start(ctx, "upstream "+provider, trace.SpanKindClient,
+			attribute.String("mediagw.provider", provider), attribute.String("mediagw.upstream", upstreamName),
+			attribute.String("http.request.method", method))
+	}
 	start := time.Now()
 	defer func() {
-		span.SetAttributes(attribute.Int("http.response.status_code", ans.Status))
+		if span.Recording() {
+			span.SetAttributes(attribute.Int("http.response.status_code", ans.Status))
+		}
 		span.End(err)
 		observe(entry, provider, upstreamName, start, ans)
 	}()

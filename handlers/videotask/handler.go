@@ -7,6 +7,7 @@ package videotask
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -211,8 +212,24 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if h.Watcher != nil {
 		h.Watcher.Watch(task)
 	}
-	writeJSON(w, map[string]string{"id": taskID})
+	writeCreated(w, taskID)
 	return nil
+}
+
+// writeCreated answers a create: {"id":"<task id>"}, built without encoding a map (the id's
+// <, > and & are escaped, which JSON readers read as the characters).
+func writeCreated(w http.ResponseWriter, taskID string) {
+	id, err := json.Marshal(taskID)
+	if err != nil {
+		writeJSON(w, map[string]string{"id": taskID}) // cannot happen: a string always encodes
+		return
+	}
+	body := make([]byte, 0, len(id)+8)
+	body = append(append(append(body, `{"id":`...), id...), "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	// The status is sent; a failed write means the client is gone.
+	_, _ = w.Write(body)
 }
 
 // checkDrafts refuses draft_task ids that do not name a video task of the caller's account; an

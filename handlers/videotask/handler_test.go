@@ -30,7 +30,7 @@ type fakeUpstream struct {
 	auth  atomic.Value
 }
 
-func newFakeUpstream(t *testing.T, h http.HandlerFunc) *fakeUpstream {
+func newFakeUpstream(t testing.TB, h http.HandlerFunc) *fakeUpstream {
 	f := &fakeUpstream{}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.calls.Add(1)
@@ -48,7 +48,7 @@ func (failingStore) CreateTask(context.Context, storage.Task) (storage.Task, err
 	return storage.Task{}, errors.New("disk full")
 }
 
-func newHandler(t *testing.T, upstreamURL string, store storage.Store) *Handler {
+func newHandler(t testing.TB, upstreamURL string, store storage.Store) *Handler {
 	t.Helper()
 	u, _ := url.Parse(upstreamURL + "/api/v3")
 	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", BaseURL: u, APIKey: "upstream-secret", Models: []string{"m"}}})

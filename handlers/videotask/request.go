@@ -366,6 +366,32 @@ func integer(raw json.RawMessage) (int64, bool) {
 	if len(raw) == 0 || raw[0] == '"' {
 		return 0, false
 	}
+	if plainInteger(raw) {
+		// The usual case (timestamps, durations), without a decoder.
+		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			return n, true
+		}
+	}
+	return decodedInteger(raw)
+}
+
+// plainInteger reports whether raw is a JSON integer literal without fraction or exponent:
+// -?(0|[1-9][0-9]*).
+func plainInteger(raw []byte) bool {
+	digits := bytes.TrimPrefix(raw, []byte("-"))
+	if len(digits) == 0 || digits[0] == '0' && len(digits) > 1 {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// decodedInteger is integer for any JSON number, through the JSON decoder.
+func decodedInteger(raw []byte) (int64, bool) {
 	var num json.Number
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

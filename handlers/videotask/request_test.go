@@ -1,6 +1,7 @@
 package videotask
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -216,4 +217,24 @@ func repeatItem(s string, n int) []string {
 		out[i] = s
 	}
 	return out
+}
+
+// FuzzInteger: the plain-literal fast path of integer agrees with the JSON decoder.
+func FuzzInteger(f *testing.F) {
+	for _, s := range []string{"5", "-5", "0", "-0", "05", "5.0", "5.5", "1e3", `"5"`, "9223372036854775807",
+		"9223372036854775808", "-9223372036854775808", " 7 ", "", "-", "null", "1 2"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		n, ok := integer(raw)
+		trimmed := bytes.TrimSpace(raw)
+		var wn int64
+		var wok bool
+		if len(trimmed) > 0 && trimmed[0] != '"' {
+			wn, wok = decodedInteger(trimmed)
+		}
+		if n != wn || ok != wok {
+			t.Fatalf("integer(%q) = %d, %v; the decoder says %d, %v", raw, n, ok, wn, wok)
+		}
+	})
 }

@@ -34,6 +34,9 @@ func Start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attri
 	return ctx, Span{span: span}
 }
 
+// Recording reports whether the span records: callers skip building attributes otherwise.
+func (s Span) Recording() bool { return s.span != nil }
+
 // SetAttributes adds attributes to the span.
 func (s Span) SetAttributes(attrs ...attribute.KeyValue) {
 	if s.span != nil {
