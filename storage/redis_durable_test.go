@@ -225,3 +225,32 @@ func TestRedisACLCommandsInREADME(t *testing.T) {
 	}
 	t.Fatal("the README has no line ACL SETUSER mediagw …")
 }
+
+// In a Cluster with a replica per master, wait_replicas 1 works, and the WAIT goes with the
+// write to the master of the gateway's slot: once that master's replica is stopped, writes fail
+// (a WAIT sent to another master, whose replica still runs, would let them through).
+func TestRedisClusterWaitReplicas(t *testing.T) {
+	cluster := testredis.StartCluster(t, 3, true)
+	s, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: cluster.URL(), KeyPrefix: "cwait",
+		WaitReplicas: 1, WaitTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	roundTrip(t, s, "cgt-cluster-wait")
+	owner := -1
+	for i, node := range cluster.Nodes {
+		if n, err := node.Do("EXISTS", "{cwait}:t:cgt-cluster-wait").AsInt64(); err == nil && n == 1 {
+			owner = i
+		}
+	}
+	if owner < 0 {
+		t.Fatal("no master holds the task")
+	}
+	cluster.Replicas[owner].Stop()
+	_, err = s.CreateTask(context.Background(), storage.Task{ID: "cgt-cluster-wait-2", Kind: storage.KindVideo, Account: "alice",
+		Status: "queued", CreatedAt: time.Now().Unix()})
+	if !errors.Is(err, storage.ErrNotReplicated) {
+		t.Fatalf("create with the slot's replica stopped: %v, want ErrNotReplicated", err)
+	}
+}
