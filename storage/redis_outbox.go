@@ -33,7 +33,7 @@ func (r *Redis) EnqueueEvent(ctx context.Context, ev Event) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if unconfirmed != nil {
+	if unconfirmed != nil && n == 1 {
 		return false, unconfirmed
 	}
 	return n == 1, nil

@@ -174,13 +174,15 @@ func (r *Redis) AllowRate(ctx context.Context, name string, limit int, window ti
 }
 
 func (r *Redis) SettingOnce(ctx context.Context, name string, val []byte) ([]byte, error) {
-	// A setting that too few replicas confirmed stays: a retry finds and confirms it.
+	// A setting this call stored that too few replicas confirmed stays: a retry finds and
+	// confirms it. A setting that was there already is answered as read (this call wrote
+	// nothing to wait for).
 	res, unconfirmed := r.execDurable(ctx, scriptSettingOnce, []string{r.key("s:", name)}, []string{string(val)})
 	s, err := res.ToString()
 	if err != nil {
 		return nil, err
 	}
-	if unconfirmed != nil {
+	if unconfirmed != nil && s == string(val) {
 		return nil, unconfirmed
 	}
 	return []byte(s), nil
