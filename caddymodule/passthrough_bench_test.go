@@ -29,7 +29,9 @@ const benchAnswer = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"
 // process: Caddy's server runs mediagw_auth and mediagw_route (with metrics and usage records
 // on, the records JSON-encoded into a discarding log) in front of a static answer ("mediagw"),
 // beside the same server with only the static answer ("baseline"); and the same two in front of
-// reverse_proxy to an upstream in this process ("mediagw_proxied", "baseline_proxied"). The
+// reverse_proxy to an upstream in this process ("mediagw_proxied", "baseline_proxied"); and over
+// two upstreams ("baseline_two": reverse_proxy with both; "mediagw_two": a provider with both as
+// its upstreams, reverse_proxy with the mediagw upstream source and transport). The
 // differences are mediagw's CPU time (cpu-ns/op, every thread of the process) and allocations
 // per request. Run it with
 //
@@ -38,7 +40,7 @@ func BenchmarkPassThroughOverhead(b *testing.B) {
 	dir := b.TempDir()
 	b.Setenv("XDG_CONFIG_HOME", dir)
 	b.Setenv("XDG_DATA_HOME", dir)
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	answer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
 			return
 		}
@@ -46,9 +48,12 @@ func BenchmarkPassThroughOverhead(b *testing.B) {
 		if _, err := io.WriteString(w, benchAnswer); err != nil {
 			return
 		}
-	}))
+	})
+	upstream, second := httptest.NewServer(answer), httptest.NewServer(answer)
 	b.Cleanup(upstream.Close)
+	b.Cleanup(second.Close)
 	up := strings.TrimPrefix(upstream.URL, "http://")
+	up2 := strings.TrimPrefix(second.URL, "http://")
 	port := strconv.Itoa(freeBenchPort(b))
 	respond := "header Content-Type application/json\n\t\trespond `" + benchAnswer + "` 200"
 	config := fmt.Sprintf(`{
@@ -69,6 +74,17 @@ func BenchmarkPassThroughOverhead(b *testing.B) {
 			base_url http://%[2]s/v1
 			api_key upstream-key
 			models bench-chat
+		}
+		provider two {
+			models bench-two
+			upstream a {
+				base_url http://%[2]s/v1
+				api_key upstream-key-a
+			}
+			upstream b {
+				base_url http://%[5]s/v1
+				api_key upstream-key-b
+			}
 		}
 		key mg-bench-key {
 			account bench
@@ -95,7 +111,22 @@ http://proxied.test:%[3]s {
 		reverse_proxy %[2]s
 	}
 }
-`, filepath.Join(dir, "store"), up, port, respond)
+http://two.test:%[3]s {
+	route /baseline/* {
+		reverse_proxy %[2]s %[5]s
+	}
+	route {
+		mediagw_auth
+		mediagw_route
+		reverse_proxy {
+			dynamic mediagw
+			transport mediagw
+			lb_policy first
+			lb_retries 1
+		}
+	}
+}
+`, filepath.Join(dir, "store"), up, port, respond, up2)
 	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(config), nil)
 	if err != nil {
 		b.Fatalf("adapting: %v %v", err, warnings)
@@ -119,8 +150,13 @@ http://proxied.test:%[3]s {
 	for _, s := range app.(*caddyhttp.App).Servers {
 		srv = s
 	}
-	body := []byte(`{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}`)
+	chat := []byte(`{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}`)
+	two := []byte(`{"model":"bench-two","messages":[{"role":"user","content":"hello"}]}`)
 	serve := func(b *testing.B, host, path string) {
+		body := chat
+		if host == "two.test" {
+			body = two
+		}
 		b.ReportAllocs()
 		cpu := processCPU(b)
 		n := 0
@@ -144,6 +180,8 @@ http://proxied.test:%[3]s {
 	b.Run("mediagw", func(b *testing.B) { serve(b, "static.test", "/v1/chat/completions") })
 	b.Run("baseline_proxied", func(b *testing.B) { serve(b, "proxied.test", "/baseline/v1/chat/completions") })
 	b.Run("mediagw_proxied", func(b *testing.B) { serve(b, "proxied.test", "/v1/chat/completions") })
+	b.Run("baseline_two", func(b *testing.B) { serve(b, "two.test", "/baseline/v1/chat/completions") })
+	b.Run("mediagw_two", func(b *testing.B) { serve(b, "two.test", "/v1/chat/completions") })
 }
 
 // processCPU is the CPU time (user and system) this process has used so far.

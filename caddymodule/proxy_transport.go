@@ -83,13 +83,16 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Never send an upstream's credential to an address that is not that upstream's.
 		return nil, fmt.Errorf("transport mediagw needs `dynamic mediagw` upstreams; %s is not one", dial.Address)
 	}
-	d.Attempt(u)
+	first := d.Attempt(u)
 	out, err := t.outgoing(req, d, u)
 	if err != nil {
 		return nil, err
 	}
-	if repl, ok := req.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		publishUpstream(repl, u)
+	// mediagw_route's placeholders already name the first upstream for the first attempt.
+	if !first || u != d.First() {
+		if repl, ok := req.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
+			publishUpstream(repl, u)
+		}
 	}
 	resp, err := t.HTTP.RoundTrip(out)
 	if err != nil {
@@ -129,8 +132,20 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // outgoing is req pointed at u: scheme, Host, base path, credential, and a fresh copy of the body.
+//
+// It is a copy of req with a URL and a header map of its own, so that the credential never
+// reaches req, which reverse_proxy logs at debug level after the round trip. The header values
+// are shared with req: they are replaced here, never changed in place, as the http transport
+// only reads them.
 func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *providers.Upstream) (*http.Request, error) {
-	out := req.Clone(req.Context())
+	out := new(http.Request)
+	*out = *req
+	target := *req.URL
+	out.URL = &target
+	out.Header = make(http.Header, len(req.Header)+1)
+	for name, values := range req.Header {
+		out.Header[name] = values
+	}
 	out.URL.Scheme = u.BaseURL.Scheme
 	out.URL.Path = strings.TrimSuffix(u.BaseURL.Path, "/") + d.Rest
 	out.URL.RawPath = ""

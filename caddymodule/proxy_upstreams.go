@@ -46,13 +46,41 @@ func (ProxyUpstreams) GetUpstreams(r *http.Request) ([]*reverseproxy.Upstream, e
 	if !ok {
 		return nil, errNoDispatch
 	}
-	untried := d.Untried()
-	list := make([]*reverseproxy.Upstream, len(untried))
+	var buf [upstreamBlock]*providers.Upstream
+	untried := d.AppendUntried(buf[:0])
+	list := newUpstreamList(len(untried))
 	for i, u := range untried {
-		list[i] = &reverseproxy.Upstream{Dial: u.DialAddress()}
+		list[i].Dial = u.DialAddress()
 		d.Yield(list[i], u)
 	}
 	return list, nil
+}
+
+// upstreamBlock is how many upstreams a request's list holds in one allocation.
+const upstreamBlock = 4
+
+// upstreamList holds a short list of upstreams and the pointers to them in one allocation.
+// Each request gets its own: reverse_proxy provisions (writes) every upstream a source yields,
+// so upstreams are never shared between requests.
+type upstreamList struct {
+	upstreams [upstreamBlock]reverseproxy.Upstream
+	pointers  [upstreamBlock]*reverseproxy.Upstream
+}
+
+// newUpstreamList returns n pointers to zero upstreams.
+func newUpstreamList(n int) []*reverseproxy.Upstream {
+	if n > upstreamBlock {
+		list := make([]*reverseproxy.Upstream, n)
+		for i := range list {
+			list[i] = new(reverseproxy.Upstream)
+		}
+		return list
+	}
+	block := new(upstreamList)
+	for i := range n {
+		block.pointers[i] = &block.upstreams[i]
+	}
+	return block.pointers[:n:n]
 }
 
 // UnmarshalCaddyfile sets up the upstream source. Syntax:
@@ -71,7 +99,7 @@ func (ProxyUpstreams) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 
 // publishUpstream sets the placeholders that name the upstream a request goes to.
 func publishUpstream(repl *caddy.Replacer, u *providers.Upstream) {
-	repl.Set("mediagw.upstream", upstreamOrigin(u))
+	repl.Set("mediagw.upstream", u.Origin())
 	repl.Set("mediagw.upstream_name", u.Name)
 }
 

@@ -26,12 +26,9 @@ func (p *routePlaceholders) value(key string) (any, bool) {
 	case "mediagw.provider":
 		return p.provider, true
 	case "mediagw.upstream":
-		return upstreamOrigin(p.upstream), true
+		return p.upstream.Origin(), true
 	case "mediagw.upstream_name":
 		return p.upstream.Name, true
 	}
 	return nil, false
 }
-
-// upstreamOrigin is the {mediagw.upstream} value of u: its scheme://host.
-func upstreamOrigin(u *providers.Upstream) string { return u.BaseURL.Scheme + "://" + u.BaseURL.Host }

@@ -111,13 +111,15 @@ func (a *App) webhookKey(configured string) ([]byte, error) {
 }
 
 func (rt *taskRuntime) start() {
-	rt.stop = make(chan struct{})
+	stop := make(chan struct{})
+	rt.stop = stop
 	rt.done.Add(3)
 	go func() {
 		defer rt.done.Done()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		go func() { <-rt.stop; cancel() }()
+		// stop, not rt.stop: halt clears the field, and this goroutine may start after it did.
+		go func() { <-stop; cancel() }()
 		countActiveTasks(ctx, rt.tasks.Store, rt.tasks.Logger)
 	}()
 	go func() { defer rt.done.Done(); rt.watcher.Run(rt.stop) }()

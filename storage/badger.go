@@ -54,6 +54,7 @@ type Badger struct {
 	cache    directoryCache
 	rates    rateWindows
 	counters counterCache
+	reads    readLogs
 	// fillHook, when set (tests), runs between a cache fill's read and its store into the cache.
 	fillHook func()
 }

@@ -24,6 +24,8 @@ type Watching interface {
 	// Heartbeat records that member of group is alive until now+ttl, and returns the members of
 	// group alive at now (member included), sorted.
 	Heartbeat(ctx context.Context, group, member string, now time.Time, ttl time.Duration) ([]string, error)
+	// ReadLogs record the last read of each task of a shard, for whoever takes the shard next.
+	ReadLogs
 }
 
 // TaskShard is the shard, out of shards, that a task id belongs to: a hash (FNV-1a) of the id.

@@ -15,7 +15,8 @@
 // instance processes (/proc) and of this process (the simulator upstream), for the whole run
 // and for the steady state: from an interval after every task had its first read (which writes
 // the task's first answer, once). -kill-after SIGKILLs instance 0 at that time: the others must
-// take its shards over. -join-after starts the last instance only at that time: the others must
+// take its shards over (it prints the time from the kill to the next read of each task that
+// instance 0 read last). -join-after starts the last instance only at that time: the others must
 // hand it its share.
 package main
 
@@ -239,12 +240,13 @@ func main() {
 	}
 	var events []event
 	killed := false
+	var killedAt time.Time
 	if *killAfter > 0 && *killAfter < *duration {
 		events = append(events, event{*killAfter, func() {
 			if err := procs[0].Process.Kill(); err != nil {
 				env.Fatalf("SIGKILL: %v", err)
 			}
-			killed = true
+			killed, killedAt = true, time.Now()
 			fmt.Printf("instance-0 SIGKILLed at %s\n", killAfter)
 		}})
 	}
@@ -288,14 +290,30 @@ func main() {
 	// 0.9 interval of the task's previous read (none should), by the pair of instances.
 	times := map[string][]time.Time{}
 	tooSoon := map[string]int{}
+	var tooSoonAt, tooSoonGap []time.Duration // when they came, from the start, and how soon
+	// takeover: for each task instance 0 read last before it was killed, the time from the kill to
+	// the task's next read (by a survivor).
+	var takeover []time.Duration
+	orphans := 0
 	mu.Lock()
 	for id, rs := range reads {
 		slices.SortFunc(rs, func(a, b read) int { return a.at.Compare(b.at) })
+		if killed {
+			if i, _ := slices.BinarySearchFunc(rs, killedAt, func(r read, t time.Time) int { return r.at.Compare(t) }); i > 0 && rs[i-1].by == 0 {
+				if i < len(rs) {
+					takeover = append(takeover, rs[i].at.Sub(killedAt))
+				} else {
+					orphans++
+				}
+			}
+		}
 		ts := make([]time.Time, len(rs))
 		for i, r := range rs {
 			ts[i] = r.at
 			if i > 0 && r.at.Sub(rs[i-1].at) < *interval*9/10 {
 				tooSoon[fmt.Sprintf("instance-%d then instance-%d", rs[i-1].by, r.by)]++
+				tooSoonAt = append(tooSoonAt, r.at.Sub(start))
+				tooSoonGap = append(tooSoonGap, r.at.Sub(rs[i-1].at))
 			}
 		}
 		times[id] = ts
@@ -337,11 +355,25 @@ func main() {
 		fmt.Printf("gap between reads of a task (and from its last read to the end): p50 %s  p99 %s  p99.9 %s  max %s  (max / interval = %.2f)\n",
 			p(gaps, 0.5), p(gaps, 0.99), p(gaps, 0.999), p(gaps, 1), gaps[len(gaps)-1].Seconds()/interval.Seconds())
 	}
+	if killed {
+		slices.Sort(takeover)
+		iv := func(d time.Duration) float64 { return d.Seconds() / interval.Seconds() }
+		if len(takeover) > 0 {
+			fmt.Printf("kill → next read of each task instance-0 read last (%d tasks; %d never read again): first %s (%.2f interval)  p50 %s  p99 %s  max %s (%.2f interval)\n",
+				len(takeover), orphans, p(takeover, 0), iv(takeover[0]), p(takeover, 0.5), p(takeover, 0.99), p(takeover, 1), iv(takeover[len(takeover)-1]))
+		} else {
+			fmt.Printf("kill → next read: instance-0 had read no task last; %d never read again\n", orphans)
+		}
+	}
 	cmds := redisAfter.commands - redisBefore.commands
 	if len(tooSoon) == 0 {
 		fmt.Println("reads within 0.9 interval of the task's previous read: none")
 	} else {
-		fmt.Printf("reads within 0.9 interval of the task's previous read: %v\n", tooSoon)
+		slices.Sort(tooSoonAt)
+		slices.Sort(tooSoonGap)
+		fmt.Printf("reads within 0.9 interval of the task's previous read: %v, from %s to %s after the start, %s to %s after the previous read\n",
+			tooSoon, tooSoonAt[0].Round(time.Millisecond), tooSoonAt[len(tooSoonAt)-1].Round(time.Millisecond),
+			tooSoonGap[0].Round(time.Millisecond), tooSoonGap[len(tooSoonGap)-1].Round(time.Millisecond))
 	}
 	if warmAt.IsZero() {
 		fmt.Println("steady state: not reached (some task had not been read once an interval before the end)")

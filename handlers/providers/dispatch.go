@@ -35,12 +35,24 @@ type Dispatch struct {
 	mu      sync.Mutex
 	order   []*Upstream
 	tried   []*Upstream
-	yielded map[any]*Upstream
+	yielded []yielded
+	// Room for the tried and yielded upstreams of a provider with a few upstreams, so that a
+	// request does not allocate for them.
+	triedBuf   [4]*Upstream
+	yieldedBuf [4]yielded
+}
+
+// yielded pairs the reverse proxy's representation of an upstream with the upstream.
+type yielded struct {
+	key any
+	u   *Upstream
 }
 
 // NewDispatch starts a dispatch over upstreams in the order Provider.Order gave.
 func NewDispatch(p *Provider, order []*Upstream) *Dispatch {
-	return &Dispatch{Provider: p, order: order}
+	d := &Dispatch{Provider: p, order: order}
+	d.tried, d.yielded = d.triedBuf[:0], d.yieldedBuf[:0]
+	return d
 }
 
 // First is the upstream tried first.
@@ -48,30 +60,35 @@ func (d *Dispatch) First() *Upstream { return d.order[0] }
 
 // Untried returns the upstreams not tried yet, in order; those that began to cool down since
 // the order was made come last.
-func (d *Dispatch) Untried() []*Upstream {
+func (d *Dispatch) Untried() []*Upstream { return d.AppendUntried(nil) }
+
+// AppendUntried appends the upstreams of Untried to dst and returns the extended slice.
+func (d *Dispatch) AppendUntried(dst []*Upstream) []*Upstream {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.Provider.health.now()
-	var ready, cooling []*Upstream
+	start := len(dst)
 	for _, u := range d.order {
-		switch {
-		case slices.Contains(d.tried, u):
-		case d.Provider.health.healthy(u, now):
-			ready = append(ready, u)
-		default:
-			cooling = append(cooling, u)
+		if !slices.Contains(d.tried, u) && d.Provider.health.healthy(u, now) {
+			dst = append(dst, u)
 		}
 	}
-	return append(ready, cooling...)
+	if len(dst)-start+len(d.tried) == len(d.order) {
+		return dst // none cools down
+	}
+	for _, u := range d.order {
+		if !slices.Contains(d.tried, u) && !slices.Contains(dst[start:], u) {
+			dst = append(dst, u)
+		}
+	}
+	return dst
 }
 
-// Yield remembers that key (the reverse proxy's representation of an upstream) stands for u.
+// Yield remembers that key (the reverse proxy's representation of an upstream, a pointer) stands
+// for u.
 func (d *Dispatch) Yield(key any, u *Upstream) {
 	d.mu.Lock()
-	if d.yielded == nil {
-		d.yielded = map[any]*Upstream{} // only the mediagw upstream source yields
-	}
-	d.yielded[key] = u
+	d.yielded = append(d.yielded, yielded{key, u})
 	d.mu.Unlock()
 }
 
@@ -79,17 +96,23 @@ func (d *Dispatch) Yield(key any, u *Upstream) {
 func (d *Dispatch) Yielded(key any) (*Upstream, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	u, ok := d.yielded[key]
-	return u, ok
+	for _, y := range d.yielded {
+		if y.key == key {
+			return y.u, true
+		}
+	}
+	return nil, false
 }
 
-// Attempt records that u is being tried.
-func (d *Dispatch) Attempt(u *Upstream) {
+// Attempt records that u is being tried. It reports whether u is the only upstream tried so far
+// (the request's first attempt).
+func (d *Dispatch) Attempt(u *Upstream) (first bool) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	if !slices.Contains(d.tried, u) {
 		d.tried = append(d.tried, u)
 	}
-	d.mu.Unlock()
+	return len(d.tried) == 1
 }
 
 // Tried returns the names of the upstreams tried so far, in order.

@@ -68,14 +68,29 @@ func (b *Board) now() time.Time {
 	return time.Now()
 }
 
+// state returns u's record, made when it has none. b.mu must be held.
 func (b *Board) state(u *Upstream) *healthState {
+	if s := b.lookup(u); s != nil {
+		return s
+	}
 	if b.states == nil {
 		b.states = map[string]*healthState{}
 	}
+	s := &healthState{}
+	b.states[u.healthKey()] = s
+	u.state, u.stateBoard = s, b
+	return s
+}
+
+// lookup returns u's record, or nil when it has none. The record is remembered in u, so that
+// the request path looks it up by name only once (records are never removed). b.mu must be held.
+func (b *Board) lookup(u *Upstream) *healthState {
+	if u.stateBoard == b {
+		return u.state
+	}
 	s := b.states[u.healthKey()]
-	if s == nil {
-		s = &healthState{}
-		b.states[u.healthKey()] = s
+	if s != nil {
+		u.state, u.stateBoard = s, b
 	}
 	return s
 }
@@ -120,7 +135,7 @@ func (b *Board) coolingUntil(u *Upstream) time.Time {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if s := b.states[u.healthKey()]; s != nil {
+	if s := b.lookup(u); s != nil {
 		return s.until
 	}
 	return time.Time{}
@@ -140,7 +155,7 @@ func (b *Board) State(u *Upstream) UpstreamState {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.states[u.healthKey()]
+	s := b.lookup(u)
 	if s == nil {
 		return st
 	}

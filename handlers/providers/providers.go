@@ -172,9 +172,7 @@ func (p *Provider) checkUpstreams() error {
 			return fmt.Errorf("provider %q: upstream %q: weight and priority must not be negative", p.Name, u.Name)
 		}
 		u.provider, u.AuthStyle = p.Name, p.AuthStyle
-		u.key, u.address = "", ""
-		u.healthKey() // computed before the upstream is shared between requests
-		u.address = normalAddress(u.BaseURL)
+		u.prepare() // before the upstream is shared between requests
 	}
 	p.BaseURL, p.APIKey = p.Upstreams[0].BaseURL, p.Upstreams[0].APIKey
 	for client, up := range p.ModelMap {

@@ -114,3 +114,35 @@ func TestDispatchRetries(t *testing.T) {
 type replayNothing struct{}
 
 func (replayNothing) Replay() (io.ReadCloser, error) { return http.NoBody, nil }
+
+// Untried puts upstreams that began to cool down after the order was made last, keeps the rest
+// in order, and appends to what the caller gave; Yielded finds each key's upstream and no other;
+// Attempt tells the first attempt from the later ones.
+func TestDispatchUntriedYieldedAttempt(t *testing.T) {
+	a, b, c := &Upstream{Name: "a"}, &Upstream{Name: "b", Priority: 1}, &Upstream{Name: "c", Priority: 2}
+	p, _ := testProvider(t, a, b, c)
+	d := NewDispatch(p, mustOrder(t, p))
+	a.Failed("refused", 0) // cools down after the order was made
+	got := d.AppendUntried([]*Upstream{c})
+	if n := names(got); len(n) != 4 || n[0] != "c" || n[1] != "b" || n[2] != "c" || n[3] != "a" {
+		t.Fatalf("AppendUntried = %v, want [c b c a]", n)
+	}
+	keys := []*int{new(int), new(int), new(int)}
+	for i, u := range []*Upstream{a, b, c} {
+		d.Yield(keys[i], u)
+	}
+	for i, u := range []*Upstream{a, b, c} {
+		if got, ok := d.Yielded(keys[i]); !ok || got != u {
+			t.Errorf("Yielded(key %d) = %v, %v; want %s", i, got, ok, u.Name)
+		}
+	}
+	if got, ok := d.Yielded(new(int)); ok {
+		t.Errorf("an unknown key stands for %s", got.Name)
+	}
+	if !d.Attempt(b) || d.Attempt(c) || d.Attempt(a) {
+		t.Error("only the first attempt is the first")
+	}
+	if n := names(d.Untried()); len(n) != 0 {
+		t.Errorf("after three attempts, untried %v", n)
+	}
+}

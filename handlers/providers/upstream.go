@@ -34,7 +34,33 @@ type Upstream struct {
 	provider string
 	health   *Board
 	key      string // healthKey, computed once
-	address  string // Address, computed once
+	// state is the upstream's record on stateBoard, found once; both are guarded by the
+	// board's lock.
+	state      *healthState
+	stateBoard *Board
+	// Computed once by prepare, for the request path: the credential header (its value slice is
+	// shared by every request and never changed), the dial address and the origin.
+	credName  string
+	credValue []string
+	dial      string
+	origin    string
+	address   string // Address, computed once
+}
+
+// prepare computes what every request to u needs, before u is shared between requests.
+func (u *Upstream) prepare() {
+	u.key = ""
+	u.healthKey()
+	u.credName, u.credValue = "", nil
+	if u.APIKey != "" {
+		h := http.Header{}
+		setCredentials(h, u.APIKey, u.AuthStyle)
+		for name, value := range h {
+			u.credName, u.credValue = name, value[:1:1]
+		}
+	}
+	u.dial, u.origin, u.address = "", "", ""
+	u.dial, u.origin, u.address = u.DialAddress(), u.Origin(), normalAddress(u.BaseURL)
 }
 
 // Provider is the name of the provider the upstream belongs to.
@@ -71,8 +97,15 @@ func (u *Upstream) Endpoint(rel string) string {
 }
 
 // SetCredentials replaces any credential on an outgoing request with the upstream's own.
+//
+// The value set may be shared with other requests to u: replace it, never change it in place.
 func (u *Upstream) SetCredentials(h http.Header) {
-	setCredentials(h, u.APIKey, u.AuthStyle)
+	if u.credValue == nil {
+		setCredentials(h, u.APIKey, u.AuthStyle)
+		return
+	}
+	clearCredentials(h)
+	h[u.credName] = u.credValue
 }
 
 // Label names the upstream in logs: provider/upstream.
@@ -80,6 +113,9 @@ func (u *Upstream) Label() string { return u.provider + "/" + u.Name }
 
 // DialAddress is the upstream's host:port, with the scheme's default port when none is given.
 func (u *Upstream) DialAddress() string {
+	if u.dial != "" {
+		return u.dial
+	}
 	if u.BaseURL.Port() != "" {
 		return u.BaseURL.Host
 	}
@@ -88,6 +124,14 @@ func (u *Upstream) DialAddress() string {
 		port = "443"
 	}
 	return net.JoinHostPort(u.BaseURL.Hostname(), port)
+}
+
+// Origin is the upstream's scheme://host, which names it in placeholders and the admin API.
+func (u *Upstream) Origin() string {
+	if u.origin != "" {
+		return u.origin
+	}
+	return u.BaseURL.Scheme + "://" + u.BaseURL.Host
 }
 
 // Failed records a failure of the upstream (connection failure, 5xx, 429) and puts it into
@@ -113,16 +157,7 @@ func (u *Upstream) healthKey() string {
 
 // setCredentials removes the caller's credentials and sets key in the given auth style.
 func setCredentials(h http.Header, key, style string) {
-	// The names are written in canonical form (http.CanonicalHeaderKey), so that deleting them
-	// does not canonicalise them again on every request.
-	delete(h, "Authorization")
-	delete(h, "X-Api-Key")
-	delete(h, "X-Goog-Api-Key")
-	// Headers that choose which of the operator's provider organisations or projects is used
-	// (and billed) are the operator's to set, never a tenant's.
-	delete(h, "Openai-Organization")
-	delete(h, "Openai-Project")
-	delete(h, "X-Goog-User-Project")
+	clearCredentials(h)
 	if key == "" {
 		return
 	}
@@ -134,4 +169,19 @@ func setCredentials(h http.Header, key, style string) {
 	default:
 		h.Set("Authorization", "Bearer "+key)
 	}
+}
+
+// clearCredentials removes the caller's credentials, and the headers that choose what the
+// operator's account bills.
+func clearCredentials(h http.Header) {
+	// The names are written in canonical form (http.CanonicalHeaderKey), so that deleting them
+	// does not canonicalise them again on every request.
+	delete(h, "Authorization")
+	delete(h, "X-Api-Key")
+	delete(h, "X-Goog-Api-Key")
+	// Headers that choose which of the operator's provider organisations or projects is used
+	// (and billed) are the operator's to set, never a tenant's.
+	delete(h, "Openai-Organization")
+	delete(h, "Openai-Project")
+	delete(h, "X-Goog-User-Project")
 }

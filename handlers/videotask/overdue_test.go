@@ -32,7 +32,7 @@ func TestOverdueTaskExpires(t *testing.T) {
 				default:
 					w := &Watcher{Tasks: h, Interval: time.Hour}
 					w.init()
-					w.divide(context.Background())
+					w.ownTick(context.Background())
 					w.poll(context.Background(), []string{"cgt-race"})
 				}
 			}

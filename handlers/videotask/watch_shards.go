@@ -30,27 +30,44 @@ func (w *Watcher) shardLease(shard int) string {
 	return "watch/" + strconv.Itoa(w.Shards) + "/" + strconv.Itoa(shard)
 }
 
+// readLog names the log of the reads of one shard's tasks, out of w.Shards.
+func (w *Watcher) readLog(shard int) string { return w.shardLease(shard) }
+
 // minOwnershipTick bounds the store work of very short intervals (tests, demos): the shard
 // leases are renewed at most ten times a second.
 const minOwnershipTick = 100 * time.Millisecond
 
-// ownershipTick is how often a watcher renews its shard leases and its heartbeat: a fifth of
+// ownershipTick is how often a watcher renews its shard leases and its heartbeat: a tenth of
 // the interval, and not more often than minOwnershipTick.
-func (w *Watcher) ownershipTick() time.Duration { return max(w.Interval/5, minOwnershipTick) }
+func (w *Watcher) ownershipTick() time.Duration { return max(w.Interval/10, minOwnershipTick) }
 
-// leaseTerm is how long a shard lease and a heartbeat last from their renewal: an Interval past
-// the last read that a renewal allows (readable), plus a tick for that read to reach the
-// upstream.
-func (w *Watcher) leaseTerm() time.Duration { return w.Interval + 2*w.ownershipTick() }
+// leaseTerm is how long a shard lease and a heartbeat last from their renewal: three ticks. A
+// watcher reads a shard only while its lease has a tick left (readable), so a renewal may come a
+// tick late before the reads pause; and when a watcher dies, the others take its shards over
+// within a term and a tick (0.4 of an interval when the tick is a tenth of it).
+func (w *Watcher) leaseTerm() time.Duration { return 3 * w.ownershipTick() }
 
-// readable reports whether this watcher may read the tasks of a shard now: it holds the shard's
-// lease and the lease outlasts a read started now by an Interval (and a tick for the read to
-// reach the upstream), so that whoever takes the shard next reads its tasks an Interval later
-// at the earliest. held is false when the shard is not this watcher's at all. The caller holds
-// w.mu.
+// readKeep is how long the reads of a shard's tasks are kept in its read log: an Interval (the
+// next holder needs no older read) and a tick.
+func (w *Watcher) readKeep() time.Duration { return w.Interval + w.ownershipTick() }
+
+// readable reports whether this watcher may start reading the tasks of a shard now: it holds the
+// shard's lease, the lease has a tick left, the shard is not being handed over, and it is not
+// being taken (take has scheduled its tasks from its read log). held is false when the shard is
+// not this watcher's at all. The caller holds w.mu.
 func (w *Watcher) readable(shard int) (ok, held bool) {
+	if !w.leased(shard) {
+		_, held = w.held[shard]
+		return false, held
+	}
+	return !w.leaving[shard] && !now().Before(w.readFrom[shard]), true
+}
+
+// leased reports whether this watcher holds the lease of a shard with a tick left. The caller
+// holds w.mu.
+func (w *Watcher) leased(shard int) bool {
 	until, held := w.held[shard]
-	return held && !now().Add(w.leaseTerm()-w.ownershipTick()).After(until), held
+	return held && !now().Add(w.ownershipTick()).After(until)
 }
 
 // startReads sorts ids into those this watcher reads now, whose shards then count them as reads
@@ -89,14 +106,14 @@ func (w *Watcher) doneReads(ids []string) {
 // own keeps this watcher's share of the shards: every tick it sends a heartbeat, which also
 // tells it the live watchers; shard i is for the i-th of them (in order, modulo their number).
 // It renews the leases of its shards, takes those of its shards that are free (and watches their
-// tasks at once), and stops reading shards that are now another watcher's, whose leases then run
-// out (cut short to an Interval after its last read of them) so that the other watcher takes
-// them. (When Run stops, leave hands every shard over.)
+// tasks from their read logs, take), and stops reading shards that are now another watcher's,
+// whose leases it frees once its reads of them in flight are done, so that the other watcher
+// takes them at its next tick. (When Run stops, leave frees every lease.)
 func (w *Watcher) own(ctx context.Context) {
 	ticker := time.NewTicker(w.ownershipTick())
 	defer ticker.Stop()
 	// The first tick only joins the group, so that instances starting together see each other
-	// before they take shards (and do not hand them over again a lease term later).
+	// before they take shards (and do not hand them over again a tick later).
 	joined := false
 	for {
 		if !joined {
@@ -104,8 +121,8 @@ func (w *Watcher) own(ctx context.Context) {
 				w.Tasks.Logger.Error("watcher heartbeat", zap.Error(err))
 			}
 			joined = true
-		} else if gained := w.divide(ctx); len(gained) > 0 {
-			w.watchShards(ctx, gained)
+		} else {
+			w.ownTick(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -114,6 +131,23 @@ func (w *Watcher) own(ctx context.Context) {
 		}
 	}
 }
+
+// ownTick is one tick of own after the first: divide, then take what it gained.
+func (w *Watcher) ownTick(ctx context.Context) {
+	if gained := w.divide(ctx); len(gained) > 0 {
+		w.take(ctx, gained)
+	}
+}
+
+// leaseStep is what one tick of divide does with a shard's lease.
+type leaseStep uint8
+
+const (
+	leaseKeep leaseStep = iota // not held, not to be taken
+	leaseRenew
+	leaseFree
+	leaseTake
+)
 
 // divide does one tick of own and returns the shards it just took.
 func (w *Watcher) divide(ctx context.Context) []int {
@@ -130,109 +164,110 @@ func (w *Watcher) divide(ctx context.Context) []int {
 		slices.Sort(members)
 	}
 	mine := func(shard int) bool {
-		if members == nil {
-			return false
-		}
-		return members[shard%len(members)] == w.Owner
+		return members != nil && members[shard%len(members)] == w.Owner
 	}
+	// A held shard that is now another watcher's is read no more from here on; its lease is
+	// renewed while reads of it are in flight (they were recorded under it), and freed after.
+	steps := make([]leaseStep, w.Shards)
 	w.mu.Lock()
-	held := make(map[int]bool, len(w.held))
-	for shard := range w.held {
-		held[shard] = true
+	for shard := range steps {
+		_, held := w.held[shard]
+		switch {
+		case held && members == nil:
+			steps[shard] = leaseRenew
+		case held && mine(shard):
+			delete(w.leaving, shard)
+			steps[shard] = leaseRenew
+		case held:
+			w.leaving[shard] = true
+			steps[shard] = leaseRenew
+			if w.reading[shard] == 0 {
+				steps[shard] = leaseFree
+			}
+		case mine(shard):
+			steps[shard] = leaseTake
+		}
 	}
 	w.mu.Unlock()
 
-	// outcome: whether the shard stays held, and until when its lease now runs (zero: as before).
-	type outcome struct {
+	// result: whether the shard stays held, and until when its lease now runs (zero: as before).
+	type result struct {
 		keep, gained bool
 		until        time.Time
 	}
-	results := make([]outcome, w.Shards)
+	results := make([]result, w.Shards)
 	forEach(w.Shards, func(shard int) {
-		switch {
-		case held[shard] && (members == nil || mine(shard)):
+		switch steps[shard] {
+		case leaseRenew:
 			err := w.Tasks.Store.RenewLease(ctx, w.shardLease(shard), w.Owner, start, term)
 			switch {
 			case err == nil:
-				results[shard] = outcome{keep: true, until: start.Add(term)}
+				results[shard] = result{keep: true, until: start.Add(term)}
 			case errors.Is(err, storage.ErrLeaseLost):
 			default:
 				// Kept as it was: readable stops the reads in time, and the next tick tries
 				// again.
-				results[shard] = outcome{keep: true}
+				results[shard] = result{keep: true}
 				if ctx.Err() == nil {
 					w.Tasks.Logger.Warn("renewing a watch shard lease", zap.Int("shard", shard), zap.Error(err))
 				}
 			}
-		case !held[shard] && mine(shard):
+		case leaseFree:
+			w.free(ctx, shard)
+		case leaseTake:
 			ok, err := w.Tasks.Store.AcquireLease(ctx, w.shardLease(shard), w.Owner, start, term)
 			if err != nil && ctx.Err() == nil {
 				w.Tasks.Logger.Warn("taking a watch shard lease", zap.Int("shard", shard), zap.Error(err))
 			}
 			if ok && err == nil {
-				results[shard] = outcome{keep: true, gained: true, until: start.Add(term)}
+				results[shard] = result{keep: true, gained: true, until: start.Add(term)}
 			}
 		}
-		// A held shard that is now another watcher's is dropped: not read, not renewed.
 	})
-	var gained, given []int
-	lastRead := map[int]time.Time{}
+	var gained []int
 	w.mu.Lock()
 	for shard, r := range results {
 		switch {
 		case !r.keep:
-			if _, ok := w.held[shard]; ok && members != nil && !mine(shard) && w.reading[shard] == 0 {
-				// Another watcher's now, and no read of it is in flight: its lease can end an
-				// Interval after the last read, not a whole term after the last renewal.
-				given = append(given, shard)
-				lastRead[shard] = w.lastRead[shard]
+			if steps[shard] != leaseTake {
+				delete(w.held, shard)
+				delete(w.leaving, shard)
 			}
-			delete(w.held, shard)
 		case !r.until.IsZero():
 			w.held[shard] = r.until
 		}
 		if r.gained {
 			gained = append(gained, shard)
+			w.readFrom[shard] = notYet // until take has scheduled its tasks
 		}
 	}
 	w.mu.Unlock()
-	forEach(len(given), func(i int) { w.handOver(ctx, given[i], lastRead[given[i]]) })
 	return gained
 }
 
-// handOver cuts this watcher's lease of a shard it no longer reads to an Interval (and a tick)
-// after its last read of the shard, or frees it when that has passed, so that the shard's next
-// watcher takes it as soon as it may.
-func (w *Watcher) handOver(ctx context.Context, shard int, lastRead time.Time) {
-	var err error
-	if end := lastRead.Add(w.Interval + w.ownershipTick()); !lastRead.IsZero() && end.After(now()) {
-		err = w.Tasks.Store.RenewLease(ctx, w.shardLease(shard), w.Owner, lastRead, end.Sub(lastRead))
-	} else {
-		err = w.Tasks.Store.ReleaseLease(ctx, w.shardLease(shard), w.Owner)
-	}
-	if err != nil && !errors.Is(err, storage.ErrLeaseLost) && ctx.Err() == nil {
+// free frees this watcher's lease of a shard whose reads are all recorded and done, so that the
+// shard's next watcher takes it at its next tick.
+func (w *Watcher) free(ctx context.Context, shard int) {
+	if err := w.Tasks.Store.ReleaseLease(ctx, w.shardLease(shard), w.Owner); err != nil && ctx.Err() == nil {
+		// The lease then runs out within a term.
 		w.Tasks.Logger.Warn("handing a watch shard over", zap.Int("shard", shard), zap.Error(err))
 	}
 }
 
-// leave cuts the held leases to an Interval after this watcher's last read of each shard (or
-// frees them when it read none) and leaves the group, so that the remaining watchers take the
-// shards over as soon as that allows.
+// leave frees the held leases (every read is done and recorded in the read logs) and leaves the
+// group, so that the remaining watchers take the shards over at their next tick.
 func (w *Watcher) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), w.Interval)
 	defer cancel()
 	w.mu.Lock()
-	held := make(map[int]time.Time, len(w.held))
+	shards := make([]int, 0, len(w.held))
 	for shard := range w.held {
-		held[shard] = w.lastRead[shard]
-	}
-	w.held = map[int]time.Time{}
-	w.mu.Unlock()
-	shards := make([]int, 0, len(held))
-	for shard := range held {
 		shards = append(shards, shard)
 	}
-	forEach(len(shards), func(i int) { w.handOver(ctx, shards[i], held[shards[i]]) })
+	w.held = map[int]time.Time{}
+	w.leaving = map[int]bool{}
+	w.mu.Unlock()
+	forEach(len(shards), func(i int) { w.free(ctx, shards[i]) })
 	// A zero term ends this watcher's heartbeat: the others count without it from their next
 	// tick.
 	if _, err := w.Tasks.Store.Heartbeat(ctx, w.group(), w.Owner, now(), 0); err != nil {
@@ -240,26 +275,60 @@ func (w *Watcher) leave() {
 	}
 }
 
-// watchShards schedules every unfinished task of the given shards that is not already
-// scheduled or being read, due now (or an Interval after this watcher's last read of the shard).
+// notYet is a readFrom of shards being taken: not readable until take sets it.
+var notYet = time.Unix(1<<62, 0)
+
+// take watches the unfinished tasks of shards this watcher has just taken: each is due an
+// Interval after its last read recorded in its shard's read log (by whichever watcher held the
+// shard, this one included), or now when the log has none. A task already scheduled here, or
+// scheduled later by rescan, is held back to that time too (notBefore). A log that cannot be read
+// keeps its shard from being read for an Interval: late rather than read twice.
+func (w *Watcher) take(ctx context.Context, shards []int) {
+	start := now()
+	since := start.Add(-w.Interval)
+	recent := make([]map[string]time.Time, len(shards))
+	failed := make([]bool, len(shards))
+	forEach(len(shards), func(i int) {
+		reads, err := w.Tasks.Store.RecentReads(ctx, w.readLog(shards[i]), since)
+		if err != nil {
+			failed[i] = true
+			if ctx.Err() == nil {
+				w.Tasks.Logger.Error("reading a watch shard's read log", zap.Int("shard", shards[i]), zap.Error(err))
+			}
+		}
+		recent[i] = reads
+	})
+	w.mu.Lock()
+	for id, at := range w.notBefore {
+		if !at.After(start) {
+			delete(w.notBefore, id) // a task that finished, or left this watcher, before it was due
+		}
+	}
+	for i, shard := range shards {
+		if failed[i] {
+			w.readFrom[shard] = start.Add(w.Interval)
+			continue
+		}
+		for id, at := range recent[i] {
+			if next := at.Add(w.Interval); next.After(start) {
+				w.notBefore[id] = next
+			}
+		}
+		delete(w.readFrom, shard)
+	}
+	w.mu.Unlock()
+	w.watchShards(ctx, shards)
+}
+
+// watchShards schedules every unfinished task of the given shards that is not already scheduled
+// or being read, due now (or when notBefore says).
 func (w *Watcher) watchShards(ctx context.Context, shards []int) {
 	want := make(map[int]bool, len(shards))
 	for _, s := range shards {
 		want[s] = true
 	}
-	// A shard this watcher held before (and dropped when the group changed) is not read again
-	// within an Interval of its last read here.
-	due := make(map[int]time.Time, len(shards))
-	w.mu.Lock()
-	for _, s := range shards {
-		due[s] = now()
-		if next := w.lastRead[s].Add(w.Interval); next.After(due[s]) {
-			due[s] = next
-		}
-	}
-	w.mu.Unlock()
 	err := w.Tasks.Store.UnfinishedTaskIDs(ctx, w.Shards, func(shard int) bool { return want[shard] }, func(id string) bool {
-		w.schedule(id, due[storage.TaskShard(id, w.Shards)])
+		w.schedule(id, now())
 		return ctx.Err() == nil
 	})
 	if err != nil && ctx.Err() == nil {

@@ -20,11 +20,13 @@ func setClock(t *testing.T, at *time.Time) {
 	t.Cleanup(func() { now = prev })
 }
 
-// The shards are divided between the live watchers; a shard handed over to a new watcher changes
-// hands an interval after its last read, not before; and when a watcher stops renewing (its
-// process died), the survivor takes its shards over once its leases and heartbeat have run out,
-// and not before. Run on both backends:
-// one Redis shared by two clients (two processes), and Badger.
+// The shards are divided between the live watchers. A shard handed over to a new watcher is
+// freed at once, or, with a read of it in flight, once that read is done; its new holder
+// schedules each of its tasks an Interval after the read recorded in the shard's read log. When
+// a watcher stops renewing (its process died), the survivor takes its shards over once its
+// leases and heartbeat have run out (a term and a tick, not an Interval), and the dead watcher
+// could record no read under its lost leases. Run on both backends: one Redis shared by two
+// clients (two processes), and Badger.
 func TestShardOwnershipMovesToTheSurvivor(t *testing.T) {
 	backends := map[string]func(t *testing.T) (storage.Store, storage.Store){
 		"badger": func(t *testing.T) (storage.Store, storage.Store) {
@@ -64,39 +66,76 @@ func TestShardOwnershipMovesToTheSurvivor(t *testing.T) {
 			tick := func(ws ...*Watcher) {
 				clock = clock.Add(a.ownershipTick())
 				for _, w := range ws {
-					w.divide(ctx)
+					w.ownTick(ctx)
 				}
 			}
 			all := []int{0, 1, 2, 3, 4, 5, 6, 7}
 			even, odd := []int{0, 2, 4, 6}, []int{1, 3, 5, 7}
+			// Two unfinished tasks of shard 1 and one of shard 5.
+			var inShard1, inShard5 []string
+			for i := 0; len(inShard1) < 2 || len(inShard5) < 1; i++ {
+				id := "cgt-" + strconv.Itoa(i)
+				switch storage.TaskShard(id, 8) {
+				case 1:
+					if len(inShard1) == 2 {
+						continue
+					}
+					inShard1 = append(inShard1, id)
+				case 5:
+					if len(inShard5) == 1 {
+						continue
+					}
+					inShard5 = append(inShard5, id)
+				default:
+					continue
+				}
+				task := storage.Task{ID: id, Kind: storage.KindVideo, Account: "acme", KeyID: "k1", Provider: "p",
+					Model: "m", Status: "queued", CreatedAt: clock.Unix(), UpdatedAt: clock.Unix(), ExpiresAt: time.Now().Add(time.Hour).Unix()}
+				if _, err := storeA.CreateTask(ctx, task); err != nil {
+					t.Fatal(err)
+				}
+			}
 
 			// Alone, a takes every shard.
-			a.divide(ctx)
+			tick(a)
 			if got := a.heldShards(); !slices.Equal(got, all) {
 				t.Fatalf("a alone holds %v", got)
 			}
-			// a read shard 1 just now. b joins: a stops reading b's half at once and hands it
-			// over: the shards it never read at once, shard 1 an interval (and a tick) after its
-			// read, so that b cannot read its tasks again too soon.
+			// a reads the first task of shard 1 now (recorded under its lease), and has a read
+			// of shard 5 in flight. b joins: a stops reading b's half at once and frees the
+			// shards it is not reading; shard 5 once its read is done.
 			readAt := clock
-			a.mu.Lock()
-			a.lastRead[1] = readAt
-			a.mu.Unlock()
-			b.divide(ctx)
-			a.divide(ctx)
-			if got, gotB := a.heldShards(), b.heldShards(); !slices.Equal(got, even) || len(gotB) != 0 {
+			if lost, err := storeA.NoteReads(ctx, "a", readAt, a.readKeep(), a.readGroups(inShard1[:1])); err != nil || len(lost) != 0 {
+				t.Fatalf("a's NoteReads = %v, %v", lost, err)
+			}
+			a.startReads(inShard5)
+			b.divide(ctx) // joins
+			tick(a, b)
+			if got, gotB := a.heldShards(), b.heldShards(); !slices.Equal(got, []int{0, 2, 4, 5, 6}) || !slices.Equal(gotB, []int{1, 3, 7}) {
 				t.Fatalf("after b joined: a holds %v, b %v", got, gotB)
 			}
-			tick(a, b)
-			if got := b.heldShards(); !slices.Equal(got, []int{3, 5, 7}) {
-				t.Fatalf("a tick after a handed its unread shards over, b holds %v", got)
+			a.mu.Lock()
+			ok5, _ := a.readable(5)
+			a.mu.Unlock()
+			if ok5 {
+				t.Fatal("a may still start reads of shard 5, which is b's now")
 			}
-			for clock.Before(readAt.Add(interval)) {
-				tick(a, b)
-				if got := b.heldShards(); slices.Contains(got, 1) {
-					t.Fatalf("b took shard 1 %v after a read it", clock.Sub(readAt))
-				}
+			// b holds shard 1 a tick after a's read: the task a read is not read before an
+			// Interval after that read, the other one is read now.
+			ids, _ := b.next(10)
+			if slices.Contains(ids, inShard1[0]) || !slices.Contains(ids, inShard1[1]) {
+				t.Fatalf("b's due tasks a tick after a read %s: %v; want %s and not %s", inShard1[0], ids, inShard1[1], inShard1[0])
 			}
+			b.mu.Lock()
+			due := map[string]time.Time{}
+			for _, q := range b.queue {
+				due[q.id] = q.due
+			}
+			b.mu.Unlock()
+			if got := due[inShard1[0]]; !got.Equal(readAt.Add(interval)) {
+				t.Fatalf("b scheduled the task a read at %v at %v, want an interval after a's read", readAt, got)
+			}
+			a.doneReads(inShard5)
 			tick(a, b)
 			tick(a, b)
 			if gotA, gotB := a.heldShards(), b.heldShards(); !slices.Equal(gotA, even) || !slices.Equal(gotB, odd) {
@@ -115,27 +154,31 @@ func TestShardOwnershipMovesToTheSurvivor(t *testing.T) {
 			}
 
 			// a stops renewing (killed). Until its leases and heartbeat have run out, b keeps
-			// its half; then it takes a's half too.
+			// its half; then it takes a's half too, well within an interval.
 			died := clock
-			for clock.Before(died.Add(a.leaseTerm() - a.ownershipTick())) {
+			for clock.Add(a.ownershipTick()).Before(died.Add(a.leaseTerm())) {
 				tick(b)
 				if got := b.heldShards(); !slices.Equal(got, odd) {
 					t.Fatalf("%v after a died, b holds %v", clock.Sub(died), got)
 				}
 			}
-			for range 3 {
-				tick(b)
-			}
+			tick(b)
 			if got := b.heldShards(); !slices.Equal(got, all) {
 				t.Fatalf("%v after a died, b holds %v, want every shard", clock.Sub(died), got)
 			}
-			if took := clock.Sub(died); took > interval+3*a.ownershipTick()+a.ownershipTick() {
+			if took := clock.Sub(died); took > a.leaseTerm()+a.ownershipTick() || took > interval/2 {
 				t.Fatalf("b took a's shards over %v after a died", took)
 			}
-			for _, lease := range even {
-				if ok, err := storeA.AcquireLease(ctx, a.shardLease(lease), "a", clock, time.Minute); err != nil || ok {
-					t.Fatalf("a could take back shard %d from b: %v %v", lease, ok, err)
+			// a's leases are b's: a (had it only stalled) can neither take them back nor record
+			// a read under them.
+			for _, shard := range even {
+				if ok, err := storeA.AcquireLease(ctx, a.shardLease(shard), "a", clock, time.Minute); err != nil || ok {
+					t.Fatalf("a could take back shard %d from b: %v %v", shard, ok, err)
 				}
+			}
+			groups := []storage.ShardReads{{Lease: a.shardLease(0), Log: a.readLog(0), IDs: []string{"cgt-x"}}}
+			if lost, err := storeA.NoteReads(ctx, "a", clock, a.readKeep(), groups); err != nil || !slices.Equal(lost, []int{0}) {
+				t.Fatalf("a's NoteReads under b's lease = %v, %v; want it refused", lost, err)
 			}
 		})
 	}
@@ -163,7 +206,7 @@ func TestWatchersWithDifferentShardCountsMissNoTask(t *testing.T) {
 	for range 5 {
 		clock = clock.Add(ws[0].ownershipTick())
 		for _, w := range ws {
-			w.divide(ctx)
+			w.ownTick(ctx)
 		}
 	}
 	for i := range 200 {

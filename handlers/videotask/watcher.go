@@ -28,13 +28,15 @@ const (
 //
 // Gateway instances sharing one store divide the work by shards: the unfinished tasks are split
 // into Shards by a hash of their id, and each shard is watched by one instance at a time, under
-// a lease that it renews every fifth of an Interval (at most ten times a second). The instances
-// find each other through heartbeats in the store and divide the shards evenly; when one dies,
-// its leases and heartbeat run out and the others take its shards over, an Interval and two
-// renewal periods after its last renewal. A task is read by one instance per Interval: a shard
-// changes hands only after its lease has outlasted the last read of its tasks by an Interval.
-// Per task and interval the store does one batched record read; unchanged tasks are not
-// written.
+// a short lease (three ticks) that it renews every tick, a tenth of an Interval (at most ten
+// times a second). The instances find each other through heartbeats in the store and divide
+// the shards evenly; when one dies, its leases and heartbeat run out and the others take its
+// shards over within 0.4 of an Interval. A task is read by one instance per Interval across
+// these changes of hands: before reading tasks from their upstream, the holder records in the
+// shard's read log, under its lease, when it reads them, and whoever takes the shard next reads
+// each task an Interval after its recorded read. Per task and interval the store does one
+// batched record read (the read log's record goes alongside, one script per batch); unchanged
+// tasks are not written.
 type Watcher struct {
 	// Tasks does the refreshing; its store holds the watch list.
 	Tasks *Handler
@@ -58,11 +60,19 @@ type Watcher struct {
 	queue   dueQueue
 	tracked map[string]bool
 	// held maps the shards this watcher holds to until when their leases run (by its clock);
-	// lastRead to when it last read tasks of each shard.
-	held     map[int]time.Time
-	lastRead map[int]time.Time
-	// reading counts the reads in flight per shard.
+	// leaving holds those it is handing over (not read any more, freed once their reads in
+	// flight are done).
+	held    map[int]time.Time
+	leaving map[int]bool
+	// readFrom holds back the reads of shards being taken (or whose read log could not be
+	// read); notBefore the tasks of taken shards that their last holder read less than an
+	// Interval ago, until an Interval after that read.
+	readFrom  map[int]time.Time
+	notBefore map[string]time.Time
+	// reading counts the reads in flight per shard; trimmed says when each shard's read log was
+	// last trimmed from here.
 	reading map[int]int
+	trimmed map[int]time.Time
 	// seen spares the comparison of unchanged answers.
 	seen    answerMemo
 	wake    chan struct{}
@@ -73,8 +83,11 @@ func (w *Watcher) init() {
 	w.initOne.Do(func() {
 		w.tracked = map[string]bool{}
 		w.held = map[int]time.Time{}
-		w.lastRead = map[int]time.Time{}
+		w.leaving = map[int]bool{}
+		w.readFrom = map[int]time.Time{}
+		w.notBefore = map[string]time.Time{}
 		w.reading = map[int]int{}
+		w.trimmed = map[int]time.Time{}
 		if w.Shards <= 0 {
 			w.Shards = DefaultWatchShards
 		}
@@ -142,15 +155,19 @@ func (w *Watcher) signal() {
 // watched again after a restart, and tasks created by other instances sharing the store (or
 // left by one that died) are watched too.
 func (w *Watcher) Run(stop <-chan struct{}) {
+	w.run(stop)
+	w.leave() // after the last read: every read made is in the read logs
+}
+
+// run is Run without leaving the group: when it returns, the watcher has stopped as if its
+// process had died, its leases and heartbeat left to run out.
+func (w *Watcher) run(stop <-chan struct{}) {
 	w.init()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-stop; cancel() }()
 	var wg sync.WaitGroup
-	defer func() {
-		wg.Wait()
-		w.leave() // after the last read, whose time the cut leases start from
-	}()
+	defer wg.Wait()
 	wg.Go(func() { w.own(ctx) })
 	wg.Go(func() { w.rescan(ctx) })
 	limiter := rate.NewLimiter(rate.Limit(w.RatePerSecond), max(1, w.Concurrency))
@@ -190,8 +207,9 @@ func (w *Watcher) Run(stop <-chan struct{}) {
 	}
 }
 
-// rescan schedules every unfinished task of the shards this watcher holds, every Interval.
-// (own schedules those of a shard as soon as it takes it.)
+// rescan schedules every unfinished task of the shards this watcher holds that it does not
+// watch yet (created through other instances), every Interval. (own schedules those of a shard
+// as soon as it takes it.)
 func (w *Watcher) rescan(ctx context.Context) {
 	ticker := time.NewTicker(w.Interval)
 	defer ticker.Stop()
@@ -215,12 +233,20 @@ func (w *Watcher) next(n int) ([]string, time.Duration) {
 	if w.queue.Len() == 0 {
 		return nil, time.Minute
 	}
-	if wait := time.Until(w.queue[0].due); wait > 0 {
+	if wait := w.queue[0].due.Sub(now()); wait > 0 {
 		return nil, wait
 	}
 	var ids []string
 	for len(ids) < n && w.queue.Len() > 0 && !w.queue[0].due.After(now()) {
 		t := heap.Pop(&w.queue).(dueTask)
+		if at, ok := w.notBefore[t.id]; ok {
+			if at.After(t.due) {
+				// Read by the shard's previous holder less than an Interval ago.
+				heap.Push(&w.queue, dueTask{id: t.id, due: at})
+				continue
+			}
+			delete(w.notBefore, t.id)
+		}
 		ids = append(ids, t.id)
 		metrics.RefreshLag(now().Sub(t.due))
 	}
@@ -243,7 +269,25 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		return 0
 	}
 	defer w.doneReads(mine)
+	// The reads are recorded under the shards' leases before they are made, alongside the read
+	// of the records (the Redis client pipelines the two), at the time by which they will have
+	// gone out (noteAgain records again those that would go out later).
+	at := now().Add(w.readSlack())
+	var lost []int
+	var noteErr error
+	groups := w.readGroups(mine)
+	var wg sync.WaitGroup
+	wg.Go(func() { lost, noteErr = w.Tasks.Store.NoteReads(ctx, w.Owner, at, w.readKeep(), groups) })
 	tasks, err := w.Tasks.Store.ReadTasks(ctx, mine)
+	wg.Wait()
+	if err == nil {
+		err = noteErr
+	}
+	var skip map[string]skipReason
+	if err == nil {
+		skip = w.dropLost(groups, lost)
+		at, err = w.noteAgain(ctx, at, groups, skip)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			w.Tasks.Logger.Error("reading watched tasks", zap.Error(err))
@@ -257,6 +301,14 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	byUpstream := map[*providers.Upstream][]storage.Task{}
 	for _, t := range tasks {
 		found[t.ID] = true
+		switch skip[t.ID] {
+		case skipLost:
+			w.untrack(t.ID) // another watcher's now
+			continue
+		case skipLate:
+			w.reschedule(t.ID, now().Add(w.ownershipTick()/2))
+			continue
+		}
 		if !t.Unfinished() {
 			w.untrack(t.ID)
 			continue
@@ -284,10 +336,10 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		}
 	}
 	calls := 0
+	var slow []string // the reads of tasks still open, for noteSlowReads
 	for u, batch := range byUpstream {
 		n, open := w.Tasks.refreshBatch(ctx, u, batch, &w.seen)
 		calls += n
-		w.noteRead(batch)
 		if ctx.Err() != nil {
 			return calls // stopping: the next watcher starts from the store's list
 		}
@@ -300,20 +352,13 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		for _, t := range batch {
 			if !still[t.ID] {
 				w.untrack(t.ID)
+			} else {
+				slow = append(slow, t.ID)
 			}
 		}
 	}
+	w.noteSlowReads(ctx, at, slow)
 	return calls
-}
-
-// noteRead records that the shards of these tasks were read now.
-func (w *Watcher) noteRead(tasks []storage.Task) {
-	at := now()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, t := range tasks {
-		w.lastRead[storage.TaskShard(t.ID, w.Shards)] = at
-	}
 }
 
 // storeParallelism bounds the store calls one batch makes at once; concurrent calls share round

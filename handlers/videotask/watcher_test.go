@@ -21,6 +21,15 @@ type simUpstream struct {
 	singles, lists atomic.Int64
 	mu             sync.Mutex
 	readsPerTask   map[string]int
+	// reads lists every read of a task: when it reached the upstream, and the X-Watcher header
+	// of the request (which watcher made it, where a test sets one).
+	reads []upstreamRead
+}
+
+// upstreamRead is one read of a task that reached the upstream.
+type upstreamRead struct {
+	task, watcher string
+	at            time.Time
 }
 
 func newSimUpstream(t *testing.T, queuedFor, runningFor time.Duration, listWorks bool) *simUpstream {
@@ -29,15 +38,18 @@ func newSimUpstream(t *testing.T, queuedFor, runningFor time.Duration, listWorks
 	s.fakeUpstream = newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		_, rest, _ := strings.Cut(r.URL.Path, "/contents/generations/tasks")
 		if r.Method == http.MethodGet {
+			at, watcher := time.Now(), r.Header.Get("X-Watcher")
 			s.mu.Lock()
 			switch id := strings.Trim(rest, "/"); {
 			case id != "":
 				s.singles.Add(1)
 				s.readsPerTask[id]++
+				s.reads = append(s.reads, upstreamRead{task: id, watcher: watcher, at: at})
 			case r.URL.Query().Has("filter.task_ids"):
 				s.lists.Add(1)
 				for _, id := range r.URL.Query()["filter.task_ids"] {
 					s.readsPerTask[id]++
+					s.reads = append(s.reads, upstreamRead{task: id, watcher: watcher, at: at})
 				}
 			}
 			s.mu.Unlock()

@@ -44,6 +44,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("ItemClaims", func(t *testing.T) { testItemClaims(t, fresh(t)) })
 	t.Run("ItemClaimRace", func(t *testing.T) { testItemClaimRace(t, fresh(t)) })
 	t.Run("Watching", func(t *testing.T) { testWatching(t, fresh(t)) })
+	t.Run("ReadLogs", func(t *testing.T) { testReadLogs(t, fresh(t)) })
 	t.Run("RelayTokenExpires", func(t *testing.T) { testRelayTokenExpires(t, fresh(t)) })
 	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, fresh(t)) })
 	t.Run("IdempotencyRace", func(t *testing.T) { testIdempotencyRace(t, fresh(t)) })

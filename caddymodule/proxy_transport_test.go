@@ -1,0 +1,194 @@
+package caddymodule
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+)
+
+// The attempt's copy carries the upstream's credential, address and a header map of its own;
+// the request reverse_proxy logs after the round trip keeps neither the credential nor any other
+// change made for the attempt.
+func TestOutgoingKeepsTheCredentialOffTheLoggedRequest(t *testing.T) {
+	base, err := url.Parse("https://api.example.com/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &providers.Provider{Name: "p", Models: []string{"m"}, ModelMap: map[string]string{"alias": "m"},
+		Upstreams: []*providers.Upstream{{Name: "a", BaseURL: base, APIKey: "operator-key"}}}
+	if _, err := providers.NewCatalog([]*providers.Provider{p}); err != nil {
+		t.Fatal(err)
+	}
+	d := providers.NewDispatch(p, p.Upstreams)
+	d.Model, d.UpstreamModel, d.Rest = "alias", "m", "/chat/completions"
+	req := httptest.NewRequest(http.MethodPost, "http://gateway.test/v1/chat/completions", strings.NewReader(`{}`))
+	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("Content-Type", "application/json")
+	before := req.Header.Clone()
+	var tr ProxyTransport
+	out, err := tr.outgoing(req, d, p.Upstreams[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Header.Get("Authorization"); got != "Bearer operator-key" {
+		t.Errorf("outgoing Authorization = %q", got)
+	}
+	if out.URL.Scheme != "https" || out.URL.Path != "/v1/chat/completions" || out.Host != "api.example.com" {
+		t.Errorf("outgoing to %s (Host %s)", out.URL, out.Host)
+	}
+	if out.Header.Get("Accept-Encoding") != "" {
+		t.Error("a mapped model's attempt must not ask for compression")
+	}
+	if fmt.Sprint(req.Header) != fmt.Sprint(before) || req.URL.String() != "http://gateway.test/v1/chat/completions" || req.Host != "gateway.test" {
+		t.Errorf("the logged request changed: %v %s %s", req.Header, req.URL, req.Host)
+	}
+	for _, values := range req.Header {
+		for _, v := range values {
+			if strings.Contains(v, "operator-key") {
+				t.Fatal("the credential reached the logged request")
+			}
+		}
+	}
+}
+
+// {mediagw.upstream} and {mediagw.upstream_name} name the upstream that answered: the first one
+// when it answers (mediagw_route's placeholders), the next one after a failover (the transport's).
+func TestUpstreamPlaceholdersNameTheAnsweringUpstream(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	t.Setenv("XDG_DATA_HOME", dir)
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if _, err := io.WriteString(w, benchAnswer); err != nil {
+			return
+		}
+	}))
+	defer live.Close()
+	up := strings.TrimPrefix(live.URL, "http://")
+	refused := strconv.Itoa(closedPort(t))
+	port := strconv.Itoa(closedPort(t))
+	config := fmt.Sprintf(`{
+	admin off
+	persist_config off
+	log default {
+		output discard
+	}
+	mediagw {
+		storage badger %[1]s
+		provider failover {
+			models after-failover
+			upstream dead {
+				base_url http://127.0.0.1:%[2]s/v1
+				api_key key-dead
+			}
+			upstream alive {
+				base_url http://%[3]s/v1
+				api_key key-alive
+				priority 1
+			}
+		}
+		provider direct {
+			models first-answers
+			upstream first {
+				base_url http://%[3]s/v1
+				api_key key-first
+			}
+			upstream second {
+				base_url http://127.0.0.1:%[2]s/v1
+				api_key key-second
+				priority 1
+			}
+		}
+		key mg-test-key {
+			account test
+		}
+	}
+}
+http://127.0.0.1:%[4]s {
+	route {
+		mediagw_auth
+		mediagw_route
+		reverse_proxy {
+			dynamic mediagw
+			transport mediagw
+			lb_policy first
+			lb_retries 1
+			header_down X-Upstream-Name {mediagw.upstream_name}
+			header_down X-Upstream {mediagw.upstream}
+		}
+	}
+}
+`, filepath.Join(dir, "store"), refused, up, port)
+	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(config), nil)
+	if err != nil {
+		t.Fatalf("adapting: %v %v", err, warnings)
+	}
+	if err := caddy.Load(cfg, true); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := caddy.Stop(); err != nil {
+			t.Error(err)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Log(err)
+		}
+	}()
+	app, err := caddy.ActiveContext().App("http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srv *caddyhttp.Server
+	for _, s := range app.(*caddyhttp.App).Servers {
+		srv = s
+	}
+	for _, tc := range []struct{ model, name string }{
+		{"first-answers", "first"},
+		{"after-failover", "alive"},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/v1/chat/completions",
+			bytes.NewReader([]byte(`{"model":"`+tc.model+`","messages":[]}`)))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Authorization", "Bearer mg-test-key")
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "chatcmpl-1") {
+			t.Fatalf("%s: %d %s", tc.model, w.Code, w.Body)
+		}
+		if got := w.Header().Get("X-Upstream-Name"); got != tc.name {
+			t.Errorf("%s: {mediagw.upstream_name} = %q, want %q", tc.model, got, tc.name)
+		}
+		if got := w.Header().Get("X-Upstream"); got != live.URL {
+			t.Errorf("%s: {mediagw.upstream} = %q, want %q", tc.model, got, live.URL)
+		}
+	}
+}
+
+// closedPort returns a loopback port that was free a moment ago (connections to it are refused).
+func closedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
