@@ -331,13 +331,13 @@ func (r *Redis) key(parts ...string) string {
 }
 
 // exec runs a script.
-func (r *Redis) exec(ctx context.Context, s *redisScript, keys, args []string) rueidis.RedisResult {
-	return s.lua.Exec(ctx, r.client, keys, args)
+func (r *Redis) exec(ctx context.Context, s luaScript, keys, args []string) rueidis.RedisResult {
+	return s.Exec(ctx, r.client, keys, args)
 }
 
 // execInt runs a script that answers an integer.
-func (r *Redis) execInt(ctx context.Context, s *redisScript, keys, args []string) (int64, error) {
-	return s.lua.Exec(ctx, r.client, keys, args).AsInt64()
+func (r *Redis) execInt(ctx context.Context, s luaScript, keys, args []string) (int64, error) {
+	return s.Exec(ctx, r.client, keys, args).AsInt64()
 }
 
 // wrote notes that this process changed a cached record, so it reads it past the cache while an

@@ -30,6 +30,17 @@ type redisScript struct {
 	src, sha string
 }
 
+// luaScript is a script that the client runs: a *redisScript, or a plain *rueidis.Lua for a
+// write that never waits for replicas.
+type luaScript interface {
+	Exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult
+}
+
+// Exec runs the script without waiting for replicas.
+func (s *redisScript) Exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	return s.lua.Exec(ctx, c, keys, args)
+}
+
 func newScript(src string) *redisScript {
 	sum := sha1.Sum([]byte(src))
 	return &redisScript{lua: rueidis.NewLuaScript(src), src: src, sha: hex.EncodeToString(sum[:])}
