@@ -166,7 +166,7 @@ func TestInstanceWaitsForReplica(t *testing.T) {
 		}
 	}
 	follow()
-	c := startCluster(t, 1, clusterOptions{redisURL: master.URL(), storageOptions: "wait_replicas 1\n\t\t\twait_timeout 300ms"})
+	c := startCluster(t, 1, clusterOptions{redisURL: master.URL(), storageOptions: "wait_replicas 1\n\t\t\twait_timeout 2s"})
 	a := c.instances[0]
 	total := func() float64 {
 		t.Helper()

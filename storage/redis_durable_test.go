@@ -60,13 +60,20 @@ func TestRedisWaitReplicas(t *testing.T) {
 	master, replica := replicated(t)
 	master.AddUser(t, "gw", "gw-pass", "dur", storage.RedisACLCommands)
 	ctx := context.Background()
-	const timeout = 300 * time.Millisecond
-	s, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: "redis://gw:gw-pass@" + master.Addr, KeyPrefix: "dur",
-		WaitReplicas: 1, WaitTimeout: timeout})
-	if err != nil {
-		t.Fatal(err)
+	// Two stores on the same keys: one that waits long enough for a replica on a loaded
+	// machine, one that gives up soon once the replica is cut off.
+	open := func(timeout time.Duration) *storage.Redis {
+		t.Helper()
+		s, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: "redis://gw:gw-pass@" + master.Addr, KeyPrefix: "dur",
+			WaitReplicas: 1, WaitTimeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
 	}
-	defer s.Close()
+	const timeout = 300 * time.Millisecond
+	s, cut := open(20*time.Second), open(timeout)
 
 	// Healthy replica: every acknowledged write is on the replica when the call returns.
 	onReplica := func(key, field string) string {
@@ -115,7 +122,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	_, err = s.CreateTask(ctx, storage.Task{ID: "cgt-dur-2", Kind: storage.KindVideo, Account: "alice", Status: "queued",
+	_, err = cut.CreateTask(ctx, storage.Task{ID: "cgt-dur-2", Kind: storage.KindVideo, Account: "alice", Status: "queued",
 		CreatedAt: time.Now().Unix(), ExpiresAt: time.Now().Add(time.Hour).Unix()})
 	notReplicated("create", err, start)
 	if _, err := s.Task(ctx, "cgt-dur-2"); !errors.Is(err, storage.ErrNotFound) {
@@ -125,7 +132,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 	done := running
 	done.Status = "succeeded"
 	start = time.Now()
-	_, err = s.ReplaceTask(ctx, done)
+	_, err = cut.ReplaceTask(ctx, done)
 	notReplicated("update", err, start)
 	cur, err := s.Task(ctx, "cgt-dur-1")
 	if err != nil || cur.Status != "running" || cur.Version != 4 {
@@ -140,27 +147,27 @@ func TestRedisWaitReplicas(t *testing.T) {
 	}
 
 	start = time.Now()
-	_, _, err = s.AddCounter(ctx, "quota/k1", 7, 100)
+	_, _, err = cut.AddCounter(ctx, "quota/k1", 7, 100)
 	notReplicated("charge", err, start)
 	if v, err := s.Counter(ctx, "quota/k1"); err != nil || v != 5 {
 		t.Fatalf("after an unconfirmed charge the counter is %d, %v; want 5", v, err)
 	}
 	// A refund is kept: taking it back would lose it for certain.
-	if v, ok, err := s.AddCounter(ctx, "quota/k1", -2, -1); err != nil || !ok || v != 3 {
+	if v, ok, err := cut.AddCounter(ctx, "quota/k1", -2, -1); err != nil || !ok || v != 3 {
 		t.Fatalf("an unconfirmed refund = %d %v %v, want 3, kept", v, ok, err)
 	}
 
 	rec := storage.IdempotencyRecord{Owner: "owner-1", InFlight: true, RequestHash: "h"}
 	start = time.Now()
-	_, _, err = s.BeginIdempotent(ctx, "acct/key-1", rec, time.Minute)
+	_, _, err = cut.BeginIdempotent(ctx, "acct/key-1", rec, time.Minute)
 	notReplicated("idempotency key", err, start)
 
 	start = time.Now()
-	_, err = s.EnqueueEvent(ctx, storage.Event{ID: "ev-1", TaskID: "cgt-dur-1", URL: "https://example.com/cb"})
+	_, err = cut.EnqueueEvent(ctx, storage.Event{ID: "ev-1", TaskID: "cgt-dur-1", URL: "https://example.com/cb"})
 	notReplicated("callback", err, start)
 
 	// Reservations do not wait: the durable write that follows them does.
-	if _, ok, err := s.ReserveCounter(ctx, "active/k1", 1, 10); err != nil || !ok {
+	if _, ok, err := cut.ReserveCounter(ctx, "active/k1", 1, 10); err != nil || !ok {
 		t.Fatalf("a reservation waited for replicas: %v %v", ok, err)
 	}
 
@@ -231,12 +238,17 @@ func TestRedisACLCommandsInREADME(t *testing.T) {
 // (a WAIT sent to another master, whose replica still runs, would let them through).
 func TestRedisClusterWaitReplicas(t *testing.T) {
 	cluster := testredis.StartCluster(t, 3, true)
-	s, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: cluster.URL(), KeyPrefix: "cwait",
-		WaitReplicas: 1, WaitTimeout: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
+	open := func(timeout time.Duration) *storage.Redis {
+		t.Helper()
+		s, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: cluster.URL(), KeyPrefix: "cwait",
+			WaitReplicas: 1, WaitTimeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
 	}
-	defer s.Close()
+	s, cut := open(20*time.Second), open(500*time.Millisecond)
 	roundTrip(t, s, "cgt-cluster-wait")
 	owner := -1
 	for i, node := range cluster.Nodes {
@@ -248,7 +260,7 @@ func TestRedisClusterWaitReplicas(t *testing.T) {
 		t.Fatal("no master holds the task")
 	}
 	cluster.Replicas[owner].Stop()
-	_, err = s.CreateTask(context.Background(), storage.Task{ID: "cgt-cluster-wait-2", Kind: storage.KindVideo, Account: "alice",
+	_, err := cut.CreateTask(context.Background(), storage.Task{ID: "cgt-cluster-wait-2", Kind: storage.KindVideo, Account: "alice",
 		Status: "queued", CreatedAt: time.Now().Unix()})
 	if !errors.Is(err, storage.ErrNotReplicated) {
 		t.Fatalf("create with the slot's replica stopped: %v, want ErrNotReplicated", err)
