@@ -257,6 +257,17 @@ func TestOpenAIClientThroughGateway(t *testing.T) {
 	if !errorsAs(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "mask.image_url" {
 		t.Fatalf("private mask = %v", err)
 	}
+	// Fields the gateway does not know are forwarded, once the URLs in them are public ones.
+	unread := map[string]any{"model": "gpt-image-1", "prompt": "like http://10.0.0.1/", "style": map[string]any{"refs": []string{"https://cdn.example.com/style.png"}},
+		"images": []map[string]string{{"image_url": "https://cdn.example.com/a.png"}}}
+	if err := oa.Post(ctx, "images/edits", unread, &images); err != nil || len(images.Data) == 0 {
+		t.Fatalf("edit with a public URL in an unknown field = %+v, %v", images, err)
+	}
+	unread["images"] = []map[string]string{{"image_url": "https://cdn.example.com/a.png", "url": "http://169.254.169.254/latest/meta-data/"}}
+	err = oa.Post(ctx, "images/edits", unread, &images)
+	if !errorsAs(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "invalid_request" || apiErr.Param != "images[0].url" {
+		t.Fatalf("metadata URL beside a checked image_url = %v", err)
+	}
 }
 
 func TestSSEIsStreamedEventByEvent(t *testing.T) {

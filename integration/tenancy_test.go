@@ -393,10 +393,19 @@ func TestTaskIDFilterIsBounded(t *testing.T) {
 	}
 }
 
-// TestOperatorAddsAnEndpoint forwards one more endpoint through the endpoint subdirective: it
-// then works like a capability (model checked), and nothing else opens with it.
+// TestOperatorAddsAnEndpoint forwards more endpoints through the endpoint subdirective: they
+// then work like a capability (model checked, a body may name only the caller's objects: those of
+// the capability an endpoint extends), and nothing else opens with them.
 func TestOperatorAddsAnEndpoint(t *testing.T) {
-	env := startTenancyGateway(t, "endpoint POST /v1/moderations")
+	env := startTenancyGateway(t, "endpoint POST /v1/moderations", "endpoint POST /v1/responses/compact")
+	for path, body := range map[string]string{
+		"/v1/moderations":       `{"model":"gpt-4o-mini","input":[{"type":"image_url","file_id":"file-of-another"}]}`,
+		"/v1/responses/compact": `{"model":"gpt-4o-mini","input":[{"type":"item_reference","id":"msg_of_another"}]}`,
+	} {
+		if r := call(t, "POST", env.base+path, "mg-customer-a", body); r.status != 400 {
+			t.Fatalf("added endpoint %s naming another's object = %d %s", path, r.status, r.body)
+		}
+	}
 	if r := call(t, "POST", env.base+"/v1/moderations", "mg-customer-a", `{"model":"gpt-4o-mini","input":"x"}`); r.status != 200 || r.field("path") != "/v1/moderations" {
 		t.Fatalf("added endpoint = %d %s", r.status, r.body)
 	}

@@ -274,6 +274,7 @@ func TestVideoTaskCreateErrors(t *testing.T) {
 		{"model outside allow-list", "mg-alice-images", `{"model":"seedance-sim",` + text + `}`, 403, "model_not_allowed"},
 		{"model nobody serves", "mg-alice", `{"model":"unknown-model",` + text + `}`, 404, "model_not_found"},
 		{"oversized body", "mg-alice", `{"model":"seedance-sim",` + text + `,"pad":"` + strings.Repeat("x", 2<<20) + `"}`, 413, "request_too_large"},
+		{"private URL in an unknown field", "mg-alice", `{"model":"seedance-sim","content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"https://cdn.example.com/a.png","fallback":"http://10.0.0.1/a.png"}}]}`, 400, "invalid_request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := call(t, "POST", url, tc.key, tc.body)

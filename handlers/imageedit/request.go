@@ -58,10 +58,11 @@ func invalid(param, format string, a ...any) *apierror.Error {
 }
 
 // ParseEdit validates an image edit body (spec §2.6) and returns its model and the body to send
-// upstream: the body itself, or, when n is written with a fraction or an exponent (2.0), the body
-// with n as the plain integer that was checked. JSON null counts as an absent field. A failure is
-// a 400 *apierror.Error whose Param names the field; a missing, null or empty model is
-// missing_model, as on the task API.
+// upstream. Fields it does not know are forwarded unchanged, once the URLs in them passed
+// media.Unread (unread.go). The body sent is the body itself, or, when n is written with a
+// fraction or an exponent (2.0), the body with n as the plain integer that was checked. JSON null
+// counts as an absent field. A failure is a 400 *apierror.Error whose Param names the field; a
+// missing, null or empty model is missing_model, as on the task API.
 func ParseEdit(body []byte) (model string, forward []byte, err error) {
 	if err := checkKeys(body, "", editFields...); err != nil {
 		return "", nil, err
@@ -86,13 +87,17 @@ func ParseEdit(body []byte) (model string, forward []byte, err error) {
 	if err := nonEmpty(f, "prompt", &prompt); err != nil {
 		return "", nil, err
 	}
-	if err := checkImages(f["images"]); err != nil {
+	var unread media.Unread
+	if err := checkImages(&unread, f["images"]); err != nil {
 		return "", nil, err
 	}
 	if raw, ok := f["mask"]; ok {
-		if err := checkImage(raw, "mask"); err != nil {
+		if err := checkImage(&unread, raw, "mask"); err != nil {
 			return "", nil, err
 		}
+	}
+	if err := checkUnread(&unread, body, "", editFields...); err != nil {
+		return "", nil, err
 	}
 	forward = body
 	if raw, ok := f["n"]; ok {
@@ -135,7 +140,7 @@ func nonEmpty(f map[string]json.RawMessage, name string, dst *string) error {
 	return nil
 }
 
-func checkImages(raw json.RawMessage) error {
+func checkImages(u *media.Unread, raw json.RawMessage) error {
 	if raw == nil {
 		return invalid("images", "is required: give 1 to %d public image URLs", MaxImages)
 	}
@@ -151,7 +156,7 @@ func checkImages(raw json.RawMessage) error {
 		return invalid("images", "must be an array of objects with image_url")
 	}
 	for i := range images {
-		if err := checkImage(items[i], fmt.Sprintf("images[%d]", i)); err != nil {
+		if err := checkImage(u, items[i], fmt.Sprintf("images[%d]", i)); err != nil {
 			return err
 		}
 	}
@@ -160,8 +165,9 @@ func checkImages(raw json.RawMessage) error {
 
 // checkImage checks one image object, an images item or the mask: {"image_url": "<public URL>"}.
 // A file_id is refused: files cannot be uploaded through the gateway, so one would name a file of
-// the operator's upstream account that is not the caller's.
-func checkImage(raw json.RawMessage, param string) error {
+// the operator's upstream account that is not the caller's. Its other fields are checked with u
+// (checkUnread).
+func checkImage(u *media.Unread, raw json.RawMessage, param string) error {
 	if err := checkKeys(raw, param, imageFields...); err != nil {
 		return err
 	}
@@ -179,5 +185,5 @@ func checkImage(raw json.RawMessage, param string) error {
 	if err := media.CheckMediaURL(url); err != nil {
 		return invalid(param+".image_url", "%v", err)
 	}
-	return nil
+	return checkUnread(u, raw, param, imageFields...)
 }

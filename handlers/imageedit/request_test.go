@@ -63,6 +63,16 @@ func TestParseEdit(t *testing.T) {
 		{"mask smuggled by case", base(`"Mask":{"image_url":"http://10.0.0.1/m.png"}`), "mask"},
 		{"mask file id", base(`"mask":{"file_id":"file-abc"}`), "mask.file_id"},
 		{"image file id beside its URL", base("", `{"image_url":"https://cdn.example.com/a.png","file_id":"file-abc"}`), "images[0].file_id"},
+		// URLs in fields the gateway forwards unread must be public ones (media.Unread).
+		{"public URLs in unknown fields", base(`"image":"https://cdn.example.com/b.png","extra":{"refs":["https://cdn.example.com/c.png"]}`, `{"image_url":"https://cdn.example.com/a.png","detail":"https://cdn.example.com/d.png"}`), ""},
+		{"URL text in the prompt", `{"model":"m","prompt":"http://10.0.0.1/ like https://example.com","images":[` + img + `]}`, ""},
+		{"metadata address in an unknown field", base(`"image":"http://169.254.169.254/latest/meta-data/"`), "image"},
+		{"private address beside a checked image URL", base("", img, `{"image_url":"https://cdn.example.com/a.png","url":"http://10.0.0.1/"}`), "images[1].url"},
+		{"localhost at depth", base(`"extra":{"a":[{"b":"http://localhost:8080/x"}]}`), "extra.a[0].b"},
+		{"private address beside the mask", base(`"mask":{"image_url":"https://cdn.example.com/m.png","src":"http://[::1]/m.png"}`), "mask.src"},
+		{"presigned S3 in an unknown field", base(`"reference":{"url":"https://b.s3.amazonaws.com/k?X-Amz-Signature=abc"}`), "reference.url"},
+		{"presigned GCS in an unknown field", base(`"refs":[["https://storage.googleapis.com/b/k?X-Goog-Signature=abc"]]`), "refs[0][0]"},
+		{"data URL in an unknown field", base(`"image":"data:image/png;base64,AAAA"`), "image"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "no images" {

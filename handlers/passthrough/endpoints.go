@@ -74,7 +74,8 @@ var Capabilities = []Endpoint{
 
 // ParseEndpoint checks an operator's extra endpoint: an upper-case method and an absolute path
 // without wildcards, queries or dot segments; a segment may be {model} or {model}:action. Such an
-// endpoint is forwarded like the capabilities: the request must name a model the key allows.
+// endpoint is forwarded like the capabilities: the request must name a model the key allows, and
+// its body may name only the caller's objects (see extending).
 func ParseEndpoint(method, path string) (Endpoint, error) {
 	if method == "" || strings.ToUpper(method) != method || strings.ContainsAny(method, " */") {
 		return Endpoint{}, fmt.Errorf("endpoint method %q must be one upper-case HTTP method such as POST", method)
@@ -90,7 +91,35 @@ func ParseEndpoint(method, path string) (Endpoint, error) {
 			return Endpoint{}, fmt.Errorf("endpoint path %q: the only parameter is {model}", path)
 		}
 	}
-	return Endpoint{Method: method, Path: path}, nil
+	return extending(Endpoint{Method: method, Path: path}), nil
+}
+
+// extending gives an operator's endpoint the checks of the capability it extends, found by the
+// first path segment after the version: under responses/ (compact, input_tokens) the references
+// of a Responses body (input items, previous_response_id, conversation, prompt …) and items
+// recorded from its answer; under messages/ (count_tokens) those of Messages; under chat/ those
+// of Chat Completions; under models/ (countTokens) those of generateContent. Any other endpoint
+// is checked for the references that every body is checked for (file_id, file_ids,
+// vector_store_ids).
+func extending(ep Endpoint) Endpoint {
+	segs := strings.Split(strings.TrimPrefix(ep.Path, "/"), "/")
+	if len(segs) > 1 && isVersion(segs[0]) {
+		segs = segs[1:]
+	}
+	switch segs[0] {
+	case "responses":
+		ep.nested, ep.RevealsItems = responsesRefs, true
+		ep.Refs = map[string]string{"previous_response_id": KindResponse}
+	case "messages":
+		ep.nested = messagesRefs
+	case "chat":
+		ep.nested = chatRefs
+	case "models":
+		ep.nested = geminiRefs
+	default:
+		ep.nested = fileRefs
+	}
+	return ep
 }
 
 // match reports whether the endpoint serves method and path, and returns its parameters.

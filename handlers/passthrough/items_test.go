@@ -354,6 +354,10 @@ func TestInputItemsMustBeOwned(t *testing.T) {
 		{"id as an array", m + `{"type":"reasoning","id":["rs_theirs"]}]}`, "input[0].id"},
 		{"id as a number", m + `{"type":"reasoning","Id":7}]}`, "input[0].Id"},
 		{"a response id as an item", m + `{"type":"item_reference","id":"resp_mine"}]}`, "input[0].id"},
+		{"input as one item object", `{"model":"doubao","input":{"type":"item_reference","id":"rs_theirs"}}`, "input.id"},
+		{"input object in capitals", `{"model":"doubao","Input":{"type":"reasoning","ID":"rs_theirs"}}`, "Input.ID"},
+		{"items in a nested array", `{"model":"doubao","input":[[{"type":"item_reference","id":"rs_theirs"}]]}`, "input[0][0].id"},
+		{"own item in a nested array", `{"model":"doubao","input":[[{"type":"item_reference","id":"rs_mine"}]]}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, id := range []auth.Identity{acme, otherKey} {

@@ -85,6 +85,32 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 	return fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
 }
 
+// namedObject is an owned upstream object that a request body names by id: the field, the kind
+// and the object's record.
+type namedObject struct {
+	field, kind string
+	record      storage.Task
+}
+
+// bindNamed sends a request whose body names owned objects (previous_response_id) to the upstream
+// that made them, and only there, as a call on an object is (see resolveObject): the object lives
+// there, and its id goes to no other upstream (another account of the provider, another provider,
+// or an upstream name now configured with another base URL: see providers.Provider.Bound). An
+// object out of reach so is refused like an unknown one.
+func bindNamed(route *Route) error {
+	for _, n := range route.named {
+		if n.record.Provider != route.Provider.Name {
+			return errRefused(n.field, n.kind)
+		}
+		u, ok := route.Provider.Bound(n.record.Upstream, n.record.UpstreamAddress)
+		if !ok || route.BoundTo != nil && route.BoundTo != u {
+			return errRefused(n.field, n.kind)
+		}
+		route.BoundTo = u
+	}
+	return nil
+}
+
 func (rt *Router) now() time.Time {
 	if rt.Now != nil {
 		return rt.Now()

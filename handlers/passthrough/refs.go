@@ -258,7 +258,7 @@ func refsOf(path *jsonkeys.Path, members []jsonkeys.Member, name, kind string, f
 
 // responsesRefs are the references of POST /v1/responses: conversation (an id, or an object with
 // one), prompt.id, the id of every input item that has one, whatever its type (see
-// inputItemRefs), the container of a code_interpreter tool, and the generic ones.
+// inputItemRefs, inputItem), the container of a code_interpreter tool, and the generic ones.
 var responsesRefs = &bodyRefs{
 	mayHold: func(body []byte) bool {
 		return keyHint(body, "id", "approval_request_id", "url", "conversation", "prompt", "container")
@@ -277,13 +277,23 @@ var responsesRefs = &bodyRefs{
 			return refsOf(path, members, "id", KindConversation, found)
 		case foldedTop(path, "prompt"):
 			return refsOf(path, members, "id", KindPrompt, found)
-		case path.Index >= 0 && foldedTop(path.Parent, "input"):
+		case inputItem(path):
 			return inputItemRefs(path, members, found)
 		case path.Index >= 0 && foldedTop(path.Parent, "tools"):
 			return refsOf(path, members, "container", KindContainer, found)
 		}
 		return nil
 	},
+}
+
+// inputItem reports whether path is an input item of a Responses body: an element of the
+// top-level input array, and also an element of an array nested in it or an input that is one
+// object, which a lenient upstream may read as items (flattened, or as a list of one).
+func inputItem(path *jsonkeys.Path) bool {
+	for path != nil && path.Index >= 0 {
+		path = path.Parent
+	}
+	return foldedTop(path, "input")
 }
 
 // fileRefs are the references every other JSON capability body is checked for: the generic ones
@@ -339,7 +349,8 @@ var messagesRefs = &bodyRefs{
 	},
 }
 
-// geminiRefs are the references of generateContent: cachedContent (cached_content), a fileData
+// geminiRefs are the references of generateContent: cachedContent (cached_content; also in the
+// generateContentRequest of a countTokens body), a fileData
 // fileUri (file_uri) that is not a public http(s) URL (a Files API file, a gs:// object of the
 // operator's project), and file search stores (fileSearchStoreNames).
 var geminiRefs = &bodyRefs{
@@ -347,9 +358,9 @@ var geminiRefs = &bodyRefs{
 		return keyHint(body, "cachedcontent", "cached_content", "fileuri", "file_uri", "filesearchstorenames", "file_search_store_names")
 	},
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
-		if path == nil {
+		if path == nil || foldedTop(path, "generateContentRequest") || foldedTop(path, "generate_content_request") {
 			for _, name := range []string{"cachedContent", "cached_content"} {
-				if err := refsOf(nil, members, name, KindCachedContent, found); err != nil {
+				if err := refsOf(path, members, name, KindCachedContent, found); err != nil {
 					return err
 				}
 			}

@@ -76,6 +76,10 @@ type Route struct {
 	Billable bool
 	// Done releases what routing held (a spool file); call it when the request is finished.
 	Done func()
+
+	// named are the owned objects the body names by id (previous_response_id), which bind the
+	// request to the upstream that made them (see bindNamed).
+	named []namedObject
 }
 
 var (
@@ -137,7 +141,7 @@ func (rt *Router) resolve(w http.ResponseWriter, r *http.Request, id auth.Identi
 		return err
 	}
 	route.Model, route.Provider = model, p
-	return nil
+	return bindNamed(route)
 }
 
 // resolveObject routes a call on an existing upstream object to the provider that created it,
@@ -216,7 +220,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		if err != nil {
 			return "", err
 		}
-		if err := rt.checkRefs(r, id, ep, fields); err != nil {
+		if err := rt.checkRefs(r, id, ep, fields, route); err != nil {
 			return "", err
 		}
 		if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
@@ -269,8 +273,9 @@ func jsonModel(fields map[string]json.RawMessage) (string, error) {
 	return model, nil
 }
 
-// checkRefs refuses body fields that name upstream objects the caller's account does not own.
-func (rt *Router) checkRefs(r *http.Request, id auth.Identity, ep Endpoint, fields map[string]json.RawMessage) error {
+// checkRefs refuses body fields that name upstream objects the caller's account does not own, and
+// keeps the records of those it owns in route.named.
+func (rt *Router) checkRefs(r *http.Request, id auth.Identity, ep Endpoint, fields map[string]json.RawMessage, route *Route) error {
 	for field, kind := range ep.Refs {
 		raw, ok := fields[field]
 		if !ok || string(raw) == "null" {
@@ -280,11 +285,13 @@ func (rt *Router) checkRefs(r *http.Request, id auth.Identity, ep Endpoint, fiel
 		if json.Unmarshal(raw, &ref) != nil {
 			return apierror.New(http.StatusBadRequest, "invalid_request_body", field+" must be a string").WithParam(field)
 		}
-		if _, err := rt.owned(r.Context(), id.Account, kind, ref); err == errNoObject {
+		t, err := rt.owned(r.Context(), id.Account, kind, ref)
+		if err == errNoObject {
 			return errRefused(field, kind)
 		} else if err != nil {
 			return err
 		}
+		route.named = append(route.named, namedObject{field: field, kind: kind, record: t})
 	}
 	return nil
 }

@@ -23,6 +23,17 @@ func (c Client) Create(ctx context.Context, p *providers.Provider, rel string, b
 	if len(order) == 0 {
 		return Answer{}, nil, providers.NoUpstream(p, wait)
 	}
+	return c.createIn(ctx, order, rel, body)
+}
+
+// CreateOn is Create on one upstream only, whatever its health: the one a request is bound to
+// because its body names an object made there (a draft task).
+func (c Client) CreateOn(ctx context.Context, u *providers.Upstream, rel string, body []byte) (Answer, *providers.Upstream, error) {
+	return c.createIn(ctx, []*providers.Upstream{u}, rel, body)
+}
+
+// createIn tries the upstreams of order in turn (see Create).
+func (c Client) createIn(ctx context.Context, order []*providers.Upstream, rel string, body []byte) (Answer, *providers.Upstream, error) {
 	var last Answer
 	var lastErr error
 	for _, u := range order {

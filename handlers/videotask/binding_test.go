@@ -2,6 +2,8 @@ package videotask
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -74,5 +76,56 @@ func TestTaskBoundToItsUpstreamsAddress(t *testing.T) {
 	// The old record is followed by name, as before.
 	if w := serve(h, "GET", createPath+"/"+ids[1], ""); w.Code != 400 || other.calls.Load() == 0 {
 		t.Fatalf("old record: %d %s, %d calls at the named upstream", w.Code, w.Body, other.calls.Load())
+	}
+}
+
+// A create that names a draft task (content[].draft_task.id) goes to the upstream that made the
+// draft, and only there, at the address it had then: not to the provider's first choice, and
+// not to a name now configured with another base URL (the draft is then refused like an unknown
+// id, and nothing is created or charged).
+func TestDraftBindsTheCreateToItsUpstream(t *testing.T) {
+	created := func(id string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"id":"`+id+`"}`) }
+	}
+	a, b := newFakeUpstream(t, created("cgt-on-a")), newFakeUpstream(t, created("cgt-on-b"))
+	h := newHandler(t, a.URL, nil)
+	twoUpstreams := func(bBase string) *providers.Catalog {
+		ua, _ := url.Parse(a.URL + "/api/v3")
+		ub, _ := url.Parse(bBase + "/api/v3")
+		cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", Models: []string{"m"}, Upstreams: []*providers.Upstream{
+			{Name: "a", BaseURL: ua, APIKey: "key-a"},
+			{Name: "b", BaseURL: ub, APIKey: "key-b", Priority: 1}, // a is always tried first
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cat
+	}
+	h.Catalog = twoUpstreams(b.URL)
+	ctx := context.Background()
+	if _, err := h.Store.CreateTask(ctx, storage.Task{ID: "cgt-draft", Kind: storage.KindVideo, Account: "acme", Provider: "p",
+		Upstream: "b", UpstreamAddress: strings.ToLower(b.URL) + "/api/v3", Model: "m", CreatedAt: time.Now().Unix()}); err != nil {
+		t.Fatal(err)
+	}
+	const withDraft = `{"model":"m","content":[{"type":"text","text":"hi"},{"type":"draft_task","draft_task":{"id":"cgt-draft"}}]}`
+	if w := serve(h, "POST", createPath, withDraft); w.Code != 200 || a.calls.Load() != 0 || b.calls.Load() != 1 {
+		t.Fatalf("create from a draft made on b: %d %s; calls at a %d, at b %d", w.Code, w.Body, a.calls.Load(), b.calls.Load())
+	}
+	if task, err := h.Store.Task(ctx, "cgt-on-b"); err != nil || task.Upstream != "b" {
+		t.Fatalf("record %+v, %v", task, err)
+	}
+	// Without a draft the provider's order applies.
+	if w := serve(h, "POST", createPath, createBody); w.Code != 200 || a.calls.Load() != 1 {
+		t.Fatalf("create: %d %s; calls at a %d", w.Code, w.Body, a.calls.Load())
+	}
+	// The name b now stands for another base URL: the draft is not there.
+	moved := newFakeUpstream(t, created("cgt-moved"))
+	h.Catalog = twoUpstreams(moved.URL)
+	w := serve(h, "POST", createPath, withDraft)
+	if m := decode(t, w); w.Code != 400 || !strings.Contains(m["message"].(string), "content[1].draft_task.id") {
+		t.Fatalf("draft after b moved: %d %s", w.Code, w.Body)
+	}
+	if moved.calls.Load() != 0 || a.calls.Load() != 1 {
+		t.Fatalf("the draft's create went out: %d calls at the new address, %d at a", moved.calls.Load(), a.calls.Load())
 	}
 }

@@ -16,9 +16,10 @@ import (
 // errModelMember refuses a body whose model cannot be mapped to the upstream's id in place.
 var errModelMember = apierror.New(http.StatusBadRequest, "invalid_request", "model must be the body's top-level \"model\" string member")
 
-// launch creates the task on one of the provider's upstreams (see upstream.Client.Create) and
-// returns its id and the upstream, to which the task is bound from then on.
-func (h *Handler) launch(ctx context.Context, p *providers.Provider, model string, body []byte) (string, *providers.Upstream, error) {
+// launch creates the task on one of the provider's upstreams (see upstream.Client.Create), or on
+// bound alone when the body names an object made there (a draft), and returns its id and the
+// upstream, to which the task is bound from then on.
+func (h *Handler) launch(ctx context.Context, p *providers.Provider, bound *providers.Upstream, model string, body []byte) (string, *providers.Upstream, error) {
 	if up := p.UpstreamModel(model); up != model {
 		mapped, ok := providers.ReplaceModel(body, up)
 		if !ok {
@@ -26,7 +27,14 @@ func (h *Handler) launch(ctx context.Context, p *providers.Provider, model strin
 		}
 		body = mapped
 	}
-	ans, u, err := h.upstream().Create(ctx, p, TasksPath, body)
+	var ans upstream.Answer
+	var u *providers.Upstream
+	var err error
+	if bound != nil {
+		ans, u, err = h.upstream().CreateOn(ctx, bound, TasksPath, body)
+	} else {
+		ans, u, err = h.upstream().Create(ctx, p, TasksPath, body)
+	}
 	if err != nil {
 		return "", nil, err
 	}

@@ -154,7 +154,8 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		return err
 	}
 	usage.From(r.Context()).Routed(req.Model, p.Name, p.Name)
-	if err := h.checkDrafts(r.Context(), id, req.DraftTasks); err != nil {
+	bound, err := h.checkDrafts(r.Context(), id, p, req.DraftTasks)
+	if err != nil {
 		return err
 	}
 	cost := p.Cost(req.Model)
@@ -177,7 +178,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		}
 	}
 	idempotency.MarkForwarded(r.Context())
-	taskID, up, err := h.launch(ctx, p, req.Model, forward)
+	taskID, up, err := h.launch(ctx, p, bound, req.Model, forward)
 	if err != nil {
 		charge.Refund()
 		slot.Release()
@@ -233,16 +234,27 @@ func writeCreated(w http.ResponseWriter, taskID string) {
 }
 
 // checkDrafts refuses draft_task ids that do not name a video task of the caller's account; an
-// unknown id and another account's id get the same answer.
-func (h *Handler) checkDrafts(ctx context.Context, id auth.Identity, drafts []DraftTaskRef) error {
+// unknown id and another account's id get the same answer. A draft binds the create to the
+// upstream that made it (see providers.Provider.Bound), which it returns (nil without drafts): the
+// draft lives there, and its id goes to no other upstream. A draft of another provider, or of an
+// upstream that left the config or whose name now stands for another base URL, is refused like
+// an unknown one, as are drafts of two upstreams.
+func (h *Handler) checkDrafts(ctx context.Context, id auth.Identity, p *providers.Provider, drafts []DraftTaskRef) (*providers.Upstream, error) {
+	var bound *providers.Upstream
 	for _, d := range drafts {
-		if _, err := h.owned(ctx, id, d.ID); err == errTaskNotExist {
-			return invalid(d.Param, "names no task of this account")
+		t, err := h.owned(ctx, id, d.ID)
+		if err == errTaskNotExist {
+			return nil, invalid(d.Param, "names no task of this account")
 		} else if err != nil {
-			return err
+			return nil, err
 		}
+		u, ok := p.Bound(t.Upstream, t.UpstreamAddress)
+		if t.Provider != p.Name || !ok || bound != nil && bound != u {
+			return nil, invalid(d.Param, "names no task of this account")
+		}
+		bound = u
 	}
-	return nil
+	return bound, nil
 }
 
 // admit applies the key's active-task limit and quota.

@@ -285,8 +285,8 @@ func TestDraftTaskMustBeTheCallersOwn(t *testing.T) {
 	h := newHandler(t, up.URL, nil)
 	ctx := context.Background()
 	for _, task := range []storage.Task{
-		{ID: "cgt-mine", Kind: storage.KindVideo, Account: "acme", Model: "m", CreatedAt: time.Now().Unix()},
-		{ID: "cgt-theirs", Kind: storage.KindVideo, Account: "other", Model: "m", CreatedAt: time.Now().Unix()},
+		{ID: "cgt-mine", Kind: storage.KindVideo, Account: "acme", Provider: "p", Model: "m", CreatedAt: time.Now().Unix()},
+		{ID: "cgt-theirs", Kind: storage.KindVideo, Account: "other", Provider: "p", Model: "m", CreatedAt: time.Now().Unix()},
 	} {
 		if _, err := h.Store.CreateTask(ctx, task); err != nil {
 			t.Fatal(err)

@@ -17,7 +17,8 @@ import (
 
 // CreateRequest is what mediagw needs of a create request after validation. The request body
 // itself is forwarded as the client sent it, so fields mediagw does not know reach the upstream
-// unchanged; only callback_url is taken out (mediagw delivers callbacks itself).
+// unchanged, once the URLs in them passed media.Unread (unread.go); only callback_url is taken
+// out (mediagw delivers callbacks itself).
 type CreateRequest struct {
 	Model       string
 	CallbackURL string
@@ -102,13 +103,17 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 	} else if req.Model == "" {
 		return req, errMissingModel
 	}
-	drafts, err := checkContent(fields["content"])
+	var unread media.Unread
+	drafts, err := checkContent(&unread, fields["content"])
 	if err != nil {
 		return req, err
 	}
 	req.DraftTasks = drafts
 	rewritten, err := checkOptions(fields)
 	if err != nil {
+		return req, err
+	}
+	if err := checkUnreadFields(&unread, body, fields); err != nil {
 		return req, err
 	}
 	if raw, ok := fields["callback_url"]; ok {
@@ -140,7 +145,8 @@ const MaxContentItems = 64
 // contentItem is one element of content; media objects are decoded by type.
 type contentItem map[string]json.RawMessage
 
-func checkContent(raw json.RawMessage) ([]DraftTaskRef, error) {
+// checkContent checks the content items, and with u what they forward unread (see unread.go).
+func checkContent(u *media.Unread, raw json.RawMessage) ([]DraftTaskRef, error) {
 	if raw == nil {
 		return nil, invalid("content", "is required: give at least one text item")
 	}
@@ -208,6 +214,9 @@ func checkContent(raw json.RawMessage) ([]DraftTaskRef, error) {
 		}
 		role, err := itemRole(item, typ, field)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkUnreadItem(u, rawItem, item, typ, field); err != nil {
 			return nil, err
 		}
 		hasFirstLast = hasFirstLast || slices.Contains(firstLastRoles, role)

@@ -115,6 +115,18 @@ func TestParseCreate(t *testing.T) {
 		{"media URL smuggled by case", body("", okText, `{"type":"image_url","image_url":{"url":"https://cdn.example.com/a.png","URL":"http://10.0.0.1/"}}`), "invalid_request", "content[1].image_url.url"},
 		{"item type repeated", body("", okText, `{"type":"text","type":"image_url","text":"x"}`), "invalid_request", "content[1].type"},
 		{"draft id by case", body("", okText, `{"type":"draft_task","draft_task":{"id":"cgt-1","ID":"cgt-2"}}`), "invalid_request", "content[1].draft_task.id"},
+		// URLs in fields the gateway forwards unread must be public ones (media.Unread).
+		{"public URLs in unknown fields", body(`"extra":{"refs":[{"src":"https://cdn.example.com/b.png"}]}`, okText, `{"type":"image_url","image_url":{"url":"https://cdn.example.com/a.png","detail":"https://cdn.example.com/c.png"},"weight":"high"}`), "", ""},
+		{"URL text in the prompt", body("", `{"type":"text","text":"http://10.0.0.1/ in the style of https://example.com"}`), "", ""},
+		{"metadata address in an unknown field", body(`"image":"http://169.254.169.254/latest/meta-data/"`), "invalid_request", "image"},
+		{"private address at depth", body(`"extra":{"refs":[{"src":"https://cdn.example.com/b.png"},{"src":"http://10.0.0.1/"}]}`), "invalid_request", "extra.refs[1].src"},
+		{"localhost beside a checked item URL", body("", okText, `{"type":"image_url","image_url":{"url":"https://cdn.example.com/a.png","fallback":"http://localhost/a.png"}}`), "invalid_request", "content[1].image_url.fallback"},
+		{"private address beside an item", body("", okText, `{"type":"video_url","video_url":{"url":"https://cdn.example.com/a.mp4"},"url":"http://10.0.0.1/"}`), "invalid_request", "content[1].url"},
+		{"private address in a text item", body("", `{"type":"text","text":"x","source":["http://192.168.0.1/"]}`), "invalid_request", "content[0].source[0]"},
+		{"presigned S3 in a draft object", body("", okText, `{"type":"draft_task","draft_task":{"id":"cgt-1","video":"https://b.s3.amazonaws.com/k?X-Amz-Signature=abc"}}`), "invalid_request", "content[1].draft_task.video"},
+		{"presigned GCS in a tool", body(`"tools":[{"type":"web_search","seed_urls":["https://storage.googleapis.com/b/k?X-Goog-Signature=abc"]}]`), "invalid_request", "tools[0].seed_urls[0]"},
+		{"data URL in an unknown field", body(`"mask":"data:image/png;base64,AAAA"`), "invalid_request", "mask"},
+		{"file URL in an unknown field", body(`"ref":{"u":"file:///etc/passwd"}`), "invalid_request", "ref.u"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := ParseCreate([]byte(tc.body))

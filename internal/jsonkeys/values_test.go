@@ -1,0 +1,53 @@
+package jsonkeys
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestOthers(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"model":"m","x":{"a":1},"mod\u0065l":2,"y":[1,"}"] , "z" : null}`: `x={"a":1} y=[1,"}"] z=null`,
+		`{"model":"m"}`: ``,
+		`{}`:            ``,
+		`[{"x":1}]`:     ``,
+		`"x"`:           ``,
+		`{"x":`:         ``,
+	} {
+		var got []string
+		for _, m := range Others([]byte(body), "model") {
+			got = append(got, m.Key+"="+string(m.Value))
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("Others(%s) = %q, want %q", body, strings.Join(got, " "), want)
+		}
+	}
+}
+
+func TestStringsVisitsEveryStringValue(t *testing.T) {
+	body := `{"a":["x",{"b":"y","k":1}],"c":{"d":[["z"]]},"e":true,"f":"\u0077"}`
+	var got []string
+	err := Strings([]byte(body), &Path{Key: "root", Index: -1}, func(path *Path, raw []byte) error {
+		got = append(got, path.String()+"="+string(raw))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `root.a[0]="x" root.a[1].b="y" root.c.d[0][0]="z" root.f="\u0077"`
+	if strings.Join(got, " ") != want {
+		t.Fatalf("visited %q, want %q", strings.Join(got, " "), want)
+	}
+	stop := errors.New("stop")
+	if err := Strings([]byte(body), nil, func(*Path, []byte) error { return stop }); err != stop {
+		t.Fatalf("visit's error: got %v", err)
+	}
+	if err := Strings([]byte(`{"a":`), nil, func(*Path, []byte) error { return nil }); err != ErrNotObject {
+		t.Fatalf("broken JSON: got %v", err)
+	}
+	deep := strings.Repeat(`{"a":`, MaxWalkDepth+1) + `"x"` + strings.Repeat(`}`, MaxWalkDepth+1)
+	if err := Strings([]byte(deep), nil, func(*Path, []byte) error { return nil }); err != ErrTooDeep {
+		t.Fatalf("too deep: got %v", err)
+	}
+}
