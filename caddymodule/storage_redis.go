@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,7 +35,9 @@ func init() {
 //
 // An acknowledged task survives a restart of the server only when it runs with
 // `appendonly yes` and `appendfsync always`; the gateway reads these settings on start and logs
-// a warning when they could lose an acknowledged task.
+// a warning when they could lose an acknowledged task. An acknowledged write survives a failover
+// to a replica (Sentinel, Cluster) only with `wait_replicas`: each durable write is then followed
+// by a WAIT, and fails (a 5xx answer) when fewer replicas confirm it within `wait_timeout`.
 //
 // Standalone servers (redis://, rediss:// for TLS, user and password in the URL), Sentinel
 // (`?master_set=<name>` with the sentinels' addresses) and Cluster (detected by itself; more seed
@@ -51,6 +54,8 @@ func init() {
 //		tls_server_name   <name>
 //		sentinel_username <user>
 //		sentinel_password <password>
+//		wait_replicas     <n>
+//		wait_timeout      <duration>
 //	}
 type RedisStorage struct {
 	// URL of the server, for example `redis://:{env.REDIS_PASSWORD}@10.0.0.5:6379/0` or
@@ -80,6 +85,15 @@ type RedisStorage struct {
 	// Write the password as `{env.*}` or `{file.*}`.
 	SentinelUsername string `json:"sentinel_username,omitempty"`
 	SentinelPassword string `json:"sentinel_password,omitempty"`
+	// WaitReplicas makes every write the gateway acknowledges as durable (a task created or
+	// finished, an idempotency key, a charge or refund, a queued callback, an item claim, a key
+	// or account change) wait until this many replicas have it (Redis WAIT on the write's
+	// connection), so that a failover to one of them cannot lose it; a write that fewer replicas
+	// confirm within WaitTimeout fails, and the request gets the store-failure answer. Default 0:
+	// no wait, and a failover can lose acknowledged writes.
+	WaitReplicas int `json:"wait_replicas,omitempty"`
+	// WaitTimeout bounds that wait. Default: 1s.
+	WaitTimeout caddy.Duration `json:"wait_timeout,omitempty"`
 
 	url              string      // URL with its placeholders expanded
 	sentinelUser     string      // SentinelUsername, expanded
@@ -132,6 +146,12 @@ func (s *RedisStorage) Validate() error {
 	if q.Get("master_set") == "" && (s.SentinelUsername != "" || s.SentinelPassword != "") {
 		return fmt.Errorf("redis storage: sentinel_username and sentinel_password need a url with ?master_set=<name>")
 	}
+	if s.WaitReplicas < 0 || s.WaitTimeout < 0 {
+		return fmt.Errorf("redis storage: wait_replicas and wait_timeout must not be negative")
+	}
+	if s.WaitTimeout != 0 && s.WaitReplicas == 0 {
+		return fmt.Errorf("redis storage: wait_timeout needs wait_replicas")
+	}
 	if strings.ContainsAny(s.KeyPrefix, "{} \t\n") {
 		return fmt.Errorf("redis storage: key_prefix must not contain braces or white space")
 	}
@@ -152,7 +172,8 @@ var identitySalt = func() []byte {
 func (s *RedisStorage) StoreIdentity() (string, error) {
 	h := sha256.New()
 	for _, part := range []string{string(identitySalt), s.url, s.TLSCAFile, s.TLSClientCertFile, s.TLSClientKeyFile,
-		s.tlsDigest, s.TLSServerName, s.sentinelUser, s.sentinelPassword} {
+		s.tlsDigest, s.TLSServerName, s.sentinelUser, s.sentinelPassword,
+		strconv.Itoa(s.WaitReplicas), time.Duration(s.WaitTimeout).String()} {
 		// Each part is followed by its length, so that no two settings give one input. Writes
 		// to a hash never fail.
 		fmt.Fprintf(h, "%s\x00%d\x00", part, len(part))
@@ -179,6 +200,8 @@ func (s *RedisStorage) OpenStore(logger *zap.Logger) (storage.Store, error) {
 		TLS:              s.tls,
 		SentinelUsername: s.sentinelUser,
 		SentinelPassword: s.sentinelPassword,
+		WaitReplicas:     s.WaitReplicas,
+		WaitTimeout:      time.Duration(s.WaitTimeout),
 	})
 }
 
@@ -191,6 +214,8 @@ func (s *RedisStorage) OpenStore(logger *zap.Logger) (storage.Store, error) {
 //		tls_server_name   <name>
 //		sentinel_username <user>
 //		sentinel_password <password>
+//		wait_replicas     <n>
+//		wait_timeout      <duration>
 //	}
 func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the backend name
@@ -229,6 +254,28 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = one(&s.SentinelUsername)
 		case "sentinel_password":
 			err = one(&s.SentinelPassword)
+		case "wait_replicas":
+			var n string
+			if s.WaitReplicas != 0 {
+				return d.Err("wait_replicas given twice")
+			}
+			if err = one(&n); err == nil {
+				if s.WaitReplicas, err = strconv.Atoi(n); err != nil || s.WaitReplicas < 1 {
+					return d.Errf("wait_replicas must be a whole number of replicas, at least 1: %q", n)
+				}
+			}
+		case "wait_timeout":
+			var v string
+			if s.WaitTimeout != 0 {
+				return d.Err("wait_timeout given twice")
+			}
+			if err = one(&v); err == nil {
+				dur, perr := caddy.ParseDuration(v)
+				if perr != nil || dur < time.Millisecond {
+					return d.Errf("wait_timeout must be a duration of at least 1ms: %q", v)
+				}
+				s.WaitTimeout = caddy.Duration(dur)
+			}
 		case "tls_client_cert":
 			if s.TLSClientCertFile != "" {
 				return d.Err("tls_client_cert given twice")

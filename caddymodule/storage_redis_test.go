@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -131,6 +132,8 @@ func TestRedisStorageValidateConnectionOptions(t *testing.T) {
 		{"tls on redis://", RedisStorage{URL: "redis://h:6379", TLSServerName: "h"}, "need a rediss:// url"},
 		{"cert without key", RedisStorage{URL: "rediss://h:6380", TLSClientCertFile: "c.pem"}, "both its certificate and its key"},
 		{"sentinel password without master_set", RedisStorage{URL: "redis://h:26379", SentinelPassword: "x"}, "master_set"},
+		{"wait_timeout without wait_replicas", RedisStorage{URL: "redis://h:6379", WaitTimeout: caddy.Duration(time.Second)}, "wait_timeout needs wait_replicas"},
+		{"negative wait_replicas", RedisStorage{URL: "redis://h:6379", WaitReplicas: -1}, "must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})

@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,5 +134,87 @@ func TestInstancesThroughSentinelFailover(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+}
+
+// TestInstanceWaitsForReplica: a gateway with `wait_replicas 1` against a master with one
+// replica. While the replica follows, creates succeed; when it stops (REPLICAOF NO ONE), a create
+// answers 500 in the task API's shape and leaves no task behind (the record is taken back), and a
+// create with an Idempotency-Key fails without keeping the key, so the same key succeeds once
+// the replica follows again.
+func TestInstanceWaitsForReplica(t *testing.T) {
+	master := testredis.Start(t, testredis.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
+	host, port, err := net.SplitHostPort(master.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := testredis.Start(t, testredis.Options{Args: []string{"--replicaof", host, port}})
+	follow := func() {
+		t.Helper()
+		if err := replica.Do("REPLICAOF", host, port).Error(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if n, err := master.Do("WAIT", "1", "200").AsInt64(); err == nil && n >= 1 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the replica never caught up")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	follow()
+	c := startCluster(t, 1, clusterOptions{redisURL: master.URL(), storageOptions: "wait_replicas 1\n\t\t\twait_timeout 2s"})
+	a := c.instances[0]
+	total := func() float64 {
+		t.Helper()
+		r := call(t, "GET", a.base+taskPath+"?page_size=10", "mg-alice", nil)
+		if r.status != 200 {
+			t.Fatalf("list = %d %s", r.status, r.body)
+		}
+		return r.json(t)["total"].(float64)
+	}
+	createTask(t, a, "mg-alice", "")
+
+	if err := replica.Do("REPLICAOF", "NO", "ONE").Error(); err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, "POST", a.base+taskPath, "mg-alice", `{"model":"seedance-sim","content":[{"type":"text","text":"no replica"}]}`)
+	if r.status != 500 || r.field("code") == "" || r.field("message") == "" || !strings.Contains(string(r.body), `"data":null`) {
+		t.Fatalf("create without a replica = %d %s, want 500 in the task API's shape", r.status, r.body)
+	}
+	if n := total(); n != 1 {
+		t.Fatalf("a create that failed for want of a replica left a task: %v tasks listed", n)
+	}
+	withKey := func() response {
+		t.Helper()
+		req, err := http.NewRequest("POST", a.base+taskPath, strings.NewReader(`{"model":"seedance-sim","content":[{"type":"text","text":"keyed"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer mg-alice")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "durable-1")
+		return do(t, req)
+	}
+	if r := withKey(); r.status != 500 {
+		t.Fatalf("keyed create without a replica = %d %s", r.status, r.body)
+	}
+
+	follow()
+	r = withKey()
+	if r.status != 200 || r.field("id") == "" {
+		t.Fatalf("the retry with the same Idempotency-Key once the replica follows = %d %s", r.status, r.body)
+	}
+	if again := withKey(); again.status != 200 || again.field("id") != r.field("id") {
+		t.Fatalf("a second retry = %d %s, want the stored answer %s", again.status, again.body, r.body)
+	}
+	if n := total(); n != 2 {
+		t.Fatalf("%v tasks listed, want 2", n)
+	}
+	if v, err := replica.Do("EXISTS", "{"+strings.ToLower("mg-"+t.Name())+"}:t:"+r.field("id")).AsInt64(); err != nil || v != 1 {
+		t.Fatalf("the acknowledged task is not on the replica: %d %v", v, err)
 	}
 }

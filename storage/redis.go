@@ -41,6 +41,17 @@ type RedisOptions struct {
 	// SentinelUsername and SentinelPassword authenticate to the sentinels of a ?master_set= URL;
 	// the URL's own user and password are the master's (and its replicas').
 	SentinelUsername, SentinelPassword string
+	// WaitReplicas, when above 0, makes every write the gateway acknowledges as durable (a task
+	// created or changed, an idempotency key taken or answered, a counter charged or refunded, a
+	// callback queued, an item claimed, a key or account changed, a setting) wait until that many
+	// replicas have it: `WAIT n timeout` follows the write on its connection, and a write that
+	// fewer replicas confirm within WaitTimeout fails with ErrNotReplicated (and is taken back
+	// where it can be). Leases, rate windows, heartbeats and reservations do not wait. Default 0:
+	// a write is acknowledged when the master has applied it, and a failover can lose it.
+	WaitReplicas int
+	// WaitTimeout bounds the wait of a durable write for its replicas (rounded down to whole
+	// milliseconds, at least 1). Default: DefaultRedisWaitTimeout.
+	WaitTimeout time.Duration
 }
 
 // RedisACLCommands are the commands the store runs, directly or from its scripts, in the form
@@ -50,6 +61,9 @@ type RedisOptions struct {
 // the conformance suite as a user with exactly these rules, so a new command fails them until it
 // is added here.
 //
+// `+wait` is used only with RedisOptions.WaitReplicas; `+role` lets the gateway check on start
+// whether the server has replicas.
+//
 // `+config|get` is not among them: it lets the gateway check the persistence settings on start,
 // but also read every other setting, passwords included. Without it the gateway logs a warning
 // that it could not check them.
@@ -57,7 +71,11 @@ const RedisACLCommands = "+hello +auth +ping +select +client|setname +client|tra
 	"+multi +exec +pttl +evalsha +eval +exists +get +set +incr +incrby +del +type " +
 	"+hget +hmget +hset +hdel +sadd +srem +smembers +sscan " +
 	"+zadd +zrem +zcard +zrange +zrangebyscore +zrevrangebyscore +zremrangebyscore " +
-	"+pexpire +pexpireat"
+	"+pexpire +pexpireat +wait +role"
+
+// redisWaitConnections bounds the connections on which durable writes wait for their replicas at
+// once; more writes wait for one of them.
+const redisWaitConnections = 64
 
 // redisDialTimeout bounds each connection attempt, to a sentinel too.
 const redisDialTimeout = 5 * time.Second
@@ -81,7 +99,8 @@ const sentinelRefresh = 5 * time.Second
 //
 // Writes are acknowledged when the server has applied them. They survive a restart of the
 // server only when it runs with `appendonly yes` and `appendfsync always`; OpenRedis checks that
-// and logs a warning otherwise.
+// and logs a warning otherwise. They survive a failover to a replica only with
+// RedisOptions.WaitReplicas (see execDurable).
 type Redis struct {
 	client rueidis.Client
 	prefix string
@@ -90,6 +109,9 @@ type Redis struct {
 	// changed it (the server's invalidation may arrive after the write's reply).
 	written sync.Map // string -> int64 (Unix nanoseconds)
 	now     func() time.Time
+	// waitReplicas and waitTimeout are RedisOptions.WaitReplicas and WaitTimeout.
+	waitReplicas int64
+	waitTimeout  time.Duration
 }
 
 // OpenRedis connects to the server and checks its persistence settings.
@@ -104,6 +126,14 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	if o.CacheSize <= 0 {
 		o.CacheSize = 16 << 20
 	}
+	if o.WaitReplicas < 0 || o.WaitTimeout < 0 {
+		return nil, fmt.Errorf("redis store: wait_replicas and wait_timeout must not be negative")
+	}
+	if o.WaitTimeout == 0 {
+		o.WaitTimeout = DefaultRedisWaitTimeout
+	}
+	// WAIT's timeout is in milliseconds, and 0 would wait for ever.
+	o.WaitTimeout = max(o.WaitTimeout.Truncate(time.Millisecond), time.Millisecond)
 	if o.TLS != nil {
 		if opt.TLSConfig == nil {
 			return nil, fmt.Errorf("redis store: TLS settings need a rediss:// URL, not %s", RedactURL(o.URL))
@@ -131,6 +161,13 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 		return nil, fmt.Errorf("redis store: sentinel credentials need a URL with ?master_set=<name>")
 	}
 	opt.CacheSizeEachConn = o.CacheSize
+	if o.WaitReplicas > 0 && opt.BlockingPoolSize == 0 {
+		// Each durable write holds a connection of the blocking pool while its WAIT blocks
+		// (about 1 MiB of buffers each); the pool is bounded, and shrinks when writes calm down.
+		opt.BlockingPoolSize = redisWaitConnections
+		opt.BlockingPoolCleanup = time.Minute
+		opt.BlockingPoolMinSize = 4
+	}
 	if opt.ClientName == "" {
 		opt.ClientName = "mediagw"
 	}
@@ -146,7 +183,8 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	if prefix == "" {
 		prefix = DefaultRedisKeyPrefix
 	}
-	r := &Redis{client: client, prefix: "{" + prefix + "}:", logger: o.Logger, now: time.Now}
+	r := &Redis{client: client, prefix: "{" + prefix + "}:", logger: o.Logger, now: time.Now,
+		waitReplicas: int64(o.WaitReplicas), waitTimeout: o.WaitTimeout}
 	r.checkPersistence(ctx)
 	return r, nil
 }
@@ -210,7 +248,10 @@ func redactURLError(err error, raw string) string {
 }
 
 // checkPersistence reads appendonly and appendfsync on every node the client writes to (each
-// master of a Cluster) and warns when an acknowledged write could be lost by a restart of one.
+// master of a Cluster) and warns when an acknowledged write could be lost by a restart of one;
+// and it reads each one's replicas (ROLE) and warns when a failover to one could lose
+// acknowledged writes (replicas but no wait_replicas) or when durable writes will fail (fewer
+// replicas than wait_replicas).
 func (r *Redis) checkPersistence(ctx context.Context) {
 	nodes := r.client.Nodes()
 	addrs := make([]string, 0, len(nodes))
@@ -219,7 +260,37 @@ func (r *Redis) checkPersistence(ctx context.Context) {
 	}
 	sort.Strings(addrs)
 	for _, addr := range addrs {
-		checkNodePersistence(ctx, nodes[addr], r.logger.With(zap.String("redis_node", addr)))
+		logger := r.logger.With(zap.String("redis_node", addr))
+		checkNodePersistence(ctx, nodes[addr], logger)
+		checkNodeReplicas(ctx, nodes[addr], logger, r.waitReplicas)
+	}
+}
+
+// checkNodeReplicas warns when a node's replicas and waitReplicas do not go together.
+func checkNodeReplicas(ctx context.Context, node rueidis.Client, logger *zap.Logger, waitReplicas int64) {
+	role, err := node.Do(ctx, node.B().Role().Build()).ToArray()
+	if err != nil {
+		logger.Warn("could not read the redis replication role (ROLE refused?): with replicas, a failover can lose acknowledged writes unless wait_replicas is set",
+			zap.Error(err))
+		return
+	}
+	if len(role) < 3 {
+		return
+	}
+	if kind, err := role[0].ToString(); err != nil || kind != "master" {
+		return
+	}
+	replicas, err := role[2].ToArray()
+	if err != nil {
+		return
+	}
+	switch n := int64(len(replicas)); {
+	case waitReplicas == 0 && n > 0:
+		logger.Warn("redis replication is asynchronous: a failover to a replica can lose acknowledged tasks, charges and callbacks; set wait_replicas in the storage redis block (and min-replicas-to-write on the server)",
+			zap.Int64("connected_replicas", n))
+	case waitReplicas > n:
+		logger.Warn("fewer replicas are connected than wait_replicas: durable writes fail until enough replicas are",
+			zap.Int64("connected_replicas", n), zap.Int64("wait_replicas", waitReplicas))
 	}
 }
 
@@ -260,12 +331,12 @@ func (r *Redis) key(parts ...string) string {
 }
 
 // exec runs a script.
-func (r *Redis) exec(ctx context.Context, s *rueidis.Lua, keys, args []string) rueidis.RedisResult {
+func (r *Redis) exec(ctx context.Context, s luaScript, keys, args []string) rueidis.RedisResult {
 	return s.Exec(ctx, r.client, keys, args)
 }
 
 // execInt runs a script that answers an integer.
-func (r *Redis) execInt(ctx context.Context, s *rueidis.Lua, keys, args []string) (int64, error) {
+func (r *Redis) execInt(ctx context.Context, s luaScript, keys, args []string) (int64, error) {
 	return s.Exec(ctx, r.client, keys, args).AsInt64()
 }
 
@@ -335,6 +406,9 @@ var _ Store = (*Redis)(nil)
 
 // rueidisCompleted is a built command.
 type rueidisCompleted = rueidis.Completed
+
+// rueidisMessage is one value of an answer.
+type rueidisMessage = rueidis.RedisMessage
 
 // errField is the zap field of an error.
 func errField(err error) zap.Field { return zap.Error(err) }

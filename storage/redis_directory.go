@@ -25,9 +25,10 @@ func (r *Redis) CreateKey(ctx context.Context, key APIKey) (APIKey, error) {
 		return APIKey{}, err
 	}
 	rec := r.key("k:", key.Hash)
-	n, err := r.execInt(ctx, scriptCreateKey,
+	res, unconfirmed := r.execDurable(ctx, scriptCreateKey,
 		[]string{rec, r.key("ki:", key.ID), r.key("keys"), r.key("dv")},
 		[]string{string(js), key.ID, key.Hash})
+	n, err := res.AsInt64()
 	if err != nil {
 		return APIKey{}, err
 	}
@@ -36,6 +37,9 @@ func (r *Redis) CreateKey(ctx context.Context, key APIKey) (APIKey, error) {
 	}
 	r.wrote(rec)
 	r.wrote(r.key("dv"))
+	if unconfirmed != nil {
+		return APIKey{}, unconfirmed
+	}
 	return key, nil
 }
 
@@ -46,9 +50,10 @@ func (r *Redis) UpdateKey(ctx context.Context, key APIKey) (APIKey, error) {
 	if err != nil {
 		return APIKey{}, err
 	}
-	n, err := r.execInt(ctx, scriptUpdateKey,
+	res, unconfirmed := r.execDurable(ctx, scriptUpdateKey,
 		[]string{r.key("ki:", key.ID), r.key("dv")},
 		[]string{itoa(want), string(js), key.Hash, r.prefix})
+	n, err := res.AsInt64()
 	if err != nil {
 		return APIKey{}, err
 	}
@@ -56,6 +61,9 @@ func (r *Redis) UpdateKey(ctx context.Context, key APIKey) (APIKey, error) {
 	case 1:
 		r.wrote(r.key("k:", key.Hash))
 		r.wrote(r.key("dv"))
+		if unconfirmed != nil {
+			return APIKey{}, unconfirmed
+		}
 		return key, nil
 	case 0:
 		return APIKey{}, ErrConflict
@@ -68,9 +76,10 @@ func (r *Redis) UpdateKey(ctx context.Context, key APIKey) (APIKey, error) {
 }
 
 func (r *Redis) DeleteKey(ctx context.Context, id string) error {
-	hash, err := r.exec(ctx, scriptDeleteKey,
+	res, unconfirmed := r.execDurable(ctx, scriptDeleteKey,
 		[]string{r.key("ki:", id), r.key("keys"), r.key("dv")},
-		[]string{id, r.prefix}).ToString()
+		[]string{id, r.prefix})
+	hash, err := res.ToString()
 	if isNil(err) {
 		return ErrNotFound
 	}
@@ -79,7 +88,7 @@ func (r *Redis) DeleteKey(ctx context.Context, id string) error {
 	}
 	r.wrote(r.key("k:", hash))
 	r.wrote(r.key("dv"))
-	return nil
+	return unconfirmed
 }
 
 // KeyByHash reads the client-side cache (see Redis).
@@ -166,9 +175,10 @@ func (r *Redis) SaveAccount(ctx context.Context, acct Account) (Account, error) 
 		return Account{}, err
 	}
 	rec := r.key("a:", acct.Name)
-	n, err := r.execInt(ctx, scriptSaveAccount,
+	res, unconfirmed := r.execDurable(ctx, scriptSaveAccount,
 		[]string{rec, r.key("accts"), r.key("dv")},
 		[]string{itoa(want), string(js), acct.Name})
+	n, err := res.AsInt64()
 	if err != nil {
 		return Account{}, err
 	}
@@ -177,6 +187,9 @@ func (r *Redis) SaveAccount(ctx context.Context, acct Account) (Account, error) 
 	}
 	r.wrote(rec)
 	r.wrote(r.key("dv"))
+	if unconfirmed != nil {
+		return Account{}, unconfirmed
+	}
 	return acct, nil
 }
 

@@ -14,7 +14,7 @@ import (
 
 // scriptClaimItems claims item ids for an account. KEYS: the item records. ARGV: account,
 // expire-at ms. Returns the indexes (from 1) of the keys that another account owns.
-var scriptClaimItems = rueidis.NewLuaScript(`
+var scriptClaimItems = newScript(`
 local taken = {}
 for i, k in ipairs(KEYS) do
   local owner = redis.call('GET', k)
@@ -29,7 +29,7 @@ return taken`)
 
 // scriptItemOwners reads the owners of item ids: GET each, which the gateway's minimum ACL allows
 // (MGET it does not). KEYS: the item records. Returns the owners, false for none.
-var scriptItemOwners = rueidis.NewLuaScript(`
+var scriptItemOwners = newScript(`
 local owners = {}
 for i, k in ipairs(KEYS) do owners[i] = redis.call('GET', k) end
 return owners`)
@@ -48,9 +48,15 @@ func (r *Redis) ClaimItems(ctx context.Context, account string, ids []string, ex
 	if floor := r.now().Add(minTaskRecordTTL); expiresAt.Before(floor) {
 		expiresAt = floor
 	}
-	vals, err := r.exec(ctx, scriptClaimItems, keys, []string{account, itoa(expiresAt.UnixMilli())}).ToArray()
+	// Claims that too few replicas confirmed stay on the master: the call fails (the answer is
+	// withheld), and a retry by the same account claims them again.
+	res, unconfirmed := r.execDurable(ctx, scriptClaimItems, keys, []string{account, itoa(expiresAt.UnixMilli())})
+	vals, err := res.ToArray()
 	if err != nil {
 		return nil, err
+	}
+	if unconfirmed != nil {
+		return nil, unconfirmed
 	}
 	var taken []string
 	for _, v := range vals {

@@ -24,9 +24,19 @@ func (r *Redis) EnqueueEvent(ctx context.Context, ev Event) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	n, err := r.execInt(ctx, scriptEnqueueEvent, []string{r.key("o:", ev.ID), r.key("od")},
+	// An event that too few replicas confirmed stays queued on the master (it is delivered at
+	// least once unless a failover loses it); the call fails so that the caller retries, and a
+	// retry does not queue it twice.
+	res, unconfirmed := r.execDurable(ctx, scriptEnqueueEvent, []string{r.key("o:", ev.ID), r.key("od")},
 		[]string{string(js), dueMicros(ev.DueAt), ev.ID})
-	return n == 1, err
+	n, err := res.AsInt64()
+	if err != nil {
+		return false, err
+	}
+	if unconfirmed != nil && n == 1 {
+		return false, unconfirmed
+	}
+	return n == 1, nil
 }
 
 func (r *Redis) ClaimDueEvents(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]Event, error) {

@@ -1,7 +1,5 @@
 package storage
 
-import "github.com/redis/rueidis"
-
 // The Redis backend's atomic operations, each one Lua script that Redis runs without
 // interleaving another command: every compare-and-set, claim, limit and window is decided on the
 // server, so that any number of gateway processes share it exactly. The scripts are sent by
@@ -16,7 +14,7 @@ import "github.com/redis/rueidis"
 var (
 	// KEYS: task, unfinished set, account index. ARGV: json, expire-at ms, unfinished, created, id.
 	// Returns 1 when created, 0 when a record is there.
-	scriptCreateTask = rueidis.NewLuaScript(`
+	scriptCreateTask = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', 1, 'j', ARGV[1], 'a', ARGV[6], 'k', ARGV[7], 'c', ARGV[4])
 redis.call('PEXPIREAT', KEYS[1], ARGV[2])
@@ -25,21 +23,23 @@ redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
 return 1`)
 
 	// KEYS: task, unfinished set. ARGV: expected version, json, expire-at ms, unfinished, id,
-	// account, kind, created. Returns {1} when stored, {0} on another version, {-1} when missing,
+	// account, kind, created, and '1' to have the replaced record back. Returns {1} when stored
+	// ({1, json} with the replaced record), {0} on another version, {-1} when missing,
 	// {-2, account, kind, created} when the record's immutable fields differ from the ones given.
-	scriptReplaceTask = rueidis.NewLuaScript(`
-local cur = redis.call('HMGET', KEYS[1], 'v', 'a', 'k', 'c')
+	scriptReplaceTask = newScript(`
+local cur = redis.call('HMGET', KEYS[1], 'v', 'a', 'k', 'c', 'j')
 if not cur[1] then return {-1} end
 if cur[1] ~= ARGV[1] then return {0} end
 if cur[2] ~= ARGV[6] or cur[3] ~= ARGV[7] or cur[4] ~= ARGV[8] then return {-2, cur[2], cur[3], cur[4]} end
 redis.call('HSET', KEYS[1], 'v', tonumber(ARGV[1]) + 1, 'j', ARGV[2])
 redis.call('PEXPIREAT', KEYS[1], ARGV[3])
 if ARGV[4] == '1' then redis.call('SADD', KEYS[2], ARGV[5]) else redis.call('SREM', KEYS[2], ARGV[5]) end
+if ARGV[9] == '1' then return {1, cur[5]} end
 return {1}`)
 
 	// KEYS: task, unfinished set. ARGV: version, id, prefix. Returns 1 when deleted or missing, 0
 	// on another version.
-	scriptDeleteTask = rueidis.NewLuaScript(`
+	scriptDeleteTask = newScript(`
 local cur = redis.call('HMGET', KEYS[1], 'v', 'a')
 if not cur[1] then return 1 end
 if cur[1] ~= ARGV[1] then return 0 end
@@ -50,7 +50,7 @@ return 1`)
 
 	// KEYS: key record (by hash), id → hash, key id set, directory version. ARGV: json, id, hash.
 	// Returns 1 when created, 0 when the id or hash is taken.
-	scriptCreateKey = rueidis.NewLuaScript(`
+	scriptCreateKey = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', 1, 'j', ARGV[1])
 redis.call('SET', KEYS[2], ARGV[3])
@@ -60,7 +60,7 @@ return 1`)
 
 	// KEYS: id → hash, directory version. ARGV: expected version, json, hash, prefix. Returns 1
 	// when stored, 0 on another version, -1 when missing, -3 when the hash differs.
-	scriptUpdateKey = rueidis.NewLuaScript(`
+	scriptUpdateKey = newScript(`
 local h = redis.call('GET', KEYS[1])
 if not h then return -1 end
 if h ~= ARGV[3] then return -3 end
@@ -74,7 +74,7 @@ return 1`)
 
 	// KEYS: id → hash, key id set, directory version. ARGV: id, prefix. Returns the deleted key's
 	// hash, or false when missing.
-	scriptDeleteKey = rueidis.NewLuaScript(`
+	scriptDeleteKey = newScript(`
 local h = redis.call('GET', KEYS[1])
 if not h then return false end
 redis.call('DEL', ARGV[2] .. 'k:' .. h, KEYS[1])
@@ -84,7 +84,7 @@ return h`)
 
 	// KEYS: account, account name set, directory version. ARGV: expected version, json, name.
 	// Returns 1 when stored, 0 on another version.
-	scriptSaveAccount = rueidis.NewLuaScript(`
+	scriptSaveAccount = newScript(`
 local v = redis.call('HGET', KEYS[1], 'v') or '0'
 if v ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', tonumber(ARGV[1]) + 1, 'j', ARGV[2])
@@ -94,7 +94,7 @@ return 1`)
 
 	// KEYS: a set of names. ARGV: prefix of the records, field. Returns the field of every member's
 	// record (false for a missing one), in member order, with the members.
-	scriptListRecords = rueidis.NewLuaScript(`
+	scriptListRecords = newScript(`
 local names = redis.call('SMEMBERS', KEYS[1])
 local out = {}
 for i, n in ipairs(names) do
@@ -105,7 +105,7 @@ return out`)
 
 	// KEYS: idempotency record. ARGV: owner, json, ttl ms. Returns {1} when begun, {0, json} with
 	// the record that is there otherwise.
-	scriptBeginIdempotent = rueidis.NewLuaScript(`
+	scriptBeginIdempotent = newScript(`
 local cur = redis.call('HGET', KEYS[1], 'j')
 if cur then return {0, cur} end
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 'f', '1', 'j', ARGV[2])
@@ -114,7 +114,7 @@ return {1}`)
 
 	// KEYS: idempotency record. ARGV: owner, json, ttl ms. Returns 1 when completed, 0 when the
 	// record is not that owner's in-flight record.
-	scriptCompleteIdempotent = rueidis.NewLuaScript(`
+	scriptCompleteIdempotent = newScript(`
 local cur = redis.call('HMGET', KEYS[1], 'o', 'f')
 if cur[1] ~= ARGV[1] or cur[2] ~= '1' then return 0 end
 redis.call('HSET', KEYS[1], 'f', '0', 'j', ARGV[2])
@@ -122,14 +122,14 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1`)
 
 	// KEYS: idempotency record. ARGV: owner.
-	scriptAbandonIdempotent = rueidis.NewLuaScript(`
+	scriptAbandonIdempotent = newScript(`
 local cur = redis.call('HMGET', KEYS[1], 'o', 'f')
 if cur[1] == ARGV[1] and cur[2] == '1' then redis.call('DEL', KEYS[1]) end
 return 1`)
 
 	// KEYS: lease. ARGV: owner, now µs, until µs, ttl ms (of the record). Returns 1 when owner holds
 	// the lease.
-	scriptAcquireLease = rueidis.NewLuaScript(`
+	scriptAcquireLease = newScript(`
 local cur = redis.call('HMGET', KEYS[1], 'o', 'u')
 if cur[1] and cur[1] ~= ARGV[1] and tonumber(cur[2]) > tonumber(ARGV[2]) then return 0 end
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 'u', ARGV[3])
@@ -137,7 +137,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1`)
 
 	// KEYS: lease. ARGV: owner, now µs, until µs, ttl ms. Returns 1 when renewed, 0 when lost.
-	scriptRenewLease = rueidis.NewLuaScript(`
+	scriptRenewLease = newScript(`
 local cur = redis.call('HMGET', KEYS[1], 'o', 'u')
 if cur[1] ~= ARGV[1] or tonumber(cur[2]) <= tonumber(ARGV[2]) then return 0 end
 redis.call('HSET', KEYS[1], 'u', ARGV[3])
@@ -145,13 +145,13 @@ redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1`)
 
 	// KEYS: lease. ARGV: owner.
-	scriptReleaseLease = rueidis.NewLuaScript(`
+	scriptReleaseLease = newScript(`
 if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1`)
 
 	// KEYS: counter. ARGV: delta, limit. Returns {value, 1} when added, {value, 0} when the limit
 	// refused it.
-	scriptAddCounter = rueidis.NewLuaScript(`
+	scriptAddCounter = newScript(`
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 local d = tonumber(ARGV[1])
 local lim = tonumber(ARGV[2])
@@ -164,7 +164,7 @@ return {redis.call('INCRBY', KEYS[1], ARGV[1]), 1}`)
 	// Up to the exact limit the window is a sorted set of the counted events' times. Above it the
 	// window is estimated from the counts of the current and the previous fixed window (a hash),
 	// the previous weighted by how much of it the sliding window still covers.
-	scriptAllowRate = rueidis.NewLuaScript(`
+	scriptAllowRate = newScript(`
 local now, win, lim = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local ttl = math.ceil(win / 1000) * 2 + 1000
 if lim <= tonumber(ARGV[5]) then
@@ -193,12 +193,12 @@ redis.call('PEXPIRE', KEYS[1], ttl)
 return {1, 0}`)
 
 	// KEYS: setting. ARGV: value. Returns the stored value.
-	scriptSettingOnce = rueidis.NewLuaScript(`
+	scriptSettingOnce = newScript(`
 redis.call('SET', KEYS[1], ARGV[1], 'NX')
 return redis.call('GET', KEYS[1])`)
 
 	// KEYS: event, due index. ARGV: json, due µs, id. Returns 1 when stored, 0 when pending.
-	scriptEnqueueEvent = rueidis.NewLuaScript(`
+	scriptEnqueueEvent = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'j', ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
@@ -206,7 +206,7 @@ return 1`)
 
 	// KEYS: due index. ARGV: now µs, limit, until µs, claim token prefix, key prefix. Returns
 	// {id, json, claim, …} for each claimed event, earliest due first.
-	scriptClaimEvents = rueidis.NewLuaScript(`
+	scriptClaimEvents = newScript(`
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
 for i, id in ipairs(ids) do
@@ -227,7 +227,7 @@ return out`)
 
 	// KEYS: event, due index. ARGV: claim, id. Returns 1 when acknowledged, 0 when the claim is
 	// not held.
-	scriptAckEvent = rueidis.NewLuaScript(`
+	scriptAckEvent = newScript(`
 local c = redis.call('HGET', KEYS[1], 'c')
 if ARGV[1] == '' or c ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
@@ -236,7 +236,7 @@ return 1`)
 
 	// KEYS: event, due index. ARGV: claim, json, due µs, id. Returns 1 when rescheduled, 0 when
 	// the claim is not held.
-	scriptRescheduleEvent = rueidis.NewLuaScript(`
+	scriptRescheduleEvent = newScript(`
 local c = redis.call('HGET', KEYS[1], 'c')
 if ARGV[1] == '' or c ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'j', ARGV[2])

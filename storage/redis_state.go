@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Key layout of the rest (after the prefix):
@@ -22,16 +24,25 @@ func (r *Redis) BeginIdempotent(ctx context.Context, key string, rec Idempotency
 	if err != nil {
 		return IdempotencyRecord{}, false, err
 	}
-	vals, err := r.exec(ctx, scriptBeginIdempotent, []string{r.key("i:", key)},
-		[]string{rec.Owner, string(js), millis(ttl)}).ToArray()
+	keys := []string{r.key("i:", key)}
+	res, unconfirmed := r.execDurable(ctx, scriptBeginIdempotent, keys, []string{rec.Owner, string(js), millis(ttl)})
+	vals, err := res.ToArray()
 	if err != nil {
 		return IdempotencyRecord{}, false, err
+	}
+	if len(vals) == 0 {
+		return IdempotencyRecord{}, false, errScript
 	}
 	began, err := vals[0].AsInt64()
 	if err != nil {
 		return IdempotencyRecord{}, false, err
 	}
 	if began == 1 {
+		if unconfirmed != nil {
+			// Not taken: a retry must run the request.
+			r.takeBack(ctx, "idempotency key", scriptAbandonIdempotent, keys, []string{rec.Owner})
+			return IdempotencyRecord{}, false, unconfirmed
+		}
 		return rec, true, nil
 	}
 	if len(vals) != 2 {
@@ -54,15 +65,18 @@ func (r *Redis) CompleteIdempotent(ctx context.Context, key string, rec Idempote
 	if err != nil {
 		return err
 	}
-	n, err := r.execInt(ctx, scriptCompleteIdempotent, []string{r.key("i:", key)},
+	// Too few replicas leave the answer stored on the master alone: it is not taken back, as the
+	// answer has been sent, and a failover at worst leaves the key in flight until it expires.
+	res, unconfirmed := r.execDurable(ctx, scriptCompleteIdempotent, []string{r.key("i:", key)},
 		[]string{rec.Owner, string(js), millis(ttl)})
+	n, err := res.AsInt64()
 	if err != nil {
 		return err
 	}
 	if n != 1 {
 		return ErrConflict
 	}
-	return nil
+	return unconfirmed
 }
 
 func (r *Redis) AbandonIdempotent(ctx context.Context, key, owner string) error {
@@ -95,7 +109,37 @@ func (r *Redis) ReleaseLease(ctx context.Context, name, owner string) error {
 	return r.exec(ctx, scriptReleaseLease, []string{r.key("l:", name)}, []string{owner}).Error()
 }
 
+// AddCounter is a durable write: with WaitReplicas set, a charge (delta > 0) that too few
+// replicas confirm is taken back and the call fails. A give-back (delta < 0: a refund, a slot
+// release) that too few replicas confirm stays and counts as done, with a warning: its callers
+// cannot undo what it gives back for, and taking it back would lose it for certain, where keeping
+// it loses it only to a failover before the replicas catch up.
 func (r *Redis) AddCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
+	keys := []string{r.key("c:", name)}
+	res, unconfirmed := r.execDurable(ctx, scriptAddCounter, keys, []string{itoa(delta), itoa(limit)})
+	vals, err := res.AsIntSlice()
+	if err != nil {
+		return 0, false, err
+	}
+	if len(vals) != 2 {
+		return 0, false, errScript
+	}
+	if unconfirmed != nil && vals[1] == 1 {
+		if delta < 0 {
+			r.logger.Warn("a counter give-back is on the master alone: a failover before the replicas catch up loses it",
+				zap.String("counter", name), zap.Int64("delta", delta), errField(unconfirmed))
+			return vals[0], true, nil
+		}
+		r.takeBack(ctx, "counter", scriptAddCounter, keys, []string{itoa(-delta), "-1"})
+		return 0, false, unconfirmed
+	}
+	return vals[0], vals[1] == 1, nil
+}
+
+// ReserveCounter is AddCounter without waiting for replicas: the durable write that confirms the
+// reservation (the task record) waits for them, and WAIT covers every write the server applied
+// before it, this reservation included.
+func (r *Redis) ReserveCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
 	vals, err := r.exec(ctx, scriptAddCounter, []string{r.key("c:", name)}, []string{itoa(delta), itoa(limit)}).AsIntSlice()
 	if err != nil {
 		return 0, false, err
@@ -104,12 +148,6 @@ func (r *Redis) AddCounter(ctx context.Context, name string, delta, limit int64)
 		return 0, false, errScript
 	}
 	return vals[0], vals[1] == 1, nil
-}
-
-// ReserveCounter is AddCounter: every write of the Redis store is as durable as the server's
-// configuration makes it.
-func (r *Redis) ReserveCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
-	return r.AddCounter(ctx, name, delta, limit)
 }
 
 func (r *Redis) Counter(ctx context.Context, name string) (int64, error) {
@@ -136,9 +174,16 @@ func (r *Redis) AllowRate(ctx context.Context, name string, limit int, window ti
 }
 
 func (r *Redis) SettingOnce(ctx context.Context, name string, val []byte) ([]byte, error) {
-	s, err := r.exec(ctx, scriptSettingOnce, []string{r.key("s:", name)}, []string{string(val)}).ToString()
+	// A setting this call stored that too few replicas confirmed stays: a retry finds and
+	// confirms it. A setting that was there already is answered as read (this call wrote
+	// nothing to wait for).
+	res, unconfirmed := r.execDurable(ctx, scriptSettingOnce, []string{r.key("s:", name)}, []string{string(val)})
+	s, err := res.ToString()
 	if err != nil {
 		return nil, err
+	}
+	if unconfirmed != nil && s == string(val) {
+		return nil, unconfirmed
 	}
 	return []byte(s), nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Key layout of tasks (after the prefix):
@@ -44,14 +46,22 @@ func (r *Redis) CreateTask(ctx context.Context, task Task) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	n, err := r.execInt(ctx, scriptCreateTask,
+	res, unconfirmed := r.execDurable(ctx, scriptCreateTask,
 		[]string{r.key("t:", task.ID), r.key("tu"), r.key("ta:", task.Account)},
 		[]string{string(js), r.expireAtMillis(task), flag(task.Unfinished()), itoa(task.CreatedAt), task.ID, task.Account, task.Kind})
+	n, err := res.AsInt64()
 	if err != nil {
 		return Task{}, err
 	}
 	if n == 0 {
 		return Task{}, ErrExists
+	}
+	if unconfirmed != nil {
+		// The record is on the master alone: it is deleted, so that the caller's failure path
+		// (cancel upstream, refund, release the slot) is the only outcome, with no record that the
+		// watcher would finish and refund a second time.
+		r.takeBack(ctx, "task create", scriptDeleteTask, []string{r.key("t:", task.ID), r.key("tu")}, []string{"1", task.ID, r.prefix})
+		return Task{}, unconfirmed
 	}
 	return task, nil
 }
@@ -84,10 +94,11 @@ func (r *Redis) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 		if err != nil {
 			return Task{}, err
 		}
-		vals, err := r.exec(ctx, scriptReplaceTask,
+		res, unconfirmed := r.execDurable(ctx, scriptReplaceTask,
 			[]string{r.key("t:", task.ID), r.key("tu")},
 			[]string{itoa(want), string(js), r.expireAtMillis(task), flag(task.Unfinished()), task.ID,
-				task.Account, task.Kind, itoa(task.CreatedAt)}).ToArray()
+				task.Account, task.Kind, itoa(task.CreatedAt), flag(r.waitReplicas > 0)})
+		vals, err := res.ToArray()
 		if err != nil {
 			return Task{}, err
 		}
@@ -100,6 +111,10 @@ func (r *Redis) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 		}
 		switch n {
 		case 1:
+			if unconfirmed != nil {
+				r.restoreTask(ctx, task, vals[1:])
+				return Task{}, unconfirmed
+			}
 			return task, nil
 		case 0:
 			return Task{}, ErrConflict
@@ -125,6 +140,36 @@ func (r *Redis) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 		return Task{}, errScript
 	}
 	return Task{}, errScript
+}
+
+// restoreTask puts back the record that a change too few replicas confirmed replaced (old, the
+// script's answer after its status), as a new version, so that the change is made again by
+// whoever retries it, side effects and all: the caller got an error, so it did none of them. A
+// writer that changed the record since wins.
+func (r *Redis) restoreTask(ctx context.Context, changed Task, old []rueidisMessage) {
+	if len(old) != 1 {
+		r.logger.Error("taking back a task change that too few replicas confirmed: no replaced record", zap.String("task_id", changed.ID))
+		return
+	}
+	js, err := old[0].ToString()
+	if err != nil {
+		r.logger.Error("taking back a task change that too few replicas confirmed", zap.String("task_id", changed.ID), errField(err))
+		return
+	}
+	prev, err := decodeTask(changed.Version, []byte(js))
+	if err != nil {
+		r.logger.Error("taking back a task change that too few replicas confirmed", zap.String("task_id", changed.ID), errField(err))
+		return
+	}
+	prev.Version = changed.Version + 1
+	restored, err := json.Marshal(prev)
+	if err != nil {
+		r.logger.Error("taking back a task change that too few replicas confirmed", zap.String("task_id", changed.ID), errField(err))
+		return
+	}
+	r.takeBack(ctx, "task change", scriptReplaceTask, []string{r.key("t:", prev.ID), r.key("tu")},
+		[]string{itoa(changed.Version), string(restored), r.expireAtMillis(prev), flag(prev.Unfinished()), prev.ID,
+			changed.Account, changed.Kind, itoa(changed.CreatedAt), "0"})
 }
 
 func (r *Redis) DeleteTask(ctx context.Context, id string, version int64) error {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // Key layout of watching (after the prefix):
@@ -18,7 +16,7 @@ import (
 
 // scriptHeartbeat: KEYS: group. ARGV: member, now µs, until µs, ttl ms (of the key). Returns the
 // members alive at now.
-var scriptHeartbeat = rueidis.NewLuaScript(`
+var scriptHeartbeat = newScript(`
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
