@@ -77,6 +77,11 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !ok {
 		return t.HTTP.RoundTrip(req)
 	}
+	// mediagw_route put the first upstream's credential on the request, for a reverse_proxy
+	// without this transport. reverse_proxy logs req (at debug level) after the round trip, and
+	// Caddy hides only Authorization there: take the credential off req. Each attempt sets its
+	// upstream's own on a copy (outgoing).
+	providers.ClearCredentials(req.Header)
 	dial, _ := reverseproxy.GetDialInfo(req.Context())
 	u, ok := d.Yielded(dial.Upstream)
 	if !ok {
@@ -150,7 +155,7 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 	out.URL.Path = strings.TrimSuffix(u.BaseURL.Path, "/") + d.Rest
 	out.URL.RawPath = ""
 	out.Host = u.BaseURL.Host
-	u.SetCredentials(out.Header)
+	u.SetSharedCredentials(out.Header)
 	if d.UpstreamModel != d.Model {
 		// Let the transport ask for, and undo, compression, so the answer can be rewritten.
 		out.Header.Del("Accept-Encoding")

@@ -105,9 +105,19 @@ func (u *Upstream) Endpoint(rel string) string {
 }
 
 // SetCredentials replaces any credential on an outgoing request with the upstream's own.
-//
-// The value set may be shared with other requests to u: replace it, never change it in place.
 func (u *Upstream) SetCredentials(h http.Header) {
+	if u.credValue == nil {
+		setCredentials(h, u.APIKey, u.AuthStyle)
+		return
+	}
+	clearCredentials(h)
+	h[u.credName] = []string{u.credValue[0]}
+}
+
+// SetSharedCredentials is SetCredentials without a copy of the value: the value set is shared
+// with every other request to u, so h must be a header map that only an http.Transport reads
+// (which never changes a value in place), such as the mediagw transport's own copy of an attempt.
+func (u *Upstream) SetSharedCredentials(h http.Header) {
 	if u.credValue == nil {
 		setCredentials(h, u.APIKey, u.AuthStyle)
 		return
@@ -115,6 +125,10 @@ func (u *Upstream) SetCredentials(h http.Header) {
 	clearCredentials(h)
 	h[u.credName] = u.credValue
 }
+
+// ClearCredentials removes every credential and every header that picks the operator's provider
+// organisation or project.
+func ClearCredentials(h http.Header) { clearCredentials(h) }
 
 // Label names the upstream in logs: provider/upstream.
 func (u *Upstream) Label() string { return u.provider + "/" + u.Name }
