@@ -114,16 +114,17 @@ func (rt *taskRuntime) start() {
 	stop := make(chan struct{})
 	rt.stop = stop
 	rt.done.Add(3)
+	// The goroutines use stop, not rt.stop: halt clears the field, and they may start after it
+	// did.
 	go func() {
 		defer rt.done.Done()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		// stop, not rt.stop: halt clears the field, and this goroutine may start after it did.
 		go func() { <-stop; cancel() }()
 		countActiveTasks(ctx, rt.tasks.Store, rt.tasks.Logger)
 	}()
-	go func() { defer rt.done.Done(); rt.watcher.Run(rt.stop) }()
-	go func() { defer rt.done.Done(); rt.outbox.Run(rt.stop) }()
+	go func() { defer rt.done.Done(); rt.watcher.Run(stop) }()
+	go func() { defer rt.done.Done(); rt.outbox.Run(stop) }()
 }
 
 func (rt *taskRuntime) halt() {

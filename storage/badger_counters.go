@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -20,9 +21,18 @@ const maxCachedCounters = 1 << 16
 // create of one key reserves its active-task slot) never conflict and never wait for each
 // other's write. (As a Badger transaction, each change read the counter and conflicted with every
 // change committed meanwhile: at 32 concurrent creates most of them ran several times.)
+//
+// A change whose write fails is taken out of the cached value (failed), so that the changes
+// after it, already handed to Badger with values that included it, are set right by a write of
+// the corrected value. The cache starts over only while no write is in flight (inFlight), so the
+// value of a counter being written is always there to correct.
 type counterCache struct {
 	mu     chanMutex
 	values map[string]int64
+	// inFlight counts the writes handed to Badger and not yet done.
+	inFlight atomic.Int64
+	// commit hands a transaction to Badger (txn.CommitWith; tests make it fail).
+	commit func(txn *badger.Txn, done func(error))
 }
 
 // chanMutex is a mutex whose lock gives up when ctx ends.
@@ -81,7 +91,8 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 	// timestamp and hands the write to Badger's writer now, in the order of the changes, and
 	// calls back once it is written; the next change need not wait for that.
 	done := make(chan error, 1)
-	txn.CommitWith(func(err error) { done <- err })
+	c.inFlight.Add(1)
+	c.commitTxn(txn, func(err error) { done <- err })
 	c.values[name] = value
 	c.mu.unlock()
 	err = <-done
@@ -89,19 +100,64 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 		b.sync.end()
 	}
 	if err != nil {
-		// Start again from the store: a later change may have been built on this one.
-		if c.mu.lock(context.WithoutCancel(ctx)) == nil {
-			clear(c.values)
-			c.mu.unlock()
-		}
+		b.failed(name, delta)
 		return 0, false, err
 	}
+	c.inFlight.Add(-1)
 	if durable {
 		if err := b.sync.wait(); err != nil {
 			return 0, false, err
 		}
 	}
 	return value, true, nil
+}
+
+// commitTxn hands a transaction to Badger, which calls done once it is written.
+func (c *counterCache) commitTxn(txn *badger.Txn, done func(error)) {
+	if c.commit != nil {
+		c.commit(txn, done)
+		return
+	}
+	txn.CommitWith(done)
+}
+
+// failed takes the delta of a change whose write failed out of its counter's cached value, and
+// writes the corrected value at once. The changes handed to Badger after the failed one were
+// built on its value; those that were written put the failed delta on disk, though its caller
+// was told the change failed (a slot that would never be released, a use counted twice). The
+// corrected value then reaches the disk with this write, or, should it fail too (a failing disk),
+// with the next change of the counter, built on the corrected cached value: until then the value
+// on disk stays wrong, and a process that ends meanwhile leaves it so.
+func (b *Badger) failed(name string, delta int64) {
+	c := &b.counters
+	// Started before taking the lock, as in addCounter.
+	txn := b.db.NewTransaction(true)
+	defer txn.Discard()
+	// The lock is waited for without end: the correction must not be lost to a caller's
+	// deadline (the lock is only ever held briefly).
+	if err := c.mu.lock(context.Background()); err != nil {
+		c.inFlight.Add(-1)
+		return
+	}
+	defer c.mu.unlock()
+	// The cache did not start over while this write was in flight, so the value is here.
+	value, ok := c.values[name]
+	c.inFlight.Add(-1)
+	if !ok {
+		return
+	}
+	value -= delta
+	c.values[name] = value
+	var buf [8]byte
+	binary.BigEndian.PutUint64(buf[:], uint64(value))
+	if err := txn.Set([]byte(prefixCounter+name), buf[:]); err != nil {
+		return // the next change of the counter writes the corrected value
+	}
+	// Not waited for: a failure leaves the correction to the counter's next change, which is
+	// built on the corrected cached value. Counted in flight, so that the cache keeps the value
+	// until the write is done.
+	c.inFlight.Add(1)
+	c.commitTxn(txn, func(error) { c.inFlight.Add(-1) })
 }
 
 // counterLocked returns a counter's value, from the cache or else from the store (a read
@@ -121,7 +177,8 @@ func (b *Badger) counterLocked(name string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if c.values == nil || len(c.values) >= maxCachedCounters {
+	// Starting over while a write is in flight would lose the value its failure must correct.
+	if c.values == nil || len(c.values) >= maxCachedCounters && c.inFlight.Load() == 0 {
 		c.values = make(map[string]int64)
 	}
 	c.values[name] = v

@@ -157,10 +157,13 @@ type logSync struct {
 	sealed map[string]bool
 	// bigSeen is bigValues when the value log was last synced.
 	bigSeen uint64
-	// logs is the latest listing of the memtable logs, listed at dirTime, the modification time
-	// of dir then.
-	logs    []string
-	dirTime time.Time
+	// logs is the latest listing of the memtable logs, made at listedAt while dirTime was the
+	// modification time of dir.
+	logs     []string
+	dirTime  time.Time
+	listedAt time.Time
+	// now tells the time (time.Now; tests set it).
+	now func() time.Time
 	// listings counts the directory listings (for tests).
 	listings int
 }
@@ -171,7 +174,7 @@ type logSync struct {
 const relistWithin = time.Second
 
 func newLogSync(db *badger.DB, dir string) *logSync {
-	return &logSync{db: db, dir: dir, open: map[string]*os.File{}, sealed: map[string]bool{}, bigSeen: bigValues.Load()}
+	return &logSync{db: db, dir: dir, open: map[string]*os.File{}, sealed: map[string]bool{}, bigSeen: bigValues.Load(), now: time.Now}
 }
 
 func (l *logSync) sync() error {
@@ -237,14 +240,18 @@ func (l *logSync) memLogs() ([]string, error) {
 		return nil, err
 	}
 	mod := fi.ModTime()
-	if l.logs != nil && mod.Equal(l.dirTime) && time.Since(mod) > relistWithin {
+	// What counts is how long after the directory's change the listing was made, not how long
+	// ago the change was: a file created within the same tick after the listing leaves the time
+	// as it was, and a listing that may have missed it must not be reused however quiet it is.
+	if l.logs != nil && mod.Equal(l.dirTime) && l.listedAt.Sub(mod) > relistWithin {
 		return l.logs, nil
 	}
+	listedAt := l.now()
 	logs, err := memLogs(l.dir)
 	if err != nil {
 		return nil, err
 	}
-	l.logs, l.dirTime = logs, mod
+	l.logs, l.dirTime, l.listedAt = logs, mod, listedAt
 	l.listings++
 	return logs, nil
 }

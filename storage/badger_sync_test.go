@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -189,5 +190,41 @@ func TestLogSyncListsOnlyAfterAChange(t *testing.T) {
 	write(1)
 	if n := b.logs.listings - before; n != 1 {
 		t.Fatalf("a sync after the directory changed listed it %d times, want 1", n)
+	}
+}
+
+// A listing made in the same tick of the file system's clock as the directory's last change is
+// made again, however long after: a memtable log created after it within that tick leaves the
+// directory's time as it was, and must still be found (and synced).
+func TestLogSyncListsAgainAfterAListingInTheChangesTick(t *testing.T) {
+	dir := t.TempDir()
+	l := newLogSync(nil, dir)
+	changed := time.Now().Add(-time.Minute).Truncate(time.Second)
+	clock := changed.Add(100 * time.Millisecond)
+	l.now = func() time.Time { return clock }
+	create := func(name string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// The directory's time stays in its tick, as on a file system with a coarse clock.
+		if err := os.Chtimes(dir, changed, changed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("000001" + memLogSuffix)
+	if logs, err := l.memLogs(); err != nil || !slices.Equal(logs, []string{"000001" + memLogSuffix}) {
+		t.Fatalf("first listing = %v, %v", logs, err)
+	}
+	create("000002" + memLogSuffix)
+	clock = changed.Add(time.Minute)
+	want := []string{"000001" + memLogSuffix, "000002" + memLogSuffix}
+	if logs, err := l.memLogs(); err != nil || !slices.Equal(logs, want) {
+		t.Fatalf("listing after a log was created in the same tick = %v, %v; want %v", logs, err, want)
+	}
+	// That listing was made well after the change: it holds until the directory changes.
+	before := l.listings
+	if logs, err := l.memLogs(); err != nil || !slices.Equal(logs, want) || l.listings != before {
+		t.Fatalf("listing of an unchanged directory = %v, %v, listed %d times again", logs, err, l.listings-before)
 	}
 }

@@ -13,6 +13,13 @@ import (
 // Meter counts usage (requests, tasks, quota consumed) in memory and adds it to the store's
 // counters every interval, so that counting a request does not cost a synced write. A crash loses
 // at most one interval of request counts; quota itself is never metered this way.
+//
+// A flush reserves each counter's change (storage.Coordination.ReserveCounter) and then makes
+// them all durable with one durable write that changes nothing (a zero delta): retrying that
+// write cannot count anything twice. A change whose reservation fails is kept for the next flush;
+// when the durable write fails, the changes are stored but may not be on disk, and the next flush
+// makes the durable write again, even with nothing new to store. A crash before it succeeds may
+// lose them.
 type Meter struct {
 	store  storage.Store
 	logger *zap.Logger
@@ -21,6 +28,9 @@ type Meter struct {
 	pending map[counterName]int64
 	stop    chan struct{}
 	done    sync.WaitGroup
+	// unsynced names a counter changed by a flush whose durable write failed: the next flush
+	// writes it durably even when nothing is pending. Only the flushing goroutine uses it.
+	unsynced string
 }
 
 // NewMeter starts a meter that flushes to store every interval.
@@ -88,24 +98,31 @@ func (m *Meter) run(interval time.Duration) {
 	}
 }
 
+// flush stores what is pending (see Meter).
 func (m *Meter) flush() {
 	m.mu.Lock()
 	pending := m.pending
 	m.pending = map[counterName]int64{}
 	m.mu.Unlock()
-	// One disk sync per flush: every counter but the last is a reservation, which the last
-	// one's durable write makes durable too (see storage.Coordination.ReserveCounter).
-	left := len(pending)
+	ctx := context.Background()
+	last := m.unsynced
 	for n, delta := range pending {
-		left--
-		add := m.store.ReserveCounter
-		if left == 0 {
-			add = m.store.AddCounter
-		}
 		name := n.String()
-		if _, _, err := add(context.Background(), name, delta, -1); err != nil {
+		if _, _, err := m.store.ReserveCounter(ctx, name, delta, -1); err != nil {
 			m.logger.Error("storing usage counter", zap.String("counter", name), zap.Error(err))
 			m.add(delta, n) // keep it for the next flush
+			continue
 		}
+		last = name
 	}
+	if last == "" {
+		return // nothing stored, nothing owed
+	}
+	// One disk sync per flush: a durable write makes every reservation before it durable too.
+	if _, _, err := m.store.AddCounter(ctx, last, 0, -1); err != nil {
+		m.logger.Error("syncing usage counters", zap.String("counter", last), zap.Error(err))
+		m.unsynced = last
+		return
+	}
+	m.unsynced = ""
 }

@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,8 +28,8 @@ func (s *countingStore) ReserveCounter(ctx context.Context, name string, delta, 
 	return s.Store.ReserveCounter(ctx, name, delta, limit)
 }
 
-// TestMeterFlushIsOneDurableWrite: a flush of several counters stores every one of them and
-// waits for one durable write, the last, which makes the others durable too.
+// TestMeterFlushIsOneDurableWrite: a flush of several counters reserves every one of them and
+// waits for one durable write, which makes them durable.
 func TestMeterFlushIsOneDurableWrite(t *testing.T) {
 	badger, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
 	if err != nil {
@@ -41,12 +42,59 @@ func TestMeterFlushIsOneDurableWrite(t *testing.T) {
 		m.Add(name, int64(i+1))
 	}
 	m.Close() // flushes
-	if d, r := store.durable.Load(), store.reserved.Load(); d != 1 || r != 3 {
-		t.Fatalf("a flush of 4 counters made %d durable writes and %d reservations, want 1 and 3", d, r)
+	if d, r := store.durable.Load(), store.reserved.Load(); d != 1 || r != 4 {
+		t.Fatalf("a flush of 4 counters made %d durable writes and %d reservations, want 1 and 4", d, r)
 	}
 	for i, name := range []string{"usage/a", "usage/b", "usage/c", "usage/d"} {
 		if v, err := badger.Counter(context.Background(), name); err != nil || v != int64(i+1) {
 			t.Fatalf("%s = %d, %v; want %d", name, v, err, i+1)
+		}
+	}
+}
+
+// unsyncedStore fails its next durable write after making it, as a store whose disk sync failed.
+type unsyncedStore struct {
+	countingStore
+	fail atomic.Bool
+}
+
+func (s *unsyncedStore) AddCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
+	v, ok, err := s.countingStore.AddCounter(ctx, name, delta, limit)
+	if err == nil && s.fail.CompareAndSwap(true, false) {
+		return 0, false, errors.New("sync failed")
+	}
+	return v, ok, err
+}
+
+// TestMeterRetriesAFailedSyncWithoutCountingTwice: when a flush's durable write fails, the next
+// flush makes it again, though nothing new is pending, and no change is stored twice.
+func TestMeterRetriesAFailedSyncWithoutCountingTwice(t *testing.T) {
+	badger, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer badger.Close()
+	store := &unsyncedStore{countingStore: countingStore{Store: badger}}
+	m := NewMeter(store, time.Hour, zap.NewNop())
+	defer m.Close()
+	m.Add("usage/a", 1)
+	m.Add("usage/b", 2)
+	store.fail.Store(true)
+	m.flush()
+	if d := store.durable.Load(); d != 1 {
+		t.Fatalf("the first flush made %d durable writes, want 1", d)
+	}
+	m.flush()
+	if d := store.durable.Load(); d != 2 {
+		t.Fatalf("after a failed durable write, a flush with nothing pending made %d durable writes in all, want 2", d)
+	}
+	m.flush()
+	if d := store.durable.Load(); d != 2 {
+		t.Fatalf("after a good durable write, a flush with nothing pending made %d durable writes in all, want 2", d)
+	}
+	for name, want := range map[string]int64{"usage/a": 1, "usage/b": 2} {
+		if v, err := badger.Counter(context.Background(), name); err != nil || v != want {
+			t.Fatalf("%s = %d, %v; want %d", name, v, err, want)
 		}
 	}
 }

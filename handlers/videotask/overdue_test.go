@@ -32,7 +32,7 @@ func TestOverdueTaskExpires(t *testing.T) {
 				default:
 					w := &Watcher{Tasks: h, Interval: time.Hour}
 					w.init()
-					w.ownTick(context.Background())
+					w.ownTickAndScan(context.Background())
 					w.poll(context.Background(), []string{"cgt-race"})
 				}
 			}

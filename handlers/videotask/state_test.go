@@ -323,7 +323,7 @@ func TestWatcherHonoursShardLease(t *testing.T) {
 	if ok, err := h.Store.AcquireLease(ctx, lease, "other-gateway", now(), time.Minute); err != nil || !ok {
 		t.Fatalf("lease: %v %v", ok, err)
 	}
-	w.ownTick(ctx)
+	w.ownTickAndScan(ctx)
 	before := u.calls.Load()
 	w.poll(ctx, []string{"cgt-race"})
 	if n := u.calls.Load() - before; n != 0 {
@@ -332,7 +332,7 @@ func TestWatcherHonoursShardLease(t *testing.T) {
 	if err := h.Store.ReleaseLease(ctx, lease, "other-gateway"); err != nil {
 		t.Fatal(err)
 	}
-	w.ownTick(ctx)
+	w.ownTickAndScan(ctx)
 	w.poll(ctx, []string{"cgt-race"})
 	if n := u.calls.Load() - before; n != 1 {
 		t.Fatalf("after the lease was released: %d reads, want 1", n)

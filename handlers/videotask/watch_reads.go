@@ -123,7 +123,16 @@ func (w *Watcher) noteSlowReads(ctx context.Context, at time.Time, ids []string)
 	if len(ids) == 0 || !end.After(at) {
 		return
 	}
-	if _, err := w.Tasks.Store.NoteReads(ctx, w.Owner, end, w.readKeep(), w.readGroups(ids)); err != nil && ctx.Err() == nil {
-		w.Tasks.Logger.Warn("recording slow watched reads", zap.Error(err))
+	groups := w.readGroups(ids)
+	lost, err := w.Tasks.Store.NoteReads(ctx, w.Owner, end, w.readKeep(), groups)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.Tasks.Logger.Warn("recording slow watched reads", zap.Error(err))
+		}
+		return
 	}
+	// The reads are done (dropLost's list of reads to skip is of no use here), but a shard
+	// whose lease was found lost is let go of, as poll does, so that it is not read under
+	// another watcher's lease.
+	w.dropLost(groups, lost)
 }

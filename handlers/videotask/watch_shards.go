@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -112,6 +113,11 @@ func (w *Watcher) doneReads(ids []string) {
 func (w *Watcher) own(ctx context.Context) {
 	ticker := time.NewTicker(w.ownershipTick())
 	defer ticker.Stop()
+	// The scans of the unfinished tasks of the shards taken run in the background: on a store
+	// with many unfinished tasks a scan takes longer than a lease lasts, and the ticks that
+	// renew the leases and send the heartbeat must go on meanwhile.
+	var scans sync.WaitGroup
+	defer scans.Wait()
 	// The first tick only joins the group, so that instances starting together see each other
 	// before they take shards (and do not hand them over again a tick later).
 	joined := false
@@ -121,8 +127,8 @@ func (w *Watcher) own(ctx context.Context) {
 				w.Tasks.Logger.Error("watcher heartbeat", zap.Error(err))
 			}
 			joined = true
-		} else {
-			w.ownTick(ctx)
+		} else if gained := w.ownTick(ctx); len(gained) > 0 {
+			scans.Go(func() { w.watchShards(ctx, gained) })
 		}
 		select {
 		case <-ctx.Done():
@@ -132,11 +138,19 @@ func (w *Watcher) own(ctx context.Context) {
 	}
 }
 
-// ownTick is one tick of own after the first: divide, then take what it gained.
-func (w *Watcher) ownTick(ctx context.Context) {
-	if gained := w.divide(ctx); len(gained) > 0 {
+// ownTick is one tick of own after the first: divide, then take what it gained. It returns the
+// shards taken, whose unfinished tasks the caller then schedules (watchShards).
+//
+// take itself runs here, not in the background with the scan: a shard lost and taken again at
+// a later tick is marked notYet by divide, and an earlier take still running would clear that
+// mark before the later take has read the shard's read log, so that tasks another watcher just
+// read would be read again at once.
+func (w *Watcher) ownTick(ctx context.Context) []int {
+	gained := w.divide(ctx)
+	if len(gained) > 0 {
 		w.take(ctx, gained)
 	}
+	return gained
 }
 
 // leaseStep is what one tick of divide does with a shard's lease.
@@ -278,11 +292,13 @@ func (w *Watcher) leave() {
 // notYet is a readFrom of shards being taken: not readable until take sets it.
 var notYet = time.Unix(1<<62, 0)
 
-// take watches the unfinished tasks of shards this watcher has just taken: each is due an
-// Interval after its last read recorded in its shard's read log (by whichever watcher held the
-// shard, this one included), or now when the log has none. A task already scheduled here, or
-// scheduled later by rescan, is held back to that time too (notBefore). A log that cannot be read
-// keeps its shard from being read for an Interval: late rather than read twice.
+// take prepares the watching of the unfinished tasks of shards this watcher has just taken, which
+// watchShards then schedules: each is due an Interval after its last read recorded in its shard's
+// read log (by whichever watcher held the shard, this one included), or now when the log has
+// none. A task already scheduled here, or scheduled later by rescan, is held back to that time too
+// (notBefore). A log that cannot be read keeps its shard from being read for an Interval: late
+// rather than read twice. take reads only the read logs, not every unfinished task: it is quick
+// enough for a tick of own.
 func (w *Watcher) take(ctx context.Context, shards []int) {
 	start := now()
 	since := start.Add(-w.Interval)
@@ -317,7 +333,6 @@ func (w *Watcher) take(ctx context.Context, shards []int) {
 		delete(w.readFrom, shard)
 	}
 	w.mu.Unlock()
-	w.watchShards(ctx, shards)
 }
 
 // watchShards schedules every unfinished task of the given shards that is not already scheduled

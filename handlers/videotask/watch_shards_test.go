@@ -66,7 +66,7 @@ func TestShardOwnershipMovesToTheSurvivor(t *testing.T) {
 			tick := func(ws ...*Watcher) {
 				clock = clock.Add(a.ownershipTick())
 				for _, w := range ws {
-					w.ownTick(ctx)
+					w.ownTickAndScan(ctx)
 				}
 			}
 			all := []int{0, 1, 2, 3, 4, 5, 6, 7}
@@ -206,7 +206,7 @@ func TestWatchersWithDifferentShardCountsMissNoTask(t *testing.T) {
 	for range 5 {
 		clock = clock.Add(ws[0].ownershipTick())
 		for _, w := range ws {
-			w.ownTick(ctx)
+			w.ownTickAndScan(ctx)
 		}
 	}
 	for i := range 200 {
@@ -222,5 +222,69 @@ func TestWatchersWithDifferentShardCountsMissNoTask(t *testing.T) {
 		if readers == 0 {
 			t.Fatalf("task %s is read by no watcher (a holds %v, b %v)", id, ws[0].heldShards(), ws[1].heldShards())
 		}
+	}
+}
+
+// ownTickAndScan is a tick of own with the scan of the shards it took, which own runs in the
+// background, done before it returns.
+func (w *Watcher) ownTickAndScan(ctx context.Context) {
+	if gained := w.ownTick(ctx); len(gained) > 0 {
+		w.watchShards(ctx, gained)
+	}
+}
+
+// slowScanStore is a store whose scans of the unfinished tasks wait until release is closed.
+type slowScanStore struct {
+	storage.Store
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s *slowScanStore) UnfinishedTaskIDs(ctx context.Context, shards int, want func(shard int) bool, fn func(id string) bool) error {
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.Store.UnfinishedTaskIDs(ctx, shards, want, fn)
+}
+
+// A scan of the unfinished tasks of the shards taken that lasts longer than a lease does not
+// keep the watcher from renewing its leases: they stay its own, and no other watcher may take
+// them meanwhile.
+func TestSlowScanKeepsTheLeases(t *testing.T) {
+	b, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	store := &slowScanStore{Store: b, started: make(chan struct{}, 1), release: make(chan struct{})}
+	w := &Watcher{Tasks: &Handler{Store: store, Logger: zap.NewNop()}, Interval: 3 * time.Second, Owner: "a", Shards: 4}
+	w.init()
+	ctx, cancel := context.WithCancel(context.Background())
+	owned := make(chan struct{})
+	go func() { defer close(owned); w.own(ctx) }()
+	defer func() { cancel(); <-owned }()
+	defer close(store.release)
+
+	select {
+	case <-store.started:
+	case <-time.After(time.Minute):
+		t.Fatal("no scan started")
+	}
+	// Three lease terms while the scan waits.
+	time.Sleep(3 * w.leaseTerm())
+	if ok, err := b.AcquireLease(context.Background(), w.shardLease(0), "b", time.Now(), time.Minute); err != nil || ok {
+		t.Fatalf("during a slow scan another watcher took shard 0: %v, %v", ok, err)
+	}
+	w.mu.Lock()
+	leased := w.leased(0)
+	w.mu.Unlock()
+	if !leased {
+		t.Fatal("during a slow scan the watcher's lease of shard 0 ran out")
 	}
 }

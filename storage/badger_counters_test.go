@@ -1,0 +1,75 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// A change whose write fails is taken out of its counter, in memory and on disk, though a later
+// change built on it was written meanwhile: its caller was told it failed, so it must not count
+// (an active-task slot reserved by a failed create would never be released).
+func TestCounterChangeThatFailedIsTakenOut(t *testing.T) {
+	b, err := OpenBadger(t.TempDir(), BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	if _, _, err := b.ReserveCounter(ctx, "slots", 5, -1); err != nil {
+		t.Fatal(err)
+	}
+	// The next write is held back, and fails after the one after it was written.
+	held := make(chan func(error), 1)
+	first := true
+	b.counters.commit = func(txn *badger.Txn, done func(error)) {
+		if first {
+			first = false
+			held <- done
+			return
+		}
+		txn.CommitWith(done)
+	}
+	failedErr := make(chan error, 1)
+	go func() {
+		_, _, err := b.ReserveCounter(ctx, "slots", 1, -1)
+		failedErr <- err
+	}()
+	failWrite := <-held
+	if v, ok, err := b.ReserveCounter(ctx, "slots", 10, -1); err != nil || !ok || v != 16 {
+		t.Fatalf("change after the failing one = %d, %v, %v; want 16 (built on it)", v, ok, err)
+	}
+	failWrite(errors.New("disk failed"))
+	if err := <-failedErr; err == nil {
+		t.Fatal("the failed change reported no error")
+	}
+	if v, err := b.Counter(ctx, "slots"); err != nil || v != 15 {
+		t.Fatalf("counter = %d, %v; want 15 (without the failed change)", v, err)
+	}
+	// The corrected value is written at once, without waiting for the counter's next change.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var stored int64
+		err := b.db.View(func(txn *badger.Txn) error {
+			var err error
+			stored, err = txnCounter(txn, "slots")
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored == 15 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stored counter = %d; want 15", stored)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if v, ok, err := b.ReserveCounter(ctx, "slots", -15, -1); err != nil || !ok || v != 0 {
+		t.Fatalf("releasing every slot = %d, %v, %v; want 0", v, ok, err)
+	}
+}
