@@ -136,6 +136,12 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		return upstream.Refusal(ans)
 	}
 	taskID, ok := answerTaskID(ans.Body)
+	if !ok && taskID != "" {
+		// The task may run upstream: it is not made free.
+		h.Logger.Error("image task created upstream with an id that cannot be used: the upstream task cannot be followed; its cost stays charged",
+			zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
+		return upstream.ErrUnreadable
+	}
 	if !ok {
 		charge.Refund()
 		return upstream.ErrUnreadable
@@ -162,7 +168,8 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 // answerTaskID reads a successful answer (spec §2.7): images (data), or a task whose id is
 // task_id or id, or a failure reported in error. It returns the task id of an asynchronous
 // answer, and ok false for an answer that is none of these (not a JSON object, or a task id that
-// is not upstream.UsableID), which the client could not use.
+// is not upstream.UsableID), which the client could not use; with an unusable id, that id (the
+// upstream accepted a task that cannot be followed).
 func answerTaskID(body []byte) (taskID string, ok bool) {
 	var a struct {
 		ID     any               `json:"id"`

@@ -3,6 +3,7 @@ package passthrough
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/mediagw/mediagw/storage"
@@ -94,30 +95,34 @@ func ParseEndpoint(method, path string) (Endpoint, error) {
 	return extending(Endpoint{Method: method, Path: path}), nil
 }
 
-// extending gives an operator's endpoint the checks of the capability it extends, found by the
-// first path segment after the version: under responses/ (compact, input_tokens) the references
-// of a Responses body (input items, previous_response_id, conversation, prompt …) and items
-// recorded from its answer; under messages/ (count_tokens) those of Messages; under chat/ those
-// of Chat Completions; under models/ (countTokens) those of generateContent. Any other endpoint
-// is checked for the references that every body is checked for (file_id, file_ids,
-// vector_store_ids).
+// extending gives an operator's endpoint the checks of the capability it extends, found by a
+// segment of its path, wherever it stands (/v1/responses/compact, /openai/v1/responses): a path
+// with a responses segment is checked for the references of a Responses body (input items,
+// conversation, prompt …) and the items of its answer are recorded; otherwise the first messages
+// segment (count_tokens) gets those of Messages, chat those of Chat Completions, models
+// (countTokens) those of generateContent. Any other endpoint is checked for the references that
+// every body is checked for (file_id, file_ids, vector_store_ids). Every one is checked for
+// previous_response_id, whatever it extends.
 func extending(ep Endpoint) Endpoint {
+	ep.Refs = map[string]string{"previous_response_id": KindResponse}
+	ep.nested = fileRefs
 	segs := strings.Split(strings.TrimPrefix(ep.Path, "/"), "/")
-	if len(segs) > 1 && isVersion(segs[0]) {
-		segs = segs[1:]
-	}
-	switch segs[0] {
-	case "responses":
+	if slices.Contains(segs, "responses") {
 		ep.nested, ep.RevealsItems = responsesRefs, true
-		ep.Refs = map[string]string{"previous_response_id": KindResponse}
-	case "messages":
-		ep.nested = messagesRefs
-	case "chat":
-		ep.nested = chatRefs
-	case "models":
-		ep.nested = geminiRefs
-	default:
-		ep.nested = fileRefs
+		return ep
+	}
+	for _, seg := range segs {
+		switch seg {
+		case "messages":
+			ep.nested = messagesRefs
+		case "chat":
+			ep.nested = chatRefs
+		case "models":
+			ep.nested = geminiRefs
+		default:
+			continue
+		}
+		return ep
 	}
 	return ep
 }

@@ -21,7 +21,8 @@ func TestOperatorEndpointsAreCheckedLikeTheirCapability(t *testing.T) {
 	store := ownersStore(t)
 	var extra []Endpoint
 	for _, p := range []string{"/v1/responses/compact", "/v1/responses/input_tokens", "/v1/messages/count_tokens",
-		"/v1beta/models/{model}:countTokens", "/v1/moderations", "/v1/completions"} {
+		"/v1beta/models/{model}:countTokens", "/v1/moderations", "/v1/completions",
+		"/openai/v1/responses", "/api/v1/responses/compact", "/api/anthropic/v1/messages"} {
 		ep, err := ParseEndpoint("POST", p)
 		if err != nil {
 			t.Fatal(err)
@@ -58,6 +59,15 @@ func TestOperatorEndpointsAreCheckedLikeTheirCapability(t *testing.T) {
 		{"/v1beta/models/gemini-pro:countTokens", `{"generateContentRequest":{"model":"models/gemini-pro","cachedContent":"cachedContents/x"}}`, "generateContentRequest.cachedContent"},
 		{"/v1beta/models/gemini-pro:countTokens", `{"contents":[{"parts":[{"fileData":{"fileUri":"files/abc"}}]}]}`, "contents[0].parts[0].fileData.fileUri"},
 		{"/v1/moderations", `{"model":"doubao","input":[{"type":"input_file","file_id":"file-x"}]}`, "input[0].file_id"},
+		// The capability is found in any segment, behind a prefix too; previous_response_id is
+		// checked on every added endpoint.
+		{"/openai/v1/responses", `{"model":"doubao","previous_response_id":"resp_theirs"}`, "previous_response_id"},
+		{"/openai/v1/responses", `{"model":"doubao","input":[{"type":"item_reference","id":"rs_theirs"}]}`, "input[0].id"},
+		{"/api/v1/responses/compact", `{"model":"doubao","input":[{"type":"reasoning","id":"rs_theirs","summary":[]}]}`, "input[0].id"},
+		{"/api/anthropic/v1/messages", `{"model":"doubao","container":"cntr_x","messages":[]}`, "container"},
+		{"/v1/completions", `{"model":"doubao","previous_response_id":"resp_theirs","prompt":"hi"}`, "previous_response_id"},
+		{"/v1/moderations", `{"model":"doubao","previous_response_id":"resp_theirs","input":"hi"}`, "previous_response_id"},
+		{"/v1beta/models/gemini-pro:countTokens", `{"previous_response_id":"resp_theirs","contents":[]}`, "previous_response_id"},
 	} {
 		_, err := route(tc.path, tc.body)
 		if e := wantError(t, err, 400, "invalid_request_body"); e.Param != tc.param {
@@ -71,12 +81,13 @@ func TestOperatorEndpointsAreCheckedLikeTheirCapability(t *testing.T) {
 		"/v1/messages/count_tokens": `{"model":"doubao","messages":[{"role":"user","content":"hi"}]}`,
 		"/v1/completions":           `{"model":"doubao","prompt":"Say hi"}`,
 		"/v1/moderations":           `{"model":"doubao","input":"hi"}`,
+		"/openai/v1/responses":      `{"model":"doubao","input":[{"type":"item_reference","id":"rs_mine"}]}`,
 	} {
 		r, err := route(path, body)
 		if err != nil {
 			t.Fatalf("%s %s: %v", path, body, err)
 		}
-		if r.RevealsItems != strings.HasPrefix(path, "/v1/responses/") {
+		if r.RevealsItems != strings.Contains(path, "/responses") {
 			t.Fatalf("%s: reveals items %v", path, r.RevealsItems)
 		}
 	}

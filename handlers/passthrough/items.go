@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -47,9 +48,10 @@ import (
 // unusable).
 const maxAnswerItems = 4 * storage.MaxItemClaim
 
-// MaxBodyItems bounds the item ids one request body may name (replayed items, item references).
-// They are checked in one read of the store. Past it: 400.
-const MaxBodyItems = storage.MaxItemClaim
+// MaxBodyItems bounds the distinct item ids one request body may name (replayed items, item
+// references); an id named again does not count again. They are read from the store
+// storage.MaxItemClaim at a time. Past it: 400.
+const MaxBodyItems = 10_000
 
 var errTooManyItems = apierror.New(http.StatusBadRequest, "invalid_request_body",
 	fmt.Sprintf("the body names more than %d items by id", MaxBodyItems))
@@ -241,7 +243,7 @@ func (rt *Router) claimItems(ctx context.Context, id auth.Identity, ids []string
 }
 
 // checkItems refuses the first item reference whose id is not an item of the caller's account,
-// with one read of the store for all of them.
+// reading the owners of the distinct ids from the store storage.MaxItemClaim at a time.
 func (rt *Router) checkItems(ctx context.Context, account string, items []ref) error {
 	if len(items) == 0 {
 		return nil
@@ -257,9 +259,13 @@ func (rt *Router) checkItems(ctx context.Context, account string, items []ref) e
 			ids = append(ids, it.id)
 		}
 	}
-	owners, err := rt.Owners.ItemOwners(ctx, ids)
-	if err != nil {
-		return err
+	owners := make([]string, 0, len(ids))
+	for batch := range slices.Chunk(ids, storage.MaxItemClaim) {
+		read, err := rt.Owners.ItemOwners(ctx, batch)
+		if err != nil {
+			return err
+		}
+		owners = append(owners, read...)
 	}
 	for _, it := range items {
 		if owners[index[it.id]] != account || it.id == "" {

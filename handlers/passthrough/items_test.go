@@ -384,20 +384,33 @@ func TestInputItemsMustBeOwned(t *testing.T) {
 	if err := send(auth.Identity{Account: "other", KeyID: "k3"}, m+`{"type":"reasoning","id":"rs_mine"}]}`); err == nil {
 		t.Fatal("another account used acme's reasoning item")
 	}
-	// A long replayed conversation is one read, up to MaxBodyItems ids.
-	ids := make([]string, MaxBodyItems)
+	// A long replayed conversation passes: its ids are read storage.MaxItemClaim at a time, and
+	// an id named again does not count again.
+	ids := make([]string, 2*storage.MaxItemClaim+5)
 	var items []string
 	for i := range ids {
 		ids[i] = fmt.Sprintf("msg_%04d", i)
 		items = append(items, `{"type":"message","id":"`+ids[i]+`","role":"assistant","content":[]}`)
 	}
-	if _, err := store.ClaimItems(context.Background(), "acme", ids, exp); err != nil {
-		t.Fatal(err)
+	for batch := range slices.Chunk(ids, storage.MaxItemClaim) {
+		if _, err := store.ClaimItems(context.Background(), "acme", batch, exp); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := send(acme, m+strings.Join(items, ",")+`]}`); err != nil {
-		t.Fatalf("%d own items: %v", len(items), err)
+	replayed := strings.Join(items, ",") + "," + strings.Join(items, ",")
+	if err := send(acme, m+replayed+`]}`); err != nil {
+		t.Fatalf("%d own items, each twice: %v", len(items), err)
 	}
-	if e := wantError(t, send(acme, m+strings.Join(items, ",")+`,{"type":"reasoning","id":"rs_mine"}]}`), 400, "invalid_request_body"); !strings.Contains(e.Message, "more than") {
+	// Another account's id after them is still refused, at its place.
+	if e := wantError(t, send(acme, m+replayed+`,{"type":"reasoning","id":"rs_theirs"}]}`), 400, "invalid_request_body"); e.Param != fmt.Sprintf("input[%d].id", 2*len(items)) {
+		t.Fatalf("param %q (%s)", e.Param, e.Message)
+	}
+	// Past MaxBodyItems distinct ids: 400.
+	items = items[:0]
+	for i := range MaxBodyItems + 1 {
+		items = append(items, fmt.Sprintf(`{"type":"item_reference","id":"x%d"}`, i))
+	}
+	if e := wantError(t, send(acme, m+strings.Join(items, ",")+`]}`), 400, "invalid_request_body"); !strings.Contains(e.Message, "more than") {
 		t.Fatal(e)
 	}
 }

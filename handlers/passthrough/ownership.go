@@ -36,16 +36,6 @@ func (rt *Router) owned(ctx context.Context, account, kind, id string) (storage.
 	if rt.Owners == nil || id == "" {
 		return storage.Task{}, errNoObject
 	}
-	if kind == KindResponseItem {
-		owners, err := rt.Owners.ItemOwners(ctx, []string{id})
-		if err != nil {
-			return storage.Task{}, err
-		}
-		if owners[0] != account {
-			return storage.Task{}, errNoObject
-		}
-		return storage.Task{ID: id, Kind: kind, Account: account}, nil
-	}
 	t, err := rt.Owners.Task(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) || (err == nil && (t.Account != account || t.Kind != kind)) {
 		return storage.Task{}, errNoObject
@@ -54,8 +44,9 @@ func (rt *Router) owned(ctx context.Context, account, kind, id string) (storage.
 }
 
 // recordOwner records that the caller's account owns the upstream object objectID of the
-// route's kind. It is the one place pass-through writes ownership. An id already recorded for
-// another account or kind is not taken over.
+// route's kind. It and claimItems (the items an answer reveals, see items.go) are the places
+// pass-through writes ownership. An id already recorded for another account or kind is not taken
+// over.
 func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route, objectID string) error {
 	if rt.Owners == nil {
 		return errors.New("pass-through has no store to record the owner of " + route.Creates + " objects")

@@ -54,8 +54,11 @@ type ref struct {
 
 type foundRefs struct {
 	refs []ref
-	// items are the references to response items (KindResponseItem), checked in one read.
+	// items are the references to response items (KindResponseItem), the first of each id,
+	// checked together.
 	items []ref
+	// itemIDs are the distinct ids of items, at most MaxBodyItems.
+	itemIDs map[string]struct{}
 }
 
 // add records a reference held by a string value at param; null and other types name nothing.
@@ -68,9 +71,18 @@ func (f *foundRefs) add(param *jsonkeys.Path, kind string, raw json.RawMessage) 
 		return err
 	}
 	if kind == KindResponseItem {
-		if len(f.items) == MaxBodyItems {
+		// An id named again is checked at its first place: the first refused reference in the
+		// body is the first place of its id.
+		if _, seen := f.itemIDs[id]; seen {
+			return nil
+		}
+		if len(f.itemIDs) == MaxBodyItems {
 			return errTooManyItems
 		}
+		if f.itemIDs == nil {
+			f.itemIDs = make(map[string]struct{})
+		}
+		f.itemIDs[id] = struct{}{}
 		f.items = append(f.items, ref{param: param.String(), kind: kind, id: id})
 		return nil
 	}

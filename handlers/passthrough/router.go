@@ -198,8 +198,11 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		}
 		if isJSON && r.ContentLength != 0 {
 			// The body may not name a model other than the path's.
-			fields, body, err := rt.jsonFields(w, r, "model")
+			fields, body, err := rt.jsonFields(w, r, refFields(ep)...)
 			if err != nil {
+				return "", err
+			}
+			if err := rt.checkRefs(r, id, ep, fields, route); err != nil {
 				return "", err
 			}
 			if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
@@ -212,11 +215,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		}
 		return pathModel, nil
 	case isJSON:
-		checked := []string{"model"}
-		for field := range ep.Refs {
-			checked = append(checked, field)
-		}
-		fields, body, err := rt.jsonFields(w, r, checked...)
+		fields, body, err := rt.jsonFields(w, r, refFields(ep)...)
 		if err != nil {
 			return "", err
 		}
@@ -271,6 +270,15 @@ func jsonModel(fields map[string]json.RawMessage) (string, error) {
 		return "", errNoModel
 	}
 	return model, nil
+}
+
+// refFields are the top-level body fields the router reads: model and the endpoint's references.
+func refFields(ep Endpoint) []string {
+	fields := []string{"model"}
+	for field := range ep.Refs {
+		fields = append(fields, field)
+	}
+	return fields
 }
 
 // checkRefs refuses body fields that name upstream objects the caller's account does not own, and

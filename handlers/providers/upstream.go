@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 )
@@ -76,19 +77,26 @@ func (u *Upstream) Address() string {
 	return normalAddress(u.BaseURL)
 }
 
-// normalAddress writes a base URL in the form Address describes; it is empty for nil.
+// normalAddress writes a base URL in the form Address describes; it is empty for nil. The
+// spellings of one base URL get one address: the host without a trailing dot or an empty port,
+// the path decoded and cleaned (no empty or dot segments, no trailing slash).
 func normalAddress(base *url.URL) string {
 	if base == nil {
 		return ""
 	}
-	scheme, host := strings.ToLower(base.Scheme), strings.ToLower(base.Host)
-	if h, port, err := net.SplitHostPort(host); err == nil && (scheme == "https" && port == "443" || scheme == "http" && port == "80") {
-		host = h
-		if strings.Contains(h, ":") {
-			host = "[" + h + "]" // IPv6
-		}
+	scheme := strings.ToLower(base.Scheme)
+	host := strings.TrimRight(strings.ToLower(base.Hostname()), ".")
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]" // IPv6
 	}
-	return scheme + "://" + host + strings.TrimRight(base.EscapedPath(), "/")
+	if port := base.Port(); port != "" && !(scheme == "https" && port == "443" || scheme == "http" && port == "80") {
+		host += ":" + port
+	}
+	p := ""
+	if base.Path != "" {
+		p = strings.TrimRight(path.Clean("/"+base.Path), "/")
+	}
+	return scheme + "://" + host + (&url.URL{Path: p}).EscapedPath()
 }
 
 // Endpoint returns the upstream URL for a path relative to its base, e.g. "contents/generations/tasks".

@@ -78,6 +78,17 @@ func TestAddressIsNormal(t *testing.T) {
 		{"https://user:secret@ark.example.com/api/v3?x=1", "https://ark.example.com/api/v3"},
 		{"http://ark.example.com:443/api/v3", "http://ark.example.com:443/api/v3"},
 		{"https://ark.example.com", "https://ark.example.com"},
+		// One base URL's spellings are one address.
+		{"https://ark.example.com./api/v3", "https://ark.example.com/api/v3"},
+		{"https://ark.example.com:/api/v3", "https://ark.example.com/api/v3"},
+		{"https://ark.example.com.:443/api/v3", "https://ark.example.com/api/v3"},
+		{"https://ark.example.com/api/%763", "https://ark.example.com/api/v3"},
+		{"https://ark.example.com/a%2fb", "https://ark.example.com/a/b"},
+		{"https://ark.example.com/a%2Fb/", "https://ark.example.com/a/b"},
+		{"https://ark.example.com//api/./v3//", "https://ark.example.com/api/v3"},
+		{"https://ark.example.com/api/x/../v3", "https://ark.example.com/api/v3"},
+		{"https://ark.example.com/", "https://ark.example.com"},
+		{"https://[::1]:/v1", "https://[::1]/v1"},
 	} {
 		u, err := url.Parse(tc.base)
 		if err != nil {

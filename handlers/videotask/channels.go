@@ -3,6 +3,7 @@ package videotask
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"go.uber.org/zap"
@@ -18,7 +19,8 @@ var errModelMember = apierror.New(http.StatusBadRequest, "invalid_request", "mod
 
 // launch creates the task on one of the provider's upstreams (see upstream.Client.Create), or on
 // bound alone when the body names an object made there (a draft), and returns its id and the
-// upstream, to which the task is bound from then on.
+// upstream, to which the task is bound from then on. A 2xx answer whose id cannot be used is
+// errUnfollowable, with the upstream that gave it.
 func (h *Handler) launch(ctx context.Context, p *providers.Provider, bound *providers.Upstream, model string, body []byte) (string, *providers.Upstream, error) {
 	if up := p.UpstreamModel(model); up != model {
 		mapped, ok := providers.ReplaceModel(body, up)
@@ -44,11 +46,19 @@ func (h *Handler) launch(ctx context.Context, p *providers.Provider, bound *prov
 	var created struct {
 		ID string `json:"id"`
 	}
-	if json.Unmarshal(ans.Body, &created) != nil || !upstream.UsableID(created.ID) {
+	if json.Unmarshal(ans.Body, &created) != nil || created.ID == "" {
 		return "", nil, upstream.ErrUnreadable
+	}
+	if !upstream.UsableID(created.ID) {
+		return "", u, errUnfollowable
 	}
 	return created.ID, u, nil
 }
+
+// errUnfollowable is a create that the upstream accepted with an id the gateway cannot use (see
+// upstream.UsableID): the task may run there, so its cost and slot stay taken, though it cannot
+// be followed. The client gets upstream.ErrUnreadable.
+var errUnfollowable = errors.New("the upstream accepted the task with an id that cannot be used")
 
 // boundUpstream is the upstream a task was created on, if it is still configured (under its name
 // and at its address: see providers.Provider.Bound).

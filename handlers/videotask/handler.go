@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -179,6 +180,12 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	}
 	idempotency.MarkForwarded(r.Context())
 	taskID, up, err := h.launch(ctx, p, bound, req.Model, forward)
+	if errors.Is(err, errUnfollowable) {
+		// The task may run upstream: it is not made free, nor its slot given back.
+		h.Logger.Error("video task created upstream with an id that cannot be used: the upstream task cannot be followed; its cost and slot stay taken",
+			zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
+		return upstream.ErrUnreadable
+	}
 	if err != nil {
 		charge.Refund()
 		slot.Release()

@@ -364,3 +364,34 @@ func TestActiveTaskRefusalIsNotAccepted(t *testing.T) {
 		t.Fatalf("quota used %d; want 1 (the first task's charge only)", quotaUsed)
 	}
 }
+
+// A create the upstream accepted (2xx) with an id the gateway cannot use may run there: the client
+// gets 502 invalid_response, and its cost and slot stay taken so that the task is not free. An
+// answer without any id gives them back.
+func TestUnusableTaskIDKeepsTheCharge(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer              string
+		wantActive, wantQuotaUsed int64
+	}{
+		{"an id that is a path", `{"id":"cgt-1/../../files"}`, 1, 1},
+		{"no id", `{"ok":true}`, 0, 0},
+		{"a numeric id", `{"id":12}`, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, tc.answer) })
+			h := newHandler(t, up.URL, nil)
+			h.Client.Timeout = 10 * time.Second
+			meter := accounting.NewMeter(h.Store, time.Hour, zap.NewNop())
+			t.Cleanup(meter.Close)
+			h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, RefundUnsuccessful: true}
+			quota := int64(10)
+			w := serveAs(h, "POST", createPath, createBody, storage.Limits{Quota: &quota, MaxActiveTasks: 5})
+			if body := decode(t, w); w.Code != 502 || body["code"] != "invalid_response" {
+				t.Fatalf("got %d %s, want 502 invalid_response", w.Code, w.Body)
+			}
+			if active, used := counters(t, h.Store); active != tc.wantActive || used != tc.wantQuotaUsed {
+				t.Fatalf("active %d, quota used %d; want %d, %d", active, used, tc.wantActive, tc.wantQuotaUsed)
+			}
+		})
+	}
+}
