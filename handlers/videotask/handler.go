@@ -181,8 +181,10 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	idempotency.MarkForwarded(r.Context())
 	taskID, up, err := h.launch(ctx, p, bound, req.Model, forward)
 	if errors.Is(err, errUnfollowable) {
-		// The task may run upstream: it is not made free, nor its slot given back.
-		h.Logger.Error("video task created upstream with an id that cannot be used: the upstream task cannot be followed; its cost and slot stay taken",
+		// The task may run upstream: it is not made free. Its slot is given back, as no record
+		// will ever release it.
+		slot.Release()
+		h.Logger.Error("video task created upstream with an id that cannot be used: the upstream task cannot be followed; its cost stays charged",
 			zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
 		return upstream.ErrUnreadable
 	}

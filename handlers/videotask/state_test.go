@@ -366,14 +366,14 @@ func TestActiveTaskRefusalIsNotAccepted(t *testing.T) {
 }
 
 // A create the upstream accepted (2xx) with an id the gateway cannot use may run there: the client
-// gets 502 invalid_response, and its cost and slot stay taken so that the task is not free. An
-// answer without any id gives them back.
+// gets 502 invalid_response, and its cost stays taken so that the task is not free. Its slot is
+// given back, since no record could ever release it. An answer without any id gives both back.
 func TestUnusableTaskIDKeepsTheCharge(t *testing.T) {
 	for _, tc := range []struct {
 		name, answer              string
 		wantActive, wantQuotaUsed int64
 	}{
-		{"an id that is a path", `{"id":"cgt-1/../../files"}`, 1, 1},
+		{"an id that is a path", `{"id":"cgt-1/../../files"}`, 0, 1},
 		{"no id", `{"ok":true}`, 0, 0},
 		{"a numeric id", `{"id":12}`, 0, 0},
 	} {
