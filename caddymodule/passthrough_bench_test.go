@@ -7,17 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	_ "github.com/mediagw/mediagw/internal/standardset"
 )
@@ -127,29 +122,7 @@ http://two.test:%[3]s {
 	}
 }
 `, filepath.Join(dir, "store"), up, port, respond, up2)
-	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(config), nil)
-	if err != nil {
-		b.Fatalf("adapting: %v %v", err, warnings)
-	}
-	if err := caddy.Load(cfg, true); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := caddy.Stop(); err != nil {
-			b.Error(err)
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			b.Log(err)
-		}
-	})
-	app, err := caddy.ActiveContext().App("http")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var srv *caddyhttp.Server
-	for _, s := range app.(*caddyhttp.App).Servers {
-		srv = s
-	}
+	srv, _ := startCaddy(b, config)
 	chat := []byte(`{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}`)
 	two := []byte(`{"model":"bench-two","messages":[{"role":"user","content":"hello"}]}`)
 	serve := func(b *testing.B, host, path string) {

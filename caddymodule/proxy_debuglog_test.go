@@ -11,10 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // With Caddy's log at debug level, reverse_proxy logs each attempt's request ("upstream
@@ -80,31 +76,7 @@ http://127.0.0.1:%[4]s {
 	}
 }
 `, logFile, filepath.Join(dir, "store"), up.URL, port)
-	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(config), nil)
-	if err != nil {
-		t.Fatalf("adapting: %v %v", err, warnings)
-	}
-	if err := caddy.Load(cfg, true); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			if err := caddy.Stop(); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	defer stop()
-	app, err := caddy.ActiveContext().App("http")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var srv *caddyhttp.Server
-	for _, s := range app.(*caddyhttp.App).Servers {
-		srv = s
-	}
+	srv, stop := startCaddy(t, config)
 	for _, model := range []string{"claude-x", "gemini-x"} {
 		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/v1/chat/completions",
 			bytes.NewReader([]byte(`{"model":"`+model+`","messages":[]}`)))

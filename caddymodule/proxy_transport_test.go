@@ -8,15 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/mediagw/mediagw/handlers/providers"
 )
@@ -137,29 +132,7 @@ http://127.0.0.1:%[4]s {
 	}
 }
 `, filepath.Join(dir, "store"), refused, up, port)
-	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(config), nil)
-	if err != nil {
-		t.Fatalf("adapting: %v %v", err, warnings)
-	}
-	if err := caddy.Load(cfg, true); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := caddy.Stop(); err != nil {
-			t.Error(err)
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			t.Log(err)
-		}
-	}()
-	app, err := caddy.ActiveContext().App("http")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var srv *caddyhttp.Server
-	for _, s := range app.(*caddyhttp.App).Servers {
-		srv = s
-	}
+	srv, _ := startCaddy(t, config)
 	for _, tc := range []struct{ model, name string }{
 		{"first-answers", "first"},
 		{"after-failover", "alive"},
