@@ -188,10 +188,6 @@ func parseRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
 			return req, apierror.New(http.StatusBadRequest, "invalid_request_body", name+" must be a string").WithParam(name)
 		}
 	}
-	// Decoding replaces invalid UTF-8 with U+FFFD, which would hide it from check.
-	if raw := obj["filename"]; !utf8.Valid(raw) {
-		return req, invalidUpload("filename", "filename must be valid UTF-8")
-	}
 	return req, nil
 }
 
@@ -204,7 +200,8 @@ func (h *Handler) check(req Request) (filename, contentType string, err error) {
 	switch {
 	case len(filename) > maxFilenameBytes:
 		return "", "", invalidUpload("filename", "filename must be at most 255 bytes")
-	case !utf8.ValidString(filename):
+	case strings.ContainsRune(filename, utf8.RuneError):
+		// JSON decoding turns invalid UTF-8 and lone surrogate escapes (\ud800) into U+FFFD.
 		return "", "", invalidUpload("filename", "filename must be valid UTF-8")
 	case strings.IndexFunc(filename, isControl) >= 0:
 		return "", "", invalidUpload("filename", "filename must not contain control characters")

@@ -179,13 +179,15 @@ func TestActiveExtensionsFollowTheContentType(t *testing.T) {
 	}
 }
 
-// A filename that is not valid UTF-8 in the request bytes is refused, as the rule says (decoding
-// would have turned it into U+FFFD).
+// A filename that is not valid UTF-8 in the request bytes, or a lone surrogate escape, is refused,
+// as the rule says (decoding would have turned either into U+FFFD).
 func TestFilenameMustBeValidUTF8(t *testing.T) {
-	key, err := presignBody(&Handler{}, "{\"filename\":\"a\xff.png\"}")
-	var e *apierror.Error
-	if !errors.As(err, &e) || e.Status != 400 || e.Code != "invalid_upload_request" || e.Param != "filename" || key != "" {
-		t.Fatalf("err = %+v, signed %q", err, key)
+	for _, body := range []string{"{\"filename\":\"a\xff.png\"}", `{"filename":"a\ud800.png"}`} {
+		key, err := presignBody(&Handler{}, body)
+		var e *apierror.Error
+		if !errors.As(err, &e) || e.Status != 400 || e.Code != "invalid_upload_request" || e.Param != "filename" || key != "" {
+			t.Fatalf("%q: err = %+v, signed %q", body, err, key)
+		}
 	}
 	if _, err := presignBody(&Handler{}, `{"filename":"caf\u00e9 été.png"}`); err != nil {
 		t.Fatalf("valid UTF-8 refused: %v", err)
