@@ -72,7 +72,12 @@ func (r *Redis) execDurable(ctx context.Context, s *redisScript, keys, args []st
 // every write of its connection so far.
 func (r *Redis) awaitReplicas(ctx context.Context, key string, write rueidis.Completed) (rueidis.RedisResult, error) {
 	wait := r.client.B().Wait().Numreplicas(r.waitReplicas).Timeout(r.waitTimeout.Milliseconds()).Build().SetSlot(key)
-	res := r.client.DoMulti(ctx, write, wait)
+	// Not cancelled with the request: a client that leaves while the WAIT blocks would make every
+	// answer of the pipeline its context's error, the write's too, and a write that ran would be
+	// reported as never made (a charge nobody refunds, an idempotency key left in flight).
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.waitTimeout+waitSlack)
+	defer cancel()
+	res := r.client.DoMulti(wctx, write, wait)
 	if res[0].Error() != nil {
 		return res[0], nil
 	}
@@ -86,11 +91,18 @@ func (r *Redis) awaitReplicas(ctx context.Context, key string, write rueidis.Com
 	return res[0], nil
 }
 
-// takeBack runs a script that undoes a write that too few replicas confirmed. It is not waited
-// for: it reaches the replicas after the write, or not at all with it. A failure is logged, as
-// the write is then on the master alone.
-func (r *Redis) takeBack(ctx context.Context, what string, s *redisScript, keys, args []string) {
-	if err := r.exec(context.WithoutCancel(ctx), s, keys, args).Error(); err != nil {
+// waitSlack is how long past its own timeout a WAIT's pipeline may take to answer.
+const waitSlack = 5 * time.Second
+
+// takeBack runs a script that undoes a write that too few replicas confirmed and returns its
+// answer, for the caller to see whether the undo found what it undoes (a compare-and-set undo
+// finds nothing to undo when another change came meanwhile). It is not waited for: it reaches the
+// replicas after the write, or not at all with it. A failure is logged, as the write is then on
+// the master alone.
+func (r *Redis) takeBack(ctx context.Context, what string, s *redisScript, keys, args []string) rueidis.RedisResult {
+	res := r.exec(context.WithoutCancel(ctx), s, keys, args)
+	if err := res.Error(); err != nil {
 		r.logger.Error("taking back a write that too few replicas confirmed", zap.String("write", what), errField(err))
 	}
+	return res
 }

@@ -152,6 +152,16 @@ func TestRedisWaitReplicas(t *testing.T) {
 	if v, err := s.Counter(ctx, "quota/k1"); err != nil || v != 5 {
 		t.Fatalf("after an unconfirmed charge the counter is %d, %v; want 5", v, err)
 	}
+	// A caller that leaves while the WAIT blocks does not turn a charge that ran into one that
+	// failed without a trace: it is still waited for and taken back.
+	leaving, leave := context.WithTimeout(ctx, timeout/4)
+	start = time.Now()
+	_, _, err = cut.AddCounter(leaving, "quota/k1", 9, 100)
+	leave()
+	notReplicated("charge by a caller that left", err, start)
+	if v, err := s.Counter(ctx, "quota/k1"); err != nil || v != 5 {
+		t.Fatalf("after an unconfirmed charge whose caller left the counter is %d, %v; want 5", v, err)
+	}
 	// A refund is kept: taking it back would lose it for certain.
 	if v, ok, err := cut.AddCounter(ctx, "quota/k1", -2, -1); err != nil || !ok || v != 3 {
 		t.Fatalf("an unconfirmed refund = %d %v %v, want 3, kept", v, ok, err)

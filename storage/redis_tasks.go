@@ -60,7 +60,14 @@ func (r *Redis) CreateTask(ctx context.Context, task Task) (Task, error) {
 		// The record is on the master alone: it is deleted, so that the caller's failure path
 		// (cancel upstream, refund, release the slot) is the only outcome, with no record that the
 		// watcher would finish and refund a second time.
-		r.takeBack(ctx, "task create", scriptDeleteTask, []string{r.key("t:", task.ID), r.key("tu")}, []string{"1", task.ID, r.prefix})
+		gone, err := r.takeBack(ctx, "task create", scriptDeleteTask, []string{r.key("t:", task.ID), r.key("tu")}, []string{"1", task.ID, r.prefix}).AsInt64()
+		if err == nil && gone == 0 {
+			// Another instance (a watcher) changed the record meanwhile: it is live and followed,
+			// so it is acknowledged; failing now would refund a task that the watcher finishes
+			// and refunds too.
+			r.logger.Warn("a task create too few replicas confirmed was already changed by another instance; kept", zap.String("task_id", task.ID), errField(unconfirmed))
+			return task, nil
+		}
 		return Task{}, unconfirmed
 	}
 	return task, nil
@@ -167,9 +174,16 @@ func (r *Redis) restoreTask(ctx context.Context, changed Task, old []rueidisMess
 		r.logger.Error("taking back a task change that too few replicas confirmed", zap.String("task_id", changed.ID), errField(err))
 		return
 	}
-	r.takeBack(ctx, "task change", scriptReplaceTask, []string{r.key("t:", prev.ID), r.key("tu")},
+	res := r.takeBack(ctx, "task change", scriptReplaceTask, []string{r.key("t:", prev.ID), r.key("tu")},
 		[]string{itoa(changed.Version), string(restored), r.expireAtMillis(prev), flag(prev.Unfinished()), prev.ID,
 			changed.Account, changed.Kind, itoa(changed.CreatedAt), "0"})
+	if vals, err := res.ToArray(); err == nil && len(vals) > 0 {
+		if ok, err := vals[0].AsInt64(); err == nil && ok != 1 {
+			// Another change came meanwhile and stands; the one that was not confirmed stays
+			// under it on the master.
+			r.logger.Error("taking back a task change that too few replicas confirmed: the record changed meanwhile", zap.String("task_id", changed.ID))
+		}
+	}
 }
 
 func (r *Redis) DeleteTask(ctx context.Context, id string, version int64) error {
