@@ -162,6 +162,16 @@ func TestRedisWaitReplicas(t *testing.T) {
 	if v, err := s.Counter(ctx, "quota/k1"); err != nil || v != 5 {
 		t.Fatalf("after an unconfirmed charge whose caller left the counter is %d, %v; want 5", v, err)
 	}
+	// A setting stored without confirmation stays, and is not handed out unconfirmed by the next
+	// call either (a failover could still replace it with another one).
+	for _, val := range []string{"first", "second"} {
+		start = time.Now()
+		got, err := cut.SettingOnce(ctx, "secret-dur", []byte(val))
+		if err == nil {
+			t.Fatalf("setting %q without a replica answered %q, confirmed by nobody", val, got)
+		}
+		notReplicated("setting "+val, err, start)
+	}
 	// A refund is kept: taking it back would lose it for certain.
 	if v, ok, err := cut.AddCounter(ctx, "quota/k1", -2, -1); err != nil || !ok || v != 3 {
 		t.Fatalf("an unconfirmed refund = %d %v %v, want 3, kept", v, ok, err)

@@ -194,8 +194,9 @@ return {1, 0}`)
 
 	// KEYS: setting. ARGV: value. Returns the stored value.
 	scriptSettingOnce = newScript(`
-redis.call('SET', KEYS[1], ARGV[1], 'NX')
-return redis.call('GET', KEYS[1])`)
+local cur = redis.call('GET', KEYS[1]) or ARGV[1]
+redis.call('SET', KEYS[1], cur)
+return cur`)
 
 	// KEYS: event, due index. ARGV: json, due µs, id. Returns 1 when stored, 0 when pending.
 	scriptEnqueueEvent = newScript(`

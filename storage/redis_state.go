@@ -174,15 +174,16 @@ func (r *Redis) AllowRate(ctx context.Context, name string, limit int, window ti
 }
 
 func (r *Redis) SettingOnce(ctx context.Context, name string, val []byte) ([]byte, error) {
-	// A setting this call stored that too few replicas confirmed stays: a retry finds and
-	// confirms it. A setting that was there already is answered as read (this call wrote
-	// nothing to wait for).
+	// The script writes the setting it answers even when it was there already (the same value
+	// again), so that the WAIT behind it confirms that value whoever stored it: a setting stored
+	// by a call that too few replicas confirmed stays, and the next call confirms it or fails
+	// too. (Answered as read, a retry would hand out a value a failover could still replace.)
 	res, unconfirmed := r.execDurable(ctx, scriptSettingOnce, []string{r.key("s:", name)}, []string{string(val)})
 	s, err := res.ToString()
 	if err != nil {
 		return nil, err
 	}
-	if unconfirmed != nil && s == string(val) {
+	if unconfirmed != nil {
 		return nil, unconfirmed
 	}
 	return []byte(s), nil
