@@ -15,8 +15,12 @@ import (
 // ErrNotReplicated is the error of a write that the server applied but that fewer replicas than
 // RedisOptions.WaitReplicas confirmed within RedisOptions.WaitTimeout: a failover could lose it,
 // so it is not acknowledged. Where the write can be taken back (a task created or changed, an
-// idempotency key taken, a counter changed) the store takes it back on the server before
-// answering; the caller treats the error as any failed write.
+// idempotency key taken, a charge) the store takes it back on the server before answering; the
+// caller treats the error as any failed write. Other writes stay on the master and the call
+// fails: a refund or slot release (taking it back would lose it for certain), a key or account
+// change or deletion, a callback event, item claims, a setting and a stored idempotent answer. A
+// caller that retries one of these must read first: the retry may find it done (a key change's
+// version has moved, a deleted key is gone).
 var ErrNotReplicated = errors.New("too few replicas confirmed the write")
 
 // DefaultRedisWaitTimeout is how long a durable write waits for its replicas when
