@@ -15,6 +15,8 @@
 #   bench/phases.sh                          # PASS=0 CREATE=10s QUERY=0
 #   PASS=30s CREATE=10s QUERY=10s bench/phases.sh
 #   CADDY=/tmp/caddy-old PASS=30s bench/phases.sh
+#   GW_OPTIONS=$'\t\twatcher {\n\t\t\tinterval 1h\n\t\t}' bench/phases.sh   # lines added to the
+#                                            # gateway's mediagw options block
 #
 # Loopback only. The gateway is pinned to CPU 0, wrk and the upstreams to CPU 1.
 set -euo pipefail
@@ -42,6 +44,7 @@ $(usage_log "$work")
 $(provider chat "http://127.0.0.1:$UP/v1" bench-chat)
 $(provider sim "http://127.0.0.1:$SIM/api/v3" bench-video)
 $(bench_key)
+${GW_OPTIONS:-}
 	}
 }
 http://127.0.0.1:$GW {
