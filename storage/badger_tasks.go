@@ -27,22 +27,69 @@ func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 }
 
 func (b *Badger) ReplaceTask(ctx context.Context, task Task) (Task, error) {
-	want := task.Version
+	var stored Task
 	err := b.update(ctx, func(txn *badger.Txn) error {
-		var cur Task
-		if err := txnGetJSON(txn, prefixTask+task.ID, &cur); err != nil {
-			return err
-		}
-		if cur.Version != want {
-			return ErrConflict
-		}
-		// Ownership and the list position never change.
-		task.Account, task.Kind, task.CreatedAt = cur.Account, cur.Kind, cur.CreatedAt
-		task.Version = want + 1
-		task.markFinished(time.Now())
-		return putTask(txn, task, &cur)
+		var err error
+		stored, err = replaceIn(txn, task)
+		return err
 	})
 	if err != nil {
+		return Task{}, err
+	}
+	return stored, nil
+}
+
+// ReplaceTasks compares and stores every task in one transaction, with one commit and one disk
+// sync. A task that conflicts or is missing is left out of the transaction; the others are
+// written. A batch too big for one transaction is split in halves.
+func (b *Badger) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []error) {
+	stored, errs := make([]Task, len(tasks)), make([]error, len(tasks))
+	err := b.update(ctx, func(txn *badger.Txn) error {
+		writes := 0
+		for i, task := range tasks {
+			stored[i], errs[i] = replaceIn(txn, task)
+			switch {
+			case errs[i] == nil:
+				writes++
+			case !errors.Is(errs[i], ErrConflict) && !errors.Is(errs[i], ErrNotFound):
+				return errs[i] // the transaction cannot go on (too big, or a store failure)
+			}
+		}
+		if writes == 0 {
+			return errNothingToWrite
+		}
+		return nil
+	})
+	if errors.Is(err, badger.ErrTxnTooBig) && len(tasks) > 1 {
+		half := len(tasks) / 2
+		s1, e1 := b.ReplaceTasks(ctx, tasks[:half])
+		s2, e2 := b.ReplaceTasks(ctx, tasks[half:])
+		return append(s1, s2...), append(e1, e2...)
+	}
+	if err != nil {
+		for i := range tasks {
+			stored[i], errs[i] = Task{}, err
+		}
+	}
+	return stored, errs
+}
+
+// replaceIn is ReplaceTask inside txn. The stored record is decoded only as far as the compare
+// and the index entries need it (taskHead).
+func replaceIn(txn *badger.Txn, task Task) (Task, error) {
+	var cur taskHead
+	if err := txnGetJSON(txn, prefixTask+task.ID, &cur); err != nil {
+		return Task{}, err
+	}
+	if cur.Version != task.Version {
+		return Task{}, ErrConflict
+	}
+	prev := cur.task()
+	// Ownership and the list position never change.
+	task.Account, task.Kind, task.CreatedAt = prev.Account, prev.Kind, prev.CreatedAt
+	task.Version++
+	task.markFinished(time.Now())
+	if err := putTask(txn, task, &prev); err != nil {
 		return Task{}, err
 	}
 	return task, nil
