@@ -150,7 +150,7 @@ func (h *Handler) newAnswerChange(t storage.Task, readAt int64, answer map[strin
 		}
 	}
 	result, status := queryResult(answer, t)
-	body, err := apierror.Marshal(result)
+	body, err := marshalAnswer(result)
 	if err != nil {
 		return nil, err
 	}
