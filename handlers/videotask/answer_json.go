@@ -55,3 +55,33 @@ func plainKey(k string) bool {
 	}
 	return true
 }
+
+// quoted is json.Marshal(s) (HTML characters escaped, as mustJSON writes them), without the
+// encoder for the usual plain strings (ids, model names).
+func quoted(s string) json.RawMessage {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return mustJSON(s)
+		}
+	}
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// unquoted decodes a JSON string as json.Unmarshal into a string does, without the decoder for
+// a plain string (no escape, printable ASCII). Anything else that is not a string is "".
+func unquoted(raw json.RawMessage) string {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		inner := raw[1 : n-1]
+		if plainKey(string(inner)) {
+			return string(inner)
+		}
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}

@@ -67,3 +67,21 @@ func BenchmarkMarshalAnswer(b *testing.B) {
 		})
 	}
 }
+
+// quoted is json.Marshal of a string; unquoted is json.Unmarshal into one ("" when it fails).
+func TestQuotedAndUnquoted(t *testing.T) {
+	for _, s := range []string{"", "cgt-1", "a<b>&c", `q"b\`, "ctl\x01", "ünï", "\u2028", "bad\xff"} {
+		if got, want := quoted(s), mustJSON(s); !bytes.Equal(got, want) {
+			t.Errorf("quoted(%q) = %s, want %s", s, got, want)
+		}
+	}
+	for _, raw := range []string{`"queued"`, `"Running"`, `"a\"b"`, `"\u0071ueued"`, `"bad` + "\xff" + `"`, `""`, `null`, `1`, `{}`, `"`, ``, ` "queued" `} {
+		var want string
+		if json.Unmarshal([]byte(raw), &want) != nil {
+			want = ""
+		}
+		if got := unquoted(json.RawMessage(raw)); got != want {
+			t.Errorf("unquoted(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
