@@ -58,7 +58,7 @@ func (b *unbatched) refuse(p *providers.Upstream, t time.Time) {
 
 // refreshBatch reads several tasks of one upstream (the one that created them) in one call,
 // through the task list with filter.task_ids (as Ark's list accepts), and stores each answer as
-// refresh does. A task missing from the list answer, and every task of an upstream whose list
+// refresh does, the changed records in one store write (storage.UpdateTasksFrom). A task missing from the list answer, and every task of an upstream whose list
 // refuses the filter, is read on its own. seen (may be nil) spares the comparison of answers that
 // the records already say. It returns the upstream requests made and the ids of the tasks that may
 // still change (unfinished, or not read for a passing reason).
