@@ -29,9 +29,12 @@ func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 func (b *Badger) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 	var stored Task
 	err := b.update(ctx, func(txn *badger.Txn) error {
-		var err error
-		stored, err = replaceIn(txn, task)
-		return err
+		stored = task // from the caller's record again when Badger runs this again
+		prev, err := compareTask(txn, &stored)
+		if err != nil {
+			return err
+		}
+		return putTask(txn, stored, &prev)
 	})
 	if err != nil {
 		return Task{}, err
@@ -40,20 +43,23 @@ func (b *Badger) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 }
 
 // ReplaceTasks compares and stores every task in one transaction, with one commit and one disk
-// sync. A task that conflicts or is missing is left out of the transaction; the others are
-// written. A batch too big for one transaction is split in halves.
+// sync. A task whose record conflicts, is missing or cannot be read is left out of the
+// transaction; the others are written. A batch too big for one transaction is split in halves.
 func (b *Badger) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []error) {
 	stored, errs := make([]Task, len(tasks)), make([]error, len(tasks))
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		writes := 0
-		for i, task := range tasks {
-			stored[i], errs[i] = replaceIn(txn, task)
-			switch {
-			case errs[i] == nil:
-				writes++
-			case !errors.Is(errs[i], ErrConflict) && !errors.Is(errs[i], ErrNotFound):
-				return errs[i] // the transaction cannot go on (too big, or a store failure)
+		for i, task := range tasks { // a copy of the caller's record on every run
+			prev, err := compareTask(txn, &task)
+			stored[i], errs[i] = Task{}, err
+			if err != nil {
+				continue // this task's failure alone
 			}
+			if err := putTask(txn, task, &prev); err != nil {
+				return err // the transaction cannot go on (too big, or a store failure)
+			}
+			stored[i] = task
+			writes++
 		}
 		if writes == 0 {
 			return errNothingToWrite
@@ -74,9 +80,12 @@ func (b *Badger) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []erro
 	return stored, errs
 }
 
-// replaceIn is ReplaceTask inside txn. The stored record is decoded only as far as the compare
-// and the index entries need it (taskHead).
-func replaceIn(txn *badger.Txn, task Task) (Task, error) {
+// compareTask is the compare of a compare-and-set inside txn: it checks that the stored record
+// of task has task's Version, and makes task the record to store (the next Version; the
+// account, kind and creation time of the stored record, which never change). It returns the
+// stored record's head (taskHead: only as much of the record as the compare and the index
+// entries need is decoded).
+func compareTask(txn *badger.Txn, task *Task) (Task, error) {
 	var cur taskHead
 	if err := txnGetJSON(txn, prefixTask+task.ID, &cur); err != nil {
 		return Task{}, err
@@ -85,14 +94,10 @@ func replaceIn(txn *badger.Txn, task Task) (Task, error) {
 		return Task{}, ErrConflict
 	}
 	prev := cur.task()
-	// Ownership and the list position never change.
 	task.Account, task.Kind, task.CreatedAt = prev.Account, prev.Kind, prev.CreatedAt
 	task.Version++
 	task.markFinished(time.Now())
-	if err := putTask(txn, task, &prev); err != nil {
-		return Task{}, err
-	}
-	return task, nil
+	return prev, nil
 }
 
 // putTask writes a task record and its index entries, all expiring with the record. prev is the
