@@ -14,6 +14,12 @@ type Coordination interface {
 	// RenewLease extends owner's lease to now+ttl (or cuts it short to that), or answers
 	// ErrLeaseLost when owner no longer holds it.
 	RenewLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) error
+	// RenewLeases is RenewLease for many leases of one owner at once, in as few round trips as
+	// the backend allows (one on Redis): each lease that owner holds is extended to now+ttl, each
+	// on its own check, and the others are left alone. It returns the indexes (into names) of the
+	// leases that owner no longer holds. An error means that none or only some were renewed; the
+	// caller learns nothing about which, and may try again.
+	RenewLeases(ctx context.Context, names []string, owner string, now time.Time, ttl time.Duration) (lost []int, err error)
 	// ReleaseLease frees owner's lease; a lease held by another owner (or none) is left alone.
 	ReleaseLease(ctx context.Context, name, owner string) error
 
