@@ -25,7 +25,10 @@ type Coordination interface {
 
 	// AddCounter adds delta to a named counter and returns the new value, atomically. When
 	// delta is positive, limit is not negative and the new value would exceed limit, nothing
-	// changes and ok is false. Counters never expire.
+	// changes and ok is false. Counters never expire. A change that was made but cannot be
+	// confirmed durable (a failed disk sync, too few replicas) is answered as it then stands: a
+	// positive delta is taken back and the call fails; a negative one (a refund, a slot release,
+	// which callers retry when it fails) stays and counts as done.
 	AddCounter(ctx context.Context, name string, delta, limit int64) (value int64, ok bool, err error)
 	// ReserveCounter is AddCounter for a reservation that a later durable write of the caller
 	// confirms (an active-task slot or a quota charge taken before the task record is
