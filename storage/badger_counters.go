@@ -112,30 +112,34 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 		b.failed(name, delta)
 		return 0, false, err
 	}
+	c.inFlight.Add(-1)
 	if durable {
 		if err := b.sync.wait(); err != nil {
 			return b.unsynced(name, delta, value, err)
 		}
 	}
-	c.inFlight.Add(-1)
 	return value, true, nil
 }
 
-// unsynced answers a change that was written but whose disk sync failed (see AddCounter). The
-// change is still counted in flight, so that the cache keeps its counter's value for failed.
+// unsynced answers a change that was written but whose disk sync failed (see AddCounter). A
+// charge is taken back by a change of -delta, which like any change applies to the counter's
+// value of the moment, changes made since included.
 func (b *Badger) unsynced(name string, delta, value int64, err error) (int64, bool, error) {
-	c := &b.counters
-	if delta > 0 {
-		b.failed(name, delta)
+	switch {
+	case delta > 0:
+		// Not bound to the caller's context: the take-back must not be lost to its deadline.
+		if _, _, terr := b.addCounter(context.Background(), name, -delta, -1, false); terr != nil {
+			b.counters.logger.Error("taking back a counter charge whose disk sync failed failed too: the counter stays off by delta",
+				zap.String("counter", name), zap.Int64("delta", delta), zap.Error(terr))
+			return 0, false, err
+		}
 		return 0, false, fmt.Errorf("the change of counter %s was taken back: %w", name, err)
+	case delta < 0:
+		b.counters.logger.Warn("a counter give-back is written but its disk sync failed: it stands, and reaches the disk with the next sync that succeeds",
+			zap.String("counter", name), zap.Int64("delta", delta), zap.Error(err))
+		return value, true, nil
 	}
-	c.inFlight.Add(-1)
-	if delta == 0 {
-		return 0, false, err
-	}
-	c.logger.Warn("a counter give-back is written but its disk sync failed: it stands, and reaches the disk with the next sync that succeeds",
-		zap.String("counter", name), zap.Int64("delta", delta), zap.Error(err))
-	return value, true, nil
+	return 0, false, err
 }
 
 // commitTxn hands a transaction to Badger, which calls done once it is written.
@@ -147,8 +151,7 @@ func (c *counterCache) commitTxn(txn *badger.Txn, done func(error)) {
 	txn.CommitWith(done)
 }
 
-// failed takes the delta of a change whose write failed (or a charge whose disk sync failed, see
-// AddCounter) out of its counter's cached value, and
+// failed takes the delta of a change whose write failed out of its counter's cached value, and
 // writes the corrected value at once. The changes handed to Badger after the failed one were
 // built on its value; those that were written put the failed delta on disk, though its caller
 // was told the change failed (a slot that would never be released, a use counted twice). The
