@@ -41,14 +41,30 @@ func TestEventEnd(t *testing.T) {
 	}
 }
 
-// FuzzEventEnd checks eventEnd against eventEndByLines.
+// FuzzEventEnd checks eventEnd against eventEndByLines, and what CreatedWriter relies on when
+// bytes come in several writes: once the first k bytes hold no end, a search from 3 bytes before
+// k (a separator is at most 4 bytes) finds the end that a search of the whole finds.
 func FuzzEventEnd(f *testing.F) {
 	for _, s := range []string{"a\n\nb", "a\r\n\r\nb", "\r\n\n", "x\n\r\n\r\n", "\n", "", "a\r\n\r\n\n\n", "\n\r\n\r\n", "a\r\rb", "a\rb\r\n\r"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := eventEnd(b), eventEndByLines(b); got != want {
+		want := eventEndByLines(b)
+		if got := eventEnd(b); got != want {
 			t.Fatalf("eventEnd(%q) = %d, want %d", b, got, want)
+		}
+		for k := range len(b) {
+			if eventEnd(b[:k]) >= 0 {
+				break
+			}
+			from := max(k-3, 0)
+			got := eventEnd(b[from:])
+			if got >= 0 {
+				got += from
+			}
+			if got != want {
+				t.Fatalf("eventEnd(%q) after %d bytes without an end, from %d = %d, want %d", b, k, from, got, want)
+			}
 		}
 	})
 }
