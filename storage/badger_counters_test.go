@@ -50,25 +50,7 @@ func TestCounterChangeThatFailedIsTakenOut(t *testing.T) {
 		t.Fatalf("counter = %d, %v; want 15 (without the failed change)", v, err)
 	}
 	// The corrected value is written at once, without waiting for the counter's next change.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var stored int64
-		err := b.db.View(func(txn *badger.Txn) error {
-			var err error
-			stored, err = txnCounter(txn, "slots")
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stored == 15 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stored counter = %d; want 15", stored)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitStored(t, b, "slots", 15)
 	if v, ok, err := b.ReserveCounter(ctx, "slots", -15, -1); err != nil || !ok || v != 0 {
 		t.Fatalf("releasing every slot = %d, %v, %v; want 0", v, ok, err)
 	}
@@ -97,24 +79,7 @@ func TestCounterChangeWhoseSyncFailedIsToldAsItStands(t *testing.T) {
 		if v, err := b.Counter(ctx, "quota/k"); err != nil || v != value {
 			t.Fatalf("%s: counter = %d, %v; want %d", stage, v, err, value)
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			var stored int64
-			if err := b.db.View(func(txn *badger.Txn) error {
-				var err error
-				stored, err = txnCounter(txn, "quota/k")
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if stored == value {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: stored counter = %d; want %d", stage, stored, value)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitStored(t, b, "quota/k", value)
 	}
 
 	if _, _, err := b.AddCounter(ctx, "quota/k", 3, -1); !errors.Is(err, diskFailed) {
@@ -135,4 +100,28 @@ func TestCounterChangeWhoseSyncFailedIsToldAsItStands(t *testing.T) {
 		t.Fatalf("AddCounter once the disk works = %d, %v, %v; want 7", v, ok, err)
 	}
 	want("once the disk works", 7)
+}
+
+// waitStored waits until the store (not the cache) holds value for a counter; writes handed to
+// Badger are applied in the background.
+func waitStored(t *testing.T, b *Badger, name string, value int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var stored int64
+		if err := b.db.View(func(txn *badger.Txn) error {
+			var err error
+			stored, err = txnCounter(txn, name)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if stored == value {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stored counter %s = %d; want %d", name, stored, value)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
