@@ -150,9 +150,9 @@ func (r *Redis) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 	return Task{}, errScript
 }
 
-// ReplaceTasks runs the compare-and-set script of every task at once: the client pipelines
-// concurrent commands, so a batch goes in a round trip or a few (and, with wait_replicas, shares
-// its WAITs). Each task is compared and stored on its own, as ReplaceTask does.
+// ReplaceTasks runs ReplaceTask for every task at once: the client pipelines concurrent
+// commands, so a batch goes in a round trip or a few (with wait_replicas, each write still waits
+// for its own WAIT, on a connection of its own). Each task is compared and stored on its own.
 func (r *Redis) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []error) {
 	stored, errs := make([]Task, len(tasks)), make([]error, len(tasks))
 	var wg sync.WaitGroup
