@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -65,7 +64,15 @@ func (a *App) provisionTaskRuntime(repl *caddy.Replacer) error {
 	if a.Callbacks != nil {
 		cb = *a.Callbacks
 	}
-	key, err := a.webhookKey(strings.TrimSpace(repl.ReplaceKnown(cb.Secret, "")))
+	secret, err := expandRequired(repl, "callbacks secret", cb.Secret)
+	if err != nil {
+		return err
+	}
+	relayBase, err := expandRequired(repl, "callbacks relay_base", cb.RelayBase)
+	if err != nil {
+		return err
+	}
+	key, err := a.webhookKey(secret)
 	if err != nil {
 		return err
 	}
@@ -73,7 +80,7 @@ func (a *App) provisionTaskRuntime(repl *caddy.Replacer) error {
 	rt.tasks = &videotask.Handler{
 		Catalog: a.catalog, Store: a.store, Client: a.upstreamClient(videotask.DefaultUpstreamTimeout),
 		Retention: a.taskRetention(), Accounting: a.accountant, Logger: a.logger.Named("watcher"),
-		RelayBase: strings.TrimSpace(repl.ReplaceKnown(cb.RelayBase, "")),
+		RelayBase: relayBase,
 	}
 	var schedule []time.Duration
 	for _, d := range cb.RetrySchedule {
