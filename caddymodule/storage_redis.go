@@ -316,7 +316,8 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			s.TLSClientCertFile, s.TLSClientKeyFile = args[0], args[1]
 		default:
-			return d.Errf("unknown storage redis option %q", d.Val())
+			return unknownSubdirective(d, "storage redis: ", []string{"key_prefix", "tls_ca", "tls_client_cert", "tls_server_name",
+				"sentinel_username", "sentinel_password", "wait_replicas", "wait_timeout"})
 		}
 		if err != nil {
 			return err
