@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -67,6 +68,7 @@ func runAPIDocSnippets(t *testing.T, base string) {
 	if len(snippets) < 4 {
 		t.Fatalf("docs/api.md has %d SDK examples; want the four of the quick start", len(snippets))
 	}
+	checkDocSDKVersions(t)
 	nodeDir := nodeSDKs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -115,4 +117,40 @@ func runAPIDocSnippets(t *testing.T, base string) {
 		}()
 	}
 	wg.Wait()
+}
+
+// checkDocSDKVersions checks that the SDK versions docs/api.md says its examples are tested with
+// are those of go.mod and integration/node/package.json.
+func checkDocSDKVersions(t *testing.T) {
+	t.Helper()
+	read := func(parts ...string) string {
+		b, err := os.ReadFile(filepath.Join(append([]string{repoDir()}, parts...)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	doc, gomod, pkg := read("docs", "api.md"), read("go.mod"), read("integration", "node", "package.json")
+	var manifest struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := json.Unmarshal([]byte(pkg), &manifest); err != nil || len(manifest.Dependencies) == 0 {
+		t.Fatalf("integration/node/package.json: %v", err)
+	}
+	want := map[string]string{}
+	for name, version := range manifest.Dependencies {
+		want[name] = version
+	}
+	for _, mod := range []string{"github.com/volcengine/volcengine-go-sdk", "github.com/openai/openai-go/v3"} {
+		m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(mod) + ` (v\S+)`).FindStringSubmatch(gomod)
+		if m == nil {
+			t.Fatalf("go.mod does not require %s", mod)
+		}
+		want[mod] = m[1]
+	}
+	for name, version := range want {
+		if !strings.Contains(doc, "`"+name+"` "+version) {
+			t.Errorf("docs/api.md does not say its examples are tested with `%s` %s", name, version)
+		}
+	}
 }
