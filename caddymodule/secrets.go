@@ -53,8 +53,12 @@ func expandRequired(repl *caddy.Replacer, option, raw string) (string, error) {
 	}
 	var why []string
 	for _, m := range envPlaceholder.FindAllStringSubmatch(raw, -1) {
-		if os.Getenv(m[1]) == "" {
-			why = append(why, fmt.Sprintf("the environment variable %s is not set where caddy runs: set it (export %s=…) before starting caddy, or write {env.%s:<default>}", m[1], m[1], m[1]))
+		if v, set := os.LookupEnv(m[1]); strings.TrimSpace(v) == "" {
+			state := "is not set"
+			if set {
+				state = "is empty"
+			}
+			why = append(why, fmt.Sprintf("the environment variable %s %s where caddy runs: set it (export %s=…) before starting caddy, or write {env.%s:<default>}", m[1], state, m[1], m[1]))
 		}
 	}
 	for _, m := range filePlaceholder.FindAllStringSubmatch(raw, -1) {

@@ -48,7 +48,7 @@ func TestExpandRequiredNamesTheUnsetVariable(t *testing.T) {
 		{raw: "", want: ""},
 		{raw: "{env.MG_TEST_UNSET:fallback}", want: "fallback"},
 		{raw: "{env.MG_TEST_UNSET}", wantErr: "api_key is empty: {env.MG_TEST_UNSET}: the environment variable MG_TEST_UNSET is not set where caddy runs: set it (export MG_TEST_UNSET=…) before starting caddy, or write {env.MG_TEST_UNSET:<default>}"},
-		{raw: "{env.MG_TEST_EMPTY}", wantErr: "the environment variable MG_TEST_EMPTY is not set"},
+		{raw: "{env.MG_TEST_EMPTY}", wantErr: "the environment variable MG_TEST_EMPTY is empty where caddy runs"},
 		{raw: "{file." + filepath.Join(dir, "missing") + "}", wantErr: "the file cannot be read: open " + filepath.Join(dir, "missing")},
 		{raw: "{file." + emptyFile + "}", wantErr: "the file " + emptyFile + " is empty"},
 	} {
