@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"sync"
 	"time"
 
@@ -71,6 +72,12 @@ func (a *App) provisionTaskRuntime(repl *caddy.Replacer) error {
 	relayBase, err := expandRequired(repl, "callbacks relay_base", cb.RelayBase)
 	if err != nil {
 		return err
+	}
+	if relayBase != "" {
+		u, err := url.Parse(relayBase)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("callbacks relay_base %q: give this gateway's public base URL, such as https://api.example.com (upstreams call it at <relay_base>/mediagw/callbacks/<token>)", relayBase)
+		}
 	}
 	key, err := a.webhookKey(secret)
 	if err != nil {
