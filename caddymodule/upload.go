@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"time"
@@ -89,6 +90,14 @@ func (a *App) provisionUploads(repl *caddy.Replacer) error {
 	} {
 		if *v.dst, err = expandRequired(repl, v.option, v.raw); err != nil {
 			return err
+		}
+	}
+	for _, v := range []struct{ option, value, example string }{
+		{"upload endpoint", endpoint, "http://127.0.0.1:7070 or https://s3.us-east-1.amazonaws.com"},
+		{"upload public_base_url", publicBaseURL, "https://cdn.example.com/media"},
+	} {
+		if u, err := url.Parse(v.value); v.value != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			return fmt.Errorf("%s must be an absolute http(s) URL, such as %s", v.option, v.example)
 		}
 	}
 	s3, err := presign.NewS3(context.Background(), presign.S3Config{

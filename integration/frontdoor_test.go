@@ -239,6 +239,8 @@ func TestStartupErrorsSayWhatToDo(t *testing.T) {
 			"storage redis: the url is empty: {env.MEDIAGW_TEST_UNSET_REDIS_URL}: the environment variable MEDIAGW_TEST_UNSET_REDIS_URL is not set"},
 		{"unset webhook secret", withStorage("storage badger "+t.TempDir()+"\n\t\tcallbacks {\n\t\t\tsecret {env.MEDIAGW_TEST_UNSET_WEBHOOK_SECRET}\n\t\t}", ""),
 			"callbacks secret is empty: {env.MEDIAGW_TEST_UNSET_WEBHOOK_SECRET}: the environment variable MEDIAGW_TEST_UNSET_WEBHOOK_SECRET is not set"},
+		{"upload endpoint without a scheme", withStorage("storage badger "+t.TempDir()+"\n\t\tupload {\n\t\t\tbucket media\n\t\t\tendpoint 127.0.0.1:7070\n\t\t}", ""),
+			"upload endpoint must be an absolute http(s) URL, such as http://127.0.0.1:7070"},
 		{"relay_base without a scheme", withStorage("storage badger "+t.TempDir()+"\n\t\tcallbacks {\n\t\t\trelay_base api.example.com\n\t\t}", ""),
 			`callbacks relay_base \"api.example.com\": give this gateway's public base URL, such as https://api.example.com`},
 	} {
