@@ -123,6 +123,8 @@ func (c Client) Call(ctx context.Context, p Target, method, rel string, body []b
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel() // after the answer's body is read
 	req, err := http.NewRequestWithContext(ctx, method, p.Endpoint(rel), rd)
 	if err != nil {
 		return Answer{}, err
@@ -132,9 +134,9 @@ func (c Client) Call(ctx context.Context, p Target, method, rel string, body []b
 	}
 	req.Header["Accept"] = jsonMediaType
 	p.SetCredentials(req.Header)
-	resp, err := c.HTTP.Do(req)
+	resp, err := c.send(req)
 	if err != nil {
-		if isTimeout(err) {
+		if isTimeout(err) || timedOut(ctx) {
 			return Answer{}, ErrTimeout
 		}
 		c.Logger.Warn("upstream unreachable", zap.String("upstream", p.Label()), zap.Error(WithoutURL(err)))
@@ -151,7 +153,7 @@ func (c Client) Call(ctx context.Context, p Target, method, rel string, body []b
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
 	if err != nil {
-		if isTimeout(err) {
+		if isTimeout(err) || timedOut(ctx) {
 			return Answer{}, ErrTimeout
 		}
 		return Answer{}, ErrUnreadable
@@ -227,6 +229,9 @@ func notConnected(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
 }
+
+// timedOut reports whether ctx ended at its deadline: the client's Timeout or the caller's.
+func timedOut(ctx context.Context) bool { return errors.Is(ctx.Err(), context.DeadlineExceeded) }
 
 func isTimeout(err error) bool {
 	var ne net.Error
