@@ -112,6 +112,16 @@ func FuzzMembers(f *testing.F) {
 		if string(exact["model"]) != checked {
 			t.Fatalf("an exact decoder sees model %s, mediagw checked %s", exact["model"], checked)
 		}
+		// All is that map.
+		all, err := All(body, "model")
+		if err != nil || len(all) != len(exact) {
+			t.Fatalf("All: %d members (err %v), encoding/json has %d", len(all), err, len(exact))
+		}
+		for k, v := range exact {
+			if string(all[k]) != string(v) {
+				t.Fatalf("All has %q = %s, encoding/json has %s", k, all[k], v)
+			}
+		}
 		// First wins, exact and case-insensitive.
 		if first := firstMember(t, body, false); first != checked {
 			t.Fatalf("an exact first-wins decoder sees model %s, mediagw checked %s", first, checked)
