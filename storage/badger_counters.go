@@ -96,8 +96,9 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 	c.values[name] = value
 	c.mu.unlock()
 	err = <-done
+	var covering *syncRound
 	if durable {
-		b.sync.end()
+		covering = b.sync.end()
 	}
 	if err != nil {
 		b.failed(name, delta)
@@ -105,7 +106,7 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 	}
 	c.inFlight.Add(-1)
 	if durable {
-		if err := b.sync.wait(); err != nil {
+		if err := b.sync.wait(covering); err != nil {
 			return 0, false, err
 		}
 	}
