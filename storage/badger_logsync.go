@@ -133,7 +133,7 @@ func (l *logSync) sync() error {
 }
 
 // claim lists the logs to sync and takes a use of each one's handle; release gives them back.
-// It returns no logs if none was found.
+// It returns no logs if it found none to sync (sync then falls back to DB.Sync).
 func (l *logSync) claim() ([]logWork, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -166,7 +166,7 @@ func (l *logSync) claim() ([]logWork, error) {
 }
 
 // release gives back the handles claimed, noting as sealed the complete logs among the first
-// synced of them, which were synced.
+// synced of them (the ones synced before an error).
 func (l *logSync) release(work []logWork, synced int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
