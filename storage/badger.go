@@ -55,6 +55,10 @@ type Badger struct {
 	rates    rateWindows
 	counters counterCache
 	reads    readLogs
+	// commits counts the durable commits in progress, for Close.
+	commits commitGate
+	// afterWrite, when set (tests), runs after a durable commit's write, before its sync.
+	afterWrite func()
 	// fillHook, when set (tests), runs between a cache fill's read and its store into the cache.
 	fillHook func()
 }
@@ -103,8 +107,10 @@ func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
 	return b, nil
 }
 
-// Close stops garbage collection and closes the database.
+// Close stops garbage collection, waits for the durable commits in progress to be synced
+// (refusing new ones with badger.ErrDBClosed), and closes the database.
 func (b *Badger) Close() error {
+	b.commits.close()
 	close(b.stopGC)
 	b.gcDone.Wait()
 	err := b.db.Close()
@@ -147,14 +153,27 @@ func (b *Badger) updateVolatile(ctx context.Context, fn func(txn *badger.Txn) er
 }
 
 func (b *Badger) commit(ctx context.Context, fn func(txn *badger.Txn) error, durable bool) error {
+	if durable {
+		if !b.commits.enter() {
+			return badger.ErrDBClosed
+		}
+		defer b.commits.leave()
+	}
 	for range maxTxnRetries {
 		var covering *syncRound
 		if durable {
 			b.sync.begin()
 		}
-		err := b.db.Update(fn)
+		var txn *badger.Txn
+		err := b.db.Update(func(t *badger.Txn) error {
+			txn = t
+			return fn(t)
+		})
+		// Only now, with the write in Badger's logs, may a sync count its big values as
+		// written: a sync started before would leave them out.
+		big := wroteBigValue(txn)
 		if durable {
-			covering = b.sync.end()
+			covering = b.sync.end(big && err == nil)
 		}
 		if errors.Is(err, errNothingToWrite) {
 			return nil
@@ -168,16 +187,18 @@ func (b *Badger) commit(ctx context.Context, fn func(txn *badger.Txn) error, dur
 		if err != nil || !durable {
 			return err
 		}
+		if b.afterWrite != nil {
+			b.afterWrite()
+		}
 		return b.sync.wait(covering)
 	}
 	return fmt.Errorf("badger: %w", badger.ErrConflict)
 }
 
-// entry is a write of val under key that expires after ttl (0: never).
+// entry is a write of val under key that expires after ttl (0: never). A value of
+// valueThreshold bytes or more goes to the value log, which the commit's sync must cover too:
+// write it with setEntry.
 func entry(key string, val []byte, ttl time.Duration) *badger.Entry {
-	if len(val) >= valueThreshold {
-		bigValues.Add(1) // it goes to the value log, which logSync must sync too
-	}
 	e := badger.NewEntry([]byte(key), val)
 	if ttl > 0 {
 		e = e.WithTTL(ttl)
@@ -185,12 +206,35 @@ func entry(key string, val []byte, ttl time.Duration) *badger.Entry {
 	return e
 }
 
+// bigValueTxns holds the transactions in progress that wrote a value of valueThreshold bytes
+// or more (see setEntry); commit takes them out after the write.
+var bigValueTxns sync.Map // *badger.Txn -> struct{}
+
+// setEntry writes val under key in txn, expiring after ttl (0: never), noting a value that goes
+// to the value log, so that the sync acknowledging the commit syncs the value log too.
+func setEntry(txn *badger.Txn, key string, val []byte, ttl time.Duration) error {
+	if len(val) >= valueThreshold {
+		bigValueTxns.Store(txn, struct{}{})
+	}
+	return txn.SetEntry(entry(key, val, ttl))
+}
+
+// wroteBigValue reports whether txn, now committed or discarded, wrote a value to the value
+// log, and forgets it.
+func wroteBigValue(txn *badger.Txn) bool {
+	if txn == nil {
+		return false
+	}
+	_, big := bigValueTxns.LoadAndDelete(txn)
+	return big
+}
+
 func setJSON(txn *badger.Txn, key string, v any, ttl time.Duration) error {
 	val, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return txn.SetEntry(entry(key, val, ttl))
+	return setEntry(txn, key, val, ttl)
 }
 
 // scan calls fn with the key and value of every item under prefix, in key order.

@@ -69,6 +69,12 @@ func (b *Badger) ReserveCounter(ctx context.Context, name string, delta, limit i
 }
 
 func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64, durable bool) (int64, bool, error) {
+	if durable {
+		if !b.commits.enter() {
+			return 0, false, badger.ErrDBClosed
+		}
+		defer b.commits.leave()
+	}
 	// A new update transaction waits for the writes handed to Badger before to be applied:
 	// start it before taking the lock, so that changes do not wait for each other.
 	txn := b.db.NewTransaction(true)
@@ -107,7 +113,7 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 	err = <-done
 	var covering *syncRound
 	if durable {
-		covering = b.sync.end()
+		covering = b.sync.end(false) // a counter is 8 bytes
 	}
 	if err != nil {
 		b.failed(name, delta)

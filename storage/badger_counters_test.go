@@ -73,7 +73,7 @@ func TestCounterChangeWhoseSyncFailedIsToldAsItStands(t *testing.T) {
 	}
 	diskFailed := errors.New("disk failed")
 	synced := b.sync.sync
-	b.sync.sync = func() error { return diskFailed }
+	b.sync.sync = func(bool) error { return diskFailed }
 	want := func(stage string, value int64) {
 		t.Helper()
 		if v, err := b.Counter(ctx, "quota/k"); err != nil || v != value {

@@ -26,7 +26,7 @@ func (b *Badger) ClaimItems(ctx context.Context, account string, ids []string, e
 		for _, id := range ids {
 			item, err := txn.Get([]byte(prefixItem + id))
 			if errors.Is(err, badger.ErrKeyNotFound) {
-				if err := txn.SetEntry(entry(prefixItem+id, []byte(account), ttl)); err != nil {
+				if err := setEntry(txn, prefixItem+id, []byte(account), ttl); err != nil {
 					return err
 				}
 				wrote = true

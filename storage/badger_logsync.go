@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -20,10 +19,6 @@ import (
 // valueThreshold is Badger's ValueThreshold as mediagw sets it: a value of this size or more is
 // written to Badger's value log, smaller ones only to the memtable's write-ahead log.
 const valueThreshold = 1 << 20
-
-// bigValues counts the values of valueThreshold bytes or more written by any store of this
-// process (see entry); a log sync that sees it change syncs the value log too.
-var bigValues atomic.Uint64
 
 // memLogSuffix ends the name of Badger's memtable write-ahead logs: <dir>/<number>.mem.
 const memLogSuffix = ".mem"
@@ -42,7 +37,7 @@ const memLogSuffix = ".mem"
 // memtable is synced once more after it was replaced, then no longer.
 //
 // The value log holds only values of valueThreshold bytes or more, which mediagw hardly ever
-// writes; after such a write logSync calls DB.Sync as well. If no memtable log is found (a
+// writes; a sync that covers such a write (groupSync tells it) calls DB.Sync as well. If no memtable log is found (a
 // Badger version with another layout), and on systems other than Linux, it falls back to
 // DB.Sync.
 //
@@ -53,14 +48,16 @@ type logSync struct {
 	dir string
 	// now tells the time (time.Now; tests set it).
 	now func() time.Time
+	// dbSync is DB.Sync (tests count its calls).
+	dbSync func() error
 
 	mu sync.Mutex
 	// open holds the handles of the logs not yet synced since they were replaced.
 	open map[string]*logHandle
 	// sealed names the logs of replaced memtables, synced since: they never change again.
 	sealed map[string]bool
-	// bigSeen is bigValues when the value log was last synced.
-	bigSeen uint64
+	// closed: the database is closed, and a sync fails with badger.ErrDBClosed.
+	closed bool
 	// dirFile is a handle on dir, whose modification time tells whether to list it again.
 	dirFile *os.File
 	// logs is the latest listing of the memtable logs, made at listedAt while dirTime was the
@@ -95,30 +92,31 @@ type logWork struct {
 const relistWithin = time.Second
 
 func newLogSync(db *badger.DB, dir string) *logSync {
-	return &logSync{db: db, dir: dir, open: map[string]*logHandle{}, sealed: map[string]bool{}, bigSeen: bigValues.Load(), now: time.Now}
+	return &logSync{db: db, dir: dir, open: map[string]*logHandle{}, sealed: map[string]bool{}, now: time.Now, dbSync: db.Sync}
 }
 
-func (l *logSync) sync() error {
+// sync makes every write committed so far durable; valueLog: the value log too.
+func (l *logSync) sync(valueLog bool) error {
 	l.mu.Lock()
-	big, bigSeen := bigValues.Load(), l.bigSeen
+	closed := l.closed
 	l.mu.Unlock()
-	if big != bigSeen {
-		if err := l.db.Sync(); err != nil {
+	if closed {
+		return badger.ErrDBClosed
+	}
+	if valueLog || !ownLogSync {
+		if err := l.dbSync(); err != nil {
 			return err
 		}
-		l.mu.Lock()
-		l.bigSeen = max(l.bigSeen, big) // bigValues only grows
-		l.mu.Unlock()
-	}
-	if !ownLogSync {
-		return l.db.Sync()
+		if !ownLogSync {
+			return nil
+		}
 	}
 	work, err := l.claim()
 	if err != nil {
 		return err
 	}
 	if len(work) == 0 {
-		return l.db.Sync()
+		return l.dbSync()
 	}
 	synced := 0
 	for _, w := range work {
@@ -245,10 +243,11 @@ func (l *logSync) memLogs() ([]string, error) {
 	return logs, nil
 }
 
-// close releases the handles; no sync may run.
+// close releases the handles; no sync may run, and later ones fail.
 func (l *logSync) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closed = true
 	for name := range l.open {
 		l.retire(name)
 	}

@@ -164,7 +164,7 @@ func (b *Badger) SettingOnce(ctx context.Context, name string, val []byte) ([]by
 			return err
 		}
 		stored = val
-		return txn.SetEntry(entry(prefixSetting+name, val, 0))
+		return setEntry(txn, prefixSetting+name, val, 0)
 	})
 	return stored, err
 }

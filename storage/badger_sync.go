@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"sync"
 	"time"
 )
@@ -27,9 +28,10 @@ const maxOverlap = 1
 // of its own right after: under load one sync then covers every create in flight, and a lone
 // commit does not wait at all.
 type groupSync struct {
-	// sync makes every commit made before it started durable. Calls may overlap (up to
-	// maxOverlap, or overlap when set).
-	sync func() error
+	// sync makes every commit made before it started durable, and with valueLog the values of
+	// those commits in Badger's value log too. Calls may overlap (up to maxOverlap, or overlap
+	// when set).
+	sync func(valueLog bool) error
 	// maxGather, when set (tests), replaces the package's maxGather.
 	maxGather time.Duration
 	// overlap, when set, replaces maxOverlap (tests).
@@ -54,6 +56,9 @@ type syncRound struct {
 	done chan struct{} // closed when the sync has finished
 	err  error         // of the sync, set before done is closed
 	led  bool          // a commit waits for it and starts it (under groupSync.mu)
+	// valueLog: a commit it covers wrote to the value log, which it must sync too (under
+	// groupSync.mu, until it starts).
+	valueLog bool
 }
 
 // begin notes a durable commit starting; call end when it has committed (or failed).
@@ -64,8 +69,8 @@ func (g *groupSync) begin() {
 }
 
 // end notes that a commit begun with begin has committed (or failed), and returns the sync
-// that covers it, for wait.
-func (g *groupSync) end() *syncRound {
+// that covers it, for wait. valueLog tells that the commit wrote to Badger's value log.
+func (g *groupSync) end(valueLog bool) *syncRound {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.pending--
@@ -76,11 +81,15 @@ func (g *groupSync) end() *syncRound {
 	if g.next == nil {
 		g.next = &syncRound{done: make(chan struct{})}
 	}
+	if valueLog {
+		g.next.valueLog = true
+	}
 	return g.next
 }
 
-// wait returns once r, a sync that end returned, has finished, starting it if no one has.
-func (g *groupSync) wait(r *syncRound) error {
+// wait returns once r, a sync that end returned, has finished, starting it if no one has. A
+// panic of the sync becomes its error, so that no waiter is left behind.
+func (g *groupSync) wait(r *syncRound) (err error) {
 	g.mu.Lock()
 	if r.led {
 		g.mu.Unlock()
@@ -99,14 +108,21 @@ func (g *groupSync) wait(r *syncRound) error {
 	g.mu.Unlock()
 
 	slots <- struct{}{} // commits that end meanwhile are given r
+	defer func() {
+		if p := recover(); p != nil {
+			r.err = fmt.Errorf("disk sync failed: %v", p)
+		}
+		<-slots
+		close(r.done)
+		err = r.err
+	}()
 	g.mu.Lock()
 	g.gather() // so are commits that end while it gathers
 	g.next = nil
 	g.started++
+	valueLog := r.valueLog
 	g.mu.Unlock()
-	r.err = g.sync()
-	<-slots
-	close(r.done)
+	r.err = g.sync(valueLog)
 	return r.err
 }
 

@@ -18,10 +18,10 @@ import (
 // covered by that sync, and a lone commit does not wait for anyone.
 func TestGroupSyncGathersCommitsInProgress(t *testing.T) {
 	var syncs atomic.Int32
-	g := &groupSync{sync: func() error { syncs.Add(1); return nil }, maxGather: time.Hour}
+	g := &groupSync{sync: func(bool) error { syncs.Add(1); return nil }, maxGather: time.Hour}
 
 	g.begin()
-	if err := g.wait(g.end()); err != nil {
+	if err := g.wait(g.end(false)); err != nil {
 		t.Fatal(err)
 	}
 	if syncs.Load() != 1 {
@@ -33,7 +33,7 @@ func TestGroupSyncGathersCommitsInProgress(t *testing.T) {
 	syncs.Store(0)
 	g.begin()    // a
 	g.begin()    // b
-	a := g.end() // a committed
+	a := g.end(false) // a committed
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := g.wait(a); err != nil {
@@ -50,7 +50,7 @@ func TestGroupSyncGathersCommitsInProgress(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if err := g.wait(g.end()); err != nil { // b committed
+	if err := g.wait(g.end(false)); err != nil { // b committed
 		t.Fatal(err)
 	}
 	wg.Wait()
@@ -61,10 +61,10 @@ func TestGroupSyncGathersCommitsInProgress(t *testing.T) {
 
 // TestGroupSyncGatherIsBounded: a commit that never ends delays the sync by at most maxGather.
 func TestGroupSyncGatherIsBounded(t *testing.T) {
-	g := &groupSync{sync: func() error { return nil }}
+	g := &groupSync{sync: func(bool) error { return nil }}
 	g.begin() // never ends
 	g.begin()
-	r := g.end()
+	r := g.end(false)
 	done := make(chan error, 1)
 	go func() { done <- g.wait(r) }()
 	select {
@@ -236,7 +236,7 @@ func TestGroupSyncOverlaps(t *testing.T) {
 	for _, overlap := range []int{1, 2} {
 		t.Run(fmt.Sprint("overlap ", overlap), func(t *testing.T) {
 			release := make(chan chan struct{}, 2) // each running sync's release
-			g := &groupSync{overlap: overlap, sync: func() error {
+			g := &groupSync{overlap: overlap, sync: func(bool) error {
 				r := make(chan struct{})
 				release <- r
 				<-r
@@ -245,7 +245,7 @@ func TestGroupSyncOverlaps(t *testing.T) {
 			commit := func() chan error {
 				done := make(chan error, 1)
 				g.begin()
-				r := g.end()
+				r := g.end(false)
 				go func() { done <- g.wait(r) }()
 				return done
 			}
@@ -304,18 +304,18 @@ func TestGroupSyncOverlaps(t *testing.T) {
 func TestGroupSyncErrorReachesItsCommits(t *testing.T) {
 	fail := errors.New("disk on fire")
 	var calls atomic.Int32
-	g := &groupSync{sync: func() error {
+	g := &groupSync{sync: func(bool) error {
 		if calls.Add(1) == 1 {
 			return fail
 		}
 		return nil
 	}}
 	g.begin()
-	if err := g.wait(g.end()); !errors.Is(err, fail) {
+	if err := g.wait(g.end(false)); !errors.Is(err, fail) {
 		t.Fatalf("wait = %v, want the sync's error", err)
 	}
 	g.begin()
-	if err := g.wait(g.end()); err != nil {
+	if err := g.wait(g.end(false)); err != nil {
 		t.Fatalf("the next sync's commit got %v", err)
 	}
 }

@@ -114,13 +114,13 @@ func putTask(txn *badger.Txn, task Task, prev *Task) error {
 		return nil // the index key (account, creation time, id) never changes
 	}
 	if task.Unfinished() {
-		if err := txn.SetEntry(entry(prefixOpenTask+task.ID, nil, ttl)); err != nil {
+		if err := setEntry(txn, prefixOpenTask+task.ID, nil, ttl); err != nil {
 			return err
 		}
 	} else if err := txn.Delete([]byte(prefixOpenTask + task.ID)); err != nil {
 		return err
 	}
-	return txn.SetEntry(entry(string(taskIndexKey(task)), nil, ttl))
+	return setEntry(txn, string(taskIndexKey(task)), nil, ttl)
 }
 
 func (b *Badger) Task(_ context.Context, id string) (Task, error) {
@@ -199,7 +199,7 @@ func (b *Badger) UnfinishedTasks(_ context.Context, fn func(id string) bool) err
 
 func (b *Badger) SetRelayToken(ctx context.Context, tokenHash, taskID string, ttl time.Duration) error {
 	return b.update(ctx, func(txn *badger.Txn) error {
-		return txn.SetEntry(entry(prefixRelay+tokenHash, []byte(taskID), ttl))
+		return setEntry(txn, prefixRelay+tokenHash, []byte(taskID), ttl)
 	})
 }
 
