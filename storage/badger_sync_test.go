@@ -31,8 +31,8 @@ func TestGroupSyncGathersCommitsInProgress(t *testing.T) {
 	// Commit a ends and waits while commit b is still in progress; b ends a little later and
 	// waits too. The one sync, started after b ended, covers both.
 	syncs.Store(0)
-	g.begin()    // a
-	g.begin()    // b
+	g.begin()         // a
+	g.begin()         // b
 	a := g.end(false) // a committed
 	var wg sync.WaitGroup
 	wg.Go(func() {
