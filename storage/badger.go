@@ -190,10 +190,22 @@ func (b *Badger) commit(ctx context.Context, fn func(txn *badger.Txn) error, dur
 		if b.afterWrite != nil {
 			b.afterWrite()
 		}
-		return b.sync.wait(covering)
+		if err := b.sync.wait(covering); err != nil {
+			return &unsyncedError{err}
+		}
+		return nil
 	}
 	return fmt.Errorf("badger: %w", badger.ErrConflict)
 }
+
+// unsyncedError is the error of a commit that Badger made but whose disk sync failed: unless
+// it is taken back, the write stays, and reaches the disk with a later sync.
+type unsyncedError struct{ err error }
+
+func (e *unsyncedError) Error() string {
+	return "the write was made but its disk sync failed: " + e.err.Error()
+}
+func (e *unsyncedError) Unwrap() error { return e.err }
 
 // entry is a write of val under key that expires after ttl (0: never). A value of
 // valueThreshold bytes or more goes to the value log, which the commit's sync must cover too:

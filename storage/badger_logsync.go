@@ -50,6 +50,8 @@ type logSync struct {
 	now func() time.Time
 	// dbSync is DB.Sync (tests count its calls).
 	dbSync func() error
+	// openFile is os.Open (tests make it fail).
+	openFile func(name string) (*os.File, error)
 
 	mu sync.Mutex
 	// open holds the handles of the logs not yet synced since they were replaced.
@@ -92,7 +94,7 @@ type logWork struct {
 const relistWithin = time.Second
 
 func newLogSync(db *badger.DB, dir string) *logSync {
-	return &logSync{db: db, dir: dir, open: map[string]*logHandle{}, sealed: map[string]bool{}, now: time.Now, dbSync: db.Sync}
+	return &logSync{db: db, dir: dir, open: map[string]*logHandle{}, sealed: map[string]bool{}, now: time.Now, dbSync: db.Sync, openFile: os.Open}
 }
 
 // sync makes every write committed so far durable; valueLog: the value log too.
@@ -113,7 +115,15 @@ func (l *logSync) sync(valueLog bool) error {
 	}
 	work, err := l.claim()
 	if err != nil {
-		return err
+		// A log or the directory could not be opened or listed (too many open files, say):
+		// the writes are no less fine. DB.Sync syncs the current log, and the logs are claimed
+		// again for the replaced ones; only a second failure fails the sync.
+		if err := l.dbSync(); err != nil {
+			return err
+		}
+		if work, err = l.claim(); err != nil {
+			return fmt.Errorf("listing Badger's memtable logs to sync them: %w", err)
+		}
 	}
 	if len(work) == 0 {
 		return l.dbSync()
@@ -146,7 +156,7 @@ func (l *logSync) claim() ([]logWork, error) {
 		}
 		h := l.open[name]
 		if h == nil {
-			f, err := os.Open(filepath.Join(l.dir, name))
+			f, err := l.openFile(filepath.Join(l.dir, name))
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // written to a synced table and deleted meanwhile
 			}
@@ -206,7 +216,7 @@ func (h *logHandle) closeIfUnused() {
 // instead of reading it at every sync. l.mu is held.
 func (l *logSync) memLogs() ([]string, error) {
 	if l.dirFile == nil {
-		f, err := os.Open(l.dir)
+		f, err := l.openFile(l.dir)
 		if err != nil {
 			return nil, err
 		}

@@ -2,13 +2,21 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"go.uber.org/zap"
 )
+
+// A task write whose disk sync fails is taken back, as on Redis when too few replicas confirm
+// it: Badger has already committed it, and without the take-back it would reach the disk with
+// a later sync while its caller, told it failed, undid its side effects (a create) or never ran
+// them (a change to Finished or Notified). The take-back is a compare-and-set: a change made
+// since by someone else stands.
 
 func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 	task.Version = 1
@@ -21,26 +29,81 @@ func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 		}
 		return putTask(txn, task, nil)
 	})
+	if unsynced := (*unsyncedError)(nil); errors.As(err, &unsynced) {
+		return b.takeBackCreate(ctx, task, err)
+	}
 	if err != nil {
 		return Task{}, err
 	}
 	return task, nil
 }
 
+// takeBackCreate deletes the record of a create whose sync failed (err), if it is still the one
+// written, and returns err; a record changed meanwhile (a watcher took it on) stands, and the
+// create is acknowledged, as the record is live and followed.
+func (b *Badger) takeBackCreate(ctx context.Context, task Task, err error) (Task, error) {
+	derr := b.DeleteTask(context.WithoutCancel(ctx), task.ID, task.Version)
+	switch {
+	case errors.Is(derr, ErrConflict):
+		b.counters.logger.Warn("a task create whose disk sync failed was already changed meanwhile; kept",
+			zap.String("task_id", task.ID), zap.Error(err))
+		return task, nil
+	case derr != nil:
+		b.counters.logger.Error("taking back a task create whose disk sync failed failed too",
+			zap.String("task_id", task.ID), zap.NamedError("sync_error", err), zap.Error(derr))
+	}
+	return Task{}, err
+}
+
 func (b *Badger) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 	var stored Task
+	var prevRecord []byte
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		stored = task // from the caller's record again when Badger runs this again
-		prev, err := compareTask(txn, &stored)
+		prev, err := compareTask(txn, &stored, &prevRecord)
 		if err != nil {
 			return err
 		}
 		return putTask(txn, stored, &prev)
 	})
+	if unsynced := (*unsyncedError)(nil); errors.As(err, &unsynced) {
+		b.restoreTask(ctx, stored, prevRecord, err)
+	}
 	if err != nil {
 		return Task{}, err
 	}
 	return stored, nil
+}
+
+// restoreTask puts back prevRecord, the record that changed replaced in a change whose sync
+// failed (err), as a new version, if changed is still the stored record: whoever retries the
+// change then makes it again, side effects and all. A change made since stands.
+func (b *Badger) restoreTask(ctx context.Context, changed Task, prevRecord []byte, err error) {
+	var prev Task
+	if jerr := json.Unmarshal(prevRecord, &prev); jerr != nil {
+		b.counters.logger.Error("taking back a task change whose disk sync failed: the replaced record does not decode",
+			zap.String("task_id", changed.ID), zap.NamedError("sync_error", err), zap.Error(jerr))
+		return
+	}
+	prev.Version = changed.Version + 1
+	rerr := b.update(context.WithoutCancel(ctx), func(txn *badger.Txn) error {
+		var cur taskHead
+		if err := txnGetJSON(txn, prefixTask+changed.ID, &cur); err != nil {
+			return err
+		}
+		if cur.Version != changed.Version {
+			return ErrConflict
+		}
+		return putTask(txn, prev, &changed)
+	})
+	switch {
+	case errors.Is(rerr, ErrConflict), errors.Is(rerr, ErrNotFound):
+		b.counters.logger.Error("taking back a task change whose disk sync failed: the record changed meanwhile; that change stands",
+			zap.String("task_id", changed.ID), zap.Error(err))
+	case rerr != nil:
+		b.counters.logger.Error("taking back a task change whose disk sync failed failed too",
+			zap.String("task_id", changed.ID), zap.NamedError("sync_error", err), zap.Error(rerr))
+	}
 }
 
 // ReplaceTasks compares and stores every task in one transaction, with one commit and one disk
@@ -48,10 +111,11 @@ func (b *Badger) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 // transaction; the others are written. A batch too big for one transaction is split in halves.
 func (b *Badger) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []error) {
 	stored, errs := make([]Task, len(tasks)), make([]error, len(tasks))
+	prevRecords := make([][]byte, len(tasks))
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		writes := 0
 		for i, task := range tasks { // a copy of the caller's record on every run
-			prev, err := compareTask(txn, &task)
+			prev, err := compareTask(txn, &task, &prevRecords[i])
 			stored[i], errs[i] = Task{}, err
 			if err != nil {
 				continue // this task's failure alone
@@ -73,6 +137,13 @@ func (b *Badger) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []erro
 		s2, e2 := b.ReplaceTasks(ctx, tasks[half:])
 		return append(s1, s2...), append(e1, e2...)
 	}
+	if unsynced := (*unsyncedError)(nil); errors.As(err, &unsynced) {
+		for i := range tasks {
+			if errs[i] == nil {
+				b.restoreTask(ctx, stored[i], prevRecords[i], err)
+			}
+		}
+	}
 	if err != nil {
 		for i := range tasks {
 			stored[i], errs[i] = Task{}, err
@@ -85,10 +156,20 @@ func (b *Badger) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []erro
 // of task has task's Version, and makes task the record to store (the next Version; the
 // account, kind and creation time of the stored record, which never change). It returns the
 // stored record's head (taskHead: only as much of the record as the compare and the index
-// entries need is decoded).
-func compareTask(txn *badger.Txn, task *Task) (Task, error) {
+// entries need is decoded), and keeps the stored record in *record, for a take-back.
+func compareTask(txn *badger.Txn, task *Task, record *[]byte) (Task, error) {
 	var cur taskHead
-	if err := txnGetJSON(txn, prefixTask+task.ID, &cur); err != nil {
+	item, err := txn.Get([]byte(prefixTask + task.ID))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return Task{}, ErrNotFound
+	}
+	if err != nil {
+		return Task{}, err
+	}
+	if err := item.Value(func(val []byte) error {
+		*record = append((*record)[:0], val...)
+		return json.Unmarshal(val, &cur)
+	}); err != nil {
 		return Task{}, err
 	}
 	if cur.Version != task.Version {
