@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"time"
@@ -33,17 +34,41 @@ func (c Client) bound(ctx context.Context) (context.Context, context.CancelFunc)
 // follows no redirect (a 3xx answer comes back as it is, whatever the client's CheckRedirect
 // says), so http.Client's redirect bookkeeping (a copy of the headers for each request, a
 // deadline of its own) is work for nothing. A client with a cookie jar, or a URL with user
-// information (which http.Client turns into basic authentication), goes through http.Client.
+// information (which http.Client turns into basic authentication), goes through http.Client,
+// a copy of it that follows no redirect either: http.Client would send the provider's
+// credential headers on to the redirect's host. An answer without a body (from a custom
+// transport) is taken as an empty one.
 func (c Client) send(req *http.Request) (*http.Response, error) {
+	var resp *http.Response
+	var err error
 	if c.HTTP.Jar != nil || req.URL.User != nil {
-		return c.HTTP.Do(req)
+		hc := *c.HTTP
+		hc.CheckRedirect = noRedirect
+		resp, err = hc.Do(req)
+	} else {
+		rt := c.HTTP.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		resp, err = rt.RoundTrip(req)
 	}
-	rt := c.HTTP.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
+	if err != nil {
+		return nil, err
 	}
-	return rt.RoundTrip(req)
+	if resp == nil {
+		return nil, errNoResponse
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
+	}
+	return resp, nil
 }
+
+// errNoResponse is the error of a transport that answered neither a response nor an error.
+var errNoResponse = errors.New("the HTTP transport returned no response")
+
+// noRedirect is the CheckRedirect of provider calls: the 3xx answer comes back as it is.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // NewHTTPClient returns the client for provider calls. It follows no redirect: a 3xx answer
 // comes back as it is (Call turns it into a 502), so a provider credential is never sent to a
@@ -65,10 +90,8 @@ func NewHTTPClient(o ClientOptions) *http.Client {
 		t.Proxy = http.ProxyFromEnvironment
 	}
 	return &http.Client{
-		Timeout:   o.Timeout,
-		Transport: t,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
+		Timeout:       o.Timeout,
+		Transport:     t,
+		CheckRedirect: noRedirect,
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,5 +63,80 @@ func TestProxyOnlyWhenConfigured(t *testing.T) {
 	u, err := opted.Proxy(req)
 	if err != nil || u == nil || u.Host != "127.0.0.1:3128" {
 		t.Fatalf("opted-in client proxy = %v (err %v), want the environment's", u, err)
+	}
+}
+
+// TestRedirectsAreNotFollowedThroughHTTPClient: calls that go through http.Client (a client with
+// a cookie jar, a base URL with user information) follow no redirect either, whatever the
+// client's CheckRedirect: net/http would send the credential headers on to the new host.
+func TestRedirectsAreNotFollowedThroughHTTPClient(t *testing.T) {
+	var elsewhere atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.Write([]byte(`{"id":"cgt-elsewhere"}`))
+	}))
+	defer target.Close()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/steal", http.StatusTemporaryRedirect)
+	}))
+	defer up.Close()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withJar := &http.Client{Jar: jar, Timeout: 30 * time.Second} // CheckRedirect nil: follows
+	plain := &http.Client{Timeout: 30 * time.Second}
+	for _, tc := range []struct {
+		name string
+		http *http.Client
+		base string
+	}{
+		{"cookie jar", withJar, up.URL + "/api/v3"},
+		{"user information", plain, strings.Replace(up.URL, "http://", "http://user:pass@", 1) + "/api/v3"},
+	} {
+		base, err := url.Parse(tc.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &providers.Provider{Name: "p", BaseURL: base, APIKey: "provider-secret"}
+		c := Client{HTTP: tc.http, Logger: zap.NewNop()}
+		_, err = c.Call(context.Background(), p, http.MethodPost, "contents/generations/tasks", []byte(`{}`))
+		if !errors.Is(err, ErrRedirected) {
+			t.Errorf("%s: err = %v, want ErrRedirected", tc.name, err)
+		}
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Fatalf("the redirect target received %d requests", n)
+	}
+	if withJar.CheckRedirect != nil {
+		t.Fatal("Call changed the caller's client")
+	}
+}
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAnswerWithoutBody: a custom transport's answer without a body is an empty answer, and one
+// with neither an answer nor an error is an unreachable upstream, not a panic.
+func TestAnswerWithoutBody(t *testing.T) {
+	base, err := url.Parse("http://127.0.0.1:1/api/v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &providers.Provider{Name: "p", BaseURL: base, APIKey: "provider-secret"}
+	noBody := Client{HTTP: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}}, nil
+	})}, Logger: zap.NewNop()}
+	ans, err := noBody.Call(context.Background(), p, http.MethodGet, "contents/generations/tasks/cgt-1", nil)
+	if err != nil || ans.Status != http.StatusOK || len(ans.Body) != 0 {
+		t.Fatalf("an answer without a body = %+v, %v; want an empty 200", ans, err)
+	}
+	nothing := Client{HTTP: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return nil, nil
+	})}, Logger: zap.NewNop()}
+	if _, err := nothing.Call(context.Background(), p, http.MethodGet, "contents/generations/tasks/cgt-1", nil); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("no answer and no error = %v, want ErrUnreachable", err)
 	}
 }
