@@ -23,6 +23,7 @@ const instanceCaddyfile = `{
 			key_prefix %[3]s
 			%[7]s
 		}
+		%[8]s
 		provider sim {
 			base_url http://127.0.0.1:%[4]d/api/v3
 			api_key sim-key
@@ -101,6 +102,8 @@ type clusterOptions struct {
 	redisURL string
 	// storageOptions are more lines of the storage redis block (tls_ca …).
 	storageOptions string
+	// gatewayOptions are more lines of the mediagw block (refund_unsuccessful_tasks …).
+	gatewayOptions string
 }
 
 func startCluster(t *testing.T, n int, o clusterOptions) *cluster {
@@ -125,7 +128,7 @@ func startCluster(t *testing.T, n int, o clusterOptions) *cluster {
 	prefix := "mg-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	for i := range n {
 		adminPort, port := freePort(t), freePort(t)
-		cfg := fmt.Sprintf(instanceCaddyfile, adminPort, redisURL, prefix, simPort, o.watchInterval, port, o.storageOptions)
+		cfg := fmt.Sprintf(instanceCaddyfile, adminPort, redisURL, prefix, simPort, o.watchInterval, port, o.storageOptions, o.gatewayOptions)
 		in := &instance{
 			name:  string(rune('A' + i)),
 			base:  fmt.Sprintf("http://127.0.0.1:%d", port),
