@@ -73,7 +73,7 @@ func TestInstancesShareActiveSlotsRefundsAndCallbacks(t *testing.T) {
 		}
 	})
 
-	const want = 18 // tasks accepted in all: a third succeed, a third fail, a third are cancelled
+	const want = 12 // tasks accepted in all: a third succeed, a third fail, a third are cancelled
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex
@@ -228,4 +228,88 @@ func TestInstancesShareActiveSlotsRefundsAndCallbacks(t *testing.T) {
 			t.Errorf("event %s for a task that ended %s", ev, final[ev[:strings.IndexByte(ev, '/')]])
 		}
 	}
+}
+
+// refusedWithin polls url with key on in until it answers status, failing after bound.
+func refusedWithin(t *testing.T, in *instance, method, url, key, body string, status int, bound time.Duration, what string) {
+	t.Helper()
+	start := time.Now()
+	for {
+		r := call(t, method, in.base+url, key, body)
+		if r.status == status {
+			return
+		}
+		if time.Since(start) > bound {
+			t.Fatalf("%s: %s still answers %d %s after %v", what, in.name, r.status, r.body, time.Since(start))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAdminChangesOnOneInstanceHoldOnAll: an account disabled, and a key's quota, rate and
+// max_active_tasks changed, through A's admin API hold on A from the next request and on B
+// within the one second the README states.
+func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
+	c := startCluster(t, 2, clusterOptions{})
+	a, b := c.instances[0], c.instances[1]
+	admin := "http://" + a.admin + "/mediagw"
+	// The key has a quota from the start: a quota set later counts from then on.
+	r := call(t, "POST", admin+"/keys", "", `{"account":"acme","quota":1000}`)
+	id, secret := r.field("id"), r.field("key")
+	if r.status != 201 || id == "" || secret == "" {
+		t.Fatalf("creating a key on A = %d %s", r.status, r.body)
+	}
+	create := `{"model":"seedance-sim","content":[{"type":"text","text":"admin"}]}`
+	for _, in := range c.instances {
+		// Both instances have the key and the account cached from here on.
+		createTask(t, in, secret, "")
+	}
+
+	// The account: disabled on A refuses on A at once and on B within 1s; enabled again, both
+	// let the key in.
+	if r := call(t, "PATCH", admin+"/accounts/acme", "", `{"disabled":true}`); r.status != 200 {
+		t.Fatalf("disabling the account on A = %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", a.base+"/v1/models", secret, nil); r.status != 403 || !strings.Contains(string(r.body), "account_disabled") {
+		t.Fatalf("A right after disabling the account: %d %s", r.status, r.body)
+	}
+	refusedWithin(t, b, "POST", taskPath, secret, create, 403, time.Second, "account disabled on A")
+	if r := call(t, "PATCH", admin+"/accounts/acme", "", `{"disabled":false}`); r.status != 200 {
+		t.Fatalf("enabling the account on A = %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", a.base+"/v1/models", secret, nil); r.status != 200 {
+		t.Fatalf("A right after enabling the account: %d %s", r.status, r.body)
+	}
+	refusedWithin(t, b, "GET", "/v1/models", secret, "", 200, time.Second, "account enabled on A")
+
+	// max_active_tasks set below the two unfinished tasks: the next create is refused on A
+	// at once and on B within 1s.
+	if r := call(t, "PATCH", admin+"/keys/"+id, "", `{"max_active_tasks":2}`); r.status != 200 {
+		t.Fatalf("limiting active tasks on A = %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", a.base+taskPath, secret, create); r.status != 429 || r.field("code") != "too_many_active_tasks" {
+		t.Fatalf("A right after max_active_tasks 2 with 2 unfinished tasks: %d %s", r.status, r.body)
+	}
+	refusedWithin(t, b, "POST", taskPath, secret, create, 429, time.Second, "max_active_tasks set on A")
+
+	// A quota equal to what was used: refused with 402 on both.
+	if r := call(t, "PATCH", admin+"/keys/"+id, "", `{"max_active_tasks":null,"quota":2}`); r.status != 200 {
+		t.Fatalf("setting the quota on A = %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", a.base+taskPath, secret, create); r.status != 402 {
+		t.Fatalf("A right after quota 2 with 2 used: %d %s", r.status, r.body)
+	}
+	refusedWithin(t, b, "POST", taskPath, secret, create, 402, time.Second, "quota set on A")
+
+	// A rate of 1 per hour: after one more request on A, B refuses within 1s.
+	if r := call(t, "PATCH", admin+"/keys/"+id, "", `{"quota":null,"rate":{"requests":1,"window":"1h"}}`); r.status != 200 {
+		t.Fatalf("setting the rate on A = %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", a.base+"/v1/models", secret, nil); r.status != 200 {
+		t.Fatalf("first request under the rate on A: %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", a.base+"/v1/models", secret, nil); r.status != 429 {
+		t.Fatalf("second request under a rate of 1/h on A: %d %s", r.status, r.body)
+	}
+	refusedWithin(t, b, "GET", "/v1/models", secret, "", 429, time.Second, "rate set on A")
 }
