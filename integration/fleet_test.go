@@ -313,3 +313,42 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 	}
 	refusedWithin(t, b, "GET", "/v1/models", secret, "", 429, time.Second, "rate set on A")
 }
+
+// TestCallbackOfInstanceKilledMidDeliveryArrivesOnce: A is SIGKILLed while its delivery of a
+// task's first event hangs at the receiver; B, started afterwards, delivers that event once
+// A's lease on it runs out, under the same webhook-id, and the receiver accepts each event of
+// the task once.
+func TestCallbackOfInstanceKilledMidDeliveryArrivesOnce(t *testing.T) {
+	c := startCluster(t, 1, clusterOptions{queuedFor: "1h"})
+	hang := make(chan struct{})
+	rc := newReceiver(t, func(n int) int {
+		if n == 1 {
+			<-hang // A's attempt: no answer until A is gone
+			return 503
+		}
+		return 200
+	})
+	t.Cleanup(func() { close(hang) }) // runs before the receiver closes
+	a := c.instances[0]
+	id := createTask(t, a, "mg-alice", fmt.Sprintf(`,"callback_url":%q`, rc.URL))
+	waitFor(t, "A's delivery attempt", func() bool { return len(rc.seen()) == 1 })
+	a.proc.kill()
+
+	b := c.launch(t)
+	// The lease is 3 delivery timeouts (30 s): B takes the event over after it.
+	deadline := time.Now().Add(60 * time.Second)
+	for len(rc.seen()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("no delivery after A died mid delivery")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // room for a duplicate
+	s := rc.seen()
+	if len(s) != 2 || s[0].id != s[1].id || s[1].status != "queued" {
+		t.Fatalf("attempts after A died mid delivery: %d (%+v)", len(s), s)
+	}
+	if r := call(t, "GET", b.base+taskPath+"/"+id, "mg-alice", nil); r.status != 200 || r.field("status") != "queued" {
+		t.Fatalf("task on B = %d %s", r.status, r.body)
+	}
+}

@@ -89,6 +89,8 @@ type instance struct {
 type cluster struct {
 	redis     *testredis.Server
 	instances []*instance
+	// launch starts one more instance of the cluster.
+	launch func(t *testing.T) *instance
 }
 
 // clusterOptions shape a cluster.
@@ -126,16 +128,21 @@ func startCluster(t *testing.T, n int, o clusterOptions) *cluster {
 	simPort := freePort(t)
 	startCaddyProcess(t, fmt.Sprintf(instanceSimulatorCaddyfile, simPort, o.queuedFor, o.runningFor), fmt.Sprintf("http://127.0.0.1:%d/", simPort))
 	prefix := "mg-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
-	for i := range n {
+	c.launch = func(t *testing.T) *instance {
+		t.Helper()
 		adminPort, port := freePort(t), freePort(t)
 		cfg := fmt.Sprintf(instanceCaddyfile, adminPort, redisURL, prefix, simPort, o.watchInterval, port, o.storageOptions, o.gatewayOptions)
 		in := &instance{
-			name:  string(rune('A' + i)),
+			name:  string(rune('A' + len(c.instances))),
 			base:  fmt.Sprintf("http://127.0.0.1:%d", port),
 			admin: fmt.Sprintf("127.0.0.1:%d", adminPort),
 		}
 		in.proc = startCaddyProcess(t, cfg, in.base+"/")
 		c.instances = append(c.instances, in)
+		return in
+	}
+	for range n {
+		c.launch(t)
 	}
 	return c
 }
