@@ -207,6 +207,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("key %d: id %q is used twice", i+1, key.ID)
 		}
 		static[key.Hash], ids[key.ID] = key, true
+		a.warnUnservedModels(key)
 	}
 	disabled := make(map[string]bool, len(a.DisabledAccounts))
 	for _, acct := range a.DisabledAccounts {
@@ -268,6 +269,18 @@ func (a *App) Cleanup() error {
 func (a *App) Store() storage.Store { return a.store }
 
 // Catalog returns the providers and the models they serve.
+// warnUnservedModels logs, at start, each model a key names without a wildcard that no provider
+// serves: requests for it are answered 404 model_not_found. It is a warning, not an error, so that
+// a model can leave a provider (or a key be prepared for one to come) without stopping the gateway.
+func (a *App) warnUnservedModels(key storage.APIKey) {
+	for _, m := range key.Models {
+		if _, served := a.catalog.ProviderFor(m); !served && !strings.ContainsAny(m, "*?") {
+			a.logger.Warn("a key allows a model that no provider serves; requests for it are answered 404 model_not_found",
+				zap.String("key_id", key.ID), zap.String("model", m))
+		}
+	}
+}
+
 func (a *App) Catalog() *providers.Catalog { return a.catalog }
 
 // Idempotency makes creates with an Idempotency-Key header safe to retry.
@@ -301,25 +314,39 @@ func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, er
 		pc.Upstreams = []UpstreamConfig{{Name: providers.DefaultUpstreamName, BaseURL: pc.BaseURL, APIKey: pc.APIKey}}
 	}
 	for _, uc := range pc.Upstreams {
-		if uc.BaseURL == "" {
-			return nil, fmt.Errorf("provider %q: upstream %q: base_url is required", pc.Name, uc.Name)
+		where := fmt.Sprintf("provider %q: upstream %q", pc.Name, uc.Name)
+		if uc.Name == providers.DefaultUpstreamName && pc.BaseURL != "" {
+			where = fmt.Sprintf("provider %q", pc.Name) // the shorthand: base_url beside models
 		}
-		u, err := url.Parse(expandSecret(repl, uc.BaseURL))
+		if uc.BaseURL == "" {
+			return nil, fmt.Errorf("%s: base_url is required", where)
+		}
+		base, err := expandRequired(repl, "base_url", uc.BaseURL)
 		if err != nil {
-			return nil, fmt.Errorf("provider %q: upstream %q: base_url: %v", pc.Name, uc.Name, err)
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		u, err := url.Parse(base)
+		if err != nil {
+			return nil, fmt.Errorf("%s: base_url: %v", where, err)
+		}
+		apiKey, err := expandRequired(repl, "api_key", uc.APIKey)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		p.Upstreams = append(p.Upstreams, &providers.Upstream{
-			Name: uc.Name, BaseURL: u, APIKey: strings.TrimSpace(expandSecret(repl, uc.APIKey)),
-			Weight: uc.Weight, Priority: uc.Priority,
+			Name: uc.Name, BaseURL: u, APIKey: apiKey, Weight: uc.Weight, Priority: uc.Priority,
 		})
 	}
 	return p, nil
 }
 
 func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
-	secret := strings.TrimSpace(expandSecret(repl, sk.Key))
+	secret, err := expandRequired(repl, "the secret", sk.Key)
+	if err != nil {
+		return storage.APIKey{}, err
+	}
 	if secret == "" {
-		return storage.APIKey{}, fmt.Errorf("the secret is empty (is the environment variable or file in %s set?)", placeholderNames(sk.Key))
+		return storage.APIKey{}, fmt.Errorf("the secret is empty: write the key's secret after `key`, best as {env.NAME}")
 	}
 	if strings.ContainsAny(secret, " \t\r\n") {
 		return storage.APIKey{}, fmt.Errorf("the secret must not contain white space")
@@ -362,14 +389,6 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 		key.ExpiresAt = t
 	}
 	return key, nil
-}
-
-// placeholderNames shows which placeholder a secret came from, never a literal secret.
-func placeholderNames(s string) string {
-	if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
-		return s
-	}
-	return "the key value"
 }
 
 // defaultStoragePath is where Badger lives when no path is configured.

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -187,16 +188,25 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			if secrets[k.Key] {
-				return d.Errf("duplicate key: the same secret (or placeholder) is configured twice")
+				return d.Errf("duplicate key: the same secret (or placeholder) is configured twice; give each key its own")
 			}
 			secrets[k.Key] = true
 			a.Keys = append(a.Keys, k)
 		default:
-			return d.Errf("unknown subdirective %q in mediagw", name)
+			return unknownSubdirective(d, "mediagw: ", globalSubdirectives)
 		}
 	}
 	return nil
 }
+
+// The subdirectives of the mediagw global option and of its provider and key blocks, for the
+// error that names a misspelt one.
+var (
+	globalSubdirectives = []string{"storage", "task_retention", "disabled_accounts", "refund_unsuccessful_tasks",
+		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload"}
+	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "models", "model_map", "cost"}
+	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks"}
+)
 
 func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 	var p ProviderConfig
@@ -285,14 +295,21 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 				p.Models = append(p.Models, m)
 			}
 		default:
-			return p, d.Errf("provider %q: unknown subdirective %q", p.Name, sub)
+			return p, unknownSubdirective(d, fmt.Sprintf("provider %q: ", p.Name), providerSubdirectives)
 		}
 	}
 	switch {
 	case len(p.Upstreams) > 0 && (p.BaseURL != "" || p.APIKey != ""):
 		return p, d.Errf("provider %q: give base_url and api_key inside each upstream block, not beside them", p.Name)
 	case len(p.Upstreams) == 0 && p.BaseURL == "":
-		return p, d.Errf("provider %q: base_url is required (or upstream blocks)", p.Name)
+		return p, d.Errf("provider %q: base_url is required: add `base_url <url>`, the provider's API address with its path prefix (such as https://api.openai.com/v1), or upstream blocks", p.Name)
+	case len(servedModels(p)) == 0:
+		return p, d.Errf("provider %q: no models: add `models <model-id…>` with the ids it serves (requests name a model, and go to the provider that lists it)", p.Name)
+	}
+	for model := range p.Costs {
+		if model != "*" && !slices.Contains(servedModels(p), model) {
+			return p, d.Errf("provider %q: cost of %q, a model it does not serve: add it to models, or correct the name", p.Name, model)
+		}
 	}
 	return p, nil
 }
@@ -427,11 +444,11 @@ func parseKey(d *caddyfile.Dispenser) (StaticKey, error) {
 			}
 			k.MaxActiveTasks = n
 		default:
-			return k, d.Errf("key: unknown subdirective %q", sub)
+			return k, unknownSubdirective(d, "key: ", keySubdirectives)
 		}
 	}
 	if k.Account == "" {
-		return k, d.Err("key: account is required")
+		return k, d.Err("key: account is required: add `account <name>` to the key's block (every key, and every task made with it, belongs to an account)")
 	}
 	return k, nil
 }
