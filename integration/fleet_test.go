@@ -260,10 +260,9 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 		t.Fatalf("creating a key on A = %d %s", r.status, r.body)
 	}
 	create := `{"model":"seedance-sim","content":[{"type":"text","text":"admin"}]}`
-	for _, in := range c.instances {
-		// Both instances have the key and the account cached from here on.
-		createTask(t, in, secret, "")
-	}
+	// Both instances have the key and the account cached from here on.
+	first := createTask(t, a, secret, "")
+	createTask(t, b, secret, "")
 
 	// The account: disabled on A refuses on A at once and on B within 1s; enabled again, both
 	// let the key in.
@@ -291,13 +290,21 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 		t.Fatalf("A right after max_active_tasks 2 with 2 unfinished tasks: %d %s", r.status, r.body)
 	}
 	refusedWithin(t, b, "POST", taskPath, secret, create, 429, time.Second, "max_active_tasks set on A")
+	// A task created before the limit, cancelled on B, gives its slot back: A accepts one more.
+	if r := call(t, "DELETE", b.base+taskPath+"/"+first, secret, nil); r.status != 200 {
+		t.Fatalf("cancel on B = %d %s", r.status, r.body)
+	}
+	createTask(t, a, secret, "")
+	if active, used := keyUsage(t, b, id); active != 2 || used != 3 {
+		t.Fatalf("usage after 3 creates, 1 cancel and refused creates: %v active, %v used; want 2 and 3", active, used)
+	}
 
 	// A quota equal to what was used: refused with 402 on both.
-	if r := call(t, "PATCH", admin+"/keys/"+id, "", `{"max_active_tasks":null,"quota":2}`); r.status != 200 {
+	if r := call(t, "PATCH", admin+"/keys/"+id, "", `{"max_active_tasks":null,"quota":3}`); r.status != 200 {
 		t.Fatalf("setting the quota on A = %d %s", r.status, r.body)
 	}
 	if r := call(t, "POST", a.base+taskPath, secret, create); r.status != 402 {
-		t.Fatalf("A right after quota 2 with 2 used: %d %s", r.status, r.body)
+		t.Fatalf("A right after quota 3 with 3 used: %d %s", r.status, r.body)
 	}
 	refusedWithin(t, b, "POST", taskPath, secret, create, 402, time.Second, "quota set on A")
 
