@@ -207,7 +207,8 @@ func TestInstancesShareActiveSlotsRefundsAndCallbacks(t *testing.T) {
 	time.Sleep(time.Second) // room for a duplicate to show up
 	r = call(t, "GET", "http://"+c.instances[1].admin+"/mediagw/accounts/slots", "", nil)
 	whsec, _ := r.json(t)["webhook_secret"].(string)
-	seen := map[string]int{}
+	type event struct{ task, status string }
+	seen := map[event]int{}
 	for _, d := range rc.seen() {
 		if err := callbacks.Verify(whsec, d.id, d.timestamp, d.signature, d.body, 5*time.Minute); err != nil {
 			t.Fatalf("callback %s does not verify: %v", d.body, err)
@@ -218,20 +219,20 @@ func TestInstancesShareActiveSlotsRefundsAndCallbacks(t *testing.T) {
 		if err := json.Unmarshal(d.body, &m); err != nil || final[m.ID] == "" {
 			t.Fatalf("callback for an unknown task: %s", d.body)
 		}
-		seen[m.ID+"/"+d.status]++
+		seen[event{m.ID, d.status}]++
 	}
 	for ev, n := range seen {
 		if n != 1 {
-			t.Errorf("event %s delivered %d times", ev, n)
+			t.Errorf("event %s/%s delivered %d times", ev.task, ev.status, n)
 		}
-		if s := ev[strings.IndexByte(ev, '/')+1:]; s == "cancelled" && final[ev[:strings.IndexByte(ev, '/')]] != "cancelled" {
-			t.Errorf("event %s for a task that ended %s", ev, final[ev[:strings.IndexByte(ev, '/')]])
+		if ev.status == "cancelled" && final[ev.task] != "cancelled" {
+			t.Errorf("a cancelled event for task %s, which ended %s", ev.task, final[ev.task])
 		}
 	}
 }
 
-// refusedWithin polls url with key on in until it answers status, failing after bound.
-func refusedWithin(t *testing.T, in *instance, method, url, key, body string, status int, bound time.Duration, what string) {
+// answersWithin polls url with key on in until it answers status, failing after bound.
+func answersWithin(t *testing.T, in *instance, method, url, key, body string, status int, bound time.Duration, what string) {
 	t.Helper()
 	start := time.Now()
 	for {
@@ -272,14 +273,14 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 	if r := call(t, "GET", a.base+"/v1/models", secret, nil); r.status != 403 || !strings.Contains(string(r.body), "account_disabled") {
 		t.Fatalf("A right after disabling the account: %d %s", r.status, r.body)
 	}
-	refusedWithin(t, b, "POST", taskPath, secret, create, 403, time.Second, "account disabled on A")
+	answersWithin(t, b, "POST", taskPath, secret, create, 403, time.Second, "account disabled on A")
 	if r := call(t, "PATCH", admin+"/accounts/acme", "", `{"disabled":false}`); r.status != 200 {
 		t.Fatalf("enabling the account on A = %d %s", r.status, r.body)
 	}
 	if r := call(t, "GET", a.base+"/v1/models", secret, nil); r.status != 200 {
 		t.Fatalf("A right after enabling the account: %d %s", r.status, r.body)
 	}
-	refusedWithin(t, b, "GET", "/v1/models", secret, "", 200, time.Second, "account enabled on A")
+	answersWithin(t, b, "GET", "/v1/models", secret, "", 200, time.Second, "account enabled on A")
 
 	// max_active_tasks set below the two unfinished tasks: the next create is refused on A
 	// at once and on B within 1s.
@@ -289,7 +290,7 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 	if r := call(t, "POST", a.base+taskPath, secret, create); r.status != 429 || r.field("code") != "too_many_active_tasks" {
 		t.Fatalf("A right after max_active_tasks 2 with 2 unfinished tasks: %d %s", r.status, r.body)
 	}
-	refusedWithin(t, b, "POST", taskPath, secret, create, 429, time.Second, "max_active_tasks set on A")
+	answersWithin(t, b, "POST", taskPath, secret, create, 429, time.Second, "max_active_tasks set on A")
 	// A task created before the limit, cancelled on B, gives its slot back: A accepts one more.
 	if r := call(t, "DELETE", b.base+taskPath+"/"+first, secret, nil); r.status != 200 {
 		t.Fatalf("cancel on B = %d %s", r.status, r.body)
@@ -306,7 +307,7 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 	if r := call(t, "POST", a.base+taskPath, secret, create); r.status != 402 {
 		t.Fatalf("A right after quota 3 with 3 used: %d %s", r.status, r.body)
 	}
-	refusedWithin(t, b, "POST", taskPath, secret, create, 402, time.Second, "quota set on A")
+	answersWithin(t, b, "POST", taskPath, secret, create, 402, time.Second, "quota set on A")
 
 	// A rate of 1 per hour: after one more request on A, B refuses within 1s.
 	if r := call(t, "PATCH", admin+"/keys/"+id, "", `{"quota":null,"rate":{"requests":1,"window":"1h"}}`); r.status != 200 {
@@ -318,7 +319,7 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 	if r := call(t, "GET", a.base+"/v1/models", secret, nil); r.status != 429 {
 		t.Fatalf("second request under a rate of 1/h on A: %d %s", r.status, r.body)
 	}
-	refusedWithin(t, b, "GET", "/v1/models", secret, "", 429, time.Second, "rate set on A")
+	answersWithin(t, b, "GET", "/v1/models", secret, "", 429, time.Second, "rate set on A")
 }
 
 // TestCallbackOfInstanceKilledMidDeliveryArrivesOnce: A is SIGKILLed while its delivery of a
