@@ -360,3 +360,59 @@ func TestCallbackOfInstanceKilledMidDeliveryArrivesOnce(t *testing.T) {
 		t.Fatalf("task on B = %d %s", r.status, r.body)
 	}
 }
+
+// TestConcurrentCancelsOnThreeInstancesRefundOnce: the same DELETE sent to three instances at
+// once cancels the task (and may then delete it) and gives its slot and its cost back once.
+func TestConcurrentCancelsOnThreeInstancesRefundOnce(t *testing.T) {
+	c := startCluster(t, 3, clusterOptions{gatewayOptions: "refund_unsuccessful_tasks"})
+	r := call(t, "POST", "http://"+c.instances[0].admin+"/mediagw/keys", "",
+		`{"account":"cancels","quota":100,"max_active_tasks":10}`)
+	keyID, secret := r.field("id"), r.field("key")
+	if r.status != 201 || keyID == "" || secret == "" {
+		t.Fatalf("creating the key on A = %d %s", r.status, r.body)
+	}
+	const n = 6
+	var ids []string
+	for i := range n {
+		ids = append(ids, createTask(t, c.instances[i%3], secret, ""))
+	}
+	if active, used := keyUsage(t, c.instances[1], keyID); active != n || used != n {
+		t.Fatalf("after %d creates: %v active, %v used", n, active, used)
+	}
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		status = map[int]int{}
+	)
+	for _, id := range ids {
+		for _, in := range c.instances {
+			wg.Go(func() {
+				r, err := send("DELETE", in.base+taskPath+"/"+id, secret, nil)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					status[-1]++
+					return
+				}
+				status[r.status]++
+			})
+		}
+	}
+	wg.Wait()
+	if status[-1] > 0 || status[500] > 0 || status[200] < n {
+		t.Fatalf("answers to %d cancels of %d tasks: %v", 3*n, n, status)
+	}
+	// A DELETE that comes after the cancel deletes the cancelled task, as documented.
+	for _, id := range ids {
+		r := call(t, "GET", c.instances[2].base+taskPath+"/"+id, secret, nil)
+		if r.field("status") != "cancelled" && r.field("code") != "task_not_exist" {
+			t.Fatalf("task %s after the cancels: %d %s", id, r.status, r.body)
+		}
+	}
+	time.Sleep(time.Second) // a watcher interval: a second refund or release would show now
+	for _, in := range c.instances {
+		if active, used := keyUsage(t, in, keyID); active != 0 || used != 0 {
+			t.Fatalf("usage on %s after the cancels: %v active, %v used; want 0 and 0 (answers %v)", in.name, active, used, status)
+		}
+	}
+}
