@@ -3,6 +3,7 @@ package passthrough
 import (
 	"encoding/json"
 	"mime"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -13,6 +14,24 @@ func mediaType(contentType string) (string, map[string]string, error) {
 		return contentType, nil, nil
 	}
 	return mime.ParseMediaType(contentType)
+}
+
+// utf8JSON reports whether a JSON Content-Type names no charset or UTF-8 (any other type is
+// left to the endpoint). The body is checked as UTF-8; an upstream that honours another charset
+// (UTF-7 reads "+ACI-" inside a string as a quote) would read members that were never checked.
+func utf8JSON(contentType string) bool {
+	if contentType == "application/json" || !strings.Contains(contentType, "json") {
+		return true // the usual header, and the types that are not JSON, without parsing
+	}
+	mt, params, err := mime.ParseMediaType(contentType)
+	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		return true
+	}
+	if err != nil {
+		return false // a JSON type whose parameters do not parse: which charset is unclear
+	}
+	charset, named := params["charset"]
+	return !named || strings.EqualFold(charset, "utf-8") || strings.EqualFold(charset, "utf8")
 }
 
 // unmarshalString decodes a JSON value that must be a string, as json.Unmarshal into a string

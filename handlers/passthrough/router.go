@@ -88,6 +88,7 @@ var (
 	errBadJSON    = apierror.NotJSONObject("invalid_request_body")
 	errModelType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
 	errMultipart  = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
+	errCharset    = apierror.New(http.StatusBadRequest, "invalid_request_body", "a JSON body must be UTF-8: Content-Type may name no charset but utf-8").WithParam("Content-Type")
 )
 
 // Route checks that r is a forwarded endpoint (else 404), finds its model and checks it against
@@ -106,6 +107,9 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if len(r.Header.Values("Content-Type")) > 1 {
 		// Decoders differ on which of two values counts; forward only a body read one way.
 		return Route{}, apierror.New(http.StatusBadRequest, "invalid_request_body", "the request has more than one Content-Type header").WithParam("Content-Type")
+	}
+	if !utf8JSON(r.Header.Get("Content-Type")) {
+		return Route{}, errCharset
 	}
 	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: ep.Object == "" || ep.Creates != ""}
 	if err := rt.resolve(w, r, id, ep, params, &route); err != nil {

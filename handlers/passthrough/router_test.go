@@ -182,3 +182,39 @@ func TestRouteRefusesTwoContentTypes(t *testing.T) {
 		t.Fatalf("err = %v, want 400 naming Content-Type", err)
 	}
 }
+
+// A JSON body is checked as UTF-8. An upstream that honours another charset (UTF-7 decodes
+// "+ACIAfQ-" inside a string as `"}`) would read fields that were never checked, so a JSON
+// Content-Type may name no charset but UTF-8.
+func TestRouteRefusesJSONInAnotherCharset(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	body := `{"model":"doubao","messages":[],"x":"+ACIALAAiAG0AbwBkAGUAbAAiADoAIgBvAHQAaABlAHI-"}`
+	for ct, ok := range map[string]bool{
+		"application/json; charset=utf-7":         false,
+		"application/json; charset=UTF-16":        false,
+		"application/json;charset=\"iso-8859-1\"": false,
+		"application/vnd.api+json; charset=utf-7": false,
+		"application/json; charset=utf-7; x":      false,
+		"application/json; charset=utf-8; x":      false,
+		"application/json; charset=utf-8":         true,
+		"application/json; charset=\"UTF-8\"":     true,
+		"application/json":                        true,
+	} {
+		r := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case ok && err != nil:
+			t.Errorf("%s: refused: %v", ct, err)
+		case !ok && (!errors.As(err, &e) || e.Status != 400 || e.Param != "Content-Type"):
+			t.Errorf("%s: err = %v, want 400 naming Content-Type", ct, err)
+		}
+	}
+	// The path-model endpoints and calls on owned objects too.
+	r := httptest.NewRequest("POST", "/v1beta/models/gemini-pro:generateContent", strings.NewReader(`{"contents":[]}`))
+	r.Header.Set("Content-Type", "application/json; charset=utf-7")
+	if _, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{}); err == nil {
+		t.Error("generateContent: a UTF-7 body was accepted")
+	}
+}
