@@ -193,8 +193,9 @@ func setCredentials(h http.Header, key, style string) {
 	}
 }
 
-// clearCredentials removes the caller's credentials, and the headers that choose what the
-// operator's account bills.
+// clearCredentials removes the caller's credentials, the headers that choose what the
+// operator's account bills, and those that make a server run another method or path than the
+// request's.
 func clearCredentials(h http.Header) {
 	// The names are written in canonical form (http.CanonicalHeaderKey), so that deleting them
 	// does not canonicalise them again on every request.
@@ -206,4 +207,12 @@ func clearCredentials(h http.Header) {
 	delete(h, "Openai-Organization")
 	delete(h, "Openai-Project")
 	delete(h, "X-Goog-User-Project")
+	// Only the capability endpoints are forwarded, by method and path. Google's APIs (and many
+	// frameworks) run the method these name instead of the request's; some frameworks route by
+	// the path in X-Original-URL or X-Rewrite-URL.
+	delete(h, "X-Http-Method-Override")
+	delete(h, "X-Http-Method")
+	delete(h, "X-Method-Override")
+	delete(h, "X-Original-Url")
+	delete(h, "X-Rewrite-Url")
 }
