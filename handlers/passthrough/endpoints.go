@@ -42,6 +42,9 @@ type Endpoint struct {
 	Multipart bool
 	// nested finds references to upstream objects deeper in a JSON body (see refs.go).
 	nested *bodyRefs
+	// fetchesURLs marks a media generation endpoint: every URL in its JSON body must be one the
+	// provider may fetch (see checkFetchedURLs).
+	fetchesURLs bool
 }
 
 // Capabilities are the pass-through endpoints of spec §4.6, with the streaming variant of
@@ -52,14 +55,14 @@ var Capabilities = []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/messages", nested: messagesRefs},
 	{Method: http.MethodPost, Path: "/v1beta/models/{model}:generateContent", nested: geminiRefs},
 	{Method: http.MethodPost, Path: "/v1beta/models/{model}:streamGenerateContent", nested: geminiRefs},
-	{Method: http.MethodPost, Path: "/v1/images/generations", Creates: storage.KindImage, nested: fileRefs},
-	{Method: http.MethodPost, Path: "/v1/video/generations", Creates: KindVideoGeneration, nested: fileRefs},
-	{Method: http.MethodPost, Path: "/v1/videos", Creates: KindVideo, Multipart: true, nested: fileRefs},
+	{Method: http.MethodPost, Path: "/v1/images/generations", Creates: storage.KindImage, nested: fileRefs, fetchesURLs: true},
+	{Method: http.MethodPost, Path: "/v1/video/generations", Creates: KindVideoGeneration, nested: fileRefs, fetchesURLs: true},
+	{Method: http.MethodPost, Path: "/v1/videos", Creates: KindVideo, Multipart: true, nested: fileRefs, fetchesURLs: true},
 	{Method: http.MethodPost, Path: "/v1/audio/transcriptions", Multipart: true},
 	{Method: http.MethodPost, Path: "/v1/audio/translations", Multipart: true},
-	{Method: http.MethodPost, Path: "/v1/audio/speech", nested: fileRefs},
-	{Method: http.MethodPost, Path: "/v1/embeddings", nested: fileRefs},
-	{Method: http.MethodPost, Path: "/v1/rerank", nested: fileRefs},
+	{Method: http.MethodPost, Path: "/v1/audio/speech", nested: mediaRefs},
+	{Method: http.MethodPost, Path: "/v1/embeddings", nested: mediaRefs},
+	{Method: http.MethodPost, Path: "/v1/rerank", nested: mediaRefs},
 
 	{Method: http.MethodGet, Path: "/v1/responses/{id}", Object: KindResponse, RevealsItems: true},
 	{Method: http.MethodDelete, Path: "/v1/responses/{id}", Object: KindResponse},

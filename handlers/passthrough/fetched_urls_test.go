@@ -1,0 +1,65 @@
+package passthrough
+
+import (
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+)
+
+// The providers of the media generation endpoints fetch the references they are given, under
+// names of their own: every URL in such a body must be one they may fetch, as in a chat. The
+// other JSON capabilities check their media URL members.
+func TestFetchedURLsMustBePublic(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for _, tc := range []struct {
+		path, body, param string // param "" means accepted
+	}{
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"http://169.254.169.254/latest/meta-data/"}`, "image"},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":["https://cdn.example.com/a.png","http://10.0.0.7/b.png"]}`, "image[1]"},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"https://user:pw@cdn.example.com/a.png"}`, "image"},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"HTTP:\/\/localhost\/a.png"}`, "image"},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"file:///etc/passwd"}`, "image"},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"https://cdn.example.com/a.png"}`, ""},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"data:image/png;base64,iVBORw0KGgo="}`, ""},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"http://localhost/","size":"1024x1024"}`, ""},
+		{"/v1/video/generations", `{"model":"doubao","prompt":"a cat","callback_url":"http://127.0.0.1:9000/hook"}`, "callback_url"},
+		{"/v1/video/generations", `{"model":"doubao","content":[{"type":"text","text":"http://127.0.0.1/"},{"type":"image_url","image_url":{"url":"http://[::1]/a.png"}}]}`, "content[1].image_url.url"},
+		{"/v1/video/generations", `{"model":"doubao","metadata":{"ratio":"16:9"},"first_frame_image":"https://cdn.example.com/f.png"}`, ""},
+		{"/v1/videos", `{"model":"doubao","prompt":"a cat","input_reference":"http://192.168.1.1/ref.png"}`, "input_reference"},
+		{"/v1/embeddings", `{"model":"doubao","input":[{"type":"image_url","image_url":{"url":"http://10.0.0.1/a.png"}}]}`, "input[0].image_url.url"},
+		{"/v1/embeddings", `{"model":"doubao","input":["http://localhost/ is text to embed"]}`, ""},
+		{"/v1/rerank", `{"model":"doubao","query":"q","documents":[{"image_url":"http://127.0.0.1/x.png"}]}`, "documents[0].image_url"},
+	} {
+		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
+		r.Header.Set("Content-Type", "application/json")
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case tc.param == "" && err != nil:
+			t.Errorf("%s %s: refused: %v", tc.path, tc.body, err)
+		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
+			t.Errorf("%s %s: err = %v, want 400 naming %s", tc.path, tc.body, err, tc.param)
+		}
+	}
+}
+
+func TestFetchedURLsAreBounded(t *testing.T) {
+	var urls []string
+	for i := range MaxFetchedURLs + 1 {
+		urls = append(urls, fmt.Sprintf(`"https://cdn.example.com/%d.png"`, i))
+	}
+	body := `{"model":"doubao","image":[` + strings.Join(urls, ",") + `]}`
+	err := checkFetchedURLs([]byte(body))
+	var e *apierror.Error
+	if !errors.As(err, &e) || e.Status != 400 || e.Param != fmt.Sprintf("image[%d]", MaxFetchedURLs) {
+		t.Fatalf("err = %v", err)
+	}
+	if err := checkFetchedURLs([]byte(`{"model":"doubao","image":[` + strings.Join(urls[:MaxFetchedURLs], ",") + `]}`)); err != nil {
+		t.Fatal(err)
+	}
+}
