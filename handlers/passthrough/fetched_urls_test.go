@@ -63,3 +63,42 @@ func TestFetchedURLsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A text part of a multipart body is checked as a JSON string member is: some providers take the
+// audio to transcribe (url) or a video's reference as a URL form field. Files are not read.
+func TestMultipartURLFieldsMustBePublic(t *testing.T) {
+	rt := &Router{Catalog: catalog(t), TempDir: t.TempDir()}
+	field := func(name, value string) string {
+		return "Content-Disposition: form-data; name=\"" + name + "\"\r\n\r\n" + value
+	}
+	model := field("model", "whisper")
+	file := "Content-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\nContent-Type: audio/wav\r\n\r\nhttp://127.0.0.1/"
+	for _, tc := range []struct {
+		name  string
+		parts []string
+		param string
+	}{
+		{"private url field", []string{model, field("url", "http://10.0.0.8/a.wav")}, "url"},
+		{"metadata address after a file", []string{file, model, field("input_reference", "http://169.254.169.254/")}, "input_reference"},
+		{"long value, private host", []string{model, field("url", "http://127.0.0.1/"+strings.Repeat("a", 10000))}, "url"},
+		{"public url field", []string{model, field("url", "https://cdn.example.com/a.wav")}, ""},
+		{"a file is not read", []string{file, model}, ""},
+		{"a prompt is text", []string{model, field("prompt", "http://localhost/")}, ""},
+		{"plain field", []string{model, field("language", "en")}, ""},
+	} {
+		ct, body := multipartBody(tc.parts...)
+		r := httptest.NewRequest("POST", "/v1/audio/transcriptions", strings.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case tc.param == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
+			t.Errorf("%s: err = %v, want 400 naming %s", tc.name, err, tc.param)
+		}
+		if err == nil {
+			route.Done()
+		}
+	}
+}
