@@ -102,3 +102,30 @@ func TestMultipartURLFieldsMustBePublic(t *testing.T) {
 		}
 	}
 }
+
+// The MCP servers a body names are called by the provider, which may be a model server in the
+// operator's network: a Responses mcp tool's server_url and a Messages mcp_servers[].url.
+func TestMCPServerURLsMustBePublic(t *testing.T) {
+	rt := &Router{Catalog: catalog(t), Owners: nil}
+	for _, tc := range []struct {
+		path, body, param string
+	}{
+		{"/v1/responses", `{"model":"doubao","input":"hi","tools":[{"type":"mcp","server_label":"x","server_url":"http://10.0.0.3:8080/sse"}]}`, "tools[0].server_url"},
+		{"/v1/responses", `{"model":"doubao","input":"hi","tools":[{"type":"mcp","server_label":"x","Server_URL":"http://127.0.0.1/"}]}`, "tools[0].Server_URL"},
+		{"/v1/responses", `{"model":"doubao","input":"hi","tools":[{"type":"mcp","server_label":"x","server_url":"https://mcp.example.com/sse"}]}`, ""},
+		{"/v1/messages", `{"model":"doubao","max_tokens":8,"messages":[],"mcp_servers":[{"type":"url","name":"x","url":"http://169.254.169.254/"}]}`, "mcp_servers[0].url"},
+		{"/v1/messages", `{"model":"doubao","max_tokens":8,"messages":[],"mcp_servers":[{"type":"url","name":"x","url":"https://mcp.example.com/"}]}`, ""},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[],"tools":[{"type":"mcp","server_url":"http://localhost:9/"}]}`, "tools[0].server_url"},
+	} {
+		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
+		r.Header.Set("Content-Type", "application/json")
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case tc.param == "" && err != nil:
+			t.Errorf("%s %s: refused: %v", tc.path, tc.body, err)
+		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
+			t.Errorf("%s %s: err = %v, want 400 naming %s", tc.path, tc.body, err, tc.param)
+		}
+	}
+}
