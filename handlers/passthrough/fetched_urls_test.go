@@ -3,6 +3,7 @@ package passthrough
 import (
 	"errors"
 	"fmt"
+	"mime"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -126,6 +127,43 @@ func TestMCPServerURLsMustBePublic(t *testing.T) {
 			t.Errorf("%s %s: refused: %v", tc.path, tc.body, err)
 		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
 			t.Errorf("%s %s: err = %v, want 400 naming %s", tc.path, tc.body, err, tc.param)
+		}
+	}
+}
+
+// A boundary is read the same by every parser only when it keeps to RFC 2046's characters: with
+// a quoted-pair (boundary="a\"b") one parser splits at --a"b and another at --a\"b, and parts
+// hidden in a file part of the first would be the second's (a model never checked).
+func TestMultipartBoundaryMustBePlain(t *testing.T) {
+	rt := &Router{Catalog: catalog(t), TempDir: t.TempDir()}
+	for boundary, ok := range map[string]bool{
+		`"a\"b"`:                                false,
+		`"a\\b"`:                                false,
+		`"a;b"`:                                 false,
+		`"a b"`:                                 false,
+		`"ab "`:                                 false,
+		`"` + strings.Repeat("a", 71) + `"`:     false,
+		`"é"`:                                   false,
+		`----WebKitFormBoundary7MA4YWxkTrZu0gW`: true,
+		`"===============1234567890=="`:         true,
+		`formdata-undici-0123456789`:            true,
+		`"a'()+_,-./:=?b"`:                      true,
+	} {
+		ct := "multipart/form-data; boundary=" + boundary
+		_, params, err := mime.ParseMediaType(ct)
+		if err != nil {
+			t.Fatalf("%s: %v", ct, err)
+		}
+		b := params["boundary"]
+		body := "--" + b + "\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper\r\n--" + b + "--\r\n"
+		r := httptest.NewRequest("POST", "/v1/audio/transcriptions", strings.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		if ok != (err == nil) {
+			t.Errorf("boundary %s: err = %v, want accepted %v", boundary, err, ok)
+		}
+		if err == nil {
+			route.Done()
 		}
 	}
 }

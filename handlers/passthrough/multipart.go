@@ -32,6 +32,9 @@ func multipartError(msg string) *apierror.Error {
 // model to a lenient parser (another case, name*, escapes) is refused, as is a second model part,
 // and so is a part header folded onto a second line (see foldCheck).
 func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundary string, route *Route) (string, error) {
+	if !plainBoundary(boundary) {
+		return "", errBoundary
+	}
 	sp := &spool{memLimit: rt.SpoolMemory, maxSize: rt.MaxSpool, dir: rt.TempDir}
 	if sp.memLimit <= 0 {
 		sp.memLimit = DefaultSpoolMemory
@@ -82,6 +85,26 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundar
 	r.TransferEncoding = nil
 	r.Header.Del("Content-Length")
 	return model, nil
+}
+
+var errBoundary = apierror.New(http.StatusBadRequest, "invalid_request_body",
+	"the multipart boundary must be 1 to 70 of the characters RFC 2046 allows (letters, digits and '()+_,-./:=?), without spaces").WithParam("Content-Type")
+
+// plainBoundary reports whether a boundary keeps to RFC 2046's characters, without spaces:
+// parsers then agree on it. A quoted-pair, a semicolon or a space in a quoted boundary is read
+// differently by different parsers (one splits at --a"b, another at --a\"b), and parts hidden
+// from the gateway's reading would be an upstream's.
+func plainBoundary(b string) bool {
+	if len(b) == 0 || len(b) > 70 {
+		return false
+	}
+	for i := range len(b) {
+		c := b[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte("'()+_,-./:=?", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // scanParts reads every part and returns the model.
