@@ -88,6 +88,7 @@ var (
 	errBadJSON    = apierror.NotJSONObject("invalid_request_body")
 	errModelType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
 	errMultipart  = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
+	errCoded      = apierror.New(http.StatusUnsupportedMediaType, "invalid_request_body", "a request body must not be compressed (Content-Encoding)").WithParam("Content-Encoding")
 	errCharset    = apierror.New(http.StatusBadRequest, "invalid_request_body", "a JSON body must be UTF-8: Content-Type may name no charset but utf-8").WithParam("Content-Type")
 )
 
@@ -110,6 +111,10 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 	}
 	if !utf8JSON(r.Header.Get("Content-Type")) {
 		return Route{}, errCharset
+	}
+	if coding := r.Header.Values("Content-Encoding"); len(coding) > 0 && (len(coding) > 1 || !strings.EqualFold(strings.TrimSpace(coding[0]), "identity")) {
+		// The body is checked as it was read; an upstream would decode it into another.
+		return Route{}, errCoded
 	}
 	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: ep.Object == "" || ep.Creates != ""}
 	if err := rt.resolve(w, r, id, ep, params, &route); err != nil {

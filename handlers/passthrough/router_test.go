@@ -218,3 +218,24 @@ func TestRouteRefusesJSONInAnotherCharset(t *testing.T) {
 		t.Error("generateContent: a UTF-7 body was accepted")
 	}
 }
+
+// The gateway checks the body it reads; an upstream that decodes a declared Content-Encoding
+// reads another. A coded body is refused (an identity coding passes).
+func TestRouteRefusesCodedBodies(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for coding, ok := range map[string]bool{"gzip": false, "deflate": false, "br, identity": false, "identity": true, "": true} {
+		r := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{"model":"doubao","messages":[]}`))
+		r.Header.Set("Content-Type", "application/json")
+		if coding != "" {
+			r.Header.Set("Content-Encoding", coding)
+		}
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case ok && err != nil:
+			t.Errorf("%q: refused: %v", coding, err)
+		case !ok && (!errors.As(err, &e) || e.Status != 415 || e.Param != "Content-Encoding"):
+			t.Errorf("%q: err = %v, want 415 naming Content-Encoding", coding, err)
+		}
+	}
+}
