@@ -194,8 +194,8 @@ func setCredentials(h http.Header, key, style string) {
 }
 
 // clearCredentials removes the caller's credentials, the headers that choose what the
-// operator's account bills, and those that make a server run another method or path than the
-// request's.
+// operator's account bills, those that make a server run another method or path than the
+// request's, and those that claim a client address.
 func clearCredentials(h http.Header) {
 	// The names are written in canonical form (http.CanonicalHeaderKey), so that deleting them
 	// does not canonicalise them again on every request.
@@ -215,4 +215,11 @@ func clearCredentials(h http.Header) {
 	delete(h, "X-Method-Override")
 	delete(h, "X-Original-Url")
 	delete(h, "X-Rewrite-Url")
+	// The client's address is the one reverse_proxy reports (X-Forwarded-For, from trusted
+	// proxies only); these would let a tenant claim any address to an upstream that trusts them.
+	delete(h, "Forwarded")
+	delete(h, "X-Real-Ip")
+	delete(h, "True-Client-Ip")
+	delete(h, "X-Client-Ip")
+	delete(h, "Cf-Connecting-Ip")
 }

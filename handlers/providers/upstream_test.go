@@ -8,13 +8,15 @@ import (
 	"testing"
 )
 
-// The caller's credentials, the headers that pick the operator's organisation or project, and
-// those that make an upstream serve another method or path than the one checked never reach the
-// upstream; the upstream's own key does, in its auth style.
+// The caller's credentials, the headers that pick the operator's organisation or project, those
+// that make an upstream serve another method or path than the one checked, and those that claim
+// another client address than the one reverse_proxy reports never reach the upstream; the
+// upstream's own key does, in its auth style.
 func TestSetCredentialsReplacesTheCallersHeaders(t *testing.T) {
 	h := http.Header{}
 	for _, name := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "OpenAI-Organization", "OpenAI-Project", "X-Goog-User-Project",
-		"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override", "X-Original-URL", "X-Rewrite-URL"} {
+		"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override", "X-Original-URL", "X-Rewrite-URL",
+		"Forwarded", "X-Real-IP", "True-Client-IP", "X-Client-IP", "CF-Connecting-IP"} {
 		h.Set(name, "tenant-value")
 	}
 	setCredentials(h, "operator-key", AuthXAPIKey)
