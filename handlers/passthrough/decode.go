@@ -3,6 +3,7 @@ package passthrough
 import (
 	"encoding/json"
 	"mime"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 )
@@ -32,6 +33,22 @@ func utf8JSON(contentType string) bool {
 	}
 	charset, named := params["charset"]
 	return !named || strings.EqualFold(charset, "utf-8") || strings.EqualFold(charset, "utf8")
+}
+
+// queryNames reports whether a raw query has a parameter whose name, decoded, is name in any
+// letter case. Pairs are split at '&' and ';', as some servers do; a name that does not decode
+// is compared as it is.
+func queryNames(rawQuery, name string) bool {
+	for pair := range strings.FieldsFuncSeq(rawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+		k, _, _ := strings.Cut(pair, "=")
+		if d, err := url.QueryUnescape(k); err == nil {
+			k = d
+		}
+		if strings.EqualFold(strings.TrimSpace(k), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // unmarshalString decodes a JSON value that must be a string, as json.Unmarshal into a string

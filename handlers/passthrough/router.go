@@ -88,6 +88,7 @@ var (
 	errBadJSON    = apierror.NotJSONObject("invalid_request_body")
 	errModelType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
 	errMultipart  = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
+	errQueryModel = apierror.New(http.StatusBadRequest, "invalid_request_body", "model may not be given in the query: give it in the body or the path").WithParam("model")
 	errCoded      = apierror.New(http.StatusUnsupportedMediaType, "invalid_request_body", "a request body must not be compressed (Content-Encoding)").WithParam("Content-Encoding")
 	errCharset    = apierror.New(http.StatusBadRequest, "invalid_request_body", "a JSON body must be UTF-8: Content-Type may name no charset but utf-8").WithParam("Content-Type")
 )
@@ -111,6 +112,9 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 	}
 	if !utf8JSON(r.Header.Get("Content-Type")) {
 		return Route{}, errCharset
+	}
+	if r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "model") {
+		return Route{}, errQueryModel
 	}
 	if coding := r.Header.Values("Content-Encoding"); len(coding) > 0 && (len(coding) > 1 || !strings.EqualFold(strings.TrimSpace(coding[0]), "identity")) {
 		// The body is checked as it was read; an upstream would decode it into another.

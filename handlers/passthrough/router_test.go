@@ -239,3 +239,21 @@ func TestRouteRefusesCodedBodies(t *testing.T) {
 		}
 	}
 }
+
+// The model is read from the body or the path; a model in the query, which some upstreams read
+// instead, is refused however it is spelled.
+func TestRouteRefusesAModelInTheQuery(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for query, ok := range map[string]bool{"model=whisper": false, "MODEL=x": false, "mod%65l=x": false, "a=1;model=x": false, "models=1": true, "alt=sse": true} {
+		r := httptest.NewRequest("POST", "/v1/chat/completions?"+query, strings.NewReader(`{"model":"doubao","messages":[]}`))
+		r.Header.Set("Content-Type", "application/json")
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case ok && err != nil:
+			t.Errorf("%q: refused: %v", query, err)
+		case !ok && (!errors.As(err, &e) || e.Status != 400 || e.Param != "model"):
+			t.Errorf("%q: err = %v, want 400 naming model", query, err)
+		}
+	}
+}
