@@ -104,12 +104,17 @@ func ParseEndpoint(method, path string) (Endpoint, error) {
 // conversation, prompt …) and the items of its answer are recorded; otherwise the first messages
 // segment (count_tokens) gets those of Messages, chat those of Chat Completions, models
 // (countTokens) those of generateContent. Any other endpoint is checked for the references that
-// every body is checked for (file_id, file_ids, vector_store_ids). Every one is checked for
-// previous_response_id, whatever it extends.
+// every body is checked for (file_id, file_ids, vector_store_ids) and its media URL members, as
+// speech and embeddings are. Every one is checked for previous_response_id, whatever it extends,
+// and one with an images, video or videos segment for every URL in it, as the media generation
+// endpoints are (checkFetchedURLs).
 func extending(ep Endpoint) Endpoint {
 	ep.Refs = map[string]string{"previous_response_id": KindResponse}
-	ep.nested = fileRefs
+	ep.nested = mediaRefs
 	segs := strings.Split(strings.TrimPrefix(ep.Path, "/"), "/")
+	ep.fetchesURLs = slices.ContainsFunc(segs, func(seg string) bool {
+		return seg == "images" || seg == "video" || seg == "videos"
+	})
 	if slices.Contains(segs, "responses") {
 		ep.nested, ep.RevealsItems = responsesRefs, true
 		return ep

@@ -167,3 +167,34 @@ func TestMultipartBoundaryMustBePlain(t *testing.T) {
 		}
 	}
 }
+
+// An operator's endpoint gets the URL checks of what it extends: an images or video(s) segment
+// those of the media generation endpoints, any other those of speech or embeddings.
+func TestOperatorEndpointsCheckFetchedURLs(t *testing.T) {
+	var extra []Endpoint
+	for _, p := range []string{"/v1/images/variations", "/api/v3/video/extend", "/v1/moderations"} {
+		ep, err := ParseEndpoint("POST", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra = append(extra, ep)
+	}
+	rt := &Router{Catalog: catalog(t), Extra: extra}
+	for _, tc := range []struct{ path, body, param string }{
+		{"/v1/images/variations", `{"model":"doubao","image":"http://10.0.0.1/a.png"}`, "image"},
+		{"/api/v3/video/extend", `{"model":"doubao","video":{"src":"http://[::1]/v.mp4"}}`, "video.src"},
+		{"/v1/moderations", `{"model":"doubao","input":[{"type":"image_url","image_url":{"url":"http://127.0.0.1/a.png"}}]}`, "input[0].image_url.url"},
+		{"/v1/moderations", `{"model":"doubao","input":"http://127.0.0.1/ is text"}`, ""},
+	} {
+		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
+		r.Header.Set("Content-Type", "application/json")
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case tc.param == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.path, err)
+		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
+			t.Errorf("%s %s: err = %v, want 400 naming %s", tc.path, tc.body, err, tc.param)
+		}
+	}
+}
