@@ -365,3 +365,65 @@ func rawRequest(t *testing.T, base, raw string) int {
 	}
 	return resp.StatusCode
 }
+
+// TestUpstreamGetsItsOwnHost sends a request whose Host names another virtual host: with the
+// older per-provider reverse_proxy form (Caddy passes Host through unchanged), the upstream got
+// the tenant's Host, so a tenant could pick any virtual host behind the provider's address,
+// with the operator's credential attached. Both forms send the upstream's own host.
+func TestUpstreamGetsItsOwnHost(t *testing.T) {
+	var mu sync.Mutex
+	var hosts []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		hosts = append(hosts, r.Host)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"ok":true}`)
+	}))
+	defer up.Close()
+	want := strings.TrimPrefix(up.URL, "http://")
+	for _, proxy := range []string{"reverse_proxy {{rec_url}}", "reverse_proxy {\n\t\t\tdynamic mediagw\n\t\t\ttransport mediagw\n\t\t}"} {
+		caddyfile := `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider openai {
+			base_url {{rec_url}}/v1
+			api_key openai-upstream-key
+			models gpt-x
+		}
+		key mg-host-test-1 {
+			account acme
+		}
+	}
+}
+
+http://:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_route
+		` + proxy + `
+	}
+}
+`
+		base, _ := startSimGateway(t, caddyfile, map[string]string{"rec_url": up.URL})
+		req, err := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-x","messages":[]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "admin.internal"
+		req.Header.Set("Authorization", "Bearer mg-host-test-1")
+		req.Header.Set("Content-Type", "application/json")
+		if r := do(t, req); r.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", proxy, r.status, r.body)
+		}
+		mu.Lock()
+		got := hosts
+		hosts = nil
+		mu.Unlock()
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s: the upstream got Host %v, want %s", proxy, got, want)
+		}
+	}
+}

@@ -317,10 +317,13 @@ func (rt *Router) checkRefs(r *http.Request, id auth.Identity, ep Endpoint, fiel
 	return nil
 }
 
-// rewrite points r at an upstream: credentials and path prefix. The caller's credentials, and a
-// Gemini-style ?key= parameter, are removed.
+// rewrite points r at an upstream: credentials, Host and path prefix. The caller's credentials,
+// and a Gemini-style ?key= parameter, are removed. Host is the upstream's own (reverse_proxy
+// passes Host through unchanged), so that a tenant cannot pick another virtual host behind the
+// provider's address, with the operator's credential attached.
 func rewrite(r *http.Request, p *providers.Upstream) {
 	p.SetCredentials(r.Header)
+	r.Host = p.BaseURL.Host
 	if r.URL.RawQuery != "" {
 		if q := r.URL.Query(); q.Has("key") {
 			q.Del("key")
