@@ -86,7 +86,7 @@ func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
 	if err := migrateLegacy(db); err != nil {
 		return nil, errors.Join(fmt.Errorf("migrating the records of an earlier version in %s: %w", dir, err), db.Close())
 	}
-	b := &Badger{db: db, stopGC: make(chan struct{}), logs: newLogSync(db, dir), counters: counterCache{mu: make(chanMutex, 1)}}
+	b := &Badger{db: db, stopGC: make(chan struct{}), logs: newLogSync(db, dir), counters: counterCache{mu: make(chanMutex, 1), logger: o.Logger}}
 	b.sync.sync = b.logs.sync
 	b.gcDone.Add(1)
 	go b.collectGarbage(10 * time.Minute)

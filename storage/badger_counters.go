@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
+	"go.uber.org/zap"
 )
 
 // maxCachedCounters bounds the counter values Badger keeps in memory; past it the cache starts
@@ -33,6 +34,7 @@ type counterCache struct {
 	inFlight atomic.Int64
 	// commit hands a transaction to Badger (txn.CommitWith; tests make it fail).
 	commit func(txn *badger.Txn, done func(error))
+	logger *zap.Logger
 }
 
 // chanMutex is a mutex whose lock gives up when ctx ends.
@@ -49,6 +51,13 @@ func (m chanMutex) lock(ctx context.Context) error {
 
 func (m chanMutex) unlock() { <-m }
 
+// AddCounter waits for a disk sync of the change. When the change was written but that sync
+// fails, the outcome is told as it stands, as on Redis when too few replicas confirm: a charge
+// (delta > 0) is taken back and the call fails, so that its caller, which treats it as not made,
+// is right; a give-back (delta < 0: a refund, a slot release) stays and counts as done, with a
+// warning, since its callers retry a failed one and each retry would give back again (it reaches
+// the disk with the next sync that succeeds: the logs are written in order). A change of 0 (a
+// request for a sync alone) fails.
 func (b *Badger) AddCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
 	return b.addCounter(ctx, name, delta, limit, true)
 }
@@ -106,10 +115,31 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 	c.inFlight.Add(-1)
 	if durable {
 		if err := b.sync.wait(); err != nil {
-			return 0, false, err
+			return b.unsynced(name, delta, value, err)
 		}
 	}
 	return value, true, nil
+}
+
+// unsynced answers a change that was written but whose disk sync failed (see AddCounter). A
+// charge is taken back by a change of -delta, which like any change applies to the counter's
+// value of the moment, changes made since included.
+func (b *Badger) unsynced(name string, delta, value int64, err error) (int64, bool, error) {
+	switch {
+	case delta > 0:
+		// Not bound to the caller's context: the take-back must not be lost to its deadline.
+		if _, _, terr := b.addCounter(context.Background(), name, -delta, -1, false); terr != nil {
+			b.counters.logger.Error("taking back a counter charge whose disk sync failed failed too: the counter stays off by delta",
+				zap.String("counter", name), zap.Int64("delta", delta), zap.Error(terr))
+			return 0, false, err
+		}
+		return 0, false, fmt.Errorf("the change of counter %s was taken back: %w", name, err)
+	case delta < 0:
+		b.counters.logger.Warn("a counter give-back is written but its disk sync failed: it stands, and reaches the disk with the next sync that succeeds",
+			zap.String("counter", name), zap.Int64("delta", delta), zap.Error(err))
+		return value, true, nil
+	}
+	return 0, false, err
 }
 
 // commitTxn hands a transaction to Badger, which calls done once it is written.

@@ -99,6 +99,38 @@ func (b *Badger) RenewLease(ctx context.Context, name, owner string, now time.Ti
 	})
 }
 
+// RenewLeases renews the leases in one transaction.
+func (b *Badger) RenewLeases(ctx context.Context, names []string, owner string, now time.Time, ttl time.Duration) ([]int, error) {
+	var lost []int
+	err := b.updateVolatile(ctx, func(txn *badger.Txn) error {
+		lost = lost[:0]
+		for i, name := range names {
+			var cur lease
+			if err := txnGetJSON(txn, prefixLease+name, &cur); errors.Is(err, ErrNotFound) {
+				lost = append(lost, i)
+				continue
+			} else if err != nil {
+				return err
+			}
+			if cur.Owner != owner || cur.Until <= now.UnixNano() {
+				lost = append(lost, i)
+				continue
+			}
+			if err := setJSON(txn, prefixLease+name, lease{Owner: owner, Until: now.Add(ttl).UnixNano()}, ttl+time.Minute); err != nil {
+				return err
+			}
+		}
+		if len(lost) == len(names) {
+			return errNothingToWrite
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return lost, nil
+}
+
 func (b *Badger) ReleaseLease(ctx context.Context, name, owner string) error {
 	return b.updateVolatile(ctx, func(txn *badger.Txn) error {
 		var cur lease

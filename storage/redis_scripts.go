@@ -144,6 +144,21 @@ redis.call('HSET', KEYS[1], 'u', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1`)
 
+	// KEYS: leases. ARGV: owner, now µs, until µs, ttl ms. Returns the (0-based) indexes of the
+	// leases that owner does not hold; each of the others is renewed as scriptRenewLease does.
+	scriptRenewLeases = newScript(`
+local lost = {}
+for i = 1, #KEYS do
+  local cur = redis.call('HMGET', KEYS[i], 'o', 'u')
+  if cur[1] ~= ARGV[1] or tonumber(cur[2]) <= tonumber(ARGV[2]) then
+    lost[#lost + 1] = i - 1
+  else
+    redis.call('HSET', KEYS[i], 'u', ARGV[3])
+    redis.call('PEXPIRE', KEYS[i], ARGV[4])
+  end
+end
+return lost`)
+
 	// KEYS: lease. ARGV: owner.
 	scriptReleaseLease = newScript(`
 if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then redis.call('DEL', KEYS[1]) end

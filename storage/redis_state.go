@@ -105,6 +105,30 @@ func (r *Redis) RenewLease(ctx context.Context, name, owner string, now time.Tim
 	return nil
 }
 
+// RenewLeases renews the leases with one script: one round trip however many there are.
+func (r *Redis) RenewLeases(ctx context.Context, names []string, owner string, now time.Time, ttl time.Duration) ([]int, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, len(names))
+	for i, name := range names {
+		keys[i] = r.key("l:", name)
+	}
+	lost, err := r.exec(ctx, scriptRenewLeases, keys,
+		[]string{owner, itoa(micros(now)), itoa(micros(now.Add(ttl))), leaseRecordTTL(ttl)}).AsIntSlice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(lost))
+	for i, n := range lost {
+		if n < 0 || n >= int64(len(names)) {
+			return nil, errScript
+		}
+		out[i] = int(n)
+	}
+	return out, nil
+}
+
 func (r *Redis) ReleaseLease(ctx context.Context, name, owner string) error {
 	return r.exec(ctx, scriptReleaseLease, []string{r.key("l:", name)}, []string{owner}).Error()
 }

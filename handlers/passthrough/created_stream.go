@@ -133,21 +133,33 @@ func (cw *CreatedWriter) send(n int) error {
 	return err
 }
 
-// eventEnd returns the length of the first complete event in b (through its blank line: "\n\n"
-// or "\r\n\r\n"), or -1. One pass over the line feeds: the first that ends either separator
-// ends the first of them.
+// eventEnd returns the length of the first complete event in b, through the blank line that ends
+// it, or -1. A line ends with "\r\n", "\n" or "\r" (the SSE rule), and an event ends where a line
+// end follows another one at once: "\n\n", "\r\n\r\n", "\n\r\n", "\r\r" and the like. A "\r"
+// at the end of b ends a line there: should a "\n" follow in the next write, the event after this
+// one begins with a line end, which only ends an empty event. One pass over the lines: each line's
+// end is a fast byte search for a line feed, and one for a carriage return before it.
 func eventEnd(b []byte) int {
-	for i := 0; ; i++ {
-		j := bytes.IndexByte(b[i:], '\n')
-		if j < 0 {
+	lineEnded := false // a line end stands right before i
+	for i := 0; ; {
+		t := bytes.IndexByte(b[i:], '\n')
+		if t < 0 {
+			t = len(b) - i
+		}
+		if cr := bytes.IndexByte(b[i:i+t], '\r'); cr >= 0 {
+			t = cr
+		}
+		t += i
+		if t == len(b) {
 			return -1
 		}
-		i += j
-		if i+1 < len(b) && b[i+1] == '\n' {
-			return i + 2
+		end := t + 1
+		if b[t] == '\r' && end < len(b) && b[end] == '\n' {
+			end++
 		}
-		if i >= 1 && b[i-1] == '\r' && i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n' {
-			return i + 3
+		if t == i && lineEnded {
+			return end
 		}
+		lineEnded, i = true, end
 	}
 }

@@ -45,6 +45,9 @@ type Endpoint struct {
 	// fetchesURLs marks a media generation endpoint: every URL in its JSON body must be one the
 	// provider may fetch (see checkFetchedURLs).
 	fetchesURLs bool
+	// batch marks a Message Batches create, whose requests each hold a Messages body with its
+	// own model (see batches.go).
+	batch bool
 }
 
 // Capabilities are the pass-through endpoints of spec §4.6, with the streaming variant of
@@ -95,6 +98,9 @@ func ParseEndpoint(method, path string) (Endpoint, error) {
 			return Endpoint{}, fmt.Errorf("endpoint path %q: the only parameter is {model}", path)
 		}
 	}
+	if strings.Contains(path, "{model}") && isBatchEndpoint(strings.Split(path[1:], "/")) {
+		return Endpoint{}, fmt.Errorf("endpoint path %q: a message batch takes the models of its requests, not {model}", path)
+	}
 	return extending(Endpoint{Method: method, Path: path}), nil
 }
 
@@ -102,7 +108,9 @@ func ParseEndpoint(method, path string) (Endpoint, error) {
 // segment of its path, wherever it stands (/v1/responses/compact, /openai/v1/responses): a path
 // with a responses segment is checked for the references of a Responses body (input items,
 // conversation, prompt …) and the items of its answer are recorded; otherwise the first messages
-// segment (count_tokens) gets those of Messages, chat those of Chat Completions, models
+// segment (count_tokens) gets those of Messages (a messages segment followed by a batches one,
+// a Message Batches create, those of Messages in each of its requests), chat those of Chat
+// Completions, models
 // (countTokens) those of generateContent. Any other endpoint is checked for the references that
 // every body is checked for (file_id, file_ids, vector_store_ids) and its media URL members, as
 // speech and embeddings are. Every one is checked for previous_response_id, whatever it extends,
@@ -123,6 +131,9 @@ func extending(ep Endpoint) Endpoint {
 		switch seg {
 		case "messages":
 			ep.nested = messagesRefs
+			if isBatchEndpoint(segs) {
+				ep.nested, ep.batch = messageBatchRefs, true
+			}
 		case "chat":
 			ep.nested = chatRefs
 		case "models":

@@ -107,7 +107,11 @@ func TestMultipartURLFieldsMustBePublic(t *testing.T) {
 // The MCP servers a body names are called by the provider, which may be a model server in the
 // operator's network: a Responses mcp tool's server_url and a Messages mcp_servers[].url.
 func TestMCPServerURLsMustBePublic(t *testing.T) {
-	rt := &Router{Catalog: catalog(t), Owners: nil}
+	batches, err := ParseEndpoint("POST", "/v1/messages/batches")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &Router{Catalog: catalog(t), Extra: []Endpoint{batches}}
 	for _, tc := range []struct {
 		path, body, param string
 	}{
@@ -117,6 +121,7 @@ func TestMCPServerURLsMustBePublic(t *testing.T) {
 		{"/v1/messages", `{"model":"doubao","max_tokens":8,"messages":[],"mcp_servers":[{"type":"url","name":"x","url":"http://169.254.169.254/"}]}`, "mcp_servers[0].url"},
 		{"/v1/messages", `{"model":"doubao","max_tokens":8,"messages":[],"mcp_servers":[{"type":"url","name":"x","url":"https://mcp.example.com/"}]}`, ""},
 		{"/v1/chat/completions", `{"model":"doubao","messages":[],"tools":[{"type":"mcp","server_url":"http://localhost:9/"}]}`, "tools[0].server_url"},
+		{"/v1/messages/batches", `{"requests":[{"custom_id":"a","params":{"model":"doubao","max_tokens":8,"messages":[],"mcp_servers":[{"type":"url","name":"x","url":"http://10.0.0.1/"}]}}]}`, "requests[0].params.mcp_servers[0].url"},
 	} {
 		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
 		r.Header.Set("Content-Type", "application/json")

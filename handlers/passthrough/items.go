@@ -119,18 +119,31 @@ func deltaEvent(event []byte) bool {
 	if !ok {
 		return false
 	}
-	if end := bytes.IndexByte(name, '\n'); end >= 0 {
+	if end := bytes.IndexAny(name, "\r\n"); end >= 0 {
 		name = name[:end]
 	}
-	return bytes.HasSuffix(bytes.TrimRight(name, " \r"), []byte(".delta"))
+	return bytes.HasSuffix(bytes.TrimRight(name, " "), []byte(".delta"))
 }
 
-// decodeEvent decodes the data lines of an event.
+// decodeEvent decodes the data lines of an event, which end with "\r\n", "\n" or "\r", and are
+// joined with line feeds (the SSE rule).
 func decodeEvent(event []byte) (e streamEvent, ok bool) {
 	var data []byte
-	for line := range bytes.Lines(event) {
-		line = bytes.TrimRight(line, "\r\n")
+	lines := 0
+	for len(event) > 0 {
+		line := event
+		event = nil
+		if end := bytes.IndexAny(line, "\r\n"); end >= 0 {
+			event = line[end+1:]
+			if line[end] == '\r' && len(event) > 0 && event[0] == '\n' {
+				event = event[1:]
+			}
+			line = line[:end]
+		}
 		if v, found := bytes.CutPrefix(line, []byte("data:")); found {
+			if lines++; lines > 1 {
+				data = append(data, '\n')
+			}
 			data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
 		}
 	}

@@ -17,11 +17,12 @@ var mediaURLKeys = []string{"image_url", "video_url", "audio_url", "file_url", "
 
 // mediaURLs checks the media URLs of one object of a chat, responses or messages body (see
 // media.CheckPassThroughURL): members named in mediaURLKeys, and the url of a messages content
-// source ({"type":"url","url":…}) or of a messages MCP server (mcp_servers[].url). Keys are
+// source ({"type":"url","url":…}) or of a messages MCP server (mcp_servers[].url, at any depth,
+// so in each request of a Message Batches body too). Keys are
 // matched without regard to case, so that every spelling an upstream might honour is checked.
 func mediaURLs(path *jsonkeys.Path, members []jsonkeys.Member) error {
 	inURLObject := path != nil && path.Index < 0 && (isMediaURLKey(path.Key) || strings.EqualFold(path.Key, "source")) ||
-		path != nil && path.Index >= 0 && foldedTop(path.Parent, "mcp_servers")
+		path != nil && path.Index >= 0 && path.Parent != nil && path.Parent.Index < 0 && strings.EqualFold(path.Parent.Key, "mcp_servers")
 	for _, m := range members {
 		switch {
 		case isMediaURLKey(m.Key) && len(m.Value) > 0 && m.Value[0] == '"':

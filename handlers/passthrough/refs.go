@@ -132,18 +132,8 @@ func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoi
 		return nil
 	}
 	var found foundRefs
-	err := walkRefs(body, ep.nested, &found)
-	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
-		return apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
-	}
-	if errors.Is(err, jsonkeys.ErrTooDeep) {
-		return apierror.New(http.StatusBadRequest, "invalid_request_body", fmt.Sprintf("the body is nested more than %d levels deep", jsonkeys.MaxWalkDepth))
-	}
-	if err != nil {
-		if _, ok := errors.AsType[*apierror.Error](err); ok {
-			return err
-		}
-		return errBadJSON
+	if err := walkError(walkRefs(body, ep.nested, &found)); err != nil {
+		return err
 	}
 	if err := rt.checkItems(ctx, id.Account, found.items); err != nil {
 		return err
@@ -161,6 +151,24 @@ func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoi
 		}
 	}
 	return nil
+}
+
+// walkError is the refusal of a body whose walk failed: a refused key, a body nested too deeply,
+// or a refusal of the visitor as it is.
+func walkError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
+		return apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
+	}
+	if errors.Is(err, jsonkeys.ErrTooDeep) {
+		return apierror.New(http.StatusBadRequest, "invalid_request_body", fmt.Sprintf("the body is nested more than %d levels deep", jsonkeys.MaxWalkDepth))
+	}
+	if _, ok := errors.AsType[*apierror.Error](err); ok {
+		return err
+	}
+	return errBadJSON
 }
 
 // walkRefs adds to found every reference in body, which must be valid JSON: the router passes
@@ -344,26 +352,39 @@ var chatRefs = &bodyRefs{
 // messagesRefs are the references of POST /v1/messages: file_id in document and image sources,
 // the container (an id, or an object with one), and the custom skills of a container
 // (container.skills[] of type custom; Anthropic's own skills pass).
-var messagesRefs = &bodyRefs{
-	mayHold: func(body []byte) bool { return keyHint(body, "container", "url") },
-	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
-		if err := mediaURLs(path, members); err != nil {
-			return err
-		}
-		switch {
-		case path == nil:
-			return refsOf(nil, members, "container", KindContainer, found)
-		case foldedTop(path, "container"):
-			return refsOf(path, members, "id", KindContainer, found)
-		case path.Index >= 0 && path.Parent != nil && strings.EqualFold(path.Parent.Key, "skills") && foldedTop(path.Parent.Parent, "container"):
-			typ, err := exactType(path, members)
-			if err != nil || typ == "anthropic" {
+var messagesRefs = messagesRefsAt(func(path *jsonkeys.Path) bool { return path == nil })
+
+// messageBatchRefs are the references of a Message Batches create (see batches.go): those of
+// POST /v1/messages in the params of each request, and at the top too.
+var messageBatchRefs = messagesRefsAt(func(path *jsonkeys.Path) bool { return path == nil || batchParamsPath(path) })
+
+// messagesRefsAt are the references of Messages bodies that sit wherever root says.
+func messagesRefsAt(root func(path *jsonkeys.Path) bool) *bodyRefs {
+	// container is the container member of a Messages body.
+	container := func(path *jsonkeys.Path) bool {
+		return path != nil && path.Index < 0 && strings.EqualFold(path.Key, "container") && root(path.Parent)
+	}
+	return &bodyRefs{
+		mayHold: func(body []byte) bool { return keyHint(body, "container", "url") },
+		find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
+			if err := mediaURLs(path, members); err != nil {
 				return err
 			}
-			return refsOf(path, members, "skill_id", KindSkill, found)
-		}
-		return nil
-	},
+			switch {
+			case root(path):
+				return refsOf(path, members, "container", KindContainer, found)
+			case container(path):
+				return refsOf(path, members, "id", KindContainer, found)
+			case path.Index >= 0 && path.Parent != nil && path.Parent.Index < 0 && strings.EqualFold(path.Parent.Key, "skills") && container(path.Parent.Parent):
+				typ, err := exactType(path, members)
+				if err != nil || typ == "anthropic" {
+					return err
+				}
+				return refsOf(path, members, "skill_id", KindSkill, found)
+			}
+			return nil
+		},
+	}
 }
 
 // geminiRefs are the references of generateContent: cachedContent (cached_content; also in the

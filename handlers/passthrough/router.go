@@ -227,6 +227,22 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			}
 		}
 		return pathModel, nil
+	case isJSON && ep.batch:
+		fields, body, err := rt.jsonFields(w, r, refFields(ep)...)
+		if err != nil {
+			return "", err
+		}
+		reqs, err := readBatch(body)
+		if err != nil {
+			return "", err
+		}
+		if err := rt.checkRefs(r, id, ep, fields, route); err != nil {
+			return "", err
+		}
+		if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
+			return "", nameBatchRequest(err, reqs)
+		}
+		return rt.batchModel(id, fields, reqs)
 	case isJSON:
 		fields, body, err := rt.jsonFields(w, r, refFields(ep)...)
 		if err != nil {

@@ -2,7 +2,6 @@ package videotask
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -210,22 +209,17 @@ func (w *Watcher) divide(ctx context.Context) []int {
 		until        time.Time
 	}
 	results := make([]result, w.Shards)
+	w.renew(ctx, steps, start, term, func(shard int, renewed, failed bool) {
+		switch {
+		case renewed:
+			results[shard] = result{keep: true, until: start.Add(term)}
+		case failed:
+			// Kept as it was: readable stops the reads in time, and the next tick tries again.
+			results[shard] = result{keep: true}
+		}
+	})
 	forEach(w.Shards, func(shard int) {
 		switch steps[shard] {
-		case leaseRenew:
-			err := w.Tasks.Store.RenewLease(ctx, w.shardLease(shard), w.Owner, start, term)
-			switch {
-			case err == nil:
-				results[shard] = result{keep: true, until: start.Add(term)}
-			case errors.Is(err, storage.ErrLeaseLost):
-			default:
-				// Kept as it was: readable stops the reads in time, and the next tick tries
-				// again.
-				results[shard] = result{keep: true}
-				if ctx.Err() == nil {
-					w.Tasks.Logger.Warn("renewing a watch shard lease", zap.Int("shard", shard), zap.Error(err))
-				}
-			}
 		case leaseFree:
 			w.free(ctx, shard)
 		case leaseTake:
@@ -257,6 +251,43 @@ func (w *Watcher) divide(ctx context.Context) []int {
 	}
 	w.mu.Unlock()
 	return gained
+}
+
+// renew renews the leases of the shards whose step is leaseRenew, all in one call to the store
+// (one round trip on Redis, however many shards this watcher holds), and tells done of each
+// whether it was renewed, or whether the call failed (nothing is known of the lease then); a
+// shard neither renewed nor failed is lost.
+func (w *Watcher) renew(ctx context.Context, steps []leaseStep, start time.Time, term time.Duration, done func(shard int, renewed, failed bool)) {
+	var shards []int
+	var names []string
+	for shard, step := range steps {
+		if step == leaseRenew {
+			shards = append(shards, shard)
+			names = append(names, w.shardLease(shard))
+		}
+	}
+	if len(shards) == 0 {
+		return
+	}
+	lost, err := w.Tasks.Store.RenewLeases(ctx, names, w.Owner, start, term)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.Tasks.Logger.Warn("renewing the watch shard leases", zap.Int("shards", len(shards)), zap.Error(err))
+		}
+		for _, shard := range shards {
+			done(shard, false, true)
+		}
+		return
+	}
+	isLost := make([]bool, len(shards))
+	for _, i := range lost {
+		if i >= 0 && i < len(isLost) { // a store answers indexes into names
+			isLost[i] = true
+		}
+	}
+	for i, shard := range shards {
+		done(shard, !isLost[i], false)
+	}
 }
 
 // free frees this watcher's lease of a shard whose reads are all recorded and done, so that the

@@ -288,3 +288,74 @@ func TestSlowScanKeepsTheLeases(t *testing.T) {
 		t.Fatal("during a slow scan the watcher's lease of shard 0 ran out")
 	}
 }
+
+// leaseCountingStore counts the lease renewals a watcher asks of its store.
+type leaseCountingStore struct {
+	storage.Store
+	renewOne, renewMany, renewed int
+}
+
+func (s *leaseCountingStore) RenewLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) error {
+	s.renewOne++
+	return s.Store.RenewLease(ctx, name, owner, now, ttl)
+}
+
+func (s *leaseCountingStore) RenewLeases(ctx context.Context, names []string, owner string, now time.Time, ttl time.Duration) ([]int, error) {
+	s.renewMany++
+	s.renewed += len(names)
+	return s.Store.RenewLeases(ctx, names, owner, now, ttl)
+}
+
+// A tick renews every shard lease of a watcher in one call to the store (one round trip on
+// Redis), not one per shard; a shard whose lease another watcher has taken meanwhile is dropped
+// at that tick, and the others stay held for a term from the tick.
+func TestATickRenewsEveryShardLeaseInOneCall(t *testing.T) {
+	clock := time.Unix(1_800_000_000, 0)
+	setClock(t, &clock)
+	srv := testredis.Start(t, testredis.Options{})
+	r, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: srv.URL(), Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	store := &leaseCountingStore{Store: r}
+	w := &Watcher{Tasks: &Handler{Store: store, Logger: zap.NewNop()}, Interval: 10 * time.Second, Owner: "a", Shards: DefaultWatchShards}
+	w.init()
+	ctx := context.Background()
+	all := make([]int, DefaultWatchShards)
+	for i := range all {
+		all[i] = i
+	}
+	w.ownTickAndScan(ctx) // alone: takes every shard
+	if got := w.heldShards(); !slices.Equal(got, all) {
+		t.Fatalf("a alone holds %v", got)
+	}
+
+	// Shard 5's lease ends (a stalled renewal) and another watcher takes it.
+	if err := r.ReleaseLease(ctx, w.shardLease(5), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.AcquireLease(ctx, w.shardLease(5), "b", clock, time.Minute); err != nil || !ok {
+		t.Fatalf("b's AcquireLease = %v, %v", ok, err)
+	}
+	clock = clock.Add(w.ownershipTick())
+	w.ownTickAndScan(ctx)
+	if store.renewMany != 1 || store.renewed != DefaultWatchShards || store.renewOne != 0 {
+		t.Fatalf("a tick renewed %d leases in %d calls (and %d single renewals); want %d in 1",
+			store.renewed, store.renewMany, store.renewOne, DefaultWatchShards)
+	}
+	want := slices.DeleteFunc(slices.Clone(all), func(s int) bool { return s == 5 })
+	if got := w.heldShards(); !slices.Equal(got, want) {
+		t.Fatalf("after losing shard 5 a holds %v", got)
+	}
+	w.mu.Lock()
+	until := w.held[0]
+	w.mu.Unlock()
+	if !until.Equal(clock.Add(w.leaseTerm())) {
+		t.Fatalf("shard 0's lease runs until %v; want a term from the tick, %v", until, clock.Add(w.leaseTerm()))
+	}
+	// b holds shard 5 still: the renewal left it alone.
+	if ok, err := r.AcquireLease(ctx, w.shardLease(5), "c", clock, time.Minute); err != nil || ok {
+		t.Fatalf("b's lease of shard 5 was taken over by a renewal: AcquireLease by c = %v, %v", ok, err)
+	}
+}

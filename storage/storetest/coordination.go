@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,6 +45,64 @@ func testLeases(t *testing.T, s storage.Store) {
 		t.Fatal(err)
 	}
 	mustAcquire("c", base.Add(17*time.Second), true)
+}
+
+// testRenewLeases: renewing many leases at once renews each that the owner still holds, reports
+// the others by index (one taken by another owner, one run out, one never taken) and leaves them
+// as they are.
+func testRenewLeases(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	base := time.Now()
+	names := []string{"watch/4/0", "watch/4/1", "watch/4/2", "watch/4/3", "watch/4/never"}
+	for _, name := range names[:4] {
+		if ok, err := s.AcquireLease(ctx, name, "a", base, 10*time.Second); err != nil || !ok {
+			t.Fatalf("AcquireLease(%s) = %v, %v", name, ok, err)
+		}
+	}
+	// watch/4/2 is lost: it is freed and taken by b.
+	if err := s.ReleaseLease(ctx, "watch/4/2", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.AcquireLease(ctx, "watch/4/2", "b", base.Add(time.Second), 10*time.Second); err != nil || !ok {
+		t.Fatalf("AcquireLease by b = %v, %v", ok, err)
+	}
+	lost, err := s.RenewLeases(ctx, names, "a", base.Add(5*time.Second), 10*time.Second)
+	if err != nil || !slices.Equal(lost, []int{2, 4}) {
+		t.Fatalf("RenewLeases = %v, %v; want [2 4]", lost, err)
+	}
+	// The renewed leases run until 15 s; b's lease is still b's, until 11 s.
+	for _, name := range []string{"watch/4/0", "watch/4/1", "watch/4/3"} {
+		if ok, err := s.AcquireLease(ctx, name, "b", base.Add(14*time.Second), 10*time.Second); err != nil || ok {
+			t.Fatalf("AcquireLease(%s) by b before the renewed lease ended = %v, %v", name, ok, err)
+		}
+	}
+	if ok, err := s.AcquireLease(ctx, "watch/4/2", "c", base.Add(10*time.Second), 10*time.Second); err != nil || ok {
+		t.Fatalf("b's lease was not left alone: AcquireLease by c = %v, %v", ok, err)
+	}
+	if err := s.RenewLease(ctx, "watch/4/never", "a", base.Add(5*time.Second), time.Second); !errors.Is(err, storage.ErrLeaseLost) {
+		t.Fatalf("a lease never taken was made by RenewLeases: %v", err)
+	}
+	// A renewal may cut a lease short: watch/4/0 now ends at 13 s, and b takes it then, while
+	// watch/4/1 still runs until 15 s.
+	if lost, err := s.RenewLeases(ctx, names[:1], "a", base.Add(12*time.Second), time.Second); err != nil || len(lost) != 0 {
+		t.Fatalf("RenewLeases(cut short) = %v, %v", lost, err)
+	}
+	if ok, err := s.AcquireLease(ctx, "watch/4/0", "b", base.Add(13500*time.Millisecond), 10*time.Second); err != nil || !ok {
+		t.Fatalf("AcquireLease of a cut lease after it ended = %v, %v", ok, err)
+	}
+	if ok, err := s.AcquireLease(ctx, "watch/4/1", "b", base.Add(13500*time.Millisecond), 10*time.Second); err != nil || ok {
+		t.Fatalf("AcquireLease(watch/4/1) before its lease ended = %v, %v", ok, err)
+	}
+	lost, err = s.RenewLeases(ctx, names[:2], "a", base.Add(14*time.Second), 10*time.Second)
+	if err != nil || !slices.Equal(lost, []int{0}) {
+		t.Fatalf("RenewLeases after b took watch/4/0 = %v, %v; want [0]", lost, err)
+	}
+	if ok, err := s.AcquireLease(ctx, "watch/4/1", "b", base.Add(20*time.Second), 10*time.Second); err != nil || ok {
+		t.Fatalf("AcquireLease(watch/4/1) at 20 s = %v, %v; renewed until 24 s", ok, err)
+	}
+	if lost, err := s.RenewLeases(ctx, nil, "a", base, time.Second); err != nil || len(lost) != 0 {
+		t.Fatalf("RenewLeases(none) = %v, %v", lost, err)
+	}
 }
 
 func testLeaseRace(t *testing.T, s storage.Store) {

@@ -54,6 +54,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("OutboxLeaseExpiry", func(t *testing.T) { testOutboxLeaseExpiry(t, fresh(t)) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, fresh(t)) })
 	t.Run("LeaseRace", func(t *testing.T) { testLeaseRace(t, fresh(t)) })
+	t.Run("RenewLeases", func(t *testing.T) { testRenewLeases(t, fresh(t)) })
 	t.Run("Counter200Goroutines", func(t *testing.T) { testCounterManyGoroutines(t, fresh(t)) })
 	t.Run("CounterTwoLimiters", func(t *testing.T) { testCounterLimiters(t, fresh(t)) })
 	t.Run("RateWindow", func(t *testing.T) { testRateWindow(t, fresh(t)) })
