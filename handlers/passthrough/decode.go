@@ -21,7 +21,7 @@ func mediaType(contentType string) (string, map[string]string, error) {
 // left to the endpoint). The body is checked as UTF-8; an upstream that honours another charset
 // (UTF-7 reads "+ACI-" inside a string as a quote) would read members that were never checked.
 func utf8JSON(contentType string) bool {
-	if contentType == "application/json" || !strings.Contains(contentType, "json") {
+	if contentType == "application/json" || !mentionsJSON(contentType) {
 		return true // the usual header, and the types that are not JSON, without parsing
 	}
 	mt, params, err := mime.ParseMediaType(contentType)
@@ -33,6 +33,17 @@ func utf8JSON(contentType string) bool {
 	}
 	charset, named := params["charset"]
 	return !named || strings.EqualFold(charset, "utf-8") || strings.EqualFold(charset, "utf8")
+}
+
+// mentionsJSON reports whether s holds "json" in any letter case (media types are
+// case-insensitive).
+func mentionsJSON(s string) bool {
+	for i := 0; i+4 <= len(s); i++ {
+		if s[i]|0x20 == 'j' && s[i+1]|0x20 == 's' && s[i+2]|0x20 == 'o' && s[i+3]|0x20 == 'n' {
+			return true
+		}
+	}
+	return false
 }
 
 // queryNames reports whether a raw query has a parameter whose name, decoded, is name in any
