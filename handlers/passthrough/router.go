@@ -176,9 +176,16 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 	}
 	if r.ContentLength != 0 {
 		// A body (a remix prompt, say) may not name another model.
-		fields, _, err := rt.jsonFields(w, r, "model")
+		fields, body, err := rt.jsonFields(w, r, "model")
 		if err != nil {
 			return err
+		}
+		if route.Creates != "" {
+			// A call that makes something new (a remix) is a media generation: its URLs and
+			// references are checked as a create's are.
+			if err := rt.checkBodyRefs(r.Context(), id, Endpoint{nested: fileRefs, fetchesURLs: true}, body); err != nil {
+				return err
+			}
 		}
 		if raw, ok := fields["model"]; ok {
 			var model string
