@@ -301,25 +301,39 @@ func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, er
 		pc.Upstreams = []UpstreamConfig{{Name: providers.DefaultUpstreamName, BaseURL: pc.BaseURL, APIKey: pc.APIKey}}
 	}
 	for _, uc := range pc.Upstreams {
-		if uc.BaseURL == "" {
-			return nil, fmt.Errorf("provider %q: upstream %q: base_url is required", pc.Name, uc.Name)
+		where := fmt.Sprintf("provider %q: upstream %q", pc.Name, uc.Name)
+		if uc.Name == providers.DefaultUpstreamName && pc.BaseURL != "" {
+			where = fmt.Sprintf("provider %q", pc.Name) // the shorthand: base_url beside models
 		}
-		u, err := url.Parse(expandSecret(repl, uc.BaseURL))
+		if uc.BaseURL == "" {
+			return nil, fmt.Errorf("%s: base_url is required", where)
+		}
+		base, err := expandRequired(repl, "base_url", uc.BaseURL)
 		if err != nil {
-			return nil, fmt.Errorf("provider %q: upstream %q: base_url: %v", pc.Name, uc.Name, err)
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		u, err := url.Parse(base)
+		if err != nil {
+			return nil, fmt.Errorf("%s: base_url: %v", where, err)
+		}
+		apiKey, err := expandRequired(repl, "api_key", uc.APIKey)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		p.Upstreams = append(p.Upstreams, &providers.Upstream{
-			Name: uc.Name, BaseURL: u, APIKey: strings.TrimSpace(expandSecret(repl, uc.APIKey)),
-			Weight: uc.Weight, Priority: uc.Priority,
+			Name: uc.Name, BaseURL: u, APIKey: apiKey, Weight: uc.Weight, Priority: uc.Priority,
 		})
 	}
 	return p, nil
 }
 
 func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
-	secret := strings.TrimSpace(expandSecret(repl, sk.Key))
+	secret, err := expandRequired(repl, "the secret", sk.Key)
+	if err != nil {
+		return storage.APIKey{}, err
+	}
 	if secret == "" {
-		return storage.APIKey{}, fmt.Errorf("the secret is empty (is the environment variable or file in %s set?)", placeholderNames(sk.Key))
+		return storage.APIKey{}, fmt.Errorf("the secret is empty: write the key's secret after `key`, best as {env.NAME}")
 	}
 	if strings.ContainsAny(secret, " \t\r\n") {
 		return storage.APIKey{}, fmt.Errorf("the secret must not contain white space")
@@ -362,14 +376,6 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 		key.ExpiresAt = t
 	}
 	return key, nil
-}
-
-// placeholderNames shows which placeholder a secret came from, never a literal secret.
-func placeholderNames(s string) string {
-	if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
-		return s
-	}
-	return "the key value"
 }
 
 // defaultStoragePath is where Badger lives when no path is configured.

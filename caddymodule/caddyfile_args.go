@@ -1,7 +1,11 @@
 package caddymodule
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -16,7 +20,7 @@ func parseBlock(d *caddyfile.Dispenser, subs map[string]func() error) error {
 		name := d.Val()
 		parse, ok := subs[name]
 		if !ok {
-			return d.Errf("unknown subdirective %q", name)
+			return unknownSubdirective(d, "", slices.Sorted(maps.Keys(subs)))
 		}
 		if seen[name] {
 			return d.Errf("duplicate subdirective %q", name)
@@ -77,4 +81,49 @@ func positiveIntArg(d *caddyfile.Dispenser, dst *int) error {
 	}
 	*dst = n
 	return nil
+}
+
+// unknownSubdirective is the error for the subdirective at d that the block does not take:
+// where (such as `provider "openai": `) starts it, and it suggests the known name the token is
+// most likely a misspelling of, or else lists the known names.
+func unknownSubdirective(d *caddyfile.Dispenser, where string, known []string) error {
+	name := d.Val()
+	best, bestDist := "", 3 // suggest only names at most two edits away
+	for _, k := range known {
+		if dist := editDistance(strings.ToLower(name), k); dist < bestDist {
+			best, bestDist = k, dist
+		}
+	}
+	if best != "" {
+		return d.Errf("%sunknown subdirective %q; did you mean %q?", where, name, best)
+	}
+	return d.Errf("%sunknown subdirective %q; the block takes %s", where, name, strings.Join(quoteAll(known), ", "))
+}
+
+func quoteAll(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -1,8 +1,10 @@
 package caddymodule
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -96,6 +98,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	seen := map[string]bool{}
 	modelOwner := map[string]string{} // model -> provider, to refuse a model served twice
 	secrets := map[string]bool{}
+	var keyLines []int // where each key starts, for errors found once every provider is read
 	for d.NextBlock(0) {
 		name := d.Val()
 		once := name != "provider" && name != "key"
@@ -182,21 +185,41 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			a.Upload = u
 		case "key":
+			keyLines = append(keyLines, d.Line())
 			k, err := parseKey(d)
 			if err != nil {
 				return err
 			}
 			if secrets[k.Key] {
-				return d.Errf("duplicate key: the same secret (or placeholder) is configured twice")
+				return d.Errf("duplicate key: the same secret (or placeholder) is configured twice; give each key its own")
 			}
 			secrets[k.Key] = true
 			a.Keys = append(a.Keys, k)
 		default:
-			return d.Errf("unknown subdirective %q in mediagw", name)
+			return unknownSubdirective(d, "mediagw: ", globalSubdirectives)
+		}
+	}
+	// A key's model named without a wildcard must be one a provider serves: a request for it
+	// could only ever be 404 model_not_found.
+	for i, k := range a.Keys {
+		for _, m := range k.Models {
+			if _, served := modelOwner[m]; !served && !strings.ContainsAny(m, "*?") {
+				return fmt.Errorf("key: model %q is served by no provider: add it to the models of the provider that serves it, correct the name, or write a pattern (such as %q), at %s:%d",
+					m, m+"*", d.File(), keyLines[i])
+			}
 		}
 	}
 	return nil
 }
+
+// The subdirectives of the mediagw global option and of its provider and key blocks, for the
+// error that names a misspelt one.
+var (
+	globalSubdirectives = []string{"storage", "task_retention", "disabled_accounts", "refund_unsuccessful_tasks",
+		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload"}
+	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "models", "model_map", "cost"}
+	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks"}
+)
 
 func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 	var p ProviderConfig
@@ -285,14 +308,21 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 				p.Models = append(p.Models, m)
 			}
 		default:
-			return p, d.Errf("provider %q: unknown subdirective %q", p.Name, sub)
+			return p, unknownSubdirective(d, fmt.Sprintf("provider %q: ", p.Name), providerSubdirectives)
 		}
 	}
 	switch {
 	case len(p.Upstreams) > 0 && (p.BaseURL != "" || p.APIKey != ""):
 		return p, d.Errf("provider %q: give base_url and api_key inside each upstream block, not beside them", p.Name)
 	case len(p.Upstreams) == 0 && p.BaseURL == "":
-		return p, d.Errf("provider %q: base_url is required (or upstream blocks)", p.Name)
+		return p, d.Errf("provider %q: base_url is required: add `base_url <url>`, the provider's API address with its path prefix (such as https://api.openai.com/v1), or upstream blocks", p.Name)
+	case len(servedModels(p)) == 0:
+		return p, d.Errf("provider %q: no models: add `models <model-id…>` with the ids it serves (requests name a model, and go to the provider that lists it)", p.Name)
+	}
+	for model := range p.Costs {
+		if model != "*" && !slices.Contains(servedModels(p), model) {
+			return p, d.Errf("provider %q: cost of %q, a model it does not serve: add it to models, or correct the name", p.Name, model)
+		}
 	}
 	return p, nil
 }
@@ -427,11 +457,11 @@ func parseKey(d *caddyfile.Dispenser) (StaticKey, error) {
 			}
 			k.MaxActiveTasks = n
 		default:
-			return k, d.Errf("key: unknown subdirective %q", sub)
+			return k, unknownSubdirective(d, "key: ", keySubdirectives)
 		}
 	}
 	if k.Account == "" {
-		return k, d.Err("key: account is required")
+		return k, d.Err("key: account is required: add `account <name>` to the key's block (every key, and every task made with it, belongs to an account)")
 	}
 	return k, nil
 }

@@ -83,12 +83,22 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"bad expiry", "{\n mediagw {\n  key k {\n   account a\n   expires tomorrow\n  }\n }\n}", `RFC 3339`},
 		{"provider without base_url", "{\n mediagw {\n  provider p {\n   models m\n  }\n }\n}", `base_url is required`},
 		{"model served twice", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n  }\n  provider q {\n   base_url http://b\n   models m\n  }\n }\n}", `model "m" is served by two providers`},
-		{"provider defined twice", "{\n mediagw {\n  provider p {\n   base_url http://a\n  }\n  provider p {\n   base_url http://b\n  }\n }\n}", `provider "p" is defined twice`},
+		{"provider defined twice", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n  }\n  provider p {\n   base_url http://b\n   models n\n  }\n }\n}", `provider "p" is defined twice`},
+		{"misspelt global subdirective", "{\n mediagw {\n  provder p {\n   base_url http://a\n  }\n }\n}", `mediagw: unknown subdirective "provder"; did you mean "provider"?, at Caddyfile:3`},
+		{"misspelt provider subdirective", "{\n mediagw {\n  provider p {\n   base_url http://a\n   model m\n  }\n }\n}", `provider "p": unknown subdirective "model"; did you mean "models"?, at Caddyfile:5`},
+		{"misspelt key subdirective", "{\n mediagw {\n  key k {\n   acount a\n  }\n }\n}", `key: unknown subdirective "acount"; did you mean "account"?`},
+		{"misspelt upstream subdirective", "{\n mediagw {\n  provider p {\n   upstream u {\n    base_url http://a\n    wieght 2\n   }\n  }\n }\n}", `unknown subdirective "wieght"; did you mean "weight"?`},
+		{"unknown name lists the known ones", "{\n mediagw {\n  colour blue\n }\n}", `unknown subdirective "colour"; the block takes "storage", "task_retention", "disabled_accounts"`},
+		{"provider without models", "{\n mediagw {\n  provider p {\n   base_url http://a\n  }\n }\n}", "provider \"p\": no models: add `models <model-id…>`"},
+		{"cost of a model not served", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n   cost n 5\n  }\n }\n}", `provider "p": cost of "n", a model it does not serve`},
+		{"key model served by no provider", "{\n mediagw {\n  key k {\n   account a\n   models m gpt-4o\n  }\n  provider p {\n   base_url http://a\n   models m\n  }\n }\n}", `key: model "gpt-4o" is served by no provider: add it to the models of the provider that serves it, correct the name, or write a pattern (such as "gpt-4o*"), at Caddyfile:3`},
 		{"bad auth style", "{\n mediagw {\n  provider p {\n   base_url http://a\n   auth_style basic\n  }\n }\n}", `auth_style must be`},
 		{"duplicate subdirective", "{\n mediagw {\n  task_retention 1h\n  task_retention 2h\n }\n}", `duplicate subdirective "task_retention"`},
 		{"bad storage", "{\n mediagw {\n  storage mysql x\n }\n}", `usage: storage badger`},
 		{"redis without url", "{\n mediagw {\n  storage redis\n }\n}", `wrong argument count`},
-		{"redis unknown option", "{\n mediagw {\n  storage redis redis://h {\n   colour blue\n  }\n }\n}", `unknown storage redis option "colour"`},
+		{"redis unknown option", "{\n mediagw {\n  storage redis redis://h {\n   colour blue\n  }\n }\n}", `storage redis: unknown subdirective "colour"; the block takes "key_prefix"`},
+		{"redis misspelt option", "{\n mediagw {\n  storage redis redis://h {\n   wait_replica 1\n  }\n }\n}", `storage redis: unknown subdirective "wait_replica"; did you mean "wait_replicas"?`},
+		{"route misspelt option", ":80 {\n mediagw_route {\n  max_json_bdy 1MiB\n }\n}", `mediagw_route: unknown subdirective "max_json_bdy"; did you mean "max_json_body"?`},
 		{"redis key_prefix twice", "{\n mediagw {\n  storage redis redis://h {\n   key_prefix a\n   key_prefix b\n  }\n }\n}", `key_prefix given twice`},
 		{"redis tls_client_cert without key", "{\n mediagw {\n  storage redis rediss://h {\n   tls_client_cert c.pem\n  }\n }\n}", `tls_client_cert needs a certificate file and a key file`},
 		{"redis wait_replicas zero", "{\n mediagw {\n  storage redis redis://h {\n   wait_replicas 0\n  }\n }\n}", `wait_replicas must be a whole number of replicas, at least 1`},
@@ -123,5 +133,15 @@ func TestCaddyfileErrors(t *testing.T) {
 				t.Fatalf("error = %q, want it to contain %q and the file and line", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// A key may name a model a provider lists or maps, or any pattern, whether or not it matches;
+// a provider may be served by its model_map alone.
+func TestCaddyfileKeyModelsServed(t *testing.T) {
+	caddyfile := "{\n mediagw {\n  key k {\n   account a\n   models m alias gpt-* ?\n  }\n  provider p {\n   base_url http://a\n   models m\n   cost m 2\n  }\n" +
+		"  provider q {\n   base_url http://b\n   model_map alias upstream-id\n   cost alias 3\n  }\n }\n}"
+	if _, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), map[string]any{"filename": "Caddyfile"}); err != nil {
+		t.Fatalf("adapt: %v", err)
 	}
 }

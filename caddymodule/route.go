@@ -226,7 +226,7 @@ func (h *RouteHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Endpoints = append(h.Endpoints, method+" "+path)
 		default:
-			return d.Errf("unknown subdirective %q", name)
+			return unknownSubdirective(d, "mediagw_route: ", []string{"max_json_body", "spool_memory", "max_spool", "endpoint"})
 		}
 		if err != nil {
 			return err

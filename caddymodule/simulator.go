@@ -25,6 +25,7 @@ type SimulatorHandler struct {
 	// RunningFor is how long a simulated task runs. Default: 5s.
 	RunningFor *caddy.Duration `json:"running_for,omitempty"`
 	// VideoURL is the address returned for a finished video; "{id}" becomes the task id.
+	// Default: https://simulator.mediagw.invalid/videos/{id}.mp4.
 	VideoURL string `json:"video_url,omitempty"`
 	// APIKey, when set, is the only bearer token the simulator accepts (expanded from
 	// placeholders). Default: any non-empty token.

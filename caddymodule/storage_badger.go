@@ -1,8 +1,11 @@
 package caddymodule
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -69,7 +72,27 @@ func (b *BadgerStorage) OpenStore(logger *zap.Logger) (storage.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return storage.OpenBadger(dir, storage.BadgerOptions{Logger: logger})
+	if err := writableDir(dir); err != nil {
+		return nil, fmt.Errorf("storage badger %s: %v; give a directory this user can create and write (storage badger <dir> in the mediagw global option)", dir, err)
+	}
+	store, err := storage.OpenBadger(dir, storage.BadgerOptions{Logger: logger})
+	if err != nil && strings.Contains(err.Error(), "Cannot acquire directory lock") {
+		return nil, fmt.Errorf("storage badger %s: another process (a second gateway?) has this directory open; stop it, give this gateway a directory of its own, or share state between gateways with storage redis", dir)
+	}
+	return store, err
+}
+
+// writableDir creates dir if needed and checks that a file can be made in it, so that a
+// directory this user may not write is reported as such rather than as Badger's error.
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".mediagw-write-check-*")
+	if err != nil {
+		return fmt.Errorf("the directory is not writable: %v", err)
+	}
+	return errors.Join(f.Close(), os.Remove(f.Name()))
 }
 
 // UnmarshalCaddyfile sets up the backend from Caddyfile tokens. Syntax:

@@ -116,6 +116,17 @@ func (s *RedisStorage) Provision(caddy.Context) error {
 	s.url = repl.ReplaceKnown(s.URL, "")
 	s.sentinelUser = repl.ReplaceKnown(s.SentinelUsername, "")
 	s.sentinelPassword = repl.ReplaceKnown(s.SentinelPassword, "")
+	for _, v := range []struct{ option, raw, got string }{
+		{"the url", s.URL, s.url},
+		{"sentinel_username", s.SentinelUsername, s.sentinelUser},
+		{"sentinel_password", s.SentinelPassword, s.sentinelPassword},
+	} {
+		if v.got == "" {
+			if _, err := expandRequired(repl, v.option, v.raw); err != nil {
+				return fmt.Errorf("storage redis: %w", err)
+			}
+		}
+	}
 	var err error
 	s.tls, s.tlsDigest, err = s.loadTLS(repl)
 	return err
@@ -193,7 +204,7 @@ const redisConnectTimeout = 10 * time.Second
 func (s *RedisStorage) OpenStore(logger *zap.Logger) (storage.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), redisConnectTimeout)
 	defer cancel()
-	return storage.OpenRedis(ctx, storage.RedisOptions{
+	store, err := storage.OpenRedis(ctx, storage.RedisOptions{
 		URL:              s.url,
 		KeyPrefix:        s.KeyPrefix,
 		Logger:           logger,
@@ -203,6 +214,25 @@ func (s *RedisStorage) OpenStore(logger *zap.Logger) (storage.Store, error) {
 		WaitReplicas:     s.WaitReplicas,
 		WaitTimeout:      time.Duration(s.WaitTimeout),
 	})
+	if err != nil {
+		return nil, redisOpenHint(err)
+	}
+	return store, nil
+}
+
+// redisOpenHint adds to a failed connection what to do about its usual causes: nothing
+// listening at the url's address, or a wrong user or password.
+func redisOpenHint(err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "connection refused"), strings.Contains(msg, "no such host"),
+		strings.Contains(msg, "i/o timeout"), strings.Contains(msg, "no such file or directory"),
+		strings.Contains(msg, "context deadline exceeded"), strings.Contains(msg, "network is unreachable"):
+		return fmt.Errorf("%w (no Redis answers there: start redis-server 6.2 or later at that address, or correct the url of `storage redis` in the mediagw global option)", err)
+	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "NOPERM"):
+		return fmt.Errorf("%w (check the user and password of the url of `storage redis`, and the user's ACL rules; see the README's \"Minimum ACL\")", err)
+	}
+	return err
 }
 
 // UnmarshalCaddyfile sets up the backend from Caddyfile tokens. Syntax:
@@ -286,7 +316,8 @@ func (s *RedisStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			s.TLSClientCertFile, s.TLSClientKeyFile = args[0], args[1]
 		default:
-			return d.Errf("unknown storage redis option %q", d.Val())
+			return unknownSubdirective(d, "storage redis: ", []string{"key_prefix", "tls_ca", "tls_client_cert", "tls_server_name",
+				"sentinel_username", "sentinel_password", "wait_replicas", "wait_timeout"})
 		}
 		if err != nil {
 			return err

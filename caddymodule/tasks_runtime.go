@@ -3,7 +3,7 @@ package caddymodule
 import (
 	"context"
 	"fmt"
-	"strings"
+	"net/url"
 	"sync"
 	"time"
 
@@ -65,7 +65,21 @@ func (a *App) provisionTaskRuntime(repl *caddy.Replacer) error {
 	if a.Callbacks != nil {
 		cb = *a.Callbacks
 	}
-	key, err := a.webhookKey(strings.TrimSpace(repl.ReplaceKnown(cb.Secret, "")))
+	secret, err := expandRequired(repl, "callbacks secret", cb.Secret)
+	if err != nil {
+		return err
+	}
+	relayBase, err := expandRequired(repl, "callbacks relay_base", cb.RelayBase)
+	if err != nil {
+		return err
+	}
+	if relayBase != "" {
+		u, err := url.Parse(relayBase)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("callbacks relay_base %q: give this gateway's public base URL, such as https://api.example.com (upstreams call it at <relay_base>/mediagw/callbacks/<token>)", relayBase)
+		}
+	}
+	key, err := a.webhookKey(secret)
 	if err != nil {
 		return err
 	}
@@ -73,7 +87,7 @@ func (a *App) provisionTaskRuntime(repl *caddy.Replacer) error {
 	rt.tasks = &videotask.Handler{
 		Catalog: a.catalog, Store: a.store, Client: a.upstreamClient(videotask.DefaultUpstreamTimeout),
 		Retention: a.taskRetention(), Accounting: a.accountant, Logger: a.logger.Named("watcher"),
-		RelayBase: strings.TrimSpace(repl.ReplaceKnown(cb.RelayBase, "")),
+		RelayBase: relayBase,
 	}
 	var schedule []time.Duration
 	for _, d := range cb.RetrySchedule {

@@ -3,9 +3,9 @@ package caddymodule
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -76,19 +76,43 @@ func (a *App) provisionUploads(repl *caddy.Replacer) error {
 	if u == nil {
 		return nil // presign answers 503
 	}
+	// A placeholder that comes out empty is refused: an unset S3_ACCESS_KEY_ID would otherwise
+	// fall back to the AWS default chain, and an unset endpoint to AWS itself.
+	var endpoint, accessKeyID, secretAccessKey, publicBaseURL string
+	for _, v := range []struct {
+		option, raw string
+		dst         *string
+	}{
+		{"upload endpoint", u.Endpoint, &endpoint},
+		{"upload access_key_id", u.AccessKeyID, &accessKeyID},
+		{"upload secret_access_key", u.SecretAccessKey, &secretAccessKey},
+		{"upload public_base_url", u.PublicBaseURL, &publicBaseURL},
+	} {
+		if *v.dst, err = expandRequired(repl, v.option, v.raw); err != nil {
+			return err
+		}
+	}
+	for _, v := range []struct{ option, value, example string }{
+		{"upload endpoint", endpoint, "http://127.0.0.1:7070 or https://s3.us-east-1.amazonaws.com"},
+		{"upload public_base_url", publicBaseURL, "https://cdn.example.com/media"},
+	} {
+		if u, err := url.Parse(v.value); v.value != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			return fmt.Errorf("%s must be an absolute http(s) URL, such as %s", v.option, v.example)
+		}
+	}
 	s3, err := presign.NewS3(context.Background(), presign.S3Config{
 		Bucket:          u.Bucket,
 		Region:          u.Region,
-		Endpoint:        repl.ReplaceKnown(u.Endpoint, ""),
+		Endpoint:        endpoint,
 		PathStyle:       u.PathStyle,
-		AccessKeyID:     strings.TrimSpace(repl.ReplaceKnown(u.AccessKeyID, "")),
-		SecretAccessKey: strings.TrimSpace(repl.ReplaceKnown(u.SecretAccessKey, "")),
+		AccessKeyID:     accessKeyID,
+		SecretAccessKey: secretAccessKey,
 	})
 	if err != nil {
 		return err
 	}
 	h := &a.uploads.handler
-	h.Storage, h.PublicBaseURL, h.Prefix = s3, repl.ReplaceKnown(u.PublicBaseURL, ""), u.Prefix
+	h.Storage, h.PublicBaseURL, h.Prefix = s3, publicBaseURL, u.Prefix
 	h.Expires, h.AllowedContentTypes = time.Duration(u.Expires), u.AllowedContentTypes
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mediagw/mediagw/storage"
 )
 
 const frontdoorCaddyfile = `{
@@ -176,7 +178,9 @@ func TestAdminShapesAndCLIMessages(t *testing.T) {
 }
 
 // TestStartupErrorsSayWhatToDo checks the errors of `caddy validate` (which provisions every
-// module, as `caddy run` does) for the two ways a mediagw config can fail to start.
+// module, as `caddy run` does) for a newcomer's mistakes that only show when the config loads:
+// each is one error line that names the option and says what to do. (Mistakes that the
+// Caddyfile shows, such as a misspelt option, are TestCaddyfileErrors in caddymodule.)
 func TestStartupErrorsSayWhatToDo(t *testing.T) {
 	bin := caddyBinary(t)
 	validate := func(caddyfile string) string {
@@ -202,7 +206,50 @@ func TestStartupErrorsSayWhatToDo(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out = validate("{\n\tmediagw {\n\t\tstorage badger " + dir + "\n\t\tkey {env.MEDIAGW_TEST_UNSET_KEY} {\n\t\t\taccount a\n\t\t}\n\t}\n}\n" + site)
-	if strings.Contains(out, "need the mediagw global option") || !strings.Contains(out, "the secret is empty") {
+	if strings.Contains(out, "need the mediagw global option") || !strings.Contains(out, "the secret is empty") ||
+		!strings.Contains(out, "the environment variable MEDIAGW_TEST_UNSET_KEY is not set") {
 		t.Errorf("with an unset key variable:\n%s", out)
+	}
+
+	withStorage := func(storage, provider string) string {
+		return "{\n\tmediagw {\n\t\t" + storage + "\n\t\tkey k {\n\t\t\taccount a\n\t\t}\n" + provider + "\t}\n}\n" + site
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	locked := t.TempDir()
+	held, err := storage.OpenBadger(locked, storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	for _, tc := range []struct{ name, caddyfile, want string }{
+		{"unset base_url", withStorage("storage badger "+t.TempDir(), "\t\tprovider p {\n\t\t\tbase_url {env.MEDIAGW_TEST_UNSET_URL}\n\t\t\tmodels m\n\t\t}\n"),
+			`provider \"p\": base_url is empty: {env.MEDIAGW_TEST_UNSET_URL}: the environment variable MEDIAGW_TEST_UNSET_URL is not set where caddy runs: set it`},
+		{"unset api_key", withStorage("storage badger "+t.TempDir(), "\t\tprovider p {\n\t\t\tupstream main {\n\t\t\t\tbase_url http://127.0.0.1:1/v1\n\t\t\t\tapi_key {env.MEDIAGW_TEST_UNSET_API_KEY}\n\t\t\t}\n\t\t\tmodels m\n\t\t}\n"),
+			`provider \"p\": upstream \"main\": api_key is empty: {env.MEDIAGW_TEST_UNSET_API_KEY}: the environment variable MEDIAGW_TEST_UNSET_API_KEY is not set`},
+		{"storage under a file", withStorage("storage badger "+filepath.Join(file, "data"), ""),
+			"give a directory this user can create and write (storage badger <dir> in the mediagw global option)"},
+		{"storage used by another process", withStorage("storage badger "+locked, ""),
+			"another process (a second gateway?) has this directory open; stop it, give this gateway a directory of its own, or share state between gateways with storage redis"},
+		{"redis at nothing", withStorage("storage redis redis://127.0.0.1:1", ""),
+			"connection refused (no Redis answers there: start redis-server 6.2 or later at that address, or correct the url of `storage redis`"},
+		{"unset redis url", withStorage("storage redis {env.MEDIAGW_TEST_UNSET_REDIS_URL}", ""),
+			"storage redis: the url is empty: {env.MEDIAGW_TEST_UNSET_REDIS_URL}: the environment variable MEDIAGW_TEST_UNSET_REDIS_URL is not set"},
+		{"unset webhook secret", withStorage("storage badger "+t.TempDir()+"\n\t\tcallbacks {\n\t\t\tsecret {env.MEDIAGW_TEST_UNSET_WEBHOOK_SECRET}\n\t\t}", ""),
+			"callbacks secret is empty: {env.MEDIAGW_TEST_UNSET_WEBHOOK_SECRET}: the environment variable MEDIAGW_TEST_UNSET_WEBHOOK_SECRET is not set"},
+		{"upload endpoint without a scheme", withStorage("storage badger "+t.TempDir()+"\n\t\tupload {\n\t\t\tbucket media\n\t\t\tendpoint 127.0.0.1:7070\n\t\t}", ""),
+			"upload endpoint must be an absolute http(s) URL, such as http://127.0.0.1:7070"},
+		{"relay_base without a scheme", withStorage("storage badger "+t.TempDir()+"\n\t\tcallbacks {\n\t\t\trelay_base api.example.com\n\t\t}", ""),
+			`callbacks relay_base \"api.example.com\": give this gateway's public base URL, such as https://api.example.com`},
+	} {
+		out := validate(tc.caddyfile)
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("%s: want %q in:\n%s", tc.name, tc.want, out)
+		}
+		if strings.Contains(out, "goroutine ") || strings.Count(out, `"level":"error"`) != 1 {
+			t.Errorf("%s: want one error line and no stack:\n%s", tc.name, out)
+		}
 	}
 }

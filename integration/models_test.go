@@ -28,7 +28,7 @@ const modelsCaddyfile = `{
 		}
 		key mg-gpt {
 			account b
-			models gpt-4o-* nothing-matches
+			models gpt-4o-* nothing-matches-*
 		}
 	}
 }

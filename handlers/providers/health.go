@@ -151,7 +151,7 @@ func (b *Board) State(u *Upstream) UpstreamState {
 	now := b.now()
 	st := UpstreamState{
 		Provider: u.provider, Name: u.Name, Address: u.BaseURL.Scheme + "://" + u.BaseURL.Host,
-		Weight: u.Weight, Priority: u.Priority, Healthy: true, Recent: []Failure{},
+		Weight: u.weight(), Priority: u.Priority, Healthy: true, Recent: []Failure{},
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -167,6 +167,9 @@ func (b *Board) State(u *Upstream) UpstreamState {
 		last := s.lastSuccess
 		st.LastSuccess = &last
 	}
-	st.Failures, st.Recent = s.failures, slices.Clone(s.recent)
+	st.Failures = s.failures
+	if len(s.recent) > 0 {
+		st.Recent = slices.Clone(s.recent)
+	}
 	return st
 }

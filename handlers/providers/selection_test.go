@@ -146,3 +146,24 @@ func TestDispatchUntriedYieldedAttempt(t *testing.T) {
 		t.Errorf("after three attempts, untried %v", n)
 	}
 }
+
+// The admin view shows what selection uses: the weight an upstream counts with (1 when none was
+// configured) and an empty list, not null, of recent failures.
+func TestStateShowsTheEffectiveWeight(t *testing.T) {
+	a, b := &Upstream{Name: "a"}, &Upstream{Name: "b", Weight: 3}
+	p, _ := testProvider(t, a, b)
+	health := p.health
+	if health == nil {
+		t.Fatal("provider has no health board")
+	}
+	for _, tc := range []struct {
+		u    *Upstream
+		want int
+	}{{a, 1}, {b, 3}} {
+		tc.u.Succeeded() // a record without failures
+		st := health.State(tc.u)
+		if st.Weight != tc.want || st.Recent == nil || len(st.Recent) != 0 {
+			t.Fatalf("%s: weight %d, recent %#v; want weight %d and an empty list", tc.u.Name, st.Weight, st.Recent, tc.want)
+		}
+	}
+}

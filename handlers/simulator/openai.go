@@ -24,7 +24,7 @@ func (s *Simulator) openAIRoutes() map[string]http.HandlerFunc {
 		"/audio/transcriptions": s.transcription,
 		"/audio/translations":   s.transcription,
 		"/responses":            s.echo("response"),
-		"/messages":             s.echo("message"),
+		"/messages":             s.message,
 		"/rerank":               s.echo("rerank"),
 		"/video/generations":    s.echo("video.generation"),
 		"/videos":               s.echo("video"),
@@ -201,6 +201,21 @@ func (s *Simulator) echo(object string) http.HandlerFunc {
 		writeJSON(w, http.StatusOK, map[string]any{"id": object + "-sim-" + strings.ToLower(rand.Text()[:8]),
 			"object": object, "model": req["model"], "created": now().Unix(), "simulated": true})
 	}
+}
+
+// message answers an Anthropic-style messages call with one text block, as the Anthropic SDKs
+// read it.
+func (s *Simulator) message(w http.ResponseWriter, r *http.Request) {
+	var req map[string]any
+	if !readJSON(w, r, &req) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": "msg_sim_" + strings.ToLower(rand.Text()[:8]), "type": "message", "role": "assistant",
+		"model": req["model"], "stop_reason": "end_turn",
+		"content": []any{map[string]string{"type": "text", "text": "Hello from the mediagw simulator."}},
+		"usage":   map[string]int{"input_tokens": 1, "output_tokens": 6},
+	})
 }
 
 // generateContent answers a Gemini-style models/{model}:generateContent call.
