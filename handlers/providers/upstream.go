@@ -195,7 +195,7 @@ func setCredentials(h http.Header, key, style string) {
 
 // clearCredentials removes the caller's credentials, the headers that choose what the
 // operator's account bills, those that make a server run another method or path than the
-// request's, and those that claim a client address.
+// request's, those that claim a client address, and the client's cookies.
 func clearCredentials(h http.Header) {
 	// The names are written in canonical form (http.CanonicalHeaderKey), so that deleting them
 	// does not canonicalise them again on every request.
@@ -222,4 +222,7 @@ func clearCredentials(h http.Header) {
 	delete(h, "True-Client-Ip")
 	delete(h, "X-Client-Ip")
 	delete(h, "Cf-Connecting-Ip")
+	// A browser calling the gateway from its own site sends that site's cookies (a console
+	// session, say); no provider API takes cookies, and they are not the provider's to see.
+	delete(h, "Cookie")
 }

@@ -16,7 +16,7 @@ func TestSetCredentialsReplacesTheCallersHeaders(t *testing.T) {
 	h := http.Header{}
 	for _, name := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "OpenAI-Organization", "OpenAI-Project", "X-Goog-User-Project",
 		"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override", "X-Original-URL", "X-Rewrite-URL",
-		"Forwarded", "X-Real-IP", "True-Client-IP", "X-Client-IP", "CF-Connecting-IP"} {
+		"Forwarded", "X-Real-IP", "True-Client-IP", "X-Client-IP", "CF-Connecting-IP", "Cookie"} {
 		h.Set(name, "tenant-value")
 	}
 	setCredentials(h, "operator-key", AuthXAPIKey)
