@@ -207,6 +207,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("key %d: id %q is used twice", i+1, key.ID)
 		}
 		static[key.Hash], ids[key.ID] = key, true
+		a.warnUnservedModels(key)
 	}
 	disabled := make(map[string]bool, len(a.DisabledAccounts))
 	for _, acct := range a.DisabledAccounts {
@@ -268,6 +269,18 @@ func (a *App) Cleanup() error {
 func (a *App) Store() storage.Store { return a.store }
 
 // Catalog returns the providers and the models they serve.
+// warnUnservedModels logs, at start, each model a key names without a wildcard that no provider
+// serves: requests for it are answered 404 model_not_found. It is a warning, not an error, so that
+// a model can leave a provider (or a key be prepared for one to come) without stopping the gateway.
+func (a *App) warnUnservedModels(key storage.APIKey) {
+	for _, m := range key.Models {
+		if _, served := a.catalog.ProviderFor(m); !served && !strings.ContainsAny(m, "*?") {
+			a.logger.Warn("a key allows a model that no provider serves; requests for it are answered 404 model_not_found",
+				zap.String("key_id", key.ID), zap.String("model", m))
+		}
+	}
+}
+
 func (a *App) Catalog() *providers.Catalog { return a.catalog }
 
 // Idempotency makes creates with an Idempotency-Key header safe to retry.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -98,7 +97,6 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	seen := map[string]bool{}
 	modelOwner := map[string]string{} // model -> provider, to refuse a model served twice
 	secrets := map[string]bool{}
-	var keyLines []int // where each key starts, for errors found once every provider is read
 	for d.NextBlock(0) {
 		name := d.Val()
 		once := name != "provider" && name != "key"
@@ -185,7 +183,6 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			a.Upload = u
 		case "key":
-			keyLines = append(keyLines, d.Line())
 			k, err := parseKey(d)
 			if err != nil {
 				return err
@@ -197,16 +194,6 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.Keys = append(a.Keys, k)
 		default:
 			return unknownSubdirective(d, "mediagw: ", globalSubdirectives)
-		}
-	}
-	// A key's model named without a wildcard must be one a provider serves: a request for it
-	// could only ever be 404 model_not_found.
-	for i, k := range a.Keys {
-		for _, m := range k.Models {
-			if _, served := modelOwner[m]; !served && !strings.ContainsAny(m, "*?") {
-				return fmt.Errorf("key: model %q is served by no provider: add it to the models of the provider that serves it, correct the name, or write a pattern (such as %q), at %s:%d",
-					m, m+"*", d.File(), keyLines[i])
-			}
 		}
 	}
 	return nil

@@ -91,7 +91,6 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"unknown name lists the known ones", "{\n mediagw {\n  colour blue\n }\n}", `unknown subdirective "colour"; the block takes "storage", "task_retention", "disabled_accounts"`},
 		{"provider without models", "{\n mediagw {\n  provider p {\n   base_url http://a\n  }\n }\n}", "provider \"p\": no models: add `models <model-id…>`"},
 		{"cost of a model not served", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n   cost n 5\n  }\n }\n}", `provider "p": cost of "n", a model it does not serve`},
-		{"key model served by no provider", "{\n mediagw {\n  key k {\n   account a\n   models m gpt-4o\n  }\n  provider p {\n   base_url http://a\n   models m\n  }\n }\n}", `key: model "gpt-4o" is served by no provider: add it to the models of the provider that serves it, correct the name, or write a pattern (such as "gpt-4o*"), at Caddyfile:3`},
 		{"bad auth style", "{\n mediagw {\n  provider p {\n   base_url http://a\n   auth_style basic\n  }\n }\n}", `auth_style must be`},
 		{"duplicate subdirective", "{\n mediagw {\n  task_retention 1h\n  task_retention 2h\n }\n}", `duplicate subdirective "task_retention"`},
 		{"bad storage", "{\n mediagw {\n  storage mysql x\n }\n}", `usage: storage badger`},
@@ -138,8 +137,10 @@ func TestCaddyfileErrors(t *testing.T) {
 
 // A key may name a model a provider lists or maps, or any pattern, whether or not it matches;
 // a provider may be served by its model_map alone.
+// A key may name a model no provider serves (requests for it are 404 model_not_found, and the
+// start logs a warning): a model leaving a provider must not stop the gateway.
 func TestCaddyfileKeyModelsServed(t *testing.T) {
-	caddyfile := "{\n mediagw {\n  key k {\n   account a\n   models m alias gpt-* ?\n  }\n  provider p {\n   base_url http://a\n   models m\n   cost m 2\n  }\n" +
+	caddyfile := "{\n mediagw {\n  key k {\n   account a\n   models m alias gpt-* ? not-served-yet\n  }\n  provider p {\n   base_url http://a\n   models m\n   cost m 2\n  }\n" +
 		"  provider q {\n   base_url http://b\n   model_map alias upstream-id\n   cost alias 3\n  }\n }\n}"
 	if _, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), map[string]any{"filename": "Caddyfile"}); err != nil {
 		t.Fatalf("adapt: %v", err)

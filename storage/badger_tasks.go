@@ -27,25 +27,77 @@ func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 }
 
 func (b *Badger) ReplaceTask(ctx context.Context, task Task) (Task, error) {
-	want := task.Version
+	var stored Task
 	err := b.update(ctx, func(txn *badger.Txn) error {
-		var cur Task
-		if err := txnGetJSON(txn, prefixTask+task.ID, &cur); err != nil {
+		stored = task // from the caller's record again when Badger runs this again
+		prev, err := compareTask(txn, &stored)
+		if err != nil {
 			return err
 		}
-		if cur.Version != want {
-			return ErrConflict
-		}
-		// Ownership and the list position never change.
-		task.Account, task.Kind, task.CreatedAt = cur.Account, cur.Kind, cur.CreatedAt
-		task.Version = want + 1
-		task.markFinished(time.Now())
-		return putTask(txn, task, &cur)
+		return putTask(txn, stored, &prev)
 	})
 	if err != nil {
 		return Task{}, err
 	}
-	return task, nil
+	return stored, nil
+}
+
+// ReplaceTasks compares and stores every task in one transaction, with one commit and one disk
+// sync. A task whose record conflicts, is missing or cannot be read is left out of the
+// transaction; the others are written. A batch too big for one transaction is split in halves.
+func (b *Badger) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []error) {
+	stored, errs := make([]Task, len(tasks)), make([]error, len(tasks))
+	err := b.update(ctx, func(txn *badger.Txn) error {
+		writes := 0
+		for i, task := range tasks { // a copy of the caller's record on every run
+			prev, err := compareTask(txn, &task)
+			stored[i], errs[i] = Task{}, err
+			if err != nil {
+				continue // this task's failure alone
+			}
+			if err := putTask(txn, task, &prev); err != nil {
+				return err // the transaction cannot go on (too big, or a store failure)
+			}
+			stored[i] = task
+			writes++
+		}
+		if writes == 0 {
+			return errNothingToWrite
+		}
+		return nil
+	})
+	if errors.Is(err, badger.ErrTxnTooBig) && len(tasks) > 1 {
+		half := len(tasks) / 2
+		s1, e1 := b.ReplaceTasks(ctx, tasks[:half])
+		s2, e2 := b.ReplaceTasks(ctx, tasks[half:])
+		return append(s1, s2...), append(e1, e2...)
+	}
+	if err != nil {
+		for i := range tasks {
+			stored[i], errs[i] = Task{}, err
+		}
+	}
+	return stored, errs
+}
+
+// compareTask is the compare of a compare-and-set inside txn: it checks that the stored record
+// of task has task's Version, and makes task the record to store (the next Version; the
+// account, kind and creation time of the stored record, which never change). It returns the
+// stored record's head (taskHead: only as much of the record as the compare and the index
+// entries need is decoded).
+func compareTask(txn *badger.Txn, task *Task) (Task, error) {
+	var cur taskHead
+	if err := txnGetJSON(txn, prefixTask+task.ID, &cur); err != nil {
+		return Task{}, err
+	}
+	if cur.Version != task.Version {
+		return Task{}, ErrConflict
+	}
+	prev := cur.task()
+	task.Account, task.Kind, task.CreatedAt = prev.Account, prev.Kind, prev.CreatedAt
+	task.Version++
+	task.markFinished(time.Now())
+	return prev, nil
 }
 
 // putTask writes a task record and its index entries, all expiring with the record. prev is the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -147,6 +148,19 @@ func (r *Redis) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 		return Task{}, errScript
 	}
 	return Task{}, errScript
+}
+
+// ReplaceTasks runs ReplaceTask for every task at once: the client pipelines concurrent
+// commands, so a batch goes in a round trip or a few (with wait_replicas, each write still waits
+// for its own WAIT, on a connection of its own). Each task is compared and stored on its own.
+func (r *Redis) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []error) {
+	stored, errs := make([]Task, len(tasks)), make([]error, len(tasks))
+	var wg sync.WaitGroup
+	for i, task := range tasks {
+		wg.Go(func() { stored[i], errs[i] = r.ReplaceTask(ctx, task) })
+	}
+	wg.Wait()
+	return stored, errs
 }
 
 // restoreTask puts back the record that a change too few replicas confirmed replaced (old, the

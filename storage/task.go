@@ -39,6 +39,12 @@ type Tasks interface {
 	// it with its new Version. It answers ErrNotFound for a missing record and ErrConflict for
 	// another version. Account, Kind and CreatedAt of a record never change.
 	ReplaceTask(ctx context.Context, task Task) (Task, error)
+	// ReplaceTasks is ReplaceTask for several records at once: it answers, in the order of
+	// tasks, each stored record or the error of its own compare-and-set (ErrConflict,
+	// ErrNotFound), which leaves the others to be stored. Every record stored is durable when it
+	// returns. A backend writes them in as few round trips and disk syncs as it can; a failure of
+	// the whole write is every task's error.
+	ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []error)
 	// DeleteTask removes a record if its stored Version equals version, or answers ErrConflict.
 	// Deleting a missing record is not an error.
 	DeleteTask(ctx context.Context, id string, version int64) error
@@ -240,4 +246,24 @@ func (t *Task) markFinished(now time.Time) {
 	if t.FinishedAt == 0 && !t.Unfinished() {
 		t.FinishedAt = now.Unix()
 	}
+}
+
+// taskHead is the part of a stored Task record that a compare-and-set needs: its Version, the
+// fields that never change, and those that decide its index entries and expiry (Unfinished,
+// Expiry). Decoding only these skips copying the record's larger fields (Result above all).
+type taskHead struct {
+	Kind       string `json:"kind"`
+	Account    string `json:"account"`
+	CreatedAt  int64  `json:"created_at"`
+	Status     string `json:"status"`
+	ExpiresAt  int64  `json:"expires_at,omitempty"`
+	FinishedAt int64  `json:"finished_at,omitempty"`
+	Finished   bool   `json:"finished,omitempty"`
+	Version    int64  `json:"version,omitempty"`
+}
+
+// task is the head as a Task, with only the head's fields set.
+func (h taskHead) task() Task {
+	return Task{Kind: h.Kind, Account: h.Account, CreatedAt: h.CreatedAt, Status: h.Status,
+		ExpiresAt: h.ExpiresAt, FinishedAt: h.FinishedAt, Finished: h.Finished, Version: h.Version}
 }

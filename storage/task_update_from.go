@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"slices"
 )
 
 // UpdateTaskFrom is UpdateTask starting from cur, a record of the task read before (in a batch,
@@ -18,4 +19,45 @@ func UpdateTaskFrom(ctx context.Context, s Tasks, cur Task, change func(*Task) e
 		return cur, ctx.Err()
 	}
 	return UpdateTask(ctx, s, cur.ID, change)
+}
+
+// UpdateTasksFrom is UpdateTaskFrom for several records read before (a batch), stored together
+// through ReplaceTasks: change(i, t) applies the change of curs[i]. It answers, in the order of
+// curs, each stored record (curs[i] itself when its change returned ErrNoChange) or its error. A
+// task whose record changed since it was read goes on as UpdateTask, from a fresh read, without
+// holding up the others; so change(i, …) may run more than once, and the decision of its last
+// run is the one stored, as with UpdateTask.
+func UpdateTasksFrom(ctx context.Context, s Tasks, curs []Task, change func(i int, t *Task) error) ([]Task, []error) {
+	stored, errs := make([]Task, len(curs)), make([]error, len(curs))
+	var next []Task
+	var at []int // the index in curs of each task in next
+	for i, cur := range curs {
+		t := cur
+		t.Result = slices.Clone(cur.Result)
+		switch err := change(i, &t); {
+		case errors.Is(err, ErrNoChange):
+			stored[i] = cur
+		case err != nil:
+			stored[i], errs[i] = cur, err
+		default:
+			next = append(next, t)
+			at = append(at, i)
+		}
+	}
+	if len(next) == 0 {
+		return stored, errs
+	}
+	replaced, failed := s.ReplaceTasks(ctx, next)
+	for j, i := range at {
+		stored[i], errs[i] = replaced[j], failed[j]
+		if !errors.Is(failed[j], ErrConflict) {
+			continue
+		}
+		if ctx.Err() != nil {
+			stored[i], errs[i] = curs[i], ctx.Err()
+			continue
+		}
+		stored[i], errs[i] = UpdateTask(ctx, s, curs[i].ID, func(t *Task) error { return change(i, t) })
+	}
+	return stored, errs
 }

@@ -58,7 +58,7 @@ func (b *unbatched) refuse(p *providers.Upstream, t time.Time) {
 
 // refreshBatch reads several tasks of one upstream (the one that created them) in one call,
 // through the task list with filter.task_ids (as Ark's list accepts), and stores each answer as
-// refresh does. A task missing from the list answer, and every task of an upstream whose list
+// refresh does, the changed records in one store write (storage.UpdateTasksFrom). A task missing from the list answer, and every task of an upstream whose list
 // refuses the filter, is read on its own. seen (may be nil) spares the comparison of answers that
 // the records already say. It returns the upstream requests made and the ids of the tasks that may
 // still change (unfinished, or not read for a passing reason).
@@ -88,28 +88,56 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 		}
 		return upstreamCalls, open
 	}
-	var mu sync.Mutex
-	var unlisted []storage.Task
-	forEach(len(tasks), func(i int) {
-		t := tasks[i]
+	// The changed records are written together (one store write, one disk sync); then the
+	// side effects that those changes won (slot releases, refunds, callbacks) run, concurrently.
+	var unlisted, curs []storage.Task
+	var changes []*answerChange
+	for _, t := range tasks {
 		answer, ok := answers[t.ID]
 		if !ok {
-			mu.Lock()
 			unlisted = append(unlisted, t)
-			mu.Unlock()
-			return
+			continue
 		}
-		stored, err := h.storeAnswer(ctx, t, answer.readAt, answer.fields, true, seen)
+		c, err := h.newAnswerChange(t, answer.readAt, answer.fields, true, seen)
+		if err != nil {
+			h.Logger.Debug("storing a batched refresh", zap.String("task_id", t.ID), zap.Error(err))
+		}
+		if c == nil {
+			if err != nil || t.Unfinished() {
+				open = append(open, t.ID)
+			}
+			continue
+		}
+		curs, changes = append(curs, t), append(changes, c)
+	}
+	var mu sync.Mutex
+	done := func(c *answerChange, stored storage.Task, err error) {
+		stored, err = h.answerStored(ctx, c, stored, err, seen)
 		if errors.Is(err, errTaskNotExist) || err == nil && !stored.Unfinished() {
 			return
 		}
 		if err != nil && ctx.Err() == nil {
-			h.Logger.Debug("storing a batched refresh", zap.String("task_id", t.ID), zap.Error(err))
+			h.Logger.Debug("storing a batched refresh", zap.String("task_id", c.t.ID), zap.Error(err))
 		}
 		mu.Lock()
-		open = append(open, t.ID)
+		open = append(open, c.t.ID)
 		mu.Unlock()
-	})
+	}
+	if len(curs) > 0 {
+		stored, errs := storage.UpdateTasksFrom(ctx, h.Store, curs, func(i int, cur *storage.Task) error { return changes[i].apply(cur) })
+		var effects []int
+		for i, c := range changes {
+			if errs[i] == nil && c.sideEffects() {
+				effects = append(effects, i)
+				continue
+			}
+			done(c, stored[i], errs[i])
+		}
+		forEach(len(effects), func(j int) {
+			i := effects[j]
+			done(changes[i], stored[i], errs[i])
+		})
+	}
 	// Not listed: read each alone, which also finishes a task the upstream forgot (404).
 	for _, t := range unlisted {
 		one(t)

@@ -5,12 +5,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/simulator"
 	"github.com/mediagw/mediagw/storage"
@@ -140,5 +142,71 @@ func TestBatchingStateIsPerHandler(t *testing.T) {
 	other := &Handler{Catalog: h.Catalog, Store: h.Store, Client: h.Client, Logger: zap.NewNop()}
 	if lists, singles := refreshCounting(t, other, u, p, tasks); lists != 1 || singles != 0 {
 		t.Fatalf("another handler: %d list calls and %d single reads, want one list call", lists, singles)
+	}
+}
+
+// TestBatchedFinishReleasesOnce: several watchers' batches and clients' reads see the same tasks
+// fail at once, all from the same stale records. Each task's slot and quota are given back once,
+// by whoever stored the finish, and each record is written once: the batch's single write of
+// many records keeps the compare-and-set of each.
+func TestBatchedFinishReleasesOnce(t *testing.T) {
+	up := newSimUpstream(t, 0, 0, true)
+	h := newHandler(t, up.URL, nil)
+	h.Client.Timeout = 10 * time.Second
+	meter := accounting.NewMeter(h.Store, time.Hour, zap.NewNop())
+	t.Cleanup(meter.Close)
+	h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, RefundUnsuccessful: true}
+	const n = 6
+	quota := int64(10)
+	var ids []string
+	for range n {
+		r := serveAs(h, http.MethodPost, createPath, `{"model":"m","content":[{"type":"text","text":"`+simulator.FailMarker+`"}]}`,
+			storage.Limits{Quota: &quota, MaxActiveTasks: n})
+		id, _ := decode(t, r)["id"].(string)
+		if r.Code != http.StatusOK || id == "" {
+			t.Fatalf("create: %d %s", r.Code, r.Body)
+		}
+		ids = append(ids, id)
+	}
+	if active, used := counters(t, h.Store); active != n || used != n {
+		t.Fatalf("after %d creates: active %d, quota used %d", n, active, used)
+	}
+	ctx := context.Background()
+	stale, err := h.Store.ReadTasks(ctx, ids)
+	if err != nil || len(stale) != n {
+		t.Fatalf("ReadTasks = %d, %v", len(stale), err)
+	}
+	p, ok := h.boundUpstream(stale[0])
+	if !ok {
+		t.Fatal("no upstream")
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			<-start
+			if calls, open := h.refreshBatch(ctx, p, stale, &answerMemo{}); calls != 1 || len(open) != 0 {
+				t.Errorf("refreshBatch = %d calls, open %v; want 1 call and every task finished", calls, open)
+			}
+		})
+	}
+	for _, task := range stale[:2] {
+		wg.Go(func() {
+			<-start
+			if _, err := h.refresh(ctx, task); err != nil {
+				t.Errorf("refresh: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if active, used := counters(t, h.Store); active != 0 || used != 0 {
+		t.Fatalf("active %d, quota used %d after the failure was seen by 6 readers; want 0 and 0", active, used)
+	}
+	for _, id := range ids {
+		rec, err := h.Store.Task(ctx, id)
+		if err != nil || !rec.Finished || rec.Status != StatusFailed || rec.Version != 2 {
+			t.Fatalf("record %+v, %v; want failed and finished in one write (version 2)", rec, err)
+		}
 	}
 }

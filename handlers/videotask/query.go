@@ -110,51 +110,91 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 // client's poll writes even then, so that the next polls within the refresh interval come from
 // the store.
 func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64, answer map[string]json.RawMessage, onlyChanges bool, seen *answerMemo) (storage.Task, error) {
-	var fp uint64
+	c, err := h.newAnswerChange(t, readAt, answer, onlyChanges, seen)
+	if err != nil || c == nil {
+		return t, err
+	}
+	var stored storage.Task
+	if onlyChanges {
+		stored, err = storage.UpdateTaskFrom(ctx, h.Store, t, c.apply) // t was just read
+	} else {
+		stored, err = storage.UpdateTask(ctx, h.Store, t.ID, c.apply)
+	}
+	return h.answerStored(ctx, c, stored, err, seen)
+}
+
+// answerChange is the change that an upstream's answer makes to a task record: storeAnswer's
+// parts, which a batch (refreshBatch) runs for many tasks with one store write.
+type answerChange struct {
+	h           *Handler
+	t           storage.Task // the record the answer was compared with
+	readAt      int64
+	onlyChanges bool
+	fp          uint64
+	status      string
+	body        json.RawMessage
+	updatedAt   int64
+	hasUpdated  bool
+	// finished and notify are what the last run of apply decided.
+	finished, notify bool
+}
+
+// newAnswerChange builds the change an answer makes to t, or answers nil when, with
+// onlyChanges, t already says what the answer says (nothing to store).
+func (h *Handler) newAnswerChange(t storage.Task, readAt int64, answer map[string]json.RawMessage, onlyChanges bool, seen *answerMemo) (*answerChange, error) {
+	c := &answerChange{h: h, t: t, readAt: readAt, onlyChanges: onlyChanges}
 	if seen != nil {
-		fp = fingerprint(answer)
-		if onlyChanges && !t.Finished && seen.unchanged(t.ID, t.Version, fp) {
-			return t, nil
+		c.fp = fingerprint(answer)
+		if onlyChanges && !t.Finished && seen.unchanged(t.ID, t.Version, c.fp) {
+			return nil, nil
 		}
 	}
 	result, status := queryResult(answer, t)
-	body, err := apierror.Marshal(result)
+	body, err := marshalAnswer(result)
 	if err != nil {
-		return t, err
+		return nil, err
 	}
 	if onlyChanges && !t.Finished && t.Status == status && bytes.Equal(t.Result, body) {
 		// The record as read before the upstream call already says this: nothing to store, and
 		// no store round trip to find that out.
-		seen.note(t.ID, t.Version, fp)
-		return t, nil
+		seen.note(t.ID, t.Version, c.fp)
+		return nil, nil
 	}
-	updatedAt, hasUpdated := integer(result["updated_at"])
-	var finished, notify bool
-	update := func(change func(*storage.Task) error) (storage.Task, error) {
-		if onlyChanges {
-			return storage.UpdateTaskFrom(ctx, h.Store, t, change) // t was just read
-		}
-		return storage.UpdateTask(ctx, h.Store, t.ID, change)
+	c.status, c.body = status, body
+	c.updatedAt, c.hasUpdated = integer(result["updated_at"])
+	return c, nil
+}
+
+// apply is the compare-and-set's change function: it may run more than once, and its last run
+// decides finished and notify.
+func (c *answerChange) apply(cur *storage.Task) error {
+	c.finished, c.notify = false, false
+	// Never go back: a finished record, or one refreshed from a later read, stays.
+	if cur.Finished || storage.Terminal(cur.Status) || cur.RefreshedAt > c.readAt {
+		return storage.ErrNoChange
 	}
-	stored, err := update(func(cur *storage.Task) error {
-		finished, notify = false, false
-		// Never go back: a finished record, or one refreshed from a later read, stays.
-		if cur.Finished || storage.Terminal(cur.Status) || cur.RefreshedAt > readAt {
-			return storage.ErrNoChange
-		}
-		if onlyChanges && cur.Status == status && bytes.Equal(cur.Result, body) {
-			return storage.ErrNoChange
-		}
-		if hasUpdated {
-			cur.UpdatedAt = updatedAt
-		}
-		cur.Status, cur.Result, cur.RefreshedAt = status, body, now().UnixNano()
-		if storage.Terminal(status) {
-			finished = accounting.MarkFinished(cur)
-		}
-		notify = h.markNotified(cur)
-		return nil
-	})
+	if c.onlyChanges && cur.Status == c.status && bytes.Equal(cur.Result, c.body) {
+		return storage.ErrNoChange
+	}
+	if c.hasUpdated {
+		cur.UpdatedAt = c.updatedAt
+	}
+	cur.Status, cur.Result, cur.RefreshedAt = c.status, c.body, now().UnixNano()
+	if storage.Terminal(c.status) {
+		c.finished = accounting.MarkFinished(cur)
+	}
+	c.notify = c.h.markNotified(cur)
+	return nil
+}
+
+// sideEffects reports whether the stored change calls for a slot release, a refund or a
+// callback.
+func (c *answerChange) sideEffects() bool { return c.finished || c.notify }
+
+// answerStored completes storeAnswer once the change was stored (or failed with err): it
+// performs the change's side effects, which this caller won, and returns the stored record.
+func (h *Handler) answerStored(ctx context.Context, c *answerChange, stored storage.Task, err error, seen *answerMemo) (storage.Task, error) {
+	t := c.t
 	if errors.Is(err, storage.ErrNotFound) {
 		return t, errTaskNotExist // deleted meanwhile (a cancel of a finished task)
 	}
@@ -162,14 +202,14 @@ func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64,
 		h.Logger.Error("storing task status", zap.String("task_id", t.ID), zap.Error(err))
 		return t, err
 	}
-	if finished {
-		h.finished(ctx, stored, status)
+	if c.finished {
+		h.finished(ctx, stored, c.status)
 	}
-	if notify {
+	if c.notify {
 		h.notify(ctx, stored)
 	}
-	if stored.Unfinished() && stored.Status == status && bytes.Equal(stored.Result, body) {
-		seen.note(stored.ID, stored.Version, fp)
+	if stored.Unfinished() && stored.Status == c.status && bytes.Equal(stored.Result, c.body) {
+		seen.note(stored.ID, stored.Version, c.fp)
 	} else {
 		seen.forget(stored.ID)
 	}

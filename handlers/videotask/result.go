@@ -46,13 +46,11 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (map[strin
 	for k, v := range upstream {
 		out[k] = v
 	}
-	var status string
-	_ = json.Unmarshal(upstream["status"], &status)
-	status = normalStatus(status)
+	status := normalStatus(unquoted(upstream["status"])) // not a string: running
 
-	out["id"] = mustJSON(t.ID)
-	out["model"] = mustJSON(t.Model) // the client's id, also when the upstream knows it by another (model_map)
-	out["status"] = mustJSON(status)
+	out["id"] = quoted(t.ID)
+	out["model"] = quoted(t.Model) // the client's id, also when the upstream knows it by another (model_map)
+	out["status"] = quoted(status)
 	for _, k := range []string{"created_at", "updated_at"} {
 		if _, ok := integer(upstream[k]); !ok {
 			if k == "created_at" {

@@ -36,7 +36,8 @@ const (
 // shard's read log, under its lease, when it reads them, and whoever takes the shard next reads
 // each task an Interval after its recorded read. Per task and interval the store does one
 // batched record read (the read log's record goes alongside, one script per batch); unchanged
-// tasks are not written.
+// tasks are not written, and the changed tasks of a batch are written in one store write
+// (storage.UpdateTasksFrom), each by its own compare-and-set.
 type Watcher struct {
 	// Tasks does the refreshing; its store holds the watch list.
 	Tasks *Handler

@@ -39,6 +39,8 @@ func Run(t *testing.T, b Backend) {
 	t.Run("TaskCompareAndSet", func(t *testing.T) { testTaskCompareAndSet(t, fresh(t)) })
 	t.Run("TaskTwoUpdaters", func(t *testing.T) { testTaskTwoUpdaters(t, fresh(t)) })
 	t.Run("TaskFinishedOnce", func(t *testing.T) { testTaskFinishedOnce(t, fresh(t)) })
+	t.Run("TaskBatchCompareAndSet", func(t *testing.T) { testTaskBatchCompareAndSet(t, fresh(t)) })
+	t.Run("TaskBatchFinishedOnce", func(t *testing.T) { testTaskBatchFinishedOnce(t, fresh(t)) })
 	t.Run("TaskRetentionFromFinish", func(t *testing.T) { testTaskRetentionFromFinish(t, fresh(t)) })
 	t.Run("TaskListAndIndexes", func(t *testing.T) { testTaskListAndIndexes(t, fresh(t)) })
 	t.Run("ItemClaims", func(t *testing.T) { testItemClaims(t, fresh(t)) })

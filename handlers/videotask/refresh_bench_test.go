@@ -1,0 +1,91 @@
+package videotask
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mediagw/mediagw/handlers/simulator"
+)
+
+// BenchmarkRefreshBatch measures the watcher's first read of tasks just created, the read that
+// runs an Interval after each create while creates go on: one poll of MaxRefreshBatch tasks (its
+// read log and lease check included) reads them from a real Badger store, listed by id from a local fake upstream (the simulator: the tasks
+// stay queued, and their first answer changes each record's client answer), and each changed
+// record stored by compare-and-set. Each op is one batch; ns/task (wall, including the disk sync
+// waits), cpu-ns/task (the whole process's CPU time: the upstream's share included) and
+// allocs/task (the simulator's included) are per task.
+// Run it by hand:
+//
+//	go test ./handlers/videotask/ -run '^$' -bench RefreshBatch -benchmem -cpu 1 -count 6
+func BenchmarkRefreshBatch(b *testing.B) {
+	sim := simulator.New()
+	sim.QueuedFor, sim.RunningFor = time.Hour, time.Hour
+	up := newFakeUpstream(b, sim.ServeHTTP)
+	h := newHandler(b, up.URL, nil)
+	h.Client = &http.Client{Timeout: 30 * time.Second}
+	// The watcher holds every shard for the whole run (a long interval keeps its leases).
+	w := &Watcher{Tasks: h, Interval: time.Hour}
+	w.init()
+	ctx := context.Background()
+	w.ownTickAndScan(ctx)
+	batch := func() []string {
+		ids := make([]string, 0, MaxRefreshBatch)
+		for range MaxRefreshBatch {
+			rec := serve(h, http.MethodPost, createPath, createBody)
+			var ans struct{ ID string }
+			if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &ans) != nil || ans.ID == "" {
+				b.Fatalf("create = %d %s", rec.Code, rec.Body)
+			}
+			ids = append(ids, ans.ID)
+		}
+		return ids
+	}
+	var mallocs uint64
+	var cpu time.Duration
+	var ms runtime.MemStats
+	var last []string
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		ids := batch()
+		last = ids
+		runtime.ReadMemStats(&ms)
+		mallocs -= ms.Mallocs
+		cpu -= cpuTime(b)
+		b.StartTimer()
+		if calls := w.poll(ctx, ids); calls != 1 {
+			b.Fatalf("poll made %d upstream calls, want 1", calls)
+		}
+		b.StopTimer()
+		runtime.ReadMemStats(&ms)
+		mallocs += ms.Mallocs
+		cpu += cpuTime(b)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	// Each record took its first answer in one write.
+	for _, id := range last {
+		if t, err := h.Store.Task(ctx, id); err != nil || t.Version != 2 || t.Status != "queued" || len(t.Result) == 0 {
+			b.Fatalf("record after the refresh: %+v, %v", t, err)
+		}
+	}
+	tasks := float64(b.N * MaxRefreshBatch)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/tasks, "ns/task")
+	b.ReportMetric(float64(mallocs)/tasks, "allocs/task")
+	b.ReportMetric(float64(cpu.Nanoseconds())/tasks, "cpu-ns/task")
+}
+
+// cpuTime is the CPU time (user and system) the process has used so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
