@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -188,13 +187,22 @@ func (a *Accountant) addRetrying(ctx context.Context, counter string, delta int6
 type Slot struct {
 	// Held reports whether a counted slot was taken (only keys with max_active_tasks count).
 	Held bool
-	undo func()
+	undo *slotUndo
 }
 
-// Release gives the slot back when the task was not created after all.
+// slotUndo is what Release needs to give a slot back, once.
+type slotUndo struct {
+	done  atomic.Bool
+	a     *Accountant
+	ctx   context.Context
+	keyID string
+}
+
+// Release gives the slot back when the task was not created after all. It is safe to call more
+// than once, also concurrently: one call releases.
 func (s Slot) Release() {
-	if s.undo != nil {
-		s.undo()
+	if u := s.undo; u != nil && u.done.CompareAndSwap(false, true) {
+		u.a.addRetrying(context.WithoutCancel(u.ctx), ActiveCounter(u.keyID), -1, zap.String("key_id", u.keyID), zap.String("what", "slot release"))
 	}
 }
 
@@ -218,12 +226,7 @@ func (a *Accountant) StartTask(ctx context.Context, id auth.Identity) (Slot, err
 		return Slot{}, apierror.New(http.StatusTooManyRequests, "too_many_active_tasks",
 			"this API key already has "+unfinishedTasks(limit)+"; retry when one has finished").WithRetryAfter(ActiveRetryAfter)
 	}
-	var once sync.Once
-	return Slot{Held: true, undo: func() {
-		once.Do(func() {
-			a.addRetrying(context.WithoutCancel(ctx), ActiveCounter(id.KeyID), -1, zap.String("key_id", id.KeyID), zap.String("what", "slot release"))
-		})
-	}}, nil
+	return Slot{Held: true, undo: &slotUndo{a: a, ctx: ctx, keyID: id.KeyID}}, nil
 }
 
 // TaskCreated counts a created task.

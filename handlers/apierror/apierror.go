@@ -167,7 +167,11 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) 
 
 // IsJSON reports whether the request declares a JSON body (application/json, any parameters).
 func IsJSON(r *http.Request) bool {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	ct := r.Header.Get("Content-Type")
+	if ct == "application/json" {
+		return true // the usual value, without parsing its (absent) parameters
+	}
+	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "application/json"
 }
 

@@ -3,6 +3,7 @@ package apierror
 import (
 	"errors"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -32,5 +33,20 @@ func TestReadBodyRefusesDeclaredSizeUnread(t *testing.T) {
 	r = httptest.NewRequest("POST", "/", strings.NewReader("0123456789"))
 	if body, err := ReadBody(httptest.NewRecorder(), r, 10, "invalid_request"); err != nil || string(body) != "0123456789" {
 		t.Fatalf("10 bytes at a bound of 10: %q, %v", body, err)
+	}
+}
+
+func TestIsJSON(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/json": true, "application/json; charset=utf-8": true, "Application/JSON": true,
+		"application/json; =x": false, "text/plain": false, "": false, "application/jsonx": false,
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		if ct != "" {
+			r.Header.Set("Content-Type", ct)
+		}
+		if got := IsJSON(r); got != want {
+			t.Errorf("IsJSON(%q) = %v, want %v", ct, got, want)
+		}
 	}
 }

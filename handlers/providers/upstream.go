@@ -46,6 +46,8 @@ type Upstream struct {
 	dial      string
 	origin    string
 	address   string // Address, computed once
+	label     string // Label, computed once
+	base      string // BaseURL without a trailing slash, for Endpoint
 }
 
 // prepare computes what every request to u needs, before u is shared between requests.
@@ -60,8 +62,8 @@ func (u *Upstream) prepare() {
 			u.credName, u.credValue = name, value[:1:1]
 		}
 	}
-	u.dial, u.origin, u.address = "", "", ""
-	u.dial, u.origin, u.address = u.DialAddress(), u.Origin(), normalAddress(u.BaseURL)
+	u.dial, u.origin, u.address, u.label, u.base = "", "", "", "", ""
+	u.dial, u.origin, u.address, u.label, u.base = u.DialAddress(), u.Origin(), normalAddress(u.BaseURL), u.Label(), u.baseURL()
 }
 
 // Provider is the name of the provider the upstream belongs to.
@@ -101,8 +103,15 @@ func normalAddress(base *url.URL) string {
 
 // Endpoint returns the upstream URL for a path relative to its base, e.g. "contents/generations/tasks".
 func (u *Upstream) Endpoint(rel string) string {
-	return strings.TrimSuffix(u.BaseURL.String(), "/") + "/" + strings.TrimPrefix(rel, "/")
+	base := u.base
+	if base == "" {
+		base = u.baseURL()
+	}
+	return base + "/" + strings.TrimPrefix(rel, "/")
 }
+
+// baseURL is BaseURL as a string without its trailing slash.
+func (u *Upstream) baseURL() string { return strings.TrimSuffix(u.BaseURL.String(), "/") }
 
 // SetCredentials replaces any credential on an outgoing request with the upstream's own.
 func (u *Upstream) SetCredentials(h http.Header) {
@@ -131,7 +140,12 @@ func (u *Upstream) SetSharedCredentials(h http.Header) {
 func ClearCredentials(h http.Header) { clearCredentials(h) }
 
 // Label names the upstream in logs: provider/upstream.
-func (u *Upstream) Label() string { return u.provider + "/" + u.Name }
+func (u *Upstream) Label() string {
+	if u.label != "" {
+		return u.label
+	}
+	return u.provider + "/" + u.Name
+}
 
 // DialAddress is the upstream's host:port, with the scheme's default port when none is given.
 func (u *Upstream) DialAddress() string {

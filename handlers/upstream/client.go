@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"time"
@@ -17,6 +18,31 @@ type ClientOptions struct {
 	// NO_PROXY. Off by default: the process environment does not decide where the operator's
 	// provider credentials go.
 	ProxyFromEnvironment bool
+}
+
+// bound returns ctx bounded by the HTTP client's Timeout, which Call applies itself (see send);
+// cancel it once the answer's body is read.
+func (c Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.HTTP.Timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.HTTP.Timeout)
+}
+
+// send sends a request, bounded by bound, straight through the HTTP client's transport: Call
+// follows no redirect (a 3xx answer comes back as it is, whatever the client's CheckRedirect
+// says), so http.Client's redirect bookkeeping (a copy of the headers for each request, a
+// deadline of its own) is work for nothing. A client with a cookie jar, or a URL with user
+// information (which http.Client turns into basic authentication), goes through http.Client.
+func (c Client) send(req *http.Request) (*http.Response, error) {
+	if c.HTTP.Jar != nil || req.URL.User != nil {
+		return c.HTTP.Do(req)
+	}
+	rt := c.HTTP.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return rt.RoundTrip(req)
 }
 
 // NewHTTPClient returns the client for provider calls. It follows no redirect: a 3xx answer

@@ -88,13 +88,17 @@ type Answer struct {
 	Status int
 	Header http.Header
 	Body   []byte
-	// sent are the credentials the call sent, which Refusal redacts from the provider's message
-	// whatever they look like.
-	sent []string
+	// sent is the header the call sent, whose credentials (see credentials) Refusal redacts
+	// from the provider's message whatever they look like.
+	sent http.Header
 }
 
 // OK reports a 2xx status.
 func (a Answer) OK() bool { return a.Status/100 == 2 }
+
+// jsonMediaType is the value of the Content-Type and Accept headers of a call, shared by every
+// call: only the HTTP transport reads these headers, and it never changes a value in place.
+var jsonMediaType = []string{"application/json"}
 
 // Call sends one request to the provider endpoint rel (relative to its base URL). A JSON body is
 // sent when body is not nil.
@@ -119,18 +123,20 @@ func (c Client) Call(ctx context.Context, p Target, method, rel string, body []b
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel() // after the answer's body is read
 	req, err := http.NewRequestWithContext(ctx, method, p.Endpoint(rel), rd)
 	if err != nil {
 		return Answer{}, err
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header["Content-Type"] = jsonMediaType
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header["Accept"] = jsonMediaType
 	p.SetCredentials(req.Header)
-	resp, err := c.HTTP.Do(req)
+	resp, err := c.send(req)
 	if err != nil {
-		if isTimeout(err) {
+		if isTimeout(err) || timedOut(ctx) {
 			return Answer{}, ErrTimeout
 		}
 		c.Logger.Warn("upstream unreachable", zap.String("upstream", p.Label()), zap.Error(WithoutURL(err)))
@@ -147,7 +153,7 @@ func (c Client) Call(ctx context.Context, p Target, method, rel string, body []b
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
 	if err != nil {
-		if isTimeout(err) {
+		if isTimeout(err) || timedOut(ctx) {
 			return Answer{}, ErrTimeout
 		}
 		return Answer{}, ErrUnreadable
@@ -155,7 +161,7 @@ func (c Client) Call(ctx context.Context, p Target, method, rel string, body []b
 	if len(b) > MaxBody {
 		return Answer{}, ErrUnreadable
 	}
-	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: credentials(req.Header)}, nil
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: req.Header}, nil
 }
 
 // Refusal turns a non-2xx answer into a contract error. The provider's own 4xx is passed on with
@@ -186,7 +192,7 @@ func Refusal(a Answer) *apierror.Error {
 	}
 	// Providers quote a masked form of the key they refused; that is the operator's, not the
 	// client's business.
-	refusal := apierror.New(status, code, RedactSecrets(e.Error.Message, a.sent...))
+	refusal := apierror.New(status, code, RedactSecrets(e.Error.Message, credentials(a.sent)...))
 	if param, ok := e.Error.Param.(string); ok {
 		refusal.Param = param
 	}
@@ -223,6 +229,9 @@ func notConnected(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
 }
+
+// timedOut reports whether ctx ended at its deadline: the client's Timeout or the caller's.
+func timedOut(ctx context.Context) bool { return errors.Is(ctx.Err(), context.DeadlineExceeded) }
 
 func isTimeout(err error) bool {
 	var ne net.Error

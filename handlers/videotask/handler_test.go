@@ -370,3 +370,19 @@ func TestCreateRefusesPrivateCallbackURLs(t *testing.T) {
 		t.Fatalf("loopback callback_url with private receivers allowed: %d %s", w.Code, w.Body)
 	}
 }
+
+// TestWriteCreatedIsTheEncodedID checks the answer of a create against encoding/json's encoding
+// of the id, for plain ids and for ids with characters that must be escaped.
+func TestWriteCreatedIsTheEncodedID(t *testing.T) {
+	for _, id := range []string{"cgt-20250101-abc", `a"b`, "a<b>&c", `a\b`, "a\u2028b", "é", ""} {
+		w := httptest.NewRecorder()
+		writeCreated(w, id)
+		want, err := json.Marshal(map[string]string{"id": id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSuffix(w.Body.String(), "\n"); got != string(want) || w.Code != 200 || w.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("id %q: %d %s, want %s", id, w.Code, got, want)
+		}
+	}
+}

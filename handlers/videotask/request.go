@@ -45,10 +45,16 @@ var (
 	draftFields   = []string{"id"}
 )
 
-// members applies jsonkeys' rule to the object raw at param (the body when param is ""), and
-// returns its checked fields. A broken rule is 400 invalid_request naming the field.
+// members applies jsonkeys' rule to the object raw at param, a value of the valid create body,
+// and returns its checked fields. A broken rule is 400 invalid_request naming the field.
 func members(raw []byte, param string, fields ...string) (map[string]json.RawMessage, error) {
-	m, err := jsonkeys.Members(raw, fields...)
+	m, err := jsonkeys.MembersValid(raw, fields...)
+	return m, keyError(err, param)
+}
+
+// keyError makes a broken jsonkeys rule in the object at param (the body when param is "") a 400
+// invalid_request naming the field; other errors are returned as they are.
+func keyError(err error, param string) error {
 	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
 		field := e.Field
 		if param != "" {
@@ -58,9 +64,9 @@ func members(raw []byte, param string, fields ...string) (map[string]json.RawMes
 		if field != "" {
 			msg = field + ": " + msg
 		}
-		return nil, apierror.New(400, "invalid_request", msg).WithParam(field)
+		return apierror.New(400, "invalid_request", msg).WithParam(field)
 	}
-	return m, err
+	return err
 }
 
 // Validation failures.
@@ -80,15 +86,13 @@ var (
 // ParseCreate validates a create request body against spec §2.2 and §2.3. JSON null counts as an
 // absent field. A failure is an *apierror.Error naming the field.
 func ParseCreate(body []byte) (CreateRequest, error) {
-	if _, err := members(body, "", createFields...); err != nil {
-		if errors.Is(err, jsonkeys.ErrNotObject) {
-			return CreateRequest{}, apierror.NotJSONObject("invalid_request")
-		}
-		return CreateRequest{}, err
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+	// Every member, checked or not, from one reading of the body: the rule of jsonkeys holds
+	// for all keys, so this is the map encoding/json would decode.
+	fields, err := jsonkeys.All(body, createFields...)
+	if errors.Is(err, jsonkeys.ErrNotObject) {
 		return CreateRequest{}, apierror.NotJSONObject("invalid_request")
+	} else if err != nil {
+		return CreateRequest{}, keyError(err, "")
 	}
 	for k, v := range fields {
 		if isNull(v) {
@@ -98,7 +102,7 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 	var req CreateRequest
 	if raw, ok := fields["model"]; !ok {
 		return req, errMissingModel
-	} else if err := json.Unmarshal(raw, &req.Model); err != nil {
+	} else if req.Model, ok = jsonString(raw); !ok {
 		return req, invalid("model", "must be a string")
 	} else if req.Model == "" {
 		return req, errMissingModel
@@ -117,7 +121,7 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 		return req, err
 	}
 	if raw, ok := fields["callback_url"]; ok {
-		if err := json.Unmarshal(raw, &req.CallbackURL); err != nil {
+		if req.CallbackURL, ok = jsonString(raw); !ok {
 			return req, invalid("callback_url", "must be a string")
 		}
 		if err := media.CheckURL(req.CallbackURL); err != nil {
@@ -150,8 +154,8 @@ func checkContent(u *media.Unread, raw json.RawMessage) ([]DraftTaskRef, error) 
 	if raw == nil {
 		return nil, invalid("content", "is required: give at least one text item")
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+	items, ok := jsonkeys.ElementsValid(raw)
+	if !ok {
 		return nil, invalid("content", "must be an array")
 	}
 	if len(items) == 0 {
@@ -163,7 +167,7 @@ func checkContent(u *media.Unread, raw json.RawMessage) ([]DraftTaskRef, error) 
 	var drafts []DraftTaskRef
 	var hasText, hasAudio, hasVisual, hasFirstLast, hasReference bool
 	for i, rawItem := range items {
-		field := fmt.Sprintf("content[%d]", i)
+		field := "content[" + strconv.Itoa(i) + "]"
 		item, err := members(rawItem, field, contentFields...)
 		if e, ok := errors.AsType[*apierror.Error](err); ok {
 			return nil, e
@@ -171,8 +175,8 @@ func checkContent(u *media.Unread, raw json.RawMessage) ([]DraftTaskRef, error) 
 		if err != nil {
 			return nil, invalid(field, "must be an object")
 		}
-		var typ string
-		if err := json.Unmarshal(item["type"], &typ); err != nil || typ == "" {
+		typ, ok := jsonString(item["type"])
+		if !ok || typ == "" {
 			return nil, invalid(field+".type", "is required (text, image_url, video_url, audio_url or draft_task)")
 		}
 		if err := otherTypesData(item, typ, field); err != nil {
@@ -180,8 +184,8 @@ func checkContent(u *media.Unread, raw json.RawMessage) ([]DraftTaskRef, error) 
 		}
 		switch typ {
 		case "text":
-			var text string
-			if err := json.Unmarshal(item["text"], &text); err != nil {
+			text, ok := jsonString(item["text"])
+			if !ok {
 				return nil, invalid(field+".text", "must be a string")
 			}
 			if strings.TrimSpace(text) == "" {
@@ -203,8 +207,8 @@ func checkContent(u *media.Unread, raw json.RawMessage) ([]DraftTaskRef, error) 
 			if e, ok := errors.AsType[*apierror.Error](err); ok {
 				return nil, e
 			}
-			var id string
-			if err != nil || json.Unmarshal(draft["id"], &id) != nil || id == "" {
+			id, ok := jsonString(draft["id"])
+			if err != nil || !ok || id == "" {
 				return nil, invalid(field+".draft_task.id", "must be a non-empty string")
 			}
 			drafts = append(drafts, DraftTaskRef{Param: field + ".draft_task.id", ID: id})
@@ -270,20 +274,14 @@ func checkMediaItem(item contentItem, typ, field string) error {
 		return e
 	}
 	field += "." + typ + ".url"
-	var url string
-	if err != nil || obj["url"] == nil || json.Unmarshal(obj["url"], &url) != nil {
+	url, ok := jsonString(obj["url"])
+	if err != nil || obj["url"] == nil || !ok {
 		return invalid(field, "is required")
 	}
 	if err := media.CheckMediaURL(url); err != nil {
 		return invalid(field, "%v", err)
 	}
 	return nil
-}
-
-// roleTypes are the known roles and the item type each fits.
-var roleTypes = map[string]string{
-	"first_frame": "image_url", "last_frame": "image_url", "reference_image": "image_url",
-	"reference_video": "video_url", "reference_audio": "audio_url",
 }
 
 // itemRole returns the item's role and checks that a known role fits the item's type. A role
@@ -294,8 +292,8 @@ func itemRole(item contentItem, typ, field string) (string, error) {
 	if !ok || isNull(raw) {
 		return "", nil
 	}
-	var role string
-	if err := json.Unmarshal(raw, &role); err != nil {
+	role, ok := jsonString(raw)
+	if !ok {
 		return "", invalid(field+".role", "must be a string")
 	}
 	want, known := roleTypes[role]
@@ -306,6 +304,20 @@ func itemRole(item contentItem, typ, field string) (string, error) {
 		return "", invalid(field+".role", "%q needs an item of type %s", role, want)
 	}
 	return role, nil
+}
+
+// roleTypes are the item types that the known roles need.
+var roleTypes = map[string]string{
+	"first_frame": "image_url", "last_frame": "image_url", "reference_image": "image_url",
+	"reference_video": "video_url", "reference_audio": "audio_url",
+}
+
+// enumOptions are the optional fields whose value is one of a list.
+var enumOptions = []struct {
+	name    string
+	allowed []string
+}{
+	{"service_tier", enumServiceTier}, {"resolution", enumResolution}, {"ratio", enumRatio},
 }
 
 // checkOptions checks the optional fields of §2.2. An integer written with a fraction or an
@@ -320,11 +332,10 @@ func checkOptions(f map[string]json.RawMessage) (rewritten bool, err error) {
 			}
 		}
 	}
-	for name, allowed := range map[string][]string{"service_tier": enumServiceTier, "resolution": enumResolution, "ratio": enumRatio} {
-		if raw, ok := f[name]; ok {
-			var s string
-			if json.Unmarshal(raw, &s) != nil || !slices.Contains(allowed, s) {
-				return false, invalid(name, "must be one of %s", strings.Join(allowed, ", "))
+	for _, e := range enumOptions {
+		if raw, ok := f[e.name]; ok {
+			if s, ok := jsonString(raw); !ok || !slices.Contains(e.allowed, s) {
+				return false, invalid(e.name, "must be one of %s", strings.Join(e.allowed, ", "))
 			}
 		}
 	}
@@ -358,8 +369,7 @@ func checkOptions(f map[string]json.RawMessage) (rewritten bool, err error) {
 		}
 	}
 	if raw, ok := f["safety_identifier"]; ok {
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
+		if _, ok := jsonString(raw); !ok {
 			return false, invalid("safety_identifier", "must be a string")
 		}
 	}
@@ -423,6 +433,26 @@ func decodedInteger(raw []byte) (int64, bool) {
 		return 0, false
 	}
 	return int64(f), true
+}
+
+// jsonString decodes raw as encoding/json decodes it into a string: ok is false for a value that
+// is not a string or null (null is ""), and for nil (an absent field).
+func jsonString(raw json.RawMessage) (s string, ok bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && printableASCII(raw[1:len(raw)-1]) {
+		return string(raw[1 : len(raw)-1]), true // the usual string, without a decoder
+	}
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// printableASCII reports whether b is printable ASCII without a quote or backslash: the text of
+// a JSON string that decodes to itself.
+func printableASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 func isNull(raw json.RawMessage) bool {

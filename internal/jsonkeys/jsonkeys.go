@@ -13,6 +13,7 @@ package jsonkeys
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -58,13 +59,40 @@ func Members(data []byte, fields ...string) (map[string]json.RawMessage, error) 
 	if !json.Valid(data) {
 		return nil, ErrNotObject
 	}
+	return members(data, fields, false)
+}
+
+// MembersValid is Members for data already known to be valid JSON (see OthersValid): bytes that
+// json.Valid, Members or Check accepted, or a value of them, unchanged since. Given anything
+// else its outcome is undefined.
+func MembersValid(data []byte, fields ...string) (map[string]json.RawMessage, error) {
+	return members(data, fields, false)
+}
+
+// All is Members returning every member of the object, checked or not, under its decoded key:
+// what encoding/json decodes the object into as a map[string]json.RawMessage, once the rule
+// holds (no key repeats, so no decoder's choice between repeats matters). The values are slices
+// of data, not copies.
+func All(data []byte, fields ...string) (map[string]json.RawMessage, error) {
+	if !json.Valid(data) {
+		return nil, ErrNotObject
+	}
+	return members(data, fields, true)
+}
+
+// members applies the rule to valid JSON data and returns the checked members, or all of them.
+func members(data []byte, fields []string, all bool) (map[string]json.RawMessage, error) {
 	s := scanner{data: data}
 	s.space()
 	if !s.consume('{') {
 		return nil, ErrNotObject
 	}
-	values := make(map[string]json.RawMessage, len(fields))
-	seen := make(map[string]bool)
+	values := make(map[string]json.RawMessage)
+	// The keys seen so far, for the repeat check: a short list for the usual object, a set
+	// past a few keys.
+	var few [16]string
+	n := 0
+	var seen map[string]bool
 	s.space()
 	if s.consume('}') {
 		return values, nil
@@ -83,16 +111,32 @@ func Members(data []byte, fields ...string) (map[string]json.RawMessage, error) 
 			// Name the checked field the key would become if a decoder dropped what is unclear.
 			return nil, &Error{Problem: Unclear, Key: key, Field: fieldFor(strings.Map(dropUnclear, key), fields)}
 		}
-		if seen[key] {
-			return nil, &Error{Problem: Repeated, Key: key, Field: fieldFor(key, fields)}
+		if n < len(few) {
+			if slices.Contains(few[:n], key) {
+				return nil, &Error{Problem: Repeated, Key: key, Field: fieldFor(key, fields)}
+			}
+			few[n], n = key, n+1
+		} else {
+			if seen == nil {
+				seen = make(map[string]bool, 2*len(few))
+				for _, k := range few {
+					seen[k] = true
+				}
+			}
+			if seen[key] {
+				return nil, &Error{Problem: Repeated, Key: key, Field: fieldFor(key, fields)}
+			}
+			seen[key] = true
 		}
-		seen[key] = true
 		for _, f := range fields {
 			if key == f {
 				values[f] = value
 			} else if strings.EqualFold(key, f) {
 				return nil, &Error{Problem: Case, Key: key, Field: f}
 			}
+		}
+		if all {
+			values[key] = value
 		}
 		s.space()
 		if s.consume('}') {

@@ -112,6 +112,16 @@ func FuzzMembers(f *testing.F) {
 		if string(exact["model"]) != checked {
 			t.Fatalf("an exact decoder sees model %s, mediagw checked %s", exact["model"], checked)
 		}
+		// All is that map.
+		all, err := All(body, "model")
+		if err != nil || len(all) != len(exact) {
+			t.Fatalf("All: %d members (err %v), encoding/json has %d", len(all), err, len(exact))
+		}
+		for k, v := range exact {
+			if string(all[k]) != string(v) {
+				t.Fatalf("All has %q = %s, encoding/json has %s", k, all[k], v)
+			}
+		}
 		// First wins, exact and case-insensitive.
 		if first := firstMember(t, body, false); first != checked {
 			t.Fatalf("an exact first-wins decoder sees model %s, mediagw checked %s", first, checked)
@@ -143,4 +153,48 @@ func firstMember(t *testing.T, body []byte, fold bool) string {
 		}
 	}
 	return ""
+}
+
+// TestAllIsWhatEncodingJSONDecodes checks All against encoding/json's map of the same body, and
+// that the repeat check holds past the few keys it keeps in a list.
+func TestAllIsWhatEncodingJSONDecodes(t *testing.T) {
+	for _, body := range []string{
+		`{}`,
+		` {"model" : "m", "mod\u0065x":[1,{"a":"}"}], "n":-1.5e3, "none":null, "\ud83d\ude00":"x"} `,
+		`{` + manyKeys(40) + `"model":"m"}`,
+	} {
+		got, err := All([]byte(body), "model")
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(body), &want); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d members, encoding/json has %d", body, len(got), len(want))
+		}
+		for k, v := range want {
+			if string(got[k]) != string(v) {
+				t.Errorf("%s: %q = %s, encoding/json has %s", body, k, got[k], v)
+			}
+		}
+	}
+	for _, n := range []int{1, 15, 16, 17, 40} {
+		body := `{` + manyKeys(n) + `"k0":2}`
+		if _, err := All([]byte(body), "model"); !isProblem(err, Repeated) {
+			t.Errorf("a repeat after %d keys: err = %v", n, err)
+		}
+		if _, err := MembersValid([]byte(body), "model"); !isProblem(err, Repeated) {
+			t.Errorf("MembersValid, a repeat after %d keys: err = %v", n, err)
+		}
+	}
+	if _, err := All([]byte(`[1]`), "model"); !errors.Is(err, ErrNotObject) {
+		t.Errorf("an array: err = %v", err)
+	}
+}
+
+func isProblem(err error, problem string) bool {
+	e, ok := errors.AsType[*Error](err)
+	return ok && e.Problem == problem
 }

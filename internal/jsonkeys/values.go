@@ -50,6 +50,28 @@ func OthersValid(data []byte, fields ...string) []Member {
 	}
 }
 
+// ElementsValid returns the elements of the JSON array data, in order, as slices of data; ok is
+// false when data is not an array. Data must be valid JSON, as for OthersValid.
+func ElementsValid(data []byte) (elements []json.RawMessage, ok bool) {
+	s := scanner{data: data}
+	s.space()
+	if !s.consume('[') {
+		return nil, false
+	}
+	elements = []json.RawMessage{}
+	for {
+		s.space()
+		if s.consume(']') {
+			return elements, true
+		}
+		from := s.pos
+		s.value()
+		elements = append(elements, data[from:s.pos])
+		s.space()
+		s.consume(',')
+	}
+}
+
 // Strings calls visit for every string value in the JSON value data, at any depth in its objects
 // and arrays, with the string's path under base and the string raw (quotes and escapes
 // included). Keys are not visited. The path is the walk's own and changes as it goes on: visit

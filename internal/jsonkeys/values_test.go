@@ -51,3 +51,24 @@ func TestStringsVisitsEveryStringValue(t *testing.T) {
 		t.Fatalf("too deep: got %v", err)
 	}
 }
+
+func TestElementsValid(t *testing.T) {
+	for body, want := range map[string]string{
+		` [ 1 , "a]" ,{"b":[2]}, null ,[]] `: `1|"a]"|{"b":[2]}|null|[]`,
+		`[]`:                                 ``,
+	} {
+		got, ok := ElementsValid([]byte(body))
+		var parts []string
+		for _, e := range got {
+			parts = append(parts, string(e))
+		}
+		if !ok || got == nil || strings.Join(parts, "|") != want {
+			t.Errorf("ElementsValid(%s) = %q %v, want %q", body, parts, ok, want)
+		}
+	}
+	for _, body := range []string{`{"a":[1]}`, `"[1]"`, `1`, `null`} {
+		if _, ok := ElementsValid([]byte(body)); ok {
+			t.Errorf("ElementsValid(%s) is an array", body)
+		}
+	}
+}

@@ -11,7 +11,6 @@ package metrics
 import (
 	"errors"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -141,8 +140,9 @@ func UpstreamDuration(provider, upstream, endpoint string, d time.Duration) {
 	}).Observe(d.Seconds())
 }
 
-// taskModels remembers the (provider, model) pairs whose finished series exist.
-var taskModels sync.Map // [2]string -> struct{}
+// createdSeries caches the series of mediagw_tasks_created_total by (provider, model), bounded by
+// the configured providers and models.
+var createdSeries seriesCache[[2]string, prometheus.Counter]
 
 // terminalStatuses are the values of mediagw_tasks_finished_total's status label.
 var terminalStatuses = []string{"succeeded", "failed", "cancelled", "expired"}
@@ -151,13 +151,13 @@ var terminalStatuses = []string{"succeeded", "failed", "cancelled", "expired"}
 // its mediagw_tasks_finished_total series at 0, so that the first failed task (seconds later, at
 // least one scrape after) counts in rate() and increase().
 func TaskCreated(provider, model string) {
-	tasksCreated.WithLabelValues(provider, model).Inc()
-	tasksActive.WithLabelValues(provider).Inc()
-	if _, seen := taskModels.LoadOrStore([2]string{provider, model}, struct{}{}); !seen {
+	createdSeries.get([2]string{provider, model}, func() prometheus.Counter {
 		for _, status := range terminalStatuses {
 			tasksFinished.WithLabelValues(provider, model, status)
 		}
-	}
+		return tasksCreated.WithLabelValues(provider, model)
+	}).Inc()
+	tasksActive.WithLabelValues(provider).Inc()
 }
 
 // TaskFinished counts a task first seen in a terminal status.
