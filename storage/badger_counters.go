@@ -105,8 +105,9 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 	c.values[name] = value
 	c.mu.unlock()
 	err = <-done
+	var covering *syncRound
 	if durable {
-		b.sync.end()
+		covering = b.sync.end()
 	}
 	if err != nil {
 		b.failed(name, delta)
@@ -114,7 +115,7 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 	}
 	c.inFlight.Add(-1)
 	if durable {
-		if err := b.sync.wait(); err != nil {
+		if err := b.sync.wait(covering); err != nil {
 			return b.unsynced(name, delta, value, err)
 		}
 	}

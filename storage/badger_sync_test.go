@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,8 +21,7 @@ func TestGroupSyncGathersCommitsInProgress(t *testing.T) {
 	g := &groupSync{sync: func() error { syncs.Add(1); return nil }, maxGather: time.Hour}
 
 	g.begin()
-	g.end()
-	if err := g.wait(); err != nil {
+	if err := g.wait(g.end()); err != nil {
 		t.Fatal(err)
 	}
 	if syncs.Load() != 1 {
@@ -31,16 +31,16 @@ func TestGroupSyncGathersCommitsInProgress(t *testing.T) {
 	// Commit a ends and waits while commit b is still in progress; b ends a little later and
 	// waits too. The one sync, started after b ended, covers both.
 	syncs.Store(0)
-	g.begin() // a
-	g.begin() // b
-	g.end()   // a committed
+	g.begin()    // a
+	g.begin()    // b
+	a := g.end() // a committed
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := g.wait(); err != nil {
+		if err := g.wait(a); err != nil {
 			t.Error(err)
 		}
 	})
-	// Wait until a's sync is gathering (it holds the running flag and waits for b).
+	// Wait until a's sync is gathering (it leads the next sync and waits for b).
 	for {
 		g.mu.Lock()
 		gathering := g.gathered != nil
@@ -50,8 +50,7 @@ func TestGroupSyncGathersCommitsInProgress(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	g.end() // b committed
-	if err := g.wait(); err != nil {
+	if err := g.wait(g.end()); err != nil { // b committed
 		t.Fatal(err)
 	}
 	wg.Wait()
@@ -65,9 +64,9 @@ func TestGroupSyncGatherIsBounded(t *testing.T) {
 	g := &groupSync{sync: func() error { return nil }}
 	g.begin() // never ends
 	g.begin()
-	g.end()
+	r := g.end()
 	done := make(chan error, 1)
-	go func() { done <- g.wait() }()
+	go func() { done <- g.wait(r) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -93,18 +92,19 @@ func TestLogSyncFollowsMemtables(t *testing.T) {
 		t.Fatalf("no memtable logs (%v) in %s: %v; Badger's layout changed, so every sync falls back to DB.Sync", logs, dir, err)
 	}
 	ctx := context.Background()
-	// Write past a few memtables (8 MiB each), so that logs are replaced and flushed. This
-	// goroutine is the only writer, so each sync runs in it, and b.logs can be read in between.
+	// Write past a few memtables (memTableSize each), so that logs are replaced and flushed.
+	// This goroutine is the only writer, so each sync runs in it, and b.logs can be read in
+	// between.
 	val := strings.Repeat("x", 64<<10)
 	sealedSeen := 0
-	for i := range 400 {
+	for i := range 2 * memTableSize / len(val) {
 		if _, err := b.SettingOnce(ctx, fmt.Sprint("fill-", i), []byte(val)); err != nil {
 			t.Fatal(err)
 		}
 		sealedSeen = max(sealedSeen, len(b.logs.sealed))
 	}
 	if sealedSeen == 0 {
-		t.Fatal("25 MiB written through 8 MiB memtables, and no sync ever saw a replaced memtable's log")
+		t.Fatal("two memtables' worth written, and no sync ever saw a replaced memtable's log")
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -126,7 +126,7 @@ func TestLogSyncFollowsMemtables(t *testing.T) {
 	}
 	for name, f := range b.logs.open {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			t.Fatalf("a handle is kept on %s (%s), which is gone: %v", name, f.Name(), err)
+			t.Fatalf("a handle is kept on %s (%s), which is gone: %v", name, f.f.Name(), err)
 		}
 	}
 }
@@ -227,4 +227,165 @@ func TestLogSyncListsAgainAfterAListingInTheChangesTick(t *testing.T) {
 	if logs, err := l.memLogs(); err != nil || !slices.Equal(logs, want) || l.listings != before {
 		t.Fatalf("listing of an unchanged directory = %v, %v, listed %d times again", logs, err, l.listings-before)
 	}
+}
+
+// TestGroupSyncOverlaps: with room for two syncs, a commit made while a sync runs starts its
+// own at once and returns when that one ends, before the first; with room for one, it waits
+// for the first to end before its own starts.
+func TestGroupSyncOverlaps(t *testing.T) {
+	for _, overlap := range []int{1, 2} {
+		t.Run(fmt.Sprint("overlap ", overlap), func(t *testing.T) {
+			release := make(chan chan struct{}, 2) // each running sync's release
+			g := &groupSync{overlap: overlap, sync: func() error {
+				r := make(chan struct{})
+				release <- r
+				<-r
+				return nil
+			}}
+			commit := func() chan error {
+				done := make(chan error, 1)
+				g.begin()
+				r := g.end()
+				go func() { done <- g.wait(r) }()
+				return done
+			}
+			a := commit()
+			first := <-release // a's sync runs
+			b := commit()
+			var second chan struct{}
+			select {
+			case second = <-release:
+				if overlap == 1 {
+					t.Fatal("a second sync started while the first ran")
+				}
+			case <-time.After(200 * time.Millisecond):
+				if overlap == 2 {
+					t.Fatal("no second sync started while the first ran, with room for two")
+				}
+			}
+			if overlap == 2 {
+				close(second)
+				if err := <-b; err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case <-a:
+					t.Fatal("a commit returned before the sync that started after it ended")
+				default:
+				}
+				close(first)
+				if err := <-a; err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			close(first)
+			if err := <-a; err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-b:
+				t.Fatal("a commit made while a sync ran returned with that sync")
+			case second = <-release: // b's own sync
+			}
+			close(second)
+			if err := <-b; err != nil {
+				t.Fatal(err)
+			}
+			if n := g.syncs(); n != 2 {
+				t.Fatalf("%d syncs, want 2", n)
+			}
+		})
+	}
+}
+
+// TestGroupSyncErrorReachesItsCommits: a failed sync's error reaches the commits that waited
+// for it, and only those.
+func TestGroupSyncErrorReachesItsCommits(t *testing.T) {
+	fail := errors.New("disk on fire")
+	var calls atomic.Int32
+	g := &groupSync{sync: func() error {
+		if calls.Add(1) == 1 {
+			return fail
+		}
+		return nil
+	}}
+	g.begin()
+	if err := g.wait(g.end()); !errors.Is(err, fail) {
+		t.Fatalf("wait = %v, want the sync's error", err)
+	}
+	g.begin()
+	if err := g.wait(g.end()); err != nil {
+		t.Fatalf("the next sync's commit got %v", err)
+	}
+}
+
+// TestLogSyncOverlappingCalls: syncs running at once across memtable replacements all succeed,
+// and keep no handle of a log that Badger has deleted.
+func TestLogSyncOverlappingCalls(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenBadger(dir, BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.sync.overlap = 3
+	ctx := context.Background()
+	val := strings.Repeat("x", 64<<10)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 100 { // 8 x 100 x 64 KiB: 50 MiB, three memtables
+				if _, err := b.SettingOnce(ctx, fmt.Sprint("fill-", w, "-", i), []byte(val)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.logs.listings < 2 {
+		t.Fatalf("the syncs listed the logs %d times; the memtables were never replaced", b.logs.listings)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := b.SettingOnce(ctx, fmt.Sprint("tick-", time.Now().UnixNano()), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		b.logs.mu.Lock()
+		open := len(b.logs.open)
+		b.logs.mu.Unlock()
+		if open == 1 && len(deletedLogsHeld(t)) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("handles open %d; deleted logs still held: %v", open, deletedLogsHeld(t))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if held := deletedLogsHeld(t); len(held) != 0 {
+		t.Fatalf("after Close the process still holds %v", held)
+	}
+}
+
+// deletedLogsHeld lists this process's open files that are deleted memtable logs.
+func deletedLogsHeld(t *testing.T) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []string
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err != nil {
+			continue // closed since the listing
+		}
+		if strings.HasSuffix(target, memLogSuffix+" (deleted)") {
+			held = append(held, target)
+		}
+	}
+	return held
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,4 +14,13 @@ const ownLogSync = true
 // is what msync of a shared mapping of f does.
 func datasync(f *os.File) error {
 	return unix.Fdatasync(int(f.Fd()))
+}
+
+// modTime is the modification time of f, by fstat (no path to resolve, nothing allocated).
+func modTime(f *os.File) (time.Time, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return time.Time{}, &os.PathError{Op: "fstat", Path: f.Name(), Err: err}
+	}
+	return time.Unix(st.Mtim.Unix()), nil
 }
