@@ -36,7 +36,8 @@ func init() {
 // Every credential header (Authorization, Proxy-Authorization, X-Api-Key, X-Goog-Api-Key,
 // Api-Key, X-Auth-Token, X-Amz-Security-Token) and the key query parameter are removed from every
 // request before anything else sees it, whether the key is valid or not: no later handler,
-// placeholder, log entry or upstream gets them. Caddy's own access and error logs print a copy of
+// placeholder, log entry or upstream gets them. Request trailers are dropped too: they arrive
+// after the body, past every check, and reverse_proxy would forward them, a key among them. Caddy's own access and error logs print a copy of
 // the request taken before any handler runs; for a request whose credentials that copy would
 // show, this handler writes those log entries itself from the request without them (see
 // auth_log.go).

@@ -50,8 +50,12 @@ func redactErrorAnswer(resp *http.Response, secret string) {
 
 // redactHeaders replaces the credential the gateway sent (secret) in the values of an answer's
 // headers, of any status: an upstream, or a proxy in front of it, may echo the request's
-// Authorization.
+// Authorization. It also removes the headers that name the operator's provider organisation or
+// project, which every tenant shares: they are the operator's, as on requests.
 func redactHeaders(h http.Header, secret string) {
+	delete(h, "Openai-Organization")
+	delete(h, "Openai-Project")
+	delete(h, "Anthropic-Organization-Id")
 	if secret == "" {
 		return
 	}

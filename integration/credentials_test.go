@@ -1,14 +1,18 @@
 package integration
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -281,5 +285,145 @@ func TestSSEStreamsWhenTheGatewayWritesTheLog(t *testing.T) {
 	})
 	if strings.Contains(string(access), "mg-logtest-") || !strings.Contains(string(access), `"status":200`) {
 		t.Fatalf("access log:\n%s", access)
+	}
+}
+
+// TestRequestTrailersNeverReachTheUpstream sends a chunked request whose trailers carry the
+// caller's key in every credential place, announced or not: Caddy's reverse_proxy forwards
+// request trailers, so without mediagw_auth dropping them the key reached the provider.
+func TestRequestTrailersNeverReachTheUpstream(t *testing.T) {
+	var mu sync.Mutex
+	var trailers []http.Header
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // the trailers arrive after the body
+		mu.Lock()
+		trailers = append(trailers, r.Trailer.Clone())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"ok":true}`)
+	}))
+	defer up.Close()
+	dir := t.TempDir()
+	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
+		"rec_url": up.URL, "access_log": filepath.Join(dir, "access.log"), "default_log": filepath.Join(dir, "default.log"),
+		"dead_port": fmt.Sprint(freePort(t)), "servers": "",
+	})
+	const key = "mg-logtest-valid-5f1c2e"
+	chunk := func(s string) string { return fmt.Sprintf("%x\r\n%s\r\n", len(s), s) }
+	secrets := "X-Api-Key: " + key + "\r\nAuthorization: Bearer " + key + "\r\nX-Goog-Api-Key: " + key + "\r\nX-Note: kept?\r\n"
+	for _, tc := range []struct{ name, path, announce string }{
+		{"announced, JSON read by the gateway", "/v1/chat/completions", "Trailer: X-Api-Key, Authorization, X-Goog-Api-Key, X-Note\r\n"},
+		{"not announced", "/v1/chat/completions", ""},
+		{"announced, generate-content", "/v1beta/models/gemini-x:generateContent", "Trailer: X-Goog-Api-Key, Authorization\r\n"},
+	} {
+		body := `{"model":"gpt-x","messages":[]}`
+		if strings.HasPrefix(tc.path, "/v1beta/") {
+			body = `{"contents":[]}`
+		}
+		raw := "POST " + tc.path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + key +
+			"\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n" + tc.announce + "\r\n" +
+			chunk(body[:5]) + chunk(body[5:]) + "0\r\n" + secrets + "\r\n"
+		if status := rawRequest(t, base, raw); status != http.StatusOK {
+			t.Fatalf("%s: status %d", tc.name, status)
+		}
+		mu.Lock()
+		if len(trailers) == 0 {
+			mu.Unlock()
+			t.Fatalf("%s: the upstream received nothing", tc.name)
+		}
+		last := trailers[len(trailers)-1]
+		trailers = nil
+		mu.Unlock()
+		if len(last) > 0 {
+			t.Errorf("%s: the upstream received request trailers %v", tc.name, last)
+		}
+	}
+}
+
+// rawRequest writes raw to the gateway at base on a new connection and returns the status of
+// its answer.
+func rawRequest(t *testing.T, base, raw string) int {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode
+}
+
+// TestUpstreamGetsItsOwnHost sends a request whose Host names another virtual host: with the
+// older per-provider reverse_proxy form (Caddy passes Host through unchanged), the upstream got
+// the tenant's Host, so a tenant could pick any virtual host behind the provider's address,
+// with the operator's credential attached. Both forms send the upstream's own host.
+func TestUpstreamGetsItsOwnHost(t *testing.T) {
+	var mu sync.Mutex
+	var hosts []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		hosts = append(hosts, r.Host)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"ok":true}`)
+	}))
+	defer up.Close()
+	want := strings.TrimPrefix(up.URL, "http://")
+	for _, proxy := range []string{"reverse_proxy {{rec_url}}", "reverse_proxy {\n\t\t\tdynamic mediagw\n\t\t\ttransport mediagw\n\t\t}"} {
+		caddyfile := `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider openai {
+			base_url {{rec_url}}/v1
+			api_key openai-upstream-key
+			models gpt-x
+		}
+		key mg-host-test-1 {
+			account acme
+		}
+	}
+}
+
+http://:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_route
+		` + proxy + `
+	}
+}
+`
+		base, _ := startSimGateway(t, caddyfile, map[string]string{"rec_url": up.URL})
+		req, err := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-x","messages":[]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = "admin.internal"
+		req.Header.Set("Authorization", "Bearer mg-host-test-1")
+		req.Header.Set("Content-Type", "application/json")
+		if r := do(t, req); r.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", proxy, r.status, r.body)
+		}
+		mu.Lock()
+		got := hosts
+		hosts = nil
+		mu.Unlock()
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s: the upstream got Host %v, want %s", proxy, got, want)
+		}
 	}
 }

@@ -23,6 +23,7 @@ const instanceCaddyfile = `{
 			key_prefix %[3]s
 			%[7]s
 		}
+		%[8]s
 		provider sim {
 			base_url http://127.0.0.1:%[4]d/api/v3
 			api_key sim-key
@@ -88,6 +89,8 @@ type instance struct {
 type cluster struct {
 	redis     *testredis.Server
 	instances []*instance
+	// launch starts one more instance of the cluster.
+	launch func(t *testing.T) *instance
 }
 
 // clusterOptions shape a cluster.
@@ -101,6 +104,8 @@ type clusterOptions struct {
 	redisURL string
 	// storageOptions are more lines of the storage redis block (tls_ca …).
 	storageOptions string
+	// gatewayOptions are more lines of the mediagw block (refund_unsuccessful_tasks …).
+	gatewayOptions string
 }
 
 func startCluster(t *testing.T, n int, o clusterOptions) *cluster {
@@ -123,16 +128,21 @@ func startCluster(t *testing.T, n int, o clusterOptions) *cluster {
 	simPort := freePort(t)
 	startCaddyProcess(t, fmt.Sprintf(instanceSimulatorCaddyfile, simPort, o.queuedFor, o.runningFor), fmt.Sprintf("http://127.0.0.1:%d/", simPort))
 	prefix := "mg-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
-	for i := range n {
+	c.launch = func(t *testing.T) *instance {
+		t.Helper()
 		adminPort, port := freePort(t), freePort(t)
-		cfg := fmt.Sprintf(instanceCaddyfile, adminPort, redisURL, prefix, simPort, o.watchInterval, port, o.storageOptions)
+		cfg := fmt.Sprintf(instanceCaddyfile, adminPort, redisURL, prefix, simPort, o.watchInterval, port, o.storageOptions, o.gatewayOptions)
 		in := &instance{
-			name:  string(rune('A' + i)),
+			name:  string(rune('A' + len(c.instances))),
 			base:  fmt.Sprintf("http://127.0.0.1:%d", port),
 			admin: fmt.Sprintf("127.0.0.1:%d", adminPort),
 		}
 		in.proc = startCaddyProcess(t, cfg, in.base+"/")
 		c.instances = append(c.instances, in)
+		return in
+	}
+	for range n {
+		c.launch(t)
 	}
 	return c
 }

@@ -80,10 +80,17 @@ func KeyFromRequest(r *http.Request) (string, error) {
 
 // StripCredentials removes every credential header and the key query parameter from r, in
 // place: from its headers, its URL and its RequestURI, so that placeholders, logs and the
-// request that a proxy builds from it no longer carry them. It reports whether it removed
-// anything.
+// request that a proxy builds from it no longer carry them. It also drops r's request trailers,
+// which arrive after the body and so after any check: Caddy's reverse_proxy forwards them, and
+// a trailer may carry any header, a key included. (r no longer shares the trailer map that the
+// server fills at the end of the body; trailers never announced are kept only on the server's
+// own request, which no handler sees.) It reports whether it removed anything.
 func StripCredentials(r *http.Request) bool {
 	removed := false
+	if r.Trailer != nil {
+		r.Trailer = nil
+		removed = true
+	}
 	for _, name := range CredentialHeaders {
 		if _, ok := r.Header[name]; ok {
 			r.Header.Del(name)

@@ -49,6 +49,8 @@ func TestStripCredentials(t *testing.T) {
 		r.Header.Set(h, "secret-"+h)
 	}
 	r.Header.Set("Content-Type", "application/json")
+	announced := http.Header{"X-Api-Key": nil}
+	r.Trailer = announced
 	if !StripCredentials(r) {
 		t.Fatal("StripCredentials reported nothing removed")
 	}
@@ -62,6 +64,9 @@ func TestStripCredentials(t *testing.T) {
 	}
 	if r.Header.Get("Content-Type") != "application/json" {
 		t.Error("a non-credential header was removed")
+	}
+	if r.Trailer != nil {
+		t.Errorf("the request trailers were kept: %v", r.Trailer)
 	}
 	clean := httptest.NewRequest("GET", "/v1/models?keys=1&monkey=2", nil)
 	if StripCredentials(clean) || clean.URL.RawQuery != "keys=1&monkey=2" {

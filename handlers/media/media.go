@@ -108,8 +108,8 @@ func withoutPort(hostport string) string {
 
 // IsPresigned reports whether u carries an object storage query signature, which makes it a
 // temporary address (and, from the presign endpoint, an upload address, not a readable one): S3
-// SigV4 and SigV2, Google Cloud Storage V4 and V2, Alibaba OSS V4 and V1, Tencent COS and an Azure
-// SAS. Parameter names are matched in any letter case and percent-encoding, and a parameter whose
+// SigV4 and SigV2, Google Cloud Storage V4 and V2, Alibaba OSS V4 and V1, Tencent COS, Volcengine
+// TOS, an Azure SAS, and a credential in an authorization parameter (Baidu BOS, Backblaze B2). Parameter names are matched in any letter case and percent-encoding, and a parameter whose
 // value is badly encoded still counts (url.Values would drop it).
 func IsPresigned(u *url.URL) bool {
 	azureSig, azureVersion := false, false
@@ -122,7 +122,8 @@ func IsPresigned(u *url.URL) bool {
 		case "x-amz-signature", "x-amz-credential", "signature", "awsaccesskeyid",
 			"x-goog-signature", "x-goog-credential", "googleaccessid",
 			"x-oss-signature", "x-oss-credential", "ossaccesskeyid",
-			"q-signature", "q-sign-algorithm":
+			"q-signature", "q-sign-algorithm",
+			"x-tos-signature", "x-tos-credential", "authorization":
 			return true
 		case "sig":
 			azureSig = true

@@ -3,6 +3,8 @@ package passthrough
 import (
 	"encoding/json"
 	"mime"
+	"net/url"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -13,6 +15,51 @@ func mediaType(contentType string) (string, map[string]string, error) {
 		return contentType, nil, nil
 	}
 	return mime.ParseMediaType(contentType)
+}
+
+// utf8JSON reports whether a JSON Content-Type names no charset or UTF-8 (any other type is
+// left to the endpoint). The body is checked as UTF-8; an upstream that honours another charset
+// (UTF-7 reads "+ACI-" inside a string as a quote) would read members that were never checked.
+func utf8JSON(contentType string) bool {
+	if contentType == "application/json" || !mentionsJSON(contentType) {
+		return true // the usual header, and the types that are not JSON, without parsing
+	}
+	mt, params, err := mime.ParseMediaType(contentType)
+	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		return true
+	}
+	if err != nil {
+		return false // a JSON type whose parameters do not parse: which charset is unclear
+	}
+	charset, named := params["charset"]
+	return !named || strings.EqualFold(charset, "utf-8") || strings.EqualFold(charset, "utf8")
+}
+
+// mentionsJSON reports whether s holds "json" in any letter case (media types are
+// case-insensitive).
+func mentionsJSON(s string) bool {
+	for i := 0; i+4 <= len(s); i++ {
+		if s[i]|0x20 == 'j' && s[i+1]|0x20 == 's' && s[i+2]|0x20 == 'o' && s[i+3]|0x20 == 'n' {
+			return true
+		}
+	}
+	return false
+}
+
+// queryNames reports whether a raw query has a parameter whose name, decoded, is name in any
+// letter case. Pairs are split at '&' and ';', as some servers do; a name that does not decode
+// is compared as it is.
+func queryNames(rawQuery, name string) bool {
+	for pair := range strings.FieldsFuncSeq(rawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+		k, _, _ := strings.Cut(pair, "=")
+		if d, err := url.QueryUnescape(k); err == nil {
+			k = d
+		}
+		if strings.EqualFold(strings.TrimSpace(k), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // unmarshalString decodes a JSON value that must be a string, as json.Unmarshal into a string

@@ -42,6 +42,9 @@ type Endpoint struct {
 	Multipart bool
 	// nested finds references to upstream objects deeper in a JSON body (see refs.go).
 	nested *bodyRefs
+	// fetchesURLs marks a media generation endpoint: every URL in its JSON body must be one the
+	// provider may fetch (see checkFetchedURLs).
+	fetchesURLs bool
 	// batch marks a Message Batches create, whose requests each hold a Messages body with its
 	// own model (see batches.go).
 	batch bool
@@ -55,14 +58,14 @@ var Capabilities = []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/messages", nested: messagesRefs},
 	{Method: http.MethodPost, Path: "/v1beta/models/{model}:generateContent", nested: geminiRefs},
 	{Method: http.MethodPost, Path: "/v1beta/models/{model}:streamGenerateContent", nested: geminiRefs},
-	{Method: http.MethodPost, Path: "/v1/images/generations", Creates: storage.KindImage, nested: fileRefs},
-	{Method: http.MethodPost, Path: "/v1/video/generations", Creates: KindVideoGeneration, nested: fileRefs},
-	{Method: http.MethodPost, Path: "/v1/videos", Creates: KindVideo, Multipart: true, nested: fileRefs},
+	{Method: http.MethodPost, Path: "/v1/images/generations", Creates: storage.KindImage, nested: fileRefs, fetchesURLs: true},
+	{Method: http.MethodPost, Path: "/v1/video/generations", Creates: KindVideoGeneration, nested: fileRefs, fetchesURLs: true},
+	{Method: http.MethodPost, Path: "/v1/videos", Creates: KindVideo, Multipart: true, nested: fileRefs, fetchesURLs: true},
 	{Method: http.MethodPost, Path: "/v1/audio/transcriptions", Multipart: true},
 	{Method: http.MethodPost, Path: "/v1/audio/translations", Multipart: true},
-	{Method: http.MethodPost, Path: "/v1/audio/speech", nested: fileRefs},
-	{Method: http.MethodPost, Path: "/v1/embeddings", nested: fileRefs},
-	{Method: http.MethodPost, Path: "/v1/rerank", nested: fileRefs},
+	{Method: http.MethodPost, Path: "/v1/audio/speech", nested: mediaRefs},
+	{Method: http.MethodPost, Path: "/v1/embeddings", nested: mediaRefs},
+	{Method: http.MethodPost, Path: "/v1/rerank", nested: mediaRefs},
 
 	{Method: http.MethodGet, Path: "/v1/responses/{id}", Object: KindResponse, RevealsItems: true},
 	{Method: http.MethodDelete, Path: "/v1/responses/{id}", Object: KindResponse},
@@ -109,12 +112,17 @@ func ParseEndpoint(method, path string) (Endpoint, error) {
 // a Message Batches create, those of Messages in each of its requests), chat those of Chat
 // Completions, models
 // (countTokens) those of generateContent. Any other endpoint is checked for the references that
-// every body is checked for (file_id, file_ids, vector_store_ids). Every one is checked for
-// previous_response_id, whatever it extends.
+// every body is checked for (file_id, file_ids, vector_store_ids) and its media URL members, as
+// speech and embeddings are. Every one is checked for previous_response_id, whatever it extends,
+// and one with an images, video or videos segment for every URL in it, as the media generation
+// endpoints are (checkFetchedURLs).
 func extending(ep Endpoint) Endpoint {
 	ep.Refs = map[string]string{"previous_response_id": KindResponse}
-	ep.nested = fileRefs
+	ep.nested = mediaRefs
 	segs := strings.Split(strings.TrimPrefix(ep.Path, "/"), "/")
+	ep.fetchesURLs = slices.ContainsFunc(segs, func(seg string) bool {
+		return seg == "images" || seg == "video" || seg == "videos"
+	})
 	if slices.Contains(segs, "responses") {
 		ep.nested, ep.RevealsItems = responsesRefs, true
 		return ep

@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/media"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // nameParam finds every name parameter of a Content-Disposition header as a lenient parser
@@ -30,6 +32,9 @@ func multipartError(msg string) *apierror.Error {
 // model to a lenient parser (another case, name*, escapes) is refused, as is a second model part,
 // and so is a part header folded onto a second line (see foldCheck).
 func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundary string, route *Route) (string, error) {
+	if !plainBoundary(boundary) {
+		return "", errBoundary
+	}
 	sp := &spool{memLimit: rt.SpoolMemory, maxSize: rt.MaxSpool, dir: rt.TempDir}
 	if sp.memLimit <= 0 {
 		sp.memLimit = DefaultSpoolMemory
@@ -82,10 +87,31 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundar
 	return model, nil
 }
 
+var errBoundary = apierror.New(http.StatusBadRequest, "invalid_request_body",
+	"the multipart boundary must be 1 to 70 of the characters RFC 2046 allows (letters, digits and '()+_,-./:=?), without spaces").WithParam("Content-Type")
+
+// plainBoundary reports whether a boundary keeps to RFC 2046's characters, without spaces:
+// parsers then agree on it. A quoted-pair, a semicolon or a space in a quoted boundary is read
+// differently by different parsers (one splits at --a"b, another at --a\"b), and parts hidden
+// from the gateway's reading would be an upstream's.
+func plainBoundary(b string) bool {
+	if len(b) == 0 || len(b) > 70 {
+		return false
+	}
+	for i := range len(b) {
+		c := b[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || strings.IndexByte("'()+_,-./:=?", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // scanParts reads every part and returns the model.
 func scanParts(mr *multipart.Reader) (string, error) {
 	var model string
 	var found bool
+	var peek []byte // the start of a text part, one buffer for all
 	for {
 		part, err := mr.NextRawPart()
 		if errors.Is(err, io.EOF) {
@@ -102,6 +128,12 @@ func scanParts(mr *multipart.Reader) (string, error) {
 			return "", err
 		}
 		if !isModel {
+			if peek == nil {
+				peek = make([]byte, maxTextPartPeek)
+			}
+			if err := checkTextPart(part, peek); err != nil {
+				return "", err
+			}
 			if _, err := io.Copy(io.Discard, part); err != nil {
 				return "", pass(err, errMultipart)
 			}
@@ -119,6 +151,33 @@ func scanParts(mr *multipart.Reader) (string, error) {
 			return "", err
 		}
 	}
+}
+
+// maxTextPartPeek is how much of a text part is read to tell whether it holds a URL: enough for
+// any scheme and host, so a longer value is judged by its start.
+const maxTextPartPeek = 4 << 10
+
+// checkTextPart checks a part that is not a file (it has no filename) as checkFetchedURLs checks
+// a JSON string: some providers take a URL as a form field (the audio to transcribe, a video's
+// reference), so a value that looks like a URL must be one the provider may fetch. Free text
+// parts (prompt …) and files are not checked. It reads at most len(head) bytes of part, into head.
+func checkTextPart(part *multipart.Part, head []byte) error {
+	name := part.FormName()
+	if part.FileName() != "" || isFreeText(&jsonkeys.Path{Key: name, Index: -1}) {
+		return nil
+	}
+	n, err := io.ReadFull(part, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return pass(err, errMultipart)
+	}
+	value := string(head[:n])
+	if !mayBeURL(head[:n]) || !media.LooksLikeURL(value) {
+		return nil
+	}
+	if err := media.CheckPassThroughURL(value); err != nil {
+		return apierror.New(http.StatusBadRequest, "invalid_request_body", "the form field "+name+" looks like a URL the provider may fetch, so it "+err.Error()).WithParam(name)
+	}
+	return nil
 }
 
 // pass returns err when it is the spool's (413), else the given contract error.

@@ -123,6 +123,11 @@ var errTooManyRefs = apierror.New(http.StatusBadRequest, "invalid_request_body",
 // only by case is read as that field too, so whichever spelling an upstream honours was checked;
 // a repeated key anywhere is refused.
 func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoint, body []byte) error {
+	if ep.fetchesURLs {
+		if err := checkFetchedURLs(body); err != nil {
+			return err
+		}
+	}
 	if ep.nested == nil || !ep.nested.mayHold(body) {
 		return nil
 	}

@@ -88,6 +88,9 @@ var (
 	errBadJSON    = apierror.NotJSONObject("invalid_request_body")
 	errModelType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
 	errMultipart  = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
+	errQueryModel = apierror.New(http.StatusBadRequest, "invalid_request_body", "model may not be given in the query: give it in the body or the path").WithParam("model")
+	errCoded      = apierror.New(http.StatusUnsupportedMediaType, "invalid_request_body", "a request body must not be compressed (Content-Encoding)").WithParam("Content-Encoding")
+	errCharset    = apierror.New(http.StatusBadRequest, "invalid_request_body", "a JSON body must be UTF-8: Content-Type may name no charset but utf-8").WithParam("Content-Type")
 )
 
 // Route checks that r is a forwarded endpoint (else 404), finds its model and checks it against
@@ -106,6 +109,16 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if len(r.Header.Values("Content-Type")) > 1 {
 		// Decoders differ on which of two values counts; forward only a body read one way.
 		return Route{}, apierror.New(http.StatusBadRequest, "invalid_request_body", "the request has more than one Content-Type header").WithParam("Content-Type")
+	}
+	if !utf8JSON(r.Header.Get("Content-Type")) {
+		return Route{}, errCharset
+	}
+	if r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "model") {
+		return Route{}, errQueryModel
+	}
+	if coding := r.Header.Values("Content-Encoding"); len(coding) > 0 && (len(coding) > 1 || !strings.EqualFold(strings.TrimSpace(coding[0]), "identity")) {
+		// The body is checked as it was read; an upstream would decode it into another.
+		return Route{}, errCoded
 	}
 	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: ep.Object == "" || ep.Creates != ""}
 	if err := rt.resolve(w, r, id, ep, params, &route); err != nil {
@@ -163,9 +176,16 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 	}
 	if r.ContentLength != 0 {
 		// A body (a remix prompt, say) may not name another model.
-		fields, _, err := rt.jsonFields(w, r, "model")
+		fields, body, err := rt.jsonFields(w, r, "model")
 		if err != nil {
 			return err
+		}
+		if route.Creates != "" {
+			// A call that makes something new (a remix) is a media generation: its URLs and
+			// references are checked as a create's are.
+			if err := rt.checkBodyRefs(r.Context(), id, Endpoint{nested: fileRefs, fetchesURLs: true}, body); err != nil {
+				return err
+			}
 		}
 		if raw, ok := fields["model"]; ok {
 			var model string
@@ -320,10 +340,13 @@ func (rt *Router) checkRefs(r *http.Request, id auth.Identity, ep Endpoint, fiel
 	return nil
 }
 
-// rewrite points r at an upstream: credentials and path prefix. The caller's credentials, and a
-// Gemini-style ?key= parameter, are removed.
+// rewrite points r at an upstream: credentials, Host and path prefix. The caller's credentials,
+// and a Gemini-style ?key= parameter, are removed. Host is the upstream's own (reverse_proxy
+// passes Host through unchanged), so that a tenant cannot pick another virtual host behind the
+// provider's address, with the operator's credential attached.
 func rewrite(r *http.Request, p *providers.Upstream) {
 	p.SetCredentials(r.Header)
+	r.Host = p.BaseURL.Host
 	if r.URL.RawQuery != "" {
 		if q := r.URL.Query(); q.Has("key") {
 			q.Del("key")

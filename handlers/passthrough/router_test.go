@@ -182,3 +182,81 @@ func TestRouteRefusesTwoContentTypes(t *testing.T) {
 		t.Fatalf("err = %v, want 400 naming Content-Type", err)
 	}
 }
+
+// A JSON body is checked as UTF-8. An upstream that honours another charset (UTF-7 decodes
+// "+ACIAfQ-" inside a string as `"}`) would read fields that were never checked, so a JSON
+// Content-Type may name no charset but UTF-8.
+func TestRouteRefusesJSONInAnotherCharset(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	body := `{"model":"doubao","messages":[],"x":"+ACIALAAiAG0AbwBkAGUAbAAiADoAIgBvAHQAaABlAHI-"}`
+	for ct, ok := range map[string]bool{
+		"application/json; charset=utf-7":         false,
+		"application/json; charset=UTF-16":        false,
+		"application/json;charset=\"iso-8859-1\"": false,
+		"application/vnd.api+json; charset=utf-7": false,
+		"application/json; charset=utf-7; x":      false,
+		"APPLICATION/JSON; CHARSET=UTF-7":         false,
+		"Application/Json; Charset=UTF-7":         false,
+		"application/JSON; charset=utf-7":         false,
+		"application/json; charset=utf-8; x":      false,
+		"application/json; charset=utf-8":         true,
+		"application/json; charset=\"UTF-8\"":     true,
+		"application/json":                        true,
+	} {
+		r := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case ok && err != nil:
+			t.Errorf("%s: refused: %v", ct, err)
+		case !ok && (!errors.As(err, &e) || e.Status != 400 || e.Param != "Content-Type"):
+			t.Errorf("%s: err = %v, want 400 naming Content-Type", ct, err)
+		}
+	}
+	// The path-model endpoints and calls on owned objects too.
+	r := httptest.NewRequest("POST", "/v1beta/models/gemini-pro:generateContent", strings.NewReader(`{"contents":[]}`))
+	r.Header.Set("Content-Type", "application/json; charset=utf-7")
+	if _, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{}); err == nil {
+		t.Error("generateContent: a UTF-7 body was accepted")
+	}
+}
+
+// The gateway checks the body it reads; an upstream that decodes a declared Content-Encoding
+// reads another. A coded body is refused (an identity coding passes).
+func TestRouteRefusesCodedBodies(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for coding, ok := range map[string]bool{"gzip": false, "deflate": false, "br, identity": false, "identity": true, "": true} {
+		r := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{"model":"doubao","messages":[]}`))
+		r.Header.Set("Content-Type", "application/json")
+		if coding != "" {
+			r.Header.Set("Content-Encoding", coding)
+		}
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case ok && err != nil:
+			t.Errorf("%q: refused: %v", coding, err)
+		case !ok && (!errors.As(err, &e) || e.Status != 415 || e.Param != "Content-Encoding"):
+			t.Errorf("%q: err = %v, want 415 naming Content-Encoding", coding, err)
+		}
+	}
+}
+
+// The model is read from the body or the path; a model in the query, which some upstreams read
+// instead, is refused however it is spelled.
+func TestRouteRefusesAModelInTheQuery(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for query, ok := range map[string]bool{"model=whisper": false, "MODEL=x": false, "mod%65l=x": false, "a=1;model=x": false, "models=1": true, "alt=sse": true} {
+		r := httptest.NewRequest("POST", "/v1/chat/completions?"+query, strings.NewReader(`{"model":"doubao","messages":[]}`))
+		r.Header.Set("Content-Type", "application/json")
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case ok && err != nil:
+			t.Errorf("%q: refused: %v", query, err)
+		case !ok && (!errors.As(err, &e) || e.Status != 400 || e.Param != "model"):
+			t.Errorf("%q: err = %v, want 400 naming model", query, err)
+		}
+	}
+}

@@ -301,6 +301,14 @@ func TestOwnedObjects(t *testing.T) {
 	wantError(t, err, 400, "invalid_request_body")
 	_, _, err = route("POST", "/v1/videos/video_mine/remix", `{"prompt":"again","model":"whisper"}`)
 	wantError(t, err, 400, "invalid_request_body")
+	// A remix is a video generation: the URLs and references in its body are checked as a
+	// create's are.
+	_, _, err = route("POST", "/v1/videos/video_mine/remix", `{"prompt":"again","input_reference":"http://169.254.169.254/"}`)
+	if e := wantError(t, err, 400, "invalid_request_body"); e.Param != "input_reference" {
+		t.Fatalf("remix with a private URL: param %q", e.Param)
+	}
+	_, _, err = route("POST", "/v1/videos/video_mine/remix", `{"prompt":"again","image":{"file_id":"file-theirs"}}`)
+	wantError(t, err, 400, "invalid_request_body")
 	ct, mp := multipartBody("Content-Disposition: form-data; name=\"model\"\r\n\r\nwhisper")
 	r := httptest.NewRequest("POST", "/v1/videos/video_mine/remix", strings.NewReader(mp))
 	r.Header.Set("Content-Type", ct)

@@ -18,15 +18,23 @@ var javaScriptTypes = map[string]bool{
 var documentTypes = map[string]bool{
 	"text/html": true, "application/xhtml+xml": true, "image/svg+xml": true, "text/xml": true,
 	"application/xml": true, "text/xsl": true, "application/x-shockwave-flash": true,
+	// Firefox renders each part of such a body as its own type, text/html included.
+	"multipart/x-mixed-replace": true,
 }
+
+// sniffedTypes are the types for which browsers guess the type from the bytes (the "unknown MIME
+// type" rules of WHATWG MIME Sniffing): an uploaded HTML file stored under one is rendered as
+// HTML. (A wildcard such as */* names no type, and check refuses it.)
+var sniffedTypes = map[string]bool{"unknown/unknown": true, "application/unknown": true, "*/*": true}
 
 // IsActiveContent reports whether a media type (lowercase, without parameters) is active
 // content: a type that a browser opening the uploaded object's public URL would render as a
-// document that runs script (HTML, XHTML, SVG and other XML types) or run as a script. Such
+// document that runs script (HTML, XHTML, SVG and other XML types, multipart/x-mixed-replace),
+// run as a script, or sniff from the bytes (unknown/unknown, application/unknown). Such
 // uploads would let anyone with a key serve script from the bucket's origin, so presign refuses
 // them unless allowed_content_types names them exactly.
 func IsActiveContent(mediaType string) bool {
-	return documentTypes[mediaType] || javaScriptTypes[mediaType] || strings.HasSuffix(mediaType, "+xml")
+	return documentTypes[mediaType] || javaScriptTypes[mediaType] || sniffedTypes[mediaType] || strings.HasSuffix(mediaType, "+xml")
 }
 
 // activeExtensions are file extensions that web servers and CDNs map to active content when they

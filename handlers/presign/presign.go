@@ -211,7 +211,8 @@ func (h *Handler) check(req Request) (filename, contentType string, err error) {
 		contentType = *req.ContentType
 	}
 	mt, params, err := mime.ParseMediaType(contentType)
-	if err != nil || strings.IndexFunc(contentType, isControl) >= 0 || !strings.Contains(mt, "/") || len(contentType) > 255 {
+	// A wildcard (image/*, */*) names no type; browsers sniff what is stored under */*.
+	if err != nil || strings.IndexFunc(contentType, isControl) >= 0 || !strings.Contains(mt, "/") || strings.Contains(mt, "*") || len(contentType) > 255 {
 		return "", "", invalidUpload("content_type", "content_type must be a MIME type such as image/png")
 	}
 	// What is signed (and what storage will serve) is the canonical form of what was checked.

@@ -114,6 +114,10 @@ func TestActiveContentIsRefusedUnlessListed(t *testing.T) {
 		"image/svg+xml", "IMAGE/SVG+XML; charset=utf-8", "application/xhtml+xml", "text/xml", "application/xml",
 		"application/javascript", "text/javascript; charset=utf-8", "application/x-javascript", "text/ecmascript",
 		"text/jscript", "text/javascript1.5", "application/rss+xml", "application/mathml+xml", "text/xsl",
+		// Browsers sniff these (WHATWG MIME Sniffing, "unknown MIME type"): HTML in the file runs.
+		"unknown/unknown", "Application/Unknown", "*/*", "image/*", "application/*",
+		// Firefox renders each part with its own type, text/html included.
+		"multipart/x-mixed-replace; boundary=x",
 	}
 	for _, h := range []*Handler{{}, {AllowedContentTypes: []string{"image/*", "text/*", "application/*"}}} {
 		for _, ct := range active {

@@ -207,8 +207,9 @@ func setCredentials(h http.Header, key, style string) {
 	}
 }
 
-// clearCredentials removes the caller's credentials, and the headers that choose what the
-// operator's account bills.
+// clearCredentials removes the caller's credentials, the headers that choose what the
+// operator's account bills, those that make a server run another method or path than the
+// request's, those that claim a client address, and the client's cookies.
 func clearCredentials(h http.Header) {
 	// The names are written in canonical form (http.CanonicalHeaderKey), so that deleting them
 	// does not canonicalise them again on every request.
@@ -220,4 +221,22 @@ func clearCredentials(h http.Header) {
 	delete(h, "Openai-Organization")
 	delete(h, "Openai-Project")
 	delete(h, "X-Goog-User-Project")
+	// Only the capability endpoints are forwarded, by method and path. Google's APIs (and many
+	// frameworks) run the method these name instead of the request's; some frameworks route by
+	// the path in X-Original-URL or X-Rewrite-URL.
+	delete(h, "X-Http-Method-Override")
+	delete(h, "X-Http-Method")
+	delete(h, "X-Method-Override")
+	delete(h, "X-Original-Url")
+	delete(h, "X-Rewrite-Url")
+	// The client's address is the one reverse_proxy reports (X-Forwarded-For, from trusted
+	// proxies only); these would let a tenant claim any address to an upstream that trusts them.
+	delete(h, "Forwarded")
+	delete(h, "X-Real-Ip")
+	delete(h, "True-Client-Ip")
+	delete(h, "X-Client-Ip")
+	delete(h, "Cf-Connecting-Ip")
+	// A browser calling the gateway from its own site sends that site's cookies (a console
+	// session, say); no provider API takes cookies, and they are not the provider's to see.
+	delete(h, "Cookie")
 }

@@ -8,11 +8,15 @@ import (
 	"testing"
 )
 
-// The caller's credentials and the headers that pick the operator's organisation or project
-// never reach the upstream; the upstream's own key does, in its auth style.
+// The caller's credentials, the headers that pick the operator's organisation or project, those
+// that make an upstream serve another method or path than the one checked, and those that claim
+// another client address than the one reverse_proxy reports never reach the upstream; the
+// upstream's own key does, in its auth style.
 func TestSetCredentialsReplacesTheCallersHeaders(t *testing.T) {
 	h := http.Header{}
-	for _, name := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "OpenAI-Organization", "OpenAI-Project", "X-Goog-User-Project"} {
+	for _, name := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "OpenAI-Organization", "OpenAI-Project", "X-Goog-User-Project",
+		"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override", "X-Original-URL", "X-Rewrite-URL",
+		"Forwarded", "X-Real-IP", "True-Client-IP", "X-Client-IP", "CF-Connecting-IP", "Cookie"} {
 		h.Set(name, "tenant-value")
 	}
 	setCredentials(h, "operator-key", AuthXAPIKey)
@@ -50,7 +54,7 @@ func TestPreparedCredentialsAreSetCredentials(t *testing.T) {
 		}
 		got, want := http.Header{}, http.Header{}
 		for _, h := range []http.Header{got, want} {
-			for _, name := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Openai-Organization", "Openai-Project", "X-Goog-User-Project", "Content-Type"} {
+			for _, name := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Openai-Organization", "Openai-Project", "X-Goog-User-Project", "X-Http-Method-Override", "Content-Type"} {
 				h.Set(name, "tenant-value")
 			}
 		}

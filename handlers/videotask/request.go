@@ -284,7 +284,9 @@ func checkMediaItem(item contentItem, typ, field string) error {
 	return nil
 }
 
-// itemRole returns the item's role and checks that a known role fits the item's type.
+// itemRole returns the item's role and checks that a known role fits the item's type. A role
+// that is a known one in another letter case or with spaces around it is refused: the modes are
+// told apart by the exact roles, and a provider reading roles loosely would mix them.
 func itemRole(item contentItem, typ, field string) (string, error) {
 	raw, ok := item["role"]
 	if !ok || isNull(raw) {
@@ -294,8 +296,11 @@ func itemRole(item contentItem, typ, field string) (string, error) {
 	if !ok {
 		return "", invalid(field+".role", "must be a string")
 	}
-	want := roleTypes[role]
-	if want != "" && want != typ {
+	want, known := roleTypes[role]
+	if loose := strings.ToLower(strings.TrimSpace(role)); !known && roleTypes[loose] != "" {
+		return "", invalid(field+".role", "%q must be written exactly %q", role, loose)
+	}
+	if known && want != typ {
 		return "", invalid(field+".role", "%q needs an item of type %s", role, want)
 	}
 	return role, nil

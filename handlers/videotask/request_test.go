@@ -82,6 +82,10 @@ func TestParseCreate(t *testing.T) {
 		{"internal name", body("", okText, img("https://bucket.svc.internal/cat.png")), "invalid_request", "content[1].image_url.url"},
 		{"audio alone", body("", okText, audio), "invalid_request", "content"},
 		{"modes mixed", body("", okText, imgRole("first_frame"), imgRole("reference_image")), "invalid_request", "content"},
+		// A provider that reads roles without regard to case or space would mix the modes.
+		{"role in another case", body("", okText, imgRole("FIRST_FRAME"), imgRole("reference_image")), "invalid_request", "content[1].role"},
+		{"role with a space", body("", okText, imgRole("first_frame "), imgRole("reference_image")), "invalid_request", "content[1].role"},
+		{"unknown role passes", body("", okText, imgRole("style_reference")), "", ""},
 		{"role on wrong type", body("", okText, `{"type":"video_url","video_url":{"url":"https://c.example.com/v.mp4"},"role":"first_frame"}`), "invalid_request", "content[1].role"},
 		{"two draft tasks", body("", okText, `{"type":"draft_task","draft_task":{"id":"cgt-1"}}`, `{"type":"draft_task","draft_task":{"id":"cgt-2"}}`), "invalid_request", "content[2]"},
 		{"64 content items", body("", repeatItem(okText, MaxContentItems)...), "", ""},

@@ -1,0 +1,96 @@
+package passthrough
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/media"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
+)
+
+// MaxFetchedURLs bounds the URLs that one media generation body may hold; each is parsed and
+// checked. Past it: 400.
+const MaxFetchedURLs = 64
+
+// freeText are the members of a media generation body that hold the caller's text, not an
+// address: a prompt that is only a URL is a prompt.
+var freeText = []string{"prompt", "negative_prompt", "text"}
+
+// checkFetchedURLs checks the body of a media generation endpoint (images, videos), whose
+// providers take reference media, masks, first frames and callbacks as URLs under names that
+// differ from one provider to the next (image, images, first_frame_image, input_reference,
+// callback_url …): every string at any depth that looks like a URL (media.LooksLikeURL), except
+// in the free text members, must pass media.CheckPassThroughURL, as the media URLs of a chat
+// do. Inline data (data:) is accepted; an address of a host that is not public, a URL with
+// credentials, or another scheme is refused with 400 naming the member, since the provider
+// (possibly a model server in the operator's own network) fetches what it is given.
+func checkFetchedURLs(body []byte) error {
+	urls := 0
+	err := jsonkeys.Strings(body, nil, func(path *jsonkeys.Path, raw []byte) error {
+		if !mayBeURL(raw[1 : len(raw)-1]) {
+			return nil
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil || !media.LooksLikeURL(s) || isFreeText(path) {
+			return nil
+		}
+		param := path.String()
+		if urls++; urls > MaxFetchedURLs {
+			return apierror.New(http.StatusBadRequest, "invalid_request_body", fmt.Sprintf("%s is one URL too many: a body may hold at most %d", param, MaxFetchedURLs)).WithParam(param)
+		}
+		if err := media.CheckPassThroughURL(s); err != nil {
+			return apierror.New(http.StatusBadRequest, "invalid_request_body", param+" looks like a URL the provider may fetch, so it "+err.Error()).WithParam(param)
+		}
+		return nil
+	})
+	if _, ok := errors.AsType[*apierror.Error](err); ok || err == nil {
+		return err
+	}
+	if errors.Is(err, jsonkeys.ErrTooDeep) {
+		return apierror.New(http.StatusBadRequest, "invalid_request_body", fmt.Sprintf("the body is nested more than %d levels deep", jsonkeys.MaxWalkDepth))
+	}
+	return errBadJSON
+}
+
+// mayBeURL is a quick test on a raw JSON string's text, which lets most plain text through
+// without decoding it: a URL holds a colon (an escape may hide one) or begins with a slash,
+// possibly after spaces, control characters or other characters that are not ASCII (see
+// media.LooksLikeURL).
+func mayBeURL(inner []byte) bool {
+	if len(inner) == 0 {
+		return false
+	}
+	return bytes.ContainsAny(inner, `:\`) || inner[0] == '/' || inner[0] <= ' ' || inner[0] >= 0x80
+}
+
+// isFreeText reports whether a string at path is the value of a free text member (an element of
+// one included), in any letter case.
+func isFreeText(path *jsonkeys.Path) bool {
+	for path != nil && path.Index >= 0 {
+		path = path.Parent
+	}
+	if path == nil {
+		return false
+	}
+	for _, name := range freeText {
+		if strings.EqualFold(path.Key, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// mediaRefs are the references of the other JSON capabilities (speech, embeddings, rerank): the
+// generic ones, and media URLs in image_url, video_url, audio_url and file_url members (a
+// multimodal embedding's image), checked as a chat's are.
+var mediaRefs = &bodyRefs{
+	mayHold: func(body []byte) bool { return keyHint(body, "url") },
+	find: func(path *jsonkeys.Path, members []jsonkeys.Member, _ *foundRefs) error {
+		return mediaURLs(path, members)
+	},
+}

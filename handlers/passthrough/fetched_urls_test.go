@@ -1,0 +1,205 @@
+package passthrough
+
+import (
+	"errors"
+	"fmt"
+	"mime"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+)
+
+// The providers of the media generation endpoints fetch the references they are given, under
+// names of their own: every URL in such a body must be one they may fetch, as in a chat. The
+// other JSON capabilities check their media URL members.
+func TestFetchedURLsMustBePublic(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for _, tc := range []struct {
+		path, body, param string // param "" means accepted
+	}{
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"http://169.254.169.254/latest/meta-data/"}`, "image"},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":["https://cdn.example.com/a.png","http://10.0.0.7/b.png"]}`, "image[1]"},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"https://user:pw@cdn.example.com/a.png"}`, "image"},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"HTTP:\/\/localhost\/a.png"}`, "image"},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"file:///etc/passwd"}`, "image"},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"https://cdn.example.com/a.png"}`, ""},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"data:image/png;base64,iVBORw0KGgo="}`, ""},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"http://localhost/","size":"1024x1024"}`, ""},
+		{"/v1/video/generations", `{"model":"doubao","prompt":"a cat","callback_url":"http://127.0.0.1:9000/hook"}`, "callback_url"},
+		{"/v1/video/generations", `{"model":"doubao","content":[{"type":"text","text":"http://127.0.0.1/"},{"type":"image_url","image_url":{"url":"http://[::1]/a.png"}}]}`, "content[1].image_url.url"},
+		{"/v1/video/generations", `{"model":"doubao","metadata":{"ratio":"16:9"},"first_frame_image":"https://cdn.example.com/f.png"}`, ""},
+		{"/v1/videos", `{"model":"doubao","prompt":"a cat","input_reference":"http://192.168.1.1/ref.png"}`, "input_reference"},
+		{"/v1/embeddings", `{"model":"doubao","input":[{"type":"image_url","image_url":{"url":"http://10.0.0.1/a.png"}}]}`, "input[0].image_url.url"},
+		{"/v1/embeddings", `{"model":"doubao","input":["http://localhost/ is text to embed"]}`, ""},
+		{"/v1/rerank", `{"model":"doubao","query":"q","documents":[{"image_url":"http://127.0.0.1/x.png"}]}`, "documents[0].image_url"},
+	} {
+		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
+		r.Header.Set("Content-Type", "application/json")
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case tc.param == "" && err != nil:
+			t.Errorf("%s %s: refused: %v", tc.path, tc.body, err)
+		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
+			t.Errorf("%s %s: err = %v, want 400 naming %s", tc.path, tc.body, err, tc.param)
+		}
+	}
+}
+
+func TestFetchedURLsAreBounded(t *testing.T) {
+	var urls []string
+	for i := range MaxFetchedURLs + 1 {
+		urls = append(urls, fmt.Sprintf(`"https://cdn.example.com/%d.png"`, i))
+	}
+	body := `{"model":"doubao","image":[` + strings.Join(urls, ",") + `]}`
+	err := checkFetchedURLs([]byte(body))
+	var e *apierror.Error
+	if !errors.As(err, &e) || e.Status != 400 || e.Param != fmt.Sprintf("image[%d]", MaxFetchedURLs) {
+		t.Fatalf("err = %v", err)
+	}
+	if err := checkFetchedURLs([]byte(`{"model":"doubao","image":[` + strings.Join(urls[:MaxFetchedURLs], ",") + `]}`)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A text part of a multipart body is checked as a JSON string member is: some providers take the
+// audio to transcribe (url) or a video's reference as a URL form field. Files are not read.
+func TestMultipartURLFieldsMustBePublic(t *testing.T) {
+	rt := &Router{Catalog: catalog(t), TempDir: t.TempDir()}
+	field := func(name, value string) string {
+		return "Content-Disposition: form-data; name=\"" + name + "\"\r\n\r\n" + value
+	}
+	model := field("model", "whisper")
+	file := "Content-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\nContent-Type: audio/wav\r\n\r\nhttp://127.0.0.1/"
+	for _, tc := range []struct {
+		name  string
+		parts []string
+		param string
+	}{
+		{"private url field", []string{model, field("url", "http://10.0.0.8/a.wav")}, "url"},
+		{"metadata address after a file", []string{file, model, field("input_reference", "http://169.254.169.254/")}, "input_reference"},
+		{"long value, private host", []string{model, field("url", "http://127.0.0.1/"+strings.Repeat("a", 10000))}, "url"},
+		{"public url field", []string{model, field("url", "https://cdn.example.com/a.wav")}, ""},
+		{"a file is not read", []string{file, model}, ""},
+		{"a prompt is text", []string{model, field("prompt", "http://localhost/")}, ""},
+		{"plain field", []string{model, field("language", "en")}, ""},
+	} {
+		ct, body := multipartBody(tc.parts...)
+		r := httptest.NewRequest("POST", "/v1/audio/transcriptions", strings.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case tc.param == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
+			t.Errorf("%s: err = %v, want 400 naming %s", tc.name, err, tc.param)
+		}
+		if err == nil {
+			route.Done()
+		}
+	}
+}
+
+// The MCP servers a body names are called by the provider, which may be a model server in the
+// operator's network: a Responses mcp tool's server_url and a Messages mcp_servers[].url.
+func TestMCPServerURLsMustBePublic(t *testing.T) {
+	batches, err := ParseEndpoint("POST", "/v1/messages/batches")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &Router{Catalog: catalog(t), Extra: []Endpoint{batches}}
+	for _, tc := range []struct {
+		path, body, param string
+	}{
+		{"/v1/responses", `{"model":"doubao","input":"hi","tools":[{"type":"mcp","server_label":"x","server_url":"http://10.0.0.3:8080/sse"}]}`, "tools[0].server_url"},
+		{"/v1/responses", `{"model":"doubao","input":"hi","tools":[{"type":"mcp","server_label":"x","Server_URL":"http://127.0.0.1/"}]}`, "tools[0].Server_URL"},
+		{"/v1/responses", `{"model":"doubao","input":"hi","tools":[{"type":"mcp","server_label":"x","server_url":"https://mcp.example.com/sse"}]}`, ""},
+		{"/v1/messages", `{"model":"doubao","max_tokens":8,"messages":[],"mcp_servers":[{"type":"url","name":"x","url":"http://169.254.169.254/"}]}`, "mcp_servers[0].url"},
+		{"/v1/messages", `{"model":"doubao","max_tokens":8,"messages":[],"mcp_servers":[{"type":"url","name":"x","url":"https://mcp.example.com/"}]}`, ""},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[],"tools":[{"type":"mcp","server_url":"http://localhost:9/"}]}`, "tools[0].server_url"},
+		{"/v1/messages/batches", `{"requests":[{"custom_id":"a","params":{"model":"doubao","max_tokens":8,"messages":[],"mcp_servers":[{"type":"url","name":"x","url":"http://10.0.0.1/"}]}}]}`, "requests[0].params.mcp_servers[0].url"},
+	} {
+		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
+		r.Header.Set("Content-Type", "application/json")
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case tc.param == "" && err != nil:
+			t.Errorf("%s %s: refused: %v", tc.path, tc.body, err)
+		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
+			t.Errorf("%s %s: err = %v, want 400 naming %s", tc.path, tc.body, err, tc.param)
+		}
+	}
+}
+
+// A boundary is read the same by every parser only when it keeps to RFC 2046's characters: with
+// a quoted-pair (boundary="a\"b") one parser splits at --a"b and another at --a\"b, and parts
+// hidden in a file part of the first would be the second's (a model never checked).
+func TestMultipartBoundaryMustBePlain(t *testing.T) {
+	rt := &Router{Catalog: catalog(t), TempDir: t.TempDir()}
+	for boundary, ok := range map[string]bool{
+		`"a\"b"`:                                false,
+		`"a\\b"`:                                false,
+		`"a;b"`:                                 false,
+		`"a b"`:                                 false,
+		`"ab "`:                                 false,
+		`"` + strings.Repeat("a", 71) + `"`:     false,
+		`"é"`:                                   false,
+		`----WebKitFormBoundary7MA4YWxkTrZu0gW`: true,
+		`"===============1234567890=="`:         true,
+		`formdata-undici-0123456789`:            true,
+		`"a'()+_,-./:=?b"`:                      true,
+	} {
+		ct := "multipart/form-data; boundary=" + boundary
+		_, params, err := mime.ParseMediaType(ct)
+		if err != nil {
+			t.Fatalf("%s: %v", ct, err)
+		}
+		b := params["boundary"]
+		body := "--" + b + "\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper\r\n--" + b + "--\r\n"
+		r := httptest.NewRequest("POST", "/v1/audio/transcriptions", strings.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		if ok != (err == nil) {
+			t.Errorf("boundary %s: err = %v, want accepted %v", boundary, err, ok)
+		}
+		if err == nil {
+			route.Done()
+		}
+	}
+}
+
+// An operator's endpoint gets the URL checks of what it extends: an images or video(s) segment
+// those of the media generation endpoints, any other those of speech or embeddings.
+func TestOperatorEndpointsCheckFetchedURLs(t *testing.T) {
+	var extra []Endpoint
+	for _, p := range []string{"/v1/images/variations", "/api/v3/video/extend", "/v1/moderations"} {
+		ep, err := ParseEndpoint("POST", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra = append(extra, ep)
+	}
+	rt := &Router{Catalog: catalog(t), Extra: extra}
+	for _, tc := range []struct{ path, body, param string }{
+		{"/v1/images/variations", `{"model":"doubao","image":"http://10.0.0.1/a.png"}`, "image"},
+		{"/api/v3/video/extend", `{"model":"doubao","video":{"src":"http://[::1]/v.mp4"}}`, "video.src"},
+		{"/v1/moderations", `{"model":"doubao","input":[{"type":"image_url","image_url":{"url":"http://127.0.0.1/a.png"}}]}`, "input[0].image_url.url"},
+		{"/v1/moderations", `{"model":"doubao","input":"http://127.0.0.1/ is text"}`, ""},
+	} {
+		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
+		r.Header.Set("Content-Type", "application/json")
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case tc.param == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.path, err)
+		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
+			t.Errorf("%s %s: err = %v, want 400 naming %s", tc.path, tc.body, err, tc.param)
+		}
+	}
+}
