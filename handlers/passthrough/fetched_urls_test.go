@@ -36,16 +36,7 @@ func TestFetchedURLsMustBePublic(t *testing.T) {
 		{"/v1/embeddings", `{"model":"doubao","input":["http://localhost/ is text to embed"]}`, ""},
 		{"/v1/rerank", `{"model":"doubao","query":"q","documents":[{"image_url":"http://127.0.0.1/x.png"}]}`, "documents[0].image_url"},
 	} {
-		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
-		r.Header.Set("Content-Type", "application/json")
-		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
-		var e *apierror.Error
-		switch {
-		case tc.param == "" && err != nil:
-			t.Errorf("%s %s: refused: %v", tc.path, tc.body, err)
-		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
-			t.Errorf("%s %s: err = %v, want 400 naming %s", tc.path, tc.body, err, tc.param)
-		}
+		checkRoute(t, rt, tc.path, tc.body, tc.param)
 	}
 }
 
@@ -123,16 +114,7 @@ func TestMCPServerURLsMustBePublic(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"doubao","messages":[],"tools":[{"type":"mcp","server_url":"http://localhost:9/"}]}`, "tools[0].server_url"},
 		{"/v1/messages/batches", `{"requests":[{"custom_id":"a","params":{"model":"doubao","max_tokens":8,"messages":[],"mcp_servers":[{"type":"url","name":"x","url":"http://10.0.0.1/"}]}}]}`, "requests[0].params.mcp_servers[0].url"},
 	} {
-		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
-		r.Header.Set("Content-Type", "application/json")
-		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
-		var e *apierror.Error
-		switch {
-		case tc.param == "" && err != nil:
-			t.Errorf("%s %s: refused: %v", tc.path, tc.body, err)
-		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
-			t.Errorf("%s %s: err = %v, want 400 naming %s", tc.path, tc.body, err, tc.param)
-		}
+		checkRoute(t, rt, tc.path, tc.body, tc.param)
 	}
 }
 
@@ -201,5 +183,21 @@ func TestOperatorEndpointsCheckFetchedURLs(t *testing.T) {
 		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
 			t.Errorf("%s %s: err = %v, want 400 naming %s", tc.path, tc.body, err, tc.param)
 		}
+	}
+}
+
+// checkRoute routes a JSON POST of body to path and wants it through (param "") or refused with
+// 400 naming param.
+func checkRoute(t *testing.T, rt *Router, path, body, param string) {
+	t.Helper()
+	r := httptest.NewRequest("POST", path, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+	var e *apierror.Error
+	switch {
+	case param == "" && err != nil:
+		t.Errorf("%s %s: refused: %v", path, body, err)
+	case param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != param):
+		t.Errorf("%s %s: err = %v, want 400 naming %s", path, body, err, param)
 	}
 }
