@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
@@ -39,4 +40,18 @@ func startCaddy(tb testing.TB, caddyfile string) (*caddyhttp.Server, func()) {
 		srv = s
 	}
 	return srv, stop
+}
+
+// transportRoute is a site's route block that sends every request through mediagw_auth and
+// mediagw_route to reverse_proxy with the mediagw upstreams and transport; extra lines (tab-indented
+// three levels) go into the reverse_proxy block.
+func transportRoute(extra ...string) string {
+	var b strings.Builder
+	b.WriteString("\troute {\n\t\tmediagw_auth\n\t\tmediagw_route\n\t\treverse_proxy {\n" +
+		"\t\t\tdynamic mediagw\n\t\t\ttransport mediagw\n\t\t\tlb_policy first\n")
+	for _, line := range extra {
+		b.WriteString("\t\t\t" + line + "\n")
+	}
+	b.WriteString("\t\t}\n\t}\n")
+	return b.String()
 }

@@ -110,17 +110,7 @@ http://two.test:%[3]s {
 	route /baseline/* {
 		reverse_proxy %[2]s %[5]s
 	}
-	route {
-		mediagw_auth
-		mediagw_route
-		reverse_proxy {
-			dynamic mediagw
-			transport mediagw
-			lb_policy first
-			lb_retries 1
-		}
-	}
-}
+`+transportRoute("lb_retries 1")+`}
 `, filepath.Join(dir, "store"), up, port, respond, up2)
 	srv, _ := startCaddy(b, config)
 	chat := []byte(`{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}`)

@@ -65,16 +65,7 @@ func TestUpstreamKeyNeverReachesTheDebugLog(t *testing.T) {
 	}
 }
 http://127.0.0.1:%[4]s {
-	route {
-		mediagw_auth
-		mediagw_route
-		reverse_proxy {
-			dynamic mediagw
-			transport mediagw
-			lb_policy first
-		}
-	}
-}
+`+transportRoute()+`}
 `, logFile, filepath.Join(dir, "store"), up.URL, port)
 	srv, stop := startCaddy(t, config)
 	for _, model := range []string{"claude-x", "gemini-x"} {

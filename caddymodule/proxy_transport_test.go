@@ -118,19 +118,7 @@ func TestUpstreamPlaceholdersNameTheAnsweringUpstream(t *testing.T) {
 	}
 }
 http://127.0.0.1:%[4]s {
-	route {
-		mediagw_auth
-		mediagw_route
-		reverse_proxy {
-			dynamic mediagw
-			transport mediagw
-			lb_policy first
-			lb_retries 1
-			header_down X-Upstream-Name {mediagw.upstream_name}
-			header_down X-Upstream {mediagw.upstream}
-		}
-	}
-}
+`+transportRoute("lb_retries 1", "header_down X-Upstream-Name {mediagw.upstream_name}", "header_down X-Upstream {mediagw.upstream}")+`}
 `, filepath.Join(dir, "store"), refused, up, port)
 	srv, _ := startCaddy(t, config)
 	for _, tc := range []struct{ model, name string }{
