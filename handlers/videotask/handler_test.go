@@ -56,14 +56,20 @@ func newHandler(t testing.TB, upstreamURL string, store storage.Store) *Handler 
 		t.Fatal(err)
 	}
 	if store == nil {
-		b, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		store = b
+		store = openBadger(t)
 	}
 	return &Handler{Catalog: cat, Store: store, Client: &http.Client{Timeout: 300 * time.Millisecond}, Logger: zap.NewNop()}
+}
+
+// openBadger opens a Badger store in a temporary directory, closed at the end of the test.
+func openBadger(t testing.TB) *storage.Badger {
+	t.Helper()
+	b, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
 
 func serve(h *Handler, method, path, body string) *httptest.ResponseRecorder {

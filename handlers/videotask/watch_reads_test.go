@@ -15,11 +15,7 @@ import (
 func TestSlowReadsLetGoOfALostShard(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
 	setClock(t, &clock)
-	b, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := openBadger(t)
 	ctx := context.Background()
 	w := &Watcher{Tasks: &Handler{Store: b, Logger: zap.NewNop()}, Interval: 10 * time.Second, Owner: "a", Shards: 8}
 	w.init()

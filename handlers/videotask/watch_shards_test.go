@@ -30,11 +30,7 @@ func setClock(t *testing.T, at *time.Time) {
 func TestShardOwnershipMovesToTheSurvivor(t *testing.T) {
 	backends := map[string]func(t *testing.T) (storage.Store, storage.Store){
 		"badger": func(t *testing.T) (storage.Store, storage.Store) {
-			b, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
+			b := openBadger(t)
 			return b, b
 		},
 		"redis": func(t *testing.T) (storage.Store, storage.Store) {
@@ -191,11 +187,7 @@ func TestShardOwnershipMovesToTheSurvivor(t *testing.T) {
 func TestWatchersWithDifferentShardCountsMissNoTask(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
 	setClock(t, &clock)
-	b, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := openBadger(t)
 	watcher := func(owner string, shards int) *Watcher {
 		w := &Watcher{Tasks: &Handler{Store: b, Logger: zap.NewNop()}, Interval: 10 * time.Second, Owner: owner, Shards: shards}
 		w.init()
@@ -257,11 +249,7 @@ func (s *slowScanStore) UnfinishedTaskIDs(ctx context.Context, shards int, want 
 // keep the watcher from renewing its leases: they stay its own, and no other watcher may take
 // them meanwhile.
 func TestSlowScanKeepsTheLeases(t *testing.T) {
-	b, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := openBadger(t)
 	store := &slowScanStore{Store: b, started: make(chan struct{}, 1), release: make(chan struct{})}
 	w := &Watcher{Tasks: &Handler{Store: store, Logger: zap.NewNop()}, Interval: 3 * time.Second, Owner: "a", Shards: 4}
 	w.init()
