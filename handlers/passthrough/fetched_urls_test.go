@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
@@ -73,6 +74,11 @@ func TestMultipartURLFieldsMustBePublic(t *testing.T) {
 		{"private url field", []string{model, field("url", "http://10.0.0.8/a.wav")}, "url"},
 		{"metadata address after a file", []string{file, model, field("input_reference", "http://169.254.169.254/")}, "input_reference"},
 		{"long value, private host", []string{model, field("url", "http://127.0.0.1/"+strings.Repeat("a", 10000))}, "url"},
+		{"private url after 5000 spaces", []string{model, field("url", strings.Repeat(" ", 5000)+"http://10.0.0.8/a.wav")}, "url"},
+		{"quoted-printable text part", []string{model, "Content-Disposition: form-data; name=\"url\"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nhttp=3A//10.0.0.8/a.wav"}, "url"},
+		{"base64 text part", []string{model, "Content-Disposition: form-data; name=\"url\"\r\nContent-Transfer-Encoding: base64\r\n\r\naHR0cDovLzEwLjAuMC44L2Eud2F2"}, "url"},
+		{"file name only as filename*", []string{model, "Content-Disposition: form-data; name=\"url\"; filename*=UTF-8''a\r\n\r\nhttp://10.0.0.8/a.wav"}, "url"},
+		{"file named with filename*, binary body", []string{model, "Content-Disposition: form-data; name=\"file\"; filename*=UTF-8''%C3%A9.wav\r\nContent-Type: audio/wav\r\n\r\nRIFF\x00\x01WAVEfmt "}, ""},
 		{"public url field", []string{model, field("url", "https://cdn.example.com/a.wav")}, ""},
 		{"a file is not read", []string{file, model}, ""},
 		{"a prompt is text", []string{model, field("prompt", "http://localhost/")}, ""},
@@ -199,5 +205,29 @@ func checkRoute(t *testing.T, rt *Router, path, body, param string) {
 		t.Errorf("%s %s: refused: %v", path, body, err)
 	case param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != param):
 		t.Errorf("%s %s: err = %v, want 400 naming %s", path, body, err, param)
+	}
+}
+
+// readValueHead skips leading whitespace however long, and reads the value's start across reads.
+func TestReadValueHead(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"   \r\n\t", ""},
+		{"abc", "abc"},
+		{"  http://a/", "http://a"},
+		{strings.Repeat(" ", 10) + "0123456789", "01234567"},
+		{strings.Repeat(" ", 7) + "0123456789", "01234567"},
+		{strings.Repeat(" ", 8) + "0123456789", "01234567"},
+		{strings.Repeat(" ", 9) + "012", "012"},
+	} {
+		head := make([]byte, 8)
+		n, err := readValueHead(iotest.OneByteReader(strings.NewReader(tc.in)), head)
+		if err != nil || string(head[:n]) != tc.want {
+			t.Errorf("%q: got %q, %v; want %q", tc.in, head[:n], err, tc.want)
+		}
+		n, err = readValueHead(strings.NewReader(tc.in), head)
+		if err != nil || string(head[:n]) != tc.want {
+			t.Errorf("%q (one read): got %q, %v; want %q", tc.in, head[:n], err, tc.want)
+		}
 	}
 }

@@ -157,17 +157,24 @@ func scanParts(mr *multipart.Reader) (string, error) {
 // any scheme and host, so a longer value is judged by its start.
 const maxTextPartPeek = 4 << 10
 
-// checkTextPart checks a part that is not a file (it has no filename) as checkFetchedURLs checks
-// a JSON string: some providers take a URL as a form field (the audio to transcribe, a video's
-// reference), so a value that looks like a URL must be one the provider may fetch. Free text
-// parts (prompt …) and files are not checked. It reads at most len(head) bytes of part, into head.
+// checkTextPart checks a part that is not a file as checkFetchedURLs checks a JSON string: some
+// providers take a URL as a form field (the audio to transcribe, a video's reference), so a value
+// that looks like a URL must be one the provider may fetch. Free text parts (prompt …) and files
+// are not checked. A part is a file only when it has a plain filename parameter: a name given
+// only as filename* is a text field to a parser that ignores it. The value is judged as the
+// upstream reads it: a transfer encoding (quoted-printable, base64) would hide it and is refused,
+// and leading whitespace, which form parsers trim, is skipped. It reads at most len(head) bytes
+// of the value after that whitespace, into head.
 func checkTextPart(part *multipart.Part, head []byte) error {
 	name := part.FormName()
-	if part.FileName() != "" || isFreeText(&jsonkeys.Path{Key: name, Index: -1}) {
+	if plainFileName(part.Header) || isFreeText(&jsonkeys.Path{Key: name, Index: -1}) {
 		return nil
 	}
-	n, err := io.ReadFull(part, head)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+	if !plainTransferEncoding(part.Header) {
+		return apierror.New(http.StatusBadRequest, "invalid_request_body", "the form field "+name+" may not have a Content-Transfer-Encoding; send its value as it is").WithParam(name)
+	}
+	n, err := readValueHead(part, head)
+	if err != nil {
 		return pass(err, errMultipart)
 	}
 	value := string(head[:n])
@@ -178,6 +185,56 @@ func checkTextPart(part *multipart.Part, head []byte) error {
 		return apierror.New(http.StatusBadRequest, "invalid_request_body", "the form field "+name+" looks like a URL the provider may fetch, so it "+err.Error()).WithParam(name)
 	}
 	return nil
+}
+
+// readValueHead skips r's leading whitespace and control bytes, then reads up to len(head)
+// bytes into head, and returns how many.
+func readValueHead(r io.Reader, head []byte) (int, error) {
+	for {
+		n, err := io.ReadFull(r, head)
+		end := err != nil // EOF, a short last read, or a failure
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, err
+		}
+		i := 0
+		for i < n && head[i] <= ' ' {
+			i++
+		}
+		if i == n {
+			if end {
+				return 0, nil
+			}
+			continue // all whitespace so far
+		}
+		n = copy(head, head[i:n])
+		if end || i == 0 {
+			return n, nil
+		}
+		m, err := io.ReadFull(r, head[n:])
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, err
+		}
+		return n + m, nil
+	}
+}
+
+// plainFileName reports whether a part's Content-Disposition has a plain filename parameter.
+func plainFileName(h map[string][]string) bool {
+	for _, cd := range h["Content-Disposition"] {
+		if fileNameParam.MatchString(cd) {
+			return true
+		}
+	}
+	return false
+}
+
+var fileNameParam = regexp.MustCompile(`(?i)(?:^|;)\s*filename\s*=`)
+
+// plainTransferEncoding reports whether a part's value is sent as it is: no
+// Content-Transfer-Encoding, or 7bit, 8bit or binary.
+func plainTransferEncoding(h map[string][]string) bool {
+	te := strings.ToLower(strings.TrimSpace(strings.Join(h["Content-Transfer-Encoding"], ",")))
+	return te == "" || te == "7bit" || te == "8bit" || te == "binary"
 }
 
 // pass returns err when it is the spool's (413), else the given contract error.
@@ -209,7 +266,7 @@ func modelPart(h map[string][]string) (bool, error) {
 	plain := params["name"] == "model" && len(nameParam.FindAllStringSubmatch(cds[0], -1)) == 1
 	switch {
 	case plain:
-		if te := strings.ToLower(strings.TrimSpace(strings.Join(h["Content-Transfer-Encoding"], ","))); te != "" && te != "7bit" && te != "8bit" && te != "binary" {
+		if !plainTransferEncoding(h) {
 			return false, multipartError("the model part may not have a Content-Transfer-Encoding")
 		}
 		return true, nil
