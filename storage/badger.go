@@ -207,6 +207,13 @@ func (e *unsyncedError) Error() string {
 }
 func (e *unsyncedError) Unwrap() error { return e.err }
 
+// isUnsynced reports whether err is a durable write's failed sync: the write was made, and
+// reaches the disk, in log order, with the next sync that succeeds.
+func isUnsynced(err error) bool {
+	var u *unsyncedError
+	return errors.As(err, &u)
+}
+
 // entry is a write of val under key that expires after ttl (0: never). A value of
 // valueThreshold bytes or more goes to the value log, which the commit's sync must cover too:
 // write it with setEntry.

@@ -29,7 +29,7 @@ func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 		}
 		return putTask(txn, task, nil)
 	})
-	if unsynced := (*unsyncedError)(nil); errors.As(err, &unsynced) {
+	if isUnsynced(err) {
 		return b.takeBackCreate(ctx, task, err)
 	}
 	if err != nil {
@@ -48,7 +48,7 @@ func (b *Badger) takeBackCreate(ctx context.Context, task Task, err error) (Task
 		b.counters.logger.Warn("a task create whose disk sync failed was already changed meanwhile; kept",
 			zap.String("task_id", task.ID), zap.Error(err))
 		return task, nil
-	case derr != nil:
+	case derr != nil && !isUnsynced(derr): // an unsynced delete is made; it reaches disk in log order
 		b.counters.logger.Error("taking back a task create whose disk sync failed failed too",
 			zap.String("task_id", task.ID), zap.NamedError("sync_error", err), zap.Error(derr))
 	}
@@ -66,7 +66,7 @@ func (b *Badger) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 		}
 		return putTask(txn, stored, &prev)
 	})
-	if unsynced := (*unsyncedError)(nil); errors.As(err, &unsynced) {
+	if isUnsynced(err) {
 		b.restoreTask(ctx, stored, prevRecord, err)
 	}
 	if err != nil {
@@ -100,7 +100,7 @@ func (b *Badger) restoreTask(ctx context.Context, changed Task, prevRecord []byt
 	case errors.Is(rerr, ErrConflict), errors.Is(rerr, ErrNotFound):
 		b.counters.logger.Error("taking back a task change whose disk sync failed: the record changed meanwhile; that change stands",
 			zap.String("task_id", changed.ID), zap.Error(err))
-	case rerr != nil:
+	case rerr != nil && !isUnsynced(rerr): // an unsynced restore is made; it reaches disk in log order
 		b.counters.logger.Error("taking back a task change whose disk sync failed failed too",
 			zap.String("task_id", changed.ID), zap.NamedError("sync_error", err), zap.Error(rerr))
 	}
@@ -137,7 +137,7 @@ func (b *Badger) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []erro
 		s2, e2 := b.ReplaceTasks(ctx, tasks[half:])
 		return append(s1, s2...), append(e1, e2...)
 	}
-	if unsynced := (*unsyncedError)(nil); errors.As(err, &unsynced) {
+	if isUnsynced(err) {
 		for i := range tasks {
 			if errs[i] == nil {
 				b.restoreTask(ctx, stored[i], prevRecords[i], err)
