@@ -49,7 +49,7 @@ func (e *FieldError) Unwrap() error { return e.Err }
 func (u *Unread) Check(value json.RawMessage, param string) error {
 	base := &jsonkeys.Path{Key: param, Index: -1}
 	err := jsonkeys.Strings(value, base, func(path *jsonkeys.Path, raw []byte) error {
-		if !mayBeURL(raw[1 : len(raw)-1]) {
+		if !MayBeURL(raw[1 : len(raw)-1]) {
 			return nil
 		}
 		s, err := decodeString(raw)
@@ -104,7 +104,7 @@ var bareSchemes = []string{"http", "https", "ftp", "ws", "wss", "file", "data", 
 // "s3://bucket/key" and "gs:bucket/key" look like URLs, and "see https://example.com",
 // "user:1234", "16:9" and "C:\photo.png" do not.
 func LooksLikeURL(s string) bool {
-	if !mayBeURL(s) {
+	if !MayBeURL(s) {
 		return false
 	}
 	v := visible(strings.TrimLeftFunc(s, func(r rune) bool { return unicode.IsSpace(r) || hidden(r) }))
@@ -119,10 +119,10 @@ func LooksLikeURL(s string) bool {
 	return rest != "" && isSlash(rest[0]) || slices.Contains(bareSchemes, scheme)
 }
 
-// mayBeURL is a quick test that lets most plain text through unread: a URL holds a colon or
+// MayBeURL is a quick test that lets most plain text through unread: a URL holds a colon or
 // begins with a slash, possibly after spaces, control or other characters that are not ASCII.
 // s is the text of a string, decoded or still JSON-escaped (an escape may hide a colon).
-func mayBeURL[T string | []byte](s T) bool {
+func MayBeURL[T string | []byte](s T) bool {
 	if len(s) == 0 {
 		return false
 	}

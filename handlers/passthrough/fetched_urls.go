@@ -1,7 +1,6 @@
 package passthrough
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,7 +31,7 @@ var freeText = []string{"prompt", "negative_prompt", "text"}
 func checkFetchedURLs(body []byte) error {
 	urls := 0
 	err := jsonkeys.Strings(body, nil, func(path *jsonkeys.Path, raw []byte) error {
-		if !mayBeURL(raw[1 : len(raw)-1]) {
+		if !media.MayBeURL(raw[1 : len(raw)-1]) { // most strings go by without being decoded
 			return nil
 		}
 		var s string
@@ -55,17 +54,6 @@ func checkFetchedURLs(body []byte) error {
 		return apierror.New(http.StatusBadRequest, "invalid_request_body", fmt.Sprintf("the body is nested more than %d levels deep", jsonkeys.MaxWalkDepth))
 	}
 	return errBadJSON
-}
-
-// mayBeURL is a quick test on a raw JSON string's text, which lets most plain text through
-// without decoding it: a URL holds a colon (an escape may hide one) or begins with a slash,
-// possibly after spaces, control characters or other characters that are not ASCII (see
-// media.LooksLikeURL).
-func mayBeURL(inner []byte) bool {
-	if len(inner) == 0 {
-		return false
-	}
-	return bytes.ContainsAny(inner, `:\`) || inner[0] == '/' || inner[0] <= ' ' || inner[0] >= 0x80
 }
 
 // isFreeText reports whether a string at path is the value of a free text member (an element of

@@ -178,7 +178,7 @@ func checkTextPart(part *multipart.Part, head []byte) error {
 		return pass(err, errMultipart)
 	}
 	value := string(head[:n])
-	if !mayBeURL(head[:n]) || !media.LooksLikeURL(value) {
+	if !media.LooksLikeURL(value) {
 		return nil
 	}
 	if err := media.CheckPassThroughURL(value); err != nil {

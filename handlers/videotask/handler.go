@@ -7,7 +7,6 @@ package videotask
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -226,19 +225,13 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	return nil
 }
 
-// writeCreated answers a create: {"id":"<task id>"}, built without encoding a map. The usual id
-// (upstream.UsableID, without ", <, > or &) is written as it is; any other goes through
-// encoding/json, which escapes those characters (JSON readers read them as the characters).
+// writeCreated answers a create: {"id":"<task id>"}, built without encoding a map; the id is
+// written as encoding/json writes it (quoted), <, > and & escaped, which JSON readers read as
+// the characters.
 func writeCreated(w http.ResponseWriter, taskID string) {
-	body := make([]byte, 0, len(taskID)+16)
-	body = append(body, `{"id":`...)
-	if !upstream.UsableID(taskID) || strings.ContainsAny(taskID, `"<>&\`) {
-		id, _ := json.Marshal(taskID) // a string always encodes
-		body = append(body, id...)
-	} else {
-		body = append(append(append(body, '"'), taskID...), '"')
-	}
-	body = append(body, "}\n"...)
+	id := quoted(taskID)
+	body := make([]byte, 0, len(id)+9)
+	body = append(append(append(body, `{"id":`...), id...), "}\n"...)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	// The status is sent; a failed write means the client is gone.
