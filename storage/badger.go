@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"go.uber.org/zap"
 )
 
@@ -87,8 +88,10 @@ func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).
-		WithBlockCacheSize(8 << 20).
 		WithIndexCacheSize(4 << 20).
+		WithMetricsEnabled(false).
+		WithCompression(options.None).
+		WithBlockCacheSize(0).
 		WithValueLogFileSize(64 << 20).
 		WithValueThreshold(valueThreshold).
 		WithNumCompactors(2).

@@ -184,7 +184,11 @@ func compareTask(txn *badger.Txn, task *Task, record *[]byte) (Task, error) {
 
 // putTask writes a task record and its index entries, all expiring with the record. prev is the
 // record it replaces, if any: index entries that prev wrote just so (the task was and stays
-// unfinished, with the same expiry: the watcher's refreshes) are not written again.
+// unfinished, with the same expiry: the watcher's refreshes) are not written again. A create
+// (prev nil) of a record that is finished from the start (an image, an owned file) writes no
+// deletion of the open-task marker: with no record there is no marker (the two are written,
+// deleted and expire together), and a deletion would still be an entry in the log, the memtable
+// and a table until compaction drops it.
 func putTask(txn *badger.Txn, task Task, prev *Task) error {
 	expiry := task.Expiry()
 	ttl := max(time.Until(expiry), minTaskRecordTTL)
@@ -198,8 +202,10 @@ func putTask(txn *badger.Txn, task Task, prev *Task) error {
 		if err := setEntry(txn, prefixOpenTask+task.ID, nil, ttl); err != nil {
 			return err
 		}
-	} else if err := txn.Delete([]byte(prefixOpenTask + task.ID)); err != nil {
-		return err
+	} else if prev != nil {
+		if err := txn.Delete([]byte(prefixOpenTask + task.ID)); err != nil {
+			return err
+		}
 	}
 	return setEntry(txn, string(taskIndexKey(task)), nil, ttl)
 }
