@@ -10,9 +10,11 @@ import (
 )
 
 // TestBadgerReadsCompressedTablesOfEarlierVersions opens a store whose tables an earlier version
-// wrote compressed (Snappy, read through a block cache), as every version before the one that
-// turned compression off did. Badger records each table's compression in its manifest, so the
-// store reads them without a block cache, and writes its new tables uncompressed.
+// wrote, compressed (Snappy, read through a block cache) as OpenBadger writes them: whatever
+// compression and caches OpenBadger's options name, such tables must stay readable (Badger
+// records each table's compression in its manifest; a store opened with compression off and
+// no block cache still reads them). Records, listing and the open-task index all come from the
+// table, and a change to a record read from it is stored.
 func TestBadgerReadsCompressedTablesOfEarlierVersions(t *testing.T) {
 	dir := t.TempDir()
 	old, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil).
@@ -61,7 +63,6 @@ func TestBadgerReadsCompressedTablesOfEarlierVersions(t *testing.T) {
 	if len(open) != 1 || open[0] != video.ID {
 		t.Errorf("unfinished tasks written compressed: %v, want [%s]", open, video.ID)
 	}
-	// A change rewrites the record into the new, uncompressed memtable; the old one stays readable.
 	video.Status = "running"
 	if _, err := b.ReplaceTask(ctx, video); err != nil {
 		t.Fatal(err)
