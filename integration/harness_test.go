@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/mediagw/mediagw/internal/standardset"
+	"github.com/mediagw/mediagw/internal/testport"
 
 	_ "github.com/mediagw/mediagw/caddymodule"
 )
@@ -41,15 +41,12 @@ type gateway struct {
 	vars  map[string]string
 }
 
-// freePort returns a loopback port that was free a moment ago.
+// freePort returns a loopback port reserved for the rest of the test (package testport): no
+// outgoing connection and no other test on the machine is given it meanwhile, so a gateway can
+// bind it late, or again after a restart.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testport.Reserve(t)
 }
 
 // startGateway loads a Caddyfile into the in-process Caddy. In the Caddyfile, {{admin}} is

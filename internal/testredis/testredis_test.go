@@ -61,3 +61,32 @@ func TestPassword(t *testing.T) {
 		t.Fatalf("URL %q lacks the password", s.URL())
 	}
 }
+
+// A restart whose port is taken for a moment (between the kill and the new start) waits for the
+// port and comes back on it: its clients know only that address.
+func TestRestartWaitsForItsPort(t *testing.T) {
+	s := Start(t, Options{})
+	if got := do(t, s.Addr, "SET k v1"); got != "+OK" {
+		t.Fatalf("SET: %q", got)
+	}
+	addr := s.Addr
+	s.Kill()
+	intruder, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("taking the port after the kill: %v", err)
+	}
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(300 * time.Millisecond)
+		intruder.Close()
+	}()
+	s.start(s.opts)
+	<-released
+	if s.Addr != addr {
+		t.Fatalf("restarted on %s, want %s", s.Addr, addr)
+	}
+	if got := do(t, s.Addr, "GET k"); got != "v1" {
+		t.Fatalf("after the restart GET k = %q, want v1", got)
+	}
+}
