@@ -327,7 +327,10 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 // A's lease on it runs out, under the same webhook-id, and the receiver accepts each event of
 // the task once.
 func TestCallbackOfInstanceKilledMidDeliveryArrivesOnce(t *testing.T) {
-	c := startCluster(t, 1, clusterOptions{queuedFor: "1h"})
+	// A delivery attempt may take 3 s, so A's lease on an event it is delivering is 9 s (the
+	// default 10 s attempt would make the test wait 30 s for B). The attempt that hangs is
+	// stopped by A's death well within 3 s.
+	c := startCluster(t, 1, clusterOptions{queuedFor: "1h", callbackOptions: "attempt_timeout 3s"})
 	hang := make(chan struct{})
 	rc := newReceiver(t, func(n int) int {
 		if n == 1 {
@@ -343,7 +346,7 @@ func TestCallbackOfInstanceKilledMidDeliveryArrivesOnce(t *testing.T) {
 	a.proc.kill()
 
 	b := c.launch(t)
-	// The lease is 3 delivery timeouts (30 s): B takes the event over after it.
+	// The lease is 3 delivery timeouts (9 s): B takes the event over after it.
 	deadline := time.Now().Add(60 * time.Second)
 	for len(rc.seen()) < 2 {
 		if time.Now().After(deadline) {

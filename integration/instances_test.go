@@ -49,6 +49,7 @@ const instanceCaddyfile = `{
 		callbacks {
 			allow_private
 			retry_schedule 300ms 300ms 300ms 300ms 300ms 300ms 300ms 300ms 300ms 300ms
+			%[9]s
 		}
 	}
 }
@@ -106,6 +107,8 @@ type clusterOptions struct {
 	storageOptions string
 	// gatewayOptions are more lines of the mediagw block (refund_unsuccessful_tasks …).
 	gatewayOptions string
+	// callbackOptions are more lines of the callbacks block (attempt_timeout …).
+	callbackOptions string
 }
 
 func startCluster(t *testing.T, n int, o clusterOptions) *cluster {
@@ -131,7 +134,7 @@ func startCluster(t *testing.T, n int, o clusterOptions) *cluster {
 	c.launch = func(t *testing.T) *instance {
 		t.Helper()
 		adminPort, port := freePort(t), freePort(t)
-		cfg := fmt.Sprintf(instanceCaddyfile, adminPort, redisURL, prefix, simPort, o.watchInterval, port, o.storageOptions, o.gatewayOptions)
+		cfg := fmt.Sprintf(instanceCaddyfile, adminPort, redisURL, prefix, simPort, o.watchInterval, port, o.storageOptions, o.gatewayOptions, o.callbackOptions)
 		in := &instance{
 			name:  string(rune('A' + len(c.instances))),
 			base:  fmt.Sprintf("http://127.0.0.1:%d", port),
