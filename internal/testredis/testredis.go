@@ -341,8 +341,9 @@ func (s *Server) dial(timeout time.Duration) (net.Conn, error) {
 	return d.Dial("tcp", s.Addr)
 }
 
-// Stop stops the server with SIGTERM (which lets it finish writing the AOF), or SIGKILL when it
-// does not go within 10 s, and waits for it. Stopping a stopped server does nothing.
+// Stop stops the server with SIGTERM (which lets it finish writing the AOF), repeated until it
+// goes, or SIGKILL when it does not go within 10 s, and waits for it. Stopping a stopped server
+// does nothing.
 func (s *Server) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
@@ -352,13 +353,25 @@ func (s *Server) Stop() {
 		return
 	default:
 	}
-	// An error means the process is already gone, which done shows.
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill() // already gone if it fails; done closes either way
-		<-s.done
+	// redis-server refuses a SIGTERM that comes while it writes its first AOF (a replica
+	// right after its sync: "Writing initial AOF, can't exit") and does not try again by itself,
+	// so the signal is repeated until it goes. A repeated SIGTERM during a shutdown that is under
+	// way changes nothing.
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		// An error means the process is already gone, which done shows.
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+			return
+		case <-tick.C:
+		case <-deadline:
+			_ = s.cmd.Process.Kill() // already gone if it fails; done closes either way
+			<-s.done
+			return
+		}
 	}
 }
 
