@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,9 +30,28 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_CONFIG_HOME", dir)
 	os.Setenv("XDG_DATA_HOME", dir)
+	prepareTools()
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// prepareTools starts, in the background, the builds and installs that later tests wait for (the
+// caddy binary, versitygw, the Node SDKs), so that on a fresh machine they overlap with the
+// in-process tests that run first instead of adding to them. Each is done once either way: a
+// test that needs one waits for it, and reports its error. A run of chosen tests (-run) builds
+// only what those tests ask for.
+func prepareTools() {
+	if !flag.Parsed() {
+		flag.Parse() // m.Run would parse them later; reading -run needs them now
+	}
+	if f := flag.Lookup("test.run"); f == nil || f.Value.String() != "" {
+		return
+	}
+	for _, prepare := range []func() (string, error){buildCaddy, buildVersitygw, installNodeSDKs} {
+		// The result is kept by each one's sync.Once, for the test that needs it.
+		go func() { _, _ = prepare() }()
+	}
 }
 
 // gateway is a Caddy instance running in this process.
