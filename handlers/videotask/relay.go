@@ -54,11 +54,17 @@ func hashToken(token string) string {
 
 var errNoRelay = apierror.New(http.StatusNotFound, "not_found", "unknown callback")
 
-// ServeRelay receives an upstream's callback for a task. The callback is only a hint: it is not
-// trusted, and the task is read from the upstream (in the background) before anything changes.
-func (h *Handler) ServeRelay(w http.ResponseWriter, r *http.Request) {
-	_, token, ok := strings.Cut(r.URL.Path, RelayPath)
-	if !ok || token == "" || r.Method != http.MethodPost {
+// RelayToken returns the token of a relay path (…/mediagw/callbacks/<token>), or "".
+func RelayToken(path string) string {
+	_, token, _ := strings.Cut(path, RelayPath)
+	return token
+}
+
+// ServeRelay receives an upstream's callback for a task, whose token (see RelayToken) the caller
+// has taken from the request path. The callback is only a hint: it is not trusted, and the task
+// is read from the upstream (in the background) before anything changes.
+func (h *Handler) ServeRelay(w http.ResponseWriter, r *http.Request, token string) {
+	if token == "" || r.Method != http.MethodPost {
 		apierror.Write(w, apierror.OpenAIShape, errNoRelay)
 		return
 	}
