@@ -344,3 +344,89 @@ func TestSpecVideoTaskListRules(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecVideoTaskQueryAndDelete checks the §2.5 query answer in each state (§4.3 examples),
+// a failed task as §7.2 has it, and what a DELETE does in each state.
+func TestSpecVideoTaskQueryAndDelete(t *testing.T) {
+	base, _ := startSimGateway(t, conformanceCaddyfile, nil)
+	url := base + "/api/v3/contents/generations/tasks"
+	create := func(prompt, extra string) string {
+		r := call(t, "POST", url, "mg-spec", `{"model":"seedance-sim","content":[{"type":"text","text":"`+prompt+`"}]`+extra+`}`)
+		if r.status != 200 || r.field("id") == "" {
+			t.Fatalf("create = %d %s", r.status, r.body)
+		}
+		return r.field("id")
+	}
+	withFrame, plain, failing, cancelled := create("with a last frame", `,"return_last_frame":true`), create("plain", ""),
+		create("this one fails [[fail]]", ""), create("cancel me", "")
+
+	// queued: error null, content empty, the required fields typed as §2.5 says.
+	got := call(t, "GET", url+"/"+plain, "mg-spec", nil).json(t)
+	if got["id"] != plain || got["model"] != "seedance-sim" || got["status"] != "queued" || got["error"] != nil {
+		t.Fatalf("queued task = %v", got)
+	}
+	for _, k := range []string{"created_at", "updated_at"} {
+		if n, ok := got[k].(float64); !ok || n != float64(int64(n)) || n < 1.7e9 {
+			t.Fatalf("%s = %v, want Unix seconds", k, got[k])
+		}
+	}
+	if c, ok := got["content"].(map[string]any); !ok || len(c) != 0 {
+		t.Fatalf("queued content = %v, want {}", got["content"])
+	}
+	// DELETE of a queued task cancels it (200); the query then reads cancelled.
+	if r := call(t, "DELETE", url+"/"+cancelled, "mg-spec", nil); r.status != 200 {
+		t.Fatalf("DELETE queued = %d %s", r.status, r.body)
+	}
+	if s := call(t, "GET", url+"/"+cancelled, "mg-spec", nil).field("status"); s != "cancelled" {
+		t.Fatalf("after cancel status = %q", s)
+	}
+
+	final := func(id string) map[string]any {
+		var m map[string]any
+		waitFor(t, id+" to finish", func() bool {
+			m = call(t, "GET", url+"/"+id, "mg-spec", nil).json(t)
+			return m["status"] == "succeeded" || m["status"] == "failed"
+		})
+		return m
+	}
+	// succeeded: content.video_url; last_frame_url only when asked for.
+	got = final(withFrame)
+	c, _ := got["content"].(map[string]any)
+	if got["status"] != "succeeded" || got["error"] != nil || c["video_url"] == nil || c["last_frame_url"] == nil {
+		t.Fatalf("succeeded with return_last_frame = %v", got)
+	}
+	got = final(plain)
+	c, _ = got["content"].(map[string]any)
+	if _, has := c["last_frame_url"]; got["status"] != "succeeded" || c["video_url"] == nil || has {
+		t.Fatalf("succeeded without return_last_frame = %v", got)
+	}
+	// failed (§7.2): still HTTP 200, error with message (and code), content empty.
+	r := call(t, "GET", url+"/"+failing, "mg-spec", nil)
+	got = final(failing)
+	e, _ := got["error"].(map[string]any)
+	c, _ = got["content"].(map[string]any)
+	if r.status != 200 || got["status"] != "failed" || e["message"] == nil || len(c) != 0 {
+		t.Fatalf("failed task = %d %v", r.status, got)
+	}
+	// DELETE of a finished task deletes it: the id then answers task_not_exist.
+	for _, id := range []string{plain, failing} {
+		if r := call(t, "DELETE", url+"/"+id, "mg-spec", nil); r.status != 200 {
+			t.Fatalf("DELETE finished = %d %s", r.status, r.body)
+		}
+		checkTaskAnswer(t, call(t, "GET", url+"/"+id, "mg-spec", nil), specCase{"4.3", "deleted task", "", 400, "task_not_exist"})
+	}
+	// Ids that are no task of the account, however they are written, are task_not_exist.
+	for _, id := range []string{"cgt-unknown", strings.Repeat("a", 4096), "%00", "%ff", "cgt%20x"} {
+		for _, method := range []string{"GET", "DELETE"} {
+			checkTaskAnswer(t, call(t, method, url+"/"+id, "mg-spec", nil), specCase{"4.3", method + " " + id[:min(len(id), 12)], "", 400, "task_not_exist"})
+		}
+	}
+	// §5.7 and §7.1: no key or an unknown one is 401 in the task shape.
+	for _, key := range []string{"", "mg-unknown"} {
+		r := call(t, "GET", url+"/"+withFrame, key, nil)
+		body := r.json(t)
+		if data, has := body["data"]; r.status != 401 || body["code"] == nil || body["message"] == nil || !has || data != nil {
+			t.Fatalf("key %q = %d %s", key, r.status, r.body)
+		}
+	}
+}
