@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -429,4 +430,69 @@ func TestSpecVideoTaskQueryAndDelete(t *testing.T) {
 			t.Fatalf("key %q = %d %s", key, r.status, r.body)
 		}
 	}
+}
+
+// TestSpecPresignDefaultRateLimit checks §8: without a configured limit, presign allows 100
+// calls per 60 seconds per API key (not per account or address) and answers the 101st 429 with
+// Retry-After; UPLOAD_RATE_LIMIT and UPLOAD_RATE_LIMIT_DURATION change it, and
+// UPLOAD_RATE_LIMIT_ENABLE=false turns it off. Signing is local, so no storage needs to run.
+func TestSpecPresignDefaultRateLimit(t *testing.T) {
+	upload := `upload {
+			bucket media
+			endpoint http://127.0.0.1:9
+			path_style
+			access_key_id spec-access
+			secret_access_key spec-secret
+		}`
+	start := func() string {
+		port := freePort(t)
+		startGateway(t, presignCaddyfile, map[string]string{"port": fmt.Sprint(port), "upload": upload})
+		return fmt.Sprintf("http://127.0.0.1:%d", port)
+	}
+	limited := func(base, key string) response {
+		r, _ := presignFile(t, base, key, `{"filename":"a.png","content_type":"image/png"}`)
+		return r
+	}
+	checkLimited := func(r response, window int) {
+		t.Helper()
+		e, _ := r.json(t)["error"].(map[string]any)
+		retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+		if r.status != 429 || e["code"] != "rate_limit_exceeded" || err != nil || retry < 1 || retry > window {
+			t.Fatalf("over the limit = %d %s (Retry-After %q)", r.status, r.body, r.header.Get("Retry-After"))
+		}
+	}
+
+	t.Run("default 100 per 60s", func(t *testing.T) {
+		base := start()
+		for i := range 100 {
+			if r := limited(base, "mg-uploader"); r.status != 200 {
+				t.Fatalf("call %d = %d %s", i+1, r.status, r.body)
+			}
+		}
+		checkLimited(limited(base, "mg-uploader"), 60)
+		if r := limited(base, "mg-second"); r.status != 200 {
+			t.Fatalf("another key of the account = %d %s, want its own 100", r.status, r.body)
+		}
+	})
+	t.Run("from the environment", func(t *testing.T) {
+		t.Setenv("UPLOAD_RATE_LIMIT", "2")
+		t.Setenv("UPLOAD_RATE_LIMIT_DURATION", "30")
+		base := start()
+		for range 2 {
+			if r := limited(base, "mg-uploader"); r.status != 200 {
+				t.Fatalf("presign = %d %s", r.status, r.body)
+			}
+		}
+		checkLimited(limited(base, "mg-uploader"), 30)
+	})
+	t.Run("turned off", func(t *testing.T) {
+		t.Setenv("UPLOAD_RATE_LIMIT_ENABLE", "false")
+		t.Setenv("UPLOAD_RATE_LIMIT", "1")
+		base := start()
+		for i := range 3 {
+			if r := limited(base, "mg-uploader"); r.status != 200 {
+				t.Fatalf("call %d = %d %s", i+1, r.status, r.body)
+			}
+		}
+	})
 }
