@@ -87,16 +87,16 @@ var (
 // ParseCreate validates a create request body against spec §2.2 and §2.3. JSON null counts as an
 // absent field. A failure is an *apierror.Error naming the field.
 func ParseCreate(body []byte) (CreateRequest, error) {
-	if !utf8.Valid(body) {
-		return CreateRequest{}, apierror.NotUTF8("invalid_request")
-	}
 	// Every member, checked or not, from one reading of the body: the rule of jsonkeys holds
 	// for all keys, so this is the map encoding/json would decode.
 	fields, err := jsonkeys.All(body, createFields...)
 	if errors.Is(err, jsonkeys.ErrNotObject) {
 		return CreateRequest{}, apierror.NotJSONObject("invalid_request")
 	} else if err != nil {
-		return CreateRequest{}, keyError(err, "")
+		return CreateRequest{}, keyError(err, "") // a key that is not UTF-8 is named here
+	}
+	if !utf8.Valid(body) {
+		return CreateRequest{}, apierror.NotUTF8("invalid_request")
 	}
 	for k, v := range fields {
 		if isNull(v) {
