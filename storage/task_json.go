@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -130,9 +131,15 @@ func appendTaskBool(b []byte, field string, v bool) []byte {
 func unmarshalTask(b []byte) (Task, error) {
 	var t Task
 	if p := (taskParser{b: b, full: true}); p.parse(&t) {
+		p.copyStrings(&t)
 		return t, nil
 	}
-	t = Task{}
+	return unmarshalTaskJSON(b)
+}
+
+// unmarshalTaskJSON is unmarshalTask by json.Unmarshal (its own Task, which escapes to the heap).
+func unmarshalTaskJSON(b []byte) (Task, error) {
+	var t Task
 	err := json.Unmarshal(b, &t)
 	return t, err
 }
@@ -160,6 +167,34 @@ type taskParser struct {
 	// others are checked, not copied).
 	full bool
 	seen uint32
+	// plain are the strings to copy out of b once it is read, all in one allocation.
+	plain  [12]taskString
+	nplain int
+}
+
+// taskString is a string field (its number in field) and where its value is in the record.
+type taskString struct {
+	field, start, end int
+}
+
+// copyStrings sets the strings of t noted in plain, from one copy of them all.
+func (p *taskParser) copyStrings(t *Task) {
+	size := 0
+	for _, s := range p.plain[:p.nplain] {
+		size += s.end - s.start
+	}
+	var all strings.Builder
+	all.Grow(size)
+	for _, s := range p.plain[:p.nplain] {
+		all.Write(p.b[s.start:s.end])
+	}
+	str, at := all.String(), 0
+	for _, s := range p.plain[:p.nplain] {
+		if f := t.stringField(s.field); f != nil {
+			*f = str[at : at+s.end-s.start]
+		}
+		at += s.end - s.start
+	}
 }
 
 func (p *taskParser) parse(t *Task) bool {
@@ -244,6 +279,35 @@ func (p *taskParser) field(t *Task, key []byte) bool {
 	return false
 }
 
+// stringField is the string field that taskParser.field numbers n, or nil.
+func (t *Task) stringField(n int) *string {
+	switch n {
+	case 0:
+		return &t.ID
+	case 1:
+		return &t.Kind
+	case 2:
+		return &t.Account
+	case 3:
+		return &t.KeyID
+	case 4:
+		return &t.Provider
+	case 5:
+		return &t.Upstream
+	case 6:
+		return &t.UpstreamAddress
+	case 7:
+		return &t.Model
+	case 10:
+		return &t.Status
+	case 19:
+		return &t.CallbackURL
+	case 21:
+		return &t.Notified
+	}
+	return nil // not a string field: taskParser.field numbers them
+}
+
 // first reports whether field n is read for the first time (a repeated key is left to
 // json.Unmarshal).
 func (p *taskParser) first(n int) bool {
@@ -263,8 +327,14 @@ func (p *taskParser) str(n int, s *string, head bool) bool {
 	for p.i = start; p.i < len(p.b) && p.b[p.i] != '"' && p.b[p.i] != '\\' && p.b[p.i] >= 0x20 && p.b[p.i] < utf8.RuneSelf; p.i++ {
 	}
 	if p.i < len(p.b) && p.b[p.i] == '"' {
-		if p.full || head {
-			*s = internTaskString(p.b[start:p.i])
+		switch v, ok := internTaskString(p.b[start:p.i]); {
+		case ok:
+			*s = v
+		case p.full && p.nplain < len(p.plain):
+			p.plain[p.nplain] = taskString{n, start, p.i} // set by copyStrings
+			p.nplain++
+		case p.full || head:
+			*s = string(p.b[start:p.i])
 		}
 		p.i++
 		return true
@@ -285,29 +355,29 @@ func (p *taskParser) str(n int, s *string, head bool) bool {
 	return true
 }
 
-// internTaskString is string(b), without a copy for the usual kinds and statuses.
-func internTaskString(b []byte) string {
+// internTaskString is string(b) for the usual kinds and statuses, which need no copy.
+func internTaskString(b []byte) (string, bool) {
 	switch string(b) {
 	case "":
-		return ""
+		return "", true
 	case KindVideo:
-		return KindVideo
+		return KindVideo, true
 	case KindImage:
-		return KindImage
+		return KindImage, true
 	case "queued":
-		return "queued"
+		return "queued", true
 	case "running":
-		return "running"
+		return "running", true
 	case "succeeded":
-		return "succeeded"
+		return "succeeded", true
 	case "failed":
-		return "failed"
+		return "failed", true
 	case "cancelled":
-		return "cancelled"
+		return "cancelled", true
 	case "expired":
-		return "expired"
+		return "expired", true
 	}
-	return string(b)
+	return "", false
 }
 
 // int reads an integer that fits an int64, without fraction or exponent, as json.Unmarshal

@@ -40,6 +40,42 @@ func TestMarshalTaskIsJSONMarshal(t *testing.T) {
 	}
 }
 
+// Every field of Task is written and read by the codec: a field added to Task without a line in
+// marshalTask and taskParser.field fails here.
+func TestTaskCodecCoversEveryField(t *testing.T) {
+	var task Task
+	v := reflect.ValueOf(&task).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(fmt.Sprintf("plain-%d", i))
+		case reflect.Int64:
+			f.SetInt(int64(1000 + i))
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Slice:
+			f.SetBytes([]byte(fmt.Sprintf(`{"n":%d}`, i)))
+		default:
+			t.Fatalf("Task.%s has a kind (%s) that the codec does not write", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	checkMarshalTask(t, task)
+	b, err := marshalTask(&task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Task
+	if p := (taskParser{b: b, full: true}); !p.parse(&got) {
+		t.Fatalf("taskParser does not read %s", b)
+	} else {
+		p.copyStrings(&got)
+	}
+	if !reflect.DeepEqual(got, task) {
+		t.Fatalf("taskParser read %+v from %s, want %+v", got, b, task)
+	}
+}
+
 // A Result that is not one valid JSON value fails as json.Marshal fails.
 func TestMarshalTaskInvalidResult(t *testing.T) {
 	for _, r := range []string{`{`, `{"a":}`, `[1,]`, `01`, `1.`, `-`, `"\x"`, "\"\x01\"", `1 2`, `tru`, `nul`, `{"a" 1}`, `{1:2}`, `"\u12"`, ` `} {
