@@ -18,9 +18,7 @@ import (
 
 // marshalTask is json.Marshal(t).
 func marshalTask(t *Task) ([]byte, error) {
-	size := 300 + len(t.ID) + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) + len(t.Upstream) +
-		len(t.UpstreamAddress) + len(t.Model) + len(t.Status) + len(t.Result) + len(t.CallbackURL) + len(t.Notified)
-	b := make([]byte, 0, size)
+	b := make([]byte, 0, marshalTaskSize(t))
 	b = appendTaskString(append(b, `{"id":`...), t.ID)
 	b = appendTaskString(append(b, `,"kind":`...), t.Kind)
 	b = appendTaskString(append(b, `,"account":`...), t.Account)
@@ -58,6 +56,26 @@ func marshalTask(t *Task) ([]byte, error) {
 	}
 	b = appendTaskInt(b, `,"version":`, t.Version)
 	return append(b, '}'), nil
+}
+
+// marshalTaskSize is about the length of the record that marshalTask writes (exactly enough
+// or a little more, unless its strings need escapes).
+func marshalTaskSize(t *Task) int {
+	// The keys, quotes and integers that every record has, then its strings and result.
+	size := 150 + len(t.ID) + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) + len(t.Upstream) +
+		len(t.UpstreamAddress) + len(t.Model) + len(t.Status) + len(t.Result) + len(t.CallbackURL) + len(t.Notified)
+	for _, n := range [...]int64{t.RefreshedAt, t.ExpiresAt, t.FinishedAt, t.Cost, t.Held, t.Version} {
+		if n != 0 {
+			size += 36 // the longest key and the longest integer
+		}
+	}
+	for _, set := range [...]bool{t.Upstream != "", t.UpstreamAddress != "", len(t.Result) > 0, t.Active, t.Finished,
+		t.CallbackURL != "", t.CallbackGone, t.Notified != ""} {
+		if set {
+			size += 22 // the longest key, quotes, or the longest key and true
+		}
+	}
+	return size
 }
 
 // appendTaskString appends s as json.Marshal writes a string: invalid UTF-8 replaced by

@@ -244,3 +244,17 @@ func BenchmarkTaskJSON(b *testing.B) {
 		}
 	})
 }
+
+// marshalTaskSize is enough for the records of the samples (whose strings need no escapes):
+// marshalTask allocates once.
+func TestMarshalTaskSize(t *testing.T) {
+	for _, task := range taskJSONSamples()[1:3] {
+		b, err := marshalTask(&task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if size := marshalTaskSize(&task); len(b) > size || size > len(b)+200 {
+			t.Errorf("marshalTaskSize = %d for a record of %d bytes: %s", size, len(b), b)
+		}
+	}
+}
