@@ -117,6 +117,8 @@ func TestUnmarshalTaskIsJSONUnmarshal(t *testing.T) {
 		`{"id":"a`, `{`, ``, `null`, `[]`, `"x"`, `{"id":"bad` + "\xff" + `"}`, `{"id":"ctl` + "\x01" + `"}`,
 		`{"id":"ünï"}`, `{"id":"\ud800"}`, `{"result":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`,
 		`{"result":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`, `{"result":{"a":1,"a":2}}`,
+		`{"kind":"vid\u0065o","account":"a\"b","status":"queued","status":"failed"}`, `{"kind":"video","account":"acme","id":"\x"}`,
+		`{"version":2,"kind":"video","account":"acme","created_at":5,"status":"running","expires_at":9,"finished_at":7,"finished":false}`,
 		`{"created_at":1,"updated_at":2,"refreshed_at":3,"expires_at":4,"finished_at":5,"held":6,"callback_gone":false}`,
 	} {
 		checkUnmarshalTask(t, []byte(in))
