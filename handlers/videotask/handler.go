@@ -200,7 +200,8 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
 	}
-	if _, err := h.Store.CreateTask(ctx, task); err != nil {
+	stored, err := h.Store.CreateTask(ctx, task)
+	if err != nil {
 		// Never hand out an id whose ownership is not recorded. The task is cancelled upstream;
 		// its cost is given back only when the upstream confirms, so that a task left running
 		// is never both unowned and free.
@@ -219,7 +220,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	usage.From(r.Context()).TaskCreated(taskID)
 	metrics.TaskCreated(p.Name, req.Model)
 	if h.Watcher != nil {
-		h.Watcher.Watch(task)
+		h.Watcher.Watch(stored)
 	}
 	writeCreated(w, taskID)
 	return nil
