@@ -20,6 +20,15 @@ const (
 // Statuses lists every status a client can see.
 var Statuses = []string{StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled, StatusExpired}
 
+// statusJSON holds each status as a JSON string, shared by the answers (never written to).
+var statusJSON = func() map[string]json.RawMessage {
+	m := make(map[string]json.RawMessage, len(Statuses))
+	for _, s := range Statuses {
+		m[s] = quoted(s)
+	}
+	return m
+}()
+
 // normalStatus maps an upstream status onto §3.1.
 func normalStatus(s string) string {
 	switch strings.ToLower(s) {
@@ -38,6 +47,24 @@ func normalStatus(s string) string {
 	}
 }
 
+// answerStatus is normalStatus of an upstream answer's status (not a string: running), without
+// decoding the usual statuses.
+func answerStatus(raw json.RawMessage) string {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		switch string(raw[1 : n-1]) {
+		case StatusQueued:
+			return StatusQueued
+		case StatusRunning:
+			return StatusRunning
+		case StatusSucceeded:
+			return StatusSucceeded
+		case StatusFailed:
+			return StatusFailed
+		}
+	}
+	return normalStatus(unquoted(raw))
+}
+
 // queryResult builds the §2.5 query answer from an upstream answer and the ownership record:
 // id and model as recorded (the client's model id); a §3.1 status; error null unless failed; content {} until success;
 // resolution, ratio and duration only when known. Other upstream fields pass through.
@@ -46,11 +73,11 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (map[strin
 	for k, v := range upstream {
 		out[k] = v
 	}
-	status := normalStatus(unquoted(upstream["status"])) // not a string: running
+	status := answerStatus(upstream["status"])
 
-	out["id"] = quoted(t.ID)
-	out["model"] = quoted(t.Model) // the client's id, also when the upstream knows it by another (model_map)
-	out["status"] = quoted(status)
+	out["id"] = quotedLike(upstream["id"], t.ID)
+	out["model"] = quotedLike(upstream["model"], t.Model) // the client's id, also when the upstream knows it by another (model_map)
+	out["status"] = statusJSON[status]
 	for _, k := range []string{"created_at", "updated_at"} {
 		if _, ok := integer(upstream[k]); !ok {
 			if k == "created_at" {

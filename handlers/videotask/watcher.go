@@ -200,6 +200,20 @@ func (w *Watcher) reschedule(id string, due time.Time) {
 	w.signal()
 }
 
+// rescheduleAll is reschedule for several tasks due at once.
+func (w *Watcher) rescheduleAll(ids []string, due time.Time) {
+	if len(ids) == 0 {
+		return
+	}
+	w.mu.Lock()
+	for _, id := range ids {
+		w.tracked[id] = true
+		heap.Push(&w.queue, dueTask{id: id, due: due})
+	}
+	w.mu.Unlock()
+	w.signal()
+}
+
 // untrack forgets a task that was being read: it finished, or it is another watcher's.
 func (w *Watcher) untrack(id string) {
 	w.mu.Lock()
@@ -418,11 +432,10 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		if ctx.Err() != nil {
 			return calls // stopping: the next watcher starts from the store's list
 		}
+		w.rescheduleAll(open, now().Add(w.Interval))
 		still := make(map[string]bool, len(open))
-		next := now().Add(w.Interval)
 		for _, id := range open {
 			still[id] = true
-			w.reschedule(id, next)
 		}
 		for _, t := range batch {
 			if !still[t.ID] {
