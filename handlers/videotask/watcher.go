@@ -24,7 +24,9 @@ const (
 // Watcher polls every unfinished task so that stored statuses (lists, active-task limits) stay
 // current and callbacks fire without any client polling. The next task polled is always the one
 // due soonest; concurrency and upstream requests per second are bounded. A task that a client
-// polled recently is not polled again before its interval has passed.
+// polled recently is not polled again before its interval has passed (at the first poll of a
+// task created through this instance, a client poll counts when it went through this
+// instance: that poll does not read the record, see below).
 //
 // Gateway instances sharing one store divide the work by shards: the unfinished tasks are split
 // into Shards by a hash of their id, and each shard is watched by one instance at a time, under
@@ -168,10 +170,10 @@ func (w *Watcher) keepCreated(known []storage.Task) {
 	}
 }
 
-// Changed forgets the record kept for the first poll of a task (see Watch) that a client's
-// read is about to change, so that the watcher's first poll reads the record and sees the
+// forgetCreated forgets the record kept for the first poll of a task (see Watch) that a
+// refresh is about to change, so that the watcher's first poll reads the record and sees a
 // client's read (a task polled recently is not polled again before its Interval has passed).
-func (w *Watcher) Changed(id string) {
+func (w *Watcher) forgetCreated(id string) {
 	w.init()
 	w.mu.Lock()
 	if len(w.created) > 0 {
