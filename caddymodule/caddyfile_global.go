@@ -59,6 +59,7 @@ import (
 //			retry_schedule <duration...>
 //			concurrency    <n>
 //			per_host       <n>
+//			attempt_timeout <duration>
 //			relay_base     <public base URL>
 //		}
 //		upload {
@@ -534,10 +535,11 @@ func parseCallbacks(d *caddyfile.Dispenser) (*CallbacksConfig, error) {
 		return nil, d.ArgErr()
 	}
 	err := parseBlock(d, map[string]func() error{
-		"secret":      func() error { return stringArg(d, &c.Secret) },
-		"relay_base":  func() error { return stringArg(d, &c.RelayBase) },
-		"concurrency": func() error { return positiveIntArg(d, &c.Concurrency) },
-		"per_host":    func() error { return positiveIntArg(d, &c.PerHost) },
+		"secret":          func() error { return stringArg(d, &c.Secret) },
+		"relay_base":      func() error { return stringArg(d, &c.RelayBase) },
+		"concurrency":     func() error { return positiveIntArg(d, &c.Concurrency) },
+		"per_host":        func() error { return positiveIntArg(d, &c.PerHost) },
+		"attempt_timeout": func() error { return durationArg(d, &c.AttemptTimeout) },
 		"allow_private": func() error {
 			if d.NextArg() {
 				return d.ArgErr()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/internal/testport"
 )
 
 // The attempt's copy carries the upstream's credential, address and a header map of its own;
@@ -143,13 +143,9 @@ http://127.0.0.1:%[4]s {
 	}
 }
 
-// closedPort returns a loopback port that was free a moment ago (connections to it are refused).
+// closedPort returns a loopback port reserved for the test and never bound (connections to it
+// are refused): package testport keeps every other test and outgoing connection off it.
 func closedPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testport.Reserve(t)
 }

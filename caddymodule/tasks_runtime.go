@@ -42,6 +42,11 @@ type CallbacksConfig struct {
 	// PerHost bounds simultaneous deliveries to one receiver (host and port), so that a slow or
 	// silent receiver cannot hold every delivery slot. Default: 2.
 	PerHost int `json:"per_host,omitempty"`
+	// AttemptTimeout bounds one delivery attempt (connecting, sending, and the receiver's
+	// answer). An event being delivered is withheld from other gateways on the store for three
+	// attempt timeouts, so when a gateway dies mid-delivery another one delivers the event after
+	// that. Default: 10s.
+	AttemptTimeout caddy.Duration `json:"attempt_timeout,omitempty"`
 	// RelayBase is this gateway's public base URL (e.g. https://api.example.com). When set,
 	// tasks are created upstream with a callback to RelayBase/mediagw/callbacks/<token>, served
 	// by mediagw_callback_relay; each such callback is a hint to re-read the task. Default: off.
@@ -93,10 +98,14 @@ func (a *App) provisionTaskRuntime(repl *caddy.Replacer) error {
 	for _, d := range cb.RetrySchedule {
 		schedule = append(schedule, time.Duration(d))
 	}
+	attempt := time.Duration(cb.AttemptTimeout)
+	if attempt <= 0 {
+		attempt = callbacks.DefaultAttemptTimeout
+	}
 	rt.outbox = &callbacks.Outbox{
-		Store: a.store, Key: key, Client: callbacks.NewClient(cb.AllowPrivate), AllowPrivate: cb.AllowPrivate, Schedule: schedule,
-		Concurrency: cb.Concurrency, PerHost: cb.PerHost, OnGone: rt.tasks.CallbackGone, Stopped: rt.tasks.CallbacksStopped,
-		Logger: a.logger.Named("callbacks"),
+		Store: a.store, Key: key, Client: callbacks.NewClientTimeout(cb.AllowPrivate, attempt), AllowPrivate: cb.AllowPrivate,
+		Schedule: schedule, Concurrency: cb.Concurrency, PerHost: cb.PerHost, AttemptTimeout: attempt,
+		OnGone: rt.tasks.CallbackGone, Stopped: rt.tasks.CallbacksStopped, Logger: a.logger.Named("callbacks"),
 	}
 	rt.tasks.Callbacks = rt.outbox
 	w := WatcherConfig{}

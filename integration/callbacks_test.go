@@ -58,6 +58,7 @@ http://127.0.0.1:{{sim_port}} {
 // delivery is one callback attempt as the receiver saw it.
 type delivery struct {
 	id, timestamp, signature string
+	method, contentType      string
 	body                     []byte
 	status                   string
 }
@@ -79,7 +80,8 @@ func newReceiver(t *testing.T, answer func(n int) int) *receiver {
 		}
 		json.Unmarshal(body, &m)
 		rc.mu.Lock()
-		rc.attempts = append(rc.attempts, delivery{r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature"), body, m.Status})
+		rc.attempts = append(rc.attempts, delivery{r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature"),
+			r.Method, r.Header.Get("Content-Type"), body, m.Status})
 		n := len(rc.attempts)
 		rc.mu.Unlock()
 		w.WriteHeader(rc.answer(n))
@@ -134,20 +136,80 @@ func accountSecret(t *testing.T, g *gateway, account string) string {
 	return secret
 }
 
+// steppedUpstream is an Ark-style upstream holding one task whose status the test sets, so that
+// the gateway sees each status however slowly its watcher runs (the simulator's timed phases
+// can pass unseen on a loaded machine).
+type steppedUpstream struct {
+	*httptest.Server
+	mu      sync.Mutex
+	status  string
+	created int64
+}
+
+func newSteppedUpstream(t *testing.T) *steppedUpstream {
+	u := &steppedUpstream{status: "queued", created: time.Now().Unix()}
+	const id = "cgt-stepped-1"
+	view := func() map[string]any {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		v := map[string]any{"id": id, "model": "sim-video", "status": u.status, "error": nil,
+			"created_at": u.created, "updated_at": u.created}
+		if u.status == "succeeded" {
+			v["content"] = map[string]string{"video_url": "https://videos.example.com/" + id + ".mp4"}
+			v["usage"] = map[string]int{"completion_tokens": 100, "total_tokens": 100}
+		}
+		return v
+	}
+	answer := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
+	const path = "/api/v3/contents/generations/tasks"
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == path:
+			answer(w, map[string]string{"id": id})
+		case r.Method == http.MethodGet && r.URL.Path == path+"/"+id:
+			answer(w, view())
+		case r.Method == http.MethodGet && r.URL.Path == path:
+			answer(w, map[string]any{"items": []any{view()}, "total": 1})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *steppedUpstream) set(status string) {
+	u.mu.Lock()
+	u.status = status
+	u.mu.Unlock()
+}
+
 func TestSignedCallbacksFollowTheTask(t *testing.T) {
-	base, g := startCallbackGateway(t, true)
+	up := newSteppedUpstream(t)
+	base, g := startSimGateway(t, strings.Replace(callbacksCaddyfile, "http://127.0.0.1:{{sim_port}}/api/v3", up.URL+"/api/v3", 1),
+		map[string]string{"allow_private": "allow_private"})
 	rc := newReceiver(t, func(int) int { return 204 })
 	id := createWithCallback(t, base, "watch me", rc.URL+"/hooks?token=abc")
-	waitFor(t, "the succeeded callback", func() bool {
-		s := rc.seen()
-		return len(s) > 0 && s[len(s)-1].status == "succeeded"
-	})
+	for _, status := range []string{"queued", "running", "succeeded"} {
+		up.set(status)
+		waitFor(t, "the "+status+" callback", func() bool {
+			s := rc.seen()
+			return len(s) > 0 && s[len(s)-1].status == status
+		})
+	}
 	secret := accountSecret(t, g, "hooks")
 	var statuses []string
 	ids := map[string]bool{}
 	for _, d := range rc.seen() {
 		if err := callbacks.Verify(secret, d.id, d.timestamp, d.signature, d.body, 5*time.Minute); err != nil {
 			t.Fatalf("callback %s does not verify: %v", d.status, err)
+		}
+		// Spec §6: a POST whose body is the §2.5 query answer, as JSON.
+		if d.method != http.MethodPost || d.contentType != "application/json" {
+			t.Fatalf("callback %s was %s with Content-Type %q, want POST application/json", d.status, d.method, d.contentType)
 		}
 		statuses = append(statuses, d.status)
 		ids[d.id] = true
@@ -282,7 +344,8 @@ func TestReloadDoesNotWaitForSlowCallbacks(t *testing.T) {
 	if err := g.reload(callbacksCaddyfile); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > 3*time.Second {
+	// The receiver holds the delivery for 9 s: a reload that waited for it would take that long.
+	if took := time.Since(start); took > 6*time.Second {
 		t.Fatalf("reload took %v while a callback was in flight", took)
 	}
 }

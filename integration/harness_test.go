@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/mediagw/mediagw/internal/standardset"
+	"github.com/mediagw/mediagw/internal/testport"
 
 	_ "github.com/mediagw/mediagw/caddymodule"
 )
@@ -29,9 +30,28 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_CONFIG_HOME", dir)
 	os.Setenv("XDG_DATA_HOME", dir)
+	prepareTools()
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// prepareTools starts, in the background, the builds and installs that later tests wait for (the
+// caddy binary, versitygw, the Node SDKs), so that on a fresh machine they overlap with the
+// in-process tests that run first instead of adding to them. Each is done once either way: a
+// test that needs one waits for it, and reports its error. A run of chosen tests (-run) builds
+// only what those tests ask for.
+func prepareTools() {
+	if !flag.Parsed() {
+		flag.Parse() // m.Run would parse them later; reading -run needs them now
+	}
+	if f := flag.Lookup("test.run"); f == nil || f.Value.String() != "" {
+		return
+	}
+	for _, prepare := range []func() (string, error){buildCaddy, buildVersitygw, installNodeSDKs} {
+		// The result is kept by each one's sync.Once, for the test that needs it.
+		go func() { _, _ = prepare() }()
+	}
 }
 
 // gateway is a Caddy instance running in this process.
@@ -41,15 +61,12 @@ type gateway struct {
 	vars  map[string]string
 }
 
-// freePort returns a loopback port that was free a moment ago.
+// freePort returns a loopback port reserved for the rest of the test (package testport): no
+// outgoing connection and no other test on the machine is given it meanwhile, so a gateway can
+// bind it late, or again after a restart.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testport.Reserve(t)
 }
 
 // startGateway loads a Caddyfile into the in-process Caddy. In the Caddyfile, {{admin}} is

@@ -141,59 +141,80 @@ func TestNodeSDKs(t *testing.T) {
 	}
 }
 
+var (
+	nodeOnce sync.Once
+	nodeDir  string
+	nodeErr  error
+)
+
 // nodeSDKs installs the pinned SDKs with `npm ci` from the npm registry, once per lock file, into
 // the user cache directory, and returns the directory to run node in (with sdk_check.mjs copied
 // there). node and npm are required: the test fails, it does not skip, without them.
 func nodeSDKs(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is needed for the Node SDK tests (Node 20 or later): %v", tool, err)
-		}
-	}
-	src := filepath.Join(repoDir(), "integration", "node")
-	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
+	dir, err := installNodeSDKs()
 	if err != nil {
-		t.Fatal(err)
-	}
-	manifest, err := os.ReadFile(filepath.Join(src, "package.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(append(manifest, lock...))
-	dir := filepath.Join(cache, "mediagw", "node-sdks-"+hex.EncodeToString(sum[:6]))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
-		install(t, dir, manifest, lock, filepath.Join(cache, "mediagw", "npm-cache"))
-	}
-	script, err := os.ReadFile(filepath.Join(src, "sdk_check.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "sdk_check.mjs"), script, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
+// installNodeSDKs does nodeSDKs' work the first time it is called; later calls wait for it.
+func installNodeSDKs() (string, error) {
+	nodeOnce.Do(func() { nodeDir, nodeErr = installNodeSDKsOnce() })
+	return nodeDir, nodeErr
+}
+
+func installNodeSDKsOnce() (string, error) {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", fmt.Errorf("%s is needed for the Node SDK tests (Node 20 or later): %v", tool, err)
+		}
+	}
+	src := filepath.Join(repoDir(), "integration", "node")
+	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
+	if err != nil {
+		return "", err
+	}
+	manifest, err := os.ReadFile(filepath.Join(src, "package.json"))
+	if err != nil {
+		return "", err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(append(manifest, lock...))
+	dir := filepath.Join(cache, "mediagw", "node-sdks-"+hex.EncodeToString(sum[:6]))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
+		if err := install(dir, manifest, lock, filepath.Join(cache, "mediagw", "npm-cache")); err != nil {
+			return "", err
+		}
+	}
+	script, err := os.ReadFile(filepath.Join(src, "sdk_check.mjs"))
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sdk_check.mjs"), script, 0o644); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
 // install runs npm ci in a fresh directory and moves it into place, so that a concurrent or
 // interrupted install never leaves a half-filled dir behind.
-func install(t *testing.T, dir string, manifest, lock []byte, npmCache string) {
-	t.Helper()
+func install(dir string, manifest, lock []byte, npmCache string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".installing-")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer os.RemoveAll(tmp) // gone after the rename; left over only when the install failed
 	for name, b := range map[string][]byte{"package.json": manifest, "package-lock.json": lock} {
 		if err := os.WriteFile(filepath.Join(tmp, name), b, 0o644); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -201,12 +222,13 @@ func install(t *testing.T, dir string, manifest, lock []byte, npmCache string) {
 	cmd := exec.CommandContext(ctx, "npm", "ci", "--cache", npmCache, "--no-audit", "--no-fund", "--ignore-scripts")
 	cmd.Dir = tmp
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci (installing the Node SDKs from the npm registry): %v\n%s", err, out)
+		return fmt.Errorf("npm ci (installing the Node SDKs from the npm registry): %v\n%s", err, out)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		if _, statErr := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); statErr != nil {
-			t.Fatalf("moving the installed SDKs into place: %v", err)
+			return fmt.Errorf("moving the installed SDKs into place: %v", err)
 		}
 		// Another test process installed the same lock file first.
 	}
+	return nil
 }

@@ -21,6 +21,15 @@ var (
 // caddyBinary builds ./cmd/caddy once per test run, as ./xcaddy.sh does without xcaddy.
 func caddyBinary(t *testing.T) string {
 	t.Helper()
+	bin, err := buildCaddy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// buildCaddy builds ./cmd/caddy the first time it is called; later calls wait for that build.
+func buildCaddy() (string, error) {
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "mediagw-bin-")
 		if err != nil {
@@ -30,10 +39,7 @@ func caddyBinary(t *testing.T) string {
 		caddyBin = filepath.Join(dir, "caddy")
 		buildErr = goBuild(repoDir(), caddyBin, "./cmd/caddy")
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return caddyBin
+	return caddyBin, buildErr
 }
 
 // repoDir is the repository's root directory.
@@ -79,7 +85,7 @@ func startCaddyProcess(t *testing.T, caddyfile, readyURL string) *caddyProcess {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.kill(); logFile.Close() })
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(readyURL)
 		if err == nil {

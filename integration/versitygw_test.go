@@ -34,6 +34,16 @@ var (
 // and tools version; later runs reuse the binary.
 func versitygwBinary(t *testing.T) string {
 	t.Helper()
+	bin, err := buildVersitygw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// buildVersitygw builds versitygw (or finds it built) the first time it is called; later calls
+// wait for that build.
+func buildVersitygw() (string, error) {
 	vgwOnce.Do(func() {
 		toolsDir := filepath.Join(repoDir(), "tools")
 		sum, err := os.ReadFile(filepath.Join(toolsDir, "go.sum"))
@@ -55,10 +65,7 @@ func versitygwBinary(t *testing.T) string {
 			vgwErr = os.Rename(tmp, vgwBin)
 		}
 	})
-	if vgwErr != nil {
-		t.Fatal(vgwErr)
-	}
-	return vgwBin
+	return vgwBin, vgwErr
 }
 
 // startS3 runs versitygw on a loopback port with a fresh posix root, stopped when the test ends.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -77,3 +80,38 @@ func TestSignAndVerify(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A client made with another attempt limit gives up on a receiver that does not answer within
+// it, rather than after the default 10 s.
+func TestClientAttemptTimeout(t *testing.T) {
+	release := make(chan struct{})
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer rc.Close()
+	defer close(release) // runs first: a held handler returns before the server closes
+	c := NewClientTimeout(true, 200*time.Millisecond)
+	if c.Timeout != 200*time.Millisecond {
+		t.Fatalf("client timeout = %v", c.Timeout)
+	}
+	done := make(chan error, 1)
+	go func() {
+		resp, err := c.Post(rc.URL, "application/json", strings.NewReader("{}"))
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a receiver that never answers was answered")
+		}
+	case <-time.After(DefaultAttemptTimeout / 2):
+		// 25 times the limit, and still less than the default a client without it would have.
+		t.Fatal("the attempt was not cut at its limit")
+	}
+}

@@ -82,7 +82,8 @@ type Outbox struct {
 	PerHost int
 	// PerAccount bounds simultaneous deliveries of one account. Default: half of Concurrency.
 	PerAccount int
-	// AttemptTimeout bounds one delivery attempt. Default: 10s.
+	// AttemptTimeout bounds one delivery attempt; a claimed event is withheld from other
+	// outboxes for three of them (its lease). Default: 10s.
 	AttemptTimeout time.Duration
 	// OnGone is told of a task whose receiver answered 410.
 	OnGone func(ctx context.Context, taskID string)
@@ -111,15 +112,21 @@ func (o *Outbox) CheckTarget(raw string) error {
 // NewClient is the HTTP client for deliveries: no proxies, no redirects, a 10 s limit per
 // attempt, and (unless allowPrivate) only public addresses, checked when dialling.
 func NewClient(allowPrivate bool) *http.Client {
+	return NewClientTimeout(allowPrivate, DefaultAttemptTimeout)
+}
+
+// NewClientTimeout is NewClient with another limit per attempt (give the Outbox the same
+// AttemptTimeout).
+func NewClientTimeout(allowPrivate bool, attempt time.Duration) *http.Client {
 	return &http.Client{
-		Timeout: DefaultAttemptTimeout,
+		Timeout: attempt,
 		Transport: &http.Transport{
 			DialContext:           Dialer(allowPrivate),
 			Proxy:                 nil,
 			MaxIdleConnsPerHost:   2,
 			IdleConnTimeout:       30 * time.Second,
-			TLSHandshakeTimeout:   5 * time.Second,
-			ResponseHeaderTimeout: DefaultAttemptTimeout,
+			TLSHandshakeTimeout:   min(5*time.Second, attempt),
+			ResponseHeaderTimeout: attempt,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mediagw/mediagw/internal/testport"
 )
 
 // Cluster is a Redis Cluster that a test started on loopback, each node a Server with its own
@@ -27,7 +29,7 @@ func StartCluster(tb TB, n int, withReplicas bool) *Cluster {
 	}
 	c := &Cluster{}
 	start := func() *Server {
-		bus := freePort(tb)
+		bus := testport.Reserve(tb)
 		return Start(tb, Options{Args: []string{
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",

@@ -1,11 +1,13 @@
 // Package testredis runs a real redis-server for tests and benchmarks: it finds the binary
-// (installing Debian's redis-server package with apt-get when it is missing), starts it on a free
-// loopback port in a temporary directory with AOF on and fsync on every write, stops it by its PID,
-// and restarts it on the same directory to show what survived.
+// (installing Debian's redis-server package with apt-get when it is missing), starts it on a
+// loopback port reserved for the test (package testport) in a temporary directory with AOF on and
+// fsync on every write, stops it by its PID, and restarts it on the same directory and port to
+// show what survived.
 package testredis
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -18,6 +20,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mediagw/mediagw/internal/testport"
 )
 
 // TB is the part of testing.TB that the helpers use, so that benchmarks' mains can use them too.
@@ -156,13 +160,48 @@ func (s *Server) start(opts Options) {
 	}
 	// The options are kept first: ping reads them (TLS).
 	s.opts = opts
-	port := s.port()
-	s.Addr = fmt.Sprintf("127.0.0.1:%d", port)
+	s.log = filepath.Join(s.Dir, "redis.log")
+	restart := s.Addr != ""
+	// A first start that finds its port taken (by a program that binds it without asking
+	// testport) moves to another port. A restart must keep its port, which its clients know:
+	// it waits for the port instead.
+	deadline := time.Now().Add(30 * time.Second)
+	for attempt := 1; ; attempt++ {
+		if !restart {
+			s.Addr = fmt.Sprintf("127.0.0.1:%d", testport.Reserve(s.tb))
+		}
+		err := s.run(bin)
+		if err == nil {
+			return
+		}
+		out, readErr := os.ReadFile(s.log)
+		if readErr != nil {
+			out = []byte("(no log: " + readErr.Error() + ")")
+		}
+		if bytes.Contains(out, []byte("Address already in use")) && attempt < 10 && time.Now().Before(deadline) {
+			// The log is appended to: truncate it so the next try's failure is read alone.
+			if err := os.Truncate(s.log, 0); err != nil {
+				s.tb.Fatalf("redis log: %v", err)
+			}
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+			continue
+		}
+		s.tb.Fatalf("redis-server did not start on %s: %v\n%s", s.Addr, err, tail(out))
+	}
+}
+
+// run starts redis-server on s.Addr and waits until it answers; it stops the process again
+// when it does not.
+func (s *Server) run(bin string) error {
+	_, p, _ := strings.Cut(s.Addr, ":")
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return fmt.Errorf("address %q: %v", s.Addr, err)
+	}
 	args, err := s.args(port)
 	if err != nil {
 		s.tb.Fatalf("redis-server options: %v", err)
 	}
-	s.log = filepath.Join(s.Dir, "redis.log")
 	logFile, err := os.OpenFile(s.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		s.tb.Fatalf("redis log: %v", err)
@@ -185,12 +224,9 @@ func (s *Server) start(opts Options) {
 	}(s.cmd, s.done)
 	if err := s.waitReady(20 * time.Second); err != nil {
 		s.Stop()
-		out, readErr := os.ReadFile(s.log)
-		if readErr != nil {
-			out = []byte("(no log: " + readErr.Error() + ")")
-		}
-		s.tb.Fatalf("redis-server did not start on %s: %v\n%s", s.Addr, err, tail(out))
+		return err
 	}
+	return nil
 }
 
 // args are the command-line options of a data server or of a sentinel.
@@ -238,27 +274,6 @@ func (s *Server) args(port int) ([]string, error) {
 		args = append(args, "--requirepass", opts.Password)
 	}
 	return append(args, opts.Args...), nil
-}
-
-// port keeps the old port on a restart, so clients reconnect to the same address.
-func (s *Server) port() int {
-	if s.Addr != "" {
-		_, p, _ := strings.Cut(s.Addr, ":")
-		if port, err := strconv.Atoi(p); err == nil {
-			return port
-		}
-	}
-	return freePort(s.tb)
-}
-
-// freePort is a loopback port that was free a moment ago.
-func freePort(tb TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // waitReady sends PING until the server answers (also while it loads the AOF after a restart,
@@ -326,8 +341,9 @@ func (s *Server) dial(timeout time.Duration) (net.Conn, error) {
 	return d.Dial("tcp", s.Addr)
 }
 
-// Stop stops the server with SIGTERM (which lets it finish writing the AOF), or SIGKILL when it
-// does not go within 10 s, and waits for it. Stopping a stopped server does nothing.
+// Stop stops the server with SIGTERM (which lets it finish writing the AOF), repeated until it
+// goes, or SIGKILL when it does not go within 10 s, and waits for it. Stopping a stopped server
+// does nothing.
 func (s *Server) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
@@ -337,13 +353,25 @@ func (s *Server) Stop() {
 		return
 	default:
 	}
-	// An error means the process is already gone, which done shows.
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill() // already gone if it fails; done closes either way
-		<-s.done
+	// redis-server refuses a SIGTERM that comes while it writes its first AOF (a replica
+	// right after its sync: "Writing initial AOF, can't exit") and does not try again by itself,
+	// so the signal is repeated until it goes. A repeated SIGTERM during a shutdown that is under
+	// way changes nothing.
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		// An error means the process is already gone, which done shows.
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+			return
+		case <-tick.C:
+		case <-deadline:
+			_ = s.cmd.Process.Kill() // already gone if it fails; done closes either way
+			<-s.done
+			return
+		}
 	}
 }
 

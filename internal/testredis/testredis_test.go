@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +61,61 @@ func TestPassword(t *testing.T) {
 	}
 	if !strings.Contains(s.URL(), ":s3cret@") {
 		t.Fatalf("URL %q lacks the password", s.URL())
+	}
+}
+
+// A restart whose port is taken for a moment (between the kill and the new start) waits for the
+// port and comes back on it: its clients know only that address.
+func TestRestartWaitsForItsPort(t *testing.T) {
+	s := Start(t, Options{})
+	if got := do(t, s.Addr, "SET k v1"); got != "+OK" {
+		t.Fatalf("SET: %q", got)
+	}
+	addr := s.Addr
+	s.Kill()
+	intruder, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("taking the port after the kill: %v", err)
+	}
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(300 * time.Millisecond)
+		intruder.Close()
+	}()
+	s.start(s.opts)
+	<-released
+	if s.Addr != addr {
+		t.Fatalf("restarted on %s, want %s", s.Addr, addr)
+	}
+	if got := do(t, s.Addr, "GET k"); got != "v1" {
+		t.Fatalf("after the restart GET k = %q, want v1", got)
+	}
+}
+
+// A replica stopped right after its first sync, while it may still be writing its first AOF
+// (when redis-server refuses a SIGTERM), is stopped by SIGTERM, not killed after the wait.
+func TestStopReplicaAfterSync(t *testing.T) {
+	master := Start(t, Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
+	host, port, _ := strings.Cut(master.Addr, ":")
+	replica := Start(t, Options{Args: []string{"--replicaof", host, port}})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := replica.Do("INFO", "replication").ToString()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica did not sync")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	replica.Stop()
+	log, err := os.ReadFile(filepath.Join(replica.Dir, "redis.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "ready to exit, bye bye") {
+		t.Fatalf("the replica was not stopped by SIGTERM:\n%s", tail(log))
 	}
 }

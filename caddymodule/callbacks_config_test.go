@@ -1,0 +1,55 @@
+package caddymodule
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/mediagw/mediagw/handlers/callbacks"
+)
+
+// The callbacks attempt_timeout reaches the outbox (whose lease is three of them) and its HTTP
+// client; without it both keep the 10 s default.
+func TestCallbackAttemptTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		option string
+		want   time.Duration
+	}{
+		{"", callbacks.DefaultAttemptTimeout},
+		{"attempt_timeout 3s", 3 * time.Second},
+	} {
+		t.Run(fmt.Sprintf("%q", tc.option), func(t *testing.T) {
+			config := fmt.Sprintf(`{
+	admin off
+	persist_config off
+	mediagw {
+		storage badger %s
+		callbacks {
+			allow_private
+			%s
+		}
+	}
+}
+http://127.0.0.1:%d {
+	respond 404
+}
+`, filepath.Join(t.TempDir(), "store"), tc.option, closedPort(t))
+			_, stop := startCaddy(t, config)
+			defer stop()
+			app, err := caddy.ActiveContext().App("mediagw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt := app.(*App).runtime
+			if rt == nil || rt.outbox == nil {
+				t.Fatal("no callback outbox was provisioned")
+			}
+			if rt.outbox.AttemptTimeout != tc.want || rt.outbox.Client.Timeout != tc.want {
+				t.Fatalf("attempt timeout = %v, client timeout = %v, want %v", rt.outbox.AttemptTimeout, rt.outbox.Client.Timeout, tc.want)
+			}
+		})
+	}
+}
