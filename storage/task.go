@@ -161,6 +161,9 @@ type Task struct {
 	CallbackGone bool `json:"callback_gone,omitempty"`
 	// Notified is the last status queued for delivery to CallbackURL.
 	Notified string `json:"notified,omitempty"`
+	// NoLastFrame is set when the create did not ask for the last frame (return_last_frame):
+	// the answer then carries no content.last_frame_url, whatever the upstream says.
+	NoLastFrame bool `json:"no_last_frame,omitempty"`
 	// Version is raised by the backend on every write (1 after CreateTask); ReplaceTask and
 	// DeleteTask compare it.
 	Version int64 `json:"version,omitempty"`

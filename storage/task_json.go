@@ -54,6 +54,7 @@ func marshalTask(t *Task) ([]byte, error) {
 	if t.Notified != "" {
 		b = appendTaskString(append(b, `,"notified":`...), t.Notified)
 	}
+	b = appendTaskBool(b, `,"no_last_frame":true`, t.NoLastFrame)
 	b = appendTaskInt(b, `,"version":`, t.Version)
 	return append(b, '}'), nil
 }
@@ -70,7 +71,7 @@ func marshalTaskSize(t *Task) int {
 		}
 	}
 	for _, set := range [...]bool{t.Upstream != "", t.UpstreamAddress != "", len(t.Result) > 0, t.Active, t.Finished,
-		t.CallbackURL != "", t.CallbackGone, t.Notified != ""} {
+		t.CallbackURL != "", t.CallbackGone, t.Notified != "", t.NoLastFrame} {
 		if set {
 			size += 22 // the longest key, quotes, or the longest key and true
 		}
@@ -291,6 +292,8 @@ func (p *taskParser) field(t *Task, key []byte) bool {
 		return p.bool(20, &t.CallbackGone)
 	case "notified":
 		return p.str(21, &t.Notified, false)
+	case "no_last_frame":
+		return p.bool(23, &t.NoLastFrame)
 	case "version":
 		return p.int(22, &t.Version)
 	}

@@ -199,6 +199,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		Provider: p.Name, Upstream: up.Name, UpstreamAddress: up.Address(), Model: req.Model, Status: StatusQueued,
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
+		NoLastFrame: !req.ReturnLastFrame,
 	}
 	stored, err := h.Store.CreateTask(ctx, task)
 	if errors.Is(err, storage.ErrExists) {

@@ -28,6 +28,8 @@ type CreateRequest struct {
 	// DraftTasks are the draft_task.id references of content, which must name tasks of the
 	// caller's account.
 	DraftTasks []DraftTaskRef
+	// ReturnLastFrame is return_last_frame: without it the answer has no last_frame_url.
+	ReturnLastFrame bool
 }
 
 // DraftTaskRef is one content item of type draft_task.
@@ -121,6 +123,7 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 	if err != nil {
 		return req, err
 	}
+	req.ReturnLastFrame = string(fields["return_last_frame"]) == "true" // checked to be a boolean
 	if joined != nil {
 		fields["content"] = joined
 		rewritten = true

@@ -1,6 +1,7 @@
 package videotask
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -93,6 +94,8 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (map[strin
 	out["error"] = errorJSON
 	if status != StatusSucceeded || !isObject(upstream["content"]) {
 		out["content"] = emptyObjectJSON
+	} else if t.NoLastFrame {
+		out["content"] = withoutLastFrame(upstream["content"])
 	}
 	for _, k := range []string{"resolution", "ratio", "duration"} {
 		if v, ok := upstream[k]; !ok || isNull(v) || string(v) == `""` {
@@ -145,4 +148,32 @@ func isString(raw json.RawMessage) bool {
 func isObject(raw json.RawMessage) bool {
 	var m map[string]json.RawMessage
 	return json.Unmarshal(raw, &m) == nil && m != nil
+}
+
+// withoutLastFrame is content (a JSON object) without its last_frame_url member: a task whose
+// create did not ask for the last frame never shows one (spec §2.5), even where the upstream
+// sends it anyway.
+func withoutLastFrame(content json.RawMessage) json.RawMessage {
+	if !bytes.Contains(bytes.ToLower(content), []byte("frame")) && !bytes.Contains(content, []byte(`\u`)) {
+		return content
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(content, &members) != nil {
+		return content
+	}
+	found := false
+	for k := range members {
+		if strings.EqualFold(k, "last_frame_url") { // as a client's case-blind decoder reads it
+			delete(members, k)
+			found = true
+		}
+	}
+	if !found {
+		return content
+	}
+	out, err := json.Marshal(members)
+	if err != nil {
+		return content
+	}
+	return out
 }
