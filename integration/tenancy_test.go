@@ -350,7 +350,7 @@ func TestMultipartSpoolIsBoundedAndRemoved(t *testing.T) {
 	if _, calls := env.openai.seen(); len(calls) != 1 {
 		t.Fatalf("the upstream received %v", calls)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // a generous wait: it ends as soon as the condition holds
 	for {
 		open := openSpoolFiles(t)
 		if len(open) == 0 {
