@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -17,8 +18,13 @@ func init() {
 // mediagw app's callbacks have a relay_base. It needs no API key (the per-task token is
 // unguessable) and must come before mediagw_auth. An upstream callback is only a hint: the task
 // is re-read from the upstream before its status, the client's callback or any limit changes.
+//
+// The token is a secret between the gateway and the upstream: the request's access log entry
+// names the path with the token replaced by REDACTED (the handler writes that entry itself, as
+// mediagw_auth does for keys in the query).
 type CallbackRelayHandler struct {
 	tasks *videotask.Handler
+	log   credentialSafeLog
 }
 
 // CaddyModule returns the Caddy module information.
@@ -36,12 +42,29 @@ func (h *CallbackRelayHandler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.tasks = app.runtime.tasks
+	h.log = newCredentialSafeLog(ctx)
 	return nil
 }
 
 func (h *CallbackRelayHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	h.tasks.ServeRelay(w, r)
-	return nil
+	token := videotask.RelayToken(r.URL.Path)
+	if token == "" {
+		h.tasks.ServeRelay(w, r, "")
+		return nil
+	}
+	redactRelayToken(r, token)
+	return h.log.serve(w, r, func(w http.ResponseWriter, r *http.Request) error {
+		h.tasks.ServeRelay(w, r, token)
+		return nil
+	})
+}
+
+// redactRelayToken replaces the token in r's path and request URI (what the access log prints)
+// with REDACTED.
+func redactRelayToken(r *http.Request, token string) {
+	r.URL.Path = strings.Replace(r.URL.Path, videotask.RelayPath+token, videotask.RelayPath+"REDACTED", 1)
+	r.URL.RawPath = ""
+	r.RequestURI = r.URL.RequestURI()
 }
 
 // Interface guards

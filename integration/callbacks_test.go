@@ -58,6 +58,7 @@ http://127.0.0.1:{{sim_port}} {
 // delivery is one callback attempt as the receiver saw it.
 type delivery struct {
 	id, timestamp, signature string
+	method, contentType      string
 	body                     []byte
 	status                   string
 }
@@ -79,7 +80,8 @@ func newReceiver(t *testing.T, answer func(n int) int) *receiver {
 		}
 		json.Unmarshal(body, &m)
 		rc.mu.Lock()
-		rc.attempts = append(rc.attempts, delivery{r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature"), body, m.Status})
+		rc.attempts = append(rc.attempts, delivery{r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature"),
+			r.Method, r.Header.Get("Content-Type"), body, m.Status})
 		n := len(rc.attempts)
 		rc.mu.Unlock()
 		w.WriteHeader(rc.answer(n))
@@ -205,6 +207,10 @@ func TestSignedCallbacksFollowTheTask(t *testing.T) {
 	for _, d := range rc.seen() {
 		if err := callbacks.Verify(secret, d.id, d.timestamp, d.signature, d.body, 5*time.Minute); err != nil {
 			t.Fatalf("callback %s does not verify: %v", d.status, err)
+		}
+		// Spec §6: a POST whose body is the §2.5 query answer, as JSON.
+		if d.method != http.MethodPost || d.contentType != "application/json" {
+			t.Fatalf("callback %s was %s with Content-Type %q, want POST application/json", d.status, d.method, d.contentType)
 		}
 		statuses = append(statuses, d.status)
 		ids[d.id] = true

@@ -1,6 +1,10 @@
 package integration
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -71,4 +75,40 @@ func TestUpstreamCallbacksAreRelayedAsHints(t *testing.T) {
 		t.Fatalf("GET = %d", r.status)
 	}
 	time.Sleep(100 * time.Millisecond)
+}
+
+// TestRelayTokensStayOutOfTheAccessLog: a relay token is the upstream's proof that a callback
+// is about that task, so the access log names the relay path with the token redacted.
+func TestRelayTokensStayOutOfTheAccessLog(t *testing.T) {
+	accessLog := filepath.Join(t.TempDir(), "access.log")
+	logged := strings.Replace(relayCaddyfile, "http://127.0.0.1:{{port}} {\n", "http://127.0.0.1:{{port}} {\n\tlog {\n\t\toutput file {{access_log}}\n\t}\n", 1)
+	base, _ := startSimGateway(t, logged, map[string]string{"access_log": accessLog})
+	rc := newReceiver(t, func(int) int { return 200 })
+	createWithCallback(t, base, "relayed", rc.URL)
+	waitFor(t, "the succeeded callback", func() bool {
+		s := rc.seen()
+		return len(s) > 0 && s[len(s)-1].status == "succeeded"
+	})
+	var uris []string
+	waitFor(t, "the relay's access log entries", func() bool {
+		uris = uris[:0]
+		content, _ := os.ReadFile(accessLog)
+		for line := range strings.Lines(string(content)) {
+			var entry struct {
+				Request struct {
+					URI string `json:"uri"`
+				} `json:"request"`
+				Status int `json:"status"`
+			}
+			if json.Unmarshal([]byte(line), &entry) == nil && strings.HasPrefix(entry.Request.URI, "/mediagw/callbacks/") {
+				uris = append(uris, entry.Request.URI)
+			}
+		}
+		return len(uris) >= 2
+	})
+	for _, uri := range uris {
+		if uri != "/mediagw/callbacks/REDACTED" {
+			t.Errorf("access log entry of a relayed callback names %s", uri)
+		}
+	}
 }

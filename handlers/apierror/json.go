@@ -42,6 +42,13 @@ func NotJSONObject(code string) *Error {
 	return New(http.StatusBadRequest, code, MsgNotJSONObject)
 }
 
+// NotUTF8 is the 400 for a body that is not UTF-8, with the endpoint's error code. JSON text
+// is UTF-8 (RFC 8259, section 8.1): other bytes are malformed JSON, which a provider would read
+// otherwise than the gateway did (as U+FFFD, or as an error).
+func NotUTF8(code string) *Error {
+	return New(http.StatusBadRequest, code, "the request body must be UTF-8 JSON text")
+}
+
 // MethodNotAllowed sets the Allow header and returns the 405 for a known path called with
 // another method. The message is the same on every endpoint.
 func MethodNotAllowed(w http.ResponseWriter, allowed ...string) *Error {

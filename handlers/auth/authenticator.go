@@ -125,5 +125,6 @@ func ipAllowed(allow []netip.Prefix, addr netip.Addr) bool {
 		return false
 	}
 	addr = addr.Unmap().WithZone("")
-	return slices.ContainsFunc(allow, func(p netip.Prefix) bool { return p.Contains(addr) })
+	// unmapPrefix: a mapped range stored as written (before ParseIPRange unmapped it).
+	return slices.ContainsFunc(allow, func(p netip.Prefix) bool { return unmapPrefix(p).Contains(addr) })
 }

@@ -75,14 +75,16 @@ func FromContext(ctx context.Context) (Identity, bool) {
 	return id, ok
 }
 
-// ParseIPRange parses an address or a CIDR range; a single address becomes a /32 or /128.
+// ParseIPRange parses an address or a CIDR range; a single address becomes a /32 or /128. An
+// IPv4-mapped IPv6 address or range (::ffff:10.0.0.0/104) becomes the IPv4 one it carries, as
+// client addresses are compared unmapped.
 func ParseIPRange(s string) (netip.Prefix, error) {
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
 			return netip.Prefix{}, fmt.Errorf("invalid CIDR range %q", s)
 		}
-		return p.Masked(), nil
+		return unmapPrefix(p.Masked()), nil
 	}
 	addr, err := netip.ParseAddr(s)
 	if err != nil {
@@ -90,4 +92,13 @@ func ParseIPRange(s string) (netip.Prefix, error) {
 	}
 	addr = addr.Unmap()
 	return netip.PrefixFrom(addr, addr.BitLen()), nil
+}
+
+// unmapPrefix returns an IPv4-mapped IPv6 range of /96 or longer as the IPv4 range it carries;
+// any other range as it is.
+func unmapPrefix(p netip.Prefix) netip.Prefix {
+	if !p.Addr().Is4In6() || p.Bits() < 96 {
+		return p
+	}
+	return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 }

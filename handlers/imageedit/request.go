@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/media"
@@ -64,6 +65,9 @@ func invalid(param, format string, a ...any) *apierror.Error {
 // counts as an absent field. A failure is a 400 *apierror.Error whose Param names the field; a
 // missing, null or empty model is missing_model, as on the task API.
 func ParseEdit(body []byte) (model string, forward []byte, err error) {
+	if !utf8.Valid(body) {
+		return "", nil, apierror.NotUTF8("invalid_request_body")
+	}
 	if err := checkKeys(body, "", editFields...); err != nil {
 		return "", nil, err
 	}
@@ -101,11 +105,11 @@ func ParseEdit(body []byte) (model string, forward []byte, err error) {
 	}
 	forward = body
 	if raw, ok := f["n"]; ok {
-		var n float64
-		if json.Unmarshal(raw, &n) != nil || n != float64(int(n)) || n < 1 || n > MaxN {
+		n, ok := jsonkeys.Integer(raw)
+		if !ok || n < 1 || n > MaxN {
 			return "", nil, invalid("n", "must be an integer from 1 to %d", MaxN)
 		}
-		if plain := strconv.Itoa(int(n)); strings.TrimSpace(string(raw)) != plain {
+		if plain := strconv.FormatInt(n, 10); strings.TrimSpace(string(raw)) != plain {
 			f["n"] = json.RawMessage(plain)
 			if forward, err = json.Marshal(f); err != nil {
 				return "", nil, err

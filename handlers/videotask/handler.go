@@ -200,7 +200,17 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
 	}
-	if _, err := h.Store.CreateTask(ctx, task); err != nil {
+	if _, err := h.Store.CreateTask(ctx, task); errors.Is(err, storage.ErrExists) {
+		// The upstream answered with the id of a task already recorded: another account's, or an
+		// earlier one of this account (a caching proxy in front of the provider, a provider that
+		// folds identical creates, a reused id). That task is left alone, never cancelled on
+		// this request's behalf; the id is not handed out. As with an unusable id, whatever the
+		// upstream started may run, so the cost stays charged; the slot is given back.
+		slot.Release()
+		h.Logger.Error("the upstream answered a video task create with the id of a task already recorded; the create fails and that task is left alone",
+			zap.String("task_id", taskID), zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
+		return upstream.ErrUnreadable
+	} else if err != nil {
 		// Never hand out an id whose ownership is not recorded. The task is cancelled upstream;
 		// its cost is given back only when the upstream confirms, so that a task left running
 		// is never both unowned and free.

@@ -7,9 +7,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -54,11 +57,17 @@ func hashToken(token string) string {
 
 var errNoRelay = apierror.New(http.StatusNotFound, "not_found", "unknown callback")
 
-// ServeRelay receives an upstream's callback for a task. The callback is only a hint: it is not
-// trusted, and the task is read from the upstream (in the background) before anything changes.
-func (h *Handler) ServeRelay(w http.ResponseWriter, r *http.Request) {
-	_, token, ok := strings.Cut(r.URL.Path, RelayPath)
-	if !ok || token == "" || r.Method != http.MethodPost {
+// RelayToken returns the token of a relay path (…/mediagw/callbacks/<token>), or "".
+func RelayToken(path string) string {
+	_, token, _ := strings.Cut(path, RelayPath)
+	return token
+}
+
+// ServeRelay receives an upstream's callback for a task, whose token (see RelayToken) the caller
+// has taken from the request path. The callback is only a hint: it is not trusted, and the task
+// is read from the upstream (in the background) before anything changes.
+func (h *Handler) ServeRelay(w http.ResponseWriter, r *http.Request, token string) {
+	if token == "" || r.Method != http.MethodPost {
 		apierror.Write(w, apierror.OpenAIShape, errNoRelay)
 		return
 	}
@@ -74,11 +83,42 @@ func (h *Handler) ServeRelay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !storage.Terminal(t.Status) {
-		go func() {
-			if _, err := h.refreshOnce(context.Background(), t); err != nil {
-				h.Logger.Debug("refresh after an upstream callback", zap.String("task_id", t.ID), zap.Error(err))
-			}
-		}()
+		h.hinted(t)
 	}
 	writeJSON(w, struct{}{})
+}
+
+// relayPending holds the tasks (by store and id) with a relay-hinted read scheduled that has not
+// started yet: a hint for such a task is covered by that read.
+var relayPending sync.Map
+
+// hinted reads t from the upstream in the background, as an upstream callback asks, but at most
+// once per refresh interval, as client polls are: a relay token needs no API key, so hints must
+// not turn into upstream reads made with the operator's credential at the rate they arrive. A
+// hint that comes within the interval after t's last read is answered by one read when the
+// interval ends; hints that come before that read starts share it.
+func (h *Handler) hinted(t storage.Task) {
+	key := fmt.Sprintf("%p/%s", h.Store, t.ID)
+	if _, scheduled := relayPending.LoadOrStore(key, struct{}{}); scheduled {
+		return
+	}
+	wait := h.refreshInterval() - now().Sub(time.Unix(0, t.RefreshedAt))
+	go func() {
+		if wait > 0 {
+			time.Sleep(wait)
+		}
+		// Hints from here on may name a state this read misses: they schedule their own.
+		relayPending.Delete(key)
+		if wait > 0 {
+			// The task may have finished meanwhile.
+			cur, err := h.Store.Task(context.Background(), t.ID)
+			if err != nil || storage.Terminal(cur.Status) {
+				return
+			}
+			t = cur
+		}
+		if _, err := h.refreshOnce(context.Background(), t); err != nil {
+			h.Logger.Debug("refresh after an upstream callback", zap.String("task_id", t.ID), zap.Error(err))
+		}
+	}()
 }

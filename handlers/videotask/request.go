@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/media"
@@ -86,6 +87,9 @@ var (
 // ParseCreate validates a create request body against spec §2.2 and §2.3. JSON null counts as an
 // absent field. A failure is an *apierror.Error naming the field.
 func ParseCreate(body []byte) (CreateRequest, error) {
+	if !utf8.Valid(body) {
+		return CreateRequest{}, apierror.NotUTF8("invalid_request")
+	}
 	// Every member, checked or not, from one reading of the body: the rule of jsonkeys holds
 	// for all keys, so this is the map encoding/json would decode.
 	fields, err := jsonkeys.All(body, createFields...)
@@ -387,7 +391,8 @@ func checkOptions(f map[string]json.RawMessage) (rewritten bool, err error) {
 	return rewritten, nil
 }
 
-// integer reads a JSON number that has an integral value (5 and 5.0, not 5.5 or "5").
+// integer reads a JSON number that has an integral value (5 and 5.0, not 5.5 or "5"), exactly:
+// 5.0000000000000000001 is not an integer, though float64 would round it to one.
 func integer(raw json.RawMessage) (int64, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] == '"' {
@@ -399,7 +404,7 @@ func integer(raw json.RawMessage) (int64, bool) {
 			return n, true
 		}
 	}
-	return decodedInteger(raw)
+	return jsonkeys.Integer(raw)
 }
 
 // plainInteger reports whether raw is a JSON integer literal without fraction or exponent:
@@ -415,24 +420,6 @@ func plainInteger(raw []byte) bool {
 		}
 	}
 	return true
-}
-
-// decodedInteger is integer for any JSON number, through the JSON decoder.
-func decodedInteger(raw []byte) (int64, bool) {
-	var num json.Number
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if dec.Decode(&num) != nil {
-		return 0, false
-	}
-	if n, err := strconv.ParseInt(num.String(), 10, 64); err == nil {
-		return n, true
-	}
-	f, err := strconv.ParseFloat(num.String(), 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return 0, false
-	}
-	return int64(f), true
 }
 
 // jsonString decodes raw as encoding/json decodes it into a string: ok is false for a value that
