@@ -91,6 +91,9 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 	if err == nil {
 		id, err = h.authn.AuthenticateKey(r.Context(), secret, clientIP(r))
 	}
+	if err == nil && len(id.AllowIPs) > 0 && !forwardedAllowed(r, id) {
+		err = auth.ErrIPNotAllowed
+	}
 	if err == nil {
 		err = h.accountant.Admit(r.Context(), id)
 	}

@@ -3,11 +3,15 @@ package caddymodule
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/mediagw/mediagw/handlers/auth"
 )
 
 // appFrom returns the mediagw app that a handler module shares.
@@ -28,6 +32,39 @@ func clientIP(r *http.Request) netip.Addr {
 	s, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
 	addr, _ := netip.ParseAddr(s)
 	return addr
+}
+
+// forwardedAllowed reports whether id's allow_ips allow every address that a request's client IP
+// headers name, when it came through a trusted proxy of a server that reads those headers
+// leniently (no trusted_proxies_strict). Caddy's client IP is then the leftmost valid address,
+// which the client can write itself in front of what the proxy appends; so each address must
+// be allowed, not only that one. Otherwise (no trusted proxy, or strict reading: the first
+// address from the right that is no trusted proxy) Caddy's client IP alone decides, and this
+// reports true.
+func forwardedAllowed(r *http.Request, id auth.Identity) bool {
+	srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	if srv == nil || srv.TrustedProxiesStrict > 0 {
+		return true
+	}
+	if trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); !trusted {
+		return true
+	}
+	for _, name := range srv.ClientIPHeaders {
+		for _, value := range r.Header.Values(name) {
+			for part := range strings.SplitSeq(value, ",") {
+				// Read as Caddy reads them: a port may be kept, a zone is dropped, junk is skipped.
+				host, _, err := net.SplitHostPort(strings.TrimSpace(part))
+				if err != nil {
+					host = part
+				}
+				host, _, _ = strings.Cut(strings.TrimSpace(host), "%")
+				if addr, err := netip.ParseAddr(host); err == nil && !id.AllowsAddr(addr) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // replacer returns the request's placeholder replacer.

@@ -72,7 +72,7 @@ func (a *Authenticator) AuthenticateKey(ctx context.Context, secret string, clie
 	if !ipAllowed(key.AllowIPs, clientIP) {
 		return Identity{}, ErrIPNotAllowed
 	}
-	return Identity{KeyID: key.ID, Account: key.Account, Models: key.Models, Limits: key.Limits}, nil
+	return Identity{KeyID: key.ID, Account: key.Account, Models: key.Models, Limits: key.Limits, AllowIPs: key.AllowIPs}, nil
 }
 
 func (a *Authenticator) lookup(ctx context.Context, hash string) (storage.APIKey, error) {

@@ -21,7 +21,12 @@ type Identity struct {
 	Models []string
 	// Limits are the key's quota, rate and active-task limits.
 	Limits storage.Limits
+	// AllowIPs are the key's allowed client address ranges; empty allows any address.
+	AllowIPs []netip.Prefix
 }
+
+// AllowsAddr reports whether the key may be used from addr (see AllowIPs).
+func (id Identity) AllowsAddr(addr netip.Addr) bool { return ipAllowed(id.AllowIPs, addr) }
 
 // AllowsModel reports whether the key's patterns allow the model.
 func (id Identity) AllowsModel(model string) bool {

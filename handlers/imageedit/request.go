@@ -65,11 +65,11 @@ func invalid(param, format string, a ...any) *apierror.Error {
 // counts as an absent field. A failure is a 400 *apierror.Error whose Param names the field; a
 // missing, null or empty model is missing_model, as on the task API.
 func ParseEdit(body []byte) (model string, forward []byte, err error) {
+	if err := checkKeys(body, "", editFields...); err != nil {
+		return "", nil, err // a key that is not UTF-8 is named here
+	}
 	if !utf8.Valid(body) {
 		return "", nil, apierror.NotUTF8("invalid_request_body")
-	}
-	if err := checkKeys(body, "", editFields...); err != nil {
-		return "", nil, err
 	}
 	var f map[string]json.RawMessage
 	if err := json.Unmarshal(body, &f); err != nil || f == nil {

@@ -129,6 +129,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		route.Done()
 		return Route{}, err
 	}
+	scopeIdempotencyKey(r.Header, id.Account)
 	if route.Records() {
 		// The created object's id is read from the answer, so ask for it uncompressed.
 		r.Header.Del("Accept-Encoding")

@@ -87,16 +87,16 @@ var (
 // ParseCreate validates a create request body against spec §2.2 and §2.3. JSON null counts as an
 // absent field. A failure is an *apierror.Error naming the field.
 func ParseCreate(body []byte) (CreateRequest, error) {
-	if !utf8.Valid(body) {
-		return CreateRequest{}, apierror.NotUTF8("invalid_request")
-	}
 	// Every member, checked or not, from one reading of the body: the rule of jsonkeys holds
 	// for all keys, so this is the map encoding/json would decode.
 	fields, err := jsonkeys.All(body, createFields...)
 	if errors.Is(err, jsonkeys.ErrNotObject) {
 		return CreateRequest{}, apierror.NotJSONObject("invalid_request")
 	} else if err != nil {
-		return CreateRequest{}, keyError(err, "")
+		return CreateRequest{}, keyError(err, "") // a key that is not UTF-8 is named here
+	}
+	if !utf8.Valid(body) {
+		return CreateRequest{}, apierror.NotUTF8("invalid_request")
 	}
 	for k, v := range fields {
 		if isNull(v) {
@@ -112,7 +112,7 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 		return req, errMissingModel
 	}
 	var unread media.Unread
-	drafts, err := checkContent(&unread, fields["content"])
+	drafts, joined, err := checkContent(&unread, fields["content"])
 	if err != nil {
 		return req, err
 	}
@@ -120,6 +120,10 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 	rewritten, err := checkOptions(fields)
 	if err != nil {
 		return req, err
+	}
+	if joined != nil {
+		fields["content"] = joined
+		rewritten = true
 	}
 	if err := checkUnreadFields(&unread, body, fields); err != nil {
 		return req, err
@@ -154,91 +158,147 @@ const MaxContentItems = 64
 type contentItem map[string]json.RawMessage
 
 // checkContent checks the content items, and with u what they forward unread (see unread.go).
-func checkContent(u *media.Unread, raw json.RawMessage) ([]DraftTaskRef, error) {
+// When there are several text items, joined is the content to forward instead: the texts in
+// order, joined with a newline, in one text item at the place of the first (spec §2.3), so that
+// every upstream reads the prompt the contract describes.
+func checkContent(u *media.Unread, raw json.RawMessage) (drafts []DraftTaskRef, joined json.RawMessage, err error) {
 	if raw == nil {
-		return nil, invalid("content", "is required: give at least one text item")
+		return nil, nil, invalid("content", "is required: give at least one text item")
 	}
 	items, ok := jsonkeys.ElementsValid(raw)
 	if !ok {
-		return nil, invalid("content", "must be an array")
+		return nil, nil, invalid("content", "must be an array")
 	}
 	if len(items) == 0 {
-		return nil, invalid("content", "must have at least one item")
+		return nil, nil, invalid("content", "must have at least one item")
 	}
 	if len(items) > MaxContentItems {
-		return nil, invalid("content", "has %d items; at most %d are accepted", len(items), MaxContentItems)
+		return nil, nil, invalid("content", "has %d items; at most %d are accepted", len(items), MaxContentItems)
 	}
+	drafts, texts, err := checkItems(u, items)
+	if err != nil || len(texts) < 2 {
+		return drafts, nil, err
+	}
+	joined, err = joinTexts(items, texts)
+	return drafts, joined, err
+}
+
+// textItem is a text item of content: its place and its decoded members.
+type textItem struct {
+	at   int
+	item contentItem
+	text string
+}
+
+// joinTexts makes the text items of content (items, its texts in order) one: the first, its text
+// the texts joined with a newline.
+func joinTexts(items []json.RawMessage, texts []textItem) (json.RawMessage, error) {
+	all := make([]string, len(texts))
+	for i, t := range texts {
+		all[i] = t.text
+	}
+	text, err := json.Marshal(strings.Join(all, "\n"))
+	if err != nil {
+		return nil, err
+	}
+	first := texts[0].item
+	first["text"] = text
+	firstItem, err := json.Marshal(first)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]json.RawMessage, 0, len(items)-len(texts)+1)
+	next := 0 // the next text item to leave out
+	for i, item := range items {
+		switch {
+		case i == texts[0].at:
+			out = append(out, firstItem)
+			next++
+		case next < len(texts) && i == texts[next].at:
+			next++
+		default:
+			out = append(out, item)
+		}
+	}
+	return json.Marshal(out)
+}
+
+// checkItems checks each content item and the rules across them; it returns the draft tasks
+// referenced and the text items.
+func checkItems(u *media.Unread, items []json.RawMessage) ([]DraftTaskRef, []textItem, error) {
 	var drafts []DraftTaskRef
+	var texts []textItem
 	var hasText, hasAudio, hasVisual, hasFirstLast, hasReference bool
 	for i, rawItem := range items {
 		field := "content[" + strconv.Itoa(i) + "]"
 		item, err := members(rawItem, field, contentFields...)
 		if e, ok := errors.AsType[*apierror.Error](err); ok {
-			return nil, e
+			return nil, nil, e
 		}
 		if err != nil {
-			return nil, invalid(field, "must be an object")
+			return nil, nil, invalid(field, "must be an object")
 		}
 		typ, ok := jsonString(item["type"])
 		if !ok || typ == "" {
-			return nil, invalid(field+".type", "is required (text, image_url, video_url, audio_url or draft_task)")
+			return nil, nil, invalid(field+".type", "is required (text, image_url, video_url, audio_url or draft_task)")
 		}
 		if err := otherTypesData(item, typ, field); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		switch typ {
 		case "text":
 			text, ok := jsonString(item["text"])
 			if !ok {
-				return nil, invalid(field+".text", "must be a string")
+				return nil, nil, invalid(field+".text", "must be a string")
 			}
 			if strings.TrimSpace(text) == "" {
-				return nil, invalid(field+".text", "must not be empty")
+				return nil, nil, invalid(field+".text", "must not be empty")
 			}
 			hasText = true
+			texts = append(texts, textItem{at: i, item: item, text: text})
 		case "image_url", "video_url", "audio_url":
 			if err := checkMediaItem(item, typ, field); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			hasAudio = hasAudio || typ == "audio_url"
 			hasVisual = hasVisual || typ != "audio_url"
 		case "draft_task":
 			if len(drafts) > 0 {
 				// One draft is what a request continues (spec §2.3: draft_task.id, one id).
-				return nil, invalid(field, "is a second draft_task item: a request continues at most one draft task")
+				return nil, nil, invalid(field, "is a second draft_task item: a request continues at most one draft task")
 			}
 			draft, err := members(item["draft_task"], field+".draft_task", draftFields...)
 			if e, ok := errors.AsType[*apierror.Error](err); ok {
-				return nil, e
+				return nil, nil, e
 			}
 			id, ok := jsonString(draft["id"])
 			if err != nil || !ok || id == "" {
-				return nil, invalid(field+".draft_task.id", "must be a non-empty string")
+				return nil, nil, invalid(field+".draft_task.id", "must be a non-empty string")
 			}
 			drafts = append(drafts, DraftTaskRef{Param: field + ".draft_task.id", ID: id})
 		default:
-			return nil, apierror.New(400, "unsupported_content_type",
+			return nil, nil, apierror.New(400, "unsupported_content_type",
 				fmt.Sprintf("%s.type %q is not supported (text, image_url, video_url, audio_url, draft_task)", field, typ)).WithParam(field + ".type")
 		}
 		role, err := itemRole(item, typ, field)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := checkUnreadItem(u, rawItem, item, typ, field); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		hasFirstLast = hasFirstLast || slices.Contains(firstLastRoles, role)
 		hasReference = hasReference || slices.Contains(referenceRoles, role)
 	}
 	switch {
 	case !hasText:
-		return nil, invalid("content", "must contain a text item with the prompt")
+		return nil, nil, invalid("content", "must contain a text item with the prompt")
 	case hasAudio && !hasVisual:
-		return nil, invalid("content", "has audio_url but no image_url or video_url: audio cannot be used alone")
+		return nil, nil, invalid("content", "has audio_url but no image_url or video_url: audio cannot be used alone")
 	case hasFirstLast && hasReference:
-		return nil, invalid("content", "mixes first/last-frame roles with reference roles: the two modes are exclusive")
+		return nil, nil, invalid("content", "mixes first/last-frame roles with reference roles: the two modes are exclusive")
 	}
-	return drafts, nil
+	return drafts, texts, nil
 }
 
 // dataFields are the content item fields that carry a type's data.

@@ -255,3 +255,35 @@ func FuzzInteger(f *testing.F) {
 		}
 	})
 }
+
+// Several text items reach the upstream as one, the texts joined in order with a newline, at the
+// place of the first (spec §2.3); the other items keep their order and bytes.
+func TestParseCreateJoinsTextItems(t *testing.T) {
+	img := `{"type":"image_url","image_url":{"url":"https://cdn.example.com/a.png"},"role":"reference_image"}`
+	req, err := ParseCreate([]byte(body(`"seed":7`, img, `{"type":"text","text":"a cat"}`, `{"type":"text","text":"surfing <big> waves"}`,
+		`{"type":"video_url","video_url":{"url":"https://cdn.example.com/b.mp4"},"role":"reference_video"}`, `{"type":"text","text":"at dusk"}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fwd struct {
+		Content []map[string]json.RawMessage `json:"content"`
+		Seed    int                          `json:"seed"`
+	}
+	if err := json.Unmarshal(req.Forward, &fwd); err != nil {
+		t.Fatal(err)
+	}
+	if len(fwd.Content) != 3 || fwd.Seed != 7 {
+		t.Fatalf("forwarded %s", req.Forward)
+	}
+	var text string
+	if err := json.Unmarshal(fwd.Content[1]["text"], &text); err != nil || text != "a cat\nsurfing <big> waves\nat dusk" {
+		t.Fatalf("joined text %q (%v) in %s", text, err, req.Forward)
+	}
+	if string(fwd.Content[0]["type"]) != `"image_url"` || string(fwd.Content[2]["type"]) != `"video_url"` {
+		t.Fatalf("the other items moved: %s", req.Forward)
+	}
+	one := body("", `{"type":"text","text":"only one"}`, img)
+	if req, err := ParseCreate([]byte(one)); err != nil || string(req.Forward) != one {
+		t.Fatalf("one text item must be forwarded byte for byte: %s, %v", req.Forward, err)
+	}
+}
