@@ -5,7 +5,8 @@
 # skipped. For each phase it prints the gateway's CPU time per request (user + system from
 # /proc/PID/stat), its heap allocations per request (memstats.Mallocs from the admin endpoint)
 # and, with perf installed, its disk syncs per request (fdatasync + msync + fsync system calls):
-# figures that other load on a shared machine disturbs far less than throughput.
+# figures that other load on a shared machine disturbs far less than throughput. After each phase
+# it prints the gateway's resident memory (ps -o rss) and the size of its Badger directory.
 # Compare a create phase after PASS=30s with one after PASS=0 to see whether earlier
 # pass-through traffic slows creates. With PROF=FILE, a CPU profile of 8 s of the create phase is
 # written to FILE (go tool pprof ./caddy FILE), and the allocations of the whole create phase to
@@ -74,9 +75,10 @@ phase() {
 	syncs_stop
 	if grep -q Non-2xx <<<"$out"; then echo "$1: $(grep Non-2xx <<<"$out")" >&2; exit 1; fi
 	parse_wrk "$out"
-	printf '%-8s %8s requests %10s req/s   p50 %9s   cpu %7.1f us/req   allocs %5.0f/req%s\n' "$1" "$n" "$rps" \
+	printf '%-8s %8s requests %10s req/s   p50 %9s   cpu %7.1f us/req   allocs %5.0f/req%s   rss %s MiB   store %s MiB\n' "$1" "$n" "$rps" \
 		"$p50" "$(cpu_us "$before" "$after" "$n")" "$(awk -v a="$m0" -v b="$m1" -v n="$n" 'BEGIN {print (b - a) / n}')" \
-		"$(syncs_per_req "$n")"
+		"$(syncs_per_req "$n")" "$(ps -o rss= -p "$gw" | awk '{printf "%.0f", $1 / 1024}')" \
+		"$(du -sk "$work/store" | awk '{printf "%.1f", $1 / 1024}')"
 }
 echo "machine: $(nproc) cores; load average $(loadavg); PASS=$PASS CREATE=$CREATE QUERY=$QUERY"
 tasks=http://127.0.0.1:$GW/api/v3/contents/generations/tasks

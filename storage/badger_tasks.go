@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -79,8 +78,8 @@ func (b *Badger) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 // failed (err), as a new version, if changed is still the stored record: whoever retries the
 // change then makes it again, side effects and all. A change made since stands.
 func (b *Badger) restoreTask(ctx context.Context, changed Task, prevRecord []byte, err error) {
-	var prev Task
-	if jerr := json.Unmarshal(prevRecord, &prev); jerr != nil {
+	prev, jerr := unmarshalTask(prevRecord)
+	if jerr != nil {
 		b.counters.logger.Error("taking back a task change whose disk sync failed: the replaced record does not decode",
 			zap.String("task_id", changed.ID), zap.NamedError("sync_error", err), zap.Error(jerr))
 		return
@@ -168,7 +167,9 @@ func compareTask(txn *badger.Txn, task *Task, record *[]byte) (Task, error) {
 	}
 	if err := item.Value(func(val []byte) error {
 		*record = append((*record)[:0], val...)
-		return json.Unmarshal(val, &cur)
+		var err error
+		cur, err = unmarshalTaskHead(val)
+		return err
 	}); err != nil {
 		return Task{}, err
 	}
@@ -184,11 +185,19 @@ func compareTask(txn *badger.Txn, task *Task, record *[]byte) (Task, error) {
 
 // putTask writes a task record and its index entries, all expiring with the record. prev is the
 // record it replaces, if any: index entries that prev wrote just so (the task was and stays
-// unfinished, with the same expiry: the watcher's refreshes) are not written again.
+// unfinished, with the same expiry: the watcher's refreshes) are not written again. A create
+// (prev nil) of a record that is finished from the start (an image, an owned file) writes no
+// deletion of the open-task marker: with no record there is no marker (the two are written,
+// deleted and expire together), and a deletion would still be an entry in the log, the memtable
+// and a table until compaction drops it.
 func putTask(txn *badger.Txn, task Task, prev *Task) error {
 	expiry := task.Expiry()
 	ttl := max(time.Until(expiry), minTaskRecordTTL)
-	if err := setJSON(txn, prefixTask+task.ID, task, ttl); err != nil {
+	record, err := marshalTask(&task)
+	if err != nil {
+		return err
+	}
+	if err := setEntry(txn, prefixTask+task.ID, record, ttl); err != nil {
 		return err
 	}
 	if prev != nil && prev.Unfinished() && task.Unfinished() && prev.Expiry().Equal(expiry) && ttl > minTaskRecordTTL {
@@ -198,21 +207,46 @@ func putTask(txn *badger.Txn, task Task, prev *Task) error {
 		if err := setEntry(txn, prefixOpenTask+task.ID, nil, ttl); err != nil {
 			return err
 		}
-	} else if err := txn.Delete([]byte(prefixOpenTask + task.ID)); err != nil {
-		return err
+	} else if prev != nil {
+		if err := txn.Delete([]byte(prefixOpenTask + task.ID)); err != nil {
+			return err
+		}
 	}
 	return setEntry(txn, string(taskIndexKey(task)), nil, ttl)
 }
 
 func (b *Badger) Task(_ context.Context, id string) (Task, error) {
 	var t Task
-	return t, b.getJSON(prefixTask+id, &t)
+	err := b.db.View(func(txn *badger.Txn) error {
+		var err error
+		t, err = txnGetTask(txn, id)
+		return err
+	})
+	return t, err
+}
+
+// txnGetTask reads the record of a task id in txn, or answers ErrNotFound.
+func txnGetTask(txn *badger.Txn, id string) (Task, error) {
+	item, err := txn.Get([]byte(prefixTask + id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return Task{}, ErrNotFound
+	}
+	if err != nil {
+		return Task{}, err
+	}
+	var t Task
+	err = item.Value(func(val []byte) error {
+		var err error
+		t, err = unmarshalTask(val)
+		return err
+	})
+	return t, err
 }
 
 func (b *Badger) DeleteTask(ctx context.Context, id string, version int64) error {
 	return b.update(ctx, func(txn *badger.Txn) error {
-		var t Task
-		if err := txnGetJSON(txn, prefixTask+id, &t); errors.Is(err, ErrNotFound) {
+		t, err := txnGetTask(txn, id)
+		if errors.Is(err, ErrNotFound) {
 			return nil
 		} else if err != nil {
 			return err
@@ -244,8 +278,8 @@ func (b *Badger) ListTasks(_ context.Context, account string, q TaskQuery) (Task
 		for it.Seek(append(prefix, 0xff)); it.ValidForPrefix(prefix); it.Next() {
 			key := it.Item().Key()
 			id := string(key[len(prefix)+21:])
-			var t Task
-			if err := txnGetJSON(txn, prefixTask+id, &t); errors.Is(err, ErrNotFound) {
+			t, err := txnGetTask(txn, id)
+			if errors.Is(err, ErrNotFound) {
 				continue
 			} else if err != nil {
 				return err

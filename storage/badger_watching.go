@@ -23,8 +23,7 @@ func (b *Badger) ReadTasks(_ context.Context, ids []string) ([]Task, error) {
 	tasks := make([]Task, 0, len(ids))
 	err := b.db.View(func(txn *badger.Txn) error {
 		for _, id := range ids {
-			var t Task
-			err := txnGetJSON(txn, prefixTask+id, &t)
+			t, err := txnGetTask(txn, id)
 			if errors.Is(err, ErrNotFound) {
 				continue
 			}

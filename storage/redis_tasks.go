@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
@@ -43,7 +42,7 @@ func flag(b bool) string {
 func (r *Redis) CreateTask(ctx context.Context, task Task) (Task, error) {
 	task.Version = 1
 	task.markFinished(r.now())
-	js, err := json.Marshal(task)
+	js, err := marshalTask(&task)
 	if err != nil {
 		return Task{}, err
 	}
@@ -83,8 +82,8 @@ func (r *Redis) Task(ctx context.Context, id string) (Task, error) {
 }
 
 func decodeTask(v int64, js []byte) (Task, error) {
-	var t Task
-	if err := json.Unmarshal(js, &t); err != nil {
+	t, err := unmarshalTask(js)
+	if err != nil {
 		return Task{}, fmt.Errorf("redis store: decoding task record: %v", err)
 	}
 	t.Version = v
@@ -98,7 +97,7 @@ func (r *Redis) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 	// which never change.
 	for range 2 {
 		task.Version = want + 1
-		js, err := json.Marshal(task)
+		js, err := marshalTask(&task)
 		if err != nil {
 			return Task{}, err
 		}
@@ -183,7 +182,7 @@ func (r *Redis) restoreTask(ctx context.Context, changed Task, old []rueidisMess
 		return
 	}
 	prev.Version = changed.Version + 1
-	restored, err := json.Marshal(prev)
+	restored, err := marshalTask(&prev)
 	if err != nil {
 		r.logger.Error("taking back a task change that too few replicas confirmed", zap.String("task_id", changed.ID), errField(err))
 		return

@@ -95,10 +95,11 @@ func main() {
 		now := time.Now()
 		t := storage.Task{ID: created.ID, Kind: storage.KindVideo, Account: "a", Provider: "sim", Model: "m",
 			Status: "queued", CreatedAt: now.Unix(), UpdatedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()}
-		if _, err := store.CreateTask(ctx, t); err != nil {
+		stored, err := store.CreateTask(ctx, t)
+		if err != nil {
 			log.Fatal(err)
 		}
-		w.Watch(t)
+		w.Watch(stored)
 	}
 
 	start := time.Now()

@@ -59,15 +59,33 @@ func plainKey(k string) bool {
 // quoted is json.Marshal(s) (HTML characters escaped, as mustJSON writes them), without the
 // encoder for the usual plain strings (ids, model names).
 func quoted(s string) json.RawMessage {
-	for i := range len(s) {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return mustJSON(s)
-		}
+	if needsEscape(s) {
+		return mustJSON(s)
 	}
 	b := make([]byte, 0, len(s)+2)
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// quotedLike is quoted(s), or raw itself (not copied) when it is exactly that already: the
+// upstream's answer names the task as the record does.
+func quotedLike(raw json.RawMessage, s string) json.RawMessage {
+	if len(raw) == len(s)+2 && raw[0] == '"' && raw[len(raw)-1] == '"' && string(raw[1:len(raw)-1]) == s && !needsEscape(s) {
+		return raw
+	}
+	return quoted(s)
+}
+
+// needsEscape reports whether json.Marshal (HTML characters escaped) writes s other than as
+// it is between quotes.
+func needsEscape(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return true
+		}
+	}
+	return false
 }
 
 // unquoted decodes a JSON string as json.Unmarshal into a string does, without the decoder for

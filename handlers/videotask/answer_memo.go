@@ -2,7 +2,6 @@ package videotask
 
 import (
 	"encoding/json"
-	"hash/fnv"
 	"slices"
 	"sync"
 )
@@ -56,20 +55,25 @@ func (m *answerMemo) forget(id string) {
 	delete(m.seen, id)
 }
 
-// fingerprint is a hash (FNV-1a, 64 bits) of an upstream answer's fields, in key order.
+// fingerprint is a hash (FNV-1a, 64 bits) of an upstream answer's fields, in key order, each
+// key and value followed by a zero byte that keeps them apart.
 func fingerprint(answer map[string]json.RawMessage) uint64 {
 	keys := make([]string, 0, len(answer))
 	for k := range answer {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	h := fnv.New64a()
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
 	for _, k := range keys {
-		// Writes to a hash never fail; the zero bytes keep key and value apart.
-		h.Write([]byte(k))
-		h.Write([]byte{0})
-		h.Write(answer[k])
-		h.Write([]byte{0})
+		for i := range len(k) {
+			h = (h ^ uint64(k[i])) * prime
+		}
+		h *= prime // ^ 0
+		for _, c := range answer[k] {
+			h = (h ^ uint64(c)) * prime
+		}
+		h *= prime
 	}
-	return h.Sum64()
+	return h
 }

@@ -154,6 +154,21 @@ func (h *Handler) refreshLogged(ctx context.Context, t storage.Task) (storage.Ta
 	return stored, err
 }
 
+// idString decodes a listed task's id as json.Unmarshal into a string does (null is ""); ok is
+// false for a missing id or one that is not a string.
+func idString(raw json.RawMessage) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' {
+		if inner := raw[1 : len(raw)-1]; plainKey(string(inner)) {
+			return string(inner), true
+		}
+	}
+	var id string
+	if json.Unmarshal(raw, &id) != nil {
+		return "", false
+	}
+	return id, true
+}
+
 // errNoIDFilter: the provider's task list does not take filter.task_ids.
 var errNoIDFilter = errors.New("the task list does not filter by id")
 
@@ -194,16 +209,14 @@ func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []
 	if !ans.OK() {
 		return nil, upstream.Refusal(ans)
 	}
-	var list struct {
-		Items []map[string]json.RawMessage `json:"items"`
-	}
-	if err := json.Unmarshal(ans.Body, &list); err != nil {
+	items, ok := listItems(ans.Body)
+	if !ok {
 		return nil, upstream.ErrUnreadable
 	}
-	answers := make(map[string]listedAnswer, len(list.Items))
-	for _, item := range list.Items {
-		var id string
-		if json.Unmarshal(item["id"], &id) != nil {
+	answers := make(map[string]listedAnswer, len(items))
+	for _, item := range items {
+		id, ok := idString(item["id"])
+		if !ok {
 			return nil, upstream.ErrUnreadable
 		}
 		if !want[id] {

@@ -200,7 +200,8 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
 	}
-	if _, err := h.Store.CreateTask(ctx, task); errors.Is(err, storage.ErrExists) {
+	stored, err := h.Store.CreateTask(ctx, task)
+	if errors.Is(err, storage.ErrExists) {
 		// The upstream answered with the id of a task already recorded: another account's, or an
 		// earlier one of this account (a caching proxy in front of the provider, a provider that
 		// folds identical creates, a reused id). That task is left alone, never cancelled on
@@ -229,7 +230,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	usage.From(r.Context()).TaskCreated(taskID)
 	metrics.TaskCreated(p.Name, req.Model)
 	if h.Watcher != nil {
-		h.Watcher.Watch(task)
+		h.Watcher.Watch(stored)
 	}
 	writeCreated(w, taskID)
 	return nil

@@ -66,6 +66,9 @@ func fresh(t storage.Task, interval time.Duration) bool {
 // provider left the config, is finished: its slot is released and, if configured, its cost
 // refunded, once. So is one that has run past the longest execution time (see overdue).
 func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, error) {
+	if h.Watcher != nil {
+		h.Watcher.forgetCreated(t.ID) // its first poll reads the record this refresh changes
+	}
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
 	if overdue(t) {

@@ -12,13 +12,14 @@ import (
 	"github.com/mediagw/mediagw/handlers/simulator"
 )
 
-// BenchmarkRefreshBatch measures the watcher's first read of tasks just created, the read that
-// runs an Interval after each create while creates go on: one poll of MaxRefreshBatch tasks (its
-// read log and lease check included) reads them from a real Badger store, listed by id from a local fake upstream (the simulator: the tasks
-// stay queued, and their first answer changes each record's client answer), and each changed
-// record stored by compare-and-set. Each op is one batch; ns/task (wall, including the disk sync
-// waits), cpu-ns/task (the whole process's CPU time: the upstream's share included) and
-// allocs/task (the simulator's included) are per task.
+// BenchmarkRefreshBatch measures the watcher's first read of tasks just created through the
+// handler (and watched, as in the gateway), the read that runs an Interval after each create
+// while creates go on: one poll of MaxRefreshBatch tasks (its read log and lease check
+// included) over a real Badger store, listed by id from a local fake upstream (the simulator:
+// the tasks stay queued, and their first answer changes each record's client answer), each
+// changed record stored by compare-and-set. Each op is one batch; ns/task (wall, including the
+// disk sync waits), cpu-ns/task (the whole process's CPU time: the upstream's share included)
+// and allocs/task (the simulator's included) are per task.
 // Run it by hand:
 //
 //	go test ./handlers/videotask/ -run '^$' -bench RefreshBatch -benchmem -cpu 1 -count 6
@@ -33,6 +34,7 @@ func BenchmarkRefreshBatch(b *testing.B) {
 	w.init()
 	ctx := context.Background()
 	w.ownTickAndScan(ctx)
+	h.Watcher = w // as in the gateway: each create is watched
 	batch := func() []string {
 		ids := make([]string, 0, MaxRefreshBatch)
 		for range MaxRefreshBatch {

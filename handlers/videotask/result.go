@@ -20,6 +20,15 @@ const (
 // Statuses lists every status a client can see.
 var Statuses = []string{StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled, StatusExpired}
 
+// statusJSON holds each status as a JSON string, shared by the answers (never written to).
+var statusJSON = func() map[string]json.RawMessage {
+	m := make(map[string]json.RawMessage, len(Statuses))
+	for _, s := range Statuses {
+		m[s] = quoted(s)
+	}
+	return m
+}()
+
 // normalStatus maps an upstream status onto §3.1.
 func normalStatus(s string) string {
 	switch strings.ToLower(s) {
@@ -38,36 +47,52 @@ func normalStatus(s string) string {
 	}
 }
 
-// queryResult builds the §2.5 query answer from an upstream answer and the ownership record:
-// id and model as recorded (the client's model id); a §3.1 status; error null unless failed; content {} until success;
-// resolution, ratio and duration only when known. Other upstream fields pass through.
-func queryResult(upstream map[string]json.RawMessage, t storage.Task) (map[string]json.RawMessage, string) {
-	out := make(map[string]json.RawMessage, len(upstream)+8)
-	for k, v := range upstream {
-		out[k] = v
-	}
-	status := normalStatus(unquoted(upstream["status"])) // not a string: running
-
-	out["id"] = quoted(t.ID)
-	out["model"] = quoted(t.Model) // the client's id, also when the upstream knows it by another (model_map)
-	out["status"] = quoted(status)
-	for _, k := range []string{"created_at", "updated_at"} {
-		if _, ok := integer(upstream[k]); !ok {
-			if k == "created_at" {
-				out[k] = mustJSON(t.CreatedAt)
-			} else {
-				out[k] = mustJSON(t.UpdatedAt)
-			}
+// answerStatus is normalStatus of an upstream answer's status (not a string: running), without
+// decoding the usual statuses.
+func answerStatus(raw json.RawMessage) string {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		switch string(raw[1 : n-1]) {
+		case StatusQueued:
+			return StatusQueued
+		case StatusRunning:
+			return StatusRunning
+		case StatusSucceeded:
+			return StatusSucceeded
+		case StatusFailed:
+			return StatusFailed
 		}
 	}
+	return normalStatus(unquoted(raw))
+}
 
-	out["error"] = json.RawMessage("null")
-	if status == StatusFailed {
-		out["error"] = failure(upstream)
+// queryResult builds the §2.5 query answer from an upstream answer and the ownership record:
+// id and model as recorded (the client's model id); a §3.1 status; error null unless failed; content {} until success;
+// resolution, ratio and duration only when known. Other upstream fields pass through. The
+// answer is built in the upstream answer's map, which it returns: the caller gives the map up.
+func queryResult(upstream map[string]json.RawMessage, t storage.Task) (map[string]json.RawMessage, string) {
+	out := upstream
+	if out == nil {
+		out = make(map[string]json.RawMessage, 8)
 	}
-	out["content"] = json.RawMessage("{}")
-	if status == StatusSucceeded && isObject(upstream["content"]) {
-		out["content"] = upstream["content"]
+	status := answerStatus(upstream["status"])
+
+	out["id"] = quotedLike(upstream["id"], t.ID)
+	out["model"] = quotedLike(upstream["model"], t.Model) // the client's id, also when the upstream knows it by another (model_map)
+	out["status"] = statusJSON[status]
+	if _, ok := integer(upstream["created_at"]); !ok {
+		out["created_at"] = mustJSON(t.CreatedAt)
+	}
+	if _, ok := integer(upstream["updated_at"]); !ok {
+		out["updated_at"] = mustJSON(t.UpdatedAt)
+	}
+
+	errorJSON := nullJSON
+	if status == StatusFailed {
+		errorJSON = failure(upstream)
+	}
+	out["error"] = errorJSON
+	if status != StatusSucceeded || !isObject(upstream["content"]) {
+		out["content"] = emptyObjectJSON
 	}
 	for _, k := range []string{"resolution", "ratio", "duration"} {
 		if v, ok := upstream[k]; !ok || isNull(v) || string(v) == `""` {
@@ -76,6 +101,12 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (map[strin
 	}
 	return out, status
 }
+
+// nullJSON and emptyObjectJSON are shared by the answers (never written to).
+var (
+	nullJSON        = json.RawMessage("null")
+	emptyObjectJSON = json.RawMessage("{}")
+)
 
 // failure is the error object of a failed task: the upstream's, or one with a message.
 func failure(upstream map[string]json.RawMessage) json.RawMessage {

@@ -97,7 +97,8 @@ func (w *Watcher) readGroups(ids []string) []storage.ShardReads {
 		if !ok {
 			i = len(groups)
 			index[shard] = i
-			groups = append(groups, storage.ShardReads{Lease: w.shardLease(shard), Log: w.readLog(shard)})
+			lease := w.shardLease(shard)
+			groups = append(groups, storage.ShardReads{Lease: lease, Log: w.readLogOf(lease)})
 		}
 		groups[i].IDs = append(groups[i].IDs, id)
 	}

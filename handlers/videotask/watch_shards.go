@@ -31,7 +31,10 @@ func (w *Watcher) shardLease(shard int) string {
 }
 
 // readLog names the log of the reads of one shard's tasks, out of w.Shards.
-func (w *Watcher) readLog(shard int) string { return w.shardLease(shard) }
+func (w *Watcher) readLog(shard int) string { return w.readLogOf(w.shardLease(shard)) }
+
+// readLogOf names the read log of the shard whose lease is named lease: the same name.
+func (w *Watcher) readLogOf(lease string) string { return lease }
 
 // minOwnershipTick bounds the store work of very short intervals (tests, demos): the shard
 // leases are renewed at most ten times a second.

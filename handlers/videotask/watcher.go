@@ -24,7 +24,9 @@ const (
 // Watcher polls every unfinished task so that stored statuses (lists, active-task limits) stay
 // current and callbacks fire without any client polling. The next task polled is always the one
 // due soonest; concurrency and upstream requests per second are bounded. A task that a client
-// polled recently is not polled again before its interval has passed.
+// polled recently is not polled again before its interval has passed (at the first poll of a
+// task created through this instance, a client poll counts when it went through this
+// instance: that poll does not read the record, see below).
 //
 // Gateway instances sharing one store divide the work by shards: the unfinished tasks are split
 // into Shards by a hash of their id, and each shard is watched by one instance at a time, under
@@ -35,7 +37,9 @@ const (
 // these changes of hands: before reading tasks from their upstream, the holder records in the
 // shard's read log, under its lease, when it reads them, and whoever takes the shard next reads
 // each task an Interval after its recorded read. Per task and interval the store does one
-// batched record read (the read log's record goes alongside, one script per batch); unchanged
+// batched record read (the read log's record goes alongside, one script per batch), except at
+// the first poll of a task created through this instance, which starts from the record as the
+// create stored it (the write's compare-and-set checks that it is still current); unchanged
 // tasks are not written, and the changed tasks of a batch are written in one store write
 // (storage.UpdateTasksFrom), each by its own compare-and-set.
 type Watcher struct {
@@ -74,6 +78,9 @@ type Watcher struct {
 	// last trimmed from here.
 	reading map[int]int
 	trimmed map[int]time.Time
+	// created holds the records of tasks created through this instance, as stored, until their
+	// first poll (at most maxCreatedRecords of them).
+	created map[string]*storage.Task
 	// seen spares the comparison of unchanged answers.
 	seen    answerMemo
 	wake    chan struct{}
@@ -89,6 +96,7 @@ func (w *Watcher) init() {
 		w.notBefore = map[string]time.Time{}
 		w.reading = map[int]int{}
 		w.trimmed = map[int]time.Time{}
+		w.created = map[string]*storage.Task{}
 		if w.Shards <= 0 {
 			w.Shards = DefaultWatchShards
 		}
@@ -108,12 +116,70 @@ func (w *Watcher) init() {
 	})
 }
 
-// Watch schedules the first poll of a new task. (The store keeps the list of unfinished tasks
-// that Run starts from, so nothing is lost on a restart.) A task of a shard that another
-// instance watches is left to that instance.
+// maxCreatedRecords bounds the records of new tasks that a watcher keeps for their first poll
+// (a few hundred bytes each, the strings shared with the create): Interval × creates per second
+// of them are kept, 20,000 at 4,000 creates a second and the default Interval. Beyond it, a
+// first poll reads the record from the store, as later polls do.
+const maxCreatedRecords = 50_000
+
+// Watch schedules the first poll of a new task. t is the record as the store's CreateTask
+// returned it (Version 1): the first poll starts from it instead of reading it again, and
+// stores the upstream's answer by compare-and-set on its Version, which re-reads the record if
+// anything changed it meanwhile. (A record without a Version is read at the first poll.) The
+// store keeps the list of unfinished tasks that Run starts from, so nothing is lost on a
+// restart. A task of a shard that another instance watches is left to that instance.
 func (w *Watcher) Watch(t storage.Task) {
 	w.init()
+	if t.Version > 0 {
+		w.mu.Lock()
+		if _, tracked := w.tracked[t.ID]; !tracked && len(w.created) < maxCreatedRecords {
+			w.created[t.ID] = &t
+		}
+		w.mu.Unlock()
+	}
 	w.schedule(t.ID, now().Add(w.Interval))
+}
+
+// takeCreated splits the ids of a poll into the records kept for their first poll (forgotten
+// here) and the ids whose records are to be read.
+func (w *Watcher) takeCreated(ids []string) (known []storage.Task, unknown []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.created) == 0 {
+		return nil, ids
+	}
+	for _, id := range ids {
+		if t, ok := w.created[id]; ok {
+			delete(w.created, id)
+			known = append(known, *t)
+		} else {
+			unknown = append(unknown, id)
+		}
+	}
+	return known, unknown
+}
+
+// keepCreated keeps again the records that takeCreated gave to a poll that failed.
+func (w *Watcher) keepCreated(known []storage.Task) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := range known {
+		if w.tracked[known[i].ID] {
+			w.created[known[i].ID] = &known[i]
+		}
+	}
+}
+
+// forgetCreated forgets the record kept for the first poll of a task (see Watch) that a
+// refresh is about to change, so that the watcher's first poll reads the record and sees a
+// client's read (a task polled recently is not polled again before its Interval has passed).
+func (w *Watcher) forgetCreated(id string) {
+	w.init()
+	w.mu.Lock()
+	if len(w.created) > 0 {
+		delete(w.created, id)
+	}
+	w.mu.Unlock()
 }
 
 // schedule queues a task that is neither queued nor being read.
@@ -136,10 +202,25 @@ func (w *Watcher) reschedule(id string, due time.Time) {
 	w.signal()
 }
 
+// rescheduleAll is reschedule for several tasks due at once.
+func (w *Watcher) rescheduleAll(ids []string, due time.Time) {
+	if len(ids) == 0 {
+		return
+	}
+	w.mu.Lock()
+	for _, id := range ids {
+		w.tracked[id] = true
+		heap.Push(&w.queue, dueTask{id: id, due: due})
+	}
+	w.mu.Unlock()
+	w.signal()
+}
+
 // untrack forgets a task that was being read: it finished, or it is another watcher's.
 func (w *Watcher) untrack(id string) {
 	w.mu.Lock()
 	delete(w.tracked, id)
+	delete(w.created, id)
 	w.mu.Unlock()
 	w.seen.forget(id)
 }
@@ -277,10 +358,18 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	var lost []int
 	var noteErr error
 	groups := w.readGroups(mine)
-	var wg sync.WaitGroup
-	wg.Go(func() { lost, noteErr = w.Tasks.Store.NoteReads(ctx, w.Owner, at, w.readKeep(), groups) })
-	tasks, err := w.Tasks.Store.ReadTasks(ctx, mine)
-	wg.Wait()
+	known, unknown := w.takeCreated(mine)
+	tasks, err := known, error(nil)
+	if len(unknown) == 0 {
+		lost, noteErr = w.Tasks.Store.NoteReads(ctx, w.Owner, at, w.readKeep(), groups)
+	} else {
+		var wg sync.WaitGroup
+		wg.Go(func() { lost, noteErr = w.Tasks.Store.NoteReads(ctx, w.Owner, at, w.readKeep(), groups) })
+		var read []storage.Task
+		read, err = w.Tasks.Store.ReadTasks(ctx, unknown)
+		tasks = append(tasks, read...)
+		wg.Wait()
+	}
 	if err == nil {
 		err = noteErr
 	}
@@ -296,6 +385,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		for _, id := range mine {
 			w.reschedule(id, now().Add(w.Interval))
 		}
+		w.keepCreated(known)
 		return 0
 	}
 	found := make(map[string]bool, len(tasks))
@@ -344,11 +434,10 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		if ctx.Err() != nil {
 			return calls // stopping: the next watcher starts from the store's list
 		}
+		w.rescheduleAll(open, now().Add(w.Interval))
 		still := make(map[string]bool, len(open))
-		next := now().Add(w.Interval)
 		for _, id := range open {
 			still[id] = true
-			w.reschedule(id, next)
 		}
 		for _, t := range batch {
 			if !still[t.ID] {

@@ -1,0 +1,202 @@
+package videotask
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// listItems reads the items of a provider's task list answer ({"items":[…],…}) as
+// json.Unmarshal into []map[string]json.RawMessage reads them, with one map per item whose
+// values are slices of the answer rather than copies: the watcher reads up to MaxRefreshBatch
+// items per call, every Interval. ok is false when the answer does not decode so (not JSON, or
+// an item that is neither an object nor null, which decodes as a nil map).
+func listItems(body []byte) (items []map[string]json.RawMessage, ok bool) {
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if json.Unmarshal(body, &list) != nil {
+		return nil, false
+	}
+	items = make([]map[string]json.RawMessage, len(list.Items))
+	for i, raw := range list.Items {
+		if items[i], ok = objectFields(raw); !ok {
+			return nil, false
+		}
+	}
+	return items, true
+}
+
+// objectFields reads one valid JSON value (as json.Unmarshal has checked it) as json.Unmarshal
+// reads it into a map[string]json.RawMessage: an object's members, the last of a repeated name
+// winning, or nil for null. ok is false for any other value.
+func objectFields(raw []byte) (fields map[string]json.RawMessage, ok bool) {
+	i := skipSpace(raw, 0)
+	if i == len(raw) {
+		return nil, false
+	}
+	switch raw[i] {
+	case 'n':
+		return nil, true
+	case '{':
+	default:
+		return nil, false
+	}
+	fields = make(map[string]json.RawMessage, 8)
+	i = skipSpace(raw, i+1)
+	for i < len(raw) && raw[i] != '}' {
+		end := skipValue(raw, i) // the name, a string
+		name, ok := memberName(raw[i:end])
+		if !ok {
+			return nil, false
+		}
+		i = skipSpace(raw, end)
+		i = skipSpace(raw, i+1) // past ':'
+		end = skipValue(raw, i)
+		fields[name] = raw[i:end:end]
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return fields, true
+}
+
+// memberName decodes an object member's name (a JSON string, quotes included); the names of
+// the task answer need no allocation.
+func memberName(quotedName []byte) (string, bool) {
+	if n := len(quotedName); n >= 2 {
+		inner := quotedName[1 : n-1]
+		plain := true
+		for _, c := range inner {
+			if c == '\\' || c >= utf8.RuneSelf {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return knownName(inner), true
+		}
+	}
+	var s string
+	if json.Unmarshal(quotedName, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// knownName returns the names a task answer usually has as constants, others as a new string.
+func knownName(b []byte) string {
+	switch string(b) {
+	case "id":
+		return "id"
+	case "model":
+		return "model"
+	case "status":
+		return "status"
+	case "error":
+		return "error"
+	case "content":
+		return "content"
+	case "usage":
+		return "usage"
+	case "created_at":
+		return "created_at"
+	case "updated_at":
+		return "updated_at"
+	case "seed":
+		return "seed"
+	case "resolution":
+		return "resolution"
+	case "ratio":
+		return "ratio"
+	case "duration":
+		return "duration"
+	case "frames":
+		return "frames"
+	case "framespersecond":
+		return "framespersecond"
+	case "service_tier":
+		return "service_tier"
+	case "execution_expires_after":
+		return "execution_expires_after"
+	case "generate_audio":
+		return "generate_audio"
+	case "draft":
+		return "draft"
+	case "draft_task_id":
+		return "draft_task_id"
+	case "callback_url":
+		return "callback_url"
+	case "return_last_frame":
+		return "return_last_frame"
+	case "camera_fixed":
+		return "camera_fixed"
+	case "watermark":
+		return "watermark"
+	case "priority":
+		return "priority"
+	}
+	return string(b)
+}
+
+// skipSpace returns the index of the first byte at or after i that is not JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipValue returns the index just past the valid JSON value that starts at i.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string that starts at i.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}

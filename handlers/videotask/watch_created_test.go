@@ -1,0 +1,143 @@
+package videotask
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/accounting"
+	"github.com/mediagw/mediagw/handlers/simulator"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// readCountingStore counts the task records the watcher reads in batches.
+type readCountingStore struct {
+	storage.Store
+	read atomic.Int64
+}
+
+func (s *readCountingStore) ReadTasks(ctx context.Context, ids []string) ([]storage.Task, error) {
+	s.read.Add(int64(len(ids)))
+	return s.Store.ReadTasks(ctx, ids)
+}
+
+// newCreatedWatcher is a handler whose creates are watched by a watcher that holds every shard
+// (its polls are made by the test), over a store that counts the records read.
+func newCreatedWatcher(t *testing.T, up *simUpstream) (*Handler, *Watcher, *readCountingStore) {
+	t.Helper()
+	store := &readCountingStore{Store: openBadger(t)}
+	h := newHandler(t, up.URL, store)
+	h.Client.Timeout = 10 * time.Second
+	w := &Watcher{Tasks: h, Interval: time.Hour}
+	w.init()
+	w.ownTickAndScan(context.Background())
+	h.Watcher = w
+	return h, w, store
+}
+
+// The first poll of tasks created through this instance starts from the records the creates
+// stored: it reads none from the store, and stores the upstream's answer in one write each.
+// Their next poll reads them.
+func TestFirstPollStartsFromTheCreatedRecords(t *testing.T) {
+	up := newSimUpstream(t, time.Hour, time.Hour, true)
+	h, w, store := newCreatedWatcher(t, up)
+	ctx := context.Background()
+	ids := createTasks(t, h, 5)
+	if calls := w.poll(ctx, ids); calls != 1 {
+		t.Fatalf("first poll made %d upstream calls, want 1", calls)
+	}
+	if n := store.read.Load(); n != 0 {
+		t.Fatalf("first poll read %d records from the store, want 0", n)
+	}
+	for _, id := range ids {
+		rec, err := h.Store.Task(ctx, id)
+		if err != nil || rec.Version != 2 || rec.Status != StatusQueued || len(rec.Result) == 0 || rec.RefreshedAt == 0 {
+			t.Fatalf("record after the first poll: %+v, %v; want the answer stored (version 2)", rec, err)
+		}
+	}
+	// Recently refreshed: read from the store, not polled upstream again.
+	if calls := w.poll(ctx, ids); calls != 0 {
+		t.Fatalf("second poll made %d upstream calls, want 0 (refreshed just now)", calls)
+	}
+	if n := store.read.Load(); n != int64(len(ids)) {
+		t.Fatalf("second poll read %d records from the store, want %d", n, len(ids))
+	}
+}
+
+// A record changed between its create and the first poll is not overwritten from the record
+// the create stored: the write's compare-and-set fails, and the change is made again on the
+// current record. A task that fails upstream then gives its slot and its cost back once.
+func TestFirstPollOfAChangedRecord(t *testing.T) {
+	up := newSimUpstream(t, 0, 0, true)
+	h, w, _ := newCreatedWatcher(t, up)
+	meter := accounting.NewMeter(h.Store, time.Hour, zap.NewNop())
+	t.Cleanup(meter.Close)
+	h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, RefundUnsuccessful: true}
+	ctx := context.Background()
+	const n = 4
+	quota := int64(10)
+	var ids []string
+	for range n {
+		r := serveAs(h, http.MethodPost, createPath, `{"model":"m","content":[{"type":"text","text":"`+simulator.FailMarker+`"}]}`,
+			storage.Limits{Quota: &quota, MaxActiveTasks: n})
+		id, _ := decode(t, r)["id"].(string)
+		if r.Code != http.StatusOK || id == "" {
+			t.Fatalf("create: %d %s", r.Code, r.Body)
+		}
+		ids = append(ids, id)
+	}
+	changed := ids[:2]
+	for _, id := range changed {
+		if _, err := storage.UpdateTask(ctx, h.Store, id, func(t *storage.Task) error {
+			t.CallbackURL, t.CallbackGone = "", true
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.poll(ctx, ids)
+	for i, id := range ids {
+		rec, err := h.Store.Task(ctx, id)
+		if err != nil || !rec.Finished || rec.Status != StatusFailed {
+			t.Fatalf("record %+v, %v; want failed and finished", rec, err)
+		}
+		wantGone, wantVersion := false, int64(2) // created, finished
+		if i < len(changed) {
+			wantGone, wantVersion = true, 3 // created, changed, finished
+		}
+		if rec.CallbackGone != wantGone || rec.Version != wantVersion {
+			t.Fatalf("record %+v: the change made after the create is lost, or the record was written more than once", rec)
+		}
+	}
+	if active, used := counters(t, h.Store); active != 0 || used != 0 {
+		t.Fatalf("active %d, quota used %d after the failures; want 0 and 0", active, used)
+	}
+}
+
+// A client's poll between a create and the watcher's first poll is seen by that poll: the
+// task, read just now, is not read again before its Interval.
+func TestFirstPollAfterAClientPoll(t *testing.T) {
+	up := newSimUpstream(t, time.Hour, time.Hour, true)
+	h, w, store := newCreatedWatcher(t, up)
+	ctx := context.Background()
+	ids := createTasks(t, h, 2)
+	if r := serve(h, http.MethodGet, createPath+"/"+ids[0], ""); r.Code != http.StatusOK {
+		t.Fatalf("query: %d %s", r.Code, r.Body)
+	}
+	if calls := w.poll(ctx, ids); calls != 1 {
+		t.Fatalf("first poll made %d upstream calls, want 1 (the task not polled by the client)", calls)
+	}
+	if n := store.read.Load(); n != 1 {
+		t.Fatalf("first poll read %d records from the store, want 1 (the one the client's poll changed)", n)
+	}
+	up.mu.Lock()
+	polled := up.readsPerTask[ids[0]]
+	up.mu.Unlock()
+	if polled != 1 {
+		t.Fatalf("the task a client polled was read upstream %d times, want once (the client's)", polled)
+	}
+}
