@@ -44,7 +44,7 @@ func TestBufferedLogBatchesEntries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a generous wait: it ends as soon as the condition holds
 	for {
 		n, data := out.snapshot()
 		if n > 0 {

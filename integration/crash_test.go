@@ -51,6 +51,7 @@ http://127.0.0.1:%d {
 // SIGKILL right after the last answer, restarts it on the same store, and checks that every task
 // whose id was returned is still known to its owner, and only to its owner.
 func TestAcknowledgedTasksSurviveSIGKILL(t *testing.T) {
+	t.Parallel()
 	simPort, gwPort := freePort(t), freePort(t)
 	startCaddyProcess(t, fmt.Sprintf(crashSimulatorCaddyfile, simPort), fmt.Sprintf("http://127.0.0.1:%d/", simPort))
 	store := t.TempDir()
@@ -139,6 +140,7 @@ http://127.0.0.1:%d {
 // TestPendingCallbacksSurviveSIGKILL kills the gateway while a callback is still being retried
 // and checks that the restarted gateway delivers it, with the same webhook-id.
 func TestPendingCallbacksSurviveSIGKILL(t *testing.T) {
+	t.Parallel()
 	simPort, gwPort := freePort(t), freePort(t)
 	startCaddyProcess(t, fmt.Sprintf(crashSimulatorCaddyfile, simPort), fmt.Sprintf("http://127.0.0.1:%d/", simPort))
 	var accept atomic.Bool

@@ -36,6 +36,7 @@ func keyUsage(t *testing.T, in *instance, id string) (active, quotaUsed float64)
 // failed and cancelled ones their cost back once (refund_unsuccessful_tasks), and each status
 // of each task reaches the callback receiver once, signed.
 func TestInstancesShareActiveSlotsRefundsAndCallbacks(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{queuedFor: "1s", runningFor: "1s", watchInterval: "200ms",
 		gatewayOptions: "refund_unsuccessful_tasks"})
 	rc := newReceiver(t, func(int) int { return 200 })
@@ -255,6 +256,7 @@ func answersWithin(t *testing.T, in *instance, method, url, key, body string, st
 // max_active_tasks changed, through A's admin API hold on A from the next request and on B
 // within the one second the README states.
 func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 2, clusterOptions{})
 	a, b := c.instances[0], c.instances[1]
 	admin := "http://" + a.admin + "/mediagw"
@@ -331,6 +333,7 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 // A's lease on it runs out, under the same webhook-id, and the receiver accepts each event of
 // the task once.
 func TestCallbackOfInstanceKilledMidDeliveryArrivesOnce(t *testing.T) {
+	t.Parallel()
 	// A delivery attempt may take 3 s, so A's lease on an event it is delivering is 9 s (the
 	// default 10 s attempt would make the test wait 30 s for B). The attempt that hangs is
 	// stopped by A's death well within 3 s.
@@ -371,6 +374,7 @@ func TestCallbackOfInstanceKilledMidDeliveryArrivesOnce(t *testing.T) {
 // TestConcurrentCancelsOnThreeInstancesRefundOnce: the same DELETE sent to three instances at
 // once cancels the task (and may then delete it) and gives its slot and its cost back once.
 func TestConcurrentCancelsOnThreeInstancesRefundOnce(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{gatewayOptions: "refund_unsuccessful_tasks"})
 	r := call(t, "POST", "http://"+c.instances[0].admin+"/mediagw/keys", "",
 		`{"account":"cancels","quota":100,"max_active_tasks":10}`)

@@ -166,6 +166,7 @@ func createTask(t *testing.T, in *instance, key, extra string) string {
 // TestInstancesShareTasks: create on A, query on B, list on C, cancel on B; another account sees
 // nothing anywhere.
 func TestInstancesShareTasks(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{})
 	a, b, cc := c.instances[0], c.instances[1], c.instances[2]
 	id := createTask(t, a, "mg-alice", "")
@@ -198,6 +199,7 @@ func TestInstancesShareTasks(t *testing.T) {
 // TestInstancesShareQuota: 300 parallel creates spread over three instances against a quota of
 // 100 accept exactly 100.
 func TestInstancesShareQuota(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{})
 	var (
 		accepted, refused atomic.Int64
@@ -236,6 +238,7 @@ func TestInstancesShareQuota(t *testing.T) {
 
 // TestInstancesShareRateWindow: a rate of 10 per minute holds across three instances.
 func TestInstancesShareRateWindow(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{})
 	var allowed, limited atomic.Int64
 	var wg sync.WaitGroup
@@ -260,6 +263,7 @@ func TestInstancesShareRateWindow(t *testing.T) {
 // TestRevokeOnOneInstanceRefusedOnAll: a key revoked through A's admin API is refused by C
 // within a second.
 func TestRevokeOnOneInstanceRefusedOnAll(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{})
 	a, cc := c.instances[0], c.instances[2]
 	r := call(t, "POST", "http://"+a.admin+"/mediagw/keys", "", `{"account":"acme"}`)
@@ -313,6 +317,7 @@ func TestRevokeOnOneInstanceRefusedOnAll(t *testing.T) {
 // unfinished; B and C deliver every event (at least once; deduplicated by webhook-id) and finish
 // every task.
 func TestSIGKILLedInstanceWorkTakenOver(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{queuedFor: "2s", runningFor: "2s", watchInterval: "200ms"})
 	var accept atomic.Bool
 	rc := newReceiver(t, func(int) int {
@@ -385,6 +390,7 @@ func TestSIGKILLedInstanceWorkTakenOver(t *testing.T) {
 // TestRedisRestartKeepsAcknowledgedTasks: every task acknowledged by any instance is still there
 // after redis-server is killed and restarted (AOF, appendfsync always).
 func TestRedisRestartKeepsAcknowledgedTasks(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{})
 	var ids []string
 	for i := range 30 {
@@ -423,6 +429,7 @@ func decodeJSONQuiet(b []byte, v any) {
 // three instances create one upstream task; usage counted on B and C is read on A; every
 // instance signs callbacks with one webhook secret.
 func TestInstancesShareIdempotencyUsageAndSecret(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{})
 	body := `{"model":"seedance-sim","content":[{"type":"text","text":"once"}]}`
 	var (

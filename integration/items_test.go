@@ -269,6 +269,7 @@ http://127.0.0.1:%[4]d {
 // TestResponseItemsAcrossInstances: items recorded by one instance of a Redis fleet are the
 // account's on every instance, for every key of the account, and no other account's.
 func TestResponseItemsAcrossInstances(t *testing.T) {
+	t.Parallel()
 	redis := testredis.Start(t, testredis.Options{})
 	fake := newItemsFake(t)
 	var bases []string

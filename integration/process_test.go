@@ -66,6 +66,10 @@ type caddyProcess struct {
 }
 
 // startCaddyProcess runs the built caddy on a Caddyfile and waits until readyURL answers.
+//
+// A test whose gateways are all such processes (no in-process Caddy, which is one per test
+// binary, and no t.Setenv) calls t.Parallel: it runs after the in-process tests, beside the
+// other such tests, each with its own ports (freePort), store and redis-server.
 func startCaddyProcess(t *testing.T, caddyfile, readyURL string) *caddyProcess {
 	t.Helper()
 	dir := t.TempDir()

@@ -57,6 +57,7 @@ func TestInstancesOverTLSWithACLUser(t *testing.T) {
 // TestWrongRedisPasswordStopsStart: a gateway whose Redis password is wrong does not start; it
 // says why (WRONGPASS, the URL without its password) and never prints the password.
 func TestWrongRedisPasswordStopsStart(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t, testredis.Options{Password: "the-right-pw"})
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "Caddyfile")
@@ -143,6 +144,7 @@ func TestInstancesThroughSentinelFailover(t *testing.T) {
 // create with an Idempotency-Key fails without keeping the key, so the same key succeeds once
 // the replica follows again.
 func TestInstanceWaitsForReplica(t *testing.T) {
+	t.Parallel()
 	master := testredis.Start(t, testredis.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
 	host, port, err := net.SplitHostPort(master.Addr)
 	if err != nil {

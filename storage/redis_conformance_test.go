@@ -34,6 +34,7 @@ func openRedis(t *testing.T, location string) *storage.Redis {
 }
 
 func TestRedisConformance(t *testing.T) {
+	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others
 	var (
 		once   sync.Once
 		server *testredis.Server
@@ -53,6 +54,7 @@ func TestRedisConformance(t *testing.T) {
 // The conformance suite again with wait_replicas 1 against a master with a replica: every
 // operation keeps its contract when its writes wait for the replica.
 func TestRedisConformanceWaitingForReplica(t *testing.T) {
+	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others
 	var (
 		once   sync.Once
 		master *testredis.Server

@@ -57,6 +57,7 @@ func follow(t testing.TB, master, replica *testredis.Server) {
 // on the master, so that nothing is acknowledged that a failover could lose. The store runs as
 // an ACL user with exactly storage.RedisACLCommands, so WAIT and ROLE must be among them.
 func TestRedisWaitReplicas(t *testing.T) {
+	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others
 	master, replica := replicated(t)
 	master.AddUser(t, "gw", "gw-pass", "dur", storage.RedisACLCommands)
 	ctx := context.Background()
@@ -257,6 +258,7 @@ func TestRedisACLCommandsInREADME(t *testing.T) {
 // write to the master of the gateway's slot: once that master's replica is stopped, writes fail
 // (a WAIT sent to another master, whose replica still runs, would let them through).
 func TestRedisClusterWaitReplicas(t *testing.T) {
+	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others
 	cluster := testredis.StartCluster(t, 3, true)
 	open := func(timeout time.Duration) *storage.Redis {
 		t.Helper()

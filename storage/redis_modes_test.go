@@ -102,6 +102,7 @@ func (s sharedTB) TempDir() string  { return s.parent.TempDir() }
 // An ACL user limited to the gateway's key prefix and the commands in storage.RedisACLCommands runs the
 // whole conformance suite.
 func TestRedisACLUser(t *testing.T) {
+	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others
 	var (
 		once   sync.Once
 		server *testredis.Server
@@ -196,6 +197,7 @@ func sentinelFailover(t *testing.T, set *testredis.Sentinel, o storage.RedisOpti
 // storage.RedisACLCommands and the two cluster commands the README adds for a Cluster: every key
 // of one prefix is in one hash slot, so each atomic script runs on one node.
 func TestRedisClusterConformance(t *testing.T) {
+	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others
 	var (
 		once    sync.Once
 		cluster *testredis.Cluster

@@ -57,7 +57,7 @@ func TestTwoOutboxesNeverDeliverTheSameEventAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); o.Run(stop) }()
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a generous wait: it ends as soon as the condition holds
 	for deliveries.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -89,7 +89,7 @@ func TestCallbackURLsStayOutOfLogs(t *testing.T) {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { o.Run(stop); close(done) }()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a generous wait: it ends as soon as the condition holds
 	for logs.FilterMessageSnippet("given up").Len() == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -18,14 +19,16 @@ func TestRegisterIsReloadSafe(t *testing.T) {
 	if err := Register(reg, true); err != nil {
 		t.Fatalf("second registration: %v", err)
 	}
+	// The counter lives in the package: with -count=N it starts where the last run left it.
+	before := testutil.ToFloat64(requests.WithLabelValues("/v1/chat/completions", "p-reg", "m-reg", "200"))
 	Request("/v1/chat/completions", "p-reg", "m-reg", 200)
 	next := prometheus.NewPedanticRegistry()
 	if err := Register(next, true); err != nil {
 		t.Fatal(err)
 	}
 	Request("/v1/chat/completions", "p-reg", "m-reg", 200)
-	if got := testutil.ToFloat64(requests.WithLabelValues("/v1/chat/completions", "p-reg", "m-reg", "200")); got != 2 {
-		t.Fatalf("requests = %v", got)
+	if got := testutil.ToFloat64(requests.WithLabelValues("/v1/chat/completions", "p-reg", "m-reg", "200")) - before; got != 2 {
+		t.Fatalf("requests = %v more", got)
 	}
 	if n, err := testutil.GatherAndCount(next, "mediagw_requests_total"); err != nil || n == 0 {
 		t.Fatalf("the new registry does not serve the counter: %d, %v", n, err)
@@ -89,6 +92,9 @@ func TestReason(t *testing.T) {
 	}
 }
 
+// zeroRuns counts the runs of TestRareSeriesStartAtZero.
+var zeroRuns int
+
 // Series whose label values are known are served at 0 before their first event, so that rate()
 // and increase() see that event (Prometheus counts increments between scrapes only).
 // (Other tests of this package share the collectors, so only the new model's values are known.)
@@ -109,16 +115,19 @@ func TestRareSeriesStartAtZero(t *testing.T) {
 		}
 	}
 
-	TaskCreated("p-zero", "m-zero")
+	// A model of its own in each run (-count=N), whose series have never been made.
+	zeroRuns++
+	model := fmt.Sprintf("m-zero-%d", zeroRuns)
+	TaskCreated("p-zero", model)
 	served = servedSeries(t, reg)
 	for _, status := range []string{"succeeded", "failed", "cancelled", "expired"} {
-		name := `mediagw_tasks_finished_total{model="m-zero",provider="p-zero",status="` + status + `"}`
+		name := `mediagw_tasks_finished_total{model="` + model + `",provider="p-zero",status="` + status + `"}`
 		if v, ok := served[name]; !ok || v != 0 {
 			t.Errorf("%s after the model's first create: served %v, value %v", name, ok, v)
 		}
 	}
-	TaskFinished("p-zero", "m-zero", "failed")
-	if got := servedSeries(t, reg)[`mediagw_tasks_finished_total{model="m-zero",provider="p-zero",status="failed"}`]; got != 1 {
+	TaskFinished("p-zero", model, "failed")
+	if got := servedSeries(t, reg)[`mediagw_tasks_finished_total{model="`+model+`",provider="p-zero",status="failed"}`]; got != 1 {
 		t.Errorf("failed = %v after one failure", got)
 	}
 }
