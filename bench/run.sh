@@ -122,6 +122,7 @@ load() {
 			'BEGIN {printf "   cpu %6.1f us/req   %5.1f allocs/req", t / hz / n * 1e6, m / n}')
 	fi
 	printf '%-34s %12s req/s   p50 %9s   p99 %9s%s\n' "$1" "$rps" "$p50" "$p99" "$cpu"
+	last_rps=$rps
 }
 
 echo "machine: $(nproc) cores, $(cpu_model), $(go_version)"
@@ -147,9 +148,20 @@ if [ -n "$PROFILE" ]; then
 fi
 [ "$ONLY" = passthrough ] && exit 0
 
+# Task create alternates too (baseline, mediagw, mediagw, baseline), and the ratio is that of
+# the two sides' means: a shared machine's drift moves single runs by more than 10 %.
 echo "== video task create (POST …/tasks), $CONNS connections"
-load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS"
-load "mediagw create (fsync'd record)" "http://127.0.0.1:$GW/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS"
+base_create="http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks" gw_create="http://127.0.0.1:$GW/api/v3/contents/generations/tasks"
+load "baseline reverse_proxy" "$base_create" "$work/create.lua" "$CONNS" "$base_pid" $BASE_ADMIN
+b1=$last_rps
+load "mediagw create (fsync'd record)" "$gw_create" "$work/create.lua" "$CONNS" "$gw_pid" $GW_ADMIN
+g1=$last_rps
+load "mediagw create (fsync'd record)" "$gw_create" "$work/create.lua" "$CONNS" "$gw_pid" $GW_ADMIN
+g2=$last_rps
+load "baseline reverse_proxy" "$base_create" "$work/create.lua" "$CONNS" "$base_pid" $BASE_ADMIN
+b2=$last_rps
+awk -v b1="$b1" -v b2="$b2" -v g1="$g1" -v g2="$g2" \
+	'BEGIN {printf "task create: mediagw %.0f against baseline %.0f req/s (means) = %.3f\n", (g1 + g2) / 2, (b1 + b2) / 2, (g1 + g2) / (b1 + b2)}'
 
 id=$(newtask "http://127.0.0.1:$GW/api/v3/contents/generations/tasks")
 echo "== video task query (GET …/tasks/$id), $CONNS connections"

@@ -173,7 +173,7 @@ func compareTask(txn *badger.Txn, task *Task, record *[]byte) (Task, error) {
 	}); err != nil {
 		return Task{}, err
 	}
-	if cur.Version != task.Version {
+	if cur.Version != task.Version || !sameTask(task, cur.Account, cur.CreatedAt) {
 		return Task{}, ErrConflict
 	}
 	prev := cur.task()

@@ -138,10 +138,14 @@ func (r *Redis) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 					return Task{}, err
 				}
 			}
-			task.Account, task.Kind = fields[0], fields[1]
-			if task.CreatedAt, err = strconv.ParseInt(fields[2], 10, 64); err != nil {
+			created, err := strconv.ParseInt(fields[2], 10, 64)
+			if err != nil {
 				return Task{}, errScript
 			}
+			if !sameTask(&task, fields[0], created) {
+				return Task{}, ErrConflict
+			}
+			task.Account, task.Kind, task.CreatedAt = fields[0], fields[1], created
 			continue
 		}
 		return Task{}, errScript

@@ -270,3 +270,12 @@ func (h taskHead) task() Task {
 	return Task{Kind: h.Kind, Account: h.Account, CreatedAt: h.CreatedAt, Status: h.Status,
 		ExpiresAt: h.ExpiresAt, FinishedAt: h.FinishedAt, Finished: h.Finished, Version: h.Version}
 }
+
+// sameTask reports whether task, a changed record given to a compare-and-set, is of the stored
+// task with that account and creation time, as far as task says (a record that leaves them
+// unset takes the stored ones). A task id that an upstream hands out again after the first task
+// was deleted starts again at Version 1: a change made from the first task's record must not
+// replace the second's.
+func sameTask(task *Task, account string, createdAt int64) bool {
+	return (task.Account == "" || task.Account == account) && (task.CreatedAt == 0 || task.CreatedAt == createdAt)
+}

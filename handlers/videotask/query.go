@@ -388,6 +388,9 @@ func (h *Handler) forget(w http.ResponseWriter, ctx context.Context, taskID stri
 			}
 			continue
 		}
+		if h.Watcher != nil {
+			h.Watcher.forgetCreated(taskID) // a later task under this id must not meet this record
+		}
 		if err = h.Store.DeleteTask(ctx, taskID, t.Version); !errors.Is(err, storage.ErrConflict) {
 			if err != nil {
 				return err

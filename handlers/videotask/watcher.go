@@ -132,7 +132,11 @@ func (w *Watcher) Watch(t storage.Task) {
 	w.init()
 	if t.Version > 0 {
 		w.mu.Lock()
-		if _, tracked := w.tracked[t.ID]; !tracked && len(w.created) < maxCreatedRecords {
+		if _, tracked := w.tracked[t.ID]; tracked {
+			// An id still followed from an earlier task (an upstream that hands an id out
+			// again): its first poll reads the store.
+			delete(w.created, t.ID)
+		} else if len(w.created) < maxCreatedRecords {
 			w.created[t.ID] = &t
 		}
 		w.mu.Unlock()
@@ -164,7 +168,7 @@ func (w *Watcher) keepCreated(known []storage.Task) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i := range known {
-		if w.tracked[known[i].ID] {
+		if w.tracked[known[i].ID] && len(w.created) < maxCreatedRecords {
 			w.created[known[i].ID] = &known[i]
 		}
 	}

@@ -41,6 +41,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("TaskFinishedOnce", func(t *testing.T) { testTaskFinishedOnce(t, fresh(t)) })
 	t.Run("TaskBatchCompareAndSet", func(t *testing.T) { testTaskBatchCompareAndSet(t, fresh(t)) })
 	t.Run("TaskBatchFinishedOnce", func(t *testing.T) { testTaskBatchFinishedOnce(t, fresh(t)) })
+	t.Run("TaskIDReused", func(t *testing.T) { testTaskIDReused(t, fresh(t)) })
 	t.Run("TaskRetentionFromFinish", func(t *testing.T) { testTaskRetentionFromFinish(t, fresh(t)) })
 	t.Run("TaskListAndIndexes", func(t *testing.T) { testTaskListAndIndexes(t, fresh(t)) })
 	t.Run("ItemClaims", func(t *testing.T) { testItemClaims(t, fresh(t)) })

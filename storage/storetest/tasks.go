@@ -71,10 +71,16 @@ func testTaskCompareAndSet(t *testing.T, s storage.Store) {
 	if _, err := s.ReplaceTask(ctx, stale); !errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("stale replace = %v, want ErrConflict", err)
 	}
-	// The owner never changes, even through a replace that asks for it.
-	v2.Account = "mallory"
+	// The owner never changes: a replace that names another is a conflict (the record it was
+	// made from is another task's), and one that names none keeps the stored owner.
+	mallory := v2
+	mallory.Account = "mallory"
+	if _, err := s.ReplaceTask(ctx, mallory); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("replace naming another owner = %v, want ErrConflict", err)
+	}
+	v2.Account = ""
 	v3, err := s.ReplaceTask(ctx, v2)
-	if err != nil || v3.Account != "alice" {
+	if err != nil || v3.Account != "alice" || v3.Version != 3 {
 		t.Fatalf("replace changed the owner: %+v, %v", v3, err)
 	}
 	if _, err := s.ReplaceTask(ctx, newTask("missing", "alice", 1)); !errors.Is(err, storage.ErrNotFound) {

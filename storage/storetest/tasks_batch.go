@@ -12,7 +12,8 @@ import (
 )
 
 // testTaskBatchCompareAndSet: ReplaceTasks compares each record on its own: a stale or missing
-// record fails alone, the others are stored, and the owner never changes.
+// record, or one naming another owner, fails alone, the others are stored, and the owner never
+// changes.
 func testTaskBatchCompareAndSet(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	a := mustCreate(t, s, newTask("cgt-ba", "alice", 100))
@@ -21,14 +22,14 @@ func testTaskBatchCompareAndSet(t *testing.T, s storage.Store) {
 	if _, err := s.ReplaceTask(ctx, b); err != nil { // b is now at version 2: the batch's b is stale
 		t.Fatal(err)
 	}
-	a.Status, b.Status, c.Status = "running", "running", "succeeded"
+	a.Status, b.Status, c.Status = "succeeded", "running", "succeeded"
 	c.Account = "mallory"
 	missing := newTask("cgt-missing", "alice", 1)
 	got, errs := s.ReplaceTasks(ctx, []storage.Task{a, b, missing, c})
 	if len(got) != 4 || len(errs) != 4 {
 		t.Fatalf("ReplaceTasks answered %d records and %d errors for 4 tasks", len(got), len(errs))
 	}
-	if errs[0] != nil || got[0].Version != 2 || got[0].Status != "running" {
+	if errs[0] != nil || got[0].Version != 2 || got[0].Status != "succeeded" || got[0].FinishedAt == 0 {
 		t.Fatalf("first = %+v, %v", got[0], errs[0])
 	}
 	if !errors.Is(errs[1], storage.ErrConflict) {
@@ -37,13 +38,13 @@ func testTaskBatchCompareAndSet(t *testing.T, s storage.Store) {
 	if !errors.Is(errs[2], storage.ErrNotFound) {
 		t.Fatalf("missing = %v, want ErrNotFound", errs[2])
 	}
-	if errs[3] != nil || got[3].Version != 2 || got[3].Account != "bob" || got[3].FinishedAt == 0 {
-		t.Fatalf("last = %+v, %v (owner kept, finish time set)", got[3], errs[3])
+	if !errors.Is(errs[3], storage.ErrConflict) {
+		t.Fatalf("another owner = %v, want ErrConflict", errs[3])
 	}
 	for id, want := range map[string]struct {
 		version int64
 		status  string
-	}{"cgt-ba": {2, "running"}, "cgt-bb": {2, "queued"}, "cgt-bc": {2, "succeeded"}} {
+	}{"cgt-ba": {2, "succeeded"}, "cgt-bb": {2, "queued"}, "cgt-bc": {1, "queued"}} {
 		rec, err := s.Task(ctx, id)
 		if err != nil || rec.Version != want.version || rec.Status != want.status || rec.Account == "mallory" {
 			t.Fatalf("%s after the batch = %+v, %v; want version %d, %s", id, rec, err, want.version, want.status)
@@ -54,7 +55,7 @@ func testTaskBatchCompareAndSet(t *testing.T, s storage.Store) {
 	if err := s.UnfinishedTasks(ctx, func(id string) bool { open[id] = true; return true }); err != nil {
 		t.Fatal(err)
 	}
-	if !open["cgt-ba"] || !open["cgt-bb"] || open["cgt-bc"] {
+	if open["cgt-ba"] || !open["cgt-bb"] || !open["cgt-bc"] {
 		t.Fatalf("unfinished after the batch = %v", open)
 	}
 	if got, errs := s.ReplaceTasks(ctx, nil); len(got) != 0 || len(errs) != 0 {
