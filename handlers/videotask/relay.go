@@ -92,6 +92,11 @@ func (h *Handler) ServeRelay(w http.ResponseWriter, r *http.Request, token strin
 // started yet: a hint for such a task is covered by that read.
 var relayPending sync.Map
 
+// relayRead holds when the last relay-hinted read of a task (by store and id) started, for one
+// refresh interval: a read that failed (a timeout, a 429) stores nothing, so its task's
+// RefreshedAt alone would let the next hint read again at once.
+var relayRead sync.Map
+
 // hinted reads t from the upstream in the background, as an upstream callback asks, but at most
 // once per refresh interval, as client polls are: a relay token needs no API key, so hints must
 // not turn into upstream reads made with the operator's credential at the rate they arrive. A
@@ -102,7 +107,11 @@ func (h *Handler) hinted(t storage.Task) {
 	if _, scheduled := relayPending.LoadOrStore(key, struct{}{}); scheduled {
 		return
 	}
-	wait := h.refreshInterval() - now().Sub(time.Unix(0, t.RefreshedAt))
+	last := time.Unix(0, t.RefreshedAt)
+	if at, ok := relayRead.Load(key); ok && at.(time.Time).After(last) {
+		last = at.(time.Time)
+	}
+	wait := h.refreshInterval() - now().Sub(last)
 	go func() {
 		if wait > 0 {
 			time.Sleep(wait)
@@ -117,6 +126,9 @@ func (h *Handler) hinted(t storage.Task) {
 			}
 			t = cur
 		}
+		started := now()
+		relayRead.Store(key, started)
+		time.AfterFunc(h.refreshInterval(), func() { relayRead.CompareAndDelete(key, started) })
 		if _, err := h.refreshOnce(context.Background(), t); err != nil {
 			h.Logger.Debug("refresh after an upstream callback", zap.String("task_id", t.ID), zap.Error(err))
 		}

@@ -74,3 +74,33 @@ func TestRelayHintsReadATaskAtMostOncePerInterval(t *testing.T) {
 		t.Fatalf("302 relay hints in %v made %d upstream reads; want at most one per %v", elapsed, n, h.RefreshInterval)
 	}
 }
+
+// An upstream that refuses every read (429) stores nothing, so the task's last read is not in
+// its record: relay hints must still read it at most once per interval.
+func TestRelayHintsWaitAfterAFailedRead(t *testing.T) {
+	var gets atomic.Int64
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		gets.Add(1)
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":{"code":"rate_limited","message":"slow down"}}`)
+	})
+	h := newHandler(t, up.URL, nil)
+	h.RefreshInterval = 400 * time.Millisecond
+	ctx := context.Background()
+	if _, err := h.Store.CreateTask(ctx, storage.Task{ID: "cgt-relay-429", Kind: storage.KindVideo, Account: "acme", Provider: "p", Model: "m",
+		Status: StatusQueued, CreatedAt: time.Now().Unix(), UpdatedAt: time.Now().Unix()}); err != nil {
+		t.Fatal(err)
+	}
+	h.rememberRelay(ctx, "tok-429", "cgt-relay-429")
+	start := time.Now()
+	for time.Since(start) < 1200*time.Millisecond {
+		r := httptest.NewRequest(http.MethodPost, RelayPath+"tok-429", nil)
+		w := httptest.NewRecorder()
+		h.ServeRelay(w, r, RelayToken(r.URL.Path))
+		time.Sleep(2 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // a read started at the end is counted
+	if n, elapsed := gets.Load(), time.Since(start); n < 1 || n > 2+int64(elapsed/h.RefreshInterval) {
+		t.Fatalf("hints for %v against a refusing upstream made %d reads; want one per %v", elapsed, n, h.RefreshInterval)
+	}
+}
