@@ -153,21 +153,8 @@ func TestBatchedFinishReleasesOnce(t *testing.T) {
 	up := newSimUpstream(t, 0, 0, true)
 	h := newHandler(t, up.URL, nil)
 	h.Client.Timeout = 10 * time.Second
-	meter := accounting.NewMeter(h.Store, time.Hour, zap.NewNop())
-	t.Cleanup(meter.Close)
-	h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, RefundUnsuccessful: true}
 	const n = 6
-	quota := int64(10)
-	var ids []string
-	for range n {
-		r := serveAs(h, http.MethodPost, createPath, `{"model":"m","content":[{"type":"text","text":"`+simulator.FailMarker+`"}]}`,
-			storage.Limits{Quota: &quota, MaxActiveTasks: n})
-		id, _ := decode(t, r)["id"].(string)
-		if r.Code != http.StatusOK || id == "" {
-			t.Fatalf("create: %d %s", r.Code, r.Body)
-		}
-		ids = append(ids, id)
-	}
+	ids := createFailingTasks(t, h, n)
 	if active, used := counters(t, h.Store); active != n || used != n {
 		t.Fatalf("after %d creates: active %d, quota used %d", n, active, used)
 	}
@@ -209,4 +196,26 @@ func TestBatchedFinishReleasesOnce(t *testing.T) {
 			t.Fatalf("record %+v, %v; want failed and finished in one write (version 2)", rec, err)
 		}
 	}
+}
+
+// createFailingTasks gives h an accountant that refunds unsuccessful tasks, and creates n tasks
+// that the simulator fails, each holding an active-task slot (n allowed) and one unit of a quota
+// of 10; it returns their ids.
+func createFailingTasks(t *testing.T, h *Handler, n int) []string {
+	t.Helper()
+	meter := accounting.NewMeter(h.Store, time.Hour, zap.NewNop())
+	t.Cleanup(meter.Close)
+	h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, RefundUnsuccessful: true}
+	quota := int64(10)
+	var ids []string
+	for range n {
+		r := serveAs(h, http.MethodPost, createPath, `{"model":"m","content":[{"type":"text","text":"`+simulator.FailMarker+`"}]}`,
+			storage.Limits{Quota: &quota, MaxActiveTasks: int64(n)})
+		id, _ := decode(t, r)["id"].(string)
+		if r.Code != http.StatusOK || id == "" {
+			t.Fatalf("create: %d %s", r.Code, r.Body)
+		}
+		ids = append(ids, id)
+	}
+	return ids
 }

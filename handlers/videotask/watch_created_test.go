@@ -7,10 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/mediagw/mediagw/handlers/accounting"
-	"github.com/mediagw/mediagw/handlers/simulator"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -74,22 +70,9 @@ func TestFirstPollStartsFromTheCreatedRecords(t *testing.T) {
 func TestFirstPollOfAChangedRecord(t *testing.T) {
 	up := newSimUpstream(t, 0, 0, true)
 	h, w, _ := newCreatedWatcher(t, up)
-	meter := accounting.NewMeter(h.Store, time.Hour, zap.NewNop())
-	t.Cleanup(meter.Close)
-	h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, RefundUnsuccessful: true}
 	ctx := context.Background()
 	const n = 4
-	quota := int64(10)
-	var ids []string
-	for range n {
-		r := serveAs(h, http.MethodPost, createPath, `{"model":"m","content":[{"type":"text","text":"`+simulator.FailMarker+`"}]}`,
-			storage.Limits{Quota: &quota, MaxActiveTasks: n})
-		id, _ := decode(t, r)["id"].(string)
-		if r.Code != http.StatusOK || id == "" {
-			t.Fatalf("create: %d %s", r.Code, r.Body)
-		}
-		ids = append(ids, id)
-	}
+	ids := createFailingTasks(t, h, n)
 	changed := ids[:2]
 	for _, id := range changed {
 		if _, err := storage.UpdateTask(ctx, h.Store, id, func(t *storage.Task) error {
