@@ -111,21 +111,8 @@ func (v *jsonValue) object() bool {
 		if !v.value() {
 			return false
 		}
-		v.space()
-		if v.i >= len(v.src) {
-			return false
-		}
-		switch v.src[v.i] {
-		case ',':
-			v.i++
-			if v.emit {
-				v.dst = append(v.dst, ',')
-			}
-			v.space()
-		case '}':
-			return v.close('}')
-		default:
-			return false
+		if more, ok := v.after('}'); !more {
+			return ok
 		}
 	}
 }
@@ -146,23 +133,31 @@ func (v *jsonValue) array() bool {
 		if !v.value() {
 			return false
 		}
-		v.space()
-		if v.i >= len(v.src) {
-			return false
-		}
-		switch v.src[v.i] {
-		case ',':
-			v.i++
-			if v.emit {
-				v.dst = append(v.dst, ',')
-			}
-			v.space()
-		case ']':
-			return v.close(']')
-		default:
-			return false
+		if more, ok := v.after(']'); !more {
+			return ok
 		}
 	}
+}
+
+// after reads what follows a member or an element: a comma (more follow; the comma and the
+// space after it are consumed), or end, which closes the object or array (ok is close's outcome).
+func (v *jsonValue) after(end byte) (more, ok bool) {
+	v.space()
+	if v.i >= len(v.src) {
+		return false, false
+	}
+	switch v.src[v.i] {
+	case ',':
+		v.i++
+		if v.emit {
+			v.dst = append(v.dst, ',')
+		}
+		v.space()
+		return true, true
+	case end:
+		return false, v.close(end)
+	}
+	return false, false
 }
 
 // close ends an object or array at its closing bracket c.
