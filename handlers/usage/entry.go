@@ -112,7 +112,7 @@ func (e *Entry) Refunded(cost int64) {
 	}
 	refund := e.record
 	e.mu.Unlock()
-	refund.Event, refund.Cost, refund.Time, refund.Tokens = EventRefund, -cost, time.Now(), Tokens{}
+	refund.Event, refund.Cost, refund.Time, refund.Tokens = EventRefund, -cost, e.late.now(), Tokens{}
 	e.late.Write(refund)
 }
 

@@ -41,8 +41,8 @@ func (m *memCounters) Marked(_ context.Context, day string, fn func(string)) err
 func TestEntryRecordsNetCostAndLateRefunds(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
 	mem := newMem()
-	rec := &Recorder{Logger: zap.New(core), Counters: mem, Index: mem}
 	day := time.Date(2026, 11, 22, 23, 59, 0, 0, time.UTC)
+	rec := &Recorder{Logger: zap.New(core), Counters: mem, Index: mem, Now: func() time.Time { return day.Add(30 * time.Second) }}
 
 	e := NewEntry("/v1/chat/completions")
 	e.Authenticated("acme/eu", "key_1")
@@ -90,7 +90,7 @@ func TestParseQuery(t *testing.T) {
 		{"/mediagw/usage?group_by=key", false},
 		{"/mediagw/usage?from=2020-01-01&to=2026-01-01", false},
 	} {
-		_, err := ParseQuery(httptest.NewRequest(http.MethodGet, c.url, nil), time.Now())
+		_, err := ParseQuery(httptest.NewRequest(http.MethodGet, c.url, nil), time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 		if (err == nil) != c.ok {
 			t.Errorf("%s: err = %v", c.url, err)
 		}

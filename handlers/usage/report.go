@@ -166,8 +166,9 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	}
 }
 
+// now is the recorder's clock; a nil recorder reads the real one.
 func (r *Recorder) now() time.Time {
-	if r.Now != nil {
+	if r != nil && r.Now != nil {
 		return r.Now()
 	}
 	return time.Now()
