@@ -18,7 +18,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "mediagw",
-		Usage: "key <create|list|show|disable|enable|revoke|usage> | account <show|disable|enable|usage> | upstreams | usage [--account <name>] [--from <day>] [--to <day>] [--group-by day,account,model] [--csv] [--address <admin>] [--config <path> [--adapter <name>]]",
+		Usage: "key <create|list|show|disable|enable|revoke|usage> | account <show|disable|enable|usage> | upstreams | hash-password | usage [--account <name>] [--from <day>] [--to <day>] [--group-by day,account,model] [--csv] [--address <admin>] [--config <path> [--adapter <name>]]",
 		Short: "Manages mediagw API keys and accounts, and shows upstream health and usage, on a running server",
 		Long: `
 Manages the API keys and accounts of a running mediagw gateway through its admin
@@ -47,7 +47,7 @@ The admin address is --address, or the one in --config, or Caddy's default
 			cmd.PersistentFlags().String("address", "", "Address of the administration API listener (if --config is not used)")
 			cmd.PersistentFlags().StringP("config", "c", "", "Configuration file (if --address is not used)")
 			cmd.PersistentFlags().StringP("adapter", "a", "", "Name of config adapter to apply (if --config is used)")
-			cmd.AddCommand(keyCommands(), accountCommands(), usageCommand(), &cobra.Command{
+			cmd.AddCommand(keyCommands(), accountCommands(), usageCommand(), hashPasswordCommand(), &cobra.Command{
 				Use: "upstreams", Short: "Shows every provider's upstreams and their health", Args: cobra.NoArgs,
 				RunE: func(cmd *cobra.Command, _ []string) error {
 					return adminCall(cmd, http.MethodGet, upstreamsPath, nil)

@@ -132,16 +132,22 @@ func (h *Handler) createKey(r *http.Request) (Created, error) {
 	if err != nil {
 		return Created{}, err
 	}
+	return h.CreateKey(r.Context(), body)
+}
+
+// CreateKey creates a key from the fields of spec, a JSON object as the admin API's POST
+// /mediagw/keys takes it; the answer holds the secret, the only time it is shown.
+func (h *Handler) CreateKey(ctx context.Context, spec []byte) (Created, error) {
 	secret := KeyPrefix + strings.ToLower(rand.Text()+rand.Text()) // 256 random bits
 	key := storage.APIKey{Hash: storage.HashSecret(secret), CreatedAt: now().UTC().Truncate(time.Second)}
 	key.ID = "key_" + key.Hash[:12]
-	if err := apply(&key, body); err != nil {
+	if err := apply(&key, spec); err != nil {
 		return Created{}, fail(http.StatusBadRequest, err.Error())
 	}
 	if key.Account == "" {
 		return Created{}, fail(http.StatusBadRequest, "account is required")
 	}
-	if _, err := h.Store.CreateKey(r.Context(), key); errors.Is(err, storage.ErrExists) {
+	if _, err := h.Store.CreateKey(ctx, key); errors.Is(err, storage.ErrExists) {
 		return Created{}, fail(http.StatusConflict, "a key with this id exists")
 	} else if err != nil {
 		return Created{}, err
@@ -314,13 +320,19 @@ func (h *Handler) patchAccount(r *http.Request, name string) (AccountView, error
 	if err := dec.Decode(&patch); err != nil || patch.Disabled == nil {
 		return AccountView{}, fail(http.StatusBadRequest, `the body must be {"disabled": true|false}`)
 	}
+	return h.SetAccountDisabled(r.Context(), name, *patch.Disabled)
+}
+
+// SetAccountDisabled disables or enables an account (compare-and-set on its record) and returns
+// it as GET /mediagw/accounts/{name} shows it.
+func (h *Handler) SetAccountDisabled(ctx context.Context, name string, disabled bool) (AccountView, error) {
 	for attempt := 0; ; attempt++ {
-		cur, err := h.Store.Account(r.Context(), name)
+		cur, err := h.Store.Account(ctx, name)
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return AccountView{}, err
 		}
-		cur.Name, cur.Disabled = name, *patch.Disabled
-		_, err = h.Store.SaveAccount(r.Context(), cur)
+		cur.Name, cur.Disabled = name, disabled
+		_, err = h.Store.SaveAccount(ctx, cur)
 		if err == nil {
 			break
 		}
@@ -328,7 +340,7 @@ func (h *Handler) patchAccount(r *http.Request, name string) (AccountView, error
 			return AccountView{}, err
 		}
 	}
-	return h.showAccount(r.Context(), name)
+	return h.showAccount(ctx, name)
 }
 
 // account returns the record of an account that exists: one with a record (it was disabled or

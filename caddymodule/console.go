@@ -1,0 +1,183 @@
+package caddymodule
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/mediagw/mediagw/handlers/console"
+	"github.com/mediagw/mediagw/handlers/keyadmin"
+)
+
+func init() {
+	caddy.RegisterModule(ConsoleHandler{})
+}
+
+// ConsoleHandler serves mediagw's web console at the root of its site: operators see and change
+// every account, key and task; a user bound to an account (the account portal) sees only that
+// account. It has its own users, sessions and CSRF tokens and never exposes Caddy's admin
+// endpoint. Put it on a site of its own, so that it gets Caddy's automatic HTTPS:
+//
+//	console.example.com {
+//		mediagw_console {
+//			user admin {env.MEDIAGW_ADMIN_HASH}
+//			user alice {env.ALICE_HASH} account acme
+//		}
+//	}
+//
+// Its pages are server-rendered HTML with one embedded stylesheet: nothing is loaded from
+// elsewhere, and building the gateway needs no Node.
+type ConsoleHandler struct {
+	// Users who may log in. Password hashes are bcrypt (`caddy mediagw hash-password` or
+	// `caddy hash-password` makes one); write them as {env.NAME} or {file.path} so that they
+	// stay out of the JSON config.
+	Users []ConsoleUser `json:"users,omitempty"`
+	// SessionIdle ends a session unused for this long. Default: 30m.
+	SessionIdle caddy.Duration `json:"session_idle,omitempty"`
+	// SessionMax ends every session this long after its login. Default: 12h.
+	SessionMax caddy.Duration `json:"session_max,omitempty"`
+
+	console *console.Handler
+}
+
+// ConsoleUser is one console user.
+type ConsoleUser struct {
+	Name string `json:"name"`
+	// PasswordHash is a bcrypt hash, or a placeholder that expands to one.
+	PasswordHash string `json:"password_hash"`
+	// Account, when set, confines the user to that account (the account portal): its usage,
+	// tasks and keys, which the user may create and revoke.
+	Account string `json:"account,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (ConsoleHandler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.mediagw_console",
+		New: func() caddy.Module { return new(ConsoleHandler) },
+	}
+}
+
+// Provision expands and checks the users' hashes and finds the mediagw app.
+func (h *ConsoleHandler) Provision(ctx caddy.Context) error {
+	app, err := appFrom(ctx)
+	if err != nil {
+		return err
+	}
+	repl := caddy.NewReplacer()
+	users := map[string]console.User{}
+	for _, u := range h.Users {
+		hash, err := expandRequired(repl, "mediagw_console user "+u.Name, u.PasswordHash)
+		if err != nil {
+			return err
+		}
+		if _, err := bcrypt.Cost([]byte(hash)); err != nil {
+			return fmt.Errorf("mediagw_console user %s: the password hash is not a bcrypt hash (make one with caddy mediagw hash-password)", u.Name)
+		}
+		users[u.Name] = console.User{Name: u.Name, PasswordHash: []byte(hash), Account: u.Account}
+	}
+	h.console = &console.Handler{
+		Store: app.store,
+		Keys: &keyadmin.Handler{Store: app.store, Static: app.staticByID, DisabledAccounts: app.disabledAccts,
+			Meter: app.accountant.Meter, WebhookKey: app.runtime.key},
+		Usage:       app.usage,
+		Users:       users,
+		SessionIdle: time.Duration(h.SessionIdle),
+		SessionMax:  time.Duration(h.SessionMax),
+		Logger:      ctx.Logger(),
+		ClientIP:    consoleClientIP,
+	}
+	return h.console.Provision()
+}
+
+// Validate refuses a console without users, and users named twice.
+func (h *ConsoleHandler) Validate() error {
+	if len(h.Users) == 0 {
+		return fmt.Errorf("mediagw_console needs at least one user")
+	}
+	seen := map[string]bool{}
+	for _, u := range h.Users {
+		if u.Name == "" || strings.ContainsAny(u.Name, " \t\r\n") {
+			return fmt.Errorf("mediagw_console: a user name must be one word")
+		}
+		if seen[u.Name] {
+			return fmt.Errorf("mediagw_console: user %s is named twice", u.Name)
+		}
+		seen[u.Name] = true
+	}
+	return nil
+}
+
+func (h *ConsoleHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+	h.console.ServeHTTP(w, r)
+	return nil
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	mediagw_console [<matcher>] {
+//		user <name> <bcrypt_hash> [account <account>]
+//		session_idle <duration>
+//		session_max <duration>
+//	}
+func (h *ConsoleHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		if name != "user" && seen[name] {
+			return d.Errf("duplicate subdirective %q", name)
+		}
+		seen[name] = true
+		switch name {
+		case "user":
+			var u ConsoleUser
+			args := d.RemainingArgs()
+			switch {
+			case len(args) == 2:
+			case len(args) == 4 && args[2] == "account":
+				u.Account = args[3]
+			default:
+				return d.Errf("user takes a name and a bcrypt hash, then optionally: account <name>")
+			}
+			u.Name, u.PasswordHash = args[0], args[1]
+			h.Users = append(h.Users, u)
+		case "session_idle":
+			if err := durationArg(d, &h.SessionIdle); err != nil {
+				return err
+			}
+		case "session_max":
+			if err := durationArg(d, &h.SessionMax); err != nil {
+				return err
+			}
+		default:
+			return unknownSubdirective(d, "", []string{"session_idle", "session_max", "user"})
+		}
+	}
+	return nil
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*ConsoleHandler)(nil)
+	_ caddy.Validator             = (*ConsoleHandler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*ConsoleHandler)(nil)
+	_ caddyfile.Unmarshaler       = (*ConsoleHandler)(nil)
+)
+
+// consoleClientIP is Caddy's client address (trusted proxies honoured), or "" when it has none.
+func consoleClientIP(r *http.Request) string {
+	if ip := clientIP(r); ip.IsValid() {
+		return ip.String()
+	}
+	return ""
+}

@@ -1,0 +1,165 @@
+// Package console is mediagw's web console: server-rendered pages for operators (every account,
+// key and task) and for the members of one account (the account portal: only that account).
+//
+// Pages are html/template, so every value from the store (account names, model ids, prompts,
+// callback URLs) is escaped where it is written; there is no script. Console users come from
+// the configuration with bcrypt password hashes; sessions are random tokens held in the store's
+// leases, so they work across instances and end at logout or after SessionIdle without use;
+// every state change is a POST that carries the session's CSRF token.
+package console
+
+import (
+	"embed"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/storage"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed assets/console.css
+var stylesheet []byte
+
+// User is a console user. A user with an Account is a member of that account and sees only it;
+// a user without one is an operator.
+type User struct {
+	Name string
+	// PasswordHash is a bcrypt hash ($2a$, $2b$ or $2y$).
+	PasswordHash []byte
+	// Account, when set, confines the user to that account.
+	Account string
+}
+
+// Operator reports whether the user sees every account.
+func (u User) Operator() bool { return u.Account == "" }
+
+// Handler serves the console's pages at the root of its site.
+type Handler struct {
+	// Store keeps sessions (as leases), login rate windows, tasks and keys.
+	Store storage.Store
+	// Keys makes key and account changes exactly as the admin API makes them.
+	Keys *keyadmin.Handler
+	// Usage serves the usage CSV (the admin API's report handler); nil: no export.
+	Usage UsageReport
+	// Users by name.
+	Users map[string]User
+	// SessionIdle ends a session unused for this long; SessionMax ends any session this long
+	// after its login. Defaults: 30 minutes and 12 hours.
+	SessionIdle, SessionMax time.Duration
+	// Logger receives logins, failed logins and every change, with the user who made it.
+	Logger *zap.Logger
+	// ClientIP returns the client's address as the server determined it (behind trusted
+	// proxies); nil: the connection's address.
+	ClientIP func(*http.Request) string
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+
+	pages map[string]*template.Template
+}
+
+// UsageReport writes a usage report for the request's query (see usage.Recorder.ServeReport).
+type UsageReport interface {
+	ServeReport(w http.ResponseWriter, r *http.Request)
+}
+
+// Provision parses the templates; call it once before serving.
+func (h *Handler) Provision() error {
+	if h.SessionIdle <= 0 {
+		h.SessionIdle = 30 * time.Minute
+	}
+	if h.SessionMax <= 0 {
+		h.SessionMax = 12 * time.Hour
+	}
+	if h.Logger == nil {
+		h.Logger = zap.NewNop()
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return err
+	}
+	h.pages = pages
+	return nil
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+// ServeHTTP routes a console request. Every page but the login page and the stylesheet needs a
+// session; every POST needs the session's CSRF token.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "same-origin")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; media-src *; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	path := r.URL.Path
+	switch {
+	case path == "/assets/console.css":
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		w.Header().Set("Cache-Control", "max-age=3600")
+		if _, err := w.Write(stylesheet); err != nil {
+			return // the client went away
+		}
+		return
+	case path == "/login":
+		h.serveLogin(w, r)
+		return
+	}
+	s, ok := h.session(w, r)
+	if !ok {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	if r.Method == http.MethodPost && !s.validCSRF(r.PostFormValue("csrf")) {
+		h.fail(w, r, s, http.StatusForbidden, "This form has expired or did not come from the console. Reload the page and try again.")
+		return
+	}
+	h.route(w, r, s, strings.Split(strings.Trim(path, "/"), "/"))
+}
+
+func (h *Handler) route(w http.ResponseWriter, r *http.Request, s *session, parts []string) {
+	get, post := r.Method == http.MethodGet || r.Method == http.MethodHead, r.Method == http.MethodPost
+	switch {
+	case parts[0] == "" && get:
+		h.overview(w, r, s)
+	case parts[0] == "logout" && len(parts) == 1 && post:
+		h.logout(w, r, s)
+	case parts[0] == "accounts" && len(parts) == 1 && get:
+		h.accounts(w, r, s)
+	case parts[0] == "accounts" && len(parts) == 2 && get:
+		h.account(w, r, s, parts[1])
+	case parts[0] == "accounts" && len(parts) == 3 && post && (parts[2] == "disable" || parts[2] == "enable"):
+		h.setDisabled(w, r, s, parts[1], parts[2] == "disable")
+	case parts[0] == "keys" && len(parts) == 1 && get:
+		h.keys(w, r, s)
+	case parts[0] == "keys" && len(parts) == 1 && post:
+		h.createKey(w, r, s)
+	case parts[0] == "keys" && len(parts) == 3 && parts[2] == "revoke" && post:
+		h.revokeKey(w, r, s, parts[1])
+	case parts[0] == "tasks" && len(parts) == 1 && get:
+		h.tasks(w, r, s)
+	case parts[0] == "tasks" && len(parts) == 2 && get:
+		h.task(w, r, s, parts[1])
+	case parts[0] == "usage.csv" && len(parts) == 1 && get:
+		h.usageCSV(w, r, s)
+	default:
+		h.fail(w, r, s, http.StatusNotFound, "There is no such page.")
+	}
+}
+
+// audit records a change made through the console, with the user who made it.
+func (h *Handler) audit(s *session, action, target string) {
+	h.Logger.Info("console change", zap.String("user", s.user.Name), zap.String("user_account", s.user.Account),
+		zap.String("action", action), zap.String("target", target))
+}

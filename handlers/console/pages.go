@@ -1,0 +1,378 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// page is what every template receives.
+type page struct {
+	Title         string
+	Error, Notice string
+	User          User
+	CSRF          string
+	Data          any
+}
+
+// parsePages parses each page template together with the layout.
+func parsePages() (map[string]*template.Template, error) {
+	names, err := fs.Glob(templateFiles, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	funcs := template.FuncMap{
+		"time": func(unix int64) string {
+			if unix == 0 {
+				return ""
+			}
+			return time.Unix(unix, 0).UTC().Format("2006-01-02 15:04:05 UTC")
+		},
+		"join": strings.Join,
+		"add":  func(a, b int) int { return a + b },
+	}
+	pages := map[string]*template.Template{}
+	for _, name := range names {
+		base := strings.TrimSuffix(path.Base(name), ".html")
+		if base == "layout" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", name)
+		if err != nil {
+			return nil, fmt.Errorf("console template %s: %v", name, err)
+		}
+		pages[base] = t
+	}
+	return pages, nil
+}
+
+// render writes a page; the page is rendered into memory first, so a template failure is a
+// clean 500, never half a page.
+func (h *Handler) render(w http.ResponseWriter, status int, name string, p page) {
+	var buf bytes.Buffer
+	if err := h.pages[name].Execute(&buf, p); err != nil {
+		h.Logger.Error("rendering a console page", zap.String("page", name), zap.Error(err))
+		http.Error(w, "the console could not render this page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return // the client went away
+	}
+}
+
+func (h *Handler) show(w http.ResponseWriter, s *session, name, title string, data any) {
+	h.render(w, http.StatusOK, name, page{Title: title, User: s.user, CSRF: s.csrf(), Data: data})
+}
+
+// fail shows an error page with status.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, s *session, status int, msg string) {
+	h.render(w, status, "error", page{Title: http.StatusText(status), Error: msg, User: s.user, CSRF: s.csrf()})
+}
+
+// failErr shows err: an admin operation's own *Error with its status and message, anything
+// else as a 500 that is logged.
+func (h *Handler) failErr(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	var e *keyadmin.Error
+	if errors.As(err, &e) {
+		h.fail(w, r, s, e.Status, e.Message)
+		return
+	}
+	h.Logger.Error("console request failed", zap.String("path", r.URL.Path), zap.Error(err))
+	h.fail(w, r, s, http.StatusInternalServerError, "Something went wrong; the gateway's log has the details.")
+}
+
+// notFound is the answer for anything outside the user's reach, the same as for what does not
+// exist, so that a member learns nothing of other accounts.
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request, s *session) {
+	h.fail(w, r, s, http.StatusNotFound, "There is no such page.")
+}
+
+// sees reports whether the session may see account.
+func (s *session) sees(account string) bool { return s.user.Operator() || s.user.Account == account }
+
+type overviewData struct {
+	Accounts []accountRow
+	Keys     int
+}
+
+type accountRow struct {
+	keyadmin.AccountView
+	Usage keyadmin.AccountUsage
+}
+
+func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *session) {
+	if !s.user.Operator() {
+		http.Redirect(w, r, "/accounts/"+url.PathEscape(s.user.Account), http.StatusSeeOther)
+		return
+	}
+	accounts, err := h.Keys.Accounts(r.Context())
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	keys, err := h.Keys.Keys(r.Context())
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	data := overviewData{Keys: len(keys)}
+	for _, a := range accounts {
+		u, err := h.Keys.AccountUsage(r.Context(), a.Name)
+		if err != nil {
+			h.failErr(w, r, s, err)
+			return
+		}
+		data.Accounts = append(data.Accounts, accountRow{AccountView: a, Usage: u})
+	}
+	h.show(w, s, "overview", "Overview", data)
+}
+
+func (h *Handler) accounts(w http.ResponseWriter, r *http.Request, s *session) {
+	if !s.user.Operator() {
+		http.Redirect(w, r, "/accounts/"+url.PathEscape(s.user.Account), http.StatusSeeOther)
+		return
+	}
+	accounts, err := h.Keys.Accounts(r.Context())
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.show(w, s, "accounts", "Accounts", accounts)
+}
+
+type accountData struct {
+	Account keyadmin.AccountView
+	Usage   keyadmin.AccountUsage
+	Keys    []keyadmin.KeyView
+}
+
+func (h *Handler) account(w http.ResponseWriter, r *http.Request, s *session, name string) {
+	if !s.sees(name) {
+		h.notFound(w, r, s)
+		return
+	}
+	a, err := h.Keys.Account(r.Context(), name)
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	a.WebhookSecret = "" // shown by the admin API only
+	u, err := h.Keys.AccountUsage(r.Context(), name)
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	keys, err := h.accountKeys(r, name)
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.show(w, s, "account", "Account "+name, accountData{Account: a, Usage: u, Keys: keys})
+}
+
+func (h *Handler) setDisabled(w http.ResponseWriter, r *http.Request, s *session, name string, disabled bool) {
+	if !s.user.Operator() {
+		h.notFound(w, r, s)
+		return
+	}
+	if _, err := h.Keys.SetAccountDisabled(r.Context(), name, disabled); err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.audit(s, map[bool]string{true: "disable account", false: "enable account"}[disabled], name)
+	http.Redirect(w, r, "/accounts/"+url.PathEscape(name), http.StatusSeeOther)
+}
+
+// accountKeys lists the keys of account ("" for every key).
+func (h *Handler) accountKeys(r *http.Request, account string) ([]keyadmin.KeyView, error) {
+	all, err := h.Keys.Keys(r.Context())
+	if err != nil || account == "" {
+		return all, err
+	}
+	mine := []keyadmin.KeyView{}
+	for _, k := range all {
+		if k.Account == account {
+			mine = append(mine, k)
+		}
+	}
+	return mine, nil
+}
+
+type keysData struct {
+	Keys    []keyadmin.KeyView
+	Account string
+	Created *keyadmin.Created
+}
+
+func (h *Handler) keys(w http.ResponseWriter, r *http.Request, s *session) {
+	account := r.URL.Query().Get("account")
+	if !s.user.Operator() {
+		account = s.user.Account
+	}
+	keys, err := h.accountKeys(r, account)
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.show(w, s, "keys", "API keys", keysData{Keys: keys, Account: account})
+}
+
+// createKey creates a key from the form: account (an operator's choice; a member's own),
+// models (patterns separated by spaces or commas; empty: all) and expires (a day, YYYY-MM-DD,
+// from whose start in UTC the key is refused; empty: never). The secret is shown on the answer
+// page only.
+func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) {
+	spec := map[string]any{"account": strings.TrimSpace(r.PostFormValue("account"))}
+	if !s.user.Operator() {
+		spec["account"] = s.user.Account
+	}
+	if models := strings.FieldsFunc(r.PostFormValue("models"), func(c rune) bool { return c == ',' || c == ' ' }); len(models) > 0 {
+		spec["models"] = models
+	}
+	if day := strings.TrimSpace(r.PostFormValue("expires")); day != "" {
+		t, err := time.Parse(time.DateOnly, day)
+		if err != nil {
+			h.fail(w, r, s, http.StatusBadRequest, "Expires must be a day written as YYYY-MM-DD, or empty.")
+			return
+		}
+		spec["expires"] = t.UTC().Format(time.RFC3339)
+	}
+	body, err := json.Marshal(spec)
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	created, err := h.Keys.CreateKey(r.Context(), body)
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.audit(s, "create key", created.ID+" of "+created.Account)
+	keys, err := h.accountKeys(r, map[bool]string{true: "", false: s.user.Account}[s.user.Operator()])
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.render(w, http.StatusCreated, "keys", page{Title: "API keys", User: s.user, CSRF: s.csrf(),
+		Notice: "Key " + created.ID + " was created. Copy its secret now: it is not shown again.",
+		Data:   keysData{Keys: keys, Account: created.Account, Created: &created}})
+}
+
+func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s *session, id string) {
+	k, err := h.Keys.Key(r.Context(), id)
+	if err != nil || !s.sees(k.Account) {
+		h.notFound(w, r, s) // another account's key is answered as an unknown one
+		return
+	}
+	if err := h.Keys.RevokeKey(r.Context(), id); err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.audit(s, "revoke key", id+" of "+k.Account)
+	http.Redirect(w, r, "/keys?account="+url.QueryEscape(k.Account), http.StatusSeeOther)
+}
+
+// tasksPageSize is the number of tasks on a page of the task list.
+const tasksPageSize = 50
+
+type tasksData struct {
+	Account, Status, Model string
+	Page, Pages, Total     int
+	Tasks                  []storage.Task
+	Statuses               []string
+}
+
+func (h *Handler) tasks(w http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query()
+	if id := strings.TrimSpace(q.Get("id")); id != "" {
+		http.Redirect(w, r, "/tasks/"+url.PathEscape(id), http.StatusSeeOther)
+		return
+	}
+	d := tasksData{Account: q.Get("account"), Status: q.Get("status"), Model: q.Get("model"), Page: 1,
+		Statuses: []string{"queued", "running", "succeeded", "failed", "cancelled", "expired"}}
+	if !s.user.Operator() {
+		d.Account = s.user.Account
+	}
+	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 0 && n <= 100000 {
+		d.Page = n
+	}
+	if d.Account != "" {
+		p, err := h.Store.ListTasks(r.Context(), d.Account, storage.TaskQuery{Kind: storage.KindVideo, PageNum: d.Page, PageSize: tasksPageSize, Status: d.Status, Model: d.Model})
+		if err != nil {
+			h.failErr(w, r, s, err)
+			return
+		}
+		d.Tasks, d.Total = p.Tasks, p.Total
+		d.Pages = (p.Total + tasksPageSize - 1) / tasksPageSize
+	}
+	h.show(w, s, "tasks", "Tasks", d)
+}
+
+type taskData struct {
+	Task     storage.Task
+	VideoURL string
+	Result   string
+}
+
+func (h *Handler) task(w http.ResponseWriter, r *http.Request, s *session, id string) {
+	t, err := h.Store.Task(r.Context(), id)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && !s.sees(t.Account)) {
+		h.notFound(w, r, s)
+		return
+	}
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	d := taskData{Task: t}
+	var result struct {
+		Content struct {
+			VideoURL string `json:"video_url"`
+		} `json:"content"`
+	}
+	if len(t.Result) > 0 {
+		var pretty bytes.Buffer
+		if json.Indent(&pretty, t.Result, "", "  ") == nil {
+			d.Result = pretty.String()
+		}
+		if json.Unmarshal(t.Result, &result) == nil {
+			if u, err := url.Parse(result.Content.VideoURL); err == nil && (u.Scheme == "https" || u.Scheme == "http") {
+				d.VideoURL = u.String()
+			}
+		}
+	}
+	h.show(w, s, "task", "Task "+t.ID, d)
+}
+
+// usageCSV exports the usage report as CSV; a member's export is confined to their account.
+func (h *Handler) usageCSV(w http.ResponseWriter, r *http.Request, s *session) {
+	if h.Usage == nil {
+		h.notFound(w, r, s)
+		return
+	}
+	q := r.URL.Query()
+	if !s.user.Operator() {
+		q.Set("account", s.user.Account)
+	}
+	q.Set("format", "csv")
+	r2 := r.Clone(r.Context())
+	r2.URL.RawQuery = q.Encode()
+	w.Header().Set("Content-Disposition", `attachment; filename="mediagw-usage.csv"`)
+	h.Usage.ServeReport(w, r2)
+}

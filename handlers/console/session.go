@@ -1,0 +1,190 @@
+package console
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/mediagw/mediagw/storage"
+)
+
+// cookieName is the session cookie: HttpOnly, Secure, SameSite=Strict, path /.
+const cookieName = "mediagw_console"
+
+// Login attempts allowed per client address and per user name in loginWindow.
+const (
+	loginAttempts = 10
+	loginWindow   = 5 * time.Minute
+)
+
+// session is a logged-in user. Its token is random (256 bits) and known only to the browser's
+// cookie; the store keeps a lease named after the token's SHA-256, owned by the user and the
+// login time, so a cookie naming another user or login time is no session.
+type session struct {
+	user  User
+	token string
+	since time.Time
+}
+
+// leaseName is the store lease that keeps the session of token.
+func leaseName(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "console/session/" + hex.EncodeToString(sum[:])
+}
+
+func leaseOwner(user string, since time.Time) string {
+	return user + "|" + strconv.FormatInt(since.Unix(), 10)
+}
+
+// csrf is the token every form of this session carries: an HMAC of the session token, so it is
+// known only to pages served to this session.
+func (s *session) csrf() string {
+	m := hmac.New(sha256.New, []byte(s.token))
+	m.Write([]byte("mediagw console csrf"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (s *session) validCSRF(got string) bool {
+	return got != "" && hmac.Equal([]byte(got), []byte(s.csrf()))
+}
+
+// session returns the request's session, renewing its idle time, or false when there is none
+// (no cookie, a forged or ended one, or one past SessionMax).
+func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, bool) {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil, false
+	}
+	// The cookie is token.user.since, user base64url-encoded.
+	token, rest, ok := strings.Cut(c.Value, ".")
+	if !ok || len(token) != 43 {
+		return nil, false
+	}
+	userB64, sinceText, ok := strings.Cut(rest, ".")
+	name, err := base64.RawURLEncoding.DecodeString(userB64)
+	if !ok || err != nil {
+		return nil, false
+	}
+	secs, err := strconv.ParseInt(sinceText, 10, 64)
+	if err != nil {
+		return nil, false
+	}
+	user, known := h.Users[string(name)]
+	since := time.Unix(secs, 0)
+	now := h.now()
+	if !known || now.Sub(since) > h.SessionMax || since.After(now.Add(time.Minute)) {
+		return nil, false
+	}
+	err = h.Store.RenewLease(r.Context(), leaseName(token), leaseOwner(user.Name, since), now, h.SessionIdle)
+	if err != nil {
+		if !errors.Is(err, storage.ErrLeaseLost) {
+			h.Logger.Error("reading a console session", zap.Error(err))
+		}
+		clearCookie(w)
+		return nil, false
+	}
+	return &session{user: user, token: token, since: since}, true
+}
+
+// serveLogin shows the login form, and logs in with a POST of it.
+func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		h.render(w, http.StatusOK, "login", page{Title: "Log in"})
+	case http.MethodPost:
+		h.login(w, r)
+	default:
+		w.Header().Set("Allow", "GET, HEAD, POST")
+		h.render(w, http.StatusMethodNotAllowed, "login", page{Title: "Log in", Error: "Use the form to log in."})
+	}
+}
+
+// dummyHash is compared against when the user name is unknown, so that a failed login takes as
+// long for an unknown user as for a wrong password.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("mediagw console"), bcrypt.DefaultCost)
+
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	name, password := r.PostFormValue("username"), r.PostFormValue("password")
+	now := h.now()
+	for _, window := range []string{"console/login/ip/" + h.clientIP(r), "console/login/user/" + name} {
+		ok, retry, err := h.Store.AllowRate(r.Context(), window, loginAttempts, loginWindow, now)
+		if err != nil {
+			h.Logger.Error("counting a console login attempt", zap.Error(err))
+			h.render(w, http.StatusServiceUnavailable, "login", page{Title: "Log in", Error: "The console cannot log you in right now. Try again shortly."})
+			return
+		}
+		if !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
+			h.Logger.Warn("console login refused: too many attempts", zap.String("user", name), zap.String("remote_ip", h.clientIP(r)))
+			h.render(w, http.StatusTooManyRequests, "login", page{Title: "Log in", Error: "Too many login attempts. Wait a few minutes and try again."})
+			return
+		}
+	}
+	user, known := h.Users[name]
+	hash := dummyHash
+	if known {
+		hash = user.PasswordHash
+	}
+	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || !known {
+		h.Logger.Info("console login failed", zap.String("user", name), zap.String("remote_ip", h.clientIP(r)))
+		h.render(w, http.StatusUnauthorized, "login", page{Title: "Log in", Error: "The user name or password is wrong."})
+		return
+	}
+	var random [32]byte
+	rand.Read(random[:]) // crypto/rand.Read never fails (it panics instead, from Go 1.24)
+	token := base64.RawURLEncoding.EncodeToString(random[:])
+	since := now.Truncate(time.Second)
+	held, err := h.Store.AcquireLease(r.Context(), leaseName(token), leaseOwner(user.Name, since), now, h.SessionIdle)
+	if err != nil || !held {
+		h.Logger.Error("starting a console session", zap.Bool("held", held), zap.Error(err))
+		h.render(w, http.StatusServiceUnavailable, "login", page{Title: "Log in", Error: "The console cannot log you in right now. Try again shortly."})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: token + "." + base64.RawURLEncoding.EncodeToString([]byte(user.Name)) + "." + strconv.FormatInt(since.Unix(), 10),
+		Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode, MaxAge: int(h.SessionMax.Seconds()),
+	})
+	h.Logger.Info("console login", zap.String("user", user.Name), zap.String("remote_ip", h.clientIP(r)))
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session) {
+	if err := h.Store.ReleaseLease(r.Context(), leaseName(s.token), leaseOwner(s.user.Name, s.since)); err != nil {
+		h.Logger.Error("ending a console session", zap.Error(err))
+		h.fail(w, r, s, http.StatusServiceUnavailable, "The session could not be ended. Try again.")
+		return
+	}
+	clearCookie(w)
+	h.Logger.Info("console logout", zap.String("user", s.user.Name))
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+func clearCookie(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+}
+
+// clientIP is the client's address: ClientIP's answer, else the connection's.
+func (h *Handler) clientIP(r *http.Request) string {
+	if h.ClientIP != nil {
+		if ip := h.ClientIP(r); ip != "" {
+			return ip
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
