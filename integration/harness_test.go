@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/mediagw/mediagw/internal/standardset"
+	"github.com/mediagw/mediagw/internal/testbrowser"
 	"github.com/mediagw/mediagw/internal/testport"
 
 	_ "github.com/mediagw/mediagw/caddymodule"
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 }
 
 // prepareTools starts, in the background, the builds and installs that later tests wait for (the
-// caddy binary, versitygw, the Node SDKs), so that on a fresh machine they overlap with the
+// caddy binary, versitygw, the Node SDKs, chromium), so that on a fresh machine they overlap with the
 // in-process tests that run first instead of adding to them. Each is done once either way: a
 // test that needs one waits for it, and reports its error. A run of chosen tests (-run) builds
 // only what those tests ask for.
@@ -48,7 +49,7 @@ func prepareTools() {
 	if f := flag.Lookup("test.run"); f == nil || f.Value.String() != "" {
 		return
 	}
-	for _, prepare := range []func() (string, error){buildCaddy, buildVersitygw, installNodeSDKs} {
+	for _, prepare := range []func() (string, error){buildCaddy, buildVersitygw, installNodeSDKs, testbrowser.Chromium} {
 		// The result is kept by each one's sync.Once, for the test that needs it.
 		go func() { _, _ = prepare() }()
 	}
