@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/console"
 	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 func init() {
@@ -38,6 +40,10 @@ type ConsoleHandler struct {
 	// `caddy hash-password` makes one); write them as {env.NAME} or {file.path} so that they
 	// stay out of the JSON config.
 	Users []ConsoleUser `json:"users,omitempty"`
+	// Playground is the base URL of the gateway (a site with mediagw_auth and
+	// mediagw_video_tasks) that the playground creates tasks through, as any client does, for
+	// example http://127.0.0.1:8080. Empty: no playground.
+	Playground string `json:"playground,omitempty"`
 	// SessionIdle ends a session unused for this long. Default: 30m.
 	SessionIdle caddy.Duration `json:"session_idle,omitempty"`
 	// SessionMax ends every session this long after its login. Default: 12h.
@@ -92,14 +98,31 @@ func (h *ConsoleHandler) Provision(ctx caddy.Context) error {
 		SessionMax:  time.Duration(h.SessionMax),
 		Logger:      ctx.Logger(),
 		ClientIP:    consoleClientIP,
+		Gateway:     strings.TrimRight(h.Playground, "/"),
+		Models:      app.Catalog().Models,
+		Upstreams: func() []providers.UpstreamState {
+			var list []providers.UpstreamState
+			for _, p := range app.Catalog().Providers() {
+				for _, u := range p.Upstreams {
+					list = append(list, app.Catalog().Health().State(u))
+				}
+			}
+			return list
+		},
 	}
 	return h.console.Provision()
 }
 
-// Validate refuses a console without users, and users named twice.
+// Validate refuses a console without users, users named twice and a playground URL that is not
+// an http(s) base URL.
 func (h *ConsoleHandler) Validate() error {
 	if len(h.Users) == 0 {
 		return fmt.Errorf("mediagw_console needs at least one user")
+	}
+	if h.Playground != "" {
+		if u, err := url.Parse(h.Playground); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("mediagw_console playground: %q is not an http(s) base URL", h.Playground)
+		}
 	}
 	seen := map[string]bool{}
 	for _, u := range h.Users {
@@ -123,6 +146,7 @@ func (h *ConsoleHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ cad
 //
 //	mediagw_console [<matcher>] {
 //		user <name> <bcrypt_hash> [account <account>]
+//		playground <gateway_url>
 //		session_idle <duration>
 //		session_max <duration>
 //	}
@@ -151,6 +175,10 @@ func (h *ConsoleHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			u.Name, u.PasswordHash = args[0], args[1]
 			h.Users = append(h.Users, u)
+		case "playground":
+			if err := stringArg(d, &h.Playground); err != nil {
+				return err
+			}
 		case "session_idle":
 			if err := durationArg(d, &h.SessionIdle); err != nil {
 				return err
@@ -160,7 +188,7 @@ func (h *ConsoleHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 		default:
-			return unknownSubdirective(d, "", []string{"session_idle", "session_max", "user"})
+			return unknownSubdirective(d, "", []string{"playground", "session_idle", "session_max", "user"})
 		}
 	}
 	return nil

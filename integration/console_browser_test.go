@@ -123,6 +123,32 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	shot("task")
 
+	// The playground creates a task through the gateway with a pasted key; the task's page
+	// follows it (reloading itself) until it succeeds and shows its video.
+	do("playground", chromedp.Navigate(e.console+"/playground"), chromedp.WaitVisible(chromedp.ID("key")),
+		chromedp.SendKeys(chromedp.ID("key"), "mg-console-acme"),
+		chromedp.SendKeys(chromedp.ID("prompt"), "a paper boat on a pond"))
+	if !eval(labelled) || !eval(fits) {
+		t.Fatal("playground: unlabelled fields or wider than the window")
+	}
+	shot("playground")
+	do("playground create", chromedp.Click(chromedp.CSS(`form[action="/playground"] button`)), chromedp.WaitVisible(chromedp.CSS("dl.facts")))
+	played, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || !strings.Contains(played, "/tasks/cgt-") {
+		t.Fatalf("after the playground's create the page is %q (%v)", played, err)
+	}
+	do("playground task succeeds", chromedp.WaitVisible(chromedp.CSS("span.status-succeeded")), chromedp.WaitReady(chromedp.CSS("video")))
+	playedID := played[strings.LastIndex(played, "/")+1:]
+	if r := call(t, http.MethodGet, e.base+"/api/v3/contents/generations/tasks/"+playedID, "mg-console-acme", nil); r.field("status") != "succeeded" {
+		t.Fatalf("the playground's task through the API: %d %s", r.status, r.body)
+	}
+
+	do("upstreams", chromedp.Navigate(e.console+"/upstreams"), chromedp.WaitVisible(chromedp.CSS("table")))
+	if !eval(`document.body.innerText.includes('healthy')`) {
+		t.Fatal("the upstreams page shows no healthy upstream")
+	}
+	shot("upstreams")
+
 	// At 390 pixels wide nothing is wider than the window.
 	do("narrow", chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.console+"/keys"), chromedp.WaitVisible(chromedp.CSS("h1")))
 	if !eval(fits) || !eval(labelled) {

@@ -47,6 +47,7 @@ http://127.0.0.1:{{console_port}} {
 	mediagw_console {
 		user admin {{admin_hash}}
 		user alice {{alice_hash}} account acme
+		playground http://127.0.0.1:{{port}}
 	}
 }
 
@@ -178,7 +179,7 @@ func TestConsoleMemberSeesOnlyTheirAccount(t *testing.T) {
 	betaKeyID, betaSecret := r.field("id"), r.field("key")
 
 	alice := e.login(t, "alice")
-	for _, path := range []string{"/accounts/beta", "/tasks/" + betaTask, "/tasks/" + url.PathEscape(betaTask) + "/", "/accounts/beta/"} {
+	for _, path := range []string{"/accounts/beta", "/tasks/" + betaTask, "/tasks/" + url.PathEscape(betaTask) + "/", "/accounts/beta/", "/upstreams"} {
 		if status, _, page := alice.do(http.MethodGet, path, nil); status != http.StatusNotFound || strings.Contains(page, "beta's") {
 			t.Errorf("GET %s as alice = %d", path, status)
 		}

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -55,6 +56,12 @@ type Handler struct {
 	SessionIdle, SessionMax time.Duration
 	// Logger receives logins, failed logins and every change, with the user who made it.
 	Logger *zap.Logger
+	// Gateway is the base URL of the gateway that the playground creates tasks through, as a
+	// client would; empty: no playground.
+	Gateway string
+	// Models lists the models the playground offers; Upstreams the upstreams and their health.
+	Models    func() []string
+	Upstreams func() []providers.UpstreamState
 	// ClientIP returns the client's address as the server determined it (behind trusted
 	// proxies); nil: the connection's address.
 	ClientIP func(*http.Request) string
@@ -151,6 +158,12 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, s *session, part
 		h.tasks(w, r, s)
 	case parts[0] == "tasks" && len(parts) == 2 && get:
 		h.task(w, r, s, parts[1])
+	case parts[0] == "upstreams" && len(parts) == 1 && get && s.user.Operator() && h.Upstreams != nil:
+		h.show(w, s, "upstreams", "Upstreams", h.Upstreams())
+	case parts[0] == "playground" && len(parts) == 1 && get:
+		h.playground(w, r, s)
+	case parts[0] == "playground" && len(parts) == 1 && post:
+		h.createPlaygroundTask(w, r, s)
 	case parts[0] == "usage.csv" && len(parts) == 1 && get:
 		h.usageCSV(w, r, s)
 	default:

@@ -326,6 +326,7 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request, s *session) {
 
 type taskData struct {
 	Task     storage.Task
+	Running  bool // not finished yet: the page reloads itself
 	VideoURL string
 	Result   string
 }
@@ -340,7 +341,7 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request, s *session, id st
 		h.failErr(w, r, s, err)
 		return
 	}
-	d := taskData{Task: t}
+	d := taskData{Task: t, Running: !storage.Terminal(t.Status)}
 	var result struct {
 		Content struct {
 			VideoURL string `json:"video_url"`

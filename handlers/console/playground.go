@@ -1,0 +1,112 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// taskPath is the gateway's video task endpoint, which the playground calls as any client does.
+const taskPath = "/api/v3/contents/generations/tasks"
+
+// playgroundClient sends the playground's creates to the gateway. It follows no redirects: the
+// gateway answers a create itself.
+var playgroundClient = &http.Client{
+	Timeout:       60 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+type playgroundData struct {
+	Models      []string
+	Resolutions []string
+	Model       string
+	Prompt      string
+	Duration    int
+	Resolution  string
+}
+
+func (h *Handler) playground(w http.ResponseWriter, r *http.Request, s *session) {
+	if h.Gateway == "" {
+		h.fail(w, r, s, http.StatusNotFound, "The playground is off: the console's configuration names no gateway (playground <url>).")
+		return
+	}
+	h.show(w, s, "playground", "Playground", h.playgroundForm(playgroundData{Duration: 5, Resolution: "720p"}))
+}
+
+func (h *Handler) playgroundForm(d playgroundData) playgroundData {
+	if h.Models != nil {
+		d.Models = h.Models()
+	}
+	d.Resolutions = []string{"480p", "720p", "1080p", "4k"}
+	return d
+}
+
+// createPlaygroundTask creates a video task through the gateway with the API key the user typed
+// (it is sent once, to the gateway, and neither kept nor logged), then opens the task's page,
+// which follows it to the end.
+func (h *Handler) createPlaygroundTask(w http.ResponseWriter, r *http.Request, s *session) {
+	if h.Gateway == "" {
+		h.notFound(w, r, s)
+		return
+	}
+	d := h.playgroundForm(playgroundData{Model: r.PostFormValue("model"), Prompt: strings.TrimSpace(r.PostFormValue("prompt")),
+		Resolution: r.PostFormValue("resolution")})
+	d.Duration, _ = strconv.Atoi(r.PostFormValue("duration"))
+	key := strings.TrimSpace(r.PostFormValue("key"))
+	again := func(status int, msg string) {
+		h.render(w, status, "playground", page{Title: "Playground", User: s.user, CSRF: s.csrf(), Error: msg, Data: d})
+	}
+	if key == "" || d.Prompt == "" || d.Model == "" {
+		again(http.StatusBadRequest, "An API key, a model and a prompt are needed.")
+		return
+	}
+	body, err := json.Marshal(map[string]any{
+		"model":      d.Model,
+		"content":    []map[string]string{{"type": "text", "text": d.Prompt}},
+		"duration":   d.Duration,
+		"resolution": d.Resolution,
+	})
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, h.Gateway+taskPath, bytes.NewReader(body))
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := playgroundClient.Do(req)
+	if err != nil {
+		h.Logger.Error("playground create", zap.String("gateway", h.Gateway), zap.Error(err))
+		again(http.StatusBadGateway, "The gateway did not answer.")
+		return
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		ID      string `json:"id"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Error   struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&answer); err != nil || resp.StatusCode != http.StatusOK || answer.ID == "" {
+		msg := answer.Message
+		if msg == "" {
+			msg = answer.Error.Message
+		}
+		again(http.StatusOK, "The gateway answered "+strconv.Itoa(resp.StatusCode)+": "+msg)
+		return
+	}
+	h.audit(s, "playground task", answer.ID)
+	http.Redirect(w, r, "/tasks/"+url.PathEscape(answer.ID), http.StatusSeeOther)
+}
