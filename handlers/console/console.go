@@ -102,6 +102,9 @@ func (h *Handler) now() time.Time {
 	return time.Now()
 }
 
+// maxForm bounds the body of a console request: its forms are small.
+const maxForm = 64 << 10
+
 // ServeHTTP routes a console request. Every page but the login page and the stylesheet needs a
 // session; every POST needs the session's CSRF token.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -123,6 +126,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveLogin(w, r)
 		return
 	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	s, ok := h.session(w, r)
 	if !ok {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)

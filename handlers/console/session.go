@@ -115,7 +115,7 @@ func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("mediagw console"), bcrypt.DefaultCost)
 
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	name, password := r.PostFormValue("username"), r.PostFormValue("password")
 	now := h.now()
 	for _, window := range []string{"console/login/ip/" + h.clientIP(r), "console/login/user/" + name} {
