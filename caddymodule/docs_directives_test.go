@@ -30,27 +30,28 @@ func TestEverySubdirectiveDocumented(t *testing.T) {
 		return strings.Contains(docs.String(), "`"+name+"`") || strings.Contains(docs.String(), "`"+name+" ")
 	}
 
-	const unknown = "zzzunknownzzz"
-	blocks := map[string]string{
-		"mediagw":       "{\n\tmediagw {\n\t\t" + unknown + "\n\t}\n}\n",
-		"provider":      "{\n\tmediagw {\n\t\tprovider p {\n\t\t\t" + unknown + "\n\t\t}\n\t}\n}\n",
-		"upstream":      "{\n\tmediagw {\n\t\tprovider p {\n\t\t\tupstream u {\n\t\t\t\t" + unknown + "\n\t\t\t}\n\t\t}\n\t}\n}\n",
-		"key":           "{\n\tmediagw {\n\t\tkey k {\n\t\t\t" + unknown + "\n\t\t}\n\t}\n}\n",
-		"watcher":       "{\n\tmediagw {\n\t\twatcher {\n\t\t\t" + unknown + "\n\t\t}\n\t}\n}\n",
-		"callbacks":     "{\n\tmediagw {\n\t\tcallbacks {\n\t\t\t" + unknown + "\n\t\t}\n\t}\n}\n",
-		"upload":        "{\n\tmediagw {\n\t\tupload {\n\t\t\t" + unknown + "\n\t\t}\n\t}\n}\n",
-		"storage redis": "{\n\tmediagw {\n\t\tstorage redis redis://127.0.0.1:1 {\n\t\t\t" + unknown + "\n\t\t}\n\t}\n}\n",
-		"video_tasks":   ":8080 {\n\tmediagw_video_tasks {\n\t\t" + unknown + "\n\t}\n}\n",
-		"image_edits":   ":8080 {\n\tmediagw_image_edits {\n\t\t" + unknown + "\n\t}\n}\n",
-		"simulator":     ":8080 {\n\tmediagw_simulator {\n\t\t" + unknown + "\n\t}\n}\n",
-		"route":         ":8080 {\n\tmediagw_route {\n\t\t" + unknown + "\n\t}\n}\n",
-		"log output":    "{\n\tlog {\n\t\toutput mediagw_buffered {\n\t\t\t" + unknown + "\n\t\t}\n\t}\n}\n",
+	// Each block, as the openers that lead to it from the top of a Caddyfile.
+	global := func(openers ...string) []string { return append([]string{"{", "mediagw {"}, openers...) }
+	blocks := map[string][]string{
+		"mediagw":       global(),
+		"provider":      global("provider p {"),
+		"upstream":      global("provider p {", "upstream u {"),
+		"key":           global("key k {"),
+		"watcher":       global("watcher {"),
+		"callbacks":     global("callbacks {"),
+		"upload":        global("upload {"),
+		"storage redis": global("storage redis redis://127.0.0.1:1 {"),
+		"video_tasks":   {":8080 {", "mediagw_video_tasks {"},
+		"image_edits":   {":8080 {", "mediagw_image_edits {"},
+		"simulator":     {":8080 {", "mediagw_simulator {"},
+		"route":         {":8080 {", "mediagw_route {"},
+		"log output":    {"{", "log {", "output mediagw_buffered {"},
 	}
 	takes := regexp.MustCompile(`the block takes ((?:"[a-z_]+"(?:, )?)+)`)
 	adapter := caddyconfig.GetAdapter("caddyfile")
 	total := 0
-	for block, caddyfile := range blocks {
-		_, _, err := adapter.Adapt([]byte(caddyfile), nil)
+	for block, openers := range blocks {
+		_, _, err := adapter.Adapt([]byte(nested(openers, "zzzunknownzzz")), nil)
 		m := takes.FindStringSubmatch(errString(err))
 		if m == nil {
 			t.Errorf("%s: the error for an unknown subdirective lists nothing: %v", block, err)
@@ -73,6 +74,19 @@ func TestEverySubdirectiveDocumented(t *testing.T) {
 			t.Errorf("no page of docs/ names the directive `%s`", directive)
 		}
 	}
+}
+
+// nested is a Caddyfile of the openers, each inside the one before, with line in the innermost.
+func nested(openers []string, line string) string {
+	var b strings.Builder
+	for i, o := range openers {
+		b.WriteString(strings.Repeat("\t", i) + o + "\n")
+	}
+	b.WriteString(strings.Repeat("\t", len(openers)) + line + "\n")
+	for i := len(openers) - 1; i >= 0; i-- {
+		b.WriteString(strings.Repeat("\t", i) + "}\n")
+	}
+	return b.String()
 }
 
 func errString(err error) string {
