@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,13 +22,15 @@ func TestCaddyfileExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, sim, admin := freePort(t), freePort(t), freePort(t)
+	gw, sim, admin, console := freePort(t), freePort(t), freePort(t), freePort(t)
 	cfg := string(example)
 	for old, repl := range map[string]string{
-		"http://:8080":   fmt.Sprintf("http://:%d", gw),
-		":8091":          fmt.Sprintf(":%d", sim),
-		"localhost:2019": fmt.Sprintf("127.0.0.1:%d", admin),
-		"./data/mediagw": filepath.Join(t.TempDir(), "mediagw"),
+		"http://:8080":          fmt.Sprintf("http://:%d", gw),
+		":8091":                 fmt.Sprintf(":%d", sim),
+		"http://:8081":          fmt.Sprintf("http://:%d", console),
+		"http://127.0.0.1:8080": fmt.Sprintf("http://127.0.0.1:%d", gw),
+		"localhost:2019":        fmt.Sprintf("127.0.0.1:%d", admin),
+		"./data/mediagw":        filepath.Join(t.TempDir(), "mediagw"),
 	} {
 		if !strings.Contains(cfg, old) {
 			t.Fatalf("Caddyfile.example no longer contains %q; update this test", old)
@@ -36,12 +39,17 @@ func TestCaddyfileExample(t *testing.T) {
 	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", gw)
 	startCaddyProcess(t, cfg, base+"/")
-	for _, port := range []int{gw, sim} {
+	for _, port := range []int{gw, sim, console} {
 		if addrs := listeners(t, port); len(addrs) == 0 || slices.ContainsFunc(addrs, func(a string) bool { return a != "127.0.0.1" }) {
 			t.Fatalf("port %d listens on %v; the demo sites must bind to 127.0.0.1 only", port, addrs)
 		}
 	}
 
+	// The console logs in with the demo password the example's comment gives.
+	demoConsole := &consoleBrowser{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", console)}
+	if status, _, _ := demoConsole.do("POST", "/login", url.Values{"username": {"admin"}, "password": {"mg-demo-console"}}); status != 303 || demoConsole.cookie == "" {
+		t.Fatalf("console login with the demo password = %d", status)
+	}
 	if got := modelIDs(t, base, "mg-demo-key"); len(got) != 8 || !slices.Contains(got, "demo-seedance-1-0-pro") || !slices.Contains(got, "demo-chat") {
 		t.Fatalf("models = %v", got)
 	}
