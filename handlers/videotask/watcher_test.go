@@ -14,7 +14,7 @@ import (
 )
 
 // simUpstream is the simulator behind a counter of task reads: single reads, and list reads
-// with an id filter. listWorks false makes the list answer 404, like a provider without one.
+// with an id filter. listWorks false makes the list answer 405, like a provider without one.
 type simUpstream struct {
 	*fakeUpstream
 	sim            *simulator.Simulator
@@ -54,7 +54,9 @@ func newSimUpstream(t *testing.T, queuedFor, runningFor time.Duration, listWorks
 			}
 			s.mu.Unlock()
 			if rest == "" && !listWorks {
-				http.NotFound(w, r)
+				// The tasks path takes POST only: its server has no list read.
+				w.Header().Set("Allow", http.MethodPost)
+				w.WriteHeader(http.StatusMethodNotAllowed)
 				return
 			}
 		}
