@@ -65,7 +65,7 @@ func (b *unbatched) refuse(p *providers.Upstream, t time.Time) {
 func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks []storage.Task, seen *answerMemo) (upstreamCalls int, open []string) {
 	one := func(t storage.Task) {
 		upstreamCalls++
-		if stored, err := h.refreshLogged(ctx, t); err == nil && !stored.Unfinished() || errors.Is(err, errTaskNotExist) {
+		if stored, err := h.refreshLogged(ctx, t, seen); err == nil && !stored.Unfinished() || errors.Is(err, errTaskNotExist) {
 			return
 		}
 		open = append(open, t.ID)
@@ -145,9 +145,11 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 	return upstreamCalls, open
 }
 
-// refreshLogged refreshes one task (once across concurrent callers) and logs a failure.
-func (h *Handler) refreshLogged(ctx context.Context, t storage.Task) (storage.Task, error) {
-	stored, err := h.refreshOnce(ctx, t)
+// refreshLogged is the watcher's read of one task (once across concurrent callers): t was read
+// from the store just before, so an answer that changes nothing is not written, as in a batch
+// (seen, may be nil, spares its comparison). A failure is logged.
+func (h *Handler) refreshLogged(ctx context.Context, t storage.Task, seen *answerMemo) (storage.Task, error) {
+	stored, err := h.readOnce(ctx, t, true, seen)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, errTaskNotExist) {
 		h.Logger.Debug("refreshing a task", zap.String("task_id", t.ID), zap.Error(err))
 	}
