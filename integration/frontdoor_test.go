@@ -88,7 +88,7 @@ func TestOneWordingPerCondition(t *testing.T) {
 	// endpoint's shape. On a pass-through path it is no endpoint (DESIGN §7): 404, no Allow.
 	for _, path := range []string{"/v1/chat/completions", "/v1/embeddings", "/v1beta/models/sim-chat:generateContent"} {
 		r := call(t, "GET", base+path, key, nil)
-		requireNotFound(t, r, "GET "+path, "")
+		requireNotFound(t, r, "GET "+path, "not_found", "")
 	}
 	for _, tc := range []struct{ method, path, allow string }{
 		{"PUT", "/api/v3/contents/generations/tasks", "GET, POST"},
