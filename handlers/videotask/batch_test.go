@@ -55,19 +55,7 @@ func newListUpstream(t *testing.T) *listUpstream {
 // batchOf creates n tasks on h and returns their records and the upstream they are bound to.
 func batchOf(t *testing.T, h *Handler, n int) (*providers.Upstream, []storage.Task) {
 	t.Helper()
-	var tasks []storage.Task
-	for _, id := range createTasks(t, h, n) {
-		task, err := h.Store.Task(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tasks = append(tasks, task)
-	}
-	p, ok := h.boundUpstream(tasks[0])
-	if !ok {
-		t.Fatalf("task %+v has no upstream", tasks[0])
-	}
-	return p, tasks
+	return tasksOf(t, h, "m", n)
 }
 
 // refreshCounting runs one batched refresh and returns the list and single reads it made.

@@ -1,6 +1,7 @@
 package videotask
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -10,10 +11,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // twoListUpstreams is a Handler whose provider p (model m) is served by one listUpstream and
-// provider q (model n) by another, with three tasks created on each.
+// provider q (model n) by another.
 func twoListUpstreams(t *testing.T) (h *Handler, p, q *listUpstream) {
 	t.Helper()
 	p, q = newListUpstream(t), newListUpstream(t)
@@ -27,13 +29,31 @@ func twoListUpstreams(t *testing.T) (h *Handler, p, q *listUpstream) {
 		t.Fatal(err)
 	}
 	h = &Handler{Catalog: cat, Store: openBadger(t), Client: &http.Client{Timeout: 10 * time.Second}, Logger: zap.NewNop()}
-	for _, model := range []string{"m", "m", "m", "n", "n", "n"} {
+	return h, p, q
+}
+
+// tasksOf creates n tasks of model on h and returns their records and the upstream they are
+// bound to.
+func tasksOf(t *testing.T, h *Handler, model string, n int) (*providers.Upstream, []storage.Task) {
+	t.Helper()
+	var tasks []storage.Task
+	for range n {
 		w := serve(h, http.MethodPost, createPath, `{"model":"`+model+`","content":[{"type":"text","text":"hi"}]}`)
-		if id, _ := decode(t, w)["id"].(string); w.Code != http.StatusOK || id == "" {
+		id, _ := decode(t, w)["id"].(string)
+		if w.Code != http.StatusOK || id == "" {
 			t.Fatalf("create with %s = %d %s", model, w.Code, w.Body)
 		}
+		task, err := h.Store.Task(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, task)
 	}
-	return h, p, q
+	p, ok := h.boundUpstream(tasks[0])
+	if !ok {
+		t.Fatalf("task %+v has no upstream", tasks[0])
+	}
+	return p, tasks
 }
 
 // waitCount waits (30 s at most) until c reaches n.
@@ -48,34 +68,27 @@ func waitCount(t *testing.T, c *atomic.Int64, n int64, what string) {
 	}
 }
 
-// One upstream whose task list answers 405 has its own tasks read one at a time; the watcher
-// keeps reading the other upstream's tasks in list calls, and a 500 from that list fails only
-// the batch that met it: the next batch is a list call again.
+// One Handler, two upstreams: the one whose task list answers 405 has its tasks read one at a
+// time from then on, while the other's are still read in one list call per batch; a 500 from
+// that list fails only the batch that met it, and the next batch is a list call again.
 func TestBatchingOffForOneUpstreamOnly(t *testing.T) {
 	h, p, q := twoListUpstreams(t)
+	pUp, pTasks := tasksOf(t, h, "m", 3)
+	qUp, qTasks := tasksOf(t, h, "n", 3)
+	want := func(u *listUpstream, up *providers.Upstream, tasks []storage.Task, wantLists, wantSingles int64, when string) {
+		t.Helper()
+		if lists, singles := refreshCounting(t, h, u, up, tasks); lists != wantLists || singles != wantSingles {
+			t.Fatalf("%s: %d list calls and %d single reads, want %d and %d", when, lists, singles, wantLists, wantSingles)
+		}
+	}
 	p.listAnswer.Store(http.StatusMethodNotAllowed)
-	runWatcher(t, &Watcher{Tasks: h, Interval: 100 * time.Millisecond, RatePerSecond: 100, Concurrency: 2})
-
-	// q's three tasks are read in list calls, round after round, and never one by one; p's list
-	// was asked once, and its tasks are read one at a time since.
-	waitCount(t, &q.lists, 3, "q's list calls")
-	waitCount(t, &p.singles, 6, "p's single reads")
-	if got := q.singles.Load(); got != 0 {
-		t.Fatalf("q's tasks were read one by one %d times though its list filters by id", got)
+	want(p, pUp, pTasks, 1, 3, "p's list answers 405")
+	for range 2 {
+		want(q, qUp, qTasks, 1, 0, "q after p's 405")
+		want(p, pUp, pTasks, 0, 3, "p after its 405")
 	}
-	if got := p.lists.Load(); got != 1 {
-		t.Fatalf("p's list was asked %d times; after its 405 it is not asked for %v", got, batchRetryAfter)
-	}
-
-	// A 500 from q's list: that batch is read one task at a time, and the list is asked again.
 	q.listAnswer.Store(http.StatusInternalServerError)
-	waitCount(t, &q.singles, 3, "q's single reads after its list failed")
+	want(q, qUp, qTasks, 1, 3, "q's list answers 500")
 	q.listAnswer.Store(0)
-	after := q.lists.Load()
-	waitCount(t, &q.lists, after+2, "q's list calls after the 500")
-	singles := q.singles.Load()
-	waitCount(t, &q.lists, after+4, "q's list calls after the 500")
-	if got := q.singles.Load(); got != singles {
-		t.Fatalf("q's tasks were read one by one %d more times after its list answered again", got-singles)
-	}
+	want(q, qUp, qTasks, 1, 0, "q after its 500")
 }
