@@ -37,9 +37,9 @@ func init() {
 // :streamGenerateContent, /v1/images/generations, /v1/video/generations, /v1/videos,
 // /v1/audio/transcriptions, /v1/audio/translations, /v1/audio/speech, /v1/embeddings and
 // /v1/rerank, plus retrieval, content, remix, cancel and delete calls on the videos, responses
-// and image tasks that the caller's account created through it. Every other path is 404 (a
-// forwarded path with another method, 405 with Allow), so a broad matcher cannot expose a
-// provider's other endpoints (task lists, files, …). Add more with the endpoint subdirective.
+// and image tasks that the caller's account created through it. Every other method and path is
+// 404 (a forwarded path with another method too), so a broad matcher cannot expose a provider's
+// other endpoints (task lists, files, …). Add more with the endpoint subdirective.
 //
 // It finds the model in the JSON body, in the multipart field "model", or in a
 // /v1beta/models/{model}:{action} path. A JSON body whose keys repeat, or differ from a checked

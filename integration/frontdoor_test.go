@@ -58,8 +58,8 @@ http://127.0.0.1:{{sim_port}} {
 `
 
 // TestOneWordingPerCondition checks that the same mistake gets the same answer on every endpoint,
-// that a known path called with the wrong method is a 405 with Allow, and that error bodies are
-// not HTML-escaped.
+// that a path of the gateway's own endpoints called with the wrong method is a 405 with Allow (a
+// pass-through path, a 404), and that error bodies are not HTML-escaped.
 func TestOneWordingPerCondition(t *testing.T) {
 	base, _ := startSimGateway(t, frontdoorCaddyfile, nil)
 	const key = "mg-frontdoor-key"
@@ -84,11 +84,13 @@ func TestOneWordingPerCondition(t *testing.T) {
 		}
 	}
 
-	// The wrong method on a known path: 405 with Allow, in the endpoint's shape.
+	// The wrong method on a path of the gateway's own endpoints: 405 with Allow, in the
+	// endpoint's shape. On a pass-through path it is no endpoint (DESIGN §7): 404, no Allow.
+	for _, path := range []string{"/v1/chat/completions", "/v1/embeddings", "/v1beta/models/sim-chat:generateContent"} {
+		r := call(t, "GET", base+path, key, nil)
+		requireNotFound(t, r, "GET "+path, "not_found", "")
+	}
 	for _, tc := range []struct{ method, path, allow string }{
-		{"GET", "/v1/chat/completions", "POST"},
-		{"GET", "/v1/embeddings", "POST"},
-		{"GET", "/v1beta/models/sim-chat:generateContent", "POST"},
 		{"PUT", "/api/v3/contents/generations/tasks", "GET, POST"},
 		{"POST", "/api/v3/contents/generations/tasks/cgt-1", "GET, DELETE"},
 		{"GET", "/v1/images/edits", "POST"},

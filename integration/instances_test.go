@@ -280,34 +280,26 @@ func TestRevokeOnOneInstanceRefusedOnAll(t *testing.T) {
 	if r := call(t, "PATCH", "http://"+a.admin+"/mediagw/keys/"+id, "", `{"disabled":true}`); r.status != 200 {
 		t.Fatalf("disabling on A = %d %s", r.status, r.body)
 	}
-	disabledAt := time.Now()
-	for {
-		// A request sent more than a second after the change must see it (its answer may
-		// come back later on a loaded machine).
-		sent := time.Now()
-		r := call(t, "GET", cc.base+"/v1/models", secret, nil)
-		if r.status == 403 {
-			break
-		}
-		if sent.Sub(disabledAt) > time.Second {
-			t.Fatalf("C still answers %d to a request sent %v after the key was disabled on A", r.status, sent.Sub(disabledAt))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	seenWithin(t, cc.base+"/v1/models", secret, 403, time.Now(), "the key was disabled on A")
 	if r := call(t, "DELETE", "http://"+a.admin+"/mediagw/keys/"+id, "", nil); r.status != 200 {
 		t.Fatalf("revoking on A = %d %s", r.status, r.body)
 	}
-	revokedAt := time.Now()
+	seenWithin(t, cc.base+"/v1/models", secret, 401, time.Now(), "the key was revoked on A")
+}
+
+// seenWithin polls GET url with key until it answers status, and fails if a request sent more
+// than a second after changed (when change happened) still answers otherwise (its answer may
+// come back later on a loaded machine).
+func seenWithin(t *testing.T, url, key string, status int, changed time.Time, change string) {
+	t.Helper()
 	for {
-		// A request sent more than a second after the change must see it (its answer may
-		// come back later on a loaded machine).
 		sent := time.Now()
-		r := call(t, "GET", cc.base+"/v1/models", secret, nil)
-		if r.status == 401 {
-			break
+		r := call(t, "GET", url, key, nil)
+		if r.status == status {
+			return
 		}
-		if sent.Sub(revokedAt) > time.Second {
-			t.Fatalf("C still answers %d to a request sent %v after the key was revoked on A", r.status, sent.Sub(revokedAt))
+		if sent.Sub(changed) > time.Second {
+			t.Fatalf("%s still answers %d to a request sent %v after %s", url, r.status, sent.Sub(changed), change)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -145,29 +144,7 @@ func TestInstancesThroughSentinelFailover(t *testing.T) {
 // the replica follows again.
 func TestInstanceWaitsForReplica(t *testing.T) {
 	t.Parallel()
-	master := testredis.Start(t, testredis.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
-	host, port, err := net.SplitHostPort(master.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica := testredis.Start(t, testredis.Options{Args: []string{"--replicaof", host, port}})
-	follow := func() {
-		t.Helper()
-		if err := replica.Do("REPLICAOF", host, port).Error(); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			if n, err := master.Do("WAIT", "1", "200").AsInt64(); err == nil && n >= 1 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the replica never caught up")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	follow()
+	master, replica := testredis.StartReplicated(t)
 	c := startCluster(t, 1, clusterOptions{redisURL: master.URL(), storageOptions: "wait_replicas 1\n\t\t\twait_timeout 2s"})
 	a := c.instances[0]
 	total := func() float64 {
@@ -205,7 +182,7 @@ func TestInstanceWaitsForReplica(t *testing.T) {
 		t.Fatalf("keyed create without a replica = %d %s", r.status, r.body)
 	}
 
-	follow()
+	replica.Follow(t, master)
 	r = withKey()
 	if r.status != 200 || r.field("id") == "" {
 		t.Fatalf("the retry with the same Idempotency-Key once the replica follows = %d %s", r.status, r.body)

@@ -33,38 +33,41 @@ func openRedis(t *testing.T, location string) *storage.Redis {
 	return s
 }
 
-func TestRedisConformance(t *testing.T) {
-	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others
+// runConformance runs the conformance suite on Redis stores that share one deployment, which
+// start starts when the first location is asked for and whose URL it returns (sub is the subtest
+// that asked). Each location has its own key prefix, prefix and a number; a location of a store
+// that waits for one replica ends in "#wait". Only the parent process asks for locations, so
+// only it starts servers; the crash test's child opens the location it is given.
+func runConformance(t *testing.T, prefix string, start func(sub *testing.T) (url string), wait bool) {
 	var (
-		once   sync.Once
-		server *testredis.Server
-		n      atomic.Int64
+		once sync.Once
+		url  string
+		n    atomic.Int64
 	)
 	storetest.Run(t, storetest.Backend{
-		// Only the parent process asks for locations, so only it starts a server; the crash
-		// test's child opens the location it is given.
-		NewLocation: func(*testing.T) string {
-			once.Do(func() { server = testredis.Start(t, testredis.Options{}) })
-			return redisLocation(server.URL(), fmt.Sprint("conformance-", n.Add(1)))
+		NewLocation: func(sub *testing.T) string {
+			once.Do(func() { url = start(sub) })
+			location := redisLocation(url, fmt.Sprint(prefix, n.Add(1)))
+			if wait {
+				location += "#wait"
+			}
+			return location
 		},
 		Open: func(t *testing.T, location string) storage.Store { return openRedis(t, location) },
 	})
+}
+
+func TestRedisConformance(t *testing.T) {
+	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others
+	runConformance(t, "conformance-", func(*testing.T) string { return testredis.Start(t, testredis.Options{}).URL() }, false)
 }
 
 // The conformance suite again with wait_replicas 1 against a master with a replica: every
 // operation keeps its contract when its writes wait for the replica.
 func TestRedisConformanceWaitingForReplica(t *testing.T) {
 	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others
-	var (
-		once   sync.Once
-		master *testredis.Server
-		n      atomic.Int64
-	)
-	storetest.Run(t, storetest.Backend{
-		NewLocation: func(*testing.T) string {
-			once.Do(func() { master, _ = replicated(t) })
-			return redisLocation(master.URL(), fmt.Sprint("waiting-", n.Add(1))) + "#wait"
-		},
-		Open: func(t *testing.T, location string) storage.Store { return openRedis(t, location) },
-	})
+	runConformance(t, "waiting-", func(*testing.T) string {
+		master, _ := testredis.StartReplicated(t)
+		return master.URL()
+	}, true)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mediagw/mediagw/internal/testredis"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -18,7 +19,7 @@ import (
 //
 //	go test ./storage/ -run '^$' -bench RedisCreateTaskWait -benchtime 2000x -benchmem
 func BenchmarkRedisCreateTaskWait(b *testing.B) {
-	master, _ := replicated(b)
+	master, _ := testredis.StartReplicated(b)
 	var n atomic.Int64
 	for _, wait := range []int{0, 1} {
 		s, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: master.URL(), KeyPrefix: fmt.Sprint("bench", wait),

@@ -3,7 +3,6 @@ package storage_test
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -16,40 +15,16 @@ import (
 	"github.com/mediagw/mediagw/storage"
 )
 
-// replicated starts a master and one replica of it, and waits until the replica has caught up.
-func replicated(t testing.TB) (master, replica *testredis.Server) {
+// openWaiting opens a store at url, its keys under prefix, whose writes wait (up to timeout) until
+// one replica has them (wait_replicas 1). It is closed when the test ends.
+func openWaiting(t *testing.T, url, prefix string, timeout time.Duration) *storage.Redis {
 	t.Helper()
-	// The master starts a full sync at once, not after waiting 5 s for more replicas.
-	master = testredis.Start(t, testredis.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
-	host, port, err := net.SplitHostPort(master.Addr)
+	s, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: url, KeyPrefix: prefix, WaitReplicas: 1, WaitTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
-	replica = testredis.Start(t, testredis.Options{Args: []string{"--replicaof", host, port}})
-	follow(t, master, replica)
-	return master, replica
-}
-
-// follow makes replica replicate master again and waits until master counts it (WAIT 1 answers 1).
-func follow(t testing.TB, master, replica *testredis.Server) {
-	t.Helper()
-	host, port, err := net.SplitHostPort(master.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := replica.Do("REPLICAOF", host, port).Error(); err != nil {
-		t.Fatalf("REPLICAOF: %v", err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if n, err := master.Do("WAIT", "1", "200").AsInt64(); err == nil && n >= 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the replica never caught up with the master")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // With wait_replicas 1, a durable write returns only once the replica has it; when the replica
@@ -58,23 +33,14 @@ func follow(t testing.TB, master, replica *testredis.Server) {
 // an ACL user with exactly storage.RedisACLCommands, so WAIT and ROLE must be among them.
 func TestRedisWaitReplicas(t *testing.T) {
 	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others
-	master, replica := replicated(t)
+	master, replica := testredis.StartReplicated(t)
 	master.AddUser(t, "gw", "gw-pass", "dur", storage.RedisACLCommands)
 	ctx := context.Background()
 	// Two stores on the same keys: one that waits long enough for a replica on a loaded
 	// machine, one that gives up soon once the replica is cut off.
-	open := func(timeout time.Duration) *storage.Redis {
-		t.Helper()
-		s, err := storage.OpenRedis(ctx, storage.RedisOptions{URL: "redis://gw:gw-pass@" + master.Addr, KeyPrefix: "dur",
-			WaitReplicas: 1, WaitTimeout: timeout})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
 	const timeout = 300 * time.Millisecond
-	s, cut := open(20*time.Second), open(timeout)
+	url := "redis://gw:gw-pass@" + master.Addr
+	s, cut := openWaiting(t, url, "dur", 20*time.Second), openWaiting(t, url, "dur", timeout)
 
 	// Healthy replica: every acknowledged write is on the replica when the call returns.
 	onReplica := func(key, field string) string {
@@ -193,7 +159,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 	}
 
 	// Replication back: the same writes succeed, the idempotency key is free again.
-	follow(t, master, replica)
+	replica.Follow(t, master)
 	if _, claimed, err := s.BeginIdempotent(ctx, "acct/key-1", rec, time.Minute); err != nil || !claimed {
 		t.Fatalf("the idempotency key of an unconfirmed begin is not free: %v %v", claimed, err)
 	}
@@ -209,7 +175,7 @@ func TestRedisWaitReplicas(t *testing.T) {
 // failover can lose acknowledged writes), and when fewer replicas are connected than
 // wait_replicas.
 func TestRedisReplicationWarning(t *testing.T) {
-	master, _ := replicated(t)
+	master, _ := testredis.StartReplicated(t)
 	for _, tc := range []struct {
 		wait int
 		want string
@@ -260,17 +226,7 @@ func TestRedisACLCommandsInDocs(t *testing.T) {
 func TestRedisClusterWaitReplicas(t *testing.T) {
 	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others
 	cluster := testredis.StartCluster(t, 3, true)
-	open := func(timeout time.Duration) *storage.Redis {
-		t.Helper()
-		s, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: cluster.URL(), KeyPrefix: "cwait",
-			WaitReplicas: 1, WaitTimeout: timeout})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	s, cut := open(20*time.Second), open(500*time.Millisecond)
+	s, cut := openWaiting(t, cluster.URL(), "cwait", 20*time.Second), openWaiting(t, cluster.URL(), "cwait", 500*time.Millisecond)
 	roundTrip(t, s, "cgt-cluster-wait")
 	owner := -1
 	for i, node := range cluster.Nodes {

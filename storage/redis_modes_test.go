@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 
 	"github.com/mediagw/mediagw/internal/testredis"
 	"github.com/mediagw/mediagw/storage"
-	"github.com/mediagw/mediagw/storage/storetest"
 )
 
 // The connection modes of the Redis store beyond plain redis:// on loopback: TLS, an ACL user
@@ -103,21 +100,11 @@ func (s sharedTB) TempDir() string  { return s.parent.TempDir() }
 // whole conformance suite.
 func TestRedisACLUser(t *testing.T) {
 	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others
-	var (
-		once   sync.Once
-		server *testredis.Server
-		n      atomic.Int64
-	)
-	storetest.Run(t, storetest.Backend{
-		NewLocation: func(sub *testing.T) string {
-			once.Do(func() {
-				server = testredis.Start(sharedTB{sub, t}, testredis.Options{})
-				server.AddUser(sub, "gw", "gw-pass", "acl-", storage.RedisACLCommands)
-			})
-			return redisLocation("redis://gw:gw-pass@"+server.Addr, fmt.Sprint("acl-", n.Add(1)))
-		},
-		Open: func(t *testing.T, location string) storage.Store { return openRedis(t, location) },
-	})
+	runConformance(t, "acl-", func(sub *testing.T) string {
+		server := testredis.Start(sharedTB{sub, t}, testredis.Options{})
+		server.AddUser(sub, "gw", "gw-pass", "acl-", storage.RedisACLCommands)
+		return "redis://gw:gw-pass@" + server.Addr
+	}, false)
 }
 
 // The same ACL user cannot write a prefix outside its key pattern; a wrong password is a clear
@@ -198,24 +185,14 @@ func sentinelFailover(t *testing.T, set *testredis.Sentinel, o storage.RedisOpti
 // of one prefix is in one hash slot, so each atomic script runs on one node.
 func TestRedisClusterConformance(t *testing.T) {
 	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others
-	var (
-		once    sync.Once
-		cluster *testredis.Cluster
-		n       atomic.Int64
-	)
-	storetest.Run(t, storetest.Backend{
-		NewLocation: func(sub *testing.T) string {
-			once.Do(func() {
-				cluster = testredis.StartCluster(sharedTB{sub, t}, 3, false)
-				for _, node := range cluster.Nodes {
-					node.AddUser(sub, "gw", "gw-pass", "cluster-", storage.RedisACLCommands, "+cluster|slots", "+cluster|shards")
-				}
-			})
-			url := strings.Replace(cluster.URL(), "redis://", "redis://gw:gw-pass@", 1)
-			return redisLocation(url, fmt.Sprint("cluster-", n.Add(1)))
-		},
-		Open: func(t *testing.T, location string) storage.Store { return openRedis(t, location) },
-	})
+	var cluster *testredis.Cluster
+	runConformance(t, "cluster-", func(sub *testing.T) string {
+		cluster = testredis.StartCluster(sharedTB{sub, t}, 3, false)
+		for _, node := range cluster.Nodes {
+			node.AddUser(sub, "gw", "gw-pass", "cluster-", storage.RedisACLCommands, "+cluster|slots", "+cluster|shards")
+		}
+		return strings.Replace(cluster.URL(), "redis://", "redis://gw:gw-pass@", 1)
+	}, false)
 	if cluster == nil {
 		return // the crash test's child process
 	}

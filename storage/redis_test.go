@@ -1,13 +1,9 @@
 package storage_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,46 +14,6 @@ import (
 	"github.com/mediagw/mediagw/internal/testredis"
 	"github.com/mediagw/mediagw/storage"
 )
-
-// commandCalls reads how many times the server ran a command (INFO commandstats).
-func commandCalls(t *testing.T, addr, command string) int {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fmt.Fprint(conn, "INFO commandstats\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(conn)
-	head, err := r.ReadString('\n')
-	if err != nil || !strings.HasPrefix(head, "$") {
-		t.Fatalf("INFO answered %q, %v", head, err)
-	}
-	size, err := strconv.Atoi(strings.TrimSpace(head[1:]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := make([]byte, size)
-	if _, err := io.ReadFull(r, body); err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(body), "\r\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_"+command+":calls="); ok {
-			n, _, _ := strings.Cut(rest, ",")
-			calls, err := strconv.Atoi(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return calls
-		}
-	}
-	return 0
-}
 
 // Key lookups are served from the client-side cache: a thousand lookups of one key cost the
 // server (almost) nothing, and a revoke through another client is seen within a second.
@@ -76,7 +32,7 @@ func TestRedisKeyLookupCachedAndRevokedAcrossProcesses(t *testing.T) {
 	if _, err := a.KeyByHash(ctx, hash); err != nil {
 		t.Fatal(err)
 	}
-	before := commandCalls(t, srv.Addr, "hmget")
+	before := srv.CommandCalls(t, "hmget")
 	for range 1000 {
 		k, err := a.KeyByHash(ctx, hash)
 		if err != nil || k.Disabled {
@@ -84,7 +40,7 @@ func TestRedisKeyLookupCachedAndRevokedAcrossProcesses(t *testing.T) {
 		}
 	}
 	// Allow a refill or two (the cache keeps a record at most a second).
-	if calls := commandCalls(t, srv.Addr, "hmget") - before; calls > 5 {
+	if calls := srv.CommandCalls(t, "hmget") - before; calls > 5 {
 		t.Fatalf("1000 cached lookups reached the server %d times", calls)
 	}
 

@@ -101,9 +101,8 @@ var (
 func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity) (Route, error) {
 	ep, params, ok := rt.endpoint(r.Method, r.URL.Path)
 	if !ok {
-		if allowed := rt.allowedMethods(r.URL.Path); len(allowed) > 0 {
-			return Route{}, apierror.MethodNotAllowed(w, allowed...)
-		}
+		// An endpoint is a method and a path: another method on a forwarded path is no
+		// endpoint either (DESIGN §7), and says nothing of which methods the path takes.
 		return Route{}, errNoEndpoint
 	}
 	if len(r.Header.Values("Content-Type")) > 1 {

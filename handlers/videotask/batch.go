@@ -65,7 +65,7 @@ func (b *unbatched) refuse(p *providers.Upstream, t time.Time) {
 func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks []storage.Task, seen *answerMemo) (upstreamCalls int, open []string) {
 	one := func(t storage.Task) {
 		upstreamCalls++
-		if stored, err := h.refreshLogged(ctx, t); err == nil && !stored.Unfinished() || errors.Is(err, errTaskNotExist) {
+		if stored, err := h.refreshLogged(ctx, t, seen); err == nil && !stored.Unfinished() || errors.Is(err, errTaskNotExist) {
 			return
 		}
 		open = append(open, t.ID)
@@ -145,9 +145,11 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 	return upstreamCalls, open
 }
 
-// refreshLogged refreshes one task (once across concurrent callers) and logs a failure.
-func (h *Handler) refreshLogged(ctx context.Context, t storage.Task) (storage.Task, error) {
-	stored, err := h.refreshOnce(ctx, t)
+// refreshLogged is the watcher's read of one task (once across concurrent callers): t was read
+// from the store just before, so an answer that changes nothing is not written, as in a batch
+// (seen, may be nil, spares its comparison). A failure is logged.
+func (h *Handler) refreshLogged(ctx context.Context, t storage.Task, seen *answerMemo) (storage.Task, error) {
+	stored, err := h.readOnce(ctx, t, true, seen)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, errTaskNotExist) {
 		h.Logger.Debug("refreshing a task", zap.String("task_id", t.ID), zap.Error(err))
 	}
@@ -179,10 +181,11 @@ type listedAnswer struct {
 }
 
 // listByIDs asks the provider's task list for the given tasks and returns the answer of each
-// listed task by id. A list that proves it cannot filter by id (405, or 404: there is no list
-// route, or it lists a task that was not asked for: it ignored the filter) has the upstream's tasks
-// read one at a time for batchRetryAfter. Any other refusal (a 400 of one odd id, a 5xx) fails
-// this batch only.
+// listed task by id. A list that proves it cannot filter by id (405: the upstream has no list
+// read; or it lists a task that was not asked for: it ignored the filter) has that upstream's
+// tasks read one at a time for batchRetryAfter; the other upstreams keep their batches. Any other
+// answer (a 404, which a proxy or a moment's outage may give as well; a 400 of one odd id; a 429
+// or a 5xx) fails this batch only, and the next batch asks the list again.
 func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []storage.Task) (map[string]listedAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
@@ -199,8 +202,7 @@ func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []
 	if err != nil {
 		return nil, err
 	}
-	switch ans.Status {
-	case http.StatusNotFound, http.StatusMethodNotAllowed:
+	if ans.Status == http.StatusMethodNotAllowed {
 		h.unbatched.refuse(p, now())
 		h.Logger.Info("the provider's task list does not filter by id; its tasks are read one by one for a while",
 			zap.String("upstream", p.Label()), zap.Int("status", ans.Status), zap.Duration("retry_after", batchRetryAfter))

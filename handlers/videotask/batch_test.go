@@ -55,19 +55,7 @@ func newListUpstream(t *testing.T) *listUpstream {
 // batchOf creates n tasks on h and returns their records and the upstream they are bound to.
 func batchOf(t *testing.T, h *Handler, n int) (*providers.Upstream, []storage.Task) {
 	t.Helper()
-	var tasks []storage.Task
-	for _, id := range createTasks(t, h, n) {
-		task, err := h.Store.Task(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tasks = append(tasks, task)
-	}
-	p, ok := h.boundUpstream(tasks[0])
-	if !ok {
-		t.Fatalf("task %+v has no upstream", tasks[0])
-	}
-	return p, tasks
+	return tasksOf(t, h, "m", n)
 }
 
 // refreshCounting runs one batched refresh and returns the list and single reads it made.
@@ -78,9 +66,9 @@ func refreshCounting(t *testing.T, h *Handler, u *listUpstream, p *providers.Ups
 	return u.lists.Load() - l, u.singles.Load() - s
 }
 
-// A list answer that proves the provider cannot filter by id (405, 404, an ignored filter) has
-// the upstream's tasks read one at a time, and its list is tried again after batchRetryAfter;
-// any other refusal fails that one batch only.
+// A list answer that proves the provider cannot filter by id (405, an ignored filter) has the
+// upstream's tasks read one at a time, and its list is tried again after batchRetryAfter; any
+// other refusal, a 404 included, fails that one batch only.
 func TestBatchingOffOnlyWhenTheListLacksTheFilter(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -88,7 +76,7 @@ func TestBatchingOffOnlyWhenTheListLacksTheFilter(t *testing.T) {
 		turnsOff bool
 	}{
 		{"405", http.StatusMethodNotAllowed, true},
-		{"404", http.StatusNotFound, true},
+		{"404", http.StatusNotFound, false},
 		{"ignored filter", -1, true},
 		{"400", http.StatusBadRequest, false},
 		{"500", http.StatusInternalServerError, false},
@@ -133,11 +121,11 @@ func TestBatchingStateIsPerHandler(t *testing.T) {
 	h := newHandler(t, u.URL, nil)
 	h.Client.Timeout = 10 * time.Second
 	p, tasks := batchOf(t, h, 3)
-	u.listAnswer.Store(http.StatusNotFound)
+	u.listAnswer.Store(http.StatusMethodNotAllowed)
 	refreshCounting(t, h, u, p, tasks)
 	u.listAnswer.Store(0)
 	if lists, _ := refreshCounting(t, h, u, p, tasks); lists != 0 {
-		t.Fatalf("the list was asked again right after a 404")
+		t.Fatalf("the list was asked again right after a 405")
 	}
 	other := &Handler{Catalog: h.Catalog, Store: h.Store, Client: h.Client, Logger: zap.NewNop()}
 	if lists, singles := refreshCounting(t, other, u, p, tasks); lists != 1 || singles != 0 {

@@ -80,7 +80,13 @@ var refreshes singleflight.Group
 // bounds the refresh when this call leads it; a client's own request context is not passed here,
 // since other clients may be waiting for the same refresh.
 func (h *Handler) refreshOnce(ctx context.Context, t storage.Task) (storage.Task, error) {
-	v, err, _ := refreshes.Do(fmt.Sprintf("%p/%s", h.Store, t.ID), func() (any, error) { return h.refresh(ctx, t) })
+	return h.readOnce(ctx, t, false, nil)
+}
+
+// readOnce is readUpstream, shared as refreshOnce shares a refresh: whoever leads the read
+// decides whether an unchanged answer is written.
+func (h *Handler) readOnce(ctx context.Context, t storage.Task, onlyChanges bool, seen *answerMemo) (storage.Task, error) {
+	v, err, _ := refreshes.Do(fmt.Sprintf("%p/%s", h.Store, t.ID), func() (any, error) { return h.readUpstream(ctx, t, onlyChanges, seen) })
 	return v.(storage.Task), err
 }
 

@@ -64,8 +64,16 @@ func fresh(t storage.Task, interval time.Duration) bool {
 // refresh reads a task from its upstream, stores the new state and returns the updated record,
 // whose Result is the client's answer. A task whose upstream no longer knows it (404), or whose
 // provider left the config, is finished: its slot is released and, if configured, its cost
-// refunded, once. So is one that has run past the longest execution time (see overdue).
+// refunded, once. So is one that has run past the longest execution time (see overdue). The
+// answer is written even when it changes nothing (a client's poll, see storeAnswer).
 func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, error) {
+	return h.readUpstream(ctx, t, false, nil)
+}
+
+// readUpstream is refresh; with onlyChanges (t was read from the store just before, as the
+// watcher's reads are) an answer that changes nothing is not written, and seen spares its
+// comparison as storeAnswer says.
+func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges bool, seen *answerMemo) (storage.Task, error) {
 	if h.Watcher != nil {
 		h.Watcher.forgetCreated(t.ID) // its first poll reads the record this refresh changes
 	}
@@ -96,7 +104,7 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 	if json.Unmarshal(ans.Body, &answer) != nil || answer == nil {
 		return t, upstream.ErrUnreadable
 	}
-	return h.storeAnswer(ctx, t, readAt, answer, false, nil)
+	return h.storeAnswer(ctx, t, readAt, answer, onlyChanges, seen)
 }
 
 // storeAnswer records an upstream's answer about a task, read at readAt (Unix nanoseconds), by

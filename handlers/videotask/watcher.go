@@ -416,7 +416,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		if !ok || overdue(t) {
 			// Finished by refresh: its upstream left the config, or it ran past the longest
 			// execution time.
-			if _, err := w.Tasks.refreshLogged(ctx, t); err != nil && ctx.Err() == nil {
+			if _, err := w.Tasks.refreshLogged(ctx, t, &w.seen); err != nil && ctx.Err() == nil {
 				w.reschedule(t.ID, now().Add(w.Interval))
 			} else {
 				w.untrack(t.ID)

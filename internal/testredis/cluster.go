@@ -79,16 +79,7 @@ func StartCluster(tb TB, n int, withReplicas bool) *Cluster {
 		}
 	}
 	for _, replica := range c.Replicas {
-		for {
-			info, err := replica.Do("INFO", "replication").ToString()
-			if err == nil && strings.Contains(info, "master_link_status:up") {
-				break
-			}
-			if time.Now().After(deadline) {
-				tb.Fatalf("the replica %s did not sync: %q, %v", replica.Addr, info, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		replica.WaitLinkUp(tb, deadline)
 	}
 	for _, node := range all {
 		for {

@@ -95,16 +95,7 @@ func StartSentinel(tb TB, o SentinelSetOptions) *Sentinel {
 	// The sentinel reads the replica's link once it finds it, and again only seconds later:
 	// started after the first sync, it finds the link up at once.
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		info, err := replica.Do("INFO", "replication").ToString()
-		if err == nil && strings.Contains(info, "master_link_status:up") {
-			break
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("the replica did not sync with the master: %q, %v", info, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	replica.WaitLinkUp(tb, deadline)
 	sentinel := Start(tb, Options{Password: o.SentinelPassword, TLS: o.TLS, Sentinel: &SentinelOptions{
 		MasterName: o.MasterName, Master: master.Addr, MasterPassword: o.Password, Password: o.SentinelPassword,
 	}})

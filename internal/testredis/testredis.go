@@ -345,13 +345,8 @@ func (s *Server) dial(timeout time.Duration) (net.Conn, error) {
 // goes, or SIGKILL when it does not go within 10 s, and waits for it. Stopping a stopped server
 // does nothing.
 func (s *Server) Stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
+	if s.gone() {
 		return
-	}
-	select {
-	case <-s.done:
-		return
-	default:
 	}
 	// redis-server refuses a SIGTERM that comes while it writes its first AOF (a replica
 	// right after its sync: "Writing initial AOF, can't exit") and does not try again by itself,
@@ -377,16 +372,24 @@ func (s *Server) Stop() {
 
 // Kill stops the server with SIGKILL, as a crash would, and waits for it.
 func (s *Server) Kill() {
-	if s.cmd == nil || s.cmd.Process == nil {
+	if s.gone() {
 		return
-	}
-	select {
-	case <-s.done:
-		return
-	default:
 	}
 	_ = s.cmd.Process.Kill() // already gone if it fails; done closes either way
 	<-s.done
+}
+
+// gone reports whether the server never started or has exited.
+func (s *Server) gone() bool {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return true
+	}
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Restart stops the server (SIGKILL when crash is true, SIGTERM otherwise) and starts it again on

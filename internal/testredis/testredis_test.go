@@ -96,20 +96,7 @@ func TestRestartWaitsForItsPort(t *testing.T) {
 // A replica stopped right after its first sync, while it may still be writing its first AOF
 // (when redis-server refuses a SIGTERM), is stopped by SIGTERM, not killed after the wait.
 func TestStopReplicaAfterSync(t *testing.T) {
-	master := Start(t, Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
-	host, port, _ := strings.Cut(master.Addr, ":")
-	replica := Start(t, Options{Args: []string{"--replicaof", host, port}})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		info, err := replica.Do("INFO", "replication").ToString()
-		if err == nil && strings.Contains(info, "master_link_status:up") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the replica did not sync")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	_, replica := StartReplicated(t) // returns once the master counts the synced replica
 	replica.Stop()
 	log, err := os.ReadFile(filepath.Join(replica.Dir, "redis.log"))
 	if err != nil {
