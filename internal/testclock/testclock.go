@@ -59,10 +59,3 @@ func (c *Clock) Advance(d time.Duration) time.Time {
 	c.at = c.at.Add(d)
 	return c.at
 }
-
-// Running returns a clock that reads at when it is called and then runs at the pace of the real
-// clock: for code whose goroutines wait on real timers but read dates from the clock.
-func Running(at time.Time) func() time.Time {
-	start := time.Now()
-	return func() time.Time { return at.Add(time.Since(start)) }
-}
