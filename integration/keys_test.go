@@ -101,7 +101,9 @@ func (e keysEnv) sendTask(key, prompt string, header ...string) (response, error
 
 func TestAdminAPIKeyLifecycle(t *testing.T) {
 	e := startKeysGateway(t)
-	id, secret := e.newKey(t, `{"account":"acme","models":["sim-*"],"allow_ips":["127.0.0.1","::1"],"quota":100,"rate":{"requests":1000,"window":"1m"},"max_active_tasks":5,"expires":"2099-01-01T00:00:00Z"}`)
+	// The key expires a year after today on the gateway's (real) clock.
+	expires := time.Now().UTC().AddDate(1, 0, 0).Truncate(time.Second).Format(time.RFC3339)
+	id, secret := e.newKey(t, `{"account":"acme","models":["sim-*"],"allow_ips":["127.0.0.1","::1"],"quota":100,"rate":{"requests":1000,"window":"1m"},"max_active_tasks":5,"expires":"`+expires+`"}`)
 	if !strings.HasPrefix(secret, "mg-") || len(secret) < 40 || !strings.HasPrefix(id, "key_") {
 		t.Fatalf("id %q secret %q", id, secret)
 	}

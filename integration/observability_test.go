@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -114,6 +115,14 @@ type usageRecord struct {
 	CompletionTokens *int64  `json:"completion_tokens"`
 	TotalTokens      *int64  `json:"total_tokens"`
 	TraceID          string  `json:"trace_id"`
+	// TS is the record's time (Caddy's JSON log format: Unix seconds), which dates its aggregates.
+	TS float64 `json:"ts"`
+}
+
+// day is the UTC day of the record's aggregates.
+func (r usageRecord) day() string {
+	sec, frac := math.Modf(r.TS)
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC().Format(time.DateOnly)
 }
 
 func readUsageLog(t *testing.T, path, account string) []usageRecord {
@@ -426,9 +435,15 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 		t.Errorf("the quota-limited account has %d records, want 2 (refused calls have none)", len(poor))
 	}
 
-	// The CSV report of today, per model and day, matches the records.
-	day := time.Now().UTC().Format(time.DateOnly)
-	req, _ := http.NewRequest("GET", "http://"+g.admin+"/mediagw/usage?account="+account+"&from="+day+"&to="+day+"&group_by=model,day", nil)
+	// The CSV report per model and day matches the records, each counted on the day of its own
+	// time (the calls may straddle midnight); the range runs from the day before the first
+	// record to the day after the last.
+	from, to := recs[0].day(), recs[0].day()
+	for _, rec := range recs {
+		from, to = min(from, rec.day()), max(to, rec.day())
+	}
+	from, to = shiftDay(t, from, -1), shiftDay(t, to, 1)
+	req, _ := http.NewRequest("GET", "http://"+g.admin+"/mediagw/usage?account="+account+"&from="+from+"&to="+to+"&group_by=model,day", nil)
 	req.Header.Set("Accept", "text/csv")
 	r := do(t, req)
 	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/csv") {
@@ -438,40 +453,47 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CSV: %v: %s", err, r.body)
 	}
-	want := map[string][]int64{} // model -> requests, tasks, cost, prompt, completion, total
-	for _, rec := range recs {
-		w := want[rec.Model]
-		if w == nil {
-			w = make([]int64, 6)
-			want[rec.Model] = w
+	// tally adds rec to v: requests, tasks, cost, prompt, completion and total tokens.
+	tally := func(v []int64, rec usageRecord) []int64 {
+		if v == nil {
+			v = make([]int64, 6)
 		}
 		if rec.Event == "request" || rec.Event == "task_created" {
-			w[0]++
+			v[0]++
 		}
 		if rec.Event == "task_created" {
-			w[1]++
+			v[1]++
 		}
-		w[2] += rec.Cost
+		v[2] += rec.Cost
 		if rec.TotalTokens != nil {
-			w[3] += *rec.PromptTokens
-			w[4] += *rec.CompletionTokens
-			w[5] += *rec.TotalTokens
+			v[3] += *rec.PromptTokens
+			v[4] += *rec.CompletionTokens
+			v[5] += *rec.TotalTokens
 		}
+		return v
+	}
+	want := map[string][]int64{}      // by model
+	perDay := map[[2]string][]int64{} // by model and day
+	for _, rec := range recs {
+		want[rec.Model] = tally(want[rec.Model], rec)
+		k := [2]string{rec.Model, rec.day()}
+		perDay[k] = tally(perDay[k], rec)
 	}
 	wantLines := [][]string{{"model", "day", "requests", "tasks", "cost", "prompt_tokens", "completion_tokens", "total_tokens"}}
-	for _, mdl := range []string{chatModel, videoModel} {
-		line := []string{mdl, day}
-		for _, v := range want[mdl] {
+	for k, vals := range perDay {
+		line := []string{k[0], k[1]}
+		for _, v := range vals {
 			line = append(line, strconv.FormatInt(v, 10))
 		}
 		wantLines = append(wantLines, line)
 	}
-	slices.SortFunc(wantLines[1:], func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	// The report orders rows by day, then model.
+	slices.SortFunc(wantLines[1:], func(a, b []string) int { return strings.Compare(a[1]+"\x00"+a[0], b[1]+"\x00"+b[0]) })
 	if fmt.Sprint(lines) != fmt.Sprint(wantLines) {
 		t.Errorf("CSV report =\n%v\nwant\n%v", lines, wantLines)
 	}
 	// caddy mediagw usage prints the same report.
-	cli := exec.Command(caddyBinary(t), "mediagw", "usage", "--account", account, "--from", day, "--to", day,
+	cli := exec.Command(caddyBinary(t), "mediagw", "usage", "--account", account, "--from", from, "--to", to,
 		"--group-by", "model,day", "--csv", "--address", g.admin)
 	out, err := cli.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != strings.TrimSpace(string(r.body)) {
@@ -480,4 +502,14 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 	if len(want) != 2 || want[chatModel][2] != 9 || want[videoModel][1] != 3 || want[videoModel][2] != 2 {
 		t.Errorf("records per model = %v", want)
 	}
+}
+
+// shiftDay is the day (YYYY-MM-DD) n days after day.
+func shiftDay(t *testing.T, day string, n int) string {
+	t.Helper()
+	d, err := time.Parse(time.DateOnly, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.AddDate(0, 0, n).Format(time.DateOnly)
 }

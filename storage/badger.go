@@ -36,6 +36,10 @@ const (
 type BadgerOptions struct {
 	// Logger receives Badger's own warnings and errors.
 	Logger *zap.Logger
+	// Now is the clock that dates a record's finish (Task.FinishedAt) and from which its time to
+	// live is counted: a record is kept Expiry − Now from its write (at least a minute). Badger
+	// itself drops expired entries by the real clock. Default: time.Now.
+	Now func() time.Time
 }
 
 // Badger is the embedded Store. Badger locks its directory, so open it once per directory per
@@ -61,6 +65,8 @@ type Badger struct {
 	afterWrite func()
 	// fillHook, when set (tests), runs between a cache fill's read and its store into the cache.
 	fillHook func()
+	// now is BadgerOptions.Now.
+	now func() time.Time
 }
 
 // memTableSize is the size of Badger's memtables. A task is read back (by the watcher, by a
@@ -111,7 +117,10 @@ func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
 	if err := migrateLegacy(db); err != nil {
 		return nil, errors.Join(fmt.Errorf("migrating the records of an earlier version in %s: %w", dir, err), db.Close())
 	}
-	b := &Badger{db: db, stopGC: make(chan struct{}), logs: newLogSync(db, dir), counters: counterCache{mu: make(chanMutex, 1), logger: o.Logger}}
+	b := &Badger{db: db, stopGC: make(chan struct{}), logs: newLogSync(db, dir), counters: counterCache{mu: make(chanMutex, 1), logger: o.Logger}, now: o.Now}
+	if b.now == nil {
+		b.now = time.Now
+	}
 	b.sync.sync = b.logs.sync
 	b.gcDone.Add(1)
 	go b.collectGarbage(10 * time.Minute)

@@ -21,7 +21,7 @@ func (b *Badger) ClaimItems(ctx context.Context, account string, ids []string, e
 	var taken []string
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		taken = taken[:0] // the function runs again after a conflict
-		ttl := max(time.Until(expiresAt), minTaskRecordTTL)
+		ttl := max(expiresAt.Sub(b.now()), minTaskRecordTTL)
 		wrote := false
 		for _, id := range ids {
 			item, err := txn.Get([]byte(prefixItem + id))

@@ -29,7 +29,7 @@ func TestBadgerReadsCompressedTablesOfEarlierVersions(t *testing.T) {
 	image.ID, image.Kind, image.Status = "img-old", KindImage, "succeeded"
 	image.markFinished(now)
 	for _, task := range []Task{video, image} {
-		if err := old.Update(func(txn *badger.Txn) error { return putTask(txn, task, nil) }); err != nil {
+		if err := old.Update(func(txn *badger.Txn) error { return (&Badger{now: time.Now}).putTask(txn, task, nil) }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -19,14 +19,14 @@ import (
 
 func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 	task.Version = 1
-	task.markFinished(time.Now())
+	task.markFinished(b.now())
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		if _, err := txn.Get([]byte(prefixTask + task.ID)); err == nil {
 			return ErrExists
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
 		}
-		return putTask(txn, task, nil)
+		return b.putTask(txn, task, nil)
 	})
 	if isUnsynced(err) {
 		return b.takeBackCreate(ctx, task, err)
@@ -59,11 +59,11 @@ func (b *Badger) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 	var prevRecord []byte
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		stored = task // from the caller's record again when Badger runs this again
-		prev, err := compareTask(txn, &stored, &prevRecord)
+		prev, err := compareTask(txn, &stored, &prevRecord, b.now())
 		if err != nil {
 			return err
 		}
-		return putTask(txn, stored, &prev)
+		return b.putTask(txn, stored, &prev)
 	})
 	if isUnsynced(err) {
 		b.restoreTask(ctx, stored, prevRecord, err)
@@ -93,7 +93,7 @@ func (b *Badger) restoreTask(ctx context.Context, changed Task, prevRecord []byt
 		if cur.Version != changed.Version {
 			return ErrConflict
 		}
-		return putTask(txn, prev, &changed)
+		return b.putTask(txn, prev, &changed)
 	})
 	switch {
 	case errors.Is(rerr, ErrConflict), errors.Is(rerr, ErrNotFound):
@@ -114,12 +114,12 @@ func (b *Badger) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []erro
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		writes := 0
 		for i, task := range tasks { // a copy of the caller's record on every run
-			prev, err := compareTask(txn, &task, &prevRecords[i])
+			prev, err := compareTask(txn, &task, &prevRecords[i], b.now())
 			stored[i], errs[i] = Task{}, err
 			if err != nil {
 				continue // this task's failure alone
 			}
-			if err := putTask(txn, task, &prev); err != nil {
+			if err := b.putTask(txn, task, &prev); err != nil {
 				return err // the transaction cannot go on (too big, or a store failure)
 			}
 			stored[i] = task
@@ -156,7 +156,7 @@ func (b *Badger) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []erro
 // account, kind and creation time of the stored record, which never change). It returns the
 // stored record's head (taskHead: only as much of the record as the compare and the index
 // entries need is decoded), and keeps the stored record in *record, for a take-back.
-func compareTask(txn *badger.Txn, task *Task, record *[]byte) (Task, error) {
+func compareTask(txn *badger.Txn, task *Task, record *[]byte, now time.Time) (Task, error) {
 	var cur taskHead
 	item, err := txn.Get([]byte(prefixTask + task.ID))
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -179,7 +179,7 @@ func compareTask(txn *badger.Txn, task *Task, record *[]byte) (Task, error) {
 	prev := cur.task()
 	task.Account, task.Kind, task.CreatedAt = prev.Account, prev.Kind, prev.CreatedAt
 	task.Version++
-	task.markFinished(time.Now())
+	task.markFinished(now)
 	return prev, nil
 }
 
@@ -190,9 +190,9 @@ func compareTask(txn *badger.Txn, task *Task, record *[]byte) (Task, error) {
 // deletion of the open-task marker: with no record there is no marker (the two are written,
 // deleted and expire together), and a deletion would still be an entry in the log, the memtable
 // and a table until compaction drops it.
-func putTask(txn *badger.Txn, task Task, prev *Task) error {
+func (b *Badger) putTask(txn *badger.Txn, task Task, prev *Task) error {
 	expiry := task.Expiry()
-	ttl := max(time.Until(expiry), minTaskRecordTTL)
+	ttl := max(expiry.Sub(b.now()), minTaskRecordTTL)
 	record, err := marshalTask(&task)
 	if err != nil {
 		return err

@@ -57,13 +57,14 @@ type Accountant struct {
 	Usage *usage.Recorder
 	// Logger receives failed refunds and releases. Default: none.
 	Logger *zap.Logger
-	// now is the clock; tests set it. Default: time.Now.
-	now func() time.Time
+	// Now is the clock of the keys' rate windows and of task-finished usage records. Default:
+	// time.Now.
+	Now func() time.Time
 }
 
 func (a *Accountant) clock() time.Time {
-	if a.now != nil {
-		return a.now()
+	if a.Now != nil {
+		return a.Now()
 	}
 	return time.Now()
 }

@@ -13,9 +13,6 @@ import (
 	"github.com/mediagw/mediagw/storage"
 )
 
-// now is the clock used for key expiry; tests replace it.
-var now = time.Now
-
 // Failures a client can get from authentication.
 var (
 	ErrMissingKey      = apierror.New(http.StatusUnauthorized, "missing_api_key", "missing API key: send Authorization: Bearer <key>")
@@ -36,6 +33,16 @@ type Authenticator struct {
 	DisabledAccounts map[string]bool
 	// Store holds keys and account records managed at run time; may be nil.
 	Store storage.Store
+	// Now is the clock against which keys expire. Default: time.Now.
+	Now func() time.Time
+}
+
+// now reads the authenticator's clock.
+func (a *Authenticator) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
 }
 
 // Authenticate checks the Authorization header value and the client address. A refusal is an
@@ -61,7 +68,7 @@ func (a *Authenticator) AuthenticateKey(ctx context.Context, secret string, clie
 	if key.Disabled {
 		return Identity{}, ErrKeyDisabled
 	}
-	if !key.ExpiresAt.IsZero() && !now().Before(key.ExpiresAt) {
+	if !key.ExpiresAt.IsZero() && !a.now().Before(key.ExpiresAt) {
 		return Identity{}, ErrKeyExpired
 	}
 	if disabled, err := a.accountDisabled(ctx, key.Account); err != nil {

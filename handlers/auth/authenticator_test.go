@@ -18,8 +18,6 @@ func TestAuthenticate(t *testing.T) {
 	defer store.Close()
 	ctx := context.Background()
 	fixed := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	now = func() time.Time { return fixed }
-	defer func() { now = time.Now }()
 
 	static := map[string]storage.APIKey{}
 	add := func(secret string, k storage.APIKey) {
@@ -36,7 +34,8 @@ func TestAuthenticate(t *testing.T) {
 	if _, err := store.CreateKey(ctx, storage.APIKey{ID: "k-dyn", Hash: storage.HashSecret("mg-dynamic"), Account: "frozen"}); err != nil {
 		t.Fatal(err)
 	}
-	a := &Authenticator{Static: static, DisabledAccounts: map[string]bool{"banned": true}, Store: store}
+	a := &Authenticator{Static: static, DisabledAccounts: map[string]bool{"banned": true}, Store: store,
+		Now: func() time.Time { return fixed }}
 
 	local := netip.MustParseAddr("192.0.2.1")
 	for _, tc := range []struct {

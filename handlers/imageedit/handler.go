@@ -36,9 +36,6 @@ const (
 // DefaultMaxBodyBytes bounds an edit request body.
 const DefaultMaxBodyBytes = 1 << 20
 
-// now is the clock; tests replace it.
-var now = time.Now
-
 // Handler serves image edits and image task queries.
 type Handler struct {
 	Catalog *providers.Catalog
@@ -51,6 +48,16 @@ type Handler struct {
 	// Idempotency honours Idempotency-Key on edits; nil ignores the header.
 	Idempotency *idempotency.Guard
 	Logger      *zap.Logger
+	// Now is the clock that dates image task records and their expiry. Default: time.Now.
+	Now func() time.Time
+}
+
+// now reads the handler's clock.
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
 }
 
 var (
@@ -147,7 +154,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		return upstream.ErrUnreadable
 	}
 	if taskID != "" {
-		t := now()
+		t := h.now()
 		task := storage.Task{
 			ID: taskID, Kind: storage.KindImage, Account: id.Account, KeyID: id.KeyID,
 			Provider: p.Name, Upstream: up.Name, UpstreamAddress: up.Address(), Model: model, Status: "queued",

@@ -26,9 +26,6 @@ const KeyPrefix = "mg-"
 
 const maxBody = 64 << 10
 
-// now is the clock; tests replace it.
-var now = time.Now
-
 // Handler serves /mediagw/keys… and /mediagw/accounts….
 type Handler struct {
 	Store storage.Store
@@ -39,6 +36,16 @@ type Handler struct {
 	Meter            *accounting.Meter
 	// WebhookKey is the gateway's webhook key; each account's secret is derived from it.
 	WebhookKey []byte
+	// Now is the clock that dates new keys (created_at). Default: time.Now.
+	Now func() time.Time
+}
+
+// now reads the handler's clock.
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
 }
 
 // Error is an admin API failure with its HTTP status.
@@ -139,7 +146,7 @@ func (h *Handler) createKey(r *http.Request) (Created, error) {
 // /mediagw/keys takes it; the answer holds the secret, the only time it is shown.
 func (h *Handler) CreateKey(ctx context.Context, spec []byte) (Created, error) {
 	secret := KeyPrefix + strings.ToLower(rand.Text()+rand.Text()) // 256 random bits
-	key := storage.APIKey{Hash: storage.HashSecret(secret), CreatedAt: now().UTC().Truncate(time.Second)}
+	key := storage.APIKey{Hash: storage.HashSecret(secret), CreatedAt: h.now().UTC().Truncate(time.Second)}
 	key.ID = "key_" + key.Hash[:12]
 	if err := apply(&key, spec); err != nil {
 		return Created{}, fail(http.StatusBadRequest, err.Error())

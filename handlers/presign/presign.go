@@ -34,9 +34,6 @@ const (
 	maxBodyBytes       = 16 << 10
 )
 
-// now is the clock; tests replace it.
-var now = time.Now
-
 // Presigner signs uploads; *S3 is the implementation.
 type Presigner interface {
 	PresignPut(ctx context.Context, objectKey, contentType string, expires time.Duration) (string, http.Header, error)
@@ -58,6 +55,16 @@ type Handler struct {
 	// Limit bounds presign calls per API key; nil means no limit.
 	Limit  *RateLimit
 	Logger *zap.Logger
+	// Now is the clock that dates object keys and expires_at. Default: time.Now.
+	Now func() time.Time
+}
+
+// now reads the handler's clock.
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
 }
 
 // RateLimit allows Requests presign calls per API key in any Window. The window is kept in the
@@ -148,7 +155,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	key := h.objectKey(id.Account, extensionSource(filename, contentType))
 	expires := h.expires()
-	issued := now()
+	issued := h.now()
 	url, signed, err := h.Storage.PresignPut(r.Context(), key, contentType, expires)
 	if err != nil {
 		// The error names the bucket at most; the URL was never made, so nothing secret is logged.
@@ -260,7 +267,7 @@ func (h *Handler) objectKey(account, filename string) string {
 	sum := sha256.Sum256([]byte(account))
 	var random [16]byte
 	_, _ = rand.Read(random[:])
-	key := h.Prefix + hex.EncodeToString(sum[:8]) + "/" + now().UTC().Format("2006/01/02") + "/" + hex.EncodeToString(random[:])
+	key := h.Prefix + hex.EncodeToString(sum[:8]) + "/" + h.now().UTC().Format("2006/01/02") + "/" + hex.EncodeToString(random[:])
 	if ext := strings.ToLower(strings.TrimPrefix(path.Ext(filename), ".")); extension.MatchString(ext) {
 		key += "." + ext
 	}

@@ -57,7 +57,7 @@ func (s *Simulator) chat(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
-	id, created := "chatcmpl-sim-"+strings.ToLower(rand.Text()[:10]), now().Unix()
+	id, created := "chatcmpl-sim-"+strings.ToLower(rand.Text()[:10]), s.now().Unix()
 	usage := map[string]int{"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
 	words := []string{"Hello", " from", " the", " mediagw", " simulator."}
 	if !req.Stream {
@@ -131,19 +131,19 @@ func (s *Simulator) images(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.Contains(req.Model, "async") {
-		writeJSON(w, http.StatusOK, map[string]any{"id": "imgt-" + strings.ToLower(rand.Text()[:12]), "status": "queued", "created": now().Unix()})
+		writeJSON(w, http.StatusOK, map[string]any{"id": "imgt-" + strings.ToLower(rand.Text()[:12]), "status": "queued", "created": s.now().Unix()})
 		return
 	}
 	data := make([]any, max(req.N, 1))
 	for i := range data {
 		data[i] = map[string]string{"url": fmt.Sprintf("https://simulator.mediagw.invalid/images/%d.png", i)}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"created": now().Unix(), "data": data})
+	writeJSON(w, http.StatusOK, map[string]any{"created": s.now().Unix(), "data": data})
 }
 
 // imageTask answers a query of a simulated asynchronous image task: it has always succeeded.
 func (s *Simulator) imageTask(w http.ResponseWriter, id string) {
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": "succeeded", "progress": 100, "created": now().Unix(),
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": "succeeded", "progress": 100, "created": s.now().Unix(),
 		"data": []any{map[string]string{"url": "https://simulator.mediagw.invalid/images/" + id + ".png"}}})
 }
 
@@ -199,7 +199,7 @@ func (s *Simulator) echo(object string) http.HandlerFunc {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"id": object + "-sim-" + strings.ToLower(rand.Text()[:8]),
-			"object": object, "model": req["model"], "created": now().Unix(), "simulated": true})
+			"object": object, "model": req["model"], "created": s.now().Unix(), "simulated": true})
 	}
 }
 

@@ -28,9 +28,6 @@ const FailMarker = "[[fail]]"
 // maxTasks bounds the simulator's memory; past it the oldest tasks are forgotten.
 const maxTasks = 200_000
 
-// now is the clock; tests replace it.
-var now = time.Now
-
 // Simulator serves simulated upstream endpoints. The zero value is not ready: use New.
 type Simulator struct {
 	// QueuedFor and RunningFor are how long a task stays in each state.
@@ -39,6 +36,8 @@ type Simulator struct {
 	VideoURL string
 	// APIKey, when set, is the only bearer token accepted.
 	APIKey string
+	// Now is the clock of the task timeline and of the dates in answers. Default: time.Now.
+	Now func() time.Time
 
 	routes map[string]http.HandlerFunc // OpenAI-style endpoints by path suffix
 
@@ -147,8 +146,8 @@ func (s *Simulator) createTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := &task{
-		ID:    "cgt-" + now().UTC().Format("20060102150405") + "-" + strings.ToLower(rand.Text()[:8]),
-		Model: b.Model, Created: now(), LastFrame: b.ReturnLastFrame,
+		ID:    "cgt-" + s.now().UTC().Format("20060102150405") + "-" + strings.ToLower(rand.Text()[:8]),
+		Model: b.Model, Created: s.now(), LastFrame: b.ReturnLastFrame,
 		Resolution: or(b.Resolution, "720p"), Ratio: or(b.Ratio, "16:9"), Duration: 5,
 	}
 	if b.Duration != nil && *b.Duration > 0 {
@@ -279,7 +278,7 @@ func (s *Simulator) deleteTask(w http.ResponseWriter, id string) {
 
 // status is the task's state at this moment.
 func (s *Simulator) status(t *task) string {
-	age := now().Sub(t.Created)
+	age := s.now().Sub(t.Created)
 	switch {
 	case t.Cancelled:
 		return "cancelled"
@@ -362,4 +361,12 @@ func (s *Simulator) scheduleCallbacks(t *task, url string) {
 	}
 	time.AfterFunc(s.QueuedFor+time.Millisecond, post)
 	time.AfterFunc(s.QueuedFor+s.RunningFor+time.Millisecond, post)
+}
+
+// now reads the simulator's clock.
+func (s *Simulator) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mediagw/mediagw/internal/testclock"
 )
 
 func do(s *Simulator, method, path, body string) (int, map[string]any) {
@@ -19,10 +21,9 @@ func do(s *Simulator, method, path, body string) (int, map[string]any) {
 }
 
 func TestTaskLifecycle(t *testing.T) {
-	clock := time.Unix(1_000_000, 0)
-	now = func() time.Time { return clock }
-	defer func() { now = time.Now }()
+	clock := testclock.New(time.Unix(1_000_000, 0))
 	s := New()
+	s.Now = clock.Now
 	const tasks = "/api/v3/contents/generations/tasks"
 	_, created := do(s, "POST", tasks, `{"model":"m","content":[{"type":"text","text":"x"}],"return_last_frame":true}`)
 	id := created["id"].(string)
@@ -32,7 +33,7 @@ func TestTaskLifecycle(t *testing.T) {
 		after  time.Duration
 		status string
 	}{{0, "queued"}, {2 * time.Second, "running"}, {5 * time.Second, "succeeded"}} {
-		clock = clock.Add(step.after)
+		clock.Advance(step.after)
 		if _, got := do(s, "GET", tasks+"/"+id, ""); got["status"] != step.status {
 			t.Fatalf("after %v: %v", step.after, got)
 		}
@@ -61,7 +62,7 @@ func TestTaskLifecycle(t *testing.T) {
 		t.Fatalf("cancelled = %v", got)
 	}
 	_, r := do(s, "POST", tasks, `{"model":"m","content":[{"type":"text","text":"z"}]}`)
-	clock = clock.Add(3 * time.Second)
+	clock.Advance(3 * time.Second)
 	if code, _ := do(s, "DELETE", tasks+"/"+r["id"].(string), ""); code != 409 {
 		t.Fatalf("cancelling a running task = %d", code)
 	}

@@ -70,7 +70,7 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 		}
 		open = append(open, t.ID)
 	}
-	if len(tasks) == 1 || !h.unbatched.allows(p, now()) {
+	if len(tasks) == 1 || !h.unbatched.allows(p, h.now()) {
 		for _, t := range tasks {
 			one(t)
 		}
@@ -197,13 +197,13 @@ func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []
 	}
 	q.Set("page_num", "1")
 	q.Set("page_size", strconv.Itoa(len(tasks)))
-	readAt := now().UnixNano()
+	readAt := h.now().UnixNano()
 	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"?"+q.Encode(), nil)
 	if err != nil {
 		return nil, err
 	}
 	if ans.Status == http.StatusMethodNotAllowed {
-		h.unbatched.refuse(p, now())
+		h.unbatched.refuse(p, h.now())
 		h.Logger.Info("the provider's task list does not filter by id; its tasks are read one by one for a while",
 			zap.String("upstream", p.Label()), zap.Int("status", ans.Status), zap.Duration("retry_after", batchRetryAfter))
 		return nil, errNoIDFilter
@@ -222,7 +222,7 @@ func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []
 			return nil, upstream.ErrUnreadable
 		}
 		if !want[id] {
-			h.unbatched.refuse(p, now())
+			h.unbatched.refuse(p, h.now())
 			h.Logger.Info("the provider's task list ignored the id filter; its tasks are read one by one for a while",
 				zap.String("upstream", p.Label()), zap.Duration("retry_after", batchRetryAfter))
 			return nil, errNoIDFilter

@@ -84,9 +84,9 @@ func TestBatchingOffOnlyWhenTheListLacksTheFilter(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			at := time.Now()
-			setClock(t, &at)
 			u := newListUpstream(t)
 			h := newHandler(t, u.URL, nil)
+			h.Now = clockAt(&at)
 			h.Client.Timeout = 10 * time.Second
 			p, tasks := batchOf(t, h, 3)
 

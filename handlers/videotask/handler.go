@@ -39,9 +39,6 @@ const (
 	DefaultUpstreamTimeout = 60 * time.Second
 )
 
-// now is the clock; tests replace it.
-var now = time.Now
-
 // Handler serves the task API. Fill the exported fields, then serve.
 type Handler struct {
 	Catalog *providers.Catalog
@@ -68,6 +65,9 @@ type Handler struct {
 	// refresh the task. The client's own callback_url never reaches the upstream.
 	RelayBase string
 	Logger    *zap.Logger
+	// Now is the clock of the handler and its Watcher: task dates, refresh intervals, overdue
+	// tasks, shard leases and the watch schedule. Default: time.Now.
+	Now func() time.Time
 
 	unbatched unbatched // upstreams whose task list cannot filter by id (batch.go)
 }
@@ -199,7 +199,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		return err
 	}
 	usage.From(r.Context()).Routed(req.Model, p.Name, cmp.Or(up.Name, p.Name)) // the upstream that made it
-	t := now()
+	t := h.now()
 	task := storage.Task{
 		ID: taskID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
 		Provider: p.Name, Upstream: up.Name, UpstreamAddress: up.Address(), Model: req.Model, Status: StatusQueued,

@@ -17,13 +17,13 @@ const maxOverdueGrace = 10 * time.Minute
 // upstream should have expired it, and the gateway does so itself before the record's own expiry
 // (CreatedAt + MaxTaskRun + retention), which would otherwise drop the task with its slot held
 // and its cost never refunded.
-func overdue(t storage.Task) bool {
+func (h *Handler) overdue(t storage.Task) bool {
 	if !t.Unfinished() {
 		return false
 	}
 	deadline := time.Unix(t.CreatedAt, 0).Add(storage.MaxTaskRun)
 	grace := min(maxOverdueGrace, t.Expiry().Sub(deadline)/2)
-	return now().After(deadline.Add(grace))
+	return h.now().After(deadline.Add(grace))
 }
 
 // expireOverdue finishes an overdue task as expired, once (compare-and-set), with a message that

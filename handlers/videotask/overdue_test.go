@@ -37,7 +37,7 @@ func TestOverdueTaskExpires(t *testing.T) {
 				}
 			}
 			clock := time.Unix(rec.CreatedAt, 0).Add(storage.MaxTaskRun - time.Hour)
-			setClock(t, &clock)
+			h.Now = clockAt(&clock)
 			read()
 			if got, _ := h.Store.Task(context.Background(), "cgt-race"); got.Finished || got.Status != "running" {
 				t.Fatalf("a task within its run time: status %q finished %v; want it running", got.Status, got.Finished)

@@ -41,7 +41,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if err != nil {
 		return err
 	}
-	if fresh(t, h.refreshInterval()) {
+	if fresh(t, h.refreshInterval(), h.now()) {
 		writeRaw(w, t.Result)
 		return nil
 	}
@@ -54,11 +54,11 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 }
 
 // fresh reports whether the stored result may be served without asking the upstream.
-func fresh(t storage.Task, interval time.Duration) bool {
+func fresh(t storage.Task, interval time.Duration, now time.Time) bool {
 	if len(t.Result) == 0 {
 		return false
 	}
-	return storage.Terminal(t.Status) || now().Sub(time.Unix(0, t.RefreshedAt)) < interval
+	return storage.Terminal(t.Status) || now.Sub(time.Unix(0, t.RefreshedAt)) < interval
 }
 
 // refresh reads a task from its upstream, stores the new state and returns the updated record,
@@ -79,14 +79,14 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
-	if overdue(t) {
+	if h.overdue(t) {
 		return h.expireOverdue(ctx, t)
 	}
 	p, ok := h.boundUpstream(t)
 	if !ok {
 		return h.orphaned(ctx, t)
 	}
-	readAt := now().UnixNano()
+	readAt := h.now().UnixNano()
 	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
 	if err != nil {
 		return t, err
@@ -190,7 +190,7 @@ func (c *answerChange) apply(cur *storage.Task) error {
 	if c.hasUpdated {
 		cur.UpdatedAt = c.updatedAt
 	}
-	cur.Status, cur.Result, cur.RefreshedAt = c.status, c.body, now().UnixNano()
+	cur.Status, cur.Result, cur.RefreshedAt = c.status, c.body, c.h.now().UnixNano()
 	if storage.Terminal(c.status) {
 		c.finished = accounting.MarkFinished(cur)
 	}
@@ -489,6 +489,14 @@ func (h *Handler) finished(ctx context.Context, t storage.Task, status string) {
 	if h.Accounting != nil {
 		h.Accounting.Finished(ctx, t, status)
 	}
+}
+
+// now reads the handler's clock.
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
 }
 
 func (h *Handler) refreshInterval() time.Duration {

@@ -111,7 +111,7 @@ func (h *Handler) hinted(t storage.Task) {
 	if at, ok := relayRead.Load(key); ok && at.(time.Time).After(last) {
 		last = at.(time.Time)
 	}
-	wait := h.refreshInterval() - now().Sub(last)
+	wait := h.refreshInterval() - h.now().Sub(last)
 	go func() {
 		if wait > 0 {
 			time.Sleep(wait)
@@ -126,7 +126,7 @@ func (h *Handler) hinted(t storage.Task) {
 			}
 			t = cur
 		}
-		started := now()
+		started := h.now()
 		relayRead.Store(key, started)
 		time.AfterFunc(h.refreshInterval(), func() { relayRead.CompareAndDelete(key, started) })
 		if _, err := h.refreshOnce(context.Background(), t); err != nil {

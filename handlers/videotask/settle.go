@@ -29,7 +29,7 @@ func (h *Handler) settle(ctx context.Context, t storage.Task, v verdict) (storag
 		if cur.Finished || storage.Terminal(cur.Status) {
 			return storage.ErrNoChange
 		}
-		cur.Status, cur.UpdatedAt, cur.RefreshedAt = v.status, now().Unix(), now().UnixNano()
+		cur.Status, cur.UpdatedAt, cur.RefreshedAt = v.status, h.now().Unix(), h.now().UnixNano()
 		result := recordResult(*cur)
 		result["error"] = mustJSON(map[string]string{"code": v.code, "message": v.message})
 		cur.Result = mustJSON(result)

@@ -320,7 +320,7 @@ func TestWatcherHonoursShardLease(t *testing.T) {
 	w.init()
 	ctx := context.Background()
 	lease := w.shardLease(storage.TaskShard("cgt-race", w.Shards))
-	if ok, err := h.Store.AcquireLease(ctx, lease, "other-gateway", now(), time.Minute); err != nil || !ok {
+	if ok, err := h.Store.AcquireLease(ctx, lease, "other-gateway", h.now(), time.Minute); err != nil || !ok {
 		t.Fatalf("lease: %v %v", ok, err)
 	}
 	w.ownTickAndScan(ctx)

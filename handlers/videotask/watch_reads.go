@@ -39,7 +39,7 @@ func (w *Watcher) readSlack() time.Duration { return w.ownershipTick() }
 // returns the time now recorded, and adds to skip the tasks not to be read after all. (Once:
 // under a load that slow, recording until the record is quick would only add to the load.)
 func (w *Watcher) noteAgain(ctx context.Context, at time.Time, groups []storage.ShardReads, skip map[string]skipReason) (time.Time, error) {
-	if !now().After(at) {
+	if !w.now().After(at) {
 		return at, nil
 	}
 	var kept []storage.ShardReads
@@ -51,7 +51,7 @@ func (w *Watcher) noteAgain(ctx context.Context, at time.Time, groups []storage.
 	if len(kept) == 0 {
 		return at, nil
 	}
-	at = now().Add(w.readSlack())
+	at = w.now().Add(w.readSlack())
 	lost, err := w.Tasks.Store.NoteReads(ctx, w.Owner, at, w.readKeep(), kept)
 	if err != nil {
 		return at, err
@@ -102,7 +102,7 @@ func (w *Watcher) readGroups(ids []string) []storage.ShardReads {
 		}
 		groups[i].IDs = append(groups[i].IDs, id)
 	}
-	at := now()
+	at := w.now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for shard, i := range index {
@@ -120,7 +120,7 @@ func (w *Watcher) readGroups(ids []string) []storage.ShardReads {
 // The shards' leases are still this watcher's: a shard being handed over is freed only after
 // its reads in flight.
 func (w *Watcher) noteSlowReads(ctx context.Context, at time.Time, ids []string) {
-	end := now()
+	end := w.now()
 	if len(ids) == 0 || !end.After(at) {
 		return
 	}

@@ -14,10 +14,9 @@ import (
 // go, as poll does: the watcher must not go on reading it under the other's lease.
 func TestSlowReadsLetGoOfALostShard(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
-	setClock(t, &clock)
 	b := openBadger(t)
 	ctx := context.Background()
-	w := &Watcher{Tasks: &Handler{Store: b, Logger: zap.NewNop()}, Interval: 10 * time.Second, Owner: "a", Shards: 8}
+	w := &Watcher{Tasks: &Handler{Store: b, Logger: zap.NewNop(), Now: clockAt(&clock)}, Interval: 10 * time.Second, Owner: "a", Shards: 8}
 	w.init()
 	id := "cgt-slow"
 	shard := storage.TaskShard(id, w.Shards)

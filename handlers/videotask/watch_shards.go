@@ -63,14 +63,14 @@ func (w *Watcher) readable(shard int) (ok, held bool) {
 		_, held = w.held[shard]
 		return false, held
 	}
-	return !w.leaving[shard] && !now().Before(w.readFrom[shard]), true
+	return !w.leaving[shard] && !w.now().Before(w.readFrom[shard]), true
 }
 
 // leased reports whether this watcher holds the lease of a shard with a tick left. The caller
 // holds w.mu.
 func (w *Watcher) leased(shard int) bool {
 	until, held := w.held[shard]
-	return held && !now().Add(w.ownershipTick()).After(until)
+	return held && !w.now().Add(w.ownershipTick()).After(until)
 }
 
 // startReads sorts ids into those this watcher reads now, whose shards then count them as reads
@@ -125,7 +125,7 @@ func (w *Watcher) own(ctx context.Context) {
 	joined := false
 	for {
 		if !joined {
-			if _, err := w.Tasks.Store.Heartbeat(ctx, w.group(), w.Owner, now(), w.leaseTerm()); err != nil && ctx.Err() == nil {
+			if _, err := w.Tasks.Store.Heartbeat(ctx, w.group(), w.Owner, w.now(), w.leaseTerm()); err != nil && ctx.Err() == nil {
 				w.Tasks.Logger.Error("watcher heartbeat", zap.Error(err))
 			}
 			joined = true
@@ -167,7 +167,7 @@ const (
 
 // divide does one tick of own and returns the shards it just took.
 func (w *Watcher) divide(ctx context.Context) []int {
-	start := now()
+	start := w.now()
 	term := w.leaseTerm()
 	members, err := w.Tasks.Store.Heartbeat(ctx, w.group(), w.Owner, start, term)
 	if err != nil {
@@ -318,7 +318,7 @@ func (w *Watcher) leave() {
 	forEach(len(shards), func(i int) { w.free(ctx, shards[i]) })
 	// A zero term ends this watcher's heartbeat: the others count without it from their next
 	// tick.
-	if _, err := w.Tasks.Store.Heartbeat(ctx, w.group(), w.Owner, now(), 0); err != nil {
+	if _, err := w.Tasks.Store.Heartbeat(ctx, w.group(), w.Owner, w.now(), 0); err != nil {
 		w.Tasks.Logger.Warn("leaving the watcher group", zap.Error(err))
 	}
 }
@@ -334,7 +334,7 @@ var notYet = time.Unix(1<<62, 0)
 // rather than read twice. take reads only the read logs, not every unfinished task: it is quick
 // enough for a tick of own.
 func (w *Watcher) take(ctx context.Context, shards []int) {
-	start := now()
+	start := w.now()
 	since := start.Add(-w.Interval)
 	recent := make([]map[string]time.Time, len(shards))
 	failed := make([]bool, len(shards))
@@ -377,7 +377,7 @@ func (w *Watcher) watchShards(ctx context.Context, shards []int) {
 		want[s] = true
 	}
 	err := w.Tasks.Store.UnfinishedTaskIDs(ctx, w.Shards, func(shard int) bool { return want[shard] }, func(id string) bool {
-		w.schedule(id, now())
+		w.schedule(id, w.now())
 		return ctx.Err() == nil
 	})
 	if err != nil && ctx.Err() == nil {

@@ -13,11 +13,9 @@ import (
 	"github.com/mediagw/mediagw/storage"
 )
 
-// setClock makes the package's clock return *at for the rest of the test.
-func setClock(t *testing.T, at *time.Time) {
-	prev := now
-	now = func() time.Time { return *at }
-	t.Cleanup(func() { now = prev })
+// clockAt is a clock that reads *at: a test moves it by assigning to *at.
+func clockAt(at *time.Time) func() time.Time {
+	return func() time.Time { return *at }
 }
 
 // The shards are divided between the live watchers. A shard handed over to a new watcher is
@@ -49,11 +47,10 @@ func TestShardOwnershipMovesToTheSurvivor(t *testing.T) {
 	for name, open := range backends {
 		t.Run(name, func(t *testing.T) {
 			clock := time.Unix(1_800_000_000, 0)
-			setClock(t, &clock)
 			storeA, storeB := open(t)
 			const interval = 10 * time.Second
 			watcher := func(owner string, s storage.Store) *Watcher {
-				w := &Watcher{Tasks: &Handler{Store: s, Logger: zap.NewNop()}, Interval: interval, Owner: owner, Shards: 8}
+				w := &Watcher{Tasks: &Handler{Store: s, Logger: zap.NewNop(), Now: clockAt(&clock)}, Interval: interval, Owner: owner, Shards: 8}
 				w.init()
 				return w
 			}
@@ -186,10 +183,9 @@ func TestShardOwnershipMovesToTheSurvivor(t *testing.T) {
 // at least one.
 func TestWatchersWithDifferentShardCountsMissNoTask(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
-	setClock(t, &clock)
 	b := openBadger(t)
 	watcher := func(owner string, shards int) *Watcher {
-		w := &Watcher{Tasks: &Handler{Store: b, Logger: zap.NewNop()}, Interval: 10 * time.Second, Owner: owner, Shards: shards}
+		w := &Watcher{Tasks: &Handler{Store: b, Logger: zap.NewNop(), Now: clockAt(&clock)}, Interval: 10 * time.Second, Owner: owner, Shards: shards}
 		w.init()
 		return w
 	}
@@ -299,7 +295,6 @@ func (s *leaseCountingStore) RenewLeases(ctx context.Context, names []string, ow
 // at that tick, and the others stay held for a term from the tick.
 func TestATickRenewsEveryShardLeaseInOneCall(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
-	setClock(t, &clock)
 	srv := testredis.Start(t, testredis.Options{})
 	r, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: srv.URL(), Logger: zap.NewNop()})
 	if err != nil {
@@ -307,7 +302,7 @@ func TestATickRenewsEveryShardLeaseInOneCall(t *testing.T) {
 	}
 	t.Cleanup(func() { r.Close() })
 	store := &leaseCountingStore{Store: r}
-	w := &Watcher{Tasks: &Handler{Store: store, Logger: zap.NewNop()}, Interval: 10 * time.Second, Owner: "a", Shards: DefaultWatchShards}
+	w := &Watcher{Tasks: &Handler{Store: store, Logger: zap.NewNop(), Now: clockAt(&clock)}, Interval: 10 * time.Second, Owner: "a", Shards: DefaultWatchShards}
 	w.init()
 	ctx := context.Background()
 	all := make([]int, DefaultWatchShards)

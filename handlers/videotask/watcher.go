@@ -87,6 +87,9 @@ type Watcher struct {
 	initOne sync.Once
 }
 
+// now reads the clock of the watcher's handler (Handler.Now).
+func (w *Watcher) now() time.Time { return w.Tasks.now() }
+
 func (w *Watcher) init() {
 	w.initOne.Do(func() {
 		w.tracked = map[string]bool{}
@@ -141,7 +144,7 @@ func (w *Watcher) Watch(t storage.Task) {
 		}
 		w.mu.Unlock()
 	}
-	w.schedule(t.ID, now().Add(w.Interval))
+	w.schedule(t.ID, w.now().Add(w.Interval))
 }
 
 // takeCreated splits the ids of a poll into the records kept for their first poll (forgotten
@@ -319,11 +322,11 @@ func (w *Watcher) next(n int) ([]string, time.Duration) {
 	if w.queue.Len() == 0 {
 		return nil, time.Minute
 	}
-	if wait := w.queue[0].due.Sub(now()); wait > 0 {
+	if wait := w.queue[0].due.Sub(w.now()); wait > 0 {
 		return nil, wait
 	}
 	var ids []string
-	for len(ids) < n && w.queue.Len() > 0 && !w.queue[0].due.After(now()) {
+	for len(ids) < n && w.queue.Len() > 0 && !w.queue[0].due.After(w.now()) {
 		t := heap.Pop(&w.queue).(dueTask)
 		if at, ok := w.notBefore[t.id]; ok {
 			if at.After(t.due) {
@@ -334,7 +337,7 @@ func (w *Watcher) next(n int) ([]string, time.Duration) {
 			delete(w.notBefore, t.id)
 		}
 		ids = append(ids, t.id)
-		metrics.RefreshLag(now().Sub(t.due))
+		metrics.RefreshLag(w.now().Sub(t.due))
 	}
 	return ids, 0
 }
@@ -346,7 +349,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	mine, late, others := w.startReads(ids)
 	for _, id := range late {
 		// The lease's renewal is late: try again when it may have come.
-		w.reschedule(id, now().Add(w.ownershipTick()/2))
+		w.reschedule(id, w.now().Add(w.ownershipTick()/2))
 	}
 	for _, id := range others {
 		w.untrack(id)
@@ -358,7 +361,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	// The reads are recorded under the shards' leases before they are made, alongside the read
 	// of the records (the Redis client pipelines the two), at the time by which they will have
 	// gone out (noteAgain records again those that would go out later).
-	at := now().Add(w.readSlack())
+	at := w.now().Add(w.readSlack())
 	var lost []int
 	var noteErr error
 	groups := w.readGroups(mine)
@@ -387,7 +390,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 			w.Tasks.Logger.Error("reading watched tasks", zap.Error(err))
 		}
 		for _, id := range mine {
-			w.reschedule(id, now().Add(w.Interval))
+			w.reschedule(id, w.now().Add(w.Interval))
 		}
 		w.keepCreated(known)
 		return 0
@@ -401,23 +404,23 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 			w.untrack(t.ID) // another watcher's now
 			continue
 		case skipLate:
-			w.reschedule(t.ID, now().Add(w.ownershipTick()/2))
+			w.reschedule(t.ID, w.now().Add(w.ownershipTick()/2))
 			continue
 		}
 		if !t.Unfinished() {
 			w.untrack(t.ID)
 			continue
 		}
-		if last := time.Unix(0, t.RefreshedAt); now().Sub(last) < w.Interval/2 {
+		if last := time.Unix(0, t.RefreshedAt); w.now().Sub(last) < w.Interval/2 {
 			w.reschedule(t.ID, last.Add(w.Interval)) // a client read it recently
 			continue
 		}
 		u, ok := w.Tasks.boundUpstream(t)
-		if !ok || overdue(t) {
+		if !ok || w.Tasks.overdue(t) {
 			// Finished by refresh: its upstream left the config, or it ran past the longest
 			// execution time.
 			if _, err := w.Tasks.refreshLogged(ctx, t, &w.seen); err != nil && ctx.Err() == nil {
-				w.reschedule(t.ID, now().Add(w.Interval))
+				w.reschedule(t.ID, w.now().Add(w.Interval))
 			} else {
 				w.untrack(t.ID)
 			}
@@ -438,7 +441,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		if ctx.Err() != nil {
 			return calls // stopping: the next watcher starts from the store's list
 		}
-		w.rescheduleAll(open, now().Add(w.Interval))
+		w.rescheduleAll(open, w.now().Add(w.Interval))
 		still := make(map[string]bool, len(open))
 		for _, id := range open {
 			still[id] = true

@@ -62,6 +62,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("CounterTwoLimiters", func(t *testing.T) { testCounterLimiters(t, fresh(t)) })
 	t.Run("RateWindow", func(t *testing.T) { testRateWindow(t, fresh(t)) })
 	t.Run("RateWindowRace", func(t *testing.T) { testRateWindowRace(t, fresh(t)) })
+	t.Run("RateWindowAcrossDates", func(t *testing.T) { testRateWindowAcrossDates(t, fresh(t)) })
 	t.Run("Keys", func(t *testing.T) { testKeys(t, fresh(t)) })
 	t.Run("KeyRevokeSeenAtOnce", func(t *testing.T) { testKeyRevokeSeenAtOnce(t, fresh(t)) })
 	t.Run("Accounts", func(t *testing.T) { testAccounts(t, fresh(t)) })

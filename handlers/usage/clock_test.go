@@ -1,0 +1,61 @@
+package usage
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/internal/testclock"
+)
+
+// TestDayAggregatesAcrossDates records a request at each test instant and refunds part of it 45
+// seconds later, after midnight where the instant is a day's last minute: the request counts on
+// its own day, the refund on the day the clock gave it, and the report's default range (ending
+// on the clock's day) holds both.
+func TestDayAggregatesAcrossDates(t *testing.T) {
+	testclock.Each(t, func(t *testing.T, at time.Time) {
+		clock := testclock.New(at)
+		mem := newMem()
+		rec := &Recorder{Logger: zap.NewNop(), Counters: mem, Index: mem, Now: clock.Now}
+		e := NewEntry("/v1/chat/completions")
+		e.Authenticated("acme", "key_1")
+		e.Routed("m", "p", "p")
+		e.Charged(5)
+		rec.Write(e.Finish(200, clock.Now(), "", rec).Record)
+		refundAt := clock.Advance(45 * time.Second)
+		e.Refunded(2)
+
+		w := httptest.NewRecorder()
+		rec.ServeReport(w, httptest.NewRequest("GET", "/mediagw/usage?group_by=day", nil))
+		var report struct {
+			From, To string
+			Rows     []map[string]any
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &report); err != nil {
+			t.Fatalf("%d %s: %v", w.Code, w.Body, err)
+		}
+		today, requestDay := refundAt.UTC().Format(dayLayout), at.UTC().Format(dayLayout)
+		if want := refundAt.UTC().AddDate(0, 0, 1-DefaultDays).Format(dayLayout); report.To != today || report.From != want {
+			t.Fatalf("default range %s..%s, want %s..%s", report.From, report.To, want, today)
+		}
+		want := map[string][2]int64{requestDay: {1, 5}} // day: requests, cost
+		if today == requestDay {
+			want[today] = [2]int64{1, 3}
+		} else {
+			want[today] = [2]int64{0, -2}
+		}
+		if len(report.Rows) != len(want) {
+			t.Fatalf("rows %+v, want days %v", report.Rows, want)
+		}
+		for _, r := range report.Rows {
+			day, _ := r["day"].(string)
+			v, ok := want[day]
+			if !ok || r[FieldRequests] != float64(v[0]) || r[FieldCost] != float64(v[1]) {
+				t.Errorf("row %v, want day %s with requests and cost %v", r, day, v)
+			}
+		}
+	})
+}
