@@ -189,7 +189,7 @@ func TestPassThroughForwardsOnlyCapabilities(t *testing.T) {
 		{"GET", "/v1/chat/completions", `{"model":"gpt-4o-mini"}`, 405, "POST", ""},
 		{"POST", "/v1/batches", `{"model":"gpt-4o-mini"}`, 404, "", ""},
 		{"POST", "/v2/chat/completions", `{"model":"gpt-4o-mini"}`, 404, "", ""},
-		{"POST", "/v1beta/models/gpt-4o-mini:countTokens", `{}`, 404, "", ""},
+		{"POST", "/v1beta/models/gpt-4o-mini:predict", `{}`, 404, "", ""},
 	} {
 		var body any
 		if tc.body != "" {

@@ -229,6 +229,12 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
 				return "", err
 			}
+			if ep.modelInBody {
+				if err := checkBodyModels(body, pathModel); err != nil {
+					return "", err
+				}
+				return pathModel, nil
+			}
 			var model string
 			if raw, ok := fields["model"]; ok && (json.Unmarshal(raw, &model) != nil || model != pathModel) {
 				return "", apierror.New(http.StatusBadRequest, "invalid_request_body", "the body's model differs from the path's").WithParam("model")

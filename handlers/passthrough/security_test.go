@@ -47,8 +47,13 @@ func TestOnlyCapabilityEndpointsAreForwarded(t *testing.T) {
 		{"POST", "/v1//chat/completions"},
 		{"POST", "/v2/chat/completions"},
 		{"POST", "/v1/batches"},
-		{"POST", "/v1beta/models/doubao:countTokens"},
+		{"POST", "/v1beta/models/doubao:predict"},
+		{"POST", "/v1alpha/models/doubao:countTokens"},
 		{"POST", "/v1beta/models/doubao:generateContent/x"},
+		{"POST", "/v1/models/doubao:generateContent/x"},
+		{"POST", "/v1/models/doubao:predict"},
+		{"POST", "/v1/models/doubao"},
+		{"GET", "/v1/models/doubao"},
 		{"POST", "/V1/chat/completions"},
 	} {
 		r := httptest.NewRequest(tc.method, "/", strings.NewReader(`{"model":"doubao"}`))
@@ -70,6 +75,8 @@ func TestKnownPathWithAnotherMethodIs405(t *testing.T) {
 		{"GET", "/v1/chat/completions", "POST"},
 		{"PUT", "/v1/videos/video_1", "GET, DELETE"},
 		{"GET", "/v1beta/models/doubao:generateContent", "POST"},
+		{"GET", "/v1/models/doubao:generateContent", "POST"},
+		{"GET", "/v1/models/doubao:batchEmbedContents", "POST"},
 	} {
 		r := httptest.NewRequest(tc.method, "/", strings.NewReader(`{"model":"doubao"}`))
 		r.URL.Path = tc.path
