@@ -37,8 +37,9 @@ func generateContentEndpoints() []Endpoint {
 // models/{model}; each must name the path's model, the one that was checked against the key and
 // routed by, in that form or bare. A key that differs from model only by case counts as model,
 // so whichever spelling an upstream honours was checked; a model that is not a string is refused.
-func checkBodyModels(body []byte, pathModel string) error {
-	return walkError(jsonkeys.WalkValid(body, func(path *jsonkeys.Path, members []jsonkeys.Member) error {
+// It reports whether the body names the model at all.
+func checkBodyModels(body []byte, pathModel string) (named bool, err error) {
+	err = walkError(jsonkeys.WalkValid(body, func(path *jsonkeys.Path, members []jsonkeys.Member) error {
 		if !namesModel(path) {
 			return nil
 		}
@@ -46,6 +47,7 @@ func checkBodyModels(body []byte, pathModel string) error {
 			if !strings.EqualFold(m.Key, "model") {
 				continue
 			}
+			named = true
 			field := member(path, m.Key).String()
 			var model string
 			if err := json.Unmarshal(m.Value, &model); err != nil {
@@ -58,6 +60,15 @@ func checkBodyModels(body []byte, pathModel string) error {
 		}
 		return nil
 	}))
+	return named, err
+}
+
+// errAliasInBody refuses a generate-content body that names a model the operator maps to another
+// id upstream: only the path's model is rewritten, and the provider refuses a body whose model
+// differs from the path's.
+func errAliasInBody(model string) error {
+	return apierror.New(http.StatusBadRequest, "invalid_request_body",
+		"model "+model+" is an alias, which this call cannot name in its body; send the provider's model id, or leave the model out of the body").WithParam("model")
 }
 
 // namesModel reports whether the object at path may name the model of a generate-content

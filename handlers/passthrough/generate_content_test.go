@@ -2,13 +2,16 @@ package passthrough
 
 import (
 	"io"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 // geminiBodies are bodies of each generate-content method as the Google Gen AI SDK sends them
@@ -131,5 +134,34 @@ func TestGenerateContentReferencesUnderV1(t *testing.T) {
 		if e := wantError(t, err, 400, "invalid_request_body"); e.Param != tc.param {
 			t.Errorf("%s %s: param %q, want %q (%s)", tc.method, tc.body, e.Param, tc.param, e.Message)
 		}
+	}
+}
+
+// A model the operator maps to another id upstream is rewritten in the path; a body that names it
+// again could not be, so it is refused rather than sent with two different models.
+func TestGenerateContentAliasIsRewrittenInThePathOnly(t *testing.T) {
+	u, _ := url.Parse("https://g.example.com/v1beta")
+	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "gemini", BaseURL: u, APIKey: "gemini-key", AuthStyle: providers.AuthGoogAPIKey,
+		Models: []string{"gemini-pro"}, ModelMap: map[string]string{"gemini-pro": "gemini-pro-002"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &Router{Catalog: cat}
+	route := func(method, body string) (*http.Request, error) {
+		r := httptest.NewRequest("POST", "/v1/models/gemini-pro:"+method, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{Account: "a"})
+		if err == nil {
+			route.Done()
+		}
+		return r, err
+	}
+	r, err := route("generateContent", geminiBodies["generateContent"])
+	if err != nil || r.URL.Path != "/v1beta/models/gemini-pro-002:generateContent" {
+		t.Fatalf("aliased generateContent -> %s, %v", r.URL.Path, err)
+	}
+	_, err = route("batchEmbedContents", geminiBodies["batchEmbedContents"])
+	if e := wantError(t, err, 400, "invalid_request_body"); e.Param != "model" || !strings.Contains(e.Message, "alias") {
+		t.Fatalf("aliased batchEmbedContents: %v", e)
 	}
 }
