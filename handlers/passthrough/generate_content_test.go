@@ -1,6 +1,7 @@
 package passthrough
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -164,4 +165,40 @@ func TestGenerateContentAliasIsRewrittenInThePathOnly(t *testing.T) {
 	if e := wantError(t, err, 400, "invalid_request_body"); e.Param != "model" || !strings.Contains(e.Message, "alias") {
 		t.Fatalf("aliased batchEmbedContents: %v", e)
 	}
+}
+
+// FuzzCheckBodyModels checks checkBodyModels against encoding/json, which matches keys as a
+// lenient upstream may (any letter case): a body it accepts names no other model than the
+// path's, in any place the protocol reads one.
+func FuzzCheckBodyModels(f *testing.F) {
+	for _, body := range geminiBodies {
+		f.Add(body)
+	}
+	f.Add(`{"MODEL":"models/other"}`)
+	f.Add(`{"generateContentRequest":{"Model":"x"}}`)
+	f.Add(`{"requests":[{"model":"models/gemini-pro"},{"mOdel":"other"}]}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		if !json.Valid([]byte(body)) {
+			return // the router passes only bodies it read as JSON
+		}
+		if _, err := checkBodyModels([]byte(body), "gemini-pro"); err != nil {
+			return
+		}
+		type named struct {
+			Model any `json:"model"`
+		}
+		var read struct {
+			named
+			GenerateContentRequest named   `json:"generateContentRequest"`
+			Requests               []named `json:"requests"`
+		}
+		if json.Unmarshal([]byte(body), &read) != nil {
+			return // not an object of that shape: no upstream reads a model from it either
+		}
+		for _, n := range append(read.Requests, read.named, read.GenerateContentRequest) {
+			if n.Model != nil && n.Model != "gemini-pro" && n.Model != "models/gemini-pro" {
+				t.Fatalf("%s: accepted with model %v", body, n.Model)
+			}
+		}
+	})
 }
