@@ -20,8 +20,9 @@ func init() {
 
 // AuthHandler authenticates every request with a mediagw API key, taken from where each
 // protocol's official SDK sends it: "Authorization: Bearer <key>" on every endpoint; also
-// X-Api-Key on /v1/messages (the messages protocol); also X-Goog-Api-Key or ?key= on /v1beta/…
-// (the generate-content protocol). Two places carrying different keys are answered 401.
+// X-Api-Key on /v1/messages (the messages protocol); also X-Goog-Api-Key or ?key= on the
+// generate-content protocol's paths, /v1beta/… and /v1/models/{model}:{method} (where the Google
+// Gen AI SDK sends it from its version 3 on). Two places carrying different keys are answered 401.
 //
 // A missing, malformed or unknown key is answered 401; a disabled or expired key, a disabled
 // account, or a client address outside the key's allow_ips is answered 403. Errors on the video

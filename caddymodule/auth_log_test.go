@@ -54,6 +54,8 @@ func TestExposes(t *testing.T) {
 		{"/v1beta/x?key=a", "", quiet, true},
 		{"/v1beta/x?K%45Y=a", "", quiet, true},
 		{"/v1beta/x?keys=a", "", quiet, false},
+		{"/v1/models/g:generateContent", "X-Goog-Api-Key", quiet, true},
+		{"/v1/models/g:streamGenerateContent?alt=sse&key=a", "", quiet, true},
 		{"/v1/models", "", nil, false},
 	} {
 		r := httptest.NewRequest("GET", tc.target, nil)

@@ -14,7 +14,11 @@ func init() {
 }
 
 // ModelsHandler answers GET /v1/models with the configured models that the caller's key may use,
-// sorted by id, in the OpenAI list shape. It must follow mediagw_auth.
+// sorted by id, in the OpenAI list shape, and GET /v1/models/{id} (the OpenAI SDKs' models
+// retrieve) with one of them; a model the key may not use is answered 404 model_not_found, as
+// an unknown one. A POST to a model's method, /v1/models/{model}:generateContent and the rest
+// of the generate-content protocol, goes on to the next handler (mediagw_route), so one
+// matcher, path /v1/models /v1/models/*, may serve both. It must follow mediagw_auth.
 type ModelsHandler struct {
 	list *models.Handler
 }
@@ -37,7 +41,10 @@ func (h *ModelsHandler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-func (h *ModelsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+func (h *ModelsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if !models.Owns(r) {
+		return next.ServeHTTP(w, r)
+	}
 	h.list.ServeHTTP(w, r)
 	return nil
 }

@@ -33,8 +33,9 @@ func init() {
 // follow mediagw_auth.
 //
 // It forwards only the endpoints of the gateway's interface: POST /v1/chat/completions,
-// /v1/responses, /v1/messages, /v1beta/models/{model}:generateContent and
-// :streamGenerateContent, /v1/images/generations, /v1/video/generations, /v1/videos,
+// /v1/responses, /v1/messages, the generate-content protocol's /{version}/models/{model}:method
+// under both /v1beta and /v1 (generateContent, streamGenerateContent, countTokens, embedContent,
+// batchEmbedContents), /v1/images/generations, /v1/video/generations, /v1/videos,
 // /v1/audio/transcriptions, /v1/audio/translations, /v1/audio/speech, /v1/embeddings and
 // /v1/rerank, plus retrieval, content, remix, cancel and delete calls on the videos, responses
 // and image tasks that the caller's account created through it. Every other method and path is
@@ -42,7 +43,9 @@ func init() {
 // other endpoints (task lists, files, …). Add more with the endpoint subdirective.
 //
 // It finds the model in the JSON body, in the multipart field "model", or in a
-// /v1beta/models/{model}:{action} path. A JSON body whose keys repeat, or differ from a checked
+// /v1beta/models/{model}:{action} or /v1/models/{model}:{action} path; a model that such a body
+// names again (embedContent's model, countTokens' generateContentRequest.model, each request of
+// batchEmbedContents) must be the path's, bare or as models/{model}. A JSON body whose keys repeat, or differ from a checked
 // field (model, previous_response_id) only by case, is refused with 400, as is a multipart body
 // with more than one model part or a part named like model but not exactly so: what reaches the
 // upstream is what was checked. A multipart body is read whole through a spool (memory up to

@@ -132,6 +132,16 @@ func TestCredentialsNeverReachLogsOrUpstreams(t *testing.T) {
 			"Authorization": "Bearer " + valid, "Proxy-Authorization": "Basic " + bogus("proxyauth"),
 			"Api-Key": bogus("apikey"), "X-Auth-Token": bogus("authtoken")}, 200},
 		{"upstream down: the error path", "POST", "/v1beta/models/gemini-down:generateContent", "key=" + valid, gemini, nil, 502},
+		// The Google Gen AI SDK 3.x sends the generate-content family under /v1.
+		{"v1 x-goog-api-key, valid", "POST", "/v1/models/gemini-x:generateContent", "", gemini, map[string]string{"X-Goog-Api-Key": valid}, 200},
+		{"v1 x-goog-api-key, unknown", "POST", "/v1/models/gemini-x:generateContent", "", gemini, map[string]string{"X-Goog-Api-Key": bogus("v1xgoog")}, 401},
+		{"v1 x-goog-api-key, disabled", "POST", "/v1/models/gemini-x:countTokens", "", gemini, map[string]string{"X-Goog-Api-Key": disabled}, 403},
+		{"v1 ?key=, valid, other parameters kept", "POST", "/v1/models/gemini-x:streamGenerateContent", "alt=sse&key=" + valid, gemini, nil, 200},
+		{"v1 ?key=, unknown", "POST", "/v1/models/gemini-x:countTokens", "key=" + bogus("v1query"), gemini, nil, 401},
+		{"v1 embedContent", "POST", "/v1/models/gemini-x:embedContent", "", `{"model":"models/gemini-x","content":{"parts":[{"text":"hi"}]}}`, map[string]string{"X-Goog-Api-Key": valid}, 200},
+		{"v1 batchEmbedContents", "POST", "/v1/models/gemini-x:batchEmbedContents", "key=" + valid, `{"requests":[{"model":"models/gemini-x","content":{"parts":[{"text":"hi"}]}}]}`, nil, 200},
+		{"v1 x-goog-api-key on a model retrieve is no key", "GET", "/v1/models/gemini-x", "", "", map[string]string{"X-Goog-Api-Key": bogus("v1retrieve")}, 401},
+		{"v1 upstream down: the error path", "POST", "/v1/models/gemini-down:generateContent", "key=" + valid, gemini, nil, 502},
 		{"no route for the path", "GET", "/v1beta/nothing-here", "key=" + valid, "", nil, 0},
 	}
 	for _, tc := range cases {
@@ -178,6 +188,14 @@ func TestCredentialsNeverReachLogsOrUpstreams(t *testing.T) {
 		}
 		if tc.status == 200 && tc.path != "/v1/models" && len(got) == 0 {
 			t.Errorf("%s: the upstream received nothing", tc.name)
+		}
+		if rest, ok := strings.CutPrefix(tc.path, "/v1/models/"); ok && tc.status == 200 {
+			// Under /v1 too the provider gets its own base path and key.
+			for _, g := range got {
+				if g.path != "/v1beta/models/"+rest || g.header.Get("X-Goog-Api-Key") != "gemini-upstream-key" {
+					t.Errorf("%s: the upstream got %s with X-Goog-Api-Key %q", tc.name, g.path, g.header.Get("X-Goog-Api-Key"))
+				}
+			}
 		}
 	}
 

@@ -63,7 +63,8 @@ const passthroughCaddyfile = `{
 http://127.0.0.1:{{port}} {
 	route {
 		mediagw_auth
-		mediagw_models /v1/models
+		@models path /v1/models /v1/models/*
+		mediagw_models @models
 		@images path /v1/images/edits /v1/images/tasks/*
 		mediagw_image_edits @images
 		mediagw_route
@@ -168,6 +169,20 @@ func TestOpenAIClientThroughGateway(t *testing.T) {
 	}
 	if !slices.Contains(ids, "gpt-4o-mini") || !slices.Contains(ids, "gemini-x") || len(ids) != 10 {
 		t.Fatalf("models = %v", ids)
+	}
+
+	// models.retrieve: a model the key may use, else 404 model_not_found, the same for a model
+	// that exists but the key may not use as for one that does not exist.
+	if m, err := oa.Models.Get(ctx, "gemini-x"); err != nil || m.ID != "gemini-x" || m.OwnedBy != "gemini" {
+		t.Fatalf("models.retrieve = %+v, %v", m, err)
+	}
+	limitedModels := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-chat-only"), option.WithMaxRetries(0))
+	var unknownErr, forbiddenErr *openai.Error
+	_, unknown := oa.Models.Get(ctx, "no-such-model")
+	_, forbidden := limitedModels.Models.Get(ctx, "gemini-x")
+	if !errorsAs(unknown, &unknownErr) || !errorsAs(forbidden, &forbiddenErr) || unknownErr.StatusCode != 404 || unknownErr.Code != "model_not_found" ||
+		forbiddenErr.StatusCode != 404 || forbiddenErr.Code != unknownErr.Code || forbiddenErr.Type != unknownErr.Type || forbiddenErr.Param != unknownErr.Param {
+		t.Fatalf("models.retrieve of an unknown model: %v; of a model the key may not use: %v", unknown, forbidden)
 	}
 
 	chat, err := oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
@@ -353,6 +368,11 @@ func TestProviderAuthStylesAndPaths(t *testing.T) {
 	}{
 		{"generateContent, model in the path", "/v1beta/models/gemini-x:generateContent?key=mg-caller-secret-1&alt=sse",
 			`{"contents":[{"parts":[{"text":"hi"}]}]}`, "/v1beta/models/gemini-x:generateContent", "X-Goog-Api-Key", "gemini-upstream-key"},
+		// Under /v1 (the Google Gen AI SDK 3.x), past mediagw_models, to the provider's base path.
+		{"generateContent under v1", "/v1/models/gemini-x:generateContent?key=mg-caller-secret-1",
+			`{"contents":[{"parts":[{"text":"hi"}]}]}`, "/v1beta/models/gemini-x:generateContent", "X-Goog-Api-Key", "gemini-upstream-key"},
+		{"batchEmbedContents under v1", "/v1/models/gemini-x:batchEmbedContents",
+			`{"requests":[{"model":"models/gemini-x","content":{"parts":[{"text":"hi"}]}}]}`, "/v1beta/models/gemini-x:batchEmbedContents", "X-Goog-Api-Key", "gemini-upstream-key"},
 		{"messages", "/v1/messages", `{"model":"claude-x","max_tokens":5,"messages":[]}`, "/anthropic/v1/messages", "X-Api-Key", "anthropic-upstream-key"},
 		{"rerank", "/v1/rerank", `{"model":"rerank-1","query":"q","documents":["a"]}`, "/openai/v1/rerank", "Authorization", "Bearer rec-upstream-key"},
 	} {
@@ -387,6 +407,8 @@ func TestProviderAuthStylesAndPaths(t *testing.T) {
 		{"bad JSON", "/v1/embeddings", "application/json", `{"model":`, 400, "invalid_request_body"},
 		{"not JSON", "/v1/audio/speech", "text/plain", `hello`, 400, "missing_model"},
 		{"unknown path model", "/v1beta/models/nope:generateContent", "application/json", `{}`, 404, "model_not_found"},
+		{"unknown path model under v1", "/v1/models/nope:countTokens", "application/json", `{}`, 404, "model_not_found"},
+		{"v1 body model not the path's", "/v1/models/gemini-x:batchEmbedContents", "application/json", `{"requests":[{"model":"models/claude-x"}]}`, 400, "invalid_request_body"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest("POST", base+tc.path, strings.NewReader(tc.body))

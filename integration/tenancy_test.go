@@ -191,7 +191,7 @@ func TestPassThroughForwardsOnlyCapabilities(t *testing.T) {
 		{"GET", "/v1/chat/completions", `{"model":"gpt-4o-mini"}`, ""},
 		{"POST", "/v1/batches", `{"model":"gpt-4o-mini"}`, ""},
 		{"POST", "/v2/chat/completions", `{"model":"gpt-4o-mini"}`, ""},
-		{"POST", "/v1beta/models/gpt-4o-mini:countTokens", `{}`, ""},
+		{"POST", "/v1beta/models/gpt-4o-mini:predict", `{}`, ""},
 	} {
 		var body any
 		if tc.body != "" {

@@ -30,17 +30,38 @@ const KeyQueryParameter = "key"
 const (
 	// MessagesPath is the messages protocol, whose official SDK sends the key as X-Api-Key.
 	MessagesPath = "/v1/messages"
-	// GenerateContentPrefix is the generate-content protocol, whose official SDK sends the key
-	// as X-Goog-Api-Key or ?key=.
+	// GenerateContentPrefix is the generate-content protocol under /v1beta, whose official SDK
+	// sends the key as X-Goog-Api-Key or ?key=.
 	GenerateContentPrefix = "/v1beta/"
+	// GenerateContentModelsV1 is where the generate-content protocol's model methods stand under
+	// /v1 (/v1/models/{model}:generateContent), where the Google Gen AI SDK sends them from its
+	// version 3 on.
+	GenerateContentModelsV1 = "/v1/models/"
 )
+
+// IsGenerateContentPath reports whether path belongs to the generate-content protocol, where
+// X-Goog-Api-Key and ?key= are accepted: any path under /v1beta/, and a method call on a model
+// under /v1, /v1/models/{model}:{method}. A path under /v1/models/ without a method
+// (/v1/models/{id}, the OpenAI protocol's model retrieve) is not.
+func IsGenerateContentPath(path string) bool {
+	if strings.HasPrefix(path, GenerateContentPrefix) {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, GenerateContentModelsV1)
+	if !ok || strings.Contains(rest, "/") {
+		return false
+	}
+	model, method, ok := strings.Cut(rest, ":")
+	return ok && model != "" && method != ""
+}
 
 // ErrConflictingKeys answers a request that carries two different keys.
 var ErrConflictingKeys = apierror.New(http.StatusUnauthorized, "invalid_api_key", "the request carries more than one API key; send one")
 
 // KeyFromRequest returns the API key of a request, taken from where the official SDK of the
 // endpoint's protocol sends it: "Authorization: Bearer" on every endpoint; also X-Api-Key on
-// /v1/messages…; also X-Goog-Api-Key or the key query parameter on /v1beta/…. A credential in
+// /v1/messages…; also X-Goog-Api-Key or the key query parameter on the generate-content
+// protocol's paths, /v1beta/… and /v1/models/{model}:{method} (IsGenerateContentPath). A credential in
 // any other place is ignored (and still removed by StripCredentials). Several places carrying
 // different keys is an error; so is a malformed Authorization header.
 func KeyFromRequest(r *http.Request) (string, error) {
@@ -59,7 +80,7 @@ func KeyFromRequest(r *http.Request) (string, error) {
 	if path == MessagesPath || strings.HasPrefix(path, MessagesPath+"/") {
 		found = append(found, r.Header.Values("X-Api-Key")...)
 	}
-	if strings.HasPrefix(path, GenerateContentPrefix) {
+	if IsGenerateContentPath(path) {
 		found = append(found, r.Header.Values("X-Goog-Api-Key")...)
 		found = append(found, queryValues(r.URL.RawQuery, KeyQueryParameter)...)
 	}

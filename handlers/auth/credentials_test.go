@@ -21,10 +21,20 @@ func TestKeyFromRequest(t *testing.T) {
 		{"x-api-key elsewhere is ignored", "/v1/chat/completions", map[string]string{"X-Api-Key": "mg-a"}, "", ErrMissingKey},
 		{"x-api-key on a look-alike path", "/v1/messagesx", map[string]string{"X-Api-Key": "mg-a"}, "", ErrMissingKey},
 		{"x-goog-api-key on v1beta", "/v1beta/models/g:generateContent", map[string]string{"X-Goog-Api-Key": "mg-a"}, "mg-a", nil},
+		{"x-goog-api-key on a v1 model method", "/v1/models/g:generateContent", map[string]string{"X-Goog-Api-Key": "mg-a"}, "mg-a", nil},
+		{"x-goog-api-key on v1 batchEmbedContents", "/v1/models/g:batchEmbedContents", map[string]string{"X-Goog-Api-Key": "mg-a"}, "mg-a", nil},
 		{"x-goog-api-key elsewhere is ignored", "/v1/models", map[string]string{"X-Goog-Api-Key": "mg-a"}, "", ErrMissingKey},
+		{"x-goog-api-key on a v1 model retrieve is ignored", "/v1/models/g", map[string]string{"X-Goog-Api-Key": "mg-a"}, "", ErrMissingKey},
+		{"x-goog-api-key on a v1 method without a model", "/v1/models/:generateContent", map[string]string{"X-Goog-Api-Key": "mg-a"}, "", ErrMissingKey},
+		{"x-goog-api-key on a v1 method without a name", "/v1/models/g:", map[string]string{"X-Goog-Api-Key": "mg-a"}, "", ErrMissingKey},
+		{"x-goog-api-key below a v1 model method", "/v1/models/g:generateContent/x", map[string]string{"X-Goog-Api-Key": "mg-a"}, "", ErrMissingKey},
+		{"x-goog-api-key on another v1 path with a colon", "/v1/chat/completions:x", map[string]string{"X-Goog-Api-Key": "mg-a"}, "", ErrMissingKey},
 		{"?key= on v1beta", "/v1beta/models/g:generateContent?alt=sse&key=mg-a", nil, "mg-a", nil},
 		{"?key= percent-encoded", "/v1beta/models/g:generateContent?k%65y=mg%2Da", nil, "mg-a", nil},
+		{"?key= on a v1 model method", "/v1/models/g:streamGenerateContent?alt=sse&key=mg-a", nil, "mg-a", nil},
 		{"?key= elsewhere is ignored", "/v1/models?key=mg-a", nil, "", ErrMissingKey},
+		{"?key= on a v1 model retrieve is ignored", "/v1/models/g?key=mg-a", nil, "", ErrMissingKey},
+		{"v1 header and query differ", "/v1/models/g:countTokens?key=mg-b", map[string]string{"X-Goog-Api-Key": "mg-a"}, "", ErrConflictingKeys},
 		{"same key twice", "/v1/messages", map[string]string{"Authorization": "Bearer mg-a", "X-Api-Key": "mg-a"}, "mg-a", nil},
 		{"two different keys", "/v1/messages", map[string]string{"Authorization": "Bearer mg-a", "X-Api-Key": "mg-b"}, "", ErrConflictingKeys},
 		{"header and query differ", "/v1beta/x?key=mg-b", map[string]string{"X-Goog-Api-Key": "mg-a"}, "", ErrConflictingKeys},
@@ -44,7 +54,20 @@ func TestKeyFromRequest(t *testing.T) {
 }
 
 func TestStripCredentials(t *testing.T) {
-	r := httptest.NewRequest("POST", "/v1beta/models/g:streamGenerateContent?alt=sse&key=mg-a&KEY=mg-b&k%65y=mg-c&keep=1", nil)
+	for _, version := range []string{"v1beta", "v1"} {
+		stripsEverything(t, "/"+version+"/models/g:streamGenerateContent")
+	}
+	clean := httptest.NewRequest("GET", "/v1/models?keys=1&monkey=2", nil)
+	if StripCredentials(clean) || clean.URL.RawQuery != "keys=1&monkey=2" {
+		t.Errorf("a request without credentials was changed: %q", clean.URL.RawQuery)
+	}
+}
+
+// stripsEverything checks that StripCredentials removes every credential header, every spelling
+// of the key parameter and the trailers of a request to path, and nothing else.
+func stripsEverything(t *testing.T, path string) {
+	t.Helper()
+	r := httptest.NewRequest("POST", path+"?alt=sse&key=mg-a&KEY=mg-b&k%65y=mg-c&keep=1", nil)
 	for _, h := range CredentialHeaders {
 		r.Header.Set(h, "secret-"+h)
 	}
@@ -59,18 +82,14 @@ func TestStripCredentials(t *testing.T) {
 			t.Errorf("%s kept", h)
 		}
 	}
-	if r.URL.RawQuery != "alt=sse&keep=1" || r.RequestURI != "/v1beta/models/g:streamGenerateContent?alt=sse&keep=1" {
-		t.Errorf("query %q, request URI %q", r.URL.RawQuery, r.RequestURI)
+	if r.URL.RawQuery != "alt=sse&keep=1" || r.RequestURI != path+"?alt=sse&keep=1" {
+		t.Errorf("%s: query %q, request URI %q", path, r.URL.RawQuery, r.RequestURI)
 	}
 	if r.Header.Get("Content-Type") != "application/json" {
 		t.Error("a non-credential header was removed")
 	}
 	if r.Trailer != nil {
 		t.Errorf("the request trailers were kept: %v", r.Trailer)
-	}
-	clean := httptest.NewRequest("GET", "/v1/models?keys=1&monkey=2", nil)
-	if StripCredentials(clean) || clean.URL.RawQuery != "keys=1&monkey=2" {
-		t.Errorf("a request without credentials was changed: %q", clean.URL.RawQuery)
 	}
 }
 

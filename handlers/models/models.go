@@ -1,8 +1,11 @@
-// Package models serves GET /v1/models: the configured models that the caller's key may use.
+// Package models serves GET /v1/models, the configured models that the caller's key may use, and
+// GET /v1/models/{id}, one of them.
 package models
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
@@ -30,6 +33,22 @@ type List struct {
 	Data   []Model `json:"data"`
 }
 
+// Owns reports whether the handler answers r. It does not answer a call of a model's method
+// (POST /v1/models/{model}:generateContent and the rest of the generate-content protocol, sent
+// there by the Google Gen AI SDK from its version 3 on): that request is for the handler after it.
+// Every other request on /v1/models or a model in it is its own, answered 405 unless GET or HEAD.
+func Owns(r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	_, model, isItem := strings.Cut(r.URL.Path, "/models/")
+	return !isItem || !strings.Contains(model, ":")
+}
+
+// ServeHTTP answers the list, or with a path that goes on after /models/ (/v1/models/{id}, the
+// OpenAI protocol's model retrieve), the one model named by the rest of the path. A model that
+// the key may not use is answered 404 model_not_found, exactly as one that does not exist, so
+// that a key cannot learn what else the gateway serves.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		apierror.Write(w, apierror.OpenAIShape, apierror.MethodNotAllowed(w, http.MethodGet, http.MethodHead))
@@ -40,14 +59,36 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, apierror.OpenAIShape, auth.ErrMissingKey)
 		return
 	}
+	if _, model, isItem := strings.Cut(r.URL.Path, "/models/"); isItem && model != "" {
+		h.retrieve(w, id, model)
+		return
+	}
 	list := List{Object: "list", Data: []Model{}}
 	for _, m := range h.Catalog.Models() {
-		if !id.AllowsModel(m) {
-			continue
+		if id.AllowsModel(m) {
+			list.Data = append(list.Data, h.item(m))
 		}
-		p, _ := h.Catalog.ProviderFor(m)
-		list.Data = append(list.Data, Model{ID: m, Object: "model", Created: h.Created, OwnedBy: p.Name})
 	}
 	// The status is sent; a failed write means the client is gone.
 	_ = apierror.WriteJSON(w, http.StatusOK, list)
+}
+
+// retrieve answers one model of the list.
+func (h *Handler) retrieve(w http.ResponseWriter, id auth.Identity, model string) {
+	if !id.AllowsModel(model) || !slices.Contains(h.Catalog.Models(), model) {
+		apierror.Write(w, apierror.OpenAIShape, apierror.New(http.StatusNotFound, "model_not_found",
+			"the model "+model+" does not exist or this API key may not use it").WithParam("model"))
+		return
+	}
+	// The status is sent; a failed write means the client is gone.
+	_ = apierror.WriteJSON(w, http.StatusOK, h.item(model))
+}
+
+// item is the list item of a served model.
+func (h *Handler) item(model string) Model {
+	owner := ""
+	if p, ok := h.Catalog.ProviderFor(model); ok {
+		owner = p.Name
+	}
+	return Model{ID: model, Object: "model", Created: h.Created, OwnedBy: owner}
 }

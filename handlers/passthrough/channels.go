@@ -37,6 +37,9 @@ func (rt *Router) dispatch(r *http.Request, route *Route) error {
 	d.Model, d.UpstreamModel = route.Model, p.UpstreamModel(route.Model)
 	d.Creates = route.Creates != ""
 	if d.UpstreamModel != d.Model {
+		if route.modelInBody {
+			return errAliasInBody(d.Model)
+		}
 		if err := rt.mapModel(r, d); err != nil {
 			return err
 		}

@@ -48,16 +48,18 @@ type Endpoint struct {
 	// batch marks a Message Batches create, whose requests each hold a Messages body with its
 	// own model (see batches.go).
 	batch bool
+	// modelInBody marks a generate-content endpoint, whose body may name the path's model again,
+	// as a resource name, in several places (see checkBodyModels).
+	modelInBody bool
 }
 
-// Capabilities are the pass-through endpoints of spec §4.6, with the streaming variant of
-// generateContent, followed by the calls on upstream objects that the caller's account owns.
-var Capabilities = []Endpoint{
+// Capabilities are the pass-through endpoints of spec §4.6, with generateContent's family
+// (generateContentEndpoints), followed by the calls on upstream objects that the caller's account
+// owns.
+var Capabilities = append(generateContentEndpoints(), []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/chat/completions", nested: chatRefs},
 	{Method: http.MethodPost, Path: "/v1/responses", Creates: KindResponse, RevealsItems: true, Refs: map[string]string{"previous_response_id": KindResponse}, nested: responsesRefs},
 	{Method: http.MethodPost, Path: "/v1/messages", nested: messagesRefs},
-	{Method: http.MethodPost, Path: "/v1beta/models/{model}:generateContent", nested: geminiRefs},
-	{Method: http.MethodPost, Path: "/v1beta/models/{model}:streamGenerateContent", nested: geminiRefs},
 	{Method: http.MethodPost, Path: "/v1/images/generations", Creates: storage.KindImage, nested: fileRefs, fetchesURLs: true},
 	{Method: http.MethodPost, Path: "/v1/video/generations", Creates: KindVideoGeneration, nested: fileRefs, fetchesURLs: true},
 	{Method: http.MethodPost, Path: "/v1/videos", Creates: KindVideo, Multipart: true, nested: fileRefs, fetchesURLs: true},
@@ -77,7 +79,7 @@ var Capabilities = []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/videos/{id}/remix", Object: KindVideo, Creates: KindVideo},
 	{Method: http.MethodGet, Path: "/v1/video/generations/{id}", Object: KindVideoGeneration},
 	{Method: http.MethodGet, Path: "/v1/images/tasks/{id}", Object: storage.KindImage},
-}
+}...)
 
 // ParseEndpoint checks an operator's extra endpoint: an upper-case method and an absolute path
 // without wildcards, queries or dot segments; a segment may be {model} or {model}:action. Such an

@@ -21,7 +21,7 @@ func TestOperatorEndpointsAreCheckedLikeTheirCapability(t *testing.T) {
 	store := ownersStore(t)
 	var extra []Endpoint
 	for _, p := range []string{"/v1/responses/compact", "/v1/responses/input_tokens", "/v1/messages/count_tokens",
-		"/v1beta/models/{model}:countTokens", "/v1/moderations", "/v1/completions",
+		"/v1alpha/models/{model}:countTokens", "/v1/moderations", "/v1/completions",
 		"/openai/v1/responses", "/api/v1/responses/compact", "/api/anthropic/v1/messages"} {
 		ep, err := ParseEndpoint("POST", p)
 		if err != nil {
@@ -56,8 +56,8 @@ func TestOperatorEndpointsAreCheckedLikeTheirCapability(t *testing.T) {
 		{"/v1/responses/compact", `{"model":"doubao","previous_response_id":"resp_theirs"}`, "previous_response_id"},
 		{"/v1/responses/input_tokens", `{"model":"doubao","conversation":"conv_x","input":"hi"}`, "conversation"},
 		{"/v1/messages/count_tokens", `{"model":"doubao","container":"cntr_x","messages":[]}`, "container"},
-		{"/v1beta/models/gemini-pro:countTokens", `{"generateContentRequest":{"model":"models/gemini-pro","cachedContent":"cachedContents/x"}}`, "generateContentRequest.cachedContent"},
-		{"/v1beta/models/gemini-pro:countTokens", `{"contents":[{"parts":[{"fileData":{"fileUri":"files/abc"}}]}]}`, "contents[0].parts[0].fileData.fileUri"},
+		{"/v1alpha/models/gemini-pro:countTokens", `{"generateContentRequest":{"model":"models/gemini-pro","cachedContent":"cachedContents/x"}}`, "generateContentRequest.cachedContent"},
+		{"/v1alpha/models/gemini-pro:countTokens", `{"contents":[{"parts":[{"fileData":{"fileUri":"files/abc"}}]}]}`, "contents[0].parts[0].fileData.fileUri"},
 		{"/v1/moderations", `{"model":"doubao","input":[{"type":"input_file","file_id":"file-x"}]}`, "input[0].file_id"},
 		// The capability is found in any segment, behind a prefix too; previous_response_id is
 		// checked on every added endpoint.
@@ -67,7 +67,7 @@ func TestOperatorEndpointsAreCheckedLikeTheirCapability(t *testing.T) {
 		{"/api/anthropic/v1/messages", `{"model":"doubao","container":"cntr_x","messages":[]}`, "container"},
 		{"/v1/completions", `{"model":"doubao","previous_response_id":"resp_theirs","prompt":"hi"}`, "previous_response_id"},
 		{"/v1/moderations", `{"model":"doubao","previous_response_id":"resp_theirs","input":"hi"}`, "previous_response_id"},
-		{"/v1beta/models/gemini-pro:countTokens", `{"previous_response_id":"resp_theirs","contents":[]}`, "previous_response_id"},
+		{"/v1alpha/models/gemini-pro:countTokens", `{"previous_response_id":"resp_theirs","contents":[]}`, "previous_response_id"},
 	} {
 		_, err := route(tc.path, tc.body)
 		if e := wantError(t, err, 400, "invalid_request_body"); e.Param != tc.param {

@@ -80,6 +80,9 @@ type Route struct {
 	// named are the owned objects the body names by id (previous_response_id), which bind the
 	// request to the upstream that made them (see bindNamed).
 	named []namedObject
+	// modelInBody is set when a generate-content body names the path's model again (see
+	// checkBodyModels), which an alias cannot be rewritten in.
+	modelInBody bool
 }
 
 var (
@@ -227,6 +230,14 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			}
 			if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
 				return "", err
+			}
+			if ep.modelInBody {
+				named, err := checkBodyModels(body, pathModel)
+				if err != nil {
+					return "", err
+				}
+				route.modelInBody = named
+				return pathModel, nil
 			}
 			var model string
 			if raw, ok := fields["model"]; ok && (json.Unmarshal(raw, &model) != nil || model != pathModel) {

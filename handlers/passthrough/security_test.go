@@ -47,8 +47,13 @@ func TestOnlyCapabilityEndpointsAreForwarded(t *testing.T) {
 		{"POST", "/v1//chat/completions"},
 		{"POST", "/v2/chat/completions"},
 		{"POST", "/v1/batches"},
-		{"POST", "/v1beta/models/doubao:countTokens"},
+		{"POST", "/v1beta/models/doubao:predict"},
+		{"POST", "/v1alpha/models/doubao:countTokens"},
 		{"POST", "/v1beta/models/doubao:generateContent/x"},
+		{"POST", "/v1/models/doubao:generateContent/x"},
+		{"POST", "/v1/models/doubao:predict"},
+		{"POST", "/v1/models/doubao"},
+		{"GET", "/v1/models/doubao"},
 		{"POST", "/V1/chat/completions"},
 		// A forwarded path with another method is no endpoint either.
 		{"GET", "/v1/videos"},
@@ -56,6 +61,8 @@ func TestOnlyCapabilityEndpointsAreForwarded(t *testing.T) {
 		{"GET", "/v1/chat/completions"},
 		{"PUT", "/v1/videos/video_1"},
 		{"GET", "/v1beta/models/doubao:generateContent"},
+		{"GET", "/v1/models/doubao:generateContent"},
+		{"GET", "/v1/models/doubao:batchEmbedContents"},
 	} {
 		r := httptest.NewRequest(tc.method, "/", strings.NewReader(`{"model":"doubao"}`))
 		r.URL.Path = tc.path

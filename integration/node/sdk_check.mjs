@@ -1,22 +1,16 @@
 // Runs the official Node SDKs of the three protocols mediagw passes through against a live
 // gateway. Each client is made with only its base URL and API key changed. Run by
-// integration/node_test.go with GATEWAY (the gateway's base URL) and KEY (a mediagw key); prints
-// one line per check and exits non-zero on the first failure.
+// integration/node_test.go with GATEWAY (the gateway's base URL), KEY (a mediagw key that may use
+// every model), NARROW_KEY (one that may use only gemini-* and sim-*) and GENAI_API_VERSION (the
+// API version the installed @google/genai sends to); prints one line per check and exits
+// non-zero on the first failure.
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
-import { GoogleGenAI } from "@google/genai";
+import { check, genaiChecks } from "./genai_check.mjs";
 
-const gateway = process.env.GATEWAY;
-const key = process.env.KEY;
-if (!gateway || !key) {
-  throw new Error("set GATEWAY and KEY");
-}
-
-function check(name, ok, detail) {
-  if (!ok) {
-    throw new Error(`${name} failed: ${JSON.stringify(detail)}`);
-  }
-  console.log(`ok ${name}`);
+const { GATEWAY: gateway, KEY: key, NARROW_KEY: narrowKey, GENAI_API_VERSION: genaiVersion } = process.env;
+if (!gateway || !key || !narrowKey || !genaiVersion) {
+  throw new Error("set GATEWAY, KEY, NARROW_KEY and GENAI_API_VERSION");
 }
 
 const openai = new OpenAI({ baseURL: `${gateway}/v1`, apiKey: key, maxRetries: 0 });
@@ -26,6 +20,24 @@ for await (const m of openai.models.list()) {
   models.push(m.id);
 }
 check("openai models.list", models.includes("sim-chat") && models.includes("claude-x"), models);
+
+// models.retrieve answers the models a key may use; any other is 404 in the OpenAI shape, the
+// same for a model that exists but the key may not use as for one that does not exist.
+const retrieved = await openai.models.retrieve("sim-chat");
+check("openai models.retrieve", retrieved.id === "sim-chat" && retrieved.object === "model", retrieved);
+const narrow = new OpenAI({ baseURL: `${gateway}/v1`, apiKey: narrowKey, maxRetries: 0 });
+check("openai models.retrieve, narrow key", (await narrow.models.retrieve("gemini-x")).id === "gemini-x", "gemini-x");
+const notFound = {};
+for (const [name, client, model] of [["unknown", openai, "no-such-model"], ["not the key's", narrow, "claude-x"]]) {
+  try {
+    await client.models.retrieve(model);
+  } catch (e) {
+    notFound[name] = e instanceof OpenAI.NotFoundError ? { status: e.status, code: e.code, type: e.type, param: e.param } : String(e);
+  }
+}
+check("openai models.retrieve of a model the key may not use is 404 model_not_found",
+  notFound.unknown?.status === 404 && notFound.unknown.code === "model_not_found" &&
+    JSON.stringify(notFound["not the key's"]) === JSON.stringify(notFound.unknown), notFound);
 
 const chat = await openai.chat.completions.create({
   model: "sim-chat",
@@ -59,9 +71,7 @@ const msg = await anthropic.messages.create({
 check("anthropic messages", msg.content[0]?.type === "text" && msg.content[0].text === "hello from the fake messages upstream", msg);
 
 // The Google Gen AI SDK sends the key as x-goog-api-key.
-const genai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: gateway } });
-const gen = await genai.models.generateContent({ model: "gemini-x", contents: "hello" });
-check("genai generateContent", gen.text === "hello from the fake generateContent upstream", gen);
+await genaiChecks(gateway, narrowKey, genaiVersion);
 
 // A wrong key is refused with 401 through each SDK's own error type.
 for (const [name, call] of [

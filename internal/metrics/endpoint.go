@@ -34,13 +34,24 @@ func Endpoint(path string) string {
 			return t.template
 		}
 	}
-	if strings.HasPrefix(path, "/v1beta/models/") {
-		if _, action, ok := strings.Cut(path[len("/v1beta/models/"):], ":"); ok {
-			switch action {
-			case "generateContent", "streamGenerateContent":
-				return "/v1beta/models/{model}:" + action
-			}
+	for _, prefix := range []string{"/v1beta/models/", "/v1/models/"} {
+		rest, ok := strings.CutPrefix(path, prefix)
+		if !ok {
+			continue
+		}
+		model, method, isMethod := strings.Cut(rest, ":")
+		switch {
+		case isMethod && model != "" && modelMethods[method]:
+			return prefix + "{model}:" + method
+		case !isMethod && prefix == "/v1/models/" && rest != "":
+			return "/v1/models/{id}"
 		}
 	}
 	return "other"
+}
+
+// modelMethods are the generate-content protocol's methods on a model that the gateway serves,
+// under /v1beta/models/ and /v1/models/.
+var modelMethods = map[string]bool{
+	"generateContent": true, "streamGenerateContent": true, "countTokens": true, "embedContent": true, "batchEmbedContents": true,
 }

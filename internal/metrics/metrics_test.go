@@ -60,6 +60,13 @@ func TestEndpointLabelsAreBounded(t *testing.T) {
 		"/v1beta/models/gemini-x:generateContent":       "/v1beta/models/{model}:generateContent",
 		"/v1beta/models/gemini-x:streamGenerateContent": "/v1beta/models/{model}:streamGenerateContent",
 		"/v1beta/models/gemini-x:evil":                  "other",
+		"/v1/models/gemini-x:generateContent":           "/v1/models/{model}:generateContent",
+		"/v1/models/gemini-x:batchEmbedContents":        "/v1/models/{model}:batchEmbedContents",
+		"/v1beta/models/gemini-x:countTokens":           "/v1beta/models/{model}:countTokens",
+		"/v1/models/gemini-x:evil":                      "other",
+		"/v1/models/:generateContent":                   "other",
+		"/v1/models/gpt-4o-mini":                        "/v1/models/{id}",
+		"/v1beta/models/gemini-x":                       "other",
 		"/v1/anything/secret?key=mg-123":                "other",
 		"/v1/images/tasks/t-1":                          "/v1/images/tasks/{id}",
 	} {
