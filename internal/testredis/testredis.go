@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mediagw/mediagw/internal/debpkg"
 	"github.com/mediagw/mediagw/internal/testport"
 )
 
@@ -39,8 +40,7 @@ var (
 )
 
 // Binary returns the path of redis-server, installing it with apt-get when it is not on PATH.
-// The install works as root without a terminal (as CI runs); `apt-get update` runs first only
-// when a plain install fails.
+// The install works as root without a terminal (as CI runs): see package debpkg.
 func Binary() (string, error) {
 	findOnce.Do(func() {
 		binary, findErr = findOrInstall()
@@ -49,51 +49,7 @@ func Binary() (string, error) {
 }
 
 func findOrInstall() (string, error) {
-	if path, err := lookup(); err == nil {
-		return path, nil
-	}
-	install := func() ([]byte, error) {
-		cmd := exec.Command("apt-get", "install", "-y", "--no-install-recommends", "redis-server")
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		return cmd.CombinedOutput()
-	}
-	out, err := install()
-	if err != nil {
-		update := exec.Command("apt-get", "update")
-		update.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if uout, uerr := update.CombinedOutput(); uerr != nil {
-			return "", fmt.Errorf("apt-get update: %v\n%s", uerr, tail(uout))
-		}
-		if out, err = install(); err != nil {
-			return "", fmt.Errorf("apt-get install redis-server: %v\n%s", err, tail(out))
-		}
-	}
-	path, err := lookup()
-	if err != nil {
-		return "", fmt.Errorf("redis-server not found after installing it: %v\n%s", err, tail(out))
-	}
-	return path, nil
-}
-
-// lookup finds redis-server on PATH or where Debian installs it.
-func lookup() (string, error) {
-	if path, err := exec.LookPath("redis-server"); err == nil {
-		return path, nil
-	}
-	for _, path := range []string{"/usr/bin/redis-server", "/usr/local/bin/redis-server"} {
-		if _, err := os.Stat(path); err == nil {
-			return path, nil
-		}
-	}
-	return "", errors.New("redis-server is not on PATH")
-}
-
-func tail(b []byte) string {
-	const n = 2000
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
+	return debpkg.Find("redis-server", []string{"redis-server"}, []string{"/usr/bin/redis-server", "/usr/local/bin/redis-server"})
 }
 
 // Server is a redis-server process that a test started.
@@ -186,7 +142,7 @@ func (s *Server) start(opts Options) {
 			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
 			continue
 		}
-		s.tb.Fatalf("redis-server did not start on %s: %v\n%s", s.Addr, err, tail(out))
+		s.tb.Fatalf("redis-server did not start on %s: %v\n%s", s.Addr, err, debpkg.Tail(out))
 	}
 }
 

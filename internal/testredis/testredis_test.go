@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mediagw/mediagw/internal/debpkg"
 )
 
 // do sends one inline command and returns the first reply line.
@@ -103,6 +105,6 @@ func TestStopReplicaAfterSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(log), "ready to exit, bye bye") {
-		t.Fatalf("the replica was not stopped by SIGTERM:\n%s", tail(log))
+		t.Fatalf("the replica was not stopped by SIGTERM:\n%s", debpkg.Tail(log))
 	}
 }
