@@ -36,7 +36,10 @@ func init() {
 // allows, so set it to at least the number of upstreams less one.
 //
 // A non-2xx JSON answer (at most 64 KiB) has credential-like tokens in its string values
-// redacted, as providers quote a masked form of the operator's key when they refuse it.
+// redacted, as providers quote a masked form of the operator's key when they refuse it. The
+// upstream is asked only for gzip or no compression, whatever the client accepts; an error
+// answer that cannot be read whole for the redaction (another encoding, past 64 KiB) is replaced
+// by a 502 invalid_response.
 //
 // When the provider maps the model (model_map), answers are rewritten to show the client's
 // model id: a JSON answer's top-level "model" and that of each JSON event of an event stream.
@@ -128,7 +131,9 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	redactHeaders(resp.Header, u.APIKey)
 	if resp.StatusCode >= 300 {
-		redactErrorAnswer(resp, u.APIKey)
+		if reason := redactErrorAnswer(resp, u.APIKey); reason != "" {
+			t.logger.Warn("upstream error answer refused", zap.String("upstream", u.Label()), zap.String("reason", reason))
+		}
 	}
 	if d.UpstreamModel != d.Model {
 		showClientModel(resp, d.Model)
@@ -156,10 +161,9 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 	out.URL.RawPath = ""
 	out.Host = u.BaseURL.Host
 	u.SetSharedCredentials(out.Header)
-	if d.UpstreamModel != d.Model {
-		// Let the transport ask for, and undo, compression, so the answer can be rewritten.
-		out.Header.Del("Accept-Encoding")
-	}
+	// When the model is mapped, let the transport ask for, and undo, compression, so the answer
+	// can be rewritten.
+	upstreamAcceptEncoding(out.Header, d.UpstreamModel == d.Model && acceptsGzip(req.Header.Values("Accept-Encoding")))
 	if d.Body != nil && req.Body != nil && req.Body != http.NoBody {
 		body, err := d.Body.Replay()
 		if err != nil {
