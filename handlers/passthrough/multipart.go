@@ -181,7 +181,7 @@ const maxTextPartPeek = 4 << 10
 // and leading whitespace, which form parsers trim, is skipped. It reads at most len(head) bytes
 // of the value after that whitespace, into head.
 func checkTextPart(name string, h textproto.MIMEHeader, content io.Reader, head []byte) error {
-	if plainFileName(h) || isFreeText(&jsonkeys.Path{Key: name, Index: -1}) {
+	if plainFileName(h) || isFreeText(&jsonkeys.Path{Key: name, Index: -1}, mediaFreeText) {
 		return nil
 	}
 	n, err := readValueHead(content, head)
