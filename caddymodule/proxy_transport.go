@@ -24,8 +24,10 @@ func init() {
 // ProxyTransport is a reverse_proxy transport for the upstreams of the mediagw upstream source.
 // Each attempt goes to the upstream that the proxy picked, with that upstream's scheme, Host,
 // base path and credential, and the request body replayed from its first byte. It keeps the
-// upstreams' health: a connection failure, a 5xx or a 429 cools the upstream down (for longer
-// after each failure in a row, and at least its Retry-After).
+// upstreams' health: a connection failure, a 5xx or a 429 backs the request's account off that
+// upstream, and cools the upstream down for all when several accounts fail there (for longer
+// after each failure in a row, and at least its Retry-After, up to a bound; see
+// providers.Health).
 //
 // An attempt that failed before any byte of an answer reached the client is handed back to the
 // proxy to retry on another upstream, when one is healthy and untried: a refused connection, a
@@ -107,7 +109,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if errors.Is(err, context.Canceled) {
 			return nil, err // the client left; not the upstream's fault
 		}
-		u.Failed(failureReason(err), 0)
+		u.Failed(d.Account, failureReason(err), 0)
 		if retryable(err, d.Creates) && d.CanRetry() {
 			t.logger.Warn("upstream failed before answering; trying another", zap.String("upstream", u.Label()), zap.Error(err))
 			return nil, retryElsewhere{err}
@@ -116,7 +118,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable:
-		u.Failed(fmt.Sprintf("HTTP %d", resp.StatusCode), upstream.RetryAfter(resp.Header, upstreamHealth.Now()))
+		u.Failed(d.Account, fmt.Sprintf("HTTP %d", resp.StatusCode), upstream.RetryAfter(resp.Header, upstreamHealth.Now()))
 		if d.CanRetry() && (!d.Creates || resp.StatusCode != http.StatusBadGateway) {
 			if err := resp.Body.Close(); err != nil {
 				t.logger.Debug("closing a refused answer", zap.Error(err))
@@ -125,9 +127,9 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, retryElsewhere{fmt.Errorf("upstream %s answered %d", u.Label(), resp.StatusCode)}
 		}
 	case resp.StatusCode >= 500:
-		u.Failed(fmt.Sprintf("HTTP %d", resp.StatusCode), 0)
+		u.Failed(d.Account, fmt.Sprintf("HTTP %d", resp.StatusCode), 0)
 	default:
-		u.Succeeded()
+		u.Succeeded(d.Account)
 	}
 	redactHeaders(resp.Header, u.APIKey)
 	if resp.StatusCode >= 300 {
