@@ -95,8 +95,8 @@ type UpstreamState struct {
 	// AccountsBackingOff counts the accounts whose own failures keep their requests away from
 	// the upstream for now, while it may serve the others.
 	AccountsBackingOff int        `json:"accounts_backing_off"`
-	Recent      []Failure  `json:"recent_failures"`
-	LastSuccess *time.Time `json:"last_success,omitempty"`
+	Recent             []Failure  `json:"recent_failures"`
+	LastSuccess        *time.Time `json:"last_success,omitempty"`
 }
 
 // NewBoard returns an empty board.
