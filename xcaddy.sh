@@ -11,7 +11,7 @@
 #
 # It says what it is doing: fetching modules (first build only), compiling (with a package
 # count), and how long the build took. A first build with empty Go caches downloads and compiles
-# a lot; see "First build" in the README for measured times and sizes.
+# a lot; see "First build and first test run" in bench/README.md for measured times and sizes.
 set -euo pipefail
 cd "$(dirname "$0")"
 

@@ -230,7 +230,7 @@ func redisOpenHint(err error) error {
 		strings.Contains(msg, "context deadline exceeded"), strings.Contains(msg, "network is unreachable"):
 		return fmt.Errorf("%w (no Redis answers there: start redis-server 6.2 or later at that address, or correct the url of `storage redis` in the mediagw global option)", err)
 	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "NOPERM"):
-		return fmt.Errorf("%w (check the user and password of the url of `storage redis`, and the user's ACL rules; see the README's \"Minimum ACL\")", err)
+		return fmt.Errorf("%w (check the user and password of the url of `storage redis`, and the user's ACL rules; see \"Minimum ACL\" in docs/instances.md)", err)
 	}
 	return err
 }

@@ -17,10 +17,10 @@ import (
 	"time"
 )
 
-// credentialsCaddyfile is the README's layout with access logging on (to a file) and the
+// credentialsCaddyfile is the layout of docs/configuration.md with access logging on (to a file) and the
 // default log in a file too, at DEBUG level, so that every log line the gateway writes can be
 // searched. (At DEBUG, Caddy's reverse_proxy prints the headers of proxied requests, provider
-// credentials sent as X-Api-Key or X-Goog-Api-Key included; the README says to keep DEBUG off in
+// credentials sent as X-Api-Key or X-Goog-Api-Key included; docs/security.md says to keep DEBUG off in
 // production. Client keys must not appear even there.)
 const credentialsCaddyfile = `{
 	{{globals}}

@@ -9,23 +9,26 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// docSnippet is a go or js block of docs/api.md and the text block that follows it: what the
-// documentation says it prints, `…` standing for anything.
+// docSnippet is a go, js or sh block of a documentation file and the text block that follows
+// it: what the documentation says it prints, `…` standing for anything.
 type docSnippet struct {
-	lang, code, prints string
-	line               int
+	file, lang, code, prints string
+	line                     int
 }
 
-// apiDocSnippets reads the go and js blocks of docs/api.md, each with the text block after it.
-func apiDocSnippets(t *testing.T) []docSnippet {
+// docSnippets reads the examples of the documentation file at rel (relative to the repository):
+// its go and js blocks, each with the text block after it, and its sh blocks that a text block
+// follows (an sh block without one, such as the README's two commands, is not an example).
+func docSnippets(t *testing.T, rel string) []docSnippet {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join(repoDir(), "docs", "api.md"))
+	doc, err := os.ReadFile(filepath.Join(repoDir(), filepath.FromSlash(rel)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,26 +51,34 @@ func apiDocSnippets(t *testing.T) []docSnippet {
 	}
 	var out []docSnippet
 	for i, b := range blocks {
-		if b.lang != "go" && b.lang != "js" {
+		printed := i+1 < len(blocks) && blocks[i+1].lang == "text"
+		switch {
+		case b.lang == "sh" && !printed, b.lang != "go" && b.lang != "js" && b.lang != "sh":
 			continue
+		case !printed:
+			t.Fatalf("%s:%d: a %s block without the text block of what it prints after it", rel, b.line, b.lang)
 		}
-		if i+1 == len(blocks) || blocks[i+1].lang != "text" {
-			t.Fatalf("docs/api.md:%d: a %s block without the text block of what it prints after it", b.line, b.lang)
-		}
-		out = append(out, docSnippet{lang: b.lang, code: b.text, prints: blocks[i+1].text, line: b.line})
+		out = append(out, docSnippet{file: rel, lang: b.lang, code: b.text, prints: blocks[i+1].text, line: b.line})
 	}
 	return out
 }
 
-// runAPIDocSnippets runs every SDK example of docs/api.md against the demo gateway at base (the
-// examples name http://127.0.0.1:8080) and checks that each prints what the documentation says.
-// Go examples are built in the repository's module, so they use the SDK versions of go.mod; js
-// examples run with the pinned Node SDKs of integration/node.
-func runAPIDocSnippets(t *testing.T, base string) {
-	snippets := apiDocSnippets(t)
-	if len(snippets) < 4 {
-		t.Fatalf("docs/api.md has %d SDK examples; want the four of the quick start", len(snippets))
+// runDocSnippets runs every example of the README's walk-through and every SDK example of
+// docs/api.md against the demo gateway at base (the examples name http://127.0.0.1:8080) and
+// checks that each prints what the documentation says. Go examples are built in the
+// repository's module, so they use the SDK versions of go.mod; js examples run with the pinned
+// Node SDKs of integration/node; sh examples run with bash, stopping at the first failing
+// command.
+func runDocSnippets(t *testing.T, base string) {
+	readme, api := docSnippets(t, "README.md"), docSnippets(t, "docs/api.md")
+	if len(api) < 4 {
+		t.Fatalf("docs/api.md has %d SDK examples; want the four of the quick start", len(api))
 	}
+	if !slices.ContainsFunc(readme, func(s docSnippet) bool { return s.lang == "sh" }) ||
+		!slices.ContainsFunc(readme, func(s docSnippet) bool { return s.lang != "sh" }) {
+		t.Fatalf("README.md has %d examples; want the walk-through's commands and its SDK call", len(readme))
+	}
+	snippets := append(readme, api...)
 	checkDocSDKVersions(t)
 	nodeDir := nodeSDKs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -100,6 +111,10 @@ func runAPIDocSnippets(t *testing.T, base string) {
 			cmd = exec.CommandContext(ctx, "node", filepath.Base(file))
 			cmd.Dir = nodeDir
 			cmd.Env = append(os.Environ(), "NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
+		case "sh":
+			cmd = exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", code)
+			cmd.Dir = t.TempDir()
+			cmd.Env = append(os.Environ(), "NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
 		}
 		want := regexp.MustCompile(`(?s)\A` + strings.ReplaceAll(regexp.QuoteMeta(strings.TrimSpace(sn.prints)), "…", ".*") + `\z`)
 		wg.Add(1)
@@ -108,11 +123,11 @@ func runAPIDocSnippets(t *testing.T, base string) {
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Run(); err != nil {
-				t.Errorf("docs/api.md:%d (%s): %v\n%s%s", sn.line, sn.lang, err, stdout.String(), stderr.String())
+				t.Errorf("%s:%d (%s): %v\n%s%s", sn.file, sn.line, sn.lang, err, stdout.String(), stderr.String())
 				return
 			}
 			if got := strings.TrimSpace(stdout.String()); !want.MatchString(got) {
-				t.Errorf("docs/api.md:%d (%s) printed\n%s\nwant what the documentation says:\n%s", sn.line, sn.lang, got, sn.prints)
+				t.Errorf("%s:%d (%s) printed\n%s\nwant what the documentation says:\n%s", sn.file, sn.line, sn.lang, got, sn.prints)
 			}
 		}()
 	}

@@ -11,7 +11,7 @@ import (
 
 // TestCaddyfileExample runs Caddyfile.example, the README's first command, with only its ports
 // and data directory moved and no MEDIAGW_DEMO_KEY in the environment, uses it as the README
-// says, and runs the SDK examples of docs/api.md against it.
+// says, and runs the README's walk-through and the SDK examples of docs/api.md against it.
 func TestCaddyfileExample(t *testing.T) {
 	t.Setenv("MEDIAGW_DEMO_KEY", "") // restored after the test
 	if err := os.Unsetenv("MEDIAGW_DEMO_KEY"); err != nil {
@@ -71,5 +71,5 @@ func TestCaddyfileExample(t *testing.T) {
 	if r := call(t, "GET", base+"/nowhere", "mg-demo-key", nil); r.status != 404 || r.json(t)["error"] == nil {
 		t.Fatalf("unknown path = %d %s", r.status, r.body)
 	}
-	runAPIDocSnippets(t, base)
+	runDocSnippets(t, base)
 }

@@ -254,7 +254,7 @@ func answersWithin(t *testing.T, in *instance, method, url, key, body string, st
 
 // TestAdminChangesOnOneInstanceHoldOnAll: an account disabled, and a key's quota, rate and
 // max_active_tasks changed, through A's admin API hold on A from the next request and on B
-// within the one second the README states.
+// within the one second docs/instances.md states.
 func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 2, clusterOptions{})

@@ -11,7 +11,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/upstream"
 )
 
-// redactionCaddyfile is the README's pass-through form: one reverse_proxy with the mediagw
+// redactionCaddyfile is the pass-through form of docs/providers.md: one reverse_proxy with the mediagw
 // upstream source and transport.
 const redactionCaddyfile = `{
 	{{globals}}

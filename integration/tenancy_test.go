@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// tenancyCaddyfile is the production sketch of Caddyfile.example (and the README's pass-through
+// tenancyCaddyfile is the production sketch of Caddyfile.example (and docs/providers.md's pass-through
 // section) exactly as written, with loopback fakes for the providers' addresses: mediagw_route
 // without a matcher, after the other mediagw handlers, and one reverse_proxy per provider.
 // The ark fake decodes JSON as Go does (keys case-insensitive, last wins); the openai fake reads

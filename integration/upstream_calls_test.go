@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// upstreamCallsCaddyfile is the README's layout for the task API and image edits, against a
+// upstreamCallsCaddyfile is the layout of docs/configuration.md for the task API and image edits, against a
 // fake upstream given as {{up_url}}.
 const upstreamCallsCaddyfile = `{
 	{{globals}}

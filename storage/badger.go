@@ -66,18 +66,14 @@ type Badger struct {
 // memTableSize is the size of Badger's memtables. A task is read back (by the watcher, by a
 // client polling it) seconds after its create, and a memtable holding those seconds answers
 // from memory instead of looking through level-0 tables; fewer memtables also mean fewer
-// flushes and compactions. 16 MiB instead of 8 took about 8 % off the CPU time of a create and
-// a later read and rewrite of the task (BenchmarkBadgerCreateAndRefresh, six paired runs) for
-// a peak RSS of 197 instead of 183 MiB over 80,000 of them; 32 MiB took a little more off but
-// peaked at 337 MiB (a memtable's arena is Go heap, which also raises the GC's target, and two
-// memtables with their mapped logs are live while one is written to a table). In the gateway
-// (session 6, bench/phases.sh, quiet machine, five runs each, interleaved) 32 MiB made a create
-// about 7 % cheaper and 6.5 % faster than 16 MiB (3,717 against 3,491 creates a second on
-// average), as the watcher's read of a five-second-old task then comes from the memtable: RSS
-// after the phase 289-332 instead of 237-292 MiB, idle RSS unchanged (about 65 MiB).
+// flushes and compactions. The price is memory: a memtable's arena is Go heap (which also raises
+// the GC's target), and two memtables with their mapped logs are live while one is written to a
+// table. 32 MiB makes a create cheaper than 16 or 8 MiB for some tens of MiB of RSS under load,
+// idle RSS unchanged; the figures, and the benchmarks that measure them
+// (BenchmarkBadgerCreateAndRefresh, bench/phases.sh), are in bench/README.md.
 const memTableSize = 32 << 20
 
-// Badger's other options, as measured for a task create (BenchmarkBadgerCreateTask and
+// Badger's other options, chosen by the cost of a task create (BenchmarkBadgerCreateTask and
 // BenchmarkBadgerCreateAndRefresh, paired runs):
 //   - Tables stay Snappy-compressed, read through a small block cache. Uncompressed tables (no
 //     block cache needed: blocks are read from the mapped file) took 4 to 8 times the disk (148

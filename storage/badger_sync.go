@@ -13,11 +13,10 @@ const maxGather = time.Millisecond
 // maxOverlap is how many disk syncs may run at once. With one, a commit made while a sync runs
 // waits for that sync to end, then for its own. A second sync may instead start while the first
 // runs (the kernel lets fdatasync calls on one file overlap: the later one also waits for the
-// pages the earlier one is writing), so that such a commit waits for one sync only. Measured
-// (session 5, loaded machine): with two, the store's commit latency fell (p50 1.2-1.5 ms
-// against 1.7-2.4 ms at 3,500 creates/s in process) but each sync covered fewer commits (0.28-
-// 0.34 syncs per create against 0.16-0.21), and the gateway's creates cost more CPU, not less.
-// So one, for now; logSync and groupSync work with more.
+// pages the earlier one is writing), so that such a commit waits for one sync only. Two lower
+// the store's commit latency, but each sync then covers fewer commits and the gateway's creates
+// cost more CPU, not less (bench/README.md has the figures). So one; logSync and groupSync work
+// with more.
 const maxOverlap = 1
 
 // groupSync lets concurrent committers share one disk sync. A commit needs a sync that started

@@ -236,22 +236,22 @@ func TestRedisReplicationWarning(t *testing.T) {
 	}
 }
 
-// The README's minimum ACL is storage.RedisACLCommands, so that operators grant what the
-// gateway runs.
-func TestRedisACLCommandsInREADME(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// The minimum ACL of docs/instances.md is storage.RedisACLCommands, so that operators grant
+// what the gateway runs.
+func TestRedisACLCommandsInDocs(t *testing.T) {
+	doc, err := os.ReadFile("../docs/instances.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(readme), "\n") {
+	for _, line := range strings.Split(string(doc), "\n") {
 		if strings.HasPrefix(line, "ACL SETUSER mediagw ") {
 			if !strings.HasSuffix(line, " "+storage.RedisACLCommands) {
-				t.Fatalf("the README's ACL line\n%s\ndoes not end with storage.RedisACLCommands\n%s", line, storage.RedisACLCommands)
+				t.Fatalf("the ACL line of docs/instances.md\n%s\ndoes not end with storage.RedisACLCommands\n%s", line, storage.RedisACLCommands)
 			}
 			return
 		}
 	}
-	t.Fatal("the README has no line ACL SETUSER mediagw …")
+	t.Fatal("docs/instances.md has no line ACL SETUSER mediagw …")
 }
 
 // In a Cluster with a replica per master, wait_replicas 1 works, and the WAIT goes with the

@@ -194,7 +194,7 @@ func sentinelFailover(t *testing.T, set *testredis.Sentinel, o storage.RedisOpti
 }
 
 // A Cluster of three masters runs the whole conformance suite, as an ACL user with
-// storage.RedisACLCommands and the two cluster commands the README adds for a Cluster: every key
+// storage.RedisACLCommands and the two cluster commands docs/instances.md adds for a Cluster: every key
 // of one prefix is in one hash slot, so each atomic script runs on one node.
 func TestRedisClusterConformance(t *testing.T) {
 	t.Parallel() // mostly waiting for its own servers (and for expiries): run beside the others

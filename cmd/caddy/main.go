@@ -12,7 +12,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 
 	// Tracing, so that the `tracing` directive makes mediagw's upstream calls and store
-	// operations spans of each request's trace (see README, Observability).
+	// operations spans of each request's trace (see docs/observability.md).
 	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/tracing"
 
 	_ "github.com/mediagw/mediagw"

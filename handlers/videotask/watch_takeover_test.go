@@ -26,7 +26,7 @@ func (h watcherHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 // and a hands it half the shards; then a is killed (it stops renewing and never leaves). The
 // survivor reads every task of the dead watcher's shards within an interval and a tick of the
 // kill (a's last reads were recorded a tick ahead), with 0.2 interval of slack for a loaded
-// machine (the leases alone used to take 1.4 intervals); and no task is ever read twice within
+// machine; and no task is ever read twice within
 // 0.9 interval, by either watcher, across the join, the kill or the takeover.
 func TestSurvivorReadsAKilledWatchersTasksWithinAnInterval(t *testing.T) {
 	srv := testredis.Start(t, testredis.Options{})
