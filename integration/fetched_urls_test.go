@@ -9,6 +9,23 @@ import (
 	"testing"
 )
 
+// readmePassThroughSite is the site of the README's pass-through form: one reverse_proxy with
+// the mediagw upstream source and transport, retrying on the next upstream.
+const readmePassThroughSite = `
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_route
+		reverse_proxy {
+			dynamic mediagw
+			transport mediagw
+			lb_policy first
+			lb_retries 2
+		}
+	}
+}
+`
+
 // fetchedURLsCaddyfile is the README's pass-through form with models of every kind of body.
 const fetchedURLsCaddyfile = `{
 	{{globals}}
@@ -24,20 +41,7 @@ const fetchedURLsCaddyfile = `{
 		}
 	}
 }
-
-http://127.0.0.1:{{port}} {
-	route {
-		mediagw_auth
-		mediagw_route
-		reverse_proxy {
-			dynamic mediagw
-			transport mediagw
-			lb_policy first
-			lb_retries 2
-		}
-	}
-}
-`
+` + readmePassThroughSite
 
 // TestFetchableStringsArePublicURLs sends bodies that hide an internal address where a provider
 // may fetch it: schemeless host strings, a key that differs from prompt only by case, and

@@ -29,20 +29,7 @@ const multipartParsersCaddyfile = `{
 		}
 	}
 }
-
-http://127.0.0.1:{{port}} {
-	route {
-		mediagw_auth
-		mediagw_route
-		reverse_proxy {
-			dynamic mediagw
-			transport mediagw
-			lb_policy first
-			lb_retries 2
-		}
-	}
-}
-`
+` + readmePassThroughSite
 
 // formPart is one part of a multipart body as a parser read it.
 type formPart struct{ name, value string }

@@ -45,20 +45,7 @@ const sharedHealthCaddyfile = `{
 		}
 	}
 }
-
-http://127.0.0.1:{{port}} {
-	route {
-		mediagw_auth
-		mediagw_route
-		reverse_proxy {
-			dynamic mediagw
-			transport mediagw
-			lb_policy first
-			lb_retries 2
-		}
-	}
-}
-`
+` + readmePassThroughSite
 
 // requestFailingUpstream answers chat completions; a request whose body holds "poison-<status>"
 // gets that status (with Retry-After: 3600 on a 429), as a request-specific failure does. When
