@@ -52,8 +52,11 @@ type Board struct {
 
 // healthState is the record of one upstream.
 type healthState struct {
-	failures    int       // the failures that cooled it down for all, in a row
-	until       time.Time // the end of its cooldown for all
+	failures  int       // the failures that cooled it down for all, in a row
+	until     time.Time // the end of its cooldown for all
+	runLength int       // the failures since the last success, of every account
+	// run holds the latest failure since the last success of each of the last CoolingAccounts
+	// distinct accounts that failed, so it stays small whatever the rate of failures.
 	run         []accountFailure
 	backoffs    map[string]*backoff
 	recent      []Failure
@@ -89,8 +92,8 @@ type UpstreamState struct {
 	// Healthy is false while the upstream cools down, until CoolingUntil.
 	Healthy      bool       `json:"healthy"`
 	CoolingUntil *time.Time `json:"cooling_until,omitempty"`
-	// Failures is the current run of failures, of every account, within FailureWindow; Recent
-	// the last few failures, oldest first.
+	// Failures is the current run of failures (since the last success), of every account;
+	// Recent the last few failures, oldest first.
 	Failures int `json:"failures"`
 	// AccountsBackingOff counts the accounts whose own failures keep their requests away from
 	// the upstream for now, while it may serve the others.
@@ -156,9 +159,13 @@ func (b *Board) failed(u *Upstream, account, reason string, retryAfter time.Dura
 	defer b.mu.Unlock()
 	s := b.state(u)
 	s.backoffOf(account, now).fail(now, retryAfter)
+	s.runLength++
+	s.run = slices.DeleteFunc(s.run, func(f accountFailure) bool { return f.account == account || now.Sub(f.at) > FailureWindow })
 	s.run = append(s.run, accountFailure{at: now, account: account})
-	s.run = slices.DeleteFunc(s.run, func(f accountFailure) bool { return now.Sub(f.at) > FailureWindow })
-	if s.failingAccounts() >= CoolingAccounts {
+	if len(s.run) > CoolingAccounts {
+		s.run = slices.Delete(s.run, 0, len(s.run)-CoolingAccounts)
+	}
+	if len(s.run) >= CoolingAccounts {
 		s.failures++
 		if until := now.Add(cooldown(s.failures, retryAfter)); until.After(s.until) {
 			s.until = until
@@ -168,19 +175,6 @@ func (b *Board) failed(u *Upstream, account, reason string, retryAfter time.Dura
 	if len(s.recent) > recentKept {
 		s.recent = slices.Delete(s.recent, 0, len(s.recent)-recentKept)
 	}
-}
-
-// failingAccounts counts the distinct accounts of the run, up to CoolingAccounts.
-func (s *healthState) failingAccounts() int {
-	var seen []string
-	for _, f := range s.run {
-		if !slices.Contains(seen, f.account) {
-			if seen = append(seen, f.account); len(seen) >= CoolingAccounts {
-				break
-			}
-		}
-	}
-	return len(seen)
 }
 
 // backoffOf returns account's backoff at the upstream, made when it has none.
@@ -222,7 +216,7 @@ func (b *Board) succeeded(u *Upstream, account string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.state(u)
-	s.failures, s.run, s.lastSuccess = 0, s.run[:0], now
+	s.failures, s.runLength, s.run, s.lastSuccess = 0, 0, s.run[:0], now
 	delete(s.backoffs, account)
 }
 
@@ -271,11 +265,7 @@ func (b *Board) State(u *Upstream) UpstreamState {
 		last := s.lastSuccess
 		st.LastSuccess = &last
 	}
-	for _, f := range s.run {
-		if now.Sub(f.at) <= FailureWindow {
-			st.Failures++
-		}
-	}
+	st.Failures = s.runLength
 	for _, bo := range s.backoffs {
 		if bo.until.After(now) {
 			st.AccountsBackingOff++
