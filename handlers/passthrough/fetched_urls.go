@@ -40,11 +40,12 @@ var dialogueFreeText = []string{"prompt", "negative_prompt", "text", "content", 
 func checkFetchedURLs(body []byte, freeText []string) error {
 	urls := 0
 	err := jsonkeys.Strings(body, nil, func(path *jsonkeys.Path, raw []byte) error {
-		if !media.MayBeURL(raw[1 : len(raw)-1]) { // most strings go by without being decoded
+		// Most strings go by without being decoded: free text, and text without a colon or slash.
+		if isFreeText(path, freeText) || !media.MayBeURL(raw[1:len(raw)-1]) {
 			return nil
 		}
 		var s string
-		if json.Unmarshal(raw, &s) != nil || !media.LooksLikeURL(s) || isFreeText(path, freeText) {
+		if json.Unmarshal(raw, &s) != nil || !media.LooksLikeURL(s) {
 			return nil
 		}
 		param := path.String()
