@@ -7,13 +7,14 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/upstream"
 )
 
 // maxRedactedError bounds an upstream error answer that is read whole to redact credentials
-// from it; a longer one (or one compressed with anything but gzip) passes unchanged.
+// from it. A longer one is refused (502), never passed on unread.
 const maxRedactedError = 64 << 10
 
 // redactErrorAnswer removes the credential the gateway sent (secret, the upstream's key, in any
@@ -23,29 +24,91 @@ const maxRedactedError = 64 << 10
 // may echo it whole. In a JSON answer only string values are changed; any other answer (plain
 // text, HTML) is redacted as text. An answer with nothing to redact passes byte for byte. 2xx
 // answers are never touched.
-func redactErrorAnswer(resp *http.Response, secret string) {
+//
+// An error answer the redaction cannot read whole is replaced by a 502 in the OpenAI shape, and
+// the reason is returned for the log: one in an encoding other than identity or gzip (the
+// gateway asks for no other, see upstreamAcceptEncoding, but an upstream may send one anyway),
+// one past maxRedactedError (declared, read, or once decoded), or a gzip body that does not
+// decode.
+func redactErrorAnswer(resp *http.Response, secret string) (refused string) {
 	if resp.StatusCode < 300 {
-		return
+		return ""
 	}
 	encoding := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
-	if (encoding != "" && encoding != "identity" && encoding != "gzip") || resp.ContentLength > maxRedactedError {
-		return
+	if encoding != "" && encoding != "identity" && encoding != "gzip" {
+		return refuseAnswer(resp, "the upstream's error answer has Content-Encoding "+strconv.Quote(encoding)+", which the redaction cannot read")
+	}
+	if resp.ContentLength > maxRedactedError {
+		return refuseAnswer(resp, "the upstream's error answer is longer than the redaction reads")
 	}
 	raw, ok := readAnswer(resp, maxRedactedError)
 	if !ok {
-		return
+		return refuseAnswer(resp, "the upstream's error answer is longer than the redaction reads, or could not be read")
 	}
 	body := raw
 	if encoding == "gzip" {
-		body = gunzip(raw)
+		if body = gunzip(raw); body == nil {
+			return refuseAnswer(resp, "the upstream's gzip error answer does not decode within the redaction's bound")
+		}
 	}
 	redacted, changed := redactBody(resp.Header.Get("Content-Type"), body, secret)
 	if !changed {
 		resp.Body = io.NopCloser(bytes.NewReader(raw))
-		return
+		return ""
 	}
 	resp.Header.Del("Content-Encoding")
 	setAnswer(resp, redacted)
+	return ""
+}
+
+// refuseAnswer replaces an upstream's error answer, unread, by a 502 invalid_response in the
+// OpenAI shape (pass-through endpoints use no other), and returns reason.
+func refuseAnswer(resp *http.Response, reason string) string {
+	if resp.Body != nil {
+		_ = resp.Body.Close() // the answer is dropped: an error closing it loses nothing
+	}
+	resp.StatusCode, resp.Status = http.StatusBadGateway, "502 Bad Gateway"
+	resp.Header = http.Header{"Content-Type": {"application/json"}, "X-Content-Type-Options": {"nosniff"}}
+	resp.Trailer = nil
+	setAnswer(resp, refusedAnswerBody)
+	return reason
+}
+
+var refusedAnswerBody = []byte(`{"error":{"message":"the upstream answered with an error the gateway could not read; retry later","type":"server_error","param":"","code":"invalid_response"}}`)
+
+// upstreamAcceptEncoding sets the Accept-Encoding of a request to an upstream: gzip when the
+// client accepts gzip (the answer then passes compressed, and an error answer is decoded for the
+// redaction), else none, so that Go's transport asks for gzip itself and decodes the answer.
+// Never an encoding the redaction cannot read (deflate, br, zstd), whatever the client asked
+// for: Caddy's encode handler may compress toward the client.
+func upstreamAcceptEncoding(h http.Header, clientAccepts bool) {
+	if clientAccepts {
+		h.Set("Accept-Encoding", "gzip")
+		return
+	}
+	h.Del("Accept-Encoding")
+}
+
+// acceptsGzip reports whether an Accept-Encoding header accepts gzip: it names gzip (or *)
+// with no q parameter, or a q above 0.
+func acceptsGzip(values []string) bool {
+	for _, v := range values {
+		for _, item := range strings.Split(v, ",") {
+			coding, params, _ := strings.Cut(item, ";")
+			coding = strings.ToLower(strings.TrimSpace(coding))
+			if coding != "gzip" && coding != "x-gzip" && coding != "*" {
+				continue
+			}
+			name, value, hasQ := strings.Cut(params, "=")
+			if !hasQ || !strings.EqualFold(strings.TrimSpace(name), "q") {
+				return true
+			}
+			if q, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil && q > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // redactHeaders replaces the credential the gateway sent (secret) in the values of an answer's

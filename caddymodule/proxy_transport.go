@@ -24,8 +24,10 @@ func init() {
 // ProxyTransport is a reverse_proxy transport for the upstreams of the mediagw upstream source.
 // Each attempt goes to the upstream that the proxy picked, with that upstream's scheme, Host,
 // base path and credential, and the request body replayed from its first byte. It keeps the
-// upstreams' health: a connection failure, a 5xx or a 429 cools the upstream down (for longer
-// after each failure in a row, and at least its Retry-After).
+// upstreams' health: a connection failure, a 5xx or a 429 backs the request's account off that
+// upstream, and cools the upstream down for all when several accounts fail there (for longer
+// after each failure in a row, and at least its Retry-After, up to a bound; see
+// providers.Health).
 //
 // An attempt that failed before any byte of an answer reached the client is handed back to the
 // proxy to retry on another upstream, when one is healthy and untried: a refused connection, a
@@ -36,7 +38,10 @@ func init() {
 // allows, so set it to at least the number of upstreams less one.
 //
 // A non-2xx JSON answer (at most 64 KiB) has credential-like tokens in its string values
-// redacted, as providers quote a masked form of the operator's key when they refuse it.
+// redacted, as providers quote a masked form of the operator's key when they refuse it. The
+// upstream is asked only for gzip or no compression, whatever the client accepts; an error
+// answer that cannot be read whole for the redaction (another encoding, past 64 KiB) is replaced
+// by a 502 invalid_response.
 //
 // When the provider maps the model (model_map), answers are rewritten to show the client's
 // model id: a JSON answer's top-level "model" and that of each JSON event of an event stream.
@@ -104,7 +109,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if errors.Is(err, context.Canceled) {
 			return nil, err // the client left; not the upstream's fault
 		}
-		u.Failed(failureReason(err), 0)
+		u.Failed(d.Account, failureReason(err), 0)
 		if retryable(err, d.Creates) && d.CanRetry() {
 			t.logger.Warn("upstream failed before answering; trying another", zap.String("upstream", u.Label()), zap.Error(err))
 			return nil, retryElsewhere{err}
@@ -113,7 +118,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable:
-		u.Failed(fmt.Sprintf("HTTP %d", resp.StatusCode), upstream.RetryAfter(resp.Header, upstreamHealth.Now()))
+		u.Failed(d.Account, fmt.Sprintf("HTTP %d", resp.StatusCode), upstream.RetryAfter(resp.Header, upstreamHealth.Now()))
 		if d.CanRetry() && (!d.Creates || resp.StatusCode != http.StatusBadGateway) {
 			if err := resp.Body.Close(); err != nil {
 				t.logger.Debug("closing a refused answer", zap.Error(err))
@@ -122,13 +127,15 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, retryElsewhere{fmt.Errorf("upstream %s answered %d", u.Label(), resp.StatusCode)}
 		}
 	case resp.StatusCode >= 500:
-		u.Failed(fmt.Sprintf("HTTP %d", resp.StatusCode), 0)
+		u.Failed(d.Account, fmt.Sprintf("HTTP %d", resp.StatusCode), 0)
 	default:
-		u.Succeeded()
+		u.Succeeded(d.Account)
 	}
 	redactHeaders(resp.Header, u.APIKey)
 	if resp.StatusCode >= 300 {
-		redactErrorAnswer(resp, u.APIKey)
+		if reason := redactErrorAnswer(resp, u.APIKey); reason != "" {
+			t.logger.Warn("upstream error answer refused", zap.String("upstream", u.Label()), zap.String("reason", reason))
+		}
 	}
 	if d.UpstreamModel != d.Model {
 		showClientModel(resp, d.Model)
@@ -156,10 +163,9 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 	out.URL.RawPath = ""
 	out.Host = u.BaseURL.Host
 	u.SetSharedCredentials(out.Header)
-	if d.UpstreamModel != d.Model {
-		// Let the transport ask for, and undo, compression, so the answer can be rewritten.
-		out.Header.Del("Accept-Encoding")
-	}
+	// When the model is mapped, let the transport ask for, and undo, compression, so the answer
+	// can be rewritten.
+	upstreamAcceptEncoding(out.Header, d.UpstreamModel == d.Model && acceptsGzip(req.Header.Values("Accept-Encoding")))
 	if d.Body != nil && req.Body != nil && req.Body != http.NoBody {
 		body, err := d.Body.Replay()
 		if err != nil {

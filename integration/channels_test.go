@@ -298,7 +298,8 @@ func TestChannelsModelAlias(t *testing.T) {
 	}
 }
 
-// Every upstream cooling down: 503 with Retry-After, in the OpenAI error shape.
+// Every upstream out of reach for the account (its own backoff after the failures it drew): 503
+// with Retry-After, in the OpenAI error shape.
 func TestChannelsNoneLeft(t *testing.T) {
 	a, b := newChannel(t, "a", "key-a", ""), newChannel(t, "b", "key-b", "/openai")
 	bin := caddyBinary(t) // built before the clock starts: a cold build takes a while
@@ -325,7 +326,8 @@ func TestChannelsNoneLeft(t *testing.T) {
 		t.Fatalf("a cooling upstream was called")
 	}
 
-	// The admin API and `caddy mediagw upstreams` show both cooling down, and no credential.
+	// The admin API and `caddy mediagw upstreams` show each failure and the one account backing
+	// off, and no credential. One account failing is no outage: both stay healthy for others.
 	out, err := exec.Command(bin, "mediagw", "upstreams", "--address", g.admin).CombinedOutput()
 	if err != nil {
 		t.Fatalf("caddy mediagw upstreams: %v\n%s", err, out)
@@ -336,6 +338,7 @@ func TestChannelsNoneLeft(t *testing.T) {
 			Healthy                 bool
 			CoolingUntil            *time.Time `json:"cooling_until"`
 			Failures                int
+			Backing                 int                       `json:"accounts_backing_off"`
 			Recent                  []struct{ Reason string } `json:"recent_failures"`
 		}
 	}
@@ -345,14 +348,15 @@ func TestChannelsNoneLeft(t *testing.T) {
 	}
 	for i, want := range []string{"HTTP 503", "HTTP 429"} {
 		u := view.Upstreams[i]
-		if u.Healthy || u.CoolingUntil == nil || time.Until(*u.CoolingUntil) < 0 || u.Failures != 1 ||
+		if !u.Healthy || u.CoolingUntil != nil || u.Failures != 1 || u.Backing != 1 ||
 			len(u.Recent) != 1 || u.Recent[0].Reason != want {
-			t.Fatalf("upstream %d: %+v; want cooling down after %s", i, u, want)
+			t.Fatalf("upstream %d: %+v; want one account backing off after %s", i, u, want)
 		}
 	}
 }
 
-// A multipart upload refused with 503 by the first upstream reaches the second byte for byte.
+// A multipart upload refused with 503 by the first upstream reaches the second byte for byte as
+// it reached the first: the client's parts, re-encoded with the gateway's boundary.
 func TestChannelsMultipartReplayed(t *testing.T) {
 	a, b := newChannel(t, "a", "key-a", ""), newChannel(t, "b", "key-b", "/openai")
 	a.fail.Store(http.StatusServiceUnavailable)
@@ -378,8 +382,12 @@ func TestChannelsMultipartReplayed(t *testing.T) {
 	b.mu.Lock()
 	defer a.mu.Unlock()
 	defer b.mu.Unlock()
-	if len(a.bodies) != 1 || len(b.bodies) != 1 || a.bodies[0] != body.String() || b.bodies[0] != body.String() {
-		t.Fatalf("a got %d bodies, b %d; want the client's body, byte for byte, at both", len(a.bodies), len(b.bodies))
+	if len(a.bodies) != 1 || len(b.bodies) != 1 || a.bodies[0] != b.bodies[0] {
+		t.Fatalf("a got %d bodies, b %d; want one and the same at both", len(a.bodies), len(b.bodies))
+	}
+	gatewayBoundary, _, _ := strings.Cut(strings.TrimPrefix(a.bodies[0], "--"), "\r\n")
+	if want := strings.ReplaceAll(body.String(), mw.Boundary(), gatewayBoundary); gatewayBoundary == mw.Boundary() || a.bodies[0] != want {
+		t.Fatalf("forwarded boundary %q; want the client's parts, byte for byte, with a boundary of the gateway's", gatewayBoundary)
 	}
 }
 

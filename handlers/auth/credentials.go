@@ -3,7 +3,9 @@ package auth
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 )
@@ -99,8 +101,8 @@ func KeyFromRequest(r *http.Request) (string, error) {
 	return key, nil
 }
 
-// StripCredentials removes every credential header and the key query parameter from r, in
-// place: from its headers, its URL and its RequestURI, so that placeholders, logs and the
+// StripCredentials removes every credential header and every credential-like query parameter
+// (see IsCredentialParameter) from r, in place: from its headers, its URL and its RequestURI, so that placeholders, logs and the
 // request that a proxy builds from it no longer carry them. It also drops r's request trailers,
 // which arrive after the body and so after any check: Caddy's reverse_proxy forwards them, and
 // a trailer may carry any header, a key included. (r no longer shares the trailer map that the
@@ -119,7 +121,7 @@ func StripCredentials(r *http.Request) bool {
 		}
 	}
 	if r.URL != nil && r.URL.RawQuery != "" {
-		if q, ok := withoutParameter(r.URL.RawQuery, KeyQueryParameter); ok {
+		if q, ok := withoutCredentialParameters(r.URL.RawQuery); ok {
 			r.URL.RawQuery, r.URL.ForceQuery = q, false
 			r.RequestURI = r.URL.RequestURI()
 			r.Form, r.PostForm = nil, nil
@@ -130,7 +132,7 @@ func StripCredentials(r *http.Request) bool {
 		// A RequestURI that still differs in its query (say, a copy kept from before a rewrite)
 		// is rebuilt from the URL, which no longer carries the key.
 		if _, rawQuery, ok := strings.Cut(r.RequestURI, "?"); ok {
-			if _, has := withoutParameter(rawQuery, KeyQueryParameter); has {
+			if _, has := withoutCredentialParameters(rawQuery); has {
 				r.RequestURI = r.URL.RequestURI()
 				removed = true
 			}
@@ -157,14 +159,15 @@ func queryValues(rawQuery, name string) []string {
 	return values
 }
 
-// withoutParameter returns rawQuery without the pairs whose decoded name is name, keeping every
-// other pair byte for byte, and whether any pair was removed.
-func withoutParameter(rawQuery, name string) (string, bool) {
+// withoutCredentialParameters returns rawQuery without the pairs whose name is credential-like
+// (IsCredentialParameter), keeping every other pair byte for byte, and whether any pair was
+// removed.
+func withoutCredentialParameters(rawQuery string) (string, bool) {
 	pairs := splitQuery(rawQuery)
 	kept := pairs[:0:0]
 	for _, pair := range pairs {
 		k, _, _ := strings.Cut(pair, "=")
-		if !isParameter(k, name) {
+		if !IsCredentialParameter(k) {
 			kept = append(kept, pair)
 		}
 	}
@@ -177,6 +180,35 @@ func withoutParameter(rawQuery, name string) (string, bool) {
 // splitQuery splits a raw query into its pairs at '&' and ';' (some servers accept both).
 func splitQuery(rawQuery string) []string {
 	return strings.FieldsFunc(rawQuery, func(r rune) bool { return r == '&' || r == ';' })
+}
+
+// credentialParameters are the query parameter names, folded by credentialName, with which an
+// upstream may take a credential: key (generate-content), api_key, apikey, api-key, access_token,
+// the names of the credential headers (x-api-key, x-goog-api-key, authorization), and
+// auth_token, api_token.
+var credentialParameters = []string{"key", "apikey", "accesstoken", "xapikey", "xgoogapikey", "authorization",
+	"authtoken", "apitoken", "xauthtoken", "xamzsecuritytoken"}
+
+// IsCredentialParameter reports whether a raw query parameter name reads as a credential's to
+// some server: decoded as a browser would (a name that does not decode is read as it is), in any
+// case, without spaces, control characters, '-', '_' and '.', and without an array suffix
+// ("key[]", "key[0]"). So "api_key", "api%5Fkey", "API-KEY", "%6Bey", "KEY", "key%00" and
+// "key%5B%5D" are all credential parameters.
+func IsCredentialParameter(rawName string) bool {
+	decoded, err := url.QueryUnescape(rawName)
+	if err != nil {
+		decoded = rawName
+	}
+	if i := strings.IndexByte(decoded, '['); i >= 0 {
+		decoded = decoded[:i]
+	}
+	folded := strings.Map(func(r rune) rune {
+		if r <= ' ' || r == 0x7f || r == '-' || r == '_' || r == '.' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, decoded)
+	return slices.Contains(credentialParameters, folded)
 }
 
 // isParameter reports whether a raw parameter name decodes to name. A name that does not

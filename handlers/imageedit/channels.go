@@ -14,7 +14,7 @@ var errModelMember = apierror.New(http.StatusBadRequest, "invalid_request_body",
 
 // create sends the edit to one of the provider's upstreams (see upstream.Client.Create), with
 // the upstream's model id, and shows the client's id in the answer.
-func (h *Handler) create(ctx context.Context, p *providers.Provider, model string, body []byte) (upstream.Answer, *providers.Upstream, error) {
+func (h *Handler) create(ctx context.Context, account string, p *providers.Provider, model string, body []byte) (upstream.Answer, *providers.Upstream, error) {
 	aliased := p.UpstreamModel(model) != model
 	if aliased {
 		mapped, ok := providers.ReplaceModel(body, p.UpstreamModel(model))
@@ -23,7 +23,7 @@ func (h *Handler) create(ctx context.Context, p *providers.Provider, model strin
 		}
 		body = mapped
 	}
-	ans, u, err := h.client().Create(ctx, p, EditsPath, body)
+	ans, u, err := h.client().Create(ctx, account, p, EditsPath, body)
 	if err == nil && aliased {
 		if shown, ok := providers.ReplaceModel(ans.Body, model); ok {
 			ans.Body = shown

@@ -133,7 +133,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	// The client going away must not orphan an image task: the upstream call (bounded by the
 	// client's Timeout, upstream_timeout) and the ownership record run to completion.
 	ctx := context.WithoutCancel(r.Context())
-	ans, up, err := h.create(ctx, p, model, body)
+	ans, up, err := h.create(ctx, id.Account, p, model, body)
 	if err != nil {
 		charge.Refund()
 		return err

@@ -102,7 +102,9 @@ var bareSchemes = []string{"http", "https", "ftp", "ws", "wss", "file", "data", 
 // schemes that are read without slashes: http:, https:, ftp:, ws:, wss:, file:, data:, blob:,
 // gs:, s3:, jar:, gopher:. So "https://example.com/a.png", " HTTP:\\10.0.0.1", "data:image/png;…",
 // "s3://bucket/key" and "gs:bucket/key" look like URLs, and "see https://example.com",
-// "user:1234", "16:9" and "C:\photo.png" do not.
+// "user:1234", "16:9" and "C:\photo.png" do not. So does a host reference without a scheme
+// ("127.0.0.1/x.png", "localhost:8080/x.png", see looksLikeHostReference), which fetchers read as
+// an http URL.
 func LooksLikeURL(s string) bool {
 	if !MayBeURL(s) {
 		return false
@@ -111,23 +113,81 @@ func LooksLikeURL(s string) bool {
 	if len(v) >= 2 && isSlash(v[0]) && isSlash(v[1]) {
 		return true
 	}
-	scheme, rest, ok := strings.Cut(v, ":")
-	if !ok || len(scheme) < 2 || !isScheme(scheme) {
-		return false
+	if scheme, rest, ok := strings.Cut(v, ":"); ok && len(scheme) >= 2 && isScheme(scheme) &&
+		(rest != "" && isSlash(rest[0]) || slices.Contains(bareSchemes, strings.ToLower(scheme))) {
+		return true
 	}
-	scheme = strings.ToLower(scheme)
-	return rest != "" && isSlash(rest[0]) || slices.Contains(bareSchemes, scheme)
+	return looksLikeHostReference(v)
 }
 
-// MayBeURL is a quick test that lets most plain text through unread: a URL holds a colon or
-// begins with a slash, possibly after spaces, control or other characters that are not ASCII.
+// looksLikeHostReference reports whether s begins with a host and goes on with a port or a
+// path, without a scheme: "127.0.0.1/x.png", "localhost:8080/x.png", "10.0.0.7:80",
+// "[::1]/a.png", "cdn.example.com/a.png". Fetchers that take such a string prepend http:// to
+// it. A host is a name with a dot (an IPv4 address included), localhost, or an IPv6 literal in
+// brackets; a port is digits. So "16:9", "2024/01/01", "models/gemini-1.5-pro", "gpt-4.1:latest"
+// and a host alone ("example.com", "photo.png") are not host references.
+func looksLikeHostReference(s string) bool {
+	end := strings.IndexAny(s, "/\\?#")
+	authority, rest := s, ""
+	if end >= 0 {
+		authority, rest = s[:end], s[end:]
+	}
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		authority = authority[i+1:] // user information
+	}
+	host, port := authority, ""
+	if strings.HasPrefix(authority, "[") {
+		i := strings.IndexByte(authority, ']')
+		if i < 0 {
+			return false
+		}
+		host, port = authority[:i+1], authority[i+1:]
+		if port != "" && port[0] != ':' {
+			return false
+		}
+		port = strings.TrimPrefix(port, ":")
+	} else if i := strings.LastIndexByte(authority, ':'); i >= 0 {
+		host, port = authority[:i], authority[i+1:]
+		if port == "" {
+			return false
+		}
+	}
+	for i := range len(port) {
+		if port[i] < '0' || port[i] > '9' {
+			return false
+		}
+	}
+	if port == "" && (rest == "" || !isSlash(rest[0])) {
+		return false // a host alone, or a host followed by a query
+	}
+	return strings.HasPrefix(host, "[") || strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") || isDottedHost(host)
+}
+
+// isDottedHost reports whether host is a name with a dot between two labels, of letters,
+// digits, '-', '_' and characters that are not ASCII (international names, full-width digits).
+func isDottedHost(host string) bool {
+	dot := strings.IndexByte(strings.Trim(host, "."), '.')
+	if dot <= 0 {
+		return false
+	}
+	for _, r := range host {
+		if r < utf8.RuneSelf && !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// MayBeURL is a quick test that lets most plain text through unread: a URL holds a colon or a
+// slash (a host reference: "127.0.0.1/x.png"), possibly after spaces, control or other
+// characters that are not ASCII.
 // s is the text of a string, decoded or still JSON-escaped (an escape may hide a colon).
 func MayBeURL[T string | []byte](s T) bool {
 	if len(s) == 0 {
 		return false
 	}
 	for i := range len(s) {
-		if s[i] == ':' || s[i] == '\\' {
+		if s[i] == ':' || s[i] == '\\' || s[i] == '/' {
 			return true
 		}
 	}

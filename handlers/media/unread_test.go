@@ -41,6 +41,22 @@ func TestLooksLikeURL(t *testing.T) {
 		"/tmp/a.png":                        false,
 		"reference_image":                   false,
 		"a/b":                               false,
+		"127.0.0.1/x.png":                   true, // host references without a scheme
+		"localhost:8080/x.png":              true,
+		"LOCALHOST/x":                       true,
+		"10.0.0.7:80":                       true,
+		"[::1]/a.png":                       true,
+		"cdn.example.com/a.png":             true,
+		"admin@10.0.0.1/x":                  true,
+		"１２７.０.０.１/x":                       true,
+		"2024/01/01":                        false,
+		"models/gemini-1.5-pro":             false,
+		"gpt-4.1:latest":                    false,
+		"example.com":                       false,
+		"photo.png":                         false,
+		"bob@example.com":                   false,
+		"12:30:00":                          false,
+		"v1.2":                              false,
 		strings.Repeat("x", 10000) + "://y": true,
 	} {
 		if got := LooksLikeURL(s); got != want {

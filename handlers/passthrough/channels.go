@@ -23,17 +23,19 @@ var (
 // object goes to the upstream that created it, and only there), maps the model for the
 // upstream, makes the body replayable for a retry, and points r at the first upstream (its
 // credentials and base path), so that r is right even for a reverse_proxy without the mediagw
-// transport. Every upstream cooling down is a 503 with Retry-After.
-func (rt *Router) dispatch(r *http.Request, route *Route) error {
+// transport. Every upstream cooling down, or backing account off (see providers.Health), is a
+// 503 with Retry-After.
+func (rt *Router) dispatch(r *http.Request, account string, route *Route) error {
 	p := route.Provider
 	order := []*providers.Upstream{route.BoundTo}
 	if route.BoundTo == nil {
 		var wait time.Duration
-		if order, wait = p.Order(); len(order) == 0 {
+		if order, wait = p.Order(account); len(order) == 0 {
 			return providers.NoUpstream(p, wait)
 		}
 	}
 	d := providers.NewDispatch(p, order)
+	d.Account = account
 	d.Model, d.UpstreamModel = route.Model, p.UpstreamModel(route.Model)
 	d.Creates = route.Creates != ""
 	if d.UpstreamModel != d.Model {

@@ -42,9 +42,11 @@ type Endpoint struct {
 	Multipart bool
 	// nested finds references to upstream objects deeper in a JSON body (see refs.go).
 	nested *bodyRefs
-	// fetchesURLs marks a media generation endpoint: every URL in its JSON body must be one the
-	// provider may fetch (see checkFetchedURLs).
-	fetchesURLs bool
+	// fetchesURLs marks an endpoint whose provider may fetch any string of its JSON body: every
+	// URL in it, outside free text members, must be one the provider may fetch (see
+	// checkFetchedURLs). The free text members are a media generation body's (prompt …), or,
+	// with dialogue, those of chat, embeddings, rerank and speech (content, input …).
+	fetchesURLs, dialogue bool
 	// batch marks a Message Batches create, whose requests each hold a Messages body with its
 	// own model (see batches.go).
 	batch bool
@@ -57,7 +59,7 @@ type Endpoint struct {
 // (generateContentEndpoints), followed by the calls on upstream objects that the caller's account
 // owns.
 var Capabilities = append(generateContentEndpoints(), []Endpoint{
-	{Method: http.MethodPost, Path: "/v1/chat/completions", nested: chatRefs},
+	{Method: http.MethodPost, Path: "/v1/chat/completions", nested: chatRefs, fetchesURLs: true, dialogue: true},
 	{Method: http.MethodPost, Path: "/v1/responses", Creates: KindResponse, RevealsItems: true, Refs: map[string]string{"previous_response_id": KindResponse}, nested: responsesRefs},
 	{Method: http.MethodPost, Path: "/v1/messages", nested: messagesRefs},
 	{Method: http.MethodPost, Path: "/v1/images/generations", Creates: storage.KindImage, nested: fileRefs, fetchesURLs: true},
@@ -65,9 +67,9 @@ var Capabilities = append(generateContentEndpoints(), []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/videos", Creates: KindVideo, Multipart: true, nested: fileRefs, fetchesURLs: true},
 	{Method: http.MethodPost, Path: "/v1/audio/transcriptions", Multipart: true},
 	{Method: http.MethodPost, Path: "/v1/audio/translations", Multipart: true},
-	{Method: http.MethodPost, Path: "/v1/audio/speech", nested: mediaRefs},
-	{Method: http.MethodPost, Path: "/v1/embeddings", nested: mediaRefs},
-	{Method: http.MethodPost, Path: "/v1/rerank", nested: mediaRefs},
+	{Method: http.MethodPost, Path: "/v1/audio/speech", nested: mediaRefs, fetchesURLs: true, dialogue: true},
+	{Method: http.MethodPost, Path: "/v1/embeddings", nested: mediaRefs, fetchesURLs: true, dialogue: true},
+	{Method: http.MethodPost, Path: "/v1/rerank", nested: mediaRefs, fetchesURLs: true, dialogue: true},
 
 	{Method: http.MethodGet, Path: "/v1/responses/{id}", Object: KindResponse, RevealsItems: true},
 	{Method: http.MethodDelete, Path: "/v1/responses/{id}", Object: KindResponse},
@@ -117,7 +119,8 @@ func ParseEndpoint(method, path string) (Endpoint, error) {
 // every body is checked for (file_id, file_ids, vector_store_ids) and its media URL members, as
 // speech and embeddings are. Every one is checked for previous_response_id, whatever it extends,
 // and one with an images, video or videos segment for every URL in it, as the media generation
-// endpoints are (checkFetchedURLs).
+// endpoints are (checkFetchedURLs); a chat one, and any other, for every URL outside free text,
+// as chat, embeddings and rerank are.
 func extending(ep Endpoint) Endpoint {
 	ep.Refs = map[string]string{"previous_response_id": KindResponse}
 	ep.nested = mediaRefs
@@ -138,6 +141,8 @@ func extending(ep Endpoint) Endpoint {
 			}
 		case "chat":
 			ep.nested = chatRefs
+			ep.dialogue = !ep.fetchesURLs
+			ep.fetchesURLs = true
 		case "models":
 			ep.nested = geminiRefs
 		default:
@@ -145,6 +150,8 @@ func extending(ep Endpoint) Endpoint {
 		}
 		return ep
 	}
+	ep.dialogue = !ep.fetchesURLs
+	ep.fetchesURLs = true
 	return ep
 }
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+	"slices"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/media"
@@ -16,26 +16,36 @@ import (
 // checked. Past it: 400.
 const MaxFetchedURLs = 64
 
-// freeText are the members of a media generation body that hold the caller's text, not an
-// address: a prompt that is only a URL is a prompt.
-var freeText = []string{"prompt", "negative_prompt", "text"}
+// mediaFreeText are the members of a media generation body that hold the caller's text, not an
+// address: a prompt that is only a URL is a prompt. They are matched exactly: "Prompt" is not
+// free text, since a provider may read it as anything.
+var mediaFreeText = []string{"prompt", "negative_prompt", "text"}
 
-// checkFetchedURLs checks the body of a media generation endpoint (images, videos), whose
-// providers take reference media, masks, first frames and callbacks as URLs under names that
-// differ from one provider to the next (image, images, first_frame_image, input_reference,
-// callback_url …): every string at any depth that looks like a URL (media.LooksLikeURL), except
-// in the free text members, must pass media.CheckPassThroughURL, as the media URLs of a chat
-// do. Inline data (data:) is accepted; an address of a host that is not public, a URL with
-// credentials, or another scheme is refused with 400 naming the member, since the provider
-// (possibly a model server in the operator's own network) fetches what it is given.
-func checkFetchedURLs(body []byte) error {
+// dialogueFreeText are the free text members of chat, embeddings, rerank and speech bodies: a
+// message's content and text, the text to embed, rank or speak (input, query, documents), and
+// the other members that carry the caller's words, never an address to fetch.
+var dialogueFreeText = []string{"prompt", "negative_prompt", "text", "content", "input", "query", "documents",
+	"instructions", "system", "arguments", "description", "refusal", "reasoning_content", "stop"}
+
+// checkFetchedURLs checks a body whose provider may fetch any string in it: media generation
+// (images, videos), whose providers take reference media, masks, first frames and callbacks as
+// URLs under names that differ from one provider to the next (image, images, first_frame_image,
+// input_reference, callback_url …), and chat, embeddings, rerank and speech, where providers
+// take image, fallback_url, input_audio.url and the like. Every string at any depth that looks
+// like a URL (media.LooksLikeURL, host references without a scheme included), except in the
+// members named in freeText, must pass media.CheckPassThroughURL. Inline data (data:) is
+// accepted; an address of a host that is not public, a URL with credentials, a URL without a
+// scheme, or another scheme is refused with 400 naming the member, since the provider (possibly
+// a model server in the operator's own network) fetches what it is given.
+func checkFetchedURLs(body []byte, freeText []string) error {
 	urls := 0
 	err := jsonkeys.Strings(body, nil, func(path *jsonkeys.Path, raw []byte) error {
-		if !media.MayBeURL(raw[1 : len(raw)-1]) { // most strings go by without being decoded
+		// Most strings go by without being decoded: free text, and text without a colon or slash.
+		if isFreeText(path, freeText) || !media.MayBeURL(raw[1:len(raw)-1]) {
 			return nil
 		}
 		var s string
-		if json.Unmarshal(raw, &s) != nil || !media.LooksLikeURL(s) || isFreeText(path) {
+		if json.Unmarshal(raw, &s) != nil || !media.LooksLikeURL(s) {
 			return nil
 		}
 		param := path.String()
@@ -56,21 +66,16 @@ func checkFetchedURLs(body []byte) error {
 	return errBadJSON
 }
 
-// isFreeText reports whether a string at path is the value of a free text member (an element of
-// one included), in any letter case.
-func isFreeText(path *jsonkeys.Path) bool {
+// isFreeText reports whether a string at path is the value of a free text member named in names
+// (an element of one included), spelled exactly so.
+func isFreeText(path *jsonkeys.Path, names []string) bool {
 	for path != nil && path.Index >= 0 {
 		path = path.Parent
 	}
 	if path == nil {
 		return false
 	}
-	for _, name := range freeText {
-		if strings.EqualFold(path.Key, name) {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(names, path.Key)
 }
 
 // mediaRefs are the references of the other JSON capabilities (speech, embeddings, rerank): the

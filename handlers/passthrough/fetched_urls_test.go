@@ -36,6 +36,17 @@ func TestFetchedURLsMustBePublic(t *testing.T) {
 		{"/v1/embeddings", `{"model":"doubao","input":[{"type":"image_url","image_url":{"url":"http://10.0.0.1/a.png"}}]}`, "input[0].image_url.url"},
 		{"/v1/embeddings", `{"model":"doubao","input":["http://localhost/ is text to embed"]}`, ""},
 		{"/v1/rerank", `{"model":"doubao","query":"q","documents":[{"image_url":"http://127.0.0.1/x.png"}]}`, "documents[0].image_url"},
+		// Host references without a scheme, and keys that only look like a free text member.
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"127.0.0.1/x.png"}`, "image"},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","image":"localhost:8080/x.png"}`, "image"},
+		{"/v1/images/generations", `{"model":"doubao","Prompt":"http://127.0.0.1/x.png"}`, "Prompt"},
+		{"/v1/video/generations", `{"model":"doubao","prompt":"2024/01/01 at 16:9","version":"v1.2"}`, ""},
+		// Chat, embeddings, rerank and speech: every member but free text.
+		{"/v1/embeddings", `{"model":"doubao","input":[{"image":"http://127.0.0.1/x.png"}]}`, "input[0].image"},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"url":"http://127.0.0.1/a.wav"}}]}]}`, "messages[0].content[0].input_audio.url"},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://cdn.example.com/a.png"},"fallback_url":"10.0.0.1/a.png"}]}]}`, "messages[0].content[0].fallback_url"},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"fetch http://127.0.0.1/ please"},{"role":"user","content":[{"type":"text","text":"localhost:8080/x"}]}]}`, ""},
+		{"/v1/audio/speech", `{"model":"doubao","input":"http://localhost/","voice":"alloy"}`, ""},
 	} {
 		checkRoute(t, rt, tc.path, tc.body, tc.param)
 	}
@@ -47,12 +58,12 @@ func TestFetchedURLsAreBounded(t *testing.T) {
 		urls = append(urls, fmt.Sprintf(`"https://cdn.example.com/%d.png"`, i))
 	}
 	body := `{"model":"doubao","image":[` + strings.Join(urls, ",") + `]}`
-	err := checkFetchedURLs([]byte(body))
+	err := checkFetchedURLs([]byte(body), mediaFreeText)
 	var e *apierror.Error
 	if !errors.As(err, &e) || e.Status != 400 || e.Param != fmt.Sprintf("image[%d]", MaxFetchedURLs) {
 		t.Fatalf("err = %v", err)
 	}
-	if err := checkFetchedURLs([]byte(`{"model":"doubao","image":[` + strings.Join(urls[:MaxFetchedURLs], ",") + `]}`)); err != nil {
+	if err := checkFetchedURLs([]byte(`{"model":"doubao","image":[`+strings.Join(urls[:MaxFetchedURLs], ",")+`]}`), mediaFreeText); err != nil {
 		t.Fatal(err)
 	}
 }

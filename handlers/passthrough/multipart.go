@@ -7,6 +7,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"regexp"
 	"strings"
@@ -26,11 +27,12 @@ func multipartError(msg string) *apierror.Error {
 	return apierror.New(http.StatusBadRequest, "invalid_request_body", msg).WithParam("model")
 }
 
-// multipartModel reads the whole multipart body through a spool (memory up to SpoolMemory, then a
-// temporary file, at most MaxSpool in all), checks every part's name, and replays exactly what it
-// read. The body must have exactly one part named model, spelled so; a part whose name reads as
-// model to a lenient parser (another case, name*, escapes) is refused, as is a second model part,
-// and so is a part header folded onto a second line (see foldCheck).
+// multipartModel reads the whole multipart body, checks every part's name, and keeps a
+// canonical re-encoding of the parts as it read them (see multipart_canonical.go) in a spool
+// (memory up to SpoolMemory, then a temporary file, at most MaxSpool in all), which is what is
+// forwarded and replayed. The body must have exactly one part named model, spelled so; a part
+// whose name reads as model to a lenient parser (another case, name*, escapes) is refused, as is
+// a second model part, and so is a part header folded onto a second line (see foldCheck).
 func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundary string, route *Route) (string, error) {
 	if !plainBoundary(boundary) {
 		return "", errBoundary
@@ -47,10 +49,10 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundar
 	}
 	original := r.Body
 	route.Done = func() { sp.Close() }
-	// Nothing may come before the first boundary: a multipart parser skips such a preamble, and
-	// an upstream that reads the body some other way would see bytes nobody checked.
+	// Nothing may come before the first boundary: a client that sends a preamble meant it for
+	// some reader, and the gateway forwards none.
 	fold := newFoldCheck(boundary)
-	read := io.TeeReader(original, io.MultiWriter(sp, fold))
+	read := io.TeeReader(&boundedBody{r: original, left: sp.maxSize}, fold)
 	head := make([]byte, len(boundary)+2)
 	if _, err := io.ReadFull(read, head); err != nil || string(head) != "--"+boundary {
 		if errors.Is(err, errSpoolFull) {
@@ -58,10 +60,10 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundar
 		}
 		return "", multipartError("a multipart body must begin with its first boundary; nothing may come before it")
 	}
-	model, err := scanParts(multipart.NewReader(io.MultiReader(bytes.NewReader(head), read), boundary))
+	form := newCanonicalForm(sp)
+	model, err := scanParts(multipart.NewReader(io.MultiReader(bytes.NewReader(head), read), boundary), form)
 	if err == nil {
-		// The epilogue after the closing boundary is forwarded too, so it is read as well.
-		_, err = io.Copy(io.Discard, io.TeeReader(original, sp))
+		err = form.close()
 	}
 	if fold.err != nil {
 		return "", fold.err
@@ -81,6 +83,7 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundar
 		rd, err := sp.reader()
 		return io.NopCloser(rd), err
 	}
+	r.Header.Set("Content-Type", form.contentType())
 	r.ContentLength = sp.size
 	r.TransferEncoding = nil
 	r.Header.Del("Content-Length")
@@ -107,8 +110,8 @@ func plainBoundary(b string) bool {
 	return true
 }
 
-// scanParts reads every part and returns the model.
-func scanParts(mr *multipart.Reader) (string, error) {
+// scanParts reads every part, writes each to form in canonical form, and returns the model.
+func scanParts(mr *multipart.Reader, form *canonicalForm) (string, error) {
 	var model string
 	var found bool
 	var peek []byte // the start of a text part, one buffer for all
@@ -127,14 +130,23 @@ func scanParts(mr *multipart.Reader) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		header, name, err := canonicalPartHeader(part.Header)
+		if err != nil {
+			return "", err
+		}
+		out, err := form.part(header)
+		if err != nil {
+			return "", err
+		}
 		if !isModel {
 			if peek == nil {
 				peek = make([]byte, maxTextPartPeek)
 			}
-			if err := checkTextPart(part, peek); err != nil {
+			content := io.TeeReader(part, out) // what is checked is what is written
+			if err := checkTextPart(name, part.Header, content, peek); err != nil {
 				return "", err
 			}
-			if _, err := io.Copy(io.Discard, part); err != nil {
+			if _, err := io.Copy(out, part); err != nil {
 				return "", pass(err, errMultipart)
 			}
 			continue
@@ -148,6 +160,9 @@ func scanParts(mr *multipart.Reader) (string, error) {
 			return "", pass(err, errMultipart)
 		}
 		if model, err = modelValue(value); err != nil {
+			return "", err
+		}
+		if _, err := out.Write(value); err != nil {
 			return "", err
 		}
 	}
@@ -165,15 +180,11 @@ const maxTextPartPeek = 4 << 10
 // upstream reads it: a transfer encoding (quoted-printable, base64) would hide it and is refused,
 // and leading whitespace, which form parsers trim, is skipped. It reads at most len(head) bytes
 // of the value after that whitespace, into head.
-func checkTextPart(part *multipart.Part, head []byte) error {
-	name := part.FormName()
-	if plainFileName(part.Header) || isFreeText(&jsonkeys.Path{Key: name, Index: -1}) {
+func checkTextPart(name string, h textproto.MIMEHeader, content io.Reader, head []byte) error {
+	if plainFileName(h) || isFreeText(&jsonkeys.Path{Key: name, Index: -1}, mediaFreeText) {
 		return nil
 	}
-	if !plainTransferEncoding(part.Header) {
-		return apierror.New(http.StatusBadRequest, "invalid_request_body", "the form field "+name+" may not have a Content-Transfer-Encoding; send its value as it is").WithParam(name)
-	}
-	n, err := readValueHead(part, head)
+	n, err := readValueHead(content, head)
 	if err != nil {
 		return pass(err, errMultipart)
 	}

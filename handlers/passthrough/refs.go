@@ -124,7 +124,11 @@ var errTooManyRefs = apierror.New(http.StatusBadRequest, "invalid_request_body",
 // a repeated key anywhere is refused.
 func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoint, body []byte) error {
 	if ep.fetchesURLs {
-		if err := checkFetchedURLs(body); err != nil {
+		freeText := mediaFreeText
+		if ep.dialogue {
+			freeText = dialogueFreeText
+		}
+		if err := checkFetchedURLs(body, freeText); err != nil {
 			return err
 		}
 	}

@@ -127,7 +127,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		route.Done()
 		return Route{}, err
 	}
-	if err := rt.dispatch(r, &route); err != nil {
+	if err := rt.dispatch(r, id.Account, &route); err != nil {
 		route.Done()
 		return Route{}, err
 	}

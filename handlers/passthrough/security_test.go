@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -134,7 +135,7 @@ func TestMultipartModelParts(t *testing.T) {
 		ok    bool
 	}{
 		{"plain", []string{file, model(`form-data; name="model"`, "whisper")}, true},
-		{"unquoted", []string{model(`form-data; name=model`, "whisper"), file}, true},
+		{"unquoted", []string{model(`form-data; name=model`, "whisper"), file}, true}, // forwarded quoted
 		{"two model parts", []string{model(`form-data; name="model"`, "whisper"), model(`form-data; name="model"`, "doubao")}, false},
 		{"second in capitals", []string{model(`form-data; name="model"`, "whisper"), model(`form-data; name="MODEL"`, "doubao")}, false},
 		{"capitalised alone", []string{model(`form-data; name="Model"`, "doubao")}, false},
@@ -158,14 +159,28 @@ func TestMultipartModelParts(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer route.Done()
-				if got, _ := io.ReadAll(r.Body); string(got) != body || route.Model != "whisper" || r.ContentLength != int64(len(body)) {
-					t.Fatalf("model %q, replayed %q", route.Model, got)
+				// Forwarded re-encoded: the gateway's boundary, each name quoted.
+				want := strings.ReplaceAll(body, "--x", "--"+forwardedBoundary(t, r))
+				want = strings.ReplaceAll(want, "name=model", `name="model"`)
+				if got, _ := io.ReadAll(r.Body); string(got) != want || route.Model != "whisper" || r.ContentLength != int64(len(want)) {
+					t.Fatalf("model %q, replayed %q, want %q", route.Model, got, want)
 				}
 				return
 			}
 			wantError(t, err, 400, "invalid_request_body")
 		})
 	}
+}
+
+// forwardedBoundary is the boundary of the multipart body a routed request forwards, which the
+// gateway chose: a long random one, not the client's.
+func forwardedBoundary(t *testing.T, r *http.Request) string {
+	t.Helper()
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" || len(params["boundary"]) < 32 {
+		t.Fatalf("forwarded Content-Type %q, want multipart/form-data with the gateway's boundary", r.Header.Get("Content-Type"))
+	}
+	return params["boundary"]
 }
 
 // spoolFiles counts this process's open files that are spool files (unlinked ones included).

@@ -50,7 +50,9 @@ type Handler struct {
 	// Expires is the life of a presigned URL. Default: 15 minutes.
 	Expires time.Duration
 	// AllowedContentTypes, when set, restricts content_type (entries like "image/png" or "image/*").
-	// Active content (see IsActiveContent) is refused unless an entry names it exactly.
+	// Active content (see IsActiveContent) is refused unless an entry names it exactly. Default:
+	// the image, video and audio types of an explicit list, and application/octet-stream, with a
+	// filename of a media extension or none (see media_types.go).
 	AllowedContentTypes []string
 	// Limit bounds presign calls per API key; nil means no limit.
 	Limit  *RateLimit
@@ -230,7 +232,15 @@ func (h *Handler) check(req Request) (filename, contentType string, err error) {
 	if IsActiveContent(mt) && !h.listed(mt) {
 		return "", "", invalidUpload("content_type", "content_type "+mt+" is active content (a browser would run it) and is not accepted unless the operator lists it in allowed_content_types")
 	}
-	if !h.typeAllowed(mt) {
+	if len(h.AllowedContentTypes) == 0 {
+		// The default: reference media only, by an allow-list (media_types.go).
+		if !isMediaType(mt) {
+			return "", "", invalidUpload("content_type", "content_type "+mt+" is not accepted here: upload images, videos or audio (image/png, video/mp4, audio/mpeg …) or application/octet-stream")
+		}
+		if !hasMediaExtension(filename) {
+			return "", "", invalidUpload("filename", "filename must end in an image, video or audio extension (.png, .mp4, .mp3 …) or have none")
+		}
+	} else if !h.typeAllowed(mt) {
 		return "", "", invalidUpload("content_type", "content_type "+mt+" is not accepted here; allowed: "+strings.Join(h.AllowedContentTypes, ", "))
 	}
 	return filename, canonical, nil

@@ -104,7 +104,7 @@ func TestPresignRefusesSmuggledKeys(t *testing.T) {
 }
 
 func TestActiveContentIsRefusedUnlessListed(t *testing.T) {
-	name := "a.bin"
+	name := "a.png"
 	check := func(h *Handler, ct string) (string, error) {
 		_, got, err := h.check(Request{Filename: &name, ContentType: &ct})
 		return got, err
@@ -195,5 +195,34 @@ func TestFilenameMustBeValidUTF8(t *testing.T) {
 	}
 	if _, err := presignBody(&Handler{}, `{"filename":"caf\u00e9 été.png"}`); err != nil {
 		t.Fatalf("valid UTF-8 refused: %v", err)
+	}
+}
+
+// Without allowed_content_types, only the media types of the list are signed, and a filename of
+// a media extension or none.
+func TestDefaultAllowsMediaOnly(t *testing.T) {
+	for _, tc := range []struct{ filename, contentType, param string }{
+		{"a.png", "image/png", ""},
+		{"A.JPEG", "Image/JPEG; q=1", ""},
+		{"clip.mov", "video/quicktime", ""},
+		{"talk.wav", "audio/wav", ""},
+		{"notes", "application/octet-stream", ""},
+		{"mail.eml", "message/rfc822", "content_type"},
+		{"a.png", "multipart/related; boundary=x", "content_type"},
+		{"a.png", "application/x-httpd-php", "content_type"},
+		{"a.png", "text/plain", "content_type"},
+		{"page.mht", "image/png", "filename"},
+		{"shell.PHP", "image/png", "filename"},
+		{"a.png.php", "application/octet-stream", "filename"},
+	} {
+		name, ct := tc.filename, tc.contentType
+		_, _, err := (&Handler{}).check(Request{Filename: &name, ContentType: &ct})
+		var e *apierror.Error
+		switch {
+		case tc.param == "" && err != nil:
+			t.Errorf("%s %s refused: %v", name, ct, err)
+		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
+			t.Errorf("%s %s: err = %v, want 400 naming %s", name, ct, err, tc.param)
+		}
 	}
 }

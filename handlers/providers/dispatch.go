@@ -18,6 +18,9 @@ type Replayer interface {
 // the reverse_proxy extensions (upstream source, transport) that use it.
 type Dispatch struct {
 	Provider *Provider
+	// Account is the account whose request this is: failures back it off (see Health), and
+	// upstreams where it backs off are not retried for it.
+	Account string
 	// Model is the client's model id; UpstreamModel the id sent upstream (they differ when the
 	// provider's model_map has the model).
 	Model, UpstreamModel string
@@ -69,7 +72,7 @@ func (d *Dispatch) AppendUntried(dst []*Upstream) []*Upstream {
 	now := d.Provider.health.now()
 	start := len(dst)
 	for _, u := range d.order {
-		if !slices.Contains(d.tried, u) && d.Provider.health.healthy(u, now) {
+		if !slices.Contains(d.tried, u) && d.Provider.health.healthy(u, d.Account, now) {
 			dst = append(dst, u)
 		}
 	}
@@ -147,7 +150,7 @@ func (d *Dispatch) CanRetry() bool {
 	defer d.mu.Unlock()
 	now := d.Provider.health.now()
 	for _, u := range d.order {
-		if !slices.Contains(d.tried, u) && d.Provider.health.healthy(u, now) {
+		if !slices.Contains(d.tried, u) && d.Provider.health.healthy(u, d.Account, now) {
 			return true
 		}
 	}

@@ -10,16 +10,17 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 )
 
-// Order returns the provider's healthy upstreams in the order to try them: the lowest priority
-// first, and within a priority a weighted random order (an upstream of weight 3 comes first
-// three times as often as one of weight 1). Upstreams in cooldown are left out. When every
-// upstream cools down, Order returns none and the time until the first cooldown ends.
-func (p *Provider) Order() ([]*Upstream, time.Duration) {
+// Order returns the provider's upstreams that may serve account, in the order to try them: the
+// lowest priority first, and within a priority a weighted random order (an upstream of weight 3
+// comes first three times as often as one of weight 1). Upstreams in cooldown, or where the
+// account backs off, are left out. When none is left, Order returns none and the time until the
+// first may serve again.
+func (p *Provider) Order(account string) ([]*Upstream, time.Duration) {
 	now := p.health.now()
 	healthy := make([]*Upstream, 0, len(p.Upstreams))
 	var soonest time.Time
 	for _, u := range p.Upstreams {
-		until := p.health.coolingUntil(u)
+		until := p.health.coolingUntil(u, account)
 		if !until.After(now) {
 			healthy = append(healthy, u)
 		} else if soonest.IsZero() || until.Before(soonest) {

@@ -36,28 +36,28 @@ func TestOrderPrioritiesAndCooldown(t *testing.T) {
 	if got := names(mustOrder(t, p)); len(got) != 3 || got[0] != "a" || got[1] != "b" || got[2] != "c" {
 		t.Fatalf("order = %v; want by priority", got)
 	}
-	a.Failed("HTTP 503", 0)
+	a.Failed(acct, "HTTP 503", 0)
 	if got := names(mustOrder(t, p)); len(got) != 2 || got[0] != "b" {
 		t.Fatalf("order with a cooling = %v", got)
 	}
 	// The cooldown grows with each failure in a row: 1 s, 2 s, 4 s …
 	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
 		if i > 0 {
-			a.Failed("HTTP 503", 0)
+			a.Failed(acct, "HTTP 503", 0)
 		}
-		if got := a.CoolingUntil().Sub(*clock); got != want {
+		if got := a.CoolingUntil(acct).Sub(*clock); got != want {
 			t.Fatalf("failure %d: cooldown %v, want %v", i+1, got, want)
 		}
-		*clock = a.CoolingUntil()
+		*clock = a.CoolingUntil(acct)
 	}
-	a.Succeeded()
-	a.Failed("HTTP 429", 30*time.Second) // Retry-After wins when longer
-	if got := a.CoolingUntil().Sub(*clock); got != 30*time.Second {
+	a.Succeeded(acct)
+	a.Failed(acct, "HTTP 429", 30*time.Second) // Retry-After wins when longer
+	if got := a.CoolingUntil(acct).Sub(*clock); got != 30*time.Second {
 		t.Fatalf("cooldown after Retry-After 30 = %v", got)
 	}
-	b.Failed("refused", 0)
-	c.Failed("refused", 10*time.Second)
-	if order, wait := p.Order(); len(order) != 0 || wait != time.Second {
+	b.Failed(acct, "refused", 0)
+	c.Failed(acct, "refused", 10*time.Second)
+	if order, wait := p.Order(acct); len(order) != 0 || wait != time.Second {
 		t.Fatalf("all cooling: order %v, wait %v; want none and 1 s", names(order), wait)
 	}
 	e := NoUpstream(p, 1500*time.Millisecond)
@@ -88,7 +88,7 @@ func TestOrderWeights(t *testing.T) {
 
 func mustOrder(t *testing.T, p *Provider) []*Upstream {
 	t.Helper()
-	order, _ := p.Order()
+	order, _ := p.Order(acct)
 	return order
 }
 
@@ -96,12 +96,13 @@ func TestDispatchRetries(t *testing.T) {
 	a, b := &Upstream{Name: "a"}, &Upstream{Name: "b", Priority: 1}
 	p, _ := testProvider(t, a, b)
 	d := NewDispatch(p, mustOrder(t, p))
+	d.Account = acct
 	if d.CanRetry() {
 		t.Fatal("a dispatch without a replayable body must not retry")
 	}
 	d.Body = replayNothing{}
 	d.Attempt(a)
-	a.Failed("refused", 0)
+	a.Failed(acct, "refused", 0)
 	if !d.CanRetry() || names(d.Untried())[0] != "b" || d.Answered() != a {
 		t.Fatalf("after a failed: retry %v, untried %v", d.CanRetry(), names(d.Untried()))
 	}
@@ -122,7 +123,8 @@ func TestDispatchUntriedYieldedAttempt(t *testing.T) {
 	a, b, c := &Upstream{Name: "a"}, &Upstream{Name: "b", Priority: 1}, &Upstream{Name: "c", Priority: 2}
 	p, _ := testProvider(t, a, b, c)
 	d := NewDispatch(p, mustOrder(t, p))
-	a.Failed("refused", 0) // cools down after the order was made
+	d.Account = acct
+	a.Failed(acct, "refused", 0) // cools down after the order was made
 	got := d.AppendUntried([]*Upstream{c})
 	if n := names(got); len(n) != 4 || n[0] != "c" || n[1] != "b" || n[2] != "c" || n[3] != "a" {
 		t.Fatalf("AppendUntried = %v, want [c b c a]", n)
@@ -160,10 +162,13 @@ func TestStateShowsTheEffectiveWeight(t *testing.T) {
 		u    *Upstream
 		want int
 	}{{a, 1}, {b, 3}} {
-		tc.u.Succeeded() // a record without failures
+		tc.u.Succeeded(acct) // a record without failures
 		st := health.State(tc.u)
 		if st.Weight != tc.want || st.Recent == nil || len(st.Recent) != 0 {
 			t.Fatalf("%s: weight %d, recent %#v; want weight %d and an empty list", tc.u.Name, st.Weight, st.Recent, tc.want)
 		}
 	}
 }
+
+// acct is the account of the requests in these tests.
+const acct = "acme"

@@ -170,17 +170,18 @@ func (u *Upstream) Origin() string {
 	return u.BaseURL.Scheme + "://" + u.BaseURL.Host
 }
 
-// Failed records a failure of the upstream (connection failure, 5xx, 429) and puts it into
-// cooldown; retryAfter, when positive, is the upstream's own Retry-After.
-func (u *Upstream) Failed(reason string, retryAfter time.Duration) {
-	u.health.failed(u, reason, retryAfter)
+// Failed records a failure (connection failure, 5xx, 429) of a request of account at the
+// upstream: the account backs off, and the upstream cools down for all when several accounts
+// failed there (see Health); retryAfter, when positive, is the upstream's own Retry-After.
+func (u *Upstream) Failed(account, reason string, retryAfter time.Duration) {
+	u.health.failed(u, account, reason, retryAfter)
 }
 
-// Succeeded records an answer that was not a failure; it ends the run of failures.
-func (u *Upstream) Succeeded() { u.health.succeeded(u) }
+// Succeeded records an answer to account that was not a failure; it ends the run of failures.
+func (u *Upstream) Succeeded(account string) { u.health.succeeded(u, account) }
 
-// CoolingUntil is when the upstream's cooldown ends; zero or past when it is healthy.
-func (u *Upstream) CoolingUntil() time.Time { return u.health.coolingUntil(u) }
+// CoolingUntil is when the upstream may serve account again; zero or past when it may now.
+func (u *Upstream) CoolingUntil(account string) time.Time { return u.health.coolingUntil(u, account) }
 
 // healthKey identifies the upstream's health record, which outlives config reloads as long as
 // the provider, the name and the address stay the same.

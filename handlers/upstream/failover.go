@@ -16,46 +16,48 @@ import (
 // provider's upstreams in the provider's order, and returns the first answer that counts and the
 // upstream that gave it. It moves on to the next upstream only when the failure proves that
 // nothing was created: the connection was refused, or a 429 or 503 came back. Each upstream's
-// health is recorded (a connection failure, a timeout, a 5xx or a 429 cools it down). Every upstream cooling down is a 503
-// with Retry-After. The body must already carry the upstream's model id.
-func (c Client) Create(ctx context.Context, p *providers.Provider, rel string, body []byte) (Answer, *providers.Upstream, error) {
-	order, wait := p.Order()
+// health is recorded for account, whose request this is (a connection failure, a timeout, a 5xx
+// or a 429 backs the account off the upstream, and cools it down for all when several accounts
+// fail there; see providers.Health). No upstream left for the account is a 503 with Retry-After.
+// The body must already carry the upstream's model id.
+func (c Client) Create(ctx context.Context, account string, p *providers.Provider, rel string, body []byte) (Answer, *providers.Upstream, error) {
+	order, wait := p.Order(account)
 	if len(order) == 0 {
 		return Answer{}, nil, providers.NoUpstream(p, wait)
 	}
-	return c.createIn(ctx, order, rel, body)
+	return c.createIn(ctx, account, order, rel, body)
 }
 
 // CreateOn is Create on one upstream only, whatever its health: the one a request is bound to
 // because its body names an object made there (a draft task).
-func (c Client) CreateOn(ctx context.Context, u *providers.Upstream, rel string, body []byte) (Answer, *providers.Upstream, error) {
-	return c.createIn(ctx, []*providers.Upstream{u}, rel, body)
+func (c Client) CreateOn(ctx context.Context, account string, u *providers.Upstream, rel string, body []byte) (Answer, *providers.Upstream, error) {
+	return c.createIn(ctx, account, []*providers.Upstream{u}, rel, body)
 }
 
 // createIn tries the upstreams of order in turn (see Create).
-func (c Client) createIn(ctx context.Context, order []*providers.Upstream, rel string, body []byte) (Answer, *providers.Upstream, error) {
+func (c Client) createIn(ctx context.Context, account string, order []*providers.Upstream, rel string, body []byte) (Answer, *providers.Upstream, error) {
 	var last Answer
 	var lastErr error
 	for _, u := range order {
 		ans, err := c.Call(ctx, u, http.MethodPost, rel, body)
 		switch {
 		case errors.Is(err, ErrRefused):
-			u.Failed("connection refused", 0)
+			u.Failed(account, "connection refused", 0)
 			last, lastErr = Answer{}, err
 			continue
 		case err != nil:
 			if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrTimeout) {
-				u.Failed(err.Error(), 0) // a connection failure; a redirect or an unreadable answer is not one
+				u.Failed(account, err.Error(), 0) // a connection failure; a redirect or an unreadable answer is not one
 			}
 			return Answer{}, u, err
 		case ans.Status == http.StatusTooManyRequests || ans.Status == http.StatusServiceUnavailable:
-			u.Failed(fmt.Sprintf("HTTP %d", ans.Status), RetryAfter(ans.Header, time.Now()))
+			u.Failed(account, fmt.Sprintf("HTTP %d", ans.Status), RetryAfter(ans.Header, time.Now()))
 			last, lastErr = ans, nil
 			continue
 		case ans.Status >= 500:
-			u.Failed(fmt.Sprintf("HTTP %d", ans.Status), 0)
+			u.Failed(account, fmt.Sprintf("HTTP %d", ans.Status), 0)
 		default:
-			u.Succeeded()
+			u.Succeeded(account)
 		}
 		return ans, u, nil
 	}

@@ -21,7 +21,7 @@ var errModelMember = apierror.New(http.StatusBadRequest, "invalid_request", "mod
 // bound alone when the body names an object made there (a draft), and returns its id and the
 // upstream, to which the task is bound from then on. A 2xx answer whose id cannot be used is
 // errUnfollowable, with the upstream that gave it.
-func (h *Handler) launch(ctx context.Context, p *providers.Provider, bound *providers.Upstream, model string, body []byte) (string, *providers.Upstream, error) {
+func (h *Handler) launch(ctx context.Context, account string, p *providers.Provider, bound *providers.Upstream, model string, body []byte) (string, *providers.Upstream, error) {
 	if up := p.UpstreamModel(model); up != model {
 		mapped, ok := providers.ReplaceModel(body, up)
 		if !ok {
@@ -33,9 +33,9 @@ func (h *Handler) launch(ctx context.Context, p *providers.Provider, bound *prov
 	var u *providers.Upstream
 	var err error
 	if bound != nil {
-		ans, u, err = h.upstream().CreateOn(ctx, bound, TasksPath, body)
+		ans, u, err = h.upstream().CreateOn(ctx, account, bound, TasksPath, body)
 	} else {
-		ans, u, err = h.upstream().Create(ctx, p, TasksPath, body)
+		ans, u, err = h.upstream().Create(ctx, account, p, TasksPath, body)
 	}
 	if err != nil {
 		return "", nil, err

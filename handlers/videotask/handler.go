@@ -184,7 +184,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		}
 	}
 	idempotency.MarkForwarded(r.Context())
-	taskID, up, err := h.launch(ctx, p, bound, req.Model, forward)
+	taskID, up, err := h.launch(ctx, id.Account, p, bound, req.Model, forward)
 	if errors.Is(err, errUnfollowable) {
 		// The task may run upstream: it is not made free. Its slot is given back, as no record
 		// will ever release it.

@@ -1,0 +1,101 @@
+package passthrough
+
+import (
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/textproto"
+	"strings"
+	"unicode/utf8"
+)
+
+// A multipart body is forwarded re-encoded, never as the client sent it.
+//
+// Multipart parsers disagree about where a part ends: Go's reader (which the gateway checks
+// with) takes a delimiter line with trailing spaces for a delimiter, and reads a body whose first
+// delimiter line ends in a bare LF in LF mode; Python's email and cgi modules, Werkzeug and
+// busboy accept bare LF line endings anywhere. So the same bytes can hold one model for the
+// gateway and another, or a field the gateway never saw, for the provider. Refusing every body
+// that is not already canonical would refuse what common clients send (an epilogue, header
+// order, quoting styles); re-encoding does not. The gateway therefore writes a new body from the
+// parts as it read them, in one canonical form that every parser reads alike:
+//
+//   - a boundary the gateway chooses (60 random hex digits), which the client cannot know and so
+//     cannot put in a part's content;
+//   - CRLF line endings, no preamble, no epilogue, no padding after a delimiter;
+//   - per part, only `Content-Disposition: form-data; name="…"` (with `; filename="…"` for a
+//     file) and, when the client sent one, the part's `Content-Type` in canonical form. Other
+//     part headers are dropped.
+//
+// The content of each part is copied as it was read. A name or filename that cannot be written
+// plainly in quotes (a quote, a backslash, a control character, invalid UTF-8) is refused, as is
+// a part with a Content-Transfer-Encoding other than 7bit, 8bit or binary (its meaning would be
+// lost), a part that is not form-data with a name, and a part with two Content-Type headers.
+// The spool keeps the canonical body, so a failover replays it byte for byte.
+
+// canonicalPartHeader returns the header to write for a part, from the part's own.
+func canonicalPartHeader(h textproto.MIMEHeader) (textproto.MIMEHeader, string, error) {
+	cds := h["Content-Disposition"]
+	if len(cds) != 1 {
+		return nil, "", multipartError("every multipart part needs one Content-Disposition header").WithParam("")
+	}
+	disposition, params, err := mime.ParseMediaType(cds[0])
+	if err != nil || disposition != "form-data" || params["name"] == "" {
+		return nil, "", multipartError("every multipart part must be form-data with a name (Content-Disposition: form-data; name=\"…\")").WithParam("")
+	}
+	name, filename := params["name"], params["filename"]
+	_, hasFile := params["filename"]
+	if !plainParam(name) || hasFile && !plainParam(filename) {
+		return nil, "", multipartError("a multipart part's name or filename may hold no quote, backslash or control character, and must be UTF-8").WithParam("")
+	}
+	if !plainTransferEncoding(h) {
+		return nil, "", multipartError("the multipart part " + name + " may not have a Content-Transfer-Encoding; send its content as it is").WithParam(name)
+	}
+	out := textproto.MIMEHeader{}
+	cd := `form-data; name="` + name + `"`
+	if hasFile {
+		cd += `; filename="` + filename + `"`
+	}
+	out.Set("Content-Disposition", cd)
+	switch types := h["Content-Type"]; len(types) {
+	case 0:
+	case 1:
+		mt, tparams, err := mime.ParseMediaType(types[0])
+		canonical := ""
+		if err == nil {
+			canonical = mime.FormatMediaType(mt, tparams)
+		}
+		if canonical == "" {
+			return nil, "", multipartError("the multipart part " + name + " has a malformed Content-Type").WithParam(name)
+		}
+		out.Set("Content-Type", canonical)
+	default:
+		return nil, "", multipartError("the multipart part " + name + " has more than one Content-Type header").WithParam(name)
+	}
+	return out, name, nil
+}
+
+// plainParam reports whether a name or filename can be written between quotes as it is, and
+// read back the same by every parser: UTF-8 without quotes, backslashes or control characters.
+func plainParam(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	return !strings.ContainsFunc(s, func(r rune) bool { return r == '"' || r == '\\' || r < ' ' || r == 0x7f })
+}
+
+// canonicalForm writes the canonical body (see above) to the spool.
+type canonicalForm struct {
+	mw *multipart.Writer
+}
+
+func newCanonicalForm(w io.Writer) *canonicalForm { return &canonicalForm{mw: multipart.NewWriter(w)} }
+
+// part starts a part with the given canonical header and returns where its content goes.
+func (c *canonicalForm) part(h textproto.MIMEHeader) (io.Writer, error) { return c.mw.CreatePart(h) }
+
+// close writes the closing delimiter.
+func (c *canonicalForm) close() error { return c.mw.Close() }
+
+// contentType is the request's new Content-Type, with the gateway's boundary.
+func (c *canonicalForm) contentType() string { return c.mw.FormDataContentType() }
