@@ -4,10 +4,12 @@
 package caddymodule
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +21,8 @@ import (
 	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/handlers/videotask"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -111,7 +115,13 @@ type ProviderConfig struct {
 	// (listed by /v1/models) and is what answers show.
 	ModelMap map[string]string `json:"model_map,omitempty"`
 	// AuthStyle is how the credential is sent: "bearer" (default), "x-api-key" or "x-goog-api-key".
+	// Default for protocol gemini: "x-goog-api-key".
 	AuthStyle string `json:"auth_style,omitempty"`
+	// Protocol is the video task protocol the upstreams speak: "ark" (default), "dashscope"
+	// (Alibaba Cloud Model Studio, Wan models; base_url …/api/v1, Bearer key) or "gemini" (Veo
+	// through the Gemini API; base_url …/v1beta, x-goog-api-key). Video tasks of the provider's
+	// models go through that protocol's adaptor; see docs/video-providers.md.
+	Protocol string `json:"protocol,omitempty"`
 	// Models are the model ids this provider serves.
 	Models []string `json:"models,omitempty"`
 	// Costs are the quota cost of one request or task per model; the key "*" sets the
@@ -306,7 +316,13 @@ func (a *App) taskRetention() time.Duration {
 var upstreamHealth = providers.NewBoard()
 
 func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, error) {
-	p := &providers.Provider{Name: pc.Name, AuthStyle: pc.AuthStyle, Models: pc.Models, Costs: pc.Costs, ModelMap: pc.ModelMap}
+	p := &providers.Provider{Name: pc.Name, AuthStyle: pc.AuthStyle, Protocol: pc.Protocol, Models: pc.Models, Costs: pc.Costs, ModelMap: pc.ModelMap}
+	if !slices.Contains(videotask.Protocols(), cmp.Or(pc.Protocol, adaptor.Ark)) {
+		return nil, fmt.Errorf("provider %q: unknown protocol %q: use one of %s", pc.Name, pc.Protocol, strings.Join(videotask.Protocols(), ", "))
+	}
+	if pc.Protocol == adaptor.Gemini && pc.AuthStyle == "" {
+		p.AuthStyle = providers.AuthGoogAPIKey // the Gemini API's own
+	}
 	switch {
 	case len(pc.Upstreams) > 0 && (pc.BaseURL != "" || pc.APIKey != ""):
 		return nil, fmt.Errorf("provider %q: give base_url and api_key inside each upstream, not beside them", pc.Name)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -12,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/videotask"
 )
 
 // parseGlobalOption sets up the mediagw app. Syntax:
@@ -33,6 +35,7 @@ import (
 //				priority <n>
 //			}
 //			auth_style bearer|x-api-key|x-goog-api-key
+//			protocol   ark|dashscope|gemini
 //			models     <model-id...>
 //			model_map  <client-model-id> <upstream-model-id>
 //			cost       [<model-id>] <units>
@@ -205,7 +208,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var (
 	globalSubdirectives = []string{"storage", "task_retention", "disabled_accounts", "refund_unsuccessful_tasks",
 		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload"}
-	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "models", "model_map", "cost"}
+	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "protocol", "models", "model_map", "cost"}
 	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks"}
 )
 
@@ -240,6 +243,13 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 			}
 			if !slices.Contains([]string{"bearer", "x-api-key", "x-goog-api-key"}, p.AuthStyle) {
 				return p, d.Errf("provider %q: auth_style must be bearer, x-api-key or x-goog-api-key", p.Name)
+			}
+		case "protocol":
+			if !d.AllArgs(&p.Protocol) {
+				return p, d.ArgErr()
+			}
+			if !slices.Contains(videotask.Protocols(), p.Protocol) {
+				return p, d.Errf("provider %q: unknown protocol %q: use one of %s", p.Name, p.Protocol, strings.Join(videotask.Protocols(), ", "))
 			}
 		case "cost":
 			args := d.RemainingArgs()

@@ -32,6 +32,10 @@ type Provider struct {
 	ModelMap map[string]string
 	// AuthStyle is one of AuthBearer (default), AuthXAPIKey, AuthGoogAPIKey.
 	AuthStyle string
+	// Protocol is the task protocol the provider's upstreams speak for video tasks: "ark" (the
+	// default, the empty string), or the name of a video task adaptor (package
+	// videotask/adaptor). The configuration checks the name.
+	Protocol string
 	// Models are the model ids this provider serves.
 	Models []string
 	// Costs are the quota cost per request or task of each model; "*" sets the default.

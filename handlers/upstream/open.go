@@ -1,0 +1,71 @@
+package upstream
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/providers"
+)
+
+// maxOpenRedirects bounds the redirects Open follows.
+const maxOpenRedirects = 3
+
+// ErrForeignURL refuses a result URL that is not on the upstream's own origin: the operator's
+// credential is sent to the upstream's origin only.
+var ErrForeignURL = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider returned a result address outside its own origin")
+
+// Open sends a GET with u's credential to rawURL, an absolute URL that u returned as a result
+// (a Veo file URI), and answers the response for the caller to stream and close. rawURL must be
+// on u's origin (scheme, host and port), or the answer is ErrForeignURL. A redirect (a provider's
+// file API sends its download to signed storage) is followed, up to maxOpenRedirects, without
+// the credential and without the caller's headers. A response other than 200 is closed and
+// answered as the provider's refusal. The call is bounded by ctx only: a video's download takes
+// as long as the client reading it.
+func (c Client) Open(ctx context.Context, u *providers.Upstream, rawURL string) (*http.Response, error) {
+	target, err := url.Parse(rawURL)
+	if err != nil || target.User != nil || !strings.EqualFold(target.Scheme+"://"+target.Host, u.Origin()) {
+		return nil, ErrForeignURL
+	}
+	credentialed := true
+	for range maxOpenRedirects + 1 {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
+		if err != nil {
+			return nil, ErrUnreadable
+		}
+		if credentialed {
+			u.SetCredentials(req.Header)
+		}
+		resp, err := c.send(req)
+		if err != nil {
+			if isTimeout(err) || timedOut(ctx) {
+				return nil, ErrTimeout
+			}
+			c.Logger.Warn("upstream result unreachable", zap.String("upstream", u.Label()), zap.Error(WithoutURL(err)))
+			return nil, ErrUnreachable
+		}
+		if resp.StatusCode == http.StatusOK {
+			return resp, nil
+		}
+		location := resp.Header.Get("Location")
+		// The answer is read no further: a redirect's or a refusal's body is not streamed.
+		if err := resp.Body.Close(); err != nil {
+			c.Logger.Debug("closing an upstream answer", zap.Error(err))
+		}
+		if resp.StatusCode < 300 || resp.StatusCode >= 400 || location == "" {
+			return nil, Refusal(Answer{Status: resp.StatusCode, Header: resp.Header})
+		}
+		next, err := target.Parse(location)
+		if err != nil || (next.Scheme != "https" && next.Scheme != "http") {
+			return nil, ErrRedirected
+		}
+		// The credential stays with the upstream's origin.
+		credentialed = credentialed && strings.EqualFold(next.Scheme+"://"+next.Host, u.Origin())
+		target = next
+	}
+	return nil, ErrRedirected
+}
