@@ -23,7 +23,7 @@ var ErrForeignURL = apierror.New(http.StatusBadGateway, "invalid_response", "the
 // (a Veo file URI), and answers the response for the caller to stream and close. rawURL must be
 // on u's origin (scheme, host and port), or the answer is ErrForeignURL. A redirect (a provider's
 // file API sends its download to signed storage) is followed, up to maxOpenRedirects, without
-// the credential and without the caller's headers. A response other than 200 is closed and
+// the credential (signed storage takes none; the credential goes to the first request only). A response other than 200 is closed and
 // answered as the provider's refusal. The call is bounded by ctx only: a video's download takes
 // as long as the client reading it.
 func (c Client) Open(ctx context.Context, u *providers.Upstream, rawURL string) (*http.Response, error) {
@@ -63,8 +63,9 @@ func (c Client) Open(ctx context.Context, u *providers.Upstream, rawURL string) 
 		if err != nil || (next.Scheme != "https" && next.Scheme != "http") {
 			return nil, ErrRedirected
 		}
-		// The credential stays with the upstream's origin.
-		credentialed = credentialed && strings.EqualFold(next.Scheme+"://"+next.Host, u.Origin())
+		// A redirect goes to signed storage, which takes no credential: it is never sent after
+		// the first request, wherever the redirect points.
+		credentialed = false
 		target = next
 	}
 	return nil, ErrRedirected

@@ -29,8 +29,12 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 	readAt := now().UnixNano()
 	st, err := a.Read(ctx, h.caller(u), t.UpstreamID, r)
 	if retryAfter, ok := adaptor.IsThrottled(err); ok {
-		u.Failed("HTTP 429", retryAfter) // the watcher and client polls leave it alone meanwhile
-		return t, err
+		// The watcher and client polls leave the upstream alone while it cools down; the client
+		// whose poll met the 429 gets the stored answer.
+		u.Failed("HTTP 429", retryAfter)
+		h.Logger.Debug("provider throttled a task read; backing off", zap.String("task_id", t.ID),
+			zap.String("upstream", u.Label()), zap.Duration("retry_after", retryAfter))
+		return storedAnswer(t), nil
 	}
 	if errors.Is(err, adaptor.ErrNotFound) {
 		if _, err := h.finishUnreachable(ctx, t, "its upstream does not know it"); err != nil {
