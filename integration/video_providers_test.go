@@ -33,6 +33,13 @@ const videoProvidersCaddyfile = `{
 			protocol gemini
 			model_map veo-client veo-3.0-generate-001
 		}
+		provider kling {
+			base_url {{kling_url}}
+			access_key kling-access-key
+			secret_key kling-secret-key
+			protocol kling
+			models kling-v2-1-master
+		}
 		key mg-alice {
 			account alice
 		}
@@ -58,6 +65,7 @@ type videoProviders struct {
 	base   string
 	dash   *fakeDashScope
 	gemini *fakeGemini
+	kling  *fakeKling
 	alice  *arkruntime.Client
 	bob    *arkruntime.Client
 }
@@ -66,8 +74,15 @@ func startVideoProviders(t *testing.T) videoProviders {
 	t.Helper()
 	dash, dashURL := newFakeDashScope(t, "dash-upstream-key")
 	gem, gemURL := newFakeGemini(t, "gemini-upstream-key")
-	base, _ := startSimGateway(t, videoProvidersCaddyfile, map[string]string{"dash_url": dashURL, "gemini_url": gemURL})
-	return videoProviders{base: base, dash: dash, gemini: gem, alice: arkClient(base, "mg-alice"), bob: arkClient(base, "mg-bob")}
+	kling, klingURL := newFakeKling(t, "kling-access-key", "kling-secret-key")
+	base, _ := startSimGateway(t, videoProvidersCaddyfile, map[string]string{"dash_url": dashURL, "gemini_url": gemURL, "kling_url": klingURL})
+	return videoProviders{base: base, dash: dash, gemini: gem, kling: kling, alice: arkClient(base, "mg-alice"), bob: arkClient(base, "mg-bob")}
+}
+
+// reads are the task reads (GETs under prefix) that the three fakes received, in order.
+func (v videoProviders) reads(prefix string) []received {
+	all := append(v.dash.log.matching("GET", prefix), v.gemini.log.matching("GET", prefix)...)
+	return append(all, v.kling.log.matching("GET", prefix)...)
 }
 
 // createWith creates a task with the raw contract body (the SDK's request type has no options)
@@ -100,7 +115,7 @@ func (v videoProviders) sdkTask(t *testing.T, modelID, prompt string) model.GetC
 // the provider's failure, and ownership (another account gets the unknown-id answer).
 func TestVideoProvidersLifecycle(t *testing.T) {
 	v := startVideoProviders(t)
-	for _, p := range []struct{ name, model string }{{"dashscope", "wan2.2-t2v-plus"}, {"gemini", "veo-client"}} {
+	for _, p := range []struct{ name, model string }{{"dashscope", "wan2.2-t2v-plus"}, {"gemini", "veo-client"}, {"kling", "kling-v2-1-master"}} {
 		t.Run(p.name+"/success", func(t *testing.T) {
 			got := v.sdkTask(t, p.model, "a lighthouse at dawn")
 			if got.Status != model.StatusSucceeded || got.Content.VideoURL == "" || got.Model != p.model {
@@ -117,7 +132,7 @@ func TestVideoProvidersLifecycle(t *testing.T) {
 			if got.Status != model.StatusFailed || got.Error == nil || got.Error.Code == "" || got.Error.Message == "" {
 				t.Fatalf("answer: %+v (error %+v)", got, got.Error)
 			}
-			want := map[string]string{"dashscope": "DataInspectionFailed", "gemini": "invalid_argument"}[p.name]
+			want := map[string]string{"dashscope": "DataInspectionFailed", "gemini": "invalid_argument", "kling": "generation_failed"}[p.name]
 			if got.Error.Code != want {
 				t.Fatalf("error.code = %q, want the provider's %q", got.Error.Code, want)
 			}
@@ -133,14 +148,16 @@ func TestVideoProvidersLifecycle(t *testing.T) {
 // again and again, never failed or stuck with an error.
 func TestVideoProvidersUnknownState(t *testing.T) {
 	v := startVideoProviders(t)
-	for _, p := range []struct{ model, readPrefix string }{{"wan2.2-t2v-plus", "/api/v1/tasks/"}, {"veo-client", "/v1beta/models/"}} {
+	for _, p := range []struct{ model, readPrefix string }{{"wan2.2-t2v-plus", "/api/v1/tasks/"}, {"veo-client", "/v1beta/models/"}, {"kling-v2-1-master", "/v1/videos/"}} {
 		req := textTask("a mirror [unknown]")
 		req.Model = p.model
 		created, err := v.alice.CreateContentGenerationTask(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		reads := func() int { return len(v.dash.log.matching("GET", p.readPrefix)) + len(v.gemini.log.matching("GET", p.readPrefix)) }
+		reads := func() int {
+			return len(v.reads(p.readPrefix))
+		}
 		deadline := time.Now().Add(10 * time.Second)
 		for reads() < 5 && time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond)
@@ -157,12 +174,12 @@ func TestVideoProvidersUnknownState(t *testing.T) {
 // client's polls, which get the stored answer) until the 2 seconds passed; then it finishes.
 func TestVideoProvidersThrottledRead(t *testing.T) {
 	v := startVideoProviders(t)
-	for _, p := range []struct{ model, readPrefix string }{{"wan2.2-t2v-plus", "/api/v1/tasks/"}, {"veo-client", "/v1beta/models/"}} {
+	for _, p := range []struct{ model, readPrefix string }{{"wan2.2-t2v-plus", "/api/v1/tasks/"}, {"veo-client", "/v1beta/models/"}, {"kling-v2-1-master", "/v1/videos/"}} {
 		got := v.sdkTask(t, p.model, "a quiet street [throttle]")
 		if got.Status != model.StatusSucceeded {
 			t.Fatalf("%s: %+v", p.model, got)
 		}
-		reads := append(v.dash.log.matching("GET", p.readPrefix), v.gemini.log.matching("GET", p.readPrefix)...)
+		reads := v.reads(p.readPrefix)
 		if len(reads) < 2 {
 			t.Fatalf("%s: %d reads", p.model, len(reads))
 		}
@@ -257,5 +274,38 @@ func TestGeminiCredentialedResult(t *testing.T) {
 	unknown := call(t, "GET", v.base+"/api/v3/contents/generations/tasks/cgt-000000000000000000000000/content", "mg-bob", nil)
 	if other.status != unknown.status || other.field("code") != unknown.field("code") || other.field("message") != unknown.field("message") || other.status == 200 {
 		t.Fatalf("another account: %d %s; unknown id: %d %s", other.status, other.body, unknown.status, unknown.body)
+	}
+}
+
+// TestKlingMapping checks what reaches Kling: a JWT the fake verifies on every request (never an
+// API key), a first and a last frame as an image-to-video task (image, image_tail), resolution
+// 1080p as mode pro, duration 10 as the string "10"; aspect_ratio is not an image-to-video field
+// and is not sent. The task is then read at its kind's path and finishes with the reported
+// duration (5.1 s is 5).
+func TestKlingMapping(t *testing.T) {
+	v := startVideoProviders(t)
+	id := v.createWith(t, map[string]any{
+		"model": "kling-v2-1-master", "resolution": "1080p", "ratio": "16:9", "duration": 10, "seed": 3, "camera_fixed": true,
+		"content": []any{
+			map[string]any{"type": "text", "text": "a kite"},
+			map[string]any{"type": "image_url", "role": "first_frame", "image_url": map[string]any{"url": "https://img.example/a.png"}},
+			map[string]any{"type": "image_url", "role": "last_frame", "image_url": map[string]any{"url": "https://img.example/b.png"}},
+		},
+		"tools": []any{map[string]any{"type": "negative_prompt", "text": "fog"}},
+	})
+	creates := v.kling.log.matching("POST", "/v1/videos/image2video")
+	want := `{"model_name":"kling-v2-1-master","prompt":"a kite","negative_prompt":"fog","image":"https://img.example/a.png","image_tail":"https://img.example/b.png","mode":"pro","duration":"10"}`
+	if len(creates) != 1 || string(creates[0].Body) != want {
+		t.Fatalf("creates %+v\nwant %s", creates, want)
+	}
+	got := pollUntil(t, v.alice, id)
+	r := call(t, "GET", v.base+"/api/v3/contents/generations/tasks/"+id, "mg-alice", nil)
+	if got.Status != model.StatusSucceeded || r.json(t)["duration"] != 5.0 || !strings.HasPrefix(got.Content.VideoURL, "https://kling-result.example/") {
+		t.Fatalf("answer %s", r.body)
+	}
+	for _, req := range v.kling.log.matching("GET", "/v1/videos/") {
+		if !strings.HasPrefix(req.Path, "/v1/videos/image2video/") {
+			t.Fatalf("read at %s", req.Path)
+		}
 	}
 }

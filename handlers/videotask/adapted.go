@@ -14,6 +14,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor/dashscope"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor/gemini"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor/kling"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -22,10 +23,13 @@ import (
 var adaptors = map[string]adaptor.Adaptor{
 	adaptor.DashScope: dashscope.Adaptor{},
 	adaptor.Gemini:    gemini.Adaptor{},
+	adaptor.Kling:     kling.Adaptor{},
 }
 
 // Protocols lists the names a provider's `protocol` may take, "ark" first.
-func Protocols() []string { return []string{adaptor.Ark, adaptor.DashScope, adaptor.Gemini} }
+func Protocols() []string {
+	return []string{adaptor.Ark, adaptor.DashScope, adaptor.Gemini, adaptor.Kling}
+}
 
 // adaptorOf is the adaptor of a provider's protocol; false for Ark.
 func adaptorOf(p *providers.Provider) (adaptor.Adaptor, bool) {

@@ -3,7 +3,7 @@
 // billing and callbacks; an Adaptor is the only code that knows a provider's wire format: how a
 // task is created, read, cancelled and how its result is fetched.
 //
-// One protocol is one package below this one (dashscope, gemini). The Ark protocol, which the
+// One protocol is one package below this one (dashscope, gemini, kling). The Ark protocol, which the
 // task API speaks to clients, is served by package videotask itself: its answers pass through
 // (see Ark).
 //
@@ -34,6 +34,8 @@ const (
 	DashScope = "dashscope"
 	// Gemini is Veo through the Gemini API's predictLongRunning and its operations.
 	Gemini = "gemini"
+	// Kling is Kling's text-to-video and image-to-video task API, authenticated with a JWT.
+	Kling = "kling"
 )
 
 // The states of a task as the contract names them (spec §3.1), and StatusUnknown for a provider
@@ -49,6 +51,12 @@ const (
 	// execution_expires_after, then the task API expires it.
 	StatusUnknown = ""
 )
+
+// States maps a provider's state names onto the Status constants.
+type States map[string]string
+
+// Of is the contract's state of a provider state; StatusUnknown for a name the map lacks.
+func (s States) Of(name string) string { return s[name] }
 
 // Adaptor creates and follows tasks at one provider protocol. Its methods are called
 // concurrently; an Adaptor keeps no state of a task (the task API stores what it returns).

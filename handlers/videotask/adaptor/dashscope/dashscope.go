@@ -138,7 +138,7 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, _ adaptor.
 	if json.Unmarshal(ans.Body, &a) != nil {
 		return adaptor.State{}, upstream.ErrUnreadable
 	}
-	s := adaptor.State{ProviderStatus: a.Output.TaskStatus, Status: status(a.Output.TaskStatus)}
+	s := adaptor.State{ProviderStatus: a.Output.TaskStatus, Status: states.Of(a.Output.TaskStatus)}
 	switch s.Status {
 	case adaptor.StatusSucceeded:
 		s.VideoURL = a.Output.VideoURL
@@ -154,22 +154,14 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, _ adaptor.
 	return s, nil
 }
 
-// status maps DashScope's task_status onto the contract's states. UNKNOWN (the task's record is
+// states maps DashScope's task_status onto the contract's states. UNKNOWN (the task's record is
 // gone, or not yet there) and anything new are adaptor.StatusUnknown.
-func status(s string) string {
-	switch s {
-	case "PENDING":
-		return adaptor.StatusQueued
-	case "RUNNING":
-		return adaptor.StatusRunning
-	case "SUCCEEDED":
-		return adaptor.StatusSucceeded
-	case "FAILED":
-		return adaptor.StatusFailed
-	case "CANCELED":
-		return adaptor.StatusCancelled
-	}
-	return adaptor.StatusUnknown
+var states = adaptor.States{
+	"PENDING":   adaptor.StatusQueued,
+	"RUNNING":   adaptor.StatusRunning,
+	"SUCCEEDED": adaptor.StatusSucceeded,
+	"FAILED":    adaptor.StatusFailed,
+	"CANCELED":  adaptor.StatusCancelled,
 }
 
 // Cancel implements adaptor.Adaptor: POST /tasks/{task_id}/cancel, which DashScope accepts for
