@@ -27,9 +27,10 @@ type fakeDashScope struct {
 }
 
 type dashTask struct {
-	script script
-	reads  int
-	size   string
+	script    script
+	reads     int
+	size      string
+	cancelled bool
 }
 
 // dashCreate is the create body of the reference.
@@ -151,9 +152,10 @@ func (f *fakeDashScope) read(w http.ResponseWriter, id string) {
 	f.mu.Lock()
 	task, ok := f.tasks[id]
 	var reads int
+	var cancelled bool
 	if ok {
 		task.reads++
-		reads = task.reads
+		reads, cancelled = task.reads, task.cancelled
 	}
 	f.mu.Unlock()
 	output := map[string]any{"task_id": id, "task_status": "UNKNOWN"}
@@ -171,8 +173,10 @@ func (f *fakeDashScope) read(w http.ResponseWriter, id string) {
 	}
 	answer := map[string]any{"request_id": "req-fake", "output": output}
 	switch {
+	case cancelled:
+		output["task_status"] = "CANCELED"
 	case task.script == scriptUnknown:
-	case reads == 1:
+	case reads == 1 || task.script == scriptSlow:
 		output["task_status"] = "PENDING"
 	case reads == 2:
 		output["task_status"] = "RUNNING"
@@ -187,11 +191,13 @@ func (f *fakeDashScope) read(w http.ResponseWriter, id string) {
 
 func (f *fakeDashScope) cancel(w http.ResponseWriter, id string) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	task, ok := f.tasks[id]
-	f.mu.Unlock()
-	if !ok || task.reads >= 1 && task.script != scriptUnknown {
+	// Only a task still PENDING (never read past it, or one that stays PENDING) can be cancelled.
+	if !ok || task.cancelled || task.reads > 1 && task.script != scriptSlow {
 		f.refuse(w, http.StatusBadRequest, "UnsupportedOperation", "Failed to cancel the task, please confirm if the task is in PENDING status.")
 		return
 	}
+	task.cancelled = true
 	writeFakeJSON(w, http.StatusOK, map[string]string{"request_id": "req-fake"})
 }

@@ -145,7 +145,7 @@ func (f *fakeGemini) read(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	answer := map[string]any{"name": name}
 	switch {
-	case reads < 3:
+	case reads < 3 || op.script == scriptSlow:
 		answer["done"] = false
 	case op.script == scriptUnknown:
 		answer["done"] = true // neither response nor error

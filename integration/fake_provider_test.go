@@ -62,11 +62,12 @@ const (
 	scriptFail     script = "fail"     // queued, running, failed with the provider's error
 	scriptUnknown  script = "unknown"  // a state the provider documents as unknown, forever
 	scriptThrottle script = "throttle" // the first read is a 429, then as succeed
+	scriptSlow     script = "slow"     // queued (or not done) until cancelled
 )
 
 // scriptOf reads the script from a prompt that contains "[script]"; default: succeed.
 func scriptOf(prompt string) script {
-	for _, s := range []script{scriptFail, scriptUnknown, scriptThrottle} {
+	for _, s := range []script{scriptFail, scriptUnknown, scriptThrottle, scriptSlow} {
 		if strings.Contains(prompt, "["+string(s)+"]") {
 			return s
 		}

@@ -309,3 +309,37 @@ func TestKlingMapping(t *testing.T) {
 		}
 	}
 }
+
+// TestVideoProvidersCancel: a queued DashScope task is cancelled upstream and reads cancelled once
+// the provider confirms it; an unfinished Veo task cannot be cancelled (409) and runs on; a
+// finished task is forgotten, then answers as an unknown id.
+func TestVideoProvidersCancel(t *testing.T) {
+	v := startVideoProviders(t)
+	tasks := v.base + "/api/v3/contents/generations/tasks/"
+	queued := v.createWith(t, map[string]any{"model": "wan2.2-t2v-plus", "content": []any{map[string]any{"type": "text", "text": "a pond [slow]"}}})
+	if r := call(t, "DELETE", tasks+queued, "mg-alice", nil); r.status != 200 || string(bytes.TrimSpace(r.body)) != "{}" {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
+	if got := call(t, "GET", tasks+queued, "mg-alice", nil).field("status"); got != "cancelled" || len(v.dash.log.matching("POST", "/api/v1/tasks/")) != 1 {
+		t.Fatalf("after the cancel: %q, %d cancels upstream", got, len(v.dash.log.matching("POST", "/api/v1/tasks/")))
+	}
+
+	running := v.createWith(t, map[string]any{"model": "veo-client", "content": []any{map[string]any{"type": "text", "text": "a pond [slow]"}}})
+	if r := call(t, "DELETE", tasks+running, "mg-alice", nil); r.status != 409 || r.field("code") != "cancel_not_supported" {
+		t.Fatalf("cancel of a Veo task: %d %s", r.status, r.body)
+	}
+	if got := call(t, "GET", tasks+running, "mg-alice", nil).field("status"); got != "running" {
+		t.Fatalf("after the refused cancel: %q", got)
+	}
+
+	done := v.sdkTask(t, "kling-v2-1-master", "a pond")
+	if r := call(t, "DELETE", tasks+done.ID, "mg-bob", nil); r.status != 400 || r.field("code") != "task_not_exist" {
+		t.Fatalf("another account's delete: %d %s", r.status, r.body)
+	}
+	if r := call(t, "DELETE", tasks+done.ID, "mg-alice", nil); r.status != 200 {
+		t.Fatalf("delete of a finished task: %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", tasks+done.ID, "mg-alice", nil); r.status != 400 || r.field("code") != "task_not_exist" {
+		t.Fatalf("after the delete: %d %s", r.status, r.body)
+	}
+}

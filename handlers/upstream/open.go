@@ -8,30 +8,26 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 // maxOpenRedirects bounds the redirects Open follows.
 const maxOpenRedirects = 3
 
-// ErrForeignURL refuses a result URL that is not on the upstream's own origin: the operator's
-// credential is sent to the upstream's origin only.
-var ErrForeignURL = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider returned a result address outside its own origin")
-
-// Open sends a GET with u's credential to rawURL, an absolute URL that u returned as a result
-// (a Veo file URI), and answers the response for the caller to stream and close. rawURL must be
-// on u's origin (scheme, host and port), or the answer is ErrForeignURL. A redirect (a provider's
-// file API sends its download to signed storage) is followed, up to maxOpenRedirects, without
-// the credential (signed storage takes none; the credential goes to the first request only). A response other than 200 is closed and
-// answered as the provider's refusal. The call is bounded by ctx only: a video's download takes
-// as long as the client reading it.
+// Open sends a GET to rawURL, an absolute http(s) URL that u returned as a result, and answers
+// the response for the caller to stream and close. u's credential is sent only when rawURL is on
+// u's own origin (scheme, host and port; a Veo file URI); a URL elsewhere (a signed download
+// address, such as MiniMax's) is fetched without it. A redirect (a file API sends its download to
+// signed storage) is followed, up to maxOpenRedirects, without the credential: it goes to the
+// first request only. A response other than 200 is closed and answered as the provider's
+// refusal. The call is bounded by ctx only: a video's download takes as long as the client
+// reading it.
 func (c Client) Open(ctx context.Context, u *providers.Upstream, rawURL string) (*http.Response, error) {
 	target, err := url.Parse(rawURL)
-	if err != nil || target.User != nil || !strings.EqualFold(target.Scheme+"://"+target.Host, u.Origin()) {
-		return nil, ErrForeignURL
+	if err != nil || target.User != nil || target.Scheme != "https" && target.Scheme != "http" || target.Host == "" {
+		return nil, ErrUnreadable
 	}
-	credentialed := true
+	credentialed := strings.EqualFold(target.Scheme+"://"+target.Host, u.Origin())
 	for range maxOpenRedirects + 1 {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
 		if err != nil {

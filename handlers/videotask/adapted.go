@@ -15,6 +15,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor/dashscope"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor/gemini"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor/kling"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor/minimax"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -24,11 +25,12 @@ var adaptors = map[string]adaptor.Adaptor{
 	adaptor.DashScope: dashscope.Adaptor{},
 	adaptor.Gemini:    gemini.Adaptor{},
 	adaptor.Kling:     kling.Adaptor{},
+	adaptor.MiniMax:   minimax.Adaptor{},
 }
 
 // Protocols lists the names a provider's `protocol` may take, "ark" first.
 func Protocols() []string {
-	return []string{adaptor.Ark, adaptor.DashScope, adaptor.Gemini, adaptor.Kling}
+	return []string{adaptor.Ark, adaptor.DashScope, adaptor.Gemini, adaptor.Kling, adaptor.MiniMax}
 }
 
 // adaptorOf is the adaptor of a provider's protocol; false for Ark.

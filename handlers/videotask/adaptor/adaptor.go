@@ -36,6 +36,8 @@ const (
 	Gemini = "gemini"
 	// Kling is Kling's text-to-video and image-to-video task API, authenticated with a JWT.
 	Kling = "kling"
+	// MiniMax is MiniMax's Hailuo video generation, whose result is a file id.
+	MiniMax = "minimax"
 )
 
 // The states of a task as the contract names them (spec §3.1), and StatusUnknown for a provider
@@ -83,9 +85,9 @@ type Caller interface {
 	// Call sends one request to the endpoint rel (relative to the upstream's base URL) with a
 	// JSON body when body is not nil, and the extra headers given.
 	Call(ctx context.Context, method, rel string, body []byte, header http.Header) (upstream.Answer, error)
-	// Open sends a GET with the upstream's credential to an absolute URL that the provider
-	// returned, and answers the response to stream. It refuses a URL of another origin than the
-	// upstream's, so that the operator's credential goes nowhere else. 3xx is not followed.
+	// Open sends a GET to an absolute URL that the provider returned, and answers the response
+	// to stream. The upstream's credential is sent only to the upstream's own origin, never
+	// across a redirect (see upstream.Client.Open).
 	Open(ctx context.Context, rawURL string) (*http.Response, error)
 }
 

@@ -144,7 +144,7 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, _ adaptor.
 		s.VideoURL = a.Output.VideoURL
 		s.Duration = int64(max(a.Usage.VideoDuration, a.Usage.Duration))
 		if w, h, ok := parseSize(a.Usage.VideoRatio); ok {
-			s.Resolution, s.Ratio = band(w, h), ratio(w, h)
+			s.Resolution, s.Ratio = adaptor.Band(w, h), adaptor.Ratio(w, h)
 			s.Usage.Width, s.Usage.Height = w, h
 		}
 		s.Usage.VideoSeconds, s.Usage.Resolution, s.Usage.Ratio, s.Usage.Requests = s.Duration, s.Resolution, s.Ratio, 1

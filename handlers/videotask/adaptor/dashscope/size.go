@@ -37,35 +37,3 @@ func parseSize(s string) (w, h int64, ok bool) {
 	h, err2 := strconv.ParseInt(hs, 10, 64)
 	return w, h, err1 == nil && err2 == nil && w > 0 && h > 0
 }
-
-// band is the contract's resolution of a pixel size: its shorter side.
-func band(w, h int64) string {
-	switch short := min(w, h); {
-	case short >= 2160:
-		return "4k"
-	case short >= 1080:
-		return "1080p"
-	case short >= 720:
-		return "720p"
-	default:
-		return "480p"
-	}
-}
-
-// ratio is the contract's ratio nearest to w:h.
-func ratio(w, h int64) string {
-	best, bestDiff := "", 0.0
-	for _, r := range []struct {
-		name string
-		w, h float64
-	}{{"16:9", 16, 9}, {"9:16", 9, 16}, {"1:1", 1, 1}, {"4:3", 4, 3}, {"3:4", 3, 4}, {"21:9", 21, 9}} {
-		d := float64(w)/float64(h) - r.w/r.h
-		if d < 0 {
-			d = -d
-		}
-		if best == "" || d < bestDiff {
-			best, bestDiff = r.name, d
-		}
-	}
-	return best
-}

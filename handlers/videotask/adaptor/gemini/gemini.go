@@ -185,7 +185,7 @@ func usage(r adaptor.Request) (u billing.Usage) {
 func (Adaptor) Cancel(context.Context, adaptor.Caller, string) error { return adaptor.ErrUnsupported }
 
 // Content implements adaptor.Adaptor: it reads the operation again and opens its video's file
-// URI with the operator's key (Caller.Open refuses a URI of another origin than the upstream's).
+// URI with the operator's key (Caller.Open sends it to the upstream's own origin only).
 func (Adaptor) Content(ctx context.Context, c adaptor.Caller, id string) (*http.Response, error) {
 	op, err := readOperation(ctx, c, id)
 	if err != nil {
