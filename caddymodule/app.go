@@ -119,8 +119,9 @@ type ProviderConfig struct {
 	AuthStyle string `json:"auth_style,omitempty"`
 	// Protocol is the video task protocol the upstreams speak: "ark" (default), "dashscope"
 	// (Alibaba Cloud Model Studio, Wan models; base_url …/api/v1, Bearer key), "gemini" (Veo
-	// through the Gemini API; base_url …/v1beta, x-goog-api-key) or "kling" (base_url …/v1;
-	// access_key and secret_key instead of api_key). Video tasks of the provider's models go
+	// through the Gemini API; base_url …/v1beta, x-goog-api-key), "kling" (base_url …/v1;
+	// access_key and secret_key instead of api_key) or "minimax" (Hailuo; base_url …/v1, Bearer
+	// key). Video tasks of the provider's models go
 	// through that protocol's adaptor; see docs/video-providers.md.
 	Protocol string `json:"protocol,omitempty"`
 	// AccessKey and SecretKey are the credential of protocol kling, in place of APIKey: every

@@ -35,7 +35,7 @@ import (
 //				priority <n>
 //			}
 //			auth_style bearer|x-api-key|x-goog-api-key
-//			protocol   ark|dashscope|gemini|kling
+//			protocol   ark|dashscope|gemini|kling|minimax
 //			access_key <secret>   (protocol kling, with secret_key, in place of api_key)
 //			secret_key <secret>
 //			models     <model-id...>

@@ -91,7 +91,7 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"unknown name lists the known ones", "{\n mediagw {\n  colour blue\n }\n}", `unknown subdirective "colour"; the block takes "storage", "task_retention", "disabled_accounts"`},
 		{"provider without models", "{\n mediagw {\n  provider p {\n   base_url http://a\n  }\n }\n}", "provider \"p\": no models: add `models <model-id…>`"},
 		{"cost of a model not served", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n   cost n 5\n  }\n }\n}", `provider "p": cost of "n", a model it does not serve`},
-		{"unknown protocol", "{\n mediagw {\n  provider p {\n   base_url http://a\n   protocol minimax\n   models m\n  }\n }\n}", `provider "p": unknown protocol "minimax": use one of ark, dashscope, gemini, kling`},
+		{"unknown protocol", "{\n mediagw {\n  provider p {\n   base_url http://a\n   protocol vidu\n   models m\n  }\n }\n}", `provider "p": unknown protocol "vidu": use one of ark, dashscope, gemini, kling, minimax`},
 		{"protocol without a name", "{\n mediagw {\n  provider p {\n   base_url http://a\n   protocol\n   models m\n  }\n }\n}", `wrong argument count`},
 		{"protocol twice", "{\n mediagw {\n  provider p {\n   base_url http://a\n   protocol gemini\n   protocol ark\n   models m\n  }\n }\n}", `duplicate subdirective "protocol"`},
 		{"bad auth style", "{\n mediagw {\n  provider p {\n   base_url http://a\n   auth_style basic\n  }\n }\n}", `auth_style must be`},

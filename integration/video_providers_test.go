@@ -40,6 +40,12 @@ const videoProvidersCaddyfile = `{
 			protocol kling
 			models kling-v2-1-master
 		}
+		provider hailuo {
+			base_url {{minimax_url}}
+			api_key minimax-upstream-key
+			protocol minimax
+			models MiniMax-Hailuo-02
+		}
 		key mg-alice {
 			account alice
 		}
@@ -66,6 +72,7 @@ type videoProviders struct {
 	dash   *fakeDashScope
 	gemini *fakeGemini
 	kling  *fakeKling
+	mini   *fakeMiniMax
 	alice  *arkruntime.Client
 	bob    *arkruntime.Client
 }
@@ -75,14 +82,18 @@ func startVideoProviders(t *testing.T) videoProviders {
 	dash, dashURL := newFakeDashScope(t, "dash-upstream-key")
 	gem, gemURL := newFakeGemini(t, "gemini-upstream-key")
 	kling, klingURL := newFakeKling(t, "kling-access-key", "kling-secret-key")
-	base, _ := startSimGateway(t, videoProvidersCaddyfile, map[string]string{"dash_url": dashURL, "gemini_url": gemURL, "kling_url": klingURL})
-	return videoProviders{base: base, dash: dash, gemini: gem, kling: kling, alice: arkClient(base, "mg-alice"), bob: arkClient(base, "mg-bob")}
+	mini, miniURL := newFakeMiniMax(t, "minimax-upstream-key")
+	base, _ := startSimGateway(t, videoProvidersCaddyfile, map[string]string{"dash_url": dashURL, "gemini_url": gemURL,
+		"kling_url": klingURL, "minimax_url": miniURL})
+	return videoProviders{base: base, dash: dash, gemini: gem, kling: kling, mini: mini,
+		alice: arkClient(base, "mg-alice"), bob: arkClient(base, "mg-bob")}
 }
 
 // reads are the task reads (GETs under prefix) that the three fakes received, in order.
 func (v videoProviders) reads(prefix string) []received {
 	all := append(v.dash.log.matching("GET", prefix), v.gemini.log.matching("GET", prefix)...)
-	return append(all, v.kling.log.matching("GET", prefix)...)
+	all = append(all, v.kling.log.matching("GET", prefix)...)
+	return append(all, v.mini.log.matching("GET", prefix)...)
 }
 
 // createWith creates a task with the raw contract body (the SDK's request type has no options)
@@ -115,7 +126,7 @@ func (v videoProviders) sdkTask(t *testing.T, modelID, prompt string) model.GetC
 // the provider's failure, and ownership (another account gets the unknown-id answer).
 func TestVideoProvidersLifecycle(t *testing.T) {
 	v := startVideoProviders(t)
-	for _, p := range []struct{ name, model string }{{"dashscope", "wan2.2-t2v-plus"}, {"gemini", "veo-client"}, {"kling", "kling-v2-1-master"}} {
+	for _, p := range []struct{ name, model string }{{"dashscope", "wan2.2-t2v-plus"}, {"gemini", "veo-client"}, {"kling", "kling-v2-1-master"}, {"minimax", "MiniMax-Hailuo-02"}} {
 		t.Run(p.name+"/success", func(t *testing.T) {
 			got := v.sdkTask(t, p.model, "a lighthouse at dawn")
 			if got.Status != model.StatusSucceeded || got.Content.VideoURL == "" || got.Model != p.model {
@@ -132,7 +143,7 @@ func TestVideoProvidersLifecycle(t *testing.T) {
 			if got.Status != model.StatusFailed || got.Error == nil || got.Error.Code == "" || got.Error.Message == "" {
 				t.Fatalf("answer: %+v (error %+v)", got, got.Error)
 			}
-			want := map[string]string{"dashscope": "DataInspectionFailed", "gemini": "invalid_argument", "kling": "generation_failed"}[p.name]
+			want := map[string]string{"dashscope": "DataInspectionFailed", "gemini": "invalid_argument", "kling": "generation_failed", "minimax": "generation_failed"}[p.name]
 			if got.Error.Code != want {
 				t.Fatalf("error.code = %q, want the provider's %q", got.Error.Code, want)
 			}
@@ -148,7 +159,8 @@ func TestVideoProvidersLifecycle(t *testing.T) {
 // again and again, never failed or stuck with an error.
 func TestVideoProvidersUnknownState(t *testing.T) {
 	v := startVideoProviders(t)
-	for _, p := range []struct{ model, readPrefix string }{{"wan2.2-t2v-plus", "/api/v1/tasks/"}, {"veo-client", "/v1beta/models/"}, {"kling-v2-1-master", "/v1/videos/"}} {
+	for _, p := range []struct{ model, readPrefix string }{{"wan2.2-t2v-plus", "/api/v1/tasks/"}, {"veo-client", "/v1beta/models/"},
+		{"kling-v2-1-master", "/v1/videos/"}, {"MiniMax-Hailuo-02", "/v1/query/"}} {
 		req := textTask("a mirror [unknown]")
 		req.Model = p.model
 		created, err := v.alice.CreateContentGenerationTask(context.Background(), req)
@@ -172,9 +184,15 @@ func TestVideoProvidersUnknownState(t *testing.T) {
 // TestVideoProvidersThrottledRead: the provider answers the first read of a task with 429 and
 // Retry-After: 2. Nothing reads the task again (neither the watcher, every 200ms, nor the
 // client's polls, which get the stored answer) until the 2 seconds passed; then it finishes.
+// MiniMax says "rate limit" in a 200 answer (status_code 1002) without Retry-After: the upstream
+// cools down for the least cooldown, a second.
 func TestVideoProvidersThrottledRead(t *testing.T) {
 	v := startVideoProviders(t)
-	for _, p := range []struct{ model, readPrefix string }{{"wan2.2-t2v-plus", "/api/v1/tasks/"}, {"veo-client", "/v1beta/models/"}, {"kling-v2-1-master", "/v1/videos/"}} {
+	for _, p := range []struct {
+		model, readPrefix string
+		minGap            time.Duration
+	}{{"wan2.2-t2v-plus", "/api/v1/tasks/", 1900 * time.Millisecond}, {"veo-client", "/v1beta/models/", 1900 * time.Millisecond},
+		{"kling-v2-1-master", "/v1/videos/", 1900 * time.Millisecond}, {"MiniMax-Hailuo-02", "/v1/query/", 900 * time.Millisecond}} {
 		got := v.sdkTask(t, p.model, "a quiet street [throttle]")
 		if got.Status != model.StatusSucceeded {
 			t.Fatalf("%s: %+v", p.model, got)
@@ -183,8 +201,8 @@ func TestVideoProvidersThrottledRead(t *testing.T) {
 		if len(reads) < 2 {
 			t.Fatalf("%s: %d reads", p.model, len(reads))
 		}
-		if gap := reads[1].At.Sub(reads[0].At); gap < 1900*time.Millisecond {
-			t.Fatalf("%s: read again %v after the 429 with Retry-After: 2", p.model, gap)
+		if gap := reads[1].At.Sub(reads[0].At); gap < p.minGap {
+			t.Fatalf("%s: read again %v after the provider's rate limit", p.model, gap)
 		}
 	}
 }
@@ -341,5 +359,45 @@ func TestVideoProvidersCancel(t *testing.T) {
 	}
 	if r := call(t, "GET", tasks+done.ID, "mg-alice", nil); r.status != 400 || r.field("code") != "task_not_exist" {
 		t.Fatalf("after the delete: %d %s", r.status, r.body)
+	}
+}
+
+// TestMiniMaxFileResult: a MiniMax task's result is a file id that only the operator's key
+// resolves. The client gets the owner-only content endpoint, which resolves the id and streams
+// the file from its signed download address (without the key); neither the id nor the address
+// is shown. Mapping: first and last frame, duration 6, resolution 1080p as 1080P; the reported
+// size gives resolution and ratio.
+func TestMiniMaxFileResult(t *testing.T) {
+	v := startVideoProviders(t)
+	id := v.createWith(t, map[string]any{
+		"model": "MiniMax-Hailuo-02", "resolution": "1080p", "duration": 6, "ratio": "9:16", "seed": 9,
+		"content": []any{
+			map[string]any{"type": "text", "text": "a swing"},
+			map[string]any{"type": "image_url", "role": "first_frame", "image_url": map[string]any{"url": "https://img.example/a.png"}},
+			map[string]any{"type": "image_url", "role": "last_frame", "image_url": map[string]any{"url": "https://img.example/b.png"}},
+		},
+	})
+	creates := v.mini.log.matching("POST", "/v1/video_generation")
+	want := `{"model":"MiniMax-Hailuo-02","prompt":"a swing","first_frame_image":"https://img.example/a.png","last_frame_image":"https://img.example/b.png","duration":6,"resolution":"1080P"}`
+	if len(creates) != 1 || string(creates[0].Body) != want || creates[0].Header.Get("Authorization") != "Bearer minimax-upstream-key" {
+		t.Fatalf("creates %+v\nwant %s", creates, want)
+	}
+	got := pollUntil(t, v.alice, id)
+	if got.Status != model.StatusSucceeded || got.Content.VideoURL != "/api/v3/contents/generations/tasks/"+id+"/content" {
+		t.Fatalf("answer %+v", got)
+	}
+	raw := call(t, "GET", v.base+"/api/v3/contents/generations/tasks/"+id, "mg-alice", nil)
+	if bytes.Contains(raw.body, []byte("file-")) || bytes.Contains(raw.body, []byte("/cdn/")) || raw.json(t)["resolution"] != "1080p" || raw.json(t)["ratio"] != "16:9" {
+		t.Fatalf("answer %s", raw.body)
+	}
+	video := call(t, "GET", v.base+got.Content.VideoURL, "mg-alice", nil)
+	if video.status != 200 || !bytes.Equal(video.body, v.mini.Video) {
+		t.Fatalf("content: %d %s", video.status, video.body)
+	}
+	if cdn := v.mini.log.matching("GET", "/cdn/"); len(cdn) != 1 || cdn[0].Header.Get("Authorization") != "" {
+		t.Fatalf("download requests %+v", cdn)
+	}
+	if r := call(t, "GET", v.base+got.Content.VideoURL, "mg-bob", nil); r.status != 400 || r.field("code") != "task_not_exist" {
+		t.Fatalf("another account: %d %s", r.status, r.body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -144,7 +145,8 @@ func (h *Handler) adaptedAnswer(t storage.Task, st adaptor.State) map[string]jso
 }
 
 // ContentURL is the owner-only content endpoint of a task: RelayBase (the gateway's public base
-// URL) and the task API's path, or the path alone when RelayBase is not set.
+// URL, the callbacks block's relay_base) and the task API's path, or the path alone when
+// RelayBase is not set.
 func (h *Handler) ContentURL(taskID string) string {
-	return h.RelayBase + "/api/v3/" + TasksPath + "/" + url.PathEscape(taskID) + "/content"
+	return strings.TrimSuffix(h.RelayBase, "/") + "/api/v3/" + TasksPath + "/" + url.PathEscape(taskID) + "/content"
 }

@@ -176,8 +176,9 @@ func call(ctx context.Context, c adaptor.Caller, method, rel string, body []byte
 
 func (b *baseResp) status() (int, string) { return b.BaseResp.StatusCode, b.BaseResp.StatusMsg }
 
-// statusOf is the HTTP status a base_resp.status_code stands for: 1002 (rate limit) is 429, 1004
-// (authentication) 401, 1008 (balance) 402, anything else 400.
+// statusOf is the HTTP status a base_resp.status_code stands for: 1002 (rate limit) is 429; 1004
+// (authentication) 401 and 1008 (the operator's balance) 502, the gateway's problems, not the
+// client's; anything else 400.
 func statusOf(code int) int {
 	switch code {
 	case 1002:
@@ -185,7 +186,7 @@ func statusOf(code int) int {
 	case 1004:
 		return http.StatusUnauthorized
 	case 1008:
-		return http.StatusPaymentRequired
+		return http.StatusBadGateway
 	}
 	return http.StatusBadRequest
 }
