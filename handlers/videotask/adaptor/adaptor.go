@@ -3,9 +3,10 @@
 // billing and callbacks; an Adaptor is the only code that knows a provider's wire format: how a
 // task is created, read, cancelled and how its result is fetched.
 //
-// One protocol is one package below this one (dashscope, gemini, kling). The Ark protocol, which the
-// task API speaks to clients, is served by package videotask itself: its answers pass through
-// (see Ark).
+// One protocol is one package below this one (dashscope, gemini, kling, minimax); adding a
+// provider is adding such a package, its strict fake (integration/fake_*_test.go) and its entry
+// in videotask's adaptors. The Ark protocol, which the task API speaks to clients, is served by
+// package videotask itself: its answers pass through (see Ark).
 //
 // Every adaptor follows the same mapping rules: every field of the contract's create request is
 // accepted (the task API has checked it); the adaptor sends what the provider supports and
