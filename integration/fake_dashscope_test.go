@@ -18,19 +18,12 @@ import (
 // CANCELED or UNKNOWN (also the answer for a task id it does not know). Errors are
 // {"request_id","code","message"}.
 type fakeDashScope struct {
-	key string
-	log fakeLog
+	key   string
+	log   fakeLog
+	tasks fakeTasks
 
 	mu    sync.Mutex
-	tasks map[string]*dashTask
-	next  int
-}
-
-type dashTask struct {
-	script    script
-	reads     int
-	size      string
-	cancelled bool
+	sizes map[string]string // the size each task was asked for
 }
 
 // dashCreate is the create body of the reference.
@@ -60,7 +53,7 @@ var (
 )
 
 func newFakeDashScope(t *testing.T, key string) (*fakeDashScope, string) {
-	f := &fakeDashScope{key: key, tasks: map[string]*dashTask{}}
+	f := &fakeDashScope{key: key, sizes: map[string]string{}}
 	srv := startFake(t, f)
 	return f, srv.URL + "/api/v1"
 }
@@ -140,64 +133,52 @@ func (f *fakeDashScope) create(w http.ResponseWriter, r *http.Request, body []by
 			size = *p.Size
 		}
 	}
+	id := f.tasks.add(func(n int) string { return fmt.Sprintf("0385dc79-5ff8-4d82-bcb6-%012d", n) }, fakeTask{script: scriptOf(c.Input.Prompt)})
 	f.mu.Lock()
-	f.next++
-	id := fmt.Sprintf("0385dc79-5ff8-4d82-bcb6-%012d", f.next)
-	f.tasks[id] = &dashTask{script: scriptOf(c.Input.Prompt), size: size}
+	f.sizes[id] = size
 	f.mu.Unlock()
 	writeFakeJSON(w, http.StatusOK, map[string]any{"request_id": "req-fake", "output": map[string]string{"task_id": id, "task_status": "PENDING"}})
 }
 
 func (f *fakeDashScope) read(w http.ResponseWriter, id string) {
-	f.mu.Lock()
-	task, ok := f.tasks[id]
-	var reads int
-	var cancelled bool
-	if ok {
-		task.reads++
-		reads, cancelled = task.reads, task.cancelled
-	}
-	f.mu.Unlock()
+	task, step, ok := f.tasks.step(id)
 	output := map[string]any{"task_id": id, "task_status": "UNKNOWN"}
 	if !ok {
 		writeFakeJSON(w, http.StatusOK, map[string]any{"request_id": "req-fake", "output": output})
 		return
 	}
-	if task.script == scriptThrottle && reads == 1 {
+	if step == 0 {
 		w.Header().Set("Retry-After", "2")
 		f.refuse(w, http.StatusTooManyRequests, "Throttling.RateQuota", "Requests rate limit exceeded, please try again later.")
 		return
 	}
-	if task.script == scriptThrottle {
-		reads--
-	}
 	answer := map[string]any{"request_id": "req-fake", "output": output}
 	switch {
-	case cancelled:
+	case task.cancelled:
 		output["task_status"] = "CANCELED"
 	case task.script == scriptUnknown:
-	case reads == 1 || task.script == scriptSlow:
+	case step == 1 || task.script == scriptSlow:
 		output["task_status"] = "PENDING"
-	case reads == 2:
+	case step == 2:
 		output["task_status"] = "RUNNING"
 	case task.script == scriptFail:
 		output["task_status"], output["code"], output["message"] = "FAILED", "DataInspectionFailed", "Input data may contain inappropriate content."
 	default:
 		output["task_status"], output["video_url"] = "SUCCEEDED", "https://dashscope-result.example/"+id+".mp4?Expires=1&Signature=x"
-		answer["usage"] = map[string]any{"video_duration": 5, "video_ratio": task.size, "video_count": 1}
+		f.mu.Lock()
+		size := f.sizes[id]
+		f.mu.Unlock()
+		answer["usage"] = map[string]any{"video_duration": 5, "video_ratio": size, "video_count": 1}
 	}
 	writeFakeJSON(w, http.StatusOK, answer)
 }
 
 func (f *fakeDashScope) cancel(w http.ResponseWriter, id string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	task, ok := f.tasks[id]
 	// Only a task still PENDING (never read past it, or one that stays PENDING) can be cancelled.
-	if !ok || task.cancelled || task.reads > 1 && task.script != scriptSlow {
+	pending := func(t fakeTask) bool { return t.reads <= 1 || t.script == scriptSlow }
+	if !f.tasks.cancel(id, pending) {
 		f.refuse(w, http.StatusBadRequest, "UnsupportedOperation", "Failed to cancel the task, please confirm if the task is in PENDING status.")
 		return
 	}
-	task.cancelled = true
 	writeFakeJSON(w, http.StatusOK, map[string]string{"request_id": "req-fake"})
 }

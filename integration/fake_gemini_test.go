@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -21,14 +20,7 @@ type fakeGemini struct {
 	// Video is the bytes every finished task's file holds.
 	Video []byte
 
-	mu   sync.Mutex
-	ops  map[string]*geminiOp
-	next int
-}
-
-type geminiOp struct {
-	script script
-	reads  int
+	ops fakeTasks
 }
 
 // geminiCreate is the predictLongRunning body of the reference (the Gemini API's fields).
@@ -50,7 +42,7 @@ type geminiCreate struct {
 }
 
 func newFakeGemini(t *testing.T, key string) (*fakeGemini, string) {
-	f := &fakeGemini{key: key, ops: map[string]*geminiOp{}, Video: []byte("\x00\x00\x00\x18ftypmp42 fake veo video bytes")}
+	f := &fakeGemini{key: key, Video: []byte("\x00\x00\x00\x18ftypmp42 fake veo video bytes")}
 	srv := startFake(t, f)
 	return f, srv.URL + "/v1beta"
 }
@@ -117,35 +109,25 @@ func (f *fakeGemini) create(w http.ResponseWriter, r *http.Request, model string
 			return
 		}
 	}
-	f.mu.Lock()
-	f.next++
-	name := fmt.Sprintf("models/%s/operations/op%04dxyz", model, f.next)
-	f.ops[name] = &geminiOp{script: scriptOf(c.Instances[0].Prompt)}
-	f.mu.Unlock()
+	name := f.ops.add(func(n int) string { return fmt.Sprintf("models/%s/operations/op%04dxyz", model, n) },
+		fakeTask{script: scriptOf(c.Instances[0].Prompt)})
 	writeFakeJSON(w, http.StatusOK, map[string]string{"name": name})
 }
 
 func (f *fakeGemini) read(w http.ResponseWriter, r *http.Request, name string) {
-	f.mu.Lock()
-	op, ok := f.ops[name]
-	var reads int
-	if ok {
-		op.reads++
-		reads = op.reads
-	}
-	f.mu.Unlock()
+	op, step, ok := f.ops.step(name)
 	if !ok {
 		f.refuse(w, http.StatusNotFound, "NOT_FOUND", "Requested entity was not found.")
 		return
 	}
-	if op.script == scriptThrottle && reads == 1 {
+	if step == 0 {
 		w.Header().Set("Retry-After", "2")
 		f.refuse(w, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota).")
 		return
 	}
 	answer := map[string]any{"name": name}
 	switch {
-	case reads < 3 || op.script == scriptSlow:
+	case step < 3 || op.script == scriptSlow:
 		answer["done"] = false
 	case op.script == scriptUnknown:
 		answer["done"] = true // neither response nor error

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -24,16 +23,7 @@ import (
 type fakeKling struct {
 	accessKey, secretKey string
 	log                  fakeLog
-
-	mu    sync.Mutex
-	tasks map[string]*klingTask
-	next  int
-}
-
-type klingTask struct {
-	kind   string
-	script script
-	reads  int
+	tasks                fakeTasks
 }
 
 // klingText and klingImage are the create bodies of the reference.
@@ -65,7 +55,7 @@ type klingImage struct {
 }
 
 func newFakeKling(t *testing.T, accessKey, secretKey string) (*fakeKling, string) {
-	f := &fakeKling{accessKey: accessKey, secretKey: secretKey, tasks: map[string]*klingTask{}}
+	f := &fakeKling{accessKey: accessKey, secretKey: secretKey}
 	srv := startFake(t, f)
 	return f, srv.URL + "/v1"
 }
@@ -173,41 +163,27 @@ func (f *fakeKling) create(w http.ResponseWriter, r *http.Request, kind string, 
 		f.refuse(w, http.StatusBadRequest, 1201, "duration must be \"5\" or \"10\"")
 		return
 	}
-	f.mu.Lock()
-	f.next++
-	id := fmt.Sprintf("8672837417591%05d", f.next)
-	f.tasks[id] = &klingTask{kind: kind, script: scriptOf(prompt)}
-	f.mu.Unlock()
+	id := f.tasks.add(func(n int) string { return fmt.Sprintf("8672837417591%05d", n) }, fakeTask{kind: kind, script: scriptOf(prompt)})
 	writeFakeJSON(w, http.StatusOK, map[string]any{"code": 0, "message": "SUCCEED", "request_id": "req-fake",
 		"data": map[string]any{"task_id": id, "task_status": "submitted", "created_at": 1774805076166, "updated_at": 1774805076166}})
 }
 
 func (f *fakeKling) read(w http.ResponseWriter, kind, id string) {
-	f.mu.Lock()
-	task, ok := f.tasks[id]
-	var reads int
-	if ok && task.kind == kind {
-		task.reads++
-		reads = task.reads
-	}
-	f.mu.Unlock()
+	task, step, ok := f.tasks.step(id)
 	if !ok || task.kind != kind {
 		f.refuse(w, http.StatusNotFound, 1203, "task not found")
 		return
 	}
-	if task.script == scriptThrottle && reads == 1 {
+	if step == 0 {
 		w.Header().Set("Retry-After", "2")
 		f.refuse(w, http.StatusTooManyRequests, 1302, "API request too frequent")
 		return
 	}
-	if task.script == scriptThrottle {
-		reads--
-	}
 	data := map[string]any{"task_id": id, "created_at": 1774805076166, "updated_at": 1774805076166}
 	switch {
-	case reads == 1:
+	case step == 1:
 		data["task_status"] = "submitted"
-	case reads == 2:
+	case step == 2:
 		data["task_status"] = "processing"
 	case task.script == scriptUnknown:
 		data["task_status"] = "paused-for-review" // a state the reference does not list

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -22,16 +21,8 @@ type fakeMiniMax struct {
 	// Video is the bytes of every finished task's file.
 	Video []byte
 	// cdn is the origin of the download addresses (another server, as MiniMax's storage is).
-	cdn string
-
-	mu    sync.Mutex
-	tasks map[string]*minimaxTask
-	next  int
-}
-
-type minimaxTask struct {
-	script script
-	reads  int
+	cdn   string
+	tasks fakeTasks
 }
 
 // minimaxCreate is the create body of the reference.
@@ -50,7 +41,7 @@ type minimaxCreate struct {
 }
 
 func newFakeMiniMax(t *testing.T, key string) (*fakeMiniMax, string) {
-	f := &fakeMiniMax{key: key, tasks: map[string]*minimaxTask{}, Video: []byte("\x00\x00\x00\x18ftypmp42 fake hailuo video")}
+	f := &fakeMiniMax{key: key, Video: []byte("\x00\x00\x00\x18ftypmp42 fake hailuo video")}
 	f.cdn = startFake(t, http.HandlerFunc(f.download)).URL
 	srv := startFake(t, f)
 	return f, srv.URL + "/v1"
@@ -105,41 +96,27 @@ func (f *fakeMiniMax) create(w http.ResponseWriter, r *http.Request, body []byte
 		f.answer(w, 2013, "invalid params, resolution", nil)
 		return
 	}
-	f.mu.Lock()
-	f.next++
-	id := fmt.Sprintf("1069161122%05d", f.next)
-	f.tasks[id] = &minimaxTask{script: scriptOf(c.Prompt)}
-	f.mu.Unlock()
+	id := f.tasks.add(func(n int) string { return fmt.Sprintf("1069161122%05d", n) }, fakeTask{script: scriptOf(c.Prompt)})
 	f.answer(w, 0, "success", map[string]any{"task_id": id})
 }
 
 func (f *fakeMiniMax) read(w http.ResponseWriter, id string) {
-	f.mu.Lock()
-	task, ok := f.tasks[id]
-	var reads int
-	if ok {
-		task.reads++
-		reads = task.reads
-	}
-	f.mu.Unlock()
+	task, step, ok := f.tasks.step(id)
 	if !ok {
 		f.answer(w, 2013, "invalid params, task_id", nil)
 		return
 	}
-	if task.script == scriptThrottle && reads == 1 {
+	if step == 0 {
 		f.answer(w, 1002, "rate limit exceeded(RPM)", nil)
 		return
 	}
-	if task.script == scriptThrottle {
-		reads--
-	}
 	fields := map[string]any{"task_id": id}
 	switch {
-	case reads == 1:
+	case step == 1:
 		fields["status"] = "Preparing"
-	case reads == 2:
+	case step == 2:
 		fields["status"] = "Queueing"
-	case reads == 3 || task.script == scriptSlow:
+	case step == 3 || task.script == scriptSlow:
 		fields["status"] = "Processing"
 	case task.script == scriptUnknown:
 		fields["status"] = "Paused" // a state the reference does not list

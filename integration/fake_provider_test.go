@@ -102,3 +102,63 @@ func startFake(t *testing.T, h http.Handler) *httptest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
+
+// fakeTask is one task of a fake upstream.
+type fakeTask struct {
+	script script
+	// kind is the endpoint that made it, for a provider whose reads name it (Kling).
+	kind      string
+	reads     int
+	cancelled bool
+}
+
+// fakeTasks are a fake upstream's tasks by id.
+type fakeTasks struct {
+	mu    sync.Mutex
+	tasks map[string]*fakeTask
+	next  int
+}
+
+// add records a task under the id that id makes of its number (1, 2, …) and returns the id.
+func (ts *fakeTasks) add(id func(n int) string, t fakeTask) string {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.tasks == nil {
+		ts.tasks = map[string]*fakeTask{}
+	}
+	ts.next++
+	name := id(ts.next)
+	ts.tasks[name] = &t
+	return name
+}
+
+// step counts a read of the task and returns it with the step of its script the read shows:
+// 1 for the first state, 2 for the next, and so on. A throttle script's first read is step 0,
+// which the fake answers with its 429; its later reads show the steps from 1. ok is false for an
+// unknown id.
+func (ts *fakeTasks) step(id string) (t fakeTask, step int, ok bool) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	p, ok := ts.tasks[id]
+	if !ok {
+		return fakeTask{}, 0, false
+	}
+	p.reads++
+	step = p.reads
+	if p.script == scriptThrottle {
+		step--
+	}
+	return *p, step, true
+}
+
+// cancel marks the task cancelled if allowed says it may be, and reports whether it did.
+func (ts *fakeTasks) cancel(id string, allowed func(fakeTask) bool) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	p, ok := ts.tasks[id]
+	if !ok || p.cancelled || !allowed(*p) {
+		return false
+	}
+	p.cancelled = true
+	return true
+}
