@@ -4,10 +4,12 @@
 package caddymodule
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +21,8 @@ import (
 	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/handlers/videotask"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -111,7 +115,20 @@ type ProviderConfig struct {
 	// (listed by /v1/models) and is what answers show.
 	ModelMap map[string]string `json:"model_map,omitempty"`
 	// AuthStyle is how the credential is sent: "bearer" (default), "x-api-key" or "x-goog-api-key".
+	// Default for protocol gemini: "x-goog-api-key".
 	AuthStyle string `json:"auth_style,omitempty"`
+	// Protocol is the video task protocol the upstreams speak: "ark" (default), "dashscope"
+	// (Alibaba Cloud Model Studio, Wan models; base_url …/api/v1, Bearer key), "gemini" (Veo
+	// through the Gemini API; base_url …/v1beta, x-goog-api-key), "kling" (base_url …/v1;
+	// access_key and secret_key instead of api_key) or "minimax" (Hailuo; base_url …/v1, Bearer
+	// key). Video tasks of the provider's models go
+	// through that protocol's adaptor; see docs/video-providers.md.
+	Protocol string `json:"protocol,omitempty"`
+	// AccessKey and SecretKey are the credential of protocol kling, in place of APIKey: every
+	// request carries a JWT (HS256) made of them, renewed before it expires. Write them as
+	// {env.NAME} or {file.path}. The shorthand for one upstream, like BaseURL.
+	AccessKey string `json:"access_key,omitempty"`
+	SecretKey string `json:"secret_key,omitempty"`
 	// Models are the model ids this provider serves.
 	Models []string `json:"models,omitempty"`
 	// Costs are the quota cost of one request or task per model; the key "*" sets the
@@ -128,6 +145,9 @@ type UpstreamConfig struct {
 	BaseURL string `json:"base_url"`
 	// APIKey is the upstream's credential, best written as {env.NAME} or {file.path}.
 	APIKey string `json:"api_key,omitempty"`
+	// AccessKey and SecretKey are the upstream's credential under protocol kling.
+	AccessKey string `json:"access_key,omitempty"`
+	SecretKey string `json:"secret_key,omitempty"`
 	// Weight is the upstream's share of requests among the healthy upstreams of its priority.
 	// Default: 1.
 	Weight int `json:"weight,omitempty"`
@@ -306,12 +326,23 @@ func (a *App) taskRetention() time.Duration {
 var upstreamHealth = providers.NewBoard()
 
 func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, error) {
-	p := &providers.Provider{Name: pc.Name, AuthStyle: pc.AuthStyle, Models: pc.Models, Costs: pc.Costs, ModelMap: pc.ModelMap}
+	p := &providers.Provider{Name: pc.Name, AuthStyle: pc.AuthStyle, Protocol: pc.Protocol, Models: pc.Models, Costs: pc.Costs, ModelMap: pc.ModelMap}
+	if !slices.Contains(videotask.Protocols(), cmp.Or(pc.Protocol, adaptor.Ark)) {
+		return nil, fmt.Errorf("provider %q: unknown protocol %q: use one of %s", pc.Name, pc.Protocol, strings.Join(videotask.Protocols(), ", "))
+	}
 	switch {
-	case len(pc.Upstreams) > 0 && (pc.BaseURL != "" || pc.APIKey != ""):
+	case pc.Protocol == adaptor.Gemini && pc.AuthStyle == "":
+		p.AuthStyle = providers.AuthGoogAPIKey // the Gemini API's own
+	case pc.Protocol == adaptor.Kling && pc.AuthStyle != "":
+		return nil, fmt.Errorf("provider %q: protocol kling authenticates with access_key and secret_key; remove auth_style", pc.Name)
+	case pc.Protocol == adaptor.Kling:
+		p.AuthStyle = providers.AuthKlingJWT
+	}
+	switch {
+	case len(pc.Upstreams) > 0 && (pc.BaseURL != "" || pc.APIKey != "" || pc.AccessKey != "" || pc.SecretKey != ""):
 		return nil, fmt.Errorf("provider %q: give base_url and api_key inside each upstream, not beside them", pc.Name)
 	case len(pc.Upstreams) == 0:
-		pc.Upstreams = []UpstreamConfig{{Name: providers.DefaultUpstreamName, BaseURL: pc.BaseURL, APIKey: pc.APIKey}}
+		pc.Upstreams = []UpstreamConfig{{Name: providers.DefaultUpstreamName, BaseURL: pc.BaseURL, APIKey: pc.APIKey, AccessKey: pc.AccessKey, SecretKey: pc.SecretKey}}
 	}
 	for _, uc := range pc.Upstreams {
 		where := fmt.Sprintf("provider %q: upstream %q", pc.Name, uc.Name)
@@ -333,8 +364,17 @@ func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, er
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
+		accessKey, err := expandRequired(repl, "access_key", uc.AccessKey)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		secretKey, err := expandRequired(repl, "secret_key", uc.SecretKey)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
 		p.Upstreams = append(p.Upstreams, &providers.Upstream{
-			Name: uc.Name, BaseURL: u, APIKey: apiKey, Weight: uc.Weight, Priority: uc.Priority,
+			Name: uc.Name, BaseURL: u, APIKey: apiKey, AccessKey: accessKey, SecretKey: secretKey,
+			Weight: uc.Weight, Priority: uc.Priority,
 		})
 	}
 	return p, nil

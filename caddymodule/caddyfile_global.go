@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -12,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/videotask"
 )
 
 // parseGlobalOption sets up the mediagw app. Syntax:
@@ -33,6 +35,9 @@ import (
 //				priority <n>
 //			}
 //			auth_style bearer|x-api-key|x-goog-api-key
+//			protocol   ark|dashscope|gemini|kling|minimax
+//			access_key <secret>   (protocol kling, with secret_key, in place of api_key)
+//			secret_key <secret>
 //			models     <model-id...>
 //			model_map  <client-model-id> <upstream-model-id>
 //			cost       [<model-id>] <units>
@@ -205,7 +210,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var (
 	globalSubdirectives = []string{"storage", "task_retention", "disabled_accounts", "refund_unsuccessful_tasks",
 		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload"}
-	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "models", "model_map", "cost"}
+	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "protocol", "access_key", "secret_key", "models", "model_map", "cost"}
 	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks"}
 )
 
@@ -240,6 +245,21 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 			}
 			if !slices.Contains([]string{"bearer", "x-api-key", "x-goog-api-key"}, p.AuthStyle) {
 				return p, d.Errf("provider %q: auth_style must be bearer, x-api-key or x-goog-api-key", p.Name)
+			}
+		case "access_key":
+			if !d.AllArgs(&p.AccessKey) {
+				return p, d.ArgErr()
+			}
+		case "secret_key":
+			if !d.AllArgs(&p.SecretKey) {
+				return p, d.ArgErr()
+			}
+		case "protocol":
+			if !d.AllArgs(&p.Protocol) {
+				return p, d.ArgErr()
+			}
+			if !slices.Contains(videotask.Protocols(), p.Protocol) {
+				return p, d.Errf("provider %q: unknown protocol %q: use one of %s", p.Name, p.Protocol, strings.Join(videotask.Protocols(), ", "))
 			}
 		case "cost":
 			args := d.RemainingArgs()
@@ -300,7 +320,7 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 		}
 	}
 	switch {
-	case len(p.Upstreams) > 0 && (p.BaseURL != "" || p.APIKey != ""):
+	case len(p.Upstreams) > 0 && (p.BaseURL != "" || p.APIKey != "" || p.AccessKey != "" || p.SecretKey != ""):
 		return p, d.Errf("provider %q: give base_url and api_key inside each upstream block, not beside them", p.Name)
 	case len(p.Upstreams) == 0 && p.BaseURL == "":
 		return p, d.Errf("provider %q: base_url is required: add `base_url <url>`, the provider's API address with its path prefix (such as https://api.openai.com/v1), or upstream blocks", p.Name)
@@ -326,9 +346,11 @@ func parseUpstream(d *caddyfile.Dispenser, provider string) (UpstreamConfig, err
 		return u, d.ArgErr()
 	}
 	err := parseBlock(d, map[string]func() error{
-		"base_url": func() error { return stringArg(d, &u.BaseURL) },
-		"api_key":  func() error { return stringArg(d, &u.APIKey) },
-		"weight":   func() error { return positiveIntArg(d, &u.Weight) },
+		"base_url":   func() error { return stringArg(d, &u.BaseURL) },
+		"api_key":    func() error { return stringArg(d, &u.APIKey) },
+		"access_key": func() error { return stringArg(d, &u.AccessKey) },
+		"secret_key": func() error { return stringArg(d, &u.SecretKey) },
+		"weight":     func() error { return positiveIntArg(d, &u.Weight) },
 		"priority": func() error {
 			var s string
 			if !d.AllArgs(&s) {

@@ -127,7 +127,11 @@ type Task struct {
 	// another upstream: the task is no longer followed there. Empty in records written before
 	// it was kept, which are bound by name alone.
 	UpstreamAddress string `json:"upstream_address,omitempty"`
-	Model           string `json:"model"`
+	// UpstreamID is the provider's own id of the task when it is not ID: a task of an upstream
+	// that does not speak the Ark protocol gets an id of the gateway's, and its adaptor reads it
+	// upstream by this one (a Gemini operation name, a DashScope task id). Empty for Ark tasks.
+	UpstreamID string `json:"upstream_id,omitempty"`
+	Model      string `json:"model"`
 	// CreatedAt and UpdatedAt are Unix seconds.
 	CreatedAt int64 `json:"created_at"`
 	UpdatedAt int64 `json:"updated_at"`
@@ -164,6 +168,13 @@ type Task struct {
 	// NoLastFrame is set when the create did not ask for the last frame (return_last_frame):
 	// the answer then carries no content.last_frame_url, whatever the upstream says.
 	NoLastFrame bool `json:"no_last_frame,omitempty"`
+	// Request is the create request in the gateway's canonical form (videotask/adaptor.Request)
+	// for a task of an upstream that does not speak the Ark protocol; empty for Ark tasks.
+	Request json.RawMessage `json:"request,omitempty"`
+	// Usage is what the finished task consumed as its adaptor reported it (a billing.Usage in
+	// JSON), for a task of an upstream that does not speak the Ark protocol; see
+	// videotask.TaskUsage, which reads it (and an Ark task's answer).
+	Usage json.RawMessage `json:"usage,omitempty"`
 	// Version is raised by the backend on every write (1 after CreateTask); ReplaceTask and
 	// DeleteTask compare it.
 	Version int64 `json:"version,omitempty"`

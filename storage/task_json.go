@@ -30,6 +30,9 @@ func marshalTask(t *Task) ([]byte, error) {
 	if t.UpstreamAddress != "" {
 		b = appendTaskString(append(b, `,"upstream_address":`...), t.UpstreamAddress)
 	}
+	if t.UpstreamID != "" {
+		b = appendTaskString(append(b, `,"upstream_id":`...), t.UpstreamID)
+	}
 	b = appendTaskString(append(b, `,"model":`...), t.Model)
 	b = strconv.AppendInt(append(b, `,"created_at":`...), t.CreatedAt, 10)
 	b = strconv.AppendInt(append(b, `,"updated_at":`...), t.UpdatedAt, 10)
@@ -55,6 +58,18 @@ func marshalTask(t *Task) ([]byte, error) {
 		b = appendTaskString(append(b, `,"notified":`...), t.Notified)
 	}
 	b = appendTaskBool(b, `,"no_last_frame":true`, t.NoLastFrame)
+	if len(t.Request) > 0 {
+		var ok bool
+		if b, ok = appendCompactValue(append(b, `,"request":`...), t.Request); !ok {
+			return json.Marshal(t)
+		}
+	}
+	if len(t.Usage) > 0 {
+		var ok bool
+		if b, ok = appendCompactValue(append(b, `,"usage":`...), t.Usage); !ok {
+			return json.Marshal(t)
+		}
+	}
 	b = appendTaskInt(b, `,"version":`, t.Version)
 	return append(b, '}'), nil
 }
@@ -64,14 +79,15 @@ func marshalTask(t *Task) ([]byte, error) {
 func marshalTaskSize(t *Task) int {
 	// The keys, quotes and integers that every record has, then its strings and result.
 	size := 150 + len(t.ID) + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) + len(t.Upstream) +
-		len(t.UpstreamAddress) + len(t.Model) + len(t.Status) + len(t.Result) + len(t.CallbackURL) + len(t.Notified)
+		len(t.UpstreamAddress) + len(t.Model) + len(t.Status) + len(t.Result) + len(t.CallbackURL) + len(t.Notified) +
+		len(t.UpstreamID) + len(t.Request) + len(t.Usage)
 	for _, n := range [...]int64{t.RefreshedAt, t.ExpiresAt, t.FinishedAt, t.Cost, t.Held, t.Version} {
 		if n != 0 {
 			size += 36 // the longest key and the longest integer
 		}
 	}
 	for _, set := range [...]bool{t.Upstream != "", t.UpstreamAddress != "", len(t.Result) > 0, t.Active, t.Finished,
-		t.CallbackURL != "", t.CallbackGone, t.Notified != "", t.NoLastFrame} {
+		t.CallbackURL != "", t.CallbackGone, t.Notified != "", t.NoLastFrame, t.UpstreamID != "", len(t.Request) > 0, len(t.Usage) > 0} {
 		if set {
 			size += 22 // the longest key, quotes, or the longest key and true
 		}
@@ -294,6 +310,12 @@ func (p *taskParser) field(t *Task, key []byte) bool {
 		return p.str(21, &t.Notified, false)
 	case "no_last_frame":
 		return p.bool(23, &t.NoLastFrame)
+	case "upstream_id":
+		return p.str(24, &t.UpstreamID, false)
+	case "request":
+		return p.result(25, &t.Request)
+	case "usage":
+		return p.result(26, &t.Usage)
 	case "version":
 		return p.int(22, &t.Version)
 	}
@@ -325,6 +347,8 @@ func (t *Task) stringField(n int) *string {
 		return &t.CallbackURL
 	case 21:
 		return &t.Notified
+	case 24:
+		return &t.UpstreamID
 	}
 	return nil // not a string field: taskParser.field numbers them
 }

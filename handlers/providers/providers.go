@@ -32,6 +32,10 @@ type Provider struct {
 	ModelMap map[string]string
 	// AuthStyle is one of AuthBearer (default), AuthXAPIKey, AuthGoogAPIKey.
 	AuthStyle string
+	// Protocol is the task protocol the provider's upstreams speak for video tasks: "ark" (the
+	// default, the empty string), or the name of a video task adaptor (package
+	// videotask/adaptor). The configuration checks the name.
+	Protocol string
 	// Models are the model ids this provider serves.
 	Models []string
 	// Costs are the quota cost per request or task of each model; "*" sets the default.
@@ -152,7 +156,7 @@ func NewCatalog(list []*Provider) (*Catalog, error) {
 // checkUpstreams makes the shorthand upstream, checks every upstream and links it to p.
 func (p *Provider) checkUpstreams() error {
 	switch p.AuthStyle {
-	case "", AuthBearer, AuthXAPIKey, AuthGoogAPIKey:
+	case "", AuthBearer, AuthXAPIKey, AuthGoogAPIKey, AuthKlingJWT:
 	default:
 		return fmt.Errorf("provider %q: unknown auth style %q", p.Name, p.AuthStyle)
 	}
@@ -172,6 +176,10 @@ func (p *Provider) checkUpstreams() error {
 			return fmt.Errorf("provider %q: upstream %q: weight and priority must not be negative", p.Name, u.Name)
 		}
 		u.provider, u.AuthStyle = p.Name, p.AuthStyle
+		if (p.AuthStyle == AuthKlingJWT) != (u.AccessKey != "" || u.SecretKey != "") ||
+			p.AuthStyle == AuthKlingJWT && (u.AccessKey == "" || u.SecretKey == "" || u.APIKey != "") {
+			return fmt.Errorf("provider %q: upstream %q: access_key and secret_key, and no api_key, are the credential of protocol kling only", p.Name, u.Name)
+		}
 		u.prepare() // before the upstream is shared between requests
 	}
 	p.BaseURL, p.APIKey = p.Upstreams[0].BaseURL, p.Upstreams[0].APIKey

@@ -23,8 +23,12 @@ type Upstream struct {
 	BaseURL *url.URL
 	// APIKey is the upstream's credential, already expanded from its placeholder.
 	APIKey string
-	// AuthStyle is one of AuthBearer (default), AuthXAPIKey, AuthGoogAPIKey; the provider's.
+	// AuthStyle is one of AuthBearer (default), AuthXAPIKey, AuthGoogAPIKey, AuthKlingJWT; the
+	// provider's.
 	AuthStyle string
+	// AccessKey and SecretKey are the credential of AuthKlingJWT (then APIKey is empty): each
+	// request carries a JWT made of them, renewed before it expires.
+	AccessKey, SecretKey string
 	// Weight is the upstream's share of the requests among the healthy upstreams of its
 	// priority. Default: 1.
 	Weight int
@@ -43,6 +47,7 @@ type Upstream struct {
 	// shared by every request and never changed), the dial address and the origin.
 	credName  string
 	credValue []string
+	jwt       *jwtSource // AuthKlingJWT's tokens
 	dial      string
 	origin    string
 	address   string // Address, computed once
@@ -54,8 +59,16 @@ type Upstream struct {
 func (u *Upstream) prepare() {
 	u.key = ""
 	u.healthKey()
-	u.credName, u.credValue = "", nil
-	if u.APIKey != "" {
+	u.credName, u.credValue, u.jwt = "", nil, nil
+	if u.AuthStyle == AuthKlingJWT {
+		// The board's clock (Board.Now), which tests set; the board is linked after prepare.
+		u.jwt = &jwtSource{accessKey: u.AccessKey, secretKey: u.SecretKey, now: func() time.Time {
+			if u.health == nil {
+				return time.Now()
+			}
+			return u.health.now()
+		}}
+	} else if u.APIKey != "" {
 		h := http.Header{}
 		setCredentials(h, u.APIKey, u.AuthStyle)
 		for name, value := range h {
@@ -115,6 +128,11 @@ func (u *Upstream) baseURL() string { return strings.TrimSuffix(u.BaseURL.String
 
 // SetCredentials replaces any credential on an outgoing request with the upstream's own.
 func (u *Upstream) SetCredentials(h http.Header) {
+	if u.jwt != nil {
+		clearCredentials(h)
+		h.Set("Authorization", "Bearer "+u.jwt.current())
+		return
+	}
 	if u.credValue == nil {
 		setCredentials(h, u.APIKey, u.AuthStyle)
 		return
@@ -127,6 +145,10 @@ func (u *Upstream) SetCredentials(h http.Header) {
 // with every other request to u, so h must be a header map that only an http.Transport reads
 // (which never changes a value in place), such as the mediagw transport's own copy of an attempt.
 func (u *Upstream) SetSharedCredentials(h http.Header) {
+	if u.credValue == nil || u.jwt != nil {
+		u.SetCredentials(h)
+		return
+	}
 	if u.credValue == nil {
 		setCredentials(h, u.APIKey, u.AuthStyle)
 		return

@@ -103,6 +103,12 @@ var jsonMediaType = []string{"application/json"}
 // Call sends one request to the provider endpoint rel (relative to its base URL). A JSON body is
 // sent when body is not nil.
 func (c Client) Call(ctx context.Context, p Target, method, rel string, body []byte) (ans Answer, err error) {
+	return c.CallWith(ctx, p, method, rel, body, nil)
+}
+
+// CallWith is Call with extra request headers (a provider's required header, such as DashScope's
+// X-DashScope-Async). The target's credentials are set after them, so they never replace one.
+func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body []byte, extra http.Header) (ans Answer, err error) {
 	entry := usage.From(ctx)
 	provider, upstreamName := labels(p)
 	var span tracing.Span
@@ -133,6 +139,9 @@ func (c Client) Call(ctx context.Context, p Target, method, rel string, body []b
 		req.Header["Content-Type"] = jsonMediaType
 	}
 	req.Header["Accept"] = jsonMediaType
+	for name, values := range extra {
+		req.Header[name] = values
+	}
 	p.SetCredentials(req.Header)
 	resp, err := c.send(req)
 	if err != nil {

@@ -70,7 +70,9 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 		}
 		open = append(open, t.ID)
 	}
-	if len(tasks) == 1 || !h.unbatched.allows(p, h.now()) {
+	if len(tasks) == 1 || tasks[0].UpstreamID != "" || !h.unbatched.allows(p, h.now()) {
+		// An adaptor's tasks (UpstreamID set; an upstream's tasks share its protocol) are read
+		// one by one; while the upstream cools down after a 429, refreshAdapted reads nothing.
 		for _, t := range tasks {
 			one(t)
 		}

@@ -7,6 +7,7 @@ package videotask
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -104,6 +105,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_, rest, found := strings.Cut(r.URL.Path, "/"+TasksPath)
 	taskID := strings.Trim(rest, "/")
+	if contentOf, ok := strings.CutSuffix(taskID, "/"+contentPath); ok && found && !strings.Contains(contentOf, "/") && rest[0] == '/' {
+		if r.Method != http.MethodGet {
+			apierror.Respond(w, apierror.TaskShape, h.Logger, apierror.MethodNotAllowed(w, http.MethodGet))
+			return
+		}
+		if err := h.content(w, r, id, contentOf); err != nil {
+			apierror.Respond(w, apierror.TaskShape, h.Logger, err)
+		}
+		return
+	}
 	if !found || strings.Contains(taskID, "/") || (rest != "" && rest[0] != '/') {
 		apierror.Write(w, apierror.TaskShape, errNotFound)
 		return
@@ -173,8 +184,9 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	// ownership record run to completion (each upstream call bounded by the client's Timeout,
 	// upstream_timeout), so a task the client never saw is still owned and listed.
 	ctx := context.WithoutCancel(r.Context())
+	a, adapted := adaptorOf(p)
 	forward, token := req.Forward, ""
-	if h.RelayBase != "" {
+	if h.RelayBase != "" && !adapted { // an adaptor's provider calls back in its own way, or not
 		var relayURL string
 		token, relayURL = h.relayToken()
 		if forward, err = withCallback(forward, relayURL); err != nil {
@@ -184,7 +196,14 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		}
 	}
 	idempotency.MarkForwarded(r.Context())
-	taskID, up, err := h.launch(ctx, id.Account, p, bound, req.Model, forward)
+	var taskID, upstreamID string
+	var canonical json.RawMessage
+	var up *providers.Upstream
+	if adapted {
+		taskID, upstreamID, canonical, up, err = h.launchAdapted(ctx, id.Account, a, p, req.Model, forward)
+	} else {
+		taskID, up, err = h.launch(ctx, id.Account, p, bound, req.Model, forward)
+	}
 	if errors.Is(err, errUnfollowable) {
 		// The task may run upstream: it is not made free. Its slot is given back, as no record
 		// will ever release it.
@@ -205,7 +224,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		Provider: p.Name, Upstream: up.Name, UpstreamAddress: up.Address(), Model: req.Model, Status: StatusQueued,
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
-		NoLastFrame: !req.ReturnLastFrame,
+		NoLastFrame: !req.ReturnLastFrame, UpstreamID: upstreamID, Request: canonical,
 	}
 	stored, err := h.Store.CreateTask(ctx, task)
 	if errors.Is(err, storage.ErrExists) {
@@ -223,7 +242,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		// its cost is given back only when the upstream confirms, so that a task left running
 		// is never both unowned and free.
 		slot.Release()
-		if h.abandon(up, taskID) {
+		if adapted && h.abandonAdapted(a, up, upstreamID) || !adapted && h.abandon(up, taskID) {
 			charge.Refund()
 		}
 		return err

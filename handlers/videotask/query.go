@@ -86,6 +86,13 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 	if !ok {
 		return h.orphaned(ctx, t)
 	}
+	if t.UpstreamID != "" {
+		a, ok := h.taskAdaptor(t)
+		if !ok {
+			return h.orphaned(ctx, t) // its provider no longer speaks the task's protocol
+		}
+		return h.refreshAdapted(ctx, t, a, p)
+	}
 	readAt := h.now().UnixNano()
 	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
 	if err != nil {
@@ -121,10 +128,16 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 // client's poll writes even then, so that the next polls within the refresh interval come from
 // the store.
 func (h *Handler) storeAnswer(ctx context.Context, t storage.Task, readAt int64, answer map[string]json.RawMessage, onlyChanges bool, seen *answerMemo) (storage.Task, error) {
+	return h.storeAnswerUsage(ctx, t, readAt, answer, nil, onlyChanges, seen)
+}
+
+// storeAnswerUsage is storeAnswer that also stores usage (when not nil) as the record's Usage.
+func (h *Handler) storeAnswerUsage(ctx context.Context, t storage.Task, readAt int64, answer map[string]json.RawMessage, usage json.RawMessage, onlyChanges bool, seen *answerMemo) (storage.Task, error) {
 	c, err := h.newAnswerChange(t, readAt, answer, onlyChanges, seen)
 	if err != nil || c == nil {
 		return t, err
 	}
+	c.usage = usage
 	var stored storage.Task
 	if onlyChanges {
 		stored, err = storage.UpdateTaskFrom(ctx, h.Store, t, c.apply) // t was just read
@@ -146,6 +159,8 @@ type answerChange struct {
 	body        json.RawMessage
 	updatedAt   int64
 	hasUpdated  bool
+	// usage, when set, is stored as the record's Usage (an adaptor's report of a finished task).
+	usage json.RawMessage
 	// finished and notify are what the last run of apply decided.
 	finished, notify bool
 }
@@ -191,6 +206,9 @@ func (c *answerChange) apply(cur *storage.Task) error {
 		cur.UpdatedAt = c.updatedAt
 	}
 	cur.Status, cur.Result, cur.RefreshedAt = c.status, c.body, c.h.now().UnixNano()
+	if c.usage != nil {
+		cur.Usage = c.usage
+	}
 	if storage.Terminal(c.status) {
 		c.finished = accounting.MarkFinished(cur)
 	}
@@ -352,6 +370,9 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identit
 		return apierror.New(http.StatusConflict, "provider_unavailable", "the upstream of this task is no longer configured")
 	}
 	ctx := context.WithoutCancel(r.Context()) // once the upstream is asked, record its answer
+	if t.UpstreamID != "" {
+		return h.cancelAdapted(w, ctx, t, p)
+	}
 	cur, err := h.refresh(ctx, t)
 	switch {
 	case errors.Is(err, errTaskNotExist):

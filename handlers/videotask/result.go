@@ -5,17 +5,18 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
 
 // Task statuses of spec §3.1.
 const (
-	StatusQueued    = "queued"
-	StatusRunning   = "running"
-	StatusSucceeded = "succeeded"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
-	StatusExpired   = "expired"
+	StatusQueued    = adaptor.StatusQueued
+	StatusRunning   = adaptor.StatusRunning
+	StatusSucceeded = adaptor.StatusSucceeded
+	StatusFailed    = adaptor.StatusFailed
+	StatusCancelled = adaptor.StatusCancelled
+	StatusExpired   = adaptor.StatusExpired
 )
 
 // Statuses lists every status a client can see.

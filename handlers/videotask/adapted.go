@@ -1,0 +1,121 @@
+package videotask
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor/dashscope"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor/gemini"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor/kling"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor/minimax"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// adaptors are the adaptors of the protocols other than Ark, by protocol name. An Ark provider's
+// answers pass through this package unchanged (query.go, batch.go).
+var adaptors = map[string]adaptor.Adaptor{
+	adaptor.DashScope: dashscope.Adaptor{},
+	adaptor.Gemini:    gemini.Adaptor{},
+	adaptor.Kling:     kling.Adaptor{},
+	adaptor.MiniMax:   minimax.Adaptor{},
+}
+
+// Protocols lists the names a provider's `protocol` may take, "ark" first.
+func Protocols() []string {
+	return []string{adaptor.Ark, adaptor.DashScope, adaptor.Gemini, adaptor.Kling, adaptor.MiniMax}
+}
+
+// adaptorOf is the adaptor of a provider's protocol; false for Ark.
+func adaptorOf(p *providers.Provider) (adaptor.Adaptor, bool) {
+	a, ok := adaptors[p.Protocol]
+	return a, ok
+}
+
+// taskAdaptor is the adaptor that follows a task made through one (UpstreamID set): its
+// provider's protocol's. False for an Ark task, and for a task whose provider no longer speaks a
+// protocol with an adaptor (then it cannot be followed: see orphaned).
+func (h *Handler) taskAdaptor(t storage.Task) (adaptor.Adaptor, bool) {
+	if t.UpstreamID == "" {
+		return nil, false
+	}
+	p, ok := h.Catalog.Provider(t.Provider)
+	if !ok {
+		return nil, false
+	}
+	return adaptorOf(p)
+}
+
+// caller makes an adaptor's calls to one upstream (see adaptor.Caller).
+type caller struct {
+	client upstream.Client
+	u      *providers.Upstream
+}
+
+func (c caller) Call(ctx context.Context, method, rel string, body []byte, header http.Header) (upstream.Answer, error) {
+	return c.client.CallWith(ctx, c.u, method, rel, body, header)
+}
+
+func (c caller) Open(ctx context.Context, rawURL string) (*http.Response, error) {
+	return c.client.Open(ctx, c.u, rawURL)
+}
+
+func (h *Handler) caller(u *providers.Upstream) caller { return caller{client: h.upstream(), u: u} }
+
+// launchAdapted creates a task through the adaptor on the first of the provider's upstreams (in
+// its order for account) that takes it, moving on only when nothing was created there (no connection, a
+// 429), and returns the gateway's id for it, the provider's id, the canonical request as stored
+// and the upstream.
+func (h *Handler) launchAdapted(ctx context.Context, account string, a adaptor.Adaptor, p *providers.Provider, model string, body []byte) (taskID, upstreamID string, canonical json.RawMessage, u *providers.Upstream, err error) {
+	r, err := adaptor.FromArk(body, p.UpstreamModel(model))
+	if err != nil {
+		return "", "", nil, nil, err
+	}
+	if canonical, err = json.Marshal(r); err != nil {
+		return "", "", nil, nil, err
+	}
+	order, wait := p.Order(account)
+	if len(order) == 0 {
+		return "", "", nil, nil, providers.NoUpstream(p, wait)
+	}
+	for _, u = range order {
+		upstreamID, err = a.Create(ctx, h.caller(u), r)
+		var refusal *apierror.Error
+		switch {
+		case errors.Is(err, upstream.ErrRefused):
+			u.Failed(account, "connection refused", 0)
+			continue
+		case errors.As(err, &refusal) && refusal.Status == http.StatusTooManyRequests:
+			u.Failed(account, "HTTP 429", 0)
+			continue
+		case err != nil:
+			return "", "", nil, u, err
+		}
+		u.Succeeded(account)
+		return newTaskID(), upstreamID, canonical, u, nil
+	}
+	return "", "", nil, u, err
+}
+
+// newTaskID is the gateway's id of a task made through an adaptor: "cgt-" and 24 random hex
+// digits, the form of an Ark task id, so that clients see one kind of id whatever the provider.
+func newTaskID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return "cgt-" + hex.EncodeToString(b)
+}
+
+// abandonAdapted cancels upstream a task whose ownership could not be recorded, and reports
+// whether the provider confirmed it.
+func (h *Handler) abandonAdapted(a adaptor.Adaptor, u *providers.Upstream, upstreamID string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), h.upstreamTimeout())
+	defer cancel()
+	return a.Cancel(ctx, h.caller(u), upstreamID) == nil
+}

@@ -1,0 +1,152 @@
+package videotask
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// refreshAdapted is refresh for a task made through an adaptor: the adaptor reads the task, and
+// its state is stored as an Ark answer (see adaptedAnswer) by the same compare-and-set as an Ark
+// task's, whose winner releases, refunds and calls back. While the upstream cools down after a
+// 429 (or another failure), the stored answer is served and nothing is read.
+func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.Adaptor, u *providers.Upstream) (storage.Task, error) {
+	if u.CoolingUntil(t.Account).After(h.now()) {
+		return storedAnswer(t), nil
+	}
+	r, err := canonicalRequest(t)
+	if err != nil {
+		return t, err
+	}
+	readAt := h.now().UnixNano()
+	st, err := a.Read(ctx, h.caller(u), t.UpstreamID, r)
+	if retryAfter, ok := adaptor.IsThrottled(err); ok {
+		// The watcher and client polls leave the upstream alone while it cools down; the client
+		// whose poll met the 429 gets the stored answer.
+		u.Failed(t.Account, "HTTP 429", retryAfter)
+		h.Logger.Debug("provider throttled a task read; backing off", zap.String("task_id", t.ID),
+			zap.String("upstream", u.Label()), zap.Duration("retry_after", retryAfter))
+		return storedAnswer(t), nil
+	}
+	if errors.Is(err, adaptor.ErrNotFound) {
+		if _, err := h.finishUnreachable(ctx, t, "its upstream does not know it"); err != nil {
+			return t, err
+		}
+		return t, errTaskNotExist
+	}
+	if err != nil {
+		return t, err
+	}
+	u.Succeeded(t.Account)
+	if st.Status == adaptor.StatusUnknown {
+		if h.now().After(executionDeadline(t, r)) {
+			return h.settle(ctx, t, verdict{
+				status:  StatusExpired,
+				code:    "task_expired",
+				message: "the provider reported no known state before execution_expires_after",
+				logged:  "task expired: its provider's state is unknown past execution_expires_after",
+				fields:  []zap.Field{zap.String("provider_status", st.ProviderStatus)},
+			})
+		}
+		h.Logger.Debug("provider task state not known; the task stays running",
+			zap.String("task_id", t.ID), zap.String("provider_status", st.ProviderStatus))
+	}
+	var usage json.RawMessage
+	if st.Status == adaptor.StatusSucceeded {
+		usage = mustJSON(st.Usage)
+	}
+	return h.storeAnswerUsage(ctx, t, readAt, h.adaptedAnswer(t, st), usage, false, nil)
+}
+
+// storedAnswer is t with its client answer: the stored one, or one made of the record.
+func storedAnswer(t storage.Task) storage.Task {
+	if len(t.Result) == 0 {
+		t.Result = recordJSON(t)
+	}
+	return t
+}
+
+// canonicalRequest is the create request that t's record keeps.
+func canonicalRequest(t storage.Task) (adaptor.Request, error) {
+	var r adaptor.Request
+	if len(t.Request) == 0 {
+		return r, nil
+	}
+	err := json.Unmarshal(t.Request, &r)
+	return r, err
+}
+
+// executionDeadline is when a task whose provider state is unknown expires: its creation plus
+// execution_expires_after (the contract's default when not given).
+func executionDeadline(t storage.Task, r adaptor.Request) time.Time {
+	after := r.ExecutionExpiresAfter
+	if after <= 0 {
+		after = adaptor.DefaultExecutionExpiresAfter
+	}
+	return time.Unix(t.CreatedAt, 0).Add(time.Duration(after) * time.Second)
+}
+
+// adaptedAnswer writes an adaptor's state as the upstream answer of an Ark task, which
+// queryResult then makes the client's answer (spec §2.5): a state that no rule maps is running;
+// a result that needs the operator's credential is the task's content endpoint
+// (ContentURL); usage.completion_tokens carries a token count the provider reported.
+func (h *Handler) adaptedAnswer(t storage.Task, st adaptor.State) map[string]json.RawMessage {
+	status := st.Status
+	if status == adaptor.StatusUnknown {
+		status = StatusRunning
+	}
+	answer := map[string]json.RawMessage{"status": statusJSON[status]}
+	if status != t.Status {
+		answer["updated_at"] = mustJSON(h.now().Unix())
+	}
+	switch status {
+	case StatusSucceeded:
+		content := map[string]string{"video_url": st.VideoURL}
+		if st.Credentialed {
+			content["video_url"] = h.ContentURL(t.ID)
+		}
+		if st.LastFrameURL != "" {
+			content["last_frame_url"] = st.LastFrameURL
+		}
+		answer["content"] = mustJSON(content)
+	case StatusFailed:
+		code := st.ErrorCode
+		if code == "" {
+			code = "upstream_task_failed"
+		}
+		message := st.ErrorMessage
+		if message == "" {
+			message = "the task failed at the provider (" + st.ProviderStatus + ")"
+		}
+		answer["error"] = mustJSON(map[string]string{"code": code, "message": message})
+	}
+	if st.Duration > 0 {
+		answer["duration"] = mustJSON(st.Duration)
+	}
+	if st.Resolution != "" {
+		answer["resolution"] = mustJSON(st.Resolution)
+	}
+	if st.Ratio != "" {
+		answer["ratio"] = mustJSON(st.Ratio)
+	}
+	if status == StatusSucceeded && st.Usage.VideoTokens > 0 {
+		answer["usage"] = mustJSON(map[string]int64{"completion_tokens": st.Usage.VideoTokens, "total_tokens": st.Usage.VideoTokens})
+	}
+	return answer
+}
+
+// ContentURL is the owner-only content endpoint of a task: RelayBase (the gateway's public base
+// URL, the callbacks block's relay_base) and the task API's path, or the path alone when
+// RelayBase is not set.
+func (h *Handler) ContentURL(taskID string) string {
+	return strings.TrimSuffix(h.RelayBase, "/") + "/api/v3/" + TasksPath + "/" + url.PathEscape(taskID) + "/content"
+}

@@ -1,0 +1,61 @@
+package adaptor
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/upstream"
+)
+
+// Throttled is a provider's 429 while a task was read: the task API backs off from the upstream
+// for RetryAfter (the provider's Retry-After, or zero).
+type Throttled struct {
+	RetryAfter time.Duration
+	Refusal    *apierror.Error
+}
+
+func (t *Throttled) Error() string { return "the provider throttled the read: " + t.Refusal.Message }
+
+// Unwrap gives the refusal, which a client's own poll is answered with.
+func (t *Throttled) Unwrap() error { return t.Refusal }
+
+// Refusal describes a provider's error answer as the contract's error: its code and message
+// (credentials in the message redacted by the caller). Status follows upstream.Refusal: a 4xx of
+// the provider is passed on, a 5xx or the provider refusing the gateway's own credential is 502.
+func Refusal(ans upstream.Answer, code, message string) *apierror.Error {
+	status := ans.Status
+	if status < 400 || status >= 500 || status == http.StatusUnauthorized || status == http.StatusForbidden {
+		status = http.StatusBadGateway
+	}
+	if code == "" {
+		code = "upstream_error"
+	}
+	if message == "" {
+		message = fmt.Sprintf("the upstream provider refused the request (HTTP %d)", ans.Status)
+	}
+	return apierror.New(status, code, upstream.RedactSecrets(message))
+}
+
+// ReadError is the error of a read answered with a non-2xx status: ErrNotFound for 404,
+// *Throttled for 429, otherwise refusal(ans).
+func ReadError(ans upstream.Answer, refusal func(upstream.Answer) *apierror.Error) error {
+	switch ans.Status {
+	case http.StatusNotFound:
+		return ErrNotFound
+	case http.StatusTooManyRequests:
+		return &Throttled{RetryAfter: upstream.RetryAfter(ans.Header, time.Now()), Refusal: refusal(ans)}
+	}
+	return refusal(ans)
+}
+
+// IsThrottled reports a *Throttled error and its back-off.
+func IsThrottled(err error) (time.Duration, bool) {
+	var t *Throttled
+	if errors.As(err, &t) {
+		return t.RetryAfter, true
+	}
+	return 0, false
+}

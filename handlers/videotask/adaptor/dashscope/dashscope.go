@@ -1,0 +1,194 @@
+// Package dashscope is the video task adaptor of Alibaba Cloud Model Studio (DashScope): Wan
+// video synthesis, created asynchronously (X-DashScope-Async: enable) and read with
+// GET /api/v1/tasks/{task_id}. The provider's base_url is the API's origin with its /api/v1
+// prefix, e.g. https://dashscope-intl.aliyuncs.com/api/v1; the credential is a Bearer API key.
+//
+// Mapping (docs/video-providers.md has the table): the prompt goes to input.prompt, a negative
+// prompt to input.negative_prompt; a first frame alone makes an image-to-video task (input.img_url,
+// parameters.resolution), a first and a last frame a key-frame task (input.first_frame_url and
+// input.last_frame_url, on the image2video endpoint); without frames a text-to-video task whose
+// parameters.size is the pixel size of resolution × ratio. duration, seed, watermark and
+// generate_audio (parameters.audio) are passed on; camera_fixed, frames, reference media and the
+// other fields are ignored.
+package dashscope
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+)
+
+// Endpoints, relative to the base URL (…/api/v1).
+const (
+	synthesisPath = "services/aigc/video-generation/video-synthesis"
+	keyFramesPath = "services/aigc/image2video/video-synthesis"
+	tasksPath     = "tasks/"
+)
+
+// asyncHeader is sent with every create: DashScope's video synthesis is asynchronous only.
+var asyncHeader = http.Header{"X-Dashscope-Async": {"enable"}}
+
+// Adaptor speaks DashScope's video synthesis protocol.
+type Adaptor struct{}
+
+// createBody is the create request body.
+type createBody struct {
+	Model      string         `json:"model"`
+	Input      createInput    `json:"input"`
+	Parameters map[string]any `json:"parameters,omitempty"`
+}
+
+type createInput struct {
+	Prompt         string `json:"prompt,omitempty"`
+	NegativePrompt string `json:"negative_prompt,omitempty"`
+	ImgURL         string `json:"img_url,omitempty"`
+	FirstFrameURL  string `json:"first_frame_url,omitempty"`
+	LastFrameURL   string `json:"last_frame_url,omitempty"`
+}
+
+// Create implements adaptor.Adaptor.
+func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) (string, error) {
+	body := createBody{Model: r.Model, Input: createInput{Prompt: r.Prompt, NegativePrompt: r.NegativePrompt}, Parameters: map[string]any{}}
+	path := synthesisPath
+	first, hasFirst := r.Find(adaptor.RoleFirstFrame)
+	last, hasLast := r.Find(adaptor.RoleLastFrame)
+	switch {
+	case hasFirst && hasLast:
+		body.Input.FirstFrameURL, body.Input.LastFrameURL = first.URL, last.URL
+		path = keyFramesPath
+	case hasFirst:
+		body.Input.ImgURL = first.URL
+	}
+	if hasFirst {
+		if r.Resolution != "" {
+			body.Parameters["resolution"] = strings.ToUpper(r.Resolution) // "720P"
+		}
+	} else if size, ok := pixelSize(r.Resolution, r.Ratio); ok {
+		body.Parameters["size"] = size
+	}
+	if r.Duration > 0 {
+		body.Parameters["duration"] = r.Duration
+	}
+	if r.Seed != nil && *r.Seed >= 0 {
+		body.Parameters["seed"] = *r.Seed
+	}
+	if r.Watermark != nil {
+		body.Parameters["watermark"] = *r.Watermark
+	}
+	if r.GenerateAudio != nil {
+		body.Parameters["audio"] = *r.GenerateAudio
+	}
+	if len(body.Parameters) == 0 {
+		body.Parameters = nil
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return "", err
+	}
+	ans, err := c.Call(ctx, http.MethodPost, path, b, asyncHeader)
+	if err != nil {
+		return "", err
+	}
+	if !ans.OK() {
+		return "", refusal(ans)
+	}
+	var created struct {
+		Output struct {
+			TaskID string `json:"task_id"`
+		} `json:"output"`
+	}
+	if json.Unmarshal(ans.Body, &created) != nil || created.Output.TaskID == "" {
+		return "", upstream.ErrUnreadable
+	}
+	return created.Output.TaskID, nil
+}
+
+// taskAnswer is the answer of GET /tasks/{task_id}.
+type taskAnswer struct {
+	Output struct {
+		TaskID     string `json:"task_id"`
+		TaskStatus string `json:"task_status"`
+		VideoURL   string `json:"video_url"`
+		Code       string `json:"code"`
+		Message    string `json:"message"`
+	} `json:"output"`
+	Usage struct {
+		VideoDuration float64 `json:"video_duration"`
+		VideoRatio    string  `json:"video_ratio"`
+		Duration      float64 `json:"duration"`
+	} `json:"usage"`
+}
+
+// Read implements adaptor.Adaptor.
+func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, _ adaptor.Request) (adaptor.State, error) {
+	ans, err := c.Call(ctx, http.MethodGet, tasksPath+url.PathEscape(id), nil, nil)
+	if err != nil {
+		return adaptor.State{}, err
+	}
+	if !ans.OK() {
+		return adaptor.State{}, adaptor.ReadError(ans, refusal)
+	}
+	var a taskAnswer
+	if json.Unmarshal(ans.Body, &a) != nil {
+		return adaptor.State{}, upstream.ErrUnreadable
+	}
+	s := adaptor.State{ProviderStatus: a.Output.TaskStatus, Status: states.Of(a.Output.TaskStatus)}
+	switch s.Status {
+	case adaptor.StatusSucceeded:
+		s.VideoURL = a.Output.VideoURL
+		s.Duration = int64(max(a.Usage.VideoDuration, a.Usage.Duration))
+		if w, h, ok := parseSize(a.Usage.VideoRatio); ok {
+			s.Resolution, s.Ratio = adaptor.Band(w, h), adaptor.Ratio(w, h)
+			s.Usage.Width, s.Usage.Height = w, h
+		}
+		s.Usage.VideoSeconds, s.Usage.Resolution, s.Usage.Ratio, s.Usage.Requests = s.Duration, s.Resolution, s.Ratio, 1
+	case adaptor.StatusFailed:
+		s.ErrorCode, s.ErrorMessage = a.Output.Code, a.Output.Message
+	}
+	return s, nil
+}
+
+// states maps DashScope's task_status onto the contract's states. UNKNOWN (the task's record is
+// gone, or not yet there) and anything new are adaptor.StatusUnknown.
+var states = adaptor.States{
+	"PENDING":   adaptor.StatusQueued,
+	"RUNNING":   adaptor.StatusRunning,
+	"SUCCEEDED": adaptor.StatusSucceeded,
+	"FAILED":    adaptor.StatusFailed,
+	"CANCELED":  adaptor.StatusCancelled,
+}
+
+// Cancel implements adaptor.Adaptor: POST /tasks/{task_id}/cancel, which DashScope accepts for
+// a PENDING task only. A finished task has nothing to delete upstream.
+func (Adaptor) Cancel(ctx context.Context, c adaptor.Caller, id string) error {
+	ans, err := c.Call(ctx, http.MethodPost, tasksPath+url.PathEscape(id)+"/cancel", nil, nil)
+	if err != nil {
+		return err
+	}
+	if !ans.OK() {
+		return adaptor.ReadError(ans, refusal)
+	}
+	return nil
+}
+
+// Content implements adaptor.Adaptor: DashScope's video_url is a public (signed, short-lived)
+// URL the client fetches itself.
+func (Adaptor) Content(context.Context, adaptor.Caller, string) (*http.Response, error) {
+	return nil, adaptor.ErrUnsupported
+}
+
+// refusal is a DashScope error answer: {"request_id","code","message"}.
+func refusal(ans upstream.Answer) *apierror.Error {
+	var e struct{ Code, Message string }
+	_ = json.Unmarshal(ans.Body, &e) // an unreadable body keeps the generic message
+	return adaptor.Refusal(ans, e.Code, e.Message)
+}
+
+// Interface guards
+var _ adaptor.Adaptor = Adaptor{}

@@ -1,0 +1,234 @@
+// Package gemini is the video task adaptor of Veo through the Gemini API: a task is created with
+// POST models/{model}:predictLongRunning ({"instances":[…],"parameters":{…}}) and followed by
+// reading the long-running operation it returns until it is done. The provider's base_url is the
+// API's versioned root, e.g. https://generativelanguage.googleapis.com/v1beta; the credential is
+// the API key, sent as x-goog-api-key.
+//
+// The result is a file URI that only the operator's key can download: it never reaches the
+// client. The task API answers with its own owner-only content endpoint instead, which streams
+// the file through Content.
+//
+// Mapping (docs/video-providers.md has the table): the prompt goes to instances[0].prompt;
+// ratio (16:9 or 9:16) to parameters.aspectRatio, resolution (720p, 1080p) to
+// parameters.resolution, duration to parameters.durationSeconds and a negative prompt to
+// parameters.negativePrompt. Media references are ignored (the Gemini API takes images as inline
+// bytes, and the gateway never fetches a client's media), as are seed, frames and the flags.
+package gemini
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+)
+
+// Veo's defaults, which the usage of a task reports when the request left them open (the
+// operation does not report the output's length or size).
+const (
+	defaultSeconds    = 8
+	defaultResolution = "720p"
+	defaultRatio      = "16:9"
+)
+
+// Adaptor speaks the Gemini API's Veo protocol.
+type Adaptor struct{}
+
+type createBody struct {
+	Instances  []instance     `json:"instances"`
+	Parameters map[string]any `json:"parameters,omitempty"`
+}
+
+type instance struct {
+	Prompt string `json:"prompt"`
+}
+
+// Create implements adaptor.Adaptor.
+func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) (string, error) {
+	body := createBody{Instances: []instance{{Prompt: r.Prompt}}, Parameters: map[string]any{}}
+	if r.Ratio == "16:9" || r.Ratio == "9:16" {
+		body.Parameters["aspectRatio"] = r.Ratio
+	}
+	if r.Resolution == "720p" || r.Resolution == "1080p" {
+		body.Parameters["resolution"] = r.Resolution
+	}
+	if r.Duration > 0 {
+		body.Parameters["durationSeconds"] = r.Duration
+	}
+	if r.NegativePrompt != "" {
+		body.Parameters["negativePrompt"] = r.NegativePrompt
+	}
+	if len(body.Parameters) == 0 {
+		body.Parameters = nil
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return "", err
+	}
+	ans, err := c.Call(ctx, http.MethodPost, "models/"+url.PathEscape(r.Model)+":predictLongRunning", b, nil)
+	if err != nil {
+		return "", err
+	}
+	if !ans.OK() {
+		return "", refusal(ans)
+	}
+	var op struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(ans.Body, &op) != nil || !validName(op.Name) {
+		return "", upstream.ErrUnreadable
+	}
+	return op.Name, nil
+}
+
+// operation is a google.longrunning.Operation of a Veo task.
+type operation struct {
+	Name     string `json:"name"`
+	Done     bool   `json:"done"`
+	Error    *status
+	Response *struct {
+		GenerateVideoResponse *struct {
+			GeneratedSamples []struct {
+				Video struct {
+					URI string `json:"uri"`
+				} `json:"video"`
+			} `json:"generatedSamples"`
+			RAIMediaFilteredCount   int      `json:"raiMediaFilteredCount"`
+			RAIMediaFilteredReasons []string `json:"raiMediaFilteredReasons"`
+		} `json:"generateVideoResponse"`
+	} `json:"response"`
+}
+
+// status is a google.rpc.Status.
+type status struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Status  string `json:"status"`
+}
+
+// readOperation reads the operation named id.
+func readOperation(ctx context.Context, c adaptor.Caller, id string) (operation, error) {
+	if !validName(id) {
+		return operation{}, adaptor.ErrNotFound
+	}
+	ans, err := c.Call(ctx, http.MethodGet, escapeName(id), nil, nil)
+	if err != nil {
+		return operation{}, err
+	}
+	if !ans.OK() {
+		return operation{}, adaptor.ReadError(ans, refusal)
+	}
+	var op operation
+	if json.Unmarshal(ans.Body, &op) != nil {
+		return operation{}, upstream.ErrUnreadable
+	}
+	return op, nil
+}
+
+// Read implements adaptor.Adaptor. An operation not done is running (the Gemini API has no
+// queued state); done with an error is failed; done with a video is succeeded; done with every
+// video filtered by the safety filters is failed (content_filtered); done with neither is a
+// state no rule maps.
+func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.Request) (adaptor.State, error) {
+	op, err := readOperation(ctx, c, id)
+	if err != nil {
+		return adaptor.State{}, err
+	}
+	var s adaptor.State
+	switch {
+	case !op.Done:
+		s.Status, s.ProviderStatus = adaptor.StatusRunning, "done=false"
+	case op.Error != nil:
+		s.Status, s.ProviderStatus = adaptor.StatusFailed, "error"
+		s.ErrorCode, s.ErrorMessage = strings.ToLower(op.Error.Status), op.Error.Message
+	case op.Response != nil && op.Response.GenerateVideoResponse != nil:
+		v := op.Response.GenerateVideoResponse
+		if len(v.GeneratedSamples) > 0 && v.GeneratedSamples[0].Video.URI != "" {
+			s.Status, s.ProviderStatus = adaptor.StatusSucceeded, "done"
+			s.VideoURL, s.Credentialed = v.GeneratedSamples[0].Video.URI, true
+			s.Usage = usage(r)
+			break
+		}
+		s.Status, s.ProviderStatus = adaptor.StatusFailed, "filtered"
+		s.ErrorCode, s.ErrorMessage = "content_filtered", "the provider's safety filters removed the video"
+		if len(v.RAIMediaFilteredReasons) > 0 {
+			s.ErrorMessage += ": " + strings.Join(v.RAIMediaFilteredReasons, "; ")
+		}
+	default:
+		s.Status, s.ProviderStatus = adaptor.StatusUnknown, "done without response"
+	}
+	return s, nil
+}
+
+// usage is what a finished task is billed by: the requested length and size, or Veo's defaults
+// (the operation reports neither).
+func usage(r adaptor.Request) (u billing.Usage) {
+	u.VideoSeconds, u.Resolution, u.Ratio, u.Requests = defaultSeconds, defaultResolution, defaultRatio, 1
+	if r.Duration > 0 {
+		u.VideoSeconds = r.Duration
+	}
+	if r.Resolution == "1080p" {
+		u.Resolution = r.Resolution
+	}
+	if r.Ratio == "9:16" {
+		u.Ratio = r.Ratio
+	}
+	return u
+}
+
+// Cancel implements adaptor.Adaptor: the Gemini API offers no cancel of a Veo operation.
+func (Adaptor) Cancel(context.Context, adaptor.Caller, string) error { return adaptor.ErrUnsupported }
+
+// Content implements adaptor.Adaptor: it reads the operation again and opens its video's file
+// URI with the operator's key (Caller.Open sends it to the upstream's own origin only).
+func (Adaptor) Content(ctx context.Context, c adaptor.Caller, id string) (*http.Response, error) {
+	op, err := readOperation(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	if !op.Done || op.Response == nil || op.Response.GenerateVideoResponse == nil ||
+		len(op.Response.GenerateVideoResponse.GeneratedSamples) == 0 {
+		return nil, adaptor.ErrNotFound
+	}
+	return c.Open(ctx, op.Response.GenerateVideoResponse.GeneratedSamples[0].Video.URI)
+}
+
+// validName accepts an operation name of the form the Gemini API returns,
+// models/{model}/operations/{id} (or operations/{id}): segments without dot segments, so that
+// reading it can only reach an operation under the upstream's base URL.
+func validName(name string) bool {
+	if name == "" || strings.HasPrefix(name, "/") || len(name) > 512 {
+		return false
+	}
+	segs := strings.Split(name, "/")
+	for _, s := range segs {
+		if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "?#\\") {
+			return false
+		}
+	}
+	return len(segs) >= 2 && segs[len(segs)-2] == "operations"
+}
+
+// escapeName path-escapes each segment of an operation name.
+func escapeName(name string) string {
+	segs := strings.Split(name, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+// refusal is a Gemini API error answer: {"error":{"code","message","status"}}.
+func refusal(ans upstream.Answer) *apierror.Error {
+	var e struct{ Error status }
+	_ = json.Unmarshal(ans.Body, &e) // an unreadable body keeps the generic message
+	return adaptor.Refusal(ans, strings.ToLower(e.Error.Status), e.Error.Message)
+}
+
+// Interface guards
+var _ adaptor.Adaptor = Adaptor{}

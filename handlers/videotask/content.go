@@ -1,0 +1,113 @@
+package videotask
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// contentPath ends the path of a task's content endpoint: …/tasks/{id}/content.
+const contentPath = "content"
+
+var (
+	errNoContent = apierror.New(http.StatusNotFound, "not_found",
+		"this task's result is not served here: fetch it from content.video_url of the task's answer")
+	errNotSucceeded = apierror.New(http.StatusConflict, "task_not_succeeded", "the task has no result: it has not succeeded")
+	errNoCancel     = apierror.New(http.StatusConflict, "cancel_not_supported",
+		"the provider of this task cannot cancel it; it runs to its end")
+)
+
+// content answers GET …/tasks/{id}/content: the video of a succeeded task whose result needs the
+// operator's credential (a Veo file), streamed from the provider to the task's owner. Another
+// account's task gets the answer of an unknown one; the credential and the provider's address
+// never reach the client.
+func (h *Handler) content(w http.ResponseWriter, r *http.Request, id auth.Identity, taskID string) error {
+	t, err := h.owned(r.Context(), id, taskID)
+	if err != nil {
+		return err
+	}
+	a, ok := h.taskAdaptor(t)
+	if !ok {
+		return errNoContent
+	}
+	if t.Status != StatusSucceeded {
+		return errNotSucceeded
+	}
+	u, ok := h.boundUpstream(t)
+	if !ok {
+		return errNoContent
+	}
+	resp, err := a.Content(r.Context(), h.caller(u), t.UpstreamID)
+	switch {
+	case errors.Is(err, adaptor.ErrUnsupported), errors.Is(err, adaptor.ErrNotFound):
+		return errNoContent
+	case err != nil:
+		return err
+	}
+	defer func() {
+		if err := resp.Body.Close(); err != nil {
+			h.Logger.Debug("closing a task's content", zap.String("task_id", t.ID), zap.Error(err))
+		}
+	}()
+	for _, name := range []string{"Content-Type", "Content-Length", "Last-Modified", "Etag"} {
+		if v := resp.Header.Get(name); v != "" {
+			w.Header().Set(name, v)
+		}
+	}
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "video/mp4")
+	}
+	w.Header().Set("Cache-Control", "private, no-store")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		// The status is sent: the client sees a short body. Logged without the provider's URL.
+		h.Logger.Warn("streaming a task's content ended early", zap.String("task_id", t.ID), zap.Error(err))
+	}
+	return nil
+}
+
+// cancelAdapted is cancel for a task made through an adaptor. The task is read first: a finished
+// one is forgotten here (the providers with adaptors keep no task that a delete would remove);
+// an unfinished one is cancelled upstream where the provider allows it, and recorded as
+// cancelled only when a read after the cancel confirms it.
+func (h *Handler) cancelAdapted(w http.ResponseWriter, ctx context.Context, t storage.Task, u *providers.Upstream) error {
+	a, ok := h.taskAdaptor(t)
+	if !ok {
+		if _, err := h.orphaned(ctx, t); err != nil {
+			return err
+		}
+		return apierror.New(http.StatusConflict, "provider_unavailable", "the protocol of this task's provider changed; it can no longer be followed")
+	}
+	cur, err := h.refresh(ctx, t)
+	switch {
+	case errors.Is(err, errTaskNotExist):
+		return h.forget(w, ctx, t.ID)
+	case err != nil:
+		return err
+	case storage.Terminal(cur.Status):
+		return h.forget(w, ctx, t.ID)
+	}
+	err = a.Cancel(ctx, h.caller(u), t.UpstreamID)
+	switch {
+	case errors.Is(err, adaptor.ErrUnsupported):
+		return errNoCancel
+	case errors.Is(err, adaptor.ErrNotFound):
+		return h.forget(w, ctx, t.ID)
+	case err != nil:
+		return err
+	}
+	if _, err := h.refresh(ctx, cur); err != nil && !errors.Is(err, errTaskNotExist) {
+		return err
+	}
+	writeJSON(w, struct{}{})
+	return nil
+}
