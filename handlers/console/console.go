@@ -69,6 +69,9 @@ type Handler struct {
 	Now func() time.Time
 
 	pages map[string]*template.Template
+	// refusalHash is compared against when a login names no user, as costly as the costliest
+	// user's hash, so that an unknown name is refused after as much work as a wrong password.
+	refusalHash []byte
 }
 
 // UsageReport writes a usage report for the request's query (see usage.Recorder.ServeReport).
@@ -92,7 +95,8 @@ func (h *Handler) Provision() error {
 		return err
 	}
 	h.pages = pages
-	return nil
+	h.refusalHash, err = refusalHash(h.Users)
+	return err
 }
 
 func (h *Handler) now() time.Time {
@@ -101,6 +105,12 @@ func (h *Handler) now() time.Time {
 	}
 	return time.Now()
 }
+
+// crossOrigin refuses a POST that a browser sends from another site (Sec-Fetch-Site, or an
+// Origin other than the request's host), before anything reads it: the session's CSRF token
+// guards the forms of a session, this also guards the login form, which has none (a login from
+// another site would put the victim's browser in the attacker's session).
+var crossOrigin = http.NewCrossOriginProtection()
 
 // maxForm bounds the body of a console request: its forms are small.
 const maxForm = 64 << 10
@@ -113,6 +123,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Referrer-Policy", "same-origin")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; media-src *; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	if err := crossOrigin.Check(r); err != nil {
+		h.render(w, http.StatusForbidden, "error", page{Title: "Forbidden", Error: "This form did not come from the console's own pages."})
+		return
+	}
 	path := r.URL.Path
 	switch {
 	case path == "/assets/console.css":
