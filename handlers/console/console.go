@@ -54,6 +54,9 @@ type Handler struct {
 	// SessionIdle ends a session unused for this long; SessionMax ends any session this long
 	// after its login. Defaults: 30 minutes and 12 hours.
 	SessionIdle, SessionMax time.Duration
+	// MemberKeys, when set, lets members create keys in their account within its limits; nil:
+	// members cannot create keys (they can revoke their account's).
+	MemberKeys *MemberKeys
 	// Logger receives logins, failed logins and every change, with the user who made it.
 	Logger *zap.Logger
 	// Gateway is the base URL of the gateway that the playground creates tasks through, as a
