@@ -12,6 +12,7 @@ import (
 	"embed"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -153,7 +154,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, s, http.StatusForbidden, "This form has expired or did not come from the console. Reload the page and try again.")
 		return
 	}
-	h.route(w, r, s, strings.Split(strings.Trim(path, "/"), "/"))
+	parts, ok := segments(r.URL)
+	if !ok {
+		h.notFound(w, r, s)
+		return
+	}
+	h.route(w, r, s, parts)
+}
+
+// segments splits the request's path as the client wrote it, then decodes each segment, so that
+// a name holding a slash (written %2F, as the pages link it) is one segment.
+func segments(u *url.URL) ([]string, bool) {
+	parts := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
+	for i, p := range parts {
+		var err error
+		if parts[i], err = url.PathUnescape(p); err != nil {
+			return nil, false
+		}
+	}
+	return parts, true
 }
 
 func (h *Handler) route(w http.ResponseWriter, r *http.Request, s *session, parts []string) {

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/keyadmin"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -39,8 +41,10 @@ func newTestConsole(t *testing.T, cost int) *testConsole {
 			t.Error(err)
 		}
 	})
+	meter := accounting.NewMeter(store, time.Hour, zap.NewNop())
+	t.Cleanup(meter.Close) // runs before the store's Close
 	c := &testConsole{t: t, clock: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	c.h = &Handler{Store: store, Keys: &keyadmin.Handler{Store: store}, Users: map[string]User{},
+	c.h = &Handler{Store: store, Keys: &keyadmin.Handler{Store: store, Meter: meter}, Users: map[string]User{},
 		SessionIdle: testIdle, SessionMax: testMax, Now: func() time.Time { return c.clock }}
 	for _, u := range []User{{Name: "admin"}, {Name: "alice", Account: "acme"}} {
 		u.PasswordHash = hashPassword(t, testPassword, cost)

@@ -43,6 +43,7 @@ func parsePages() (map[string]*template.Template, error) {
 			return time.Unix(unix, 0).UTC().Format("2006-01-02 15:04:05 UTC")
 		},
 		"join": strings.Join,
+		"path": url.PathEscape, // a name as one path segment
 		"add":  func(a, b int) int { return a + b },
 	}
 	pages := map[string]*template.Template{}
