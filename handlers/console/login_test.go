@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -83,5 +84,31 @@ func TestLoginLimitIgnoresForwardedFor(t *testing.T) {
 	c.clock = c.clock.Add(loginWindow + time.Second)
 	if resp, _ := c.request(http.MethodPost, "/login", "", url.Values{"username": {"admin"}, "password": {testPassword}}, nil); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("login after the window = %d", resp.StatusCode)
+	}
+}
+
+// An IPv6 client holds a whole /64 and so many addresses: its login attempts count together.
+// A user name, however long, names one bounded rate window.
+func TestLoginLimitCountsAnIPv6Network(t *testing.T) {
+	c := newTestConsole(t, bcryptTestCost)
+	var addr string
+	c.h.ClientIP = func(*http.Request) string { return addr }
+	for i := range loginAttempts {
+		addr = fmt.Sprintf("2001:db8:1:2::%x", i+1)
+		resp, _ := c.request(http.MethodPost, "/login", "", url.Values{"username": {fmt.Sprint("user", i)}, "password": {"x"}}, nil)
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("attempt %d = %d", i, resp.StatusCode)
+		}
+	}
+	addr = "2001:db8:1:2:ffff::1"
+	if resp, _ := c.request(http.MethodPost, "/login", "", url.Values{"username": {"admin"}, "password": {testPassword}}, nil); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("an 11th address of the same /64 = %d", resp.StatusCode)
+	}
+	addr = "2001:db8:1:3::1"
+	if resp, _ := c.request(http.MethodPost, "/login", "", url.Values{"username": {"admin"}, "password": {testPassword}}, nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("another /64 = %d", resp.StatusCode)
+	}
+	if w := userWindow(strings.Repeat("n", 60000)); len(w) > 100 {
+		t.Fatalf("a long user name's window is %d bytes long", len(w))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -131,7 +132,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	name, password := r.PostFormValue("username"), r.PostFormValue("password")
 	now := h.now()
-	for _, window := range []string{"console/login/ip/" + h.clientIP(r), "console/login/user/" + name} {
+	for _, window := range []string{addressWindow(h.clientIP(r)), userWindow(name)} {
 		ok, retry, err := h.Store.AllowRate(r.Context(), window, loginAttempts, loginWindow, now)
 		if err != nil {
 			h.Logger.Error("counting a console login attempt", zap.Error(err))
@@ -186,6 +187,24 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session) {
 
 func clearCookie(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+}
+
+// addressWindow is the login rate window of a client address: an IPv6 address counts with its
+// /64, which one client holds whole.
+func addressWindow(ip string) string {
+	if a, err := netip.ParseAddr(ip); err == nil && a.Unmap().Is6() {
+		if p, err := a.Prefix(64); err == nil {
+			ip = p.String()
+		}
+	}
+	return "console/login/ip/" + ip
+}
+
+// userWindow is the login rate window of a user name, named by its digest so that a name of
+// any length makes a short store key.
+func userWindow(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return "console/login/user/" + hex.EncodeToString(sum[:16])
 }
 
 // clientIP is the client's address: ClientIP's answer, else the connection's.
