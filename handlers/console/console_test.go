@@ -41,6 +41,13 @@ func newTestConsole(t *testing.T, cost int) *testConsole {
 			t.Error(err)
 		}
 	})
+	return newTestConsoleOn(t, store, cost)
+}
+
+// newTestConsoleOn is a console on store, with the users admin (an operator) and alice (of
+// account acme), whose hashes have cost.
+func newTestConsoleOn(t *testing.T, store storage.Store, cost int) *testConsole {
+	t.Helper()
 	meter := accounting.NewMeter(store, time.Hour, zap.NewNop())
 	t.Cleanup(meter.Close) // runs before the store's Close
 	c := &testConsole{t: t, clock: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
