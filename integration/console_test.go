@@ -291,6 +291,26 @@ func TestConsoleFormsNeedTheSessionsToken(t *testing.T) {
 	if status, _, _ := replay.post("/keys", url.Values{"account": {"acme"}}); status != http.StatusSeeOther {
 		t.Fatalf("the logged-out cookie posts a form: %d", status)
 	}
+	// A login form posted from another site is refused (login CSRF), and so is a form of the
+	// session posted from another site with its token.
+	for _, origin := range []string{"https://attacker.example", "null"} {
+		req, err := http.NewRequest(http.MethodPost, e.console+"/login", strings.NewReader(url.Values{"username": {"admin"}, "password": {consolePasswords["admin"]}}.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", origin)
+		resp, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resp.Body.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+			t.Fatalf("login from Origin %s = %d %v", origin, resp.StatusCode, resp.Cookies())
+		}
+	}
 	// A forged cookie naming another user with a real token is no session.
 	forged := &consoleBrowser{t: t, base: e.console, cookie: strings.Replace(other.cookie, ".YWRtaW4.", ".YWxpY2U.", 1)}
 	if status, _, _ := forged.do(http.MethodGet, "/keys", nil); status != http.StatusSeeOther {
