@@ -44,6 +44,9 @@ type ConsoleHandler struct {
 	// mediagw_video_tasks) that the playground creates tasks through, as any client does, for
 	// example http://127.0.0.1:8080. Empty: no playground.
 	Playground string `json:"playground,omitempty"`
+	// MemberKeys lets members (users with an account) create keys in their account, each with
+	// these limits. Without it members cannot create keys; they can revoke their account's.
+	MemberKeys *ConsoleMemberKeys `json:"member_keys,omitempty"`
 	// SessionIdle ends a session unused for this long. Default: 30m.
 	SessionIdle caddy.Duration `json:"session_idle,omitempty"`
 	// SessionMax ends every session this long after its login. Default: 12h.
@@ -60,6 +63,18 @@ type ConsoleUser struct {
 	// Account, when set, confines the user to that account (the account portal): its usage,
 	// tasks and keys, which the user may create and revoke.
 	Account string `json:"account,omitempty"`
+}
+
+// ConsoleMemberKeys are the limits of the keys that members create. A member cannot change
+// them: every key they create carries them.
+type ConsoleMemberKeys struct {
+	// Max is the most keys an account may hold (configured keys aside) for a member to create
+	// another. Default: 10.
+	Max int `json:"max,omitempty"`
+	// Quota is each key's quota (as a key's quota in the admin API); unset: none.
+	Quota *int64 `json:"quota,omitempty"`
+	// MaxActiveTasks is each key's limit of unfinished tasks; unset: none.
+	MaxActiveTasks *int64 `json:"max_active_tasks,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -110,6 +125,12 @@ func (h *ConsoleHandler) Provision(ctx caddy.Context) error {
 			return list
 		},
 	}
+	if m := h.MemberKeys; m != nil {
+		h.console.MemberKeys = &console.MemberKeys{Max: m.Max, Quota: m.Quota, MaxActiveTasks: m.MaxActiveTasks}
+		if m.Max == 0 {
+			h.console.MemberKeys.Max = 10
+		}
+	}
 	return h.console.Provision()
 }
 
@@ -123,6 +144,9 @@ func (h *ConsoleHandler) Validate() error {
 		if u, err := url.Parse(h.Playground); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("mediagw_console playground: %q is not an http(s) base URL", h.Playground)
 		}
+	}
+	if m := h.MemberKeys; m != nil && (m.Max < 0 || (m.Quota != nil && *m.Quota < 1) || (m.MaxActiveTasks != nil && *m.MaxActiveTasks < 1)) {
+		return fmt.Errorf("mediagw_console member_keys: max, quota and max_active_tasks must be at least 1")
 	}
 	seen := map[string]bool{}
 	for _, u := range h.Users {
@@ -147,6 +171,11 @@ func (h *ConsoleHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ cad
 //	mediagw_console [<matcher>] {
 //		user <name> <bcrypt_hash> [account <account>]
 //		playground <gateway_url>
+//		member_keys {
+//			max <n>
+//			quota <n>
+//			max_active_tasks <n>
+//		}
 //		session_idle <duration>
 //		session_max <duration>
 //	}
@@ -179,6 +208,14 @@ func (h *ConsoleHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := stringArg(d, &h.Playground); err != nil {
 				return err
 			}
+		case "member_keys":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			h.MemberKeys = &ConsoleMemberKeys{}
+			if err := h.MemberKeys.unmarshal(d); err != nil {
+				return err
+			}
 		case "session_idle":
 			if err := durationArg(d, &h.SessionIdle); err != nil {
 				return err
@@ -188,10 +225,28 @@ func (h *ConsoleHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 		default:
-			return unknownSubdirective(d, "", []string{"playground", "session_idle", "session_max", "user"})
+			return unknownSubdirective(d, "", []string{"member_keys", "playground", "session_idle", "session_max", "user"})
 		}
 	}
 	return nil
+}
+
+func (m *ConsoleMemberKeys) unmarshal(d *caddyfile.Dispenser) error {
+	limit := func(dst **int64) func() error {
+		return func() error {
+			var n int
+			if err := positiveIntArg(d, &n); err != nil {
+				return err
+			}
+			*dst = new(int64(n))
+			return nil
+		}
+	}
+	return parseBlock(d, map[string]func() error{
+		"max":              func() error { return positiveIntArg(d, &m.Max) },
+		"quota":            limit(&m.Quota),
+		"max_active_tasks": limit(&m.MaxActiveTasks),
+	})
 }
 
 // Interface guards

@@ -47,6 +47,11 @@ http://127.0.0.1:{{console_port}} {
 	mediagw_console {
 		user admin {{admin_hash}}
 		user alice {{alice_hash}} account acme
+		member_keys {
+			max 2
+			quota 1000
+			max_active_tasks 3
+		}
 		playground http://127.0.0.1:{{port}}
 	}
 }
@@ -214,6 +219,30 @@ func TestConsoleMemberSeesOnlyTheirAccount(t *testing.T) {
 	if r := call(t, http.MethodGet, e.base+"/api/v3/contents/generations/tasks/"+betaTask, secret[1], nil); r.status == http.StatusOK {
 		t.Fatal("alice's new key reads beta's task")
 	}
+	// Her keys carry the operator's member limits, whatever the form says, and the account holds
+	// at most two keys created in the console (its configured key aside).
+	keyID := regexp.MustCompile(`Secret of ([^<]+)</label>`).FindStringSubmatch(page)
+	if keyID == nil {
+		t.Fatal("no key id on the answer page")
+	}
+	r = call(t, http.MethodGet, "http://"+e.g.admin+"/mediagw/keys/"+keyID[1], "", nil)
+	var limits struct {
+		Account        string
+		Quota          int64
+		MaxActiveTasks int64 `json:"max_active_tasks"`
+	}
+	if r.status != http.StatusOK {
+		t.Fatalf("alice's key = %d %s", r.status, r.body)
+	}
+	if decodeJSON(t, r.body, &limits); limits.Account != "acme" || limits.Quota != 1000 || limits.MaxActiveTasks != 3 {
+		t.Fatalf("alice's key = %s", r.body)
+	}
+	if status, _, _ := alice.post("/keys", url.Values{"quota": {"999999999"}, "max_active_tasks": {"1000"}}); status != http.StatusCreated {
+		t.Fatalf("alice's second key = %d", status)
+	}
+	if status, _, page := alice.post("/keys", nil); status != http.StatusConflict || strings.Contains(page, `id="secret"`) {
+		t.Fatalf("alice's third key = %d", status)
+	}
 	// Operator-only forms are not there for a member.
 	if status, _, _ := alice.post("/accounts/beta/disable", nil); status != http.StatusNotFound {
 		t.Fatalf("disable beta as alice = %d", status)
@@ -261,6 +290,26 @@ func TestConsoleFormsNeedTheSessionsToken(t *testing.T) {
 	}
 	if status, _, _ := replay.post("/keys", url.Values{"account": {"acme"}}); status != http.StatusSeeOther {
 		t.Fatalf("the logged-out cookie posts a form: %d", status)
+	}
+	// A login form posted from another site is refused (login CSRF), and so is a form of the
+	// session posted from another site with its token.
+	for _, origin := range []string{"https://attacker.example", "null"} {
+		req, err := http.NewRequest(http.MethodPost, e.console+"/login", strings.NewReader(url.Values{"username": {"admin"}, "password": {consolePasswords["admin"]}}.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", origin)
+		resp, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resp.Body.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+			t.Fatalf("login from Origin %s = %d %v", origin, resp.StatusCode, resp.Cookies())
+		}
 	}
 	// A forged cookie naming another user with a real token is no session.
 	forged := &consoleBrowser{t: t, base: e.console, cookie: strings.Replace(other.cookie, ".YWRtaW4.", ".YWxpY2U.", 1)}

@@ -12,6 +12,7 @@ import (
 	"embed"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -54,6 +55,9 @@ type Handler struct {
 	// SessionIdle ends a session unused for this long; SessionMax ends any session this long
 	// after its login. Defaults: 30 minutes and 12 hours.
 	SessionIdle, SessionMax time.Duration
+	// MemberKeys, when set, lets members create keys in their account within its limits; nil:
+	// members cannot create keys (they can revoke their account's).
+	MemberKeys *MemberKeys
 	// Logger receives logins, failed logins and every change, with the user who made it.
 	Logger *zap.Logger
 	// Gateway is the base URL of the gateway that the playground creates tasks through, as a
@@ -69,6 +73,9 @@ type Handler struct {
 	Now func() time.Time
 
 	pages map[string]*template.Template
+	// refusalHash is compared against when a login names no user, as costly as the costliest
+	// user's hash, so that an unknown name is refused after as much work as a wrong password.
+	refusalHash []byte
 }
 
 // UsageReport writes a usage report for the request's query (see usage.Recorder.ServeReport).
@@ -92,7 +99,8 @@ func (h *Handler) Provision() error {
 		return err
 	}
 	h.pages = pages
-	return nil
+	h.refusalHash, err = refusalHash(h.Users)
+	return err
 }
 
 func (h *Handler) now() time.Time {
@@ -101,6 +109,12 @@ func (h *Handler) now() time.Time {
 	}
 	return time.Now()
 }
+
+// crossOrigin refuses a POST that a browser sends from another site (Sec-Fetch-Site, or an
+// Origin other than the request's host), before anything reads it: the session's CSRF token
+// guards the forms of a session, this also guards the login form, which has none (a login from
+// another site would put the victim's browser in the attacker's session).
+var crossOrigin = http.NewCrossOriginProtection()
 
 // maxForm bounds the body of a console request: its forms are small.
 const maxForm = 64 << 10
@@ -113,6 +127,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Referrer-Policy", "same-origin")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; media-src *; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	if err := crossOrigin.Check(r); err != nil {
+		h.render(w, http.StatusForbidden, "error", page{Title: "Forbidden", Error: "This form did not come from the console's own pages."})
+		return
+	}
 	path := r.URL.Path
 	switch {
 	case path == "/assets/console.css":
@@ -136,7 +154,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, s, http.StatusForbidden, "This form has expired or did not come from the console. Reload the page and try again.")
 		return
 	}
-	h.route(w, r, s, strings.Split(strings.Trim(path, "/"), "/"))
+	parts, ok := segments(r.URL)
+	if !ok {
+		h.notFound(w, r, s)
+		return
+	}
+	h.route(w, r, s, parts)
+}
+
+// segments splits the request's path as the client wrote it, then decodes each segment, so that
+// a name holding a slash (written %2F, as the pages link it) is one segment.
+func segments(u *url.URL) ([]string, bool) {
+	parts := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
+	for i, p := range parts {
+		var err error
+		if parts[i], err = url.PathUnescape(p); err != nil {
+			return nil, false
+		}
+	}
+	return parts, true
 }
 
 func (h *Handler) route(w http.ResponseWriter, r *http.Request, s *session, parts []string) {

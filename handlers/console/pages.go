@@ -43,6 +43,7 @@ func parsePages() (map[string]*template.Template, error) {
 			return time.Unix(unix, 0).UTC().Format("2006-01-02 15:04:05 UTC")
 		},
 		"join": strings.Join,
+		"path": url.PathEscape, // a name as one path segment
 		"add":  func(a, b int) int { return a + b },
 	}
 	pages := map[string]*template.Template{}
@@ -197,95 +198,6 @@ func (h *Handler) setDisabled(w http.ResponseWriter, r *http.Request, s *session
 	}
 	h.audit(s, map[bool]string{true: "disable account", false: "enable account"}[disabled], name)
 	http.Redirect(w, r, "/accounts/"+url.PathEscape(name), http.StatusSeeOther)
-}
-
-// accountKeys lists the keys of account ("" for every key).
-func (h *Handler) accountKeys(r *http.Request, account string) ([]keyadmin.KeyView, error) {
-	all, err := h.Keys.Keys(r.Context())
-	if err != nil || account == "" {
-		return all, err
-	}
-	mine := []keyadmin.KeyView{}
-	for _, k := range all {
-		if k.Account == account {
-			mine = append(mine, k)
-		}
-	}
-	return mine, nil
-}
-
-type keysData struct {
-	Keys    []keyadmin.KeyView
-	Account string
-	Created *keyadmin.Created
-}
-
-func (h *Handler) keys(w http.ResponseWriter, r *http.Request, s *session) {
-	account := r.URL.Query().Get("account")
-	if !s.user.Operator() {
-		account = s.user.Account
-	}
-	keys, err := h.accountKeys(r, account)
-	if err != nil {
-		h.failErr(w, r, s, err)
-		return
-	}
-	h.show(w, s, "keys", "API keys", keysData{Keys: keys, Account: account})
-}
-
-// createKey creates a key from the form: account (an operator's choice; a member's own),
-// models (patterns separated by spaces or commas; empty: all) and expires (a day, YYYY-MM-DD,
-// from whose start in UTC the key is refused; empty: never). The secret is shown on the answer
-// page only.
-func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) {
-	spec := map[string]any{"account": strings.TrimSpace(r.PostFormValue("account"))}
-	if !s.user.Operator() {
-		spec["account"] = s.user.Account
-	}
-	if models := strings.FieldsFunc(r.PostFormValue("models"), func(c rune) bool { return c == ',' || c == ' ' }); len(models) > 0 {
-		spec["models"] = models
-	}
-	if day := strings.TrimSpace(r.PostFormValue("expires")); day != "" {
-		t, err := time.Parse(time.DateOnly, day)
-		if err != nil {
-			h.fail(w, r, s, http.StatusBadRequest, "Expires must be a day written as YYYY-MM-DD, or empty.")
-			return
-		}
-		spec["expires"] = t.UTC().Format(time.RFC3339)
-	}
-	body, err := json.Marshal(spec)
-	if err != nil {
-		h.failErr(w, r, s, err)
-		return
-	}
-	created, err := h.Keys.CreateKey(r.Context(), body)
-	if err != nil {
-		h.failErr(w, r, s, err)
-		return
-	}
-	h.audit(s, "create key", created.ID+" of "+created.Account)
-	keys, err := h.accountKeys(r, map[bool]string{true: "", false: s.user.Account}[s.user.Operator()])
-	if err != nil {
-		h.failErr(w, r, s, err)
-		return
-	}
-	h.render(w, http.StatusCreated, "keys", page{Title: "API keys", User: s.user, CSRF: s.csrf(),
-		Notice: "Key " + created.ID + " was created. Copy its secret now: it is not shown again.",
-		Data:   keysData{Keys: keys, Account: created.Account, Created: &created}})
-}
-
-func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s *session, id string) {
-	k, err := h.Keys.Key(r.Context(), id)
-	if err != nil || !s.sees(k.Account) {
-		h.notFound(w, r, s) // another account's key is answered as an unknown one
-		return
-	}
-	if err := h.Keys.RevokeKey(r.Context(), id); err != nil {
-		h.failErr(w, r, s, err)
-		return
-	}
-	h.audit(s, "revoke key", id+" of "+k.Account)
-	http.Redirect(w, r, "/keys?account="+url.QueryEscape(k.Account), http.StatusSeeOther)
 }
 
 // tasksPageSize is the number of tasks on a page of the task list.

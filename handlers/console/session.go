@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -29,8 +30,9 @@ const (
 )
 
 // session is a logged-in user. Its token is random (256 bits) and known only to the browser's
-// cookie; the store keeps a lease named after the token's SHA-256, owned by the user and the
-// login time, so a cookie naming another user or login time is no session.
+// cookie; the store keeps a lease named after the token's SHA-256, owned by the user, the login
+// time and the user's configuration (see leaseOwner), so a cookie naming another user or login
+// time is no session.
 type session struct {
 	user  User
 	token string
@@ -43,8 +45,12 @@ func leaseName(token string) string {
 	return "console/session/" + hex.EncodeToString(sum[:])
 }
 
-func leaseOwner(user string, since time.Time) string {
-	return user + "|" + strconv.FormatInt(since.Unix(), 10)
+// leaseOwner is the owner of a session's lease: the user's name, the login time and a digest of
+// the user's configuration (password hash and account). A new password or account for the user
+// in the configuration so ends their sessions.
+func leaseOwner(user User, since time.Time) string {
+	sum := sha256.Sum256([]byte(string(user.PasswordHash) + "\x00" + user.Account))
+	return user.Name + "|" + strconv.FormatInt(since.Unix(), 10) + "|" + hex.EncodeToString(sum[:8])
 }
 
 // csrf is the token every form of this session carries: an HMAC of the session token, so it is
@@ -86,7 +92,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, boo
 	if !known || now.Sub(since) > h.SessionMax || since.After(now.Add(time.Minute)) {
 		return nil, false
 	}
-	err = h.Store.RenewLease(r.Context(), leaseName(token), leaseOwner(user.Name, since), now, h.SessionIdle)
+	err = h.Store.RenewLease(r.Context(), leaseName(token), leaseOwner(user, since), now, h.SessionIdle)
 	if err != nil {
 		if !errors.Is(err, storage.ErrLeaseLost) {
 			h.Logger.Error("reading a console session", zap.Error(err))
@@ -110,15 +116,23 @@ func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// dummyHash is compared against when the user name is unknown, so that a failed login takes as
-// long for an unknown user as for a wrong password.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("mediagw console"), bcrypt.DefaultCost)
+// refusalHash makes the hash that a login naming no user is compared against: of a random
+// password, at the highest cost among users (bcrypt's time doubles with each step of cost).
+func refusalHash(users map[string]User) ([]byte, error) {
+	cost := bcrypt.MinCost
+	for _, u := range users {
+		if c, err := bcrypt.Cost(u.PasswordHash); err == nil && c > cost {
+			cost = c
+		}
+	}
+	return bcrypt.GenerateFromPassword([]byte(rand.Text()), cost)
+}
 
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	name, password := r.PostFormValue("username"), r.PostFormValue("password")
 	now := h.now()
-	for _, window := range []string{"console/login/ip/" + h.clientIP(r), "console/login/user/" + name} {
+	for _, window := range []string{addressWindow(h.clientIP(r)), userWindow(name)} {
 		ok, retry, err := h.Store.AllowRate(r.Context(), window, loginAttempts, loginWindow, now)
 		if err != nil {
 			h.Logger.Error("counting a console login attempt", zap.Error(err))
@@ -133,7 +147,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	user, known := h.Users[name]
-	hash := dummyHash
+	hash := h.refusalHash
 	if known {
 		hash = user.PasswordHash
 	}
@@ -146,7 +160,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	rand.Read(random[:]) // crypto/rand.Read never fails (it panics instead, from Go 1.24)
 	token := base64.RawURLEncoding.EncodeToString(random[:])
 	since := now.Truncate(time.Second)
-	held, err := h.Store.AcquireLease(r.Context(), leaseName(token), leaseOwner(user.Name, since), now, h.SessionIdle)
+	held, err := h.Store.AcquireLease(r.Context(), leaseName(token), leaseOwner(user, since), now, h.SessionIdle)
 	if err != nil || !held {
 		h.Logger.Error("starting a console session", zap.Bool("held", held), zap.Error(err))
 		h.render(w, http.StatusServiceUnavailable, "login", page{Title: "Log in", Error: "The console cannot log you in right now. Try again shortly."})
@@ -161,7 +175,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session) {
-	if err := h.Store.ReleaseLease(r.Context(), leaseName(s.token), leaseOwner(s.user.Name, s.since)); err != nil {
+	if err := h.Store.ReleaseLease(r.Context(), leaseName(s.token), leaseOwner(s.user, s.since)); err != nil {
 		h.Logger.Error("ending a console session", zap.Error(err))
 		h.fail(w, r, s, http.StatusServiceUnavailable, "The session could not be ended. Try again.")
 		return
@@ -173,6 +187,24 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session) {
 
 func clearCookie(w http.ResponseWriter) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+}
+
+// addressWindow is the login rate window of a client address: an IPv6 address counts with its
+// /64, which one client holds whole.
+func addressWindow(ip string) string {
+	if a, err := netip.ParseAddr(ip); err == nil && a.Unmap().Is6() {
+		if p, err := a.Prefix(64); err == nil {
+			ip = p.String()
+		}
+	}
+	return "console/login/ip/" + ip
+}
+
+// userWindow is the login rate window of a user name, named by its digest so that a name of
+// any length makes a short store key.
+func userWindow(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return "console/login/user/" + hex.EncodeToString(sum[:16])
 }
 
 // clientIP is the client's address: ClientIP's answer, else the connection's.

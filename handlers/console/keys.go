@@ -1,0 +1,171 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/keyadmin"
+)
+
+// MemberKeys are the limits of the keys that members create in their account. Members cannot
+// raise them: every key they create carries them, whatever the form says.
+type MemberKeys struct {
+	// Max is the most keys created through the admin API or the console (configured keys do
+	// not count) that the account may hold for a member to create another.
+	Max int
+	// Quota and MaxActiveTasks, when set, are the limits of each key a member creates.
+	Quota, MaxActiveTasks *int64
+}
+
+// accountKeys lists the keys of account ("" for every key).
+func (h *Handler) accountKeys(r *http.Request, account string) ([]keyadmin.KeyView, error) {
+	all, err := h.Keys.Keys(r.Context())
+	if err != nil || account == "" {
+		return all, err
+	}
+	mine := []keyadmin.KeyView{}
+	for _, k := range all {
+		if k.Account == account {
+			mine = append(mine, k)
+		}
+	}
+	return mine, nil
+}
+
+type keysData struct {
+	Keys    []keyadmin.KeyView
+	Account string
+	Created *keyadmin.Created
+	// CanCreate is false for a member when the operator lets members create no keys.
+	CanCreate bool
+}
+
+func (h *Handler) keys(w http.ResponseWriter, r *http.Request, s *session) {
+	account := r.URL.Query().Get("account")
+	if !s.user.Operator() {
+		account = s.user.Account
+	}
+	keys, err := h.accountKeys(r, account)
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.show(w, s, "keys", "API keys", keysData{Keys: keys, Account: account, CanCreate: h.mayCreateKeys(s)})
+}
+
+func (h *Handler) mayCreateKeys(s *session) bool { return s.user.Operator() || h.MemberKeys != nil }
+
+// createKey creates a key from the form: account (an operator's choice; a member's own),
+// models (patterns separated by spaces or commas; empty: all) and expires (a day, YYYY-MM-DD,
+// from whose start in UTC the key is refused; empty: never). A member's key carries the limits
+// of MemberKeys. The secret is shown on the answer page only.
+func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) {
+	if !h.mayCreateKeys(s) {
+		h.fail(w, r, s, http.StatusForbidden, "Your operator has not allowed members to create keys.")
+		return
+	}
+	spec := map[string]any{"account": strings.TrimSpace(r.PostFormValue("account"))}
+	if models := strings.FieldsFunc(r.PostFormValue("models"), func(c rune) bool { return c == ',' || c == ' ' }); len(models) > 0 {
+		spec["models"] = models
+	}
+	if day := strings.TrimSpace(r.PostFormValue("expires")); day != "" {
+		t, err := time.Parse(time.DateOnly, day)
+		if err != nil {
+			h.fail(w, r, s, http.StatusBadRequest, "Expires must be a day written as YYYY-MM-DD, or empty.")
+			return
+		}
+		spec["expires"] = t.UTC().Format(time.RFC3339)
+	}
+	if !s.user.Operator() {
+		spec["account"] = s.user.Account
+		if h.MemberKeys.Quota != nil {
+			spec["quota"] = *h.MemberKeys.Quota
+		}
+		if h.MemberKeys.MaxActiveTasks != nil {
+			spec["max_active_tasks"] = *h.MemberKeys.MaxActiveTasks
+		}
+		release, ok := h.holdAccountKeys(w, r, s)
+		if !ok {
+			return
+		}
+		defer release()
+	}
+	body, err := json.Marshal(spec)
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	created, err := h.Keys.CreateKey(r.Context(), body)
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.audit(s, "create key", created.ID+" of "+created.Account)
+	keys, err := h.accountKeys(r, map[bool]string{true: "", false: s.user.Account}[s.user.Operator()])
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.render(w, http.StatusCreated, "keys", page{Title: "API keys", User: s.user, CSRF: s.csrf(),
+		Notice: "Key " + created.ID + " was created. Copy its secret now: it is not shown again.",
+		Data:   keysData{Keys: keys, Account: created.Account, Created: &created, CanCreate: true}})
+}
+
+// holdAccountKeys takes the member's account's key lease, so that no other create (on any
+// instance) counts the keys between this count and this create, and checks that the account
+// holds fewer than MemberKeys.Max keys. It answers the request itself when it returns false.
+func (h *Handler) holdAccountKeys(w http.ResponseWriter, r *http.Request, s *session) (release func(), ok bool) {
+	name, owner := "console/keys/"+s.user.Account, leaseName(s.token)
+	held, err := h.Store.AcquireLease(r.Context(), name, owner, h.now(), 30*time.Second)
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return nil, false
+	}
+	if !held {
+		h.fail(w, r, s, http.StatusConflict, "Another key of this account is being created. Try again.")
+		return nil, false
+	}
+	release = func() {
+		if err := h.Store.ReleaseLease(r.Context(), name, owner); err != nil {
+			h.Logger.Warn("releasing a console key lease (it ends by itself in 30s)", zap.Error(err))
+		}
+	}
+	keys, err := h.accountKeys(r, s.user.Account)
+	if err != nil {
+		release()
+		h.failErr(w, r, s, err)
+		return nil, false
+	}
+	stored := 0
+	for _, k := range keys {
+		if !k.ReadOnly {
+			stored++
+		}
+	}
+	if stored >= h.MemberKeys.Max {
+		release()
+		h.fail(w, r, s, http.StatusConflict, "This account holds "+strconv.Itoa(stored)+" keys, the most its members may hold. Revoke one before creating another.")
+		return nil, false
+	}
+	return release, true
+}
+
+func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s *session, id string) {
+	k, err := h.Keys.Key(r.Context(), id)
+	if err != nil || !s.sees(k.Account) {
+		h.notFound(w, r, s) // another account's key is answered as an unknown one
+		return
+	}
+	if err := h.Keys.RevokeKey(r.Context(), id); err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.audit(s, "revoke key", id+" of "+k.Account)
+	http.Redirect(w, r, "/keys?account="+url.QueryEscape(k.Account), http.StatusSeeOther)
+}
