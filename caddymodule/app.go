@@ -16,6 +16,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
@@ -44,6 +45,14 @@ type App struct {
 
 	// DisabledAccounts are accounts whose keys are all refused with 403.
 	DisabledAccounts []string `json:"disabled_accounts,omitempty"`
+
+	// Currency is the gateway's one currency, for display only: every amount (prices,
+	// balances, the ledger) is in it. Default: USD.
+	Currency string `json:"currency,omitempty"`
+
+	// Prices are what each model costs, in Currency. A model without a price is free (and
+	// still metered). See docs/billing.md.
+	Prices []billing.Price `json:"prices,omitempty"`
 
 	// Upload configures presigned direct uploads (mediagw_presign).
 	Upload *UploadConfig `json:"upload,omitempty"`
@@ -79,6 +88,7 @@ type App struct {
 	storeKey      string
 	opened        openedStore
 	catalog       *providers.Catalog
+	prices        *billing.Table
 	authenticator *auth.Authenticator
 	staticByID    map[string]storage.APIKey
 	disabledAccts map[string]bool
@@ -192,6 +202,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.catalog = catalog.WithHealth(upstreamHealth)
+	if a.prices, err = billing.NewTable(a.Currency, a.Prices); err != nil {
+		return err
+	}
+	for _, model := range a.prices.Models() {
+		if _, ok := a.catalog.ProviderFor(model); !ok {
+			return fmt.Errorf("price %q: no provider serves the model", model)
+		}
+	}
 
 	static := make(map[string]storage.APIKey, len(a.Keys))
 	ids := map[string]bool{}
@@ -282,6 +300,9 @@ func (a *App) warnUnservedModels(key storage.APIKey) {
 }
 
 func (a *App) Catalog() *providers.Catalog { return a.catalog }
+
+// PriceTable is the price table (never nil once provisioned).
+func (a *App) PriceTable() *billing.Table { return a.prices }
 
 // Idempotency makes creates with an Idempotency-Key header safe to retry.
 func (a *App) Idempotency() *idempotency.Guard {

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 )
 
 // parseGlobalOption sets up the mediagw app. Syntax:
@@ -23,6 +24,8 @@ import (
 //		refund_unsuccessful_tasks
 //		account_metrics on|off
 //		upstream_proxy_from_env
+//		currency <code>
+//		price <model> { … }           (see parsePrice)
 //		provider <name> {
 //			base_url   <url>
 //			api_key    <secret>
@@ -98,9 +101,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	seen := map[string]bool{}
 	modelOwner := map[string]string{} // model -> provider, to refuse a model served twice
 	secrets := map[string]bool{}
+	priceAt := map[string]error{} // model -> the error, at its price block, if no provider serves it
 	for d.NextBlock(0) {
 		name := d.Val()
-		once := name != "provider" && name != "key"
+		once := name != "provider" && name != "key" && name != "price"
 		if once && seen[name] {
 			return d.Errf("duplicate subdirective %q", name)
 		}
@@ -183,6 +187,20 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.Upload = u
+		case "currency":
+			if !d.AllArgs(&a.Currency) {
+				return d.Err("usage: currency <code>, e.g. currency USD")
+			}
+		case "price":
+			p, err := parsePrice(d)
+			if err != nil {
+				return err
+			}
+			if slices.ContainsFunc(a.Prices, func(o billing.Price) bool { return o.Model == p.Model }) {
+				return d.Errf("price %q is given twice", p.Model)
+			}
+			priceAt[p.Model] = d.Errf("price %q: no provider serves the model: add it to a provider's models, or correct the name", p.Model)
+			a.Prices = append(a.Prices, p)
 		case "key":
 			k, err := parseKey(d)
 			if err != nil {
@@ -197,6 +215,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return unknownSubdirective(d, "mediagw: ", globalSubdirectives)
 		}
 	}
+	for _, p := range a.Prices {
+		if _, served := modelOwner[p.Model]; !served {
+			return priceAt[p.Model]
+		}
+	}
 	return nil
 }
 
@@ -204,7 +227,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // error that names a misspelt one.
 var (
 	globalSubdirectives = []string{"storage", "task_retention", "disabled_accounts", "refund_unsuccessful_tasks",
-		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload"}
+		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload",
+		"currency", "price"}
 	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "models", "model_map", "cost"}
 	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks"}
 )
