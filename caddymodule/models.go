@@ -14,7 +14,8 @@ func init() {
 }
 
 // ModelsHandler answers GET /v1/models with the configured models that the caller's key may use,
-// sorted by id, in the OpenAI list shape. It must follow mediagw_auth.
+// sorted by id, in the OpenAI list shape; the item of a model with a price carries its
+// `pricing`. It must follow mediagw_auth.
 type ModelsHandler struct {
 	list *models.Handler
 }
@@ -33,7 +34,7 @@ func (h *ModelsHandler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.list = &models.Handler{Catalog: app.Catalog(), Created: app.loadedAt.Unix()}
+	h.list = &models.Handler{Catalog: app.Catalog(), Prices: app.PriceTable(), Created: app.loadedAt.Unix()}
 	return nil
 }
 

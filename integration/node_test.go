@@ -38,6 +38,11 @@ const nodeCaddyfile = `{
 			auth_style x-goog-api-key
 			models gemini-x
 		}
+		currency EUR
+		price sim-chat {
+			input_tokens 0.15
+			output_tokens 0.60
+		}
 		key mg-node-sdk-key {
 			account node
 		}
@@ -102,8 +107,9 @@ func newFakeProviders(t *testing.T) *fakeProviders {
 
 // TestNodeSDKs runs the official Node SDKs (openai, @anthropic-ai/sdk, @google/genai, versions
 // pinned in integration/node/package-lock.json) against the gateway, each with only its base URL
-// and key changed: models, chat, streaming chat and embeddings through openai; messages with the
-// Anthropic SDK's default x-api-key auth; generateContent with x-goog-api-key.
+// and key changed: models (with a priced model's `pricing`), chat, streaming chat and embeddings
+// through openai; messages with the Anthropic SDK's default x-api-key auth; generateContent with
+// x-goog-api-key.
 func TestNodeSDKs(t *testing.T) {
 	dir := nodeSDKs(t)
 	fake := newFakeProviders(t)

@@ -6,12 +6,15 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 // Handler lists the models of a catalog, filtered by the caller's key.
 type Handler struct {
 	Catalog *providers.Catalog
+	// Prices gives each priced model's item its pricing; nil: no item has one.
+	Prices *billing.Table
 	// Created is the "created" time reported for every model (Unix seconds).
 	Created int64
 }
@@ -22,6 +25,8 @@ type Model struct {
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	// Pricing is the model's price, for models that have one (an addition to the OpenAI item).
+	Pricing *billing.Pricing `json:"pricing,omitempty"`
 }
 
 // List is the response body.
@@ -46,7 +51,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		p, _ := h.Catalog.ProviderFor(m)
-		list.Data = append(list.Data, Model{ID: m, Object: "model", Created: h.Created, OwnedBy: p.Name})
+		item := Model{ID: m, Object: "model", Created: h.Created, OwnedBy: p.Name}
+		if price, ok := h.Prices.Price(m); ok {
+			pricing := price.Pricing(h.Prices.Currency())
+			item.Pricing = &pricing
+		}
+		list.Data = append(list.Data, item)
 	}
 	// The status is sent; a failed write means the client is gone.
 	_ = apierror.WriteJSON(w, http.StatusOK, list)
