@@ -94,3 +94,24 @@ func (p *Price) EstimateText(bodyBytes, maxOutput int64) Estimate {
 	u := Usage{Requests: 1, InputTokens: (max(bodyBytes, 0) + BytesPerInputToken - 1) / BytesPerInputToken, OutputTokens: maxOutput}
 	return Estimate{Amount: p.Amount(u), Usage: u}
 }
+
+// Request is what a pass-through request says about how much it may use, for its hold.
+type Request struct {
+	// Images is set for an image endpoint: the request makes N images of ImageSize and
+	// ImageQuality.
+	Images                  bool
+	N                       int64
+	ImageSize, ImageQuality string
+	// BodyBytes is the request body's length; MaxOutput the output-token bound it names
+	// (max_tokens, max_completion_tokens or max_output_tokens; 0: none).
+	BodyBytes, MaxOutput int64
+}
+
+// EstimateRequest is the hold of a pass-through request: images for an image endpoint, else
+// tokens (a model priced per request only is held its request price either way).
+func (p *Price) EstimateRequest(q Request) Estimate {
+	if q.Images {
+		return p.EstimateImages(q.N, q.ImageSize, q.ImageQuality)
+	}
+	return p.EstimateText(q.BodyBytes, q.MaxOutput)
+}

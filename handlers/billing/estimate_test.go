@@ -61,6 +61,12 @@ func TestEstimateImagesAndText(t *testing.T) {
 	if got := chat.EstimateText(1001, 0).Amount.String(); got != "0.002251" {
 		t.Errorf("text without a maximum = %s, want 0.002251", got)
 	}
+	if got := chat.EstimateRequest(Request{BodyBytes: 1001, MaxOutput: 300}).Amount.String(); got != "0.000851" {
+		t.Errorf("a text request = %s, want 0.000851", got)
+	}
+	if got := image.EstimateRequest(Request{Images: true, N: 2, BodyBytes: 1 << 20}).Amount.String(); got != "0.08" {
+		t.Errorf("an image request of 2 = %s, want 0.08", got)
+	}
 	// no max_output either: 4096 × 2 / 1e6 = 0.008192, + 0.000001 for 4 bytes
 	noMax := &Price{Model: "c", InputTokens: m(t, "1"), OutputTokens: m(t, "2")}
 	if got := noMax.EstimateText(4, 0).Amount.String(); got != "0.008193" {
