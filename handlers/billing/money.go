@@ -2,11 +2,9 @@ package billing
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
+
+	"github.com/mediagw/mediagw/internal/money"
 )
 
 // Money is an amount of the gateway's one currency, in micro-units: 1_000_000 is one unit
@@ -15,10 +13,11 @@ import (
 type Money int64
 
 // Micro is the number of micro-units in one unit of money (and in a multiplier of 1).
-const Micro = 1_000_000
+const Micro = 1_000_000 // money.Unit, untyped so that it multiplies Money and Multiplier alike
 
 // ParseMoney reads a decimal string such as "12.345678", "0.4", "-3" or "+1.5". More than six
-// decimals, exponents, spaces and amounts beyond ±9,223,372,036,854 are errors.
+// decimals, exponents, spaces, a bare ".5" or "5." and amounts beyond int64 micro-units are
+// errors.
 func ParseMoney(s string) (Money, error) {
 	n, err := parseMicro(s)
 	return Money(n), err
@@ -63,61 +62,17 @@ func (x *Multiplier) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-var errDecimal = errors.New("want a decimal number with at most 6 decimals, such as 0.40 or 12.345678")
-
-// parseMicro reads a decimal string into millionths, exactly.
+// parseMicro reads a decimal string into millionths, exactly (see money.Parse).
 func parseMicro(s string) (int64, error) {
-	digits := s
-	neg := false
-	if strings.HasPrefix(digits, "-") || strings.HasPrefix(digits, "+") {
-		neg, digits = digits[0] == '-', digits[1:]
-	}
-	whole, frac, hasDot := strings.Cut(digits, ".")
-	if whole == "" && frac == "" || len(frac) > 6 || hasDot && frac == "" || !allDigits(whole) || !allDigits(frac) {
-		return 0, fmt.Errorf("amount %q: %w", s, errDecimal)
-	}
-	w := int64(0)
-	if whole != "" {
-		var err error
-		if w, err = strconv.ParseInt(whole, 10, 64); err != nil || w > math.MaxInt64/Micro-1 {
-			return 0, fmt.Errorf("amount %q is too large", s)
-		}
-	}
-	f := int64(0)
-	if frac != "" {
-		// Six digits at most: no overflow.
-		f, _ = strconv.ParseInt(frac+strings.Repeat("0", 6-len(frac)), 10, 64)
-	}
-	n := w*Micro + f
-	if neg {
-		n = -n
+	n, err := money.Parse(s)
+	if err != nil {
+		return 0, fmt.Errorf("amount %q: want a decimal number with at most 6 decimals, such as 0.40 or 12.345678", s)
 	}
 	return n, nil
 }
 
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// formatMicro prints millionths as a decimal string without trailing zeros.
-func formatMicro(n int64) string {
-	sign := ""
-	u := uint64(n)
-	if n < 0 {
-		sign, u = "-", uint64(-n) // -MinInt64 wraps to itself, which uint64 reads correctly
-	}
-	whole, frac := u/Micro, u%Micro
-	if frac == 0 {
-		return sign + strconv.FormatUint(whole, 10)
-	}
-	f := strings.TrimRight(fmt.Sprintf("%06d", frac), "0")
-	return sign + strconv.FormatUint(whole, 10) + "." + f
-}
+// formatMicro prints millionths as a decimal string without trailing zeros (see money.Format).
+func formatMicro(n int64) string { return money.Format(n) }
 
 // unmarshalMicro reads a JSON string or number as millionths.
 func unmarshalMicro(b []byte) (int64, error) {

@@ -17,7 +17,6 @@ func TestParseMoney(t *testing.T) {
 		{"12.345678", 12_345_678, "12.345678"},
 		{"-0.000001", -1, "-0.000001"},
 		{"+3", 3_000_000, "3"},
-		{".5", 500_000, "0.5"},
 		{"9223372036853", 9_223_372_036_853_000_000, "9223372036853"},
 	} {
 		got, err := ParseMoney(tc.in)
@@ -29,7 +28,7 @@ func TestParseMoney(t *testing.T) {
 			t.Errorf("Money(%d).String() = %q, want %q", got, got.String(), tc.out)
 		}
 	}
-	for _, bad := range []string{"", "-", ".", "1.", "1.2345678", "1e3", " 1", "1,5", "0x10", "--1", "9223372036854", "NaN"} {
+	for _, bad := range []string{"", "-", ".", "1.", "1.2345678", "1e3", " 1", "1,5", "0x10", "--1", "9223372036855", "NaN", ".5"} {
 		if got, err := ParseMoney(bad); err == nil {
 			t.Errorf("ParseMoney(%q) = %d, want an error", bad, got)
 		}
