@@ -458,12 +458,13 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 			w[5] += *rec.TotalTokens
 		}
 	}
-	wantLines := [][]string{{"model", "day", "requests", "tasks", "cost", "prompt_tokens", "completion_tokens", "total_tokens"}}
+	wantLines := [][]string{{"model", "day", "requests", "tasks", "cost", "prompt_tokens", "completion_tokens", "total_tokens", "amount"}}
 	for _, mdl := range []string{chatModel, videoModel} {
 		line := []string{mdl, day}
 		for _, v := range want[mdl] {
 			line = append(line, strconv.FormatInt(v, 10))
 		}
+		line = append(line, "0") // amount: this gateway prices no model
 		wantLines = append(wantLines, line)
 	}
 	slices.SortFunc(wantLines[1:], func(a, b []string) int { return strings.Compare(a[0], b[0]) })
