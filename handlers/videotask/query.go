@@ -476,10 +476,11 @@ func (h *Handler) CallbacksStopped(ctx context.Context, taskID string) bool {
 }
 
 // finished releases what a task held (its active slot; its cost when unsuccessful tasks are
-// refunded). Call it only after storing the update that set Finished (accounting.MarkFinished).
+// refunded) and settles its hold from the usage its answer reports (or releases it). Call it
+// only after storing the update that set Finished (accounting.MarkFinished).
 func (h *Handler) finished(ctx context.Context, t storage.Task, status string) {
 	if h.Accounting != nil {
-		h.Accounting.Finished(ctx, t, status)
+		h.Accounting.Finished(ctx, t, status, billedUsage(t.Result))
 	}
 }
 
