@@ -20,19 +20,3 @@ func TestBadgerConformance(t *testing.T) {
 		},
 	})
 }
-
-func TestBadgerLedgerConformance(t *testing.T) {
-	storetest.RunLedger(t, func(t *testing.T) storage.Store {
-		t.Helper()
-		s, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Errorf("closing the store: %v", err)
-			}
-		})
-		return s
-	})
-}

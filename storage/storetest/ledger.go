@@ -249,17 +249,18 @@ func testLedgerOverEstimate(t *testing.T, s storage.Store) {
 		t.Fatalf("settling under the hold = %+v, %v", e, err)
 	}
 	// Came out longer: charged in full, the balance goes below zero, and the entry says so.
-	e, err := s.Settle(ctx, "long", 13*unit, ledgerNow)
-	if err != nil || e.Amount != -9*unit || e.Charged != 13*unit || e.BalanceAfter != -4*unit || e.Note == "" {
+	e, err := s.Settle(ctx, "long", 13*unit+unit/2, ledgerNow)
+	if err != nil || e.Amount != -9*unit-unit/2 || e.Charged != 13*unit+unit/2 || e.BalanceAfter != -4*unit-unit/2 ||
+		e.Note != "charged 9.5 over the hold of 4" {
 		t.Fatalf("settling over the hold = %+v, %v", e, err)
 	}
-	checkLedger(t, s, "acme", -4*unit, 0)
+	checkLedger(t, s, "acme", -4*unit-unit/2, 0)
 	if _, _, err := s.Hold(ctx, storage.Hold{ID: "next", Account: "acme", Amount: 0, Deadline: ledgerNow}, ledgerNow); !errors.Is(err, storage.ErrInsufficient) {
 		t.Fatalf("a hold on a negative balance = %v; want ErrInsufficient", err)
 	}
 	mustCredit(t, s, "acme", 5*unit, "top-up")
-	mustHold(t, s, storage.Hold{ID: "next", Account: "acme", Amount: unit})
-	checkLedger(t, s, "acme", 0, unit)
+	mustHold(t, s, storage.Hold{ID: "next", Account: "acme", Amount: unit / 2})
+	checkLedger(t, s, "acme", 0, unit/2)
 }
 
 // sameEntry compares entries, their times as instants.
