@@ -173,6 +173,11 @@ type StaticKey struct {
 	RateWindow   caddy.Duration `json:"rate_window,omitempty"`
 	// MaxActiveTasks bounds the key's unfinished video tasks; past it 429. Default: no limit.
 	MaxActiveTasks int64 `json:"max_active_tasks,omitempty"`
+	// Budget is the money the key may spend, in the gateway's currency: a sub-limit of its
+	// account's balance, checked with it by every hold (past it 402). Default: none.
+	Budget billing.Money `json:"budget,omitempty"`
+	// BudgetPeriod makes Budget per UTC calendar "day" or "month". Default: for all time.
+	BudgetPeriod string `json:"budget_period,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -378,6 +383,9 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 	if sk.Quota != nil && *sk.Quota < 0 {
 		return storage.APIKey{}, fmt.Errorf("quota must not be negative")
 	}
+	if sk.Budget < 0 || sk.Budget > billing.Money(storage.MaxAmount) || (sk.BudgetPeriod != "" && sk.BudgetPeriod != storage.BudgetDay && sk.BudgetPeriod != storage.BudgetMonth) {
+		return storage.APIKey{}, fmt.Errorf("budget must be an amount of 0 or more, per day, month or for all time")
+	}
 	if (sk.RateRequests > 0) != (sk.RateWindow > 0) || sk.RateRequests < 0 || sk.MaxActiveTasks < 0 {
 		return storage.APIKey{}, fmt.Errorf("rate needs both a positive count and a positive window; max_active_tasks must not be negative")
 	}
@@ -390,6 +398,7 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 		Limits: storage.Limits{
 			Quota: sk.Quota, RateRequests: sk.RateRequests, RateWindow: time.Duration(sk.RateWindow),
 			MaxActiveTasks: sk.MaxActiveTasks,
+			Budget:         storage.Budget{Limit: int64(sk.Budget), Period: sk.BudgetPeriod},
 		},
 	}
 	if key.ID == "" {

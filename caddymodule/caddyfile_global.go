@@ -50,6 +50,7 @@ import (
 //			quota     <units>
 //			rate      <requests> <window>
 //			max_active_tasks <n>
+//			budget    <amount> [day|month]
 //		}
 //		watcher {
 //			interval    <duration>
@@ -230,7 +231,7 @@ var (
 		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload",
 		"currency", "price"}
 	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "models", "model_map", "cost"}
-	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks"}
+	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks", "budget"}
 )
 
 func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
@@ -458,6 +459,19 @@ func parseKey(d *caddyfile.Dispenser) (StaticKey, error) {
 				return k, d.Errf("key: usage: rate <requests> <window>, e.g. rate 60 1m")
 			}
 			k.RateRequests, k.RateWindow = n, caddy.Duration(dur)
+		case "budget":
+			args := d.RemainingArgs()
+			if len(args) < 1 || len(args) > 2 || len(args) == 2 && args[1] != "day" && args[1] != "month" {
+				return k, d.Err("key: usage: budget <amount> [day|month], e.g. budget 50 month")
+			}
+			amount, err := billing.ParseMoney(args[0])
+			if err != nil || amount <= 0 {
+				return k, d.Errf("key: budget: want an amount above 0 with at most 6 decimals, got %q", args[0])
+			}
+			k.Budget = amount
+			if len(args) == 2 {
+				k.BudgetPeriod = args[1]
+			}
 		case "max_active_tasks":
 			var s string
 			if !d.AllArgs(&s) {

@@ -140,6 +140,8 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"price image too many arguments", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n  }\n  price m {\n   image 1024x1024 high x 1\n  }\n }\n}", `usage: image [<size> [<quality>]] <amount>`},
 		{"price nothing priced", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n  }\n  price m {\n   max_output 100\n  }\n }\n}", `no unit is priced`},
 		{"price bad max_seconds", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n  }\n  price m {\n   second 1\n   max_seconds 0\n  }\n }\n}", `max_seconds: want a whole number of at least 1`},
+		{"key budget bad period", "{\n mediagw {\n  key k {\n   account a\n   budget 5 week\n  }\n }\n}", `key: usage: budget <amount> [day|month]`},
+		{"key budget bad amount", "{\n mediagw {\n  key k {\n   account a\n   budget 0\n  }\n }\n}", `key: budget: want an amount above 0`},
 		{"currency twice", "{\n mediagw {\n  currency USD\n  currency EUR\n }\n}", `duplicate subdirective "currency"`},
 		{"duplicate max_spool", ":80 {\n mediagw_route {\n  max_spool 1MiB\n  max_spool 2MiB\n }\n}", `duplicate subdirective "max_spool"`},
 	} {
