@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,34 +66,8 @@ func ledgerSum(t *testing.T, s storage.Store, account string) (int64, map[string
 func TestInstancesHoldExactlyTheBudget(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{queuedFor: "1s", runningFor: "1s", watchInterval: "200ms", gatewayOptions: billedPrices})
-	var (
-		accepted, refused atomic.Int64
-		mu                sync.Mutex
-		other             []string
-		wg                sync.WaitGroup
-	)
-	for i := range 300 {
-		in := c.instances[i%3]
-		wg.Go(func() {
-			r, err := send("POST", in.base+taskPath, "mg-budget", `{"model":"seedance-sim","content":[{"type":"text","text":"billed"}]}`)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil && r.status == 200:
-				accepted.Add(1)
-			case err == nil && r.status == 402 && strings.Contains(string(r.body), "budget"):
-				refused.Add(1)
-			default:
-				other = append(other, fmt.Sprintf("%d %s %v", r.status, r.body, err))
-			}
-		})
-	}
-	wg.Wait()
-	if len(other) > 0 {
-		t.Fatalf("%d answers neither 200 nor 402, e.g. %s", len(other), other[0])
-	}
-	if accepted.Load() != 100 || refused.Load() != 200 {
-		t.Fatalf("accepted %d, refused %d; want exactly 100 and 200", accepted.Load(), refused.Load())
+	if accepted, refused := raceCreates(t, c, 300, "mg-budget"); accepted != 100 || refused != 200 {
+		t.Fatalf("accepted %d, refused %d; want exactly 100 and 200", accepted, refused)
 	}
 	ledger := clusterLedger(t, c)
 	deadline := time.Now().Add(60 * time.Second)

@@ -71,12 +71,7 @@ func TestHoldsAgainstTheBalance(t *testing.T) {
 		t.Fatalf("after a release: %+v, want 0.5 left and 0.5 held", b)
 	}
 	// Longer than estimated: 8 s at 0.10 = 0.8 charged for a hold of 0.5.
-	var wg sync.WaitGroup
-	amounts := make([]billing.Money, 8)
-	for i := range amounts {
-		wg.Go(func() { amounts[i] = h1.Settle(billing.Usage{VideoSeconds: 8}) })
-	}
-	wg.Wait()
+	amounts := race(8, func() billing.Money { return h1.Settle(billing.Usage{VideoSeconds: 8}) })
 	charged := 0
 	for _, m := range amounts {
 		if m != 0 {
@@ -126,12 +121,7 @@ func TestTaskHoldsEndOnce(t *testing.T) {
 		a.BindTask(ctx, h.ID, taskID)
 		task := storage.Task{ID: taskID, Account: "acme", KeyID: "k1", Model: "veo", HoldID: h.ID,
 			HoldAmount: int64(h.Estimate.Amount), HoldUsage: h.Estimate.Usage.Encode()}
-		var wg sync.WaitGroup
-		amounts := make([]billing.Money, 4)
-		for j := range amounts {
-			wg.Go(func() { amounts[j] = a.SettleTask(ctx, task, status, billing.Usage{VideoSeconds: 3}) })
-		}
-		wg.Wait()
+		amounts := race(4, func() billing.Money { return a.SettleTask(ctx, task, status, billing.Usage{VideoSeconds: 3}) })
 		total := billing.Money(0)
 		for _, m := range amounts {
 			total += m
@@ -169,6 +159,17 @@ func TestKeyDayBudgetResetsAtUTCMidnight(t *testing.T) {
 	if _, err := a.HoldFor(ctx, id, "veo", "", videoEstimate(5), time.Minute); err != nil {
 		t.Fatalf("at 00:00 UTC the next day: %v", err)
 	}
+}
+
+// race runs end n times at once and returns what each call charged.
+func race(n int, end func() billing.Money) []billing.Money {
+	amounts := make([]billing.Money, n)
+	var wg sync.WaitGroup
+	for i := range amounts {
+		wg.Go(func() { amounts[i] = end() })
+	}
+	wg.Wait()
+	return amounts
 }
 
 // checkLedgerSums checks that the account's entries sum to its balance, which is want.
