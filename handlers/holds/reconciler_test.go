@@ -16,6 +16,12 @@ var start = time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
 func openBadger(t *testing.T) storage.Store {
 	t.Helper()
 	s, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	return closedAtEnd(t, s, err)
+}
+
+// closedAtEnd fails the test on err, or closes s when the test ends.
+func closedAtEnd(t *testing.T, s storage.Store, err error) storage.Store {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,15 +133,7 @@ func openRedisPair(t *testing.T) (storage.Store, storage.Store) {
 	server := testredis.Start(t, testredis.Options{})
 	open := func() storage.Store {
 		s, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: server.URL(), KeyPrefix: "reconcile"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-		return s
+		return closedAtEnd(t, s, err)
 	}
 	return open(), open()
 }
