@@ -17,6 +17,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/holds"
 	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
@@ -74,6 +75,11 @@ type App struct {
 	// upstream.
 	TaskRetention caddy.Duration `json:"task_retention,omitempty"`
 
+	// HoldReconcileInterval is how often one gateway instance releases the holds of money that
+	// nobody ended by their deadline (a request or task whose process died): such a hold is
+	// released at most this long after its deadline (see docs/billing.md). Default: 30s.
+	HoldReconcileInterval caddy.Duration `json:"hold_reconcile_interval,omitempty"`
+
 	// NoAccountMetrics drops the account label of mediagw_quota_used_total, for gateways with
 	// very many accounts (usage records and the usage report still have every account).
 	// Default: false (counted per account).
@@ -95,6 +101,7 @@ type App struct {
 	uploads       *uploads
 	accountant    *accounting.Accountant
 	runtime       *taskRuntime
+	reconciler    *holds.Reconciler
 	usage         *usage.Recorder
 	observer      *observer
 	loadedAt      time.Time
@@ -254,6 +261,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.authenticator = &auth.Authenticator{Static: static, DisabledAccounts: disabled, Store: a.store}
+	a.reconciler = &holds.Reconciler{Ledger: a.store, Leases: a.store, Interval: time.Duration(a.HoldReconcileInterval),
+		Logger: a.logger.Named("holds")}
 	return nil
 }
 
@@ -262,17 +271,20 @@ func (a *App) Validate() error {
 	if a.TaskRetention < 0 {
 		return fmt.Errorf("task_retention must not be negative")
 	}
+	if a.HoldReconcileInterval < 0 {
+		return fmt.Errorf("hold_reconcile_interval must not be negative")
+	}
 	return nil
 }
 
-// Start runs the task watcher and the callback outbox.
+// Start runs the task watcher, the callback outbox and the hold reconciler.
 func (a *App) Start() error {
-	a.runtime.start()
+	a.runtime.start(a.reconciler.Run)
 	return nil
 }
 
-// Stop stops the watcher and the outbox. The store is not closed here: the next config may still
-// use it. It is closed when the last config that uses it is cleaned up.
+// Stop stops the watcher, the outbox and the reconciler. The store is not closed here: the next
+// config may still use it. It is closed when the last config that uses it is cleaned up.
 func (a *App) Stop() error {
 	a.runtime.halt()
 	return nil

@@ -20,6 +20,7 @@ import (
 //	mediagw {
 //		storage <backend> [<args…>]   (storage badger [<dir>])
 //		task_retention <duration>
+//		hold_reconcile_interval <duration>
 //		disabled_accounts <account...>
 //		refund_unsuccessful_tasks
 //		account_metrics on|off
@@ -134,6 +135,16 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("task_retention: invalid duration %q", s)
 			}
 			a.TaskRetention = caddy.Duration(dur)
+		case "hold_reconcile_interval":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil || dur <= 0 {
+				return d.Errf("hold_reconcile_interval: invalid duration %q", s)
+			}
+			a.HoldReconcileInterval = caddy.Duration(dur)
 		case "refund_unsuccessful_tasks":
 			if d.NextArg() {
 				return d.ArgErr()
@@ -229,7 +240,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var (
 	globalSubdirectives = []string{"storage", "task_retention", "disabled_accounts", "refund_unsuccessful_tasks",
 		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload",
-		"currency", "price"}
+		"currency", "price", "hold_reconcile_interval"}
 	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "models", "model_map", "cost"}
 	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks", "budget"}
 )

@@ -105,6 +105,7 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"redis bad wait_timeout", "{\n mediagw {\n  storage redis redis://h {\n   wait_replicas 1\n   wait_timeout 0s\n  }\n }\n}", `wait_timeout must be a duration of at least 1ms`},
 		{"redis tls_ca twice", "{\n mediagw {\n  storage redis rediss://h {\n   tls_ca a.pem\n   tls_ca b.pem\n  }\n }\n}", `tls_ca given twice`},
 		{"bad retention", "{\n mediagw {\n  task_retention soon\n }\n}", `invalid duration`},
+		{"bad hold reconcile interval", "{\n mediagw {\n  hold_reconcile_interval 0s\n }\n}", `hold_reconcile_interval: invalid duration`},
 		{"bad callback attempt_timeout", "{\n mediagw {\n  callbacks {\n   attempt_timeout soon\n  }\n }\n}", `invalid duration "soon"`},
 		{"upstream beside base_url", "{\n mediagw {\n  provider p {\n   base_url http://a\n   upstream u {\n    base_url http://b\n   }\n  }\n }\n}", `inside each upstream block`},
 		{"upstream without base_url", "{\n mediagw {\n  provider p {\n   upstream u {\n    api_key k\n   }\n  }\n }\n}", `upstream "u": base_url is required`},

@@ -80,39 +80,30 @@ func appendEntry(txn *badger.Txn, account string, bal *balanceRecord, e *LedgerE
 }
 
 // addBudget adds delta to a key's budget counter; a counter that is gone (its period long over)
-// is left alone.
+// is left alone unless create is set.
 func addBudget(txn *badger.Txn, counter string, delta int64, create bool, ttl time.Duration) error {
-	raw, err := txnGet(txn, counter)
-	var spent int64
-	switch {
-	case errors.Is(err, ErrNotFound):
-		if !create {
-			return nil
-		}
-	case err != nil:
+	spent, found, err := txnInt64(txn, counter)
+	if err != nil || !found && !create {
 		return err
-	case len(raw) != 8:
-		return fmt.Errorf("budget counter %s is corrupt", counter)
-	default:
-		spent = int64(binary.BigEndian.Uint64(raw))
 	}
 	var buf [8]byte
 	binary.BigEndian.PutUint64(buf[:], uint64(spent+delta))
 	return txn.SetEntry(entry(counter, buf[:], ttl))
 }
 
-func budgetSpent(txn *badger.Txn, counter string) (int64, error) {
-	raw, err := txnGet(txn, counter)
+// txnInt64 reads an int64 (8 bytes, big endian) stored under key; a missing one is 0.
+func txnInt64(txn *badger.Txn, key string) (v int64, found bool, err error) {
+	raw, err := txnGet(txn, key)
 	if errors.Is(err, ErrNotFound) {
-		return 0, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if len(raw) != 8 {
-		return 0, fmt.Errorf("budget counter %s is corrupt", counter)
+		return 0, false, fmt.Errorf("%s is corrupt", key)
 	}
-	return int64(binary.BigEndian.Uint64(raw)), nil
+	return int64(binary.BigEndian.Uint64(raw)), true, nil
 }
 
 func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEntry, error) {
@@ -140,7 +131,7 @@ func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerE
 		if h.Budget.Limit > 0 {
 			period, end := budgetPeriod(h.Budget.Period, now)
 			rec.Budget = prefixBudget + h.KeyID + "\x00" + period
-			spent, err := budgetSpent(txn, rec.Budget)
+			spent, _, err := txnInt64(txn, rec.Budget)
 			if err != nil {
 				return err
 			}

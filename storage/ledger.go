@@ -214,6 +214,8 @@ func validHold(h Hold) error {
 		return fmt.Errorf("ledger: budget limit %d out of range", h.Budget.Limit)
 	case h.Budget.Limit > 0 && h.KeyID == "":
 		return errors.New("ledger: a budget needs a key id")
+	case !h.Bound && h.Deadline.IsZero():
+		return errors.New("ledger: a hold that is not bound to a task needs a deadline")
 	}
 	switch h.Budget.Period {
 	case BudgetTotal, BudgetDay, BudgetMonth:

@@ -223,12 +223,13 @@ func testLedgerInsufficient(t *testing.T, s storage.Store) {
 	mustHold(t, s, storage.Hold{ID: "a3", Account: "acme", Amount: 2 * unit}) // exactly fits
 	checkLedger(t, s, "acme", 0, 5*unit)
 	for _, bad := range []storage.Hold{
-		{Account: "acme", Amount: 1},
-		{ID: "x", Amount: 1},
-		{ID: "x", Account: "acme", Amount: -1},
-		{ID: "x", Account: "acme", Amount: storage.MaxAmount + 1},
-		{ID: "x", Account: "acme", KeyID: "k", Budget: storage.Budget{Limit: 5, Period: "week"}},
-		{ID: "x", Account: "acme", Budget: storage.Budget{Limit: 5}},
+		{Account: "acme", Amount: 1, Deadline: ledgerNow},
+		{ID: "x", Amount: 1, Deadline: ledgerNow},
+		{ID: "x", Account: "acme", Amount: -1, Deadline: ledgerNow},
+		{ID: "x", Account: "acme", Amount: storage.MaxAmount + 1, Deadline: ledgerNow},
+		{ID: "x", Account: "acme", KeyID: "k", Budget: storage.Budget{Limit: 5, Period: "week"}, Deadline: ledgerNow},
+		{ID: "x", Account: "acme", Budget: storage.Budget{Limit: 5}, Deadline: ledgerNow},
+		{ID: "x", Account: "acme", Amount: 1}, // unbound, without a deadline
 	} {
 		if _, _, err := s.Hold(ctx, bad, ledgerNow); err == nil || errors.Is(err, storage.ErrInsufficient) {
 			t.Fatalf("Hold(%+v) = %v; want a validation error", bad, err)
