@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,13 +14,13 @@ import (
 )
 
 // billedPrices prices the cluster's model at 0.01 per second (a default 5-second task holds
-// 0.05, and the simulator reports 5 s) and gives a key a budget of exactly 100 such tasks.
+// 0.05, and the simulator reports 5 s), and has a key of account "paying" (credited in the
+// test) and a key with a budget of three such tasks.
 const billedPrices = `price seedance-sim {
 			second 0.01
 		}
-		key mg-budget {
-			account budget
-			budget 5
+		key mg-paying {
+			account paying
 		}
 		key mg-three {
 			account three
@@ -59,27 +60,37 @@ func ledgerSum(t *testing.T, s storage.Store, account string) (int64, map[string
 	}
 }
 
-// TestInstancesHoldExactlyTheBudget: 300 parallel video creates spread over three instances on
-// one redis-server, against a key budget that fits exactly 100 estimates, accept exactly 100
-// (the others get 402); once every task has finished and settled, the account's ledger sums to
-// its balance: 100 tasks of 5 s at 0.01, each charged once.
-func TestInstancesHoldExactlyTheBudget(t *testing.T) {
+// TestInstancesHoldExactlyTheBalance: 300 parallel video creates spread over three instances on
+// one redis-server, against an account balance (credited through one instance's admin API)
+// that fits exactly 100 estimates, accept exactly 100 (the others get 402); once every task has
+// finished and settled, the account's ledger sums to its balance: the credit of 5 less 100
+// tasks of 5 s at 0.01, each held once and settled once.
+func TestInstancesHoldExactlyTheBalance(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{queuedFor: "1s", runningFor: "1s", watchInterval: "200ms", gatewayOptions: billedPrices})
-	if accepted, refused := raceCreates(t, c, 300, "mg-budget"); accepted != 100 || refused != 200 {
+	req, err := http.NewRequest("POST", "http://"+c.instances[1].admin+"/mediagw/accounts/paying/credit", strings.NewReader(`{"amount":"5","note":"test"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "credit-1")
+	if r := do(t, req); r.status != 200 {
+		t.Fatalf("credit = %d %s", r.status, r.body)
+	}
+	if accepted, refused := raceCreates(t, c, 300, "mg-paying"); accepted != 100 || refused != 200 {
 		t.Fatalf("accepted %d, refused %d; want exactly 100 and 200", accepted, refused)
 	}
 	ledger := clusterLedger(t, c)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		b, err := ledger.Balance(context.Background(), "budget")
+		b, err := ledger.Balance(context.Background(), "paying")
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum, kinds := ledgerSum(t, ledger, "budget")
+		sum, kinds := ledgerSum(t, ledger, "paying")
 		if b.Held == 0 && kinds[storage.EntrySettle] == 100 {
-			if sum != b.Amount || b.Amount != -5_000_000 || kinds[storage.EntryHold] != 100 || kinds[storage.EntryRelease] != 0 {
-				t.Fatalf("ledger sums to %d with %v; balance %+v; want -5 (100 × 0.05) in 100 holds and 100 settlements", sum, kinds, b)
+			if sum != b.Amount || b.Amount != 0 || kinds[storage.EntryHold] != 100 || kinds[storage.EntryRelease] != 0 || kinds[storage.EntryCredit] != 1 {
+				t.Fatalf("ledger sums to %d with %v; balance %+v; want 0 (5 less 100 × 0.05) in a credit, 100 holds and 100 settlements", sum, kinds, b)
 			}
 			break
 		}
@@ -88,9 +99,9 @@ func TestInstancesHoldExactlyTheBudget(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	// Every task is finished, so the budget is spent for good: one more create is 402.
-	if r := call(t, "POST", c.instances[1].base+taskPath, "mg-budget", `{"model":"seedance-sim","content":[{"type":"text","text":"more"}]}`); r.status != 402 {
-		t.Fatalf("a create past the spent budget = %d %s", r.status, r.body)
+	// The balance is spent for good: one more create is 402.
+	if r := call(t, "POST", c.instances[2].base+taskPath, "mg-paying", `{"model":"seedance-sim","content":[{"type":"text","text":"more"}]}`); r.status != 402 {
+		t.Fatalf("a create past the spent balance = %d %s", r.status, r.body)
 	}
 }
 
