@@ -48,7 +48,7 @@ http://127.0.0.1:{{sim_port}} {
 // that the budget's remainder comes back; a chat whose estimate does not fit is 402 in the
 // OpenAI shape; the usage report has the money.
 func TestPassThroughHoldsAndSettlesTokens(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the gateway is the test process's one in-process Caddy.
 	base, g := startSimGateway(t, billedChatCaddyfile, nil)
 	chat := func(maxTokens, extra string) response {
 		return call(t, "POST", base+"/v1/chat/completions", "mg-billed-chat",

@@ -53,7 +53,7 @@ http://127.0.0.1:{{sim_port}} {
 // each settles at the 5 s the upstream reports: one came out longer than its hold, the other
 // shorter. The usage report has each model's amount: 0.05 (held 0.03) and 0.05 (held 0.15).
 func TestTaskSettlesLongerAndShorterThanEstimated(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the gateway is the test process's one in-process Caddy.
 	base, g := startSimGateway(t, billedVideoCaddyfile, nil)
 	ids := map[string]string{}
 	for _, model := range []string{"sim-short-max", "sim-long-max"} {
