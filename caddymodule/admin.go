@@ -27,6 +27,12 @@ func init() {
 //	GET    /mediagw/accounts/{name}      show an account
 //	PATCH  /mediagw/accounts/{name}      {"disabled": true|false}
 //	GET    /mediagw/accounts/{name}/usage
+//	POST   /mediagw/accounts/{name}/credit  {"amount": "12.5", "note": "...", "adjust": false}
+//	                                     with Idempotency-Key; a negative amount needs adjust
+//	GET    /mediagw/accounts/{name}/balance
+//	GET    /mediagw/accounts/{name}/ledger?after=&limit=
+//	                                     the account's ledger, a page at a time; JSON, or CSV
+//	                                     with Accept: text/csv or ?format=csv
 //	GET    /mediagw/usage?account=&from=&to=&group_by=day,account,model
 //	                                     usage aggregates per account, model and day; JSON, or
 //	                                     CSV with Accept: text/csv

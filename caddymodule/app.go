@@ -18,6 +18,8 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/holds"
 	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
@@ -49,6 +51,14 @@ type App struct {
 	// DisabledAccounts are accounts whose keys are all refused with 403.
 	DisabledAccounts []string `json:"disabled_accounts,omitempty"`
 
+	// Currency is the gateway's one currency, for display only: every amount (prices,
+	// balances, the ledger) is in it. Default: USD.
+	Currency string `json:"currency,omitempty"`
+
+	// Prices are what each model costs, in Currency. A model without a price is free (and
+	// still metered). See docs/billing.md.
+	Prices []billing.Price `json:"prices,omitempty"`
+
 	// Upload configures presigned direct uploads (mediagw_presign).
 	Upload *UploadConfig `json:"upload,omitempty"`
 
@@ -69,6 +79,11 @@ type App struct {
 	// upstream.
 	TaskRetention caddy.Duration `json:"task_retention,omitempty"`
 
+	// HoldReconcileInterval is how often one gateway instance releases the holds of money that
+	// nobody ended by their deadline (a request or task whose process died): such a hold is
+	// released at most this long after its deadline (see docs/billing.md). Default: 30s.
+	HoldReconcileInterval caddy.Duration `json:"hold_reconcile_interval,omitempty"`
+
 	// NoAccountMetrics drops the account label of mediagw_quota_used_total, for gateways with
 	// very many accounts (usage records and the usage report still have every account).
 	// Default: false (counted per account).
@@ -83,12 +98,14 @@ type App struct {
 	storeKey      string
 	opened        openedStore
 	catalog       *providers.Catalog
+	prices        *billing.Table
 	authenticator *auth.Authenticator
 	staticByID    map[string]storage.APIKey
 	disabledAccts map[string]bool
 	uploads       *uploads
 	accountant    *accounting.Accountant
 	runtime       *taskRuntime
+	reconciler    *holds.Reconciler
 	usage         *usage.Recorder
 	observer      *observer
 	loadedAt      time.Time
@@ -183,6 +200,11 @@ type StaticKey struct {
 	RateWindow   caddy.Duration `json:"rate_window,omitempty"`
 	// MaxActiveTasks bounds the key's unfinished video tasks; past it 429. Default: no limit.
 	MaxActiveTasks int64 `json:"max_active_tasks,omitempty"`
+	// Budget is the money the key may spend, in the gateway's currency: a sub-limit of its
+	// account's balance, checked with it by every hold (past it 402). Default: none.
+	Budget billing.Money `json:"budget,omitempty"`
+	// BudgetPeriod makes Budget per UTC calendar "day" or "month". Default: for all time.
+	BudgetPeriod string `json:"budget_period,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -212,6 +234,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.catalog = catalog.WithHealth(upstreamHealth)
+	if a.prices, err = billing.NewTable(a.Currency, a.Prices); err != nil {
+		return err
+	}
+	for _, model := range a.prices.Models() {
+		if _, ok := a.catalog.ProviderFor(model); !ok {
+			return fmt.Errorf("price %q: no provider serves the model", model)
+		}
+	}
 
 	static := make(map[string]storage.APIKey, len(a.Keys))
 	ids := map[string]bool{}
@@ -251,6 +281,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.authenticator = &auth.Authenticator{Static: static, DisabledAccounts: disabled, Store: a.store}
+	a.reconciler = &holds.Reconciler{Ledger: a.store, Leases: a.store, Interval: time.Duration(a.HoldReconcileInterval),
+		Logger: a.logger.Named("holds")}
 	return nil
 }
 
@@ -259,17 +291,20 @@ func (a *App) Validate() error {
 	if a.TaskRetention < 0 {
 		return fmt.Errorf("task_retention must not be negative")
 	}
+	if a.HoldReconcileInterval < 0 {
+		return fmt.Errorf("hold_reconcile_interval must not be negative")
+	}
 	return nil
 }
 
-// Start runs the task watcher and the callback outbox.
+// Start runs the task watcher, the callback outbox and the hold reconciler.
 func (a *App) Start() error {
-	a.runtime.start()
+	a.runtime.start(a.reconciler.Run)
 	return nil
 }
 
-// Stop stops the watcher and the outbox. The store is not closed here: the next config may still
-// use it. It is closed when the last config that uses it is cleaned up.
+// Stop stops the watcher, the outbox and the reconciler. The store is not closed here: the next
+// config may still use it. It is closed when the last config that uses it is cleaned up.
 func (a *App) Stop() error {
 	a.runtime.halt()
 	return nil
@@ -302,6 +337,9 @@ func (a *App) warnUnservedModels(key storage.APIKey) {
 }
 
 func (a *App) Catalog() *providers.Catalog { return a.catalog }
+
+// PriceTable is the price table (never nil once provisioned).
+func (a *App) PriceTable() *billing.Table { return a.prices }
 
 // Idempotency makes creates with an Idempotency-Key header safe to retry.
 func (a *App) Idempotency() *idempotency.Guard {
@@ -397,6 +435,9 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 	if sk.Quota != nil && *sk.Quota < 0 {
 		return storage.APIKey{}, fmt.Errorf("quota must not be negative")
 	}
+	if sk.Budget < 0 || sk.Budget > billing.Money(storage.MaxAmount) || (sk.BudgetPeriod != "" && sk.BudgetPeriod != storage.BudgetDay && sk.BudgetPeriod != storage.BudgetMonth) {
+		return storage.APIKey{}, fmt.Errorf("budget must be an amount of 0 or more, per day, month or for all time")
+	}
 	if (sk.RateRequests > 0) != (sk.RateWindow > 0) || sk.RateRequests < 0 || sk.MaxActiveTasks < 0 {
 		return storage.APIKey{}, fmt.Errorf("rate needs both a positive count and a positive window; max_active_tasks must not be negative")
 	}
@@ -409,6 +450,7 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 		Limits: storage.Limits{
 			Quota: sk.Quota, RateRequests: sk.RateRequests, RateWindow: time.Duration(sk.RateWindow),
 			MaxActiveTasks: sk.MaxActiveTasks,
+			Budget:         storage.Budget{Limit: int64(sk.Budget), Period: sk.BudgetPeriod},
 		},
 	}
 	if key.ID == "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/videotask"
 )
 
@@ -21,10 +22,13 @@ import (
 //	mediagw {
 //		storage <backend> [<args…>]   (storage badger [<dir>])
 //		task_retention <duration>
+//		hold_reconcile_interval <duration>
 //		disabled_accounts <account...>
 //		refund_unsuccessful_tasks
 //		account_metrics on|off
 //		upstream_proxy_from_env
+//		currency <code>
+//		price <model> { … }           (see parsePrice)
 //		provider <name> {
 //			base_url   <url>
 //			api_key    <secret>
@@ -52,6 +56,7 @@ import (
 //			quota     <units>
 //			rate      <requests> <window>
 //			max_active_tasks <n>
+//			budget    <amount> [day|month]
 //		}
 //		watcher {
 //			interval    <duration>
@@ -103,9 +108,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	seen := map[string]bool{}
 	modelOwner := map[string]string{} // model -> provider, to refuse a model served twice
 	secrets := map[string]bool{}
+	priceAt := map[string]error{} // model -> the error, at its price block, if no provider serves it
 	for d.NextBlock(0) {
 		name := d.Val()
-		once := name != "provider" && name != "key"
+		once := name != "provider" && name != "key" && name != "price"
 		if once && seen[name] {
 			return d.Errf("duplicate subdirective %q", name)
 		}
@@ -134,6 +140,16 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("task_retention: invalid duration %q", s)
 			}
 			a.TaskRetention = caddy.Duration(dur)
+		case "hold_reconcile_interval":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil || dur <= 0 {
+				return d.Errf("hold_reconcile_interval: invalid duration %q", s)
+			}
+			a.HoldReconcileInterval = caddy.Duration(dur)
 		case "refund_unsuccessful_tasks":
 			if d.NextArg() {
 				return d.ArgErr()
@@ -188,6 +204,20 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.Upload = u
+		case "currency":
+			if !d.AllArgs(&a.Currency) {
+				return d.Err("usage: currency <code>, e.g. currency USD")
+			}
+		case "price":
+			p, err := parsePrice(d)
+			if err != nil {
+				return err
+			}
+			if slices.ContainsFunc(a.Prices, func(o billing.Price) bool { return o.Model == p.Model }) {
+				return d.Errf("price %q is given twice", p.Model)
+			}
+			priceAt[p.Model] = d.Errf("price %q: no provider serves the model: add it to a provider's models, or correct the name", p.Model)
+			a.Prices = append(a.Prices, p)
 		case "key":
 			k, err := parseKey(d)
 			if err != nil {
@@ -202,6 +232,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return unknownSubdirective(d, "mediagw: ", globalSubdirectives)
 		}
 	}
+	for _, p := range a.Prices {
+		if _, served := modelOwner[p.Model]; !served {
+			return priceAt[p.Model]
+		}
+	}
 	return nil
 }
 
@@ -209,9 +244,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 // error that names a misspelt one.
 var (
 	globalSubdirectives = []string{"storage", "task_retention", "disabled_accounts", "refund_unsuccessful_tasks",
-		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload"}
+		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload",
+		"currency", "price", "hold_reconcile_interval"}
 	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "protocol", "access_key", "secret_key", "models", "model_map", "cost"}
-	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks"}
+	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks", "budget"}
 )
 
 func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
@@ -456,6 +492,19 @@ func parseKey(d *caddyfile.Dispenser) (StaticKey, error) {
 				return k, d.Errf("key: usage: rate <requests> <window>, e.g. rate 60 1m")
 			}
 			k.RateRequests, k.RateWindow = n, caddy.Duration(dur)
+		case "budget":
+			args := d.RemainingArgs()
+			if len(args) < 1 || len(args) > 2 || len(args) == 2 && args[1] != "day" && args[1] != "month" {
+				return k, d.Err("key: usage: budget <amount> [day|month], e.g. budget 50 month")
+			}
+			amount, err := billing.ParseMoney(args[0])
+			if err != nil || amount <= 0 {
+				return k, d.Errf("key: budget: want an amount above 0 with at most 6 decimals, got %q", args[0])
+			}
+			k.Budget = amount
+			if len(args) == 2 {
+				k.BudgetPeriod = args[1]
+			}
 		case "max_active_tasks":
 			var s string
 			if !d.AllArgs(&s) {

@@ -18,7 +18,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "mediagw",
-		Usage: "key <create|list|show|disable|enable|revoke|usage> | account <show|disable|enable|usage> | upstreams | hash-password | usage [--account <name>] [--from <day>] [--to <day>] [--group-by day,account,model] [--csv] [--address <admin>] [--config <path> [--adapter <name>]]",
+		Usage: "key <create|list|show|disable|enable|revoke|usage> | account <show|disable|enable|usage|balance|credit|ledger> | upstreams | hash-password | usage [--account <name>] [--from <day>] [--to <day>] [--group-by day,account,model] [--csv] [--address <admin>] [--config <path> [--adapter <name>]]",
 		Short: "Manages mediagw API keys and accounts, and shows upstream health and usage, on a running server",
 		Long: `
 Manages the API keys and accounts of a running mediagw gateway through its admin
@@ -29,7 +29,9 @@ API (the admin.api.mediagw routes under /mediagw/). Changes take effect at once.
                            [--max-active-tasks 5]
   caddy mediagw key list
   caddy mediagw key show|disable|enable|revoke|usage <key-id>
-  caddy mediagw account show|disable|enable|usage <account>
+  caddy mediagw account show|disable|enable|usage|balance <account>
+  caddy mediagw account credit <account> <amount> [--note <text>] [--adjust]
+  caddy mediagw account ledger <account> [--csv]
   caddy mediagw upstreams
   caddy mediagw usage [--account acme] [--from 2026-11-01] [--to 2026-11-30]
                       [--group-by day,account,model] [--csv]
@@ -37,6 +39,11 @@ API (the admin.api.mediagw routes under /mediagw/). Changes take effect at once.
 "upstreams" shows each provider's upstreams: healthy, or cooling down until when,
 with their recent failures (never their credentials). "usage" prints requests, tasks,
 cost and tokens per account, model and day (UTC), as JSON or CSV.
+
+"account credit" adds a decimal amount (such as 12.5) to the account's balance, once
+(a retry with the same --idempotency-key credits nothing more); a negative amount
+takes money away and needs --adjust. "account ledger" prints every hold, settlement,
+release, credit and adjustment of the account, oldest first.
 
 "key create" prints the new secret (mg-…). It is shown this once and never again:
 store it now. No other command prints a secret.
@@ -101,7 +108,8 @@ func keyCommand(use, short, method, suffix string, body any) *cobra.Command {
 }
 
 func accountCommands() *cobra.Command {
-	acct := &cobra.Command{Use: "account", Short: "Manages accounts"}
+	acct := &cobra.Command{Use: "account", Short: "Manages accounts and their balances"}
+	acct.AddCommand(accountMoneyCommands()...)
 	for _, c := range []struct {
 		use, short, method, suffix string
 		body                       any

@@ -18,7 +18,8 @@ func init() {
 // retrieve) with one of them; a model the key may not use is answered 404 model_not_found, as
 // an unknown one. A POST to a model's method, /v1/models/{model}:generateContent and the rest
 // of the generate-content protocol, goes on to the next handler (mediagw_route), so one
-// matcher, path /v1/models /v1/models/*, may serve both. It must follow mediagw_auth.
+// matcher, path /v1/models /v1/models/*, may serve both. The item of a model with a price
+// carries its `pricing`. It must follow mediagw_auth.
 type ModelsHandler struct {
 	list *models.Handler
 }
@@ -37,7 +38,7 @@ func (h *ModelsHandler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.list = &models.Handler{Catalog: app.Catalog(), Created: app.loadedAt.Unix()}
+	h.list = &models.Handler{Catalog: app.Catalog(), Prices: app.PriceTable(), Created: app.loadedAt.Unix()}
 	return nil
 }
 

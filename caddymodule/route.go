@@ -17,11 +17,13 @@ import (
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/passthrough"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/internal/tracing"
+	"github.com/mediagw/mediagw/storage"
 )
 
 func init() {
@@ -139,8 +141,18 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	entry := usage.From(r.Context())
 	entry.Routed(route.Model, route.Provider.Name, upstreamName)
 	var charge accounting.Charge
+	var hold accounting.Hold
 	if route.Billable {
 		if charge, err = h.accountant.Charge(r.Context(), id, route.Provider.Cost(route.Model)); err != nil {
+			apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
+			return nil
+		}
+		hold, err = h.accountant.HoldFor(r.Context(), id, route.Model, "", func(p *billing.Price) billing.Estimate {
+			return p.EstimateRequest(route.Sizing)
+		}, storage.DefaultHoldDeadline)
+		if err != nil {
+			charge.Refund()
+			entry.Refused()
 			apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
 			return nil
 		}
@@ -163,7 +175,8 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if created != nil && (err == nil || clientGone) {
 		created.Finish()
 	}
-	entry.AddTokens(sw.sniffer.Tokens())
+	tokens := sw.sniffer.Tokens()
+	entry.AddTokens(tokens)
 	sw.sniffer.Release()
 	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
 		if d, ok := latency.(time.Duration); ok {
@@ -175,6 +188,11 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	// Otherwise an error or a refusal means the request was not served.
 	if !clientGone && (err != nil || sw.status >= 400) {
 		charge.Refund()
+		hold.Release("refused by the upstream")
+	} else {
+		// Served, or the client left after the request was forwarded: the reported tokens are
+		// charged, the estimate standing in for what the answer did not report.
+		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion})))
 	}
 	return err
 }

@@ -133,10 +133,15 @@ func (a *App) webhookKey(configured string) ([]byte, error) {
 	return callbacks.ParseSecret(string(stored))
 }
 
-func (rt *taskRuntime) start() {
+// start runs the watcher, the outbox, the count of active tasks and each of more (a loop that
+// returns once stop is closed) until halt.
+func (rt *taskRuntime) start(more ...func(stop <-chan struct{})) {
 	stop := make(chan struct{})
 	rt.stop = stop
-	rt.done.Add(3)
+	rt.done.Add(3 + len(more))
+	for _, run := range more {
+		go func() { defer rt.done.Done(); run(stop) }()
+	}
 	// The goroutines use stop, not rt.stop: halt clears the field, and they may start after it
 	// did.
 	go func() {

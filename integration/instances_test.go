@@ -201,21 +201,34 @@ func TestInstancesShareTasks(t *testing.T) {
 func TestInstancesShareQuota(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{})
+	if accepted, refused := raceCreates(t, c, 300, "mg-quota"); accepted != 100 || refused != 200 {
+		t.Fatalf("accepted %d, refused %d; want exactly 100 and 200", accepted, refused)
+	}
+	r := call(t, "GET", c.instances[1].base+taskPath+"?page_size=500", "mg-quota", nil)
+	if r.json(t)["total"] != float64(100) {
+		t.Fatalf("list shows %v tasks, want 100", r.json(t)["total"])
+	}
+}
+
+// raceCreates sends n video creates with key at once, spread over the cluster's instances in
+// turn, and counts the answers 200 and 402; any other answer fails the test.
+func raceCreates(t *testing.T, c *cluster, n int, key string) (accepted, refused int64) {
+	t.Helper()
 	var (
-		accepted, refused atomic.Int64
-		mu                sync.Mutex
-		other             []string
-		wg                sync.WaitGroup
+		ok, paid atomic.Int64
+		mu       sync.Mutex
+		other    []string
+		wg       sync.WaitGroup
 	)
-	for i := range 300 {
-		in := c.instances[i%3]
+	for i := range n {
+		in := c.instances[i%len(c.instances)]
 		wg.Go(func() {
-			r, err := send("POST", in.base+taskPath, "mg-quota", `{"model":"seedance-sim","content":[{"type":"text","text":"q"}]}`)
+			r, err := send("POST", in.base+taskPath, key, `{"model":"seedance-sim","content":[{"type":"text","text":"q"}]}`)
 			switch {
 			case err == nil && r.status == 200:
-				accepted.Add(1)
+				ok.Add(1)
 			case err == nil && r.status == 402:
-				refused.Add(1)
+				paid.Add(1)
 			default:
 				mu.Lock()
 				other = append(other, fmt.Sprintf("%d %s %v", r.status, r.body, err))
@@ -227,13 +240,7 @@ func TestInstancesShareQuota(t *testing.T) {
 	if len(other) > 0 {
 		t.Fatalf("%d answers neither 200 nor 402, e.g. %s", len(other), other[0])
 	}
-	if accepted.Load() != 100 || refused.Load() != 200 {
-		t.Fatalf("accepted %d, refused %d; want exactly 100 and 200", accepted.Load(), refused.Load())
-	}
-	r := call(t, "GET", c.instances[1].base+taskPath+"?page_size=500", "mg-quota", nil)
-	if r.json(t)["total"] != float64(100) {
-		t.Fatalf("list shows %v tasks, want 100", r.json(t)["total"])
-	}
+	return ok.Load(), paid.Load()
 }
 
 // TestInstancesShareRateWindow: a rate of 10 per minute holds across three instances.

@@ -49,6 +49,11 @@ const nodeCaddyfile = `{
 			auth_style x-goog-api-key
 			models gemini-x
 		}
+		currency EUR
+		price sim-chat {
+			input_tokens 0.15
+			output_tokens 0.60
+		}
 		key mg-node-sdk-key {
 			account node
 		}
@@ -143,7 +148,7 @@ func (f *fakeProviders) upstreamCalls(t *testing.T) map[string]int {
 
 // TestNodeSDKs runs the official Node SDKs (openai, @anthropic-ai/sdk, @google/genai, the newest
 // versions, pinned in integration/node/package-lock.json) against the gateway, each with only
-// its base URL and key changed: models (list and retrieve, a model outside the key's list being
+// its base URL and key changed: models (list with a priced model's `pricing`, and retrieve, a model outside the key's list being
 // 404 as an unknown one), chat, streaming chat and embeddings through openai; messages with the
 // Anthropic SDK's default x-api-key auth; generateContent, its stream, countTokens and
 // embedContent with x-goog-api-key, which @google/genai 3 sends to /v1/models/{model}:… The

@@ -28,6 +28,12 @@ const (
 	prefixEventDue   = "od/" // od/<due, 20 digits>/<event id> -> empty
 	prefixLease      = "l/"  // l/<name> -> lease
 	prefixSetting    = "s/"  // s/<name> -> value
+	prefixBalance    = "lb/" // lb/<account> -> balanceRecord
+	prefixEntry      = "le/" // le/<account>\x00<entry number, 20 digits> -> LedgerEntry
+	prefixHold       = "lh/" // lh/<hold id> -> holdRecord
+	prefixOpenHold   = "lo/" // lo/<deadline µs, 20 digits>/<hold id> -> empty, while open and unbound
+	prefixBudget     = "lk/" // lk/<key id>\x00<period> -> int64 spent (8 bytes, big endian)
+	prefixCreditKey  = "lc/" // lc/<account>\x00<idempotency key> -> LedgerEntry
 	maxTxnRetries    = 1000
 	minTaskRecordTTL = time.Minute
 )
@@ -58,6 +64,7 @@ type Badger struct {
 	cache    directoryCache
 	rates    rateWindows
 	counters counterCache
+	ledger   ledgerLocks
 	reads    readLogs
 	// commits counts the durable commits in progress, for Close.
 	commits commitGate
@@ -173,6 +180,14 @@ func (b *Badger) updateVolatile(ctx context.Context, fn func(txn *badger.Txn) er
 }
 
 func (b *Badger) commit(ctx context.Context, fn func(txn *badger.Txn) error, durable bool) error {
+	return b.commitSerial(ctx, fn, durable, nil)
+}
+
+// commitSerial is commit that, when serial is not nil, holds it over each attempt's
+// transaction, from before it starts (so that it reads what the previous holder wrote and does
+// not conflict with it) to its commit, and not over the wait for the disk sync, so that the
+// transactions it serialises share one sync.
+func (b *Badger) commitSerial(ctx context.Context, fn func(txn *badger.Txn) error, durable bool, serial sync.Locker) error {
 	if durable {
 		if !b.commits.enter() {
 			return badger.ErrDBClosed
@@ -185,10 +200,16 @@ func (b *Badger) commit(ctx context.Context, fn func(txn *badger.Txn) error, dur
 			b.sync.begin()
 		}
 		var txn *badger.Txn
+		if serial != nil {
+			serial.Lock()
+		}
 		err := b.db.Update(func(t *badger.Txn) error {
 			txn = t
 			return fn(t)
 		})
+		if serial != nil {
+			serial.Unlock()
+		}
 		// Only now, with the write in Badger's logs, may a sync count its big values as
 		// written: a sync started before would leave them out.
 		big := wroteBigValue(txn)

@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -231,15 +230,6 @@ func (b *Badger) Counter(ctx context.Context, name string) (int64, error) {
 }
 
 func txnCounter(txn *badger.Txn, name string) (int64, error) {
-	raw, err := txnGet(txn, prefixCounter+name)
-	if errors.Is(err, ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	if len(raw) != 8 {
-		return 0, fmt.Errorf("counter %s is corrupt", name)
-	}
-	return int64(binary.BigEndian.Uint64(raw)), nil
+	v, _, err := txnInt64(txn, prefixCounter+name)
+	return v, err
 }

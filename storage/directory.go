@@ -85,6 +85,9 @@ type Limits struct {
 	RateWindow   time.Duration `json:"rate_window,omitempty"`
 	// MaxActiveTasks bounds the key's unfinished video tasks; 0 means no limit.
 	MaxActiveTasks int64 `json:"max_active_tasks,omitempty"`
+	// Budget is the money the key may spend per period, a sub-limit of its account's balance,
+	// checked by every hold (see Ledger.Hold). A zero Limit: none.
+	Budget Budget `json:"budget,omitzero"`
 }
 
 // Account is the stored state of an account.

@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -70,4 +71,49 @@ func TestRedisConformanceWaitingForReplica(t *testing.T) {
 		master, _ := testredis.StartReplicated(t)
 		return master.URL()
 	}, true)
+}
+
+// Two gateway processes (two clients of one server) hold against one balance at once: exactly
+// the holds that fit succeed, however they interleave, and the ledger sums to the balance.
+func TestRedisLedgerTwoProcesses(t *testing.T) {
+	t.Parallel()
+	server := testredis.Start(t, testredis.Options{})
+	location := redisLocation(server.URL(), "ledger-two")
+	a, b := openRedis(t, location), openRedis(t, location)
+	t.Cleanup(func() {
+		if err := errors.Join(a.Close(), b.Close()); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx := context.Background()
+	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	const fit, racers = 40, 120
+	if _, err := a.Credit(ctx, storage.Credit{Account: "team", Amount: fit * 250_000, IdempotencyKey: "c"}, now); err != nil {
+		t.Fatal(err)
+	}
+	var won atomic.Int64
+	var wg sync.WaitGroup
+	for i := range racers {
+		store := a
+		if i%2 == 1 {
+			store = b
+		}
+		wg.Go(func() {
+			_, _, err := store.Hold(ctx, storage.Hold{ID: fmt.Sprint("h", i), Account: "team", Amount: 250_000, Deadline: now}, now)
+			switch {
+			case err == nil:
+				won.Add(1)
+			case !errors.Is(err, storage.ErrInsufficient):
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != fit {
+		t.Fatalf("%d holds succeeded; want %d", won.Load(), fit)
+	}
+	bal, err := b.Balance(ctx, "team")
+	if err != nil || bal.Amount != 0 || bal.Held != fit*250_000 {
+		t.Fatalf("balance = %+v, %v", bal, err)
+	}
 }

@@ -57,6 +57,7 @@ type Store interface {
 	Outbox
 	Coordination
 	Settings
+	Ledger
 	// Close releases the backend. Callers must not use the Store afterwards.
 	io.Closer
 }

@@ -158,6 +158,13 @@ type Task struct {
 	// Cost is the cost metered for the task; Held is the part taken from a limited quota.
 	Cost int64 `json:"cost,omitempty"`
 	Held int64 `json:"held,omitempty"`
+	// HoldID is the ledger hold that pays for the task (see Ledger), bound to it: the one
+	// update that sets Finished settles or releases it. HoldAmount is the estimate held, in
+	// micro-units; HoldUsage is the usage the estimate assumed, as billing encodes it, whose
+	// values stand in for what the upstream does not report when the hold is settled.
+	HoldID     string `json:"hold_id,omitempty"`
+	HoldAmount int64  `json:"hold_amount,omitempty"`
+	HoldUsage  string `json:"hold_usage,omitempty"`
 	// CallbackURL is the client's callback address, never sent upstream. Empty once the
 	// receiver answered 410 Gone.
 	CallbackURL string `json:"callback_url,omitempty"`

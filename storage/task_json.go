@@ -50,6 +50,13 @@ func marshalTask(t *Task) ([]byte, error) {
 	b = appendTaskBool(b, `,"finished":true`, t.Finished)
 	b = appendTaskInt(b, `,"cost":`, t.Cost)
 	b = appendTaskInt(b, `,"held":`, t.Held)
+	if t.HoldID != "" {
+		b = appendTaskString(append(b, `,"hold_id":`...), t.HoldID)
+	}
+	b = appendTaskInt(b, `,"hold_amount":`, t.HoldAmount)
+	if t.HoldUsage != "" {
+		b = appendTaskString(append(b, `,"hold_usage":`...), t.HoldUsage)
+	}
 	if t.CallbackURL != "" {
 		b = appendTaskString(append(b, `,"callback_url":`...), t.CallbackURL)
 	}
@@ -80,14 +87,15 @@ func marshalTaskSize(t *Task) int {
 	// The keys, quotes and integers that every record has, then its strings and result.
 	size := 150 + len(t.ID) + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) + len(t.Upstream) +
 		len(t.UpstreamAddress) + len(t.Model) + len(t.Status) + len(t.Result) + len(t.CallbackURL) + len(t.Notified) +
-		len(t.UpstreamID) + len(t.Request) + len(t.Usage)
-	for _, n := range [...]int64{t.RefreshedAt, t.ExpiresAt, t.FinishedAt, t.Cost, t.Held, t.Version} {
+		len(t.UpstreamID) + len(t.Request) + len(t.Usage) + len(t.HoldID) + len(t.HoldUsage)
+	for _, n := range [...]int64{t.RefreshedAt, t.ExpiresAt, t.FinishedAt, t.Cost, t.Held, t.HoldAmount, t.Version} {
 		if n != 0 {
 			size += 36 // the longest key and the longest integer
 		}
 	}
 	for _, set := range [...]bool{t.Upstream != "", t.UpstreamAddress != "", len(t.Result) > 0, t.Active, t.Finished,
-		t.CallbackURL != "", t.CallbackGone, t.Notified != "", t.NoLastFrame, t.UpstreamID != "", len(t.Request) > 0, len(t.Usage) > 0} {
+		t.CallbackURL != "", t.CallbackGone, t.Notified != "", t.NoLastFrame, t.UpstreamID != "", len(t.Request) > 0, len(t.Usage) > 0,
+		t.HoldID != "", t.HoldUsage != ""} {
 		if set {
 			size += 22 // the longest key, quotes, or the longest key and true
 		}
@@ -203,7 +211,7 @@ type taskParser struct {
 	full bool
 	seen uint32
 	// plain are the strings to copy out of b once it is read, all in one allocation.
-	plain  [12]taskString
+	plain  [14]taskString
 	nplain int
 }
 
@@ -302,6 +310,12 @@ func (p *taskParser) field(t *Task, key []byte) bool {
 		return p.int(17, &t.Cost)
 	case "held":
 		return p.int(18, &t.Held)
+	case "hold_id":
+		return p.str(27, &t.HoldID, false)
+	case "hold_amount":
+		return p.int(28, &t.HoldAmount)
+	case "hold_usage":
+		return p.str(29, &t.HoldUsage, false)
 	case "callback_url":
 		return p.str(19, &t.CallbackURL, false)
 	case "callback_gone":
@@ -349,6 +363,10 @@ func (t *Task) stringField(n int) *string {
 		return &t.Notified
 	case 24:
 		return &t.UpstreamID
+	case 27:
+		return &t.HoldID
+	case 29:
+		return &t.HoldUsage
 	}
 	return nil // not a string field: taskParser.field numbers them
 }

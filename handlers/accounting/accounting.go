@@ -19,6 +19,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
@@ -55,6 +56,9 @@ type Accountant struct {
 	RefundUnsuccessful bool
 	// Usage receives the record of each finished task; nil writes none.
 	Usage *usage.Recorder
+	// Prices price the models; a request or task for a priced model holds its estimate
+	// against the ledger (see HoldFor). Nil: nothing is priced.
+	Prices *billing.Table
 	// Logger receives failed refunds and releases. Default: none.
 	Logger *zap.Logger
 	// Now is the clock of the keys' rate windows and of task-finished usage records. Default:
@@ -249,7 +253,10 @@ func MarkFinished(t *storage.Task) bool {
 // Finished releases the active slot of a task that the caller has just marked finished (see
 // MarkFinished) and, with RefundUnsuccessful, refunds the cost of a task that did not succeed.
 // Call it once per task: only after the update that set Finished was stored.
-func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string) {
+//
+// The task's hold (Task.HoldID) is settled from actual (the usage the upstream reported) when
+// the task succeeded, and released otherwise; the record and the spend metric carry the amount.
+func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string, actual billing.Usage) {
 	ctx = context.WithoutCancel(ctx)
 	if t.Active {
 		a.addRetrying(ctx, ActiveCounter(t.KeyID), -1, zap.String("key_id", t.KeyID), zap.String("task_id", t.ID), zap.String("what", "slot release"))
@@ -257,6 +264,7 @@ func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string
 	rec := usage.Record{Event: usage.EventTaskFinished, Time: a.clock(), Account: t.Account, KeyID: t.KeyID,
 		Endpoint: "/api/v3/contents/generations/tasks", Model: t.Model, Provider: t.Provider, Upstream: cmp.Or(t.Upstream, t.Provider),
 		TaskID: t.ID, Status: status, TraceID: usage.TraceID(ctx)}
+	rec.Amount = int64(a.SettleTask(ctx, t, status, actual))
 	if a.RefundUnsuccessful && status != "succeeded" && t.Cost > 0 {
 		a.refund(ctx, t.KeyID, t.Account, t.Cost, t.Held)
 		rec.Cost = -t.Cost

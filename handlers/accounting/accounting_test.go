@@ -12,6 +12,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -80,7 +81,7 @@ func TestActiveTasksAndFinishing(t *testing.T) {
 	if !MarkFinished(&task) || MarkFinished(&task) {
 		t.Fatal("MarkFinished must change the record once")
 	}
-	a.Finished(ctx, task, "failed")
+	a.Finished(ctx, task, "failed", billing.Usage{})
 	if _, err := a.StartTask(ctx, id); err != nil {
 		t.Fatalf("slot not released: %v", err)
 	}
@@ -135,7 +136,7 @@ func TestTaskFinishedOnceAcrossCopies(t *testing.T) {
 				t.Error(err)
 			}
 			if won {
-				a.Finished(ctx, task, "succeeded")
+				a.Finished(ctx, task, "succeeded", billing.Usage{})
 			}
 		}()
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/internal/testclock"
 	"github.com/mediagw/mediagw/storage"
@@ -43,7 +44,7 @@ func TestRateWindowAndFinishAcrossDates(t *testing.T) {
 			t.Fatalf("after the wait, at %s: %v", clock.Now().Format(time.RFC3339), err)
 		}
 
-		a.Finished(ctx, storage.Task{ID: "cgt-1", Account: "acct", KeyID: "k", Model: "m", Provider: "p"}, "succeeded")
+		a.Finished(ctx, storage.Task{ID: "cgt-1", Account: "acct", KeyID: "k", Model: "m", Provider: "p"}, "succeeded", billing.Usage{})
 		entries := logs.FilterField(zap.String("event", usage.EventTaskFinished)).All()
 		if len(entries) != 1 || !entries[0].Time.Equal(clock.Now()) {
 			t.Fatalf("task-finished records %v, want one at %s", entries, clock.Now().Format(time.RFC3339))

@@ -23,6 +23,9 @@ type Usage struct {
 	Width, Height int64
 	// VideoTokens are the tokens a token-priced video model billed (Ark usage.completion_tokens).
 	VideoTokens int64
+	// ReferenceVideoSeconds is the length of the reference videos that a token-priced model
+	// bills with its output (Ark counts input video seconds like output seconds).
+	ReferenceVideoSeconds int64
 	// Audio is true when the output has generated sound (generate_audio on a model that makes
 	// it); Draft is true for a draft task.
 	Audio, Draft bool

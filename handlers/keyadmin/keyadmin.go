@@ -7,6 +7,7 @@ package keyadmin
 import (
 	"context"
 	"crypto/rand"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"io"
@@ -36,7 +37,7 @@ type Handler struct {
 	Meter            *accounting.Meter
 	// WebhookKey is the gateway's webhook key; each account's secret is derived from it.
 	WebhookKey []byte
-	// Now is the clock that dates new keys (created_at). Default: time.Now.
+	// Now is the clock that dates new keys (created_at) and credits. Default: time.Now.
 	Now func() time.Time
 }
 
@@ -67,6 +68,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			e = fail(http.StatusInternalServerError, "internal error: "+err.Error())
 		}
 		writeJSON(w, e.Status, map[string]string{"error": e.Message})
+		return
+	}
+	if page, ok := v.(ledgerCSV); ok {
+		writeCSV(w, page)
 		return
 	}
 	status := http.StatusOK
@@ -106,6 +111,18 @@ func (h *Handler) route(r *http.Request) (any, error) {
 	case parts[0] == "accounts" && len(parts) == 3 && parts[2] == "usage":
 		return methods(r, map[string]func() (any, error){
 			http.MethodGet: func() (any, error) { return h.accountUsage(r.Context(), parts[1]) },
+		})
+	case parts[0] == "accounts" && len(parts) == 3 && parts[2] == "credit":
+		return methods(r, map[string]func() (any, error){
+			http.MethodPost: func() (any, error) { return h.credit(r, parts[1]) },
+		})
+	case parts[0] == "accounts" && len(parts) == 3 && parts[2] == "balance":
+		return methods(r, map[string]func() (any, error){
+			http.MethodGet: func() (any, error) { return h.balance(r.Context(), parts[1]) },
+		})
+	case parts[0] == "accounts" && len(parts) == 3 && parts[2] == "ledger":
+		return methods(r, map[string]func() (any, error){
+			http.MethodGet: func() (any, error) { return h.ledger(r, parts[1]) },
 		})
 	}
 	return nil, fail(http.StatusNotFound, "no such mediagw admin resource: "+r.URL.Path)
@@ -398,6 +415,17 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, fail(http.StatusRequestEntityTooLarge, "the body is too large")
 	}
 	return body, nil
+}
+
+// writeCSV writes a ledger page as CSV, the cursor of the next page in NextHeader.
+func writeCSV(w http.ResponseWriter, page ledgerCSV) {
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	if page.Next != "" {
+		w.Header().Set(NextHeader, page.Next)
+	}
+	w.WriteHeader(http.StatusOK)
+	// The status is sent; a failed write means the client is gone.
+	_ = csv.NewWriter(w).WriteAll(page.rows())
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -9,12 +9,15 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 // Handler lists the models of a catalog, filtered by the caller's key.
 type Handler struct {
 	Catalog *providers.Catalog
+	// Prices gives each priced model's item its pricing; nil: no item has one.
+	Prices *billing.Table
 	// Created is the "created" time reported for every model (Unix seconds).
 	Created int64
 }
@@ -25,6 +28,8 @@ type Model struct {
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	// Pricing is the model's price, for models that have one (an addition to the OpenAI item).
+	Pricing *billing.Pricing `json:"pricing,omitempty"`
 }
 
 // List is the response body.
@@ -90,5 +95,10 @@ func (h *Handler) item(model string) Model {
 	if p, ok := h.Catalog.ProviderFor(model); ok {
 		owner = p.Name
 	}
-	return Model{ID: model, Object: "model", Created: h.Created, OwnedBy: owner}
+	item := Model{ID: model, Object: "model", Created: h.Created, OwnedBy: owner}
+	if price, ok := h.Prices.Price(model); ok {
+		pricing := price.Pricing(h.Prices.Currency())
+		item.Pricing = &pricing
+	}
+	return item
 }

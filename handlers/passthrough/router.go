@@ -18,6 +18,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
@@ -76,6 +77,8 @@ type Route struct {
 	Billable bool
 	// Done releases what routing held (a spool file); call it when the request is finished.
 	Done func()
+	// Sizing is what a JSON body says about how much the request may use, for its hold.
+	Sizing billing.Request
 
 	// named are the owned objects the body names by id (previous_response_id), which bind the
 	// request to the upstream that made them (see bindNamed).
@@ -272,6 +275,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
 			return "", err
 		}
+		route.Sizing = sizing(ep, fields, len(body))
 		return jsonModel(fields)
 	case mt == "multipart/form-data" && params["boundary"] != "" && ep.Multipart:
 		return rt.multipartModel(w, r, params["boundary"], route)
@@ -319,9 +323,10 @@ func jsonModel(fields map[string]json.RawMessage) (string, error) {
 	return model, nil
 }
 
-// refFields are the top-level body fields the router reads: model and the endpoint's references.
+// refFields are the top-level body fields the router reads: model, the priced fields and the
+// endpoint's references.
 func refFields(ep Endpoint) []string {
-	fields := []string{"model"}
+	fields := append([]string{"model"}, pricedFields...)
 	for field := range ep.Refs {
 		fields = append(fields, field)
 	}

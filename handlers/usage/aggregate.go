@@ -19,10 +19,12 @@ const (
 	FieldPromptTokens     = "prompt_tokens"
 	FieldCompletionTokens = "completion_tokens"
 	FieldTotalTokens      = "total_tokens"
+	// FieldAmount is the money charged, in micro-units (reports print it as a decimal string).
+	FieldAmount = "amount"
 )
 
 // Fields lists the aggregated fields in report order.
-var Fields = [...]string{FieldRequests, FieldTasks, FieldCost, FieldPromptTokens, FieldCompletionTokens, FieldTotalTokens}
+var Fields = [...]string{FieldRequests, FieldTasks, FieldCost, FieldPromptTokens, FieldCompletionTokens, FieldTotalTokens, FieldAmount}
 
 const (
 	counterPrefix = "usage/agg/"
@@ -105,6 +107,9 @@ func (r *Recorder) aggregate(rec Record) {
 	}
 	if rec.Cost != 0 {
 		r.Counters.Add(names[2], rec.Cost)
+	}
+	if rec.Amount != 0 {
+		r.Counters.Add(names[6], rec.Amount)
 	}
 	if rec.Tokens.Known() {
 		r.Counters.Add(names[3], rec.Tokens.Prompt)

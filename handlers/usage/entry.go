@@ -44,6 +44,7 @@ type Entry struct {
 	taskCreated     bool
 	charged         bool
 	cost            int64
+	amount          int64 // money settled, micro-units
 	upstreamLatency time.Duration
 	tokens          Tokens
 	errorCode       string
@@ -84,6 +85,18 @@ func (e *Entry) Charged(cost int64) {
 	e.mu.Lock()
 	e.charged = true
 	e.cost += cost
+	e.mu.Unlock()
+}
+
+// Settled notes the money a request was charged when its hold was settled, in micro-units.
+// Call it before the request's record is written (Finish); a settlement after it is lost to the
+// record (the ledger still has it).
+func (e *Entry) Settled(amount int64) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	e.amount += amount
 	e.mu.Unlock()
 }
 
@@ -191,7 +204,7 @@ func (e *Entry) Finish(status int, at time.Time, traceID string, late *Recorder)
 	e.done = true
 	rec := Record{
 		Event: EventRequest, Time: at, Account: e.account, KeyID: e.keyID, Endpoint: e.Endpoint,
-		Model: e.model, Provider: e.provider, Upstream: e.upstream, TaskID: e.taskID, Cost: e.cost,
+		Model: e.model, Provider: e.provider, Upstream: e.upstream, TaskID: e.taskID, Cost: e.cost, Amount: e.amount,
 		Status: statusText(status), UpstreamLatency: e.upstreamLatency, Tokens: e.tokens, TraceID: traceID,
 	}
 	if e.taskCreated {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/mediagw/mediagw/internal/metrics"
+	"github.com/mediagw/mediagw/internal/money"
 )
 
 // Record events.
@@ -28,15 +29,19 @@ const (
 
 // Record is one usage record. The sum of Cost over an account's records is the quota it used.
 type Record struct {
-	Event           string
-	Time            time.Time
-	Account, KeyID  string
-	Endpoint        string
-	Model           string
-	Provider        string
-	Upstream        string
-	TaskID          string
-	Cost            int64
+	Event          string
+	Time           time.Time
+	Account, KeyID string
+	Endpoint       string
+	Model          string
+	Provider       string
+	Upstream       string
+	TaskID         string
+	Cost           int64
+	// Amount is the money charged, in micro-units of the gateway's currency: a request's
+	// settlement, a finished task's settlement (a released hold charges 0). Holds are not
+	// charges. The sum of Amount over an account's records is the money it spent.
+	Amount          int64
 	Status          string // HTTP status, or the task status of EventTaskFinished
 	UpstreamLatency time.Duration
 	Tokens          Tokens
@@ -82,6 +87,9 @@ func (r *Recorder) Write(rec Record) {
 	if rec.Cost > 0 {
 		metrics.QuotaUsed(rec.Account, rec.Cost)
 	}
+	if rec.Amount > 0 {
+		metrics.Spent(rec.Account, rec.Model, rec.Amount)
+	}
 	r.aggregate(rec)
 	ce := r.Logger.Check(zapcore.InfoLevel, rec.Event)
 	if ce == nil {
@@ -104,6 +112,9 @@ func (r *Recorder) Write(rec Record) {
 	if rec.TaskID != "" {
 		fields = append(fields, zap.String("task_id", rec.TaskID))
 	}
+	if rec.Amount != 0 {
+		fields = append(fields, zap.String("amount", money.Format(rec.Amount)))
+	}
 	if rec.Tokens.Known() {
 		fields = append(fields,
 			zap.Int64("prompt_tokens", rec.Tokens.Prompt),
@@ -117,7 +128,7 @@ func (r *Recorder) Write(rec Record) {
 	ce.Write(fields...)
 }
 
-// fieldLists holds field slices between records (a record has up to 15 fields).
+// fieldLists holds field slices between records (a record has up to 16 fields).
 var fieldLists = sync.Pool{New: func() any { f := make([]zap.Field, 0, 16); return &f }}
 
 func statusText(status int) string { return strconv.Itoa(status) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,5 +95,37 @@ func TestParseQuery(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("%s: err = %v", c.url, err)
 		}
+	}
+}
+
+// TestRecordsReportMoney checks that settled money reaches the record, its log line and the
+// report as a decimal string.
+func TestRecordsReportMoney(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	mem := newMem()
+	day := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	rec := &Recorder{Logger: zap.New(core), Counters: mem, Index: mem, Now: func() time.Time { return day }}
+	for _, amount := range []int64{2_500_000, 1} {
+		e := NewEntry("/v1/chat/completions")
+		e.Authenticated("acme", "key_1")
+		e.Routed("gpt-4o-mini", "openai", "openai")
+		e.Settled(amount)
+		rec.Write(e.Finish(200, day, "", rec).Record)
+	}
+	rec.Write(Record{Event: EventTaskFinished, Time: day, Account: "acme", Model: "gpt-4o-mini", Amount: 499_999})
+	if got := logs.All()[0].ContextMap()["amount"]; got != "2.5" {
+		t.Fatalf("logged amount = %v, want \"2.5\"", got)
+	}
+	r := httptest.NewRequest("GET", "/mediagw/usage?from=2026-11-22&to=2026-11-22&group_by=account", nil)
+	w := httptest.NewRecorder()
+	rec.ServeReport(w, r)
+	if want := `"amount":"3"`; !strings.Contains(w.Body.String(), want) {
+		t.Fatalf("report %s, want it to contain %s", w.Body, want)
+	}
+	r.Header.Set("Accept", "text/csv")
+	w = httptest.NewRecorder()
+	rec.ServeReport(w, r)
+	if want := "account,requests,tasks,cost,prompt_tokens,completion_tokens,total_tokens,amount\nacme,2,0,0,0,0,0,3\n"; w.Body.String() != want {
+		t.Fatalf("CSV report %q, want %q", w.Body, want)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/internal/money"
 )
 
 // MarshalJSON writes a row flat: the grouped dimensions, then every aggregated field.
@@ -24,6 +26,7 @@ func (r Row) MarshalJSON() ([]byte, error) {
 	for _, f := range Fields {
 		m[f] = r.Values[f]
 	}
+	m[FieldAmount] = money.Format(r.Values[FieldAmount])
 	return json.Marshal(m)
 }
 
@@ -145,6 +148,10 @@ func writeCSV(w http.ResponseWriter, q Query, rows []Row) {
 			}
 		}
 		for _, f := range Fields {
+			if f == FieldAmount {
+				line = append(line, money.Format(row.Values[f]))
+				continue
+			}
 			line = append(line, strconv.FormatInt(row.Values[f], 10))
 		}
 		if cw.Write(line) != nil {

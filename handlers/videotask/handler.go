@@ -20,6 +20,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
@@ -180,6 +181,13 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
+	hold, err := h.hold(r.Context(), id, req)
+	if err != nil {
+		charge.Refund()
+		slot.Release()
+		usage.From(r.Context()).Refused()
+		return err
+	}
 	// From here on the client going away must not orphan the task: the upstream create and the
 	// ownership record run to completion (each upstream call bounded by the client's Timeout,
 	// upstream_timeout), so a task the client never saw is still owned and listed.
@@ -191,6 +199,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		token, relayURL = h.relayToken()
 		if forward, err = withCallback(forward, relayURL); err != nil {
 			charge.Refund()
+			hold.Release("not sent upstream")
 			slot.Release()
 			return err
 		}
@@ -205,15 +214,17 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		taskID, up, err = h.launch(ctx, id.Account, p, bound, req.Model, forward)
 	}
 	if errors.Is(err, errUnfollowable) {
-		// The task may run upstream: it is not made free. Its slot is given back, as no record
-		// will ever release it.
+		// The task may run upstream: it is not made free (its hold is charged as estimated).
+		// Its slot is given back, as no record will ever release it.
 		slot.Release()
+		hold.Settle(billing.Usage{})
 		h.Logger.Error("video task created upstream with an id that cannot be used: the upstream task cannot be followed; its cost stays charged",
 			zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
 		return upstream.ErrUnreadable
 	}
 	if err != nil {
 		charge.Refund()
+		hold.Release("refused by the upstream")
 		slot.Release()
 		return err
 	}
@@ -225,6 +236,10 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
 		NoLastFrame: !req.ReturnLastFrame, UpstreamID: upstreamID, Request: canonical,
+		HoldID: hold.ID, HoldAmount: int64(hold.Estimate.Amount),
+	}
+	if hold.ID != "" {
+		task.HoldUsage = hold.Estimate.Usage.Encode()
 	}
 	stored, err := h.Store.CreateTask(ctx, task)
 	if errors.Is(err, storage.ErrExists) {
@@ -232,8 +247,10 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		// earlier one of this account (a caching proxy in front of the provider, a provider that
 		// folds identical creates, a reused id). That task is left alone, never cancelled on
 		// this request's behalf; the id is not handed out. As with an unusable id, whatever the
-		// upstream started may run, so the cost stays charged; the slot is given back.
+		// upstream started may run, so the cost stays charged (the hold as estimated); the slot
+		// is given back.
 		slot.Release()
+		hold.Settle(billing.Usage{})
 		h.Logger.Error("the upstream answered a video task create with the id of a task already recorded; the create fails and that task is left alone",
 			zap.String("task_id", taskID), zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
 		return upstream.ErrUnreadable
@@ -244,8 +261,15 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		slot.Release()
 		if adapted && h.abandonAdapted(a, up, upstreamID) || !adapted && h.abandon(up, taskID) {
 			charge.Refund()
+			hold.Release("cancelled: its record could not be written")
+		} else {
+			hold.Settle(billing.Usage{})
 		}
 		return err
+	}
+	if h.Accounting != nil {
+		// The task's finish now settles the hold; the reconciler leaves it alone.
+		h.Accounting.BindTask(ctx, hold.ID, taskID)
 	}
 	if token != "" {
 		h.rememberRelay(ctx, token, taskID)
@@ -297,6 +321,18 @@ func (h *Handler) checkDrafts(ctx context.Context, id auth.Identity, p *provider
 		bound = u
 	}
 	return bound, nil
+}
+
+// hold holds the estimate of a task for a priced model against the account's balance and the
+// key's budget (402 when it does not fit). The hold is bound to the task once its record is
+// stored; until then, one the reconciler finds open past its deadline is released.
+func (h *Handler) hold(ctx context.Context, id auth.Identity, req CreateRequest) (accounting.Hold, error) {
+	if h.Accounting == nil {
+		return accounting.Hold{}, nil
+	}
+	return h.Accounting.HoldFor(ctx, id, req.Model, "", func(p *billing.Price) billing.Estimate {
+		return p.EstimateVideo(req.Billing)
+	}, storage.DefaultHoldDeadline)
 }
 
 // admit applies the key's active-task limit and quota.

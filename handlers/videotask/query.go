@@ -505,10 +505,12 @@ func (h *Handler) CallbacksStopped(ctx context.Context, taskID string) bool {
 }
 
 // finished releases what a task held (its active slot; its cost when unsuccessful tasks are
-// refunded). Call it only after storing the update that set Finished (accounting.MarkFinished).
+// refunded) and settles its hold from the usage its provider reported (TaskUsage), or releases
+// it. Call it only after storing the update that set Finished (accounting.MarkFinished).
 func (h *Handler) finished(ctx context.Context, t storage.Task, status string) {
 	if h.Accounting != nil {
-		h.Accounting.Finished(ctx, t, status)
+		used, _ := TaskUsage(t) // nothing when it did not succeed: the hold is released
+		h.Accounting.Finished(ctx, t, status, used)
 	}
 }
 

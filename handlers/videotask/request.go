@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/media"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
@@ -30,6 +31,9 @@ type CreateRequest struct {
 	DraftTasks []DraftTaskRef
 	// ReturnLastFrame is return_last_frame: without it the answer has no last_frame_url.
 	ReturnLastFrame bool
+	// Billing is what the task's price depends on (duration or frames, resolution, ratio,
+	// generate_audio, draft, reference videos), for its estimate.
+	Billing billing.VideoTask
 }
 
 // DraftTaskRef is one content item of type draft_task.
@@ -114,7 +118,7 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 		return req, errMissingModel
 	}
 	var unread media.Unread
-	drafts, joined, err := checkContent(&unread, fields["content"])
+	drafts, joined, err := checkContent(&unread, fields["content"], &req.Billing.ReferenceVideos)
 	if err != nil {
 		return req, err
 	}
@@ -124,6 +128,7 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 		return req, err
 	}
 	req.ReturnLastFrame = string(fields["return_last_frame"]) == "true" // checked to be a boolean
+	pricedOptions(&req.Billing, fields)
 	if joined != nil {
 		fields["content"] = joined
 		rewritten = true
@@ -164,7 +169,7 @@ type contentItem map[string]json.RawMessage
 // When there are several text items, joined is the content to forward instead: the texts in
 // order, joined with a newline, in one text item at the place of the first (spec §2.3), so that
 // every upstream reads the prompt the contract describes.
-func checkContent(u *media.Unread, raw json.RawMessage) (drafts []DraftTaskRef, joined json.RawMessage, err error) {
+func checkContent(u *media.Unread, raw json.RawMessage, videos *int) (drafts []DraftTaskRef, joined json.RawMessage, err error) {
 	if raw == nil {
 		return nil, nil, invalid("content", "is required: give at least one text item")
 	}
@@ -178,7 +183,7 @@ func checkContent(u *media.Unread, raw json.RawMessage) (drafts []DraftTaskRef, 
 	if len(items) > MaxContentItems {
 		return nil, nil, invalid("content", "has %d items; at most %d are accepted", len(items), MaxContentItems)
 	}
-	drafts, texts, err := checkItems(u, items)
+	drafts, texts, err := checkItems(u, items, videos)
 	if err != nil || len(texts) < 2 {
 		return drafts, nil, err
 	}
@@ -227,8 +232,8 @@ func joinTexts(items []json.RawMessage, texts []textItem) (json.RawMessage, erro
 }
 
 // checkItems checks each content item and the rules across them; it returns the draft tasks
-// referenced and the text items.
-func checkItems(u *media.Unread, items []json.RawMessage) ([]DraftTaskRef, []textItem, error) {
+// referenced and the text items, and counts the video_url items in videos.
+func checkItems(u *media.Unread, items []json.RawMessage, videos *int) ([]DraftTaskRef, []textItem, error) {
 	var drafts []DraftTaskRef
 	var texts []textItem
 	var hasText, hasAudio, hasVisual, hasFirstLast, hasReference bool
@@ -265,6 +270,9 @@ func checkItems(u *media.Unread, items []json.RawMessage) ([]DraftTaskRef, []tex
 			}
 			hasAudio = hasAudio || typ == "audio_url"
 			hasVisual = hasVisual || typ != "audio_url"
+			if typ == "video_url" {
+				*videos++
+			}
 		case "draft_task":
 			if len(drafts) > 0 {
 				// One draft is what a request continues (spec §2.3: draft_task.id, one id).

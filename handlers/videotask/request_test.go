@@ -287,3 +287,26 @@ func TestParseCreateJoinsTextItems(t *testing.T) {
 		t.Fatalf("one text item must be forwarded byte for byte: %s, %v", req.Forward, err)
 	}
 }
+
+// TestParseCreatePricedOptions checks that a create's priced options reach its estimate.
+func TestParseCreatePricedOptions(t *testing.T) {
+	req, err := ParseCreate([]byte(`{"model":"m","content":[{"type":"text","text":"a"},` +
+		`{"type":"video_url","video_url":{"url":"https://example.com/a.mp4"},"role":"reference_video"},` +
+		`{"type":"video_url","video_url":{"url":"https://example.com/b.mp4"},"role":"reference_video"}],` +
+		`"duration":-1,"resolution":"1080p","ratio":"9:16","generate_audio":false,"draft":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := req.Billing
+	if b.Duration == nil || *b.Duration != -1 || b.Frames != 0 || b.Resolution != "1080p" || b.Ratio != "9:16" ||
+		b.GenerateAudio == nil || *b.GenerateAudio || !b.Draft || b.ReferenceVideos != 2 {
+		t.Fatalf("billing options %+v", b)
+	}
+	req, err = ParseCreate([]byte(`{"model":"m","content":[{"type":"text","text":"a"}],"frames":121,"generate_audio":null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := req.Billing; b.Duration != nil || b.Frames != 121 || b.Resolution != "" || b.GenerateAudio != nil || b.ReferenceVideos != 0 {
+		t.Fatalf("billing options %+v", b)
+	}
+}

@@ -16,10 +16,27 @@ if (!gateway || !key || !narrowKey || !genaiVersion) {
 const openai = new OpenAI({ baseURL: `${gateway}/v1`, apiKey: key, maxRetries: 0 });
 
 const models = [];
+const items = {};
 for await (const m of openai.models.list()) {
   models.push(m.id);
+  items[m.id] = m;
 }
 check("openai models.list", models.includes("sim-chat") && models.includes("claude-x"), models);
+// The Caddyfile prices sim-chat per million tokens and leaves claude-x unpriced: the SDK's
+// model items carry the gateway's `pricing` addition as it was sent.
+const pricing = items["sim-chat"]?.pricing;
+check(
+  "openai models.list pricing",
+  pricing?.currency === "EUR" &&
+    JSON.stringify(pricing.prices) ===
+      JSON.stringify([
+        { unit: "input_token", per: 1000000, amount: "0.15" },
+        { unit: "output_token", per: 1000000, amount: "0.6" },
+      ]) &&
+    items["claude-x"] !== undefined &&
+    items["claude-x"].pricing === undefined,
+  items,
+);
 
 // models.retrieve answers the models a key may use; any other is 404 in the OpenAI shape, the
 // same for a model that exists but the key may not use as for one that does not exist.

@@ -44,6 +44,7 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	SetOutboxPending(0)
 	Rejected(ReasonQuota)
 	QuotaUsed("a", 1)
+	Spent("a", "m", 1)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -66,6 +66,14 @@ var (
 		Name: "mediagw_quota_used_total",
 		Help: "Quota cost charged by accepted requests, by account, net of refunds made while serving them (later refunds of unsuccessful tasks are only in the usage records).",
 	}, []string{"account"})
+	spendByAccount = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mediagw_spend_micro_units_total",
+		Help: "Money charged by settled requests and tasks, in micro-units of the gateway's currency (1000000 make one unit), by account and model.",
+	}, []string{"account", "model"})
+	spend = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mediagw_spend_micro_units_total",
+		Help: "Money charged by settled requests and tasks, in micro-units of the gateway's currency (1000000 make one unit), by model.",
+	}, []string{"model"})
 	quotaUsed = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "mediagw_quota_used_total",
 		Help: "Quota cost charged by accepted requests, net of refunds made while serving them (later refunds of unsuccessful tasks are only in the usage records).",
@@ -87,9 +95,9 @@ func Register(reg prometheus.Registerer, withAccount bool) error {
 	list := []prometheus.Collector{requests, upstreamDuration, tasksCreated, tasksFinished, tasksActive,
 		refreshLag, callbackDeliveries, outboxPending, rejections}
 	if withAccount {
-		list = append(list, quotaUsedByAccount)
+		list = append(list, quotaUsedByAccount, spendByAccount)
 	} else {
-		list = append(list, quotaUsed)
+		list = append(list, quotaUsed, spend)
 	}
 	for _, c := range list {
 		if err := reg.Register(c); err != nil {
@@ -197,6 +205,28 @@ func SetOutboxPending(n int) { outboxPending.Set(float64(n)) }
 
 // Rejected counts a request refused for reason (see Reason).
 func Rejected(reason string) { rejections.WithLabelValues(reason).Inc() }
+
+// spendSeries caches the series of mediagw_spend_micro_units_total by account and model.
+var spendSeries seriesCache[[2]string, prometheus.Counter]
+
+// Spent counts money charged to an account for a model, in micro-units (a settlement; a hold
+// that is released counts nothing). Micro-units stay exact in the counter's float up to 2^53,
+// about nine billion units.
+func Spent(account, model string, amount int64) {
+	if amount <= 0 {
+		return
+	}
+	if !accountLabel.Load() {
+		account = ""
+	}
+	c := spendSeries.get([2]string{account, model}, func() prometheus.Counter {
+		if account == "" && !accountLabel.Load() {
+			return spend.WithLabelValues(model)
+		}
+		return spendByAccount.WithLabelValues(account, model)
+	})
+	c.Add(float64(amount))
+}
 
 // quotaSeries caches the series of mediagw_quota_used_total by account, bounded by the
 // accounts that use the gateway (NoAccountMetrics turns the label off for very many).

@@ -158,3 +158,20 @@ func servedSeries(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	}
 	return out
 }
+
+func TestSpentCountsMicroUnitsPerAccountAndModel(t *testing.T) {
+	before := testutil.ToFloat64(spendByAccount.WithLabelValues("acct-spend", "veo-3"))
+	Spent("acct-spend", "veo-3", 2_500_000)
+	Spent("acct-spend", "veo-3", 1)
+	Spent("acct-spend", "veo-3", -7) // a negative amount is no spend
+	if got := testutil.ToFloat64(spendByAccount.WithLabelValues("acct-spend", "veo-3")) - before; got != 2_500_001 {
+		t.Fatalf("spend grew by %v, want 2500001", got)
+	}
+	defer SetAccountLabel(true)
+	SetAccountLabel(false)
+	before = testutil.ToFloat64(spend.WithLabelValues("veo-3"))
+	Spent("acct-hidden", "veo-3", 5)
+	if got := testutil.ToFloat64(spend.WithLabelValues("veo-3")) - before; got != 5 {
+		t.Fatalf("spend without account grew by %v, want 5", got)
+	}
+}

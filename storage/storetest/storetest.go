@@ -67,6 +67,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("KeyRevokeSeenAtOnce", func(t *testing.T) { testKeyRevokeSeenAtOnce(t, fresh(t)) })
 	t.Run("Accounts", func(t *testing.T) { testAccounts(t, fresh(t)) })
 	t.Run("SettingOnce", func(t *testing.T) { testSettingOnce(t, fresh(t)) })
+	RunLedger(t, fresh)
 	t.Run("Reopen", func(t *testing.T) { testReopen(t, b) })
 	t.Run("DurableAcrossCrash", func(t *testing.T) { testDurableAcrossCrash(t, b) })
 }

@@ -1,0 +1,171 @@
+package accounting
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// The 402 answers of a hold that does not fit (spec §7.1: balance or quota insufficient).
+var (
+	errBalance = apierror.New(http.StatusPaymentRequired, "insufficient_quota",
+		"the account's balance does not cover the estimated cost of this request; top it up, or ask for less")
+	errBudget = apierror.New(http.StatusPaymentRequired, "insufficient_quota",
+		"the API key's budget does not cover the estimated cost of this request in this period")
+)
+
+// Hold is money held for one request or task: the estimate of what it may cost, taken from the
+// account's balance and the key's budget when it was accepted. It ends once, by Settle (charge
+// what was used) or Release (charge nothing); whichever comes second does nothing. A zero Hold
+// (a model without a price) holds nothing, and its Settle and Release do nothing.
+type Hold struct {
+	// ID is the ledger hold's id; "" when nothing was held.
+	ID string
+	// Estimate is the amount held and the usage it assumed.
+	Estimate billing.Estimate
+	end      *holdEnd
+}
+
+// holdEnd is what ending a hold needs, once.
+type holdEnd struct {
+	done           atomic.Bool
+	a              *Accountant
+	ctx            context.Context
+	account, model string
+	price          *billing.Price
+}
+
+// HoldFor holds the estimate of a request or task for model against the identity's account
+// and key (see storage.Ledger.Hold); ref is the request id or task id. A hold that does not fit
+// is a 402 insufficient_quota. A model without a price holds nothing. A hold that is neither
+// ended nor bound to a task by its deadline is released by the reconciler.
+func (a *Accountant) HoldFor(ctx context.Context, id auth.Identity, model, ref string, estimate func(*billing.Price) billing.Estimate, deadline time.Duration) (Hold, error) {
+	price, ok := a.Prices.Price(model)
+	if !ok {
+		return Hold{}, nil
+	}
+	est := estimate(price)
+	now := a.clock()
+	h := storage.Hold{ID: newHoldID(), Account: id.Account, KeyID: id.KeyID, Model: model, Ref: ref,
+		Amount: int64(est.Amount), Budget: id.Limits.Budget, Deadline: now.Add(deadline)}
+	_, _, err := a.Store.Hold(ctx, h, now)
+	switch {
+	case errors.Is(err, storage.ErrBudgetExceeded):
+		return Hold{}, errBudget
+	case errors.Is(err, storage.ErrInsufficient):
+		return Hold{}, errBalance
+	case err != nil:
+		return Hold{}, err
+	}
+	return Hold{ID: h.ID, Estimate: est, end: &holdEnd{a: a, ctx: context.WithoutCancel(ctx), account: id.Account, model: model, price: price}}, nil
+}
+
+// Settle ends the hold charging what actual used (the estimate standing in for what it does not
+// report), and returns the amount charged; 0 when the hold had ended already or holds nothing.
+func (h Hold) Settle(actual billing.Usage) billing.Money {
+	e := h.end
+	if e == nil || !e.done.CompareAndSwap(false, true) {
+		return 0
+	}
+	amount := e.price.Settle(h.Estimate.Usage, actual)
+	if !e.a.endHold(e.ctx, h.ID, amount, "", zap.String("account", e.account), zap.String("model", e.model)) {
+		return 0
+	}
+	return amount
+}
+
+// Release ends the hold charging nothing: the upstream refused the request, or it never left.
+func (h Hold) Release(reason string) {
+	if e := h.end; e != nil && e.done.CompareAndSwap(false, true) {
+		e.a.endHold(e.ctx, h.ID, -1, reason, zap.String("account", e.account), zap.String("model", e.model))
+	}
+}
+
+// SettleTask ends the hold a finished task carries (storage.Task.HoldID): a succeeded task is
+// charged its usage as priced now (the estimate standing in for what the upstream did not
+// report; the held amount when the model lost its price meanwhile), any other is released.
+// Call it once, from the update that set the task's Finished. It returns the amount charged.
+func (a *Accountant) SettleTask(ctx context.Context, t storage.Task, status string, actual billing.Usage) billing.Money {
+	if t.HoldID == "" {
+		return 0
+	}
+	fields := []zap.Field{zap.String("task_id", t.ID), zap.String("account", t.Account), zap.String("model", t.Model)}
+	if status != "succeeded" {
+		a.endHold(ctx, t.HoldID, -1, "task "+status, fields...)
+		return 0
+	}
+	amount := billing.Money(t.HoldAmount)
+	if price, ok := a.Prices.Price(t.Model); ok {
+		estimated, err := billing.DecodeUsage(t.HoldUsage)
+		if err != nil {
+			a.logger().Error("a task's estimate does not decode; it is settled at the amount held", append(fields, zap.Error(err))...)
+		} else {
+			amount = price.Settle(estimated, actual)
+		}
+	}
+	if !a.endHold(ctx, t.HoldID, amount, "", fields...) {
+		return 0
+	}
+	return amount
+}
+
+// endHold settles a hold at amount, or releases it when amount is negative, retrying a failed
+// write a few times. It reports whether this call ended the hold: false when it had ended
+// already (another instance, the reconciler) or every attempt failed (logged: the reconciler
+// releases an unbound hold at its deadline; a bound one stays open and is reported).
+func (a *Accountant) endHold(ctx context.Context, holdID string, amount billing.Money, reason string, fields ...zap.Field) bool {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	for attempt := range giveBackRetries {
+		if amount < 0 {
+			_, err = a.Store.Release(ctx, holdID, reason, a.clock())
+		} else {
+			_, err = a.Store.Settle(ctx, holdID, int64(amount), a.clock())
+		}
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, storage.ErrHoldEnded):
+			// Ended already, by another caller or by this one's earlier attempt whose answer
+			// was lost: the ledger has exactly one end either way.
+			return attempt > 0
+		case errors.Is(err, storage.ErrNotFound):
+			a.logger().Error("ending a hold the ledger does not know", append(fields, zap.String("hold_id", holdID))...)
+			return false
+		}
+		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+	}
+	a.logger().Error("ending a hold failed; it stays open", append(fields, zap.String("hold_id", holdID), zap.Error(err))...)
+	return false
+}
+
+// BindTask ties a task's hold to the task, so that the reconciler leaves it to the task's finish.
+// A hold the task's finish ended first needs no binding.
+func (a *Accountant) BindTask(ctx context.Context, holdID, taskID string) {
+	if holdID == "" {
+		return
+	}
+	err := a.Store.BindHold(context.WithoutCancel(ctx), holdID, taskID)
+	if err != nil && !errors.Is(err, storage.ErrHoldEnded) {
+		a.logger().Error("binding a hold to its task failed; the reconciler may release it at its deadline",
+			zap.String("hold_id", holdID), zap.String("task_id", taskID), zap.Error(err))
+	}
+}
+
+// newHoldID is a random hold id.
+func newHoldID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return "hold_" + hex.EncodeToString(b[:])
+}

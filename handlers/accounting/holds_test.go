@@ -1,0 +1,195 @@
+package accounting
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// pricedAccountant is an Accountant on a real Badger store whose model "veo" costs 0.10 per
+// second (a 5-second task holds 0.5), at the instant *clock.
+func pricedAccountant(t *testing.T, clock *time.Time) *Accountant {
+	a := newAccountant(t)
+	prices, err := billing.NewTable("USD", []billing.Price{{Model: "veo", Second: 100_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Prices, a.Now = prices, func() time.Time { return *clock }
+	return a
+}
+
+func videoEstimate(seconds int64) func(*billing.Price) billing.Estimate {
+	return func(p *billing.Price) billing.Estimate { return p.EstimateVideo(billing.VideoTask{Duration: &seconds}) }
+}
+
+func balance(t *testing.T, a *Accountant, account string) storage.Balance {
+	t.Helper()
+	b, err := a.Store.Balance(context.Background(), account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestHoldsAgainstTheBalance: holds fit the credited balance and no more (402 in the
+// endpoint's error); a release gives the hold back; a settlement charges what was used, more or
+// less than the estimate; each hold ends once however many callers race to end it.
+func TestHoldsAgainstTheBalance(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	a := pricedAccountant(t, &now)
+	ctx := context.Background()
+	if _, err := a.Store.Credit(ctx, storage.Credit{Account: "acme", Amount: 1_000_000, IdempotencyKey: "c1"}, now); err != nil {
+		t.Fatal(err)
+	}
+	id := auth.Identity{Account: "acme", KeyID: "k1"}
+	h1, err := a.HoldFor(ctx, id, "veo", "r1", videoEstimate(5), time.Minute)
+	if err != nil || h1.ID == "" || h1.Estimate.Amount != 500_000 {
+		t.Fatalf("first hold = %+v, %v", h1, err)
+	}
+	h2, err := a.HoldFor(ctx, id, "veo", "r2", videoEstimate(5), time.Minute)
+	if err != nil {
+		t.Fatalf("second hold: %v", err)
+	}
+	_, err = a.HoldFor(ctx, id, "veo", "r3", videoEstimate(5), time.Minute)
+	if e, ok := err.(*apierror.Error); !ok || e.Status != 402 || !strings.Contains(e.Message, "balance") {
+		t.Fatalf("a third hold = %v, want 402 for the balance", err)
+	}
+	if free, err := a.HoldFor(ctx, id, "unpriced", "r4", videoEstimate(5), time.Minute); err != nil || free.ID != "" {
+		t.Fatalf("a model without a price = %+v, %v; want nothing held", free, err)
+	}
+
+	h2.Release("refused by the upstream")
+	h2.Release("twice")
+	if b := balance(t, a, "acme"); b.Amount != 500_000 || b.Held != 500_000 {
+		t.Fatalf("after a release: %+v, want 0.5 left and 0.5 held", b)
+	}
+	// Longer than estimated: 8 s at 0.10 = 0.8 charged for a hold of 0.5.
+	amounts := race(8, func() billing.Money { return h1.Settle(billing.Usage{VideoSeconds: 8}) })
+	charged := 0
+	for _, m := range amounts {
+		if m != 0 {
+			charged++
+			if m != 800_000 {
+				t.Fatalf("settled at %s, want 0.8", m)
+			}
+		}
+	}
+	if charged != 1 {
+		t.Fatalf("%d of 8 racing settlements charged, want 1", charged)
+	}
+	if b := balance(t, a, "acme"); b.Amount != 200_000 || b.Held != 0 {
+		t.Fatalf("after settling 0.8: %+v, want 0.2 and nothing held", b)
+	}
+	// Shorter than estimated: a 5 s hold (0.5 does not fit 0.2) → 402; a 2 s one fits and settles at 1 s.
+	if _, err := a.HoldFor(ctx, id, "veo", "r5", videoEstimate(5), time.Minute); err == nil {
+		t.Fatal("a hold of 0.5 fit a balance of 0.2")
+	}
+	h3, err := a.HoldFor(ctx, id, "veo", "r6", videoEstimate(2), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h3.Settle(billing.Usage{VideoSeconds: 1}); got != 100_000 {
+		t.Fatalf("settled at %s, want 0.1", got)
+	}
+	checkLedgerSums(t, a, "acme", 100_000)
+}
+
+// TestTaskHoldsEndOnce: the finish of a task settles its hold from the reported usage when it
+// succeeded and releases it otherwise; finishing twice (the watcher and a client query) ends it
+// once.
+func TestTaskHoldsEndOnce(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	a := pricedAccountant(t, &now)
+	ctx := context.Background()
+	if _, err := a.Store.Credit(ctx, storage.Credit{Account: "acme", Amount: 3_000_000, IdempotencyKey: "c1"}, now); err != nil {
+		t.Fatal(err)
+	}
+	id := auth.Identity{Account: "acme", KeyID: "k1"}
+	for i, status := range []string{"succeeded", "failed", "cancelled", "expired"} {
+		h, err := a.HoldFor(ctx, id, "veo", "", videoEstimate(5), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taskID := "cgt-" + status
+		a.BindTask(ctx, h.ID, taskID)
+		task := storage.Task{ID: taskID, Account: "acme", KeyID: "k1", Model: "veo", HoldID: h.ID,
+			HoldAmount: int64(h.Estimate.Amount), HoldUsage: h.Estimate.Usage.Encode()}
+		amounts := race(4, func() billing.Money { return a.SettleTask(ctx, task, status, billing.Usage{VideoSeconds: 3}) })
+		total := billing.Money(0)
+		for _, m := range amounts {
+			total += m
+		}
+		if want := map[bool]billing.Money{true: 300_000, false: 0}[i == 0]; total != want {
+			t.Fatalf("%s: charged %s in all, want %s", status, total, want)
+		}
+	}
+	// 3 - 0.3 (the succeeded task's 3 s); the other three released in full.
+	if b := balance(t, a, "acme"); b.Amount != 2_700_000 || b.Held != 0 {
+		t.Fatalf("balance %+v, want 2.7 and nothing held", b)
+	}
+	checkLedgerSums(t, a, "acme", 2_700_000)
+}
+
+// TestKeyDayBudgetResetsAtUTCMidnight: a key's day budget refuses a hold past it until 00:00
+// UTC, on the injected clock.
+func TestKeyDayBudgetResetsAtUTCMidnight(t *testing.T) {
+	now := time.Date(2026, 11, 26, 23, 59, 0, 0, time.UTC)
+	a := pricedAccountant(t, &now)
+	ctx := context.Background()
+	id := auth.Identity{Account: "acme", KeyID: "k1", Limits: storage.Limits{Budget: storage.Budget{Limit: 1_000_000, Period: storage.BudgetDay}}}
+	for range 2 {
+		h, err := a.HoldFor(ctx, id, "veo", "", videoEstimate(5), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Settle(billing.Usage{})
+	}
+	_, err := a.HoldFor(ctx, id, "veo", "", videoEstimate(5), time.Minute)
+	if e, ok := err.(*apierror.Error); !ok || e.Status != 402 || !strings.Contains(e.Message, "budget") {
+		t.Fatalf("past the day's budget at 23:59 = %v, want 402 for the budget", err)
+	}
+	now = time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	if _, err := a.HoldFor(ctx, id, "veo", "", videoEstimate(5), time.Minute); err != nil {
+		t.Fatalf("at 00:00 UTC the next day: %v", err)
+	}
+}
+
+// race runs end n times at once and returns what each call charged.
+func race(n int, end func() billing.Money) []billing.Money {
+	amounts := make([]billing.Money, n)
+	var wg sync.WaitGroup
+	for i := range amounts {
+		wg.Go(func() { amounts[i] = end() })
+	}
+	wg.Wait()
+	return amounts
+}
+
+// checkLedgerSums checks that the account's entries sum to its balance, which is want.
+func checkLedgerSums(t *testing.T, a *Accountant, account string, want int64) {
+	t.Helper()
+	sum, after := int64(0), ""
+	for {
+		entries, next, err := a.Store.LedgerPage(context.Background(), account, after, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			sum += e.Amount
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if b := balance(t, a, account); sum != b.Amount || sum != want {
+		t.Fatalf("the ledger sums to %d, the balance is %d; want both %d", sum, b.Amount, want)
+	}
+}

@@ -1,0 +1,128 @@
+package billing
+
+import "math/big"
+
+// Amount is what u costs at price p: the sum of every unit u uses, computed as an exact
+// fraction of micro-units and rounded once, at the end, half up to the micro-unit (0.0000005
+// becomes 0.000001). The units:
+//
+//   - video_tokens: VideoTokens × price / 1,000,000. When the provider reported no tokens they
+//     are computed as Ark does, width × height × fps × seconds / 1024, from Width and Height
+//     (else the published size of Resolution and Ratio), FPS (default 24), and VideoFrames
+//     (else VideoSeconds × fps), counting ReferenceVideoSeconds too.
+//   - second: seconds × the price of Resolution's band (else second); seconds are
+//     VideoFrames / FPS when frames are known, else VideoSeconds.
+//   - both video units are multiplied by audio when Audio is set and by draft when Draft is.
+//   - image: Images × the price of ImageSize and ImageQuality.
+//   - input_tokens, output_tokens: tokens × price / 1,000,000.
+//   - request: Requests × price.
+func (p *Price) Amount(u Usage) Money {
+	total := new(big.Rat)
+	if video := p.videoAmount(u); video != nil {
+		total.Add(total, video)
+	}
+	if u.Images > 0 {
+		total.Add(total, product(1, u.Images, int64(p.imagePrice(u.ImageSize, u.ImageQuality))))
+	}
+	if u.InputTokens > 0 && p.InputTokens > 0 {
+		total.Add(total, product(1_000_000, u.InputTokens, int64(p.InputTokens)))
+	}
+	if u.OutputTokens > 0 && p.OutputTokens > 0 {
+		total.Add(total, product(1_000_000, u.OutputTokens, int64(p.OutputTokens)))
+	}
+	if u.Requests > 0 && p.Request > 0 {
+		total.Add(total, product(1, u.Requests, int64(p.Request)))
+	}
+	return roundHalfUp(total)
+}
+
+// videoAmount is the exact video part of Amount, or nil when u has no video or p no video price.
+func (p *Price) videoAmount(u Usage) *big.Rat {
+	var amount *big.Rat
+	switch {
+	case p.VideoTokens > 0:
+		tokens := videoTokens(u)
+		if tokens.Sign() == 0 {
+			return nil
+		}
+		amount = tokens.Mul(tokens, ratOf(int64(p.VideoTokens), 1_000_000))
+	case p.Second > 0 || len(p.SecondBands) > 0:
+		seconds := videoSeconds(u)
+		if seconds.Sign() == 0 {
+			return nil
+		}
+		amount = seconds.Mul(seconds, ratOf(int64(p.secondPrice(u.Resolution)), 1))
+	default:
+		return nil
+	}
+	if u.Audio && p.Audio > 0 {
+		amount.Mul(amount, ratOf(int64(p.Audio), Micro))
+	}
+	if u.Draft && p.Draft > 0 {
+		amount.Mul(amount, ratOf(int64(p.Draft), Micro))
+	}
+	return amount
+}
+
+// videoTokens are the tokens of u: as reported, or width × height × frames / 1024, where
+// frames are VideoFrames (else VideoSeconds × fps) plus ReferenceVideoSeconds × fps.
+func videoTokens(u Usage) *big.Rat {
+	if u.VideoTokens > 0 {
+		return ratOf(u.VideoTokens, 1)
+	}
+	fps := u.FPS
+	if fps <= 0 {
+		fps = DefaultFPS
+	}
+	frames := u.VideoFrames
+	if frames <= 0 {
+		frames = u.VideoSeconds * fps
+	}
+	frames += u.ReferenceVideoSeconds * fps
+	if frames <= 0 {
+		return new(big.Rat)
+	}
+	w, h := u.Width, u.Height
+	if w <= 0 || h <= 0 {
+		s := sizeOf(u.Resolution, u.Ratio)
+		w, h = s.Width, s.Height
+	}
+	return product(1024, w, h, frames)
+}
+
+// videoSeconds is the output length of u in seconds: VideoFrames / fps when frames are known,
+// else VideoSeconds.
+func videoSeconds(u Usage) *big.Rat {
+	if u.VideoFrames > 0 {
+		fps := u.FPS
+		if fps <= 0 {
+			fps = DefaultFPS
+		}
+		return ratOf(u.VideoFrames, fps)
+	}
+	return ratOf(max(u.VideoSeconds, 0), 1)
+}
+
+// product is the exact fraction f1 × f2 × … / den.
+func product(den int64, factors ...int64) *big.Rat {
+	num := big.NewInt(1)
+	for _, f := range factors {
+		num.Mul(num, big.NewInt(f))
+	}
+	return new(big.Rat).SetFrac(num, big.NewInt(den))
+}
+
+func ratOf(num, den int64) *big.Rat { return big.NewRat(num, den) }
+
+// roundHalfUp rounds a non-negative fraction of micro-units half up to a whole micro-unit.
+// Amounts beyond the int64 range (over nine trillion units) saturate.
+func roundHalfUp(r *big.Rat) Money {
+	num := new(big.Int).Mul(r.Num(), big.NewInt(2))
+	num.Add(num, r.Denom())
+	den := new(big.Int).Mul(r.Denom(), big.NewInt(2))
+	q := num.Quo(num, den)
+	if !q.IsInt64() {
+		return Money(1<<63 - 1)
+	}
+	return Money(q.Int64())
+}

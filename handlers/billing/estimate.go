@@ -1,0 +1,117 @@
+package billing
+
+// An Estimate is the upper bound held when a request or task is accepted: its amount, and the
+// usage it assumed, whose values stand in for whatever the provider does not report when the
+// amount is settled (see Price.Settle).
+type Estimate struct {
+	Amount Money
+	Usage  Usage
+}
+
+// VideoTask is what a video task request says that its price depends on, as the client sent it
+// (spec §2.2); a zero field takes the contract's default.
+type VideoTask struct {
+	// Duration in seconds; nil: the default 5; -1: the model chooses, estimated at the price's
+	// max_seconds.
+	Duration *int64
+	// Frames, when given, win over Duration; they are counted at 24 fps.
+	Frames int64
+	// Resolution and Ratio; default 720p and 16:9. A ratio of "adaptive" counts as the ratio
+	// with the most pixels at that resolution.
+	Resolution, Ratio string
+	// GenerateAudio; nil: the default true.
+	GenerateAudio *bool
+	Draft         bool
+	// ReferenceVideos is the number of video_url items. Ark bills reference videos' seconds
+	// like output seconds on token-priced models; their length is unknown at accept, so a
+	// task with any is held for 15 more seconds, the longest total reference length Ark
+	// takes (the settlement charges what Ark reports).
+	ReferenceVideos int
+}
+
+// MaxReferenceVideoSeconds is the reference video length a task with reference videos is held for.
+const MaxReferenceVideoSeconds = 15
+
+// EstimateVideo is the hold of a video task.
+func (p *Price) EstimateVideo(t VideoTask) Estimate {
+	u := Usage{Requests: 1, Resolution: t.Resolution, Ratio: t.Ratio, Draft: t.Draft, Audio: true}
+	if u.Resolution == "" {
+		u.Resolution = DefaultResolution
+	}
+	if u.Ratio == "" {
+		u.Ratio = DefaultRatio
+	}
+	if t.GenerateAudio != nil {
+		u.Audio = *t.GenerateAudio
+	}
+	switch {
+	case t.Frames > 0:
+		u.VideoFrames, u.FPS = t.Frames, DefaultFPS
+	case t.Duration == nil:
+		u.VideoSeconds = DefaultDuration
+	case *t.Duration < 0:
+		u.VideoSeconds = p.maxSeconds()
+	default:
+		u.VideoSeconds = *t.Duration
+	}
+	if t.ReferenceVideos > 0 && p.VideoTokens > 0 {
+		u.ReferenceVideoSeconds = MaxReferenceVideoSeconds
+	}
+	return Estimate{Amount: p.Amount(u), Usage: u}
+}
+
+// DefaultImageSize is the contract's default image edit size (spec §2.6).
+const DefaultImageSize = "2048x2048"
+
+// EstimateImages is the hold of an image request for n images (0: the default 1) of a size
+// (empty: 2048x2048) and quality (empty or "auto": any).
+func (p *Price) EstimateImages(n int64, size, quality string) Estimate {
+	if n <= 0 {
+		n = 1
+	}
+	if size == "" {
+		size = DefaultImageSize
+	}
+	if quality == "auto" {
+		quality = ""
+	}
+	u := Usage{Requests: 1, Images: n, ImageSize: size, ImageQuality: quality}
+	return Estimate{Amount: p.Amount(u), Usage: u}
+}
+
+// BytesPerInputToken is how input tokens are estimated from a request body: one token per 4
+// bytes, rounded up (the common rule of thumb for English text; the body's JSON syntax makes it
+// generous for text, and the settlement charges the tokens the provider reports).
+const BytesPerInputToken = 4
+
+// EstimateText is the hold of a chat, responses or messages request whose body is bodyBytes
+// long and that allows maxOutput output tokens (max_tokens, max_completion_tokens or
+// max_output_tokens; 0: none given, the price's max_output).
+func (p *Price) EstimateText(bodyBytes, maxOutput int64) Estimate {
+	if maxOutput <= 0 {
+		maxOutput = p.maxOutput()
+	}
+	u := Usage{Requests: 1, InputTokens: (max(bodyBytes, 0) + BytesPerInputToken - 1) / BytesPerInputToken, OutputTokens: maxOutput}
+	return Estimate{Amount: p.Amount(u), Usage: u}
+}
+
+// Request is what a pass-through request says about how much it may use, for its hold.
+type Request struct {
+	// Images is set for an image endpoint: the request makes N images of ImageSize and
+	// ImageQuality.
+	Images                  bool
+	N                       int64
+	ImageSize, ImageQuality string
+	// BodyBytes is the request body's length; MaxOutput the output-token bound it names
+	// (max_tokens, max_completion_tokens or max_output_tokens; 0: none).
+	BodyBytes, MaxOutput int64
+}
+
+// EstimateRequest is the hold of a pass-through request: images for an image endpoint, else
+// tokens (a model priced per request only is held its request price either way).
+func (p *Price) EstimateRequest(q Request) Estimate {
+	if q.Images {
+		return p.EstimateImages(q.N, q.ImageSize, q.ImageQuality)
+	}
+	return p.EstimateText(q.BodyBytes, q.MaxOutput)
+}

@@ -1,0 +1,115 @@
+package billing
+
+import "testing"
+
+func ptr[T any](v T) *T { return &v }
+
+// TestEstimateVideo checks the hold of a video task against hand-computed amounts.
+func TestEstimateVideo(t *testing.T) {
+	seedance := &Price{Model: "seedance", VideoTokens: m(t, "2.50")}
+	veo := &Price{Model: "veo-3", Second: m(t, "0.40"), SecondBands: map[string]Money{"1080p": m(t, "0.60")}, Audio: x(t, "1.5"), Draft: x(t, "0.5")}
+	short := &Price{Model: "short", Second: m(t, "1"), MaxSeconds: 10}
+	for _, tc := range []struct {
+		name  string
+		price *Price
+		task  VideoTask
+		want  string
+	}{
+		// contract defaults: 5 s, 720p, 16:9 → 102,960 tokens × 2.5 / 1e6
+		{"tokens, defaults", seedance, VideoTask{}, "0.2574"},
+		// adaptive at 720p counts as 21:9, 1504 × 640, the most pixels: 112,800 tokens
+		{"tokens, adaptive ratio", seedance, VideoTask{Ratio: "adaptive"}, "0.282"},
+		// 1080p 9:16 10 s: 1088 × 1920 × 24 × 10 / 1024 = 489,600 tokens
+		{"tokens, 1080p 9:16 10 s", seedance, VideoTask{Resolution: "1080p", Ratio: "9:16", Duration: ptr[int64](10)}, "1.224"},
+		// frames win over duration: 121 frames at 720p 16:9 = 103,818 tokens
+		{"tokens, frames win", seedance, VideoTask{Frames: 121, Duration: ptr[int64](10)}, "0.259545"},
+		// a reference video adds 15 s: 20 s at 720p 16:9 = 411,840 tokens
+		{"tokens, reference video", seedance, VideoTask{ReferenceVideos: 2}, "1.0296"},
+		// audio defaults on: 0.40 × 5 × 1.5
+		{"seconds, defaults with audio", veo, VideoTask{}, "3"},
+		{"seconds, audio off", veo, VideoTask{GenerateAudio: ptr(false)}, "2"},
+		// duration -1 → max_seconds 15 (default): 0.60 × 15 × 1.5
+		{"seconds, -1 at the default maximum", veo, VideoTask{Duration: ptr[int64](-1), Resolution: "1080p"}, "13.5"},
+		{"seconds, -1 at max_seconds", short, VideoTask{Duration: ptr[int64](-1)}, "10"},
+		// draft and audio: 0.40 × 5 × 1.5 × 0.5
+		{"seconds, draft", veo, VideoTask{Draft: true, Resolution: "480p"}, "1.5"},
+		// reference videos do not lengthen a per-second task
+		{"seconds, reference video", short, VideoTask{ReferenceVideos: 1}, "5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.price.EstimateVideo(tc.task); got.Amount.String() != tc.want {
+				t.Errorf("estimate = %s, want %s (usage %+v)", got.Amount, tc.want, got.Usage)
+			}
+		})
+	}
+}
+
+func TestEstimateImagesAndText(t *testing.T) {
+	image := &Price{Model: "img", Image: m(t, "0.04"), ImageSizes: []ImagePrice{{Size: "1024x1024", Quality: "high", Amount: m(t, "0.17")}}}
+	if got := image.EstimateImages(0, "", "auto").Amount.String(); got != "0.04" {
+		t.Errorf("one default image = %s, want 0.04", got)
+	}
+	if got := image.EstimateImages(4, "1024x1024", "high").Amount.String(); got != "0.68" {
+		t.Errorf("four high 1024x1024 images = %s, want 0.68", got)
+	}
+	chat := &Price{Model: "chat", InputTokens: m(t, "1"), OutputTokens: m(t, "2"), MaxOutput: 1000}
+	// 1001 bytes → 251 input tokens (0.000251); 300 output tokens × 2 / 1e6 = 0.0006
+	if got := chat.EstimateText(1001, 300).Amount.String(); got != "0.000851" {
+		t.Errorf("text with a maximum = %s, want 0.000851", got)
+	}
+	// no maximum: max_output 1000 → 0.002 + 0.000251
+	if got := chat.EstimateText(1001, 0).Amount.String(); got != "0.002251" {
+		t.Errorf("text without a maximum = %s, want 0.002251", got)
+	}
+	if got := chat.EstimateRequest(Request{BodyBytes: 1001, MaxOutput: 300}).Amount.String(); got != "0.000851" {
+		t.Errorf("a text request = %s, want 0.000851", got)
+	}
+	if got := image.EstimateRequest(Request{Images: true, N: 2, BodyBytes: 1 << 20}).Amount.String(); got != "0.08" {
+		t.Errorf("an image request of 2 = %s, want 0.08", got)
+	}
+	// no max_output either: 4096 × 2 / 1e6 = 0.008192, + 0.000001 for 4 bytes
+	noMax := &Price{Model: "c", InputTokens: m(t, "1"), OutputTokens: m(t, "2")}
+	if got := noMax.EstimateText(4, 0).Amount.String(); got != "0.008193" {
+		t.Errorf("text with no max anywhere = %s, want 0.008193", got)
+	}
+}
+
+// TestSettle settles estimates from what providers report: longer and shorter than estimated,
+// reported tokens, a reported resolution, and nothing reported.
+func TestSettle(t *testing.T) {
+	seedance := &Price{Model: "seedance", VideoTokens: m(t, "2.50")}
+	veo := &Price{Model: "veo-3", Second: m(t, "0.40"), SecondBands: map[string]Money{"1080p": m(t, "0.60")}}
+	chat := &Price{Model: "chat", InputTokens: m(t, "1"), OutputTokens: m(t, "2")}
+	img := &Price{Model: "img", Image: m(t, "0.04")}
+
+	veoEst := veo.EstimateVideo(VideoTask{}) // 5 s at 720p: 2
+	seedEst := seedance.EstimateVideo(VideoTask{Duration: ptr[int64](-1)})
+	for _, tc := range []struct {
+		name   string
+		price  *Price
+		est    Estimate
+		actual Usage
+		want   string
+	}{
+		{"longer than estimated", veo, veoEst, Usage{VideoSeconds: 8}, "3.2"},
+		{"shorter than estimated", veo, veoEst, Usage{VideoSeconds: 3}, "1.2"},
+		{"reported resolution, estimated length", veo, veoEst, Usage{Resolution: "1080p"}, "3"},
+		{"nothing reported: the estimate", veo, veoEst, Usage{}, "2"},
+		// 15 s estimated (duration -1); Ark reports 108,900 completion tokens
+		{"ark completion tokens", seedance, seedEst, Usage{VideoTokens: 108_900}, "0.27225"},
+		// Ark reports duration 6 and 720p, no tokens: 1248 × 704 × 24 × 6 / 1024 = 123,552 tokens
+		{"ark duration without tokens", seedance, seedEst, Usage{VideoSeconds: 6, Resolution: "720p"}, "0.30888"},
+		// 100 input, 20 output tokens; the estimate's 4096 output tokens are not used
+		{"text usage", chat, chat.EstimateText(4000, 0), Usage{InputTokens: 100, OutputTokens: 20}, "0.00014"},
+		{"images returned", img, img.EstimateImages(4, "", ""), Usage{Images: 2}, "0.08"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.price.Settle(tc.est.Usage, tc.actual); got.String() != tc.want {
+				t.Errorf("Settle = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	if veoEst.Amount.String() != "2" {
+		t.Fatalf("veo estimate = %s, want 2", veoEst.Amount)
+	}
+}

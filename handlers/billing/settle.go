@@ -1,0 +1,63 @@
+package billing
+
+// Settle is the amount charged for a finished request or task: actual priced at p, where
+// what the provider did not report takes the estimate's value (see Merge).
+func (p *Price) Settle(estimated, actual Usage) Money {
+	return p.Amount(Merge(estimated, actual))
+}
+
+// Merge fills what actual does not report from estimated. Fields that describe one thing
+// travel together, so that a reported value is never priced with an estimated neighbour that
+// contradicts it:
+//   - the length (VideoSeconds, VideoFrames, FPS) is actual's when it reports seconds or frames;
+//   - the picture (Resolution, Ratio, Width, Height) is actual's when it reports a resolution or
+//     a size, each field it leaves empty taking the estimate's;
+//   - VideoTokens are actual's when reported; else the estimate's only when actual reports
+//     neither length nor picture (otherwise they are computed from what it reports);
+//   - ReferenceVideoSeconds, Images, ImageSize, ImageQuality, InputTokens, OutputTokens and
+//     Requests each take the estimate's when zero;
+//   - Audio and Draft are the request's (the estimate's), or true when actual says so.
+func Merge(estimated, actual Usage) Usage {
+	m := actual
+	lengthReported := actual.VideoSeconds > 0 || actual.VideoFrames > 0
+	if !lengthReported {
+		m.VideoSeconds, m.VideoFrames, m.FPS = estimated.VideoSeconds, estimated.VideoFrames, estimated.FPS
+	}
+	pictureReported := actual.Resolution != "" || actual.Width > 0
+	if pictureReported {
+		m.Resolution = fill(actual.Resolution, estimated.Resolution)
+		m.Ratio = fill(actual.Ratio, estimated.Ratio)
+		if actual.Width <= 0 || actual.Height <= 0 {
+			m.Width, m.Height = 0, 0 // the published size of the reported resolution
+		}
+	} else {
+		m.Resolution, m.Ratio, m.Width, m.Height = estimated.Resolution, estimated.Ratio, estimated.Width, estimated.Height
+	}
+	if actual.VideoTokens <= 0 && !lengthReported && !pictureReported {
+		m.VideoTokens = estimated.VideoTokens
+	}
+	m.ReferenceVideoSeconds = fillInt(actual.ReferenceVideoSeconds, estimated.ReferenceVideoSeconds)
+	m.Images = fillInt(actual.Images, estimated.Images)
+	m.ImageSize = fill(actual.ImageSize, estimated.ImageSize)
+	m.ImageQuality = fill(actual.ImageQuality, estimated.ImageQuality)
+	m.InputTokens = fillInt(actual.InputTokens, estimated.InputTokens)
+	m.OutputTokens = fillInt(actual.OutputTokens, estimated.OutputTokens)
+	m.Requests = fillInt(actual.Requests, estimated.Requests)
+	m.Audio = estimated.Audio || actual.Audio
+	m.Draft = estimated.Draft || actual.Draft
+	return m
+}
+
+func fill(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+func fillInt(n, fallback int64) int64 {
+	if n <= 0 {
+		return fallback
+	}
+	return n
+}

@@ -1,0 +1,134 @@
+// Package holds keeps the money held for requests and tasks from staying taken: its Reconciler
+// releases the holds that nobody ended by their deadline (a process killed between the hold
+// and the task record, a lost upstream answer, a crash mid-request).
+package holds
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/internal/money"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// DefaultInterval is how often the reconciler looks for overdue holds. A hold that nobody ends
+// is released at most DefaultInterval (plus the time of one pass) after its deadline, which
+// its taker sets (storage.DefaultHoldDeadline after the hold unless it knows better); when the
+// instance that reconciled dies, another takes over within LeaseFactor intervals.
+const DefaultInterval = 30 * time.Second
+
+// LeaseFactor: the reconciler's lease lasts this many intervals, renewed on every pass.
+const LeaseFactor = 3
+
+// LeaseName is the lease that lets one gateway instance at a time reconcile.
+const LeaseName = "billing/hold-reconciler"
+
+// ReleaseReason is the Note of the release entries the reconciler makes.
+const ReleaseReason = "released by the reconciler: the hold was still open at its deadline"
+
+// batch is how many overdue holds one store call lists.
+const batch = 100
+
+// maxBatchesPerPass bounds one pass; the next pass goes on where it stopped.
+const maxBatchesPerPass = 50
+
+// Reconciler releases overdue holds: open, unbound holds whose deadline has passed. One
+// gateway instance at a time does it (it holds the lease LeaseName); each release is the
+// ledger's exactly-once Release, so a hold is released once even if two instances overlapped
+// or a request ends its hold at the same moment.
+type Reconciler struct {
+	Ledger storage.Ledger
+	Leases storage.Coordination
+	// Owner names this instance in the lease; default: a random token.
+	Owner string
+	// Interval between passes; default DefaultInterval.
+	Interval time.Duration
+	// Now is the clock that deadlines are compared with; default time.Now.
+	Now func() time.Time
+	// Released, when set, is called with each hold the reconciler released and its entry.
+	Released func(storage.Hold, storage.LedgerEntry)
+	Logger   *zap.Logger
+}
+
+func (r *Reconciler) defaults() {
+	if r.Owner == "" {
+		r.Owner = storage.NewClaimToken()
+	}
+	if r.Interval <= 0 {
+		r.Interval = DefaultInterval
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Logger == nil {
+		r.Logger = zap.NewNop()
+	}
+}
+
+// Run reconciles at once and then every Interval until stop is closed; it then gives up the
+// lease so that another instance may take over at once.
+func (r *Reconciler) Run(stop <-chan struct{}) {
+	r.defaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-stop; cancel() }()
+	t := time.NewTicker(r.Interval)
+	defer t.Stop()
+	for {
+		if _, err := r.Pass(ctx); err != nil && ctx.Err() == nil {
+			r.Logger.Warn("reconciling overdue holds", zap.Error(err))
+		}
+		select {
+		case <-stop:
+			// Not bound to ctx, which is done: the lease is given up on the way out.
+			if err := r.Leases.ReleaseLease(context.Background(), LeaseName, r.Owner); err != nil {
+				r.Logger.Warn("giving up the hold reconciler's lease", zap.Error(err))
+			}
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Pass releases the overdue holds once, if this instance holds (or takes) the lease, and
+// returns how many it released. A hold that another party ended meanwhile is skipped.
+func (r *Reconciler) Pass(ctx context.Context) (int, error) {
+	r.defaults()
+	now := r.Now()
+	held, err := r.Leases.AcquireLease(ctx, LeaseName, r.Owner, now, LeaseFactor*r.Interval)
+	if err != nil || !held {
+		return 0, err
+	}
+	released := 0
+	for range maxBatchesPerPass {
+		overdue, err := r.Ledger.OverdueHolds(ctx, now, batch)
+		if err != nil {
+			return released, err
+		}
+		for _, h := range overdue {
+			e, err := r.Ledger.Release(ctx, h.ID, ReleaseReason, now)
+			switch {
+			case errors.Is(err, storage.ErrHoldEnded), errors.Is(err, storage.ErrNotFound):
+				continue // ended by its request or another reconciler meanwhile
+			case err != nil:
+				return released, err
+			}
+			released++
+			r.Logger.Info("released an overdue hold", zap.String("hold", h.ID), zap.String("account", h.Account),
+				zap.String("amount", money.Format(h.Amount)), zap.Time("deadline", h.Deadline))
+			if r.Released != nil {
+				r.Released(h, e)
+			}
+		}
+		if len(overdue) < batch {
+			return released, nil
+		}
+		if err := r.Leases.RenewLease(ctx, LeaseName, r.Owner, r.Now(), LeaseFactor*r.Interval); err != nil {
+			return released, err // lost: the other instance goes on
+		}
+	}
+	return released, nil
+}

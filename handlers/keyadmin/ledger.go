@@ -1,0 +1,206 @@
+package keyadmin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mediagw/mediagw/internal/money"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// The account money routes:
+//
+//	POST /mediagw/accounts/{name}/credit   {"amount": "12.5", "note": "...", "adjust": false}
+//	                                       with an Idempotency-Key header; answers the entry
+//	                                       and the balance after it
+//	GET  /mediagw/accounts/{name}/balance  the balance, what is held, and whether it is limited
+//	GET  /mediagw/accounts/{name}/ledger?after=&limit=
+//	                                       a page of the ledger, oldest first; JSON, or CSV with
+//	                                       Accept: text/csv or ?format=csv
+//
+// Amounts are decimal strings of the gateway's currency with at most 6 decimals, everywhere.
+
+// maxIdempotencyKey bounds the Idempotency-Key of a credit.
+const maxIdempotencyKey = 255
+
+// NextHeader carries the cursor of the next ledger page of a CSV answer (the JSON answer has it
+// as "next"); it is absent on the last page.
+const NextHeader = "Mediagw-Ledger-Next"
+
+// BalanceView is an account's balance as the admin API shows it.
+type BalanceView struct {
+	Account string `json:"account"`
+	// Balance is what the account may still spend when it is limited: credits less charges and
+	// open holds. Unlimited accounts are metered: their balance is minus what they spent.
+	Balance string `json:"balance"`
+	// Held is the sum of the open holds of requests and tasks in progress.
+	Held string `json:"held"`
+	// Limited is set by the account's first credit: from then on requests must fit the balance.
+	Limited bool `json:"limited"`
+}
+
+// EntryView is a ledger entry as the admin API shows it.
+type EntryView struct {
+	ID           string `json:"id"`
+	Time         string `json:"time"`
+	Account      string `json:"account"`
+	KeyID        string `json:"key_id,omitempty"`
+	Model        string `json:"model,omitempty"`
+	Ref          string `json:"ref,omitempty"`
+	HoldID       string `json:"hold_id,omitempty"`
+	Kind         string `json:"kind"`
+	Amount       string `json:"amount"`
+	BalanceAfter string `json:"balance_after"`
+	Charged      string `json:"charged,omitempty"`
+	Note         string `json:"note,omitempty"`
+}
+
+// CreditAnswer is the answer to a credit.
+type CreditAnswer struct {
+	Entry   EntryView   `json:"entry"`
+	Balance BalanceView `json:"balance"`
+}
+
+// LedgerPage is a page of an account's ledger.
+type LedgerPage struct {
+	Account string      `json:"account"`
+	Entries []EntryView `json:"entries"`
+	// Next is the after of the next page; absent on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+// ledgerCSV is a ledger page to be written as CSV.
+type ledgerCSV LedgerPage
+
+func balanceView(b storage.Balance) BalanceView {
+	return BalanceView{Account: b.Account, Balance: money.Format(b.Amount), Held: money.Format(b.Held), Limited: b.Limited}
+}
+
+func entryView(e storage.LedgerEntry) EntryView {
+	v := EntryView{ID: e.ID, Time: e.Time.UTC().Format(time.RFC3339Nano), Account: e.Account, KeyID: e.KeyID,
+		Model: e.Model, Ref: e.Ref, HoldID: e.HoldID, Kind: e.Kind, Amount: money.Format(e.Amount),
+		BalanceAfter: money.Format(e.BalanceAfter), Note: e.Note}
+	if e.Kind == storage.EntrySettle {
+		v.Charged = money.Format(e.Charged)
+	}
+	return v
+}
+
+func (h *Handler) credit(r *http.Request, account string) (CreditAnswer, error) {
+	if _, err := h.account(r.Context(), account); err != nil {
+		return CreditAnswer{}, err
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" || len(key) > maxIdempotencyKey {
+		return CreditAnswer{}, fail(http.StatusBadRequest, "a credit needs an Idempotency-Key header (1 to 255 characters), so that a retry credits once")
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return CreditAnswer{}, err
+	}
+	var req struct {
+		Amount json.RawMessage `json:"amount"`
+		Note   string          `json:"note"`
+		Adjust bool            `json:"adjust"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return CreditAnswer{}, fail(http.StatusBadRequest, `the body must be {"amount": "12.5", "note": "...", "adjust": false}: `+err.Error())
+	}
+	var text string
+	if err := json.Unmarshal(req.Amount, &text); err != nil {
+		return CreditAnswer{}, fail(http.StatusBadRequest, `amount must be a decimal string such as "12.5" (at most 6 decimals), not a JSON number`)
+	}
+	amount, err := money.Parse(text)
+	if err != nil || amount < -storage.MaxAmount || amount > storage.MaxAmount {
+		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("amount %q is not a decimal amount such as \"12.5\" with at most 6 decimals", text))
+	}
+	if amount < 0 && !req.Adjust {
+		return CreditAnswer{}, fail(http.StatusBadRequest, `a negative amount takes money from the balance: send it with "adjust": true`)
+	}
+	e, err := h.Store.Credit(r.Context(), storage.Credit{Account: account, Amount: amount, Note: req.Note, IdempotencyKey: key}, h.now())
+	if err != nil {
+		return CreditAnswer{}, err
+	}
+	// A retry with the key answers the first credit; the key of another credit is a mistake.
+	if e.Amount != amount || e.Note != req.Note {
+		return CreditAnswer{}, fail(http.StatusConflict, fmt.Sprintf("Idempotency-Key %q made a credit of %s (%q) before; use a new key for another credit",
+			key, money.Format(e.Amount), e.Note))
+	}
+	bal, err := h.Store.Balance(r.Context(), account)
+	if err != nil {
+		return CreditAnswer{}, err
+	}
+	return CreditAnswer{Entry: entryView(e), Balance: balanceView(bal)}, nil
+}
+
+func (h *Handler) balance(ctx context.Context, account string) (BalanceView, error) {
+	if _, err := h.account(ctx, account); err != nil {
+		return BalanceView{}, err
+	}
+	bal, err := h.Store.Balance(ctx, account)
+	return balanceView(bal), err
+}
+
+func (h *Handler) ledger(r *http.Request, account string) (any, error) {
+	if _, err := h.account(r.Context(), account); err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	limit := storage.DefaultLedgerPage
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > storage.MaxLedgerPage {
+			return nil, fail(http.StatusBadRequest, fmt.Sprintf("limit must be a whole number from 1 to %d", storage.MaxLedgerPage))
+		}
+		limit = n
+	}
+	after := q.Get("after")
+	if after != "" {
+		if _, err := strconv.ParseUint(after, 10, 64); err != nil {
+			return nil, fail(http.StatusBadRequest, "after must be the id of an entry (the next of the previous page)")
+		}
+	}
+	entries, next, err := h.Store.LedgerPage(r.Context(), account, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	page := LedgerPage{Account: account, Entries: make([]EntryView, 0, len(entries)), Next: next}
+	for _, e := range entries {
+		page.Entries = append(page.Entries, entryView(e))
+	}
+	format := q.Get("format")
+	switch {
+	case format == "csv" || format == "" && strings.Contains(r.Header.Get("Accept"), "text/csv"):
+		return ledgerCSV(page), nil
+	case format == "" || format == "json":
+		return page, nil
+	}
+	return nil, fail(http.StatusBadRequest, "format must be json or csv")
+}
+
+// ledgerCSVHeader names the columns of the CSV ledger.
+var ledgerCSVHeader = []string{"id", "time", "account", "key_id", "model", "ref", "hold_id", "kind", "amount", "balance_after", "charged", "note"}
+
+func (p ledgerCSV) rows() [][]string {
+	rows := make([][]string, 0, len(p.Entries)+1)
+	rows = append(rows, ledgerCSVHeader)
+	for _, e := range p.Entries {
+		rows = append(rows, []string{e.ID, e.Time, e.Account, e.KeyID, e.Model, e.Ref, e.HoldID, e.Kind, e.Amount, e.BalanceAfter, e.Charged, csvSafe(e.Note)})
+	}
+	return rows
+}
+
+// csvSafe keeps a note from being read as a formula by a spreadsheet.
+func csvSafe(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}

@@ -1,0 +1,42 @@
+package passthrough
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/mediagw/mediagw/handlers/billing"
+)
+
+// pricedFields are the top-level body fields a request's hold depends on. They are read under
+// jsonkeys' rule like the model (no repeated key, no case variant), so that what the upstream
+// reads is what was priced.
+var pricedFields = []string{"max_tokens", "max_completion_tokens", "max_output_tokens", "n", "size", "quality"}
+
+// sizing is what a JSON request to ep says about how much it may use (see billing.Request).
+// Fields of the wrong type are left to the upstream to refuse, and count as absent.
+func sizing(ep Endpoint, fields map[string]json.RawMessage, bodyBytes int) billing.Request {
+	q := billing.Request{BodyBytes: int64(bodyBytes), Images: strings.HasPrefix(ep.Path, "/v1/images/")}
+	for _, name := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
+		if n := positiveInt(fields[name]); n > 0 {
+			q.MaxOutput = n
+			break
+		}
+	}
+	q.N = positiveInt(fields["n"])
+	if json.Unmarshal(fields["size"], &q.ImageSize) != nil {
+		q.ImageSize = ""
+	}
+	if json.Unmarshal(fields["quality"], &q.ImageQuality) != nil {
+		q.ImageQuality = ""
+	}
+	return q
+}
+
+// positiveInt is raw as a positive integer, or 0.
+func positiveInt(raw json.RawMessage) int64 {
+	var n int64
+	if raw == nil || json.Unmarshal(raw, &n) != nil || n < 0 {
+		return 0
+	}
+	return n
+}

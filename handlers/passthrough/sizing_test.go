@@ -1,0 +1,51 @@
+package passthrough
+
+import (
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
+)
+
+// TestRouteSizing checks what a routed JSON request says about its size, for its hold, and
+// that a priced field given twice is refused (the upstream would read another value).
+func TestRouteSizing(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	id := auth.Identity{Account: "a"}
+	for _, tc := range []struct {
+		path, body string
+		want       billing.Request
+	}{
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":300}`, billing.Request{MaxOutput: 300}},
+		{"/v1/chat/completions", `{"model":"doubao","max_completion_tokens":70}`, billing.Request{MaxOutput: 70}},
+		{"/v1/responses", `{"model":"doubao","max_output_tokens":9}`, billing.Request{MaxOutput: 9}},
+		{"/v1/messages", `{"model":"doubao","max_tokens":"many"}`, billing.Request{}},
+		{"/v1/images/generations", `{"model":"doubao","n":3,"size":"1536x1024","quality":"high"}`,
+			billing.Request{Images: true, N: 3, ImageSize: "1536x1024", ImageQuality: "high"}},
+		{"/v1/images/generations", `{"model":"doubao"}`, billing.Request{Images: true}},
+	} {
+		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
+		r.Header.Set("Content-Type", "application/json")
+		route, err := rt.Route(httptest.NewRecorder(), r, id)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.path, tc.body, err)
+		}
+		route.Done()
+		tc.want.BodyBytes = int64(len(tc.body))
+		if route.Sizing != tc.want {
+			t.Errorf("%s %s: sizing %+v, want %+v", tc.path, tc.body, route.Sizing, tc.want)
+		}
+	}
+	for _, body := range []string{`{"model":"doubao","max_tokens":1,"max_tokens":100000}`, `{"model":"doubao","n":1,"N":10}`} {
+		r := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		_, err := rt.Route(httptest.NewRecorder(), r, id)
+		if e, ok := errors.AsType[*apierror.Error](err); !ok || e.Status != 400 {
+			t.Errorf("%s: %v, want 400", body, err)
+		}
+	}
+}

@@ -1,0 +1,371 @@
+package storage
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// The ledger in Badger: every operation is one transaction over the account's balance record,
+// the hold, the key's budget counter and the new entry, synced before it is acknowledged.
+// Transactions of one account are serialised by a lock (ledgerLocks) from before they start to
+// their commit, so that concurrent holds against one balance queue instead of conflicting and
+// starting over; they still share disk syncs.
+
+// ledgerLockStripes is the number of locks the accounts share.
+const ledgerLockStripes = 64
+
+// ledgerLocks serialise the ledger transactions of each account (Badger serves one process).
+type ledgerLocks [ledgerLockStripes]sync.Mutex
+
+func (l *ledgerLocks) of(account string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(account)) // a hash.Hash's Write never fails
+	return &l[h.Sum32()%ledgerLockStripes]
+}
+
+// balanceRecord is an account's balance and the number of its entries.
+type balanceRecord struct {
+	Amount  int64  `json:"amount"`
+	Held    int64  `json:"held"`
+	Limited bool   `json:"limited,omitempty"`
+	Entries uint64 `json:"entries"`
+}
+
+// holdRecord is a hold, its entry, and the budget counter it charged.
+type holdRecord struct {
+	Hold   Hold        `json:"hold"`
+	Entry  LedgerEntry `json:"entry"`
+	Budget string      `json:"budget_counter,omitempty"`
+}
+
+func balanceKey(account string) string { return prefixBalance + account }
+func holdKey(id string) string         { return prefixHold + id }
+func entryKey(account string, n uint64) string {
+	return fmt.Sprintf("%s%s\x00%020d", prefixEntry, account, n)
+}
+func openHoldKey(h Hold) string {
+	return fmt.Sprintf("%s%020d/%s", prefixOpenHold, max(h.Deadline.UnixMicro(), 0), h.ID)
+}
+
+func txnBalance(txn *badger.Txn, account string) (balanceRecord, error) {
+	var rec balanceRecord
+	err := txnGetJSON(txn, balanceKey(account), &rec)
+	if errors.Is(err, ErrNotFound) {
+		return balanceRecord{}, nil
+	}
+	return rec, err
+}
+
+// appendEntry adds e to the account's ledger with the change of bal it records, and stores
+// bal; it fills in e's ID, Account and BalanceAfter.
+func appendEntry(txn *badger.Txn, account string, bal *balanceRecord, e *LedgerEntry) error {
+	bal.Amount += e.Amount
+	bal.Entries++
+	e.ID = strconv.FormatUint(bal.Entries, 10)
+	e.Account = account
+	e.BalanceAfter = bal.Amount
+	if err := setJSON(txn, entryKey(account, bal.Entries), e, 0); err != nil {
+		return err
+	}
+	return setJSON(txn, balanceKey(account), bal, 0)
+}
+
+// addBudget adds delta to a key's budget counter; a counter that is gone (its period long over)
+// is left alone unless create is set.
+func addBudget(txn *badger.Txn, counter string, delta int64, create bool, ttl time.Duration) error {
+	spent, found, err := txnInt64(txn, counter)
+	if err != nil || !found && !create {
+		return err
+	}
+	var buf [8]byte
+	binary.BigEndian.PutUint64(buf[:], uint64(spent+delta))
+	return txn.SetEntry(entry(counter, buf[:], ttl))
+}
+
+// txnInt64 reads an int64 (8 bytes, big endian) stored under key; a missing one is 0.
+func txnInt64(txn *badger.Txn, key string) (v int64, found bool, err error) {
+	raw, err := txnGet(txn, key)
+	if errors.Is(err, ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if len(raw) != 8 {
+		return 0, false, fmt.Errorf("%s is corrupt", key)
+	}
+	return int64(binary.BigEndian.Uint64(raw)), true, nil
+}
+
+func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEntry, error) {
+	if err := validHold(h); err != nil {
+		return Hold{}, LedgerEntry{}, err
+	}
+	var rec holdRecord
+	err := b.commitSerial(ctx, func(txn *badger.Txn) error {
+		err := txnGetJSON(txn, holdKey(h.ID), &rec)
+		if err == nil {
+			return errNothingToWrite // taken before: answer it
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		bal, err := txnBalance(txn, h.Account)
+		if err != nil {
+			return err
+		}
+		if bal.Limited && bal.Amount < h.Amount {
+			return ErrInsufficient
+		}
+		rec = holdRecord{Hold: h}
+		rec.Hold.State, rec.Hold.Created = HoldOpen, now
+		if h.Budget.Limit > 0 {
+			period, end := budgetPeriod(h.Budget.Period, now)
+			rec.Budget = prefixBudget + h.KeyID + "\x00" + period
+			spent, _, err := txnInt64(txn, rec.Budget)
+			if err != nil {
+				return err
+			}
+			if spent+h.Amount > h.Budget.Limit {
+				return ErrBudgetExceeded
+			}
+			var ttl time.Duration
+			if !end.IsZero() {
+				ttl = end.Sub(now) + budgetKeep
+			}
+			if err := addBudget(txn, rec.Budget, h.Amount, true, ttl); err != nil {
+				return err
+			}
+		}
+		bal.Held += h.Amount
+		rec.Entry = LedgerEntry{Time: now, KeyID: h.KeyID, Model: h.Model, Ref: h.Ref, HoldID: h.ID, Kind: EntryHold, Amount: -h.Amount}
+		if err := appendEntry(txn, h.Account, &bal, &rec.Entry); err != nil {
+			return err
+		}
+		if !h.Bound {
+			if err := txn.Set([]byte(openHoldKey(rec.Hold)), nil); err != nil {
+				return err
+			}
+		}
+		return setJSON(txn, holdKey(h.ID), rec, 0)
+	}, true, b.ledger.of(h.Account))
+	if err != nil {
+		return Hold{}, LedgerEntry{}, err
+	}
+	return rec.Hold, rec.Entry, nil
+}
+
+func (b *Badger) Settle(ctx context.Context, holdID string, amount int64, now time.Time) (LedgerEntry, error) {
+	if err := validCharge(amount); err != nil {
+		return LedgerEntry{}, err
+	}
+	return b.endHold(ctx, holdID, amount, EntrySettle, "", now)
+}
+
+func (b *Badger) Release(ctx context.Context, holdID, reason string, now time.Time) (LedgerEntry, error) {
+	return b.endHold(ctx, holdID, 0, EntryRelease, reason, now)
+}
+
+// endHold settles (charging charged) or releases an open hold.
+func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind, note string, now time.Time) (LedgerEntry, error) {
+	h, err := b.HoldByID(ctx, holdID) // for its account, which never changes
+	if err != nil {
+		return LedgerEntry{}, err
+	}
+	var e LedgerEntry
+	err = b.commitSerial(ctx, func(txn *badger.Txn) error {
+		var rec holdRecord
+		if err := txnGetJSON(txn, holdKey(holdID), &rec); err != nil {
+			return err
+		}
+		if rec.Hold.State != HoldOpen {
+			return ErrHoldEnded
+		}
+		bal, err := txnBalance(txn, rec.Hold.Account)
+		if err != nil {
+			return err
+		}
+		held := rec.Hold.Amount
+		if rec.Budget != "" {
+			if err := addBudget(txn, rec.Budget, charged-held, false, budgetCounterTTL(txn, rec.Budget)); err != nil {
+				return err
+			}
+		}
+		bal.Held -= held
+		e = LedgerEntry{Time: now, KeyID: rec.Hold.KeyID, Model: rec.Hold.Model, Ref: rec.Hold.Ref, HoldID: holdID, Kind: kind, Amount: held - charged, Note: note}
+		if kind == EntrySettle {
+			e.Charged = charged
+			if charged > held {
+				e.Note = overNote(held, charged)
+			}
+			rec.Hold.State = HoldSettled
+		} else {
+			rec.Hold.State = HoldReleased
+		}
+		if err := appendEntry(txn, rec.Hold.Account, &bal, &e); err != nil {
+			return err
+		}
+		if !rec.Hold.Bound {
+			if err := txn.Delete([]byte(openHoldKey(rec.Hold))); err != nil {
+				return err
+			}
+		}
+		return setJSON(txn, holdKey(holdID), rec, 0)
+	}, true, b.ledger.of(h.Account))
+	return e, err
+}
+
+// budgetCounterTTL is the time the budget counter has left, so that a change keeps it.
+func budgetCounterTTL(txn *badger.Txn, counter string) time.Duration {
+	item, err := txn.Get([]byte(counter))
+	if err != nil || item.ExpiresAt() == 0 {
+		return 0 // gone (addBudget leaves it alone) or never expiring
+	}
+	return time.Until(time.Unix(int64(item.ExpiresAt()), 0)) + time.Second
+}
+
+func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
+	h, err := b.HoldByID(ctx, holdID)
+	if err != nil {
+		return err
+	}
+	return b.commitSerial(ctx, func(txn *badger.Txn) error {
+		var rec holdRecord
+		if err := txnGetJSON(txn, holdKey(holdID), &rec); err != nil {
+			return err
+		}
+		switch {
+		case rec.Hold.State != HoldOpen:
+			return ErrHoldEnded
+		case rec.Hold.Bound && rec.Hold.Ref == taskID:
+			return errNothingToWrite
+		case rec.Hold.Bound:
+			return ErrConflict
+		}
+		if err := txn.Delete([]byte(openHoldKey(rec.Hold))); err != nil {
+			return err
+		}
+		rec.Hold.Bound, rec.Hold.Ref = true, taskID
+		return setJSON(txn, holdKey(holdID), rec, 0)
+	}, true, b.ledger.of(h.Account))
+}
+
+func (b *Badger) HoldByID(ctx context.Context, holdID string) (Hold, error) {
+	var rec holdRecord
+	if err := b.getJSON(holdKey(holdID), &rec); err != nil {
+		return Hold{}, err
+	}
+	return rec.Hold, nil
+}
+
+func (b *Badger) Credit(ctx context.Context, c Credit, now time.Time) (LedgerEntry, error) {
+	if err := validCredit(c); err != nil {
+		return LedgerEntry{}, err
+	}
+	once := prefixCreditKey + c.Account + "\x00" + c.IdempotencyKey
+	var e LedgerEntry
+	err := b.commitSerial(ctx, func(txn *badger.Txn) error {
+		err := txnGetJSON(txn, once, &e)
+		if err == nil {
+			return errNothingToWrite // credited before: answer it
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		bal, err := txnBalance(txn, c.Account)
+		if err != nil {
+			return err
+		}
+		bal.Limited = true
+		e = LedgerEntry{Time: now, Kind: EntryCredit, Amount: c.Amount, Note: c.Note}
+		if c.Amount < 0 {
+			e.Kind = EntryAdjust
+		}
+		if err := appendEntry(txn, c.Account, &bal, &e); err != nil {
+			return err
+		}
+		return setJSON(txn, once, e, 0)
+	}, true, b.ledger.of(c.Account))
+	return e, err
+}
+
+func (b *Badger) Balance(ctx context.Context, account string) (Balance, error) {
+	var rec balanceRecord
+	err := b.db.View(func(txn *badger.Txn) error {
+		var err error
+		rec, err = txnBalance(txn, account)
+		return err
+	})
+	return Balance{Account: account, Amount: rec.Amount, Held: rec.Held, Limited: rec.Limited}, err
+}
+
+func (b *Badger) LedgerPage(ctx context.Context, account, after string, limit int) ([]LedgerEntry, string, error) {
+	var from uint64
+	if after != "" {
+		n, err := strconv.ParseUint(after, 10, 64)
+		if err != nil {
+			return nil, "", fmt.Errorf("ledger: bad cursor %q", after)
+		}
+		from = n
+	}
+	limit = clampPage(limit)
+	var entries []LedgerEntry
+	more := false
+	err := b.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = []byte(prefixEntry + account + "\x00")
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek([]byte(entryKey(account, from+1))); it.Valid(); it.Next() {
+			if len(entries) == limit {
+				more = true
+				return nil
+			}
+			var e LedgerEntry
+			if err := it.Item().Value(func(val []byte) error { return json.Unmarshal(val, &e) }); err != nil {
+				return err
+			}
+			entries = append(entries, e)
+		}
+		return nil
+	})
+	if err != nil || !more {
+		return entries, "", err
+	}
+	return entries, entries[len(entries)-1].ID, nil
+}
+
+func (b *Badger) OverdueHolds(ctx context.Context, now time.Time, limit int) ([]Hold, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var holds []Hold
+	due := fmt.Sprintf("%s%020d/", prefixOpenHold, max(now.UnixMicro(), 0))
+	err := b.db.View(func(txn *badger.Txn) error {
+		return scanKeys(txn, prefixOpenHold, func(key []byte) error {
+			if string(key) >= due || len(holds) == limit {
+				return errStop
+			}
+			id := string(key[len(prefixOpenHold)+21:])
+			var rec holdRecord
+			if err := txnGetJSON(txn, holdKey(id), &rec); err != nil {
+				return err
+			}
+			holds = append(holds, rec.Hold)
+			return nil
+		})
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return holds, err
+}
