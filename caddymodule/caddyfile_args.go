@@ -12,9 +12,10 @@ import (
 	"github.com/dustin/go-humanize"
 )
 
-// parseBlock reads a directive's block, calling the parser of each subdirective. Unknown and
-// repeated subdirectives are errors with file and line.
-func parseBlock(d *caddyfile.Dispenser, subs map[string]func() error) error {
+// parseBlock reads a directive's block, calling the parser of each subdirective. Unknown
+// subdirectives, and repeated ones other than those named repeatable, are errors with file and
+// line.
+func parseBlock(d *caddyfile.Dispenser, subs map[string]func() error, repeatable ...string) error {
 	seen := map[string]bool{}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name := d.Val()
@@ -22,7 +23,7 @@ func parseBlock(d *caddyfile.Dispenser, subs map[string]func() error) error {
 		if !ok {
 			return unknownSubdirective(d, "", slices.Sorted(maps.Keys(subs)))
 		}
-		if seen[name] {
+		if seen[name] && !slices.Contains(repeatable, name) {
 			return d.Errf("duplicate subdirective %q", name)
 		}
 		seen[name] = true

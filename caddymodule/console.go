@@ -184,15 +184,8 @@ func (h *ConsoleHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	seen := map[string]bool{}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		name := d.Val()
-		if name != "user" && seen[name] {
-			return d.Errf("duplicate subdirective %q", name)
-		}
-		seen[name] = true
-		switch name {
-		case "user":
+	return parseBlock(d, map[string]func() error{
+		"user": func() error {
 			var u ConsoleUser
 			args := d.RemainingArgs()
 			switch {
@@ -204,31 +197,19 @@ func (h *ConsoleHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			u.Name, u.PasswordHash = args[0], args[1]
 			h.Users = append(h.Users, u)
-		case "playground":
-			if err := stringArg(d, &h.Playground); err != nil {
-				return err
-			}
-		case "member_keys":
+			return nil
+		},
+		"playground": func() error { return stringArg(d, &h.Playground) },
+		"member_keys": func() error {
 			if d.NextArg() {
 				return d.ArgErr()
 			}
 			h.MemberKeys = &ConsoleMemberKeys{}
-			if err := h.MemberKeys.unmarshal(d); err != nil {
-				return err
-			}
-		case "session_idle":
-			if err := durationArg(d, &h.SessionIdle); err != nil {
-				return err
-			}
-		case "session_max":
-			if err := durationArg(d, &h.SessionMax); err != nil {
-				return err
-			}
-		default:
-			return unknownSubdirective(d, "", []string{"member_keys", "playground", "session_idle", "session_max", "user"})
-		}
-	}
-	return nil
+			return h.MemberKeys.unmarshal(d)
+		},
+		"session_idle": func() error { return durationArg(d, &h.SessionIdle) },
+		"session_max":  func() error { return durationArg(d, &h.SessionMax) },
+	}, "user")
 }
 
 func (m *ConsoleMemberKeys) unmarshal(d *caddyfile.Dispenser) error {
