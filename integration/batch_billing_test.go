@@ -143,6 +143,21 @@ func TestMessageBatchIsChargedPerRequest(t *testing.T) {
 	if r := batch("mg-batch-quota", "claude-cheap"); r.status != 402 {
 		t.Fatalf("a batch after the quota was used = %d %s; was the first charged its first model's cost only?", r.status, r.body)
 	}
+
+	// An upstream that does not answer: the batch's hold is released whole.
+	up.Close()
+	if r := batch("mg-batch-roomy", "claude-cheap", "claude-dear"); r.status < 500 {
+		t.Fatalf("a batch to a closed upstream = %d %s; want a 5xx", r.status, r.body)
+	}
+	r = call(t, "GET", "http://"+g.admin+"/mediagw/accounts/batch-roomy/ledger", "", nil)
+	decodeJSON(t, r.body, &ledger)
+	last := ledger.Entries[len(ledger.Entries)-1]
+	if len(ledger.Entries) != 4 || last["kind"] != "release" || ledger.Entries[2]["amount"] != "-"+want {
+		t.Fatalf("after a batch the upstream did not answer, the ledger = %s; want its hold of %s released", r.body, want)
+	}
+	if r := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/batch-roomy/balance", "", nil); r.field("held") != "0" {
+		t.Fatalf("after the refused batch, balance = %s; want nothing held", r.body)
+	}
 }
 
 // microString is micro-units as the admin API writes money: a decimal string without trailing

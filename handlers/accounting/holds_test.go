@@ -215,7 +215,9 @@ func TestHoldCallsHoldsTheSum(t *testing.T) {
 	}
 	id := auth.Identity{Account: "acme", KeyID: "k1"}
 	// 40 bytes: 10 input tokens at 0.001, plus 100 output tokens at 0.001 or 0.002.
-	call := func(model string) Call { return Call{Model: model, Request: billing.Request{BodyBytes: 40, MaxOutput: 100}} }
+	call := func(model string) Call {
+		return Call{Model: model, Request: billing.Request{BodyBytes: 40, MaxOutput: 100}}
+	}
 	h, err := a.HoldCalls(ctx, id, "cheap", "r1", []Call{call("cheap"), call("dear"), call("unpriced")}, time.Minute)
 	if err != nil || h.Estimate.Amount != 110_000+210_000 {
 		t.Fatalf("hold = %+v, %v; want 0.32", h, err)
