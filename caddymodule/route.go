@@ -74,7 +74,8 @@ func init() {
 // them; other accounts get 404, as for an unknown id, and a previous_response_id must be the
 // caller's own. So must every response item named by id in an input: the items of every
 // Responses answer are recorded as the caller's account's. SSE answers are streamed by reverse_proxy. The model's cost is charged to the
-// key's quota (402 past it) and refunded when the answer is an error status; calls on existing
+// key's quota (402 past it; a batch is charged each request's model's cost, and holds the sum of
+// each request's estimate at its own model's price, settled at the amount held) and refunded when the answer is an error status; calls on existing
 // objects cost nothing.
 type RouteHandler struct {
 	// MaxJSONBody bounds a JSON request body, which is read whole to find the model. Past it the
@@ -143,13 +144,18 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	var charge accounting.Charge
 	var hold accounting.Hold
 	if route.Billable {
-		if charge, err = h.accountant.Charge(r.Context(), id, route.Provider.Cost(route.Model)); err != nil {
+		if charge, err = h.accountant.Charge(r.Context(), id, routeCost(route)); err != nil {
 			apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
 			return nil
 		}
-		hold, err = h.accountant.HoldFor(r.Context(), id, route.Model, "", func(p *billing.Price) billing.Estimate {
-			return p.EstimateRequest(route.Sizing)
-		}, storage.DefaultHoldDeadline)
+		if len(route.Calls) > 0 {
+			// A batch: one hold of each call's estimate at its own model's price.
+			hold, err = h.accountant.HoldCalls(r.Context(), id, route.Model, "", route.Calls, storage.DefaultHoldDeadline)
+		} else {
+			hold, err = h.accountant.HoldFor(r.Context(), id, route.Model, "", func(p *billing.Price) billing.Estimate {
+				return p.EstimateRequest(route.Sizing)
+			}, storage.DefaultHoldDeadline)
+		}
 		if err != nil {
 			charge.Refund()
 			entry.Refused()
@@ -195,6 +201,19 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion})))
 	}
 	return err
+}
+
+// routeCost is the quota cost of a routed request: its model's, or for a body of several calls
+// (a batch) the sum of each call's model's.
+func routeCost(route passthrough.Route) int64 {
+	if len(route.Calls) == 0 {
+		return route.Provider.Cost(route.Model)
+	}
+	var cost int64
+	for _, c := range route.Calls {
+		cost += route.Provider.Cost(c.Model)
+	}
+	return cost
 }
 
 // proxy runs the reverse_proxy blocks after this handler with ctx, in a span of the request's

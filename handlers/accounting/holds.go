@@ -43,7 +43,8 @@ type holdEnd struct {
 	a              *Accountant
 	ctx            context.Context
 	account, model string
-	price          *billing.Price
+	// price settles the hold from the answer's usage; nil: at the amount held (HoldCalls).
+	price *billing.Price
 }
 
 // HoldFor holds the estimate of a request or task for model against the identity's account
@@ -55,7 +56,46 @@ func (a *Accountant) HoldFor(ctx context.Context, id auth.Identity, model, ref s
 	if !ok {
 		return Hold{}, nil
 	}
-	est := estimate(price)
+	return a.hold(ctx, id, model, ref, estimate(price), price, deadline)
+}
+
+// A Call is one model call of a request that carries several in one body (a Message Batches
+// create): its model, and what its own body says about how much it may use.
+type Call struct {
+	Model   string
+	Request billing.Request
+}
+
+// HoldCalls holds, in one hold, the sum of the estimates of the calls one request carries, each
+// at its own model's price (a call whose model has no price adds nothing; when none has, nothing
+// is held). The sum is checked against the balance and the key's budget as one amount, so a
+// request whose calls fit one by one but not together is a 402. model names the hold in the
+// ledger. Such an answer (a batch's) reports no usage: the hold settles at the amount held.
+func (a *Accountant) HoldCalls(ctx context.Context, id auth.Identity, model, ref string, calls []Call, deadline time.Duration) (Hold, error) {
+	var est billing.Estimate
+	priced := false
+	for _, c := range calls {
+		price, ok := a.Prices.Price(c.Model)
+		if !ok {
+			continue
+		}
+		priced = true
+		one := price.EstimateRequest(c.Request)
+		est.Amount += one.Amount
+		est.Usage.Requests += one.Usage.Requests
+		est.Usage.InputTokens += one.Usage.InputTokens
+		est.Usage.OutputTokens += one.Usage.OutputTokens
+		est.Usage.Images += one.Usage.Images
+	}
+	if !priced {
+		return Hold{}, nil
+	}
+	return a.hold(ctx, id, model, ref, est, nil, deadline)
+}
+
+// hold writes the ledger hold of est. price settles it from the answer's usage; nil settles it
+// at the amount held.
+func (a *Accountant) hold(ctx context.Context, id auth.Identity, model, ref string, est billing.Estimate, price *billing.Price, deadline time.Duration) (Hold, error) {
 	now := a.clock()
 	h := storage.Hold{ID: newHoldID(), Account: id.Account, KeyID: id.KeyID, Model: model, Ref: ref,
 		Amount: int64(est.Amount), Budget: id.Limits.Budget, Deadline: now.Add(deadline)}
@@ -78,7 +118,10 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 	if e == nil || !e.done.CompareAndSwap(false, true) {
 		return 0
 	}
-	amount := e.price.Settle(h.Estimate.Usage, actual)
+	amount := h.Estimate.Amount // a hold of several calls settles at the amount held
+	if e.price != nil {
+		amount = e.price.Settle(h.Estimate.Usage, actual)
+	}
 	if !e.a.endHold(e.ctx, h.ID, amount, "", zap.String("account", e.account), zap.String("model", e.model)) {
 		return 0
 	}

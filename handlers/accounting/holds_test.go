@@ -193,3 +193,61 @@ func checkLedgerSums(t *testing.T, a *Accountant, account string, want int64) {
 		t.Fatalf("the ledger sums to %d, the balance is %d; want both %d", sum, b.Amount, want)
 	}
 }
+
+// TestHoldCallsHoldsTheSum: the calls of one request are held in one hold at the sum of each
+// call's estimate at its own model's price (an unpriced model adds nothing); a sum past the
+// balance is a 402 although each call fits; the hold settles at the amount held whatever usage
+// the answer reports, and a release gives it all back.
+func TestHoldCallsHoldsTheSum(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	a := newAccountant(t)
+	prices, err := billing.NewTable("USD", []billing.Price{
+		{Model: "cheap", InputTokens: 1_000_000_000, OutputTokens: 1_000_000_000},
+		{Model: "dear", InputTokens: 1_000_000_000, OutputTokens: 2_000_000_000},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Prices, a.Now = prices, func() time.Time { return now }
+	ctx := context.Background()
+	if _, err := a.Store.Credit(ctx, storage.Credit{Account: "acme", Amount: 1_000_000, IdempotencyKey: "c1"}, now); err != nil {
+		t.Fatal(err)
+	}
+	id := auth.Identity{Account: "acme", KeyID: "k1"}
+	// 40 bytes: 10 input tokens at 0.001, plus 100 output tokens at 0.001 or 0.002.
+	call := func(model string) Call {
+		return Call{Model: model, Request: billing.Request{BodyBytes: 40, MaxOutput: 100}}
+	}
+	h, err := a.HoldCalls(ctx, id, "cheap", "r1", []Call{call("cheap"), call("dear"), call("unpriced")}, time.Minute)
+	if err != nil || h.Estimate.Amount != 110_000+210_000 {
+		t.Fatalf("hold = %+v, %v; want 0.32", h, err)
+	}
+	if got := h.Settle(billing.Usage{InputTokens: 1, OutputTokens: 1}); got != 320_000 {
+		t.Fatalf("settled at %s, want the 0.32 held", got)
+	}
+	if b := balance(t, a, "acme"); b.Amount != 680_000 || b.Held != 0 {
+		t.Fatalf("after the settlement: %+v", b)
+	}
+	if free, err := a.HoldCalls(ctx, id, "x", "r2", []Call{call("unpriced")}, time.Minute); err != nil || free.ID != "" {
+		t.Fatalf("calls without a price = %+v, %v; want nothing held", free, err)
+	}
+	// 0.68 left: three dear calls (0.63) fit, four (0.84) do not though each does.
+	four := []Call{call("dear"), call("dear"), call("dear"), call("dear")}
+	if _, err := a.HoldCalls(ctx, id, "dear", "r3", four, time.Minute); !isStatus(err, 402) {
+		t.Fatalf("four calls past the balance = %v, want 402", err)
+	}
+	h, err = a.HoldCalls(ctx, id, "dear", "r4", four[:3], time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release("refused by the upstream")
+	if b := balance(t, a, "acme"); b.Amount != 680_000 || b.Held != 0 {
+		t.Fatalf("after the release: %+v", b)
+	}
+}
+
+// isStatus reports whether err is an *apierror.Error of status.
+func isStatus(err error, status int) bool {
+	e, ok := err.(*apierror.Error)
+	return ok && e.Status == status
+}

@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
@@ -31,6 +33,8 @@ type batchRequest struct {
 	customID string
 	// model is params.model; modelParam is where it sits.
 	model, modelParam string
+	// sizing is what params says about how much the request may use, for the batch's hold.
+	sizing billing.Request
 }
 
 // isBatchEndpoint reports whether an operator's endpoint path is a Message Batches create: a
@@ -89,7 +93,9 @@ func readBatch(body []byte) ([]batchRequest, error) {
 		if len(params) == 0 || params[0] != '{' {
 			return errNoModel.WithParam(req.modelParam)
 		}
-		fields, err := jsonkeys.Members(params, "model")
+		// The priced fields are read under the model's rule, so what the upstream reads is
+		// what was held.
+		fields, err := jsonkeys.Members(params, append([]string{"model"}, pricedFields...)...)
 		if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
 			field := member(paramsPath, e.Field).String()
 			return apierror.New(http.StatusBadRequest, "invalid_request_body", field+" is refused: "+e.Error()).WithParam(field)
@@ -102,6 +108,7 @@ func readBatch(body []byte) ([]batchRequest, error) {
 			}
 			return err
 		}
+		req.sizing = sizing(Endpoint{}, fields, len(params))
 		reqs = append(reqs, req)
 		return nil
 	})
@@ -149,6 +156,16 @@ func (rt *Router) batchModel(id auth.Identity, fields map[string]json.RawMessage
 		}
 	}
 	return reqs[0].model, nil
+}
+
+// batchCalls are the model calls of a Message Batches body, each held at its own model's price
+// (see accounting.HoldCalls).
+func batchCalls(reqs []batchRequest) []accounting.Call {
+	calls := make([]accounting.Call, len(reqs))
+	for i, req := range reqs {
+		calls[i] = accounting.Call{Model: req.model, Request: req.sizing}
+	}
+	return calls
 }
 
 // nameBatchRequest adds the request of a Message Batches body that a refusal is about (its param

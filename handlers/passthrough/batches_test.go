@@ -4,12 +4,15 @@ import (
 	"io"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/providers"
 )
 
@@ -84,6 +87,8 @@ func TestMessageBatchRequestsAreCheckedLikeMessages(t *testing.T) {
 			400, "invalid_request_body", "requests[0].params.model", ""},
 		{"params in two letter cases", batch(`{"custom_id":"a","params":` + ok + `,"Params":{"model":"claude-opus"}}`),
 			400, "invalid_request_body", "requests[0].params", ""},
+		{"max_tokens in two letter cases", batch(req("a", `{"model":"claude-sonnet","max_tokens":9,"Max_Tokens":900000,"messages":[]}`)),
+			400, "invalid_request_body", "requests[0].params.max_tokens", ""},
 		{"no requests", `{"requests":[]}`, 400, "missing_model", "requests", ""},
 		{"another account's container", batch(req("a", ok), req("b", `{"model":"claude-sonnet","max_tokens":9,"container":"cntr_x","messages":[]}`)),
 			400, "invalid_request_body", "requests[1].params.container", `custom_id "b"`},
@@ -115,13 +120,22 @@ func TestMessageBatchRequestsAreCheckedLikeMessages(t *testing.T) {
 
 	// What passes is routed by its requests' models to their provider, behind any prefix.
 	for _, path := range []string{"/v1/messages/batches", "/anthropic/v1/messages/batches"} {
-		body := batch(req("a", ok), req("b", strings.Replace(ok, "claude-sonnet", "claude-haiku", 1)))
+		haiku := strings.Replace(ok, "claude-sonnet", "claude-haiku", 1)
+		body := batch(req("a", ok), req("b", haiku))
 		r, _, err := route(path, body)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 		if r.Model != "claude-sonnet" || r.Provider.Name != "anthropic" {
 			t.Fatalf("%s: routed to %s by %s", path, r.Provider.Name, r.Model)
+		}
+		// Each request is a call of its own model, sized by its own params (issue #27).
+		want := []accounting.Call{
+			{Model: "claude-sonnet", Request: billing.Request{BodyBytes: int64(len(ok)), MaxOutput: 9}},
+			{Model: "claude-haiku", Request: billing.Request{BodyBytes: int64(len(haiku)), MaxOutput: 9}},
+		}
+		if !slices.Equal(r.Calls, want) {
+			t.Fatalf("%s: calls %+v, want %+v", path, r.Calls, want)
 		}
 	}
 	if _, err := ParseEndpoint("POST", "/v1/messages/batches/{model}"); err == nil {

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
@@ -79,6 +80,9 @@ type Route struct {
 	Done func()
 	// Sizing is what a JSON body says about how much the request may use, for its hold.
 	Sizing billing.Request
+	// Calls are the model calls of a body that carries several (a Message Batches create),
+	// each charged and held at its own model's cost and price; empty for a body of one call.
+	Calls []accounting.Call
 
 	// named are the owned objects the body names by id (previous_response_id), which bind the
 	// request to the upstream that made them (see bindNamed).
@@ -263,6 +267,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
 			return "", nameBatchRequest(err, reqs)
 		}
+		route.Calls = batchCalls(reqs)
 		return rt.batchModel(id, fields, reqs)
 	case isJSON:
 		fields, body, err := rt.jsonFields(w, r, refFields(ep)...)
