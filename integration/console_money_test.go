@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -53,6 +54,14 @@ func TestConsoleOperatorCreditsOnce(t *testing.T) {
 	}
 	if got := e.adminBalance(t, "acme"); got != "12.5" {
 		t.Fatalf("balance after the form posted twice = %s, want 12.5", got)
+	}
+	// The same form sent back with another amount credits nothing.
+	form.Set("amount", "99")
+	if status, _, page := admin.post("/accounts/acme/credit", form); status != http.StatusConflict || !strings.Contains(page, "Reload the account page") {
+		t.Fatalf("the used form with another amount = %d %s", status, page)
+	}
+	if got := e.adminBalance(t, "acme"); got != "12.5" {
+		t.Fatalf("balance after the used form was sent with another amount = %s, want 12.5", got)
 	}
 	_, _, page := admin.do(http.MethodGet, "/accounts/acme", nil)
 	if !strings.Contains(page, `<span class="figure">12.5</span> balance`) || strings.Count(page, "first top-up") != 1 ||
@@ -124,5 +133,31 @@ func TestConsoleMemberSeesOwnLedgerOnly(t *testing.T) {
 		if status, _, page := alice.do(http.MethodGet, path, nil); status != http.StatusNotFound || strings.Contains(page, "beta&#39;s top-up") {
 			t.Fatalf("GET %s as alice = %d", path, status)
 		}
+	}
+}
+
+// The account page shows one page of the ledger and links the next through the ledger's cursor.
+func TestConsoleLedgerPages(t *testing.T) {
+	e := startConsole(t)
+	const entries = 51 // one more than a console page
+	for i := range entries {
+		req, err := http.NewRequest(http.MethodPost, "http://"+e.g.admin+"/mediagw/accounts/acme/credit", strings.NewReader(fmt.Sprintf(`{"amount":"1","note":"top-up %d"}`, i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Idempotency-Key", fmt.Sprint("page-", i))
+		if r := do(t, req); r.status != http.StatusOK {
+			t.Fatalf("credit %d = %d %s", i+1, r.status, r.body)
+		}
+	}
+	alice := e.login(t, "alice")
+	_, _, page := alice.do(http.MethodGet, "/accounts/acme", nil)
+	later := regexp.MustCompile(`href="(/accounts/acme\?after=[0-9]+)">Later entries`).FindStringSubmatch(page)
+	if !strings.Contains(page, "top-up 50<") || strings.Contains(page, "top-up 51<") || later == nil {
+		t.Fatalf("the first ledger page is not entries 1 to 50 with a link to the next:\n%s", page)
+	}
+	_, _, page = alice.do(http.MethodGet, strings.ReplaceAll(later[1], "&amp;", "&"), nil)
+	if !strings.Contains(page, "top-up 51<") || strings.Contains(page, "top-up 50<") || strings.Contains(page, "Later entries") {
+		t.Fatalf("the second ledger page is not entry 51 alone:\n%s", page)
 	}
 }

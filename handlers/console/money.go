@@ -2,6 +2,7 @@ package console
 
 import (
 	"crypto/rand"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -62,6 +63,12 @@ func (h *Handler) credit(w http.ResponseWriter, r *http.Request, s *session, nam
 	}
 	answer, err := h.Keys.Credit(r.Context(), name, keyadmin.CreditRequest{Amount: amount,
 		Note: strings.TrimSpace(r.PostFormValue("note")), Adjust: adjust, IdempotencyKey: key})
+	var used *keyadmin.Error
+	if errors.As(err, &used) && used.Status == http.StatusConflict {
+		// The form went back and was sent again with another amount or note.
+		h.fail(w, r, s, http.StatusConflict, "This form made another credit before and credits only once. Reload the account page for a new credit.")
+		return
+	}
 	if err != nil {
 		h.failErr(w, r, s, err)
 		return
