@@ -116,6 +116,19 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("a key of the enabled account = %d", r.status)
 	}
 
+	// An operator credits the account through its page's form; the entry and the balance show.
+	do("credit acme", chromedp.Navigate(e.console+"/accounts/acme"), chromedp.WaitVisible(chromedp.ID("amount")),
+		chromedp.SendKeys(chromedp.ID("amount"), "12.5"),
+		chromedp.SendKeys(chromedp.ID("note"), "browser top-up"),
+		chromedp.Click(chromedp.CSS(`form[action="/accounts/acme/credit"] button`)),
+		chromedp.WaitVisible(chromedp.CSS("table.ledger")))
+	if !eval(`document.querySelector('table.ledger').innerText.includes('browser top-up')`) || !eval(labelled) || !eval(fits) {
+		t.Fatal("after the credit the account page shows no ledger entry, or has unlabelled fields or is too wide")
+	}
+	if r := call(t, http.MethodGet, "http://"+e.g.admin+"/mediagw/accounts/acme/balance", "", nil); r.field("balance") != "12.5" {
+		t.Fatalf("balance after the console's credit: %d %s", r.status, r.body)
+	}
+
 	// The finished task shows its video.
 	do("task page", chromedp.Navigate(e.console+"/tasks/"+task), chromedp.WaitReady(chromedp.CSS("video")))
 	if !eval(`document.querySelector('video').getAttribute('src').startsWith('http')`) {

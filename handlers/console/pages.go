@@ -161,6 +161,7 @@ type accountData struct {
 	Account keyadmin.AccountView
 	Usage   keyadmin.AccountUsage
 	Keys    []keyadmin.KeyView
+	Money   moneyData
 }
 
 func (h *Handler) account(w http.ResponseWriter, r *http.Request, s *session, name string) {
@@ -184,7 +185,12 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request, s *session, na
 		h.failErr(w, r, s, err)
 		return
 	}
-	h.show(w, s, "account", "Account "+name, accountData{Account: a, Usage: u, Keys: keys})
+	money, err := h.accountMoney(r, s, name, r.URL.Query().Get("after"))
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.show(w, s, "account", "Account "+name, accountData{Account: a, Usage: u, Keys: keys, Money: money})
 }
 
 func (h *Handler) setDisabled(w http.ResponseWriter, r *http.Request, s *session, name string, disabled bool) {

@@ -91,13 +91,20 @@ func entryView(e storage.LedgerEntry) EntryView {
 	return v
 }
 
+// CreditRequest is a credit as an operator asks for it, through the admin API or the console.
+type CreditRequest struct {
+	// Amount is a decimal string of the gateway's currency with at most 6 decimals.
+	Amount string
+	Note   string
+	// Adjust must be set for a negative amount, which takes money from the balance.
+	Adjust bool
+	// IdempotencyKey (1 to 255 characters) makes a retry answer the first credit.
+	IdempotencyKey string
+}
+
 func (h *Handler) credit(r *http.Request, account string) (CreditAnswer, error) {
 	if _, err := h.account(r.Context(), account); err != nil {
 		return CreditAnswer{}, err
-	}
-	key := r.Header.Get("Idempotency-Key")
-	if key == "" || len(key) > maxIdempotencyKey {
-		return CreditAnswer{}, fail(http.StatusBadRequest, "a credit needs an Idempotency-Key header (1 to 255 characters), so that a retry credits once")
 	}
 	body, err := readBody(r)
 	if err != nil {
@@ -117,14 +124,30 @@ func (h *Handler) credit(r *http.Request, account string) (CreditAnswer, error) 
 	if err := json.Unmarshal(req.Amount, &text); err != nil {
 		return CreditAnswer{}, fail(http.StatusBadRequest, `amount must be a decimal string such as "12.5" (at most 6 decimals), not a JSON number`)
 	}
-	amount, err := money.Parse(text)
+	return h.Credit(r.Context(), account, CreditRequest{Amount: text, Note: req.Note, Adjust: req.Adjust,
+		IdempotencyKey: r.Header.Get("Idempotency-Key")})
+}
+
+// Credit adds req.Amount to the account's balance (the first credit makes the account limited)
+// and answers the entry and the balance after it. A retry with the same IdempotencyKey answers
+// the first credit and credits nothing; another credit under a used key is a 409 *Error. Bad
+// input is a 400 *Error whose message says what to change; an unknown account a 404.
+func (h *Handler) Credit(ctx context.Context, account string, req CreditRequest) (CreditAnswer, error) {
+	if _, err := h.account(ctx, account); err != nil {
+		return CreditAnswer{}, err
+	}
+	key := req.IdempotencyKey
+	if key == "" || len(key) > maxIdempotencyKey {
+		return CreditAnswer{}, fail(http.StatusBadRequest, "a credit needs an Idempotency-Key header (1 to 255 characters), so that a retry credits once")
+	}
+	amount, err := money.Parse(req.Amount)
 	if err != nil || amount < -storage.MaxAmount || amount > storage.MaxAmount {
-		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("amount %q is not a decimal amount such as \"12.5\" with at most 6 decimals", text))
+		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("amount %q is not a decimal amount such as \"12.5\" with at most 6 decimals", req.Amount))
 	}
 	if amount < 0 && !req.Adjust {
 		return CreditAnswer{}, fail(http.StatusBadRequest, `a negative amount takes money from the balance: send it with "adjust": true`)
 	}
-	e, err := h.Store.Credit(r.Context(), storage.Credit{Account: account, Amount: amount, Note: req.Note, IdempotencyKey: key}, h.now())
+	e, err := h.Store.Credit(ctx, storage.Credit{Account: account, Amount: amount, Note: req.Note, IdempotencyKey: key}, h.now())
 	if err != nil {
 		return CreditAnswer{}, err
 	}
@@ -133,7 +156,7 @@ func (h *Handler) credit(r *http.Request, account string) (CreditAnswer, error) 
 		return CreditAnswer{}, fail(http.StatusConflict, fmt.Sprintf("Idempotency-Key %q made a credit of %s (%q) before; use a new key for another credit",
 			key, money.Format(e.Amount), e.Note))
 	}
-	bal, err := h.Store.Balance(r.Context(), account)
+	bal, err := h.Store.Balance(ctx, account)
 	if err != nil {
 		return CreditAnswer{}, err
 	}
@@ -149,9 +172,6 @@ func (h *Handler) balance(ctx context.Context, account string) (BalanceView, err
 }
 
 func (h *Handler) ledger(r *http.Request, account string) (any, error) {
-	if _, err := h.account(r.Context(), account); err != nil {
-		return nil, err
-	}
 	q := r.URL.Query()
 	limit := storage.DefaultLedgerPage
 	if v := q.Get("limit"); v != "" {
@@ -161,19 +181,9 @@ func (h *Handler) ledger(r *http.Request, account string) (any, error) {
 		}
 		limit = n
 	}
-	after := q.Get("after")
-	if after != "" {
-		if _, err := strconv.ParseUint(after, 10, 64); err != nil {
-			return nil, fail(http.StatusBadRequest, "after must be the id of an entry (the next of the previous page)")
-		}
-	}
-	entries, next, err := h.Store.LedgerPage(r.Context(), account, after, limit)
+	page, err := h.Ledger(r.Context(), account, q.Get("after"), limit)
 	if err != nil {
 		return nil, err
-	}
-	page := LedgerPage{Account: account, Entries: make([]EntryView, 0, len(entries)), Next: next}
-	for _, e := range entries {
-		page.Entries = append(page.Entries, entryView(e))
 	}
 	format := q.Get("format")
 	switch {
@@ -183,6 +193,32 @@ func (h *Handler) ledger(r *http.Request, account string) (any, error) {
 		return page, nil
 	}
 	return nil, fail(http.StatusBadRequest, "format must be json or csv")
+}
+
+// Ledger answers a page of at most limit entries (1 to storage.MaxLedgerPage) of the account's
+// ledger, oldest first, from the entry after after ("" : the first page; otherwise the Next of
+// the previous page). An unknown account is a 404 *Error, a bad after a 400.
+func (h *Handler) Ledger(ctx context.Context, account, after string, limit int) (LedgerPage, error) {
+	if _, err := h.account(ctx, account); err != nil {
+		return LedgerPage{}, err
+	}
+	if after != "" {
+		if _, err := strconv.ParseUint(after, 10, 64); err != nil {
+			return LedgerPage{}, fail(http.StatusBadRequest, "after must be the id of an entry (the next of the previous page)")
+		}
+	}
+	if limit < 1 || limit > storage.MaxLedgerPage {
+		limit = storage.DefaultLedgerPage
+	}
+	entries, next, err := h.Store.LedgerPage(ctx, account, after, limit)
+	if err != nil {
+		return LedgerPage{}, err
+	}
+	page := LedgerPage{Account: account, Entries: make([]EntryView, 0, len(entries)), Next: next}
+	for _, e := range entries {
+		page.Entries = append(page.Entries, entryView(e))
+	}
+	return page, nil
 }
 
 // ledgerCSVHeader names the columns of the CSV ledger.

@@ -32,3 +32,8 @@ func (h *Handler) Account(ctx context.Context, name string) (AccountView, error)
 func (h *Handler) AccountUsage(ctx context.Context, name string) (AccountUsage, error) {
 	return h.accountUsage(ctx, name)
 }
+
+// Balance shows an account's balance, what is held, and whether it is limited.
+func (h *Handler) Balance(ctx context.Context, name string) (BalanceView, error) {
+	return h.balance(ctx, name)
+}

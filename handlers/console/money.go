@@ -1,0 +1,78 @@
+package console
+
+import (
+	"crypto/rand"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/mediagw/mediagw/handlers/keyadmin"
+)
+
+// ledgerPageSize is the number of ledger entries on the account page; the page links the next
+// ones through the ledger's cursor, so no page reads the whole ledger.
+const ledgerPageSize = 50
+
+// moneyData is the money part of the account page.
+type moneyData struct {
+	Balance keyadmin.BalanceView
+	Ledger  keyadmin.LedgerPage
+	// After is the cursor this page of the ledger starts after ("" for the first page).
+	After string
+	// CreditKey is the Idempotency-Key of the credit form as this render made it: a double
+	// submit or a reload of the form credits once.
+	CreditKey string
+}
+
+// accountMoney reads the account's balance and the page of its ledger after after.
+func (h *Handler) accountMoney(r *http.Request, s *session, name, after string) (moneyData, error) {
+	bal, err := h.Keys.Balance(r.Context(), name)
+	if err != nil {
+		return moneyData{}, err
+	}
+	ledger, err := h.Keys.Ledger(r.Context(), name, after, ledgerPageSize)
+	if err != nil {
+		return moneyData{}, err
+	}
+	d := moneyData{Balance: bal, Ledger: ledger, After: after}
+	if s.user.Operator() {
+		d.CreditKey = "console-" + rand.Text()
+	}
+	return d, nil
+}
+
+// credit credits an account from the account page's form (operators only): amount (a decimal
+// string, at most 6 decimals), note, adjust (required for a negative amount) and the form's
+// idempotency key. It goes through the admin API's own credit.
+func (h *Handler) credit(w http.ResponseWriter, r *http.Request, s *session, name string) {
+	if !s.user.Operator() {
+		h.notFound(w, r, s)
+		return
+	}
+	key := r.PostFormValue("idempotency_key")
+	if key == "" {
+		h.fail(w, r, s, http.StatusBadRequest, "This credit form has no credit token. Reload the account page and try again.")
+		return
+	}
+	amount := strings.TrimSpace(r.PostFormValue("amount"))
+	adjust := r.PostFormValue("adjust") == "on"
+	if strings.HasPrefix(amount, "-") && !adjust {
+		h.fail(w, r, s, http.StatusBadRequest, "A negative amount takes money from the balance: tick \"Adjustment\" to confirm it.")
+		return
+	}
+	answer, err := h.Keys.Credit(r.Context(), name, keyadmin.CreditRequest{Amount: amount,
+		Note: strings.TrimSpace(r.PostFormValue("note")), Adjust: adjust, IdempotencyKey: key})
+	var used *keyadmin.Error
+	if errors.As(err, &used) && used.Status == http.StatusConflict {
+		// The form went back and was sent again with another amount or note.
+		h.fail(w, r, s, http.StatusConflict, "This form made another credit before and credits only once. Reload the account page for a new credit.")
+		return
+	}
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.audit(s, "credit account", name+": "+answer.Entry.Amount+" (entry "+answer.Entry.ID+", balance "+answer.Balance.Balance+")")
+	http.Redirect(w, r, "/accounts/"+url.PathEscape(name), http.StatusSeeOther)
+}

@@ -1,0 +1,163 @@
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// creditKeyField is the credit form's idempotency key, made anew by each render of the page.
+var creditKeyField = regexp.MustCompile(`name="idempotency_key" value="([^"]+)"`)
+
+// creditForm reads the account page for a fresh credit form and returns its idempotency key.
+func (b *consoleBrowser) creditForm(account string) string {
+	b.t.Helper()
+	status, _, page := b.do(http.MethodGet, "/accounts/"+account, nil)
+	m := creditKeyField.FindStringSubmatch(page)
+	if status != http.StatusOK || m == nil {
+		b.t.Fatalf("account page of %s = %d, credit form shown: %v", account, status, m != nil)
+	}
+	return m[1]
+}
+
+// adminBalance is the account's balance as the admin API shows it.
+func (e consoleEnv) adminBalance(t *testing.T, account string) string {
+	t.Helper()
+	r := call(t, http.MethodGet, "http://"+e.g.admin+"/mediagw/accounts/"+account+"/balance", "", nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("balance of %s = %d %s", account, r.status, r.body)
+	}
+	return r.field("balance")
+}
+
+// An operator credits an account through the account page's form: the balance and the ledger
+// entry are shown, a form posted twice credits once, and a negative amount needs the
+// adjustment box.
+func TestConsoleOperatorCreditsOnce(t *testing.T) {
+	e := startConsole(t)
+	admin := e.login(t, "admin")
+	if _, _, page := admin.do(http.MethodGet, "/accounts/acme", nil); !strings.Contains(page, `<span class="figure">unlimited</span>`) {
+		t.Fatal("the account page of an account never credited does not say unlimited")
+	}
+	key := admin.creditForm("acme")
+	if again := admin.creditForm("acme"); again == key {
+		t.Fatal("two renders of the credit form carry the same idempotency key")
+	}
+	form := url.Values{"amount": {"12.5"}, "note": {"first top-up"}, "idempotency_key": {key}}
+	for i := range 2 { // a double submit
+		if status, h, page := admin.post("/accounts/acme/credit", form); status != http.StatusSeeOther || h.Get("Location") != "/accounts/acme" {
+			t.Fatalf("credit %d = %d %s", i+1, status, page)
+		}
+	}
+	if got := e.adminBalance(t, "acme"); got != "12.5" {
+		t.Fatalf("balance after the form posted twice = %s, want 12.5", got)
+	}
+	// The same form sent back with another amount credits nothing.
+	form.Set("amount", "99")
+	if status, _, page := admin.post("/accounts/acme/credit", form); status != http.StatusConflict || !strings.Contains(page, "Reload the account page") {
+		t.Fatalf("the used form with another amount = %d %s", status, page)
+	}
+	if got := e.adminBalance(t, "acme"); got != "12.5" {
+		t.Fatalf("balance after the used form was sent with another amount = %s, want 12.5", got)
+	}
+	_, _, page := admin.do(http.MethodGet, "/accounts/acme", nil)
+	if !strings.Contains(page, `<span class="figure">12.5</span> balance`) || strings.Count(page, "first top-up") != 1 ||
+		!regexp.MustCompile(`<td>credit</td><td>12.5</td><td>12.5</td>`).MatchString(page) {
+		t.Fatalf("account page after the credit does not show the balance and one ledger entry:\n%s", page)
+	}
+
+	// A negative amount without the adjustment box is refused and changes nothing.
+	status, _, page := admin.post("/accounts/acme/credit", url.Values{"amount": {"-2"}, "idempotency_key": {admin.creditForm("acme")}})
+	if status != http.StatusBadRequest || !strings.Contains(page, "Adjustment") {
+		t.Fatalf("negative credit without adjustment = %d %s", status, page)
+	}
+	for _, bad := range []string{"12.1234567", "twelve", ""} {
+		status, _, page := admin.post("/accounts/acme/credit", url.Values{"amount": {bad}, "idempotency_key": {admin.creditForm("acme")}})
+		if status != http.StatusBadRequest || !strings.Contains(page, "at most 6 decimals") {
+			t.Fatalf("credit of %q = %d %s", bad, status, page)
+		}
+	}
+	if status, _, _ := admin.post("/accounts/acme/credit", url.Values{"amount": {"1"}}); status != http.StatusBadRequest {
+		t.Fatalf("credit without the form's key = %d", status)
+	}
+	if got := e.adminBalance(t, "acme"); got != "12.5" {
+		t.Fatalf("balance after refused credits = %s", got)
+	}
+	status, _, _ = admin.post("/accounts/acme/credit", url.Values{"amount": {"-2"}, "adjust": {"on"}, "note": {"refund of a mistake"}, "idempotency_key": {admin.creditForm("acme")}})
+	if status != http.StatusSeeOther {
+		t.Fatalf("negative credit with adjustment = %d", status)
+	}
+	if got := e.adminBalance(t, "acme"); got != "10.5" {
+		t.Fatalf("balance after the adjustment = %s, want 10.5", got)
+	}
+	if status, _, _ := admin.post("/accounts/nobody/credit", url.Values{"amount": {"1"}, "idempotency_key": {"k"}}); status != http.StatusNotFound {
+		t.Fatalf("credit of an unknown account = %d", status)
+	}
+}
+
+// A member sees their account's balance and ledger but has no credit form, cannot credit (404
+// as for every operator-only form), and cannot see another account's ledger.
+func TestConsoleMemberSeesOwnLedgerOnly(t *testing.T) {
+	e := startConsole(t)
+	for account, note := range map[string]string{"acme": "acme's top-up", "beta": "beta's top-up"} {
+		req, err := http.NewRequest(http.MethodPost, "http://"+e.g.admin+"/mediagw/accounts/"+account+"/credit", strings.NewReader(`{"amount":"3","note":"`+note+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Idempotency-Key", "setup-"+account)
+		r := do(t, req)
+		if r.status != http.StatusOK {
+			t.Fatalf("credit of %s = %d %s", account, r.status, r.body)
+		}
+	}
+	alice := e.login(t, "alice")
+	status, _, page := alice.do(http.MethodGet, "/accounts/acme", nil)
+	if status != http.StatusOK || !strings.Contains(page, `<span class="figure">3</span> balance`) || !strings.Contains(page, "acme&#39;s top-up") {
+		t.Fatalf("alice's account page = %d:\n%s", status, page)
+	}
+	if strings.Contains(page, "/credit") || strings.Contains(page, "idempotency_key") {
+		t.Fatal("alice's account page has a credit form")
+	}
+	for _, account := range []string{"acme", "beta"} {
+		if status, _, _ := alice.post("/accounts/"+account+"/credit", url.Values{"amount": {"100"}, "idempotency_key": {"alice-" + account}}); status != http.StatusNotFound {
+			t.Fatalf("credit of %s as alice = %d", account, status)
+		}
+		if got := e.adminBalance(t, account); got != "3" {
+			t.Fatalf("balance of %s after alice's credit = %s", account, got)
+		}
+	}
+	for _, path := range []string{"/accounts/beta", "/accounts/beta?after=0", "/accounts/beta?after=1"} {
+		if status, _, page := alice.do(http.MethodGet, path, nil); status != http.StatusNotFound || strings.Contains(page, "beta&#39;s top-up") {
+			t.Fatalf("GET %s as alice = %d", path, status)
+		}
+	}
+}
+
+// The account page shows one page of the ledger and links the next through the ledger's cursor.
+func TestConsoleLedgerPages(t *testing.T) {
+	e := startConsole(t)
+	const entries = 51 // one more than a console page
+	for i := range entries {
+		req, err := http.NewRequest(http.MethodPost, "http://"+e.g.admin+"/mediagw/accounts/acme/credit", strings.NewReader(fmt.Sprintf(`{"amount":"1","note":"top-up %d"}`, i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Idempotency-Key", fmt.Sprint("page-", i))
+		if r := do(t, req); r.status != http.StatusOK {
+			t.Fatalf("credit %d = %d %s", i+1, r.status, r.body)
+		}
+	}
+	alice := e.login(t, "alice")
+	_, _, page := alice.do(http.MethodGet, "/accounts/acme", nil)
+	later := regexp.MustCompile(`href="(/accounts/acme\?after=[0-9]+)">Later entries`).FindStringSubmatch(page)
+	if !strings.Contains(page, "top-up 50<") || strings.Contains(page, "top-up 51<") || later == nil {
+		t.Fatalf("the first ledger page is not entries 1 to 50 with a link to the next:\n%s", page)
+	}
+	_, _, page = alice.do(http.MethodGet, strings.ReplaceAll(later[1], "&amp;", "&"), nil)
+	if !strings.Contains(page, "top-up 51<") || strings.Contains(page, "top-up 50<") || strings.Contains(page, "Later entries") {
+		t.Fatalf("the second ledger page is not entry 51 alone:\n%s", page)
+	}
+}
