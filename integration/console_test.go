@@ -353,3 +353,20 @@ func TestConsoleShowsMarkupInert(t *testing.T) {
 		t.Fatal("the account name is not shown escaped")
 	}
 }
+
+// The playground refuses a duration that is not a number, and shows a gateway's refusal with the
+// gateway's status (a wrong key: 401), never as a success.
+func TestConsolePlaygroundRefusals(t *testing.T) {
+	e := startConsole(t)
+	admin := e.login(t, "admin")
+	admin.do(http.MethodGet, "/playground", nil)
+	form := url.Values{"key": {"mg-console-acme"}, "model": {"sim-video"}, "prompt": {"a boat"}, "duration": {"five"}, "resolution": {"720p"}}
+	if status, _, page := admin.post("/playground", form); status != http.StatusBadRequest || !strings.Contains(page, "whole number") {
+		t.Fatalf("duration five = %d", status)
+	}
+	form.Set("duration", "5")
+	form.Set("key", "mg-not-a-key")
+	if status, h, page := admin.post("/playground", form); status != http.StatusUnauthorized || h.Get("Location") != "" || !strings.Contains(page, "The gateway answered 401") {
+		t.Fatalf("a wrong key = %d %v", status, h)
+	}
+}

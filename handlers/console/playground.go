@@ -58,10 +58,15 @@ func (h *Handler) createPlaygroundTask(w http.ResponseWriter, r *http.Request, s
 	}
 	d := h.playgroundForm(playgroundData{Model: r.PostFormValue("model"), Prompt: strings.TrimSpace(r.PostFormValue("prompt")),
 		Resolution: r.PostFormValue("resolution")})
-	d.Duration, _ = strconv.Atoi(r.PostFormValue("duration"))
+	duration, durationErr := strconv.Atoi(r.PostFormValue("duration"))
+	d.Duration = duration
 	key := strings.TrimSpace(r.PostFormValue("key"))
 	again := func(status int, msg string) {
 		h.render(w, status, "playground", page{Title: "Playground", User: s.user, CSRF: s.csrf(), Error: msg, Data: d})
+	}
+	if durationErr != nil {
+		again(http.StatusBadRequest, "The duration must be a whole number of seconds.")
+		return
 	}
 	if key == "" || d.Prompt == "" || d.Model == "" {
 		again(http.StatusBadRequest, "An API key, a model and a prompt are needed.")
@@ -104,7 +109,11 @@ func (h *Handler) createPlaygroundTask(w http.ResponseWriter, r *http.Request, s
 		if msg == "" {
 			msg = answer.Error.Message
 		}
-		again(http.StatusOK, "The gateway answered "+strconv.Itoa(resp.StatusCode)+": "+msg)
+		status := resp.StatusCode
+		if status < 400 {
+			status = http.StatusBadGateway // an answer without a task id
+		}
+		again(status, "The gateway answered "+strconv.Itoa(resp.StatusCode)+": "+msg)
 		return
 	}
 	h.audit(s, "playground task", answer.ID)
