@@ -271,13 +271,22 @@ func (b *Badger) ListTasks(_ context.Context, account string, q TaskQuery) (Task
 	err := b.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
-		opts.Reverse = true
+		opts.Reverse = !q.Oldest
 		opts.Prefix = prefix
 		it := txn.NewIterator(opts)
 		defer it.Close()
-		for it.Seek(append(prefix, 0xff)); it.ValidForPrefix(prefix); it.Next() {
+		start := append(prefix, 0xff)
+		if q.Oldest {
+			start = prefix
+		}
+		behind := q.After == ""
+		for it.Seek(start); it.ValidForPrefix(prefix); it.Next() {
 			key := it.Item().Key()
 			id := string(key[len(prefix)+21:])
+			if !behind {
+				behind = id == q.After
+				continue
+			}
 			t, err := txnGetTask(txn, id)
 			if errors.Is(err, ErrNotFound) {
 				continue

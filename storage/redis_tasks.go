@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -223,9 +224,20 @@ func (r *Redis) ListTasks(ctx context.Context, account string, q TaskQuery) (Tas
 	q.PageNum, q.PageSize = max(q.PageNum, 1), max(q.PageSize, 1)
 	skip := (q.PageNum - 1) * q.PageSize
 	index := r.key("ta:", account)
-	ids, err := r.client.Do(ctx, r.client.B().Zrevrangebyscore().Key(index).Max("+inf").Min("-inf").Build()).AsStrSlice()
+	read := r.client.B().Zrevrangebyscore().Key(index).Max("+inf").Min("-inf").Build()
+	if q.Oldest {
+		read = r.client.B().Zrangebyscore().Key(index).Min("-inf").Max("+inf").Build()
+	}
+	ids, err := r.client.Do(ctx, read).AsStrSlice()
 	if err != nil {
 		return page, err
+	}
+	if q.After != "" {
+		if at := slices.Index(ids, q.After); at >= 0 {
+			ids = ids[at+1:]
+		} else {
+			ids = nil // nothing is behind a task that is not in the list
+		}
 	}
 	if len(q.IDs) > 0 {
 		want := make(map[string]bool, len(q.IDs))

@@ -197,6 +197,12 @@ type TaskQuery struct {
 	Status string
 	Model  string
 	IDs    []string
+	// Oldest lists the oldest task first; the default is newest first.
+	Oldest bool
+	// After, when set, is a cursor: the list starts behind the task of this id, in the list's
+	// order, and Total counts only the tasks behind it. A task that is not in the account's list
+	// (unknown, gone, another account's) leaves nothing behind it: the page is empty.
+	After string
 }
 
 // TaskPage is one page of a task list, with the number of tasks that matched in all.

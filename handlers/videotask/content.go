@@ -79,7 +79,7 @@ func (h *Handler) content(w http.ResponseWriter, r *http.Request, id auth.Identi
 // one is forgotten here (the providers with adaptors keep no task that a delete would remove);
 // an unfinished one is cancelled upstream where the provider allows it, and recorded as
 // cancelled only when a read after the cancel confirms it.
-func (h *Handler) cancelAdapted(w http.ResponseWriter, ctx context.Context, t storage.Task, u *providers.Upstream) error {
+func (h *Handler) cancelAdapted(ctx context.Context, t storage.Task, u *providers.Upstream) error {
 	a, ok := h.taskAdaptor(t)
 	if !ok {
 		if _, err := h.orphaned(ctx, t); err != nil {
@@ -90,24 +90,23 @@ func (h *Handler) cancelAdapted(w http.ResponseWriter, ctx context.Context, t st
 	cur, err := h.refresh(ctx, t)
 	switch {
 	case errors.Is(err, errTaskNotExist):
-		return h.forget(w, ctx, t.ID)
+		return h.forget(ctx, t.ID)
 	case err != nil:
 		return err
 	case storage.Terminal(cur.Status):
-		return h.forget(w, ctx, t.ID)
+		return h.forget(ctx, t.ID)
 	}
 	err = a.Cancel(ctx, h.caller(u), t.UpstreamID)
 	switch {
 	case errors.Is(err, adaptor.ErrUnsupported):
 		return errNoCancel
 	case errors.Is(err, adaptor.ErrNotFound):
-		return h.forget(w, ctx, t.ID)
+		return h.forget(ctx, t.ID)
 	case err != nil:
 		return err
 	}
 	if _, err := h.refresh(ctx, cur); err != nil && !errors.Is(err, errTaskNotExist) {
 		return err
 	}
-	writeJSON(w, struct{}{})
 	return nil
 }

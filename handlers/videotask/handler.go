@@ -26,6 +26,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -162,31 +163,55 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
+	stored, err := h.createTask(r, id, req, false)
+	if err != nil {
+		return err
+	}
+	writeCreated(w, stored.ID)
+	return nil
+}
+
+// createTask runs a checked create request through the one create path that every front shares:
+// the callback check, the provider's choice, drafts, limits, quota and billing hold, the upstream
+// create and the ownership record, and only then answers the stored record. With keepRequest the
+// record keeps the canonical request (storage.Task.Request) also for an Ark task, for a front
+// whose answers show what was asked (the OpenAI-style front's prompt, seconds and size).
+func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateRequest, keepRequest bool) (storage.Task, error) {
+	var kept json.RawMessage // the canonical request an Ark task's record keeps, with keepRequest
+	if keepRequest {
+		c, err := adaptor.FromArk(req.Forward, req.Model)
+		if err != nil {
+			return storage.Task{}, err
+		}
+		if kept, err = json.Marshal(c); err != nil {
+			return storage.Task{}, err
+		}
+	}
 	if req.CallbackURL != "" && h.Callbacks != nil {
 		if err := h.Callbacks.CheckTarget(req.CallbackURL); err != nil {
-			return invalid("callback_url", "%v", err)
+			return storage.Task{}, invalid("callback_url", "%v", err)
 		}
 	}
 	p, err := h.Catalog.Serving(req.Model, id.AllowsModel)
 	if err != nil {
-		return err
+		return storage.Task{}, err
 	}
 	usage.From(r.Context()).Routed(req.Model, p.Name, p.Name)
 	bound, err := h.checkDrafts(r.Context(), id, p, req.DraftTasks)
 	if err != nil {
-		return err
+		return storage.Task{}, err
 	}
 	cost := p.Cost(req.Model)
 	slot, charge, err := h.admit(r.Context(), id, cost)
 	if err != nil {
-		return err
+		return storage.Task{}, err
 	}
 	hold, err := h.hold(r.Context(), id, req)
 	if err != nil {
 		charge.Refund()
 		slot.Release()
 		usage.From(r.Context()).Refused()
-		return err
+		return storage.Task{}, err
 	}
 	// From here on the client going away must not orphan the task: the upstream create and the
 	// ownership record run to completion (each upstream call bounded by the client's Timeout,
@@ -201,7 +226,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 			charge.Refund()
 			hold.Release("not sent upstream")
 			slot.Release()
-			return err
+			return storage.Task{}, err
 		}
 	}
 	idempotency.MarkForwarded(r.Context())
@@ -220,15 +245,18 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		hold.Settle(billing.Usage{})
 		h.Logger.Error("video task created upstream with an id that cannot be used: the upstream task cannot be followed; its cost stays charged",
 			zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
-		return upstream.ErrUnreadable
+		return storage.Task{}, upstream.ErrUnreadable
 	}
 	if err != nil {
 		charge.Refund()
 		hold.Release("refused by the upstream")
 		slot.Release()
-		return err
+		return storage.Task{}, err
 	}
 	usage.From(r.Context()).Routed(req.Model, p.Name, cmp.Or(up.Name, p.Name)) // the upstream that made it
+	if canonical == nil {
+		canonical = kept
+	}
 	t := h.now()
 	task := storage.Task{
 		ID: taskID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
@@ -253,7 +281,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		hold.Settle(billing.Usage{})
 		h.Logger.Error("the upstream answered a video task create with the id of a task already recorded; the create fails and that task is left alone",
 			zap.String("task_id", taskID), zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
-		return upstream.ErrUnreadable
+		return storage.Task{}, upstream.ErrUnreadable
 	} else if err != nil {
 		// Never hand out an id whose ownership is not recorded. The task is cancelled upstream;
 		// its cost is given back only when the upstream confirms, so that a task left running
@@ -265,7 +293,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		} else {
 			hold.Settle(billing.Usage{})
 		}
-		return err
+		return storage.Task{}, err
 	}
 	if h.Accounting != nil {
 		// The task's finish now settles the hold; the reconciler leaves it alone.
@@ -282,8 +310,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if h.Watcher != nil {
 		h.Watcher.Watch(stored)
 	}
-	writeCreated(w, taskID)
-	return nil
+	return stored, nil
 }
 
 // writeCreated answers a create: {"id":"<task id>"}, built without encoding a map; the id is

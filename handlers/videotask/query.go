@@ -358,26 +358,36 @@ func parseListQuery(v url.Values) (storage.TaskQuery, error) {
 // when a read after the cancel confirms it. A running task cannot be cancelled; the upstream's
 // refusal is passed on.
 func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identity, taskID string) error {
-	t, err := h.owned(r.Context(), id, taskID)
+	if err := h.cancelTask(r.Context(), id, taskID); err != nil {
+		return err
+	}
+	writeJSON(w, struct{}{})
+	return nil
+}
+
+// cancelTask is cancel without the answer: every front answers a cancel (or a delete) in its
+// own protocol.
+func (h *Handler) cancelTask(reqCtx context.Context, id auth.Identity, taskID string) error {
+	t, err := h.owned(reqCtx, id, taskID)
 	if err != nil {
 		return err
 	}
 	p, ok := h.boundUpstream(t)
 	if !ok {
-		if _, err := h.orphaned(r.Context(), t); err != nil {
+		if _, err := h.orphaned(reqCtx, t); err != nil {
 			return err
 		}
 		return apierror.New(http.StatusConflict, "provider_unavailable", "the upstream of this task is no longer configured")
 	}
-	ctx := context.WithoutCancel(r.Context()) // once the upstream is asked, record its answer
+	ctx := context.WithoutCancel(reqCtx) // once the upstream is asked, record its answer
 	if t.UpstreamID != "" {
-		return h.cancelAdapted(w, ctx, t, p)
+		return h.cancelAdapted(ctx, t, p)
 	}
 	cur, err := h.refresh(ctx, t)
 	switch {
 	case errors.Is(err, errTaskNotExist):
 		// Unknown upstream (finished above): forget it here too.
-		return h.forget(w, ctx, taskID)
+		return h.forget(ctx, taskID)
 	case err != nil:
 		return err
 	}
@@ -390,18 +400,17 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, id auth.Identit
 	}
 	if storage.Terminal(cur.Status) || ans.Status == http.StatusNotFound {
 		// A finished task: the upstream deleted its record, so this one goes too.
-		return h.forget(w, ctx, taskID)
+		return h.forget(ctx, taskID)
 	}
 	// Confirm: only the upstream's own status after the cancel is recorded (and refunded).
 	if _, err := h.refresh(ctx, cur); err != nil && !errors.Is(err, errTaskNotExist) {
 		return err
 	}
-	writeJSON(w, struct{}{})
 	return nil
 }
 
 // forget deletes a task record by compare-and-set, re-reading it after a concurrent change.
-func (h *Handler) forget(w http.ResponseWriter, ctx context.Context, taskID string) error {
+func (h *Handler) forget(ctx context.Context, taskID string) error {
 	for range 8 {
 		t, err := h.Store.Task(ctx, taskID)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -427,7 +436,6 @@ func (h *Handler) forget(w http.ResponseWriter, ctx context.Context, taskID stri
 			break
 		}
 	}
-	writeJSON(w, struct{}{})
 	return nil
 }
 
