@@ -9,7 +9,8 @@ import (
 // All of mediagw's Caddyfile registrations, in one place so the order is easy to read:
 //
 //	mediagw_callback_relay, basic_auth, mediagw_auth, … , mediagw_simulator, mediagw_models, mediagw_presign,
-//	mediagw_video_tasks, mediagw_image_edits, mediagw_route, mediagw_console, reverse_proxy
+//	mediagw_video_tasks, mediagw_videos, mediagw_image_edits, mediagw_route, mediagw_console,
+//	reverse_proxy
 //
 // Authentication runs before everything else of mediagw; the endpoint handlers come next; the
 // pass-through router runs last, just before the reverse_proxy blocks it prepares.
@@ -29,6 +30,7 @@ func init() {
 		{"mediagw_models", parseNoArgs[ModelsHandler]},
 		{"mediagw_presign", parseNoArgs[PresignHandler]},
 		{"mediagw_video_tasks", parseUnmarshaler[VideoTasksHandler]},
+		{"mediagw_videos", parseUnmarshaler[VideosHandler]},
 		{"mediagw_image_edits", parseUnmarshaler[ImageEditsHandler]},
 		{"mediagw_route", parseUnmarshaler[RouteHandler]},
 		{"mediagw_console", parseUnmarshaler[ConsoleHandler]},

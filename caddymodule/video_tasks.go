@@ -50,21 +50,27 @@ func (h *VideoTasksHandler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.tasks = &videotask.Handler{
-		Catalog:         app.Catalog(),
-		Store:           app.Store(),
-		Client:          app.upstreamClient(time.Duration(h.UpstreamTimeout)),
-		Retention:       app.taskRetention(),
-		RefreshInterval: time.Duration(h.RefreshInterval),
-		MaxBodyBytes:    h.MaxBodySize,
-		Accounting:      app.Accountant(),
-		Idempotency:     app.Idempotency(),
-		Callbacks:       app.runtime.outbox,
-		RelayBase:       app.runtime.tasks.RelayBase,
-		Watcher:         app.runtime.watcher,
+	h.tasks = app.videoTasks(ctx, time.Duration(h.RefreshInterval), time.Duration(h.UpstreamTimeout), h.MaxBodySize)
+	return nil
+}
+
+// videoTasks is the task machinery of a handler that fronts video tasks (the task API, the
+// OpenAI-style video API), with the handler's own settings.
+func (a *App) videoTasks(ctx caddy.Context, refresh, timeout time.Duration, maxBody int64) *videotask.Handler {
+	return &videotask.Handler{
+		Catalog:         a.Catalog(),
+		Store:           a.Store(),
+		Client:          a.upstreamClient(timeout),
+		Retention:       a.taskRetention(),
+		RefreshInterval: refresh,
+		MaxBodyBytes:    maxBody,
+		Accounting:      a.Accountant(),
+		Idempotency:     a.Idempotency(),
+		Callbacks:       a.runtime.outbox,
+		RelayBase:       a.runtime.tasks.RelayBase,
+		Watcher:         a.runtime.watcher,
 		Logger:          ctx.Logger(),
 	}
-	return nil
 }
 
 // Cleanup closes idle upstream connections.

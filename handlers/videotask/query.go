@@ -41,16 +41,20 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if err != nil {
 		return err
 	}
-	if fresh(t, h.refreshInterval(), h.now()) {
-		writeRaw(w, t.Result)
-		return nil
-	}
-	t, err = h.refreshOnce(context.Background(), t)
-	if err != nil {
+	if t, err = h.current(t); err != nil {
 		return err
 	}
 	writeRaw(w, t.Result)
 	return nil
+}
+
+// current is the record of an owned task with a current answer: the stored one when fresh, else
+// one read from the upstream (shared with concurrent reads).
+func (h *Handler) current(t storage.Task) (storage.Task, error) {
+	if fresh(t, h.refreshInterval(), h.now()) {
+		return t, nil
+	}
+	return h.refreshOnce(context.Background(), t)
 }
 
 // fresh reports whether the stored result may be served without asking the upstream.

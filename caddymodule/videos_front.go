@@ -1,0 +1,119 @@
+package caddymodule
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/mediagw/mediagw/handlers/passthrough"
+	"github.com/mediagw/mediagw/handlers/videotask"
+)
+
+func init() {
+	caddy.RegisterModule(VideosHandler{})
+}
+
+// VideosHandler serves the OpenAI-style video API under /v1/videos over the same task table as
+// mediagw_video_tasks: create (POST /v1/videos), retrieve (GET /v1/videos/{id}), list (GET
+// /v1/videos, the caller's own, by cursor), delete (DELETE /v1/videos/{id}) and content (GET
+// /v1/videos/{id}/content). It must follow mediagw_auth and come before mediagw_route.
+//
+// A create reaches every provider whatever its protocol, with the task API's checks, limits,
+// billing hold, idempotency, callbacks and watcher; a video's id is its task id. A file in a
+// create body is refused with 400: reference images are public URLs (see /v1/upload/presign).
+// Without this handler in a route, /v1/videos passes through mediagw_route to the provider that
+// serves the model, as before; with it, only the providers named by passthrough do.
+type VideosHandler struct {
+	// RefreshInterval is the least time between two upstream reads of one unfinished task.
+	// Default: 1s.
+	RefreshInterval caddy.Duration `json:"refresh_interval,omitempty"`
+	// UpstreamTimeout bounds each upstream call; past it the client gets 504. Default: 60s.
+	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
+	// MaxBodySize bounds a create request body in bytes; past it the client gets 413. Default: 1 MiB.
+	MaxBodySize int64 `json:"max_body_size,omitempty"`
+	// PassThrough names providers that serve /v1/videos themselves: a create for one of their
+	// models, and every call on a video made there, goes on to the next handler (mediagw_route
+	// and its reverse_proxy) unchanged. Each name must be a configured provider.
+	PassThrough []string `json:"passthrough,omitempty"`
+
+	front *videotask.VideosFront
+}
+
+// CaddyModule returns the Caddy module information.
+func (VideosHandler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.mediagw_videos",
+		New: func() caddy.Module { return new(VideosHandler) },
+	}
+}
+
+// Provision finds the mediagw app and checks the pass-through providers.
+func (h *VideosHandler) Provision(ctx caddy.Context) error {
+	app, err := appFrom(ctx)
+	if err != nil {
+		return err
+	}
+	for _, name := range h.PassThrough {
+		if _, ok := app.Catalog().Provider(name); !ok {
+			return fmt.Errorf("mediagw_videos: passthrough names %q, which is not a provider of the mediagw app", name)
+		}
+	}
+	h.front = &videotask.VideosFront{
+		Tasks:           app.videoTasks(ctx, time.Duration(h.RefreshInterval), time.Duration(h.UpstreamTimeout), h.MaxBodySize),
+		PassThrough:     slices.Clone(h.PassThrough),
+		PassThroughKind: passthrough.KindVideo,
+	}
+	return nil
+}
+
+// Cleanup closes idle upstream connections.
+func (h *VideosHandler) Cleanup() error {
+	if h.front != nil {
+		h.front.Tasks.Client.CloseIdleConnections()
+	}
+	return nil
+}
+
+func (h *VideosHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	return h.front.ServeHTTP(w, r, next.ServeHTTP)
+}
+
+// UnmarshalCaddyfile sets up the handler. Syntax:
+//
+//	mediagw_videos [<matcher>] {
+//		refresh_interval <duration>
+//		upstream_timeout <duration>
+//		max_body_size    <size>
+//		passthrough      <provider...>
+//	}
+func (h *VideosHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return parseBlock(d, map[string]func() error{
+		"refresh_interval": func() error { return durationArg(d, &h.RefreshInterval) },
+		"upstream_timeout": func() error { return durationArg(d, &h.UpstreamTimeout) },
+		"max_body_size":    func() error { return sizeArg(d, &h.MaxBodySize) },
+		"passthrough": func() error {
+			h.PassThrough = d.RemainingArgs()
+			if len(h.PassThrough) == 0 {
+				return d.ArgErr()
+			}
+			return nil
+		},
+	})
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*VideosHandler)(nil)
+	_ caddy.CleanerUpper          = (*VideosHandler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*VideosHandler)(nil)
+	_ caddyfile.Unmarshaler       = (*VideosHandler)(nil)
+)

@@ -1,0 +1,241 @@
+package videotask
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
+)
+
+// VideoRequest is a create request of the OpenAI-style video API (POST /v1/videos), as the front
+// read it from a JSON or multipart/form-data body. Its fields are strings as the client sent
+// them; ArkBody checks and maps them.
+type VideoRequest struct {
+	Model  string
+	Prompt string
+	// Seconds is the clip length, an integer as a string ("4"); empty when not given.
+	Seconds string
+	// Size is width x height in pixels ("1280x720"); empty when not given.
+	Size string
+	// InputReference is the public URL of an image that serves as the first frame.
+	InputReference string
+	// CallbackURL is mediagw's extension: the address that receives the task's status changes,
+	// as on the task API (spec §6).
+	CallbackURL string
+}
+
+// videoFields are the members of a create body; any other is refused, as OpenAI refuses an
+// unknown parameter, since nothing but these reaches the upstream.
+var videoFields = []string{"model", "prompt", "seconds", "size", "input_reference", "callback_url"}
+
+// errPresign answers a file in a create request: file bytes never pass through the gateway.
+var errPresign = apierror.New(400, "file_upload_not_accepted",
+	"file uploads are not accepted here: upload the image with POST /v1/upload/presign, PUT it to the returned url, "+
+		`and send its public_url as input_reference ({"image_url": "<public_url>"})`).WithParam("input_reference")
+
+// frontInvalid is a 400 invalid_request_error naming a field of the OpenAI-style request.
+func frontInvalid(field, format string, a ...any) *apierror.Error {
+	return apierror.New(400, "invalid_request", field+" "+fmt.Sprintf(format, a...)).WithParam(field)
+}
+
+// ParseVideoJSON reads a JSON create body. JSON null counts as an absent member;
+// input_reference is a URL string or an object {"image_url": URL}. A file_id is refused (files
+// are not kept by the gateway), as is any member not in the OpenAI reference.
+func ParseVideoJSON(body []byte) (VideoRequest, error) {
+	var v VideoRequest
+	fields, err := jsonkeys.All(body, videoFields...)
+	if errors.Is(err, jsonkeys.ErrNotObject) {
+		return v, apierror.NotJSONObject("invalid_request_body")
+	} else if err != nil {
+		return v, keyError(err, "")
+	}
+	for k, raw := range fields {
+		if isNull(raw) {
+			continue
+		}
+		switch k {
+		case "seconds":
+			if n, ok := integer(raw); ok {
+				v.Seconds = strconv.FormatInt(n, 10)
+			} else if v.Seconds, ok = jsonString(raw); !ok {
+				return v, frontInvalid(k, "must be a string such as \"4\"")
+			}
+		case "input_reference":
+			if v.InputReference, err = inputReference(raw); err != nil {
+				return v, err
+			}
+		case "model", "prompt", "size", "callback_url":
+			s, ok := jsonString(raw)
+			if !ok {
+				return v, frontInvalid(k, "must be a string")
+			}
+			*v.textField(k) = s
+		default:
+			return v, frontInvalid(k, "is not a parameter of this endpoint (accepted: %s)", strings.Join(videoFields, ", "))
+		}
+	}
+	return v, nil
+}
+
+// textField is the field of a string member of the request (model, prompt, seconds, size,
+// input_reference, callback_url), or nil for another name.
+func (v *VideoRequest) textField(name string) *string {
+	switch name {
+	case "model":
+		return &v.Model
+	case "prompt":
+		return &v.Prompt
+	case "seconds":
+		return &v.Seconds
+	case "size":
+		return &v.Size
+	case "input_reference":
+		return &v.InputReference
+	case "callback_url":
+		return &v.CallbackURL
+	}
+	return nil
+}
+
+// inputReference reads input_reference: a URL string, or {"image_url": URL}.
+func inputReference(raw json.RawMessage) (string, error) {
+	if s, ok := jsonString(raw); ok {
+		return s, nil
+	}
+	m, err := members(raw, "input_reference", "image_url", "file_id")
+	if err != nil || m == nil {
+		return "", frontInvalid("input_reference", `must be a URL or an object {"image_url": "<public URL>"}`)
+	}
+	if _, ok := m["file_id"]; ok {
+		return "", errPresign
+	}
+	s, ok := jsonString(m["image_url"])
+	if !ok {
+		return "", frontInvalid("input_reference", `must be a URL or an object {"image_url": "<public URL>"}`)
+	}
+	return s, nil
+}
+
+// ArkBody maps the request onto the task API's create body (spec §2.2), which the one create
+// path then checks (ParseCreate): prompt → a text item; input_reference → an image_url item with
+// the role first_frame; seconds → duration; size → resolution and ratio (SizeToArk). The last
+// frame is always asked for, so that a thumbnail can be served where the model makes one.
+func (v VideoRequest) ArkBody() ([]byte, error) {
+	if v.Prompt == "" {
+		return nil, frontInvalid("prompt", "is required and must not be empty")
+	}
+	content := []map[string]any{{"type": "text", "text": v.Prompt}}
+	if v.InputReference != "" {
+		content = append(content, map[string]any{"type": "image_url", "image_url": map[string]string{"url": v.InputReference}, "role": "first_frame"})
+	}
+	body := map[string]any{"model": v.Model, "content": content, "return_last_frame": true}
+	if v.Seconds != "" {
+		n, err := strconv.ParseInt(v.Seconds, 10, 64)
+		if err != nil || n < 1 || n > 15 {
+			return nil, frontInvalid("seconds", "must be a whole number of seconds from 1 to 15, such as \"4\"")
+		}
+		body["duration"] = n
+	}
+	if v.Size != "" {
+		resolution, ratio, err := SizeToArk(v.Size)
+		if err != nil {
+			return nil, err
+		}
+		body["resolution"], body["ratio"] = resolution, ratio
+	}
+	if v.CallbackURL != "" {
+		body["callback_url"] = v.CallbackURL
+	}
+	return apierror.Marshal(body)
+}
+
+// frontParams names, for a field of the task API's create body that ArkBody wrote, the field of
+// the OpenAI-style request it came from; errors name the client's fields.
+var frontParams = map[string]string{
+	"content": "prompt", "content[0].text": "prompt", "content[1].image_url.url": "input_reference",
+	"content[1].image_url": "input_reference", "duration": "seconds", "resolution": "size", "ratio": "size",
+}
+
+// frontError makes an error of the create path speak of the client's request: a field of the
+// task API's body is named as the OpenAI-style field it came from.
+func frontError(err error) error {
+	e, ok := errors.AsType[*apierror.Error](err)
+	if !ok || e.Param == "" {
+		return err
+	}
+	name, ok := frontParams[e.Param]
+	if !ok {
+		return err
+	}
+	c := *e
+	c.Param = name
+	c.Message = name + strings.TrimPrefix(e.Message, e.Param)
+	return &c
+}
+
+// Video sizes: the resolutions of the task API by the short side of a picture in pixels, and
+// the ratios it names.
+var (
+	resolutionSides = []struct {
+		name string
+		side int
+	}{{"480p", 480}, {"720p", 720}, {"1080p", 1080}, {"4k", 2160}}
+	sizeRatios = []struct {
+		name string
+		w, h int
+	}{{"16:9", 16, 9}, {"4:3", 4, 3}, {"1:1", 1, 1}, {"3:4", 3, 4}, {"9:16", 9, 16}, {"21:9", 21, 9}}
+)
+
+// SizeToArk maps a size "WxH" onto the task API's resolution (the one whose short side is
+// nearest to the size's) and ratio (the nearest of 16:9, 4:3, 1:1, 3:4, 9:16, 21:9). Sora's
+// 1024x1792 is 1080p 9:16; 1280x720 is 720p 16:9.
+func SizeToArk(size string) (resolution, ratio string, err error) {
+	ws, hs, ok := strings.Cut(size, "x")
+	w, errW := strconv.Atoi(ws)
+	h, errH := strconv.Atoi(hs)
+	if !ok || errW != nil || errH != nil || w < 1 || h < 1 || w > 8192 || h > 8192 {
+		return "", "", frontInvalid("size", "must be width x height in pixels, such as 1280x720")
+	}
+	short, best := min(w, h), math.Inf(1)
+	for _, r := range resolutionSides {
+		if d := math.Abs(math.Log(float64(short) / float64(r.side))); d < best {
+			resolution, best = r.name, d
+		}
+	}
+	best = math.Inf(1)
+	for _, r := range sizeRatios {
+		if d := math.Abs(math.Log(float64(w*r.h) / float64(h*r.w))); d < best {
+			ratio, best = r.name, d
+		}
+	}
+	return resolution, ratio, nil
+}
+
+// ArkToSize is the size "WxH" of a resolution and ratio of the task API: the short side of the
+// resolution, the long side by the ratio rounded to an even number of pixels. Unknown values
+// are taken as 720p and 16:9, the contract's defaults.
+func ArkToSize(resolution, ratio string) string {
+	side := 720
+	for _, r := range resolutionSides {
+		if r.name == resolution {
+			side = r.side
+		}
+	}
+	rw, rh := 16, 9
+	for _, r := range sizeRatios {
+		if r.name == ratio {
+			rw, rh = r.w, r.h
+		}
+	}
+	if rw >= rh {
+		return fmt.Sprintf("%dx%d", evenRound(float64(side*rw)/float64(rh)), side)
+	}
+	return fmt.Sprintf("%dx%d", side, evenRound(float64(side*rh)/float64(rw)))
+}
+
+func evenRound(x float64) int { return 2 * int(math.Round(x/2)) }
