@@ -197,19 +197,21 @@ func TestVideosFrontMultipart(t *testing.T) {
 func TestVideosFrontRefusals(t *testing.T) {
 	f, up := newFront(t, succeededAnswer)
 	for body, param := range map[string]string{
-		`{"model":"m"}`:                                       "prompt",
-		`{"model":"m","prompt":""}`:                           "prompt",
-		`{"prompt":"p"}`:                                      "model",
-		`{"model":"m","prompt":"p","seconds":"20"}`:           "seconds",
-		`{"model":"m","prompt":"p","seconds":"four"}`:         "seconds",
-		`{"model":"m","prompt":"p","size":"wide"}`:            "size",
-		`{"model":"m","prompt":"p","quality":"high"}`:         "quality",
-		`{"model":"m","prompt":"p","input_reference":"/etc"}`: "input_reference",
+		`{"model":"m"}`:                                                             "prompt",
+		`{"model":"m","prompt":""}`:                                                 "prompt",
+		`{"prompt":"p"}`:                                                            "model",
+		`{"model":"m","prompt":"p","seconds":"20"}`:                                 "seconds",
+		`{"model":"m","prompt":"p","seconds":"four"}`:                               "seconds",
+		`{"model":"m","prompt":"p","size":"wide"}`:                                  "size",
+		`{"model":"m","prompt":"p","quality":"high"}`:                               "quality",
+		`{"model":"m","prompt":"p","input_reference":"/etc"}`:                       "input_reference",
 		`{"model":"m","prompt":"p","input_reference":"data:image/png;base64,AAAA"}`: "input_reference",
 		`{"model":"m","prompt":"p","input_reference":{"file_id":"file-1"}}`:         "input_reference",
 	} {
 		w := serveFront(f, "acme", "POST", "/v1/videos", "application/json", strings.NewReader(body))
-		var e struct{ Error struct{ Type, Param, Message string } }
+		var e struct {
+			Error struct{ Type, Param, Message string }
+		}
 		if w.Code != 400 || json.Unmarshal(w.Body.Bytes(), &e) != nil || e.Error.Param != param || e.Error.Type != "invalid_request_error" || !strings.HasPrefix(e.Error.Message, param) && param != "input_reference" {
 			t.Errorf("%s = %d %s, want a 400 about %s", body, w.Code, w.Body, param)
 		}

@@ -1,0 +1,279 @@
+package integration
+
+import (
+	"bytes"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// videosFrontCaddyfile puts a DashScope (Wan), a Gemini (Veo) and a Kling provider, each a strict fake,
+// behind both fronts: the OpenAI-style /v1/videos and the task API. Wan is priced at 0.01 per
+// second, so that a create holds its estimate against alice's balance.
+const videosFrontCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		watcher {
+			interval 200ms
+		}
+		provider wan {
+			base_url {{dash_url}}
+			api_key dash-upstream-key
+			protocol dashscope
+			models wan2.2-t2v-plus
+		}
+		provider veo {
+			base_url {{gemini_url}}
+			api_key gemini-upstream-key
+			protocol gemini
+			model_map veo-client veo-3.0-generate-001
+		}
+		provider kling {
+			base_url {{kling_url}}
+			access_key kling-access-key
+			secret_key kling-secret-key
+			protocol kling
+			models kling-v2-1-master
+		}
+		price wan2.2-t2v-plus {
+			second 0.01
+		}
+		key mg-alice {
+			account alice
+		}
+		key mg-bob {
+			account bob
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_videos /v1/videos* {
+			refresh_interval 100ms
+		}
+		mediagw_video_tasks /api/v3/contents/generations/tasks* {
+			refresh_interval 100ms
+		}
+		respond 404
+	}
+}
+`
+
+type videosFront struct {
+	base   string
+	admin  string
+	dash   *fakeDashScope
+	gemini *fakeGemini
+	kling  *fakeKling
+}
+
+func startVideosFront(t *testing.T) videosFront {
+	t.Helper()
+	dash, dashURL := newFakeDashScope(t, "dash-upstream-key")
+	gem, gemURL := newFakeGemini(t, "gemini-upstream-key")
+	kling, klingURL := newFakeKling(t, "kling-access-key", "kling-secret-key")
+	base, g := startSimGateway(t, videosFrontCaddyfile, map[string]string{"dash_url": dashURL, "gemini_url": gemURL, "kling_url": klingURL})
+	return videosFront{base: base, admin: "http://" + g.admin, dash: dash, gemini: gem, kling: kling}
+}
+
+// finished polls a video through the front until it completed or failed (at most 30 s).
+func (v videosFront) finished(t *testing.T, id string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := call(t, "GET", v.base+"/v1/videos/"+id, "mg-alice", nil)
+		if r.status != 200 {
+			t.Fatalf("retrieve %s = %d %s", id, r.status, r.body)
+		}
+		m := r.json(t)
+		if m["status"] == "completed" || m["status"] == "failed" {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("video %s still %v after 30 s", id, m["status"])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// sendAsIs sends a request with a key and no body, and answers a redirect as it is.
+func sendAsIs(t *testing.T, method, url, key string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := noRedirects.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// TestVideosFrontOverAdaptors drives the OpenAI-style front over two non-Ark protocols: a Wan
+// video (DashScope) completes with the provider's seconds, and its content redirects to the
+// provider's result; a Veo video (Gemini), whose result needs the operator's key, is streamed
+// byte for byte without the key or the provider's address reaching the client. The same video
+// is a task of the task API. Bob gets, for every call on alice's video, the answer of an
+// unknown id.
+func TestVideosFrontOverAdaptors(t *testing.T) {
+	v := startVideosFront(t)
+
+	r := call(t, "POST", v.base+"/v1/videos", "mg-alice", `{"model":"wan2.2-t2v-plus","prompt":"a lighthouse at dawn","seconds":"5","size":"1280x720"}`)
+	if r.status != 200 || r.json(t)["status"] != "queued" || r.json(t)["object"] != "video" {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	wan := r.json(t)["id"].(string)
+	got := v.finished(t, wan)
+	if got["status"] != "completed" || got["progress"] != 100.0 || got["seconds"] != "5" || got["prompt"] != "a lighthouse at dawn" || got["model"] != "wan2.2-t2v-plus" {
+		t.Fatalf("wan video = %v", got)
+	}
+	if creates := v.dash.log.matching("POST", "/api/v1/services/"); len(creates) != 1 || !strings.Contains(string(creates[0].Body), `"a lighthouse at dawn"`) {
+		t.Fatalf("dashscope creates: %+v", creates)
+	}
+	c := sendAsIs(t, "GET", v.base+"/v1/videos/"+wan+"/content", "mg-alice")
+	if c.status != http.StatusFound || !strings.HasPrefix(c.header.Get("Location"), "https://dashscope-result.example/") {
+		t.Fatalf("wan content = %d %v", c.status, c.header)
+	}
+	if task := call(t, "GET", v.base+"/api/v3/contents/generations/tasks/"+wan, "mg-alice", nil); task.status != 200 || task.json(t)["status"] != "succeeded" {
+		t.Fatalf("the video through the task API = %d %s", task.status, task.body)
+	}
+
+	r = call(t, "POST", v.base+"/v1/videos", "mg-alice", `{"model":"veo-client","prompt":"a quiet harbour"}`)
+	if r.status != 200 {
+		t.Fatalf("create veo = %d %s", r.status, r.body)
+	}
+	veo := r.json(t)["id"].(string)
+	if got := v.finished(t, veo); got["status"] != "completed" {
+		t.Fatalf("veo video = %v", got)
+	}
+	c = sendAsIs(t, "GET", v.base+"/v1/videos/"+veo+"/content", "mg-alice")
+	if c.status != 200 || !bytes.Equal(c.body, v.gemini.Video) || c.header.Get("Content-Type") != "video/mp4" {
+		t.Fatalf("veo content = %d %v (%d bytes), want the provider's %d bytes", c.status, c.header, len(c.body), len(v.gemini.Video))
+	}
+	if strings.Contains(string(c.body)+c.header.Get("Location"), "gemini-upstream-key") {
+		t.Fatal("the operator's key reached the client")
+	}
+
+	for _, id := range []string{wan, veo} {
+		for _, call := range []struct{ method, suffix string }{{"GET", ""}, {"GET", "/content"}, {"DELETE", ""}} {
+			theirs := sendAsIs(t, call.method, v.base+"/v1/videos/"+id+call.suffix, "mg-bob")
+			unknown := sendAsIs(t, call.method, v.base+"/v1/videos/cgt-000000000000000000000000"+call.suffix, "mg-bob")
+			if theirs.status != 404 || theirs.status != unknown.status || string(theirs.body) != string(unknown.body) {
+				t.Fatalf("bob's %s %s of alice's video = %d %s; of an unknown id = %d %s", call.method, call.suffix, theirs.status, theirs.body, unknown.status, unknown.body)
+			}
+		}
+	}
+	list := call(t, "GET", v.base+"/v1/videos?limit=1", "mg-alice", nil)
+	if m := list.json(t); list.status != 200 || m["object"] != "list" || m["has_more"] != true || m["first_id"] != veo || m["last_id"] != veo {
+		t.Fatalf("alice's first page = %d %s", list.status, list.body)
+	}
+	if list = call(t, "GET", v.base+"/v1/videos?limit=1&after="+veo, "mg-alice", nil); list.json(t)["first_id"] != wan || list.json(t)["has_more"] != false {
+		t.Fatalf("alice's second page = %s", list.body)
+	}
+	if list = call(t, "GET", v.base+"/v1/videos", "mg-bob", nil); !strings.Contains(string(list.body), `"data":[]`) {
+		t.Fatalf("bob's list = %s", list.body)
+	}
+	if d := call(t, "DELETE", v.base+"/v1/videos/"+wan, "mg-alice", nil); d.status != 200 || d.json(t)["deleted"] != true || d.json(t)["object"] != "video.deleted" {
+		t.Fatalf("delete = %d %s", d.status, d.body)
+	}
+}
+
+// TestVideosFrontMultipartFile: a create whose form carries the image itself is 400 in OpenAI's
+// shape, pointing to presign, and reaches no provider; the same form with the image's public URL
+// creates the video, with that URL as Kling's first frame (image-to-video).
+func TestVideosFrontMultipartFile(t *testing.T) {
+	v := startVideosFront(t)
+	form := func(file bool) (string, *bytes.Buffer) {
+		var b bytes.Buffer
+		mw := multipart.NewWriter(&b)
+		mw.WriteField("model", "kling-v2-1-master")
+		mw.WriteField("prompt", "a fox in the snow")
+		if file {
+			fw, _ := mw.CreateFormFile("input_reference", "fox.png")
+			fw.Write(bytes.Repeat([]byte{0x89, 'P', 'N', 'G'}, 1<<10))
+		} else {
+			mw.WriteField("input_reference[image_url]", "https://example.com/fox.png")
+		}
+		mw.Close()
+		return mw.FormDataContentType(), &b
+	}
+	post := func(ct string, body io.Reader) response {
+		req, _ := http.NewRequest("POST", v.base+"/v1/videos", body)
+		req.Header.Set("Authorization", "Bearer mg-alice")
+		req.Header.Set("Content-Type", ct)
+		return do(t, req)
+	}
+	r := post(form(true))
+	e, _ := r.json(t)["error"].(map[string]any)
+	if r.status != 400 || e == nil || e["param"] != "input_reference" || !strings.Contains(e["message"].(string), "/v1/upload/presign") {
+		t.Fatalf("a form with a file = %d %s", r.status, r.body)
+	}
+	if creates := v.kling.log.matching("POST", "/"); len(creates) != 0 {
+		t.Fatalf("the refused create reached the provider: %+v", creates)
+	}
+	if r = post(form(false)); r.status != 200 || r.json(t)["status"] != "queued" {
+		t.Fatalf("the form with the image's URL = %d %s", r.status, r.body)
+	}
+	creates := v.kling.log.matching("POST", "/v1/videos/image2video")
+	if len(creates) != 1 || !strings.Contains(string(creates[0].Body), `"image":"https://example.com/fox.png"`) {
+		t.Fatalf("kling creates: %+v", creates)
+	}
+}
+
+// TestVideosFrontHolds: a create through the front holds the task's estimate against the
+// account's balance, as the task API does: with a balance of exactly one estimate (5 s at 0.01),
+// a second create is refused with 402 in OpenAI's shape, and once the first video completed its
+// hold is settled at the 5 s the provider reported: the ledger has the credit, one hold and one
+// settlement, and nothing is held.
+func TestVideosFrontHolds(t *testing.T) {
+	v := startVideosFront(t)
+	req, err := http.NewRequest("POST", v.admin+"/mediagw/accounts/alice/credit", strings.NewReader(`{"amount":"0.05","note":"test"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "credit-1")
+	if r := do(t, req); r.status != 200 {
+		t.Fatalf("credit = %d %s", r.status, r.body)
+	}
+	r := call(t, "POST", v.base+"/v1/videos", "mg-alice", `{"model":"wan2.2-t2v-plus","prompt":"a paid lighthouse"}`)
+	if r.status != 200 {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	id := r.json(t)["id"].(string)
+	if b := call(t, "GET", v.admin+"/mediagw/accounts/alice/balance", "", nil); b.field("held") != "0.05" {
+		t.Fatalf("balance after the create = %s; want 0.05 held", b.body)
+	}
+	second := call(t, "POST", v.base+"/v1/videos", "mg-alice", `{"model":"wan2.2-t2v-plus","prompt":"one too many"}`)
+	if e, _ := second.json(t)["error"].(map[string]any); second.status != 402 || e == nil || e["type"] != "insufficient_quota" {
+		t.Fatalf("a create past the balance = %d %s", second.status, second.body)
+	}
+	if got := v.finished(t, id); got["status"] != "completed" {
+		t.Fatalf("video = %v", got)
+	}
+	waitFor(t, "the hold settled", func() bool {
+		b := call(t, "GET", v.admin+"/mediagw/accounts/alice/balance", "", nil)
+		return b.field("held") == "0" && b.field("balance") == "0"
+	})
+	ledger := call(t, "GET", v.admin+"/mediagw/accounts/alice/ledger", "", nil)
+	kinds := map[string]int{}
+	for _, e := range ledger.json(t)["entries"].([]any) {
+		kinds[e.(map[string]any)["kind"].(string)]++
+	}
+	if len(kinds) != 3 || kinds["credit"] != 1 || kinds["hold"] != 1 || kinds["settle"] != 1 {
+		t.Fatalf("ledger = %s; want a credit, one hold, one settlement", ledger.body)
+	}
+}
