@@ -42,6 +42,7 @@ func TestEverySubdirectiveDocumented(t *testing.T) {
 		"upload":        global("upload {"),
 		"storage redis": global("storage redis redis://127.0.0.1:1 {"),
 		"video_tasks":   {":8080 {", "mediagw_video_tasks {"},
+		"videos":        {":8080 {", "mediagw_videos {"},
 		"image_edits":   {":8080 {", "mediagw_image_edits {"},
 		"simulator":     {":8080 {", "mediagw_simulator {"},
 		"route":         {":8080 {", "mediagw_route {"},
@@ -69,7 +70,7 @@ func TestEverySubdirectiveDocumented(t *testing.T) {
 		t.Errorf("found %d subdirectives; the probe is broken", total)
 	}
 	for _, directive := range []string{"mediagw_auth", "mediagw_callback_relay", "mediagw_models", "mediagw_presign",
-		"mediagw_video_tasks", "mediagw_image_edits", "mediagw_route", "mediagw_simulator", "mediagw_buffered"} {
+		"mediagw_video_tasks", "mediagw_videos", "mediagw_image_edits", "mediagw_route", "mediagw_simulator", "mediagw_buffered"} {
 		if !documented(directive) {
 			t.Errorf("no page of docs/ names the directive `%s`", directive)
 		}
