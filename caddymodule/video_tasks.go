@@ -25,6 +25,14 @@ func init() {
 // results are served from the store; an unfinished task is read from its upstream at most once per
 // refresh_interval, however often clients poll. Lists are served from the store.
 type VideoTasksHandler struct {
+	VideoTaskSettings
+
+	tasks *videotask.Handler
+}
+
+// VideoTaskSettings are the settings of a handler that fronts the video tasks
+// (mediagw_video_tasks, mediagw_videos).
+type VideoTaskSettings struct {
 	// RefreshInterval is the least time between two upstream reads of one unfinished task.
 	// Default: 1s.
 	RefreshInterval caddy.Duration `json:"refresh_interval,omitempty"`
@@ -32,8 +40,15 @@ type VideoTasksHandler struct {
 	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
 	// MaxBodySize bounds a create request body in bytes; past it the client gets 413. Default: 1 MiB.
 	MaxBodySize int64 `json:"max_body_size,omitempty"`
+}
 
-	tasks *videotask.Handler
+// subdirectives parses the settings' subdirectives of a Caddyfile block.
+func (s *VideoTaskSettings) subdirectives(d *caddyfile.Dispenser) map[string]func() error {
+	return map[string]func() error{
+		"refresh_interval": func() error { return durationArg(d, &s.RefreshInterval) },
+		"upstream_timeout": func() error { return durationArg(d, &s.UpstreamTimeout) },
+		"max_body_size":    func() error { return sizeArg(d, &s.MaxBodySize) },
+	}
 }
 
 // CaddyModule returns the Caddy module information.
@@ -50,20 +65,20 @@ func (h *VideoTasksHandler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.tasks = app.videoTasks(ctx, time.Duration(h.RefreshInterval), time.Duration(h.UpstreamTimeout), h.MaxBodySize)
+	h.tasks = app.videoTasks(ctx, h.VideoTaskSettings)
 	return nil
 }
 
 // videoTasks is the task machinery of a handler that fronts video tasks (the task API, the
 // OpenAI-style video API), with the handler's own settings.
-func (a *App) videoTasks(ctx caddy.Context, refresh, timeout time.Duration, maxBody int64) *videotask.Handler {
+func (a *App) videoTasks(ctx caddy.Context, s VideoTaskSettings) *videotask.Handler {
 	return &videotask.Handler{
 		Catalog:         a.Catalog(),
 		Store:           a.Store(),
-		Client:          a.upstreamClient(timeout),
+		Client:          a.upstreamClient(time.Duration(s.UpstreamTimeout)),
 		Retention:       a.taskRetention(),
-		RefreshInterval: refresh,
-		MaxBodyBytes:    maxBody,
+		RefreshInterval: time.Duration(s.RefreshInterval),
+		MaxBodyBytes:    s.MaxBodySize,
 		Accounting:      a.Accountant(),
 		Idempotency:     a.Idempotency(),
 		Callbacks:       a.runtime.outbox,
@@ -98,11 +113,7 @@ func (h *VideoTasksHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	return parseBlock(d, map[string]func() error{
-		"refresh_interval": func() error { return durationArg(d, &h.RefreshInterval) },
-		"upstream_timeout": func() error { return durationArg(d, &h.UpstreamTimeout) },
-		"max_body_size":    func() error { return sizeArg(d, &h.MaxBodySize) },
-	})
+	return parseBlock(d, h.subdirectives(d))
 }
 
 // upstreamClient is the HTTP client for the gateway's own calls to providers: bounded by timeout

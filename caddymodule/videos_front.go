@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -29,13 +28,7 @@ func init() {
 // Without this handler in a route, /v1/videos passes through mediagw_route to the provider that
 // serves the model, as before; with it, only the providers named by passthrough do.
 type VideosHandler struct {
-	// RefreshInterval is the least time between two upstream reads of one unfinished task.
-	// Default: 1s.
-	RefreshInterval caddy.Duration `json:"refresh_interval,omitempty"`
-	// UpstreamTimeout bounds each upstream call; past it the client gets 504. Default: 60s.
-	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
-	// MaxBodySize bounds a create request body in bytes; past it the client gets 413. Default: 1 MiB.
-	MaxBodySize int64 `json:"max_body_size,omitempty"`
+	VideoTaskSettings
 	// PassThrough names providers that serve /v1/videos themselves: a create for one of their
 	// models, and every call on a video made there, goes on to the next handler (mediagw_route
 	// and its reverse_proxy) unchanged. Each name must be a configured provider.
@@ -64,7 +57,7 @@ func (h *VideosHandler) Provision(ctx caddy.Context) error {
 		}
 	}
 	h.front = &videotask.VideosFront{
-		Tasks:           app.videoTasks(ctx, time.Duration(h.RefreshInterval), time.Duration(h.UpstreamTimeout), h.MaxBodySize),
+		Tasks:           app.videoTasks(ctx, h.VideoTaskSettings),
 		PassThrough:     slices.Clone(h.PassThrough),
 		PassThroughKind: passthrough.KindVideo,
 	}
@@ -96,18 +89,15 @@ func (h *VideosHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
-	return parseBlock(d, map[string]func() error{
-		"refresh_interval": func() error { return durationArg(d, &h.RefreshInterval) },
-		"upstream_timeout": func() error { return durationArg(d, &h.UpstreamTimeout) },
-		"max_body_size":    func() error { return sizeArg(d, &h.MaxBodySize) },
-		"passthrough": func() error {
-			h.PassThrough = d.RemainingArgs()
-			if len(h.PassThrough) == 0 {
-				return d.ArgErr()
-			}
-			return nil
-		},
-	})
+	subs := h.subdirectives(d)
+	subs["passthrough"] = func() error {
+		h.PassThrough = d.RemainingArgs()
+		if len(h.PassThrough) == 0 {
+			return d.ArgErr()
+		}
+		return nil
+	}
+	return parseBlock(d, subs)
 }
 
 // Interface guards
