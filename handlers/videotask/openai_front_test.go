@@ -11,7 +11,10 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -312,5 +315,31 @@ func TestSizeMapping(t *testing.T) {
 		if _, _, err := SizeToArk(bad); err == nil {
 			t.Errorf("%q was accepted", bad)
 		}
+	}
+}
+
+// TestVideosFrontIdempotency: a create retried with the same Idempotency-Key answers the first
+// video again and creates nothing more upstream; the same key with another body is 422.
+func TestVideosFrontIdempotency(t *testing.T) {
+	f, up := newFront(t, succeededAnswer)
+	f.Tasks.Idempotency = &idempotency.Guard{Store: f.Tasks.Store, Logger: zap.NewNop()}
+	create := func(body string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/v1/videos", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Idempotency-Key", "create-1")
+		r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k", Account: "acme"}))
+		w := httptest.NewRecorder()
+		if err := f.ServeHTTP(w, r, nil); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	first := create(`{"model":"m","prompt":"once"}`)
+	again := create(`{"model":"m","prompt":"once"}`)
+	if videoOf(t, first).ID != videoOf(t, again).ID || len(up.creates) != 1 {
+		t.Fatalf("first %s, retry %s; %d upstream creates", first.Body, again.Body, len(up.creates))
+	}
+	if other := create(`{"model":"m","prompt":"twice"}`); other.Code != 422 || !strings.Contains(other.Body.String(), `"error":{`) || len(up.creates) != 1 {
+		t.Fatalf("the key with another body = %d %s; %d upstream creates", other.Code, other.Body, len(up.creates))
 	}
 }
