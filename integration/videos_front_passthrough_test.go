@@ -1,0 +1,76 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+)
+
+// videosPassThroughCaddyfile serves /v1/videos through mediagw_videos, except for the sora
+// provider (the simulator's OpenAI-style endpoints), which keeps pass-through.
+const videosPassThroughCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider ark {
+			base_url http://127.0.0.1:{{sim_port}}/api/v3
+			api_key sim-upstream-key
+			models doubao-seedance-1-0-pro-250528
+		}
+		provider sora {
+			base_url http://127.0.0.1:{{sim_port}}/v1
+			api_key sim-upstream-key
+			models sora-2
+		}
+		key mg-alice {
+			account alice
+		}
+		key mg-bob {
+			account bob
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_videos /v1/videos* {
+			passthrough sora
+		}
+		mediagw_route
+		reverse_proxy 127.0.0.1:{{sim_port}}
+	}
+}
+
+http://127.0.0.1:{{sim_port}} {
+	mediagw_simulator {
+		api_key sim-upstream-key
+	}
+}
+`
+
+// TestVideosFrontPassThroughProvider: with passthrough sora, a sora-2 create goes through
+// mediagw_route to the provider's own /v1/videos (its answer, its id, recorded as alice's), and a
+// read of that video is passed through too (the simulator, which has no read of a video, answers
+// it); bob gets the front's unknown-id answer for it. A Seedance create in the same route is the
+// front's: a video object of a task.
+func TestVideosFrontPassThroughProvider(t *testing.T) {
+	base, _ := startSimGateway(t, videosPassThroughCaddyfile, nil)
+	r := call(t, "POST", base+"/v1/videos", "mg-alice", `{"model":"sora-2","prompt":"a cat"}`)
+	native := r.field("id")
+	if r.status != 200 || !strings.HasPrefix(native, "video-sim-") || r.json(t)["simulated"] != true {
+		t.Fatalf("sora create = %d %s; want the provider's own answer", r.status, r.body)
+	}
+	read := call(t, "GET", base+"/v1/videos/"+native, "mg-alice", nil)
+	if read.status != 404 || !strings.Contains(string(read.body), "the simulator has no endpoint /v1/videos/"+native) {
+		t.Fatalf("alice's read of her pass-through video = %d %s; want it passed to the provider", read.status, read.body)
+	}
+	theirs := call(t, "GET", base+"/v1/videos/"+native, "mg-bob", nil)
+	unknown := call(t, "GET", base+"/v1/videos/video-sim-unknown", "mg-bob", nil)
+	if theirs.status != 404 || string(theirs.body) != string(unknown.body) {
+		t.Fatalf("bob's read of alice's pass-through video = %d %s; an unknown id's = %d %s", theirs.status, theirs.body, unknown.status, unknown.body)
+	}
+	r = call(t, "POST", base+"/v1/videos", "mg-alice", `{"model":"doubao-seedance-1-0-pro-250528","prompt":"a cat"}`)
+	if r.status != 200 || r.json(t)["object"] != "video" || r.json(t)["status"] != "queued" || !strings.HasPrefix(r.field("id"), "cgt-") {
+		t.Fatalf("seedance create = %d %s; want the front's video object", r.status, r.body)
+	}
+}
