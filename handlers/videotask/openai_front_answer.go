@@ -51,13 +51,28 @@ var videoStatuses = map[string]string{
 	StatusFailed: "failed", StatusCancelled: "failed", StatusExpired: "failed",
 }
 
-// videoObject is the video object of a task record, from its stored answer (or its record).
-func videoObject(t storage.Task) Video {
+// frontAnswer is the task API's answer about t as a client sees it (spec §2.5), from which this
+// front makes its own: the stored answer, or one made of the record. It is the one place where
+// this front reads a task's answer, so that what the task API answers (a kept result's address,
+// for one) holds here too.
+func (h *Handler) frontAnswer(t storage.Task) json.RawMessage {
+	if len(t.Result) == 0 {
+		return recordJSON(t)
+	}
+	return t.Result
+}
+
+// videoObject is the video object of a task record and its answer (frontAnswer); the status is
+// the answer's, as the task API shows it.
+func videoObject(t storage.Task, raw json.RawMessage) Video {
 	answer := map[string]json.RawMessage{}
-	if len(t.Result) > 0 && json.Unmarshal(t.Result, &answer) != nil {
+	if json.Unmarshal(raw, &answer) != nil {
 		answer = map[string]json.RawMessage{}
 	}
 	status := t.Status
+	if s, ok := answer["status"]; ok {
+		status = answerStatus(s)
+	}
 	if status == "" {
 		status = StatusQueued
 	}
@@ -131,7 +146,7 @@ func (f *VideosFront) retrieve(w http.ResponseWriter, r *http.Request, id auth.I
 	if t, err = f.Tasks.current(t); err != nil {
 		return err
 	}
-	writeJSON(w, videoObject(t))
+	writeJSON(w, videoObject(t, f.Tasks.frontAnswer(t)))
 	return nil
 }
 
@@ -214,7 +229,7 @@ func (f *VideosFront) list(w http.ResponseWriter, r *http.Request, id auth.Ident
 			out.HasMore = true
 			break
 		}
-		out.Data = append(out.Data, videoObject(t))
+		out.Data = append(out.Data, videoObject(t, f.Tasks.frontAnswer(t)))
 	}
 	if n := len(out.Data); n > 0 {
 		out.FirstID, out.LastID = &out.Data[0].ID, &out.Data[n-1].ID

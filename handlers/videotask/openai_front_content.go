@@ -55,17 +55,18 @@ func (f *VideosFront) content(w http.ResponseWriter, r *http.Request, id auth.Id
 	if t, err = h.current(t); err != nil {
 		return err
 	}
-	if t.Status != StatusSucceeded {
-		return errNotComplete
-	}
 	var answer struct {
+		Status  json.RawMessage `json:"status"`
 		Content struct {
 			VideoURL     string `json:"video_url"`
 			LastFrameURL string `json:"last_frame_url"`
 		} `json:"content"`
 	}
-	if err := json.Unmarshal(t.Result, &answer); err != nil {
+	if err := json.Unmarshal(h.frontAnswer(t), &answer); err != nil {
 		return err
+	}
+	if t.Status != StatusSucceeded || answerStatus(answer.Status) != StatusSucceeded {
+		return errNotComplete
 	}
 	target := answer.Content.VideoURL
 	if variant == VariantThumbnail {
