@@ -74,3 +74,30 @@ func TestVideosFrontPassThroughProvider(t *testing.T) {
 		t.Fatalf("seedance create = %d %s; want the front's video object", r.status, r.body)
 	}
 }
+
+// TestVideosFrontCallbacks: a video created through the front with callback_url (mediagw's
+// addition) is delivered to it as a task created through the task API is: signed, once per
+// status, ending with succeeded, the body the task API's answer.
+func TestVideosFrontCallbacks(t *testing.T) {
+	rc := newReceiver(t, func(int) int { return 204 })
+	caddyfile := strings.Replace(callbacksCaddyfile, "mediagw_video_tasks /api/v3/contents/generations/tasks*",
+		"mediagw_video_tasks /api/v3/contents/generations/tasks*\n\t\tmediagw_videos /v1/videos*", 1)
+	if caddyfile == callbacksCaddyfile {
+		t.Fatal("callbacksCaddyfile no longer has the line this test extends")
+	}
+	base, _ := startSimGateway(t, caddyfile, map[string]string{"allow_private": "allow_private"})
+	r := call(t, "POST", base+"/v1/videos", "mg-hooks", `{"model":"sim-video","prompt":"a kite","callback_url":"`+rc.URL+`/hook"}`)
+	id := r.field("id")
+	if r.status != 200 || id == "" {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	waitFor(t, "the succeeded callback", func() bool {
+		seen := rc.seen()
+		return len(seen) > 0 && seen[len(seen)-1].status == "succeeded"
+	})
+	for _, d := range rc.seen() {
+		if d.method != "POST" || d.signature == "" || !strings.Contains(string(d.body), `"id":"`+id+`"`) {
+			t.Fatalf("delivery %+v (body %s)", d, d.body)
+		}
+	}
+}
