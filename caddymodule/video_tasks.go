@@ -62,6 +62,7 @@ func (h *VideoTasksHandler) Provision(ctx caddy.Context) error {
 		Callbacks:       app.runtime.outbox,
 		RelayBase:       app.runtime.tasks.RelayBase,
 		Watcher:         app.runtime.watcher,
+		Keep:            app.runtime.tasks.Keep,
 		Logger:          ctx.Logger(),
 	}
 	return nil
