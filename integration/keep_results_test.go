@@ -1,0 +1,375 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// arkResults is a fake Ark task upstream (BytePlus ModelArk's content generation task API: create
+// POST …/contents/generations/tasks answering {"id"}, query GET …/tasks/{id}) whose tasks are
+// running at their first query and succeeded after, with a video and a last frame it serves
+// itself, as the provider's short-lived result URLs. A video download can be made to stall
+// midway (stallNext), as a slow provider's does.
+type arkResults struct {
+	*httptest.Server
+	video, frame []byte
+	mu           sync.Mutex
+	reads        map[string]int
+	n            int
+	// stallNext makes the next video download send its first MiB and then nothing until
+	// release is closed (or the gateway hangs up).
+	stallNext atomic.Bool
+	stalled   chan struct{}
+	release   chan struct{}
+	downloads atomic.Int32
+}
+
+func newArkResults(t *testing.T, videoSize int) *arkResults {
+	f := &arkResults{video: randomBytes(t, videoSize), frame: randomBytes(t, 70_000), reads: map[string]int{},
+		stalled: make(chan struct{}), release: make(chan struct{})}
+	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func randomBytes(t *testing.T, n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (f *arkResults) serve(w http.ResponseWriter, r *http.Request) {
+	const tasks = "/api/v3/contents/generations/tasks"
+	switch {
+	case r.URL.Path == "/files/video.mp4" && r.Method == http.MethodGet:
+		f.downloads.Add(1)
+		w.Header().Set("Content-Type", "video/mp4")
+		w.Header().Set("Content-Length", fmt.Sprint(len(f.video)))
+		if f.stallNext.CompareAndSwap(true, false) {
+			w.Write(f.video[:1<<20])
+			w.(http.Flusher).Flush()
+			close(f.stalled)
+			select {
+			case <-f.release:
+			case <-r.Context().Done():
+			}
+			return // a short body: the copy must not count it as the video
+		}
+		w.Write(f.video)
+	case r.URL.Path == "/files/last.png" && r.Method == http.MethodGet:
+		w.Header().Set("Content-Type", "image/png")
+		w.Write(f.frame)
+	case r.URL.Path == tasks && r.Method == http.MethodPost:
+		if r.Header.Get("Authorization") != "Bearer ark-key" {
+			writeFakeJSON(w, 401, map[string]any{"error": map[string]string{"code": "AuthenticationError", "message": "bad key"}})
+			return
+		}
+		f.mu.Lock()
+		f.n++
+		id := fmt.Sprintf("cgt-keep-%d", f.n)
+		f.mu.Unlock()
+		writeFakeJSON(w, 200, map[string]string{"id": id})
+	case strings.HasPrefix(r.URL.Path, tasks+"/") && r.Method == http.MethodGet:
+		id := strings.TrimPrefix(r.URL.Path, tasks+"/")
+		f.mu.Lock()
+		f.reads[id]++
+		n := f.reads[id]
+		f.mu.Unlock()
+		writeFakeJSON(w, 200, f.task(id, n))
+	case r.URL.Path == tasks && r.Method == http.MethodGet:
+		var items []map[string]any
+		for _, id := range r.URL.Query()["filter.task_ids"] {
+			f.mu.Lock()
+			f.reads[id]++
+			n := f.reads[id]
+			f.mu.Unlock()
+			items = append(items, f.task(id, n))
+		}
+		writeFakeJSON(w, 200, map[string]any{"items": items, "total": len(items)})
+	default:
+		writeFakeJSON(w, 404, map[string]any{"error": map[string]string{"code": "NotFound", "message": "no such endpoint"}})
+	}
+}
+
+// task is the query answer of a task at its n-th read.
+func (f *arkResults) task(id string, n int) map[string]any {
+	t := map[string]any{"id": id, "model": "seedance-keep", "status": "running", "created_at": 1764200000, "updated_at": 1764200000}
+	if n > 1 {
+		t["status"] = "succeeded"
+		t["content"] = map[string]string{"video_url": f.URL + "/files/video.mp4", "last_frame_url": f.URL + "/files/last.png"}
+		t["usage"] = map[string]int{"completion_tokens": 108900, "total_tokens": 108900}
+		t["updated_at"] = 1764200060
+	}
+	return t
+}
+
+const keepResultsCaddyfile = `{
+	admin off
+	persist_config off
+	mediagw {
+		storage badger %s
+		provider ark {
+			base_url %s/api/v3
+			api_key ark-key
+			models seedance-keep
+		}
+		key mg-alice {
+			account alice
+		}
+		watcher {
+			interval 100ms
+		}
+		callbacks {
+			allow_private
+			retry_schedule 300ms 300ms 300ms
+		}
+		upload {
+			bucket %s
+			endpoint %s
+			path_style
+			access_key_id %s
+			secret_access_key %s
+			keep_results {
+				prefix kept/
+				%s
+				lease 2s
+			}
+		}
+	}
+}
+
+http://127.0.0.1:%d {
+	route {
+		mediagw_auth
+		mediagw_video_tasks /api/v3/contents/generations/tasks*
+		respond 404
+	}
+}
+`
+
+// keepSetup is a gateway (a caddy subprocess) with keep_results on versitygw, the fake upstream
+// and a callback receiver.
+type keepSetup struct {
+	s3        *s3Server
+	bucket    string
+	up        *arkResults
+	rc        *receiver
+	cfg, base string
+}
+
+func newKeepSetup(t *testing.T, public bool, videoSize int) *keepSetup {
+	k := &keepSetup{s3: startS3(t), bucket: "results", up: newArkResults(t, videoSize), rc: newReceiver(t, func(int) int { return 200 })}
+	k.s3.createBucket(t, k.bucket, public)
+	publicBase := ""
+	if public {
+		publicBase = "public_base_url " + k.s3.endpoint + "/" + k.bucket
+	}
+	port := freePort(t)
+	k.base = fmt.Sprintf("http://127.0.0.1:%d", port)
+	k.cfg = fmt.Sprintf(keepResultsCaddyfile, t.TempDir(), k.up.URL, k.bucket, k.s3.endpoint, k.s3.access, k.s3.secret, publicBase, port)
+	return k
+}
+
+func (k *keepSetup) create(t *testing.T) string {
+	t.Helper()
+	r := call(t, "POST", k.base+"/api/v3/contents/generations/tasks", "mg-alice",
+		fmt.Sprintf(`{"model":"seedance-keep","content":[{"type":"text","text":"a kept result"}],"return_last_frame":true,"callback_url":%q}`, k.rc.URL))
+	id := r.field("id")
+	if r.status != 200 || id == "" {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	return id
+}
+
+// succeeded waits for the task's succeeded callback and answers its body.
+func (k *keepSetup) succeeded(t *testing.T) map[string]any {
+	t.Helper()
+	var body []byte
+	waitFor(t, "the succeeded callback", func() bool {
+		for _, d := range k.rc.seen() {
+			if d.status == "succeeded" {
+				body = d.body
+				return true
+			}
+		}
+		return false
+	})
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// download GETs a URL without credentials.
+func download(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET kept object = %d %v", resp.StatusCode, err)
+	}
+	return b
+}
+
+func contentURLs(t *testing.T, answer map[string]any) (video, lastFrame string) {
+	t.Helper()
+	c, _ := answer["content"].(map[string]any)
+	video, _ = c["video_url"].(string)
+	lastFrame, _ = c["last_frame_url"].(string)
+	if video == "" || lastFrame == "" {
+		t.Fatalf("answer without the result's URLs: %v", answer)
+	}
+	return video, lastFrame
+}
+
+// checkKept checks that an answer carries kept objects, not the provider's URLs, that they
+// download without credentials byte for byte as the provider served them, and that the bucket
+// holds them under the configured prefix.
+func (k *keepSetup) checkKept(t *testing.T, answer map[string]any, public bool) {
+	t.Helper()
+	video, lastFrame := contentURLs(t, answer)
+	for _, u := range []string{video, lastFrame} {
+		if strings.HasPrefix(u, k.up.URL) {
+			t.Fatalf("the answer carries the provider's URL %s", u)
+		}
+		if !strings.HasPrefix(u, k.s3.endpoint+"/"+k.bucket+"/kept/") {
+			t.Fatalf("the answer's URL %s is not a kept object", u)
+		}
+		if signed := strings.Contains(u, "X-Amz-Signature="); signed == public {
+			t.Fatalf("public bucket %v, URL presigned %v", public, signed)
+		}
+	}
+	if got := download(t, video); !bytes.Equal(got, k.up.video) {
+		t.Fatalf("the kept video differs from the provider's (%d bytes, want %d)", len(got), len(k.up.video))
+	}
+	if got := download(t, lastFrame); !bytes.Equal(got, k.up.frame) {
+		t.Fatalf("the kept last frame differs from the provider's")
+	}
+	list, err := k.s3.client.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(k.bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range list.Contents {
+		keys = append(keys, aws.ToString(o.Key))
+	}
+	if len(keys) != 2 || !strings.HasSuffix(keys[0], "/last_frame.png") || !strings.HasSuffix(keys[1], "/video.mp4") || !strings.HasPrefix(keys[0], "kept/") {
+		t.Fatalf("bucket holds %v; want the video and the last frame under kept/", keys)
+	}
+}
+
+// TestKeptResultIsByteIdentical: with keep_results, a succeeded task's video (12 MiB: a
+// multipart upload) and last frame are copied into the bucket; the task is running until then,
+// and then its query answer and its callback carry the kept objects, which download byte for
+// byte as the provider served them: a fresh presigned GET from a private bucket, the public
+// address from a public one. No presigned URL reaches the gateway's log.
+func TestKeptResultIsByteIdentical(t *testing.T) {
+	t.Parallel()
+	for _, public := range []bool{false, true} {
+		t.Run(fmt.Sprintf("public=%v", public), func(t *testing.T) {
+			t.Parallel()
+			k := newKeepSetup(t, public, 12<<20)
+			gw := startCaddyProcess(t, k.cfg, k.base+"/")
+			id := k.create(t)
+			cb := k.succeeded(t)
+			for _, d := range k.rc.seen() {
+				if d.status == "succeeded" {
+					break
+				}
+				if strings.Contains(string(d.body), "video_url") {
+					t.Fatalf("a callback before the succeeded one carries a result: %s", d.body)
+				}
+			}
+			k.checkKept(t, cb, public)
+
+			r := call(t, "GET", k.base+"/api/v3/contents/generations/tasks/"+id, "mg-alice", nil)
+			answer := r.json(t)
+			if r.status != 200 || answer["status"] != "succeeded" {
+				t.Fatalf("query = %d %s", r.status, r.body)
+			}
+			k.checkKept(t, answer, public)
+			if u, ok := answer["usage"].(map[string]any); !ok || u["completion_tokens"] != float64(108900) {
+				t.Fatalf("the kept answer lost the provider's usage: %s", r.body)
+			}
+			r = call(t, "GET", k.base+"/api/v3/contents/generations/tasks?page_size=10", "mg-alice", nil)
+			items, _ := r.json(t)["items"].([]any)
+			if len(items) != 1 {
+				t.Fatalf("list = %s", r.body)
+			}
+			k.checkKept(t, items[0].(map[string]any), public)
+			gw.kill()
+			log, err := os.ReadFile(gw.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(log, []byte("X-Amz-Signature")) || bytes.Contains(log, []byte(k.s3.secret)) {
+				t.Fatalf("the gateway logged a presigned URL or the bucket's secret:\n%s", log)
+			}
+		})
+	}
+}
+
+// TestKeptResultCopySurvivesSIGKILL: the gateway is killed with SIGKILL while it copies a video
+// (the provider's download stalls midway); the task is running until then. The restarted
+// gateway takes the copy over once its lease (2s) has run out, completes it, and the one
+// succeeded callback carries the kept URL, whose object is byte-identical to the provider's.
+func TestKeptResultCopySurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
+	k := newKeepSetup(t, false, 12<<20)
+	k.up.stallNext.Store(true)
+	gw := startCaddyProcess(t, k.cfg, k.base+"/")
+	id := k.create(t)
+	select {
+	case <-k.up.stalled:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the gateway did not start copying the video")
+	}
+	r := call(t, "GET", k.base+"/api/v3/contents/generations/tasks/"+id, "mg-alice", nil)
+	if r.status != 200 || r.field("status") != "running" || strings.Contains(string(r.body), "video_url") {
+		t.Fatalf("while its result is copied, the task answers %d %s; want running without a result", r.status, r.body)
+	}
+	gw.kill()
+	close(k.up.release)
+	if n := len(k.rc.seen()); n > 0 && k.rc.seen()[n-1].status == "succeeded" {
+		t.Fatal("succeeded was called back before the copy was done")
+	}
+
+	startCaddyProcess(t, k.cfg, k.base+"/")
+	cb := k.succeeded(t)
+	k.checkKept(t, cb, false)
+	if n := k.up.downloads.Load(); n < 2 {
+		t.Fatalf("the provider's video was downloaded %d times; the restarted gateway must copy it again", n)
+	}
+	time.Sleep(time.Second) // no second succeeded callback follows
+	succeeded := 0
+	for _, d := range k.rc.seen() {
+		if d.status == "succeeded" {
+			succeeded++
+		}
+	}
+	if succeeded != 1 {
+		t.Fatalf("%d succeeded callbacks; want one", succeeded)
+	}
+}
