@@ -18,6 +18,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/mediagw/mediagw/internal/testredis"
 )
 
 // arkResults is a fake Ark task upstream (BytePlus ModelArk's content generation task API: create
@@ -124,11 +126,17 @@ const keepResultsCaddyfile = `{
 	admin off
 	persist_config off
 	mediagw {
-		storage badger %s
+		%s
 		provider ark {
 			base_url %s/api/v3
 			api_key ark-key
 			models seedance-keep
+		}
+		provider veo {
+			base_url %s
+			api_key gemini-upstream-key
+			protocol gemini
+			models veo-3.0-generate-001
 		}
 		key mg-alice {
 			account alice
@@ -167,24 +175,38 @@ http://127.0.0.1:%d {
 // keepSetup is a gateway (a caddy subprocess) with keep_results on versitygw, the fake upstream
 // and a callback receiver.
 type keepSetup struct {
-	s3        *s3Server
-	bucket    string
-	up        *arkResults
-	rc        *receiver
-	cfg, base string
+	s3         *s3Server
+	bucket     string
+	up         *arkResults
+	gemini     *fakeGemini
+	geminiURL  string
+	rc         *receiver
+	publicBase string
+	cfg, base  string
 }
 
-func newKeepSetup(t *testing.T, public bool, videoSize int) *keepSetup {
+// newKeepSetup prepares a gateway on a Badger store; storage, when given, is the Caddyfile's
+// storage line instead.
+func newKeepSetup(t *testing.T, public bool, videoSize int, storage ...string) *keepSetup {
 	k := &keepSetup{s3: startS3(t), bucket: "results", up: newArkResults(t, videoSize), rc: newReceiver(t, func(int) int { return 200 })}
 	k.s3.createBucket(t, k.bucket, public)
-	publicBase := ""
 	if public {
-		publicBase = "public_base_url " + k.s3.endpoint + "/" + k.bucket
+		k.publicBase = "public_base_url " + k.s3.endpoint + "/" + k.bucket
 	}
-	port := freePort(t)
-	k.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-	k.cfg = fmt.Sprintf(keepResultsCaddyfile, t.TempDir(), k.up.URL, k.bucket, k.s3.endpoint, k.s3.access, k.s3.secret, publicBase, port)
+	store := "storage badger " + t.TempDir()
+	if len(storage) > 0 {
+		store = storage[0]
+	}
+	k.gemini, k.geminiURL = newFakeGemini(t, "gemini-upstream-key")
+	k.cfg, k.base = k.config(t, store)
 	return k
+}
+
+// config is a gateway's Caddyfile on a port of its own, and its base URL.
+func (k *keepSetup) config(t *testing.T, store string) (cfg, base string) {
+	port := freePort(t)
+	return fmt.Sprintf(keepResultsCaddyfile, store, k.up.URL, k.geminiURL, k.bucket, k.s3.endpoint, k.s3.access, k.s3.secret, k.publicBase, port),
+		fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
 func (k *keepSetup) create(t *testing.T) string {
@@ -363,6 +385,91 @@ func TestKeptResultCopySurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("the provider's video was downloaded %d times; the restarted gateway must copy it again", n)
 	}
 	time.Sleep(time.Second) // no second succeeded callback follows
+	succeeded := 0
+	for _, d := range k.rc.seen() {
+		if d.status == "succeeded" {
+			succeeded++
+		}
+	}
+	if succeeded != 1 {
+		t.Fatalf("%d succeeded callbacks; want one", succeeded)
+	}
+}
+
+// TestKeptCredentialedResult: a Veo result, a file URI that only the operator's key downloads, is
+// copied through the gemini adaptor (the key goes to the provider's origin only: its signed
+// storage refuses a request that carries it); the answer carries the kept object, neither the
+// content endpoint nor the file URI, and it is byte-identical to the provider's file.
+func TestKeptCredentialedResult(t *testing.T) {
+	t.Parallel()
+	k := newKeepSetup(t, false, 1024)
+	k.gemini.Video = randomBytes(t, 9<<20)
+	startCaddyProcess(t, k.cfg, k.base+"/")
+	r := call(t, "POST", k.base+"/api/v3/contents/generations/tasks", "mg-alice",
+		fmt.Sprintf(`{"model":"veo-3.0-generate-001","content":[{"type":"text","text":"a lighthouse at dawn"}],"callback_url":%q}`, k.rc.URL))
+	id := r.field("id")
+	if r.status != 200 || id == "" {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	cb := k.succeeded(t)
+	r = call(t, "GET", k.base+"/api/v3/contents/generations/tasks/"+id, "mg-alice", nil)
+	for _, answer := range []map[string]any{cb, r.json(t)} {
+		c, _ := answer["content"].(map[string]any)
+		video, _ := c["video_url"].(string)
+		if !strings.HasPrefix(video, k.s3.endpoint+"/"+k.bucket+"/kept/") || !strings.Contains(video, "X-Amz-Signature=") {
+			t.Fatalf("the answer's video_url %q is not a presigned GET of a kept object", video)
+		}
+		if strings.Contains(video, "gemini-upstream-key") || strings.Contains(video, "/content") {
+			t.Fatalf("the answer's video_url %q exposes the provider or the content endpoint", video)
+		}
+		if _, ok := c["last_frame_url"]; ok {
+			t.Fatalf("a last frame that the provider never returned: %v", c)
+		}
+		if got := download(t, video); !bytes.Equal(got, k.gemini.Video) {
+			t.Fatalf("the kept video differs from the provider's file (%d bytes, want %d)", len(got), len(k.gemini.Video))
+		}
+	}
+	if storage := k.gemini.log.matching("GET", "/storage/"); len(storage) != 1 {
+		t.Fatalf("the provider's file was downloaded %d times; want once", len(storage))
+	}
+}
+
+// TestKeptResultTakenOverByAnotherInstance: two gateways share a Redis store; the one copying a
+// result is killed with SIGKILL mid-copy, and the other takes the copy over once its lease (2s)
+// has run out. One succeeded callback carries the kept URL, and either gateway answers it.
+func TestKeptResultTakenOverByAnotherInstance(t *testing.T) {
+	t.Parallel()
+	redis := testredis.Start(t, testredis.Options{})
+	store := fmt.Sprintf("storage redis %s {\n\t\t\tkey_prefix keep\n\t\t}", redis.URL())
+	k := newKeepSetup(t, false, 12<<20, store)
+	k.up.stallNext.Store(true)
+	first := startCaddyProcess(t, k.cfg, k.base+"/")
+	id := k.create(t)
+	select {
+	case <-k.up.stalled:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the gateway did not start copying the video")
+	}
+	cfg, base := k.config(t, store)
+	startCaddyProcess(t, cfg, base+"/")
+	r := call(t, "GET", base+"/api/v3/contents/generations/tasks/"+id, "mg-alice", nil)
+	if r.status != 200 || r.field("status") != "running" {
+		t.Fatalf("the other gateway answers %d %s while the result is copied; want running", r.status, r.body)
+	}
+	first.kill()
+	close(k.up.release)
+
+	cb := k.succeeded(t)
+	k.checkKept(t, cb, false)
+	r = call(t, "GET", base+"/api/v3/contents/generations/tasks/"+id, "mg-alice", nil)
+	if r.status != 200 || r.field("status") != "succeeded" {
+		t.Fatalf("query = %d %s", r.status, r.body)
+	}
+	k.checkKept(t, r.json(t), false)
+	if n := k.up.downloads.Load(); n != 2 {
+		t.Fatalf("the provider's video was downloaded %d times; want 2 (the killed copy and the one taken over)", n)
+	}
+	time.Sleep(time.Second)
 	succeeded := 0
 	for _, d := range k.rc.seen() {
 		if d.status == "succeeded" {
