@@ -28,7 +28,7 @@ func (h *Handler) keepSoon(t storage.Task) {
 		return
 	}
 	if h.Keep == nil {
-		if _, err := h.keepDone(context.Background(), t.ID, "", func(j *keepJob) { j.GaveUp = true }); err != nil {
+		if _, err := h.keepAbandoned(context.Background(), t); err != nil {
 			h.Logger.Error("ending a task whose result was to be kept", zap.String("task_id", t.ID), zap.Error(err))
 		}
 		return
@@ -59,14 +59,26 @@ func (h *Handler) keepSoon(t storage.Task) {
 			k.mu.Unlock()
 			<-k.slots
 		}()
-		h.keepTask(t.ID)
+		h.keepTask(k, t.ID)
 	}()
 }
 
-// keepTask claims the copy of one task, copies its result and records the outcome.
-func (h *Handler) keepTask(taskID string) {
-	k := h.Keep
-	t, j, won, err := h.claimKeep(k.ctx, taskID)
+// keepAbandoned ends a pending copy that no Keeper will do (keep_results was removed from the
+// config): the task ends succeeded with the provider's result. It answers the stored record.
+func (h *Handler) keepAbandoned(ctx context.Context, t storage.Task) (storage.Task, error) {
+	stored, err := h.keepDone(ctx, nil, t.ID, "", func(j *keepJob) { j.GaveUp = true })
+	switch {
+	case err != nil:
+		return t, err
+	case stored.ID == "":
+		return t, errTaskNotExist // deleted meanwhile
+	}
+	return storedAnswer(stored), nil
+}
+
+// keepTask claims the copy of one task for k, copies its result and records the outcome.
+func (h *Handler) keepTask(k *Keeper, taskID string) {
+	t, j, won, err := h.claimKeep(k.ctx, k, taskID)
 	if err != nil || !won {
 		if err != nil && k.ctx.Err() == nil {
 			h.Logger.Error("claiming a result copy", zap.String("task_id", taskID), zap.Error(err))
@@ -79,13 +91,13 @@ func (h *Handler) keepTask(taskID string) {
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
-		h.renewKeep(ctx, cancel, taskID, &progress)
+		h.renewKeep(ctx, k, cancel, taskID, &progress)
 	}()
-	video, lastFrame, err := h.copyResult(ctx, t, j, &progress)
+	video, lastFrame, err := h.copyResult(ctx, k, t, j, &progress)
 	cancel(nil)
 	<-renewed
 	if err == nil {
-		_, err = h.keepDone(context.WithoutCancel(ctx), taskID, k.Owner, func(j *keepJob) {
+		_, err = h.keepDone(context.WithoutCancel(ctx), k, taskID, k.Owner, func(j *keepJob) {
 			j.Kept, j.Video, j.LastFrame = true, video, lastFrame
 		})
 		if err != nil {
@@ -96,7 +108,7 @@ func (h *Handler) keepTask(taskID string) {
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause // a lost lease or a stalled source says more than the interrupted copy
 	}
-	h.keepFailed(taskID, j.Attempts, err)
+	h.keepFailed(k, taskID, j.Attempts, err)
 }
 
 var (
@@ -106,8 +118,7 @@ var (
 
 // claimKeep takes the copy of a task by compare-and-set: a pending job that no other instance
 // holds a live lease on and whose backoff has passed. It answers the record and job as claimed.
-func (h *Handler) claimKeep(ctx context.Context, taskID string) (storage.Task, keepJob, bool, error) {
-	k := h.Keep
+func (h *Handler) claimKeep(ctx context.Context, k *Keeper, taskID string) (storage.Task, keepJob, bool, error) {
 	var claimed keepJob
 	won := false
 	t, err := storage.UpdateTask(ctx, h.Store, taskID, func(cur *storage.Task) error {
@@ -131,8 +142,7 @@ func (h *Handler) claimKeep(ctx context.Context, taskID string) (storage.Task, k
 
 // renewKeep renews the copy's lease every third of a Lease until ctx ends, and cancels the
 // copy when the lease was lost or the source sent nothing since the last renewal but one.
-func (h *Handler) renewKeep(ctx context.Context, cancel context.CancelCauseFunc, taskID string, progress *atomic.Int64) {
-	k := h.Keep
+func (h *Handler) renewKeep(ctx context.Context, k *Keeper, cancel context.CancelCauseFunc, taskID string, progress *atomic.Int64) {
 	tick := time.NewTicker(k.Lease / 3)
 	defer tick.Stop()
 	last, idle := progress.Load(), 0
@@ -171,14 +181,13 @@ func (h *Handler) renewKeep(ctx context.Context, cancel context.CancelCauseFunc,
 // keepFailed records a failed copy: the lease is given back and the next attempt is due after a
 // backoff; after the last attempt the task ends with the provider's result. A copy stopped with
 // its Keeper (a reload, a shutdown) gives its lease back and is due again at once.
-func (h *Handler) keepFailed(taskID string, attempts int, cause error) {
-	k := h.Keep
+func (h *Handler) keepFailed(k *Keeper, taskID string, attempts int, cause error) {
 	ctx := context.WithoutCancel(k.ctx)
 	stopped := k.ctx.Err() != nil
 	if !stopped && attempts >= k.Attempts {
 		h.Logger.Error("result copy given up; the task ends with the provider's result",
 			zap.String("task_id", taskID), zap.Int("attempts", attempts), zap.Error(cause))
-		if _, err := h.keepDone(ctx, taskID, k.Owner, func(j *keepJob) { j.GaveUp = true }); err != nil {
+		if _, err := h.keepDone(ctx, k, taskID, k.Owner, func(j *keepJob) { j.GaveUp = true }); err != nil {
 			h.Logger.Error("ending a task whose result copy was given up", zap.String("task_id", taskID), zap.Error(err))
 		}
 		return
@@ -210,9 +219,10 @@ func keepBackoff(attempts int) time.Duration {
 }
 
 // keepDone ends a pending copy by compare-and-set (held by owner, when not empty): done sets the
-// job's outcome, the task becomes succeeded with the answer the outcome makes, and whoever
-// stores that change settles the task's hold and queues its callback, once.
-func (h *Handler) keepDone(ctx context.Context, taskID, owner string, done func(*keepJob)) (storage.Task, error) {
+// job's outcome, the task becomes succeeded with the answer the outcome makes (k's addresses of
+// a kept result; k is nil only for a copy given up), and whoever stores that change settles the
+// task's hold and queues its callback, once.
+func (h *Handler) keepDone(ctx context.Context, k *Keeper, taskID, owner string, done func(*keepJob)) (storage.Task, error) {
 	var finished, notify bool
 	stored, err := storage.UpdateTask(ctx, h.Store, taskID, func(cur *storage.Task) error {
 		finished, notify = false, false
@@ -224,7 +234,7 @@ func (h *Handler) keepDone(ctx context.Context, taskID, owner string, done func(
 		j.Owner, j.LeaseUntil = "", 0
 		answer := j.Answer
 		if j.Kept {
-			answer = h.keptAnswer(j)
+			answer = k.keptAnswer(j)
 		}
 		cur.Status, cur.Result, cur.Keep = StatusSucceeded, answer, mustJSON(j)
 		cur.UpdatedAt, cur.RefreshedAt = h.now().Unix(), h.now().UnixNano()
@@ -248,15 +258,15 @@ func (h *Handler) keepDone(ctx context.Context, taskID, owner string, done func(
 }
 
 // keptAnswer is the job's answer with the kept objects' addresses as its content URLs.
-func (h *Handler) keptAnswer(j keepJob) json.RawMessage {
+func (k *Keeper) keptAnswer(j keepJob) json.RawMessage {
 	var answer map[string]json.RawMessage
 	var content map[string]string
 	if json.Unmarshal(j.Answer, &answer) != nil || json.Unmarshal(answer["content"], &content) != nil || content == nil {
 		return j.Answer
 	}
-	content["video_url"] = h.Keep.keptURL(j.Video)
+	content["video_url"] = k.keptURL(j.Video)
 	if j.LastFrame != "" {
-		content["last_frame_url"] = h.Keep.keptURL(j.LastFrame)
+		content["last_frame_url"] = k.keptURL(j.LastFrame)
 	}
 	answer["content"] = mustJSON(content)
 	return mustJSON(answer)
@@ -264,7 +274,7 @@ func (h *Handler) keptAnswer(j keepJob) json.RawMessage {
 
 // copyResult copies the job's video and last frame (when the answer has one) into the bucket,
 // and answers their keys.
-func (h *Handler) copyResult(ctx context.Context, t storage.Task, j keepJob, progress *atomic.Int64) (video, lastFrame string, err error) {
+func (h *Handler) copyResult(ctx context.Context, k *Keeper, t storage.Task, j keepJob, progress *atomic.Int64) (video, lastFrame string, err error) {
 	var answer struct {
 		Content struct {
 			VideoURL     string `json:"video_url"`
@@ -274,11 +284,11 @@ func (h *Handler) copyResult(ctx context.Context, t storage.Task, j keepJob, pro
 	if err := json.Unmarshal(j.Answer, &answer); err != nil || answer.Content.VideoURL == "" {
 		return "", "", fmt.Errorf("the task's answer has no content.video_url")
 	}
-	if video, err = h.copyObject(ctx, t, j, answer.Content.VideoURL, j.Credentialed, j.Base+"/video", progress); err != nil {
+	if video, err = h.copyObject(ctx, k, t, answer.Content.VideoURL, j.Credentialed, j.Base+"/video", progress); err != nil {
 		return "", "", fmt.Errorf("copying the video: %w", err)
 	}
 	if answer.Content.LastFrameURL != "" {
-		if lastFrame, err = h.copyObject(ctx, t, j, answer.Content.LastFrameURL, false, j.Base+"/last_frame", progress); err != nil {
+		if lastFrame, err = h.copyObject(ctx, k, t, answer.Content.LastFrameURL, false, j.Base+"/last_frame", progress); err != nil {
 			return "", "", fmt.Errorf("copying the last frame: %w", err)
 		}
 	}
@@ -288,7 +298,7 @@ func (h *Handler) copyResult(ctx context.Context, t storage.Task, j keepJob, pro
 // copyObject streams one result into the bucket under base and the extension of its type, and
 // answers the key. A credentialed result is opened through the task's adaptor with the
 // operator's credential; any other by its URL, without it (see upstream.Client.Open).
-func (h *Handler) copyObject(ctx context.Context, t storage.Task, j keepJob, source string, credentialed bool, base string, progress *atomic.Int64) (string, error) {
+func (h *Handler) copyObject(ctx context.Context, k *Keeper, t storage.Task, source string, credentialed bool, base string, progress *atomic.Int64) (string, error) {
 	u, ok := h.boundUpstream(t)
 	if !ok {
 		return "", errors.New("the task's upstream is no longer configured")
@@ -317,7 +327,7 @@ func (h *Handler) copyObject(ctx context.Context, t storage.Task, j keepJob, sou
 		contentType = "application/octet-stream"
 	}
 	key := base + extensionOf(contentType)
-	n, err := h.Keep.Bucket.PutStream(ctx, key, contentType, &countingReader{r: resp.Body, n: progress})
+	n, err := k.Bucket.PutStream(ctx, key, contentType, &countingReader{r: resp.Body, n: progress})
 	if err != nil {
 		return "", err
 	}

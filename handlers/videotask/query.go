@@ -79,6 +79,9 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 	}
 	if keepPending(t) {
 		// Succeeded upstream; running here until its result is kept (keep.go).
+		if h.Keep == nil {
+			return h.keepAbandoned(ctx, t)
+		}
 		h.keepSoon(t)
 		return storedAnswer(t), nil
 	}
