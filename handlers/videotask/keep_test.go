@@ -199,3 +199,41 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// A source that sends nothing for a lease fails the attempt (the copy's slot is not held for
+// ever by a provider that stalls): the lease is given back and a retry is scheduled.
+func TestKeepStalledSourceFailsTheAttempt(t *testing.T) {
+	clock := newKeepClock()
+	release := make(chan struct{})
+	defer close(release)
+	var up *fakeUpstream
+	up = newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost:
+			writeJSON(w, map[string]string{"id": "cgt-stall"})
+		case r.URL.Path == "/files/stall.mp4":
+			w.Header().Set("Content-Length", "1000000")
+			_, _ = w.Write(make([]byte, 1000)) // a test fake: a failed write shows as a short body
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		default:
+			writeJSON(w, map[string]any{"id": "cgt-stall", "model": "m", "status": "succeeded",
+				"content": map[string]string{"video_url": up.URL + "/files/stall.mp4"}})
+		}
+	})
+	h := newHandler(t, up.URL, nil)
+	h.Now = clock.now
+	h.Keep = &Keeper{Bucket: unreachableBucket(t), Lease: 300 * time.Millisecond}
+	serve(h, "POST", createPath, createBody)
+	serve(h, "GET", createPath+"/cgt-stall", "")
+	waitUntil(t, "the stalled attempt to fail", func() bool {
+		j := keepJobIn(t, h.Store, "cgt-stall")
+		return j.Attempts == 1 && j.Owner == "" && j.NextAt > 0
+	})
+	if rec := mustTask(t, h.Store, "cgt-stall"); rec.Status != StatusRunning || rec.Finished {
+		t.Fatalf("after one failed attempt of %d the task is %s (finished %v)", DefaultKeepAttempts, rec.Status, rec.Finished)
+	}
+}
