@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -223,7 +225,10 @@ func (h *Handler) clientAnswer(ctx context.Context, t storage.Task) json.RawMess
 		}
 		signed, err := h.Keep.Bucket.PresignGet(ctx, key, h.Keep.URLExpires)
 		if err != nil {
-			return t.Result // the unsigned address; the error names no secret, but nothing is gained by logging it per read
+			// The bucket's credentials could not be had: the answer keeps the unsigned address.
+			// The error names no URL (signing failed before there was one).
+			h.Logger.Warn("presigning a kept result", zap.String("task_id", t.ID), zap.Error(err))
+			return t.Result
 		}
 		content[field] = signed
 	}
