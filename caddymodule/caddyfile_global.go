@@ -539,6 +539,11 @@ func parseUpload(d *caddyfile.Dispenser) (*UploadConfig, error) {
 		"public_base_url":   func() error { return stringArg(d, &u.PublicBaseURL) },
 		"prefix":            func() error { return stringArg(d, &u.Prefix) },
 		"expires":           func() error { return durationArg(d, &u.Expires) },
+		"keep_results": func() error {
+			var err error
+			u.KeepResults, err = parseKeepResults(d)
+			return err
+		},
 		"path_style": func() error {
 			if d.NextArg() {
 				return d.ArgErr()

@@ -147,6 +147,9 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"key budget bad period", "{\n mediagw {\n  key k {\n   account a\n   budget 5 week\n  }\n }\n}", `key: usage: budget <amount> [day|month]`},
 		{"key budget bad amount", "{\n mediagw {\n  key k {\n   account a\n   budget 0\n  }\n }\n}", `key: budget: want an amount above 0`},
 		{"currency twice", "{\n mediagw {\n  currency USD\n  currency EUR\n }\n}", `duplicate subdirective "currency"`},
+		{"keep_results misspelt option", "{\n mediagw {\n  upload {\n   bucket b\n   keep_results {\n    prefx r/\n   }\n  }\n }\n}", `unknown subdirective "prefx"; did you mean "prefix"?, at Caddyfile:6`},
+		{"keep_results zero attempts", "{\n mediagw {\n  upload {\n   bucket b\n   keep_results {\n    attempts 0\n   }\n  }\n }\n}", `Caddyfile:6`},
+		{"keep_results argument", "{\n mediagw {\n  upload {\n   bucket b\n   keep_results on\n  }\n }\n}", `wrong argument count`},
 		{"duplicate max_spool", ":80 {\n mediagw_route {\n  max_spool 1MiB\n  max_spool 2MiB\n }\n}", `duplicate subdirective "max_spool"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

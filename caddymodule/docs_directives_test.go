@@ -40,6 +40,7 @@ func TestEverySubdirectiveDocumented(t *testing.T) {
 		"watcher":       global("watcher {"),
 		"callbacks":     global("callbacks {"),
 		"upload":        global("upload {"),
+		"keep_results":  global("upload {", "keep_results {"),
 		"storage redis": global("storage redis redis://127.0.0.1:1 {"),
 		"video_tasks":   {":8080 {", "mediagw_video_tasks {"},
 		"videos":        {":8080 {", "mediagw_videos {"},

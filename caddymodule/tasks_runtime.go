@@ -92,7 +92,7 @@ func (a *App) provisionTaskRuntime(repl *caddy.Replacer) error {
 	rt.tasks = &videotask.Handler{
 		Catalog: a.catalog, Store: a.store, Client: a.upstreamClient(videotask.DefaultUpstreamTimeout),
 		Retention: a.taskRetention(), Accounting: a.accountant, Logger: a.logger.Named("watcher"),
-		RelayBase: relayBase,
+		RelayBase: relayBase, Keep: a.keeper(),
 	}
 	var schedule []time.Duration
 	for _, d := range cb.RetrySchedule {
@@ -156,6 +156,9 @@ func (rt *taskRuntime) start(more ...func(stop <-chan struct{})) {
 }
 
 func (rt *taskRuntime) halt() {
+	if rt.tasks.Keep != nil {
+		rt.tasks.Keep.Stop() // its copies give their leases back, for the next config's Keeper
+	}
 	if rt.stop != nil {
 		close(rt.stop)
 		rt.done.Wait()

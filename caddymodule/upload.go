@@ -11,6 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/mediagw/mediagw/handlers/presign"
+	"github.com/mediagw/mediagw/handlers/videotask"
 )
 
 // UploadConfig configures presigned direct uploads to S3-compatible storage (POST
@@ -42,6 +43,9 @@ type UploadConfig struct {
 	// RateLimit bounds presign calls per API key. Default: from UPLOAD_RATE_LIMIT_ENABLE
 	// (true), UPLOAD_RATE_LIMIT (100) and UPLOAD_RATE_LIMIT_DURATION (60 seconds).
 	RateLimit *UploadRateLimit `json:"rate_limit,omitempty"`
+	// KeepResults copies every succeeded video task's result into this bucket and answers its
+	// address. Default: off (answers carry the provider's result URLs).
+	KeepResults *KeepResultsConfig `json:"keep_results,omitempty"`
 }
 
 // UploadRateLimit is a sliding-window limit: at most Requests presign calls per API key in any
@@ -58,6 +62,8 @@ type UploadRateLimit struct {
 // uploads is what the app provisions for mediagw_presign.
 type uploads struct {
 	handler presign.Handler
+	// keeper copies results into the bucket (keep_results); nil without it.
+	keeper *videotask.Keeper
 }
 
 // provisionUploads prepares the presigner and the rate limit, whose windows are kept in the
@@ -114,7 +120,7 @@ func (a *App) provisionUploads(repl *caddy.Replacer) error {
 	h := &a.uploads.handler
 	h.Storage, h.PublicBaseURL, h.Prefix = s3, publicBaseURL, u.Prefix
 	h.Expires, h.AllowedContentTypes = time.Duration(u.Expires), u.AllowedContentTypes
-	return nil
+	return a.provisionKeeper(repl, s3)
 }
 
 // uploadRateLimit is the configured limit, or the one from the environment.

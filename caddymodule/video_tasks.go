@@ -84,6 +84,7 @@ func (a *App) videoTasks(ctx caddy.Context, s VideoTaskSettings) *videotask.Hand
 		Callbacks:       a.runtime.outbox,
 		RelayBase:       a.runtime.tasks.RelayBase,
 		Watcher:         a.runtime.watcher,
+		Keep:            a.runtime.tasks.Keep,
 		Logger:          ctx.Logger(),
 	}
 }

@@ -182,6 +182,11 @@ type Task struct {
 	// JSON), for a task of an upstream that does not speak the Ark protocol; see
 	// videotask.TaskUsage, which reads it (and an Ark task's answer).
 	Usage json.RawMessage `json:"usage,omitempty"`
+	// Keep is the copy of the task's result into the operator's bucket (the upload block's
+	// keep_results), as package videotask records it: pending from the read that saw the task
+	// succeed until the copy is done, the lease of the instance copying it, and the kept
+	// objects' keys. Empty when results are not kept.
+	Keep json.RawMessage `json:"keep,omitempty"`
 	// Version is raised by the backend on every write (1 after CreateTask); ReplaceTask and
 	// DeleteTask compare it.
 	Version int64 `json:"version,omitempty"`

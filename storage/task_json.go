@@ -77,6 +77,12 @@ func marshalTask(t *Task) ([]byte, error) {
 			return json.Marshal(t)
 		}
 	}
+	if len(t.Keep) > 0 {
+		var ok bool
+		if b, ok = appendCompactValue(append(b, `,"keep":`...), t.Keep); !ok {
+			return json.Marshal(t)
+		}
+	}
 	b = appendTaskInt(b, `,"version":`, t.Version)
 	return append(b, '}'), nil
 }
@@ -87,14 +93,14 @@ func marshalTaskSize(t *Task) int {
 	// The keys, quotes and integers that every record has, then its strings and result.
 	size := 150 + len(t.ID) + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) + len(t.Upstream) +
 		len(t.UpstreamAddress) + len(t.Model) + len(t.Status) + len(t.Result) + len(t.CallbackURL) + len(t.Notified) +
-		len(t.UpstreamID) + len(t.Request) + len(t.Usage) + len(t.HoldID) + len(t.HoldUsage)
+		len(t.UpstreamID) + len(t.Request) + len(t.Usage) + len(t.Keep) + len(t.HoldID) + len(t.HoldUsage)
 	for _, n := range [...]int64{t.RefreshedAt, t.ExpiresAt, t.FinishedAt, t.Cost, t.Held, t.HoldAmount, t.Version} {
 		if n != 0 {
 			size += 36 // the longest key and the longest integer
 		}
 	}
 	for _, set := range [...]bool{t.Upstream != "", t.UpstreamAddress != "", len(t.Result) > 0, t.Active, t.Finished,
-		t.CallbackURL != "", t.CallbackGone, t.Notified != "", t.NoLastFrame, t.UpstreamID != "", len(t.Request) > 0, len(t.Usage) > 0,
+		t.CallbackURL != "", t.CallbackGone, t.Notified != "", t.NoLastFrame, t.UpstreamID != "", len(t.Request) > 0, len(t.Usage) > 0, len(t.Keep) > 0,
 		t.HoldID != "", t.HoldUsage != ""} {
 		if set {
 			size += 22 // the longest key, quotes, or the longest key and true
@@ -330,6 +336,8 @@ func (p *taskParser) field(t *Task, key []byte) bool {
 		return p.result(25, &t.Request)
 	case "usage":
 		return p.result(26, &t.Usage)
+	case "keep":
+		return p.result(30, &t.Keep)
 	case "version":
 		return p.int(22, &t.Version)
 	}

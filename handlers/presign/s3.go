@@ -31,6 +31,7 @@ type S3Config struct {
 // S3 presigns uploads to one bucket with aws-sdk-go-v2.
 type S3 struct {
 	cfg       S3Config
+	client    *s3.Client
 	presigner *s3.PresignClient
 }
 
@@ -62,7 +63,7 @@ func NewS3(ctx context.Context, c S3Config) (*S3, error) {
 		// A presigned PUT must not pin a checksum of a body the SDK never sees.
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 	})
-	return &S3{cfg: c, presigner: s3.NewPresignClient(client)}, nil
+	return &S3{cfg: c, client: client, presigner: s3.NewPresignClient(client)}, nil
 }
 
 // PresignPut signs a PUT of objectKey whose Content-Type must be contentType. The returned

@@ -63,6 +63,9 @@ type Handler struct {
 	Callbacks *callbacks.Outbox
 	// Watcher polls unfinished tasks; nil leaves them to client polls.
 	Watcher *Watcher
+	// Keep copies succeeded tasks' results into the operator's bucket (keep_results); nil
+	// answers the provider's result URLs.
+	Keep *Keeper
 	// RelayBase, when set, is this gateway's public base URL: each task is created upstream with
 	// a callback to RelayBase/mediagw/callbacks/<token>, which ServeRelay treats as a hint to
 	// refresh the task. The client's own callback_url never reaches the upstream.

@@ -1,6 +1,7 @@
 package videotask
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -55,11 +56,8 @@ var videoStatuses = map[string]string{
 // front makes its own: the stored answer, or one made of the record. It is the one place where
 // this front reads a task's answer, so that what the task API answers (a kept result's address,
 // for one) holds here too.
-func (h *Handler) frontAnswer(t storage.Task) json.RawMessage {
-	if len(t.Result) == 0 {
-		return recordJSON(t)
-	}
-	return t.Result
+func (h *Handler) frontAnswer(ctx context.Context, t storage.Task) json.RawMessage {
+	return h.clientAnswer(ctx, t)
 }
 
 // videoObject is the video object of a task record and its answer (frontAnswer); the status is
@@ -146,7 +144,7 @@ func (f *VideosFront) retrieve(w http.ResponseWriter, r *http.Request, id auth.I
 	if t, err = f.Tasks.current(t); err != nil {
 		return err
 	}
-	writeJSON(w, videoObject(t, f.Tasks.frontAnswer(t)))
+	writeJSON(w, videoObject(t, f.Tasks.frontAnswer(r.Context(), t)))
 	return nil
 }
 
@@ -229,7 +227,7 @@ func (f *VideosFront) list(w http.ResponseWriter, r *http.Request, id auth.Ident
 			out.HasMore = true
 			break
 		}
-		out.Data = append(out.Data, videoObject(t, f.Tasks.frontAnswer(t)))
+		out.Data = append(out.Data, videoObject(t, f.Tasks.frontAnswer(r.Context(), t)))
 	}
 	if n := len(out.Data); n > 0 {
 		out.FirstID, out.LastID = &out.Data[0].ID, &out.Data[n-1].ID

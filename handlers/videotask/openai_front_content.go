@@ -62,7 +62,7 @@ func (f *VideosFront) content(w http.ResponseWriter, r *http.Request, id auth.Id
 			LastFrameURL string `json:"last_frame_url"`
 		} `json:"content"`
 	}
-	if err := json.Unmarshal(h.frontAnswer(t), &answer); err != nil {
+	if err := json.Unmarshal(h.frontAnswer(r.Context(), t), &answer); err != nil {
 		return err
 	}
 	if t.Status != StatusSucceeded || answerStatus(answer.Status) != StatusSucceeded {

@@ -44,7 +44,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if t, err = h.current(t); err != nil {
 		return err
 	}
-	writeRaw(w, t.Result)
+	writeRaw(w, h.clientAnswer(r.Context(), t))
 	return nil
 }
 
@@ -80,6 +80,14 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges bool, seen *answerMemo) (storage.Task, error) {
 	if h.Watcher != nil {
 		h.Watcher.forgetCreated(t.ID) // its first poll reads the record this refresh changes
+	}
+	if keepPending(t) {
+		// Succeeded upstream; running here until its result is kept (keep.go).
+		if h.Keep == nil {
+			return h.keepAbandoned(ctx, t)
+		}
+		h.keepSoon(t)
+		return storedAnswer(t), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
@@ -165,8 +173,9 @@ type answerChange struct {
 	hasUpdated  bool
 	// usage, when set, is stored as the record's Usage (an adaptor's report of a finished task).
 	usage json.RawMessage
-	// finished and notify are what the last run of apply decided.
-	finished, notify bool
+	// finished, notify and keeping are what the last run of apply decided; keeping is a
+	// success recorded as a pending copy of its result (keep.go).
+	finished, notify, keeping bool
 }
 
 // newAnswerChange builds the change an answer makes to t, or answers nil when, with
@@ -198,9 +207,10 @@ func (h *Handler) newAnswerChange(t storage.Task, readAt int64, answer map[strin
 // apply is the compare-and-set's change function: it may run more than once, and its last run
 // decides finished and notify.
 func (c *answerChange) apply(cur *storage.Task) error {
-	c.finished, c.notify = false, false
-	// Never go back: a finished record, or one refreshed from a later read, stays.
-	if cur.Finished || storage.Terminal(cur.Status) || cur.RefreshedAt > c.readAt {
+	c.finished, c.notify, c.keeping = false, false, false
+	// Never go back: a finished record, or one refreshed from a later read, stays; so does one
+	// whose result is being kept, which only its copy changes (keep_copy.go).
+	if cur.Finished || storage.Terminal(cur.Status) || cur.RefreshedAt > c.readAt || len(cur.Keep) > 0 {
 		return storage.ErrNoChange
 	}
 	if c.onlyChanges && cur.Status == c.status && bytes.Equal(cur.Result, c.body) {
@@ -213,6 +223,11 @@ func (c *answerChange) apply(cur *storage.Task) error {
 	if c.usage != nil {
 		cur.Usage = c.usage
 	}
+	if c.status == StatusSucceeded && c.h.holdForKeeping(cur, c.body) {
+		c.keeping = true
+		c.notify = c.h.markNotified(cur)
+		return nil
+	}
 	if storage.Terminal(c.status) {
 		c.finished = accounting.MarkFinished(cur)
 	}
@@ -222,7 +237,7 @@ func (c *answerChange) apply(cur *storage.Task) error {
 
 // sideEffects reports whether the stored change calls for a slot release, a refund or a
 // callback.
-func (c *answerChange) sideEffects() bool { return c.finished || c.notify }
+func (c *answerChange) sideEffects() bool { return c.finished || c.notify || c.keeping }
 
 // answerStored completes storeAnswer once the change was stored (or failed with err): it
 // performs the change's side effects, which this caller won, and returns the stored record.
@@ -240,6 +255,9 @@ func (h *Handler) answerStored(ctx context.Context, c *answerChange, stored stor
 	}
 	if c.notify {
 		h.notify(ctx, stored)
+	}
+	if c.keeping {
+		h.keepSoon(stored)
 	}
 	if stored.Unfinished() && stored.Status == c.status && bytes.Equal(stored.Result, c.body) {
 		seen.note(stored.ID, stored.Version, c.fp)
@@ -298,11 +316,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	}
 	items := make([]json.RawMessage, 0, len(page.Tasks))
 	for _, t := range page.Tasks {
-		item := t.Result
-		if len(item) == 0 {
-			item = recordJSON(t)
-		}
-		items = append(items, listItem(item))
+		items = append(items, listItem(h.clientAnswer(r.Context(), t)))
 	}
 	writeJSON(w, map[string]any{"items": items, "total": page.Total})
 	return nil
@@ -375,6 +389,9 @@ func (h *Handler) cancelTask(reqCtx context.Context, id auth.Identity, taskID st
 	t, err := h.owned(reqCtx, id, taskID)
 	if err != nil {
 		return err
+	}
+	if keepPending(t) {
+		return errKeeping // running to its client, and nothing upstream left to cancel
 	}
 	p, ok := h.boundUpstream(t)
 	if !ok {
@@ -476,7 +493,7 @@ func (h *Handler) markNotified(t *storage.Task) bool {
 // query endpoint returns it. If it cannot be queued, Notified is cleared again so that the next
 // refresh retries.
 func (h *Handler) notify(ctx context.Context, t storage.Task) {
-	ev := callbacks.Event{ID: callbacks.EventID(t.ID, t.Status), TaskID: t.ID, Account: t.Account, URL: t.CallbackURL, Body: t.Result}
+	ev := callbacks.Event{ID: callbacks.EventID(t.ID, t.Status), TaskID: t.ID, Account: t.Account, URL: t.CallbackURL, Body: h.clientAnswer(ctx, t)}
 	err := h.Callbacks.Enqueue(ctx, ev)
 	if err == nil {
 		return

@@ -411,6 +411,12 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 			w.untrack(t.ID)
 			continue
 		}
+		if keepPending(t) {
+			// Succeeded upstream; its result's copy is started, taken over or retried here.
+			w.Tasks.keepSoon(t)
+			w.reschedule(t.ID, w.now().Add(w.Interval))
+			continue
+		}
 		if last := time.Unix(0, t.RefreshedAt); w.now().Sub(last) < w.Interval/2 {
 			w.reschedule(t.ID, last.Add(w.Interval)) // a client read it recently
 			continue
