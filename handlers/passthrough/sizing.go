@@ -58,8 +58,11 @@ func positiveNumber(raw json.RawMessage) int64 {
 
 // stringOrEmpty is raw as a string, or "" when it is absent or not a string.
 func stringOrEmpty(raw json.RawMessage) string {
-	var s string
-	if raw == nil || unmarshalString(raw, &s) != nil {
+	if raw == nil {
+		return ""
+	}
+	s, err := stringValue(raw)
+	if err != nil {
 		return ""
 	}
 	return s
