@@ -36,10 +36,25 @@ type holdRecord struct {
 func balanceKey(account string) string { return prefixBalance + account }
 func holdKey(id string) string         { return prefixHold + id }
 func entryKey(account string, n uint64) string {
-	return fmt.Sprintf("%s%s\x00%020d", prefixEntry, account, n)
+	k := make([]byte, 0, len(prefixEntry)+len(account)+21)
+	k = append(append(append(k, prefixEntry...), account...), 0)
+	return string(appendDigits20(k, n))
 }
 func openHoldKey(h Hold) string {
-	return fmt.Sprintf("%s%020d/%s", prefixOpenHold, max(h.Deadline.UnixMicro(), 0), h.ID)
+	k := make([]byte, 0, len(prefixOpenHold)+21+len(h.ID))
+	k = appendDigits20(append(k, prefixOpenHold...), uint64(max(h.Deadline.UnixMicro(), 0)))
+	return string(append(append(k, '/'), h.ID...))
+}
+
+// appendDigits20 appends n in decimal, zero-padded to 20 digits (fmt's %020d, without fmt: these
+// keys are made twice per ledger write).
+func appendDigits20(b []byte, n uint64) []byte {
+	var d [20]byte
+	for i := len(d) - 1; i >= 0; i-- {
+		d[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return append(b, d[:]...)
 }
 
 func txnBalance(txn *badger.Txn, account string) (balanceRecord, error) {

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"hash/fnv"
 	"sync"
 	"sync/atomic"
 )
@@ -25,10 +24,15 @@ type ledgerLocks struct {
 	hints    atomic.Int64
 }
 
+// of is the lock of account's stripe, chosen by the account's 32-bit FNV-1a hash (computed
+// here rather than through hash/fnv, whose hash.Hash allocates on every call).
 func (l *ledgerLocks) of(account string) *sync.Mutex {
-	h := fnv.New32a()
-	h.Write([]byte(account)) // a hash.Hash's Write never fails
-	return &l.stripes[h.Sum32()%ledgerLockStripes]
+	h := uint32(2166136261) // FNV-1a offset basis
+	for i := 0; i < len(account); i++ {
+		h ^= uint32(account[i])
+		h *= 16777619 // FNV prime
+	}
+	return &l.stripes[h%ledgerLockStripes]
 }
 
 // remember notes the account of a hold just taken, unless maxHoldHints are kept already.

@@ -2,6 +2,9 @@ package storage
 
 import (
 	"context"
+	"fmt"
+	"hash/fnv"
+	"math"
 	"testing"
 	"time"
 )
@@ -57,5 +60,29 @@ func TestHoldAccountNotes(t *testing.T) {
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The ledger's keys are those fmt made before: the entry number and the hold's deadline as 20
+// zero-padded digits; the lock stripe is the account's FNV-1a hash.
+func TestLedgerKeysAndStripes(t *testing.T) {
+	var l ledgerLocks
+	for _, n := range []uint64{0, 1, 42, 1e19, math.MaxUint64} {
+		if got, want := entryKey("acme", n), fmt.Sprintf("%s%s\x00%020d", prefixEntry, "acme", n); got != want {
+			t.Errorf("entryKey(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for _, d := range []time.Time{{}, time.Unix(0, 0), time.Date(2026, 11, 27, 3, 0, 0, 123456789, time.UTC)} {
+		h := Hold{ID: "hold_1", Deadline: d}
+		if got, want := openHoldKey(h), fmt.Sprintf("%s%020d/%s", prefixOpenHold, max(d.UnixMicro(), 0), h.ID); got != want {
+			t.Errorf("openHoldKey(%v) = %q, want %q", d, got, want)
+		}
+	}
+	for _, account := range []string{"", "acme", "bench", "a much longer account name é"} {
+		f := fnv.New32a()
+		f.Write([]byte(account)) // a hash.Hash's Write never fails
+		if got, want := l.of(account), &l.stripes[f.Sum32()%ledgerLockStripes]; got != want {
+			t.Errorf("the stripe of %q differs from FNV-1a's", account)
+		}
 	}
 }
