@@ -142,9 +142,16 @@ CFG
 # credit_bench ADMIN: credits the bench account with 1,000,000 through the admin endpoint on that
 # loopback port, which makes the account limited: each hold is then checked against its balance.
 # (A chat request holds about 0.0025 and a create 0.2574: the balance outlasts any bench run.)
+# It tries for as long as wait_ports waits for a port (a gateway's start can be slow on a loaded
+# machine); the credit is idempotent, so a try that was answered late counts once.
 credit_bench() {
-	curl -sf -X POST "http://127.0.0.1:$1/mediagw/accounts/bench/credit" -H 'Idempotency-Key: bench' \
-		-H 'Content-Type: application/json' -d '{"amount": "1000000", "note": "bench"}' >/dev/null
+	for _ in $(seq "${WAIT_TRIES:-100}"); do
+		curl -sf -X POST "http://127.0.0.1:$1/mediagw/accounts/bench/credit" -H 'Idempotency-Key: bench' \
+			-H 'Content-Type: application/json' -d '{"amount": "1000000", "note": "bench"}' >/dev/null && return 0
+		sleep 0.1
+	done
+	echo "crediting the bench account through the admin endpoint 127.0.0.1:$1 failed" >&2
+	return 1
 }
 
 # write_lua: the wrk scripts $work/chat.lua (chat completion), $work/create.lua (task create)

@@ -99,7 +99,8 @@ base_pid=${pids[1]}
 # The gateways: gw_names[i] listens on gw_ports[i] (admin gw_admins[i]) with PID gw_pids[i]. The
 # first is ./caddy's unpriced gateway, which the query, upload, SSE and watcher runs use.
 gw_names=() gw_ports=() gw_admins=() gw_pids=()
-# gateway NAME PORT ADMIN CADDY [priced]: starts one gateway.
+# gateway NAME PORT ADMIN CADDY [priced]: starts one gateway. NAME names its directory under
+# $work and appears in its Caddyfile: no spaces.
 gateway() {
 	gateway_config "$2" "$3" "$1" "${5:-}" >"$work/$1.caddy"
 	CADDY=$4 start 0 "$work/$1.caddy"
@@ -108,8 +109,8 @@ gateway() {
 gateway mediagw $GW $GW_ADMIN ./caddy
 gateway priced 19108 19109 ./caddy priced
 if [ -n "${OLD_CADDY:-}" ]; then
-	gateway "old mediagw" 19110 19111 "$OLD_CADDY"
-	gateway "old priced" 19112 19113 "$OLD_CADDY" priced
+	gateway old-mediagw 19110 19111 "$OLD_CADDY"
+	gateway old-priced 19112 19113 "$OLD_CADDY" priced
 fi
 gw_pid=${gw_pids[0]}
 wait_ports $UP $SIM $BASE $BASE_SIM "${gw_ports[@]}"
