@@ -34,7 +34,8 @@ workdir() {
 }
 cleanup() {
 	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	# A process a script paused (kill -STOP) takes SIGTERM only once it runs again.
+	for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	rm -rf "$work"
 }
@@ -120,6 +121,37 @@ bench_key() {
 			account bench
 		}
 CFG
+}
+
+# bench_prices: price blocks inside the mediagw options for the bench's chat and video models
+# (so that every pass-through request and task create holds its estimate and settles it); use
+# with credit_bench.
+bench_prices() {
+	cat <<CFG
+		currency USD
+		price bench-chat {
+			input_tokens 0.15
+			output_tokens 0.60
+		}
+		price bench-video {
+			video_tokens 2.50
+		}
+CFG
+}
+
+# credit_bench ADMIN: credits the bench account with 1,000,000 through the admin endpoint on that
+# loopback port, which makes the account limited: each hold is then checked against its balance.
+# (A chat request holds about 0.0025 and a create 0.2574: the balance outlasts any bench run.)
+# It tries for as long as wait_ports waits for a port (a gateway's start can be slow on a loaded
+# machine); the credit is idempotent, so a try that was answered late counts once.
+credit_bench() {
+	for _ in $(seq "${WAIT_TRIES:-100}"); do
+		curl -sf -X POST "http://127.0.0.1:$1/mediagw/accounts/bench/credit" -H 'Idempotency-Key: bench' \
+			-H 'Content-Type: application/json' -d '{"amount": "1000000", "note": "bench"}' >/dev/null && return 0
+		sleep 0.1
+	done
+	echo "crediting the bench account through the admin endpoint 127.0.0.1:$1 failed" >&2
+	return 1
 }
 
 # write_lua: the wrk scripts $work/chat.lua (chat completion), $work/create.lua (task create)

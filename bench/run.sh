@@ -4,12 +4,21 @@
 #
 #   bench/run.sh                 # 10 s per load run
 #   DURATION=30s bench/run.sh
-#   ONLY=passthrough bench/run.sh            # only the pass-through pairs (32 and 1 connections)
+#   ONLY=passthrough bench/run.sh            # only the pass-through runs (32 and 1 connections)
+#   ONLY=create bench/run.sh                 # only the pass-through runs at 32 connections and the
+#                                            # task creates
 #   PROFILE=/tmp/prof bench/run.sh           # also write the gateway's CPU and allocation profiles
 #                                            # of one 32-connection mediagw run into that directory
+#   OLD_CADDY=/tmp/caddy-old bench/run.sh    # also run gateways of another build (e.g. the
+#                                            # commit before a change), interleaved with ./caddy's
 #
-# Everything runs on loopback. The gateway (or the baseline Caddy) is pinned to CPU 0; wrk and the
-# upstreams to CPU 1, so the two proxies get the same CPU budget. Every load run is bounded by
+# Two gateways of each build run: "mediagw" with no prices (its account never credited, so no
+# ledger write), and "priced" with a price for the chat and the video model and its account
+# credited, so that every pass-through request and every create holds its estimate against the
+# balance and settles or releases it.
+#
+# Everything runs on loopback. The gateways and the baseline Caddy are pinned to CPU 0; wrk and the
+# upstreams to CPU 1, so the proxies get the same CPU budget. Every load run is bounded by
 # DURATION; the upload run by its size.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -49,23 +58,27 @@ http://127.0.0.1:$BASE_SIM {
 }
 CFG
 
-# The gateway runs with every observability feature on: metrics (always counted), and usage
-# records routed to their own file by Caddy's log configuration, through mediagw_buffered.
-cat >"$work/gateway.caddy" <<CFG
+# gateway_config PORT ADMIN NAME [priced]: a gateway with every observability feature on:
+# metrics (always counted), and usage records routed to their own file by Caddy's log
+# configuration, through mediagw_buffered. Its store and usage log are under $work/NAME.
+gateway_config() {
+	mkdir -p "$work/$3"
+	cat <<CFG
 {
-	admin 127.0.0.1:$GW_ADMIN
+	admin 127.0.0.1:$2
 	persist_config off
-$(usage_log "$work")
+$(usage_log "$work/$3")
 	mediagw {
-		storage badger $work/store
+		storage badger $work/$3/store
 $(provider chat "http://127.0.0.1:$UP/v1" bench-chat)
 $(provider sim "http://127.0.0.1:$SIM/api/v3" bench-video)
 $(provider sim-openai "http://127.0.0.1:$SIM/v1" bench-whisper)
 $(provider sse "http://127.0.0.1:$SSE/v1" bench-sse)
 $(bench_key)
+$([ -z "${4:-}" ] || bench_prices)
 	}
 }
-http://127.0.0.1:$GW {
+http://127.0.0.1:$1 {
 	route {
 		mediagw_auth
 		mediagw_video_tasks /api/v3/contents/generations/tasks*
@@ -78,28 +91,50 @@ http://127.0.0.1:$GW {
 	}
 }
 CFG
+}
 
 start 1 "$work/upstream.caddy"
 start 0 "$work/baseline.caddy"
-start 0 "$work/gateway.caddy"
-base_pid=${pids[1]} gw_pid=${pids[2]}
-wait_ports $UP $SIM $BASE $BASE_SIM $GW
+base_pid=${pids[1]}
+# The gateways: gw_names[i] listens on gw_ports[i] (admin gw_admins[i]) with PID gw_pids[i]. The
+# first is ./caddy's unpriced gateway, which the query, upload, SSE and watcher runs use.
+gw_names=() gw_ports=() gw_admins=() gw_pids=()
+# gateway NAME PORT ADMIN CADDY [priced]: starts one gateway. NAME names its directory under
+# $work and appears in its Caddyfile: no spaces.
+gateway() {
+	gateway_config "$2" "$3" "$1" "${5:-}" >"$work/$1.caddy"
+	CADDY=$4 start 0 "$work/$1.caddy"
+	gw_names+=("$1") gw_ports+=("$2") gw_admins+=("$3") gw_pids+=("${pids[-1]}")
+}
+gateway mediagw $GW $GW_ADMIN ./caddy
+gateway priced 19108 19109 ./caddy priced
+if [ -n "${OLD_CADDY:-}" ]; then
+	gateway old-mediagw 19110 19111 "$OLD_CADDY"
+	gateway old-priced 19112 19113 "$OLD_CADDY" priced
+fi
+gw_pid=${gw_pids[0]}
+wait_ports $UP $SIM $BASE $BASE_SIM "${gw_ports[@]}"
+for i in "${!gw_names[@]}"; do
+	[[ ${gw_names[$i]} != *priced ]] || credit_bench "${gw_admins[$i]}"
+done
 
 write_lua
 
 # load NAME URL SCRIPT CONNS [PID ADMIN]: one wrk run, printed as "NAME req/s p50 p99"; with PID
 # and ADMIN (the proxy's admin port), also the proxy's CPU time and heap allocations per request,
 # which other load on a shared machine disturbs far less than throughput does. With PROFILE and
-# PROF=1 in the environment, the run is profiled (CPU, and allocations over the run).
+# PROF=1 in the environment, the run is profiled (CPU, and allocations over the run) into
+# $PROFILE/NAME-cpu.pb.gz and NAME-allocs-{before,after}.pb.gz (spaces in NAME as dashes).
 load() {
-	local out before=0 after=0 m0=0 m1=0 prof=""
+	local out before=0 after=0 m0=0 m1=0 prof="" pre=""
 	if [ -n "${5:-}" ]; then
 		before=$(cputicks "$5") m0=$(mallocs "$6")
 	fi
 	if [ -n "$PROFILE" ] && [ "${PROF:-}" = 1 ]; then
 		mkdir -p "$PROFILE"
-		curl -sf -o "$PROFILE/allocs-before.pb.gz" "http://127.0.0.1:$6/debug/pprof/allocs"
-		curl -sf -o "$PROFILE/cpu.pb.gz" "http://127.0.0.1:$6/debug/pprof/profile?seconds=${DURATION%s}" &
+		pre=$PROFILE/${1// /-}
+		curl -sf -o "$pre-allocs-before.pb.gz" "http://127.0.0.1:$6/debug/pprof/allocs"
+		curl -sf -o "$pre-cpu.pb.gz" "http://127.0.0.1:$6/debug/pprof/profile?seconds=${DURATION%s}" &
 		prof=$!
 	fi
 	out=$(taskset -c 1 wrk -t1 -c"$4" -d"$DURATION" --latency -s "$3" "$2")
@@ -108,7 +143,7 @@ load() {
 	fi
 	if [ -n "$prof" ]; then
 		wait "$prof"
-		curl -sf -o "$PROFILE/allocs-after.pb.gz" "http://127.0.0.1:$6/debug/pprof/allocs"
+		curl -sf -o "$pre-allocs-after.pb.gz" "http://127.0.0.1:$6/debug/pprof/allocs"
 	fi
 	if [ -n "${5:-}" ] && grep -q "Non-2xx" <<<"$out"; then
 		echo "$1: some answers were not 2xx:" >&2
@@ -126,37 +161,57 @@ load() {
 }
 
 echo "machine: $(nproc) cores, $(cpu_model), $(go_version)"
-echo "load: wrk, $DURATION per run; load average $(loadavg)"
+echo "load: wrk, $DURATION per run; load average $(loadavg); gateways: ${gw_names[*]}"
 echo
-# alternate NAME CONNS: the pass-through pair, run baseline, mediagw, mediagw, baseline, so that
-# drift on a shared machine weighs on both sides alike.
+# alternate NAME CONNS [PROF]: the pass-through runs: the baseline, each gateway in turn, each
+# again in the reverse order, the baseline again, so that drift on a shared machine weighs on
+# every side alike. With PROF=1 the second run of each gateway is profiled (see load).
 alternate() {
-	local base="http://127.0.0.1:$BASE/v1/chat/completions" gw="http://127.0.0.1:$GW/v1/chat/completions"
+	local base="http://127.0.0.1:$BASE/v1/chat/completions" i order
 	echo "== pass-through chat (POST /v1/chat/completions), $1"
 	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2" "$base_pid" $BASE_ADMIN
-	load "mediagw auth+route+reverse_proxy" "$gw" "$work/chat.lua" "$2" "$gw_pid" $GW_ADMIN
-	PROF=${3:-} load "mediagw auth+route+reverse_proxy" "$gw" "$work/chat.lua" "$2" "$gw_pid" $GW_ADMIN
+	order=("${!gw_names[@]}")
+	for i in "${order[@]}"; do
+		load "${gw_names[$i]} pass-through" "http://127.0.0.1:${gw_ports[$i]}/v1/chat/completions" "$work/chat.lua" "$2" "${gw_pids[$i]}" "${gw_admins[$i]}"
+	done
+	for ((i = ${#order[@]} - 1; i >= 0; i--)); do
+		PROF=${3:-} load "${gw_names[$i]} pass-through" "http://127.0.0.1:${gw_ports[$i]}/v1/chat/completions" "$work/chat.lua" "$2" "${gw_pids[$i]}" "${gw_admins[$i]}"
+	done
 	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2" "$base_pid" $BASE_ADMIN
 }
-# Warm both proxies up first (connection pools, heap size) without measuring.
-warm 1 "$CONNS" "$work/chat.lua" "http://127.0.0.1:$BASE/v1/chat/completions" "http://127.0.0.1:$GW/v1/chat/completions"
+# Warm every proxy up first (connection pools, heap size) without measuring.
+warm_urls=("http://127.0.0.1:$BASE/v1/chat/completions")
+for p in "${gw_ports[@]}"; do warm_urls+=("http://127.0.0.1:$p/v1/chat/completions"); done
+warm 1 "$CONNS" "$work/chat.lua" "${warm_urls[@]}"
 alternate "$CONNS connections" "$CONNS" 1
-alternate "1 connection (latency)" 1
-echo "usage records written by the gateway so far: $(wc -l <"$work/usage.log")"
+[ "$ONLY" = create ] || alternate "1 connection (latency)" 1
+echo "usage records written by the first gateway so far: $(wc -l <"$work/mediagw/usage.log")"
 if [ -n "$PROFILE" ]; then
-	echo "profiles of the second 32-connection mediagw run: $PROFILE/cpu.pb.gz, allocations: go tool pprof -sample_index=alloc_objects -diff_base $PROFILE/allocs-before.pb.gz ./caddy $PROFILE/allocs-after.pb.gz"
+	echo "profiles of each gateway's second 32-connection run and its create run in $PROFILE: NAME-cpu.pb.gz; allocations: go tool pprof -sample_index=alloc_objects -diff_base NAME-allocs-before.pb.gz ./caddy NAME-allocs-after.pb.gz"
 fi
 [ "$ONLY" = passthrough ] && exit 0
 
-# Task create: the baseline first, then the gateway, once each. (Not alternated like the
-# pass-through pairs: after a create run the gateway's watcher keeps polling every task it
-# created, on the core the baseline shares, so a baseline run after it would be slowed by the
-# gateway's work.) Both print their CPU time and allocations per request.
+# Task create: the baseline first, then each gateway once. (Not alternated like the pass-through
+# runs: after a create run a gateway's watcher keeps polling every task it created. So that it
+# does not take the core from the runs after it, each gateway is paused (SIGSTOP) outside its own
+# create run; every gateway but the first is stopped after the create runs.) Each run prints its
+# CPU time and allocations per request.
 echo "== video task create (POST …/tasks), $CONNS connections"
+pause_gateways() { for p in "${gw_pids[@]}"; do kill -STOP "$p"; done; }
+pause_gateways
 load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS" "$base_pid" $BASE_ADMIN
 b1=$last_rps
-load "mediagw create (fsync'd record)" "http://127.0.0.1:$GW/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS" "$gw_pid" $GW_ADMIN
-awk -v b="$b1" -v g="$last_rps" 'BEGIN {printf "task create: mediagw / baseline = %.3f\n", g / b}'
+for i in "${!gw_names[@]}"; do
+	kill -CONT "${gw_pids[$i]}"
+	PROF=1 load "${gw_names[$i]} create" "http://127.0.0.1:${gw_ports[$i]}/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS" "${gw_pids[$i]}" "${gw_admins[$i]}"
+	awk -v b="$b1" -v g="$last_rps" -v n="${gw_names[$i]}" 'BEGIN {printf "task create: %s / baseline = %.3f\n", n, g / b}'
+	kill -STOP "${gw_pids[$i]}"
+done
+for i in "${!gw_pids[@]}"; do
+	kill -CONT "${gw_pids[$i]}"
+	[ "$i" = 0 ] || kill "${gw_pids[$i]}"
+done
+[ "$ONLY" = create ] && exit 0
 
 id=$(newtask "http://127.0.0.1:$GW/api/v3/contents/generations/tasks")
 echo "== video task query (GET …/tasks/$id), $CONNS connections"

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -19,18 +17,6 @@ import (
 // Transactions of one account are serialised by a lock (ledgerLocks) from before they start to
 // their commit, so that concurrent holds against one balance queue instead of conflicting and
 // starting over; they still share disk syncs.
-
-// ledgerLockStripes is the number of locks the accounts share.
-const ledgerLockStripes = 64
-
-// ledgerLocks serialise the ledger transactions of each account (Badger serves one process).
-type ledgerLocks [ledgerLockStripes]sync.Mutex
-
-func (l *ledgerLocks) of(account string) *sync.Mutex {
-	h := fnv.New32a()
-	h.Write([]byte(account)) // a hash.Hash's Write never fails
-	return &l[h.Sum32()%ledgerLockStripes]
-}
 
 // balanceRecord is an account's balance and the number of its entries.
 type balanceRecord struct {
@@ -50,10 +36,25 @@ type holdRecord struct {
 func balanceKey(account string) string { return prefixBalance + account }
 func holdKey(id string) string         { return prefixHold + id }
 func entryKey(account string, n uint64) string {
-	return fmt.Sprintf("%s%s\x00%020d", prefixEntry, account, n)
+	k := make([]byte, 0, len(prefixEntry)+len(account)+21)
+	k = append(append(append(k, prefixEntry...), account...), 0)
+	return string(appendDigits20(k, n))
 }
 func openHoldKey(h Hold) string {
-	return fmt.Sprintf("%s%020d/%s", prefixOpenHold, max(h.Deadline.UnixMicro(), 0), h.ID)
+	k := make([]byte, 0, len(prefixOpenHold)+21+len(h.ID))
+	k = appendDigits20(append(k, prefixOpenHold...), uint64(max(h.Deadline.UnixMicro(), 0)))
+	return string(append(append(k, '/'), h.ID...))
+}
+
+// appendDigits20 appends n in decimal, zero-padded to 20 digits (fmt's %020d, without fmt: these
+// keys are made twice per ledger write).
+func appendDigits20(b []byte, n uint64) []byte {
+	var d [20]byte
+	for i := len(d) - 1; i >= 0; i-- {
+		d[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return append(b, d[:]...)
 }
 
 func txnBalance(txn *badger.Txn, account string) (balanceRecord, error) {
@@ -161,6 +162,7 @@ func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerE
 	if err != nil {
 		return Hold{}, LedgerEntry{}, err
 	}
+	b.ledger.remember(rec.Hold.ID, rec.Hold.Account)
 	return rec.Hold, rec.Entry, nil
 }
 
@@ -177,7 +179,7 @@ func (b *Badger) Release(ctx context.Context, holdID, reason string, now time.Ti
 
 // endHold settles (charging charged) or releases an open hold.
 func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind, note string, now time.Time) (LedgerEntry, error) {
-	h, err := b.HoldByID(ctx, holdID) // for its account, which never changes
+	account, err := b.holdAccount(ctx, holdID) // for its lock
 	if err != nil {
 		return LedgerEntry{}, err
 	}
@@ -220,7 +222,10 @@ func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind
 			}
 		}
 		return setJSON(txn, holdKey(holdID), rec, 0)
-	}, true, b.ledger.of(h.Account))
+	}, true, b.ledger.of(account))
+	if err == nil || errors.Is(err, ErrHoldEnded) {
+		b.ledger.forget(holdID)
+	}
 	return e, err
 }
 
@@ -234,7 +239,7 @@ func budgetCounterTTL(txn *badger.Txn, counter string) time.Duration {
 }
 
 func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
-	h, err := b.HoldByID(ctx, holdID)
+	account, err := b.holdAccount(ctx, holdID) // for its lock
 	if err != nil {
 		return err
 	}
@@ -256,7 +261,7 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 		}
 		rec.Hold.Bound, rec.Hold.Ref = true, taskID
 		return setJSON(txn, holdKey(holdID), rec, 0)
-	}, true, b.ledger.of(h.Account))
+	}, true, b.ledger.of(account))
 }
 
 func (b *Badger) HoldByID(ctx context.Context, holdID string) (Hold, error) {

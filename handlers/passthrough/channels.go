@@ -27,8 +27,10 @@ var (
 // 503 with Retry-After.
 func (rt *Router) dispatch(r *http.Request, account string, route *Route) error {
 	p := route.Provider
-	order := []*providers.Upstream{route.BoundTo}
-	if route.BoundTo == nil {
+	var order []*providers.Upstream
+	if route.BoundTo != nil {
+		order = []*providers.Upstream{route.BoundTo}
+	} else {
 		var wait time.Duration
 		if order, wait = p.Order(account); len(order) == 0 {
 			return providers.NoUpstream(p, wait)

@@ -62,10 +62,11 @@ func queryNames(rawQuery, name string) bool {
 	return false
 }
 
-// unmarshalString decodes a JSON value that must be a string, as json.Unmarshal into a string
+// stringValue decodes a JSON value that must be a string, as json.Unmarshal into a string
 // does. A string without escapes, control characters or invalid UTF-8 (nearly every model id) is
-// taken as it stands; anything else goes through json.Unmarshal.
-func unmarshalString(raw json.RawMessage, s *string) error {
+// taken as it stands; anything else goes through json.Unmarshal. (It returns the string rather
+// than filling a pointer, so that the fast path allocates nothing but the string.)
+func stringValue(raw json.RawMessage) (string, error) {
 	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
 		inner := raw[1 : n-1]
 		plain := true
@@ -76,9 +77,10 @@ func unmarshalString(raw json.RawMessage, s *string) error {
 			}
 		}
 		if plain && utf8.Valid(inner) {
-			*s = string(inner)
-			return nil
+			return string(inner), nil
 		}
 	}
-	return json.Unmarshal(raw, s)
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
 }

@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// unmarshalString must agree with json.Unmarshal into a string on every input: the same value,
+// stringValue must agree with json.Unmarshal into a string on every input: the same value,
 // or an error on the same inputs.
-func FuzzUnmarshalString(f *testing.F) {
+func FuzzStringValue(f *testing.F) {
 	for _, seed := range []string{
 		`"gpt-4o-mini"`, `""`, `"a\"b"`, `"\u0041"`, `"tab	in"`, "\"\xff\"", `"é"`, `null`, `12`,
 		`"unterminated`, `"`, `"a"b"`, ` "padded" `, `{"model":"x"}`, `["x"]`,
@@ -16,11 +16,11 @@ func FuzzUnmarshalString(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var got, want string
-		gotErr := unmarshalString(raw, &got)
+		var want string
+		got, gotErr := stringValue(raw)
 		wantErr := json.Unmarshal(raw, &want)
 		if (gotErr == nil) != (wantErr == nil) || got != want {
-			t.Fatalf("unmarshalString(%q) = %q, %v; json.Unmarshal: %q, %v", raw, got, gotErr, want, wantErr)
+			t.Fatalf("stringValue(%q) = %q, %v; json.Unmarshal: %q, %v", raw, got, gotErr, want, wantErr)
 		}
 	})
 }

@@ -155,33 +155,50 @@ func extending(ep Endpoint) Endpoint {
 	return ep
 }
 
-// match reports whether the endpoint serves method and path, and returns its parameters.
+// match reports whether the endpoint serves method and path, and returns its parameters. It
+// runs for every endpoint before the one that serves a request, so it walks the two paths
+// segment by segment without splitting them, and makes the parameter map only on a match.
 func (e Endpoint) match(method, path string) (params map[string]string, ok bool) {
-	if method != e.Method {
+	if method != e.Method || !matchSegments(e.Path, path, nil) {
 		return nil, false
 	}
-	want, got := strings.Split(e.Path, "/"), strings.Split(path, "/")
-	if len(want) != len(got) {
-		return nil, false
-	}
-	for i, w := range want {
-		if !strings.HasPrefix(w, "{") {
-			if w != got[i] {
-				return nil, false
-			}
-			continue
-		}
-		name, suffix, _ := strings.Cut(w[1:], "}")
-		value, found := strings.CutSuffix(got[i], suffix)
-		if !found || value == "" || strings.Contains(value, ":") {
-			return nil, false
-		}
-		if params == nil {
-			params = map[string]string{}
-		}
-		params[name] = value
+	if strings.Contains(e.Path, "{") {
+		params = map[string]string{}
+		matchSegments(e.Path, path, params)
 	}
 	return params, true
+}
+
+// matchSegments reports whether path has the segments of pattern (split at "/", the same number
+// of them), each equal to the pattern's or, for a pattern segment {name}suffix, a value that ends
+// with suffix, is not empty without it and holds no ':'. Into a non-nil params it puts each
+// parameter's value, a later one of the same name replacing an earlier one.
+func matchSegments(pattern, path string, params map[string]string) bool {
+	for {
+		want, wantRest, wantMore := strings.Cut(pattern, "/")
+		got, gotRest, gotMore := strings.Cut(path, "/")
+		if wantMore != gotMore {
+			return false // a different number of segments
+		}
+		if !strings.HasPrefix(want, "{") {
+			if want != got {
+				return false
+			}
+		} else {
+			name, suffix, _ := strings.Cut(want[1:], "}")
+			value, found := strings.CutSuffix(got, suffix)
+			if !found || value == "" || strings.Contains(value, ":") {
+				return false
+			}
+			if params != nil {
+				params[name] = value
+			}
+		}
+		if !wantMore {
+			return true
+		}
+		pattern, path = wantRest, gotRest
+	}
 }
 
 // endpoint finds the endpoint that serves a request: the capabilities first, then the operator's.

@@ -318,8 +318,8 @@ func jsonModel(fields map[string]json.RawMessage) (string, error) {
 	if !ok || string(raw) == "null" {
 		return "", errNoModel
 	}
-	var model string
-	if err := unmarshalString(raw, &model); err != nil {
+	model, err := stringValue(raw)
+	if err != nil {
 		return "", errModelType
 	}
 	if model == "" {

@@ -23,20 +23,47 @@ func sizing(ep Endpoint, fields map[string]json.RawMessage, bodyBytes int) billi
 		}
 	}
 	q.N = positiveInt(fields["n"])
-	if json.Unmarshal(fields["size"], &q.ImageSize) != nil {
-		q.ImageSize = ""
-	}
-	if json.Unmarshal(fields["quality"], &q.ImageQuality) != nil {
-		q.ImageQuality = ""
-	}
+	q.ImageSize = stringOrEmpty(fields["size"])
+	q.ImageQuality = stringOrEmpty(fields["quality"])
 	return q
 }
 
-// positiveInt is raw as a positive integer, or 0.
+// positiveInt is raw as a positive integer, or 0. A field that is absent (the usual case)
+// or a plain run of digits is read without encoding/json.
 func positiveInt(raw json.RawMessage) int64 {
+	if raw == nil {
+		return 0
+	}
+	if len(raw) <= 18 { // 18 digits cannot overflow an int64
+		var n int64
+		for _, c := range raw {
+			if c < '0' || c > '9' {
+				return positiveNumber(raw)
+			}
+			n = n*10 + int64(c-'0')
+		}
+		return n
+	}
+	return positiveNumber(raw)
+}
+
+// positiveNumber is positiveInt through encoding/json: raw as a positive integer, or 0.
+func positiveNumber(raw json.RawMessage) int64 {
 	var n int64
-	if raw == nil || json.Unmarshal(raw, &n) != nil || n < 0 {
+	if json.Unmarshal(raw, &n) != nil || n < 0 {
 		return 0
 	}
 	return n
+}
+
+// stringOrEmpty is raw as a string, or "" when it is absent or not a string.
+func stringOrEmpty(raw json.RawMessage) string {
+	if raw == nil {
+		return ""
+	}
+	s, err := stringValue(raw)
+	if err != nil {
+		return ""
+	}
+	return s
 }

@@ -1,6 +1,7 @@
 package passthrough
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"strings"
@@ -48,4 +49,29 @@ func TestRouteSizing(t *testing.T) {
 			t.Errorf("%s: %v, want 400", body, err)
 		}
 	}
+}
+
+// FuzzSizingValues holds the readers of the priced fields to encoding/json's reading of the
+// same (valid) JSON value: a positive int64, or 0; a string, or "".
+func FuzzSizingValues(f *testing.F) {
+	for _, s := range []string{`0`, `7`, `300`, `-1`, `1.5`, `1e3`, `999999999999999999`, `9223372036854775807`,
+		`9223372036854775808`, `"high"`, `"a\u0041"`, `null`, `true`, `{}`, `[1]`, `""`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		raw := json.RawMessage(value)
+		if !json.Valid(raw) {
+			return
+		}
+		if got, want := positiveInt(raw), positiveNumber(raw); got != want {
+			t.Errorf("positiveInt(%s) = %d, encoding/json reads %d", value, got, want)
+		}
+		var want string
+		if json.Unmarshal(raw, &want) != nil {
+			want = ""
+		}
+		if got := stringOrEmpty(raw); got != want {
+			t.Errorf("stringOrEmpty(%s) = %q, encoding/json reads %q", value, got, want)
+		}
+	})
 }

@@ -15,8 +15,17 @@ import (
 // comes first three times as often as one of weight 1). Upstreams in cooldown, or where the
 // account backs off, are left out. When none is left, Order returns none and the time until the
 // first may serve again.
+//
+// The slice may be the provider's own (for a provider of one upstream): read it, never change it.
 func (p *Provider) Order(account string) ([]*Upstream, time.Duration) {
 	now := p.health.now()
+	if len(p.Upstreams) == 1 {
+		// The usual provider: nothing to order, and no copy to make.
+		if until := p.health.coolingUntil(p.Upstreams[0], account); until.After(now) {
+			return nil, until.Sub(now)
+		}
+		return p.Upstreams[:1:1], 0
+	}
 	healthy := make([]*Upstream, 0, len(p.Upstreams))
 	var soonest time.Time
 	for _, u := range p.Upstreams {

@@ -89,8 +89,10 @@ func members(data []byte, fields []string, all bool) (map[string]json.RawMessage
 	}
 	values := make(map[string]json.RawMessage)
 	// The keys seen so far, for the repeat check: a short list for the usual object, a set
-	// past a few keys.
-	var few [16]string
+	// past a few keys. A key is kept as bytes (for a plain key, the bytes of data itself), and
+	// made a string only where one outlives the loop (an error, a key of All's map): most
+	// bodies are checked without allocating for their keys.
+	var few [16][]byte
 	n := 0
 	var seen map[string]bool
 	s.space()
@@ -99,8 +101,7 @@ func members(data []byte, fields []string, all bool) (map[string]json.RawMessage
 	}
 	for {
 		s.space()
-		raw := s.str()
-		key, clear := decodeKey(raw)
+		key, clear := keyBytes(s.str())
 		s.space()
 		s.consume(':')
 		s.space()
@@ -109,34 +110,35 @@ func members(data []byte, fields []string, all bool) (map[string]json.RawMessage
 		value := data[start:s.pos]
 		if !clear {
 			// Name the checked field the key would become if a decoder dropped what is unclear.
-			return nil, &Error{Problem: Unclear, Key: key, Field: fieldFor(strings.Map(dropUnclear, key), fields)}
+			k := string(key)
+			return nil, &Error{Problem: Unclear, Key: k, Field: fieldFor(strings.Map(dropUnclear, k), fields)}
 		}
 		if n < len(few) {
-			if slices.Contains(few[:n], key) {
-				return nil, &Error{Problem: Repeated, Key: key, Field: fieldFor(key, fields)}
+			if slices.ContainsFunc(few[:n], func(k []byte) bool { return string(k) == string(key) }) {
+				return nil, repeatedKey(string(key), fields)
 			}
 			few[n], n = key, n+1
 		} else {
 			if seen == nil {
 				seen = make(map[string]bool, 2*len(few))
 				for _, k := range few {
-					seen[k] = true
+					seen[string(k)] = true
 				}
 			}
-			if seen[key] {
-				return nil, &Error{Problem: Repeated, Key: key, Field: fieldFor(key, fields)}
+			if seen[string(key)] {
+				return nil, repeatedKey(string(key), fields)
 			}
-			seen[key] = true
+			seen[string(key)] = true
 		}
 		for _, f := range fields {
-			if key == f {
+			if string(key) == f {
 				values[f] = value
-			} else if strings.EqualFold(key, f) {
-				return nil, &Error{Problem: Case, Key: key, Field: f}
+			} else if equalFold(key, f) {
+				return nil, &Error{Problem: Case, Key: string(key), Field: f}
 			}
 		}
 		if all {
-			values[key] = value
+			values[string(key)] = value
 		}
 		s.space()
 		if s.consume('}') {
@@ -144,6 +146,56 @@ func members(data []byte, fields []string, all bool) (map[string]json.RawMessage
 		}
 		s.consume(',')
 	}
+}
+
+// keyBytes is decodeKey as bytes: for a plain key (the usual one), the bytes between the quotes
+// of raw itself, without a copy.
+func keyBytes(raw []byte) (key []byte, clear bool) {
+	if inner := raw[1 : len(raw)-1]; plainASCII(inner) {
+		return inner, true
+	}
+	k, clear := decodeKey(raw)
+	return []byte(k), clear
+}
+
+// equalFold is strings.EqualFold of key and field, without making key a string: an ASCII key
+// against an ASCII field is compared here; anything else goes through strings.EqualFold (which
+// folds the Kelvin sign and the long s too).
+func equalFold(key []byte, field string) bool {
+	if !asciiOnly(key) || !asciiOnly(field) {
+		return strings.EqualFold(string(key), field)
+	}
+	if len(key) != len(field) {
+		return false
+	}
+	for i := range len(key) {
+		a, b := key[i], field[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiOnly reports whether b holds only ASCII bytes.
+func asciiOnly[T string | []byte](b T) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// repeatedKey is the error of a key that appears twice.
+func repeatedKey(key string, fields []string) error {
+	return &Error{Problem: Repeated, Key: key, Field: fieldFor(key, fields)}
 }
 
 // Check applies the rule of Members and keeps no values.

@@ -198,3 +198,30 @@ func isProblem(err error, problem string) bool {
 	e, ok := errors.AsType[*Error](err)
 	return ok && e.Problem == problem
 }
+
+// equalFold must be strings.EqualFold, for every key and field.
+func FuzzEqualFold(f *testing.F) {
+	for _, seed := range [][2]string{{"model", "model"}, {"Model", "model"}, {"MODEL", "model"}, {"\u212a", "k"},
+		{"max_tokens", "max_Tokens"}, {"ſize", "size"}, {"modeł", "model"}, {"", ""}, {"n", "N"}, {"@", "`"}, {"[", "{"}} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, key, field string) {
+		if got, want := equalFold([]byte(key), field), strings.EqualFold(key, field); got != want {
+			t.Fatalf("equalFold(%q, %q) = %v, strings.EqualFold %v", key, field, got, want)
+		}
+	})
+}
+
+// Checking a body's keys allocates nothing for its plain keys: only the map of the checked
+// members (and its first group) is made, however many keys the object has.
+func TestMembersAllocations(t *testing.T) {
+	body := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"stream":true,"temperature":0.2,"max_tokens":300}`)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := Members(body, "model", "max_tokens", "max_completion_tokens", "n", "size", "quality"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 2 {
+		t.Errorf("%.0f allocations, want at most 2", allocs)
+	}
+}
