@@ -3,6 +3,7 @@ package keyadmin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -149,6 +150,10 @@ func (h *Handler) Credit(ctx context.Context, account string, req CreditRequest)
 		return CreditAnswer{}, fail(http.StatusBadRequest, `a negative amount takes money from the balance: send it with "adjust": true`)
 	}
 	e, err := h.Store.Credit(ctx, storage.Credit{Account: account, Amount: amount, Note: req.Note, IdempotencyKey: key}, h.now())
+	if errors.Is(err, storage.ErrBalanceBound) {
+		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("a credit of %s would take the balance past %s either way, the most the ledger holds; nothing was credited",
+			money.Format(amount), money.Format(storage.MaxAmount)))
+	}
 	if err != nil {
 		return CreditAnswer{}, err
 	}
