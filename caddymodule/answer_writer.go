@@ -9,9 +9,9 @@ import (
 	"github.com/mediagw/mediagw/handlers/usage"
 )
 
-// answerWriter passes a proxied answer through unchanged while remembering its status and reading
-// the token usage it reports, as it streams by (see usage.Sniffer). Flushing and the rest pass
-// through the wrapper.
+// answerWriter passes a proxied answer through, without the provider's Set-Cookie, while
+// remembering its status and reading the token usage it reports, as it streams by (see
+// usage.Sniffer). Flushing and the rest pass through the wrapper.
 type answerWriter struct {
 	*caddyhttp.ResponseWriterWrapper
 	status  int
@@ -31,6 +31,10 @@ func newAnswerWriter(w http.ResponseWriter) *answerWriter {
 func (w *answerWriter) WriteHeader(status int) {
 	if w.status == 0 && status >= 200 {
 		w.status = status
+		// A provider's cookies (load balancer affinity, bot checks) belong to the operator's
+		// session with it, not to a tenant, and cookies ignore ports: one set on the gateway's
+		// host would reach the console too.
+		w.Header().Del("Set-Cookie")
 		mt, err := w.Header().Get("Content-Type"), error(nil)
 		if mt != "application/json" && mt != "text/event-stream" { // the common ones need no parsing
 			mt, _, err = mime.ParseMediaType(mt)

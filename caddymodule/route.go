@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -163,6 +164,13 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 			return nil
 		}
 	}
+	if route.Slot, err = h.takeSlot(r.Context(), id, route); err != nil {
+		charge.Refund()
+		hold.Release("refused: too many active tasks")
+		entry.Refused()
+		apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
+		return nil
+	}
 	repl := replacer(r)
 	sw := newAnswerWriter(w)
 	sw.placeholders = routePlaceholders{model: route.Model, provider: route.Provider.Name, upstream: route.Dispatch.First()}
@@ -173,6 +181,10 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		created = h.router.Created(sw, r, id, route)
 		out = created
 	}
+	watch := h.router.WatchObject(out, route)
+	if watch != nil {
+		out = watch
+	}
 	err = h.proxy(providers.WithDispatch(r.Context(), route.Dispatch), out, r, next, route.Provider.Name)
 	// A client that went away after the request was forwarded is not refunded, and an object
 	// the upstream created meanwhile is still recorded as its account's: the upstream may well
@@ -180,6 +192,12 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	clientGone := r.Context().Err() != nil || sw.status == 499
 	if created != nil && (err == nil || clientGone) {
 		created.Finish()
+	}
+	if created == nil || !created.KeptSlot() {
+		route.Slot.Release() // no object was recorded to hold it
+	}
+	if watch != nil && err == nil {
+		h.objectFinished(r.Context(), watch)
 	}
 	tokens := sw.sniffer.Tokens()
 	entry.AddTokens(tokens)
@@ -201,6 +219,41 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion})))
 	}
 	return err
+}
+
+// takeSlot takes an active-task slot for a create that makes an asynchronous object (see
+// passthrough.Route.TakesSlot). At the key's limit it first gives back the slots of the key's
+// objects whose lease has ended, then tries once more.
+func (h *RouteHandler) takeSlot(ctx context.Context, id auth.Identity, route passthrough.Route) (accounting.Slot, error) {
+	if !route.TakesSlot() {
+		return accounting.Slot{}, nil
+	}
+	slot, err := h.accountant.StartTask(ctx, id)
+	if e, ok := errors.AsType[*apierror.Error](err); !ok || e.Code != "too_many_active_tasks" {
+		return slot, err
+	}
+	ended, sweepErr := h.router.EndLapsedSlots(ctx, id)
+	for _, t := range ended {
+		h.accountant.ObjectFinished(ctx, t)
+	}
+	if sweepErr != nil {
+		h.logger.Error("ending the lapsed active-task slots of a key failed", zap.String("key_id", id.KeyID), zap.Error(sweepErr))
+	}
+	if len(ended) == 0 {
+		return slot, err
+	}
+	return h.accountant.StartTask(ctx, id)
+}
+
+// objectFinished gives back the slot of an object that a retrieve or delete showed finished.
+func (h *RouteHandler) objectFinished(ctx context.Context, watch *passthrough.ObjectWatch) {
+	t, won, err := watch.Finish(context.WithoutCancel(ctx))
+	if err != nil {
+		h.logger.Error("marking a finished object failed; its slot is given back when its lease ends", zap.Error(err))
+	}
+	if won {
+		h.accountant.ObjectFinished(ctx, t)
+	}
 }
 
 // routeCost is the quota cost of a routed request: its model's, or for a body of several calls

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -92,5 +93,37 @@ func TestFetchableStringsArePublicURLs(t *testing.T) {
 		if r := call(t, http.MethodPost, base+tc.path, "mg-fetch", tc.body); r.status != http.StatusOK {
 			t.Errorf("%s %s = %d %s, want it forwarded", tc.path, tc.body, r.status, r.body)
 		}
+	}
+}
+
+// TestNotFetchedMembersAreForwarded: a legitimate request is not refused because a member that
+// no provider fetches holds text that looks like a host (a user id, chat metadata, a tool's JSON
+// schema pattern, tool-call arguments, stop sequences): each reaches the provider as sent. The
+// same text where a provider may fetch it is still refused.
+func TestNotFetchedMembersAreForwarded(t *testing.T) {
+	var got atomic.Value
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got.Store(string(b))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"x","object":"ok","created":1,"data":[]}`)
+	}))
+	t.Cleanup(provider.Close)
+	base, _ := startSimGateway(t, fetchedURLsCaddyfile, map[string]string{"upstream_url": provider.URL})
+
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"chat-1","messages":[{"role":"user","content":"hi"}],"user":"team.acme.io/alice","metadata":{"page":"docs.example.com/guide"},"stop":["localhost:3000/"]}`},
+		{"/v1/chat/completions", `{"model":"chat-1","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"open","parameters":{"type":"object","properties":{"u":{"type":"string","pattern":"example.com/.*"}}}}}]}`},
+		{"/v1/chat/completions", `{"model":"chat-1","messages":[{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"open","arguments":"{\"u\":\"127.0.0.1:8080/x\"}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}]}`},
+		{"/v1/embeddings", `{"model":"embed-1","input":"hello","user":"ops.example.org/bot"}`},
+	} {
+		if r := call(t, http.MethodPost, base+tc.path, "mg-fetch", tc.body); r.status != http.StatusOK || got.Load() != tc.body {
+			t.Errorf("%s %s = %d %s (upstream got %v), want it forwarded as sent", tc.path, tc.body, r.status, r.body, got.Load())
+		}
+	}
+	r := call(t, http.MethodPost, base+"/v1/chat/completions", "mg-fetch",
+		`{"model":"chat-1","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"mcp","server_url":"http://10.0.0.1:8080/mcp"}]}`)
+	if r.status != http.StatusBadRequest {
+		t.Errorf("an MCP tool's internal server_url = %d %s, want 400", r.status, r.body)
 	}
 }

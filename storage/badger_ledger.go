@@ -290,6 +290,9 @@ func (b *Badger) Credit(ctx context.Context, c Credit, now time.Time) (LedgerEnt
 		if err != nil {
 			return err
 		}
+		if after := bal.Amount + c.Amount; after > MaxAmount || after < -MaxAmount {
+			return ErrBalanceBound
+		}
 		bal.Limited = true
 		e = LedgerEntry{Time: now, Kind: EntryCredit, Amount: c.Amount, Note: c.Note}
 		if c.Amount < 0 {

@@ -82,11 +82,15 @@ var (
 	ErrBudgetExceeded = fmt.Errorf("key budget exceeded: %w", ErrInsufficient)
 	// ErrHoldEnded: the hold was settled or released already; nothing changed.
 	ErrHoldEnded = errors.New("hold already ended")
+	// ErrBalanceBound: a credit would take the account's balance past ±MaxAmount, beyond which
+	// the backends no longer compute it exactly (Redis scripts use doubles, Badger int64);
+	// nothing changed.
+	ErrBalanceBound = errors.New("ledger: the credit would take the balance past its bound")
 )
 
 // MaxAmount is the largest amount (hold, charge or credit, in micro-units, either sign) the
 // ledger takes: 2^53-1, about 9 billion units, which the Redis backend's scripts compute with
-// exactly.
+// exactly. A credit never takes a balance past it either way (ErrBalanceBound).
 const MaxAmount int64 = 1<<53 - 1
 
 // Page sizes of LedgerPage.

@@ -200,10 +200,15 @@ func (r *Redis) Credit(ctx context.Context, c Credit, now time.Time) (LedgerEntr
 		return LedgerEntry{}, err
 	}
 	keys := []string{r.key("lc:", c.Account, "\x00", c.IdempotencyKey), r.key("lb:", c.Account), r.key("le:", c.Account)}
-	res, unconfirmed := r.execDurable(ctx, scriptLedgerCredit, keys, []string{itoa(c.Amount), itoa(micros(now)), c.Note, c.Account})
+	res, unconfirmed := r.execDurable(ctx, scriptLedgerCredit, keys, []string{itoa(c.Amount), itoa(micros(now)), c.Note, c.Account, itoa(MaxAmount)})
 	vals, err := res.ToArray()
 	if err != nil {
 		return LedgerEntry{}, err
+	}
+	if len(vals) == 1 {
+		if n, err := vals[0].AsInt64(); err == nil && n == -5 {
+			return LedgerEntry{}, ErrBalanceBound
+		}
 	}
 	if len(vals) != 2 {
 		return LedgerEntry{}, errScript

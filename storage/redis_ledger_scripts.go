@@ -103,12 +103,15 @@ redis.call('HSET', KEYS[1], 'b', '1', 'r', ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[2])
 return 1`)
 
-	// KEYS: credit record, balance, entries. ARGV: amount, now µs, note, account. Returns
-	// {1, entry} when credited, {0, entry} with the entry the key made before.
+	// KEYS: credit record, balance, entries. ARGV: amount, now µs, note, account, bound. Returns
+	// {1, entry} when credited, {0, entry} with the entry the key made before, {-5} when the
+	// balance would pass ±bound.
 	scriptLedgerCredit = newScript(luaLedgerEntry + `
 local done = redis.call('GET', KEYS[1])
 if done then return {0, done} end
 local amt = tonumber(ARGV[1])
+local bound, cur = tonumber(ARGV[5]), tonumber(redis.call('HGET', KEYS[2], 'a') or '0')
+if cur + amt > bound or cur + amt < -bound then return {-5} end
 redis.call('HSET', KEYS[2], 'l', '1')
 local after, _, n = add(KEYS[2], 'a', amt, 'h', 0, 'n', 1)
 local kind = 'credit'

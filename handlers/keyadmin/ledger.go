@@ -3,12 +3,14 @@ package keyadmin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mediagw/mediagw/internal/csvtext"
 	"github.com/mediagw/mediagw/internal/money"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -148,6 +150,10 @@ func (h *Handler) Credit(ctx context.Context, account string, req CreditRequest)
 		return CreditAnswer{}, fail(http.StatusBadRequest, `a negative amount takes money from the balance: send it with "adjust": true`)
 	}
 	e, err := h.Store.Credit(ctx, storage.Credit{Account: account, Amount: amount, Note: req.Note, IdempotencyKey: key}, h.now())
+	if errors.Is(err, storage.ErrBalanceBound) {
+		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("a credit of %s would take the balance past %s either way, the most the ledger holds; nothing was credited",
+			money.Format(amount), money.Format(storage.MaxAmount)))
+	}
 	if err != nil {
 		return CreditAnswer{}, err
 	}
@@ -228,15 +234,10 @@ func (p ledgerCSV) rows() [][]string {
 	rows := make([][]string, 0, len(p.Entries)+1)
 	rows = append(rows, ledgerCSVHeader)
 	for _, e := range p.Entries {
-		rows = append(rows, []string{e.ID, e.Time, e.Account, e.KeyID, e.Model, e.Ref, e.HoldID, e.Kind, e.Amount, e.BalanceAfter, e.Charged, csvSafe(e.Note)})
+		// Every text cell is made safe, not the note alone: account names, key ids, models and
+		// refs come from operators' automation, customers' sign-ups and upstreams' answers.
+		text := csvtext.Row([]string{e.Account, e.KeyID, e.Model, e.Ref, e.HoldID, e.Kind, e.Note})
+		rows = append(rows, []string{e.ID, e.Time, text[0], text[1], text[2], text[3], text[4], text[5], e.Amount, e.BalanceAfter, e.Charged, text[6]})
 	}
 	return rows
-}
-
-// csvSafe keeps a note from being read as a formula by a spreadsheet.
-func csvSafe(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
 }

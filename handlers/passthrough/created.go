@@ -59,6 +59,8 @@ type CreatedWriter struct {
 	pending bytes.Buffer
 	scanned int // bytes of pending already searched for an event's end
 	failed  bool
+	// keptSlot is set when the created object's record keeps the route's active-task slot.
+	keptSlot bool
 }
 
 const (
@@ -91,7 +93,9 @@ func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identi
 		cw.record = func(objectID string) error {
 			ctx, cancel := context.WithTimeout(ctx, ownerRecordTimeout)
 			defer cancel()
-			return rt.recordOwner(ctx, id, route, objectID)
+			kept, err := rt.recordOwner(ctx, id, route, objectID)
+			cw.keptSlot = cw.keptSlot || kept
+			return err
 		}
 	}
 	if route.RevealsItems {
@@ -238,6 +242,10 @@ func (cw *CreatedWriter) sendHeader() {
 		cw.status = 0
 	}
 }
+
+// KeptSlot reports whether the created object's record keeps the route's active-task slot
+// (Route.Slot); when it does not, the caller gives the slot back.
+func (cw *CreatedWriter) KeptSlot() bool { return cw.keptSlot }
 
 // FlushError flushes what has been sent; held bytes stay held.
 func (cw *CreatedWriter) FlushError() error {

@@ -27,17 +27,33 @@ var mediaFreeText = []string{"prompt", "negative_prompt", "text"}
 var dialogueFreeText = []string{"prompt", "negative_prompt", "text", "content", "input", "query", "documents",
 	"instructions", "system", "arguments", "description", "refusal", "reasoning_content", "stop"}
 
+// notFetched are the members, by their path from the body's top ("*" for any array element),
+// whose strings no provider fetches, forwarded whatever they look like: what the caller attaches
+// to identify or label a request (user, metadata, safety_identifier, prompt_cache_key), and in
+// chat what describes the model's own output rather than the provider's input: the caller's
+// tool and function definitions (names, descriptions, JSON schemas with their pattern, default,
+// examples), the answer's response_format, tool_choice, logit_bias, stop sequences, the
+// function and arguments of tool calls in the conversation, and message names. A tool that is
+// not a function (an MCP server_url, say) is not among them: its URLs are checked.
+var (
+	mediaNotFetched    = [][]string{{"user"}}
+	dialogueNotFetched = [][]string{{"user"}, {"metadata"}, {"safety_identifier"}, {"prompt_cache_key"},
+		{"response_format"}, {"tools", "*", "function"}, {"functions"}, {"function_call"}, {"tool_choice"},
+		{"logit_bias"}, {"stop"}, {"messages", "*", "tool_calls", "*", "function"},
+		{"messages", "*", "function_call"}, {"messages", "*", "name"}}
+)
+
 // checkFetchedURLs checks a body whose provider may fetch any string in it: media generation
 // (images, videos), whose providers take reference media, masks, first frames and callbacks as
 // URLs under names that differ from one provider to the next (image, images, first_frame_image,
 // input_reference, callback_url …), and chat, embeddings, rerank and speech, where providers
 // take image, fallback_url, input_audio.url and the like. Every string at any depth that looks
 // like a URL (media.LooksLikeURL, host references without a scheme included), except in the
-// members named in freeText, must pass media.CheckPassThroughURL. Inline data (data:) is
+// members named in freeText and the members of notFetched, must pass media.CheckPassThroughURL. Inline data (data:) is
 // accepted; an address of a host that is not public, a URL with credentials, a URL without a
 // scheme, or another scheme is refused with 400 naming the member, since the provider (possibly
 // a model server in the operator's own network) fetches what it is given.
-func checkFetchedURLs(body []byte, freeText []string) error {
+func checkFetchedURLs(body []byte, freeText []string, notFetched [][]string) error {
 	urls := 0
 	err := jsonkeys.Strings(body, nil, func(path *jsonkeys.Path, raw []byte) error {
 		// Most strings go by without being decoded: free text, and text without a colon or slash.
@@ -45,7 +61,7 @@ func checkFetchedURLs(body []byte, freeText []string) error {
 			return nil
 		}
 		var s string
-		if json.Unmarshal(raw, &s) != nil || !media.LooksLikeURL(s) {
+		if json.Unmarshal(raw, &s) != nil || !media.LooksLikeURL(s) || under(path, notFetched) {
 			return nil
 		}
 		param := path.String()
@@ -76,6 +92,25 @@ func isFreeText(path *jsonkeys.Path, names []string) bool {
 		return false
 	}
 	return slices.Contains(names, path.Key)
+}
+
+// under reports whether path is at or under one of the paths of notFetched, spelled exactly so.
+func under(path *jsonkeys.Path, paths [][]string) bool {
+	var segs []string
+	for p := path; p != nil; p = p.Parent {
+		if p.Index >= 0 {
+			segs = append(segs, "*")
+		} else {
+			segs = append(segs, p.Key)
+		}
+	}
+	slices.Reverse(segs)
+	for _, prefix := range paths {
+		if len(prefix) <= len(segs) && slices.Equal(segs[:len(prefix)], prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // mediaRefs are the references of the other JSON capabilities (speech, embeddings, rerank): the

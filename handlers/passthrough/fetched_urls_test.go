@@ -58,12 +58,12 @@ func TestFetchedURLsAreBounded(t *testing.T) {
 		urls = append(urls, fmt.Sprintf(`"https://cdn.example.com/%d.png"`, i))
 	}
 	body := `{"model":"doubao","image":[` + strings.Join(urls, ",") + `]}`
-	err := checkFetchedURLs([]byte(body), mediaFreeText)
+	err := checkFetchedURLs([]byte(body), mediaFreeText, mediaNotFetched)
 	var e *apierror.Error
 	if !errors.As(err, &e) || e.Status != 400 || e.Param != fmt.Sprintf("image[%d]", MaxFetchedURLs) {
 		t.Fatalf("err = %v", err)
 	}
-	if err := checkFetchedURLs([]byte(`{"model":"doubao","image":[`+strings.Join(urls[:MaxFetchedURLs], ",")+`]}`), mediaFreeText); err != nil {
+	if err := checkFetchedURLs([]byte(`{"model":"doubao","image":[`+strings.Join(urls[:MaxFetchedURLs], ",")+`]}`), mediaFreeText, mediaNotFetched); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -240,5 +240,34 @@ func TestReadValueHead(t *testing.T) {
 		if err != nil || string(head[:n]) != tc.want {
 			t.Errorf("%q (one read): got %q, %v; want %q", tc.in, head[:n], err, tc.want)
 		}
+	}
+}
+
+// Members that no provider fetches carry free text that may look like a host: a user id, chat
+// metadata, tool definitions with JSON schema patterns, tool-call arguments, stop sequences,
+// the answer's format. They pass; the same strings one step outside them, or under a key that
+// differs only by case, are still checked.
+func TestNotFetchedMembersPass(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for _, tc := range []struct {
+		path, body, param string // param "" means accepted
+	}{
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"hi"}],"user":"team.acme.io/alice","metadata":{"page":"docs.example.com/guide","svc":"localhost:8080/health"}}`, ""},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"hi"}],"stop":["127.0.0.1:8080/","localhost:3000/"]}`, ""},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"fetch_page","description":"fetches localhost:8080/status","parameters":{"type":"object","properties":{"url":{"type":"string","pattern":"example.com/.*","default":"http://localhost:8080/","examples":["10.0.0.1:80/x"]}}}}}],"tool_choice":{"type":"function","function":{"name":"fetch_page"}}}`, ""},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"fetch_page","arguments":"{\"url\":\"http://127.0.0.1:8080/\"}"}}]},{"role":"tool","tool_call_id":"call_1","content":"ok"}]}`, ""},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"page","schema":{"type":"object","properties":{"link":{"type":"string","pattern":"internal.corp/.+"}}}}}}`, ""},
+		{"/v1/embeddings", `{"model":"doubao","input":"hello","user":"ops.example.org/bot"}`, ""},
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","user":"team.acme.io/alice"}`, ""},
+		// Still checked: media bodies' metadata, a content part's own metadata, a tool that is
+		// not a function, keys that differ from an exempt one by case.
+		{"/v1/images/generations", `{"model":"doubao","prompt":"a cat","metadata":{"ref":"127.0.0.1/x.png"}}`, "metadata.ref"},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":[{"type":"image","image":"https://cdn.example.com/a.png","metadata":{"url":"http://127.0.0.1/"}}]}]}`, "messages[0].content[0].metadata.url"},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"mcp","server_url":"http://10.0.0.1:8080/mcp"}]}`, "tools[0].server_url"},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"hi"}],"Metadata":{"u":"localhost:8080/x"}}`, "Metadata.u"},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","Function":{"u":"http://127.0.0.1/"}}]}`, "tools[0].Function.u"},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"hi","name":"x","image":"http://127.0.0.1/"}]}`, "messages[0].image"},
+	} {
+		checkRoute(t, rt, tc.path, tc.body, tc.param)
 	}
 }

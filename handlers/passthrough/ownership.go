@@ -18,6 +18,10 @@ import (
 type Owners interface {
 	CreateTask(ctx context.Context, task storage.Task) (storage.Task, error)
 	Task(ctx context.Context, id string) (storage.Task, error)
+	// ReplaceTask and ListTasks give back the active-task slots of finished objects (see
+	// active_objects.go).
+	ReplaceTask(ctx context.Context, task storage.Task) (storage.Task, error)
+	ListTasks(ctx context.Context, account string, q storage.TaskQuery) (storage.TaskPage, error)
 	ClaimItems(ctx context.Context, account string, ids []string, expiresAt time.Time) ([]string, error)
 	ItemOwners(ctx context.Context, ids []string) ([]string, error)
 }
@@ -46,34 +50,39 @@ func (rt *Router) owned(ctx context.Context, account, kind, id string) (storage.
 // recordOwner records that the caller's account owns the upstream object objectID of the
 // route's kind. It and claimItems (the items an answer reveals, see items.go) are the places
 // pass-through writes ownership. An id already recorded for another account or kind is not taken
-// over.
-func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route, objectID string) error {
+// over. When route.Slot holds an active-task slot, the new record keeps it (Active, status
+// "active") and kept is true; an id recorded already keeps no second slot.
+func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route, objectID string) (kept bool, err error) {
 	if rt.Owners == nil {
-		return errors.New("pass-through has no store to record the owner of " + route.Creates + " objects")
+		return false, errors.New("pass-through has no store to record the owner of " + route.Creates + " objects")
 	}
 	t := rt.now()
 	retention := rt.Retention
 	if retention <= 0 {
 		retention = storage.DefaultTaskRetention
 	}
-	_, err := rt.Owners.CreateTask(ctx, storage.Task{
+	record := storage.Task{
 		ID: objectID, Kind: route.Creates, Account: id.Account, KeyID: id.KeyID,
 		Provider: route.Provider.Name, Upstream: route.answeredBy(), UpstreamAddress: route.answeredAt(), Model: route.Model, Status: "created",
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(retention).Unix(),
-	})
+	}
+	if route.Slot.Held && runsAsync(route.Creates) {
+		record.Active, record.Status = true, statusActive
+	}
+	_, err = rt.Owners.CreateTask(ctx, record)
 	if !errors.Is(err, storage.ErrExists) {
-		return err
+		return err == nil && record.Active, err
 	}
 	// The id is recorded already: fine when it is this account's object of this kind (an
 	// upstream that answers a retried create with the same id), never a takeover.
 	existing, err := rt.Owners.Task(ctx, objectID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if existing.Account == id.Account && existing.Kind == route.Creates {
-		return nil
+		return false, nil
 	}
-	return fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
+	return false, fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
 }
 
 // namedObject is an owned upstream object that a request body names by id: the field, the kind

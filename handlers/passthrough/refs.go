@@ -124,11 +124,11 @@ var errTooManyRefs = apierror.New(http.StatusBadRequest, "invalid_request_body",
 // a repeated key anywhere is refused.
 func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoint, body []byte) error {
 	if ep.fetchesURLs {
-		freeText := mediaFreeText
+		freeText, notFetched := mediaFreeText, mediaNotFetched
 		if ep.dialogue {
-			freeText = dialogueFreeText
+			freeText, notFetched = dialogueFreeText, dialogueNotFetched
 		}
-		if err := checkFetchedURLs(body, freeText); err != nil {
+		if err := checkFetchedURLs(body, freeText, notFetched); err != nil {
 			return err
 		}
 	}

@@ -56,6 +56,11 @@ type Router struct {
 	Logger          *zap.Logger
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// SlotLease bounds how long an asynchronous object holds its key's active-task slot
+	// without a retrieve that shows it finished. Default: DefaultSlotLease.
+	SlotLease time.Duration
+
+	sweeps sweepTimes
 }
 
 // Route is the outcome of routing one request.
@@ -83,6 +88,9 @@ type Route struct {
 	// Calls are the model calls of a body that carries several (a Message Batches create),
 	// each charged and held at its own model's cost and price; empty for a body of one call.
 	Calls []accounting.Call
+	// Slot is the active-task slot of a create that TakesSlot, set by the caller before
+	// Router.Created; the created object's record keeps it (see active_objects.go).
+	Slot accounting.Slot
 
 	// named are the owned objects the body names by id (previous_response_id), which bind the
 	// request to the upstream that made them (see bindNamed).
@@ -90,6 +98,10 @@ type Route struct {
 	// modelInBody is set when a generate-content body names the path's model again (see
 	// checkBodyModels), which an alias cannot be rewritten in.
 	modelInBody bool
+	// watched is the id of a slot-holding object that the call retrieves or deletes (see
+	// Router.WatchObject); watchDeletes is set for a delete.
+	watched      string
+	watchDeletes bool
 }
 
 var (
@@ -212,6 +224,9 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 		}
 	}
 	route.Model, route.Provider = t.Model, p
+	if t.Active && !t.Finished && route.Creates == "" && (r.Method == http.MethodDelete || strings.HasSuffix(ep.Path, "/{id}")) {
+		route.watched, route.watchDeletes = t.ID, r.Method == http.MethodDelete
+	}
 	return nil
 }
 

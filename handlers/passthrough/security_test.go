@@ -389,7 +389,8 @@ func TestCreatedObjectsAreRecordedBeforeTheClientSeesThem(t *testing.T) {
 	cw = rt.Created(w, httptest.NewRequest("POST", "/v1/responses", nil), acme, route)
 	cw.record = func(id string) error {
 		seenBeforeRecord = append(seenBeforeRecord, w.Body.String())
-		return rt.recordOwner(context.Background(), acme, route, id)
+		_, err := rt.recordOwner(context.Background(), acme, route, id)
+		return err
 	}
 	proxyTo(cw, "text/event-stream", "event: hello\ndata: {}\n\n", "event: response.created\ndata: {\"type\":\"response.created\",", "\"response\":{\"id\":\"resp_1\"}}\n\n", "data: {\"type\":\"delta\"}\n\n")
 	cw.Finish()

@@ -21,7 +21,8 @@ const maxOpenRedirects = 3
 // signed storage) is followed, up to maxOpenRedirects, without the credential: it goes to the
 // first request only. A response other than 200 is closed and answered as the provider's
 // refusal. The call is bounded by ctx only: a video's download takes as long as the client
-// reading it.
+// reading it. An address off the upstream's host, the first or a redirect's, is connected to
+// only when it is public (see open_public.go).
 func (c Client) Open(ctx context.Context, u *providers.Upstream, rawURL string) (*http.Response, error) {
 	target, err := url.Parse(rawURL)
 	if err != nil || target.User != nil || target.Scheme != "https" && target.Scheme != "http" || target.Host == "" {
@@ -36,7 +37,12 @@ func (c Client) Open(ctx context.Context, u *providers.Upstream, rawURL string) 
 		if credentialed {
 			u.SetCredentials(req.Header)
 		}
-		resp, err := c.send(req)
+		var resp *http.Response
+		if onUpstreamHost(target, u) {
+			resp, err = c.send(req)
+		} else {
+			resp, err = offHostTransport.RoundTrip(req) // public addresses only: see open_public.go
+		}
 		if err != nil {
 			if isTimeout(err) || timedOut(ctx) {
 				return nil, ErrTimeout

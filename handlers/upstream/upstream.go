@@ -96,6 +96,13 @@ type Answer struct {
 // OK reports a 2xx status.
 func (a Answer) OK() bool { return a.Status/100 == 2 }
 
+// Redact returns a provider's message with credential-like tokens and the exact credentials the
+// call sent (an API key or a signed token such as Kling's JWT, whatever it looks like) replaced
+// by Redacted: see RedactSecrets.
+func (a Answer) Redact(message string) string {
+	return RedactSecrets(message, credentials(a.sent)...)
+}
+
 // jsonMediaType is the value of the Content-Type and Accept headers of a call, shared by every
 // call: only the HTTP transport reads these headers, and it never changes a value in place.
 var jsonMediaType = []string{"application/json"}

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/internal/csvtext"
 	"github.com/mediagw/mediagw/internal/money"
 )
 
@@ -142,9 +143,9 @@ func writeCSV(w http.ResponseWriter, q Query, rows []Row) {
 			case "day":
 				line = append(line, row.Day)
 			case "account":
-				line = append(line, row.Account)
+				line = append(line, csvtext.Cell(row.Account))
 			case "model":
-				line = append(line, row.Model)
+				line = append(line, csvtext.Cell(row.Model))
 			}
 		}
 		for _, f := range Fields {

@@ -23,7 +23,8 @@ func (t *Throttled) Error() string { return "the provider throttled the read: " 
 func (t *Throttled) Unwrap() error { return t.Refusal }
 
 // Refusal describes a provider's error answer as the contract's error: its code and message
-// (credentials in the message redacted by the caller). Status follows upstream.Refusal: a 4xx of
+// (credentials in the message redacted: every credential-like token, and the exact credentials
+// the call sent, which the provider may echo whatever they look like). Status follows upstream.Refusal: a 4xx of
 // the provider is passed on, a 5xx or the provider refusing the gateway's own credential is 502.
 func Refusal(ans upstream.Answer, code, message string) *apierror.Error {
 	status := ans.Status
@@ -36,7 +37,7 @@ func Refusal(ans upstream.Answer, code, message string) *apierror.Error {
 	if message == "" {
 		message = fmt.Sprintf("the upstream provider refused the request (HTTP %d)", ans.Status)
 	}
-	return apierror.New(status, code, upstream.RedactSecrets(message))
+	return apierror.New(status, code, ans.Redact(message))
 }
 
 // ReadError is the error of a read answered with a non-2xx status: ErrNotFound for 404,
