@@ -73,6 +73,15 @@ func TestConsoleInABrowser(t *testing.T) {
 	if h := heading(); h != "Overview" {
 		t.Fatalf("after login the page is %q", h)
 	}
+	// The overview charts the gateway's own metrics with the embedded uPlot: the task's
+	// requests are in the requests chart (its table has the model's column and a non-zero
+	// value), and the charts are drawn (a canvas each), which the page's script does.
+	do("overview charts", chromedp.WaitVisible(chromedp.CSS("#chart-requests canvas")))
+	if !eval(`[...document.querySelectorAll('#chart-requests ~ details th')].some(th => th.textContent === 'sim-video')`) ||
+		!eval(`[...document.querySelectorAll('#chart-requests ~ details tbody td')].some(td => Number(td.textContent) > 0)`) ||
+		!eval(`document.querySelectorAll('.chart .uplot canvas').length >= 7`) {
+		t.Fatal("the overview's charts do not show the task's requests, or are not drawn")
+	}
 	shot("overview")
 
 	for _, page := range []struct{ path, name string }{{"/accounts", "accounts"}, {"/accounts/acme", "account"}, {"/tasks?account=acme", "tasks"}} {

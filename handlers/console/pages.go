@@ -49,10 +49,10 @@ func parsePages() (map[string]*template.Template, error) {
 	pages := map[string]*template.Template{}
 	for _, name := range names {
 		base := strings.TrimSuffix(path.Base(name), ".html")
-		if base == "layout" {
+		if base == "layout" || base == "charts" {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", name)
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/charts.html", name)
 		if err != nil {
 			return nil, fmt.Errorf("console template %s: %v", name, err)
 		}
@@ -110,7 +110,12 @@ func (s *session) sees(account string) bool { return s.user.Operator() || s.user
 type overviewData struct {
 	Accounts []accountRow
 	Keys     int
+	// Recent charts the gateway's metrics of the last hours, Days its usage day totals.
+	Recent, Days []Chart
 }
+
+// Charts is every chart of the page, for the script that draws them.
+func (d overviewData) Charts() []Chart { return append(append([]Chart(nil), d.Recent...), d.Days...) }
 
 type accountRow struct {
 	keyadmin.AccountView
@@ -140,6 +145,15 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *session) {
 			return
 		}
 		data.Accounts = append(data.Accounts, accountRow{AccountView: a, Usage: u})
+	}
+	if h.Charts != nil {
+		data.Recent = h.Charts.Charts()
+	}
+	if h.Totals != nil {
+		if data.Days, err = dayCharts(r.Context(), h.Totals, "", h.now()); err != nil {
+			h.failErr(w, r, s, err)
+			return
+		}
 	}
 	h.show(w, s, "overview", "Overview", data)
 }
