@@ -122,6 +122,7 @@ func (h *ConsoleHandler) Provision(ctx caddy.Context) error {
 		Gateway:     strings.TrimRight(h.Playground, "/"),
 		Models:      app.Catalog().Models,
 		Prices:      app.PriceTable(),
+		KeyAuth:     app.Authenticator(),
 		Upstreams: func() []providers.UpstreamState {
 			var list []providers.UpstreamState
 			for _, p := range app.Catalog().Providers() {

@@ -49,6 +49,9 @@ type User struct {
 	PasswordHash []byte
 	// Account, when set, confines the user to that account.
 	Account string
+	// KeyID is set for a member who logged in with an API key of Account (not a configured
+	// user): the session lasts while that key is active.
+	KeyID string
 }
 
 // Operator reports whether the user sees every account.
@@ -80,6 +83,8 @@ type Handler struct {
 	// Gateway is the base URL of the gateway that the playground creates tasks through, as a
 	// client would; empty: no playground.
 	Gateway string
+	// KeyAuth checks the API keys that members log in with; nil: no login with a key.
+	KeyAuth KeyAuthenticator
 	// Prices is the gateway's price table (the price directives); nil prices nothing.
 	Prices *billing.Table
 	// Models lists the models the playground offers; Upstreams the upstreams and their health.
