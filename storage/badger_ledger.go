@@ -369,3 +369,41 @@ func (b *Badger) OverdueHolds(ctx context.Context, now time.Time, limit int) ([]
 	}
 	return holds, err
 }
+
+func (b *Badger) LedgerPageNewest(ctx context.Context, account, before string, limit int) ([]LedgerEntry, string, error) {
+	prefix := []byte(prefixEntry + account + "\x00")
+	seek := append(append([]byte(nil), prefix...), 0xff)
+	if before != "" {
+		n, err := strconv.ParseUint(before, 10, 64)
+		if err != nil || n == 0 {
+			return nil, "", fmt.Errorf("ledger: bad cursor %q", before)
+		}
+		seek = []byte(entryKey(account, n-1))
+	}
+	limit = clampPage(limit)
+	var entries []LedgerEntry
+	more := false
+	err := b.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		opts.Reverse = true
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
+			if len(entries) == limit {
+				more = true
+				return nil
+			}
+			var e LedgerEntry
+			if err := it.Item().Value(func(val []byte) error { return json.Unmarshal(val, &e) }); err != nil {
+				return err
+			}
+			entries = append(entries, e)
+		}
+		return nil
+	})
+	if err != nil || !more {
+		return entries, "", err
+	}
+	return entries, entries[len(entries)-1].ID, nil
+}

@@ -199,7 +199,7 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request, s *session, na
 		h.failErr(w, r, s, err)
 		return
 	}
-	money, err := h.accountMoney(r, s, name, r.URL.Query().Get("after"))
+	money, err := h.accountMoney(r, s, name, r.URL.Query().Get("before"))
 	if err != nil {
 		h.failErr(w, r, s, err)
 		return

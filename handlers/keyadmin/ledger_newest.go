@@ -1,0 +1,35 @@
+package keyadmin
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/mediagw/mediagw/storage"
+)
+
+// LedgerNewest answers a page of at most limit entries (1 to storage.MaxLedgerPage) of the
+// account's ledger, newest first, from the entry before before ("" : the newest; otherwise the
+// Next of the previous page). Errors as for Ledger.
+func (h *Handler) LedgerNewest(ctx context.Context, account, before string, limit int) (LedgerPage, error) {
+	if _, err := h.account(ctx, account); err != nil {
+		return LedgerPage{}, err
+	}
+	if before != "" {
+		if n, err := strconv.ParseUint(before, 10, 64); err != nil || n == 0 {
+			return LedgerPage{}, fail(http.StatusBadRequest, "before must be the id of an entry (the next of the previous page)")
+		}
+	}
+	if limit < 1 || limit > storage.MaxLedgerPage {
+		limit = storage.DefaultLedgerPage
+	}
+	entries, next, err := h.Store.LedgerPageNewest(ctx, account, before, limit)
+	if err != nil {
+		return LedgerPage{}, err
+	}
+	page := LedgerPage{Account: account, Entries: make([]EntryView, 0, len(entries)), Next: next}
+	for _, e := range entries {
+		page.Entries = append(page.Entries, entryView(e))
+	}
+	return page, nil
+}
