@@ -55,6 +55,8 @@ func Run(t *testing.T, b Backend) {
 	t.Run("OutboxDueOrder", func(t *testing.T) { testOutboxDueOrder(t, fresh(t)) })
 	t.Run("OutboxTwoClaimers", func(t *testing.T) { testOutboxTwoClaimers(t, fresh(t)) })
 	t.Run("OutboxLeaseExpiry", func(t *testing.T) { testOutboxLeaseExpiry(t, fresh(t)) })
+	t.Run("Deliveries", func(t *testing.T) { testDeliveries(t, fresh(t)) })
+	t.Run("DeliveriesRace", func(t *testing.T) { testDeliveriesRace(t, fresh(t)) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, fresh(t)) })
 	t.Run("LeaseRace", func(t *testing.T) { testLeaseRace(t, fresh(t)) })
 	t.Run("RenewLeases", func(t *testing.T) { testRenewLeases(t, fresh(t)) })
