@@ -391,10 +391,17 @@ func (h *Handler) account(ctx context.Context, name string) (storage.Account, er
 }
 
 func (h *Handler) accountUsage(ctx context.Context, name string) (AccountUsage, error) {
-	var u AccountUsage
 	if _, err := h.account(ctx, name); err != nil {
-		return u, err
+		return AccountUsage{}, err
 	}
+	return h.UsageOf(ctx, name)
+}
+
+// UsageOf is what all keys of an account have used, for an account known to exist (a name that
+// Accounts listed): unlike AccountUsage it does not look the account up first, which reads every
+// key for an account without a record of its own.
+func (h *Handler) UsageOf(ctx context.Context, name string) (AccountUsage, error) {
+	var u AccountUsage
 	var err error
 	if u.Requests, err = h.Meter.Value(ctx, accounting.AccountUsage(name, accounting.UsageRequests)); err != nil {
 		return u, err

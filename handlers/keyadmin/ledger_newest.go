@@ -33,3 +33,6 @@ func (h *Handler) LedgerNewest(ctx context.Context, account, before string, limi
 	}
 	return page, nil
 }
+
+// EntryOf is the view of a ledger entry, as the admin API shows it.
+func EntryOf(e storage.LedgerEntry) EntryView { return entryView(e) }
