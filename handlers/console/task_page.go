@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
@@ -15,13 +16,13 @@ import (
 	"github.com/mediagw/mediagw/storage"
 )
 
-// Bounds of the search for a task's ledger entries: the ledger has no index by task, so the
-// task page reads the account's ledger back from the newest entry, a page at a time, until
-// entries older than the task's hold, and at most ledgerSearchPages pages.
-const (
-	ledgerSearchPage  = 500
-	ledgerSearchPages = 10
-)
+// ledgerNearPage is how many entries the task page reads forward from the moment it looks for
+// (see entriesNear).
+const ledgerNearPage = 500
+
+// ledgerClockSlack is how much earlier than the moment it looks for the task page starts reading
+// the ledger: entries are dated by the clock of the instance that made them.
+const ledgerClockSlack = 5 * time.Second
 
 type taskData struct {
 	Task     storage.Task
@@ -88,7 +89,10 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request, s *session, id st
 }
 
 // taskMoney reads the task's hold and finds its ledger entries (the hold, its settlement or
-// release) by reading the account's ledger back from the newest entry, within bounds.
+// release): the ledger has no index by hold, so it finds, by a binary search over the entry ids
+// (which count from 1), the entries made around the hold's creation and, if the end is not among
+// them, around the task's finish, and reads a page forward from each. A page costs a few dozen
+// single-entry reads and two pages at most, however long the account's ledger.
 func (h *Handler) taskMoney(ctx context.Context, d *taskData) error {
 	hold, err := h.Store.HoldByID(ctx, d.Task.HoldID)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -97,24 +101,67 @@ func (h *Handler) taskMoney(ctx context.Context, d *taskData) error {
 		return err
 	}
 	d.Hold, d.HoldAmount = &hold, money.Format(hold.Amount)
-	before := ""
-	for range ledgerSearchPages {
-		entries, next, err := h.Store.LedgerPageNewest(ctx, d.Task.Account, before, ledgerSearchPage)
+	seen := map[string]bool{}
+	ended := func() bool {
+		for _, e := range d.Entries {
+			if e.Kind == storage.EntrySettle || e.Kind == storage.EntryRelease {
+				return true
+			}
+		}
+		return false
+	}
+	moments := []time.Time{hold.Created}
+	if d.Task.FinishedAt > 0 {
+		moments = append(moments, time.Unix(d.Task.FinishedAt, 0))
+	}
+	for i, at := range moments {
+		if i > 0 && ended() {
+			break
+		}
+		entries, err := h.entriesNear(ctx, d.Task.Account, at.Add(-ledgerClockSlack))
 		if err != nil {
 			return err
 		}
 		for _, e := range entries {
-			if e.HoldID == hold.ID {
+			if e.HoldID == hold.ID && !seen[e.ID] {
+				seen[e.ID] = true
 				d.Entries = append(d.Entries, keyadmin.EntryOf(e))
 			}
 		}
-		if next == "" || len(entries) == 0 || entries[len(entries)-1].Time.Before(hold.Created.Add(-time.Minute)) {
-			return nil
-		}
-		before = next
 	}
-	d.EntriesCut = len(d.Entries) < 2
+	d.EntriesCut = hold.State != storage.HoldOpen && !ended()
 	return nil
+}
+
+// entriesNear returns a page of the account's ledger from the first entry made at or after at.
+func (h *Handler) entriesNear(ctx context.Context, account string, at time.Time) ([]storage.LedgerEntry, error) {
+	newest, _, err := h.Store.LedgerPageNewest(ctx, account, "", 1)
+	if err != nil || len(newest) == 0 {
+		return nil, err
+	}
+	hi, err := strconv.ParseInt(newest[0].ID, 10, 64)
+	if err != nil {
+		return nil, err
+	}
+	lo := int64(0) // the largest id known to be before at (0: none)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		e, _, err := h.Store.LedgerPageNewest(ctx, account, strconv.FormatInt(mid+1, 10), 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(e) == 1 && e[0].Time.Before(at) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	after := ""
+	if lo > 0 {
+		after = strconv.FormatInt(lo, 10)
+	}
+	entries, _, err := h.Store.LedgerPage(ctx, account, after, ledgerNearPage)
+	return entries, err
 }
 
 // timeline puts the recorded moments of a task in order: its creation, its hold, each callback

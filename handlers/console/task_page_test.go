@@ -13,8 +13,9 @@ import (
 )
 
 // seedTask stores a finished video task of account with a settled hold and two callback
-// attempts, created at created.
-func seedTask(t *testing.T, c *testConsole, id, account string, created time.Time, callbackURL string) {
+// attempts, created at created; between the hold and its settlement the account gets between
+// credits (more than one page of the task page's ledger search).
+func seedTask(t *testing.T, c *testConsole, id, account string, created time.Time, callbackURL string, between int) {
 	t.Helper()
 	ctx := context.Background()
 	hold, _, err := c.h.Store.Hold(ctx, storage.Hold{ID: "hold-" + id, Account: account, KeyID: "k", Model: "sim-video",
@@ -25,12 +26,17 @@ func seedTask(t *testing.T, c *testConsole, id, account string, created time.Tim
 	task := storage.Task{ID: id, Kind: storage.KindVideo, Account: account, KeyID: "k", Provider: "sim", Upstream: "main",
 		UpstreamAddress: "http://upstream.internal/api/v3", Model: "sim-video", CreatedAt: created.Unix(), UpdatedAt: created.Unix() + 30,
 		Status: "succeeded", Result: []byte(`{"id":"` + id + `","status":"succeeded","content":{"video_url":"https://cdn.example/v.mp4"}}`),
-		ExpiresAt: created.Add(24 * time.Hour).Unix(), Finished: true, HoldID: hold.ID, HoldAmount: hold.Amount, CallbackURL: callbackURL}
+		ExpiresAt: created.Add(24 * time.Hour).Unix(), Finished: true, FinishedAt: created.Unix() + 30, HoldID: hold.ID, HoldAmount: hold.Amount, CallbackURL: callbackURL}
 	if _, err := c.h.Store.CreateTask(ctx, task); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.h.Store.BindHold(ctx, hold.ID, id); err != nil {
 		t.Fatal(err)
+	}
+	for i := range between {
+		if _, err := c.h.Store.Credit(ctx, storage.Credit{Account: account, Amount: 1, IdempotencyKey: fmt.Sprint(id, i)}, created.Add(10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := c.h.Store.Settle(ctx, hold.ID, 1_750_000, created.Add(30*time.Second)); err != nil {
 		t.Fatal(err)
@@ -50,8 +56,8 @@ func seedTask(t *testing.T, c *testConsole, id, account string, created time.Tim
 func TestTaskPageShowsItsLife(t *testing.T) {
 	c := newTestConsole(t, bcryptTestCost)
 	created := c.clock.Add(-time.Hour)
-	seedTask(t, c, "cgt-life", "acme", created, `https://hooks.example/cb?x=<script>alert(1)</script>`)
-	seedTask(t, c, "cgt-beta", "beta", created, "")
+	seedTask(t, c, "cgt-life", "acme", created, `https://hooks.example/cb?x=<script>alert(1)</script>`, ledgerNearPage+100)
+	seedTask(t, c, "cgt-beta", "beta", created, "", 0)
 
 	resp, page := c.request(http.MethodGet, "/tasks/cgt-life", c.login("admin"), nil, nil)
 	if resp.StatusCode != http.StatusOK {
