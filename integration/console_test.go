@@ -53,7 +53,7 @@ http://127.0.0.1:{{console_port}} {
 			max_active_tasks 3
 		}
 		playground http://127.0.0.1:{{port}}
-		chart_interval 200ms
+		chart_interval 1s
 	}
 }
 

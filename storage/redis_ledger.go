@@ -258,18 +258,7 @@ func (r *Redis) LedgerPage(ctx context.Context, account, after string, limit int
 	if err != nil {
 		return nil, "", err
 	}
-	entries := make([]LedgerEntry, 0, min(len(list), limit))
-	for _, js := range list[:min(len(list), limit)] {
-		e, err := decodeRedisEntry(js)
-		if err != nil {
-			return nil, "", err
-		}
-		entries = append(entries, e)
-	}
-	if len(list) <= limit {
-		return entries, "", nil
-	}
-	return entries, entries[len(entries)-1].ID, nil
+	return ledgerPageOf(list, limit)
 }
 
 func (r *Redis) OverdueHolds(ctx context.Context, now time.Time, limit int) ([]Hold, error) {
@@ -313,6 +302,12 @@ func (r *Redis) LedgerPageNewest(ctx context.Context, account, before string, li
 	if err != nil {
 		return nil, "", err
 	}
+	return ledgerPageOf(list, limit)
+}
+
+// ledgerPageOf decodes the first limit entries of list (read with one more than limit, which
+// tells whether there are more) and the cursor of the next page ("" when none is left).
+func ledgerPageOf(list []string, limit int) ([]LedgerEntry, string, error) {
 	entries := make([]LedgerEntry, 0, min(len(list), limit))
 	for _, js := range list[:min(len(list), limit)] {
 		e, err := decodeRedisEntry(js)

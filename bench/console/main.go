@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ func main() {
 	accounts := flag.Int("accounts", 100, "accounts the keys and the other tasks belong to")
 	big := flag.Float64("big", 0.9, "share of the tasks that belong to the one big account, acme")
 	runs := flag.Int("runs", 20, "times each page is served")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the page loads to this file")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "console-bench-")
@@ -134,6 +136,16 @@ func main() {
 	pages := []string{"/", "/accounts", "/accounts/acme", "/keys", "/keys?account=acme", "/tasks?account=acme",
 		"/tasks?account=acme&status=failed", "/tasks?account=acme&model=sim-rare", "/tasks?account=account-050",
 		"/tasks/" + taskID, "/prices", "/playground"}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	fmt.Printf("%-40s %-8s %10s %10s\n", "page", "user", "median", "slowest")
 	for _, user := range []string{"admin", "alice"} {
 		cookie := login(h, user)

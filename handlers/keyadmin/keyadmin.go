@@ -136,6 +136,14 @@ func methods(r *http.Request, m map[string]func() (any, error)) (any, error) {
 }
 
 func (h *Handler) listKeys(ctx context.Context) ([]KeyView, error) {
+	if m, ok := ctx.Value(keyListMemoKey{}).(*keyListMemo); ok {
+		return m.list(ctx, h)
+	}
+	return h.readKeys(ctx)
+}
+
+// readKeys reads every key: the stored ones and the configured ones, ordered by id.
+func (h *Handler) readKeys(ctx context.Context) ([]KeyView, error) {
 	stored, err := h.Store.ListKeys(ctx)
 	if err != nil {
 		return nil, err

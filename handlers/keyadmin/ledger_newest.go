@@ -15,23 +15,28 @@ func (h *Handler) LedgerNewest(ctx context.Context, account, before string, limi
 	if _, err := h.account(ctx, account); err != nil {
 		return LedgerPage{}, err
 	}
-	if before != "" {
-		if n, err := strconv.ParseUint(before, 10, 64); err != nil || n == 0 {
-			return LedgerPage{}, fail(http.StatusBadRequest, "before must be the id of an entry (the next of the previous page)")
-		}
+	if n, err := strconv.ParseUint(before, 10, 64); before != "" && (err != nil || n == 0) {
+		return LedgerPage{}, fail(http.StatusBadRequest, "before must be the id of an entry (the next of the previous page)")
 	}
 	if limit < 1 || limit > storage.MaxLedgerPage {
 		limit = storage.DefaultLedgerPage
 	}
-	entries, next, err := h.Store.LedgerPageNewest(ctx, account, before, limit)
-	if err != nil {
-		return LedgerPage{}, err
+	return ledgerPageView(account)(h.Store.LedgerPageNewest(ctx, account, before, limit))
+}
+
+// ledgerPageView returns the function that turns a page the store read for account into its
+// view.
+func ledgerPageView(account string) func([]storage.LedgerEntry, string, error) (LedgerPage, error) {
+	return func(entries []storage.LedgerEntry, next string, err error) (LedgerPage, error) {
+		if err != nil {
+			return LedgerPage{}, err
+		}
+		page := LedgerPage{Account: account, Entries: make([]EntryView, 0, len(entries)), Next: next}
+		for _, e := range entries {
+			page.Entries = append(page.Entries, entryView(e))
+		}
+		return page, nil
 	}
-	page := LedgerPage{Account: account, Entries: make([]EntryView, 0, len(entries)), Next: next}
-	for _, e := range entries {
-		page.Entries = append(page.Entries, entryView(e))
-	}
-	return page, nil
 }
 
 // EntryOf is the view of a ledger entry, as the admin API shows it.
