@@ -103,9 +103,15 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	// The task search works by keyboard: type a model into its field and press Enter.
 	do("search tasks by keyboard", chromedp.Navigate(e.console+"/tasks?account=acme"), chromedp.Focus(chromedp.ID("model")),
-		chromedp.KeyEvent("sim-video"), chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.CSS("table.tasks")))
-	if loc, err := chromedp.Run(ctx, chromedp.Location()); err != nil || !strings.Contains(loc, "model=sim-video") || !eval(`document.querySelector('table.tasks').innerText.includes('`+task+`')`) {
-		t.Fatalf("the keyboard search went to %q (%v) without the task", loc, err)
+		chromedp.KeyEvent("sim-video"), chromedp.KeyEvent("\r"))
+	// The result page looks like the one the search started from: wait for its address.
+	waitFor(t, "the keyboard search's result page", func() bool {
+		loc, err := chromedp.Run(ctx, chromedp.Location())
+		return err == nil && strings.Contains(loc, "model=sim-video")
+	})
+	do("search results", chromedp.WaitVisible(chromedp.CSS("table.tasks")))
+	if !eval(`document.querySelector('table.tasks').innerText.includes('` + task + `')`) {
+		t.Fatal("the keyboard search's result page lacks the task")
 	}
 
 	// A key is created, and its secret is shown on that page only.

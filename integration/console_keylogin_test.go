@@ -48,6 +48,10 @@ func TestConsoleMemberLogsInWithAKey(t *testing.T) {
 	if status, _, page := m.do(http.MethodGet, "/tasks/"+acmeTask, nil); status != http.StatusOK || !strings.Contains(page, "acme&#39;s lighthouse") && !strings.Contains(page, acmeTask) {
 		t.Fatalf("acme's task as the key member = %d", status)
 	}
+	// The account page charts the account's own days: its model's column is there.
+	if status, _, page := m.do(http.MethodGet, "/accounts/acme", nil); status != http.StatusOK || !strings.Contains(page, `id="chart-days-requests"`) || !strings.Contains(page, "sim-video</th>") {
+		t.Fatalf("acme's account page as the key member = %d, without its daily charts", status)
+	}
 	for _, path := range []string{"/tasks/" + betaTask, "/accounts/beta", "/upstreams", "/accounts/beta/ledger"} {
 		if status, _, page := m.do(http.MethodGet, path, nil); status != http.StatusNotFound || strings.Contains(page, "beta&#39;s") {
 			t.Errorf("GET %s as acme's key member = %d", path, status)

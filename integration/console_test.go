@@ -344,7 +344,7 @@ func TestConsoleShowsMarkupInert(t *testing.T) {
 	}
 	task := e.createTask(t, "mg-console-acme", `{"model":"sim-video","content":[{"type":"text","text":"<b>bold</b>"}],"callback_url":"https://example.com/cb?q=<script>alert(2)</script>"}`)
 	admin := e.login(t, "admin")
-	for _, path := range []string{"/", "/accounts", "/keys", "/tasks/" + task} {
+	for _, path := range []string{"/", "/accounts", "/keys", "/tasks/" + task, "/tasks?account=acme", "/prices", "/accounts/acme"} {
 		status, _, page := admin.do(http.MethodGet, path, nil)
 		// The overview's own scripts are <script type=… and <script src=…; no other is there.
 		if status != http.StatusOK || strings.Contains(page, "<script>") || strings.Contains(page, "<b>bold") {

@@ -173,6 +173,8 @@ type accountData struct {
 	Usage   keyadmin.AccountUsage
 	Keys    []keyadmin.KeyView
 	Money   moneyData
+	// Days charts the account's requests and spend per day (nil without usage totals).
+	Days []Chart
 }
 
 func (h *Handler) account(w http.ResponseWriter, r *http.Request, s *session, name string) {
@@ -201,7 +203,14 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request, s *session, na
 		h.failErr(w, r, s, err)
 		return
 	}
-	h.show(w, s, "account", "Account "+name, accountData{Account: a, Usage: u, Keys: keys, Money: money})
+	d := accountData{Account: a, Usage: u, Keys: keys, Money: money}
+	if h.Totals != nil {
+		if d.Days, err = dayCharts(r.Context(), h.Totals, name, h.now()); err != nil {
+			h.failErr(w, r, s, err)
+			return
+		}
+	}
+	h.show(w, s, "account", "Account "+name, d)
 }
 
 func (h *Handler) setDisabled(w http.ResponseWriter, r *http.Request, s *session, name string, disabled bool) {
