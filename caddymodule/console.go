@@ -51,6 +51,9 @@ type ConsoleHandler struct {
 	SessionIdle caddy.Duration `json:"session_idle,omitempty"`
 	// SessionMax ends every session this long after its login. Default: 12h.
 	SessionMax caddy.Duration `json:"session_max,omitempty"`
+	// ChartInterval is how often the overview's recent charts sample the gateway's metrics;
+	// they keep 180 samples. Default: 1m (three hours).
+	ChartInterval caddy.Duration `json:"chart_interval,omitempty"`
 
 	console *console.Handler
 }
@@ -107,7 +110,10 @@ func (h *ConsoleHandler) Provision(ctx caddy.Context) error {
 		Store: app.store,
 		Keys: &keyadmin.Handler{Store: app.store, Static: app.staticByID, DisabledAccounts: app.disabledAccts,
 			Meter: app.accountant.Meter, WebhookKey: app.runtime.key},
-		Usage:       app.usage,
+		Usage:  app.usage,
+		Totals: app.usage,
+		Charts: &console.Sampler{Gatherer: ctx.GetMetricsRegistry(), Interval: time.Duration(h.ChartInterval),
+			Logger: ctx.Logger()},
 		Users:       users,
 		SessionIdle: time.Duration(h.SessionIdle),
 		SessionMax:  time.Duration(h.SessionMax),
@@ -115,6 +121,8 @@ func (h *ConsoleHandler) Provision(ctx caddy.Context) error {
 		ClientIP:    consoleClientIP,
 		Gateway:     strings.TrimRight(h.Playground, "/"),
 		Models:      app.Catalog().Models,
+		Prices:      app.PriceTable(),
+		KeyAuth:     app.Authenticator(),
 		Upstreams: func() []providers.UpstreamState {
 			var list []providers.UpstreamState
 			for _, p := range app.Catalog().Providers() {
@@ -131,7 +139,19 @@ func (h *ConsoleHandler) Provision(ctx caddy.Context) error {
 			h.console.MemberKeys.Max = 10
 		}
 	}
-	return h.console.Provision()
+	if err := h.console.Provision(); err != nil {
+		return err
+	}
+	h.console.Charts.Start()
+	return nil
+}
+
+// Cleanup stops sampling the metrics for the charts.
+func (h *ConsoleHandler) Cleanup() error {
+	if h.console != nil && h.console.Charts != nil {
+		h.console.Charts.Stop()
+	}
+	return nil
 }
 
 // Validate refuses a console without users, users named twice and a playground URL that is not
@@ -178,6 +198,7 @@ func (h *ConsoleHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ cad
 //		}
 //		session_idle <duration>
 //		session_max <duration>
+//		chart_interval <duration>
 //	}
 func (h *ConsoleHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
@@ -207,8 +228,9 @@ func (h *ConsoleHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MemberKeys = &ConsoleMemberKeys{}
 			return h.MemberKeys.unmarshal(d)
 		},
-		"session_idle": func() error { return durationArg(d, &h.SessionIdle) },
-		"session_max":  func() error { return durationArg(d, &h.SessionMax) },
+		"session_idle":   func() error { return durationArg(d, &h.SessionIdle) },
+		"session_max":    func() error { return durationArg(d, &h.SessionMax) },
+		"chart_interval": func() error { return durationArg(d, &h.ChartInterval) },
 	}, "user")
 }
 
@@ -234,6 +256,7 @@ func (m *ConsoleMemberKeys) unmarshal(d *caddyfile.Dispenser) error {
 var (
 	_ caddy.Provisioner           = (*ConsoleHandler)(nil)
 	_ caddy.Validator             = (*ConsoleHandler)(nil)
+	_ caddy.CleanerUpper          = (*ConsoleHandler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*ConsoleHandler)(nil)
 	_ caddyfile.Unmarshaler       = (*ConsoleHandler)(nil)
 )

@@ -65,22 +65,53 @@ func TestConsoleInABrowser(t *testing.T) {
 	const fits = `document.documentElement.scrollWidth <= window.innerWidth`
 
 	do("log in", chromedp.Navigate(e.console+"/login"), chromedp.WaitVisible(chromedp.ID("username")))
+	if !eval(labelled) || !eval(`document.activeElement.id === 'username'`) {
+		t.Fatal("the login page has unlabelled fields, or does not start in the user name")
+	}
 	shot("login")
-	do("log in",
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), consolePasswords["admin"]+"\n"),
+	// By keyboard only: type the name, Tab to the password, Enter.
+	do("log in by keyboard",
+		chromedp.KeyEvent("admin"), chromedp.KeyEvent("\t"),
+		chromedp.KeyEvent(consolePasswords["admin"]), chromedp.KeyEvent("\r"),
 		chromedp.WaitVisible(chromedp.CSS("section.cards")))
 	if h := heading(); h != "Overview" {
 		t.Fatalf("after login the page is %q", h)
 	}
+	// The overview charts the gateway's own metrics with the embedded uPlot: the task's
+	// requests are in the requests chart (its table has the model's column and a non-zero
+	// value), and the charts are drawn (a canvas each), which the page's script does.
+	do("overview charts", chromedp.WaitVisible(chromedp.CSS("#chart-requests canvas")))
+	if !eval(`[...document.querySelectorAll('#chart-requests ~ details th')].some(th => th.textContent === 'sim-video')`) ||
+		!eval(`[...document.querySelectorAll('#chart-requests ~ details tbody td')].some(td => Number(td.textContent) > 0)`) ||
+		!eval(`document.querySelectorAll('.chart .uplot canvas').length >= 7`) {
+		t.Fatal("the overview's charts do not show the task's requests, or are not drawn")
+	}
 	shot("overview")
 
-	for _, page := range []struct{ path, name string }{{"/accounts", "accounts"}, {"/accounts/acme", "account"}, {"/tasks?account=acme", "tasks"}} {
+	for _, page := range []struct{ path, name string }{{"/accounts", "accounts"}, {"/accounts/acme", "account"}, {"/tasks?account=acme", "tasks"},
+		{"/prices", "prices"}, {"/keys", "keys"}} {
 		do(page.path, chromedp.Navigate(e.console+page.path), chromedp.WaitVisible(chromedp.CSS("h1")))
 		if !eval(labelled) || !eval(fits) {
 			t.Fatalf("%s: unlabelled fields or wider than the window", page.path)
 		}
 		shot(page.name)
+	}
+
+	do("prices", chromedp.Navigate(e.console+"/prices"), chromedp.WaitVisible(chromedp.CSS("table.prices")))
+	if !eval(`document.querySelector('table.prices').innerText.includes('sim-video')`) {
+		t.Fatal("the prices page does not list the gateway's model")
+	}
+	// The task search works by keyboard: type a model into its field and press Enter.
+	do("search tasks by keyboard", chromedp.Navigate(e.console+"/tasks?account=acme"), chromedp.Focus(chromedp.ID("model")),
+		chromedp.KeyEvent("sim-video"), chromedp.KeyEvent("\r"))
+	// The result page looks like the one the search started from: wait for its address.
+	waitFor(t, "the keyboard search's result page", func() bool {
+		loc, err := chromedp.Run(ctx, chromedp.Location())
+		return err == nil && strings.Contains(loc, "model=sim-video")
+	})
+	do("search results", chromedp.WaitVisible(chromedp.CSS("table.tasks")))
+	if !eval(`document.querySelector('table.tasks').innerText.includes('` + task + `')`) {
+		t.Fatal("the keyboard search's result page lacks the task")
 	}
 
 	// A key is created, and its secret is shown on that page only.
@@ -134,6 +165,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	if !eval(`document.querySelector('video').getAttribute('src').startsWith('http')`) {
 		t.Fatal("the task's video element has no source")
 	}
+	if !eval(`document.querySelectorAll('ol.timeline li').length >= 2`) || !eval(`document.querySelector('ol.timeline').innerText.includes('finished: succeeded')`) {
+		t.Fatal("the task page's timeline does not show the task's creation and finish")
+	}
 	shot("task")
 
 	// The playground creates a task through the gateway with a pasted key; the task's page
@@ -162,15 +196,32 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	shot("upstreams")
 
-	// At 390 pixels wide nothing is wider than the window.
-	do("narrow", chromedp.EmulateViewport(390, 844), chromedp.Navigate(e.console+"/keys"), chromedp.WaitVisible(chromedp.CSS("h1")))
-	if !eval(fits) || !eval(labelled) {
-		t.Fatal("the keys page is wider than a 390-pixel window")
+	// At 390 pixels wide no page is wider than the window, and every field still has a label.
+	do("narrow", chromedp.EmulateViewport(390, 844))
+	for _, page := range []struct{ path, name string }{{"/", "overview"}, {"/accounts", "accounts"}, {"/accounts/acme", "account"},
+		{"/keys", "keys"}, {"/tasks?account=acme", "tasks"}, {"/tasks/" + task, "task"}, {"/prices", "prices"},
+		{"/playground", "playground"}, {"/upstreams", "upstreams"}} {
+		do(page.path+" at 390 px", chromedp.Navigate(e.console+page.path), chromedp.WaitVisible(chromedp.CSS("h1")))
+		if !eval(fits) || !eval(labelled) {
+			t.Fatalf("%s is wider than a 390-pixel window, or has unlabelled fields", page.path)
+		}
+		shot(page.name + "-narrow")
 	}
-	shot("keys-narrow")
 
 	do("log out", chromedp.Click(chromedp.CSS(`form[action="/logout"] button`)), chromedp.WaitVisible(chromedp.ID("password")))
 	do("after logout", chromedp.Navigate(e.console+"/keys"), chromedp.WaitVisible(chromedp.ID("password")))
+	if !eval(fits) {
+		t.Fatal("the login page is wider than a 390-pixel window")
+	}
+	shot("login-narrow")
+
+	// A member logs in with one of the account's API keys, by keyboard, and lands on the account.
+	do("member key login", chromedp.EmulateViewport(1280, 900), chromedp.Focus(chromedp.ID("api_key")),
+		chromedp.KeyEvent("mg-console-acme"), chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.CSS("table.ledger")))
+	if h := heading(); h != "Account acme" || eval(`document.body.innerText.includes('Upstreams')`) {
+		t.Fatalf("the key member's first page is %q, or shows the operator's menu", h)
+	}
+	shot("member-account")
 }
 
 // waitTaskStatus waits until the gateway answers the task with status.

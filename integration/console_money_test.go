@@ -129,14 +129,15 @@ func TestConsoleMemberSeesOwnLedgerOnly(t *testing.T) {
 			t.Fatalf("balance of %s after alice's credit = %s", account, got)
 		}
 	}
-	for _, path := range []string{"/accounts/beta", "/accounts/beta?after=0", "/accounts/beta?after=1"} {
+	for _, path := range []string{"/accounts/beta", "/accounts/beta?before=0", "/accounts/beta?before=2"} {
 		if status, _, page := alice.do(http.MethodGet, path, nil); status != http.StatusNotFound || strings.Contains(page, "beta&#39;s top-up") {
 			t.Fatalf("GET %s as alice = %d", path, status)
 		}
 	}
 }
 
-// The account page shows one page of the ledger and links the next through the ledger's cursor.
+// The account page shows one page of the ledger, newest first, and links the older entries
+// through the ledger's cursor.
 func TestConsoleLedgerPages(t *testing.T) {
 	e := startConsole(t)
 	const entries = 51 // one more than a console page
@@ -152,12 +153,13 @@ func TestConsoleLedgerPages(t *testing.T) {
 	}
 	alice := e.login(t, "alice")
 	_, _, page := alice.do(http.MethodGet, "/accounts/acme", nil)
-	later := regexp.MustCompile(`href="(/accounts/acme\?after=[0-9]+)">Later entries`).FindStringSubmatch(page)
-	if !strings.Contains(page, "top-up 50<") || strings.Contains(page, "top-up 51<") || later == nil {
-		t.Fatalf("the first ledger page is not entries 1 to 50 with a link to the next:\n%s", page)
+	older := regexp.MustCompile(`href="(/accounts/acme\?before=[0-9]+)">Older entries`).FindStringSubmatch(page)
+	if !strings.Contains(page, "top-up 51<") || !strings.Contains(page, "top-up 2<") || strings.Contains(page, "top-up 1<") || older == nil ||
+		strings.Index(page, "top-up 51<") > strings.Index(page, "top-up 50<") {
+		t.Fatalf("the first ledger page is not entries 51 down to 2 with a link to the older ones:\n%s", page)
 	}
-	_, _, page = alice.do(http.MethodGet, strings.ReplaceAll(later[1], "&amp;", "&"), nil)
-	if !strings.Contains(page, "top-up 51<") || strings.Contains(page, "top-up 50<") || strings.Contains(page, "Later entries") {
-		t.Fatalf("the second ledger page is not entry 51 alone:\n%s", page)
+	_, _, page = alice.do(http.MethodGet, strings.ReplaceAll(older[1], "&amp;", "&"), nil)
+	if !strings.Contains(page, "top-up 1<") || strings.Contains(page, "top-up 2<") || strings.Contains(page, "Older entries") || !strings.Contains(page, "Newest entries") {
+		t.Fatalf("the second ledger page is not entry 1 alone:\n%s", page)
 	}
 }

@@ -53,6 +53,7 @@ http://127.0.0.1:{{console_port}} {
 			max_active_tasks 3
 		}
 		playground http://127.0.0.1:{{port}}
+		chart_interval 1s
 	}
 }
 
@@ -343,10 +344,11 @@ func TestConsoleShowsMarkupInert(t *testing.T) {
 	}
 	task := e.createTask(t, "mg-console-acme", `{"model":"sim-video","content":[{"type":"text","text":"<b>bold</b>"}],"callback_url":"https://example.com/cb?q=<script>alert(2)</script>"}`)
 	admin := e.login(t, "admin")
-	for _, path := range []string{"/", "/accounts", "/keys", "/tasks/" + task} {
+	for _, path := range []string{"/", "/accounts", "/keys", "/tasks/" + task, "/tasks?account=acme", "/prices", "/accounts/acme"} {
 		status, _, page := admin.do(http.MethodGet, path, nil)
-		if status != http.StatusOK || strings.Contains(page, "<script") {
-			t.Fatalf("GET %s = %d, raw markup: %v", path, status, strings.Contains(page, "<script"))
+		// The overview's own scripts are <script type=… and <script src=…; no other is there.
+		if status != http.StatusOK || strings.Contains(page, "<script>") || strings.Contains(page, "<b>bold") {
+			t.Fatalf("GET %s = %d, raw markup: %v", path, status, strings.Contains(page, "<script>"))
 		}
 	}
 	if _, _, page := admin.do(http.MethodGet, "/accounts", nil); !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {

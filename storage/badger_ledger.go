@@ -325,15 +325,22 @@ func (b *Badger) LedgerPage(ctx context.Context, account, after string, limit in
 		}
 		from = n
 	}
+	return b.ledgerPage(account, []byte(entryKey(account, from+1)), false, limit)
+}
+
+// ledgerPage reads at most limit entries of the account from seek on, forward or in reverse,
+// and the cursor of the next page ("" when none is left).
+func (b *Badger) ledgerPage(account string, seek []byte, reverse bool, limit int) ([]LedgerEntry, string, error) {
 	limit = clampPage(limit)
 	var entries []LedgerEntry
 	more := false
 	err := b.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = []byte(prefixEntry + account + "\x00")
+		opts.Reverse = reverse
 		it := txn.NewIterator(opts)
 		defer it.Close()
-		for it.Seek([]byte(entryKey(account, from+1))); it.Valid(); it.Next() {
+		for it.Seek(seek); it.ValidForPrefix(opts.Prefix); it.Next() {
 			if len(entries) == limit {
 				more = true
 				return nil
@@ -376,4 +383,16 @@ func (b *Badger) OverdueHolds(ctx context.Context, now time.Time, limit int) ([]
 		err = nil
 	}
 	return holds, err
+}
+
+func (b *Badger) LedgerPageNewest(ctx context.Context, account, before string, limit int) ([]LedgerEntry, string, error) {
+	seek := append([]byte(prefixEntry+account+"\x00"), 0xff)
+	if before != "" {
+		n, err := strconv.ParseUint(before, 10, 64)
+		if err != nil || n == 0 {
+			return nil, "", fmt.Errorf("ledger: bad cursor %q", before)
+		}
+		seek = []byte(entryKey(account, n-1))
+	}
+	return b.ledgerPage(account, seek, true, limit)
 }

@@ -66,6 +66,10 @@ type Ledger interface {
 	// DefaultLedgerPage). next is the ID to pass as after for the next page, "" when there are
 	// no more entries now.
 	LedgerPage(ctx context.Context, account, after string, limit int) (entries []LedgerEntry, next string, err error)
+	// LedgerPageNewest lists an account's entries newest first: those made before the entry
+	// whose ID is before ("" from the newest), at most limit (as for LedgerPage). next is the ID
+	// to pass as before for the next (older) page, "" when there are no older entries.
+	LedgerPageNewest(ctx context.Context, account, before string, limit int) (entries []LedgerEntry, next string, err error)
 	// OverdueHolds lists at most limit open, unbound holds whose Deadline is before now,
 	// earliest deadline first. The reconciler releases each through Release, so that each is
 	// released once however many processes reconcile.

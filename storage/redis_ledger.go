@@ -263,18 +263,7 @@ func (r *Redis) LedgerPage(ctx context.Context, account, after string, limit int
 	if err != nil {
 		return nil, "", err
 	}
-	entries := make([]LedgerEntry, 0, min(len(list), limit))
-	for _, js := range list[:min(len(list), limit)] {
-		e, err := decodeRedisEntry(js)
-		if err != nil {
-			return nil, "", err
-		}
-		entries = append(entries, e)
-	}
-	if len(list) <= limit {
-		return entries, "", nil
-	}
-	return entries, entries[len(entries)-1].ID, nil
+	return ledgerPageOf(list, limit)
 }
 
 func (r *Redis) OverdueHolds(ctx context.Context, now time.Time, limit int) ([]Hold, error) {
@@ -301,3 +290,39 @@ func (r *Redis) OverdueHolds(ctx context.Context, now time.Time, limit int) ([]H
 
 // Interface guards
 var _ Ledger = (*Redis)(nil)
+
+func (r *Redis) LedgerPageNewest(ctx context.Context, account, before string, limit int) ([]LedgerEntry, string, error) {
+	upper := "+inf"
+	if before != "" {
+		n, err := strconv.ParseInt(before, 10, 64)
+		if err != nil || n <= 0 {
+			return nil, "", fmt.Errorf("ledger: bad cursor %q", before)
+		}
+		upper = "(" + itoa(n)
+	}
+	limit = clampPage(limit)
+	// One entry more than the page tells whether there are more.
+	list, err := r.client.Do(ctx, r.client.B().Zrevrangebyscore().Key(r.key("le:", account)).Max(upper).Min("-inf").
+		Limit(0, int64(limit)+1).Build()).AsStrSlice()
+	if err != nil {
+		return nil, "", err
+	}
+	return ledgerPageOf(list, limit)
+}
+
+// ledgerPageOf decodes the first limit entries of list (read with one more than limit, which
+// tells whether there are more) and the cursor of the next page ("" when none is left).
+func ledgerPageOf(list []string, limit int) ([]LedgerEntry, string, error) {
+	entries := make([]LedgerEntry, 0, min(len(list), limit))
+	for _, js := range list[:min(len(list), limit)] {
+		e, err := decodeRedisEntry(js)
+		if err != nil {
+			return nil, "", err
+		}
+		entries = append(entries, e)
+	}
+	if len(list) <= limit {
+		return entries, "", nil
+	}
+	return entries, entries[len(entries)-1].ID, nil
+}

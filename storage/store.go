@@ -58,6 +58,7 @@ type Store interface {
 	Coordination
 	Settings
 	Ledger
+	Deliveries
 	// Close releases the backend. Callers must not use the Store afterwards.
 	io.Closer
 }

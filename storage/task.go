@@ -48,8 +48,12 @@ type Tasks interface {
 	// DeleteTask removes a record if its stored Version equals version, or answers ErrConflict.
 	// Deleting a missing record is not an error.
 	DeleteTask(ctx context.Context, id string, version int64) error
-	// ListTasks returns one account's tasks, newest first, filtered and paginated.
+	// ListTasks returns one account's tasks, newest first, filtered and paginated. It reads
+	// every task of the account (for the total): a client's list, not a search.
 	ListTasks(ctx context.Context, account string, q TaskQuery) (TaskPage, error)
+	// SearchTasks returns a page of one account's tasks, newest first, from a cursor, reading
+	// at most q.Scan records (see TaskSearch).
+	SearchTasks(ctx context.Context, account string, q TaskSearch) (TaskSearchPage, error)
 	// UnfinishedTasks calls fn with the id of every unfinished task (see Task.Unfinished), until
 	// fn returns false. It reads an index, not every record.
 	UnfinishedTasks(ctx context.Context, fn func(id string) bool) error

@@ -93,6 +93,9 @@ type Outbox struct {
 	Logger  *zap.Logger
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
+	// KeepDeliveries is how long the record of each delivery attempt is kept with its task
+	// (storage.Deliveries). Default: storage.DefaultTaskRetention.
+	KeepDeliveries time.Duration
 
 	wake chan struct{}
 	once sync.Once
@@ -337,15 +340,18 @@ func (o *Outbox) deliver(ctx context.Context, ev Event) {
 	switch {
 	case err == nil && status/100 == 2:
 		metrics.CallbackDelivery(metrics.CallbackDelivered)
+		o.recordDelivery(ctx, ev, ev.Attempts+1, metrics.CallbackDelivered, status, nil)
 		o.ack(ctx, ev)
 	case err == nil && status == http.StatusGone:
 		metrics.CallbackDelivery(metrics.CallbackGone)
+		o.recordDelivery(ctx, ev, ev.Attempts+1, metrics.CallbackGone, status, nil)
 		if o.ack(ctx, ev) && o.OnGone != nil {
 			o.OnGone(ctx, ev.TaskID)
 		}
 	case errors.As(err, new(ErrNotPublic)):
 		metrics.CallbackDelivery(metrics.CallbackRefused)
 		o.Logger.Warn("callback refused: its address is not public", zap.String("task_id", ev.TaskID), zap.String("webhook_id", ev.ID))
+		o.recordDelivery(ctx, ev, ev.Attempts+1, metrics.CallbackRefused, 0, err)
 		o.ack(ctx, ev)
 	default:
 		o.retry(ctx, ev, status, retryAfter, err)
@@ -375,12 +381,14 @@ func (o *Outbox) retry(ctx context.Context, ev Event, status int, retryAfter tim
 	ev.Attempts++
 	if ev.Attempts > len(schedule) {
 		metrics.CallbackDelivery(metrics.CallbackGivenUp)
+		o.recordDelivery(ctx, ev, ev.Attempts, metrics.CallbackGivenUp, status, err)
 		o.Logger.Warn("callback given up after its last retry", zap.String("task_id", ev.TaskID),
 			zap.String("webhook_id", ev.ID), zap.Int("attempts", ev.Attempts), zap.Int("status", status), zap.Error(upstream.WithoutURL(err)))
 		o.ack(ctx, ev)
 		return
 	}
 	metrics.CallbackDelivery(metrics.CallbackRetry)
+	o.recordDelivery(ctx, ev, ev.Attempts, metrics.CallbackRetry, status, err)
 	wait := max(schedule[ev.Attempts-1], min(retryAfter, 24*time.Hour))
 	ev.DueAt = o.Now().Add(wait).UnixNano()
 	if err := o.Store.RescheduleEvent(ctx, ev, ev.Claim); err != nil && !errors.Is(err, storage.ErrLeaseLost) {

@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/keyadmin"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/storage"
@@ -26,8 +27,19 @@ import (
 //go:embed templates/*.html
 var templateFiles embed.FS
 
-//go:embed assets/console.css
-var stylesheet []byte
+// assets are the stylesheet, uPlot (its unmodified release build, MIT licence in
+// assets/uplot.LICENSE) and the script that draws the charts with it.
+//
+//go:embed assets/console.css assets/uplot.iife.min.js assets/uplot.min.css assets/charts.js
+var assets embed.FS
+
+// assetTypes are the content types of the files served under /assets/.
+var assetTypes = map[string]string{
+	"console.css":       "text/css; charset=utf-8",
+	"uplot.min.css":     "text/css; charset=utf-8",
+	"uplot.iife.min.js": "text/javascript; charset=utf-8",
+	"charts.js":         "text/javascript; charset=utf-8",
+}
 
 // User is a console user. A user with an Account is a member of that account and sees only it;
 // a user without one is an operator.
@@ -37,6 +49,9 @@ type User struct {
 	PasswordHash []byte
 	// Account, when set, confines the user to that account.
 	Account string
+	// KeyID is set for a member who logged in with an API key of Account (not a configured
+	// user): the session lasts while that key is active.
+	KeyID string
 }
 
 // Operator reports whether the user sees every account.
@@ -50,6 +65,11 @@ type Handler struct {
 	Keys *keyadmin.Handler
 	// Usage serves the usage CSV (the admin API's report handler); nil: no export.
 	Usage UsageReport
+	// Totals reads the usage day totals that the daily charts show; nil: no daily charts.
+	Totals UsageTotals
+	// Charts keeps the recent history of the gateway's metrics that the overview charts; nil:
+	// no recent charts.
+	Charts *Sampler
 	// Users by name.
 	Users map[string]User
 	// SessionIdle ends a session unused for this long; SessionMax ends any session this long
@@ -63,6 +83,10 @@ type Handler struct {
 	// Gateway is the base URL of the gateway that the playground creates tasks through, as a
 	// client would; empty: no playground.
 	Gateway string
+	// KeyAuth checks the API keys that members log in with; nil: no login with a key.
+	KeyAuth KeyAuthenticator
+	// Prices is the gateway's price table (the price directives); nil prices nothing.
+	Prices *billing.Table
 	// Models lists the models the playground offers; Upstreams the upstreams and their health.
 	Models    func() []string
 	Upstreams func() []providers.UpstreamState
@@ -119,26 +143,36 @@ var crossOrigin = http.NewCrossOriginProtection()
 // maxForm bounds the body of a console request: its forms are small.
 const maxForm = 64 << 10
 
-// ServeHTTP routes a console request. Every page but the login page and the stylesheet needs a
+// serveAsset writes an embedded asset.
+func (h *Handler) serveAsset(w http.ResponseWriter, name string) {
+	body, err := assets.ReadFile("assets/" + name)
+	if err != nil { // every name in assetTypes is embedded: a test reads each
+		http.Error(w, "no such asset", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", assetTypes[name])
+	w.Header().Set("Cache-Control", "max-age=3600")
+	if _, err := w.Write(body); err != nil {
+		return // the client went away
+	}
+}
+
+// ServeHTTP routes a console request. Every page but the login page and the assets needs a
 // session; every POST needs the session's CSRF token.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Referrer-Policy", "same-origin")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; media-src *; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src *; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	if err := crossOrigin.Check(r); err != nil {
 		h.render(w, http.StatusForbidden, "error", page{Title: "Forbidden", Error: "This form did not come from the console's own pages."})
 		return
 	}
 	path := r.URL.Path
 	switch {
-	case path == "/assets/console.css":
-		w.Header().Set("Content-Type", "text/css; charset=utf-8")
-		w.Header().Set("Cache-Control", "max-age=3600")
-		if _, err := w.Write(stylesheet); err != nil {
-			return // the client went away
-		}
+	case strings.HasPrefix(path, "/assets/") && assetTypes[strings.TrimPrefix(path, "/assets/")] != "":
+		h.serveAsset(w, strings.TrimPrefix(path, "/assets/"))
 		return
 	case path == "/login":
 		h.serveLogin(w, r)
@@ -153,6 +187,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost && !s.validCSRF(r.PostFormValue("csrf")) {
 		h.fail(w, r, s, http.StatusForbidden, "This form has expired or did not come from the console. Reload the page and try again.")
 		return
+	}
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		// A page reads the key list once, however many of its parts need it.
+		r = r.WithContext(keyadmin.WithKeyListMemo(r.Context()))
 	}
 	parts, ok := segments(r.URL)
 	if !ok {
@@ -206,6 +244,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, s *session, part
 		h.playground(w, r, s)
 	case parts[0] == "playground" && len(parts) == 1 && post:
 		h.createPlaygroundTask(w, r, s)
+	case parts[0] == "prices" && len(parts) == 1 && get:
+		h.prices(w, r, s)
 	case parts[0] == "usage.csv" && len(parts) == 1 && get:
 		h.usageCSV(w, r, s)
 	default:

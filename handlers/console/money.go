@@ -10,32 +10,33 @@ import (
 	"github.com/mediagw/mediagw/handlers/keyadmin"
 )
 
-// ledgerPageSize is the number of ledger entries on the account page; the page links the next
-// ones through the ledger's cursor, so no page reads the whole ledger.
+// ledgerPageSize is the number of ledger entries on the account page, newest first; the page
+// links the older ones through the ledger's cursor, so no page reads the whole ledger.
 const ledgerPageSize = 50
 
 // moneyData is the money part of the account page.
 type moneyData struct {
 	Balance keyadmin.BalanceView
 	Ledger  keyadmin.LedgerPage
-	// After is the cursor this page of the ledger starts after ("" for the first page).
-	After string
+	// Before is the cursor this page of the ledger starts before ("" for the newest entries).
+	Before string
 	// CreditKey is the Idempotency-Key of the credit form as this render made it: a double
 	// submit or a reload of the form credits once.
 	CreditKey string
 }
 
-// accountMoney reads the account's balance and the page of its ledger after after.
-func (h *Handler) accountMoney(r *http.Request, s *session, name, after string) (moneyData, error) {
+// accountMoney reads the account's balance and the page of its ledger before before, newest
+// first.
+func (h *Handler) accountMoney(r *http.Request, s *session, name, before string) (moneyData, error) {
 	bal, err := h.Keys.Balance(r.Context(), name)
 	if err != nil {
 		return moneyData{}, err
 	}
-	ledger, err := h.Keys.Ledger(r.Context(), name, after, ledgerPageSize)
+	ledger, err := h.Keys.LedgerNewest(r.Context(), name, before, ledgerPageSize)
 	if err != nil {
 		return moneyData{}, err
 	}
-	d := moneyData{Balance: bal, Ledger: ledger, After: after}
+	d := moneyData{Balance: bal, Ledger: ledger, Before: before}
 	if s.user.Operator() {
 		d.CreditKey = "console-" + rand.Text()
 	}

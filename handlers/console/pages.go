@@ -2,7 +2,6 @@ package console
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -10,14 +9,12 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
-	"github.com/mediagw/mediagw/storage"
 )
 
 // page is what every template receives.
@@ -49,10 +46,10 @@ func parsePages() (map[string]*template.Template, error) {
 	pages := map[string]*template.Template{}
 	for _, name := range names {
 		base := strings.TrimSuffix(path.Base(name), ".html")
-		if base == "layout" {
+		if base == "layout" || base == "charts" {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", name)
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/charts.html", name)
 		if err != nil {
 			return nil, fmt.Errorf("console template %s: %v", name, err)
 		}
@@ -110,7 +107,12 @@ func (s *session) sees(account string) bool { return s.user.Operator() || s.user
 type overviewData struct {
 	Accounts []accountRow
 	Keys     int
+	// Recent charts the gateway's metrics of the last hours, Days its usage day totals.
+	Recent, Days []Chart
 }
+
+// Charts is every chart of the page, for the script that draws them.
+func (d overviewData) Charts() []Chart { return append(append([]Chart(nil), d.Recent...), d.Days...) }
 
 type accountRow struct {
 	keyadmin.AccountView
@@ -134,12 +136,21 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	data := overviewData{Keys: len(keys)}
 	for _, a := range accounts {
-		u, err := h.Keys.AccountUsage(r.Context(), a.Name)
+		u, err := h.Keys.UsageOf(r.Context(), a.Name)
 		if err != nil {
 			h.failErr(w, r, s, err)
 			return
 		}
 		data.Accounts = append(data.Accounts, accountRow{AccountView: a, Usage: u})
+	}
+	if h.Charts != nil {
+		data.Recent = h.Charts.Charts()
+	}
+	if h.Totals != nil {
+		if data.Days, err = dayCharts(r.Context(), h.Totals, "", h.now()); err != nil {
+			h.failErr(w, r, s, err)
+			return
+		}
 	}
 	h.show(w, s, "overview", "Overview", data)
 }
@@ -162,6 +173,8 @@ type accountData struct {
 	Usage   keyadmin.AccountUsage
 	Keys    []keyadmin.KeyView
 	Money   moneyData
+	// Days charts the account's requests and spend per day (nil without usage totals).
+	Days []Chart
 }
 
 func (h *Handler) account(w http.ResponseWriter, r *http.Request, s *session, name string) {
@@ -185,12 +198,19 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request, s *session, na
 		h.failErr(w, r, s, err)
 		return
 	}
-	money, err := h.accountMoney(r, s, name, r.URL.Query().Get("after"))
+	money, err := h.accountMoney(r, s, name, r.URL.Query().Get("before"))
 	if err != nil {
 		h.failErr(w, r, s, err)
 		return
 	}
-	h.show(w, s, "account", "Account "+name, accountData{Account: a, Usage: u, Keys: keys, Money: money})
+	d := accountData{Account: a, Usage: u, Keys: keys, Money: money}
+	if h.Totals != nil {
+		if d.Days, err = dayCharts(r.Context(), h.Totals, name, h.now()); err != nil {
+			h.failErr(w, r, s, err)
+			return
+		}
+	}
+	h.show(w, s, "account", "Account "+name, d)
 }
 
 func (h *Handler) setDisabled(w http.ResponseWriter, r *http.Request, s *session, name string, disabled bool) {
@@ -204,79 +224,6 @@ func (h *Handler) setDisabled(w http.ResponseWriter, r *http.Request, s *session
 	}
 	h.audit(s, map[bool]string{true: "disable account", false: "enable account"}[disabled], name)
 	http.Redirect(w, r, "/accounts/"+url.PathEscape(name), http.StatusSeeOther)
-}
-
-// tasksPageSize is the number of tasks on a page of the task list.
-const tasksPageSize = 50
-
-type tasksData struct {
-	Account, Status, Model string
-	Page, Pages, Total     int
-	Tasks                  []storage.Task
-	Statuses               []string
-}
-
-func (h *Handler) tasks(w http.ResponseWriter, r *http.Request, s *session) {
-	q := r.URL.Query()
-	if id := strings.TrimSpace(q.Get("id")); id != "" {
-		http.Redirect(w, r, "/tasks/"+url.PathEscape(id), http.StatusSeeOther)
-		return
-	}
-	d := tasksData{Account: q.Get("account"), Status: q.Get("status"), Model: q.Get("model"), Page: 1,
-		Statuses: []string{"queued", "running", "succeeded", "failed", "cancelled", "expired"}}
-	if !s.user.Operator() {
-		d.Account = s.user.Account
-	}
-	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 0 && n <= 100000 {
-		d.Page = n
-	}
-	if d.Account != "" {
-		p, err := h.Store.ListTasks(r.Context(), d.Account, storage.TaskQuery{Kind: storage.KindVideo, PageNum: d.Page, PageSize: tasksPageSize, Status: d.Status, Model: d.Model})
-		if err != nil {
-			h.failErr(w, r, s, err)
-			return
-		}
-		d.Tasks, d.Total = p.Tasks, p.Total
-		d.Pages = (p.Total + tasksPageSize - 1) / tasksPageSize
-	}
-	h.show(w, s, "tasks", "Tasks", d)
-}
-
-type taskData struct {
-	Task     storage.Task
-	Running  bool // not finished yet: the page reloads itself
-	VideoURL string
-	Result   string
-}
-
-func (h *Handler) task(w http.ResponseWriter, r *http.Request, s *session, id string) {
-	t, err := h.Store.Task(r.Context(), id)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && !s.sees(t.Account)) {
-		h.notFound(w, r, s)
-		return
-	}
-	if err != nil {
-		h.failErr(w, r, s, err)
-		return
-	}
-	d := taskData{Task: t, Running: !storage.Terminal(t.Status)}
-	var result struct {
-		Content struct {
-			VideoURL string `json:"video_url"`
-		} `json:"content"`
-	}
-	if len(t.Result) > 0 {
-		var pretty bytes.Buffer
-		if json.Indent(&pretty, t.Result, "", "  ") == nil {
-			d.Result = pretty.String()
-		}
-		if json.Unmarshal(t.Result, &result) == nil {
-			if u, err := url.Parse(result.Content.VideoURL); err == nil && (u.Scheme == "https" || u.Scheme == "http") {
-				d.VideoURL = u.String()
-			}
-		}
-	}
-	h.show(w, s, "task", "Task "+t.ID, d)
 }
 
 // usageCSV exports the usage report as CSV; a member's export is confined to their account.

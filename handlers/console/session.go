@@ -77,20 +77,37 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, boo
 	if !ok || len(token) != 43 {
 		return nil, false
 	}
-	userB64, sinceText, ok := strings.Cut(rest, ".")
-	name, err := base64.RawURLEncoding.DecodeString(userB64)
-	if !ok || err != nil {
+	userPart, sinceText, ok := strings.Cut(rest, ".")
+	if !ok {
 		return nil, false
 	}
 	secs, err := strconv.ParseInt(sinceText, 10, 64)
 	if err != nil {
 		return nil, false
 	}
-	user, known := h.Users[string(name)]
 	since := time.Unix(secs, 0)
 	now := h.now()
-	if !known || now.Sub(since) > h.SessionMax || since.After(now.Add(time.Minute)) {
+	if now.Sub(since) > h.SessionMax || since.After(now.Add(time.Minute)) {
 		return nil, false
+	}
+	var user User
+	if keyID, isKey := strings.CutPrefix(userPart, keyUserPrefix); isKey {
+		id, err := base64.RawURLEncoding.DecodeString(keyID)
+		if err != nil {
+			return nil, false
+		}
+		if user, ok = h.keySession(r.Context(), string(id)); !ok {
+			clearCookie(w)
+			return nil, false
+		}
+	} else {
+		name, err := base64.RawURLEncoding.DecodeString(userPart)
+		if err != nil {
+			return nil, false
+		}
+		if user, ok = h.Users[string(name)]; !ok {
+			return nil, false
+		}
 	}
 	err = h.Store.RenewLease(r.Context(), leaseName(token), leaseOwner(user, since), now, h.SessionIdle)
 	if err != nil {
@@ -130,21 +147,13 @@ func refusalHash(users map[string]User) ([]byte, error) {
 
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if key := r.PostFormValue("api_key"); key != "" {
+		h.keyLogin(w, r, key)
+		return
+	}
 	name, password := r.PostFormValue("username"), r.PostFormValue("password")
-	now := h.now()
-	for _, window := range []string{addressWindow(h.clientIP(r)), userWindow(name)} {
-		ok, retry, err := h.Store.AllowRate(r.Context(), window, loginAttempts, loginWindow, now)
-		if err != nil {
-			h.Logger.Error("counting a console login attempt", zap.Error(err))
-			h.render(w, http.StatusServiceUnavailable, "login", page{Title: "Log in", Error: "The console cannot log you in right now. Try again shortly."})
-			return
-		}
-		if !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
-			h.Logger.Warn("console login refused: too many attempts", zap.String("user", name), zap.String("remote_ip", h.clientIP(r)))
-			h.render(w, http.StatusTooManyRequests, "login", page{Title: "Log in", Error: "Too many login attempts. Wait a few minutes and try again."})
-			return
-		}
+	if !h.allowLoginAttempt(w, r, userWindow(name), name) {
+		return
 	}
 	user, known := h.Users[name]
 	hash := h.refusalHash
@@ -156,9 +165,39 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.render(w, http.StatusUnauthorized, "login", page{Title: "Log in", Error: "The user name or password is wrong."})
 		return
 	}
+	h.startSession(w, r, user)
+}
+
+// allowLoginAttempt counts a login attempt in the client address's window and in window (the
+// user name's, or the API key's), and answers 429 with Retry-After when either is full. name is
+// logged with a refusal (a user name; "" for a key, which is never logged).
+func (h *Handler) allowLoginAttempt(w http.ResponseWriter, r *http.Request, window, name string) bool {
+	now := h.now()
+	for _, window := range []string{addressWindow(h.clientIP(r)), window} {
+		ok, retry, err := h.Store.AllowRate(r.Context(), window, loginAttempts, loginWindow, now)
+		if err != nil {
+			h.Logger.Error("counting a console login attempt", zap.Error(err))
+			h.render(w, http.StatusServiceUnavailable, "login", page{Title: "Log in", Error: "The console cannot log you in right now. Try again shortly."})
+			return false
+		}
+		if !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
+			h.Logger.Warn("console login refused: too many attempts", zap.String("user", name), zap.String("remote_ip", h.clientIP(r)))
+			h.render(w, http.StatusTooManyRequests, "login", page{Title: "Log in", Error: "Too many login attempts. Wait a few minutes and try again."})
+			return false
+		}
+	}
+	return true
+}
+
+// startSession starts a session of user and sets its cookie: token.user.since, where user is
+// the configured user's name (base64url), or "~" and the key id (base64url) of a member who
+// logged in with an API key.
+func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, user User) {
 	var random [32]byte
 	rand.Read(random[:]) // crypto/rand.Read never fails (it panics instead, from Go 1.24)
 	token := base64.RawURLEncoding.EncodeToString(random[:])
+	now := h.now()
 	since := now.Truncate(time.Second)
 	held, err := h.Store.AcquireLease(r.Context(), leaseName(token), leaseOwner(user, since), now, h.SessionIdle)
 	if err != nil || !held {
@@ -166,11 +205,15 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.render(w, http.StatusServiceUnavailable, "login", page{Title: "Log in", Error: "The console cannot log you in right now. Try again shortly."})
 		return
 	}
+	userPart := base64.RawURLEncoding.EncodeToString([]byte(user.Name))
+	if user.KeyID != "" {
+		userPart = keyUserPrefix + base64.RawURLEncoding.EncodeToString([]byte(user.KeyID))
+	}
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: token + "." + base64.RawURLEncoding.EncodeToString([]byte(user.Name)) + "." + strconv.FormatInt(since.Unix(), 10),
+		Name: cookieName, Value: token + "." + userPart + "." + strconv.FormatInt(since.Unix(), 10),
 		Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode, MaxAge: int(h.SessionMax.Seconds()),
 	})
-	h.Logger.Info("console login", zap.String("user", user.Name), zap.String("remote_ip", h.clientIP(r)))
+	h.Logger.Info("console login", zap.String("user", user.Name), zap.String("user_account", user.Account), zap.String("remote_ip", h.clientIP(r)))
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 

@@ -136,6 +136,14 @@ func methods(r *http.Request, m map[string]func() (any, error)) (any, error) {
 }
 
 func (h *Handler) listKeys(ctx context.Context) ([]KeyView, error) {
+	if m, ok := ctx.Value(keyListMemoKey{}).(*keyListMemo); ok {
+		return m.list(ctx, h)
+	}
+	return h.readKeys(ctx)
+}
+
+// readKeys reads every key: the stored ones and the configured ones, ordered by id.
+func (h *Handler) readKeys(ctx context.Context) ([]KeyView, error) {
 	stored, err := h.Store.ListKeys(ctx)
 	if err != nil {
 		return nil, err
@@ -391,10 +399,17 @@ func (h *Handler) account(ctx context.Context, name string) (storage.Account, er
 }
 
 func (h *Handler) accountUsage(ctx context.Context, name string) (AccountUsage, error) {
-	var u AccountUsage
 	if _, err := h.account(ctx, name); err != nil {
-		return u, err
+		return AccountUsage{}, err
 	}
+	return h.UsageOf(ctx, name)
+}
+
+// UsageOf is what all keys of an account have used, for an account known to exist (a name that
+// Accounts listed): unlike AccountUsage it does not look the account up first, which reads every
+// key for an account without a record of its own.
+func (h *Handler) UsageOf(ctx context.Context, name string) (AccountUsage, error) {
+	var u AccountUsage
 	var err error
 	if u.Requests, err = h.Meter.Value(ctx, accounting.AccountUsage(name, accounting.UsageRequests)); err != nil {
 		return u, err

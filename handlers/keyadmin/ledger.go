@@ -216,15 +216,7 @@ func (h *Handler) Ledger(ctx context.Context, account, after string, limit int) 
 	if limit < 1 || limit > storage.MaxLedgerPage {
 		limit = storage.DefaultLedgerPage
 	}
-	entries, next, err := h.Store.LedgerPage(ctx, account, after, limit)
-	if err != nil {
-		return LedgerPage{}, err
-	}
-	page := LedgerPage{Account: account, Entries: make([]EntryView, 0, len(entries)), Next: next}
-	for _, e := range entries {
-		page.Entries = append(page.Entries, entryView(e))
-	}
-	return page, nil
+	return ledgerPageView(account)(h.Store.LedgerPage(ctx, account, after, limit))
 }
 
 // ledgerCSVHeader names the columns of the CSV ledger.

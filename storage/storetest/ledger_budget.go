@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -188,4 +189,31 @@ func testLedgerPages(t *testing.T, s storage.Store) {
 		t.Fatal("a bad cursor was taken")
 	}
 	checkLedger(t, s, "acme", 325, 0)
+
+	// Newest first: 25..16, 15..6, 5..1, each page's cursor its last (oldest) entry.
+	before, sizes := "", nil
+	var amounts []int64
+	for range 10 {
+		page, next, err := s.LedgerPageNewest(ctx, "acme", before, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(page))
+		for _, e := range page {
+			amounts = append(amounts, e.Amount)
+		}
+		if next == "" {
+			break
+		}
+		before = next
+	}
+	if fmt.Sprint(sizes) != "[10 10 5]" || len(amounts) != 25 || amounts[0] != 25 || amounts[24] != 1 || !slices.IsSortedFunc(amounts, func(a, b int64) int { return int(b - a) }) {
+		t.Fatalf("newest first: page sizes %v, amounts %v; want [10 10 5], 25 down to 1", sizes, amounts)
+	}
+	if page, next, err := s.LedgerPageNewest(ctx, "acme", "1", 10); err != nil || len(page) != 0 || next != "" {
+		t.Fatalf("the page before the first entry = %d entries, %q, %v", len(page), next, err)
+	}
+	if _, _, err := s.LedgerPageNewest(ctx, "acme", "x'; --", 10); err == nil {
+		t.Fatal("a bad newest-first cursor was taken")
+	}
 }

@@ -1,0 +1,97 @@
+package console
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// KeyAuthenticator checks an API key as the gateway's mediagw_auth does (auth.Authenticator):
+// unknown, disabled and expired keys, disabled accounts and the key's allowed addresses.
+type KeyAuthenticator interface {
+	AuthenticateKey(ctx context.Context, secret string, clientIP netip.Addr) (auth.Identity, error)
+}
+
+// keyUserPrefix starts the session cookie's user part for a member who logged in with an API
+// key: "~" is not in the base64url alphabet that encodes configured user names, so the two
+// never meet.
+const keyUserPrefix = "~"
+
+// keyUser is the console user of a session that logged in with API key id of account. Its
+// name is not a configured user's (configured names have no colon).
+func keyUser(id, account string) User {
+	return User{Name: "key:" + id, Account: account, KeyID: id}
+}
+
+// keyLogin logs a member in with one of their account's API keys. The key itself is checked
+// once, here, and kept nowhere: the session cookie and the store's lease name the key's id,
+// and every later request checks that this key is still active (keyStillValid). Attempts are
+// counted in the same windows as password logins: per client address and per key (by digest).
+func (h *Handler) keyLogin(w http.ResponseWriter, r *http.Request, secret string) {
+	secret = strings.TrimSpace(secret)
+	sum := sha256.Sum256([]byte(secret))
+	if !h.allowLoginAttempt(w, r, "console/login/key/"+hex.EncodeToString(sum[:16]), "") {
+		return
+	}
+	refuse := func(reason string) {
+		h.Logger.Info("console key login failed", zap.String("reason", reason), zap.String("remote_ip", h.clientIP(r)))
+		h.render(w, http.StatusUnauthorized, "login", page{Title: "Log in", Error: "This API key cannot log in to the console."})
+	}
+	if h.KeyAuth == nil {
+		refuse("key_login_off")
+		return
+	}
+	ip, err := netip.ParseAddr(h.clientIP(r))
+	if err != nil {
+		ip = netip.Addr{} // a key with allowed addresses then refuses it
+	}
+	id, err := h.KeyAuth.AuthenticateKey(r.Context(), secret, ip)
+	if ae, ok := errors.AsType[*apierror.Error](err); ok {
+		refuse(ae.Code)
+		return
+	} else if err != nil {
+		h.Logger.Error("checking an API key for a console login", zap.Error(err))
+		h.render(w, http.StatusServiceUnavailable, "login", page{Title: "Log in", Error: "The console cannot log you in right now. Try again shortly."})
+		return
+	}
+	h.startSession(w, r, keyUser(id.KeyID, id.Account))
+}
+
+// keySession returns the user of a key session's cookie (user part "~" + the key id,
+// base64url), after checking that the key still exists, is enabled and unexpired, and that its
+// account is enabled: revoking or disabling the key, or disabling the account, ends the session.
+func (h *Handler) keySession(ctx context.Context, id string) (User, bool) {
+	k, err := h.Keys.Key(ctx, id)
+	if err != nil {
+		if ke, ok := errors.AsType[*keyadmin.Error](err); !ok || ke.Status != http.StatusNotFound {
+			h.Logger.Error("reading the key of a console session", zap.String("key_id", id), zap.Error(err))
+		}
+		return User{}, false
+	}
+	if k.Disabled || (k.Expires != nil && !h.now().Before(*k.Expires)) {
+		return User{}, false
+	}
+	if h.Keys.DisabledAccounts[k.Account] {
+		return User{}, false
+	}
+	a, err := h.Store.Account(ctx, k.Account)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		h.Logger.Error("reading the account of a console key session", zap.String("key_id", id), zap.Error(err))
+		return User{}, false
+	}
+	if a.Disabled {
+		return User{}, false
+	}
+	return keyUser(k.ID, k.Account), true
+}

@@ -1,0 +1,190 @@
+package console
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mediagw/mediagw/handlers/auth"
+)
+
+// keyConsole is a test console whose members may log in with keys (checked by the gateway's
+// own authenticator on the same store), with every log entry kept; it returns a key of acme
+// and one of beta.
+func keyConsole(t *testing.T) (c *testConsole, logs *observer.ObservedLogs, acme, beta string) {
+	t.Helper()
+	c = newTestConsole(t, bcryptTestCost)
+	core, logs := observer.New(zapcore.DebugLevel)
+	c.h.Logger = zap.New(core)
+	c.h.KeyAuth = &auth.Authenticator{Store: c.h.Store, Now: func() time.Time { return c.clock }}
+	ctx := context.Background()
+	a, err := c.h.Keys.CreateKey(ctx, []byte(`{"account":"acme"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.h.Keys.CreateKey(ctx, []byte(`{"account":"beta"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, logs, a.Key, b.Key
+}
+
+func (c *testConsole) keyLogin(secret string) (*http.Response, string) {
+	c.t.Helper()
+	return c.request(http.MethodPost, "/login", "", url.Values{"api_key": {secret}}, nil)
+}
+
+func sessionCookie(resp *http.Response) string {
+	for _, ck := range resp.Cookies() {
+		if ck.Name == cookieName && ck.Value != "" {
+			return ck.Name + "=" + ck.Value
+		}
+	}
+	return ""
+}
+
+// A member logs in with an API key of their account and sees that account only. The key is in
+// neither the cookie nor any log entry (nor is its hash); the cookie names the key's id.
+func TestKeyLoginSeesOnlyItsAccount(t *testing.T) {
+	c, logs, acme, beta := keyConsole(t)
+	resp, page := c.keyLogin(acme)
+	cookie := sessionCookie(resp)
+	if resp.StatusCode != http.StatusSeeOther || cookie == "" {
+		t.Fatalf("key login = %d %s", resp.StatusCode, page)
+	}
+	sum := sha256.Sum256([]byte(acme))
+	for _, secret := range []string{acme, hex.EncodeToString(sum[:]), base64.RawURLEncoding.EncodeToString([]byte(acme))} {
+		if strings.Contains(cookie, secret) {
+			t.Fatalf("the session cookie carries the key or its hash: %s", cookie)
+		}
+		for _, e := range logs.All() {
+			if strings.Contains(e.Message+" "+strings.Join(fieldStrings(e), " "), secret) {
+				t.Fatalf("a log entry carries the key or its hash: %s %v", e.Message, e.ContextMap())
+			}
+		}
+	}
+	s := c.sessionOf(cookie)
+	if s.user.Operator() || s.user.Account != "acme" || s.user.KeyID == "" {
+		t.Fatalf("the key's session is %+v", s.user)
+	}
+	for target, want := range map[string]int{
+		"/accounts/acme": http.StatusOK, "/accounts/beta": http.StatusNotFound, "/accounts": http.StatusSeeOther,
+		"/upstreams": http.StatusNotFound, "/tasks?account=beta": http.StatusOK,
+	} {
+		if resp, page := c.request(http.MethodGet, target, cookie, nil, nil); resp.StatusCode != want || strings.Contains(page, "beta") {
+			t.Errorf("%s as acme's key = %d (want %d), beta shown: %v", target, resp.StatusCode, want, strings.Contains(page, "beta"))
+		}
+	}
+	// A cookie that names beta's key with this session's token is no session: the lease is
+	// owned by acme's key.
+	betaKey, err := c.h.Store.KeyByHash(context.Background(), hex.EncodeToString(sha256Sum(beta)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, rest, _ := strings.Cut(strings.TrimPrefix(cookie, cookieName+"="), ".")
+	_, since, _ := strings.Cut(rest, ".")
+	forged := cookieName + "=" + token + "." + keyUserPrefix + base64.RawURLEncoding.EncodeToString([]byte(betaKey.ID)) + "." + since
+	if c.signedIn(forged) {
+		t.Fatal("a cookie naming beta's key with acme's session token is a session")
+	}
+	if !c.signedIn(cookie) {
+		t.Fatal("the forged cookie ended the real session")
+	}
+}
+
+func sha256Sum(s string) []byte {
+	sum := sha256.Sum256([]byte(s))
+	return sum[:]
+}
+
+func fieldStrings(e observer.LoggedEntry) []string {
+	var out []string
+	for k, v := range e.ContextMap() {
+		out = append(out, k, strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(toString(v), "\n", " "), "\t", " ")))
+	}
+	return out
+}
+
+func toString(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return ""
+}
+
+// Revoking the key, disabling it or disabling its account ends the session at the next request;
+// such a key cannot log in again.
+func TestKeySessionEndsWithTheKey(t *testing.T) {
+	c, _, acme, _ := keyConsole(t)
+	cookie := sessionCookie(first(c.keyLogin(acme)))
+	if !c.signedIn(cookie) {
+		t.Fatal("no session after the key login")
+	}
+	if _, err := c.h.Keys.SetAccountDisabled(context.Background(), "acme", true); err != nil {
+		t.Fatal(err)
+	}
+	if c.signedIn(cookie) {
+		t.Fatal("the session outlived the account's disabling")
+	}
+	if resp, _ := c.keyLogin(acme); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a key of a disabled account logs in: %d", resp.StatusCode)
+	}
+	if _, err := c.h.Keys.SetAccountDisabled(context.Background(), "acme", false); err != nil {
+		t.Fatal(err)
+	}
+	cookie = sessionCookie(first(c.keyLogin(acme)))
+	key, err := c.h.Store.KeyByHash(context.Background(), hex.EncodeToString(sha256Sum(acme)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.h.Keys.RevokeKey(context.Background(), key.ID); err != nil {
+		t.Fatal(err)
+	}
+	if c.signedIn(cookie) {
+		t.Fatal("the session outlived the key's revocation")
+	}
+	if resp, _ := c.keyLogin(acme); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a revoked key logs in: %d", resp.StatusCode)
+	}
+}
+
+func first(resp *http.Response, _ string) *http.Response { return resp }
+
+// Key logins count in the login windows: after 10 wrong keys from one address, even a right key
+// is refused with 429 and Retry-After until the window passes. A wrong key is never logged.
+func TestKeyLoginsAreRateLimited(t *testing.T) {
+	c, logs, acme, _ := keyConsole(t)
+	for i := range loginAttempts {
+		wrong := "mg-wrong-key-" + strings.Repeat("x", i+1)
+		if resp, page := c.keyLogin(wrong); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(page, "cannot log in") {
+			t.Fatalf("wrong key %d = %d", i, resp.StatusCode)
+		}
+	}
+	resp, _ := c.keyLogin(acme)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || sessionCookie(resp) != "" {
+		t.Fatalf("the right key past the limit = %d", resp.StatusCode)
+	}
+	// Password logins from the address count in the same window.
+	if resp, _ := c.request(http.MethodPost, "/login", "", url.Values{"username": {"admin"}, "password": {testPassword}}, nil); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a password login from the address past the limit = %d", resp.StatusCode)
+	}
+	for _, e := range logs.All() {
+		if strings.Contains(strings.Join(fieldStrings(e), " "), "mg-wrong-key") {
+			t.Fatalf("a wrong key is logged: %v", e.ContextMap())
+		}
+	}
+	c.clock = c.clock.Add(loginWindow + time.Second)
+	if resp, _ := c.keyLogin(acme); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the right key after the window = %d", resp.StatusCode)
+	}
+}
