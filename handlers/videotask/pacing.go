@@ -1,0 +1,76 @@
+package videotask
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// Each upstream keeps its own pace (providers.Upstream.Take): its max_rps, and the pause its
+// last 429 asked for. The watcher takes a call's share before it reads a task (paced below);
+// a client's poll reads the upstream only when a share is free and the upstream is not
+// paused, and gets the stored answer otherwise; a client's create is never delayed but counts
+// (Spend). A 429 of any read, Ark's or an adaptor's, pauses the upstream (Throttled).
+
+// pacedKey marks a context whose upstream call the watcher already took its share for.
+type pacedKey struct{}
+
+// withPaced marks ctx as the watcher's, whose calls were paced before they were made.
+func withPaced(ctx context.Context) context.Context { return context.WithValue(ctx, pacedKey{}, true) }
+
+// isPaced reports a context marked by withPaced.
+func isPaced(ctx context.Context) bool {
+	paced, _ := ctx.Value(pacedKey{}).(bool)
+	return paced
+}
+
+// mayRead reports whether a read of u may go out now: the watcher's always (it took its share);
+// another's while u is not paused after a 429 and its max_rps has a call free, which it takes.
+func (h *Handler) mayRead(ctx context.Context, u *providers.Upstream) bool {
+	if isPaced(ctx) {
+		return true
+	}
+	return u.Allow()
+}
+
+// paced splits the batch of tasks of one upstream that the watcher is about to read into those
+// it may read now, within the upstream's pace, and the ids of the rest, with when to read them.
+// A batch that one task list call reads (Ark's) takes one call's share.
+func (w *Watcher) paced(u *providers.Upstream, batch []storage.Task) (now []storage.Task, later []string, retry time.Time) {
+	calls := len(batch)
+	if w.Tasks.listable(u, batch) {
+		calls = 1
+	}
+	granted, at := u.Take(calls)
+	switch {
+	case granted == calls:
+		return batch, nil, at
+	case calls == 1:
+		granted = 0 // the list call, not granted
+	}
+	for _, t := range batch[granted:] {
+		later = append(later, t.ID)
+	}
+	return batch[:granted], later, at
+}
+
+// listable reports whether refreshBatch reads the batch through the upstream's task list (one
+// call) rather than task by task.
+func (h *Handler) listable(u *providers.Upstream, batch []storage.Task) bool {
+	return len(batch) > 1 && batch[0].UpstreamID == "" && h.unbatched.allows(u, h.now())
+}
+
+// throttledBy records an upstream's answer: a 429 pauses u for its Retry-After (bounded, see
+// providers.Upstream.Throttled), any other answer ends u's run of 429s. It reports a 429.
+func (h *Handler) throttledBy(u *providers.Upstream, ans upstream.Answer) bool {
+	if ans.Status != http.StatusTooManyRequests {
+		u.Unthrottled()
+		return false
+	}
+	u.Throttled(upstream.RetryAfter(ans.Header, h.now()))
+	return true
+}
