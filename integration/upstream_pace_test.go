@@ -25,6 +25,9 @@ const paceCaddyfile = `{
 		key mg-alice {
 			account alice
 		}
+		key mg-bob {
+			account bob
+		}
 	}
 }
 
@@ -40,12 +43,14 @@ http://127.0.0.1:{{port}} {
 // TestUpstreamMaxRPSAndBackoff: 15 unfinished tasks would be read 75 times a second at the
 // watcher's interval; the upstream's max_rps 5 holds the reads to 5 a second (at most 10 in any
 // second, 20 in three). After the upstream's 429 with Retry-After: 2, nothing reads it (no
-// task, not only the one whose read met the 429) for those 2 seconds; then the reads resume.
+// task of either account, not only the account whose read met the 429) for those 2 seconds;
+// then the reads resume.
 func TestUpstreamMaxRPSAndBackoff(t *testing.T) {
 	f, url := newFakeOpenAIVideos(t, "openai-upstream-key")
 	base, _ := startSimGateway(t, paceCaddyfile, map[string]string{"openai_url": url})
-	for range 15 {
-		r := call(t, "POST", base+"/api/v3/contents/generations/tasks", "mg-alice",
+	for i := range 15 {
+		key := []string{"mg-alice", "mg-bob"}[i%2] // a 429 pauses the upstream, not one account
+		r := call(t, "POST", base+"/api/v3/contents/generations/tasks", key,
 			map[string]any{"model": "sora-2", "content": []any{map[string]any{"type": "text", "text": "a pond [slow]"}}})
 		if r.status != 200 {
 			t.Fatalf("create: %d %s", r.status, r.body)
