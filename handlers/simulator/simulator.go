@@ -1,5 +1,6 @@
-// Package simulator is a local stand-in for upstream model providers: the Ark video task protocol
-// and OpenAI-style endpoints, in memory. It exists for demos, development and load tests; a
+// Package simulator is a local stand-in for upstream model providers: the video task protocols
+// of Ark, DashScope (Wan), Gemini (Veo) and Kling (video_protocols.go), and OpenAI-style
+// endpoints, in memory. It exists for demos, development and load tests; a
 // production gateway never needs it.
 //
 // Video tasks move queued → running → succeeded after configurable times. A task whose prompt
@@ -34,8 +35,11 @@ type Simulator struct {
 	QueuedFor, RunningFor time.Duration
 	// VideoURL is the result address; "{id}" is replaced by the task id.
 	VideoURL string
-	// APIKey, when set, is the only bearer token accepted.
+	// APIKey, when set, is the only bearer token accepted (or x-api-key, x-goog-api-key).
 	APIKey string
+	// KlingAccessKey and KlingSecretKey are the credential of the Kling protocol: its requests
+	// carry a JWT made of them instead of APIKey. Without them Kling requests are refused.
+	KlingAccessKey, KlingSecretKey string
 	// Now is the clock of the task timeline and of the dates in answers. Default: time.Now.
 	Now func() time.Time
 
@@ -69,8 +73,17 @@ func New() *Simulator {
 }
 
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	serve, isVideo := s.videoRoute(r)
+	if isVideo && isKling(r.URL.Path) {
+		serve(w, r) // Kling's JWT is checked by its handlers
+		return
+	}
 	if !s.authorized(r) {
 		upstreamError(w, http.StatusUnauthorized, "AuthenticationError", "the API key is missing or invalid")
+		return
+	}
+	if isVideo {
+		serve(w, r)
 		return
 	}
 	path := r.URL.Path
