@@ -16,8 +16,9 @@ const (
 	MaxThrottlePause = time.Minute
 )
 
-// pacer keeps an upstream's own pace: its max_rps as a token bucket (a second's worth of
-// calls at most in a burst), and the pause its last 429 asked for. It is this process's: each
+// pacer keeps an upstream's own pace: its max_rps as a token bucket (a tenth of a second's
+// worth of calls at most in a burst, so that no clock second sees more than 1.1 × max_rps), and
+// the pause its last 429 asked for. It is this process's: each
 // gateway instance paces its own calls.
 type pacer struct {
 	mu       sync.Mutex
@@ -30,7 +31,7 @@ type pacer struct {
 func newPacer(maxRPS float64) *pacer {
 	p := &pacer{}
 	if maxRPS > 0 {
-		p.limiter = rate.NewLimiter(rate.Limit(maxRPS), max(1, int(math.Ceil(maxRPS))))
+		p.limiter = rate.NewLimiter(rate.Limit(maxRPS), max(1, int(math.Ceil(maxRPS/10))))
 	}
 	return p
 }

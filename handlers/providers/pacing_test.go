@@ -5,35 +5,41 @@ import (
 	"time"
 )
 
-// TestUpstreamTake: max_rps 5 grants a second's worth at once (5), then one call every 200ms,
-// saying when the next is free; creates (Spend) push the next grant back; without max_rps
-// everything is granted.
+// TestUpstreamTake: max_rps 50 grants a tenth of a second's worth at once (5), then one call
+// every 20ms, saying when the next is free; creates (Spend) push the next grant back; without
+// max_rps everything is granted.
 func TestUpstreamTake(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	board := &Board{Now: func() time.Time { return now }, states: map[string]*healthState{}}
-	u := &Upstream{Name: "a", MaxRPS: 5, health: board}
+	u := &Upstream{Name: "a", MaxRPS: 50, health: board}
 	if got, _ := u.Take(8); got != 5 {
 		t.Fatalf("first take granted %d, want the burst of 5", got)
 	}
 	got, retry := u.Take(3)
-	if got != 0 || retry.Sub(now) != 200*time.Millisecond {
+	if got != 0 || retry.Sub(now) != 20*time.Millisecond {
 		t.Fatalf("take at the limit: %d, retry in %v", got, retry.Sub(now))
 	}
 	now = now.Add(time.Second)
-	if got, _ := u.Take(10); got != 5 {
-		t.Fatalf("a second later granted %d, want 5", got)
+	if got, _ := u.Take(100); got != 5 {
+		t.Fatalf("a second later granted %d, want the burst of 5", got)
 	}
 	u.Spend()
 	u.Spend()
-	now = now.Add(400 * time.Millisecond) // two calls' worth, spent by the creates
-	if got, retry := u.Take(1); got != 0 || retry.Sub(now) != 200*time.Millisecond {
+	now = now.Add(40 * time.Millisecond) // two calls' worth, spent by the creates
+	if got, retry := u.Take(1); got != 0 || retry.Sub(now) != 20*time.Millisecond {
 		t.Fatalf("after two creates: %d, retry in %v", got, retry.Sub(now))
 	}
-
 	u.Spend()
 	u.Spend() // a debt of two calls
-	if got, retry := u.Take(4); got != 0 || retry.Sub(now) != 600*time.Millisecond {
+	if got, retry := u.Take(4); got != 0 || retry.Sub(now) != 60*time.Millisecond {
 		t.Fatalf("in debt: %d, retry in %v", got, retry.Sub(now))
+	}
+	slow := &Upstream{Name: "s", MaxRPS: 0.5, health: board}
+	if got, _ := slow.Take(3); got != 1 {
+		t.Fatalf("max_rps 0.5 granted %d at once, want 1", got)
+	}
+	if _, retry := slow.Take(1); retry.Sub(now) != 2*time.Second {
+		t.Fatalf("max_rps 0.5: next call in %v", retry.Sub(now))
 	}
 
 	free := &Upstream{Name: "b", health: board}

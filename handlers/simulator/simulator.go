@@ -1,6 +1,6 @@
 // Package simulator is a local stand-in for upstream model providers: the video task protocols
-// of Ark, DashScope (Wan), Gemini (Veo) and Kling (video_protocols.go), and OpenAI-style
-// endpoints, in memory. It exists for demos, development and load tests; a
+// of Ark, DashScope (Wan), Gemini (Veo), Kling (video_protocols.go) and OpenAI's videos
+// (openai_videos.go), and OpenAI-style endpoints, in memory. It exists for demos, development and load tests; a
 // production gateway never needs it.
 //
 // Video tasks move queued → running → succeeded after configurable times. A task whose prompt
@@ -58,6 +58,7 @@ type task struct {
 	Cancelled         bool
 	Resolution, Ratio string
 	Duration          int
+	Size              string // an OpenAI video's
 }
 
 // New returns a simulator with default timings: 2 s queued, 5 s running.
@@ -83,6 +84,10 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isVideo {
+		serve(w, r)
+		return
+	}
+	if serve, ok := s.videosRoute(r); ok {
 		serve(w, r)
 		return
 	}
@@ -172,15 +177,20 @@ func (s *Simulator) createTask(w http.ResponseWriter, r *http.Request) {
 	if b.CallbackURL != "" {
 		s.scheduleCallbacks(t, b.CallbackURL)
 	}
+	s.keep(t)
+	writeJSON(w, http.StatusOK, map[string]string{"id": t.ID})
+}
+
+// keep stores a new task, forgetting the oldest past maxTasks.
+func (s *Simulator) keep(t *task) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.tasks[t.ID] = t
 	s.order = append(s.order, t.ID)
 	for len(s.order) > maxTasks {
 		delete(s.tasks, s.order[0])
 		s.order = s.order[1:]
 	}
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]string{"id": t.ID})
 }
 
 func (s *Simulator) getTask(w http.ResponseWriter, id string) {

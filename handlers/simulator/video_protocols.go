@@ -50,14 +50,7 @@ func (s *Simulator) videoRoute(r *http.Request) (http.HandlerFunc, bool) {
 func (s *Simulator) addTask(id, model, prompt string, seconds int) *task {
 	t := &task{ID: id, Model: model, Created: s.now(), Fail: strings.Contains(prompt, FailMarker),
 		Resolution: "720p", Ratio: "16:9", Duration: seconds}
-	s.mu.Lock()
-	s.tasks[t.ID] = t
-	s.order = append(s.order, t.ID)
-	for len(s.order) > maxTasks {
-		delete(s.tasks, s.order[0])
-		s.order = s.order[1:]
-	}
-	s.mu.Unlock()
+	s.keep(t)
 	return t
 }
 

@@ -113,3 +113,60 @@ func TestKlingRefusesBadTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAIVideos: a video created with a JSON body and one with a multipart body (as the SDKs
+// send it) go queued, in_progress with progress, completed; the content downloads once
+// completed; a failing prompt ends failed with its error; delete removes the video.
+func TestOpenAIVideos(t *testing.T) {
+	clock := testclock.New(time.Unix(1_000_000, 0))
+	s := New()
+	s.Now, s.APIKey = clock.Now, "k"
+	bearer := map[string]string{"Authorization": "Bearer k"}
+	code, v := doWith(s, "POST", "/v1/videos", `{"model":"sora-2","prompt":"a cat","seconds":"8","size":"1280x720"}`, bearer)
+	id, _ := v["id"].(string)
+	if code != 200 || !strings.HasPrefix(id, "video_") || v["status"] != "queued" || v["seconds"] != "8" || v["size"] != "1280x720" {
+		t.Fatalf("create: %d %v", code, v)
+	}
+	r := httptest.NewRequest("POST", "/v1/videos", strings.NewReader("--b\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\na dog "+FailMarker+"\r\n--b--\r\n"))
+	r.Header.Set("Authorization", "Bearer k")
+	r.Header.Set("Content-Type", "multipart/form-data; boundary=b")
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	var failing map[string]any
+	json.Unmarshal(w.Body.Bytes(), &failing)
+	if w.Code != 200 || failing["seconds"] != "4" || failing["model"] != "sora-2" {
+		t.Fatalf("multipart create: %d %s", w.Code, w.Body)
+	}
+	if code, _ := doWith(s, "POST", "/v1/videos", `{"prompt":"x","seconds":"5"}`, bearer); code != 400 {
+		t.Fatalf("seconds 5: %d", code)
+	}
+	if code, _ := doWith(s, "GET", "/v1/videos/"+id+"/content", "", bearer); code != 404 {
+		t.Fatalf("content of a queued video: %d", code)
+	}
+	clock.Advance(2*time.Second + 2500*time.Millisecond)
+	if _, got := doWith(s, "GET", "/v1/videos/"+id, "", bearer); got["status"] != "in_progress" || got["progress"] != 50.0 {
+		t.Fatalf("running: %v", got)
+	}
+	clock.Advance(3 * time.Second)
+	if _, got := doWith(s, "GET", "/v1/videos/"+id, "", bearer); got["status"] != "completed" || got["progress"] != 100.0 {
+		t.Fatalf("completed: %v", got)
+	}
+	if _, got := doWith(s, "GET", "/v1/videos/"+failing["id"].(string), "", bearer); got["status"] != "failed" || got["error"] == nil {
+		t.Fatalf("failed: %v", got)
+	}
+	if code, _ := doWith(s, "GET", "/v1/videos/"+id+"/content", "", bearer); code != 200 {
+		t.Fatalf("content: %d", code)
+	}
+	if code, _ := doWith(s, "GET", "/v1/videos/"+id+"/content", "", nil); code != 401 {
+		t.Fatalf("content without the key: %d", code)
+	}
+	if _, list := doWith(s, "GET", "/v1/videos", "", bearer); len(list["data"].([]any)) != 2 {
+		t.Fatalf("list: %v", list)
+	}
+	if code, got := doWith(s, "DELETE", "/v1/videos/"+id, "", bearer); code != 200 || got["deleted"] != true {
+		t.Fatalf("delete: %d %v", code, got)
+	}
+	if code, _ := doWith(s, "GET", "/v1/videos/"+id, "", bearer); code != 404 {
+		t.Fatalf("after the delete: %d", code)
+	}
+}

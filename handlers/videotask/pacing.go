@@ -38,24 +38,31 @@ func (h *Handler) mayRead(ctx context.Context, u *providers.Upstream) bool {
 }
 
 // paced splits the batch of tasks of one upstream that the watcher is about to read into those
-// it may read now, within the upstream's pace, and the ids of the rest, with when to read them.
-// A batch that one task list call reads (Ark's) takes one call's share.
-func (w *Watcher) paced(u *providers.Upstream, batch []storage.Task) (now []storage.Task, later []string, retry time.Time) {
+// it may read now, within the upstream's pace, and schedules the rest: each at the time its own
+// call's share comes (the first when the upstream grants the next call, the others one
+// 1/max_rps apart), so that a task put off is polled again once, not at every grant. A batch
+// that one task list call reads (Ark's) takes one call's share, and is put off whole.
+func (w *Watcher) paced(u *providers.Upstream, batch []storage.Task) (now []storage.Task) {
 	calls := len(batch)
-	if w.Tasks.listable(u, batch) {
+	listed := w.Tasks.listable(u, batch)
+	if listed {
 		calls = 1
 	}
 	granted, at := u.Take(calls)
 	switch {
 	case granted == calls:
-		return batch, nil, at
-	case calls == 1:
+		return batch
+	case listed:
 		granted = 0 // the list call, not granted
 	}
-	for _, t := range batch[granted:] {
-		later = append(later, t.ID)
+	var step time.Duration
+	if u.MaxRPS > 0 && !listed {
+		step = time.Duration(float64(time.Second) / u.MaxRPS)
 	}
-	return batch[:granted], later, at
+	for i, t := range batch[granted:] {
+		w.reschedule(t.ID, at.Add(time.Duration(i)*step))
+	}
+	return batch[:granted]
 }
 
 // listable reports whether refreshBatch reads the batch through the upstream's task list (one

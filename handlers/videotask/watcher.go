@@ -437,8 +437,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	var slow []string // the reads of tasks still open, for noteSlowReads
 	for u, batch := range byUpstream {
 		// Within the upstream's own max_rps and its pause after a 429: the rest wait.
-		batch, later, retry := w.paced(u, batch)
-		w.rescheduleAll(later, retry)
+		batch := w.paced(u, batch)
 		if len(batch) == 0 {
 			continue
 		}

@@ -23,7 +23,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/billing"
@@ -144,7 +143,7 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 	if n, err := strconv.ParseInt(v.Seconds, 10, 64); err == nil && n > 0 {
 		s.Duration = n
 	}
-	if w, h, ok := parseSize(v.Size); ok {
+	if w, h, ok := adaptor.ParseSize(v.Size, "x"); ok {
 		s.Resolution, s.Ratio = adaptor.Band(w, h), adaptor.Ratio(w, h)
 		if named, ok := sizeNames[v.Size]; ok {
 			s.Resolution, s.Ratio = named[0], named[1] // the larger sizes are the API's 1080p
@@ -176,17 +175,6 @@ func usage(s adaptor.State, r adaptor.Request) billing.Usage {
 		}
 	}
 	return u
-}
-
-// parseSize reads a size "{width}x{height}".
-func parseSize(size string) (w, h int64, ok bool) {
-	ws, hs, found := strings.Cut(size, "x")
-	if !found {
-		return 0, 0, false
-	}
-	w, errW := strconv.ParseInt(ws, 10, 64)
-	h, errH := strconv.ParseInt(hs, 10, 64)
-	return w, h, errW == nil && errH == nil && w > 0 && h > 0
 }
 
 // contentPath is the endpoint of a video's content, relative to the base URL.
