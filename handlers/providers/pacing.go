@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
@@ -78,6 +79,66 @@ func (u *Upstream) Take(n int) (granted int, retry time.Time) {
 	missing := 1 - (tokens - float64(granted))
 	wait := time.Duration(missing / float64(p.limiter.Limit()) * float64(time.Second))
 	return granted, now.Add(max(wait, time.Millisecond))
+}
+
+// Available is Take without taking: how many of n calls u's max_rps and its pause allow now,
+// and when to ask again for the rest.
+func (u *Upstream) Available(n int) (granted int, retry time.Time) {
+	p, now := u.pace(), u.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now.Before(p.paused) {
+		return 0, p.paused
+	}
+	if p.limiter == nil || n <= 0 {
+		return max(n, 0), now
+	}
+	tokens := p.limiter.TokensAt(now)
+	granted = min(n, max(0, int(math.Floor(tokens))))
+	if granted == n {
+		return granted, now
+	}
+	missing := 1 - (tokens - float64(granted))
+	wait := time.Duration(missing / float64(p.limiter.Limit()) * float64(time.Second))
+	return granted, now.Add(max(wait, time.Millisecond))
+}
+
+// MaxShareWait bounds how long WaitShare waits for a call's share.
+const MaxShareWait = time.Second
+
+// WaitShare takes the share of one call to u right before it is made, waiting for it when it
+// comes within MaxShareWait. It reports false, taking nothing, while u is paused after a 429 or
+// when the share is further off (or ctx ends while waiting: the share is then spent).
+func (u *Upstream) WaitShare(ctx context.Context) bool {
+	p, now := u.pace(), u.now()
+	p.mu.Lock()
+	if now.Before(p.paused) {
+		p.mu.Unlock()
+		return false
+	}
+	if p.limiter == nil {
+		p.mu.Unlock()
+		return true
+	}
+	r := p.limiter.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	if !r.OK() || wait > MaxShareWait {
+		r.CancelAt(now)
+		p.mu.Unlock()
+		return false
+	}
+	p.mu.Unlock()
+	if wait <= 0 {
+		return true
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Allow takes one call of u's max_rps if there is one now and u is not paused.

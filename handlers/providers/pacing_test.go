@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -78,5 +79,31 @@ func TestUpstreamThrottled(t *testing.T) {
 	u.Unthrottled()
 	if until := u.Throttled(0); until.Sub(now) != time.Second {
 		t.Fatalf("after a success: %v", until.Sub(now))
+	}
+}
+
+// TestUpstreamWaitShare: a share free now is taken at once; one further off than MaxShareWait,
+// or any while the upstream is paused, is refused without taking anything; Available takes
+// nothing.
+func TestUpstreamWaitShare(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	board := &Board{Now: func() time.Time { return now }, states: map[string]*healthState{}}
+	u := &Upstream{Name: "a", MaxRPS: 0.5, health: board}
+	if n, _ := u.Available(3); n != 1 {
+		t.Fatalf("available %d, want 1", n)
+	}
+	if !u.WaitShare(context.Background()) {
+		t.Fatal("a free share was refused")
+	}
+	if u.WaitShare(context.Background()) {
+		t.Fatal("a share 2s off was taken")
+	}
+	now = now.Add(2 * time.Second)
+	if n, _ := u.Available(1); n != 1 {
+		t.Fatal("the refused wait took a share")
+	}
+	u.Throttled(time.Second)
+	if u.WaitShare(context.Background()) {
+		t.Fatal("a share was taken while paused")
 	}
 }

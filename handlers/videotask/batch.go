@@ -86,9 +86,9 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 				zap.String("upstream", p.Label()), zap.Int("tasks", len(tasks)), zap.Error(err))
 		}
 		for _, t := range tasks {
-			// One by one within the upstream's pace (none while a 429 pauses it); the rest
-			// are read at the next poll.
-			if errors.Is(err, errThrottled) || !p.Allow() {
+			// One by one within the upstream's pace (each read takes its share: see
+			// mayRead), none while a 429 pauses it.
+			if errors.Is(err, errThrottled) {
 				open = append(open, t.ID)
 				continue
 			}

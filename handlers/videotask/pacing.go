@@ -11,7 +11,8 @@ import (
 )
 
 // Each upstream keeps its own pace (providers.Upstream.Take): its max_rps, and the pause its
-// last 429 asked for. The watcher takes a call's share before it reads a task (paced below);
+// last 429 asked for. The watcher puts off what the upstream's pace does not allow now (paced
+// below) and takes each call's share right before the call (mayRead);
 // a client's poll reads the upstream only when a share is free and the upstream is not
 // paused, and gets the stored answer otherwise; a client's create is never delayed but counts
 // (Spend). A 429 of any read, Ark's or an adaptor's, pauses the upstream (Throttled).
@@ -28,11 +29,12 @@ func isPaced(ctx context.Context) bool {
 	return paced
 }
 
-// mayRead reports whether a read of u may go out now: the watcher's always (it took its share);
-// another's while u is not paused after a 429 and its max_rps has a call free, which it takes.
+// mayRead reports whether a read of u may go out now, taking its share of u's max_rps: the
+// watcher's waits for it (briefly: paced put off what would wait longer), another's only takes
+// a share that is free now. Neither goes out while u is paused after a 429.
 func (h *Handler) mayRead(ctx context.Context, u *providers.Upstream) bool {
 	if isPaced(ctx) {
-		return true
+		return u.WaitShare(ctx)
 	}
 	return u.Allow()
 }
@@ -48,7 +50,12 @@ func (w *Watcher) paced(u *providers.Upstream, batch []storage.Task) (now []stor
 	if listed {
 		calls = 1
 	}
-	granted, at := u.Take(calls)
+	// The list call takes its share here; a task read takes its own right before it goes out
+	// (mayRead), so that the reads of a batch, made one after another, keep to max_rps.
+	granted, at := u.Available(calls)
+	if listed && granted == 1 {
+		granted, at = u.Take(1)
+	}
 	switch {
 	case granted == calls:
 		return batch
