@@ -137,8 +137,9 @@ type ProviderConfig struct {
 	// Protocol is the video task protocol the upstreams speak: "ark" (default), "dashscope"
 	// (Alibaba Cloud Model Studio, Wan models; base_url …/api/v1, Bearer key), "gemini" (Veo
 	// through the Gemini API; base_url …/v1beta, x-goog-api-key), "kling" (base_url …/v1;
-	// access_key and secret_key instead of api_key) or "minimax" (Hailuo; base_url …/v1, Bearer
-	// key). Video tasks of the provider's models go
+	// access_key and secret_key instead of api_key), "minimax" (Hailuo; base_url …/v1, Bearer
+	// key) or "openai" (OpenAI's /v1/videos, from OpenAI or another gateway; base_url …/v1,
+	// Bearer key). Video tasks of the provider's models go
 	// through that protocol's adaptor; see docs/video-providers.md.
 	Protocol string `json:"protocol,omitempty"`
 	// AccessKey and SecretKey are the credential of protocol kling, in place of APIKey: every
@@ -146,6 +147,10 @@ type ProviderConfig struct {
 	// {env.NAME} or {file.path}. The shorthand for one upstream, like BaseURL.
 	AccessKey string `json:"access_key,omitempty"`
 	SecretKey string `json:"secret_key,omitempty"`
+	// MaxRPS bounds the calls per second that this gateway instance's task watcher makes to
+	// each of the provider's upstreams (an upstream's own max_rps takes precedence); see
+	// UpstreamConfig.MaxRPS. Default: unbounded (the watcher's own max_rps still applies).
+	MaxRPS float64 `json:"max_rps,omitempty"`
 	// Models are the model ids this provider serves.
 	Models []string `json:"models,omitempty"`
 	// Costs are the quota cost of one request or task per model; the key "*" sets the
@@ -171,6 +176,14 @@ type UpstreamConfig struct {
 	// Priority: lower numbers serve first; the next priority serves only while every upstream
 	// of the lower one cools down. Default: 0.
 	Priority int `json:"priority,omitempty"`
+	// MaxRPS bounds the calls per second that this gateway instance's task watcher makes to
+	// the upstream: task reads (an Ark task list read counts once, for up to 100 tasks). A
+	// task whose read would exceed it is read as soon as the rate allows; clients' creates
+	// count towards it but are never delayed. After a 429 the upstream is left alone for its
+	// Retry-After (1 s to 1 min; without one 1 s, doubling with each 429 in a row). Each
+	// instance paces its own calls: with N instances, set the provider's limit divided by N.
+	// Default: the provider's max_rps, else unbounded.
+	MaxRPS float64 `json:"max_rps,omitempty"`
 }
 
 // StaticKey is an API key defined in the configuration.
@@ -412,7 +425,7 @@ func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, er
 		}
 		p.Upstreams = append(p.Upstreams, &providers.Upstream{
 			Name: uc.Name, BaseURL: u, APIKey: apiKey, AccessKey: accessKey, SecretKey: secretKey,
-			Weight: uc.Weight, Priority: uc.Priority,
+			Weight: uc.Weight, Priority: uc.Priority, MaxRPS: cmp.Or(uc.MaxRPS, pc.MaxRPS),
 		})
 	}
 	return p, nil

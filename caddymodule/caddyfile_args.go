@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,4 +128,18 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// rateArg reads one rate in requests per second, more than 0, such as 20 or 0.5.
+func rateArg(d *caddyfile.Dispenser, dst *float64) error {
+	var s string
+	if !d.AllArgs(&s) {
+		return d.ArgErr()
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(n > 0) || math.IsInf(n, 0) {
+		return d.Errf("expected a number of requests per second above 0, got %q", s)
+	}
+	*dst = n
+	return nil
 }

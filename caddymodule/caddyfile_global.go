@@ -37,14 +37,16 @@ import (
 //				api_key  <secret>
 //				weight   <n>
 //				priority <n>
+//				max_rps  <n>
 //			}
 //			auth_style bearer|x-api-key|x-goog-api-key
-//			protocol   ark|dashscope|gemini|kling|minimax
+//			protocol   ark|dashscope|gemini|kling|minimax|openai
 //			access_key <secret>   (protocol kling, with secret_key, in place of api_key)
 //			secret_key <secret>
 //			models     <model-id...>
 //			model_map  <client-model-id> <upstream-model-id>
 //			cost       [<model-id>] <units>
+//			max_rps    <n>            (each upstream's, unless its block sets its own)
 //		}
 //		key <secret> {
 //			account   <name>
@@ -246,7 +248,7 @@ var (
 	globalSubdirectives = []string{"storage", "task_retention", "disabled_accounts", "refund_unsuccessful_tasks",
 		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload",
 		"currency", "price", "hold_reconcile_interval"}
-	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "protocol", "access_key", "secret_key", "models", "model_map", "cost"}
+	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "protocol", "access_key", "secret_key", "models", "model_map", "cost", "max_rps"}
 	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks", "budget"}
 )
 
@@ -289,6 +291,10 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 		case "secret_key":
 			if !d.AllArgs(&p.SecretKey) {
 				return p, d.ArgErr()
+			}
+		case "max_rps":
+			if err := rateArg(d, &p.MaxRPS); err != nil {
+				return p, err
 			}
 		case "protocol":
 			if !d.AllArgs(&p.Protocol) {
@@ -387,6 +393,7 @@ func parseUpstream(d *caddyfile.Dispenser, provider string) (UpstreamConfig, err
 		"access_key": func() error { return stringArg(d, &u.AccessKey) },
 		"secret_key": func() error { return stringArg(d, &u.SecretKey) },
 		"weight":     func() error { return positiveIntArg(d, &u.Weight) },
+		"max_rps":    func() error { return rateArg(d, &u.MaxRPS) },
 		"priority": func() error {
 			var s string
 			if !d.AllArgs(&s) {

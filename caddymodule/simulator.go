@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -15,9 +16,9 @@ func init() {
 	caddy.RegisterModule(SimulatorHandler{})
 }
 
-// SimulatorHandler is a local stand-in upstream for demos, development and load tests: the Ark
-// video task protocol (tasks go queued → running → succeeded; a prompt containing "[[fail]]"
-// fails) and OpenAI-style endpoints. State is in memory and lost on reload. Never needed in
+// SimulatorHandler is a local stand-in upstream for demos, development and load tests: the
+// video task protocols ark, dashscope, gemini and kling (tasks go queued → running → succeeded;
+// a prompt containing "[[fail]]" fails) and OpenAI-style endpoints. State is in memory and lost on reload. Never needed in
 // production.
 type SimulatorHandler struct {
 	// QueuedFor is how long a simulated task stays queued. Default: 2s.
@@ -30,6 +31,11 @@ type SimulatorHandler struct {
 	// APIKey, when set, is the only bearer token the simulator accepts (expanded from
 	// placeholders). Default: any non-empty token.
 	APIKey string `json:"api_key,omitempty"`
+	// KlingAccessKey and KlingSecretKey are the credential that the kling protocol's requests
+	// are signed with (a JWT, as Kling checks it), expanded from placeholders. Without them the
+	// simulator refuses Kling requests.
+	KlingAccessKey string `json:"kling_access_key,omitempty"`
+	KlingSecretKey string `json:"kling_secret_key,omitempty"`
 
 	sim *simulator.Simulator
 }
@@ -54,7 +60,12 @@ func (h *SimulatorHandler) Provision(caddy.Context) error {
 	if h.VideoURL != "" {
 		h.sim.VideoURL = h.VideoURL
 	}
-	h.sim.APIKey = caddy.NewReplacer().ReplaceKnown(h.APIKey, "")
+	repl := caddy.NewReplacer()
+	h.sim.APIKey = repl.ReplaceKnown(h.APIKey, "")
+	h.sim.KlingAccessKey, h.sim.KlingSecretKey = repl.ReplaceKnown(h.KlingAccessKey, ""), repl.ReplaceKnown(h.KlingSecretKey, "")
+	if (h.sim.KlingAccessKey == "") != (h.sim.KlingSecretKey == "") {
+		return fmt.Errorf("kling_keys needs an access key and a secret key")
+	}
 	return nil
 }
 
@@ -70,6 +81,7 @@ func (h *SimulatorHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ c
 //		running_for <duration>
 //		video_url   <url>
 //		api_key     <key>
+//		kling_keys  <access-key> <secret-key>
 //	}
 func (h *SimulatorHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
@@ -87,6 +99,12 @@ func (h *SimulatorHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		},
 		"video_url": func() error { return stringArg(d, &h.VideoURL) },
 		"api_key":   func() error { return stringArg(d, &h.APIKey) },
+		"kling_keys": func() error {
+			if !d.AllArgs(&h.KlingAccessKey, &h.KlingSecretKey) {
+				return d.Errf("usage: kling_keys <access-key> <secret-key>")
+			}
+			return nil
+		},
 	})
 }
 

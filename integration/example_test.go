@@ -50,7 +50,7 @@ func TestCaddyfileExample(t *testing.T) {
 	if status, _, _ := demoConsole.do("POST", "/login", url.Values{"username": {"admin"}, "password": {"mg-demo-console"}}); status != 303 || demoConsole.cookie == "" {
 		t.Fatalf("console login with the demo password = %d", status)
 	}
-	if got := modelIDs(t, base, "mg-demo-key"); len(got) != 8 || !slices.Contains(got, "demo-seedance-1-0-pro") || !slices.Contains(got, "demo-chat") {
+	if got := modelIDs(t, base, "mg-demo-key"); len(got) != 12 || !slices.Contains(got, "demo-seedance-1-0-pro") || !slices.Contains(got, "demo-veo-3") || !slices.Contains(got, "demo-chat") {
 		t.Fatalf("models = %v", got)
 	}
 	for _, tc := range []struct{ path, body, want string }{
@@ -73,6 +73,7 @@ func TestCaddyfileExample(t *testing.T) {
 	if r := call(t, "GET", base+"/api/v3/contents/generations/tasks/"+id, "mg-demo-key", nil); r.status != 200 || r.json(t)["status"] != "queued" {
 		t.Fatalf("query = %d %s", r.status, r.body)
 	}
+	demoVideoProviders(t, base)
 	if r := call(t, "POST", base+"/v1/upload/presign", "mg-demo-key", `{"filename":"a.png"}`); r.status != 503 {
 		t.Fatalf("presign without storage = %d %s", r.status, r.body)
 	}
@@ -80,4 +81,50 @@ func TestCaddyfileExample(t *testing.T) {
 		t.Fatalf("unknown path = %d %s", r.status, r.body)
 	}
 	runDocSnippets(t, base)
+}
+
+// demoVideoProviders: the example's Veo, Kling, Wan and Sora models, which the simulator plays in
+// their providers' protocols, go through the same task API as Seedance to success; the Veo and
+// Sora results, which need the operator's key, stream from the task's content endpoint.
+func demoVideoProviders(t *testing.T, base string) {
+	t.Helper()
+	tasks := base + "/api/v3/contents/generations/tasks/"
+	ids := map[string]string{}
+	for _, m := range []string{"demo-veo-3", "demo-kling-v2", "demo-wan2.2-t2v", "demo-sora-2"} {
+		r := call(t, "POST", strings.TrimSuffix(tasks, "/"), "mg-demo-key", `{"model":"`+m+`","content":[{"type":"text","text":"a lighthouse at dawn"}],"duration":8}`)
+		id, _ := r.json(t)["id"].(string)
+		if r.status != 200 || !strings.HasPrefix(id, "cgt-") {
+			t.Fatalf("create of %s = %d %s", m, r.status, r.body)
+		}
+		ids[m] = id
+	}
+	waitFor(t, "the Veo, Kling, Wan and Sora tasks to succeed", func() bool {
+		for m, id := range ids {
+			r := call(t, "GET", tasks+id, "mg-demo-key", nil)
+			if r.status != 200 || r.field("status") == "failed" {
+				t.Fatalf("%s: %d %s", m, r.status, r.body)
+			}
+			if r.field("status") != "succeeded" {
+				return false
+			}
+		}
+		return true
+	})
+	for _, m := range []string{"demo-veo-3", "demo-sora-2"} {
+		video := call(t, "GET", tasks+ids[m]+"/content", "mg-demo-key", nil)
+		if video.status != 200 || video.header.Get("Content-Type") != "video/mp4" || len(video.body) == 0 {
+			t.Fatalf("the %s content = %d %q", m, video.status, video.header.Get("Content-Type"))
+		}
+	}
+	for _, m := range []string{"demo-kling-v2", "demo-wan2.2-t2v"} {
+		var answer struct {
+			Content struct {
+				VideoURL string `json:"video_url"`
+			} `json:"content"`
+		}
+		decodeJSONQuiet(call(t, "GET", tasks+ids[m], "mg-demo-key", nil).body, &answer)
+		if !strings.HasPrefix(answer.Content.VideoURL, "https://simulator.mediagw.invalid/videos/") {
+			t.Fatalf("%s's video_url = %q", m, answer.Content.VideoURL)
+		}
+	}
 }

@@ -40,6 +40,12 @@ const videoProvidersCaddyfile = `{
 			protocol kling
 			models kling-v2-1-master
 		}
+		provider sora {
+			base_url {{openai_url}}
+			api_key openai-upstream-key
+			protocol openai
+			models sora-2 sora-2-pro
+		}
 		provider hailuo {
 			base_url {{minimax_url}}
 			api_key minimax-upstream-key
@@ -73,6 +79,7 @@ type videoProviders struct {
 	gemini *fakeGemini
 	kling  *fakeKling
 	mini   *fakeMiniMax
+	openai *fakeOpenAIVideos
 	alice  *arkruntime.Client
 	bob    *arkruntime.Client
 }
@@ -83,17 +90,19 @@ func startVideoProviders(t *testing.T) videoProviders {
 	gem, gemURL := newFakeGemini(t, "gemini-upstream-key")
 	kling, klingURL := newFakeKling(t, "kling-access-key", "kling-secret-key")
 	mini, miniURL := newFakeMiniMax(t, "minimax-upstream-key")
+	oai, oaiURL := newFakeOpenAIVideos(t, "openai-upstream-key")
 	base, _ := startSimGateway(t, videoProvidersCaddyfile, map[string]string{"dash_url": dashURL, "gemini_url": gemURL,
-		"kling_url": klingURL, "minimax_url": miniURL})
-	return videoProviders{base: base, dash: dash, gemini: gem, kling: kling, mini: mini,
+		"kling_url": klingURL, "minimax_url": miniURL, "openai_url": oaiURL})
+	return videoProviders{base: base, dash: dash, gemini: gem, kling: kling, mini: mini, openai: oai,
 		alice: arkClient(base, "mg-alice"), bob: arkClient(base, "mg-bob")}
 }
 
-// reads are the task reads (GETs under prefix) that the three fakes received, in order.
+// reads are the task reads (GETs under prefix) that the fakes received, each fake's in order.
 func (v videoProviders) reads(prefix string) []received {
 	all := append(v.dash.log.matching("GET", prefix), v.gemini.log.matching("GET", prefix)...)
 	all = append(all, v.kling.log.matching("GET", prefix)...)
-	return append(all, v.mini.log.matching("GET", prefix)...)
+	all = append(all, v.mini.log.matching("GET", prefix)...)
+	return append(all, v.openai.log.matching("GET", prefix)...)
 }
 
 // createWith creates a task with the raw contract body (the SDK's request type has no options)
@@ -126,7 +135,7 @@ func (v videoProviders) sdkTask(t *testing.T, modelID, prompt string) model.GetC
 // the provider's failure, and ownership (another account gets the unknown-id answer).
 func TestVideoProvidersLifecycle(t *testing.T) {
 	v := startVideoProviders(t)
-	for _, p := range []struct{ name, model string }{{"dashscope", "wan2.2-t2v-plus"}, {"gemini", "veo-client"}, {"kling", "kling-v2-1-master"}, {"minimax", "MiniMax-Hailuo-02"}} {
+	for _, p := range []struct{ name, model string }{{"dashscope", "wan2.2-t2v-plus"}, {"gemini", "veo-client"}, {"kling", "kling-v2-1-master"}, {"minimax", "MiniMax-Hailuo-02"}, {"openai", "sora-2"}} {
 		t.Run(p.name+"/success", func(t *testing.T) {
 			got := v.sdkTask(t, p.model, "a lighthouse at dawn")
 			if got.Status != model.StatusSucceeded || got.Content.VideoURL == "" || got.Model != p.model {
@@ -143,7 +152,7 @@ func TestVideoProvidersLifecycle(t *testing.T) {
 			if got.Status != model.StatusFailed || got.Error == nil || got.Error.Code == "" || got.Error.Message == "" {
 				t.Fatalf("answer: %+v (error %+v)", got, got.Error)
 			}
-			want := map[string]string{"dashscope": "DataInspectionFailed", "gemini": "invalid_argument", "kling": "generation_failed", "minimax": "generation_failed"}[p.name]
+			want := map[string]string{"dashscope": "DataInspectionFailed", "gemini": "invalid_argument", "kling": "generation_failed", "minimax": "generation_failed", "openai": "moderation_blocked"}[p.name]
 			if got.Error.Code != want {
 				t.Fatalf("error.code = %q, want the provider's %q", got.Error.Code, want)
 			}
@@ -160,7 +169,7 @@ func TestVideoProvidersLifecycle(t *testing.T) {
 func TestVideoProvidersUnknownState(t *testing.T) {
 	v := startVideoProviders(t)
 	for _, p := range []struct{ model, readPrefix string }{{"wan2.2-t2v-plus", "/api/v1/tasks/"}, {"veo-client", "/v1beta/models/"},
-		{"kling-v2-1-master", "/v1/videos/"}, {"MiniMax-Hailuo-02", "/v1/query/"}} {
+		{"kling-v2-1-master", "/v1/videos/"}, {"MiniMax-Hailuo-02", "/v1/query/"}, {"sora-2", "/v1/videos/video_"}} {
 		req := textTask("a mirror [unknown]")
 		req.Model = p.model
 		created, err := v.alice.CreateContentGenerationTask(context.Background(), req)
@@ -192,7 +201,8 @@ func TestVideoProvidersThrottledRead(t *testing.T) {
 		model, readPrefix string
 		minGap            time.Duration
 	}{{"wan2.2-t2v-plus", "/api/v1/tasks/", 1900 * time.Millisecond}, {"veo-client", "/v1beta/models/", 1900 * time.Millisecond},
-		{"kling-v2-1-master", "/v1/videos/", 1900 * time.Millisecond}, {"MiniMax-Hailuo-02", "/v1/query/", 900 * time.Millisecond}} {
+		{"kling-v2-1-master", "/v1/videos/", 1900 * time.Millisecond}, {"MiniMax-Hailuo-02", "/v1/query/", 900 * time.Millisecond},
+		{"sora-2", "/v1/videos/video_", 1900 * time.Millisecond}} {
 		got := v.sdkTask(t, p.model, "a quiet street [throttle]")
 		if got.Status != model.StatusSucceeded {
 			t.Fatalf("%s: %+v", p.model, got)

@@ -22,6 +22,8 @@ import (
 // instanceFlags are the hidden flags by which the bench starts itself as one gateway instance.
 type instanceFlags struct {
 	owner, redisURL, upstreamURL, cpuProfile string
+	// upstreamRPS is each upstream's max_rps (0: unbounded).
+	upstreamRPS float64
 }
 
 func (f *instanceFlags) register() {
@@ -29,7 +31,37 @@ func (f *instanceFlags) register() {
 	flag.StringVar(&f.redisURL, "redis", "", "(internal) the instance's Redis URL")
 	flag.StringVar(&f.upstreamURL, "upstream", "", "(internal) the instance's upstream base URL")
 	flag.StringVar(&f.cpuProfile, "instance-cpuprofile", "", "(internal) the instance's CPU profile")
+	flag.Float64Var(&f.upstreamRPS, "instance-upstream-rps", 0, "(internal) each upstream's max_rps")
 }
+
+// fleetProviders are the providers of the fleet's tasks, one per protocol, all played by the
+// bench's simulator under the instance's path prefix (upstreamURL is …/i<n>): Ark ("sim", model
+// m), DashScope ("wan") and Kling ("kling"), each upstream with max_rps upstreamRPS.
+func fleetProviders(upstreamURL string, upstreamRPS float64) ([]*providers.Provider, error) {
+	var out []*providers.Provider
+	for _, p := range []struct{ name, protocol, path, model string }{
+		{"sim", "", "/api/v3", "m"}, {"wan", "dashscope", "/api/v1", "wan"}, {"kling", "kling", "/v1", "kling"},
+	} {
+		base, err := url.Parse(upstreamURL + p.path)
+		if err != nil {
+			return nil, err
+		}
+		u := &providers.Upstream{Name: providers.DefaultUpstreamName, BaseURL: base, APIKey: "k", MaxRPS: upstreamRPS}
+		prov := &providers.Provider{Name: p.name, Protocol: p.protocol, Models: []string{p.model}, Upstreams: []*providers.Upstream{u}}
+		if p.protocol == "kling" {
+			u.APIKey, u.AccessKey, u.SecretKey = "", klingAccessKey, klingSecretKey
+			prov.AuthStyle = providers.AuthKlingJWT
+		}
+		out = append(out, prov)
+	}
+	return out, nil
+}
+
+// The fleet's Kling credential, which the simulator checks.
+const (
+	klingAccessKey = "fleet-access-key"
+	klingSecretKey = "fleet-secret-key"
+)
 
 // runInstance is one gateway instance's watcher with its own Redis client, as in a gateway
 // process, until SIGTERM (then it stops as Caddy would: its watcher hands its shards over).
@@ -51,11 +83,11 @@ func runInstance(f instanceFlags, interval time.Duration, rps float64, concurren
 		log.Fatal(err)
 	}
 	defer store.Close()
-	base, err := url.Parse(f.upstreamURL)
+	provs, err := fleetProviders(f.upstreamURL, f.upstreamRPS)
 	if err != nil {
 		log.Fatal(err)
 	}
-	catalog, err := providers.NewCatalog([]*providers.Provider{{Name: "sim", BaseURL: base, APIKey: "k", Models: []string{"m"}}})
+	catalog, err := providers.NewCatalog(provs)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -22,7 +22,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -57,6 +56,8 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of instance 1's whole run to this file")
 	killAfter := flag.Duration("kill-after", 0, "SIGKILL instance 0 at this time (0: never)")
 	joinAfter := flag.Duration("join-after", 0, "start the last instance only at this time (0: with the others)")
+	protocolList := flag.String("protocols", "ark", "the tasks' protocols, comma-separated (ark, dashscope, kling): the tasks are spread evenly over them, one upstream each")
+	upstreamRPS := flag.Float64("upstream-rps", 0, "each upstream's own max_rps in each instance (0: unbounded)")
 	var inst instanceFlags
 	inst.register()
 	flag.Parse()
@@ -69,8 +70,16 @@ func main() {
 	defer env.Close()
 	srv := testredis.Start(env, testredis.Options{Fsync: "everysec"})
 
+	protos := strings.Split(*protocolList, ",")
+	for _, p := range protos {
+		if !slices.Contains(fleetProtocols, p) {
+			env.Fatalf("unknown protocol %q: use %s", p, strings.Join(fleetProtocols, ", "))
+		}
+	}
 	sim := simulator.New()
 	sim.QueuedFor = time.Hour
+	sim.KlingAccessKey, sim.KlingSecretKey = klingAccessKey, klingSecretKey
+	calls := newUpstreamCalls()
 	var (
 		mu           sync.Mutex
 		reads        = map[string][]read{}
@@ -86,8 +95,18 @@ func main() {
 			r.URL.Path = "/" + path
 		}
 		if r.Method == http.MethodGet {
-			_, rest, _ := strings.Cut(r.URL.Path, "/contents/generations/tasks")
 			at := read{at: time.Now(), by: by}
+			if proto, id, ok := adaptedRead(r.URL.Path); ok {
+				single.Add(1)
+				calls.add(by, proto, at.at)
+				mu.Lock()
+				reads[id] = append(reads[id], at)
+				mu.Unlock()
+				sim.ServeHTTP(w, r)
+				return
+			}
+			calls.add(by, "ark", at.at)
+			_, rest, _ := strings.Cut(r.URL.Path, "/contents/generations/tasks")
 			mu.Lock()
 			if id := strings.Trim(rest, "/"); id != "" {
 				single.Add(1)
@@ -107,7 +126,7 @@ func main() {
 		sim.ServeHTTP(w, r)
 	}))
 	defer upstream.Close()
-	base := func(i int) string { return fmt.Sprintf("%s/i%d/api/v3", upstream.URL, i) }
+	base := func(i int) string { return fmt.Sprintf("%s/i%d", upstream.URL, i) }
 
 	ctx := context.Background()
 	open := func() *storage.Redis {
@@ -121,21 +140,19 @@ func main() {
 	fmt.Printf("creating %d tasks…\n", *tasks)
 	var wg sync.WaitGroup
 	ids := make(chan int)
+	klingCred, err := klingCredential()
+	if err != nil {
+		env.Fatalf("%v", err)
+	}
 	for range 32 {
 		wg.Go(func() {
-			for range ids {
-				rec := httptest.NewRecorder()
-				req := httptest.NewRequest(http.MethodPost, "/api/v3/contents/generations/tasks",
-					strings.NewReader(`{"model":"m","content":[{"type":"text","text":"x"}]}`))
-				req.Header.Set("Authorization", "Bearer k")
-				sim.ServeHTTP(rec, req)
-				var created struct{ ID string }
-				if err := json.Unmarshal(rec.Body.Bytes(), &created); err != nil || created.ID == "" {
-					env.Fatalf("the simulator did not create a task: %d %s", rec.Code, rec.Body)
-				}
+			for i := range ids {
 				now := time.Now()
-				t := storage.Task{ID: created.ID, Kind: storage.KindVideo, Account: "a", Provider: "sim", Model: "m",
-					Status: "queued", CreatedAt: now.Unix(), UpdatedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()}
+				t := storage.Task{Kind: storage.KindVideo, Account: "a", Status: "queued",
+					CreatedAt: now.Unix(), UpdatedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()}
+				if err := createUpstream(sim, protos[i%len(protos)], i, &t, klingCred); err != nil {
+					env.Fatalf("%v", err)
+				}
 				if _, err := setup.CreateTask(ctx, t); err != nil {
 					env.Fatalf("%v", err)
 				}
@@ -162,7 +179,8 @@ func main() {
 	var procsMu sync.Mutex // the joining instance starts while the figures are read
 	startInstance := func(i int) {
 		args := []string{"-instance", fmt.Sprint("instance-", i), "-redis", srv.URL(), "-upstream", base(i),
-			"-interval", interval.String(), "-rps", fmt.Sprint(*rps), "-concurrency", fmt.Sprint(*concurrency)}
+			"-interval", interval.String(), "-rps", fmt.Sprint(*rps), "-concurrency", fmt.Sprint(*concurrency),
+			"-instance-upstream-rps", fmt.Sprint(*upstreamRPS)}
 		if i == 1 && *cpuProfile != "" {
 			args = append(args, "-instance-cpuprofile", *cpuProfile)
 		}
@@ -340,11 +358,14 @@ func main() {
 		return d[int(q*float64(len(d)-1))].Round(time.Millisecond)
 	}
 	secs := end.Sub(start).Seconds()
-	calls := single.Load() + list.Load()
+	upstreamCalls := single.Load() + list.Load()
 	fmt.Printf("tasks %d, instances %d, interval %s, max_rps %.0f and concurrency %d each, batch %v, watched %s\n",
 		*tasks, *instances, *interval, *rps, *concurrency, *batch, duration.String())
 	fmt.Printf("task reads %d (%.0f/s); upstream calls %.0f/s (%d list, %d single); one read per task would need %.0f/s; tasks never read %d\n",
-		total, float64(total)/secs, float64(calls)/secs, list.Load(), single.Load(), float64(*tasks)/interval.Seconds(), never)
+		total, float64(total)/secs, float64(upstreamCalls)/secs, list.Load(), single.Load(), float64(*tasks)/interval.Seconds(), never)
+	if len(protos) > 1 || *upstreamRPS > 0 {
+		calls.report(protos, *instances, *upstreamRPS, warmAt, end)
+	}
 	var rounds []string
 	for i := range int(secs / interval.Seconds()) {
 		rounds = append(rounds, fmt.Sprint(perInterval[i]))
@@ -393,6 +414,9 @@ func main() {
 			steady = append(steady, end.Sub(ts[len(ts)-1]))
 		}
 		slices.Sort(steady)
+		if len(protos) > 1 {
+			gapsByProtocol(times, warmAt, end, *interval)
+		}
 		ws := end.Sub(warmAt).Seconds()
 		wc := redisAfter.commands - redisWarm.commands
 		wcpu := cpu - cpuWarm

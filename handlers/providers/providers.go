@@ -172,8 +172,8 @@ func (p *Provider) checkUpstreams() error {
 		if u.BaseURL == nil || u.BaseURL.Host == "" || (u.BaseURL.Scheme != "http" && u.BaseURL.Scheme != "https") {
 			return fmt.Errorf("provider %q: upstream %q: base_url must be an absolute http(s) URL", p.Name, u.Name)
 		}
-		if u.Weight < 0 || u.Priority < 0 {
-			return fmt.Errorf("provider %q: upstream %q: weight and priority must not be negative", p.Name, u.Name)
+		if u.Weight < 0 || u.Priority < 0 || u.MaxRPS < 0 {
+			return fmt.Errorf("provider %q: upstream %q: weight, priority and max_rps must not be negative", p.Name, u.Name)
 		}
 		u.provider, u.AuthStyle = p.Name, p.AuthStyle
 		if (p.AuthStyle == AuthKlingJWT) != (u.AccessKey != "" || u.SecretKey != "") ||

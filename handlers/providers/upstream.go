@@ -35,6 +35,9 @@ type Upstream struct {
 	// Priority orders upstreams: the lowest number serves while any of its upstreams is
 	// healthy. Default: 0.
 	Priority int
+	// MaxRPS bounds the calls per second the watcher makes to the upstream (this instance's);
+	// zero: unbounded. See Take.
+	MaxRPS float64
 
 	provider string
 	health   *Board
@@ -53,6 +56,7 @@ type Upstream struct {
 	address   string // Address, computed once
 	label     string // Label, computed once
 	base      string // BaseURL without a trailing slash, for Endpoint
+	pacing    *pacer // MaxRPS and the pause after a 429 (pacing.go)
 }
 
 // prepare computes what every request to u needs, before u is shared between requests.
@@ -60,6 +64,7 @@ func (u *Upstream) prepare() {
 	u.key = ""
 	u.healthKey()
 	u.credName, u.credValue, u.jwt = "", nil, nil
+	u.pacing = newPacer(u.MaxRPS)
 	if u.AuthStyle == AuthKlingJWT {
 		// The board's clock (Board.Now), which tests set; the board is linked after prepare.
 		u.jwt = &jwtSource{accessKey: u.AccessKey, secretKey: u.SecretKey, now: func() time.Time {

@@ -27,7 +27,6 @@ func (s *Simulator) openAIRoutes() map[string]http.HandlerFunc {
 		"/messages":             s.message,
 		"/rerank":               s.echo("rerank"),
 		"/video/generations":    s.echo("video.generation"),
-		"/videos":               s.echo("video"),
 	}
 }
 

@@ -1,5 +1,6 @@
-// Package simulator is a local stand-in for upstream model providers: the Ark video task protocol
-// and OpenAI-style endpoints, in memory. It exists for demos, development and load tests; a
+// Package simulator is a local stand-in for upstream model providers: the video task protocols
+// of Ark, DashScope (Wan), Gemini (Veo), Kling (video_protocols.go) and OpenAI's videos
+// (openai_videos.go), and OpenAI-style endpoints, in memory. It exists for demos, development and load tests; a
 // production gateway never needs it.
 //
 // Video tasks move queued → running → succeeded after configurable times. A task whose prompt
@@ -34,8 +35,11 @@ type Simulator struct {
 	QueuedFor, RunningFor time.Duration
 	// VideoURL is the result address; "{id}" is replaced by the task id.
 	VideoURL string
-	// APIKey, when set, is the only bearer token accepted.
+	// APIKey, when set, is the only bearer token accepted (or x-api-key, x-goog-api-key).
 	APIKey string
+	// KlingAccessKey and KlingSecretKey are the credential of the Kling protocol: its requests
+	// carry a JWT made of them instead of APIKey. Without them Kling requests are refused.
+	KlingAccessKey, KlingSecretKey string
 	// Now is the clock of the task timeline and of the dates in answers. Default: time.Now.
 	Now func() time.Time
 
@@ -54,6 +58,7 @@ type task struct {
 	Cancelled         bool
 	Resolution, Ratio string
 	Duration          int
+	Size              string // an OpenAI video's
 }
 
 // New returns a simulator with default timings: 2 s queued, 5 s running.
@@ -69,8 +74,21 @@ func New() *Simulator {
 }
 
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	serve, isVideo := s.videoRoute(r)
+	if isVideo && isKling(r.URL.Path) {
+		serve(w, r) // Kling's JWT is checked by its handlers
+		return
+	}
 	if !s.authorized(r) {
 		upstreamError(w, http.StatusUnauthorized, "AuthenticationError", "the API key is missing or invalid")
+		return
+	}
+	if isVideo {
+		serve(w, r)
+		return
+	}
+	if serve, ok := s.videosRoute(r); ok {
+		serve(w, r)
 		return
 	}
 	path := r.URL.Path
@@ -159,15 +177,20 @@ func (s *Simulator) createTask(w http.ResponseWriter, r *http.Request) {
 	if b.CallbackURL != "" {
 		s.scheduleCallbacks(t, b.CallbackURL)
 	}
+	s.keep(t)
+	writeJSON(w, http.StatusOK, map[string]string{"id": t.ID})
+}
+
+// keep stores a new task, forgetting the oldest past maxTasks.
+func (s *Simulator) keep(t *task) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.tasks[t.ID] = t
 	s.order = append(s.order, t.ID)
 	for len(s.order) > maxTasks {
 		delete(s.tasks, s.order[0])
 		s.order = s.order[1:]
 	}
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]string{"id": t.ID})
 }
 
 func (s *Simulator) getTask(w http.ResponseWriter, id string) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/providers"
@@ -16,6 +17,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor/gemini"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor/kling"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor/minimax"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor/openai"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -26,11 +28,12 @@ var adaptors = map[string]adaptor.Adaptor{
 	adaptor.Gemini:    gemini.Adaptor{},
 	adaptor.Kling:     kling.Adaptor{},
 	adaptor.MiniMax:   minimax.Adaptor{},
+	adaptor.OpenAI:    openai.Adaptor{},
 }
 
 // Protocols lists the names a provider's `protocol` may take, "ark" first.
 func Protocols() []string {
-	return []string{adaptor.Ark, adaptor.DashScope, adaptor.Gemini, adaptor.Kling, adaptor.MiniMax}
+	return []string{adaptor.Ark, adaptor.DashScope, adaptor.Gemini, adaptor.Kling, adaptor.MiniMax, adaptor.OpenAI}
 }
 
 // adaptorOf is the adaptor of a provider's protocol; false for Ark.
@@ -64,6 +67,9 @@ func (c caller) Call(ctx context.Context, method, rel string, body []byte, heade
 }
 
 func (c caller) Open(ctx context.Context, rawURL string) (*http.Response, error) {
+	if !strings.Contains(rawURL, "://") {
+		rawURL = c.u.Endpoint(rawURL) // the upstream's own endpoint, which takes its credential
+	}
 	return c.client.Open(ctx, c.u, rawURL)
 }
 
@@ -86,6 +92,7 @@ func (h *Handler) launchAdapted(ctx context.Context, account string, a adaptor.A
 		return "", "", nil, nil, providers.NoUpstream(p, wait)
 	}
 	for _, u = range order {
+		u.Spend() // a create counts towards the upstream's max_rps, never waits for it
 		upstreamID, err = a.Create(ctx, h.caller(u), r)
 		var refusal *apierror.Error
 		switch {

@@ -33,6 +33,7 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 		// The watcher and client polls leave the upstream alone while it cools down; the client
 		// whose poll met the 429 gets the stored answer.
 		u.Failed(t.Account, "HTTP 429", retryAfter)
+		u.Throttled(retryAfter)
 		h.Logger.Debug("provider throttled a task read; backing off", zap.String("task_id", t.ID),
 			zap.String("upstream", u.Label()), zap.Duration("retry_after", retryAfter))
 		return storedAnswer(t), nil
@@ -47,6 +48,7 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 		return t, err
 	}
 	u.Succeeded(t.Account)
+	u.Unthrottled()
 	if st.Status == adaptor.StatusUnknown {
 		if h.now().After(executionDeadline(t, r)) {
 			return h.settle(ctx, t, verdict{

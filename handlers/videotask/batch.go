@@ -81,11 +81,17 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 	answers, err := h.listByIDs(ctx, p, tasks)
 	upstreamCalls = 1
 	if err != nil {
-		if !errors.Is(err, errNoIDFilter) && ctx.Err() == nil {
+		if !errors.Is(err, errNoIDFilter) && !errors.Is(err, errThrottled) && ctx.Err() == nil {
 			h.Logger.Warn("batched task refresh failed; reading the tasks one by one",
 				zap.String("upstream", p.Label()), zap.Int("tasks", len(tasks)), zap.Error(err))
 		}
 		for _, t := range tasks {
+			// One by one within the upstream's pace (each read takes its share: see
+			// mayRead), none while a 429 pauses it.
+			if errors.Is(err, errThrottled) {
+				open = append(open, t.ID)
+				continue
+			}
 			one(t)
 		}
 		return upstreamCalls, open
@@ -176,6 +182,9 @@ func idString(raw json.RawMessage) (string, bool) {
 // errNoIDFilter: the provider's task list does not take filter.task_ids.
 var errNoIDFilter = errors.New("the task list does not filter by id")
 
+// errThrottled: the provider's task list answered 429; the upstream is paused (throttledBy).
+var errThrottled = errors.New("the task list answered 429")
+
 // listedAnswer is one task of a list answer and when it was read.
 type listedAnswer struct {
 	fields map[string]json.RawMessage
@@ -209,6 +218,9 @@ func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []
 		h.Logger.Info("the provider's task list does not filter by id; its tasks are read one by one for a while",
 			zap.String("upstream", p.Label()), zap.Int("status", ans.Status), zap.Duration("retry_after", batchRetryAfter))
 		return nil, errNoIDFilter
+	}
+	if h.throttledBy(p, ans) {
+		return nil, errThrottled
 	}
 	if !ans.OK() {
 		return nil, upstream.Refusal(ans)

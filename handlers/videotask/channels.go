@@ -37,6 +37,9 @@ func (h *Handler) launch(ctx context.Context, account string, p *providers.Provi
 	} else {
 		ans, u, err = h.upstream().Create(ctx, account, p, TasksPath, body)
 	}
+	if u != nil {
+		u.Spend() // a create counts towards the upstream's max_rps, never waits for it
+	}
 	if err != nil {
 		return "", nil, err
 	}

@@ -76,8 +76,8 @@ func (h *Handler) content(w http.ResponseWriter, r *http.Request, id auth.Identi
 }
 
 // cancelAdapted is cancel for a task made through an adaptor. The task is read first: a finished
-// one is forgotten here (the providers with adaptors keep no task that a delete would remove);
-// an unfinished one is cancelled upstream where the provider allows it, and recorded as
+// one is forgotten here, and deleted upstream first where the provider keeps it (an
+// adaptor.Deleter: OpenAI's videos); an unfinished one is cancelled upstream where the provider allows it, and recorded as
 // cancelled only when a read after the cancel confirms it.
 func (h *Handler) cancelAdapted(ctx context.Context, t storage.Task, u *providers.Upstream) error {
 	a, ok := h.taskAdaptor(t)
@@ -94,6 +94,11 @@ func (h *Handler) cancelAdapted(ctx context.Context, t storage.Task, u *provider
 	case err != nil:
 		return err
 	case storage.Terminal(cur.Status):
+		if d, ok := a.(adaptor.Deleter); ok {
+			if err := d.Delete(ctx, h.caller(u), t.UpstreamID); err != nil && !errors.Is(err, adaptor.ErrNotFound) {
+				return err
+			}
+		}
 		return h.forget(ctx, t.ID)
 	}
 	err = a.Cancel(ctx, h.caller(u), t.UpstreamID)

@@ -98,6 +98,10 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 	if !ok {
 		return h.orphaned(ctx, t)
 	}
+	if h.now().Before(p.PausedUntil()) || !h.mayRead(ctx, p) {
+		// Paused after a 429, or at its max_rps: the stored answer, read again later.
+		return storedAnswer(t), nil
+	}
 	if t.UpstreamID != "" {
 		a, ok := h.taskAdaptor(t)
 		if !ok {
@@ -110,6 +114,7 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 	if err != nil {
 		return t, err
 	}
+	h.throttledBy(p, ans)
 	if ans.Status == http.StatusNotFound {
 		if _, err := h.finishUnreachable(ctx, t, "its upstream answered 404"); err != nil {
 			return t, err

@@ -442,7 +442,12 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	calls := 0
 	var slow []string // the reads of tasks still open, for noteSlowReads
 	for u, batch := range byUpstream {
-		n, open := w.Tasks.refreshBatch(ctx, u, batch, &w.seen)
+		// Within the upstream's own max_rps and its pause after a 429: the rest wait.
+		batch := w.paced(u, batch)
+		if len(batch) == 0 {
+			continue
+		}
+		n, open := w.Tasks.refreshBatch(withPaced(ctx), u, batch, &w.seen)
 		calls += n
 		if ctx.Err() != nil {
 			return calls // stopping: the next watcher starts from the store's list

@@ -3,7 +3,7 @@
 // billing and callbacks; an Adaptor is the only code that knows a provider's wire format: how a
 // task is created, read, cancelled and how its result is fetched.
 //
-// One protocol is one package below this one (dashscope, gemini, kling, minimax); adding a
+// One protocol is one package below this one (dashscope, gemini, kling, minimax, openai); adding a
 // provider is adding such a package, its strict fake (integration/fake_*_test.go) and its entry
 // in videotask's adaptors. The Ark protocol, which the task API speaks to clients, is served by
 // package videotask itself: its answers pass through (see Ark).
@@ -39,6 +39,9 @@ const (
 	Kling = "kling"
 	// MiniMax is MiniMax's Hailuo video generation, whose result is a file id.
 	MiniMax = "minimax"
+	// OpenAI is OpenAI's videos API (POST /v1/videos, GET /v1/videos/{id} and its content), as
+	// OpenAI or another gateway serves it.
+	OpenAI = "openai"
 )
 
 // The states of a task as the contract names them (spec §3.1), and StatusUnknown for a provider
@@ -86,10 +89,19 @@ type Caller interface {
 	// Call sends one request to the endpoint rel (relative to the upstream's base URL) with a
 	// JSON body when body is not nil, and the extra headers given.
 	Call(ctx context.Context, method, rel string, body []byte, header http.Header) (upstream.Answer, error)
-	// Open sends a GET to an absolute URL that the provider returned, and answers the response
-	// to stream. The upstream's credential is sent only to the upstream's own origin, never
-	// across a redirect (see upstream.Client.Open).
+	// Open sends a GET to an absolute URL that the provider returned, or to an endpoint
+	// relative to the upstream's base URL (no scheme), and answers the response to stream. The
+	// upstream's credential is sent only to the upstream's own origin, never across a redirect
+	// (see upstream.Client.Open).
 	Open(ctx context.Context, rawURL string) (*http.Response, error)
+}
+
+// Deleter is an Adaptor whose provider keeps a finished task's result until it is deleted: the
+// task API deletes it upstream when the task's owner deletes the finished task.
+type Deleter interface {
+	// Delete removes a finished task upstream; a task the provider no longer knows is
+	// ErrNotFound.
+	Delete(ctx context.Context, c Caller, upstreamID string) error
 }
 
 // State is a task's state as an adaptor read it.

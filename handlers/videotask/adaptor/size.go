@@ -1,5 +1,22 @@
 package adaptor
 
+import (
+	"strconv"
+	"strings"
+)
+
+// ParseSize reads a pixel size "{width}{sep}{height}" ("1280*720" with sep "*", "1280x720" with
+// "x"); ok is false unless both are positive whole numbers.
+func ParseSize(size, sep string) (w, h int64, ok bool) {
+	ws, hs, found := strings.Cut(size, sep)
+	if !found {
+		return 0, 0, false
+	}
+	w, errW := strconv.ParseInt(ws, 10, 64)
+	h, errH := strconv.ParseInt(hs, 10, 64)
+	return w, h, errW == nil && errH == nil && w > 0 && h > 0
+}
+
 // Band is the contract's resolution of a pixel size, by its shorter side.
 func Band(w, h int64) string {
 	switch short := min(w, h); {

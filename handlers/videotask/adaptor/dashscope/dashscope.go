@@ -143,7 +143,7 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, _ adaptor.
 	case adaptor.StatusSucceeded:
 		s.VideoURL = a.Output.VideoURL
 		s.Duration = int64(max(a.Usage.VideoDuration, a.Usage.Duration))
-		if w, h, ok := parseSize(a.Usage.VideoRatio); ok {
+		if w, h, ok := adaptor.ParseSize(a.Usage.VideoRatio, "*"); ok {
 			s.Resolution, s.Ratio = adaptor.Band(w, h), adaptor.Ratio(w, h)
 			s.Usage.Width, s.Usage.Height = w, h
 		}

@@ -1,9 +1,6 @@
 package dashscope
 
-import (
-	"strconv"
-	"strings"
-)
+import "strings"
 
 // sizes are the text-to-video pixel sizes (parameters.size, "width*height") that DashScope's
 // reference lists, by the contract's resolution and ratio.
@@ -25,15 +22,4 @@ func pixelSize(resolution, ratio string) (string, bool) {
 		return s, true
 	}
 	return bySize["16:9"], true
-}
-
-// parseSize reads "1280*720".
-func parseSize(s string) (w, h int64, ok bool) {
-	ws, hs, found := strings.Cut(s, "*")
-	if !found {
-		return 0, 0, false
-	}
-	w, err1 := strconv.ParseInt(ws, 10, 64)
-	h, err2 := strconv.ParseInt(hs, 10, 64)
-	return w, h, err1 == nil && err2 == nil && w > 0 && h > 0
 }
