@@ -141,13 +141,8 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	upstreamName := route.Dispatch.First().Name // the first upstream tried names the series
 	entry := usage.From(r.Context())
 	entry.Routed(route.Model, route.Provider.Name, upstreamName)
-	var charge accounting.Charge
 	var hold accounting.Hold
 	if route.Billable {
-		if charge, err = h.accountant.Charge(r.Context(), id, routeCost(route)); err != nil {
-			apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
-			return nil
-		}
 		if len(route.Calls) > 0 {
 			// A batch: one hold of each call's estimate at its own model's price.
 			hold, err = h.accountant.HoldCalls(r.Context(), id, route.Model, "", route.Calls, storage.DefaultHoldDeadline)
@@ -157,11 +152,10 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 			}, storage.DefaultHoldDeadline)
 		}
 		if err != nil {
-			charge.Refund()
-			entry.Refused()
 			apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
 			return nil
 		}
+		entry.Accepted()
 	}
 	repl := replacer(r)
 	sw := newAnswerWriter(w)
@@ -193,7 +187,6 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	// Otherwise an error or a refusal means the request was not served.
 	if !clientGone && (err != nil || sw.status >= 400) {
-		charge.Refund()
 		hold.Release("refused by the upstream")
 	} else {
 		// Served, or the client left after the request was forwarded: the reported tokens are
@@ -201,19 +194,6 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion})))
 	}
 	return err
-}
-
-// routeCost is the quota cost of a routed request: its model's, or for a body of several calls
-// (a batch) the sum of each call's model's.
-func routeCost(route passthrough.Route) int64 {
-	if len(route.Calls) == 0 {
-		return route.Provider.Cost(route.Model)
-	}
-	var cost int64
-	for _, c := range route.Calls {
-		cost += route.Provider.Cost(c.Model)
-	}
-	return cost
 }
 
 // proxy runs the reverse_proxy blocks after this handler with ctx, in a span of the request's

@@ -176,14 +176,12 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	if err != nil {
 		return err
 	}
-	cost := p.Cost(req.Model)
-	slot, charge, err := h.admit(r.Context(), id, cost)
+	slot, err := h.startTask(r.Context(), id)
 	if err != nil {
 		return err
 	}
 	hold, err := h.hold(r.Context(), id, req)
 	if err != nil {
-		charge.Refund()
 		slot.Release()
 		usage.From(r.Context()).Refused()
 		return err
@@ -198,7 +196,6 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		var relayURL string
 		token, relayURL = h.relayToken()
 		if forward, err = withCallback(forward, relayURL); err != nil {
-			charge.Refund()
 			hold.Release("not sent upstream")
 			slot.Release()
 			return err
@@ -223,7 +220,6 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		return upstream.ErrUnreadable
 	}
 	if err != nil {
-		charge.Refund()
 		hold.Release("refused by the upstream")
 		slot.Release()
 		return err
@@ -234,7 +230,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		ID: taskID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
 		Provider: p.Name, Upstream: up.Name, UpstreamAddress: up.Address(), Model: req.Model, Status: StatusQueued,
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
-		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
+		CallbackURL: req.CallbackURL, Active: slot.Held,
 		NoLastFrame: !req.ReturnLastFrame, UpstreamID: upstreamID, Request: canonical,
 		HoldID: hold.ID, HoldAmount: int64(hold.Estimate.Amount),
 	}
@@ -260,7 +256,6 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 		// is never both unowned and free.
 		slot.Release()
 		if adapted && h.abandonAdapted(a, up, upstreamID) || !adapted && h.abandon(up, taskID) {
-			charge.Refund()
 			hold.Release("cancelled: its record could not be written")
 		} else {
 			hold.Settle(billing.Usage{})
@@ -335,22 +330,18 @@ func (h *Handler) hold(ctx context.Context, id auth.Identity, req CreateRequest)
 	}, storage.DefaultHoldDeadline)
 }
 
-// admit applies the key's active-task limit and quota.
-func (h *Handler) admit(ctx context.Context, id auth.Identity, cost int64) (accounting.Slot, accounting.Charge, error) {
+// startTask applies the key's active-task limit and marks the request accepted.
+func (h *Handler) startTask(ctx context.Context, id auth.Identity) (accounting.Slot, error) {
 	if h.Accounting == nil {
-		return accounting.Slot{}, accounting.Charge{}, nil
-	}
-	charge, err := h.Accounting.ChargeTask(ctx, id, cost)
-	if err != nil {
-		return accounting.Slot{}, accounting.Charge{}, err
+		usage.From(ctx).Accepted()
+		return accounting.Slot{}, nil
 	}
 	slot, err := h.Accounting.StartTask(ctx, id)
 	if err != nil {
-		charge.Refund()
-		usage.From(ctx).Refused()
-		return accounting.Slot{}, accounting.Charge{}, err
+		return accounting.Slot{}, err
 	}
-	return slot, charge, nil
+	usage.From(ctx).Accepted()
+	return slot, nil
 }
 
 func (h *Handler) maxBody() int64 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
@@ -90,8 +91,8 @@ func (u *taskUpstream) holdNextRead() (arrived <-chan struct{}, release func()) 
 	return held, func() { close(hold) }
 }
 
-// accountedHandler is a handler with accounting (quota 10, refunds of unsuccessful tasks) and a
-// created task cgt-race holding one slot and one unit of quota.
+// accountedHandler is a handler with accounting (model m priced 1 per task, the key's quota 10)
+// and a created task cgt-race holding one slot and a hold of 1.
 func accountedHandler(t *testing.T, u *taskUpstream) (*Handler, *accounting.Accountant) {
 	t.Helper()
 	h := newHandler(t, u.URL, nil)
@@ -99,7 +100,7 @@ func accountedHandler(t *testing.T, u *taskUpstream) (*Handler, *accounting.Acco
 	h.RefreshInterval = time.Nanosecond
 	meter := accounting.NewMeter(h.Store, time.Hour, zap.NewNop())
 	t.Cleanup(meter.Close)
-	acct := &accounting.Accountant{Store: h.Store, Meter: meter, RefundUnsuccessful: true}
+	acct := &accounting.Accountant{Store: h.Store, Meter: meter, Prices: unitPrice(t)}
 	h.Accounting = acct
 	quota := int64(10)
 	r := serveAs(h, "POST", createPath, createBody, storage.Limits{Quota: &quota, MaxActiveTasks: 5})
@@ -115,10 +116,21 @@ func counters(t *testing.T, s storage.Store) (active, quota int64) {
 	if active, err = s.Counter(context.Background(), accounting.ActiveCounter("k1")); err != nil {
 		t.Fatal(err)
 	}
-	if quota, err = s.Counter(context.Background(), accounting.QuotaCounter("k1")); err != nil {
+	b, err := s.Balance(context.Background(), "acme")
+	if err != nil {
 		t.Fatal(err)
 	}
-	return active, quota
+	return active, -b.Amount / billing.Micro // held and charged, in units: the quota's budget used
+}
+
+// unitPrice prices model m at 1 per task: the former default cost of 1 that a quota counted.
+func unitPrice(t *testing.T) *billing.Table {
+	t.Helper()
+	prices, err := billing.NewTable("USD", []billing.Price{{Model: "m", Request: billing.Micro}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prices
 }
 
 // TestCancelAgainstRefresh: a watcher refresh reads "queued" just before a client cancels, and
@@ -356,9 +368,9 @@ func TestActiveTaskRefusalIsNotAccepted(t *testing.T) {
 	if w.Code != http.StatusTooManyRequests {
 		t.Fatalf("create past the limit: %d %s", w.Code, w.Body)
 	}
-	out := entry.Finish(w.Code, time.Now(), "", nil)
-	if out.Accepted || out.Record.Cost != 0 {
-		t.Fatalf("refused create: accepted %v, cost %d; want a refusal with nothing charged", out.Accepted, out.Record.Cost)
+	out := entry.Finish(w.Code, time.Now(), "")
+	if out.Accepted || out.Record.Amount != 0 {
+		t.Fatalf("refused create: accepted %v, amount %d; want a refusal with nothing charged", out.Accepted, out.Record.Amount)
 	}
 	if _, quotaUsed := counters(t, h.Store); quotaUsed != 1 {
 		t.Fatalf("quota used %d; want 1 (the first task's charge only)", quotaUsed)
@@ -383,7 +395,7 @@ func TestUnusableTaskIDKeepsTheCharge(t *testing.T) {
 			h.Client.Timeout = 10 * time.Second
 			meter := accounting.NewMeter(h.Store, time.Hour, zap.NewNop())
 			t.Cleanup(meter.Close)
-			h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, RefundUnsuccessful: true}
+			h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, Prices: unitPrice(t)}
 			quota := int64(10)
 			w := serveAs(h, "POST", createPath, createBody, storage.Limits{Quota: &quota, MaxActiveTasks: 5})
 			if body := decode(t, w); w.Code != 502 || body["code"] != "invalid_response" {
