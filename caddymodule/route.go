@@ -159,6 +159,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	repl := replacer(r)
 	sw := newAnswerWriter(w)
+	sw.countItems = route.Sizing.Images && hold.ID != ""
 	sw.placeholders = routePlaceholders{model: route.Model, provider: route.Provider.Name, upstream: route.Dispatch.First()}
 	sw.placeholders.publish(repl)
 	var out http.ResponseWriter = sw
@@ -167,15 +168,22 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		created = h.router.Created(sw, r, id, route)
 		out = created
 	}
-	err = h.proxy(providers.WithDispatch(r.Context(), route.Dispatch), out, r, next, route.Provider.Name)
+	var aborted bool
+	aborted, err = h.proxyUntilAbort(providers.WithDispatch(r.Context(), route.Dispatch), out, r, next, route.Provider.Name)
+	if aborted {
+		// reverse_proxy ends an answer the client left in the middle of (a cut stream) by
+		// panicking with http.ErrAbortHandler; the request is still ended here (its hold
+		// settled, its object recorded) before that panic goes on to the server.
+		defer panic(http.ErrAbortHandler)
+	}
 	// A client that went away after the request was forwarded is not refunded, and an object
 	// the upstream created meanwhile is still recorded as its account's: the upstream may well
 	// have done (and billed) the work.
-	clientGone := r.Context().Err() != nil || sw.status == 499
+	clientGone := aborted || r.Context().Err() != nil || sw.status == 499
 	if created != nil && (err == nil || clientGone) {
 		created.Finish()
 	}
-	tokens := sw.sniffer.Tokens()
+	tokens := sw.sniffer.Seen(clientGone)
 	entry.AddTokens(tokens)
 	sw.sniffer.Release()
 	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
@@ -186,14 +194,35 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		}
 	}
 	// Otherwise an error or a refusal means the request was not served.
-	if !clientGone && (err != nil || sw.status >= 400) {
+	images, counted := sw.items.Count()
+	switch {
+	case !clientGone && (err != nil || sw.status >= 400):
 		hold.Release("refused by the upstream")
-	} else {
-		// Served, or the client left after the request was forwarded: the reported tokens are
-		// charged, the estimate standing in for what the answer did not report.
-		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion})))
+	case sw.countItems && counted && images == 0:
+		hold.Release("the upstream made no image")
+	default:
+		// Served, or the client left after the request was forwarded: the reported tokens (or
+		// a cut stream's deltas, see usage.Sniffer.Seen) and images are charged, the estimate
+		// standing in for what the answer did not report.
+		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
+			OutputReported: tokens.Known(), Images: images})))
 	}
 	return err
+}
+
+// proxyUntilAbort is proxy, which reports the http.ErrAbortHandler panic with which
+// reverse_proxy ends an answer cut off midway (the client left) as aborted instead of
+// unwinding past the caller. Any other panic goes on.
+func (h *RouteHandler) proxyUntilAbort(ctx context.Context, w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) (aborted bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler { //nolint:errorlint // the panic value itself, as net/http compares it
+				panic(v)
+			}
+			aborted = true
+		}
+	}()
+	return false, h.proxy(ctx, w, r, next, provider)
 }
 
 // proxy runs the reverse_proxy blocks after this handler with ctx, in a span of the request's

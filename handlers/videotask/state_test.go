@@ -407,3 +407,50 @@ func TestUnusableTaskIDKeepsTheCharge(t *testing.T) {
 		})
 	}
 }
+
+// TestWatcherAndQueryRaceToFinish proves the race the issue names: the watcher's read of a task
+// reaches the upstream and sees it failed (or expired), is held there while a client's query
+// sees the same and finishes the task, then stores its own finish. Both saw the terminal status;
+// the hold is released once (one release entry, the balance back at 0), and the slot given back
+// once.
+func TestWatcherAndQueryRaceToFinish(t *testing.T) {
+	for _, status := range []string{"failed", "expired"} {
+		t.Run(status, func(t *testing.T) {
+			u := newTaskUpstream(t, "queued")
+			h, _ := accountedHandler(t, u)
+			rec, _ := h.Store.Task(context.Background(), "cgt-race")
+			u.set(status)
+			arrived, release := u.holdNextRead()
+			watcher := make(chan storage.Task, 1)
+			go func() {
+				got, _ := h.refresh(context.Background(), rec)
+				watcher <- got
+			}()
+			<-arrived // the watcher has read the terminal status and waits
+			if w := serve(h, "GET", createPath+"/cgt-race", ""); w.Code != 200 || decode(t, w)["status"] != status {
+				t.Fatalf("the client's query: %d %s", w.Code, w.Body)
+			}
+			if b, _ := h.Store.Balance(context.Background(), "acme"); b.Held != 0 || b.Amount != 0 {
+				t.Fatalf("after the query finished the task: %+v, want the hold released", b)
+			}
+			release()
+			if got := <-watcher; got.Status != status || !got.Finished {
+				t.Fatalf("the watcher's view: %+v", got)
+			}
+			if active, used := counters(t, h.Store); active != 0 || used != 0 {
+				t.Fatalf("active %d, used %d after both finished the task; want 0 and 0 (released once)", active, used)
+			}
+			entries, _, err := h.Store.LedgerPage(context.Background(), "acme", "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds := map[string]int{}
+			for _, e := range entries {
+				kinds[e.Kind]++
+			}
+			if kinds[storage.EntryHold] != 1 || kinds[storage.EntryRelease] != 1 || len(entries) != 2 {
+				t.Fatalf("ledger %v, want one hold and one release", kinds)
+			}
+		})
+	}
+}
