@@ -255,6 +255,13 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("unknown key: %s", out)
 	}
 	run(false, "key", "create") // no --account
+	budgeted := run(true, "key", "create", "--account", "cli", "--budget", "25.50/month")
+	if !strings.Contains(budgeted, `"amount": "25.5"`) || !strings.Contains(budgeted, `"period": "month"`) {
+		t.Fatalf("key create --budget printed %s", budgeted)
+	}
+	if out := run(false, "key", "create", "--account", "cli", "--budget", "5/week"); !strings.Contains(out, "--budget") {
+		t.Fatalf("--budget 5/week: %s", out)
+	}
 }
 
 func TestQuotaIsExactUnderConcurrency(t *testing.T) {
