@@ -17,7 +17,11 @@ type answerWriter struct {
 	status  int
 	sniff   bool
 	sniffer usage.Sniffer
-	wrapper caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
+	// countItems counts the items of a JSON answer's data (set for an image request, whose
+	// hold settles from them); items is read only when it was set.
+	countItems bool
+	items      usage.DataItems
+	wrapper    caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
 	// placeholders are the routed request's, kept here to save an allocation.
 	placeholders routePlaceholders
 }
@@ -56,6 +60,9 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 	}
 	if w.sniff {
 		w.sniffer.Write(b)
+		if w.countItems && !w.sniffer.SSE {
+			w.items.Write(b)
+		}
 	}
 	return w.ResponseWriterWrapper.Write(b)
 }

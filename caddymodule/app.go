@@ -62,8 +62,9 @@ type App struct {
 	// Upload configures presigned direct uploads (mediagw_presign).
 	Upload *UploadConfig `json:"upload,omitempty"`
 
-	// RefundUnsuccessfulTasks gives back the quota cost of video tasks that end failed,
-	// cancelled or expired. Requests the upstream refuses are always refunded. Default: false.
+	// RefundUnsuccessfulTasks is accepted for configurations written before billing in money
+	// and has no effect: a video task that ends failed, cancelled or expired always releases
+	// its hold in full.
 	RefundUnsuccessfulTasks bool `json:"refund_unsuccessful_tasks,omitempty"`
 
 	// Watcher tunes the background polling of unfinished video tasks.
@@ -153,8 +154,9 @@ type ProviderConfig struct {
 	MaxRPS float64 `json:"max_rps,omitempty"`
 	// Models are the model ids this provider serves.
 	Models []string `json:"models,omitempty"`
-	// Costs are the quota cost of one request or task per model; the key "*" sets the
-	// provider's default. Default: 1.
+	// Costs are an alias of prices: a cost of n for a model is the price {request n} (n
+	// units of the currency per request or task); the key "*" gives every model of the
+	// provider that has no price of its own that price. A model with neither is free.
 	Costs map[string]int64 `json:"costs,omitempty"`
 }
 
@@ -206,7 +208,9 @@ type StaticKey struct {
 	Disabled bool `json:"disabled,omitempty"`
 	// Expires is an RFC 3339 time from which the key is refused with 403.
 	Expires string `json:"expires,omitempty"`
-	// Quota is the total cost the key may consume; past it requests get 402. Default: unlimited.
+	// Quota is an alias of Budget, from before billing in money: a quota of n is a budget of n
+	// units of the currency for all time (a quota of 0 lets the key spend nothing). A key has
+	// one or the other. Default: none.
 	Quota *int64 `json:"quota,omitempty"`
 	// RateRequests requests are allowed per RateWindow (sliding); past it 429. Default: no limit.
 	RateRequests int            `json:"rate_requests,omitempty"`
@@ -247,7 +251,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.catalog = catalog.WithHealth(upstreamHealth)
-	if a.prices, err = billing.NewTable(a.Currency, a.Prices); err != nil {
+	prices, err := pricesWithCosts(a.Prices, a.Providers)
+	if err != nil {
+		return err
+	}
+	if a.prices, err = billing.NewTable(a.Currency, prices); err != nil {
 		return err
 	}
 	for _, model := range a.prices.Models() {
@@ -270,6 +278,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("key %d: id %q is used twice", i+1, key.ID)
 		}
 		static[key.Hash], ids[key.ID] = key, true
+		if err := quotaNeedsPrices(key, a.prices); err != nil {
+			return fmt.Errorf("key %d (%s): %w", i+1, key.ID, err)
+		}
 		a.warnUnservedModels(key)
 	}
 	disabled := make(map[string]bool, len(a.DisabledAccounts))
@@ -377,7 +388,7 @@ func (a *App) taskRetention() time.Duration {
 var upstreamHealth = providers.NewBoard()
 
 func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, error) {
-	p := &providers.Provider{Name: pc.Name, AuthStyle: pc.AuthStyle, Protocol: pc.Protocol, Models: pc.Models, Costs: pc.Costs, ModelMap: pc.ModelMap}
+	p := &providers.Provider{Name: pc.Name, AuthStyle: pc.AuthStyle, Protocol: pc.Protocol, Models: pc.Models, ModelMap: pc.ModelMap}
 	if !slices.Contains(videotask.Protocols(), cmp.Or(pc.Protocol, adaptor.Ark)) {
 		return nil, fmt.Errorf("provider %q: unknown protocol %q: use one of %s", pc.Name, pc.Protocol, strings.Join(videotask.Protocols(), ", "))
 	}
@@ -447,6 +458,9 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 	}
 	if sk.Quota != nil && *sk.Quota < 0 {
 		return storage.APIKey{}, fmt.Errorf("quota must not be negative")
+	}
+	if sk.Quota != nil && sk.Budget > 0 {
+		return storage.APIKey{}, fmt.Errorf("quota %d is an alias of budget %d: give the key one of them", *sk.Quota, *sk.Quota)
 	}
 	if sk.Budget < 0 || sk.Budget > billing.Money(storage.MaxAmount) || (sk.BudgetPeriod != "" && sk.BudgetPeriod != storage.BudgetDay && sk.BudgetPeriod != storage.BudgetMonth) {
 		return storage.APIKey{}, fmt.Errorf("budget must be an amount of 0 or more, per day, month or for all time")

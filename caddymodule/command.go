@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/storage"
 )
 
 func init() {
@@ -25,7 +27,7 @@ Manages the API keys and accounts of a running mediagw gateway through its admin
 API (the admin.api.mediagw routes under /mediagw/). Changes take effect at once.
 
   caddy mediagw key create --account acme [--models 'gpt-*,seedance-*'] [--allow-ips 10.0.0.0/8]
-                           [--expires 2027-01-31T00:00:00Z] [--quota 1000] [--rate 60/1m]
+                           [--expires 2027-01-31T00:00:00Z] [--budget 25.50/month] [--rate 60/1m]
                            [--max-active-tasks 5]
   caddy mediagw key list
   caddy mediagw key show|disable|enable|revoke|usage <key-id>
@@ -83,7 +85,8 @@ func keyCommands() *cobra.Command {
 	f.StringSlice("models", nil, "Comma-separated model globs the key may use; leave it out for all models")
 	f.StringSlice("allow-ips", nil, "Comma-separated addresses or CIDR ranges the key may be used from; leave it out for any")
 	f.String("expires", "", "RFC 3339 time from which the key is refused, such as 2027-01-31T00:00:00Z; leave it out for never")
-	f.Int64("quota", 0, "Total cost the key may consume; leave it out for no quota")
+	f.String("budget", "", "Money the key may spend, as <amount>, <amount>/day or <amount>/month (UTC), such as 25.50/month; leave it out for no budget")
+	f.Int64("quota", 0, "Whole units of money the key may spend for all time (an alias of --budget <n>); leave it out for no quota")
 	f.String("rate", "", "Request rate limit as <requests>/<window>, such as 60/1m; leave it out for no limit")
 	f.Int64("max-active-tasks", 0, "Most unfinished video tasks at once; leave it out for no limit")
 	key.AddCommand(create,
@@ -161,6 +164,13 @@ func createBody(cmd *cobra.Command) (map[string]any, error) {
 		}
 		body["expires"] = v
 	}
+	if v, _ := f.GetString("budget"); v != "" {
+		budget, err := parseBudgetFlag(v)
+		if err != nil {
+			return nil, err
+		}
+		body["budget"] = budget
+	}
 	if f.Changed("quota") {
 		q, _ := f.GetInt64("quota")
 		if q < 0 {
@@ -225,4 +235,19 @@ func usageCommand() *cobra.Command {
 	f.String("group-by", "", "Dimensions kept apart: day, account, model (default all three)")
 	f.Bool("csv", false, "Print CSV instead of JSON")
 	return c
+}
+
+// parseBudgetFlag reads --budget: an amount of at most six decimals, above 0, optionally
+// followed by /day or /month.
+func parseBudgetFlag(v string) (map[string]string, error) {
+	amount, period, per := strings.Cut(v, "/")
+	m, err := billing.ParseMoney(amount)
+	if err != nil || m <= 0 || per && period != storage.BudgetDay && period != storage.BudgetMonth {
+		return nil, fmt.Errorf("--budget: %q is not <amount>, <amount>/day or <amount>/month with an amount above 0, such as 25.50/month", v)
+	}
+	budget := map[string]string{"amount": m.String()}
+	if period != "" {
+		budget["period"] = period
+	}
+	return budget, nil
 }

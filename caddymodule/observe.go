@@ -42,7 +42,7 @@ func (o *observer) end(ow *observedWriter, r *http.Request, e *usage.Entry, err 
 			}
 		}
 	}
-	out := e.Finish(status, o.now(), usage.TraceID(r.Context()), o.usage)
+	out := e.Finish(status, o.now(), usage.TraceID(r.Context()))
 	rec := out.Record
 	metrics.Request(e.Endpoint, rec.Provider, rec.Model, status)
 	if out.Accepted {

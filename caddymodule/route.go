@@ -142,13 +142,8 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	upstreamName := route.Dispatch.First().Name // the first upstream tried names the series
 	entry := usage.From(r.Context())
 	entry.Routed(route.Model, route.Provider.Name, upstreamName)
-	var charge accounting.Charge
 	var hold accounting.Hold
 	if route.Billable {
-		if charge, err = h.accountant.Charge(r.Context(), id, routeCost(route)); err != nil {
-			apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
-			return nil
-		}
 		if len(route.Calls) > 0 {
 			// A batch: one hold of each call's estimate at its own model's price.
 			hold, err = h.accountant.HoldCalls(r.Context(), id, route.Model, "", route.Calls, storage.DefaultHoldDeadline)
@@ -158,14 +153,12 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 			}, storage.DefaultHoldDeadline)
 		}
 		if err != nil {
-			charge.Refund()
-			entry.Refused()
 			apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
 			return nil
 		}
+		entry.Accepted()
 	}
 	if route.Slot, err = h.takeSlot(r.Context(), id, route); err != nil {
-		charge.Refund()
 		hold.Release("refused: too many active tasks")
 		entry.Refused()
 		apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
@@ -173,6 +166,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	repl := replacer(r)
 	sw := newAnswerWriter(w)
+	sw.countItems = route.Sizing.Images && hold.ID != ""
 	sw.placeholders = routePlaceholders{model: route.Model, provider: route.Provider.Name, upstream: route.Dispatch.First()}
 	sw.placeholders.publish(repl)
 	var out http.ResponseWriter = sw
@@ -185,11 +179,18 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if watch != nil {
 		out = watch
 	}
-	err = h.proxy(providers.WithDispatch(r.Context(), route.Dispatch), out, r, next, route.Provider.Name)
+	var aborted bool
+	aborted, err = h.proxyUntilAbort(providers.WithDispatch(r.Context(), route.Dispatch), out, r, next, route.Provider.Name)
+	if aborted {
+		// reverse_proxy ends an answer the client left in the middle of (a cut stream) by
+		// panicking with http.ErrAbortHandler; the request is still ended here (its hold
+		// settled, its object recorded) before that panic goes on to the server.
+		defer panic(http.ErrAbortHandler)
+	}
 	// A client that went away after the request was forwarded is not refunded, and an object
 	// the upstream created meanwhile is still recorded as its account's: the upstream may well
 	// have done (and billed) the work.
-	clientGone := r.Context().Err() != nil || sw.status == 499
+	clientGone := aborted || r.Context().Err() != nil || sw.status == 499
 	if created != nil && (err == nil || clientGone) {
 		created.Finish()
 	}
@@ -199,7 +200,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if watch != nil && err == nil {
 		h.objectFinished(r.Context(), watch)
 	}
-	tokens := sw.sniffer.Tokens()
+	tokens := sw.sniffer.Seen(clientGone)
 	entry.AddTokens(tokens)
 	sw.sniffer.Release()
 	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
@@ -210,13 +211,18 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		}
 	}
 	// Otherwise an error or a refusal means the request was not served.
-	if !clientGone && (err != nil || sw.status >= 400) {
-		charge.Refund()
+	images, counted := sw.items.Count()
+	switch {
+	case !clientGone && (err != nil || sw.status >= 400):
 		hold.Release("refused by the upstream")
-	} else {
-		// Served, or the client left after the request was forwarded: the reported tokens are
-		// charged, the estimate standing in for what the answer did not report.
-		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion})))
+	case sw.countItems && counted && images == 0:
+		hold.Release("the upstream made no image")
+	default:
+		// Served, or the client left after the request was forwarded: the reported tokens (or
+		// a cut stream's deltas, see usage.Sniffer.Seen) and images are charged, the estimate
+		// standing in for what the answer did not report.
+		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
+			OutputReported: tokens.Known(), Images: images})))
 	}
 	return err
 }
@@ -256,17 +262,19 @@ func (h *RouteHandler) objectFinished(ctx context.Context, watch *passthrough.Ob
 	}
 }
 
-// routeCost is the quota cost of a routed request: its model's, or for a body of several calls
-// (a batch) the sum of each call's model's.
-func routeCost(route passthrough.Route) int64 {
-	if len(route.Calls) == 0 {
-		return route.Provider.Cost(route.Model)
-	}
-	var cost int64
-	for _, c := range route.Calls {
-		cost += route.Provider.Cost(c.Model)
-	}
-	return cost
+// proxyUntilAbort is proxy, which reports the http.ErrAbortHandler panic with which
+// reverse_proxy ends an answer cut off midway (the client left) as aborted instead of
+// unwinding past the caller. Any other panic goes on.
+func (h *RouteHandler) proxyUntilAbort(ctx context.Context, w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) (aborted bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler { //nolint:errorlint // the panic value itself, as net/http compares it
+				panic(v)
+			}
+			aborted = true
+		}
+	}()
+	return false, h.proxy(ctx, w, r, next, provider)
 }
 
 // proxy runs the reverse_proxy blocks after this handler with ctx, in a span of the request's

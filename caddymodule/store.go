@@ -66,7 +66,7 @@ func (a *App) openStore(ctx caddy.Context) error {
 	}
 	opened := val.(openedStore)
 	a.store, a.storeKey, a.opened = opened.traced, key, opened
-	a.accountant = &accounting.Accountant{Store: opened.traced, Meter: opened.meter, RefundUnsuccessful: a.RefundUnsuccessfulTasks,
+	a.accountant = &accounting.Accountant{Store: opened.traced, Meter: opened.meter,
 		Prices: a.prices, Logger: a.logger.Named("accounting")}
 	return nil
 }

@@ -8,8 +8,8 @@ import (
 
 // batchBillingCaddyfile adds Anthropic's Message Batches endpoint as docs/providers.md shows
 // (endpoint POST /v1/messages/batches) in front of a recording fake, with two priced models of
-// different prices and quota costs, and three keys: one with room, one whose budget fits one
-// request's estimate but not two, one whose quota fits one batch of both models.
+// different prices, and two keys: one with room, one whose budget fits one request's estimate
+// but not two.
 const batchBillingCaddyfile = `{
 	{{globals}}
 	mediagw {
@@ -19,7 +19,6 @@ const batchBillingCaddyfile = `{
 			api_key  anthropic-operator-key
 			auth_style x-api-key
 			models   claude-cheap claude-dear
-			cost claude-dear 3
 		}
 		price claude-cheap {
 			input_tokens  1000
@@ -36,10 +35,6 @@ const batchBillingCaddyfile = `{
 		key mg-batch-tight {
 			account batch-tight
 			budget 0.1
-		}
-		key mg-batch-quota {
-			account batch-quota
-			quota 4
 		}
 	}
 }
@@ -86,7 +81,7 @@ func batchBody(models ...string) string {
 // TestMessageBatchIsChargedPerRequest (issue #27): a batch holds, in one hold, the sum of each
 // request's estimate at its own model's price, and settles at it (a batch's answer reports no
 // usage); a key whose budget fits one request's estimate but not the sum gets 402 in the OpenAI
-// shape and the upstream sees nothing; the quota charge is each request's model's cost.
+// shape and the upstream sees nothing.
 func TestMessageBatchIsChargedPerRequest(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	up := newProviderFake(t, false)
@@ -134,14 +129,6 @@ func TestMessageBatchIsChargedPerRequest(t *testing.T) {
 	}
 	if r := batch("mg-batch-tight", "claude-dear"); r.status != 200 {
 		t.Fatalf("a batch of one request within the budget = %d %s", r.status, r.body)
-	}
-
-	// Quota: claude-cheap costs 1 and claude-dear 3, so the batch of both takes all 4.
-	if r := batch("mg-batch-quota", "claude-dear", "claude-cheap"); r.status != 200 {
-		t.Fatalf("a batch within the quota = %d %s", r.status, r.body)
-	}
-	if r := batch("mg-batch-quota", "claude-cheap"); r.status != 402 {
-		t.Fatalf("a batch after the quota was used = %d %s; was the first charged its first model's cost only?", r.status, r.body)
 	}
 
 	// An upstream that does not answer: the batch's hold is released whole.

@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,9 @@ import (
 // three race the clients' polls and cancels.
 
 // keyUsage reads a key's usage through one instance's admin API.
-func keyUsage(t *testing.T, in *instance, id string) (active, quotaUsed float64) {
+// quotaUsed is the money the key was charged, a decimal string (the cluster's model costs 1 per
+// task: cost 1, the price {request 1}).
+func keyUsage(t *testing.T, in *instance, id string) (active float64, quotaUsed string) {
 	t.Helper()
 	r := call(t, "GET", "http://"+in.admin+"/mediagw/keys/"+id+"/usage", "", nil)
 	if r.status != 200 {
@@ -26,7 +29,7 @@ func keyUsage(t *testing.T, in *instance, id string) (active, quotaUsed float64)
 	}
 	m := r.json(t)
 	active, _ = m["active_tasks"].(float64)
-	quotaUsed, _ = m["quota_used"].(float64)
+	quotaUsed, _ = m["quota_used"].(string)
 	return active, quotaUsed
 }
 
@@ -176,11 +179,11 @@ func TestInstancesShareActiveSlotsRefundsAndCallbacks(t *testing.T) {
 	// the three watchers keep running.
 	waitFor(t, "the slots given back", func() bool {
 		active, used := keyUsage(t, c.instances[2], keyID)
-		return active == 0 && used == float64(succeeded)
+		return active == 0 && used == strconv.Itoa(succeeded)
 	})
 	time.Sleep(time.Second) // five watcher intervals
 	for _, in := range c.instances {
-		if active, used := keyUsage(t, in, keyID); active != 0 || used != float64(succeeded) {
+		if active, used := keyUsage(t, in, keyID); active != 0 || used != strconv.Itoa(succeeded) {
 			t.Fatalf("usage on %s: %v active, %v quota used; want 0 and %d (%d tasks)", in.name, active, used, succeeded, len(final))
 		}
 	}
@@ -302,16 +305,18 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 		t.Fatalf("cancel on B = %d %s", r.status, r.body)
 	}
 	createTask(t, a, secret, "")
-	if active, used := keyUsage(t, b, id); active != 2 || used != 3 {
-		t.Fatalf("usage after 3 creates, 1 cancel and refused creates: %v active, %v used; want 2 and 3", active, used)
+	// Two tasks run, each holding 1 (cost 1); the cancelled one was released: nothing is
+	// charged yet.
+	if active, used := keyUsage(t, b, id); active != 2 || used != "0" {
+		t.Fatalf("usage after 3 creates, 1 cancel and refused creates: %v active, %v charged; want 2 and 0", active, used)
 	}
 
-	// A quota equal to what was used: refused with 402 on both.
-	if r := call(t, "PATCH", admin+"/keys/"+id, "", `{"max_active_tasks":null,"quota":3}`); r.status != 200 {
+	// A quota (a budget) equal to what is held: refused with 402 on both.
+	if r := call(t, "PATCH", admin+"/keys/"+id, "", `{"max_active_tasks":null,"quota":2}`); r.status != 200 {
 		t.Fatalf("setting the quota on A = %d %s", r.status, r.body)
 	}
 	if r := call(t, "POST", a.base+taskPath, secret, create); r.status != 402 {
-		t.Fatalf("A right after quota 3 with 3 used: %d %s", r.status, r.body)
+		t.Fatalf("A right after quota 2 with 2 held: %d %s", r.status, r.body)
 	}
 	answersWithin(t, b, "POST", taskPath, secret, create, 402, time.Second, "quota set on A")
 
@@ -387,8 +392,11 @@ func TestConcurrentCancelsOnThreeInstancesRefundOnce(t *testing.T) {
 	for i := range n {
 		ids = append(ids, createTask(t, c.instances[i%3], secret, ""))
 	}
-	if active, used := keyUsage(t, c.instances[1], keyID); active != n || used != n {
-		t.Fatalf("after %d creates: %v active, %v used", n, active, used)
+	if active, _ := keyUsage(t, c.instances[1], keyID); active != n {
+		t.Fatalf("after %d creates: %v active", n, active)
+	}
+	if r := call(t, "GET", "http://"+c.instances[1].admin+"/mediagw/accounts/cancels/balance", "", nil); r.field("held") != strconv.Itoa(n) {
+		t.Fatalf("after %d creates at 1 each: balance %s, want %d held", n, r.body, n)
 	}
 	var (
 		wg     sync.WaitGroup
@@ -422,8 +430,12 @@ func TestConcurrentCancelsOnThreeInstancesRefundOnce(t *testing.T) {
 	}
 	time.Sleep(time.Second) // a watcher interval: a second refund or release would show now
 	for _, in := range c.instances {
-		if active, used := keyUsage(t, in, keyID); active != 0 || used != 0 {
-			t.Fatalf("usage on %s after the cancels: %v active, %v used; want 0 and 0 (answers %v)", in.name, active, used, status)
+		if active, used := keyUsage(t, in, keyID); active != 0 || used != "0" {
+			t.Fatalf("usage on %s after the cancels: %v active, %v charged; want 0 and 0 (answers %v)", in.name, active, used, status)
+		}
+		// Each hold was released once: a second release would show as a balance above 0.
+		if r := call(t, "GET", "http://"+in.admin+"/mediagw/accounts/cancels/balance", "", nil); r.field("held") != "0" || r.field("balance") != "0" {
+			t.Fatalf("balance on %s after the cancels: %s, want 0 held and a balance of 0", in.name, r.body)
 		}
 	}
 }

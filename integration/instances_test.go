@@ -28,6 +28,7 @@ const instanceCaddyfile = `{
 			base_url http://127.0.0.1:%[4]d/api/v3
 			api_key sim-key
 			models seedance-sim
+			cost 1
 		}
 		key mg-alice {
 			account alice

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -254,11 +255,20 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("unknown key: %s", out)
 	}
 	run(false, "key", "create") // no --account
+	budgeted := run(true, "key", "create", "--account", "cli", "--budget", "25.50/month")
+	if !strings.Contains(budgeted, `"amount": "25.5"`) || !strings.Contains(budgeted, `"period": "month"`) {
+		t.Fatalf("key create --budget printed %s", budgeted)
+	}
+	if out := run(false, "key", "create", "--account", "cli", "--budget", "5/week"); !strings.Contains(out, "--budget") {
+		t.Fatalf("--budget 5/week: %s", out)
+	}
 }
 
 func TestQuotaIsExactUnderConcurrency(t *testing.T) {
 	e := startKeysGateway(t)
-	id, secret := e.newKey(t, `{"account":"quota","quota":100}`) // sim-video costs 2: 50 tasks
+	// sim-video costs 2 (cost sim-video 2, the price {request 2}) and quota 100 is a budget of
+	// 100: 50 tasks.
+	id, secret := e.newKey(t, `{"account":"quota","quota":100}`)
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -285,13 +295,46 @@ func TestQuotaIsExactUnderConcurrency(t *testing.T) {
 	if statuses[200] != 50 || statuses[402] != 150 {
 		t.Fatalf("200 concurrent creates against a quota of 50 tasks: %v", statuses)
 	}
-	if u := e.admin(t, "GET", "/mediagw/keys/"+id+"/usage", nil).json(t); u["quota_used"] != float64(100) || u["quota"] != float64(100) {
-		t.Fatalf("usage = %v", u)
+	if u := e.admin(t, "GET", "/mediagw/keys/"+id+"/usage", nil).json(t); u["quota_used"] != "0" || u["quota"] != float64(100) {
+		t.Fatalf("usage = %v; want nothing charged yet (the tasks run)", u)
+	}
+	if b := e.admin(t, "GET", "/mediagw/accounts/quota/balance", nil); b.field("held") != "100" || b.field("balance") != "-100" {
+		t.Fatalf("balance = %s; want the 50 tasks' 100 held", b.body)
 	}
 	// The list agrees: exactly 50 tasks exist.
 	if r := call(t, "GET", e.base+"/api/v3/contents/generations/tasks?page_size=500", secret, nil); r.json(t)["total"] != float64(50) {
 		t.Fatalf("tasks listed = %v", r.json(t)["total"])
 	}
+}
+
+// TestDynamicKeyBudget: a key created through the admin API with a day budget of 4 (sim-video
+// costs 2 a task) has exactly two tasks accepted, the third refused 402 insufficient_quota
+// naming the key's budget; the key shows its budget, and clearing it lifts the limit.
+func TestDynamicKeyBudget(t *testing.T) {
+	e := startKeysGateway(t)
+	id, secret := e.newKey(t, `{"account":"budgeted","budget":{"amount":"4","period":"day"}}`)
+	if k := e.admin(t, "GET", "/mediagw/keys/"+id, nil).json(t); fmt.Sprint(k["budget"]) != "map[amount:4 period:day]" {
+		t.Fatalf("key = %v", k)
+	}
+	for i := range 2 {
+		if r, err := e.sendTask(secret, "within the budget"); err != nil || r.status != 200 {
+			t.Fatalf("task %d within the budget: %v %v", i+1, r, err)
+		}
+	}
+	r, err := e.sendTask(secret, "past the budget")
+	if err != nil || r.status != 402 || !strings.Contains(string(r.body), `"code":"insufficient_quota"`) || !strings.Contains(string(r.body), "budget") {
+		t.Fatalf("task past the budget: %v %v", r, err)
+	}
+	if r := e.admin(t, "POST", "/mediagw/keys", `{"account":"both","quota":5,"budget":{"amount":"5"}}`); r.status != 400 {
+		t.Fatalf("a key with a quota and a budget = %d %s", r.status, r.body)
+	}
+	if r := e.admin(t, "PATCH", "/mediagw/keys/"+id, `{"budget":null}`); r.status != 200 {
+		t.Fatalf("clearing the budget = %d %s", r.status, r.body)
+	}
+	waitFor(t, "the cleared budget", func() bool {
+		r, err := e.sendTask(secret, "no budget")
+		return err == nil && r.status == 200
+	})
 }
 
 func TestQuotaRefundedWhenTheUpstreamFails(t *testing.T) {
@@ -301,7 +344,7 @@ func TestQuotaRefundedWhenTheUpstreamFails(t *testing.T) {
 	if r.status != 502 {
 		t.Fatalf("create on a dead upstream = %d %s", r.status, r.body)
 	}
-	if u := e.admin(t, "GET", "/mediagw/keys/"+id+"/usage", nil).json(t); u["quota_used"] != float64(0) {
+	if u := e.admin(t, "GET", "/mediagw/keys/"+id+"/usage", nil).json(t); u["quota_used"] != "0" {
 		t.Fatalf("quota used after an upstream failure = %v", u["quota_used"])
 	}
 }

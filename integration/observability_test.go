@@ -22,6 +22,8 @@ import (
 
 	// The tracing directive, which standardset leaves out (cmd/caddy links it).
 	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/tracing"
+
+	"github.com/mediagw/mediagw/handlers/billing"
 )
 
 // observabilityCaddyfile routes the mediagw.usage logger to its own file (through the buffered
@@ -47,11 +49,13 @@ const observabilityCaddyfile = `{
 			base_url http://127.0.0.1:{{sim_port}}/v1
 			api_key sim-upstream-key
 			models {{chat_model}} {{poor_model}}
+			cost 1
 		}
 		provider obsvideo {
 			base_url http://127.0.0.1:{{sim_port}}/api/v3
 			api_key sim-upstream-key
 			models {{video_model}}
+			cost 1
 		}
 		key mg-obs {
 			account {{account}}
@@ -108,6 +112,7 @@ type usageRecord struct {
 	Provider         string  `json:"provider"`
 	Upstream         string  `json:"upstream"`
 	Cost             int64   `json:"cost"`
+	Amount           string  `json:"amount"`
 	Status           string  `json:"status"`
 	UpstreamLatency  float64 `json:"upstream_latency"`
 	TaskID           string  `json:"task_id"`
@@ -294,8 +299,9 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 		{"mediagw_tasks_finished_total", map[string]string{"provider": "obsvideo", "model": videoModel, "status": "succeeded"}, 2},
 		{"mediagw_tasks_finished_total", map[string]string{"provider": "obsvideo", "model": videoModel, "status": "failed"}, 1},
 		{"mediagw_tasks_active", map[string]string{"provider": "obsvideo"}, 0},
-		{"mediagw_quota_used_total", map[string]string{"account": account}, 7 + 3},
-		{"mediagw_quota_used_total", map[string]string{"account": poorAccount}, 2},
+		{"mediagw_spend_micro_units_total", map[string]string{"account": account, "model": chatModel}, 7e6},
+		{"mediagw_spend_micro_units_total", map[string]string{"account": account, "model": videoModel}, 2e6},
+		{"mediagw_spend_micro_units_total", map[string]string{"account": poorAccount, "model": poorModel}, 2e6},
 		{"mediagw_upstream_request_duration_seconds", map[string]string{"provider": "obschat", "upstream": "default", "endpoint": "/v1/chat/completions"}, 7 + 2},
 		{"mediagw_upstream_request_duration_seconds", map[string]string{"provider": "obsvideo", "upstream": "default", "endpoint": "/api/v3/contents/generations/tasks"}, 3},
 	} {
@@ -342,7 +348,9 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 		}
 	}
 
-	// Usage records: one per accepted call, one per finished task; their costs add up to quota_used.
+	// Usage records: one per accepted call, one per finished task; their amounts (cost 1 is the
+	// price {request 1}: 1 per call, 1 per succeeded task, a failed one released) add up to the
+	// account's quota_used, the money it was charged.
 	var recs []usageRecord
 	waitFor(t, "the usage records", func() bool {
 		recs = readUsageLog(t, usageLog, account)
@@ -352,18 +360,27 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 	var sum int64
 	for _, r := range recs {
 		count[r.Event+" "+r.Endpoint+" "+r.Status]++
-		sum += r.Cost
+		if r.Cost != 0 {
+			t.Errorf("record with a flat cost: %+v", r)
+		}
+		if r.Amount != "" {
+			amount, err := billing.ParseMoney(r.Amount)
+			if err != nil {
+				t.Errorf("record amount %q: %v", r.Amount, err)
+			}
+			sum += int64(amount)
+		}
 		if r.KeyID == "" || r.Provider == "" || r.Upstream == "" || r.Model == "" {
 			t.Errorf("record misses a field: %+v", r)
 		}
 		if r.Endpoint == "/v1/chat/completions" {
-			if r.PromptTokens == nil || *r.PromptTokens != 5 || *r.CompletionTokens != 5 || *r.TotalTokens != 10 || r.Cost != 1 || r.UpstreamLatency <= 0 {
+			if r.PromptTokens == nil || *r.PromptTokens != 5 || *r.CompletionTokens != 5 || *r.TotalTokens != 10 || r.Amount != "1" || r.UpstreamLatency <= 0 {
 				t.Errorf("chat record = %+v (tokens %v)", r, r.TotalTokens)
 			}
 		}
 		if r.Event == "task_finished" {
-			want := map[string]int64{"succeeded": 0, "failed": -1}[r.Status]
-			if r.Cost != want || !slices.Contains(ids, r.TaskID) {
+			want := map[string]string{"succeeded": "1", "failed": ""}[r.Status]
+			if r.Amount != want || !slices.Contains(ids, r.TaskID) {
 				t.Errorf("task_finished record = %+v", r)
 			}
 		}
@@ -387,8 +404,8 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 		t.Errorf("no usage record carries the request's trace id %s", traceID)
 	}
 	u := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/"+account+"/usage", "", nil).json(t)
-	if used, _ := u["quota_used"].(float64); int64(used) != sum || sum != 9+3-1 {
-		t.Errorf("records sum to %d, account quota_used = %v, want both %d", sum, u["quota_used"], 9+3-1)
+	if used := u["quota_used"]; used != billing.Money(sum).String() || sum != (9+2)*billing.Micro {
+		t.Errorf("records sum to %v, account quota_used = %v, want both 11", billing.Money(sum), used)
 	}
 	// Access log entries carry the account, model and provider; no log carries a key.
 	access, err := os.ReadFile(accessLog)
@@ -453,10 +470,13 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CSV: %v: %s", err, r.body)
 	}
-	// tally adds rec to v: requests, tasks, cost, prompt, completion and total tokens.
+	// tally adds rec to v: requests, tasks, cost, prompt, completion and total tokens, amount.
 	tally := func(v []int64, rec usageRecord) []int64 {
 		if v == nil {
-			v = make([]int64, 6)
+			v = make([]int64, 7)
+		}
+		if amount, err := billing.ParseMoney(rec.Amount); err == nil {
+			v[6] += int64(amount)
 		}
 		if rec.Event == "request" || rec.Event == "task_created" {
 			v[0]++
@@ -482,10 +502,10 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 	wantLines := [][]string{{"model", "day", "requests", "tasks", "cost", "prompt_tokens", "completion_tokens", "total_tokens", "amount"}}
 	for k, vals := range perDay {
 		line := []string{k[0], k[1]}
-		for _, v := range vals {
+		for _, v := range vals[:6] {
 			line = append(line, strconv.FormatInt(v, 10))
 		}
-		line = append(line, "0") // amount: this gateway prices no model
+		line = append(line, billing.Money(vals[6]).String())
 		wantLines = append(wantLines, line)
 	}
 	// The report orders rows by day, then model.
@@ -500,7 +520,7 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != strings.TrimSpace(string(r.body)) {
 		t.Errorf("caddy mediagw usage --csv: %v\n%s\nwant\n%s", err, out, r.body)
 	}
-	if len(want) != 2 || want[chatModel][2] != 9 || want[videoModel][1] != 3 || want[videoModel][2] != 2 {
+	if len(want) != 2 || want[chatModel][2] != 0 || want[chatModel][6] != 9*billing.Micro || want[videoModel][1] != 3 || want[videoModel][6] != 2*billing.Micro {
 		t.Errorf("records per model = %v", want)
 	}
 }

@@ -21,6 +21,7 @@ const upstreamCallsCaddyfile = `{
 			base_url {{up_url}}/api/v3
 			api_key fake-upstream-key
 			models video-x image-x
+			cost 1
 		}
 		key mg-upcalls-owner {
 			id upcalls-owner
@@ -129,10 +130,14 @@ func TestClientDisconnectDoesNotOrphanTasks(t *testing.T) {
 		r, err := send("GET", base+"/v1/images/tasks/img-slow-1", "mg-upcalls-owner", nil)
 		return err == nil && r.status == 200
 	})
-	// Charged once each, never refunded.
+	// Held once each (cost 1), never released: the image task is charged its estimate at once,
+	// the video task stays held until it finishes.
 	r := call(t, "GET", "http://"+g.admin+"/mediagw/keys/upcalls-owner/usage", "", nil)
-	if u := r.json(t); u["quota_used"] != float64(2) {
-		t.Fatalf("usage after two disconnected creates = %s, want quota_used 2", r.body)
+	if u := r.json(t); u["quota_used"] != "1" {
+		t.Fatalf("usage after two disconnected creates = %s, want quota_used 1 (the image task)", r.body)
+	}
+	if r := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/owner/balance", "", nil); r.field("balance") != "-2" || r.field("held") != "1" {
+		t.Fatalf("balance after two disconnected creates = %s, want -2 with 1 held (the video task)", r.body)
 	}
 	if creates.Load() != 1 || edits.Load() != 1 {
 		t.Fatalf("upstream creates = %d video, %d image; want one each", creates.Load(), edits.Load())

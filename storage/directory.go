@@ -77,8 +77,9 @@ type APIKey struct {
 
 // Limits bound the use of one key. Zero values mean no limit.
 type Limits struct {
-	// Quota is the total cost the key may consume (each model has a cost per request or task,
-	// 1 by default). Nil means unlimited.
+	// Quota is the former per-key limit in cost units, now an alias of a Budget of Quota whole
+	// units of the currency for all time (see SpendingLimit). Nil means none. A key has a
+	// Quota or a Budget, not both.
 	Quota *int64 `json:"quota,omitempty"`
 	// RateRequests requests are allowed per RateWindow (a sliding window); 0 means no limit.
 	RateRequests int           `json:"rate_requests,omitempty"`
@@ -105,4 +106,25 @@ func HashSecret(secret string) string {
 	var text [2 * sha256.Size]byte // encoded on the stack: one allocation, the string
 	hex.Encode(text[:], sum[:])
 	return string(text[:])
+}
+
+// microPerUnit is the micro-units in one unit of the currency.
+const microPerUnit = 1_000_000
+
+// SpendingLimit is the budget a hold checks for the key: Budget when it has one, else the
+// Quota alias, a budget of Quota whole units for all time (capped at MaxAmount). none reports
+// a Quota of 0, which no hold of more than nothing fits (a zero Budget Limit means no budget,
+// so it cannot say that itself).
+func (l Limits) SpendingLimit() (b Budget, none bool) {
+	if l.Budget.Limit > 0 || l.Quota == nil {
+		return l.Budget, false
+	}
+	q := *l.Quota
+	switch {
+	case q <= 0:
+		return Budget{}, true
+	case q > MaxAmount/microPerUnit:
+		return Budget{Limit: MaxAmount}, false
+	}
+	return Budget{Limit: q * microPerUnit}, false
 }

@@ -1,10 +1,10 @@
-// Package accounting applies the limits of an API key: its request rate, its quota and its number
-// of unfinished video tasks; and it counts usage per key and per account.
+// Package accounting applies the limits of an API key: its request rate, its number of unfinished
+// video tasks, and (through holds on the ledger, see HoldFor) its account's balance and its
+// budget; and it counts usage per key and per account.
 //
-// Quota is counted in cost units: each model costs its provider's configured cost (1 by default)
-// per accepted request or task. A charge is made atomically when a request is accepted and refunded
-// when the upstream refuses it; whether failed, cancelled and expired tasks are refunded is the
-// RefundUnsuccessful option.
+// Money has one path: a request or task for a priced model holds its estimate and is settled or
+// released once (holds.go). The former flat cost per model is a request price and the former
+// per-key quota a budget (storage.Limits.SpendingLimit); nothing else charges.
 package accounting
 
 import (
@@ -29,7 +29,6 @@ import (
 const ActiveRetryAfter = 10 * time.Second
 
 // Counter names.
-func QuotaCounter(keyID string) string         { return "quota/" + keyID }
 func ActiveCounter(keyID string) string        { return "active/" + keyID }
 func KeyUsage(keyID, what string) string       { return keyUsage(keyID, what).String() }
 func AccountUsage(account, what string) string { return accountUsage(account, what).String() }
@@ -45,15 +44,15 @@ func accountUsage(account, what string) counterName {
 const (
 	UsageRequests = "requests"
 	UsageTasks    = "tasks"
-	UsageQuota    = "quota"
+	// UsageSpent is the money charged by settlements, in micro-units (metered: it may trail
+	// the ledger by one flush, and a crash may lose one flush of it; the ledger is exact).
+	UsageSpent = "spent"
 )
 
 // Accountant applies limits and counts usage. It is shared by all handlers of a store.
 type Accountant struct {
 	Store storage.Store
 	Meter *Meter
-	// RefundUnsuccessful refunds the cost of tasks that end failed, cancelled or expired.
-	RefundUnsuccessful bool
 	// Usage receives the record of each finished task; nil writes none.
 	Usage *usage.Recorder
 	// Prices price the models; a request or task for a priced model holds its estimate
@@ -80,8 +79,6 @@ func (a *Accountant) logger() *zap.Logger {
 	return zap.NewNop()
 }
 
-var errQuota = apierror.New(http.StatusPaymentRequired, "insufficient_quota", "the quota of this API key is used up")
-
 // Admit applies the key's request rate (a sliding window kept in the store, so that gateways
 // sharing a store share it) and counts the request.
 func (a *Accountant) Admit(ctx context.Context, id auth.Identity) error {
@@ -98,74 +95,6 @@ func (a *Accountant) Admit(ctx context.Context, id auth.Identity) error {
 	}
 	a.Meter.add(1, keyUsage(id.KeyID, UsageRequests), accountUsage(id.Account, UsageRequests))
 	return nil
-}
-
-// Charge is a quota charge that can be undone.
-type Charge struct {
-	// Held is the cost taken from a limited quota (0 for keys without a quota, whose use is only
-	// metered).
-	Held int64
-	undo *chargeUndo
-}
-
-// chargeUndo is what Refund needs to undo a charge, once.
-type chargeUndo struct {
-	done           atomic.Bool
-	a              *Accountant
-	ctx            context.Context
-	keyID, account string
-	cost, held     int64
-}
-
-// Refund undoes the charge; call it when the upstream refuses the request. It is safe to call
-// more than once, also concurrently: one call refunds.
-func (c Charge) Refund() {
-	if u := c.undo; u != nil && u.done.CompareAndSwap(false, true) {
-		u.a.refund(context.WithoutCancel(u.ctx), u.keyID, u.account, u.cost, u.held)
-		usage.From(u.ctx).Refunded(u.cost)
-	}
-}
-
-// Charge consumes cost from the key's quota, atomically and durably; past the quota it answers
-// 402. Keys without a quota are only metered, without a write per request.
-func (a *Accountant) Charge(ctx context.Context, id auth.Identity, cost int64) (Charge, error) {
-	return a.charge(ctx, id, cost, a.Store.AddCounter)
-}
-
-// ChargeTask is Charge for a task, whose record the caller writes durably next (or refunds):
-// the charge is on disk with that record (see storage.Coordination.ReserveCounter), so that a
-// create waits for one disk sync, not two.
-func (a *Accountant) ChargeTask(ctx context.Context, id auth.Identity, cost int64) (Charge, error) {
-	return a.charge(ctx, id, cost, a.Store.ReserveCounter)
-}
-
-func (a *Accountant) charge(ctx context.Context, id auth.Identity, cost int64, add func(ctx context.Context, name string, delta, limit int64) (int64, bool, error)) (Charge, error) {
-	if cost <= 0 {
-		usage.From(ctx).Charged(0)
-		return Charge{}, nil
-	}
-	if id.Limits.Quota != nil {
-		if _, ok, err := add(ctx, QuotaCounter(id.KeyID), cost, *id.Limits.Quota); err != nil {
-			return Charge{}, err
-		} else if !ok {
-			return Charge{}, errQuota
-		}
-	}
-	a.Meter.add(cost, accountUsage(id.Account, UsageQuota), keyUsage(id.KeyID, UsageQuota))
-	held := int64(0)
-	if id.Limits.Quota != nil {
-		held = cost
-	}
-	usage.From(ctx).Charged(cost)
-	return Charge{Held: held, undo: &chargeUndo{a: a, ctx: ctx, keyID: id.KeyID, account: id.Account, cost: cost, held: held}}, nil
-}
-
-// refund gives back metered cost, of which held came from a limited quota.
-func (a *Accountant) refund(ctx context.Context, keyID, account string, cost, held int64) {
-	if held > 0 {
-		a.addRetrying(ctx, QuotaCounter(keyID), -held, zap.String("key_id", keyID), zap.String("what", "quota refund"))
-	}
-	a.Meter.add(-cost, accountUsage(account, UsageQuota), keyUsage(keyID, UsageQuota))
 }
 
 // giveBackRetries bounds the attempts at a refund or slot release.
@@ -251,8 +180,7 @@ func MarkFinished(t *storage.Task) bool {
 }
 
 // Finished releases the active slot of a task that the caller has just marked finished (see
-// MarkFinished) and, with RefundUnsuccessful, refunds the cost of a task that did not succeed.
-// Call it once per task: only after the update that set Finished was stored.
+// MarkFinished). Call it once per task: only after the update that set Finished was stored.
 //
 // The task's hold (Task.HoldID) is settled from actual (the usage the upstream reported) when
 // the task succeeded, and released otherwise; the record and the spend metric carry the amount.
@@ -265,10 +193,6 @@ func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string
 		Endpoint: "/api/v3/contents/generations/tasks", Model: t.Model, Provider: t.Provider, Upstream: cmp.Or(t.Upstream, t.Provider),
 		TaskID: t.ID, Status: status, TraceID: usage.TraceID(ctx)}
 	rec.Amount = int64(a.SettleTask(ctx, t, status, actual))
-	if a.RefundUnsuccessful && status != "succeeded" && t.Cost > 0 {
-		a.refund(ctx, t.KeyID, t.Account, t.Cost, t.Held)
-		rec.Cost = -t.Cost
-	}
 	metrics.TaskFinished(t.Provider, t.Model, status)
 	a.Usage.Write(rec)
 }

@@ -23,7 +23,7 @@ func newAccountant(t *testing.T) *Accountant {
 	}
 	meter := NewMeter(store, time.Hour, zap.NewNop())
 	t.Cleanup(func() { meter.Close(); store.Close() })
-	return &Accountant{Store: store, Meter: meter, RefundUnsuccessful: true}
+	return &Accountant{Store: store, Meter: meter}
 }
 
 func status(err error) int {
@@ -34,41 +34,56 @@ func status(err error) int {
 	return 0
 }
 
-func TestQuotaChargesAndRefunds(t *testing.T) {
+// TestQuotaIsABudget: the former per-key quota is a budget of that many units for all time,
+// on the one money path: holds of a request price of 3 fit a quota of 5 once; a release gives
+// the budget back; what is settled is metered as the key's and the account's spend. A quota of
+// 0 lets nothing priced through.
+func TestQuotaIsABudget(t *testing.T) {
 	a := newAccountant(t)
+	prices, err := billing.NewTable("USD", []billing.Price{{Model: "m", Request: 3 * billing.Micro}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Prices = prices
 	ctx := context.Background()
 	quota := int64(5)
 	id := auth.Identity{KeyID: "k", Account: "acct", Limits: storage.Limits{Quota: &quota}}
-	c1, err := a.Charge(ctx, id, 3)
-	if err != nil || c1.Held != 3 {
-		t.Fatalf("charge 3 = %+v, %v", c1, err)
+	perRequest := func(p *billing.Price) billing.Estimate { return p.EstimateRequest(billing.Request{}) }
+	h1, err := a.HoldFor(ctx, id, "m", "r1", perRequest, time.Minute)
+	if err != nil || h1.Estimate.Amount != 3*billing.Micro {
+		t.Fatalf("hold 3 = %+v, %v", h1, err)
 	}
-	if _, err := a.Charge(ctx, id, 3); status(err) != 402 {
-		t.Fatalf("over quota = %v", err)
+	if _, err := a.HoldFor(ctx, id, "m", "r2", perRequest, time.Minute); status(err) != 402 {
+		t.Fatalf("past the quota = %v, want 402", err)
 	}
-	c1.Refund()
-	c1.Refund() // twice is once
-	if _, err := a.Charge(ctx, id, 5); err != nil {
-		t.Fatalf("after refund: %v", err)
+	h1.Release("refused")
+	h1.Release("refused") // twice is once
+	h2, err := a.HoldFor(ctx, id, "m", "r3", perRequest, time.Minute)
+	if err != nil {
+		t.Fatalf("after the release: %v", err)
 	}
-	if v, _ := a.Meter.Value(ctx, KeyUsage("k", UsageQuota)); v != 5 {
-		t.Fatalf("metered quota = %d", v)
+	if got := h2.Settle(billing.Usage{}); got != 3*billing.Micro {
+		t.Fatalf("settled %v, want 3", got)
 	}
-	// Without a quota nothing is held, only metered.
-	free, err := a.Charge(ctx, auth.Identity{KeyID: "f", Account: "acct"}, 7)
-	if err != nil || free.Held != 0 {
-		t.Fatalf("unlimited = %+v %v", free, err)
+	for _, name := range []string{KeyUsage("k", UsageSpent), AccountUsage("acct", UsageSpent)} {
+		if v, _ := a.Meter.Value(ctx, name); v != 3*billing.Micro {
+			t.Fatalf("%s = %d, want 3 units", name, v)
+		}
 	}
-	if v, _ := a.Store.Counter(ctx, QuotaCounter("f")); v != 0 {
-		t.Fatalf("unlimited key wrote its counter: %d", v)
+	zero := int64(0)
+	none := auth.Identity{KeyID: "z", Account: "acct", Limits: storage.Limits{Quota: &zero}}
+	if _, err := a.HoldFor(ctx, none, "m", "r4", perRequest, time.Minute); status(err) != 402 {
+		t.Fatalf("quota 0 = %v, want 402", err)
+	}
+	if h, err := a.HoldFor(ctx, none, "free", "r5", perRequest, time.Minute); err != nil || h.ID != "" {
+		t.Fatalf("quota 0, a model without a price = %+v, %v; want nothing held", h, err)
 	}
 }
 
 func TestActiveTasksAndFinishing(t *testing.T) {
 	a := newAccountant(t)
 	ctx := context.Background()
-	quota := int64(10)
-	id := auth.Identity{KeyID: "k", Account: "acct", Limits: storage.Limits{MaxActiveTasks: 1, Quota: &quota}}
+	id := auth.Identity{KeyID: "k", Account: "acct", Limits: storage.Limits{MaxActiveTasks: 1}}
 	slot, err := a.StartTask(ctx, id)
 	if err != nil || !slot.Held {
 		t.Fatalf("first slot = %+v %v", slot, err)
@@ -76,17 +91,13 @@ func TestActiveTasksAndFinishing(t *testing.T) {
 	if _, err := a.StartTask(ctx, id); status(err) != 429 {
 		t.Fatalf("second slot = %v", err)
 	}
-	charge, _ := a.Charge(ctx, id, 4)
-	task := storage.Task{ID: "t", KeyID: "k", Account: "acct", Active: slot.Held, Cost: 4, Held: charge.Held}
+	task := storage.Task{ID: "t", KeyID: "k", Account: "acct", Active: slot.Held}
 	if !MarkFinished(&task) || MarkFinished(&task) {
 		t.Fatal("MarkFinished must change the record once")
 	}
 	a.Finished(ctx, task, "failed", billing.Usage{})
 	if _, err := a.StartTask(ctx, id); err != nil {
 		t.Fatalf("slot not released: %v", err)
-	}
-	if v, _ := a.Store.Counter(ctx, QuotaCounter("k")); v != 0 {
-		t.Fatalf("failed task not refunded: %d used", v)
 	}
 }
 

@@ -39,10 +39,10 @@ type Hold struct {
 
 // holdEnd is what ending a hold needs, once.
 type holdEnd struct {
-	done           atomic.Bool
-	a              *Accountant
-	ctx            context.Context
-	account, model string
+	done                  atomic.Bool
+	a                     *Accountant
+	ctx                   context.Context
+	account, keyID, model string
 	// price settles the hold from the answer's usage; nil: at the amount held (HoldCalls).
 	price *billing.Price
 }
@@ -97,8 +97,12 @@ func (a *Accountant) HoldCalls(ctx context.Context, id auth.Identity, model, ref
 // at the amount held.
 func (a *Accountant) hold(ctx context.Context, id auth.Identity, model, ref string, est billing.Estimate, price *billing.Price, deadline time.Duration) (Hold, error) {
 	now := a.clock()
+	budget, none := id.Limits.SpendingLimit()
+	if none && est.Amount > 0 {
+		return Hold{}, errBudget // a quota of 0: the key may spend nothing
+	}
 	h := storage.Hold{ID: newHoldID(), Account: id.Account, KeyID: id.KeyID, Model: model, Ref: ref,
-		Amount: int64(est.Amount), Budget: id.Limits.Budget, Deadline: now.Add(deadline)}
+		Amount: int64(est.Amount), Budget: budget, Deadline: now.Add(deadline)}
 	_, _, err := a.Store.Hold(ctx, h, now)
 	switch {
 	case errors.Is(err, storage.ErrBudgetExceeded):
@@ -108,7 +112,7 @@ func (a *Accountant) hold(ctx context.Context, id auth.Identity, model, ref stri
 	case err != nil:
 		return Hold{}, err
 	}
-	return Hold{ID: h.ID, Estimate: est, end: &holdEnd{a: a, ctx: context.WithoutCancel(ctx), account: id.Account, model: model, price: price}}, nil
+	return Hold{ID: h.ID, Estimate: est, end: &holdEnd{a: a, ctx: context.WithoutCancel(ctx), account: id.Account, keyID: id.KeyID, model: model, price: price}}, nil
 }
 
 // Settle ends the hold charging what actual used (the estimate standing in for what it does not
@@ -125,6 +129,7 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 	if !e.a.endHold(e.ctx, h.ID, amount, "", zap.String("account", e.account), zap.String("model", e.model)) {
 		return 0
 	}
+	e.a.meterSpent(e.keyID, e.account, amount)
 	return amount
 }
 
@@ -160,6 +165,7 @@ func (a *Accountant) SettleTask(ctx context.Context, t storage.Task, status stri
 	if !a.endHold(ctx, t.HoldID, amount, "", fields...) {
 		return 0
 	}
+	a.meterSpent(t.KeyID, t.Account, amount)
 	return amount
 }
 
@@ -191,6 +197,13 @@ func (a *Accountant) endHold(ctx context.Context, holdID string, amount billing.
 	}
 	a.logger().Error("ending a hold failed; it stays open", append(fields, zap.String("hold_id", holdID), zap.Error(err))...)
 	return false
+}
+
+// meterSpent counts money a settlement charged in the key's and the account's usage.
+func (a *Accountant) meterSpent(keyID, account string, amount billing.Money) {
+	if amount > 0 && a.Meter != nil {
+		a.Meter.add(int64(amount), keyUsage(keyID, UsageSpent), accountUsage(account, UsageSpent))
+	}
 }
 
 // BindTask ties a task's hold to the task, so that the reconciler leaves it to the task's finish.

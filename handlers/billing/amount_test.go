@@ -24,8 +24,8 @@ func x(t *testing.T, s string) Multiplier {
 }
 
 // TestArkTokenFormula checks Ark's token count on the example its pricing reference gives,
-// 1920 × 1080 × 24 fps × 5 s / 1024 = 243,000 tokens, and on two rows of its table of output
-// sizes (720p and 480p, 16:9, 5 s: 102,960 and 48,600 tokens).
+// 1920 × 1080 × 24 fps × 5 s / 1024 = 243,000 tokens, and on rows of its tables of output
+// sizes and their tokens (480p and 720p as its pricing table gives them; 1080p from its sizes).
 func TestArkTokenFormula(t *testing.T) {
 	for _, tc := range []struct {
 		u    Usage
@@ -35,6 +35,13 @@ func TestArkTokenFormula(t *testing.T) {
 		{Usage{Resolution: "720p", Ratio: "16:9", VideoSeconds: 5}, 102_960},
 		{Usage{Resolution: "480p", Ratio: "16:9", VideoSeconds: 5}, 48_600},
 		{Usage{Resolution: "720p", Ratio: "21:9", VideoSeconds: 10}, 225_600},
+		{Usage{Resolution: "480p", Ratio: "4:3", VideoSeconds: 5}, 46_920},
+		{Usage{Resolution: "720p", Ratio: "1:1", VideoSeconds: 10}, 216_000},
+		// The 1080p row of Ark's sizes (see video_sizes.go): 1920×1088, not 1920×1080.
+		{Usage{Resolution: "1080p", Ratio: "16:9", VideoSeconds: 5}, 244_800},
+		{Usage{Resolution: "1080p", Ratio: "4:3", VideoSeconds: 5}, 243_360},
+		{Usage{Resolution: "1080p", Ratio: "1:1", VideoSeconds: 5}, 243_000},
+		{Usage{Resolution: "1080p", Ratio: "21:9", VideoSeconds: 5}, 236_640},
 	} {
 		got := videoTokens(tc.u)
 		if !got.IsInt() || got.Num().Int64() != tc.want {

@@ -102,6 +102,10 @@ func TestSettle(t *testing.T) {
 		// 100 input, 20 output tokens; the estimate's 4096 output tokens are not used
 		{"text usage", chat, chat.EstimateText(4000, 0), Usage{InputTokens: 100, OutputTokens: 20}, "0.00014"},
 		{"images returned", img, img.EstimateImages(4, "", ""), Usage{Images: 2}, "0.08"},
+		// an answer that reports 0 output tokens (a content filter) is charged its 100 input
+		// tokens only, not the estimate's 4096 output tokens (0.008192 more)
+		{"zero output tokens reported", chat, chat.EstimateText(4000, 0), Usage{InputTokens: 100, OutputReported: true}, "0.0001"},
+		{"output not reported: the estimate", chat, chat.EstimateText(4000, 0), Usage{InputTokens: 100}, "0.008292"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.price.Settle(tc.est.Usage, tc.actual); got.String() != tc.want {

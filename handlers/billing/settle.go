@@ -15,7 +15,7 @@ func (p *Price) Settle(estimated, actual Usage) Money {
 //   - VideoTokens are actual's when reported; else the estimate's only when actual reports
 //     neither length nor picture (otherwise they are computed from what it reports);
 //   - ReferenceVideoSeconds, Images, ImageSize, ImageQuality, InputTokens, OutputTokens and
-//     Requests each take the estimate's when zero;
+//     Requests each take the estimate's when zero, except OutputTokens when OutputReported;
 //   - Audio and Draft are the request's (the estimate's), or true when actual says so.
 func Merge(estimated, actual Usage) Usage {
 	m := actual
@@ -41,7 +41,9 @@ func Merge(estimated, actual Usage) Usage {
 	m.ImageSize = fill(actual.ImageSize, estimated.ImageSize)
 	m.ImageQuality = fill(actual.ImageQuality, estimated.ImageQuality)
 	m.InputTokens = fillInt(actual.InputTokens, estimated.InputTokens)
-	m.OutputTokens = fillInt(actual.OutputTokens, estimated.OutputTokens)
+	if !actual.OutputReported {
+		m.OutputTokens = fillInt(actual.OutputTokens, estimated.OutputTokens)
+	}
 	m.Requests = fillInt(actual.Requests, estimated.Requests)
 	m.Audio = estimated.Audio || actual.Audio
 	m.Draft = estimated.Draft || actual.Draft

@@ -36,6 +36,10 @@ type Usage struct {
 	ImageQuality string
 	// InputTokens and OutputTokens are a text model's token usage.
 	InputTokens, OutputTokens int64
+	// OutputReported says the answer reported its output tokens, so that an OutputTokens of 0
+	// is charged as 0 (an answer cut short, refused by a content filter) rather than taken as
+	// "not reported", which would charge the estimate (the request's max_tokens).
+	OutputReported bool
 	// Requests is the number of requests, for models priced per request (normally 1).
 	Requests int64
 }

@@ -8,6 +8,14 @@ type videoSize struct{ Width, Height int64 }
 // uses them (with 24 fps, Seedance's frame rate). The 4k row is not an Ark size (Seedance 1.x
 // stops at 1080p): it is the UHD size of each ratio, with the contract's image sizes where
 // they exist (3840x2160, 2880x2880, 3328x2496), so that a 4k task is never held too little.
+//
+// Checked against public copies of Ark's tables (2026-11): the 480p and 720p rows, with their
+// token counts at 24 fps (864×480×24×5/1024 = 48,600; 1248×704×24×5/1024 = 102,960), against
+// the Seedance pricing table reproduced at https://302ai-en.apifox.cn/305958132e0; the 1080p
+// row (1920×1088, 1664×1248, 1440×1440, 1248×1664, 1088×1920, 2176×928) against the Seedance
+// 1.0 Pro dimension table at https://runware.ai/docs/models/bytedance-seedance-1-0-pro. Note
+// that Ark's 1080p 16:9 is 1920×1088, not 1920×1080: its token formula's worked example
+// (1920×1080×24×5/1024 = 243,000) is the formula's, not a size a task is held at.
 var videoSizes = map[string]map[string]videoSize{
 	"480p": {
 		"16:9": {864, 480}, "4:3": {736, 544}, "1:1": {640, 640},

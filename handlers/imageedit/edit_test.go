@@ -15,13 +15,14 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/storage"
 )
 
 // An edit the provider accepted (2xx) with a task id the gateway cannot use may run there: the
-// client gets 502 invalid_response and the cost stays charged. An answer without any task id is
-// refunded.
+// client gets 502 invalid_response and its hold is charged as estimated. An answer without any
+// task id is released.
 func TestUnusableTaskIDKeepsTheCharge(t *testing.T) {
 	for _, tc := range []struct {
 		name, answer string
@@ -47,8 +48,12 @@ func TestUnusableTaskIDKeepsTheCharge(t *testing.T) {
 			t.Cleanup(func() { store.Close() })
 			meter := accounting.NewMeter(store, time.Hour, zap.NewNop())
 			t.Cleanup(meter.Close)
+			prices, err := billing.NewTable("USD", []billing.Price{{Model: "m", Image: billing.Micro}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			h := &Handler{Catalog: cat, Store: store, Client: &http.Client{Timeout: 10 * time.Second}, Logger: zap.NewNop(),
-				Accounting: &accounting.Accountant{Store: store, Meter: meter}}
+				Accounting: &accounting.Accountant{Store: store, Meter: meter, Prices: prices}}
 			quota := int64(10)
 			r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader(
 				`{"model":"m","prompt":"make it blue","images":[{"image_url":"https://cdn.example.com/a.png"}]}`))
@@ -62,12 +67,12 @@ func TestUnusableTaskIDKeepsTheCharge(t *testing.T) {
 			if w.Code != 502 || json.Unmarshal(w.Body.Bytes(), &body) != nil || body.Error.Code != "invalid_response" {
 				t.Fatalf("got %d %s, want 502 invalid_response", w.Code, w.Body)
 			}
-			used, err := store.Counter(context.Background(), accounting.QuotaCounter("k1"))
+			bal, err := store.Balance(context.Background(), "acme")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if used != tc.wantUsed {
-				t.Fatalf("quota used %d, want %d", used, tc.wantUsed)
+			if used := -bal.Amount / billing.Micro; used != tc.wantUsed || bal.Held != 0 {
+				t.Fatalf("charged %d (%d held), want %d and nothing held", used, bal.Held, tc.wantUsed)
 			}
 		})
 	}

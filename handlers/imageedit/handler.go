@@ -20,6 +20,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
@@ -43,7 +44,8 @@ type Handler struct {
 	Client  *http.Client
 	// Retention is how long image task records are kept.
 	Retention time.Duration
-	// Accounting applies quotas; nil applies none.
+	// Accounting holds the estimate of each edit (n images at the size's price) against the
+	// account's balance and the key's budget, and settles it from the answer; nil holds nothing.
 	Accounting *accounting.Accountant
 	// Idempotency honours Idempotency-Key on edits; nil ignores the header.
 	Idempotency *idempotency.Guard
@@ -123,35 +125,47 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		return err
 	}
 	usage.From(r.Context()).Routed(model, p.Name, p.Name)
-	var charge accounting.Charge
-	if h.Accounting != nil {
-		if charge, err = h.Accounting.Charge(r.Context(), id, p.Cost(model)); err != nil {
-			return err
-		}
+	hold, err := h.hold(r.Context(), id, model, body)
+	if err != nil {
+		return err
 	}
+	usage.From(r.Context()).Accepted()
 	idempotency.MarkForwarded(r.Context())
 	// The client going away must not orphan an image task: the upstream call (bounded by the
 	// client's Timeout, upstream_timeout) and the ownership record run to completion.
 	ctx := context.WithoutCancel(r.Context())
 	ans, up, err := h.create(ctx, id.Account, p, model, body)
 	if err != nil {
-		charge.Refund()
+		hold.Release("not answered by the upstream")
 		return err
 	}
 	if !ans.OK() {
-		charge.Refund()
+		hold.Release("refused by the upstream")
 		return upstream.Refusal(ans)
 	}
-	taskID, ok := answerTaskID(ans.Body)
+	taskID, images, ok := readAnswer(ans.Body)
 	if !ok && taskID != "" {
-		// The task may run upstream: it is not made free.
+		// The task may run upstream: it is not made free (its hold is charged as estimated).
+		hold.Settle(billing.Usage{})
 		h.Logger.Error("image task created upstream with an id that cannot be used: the upstream task cannot be followed; its cost stays charged",
 			zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
 		return upstream.ErrUnreadable
 	}
 	if !ok {
-		charge.Refund()
+		hold.Release("unreadable answer from the upstream")
 		return upstream.ErrUnreadable
+	}
+	switch {
+	case images > 0:
+		// Images made: charged for the number of items in data.
+		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{Images: images})))
+	case taskID != "":
+		// An image task: its answer comes later, through the owner's queries, which do not
+		// settle; it is charged its estimate (n images at the size's price) now.
+		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{})))
+	default:
+		// No image and no task: the upstream reported a failure (error) or made nothing.
+		hold.Release("the upstream made no image")
 	}
 	if taskID != "" {
 		t := h.now()
@@ -172,12 +186,12 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	return nil
 }
 
-// answerTaskID reads a successful answer (spec §2.7): images (data), or a task whose id is
+// readAnswer reads a successful answer (spec §2.7): images (data), or a task whose id is
 // task_id or id, or a failure reported in error. It returns the task id of an asynchronous
-// answer, and ok false for an answer that is none of these (not a JSON object, or a task id that
-// is not upstream.UsableID), which the client could not use; with an unusable id, that id (the
-// upstream accepted a task that cannot be followed).
-func answerTaskID(body []byte) (taskID string, ok bool) {
+// answer, the number of items in data, and ok false for an answer that is none of these (not a
+// JSON object, or a task id that is not upstream.UsableID), which the client could not use;
+// with an unusable id, that id (the upstream accepted a task that cannot be followed).
+func readAnswer(body []byte) (taskID string, images int64, ok bool) {
 	var a struct {
 		ID     any               `json:"id"`
 		TaskID any               `json:"task_id"`
@@ -185,17 +199,17 @@ func answerTaskID(body []byte) (taskID string, ok bool) {
 		Error  json.RawMessage   `json:"error"`
 	}
 	if json.Unmarshal(body, &a) != nil || bytes.TrimSpace(body)[0] != '{' {
-		return "", false
+		return "", 0, false
 	}
 	if len(a.Data) > 0 {
-		return "", true
+		return "", int64(len(a.Data)), true
 	}
 	for _, id := range []any{a.TaskID, a.ID} {
 		if s, isString := id.(string); isString && s != "" {
-			return s, upstream.UsableID(s)
+			return s, 0, upstream.UsableID(s)
 		}
 	}
-	return "", a.Data != nil || (len(a.Error) > 0 && string(a.Error) != "null")
+	return "", 0, a.Data != nil || (len(a.Error) > 0 && string(a.Error) != "null")
 }
 
 // query answers GET /v1/images/tasks/{id} for the owning account only.

@@ -26,9 +26,15 @@ func TestAnswerTaskID(t *testing.T) {
 		{`{"id":"imgt/../../files"}`, "imgt/../../files", false},
 		{`{"id":"` + strings.Repeat("a", 300) + `"}`, strings.Repeat("a", 300), false},
 	} {
-		task, ok := answerTaskID([]byte(tc.body))
+		task, ok := readAnswerID([]byte(tc.body))
 		if ok != tc.ok || (ok && task != tc.task) {
 			t.Errorf("%.60s: task %.20q ok %v, want %.20q %v", tc.body, task, ok, tc.task, tc.ok)
 		}
 	}
+}
+
+// readAnswerID is readAnswer without the image count.
+func readAnswerID(body []byte) (string, bool) {
+	id, _, ok := readAnswer(body)
+	return id, ok
 }

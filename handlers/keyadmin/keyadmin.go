@@ -18,6 +18,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -269,15 +270,11 @@ func (h *Handler) keyUsage(ctx context.Context, id string) (Usage, error) {
 	if u.Tasks, err = h.Meter.Value(ctx, accounting.KeyUsage(id, accounting.UsageTasks)); err != nil {
 		return u, err
 	}
-	if u.QuotaUsed, err = h.Meter.Value(ctx, accounting.KeyUsage(id, accounting.UsageQuota)); err != nil {
+	spent, err := h.Meter.Value(ctx, accounting.KeyUsage(id, accounting.UsageSpent))
+	if err != nil {
 		return u, err
 	}
-	if k.Quota != nil {
-		// The quota counter is exact and synced; the meter may trail it by a flush.
-		if u.QuotaUsed, err = h.Store.Counter(ctx, accounting.QuotaCounter(id)); err != nil {
-			return u, err
-		}
-	}
+	u.QuotaUsed = billing.Money(spent)
 	// Keys without max_active_tasks count through the meter: include what is not flushed yet.
 	if u.ActiveTasks, err = h.Meter.Value(ctx, accounting.ActiveCounter(id)); err != nil {
 		return u, err
@@ -417,7 +414,8 @@ func (h *Handler) UsageOf(ctx context.Context, name string) (AccountUsage, error
 	if u.Tasks, err = h.Meter.Value(ctx, accounting.AccountUsage(name, accounting.UsageTasks)); err != nil {
 		return u, err
 	}
-	u.QuotaUsed, err = h.Meter.Value(ctx, accounting.AccountUsage(name, accounting.UsageQuota))
+	spent, err := h.Meter.Value(ctx, accounting.AccountUsage(name, accounting.UsageSpent))
+	u.QuotaUsed = billing.Money(spent)
 	return u, err
 }
 

@@ -9,11 +9,12 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/storage"
 )
 
 // KeyView is a key as the admin API shows it: never the secret, never its hash. A limit that is
-// not set (no quota, no rate, no active-task bound, no expiry) is null.
+// not set (no quota, no budget, no rate, no active-task bound, no expiry) is null.
 type KeyView struct {
 	ID             string     `json:"id"`
 	Account        string     `json:"account"`
@@ -23,6 +24,7 @@ type KeyView struct {
 	Expires        *time.Time `json:"expires"`
 	CreatedAt      *time.Time `json:"created_at,omitempty"`
 	Quota          *int64     `json:"quota"`
+	Budget         *Budget    `json:"budget"`
 	Rate           *Rate      `json:"rate"`
 	MaxActiveTasks *int64     `json:"max_active_tasks"`
 	// ReadOnly keys come from the configuration and change only with it.
@@ -36,6 +38,14 @@ type Rate struct {
 	Window   string `json:"window"`
 }
 
+// Budget is what a key may spend, in the gateway's currency, as a sub-limit of its account's
+// balance: Amount (a decimal string, above 0) per UTC calendar "day" or "month", or for all time
+// when Period is empty.
+type Budget struct {
+	Amount billing.Money `json:"amount"`
+	Period string        `json:"period,omitempty"`
+}
+
 // Created is the answer to a key creation: the only time the secret is shown.
 type Created struct {
 	KeyView
@@ -45,18 +55,21 @@ type Created struct {
 // Usage is what a key has used: its quota is null when it has none, and active_tasks counts its
 // unfinished video tasks whether or not it has a limit.
 type Usage struct {
-	Requests    int64  `json:"requests"`
-	Tasks       int64  `json:"tasks"`
-	QuotaUsed   int64  `json:"quota_used"`
-	Quota       *int64 `json:"quota"`
-	ActiveTasks int64  `json:"active_tasks"`
+	Requests int64 `json:"requests"`
+	Tasks    int64 `json:"tasks"`
+	// QuotaUsed is the money the key has been charged (its settlements), a decimal string in
+	// the gateway's currency: a quota is a budget of that many units. Metered: it may trail
+	// the ledger by a couple of seconds.
+	QuotaUsed   billing.Money `json:"quota_used"`
+	Quota       *int64        `json:"quota"`
+	ActiveTasks int64         `json:"active_tasks"`
 }
 
-// AccountUsage is what all keys of an account have used.
+// AccountUsage is what all keys of an account have used; QuotaUsed is the money charged.
 type AccountUsage struct {
-	Requests  int64 `json:"requests"`
-	Tasks     int64 `json:"tasks"`
-	QuotaUsed int64 `json:"quota_used"`
+	Requests  int64         `json:"requests"`
+	Tasks     int64         `json:"tasks"`
+	QuotaUsed billing.Money `json:"quota_used"`
 }
 
 func view(k storage.APIKey, readOnly bool) KeyView {
@@ -82,6 +95,9 @@ func view(k storage.APIKey, readOnly bool) KeyView {
 	}
 	if k.RateRequests > 0 {
 		v.Rate = &Rate{Requests: k.RateRequests, Window: apierror.FormatDuration(k.RateWindow)}
+	}
+	if k.Budget.Limit > 0 {
+		v.Budget = &Budget{Amount: billing.Money(k.Budget.Limit), Period: k.Budget.Period}
 	}
 	return v
 }
@@ -149,6 +165,23 @@ var keyFields = map[string]func(k *storage.APIKey, raw json.RawMessage) error{
 		k.Quota = q
 		return nil
 	},
+	"budget": func(k *storage.APIKey, raw json.RawMessage) error {
+		const usage = `budget must be {"amount": "25.50", "period": "day" or "month" (or left out for all time)} with an amount above 0, or null for none`
+		var b *Budget
+		if json.Unmarshal(raw, &b) != nil {
+			return errors.New(usage)
+		}
+		if b == nil {
+			k.Budget = storage.Budget{}
+			return nil
+		}
+		if b.Amount <= 0 || int64(b.Amount) > storage.MaxAmount ||
+			b.Period != storage.BudgetTotal && b.Period != storage.BudgetDay && b.Period != storage.BudgetMonth {
+			return errors.New(usage)
+		}
+		k.Budget = storage.Budget{Limit: int64(b.Amount), Period: b.Period}
+		return nil
+	},
 	"rate": func(k *storage.APIKey, raw json.RawMessage) error {
 		var r *Rate
 		if json.Unmarshal(raw, &r) != nil {
@@ -191,6 +224,9 @@ func apply(k *storage.APIKey, body []byte) error {
 		if err := set(k, raw); err != nil {
 			return err
 		}
+	}
+	if k.Quota != nil && k.Budget.Limit > 0 {
+		return fmt.Errorf("quota is an alias of a budget of that many units for all time: give the key a quota or a budget, not both (set the other to null)")
 	}
 	return nil
 }

@@ -38,22 +38,8 @@ type Provider struct {
 	Protocol string
 	// Models are the model ids this provider serves.
 	Models []string
-	// Costs are the quota cost per request or task of each model; "*" sets the default.
-	// Without an entry a model costs 1.
-	Costs map[string]int64
 
 	health *Board
-}
-
-// Cost is the quota cost of one request or task with model.
-func (p *Provider) Cost(model string) int64 {
-	if c, ok := p.Costs[model]; ok {
-		return c
-	}
-	if c, ok := p.Costs["*"]; ok {
-		return c
-	}
-	return 1
 }
 
 // SetCredentials replaces any credential on an outgoing request with the first upstream's.

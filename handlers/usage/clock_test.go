@@ -8,13 +8,14 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/internal/testclock"
 )
 
-// TestDayAggregatesAcrossDates records a request at each test instant and refunds part of it 45
-// seconds later, after midnight where the instant is a day's last minute: the request counts on
-// its own day, the refund on the day the clock gave it, and the report's default range (ending
-// on the clock's day) holds both.
+// TestDayAggregatesAcrossDates records a request at each test instant and the finish of a task
+// it created 45 seconds later, after midnight where the instant is a day's last minute: the
+// request counts on its own day, the finish on the day the clock gave it, and the report's
+// default range (ending on the clock's day) holds both.
 func TestDayAggregatesAcrossDates(t *testing.T) {
 	testclock.Each(t, func(t *testing.T, at time.Time) {
 		clock := testclock.New(at)
@@ -23,10 +24,11 @@ func TestDayAggregatesAcrossDates(t *testing.T) {
 		e := NewEntry("/v1/chat/completions")
 		e.Authenticated("acme", "key_1")
 		e.Routed("m", "p", "p")
-		e.Charged(5)
-		rec.Write(e.Finish(200, clock.Now(), "", rec).Record)
+		e.Accepted()
+		e.Settled(5)
+		rec.Write(e.Finish(200, clock.Now(), "").Record)
 		refundAt := clock.Advance(45 * time.Second)
-		e.Refunded(2)
+		rec.Write(Record{Event: EventTaskFinished, Time: refundAt, Account: "acme", KeyID: "key_1", Model: "m", Amount: 3})
 
 		w := httptest.NewRecorder()
 		rec.ServeReport(w, httptest.NewRequest("GET", "/mediagw/usage?group_by=day", nil))
@@ -41,11 +43,11 @@ func TestDayAggregatesAcrossDates(t *testing.T) {
 		if want := refundAt.UTC().AddDate(0, 0, 1-DefaultDays).Format(dayLayout); report.To != today || report.From != want {
 			t.Fatalf("default range %s..%s, want %s..%s", report.From, report.To, want, today)
 		}
-		want := map[string][2]int64{requestDay: {1, 5}} // day: requests, cost
+		want := map[string][2]int64{requestDay: {1, 5}} // day: requests, amount in micro-units
 		if today == requestDay {
-			want[today] = [2]int64{1, 3}
+			want[today] = [2]int64{1, 8}
 		} else {
-			want[today] = [2]int64{0, -2}
+			want[today] = [2]int64{0, 3}
 		}
 		if len(report.Rows) != len(want) {
 			t.Fatalf("rows %+v, want days %v", report.Rows, want)
@@ -53,8 +55,8 @@ func TestDayAggregatesAcrossDates(t *testing.T) {
 		for _, r := range report.Rows {
 			day, _ := r["day"].(string)
 			v, ok := want[day]
-			if !ok || r[FieldRequests] != float64(v[0]) || r[FieldCost] != float64(v[1]) {
-				t.Errorf("row %v, want day %s with requests and cost %v", r, day, v)
+			if !ok || r[FieldRequests] != float64(v[0]) || r[FieldAmount] != billing.Money(v[1]).String() {
+				t.Errorf("row %v, want day %s with requests and amount (micro-units) %v", r, day, v)
 			}
 		}
 	})

@@ -3,7 +3,7 @@
 // aggregates kept in the store's counters, which the admin API reports.
 //
 // While a request is served, its Entry travels in the request context; the handlers that learn
-// something about it (the model and provider, the cost charged or refunded, the task created,
+// something about it (the model and provider, the money settled, the task created,
 // the tokens the upstream reported) note it there with one call. Every Entry method is safe on a
 // nil Entry, so handlers served without one (unit tests) need no special case.
 package usage
@@ -43,14 +43,10 @@ type Entry struct {
 	taskID          string
 	taskCreated     bool
 	charged         bool
-	cost            int64
 	amount          int64 // money settled, micro-units
 	upstreamLatency time.Duration
 	tokens          Tokens
 	errorCode       string
-	done            bool
-	record          Record    // written when the request was done
-	late            *Recorder // writes a refund that arrives after the record
 }
 
 // NewEntry starts the entry of a request to endpoint.
@@ -77,14 +73,14 @@ func (e *Entry) Routed(model, provider, upstream string) {
 	e.mu.Unlock()
 }
 
-// Charged notes a quota charge: the request was accepted.
-func (e *Entry) Charged(cost int64) {
+// Accepted notes that the gateway accepted the request (its hold, if any, was taken): it gets a
+// usage record whatever the upstream answers.
+func (e *Entry) Accepted() {
 	if e == nil {
 		return
 	}
 	e.mu.Lock()
 	e.charged = true
-	e.cost += cost
 	e.mu.Unlock()
 }
 
@@ -110,23 +106,6 @@ func (e *Entry) Refused() {
 	e.mu.Lock()
 	e.charged = false
 	e.mu.Unlock()
-}
-
-// Refunded notes a refund of cost charged for this request.
-func (e *Entry) Refunded(cost int64) {
-	if e == nil {
-		return
-	}
-	e.mu.Lock()
-	if !e.done {
-		e.cost -= cost
-		e.mu.Unlock()
-		return
-	}
-	refund := e.record
-	e.mu.Unlock()
-	refund.Event, refund.Cost, refund.Time, refund.Tokens = EventRefund, -cost, e.late.now(), Tokens{}
-	e.late.Write(refund)
 }
 
 // TaskCreated notes the id of the task this request created.
@@ -196,21 +175,18 @@ type Outcome struct {
 	Record    Record
 }
 
-// Finish closes the entry for a request answered with status: later refunds are written as
-// records of their own to late (nil: not written).
-func (e *Entry) Finish(status int, at time.Time, traceID string, late *Recorder) Outcome {
+// Finish closes the entry for a request answered with status.
+func (e *Entry) Finish(status int, at time.Time, traceID string) Outcome {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.done = true
 	rec := Record{
 		Event: EventRequest, Time: at, Account: e.account, KeyID: e.keyID, Endpoint: e.Endpoint,
-		Model: e.model, Provider: e.provider, Upstream: e.upstream, TaskID: e.taskID, Cost: e.cost, Amount: e.amount,
+		Model: e.model, Provider: e.provider, Upstream: e.upstream, TaskID: e.taskID, Amount: e.amount,
 		Status: statusText(status), UpstreamLatency: e.upstreamLatency, Tokens: e.tokens, TraceID: traceID,
 	}
 	if e.taskCreated {
 		rec.Event = EventTaskCreated
 	}
-	e.record, e.late = rec, late
 	return Outcome{
 		Authenticated: e.keyID != "",
 		Accepted:      e.keyID != "" && (e.charged || (status > 0 && status < 400)),

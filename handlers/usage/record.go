@@ -15,19 +15,20 @@ import (
 
 // Record events.
 const (
-	// EventRequest is an accepted request; its cost is what it was charged, net of refunds made
-	// while it was served (an upstream refusal is refunded at once: cost 0).
+	// EventRequest is an accepted request; its amount is the money its hold was settled at (0
+	// when the upstream refused it and the hold was released).
 	EventRequest = "request"
-	// EventTaskCreated is a request that created a video task; its cost is the task's charge.
+	// EventTaskCreated is a request that created a video task; the task's money is settled
+	// when it finishes.
 	EventTaskCreated = "task_created"
-	// EventTaskFinished is a task first seen in a terminal status; its cost is the negative
-	// refund when unsuccessful tasks are refunded, else 0.
+	// EventTaskFinished is a task first seen in a terminal status; its amount is what its
+	// settlement charged (0 for a task that did not succeed: its hold was released).
 	EventTaskFinished = "task_finished"
-	// EventRefund is a refund made after its request's record was written.
-	EventRefund = "refund"
 )
 
-// Record is one usage record. The sum of Cost over an account's records is the quota it used.
+// Record is one usage record. The sum of Amount over an account's records is the money it was
+// charged. Cost is the flat cost units of records written before billing in money (the cost
+// directive is now a request price): new records leave it 0.
 type Record struct {
 	Event          string
 	Time           time.Time

@@ -39,7 +39,7 @@ func (m *memCounters) Marked(_ context.Context, day string, fn func(string)) err
 	return nil
 }
 
-func TestEntryRecordsNetCostAndLateRefunds(t *testing.T) {
+func TestEntryRecordsSettledAmount(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
 	mem := newMem()
 	day := time.Date(2026, 11, 22, 23, 59, 0, 0, time.UTC)
@@ -48,17 +48,15 @@ func TestEntryRecordsNetCostAndLateRefunds(t *testing.T) {
 	e := NewEntry("/v1/chat/completions")
 	e.Authenticated("acme/eu", "key_1")
 	e.Routed("gpt/x", "openai", "openai")
-	e.Charged(3)
-	e.Refunded(3) // refused upstream while being served
-	e.Charged(2)
+	e.Accepted()
+	e.Settled(2000)
 	e.AddTokens(Tokens{Prompt: 1, Completion: 2, known: true})
-	out := e.Finish(200, day, "", rec)
-	if !out.Accepted || out.Record.Cost != 2 || out.Record.Tokens.Total != 3 {
+	out := e.Finish(200, day, "")
+	if !out.Accepted || out.Record.Amount != 2000 || out.Record.Cost != 0 || out.Record.Tokens.Total != 3 {
 		t.Fatalf("outcome = %+v", out)
 	}
 	rec.Write(out.Record)
-	e.Refunded(2) // after the record: a record of its own
-	if logs.Len() != 2 || logs.All()[1].ContextMap()["event"] != EventRefund || logs.All()[1].ContextMap()["cost"] != int64(-2) {
+	if logs.Len() != 1 {
 		t.Fatalf("log = %v", logs.All())
 	}
 
@@ -66,14 +64,14 @@ func TestEntryRecordsNetCostAndLateRefunds(t *testing.T) {
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("rows = %v, %v", rows, err)
 	}
-	if r := rows[0]; r.Account != "acme/eu" || r.Model != "gpt/x" || r.Day != "" || r.Values[FieldCost] != 0 || r.Values[FieldRequests] != 1 || r.Values[FieldTotalTokens] != 3 {
+	if r := rows[0]; r.Account != "acme/eu" || r.Model != "gpt/x" || r.Day != "" || r.Values[FieldAmount] != 2000 || r.Values[FieldRequests] != 1 || r.Values[FieldTotalTokens] != 3 {
 		t.Fatalf("row = %+v", r)
 	}
 	if rows, _ := rec.Report(context.Background(), Query{From: "2026-11-23", To: "2026-11-30"}); len(rows) != 0 {
 		t.Fatalf("a later day has rows: %v", rows)
 	}
 
-	unauth := NewEntry("/v1/models").Finish(401, day, "", nil)
+	unauth := NewEntry("/v1/models").Finish(401, day, "")
 	if unauth.Accepted || unauth.Authenticated {
 		t.Fatalf("an unauthenticated request was accepted: %+v", unauth)
 	}
@@ -110,7 +108,7 @@ func TestRecordsReportMoney(t *testing.T) {
 		e.Authenticated("acme", "key_1")
 		e.Routed("gpt-4o-mini", "openai", "openai")
 		e.Settled(amount)
-		rec.Write(e.Finish(200, day, "", rec).Record)
+		rec.Write(e.Finish(200, day, "").Record)
 	}
 	rec.Write(Record{Event: EventTaskFinished, Time: day, Account: "acme", Model: "gpt-4o-mini", Amount: 499_999})
 	if got := logs.All()[0].ContextMap()["amount"]; got != "2.5" {

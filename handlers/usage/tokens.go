@@ -140,6 +140,7 @@ type Sniffer struct {
 	skip   bool   // SSE: the current line is too long to keep
 	head   []byte // JSON: the first headMax bytes once the body outgrows them
 	tokens Tokens
+	deltas int64   // SSE: data events that carry a "delta" (streamed output)
 	pooled *[]byte // where buf came from
 }
 
@@ -215,7 +216,13 @@ func (s *Sniffer) lines(p []byte) {
 }
 
 func (s *Sniffer) line(l []byte) {
-	if !bytes.HasPrefix(l, []byte("data:")) || !bytes.Contains(l, []byte(`"usage`)) {
+	if !bytes.HasPrefix(l, []byte("data:")) {
+		return
+	}
+	if bytes.Contains(l, []byte(`"delta"`)) {
+		s.deltas++
+	}
+	if !bytes.Contains(l, []byte(`"usage`)) {
 		return
 	}
 	if t, ok := findUsage(l[5:]); ok {
@@ -237,6 +244,24 @@ func (s *Sniffer) Tokens() Tokens {
 		}
 	}
 	return Tokens{}
+}
+
+// Seen is the usage to charge for what the answer streamed: its reported usage, except that
+// when the stream was cut (the client left before its end) or reported no output tokens, the
+// output is at least the number of delta events seen, one token each (OpenAI's chat and
+// Responses streams and Anthropic's send about one token per delta event), so that a stream
+// cut before its final usage event is charged what it streamed rather than its estimate.
+// Input tokens the stream did not report stay 0 (unknown).
+func (s *Sniffer) Seen(cut bool) Tokens {
+	t := s.Tokens()
+	if !s.SSE || s.deltas == 0 || (!cut && t.Completion > 0) || t.Completion >= s.deltas {
+		return t
+	}
+	t.known, t.Completion = true, s.deltas
+	if t.Total < t.Prompt+t.Completion {
+		t.Total = t.Prompt + t.Completion
+	}
+	return t
 }
 
 // FromBody reads the token usage of a complete JSON answer.

@@ -82,3 +82,35 @@ func FuzzSniffer(f *testing.F) {
 		_ = s.Tokens()
 	})
 }
+
+// TestSnifferSeenCountsDeltasOfACutStream: a stream cut before its usage event is charged one
+// output token per delta event seen; Anthropic's message_start (output_tokens 1) does not hide
+// the deltas after it; a stream that ended with its usage keeps the usage.
+func TestSnifferSeenCountsDeltasOfACutStream(t *testing.T) {
+	chunk := func(text string) string {
+		return "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" + text + "\"}}],\"usage\":null}\n\n"
+	}
+	openai := Sniffer{SSE: true}
+	for _, w := range []string{"a", "b", "c", "d", "e"} {
+		openai.Write([]byte(chunk(w)))
+	}
+	if got := openai.Seen(true); got.Completion != 5 || !got.Known() || got.Prompt != 0 {
+		t.Fatalf("cut OpenAI stream of 5 deltas: %+v", got)
+	}
+	openai.Write([]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":6,\"total_tokens\":17}}\n\n"))
+	if got := openai.Seen(false); got.Completion != 6 || got.Prompt != 11 {
+		t.Fatalf("a stream that ended with its usage: %+v, want the usage", got)
+	}
+
+	anthropic := Sniffer{SSE: true}
+	anthropic.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n"))
+	for range 4 {
+		anthropic.Write([]byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n"))
+	}
+	if got := anthropic.Seen(true); got.Prompt != 9 || got.Completion != 4 || got.Total != 13 {
+		t.Fatalf("cut Anthropic stream: %+v, want 9 input and 4 output", got)
+	}
+	if got := (&Sniffer{}).Seen(true); got.Known() {
+		t.Fatalf("a JSON answer without usage: %+v", got)
+	}
+}

@@ -31,7 +31,7 @@ func TestTaskRecordAcrossDates(t *testing.T) {
 		h.Client.Timeout = 10 * time.Second
 		meter := accounting.NewMeter(store, time.Hour, zap.NewNop())
 		t.Cleanup(meter.Close)
-		h.Accounting = &accounting.Accountant{Store: store, Meter: meter, RefundUnsuccessful: true, Now: clock.Now}
+		h.Accounting = &accounting.Accountant{Store: store, Meter: meter, Prices: unitPrice(t), Now: clock.Now}
 		quota := int64(10)
 		if w := serveAs(h, "POST", createPath, createBody, storage.Limits{Quota: &quota, MaxActiveTasks: 5}); w.Code != 200 {
 			t.Fatalf("create: %d %s", w.Code, w.Body)

@@ -204,14 +204,12 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 	if err != nil {
 		return storage.Task{}, err
 	}
-	cost := p.Cost(req.Model)
-	slot, charge, err := h.admit(r.Context(), id, cost)
+	slot, err := h.startTask(r.Context(), id)
 	if err != nil {
 		return storage.Task{}, err
 	}
 	hold, err := h.hold(r.Context(), id, req)
 	if err != nil {
-		charge.Refund()
 		slot.Release()
 		usage.From(r.Context()).Refused()
 		return storage.Task{}, err
@@ -226,7 +224,6 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		var relayURL string
 		token, relayURL = h.relayToken()
 		if forward, err = withCallback(forward, relayURL); err != nil {
-			charge.Refund()
 			hold.Release("not sent upstream")
 			slot.Release()
 			return storage.Task{}, err
@@ -251,7 +248,6 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		return storage.Task{}, upstream.ErrUnreadable
 	}
 	if err != nil {
-		charge.Refund()
 		hold.Release("refused by the upstream")
 		slot.Release()
 		return storage.Task{}, err
@@ -265,7 +261,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		ID: taskID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
 		Provider: p.Name, Upstream: up.Name, UpstreamAddress: up.Address(), Model: req.Model, Status: StatusQueued,
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
-		CallbackURL: req.CallbackURL, Active: slot.Held, Cost: cost, Held: charge.Held,
+		CallbackURL: req.CallbackURL, Active: slot.Held,
 		NoLastFrame: !req.ReturnLastFrame, UpstreamID: upstreamID, Request: canonical,
 		HoldID: hold.ID, HoldAmount: int64(hold.Estimate.Amount),
 	}
@@ -291,7 +287,6 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		// is never both unowned and free.
 		slot.Release()
 		if adapted && h.abandonAdapted(a, up, upstreamID) || !adapted && h.abandon(up, taskID) {
-			charge.Refund()
 			hold.Release("cancelled: its record could not be written")
 		} else {
 			hold.Settle(billing.Usage{})
@@ -365,22 +360,18 @@ func (h *Handler) hold(ctx context.Context, id auth.Identity, req CreateRequest)
 	}, storage.DefaultHoldDeadline)
 }
 
-// admit applies the key's active-task limit and quota.
-func (h *Handler) admit(ctx context.Context, id auth.Identity, cost int64) (accounting.Slot, accounting.Charge, error) {
+// startTask applies the key's active-task limit and marks the request accepted.
+func (h *Handler) startTask(ctx context.Context, id auth.Identity) (accounting.Slot, error) {
 	if h.Accounting == nil {
-		return accounting.Slot{}, accounting.Charge{}, nil
-	}
-	charge, err := h.Accounting.ChargeTask(ctx, id, cost)
-	if err != nil {
-		return accounting.Slot{}, accounting.Charge{}, err
+		usage.From(ctx).Accepted()
+		return accounting.Slot{}, nil
 	}
 	slot, err := h.Accounting.StartTask(ctx, id)
 	if err != nil {
-		charge.Refund()
-		usage.From(ctx).Refused()
-		return accounting.Slot{}, accounting.Charge{}, err
+		return accounting.Slot{}, err
 	}
-	return slot, charge, nil
+	usage.From(ctx).Accepted()
+	return slot, nil
 }
 
 func (h *Handler) maxBody() int64 {

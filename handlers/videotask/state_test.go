@@ -15,6 +15,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
@@ -90,8 +91,8 @@ func (u *taskUpstream) holdNextRead() (arrived <-chan struct{}, release func()) 
 	return held, func() { close(hold) }
 }
 
-// accountedHandler is a handler with accounting (quota 10, refunds of unsuccessful tasks) and a
-// created task cgt-race holding one slot and one unit of quota.
+// accountedHandler is a handler with accounting (model m priced 1 per task, the key's quota 10)
+// and a created task cgt-race holding one slot and a hold of 1.
 func accountedHandler(t *testing.T, u *taskUpstream) (*Handler, *accounting.Accountant) {
 	t.Helper()
 	h := newHandler(t, u.URL, nil)
@@ -99,7 +100,7 @@ func accountedHandler(t *testing.T, u *taskUpstream) (*Handler, *accounting.Acco
 	h.RefreshInterval = time.Nanosecond
 	meter := accounting.NewMeter(h.Store, time.Hour, zap.NewNop())
 	t.Cleanup(meter.Close)
-	acct := &accounting.Accountant{Store: h.Store, Meter: meter, RefundUnsuccessful: true}
+	acct := &accounting.Accountant{Store: h.Store, Meter: meter, Prices: unitPrice(t)}
 	h.Accounting = acct
 	quota := int64(10)
 	r := serveAs(h, "POST", createPath, createBody, storage.Limits{Quota: &quota, MaxActiveTasks: 5})
@@ -115,10 +116,21 @@ func counters(t *testing.T, s storage.Store) (active, quota int64) {
 	if active, err = s.Counter(context.Background(), accounting.ActiveCounter("k1")); err != nil {
 		t.Fatal(err)
 	}
-	if quota, err = s.Counter(context.Background(), accounting.QuotaCounter("k1")); err != nil {
+	b, err := s.Balance(context.Background(), "acme")
+	if err != nil {
 		t.Fatal(err)
 	}
-	return active, quota
+	return active, -b.Amount / billing.Micro // held and charged, in units: the quota's budget used
+}
+
+// unitPrice prices model m at 1 per task: the former default cost of 1 that a quota counted.
+func unitPrice(t *testing.T) *billing.Table {
+	t.Helper()
+	prices, err := billing.NewTable("USD", []billing.Price{{Model: "m", Request: billing.Micro}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prices
 }
 
 // TestCancelAgainstRefresh: a watcher refresh reads "queued" just before a client cancels, and
@@ -356,9 +368,9 @@ func TestActiveTaskRefusalIsNotAccepted(t *testing.T) {
 	if w.Code != http.StatusTooManyRequests {
 		t.Fatalf("create past the limit: %d %s", w.Code, w.Body)
 	}
-	out := entry.Finish(w.Code, time.Now(), "", nil)
-	if out.Accepted || out.Record.Cost != 0 {
-		t.Fatalf("refused create: accepted %v, cost %d; want a refusal with nothing charged", out.Accepted, out.Record.Cost)
+	out := entry.Finish(w.Code, time.Now(), "")
+	if out.Accepted || out.Record.Amount != 0 {
+		t.Fatalf("refused create: accepted %v, amount %d; want a refusal with nothing charged", out.Accepted, out.Record.Amount)
 	}
 	if _, quotaUsed := counters(t, h.Store); quotaUsed != 1 {
 		t.Fatalf("quota used %d; want 1 (the first task's charge only)", quotaUsed)
@@ -383,7 +395,7 @@ func TestUnusableTaskIDKeepsTheCharge(t *testing.T) {
 			h.Client.Timeout = 10 * time.Second
 			meter := accounting.NewMeter(h.Store, time.Hour, zap.NewNop())
 			t.Cleanup(meter.Close)
-			h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, RefundUnsuccessful: true}
+			h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, Prices: unitPrice(t)}
 			quota := int64(10)
 			w := serveAs(h, "POST", createPath, createBody, storage.Limits{Quota: &quota, MaxActiveTasks: 5})
 			if body := decode(t, w); w.Code != 502 || body["code"] != "invalid_response" {
@@ -391,6 +403,53 @@ func TestUnusableTaskIDKeepsTheCharge(t *testing.T) {
 			}
 			if active, used := counters(t, h.Store); active != tc.wantActive || used != tc.wantQuotaUsed {
 				t.Fatalf("active %d, quota used %d; want %d, %d", active, used, tc.wantActive, tc.wantQuotaUsed)
+			}
+		})
+	}
+}
+
+// TestWatcherAndQueryRaceToFinish proves the race the issue names: the watcher's read of a task
+// reaches the upstream and sees it failed (or expired), is held there while a client's query
+// sees the same and finishes the task, then stores its own finish. Both saw the terminal status;
+// the hold is released once (one release entry, the balance back at 0), and the slot given back
+// once.
+func TestWatcherAndQueryRaceToFinish(t *testing.T) {
+	for _, status := range []string{"failed", "expired"} {
+		t.Run(status, func(t *testing.T) {
+			u := newTaskUpstream(t, "queued")
+			h, _ := accountedHandler(t, u)
+			rec, _ := h.Store.Task(context.Background(), "cgt-race")
+			u.set(status)
+			arrived, release := u.holdNextRead()
+			watcher := make(chan storage.Task, 1)
+			go func() {
+				got, _ := h.refresh(context.Background(), rec)
+				watcher <- got
+			}()
+			<-arrived // the watcher has read the terminal status and waits
+			if w := serve(h, "GET", createPath+"/cgt-race", ""); w.Code != 200 || decode(t, w)["status"] != status {
+				t.Fatalf("the client's query: %d %s", w.Code, w.Body)
+			}
+			if b, _ := h.Store.Balance(context.Background(), "acme"); b.Held != 0 || b.Amount != 0 {
+				t.Fatalf("after the query finished the task: %+v, want the hold released", b)
+			}
+			release()
+			if got := <-watcher; got.Status != status || !got.Finished {
+				t.Fatalf("the watcher's view: %+v", got)
+			}
+			if active, used := counters(t, h.Store); active != 0 || used != 0 {
+				t.Fatalf("active %d, used %d after both finished the task; want 0 and 0 (released once)", active, used)
+			}
+			entries, _, err := h.Store.LedgerPage(context.Background(), "acme", "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds := map[string]int{}
+			for _, e := range entries {
+				kinds[e.Kind]++
+			}
+			if kinds[storage.EntryHold] != 1 || kinds[storage.EntryRelease] != 1 || len(entries) != 2 {
+				t.Fatalf("ledger %v, want one hold and one release", kinds)
 			}
 		})
 	}

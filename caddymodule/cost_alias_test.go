@@ -1,0 +1,70 @@
+package caddymodule
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// TestCostIsARequestPrice: `cost <model> <n>` is the price {request n}; a provider's `cost <n>`
+// prices each model it serves that has no price or cost of its own; a cost of 0 leaves a model
+// free; a price block wins over the provider's default; a model's own cost beside its price
+// block is refused with what to write instead.
+func TestCostIsARequestPrice(t *testing.T) {
+	providers := []ProviderConfig{
+		{Name: "a", Models: []string{"own", "default", "free", "priced"}, Costs: map[string]int64{"own": 25, "*": 10, "free": 0}},
+		{Name: "b", Models: []string{"unpriced"}},
+	}
+	prices, err := pricesWithCosts([]billing.Price{{Model: "priced", Second: 400_000}}, providers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := billing.NewTable("", prices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for model, want := range map[string]string{"own": "25", "default": "10"} {
+		p, ok := table.Price(model)
+		if !ok || p.Request.String() != want || p.Amount(billing.Usage{Requests: 1}).String() != want {
+			t.Errorf("price of %s = %+v, want request %s", model, p, want)
+		}
+	}
+	for _, model := range []string{"free", "unpriced"} {
+		if p, ok := table.Price(model); ok {
+			t.Errorf("%s has a price %+v; want none (free)", model, p)
+		}
+	}
+	if p, _ := table.Price("priced"); p.Request != 0 || p.Second != 400_000 {
+		t.Errorf("the price block was changed by the provider's default cost: %+v", p)
+	}
+
+	providers[0].Costs["priced"] = 3
+	_, err = pricesWithCosts([]billing.Price{{Model: "priced", Second: 400_000}}, providers)
+	if err == nil || !strings.Contains(err.Error(), "write `request 3` in its price block") {
+		t.Fatalf("a cost beside a price block = %v", err)
+	}
+}
+
+// TestQuotaNeedsAPrice: a quota (a budget of that many units) on a gateway where nothing has a
+// price would limit nothing; the configuration is refused with what to write.
+func TestQuotaNeedsAPrice(t *testing.T) {
+	quota := int64(100)
+	key := storage.APIKey{ID: "k", Limits: storage.Limits{Quota: &quota}}
+	none, _ := billing.NewTable("", nil)
+	if err := quotaNeedsPrices(key, none); err == nil || !strings.Contains(err.Error(), "add `cost 1` to the providers") {
+		t.Fatalf("quota without prices = %v", err)
+	}
+	some, _ := billing.NewTable("", []billing.Price{{Model: "m", Request: billing.Micro}})
+	if err := quotaNeedsPrices(key, some); err != nil {
+		t.Fatalf("quota with a price = %v", err)
+	}
+	if err := quotaNeedsPrices(storage.APIKey{ID: "free"}, none); err != nil {
+		t.Fatalf("no quota = %v", err)
+	}
+	q, none2 := key.Limits.SpendingLimit()
+	if none2 || q.Limit != 100*billing.Micro || q.Period != storage.BudgetTotal {
+		t.Fatalf("quota 100 spends %+v (none %v), want a budget of 100 for all time", q, none2)
+	}
+}

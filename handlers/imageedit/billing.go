@@ -1,0 +1,44 @@
+package imageedit
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mediagw/mediagw/handlers/accounting"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// editSizing is what a checked edit body (see ParseEdit) says its price depends on: n images
+// (default 1) of size (default 2048x2048) and quality. ParseEdit has refused repeated keys,
+// keys that differ from these only by case, and values of the wrong type, so the fields read
+// here are the ones forwarded.
+func editSizing(body []byte) (billing.Request, error) {
+	var f struct {
+		N       int64  `json:"n"`
+		Size    string `json:"size"`
+		Quality string `json:"quality"`
+	}
+	if err := json.Unmarshal(body, &f); err != nil {
+		return billing.Request{}, err
+	}
+	return billing.Request{Images: true, N: f.N, ImageSize: f.Size, ImageQuality: f.Quality}, nil
+}
+
+// hold holds the estimate of an edit for a priced model against the account's balance and the
+// key's budget (402 when it does not fit); nothing for a model without a price. The hold ends
+// in edit: settled from the items in the answer's data, or released when the upstream refuses.
+// One the process never ends (a crash) is released by the reconciler at its deadline.
+func (h *Handler) hold(ctx context.Context, id auth.Identity, model string, body []byte) (accounting.Hold, error) {
+	if h.Accounting == nil {
+		return accounting.Hold{}, nil
+	}
+	sizing, err := editSizing(body)
+	if err != nil {
+		return accounting.Hold{}, err
+	}
+	return h.Accounting.HoldFor(ctx, id, model, "", func(p *billing.Price) billing.Estimate {
+		return p.EstimateRequest(sizing)
+	}, storage.DefaultHoldDeadline)
+}

@@ -1,0 +1,102 @@
+package imageedit
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/accounting"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// TestEditHoldsNImagesAndSettlesFromData: an edit of n images holds n at its size's price
+// before the upstream is called, and is charged for the items in the answer's data; one whose
+// hold does not fit the balance is a 402 that never reaches the upstream; a refusal is charged
+// nothing; a task answer is charged the estimate.
+func TestEditHoldsNImagesAndSettlesFromData(t *testing.T) {
+	const edit = `{"model":"m","prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png"}],"n":3,"size":"1536x1024"}`
+	for _, tc := range []struct {
+		name           string
+		status         int
+		answer         string
+		credit         string
+		wantStatus     int
+		wantCalls      int64
+		wantBalance    string // credited 1, less what was charged
+		wantHeldDuring string
+	}{
+		{"two of three images made", 200, `{"created":1,"data":[{"url":"https://cdn.example.com/1.png"},{"url":"https://cdn.example.com/2.png"}]}`, "1", 200, 1, "0.88", "0.18"},
+		{"the upstream refuses", 400, `{"error":{"code":"bad","message":"no"}}`, "1", 400, 1, "1", "0.18"},
+		{"a failure in a 200", 200, `{"error":{"code":"moderation","message":"no"}}`, "1", 200, 1, "1", "0.18"},
+		{"an image task", 200, `{"task_id":"imgt_1"}`, "1", 200, 1, "0.82", "0.18"},
+		{"the balance does not cover n images", 200, `{"data":[{"url":"https://cdn.example.com/1.png"}]}`, "0.17", 402, 0, "0.17", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { store.Close() })
+			ctx := context.Background()
+			credit, _ := billing.ParseMoney(tc.credit)
+			if _, err := store.Credit(ctx, storage.Credit{Account: "acme", Amount: int64(credit), IdempotencyKey: "c1"}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			var calls atomic.Int64
+			var heldDuring atomic.Int64
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				if b, err := store.Balance(r.Context(), "acme"); err == nil {
+					heldDuring.Store(b.Held)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.answer)
+			}))
+			t.Cleanup(up.Close)
+			base, _ := url.Parse(up.URL + "/v1")
+			cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", BaseURL: base, APIKey: "k", Models: []string{"m"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prices, err := billing.NewTable("USD", []billing.Price{{Model: "m", Image: 40_000,
+				ImageSizes: []billing.ImagePrice{{Size: "1536x1024", Amount: 60_000}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			meter := accounting.NewMeter(store, time.Hour, zap.NewNop())
+			t.Cleanup(meter.Close)
+			h := &Handler{Catalog: cat, Store: store, Client: &http.Client{Timeout: 10 * time.Second}, Logger: zap.NewNop(),
+				Accounting: &accounting.Accountant{Store: store, Meter: meter, Prices: prices}}
+			r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader(edit))
+			r.Header.Set("Content-Type", "application/json")
+			r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k1", Account: "acme"}))
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tc.wantStatus || calls.Load() != tc.wantCalls {
+				t.Fatalf("got %d %s after %d upstream calls, want %d after %d", w.Code, w.Body, calls.Load(), tc.wantStatus, tc.wantCalls)
+			}
+			if tc.wantHeldDuring != "" && billing.Money(heldDuring.Load()).String() != tc.wantHeldDuring {
+				t.Fatalf("held while the upstream worked: %v, want %s (3 images at 0.06)", billing.Money(heldDuring.Load()), tc.wantHeldDuring)
+			}
+			b, err := store.Balance(ctx, "acme")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := billing.Money(b.Amount).String(); got != tc.wantBalance || b.Held != 0 {
+				t.Fatalf("balance %s with %v held, want %s and nothing held", got, billing.Money(b.Held), tc.wantBalance)
+			}
+		})
+	}
+}

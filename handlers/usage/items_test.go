@@ -1,0 +1,38 @@
+package usage
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestDataItemsCountsTopLevelData: the elements of the top-level "data" array are counted
+// however the answer is cut into writes, and nothing else is: a nested "data", a "data" inside
+// a string, an escaped key, objects, strings, numbers and nulls as elements.
+func TestDataItemsCountsTopLevelData(t *testing.T) {
+	big := strings.Repeat("QUJD", 50_000)
+	for _, tc := range []struct {
+		body string
+		want int64
+		seen bool
+	}{
+		{`{"created":1,"data":[{"url":"https://x/1.png"},{"url":"https://x/2.png"}]}`, 2, true},
+		{`{"data":[{"b64_json":"` + big + `"},{"b64_json":"` + big + `"},{"b64_json":"` + big + `"}],"usage":{"total_tokens":3}}`, 3, true},
+		{`{"data": [ ]}`, 0, true},
+		{`{"data":[]}`, 0, true},
+		{` { "data" : [ "a,b" , 2 , null , [1,2] , {"data":[1,2,3]} ] } `, 5, true},
+		{`{"meta":{"data":[1,2,3]},"note":"\"data\":[1,2]","data":[{}]}`, 1, true},
+		{`{"d\u0061ta":[1,2],"data":[1]}`, 1, true},
+		{`{"error":{"message":"no"}}`, 0, false},
+		{`[{"data":[1]}]`, 0, false},
+	} {
+		for _, chunk := range []int{1, 3, 7, len(tc.body)} {
+			var c DataItems
+			for i := 0; i < len(tc.body); i += chunk {
+				c.Write([]byte(tc.body[i:min(i+chunk, len(tc.body))]))
+			}
+			if n, seen := c.Count(); n != tc.want || seen != tc.seen {
+				t.Errorf("%.60s… in writes of %d: %d items (array seen %v), want %d (%v)", tc.body, chunk, n, seen, tc.want, tc.seen)
+			}
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// streamCutCaddyfile routes chat and image generation to a fake OpenAI upstream ({{up_url}})
+// with output-priced chat and per-image prices, for an account credited in the test.
+const streamCutCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider openai {
+			base_url {{up_url}}/v1
+			api_key openai-operator-key
+			models cut-chat cut-image
+		}
+		price cut-chat {
+			output_tokens 1000
+		}
+		price cut-image {
+			image 0.04
+		}
+		key mg-stream-cut {
+			account streamers
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_route
+		reverse_proxy {{up_host}} {
+			header_up Host {upstream_hostport}
+		}
+	}
+}
+`
+
+// fakeOpenAIStreams answers chat completions as OpenAI's streaming reference shows (chunks of
+// object chat.completion.chunk, one delta each, then a usage chunk when
+// stream_options.include_usage is set, then [DONE]): it sends 5 deltas, then waits until the
+// client has gone (or 10 s), then 20 more and the usage. Image generations answer n-1 items of
+// data (the provider made fewer than asked).
+func fakeOpenAIStreams(t *testing.T, gone chan struct{}) *httptest.Server {
+	t.Helper()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer openai-operator-key" {
+			http.Error(w, `{"error":{"message":"bad key","type":"invalid_request_error","code":"invalid_api_key"}}`, 401)
+			return
+		}
+		switch r.URL.Path {
+		case "/v1/images/generations":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"created":1,"data":[{"url":"https://cdn.example.com/1.png"},{"url":"https://cdn.example.com/2.png"}]}`)
+		case "/v1/chat/completions":
+			w.Header().Set("Content-Type", "text/event-stream")
+			flusher := w.(http.Flusher)
+			chunk := func(text string) {
+				fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"cut-chat\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]}\n\n", text)
+				flusher.Flush()
+			}
+			for i := range 5 {
+				chunk(fmt.Sprint("w", i))
+			}
+			select {
+			case <-r.Context().Done():
+				close(gone)
+				return
+			case <-time.After(10 * time.Second):
+			}
+			for i := range 20 {
+				chunk(fmt.Sprint("w", 5+i))
+			}
+			fmt.Fprint(w, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"cut-chat\",\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":25,\"total_tokens\":34}}\n\ndata: [DONE]\n\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+// TestCutStreamSettlesFromDeltasSeen: a streamed chat whose client disconnects after 5 deltas
+// is charged 5 output tokens (0.005 at 1000 per million), not its estimate of max_tokens 200
+// (0.2), nor the 25 the whole stream would have had; an image generation asking for 3 images
+// holds 3 × 0.04 and is charged for the 2 items in data. The ledger sums to the balance.
+func TestCutStreamSettlesFromDeltasSeen(t *testing.T) {
+	// Not parallel: the gateway is the test process's one in-process Caddy.
+	gone := make(chan struct{})
+	up := fakeOpenAIStreams(t, gone)
+	base, g := startSimGateway(t, streamCutCaddyfile, map[string]string{"up_url": up.URL, "up_host": strings.TrimPrefix(up.URL, "http://")})
+	admin := "http://" + g.admin + "/mediagw/accounts/streamers"
+	if r := (keysEnv{g: g}).adminMoney(t, "POST", "/mediagw/accounts/streamers/credit", `{"amount":"1","note":"test"}`,
+		map[string]string{"Idempotency-Key": "stream-cut-1", "Content-Type": "application/json"}); r.status != 200 {
+		t.Fatalf("credit = %d %s", r.status, r.body)
+	}
+
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(
+		`{"model":"cut-chat","stream":true,"stream_options":{"include_usage":true},"max_tokens":200,"messages":[{"role":"user","content":"count"}]}`))
+	req.Header.Set("Authorization", "Bearer mg-stream-cut")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("streamed chat: %v %v", resp, err)
+	}
+	lines := bufio.NewScanner(resp.Body)
+	deltas := 0
+	for deltas < 5 && lines.Scan() {
+		if strings.Contains(lines.Text(), `"delta"`) {
+			deltas++
+		}
+	}
+	if deltas != 5 {
+		t.Fatalf("read %d deltas before the pause, want 5", deltas)
+	}
+	held := call(t, "GET", admin+"/balance", "", nil)
+	resp.Body.Close() // the client leaves midway
+	if held.field("held") != "0.2" {
+		t.Fatalf("while streaming: %s, want 0.2 held (max_tokens 200)", held.body)
+	}
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream never saw the client leave")
+	}
+	settleBy := time.Now().Add(10 * time.Second)
+	for call(t, "GET", admin+"/balance", "", nil).field("held") != "0" {
+		if time.Now().After(settleBy) {
+			t.Fatalf("the cut stream's hold did not end: balance %s, ledger %s", call(t, "GET", admin+"/balance", "", nil).body, call(t, "GET", admin+"/ledger", "", nil).body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if b := call(t, "GET", admin+"/balance", "", nil); b.field("balance") != "0.995" {
+		t.Fatalf("after the cut stream: %s, want 0.995 (5 output tokens charged)", b.body)
+	}
+
+	r := call(t, "POST", base+"/v1/images/generations", "mg-stream-cut", `{"model":"cut-image","prompt":"a lighthouse","n":3,"size":"1024x1024"}`)
+	if r.status != 200 || !strings.Contains(string(r.body), `"data"`) {
+		t.Fatalf("image generation = %d %s", r.status, r.body)
+	}
+	if b := call(t, "GET", admin+"/balance", "", nil); b.field("balance") != "0.915" || b.field("held") != "0" {
+		t.Fatalf("after 2 of 3 images: %s, want 0.915 (0.08 charged) and nothing held", b.body)
+	}
+	entries := call(t, "GET", admin+"/ledger", "", nil).json(t)["entries"].([]any)
+	var kinds []string
+	for _, e := range entries {
+		m := e.(map[string]any)
+		kinds = append(kinds, fmt.Sprint(m["kind"], " ", m["amount"], " ", m["charged"]))
+	}
+	want := []string{"credit 1 <nil>", "hold -0.2 <nil>", "settle 0.195 0.005", "hold -0.12 <nil>", "settle 0.04 0.08"}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Fatalf("ledger = %v, want %v", kinds, want)
+	}
+}
