@@ -29,24 +29,24 @@ const passThroughSlotsCaddyfile = `{
 }
 ` + readmePassThroughSite
 
-// fakeOpenAIVideos answers the create, retrieve and delete of OpenAI's Videos API
+// passThroughVideosUpstream, a provider that serves OpenAI-style asynchronous objects to pass-through, answers the create, retrieve and delete of OpenAI's Videos API
 // (POST /v1/videos, GET and DELETE /v1/videos/{id}: a video object with id, object "video",
 // model and status queued, in_progress, completed or failed), POST /v1/video/generations the
 // same way, and /v1/images/generations with a task id for the model image-async and with data
 // for any other (a synchronous answer). Statuses are set by the test.
-type fakeOpenAIVideos struct {
+type passThroughVideosUpstream struct {
 	mu     sync.Mutex
 	next   int
 	status map[string]string
 }
 
-func (f *fakeOpenAIVideos) set(id, status string) {
+func (f *passThroughVideosUpstream) set(id, status string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.status[id] = status
 }
 
-func (f *fakeOpenAIVideos) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *passThroughVideosUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
@@ -83,7 +83,7 @@ func (f *fakeOpenAIVideos) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // retrieves give it back once) or it is deleted; a synchronous image answer and an upstream's
 // refusal keep no slot.
 func TestPassThroughObjectsHoldActiveSlots(t *testing.T) {
-	fake := &fakeOpenAIVideos{status: map[string]string{}}
+	fake := &passThroughVideosUpstream{status: map[string]string{}}
 	provider := httptest.NewServer(fake)
 	t.Cleanup(provider.Close)
 	base, _ := startSimGateway(t, passThroughSlotsCaddyfile, map[string]string{"upstream_url": provider.URL})
