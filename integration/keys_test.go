@@ -158,12 +158,21 @@ func TestAdminAPIKeyLifecycle(t *testing.T) {
 	}
 
 	// Usage.
-	if r := e.createTask(t, secret, "count me"); r.status != 200 {
-		t.Fatalf("create = %d %s", r.status, r.body)
+	created := e.createTask(t, secret, "count me")
+	if created.status != 200 {
+		t.Fatalf("create = %d %s", created.status, created.body)
 	}
-	time.Sleep(2500 * time.Millisecond) // usage is flushed every 2 s; Value adds what is pending anyway
-	r = e.admin(t, "GET", "/mediagw/keys/"+id+"/usage", nil)
-	if u := r.json(t); r.status != 200 || u["tasks"] != float64(1) || u["requests"] != float64(3) || u["quota_used"] != float64(2) {
+	// The task's price (cost sim-video 2: a request price of 2) is held at create and charged
+	// when the task succeeds; quota_used is the money charged, as a decimal string.
+	waitFor(t, "the task to succeed", func() bool {
+		return call(t, "GET", e.base+"/api/v3/contents/generations/tasks/"+created.field("id"), secret, nil).field("status") == "succeeded"
+	})
+	waitFor(t, "the key's usage to show the charge", func() bool {
+		r = e.admin(t, "GET", "/mediagw/keys/"+id+"/usage", nil)
+		return r.status == 200 && r.json(t)["quota_used"] == "2"
+	})
+	// requests: the two before, the create and the polls (each a request)
+	if u := r.json(t); u["tasks"] != float64(1) || u["requests"].(float64) < 4 || u["active_tasks"] != float64(0) {
 		t.Fatalf("key usage = %d %s", r.status, r.body)
 	}
 	if u := e.admin(t, "GET", "/mediagw/accounts/acme/usage", nil).json(t); u["tasks"] != float64(1) {

@@ -49,19 +49,19 @@ http://127.0.0.1:{{sim_port}} {
 `
 
 // TestVideosFrontPassThroughProvider: with passthrough sora, a sora-2 create goes through
-// mediagw_route to the provider's own /v1/videos (its answer, its id, recorded as alice's), and a
-// read of that video is passed through too (the simulator, which has no read of a video, answers
-// it); bob gets the front's unknown-id answer for it. A Seedance create in the same route is the
-// front's: a video object of a task.
+// mediagw_route to the provider's own /v1/videos (its answer, its video_… id, recorded as
+// alice's), and a read of that video is passed through too (the simulator's OpenAI videos API
+// answers it); bob gets the front's unknown-id answer for it. A Seedance create in the same route
+// is the front's: a video object of a task (a cgt-… id).
 func TestVideosFrontPassThroughProvider(t *testing.T) {
 	base, _ := startSimGateway(t, videosPassThroughCaddyfile, nil)
 	r := call(t, "POST", base+"/v1/videos", "mg-alice", `{"model":"sora-2","prompt":"a cat"}`)
 	native := r.field("id")
-	if r.status != 200 || !strings.HasPrefix(native, "video-sim-") || r.json(t)["simulated"] != true {
+	if r.status != 200 || !strings.HasPrefix(native, "video_") {
 		t.Fatalf("sora create = %d %s; want the provider's own answer", r.status, r.body)
 	}
 	read := call(t, "GET", base+"/v1/videos/"+native, "mg-alice", nil)
-	if read.status != 404 || !strings.Contains(string(read.body), "the simulator has no endpoint /v1/videos/"+native) {
+	if read.status != 200 || read.field("id") != native || read.json(t)["object"] != "video" {
 		t.Fatalf("alice's read of her pass-through video = %d %s; want it passed to the provider", read.status, read.body)
 	}
 	theirs := call(t, "GET", base+"/v1/videos/"+native, "mg-bob", nil)
