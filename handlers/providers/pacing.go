@@ -57,7 +57,14 @@ func (u *Upstream) pace() *pacer {
 // Take asks to make n calls to u now. It grants what u's max_rps and its pause allow (all n
 // for an upstream without max_rps that is not paused, 0 while it is paused) and says when to
 // ask again for the rest.
-func (u *Upstream) Take(n int) (granted int, retry time.Time) {
+func (u *Upstream) Take(n int) (granted int, retry time.Time) { return u.grant(n, true) }
+
+// Available is Take without taking: how many of n calls u's max_rps and its pause allow now,
+// and when to ask again for the rest.
+func (u *Upstream) Available(n int) (granted int, retry time.Time) { return u.grant(n, false) }
+
+// grant is Take (take) or Available.
+func (u *Upstream) grant(n int, take bool) (granted int, retry time.Time) {
 	p, now := u.pace(), u.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -69,35 +76,13 @@ func (u *Upstream) Take(n int) (granted int, retry time.Time) {
 	}
 	tokens := p.limiter.TokensAt(now)
 	granted = min(n, max(0, int(math.Floor(tokens)))) // creates (Spend) may leave a debt
-	if granted > 0 && !p.limiter.AllowN(now, granted) {
+	if take && granted > 0 && !p.limiter.AllowN(now, granted) {
 		granted = 0
 	}
 	if granted == n {
 		return granted, now
 	}
 	// The next call needs one whole token: what is missing, at max_rps.
-	missing := 1 - (tokens - float64(granted))
-	wait := time.Duration(missing / float64(p.limiter.Limit()) * float64(time.Second))
-	return granted, now.Add(max(wait, time.Millisecond))
-}
-
-// Available is Take without taking: how many of n calls u's max_rps and its pause allow now,
-// and when to ask again for the rest.
-func (u *Upstream) Available(n int) (granted int, retry time.Time) {
-	p, now := u.pace(), u.now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if now.Before(p.paused) {
-		return 0, p.paused
-	}
-	if p.limiter == nil || n <= 0 {
-		return max(n, 0), now
-	}
-	tokens := p.limiter.TokensAt(now)
-	granted = min(n, max(0, int(math.Floor(tokens))))
-	if granted == n {
-		return granted, now
-	}
 	missing := 1 - (tokens - float64(granted))
 	wait := time.Duration(missing / float64(p.limiter.Limit()) * float64(time.Second))
 	return granted, now.Add(max(wait, time.Millisecond))
