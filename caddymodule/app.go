@@ -85,7 +85,7 @@ type App struct {
 	// released at most this long after its deadline (see docs/billing.md). Default: 30s.
 	HoldReconcileInterval caddy.Duration `json:"hold_reconcile_interval,omitempty"`
 
-	// NoAccountMetrics drops the account label of mediagw_quota_used_total, for gateways with
+	// NoAccountMetrics drops the account label of mediagw_spend_micro_units_total, for gateways with
 	// very many accounts (usage records and the usage report still have every account).
 	// Default: false (counted per account).
 	NoAccountMetrics bool `json:"no_account_metrics,omitempty"`

@@ -327,7 +327,7 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 				if strings.Contains(lp.GetValue(), "mg-") || strings.Contains(lp.GetValue(), "://") || strings.Contains(lp.GetValue(), "sim-upstream-key") {
 					t.Errorf("%s has a label that carries a key or a URL: %s=%q", name, lp.GetName(), lp.GetValue())
 				}
-				if lp.GetName() == "account" && name != "mediagw_quota_used_total" && name != "mediagw_spend_micro_units_total" {
+				if lp.GetName() == "account" && name != "mediagw_spend_micro_units_total" {
 					t.Errorf("%s has an account label", name)
 				}
 			}

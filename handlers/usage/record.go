@@ -80,13 +80,10 @@ type Recorder struct {
 	names map[aggPair]*aggNames // counter names of day's aggregates, marked in the index
 }
 
-// Write writes one record: the log entry, the per-day aggregates and the quota metric.
+// Write writes one record: the log entry, the per-day aggregates and the spend metric.
 func (r *Recorder) Write(rec Record) {
 	if r == nil {
 		return
-	}
-	if rec.Cost > 0 {
-		metrics.QuotaUsed(rec.Account, rec.Cost)
 	}
 	if rec.Amount > 0 {
 		metrics.Spent(rec.Account, rec.Model, rec.Amount)

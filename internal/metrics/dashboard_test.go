@@ -43,7 +43,6 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	CallbackDelivery(CallbackDelivered)
 	SetOutboxPending(0)
 	Rejected(ReasonQuota)
-	QuotaUsed("a", 1)
 	Spent("a", "m", 1)
 	families, err := reg.Gather()
 	if err != nil {

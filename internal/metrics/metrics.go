@@ -4,8 +4,8 @@
 //
 // Handlers call the functions of this package; each is a map lookup and an atomic add. Labels
 // never carry a key, a secret or a URL: endpoints are path templates, models and providers are
-// the configured ones, and the account is a label of mediagw_quota_used_total only, and only
-// when the configuration allows it (SetAccountLabel).
+// the configured ones, and the account is a label of mediagw_spend_micro_units_total only, and
+// only when the configuration allows it (SetAccountLabel).
 package metrics
 
 import (
@@ -62,10 +62,6 @@ var (
 		Name: "mediagw_rejections_total",
 		Help: "Requests refused by mediagw before reaching an upstream, by reason.",
 	}, []string{"reason"})
-	quotaUsedByAccount = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "mediagw_quota_used_total",
-		Help: "Quota cost charged by accepted requests, by account, net of refunds made while serving them (later refunds of unsuccessful tasks are only in the usage records).",
-	}, []string{"account"})
 	spendByAccount = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mediagw_spend_micro_units_total",
 		Help: "Money charged by settled requests and tasks, in micro-units of the gateway's currency (1000000 make one unit), by account and model.",
@@ -74,18 +70,14 @@ var (
 		Name: "mediagw_spend_micro_units_total",
 		Help: "Money charged by settled requests and tasks, in micro-units of the gateway's currency (1000000 make one unit), by model.",
 	}, []string{"model"})
-	quotaUsed = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "mediagw_quota_used_total",
-		Help: "Quota cost charged by accepted requests, net of refunds made while serving them (later refunds of unsuccessful tasks are only in the usage records).",
-	})
 )
 
-// accountLabel says whether mediagw_quota_used_total is counted per account.
+// accountLabel says whether mediagw_spend_micro_units_total is counted per account.
 var accountLabel atomic.Bool
 
 func init() { accountLabel.Store(true) }
 
-// SetAccountLabel turns the account label of mediagw_quota_used_total on or off. The last
+// SetAccountLabel turns the account label of mediagw_spend_micro_units_total on or off. The last
 // loaded config decides.
 func SetAccountLabel(on bool) { accountLabel.Store(on) }
 
@@ -95,9 +87,9 @@ func Register(reg prometheus.Registerer, withAccount bool) error {
 	list := []prometheus.Collector{requests, upstreamDuration, tasksCreated, tasksFinished, tasksActive,
 		refreshLag, callbackDeliveries, outboxPending, rejections}
 	if withAccount {
-		list = append(list, quotaUsedByAccount, spendByAccount)
+		list = append(list, spendByAccount)
 	} else {
-		list = append(list, quotaUsed, spend)
+		list = append(list, spend)
 	}
 	for _, c := range list {
 		if err := reg.Register(c); err != nil {
@@ -226,20 +218,4 @@ func Spent(account, model string, amount int64) {
 		return spendByAccount.WithLabelValues(account, model)
 	})
 	c.Add(float64(amount))
-}
-
-// quotaSeries caches the series of mediagw_quota_used_total by account, bounded by the
-// accounts that use the gateway (NoAccountMetrics turns the label off for very many).
-var quotaSeries seriesCache[string, prometheus.Counter]
-
-// QuotaUsed counts cost charged to an account.
-func QuotaUsed(account string, cost int64) {
-	if cost <= 0 {
-		return
-	}
-	if accountLabel.Load() {
-		quotaSeries.get(account, func() prometheus.Counter { return quotaUsedByAccount.WithLabelValues(account) }).Add(float64(cost))
-	} else {
-		quotaUsed.Add(float64(cost))
-	}
 }

@@ -38,12 +38,12 @@ func TestRegisterIsReloadSafe(t *testing.T) {
 func TestAccountLabelCanBeTurnedOff(t *testing.T) {
 	defer SetAccountLabel(true)
 	SetAccountLabel(false)
-	before := testutil.ToFloat64(quotaUsed)
-	QuotaUsed("acct-off", 3)
-	if got := testutil.ToFloat64(quotaUsed) - before; got != 3 {
-		t.Fatalf("quota without account grew by %v", got)
+	before := testutil.ToFloat64(spend.WithLabelValues("m-off"))
+	Spent("acct-off", "m-off", 3)
+	if got := testutil.ToFloat64(spend.WithLabelValues("m-off")) - before; got != 3 {
+		t.Fatalf("spend without account grew by %v", got)
 	}
-	if n := testutil.CollectAndCount(quotaUsedByAccount); n != 0 && testutil.ToFloat64(quotaUsedByAccount.WithLabelValues("acct-off")) != 0 {
+	if n := testutil.CollectAndCount(spendByAccount); n != 0 && testutil.ToFloat64(spendByAccount.WithLabelValues("acct-off", "m-off")) != 0 {
 		t.Fatalf("an account series was created with the label off")
 	}
 	reg := prometheus.NewPedanticRegistry()
