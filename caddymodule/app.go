@@ -456,6 +456,9 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 	if sk.Account == "" {
 		return storage.APIKey{}, fmt.Errorf("account is required")
 	}
+	if err := storage.CheckAccountName(sk.Account); err != nil {
+		return storage.APIKey{}, fmt.Errorf("account %q: %w", sk.Account, err)
+	}
 	if sk.Quota != nil && *sk.Quota < 0 {
 		return storage.APIKey{}, fmt.Errorf("quota must not be negative")
 	}

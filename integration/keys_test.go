@@ -479,3 +479,18 @@ func TestIdempotentCreate(t *testing.T) {
 		t.Fatalf("retry after the 429 = %d %s (replayed %q)", r.status, r.body, r.header.Get("Idempotent-Replayed"))
 	}
 }
+
+// An account name with a control character (a NUL ends the stores' index keys; a newline would
+// split a log line or a CSV row) is refused by the admin API, and printable markup is not.
+func TestAccountNamesAreText(t *testing.T) {
+	e := startKeysGateway(t)
+	for _, name := range []string{"a\u0000b", "line\nbreak", "tab\there", " "} {
+		body, _ := json.Marshal(map[string]string{"account": name})
+		if r := e.admin(t, "POST", "/mediagw/keys", string(body)); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "account") {
+			t.Fatalf("account %q = %d %s", name, r.status, r.body)
+		}
+	}
+	if r := e.admin(t, "POST", "/mediagw/keys", `{"account":"<b>team</b> & co"}`); r.status != http.StatusCreated {
+		t.Fatalf("a printable account name = %d %s", r.status, r.body)
+	}
+}

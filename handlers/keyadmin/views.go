@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
@@ -107,8 +106,11 @@ func view(k storage.APIKey, readOnly bool) KeyView {
 var keyFields = map[string]func(k *storage.APIKey, raw json.RawMessage) error{
 	"account": func(k *storage.APIKey, raw json.RawMessage) error {
 		var s string
-		if json.Unmarshal(raw, &s) != nil || strings.TrimSpace(s) == "" || len(s) > 128 {
-			return fmt.Errorf("account must be a non-empty string of at most 128 bytes")
+		if json.Unmarshal(raw, &s) != nil {
+			return fmt.Errorf("account must be a string")
+		}
+		if err := storage.CheckAccountName(s); err != nil {
+			return fmt.Errorf("account: %w", err)
 		}
 		k.Account = s
 		return nil

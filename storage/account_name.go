@@ -1,0 +1,25 @@
+package storage
+
+import (
+	"errors"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxAccountName is the longest account name, in bytes.
+const MaxAccountName = 128
+
+// CheckAccountName refuses an account name that the gateway could not store or show safely:
+// empty or only white space, longer than MaxAccountName bytes, not UTF-8, or holding a control
+// character (the stores end an account's index keys with a NUL; logs and CSV rows are lines).
+// Markup and other printable text are allowed: every page and export shows a name as text.
+func CheckAccountName(name string) error {
+	if strings.TrimSpace(name) == "" || len(name) > MaxAccountName || !utf8.ValidString(name) {
+		return errors.New("an account name is 1 to 128 bytes of UTF-8 text")
+	}
+	if strings.ContainsFunc(name, func(r rune) bool { return unicode.IsControl(r) }) {
+		return errors.New("an account name must not contain a control character")
+	}
+	return nil
+}
