@@ -25,6 +25,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -125,6 +126,12 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		return err
 	}
 	usage.From(r.Context()).Routed(model, p.Name, p.Name)
+	if p.Protocol == adaptor.Ark {
+		// Seedream's own fields (seed, watermark) are checked before anything is held.
+		if _, err := toSeedream(body, model); err != nil {
+			return err
+		}
+	}
 	hold, err := h.hold(r.Context(), id, model, body)
 	if err != nil {
 		return err
