@@ -1,7 +1,8 @@
 // Package imageedit serves POST /v1/images/edits (spec §2.6–2.7) and the owner-only query of
 // asynchronous image tasks, GET /v1/images/tasks/{id}. Edits are validated, checked against the
-// key's models, and sent to the provider that serves the model. A synchronous answer (data[].url)
-// passes through; when the provider answers with a task id (id or task_id), the calling account
+// key's models, and sent to the provider that serves the model (to Ark's Seedream image
+// generation for a provider whose protocol is written out as ark: seedream.go). A synchronous
+// answer (data[].url) passes through; when the provider answers with a task id (id or task_id), the calling account
 // is recorded as its owner before the answer is returned.
 package imageedit
 
