@@ -48,16 +48,22 @@ func startSeedreamGateway(t *testing.T) seedreamGateway {
 	ark, arkURL := newFakeArkImages(t, "ark-upstream-key")
 	base, g := startSimGateway(t, seedreamCaddyfile, map[string]string{"ark_url": arkURL})
 	s := seedreamGateway{base: base, admin: "http://" + g.admin, ark: ark}
-	req, err := http.NewRequest("POST", s.admin+"/mediagw/accounts/painter/credit", strings.NewReader(`{"amount":"1","note":"test"}`))
+	creditAccount(t, s.admin, "painter", "1")
+	return s
+}
+
+// creditAccount credits account with amount through the admin API at admin (http://host:port).
+func creditAccount(t *testing.T, admin, account, amount string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", admin+"/mediagw/accounts/"+account+"/credit", strings.NewReader(`{"amount":"`+amount+`","note":"test"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "credit-1")
+	req.Header.Set("Idempotency-Key", "credit-"+account)
 	if r := do(t, req); r.status != 200 {
 		t.Fatalf("credit = %d %s", r.status, r.body)
 	}
-	return s
 }
 
 // ledger returns painter's ledger entries' kinds and amounts, and the balance's balance and held.
