@@ -2,9 +2,19 @@ package imageedit
 
 import (
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 // An edit becomes the Seedream generation Ark documents: image a string for one URL and a list
@@ -75,6 +85,36 @@ func TestFromSeedream(t *testing.T) {
 	for _, bad := range []string{`[]`, `{"data":[]}`, `{"created":1}`, `not json`} {
 		if _, err := fromSeedream([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// The protocol written out as ark sends an edit to Ark's images/generations; a provider without
+// a protocol keeps sending it to images/edits as it came.
+func TestProtocolPicksTheEditEndpoint(t *testing.T) {
+	for _, tc := range []struct{ protocol, wantPath string }{
+		{"", "/api/v3/images/edits"},
+		{"ark", "/api/v3/images/generations"},
+	} {
+		var gotPath string
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			gotPath = r.URL.Path
+			io.WriteString(w, `{"created":1,"data":[{"url":"https://r.example/0.jpeg"}]}`)
+		}))
+		t.Cleanup(up.Close)
+		base, _ := url.Parse(up.URL + "/api/v3")
+		cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", BaseURL: base, APIKey: "k", Protocol: tc.protocol, Models: []string{"m"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &Handler{Catalog: cat, Client: &http.Client{Timeout: 10 * time.Second}, Logger: zap.NewNop()}
+		r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader(`{"model":"m","prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png"}]}`))
+		r.Header.Set("Content-Type", "application/json")
+		r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k1", Account: "acme"}))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != 200 || gotPath != tc.wantPath {
+			t.Errorf("protocol %q: %d %s, sent to %q; want 200 from %s", tc.protocol, w.Code, w.Body, gotPath, tc.wantPath)
 		}
 	}
 }
