@@ -141,7 +141,9 @@ type ProviderConfig struct {
 	// access_key and secret_key instead of api_key), "minimax" (Hailuo; base_url …/v1, Bearer
 	// key) or "openai" (OpenAI's /v1/videos, from OpenAI or another gateway; base_url …/v1,
 	// Bearer key). Video tasks of the provider's models go
-	// through that protocol's adaptor; see docs/video-providers.md.
+	// through that protocol's adaptor; see docs/video-providers.md. "ark" written out (not
+	// the default, the empty string) also sends image edits to Ark's Seedream
+	// images/generations instead of the provider's images/edits.
 	Protocol string `json:"protocol,omitempty"`
 	// AccessKey and SecretKey are the credential of protocol kling, in place of APIKey: every
 	// request carries a JWT (HS256) made of them, renewed before it expires. Write them as

@@ -7,14 +7,19 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
 
 var errModelMember = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be the body's top-level \"model\" string member").WithParam("model")
 
 // create sends the edit to one of the provider's upstreams (see upstream.Client.Create), with
-// the upstream's model id, and shows the client's id in the answer.
+// the upstream's model id, and shows the client's id in the answer. A provider whose protocol is
+// written out as ark gets it as a Seedream image generation (createSeedream).
 func (h *Handler) create(ctx context.Context, account string, p *providers.Provider, model string, body []byte) (upstream.Answer, *providers.Upstream, error) {
+	if p.Protocol == adaptor.Ark {
+		return h.createSeedream(ctx, account, p, model, body)
+	}
 	aliased := p.UpstreamModel(model) != model
 	if aliased {
 		mapped, ok := providers.ReplaceModel(body, p.UpstreamModel(model))
@@ -30,6 +35,25 @@ func (h *Handler) create(ctx context.Context, account string, p *providers.Provi
 		}
 	}
 	return ans, u, err
+}
+
+// createSeedream sends the edit to Ark's images/generations (see toSeedream) and maps a 2xx
+// answer back to the edit's shape (see fromSeedream). A refusal passes on as it came: Ark's
+// error shape, {"error": {"code", "message"}}, is the one upstream.Refusal reads.
+func (h *Handler) createSeedream(ctx context.Context, account string, p *providers.Provider, model string, body []byte) (upstream.Answer, *providers.Upstream, error) {
+	generation, err := toSeedream(body, p.UpstreamModel(model))
+	if err != nil {
+		return upstream.Answer{}, nil, err
+	}
+	ans, u, err := h.client().Create(ctx, account, p, SeedreamPath, generation)
+	if err != nil || !ans.OK() {
+		return ans, u, err
+	}
+	if ans.Body, err = fromSeedream(ans.Body); err != nil {
+		return ans, u, err
+	}
+	ans.Header = http.Header{"Content-Type": {"application/json"}}
+	return ans, u, nil
 }
 
 // boundUpstream is the upstream an image task was created on, if it is still configured (under

@@ -1,7 +1,8 @@
 // Package imageedit serves POST /v1/images/edits (spec §2.6–2.7) and the owner-only query of
 // asynchronous image tasks, GET /v1/images/tasks/{id}. Edits are validated, checked against the
-// key's models, and sent to the provider that serves the model. A synchronous answer (data[].url)
-// passes through; when the provider answers with a task id (id or task_id), the calling account
+// key's models, and sent to the provider that serves the model (to Ark's Seedream image
+// generation for a provider whose protocol is written out as ark: seedream.go). A synchronous
+// answer (data[].url) passes through; when the provider answers with a task id (id or task_id), the calling account
 // is recorded as its owner before the answer is returned.
 package imageedit
 
@@ -25,6 +26,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -125,6 +127,12 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		return err
 	}
 	usage.From(r.Context()).Routed(model, p.Name, p.Name)
+	if p.Protocol == adaptor.Ark {
+		// Seedream's own fields (seed, watermark) are checked before anything is held.
+		if _, err := toSeedream(body, model); err != nil {
+			return err
+		}
+	}
 	hold, err := h.hold(r.Context(), id, model, body)
 	if err != nil {
 		return err

@@ -34,7 +34,8 @@ type Provider struct {
 	AuthStyle string
 	// Protocol is the task protocol the provider's upstreams speak for video tasks: "ark" (the
 	// default, the empty string), or the name of a video task adaptor (package
-	// videotask/adaptor). The configuration checks the name.
+	// videotask/adaptor). The configuration checks the name. "ark" itself, unlike the empty
+	// string, also sends image edits as Seedream image generations (package imageedit).
 	Protocol string
 	// Models are the model ids this provider serves.
 	Models []string
