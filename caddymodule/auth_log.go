@@ -94,11 +94,13 @@ func (l credentialSafeLog) serve(w http.ResponseWriter, r *http.Request, next fu
 			r.Body = body
 		}
 	}
+	if logAccess {
+		// Deferred: a download cut off midway ends in reverse_proxy's http.ErrAbortHandler panic,
+		// and its entry is still written (Caddy's own was skipped).
+		defer func() { l.writeAccess(srv, r, logged, rec, body, time.Since(start)) }()
+	}
 	if err := next(w, r); err != nil {
 		l.answerError(w, r, logged, srv, err)
-	}
-	if logAccess {
-		l.writeAccess(srv, r, logged, rec, body, time.Since(start))
 	}
 	return nil
 }
