@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -74,7 +75,9 @@ func exposes(r *http.Request, srv *caddyhttp.Server) bool {
 	return auth.StripCredentials(probe)
 }
 
-// serve runs next for a request that exposes credentials (see exposes); r has been stripped.
+// serve runs next for a request that exposes credentials (see exposes), r stripped of them, or
+// whose answer may redirect to a presigned URL (mediagw_videos' content calls): the access log
+// entry it writes prints neither (see withoutSignedLocation).
 func (l credentialSafeLog) serve(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter, *http.Request) error) error {
 	start := time.Now()
 	srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
@@ -91,11 +94,13 @@ func (l credentialSafeLog) serve(w http.ResponseWriter, r *http.Request, next fu
 			r.Body = body
 		}
 	}
+	if logAccess {
+		// Deferred: a download cut off midway ends in reverse_proxy's http.ErrAbortHandler panic,
+		// and its entry is still written (Caddy's own was skipped).
+		defer func() { l.writeAccess(srv, r, logged, rec, body, time.Since(start)) }()
+	}
 	if err := next(w, r); err != nil {
 		l.answerError(w, r, logged, srv, err)
-	}
-	if logAccess {
-		l.writeAccess(srv, r, logged, rec, body, time.Since(start))
 	}
 	return nil
 }
@@ -161,12 +166,39 @@ func (l credentialSafeLog) writeAccess(srv *caddyhttp.Server, r, logged *http.Re
 				zap.Int("size", size),
 				zap.Int("status", status),
 				zap.Object("resp_headers", caddyhttp.LoggableHTTPHeader{
-					Header:               rec.Header(),
+					Header:               withoutSignedLocation(rec.Header()),
 					ShouldLogCredentials: srv.Logs.ShouldLogCredentials,
 				}),
 			)
 		}
 	}
+}
+
+// withoutSignedLocation is an answer's headers as the access log may print them: a Location's
+// query and user information, which hold the signature of a presigned redirect (a credential
+// for its life), are replaced by REDACTED. Other headers are as sent.
+func withoutSignedLocation(h http.Header) http.Header {
+	locations := h.Values("Location")
+	if len(locations) == 0 {
+		return h
+	}
+	logged := h.Clone()
+	logged.Del("Location")
+	for _, loc := range locations {
+		u, err := url.Parse(loc)
+		switch {
+		case err != nil:
+			loc = "REDACTED"
+		case u.RawQuery != "" || u.ForceQuery || u.User != nil:
+			if u.RawQuery != "" || u.ForceQuery {
+				u.RawQuery, u.ForceQuery = "REDACTED", false
+			}
+			u.User = nil
+			loc = u.String()
+		}
+		logged.Add("Location", loc)
+	}
+	return logged
 }
 
 func loggableRequest(r *http.Request, srv *caddyhttp.Server) caddyhttp.LoggableHTTPRequest {

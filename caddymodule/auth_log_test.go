@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -68,6 +69,27 @@ func TestExposes(t *testing.T) {
 		}
 		if r.URL.RawQuery != query || r.RequestURI != uri {
 			t.Errorf("%s: exposes changed the request", tc.target)
+		}
+	}
+}
+
+// TestWithoutSignedLocation: the access log prints a redirect's address without its query or
+// user information (a presigned GET's signature), and the answer's own headers stay as sent.
+func TestWithoutSignedLocation(t *testing.T) {
+	for _, tc := range []struct{ sent, logged string }{
+		{"https://s3.example.com/media/kept/a/video.mp4?X-Amz-Signature=abc&X-Amz-Credential=AKIA", "https://s3.example.com/media/kept/a/video.mp4?REDACTED"},
+		{"https://user:secret@cdn.example.com/v.mp4", "https://cdn.example.com/v.mp4"},
+		{"https://cdn.example.com/v.mp4?", "https://cdn.example.com/v.mp4?REDACTED"},
+		{"https://cdn.example.com/v.mp4", "https://cdn.example.com/v.mp4"},
+		{"https://cdn.example.com/%zz?sig=1", "REDACTED"},
+	} {
+		sent := http.Header{"Location": {tc.sent}, "Cache-Control": {"private, no-store"}}
+		logged := withoutSignedLocation(sent)
+		if got := logged.Get("Location"); got != tc.logged {
+			t.Errorf("Location %q logged as %q; want %q", tc.sent, got, tc.logged)
+		}
+		if sent.Get("Location") != tc.sent || logged.Get("Cache-Control") != "private, no-store" {
+			t.Errorf("the answer's headers changed: %v, logged %v", sent, logged)
 		}
 	}
 }

@@ -123,6 +123,8 @@ func (h *ConsoleHandler) Provision(ctx caddy.Context) error {
 		Models:      app.Catalog().Models,
 		Prices:      app.PriceTable(),
 		KeyAuth:     app.Authenticator(),
+		// The key's allow_ips as mediagw_auth applies them, forwarded addresses included.
+		ForwardedAllowed: forwardedAllowed,
 		Upstreams: func() []providers.UpstreamState {
 			var list []providers.UpstreamState
 			for _, p := range app.Catalog().Providers() {

@@ -12,7 +12,8 @@ import (
 // `cost <model> <n>` is `price <model> { request <n> }`, and a provider's `cost <n>` (the key
 // "*") gives that price to each model it serves that has no price and no cost of its own. A
 // cost of 0 prices nothing (the model stays free). A model with both a price block and its own
-// cost line is refused: the operator writes `request <n>` in the price block instead.
+// cost line is refused: the operator writes `request <n>` in the price block instead. So is a
+// cost line for a model the provider does not serve, which would otherwise price nothing.
 func pricesWithCosts(prices []billing.Price, providers []ProviderConfig) ([]billing.Price, error) {
 	priced := func(model string) bool {
 		return slices.ContainsFunc(prices, func(p billing.Price) bool { return p.Model == model })
@@ -20,6 +21,12 @@ func pricesWithCosts(prices []billing.Price, providers []ProviderConfig) ([]bill
 	out := slices.Clone(prices)
 	for _, pc := range providers {
 		for model, units := range pc.Costs {
+			if model != "*" && !slices.Contains(pc.Models, model) {
+				// It would price nothing: the model meant stays free, and no quota or budget
+				// limits it.
+				return nil, fmt.Errorf("provider %q: cost %s %d: the provider does not serve %q: add it to its models, or correct the name (a cost names the client's model id, not a model_map target)",
+					pc.Name, model, units, model)
+			}
 			if model != "*" && priced(model) {
 				return nil, fmt.Errorf("provider %q: cost %s %d and price %s both price the model: write `request %d` in its price block instead of the cost",
 					pc.Name, model, units, model, units)

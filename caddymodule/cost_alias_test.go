@@ -68,3 +68,23 @@ func TestQuotaNeedsAPrice(t *testing.T) {
 		t.Fatalf("quota 100 spends %+v (none %v), want a budget of 100 for all time", q, none2)
 	}
 }
+
+// TestCostOfAnUnservedModelIsRefused: a cost line naming a model its provider does not serve
+// (a typo, or an upstream id behind a model_map) would price nothing, leaving the served model
+// free and every quota and budget unable to limit it; it is refused, with or without a price.
+func TestCostOfAnUnservedModelIsRefused(t *testing.T) {
+	for _, units := range []int64{5, 0} {
+		providers := []ProviderConfig{
+			{Name: "ark", Models: []string{"seedance-1-0-pro"}, Costs: map[string]int64{"seedance-pro": units}},
+			{Name: "other", Models: []string{"seedance-pro-elsewhere"}},
+		}
+		_, err := pricesWithCosts(nil, providers)
+		if err == nil || !strings.Contains(err.Error(), `provider "ark": cost seedance-pro`) || !strings.Contains(err.Error(), "does not serve") {
+			t.Errorf("cost %d of an unserved model = %v; want it refused naming the provider and the model", units, err)
+		}
+	}
+	served := []ProviderConfig{{Name: "ark", Models: []string{"seedance-1-0-pro"}, Costs: map[string]int64{"seedance-1-0-pro": 5, "*": 1}}}
+	if _, err := pricesWithCosts(nil, served); err != nil {
+		t.Errorf("cost of a served model and a default cost = %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -35,6 +36,7 @@ type VideosHandler struct {
 	PassThrough []string `json:"passthrough,omitempty"`
 
 	front *videotask.VideosFront
+	log   credentialSafeLog
 }
 
 // CaddyModule returns the Caddy module information.
@@ -61,6 +63,7 @@ func (h *VideosHandler) Provision(ctx caddy.Context) error {
 		PassThrough:     slices.Clone(h.PassThrough),
 		PassThroughKind: passthrough.KindVideo,
 	}
+	h.log = newCredentialSafeLog(ctx)
 	return nil
 }
 
@@ -72,8 +75,19 @@ func (h *VideosHandler) Cleanup() error {
 	return nil
 }
 
+// ServeHTTP serves the front. A content call's access log entry is written by the handler
+// (credentialSafeLog), with the redirect's Location cut before its query: the 302 to a kept
+// result in a private bucket, or to a provider's signed address, carries a presigned URL, which
+// Caddy's own entry would print among the answer's headers.
 func (h *VideosHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	return h.front.ServeHTTP(w, r, next.ServeHTTP)
+	serve := func(w http.ResponseWriter, r *http.Request) error { return h.front.ServeHTTP(w, r, next.ServeHTTP) }
+	if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/content") {
+		return serve(w, r)
+	}
+	if skip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.LogSkipVar).(bool); skip {
+		return serve(w, r) // the entry is mediagw_auth's, written the same way, or none at all
+	}
+	return h.log.serve(w, r, serve)
 }
 
 // UnmarshalCaddyfile sets up the handler. Syntax:

@@ -81,6 +81,12 @@ type consoleEnv struct {
 
 func startConsole(t *testing.T) consoleEnv {
 	t.Helper()
+	return startConsoleWith(t, consoleCaddyfile)
+}
+
+// startConsoleWith is startConsole with a Caddyfile of the same placeholders.
+func startConsoleWith(t *testing.T, caddyfile string) consoleEnv {
+	t.Helper()
 	vars := map[string]string{"console_port": fmt.Sprint(freePort(t))}
 	for user, password := range consolePasswords {
 		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
@@ -89,7 +95,7 @@ func startConsole(t *testing.T) consoleEnv {
 		}
 		vars[user+"_hash"] = string(hash)
 	}
-	base, g := startSimGateway(t, consoleCaddyfile, vars)
+	base, g := startSimGateway(t, caddyfile, vars)
 	return consoleEnv{g: g, base: base, console: "http://127.0.0.1:" + vars["console_port"]}
 }
 

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"crypto/rand"
 	"fmt"
 	"net/http"
@@ -28,6 +29,8 @@ type arkResults struct {
 	stalled   chan struct{}
 	release   chan struct{}
 	downloads atomic.Int32
+	// frameType is the Content-Type of the last frame (under mu); default image/png.
+	frameType string
 }
 
 func newArkResults(t *testing.T, videoSize int) *arkResults {
@@ -65,7 +68,10 @@ func (f *arkResults) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		_, _ = w.Write(f.video) // a test fake: a failed write shows as a short body
 	case r.URL.Path == "/files/last.png" && r.Method == http.MethodGet:
-		w.Header().Set("Content-Type", "image/png")
+		f.mu.Lock()
+		frameType := cmp.Or(f.frameType, "image/png")
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", frameType)
 		_, _ = w.Write(f.frame) // a test fake: a failed write shows as a short body
 	case r.URL.Path == tasks && r.Method == http.MethodPost:
 		if r.Header.Get("Authorization") != "Bearer ark-key" {

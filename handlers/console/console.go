@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/keyadmin"
 	"github.com/mediagw/mediagw/handlers/providers"
@@ -85,6 +86,11 @@ type Handler struct {
 	Gateway string
 	// KeyAuth checks the API keys that members log in with; nil: no login with a key.
 	KeyAuth KeyAuthenticator
+	// ForwardedAllowed reports whether a request that came through a trusted proxy names only
+	// addresses a key's allow_ips allow, as mediagw_auth requires (the leftmost forwarded address,
+	// Caddy's client address without trusted_proxies_strict, is the client's to write); nil:
+	// the client address alone decides.
+	ForwardedAllowed func(*http.Request, auth.Identity) bool
 	// Prices is the gateway's price table (the price directives); nil prices nothing.
 	Prices *billing.Table
 	// Models lists the models the playground offers; Upstreams the upstreams and their health.

@@ -35,7 +35,8 @@ func keyUser(id, account string) User {
 }
 
 // keyLogin logs a member in with one of their account's API keys. The key itself is checked
-// once, here, and kept nowhere: the session cookie and the store's lease name the key's id,
+// once, here, as mediagw_auth checks it (its allow_ips against every address a trusted proxy
+// forwarded, too), and kept nowhere: the session cookie and the store's lease name the key's id,
 // and every later request checks that this key is still active (keyStillValid). Attempts are
 // counted in the same windows as password logins: per client address and per key (by digest).
 func (h *Handler) keyLogin(w http.ResponseWriter, r *http.Request, secret string) {
@@ -57,6 +58,9 @@ func (h *Handler) keyLogin(w http.ResponseWriter, r *http.Request, secret string
 		ip = netip.Addr{} // a key with allowed addresses then refuses it
 	}
 	id, err := h.KeyAuth.AuthenticateKey(r.Context(), secret, ip)
+	if err == nil && len(id.AllowIPs) > 0 && h.ForwardedAllowed != nil && !h.ForwardedAllowed(r, id) {
+		err = auth.ErrIPNotAllowed
+	}
 	if ae, ok := errors.AsType[*apierror.Error](err); ok {
 		refuse(ae.Code)
 		return

@@ -188,3 +188,26 @@ func TestKeyLoginsAreRateLimited(t *testing.T) {
 		t.Fatalf("the right key after the window = %d", resp.StatusCode)
 	}
 }
+
+// A key with allow_ips logs in only when the forwarded addresses pass too (ForwardedAllowed,
+// mediagw_auth's rule behind a lenient trusted proxy); a key without allow_ips is not asked.
+func TestKeyLoginChecksForwardedAddresses(t *testing.T) {
+	c, _, acme, _ := keyConsole(t)
+	office, err := c.h.Keys.CreateKey(context.Background(), []byte(`{"account":"acme","allow_ips":["203.0.113.0/24"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.h.ClientIP = func(*http.Request) string { return "203.0.113.7" }
+	forwardedOK := true
+	c.h.ForwardedAllowed = func(r *http.Request, id auth.Identity) bool { return forwardedOK }
+	if resp, _ := c.keyLogin(office.Key); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the office key from an allowed address = %d", resp.StatusCode)
+	}
+	forwardedOK = false
+	if resp, page := c.keyLogin(office.Key); resp.StatusCode != http.StatusUnauthorized || sessionCookie(resp) != "" || !strings.Contains(page, "cannot log in") {
+		t.Fatalf("the office key with a forwarded address not allowed = %d", resp.StatusCode)
+	}
+	if resp, _ := c.keyLogin(acme); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a key without allow_ips = %d", resp.StatusCode)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,10 +65,14 @@ func (c Client) createIn(ctx context.Context, account string, order []*providers
 	return last, nil, lastErr
 }
 
-// RetryAfter reads a Retry-After header: seconds, or an HTTP date after now.
+// RetryAfter reads a Retry-After header: seconds, or an HTTP date after now. A number of seconds
+// past what a Duration holds is the longest Duration (callers bound it), not one that wrapped.
 func RetryAfter(h http.Header, now time.Time) time.Duration {
 	v := strings.TrimSpace(h.Get("Retry-After"))
-	if secs, err := strconv.Atoi(v); err == nil && secs > 0 {
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs > 0 {
+		if secs > math.MaxInt64/int64(time.Second) {
+			return math.MaxInt64
+		}
 		return time.Duration(secs) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {

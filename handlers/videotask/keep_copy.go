@@ -322,10 +322,7 @@ func (h *Handler) copyObject(ctx context.Context, k *Keeper, t storage.Task, sou
 			h.Logger.Debug("closing a result's source", zap.String("task_id", t.ID), zap.Error(err))
 		}
 	}()
-	contentType := resp.Header.Get("Content-Type")
-	if contentType == "" {
-		contentType = "application/octet-stream"
-	}
+	contentType := keptType(resp.Header.Get("Content-Type"))
 	key := base + extensionOf(contentType)
 	n, err := k.Bucket.PutStream(ctx, key, contentType, &countingReader{r: resp.Body, n: progress})
 	if err != nil {
@@ -337,10 +334,26 @@ func (h *Handler) copyObject(ctx context.Context, k *Keeper, t storage.Task, sou
 	return key, nil
 }
 
+// keptType is the Content-Type a kept object is stored with: the source's media type when it is
+// one of the usual result types (extensionOf), else application/octet-stream. The bucket, or the
+// CDN before it, serves the object under the operator's origin: a source answering text/html (a
+// provider's error page sent with 200) or an SVG must not become a page or a script there.
+func keptType(sourceType string) string {
+	if mediaType := resultMediaType(sourceType); extensionOf(mediaType) != "" {
+		return mediaType
+	}
+	return "application/octet-stream"
+}
+
+// resultMediaType is a Content-Type's media type, lowercase, without parameters.
+func resultMediaType(contentType string) string {
+	mediaType, _, _ := strings.Cut(strings.ToLower(contentType), ";")
+	return strings.TrimSpace(mediaType)
+}
+
 // extensionOf is the file extension of the usual result types, or none.
 func extensionOf(contentType string) string {
-	mediaType, _, _ := strings.Cut(strings.ToLower(contentType), ";")
-	switch strings.TrimSpace(mediaType) {
+	switch resultMediaType(contentType) {
 	case "video/mp4":
 		return ".mp4"
 	case "video/webm":

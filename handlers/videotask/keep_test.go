@@ -179,6 +179,15 @@ func TestKeepBackoffAndExtensions(t *testing.T) {
 			t.Errorf("extensionOf(%q) = %q, want %q", ct, got, want)
 		}
 	}
+	for ct, want := range map[string]string{
+		"video/mp4": "video/mp4", "Video/MP4; codecs=avc1": "video/mp4", "image/webp": "image/webp",
+		"text/html; charset=utf-8": "application/octet-stream", "image/svg+xml": "application/octet-stream",
+		"application/xhtml+xml": "application/octet-stream", "": "application/octet-stream",
+	} {
+		if got := keptType(ct); got != want {
+			t.Errorf("keptType(%q) = %q, want %q", ct, got, want)
+		}
+	}
 }
 
 func mustTask(t *testing.T, s storage.Store, id string) storage.Task {
