@@ -50,7 +50,7 @@ func TestCaddyfileExample(t *testing.T) {
 	if status, _, _ := demoConsole.do("POST", "/login", url.Values{"username": {"admin"}, "password": {"mg-demo-console"}}); status != 303 || demoConsole.cookie == "" {
 		t.Fatalf("console login with the demo password = %d", status)
 	}
-	if got := modelIDs(t, base, "mg-demo-key"); len(got) != 12 || !slices.Contains(got, "demo-seedance-1-0-pro") || !slices.Contains(got, "demo-veo-3") || !slices.Contains(got, "demo-chat") {
+	if got := modelIDs(t, base, "mg-demo-key"); len(got) != 13 || !slices.Contains(got, "demo-seedance-1-0-pro") || !slices.Contains(got, "demo-veo-3") || !slices.Contains(got, "demo-chat") {
 		t.Fatalf("models = %v", got)
 	}
 	for _, tc := range []struct{ path, body, want string }{
@@ -90,7 +90,7 @@ func demoVideoProviders(t *testing.T, base string) {
 	t.Helper()
 	tasks := base + "/api/v3/contents/generations/tasks/"
 	ids := map[string]string{}
-	for _, m := range []string{"demo-veo-3", "demo-kling-v2", "demo-wan2.2-t2v", "demo-sora-2"} {
+	for _, m := range []string{"demo-veo-3", "demo-kling-v2", "demo-wan2.2-t2v", "demo-hailuo-02", "demo-sora-2"} {
 		r := call(t, "POST", strings.TrimSuffix(tasks, "/"), "mg-demo-key", `{"model":"`+m+`","content":[{"type":"text","text":"a lighthouse at dawn"}],"duration":8}`)
 		id, _ := r.json(t)["id"].(string)
 		if r.status != 200 || !strings.HasPrefix(id, "cgt-") {
@@ -98,7 +98,7 @@ func demoVideoProviders(t *testing.T, base string) {
 		}
 		ids[m] = id
 	}
-	waitFor(t, "the Veo, Kling, Wan and Sora tasks to succeed", func() bool {
+	waitFor(t, "the Veo, Kling, Wan, Hailuo and Sora tasks to succeed", func() bool {
 		for m, id := range ids {
 			r := call(t, "GET", tasks+id, "mg-demo-key", nil)
 			if r.status != 200 || r.field("status") == "failed" {
@@ -110,7 +110,7 @@ func demoVideoProviders(t *testing.T, base string) {
 		}
 		return true
 	})
-	for _, m := range []string{"demo-veo-3", "demo-sora-2"} {
+	for _, m := range []string{"demo-veo-3", "demo-hailuo-02", "demo-sora-2"} {
 		video := call(t, "GET", tasks+ids[m]+"/content", "mg-demo-key", nil)
 		if video.status != 200 || video.header.Get("Content-Type") != "video/mp4" || len(video.body) == 0 {
 			t.Fatalf("the %s content = %d %q", m, video.status, video.header.Get("Content-Type"))

@@ -1,5 +1,5 @@
 // Package simulator is a local stand-in for upstream model providers: the video task protocols
-// of Ark, DashScope (Wan), Gemini (Veo), Kling (video_protocols.go) and OpenAI's videos
+// of Ark, DashScope (Wan), Gemini (Veo), Kling (video_protocols.go), MiniMax (minimax.go) and OpenAI's videos
 // (openai_videos.go), and OpenAI-style endpoints, in memory. It exists for demos, development and load tests; a
 // production gateway never needs it.
 //

@@ -43,7 +43,7 @@ func (s *Simulator) videoRoute(r *http.Request) (http.HandlerFunc, bool) {
 	case r.Method == http.MethodGet && (strings.Contains(path, "/videos/text2video/") || strings.Contains(path, "/videos/image2video/")):
 		return s.klingTask, true
 	}
-	return nil, false
+	return s.minimaxRoute(r)
 }
 
 // addTask records a task of another protocol under id, on the common timeline.
