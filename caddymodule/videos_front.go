@@ -81,7 +81,9 @@ func (h *VideosHandler) Cleanup() error {
 // Caddy's own entry would print among the answer's headers.
 func (h *VideosHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	serve := func(w http.ResponseWriter, r *http.Request) error { return h.front.ServeHTTP(w, r, next.ServeHTTP) }
-	if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/content") {
+	// The front reads /{id}/content/ as /{id}/content (it trims the path's slashes): the test
+	// is the same, or a trailing slash would put the redirect's signature in Caddy's entry.
+	if r.Method != http.MethodGet || !strings.HasSuffix(strings.TrimRight(r.URL.Path, "/"), "/content") {
 		return serve(w, r)
 	}
 	if skip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.LogSkipVar).(bool); skip {
