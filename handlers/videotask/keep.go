@@ -131,7 +131,8 @@ type keepJob struct {
 	// public object's address cannot be guessed from the task id.
 	Base string `json:"base"`
 	// Owner holds the copy until LeaseUntil (Unix nanoseconds); NextAt is when a failed copy
-	// is tried again (Unix nanoseconds); Attempts counts the copies claimed.
+	// is tried again (Unix nanoseconds); Attempts counts the copies claimed, less those stopped
+	// with their Keeper (keepFailed).
 	Owner      string `json:"owner,omitempty"`
 	LeaseUntil int64  `json:"lease_until,omitempty"`
 	NextAt     int64  `json:"next_at,omitempty"`

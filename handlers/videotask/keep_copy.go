@@ -180,7 +180,7 @@ func (h *Handler) renewKeep(ctx context.Context, k *Keeper, cancel context.Cance
 
 // keepFailed records a failed copy: the lease is given back and the next attempt is due after a
 // backoff; after the last attempt the task ends with the provider's result. A copy stopped with
-// its Keeper (a reload, a shutdown) gives its lease back and is due again at once.
+// its Keeper (a reload, a shutdown) gives its lease and its attempt back and is due again at once.
 func (h *Handler) keepFailed(k *Keeper, taskID string, attempts int, cause error) {
 	ctx := context.WithoutCancel(k.ctx)
 	stopped := k.ctx.Err() != nil
@@ -202,7 +202,11 @@ func (h *Handler) keepFailed(k *Keeper, taskID string, attempts int, cause error
 			return storage.ErrNoChange
 		}
 		j.Owner, j.LeaseUntil, j.NextAt = "", 0, 0
-		if !stopped {
+		if stopped {
+			// Not a failed copy: its claim is given back with its lease, so that reloads during
+			// a long copy do not use up the attempts and end the task with the provider's URL.
+			j.Attempts = max(j.Attempts-1, 0)
+		} else {
 			j.NextAt = h.now().Add(keepBackoff(attempts)).UnixNano()
 		}
 		cur.Keep = mustJSON(j)

@@ -246,3 +246,56 @@ func TestKeepStalledSourceFailsTheAttempt(t *testing.T) {
 		t.Fatalf("after one failed attempt of %d the task is %s (finished %v)", DefaultKeepAttempts, rec.Status, rec.Finished)
 	}
 }
+
+// A copy stopped with its Keeper (a reload) gives its lease and its attempt back: it is due
+// again at once, and reloads during a long copy do not use up the attempts.
+func TestKeepStoppedCopyGivesItsAttemptBack(t *testing.T) {
+	clock := newKeepClock()
+	release := make(chan struct{})
+	defer close(release)
+	reading := make(chan struct{}, 1)
+	var up *fakeUpstream
+	up = newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost:
+			writeJSON(w, map[string]string{"id": "cgt-slow"})
+		case r.URL.Path == "/files/slow.mp4":
+			w.Header().Set("Content-Length", "1000000")
+			_, _ = w.Write(make([]byte, 1000)) // a test fake: a failed write shows as a short body
+			w.(http.Flusher).Flush()
+			select {
+			case reading <- struct{}{}:
+			default:
+			}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		default:
+			writeJSON(w, map[string]any{"id": "cgt-slow", "model": "m", "status": "succeeded",
+				"content": map[string]string{"video_url": up.URL + "/files/slow.mp4"}})
+		}
+	})
+	h := newHandler(t, up.URL, nil)
+	h.Now = clock.now
+	h.Keep = &Keeper{Bucket: unreachableBucket(t), Lease: time.Minute, Attempts: 1}
+	serve(h, "POST", createPath, createBody)
+	serve(h, "GET", createPath+"/cgt-slow", "")
+	select {
+	case <-reading:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the copy did not start")
+	}
+	if j := keepJobIn(t, h.Store, "cgt-slow"); j.Attempts != 1 || j.Owner == "" {
+		t.Fatalf("the running copy's job: %+v", j)
+	}
+	h.Keep.Stop()
+	waitUntil(t, "the stopped copy to give its lease back", func() bool {
+		return keepJobIn(t, h.Store, "cgt-slow").Owner == ""
+	})
+	j := keepJobIn(t, h.Store, "cgt-slow")
+	if rec := mustTask(t, h.Store, "cgt-slow"); j.Attempts != 0 || j.NextAt != 0 || !j.pending() || rec.Status != StatusRunning || rec.Finished {
+		t.Fatalf("after a stop (Attempts 1) the job has attempts %d, next_at %d, pending %v, and the task is %s (finished %v); want pending, due now, no attempt used",
+			j.Attempts, j.NextAt, j.pending(), rec.Status, rec.Finished)
+	}
+}
