@@ -202,7 +202,8 @@ func randomHex(n int) string {
 
 // clientAnswer is t's answer as a client is served it: the stored one, where a result kept in
 // a private bucket gets fresh presigned GETs. The presigned URLs are a credential of the
-// object for URLExpires: they are never logged, nor stored.
+// object for URLExpires: they are never logged, nor stored on the task; a callback's body
+// (notify) carries them, so its event holds them in the store's outbox until it is delivered.
 func (h *Handler) clientAnswer(ctx context.Context, t storage.Task) json.RawMessage {
 	if len(t.Result) == 0 {
 		return recordJSON(t)
