@@ -13,7 +13,8 @@ import (
 // "*") gives that price to each model it serves that has no price and no cost of its own. A
 // cost of 0 prices nothing (the model stays free). A model with both a price block and its own
 // cost line is refused: the operator writes `request <n>` in the price block instead. So is a
-// cost line for a model the provider does not serve, which would otherwise price nothing.
+// cost line for a model the provider does not serve, which would otherwise price nothing, and a
+// negative cost (which the Caddyfile refuses, and JSON could otherwise give as a free model).
 func pricesWithCosts(prices []billing.Price, providers []ProviderConfig) ([]billing.Price, error) {
 	priced := func(model string) bool {
 		return slices.ContainsFunc(prices, func(p billing.Price) bool { return p.Model == model })
@@ -21,6 +22,10 @@ func pricesWithCosts(prices []billing.Price, providers []ProviderConfig) ([]bill
 	out := slices.Clone(prices)
 	for _, pc := range providers {
 		for model, units := range pc.Costs {
+			if units < 0 {
+				// The Caddyfile refuses it; a JSON config must not make the model free by it.
+				return nil, fmt.Errorf("provider %q: cost %s %d: a cost is a whole number, 0 or more", pc.Name, model, units)
+			}
 			if model != "*" && !slices.Contains(pc.Models, model) {
 				// It would price nothing: the model meant stays free, and no quota or budget
 				// limits it.

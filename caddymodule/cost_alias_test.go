@@ -83,6 +83,12 @@ func TestCostOfAnUnservedModelIsRefused(t *testing.T) {
 			t.Errorf("cost %d of an unserved model = %v; want it refused naming the provider and the model", units, err)
 		}
 	}
+	for _, model := range []string{"seedance-1-0-pro", "*"} {
+		negative := []ProviderConfig{{Name: "ark", Models: []string{"seedance-1-0-pro"}, Costs: map[string]int64{model: -5}}}
+		if _, err := pricesWithCosts(nil, negative); err == nil || !strings.Contains(err.Error(), "0 or more") {
+			t.Errorf("a negative cost of %s (JSON config) = %v; want it refused, not a free model", model, err)
+		}
+	}
 	served := []ProviderConfig{{Name: "ark", Models: []string{"seedance-1-0-pro"}, Costs: map[string]int64{"seedance-1-0-pro": 5, "*": 1}}}
 	if _, err := pricesWithCosts(nil, served); err != nil {
 		t.Errorf("cost of a served model and a default cost = %v", err)

@@ -288,9 +288,6 @@ func (r *Redis) OverdueHolds(ctx context.Context, now time.Time, limit int) ([]H
 	return holds, nil
 }
 
-// Interface guards
-var _ Ledger = (*Redis)(nil)
-
 func (r *Redis) LedgerPageNewest(ctx context.Context, account, before string, limit int) ([]LedgerEntry, string, error) {
 	upper := "+inf"
 	if before != "" {
@@ -326,3 +323,6 @@ func ledgerPageOf(list []string, limit int) ([]LedgerEntry, string, error) {
 	}
 	return entries, entries[len(entries)-1].ID, nil
 }
+
+// Interface guards
+var _ Ledger = (*Redis)(nil)

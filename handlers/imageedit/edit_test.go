@@ -17,6 +17,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -58,7 +59,8 @@ func TestUnusableTaskIDKeepsTheCharge(t *testing.T) {
 			r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader(
 				`{"model":"m","prompt":"make it blue","images":[{"image_url":"https://cdn.example.com/a.png"}]}`))
 			r.Header.Set("Content-Type", "application/json")
-			r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k1", Account: "acme", Limits: storage.Limits{Quota: &quota}}))
+			entry := usage.NewEntry("/v1/images/edits")
+			r = r.WithContext(usage.WithEntry(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k1", Account: "acme", Limits: storage.Limits{Quota: &quota}}), entry))
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)
 			var body struct {
@@ -73,6 +75,10 @@ func TestUnusableTaskIDKeepsTheCharge(t *testing.T) {
 			}
 			if used := -bal.Amount / billing.Micro; used != tc.wantUsed || bal.Held != 0 {
 				t.Fatalf("charged %d (%d held), want %d and nothing held", used, bal.Held, tc.wantUsed)
+			}
+			// The request's usage record carries what the ledger charged.
+			if rec := entry.Finish(w.Code, time.Now(), "").Record; rec.Amount != tc.wantUsed*int64(billing.Micro) {
+				t.Fatalf("the usage record's amount is %d, want %d", rec.Amount, tc.wantUsed*int64(billing.Micro))
 			}
 		})
 	}

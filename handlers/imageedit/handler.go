@@ -153,8 +153,9 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	}
 	taskID, images, ok := readAnswer(ans.Body)
 	if !ok && taskID != "" {
-		// The task may run upstream: it is not made free (its hold is charged as estimated).
-		hold.Settle(billing.Usage{})
+		// The task may run upstream: it is not made free (its hold is charged as estimated,
+		// and the request's record says so).
+		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{})))
 		h.Logger.Error("image task created upstream with an id that cannot be used: the upstream task cannot be followed; its cost stays charged",
 			zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
 		return upstream.ErrUnreadable

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
@@ -12,9 +13,6 @@ import (
 // provider whose `protocol` is written out as `ark` gets its image edits there, as Seedream
 // image generations; see toSeedream.
 const SeedreamPath = "images/generations"
-
-// Defaults of an edit that Seedream must be told, so that what is made is what was priced.
-const defaultSize = "2048x2048"
 
 // seedreamRequest is the body of Ark's POST /api/v3/images/generations (BytePlus ModelArk
 // "Image generation API", Seedream 4.x), with only the fields an edit maps to:
@@ -74,7 +72,7 @@ func toSeedream(body []byte, upstreamModel string) ([]byte, error) {
 	}
 	req := seedreamRequest{Model: upstreamModel, Prompt: e.Prompt, Size: e.Size, ResponseFormat: "url", SequentialImageGeneration: "disabled"}
 	if req.Size == "" {
-		req.Size = defaultSize
+		req.Size = billing.DefaultImageSize // Seedream is told the size the hold priced
 	}
 	urls := make([]string, len(e.Images))
 	for i, img := range e.Images {
