@@ -9,6 +9,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/mediagw/mediagw/handlers/callbacks"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // The callbacks attempt_timeout reaches the outbox (whose lease is three of them) and its HTTP
@@ -49,6 +50,49 @@ http://127.0.0.1:%d {
 			}
 			if rt.outbox.AttemptTimeout != tc.want || rt.outbox.Client.Timeout != tc.want {
 				t.Fatalf("attempt timeout = %v, client timeout = %v, want %v", rt.outbox.AttemptTimeout, rt.outbox.Client.Timeout, tc.want)
+			}
+		})
+	}
+}
+
+// The delivery records the console shows are kept as long as the tasks they belong to: the
+// outbox keeps them for task_retention, and for the default retention without it.
+func TestCallbackDeliveriesKeptForTaskRetention(t *testing.T) {
+	for _, tc := range []struct {
+		option string
+		want   time.Duration
+	}{
+		{"", storage.DefaultTaskRetention},
+		{"task_retention 72h", 72 * time.Hour},
+	} {
+		t.Run(fmt.Sprintf("%q", tc.option), func(t *testing.T) {
+			config := fmt.Sprintf(`{
+	admin off
+	persist_config off
+	mediagw {
+		storage badger %s
+		%s
+		callbacks {
+			allow_private
+		}
+	}
+}
+http://127.0.0.1:%d {
+	respond 404
+}
+`, filepath.Join(t.TempDir(), "store"), tc.option, closedPort(t))
+			_, stop := startCaddy(t, config)
+			defer stop()
+			app, err := caddy.ActiveContext().App("mediagw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt := app.(*App).runtime
+			if rt == nil || rt.outbox == nil {
+				t.Fatal("no callback outbox was provisioned")
+			}
+			if rt.outbox.KeepDeliveries != tc.want {
+				t.Fatalf("delivery records kept for %v, want %v", rt.outbox.KeepDeliveries, tc.want)
 			}
 		})
 	}

@@ -106,6 +106,7 @@ func (a *App) provisionTaskRuntime(repl *caddy.Replacer) error {
 		Store: a.store, Key: key, Client: callbacks.NewClientTimeout(cb.AllowPrivate, attempt), AllowPrivate: cb.AllowPrivate,
 		Schedule: schedule, Concurrency: cb.Concurrency, PerHost: cb.PerHost, AttemptTimeout: attempt,
 		OnGone: rt.tasks.CallbackGone, Stopped: rt.tasks.CallbacksStopped, Logger: a.logger.Named("callbacks"),
+		KeepDeliveries: a.taskRetention(),
 	}
 	rt.tasks.Callbacks = rt.outbox
 	w := WatcherConfig{}

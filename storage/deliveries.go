@@ -10,7 +10,8 @@ const MaxDeliveries = 20
 
 // Deliveries keeps the outcome of each callback delivery attempt of a task, so that the console
 // can show a task's deliveries without reading logs. A task keeps its newest MaxDeliveries
-// records for at least the ttl of the newest (the task record's retention).
+// records, each for at least the ttl given when it was recorded (the task record's retention):
+// Badger expires each record on its own, Redis the task's records together ttl after the newest.
 type Deliveries interface {
 	// RecordDelivery adds d to the records of d.TaskID, dropping the oldest past
 	// MaxDeliveries. It is not made durable by itself (a record lost in a crash is only a line

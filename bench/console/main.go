@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/mediagw/mediagw/bench/mainenv"
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/console"
@@ -41,16 +42,9 @@ func main() {
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the page loads to this file")
 	flag.Parse()
 
-	dir, err := os.MkdirTemp("", "console-bench-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	store, err := storage.OpenBadger(dir, storage.BadgerOptions{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer store.Close()
+	env := mainenv.New("console-bench-")
+	defer env.Close()
+	store := env.Badger()
 	meter := accounting.NewMeter(store, time.Second, zap.NewNop())
 	defer meter.Close()
 	admin := &keyadmin.Handler{Store: store, Meter: meter}

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/mediagw/mediagw/internal/testredis"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // Env stands in for a testing.TB in a main. Close runs what the helpers registered with
@@ -42,6 +43,22 @@ func (e *Env) TempDir() string {
 	}
 	e.dirs = append(e.dirs, dir)
 	return dir
+}
+
+// Badger opens a Badger store in a new temporary directory. Close closes the store, then
+// removes the directory.
+func (e *Env) Badger() *storage.Badger {
+	dir := e.TempDir()
+	store, err := storage.OpenBadger(dir, storage.BadgerOptions{})
+	if err != nil {
+		e.Fatalf("opening a Badger store in %s: %v", dir, err)
+	}
+	e.Cleanup(func() {
+		if err := store.Close(); err != nil {
+			log.Printf("closing the Badger store in %s: %v", dir, err)
+		}
+	})
+	return store
 }
 
 // Close runs the registered cleanups, last first, and removes the temporary directories.

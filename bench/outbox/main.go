@@ -11,7 +11,6 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/bench/mainenv"
 	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -29,16 +29,9 @@ func main() {
 	idle := flag.Duration("idle", 30*time.Second, "idle measurement")
 	flag.Parse()
 
-	dir, err := os.MkdirTemp("", "outbox-bench-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	store, err := storage.OpenBadger(dir, storage.BadgerOptions{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer store.Close()
+	env := mainenv.New("outbox-bench-")
+	defer env.Close()
+	store := env.Badger()
 
 	var delivered atomic.Int64
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

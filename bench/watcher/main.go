@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/bench/mainenv"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/simulator"
 	"github.com/mediagw/mediagw/handlers/videotask"
@@ -62,16 +62,9 @@ func main() {
 	}))
 	defer upstream.Close()
 
-	dir, err := os.MkdirTemp("", "mediagw-watcher-bench-")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	store, err := storage.OpenBadger(dir, storage.BadgerOptions{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer store.Close()
+	env := mainenv.New("mediagw-watcher-bench-")
+	defer env.Close()
+	store := env.Badger()
 	base, _ := url.Parse(upstream.URL + "/api/v3")
 	catalog, _ := providers.NewCatalog([]*providers.Provider{{Name: "sim", BaseURL: base, APIKey: "k", Models: []string{"m"}}})
 	h := &videotask.Handler{Catalog: catalog, Store: store, Client: &http.Client{Timeout: 10 * time.Second}, Logger: zap.NewNop()}

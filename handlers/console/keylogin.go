@@ -69,6 +69,10 @@ func (h *Handler) keyLogin(w http.ResponseWriter, r *http.Request, secret string
 		h.render(w, http.StatusServiceUnavailable, "login", page{Title: "Log in", Error: "The console cannot log you in right now. Try again shortly."})
 		return
 	}
+	if id.Account == "" {
+		refuse("key_without_account") // a console user without an account is an operator
+		return
+	}
 	h.startSession(w, r, keyUser(id.KeyID, id.Account))
 }
 
@@ -86,7 +90,7 @@ func (h *Handler) keySession(ctx context.Context, id string) (User, bool) {
 	if k.Disabled || (k.Expires != nil && !h.now().Before(*k.Expires)) {
 		return User{}, false
 	}
-	if h.Keys.DisabledAccounts[k.Account] {
+	if k.Account == "" || h.Keys.DisabledAccounts[k.Account] { // no account: it would be an operator
 		return User{}, false
 	}
 	a, err := h.Store.Account(ctx, k.Account)

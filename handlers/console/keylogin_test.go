@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // keyConsole is a test console whose members may log in with keys (checked by the gateway's
@@ -209,5 +210,22 @@ func TestKeyLoginChecksForwardedAddresses(t *testing.T) {
 	}
 	if resp, _ := c.keyLogin(acme); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("a key without allow_ips = %d", resp.StatusCode)
+	}
+}
+
+// A key without an account (which the admin API never makes, but a store could hold) logs no
+// one in, and names no session: a console user without an account is an operator.
+func TestKeyWithoutAccountIsNoOperator(t *testing.T) {
+	c, _, _, _ := keyConsole(t)
+	const secret = "sk-test-no-account-0123456789"
+	if _, err := c.h.Store.CreateKey(context.Background(), storage.APIKey{ID: "k-no-account",
+		Hash: storage.HashSecret(secret)}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := c.keyLogin(secret); resp.StatusCode != http.StatusUnauthorized || sessionCookie(resp) != "" {
+		t.Fatalf("login with a key without an account = %d, cookie %q", resp.StatusCode, sessionCookie(resp))
+	}
+	if u, ok := c.h.keySession(context.Background(), "k-no-account"); ok {
+		t.Fatalf("a key without an account is the session user %+v", u)
 	}
 }
