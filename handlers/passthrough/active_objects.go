@@ -175,7 +175,8 @@ func (rt *Router) finishObject(ctx context.Context, id, status string, ends func
 // DefaultSlotLease) has ended, and returns the records whose change it stored: the caller gives
 // back their slots. Call it when the key is at its limit; one instance sweeps a key at most once
 // a minute (later calls return nothing until then), and reads at most maxLapsedScan of the
-// account's slot-holding records, newest first.
+// account's slot-holding records, oldest first: those are the ones whose lease can have ended,
+// however many newer ones the account holds.
 func (rt *Router) EndLapsedSlots(ctx context.Context, id auth.Identity) ([]storage.Task, error) {
 	now := rt.now()
 	if !rt.sweeps.due(id.KeyID, now) {
@@ -185,7 +186,7 @@ func (rt *Router) EndLapsedSlots(ctx context.Context, id auth.Identity) ([]stora
 	if lease <= 0 {
 		lease = DefaultSlotLease
 	}
-	page, err := rt.Owners.ListTasks(ctx, id.Account, storage.TaskQuery{Status: statusActive, PageSize: maxLapsedScan})
+	page, err := rt.Owners.ListTasks(ctx, id.Account, storage.TaskQuery{Status: statusActive, PageSize: maxLapsedScan, Oldest: true})
 	if err != nil {
 		return nil, err
 	}
