@@ -29,7 +29,7 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 	}
 	readAt := h.now().UnixNano()
 	st, err := a.Read(ctx, h.caller(u), t.UpstreamID, r)
-	if retryAfter, ok := adaptor.IsThrottled(err); ok {
+	if retryAfter, ok := adaptor.IsThrottled(err, u.Now()); ok {
 		// The watcher and client polls leave the upstream alone while it cools down; the client
 		// whose poll met the 429 gets the stored answer.
 		u.Failed(t.Account, "HTTP 429", retryAfter)
