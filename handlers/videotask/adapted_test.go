@@ -109,3 +109,33 @@ func TestAdaptedUsage(t *testing.T) {
 		t.Fatalf("ark usage %+v %v", u, ok)
 	}
 }
+
+// TestAdaptedFailureMessageRedacted: a failed task's message from the provider reaches the
+// client (and the record) without the upstream's key, as a refusal's does.
+func TestAdaptedFailureMessageRedacted(t *testing.T) {
+	const key = "dash-operator-key-8271"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			io.WriteString(w, `{"output":{"task_id":"ds-1","task_status":"PENDING"},"request_id":"r"}`)
+			return
+		}
+		io.WriteString(w, `{"output":{"task_id":"ds-1","task_status":"FAILED","code":"InvalidApiKey","message":"key `+key+` has no access to wan"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	base, _ := url.Parse(srv.URL + "/api/v1")
+	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "wan", BaseURL: base, APIKey: key, Protocol: adaptor.DashScope, Models: []string{"wan"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Handler{Catalog: cat, Store: openBadger(t), Client: &http.Client{Timeout: 5 * time.Second}, RefreshInterval: time.Nanosecond, Logger: zap.NewNop()}
+	id := decode(t, serve(h, "POST", createPath, `{"model":"wan","content":[{"type":"text","text":"hi"}]}`))["id"].(string)
+	w := serve(h, "GET", createPath+"/"+id, "")
+	got := decode(t, w)
+	e, _ := got["error"].(map[string]any)
+	if got["status"] != StatusFailed || e == nil || strings.Contains(w.Body.String(), key) || !strings.Contains(e["message"].(string), "has no access to wan") {
+		t.Fatalf("failed task answer: %s", w.Body)
+	}
+	if rec, _ := h.Store.Task(context.Background(), id); strings.Contains(string(rec.Result), key) {
+		t.Fatalf("the record keeps the key: %s", rec.Result)
+	}
+}
