@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -137,5 +138,30 @@ func TestAdaptedFailureMessageRedacted(t *testing.T) {
 	}
 	if rec, _ := h.Store.Task(context.Background(), id); strings.Contains(string(rec.Result), key) {
 		t.Fatalf("the record keeps the key: %s", rec.Result)
+	}
+}
+
+// TestThrottledByReadsDateByBoardClock: a 429's Retry-After date pauses the upstream until that
+// date on the health board's clock, the one the pause is measured on, whatever the handler's.
+func TestThrottledByReadsDateByBoardClock(t *testing.T) {
+	base, _ := url.Parse("https://provider.example/api/v3")
+	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", BaseURL: base, APIKey: "k", Models: []string{"m"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boardNow := time.Date(2031, 6, 1, 12, 0, 0, 0, time.UTC)
+	board := providers.NewBoard()
+	board.Now = func() time.Time { return boardNow }
+	cat.WithHealth(board)
+	p, _ := cat.Provider("p")
+	u := p.Upstreams[0]
+	handlerNow := boardNow.Add(-time.Hour)
+	h := &Handler{Catalog: cat, Now: clockAt(&handlerNow), Logger: zap.NewNop()}
+	header := http.Header{"Retry-After": {boardNow.Add(30 * time.Second).Format(http.TimeFormat)}}
+	if !h.throttledBy(u, upstream.Answer{Status: http.StatusTooManyRequests, Header: header}) {
+		t.Fatal("a 429 was not throttled")
+	}
+	if got, want := u.PausedUntil(), boardNow.Add(30*time.Second); !got.Equal(want) {
+		t.Fatalf("paused until %v, want %v", got, want)
 	}
 }
