@@ -171,26 +171,23 @@ func (rt *Router) finishObject(ctx context.Context, id, status string, ends func
 	return storage.Task{}, false, storage.ErrConflict
 }
 
-// EndLapsedSlots marks finished the key's slot-holding objects whose lease (SlotLease, default
-// DefaultSlotLease) has ended, and returns the records whose change it stored: the caller gives
+// EndLapsedSlots marks finished the key's slot-holding objects whose lease (DefaultSlotLease)
+// has ended, and returns the records whose change it stored: the caller gives
 // back their slots. Call it when the key is at its limit; one instance sweeps a key at most once
 // a minute (later calls return nothing until then), and reads at most maxLapsedScan of the
-// account's slot-holding records, newest first.
+// account's slot-holding records, oldest first: those are the ones whose lease can have ended,
+// however many newer ones the account holds.
 func (rt *Router) EndLapsedSlots(ctx context.Context, id auth.Identity) ([]storage.Task, error) {
 	now := rt.now()
 	if !rt.sweeps.due(id.KeyID, now) {
 		return nil, nil
 	}
-	lease := rt.SlotLease
-	if lease <= 0 {
-		lease = DefaultSlotLease
-	}
-	page, err := rt.Owners.ListTasks(ctx, id.Account, storage.TaskQuery{Status: statusActive, PageSize: maxLapsedScan})
+	page, err := rt.Owners.ListTasks(ctx, id.Account, storage.TaskQuery{Status: statusActive, PageSize: maxLapsedScan, Oldest: true})
 	if err != nil {
 		return nil, err
 	}
 	lapsed := func(t storage.Task) bool {
-		return t.KeyID == id.KeyID && !now.Before(time.Unix(t.CreatedAt, 0).Add(lease))
+		return t.KeyID == id.KeyID && !now.Before(time.Unix(t.CreatedAt, 0).Add(DefaultSlotLease))
 	}
 	var ended []storage.Task
 	for _, t := range page.Tasks {

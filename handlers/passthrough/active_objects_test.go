@@ -2,6 +2,7 @@ package passthrough
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -106,5 +107,32 @@ func TestObjectWatchFinishesOnce(t *testing.T) {
 	}
 	if got, _ := store.Task(ctx, "video_1"); !got.Finished || got.Status != "completed" {
 		t.Fatalf("record = %+v", got)
+	}
+}
+
+// A key's lapsed object is found however many newer slot-holding objects the account has: the
+// sweep reads the oldest first, which are the ones whose lease can have ended (a newest-first
+// page of maxLapsedScan would hold only the newer ones, and the lapsed slot would never be
+// given back).
+func TestEndLapsedSlotsPastManyNewer(t *testing.T) {
+	store := ownersStore(t)
+	now := time.Unix(1_800_000_000, 0)
+	rt := &Router{Catalog: catalog(t), Owners: store, Now: func() time.Time { return now }}
+	ctx := context.Background()
+	rec := func(id, key string, age time.Duration) storage.Task {
+		return storage.Task{ID: id, Kind: KindVideo, Account: "acme", KeyID: key, Provider: "ark", Model: "m",
+			Status: statusActive, Active: true, CreatedAt: now.Add(-age).Unix()}
+	}
+	if _, err := store.CreateTask(ctx, rec("old", "k", 2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxLapsedScan {
+		if _, err := store.CreateTask(ctx, rec(fmt.Sprintf("new-%d", i), "k2", time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ended, err := rt.EndLapsedSlots(ctx, auth.Identity{Account: "acme", KeyID: "k"})
+	if err != nil || len(ended) != 1 || ended[0].ID != "old" {
+		t.Fatalf("sweep = %d records (%v); want old", len(ended), err)
 	}
 }

@@ -56,9 +56,6 @@ type Router struct {
 	Logger          *zap.Logger
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
-	// SlotLease bounds how long an asynchronous object holds its key's active-task slot
-	// without a retrieve that shows it finished. Default: DefaultSlotLease.
-	SlotLease time.Duration
 
 	sweeps sweepTimes
 }

@@ -37,8 +37,9 @@ func newPacer(maxRPS float64) *pacer {
 	return p
 }
 
-// now reads the clock of the upstream's health board (Board.Now), which tests set.
-func (u *Upstream) now() time.Time {
+// Now reads the clock of the upstream's health board (Board.Now), which tests set: the time
+// by which its pace, its health and its signed credentials are reckoned.
+func (u *Upstream) Now() time.Time {
 	if u.health == nil {
 		return time.Now()
 	}
@@ -65,7 +66,7 @@ func (u *Upstream) Available(n int) (granted int, retry time.Time) { return u.gr
 
 // grant is Take (take) or Available.
 func (u *Upstream) grant(n int, take bool) (granted int, retry time.Time) {
-	p, now := u.pace(), u.now()
+	p, now := u.pace(), u.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if now.Before(p.paused) {
@@ -95,7 +96,7 @@ const MaxShareWait = time.Second
 // comes within MaxShareWait. It reports false, taking nothing, while u is paused after a 429 or
 // when the share is further off (or ctx ends while waiting: the share is then spent).
 func (u *Upstream) WaitShare(ctx context.Context) bool {
-	p, now := u.pace(), u.now()
+	p, now := u.pace(), u.Now()
 	p.mu.Lock()
 	if now.Before(p.paused) {
 		p.mu.Unlock()
@@ -141,13 +142,13 @@ func (u *Upstream) Spend() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.limiter.ReserveN(u.now(), 1) // a reservation is never cancelled: the call was made
+	p.limiter.ReserveN(u.Now(), 1) // a reservation is never cancelled: the call was made
 }
 
 // Throttled records a 429 of u: no call goes to u until retryAfter has passed (the provider's
 // Retry-After, zero when it gave none), within the bounds above. It returns the pause's end.
 func (u *Upstream) Throttled(retryAfter time.Duration) time.Time {
-	p, now := u.pace(), u.now()
+	p, now := u.pace(), u.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.throttle++

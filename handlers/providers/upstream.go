@@ -67,12 +67,7 @@ func (u *Upstream) prepare() {
 	u.pacing = newPacer(u.MaxRPS)
 	if u.AuthStyle == AuthKlingJWT {
 		// The board's clock (Board.Now), which tests set; the board is linked after prepare.
-		u.jwt = &jwtSource{accessKey: u.AccessKey, secretKey: u.SecretKey, now: func() time.Time {
-			if u.health == nil {
-				return time.Now()
-			}
-			return u.health.now()
-		}}
+		u.jwt = &jwtSource{accessKey: u.AccessKey, secretKey: u.SecretKey, now: u.Now}
 	} else if u.APIKey != "" {
 		h := http.Header{}
 		setCredentials(h, u.APIKey, u.AuthStyle)

@@ -52,7 +52,7 @@ func (c Client) createIn(ctx context.Context, account string, order []*providers
 			}
 			return Answer{}, u, err
 		case ans.Status == http.StatusTooManyRequests || ans.Status == http.StatusServiceUnavailable:
-			u.Failed(account, fmt.Sprintf("HTTP %d", ans.Status), RetryAfter(ans.Header, time.Now()))
+			u.Failed(account, fmt.Sprintf("HTTP %d", ans.Status), RetryAfter(ans.Header, u.Now()))
 			last, lastErr = ans, nil
 			continue
 		case ans.Status >= 500:

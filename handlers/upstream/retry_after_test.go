@@ -1,9 +1,16 @@
 package upstream
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 // TestRetryAfter: seconds or an HTTP date; anything else, zero, negative or past is no wait;
@@ -33,5 +40,34 @@ func TestRetryAfter(t *testing.T) {
 		if got := RetryAfter(h, now); got != want {
 			t.Errorf("Retry-After %q = %v, want %v", value, got, want)
 		}
+	}
+}
+
+// TestCreateReadsRetryAfterByBoardClock: a 429's Retry-After given as an HTTP date is reckoned
+// from the health board's clock (the one the back-off is measured on, which tests set), not the
+// real one: a date 90 s after the board's now backs the account off for 90 s.
+func TestCreateReadsRetryAfterByBoardClock(t *testing.T) {
+	now := time.Date(2031, 6, 1, 12, 0, 0, 0, time.UTC)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", now.Add(90*time.Second).Format(http.TimeFormat))
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL + "/api/v3")
+	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", BaseURL: base, APIKey: "k", Models: []string{"m"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	board := providers.NewBoard()
+	board.Now = func() time.Time { return now }
+	cat.WithHealth(board)
+	p, _ := cat.Provider("p")
+	c := Client{HTTP: NewHTTPClient(ClientOptions{Timeout: 5 * time.Second}), Logger: zap.NewNop()}
+	ans, _, err := c.Create(context.Background(), "acct", p, "contents/generations/tasks", []byte(`{}`))
+	if err != nil || ans.Status != http.StatusTooManyRequests {
+		t.Fatalf("Create = %d, %v; want the 429", ans.Status, err)
+	}
+	if got, want := p.Upstreams[0].CoolingUntil("acct"), now.Add(90*time.Second); !got.Equal(want) {
+		t.Fatalf("the account backs off until %v, want %v (the Retry-After date by the board's clock)", got, want)
 	}
 }

@@ -208,7 +208,7 @@ func Refusal(a Answer) *apierror.Error {
 	}
 	// Providers quote a masked form of the key they refused; that is the operator's, not the
 	// client's business.
-	refusal := apierror.New(status, code, RedactSecrets(e.Error.Message, credentials(a.sent)...))
+	refusal := apierror.New(status, code, a.Redact(e.Error.Message))
 	if param, ok := e.Error.Param.(string); ok {
 		refusal.Param = param
 	}

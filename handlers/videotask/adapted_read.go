@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -29,7 +30,7 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 	}
 	readAt := h.now().UnixNano()
 	st, err := a.Read(ctx, h.caller(u), t.UpstreamID, r)
-	if retryAfter, ok := adaptor.IsThrottled(err); ok {
+	if retryAfter, ok := adaptor.IsThrottled(err, u.Now()); ok {
 		// The watcher and client polls leave the upstream alone while it cools down; the client
 		// whose poll met the 429 gets the stored answer.
 		u.Failed(t.Account, "HTTP 429", retryAfter)
@@ -49,6 +50,9 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 	}
 	u.Succeeded(t.Account)
 	u.Unthrottled()
+	// A failed task's message is the provider's text, stored and answered to the client: like a
+	// refusal's (adaptor.Refusal), it never carries the operator's credential.
+	st.ErrorMessage = upstream.RedactSecrets(st.ErrorMessage, u.APIKey, u.SecretKey)
 	if st.Status == adaptor.StatusUnknown {
 		if h.now().After(executionDeadline(t, r)) {
 			return h.settle(ctx, t, verdict{

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -107,5 +108,60 @@ func TestAdaptedUsage(t *testing.T) {
 	ark := storage.Task{Status: StatusSucceeded, Result: json.RawMessage(`{"duration":10,"resolution":"720p","ratio":"9:16","usage":{"completion_tokens":108900}}`)}
 	if u, ok := TaskUsage(ark); !ok || u.VideoSeconds != 10 || u.Resolution != "720p" || u.VideoTokens != 108900 {
 		t.Fatalf("ark usage %+v %v", u, ok)
+	}
+}
+
+// TestAdaptedFailureMessageRedacted: a failed task's message from the provider reaches the
+// client (and the record) without the upstream's key, as a refusal's does.
+func TestAdaptedFailureMessageRedacted(t *testing.T) {
+	const key = "dash-operator-key-8271"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			io.WriteString(w, `{"output":{"task_id":"ds-1","task_status":"PENDING"},"request_id":"r"}`)
+			return
+		}
+		io.WriteString(w, `{"output":{"task_id":"ds-1","task_status":"FAILED","code":"InvalidApiKey","message":"key `+key+` has no access to wan"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	base, _ := url.Parse(srv.URL + "/api/v1")
+	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "wan", BaseURL: base, APIKey: key, Protocol: adaptor.DashScope, Models: []string{"wan"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Handler{Catalog: cat, Store: openBadger(t), Client: &http.Client{Timeout: 5 * time.Second}, RefreshInterval: time.Nanosecond, Logger: zap.NewNop()}
+	id := decode(t, serve(h, "POST", createPath, `{"model":"wan","content":[{"type":"text","text":"hi"}]}`))["id"].(string)
+	w := serve(h, "GET", createPath+"/"+id, "")
+	got := decode(t, w)
+	e, _ := got["error"].(map[string]any)
+	if got["status"] != StatusFailed || e == nil || strings.Contains(w.Body.String(), key) || !strings.Contains(e["message"].(string), "has no access to wan") {
+		t.Fatalf("failed task answer: %s", w.Body)
+	}
+	if rec, _ := h.Store.Task(context.Background(), id); strings.Contains(string(rec.Result), key) {
+		t.Fatalf("the record keeps the key: %s", rec.Result)
+	}
+}
+
+// TestThrottledByReadsDateByBoardClock: a 429's Retry-After date pauses the upstream until that
+// date on the health board's clock, the one the pause is measured on, whatever the handler's.
+func TestThrottledByReadsDateByBoardClock(t *testing.T) {
+	base, _ := url.Parse("https://provider.example/api/v3")
+	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", BaseURL: base, APIKey: "k", Models: []string{"m"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boardNow := time.Date(2031, 6, 1, 12, 0, 0, 0, time.UTC)
+	board := providers.NewBoard()
+	board.Now = func() time.Time { return boardNow }
+	cat.WithHealth(board)
+	p, _ := cat.Provider("p")
+	u := p.Upstreams[0]
+	handlerNow := boardNow.Add(-time.Hour)
+	h := &Handler{Catalog: cat, Now: clockAt(&handlerNow), Logger: zap.NewNop()}
+	header := http.Header{"Retry-After": {boardNow.Add(30 * time.Second).Format(http.TimeFormat)}}
+	if !h.throttledBy(u, upstream.Answer{Status: http.StatusTooManyRequests, Header: header}) {
+		t.Fatal("a 429 was not throttled")
+	}
+	if got, want := u.PausedUntil(), boardNow.Add(30*time.Second); !got.Equal(want) {
+		t.Fatalf("paused until %v, want %v", got, want)
 	}
 }

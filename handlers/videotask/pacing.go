@@ -85,6 +85,6 @@ func (h *Handler) throttledBy(u *providers.Upstream, ans upstream.Answer) bool {
 		u.Unthrottled()
 		return false
 	}
-	u.Throttled(upstream.RetryAfter(ans.Header, h.now()))
+	u.Throttled(upstream.RetryAfter(ans.Header, u.Now())) // a date, by the clock the pause is measured on
 	return true
 }

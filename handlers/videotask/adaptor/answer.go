@@ -11,10 +11,12 @@ import (
 )
 
 // Throttled is a provider's 429 while a task was read: the task API backs off from the upstream
-// for RetryAfter (the provider's Retry-After, or zero).
+// for the provider's Retry-After (see IsThrottled).
 type Throttled struct {
-	RetryAfter time.Duration
-	Refusal    *apierror.Error
+	// Header is the 429's header, whose Retry-After (seconds, or a date read by the caller's
+	// clock) says how long to back off.
+	Header  http.Header
+	Refusal *apierror.Error
 }
 
 func (t *Throttled) Error() string { return "the provider throttled the read: " + t.Refusal.Message }
@@ -47,16 +49,17 @@ func ReadError(ans upstream.Answer, refusal func(upstream.Answer) *apierror.Erro
 	case http.StatusNotFound:
 		return ErrNotFound
 	case http.StatusTooManyRequests:
-		return &Throttled{RetryAfter: upstream.RetryAfter(ans.Header, time.Now()), Refusal: refusal(ans)}
+		return &Throttled{Header: ans.Header, Refusal: refusal(ans)}
 	}
 	return refusal(ans)
 }
 
-// IsThrottled reports a *Throttled error and its back-off.
-func IsThrottled(err error) (time.Duration, bool) {
+// IsThrottled reports a *Throttled error and its back-off: its Retry-After, a date read as of
+// now (the clock the back-off is measured on), or zero.
+func IsThrottled(err error, now time.Time) (time.Duration, bool) {
 	var t *Throttled
 	if errors.As(err, &t) {
-		return t.RetryAfter, true
+		return upstream.RetryAfter(t.Header, now), true
 	}
 	return 0, false
 }

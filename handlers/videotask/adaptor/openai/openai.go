@@ -97,8 +97,8 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 	if first, ok := r.Find(adaptor.RoleFirstFrame); ok {
 		body.InputReference = &imageRef{ImageURL: first.URL}
 	}
-	if r.Duration == 4 || r.Duration == 8 || r.Duration == 12 {
-		body.Seconds = strconv.FormatInt(r.Duration, 10)
+	if sent := secondsOf(r.Duration); sent == r.Duration { // 4, 8 or 12; another is not sent
+		body.Seconds = strconv.FormatInt(sent, 10)
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -163,16 +163,22 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 	return s, nil
 }
 
-// usage is what a finished video is billed by: its reported length and size, else the
-// requested length (the API's default when none was given).
+// secondsOf is the length a request's duration asks the API for: 4, 8 or 12 as given; any
+// other is not sent, and the API makes its default.
+func secondsOf(duration int64) int64 {
+	if duration == 4 || duration == 8 || duration == 12 {
+		return duration
+	}
+	return defaultSeconds
+}
+
+// usage is what a finished video is billed by: its reported length and size, else the length
+// the create asked for (the API's default when it sent none).
 func usage(s adaptor.State, r adaptor.Request) billing.Usage {
 	u := s.Usage
 	u.Requests, u.VideoSeconds, u.Resolution, u.Ratio = 1, s.Duration, s.Resolution, s.Ratio
 	if u.VideoSeconds == 0 {
-		u.VideoSeconds = defaultSeconds
-		if r.Duration > 0 {
-			u.VideoSeconds = r.Duration
-		}
+		u.VideoSeconds = secondsOf(r.Duration)
 	}
 	return u
 }
