@@ -15,8 +15,9 @@ import (
 // arkResults is a fake Ark task upstream (BytePlus ModelArk's content generation task API: create
 // POST …/contents/generations/tasks answering {"id"}, query GET …/tasks/{id}) whose tasks are
 // running at their first query and succeeded after, with a video and a last frame it serves
-// itself, as the provider's short-lived result URLs. A video download can be made to stall
-// midway (stallNext), as a slow provider's does.
+// itself, as the provider's short-lived result URLs. Every task call (create, query, list) must
+// carry Authorization: Bearer ark-key. A video download can be made to stall midway
+// (stallNext), as a slow provider's does.
 type arkResults struct {
 	*httptest.Server
 	video, frame []byte
@@ -51,6 +52,10 @@ func randomBytes(t *testing.T, n int) []byte {
 
 func (f *arkResults) serve(w http.ResponseWriter, r *http.Request) {
 	const tasks = "/api/v3/contents/generations/tasks"
+	if strings.HasPrefix(r.URL.Path, tasks) && r.Header.Get("Authorization") != "Bearer ark-key" {
+		writeFakeJSON(w, 401, map[string]any{"error": map[string]string{"code": "AuthenticationError", "message": "bad key"}})
+		return
+	}
 	switch {
 	case r.URL.Path == "/files/video.mp4" && r.Method == http.MethodGet:
 		f.downloads.Add(1)
@@ -74,10 +79,6 @@ func (f *arkResults) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", frameType)
 		_, _ = w.Write(f.frame) // a test fake: a failed write shows as a short body
 	case r.URL.Path == tasks && r.Method == http.MethodPost:
-		if r.Header.Get("Authorization") != "Bearer ark-key" {
-			writeFakeJSON(w, 401, map[string]any{"error": map[string]string{"code": "AuthenticationError", "message": "bad key"}})
-			return
-		}
 		f.mu.Lock()
 		f.n++
 		id := fmt.Sprintf("cgt-keep-%d", f.n)

@@ -170,11 +170,17 @@ func (f *fakeOpenAIVideos) read(w http.ResponseWriter, id string) {
 	case task.script == scriptFail:
 		v = f.object(id, c, "failed", 60)
 		v["error"] = map[string]any{"code": "moderation_blocked", "message": "Your request was blocked by our moderation system."}
-	default:
+	case openaiCompleted(task, step):
 		v = f.object(id, c, "completed", 100)
 		v["completed_at"], v["expires_at"] = time.Now().Unix(), time.Now().Add(time.Hour).Unix()
 	}
 	writeFakeJSON(w, http.StatusOK, v)
+}
+
+// openaiCompleted reports whether the task's read at step showed it completed: its third state,
+// for a task that finishes.
+func openaiCompleted(task fakeTask, step int) bool {
+	return step >= 3 && task.script != scriptSlow && task.script != scriptUnknown && task.script != scriptFail
 }
 
 // download serves a completed video's content; a video not completed is a 404 as the reference
@@ -183,13 +189,12 @@ func (f *fakeOpenAIVideos) download(w http.ResponseWriter, r *http.Request, id s
 	f.tasks.mu.Lock()
 	task := *f.tasks.tasks[id]
 	f.tasks.mu.Unlock()
-	reads := task.reads
+	step := task.reads
 	if task.script == scriptThrottle {
-		reads-- // its first read was the 429
+		step-- // its first read was the 429 (see fakeTasks.step)
 	}
-	done := task.script != scriptSlow && task.script != scriptUnknown && task.script != scriptFail && reads >= 3
 	variant := r.URL.Query().Get("variant")
-	if !done || (variant != "" && variant != "video") {
+	if !openaiCompleted(task, step) || (variant != "" && variant != "video") {
 		f.refuse(w, http.StatusNotFound, "invalid_request_error", "", "Video content is not available.")
 		return
 	}

@@ -29,11 +29,13 @@ const passThroughSlotsCaddyfile = `{
 }
 ` + readmePassThroughSite
 
-// passThroughVideosUpstream, a provider that serves OpenAI-style asynchronous objects to pass-through, answers the create, retrieve and delete of OpenAI's Videos API
-// (POST /v1/videos, GET and DELETE /v1/videos/{id}: a video object with id, object "video",
-// model and status queued, in_progress, completed or failed), POST /v1/video/generations the
-// same way, and /v1/images/generations with a task id for the model image-async and with data
-// for any other (a synchronous answer). Statuses are set by the test.
+// passThroughVideosUpstream, a provider that serves OpenAI-style asynchronous objects to
+// pass-through, answers the create, retrieve and delete of OpenAI's Videos API (POST /v1/videos,
+// GET and DELETE /v1/videos/{id}: a video object with id, object "video", model and status
+// queued, in_progress, completed or failed), POST /v1/video/generations the same way, and
+// /v1/images/generations with a task id for the model image-async and with data for any other (a
+// synchronous answer). Every call must carry Authorization: Bearer upstream-key (else 401); a
+// create whose prompt contains "[refuse]" is refused with a 400. Statuses are set by the test.
 type passThroughVideosUpstream struct {
 	mu     sync.Mutex
 	next   int
@@ -50,13 +52,19 @@ func (f *passThroughVideosUpstream) ServeHTTP(w http.ResponseWriter, r *http.Req
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
+	if r.Header.Get("Authorization") != "Bearer upstream-key" {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`)
+		return
+	}
 	var req struct {
-		Model string `json:"model"`
+		Model  string `json:"model"`
+		Prompt string `json:"prompt"`
 	}
 	if r.Method == http.MethodPost {
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || strings.Contains(req.Prompt, "[refuse]") {
 			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprint(w, `{"error":{"message":"bad body","type":"invalid_request_error"}}`)
+			fmt.Fprint(w, `{"error":{"message":"bad body","type":"invalid_request_error","param":null,"code":null}}`)
 			return
 		}
 	}
@@ -99,6 +107,10 @@ func TestPassThroughObjectsHoldActiveSlots(t *testing.T) {
 		}
 	}
 
+	// An upstream's refusal keeps no slot: the create after it is served.
+	if r := call(t, http.MethodPost, base+"/v1/videos", "mg-slots", `{"model":"sora-2","prompt":"[refuse]"}`); r.status != http.StatusBadRequest {
+		t.Fatalf("a create the upstream refuses = %d %s, want its 400", r.status, r.body)
+	}
 	// A synchronous image answer keeps no slot: twice in a row is fine.
 	for range 2 {
 		if r := create("/v1/images/generations", "image-1"); r.status != http.StatusOK {

@@ -12,8 +12,9 @@ import (
 	"github.com/volcengine/volcengine-go-sdk/service/arkruntime/model"
 )
 
-// videoProvidersCaddyfile puts a DashScope (Wan) and a Gemini (Veo) provider, each a strict fake,
-// behind the task API; the watcher polls every 200ms.
+// videoProvidersCaddyfile puts a DashScope (Wan), a Gemini (Veo), a Kling, an OpenAI-style (Sora)
+// and a MiniMax (Hailuo) provider, each a strict fake, behind the task API; the watcher polls
+// every 200ms.
 const videoProvidersCaddyfile = `{
 	{{globals}}
 	mediagw {
@@ -72,7 +73,7 @@ http://127.0.0.1:{{port}} {
 }
 `
 
-// videoProviders runs a gateway in front of both fakes.
+// videoProviders runs a gateway in front of the five fakes.
 type videoProviders struct {
 	base   string
 	dash   *fakeDashScope

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestVideosFrontOwnershipOnEveryProtocol: through the OpenAI-style front, a video of each
@@ -33,20 +32,10 @@ func TestVideosFrontOwnershipOnEveryProtocol(t *testing.T) {
 		}
 		ids[m] = r.field("id")
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	front := videosFront{base: base}
 	for m, id := range ids {
-		for {
-			r := call(t, "GET", base+"/v1/videos/"+id, "mg-alice", nil)
-			if r.status != 200 || r.field("status") == "failed" {
-				t.Fatalf("%s: %d %s", m, r.status, r.body)
-			}
-			if r.field("status") == "completed" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s still %s", m, r.field("status"))
-			}
-			time.Sleep(100 * time.Millisecond)
+		if v := front.finished(t, id); v["status"] != "completed" {
+			t.Fatalf("%s: %v", m, v)
 		}
 		if c := sendAsIs(t, "GET", base+"/v1/videos/"+id+"/content", "mg-alice"); c.status != http.StatusOK && c.status != http.StatusFound {
 			t.Fatalf("%s: the owner's content = %d %s", m, c.status, c.body)

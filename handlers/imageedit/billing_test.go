@@ -5,18 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
-	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -43,11 +38,7 @@ func TestEditHoldsNImagesAndSettlesFromData(t *testing.T) {
 		{"the balance does not cover n images", 200, `{"data":[{"url":"https://cdn.example.com/1.png"}]}`, "0.17", 402, 0, "0.17", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { store.Close() })
+			store := openTestStore(t)
 			ctx := context.Background()
 			credit, _ := billing.ParseMoney(tc.credit)
 			if _, err := store.Credit(ctx, storage.Credit{Account: "acme", Amount: int64(credit), IdempotencyKey: "c1"}, time.Now()); err != nil {
@@ -65,20 +56,8 @@ func TestEditHoldsNImagesAndSettlesFromData(t *testing.T) {
 				io.WriteString(w, tc.answer)
 			}))
 			t.Cleanup(up.Close)
-			base, _ := url.Parse(up.URL + "/v1")
-			cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", BaseURL: base, APIKey: "k", Models: []string{"m"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			prices, err := billing.NewTable("USD", []billing.Price{{Model: "m", Image: 40_000,
+			h := billedHandler(t, store, up.URL+"/v1", "k", []billing.Price{{Model: "m", Image: 40_000,
 				ImageSizes: []billing.ImagePrice{{Size: "1536x1024", Amount: 60_000}}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			meter := accounting.NewMeter(store, time.Hour, zap.NewNop())
-			t.Cleanup(meter.Close)
-			h := &Handler{Catalog: cat, Store: store, Client: &http.Client{Timeout: 10 * time.Second}, Logger: zap.NewNop(),
-				Accounting: &accounting.Accountant{Store: store, Meter: meter, Prices: prices}}
 			r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader(edit))
 			r.Header.Set("Content-Type", "application/json")
 			r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k1", Account: "acme"}))

@@ -37,24 +37,8 @@ func TestUnusableTaskIDKeepsTheCharge(t *testing.T) {
 				io.WriteString(w, tc.answer)
 			}))
 			t.Cleanup(up.Close)
-			base, _ := url.Parse(up.URL + "/api/v3")
-			cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", BaseURL: base, APIKey: "upstream-secret", Models: []string{"m"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { store.Close() })
-			meter := accounting.NewMeter(store, time.Hour, zap.NewNop())
-			t.Cleanup(meter.Close)
-			prices, err := billing.NewTable("USD", []billing.Price{{Model: "m", Image: billing.Micro}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := &Handler{Catalog: cat, Store: store, Client: &http.Client{Timeout: 10 * time.Second}, Logger: zap.NewNop(),
-				Accounting: &accounting.Accountant{Store: store, Meter: meter, Prices: prices}}
+			store := openTestStore(t)
+			h := billedHandler(t, store, up.URL+"/api/v3", "upstream-secret", []billing.Price{{Model: "m", Image: billing.Micro}})
 			quota := int64(10)
 			r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader(
 				`{"model":"m","prompt":"make it blue","images":[{"image_url":"https://cdn.example.com/a.png"}]}`))
@@ -82,4 +66,41 @@ func TestUnusableTaskIDKeepsTheCharge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openTestStore opens a Badger store in a temporary directory, closed when the test ends.
+func openTestStore(t *testing.T) *storage.Badger {
+	t.Helper()
+	store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := store.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return store
+}
+
+// billedHandler is an edit handler for the model m of one provider at base (its key apiKey),
+// charging by prices on store. Its meter is closed before the store.
+func billedHandler(t *testing.T, store *storage.Badger, base, apiKey string, prices []billing.Price) *Handler {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", BaseURL: u, APIKey: apiKey, Models: []string{"m"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := billing.NewTable("USD", prices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meter := accounting.NewMeter(store, time.Hour, zap.NewNop())
+	t.Cleanup(meter.Close)
+	return &Handler{Catalog: cat, Store: store, Client: &http.Client{Timeout: 10 * time.Second}, Logger: zap.NewNop(),
+		Accounting: &accounting.Accountant{Store: store, Meter: meter, Prices: table}}
 }
