@@ -70,6 +70,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Keys", func(t *testing.T) { testKeys(t, fresh(t)) })
 	t.Run("KeyRevokeSeenAtOnce", func(t *testing.T) { testKeyRevokeSeenAtOnce(t, fresh(t)) })
 	t.Run("Accounts", func(t *testing.T) { testAccounts(t, fresh(t)) })
+	t.Run("DirectoryPages", func(t *testing.T) { testDirectoryPages(t, fresh(t)) })
 	t.Run("SettingOnce", func(t *testing.T) { testSettingOnce(t, fresh(t)) })
 	RunLedger(t, fresh)
 	t.Run("Reopen", func(t *testing.T) { testReopen(t, b) })
