@@ -194,10 +194,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, s, http.StatusForbidden, "This form has expired or did not come from the console. Reload the page and try again.")
 		return
 	}
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		// A page reads the key list once, however many of its parts need it.
-		r = r.WithContext(keyadmin.WithKeyListMemo(r.Context()))
-	}
 	parts, ok := segments(r.URL)
 	if !ok {
 		h.notFound(w, r, s)

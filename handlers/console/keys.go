@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // MemberKeys are the limits of the keys that members create in their account. Members cannot
@@ -23,40 +24,34 @@ type MemberKeys struct {
 	Quota, MaxActiveTasks *int64
 }
 
-// accountKeys lists the keys of account ("" for every key).
-func (h *Handler) accountKeys(r *http.Request, account string) ([]keyadmin.KeyView, error) {
-	all, err := h.Keys.Keys(r.Context())
-	if err != nil || account == "" {
-		return all, err
-	}
-	mine := []keyadmin.KeyView{}
-	for _, k := range all {
-		if k.Account == account {
-			mine = append(mine, k)
-		}
-	}
-	return mine, nil
-}
-
 type keysData struct {
 	Keys    []keyadmin.KeyView
 	Account string
 	Created *keyadmin.Created
 	// CanCreate is false for a member when the operator lets members create no keys.
 	CanCreate bool
+	Pages     pager
 }
 
+// keys lists a page of keys: a member's account's, an operator's of the account the query
+// names or of every account. The page reads the account's own index, never other accounts' keys.
 func (h *Handler) keys(w http.ResponseWriter, r *http.Request, s *session) {
-	account := r.URL.Query().Get("account")
+	q := listQuery(r)
+	q.Account = r.URL.Query().Get("account")
 	if !s.user.Operator() {
-		account = s.user.Account
+		q.Account = s.user.Account
 	}
-	keys, err := h.accountKeys(r, account)
+	p, err := h.Keys.KeysPage(r.Context(), q)
 	if err != nil {
 		h.failErr(w, r, s, err)
 		return
 	}
-	h.show(w, s, "keys", "API keys", keysData{Keys: keys, Account: account, CanCreate: h.mayCreateKeys(s)})
+	fixed := url.Values{}
+	if s.user.Operator() {
+		fixed.Set("account", q.Account)
+	}
+	h.show(w, s, "keys", "API keys", keysData{Keys: p.Keys, Account: q.Account, CanCreate: h.mayCreateKeys(s),
+		Pages: makePager("/keys", fixed, q, p.Prev, p.Next)})
 }
 
 func (h *Handler) mayCreateKeys(s *session) bool { return s.user.Operator() || h.MemberKeys != nil }
@@ -107,14 +102,16 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 		return
 	}
 	h.audit(s, "create key", created.ID+" of "+created.Account)
-	keys, err := h.accountKeys(r, map[bool]string{true: "", false: s.user.Account}[s.user.Operator()])
+	q := storage.DirectoryPage{Account: created.Account, Limit: listPageSize}
+	keys, err := h.Keys.KeysPage(r.Context(), q)
 	if err != nil {
 		h.failErr(w, r, s, err)
 		return
 	}
 	h.render(w, http.StatusCreated, "keys", page{Title: "API keys", User: s.user, CSRF: s.csrf(),
 		Notice: "Key " + created.ID + " was created. Copy its secret now: it is not shown again.",
-		Data:   keysData{Keys: keys, Account: created.Account, Created: &created, CanCreate: true}})
+		Data: keysData{Keys: keys.Keys, Account: created.Account, Created: &created, CanCreate: true,
+			Pages: makePager("/keys", url.Values{"account": {created.Account}}, q, keys.Prev, keys.Next)}})
 }
 
 // holdAccountKeys takes the member's account's key lease, so that no other create (on any
@@ -136,17 +133,11 @@ func (h *Handler) holdAccountKeys(w http.ResponseWriter, r *http.Request, s *ses
 			h.Logger.Warn("releasing a console key lease (it ends by itself in 30s)", zap.Error(err))
 		}
 	}
-	keys, err := h.accountKeys(r, s.user.Account)
+	stored, err := h.storedKeys(r, s.user.Account, h.MemberKeys.Max)
 	if err != nil {
 		release()
 		h.failErr(w, r, s, err)
 		return nil, false
-	}
-	stored := 0
-	for _, k := range keys {
-		if !k.ReadOnly {
-			stored++
-		}
 	}
 	if stored >= h.MemberKeys.Max {
 		release()
@@ -154,6 +145,47 @@ func (h *Handler) holdAccountKeys(w http.ResponseWriter, r *http.Request, s *ses
 		return nil, false
 	}
 	return release, true
+}
+
+// accountKeys reads every key of account through its own index, a page at a time: the keys of
+// no other account are read.
+func (h *Handler) accountKeys(r *http.Request, account string) ([]keyadmin.KeyView, error) {
+	var all []keyadmin.KeyView
+	q := storage.DirectoryPage{Account: account, Limit: storage.MaxDirectoryPage}
+	for {
+		p, err := h.Keys.KeysPage(r.Context(), q)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, p.Keys...)
+		if p.Next == "" {
+			return all, nil
+		}
+		q.After = p.Next
+	}
+}
+
+// storedKeys counts the keys of account that the admin API or the console created (not the
+// configured ones), up to max: it reads no more of the account's keys than that.
+func (h *Handler) storedKeys(r *http.Request, account string, max int) (int, error) {
+	q := storage.DirectoryPage{Account: account, Limit: storage.MaxDirectoryPage}
+	n := 0
+	for n < max {
+		p, err := h.Keys.KeysPage(r.Context(), q)
+		if err != nil {
+			return 0, err
+		}
+		for _, k := range p.Keys {
+			if !k.ReadOnly {
+				n++
+			}
+		}
+		if p.Next == "" {
+			break
+		}
+		q.After = p.Next
+	}
+	return n, nil
 }
 
 func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s *session, id string) {

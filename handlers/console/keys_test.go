@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/mediagw/mediagw/storage"
 )
 
 // Without MemberKeys a member creates no key and is offered no form; with it, every key they
@@ -26,10 +28,11 @@ func TestMemberKeyLimits(t *testing.T) {
 	if resp, page := c.request(http.MethodPost, "/keys", alice, form, nil); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create = %d %s", resp.StatusCode, page)
 	}
-	keys, err := c.h.Keys.Keys(t.Context())
+	page, err := c.h.Keys.KeysPage(t.Context(), storage.DirectoryPage{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
+	keys := page.Keys
 	if len(keys) != 1 || keys[0].Account != "acme" || keys[0].Quota == nil || *keys[0].Quota != quota {
 		t.Fatalf("keys = %+v", keys)
 	}
