@@ -21,6 +21,7 @@ const (
 	prefixCounter    = "c/"  // c/<name> -> int64 (8 bytes, big endian)
 	prefixTask       = "t/"  // t/<task id> -> Task
 	prefixTaskIndex  = "ta/" // ta/<account>\x00<created, 20 digits>/<task id> -> empty
+	// tc/<created, 20 digits>/<task id> -> empty: prefixTaskCreated, in badger_task_search.go
 	prefixOpenTask   = "tu/" // tu/<task id> -> empty, while the task is unfinished
 	prefixRelay      = "rt/" // rt/<token sha256> -> task id
 	prefixIdem       = "i/"  // i/<key> -> IdempotencyRecord
@@ -126,6 +127,9 @@ func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
 	}
 	if err := indexDirectory(db); err != nil {
 		return nil, errors.Join(fmt.Errorf("indexing the keys and accounts in %s: %w", dir, err), db.Close())
+	}
+	if err := indexTaskCreation(db); err != nil {
+		return nil, errors.Join(fmt.Errorf("indexing the tasks by creation in %s: %w", dir, err), db.Close())
 	}
 	b := &Badger{db: db, stopGC: make(chan struct{}), logs: newLogSync(db, dir), counters: counterCache{mu: make(chanMutex, 1), logger: o.Logger}, now: o.Now}
 	if b.now == nil {
