@@ -14,14 +14,13 @@ import (
 
 // Key layout inside Badger.
 const (
-	prefixKey       = "k/"  // k/<sha256 hex> -> APIKey
-	prefixKeyID     = "ki/" // ki/<key id> -> sha256 hex
-	prefixAccount   = "a/"  // a/<name> -> Account
-	keyDirectoryVer = "dv"  // -> uint64, raised by every key or account write
-	prefixCounter   = "c/"  // c/<name> -> int64 (8 bytes, big endian)
-	prefixTask      = "t/"  // t/<task id> -> Task
-	prefixTaskIndex = "ta/" // ta/<account>\x00<created, 20 digits>/<task id> -> empty
-	// tc/<created, 20 digits>/<task id> -> empty: prefixTaskCreated, in badger_task_search.go
+	prefixKey        = "k/"  // k/<sha256 hex> -> APIKey
+	prefixKeyID      = "ki/" // ki/<key id> -> sha256 hex
+	prefixAccount    = "a/"  // a/<name> -> Account
+	keyDirectoryVer  = "dv"  // -> uint64, raised by every key or account write
+	prefixCounter    = "c/"  // c/<name> -> int64 (8 bytes, big endian)
+	prefixTask       = "t/"  // t/<task id> -> Task
+	prefixTaskIndex  = "ta/" // ta/<account>\x00<created, 20 digits>/<task id> -> empty
 	prefixOpenTask   = "tu/" // tu/<task id> -> empty, while the task is unfinished
 	prefixRelay      = "rt/" // rt/<token sha256> -> task id
 	prefixIdem       = "i/"  // i/<key> -> IdempotencyRecord
