@@ -20,9 +20,20 @@ type MemberKeys struct {
 	// Max is the most keys created through the admin API or the console (configured keys do
 	// not count) that the account may hold for a member to create another.
 	Max int
-	// Quota and MaxActiveTasks, when set, are the limits of each key a member creates.
+	// Budget, when set, is each key's budget: the money it may spend per UTC day or month, or
+	// for all time, as a sub-limit of the account's balance.
+	Budget *keyadmin.Budget
+	// Quota is the older form of a budget (Quota whole units for all time); a key gets Budget
+	// or Quota, not both. MaxActiveTasks bounds each key's unfinished tasks. Nil: no limit.
 	Quota, MaxActiveTasks *int64
+	// CreatesPerHour bounds the keys the members of one account create in any hour, on every
+	// instance (a sliding window in the store), so that a member cannot churn keys by revoking
+	// and creating them. 0: no bound.
+	CreatesPerHour int
 }
+
+// keyCreateWindow is the store's rate window of the keys members of account create.
+func keyCreateWindow(account string) string { return "console/keys/created/" + account }
 
 type keysData struct {
 	Keys    []keyadmin.KeyView
@@ -79,7 +90,9 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	if !s.user.Operator() {
 		spec["account"] = s.user.Account
-		if h.MemberKeys.Quota != nil {
+		if h.MemberKeys.Budget != nil {
+			spec["budget"] = *h.MemberKeys.Budget
+		} else if h.MemberKeys.Quota != nil {
 			spec["quota"] = *h.MemberKeys.Quota
 		}
 		if h.MemberKeys.MaxActiveTasks != nil {
@@ -101,7 +114,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 		h.failErr(w, r, s, err)
 		return
 	}
-	h.audit(s, "create key", created.ID+" of "+created.Account)
+	h.audit(s, "create key", created.ID+" of "+created.Account+limitsNote(created.KeyView))
 	q := storage.DirectoryPage{Account: created.Account, Limit: listPageSize}
 	keys, err := h.Keys.KeysPage(r.Context(), q)
 	if err != nil {
@@ -144,7 +157,43 @@ func (h *Handler) holdAccountKeys(w http.ResponseWriter, r *http.Request, s *ses
 		h.fail(w, r, s, http.StatusConflict, "This account holds "+strconv.Itoa(stored)+" keys, the most its members may hold. Revoke one before creating another.")
 		return nil, false
 	}
+	if n := h.MemberKeys.CreatesPerHour; n > 0 {
+		ok, retry, err := h.Store.AllowRate(r.Context(), keyCreateWindow(s.user.Account), n, time.Hour, h.now())
+		if err != nil {
+			release()
+			h.failErr(w, r, s, err)
+			return nil, false
+		}
+		if !ok {
+			release()
+			w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
+			h.fail(w, r, s, http.StatusTooManyRequests, "This account's members have created "+strconv.Itoa(n)+" keys in the last hour, the most they may. Try again later.")
+			return nil, false
+		}
+	}
 	return release, true
+}
+
+// limitsNote writes a new key's limits for the audit log ("" for none).
+func limitsNote(k keyadmin.KeyView) string {
+	var parts []string
+	if k.Budget != nil {
+		b := "budget " + k.Budget.Amount.String()
+		if k.Budget.Period != "" {
+			b += "/" + k.Budget.Period
+		}
+		parts = append(parts, b)
+	}
+	if k.Quota != nil {
+		parts = append(parts, "quota "+strconv.FormatInt(*k.Quota, 10))
+	}
+	if k.MaxActiveTasks != nil {
+		parts = append(parts, "max_active_tasks "+strconv.FormatInt(*k.MaxActiveTasks, 10))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // accountKeys reads every key of account through its own index, a page at a time: the keys of
