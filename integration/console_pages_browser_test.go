@@ -136,7 +136,7 @@ func TestConsolePagedListsAndLoginTokenInABrowser(t *testing.T) {
 	// A member: beta named in the search, or beta's task in the address, reaches nothing.
 	b.login("alice", consolePasswords["alice"], `nav[aria-label="Main"]`)
 	b.do("alice's search for beta", chromedp.Navigate(e.console+"/tasks?account=beta"), chromedp.WaitVisible(chromedp.CSS("table.tasks")))
-	if !b.eval(`document.body.innerText.includes(` + strconv.Quote(taskA) + `)`) || b.eval(`document.body.innerText.includes(`+strconv.Quote(taskB)+`)`) {
+	if !b.eval(`document.body.innerText.includes(`+strconv.Quote(taskA)+`)`) || b.eval(`document.body.innerText.includes(`+strconv.Quote(taskB)+`)`) {
 		t.Fatal("alice's search naming beta shows beta's task, or not acme's")
 	}
 	b.do("beta's task by address", chromedp.Navigate(e.console+"/tasks/"+taskB), chromedp.WaitVisible(chromedp.CSS("h1")))
