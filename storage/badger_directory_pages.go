@@ -123,51 +123,24 @@ func (b *Badger) AccountsPage(_ context.Context, q DirectoryPage) ([]Account, bo
 }
 
 // indexDirectory builds the directory's indexes of a store that an earlier version wrote: once,
-// when the store is opened, marked done by a setting. The entries are written in batches, so a
-// directory of any size fits.
+// when the store is opened, marked done by a setting.
 func indexDirectory(db *badger.DB) error {
-	var entries [][]byte
-	err := db.View(func(txn *badger.Txn) error {
-		if _, err := txnGet(txn, settingDirectoryIndex); err == nil {
-			entries = nil
-			return errStop
-		} else if !errors.Is(err, ErrNotFound) {
-			return err
-		}
+	return buildIndex(db, settingDirectoryIndex, func(txn *badger.Txn, add func(key []byte, expiresAt uint64)) error {
 		err := scan(txn, prefixKey, func(_, val []byte) error {
 			var k APIKey
 			if err := json.Unmarshal(val, &k); err != nil {
 				return err
 			}
-			entries = append(entries, keyOfAccountKey(k.Account, k.ID), []byte(prefixAccountName+k.Account))
+			add(keyOfAccountKey(k.Account, k.ID), 0)
+			add([]byte(prefixAccountName+k.Account), 0)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 		return scanKeys(txn, prefixAccount, func(key []byte) error {
-			entries = append(entries, []byte(prefixAccountName+string(key[len(prefixAccount):])))
+			add([]byte(prefixAccountName+string(key[len(prefixAccount):])), 0)
 			return nil
 		})
 	})
-	if errors.Is(err, errStop) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	wb := db.NewWriteBatch()
-	defer wb.Cancel()
-	for _, e := range entries {
-		if err := wb.Set(e, nil); err != nil {
-			return err
-		}
-	}
-	if err := wb.Set([]byte(settingDirectoryIndex), []byte("1")); err != nil {
-		return err
-	}
-	if err := wb.Flush(); err != nil {
-		return err
-	}
-	return db.Sync()
 }

@@ -97,17 +97,7 @@ func (b *Badger) searchIndex(prefix []byte, q TaskSearch, owns func(Task) bool) 
 // creation time, from the accounts' indexes, each entry expiring with its record: once, when
 // the store is opened, marked done by a setting.
 func indexTaskCreation(db *badger.DB) error {
-	type entry struct {
-		key       []byte
-		expiresAt uint64
-	}
-	var entries []entry
-	err := db.View(func(txn *badger.Txn) error {
-		if _, err := txnGet(txn, settingTaskCreatedIndex); err == nil {
-			return errStop
-		} else if !errors.Is(err, ErrNotFound) {
-			return err
-		}
+	return buildIndex(db, settingTaskCreatedIndex, func(txn *badger.Txn, add func(key []byte, expiresAt uint64)) error {
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
 		opts.Prefix = []byte(prefixTaskIndex)
@@ -115,31 +105,10 @@ func indexTaskCreation(db *badger.DB) error {
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			key := it.Item().Key()
-			_, cursor, ok := bytes.Cut(key[len(prefixTaskIndex):], []byte{0})
-			if ok {
-				entries = append(entries, entry{append([]byte(prefixTaskCreated), cursor...), it.Item().ExpiresAt()})
+			if _, cursor, ok := bytes.Cut(key[len(prefixTaskIndex):], []byte{0}); ok {
+				add(append([]byte(prefixTaskCreated), cursor...), it.Item().ExpiresAt())
 			}
 		}
 		return nil
 	})
-	if errors.Is(err, errStop) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	wb := db.NewWriteBatch()
-	defer wb.Cancel()
-	for _, e := range entries {
-		if err := wb.SetEntry(&badger.Entry{Key: e.key, ExpiresAt: e.expiresAt}); err != nil {
-			return err
-		}
-	}
-	if err := wb.Set([]byte(settingTaskCreatedIndex), []byte("1")); err != nil {
-		return err
-	}
-	if err := wb.Flush(); err != nil {
-		return err
-	}
-	return db.Sync()
 }

@@ -55,12 +55,8 @@ func (h *Handler) KeysPage(ctx context.Context, q storage.DirectoryPage) (KeyPag
 			list = append(list, view(k, true))
 		}
 	}
-	slices.SortFunc(list, func(a, b KeyView) int { return strings.Compare(a.ID, b.ID) })
-	list, more = cut(list, q, more)
-	p := KeyPage{Keys: list}
-	if len(list) > 0 {
-		p.Prev, p.Next = cursors(q, more, list[0].ID, list[len(list)-1].ID)
-	}
+	p := KeyPage{}
+	p.Keys, p.Prev, p.Next = finish(list, q, more, func(k KeyView) string { return k.ID })
 	return p, nil
 }
 
@@ -92,12 +88,8 @@ func (h *Handler) AccountsPage(ctx context.Context, q storage.DirectoryPage) (Ac
 			add(storage.Account{Name: name})
 		}
 	}
-	slices.SortFunc(list, func(a, b AccountView) int { return strings.Compare(a.Name, b.Name) })
-	list, more = cut(list, q, more)
-	p := AccountPage{Accounts: list}
-	if len(list) > 0 {
-		p.Prev, p.Next = cursors(q, more, list[0].Name, list[len(list)-1].Name)
-	}
+	p := AccountPage{}
+	p.Accounts, p.Prev, p.Next = finish(list, q, more, func(a AccountView) string { return a.Name })
 	return p, nil
 }
 
@@ -106,26 +98,28 @@ func inPage(name string, q storage.DirectoryPage) bool {
 	return (q.After == "" || name > q.After) && (q.Before == "" || name < q.Before)
 }
 
-// cut keeps the q.Limit items of a sorted list nearest q's cursor (the last ones when reading
-// backwards), and reports whether more lie beyond them.
-func cut[T any](list []T, q storage.DirectoryPage, more bool) ([]T, bool) {
+// finish sorts a page's items by name (the store's and the configured ones, merged), keeps the
+// q.Limit nearest q's cursor (the last ones when reading backwards), and returns them with the
+// page's cursors; more says whether the store has more beyond its part.
+func finish[T any](list []T, q storage.DirectoryPage, more bool, name func(T) string) (page []T, prev, next string) {
+	slices.SortFunc(list, func(a, b T) int { return strings.Compare(name(a), name(b)) })
 	limit := min(max(q.Limit, 1), storage.MaxDirectoryPage)
-	if len(list) <= limit {
-		return list, more
+	switch {
+	case len(list) <= limit:
+	case q.Before != "":
+		list, more = list[len(list)-limit:], true
+	default:
+		list, more = list[:limit], true
 	}
-	if q.Before != "" {
-		return list[len(list)-limit:], true
+	if len(list) == 0 {
+		return list, "", ""
 	}
-	return list[:limit], true
-}
-
-// cursors are the Prev and Next of a page read by q that runs from first to last.
-func cursors(q storage.DirectoryPage, more bool, first, last string) (prev, next string) {
+	first, last := name(list[0]), name(list[len(list)-1])
 	if q.Before != "" {
 		if more {
 			prev = first
 		}
-		return prev, last
+		return list, prev, last
 	}
 	if q.After != "" {
 		prev = first
@@ -133,7 +127,7 @@ func cursors(q storage.DirectoryPage, more bool, first, last string) (prev, next
 	if more {
 		next = last
 	}
-	return prev, next
+	return list, prev, next
 }
 
 // pageQuery reads the paging parameters of a list request.

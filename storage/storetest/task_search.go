@@ -30,27 +30,15 @@ func testTaskSearch(t *testing.T, s storage.Store) {
 	slices.Reverse(want) // newest first: within a second, the larger id first
 	read := func(q storage.TaskSearch) ([]string, []int) {
 		t.Helper()
-		var ids []string
-		var sizes []int
-		for range 50 {
+		return readSearch(t, q, func(q storage.TaskSearch) (storage.TaskSearchPage, error) {
 			page, err := s.SearchTasks(ctx, "alice", q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sizes = append(sizes, len(page.Tasks))
 			for _, task := range page.Tasks {
 				if task.Account != "alice" {
 					t.Fatalf("alice's search shows %s of %s", task.ID, task.Account)
 				}
-				ids = append(ids, task.ID)
 			}
-			if page.Next == "" {
-				return ids, sizes
-			}
-			q.Before = page.Next
-		}
-		t.Fatal("the search did not end")
-		return nil, nil
+			return page, err
+		})
 	}
 	ids, sizes := read(storage.TaskSearch{Limit: 7})
 	if !slices.Equal(ids, want) || fmt.Sprint(sizes) != "[7 7 7 7 2]" {
@@ -97,24 +85,7 @@ func testTaskSearchAll(t *testing.T, s storage.Store) {
 	slices.Reverse(want)
 	read := func(q storage.TaskSearch) ([]string, []int) {
 		t.Helper()
-		var ids []string
-		var sizes []int
-		for range 50 {
-			page, err := s.SearchAllTasks(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sizes = append(sizes, len(page.Tasks))
-			for _, task := range page.Tasks {
-				ids = append(ids, task.ID)
-			}
-			if page.Next == "" {
-				return ids, sizes
-			}
-			q.Before = page.Next
-		}
-		t.Fatal("the search did not end")
-		return nil, nil
+		return readSearch(t, q, func(q storage.TaskSearch) (storage.TaskSearchPage, error) { return s.SearchAllTasks(ctx, q) })
 	}
 	if ids, sizes := read(storage.TaskSearch{Limit: 5}); !slices.Equal(ids, want) || fmt.Sprint(sizes) != "[5 5 5 5 4]" {
 		t.Fatalf("pages of 5: %v sizes %v; want %v", ids, sizes, want)
@@ -138,4 +109,28 @@ func testTaskSearchAll(t *testing.T, s storage.Store) {
 	if page, err := s.SearchAllTasks(ctx, storage.TaskSearch{Limit: 1}); err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != "cgt-x22" {
 		t.Fatalf("newest after deleting cgt-x23 = %+v, %v", page.Tasks, err)
 	}
+}
+
+// readSearch follows a search's pages from q to its end and returns the ids it showed and the
+// size of each page.
+func readSearch(t *testing.T, q storage.TaskSearch, search func(storage.TaskSearch) (storage.TaskSearchPage, error)) ([]string, []int) {
+	t.Helper()
+	var ids []string
+	var sizes []int
+	for range 50 {
+		page, err := search(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(page.Tasks))
+		for _, task := range page.Tasks {
+			ids = append(ids, task.ID)
+		}
+		if page.Next == "" {
+			return ids, sizes
+		}
+		q.Before = page.Next
+	}
+	t.Fatal("the search did not end")
+	return nil, nil
 }
