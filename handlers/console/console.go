@@ -5,7 +5,9 @@
 // callback URLs) is escaped where it is written; there is no script. Console users come from
 // the configuration with bcrypt password hashes; sessions are random tokens held in the store's
 // leases, so they work across instances and end at logout or after SessionIdle without use;
-// every state change is a POST that carries the session's CSRF token.
+// every state change is a POST that carries the session's CSRF token, and the login form carries
+// a token bound to a pre-session cookie (login CSRF). Lists are paged through the store's
+// indexes: no page reads every key, account or task.
 package console
 
 import (
