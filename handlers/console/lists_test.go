@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mediagw/mediagw/storage"
@@ -97,6 +98,9 @@ func TestListPagesAndTheirLinks(t *testing.T) {
 	if !slices.Equal(fw, all) || !slices.Equal(bw, all) {
 		t.Fatalf("the operator's keys, forwards %d, backwards %d; want %d", len(fw), len(bw), len(all))
 	}
+	if fw, bw := c.walk("/keys?account=acme", admin, keysOf("acme")); !slices.Equal(fw, acme) || !slices.Equal(bw, acme) {
+		t.Fatalf("the operator's pages of acme's keys, forwards %v, backwards %v; want %v", fw, bw, acme)
+	}
 	for _, start := range []string{"/keys", "/keys?account=beta003", "/keys?account=beta003&after=key_000", "/keys?before=key_004&account="} {
 		fw, _ := c.walk(start, alice, keysOf("acme"))
 		if start == "/keys" && !slices.Equal(fw, acme) {
@@ -112,6 +116,12 @@ func TestListPagesAndTheirLinks(t *testing.T) {
 	})
 	if len(fw) != 1+(listPageSize*2+7)/4 || fw[0] != "acme" || !slices.Equal(fw, bw) || !slices.IsSorted(fw) {
 		t.Fatalf("accounts forwards %v, backwards %v", fw, bw)
+	}
+	// The overview shows the first overviewAccounts accounts and links to the rest.
+	_, page := c.request(http.MethodGet, "/", admin, nil, nil)
+	if shown := acctLink.FindAllStringSubmatch(page, -1); len(shown) != overviewAccounts ||
+		!strings.Contains(page, `<a href="/accounts?after=`+fw[overviewAccounts-1]+`">More accounts</a>`) {
+		t.Fatalf("the overview shows %d accounts, or no link to the rest", len(shown))
 	}
 	// A member's accounts list is their own account's page.
 	if resp, _ := c.request(http.MethodGet, "/accounts?after=a", alice, nil, nil); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/accounts/acme" {
