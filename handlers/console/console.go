@@ -143,9 +143,10 @@ func (h *Handler) now() time.Time {
 }
 
 // crossOrigin refuses a POST that a browser sends from another site (Sec-Fetch-Site, or an
-// Origin other than the request's host), before anything reads it: the session's CSRF token
-// guards the forms of a session, this also guards the login form, which has none (a login from
-// another site would put the victim's browser in the attacker's session).
+// Origin other than the request's host), before anything reads it. It adds to the tokens: the
+// session's CSRF token guards the forms of a session, the pre-session token (login_csrf.go) the
+// login form (a login from another site would put the victim's browser in the attacker's
+// session), and this guards both where a browser sends those headers.
 var crossOrigin = http.NewCrossOriginProtection()
 
 // maxForm bounds the body of a console request: its forms are small.
