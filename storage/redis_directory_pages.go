@@ -12,9 +12,9 @@ import (
 // them built. Every key and account write keeps them from then on. ARGV[1] is the prefix. The
 // build reads every key record in one script: with many thousands of keys the first page after
 // an upgrade holds the server for its length (330 ms for 10,000 keys, measured on the 2-core
-// build machine under load). During a
-// rolling upgrade, a key that an instance of the earlier version creates after the build is
-// missing from the pages (not from authentication) until it is written again.
+// build machine under load). During a rolling upgrade, a key that an instance of the earlier
+// version creates after the build is missing from the pages (not from authentication) until it
+// is written again.
 const scriptDirectoryIndex = `
 local p = ARGV[1]
 if redis.call('EXISTS', p .. 'dix') == 0 then
