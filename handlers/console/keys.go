@@ -215,9 +215,10 @@ func (h *Handler) accountKeys(r *http.Request, account string) ([]keyadmin.KeyVi
 }
 
 // storedKeys counts the keys of account that the admin API or the console created (not the
-// configured ones), up to max: it reads no more of the account's keys than that.
+// configured ones), up to max: it reads pages of max keys of the account until it has counted
+// max or read them all.
 func (h *Handler) storedKeys(r *http.Request, account string, max int) (int, error) {
-	q := storage.DirectoryPage{Account: account, Limit: storage.MaxDirectoryPage}
+	q := storage.DirectoryPage{Account: account, Limit: max}
 	n := 0
 	for n < max {
 		p, err := h.Keys.KeysPage(r.Context(), q)
