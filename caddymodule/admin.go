@@ -16,14 +16,17 @@ func init() {
 
 // AdminAPI serves key and account management on Caddy's admin endpoint:
 //
-//	GET    /mediagw/keys                 list keys (configured ones marked read_only)
+//	GET    /mediagw/keys?account=&after=&before=&limit=
+//	                                     a page of keys by id (configured ones marked
+//	                                     read_only); the next page's after in Mediagw-Next
 //	POST   /mediagw/keys                 create a key; the answer holds the secret, shown once
 //	GET    /mediagw/keys/{id}            show a key
 //	PATCH  /mediagw/keys/{id}            change disabled, models, allow_ips, expires, quota,
 //	                                     rate, max_active_tasks
 //	DELETE /mediagw/keys/{id}            revoke a key
 //	GET    /mediagw/keys/{id}/usage      requests, tasks, quota used
-//	GET    /mediagw/accounts             list accounts
+//	GET    /mediagw/accounts?after=&before=&limit=
+//	                                     a page of accounts by name, paged as the keys
 //	GET    /mediagw/accounts/{name}      show an account
 //	PATCH  /mediagw/accounts/{name}      {"disabled": true|false}
 //	GET    /mediagw/accounts/{name}/usage

@@ -11,7 +11,27 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
+
+	"github.com/mediagw/mediagw/handlers/billing"
 )
+
+// budgetArgs reads `budget <amount> [day|month]` into amount and period; where names the
+// directive in errors (key, member_keys).
+func budgetArgs(d *caddyfile.Dispenser, where string, amount *billing.Money, period *string) error {
+	args := d.RemainingArgs()
+	if len(args) < 1 || len(args) > 2 || len(args) == 2 && args[1] != "day" && args[1] != "month" {
+		return d.Errf("%s: usage: budget <amount> [day|month], e.g. budget 50 month", where)
+	}
+	m, err := billing.ParseMoney(args[0])
+	if err != nil || m <= 0 {
+		return d.Errf("%s: budget: want an amount above 0 with at most 6 decimals, got %q", where, args[0])
+	}
+	*amount, *period = m, ""
+	if len(args) == 2 {
+		*period = args[1]
+	}
+	return nil
+}
 
 // parseBlock reads a directive's block, calling the parser of each subdirective. Unknown
 // subdirectives, and repeated ones other than those named repeatable, are errors with file and

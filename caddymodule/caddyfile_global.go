@@ -500,17 +500,8 @@ func parseKey(d *caddyfile.Dispenser) (StaticKey, error) {
 			}
 			k.RateRequests, k.RateWindow = n, caddy.Duration(dur)
 		case "budget":
-			args := d.RemainingArgs()
-			if len(args) < 1 || len(args) > 2 || len(args) == 2 && args[1] != "day" && args[1] != "month" {
-				return k, d.Err("key: usage: budget <amount> [day|month], e.g. budget 50 month")
-			}
-			amount, err := billing.ParseMoney(args[0])
-			if err != nil || amount <= 0 {
-				return k, d.Errf("key: budget: want an amount above 0 with at most 6 decimals, got %q", args[0])
-			}
-			k.Budget = amount
-			if len(args) == 2 {
-				k.BudgetPeriod = args[1]
+			if err := budgetArgs(d, "key", &k.Budget, &k.BudgetPeriod); err != nil {
+				return k, err
 			}
 		case "max_active_tasks":
 			var s string

@@ -89,11 +89,17 @@ func keyCommands() *cobra.Command {
 	f.Int64("quota", 0, "Whole units of money the key may spend for all time (an alias of --budget <n>); leave it out for no quota")
 	f.String("rate", "", "Request rate limit as <requests>/<window>, such as 60/1m; leave it out for no limit")
 	f.Int64("max-active-tasks", 0, "Most unfinished video tasks at once; leave it out for no limit")
+	list := &cobra.Command{Use: "list [--account <name>]", Short: "Lists keys (never their secrets), every page", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{}
+			if account, _ := cmd.Flags().GetString("account"); account != "" {
+				q.Set("account", account)
+			}
+			return printList(cmd, "/mediagw/keys", q)
+		}}
+	list.Flags().String("account", "", "List only this account's keys")
 	key.AddCommand(create,
-		&cobra.Command{Use: "list", Short: "Lists keys (never their secrets)", Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				return adminCall(cmd, http.MethodGet, "/mediagw/keys", nil)
-			}},
+		list,
 		keyCommand("show <key-id>", "Shows a key", http.MethodGet, "", nil),
 		keyCommand("disable <key-id>", "Disables a key", http.MethodPatch, "", map[string]any{"disabled": true}),
 		keyCommand("enable <key-id>", "Enables a key", http.MethodPatch, "", map[string]any{"disabled": false}),
@@ -113,6 +119,8 @@ func keyCommand(use, short, method, suffix string, body any) *cobra.Command {
 func accountCommands() *cobra.Command {
 	acct := &cobra.Command{Use: "account", Short: "Manages accounts and their balances"}
 	acct.AddCommand(accountMoneyCommands()...)
+	acct.AddCommand(&cobra.Command{Use: "list", Short: "Lists every account, every page", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return printList(cmd, "/mediagw/accounts", url.Values{}) }})
 	for _, c := range []struct {
 		use, short, method, suffix string
 		body                       any

@@ -9,7 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +19,9 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
+
+	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // adminCall sends one request to the admin API and prints the JSON answer. An error answer is
@@ -119,4 +124,34 @@ func adminRequest(adminAddr, method, uri string, payload []byte, headers map[str
 		return 0, nil, nil, fmt.Errorf("reading the admin endpoint's answer: %v", err)
 	}
 	return resp.StatusCode, resp.Header, raw, nil
+}
+
+// printList reads every page of a key or account list (path, with the query of the first page
+// in first) and prints the items as one JSON array.
+func printList(cmd *cobra.Command, path string, first url.Values) error {
+	items := []json.RawMessage{}
+	q := first
+	q.Set("limit", strconv.Itoa(storage.MaxDirectoryPage))
+	for {
+		header, raw, err := adminFetch(cmd, http.MethodGet, path+"?"+q.Encode(), nil, nil)
+		if err != nil {
+			return err
+		}
+		var page []json.RawMessage
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return fmt.Errorf("reading the admin endpoint's list: %v", err)
+		}
+		items = append(items, page...)
+		next := header.Get(keyadmin.ListNextHeader)
+		if next == "" {
+			break
+		}
+		q.Set("after", next)
+	}
+	out, err := json.MarshalIndent(items, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(os.Stdout, string(out))
+	return err
 }

@@ -12,9 +12,11 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/console"
 	"github.com/mediagw/mediagw/handlers/keyadmin"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/storage"
 )
 
 func init() {
@@ -74,10 +76,20 @@ type ConsoleMemberKeys struct {
 	// Max is the most keys an account may hold (configured keys aside) for a member to create
 	// another. Default: 10.
 	Max int `json:"max,omitempty"`
-	// Quota is each key's quota (as a key's quota in the admin API); unset: none.
+	// Budget is the money each key may spend, in the gateway's currency, as a sub-limit of
+	// its account's balance (as a key's budget in the configuration and the admin API).
+	// Default: none.
+	Budget billing.Money `json:"budget,omitempty"`
+	// BudgetPeriod makes Budget per UTC calendar "day" or "month". Default: for all time.
+	BudgetPeriod string `json:"budget_period,omitempty"`
+	// Quota is the older form of Budget, kept as its alias: a quota of n is a budget of n whole
+	// units for all time. Give Budget or Quota, not both. Default: none.
 	Quota *int64 `json:"quota,omitempty"`
 	// MaxActiveTasks is each key's limit of unfinished tasks; unset: none.
 	MaxActiveTasks *int64 `json:"max_active_tasks,omitempty"`
+	// CreatesPerHour is the most keys the members of one account may create in any hour,
+	// across every instance, so that revoking and creating keys cannot churn them. Default: 10.
+	CreatesPerHour int `json:"creates_per_hour,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -136,9 +148,15 @@ func (h *ConsoleHandler) Provision(ctx caddy.Context) error {
 		},
 	}
 	if m := h.MemberKeys; m != nil {
-		h.console.MemberKeys = &console.MemberKeys{Max: m.Max, Quota: m.Quota, MaxActiveTasks: m.MaxActiveTasks}
+		h.console.MemberKeys = &console.MemberKeys{Max: m.Max, Quota: m.Quota, MaxActiveTasks: m.MaxActiveTasks, CreatesPerHour: m.CreatesPerHour}
 		if m.Max == 0 {
 			h.console.MemberKeys.Max = 10
+		}
+		if m.CreatesPerHour == 0 {
+			h.console.MemberKeys.CreatesPerHour = 10
+		}
+		if m.Budget > 0 {
+			h.console.MemberKeys.Budget = &keyadmin.Budget{Amount: m.Budget, Period: m.BudgetPeriod}
 		}
 	}
 	if err := h.console.Provision(); err != nil {
@@ -167,8 +185,17 @@ func (h *ConsoleHandler) Validate() error {
 			return fmt.Errorf("mediagw_console playground: %q is not an http(s) base URL", h.Playground)
 		}
 	}
-	if m := h.MemberKeys; m != nil && (m.Max < 0 || (m.Quota != nil && *m.Quota < 1) || (m.MaxActiveTasks != nil && *m.MaxActiveTasks < 1)) {
-		return fmt.Errorf("mediagw_console member_keys: max, quota and max_active_tasks must be at least 1")
+	if m := h.MemberKeys; m != nil {
+		if m.Max < 0 || m.CreatesPerHour < 0 || (m.Quota != nil && *m.Quota < 1) || (m.MaxActiveTasks != nil && *m.MaxActiveTasks < 1) {
+			return fmt.Errorf("mediagw_console member_keys: max, creates_per_hour, quota and max_active_tasks must be at least 1")
+		}
+		if m.Budget < 0 || int64(m.Budget) > storage.MaxAmount || (m.BudgetPeriod != "" && m.Budget == 0) ||
+			(m.BudgetPeriod != storage.BudgetTotal && m.BudgetPeriod != storage.BudgetDay && m.BudgetPeriod != storage.BudgetMonth) {
+			return fmt.Errorf("mediagw_console member_keys: budget must be an amount above 0, per day, month or for all time")
+		}
+		if m.Budget > 0 && m.Quota != nil {
+			return fmt.Errorf("mediagw_console member_keys: quota is an alias of a budget for all time: give budget or quota, not both")
+		}
 	}
 	seen := map[string]bool{}
 	for _, u := range h.Users {
@@ -195,8 +222,10 @@ func (h *ConsoleHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ cad
 //		playground <gateway_url>
 //		member_keys {
 //			max <n>
+//			budget <amount> [day|month]
 //			quota <n>
 //			max_active_tasks <n>
+//			creates_per_hour <n>
 //		}
 //		session_idle <duration>
 //		session_max <duration>
@@ -251,6 +280,8 @@ func (m *ConsoleMemberKeys) unmarshal(d *caddyfile.Dispenser) error {
 		"max":              func() error { return positiveIntArg(d, &m.Max) },
 		"quota":            limit(&m.Quota),
 		"max_active_tasks": limit(&m.MaxActiveTasks),
+		"creates_per_hour": func() error { return positiveIntArg(d, &m.CreatesPerHour) },
+		"budget":           func() error { return budgetArgs(d, "member_keys", &m.Budget, &m.BudgetPeriod) },
 	})
 }
 

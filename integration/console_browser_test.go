@@ -73,7 +73,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	do("log in by keyboard",
 		chromedp.KeyEvent("admin"), chromedp.KeyEvent("\t"),
 		chromedp.KeyEvent(consolePasswords["admin"]), chromedp.KeyEvent("\r"),
-		chromedp.WaitVisible(chromedp.CSS("section.cards")))
+		chromedp.WaitVisible(chromedp.ID("chart-requests")))
 	if h := heading(); h != "Overview" {
 		t.Fatalf("after login the page is %q", h)
 	}

@@ -34,11 +34,16 @@ func TestConsoleKeyLoginKeepsAllowIPsBehindAProxy(t *testing.T) {
 
 	login := func(forwarded string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, console+"/login", strings.NewReader(url.Values{"api_key": {"mg-console-office"}}.Encode()))
+		form := &consoleBrowser{t: t, base: console}
+		if status, _, _ := form.do(http.MethodGet, "/login", nil); status != http.StatusOK {
+			t.Fatalf("GET /login = %d", status)
+		}
+		req, err := http.NewRequest(http.MethodPost, console+"/login", strings.NewReader(url.Values{"api_key": {"mg-console-office"}, "csrf": {form.csrf}}.Encode()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Cookie", form.login)
 		req.Header.Set("X-Forwarded-For", forwarded)
 		resp, err := noRedirects.Do(req)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 func (e consoleEnv) keyLogin(t *testing.T, key string) *consoleBrowser {
 	t.Helper()
 	b := &consoleBrowser{t: t, base: e.console}
-	status, h, page := b.do(http.MethodPost, "/login", url.Values{"api_key": {key}})
+	status, h, page := b.postLogin(url.Values{"api_key": {key}})
 	if status != http.StatusSeeOther || b.cookie == "" {
 		t.Fatalf("key login = %d %v %s", status, h, page)
 	}
@@ -37,7 +37,7 @@ func TestConsoleMemberLogsInWithAKey(t *testing.T) {
 	keyID, secret := r.field("id"), r.field("key")
 
 	b := &consoleBrowser{t: t, base: e.console}
-	if status, _, page := b.do(http.MethodPost, "/login", url.Values{"api_key": {"mg-not-a-key"}}); status != http.StatusUnauthorized || b.cookie != "" || !strings.Contains(page, "cannot log in") {
+	if status, _, page := b.postLogin(url.Values{"api_key": {"mg-not-a-key"}}); status != http.StatusUnauthorized || b.cookie != "" || !strings.Contains(page, "cannot log in") {
 		t.Fatalf("a wrong key = %d, cookie %q", status, b.cookie)
 	}
 

@@ -106,6 +106,8 @@ type consoleBrowser struct {
 	base   string
 	cookie string
 	csrf   string
+	// login is the login page's pre-session cookie ("name=value"), sent with the login form.
+	login string
 }
 
 var noRedirects = &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -125,8 +127,8 @@ func (b *consoleBrowser) do(method, path string, form url.Values) (int, http.Hea
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	if b.cookie != "" {
-		req.Header.Set("Cookie", b.cookie)
+	if cookies := strings.Trim(b.cookie+"; "+b.login, "; "); cookies != "" {
+		req.Header.Set("Cookie", cookies)
 	}
 	resp, err := noRedirects.Do(req)
 	if err != nil {
@@ -138,14 +140,30 @@ func (b *consoleBrowser) do(method, path string, form url.Values) (int, http.Hea
 		b.t.Fatal(err)
 	}
 	for _, c := range resp.Cookies() {
-		if c.Name == "mediagw_console" {
+		switch {
+		case c.Name == "mediagw_console":
 			b.cookie = c.Name + "=" + c.Value
+		case c.Name == "__Host-mediagw_login" && c.MaxAge < 0:
+			b.login = ""
+		case c.Name == "__Host-mediagw_login":
+			b.login = c.Name + "=" + c.Value
 		}
 	}
 	if m := csrfField.FindStringSubmatch(string(page)); m != nil {
 		b.csrf = m[1]
 	}
 	return resp.StatusCode, resp.Header, string(page)
+}
+
+// postLogin sends a login form as the login page does: it gets the page (for its pre-session
+// cookie and token) and posts form with them.
+func (b *consoleBrowser) postLogin(form url.Values) (int, http.Header, string) {
+	b.t.Helper()
+	if status, _, _ := b.do(http.MethodGet, "/login", nil); status != http.StatusOK {
+		b.t.Fatalf("GET /login = %d", status)
+	}
+	form.Set("csrf", b.csrf)
+	return b.do(http.MethodPost, "/login", form)
 }
 
 // post sends a form with the session's CSRF token.
@@ -161,7 +179,7 @@ func (b *consoleBrowser) post(path string, form url.Values) (int, http.Header, s
 func (e consoleEnv) login(t *testing.T, user string) *consoleBrowser {
 	t.Helper()
 	b := &consoleBrowser{t: t, base: e.console}
-	status, h, page := b.do(http.MethodPost, "/login", url.Values{"username": {user}, "password": {consolePasswords[user]}})
+	status, h, page := b.postLogin(url.Values{"username": {user}, "password": {consolePasswords[user]}})
 	if status != http.StatusSeeOther || b.cookie == "" {
 		t.Fatalf("login of %s = %d %v %s", user, status, h, page)
 	}
@@ -334,11 +352,11 @@ func TestConsoleLimitsFailedLogins(t *testing.T) {
 	e := startConsole(t)
 	b := &consoleBrowser{t: t, base: e.console}
 	for i := range 10 {
-		if status, _, page := b.do(http.MethodPost, "/login", url.Values{"username": {"admin"}, "password": {fmt.Sprint("guess", i)}}); status != http.StatusUnauthorized || !strings.Contains(page, "wrong") {
+		if status, _, page := b.postLogin(url.Values{"username": {"admin"}, "password": {fmt.Sprint("guess", i)}}); status != http.StatusUnauthorized || !strings.Contains(page, "wrong") {
 			t.Fatalf("attempt %d = %d", i, status)
 		}
 	}
-	status, h, _ := b.do(http.MethodPost, "/login", url.Values{"username": {"admin"}, "password": {consolePasswords["admin"]}})
+	status, h, _ := b.postLogin(url.Values{"username": {"admin"}, "password": {consolePasswords["admin"]}})
 	if status != http.StatusTooManyRequests || h.Get("Retry-After") == "" || b.cookie != "" {
 		t.Fatalf("login after ten failures = %d %v", status, h)
 	}

@@ -47,7 +47,7 @@ func TestCaddyfileExample(t *testing.T) {
 
 	// The console logs in with the demo password the example's comment gives.
 	demoConsole := &consoleBrowser{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", console)}
-	if status, _, _ := demoConsole.do("POST", "/login", url.Values{"username": {"admin"}, "password": {"mg-demo-console"}}); status != 303 || demoConsole.cookie == "" {
+	if status, _, _ := demoConsole.postLogin(url.Values{"username": {"admin"}, "password": {"mg-demo-console"}}); status != 303 || demoConsole.cookie == "" {
 		t.Fatalf("console login with the demo password = %d", status)
 	}
 	if got := modelIDs(t, base, "mg-demo-key"); len(got) != 13 || !slices.Contains(got, "demo-seedance-1-0-pro") || !slices.Contains(got, "demo-veo-3") || !slices.Contains(got, "demo-chat") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -242,6 +243,14 @@ func TestCLI(t *testing.T) {
 		if out := run(true, args...); strings.Contains(out, created.Key) || !strings.Contains(out, "{") {
 			t.Fatalf("%v printed the secret or nothing: %s", args, out)
 		}
+	}
+	// The lists read every page of the admin API's paged lists into one array.
+	var listed []struct{ ID, Account, Name string }
+	if err := json.Unmarshal([]byte(run(true, "key", "list", "--account", "cli")), &listed); err != nil || len(listed) != 1 || listed[0].ID != created.ID {
+		t.Fatalf("key list --account cli = %+v, %v", listed, err)
+	}
+	if err := json.Unmarshal([]byte(run(true, "account", "list")), &listed); err != nil || !slices.ContainsFunc(listed, func(a struct{ ID, Account, Name string }) bool { return a.Name == "cli" }) {
+		t.Fatalf("account list = %+v, %v", listed, err)
 	}
 	run(true, "key", "disable", created.ID)
 	if r := call(t, "GET", e.base+"/v1/models", created.Key, nil); r.status != 403 {

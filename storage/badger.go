@@ -124,6 +124,12 @@ func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
 	if err := migrateLegacy(db); err != nil {
 		return nil, errors.Join(fmt.Errorf("migrating the records of an earlier version in %s: %w", dir, err), db.Close())
 	}
+	if err := indexDirectory(db); err != nil {
+		return nil, errors.Join(fmt.Errorf("indexing the keys and accounts in %s: %w", dir, err), db.Close())
+	}
+	if err := indexTaskCreation(db); err != nil {
+		return nil, errors.Join(fmt.Errorf("indexing the tasks by creation in %s: %w", dir, err), db.Close())
+	}
 	b := &Badger{db: db, stopGC: make(chan struct{}), logs: newLogSync(db, dir), counters: counterCache{mu: make(chanMutex, 1), logger: o.Logger}, now: o.Now}
 	if b.now == nil {
 		b.now = time.Now

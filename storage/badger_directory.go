@@ -114,6 +114,9 @@ func (b *Badger) CreateKey(ctx context.Context, key APIKey) (APIKey, error) {
 		if err := txn.Set([]byte(prefixKeyID+key.ID), []byte(key.Hash)); err != nil {
 			return err
 		}
+		if err := indexKey(txn, key); err != nil {
+			return err
+		}
 		return bumpDirectory(txn)
 	})
 	if err != nil {
@@ -140,6 +143,14 @@ func (b *Badger) UpdateKey(ctx context.Context, key APIKey) (APIKey, error) {
 		if err := setJSON(txn, prefixKey+key.Hash, key, 0); err != nil {
 			return err
 		}
+		if cur.Account != key.Account {
+			if err := txn.Delete(keyOfAccountKey(cur.Account, key.ID)); err != nil {
+				return err
+			}
+			if err := indexKey(txn, key); err != nil {
+				return err
+			}
+		}
 		return bumpDirectory(txn)
 	})
 	if err != nil {
@@ -154,6 +165,13 @@ func (b *Badger) DeleteKey(ctx context.Context, id string) error {
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		var err error
 		if hash, err = txnGet(txn, prefixKeyID+id); err != nil {
+			return err
+		}
+		var cur APIKey
+		if err := txnGetJSON(txn, prefixKey+string(hash), &cur); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err := txn.Delete(keyOfAccountKey(cur.Account, id)); err != nil {
 			return err
 		}
 		if err := txn.Delete([]byte(prefixKeyID + id)); err != nil {
@@ -227,6 +245,9 @@ func (b *Badger) SaveAccount(ctx context.Context, acct Account) (Account, error)
 		}
 		acct.Version = want + 1
 		if err := setJSON(txn, prefixAccount+acct.Name, acct, 0); err != nil {
+			return err
+		}
+		if err := txn.Set([]byte(prefixAccountName+acct.Name), nil); err != nil {
 			return err
 		}
 		return bumpDirectory(txn)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
@@ -76,6 +77,41 @@ func migrateLegacy(db *badger.DB) error {
 			}
 		}
 		if err := wb.Delete(m.key); err != nil {
+			return err
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	return db.Sync()
+}
+
+// buildIndex builds an index that a store written by an earlier version lacks, once: unless the
+// setting marks it built, collect reads the store and adds each entry (empty, expiring at
+// expiresAt, Unix seconds, 0 for never); the entries and the setting are written in batches,
+// so an index of any size fits, and synced.
+func buildIndex(db *badger.DB, setting string, collect func(txn *badger.Txn, add func(key []byte, expiresAt uint64)) error) error {
+	var entries []*badger.Entry
+	err := db.View(func(txn *badger.Txn) error {
+		if _, err := txnGet(txn, setting); err == nil {
+			return errStop
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		return collect(txn, func(key []byte, expiresAt uint64) {
+			entries = append(entries, &badger.Entry{Key: key, ExpiresAt: expiresAt})
+		})
+	})
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	wb := db.NewWriteBatch()
+	defer wb.Cancel()
+	for _, e := range append(entries, badger.NewEntry([]byte(setting), []byte("1"))) {
+		if err := wb.SetEntry(e); err != nil {
 			return err
 		}
 	}

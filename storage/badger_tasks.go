@@ -212,6 +212,9 @@ func (b *Badger) putTask(txn *badger.Txn, task Task, prev *Task) error {
 			return err
 		}
 	}
+	if err := setEntry(txn, string(taskCreatedKey(task)), nil, ttl); err != nil {
+		return err
+	}
 	return setEntry(txn, string(taskIndexKey(task)), nil, ttl)
 }
 
@@ -254,7 +257,7 @@ func (b *Badger) DeleteTask(ctx context.Context, id string, version int64) error
 		if t.Version != version {
 			return ErrConflict
 		}
-		for _, k := range [][]byte{[]byte(prefixTask + id), []byte(prefixOpenTask + id), taskIndexKey(t)} {
+		for _, k := range [][]byte{[]byte(prefixTask + id), []byte(prefixOpenTask + id), taskIndexKey(t), taskCreatedKey(t)} {
 			if err := txn.Delete(k); err != nil {
 				return err
 			}

@@ -34,8 +34,12 @@ type Directory interface {
 	// KeyByID finds a key by its public id, reading the backend (not a cache): use it before an
 	// UpdateKey.
 	KeyByID(ctx context.Context, id string) (APIKey, error)
-	// ListKeys returns every stored key, ordered by id.
+	// ListKeys returns every stored key, ordered by id. It reads every key: pages use KeysPage.
 	ListKeys(ctx context.Context) ([]APIKey, error)
+	// KeysPage returns a page of keys ordered by id, from the cursor of q, and whether more keys
+	// follow in the direction read. With q.Account it reads that account's index only, never
+	// the keys of other accounts.
+	KeysPage(ctx context.Context, q DirectoryPage) (keys []APIKey, more bool, err error)
 
 	// SaveAccount stores an account record if the stored Version equals acct.Version (0: no
 	// record yet), and returns it with its new Version; ErrConflict otherwise. After an
@@ -43,12 +47,38 @@ type Directory interface {
 	SaveAccount(ctx context.Context, acct Account) (Account, error)
 	// Account returns the account record, or ErrNotFound if the account has none.
 	Account(ctx context.Context, name string) (Account, error)
-	// ListAccounts returns every account record, ordered by name.
+	// ListAccounts returns every account record, ordered by name. It reads every record: pages
+	// use AccountsPage.
 	ListAccounts(ctx context.Context) ([]Account, error)
+	// AccountsPage returns a page of accounts ordered by name, from the cursor of q, and whether
+	// more follow in the direction read: every account that has a record or has had a key (one
+	// without a record of its own is the zero Account with its Name). q.Account is ignored.
+	AccountsPage(ctx context.Context, q DirectoryPage) (accts []Account, more bool, err error)
 
 	// DirectoryVersion is a number that changes whenever any key or account record changes, in
 	// any process: a change feed in one number, for caches above the Store. It never goes down.
 	DirectoryVersion(ctx context.Context) (uint64, error)
+}
+
+// MaxDirectoryPage is the largest Limit of a DirectoryPage.
+const MaxDirectoryPage = 1000
+
+// DirectoryPage selects a page of keys (by id) or accounts (by name), in byte order of the id or
+// name, from a cursor: the page starts after After, or ends before Before (read backwards, for
+// a "previous" link; the page is still in ascending order), or starts at the first.
+type DirectoryPage struct {
+	// After and Before are the cursors: the last id or name of the page before, or the first
+	// of the page after. At most one is set.
+	After, Before string
+	// Account, for keys, selects that account's keys only.
+	Account string
+	// Limit is the page size, 1 to MaxDirectoryPage (values out of range are brought into it).
+	Limit int
+}
+
+// normal brings Limit into its range.
+func (q *DirectoryPage) normal() {
+	q.Limit = min(max(q.Limit, 1), MaxDirectoryPage)
 }
 
 // APIKey is a stored API key. The secret itself is never stored, only its SHA-256.

@@ -15,7 +15,12 @@ import (
 //	ki:<id>    string: the hash of the key with that id
 //	keys       set: every key id
 //	a:<name>   hash {v, j}: an account record
-//	accts      set: every account name
+//	accts      set: every account name with a record
+//	kz         sorted set (all scores 0, so in byte order): every key id
+//	kn:<name>  sorted set (likewise): the ids of the account's keys
+//	an         sorted set (likewise): every account with a record or a key
+//	dix        string: set once the three indexes above hold what the sets held (see
+//	           scriptDirectoryIndex)
 //	dv         integer: raised by every key or account write (DirectoryVersion)
 
 func (r *Redis) CreateKey(ctx context.Context, key APIKey) (APIKey, error) {
@@ -27,7 +32,7 @@ func (r *Redis) CreateKey(ctx context.Context, key APIKey) (APIKey, error) {
 	rec := r.key("k:", key.Hash)
 	res, unconfirmed := r.execDurable(ctx, scriptCreateKey,
 		[]string{rec, r.key("ki:", key.ID), r.key("keys"), r.key("dv")},
-		[]string{string(js), key.ID, key.Hash})
+		[]string{string(js), key.ID, key.Hash, r.prefix, key.Account})
 	n, err := res.AsInt64()
 	if err != nil {
 		return APIKey{}, err
@@ -52,7 +57,7 @@ func (r *Redis) UpdateKey(ctx context.Context, key APIKey) (APIKey, error) {
 	}
 	res, unconfirmed := r.execDurable(ctx, scriptUpdateKey,
 		[]string{r.key("ki:", key.ID), r.key("dv")},
-		[]string{itoa(want), string(js), key.Hash, r.prefix})
+		[]string{itoa(want), string(js), key.Hash, r.prefix, key.ID, key.Account})
 	n, err := res.AsInt64()
 	if err != nil {
 		return APIKey{}, err
@@ -177,7 +182,7 @@ func (r *Redis) SaveAccount(ctx context.Context, acct Account) (Account, error) 
 	rec := r.key("a:", acct.Name)
 	res, unconfirmed := r.execDurable(ctx, scriptSaveAccount,
 		[]string{rec, r.key("accts"), r.key("dv")},
-		[]string{itoa(want), string(js), acct.Name})
+		[]string{itoa(want), string(js), acct.Name, r.prefix})
 	n, err := res.AsInt64()
 	if err != nil {
 		return Account{}, err

@@ -12,14 +12,20 @@ package storage
 // Scripts that touch a key they cannot name in advance build it from the key prefix in ARGV; every
 // key shares the prefix's hash tag, so all of them live in one Cluster slot.
 var (
-	// KEYS: task, unfinished set, account index. ARGV: json, expire-at ms, unfinished, created, id.
-	// Returns 1 when created, 0 when a record is there.
+	// KEYS: task, unfinished set, account index, index of all tasks. ARGV: json, expire-at ms,
+	// unfinished, created, id, account, kind, prefix. Returns 1 when created, 0 when a record is
+	// there. Each create also drops the two oldest entries of the index of all tasks if their
+	// records are gone (expired), so that index keeps about as many entries as there are records.
 	scriptCreateTask = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', 1, 'j', ARGV[1], 'a', ARGV[6], 'k', ARGV[7], 'c', ARGV[4])
 redis.call('PEXPIREAT', KEYS[1], ARGV[2])
 if ARGV[3] == '1' then redis.call('SADD', KEYS[2], ARGV[5]) end
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
+for _, old in ipairs(redis.call('ZRANGE', KEYS[4], 0, 1)) do
+  if redis.call('EXISTS', ARGV[8] .. 't:' .. old) == 0 then redis.call('ZREM', KEYS[4], old) end
+end
 return 1`)
 
 	// KEYS: task, unfinished set. ARGV: expected version, json, expire-at ms, unfinished, id,
@@ -46,28 +52,39 @@ if cur[1] ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[2], ARGV[2])
 redis.call('ZREM', ARGV[3] .. 'ta:' .. cur[2], ARGV[2])
+redis.call('ZREM', ARGV[3] .. 'tc', ARGV[2])
 return 1`)
 
-	// KEYS: key record (by hash), id → hash, key id set, directory version. ARGV: json, id, hash.
-	// Returns 1 when created, 0 when the id or hash is taken.
+	// KEYS: key record (by hash), id → hash, key id set, directory version. ARGV: json, id, hash,
+	// prefix, account. Returns 1 when created, 0 when the id or hash is taken.
 	scriptCreateKey = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', 1, 'j', ARGV[1])
 redis.call('SET', KEYS[2], ARGV[3])
 redis.call('SADD', KEYS[3], ARGV[2])
+redis.call('ZADD', ARGV[4] .. 'kz', 0, ARGV[2])
+redis.call('ZADD', ARGV[4] .. 'kn:' .. ARGV[5], 0, ARGV[2])
+redis.call('ZADD', ARGV[4] .. 'an', 0, ARGV[5])
 redis.call('INCR', KEYS[4])
 return 1`)
 
-	// KEYS: id → hash, directory version. ARGV: expected version, json, hash, prefix. Returns 1
-	// when stored, 0 on another version, -1 when missing, -3 when the hash differs.
+	// KEYS: id → hash, directory version. ARGV: expected version, json, hash, prefix, id,
+	// account. Returns 1 when stored, 0 on another version, -1 when missing, -3 when the hash
+	// differs.
 	scriptUpdateKey = newScript(`
 local h = redis.call('GET', KEYS[1])
 if not h then return -1 end
 if h ~= ARGV[3] then return -3 end
 local rec = ARGV[4] .. 'k:' .. h
-local v = redis.call('HGET', rec, 'v')
-if not v then return -1 end
-if v ~= ARGV[1] then return 0 end
+local cur = redis.call('HMGET', rec, 'v', 'j')
+if not cur[1] then return -1 end
+if cur[1] ~= ARGV[1] then return 0 end
+local was = cjson.decode(cur[2]).account
+if was ~= ARGV[6] then
+  redis.call('ZREM', ARGV[4] .. 'kn:' .. was, ARGV[5])
+  redis.call('ZADD', ARGV[4] .. 'kn:' .. ARGV[6], 0, ARGV[5])
+  redis.call('ZADD', ARGV[4] .. 'an', 0, ARGV[6])
+end
 redis.call('HSET', rec, 'v', tonumber(ARGV[1]) + 1, 'j', ARGV[2])
 redis.call('INCR', KEYS[2])
 return 1`)
@@ -77,18 +94,22 @@ return 1`)
 	scriptDeleteKey = newScript(`
 local h = redis.call('GET', KEYS[1])
 if not h then return false end
+local j = redis.call('HGET', ARGV[2] .. 'k:' .. h, 'j')
+if j then redis.call('ZREM', ARGV[2] .. 'kn:' .. cjson.decode(j).account, ARGV[1]) end
+redis.call('ZREM', ARGV[2] .. 'kz', ARGV[1])
 redis.call('DEL', ARGV[2] .. 'k:' .. h, KEYS[1])
 redis.call('SREM', KEYS[2], ARGV[1])
 redis.call('INCR', KEYS[3])
 return h`)
 
-	// KEYS: account, account name set, directory version. ARGV: expected version, json, name.
-	// Returns 1 when stored, 0 on another version.
+	// KEYS: account, account name set, directory version. ARGV: expected version, json, name,
+	// prefix. Returns 1 when stored, 0 on another version.
 	scriptSaveAccount = newScript(`
 local v = redis.call('HGET', KEYS[1], 'v') or '0'
 if v ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', tonumber(ARGV[1]) + 1, 'j', ARGV[2])
 redis.call('SADD', KEYS[2], ARGV[3])
+redis.call('ZADD', ARGV[4] .. 'an', 0, ARGV[3])
 redis.call('INCR', KEYS[3])
 return 1`)
 

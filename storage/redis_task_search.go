@@ -12,8 +12,20 @@ const searchBatch = 200
 // Among tasks created in the same second the index is in reverse order of their ids, as in
 // Badger's keys, so the cursor (time, id) continues exactly where the previous page stopped.
 func (r *Redis) SearchTasks(ctx context.Context, account string, q TaskSearch) (TaskSearchPage, error) {
+	return r.searchIndex(ctx, r.key("ta:", account), q, func(t Task) bool { return t.Account == account })
+}
+
+// SearchAllTasks reads the index of every task (tc) as SearchTasks reads an account's. Tasks
+// created before that index existed are not in it: they are found by their account's search.
+func (r *Redis) SearchAllTasks(ctx context.Context, q TaskSearch) (TaskSearchPage, error) {
+	return r.searchIndex(ctx, r.key("tc"), q, func(Task) bool { return true })
+}
+
+// searchIndex reads index, a sorted set of task ids scored by creation time, newest first from
+// q's cursor; owns says whether a record belongs to the index's account. Entries whose records
+// are gone (expired) are dropped from the index.
+func (r *Redis) searchIndex(ctx context.Context, index string, q TaskSearch, owns func(Task) bool) (TaskSearchPage, error) {
 	q.normal()
-	index := r.key("ta:", account)
 	upper, lower := "+inf", "-inf"
 	var curCreated int64
 	var curID string
@@ -31,6 +43,16 @@ func (r *Redis) SearchTasks(ctx context.Context, account string, q TaskSearch) (
 		lower = strconv.FormatInt(q.From, 10)
 	}
 	var page TaskSearchPage
+	var gone []string
+	defer func() {
+		if len(gone) == 0 {
+			return
+		}
+		// Expired records leave their index entries behind; a failure here only delays that.
+		if err := r.client.Do(ctx, r.client.B().Zrem().Key(index).Member(gone...).Build()).Error(); err != nil {
+			r.logger.Debug("dropping expired task index entries", errField(err))
+		}
+	}()
 	scanned := 0
 	for offset := int64(0); ; {
 		batch, err := r.client.Do(ctx, r.client.B().Zrevrangebyscore().Key(index).Max(upper).Min(lower).
@@ -55,7 +77,10 @@ func (r *Redis) SearchTasks(ctx context.Context, account string, q TaskSearch) (
 			}
 			scanned++
 			page.Next = taskCursor(created[id], id)
-			if found && t.Account == account && q.Matches(t) {
+			if !found {
+				gone = append(gone, id)
+			}
+			if found && owns(t) && q.Matches(t) {
 				page.Tasks = append(page.Tasks, t)
 			}
 		})

@@ -17,6 +17,9 @@ import (
 //	                kind and creation time; expires with the record
 //	ta:<account>    sorted set: the account's task ids by creation time (entries of expired
 //	                records are dropped when a list finds them)
+//	tc              sorted set: every task id by creation time, for the operator's search
+//	                across accounts (entries of expired records are dropped by later creates
+//	                and searches)
 //	tu              set: the ids of unfinished tasks (entries of expired records are dropped when
 //	                UnfinishedTasks finds them)
 //	rt:<token hash> string: the task id of a relay token
@@ -48,8 +51,8 @@ func (r *Redis) CreateTask(ctx context.Context, task Task) (Task, error) {
 		return Task{}, err
 	}
 	res, unconfirmed := r.execDurable(ctx, scriptCreateTask,
-		[]string{r.key("t:", task.ID), r.key("tu"), r.key("ta:", task.Account)},
-		[]string{string(js), r.expireAtMillis(task), flag(task.Unfinished()), itoa(task.CreatedAt), task.ID, task.Account, task.Kind})
+		[]string{r.key("t:", task.ID), r.key("tu"), r.key("ta:", task.Account), r.key("tc")},
+		[]string{string(js), r.expireAtMillis(task), flag(task.Unfinished()), itoa(task.CreatedAt), task.ID, task.Account, task.Kind, r.prefix})
 	n, err := res.AsInt64()
 	if err != nil {
 		return Task{}, err

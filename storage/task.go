@@ -54,6 +54,10 @@ type Tasks interface {
 	// SearchTasks returns a page of one account's tasks, newest first, from a cursor, reading
 	// at most q.Scan records (see TaskSearch).
 	SearchTasks(ctx context.Context, account string, q TaskSearch) (TaskSearchPage, error)
+	// SearchAllTasks is SearchTasks across every account, for an operator: it reads an index of
+	// all tasks by creation time, with the same cursor, filters and bound. It never serves a
+	// client or a member, whose searches name their account.
+	SearchAllTasks(ctx context.Context, q TaskSearch) (TaskSearchPage, error)
 	// UnfinishedTasks calls fn with the id of every unfinished task (see Task.Unfinished), until
 	// fn returns false. It reads an index, not every record.
 	UnfinishedTasks(ctx context.Context, fn func(id string) bool) error

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -127,8 +128,16 @@ func main() {
 	if err := h.Provision(); err != nil {
 		log.Fatal(err)
 	}
-	pages := []string{"/", "/accounts", "/accounts/acme", "/keys", "/keys?account=acme", "/tasks?account=acme",
-		"/tasks?account=acme&status=failed", "/tasks?account=acme&model=sim-rare", "/tasks?account=account-050",
+	// Cursors into the middle of the key list, for its next and previous pages.
+	mid, err := admin.KeysPage(ctx, storage.DirectoryPage{Limit: *keys / 2})
+	if err != nil || len(mid.Keys) == 0 {
+		log.Fatalf("reading the keys: %v", err)
+	}
+	midKey := mid.Keys[len(mid.Keys)-1].ID
+	pages := []string{"/", "/accounts", "/accounts?after=account-050", "/accounts?before=account-050", "/accounts/acme",
+		"/keys", "/keys?after=" + midKey, "/keys?before=" + midKey, "/keys?account=acme", "/keys?account=acme&after=" + midKey,
+		"/tasks?account=acme", "/tasks?account=acme&status=failed", "/tasks?account=acme&model=sim-rare", "/tasks?account=account-050",
+		"/tasks", "/tasks?status=failed", "/tasks?model=sim-rare", "/tasks?from=" + now.AddDate(0, 0, -1).UTC().Format(time.DateOnly),
 		"/tasks/" + taskID, "/prices", "/playground"}
 	if *profile != "" {
 		f, err := os.Create(*profile)
@@ -140,7 +149,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	fmt.Printf("%-40s %-8s %10s %10s\n", "page", "user", "median", "slowest")
+	fmt.Printf("%-48s %-8s %10s %10s\n", "page", "user", "median", "slowest")
 	for _, user := range []string{"admin", "alice"} {
 		cookie := login(h, user)
 		for _, p := range pages {
@@ -153,7 +162,7 @@ func main() {
 			}
 			times = times[1:]
 			slices.Sort(times)
-			fmt.Printf("%-40s %-8s %10v %10v  (%d)\n", trim(p), user, times[len(times)/2].Round(10*time.Microsecond), times[len(times)-1].Round(10*time.Microsecond), status)
+			fmt.Printf("%-48s %-8s %10v %10v  (%d)\n", trim(p), user, times[len(times)/2].Round(10*time.Microsecond), times[len(times)-1].Round(10*time.Microsecond), status)
 		}
 	}
 }
@@ -172,9 +181,23 @@ func parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
+// csrfField is the login form's token.
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// login logs user in as the login page does: it gets the page, for its pre-session cookie and
+// the token its form carries, and posts the form with them.
 func login(h *console.Handler, user string) string {
-	r := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"username": {user}, "password": {"bench"}}.Encode()))
+	g := httptest.NewRecorder()
+	h.ServeHTTP(g, httptest.NewRequest(http.MethodGet, "/login", nil))
+	m := csrfField.FindStringSubmatch(g.Body.String())
+	cookies := g.Result().Cookies()
+	if m == nil || len(cookies) == 0 {
+		log.Fatalf("the login page has no token: %d", g.Code)
+	}
+	form := url.Values{"username": {user}, "password": {"bench"}, "csrf": {m[1]}}
+	r := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.AddCookie(cookies[0])
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	for _, c := range w.Result().Cookies() {
@@ -198,8 +221,8 @@ func serve(h *console.Handler, target, cookie string) int {
 }
 
 func trim(p string) string {
-	if len(p) > 40 {
-		return p[:37] + "..."
+	if len(p) > 48 {
+		return p[:45] + "..."
 	}
 	return p
 }

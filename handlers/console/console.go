@@ -5,7 +5,9 @@
 // callback URLs) is escaped where it is written; there is no script. Console users come from
 // the configuration with bcrypt password hashes; sessions are random tokens held in the store's
 // leases, so they work across instances and end at logout or after SessionIdle without use;
-// every state change is a POST that carries the session's CSRF token.
+// every state change is a POST that carries the session's CSRF token, and the login form carries
+// a token bound to a pre-session cookie (login CSRF). Lists are paged through the store's
+// indexes: no page reads every key, account or task.
 package console
 
 import (
@@ -141,9 +143,10 @@ func (h *Handler) now() time.Time {
 }
 
 // crossOrigin refuses a POST that a browser sends from another site (Sec-Fetch-Site, or an
-// Origin other than the request's host), before anything reads it: the session's CSRF token
-// guards the forms of a session, this also guards the login form, which has none (a login from
-// another site would put the victim's browser in the attacker's session).
+// Origin other than the request's host), before anything reads it. It adds to the tokens: the
+// session's CSRF token guards the forms of a session, the pre-session token (login_csrf.go) the
+// login form (a login from another site would put the victim's browser in the attacker's
+// session), and this guards both where a browser sends those headers.
 var crossOrigin = http.NewCrossOriginProtection()
 
 // maxForm bounds the body of a console request: its forms are small.
@@ -193,10 +196,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost && !s.validCSRF(r.PostFormValue("csrf")) {
 		h.fail(w, r, s, http.StatusForbidden, "This form has expired or did not come from the console. Reload the page and try again.")
 		return
-	}
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		// A page reads the key list once, however many of its parts need it.
-		r = r.WithContext(keyadmin.WithKeyListMemo(r.Context()))
 	}
 	parts, ok := segments(r.URL)
 	if !ok {

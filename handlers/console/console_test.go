@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -100,10 +101,36 @@ func (c *testConsole) request(method, target, cookie string, form url.Values, he
 	return resp, string(page)
 }
 
+// postLogin posts form to the login page as the page's own form does: with the token of the
+// pre-session cookie that a GET of the page sets, and that cookie.
+func (c *testConsole) postLogin(form url.Values, header http.Header) (*http.Response, string) {
+	c.t.Helper()
+	cookie, token := c.loginForm()
+	form.Set("csrf", token)
+	return c.request(http.MethodPost, "/login", cookie, form, header)
+}
+
+// loginForm gets the login page and returns its pre-session cookie ("name=value") and the token
+// its forms carry.
+func (c *testConsole) loginForm() (cookie, token string) {
+	c.t.Helper()
+	resp, page := c.request(http.MethodGet, "/login", "", nil, nil)
+	for _, ck := range resp.Cookies() {
+		if ck.Name == loginCookieName {
+			cookie = ck.Name + "=" + ck.Value
+		}
+	}
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	if cookie == "" || m == nil {
+		c.t.Fatalf("the login page sets no pre-session cookie or token: %d %v", resp.StatusCode, resp.Cookies())
+	}
+	return cookie, m[1]
+}
+
 // login logs user in and returns the session cookie ("name=value").
 func (c *testConsole) login(user string) string {
 	c.t.Helper()
-	resp, page := c.request(http.MethodPost, "/login", "", url.Values{"username": {user}, "password": {testPassword}}, nil)
+	resp, page := c.postLogin(url.Values{"username": {user}, "password": {testPassword}}, nil)
 	for _, ck := range resp.Cookies() {
 		if ck.Name == cookieName && ck.Value != "" {
 			return ck.Name + "=" + ck.Value

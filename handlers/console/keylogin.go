@@ -47,7 +47,7 @@ func (h *Handler) keyLogin(w http.ResponseWriter, r *http.Request, secret string
 	}
 	refuse := func(reason string) {
 		h.Logger.Info("console key login failed", zap.String("reason", reason), zap.String("remote_ip", h.clientIP(r)))
-		h.render(w, http.StatusUnauthorized, "login", page{Title: "Log in", Error: "This API key cannot log in to the console."})
+		h.renderLogin(w, r, http.StatusUnauthorized, "This API key cannot log in to the console.")
 	}
 	if h.KeyAuth == nil {
 		refuse("key_login_off")
@@ -66,7 +66,7 @@ func (h *Handler) keyLogin(w http.ResponseWriter, r *http.Request, secret string
 		return
 	} else if err != nil {
 		h.Logger.Error("checking an API key for a console login", zap.Error(err))
-		h.render(w, http.StatusServiceUnavailable, "login", page{Title: "Log in", Error: "The console cannot log you in right now. Try again shortly."})
+		h.renderLogin(w, r, http.StatusServiceUnavailable, "The console cannot log you in right now. Try again shortly.")
 		return
 	}
 	if id.Account == "" {

@@ -42,7 +42,7 @@ func keyConsole(t *testing.T) (c *testConsole, logs *observer.ObservedLogs, acme
 
 func (c *testConsole) keyLogin(secret string) (*http.Response, string) {
 	c.t.Helper()
-	return c.request(http.MethodPost, "/login", "", url.Values{"api_key": {secret}}, nil)
+	return c.postLogin(url.Values{"api_key": {secret}}, nil)
 }
 
 func sessionCookie(resp *http.Response) string {
@@ -176,7 +176,7 @@ func TestKeyLoginsAreRateLimited(t *testing.T) {
 		t.Fatalf("the right key past the limit = %d", resp.StatusCode)
 	}
 	// Password logins from the address count in the same window.
-	if resp, _ := c.request(http.MethodPost, "/login", "", url.Values{"username": {"admin"}, "password": {testPassword}}, nil); resp.StatusCode != http.StatusTooManyRequests {
+	if resp, _ := c.postLogin(url.Values{"username": {"admin"}, "password": {testPassword}}, nil); resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("a password login from the address past the limit = %d", resp.StatusCode)
 	}
 	for _, e := range logs.All() {

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // MemberKeys are the limits of the keys that members create in their account. Members cannot
@@ -19,24 +20,20 @@ type MemberKeys struct {
 	// Max is the most keys created through the admin API or the console (configured keys do
 	// not count) that the account may hold for a member to create another.
 	Max int
-	// Quota and MaxActiveTasks, when set, are the limits of each key a member creates.
+	// Budget, when set, is each key's budget: the money it may spend per UTC day or month, or
+	// for all time, as a sub-limit of the account's balance.
+	Budget *keyadmin.Budget
+	// Quota is the older form of a budget (Quota whole units for all time); a key gets Budget
+	// or Quota, not both. MaxActiveTasks bounds each key's unfinished tasks. Nil: no limit.
 	Quota, MaxActiveTasks *int64
+	// CreatesPerHour bounds the keys the members of one account create in any hour, on every
+	// instance (a sliding window in the store), so that a member cannot churn keys by revoking
+	// and creating them. 0: no bound.
+	CreatesPerHour int
 }
 
-// accountKeys lists the keys of account ("" for every key).
-func (h *Handler) accountKeys(r *http.Request, account string) ([]keyadmin.KeyView, error) {
-	all, err := h.Keys.Keys(r.Context())
-	if err != nil || account == "" {
-		return all, err
-	}
-	mine := []keyadmin.KeyView{}
-	for _, k := range all {
-		if k.Account == account {
-			mine = append(mine, k)
-		}
-	}
-	return mine, nil
-}
+// keyCreateWindow is the store's rate window of the keys members of account create.
+func keyCreateWindow(account string) string { return "console/keys/created/" + account }
 
 type keysData struct {
 	Keys    []keyadmin.KeyView
@@ -44,19 +41,28 @@ type keysData struct {
 	Created *keyadmin.Created
 	// CanCreate is false for a member when the operator lets members create no keys.
 	CanCreate bool
+	Pages     pager
 }
 
+// keys lists a page of keys: a member's account's, an operator's of the account the query
+// names or of every account. The page reads the account's own index, never other accounts' keys.
 func (h *Handler) keys(w http.ResponseWriter, r *http.Request, s *session) {
-	account := r.URL.Query().Get("account")
+	q := listQuery(r)
+	q.Account = r.URL.Query().Get("account")
 	if !s.user.Operator() {
-		account = s.user.Account
+		q.Account = s.user.Account
 	}
-	keys, err := h.accountKeys(r, account)
+	p, err := h.Keys.KeysPage(r.Context(), q)
 	if err != nil {
 		h.failErr(w, r, s, err)
 		return
 	}
-	h.show(w, s, "keys", "API keys", keysData{Keys: keys, Account: account, CanCreate: h.mayCreateKeys(s)})
+	fixed := url.Values{}
+	if s.user.Operator() {
+		fixed.Set("account", q.Account)
+	}
+	h.show(w, s, "keys", "API keys", keysData{Keys: p.Keys, Account: q.Account, CanCreate: h.mayCreateKeys(s),
+		Pages: makePager("/keys", fixed, q, p.Prev, p.Next)})
 }
 
 func (h *Handler) mayCreateKeys(s *session) bool { return s.user.Operator() || h.MemberKeys != nil }
@@ -84,7 +90,9 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	if !s.user.Operator() {
 		spec["account"] = s.user.Account
-		if h.MemberKeys.Quota != nil {
+		if h.MemberKeys.Budget != nil {
+			spec["budget"] = *h.MemberKeys.Budget
+		} else if h.MemberKeys.Quota != nil {
 			spec["quota"] = *h.MemberKeys.Quota
 		}
 		if h.MemberKeys.MaxActiveTasks != nil {
@@ -106,15 +114,17 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 		h.failErr(w, r, s, err)
 		return
 	}
-	h.audit(s, "create key", created.ID+" of "+created.Account)
-	keys, err := h.accountKeys(r, map[bool]string{true: "", false: s.user.Account}[s.user.Operator()])
+	h.audit(s, "create key", created.ID+" of "+created.Account+limitsNote(created.KeyView))
+	q := storage.DirectoryPage{Account: created.Account, Limit: listPageSize}
+	keys, err := h.Keys.KeysPage(r.Context(), q)
 	if err != nil {
 		h.failErr(w, r, s, err)
 		return
 	}
 	h.render(w, http.StatusCreated, "keys", page{Title: "API keys", User: s.user, CSRF: s.csrf(),
 		Notice: "Key " + created.ID + " was created. Copy its secret now: it is not shown again.",
-		Data:   keysData{Keys: keys, Account: created.Account, Created: &created, CanCreate: true}})
+		Data: keysData{Keys: keys.Keys, Account: created.Account, Created: &created, CanCreate: true,
+			Pages: makePager("/keys", url.Values{"account": {created.Account}}, q, keys.Prev, keys.Next)}})
 }
 
 // holdAccountKeys takes the member's account's key lease, so that no other create (on any
@@ -136,24 +146,96 @@ func (h *Handler) holdAccountKeys(w http.ResponseWriter, r *http.Request, s *ses
 			h.Logger.Warn("releasing a console key lease (it ends by itself in 30s)", zap.Error(err))
 		}
 	}
-	keys, err := h.accountKeys(r, s.user.Account)
+	stored, err := h.storedKeys(r, s.user.Account, h.MemberKeys.Max)
 	if err != nil {
 		release()
 		h.failErr(w, r, s, err)
 		return nil, false
-	}
-	stored := 0
-	for _, k := range keys {
-		if !k.ReadOnly {
-			stored++
-		}
 	}
 	if stored >= h.MemberKeys.Max {
 		release()
 		h.fail(w, r, s, http.StatusConflict, "This account holds "+strconv.Itoa(stored)+" keys, the most its members may hold. Revoke one before creating another.")
 		return nil, false
 	}
+	if n := h.MemberKeys.CreatesPerHour; n > 0 {
+		ok, retry, err := h.Store.AllowRate(r.Context(), keyCreateWindow(s.user.Account), n, time.Hour, h.now())
+		if err != nil {
+			release()
+			h.failErr(w, r, s, err)
+			return nil, false
+		}
+		if !ok {
+			release()
+			w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
+			h.fail(w, r, s, http.StatusTooManyRequests, "This account's members have created "+strconv.Itoa(n)+" keys in the last hour, the most they may. Try again later.")
+			return nil, false
+		}
+	}
 	return release, true
+}
+
+// limitsNote writes a new key's limits for the audit log ("" for none).
+func limitsNote(k keyadmin.KeyView) string {
+	var parts []string
+	if k.Budget != nil {
+		b := "budget " + k.Budget.Amount.String()
+		if k.Budget.Period != "" {
+			b += "/" + k.Budget.Period
+		}
+		parts = append(parts, b)
+	}
+	if k.Quota != nil {
+		parts = append(parts, "quota "+strconv.FormatInt(*k.Quota, 10))
+	}
+	if k.MaxActiveTasks != nil {
+		parts = append(parts, "max_active_tasks "+strconv.FormatInt(*k.MaxActiveTasks, 10))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// accountKeys reads every key of account through its own index, a page at a time: the keys of
+// no other account are read.
+func (h *Handler) accountKeys(r *http.Request, account string) ([]keyadmin.KeyView, error) {
+	var all []keyadmin.KeyView
+	q := storage.DirectoryPage{Account: account, Limit: storage.MaxDirectoryPage}
+	for {
+		p, err := h.Keys.KeysPage(r.Context(), q)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, p.Keys...)
+		if p.Next == "" {
+			return all, nil
+		}
+		q.After = p.Next
+	}
+}
+
+// storedKeys counts the keys of account that the admin API or the console created (not the
+// configured ones), up to max: it reads pages of max keys of the account until it has counted
+// max or read them all.
+func (h *Handler) storedKeys(r *http.Request, account string, max int) (int, error) {
+	q := storage.DirectoryPage{Account: account, Limit: max}
+	n := 0
+	for n < max {
+		p, err := h.Keys.KeysPage(r.Context(), q)
+		if err != nil {
+			return 0, err
+		}
+		for _, k := range p.Keys {
+			if !k.ReadOnly {
+				n++
+			}
+		}
+		if p.Next == "" {
+			break
+		}
+		q.After = p.Next
+	}
+	return n, nil
 }
 
 func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s *session, id string) {

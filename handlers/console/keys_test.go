@@ -1,10 +1,18 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // Without MemberKeys a member creates no key and is offered no form; with it, every key they
@@ -26,10 +34,11 @@ func TestMemberKeyLimits(t *testing.T) {
 	if resp, page := c.request(http.MethodPost, "/keys", alice, form, nil); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create = %d %s", resp.StatusCode, page)
 	}
-	keys, err := c.h.Keys.Keys(t.Context())
+	page, err := c.h.Keys.KeysPage(t.Context(), storage.DirectoryPage{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
+	keys := page.Keys
 	if len(keys) != 1 || keys[0].Account != "acme" || keys[0].Quota == nil || *keys[0].Quota != quota {
 		t.Fatalf("keys = %+v", keys)
 	}
@@ -41,5 +50,60 @@ func TestMemberKeyLimits(t *testing.T) {
 	op := url.Values{"csrf": {c.sessionOf(admin).csrf()}, "account": {"acme"}}
 	if resp, _ := c.request(http.MethodPost, "/keys", admin, op, nil); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("operator's create = %d", resp.StatusCode)
+	}
+}
+
+// A member's keys carry the operator's budget; the members of an account create at most
+// CreatesPerHour keys in any hour, revoking or not; each create and revoke is logged with the
+// member who made it and the key's limits.
+func TestMemberKeyBudgetAndCreateRate(t *testing.T) {
+	c := newTestConsole(t, bcryptTestCost)
+	core, logs := observer.New(zap.InfoLevel)
+	c.h.Logger = zap.New(core)
+	c.h.MemberKeys = &MemberKeys{Max: 1, Budget: &keyadmin.Budget{Amount: 2_500_000, Period: "day"}, CreatesPerHour: 2}
+	alice := c.login("alice")
+	csrf := c.sessionOf(alice).csrf()
+	form := url.Values{"csrf": {csrf}, "budget": {"1000"}}
+	created := func() string {
+		t.Helper()
+		resp, page := c.request(http.MethodPost, "/keys", alice, form, nil)
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create = %d %s", resp.StatusCode, page)
+		}
+		p, err := c.h.Keys.KeysPage(t.Context(), storage.DirectoryPage{Account: "acme", Limit: 10})
+		if err != nil || len(p.Keys) != 1 {
+			t.Fatalf("acme's keys = %+v, %v", p.Keys, err)
+		}
+		k := p.Keys[0]
+		if k.Budget == nil || k.Budget.Amount.String() != "2.5" || k.Budget.Period != "day" || k.Quota != nil {
+			t.Fatalf("a member's key has budget %+v, quota %v; want 2.5 a day", k.Budget, k.Quota)
+		}
+		return k.ID
+	}
+	revoke := func(id string) {
+		t.Helper()
+		if resp, _ := c.request(http.MethodPost, "/keys/"+id+"/revoke", alice, url.Values{"csrf": {csrf}}, nil); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("revoke = %d", resp.StatusCode)
+		}
+	}
+	first := created()
+	revoke(first)
+	revoke(created())
+	resp, _ := c.request(http.MethodPost, "/keys", alice, form, nil)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a third create in the hour = %d (Retry-After %q)", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	c.clock = c.clock.Add(time.Hour + time.Second) // the session has ended too
+	alice = c.login("alice")
+	csrf = c.sessionOf(alice).csrf()
+	form.Set("csrf", csrf)
+	revoke(created())
+	var changes []string
+	for _, e := range logs.FilterMessage("console change").All() {
+		f := e.ContextMap()
+		changes = append(changes, fmt.Sprint(f["user"], " ", f["action"], " ", f["target"]))
+	}
+	if len(changes) != 6 || changes[0] != "alice create key "+first+" of acme (budget 2.5/day)" || changes[1] != "alice revoke key "+first+" of acme" {
+		t.Fatalf("audit log: %q", changes)
 	}
 }

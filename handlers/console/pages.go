@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // page is what every template receives.
@@ -105,11 +106,16 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request, s *session) {
 func (s *session) sees(account string) bool { return s.user.Operator() || s.user.Account == account }
 
 type overviewData struct {
+	// Accounts are the first accounts by name (overviewAccounts of them), with their usage;
+	// More is set when others follow, on the accounts page.
 	Accounts []accountRow
-	Keys     int
+	More     bool
 	// Recent charts the gateway's metrics of the last hours, Days its usage day totals.
 	Recent, Days []Chart
 }
+
+// overviewAccounts is how many accounts the overview shows with their usage.
+const overviewAccounts = 20
 
 // Charts is every chart of the page, for the script that draws them.
 func (d overviewData) Charts() []Chart { return append(append([]Chart(nil), d.Recent...), d.Days...) }
@@ -124,18 +130,13 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *session) {
 		http.Redirect(w, r, "/accounts/"+url.PathEscape(s.user.Account), http.StatusSeeOther)
 		return
 	}
-	accounts, err := h.Keys.Accounts(r.Context())
+	accounts, err := h.Keys.AccountsPage(r.Context(), storage.DirectoryPage{Limit: overviewAccounts})
 	if err != nil {
 		h.failErr(w, r, s, err)
 		return
 	}
-	keys, err := h.Keys.Keys(r.Context())
-	if err != nil {
-		h.failErr(w, r, s, err)
-		return
-	}
-	data := overviewData{Keys: len(keys)}
-	for _, a := range accounts {
+	data := overviewData{More: accounts.Next != ""}
+	for _, a := range accounts.Accounts {
 		u, err := h.Keys.UsageOf(r.Context(), a.Name)
 		if err != nil {
 			h.failErr(w, r, s, err)
@@ -155,24 +156,33 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *session) {
 	h.show(w, s, "overview", "Overview", data)
 }
 
+type accountsData struct {
+	Accounts []keyadmin.AccountView
+	Pages    pager
+}
+
+// accounts lists a page of accounts, by name.
 func (h *Handler) accounts(w http.ResponseWriter, r *http.Request, s *session) {
 	if !s.user.Operator() {
 		http.Redirect(w, r, "/accounts/"+url.PathEscape(s.user.Account), http.StatusSeeOther)
 		return
 	}
-	accounts, err := h.Keys.Accounts(r.Context())
+	q := listQuery(r)
+	p, err := h.Keys.AccountsPage(r.Context(), q)
 	if err != nil {
 		h.failErr(w, r, s, err)
 		return
 	}
-	h.show(w, s, "accounts", "Accounts", accounts)
+	h.show(w, s, "accounts", "Accounts", accountsData{Accounts: p.Accounts, Pages: makePager("/accounts", nil, q, p.Prev, p.Next)})
 }
 
 type accountData struct {
 	Account keyadmin.AccountView
 	Usage   keyadmin.AccountUsage
-	Keys    []keyadmin.KeyView
-	Money   moneyData
+	// Keys are the account's first keys; MoreKeys is set when others follow, on the keys page.
+	Keys     []keyadmin.KeyView
+	MoreKeys bool
+	Money    moneyData
 	// Days charts the account's requests and spend per day (nil without usage totals).
 	Days []Chart
 }
@@ -193,7 +203,7 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request, s *session, na
 		h.failErr(w, r, s, err)
 		return
 	}
-	keys, err := h.accountKeys(r, name)
+	keys, err := h.Keys.KeysPage(r.Context(), storage.DirectoryPage{Account: name, Limit: listPageSize})
 	if err != nil {
 		h.failErr(w, r, s, err)
 		return
@@ -203,7 +213,7 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request, s *session, na
 		h.failErr(w, r, s, err)
 		return
 	}
-	d := accountData{Account: a, Usage: u, Keys: keys, Money: money}
+	d := accountData{Account: a, Usage: u, Keys: keys.Keys, MoreKeys: keys.Next != "", Money: money}
 	if h.Totals != nil {
 		if d.Days, err = dayCharts(r.Context(), h.Totals, name, h.now()); err != nil {
 			h.failErr(w, r, s, err)

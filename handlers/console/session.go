@@ -124,12 +124,12 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, boo
 func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		h.render(w, http.StatusOK, "login", page{Title: "Log in"})
+		h.renderLogin(w, r, http.StatusOK, "")
 	case http.MethodPost:
 		h.login(w, r)
 	default:
 		w.Header().Set("Allow", "GET, HEAD, POST")
-		h.render(w, http.StatusMethodNotAllowed, "login", page{Title: "Log in", Error: "Use the form to log in."})
+		h.renderLogin(w, r, http.StatusMethodNotAllowed, "Use the form to log in.")
 	}
 }
 
@@ -147,6 +147,11 @@ func refusalHash(users map[string]User) ([]byte, error) {
 
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if !validLoginCSRF(r) {
+		h.Logger.Info("console login refused: no login form token", zap.String("remote_ip", h.clientIP(r)))
+		h.renderLogin(w, r, http.StatusForbidden, "This login form has expired or did not come from the console's own page. Try again.")
+		return
+	}
 	if key := r.PostFormValue("api_key"); key != "" {
 		h.keyLogin(w, r, key)
 		return
@@ -162,7 +167,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || !known {
 		h.Logger.Info("console login failed", zap.String("user", name), zap.String("remote_ip", h.clientIP(r)))
-		h.render(w, http.StatusUnauthorized, "login", page{Title: "Log in", Error: "The user name or password is wrong."})
+		h.renderLogin(w, r, http.StatusUnauthorized, "The user name or password is wrong.")
 		return
 	}
 	h.startSession(w, r, user)
@@ -177,13 +182,13 @@ func (h *Handler) allowLoginAttempt(w http.ResponseWriter, r *http.Request, wind
 		ok, retry, err := h.Store.AllowRate(r.Context(), window, loginAttempts, loginWindow, now)
 		if err != nil {
 			h.Logger.Error("counting a console login attempt", zap.Error(err))
-			h.render(w, http.StatusServiceUnavailable, "login", page{Title: "Log in", Error: "The console cannot log you in right now. Try again shortly."})
+			h.renderLogin(w, r, http.StatusServiceUnavailable, "The console cannot log you in right now. Try again shortly.")
 			return false
 		}
 		if !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
 			h.Logger.Warn("console login refused: too many attempts", zap.String("user", name), zap.String("remote_ip", h.clientIP(r)))
-			h.render(w, http.StatusTooManyRequests, "login", page{Title: "Log in", Error: "Too many login attempts. Wait a few minutes and try again."})
+			h.renderLogin(w, r, http.StatusTooManyRequests, "Too many login attempts. Wait a few minutes and try again.")
 			return false
 		}
 	}
@@ -202,7 +207,7 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, user User
 	held, err := h.Store.AcquireLease(r.Context(), leaseName(token), leaseOwner(user, since), now, h.SessionIdle)
 	if err != nil || !held {
 		h.Logger.Error("starting a console session", zap.Bool("held", held), zap.Error(err))
-		h.render(w, http.StatusServiceUnavailable, "login", page{Title: "Log in", Error: "The console cannot log you in right now. Try again shortly."})
+		h.renderLogin(w, r, http.StatusServiceUnavailable, "The console cannot log you in right now. Try again shortly.")
 		return
 	}
 	userPart := base64.RawURLEncoding.EncodeToString([]byte(user.Name))
@@ -213,6 +218,7 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, user User
 		Name: cookieName, Value: token + "." + userPart + "." + strconv.FormatInt(since.Unix(), 10),
 		Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode, MaxAge: int(h.SessionMax.Seconds()),
 	})
+	clearLoginCookie(w)
 	h.Logger.Info("console login", zap.String("user", user.Name), zap.String("user_account", user.Account), zap.String("remote_ip", h.clientIP(r)))
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }

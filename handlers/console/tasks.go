@@ -32,9 +32,10 @@ type tasksData struct {
 	Statuses []string
 }
 
-// tasks searches one account's tasks (a member's own, whatever the query says): newest first,
-// by status, model and creation days, a page at a time through the store's cursor. A task id
-// goes straight to the task's page.
+// tasks searches tasks newest first, by status, model and creation days, a page at a time
+// through the store's cursor: an operator's in one account or across all (the index of every
+// task by creation time), a member's in their own account whatever the query says. A task id
+// goes straight to the task's page, which answers 404 for another account's task.
 func (h *Handler) tasks(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	if id := strings.TrimSpace(q.Get("id")); id != "" {
@@ -66,21 +67,26 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		*day.dst = t.Unix()
 	}
-	if d.Account != "" {
-		page, err := h.Store.SearchTasks(r.Context(), d.Account, search)
-		if err != nil && d.Before != "" {
-			h.fail(w, r, s, http.StatusBadRequest, "This page's link is broken: start the search again.")
-			return
-		}
-		if err != nil {
-			h.failErr(w, r, s, err)
-			return
-		}
-		d.Tasks, d.CutShort = page.Tasks, page.Next != "" && len(page.Tasks) < tasksPageSize
-		if page.Next != "" {
-			next := url.Values{"account": {d.Account}, "status": {d.Status}, "model": {d.Model}, "from": {d.From}, "to": {d.To}, "before": {page.Next}}
-			d.Older = "/tasks?" + next.Encode()
-		}
+	var page storage.TaskSearchPage
+	var err error
+	switch {
+	case d.Account != "":
+		page, err = h.Store.SearchTasks(r.Context(), d.Account, search)
+	case s.user.Operator(): // a member's search always names their account, set above
+		page, err = h.Store.SearchAllTasks(r.Context(), search)
+	}
+	if err != nil && d.Before != "" {
+		h.fail(w, r, s, http.StatusBadRequest, "This page's link is broken: start the search again.")
+		return
+	}
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	d.Tasks, d.CutShort = page.Tasks, page.Next != "" && len(page.Tasks) < tasksPageSize
+	if page.Next != "" {
+		next := url.Values{"account": {d.Account}, "status": {d.Status}, "model": {d.Model}, "from": {d.From}, "to": {d.To}, "before": {page.Next}}
+		d.Older = "/tasks?" + next.Encode()
 	}
 	h.show(w, s, "tasks", "Tasks", d)
 }

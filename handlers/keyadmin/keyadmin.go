@@ -12,7 +12,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -75,6 +74,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeCSV(w, page)
 		return
 	}
+	if page, ok := v.(listPage); ok {
+		if page.next != "" {
+			w.Header().Set(ListNextHeader, page.next)
+		}
+		v = page.items
+	}
 	status := http.StatusOK
 	if _, ok := v.(Created); ok {
 		status = http.StatusCreated
@@ -87,7 +92,7 @@ func (h *Handler) route(r *http.Request) (any, error) {
 	switch {
 	case parts[0] == "keys" && len(parts) == 1:
 		return methods(r, map[string]func() (any, error){
-			http.MethodGet:  func() (any, error) { return h.listKeys(r.Context()) },
+			http.MethodGet:  func() (any, error) { return h.listKeys(r) },
 			http.MethodPost: func() (any, error) { return h.createKey(r) },
 		})
 	case parts[0] == "keys" && len(parts) == 2:
@@ -102,7 +107,7 @@ func (h *Handler) route(r *http.Request) (any, error) {
 		})
 	case parts[0] == "accounts" && len(parts) == 1:
 		return methods(r, map[string]func() (any, error){
-			http.MethodGet: func() (any, error) { return h.listAccounts(r.Context()) },
+			http.MethodGet: func() (any, error) { return h.listAccounts(r) },
 		})
 	case parts[0] == "accounts" && len(parts) == 2:
 		return methods(r, map[string]func() (any, error){
@@ -136,28 +141,16 @@ func methods(r *http.Request, m map[string]func() (any, error)) (any, error) {
 	return nil, fail(http.StatusMethodNotAllowed, "method "+r.Method+" not allowed here")
 }
 
-func (h *Handler) listKeys(ctx context.Context) ([]KeyView, error) {
-	if m, ok := ctx.Value(keyListMemoKey{}).(*keyListMemo); ok {
-		return m.list(ctx, h)
-	}
-	return h.readKeys(ctx)
-}
-
-// readKeys reads every key: the stored ones and the configured ones, ordered by id.
-func (h *Handler) readKeys(ctx context.Context) ([]KeyView, error) {
-	stored, err := h.Store.ListKeys(ctx)
+func (h *Handler) listKeys(r *http.Request) (any, error) {
+	q, err := pageQuery(r)
 	if err != nil {
 		return nil, err
 	}
-	list := make([]KeyView, 0, len(stored)+len(h.Static))
-	for _, k := range h.Static {
-		list = append(list, view(k, true))
+	p, err := h.KeysPage(r.Context(), q)
+	if err != nil {
+		return nil, err
 	}
-	for _, k := range stored {
-		list = append(list, view(k, false))
-	}
-	slices.SortFunc(list, func(a, b KeyView) int { return strings.Compare(a.ID, b.ID) })
-	return list, nil
+	return listPage{items: p.Keys, next: p.Next}, nil
 }
 
 func (h *Handler) createKey(r *http.Request) (Created, error) {
@@ -292,32 +285,17 @@ type AccountView struct {
 	WebhookSecret string `json:"webhook_secret,omitempty"`
 }
 
-func (h *Handler) listAccounts(ctx context.Context) ([]AccountView, error) {
-	names := map[string]bool{}
-	stored, err := h.Store.ListAccounts(ctx)
+func (h *Handler) listAccounts(r *http.Request) (any, error) {
+	q, err := pageQuery(r)
 	if err != nil {
 		return nil, err
 	}
-	byName := map[string]storage.Account{}
-	for _, a := range stored {
-		names[a.Name], byName[a.Name] = true, a
-	}
-	keys, err := h.listKeys(ctx)
+	q.Account = ""
+	p, err := h.AccountsPage(r.Context(), q)
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range keys {
-		names[k.Account] = true
-	}
-	for n := range h.DisabledAccounts {
-		names[n] = true
-	}
-	list := []AccountView{}
-	for n := range names {
-		list = append(list, h.accountView(byName[n], n))
-	}
-	slices.SortFunc(list, func(a, b AccountView) int { return strings.Compare(a.Name, b.Name) })
-	return list, nil
+	return listPage{items: p.Accounts, next: p.Next}, nil
 }
 
 func (h *Handler) accountView(a storage.Account, name string) AccountView {
@@ -383,14 +361,12 @@ func (h *Handler) account(ctx context.Context, name string) (storage.Account, er
 	if h.DisabledAccounts[name] {
 		return storage.Account{Name: name}, nil
 	}
-	keys, err := h.listKeys(ctx)
+	keys, err := h.KeysPage(ctx, storage.DirectoryPage{Account: name, Limit: 1})
 	if err != nil {
 		return a, err
 	}
-	for _, k := range keys {
-		if k.Account == name {
-			return storage.Account{Name: name}, nil
-		}
+	if len(keys.Keys) > 0 {
+		return storage.Account{Name: name}, nil
 	}
 	return a, fail(http.StatusNotFound, "no account named "+name+" (an account exists once it has a key)")
 }
@@ -403,8 +379,7 @@ func (h *Handler) accountUsage(ctx context.Context, name string) (AccountUsage, 
 }
 
 // UsageOf is what all keys of an account have used, for an account known to exist (a name that
-// Accounts listed): unlike AccountUsage it does not look the account up first, which reads every
-// key for an account without a record of its own.
+// AccountsPage listed): unlike AccountUsage it does not look the account up first.
 func (h *Handler) UsageOf(ctx context.Context, name string) (AccountUsage, error) {
 	var u AccountUsage
 	var err error

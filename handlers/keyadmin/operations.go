@@ -5,9 +5,6 @@ import "context"
 // The operations below are the admin API's own, for the other front ends that change the same
 // state (the console). Each failure is an *Error carrying the status the admin API answers.
 
-// Keys lists every key, configured ones marked ReadOnly, sorted by id.
-func (h *Handler) Keys(ctx context.Context) ([]KeyView, error) { return h.listKeys(ctx) }
-
 // Key shows one key, or a 404 *Error.
 func (h *Handler) Key(ctx context.Context, id string) (KeyView, error) { return h.showKey(ctx, id) }
 
@@ -19,9 +16,6 @@ func (h *Handler) RevokeKey(ctx context.Context, id string) error {
 
 // KeyUsage is what a key has used.
 func (h *Handler) KeyUsage(ctx context.Context, id string) (Usage, error) { return h.keyUsage(ctx, id) }
-
-// Accounts lists every account that has a record, a key or a configuration entry.
-func (h *Handler) Accounts(ctx context.Context) ([]AccountView, error) { return h.listAccounts(ctx) }
 
 // Account shows an account that exists (with its webhook secret), or a 404 *Error.
 func (h *Handler) Account(ctx context.Context, name string) (AccountView, error) {

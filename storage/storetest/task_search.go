@@ -30,27 +30,15 @@ func testTaskSearch(t *testing.T, s storage.Store) {
 	slices.Reverse(want) // newest first: within a second, the larger id first
 	read := func(q storage.TaskSearch) ([]string, []int) {
 		t.Helper()
-		var ids []string
-		var sizes []int
-		for range 50 {
+		return readSearch(t, q, func(q storage.TaskSearch) (storage.TaskSearchPage, error) {
 			page, err := s.SearchTasks(ctx, "alice", q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sizes = append(sizes, len(page.Tasks))
 			for _, task := range page.Tasks {
 				if task.Account != "alice" {
 					t.Fatalf("alice's search shows %s of %s", task.ID, task.Account)
 				}
-				ids = append(ids, task.ID)
 			}
-			if page.Next == "" {
-				return ids, sizes
-			}
-			q.Before = page.Next
-		}
-		t.Fatal("the search did not end")
-		return nil, nil
+			return page, err
+		})
 	}
 	ids, sizes := read(storage.TaskSearch{Limit: 7})
 	if !slices.Equal(ids, want) || fmt.Sprint(sizes) != "[7 7 7 7 2]" {
@@ -78,4 +66,71 @@ func testTaskSearch(t *testing.T, s storage.Store) {
 	if page, err := s.SearchTasks(ctx, "bob", storage.TaskSearch{Limit: 5}); err != nil || len(page.Tasks) != 1 || !strings.HasSuffix(page.Tasks[0].ID, "bob") || page.Next != "" {
 		t.Fatalf("bob's search = %+v, %v", page, err)
 	}
+}
+
+// testTaskSearchAll: the operator's search across accounts pages every account's tasks newest
+// first by the same cursor, filters as an account's search does, reads no more than Scan records
+// for a page, and loses a deleted task.
+func testTaskSearchAll(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	var want []string
+	for i := range 24 {
+		task := newTask(fmt.Sprintf("cgt-x%02d", i), []string{"alice", "bob", "carol"}[i%3], int64(2000+i/2))
+		if i%4 == 0 {
+			task.Status = "failed"
+		}
+		mustCreate(t, s, task)
+		want = append(want, task.ID)
+	}
+	slices.Reverse(want)
+	read := func(q storage.TaskSearch) ([]string, []int) {
+		t.Helper()
+		return readSearch(t, q, func(q storage.TaskSearch) (storage.TaskSearchPage, error) { return s.SearchAllTasks(ctx, q) })
+	}
+	if ids, sizes := read(storage.TaskSearch{Limit: 5}); !slices.Equal(ids, want) || fmt.Sprint(sizes) != "[5 5 5 5 4]" {
+		t.Fatalf("pages of 5: %v sizes %v; want %v", ids, sizes, want)
+	}
+	if ids, _ := read(storage.TaskSearch{Limit: 50, Status: "failed", From: 2004, To: 2009}); fmt.Sprint(ids) != "[cgt-x16 cgt-x12 cgt-x08]" {
+		t.Fatalf("failed, created 2004 to 2009: %v", ids)
+	}
+	if ids, sizes := read(storage.TaskSearch{Limit: 4, Scan: 4, Status: "failed"}); len(ids) != 6 || len(sizes) < 6 || slices.Max(sizes) > 1 {
+		t.Fatalf("failed with a scan of 4: %v in pages %v", ids, sizes)
+	}
+	if _, err := s.SearchAllTasks(ctx, storage.TaskSearch{Limit: 5, Before: "nope"}); err == nil {
+		t.Fatal("a bad cursor was taken")
+	}
+	gone, err := s.Task(ctx, "cgt-x23")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteTask(ctx, gone.ID, gone.Version); err != nil {
+		t.Fatal(err)
+	}
+	if page, err := s.SearchAllTasks(ctx, storage.TaskSearch{Limit: 1}); err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != "cgt-x22" {
+		t.Fatalf("newest after deleting cgt-x23 = %+v, %v", page.Tasks, err)
+	}
+}
+
+// readSearch follows a search's pages from q to its end and returns the ids it showed and the
+// size of each page.
+func readSearch(t *testing.T, q storage.TaskSearch, search func(storage.TaskSearch) (storage.TaskSearchPage, error)) ([]string, []int) {
+	t.Helper()
+	var ids []string
+	var sizes []int
+	for range 50 {
+		page, err := search(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(page.Tasks))
+		for _, task := range page.Tasks {
+			ids = append(ids, task.ID)
+		}
+		if page.Next == "" {
+			return ids, sizes
+		}
+		q.Before = page.Next
+	}
+	t.Fatal("the search did not end")
+	return nil, nil
 }

@@ -1,0 +1,33 @@
+package caddymodule
+
+import (
+	"strings"
+	"testing"
+)
+
+// member_keys takes a budget or its older alias quota, not both, and refuses a period without an
+// amount or an unknown period.
+func TestConsoleMemberKeysValidate(t *testing.T) {
+	quota := int64(5)
+	for _, tc := range []struct {
+		name    string
+		keys    ConsoleMemberKeys
+		wantErr string
+	}{
+		{"budget a day", ConsoleMemberKeys{Budget: 2_500_000, BudgetPeriod: "day", CreatesPerHour: 3}, ""},
+		{"quota alone", ConsoleMemberKeys{Quota: &quota}, ""},
+		{"budget and quota", ConsoleMemberKeys{Budget: 1_000_000, Quota: &quota}, "budget or quota, not both"},
+		{"period without amount", ConsoleMemberKeys{BudgetPeriod: "month"}, "budget must be an amount above 0"},
+		{"unknown period", ConsoleMemberKeys{Budget: 1, BudgetPeriod: "week"}, "budget must be an amount above 0"},
+		{"negative creates", ConsoleMemberKeys{CreatesPerHour: -1}, "at least 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keys := tc.keys
+			h := &ConsoleHandler{Users: []ConsoleUser{{Name: "admin", PasswordHash: "x"}}, MemberKeys: &keys}
+			err := h.Validate()
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("Validate = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
