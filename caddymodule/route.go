@@ -222,7 +222,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		// a cut stream's deltas, see usage.Sniffer.Seen) and images are charged, the estimate
 		// standing in for what the answer did not report.
 		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
-			OutputReported: tokens.Known(), Images: images})))
+			OutputReported: tokens.OutputReported(), Images: images})))
 	}
 	return err
 }
