@@ -271,3 +271,42 @@ func TestNotFetchedMembersPass(t *testing.T) {
 		checkRoute(t, rt, tc.path, tc.body, tc.param)
 	}
 }
+
+// The fields no provider fetches are the same in a multipart body as in a JSON one: a form field
+// named as a JSON member (user), or by the bracket names that form encoders give nested members
+// (user[x], prompt[0]), is exempt or checked as that member is; a name that differs by case is
+// checked in both.
+func TestMultipartFieldsFollowTheJSONRules(t *testing.T) {
+	rt := &Router{Catalog: catalog(t), TempDir: t.TempDir()}
+	for _, tc := range []struct {
+		name, value, json    string // the form field, and the same member in JSON
+		jsonParam, formParam string // "" when accepted
+	}{
+		{"user", "team.acme.io/alice", `"user":"team.acme.io/alice"`, "", ""},
+		{"user[team]", "team.acme.io/alice", `"user":{"team":"team.acme.io/alice"}`, "", ""},
+		{"prompt", "http://localhost/", `"prompt":"http://localhost/"`, "", ""},
+		{"prompt[0]", "http://localhost/", `"prompt":["http://localhost/"]`, "", ""},
+		{"User", "10.0.0.1/x.png", `"User":"10.0.0.1/x.png"`, "User", "User"},
+		{"metadata[ref]", "127.0.0.1/x.png", `"metadata":{"ref":"127.0.0.1/x.png"}`, "metadata.ref", "metadata[ref]"},
+		{"input_reference", "http://169.254.169.254/", `"input_reference":"http://169.254.169.254/"`, "input_reference", "input_reference"},
+		{"user]x[", "10.0.0.1/x.png", `"user]x[":"10.0.0.1/x.png"`, "user]x[", "user]x["},
+		{"input_reference", "https://cdn.example.com/a.png", `"input_reference":"https://cdn.example.com/a.png"`, "", ""},
+	} {
+		checkRoute(t, rt, "/v1/videos", `{"model":"doubao",`+tc.json+`}`, tc.jsonParam)
+		ct, body := multipartBody("Content-Disposition: form-data; name=\"model\"\r\n\r\ndoubao",
+			"Content-Disposition: form-data; name=\""+tc.name+"\"\r\n\r\n"+tc.value)
+		r := httptest.NewRequest("POST", "/v1/videos", strings.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		var e *apierror.Error
+		switch {
+		case tc.formParam == "" && err != nil:
+			t.Errorf("form field %s=%s: refused: %v", tc.name, tc.value, err)
+		case tc.formParam != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.formParam):
+			t.Errorf("form field %s=%s: err = %v, want 400 naming %s", tc.name, tc.value, err, tc.formParam)
+		}
+		if err == nil {
+			route.Done()
+		}
+	}
+}
