@@ -1,11 +1,9 @@
 package integration
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -42,54 +40,14 @@ http://127.0.0.1:{{port}} {
 }
 `
 
-// imageTasksUpstream answers POST /v1/images/edits and /v1/images/generations with an image task
-// (an id and status queued), GET /v1/images/tasks/{id} with the task's status, which the test
-// sets, and POST /v1/videos with a queued video. Every call must carry Bearer upstream-key.
-type imageTasksUpstream struct {
-	mu     sync.Mutex
-	next   int
-	status map[string]string
-}
-
-func (f *imageTasksUpstream) set(id, status string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.status[id] = status
-}
-
-func (f *imageTasksUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	if r.Header.Get("Authorization") != "Bearer upstream-key" {
-		w.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprint(w, `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`)
-		return
-	}
-	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/videos":
-		f.next++
-		fmt.Fprintf(w, `{"id":"video_%d","object":"video","model":"sora-2","status":"queued","progress":0,"created_at":1}`, f.next)
-	case r.Method == http.MethodPost:
-		f.next++
-		id := fmt.Sprintf("imgt-%d", f.next)
-		f.status[id] = "queued"
-		fmt.Fprintf(w, `{"id":%q,"status":"queued","created":1}`, id)
-	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/images/tasks/"):
-		id := strings.TrimPrefix(r.URL.Path, "/v1/images/tasks/")
-		fmt.Fprintf(w, `{"id":%q,"status":%q,"created":1}`, id, f.status[id])
-	default:
-		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprint(w, `{"error":{"message":"not found","type":"invalid_request_error","param":null,"code":null}}`)
-	}
-}
-
 // TestImageEditTasksHoldActiveSlots: an image edit answered with a task id holds one of the key's
 // max_active_tasks slots, as a pass-through image task or video does, until a query of the task
 // (GET /v1/images/tasks/{id}, served by mediagw_image_edits) shows it final; the same query gives
 // back the slot of an image task made by a pass-through image generation.
 func TestImageEditTasksHoldActiveSlots(t *testing.T) {
-	fake := &imageTasksUpstream{status: map[string]string{}}
+	// The pass-through slots test's provider answers an edit (a POST but a synchronous image
+	// generation's) with a queued object, and a query with the status the test sets.
+	fake := &passThroughVideosUpstream{status: map[string]string{}}
 	provider := httptest.NewServer(fake)
 	t.Cleanup(provider.Close)
 	base, _ := startSimGateway(t, imageEditSlotsCaddyfile, map[string]string{"upstream_url": provider.URL})

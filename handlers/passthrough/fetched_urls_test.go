@@ -95,20 +95,7 @@ func TestMultipartURLFieldsMustBePublic(t *testing.T) {
 		{"a prompt is text", []string{model, field("prompt", "http://localhost/")}, ""},
 		{"plain field", []string{model, field("language", "en")}, ""},
 	} {
-		ct, body := multipartBody(tc.parts...)
-		r := httptest.NewRequest("POST", "/v1/audio/transcriptions", strings.NewReader(body))
-		r.Header.Set("Content-Type", ct)
-		route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
-		var e *apierror.Error
-		switch {
-		case tc.param == "" && err != nil:
-			t.Errorf("%s: refused: %v", tc.name, err)
-		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
-			t.Errorf("%s: err = %v, want 400 naming %s", tc.name, err, tc.param)
-		}
-		if err == nil {
-			route.Done()
-		}
+		checkForm(t, rt, "/v1/audio/transcriptions", tc.name, tc.param, tc.parts...)
 	}
 }
 
@@ -293,20 +280,28 @@ func TestMultipartFieldsFollowTheJSONRules(t *testing.T) {
 		{"input_reference", "https://cdn.example.com/a.png", `"input_reference":"https://cdn.example.com/a.png"`, "", ""},
 	} {
 		checkRoute(t, rt, "/v1/videos", `{"model":"doubao",`+tc.json+`}`, tc.jsonParam)
-		ct, body := multipartBody("Content-Disposition: form-data; name=\"model\"\r\n\r\ndoubao",
+		checkForm(t, rt, "/v1/videos", tc.name+"="+tc.value, tc.formParam,
+			"Content-Disposition: form-data; name=\"model\"\r\n\r\ndoubao",
 			"Content-Disposition: form-data; name=\""+tc.name+"\"\r\n\r\n"+tc.value)
-		r := httptest.NewRequest("POST", "/v1/videos", strings.NewReader(body))
-		r.Header.Set("Content-Type", ct)
-		route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
-		var e *apierror.Error
-		switch {
-		case tc.formParam == "" && err != nil:
-			t.Errorf("form field %s=%s: refused: %v", tc.name, tc.value, err)
-		case tc.formParam != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.formParam):
-			t.Errorf("form field %s=%s: err = %v, want 400 naming %s", tc.name, tc.value, err, tc.formParam)
-		}
-		if err == nil {
-			route.Done()
-		}
+	}
+}
+
+// checkForm routes a multipart body of parts to path and checks that it is accepted (param "") or
+// refused with 400 naming param.
+func checkForm(t *testing.T, rt *Router, path, what, param string, parts ...string) {
+	t.Helper()
+	ct, body := multipartBody(parts...)
+	r := httptest.NewRequest("POST", path, strings.NewReader(body))
+	r.Header.Set("Content-Type", ct)
+	route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+	var e *apierror.Error
+	switch {
+	case param == "" && err != nil:
+		t.Errorf("%s: refused: %v", what, err)
+	case param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != param):
+		t.Errorf("%s: err = %v, want 400 naming %s", what, err, param)
+	}
+	if err == nil {
+		route.Done()
 	}
 }
