@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 )
@@ -31,7 +32,7 @@ func (r *Redis) newTaskWalk(ctx context.Context, account, after string, newestFi
 	}
 	w.ended = true
 	t, err := r.Task(ctx, after)
-	if err == ErrNotFound || err == nil && t.Account != account {
+	if errors.Is(err, ErrNotFound) || err == nil && t.Account != account {
 		return w, nil
 	} else if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package videotask
 
 import (
+	"container/heap"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // pacedUpstream is a provider's task API, Ark's or DashScope's (through its adaptor), that
@@ -232,5 +234,53 @@ func TestUpstreamMaxRPSAndBackoff(t *testing.T) {
 	}
 	if resumed := pollFor(step); sum(resumed) != 1 {
 		t.Fatalf("reads right after the pause: %v, want one (max_rps 5's burst)", resumed)
+	}
+}
+
+// TestWatcherPacesAndPausesReads: the watcher's batch of 15 tasks of one upstream at max_rps 5
+// goes out as the upstream's pace allows (the burst of one now), the rest put off one 1/max_rps
+// apart; after a 429 with Retry-After: 2 none goes out, and all are put off from the pause's end.
+// The clock is the health board's, stepped by the test.
+func TestWatcherPacesAndPausesReads(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	h, u := newPacedHandler(t, &pacedUpstream{}, adaptor.DashScope, &now)
+	w := &Watcher{Tasks: h, tracked: map[string]bool{}}
+	var batch []storage.Task
+	for i := range 15 {
+		batch = append(batch, storage.Task{ID: fmt.Sprintf("cgt-%d", i), UpstreamID: fmt.Sprintf("ds-%d", i)})
+	}
+	due := func() map[string]time.Duration {
+		out := map[string]time.Duration{}
+		for w.queue.Len() > 0 {
+			d := heap.Pop(&w.queue).(dueTask)
+			out[d.id] = d.due.Sub(now)
+		}
+		return out
+	}
+	if now := w.paced(u, batch); len(now) != 1 || now[0].ID != "cgt-0" {
+		t.Fatalf("read now: %d tasks, want the burst of one", len(now))
+	}
+	later := due()
+	for i := 1; i < 15; i++ {
+		if got, want := later[fmt.Sprintf("cgt-%d", i)], time.Duration(i)*200*time.Millisecond; got != want {
+			t.Fatalf("cgt-%d put off by %v, want %v (one 1/max_rps apart)", i, got, want)
+		}
+	}
+
+	now = now.Add(10 * time.Second)
+	u.Throttled(2 * time.Second)
+	now = now.Add(1999 * time.Millisecond)
+	if got := w.paced(u, batch); len(got) != 0 {
+		t.Fatalf("%d reads within the 2s pause", len(got))
+	}
+	paused := due()
+	for i := range 15 {
+		if got, want := paused[fmt.Sprintf("cgt-%d", i)], time.Millisecond+time.Duration(i)*200*time.Millisecond; got != want {
+			t.Fatalf("cgt-%d put off by %v, want %v (from the pause's end, 1ms on, one 1/max_rps apart)", i, got, want)
+		}
+	}
+	now = now.Add(time.Millisecond)
+	if got := w.paced(u, batch); len(got) != 1 {
+		t.Fatalf("%d reads at the pause's end, want the burst of one", len(got))
 	}
 }
