@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -222,7 +221,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		// a cut stream's deltas, see usage.Sniffer.Seen) and images are charged, the estimate
 		// standing in for what the answer did not report.
 		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
-			OutputReported: tokens.Known(), Images: images})))
+			OutputReported: tokens.OutputReported(), Images: images})))
 	}
 	return err
 }
@@ -234,21 +233,11 @@ func (h *RouteHandler) takeSlot(ctx context.Context, id auth.Identity, route pas
 	if !route.TakesSlot() {
 		return accounting.Slot{}, nil
 	}
-	slot, err := h.accountant.StartTask(ctx, id)
-	if e, ok := errors.AsType[*apierror.Error](err); !ok || e.Code != "too_many_active_tasks" {
-		return slot, err
-	}
-	ended, sweepErr := h.router.EndLapsedSlots(ctx, id)
-	for _, t := range ended {
-		h.accountant.ObjectFinished(ctx, t)
-	}
+	slot, sweepErr, err := h.router.TakeSlot(ctx, h.accountant, id)
 	if sweepErr != nil {
 		h.logger.Error("ending the lapsed active-task slots of a key failed", zap.String("key_id", id.KeyID), zap.Error(sweepErr))
 	}
-	if len(ended) == 0 {
-		return slot, err
-	}
-	return h.accountant.StartTask(ctx, id)
+	return slot, err
 }
 
 // objectFinished gives back the slot of an object that a retrieve or delete showed finished.

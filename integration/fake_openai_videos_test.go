@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -25,9 +24,6 @@ type fakeOpenAIVideos struct {
 	tasks fakeTasks
 	// Video is the bytes of every completed video's content.
 	Video []byte
-	// throttleNext answers the next read, whatever its video, with a 429 and Retry-After: 2
-	// (the API's rate limit, which covers the whole key).
-	throttleNext atomic.Bool
 
 	mu      sync.Mutex
 	videos  map[string]openaiCreate // what each video was created with
@@ -151,7 +147,7 @@ func (f *fakeOpenAIVideos) object(id string, c openaiCreate, status string, prog
 
 func (f *fakeOpenAIVideos) read(w http.ResponseWriter, id string) {
 	task, step, _ := f.tasks.step(id)
-	if step == 0 || f.throttleNext.CompareAndSwap(true, false) {
+	if step == 0 {
 		w.Header().Set("Retry-After", "2")
 		f.refuse(w, http.StatusTooManyRequests, "requests", "rate_limit_exceeded", "Rate limit reached for requests. Please try again in 2s.")
 		return

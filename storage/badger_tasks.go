@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -266,31 +267,44 @@ func (b *Badger) DeleteTask(ctx context.Context, id string, version int64) error
 	})
 }
 
+// ListTasks walks the account's index (creation time, then id) from the start or from the
+// cursor's own entry, which it finds from the cursor task's record.
 func (b *Badger) ListTasks(_ context.Context, account string, q TaskQuery) (TaskPage, error) {
 	var page TaskPage
 	q.PageNum, q.PageSize = max(q.PageNum, 1), max(q.PageSize, 1)
 	skip := (q.PageNum - 1) * q.PageSize
 	prefix := []byte(prefixTaskIndex + account + "\x00")
 	err := b.db.View(func(txn *badger.Txn) error {
+		start := append(bytes.Clone(prefix), 0xff)
+		if q.Oldest {
+			start = prefix
+		}
+		var cursor []byte // the After task's own entry, on the previous page
+		if q.After != "" {
+			after, err := txnGetTask(txn, q.After)
+			if errors.Is(err, ErrNotFound) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if after.Account != account {
+				return nil
+			}
+			cursor = taskIndexKey(after)
+			start = cursor
+		}
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
 		opts.Reverse = !q.Oldest
 		opts.Prefix = prefix
 		it := txn.NewIterator(opts)
 		defer it.Close()
-		start := append(prefix, 0xff)
-		if q.Oldest {
-			start = prefix
-		}
-		behind := q.After == ""
 		for it.Seek(start); it.ValidForPrefix(prefix); it.Next() {
 			key := it.Item().Key()
-			id := string(key[len(prefix)+21:])
-			if !behind {
-				behind = id == q.After
+			if cursor != nil && bytes.Equal(key, cursor) {
 				continue
 			}
-			t, err := txnGetTask(txn, id)
+			t, err := txnGetTask(txn, string(key[len(prefix)+21:]))
 			if errors.Is(err, ErrNotFound) {
 				continue
 			} else if err != nil {
@@ -303,9 +317,15 @@ func (b *Badger) ListTasks(_ context.Context, account string, q TaskQuery) (Task
 				page.Tasks = append(page.Tasks, t)
 			}
 			page.Total++
+			if q.NoTotal && len(page.Tasks) == q.PageSize {
+				break
+			}
 		}
 		return nil
 	})
+	if q.NoTotal {
+		page.Total = 0
+	}
 	return page, err
 }
 

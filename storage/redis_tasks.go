@@ -220,61 +220,69 @@ func (r *Redis) DeleteTask(ctx context.Context, id string, version int64) error 
 	return nil
 }
 
-// ListTasks reads the account's index newest first and the records in batches; the filters are
-// applied to the records.
+// ListTasks walks the account's index (see taskWalk) from the start or from the cursor, and
+// reads the records in batches; the filters are applied to the records. Without a total it stops
+// at the page's last task.
 func (r *Redis) ListTasks(ctx context.Context, account string, q TaskQuery) (TaskPage, error) {
 	var page TaskPage
 	q.PageNum, q.PageSize = max(q.PageNum, 1), max(q.PageSize, 1)
 	skip := (q.PageNum - 1) * q.PageSize
-	index := r.key("ta:", account)
-	read := r.client.B().Zrevrangebyscore().Key(index).Max("+inf").Min("-inf").Build()
-	if q.Oldest {
-		read = r.client.B().Zrangebyscore().Key(index).Min("-inf").Max("+inf").Build()
-	}
-	ids, err := r.client.Do(ctx, read).AsStrSlice()
-	if err != nil {
-		return page, err
-	}
-	if q.After != "" {
-		if at := slices.Index(ids, q.After); at >= 0 {
-			ids = ids[at+1:]
-		} else {
-			ids = nil // nothing is behind a task that is not in the list
-		}
-	}
-	if len(q.IDs) > 0 {
-		want := make(map[string]bool, len(q.IDs))
-		for _, id := range q.IDs {
-			want[id] = true
-		}
-		kept := ids[:0]
-		for _, id := range ids {
-			if want[id] {
-				kept = append(kept, id)
-			}
-		}
-		ids = kept
+	want := make(map[string]bool, len(q.IDs))
+	for _, id := range q.IDs {
+		want[id] = true
 	}
 	var gone []string
-	err = r.readTasks(ctx, ids, func(id string, t Task, found bool) {
-		if !found {
+	full := func() bool { return q.NoTotal && len(page.Tasks) == q.PageSize }
+	take := func(id string, t Task, found bool) {
+		switch {
+		case full():
+		case !found:
 			gone = append(gone, id)
-			return
+		case t.Account != account || !q.Matches(t):
+		default:
+			if page.Total >= skip && len(page.Tasks) < q.PageSize {
+				page.Tasks = append(page.Tasks, t)
+			}
+			page.Total++
 		}
-		if t.Account != account || !q.Matches(t) {
-			return
-		}
-		if page.Total >= skip && len(page.Tasks) < q.PageSize {
-			page.Tasks = append(page.Tasks, t)
-		}
-		page.Total++
-	})
+	}
+	walk, err := r.newTaskWalk(ctx, account, q.After, !q.Oldest)
 	if err != nil {
 		return page, err
+	}
+	batch := taskBatch
+	if q.NoTotal {
+		batch = min(skip+q.PageSize, taskBatch)
+	}
+	for !full() {
+		ids, err := walk.next(ctx, batch)
+		if err != nil {
+			return page, err
+		}
+		if len(ids) == 0 {
+			break
+		}
+		if len(want) > 0 {
+			ids = slices.DeleteFunc(ids, func(id string) bool { return !want[id] })
+		}
+		for len(ids) > 0 && !full() {
+			n := len(ids)
+			if q.NoTotal {
+				n = min(n, skip+q.PageSize-page.Total) // what the page still needs, at most
+			}
+			if err := r.readTasks(ctx, ids[:n], take); err != nil {
+				return page, err
+			}
+			ids = ids[n:]
+		}
+		batch = taskBatch
+	}
+	if q.NoTotal {
+		page.Total = 0
 	}
 	if len(gone) > 0 {
 		// Expired records leave their index entries behind; a failure here only delays that.
-		if err := r.client.Do(ctx, r.client.B().Zrem().Key(index).Member(gone...).Build()).Error(); err != nil {
+		if err := r.client.Do(ctx, r.client.B().Zrem().Key(r.key("ta:", account)).Member(gone...).Build()).Error(); err != nil {
 			r.logger.Debug("dropping expired task index entries", errField(err))
 		}
 	}

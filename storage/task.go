@@ -49,7 +49,8 @@ type Tasks interface {
 	// Deleting a missing record is not an error.
 	DeleteTask(ctx context.Context, id string, version int64) error
 	// ListTasks returns one account's tasks, newest first, filtered and paginated. It reads
-	// every task of the account (for the total): a client's list, not a search.
+	// every task of the account from the cursor on (for the total), unless q.NoTotal: then it
+	// stops at the page's last task.
 	ListTasks(ctx context.Context, account string, q TaskQuery) (TaskPage, error)
 	// SearchTasks returns a page of one account's tasks, newest first, from a cursor, reading
 	// at most q.Scan records (see TaskSearch).
@@ -200,7 +201,10 @@ type Task struct {
 	Version int64 `json:"version,omitempty"`
 }
 
-// TaskQuery selects a page of one account's tasks.
+// TaskQuery selects a page of one account's tasks. A list is in order of creation time (Unix
+// seconds) and, among tasks created in the same second, of id (bytewise): newest first
+// (descending) or oldest first (ascending). Every backend keeps its account index in this order,
+// so a cursor (After) goes on exactly where the page before it stopped, without a gap or a repeat.
 type TaskQuery struct {
 	// Kind restricts the list to one task kind.
 	Kind string
@@ -214,8 +218,13 @@ type TaskQuery struct {
 	Oldest bool
 	// After, when set, is a cursor: the list starts behind the task of this id, in the list's
 	// order, and Total counts only the tasks behind it. A task that is not in the account's list
-	// (unknown, gone, another account's) leaves nothing behind it: the page is empty.
+	// (unknown, gone, another account's) leaves nothing behind it: the page is empty. The list
+	// starts at the cursor's place in the account's index; it does not read the tasks before it.
 	After string
+	// NoTotal reads only what the page needs: the list stops at the page's last task and Total
+	// is 0. The tasks read are then the page's and the skipped ones before it (those of earlier
+	// pages, and those the filters leave out), however many tasks the account has.
+	NoTotal bool
 }
 
 // TaskPage is one page of a task list, with the number of tasks that matched in all.

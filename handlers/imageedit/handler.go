@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -23,6 +24,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/idempotency"
+	"github.com/mediagw/mediagw/handlers/passthrough"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/usage"
@@ -54,6 +56,9 @@ type Handler struct {
 	Logger      *zap.Logger
 	// Now is the clock that dates image task records and their expiry. Default: time.Now.
 	Now func() time.Time
+
+	slotsOnce sync.Once
+	slots     *passthrough.Router // the active-task slots of image tasks (slots.go)
 }
 
 // now reads the handler's clock.
@@ -133,6 +138,16 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			return err
 		}
 	}
+	slot, err := h.takeSlot(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	kept := false // the slot, by an image task's record
+	defer func() {
+		if !kept {
+			slot.Release()
+		}
+	}()
 	hold, err := h.hold(r.Context(), id, model, body)
 	if err != nil {
 		return err
@@ -183,6 +198,9 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			Provider: p.Name, Upstream: up.Name, UpstreamAddress: up.Address(), Model: model, Status: "queued",
 			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		}
+		if slot.Held {
+			task.Active, task.Status = true, passthrough.StatusActive
+		}
 		if _, err := h.Store.CreateTask(ctx, task); err != nil {
 			// Never hand out a task id whose owner is not recorded. There is no way to cancel
 			// an image task upstream, so the cost stays charged: the task runs.
@@ -190,6 +208,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 				zap.String("task_id", taskID), zap.Error(err))
 			return err
 		}
+		kept = slot.Held
 	}
 	passOn(w, ans)
 	return nil
@@ -243,6 +262,9 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	}
 	if !ans.OK() {
 		return upstream.Refusal(ans)
+	}
+	if t.Active && !t.Finished {
+		h.finishedByAnswer(r.Context(), taskID, ans.Body)
 	}
 	passOn(w, ans)
 	return nil

@@ -182,7 +182,7 @@ func (rt *Router) EndLapsedSlots(ctx context.Context, id auth.Identity) ([]stora
 	if !rt.sweeps.due(id.KeyID, now) {
 		return nil, nil
 	}
-	page, err := rt.Owners.ListTasks(ctx, id.Account, storage.TaskQuery{Status: statusActive, PageSize: maxLapsedScan, Oldest: true})
+	page, err := rt.Owners.ListTasks(ctx, id.Account, storage.TaskQuery{Status: statusActive, PageSize: maxLapsedScan, Oldest: true, NoTotal: true})
 	if err != nil {
 		return nil, err
 	}

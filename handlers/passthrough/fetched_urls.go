@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/media"
@@ -42,6 +43,41 @@ var (
 		{"logit_bias"}, {"stop"}, {"messages", "*", "tool_calls", "*", "function"},
 		{"messages", "*", "function_call"}, {"messages", "*", "name"}}
 )
+
+// fetchRules are the free text members and the members no provider fetches of the endpoint's
+// bodies, JSON or multipart: a dialogue endpoint's, or a media generation endpoint's.
+func (ep Endpoint) fetchRules() (freeText []string, notFetched [][]string) {
+	if ep.dialogue {
+		return dialogueFreeText, dialogueNotFetched
+	}
+	return mediaFreeText, mediaNotFetched
+}
+
+// formFieldPath reads a multipart field name as the JSON path that form encoders write it for:
+// "user" is the member user, "metadata[ref]" the member ref of metadata, "stop[0]" and "stop[]"
+// an element of stop. A name that is not of the form key[seg]… is one member named so, whole.
+func formFieldPath(name string) *jsonkeys.Path {
+	key, rest, nested := strings.Cut(name, "[")
+	whole := &jsonkeys.Path{Key: name, Index: -1}
+	if !nested || key == "" || strings.ContainsAny(key, "]") {
+		return whole
+	}
+	path := &jsonkeys.Path{Key: key, Index: -1}
+	rest = "[" + rest
+	for rest != "" {
+		seg, after, ok := strings.Cut(rest[1:], "]")
+		if rest[0] != '[' || !ok || strings.Contains(seg, "[") {
+			return whole
+		}
+		if seg == "" || strings.Trim(seg, "0123456789") == "" {
+			path = &jsonkeys.Path{Parent: path, Index: 0} // an element, as every index of a JSON array is
+		} else {
+			path = &jsonkeys.Path{Parent: path, Key: seg, Index: -1}
+		}
+		rest = after
+	}
+	return path
+}
 
 // checkFetchedURLs checks a body whose provider may fetch any string in it: media generation
 // (images, videos), whose providers take reference media, masks, first frames and callbacks as

@@ -95,20 +95,7 @@ func TestMultipartURLFieldsMustBePublic(t *testing.T) {
 		{"a prompt is text", []string{model, field("prompt", "http://localhost/")}, ""},
 		{"plain field", []string{model, field("language", "en")}, ""},
 	} {
-		ct, body := multipartBody(tc.parts...)
-		r := httptest.NewRequest("POST", "/v1/audio/transcriptions", strings.NewReader(body))
-		r.Header.Set("Content-Type", ct)
-		route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
-		var e *apierror.Error
-		switch {
-		case tc.param == "" && err != nil:
-			t.Errorf("%s: refused: %v", tc.name, err)
-		case tc.param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != tc.param):
-			t.Errorf("%s: err = %v, want 400 naming %s", tc.name, err, tc.param)
-		}
-		if err == nil {
-			route.Done()
-		}
+		checkForm(t, rt, "/v1/audio/transcriptions", tc.name, tc.param, tc.parts...)
 	}
 }
 
@@ -269,5 +256,52 @@ func TestNotFetchedMembersPass(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"hi","name":"x","image":"http://127.0.0.1/"}]}`, "messages[0].image"},
 	} {
 		checkRoute(t, rt, tc.path, tc.body, tc.param)
+	}
+}
+
+// The fields no provider fetches are the same in a multipart body as in a JSON one: a form field
+// named as a JSON member (user), or by the bracket names that form encoders give nested members
+// (user[x], prompt[0]), is exempt or checked as that member is; a name that differs by case is
+// checked in both.
+func TestMultipartFieldsFollowTheJSONRules(t *testing.T) {
+	rt := &Router{Catalog: catalog(t), TempDir: t.TempDir()}
+	for _, tc := range []struct {
+		name, value, json    string // the form field, and the same member in JSON
+		jsonParam, formParam string // "" when accepted
+	}{
+		{"user", "team.acme.io/alice", `"user":"team.acme.io/alice"`, "", ""},
+		{"user[team]", "team.acme.io/alice", `"user":{"team":"team.acme.io/alice"}`, "", ""},
+		{"prompt", "http://localhost/", `"prompt":"http://localhost/"`, "", ""},
+		{"prompt[0]", "http://localhost/", `"prompt":["http://localhost/"]`, "", ""},
+		{"User", "10.0.0.1/x.png", `"User":"10.0.0.1/x.png"`, "User", "User"},
+		{"metadata[ref]", "127.0.0.1/x.png", `"metadata":{"ref":"127.0.0.1/x.png"}`, "metadata.ref", "metadata[ref]"},
+		{"input_reference", "http://169.254.169.254/", `"input_reference":"http://169.254.169.254/"`, "input_reference", "input_reference"},
+		{"user]x[", "10.0.0.1/x.png", `"user]x[":"10.0.0.1/x.png"`, "user]x[", "user]x["},
+		{"input_reference", "https://cdn.example.com/a.png", `"input_reference":"https://cdn.example.com/a.png"`, "", ""},
+	} {
+		checkRoute(t, rt, "/v1/videos", `{"model":"doubao",`+tc.json+`}`, tc.jsonParam)
+		checkForm(t, rt, "/v1/videos", tc.name+"="+tc.value, tc.formParam,
+			"Content-Disposition: form-data; name=\"model\"\r\n\r\ndoubao",
+			"Content-Disposition: form-data; name=\""+tc.name+"\"\r\n\r\n"+tc.value)
+	}
+}
+
+// checkForm routes a multipart body of parts to path and checks that it is accepted (param "") or
+// refused with 400 naming param.
+func checkForm(t *testing.T, rt *Router, path, what, param string, parts ...string) {
+	t.Helper()
+	ct, body := multipartBody(parts...)
+	r := httptest.NewRequest("POST", path, strings.NewReader(body))
+	r.Header.Set("Content-Type", ct)
+	route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+	var e *apierror.Error
+	switch {
+	case param == "" && err != nil:
+		t.Errorf("%s: refused: %v", what, err)
+	case param != "" && (!errors.As(err, &e) || e.Status != 400 || e.Param != param):
+		t.Errorf("%s: err = %v, want 400 naming %s", what, err, param)
+	}
+	if err == nil {
+		route.Done()
 	}
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/media"
-	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // nameParam finds every name parameter of a Content-Disposition header as a lenient parser
@@ -33,7 +32,7 @@ func multipartError(msg string) *apierror.Error {
 // forwarded and replayed. The body must have exactly one part named model, spelled so; a part
 // whose name reads as model to a lenient parser (another case, name*, escapes) is refused, as is
 // a second model part, and so is a part header folded onto a second line (see foldCheck).
-func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundary string, route *Route) (string, error) {
+func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, ep Endpoint, boundary string, route *Route) (string, error) {
 	if !plainBoundary(boundary) {
 		return "", errBoundary
 	}
@@ -61,7 +60,7 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, boundar
 		return "", multipartError("a multipart body must begin with its first boundary; nothing may come before it")
 	}
 	form := newCanonicalForm(sp)
-	model, err := scanParts(multipart.NewReader(io.MultiReader(bytes.NewReader(head), read), boundary), form)
+	model, err := scanParts(multipart.NewReader(io.MultiReader(bytes.NewReader(head), read), boundary), form, ep)
 	if err == nil {
 		err = form.close()
 	}
@@ -110,8 +109,10 @@ func plainBoundary(b string) bool {
 	return true
 }
 
-// scanParts reads every part, writes each to form in canonical form, and returns the model.
-func scanParts(mr *multipart.Reader, form *canonicalForm) (string, error) {
+// scanParts reads every part, writes each to form in canonical form, and returns the model. Text
+// parts are checked by the rules of ep's bodies (see checkTextPart).
+func scanParts(mr *multipart.Reader, form *canonicalForm, ep Endpoint) (string, error) {
+	freeText, notFetched := ep.fetchRules()
 	var model string
 	var found bool
 	var peek []byte // the start of a text part, one buffer for all
@@ -143,7 +144,7 @@ func scanParts(mr *multipart.Reader, form *canonicalForm) (string, error) {
 				peek = make([]byte, maxTextPartPeek)
 			}
 			content := io.TeeReader(part, out) // what is checked is what is written
-			if err := checkTextPart(name, part.Header, content, peek); err != nil {
+			if err := checkTextPart(name, part.Header, content, peek, freeText, notFetched); err != nil {
 				return "", err
 			}
 			if _, err := io.Copy(out, part); err != nil {
@@ -174,14 +175,19 @@ const maxTextPartPeek = 4 << 10
 
 // checkTextPart checks a part that is not a file as checkFetchedURLs checks a JSON string: some
 // providers take a URL as a form field (the audio to transcribe, a video's reference), so a value
-// that looks like a URL must be one the provider may fetch. Free text parts (prompt …) and files
-// are not checked. A part is a file only when it has a plain filename parameter: a name given
+// that looks like a URL must be one the provider may fetch. Files are not checked, nor free text
+// parts (prompt …) and the parts no provider fetches (user …), which are the endpoint's JSON
+// members of those kinds, their names read as form encoders write nested members
+// (formFieldPath: user[team] is under user). A part is a file only when it has a plain filename parameter: a name given
 // only as filename* is a text field to a parser that ignores it. The value is judged as the
 // upstream reads it: a transfer encoding (quoted-printable, base64) would hide it and is refused,
 // and leading whitespace, which form parsers trim, is skipped. It reads at most len(head) bytes
 // of the value after that whitespace, into head.
-func checkTextPart(name string, h textproto.MIMEHeader, content io.Reader, head []byte) error {
-	if plainFileName(h) || isFreeText(&jsonkeys.Path{Key: name, Index: -1}, mediaFreeText) {
+func checkTextPart(name string, h textproto.MIMEHeader, content io.Reader, head []byte, freeText []string, notFetched [][]string) error {
+	if plainFileName(h) {
+		return nil
+	}
+	if path := formFieldPath(name); isFreeText(path, freeText) || under(path, notFetched) {
 		return nil
 	}
 	n, err := readValueHead(content, head)

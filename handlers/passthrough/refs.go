@@ -124,10 +124,7 @@ var errTooManyRefs = apierror.New(http.StatusBadRequest, "invalid_request_body",
 // a repeated key anywhere is refused.
 func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoint, body []byte) error {
 	if ep.fetchesURLs {
-		freeText, notFetched := mediaFreeText, mediaNotFetched
-		if ep.dialogue {
-			freeText, notFetched = dialogueFreeText, dialogueNotFetched
-		}
+		freeText, notFetched := ep.fetchRules()
 		if err := checkFetchedURLs(body, freeText, notFetched); err != nil {
 			return err
 		}

@@ -295,7 +295,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		route.Sizing = sizing(ep, fields, len(body))
 		return jsonModel(fields)
 	case mt == "multipart/form-data" && params["boundary"] != "" && ep.Multipart:
-		return rt.multipartModel(w, r, params["boundary"], route)
+		return rt.multipartModel(w, r, ep, params["boundary"], route)
 	case mt == "multipart/form-data":
 		return "", apierror.New(http.StatusBadRequest, "invalid_request_body", "this endpoint takes a JSON body (Content-Type: application/json), not multipart/form-data").WithParam("Content-Type")
 	}

@@ -31,7 +31,7 @@ func decodeUsage(obj []byte) (rawUsage, bool) {
 // json.Unmarshal would report: a known member (matched without regard to ASCII case) must be
 // null or an integer that fits int64.
 func scanUsage(obj []byte, u *rawUsage) (ok, decided bool) {
-	targets := [...]*int64{&u.PromptTokens, &u.CompletionTokens, &u.TotalTokens, &u.InputTokens,
+	targets := [...]**int64{&u.PromptTokens, &u.CompletionTokens, &u.TotalTokens, &u.InputTokens,
 		&u.OutputTokens, &u.PromptTokenCount, &u.CandidatesTokenCount, &u.TotalTokenCount}
 	if len(obj) == 0 || obj[0] != '{' {
 		return false, false
@@ -63,12 +63,13 @@ func scanUsage(obj []byte, u *rawUsage) (ok, decided bool) {
 		if field >= 0 {
 			switch value := obj[i:valueEnd]; {
 			case string(value) == "null":
+				*targets[field] = nil // as json.Unmarshal sets a pointer
 			case value[0] == '-' || value[0] >= '0' && value[0] <= '9':
 				n, err := strconv.ParseInt(string(value), 10, 64)
 				if err != nil {
 					ok = false // json.Unmarshal goes on, and then fails
 				} else {
-					*targets[field] = n
+					*targets[field] = &n
 				}
 			default:
 				ok = false

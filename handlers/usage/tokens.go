@@ -10,10 +10,17 @@ import (
 type Tokens struct {
 	Prompt, Completion, Total int64
 	known                     bool
+	output                    bool
 }
 
 // Known reports whether the answer carried usage.
 func (t Tokens) Known() bool { return t.known }
+
+// OutputReported reports whether the usage gave an output count: its completion_tokens,
+// output_tokens or candidatesTokenCount, or both a total and a prompt count, whose difference is
+// the output (Gemini leaves a zero count out). A usage object without one has not reported 0
+// output tokens: billing charges the estimate for them (see billing.Usage.OutputReported).
+func (t Tokens) OutputReported() bool { return t.output }
 
 // merge keeps what t already knows and adds what u knows; a later non-zero count wins, since
 // streams report usage piecemeal (Anthropic: input in message_start, output in message_delta)
@@ -23,6 +30,7 @@ func (t Tokens) merge(u Tokens) Tokens {
 		return t
 	}
 	t.known = true
+	t.output = t.output || u.output
 	if u.Prompt != 0 {
 		t.Prompt = u.Prompt
 	}
@@ -38,23 +46,25 @@ func (t Tokens) merge(u Tokens) Tokens {
 	return t
 }
 
-// rawUsage is the union of the providers' usage objects.
+// rawUsage is the union of the providers' usage objects; a nil count was absent (or null).
 type rawUsage struct {
-	PromptTokens         int64 `json:"prompt_tokens"`
-	CompletionTokens     int64 `json:"completion_tokens"`
-	TotalTokens          int64 `json:"total_tokens"`
-	InputTokens          int64 `json:"input_tokens"`
-	OutputTokens         int64 `json:"output_tokens"`
-	PromptTokenCount     int64 `json:"promptTokenCount"`
-	CandidatesTokenCount int64 `json:"candidatesTokenCount"`
-	TotalTokenCount      int64 `json:"totalTokenCount"`
+	PromptTokens         *int64 `json:"prompt_tokens"`
+	CompletionTokens     *int64 `json:"completion_tokens"`
+	TotalTokens          *int64 `json:"total_tokens"`
+	InputTokens          *int64 `json:"input_tokens"`
+	OutputTokens         *int64 `json:"output_tokens"`
+	PromptTokenCount     *int64 `json:"promptTokenCount"`
+	CandidatesTokenCount *int64 `json:"candidatesTokenCount"`
+	TotalTokenCount      *int64 `json:"totalTokenCount"`
 }
 
 func (u rawUsage) tokens() Tokens {
-	t := Tokens{known: true,
-		Prompt:     firstNonZero(u.PromptTokens, u.InputTokens, u.PromptTokenCount),
-		Completion: firstNonZero(u.CompletionTokens, u.OutputTokens, u.CandidatesTokenCount),
-		Total:      firstNonZero(u.TotalTokens, u.TotalTokenCount),
+	prompt, promptGiven := firstNonZero(u.PromptTokens, u.InputTokens, u.PromptTokenCount)
+	output, outputGiven := firstNonZero(u.CompletionTokens, u.OutputTokens, u.CandidatesTokenCount)
+	total, totalGiven := firstNonZero(u.TotalTokens, u.TotalTokenCount)
+	t := Tokens{known: true, Prompt: prompt, Completion: output, Total: total, output: outputGiven}
+	if !outputGiven && totalGiven && promptGiven {
+		t.Completion, t.output = max(total-prompt, 0), true
 	}
 	if t.Total == 0 {
 		t.Total = t.Prompt + t.Completion
@@ -62,13 +72,18 @@ func (u rawUsage) tokens() Tokens {
 	return t
 }
 
-func firstNonZero(v ...int64) int64 {
-	for _, n := range v {
-		if n != 0 {
-			return n
+// firstNonZero is the first non-zero of the counts given, and whether any was given.
+func firstNonZero(v ...*int64) (n int64, given bool) {
+	for _, p := range v {
+		if p == nil {
+			continue
+		}
+		given = true
+		if *p != 0 {
+			return *p, true
 		}
 	}
-	return 0
+	return 0, given
 }
 
 var usageKeys = [][]byte{[]byte(`"usage"`), []byte(`"usageMetadata"`)}
@@ -257,7 +272,7 @@ func (s *Sniffer) Seen(cut bool) Tokens {
 	if !s.SSE || s.deltas == 0 || (!cut && t.Completion > 0) || t.Completion >= s.deltas {
 		return t
 	}
-	t.known, t.Completion = true, s.deltas
+	t.known, t.output, t.Completion = true, true, s.deltas
 	if t.Total < t.Prompt+t.Completion {
 		t.Total = t.Prompt + t.Completion
 	}

@@ -13,20 +13,30 @@ func TestSnifferReadsUsageFromAnswers(t *testing.T) {
 		want   Tokens
 	}{
 		{"openai json", false, []string{`{"id":"x","choices":[{"message":{"content":"the \"usage\": 99"}}],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}`},
-			Tokens{Prompt: 5, Completion: 7, Total: 12, known: true}},
+			Tokens{Prompt: 5, Completion: 7, Total: 12, known: true, output: true}},
 		{"anthropic json", false, []string{`{"id":"m","content":[],"usage":{"input_tokens":3,"output_tokens":4}}`},
-			Tokens{Prompt: 3, Completion: 4, Total: 7, known: true}},
+			Tokens{Prompt: 3, Completion: 4, Total: 7, known: true, output: true}},
 		{"gemini json", false, []string{`{"candidates":[],"usageMetadata":{"promptTokenCount":2,"candidatesTokenCount":6,"totalTokenCount":8}}`},
-			Tokens{Prompt: 2, Completion: 6, Total: 8, known: true}},
+			Tokens{Prompt: 2, Completion: 6, Total: 8, known: true, output: true}},
+		{"usage without an output count", false, []string{`{"id":"x","usage":{"prompt_tokens":5}}`},
+			Tokens{Prompt: 5, Total: 5, known: true}},
+		{"usage with an output count of 0", false, []string{`{"id":"x","usage":{"prompt_tokens":5,"completion_tokens":0,"total_tokens":5}}`},
+			Tokens{Prompt: 5, Total: 5, known: true, output: true}},
+		{"output count null", false, []string{`{"id":"x","usage":{"input_tokens":5,"output_tokens":null}}`},
+			Tokens{Prompt: 5, Total: 5, known: true}},
+		{"output from total and prompt", false, []string{`{"id":"x","usage":{"prompt_tokens":5,"total_tokens":12}}`},
+			Tokens{Prompt: 5, Completion: 7, Total: 12, known: true, output: true}},
+		{"gemini leaves a zero candidatesTokenCount out", false, []string{`{"candidates":[],"usageMetadata":{"promptTokenCount":4,"totalTokenCount":4}}`},
+			Tokens{Prompt: 4, Total: 4, known: true, output: true}},
 		{"no usage", false, []string{`{"data":[{"url":"https://example.com/a.png"}]}`}, Tokens{}},
 		{"openai stream, final usage chunk split across writes", true, []string{
 			"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\n",
 			"data: {\"choices\":[],\"usa", "ge\":{\"prompt_tokens\":11,\"completion_tokens\":2,\"total_tokens\":13}}\n", "\ndata: [DONE]\n\n"},
-			Tokens{Prompt: 11, Completion: 2, Total: 13, known: true}},
+			Tokens{Prompt: 11, Completion: 2, Total: 13, known: true, output: true}},
 		{"anthropic stream, usage in two events", true, []string{
 			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n",
 			"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n"},
-			Tokens{Prompt: 9, Completion: 15, Total: 24, known: true}},
+			Tokens{Prompt: 9, Completion: 15, Total: 24, known: true, output: true}},
 		{"stream without usage", true, []string{"data: {\"choices\":[]}\n\ndata: [DONE]\n\n"}, Tokens{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

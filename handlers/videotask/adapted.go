@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/providers"
@@ -75,6 +76,22 @@ func (c caller) Open(ctx context.Context, rawURL string) (*http.Response, error)
 
 func (h *Handler) caller(u *providers.Upstream) caller { return caller{client: h.upstream(), u: u} }
 
+// createCaller is the caller of an adaptor's create: it notes a 429 answer and its Retry-After
+// (by the upstream's clock), which the adaptor's error, a refusal, does not carry.
+type createCaller struct {
+	caller
+	throttled  bool
+	retryAfter time.Duration
+}
+
+func (c *createCaller) Call(ctx context.Context, method, rel string, body []byte, header http.Header) (upstream.Answer, error) {
+	ans, err := c.caller.Call(ctx, method, rel, body, header)
+	if err == nil && ans.Status == http.StatusTooManyRequests {
+		c.throttled, c.retryAfter = true, upstream.RetryAfter(ans.Header, c.u.Now())
+	}
+	return ans, err
+}
+
 // launchAdapted creates a task through the adaptor on the first of the provider's upstreams (in
 // its order for account) that takes it, moving on only when nothing was created there (no connection, a
 // 429), and returns the gateway's id for it, the provider's id, the canonical request as stored
@@ -93,19 +110,24 @@ func (h *Handler) launchAdapted(ctx context.Context, account string, a adaptor.A
 	}
 	for _, u = range order {
 		u.Spend() // a create counts towards the upstream's max_rps, never waits for it
-		upstreamID, err = a.Create(ctx, h.caller(u), r)
+		c := &createCaller{caller: h.caller(u)}
+		upstreamID, err = a.Create(ctx, c, r)
 		var refusal *apierror.Error
 		switch {
 		case errors.Is(err, upstream.ErrRefused):
 			u.Failed(account, "connection refused", 0)
 			continue
-		case errors.As(err, &refusal) && refusal.Status == http.StatusTooManyRequests:
-			u.Failed(account, "HTTP 429", 0)
+		case err != nil && c.throttled, errors.As(err, &refusal) && refusal.Status == http.StatusTooManyRequests:
+			// The account backs off and every call to the upstream waits for its Retry-After,
+			// as after a read's 429.
+			u.Failed(account, "HTTP 429", c.retryAfter)
+			u.Throttled(c.retryAfter)
 			continue
 		case err != nil:
 			return "", "", nil, u, err
 		}
 		u.Succeeded(account)
+		u.Unthrottled()
 		return newTaskID(), upstreamID, canonical, u, nil
 	}
 	return "", "", nil, u, err

@@ -189,7 +189,9 @@ const (
 
 // list answers GET /v1/videos: the caller's video tasks (whichever front created them), newest
 // first or, with order=asc, oldest first; after is the id of the last video of the previous
-// page. The answers are the stored ones: nothing is read from a provider.
+// page. The answers are the stored ones: nothing is read from a provider. A page reads the
+// account's tasks from the cursor until it has limit+1 videos (the one past the page says
+// has_more), never the whole account: there is no total to count.
 func (f *VideosFront) list(w http.ResponseWriter, r *http.Request, id auth.Identity) error {
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -216,7 +218,7 @@ func (f *VideosFront) list(w http.ResponseWriter, r *http.Request, id auth.Ident
 		return frontInvalid("order", "must be asc or desc")
 	}
 	page, err := f.Tasks.Store.ListTasks(r.Context(), id.Account, storage.TaskQuery{
-		Kind: storage.KindVideo, PageNum: 1, PageSize: limit + 1, Oldest: order == "asc", After: v.Get("after"),
+		Kind: storage.KindVideo, PageNum: 1, PageSize: limit + 1, Oldest: order == "asc", After: v.Get("after"), NoTotal: true,
 	})
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
@@ -178,58 +179,33 @@ func frontError(err error) error {
 	return &c
 }
 
-// Video sizes: the resolutions of the task API by the short side of a picture in pixels, and
-// the ratios it names.
-var (
-	resolutionSides = []struct {
-		name string
-		side int
-	}{{"480p", 480}, {"720p", 720}, {"1080p", 1080}, {"4k", 2160}}
-	sizeRatios = []struct {
-		name string
-		w, h int
-	}{{"16:9", 16, 9}, {"4:3", 4, 3}, {"1:1", 1, 1}, {"3:4", 3, 4}, {"9:16", 9, 16}, {"21:9", 21, 9}}
-)
-
-// SizeToArk maps a size "WxH" onto the task API's resolution (the one whose short side is
-// nearest to the size's) and ratio (the nearest of 16:9, 4:3, 1:1, 3:4, 9:16, 21:9). Sora's
-// 1024x1792 is 1080p 9:16; 1280x720 is 720p 16:9.
+// SizeToArk maps a size "WxH" onto the task API's resolution and ratio, as adaptor.Band and
+// adaptor.Ratio map a size a provider reports: Sora's 1024x1792 is 1080p 9:16; 1280x720 is 720p
+// 16:9.
 func SizeToArk(size string) (resolution, ratio string, err error) {
 	ws, hs, ok := strings.Cut(size, "x")
-	w, errW := strconv.Atoi(ws)
-	h, errH := strconv.Atoi(hs)
+	w, errW := strconv.ParseInt(ws, 10, 64)
+	h, errH := strconv.ParseInt(hs, 10, 64)
 	if !ok || errW != nil || errH != nil || w < 1 || h < 1 || w > 8192 || h > 8192 {
 		return "", "", frontInvalid("size", "must be width x height in pixels, such as 1280x720")
 	}
-	short, best := min(w, h), math.Inf(1)
-	for _, r := range resolutionSides {
-		if d := math.Abs(math.Log(float64(short) / float64(r.side))); d < best {
-			resolution, best = r.name, d
-		}
-	}
-	best = math.Inf(1)
-	for _, r := range sizeRatios {
-		if d := math.Abs(math.Log(float64(w*r.h) / float64(h*r.w))); d < best {
-			ratio, best = r.name, d
-		}
-	}
-	return resolution, ratio, nil
+	return adaptor.Band(w, h), adaptor.Ratio(w, h), nil
 }
 
 // ArkToSize is the size "WxH" of a resolution and ratio of the task API: the short side of the
 // resolution, the long side by the ratio rounded to an even number of pixels. Unknown values
 // are taken as 720p and 16:9, the contract's defaults.
 func ArkToSize(resolution, ratio string) string {
-	side := 720
-	for _, r := range resolutionSides {
-		if r.name == resolution {
-			side = r.side
+	side := int64(720)
+	for _, r := range adaptor.Resolutions {
+		if r.Name == resolution {
+			side = r.Side
 		}
 	}
-	rw, rh := 16, 9
-	for _, r := range sizeRatios {
-		if r.name == ratio {
-			rw, rh = r.w, r.h
+	rw, rh := int64(16), int64(9)
+	for _, r := range adaptor.Ratios {
+		if r.Name == ratio {
+			rw, rh = r.W, r.H
 		}
 	}
 	if rw >= rh {

@@ -2,6 +2,7 @@ package videotask
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"mime/multipart"
@@ -341,5 +342,38 @@ func TestVideosFrontIdempotency(t *testing.T) {
 	}
 	if other := create(`{"model":"m","prompt":"twice"}`); other.Code != 422 || !strings.Contains(other.Body.String(), `"error":{`) || len(up.creates) != 1 {
 		t.Fatalf("the key with another body = %d %s; %d upstream creates", other.Code, other.Body, len(up.creates))
+	}
+}
+
+// pageRecorder records the task lists asked of the store.
+type pageRecorder struct {
+	storage.Store
+	queries []storage.TaskQuery
+}
+
+func (p *pageRecorder) ListTasks(ctx context.Context, account string, q storage.TaskQuery) (storage.TaskPage, error) {
+	p.queries = append(p.queries, q)
+	return p.Store.ListTasks(ctx, account, q)
+}
+
+// TestVideosFrontListReadsAPage: a /v1/videos page asks the store for limit+1 tasks from the
+// cursor and no total, so that it reads a page however many tasks the account has.
+func TestVideosFrontListReadsAPage(t *testing.T) {
+	f, _ := newFront(t, succeededAnswer)
+	rec := &pageRecorder{Store: f.Tasks.Store}
+	f.Tasks.Store = rec
+	for _, q := range []string{"", "?limit=7&after=cgt-x", "?order=asc&limit=100"} {
+		if w := serveFront(f, "acme", "GET", "/v1/videos"+q, "", nil); w.Code != 200 {
+			t.Fatalf("list%s = %d %s", q, w.Code, w.Body)
+		}
+	}
+	want := []int{DefaultVideoListLimit + 1, 8, MaxVideoListLimit + 1}
+	if len(rec.queries) != len(want) {
+		t.Fatalf("%d lists asked of the store, want %d", len(rec.queries), len(want))
+	}
+	for i, q := range rec.queries {
+		if !q.NoTotal || q.PageNum != 1 || q.PageSize != want[i] {
+			t.Errorf("list %d asked the store for %+v; want page 1 of %d without a total", i, q, want[i])
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package adaptor
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -17,34 +18,42 @@ func ParseSize(size, sep string) (w, h int64, ok bool) {
 	return w, h, errW == nil && errH == nil && w > 0 && h > 0
 }
 
-// Band is the contract's resolution of a pixel size, by its shorter side.
+// The contract's resolutions, by the short side of a picture in pixels, and its ratios. Band and
+// Ratio are the one mapping of a pixel size onto them, used both ways: for the size a client asks
+// for (the OpenAI-style front's size) and for the size a provider reports, so that a size is
+// the same resolution, and the same price, whichever way it comes.
+var (
+	Resolutions = []struct {
+		Name string
+		Side int64
+	}{{"480p", 480}, {"720p", 720}, {"1080p", 1080}, {"4k", 2160}}
+	Ratios = []struct {
+		Name string
+		W, H int64
+	}{{"16:9", 16, 9}, {"4:3", 4, 3}, {"1:1", 1, 1}, {"3:4", 3, 4}, {"9:16", 9, 16}, {"21:9", 21, 9}}
+)
+
+// Band is the contract's resolution of a pixel size: the one whose short side is nearest to the
+// size's, by proportion (1024 is nearer 1080 than 720: Sora's 1024x1792 is 1080p), the lower one
+// on a tie.
 func Band(w, h int64) string {
-	switch short := min(w, h); {
-	case short >= 2160:
-		return "4k"
-	case short >= 1080:
-		return "1080p"
-	case short >= 720:
-		return "720p"
-	default:
-		return "480p"
+	short, name, best := min(w, h), "", math.Inf(1)
+	for _, r := range Resolutions {
+		if d := math.Abs(math.Log(float64(short) / float64(r.Side))); d < best {
+			name, best = r.Name, d
+		}
 	}
+	return name
 }
 
-// Ratio is the contract's ratio nearest to w:h.
+// Ratio is the contract's ratio nearest to w:h, by proportion, so that a portrait size and its
+// landscape twin get twin ratios; the earlier of Ratios on a tie.
 func Ratio(w, h int64) string {
-	best, bestDiff := "", 0.0
-	for _, r := range []struct {
-		name string
-		w, h float64
-	}{{"16:9", 16, 9}, {"9:16", 9, 16}, {"1:1", 1, 1}, {"4:3", 4, 3}, {"3:4", 3, 4}, {"21:9", 21, 9}} {
-		d := float64(w)/float64(h) - r.w/r.h
-		if d < 0 {
-			d = -d
-		}
-		if best == "" || d < bestDiff {
-			best, bestDiff = r.name, d
+	name, best := "", math.Inf(1)
+	for _, r := range Ratios {
+		if d := math.Abs(math.Log(float64(w*r.H) / float64(h*r.W))); d < best {
+			name, best = r.Name, d
 		}
 	}
-	return best
+	return name
 }
