@@ -58,7 +58,7 @@ func newHandler(t testing.TB, upstreamURL string, store storage.Store) *Handler 
 	if store == nil {
 		store = openBadger(t)
 	}
-	return &Handler{Catalog: cat, Store: store, Client: &http.Client{Timeout: 300 * time.Millisecond}, Logger: zap.NewNop()}
+	return &Handler{Catalog: cat, Store: store, Client: &http.Client{Timeout: 5 * time.Second}, Logger: zap.NewNop()}
 }
 
 // openBadger opens a Badger store in a temporary directory, closed at the end of the test.
@@ -127,6 +127,9 @@ func TestCreateUpstreamFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			up := newFakeUpstream(t, tc.upstream)
 			h := newHandler(t, up.URL, nil)
+			if tc.code == "upstream_timeout" {
+				h.Client.Timeout = 300 * time.Millisecond // the fake answers after 2 s
+			}
 			w := serve(h, "POST", createPath, createBody)
 			body := decode(t, w)
 			if w.Code != tc.status || body["code"] != tc.code || body["message"] == "" {
