@@ -8,7 +8,7 @@ import (
 
 // usageFields are rawUsage's JSON names, in the order of its fields.
 var usageFields = [...]string{"prompt_tokens", "completion_tokens", "total_tokens", "input_tokens",
-	"output_tokens", "promptTokenCount", "candidatesTokenCount", "totalTokenCount"}
+	"output_tokens", "promptTokenCount", "candidatesTokenCount", "totalTokenCount", "thoughtsTokenCount"}
 
 // decodeUsage decodes a usage object exactly as json.Unmarshal into a rawUsage does, and reports
 // whether that succeeded. Objects with ASCII member names and no escapes in them (every
@@ -32,7 +32,7 @@ func decodeUsage(obj []byte) (rawUsage, bool) {
 // null or an integer that fits int64.
 func scanUsage(obj []byte, u *rawUsage) (ok, decided bool) {
 	targets := [...]**int64{&u.PromptTokens, &u.CompletionTokens, &u.TotalTokens, &u.InputTokens,
-		&u.OutputTokens, &u.PromptTokenCount, &u.CandidatesTokenCount, &u.TotalTokenCount}
+		&u.OutputTokens, &u.PromptTokenCount, &u.CandidatesTokenCount, &u.TotalTokenCount, &u.ThoughtsTokenCount}
 	if len(obj) == 0 || obj[0] != '{' {
 		return false, false
 	}

@@ -2,6 +2,7 @@ package usage
 
 import (
 	"bytes"
+	"math"
 	"sync"
 )
 
@@ -12,6 +13,9 @@ type Tokens struct {
 	known                     bool
 	output                    bool
 }
+
+// Gemini's thoughtsTokenCount is output too: it is added to candidatesTokenCount, which leaves
+// the thinking out (its totalTokenCount has both).
 
 // Known reports whether the answer carried usage.
 func (t Tokens) Known() bool { return t.known }
@@ -56,12 +60,18 @@ type rawUsage struct {
 	PromptTokenCount     *int64 `json:"promptTokenCount"`
 	CandidatesTokenCount *int64 `json:"candidatesTokenCount"`
 	TotalTokenCount      *int64 `json:"totalTokenCount"`
+	// ThoughtsTokenCount is Gemini's thinking, billed as output but not in candidatesTokenCount.
+	ThoughtsTokenCount *int64 `json:"thoughtsTokenCount"`
 }
 
 func (u rawUsage) tokens() Tokens {
 	prompt, promptGiven := firstNonZero(u.PromptTokens, u.InputTokens, u.PromptTokenCount)
 	output, outputGiven := firstNonZero(u.CompletionTokens, u.OutputTokens, u.CandidatesTokenCount)
 	total, totalGiven := firstNonZero(u.TotalTokens, u.TotalTokenCount)
+	if fromCandidates := u.CompletionTokens == nil && u.OutputTokens == nil; fromCandidates && outputGiven &&
+		u.ThoughtsTokenCount != nil && *u.ThoughtsTokenCount > 0 {
+		output = min(output, math.MaxInt64-*u.ThoughtsTokenCount) + *u.ThoughtsTokenCount
+	}
 	t := Tokens{known: true, Prompt: prompt, Completion: output, Total: total, output: outputGiven}
 	if !outputGiven && totalGiven && promptGiven {
 		t.Completion, t.output = max(total-prompt, 0), true
