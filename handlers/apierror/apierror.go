@@ -165,7 +165,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) 
 		if _, err := io.ReadFull(r.Body, body); err != nil {
 			return nil, New(http.StatusBadRequest, code, "the request body could not be read")
 		}
-		m, err := r.Body.Read(body[n:n+1])
+		m, err := r.Body.Read(body[n : n+1])
 		if m == 0 && err == io.EOF {
 			return body, nil // the end, where it was declared
 		}
