@@ -60,6 +60,20 @@ start() {
 	pids+=($!)
 }
 
+# ports_free PORT...: stops the script when something already listens on one of these loopback
+# ports: most likely another run of a bench script on the same machine. Caddy listens with
+# SO_REUSEPORT, so two runs would share the ports, and each would load and measure the other's
+# processes too.
+ports_free() {
+	local port
+	for port in "$@"; do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "port $port is in use (another bench run?); run again later, or with PORT_BASE set to free ports" >&2
+			exit 1
+		fi
+	done
+}
+
 # wait_ports PORT...: waits until each loopback port answers HTTP, at most WAIT_TRIES (default
 # 100) tenths of a second each.
 wait_ports() {

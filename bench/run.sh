@@ -11,6 +11,7 @@
 #                                            # of one 32-connection mediagw run into that directory
 #   OLD_CADDY=/tmp/caddy-old bench/run.sh    # also run gateways of another build (e.g. the
 #                                            # commit before a change), interleaved with ./caddy's
+#   PORT_BASE=19500 bench/run.sh             # loopback ports 19500-19513 instead of 19100-19113
 #
 # Two gateways of each build run: "mediagw" with no prices (its account never credited, so no
 # ledger write), and "priced" with a price for the chat and the video model and its account
@@ -33,7 +34,10 @@ go build -o bench/rss/rss ./bench/rss
 
 workdir
 
-UP=19100 SIM=19101 BASE=19102 BASE_SIM=19103 GW=19104 SSE=19105 BASE_ADMIN=19106 GW_ADMIN=19107
+# PORT_BASE (default 19100) and the 13 ports after it; see ports_free.
+P=${PORT_BASE:-19100}
+UP=$P SIM=$((P + 1)) BASE=$((P + 2)) BASE_SIM=$((P + 3)) GW=$((P + 4)) SSE=$((P + 5)) BASE_ADMIN=$((P + 6)) GW_ADMIN=$((P + 7))
+ports_free $(seq "$P" $((P + 13)))
 
 cat >"$work/upstream.caddy" <<CFG
 {
@@ -107,10 +111,10 @@ gateway() {
 	gw_names+=("$1") gw_ports+=("$2") gw_admins+=("$3") gw_pids+=("${pids[-1]}")
 }
 gateway mediagw $GW $GW_ADMIN ./caddy
-gateway priced 19108 19109 ./caddy priced
+gateway priced $((P + 8)) $((P + 9)) ./caddy priced
 if [ -n "${OLD_CADDY:-}" ]; then
-	gateway old-mediagw 19110 19111 "$OLD_CADDY"
-	gateway old-priced 19112 19113 "$OLD_CADDY" priced
+	gateway old-mediagw $((P + 10)) $((P + 11)) "$OLD_CADDY"
+	gateway old-priced $((P + 12)) $((P + 13)) "$OLD_CADDY" priced
 fi
 gw_pid=${gw_pids[0]}
 wait_ports $UP $SIM $BASE $BASE_SIM "${gw_ports[@]}"

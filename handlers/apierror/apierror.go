@@ -149,20 +149,45 @@ var ErrTooLarge = New(http.StatusRequestEntityTooLarge, "request_too_large", "th
 
 // ReadBody reads a request body of at most limit bytes: past it the error is ErrTooLarge, and a
 // failed read is a 400 with the given code.
+//
+// A body of declared length (Content-Length, the usual case) is read into one buffer of that
+// size; one that turns out longer than declared (a replaced body) is read on to its end, within
+// the same bound.
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) ([]byte, error) {
 	if r.ContentLength > limit {
 		// Declared too large: answer now, without waiting for (or asking, after Expect:
 		// 100-continue, for) a body that would be refused.
 		return nil, ErrTooLarge
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var body []byte
+	if n := r.ContentLength; n > 0 && r.Body != nil {
+		body = make([]byte, n, n+1) // room for the byte that tells whether the body ends there
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, New(http.StatusBadRequest, code, "the request body could not be read")
+		}
+		m, err := r.Body.Read(body[n : n+1])
+		if m == 0 && err == io.EOF {
+			return body, nil // the end, where it was declared
+		}
+		if m == 0 && err != nil {
+			return nil, New(http.StatusBadRequest, code, "the request body could not be read")
+		}
+		body = body[:n+int64(m)] // longer than declared: read on, as an undeclared body is
+		if int64(len(body)) > limit {
+			return nil, ErrTooLarge
+		}
+	}
+	rest, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit-int64(len(body))))
 	if err != nil {
 		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
 			return nil, ErrTooLarge
 		}
 		return nil, New(http.StatusBadRequest, code, "the request body could not be read")
 	}
-	return body, nil
+	if body == nil {
+		return rest, nil
+	}
+	return append(body, rest...), nil
 }
 
 // IsJSON reports whether the request declares a JSON body (application/json, any parameters).

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -48,5 +49,57 @@ func TestIsJSON(t *testing.T) {
 		if got := IsJSON(r); got != want {
 			t.Errorf("IsJSON(%q) = %v, want %v", ct, got, want)
 		}
+	}
+}
+
+// TestReadBodyDeclaredLength: a body of declared length is read whole; one that ends early is a
+// 400; one longer than declared (a replaced body) is read to its end within the bound.
+func TestReadBodyDeclaredLength(t *testing.T) {
+	read := func(body string, declared, limit int64) ([]byte, error) {
+		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
+		r.ContentLength = declared
+		return ReadBody(httptest.NewRecorder(), r, limit, "invalid_request")
+	}
+	if body, err := read(`{"model":"m"}`, 13, 100); err != nil || string(body) != `{"model":"m"}` {
+		t.Fatalf("declared and sent 13 bytes: %q, %v", body, err)
+	}
+	if body, err := read("0123456789", 10, 10); err != nil || string(body) != "0123456789" {
+		t.Fatalf("10 bytes declared at a bound of 10: %q, %v", body, err)
+	}
+	if _, err := read("01234", 10, 100); !isBadRequest(err) {
+		t.Fatalf("5 of 10 declared bytes: err = %v, want a 400", err)
+	}
+	if body, err := read("0123456789abc", 10, 100); err != nil || string(body) != "0123456789abc" {
+		t.Fatalf("13 bytes sent, 10 declared: %q, %v", body, err)
+	}
+	if _, err := read("0123456789a", 10, 10); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("11 bytes sent, 10 declared, bound 10: err = %v, want ErrTooLarge", err)
+	}
+	if _, err := read("0123456789abcdef", 10, 12); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("16 bytes sent, 10 declared, bound 12: err = %v, want ErrTooLarge", err)
+	}
+}
+
+// isBadRequest reports whether err is a contract error with status 400.
+func isBadRequest(err error) bool {
+	e, ok := errors.AsType[*Error](err)
+	return ok && e.Status == http.StatusBadRequest
+}
+
+// BenchmarkReadBody reads a declared-length JSON body of a short chat request and of a long one:
+//
+//	go test ./handlers/apierror/ -run '^$' -bench ReadBody -benchmem
+func BenchmarkReadBody(b *testing.B) {
+	for _, size := range []int{70, 16 << 10} {
+		body := `{"model":"m","messages":"` + strings.Repeat("x", size-26) + `"}`
+		b.Run(strconv.Itoa(size), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+				if got, err := ReadBody(httptest.NewRecorder(), r, 1<<20, "invalid_request"); err != nil || len(got) != len(body) {
+					b.Fatalf("%d bytes, %v", len(got), err)
+				}
+			}
+		})
 	}
 }

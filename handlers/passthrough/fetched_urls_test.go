@@ -305,3 +305,27 @@ func checkForm(t *testing.T, rt *Router, path, what, param string, parts ...stri
 		route.Done()
 	}
 }
+
+// BenchmarkFetchedURLs measures the URL check of a chat body: one short request, and a
+// conversation of 20 messages (an object each) with an image URL in one of them:
+//
+//	go test ./handlers/passthrough/ -run '^$' -bench FetchedURLs -benchmem
+func BenchmarkFetchedURLs(b *testing.B) {
+	short := `{"model":"m","messages":[{"role":"user","content":"hello"}]}`
+	var msgs []string
+	for i := range 20 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"message %d about the weather in Paris"}`, i))
+	}
+	msgs[10] = `{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}`
+	long := `{"model":"m","messages":[` + strings.Join(msgs, ",") + `]}`
+	for name, body := range map[string]string{"short": short, "20_messages": long} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := checkFetchedURLs([]byte(body), dialogueFreeText, dialogueNotFetched); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package videotask
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,16 +47,32 @@ func (h *Handler) launch(ctx context.Context, account string, p *providers.Provi
 	if !ans.OK() {
 		return "", nil, upstream.Refusal(ans)
 	}
+	id, ok := createdID(ans.Body)
+	if !ok || id == "" {
+		return "", nil, upstream.ErrUnreadable
+	}
+	if !upstream.UsableID(id) {
+		return "", u, errUnfollowable
+	}
+	return id, u, nil
+}
+
+// createdID reads the task id of a create's answer as json.Unmarshal reads it into a struct with
+// an `json:"id"` string field (ok false when it does not decode), without the decoder for the
+// usual answer: {"id":"<id>"}, the id printable ASCII without a quote or backslash.
+func createdID(body []byte) (id string, ok bool) {
+	if inner, found := bytes.CutPrefix(bytes.Trim(body, " \t\r\n"), []byte(`{"id":"`)); found {
+		if raw, found := bytes.CutSuffix(inner, []byte(`"}`)); found && printableASCII(raw) {
+			return string(raw), true
+		}
+	}
 	var created struct {
 		ID string `json:"id"`
 	}
-	if json.Unmarshal(ans.Body, &created) != nil || created.ID == "" {
-		return "", nil, upstream.ErrUnreadable
+	if json.Unmarshal(body, &created) != nil {
+		return "", false
 	}
-	if !upstream.UsableID(created.ID) {
-		return "", u, errUnfollowable
-	}
-	return created.ID, u, nil
+	return created.ID, true
 }
 
 // errUnfollowable is a create that the upstream accepted with an id the gateway cannot use (see

@@ -300,6 +300,8 @@ func isControl(r rune) bool {
 type scanner struct {
 	data []byte
 	pos  int
+	// paths are Strings' paths, one per depth (see pathAt).
+	paths []Path
 }
 
 func (s *scanner) space() {

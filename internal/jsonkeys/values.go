@@ -75,8 +75,9 @@ func ElementsValid(data []byte) (elements []json.RawMessage, ok bool) {
 // Strings calls visit for every string value in the JSON value data, at any depth in its objects
 // and arrays, with the string's path under base and the string raw (quotes and escapes
 // included). Keys are not visited. The path is the walk's own and changes as it goes on: visit
-// keeps its String, not the path. One path is allocated per object or array, not per value. Data that is not valid JSON is ErrNotObject; data nested
-// deeper than MaxWalkDepth is ErrTooDeep. An error from visit stops the walk and is returned.
+// keeps its String, not the path. The paths of one depth share one Path, allocated with the
+// others of the walk. Data that is not valid JSON is ErrNotObject; data nested deeper than
+// MaxWalkDepth is ErrTooDeep. An error from visit stops the walk and is returned.
 func Strings(data []byte, base *Path, visit func(path *Path, raw []byte) error) error {
 	if !json.Valid(data) {
 		return ErrNotObject
@@ -84,6 +85,55 @@ func Strings(data []byte, base *Path, visit func(path *Path, raw []byte) error) 
 	s := scanner{data: data}
 	s.space()
 	return s.strings(base, 0, visit)
+}
+
+// pathAt returns the path of the members or elements of a container at depth, under parent:
+// one per depth for the whole walk, since the containers at one depth are walked one after the
+// other (the walk's paths change as it goes on, see Strings).
+func (s *scanner) pathAt(depth int, parent *Path) *Path {
+	switch {
+	case depth < len(s.paths):
+	case depth < cap(s.paths):
+		s.paths = s.paths[:depth+1]
+	default:
+		// A new slice; the containers being walked keep their paths in the old one, and every
+		// path is set afresh when it is taken.
+		s.paths = make([]Path, depth+1, max(8, 2*(depth+1)))
+	}
+	p := &s.paths[depth]
+	*p = Path{Parent: parent}
+	return p
+}
+
+// pathKey is decodeKey(raw)'s key, without a copy for the keys that dialogue and media bodies
+// repeat in every message and part.
+func pathKey(raw []byte) string {
+	switch string(raw[1 : len(raw)-1]) {
+	case "role":
+		return "role"
+	case "content":
+		return "content"
+	case "type":
+		return "type"
+	case "text":
+		return "text"
+	case "image_url":
+		return "image_url"
+	case "url":
+		return "url"
+	case "name":
+		return "name"
+	case "arguments":
+		return "arguments"
+	case "function":
+		return "function"
+	case "tool_calls":
+		return "tool_calls"
+	case "id":
+		return "id"
+	}
+	key, _ := decodeKey(raw)
+	return key
 }
 
 // strings reads the value at s.pos and visits the strings in it.
@@ -97,7 +147,7 @@ func (s *scanner) strings(path *Path, depth int, visit func(*Path, []byte) error
 		}
 		object := s.data[s.pos] == '{'
 		s.pos++
-		var inner *Path // allocated at the first value that needs one
+		var inner *Path // taken at the first value that needs one
 		for i := 0; ; i++ {
 			s.space()
 			if s.consume('}') || s.consume(']') {
@@ -114,11 +164,11 @@ func (s *scanner) strings(path *Path, depth int, visit func(*Path, []byte) error
 				s.value() // a number or literal holds no string
 			} else {
 				if inner == nil {
-					inner = &Path{Parent: path}
+					inner = s.pathAt(depth, path)
 				}
 				inner.Key, inner.Index = "", i
 				if object {
-					inner.Key, _ = decodeKey(key)
+					inner.Key = pathKey(key)
 					inner.Index = -1
 				}
 				if err := s.strings(inner, depth+1, visit); err != nil {

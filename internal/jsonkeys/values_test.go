@@ -72,3 +72,22 @@ func TestElementsValid(t *testing.T) {
 		}
 	}
 }
+
+// TestStringsPathsPastTheFirstSlots: the paths of one walk live in slots per depth; a walk
+// deeper than the first slots goes on with the right path for the containers it came from and
+// for the siblings after them.
+func TestStringsPathsPastTheFirstSlots(t *testing.T) {
+	body := `{"a":[{"b":[[[[[[[[["deep"]]]]]]]]],"c":"after"},{"d":"next"}],"e":{"f":"x"},"g":[{"h":"y"},{"i":"z"}]}`
+	var got []string
+	err := Strings([]byte(body), nil, func(path *Path, raw []byte) error {
+		got = append(got, path.String()+"="+string(raw))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `a[0].b[0][0][0][0][0][0][0][0][0]="deep" a[0].c="after" a[1].d="next" e.f="x" g[0].h="y" g[1].i="z"`
+	if strings.Join(got, " ") != want {
+		t.Fatalf("visited %q, want %q", strings.Join(got, " "), want)
+	}
+}
