@@ -200,9 +200,11 @@ func TestVideosFrontMultipart(t *testing.T) {
 func TestVideosFrontRefusals(t *testing.T) {
 	f, up := newFront(t, succeededAnswer)
 	for body, param := range map[string]string{
-		`{"model":"m"}`:                                                             "prompt",
-		`{"model":"m","prompt":""}`:                                                 "prompt",
-		`{"prompt":"p"}`:                                                            "model",
+		`{"model":"m"}`:                "prompt",
+		`{"model":"m","prompt":""}`:    "prompt",
+		`{"prompt":"p"}`:               "model",
+		`{}`:                           "model",
+		`{"prompt":"","seconds":"99"}`: "model",
 		`{"model":"m","prompt":"p","seconds":"20"}`:                                 "seconds",
 		`{"model":"m","prompt":"p","seconds":"four"}`:                               "seconds",
 		`{"model":"m","prompt":"p","size":"wide"}`:                                  "size",
