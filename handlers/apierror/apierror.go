@@ -148,8 +148,14 @@ func Respond(w http.ResponseWriter, shape Shape, logger *zap.Logger, err error) 
 var ErrTooLarge = New(http.StatusRequestEntityTooLarge, "request_too_large", "the request body is too large")
 
 // ReadBody reads a request body of at most limit bytes: past it the error is ErrTooLarge, and a
-// failed read is a 400 with the given code.
+// failed read is a 400 with the given code. A compressed body (a Content-Encoding other than
+// identity) is a 415 with that code, whose message says so: the gateway reads a body as it was
+// sent, and would otherwise call a gzip body "not JSON", or check a plain one that an upstream
+// honouring the header would read as something else.
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) ([]byte, error) {
+	if Compressed(r) {
+		return nil, New(http.StatusUnsupportedMediaType, code, "a request body must not be compressed (Content-Encoding)").WithParam("Content-Encoding")
+	}
 	if r.ContentLength > limit {
 		// Declared too large: answer now, without waiting for (or asking, after Expect:
 		// 100-continue, for) a body that would be refused.
@@ -163,6 +169,13 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) 
 		return nil, New(http.StatusBadRequest, code, "the request body could not be read")
 	}
 	return body, nil
+}
+
+// Compressed reports whether the request declares a Content-Encoding other than identity (or
+// more than one).
+func Compressed(r *http.Request) bool {
+	coding := r.Header.Values("Content-Encoding")
+	return len(coding) > 1 || len(coding) == 1 && !strings.EqualFold(strings.TrimSpace(coding[0]), "identity")
 }
 
 // IsJSON reports whether the request declares a JSON body (application/json, any parameters).
