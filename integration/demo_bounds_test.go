@@ -13,9 +13,10 @@ import (
 
 // TestDemoGatewaySurvivesHugeCounts: the demo gateway of the README runs the simulator in the
 // gateway's own process, so a count the simulator believed would be the whole gateway's
-// allocation. A client of the demo asks for 2^40 images and 100,000 embeddings; the simulator
-// refuses both as OpenAI does (n is 1 to 10, an embeddings input at most 2,048 items), the
-// refusal reaches the client in OpenAI's error shape, and the gateway still serves.
+// allocation. A client of the demo asks for 2^40 images, 100,000 embeddings and speech of 5,000
+// characters; the simulator refuses each as OpenAI does (n is 1 to 10, an embeddings input at
+// most 2,048 items, a speech input at most 4,096 characters), the refusal reaches the client in
+// OpenAI's error shape, and the gateway still serves.
 func TestDemoGatewaySurvivesHugeCounts(t *testing.T) {
 	t.Parallel()
 	cfg, demo := exampleCaddyfile(t)
@@ -28,6 +29,7 @@ func TestDemoGatewaySurvivesHugeCounts(t *testing.T) {
 		{"/v1/images/generations", `{"model":"demo-image","prompt":"a cat","n":1099511627776}`, "n"},
 		{"/v1/images/generations", `{"model":"demo-image","prompt":"a cat","n":-3}`, "n"},
 		{"/v1/embeddings", `{"model":"demo-embedding","input":[` + inputs + `]}`, "input"},
+		{"/v1/audio/speech", `{"model":"demo-tts","voice":"alloy","input":"` + strings.Repeat("é", 5000) + `"}`, "input"},
 	} {
 		r, err := send("POST", base+tc.path, "mg-demo-key", tc.body)
 		if err != nil {

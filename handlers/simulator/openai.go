@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // openAIRoutes maps path suffixes to the OpenAI-style endpoints the simulator answers.
@@ -100,10 +101,11 @@ func (s *Simulator) chat(w http.ResponseWriter, r *http.Request) {
 
 // The simulator runs in the gateway's process (Caddyfile.example), so it bounds every count a
 // client sends before it allocates for it, with OpenAI's published limits: an embeddings input
-// of at most 2,048 items, and 1 to 10 images.
+// of at most 2,048 items, 1 to 10 images, and a speech input of at most 4,096 characters.
 const (
 	maxEmbeddingInputs = 2048
 	maxImages          = 10
+	maxSpeechInput     = 4096
 )
 
 // paramError refuses a request for one field, in OpenAI's error shape: 400, type
@@ -174,6 +176,10 @@ func (s *Simulator) speech(w http.ResponseWriter, r *http.Request) {
 		Input string `json:"input"`
 	}
 	if !readJSON(w, r, &req) {
+		return
+	}
+	if n := utf8.RuneCountInString(req.Input); n > maxSpeechInput {
+		paramError(w, "input", fmt.Sprintf("input must be at most %d characters, not %d", maxSpeechInput, n))
 		return
 	}
 	w.Header().Set("Content-Type", "audio/mpeg")
