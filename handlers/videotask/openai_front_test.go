@@ -193,6 +193,12 @@ func TestVideosFrontMultipart(t *testing.T) {
 			t.Fatalf("form %v = %d %s", fields, w.Code, w.Body)
 		}
 	}
+	// A form without a boundary is told so, not that it should be a form.
+	ct, body = multipartBody(t, [][2]string{{"model", "m"}, {"prompt", "a fox"}}, false)
+	w = serveFront(f, "acme", "POST", "/v1/videos", "multipart/form-data", body)
+	if w.Code != 400 || !strings.Contains(w.Body.String(), "boundary") || !strings.Contains(w.Body.String(), `"param":"Content-Type"`) || len(up.creates) != 1 {
+		t.Fatalf("a form without a boundary (%s) = %d %s", ct, w.Code, w.Body)
+	}
 }
 
 // TestVideosFrontRefusals: bad requests get 400s in OpenAI's shape that name the client's field,
