@@ -171,6 +171,9 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	if opt.ClientName == "" {
 		opt.ClientName = "mediagw"
 	}
+	if opt.RetryDelay == nil {
+		opt.RetryDelay = readRetryDelay
+	}
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
 		msg := redactURLError(err, o.URL)
@@ -187,6 +190,22 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 		waitReplicas: int64(o.WaitReplicas), waitTimeout: o.WaitTimeout}
 	r.checkPersistence(ctx)
 	return r, nil
+}
+
+// redisReadRetries bounds how often a read-only command is sent again over a lost connection.
+// rueidis retries those for as long as the caller's context allows, and a request's context
+// has no deadline: while the server was down, the key lookup of every request waited for it
+// for ever. With this bound a read gives up after about 4 s (backoff doubling from 1 µs to at
+// most 1 s), and the request gets the store's failure answer.
+const redisReadRetries = 23
+
+// readRetryDelay is the client's RetryDelay: rueidis's exponential backoff (1 µs doubling, at
+// most 1 s), and no retry past redisReadRetries attempts.
+func readRetryDelay(attempts int, _ rueidis.Completed, _ error) time.Duration {
+	if attempts >= redisReadRetries {
+		return -1
+	}
+	return min(time.Second, time.Microsecond<<min(attempts, 20))
 }
 
 // RedactURL returns the URL without its password, for logs and errors.
