@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -200,12 +202,21 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 const redisReadRetries = 23
 
 // readRetryDelay is the client's RetryDelay: rueidis's exponential backoff (1 µs doubling, at
-// most 1 s), and no retry past redisReadRetries attempts.
-func readRetryDelay(attempts int, _ rueidis.Completed, _ error) time.Duration {
-	if attempts >= redisReadRetries {
+// most 1 s), no retry past redisReadRetries attempts, and none after a timeout: a server that
+// takes connections but does not answer (a frozen host) would cost a new connection's timeout
+// at every attempt, so the read fails after the first (the connection's 10 s) instead.
+func readRetryDelay(attempts int, _ rueidis.Completed, err error) time.Duration {
+	if attempts >= redisReadRetries || isTimeout(err) {
 		return -1
 	}
 	return min(time.Second, time.Microsecond<<min(attempts, 20))
+}
+
+// isTimeout reports whether err is a connection's or a context's deadline passing.
+func isTimeout(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.As(err, &netErr) && netErr.Timeout()
 }
 
 // RedactURL returns the URL without its password, for logs and errors.

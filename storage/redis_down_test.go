@@ -2,6 +2,8 @@ package storage_test
 
 import (
 	"context"
+	"errors"
+	"syscall"
 	"testing"
 	"time"
 
@@ -62,6 +64,53 @@ func TestRedisReadsFailWhileTheServerIsDown(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("after the restart the lookup = %+v, %v", k, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestRedisReadsFailWhileTheServerHangs: a server that takes connections but answers nothing
+// (stopped with SIGSTOP, as a host that froze) fails a read within seconds too, instead of a
+// new connection and a new wait at every retry; once it runs again, reads succeed.
+func TestRedisReadsFailWhileTheServerHangs(t *testing.T) {
+	srv := testredis.Start(t, testredis.Options{})
+	ctx := context.Background()
+	s := openRedis(t, redisLocation(srv.URL(), "hang"))
+	defer s.Close()
+	if err := syscall.Kill(srv.PID(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			if err := syscall.Kill(srv.PID(), syscall.SIGCONT); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer resume()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { _, err := s.Account(ctx, "acme"); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a read from a stopped server succeeded")
+		}
+		t.Logf("read from a stopped server: %v after %v", err, time.Since(start).Round(time.Millisecond))
+	case <-time.After(40 * time.Second):
+		t.Fatal("a read from a stopped server has not answered in 40 s")
+	}
+	resume()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := s.Account(ctx, "acme")
+		if err == nil || errors.Is(err, storage.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after SIGCONT the read = %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
