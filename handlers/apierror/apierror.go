@@ -148,11 +148,12 @@ func Respond(w http.ResponseWriter, shape Shape, logger *zap.Logger, err error) 
 var ErrTooLarge = New(http.StatusRequestEntityTooLarge, "request_too_large", "the request body is too large")
 
 // ReadBody reads a request body of at most limit bytes: past it the error is ErrTooLarge, and a
-// failed read is a 400 with the given code. A compressed body (a Content-Encoding other than
-// identity) is a 415 with that code, whose message says so: the gateway reads a body as it was
-// sent, and would otherwise call a gzip body "not JSON", or check a plain one that an upstream
-// honouring the header would read as something else.
+// failed read is a 400 with the given code.
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) ([]byte, error) {
+	// A compressed body (a Content-Encoding other than identity) is a 415 with the code, whose
+	// message says so: the gateway reads a body as it was sent, and would otherwise call a gzip
+	// body "not JSON", or check a plain one that an upstream honouring the header would read as
+	// something else.
 	if Compressed(r) {
 		return nil, New(http.StatusUnsupportedMediaType, code, "a request body must not be compressed (Content-Encoding)").WithParam("Content-Encoding")
 	}
