@@ -295,10 +295,10 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		}
 		route.Sizing = sizing(ep, fields, len(body))
 		return jsonModel(fields)
+	case mt == "multipart/form-data" && params["boundary"] == "" && ep.Multipart:
+		return "", errNoBoundary
 	case mt == "multipart/form-data" && params["boundary"] != "" && ep.Multipart:
 		return rt.multipartModel(w, r, params["boundary"], route)
-	case mt == "multipart/form-data" && ep.Multipart:
-		return "", errNoBoundary
 	case mt == "multipart/form-data":
 		return "", apierror.New(http.StatusBadRequest, "invalid_request_body", "this endpoint takes a JSON body (Content-Type: application/json), not multipart/form-data").WithParam("Content-Type")
 	}
