@@ -18,25 +18,8 @@ func TestCaddyfileExample(t *testing.T) {
 	if err := os.Unsetenv("MEDIAGW_DEMO_KEY"); err != nil {
 		t.Fatal(err)
 	}
-	example, err := os.ReadFile(filepath.Join(repoDir(), "Caddyfile.example"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, sim, admin, console := freePort(t), freePort(t), freePort(t), freePort(t)
-	cfg := string(example)
-	for old, repl := range map[string]string{
-		"http://:8080":          fmt.Sprintf("http://:%d", gw),
-		":8091":                 fmt.Sprintf(":%d", sim),
-		"http://:8081":          fmt.Sprintf("http://:%d", console),
-		"http://127.0.0.1:8080": fmt.Sprintf("http://127.0.0.1:%d", gw),
-		"localhost:2019":        fmt.Sprintf("127.0.0.1:%d", admin),
-		"./data/mediagw":        filepath.Join(t.TempDir(), "mediagw"),
-	} {
-		if !strings.Contains(cfg, old) {
-			t.Fatalf("Caddyfile.example no longer contains %q; update this test", old)
-		}
-		cfg = strings.ReplaceAll(cfg, old, repl)
-	}
+	cfg, demo := exampleCaddyfile(t)
+	gw, sim, console := demo.gateway, demo.simulator, demo.console
 	base := fmt.Sprintf("http://127.0.0.1:%d", gw)
 	startCaddyProcess(t, cfg, base+"/")
 	for _, port := range []int{gw, sim, console} {
@@ -127,4 +110,33 @@ func demoVideoProviders(t *testing.T, base string) {
 			t.Fatalf("%s's video_url = %q", m, answer.Content.VideoURL)
 		}
 	}
+}
+
+// demoPorts are the loopback ports exampleCaddyfile gives the example's sites.
+type demoPorts struct{ gateway, simulator, admin, console int }
+
+// exampleCaddyfile is Caddyfile.example as written, with its ports moved to free ones and its
+// store to a temporary directory, so that it runs beside other tests.
+func exampleCaddyfile(t *testing.T) (string, demoPorts) {
+	t.Helper()
+	example, err := os.ReadFile(filepath.Join(repoDir(), "Caddyfile.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := demoPorts{freePort(t), freePort(t), freePort(t), freePort(t)}
+	cfg := string(example)
+	for old, repl := range map[string]string{
+		"http://:8080":          fmt.Sprintf("http://:%d", ports.gateway),
+		":8091":                 fmt.Sprintf(":%d", ports.simulator),
+		"http://:8081":          fmt.Sprintf("http://:%d", ports.console),
+		"http://127.0.0.1:8080": fmt.Sprintf("http://127.0.0.1:%d", ports.gateway),
+		"localhost:2019":        fmt.Sprintf("127.0.0.1:%d", ports.admin),
+		"./data/mediagw":        filepath.Join(t.TempDir(), "mediagw"),
+	} {
+		if !strings.Contains(cfg, old) {
+			t.Fatalf("Caddyfile.example no longer contains %q; update this test", old)
+		}
+		cfg = strings.ReplaceAll(cfg, old, repl)
+	}
+	return cfg, ports
 }

@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -171,6 +173,9 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	if opt.ClientName == "" {
 		opt.ClientName = "mediagw"
 	}
+	if opt.RetryDelay == nil {
+		opt.RetryDelay = readRetryDelay
+	}
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
 		msg := redactURLError(err, o.URL)
@@ -187,6 +192,31 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 		waitReplicas: int64(o.WaitReplicas), waitTimeout: o.WaitTimeout}
 	r.checkPersistence(ctx)
 	return r, nil
+}
+
+// redisReadRetries bounds how often a read-only command is sent again over a lost connection.
+// rueidis retries those for as long as the caller's context allows, and a request's context
+// has no deadline: while the server was down, the key lookup of every request waited for it
+// for ever. With this bound a read gives up after about 4 s (backoff doubling from 1 µs to at
+// most 1 s), and the request gets the store's failure answer.
+const redisReadRetries = 23
+
+// readRetryDelay is the client's RetryDelay: rueidis's exponential backoff (1 µs doubling, at
+// most 1 s), no retry past redisReadRetries attempts, and none after a timeout: a server that
+// takes connections but does not answer (a frozen host) would cost a new connection's timeout
+// at every attempt, so the read fails after the first (the connection's 10 s) instead.
+func readRetryDelay(attempts int, _ rueidis.Completed, err error) time.Duration {
+	if attempts >= redisReadRetries || isTimeout(err) {
+		return -1
+	}
+	return min(time.Second, time.Microsecond<<min(attempts, 20))
+}
+
+// isTimeout reports whether err is a connection's or a context's deadline passing.
+func isTimeout(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.As(err, &netErr) && netErr.Timeout()
 }
 
 // RedactURL returns the URL without its password, for logs and errors.

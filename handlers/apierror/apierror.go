@@ -154,6 +154,13 @@ var ErrTooLarge = New(http.StatusRequestEntityTooLarge, "request_too_large", "th
 // size; one that turns out longer than declared (a replaced body) is read on to its end, within
 // the same bound.
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) ([]byte, error) {
+	// A compressed body (a Content-Encoding other than identity) is a 415 with the code, whose
+	// message says so: the gateway reads a body as it was sent, and would otherwise call a gzip
+	// body "not JSON", or check a plain one that an upstream honouring the header would read as
+	// something else.
+	if Compressed(r) {
+		return nil, New(http.StatusUnsupportedMediaType, code, "a request body must not be compressed (Content-Encoding)").WithParam("Content-Encoding")
+	}
 	if r.ContentLength > limit {
 		// Declared too large: answer now, without waiting for (or asking, after Expect:
 		// 100-continue, for) a body that would be refused.
@@ -188,6 +195,13 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) 
 		return rest, nil
 	}
 	return append(body, rest...), nil
+}
+
+// Compressed reports whether the request declares a Content-Encoding other than identity (or
+// more than one).
+func Compressed(r *http.Request) bool {
+	coding := r.Header.Values("Content-Encoding")
+	return len(coding) > 1 || len(coding) == 1 && !strings.EqualFold(strings.TrimSpace(coding[0]), "identity")
 }
 
 // IsJSON reports whether the request declares a JSON body (application/json, any parameters).

@@ -6,6 +6,7 @@ package media
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/publicnet"
@@ -29,6 +30,17 @@ func CheckURL(raw string) error {
 	if u.User != nil {
 		return fmt.Errorf("must not carry credentials")
 	}
+	return checkPort(u)
+}
+
+// checkPort refuses a port outside 1 to 65535, which url.Parse lets through: a callback to it
+// would only be retried until it is given up, and a provider could not fetch from it.
+func checkPort(u *url.URL) error {
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("has the port %s; a port is 1 to 65535", p)
+		}
+	}
 	return nil
 }
 
@@ -47,6 +59,9 @@ func CheckPassThroughURL(raw string) error {
 	}
 	if u.User != nil {
 		return fmt.Errorf("must not carry credentials")
+	}
+	if err := checkPort(u); err != nil {
+		return err
 	}
 	return checkPublicHost(u)
 }

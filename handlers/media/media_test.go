@@ -76,6 +76,13 @@ func TestCheckMediaURL(t *testing.T) {
 		"http://LOCALHOST./":            false,
 		"http://[64:ff9b::7f00:1]/":     false,
 		"http://[2002:7f00:1::]/":       false,
+		// A port that no address has: nothing could ever fetch it.
+		"https://cdn.example.com:0/a.png":     false,
+		"https://cdn.example.com:65536/a.png": false,
+		"https://cdn.example.com:99999/a.png": false,
+		"http://[2606:4700::1111]:0/a":        false,
+		"https://cdn.example.com:65535/a.png": true,
+		"https://cdn.example.com:/a.png":      true, // an empty port is the scheme's
 	} {
 		if err := CheckMediaURL(raw); (err == nil) != ok {
 			t.Errorf("CheckMediaURL(%q) = %v, want ok=%v", raw, err, ok)

@@ -262,3 +262,17 @@ func TestRouteRefusesAModelInTheQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteMultipartWithoutBoundary: a multipart endpoint sent multipart/form-data without a
+// boundary is told that the boundary is missing, not that it takes JSON (which it does not).
+func TestRouteMultipartWithoutBoundary(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	r := httptest.NewRequest("POST", "/v1/audio/transcriptions", strings.NewReader("--x\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper\r\n--x--\r\n"))
+	r.Header.Set("Content-Type", "multipart/form-data")
+	_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+	var e *apierror.Error
+	if !errors.As(err, &e) || e.Status != 400 || e.Code != "invalid_request_body" || e.Param != "Content-Type" ||
+		!strings.Contains(e.Message, "boundary") || strings.Contains(e.Message, "JSON") {
+		t.Fatalf("err = %v, want 400 invalid_request_body about the missing boundary", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // openAIRoutes maps path suffixes to the OpenAI-style endpoints the simulator answers.
@@ -98,6 +99,22 @@ func (s *Simulator) chat(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "data: [DONE]\n\n")
 }
 
+// The simulator runs in the gateway's process (Caddyfile.example), so it bounds every count a
+// client sends before it allocates for it, with OpenAI's published limits: an embeddings input
+// of at most 2,048 items, 1 to 10 images, and a speech input of at most 4,096 characters.
+const (
+	maxEmbeddingInputs = 2048
+	maxImages          = 10
+	maxSpeechInput     = 4096
+)
+
+// paramError refuses a request for one field, in OpenAI's error shape: 400, type
+// invalid_request_error and the field in param.
+func paramError(w http.ResponseWriter, param, message string) {
+	writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
+		"message": message, "type": "invalid_request_error", "param": param, "code": "invalid_value"}})
+}
+
 func (s *Simulator) embeddings(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Model string          `json:"model"`
@@ -110,6 +127,10 @@ func (s *Simulator) embeddings(w http.ResponseWriter, r *http.Request) {
 	var list []any
 	if json.Unmarshal(req.Input, &list) == nil {
 		n = max(len(list), 1)
+	}
+	if n > maxEmbeddingInputs {
+		paramError(w, "input", fmt.Sprintf("input must have at most %d items", maxEmbeddingInputs))
+		return
 	}
 	data := make([]any, n)
 	for i := range data {
@@ -127,6 +148,10 @@ func (s *Simulator) images(w http.ResponseWriter, r *http.Request) {
 		N     int    `json:"n"`
 	}
 	if !readJSON(w, r, &req) {
+		return
+	}
+	if req.N < 0 || req.N > maxImages {
+		paramError(w, "n", fmt.Sprintf("n must be between 1 and %d", maxImages))
 		return
 	}
 	if strings.Contains(req.Model, "async") {
@@ -151,6 +176,10 @@ func (s *Simulator) speech(w http.ResponseWriter, r *http.Request) {
 		Input string `json:"input"`
 	}
 	if !readJSON(w, r, &req) {
+		return
+	}
+	if n := utf8.RuneCountInString(req.Input); n > maxSpeechInput {
+		paramError(w, "input", fmt.Sprintf("input must be at most %d characters, not %d", maxSpeechInput, n))
 		return
 	}
 	w.Header().Set("Content-Type", "audio/mpeg")

@@ -127,7 +127,7 @@ func (f *VideosFront) create(w http.ResponseWriter, r *http.Request, id auth.Ide
 	h := f.Tasks
 	boundary, multipartBody := formBoundary(r)
 	if !multipartBody && !apierror.IsJSON(r) {
-		f.refuse(w, errVideoType)
+		f.refuse(w, bodyTypeError(r))
 		return nil
 	}
 	if len(f.PassThrough) > 0 {

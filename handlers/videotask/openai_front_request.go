@@ -127,6 +127,9 @@ func inputReference(raw json.RawMessage) (string, error) {
 // the role first_frame; seconds → duration; size → resolution and ratio (SizeToArk). The last
 // frame is always asked for, so that a thumbnail can be served where the model makes one.
 func (v VideoRequest) ArkBody() ([]byte, error) {
+	if v.Model == "" { // named first, as the task API does: a body without anything lacks a model
+		return nil, errMissingModel
+	}
 	if v.Prompt == "" {
 		return nil, frontInvalid("prompt", "is required and must not be empty")
 	}

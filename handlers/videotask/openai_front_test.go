@@ -194,6 +194,12 @@ func TestVideosFrontMultipart(t *testing.T) {
 			t.Fatalf("form %v = %d %s", fields, w.Code, w.Body)
 		}
 	}
+	// A form without a boundary is told so, not that it should be a form.
+	ct, body = multipartBody(t, [][2]string{{"model", "m"}, {"prompt", "a fox"}}, false)
+	w = serveFront(f, "acme", "POST", "/v1/videos", "multipart/form-data", body)
+	if w.Code != 400 || !strings.Contains(w.Body.String(), "boundary") || !strings.Contains(w.Body.String(), `"param":"Content-Type"`) || len(up.creates) != 1 {
+		t.Fatalf("a form without a boundary (%s) = %d %s", ct, w.Code, w.Body)
+	}
 }
 
 // TestVideosFrontRefusals: bad requests get 400s in OpenAI's shape that name the client's field,
@@ -201,9 +207,11 @@ func TestVideosFrontMultipart(t *testing.T) {
 func TestVideosFrontRefusals(t *testing.T) {
 	f, up := newFront(t, succeededAnswer)
 	for body, param := range map[string]string{
-		`{"model":"m"}`:                                                             "prompt",
-		`{"model":"m","prompt":""}`:                                                 "prompt",
-		`{"prompt":"p"}`:                                                            "model",
+		`{"model":"m"}`:                "prompt",
+		`{"model":"m","prompt":""}`:    "prompt",
+		`{"prompt":"p"}`:               "model",
+		`{}`:                           "model",
+		`{"prompt":"","seconds":"99"}`: "model",
 		`{"model":"m","prompt":"p","seconds":"20"}`:                                 "seconds",
 		`{"model":"m","prompt":"p","seconds":"four"}`:                               "seconds",
 		`{"model":"m","prompt":"p","size":"wide"}`:                                  "size",
