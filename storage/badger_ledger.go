@@ -13,10 +13,17 @@ import (
 )
 
 // The ledger in Badger: every operation is one transaction over the account's balance record,
-// the hold, the key's budget counter and the new entry, synced before it is acknowledged.
-// Transactions of one account are serialised by a lock (ledgerLocks) from before they start to
-// their commit, so that concurrent holds against one balance queue instead of conflicting and
-// starting over; they still share disk syncs.
+// the hold, the key's budget counter and the new entry. Transactions of one account are
+// serialised by a lock (ledgerLocks) from before they start to their commit, so that concurrent
+// holds against one balance queue instead of conflicting and starting over.
+//
+// A credit, a binding and the end of a hold bound to a task are synced to disk before they are
+// acknowledged (sharing disk syncs). A hold, and the end of a hold that is not bound to a task,
+// are lazy (commitLazy): acknowledged once written, synced within lazySyncDelay or by the next
+// durable commit. A SIGKILL loses none of them; a machine crash may lose those of its last
+// lazySyncDelay, which leaves a lost hold as released and a lost end's hold open for the
+// reconciler, so that a charge may be lost, never made twice (docs/billing.md, "Crash
+// semantics"). A task's create (CreateTask) binds its hold in its own durable transaction.
 
 // balanceRecord is an account's balance and the number of its entries.
 type balanceRecord struct {
@@ -112,7 +119,7 @@ func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerE
 		return Hold{}, LedgerEntry{}, err
 	}
 	var rec holdRecord
-	err := b.commitSerial(ctx, func(txn *badger.Txn) error {
+	err := b.commitLazy(ctx, func(txn *badger.Txn) error {
 		err := txnGetJSON(txn, holdKey(h.ID), &rec)
 		if err == nil {
 			return errNothingToWrite // taken before: answer it
@@ -158,7 +165,7 @@ func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerE
 			}
 		}
 		return setJSON(txn, holdKey(h.ID), rec, 0)
-	}, true, b.ledger.of(h.Account))
+	}, b.ledger.of(h.Account))
 	if err != nil {
 		return Hold{}, LedgerEntry{}, err
 	}
@@ -184,7 +191,8 @@ func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind
 		return LedgerEntry{}, err
 	}
 	var e LedgerEntry
-	err = b.commitSerial(ctx, func(txn *badger.Txn) error {
+	bound := false
+	err = b.commitLazy(ctx, func(txn *badger.Txn) error {
 		var rec holdRecord
 		if err := txnGetJSON(txn, holdKey(holdID), &rec); err != nil {
 			return err
@@ -197,6 +205,7 @@ func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind
 			return err
 		}
 		held := rec.Hold.Amount
+		bound = rec.Hold.Bound
 		if rec.Budget != "" {
 			if err := addBudget(txn, rec.Budget, charged-held, false, budgetCounterTTL(txn, rec.Budget)); err != nil {
 				return err
@@ -222,7 +231,12 @@ func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind
 			}
 		}
 		return setJSON(txn, holdKey(holdID), rec, 0)
-	}, true, b.ledger.of(account))
+	}, b.ledger.of(account))
+	if err == nil && bound {
+		// Lost in a crash, the end of a bound hold would leave it open for good: the task
+		// that carries it has finished, and the reconciler leaves bound holds alone.
+		err = b.syncCommitted()
+	}
 	if err == nil || errors.Is(err, ErrHoldEnded) {
 		b.ledger.forget(holdID)
 	}
@@ -239,6 +253,11 @@ func budgetCounterTTL(txn *badger.Txn, counter string) time.Duration {
 }
 
 func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
+	// The task's create bound it already (CreateTask binds the task's HoldID): nothing to
+	// write, and no lock to take.
+	if h, err := b.HoldByID(ctx, holdID); err == nil && h.State == HoldOpen && h.Bound && h.Ref == taskID {
+		return nil
+	}
 	account, err := b.holdAccount(ctx, holdID) // for its lock
 	if err != nil {
 		return err
@@ -256,12 +275,33 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 		case rec.Hold.Bound:
 			return ErrConflict
 		}
-		if err := txn.Delete([]byte(openHoldKey(rec.Hold))); err != nil {
-			return err
-		}
-		rec.Hold.Bound, rec.Hold.Ref = true, taskID
-		return setJSON(txn, holdKey(holdID), rec, 0)
+		return bindHold(txn, rec, taskID)
 	}, true, b.ledger.of(account))
+}
+
+// bindHold writes rec, an open and unbound hold, as bound to taskID.
+func bindHold(txn *badger.Txn, rec holdRecord, taskID string) error {
+	if err := txn.Delete([]byte(openHoldKey(rec.Hold))); err != nil {
+		return err
+	}
+	rec.Hold.Bound, rec.Hold.Ref = true, taskID
+	return setJSON(txn, holdKey(rec.Hold.ID), rec, 0)
+}
+
+// bindTaskHold binds the hold of a task being created (Task.HoldID) to it, in the create's
+// transaction, so that one durable commit records the task and takes its hold off the
+// reconciler's list. A hold that is unknown, ended or bound already is left alone (BindHold
+// then tells the caller what it found).
+func bindTaskHold(txn *badger.Txn, holdID, taskID string) error {
+	var rec holdRecord
+	err := txnGetJSON(txn, holdKey(holdID), &rec)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil || rec.Hold.State != HoldOpen || rec.Hold.Bound {
+		return err
+	}
+	return bindHold(txn, rec, taskID)
 }
 
 func (b *Badger) HoldByID(ctx context.Context, holdID string) (Hold, error) {

@@ -26,6 +26,11 @@ func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
 		}
+		if task.HoldID != "" {
+			if err := bindTaskHold(txn, task.HoldID, task.ID); err != nil {
+				return err
+			}
+		}
 		return b.putTask(txn, task, nil)
 	})
 	if isUnsynced(err) {
