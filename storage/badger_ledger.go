@@ -253,9 +253,9 @@ func budgetCounterTTL(txn *badger.Txn, counter string) time.Duration {
 }
 
 func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
-	// The task's create bound it already (CreateTask binds the task's HoldID): nothing to
-	// write, and no lock to take.
-	if h, err := b.HoldByID(ctx, holdID); err == nil && h.State == HoldOpen && h.Bound && h.Ref == taskID {
+	// The task's create bound it already (CreateTask binds the task's HoldID), and it is
+	// still open: nothing to read or write.
+	if b.ledger.boundTo(holdID, taskID) {
 		return nil
 	}
 	account, err := b.holdAccount(ctx, holdID) // for its lock
@@ -290,18 +290,18 @@ func bindHold(txn *badger.Txn, rec holdRecord, taskID string) error {
 
 // bindTaskHold binds the hold of a task being created (Task.HoldID) to it, in the create's
 // transaction, so that one durable commit records the task and takes its hold off the
-// reconciler's list. A hold that is unknown, ended or bound already is left alone (BindHold
-// then tells the caller what it found).
-func bindTaskHold(txn *badger.Txn, holdID, taskID string) error {
+// reconciler's list; it returns the hold's account when it bound it. A hold that is unknown,
+// ended or bound already is left alone (BindHold then tells the caller what it found).
+func bindTaskHold(txn *badger.Txn, holdID, taskID string) (account string, err error) {
 	var rec holdRecord
-	err := txnGetJSON(txn, holdKey(holdID), &rec)
+	err = txnGetJSON(txn, holdKey(holdID), &rec)
 	if errors.Is(err, ErrNotFound) {
-		return nil
+		return "", nil
 	}
 	if err != nil || rec.Hold.State != HoldOpen || rec.Hold.Bound {
-		return err
+		return "", err
 	}
-	return bindHold(txn, rec, taskID)
+	return rec.Hold.Account, bindHold(txn, rec, taskID)
 }
 
 func (b *Badger) HoldByID(ctx context.Context, holdID string) (Hold, error) {
