@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -33,9 +32,13 @@ type balanceRecord struct {
 	Entries uint64 `json:"entries"`
 }
 
-// holdRecord is a hold, its entry, and the budget counter it charged.
+// holdRecord is a hold, the number of its hold entry, and the budget counter it charged
+// (badger_ledger_codec.go encodes it).
 type holdRecord struct {
-	Hold   Hold        `json:"hold"`
+	Hold Hold `json:"hold"`
+	// EntryN is the number of the hold's entry in its account's ledger.
+	EntryN uint64 `json:"-"`
+	// Entry is read from records of earlier versions only, which kept the whole entry.
 	Entry  LedgerEntry `json:"entry"`
 	Budget string      `json:"budget_counter,omitempty"`
 }
@@ -66,7 +69,7 @@ func appendDigits20(b []byte, n uint64) []byte {
 
 func txnBalance(txn *badger.Txn, account string) (balanceRecord, error) {
 	var rec balanceRecord
-	err := txnGetJSON(txn, balanceKey(account), &rec)
+	err := txnGetRecord(txn, balanceKey(account), rec.decode)
 	if errors.Is(err, ErrNotFound) {
 		return balanceRecord{}, nil
 	}
@@ -81,10 +84,10 @@ func appendEntry(txn *badger.Txn, account string, bal *balanceRecord, e *LedgerE
 	e.ID = strconv.FormatUint(bal.Entries, 10)
 	e.Account = account
 	e.BalanceAfter = bal.Amount
-	if err := setJSON(txn, entryKey(account, bal.Entries), e, 0); err != nil {
+	if err := txn.Set([]byte(entryKey(account, bal.Entries)), encodeEntry(*e, bal.Entries)); err != nil {
 		return err
 	}
-	return setJSON(txn, balanceKey(account), bal, 0)
+	return txn.Set([]byte(balanceKey(account)), bal.encode())
 }
 
 // addBudget adds delta to a key's budget counter; a counter that is gone (its period long over)
@@ -119,10 +122,17 @@ func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerE
 		return Hold{}, LedgerEntry{}, err
 	}
 	var rec holdRecord
+	var entry LedgerEntry
 	err := b.commitLazy(ctx, func(txn *badger.Txn) error {
-		err := txnGetJSON(txn, holdKey(h.ID), &rec)
+		err := txnHold(txn, h.ID, &rec)
 		if err == nil {
-			return errNothingToWrite // taken before: answer it
+			// Taken before: answer it, and its entry.
+			if err := txnGetRecord(txn, entryKey(rec.Hold.Account, rec.EntryN), func(val []byte) error {
+				return decodeEntry(val, &entry)
+			}); err != nil {
+				return err
+			}
+			return errNothingToWrite
 		}
 		if !errors.Is(err, ErrNotFound) {
 			return err
@@ -155,8 +165,8 @@ func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerE
 			}
 		}
 		bal.Held += h.Amount
-		rec.Entry = LedgerEntry{Time: now, KeyID: h.KeyID, Model: h.Model, Ref: h.Ref, HoldID: h.ID, Kind: EntryHold, Amount: -h.Amount}
-		if err := appendEntry(txn, h.Account, &bal, &rec.Entry); err != nil {
+		entry = LedgerEntry{Time: now, KeyID: h.KeyID, Model: h.Model, Ref: h.Ref, HoldID: h.ID, Kind: EntryHold, Amount: -h.Amount}
+		if err := appendEntry(txn, h.Account, &bal, &entry); err != nil {
 			return err
 		}
 		if !h.Bound {
@@ -164,13 +174,14 @@ func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerE
 				return err
 			}
 		}
-		return setJSON(txn, holdKey(h.ID), rec, 0)
+		rec.EntryN = bal.Entries
+		return txn.Set([]byte(holdKey(h.ID)), rec.encode())
 	}, b.ledger.of(h.Account))
 	if err != nil {
 		return Hold{}, LedgerEntry{}, err
 	}
 	b.ledger.remember(rec.Hold.ID, rec.Hold.Account)
-	return rec.Hold, rec.Entry, nil
+	return rec.Hold, entry, nil
 }
 
 func (b *Badger) Settle(ctx context.Context, holdID string, amount int64, now time.Time) (LedgerEntry, error) {
@@ -194,7 +205,7 @@ func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind
 	bound := false
 	err = b.commitLazy(ctx, func(txn *badger.Txn) error {
 		var rec holdRecord
-		if err := txnGetJSON(txn, holdKey(holdID), &rec); err != nil {
+		if err := txnHold(txn, holdID, &rec); err != nil {
 			return err
 		}
 		if rec.Hold.State != HoldOpen {
@@ -230,7 +241,7 @@ func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind
 				return err
 			}
 		}
-		return setJSON(txn, holdKey(holdID), rec, 0)
+		return txn.Set([]byte(holdKey(holdID)), rec.encode())
 	}, b.ledger.of(account))
 	if err == nil && bound {
 		// Lost in a crash, the end of a bound hold would leave it open for good: the task
@@ -264,7 +275,7 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 	}
 	return b.commitSerial(ctx, func(txn *badger.Txn) error {
 		var rec holdRecord
-		if err := txnGetJSON(txn, holdKey(holdID), &rec); err != nil {
+		if err := txnHold(txn, holdID, &rec); err != nil {
 			return err
 		}
 		switch {
@@ -285,7 +296,7 @@ func bindHold(txn *badger.Txn, rec holdRecord, taskID string) error {
 		return err
 	}
 	rec.Hold.Bound, rec.Hold.Ref = true, taskID
-	return setJSON(txn, holdKey(rec.Hold.ID), rec, 0)
+	return txn.Set([]byte(holdKey(rec.Hold.ID)), rec.encode())
 }
 
 // bindTaskHold binds the hold of a task being created (Task.HoldID) to it, in the create's
@@ -294,7 +305,7 @@ func bindHold(txn *badger.Txn, rec holdRecord, taskID string) error {
 // ended or bound already is left alone (BindHold then tells the caller what it found).
 func bindTaskHold(txn *badger.Txn, holdID, taskID string) (account string, err error) {
 	var rec holdRecord
-	err = txnGetJSON(txn, holdKey(holdID), &rec)
+	err = txnHold(txn, holdID, &rec)
 	if errors.Is(err, ErrNotFound) {
 		return "", nil
 	}
@@ -306,7 +317,7 @@ func bindTaskHold(txn *badger.Txn, holdID, taskID string) (account string, err e
 
 func (b *Badger) HoldByID(ctx context.Context, holdID string) (Hold, error) {
 	var rec holdRecord
-	if err := b.getJSON(holdKey(holdID), &rec); err != nil {
+	if err := b.db.View(func(txn *badger.Txn) error { return txnHold(txn, holdID, &rec) }); err != nil {
 		return Hold{}, err
 	}
 	return rec.Hold, nil
@@ -386,7 +397,7 @@ func (b *Badger) ledgerPage(account string, seek []byte, reverse bool, limit int
 				return nil
 			}
 			var e LedgerEntry
-			if err := it.Item().Value(func(val []byte) error { return json.Unmarshal(val, &e) }); err != nil {
+			if err := it.Item().Value(func(val []byte) error { return decodeEntry(val, &e) }); err != nil {
 				return err
 			}
 			entries = append(entries, e)
@@ -412,7 +423,7 @@ func (b *Badger) OverdueHolds(ctx context.Context, now time.Time, limit int) ([]
 			}
 			id := string(key[len(prefixOpenHold)+21:])
 			var rec holdRecord
-			if err := txnGetJSON(txn, holdKey(id), &rec); err != nil {
+			if err := txnHold(txn, id, &rec); err != nil {
 				return err
 			}
 			holds = append(holds, rec.Hold)
