@@ -56,24 +56,15 @@ type recordReader struct {
 	err error
 }
 
-func (r *recordReader) uint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errCorruptLedgerRecord
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *recordReader) uint() uint64 { return readNumber(r, binary.Uvarint) }
+func (r *recordReader) int() int64   { return readNumber(r, binary.Varint) }
 
-func (r *recordReader) int() int64 {
+// readNumber reads a varint or uvarint (read) of r.
+func readNumber[T int64 | uint64](r *recordReader, read func([]byte) (T, int)) T {
 	if r.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(r.b)
+	v, n := read(r.b)
 	if n <= 0 {
 		r.err = errCorruptLedgerRecord
 		return 0
