@@ -84,10 +84,10 @@ func appendEntry(txn *badger.Txn, account string, bal *balanceRecord, e *LedgerE
 	e.ID = strconv.FormatUint(bal.Entries, 10)
 	e.Account = account
 	e.BalanceAfter = bal.Amount
-	if err := txn.Set([]byte(entryKey(account, bal.Entries)), encodeEntry(*e, bal.Entries)); err != nil {
+	if err := setEntry(txn, entryKey(account, bal.Entries), encodeEntry(*e, bal.Entries), 0); err != nil {
 		return err
 	}
-	return txn.Set([]byte(balanceKey(account)), bal.encode())
+	return setEntry(txn, balanceKey(account), bal.encode(), 0)
 }
 
 // addBudget adds delta to a key's budget counter; a counter that is gone (its period long over)
@@ -175,7 +175,7 @@ func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerE
 			}
 		}
 		rec.EntryN = bal.Entries
-		return txn.Set([]byte(holdKey(h.ID)), rec.encode())
+		return setEntry(txn, holdKey(h.ID), rec.encode(), 0)
 	}, b.ledger.of(h.Account))
 	if err != nil {
 		return Hold{}, LedgerEntry{}, err
@@ -241,7 +241,7 @@ func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind
 				return err
 			}
 		}
-		return txn.Set([]byte(holdKey(holdID)), rec.encode())
+		return setEntry(txn, holdKey(holdID), rec.encode(), 0)
 	}, b.ledger.of(account))
 	if err == nil && bound {
 		// Lost in a crash, the end of a bound hold would leave it open for good: the task
@@ -296,7 +296,7 @@ func bindHold(txn *badger.Txn, rec holdRecord, taskID string) error {
 		return err
 	}
 	rec.Hold.Bound, rec.Hold.Ref = true, taskID
-	return txn.Set([]byte(holdKey(rec.Hold.ID)), rec.encode())
+	return setEntry(txn, holdKey(rec.Hold.ID), rec.encode(), 0)
 }
 
 // bindTaskHold binds the hold of a task being created (Task.HoldID) to it, in the create's
