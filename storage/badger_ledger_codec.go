@@ -32,6 +32,13 @@ var errCorruptLedgerRecord = errors.New("ledger: corrupt record")
 // recordWriter appends the fields of a binary record.
 type recordWriter []byte
 
+// newRecord starts a binary record of about capacity bytes.
+func newRecord(capacity int) recordWriter {
+	w := make(recordWriter, 1, capacity)
+	w[0] = ledgerRecordV1
+	return w
+}
+
 func (w *recordWriter) str(s string) {
 	*w = append(binary.AppendUvarint(*w, uint64(len(s))), s...)
 }
@@ -112,8 +119,7 @@ func (r *recordReader) end() error {
 }
 
 func (rec balanceRecord) encode() []byte {
-	w := make(recordWriter, 1, 32)
-	w[0] = ledgerRecordV1
+	w := newRecord(32)
 	w.int(rec.Amount)
 	w.int(rec.Held)
 	w.bool(rec.Limited)
@@ -132,8 +138,7 @@ func (rec *balanceRecord) decode(val []byte) error {
 
 func (rec holdRecord) encode() []byte {
 	h := rec.Hold
-	w := make(recordWriter, 1, 128+len(h.ID)+len(h.Account)+len(h.KeyID)+len(h.Model)+len(h.Ref)+len(rec.Budget))
-	w[0] = ledgerRecordV1
+	w := newRecord(128 + len(h.ID) + len(h.Account) + len(h.KeyID) + len(h.Model) + len(h.Ref) + len(rec.Budget))
 	for _, s := range [...]string{h.ID, h.Account, h.KeyID, h.Model, h.Ref} {
 		w.str(s)
 	}
@@ -173,8 +178,7 @@ func (rec *holdRecord) decode(val []byte) error {
 }
 
 func encodeEntry(e LedgerEntry, n uint64) []byte {
-	w := make(recordWriter, 1, 96+len(e.Account)+len(e.KeyID)+len(e.Model)+len(e.Ref)+len(e.HoldID)+len(e.Note))
-	w[0] = ledgerRecordV1
+	w := newRecord(96 + len(e.Account) + len(e.KeyID) + len(e.Model) + len(e.Ref) + len(e.HoldID) + len(e.Note))
 	w.uint(n)
 	w.time(e.Time)
 	for _, s := range [...]string{e.Account, e.KeyID, e.Model, e.Ref, e.HoldID, e.Kind} {
