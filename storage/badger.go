@@ -68,6 +68,8 @@ type Badger struct {
 	reads    readLogs
 	// commits counts the durable commits in progress, for Close.
 	commits commitGate
+	// lazy schedules the disk syncs of lazy commits (the ledger's).
+	lazy lazySync
 	// afterWrite, when set (tests), runs after a durable commit's write, before its sync.
 	afterWrite func()
 	// fillHook, when set (tests), runs between a cache fill's read and its store into the cache.

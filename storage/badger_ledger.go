@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,10 +12,17 @@ import (
 )
 
 // The ledger in Badger: every operation is one transaction over the account's balance record,
-// the hold, the key's budget counter and the new entry, synced before it is acknowledged.
-// Transactions of one account are serialised by a lock (ledgerLocks) from before they start to
-// their commit, so that concurrent holds against one balance queue instead of conflicting and
-// starting over; they still share disk syncs.
+// the hold, the key's budget counter and the new entry. Transactions of one account are
+// serialised by a lock (ledgerLocks) from before they start to their commit, so that concurrent
+// holds against one balance queue instead of conflicting and starting over.
+//
+// A credit, a binding and the end of a hold bound to a task are synced to disk before they are
+// acknowledged (sharing disk syncs). A hold, and the end of a hold that is not bound to a task,
+// are lazy (commitLazy): acknowledged once written, synced within lazySyncDelay or by the next
+// durable commit. A SIGKILL loses none of them; a machine crash may lose those of its last
+// lazySyncDelay, which leaves a lost hold as released and a lost end's hold open for the
+// reconciler, so that a charge may be lost, never made twice (docs/billing.md, "Crash
+// semantics"). A task's create (CreateTask) binds its hold in its own durable transaction.
 
 // balanceRecord is an account's balance and the number of its entries.
 type balanceRecord struct {
@@ -26,9 +32,13 @@ type balanceRecord struct {
 	Entries uint64 `json:"entries"`
 }
 
-// holdRecord is a hold, its entry, and the budget counter it charged.
+// holdRecord is a hold, the number of its hold entry, and the budget counter it charged
+// (badger_ledger_codec.go encodes it).
 type holdRecord struct {
-	Hold   Hold        `json:"hold"`
+	Hold Hold `json:"hold"`
+	// EntryN is the number of the hold's entry in its account's ledger.
+	EntryN uint64 `json:"-"`
+	// Entry is read from records of earlier versions only, which kept the whole entry.
 	Entry  LedgerEntry `json:"entry"`
 	Budget string      `json:"budget_counter,omitempty"`
 }
@@ -59,7 +69,7 @@ func appendDigits20(b []byte, n uint64) []byte {
 
 func txnBalance(txn *badger.Txn, account string) (balanceRecord, error) {
 	var rec balanceRecord
-	err := txnGetJSON(txn, balanceKey(account), &rec)
+	err := txnGetRecord(txn, balanceKey(account), rec.decode)
 	if errors.Is(err, ErrNotFound) {
 		return balanceRecord{}, nil
 	}
@@ -74,10 +84,10 @@ func appendEntry(txn *badger.Txn, account string, bal *balanceRecord, e *LedgerE
 	e.ID = strconv.FormatUint(bal.Entries, 10)
 	e.Account = account
 	e.BalanceAfter = bal.Amount
-	if err := setJSON(txn, entryKey(account, bal.Entries), e, 0); err != nil {
+	if err := setEntry(txn, entryKey(account, bal.Entries), encodeEntry(*e, bal.Entries), 0); err != nil {
 		return err
 	}
-	return setJSON(txn, balanceKey(account), bal, 0)
+	return setEntry(txn, balanceKey(account), bal.encode(), 0)
 }
 
 // addBudget adds delta to a key's budget counter; a counter that is gone (its period long over)
@@ -112,10 +122,17 @@ func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerE
 		return Hold{}, LedgerEntry{}, err
 	}
 	var rec holdRecord
-	err := b.commitSerial(ctx, func(txn *badger.Txn) error {
-		err := txnGetJSON(txn, holdKey(h.ID), &rec)
+	var entry LedgerEntry
+	err := b.commitLazy(ctx, func(txn *badger.Txn) error {
+		err := txnHold(txn, h.ID, &rec)
 		if err == nil {
-			return errNothingToWrite // taken before: answer it
+			// Taken before: answer it, and its entry.
+			if err := txnGetRecord(txn, entryKey(rec.Hold.Account, rec.EntryN), func(val []byte) error {
+				return decodeEntry(val, &entry)
+			}); err != nil {
+				return err
+			}
+			return errNothingToWrite
 		}
 		if !errors.Is(err, ErrNotFound) {
 			return err
@@ -148,8 +165,8 @@ func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerE
 			}
 		}
 		bal.Held += h.Amount
-		rec.Entry = LedgerEntry{Time: now, KeyID: h.KeyID, Model: h.Model, Ref: h.Ref, HoldID: h.ID, Kind: EntryHold, Amount: -h.Amount}
-		if err := appendEntry(txn, h.Account, &bal, &rec.Entry); err != nil {
+		entry = LedgerEntry{Time: now, KeyID: h.KeyID, Model: h.Model, Ref: h.Ref, HoldID: h.ID, Kind: EntryHold, Amount: -h.Amount}
+		if err := appendEntry(txn, h.Account, &bal, &entry); err != nil {
 			return err
 		}
 		if !h.Bound {
@@ -157,13 +174,14 @@ func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerE
 				return err
 			}
 		}
-		return setJSON(txn, holdKey(h.ID), rec, 0)
-	}, true, b.ledger.of(h.Account))
+		rec.EntryN = bal.Entries
+		return setEntry(txn, holdKey(h.ID), rec.encode(), 0)
+	}, b.ledger.of(h.Account))
 	if err != nil {
 		return Hold{}, LedgerEntry{}, err
 	}
 	b.ledger.remember(rec.Hold.ID, rec.Hold.Account)
-	return rec.Hold, rec.Entry, nil
+	return rec.Hold, entry, nil
 }
 
 func (b *Badger) Settle(ctx context.Context, holdID string, amount int64, now time.Time) (LedgerEntry, error) {
@@ -184,9 +202,10 @@ func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind
 		return LedgerEntry{}, err
 	}
 	var e LedgerEntry
-	err = b.commitSerial(ctx, func(txn *badger.Txn) error {
+	bound := false
+	err = b.commitLazy(ctx, func(txn *badger.Txn) error {
 		var rec holdRecord
-		if err := txnGetJSON(txn, holdKey(holdID), &rec); err != nil {
+		if err := txnHold(txn, holdID, &rec); err != nil {
 			return err
 		}
 		if rec.Hold.State != HoldOpen {
@@ -197,6 +216,7 @@ func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind
 			return err
 		}
 		held := rec.Hold.Amount
+		bound = rec.Hold.Bound
 		if rec.Budget != "" {
 			if err := addBudget(txn, rec.Budget, charged-held, false, budgetCounterTTL(txn, rec.Budget)); err != nil {
 				return err
@@ -221,8 +241,13 @@ func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind
 				return err
 			}
 		}
-		return setJSON(txn, holdKey(holdID), rec, 0)
-	}, true, b.ledger.of(account))
+		return setEntry(txn, holdKey(holdID), rec.encode(), 0)
+	}, b.ledger.of(account))
+	if err == nil && bound {
+		// Lost in a crash, the end of a bound hold would leave it open for good: the task
+		// that carries it has finished, and the reconciler leaves bound holds alone.
+		err = b.syncCommitted()
+	}
 	if err == nil || errors.Is(err, ErrHoldEnded) {
 		b.ledger.forget(holdID)
 	}
@@ -239,13 +264,18 @@ func budgetCounterTTL(txn *badger.Txn, counter string) time.Duration {
 }
 
 func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
+	// The task's create bound it already (CreateTask binds the task's HoldID), and it is
+	// still open: nothing to read or write.
+	if b.ledger.boundTo(holdID, taskID) {
+		return nil
+	}
 	account, err := b.holdAccount(ctx, holdID) // for its lock
 	if err != nil {
 		return err
 	}
 	return b.commitSerial(ctx, func(txn *badger.Txn) error {
 		var rec holdRecord
-		if err := txnGetJSON(txn, holdKey(holdID), &rec); err != nil {
+		if err := txnHold(txn, holdID, &rec); err != nil {
 			return err
 		}
 		switch {
@@ -256,17 +286,38 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 		case rec.Hold.Bound:
 			return ErrConflict
 		}
-		if err := txn.Delete([]byte(openHoldKey(rec.Hold))); err != nil {
-			return err
-		}
-		rec.Hold.Bound, rec.Hold.Ref = true, taskID
-		return setJSON(txn, holdKey(holdID), rec, 0)
+		return bindHold(txn, rec, taskID)
 	}, true, b.ledger.of(account))
+}
+
+// bindHold writes rec, an open and unbound hold, as bound to taskID.
+func bindHold(txn *badger.Txn, rec holdRecord, taskID string) error {
+	if err := txn.Delete([]byte(openHoldKey(rec.Hold))); err != nil {
+		return err
+	}
+	rec.Hold.Bound, rec.Hold.Ref = true, taskID
+	return setEntry(txn, holdKey(rec.Hold.ID), rec.encode(), 0)
+}
+
+// bindTaskHold binds the hold of a task being created (Task.HoldID) to it, in the create's
+// transaction, so that one durable commit records the task and takes its hold off the
+// reconciler's list; it returns the hold's account when it bound it. A hold that is unknown,
+// ended or bound already is left alone (BindHold then tells the caller what it found).
+func bindTaskHold(txn *badger.Txn, holdID, taskID string) (account string, err error) {
+	var rec holdRecord
+	err = txnHold(txn, holdID, &rec)
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	if err != nil || rec.Hold.State != HoldOpen || rec.Hold.Bound {
+		return "", err
+	}
+	return rec.Hold.Account, bindHold(txn, rec, taskID)
 }
 
 func (b *Badger) HoldByID(ctx context.Context, holdID string) (Hold, error) {
 	var rec holdRecord
-	if err := b.getJSON(holdKey(holdID), &rec); err != nil {
+	if err := b.db.View(func(txn *badger.Txn) error { return txnHold(txn, holdID, &rec) }); err != nil {
 		return Hold{}, err
 	}
 	return rec.Hold, nil
@@ -346,7 +397,7 @@ func (b *Badger) ledgerPage(account string, seek []byte, reverse bool, limit int
 				return nil
 			}
 			var e LedgerEntry
-			if err := it.Item().Value(func(val []byte) error { return json.Unmarshal(val, &e) }); err != nil {
+			if err := it.Item().Value(func(val []byte) error { return decodeEntry(val, &e) }); err != nil {
 				return err
 			}
 			entries = append(entries, e)
@@ -372,7 +423,7 @@ func (b *Badger) OverdueHolds(ctx context.Context, now time.Time, limit int) ([]
 			}
 			id := string(key[len(prefixOpenHold)+21:])
 			var rec holdRecord
-			if err := txnGetJSON(txn, holdKey(id), &rec); err != nil {
+			if err := txnHold(txn, id, &rec); err != nil {
 				return err
 			}
 			holds = append(holds, rec.Hold)

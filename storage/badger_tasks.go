@@ -21,11 +21,19 @@ import (
 func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 	task.Version = 1
 	task.markFinished(b.now())
+	var holdAccount string // set when this create bound the task's hold
 	err := b.update(ctx, func(txn *badger.Txn) error {
+		holdAccount = ""
 		if _, err := txn.Get([]byte(prefixTask + task.ID)); err == nil {
 			return ErrExists
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
+		}
+		if task.HoldID != "" {
+			var err error
+			if holdAccount, err = bindTaskHold(txn, task.HoldID, task.ID); err != nil {
+				return err
+			}
 		}
 		return b.putTask(txn, task, nil)
 	})
@@ -34,6 +42,9 @@ func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 	}
 	if err != nil {
 		return Task{}, err
+	}
+	if holdAccount != "" {
+		b.ledger.boundAtCreate(task.HoldID, holdAccount, task.ID)
 	}
 	return task, nil
 }

@@ -30,6 +30,11 @@ import (
 // that failed so is released by the reconciler at its deadline; a Settle or Release that failed
 // so stands, and a retry answers ErrHoldEnded, which the caller must take as done; a Credit
 // retried with its idempotency key answers the entry it made.
+//
+// What a crash may take back of acknowledged writes is the backend's: Badger acknowledges a
+// hold, and the end of a hold not bound to a task, before their disk sync (a machine crash may
+// lose them, which loses a charge and never makes one twice; see badger_ledger.go and
+// docs/billing.md, "Crash semantics").
 type Ledger interface {
 	// Hold takes h.Amount from the account's balance and, when h.Budget has a Limit, from the
 	// key's budget for the period containing now, atomically, and records the hold as open.

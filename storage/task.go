@@ -31,7 +31,9 @@ const (
 // and retries on conflict.
 type Tasks interface {
 	// CreateTask stores a new record with Version 1, or answers ErrExists when a record with
-	// that id is already stored. The record expires at ExpiresAt (see Task.ExpiresAt).
+	// that id is already stored. The record expires at ExpiresAt (see Task.ExpiresAt). A
+	// backend may bind the task's open hold (HoldID) to it in the same write, as BindHold
+	// does (Badger does); the caller still calls BindHold, which then changes nothing.
 	CreateTask(ctx context.Context, task Task) (Task, error)
 	// Task returns the record of a task id, or ErrNotFound.
 	Task(ctx context.Context, id string) (Task, error)

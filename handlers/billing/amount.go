@@ -17,6 +17,14 @@ import "math/big"
 //   - input_tokens, output_tokens: tokens × price / 1,000,000.
 //   - request: Requests × price.
 func (p *Price) Amount(u Usage) Money {
+	if amount, ok := p.amountWithoutVideo(u); ok {
+		return amount
+	}
+	return p.amountExact(u)
+}
+
+// amountExact is Amount computed with big.Rat, whatever the price.
+func (p *Price) amountExact(u Usage) Money {
 	total := new(big.Rat)
 	if video := p.videoAmount(u); video != nil {
 		total.Add(total, video)
