@@ -12,7 +12,8 @@ type Estimate struct {
 // (spec §2.2); a zero field takes the contract's default.
 type VideoTask struct {
 	// Duration in seconds; nil: the default 5; -1: the model chooses, estimated at the price's
-	// max_seconds.
+	// max_seconds. 0 is within the contract's range (-1..15) but names no length, so the model
+	// chooses there too: it is held as -1 is.
 	Duration *int64
 	// Frames, when given, win over Duration; they are counted at 24 fps.
 	Frames int64
@@ -49,7 +50,7 @@ func (p *Price) EstimateVideo(t VideoTask) Estimate {
 		u.VideoFrames, u.FPS = t.Frames, DefaultFPS
 	case t.Duration == nil:
 		u.VideoSeconds = DefaultDuration
-	case *t.Duration < 0:
+	case *t.Duration <= 0:
 		u.VideoSeconds = p.maxSeconds()
 	default:
 		u.VideoSeconds = *t.Duration

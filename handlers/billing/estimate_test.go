@@ -31,6 +31,8 @@ func TestEstimateVideo(t *testing.T) {
 		// duration -1 → max_seconds 15 (default): 0.60 × 15 × 1.5
 		{"seconds, -1 at the default maximum", veo, VideoTask{Duration: ptr[int64](-1), Resolution: "1080p"}, "13.5"},
 		{"seconds, -1 at max_seconds", short, VideoTask{Duration: ptr[int64](-1)}, "10"},
+		// 0 names no length: held as -1, not as nothing
+		{"seconds, 0 at the default maximum", veo, VideoTask{Duration: ptr[int64](0), Resolution: "1080p"}, "13.5"},
 		// draft and audio: 0.40 × 5 × 1.5 × 0.5
 		{"seconds, draft", veo, VideoTask{Draft: true, Resolution: "480p"}, "1.5"},
 		// reference videos do not lengthen a per-second task
