@@ -430,7 +430,7 @@ func checkOptions(f map[string]json.RawMessage) (rewritten bool, err error) {
 		}
 		n, ok := integer(raw)
 		if !ok {
-			return false, invalid(r.name, "must be an integer")
+			return false, invalid(r.name, "must be an integer between %d and %d", r.min, r.max) // also a number past int64
 		}
 		if n < r.min || n > r.max {
 			return false, invalid(r.name, "must be between %d and %d", r.min, r.max)

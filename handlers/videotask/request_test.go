@@ -209,6 +209,17 @@ func TestParseCreateUnclearKeyMessage(t *testing.T) {
 	}
 }
 
+// An integer past int64 is told the field's range, not that it is not an integer.
+func TestParseCreateIntegerPastInt64(t *testing.T) {
+	for _, field := range []string{"priority", "seed", "duration"} {
+		_, err := ParseCreate([]byte(body(`"` + field + `":9223372036854775808`)))
+		e, ok := errors.AsType[*apierror.Error](err)
+		if !ok || e.Code != "invalid_request" || e.Param != field || !strings.Contains(e.Message, "between") {
+			t.Errorf("%s 2^63: got %v", field, err)
+		}
+	}
+}
+
 func FuzzParseCreate(f *testing.F) {
 	f.Add([]byte(body("")))
 	f.Add([]byte(body(`"frames":33,"seed":-1,"callback_url":"https://a.b/c"`, okText, `{"type":"image_url","image_url":{"url":"https://x/y"},"role":"first_frame"}`)))
