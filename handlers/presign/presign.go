@@ -185,12 +185,19 @@ func parseRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
 	if err != nil {
 		return req, err
 	}
-	obj, err := jsonkeys.Members(body, "filename", "content_type")
+	obj, err := jsonkeys.Members(body, "filename", "content_type", "object_key", "key")
 	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
 		return req, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
 	}
 	if err != nil {
 		return req, errBodyJSON
+	}
+	// The object key is the gateway's to choose (spec §2.8): a client that names one is told so,
+	// rather than given a key it did not ask for.
+	for _, name := range [...]string{"object_key", "key"} {
+		if _, ok := obj[name]; ok {
+			return req, invalidUpload(name, name+" cannot be chosen: the gateway names the object and answers its object_key")
+		}
 	}
 	for name, dst := range map[string]**string{"filename": &req.Filename, "content_type": &req.ContentType} {
 		if raw, ok := obj[name]; ok && json.Unmarshal(raw, dst) != nil {

@@ -89,6 +89,8 @@ func TestPresignRefusesSmuggledKeys(t *testing.T) {
 		`{"filename":"a.png","content_type":"image/png","Content_Type":"text/html"}`:      "content_type",
 		`{"filename":"a.png","content_type":"image/png","content_type":"text/html"}`:      "content_type",
 		`{"filename":"a.png","content_type":"image/png","content_typ\u0065":"text/html"}`: "content_type",
+		`{"filename":"a.png","object_key":"up/acme/index.html"}`:                          "object_key",
+		`{"filename":"a.png","Key":"up/acme/index.html"}`:                                 "key",
 	} {
 		st := &fakeStorage{}
 		h := &Handler{Storage: st}
