@@ -19,8 +19,9 @@ import (
 // nothing was created: the connection was refused, or a 429 or 503 came back. Each upstream's
 // health is recorded for account, whose request this is (a connection failure, a timeout, a 5xx
 // or a 429 backs the account off the upstream, and cools it down for all when several accounts
-// fail there; see providers.Health), honouring a 429's or 503's Retry-After; a 429 also pauses
-// every call to the upstream for its Retry-After (providers.Upstream.Throttled). No upstream left for the account is a 503 with Retry-After.
+// fail there; see providers.Health), honouring a 429's or 503's Retry-After. A create's 429 does
+// not pause the upstream's reads: providers limit creates and reads apart, and a task's queries
+// stay with its upstream. No upstream left for the account is a 503 with Retry-After.
 // The body must already carry the upstream's model id.
 func (c Client) Create(ctx context.Context, account string, p *providers.Provider, rel string, body []byte) (Answer, *providers.Upstream, error) {
 	order, wait := p.Order(account)
@@ -53,18 +54,13 @@ func (c Client) createIn(ctx context.Context, account string, order []*providers
 			}
 			return Answer{}, u, err
 		case ans.Status == http.StatusTooManyRequests || ans.Status == http.StatusServiceUnavailable:
-			retryAfter := RetryAfter(ans.Header, u.Now())
-			u.Failed(account, fmt.Sprintf("HTTP %d", ans.Status), retryAfter)
-			if ans.Status == http.StatusTooManyRequests {
-				u.Throttled(retryAfter) // the upstream's reads (the watcher's, clients' polls) wait too
-			}
+			u.Failed(account, fmt.Sprintf("HTTP %d", ans.Status), RetryAfter(ans.Header, u.Now()))
 			last, lastErr = ans, nil
 			continue
 		case ans.Status >= 500:
 			u.Failed(account, fmt.Sprintf("HTTP %d", ans.Status), 0)
 		default:
 			u.Succeeded(account)
-			u.Unthrottled()
 		}
 		return ans, u, nil
 	}

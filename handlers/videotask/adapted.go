@@ -118,16 +118,14 @@ func (h *Handler) launchAdapted(ctx context.Context, account string, a adaptor.A
 			u.Failed(account, "connection refused", 0)
 			continue
 		case err != nil && c.throttled, errors.As(err, &refusal) && refusal.Status == http.StatusTooManyRequests:
-			// The account backs off and every call to the upstream waits for its Retry-After,
-			// as after a read's 429.
+			// The account backs off for its Retry-After. The upstream's reads go on: providers
+			// limit creates and reads apart.
 			u.Failed(account, "HTTP 429", c.retryAfter)
-			u.Throttled(c.retryAfter)
 			continue
 		case err != nil:
 			return "", "", nil, u, err
 		}
 		u.Succeeded(account)
-		u.Unthrottled()
 		return newTaskID(), upstreamID, canonical, u, nil
 	}
 	return "", "", nil, u, err
