@@ -177,9 +177,16 @@ func TestInstancesShareActiveSlotsRefundsAndCallbacks(t *testing.T) {
 	// Every slot comes back, and every unsuccessful task's cost, exactly once: the usage
 	// settles at zero active tasks and at one unit per succeeded task, and stays there while
 	// the three watchers keep running.
+	// Each instance counts what it charges in its own meter and flushes it to the store every
+	// 2 s, and reads the others' counts from the store: wait until every instance shows all of
+	// it, then check that it stays.
 	waitFor(t, "the slots given back", func() bool {
-		active, used := keyUsage(t, c.instances[2], keyID)
-		return active == 0 && used == strconv.Itoa(succeeded)
+		for _, in := range c.instances {
+			if active, used := keyUsage(t, in, keyID); active != 0 || used != strconv.Itoa(succeeded) {
+				return false
+			}
+		}
+		return true
 	})
 	time.Sleep(time.Second) // five watcher intervals
 	for _, in := range c.instances {
