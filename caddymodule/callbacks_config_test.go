@@ -23,34 +23,11 @@ func TestCallbackAttemptTimeout(t *testing.T) {
 		{"attempt_timeout 3s", 3 * time.Second},
 	} {
 		t.Run(fmt.Sprintf("%q", tc.option), func(t *testing.T) {
-			config := fmt.Sprintf(`{
-	admin off
-	persist_config off
-	mediagw {
-		storage badger %s
-		callbacks {
-			allow_private
-			%s
-		}
-	}
-}
-http://127.0.0.1:%d {
-	respond 404
-}
-`, filepath.Join(t.TempDir(), "store"), tc.option, closedPort(t))
-			_, stop := startCaddy(t, config)
-			defer stop()
-			app, err := caddy.ActiveContext().App("mediagw")
-			if err != nil {
-				t.Fatal(err)
-			}
-			rt := app.(*App).runtime
-			if rt == nil || rt.outbox == nil {
-				t.Fatal("no callback outbox was provisioned")
-			}
-			if rt.outbox.AttemptTimeout != tc.want || rt.outbox.Client.Timeout != tc.want {
-				t.Fatalf("attempt timeout = %v, client timeout = %v, want %v", rt.outbox.AttemptTimeout, rt.outbox.Client.Timeout, tc.want)
-			}
+			withOutbox(t, "", tc.option, func(outbox *callbacks.Outbox) {
+				if outbox.AttemptTimeout != tc.want || outbox.Client.Timeout != tc.want {
+					t.Fatalf("attempt timeout = %v, client timeout = %v, want %v", outbox.AttemptTimeout, outbox.Client.Timeout, tc.want)
+				}
+			})
 		})
 	}
 }
@@ -66,7 +43,21 @@ func TestCallbackDeliveriesKeptForTaskRetention(t *testing.T) {
 		{"task_retention 72h", 72 * time.Hour},
 	} {
 		t.Run(fmt.Sprintf("%q", tc.option), func(t *testing.T) {
-			config := fmt.Sprintf(`{
+			withOutbox(t, tc.option, "", func(outbox *callbacks.Outbox) {
+				if outbox.KeepDeliveries != tc.want {
+					t.Fatalf("delivery records kept for %v, want %v", outbox.KeepDeliveries, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// withOutbox starts Caddy with a mediagw app on a fresh badger store, with appOption in the
+// mediagw block and callbacksOption in its callbacks block, and calls check with the callback
+// outbox it provisioned, before stopping Caddy.
+func withOutbox(t *testing.T, appOption, callbacksOption string, check func(*callbacks.Outbox)) {
+	t.Helper()
+	config := fmt.Sprintf(`{
 	admin off
 	persist_config off
 	mediagw {
@@ -74,26 +65,23 @@ func TestCallbackDeliveriesKeptForTaskRetention(t *testing.T) {
 		%s
 		callbacks {
 			allow_private
+			%s
 		}
 	}
 }
 http://127.0.0.1:%d {
 	respond 404
 }
-`, filepath.Join(t.TempDir(), "store"), tc.option, closedPort(t))
-			_, stop := startCaddy(t, config)
-			defer stop()
-			app, err := caddy.ActiveContext().App("mediagw")
-			if err != nil {
-				t.Fatal(err)
-			}
-			rt := app.(*App).runtime
-			if rt == nil || rt.outbox == nil {
-				t.Fatal("no callback outbox was provisioned")
-			}
-			if rt.outbox.KeepDeliveries != tc.want {
-				t.Fatalf("delivery records kept for %v, want %v", rt.outbox.KeepDeliveries, tc.want)
-			}
-		})
+`, filepath.Join(t.TempDir(), "store"), appOption, callbacksOption, closedPort(t))
+	_, stop := startCaddy(t, config)
+	defer stop()
+	app, err := caddy.ActiveContext().App("mediagw")
+	if err != nil {
+		t.Fatal(err)
 	}
+	rt := app.(*App).runtime
+	if rt == nil || rt.outbox == nil {
+		t.Fatal("no callback outbox was provisioned")
+	}
+	check(rt.outbox)
 }
