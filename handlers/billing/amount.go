@@ -29,19 +29,31 @@ func (p *Price) amountExact(u Usage) Money {
 	if video := p.videoAmount(u); video != nil {
 		total.Add(total, video)
 	}
-	if u.Images > 0 {
-		total.Add(total, product(1, u.Images, int64(p.imagePrice(u.ImageSize, u.ImageQuality))))
-	}
-	if u.InputTokens > 0 && p.InputTokens > 0 {
-		total.Add(total, product(1_000_000, u.InputTokens, int64(p.InputTokens)))
-	}
-	if u.OutputTokens > 0 && p.OutputTokens > 0 {
-		total.Add(total, product(1_000_000, u.OutputTokens, int64(p.OutputTokens)))
-	}
-	if u.Requests > 0 && p.Request > 0 {
-		total.Add(total, product(1, u.Requests, int64(p.Request)))
+	for _, part := range p.flatParts(u) {
+		if part.count > 0 && part.price != 0 {
+			total.Add(total, product(part.per, part.count, part.price))
+		}
 	}
 	return roundHalfUp(total)
+}
+
+// flatPart is one unit of Amount other than video: count × price / per micro-units.
+type flatPart struct{ count, price, per int64 }
+
+// flatParts are the units of u that are not video (images, input and output tokens, requests),
+// shared by the exact and the int64 computation of Amount. A part with no count or no price adds
+// nothing; a negative token or request price counts as none.
+func (p *Price) flatParts(u Usage) [4]flatPart {
+	image := int64(0)
+	if u.Images > 0 {
+		image = int64(p.imagePrice(u.ImageSize, u.ImageQuality))
+	}
+	return [4]flatPart{
+		{u.Images, image, 1},
+		{u.InputTokens, max(int64(p.InputTokens), 0), 1_000_000},
+		{u.OutputTokens, max(int64(p.OutputTokens), 0), 1_000_000},
+		{u.Requests, max(int64(p.Request), 0), 1},
+	}
 }
 
 // videoAmount is the exact video part of Amount, or nil when u has no video or p no video price.

@@ -16,34 +16,23 @@ func (p *Price) amountWithoutVideo(u Usage) (amount Money, ok bool) {
 		return 0, false
 	}
 	var millionths int64 // of a micro-unit
-	ok = true
-	add := func(count, price, scale int64) {
-		if !ok || count <= 0 || price == 0 {
-			return
+	for _, part := range p.flatParts(u) {
+		if part.count <= 0 || part.price == 0 {
+			continue
 		}
-		part, fits := mulNonNegative(count, price)
+		if part.price < 0 {
+			return 0, false
+		}
+		n, fits := mulNonNegative(part.count, part.price)
 		if fits {
-			part, fits = mulNonNegative(part, scale)
+			n, fits = mulNonNegative(n, 1_000_000/part.per)
 		}
-		if !fits || price < 0 || part > math.MaxInt64-millionths {
-			ok = false
-			return
+		if !fits || n > math.MaxInt64-millionths {
+			return 0, false
 		}
-		millionths += part
+		millionths += n
 	}
-	if u.Images > 0 {
-		add(u.Images, int64(p.imagePrice(u.ImageSize, u.ImageQuality)), 1_000_000)
-	}
-	if p.InputTokens > 0 {
-		add(u.InputTokens, int64(p.InputTokens), 1)
-	}
-	if p.OutputTokens > 0 {
-		add(u.OutputTokens, int64(p.OutputTokens), 1)
-	}
-	if p.Request > 0 {
-		add(u.Requests, int64(p.Request), 1_000_000)
-	}
-	if !ok || millionths > math.MaxInt64-500_000 {
+	if millionths > math.MaxInt64-500_000 {
 		return 0, false
 	}
 	return Money((millionths + 500_000) / 1_000_000), true
