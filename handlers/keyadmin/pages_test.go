@@ -13,7 +13,7 @@ import (
 
 // The admin API's key and account lists come a page at a time, stored and configured keys
 // merged in order of id, the next page's cursor in ListNextHeader; an account's list holds its
-// keys only; a limit out of range is a 400.
+// keys only; a limit out of range is a 400 with the admin API's {"error": ...} body.
 func TestListsArePaged(t *testing.T) {
 	store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
 	if err != nil {
@@ -70,8 +70,11 @@ func TestListsArePaged(t *testing.T) {
 		t.Fatalf("accounts after acct1: %v, next %q", ids, next)
 	}
 	for _, uri := range []string{"/mediagw/keys?limit=0", "/mediagw/keys?limit=1001", "/mediagw/accounts?limit=x", "/mediagw/keys?after=a&before=b"} {
-		if _, _, status := get(uri); status != http.StatusBadRequest {
-			t.Fatalf("%s: status %d, want 400", uri, status)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, uri, nil))
+		var e struct{ Error string }
+		if rec.Code != http.StatusBadRequest || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Error == "" || rec.Header().Get(ListNextHeader) != "" {
+			t.Fatalf("%s: status %d, body %s, want 400 with an error message", uri, rec.Code, rec.Body)
 		}
 	}
 }
