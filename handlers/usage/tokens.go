@@ -14,9 +14,6 @@ type Tokens struct {
 	output                    bool
 }
 
-// Gemini's thoughtsTokenCount is output too: it is added to candidatesTokenCount, which leaves
-// the thinking out (its totalTokenCount has both).
-
 // Known reports whether the answer carried usage.
 func (t Tokens) Known() bool { return t.known }
 
@@ -60,7 +57,8 @@ type rawUsage struct {
 	PromptTokenCount     *int64 `json:"promptTokenCount"`
 	CandidatesTokenCount *int64 `json:"candidatesTokenCount"`
 	TotalTokenCount      *int64 `json:"totalTokenCount"`
-	// ThoughtsTokenCount is Gemini's thinking, billed as output but not in candidatesTokenCount.
+	// ThoughtsTokenCount is Gemini's thinking, billed as output but left out of
+	// candidatesTokenCount (totalTokenCount has both): tokens adds it to the candidates.
 	ThoughtsTokenCount *int64 `json:"thoughtsTokenCount"`
 }
 
