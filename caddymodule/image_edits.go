@@ -19,10 +19,10 @@ func init() {
 // mediagw_auth. Edits are validated (spec §2.6; errors in the OpenAI shape with param naming the
 // field), checked against the key's models, and sent to the provider serving the model, whose
 // answer passes through; a provider with `protocol ark` written out gets the edit as a Seedream
-// image generation (Ark's images/generations), whose answer is mapped to the edit's. When the provider answers with a task id (id or task_id), the calling
-// account is recorded as its owner; GET /v1/images/tasks/{id} then reads the provider's
-// images/tasks/{id} for the owner and answers 404 task_not_found to everyone else. Other paths
-// go to the next handler.
+// image generation (Ark's images/generations), whose answer is mapped to the edit's. When the
+// provider answers with a task id (id or task_id), the calling account is recorded as its
+// owner; GET /v1/images/tasks/{id} then reads the provider's images/tasks/{id} for the owner and
+// answers 404 task_not_found to everyone else. Other paths go to the next handler.
 type ImageEditsHandler struct {
 	// UpstreamTimeout bounds each provider call; past it the client gets 504. Default: 60s.
 	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
