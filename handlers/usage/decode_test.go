@@ -18,7 +18,7 @@ func FuzzDecodeUsage(f *testing.F) {
 		`{"prompt_tokens":null}`, `{"prompt_tokens":1e2}`, `{"prompt_tokens":99999999999999999999}`,
 		`{"prompt_tokens":-0}`, `{"prompt_tokens":true}`, `{"prompt_tokens":{}}`, `{"prompt_tokens":[]}`,
 		`{"prompt\u005ftokens":3}`, "{\"prompt_to\u212Aens\":3}", `{}`, ` { "total_tokens" : 4 } `,
-		`{"prompt_tokens":1,"PROMPT_TOKENS":null}`, `{"total_tokens":4,}`, `{"total_tokens":4`, `[1]`, `null`, `{"a":{"b":{"c":[{}]}},"total_tokens":9}`,
+		`{"prompt_tokens":1,"PROMPT_TOKENS":null}`, `{"candidatesTokenCount":6,"thoughtsTokenCount":30}`, `{"total_tokens":4,}`, `{"total_tokens":4`, `[1]`, `null`, `{"a":{"b":{"c":[{}]}},"total_tokens":9}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -35,7 +35,7 @@ func FuzzDecodeUsage(f *testing.F) {
 // counts shows a rawUsage's counts, "-" for an absent one, for comparing two.
 func counts(u rawUsage) (s string) {
 	for _, p := range []*int64{u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.InputTokens,
-		u.OutputTokens, u.PromptTokenCount, u.CandidatesTokenCount, u.TotalTokenCount} {
+		u.OutputTokens, u.PromptTokenCount, u.CandidatesTokenCount, u.TotalTokenCount, u.ThoughtsTokenCount} {
 		if p == nil {
 			s += "- "
 		} else {
