@@ -28,7 +28,8 @@ type MemberKeys struct {
 	Quota, MaxActiveTasks *int64
 	// CreatesPerHour bounds the keys the members of one account create in any hour, on every
 	// instance (a sliding window in the store), so that a member cannot churn keys by revoking
-	// and creating them. 0: no bound.
+	// and creating them. 0: no bound here; the mediagw_console module sets 10 when the
+	// Caddyfile gives none.
 	CreatesPerHour int
 }
 
