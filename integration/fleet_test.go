@@ -188,7 +188,9 @@ func TestInstancesShareActiveSlotsRefundsAndCallbacks(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(time.Second) // five watcher intervals
+	// A count charged twice would reach the store by the next flush: wait past one (2 s,
+	// caddymodule.usageFlushInterval) and a few watcher intervals.
+	time.Sleep(2*time.Second + time.Second)
 	for _, in := range c.instances {
 		if active, used := keyUsage(t, in, keyID); active != 0 || used != strconv.Itoa(succeeded) {
 			t.Fatalf("usage on %s: %v active, %v quota used; want 0 and %d (%d tasks)", in.name, active, used, succeeded, len(final))
