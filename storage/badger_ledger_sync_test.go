@@ -13,13 +13,13 @@ import (
 // loses a charge, never makes one twice); a credit and the end of a bound hold do, and a task's
 // create binds its hold in its own durable commit, after which BindHold writes nothing.
 func TestBadgerLedgerWaitsForSyncsOnlyWhereACrashWouldHarm(t *testing.T) {
-	b, err := OpenBadger(t.TempDir(), BadgerOptions{})
+	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	b, err := OpenBadger(t.TempDir(), BadgerOptions{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	b.lazy.delay = time.Hour // no lazy sync during the test: every sync counted is waited for
-	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	steps := []struct {
 		name  string
 		do    func() error
@@ -68,13 +68,14 @@ func TestBadgerLedgerWaitsForSyncsOnlyWhereACrashWouldHarm(t *testing.T) {
 // store is open (as a killed process leaves them) has it.
 func TestBadgerLazyLedgerWritesAreSyncedAndSurviveTheProcess(t *testing.T) {
 	dir := t.TempDir()
-	b, err := OpenBadger(dir, BadgerOptions{})
+	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	b, err := OpenBadger(dir, BadgerOptions{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	b.lazy.delay = 10 * time.Millisecond
-	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	if _, _, err := b.Hold(ctx, Hold{ID: "h1", Account: "acme", Amount: 10, Deadline: now.Add(time.Hour)}, now); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestBadgerLazyLedgerWritesAreSyncedAndSurviveTheProcess(t *testing.T) {
 	if err := copyStoreFiles(dir, killed); err != nil {
 		t.Fatal(err)
 	}
-	c, err := OpenBadger(killed, BadgerOptions{})
+	c, err := OpenBadger(killed, BadgerOptions{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
