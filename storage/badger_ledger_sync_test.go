@@ -63,6 +63,31 @@ func TestBadgerLedgerWaitsForSyncsOnlyWhereACrashWouldHarm(t *testing.T) {
 	}
 }
 
+// The end of a bound hold waits for its own disk sync and sets no lazy one besides.
+func TestBadgerEndOfABoundHoldSetsNoLazySync(t *testing.T) {
+	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	b, err := OpenBadger(t.TempDir(), BadgerOptions{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.lazy.delay = time.Hour
+	if _, _, err := b.Hold(ctx, Hold{ID: "h", Account: "acme", Amount: 10, Deadline: now.Add(time.Hour), Bound: true}, now); err != nil {
+		t.Fatal(err)
+	}
+	b.lazy.pending.Store(false) // as if the hold's lazy sync had begun
+	before := b.sync.syncs()
+	if _, err := b.Settle(ctx, "h", 4, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.sync.syncs() - before; got != 1 {
+		t.Errorf("the settle started %d disk syncs; want 1", got)
+	}
+	if b.lazy.pending.Load() {
+		t.Error("the settle of a bound hold, synced, set a lazy sync too")
+	}
+}
+
 // A lazy ledger write is synced without any later write, within lazySyncDelay; and, like every
 // commit, it is in Badger's memtable log at once: a copy of the store's files taken while the
 // store is open (as a killed process leaves them) has it.
