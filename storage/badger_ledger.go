@@ -203,7 +203,7 @@ func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind
 	}
 	var e LedgerEntry
 	bound := false
-	err = b.commitLazy(ctx, func(txn *badger.Txn) error {
+	err = b.commitSerial(ctx, func(txn *badger.Txn) error {
 		var rec holdRecord
 		if err := txnHold(txn, holdID, &rec); err != nil {
 			return err
@@ -242,11 +242,14 @@ func (b *Badger) endHold(ctx context.Context, holdID string, charged int64, kind
 			}
 		}
 		return setEntry(txn, holdKey(holdID), rec.encode(), 0)
-	}, b.ledger.of(account))
-	if err == nil && bound {
+	}, false, b.ledger.of(account))
+	switch {
+	case err == nil && bound:
 		// Lost in a crash, the end of a bound hold would leave it open for good: the task
 		// that carries it has finished, and the reconciler leaves bound holds alone.
 		err = b.syncCommitted()
+	case err == nil:
+		b.syncSoon() // lazy, as commitLazy
 	}
 	if err == nil || errors.Is(err, ErrHoldEnded) {
 		b.ledger.forget(holdID)

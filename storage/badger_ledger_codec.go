@@ -92,7 +92,7 @@ func (r *recordReader) str() string {
 }
 
 func (r *recordReader) bool() bool {
-	if r.err != nil || len(r.b) == 0 {
+	if r.err != nil || len(r.b) == 0 || r.b[0] > 1 {
 		r.err = errCorruptLedgerRecord
 		return false
 	}

@@ -48,10 +48,11 @@ func TestLedgerRecordsRoundTrip(t *testing.T) {
 		t.Errorf("entry %+v read back as %+v", e, gotEntry)
 	}
 	for name, err := range map[string]error{
-		"empty hold":        gotHold.decode([]byte{ledgerRecordV1}),
-		"cut hold":          gotHold.decode(hold.encode()[:10]),
-		"balance and more":  gotBal.decode(append(bal.encode(), 0)),
-		"entry's bad nanos": decodeEntry([]byte{ledgerRecordV1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}, &gotEntry),
+		"empty hold":         gotHold.decode([]byte{ledgerRecordV1}),
+		"cut hold":           gotHold.decode(hold.encode()[:10]),
+		"balance and more":   gotBal.decode(append(bal.encode(), 0)),
+		"balance's bad bool": gotBal.decode([]byte{ledgerRecordV1, 0, 0, 2, 0}),
+		"entry's bad nanos":  decodeEntry([]byte{ledgerRecordV1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}, &gotEntry),
 	} {
 		if !errors.Is(err, errCorruptLedgerRecord) {
 			t.Errorf("%s: %v; want errCorruptLedgerRecord", name, err)

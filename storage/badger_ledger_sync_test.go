@@ -13,13 +13,13 @@ import (
 // loses a charge, never makes one twice); a credit and the end of a bound hold do, and a task's
 // create binds its hold in its own durable commit, after which BindHold writes nothing.
 func TestBadgerLedgerWaitsForSyncsOnlyWhereACrashWouldHarm(t *testing.T) {
-	b, err := OpenBadger(t.TempDir(), BadgerOptions{})
+	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	b, err := OpenBadger(t.TempDir(), BadgerOptions{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	b.lazy.delay = time.Hour // no lazy sync during the test: every sync counted is waited for
-	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	steps := []struct {
 		name  string
 		do    func() error
@@ -63,18 +63,44 @@ func TestBadgerLedgerWaitsForSyncsOnlyWhereACrashWouldHarm(t *testing.T) {
 	}
 }
 
+// The end of a bound hold waits for its own disk sync and sets no lazy one besides.
+func TestBadgerEndOfABoundHoldSetsNoLazySync(t *testing.T) {
+	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	b, err := OpenBadger(t.TempDir(), BadgerOptions{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.lazy.delay = time.Hour
+	if _, _, err := b.Hold(ctx, Hold{ID: "h", Account: "acme", Amount: 10, Deadline: now.Add(time.Hour), Bound: true}, now); err != nil {
+		t.Fatal(err)
+	}
+	b.lazy.pending.Store(false) // as if the hold's lazy sync had begun
+	before := b.sync.syncs()
+	if _, err := b.Settle(ctx, "h", 4, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.sync.syncs() - before; got != 1 {
+		t.Errorf("the settle started %d disk syncs; want 1", got)
+	}
+	if b.lazy.pending.Load() {
+		t.Error("the settle of a bound hold, synced, set a lazy sync too")
+	}
+}
+
 // A lazy ledger write is synced without any later write, within lazySyncDelay; and, like every
 // commit, it is in Badger's memtable log at once: a copy of the store's files taken while the
 // store is open (as a killed process leaves them) has it.
 func TestBadgerLazyLedgerWritesAreSyncedAndSurviveTheProcess(t *testing.T) {
 	dir := t.TempDir()
-	b, err := OpenBadger(dir, BadgerOptions{})
+	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	b, err := OpenBadger(dir, BadgerOptions{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	b.lazy.delay = 10 * time.Millisecond
-	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	if _, _, err := b.Hold(ctx, Hold{ID: "h1", Account: "acme", Amount: 10, Deadline: now.Add(time.Hour)}, now); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +118,7 @@ func TestBadgerLazyLedgerWritesAreSyncedAndSurviveTheProcess(t *testing.T) {
 	if err := copyStoreFiles(dir, killed); err != nil {
 		t.Fatal(err)
 	}
-	c, err := OpenBadger(killed, BadgerOptions{})
+	c, err := OpenBadger(killed, BadgerOptions{Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
