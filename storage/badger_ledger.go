@@ -305,14 +305,15 @@ func bindHold(txn *badger.Txn, rec holdRecord, taskID string) error {
 // bindTaskHold binds the hold of a task being created (Task.HoldID) to it, in the create's
 // transaction, so that one durable commit records the task and takes its hold off the
 // reconciler's list; it returns the hold's account when it bound it. A hold that is unknown,
-// ended or bound already is left alone (BindHold then tells the caller what it found).
-func bindTaskHold(txn *badger.Txn, holdID, taskID string) (account string, err error) {
+// ended, bound already or another account's than the task's is left alone (BindHold then tells
+// the caller what it found).
+func bindTaskHold(txn *badger.Txn, holdID, taskID, taskAccount string) (account string, err error) {
 	var rec holdRecord
 	err = txnHold(txn, holdID, &rec)
 	if errors.Is(err, ErrNotFound) {
 		return "", nil
 	}
-	if err != nil || rec.Hold.State != HoldOpen || rec.Hold.Bound {
+	if err != nil || rec.Hold.State != HoldOpen || rec.Hold.Bound || rec.Hold.Account != taskAccount {
 		return "", err
 	}
 	return rec.Hold.Account, bindHold(txn, rec, taskID)

@@ -31,7 +31,7 @@ func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 		}
 		if task.HoldID != "" {
 			var err error
-			if holdAccount, err = bindTaskHold(txn, task.HoldID, task.ID); err != nil {
+			if holdAccount, err = bindTaskHold(txn, task.HoldID, task.ID, task.Account); err != nil {
 				return err
 			}
 		}

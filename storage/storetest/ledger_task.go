@@ -52,6 +52,16 @@ func testLedgerTaskCarriesHold(t *testing.T, s storage.Store) {
 		t.Fatalf("the ended hold = %+v, %v; want it released still", h, err)
 	}
 
+	// A task that names another account's hold does not take it with its create.
+	mustCredit(t, s, "other", 10*unit, "c")
+	mustHold(t, s, storage.Hold{ID: "h-other", Account: "other", Amount: unit, Deadline: ledgerNow.Add(time.Minute)})
+	if _, err := s.CreateTask(ctx, task("task-3", "h-other")); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := s.HoldByID(ctx, "h-other"); err != nil || h.Bound || h.State != storage.HoldOpen {
+		t.Fatalf("another account's hold after acme's create named it = %+v, %v; want it open and unbound", h, err)
+	}
+
 	if _, err := s.Settle(ctx, "h1", unit, ledgerNow); err != nil {
 		t.Fatal(err)
 	}
