@@ -135,7 +135,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "model") {
 		return Route{}, errQueryModel
 	}
-	if coding := r.Header.Values("Content-Encoding"); len(coding) > 0 && (len(coding) > 1 || !strings.EqualFold(strings.TrimSpace(coding[0]), "identity")) {
+	if apierror.Compressed(r) {
 		// The body is checked as it was read; an upstream would decode it into another.
 		return Route{}, errCoded
 	}
