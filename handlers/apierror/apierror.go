@@ -147,6 +147,9 @@ func Respond(w http.ResponseWriter, shape Shape, logger *zap.Logger, err error) 
 // ErrTooLarge answers a body past its bound.
 var ErrTooLarge = New(http.StatusRequestEntityTooLarge, "request_too_large", "the request body is too large")
 
+// ErrNoBoundary answers a multipart/form-data body whose Content-Type names no boundary.
+var ErrNoBoundary = New(http.StatusBadRequest, "invalid_request_body", "the multipart/form-data body is malformed: its Content-Type names no boundary").WithParam("Content-Type")
+
 // ReadBody reads a request body of at most limit bytes: past it the error is ErrTooLarge, and a
 // failed read is a 400 with the given code.
 //
