@@ -147,6 +147,9 @@ func Respond(w http.ResponseWriter, shape Shape, logger *zap.Logger, err error) 
 // ErrTooLarge answers a body past its bound.
 var ErrTooLarge = New(http.StatusRequestEntityTooLarge, "request_too_large", "the request body is too large")
 
+// ErrNoBoundary answers a multipart/form-data body whose Content-Type names no boundary.
+var ErrNoBoundary = New(http.StatusBadRequest, "invalid_request_body", "the multipart/form-data body is malformed: its Content-Type names no boundary").WithParam("Content-Type")
+
 // ReadBody reads a request body of at most limit bytes: past it the error is ErrTooLarge, and a
 // failed read is a 400 with the given code.
 //
@@ -166,35 +169,32 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) 
 		// 100-continue, for) a body that would be refused.
 		return nil, ErrTooLarge
 	}
-	var body []byte
-	if n := r.ContentLength; n > 0 && r.Body != nil {
-		body = make([]byte, n, n+1) // room for the byte that tells whether the body ends there
-		if _, err := io.ReadFull(r.Body, body); err != nil {
+	size := int64(512)
+	if r.ContentLength > 0 {
+		size = r.ContentLength + 1 // and the byte that tells whether the body ends there
+	}
+	// io.ReadAll, into a buffer of the declared size
+	body, bounded := make([]byte, 0, size), http.MaxBytesReader(w, r.Body, limit)
+	for {
+		n, err := bounded.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+				return nil, ErrTooLarge
+			}
 			return nil, New(http.StatusBadRequest, code, "the request body could not be read")
 		}
-		m, err := r.Body.Read(body[n : n+1])
-		if m == 0 && err == io.EOF {
-			return body, nil // the end, where it was declared
-		}
-		if m == 0 && err != nil {
-			return nil, New(http.StatusBadRequest, code, "the request body could not be read")
-		}
-		body = body[:n+int64(m)] // longer than declared: read on, as an undeclared body is
-		if int64(len(body)) > limit {
-			return nil, ErrTooLarge
+		if len(body) == cap(body) {
+			body = append(body, 0)[:len(body)]
 		}
 	}
-	rest, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit-int64(len(body))))
-	if err != nil {
-		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
-			return nil, ErrTooLarge
-		}
-		return nil, New(http.StatusBadRequest, code, "the request body could not be read")
+	if int64(len(body)) < r.ContentLength {
+		return nil, New(http.StatusBadRequest, code, "the request body could not be read") // it ended early
 	}
-	if body == nil {
-		return rest, nil
-	}
-	return append(body, rest...), nil
+	return body, nil
 }
 
 // Compressed reports whether the request declares a Content-Encoding other than identity (or

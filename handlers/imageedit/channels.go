@@ -15,10 +15,11 @@ var errModelMember = apierror.New(http.StatusBadRequest, "invalid_request_body",
 
 // create sends the edit to one of the provider's upstreams (see upstream.Client.Create), with
 // the upstream's model id, and shows the client's id in the answer. A provider whose protocol is
-// written out as ark gets it as a Seedream image generation (createSeedream).
-func (h *Handler) create(ctx context.Context, account string, p *providers.Provider, model string, body []byte) (upstream.Answer, *providers.Upstream, error) {
+// written out as ark gets generation instead, the edit as a Seedream image generation
+// (toSeedream; see createSeedream).
+func (h *Handler) create(ctx context.Context, account string, p *providers.Provider, model string, body, generation []byte) (upstream.Answer, *providers.Upstream, error) {
 	if p.Protocol == adaptor.Ark {
-		return h.createSeedream(ctx, account, p, model, body)
+		return h.createSeedream(ctx, account, p, generation)
 	}
 	aliased := p.UpstreamModel(model) != model
 	if aliased {
@@ -37,14 +38,11 @@ func (h *Handler) create(ctx context.Context, account string, p *providers.Provi
 	return ans, u, err
 }
 
-// createSeedream sends the edit to Ark's images/generations (see toSeedream) and maps a 2xx
-// answer back to the edit's shape (see fromSeedream). A refusal passes on as it came: Ark's
-// error shape, {"error": {"code", "message"}}, is the one upstream.Refusal reads.
-func (h *Handler) createSeedream(ctx context.Context, account string, p *providers.Provider, model string, body []byte) (upstream.Answer, *providers.Upstream, error) {
-	generation, err := toSeedream(body, p.UpstreamModel(model))
-	if err != nil {
-		return upstream.Answer{}, nil, err
-	}
+// createSeedream sends an edit's Seedream image generation (toSeedream) to Ark's
+// images/generations and maps a 2xx answer back to the edit's shape (see fromSeedream). A refusal
+// passes on as it came: Ark's error shape, {"error": {"code", "message"}}, is the one
+// upstream.Refusal reads.
+func (h *Handler) createSeedream(ctx context.Context, account string, p *providers.Provider, generation []byte) (upstream.Answer, *providers.Upstream, error) {
 	ans, u, err := h.client().Create(ctx, account, p, SeedreamPath, generation)
 	if err != nil || !ans.OK() {
 		return ans, u, err

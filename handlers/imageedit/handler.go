@@ -132,9 +132,10 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		return err
 	}
 	usage.From(r.Context()).Routed(model, p.Name, p.Name)
+	var generation []byte // what an Ark provider is sent: a Seedream image generation
 	if p.Protocol == adaptor.Ark {
 		// Seedream's own fields (seed, watermark) are checked before anything is held.
-		if _, err := toSeedream(body, model); err != nil {
+		if generation, err = toSeedream(body, p.UpstreamModel(model)); err != nil {
 			return err
 		}
 	}
@@ -157,7 +158,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	// The client going away must not orphan an image task: the upstream call (bounded by the
 	// client's Timeout, upstream_timeout) and the ownership record run to completion.
 	ctx := context.WithoutCancel(r.Context())
-	ans, up, err := h.create(ctx, id.Account, p, model, body)
+	ans, up, err := h.create(ctx, id.Account, p, model, body, generation)
 	if err != nil {
 		hold.Release("not answered by the upstream")
 		return err

@@ -107,7 +107,6 @@ var (
 	errBadJSON    = apierror.NotJSONObject("invalid_request_body")
 	errModelType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
 	errMultipart  = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
-	errNoBoundary = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed: Content-Type multipart/form-data names no boundary").WithParam("Content-Type")
 	errQueryModel = apierror.New(http.StatusBadRequest, "invalid_request_body", "model may not be given in the query: give it in the body or the path").WithParam("model")
 	errCoded      = apierror.New(http.StatusUnsupportedMediaType, "invalid_request_body", "a request body must not be compressed (Content-Encoding)").WithParam("Content-Encoding")
 	errCharset    = apierror.New(http.StatusBadRequest, "invalid_request_body", "a JSON body must be UTF-8: Content-Type may name no charset but utf-8").WithParam("Content-Type")
@@ -135,7 +134,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "model") {
 		return Route{}, errQueryModel
 	}
-	if coding := r.Header.Values("Content-Encoding"); len(coding) > 0 && (len(coding) > 1 || !strings.EqualFold(strings.TrimSpace(coding[0]), "identity")) {
+	if apierror.Compressed(r) {
 		// The body is checked as it was read; an upstream would decode it into another.
 		return Route{}, errCoded
 	}
@@ -296,7 +295,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		route.Sizing = sizing(ep, fields, len(body))
 		return jsonModel(fields)
 	case mt == "multipart/form-data" && params["boundary"] == "" && ep.Multipart:
-		return "", errNoBoundary
+		return "", apierror.ErrNoBoundary
 	case mt == "multipart/form-data" && params["boundary"] != "" && ep.Multipart:
 		return rt.multipartModel(w, r, ep, params["boundary"], route)
 	case mt == "multipart/form-data":

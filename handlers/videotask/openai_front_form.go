@@ -19,15 +19,11 @@ const maxFormParts = 16
 // errFormBody answers a multipart body that cannot be read as one.
 var errFormBody = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart/form-data body is malformed")
 
-// errFormBoundary answers a multipart/form-data Content-Type that names no boundary.
-var errFormBoundary = apierror.New(http.StatusBadRequest, "invalid_request_body",
-	"the multipart/form-data body is malformed: its Content-Type names no boundary").WithParam("Content-Type")
-
 // bodyTypeError is the refusal of a create body that is neither JSON nor a readable form: a
 // form without a boundary is told that, any other type the types this endpoint takes.
 func bodyTypeError(r *http.Request) *apierror.Error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
-		return errFormBoundary
+		return apierror.ErrNoBoundary
 	}
 	return errVideoType
 }
