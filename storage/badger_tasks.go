@@ -118,12 +118,17 @@ func (b *Badger) restoreTask(ctx context.Context, changed Task, prevRecord []byt
 }
 
 // ReplaceTasks compares and stores every task in one transaction, with one commit and one disk
-// sync. A task whose record conflicts, is missing or cannot be read is left out of the
-// transaction; the others are written. A batch too big for one transaction is split in halves.
+// sync (none waited for with a WithLazySync context: commitLazy). A task whose record conflicts,
+// is missing or cannot be read is left out of the transaction; the others are written. A batch
+// too big for one transaction is split in halves.
 func (b *Badger) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []error) {
 	stored, errs := make([]Task, len(tasks)), make([]error, len(tasks))
 	prevRecords := make([][]byte, len(tasks))
-	err := b.update(ctx, func(txn *badger.Txn) error {
+	commit := b.update
+	if lazySyncOf(ctx) {
+		commit = func(ctx context.Context, fn func(txn *badger.Txn) error) error { return b.commitLazy(ctx, fn, nil) }
+	}
+	err := commit(ctx, func(txn *badger.Txn) error {
 		writes := 0
 		for i, task := range tasks { // a copy of the caller's record on every run
 			prev, err := compareTask(txn, &task, &prevRecords[i], b.now())

@@ -28,9 +28,18 @@ func UpdateTaskFrom(ctx context.Context, s Tasks, cur Task, change func(*Task) e
 // holding up the others; so change(i, …) may run more than once, and the decision of its last
 // run is the one stored, as with UpdateTask.
 func UpdateTasksFrom(ctx context.Context, s Tasks, curs []Task, change func(i int, t *Task) error) ([]Task, []error) {
+	return UpdateTasksFromLazily(ctx, s, curs, change, nil)
+}
+
+// UpdateTasksFromLazily is UpdateTasksFrom that writes some of the changes lazily (see
+// WithLazySync): mayLose(i), asked right after change(i, …) returned nil, tells that the change
+// of curs[i] may be lost in a machine crash, as it sets off nothing (no refund, no slot
+// release, no callback) and the next read of the task makes it again. Those changes are stored
+// in one ReplaceTasks with a WithLazySync context, the others in one without. A change retried
+// after a conflict is stored durably, whatever mayLose says.
+func UpdateTasksFromLazily(ctx context.Context, s Tasks, curs []Task, change func(i int, t *Task) error, mayLose func(i int) bool) ([]Task, []error) {
 	stored, errs := make([]Task, len(curs)), make([]error, len(curs))
-	var next []Task
-	var at []int // the index in curs of each task in next
+	var durable, lazy changeBatch
 	for i, cur := range curs {
 		t := cur
 		t.Result = slices.Clone(cur.Result)
@@ -39,25 +48,62 @@ func UpdateTasksFrom(ctx context.Context, s Tasks, curs []Task, change func(i in
 			stored[i] = cur
 		case err != nil:
 			stored[i], errs[i] = cur, err
+		case mayLose != nil && mayLose(i):
+			lazy.add(i, t)
 		default:
-			next = append(next, t)
-			at = append(at, i)
+			durable.add(i, t)
 		}
 	}
-	if len(next) == 0 {
-		return stored, errs
-	}
-	replaced, failed := s.ReplaceTasks(ctx, next)
-	for j, i := range at {
-		stored[i], errs[i] = replaced[j], failed[j]
-		if !errors.Is(failed[j], ErrConflict) {
+	for _, b := range []struct {
+		batch *changeBatch
+		ctx   context.Context
+	}{{&lazy, WithLazySync(ctx)}, {&durable, ctx}} {
+		if len(b.batch.tasks) == 0 {
 			continue
 		}
-		if ctx.Err() != nil {
-			stored[i], errs[i] = curs[i], ctx.Err()
-			continue
+		replaced, failed := s.ReplaceTasks(b.ctx, b.batch.tasks)
+		for j, i := range b.batch.at {
+			stored[i], errs[i] = replaced[j], failed[j]
+			if !errors.Is(failed[j], ErrConflict) {
+				continue
+			}
+			if ctx.Err() != nil {
+				stored[i], errs[i] = curs[i], ctx.Err()
+				continue
+			}
+			stored[i], errs[i] = UpdateTask(ctx, s, curs[i].ID, func(t *Task) error { return change(i, t) })
 		}
-		stored[i], errs[i] = UpdateTask(ctx, s, curs[i].ID, func(t *Task) error { return change(i, t) })
 	}
 	return stored, errs
+}
+
+// changeBatch is the changed records of a batch that are written together, and the index in the
+// batch of each.
+type changeBatch struct {
+	tasks []Task
+	at    []int
+}
+
+func (b *changeBatch) add(i int, t Task) {
+	b.tasks = append(b.tasks, t)
+	b.at = append(b.at, i)
+}
+
+// lazySyncKey marks a context made by WithLazySync.
+type lazySyncKey struct{}
+
+// WithLazySync returns a context with which a task write (ReplaceTasks) returns without waiting
+// for a disk sync on a backend that waits for one (Badger): the write survives the death of the
+// process (SIGKILL), and a disk sync follows within 50 ms or with the next durable write, so
+// that a machine crash may lose the writes of its last 50 ms. Only for writes whose loss costs a
+// repeat and nothing else: the watcher's store of an upstream answer that sets nothing off.
+// Redis writes as it always does (its durability is the server's appendfsync).
+func WithLazySync(ctx context.Context) context.Context {
+	return context.WithValue(ctx, lazySyncKey{}, true)
+}
+
+// lazySyncOf reports whether ctx was made by WithLazySync.
+func lazySyncOf(ctx context.Context) bool {
+	lazy, _ := ctx.Value(lazySyncKey{}).(bool)
+	return lazy
 }

@@ -1,0 +1,68 @@
+package storage
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// A batch of task changes split by UpdateTasksFromLazily: the changes that may be lost are
+// written without waiting for a disk sync, the others with one; both are stored, by
+// compare-and-set, and a change whose record changed meanwhile is still made (durably).
+func TestBadgerUpdateTasksFromLazilyWaitsOnlyForDurableChanges(t *testing.T) {
+	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	b, err := OpenBadger(t.TempDir(), BadgerOptions{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.lazy.delay = time.Hour // no lazy sync during the test: every sync counted is waited for
+	var curs []Task
+	for _, id := range []string{"task-a", "task-b", "task-c"} {
+		task, err := b.CreateTask(ctx, Task{ID: id, Kind: KindVideo, Account: "acme", Status: "queued", CreatedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		curs = append(curs, task)
+	}
+	change := func(_ int, t *Task) error { t.Status = "running"; return nil }
+	for _, tc := range []struct {
+		name    string
+		mayLose func(i int) bool
+		syncs   uint64
+	}{
+		{"every change lazy", func(int) bool { return true }, 0},
+		{"one change durable", func(i int) bool { return i != 1 }, 1},
+		{"no change lazy", nil, 1},
+	} {
+		before := b.sync.syncs()
+		stored, errs := UpdateTasksFromLazily(ctx, b, curs, change, tc.mayLose)
+		if got := b.sync.syncs() - before; got != tc.syncs {
+			t.Errorf("%s: %d disk syncs; want %d", tc.name, got, tc.syncs)
+		}
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("%s: task %d: %v", tc.name, i, err)
+			}
+			read, err := b.Task(ctx, curs[i].ID)
+			if err != nil || read.Version != curs[i].Version+1 || read.Status != "running" || stored[i].Version != read.Version {
+				t.Fatalf("%s: task %d stored %+v, read %+v, %v", tc.name, i, stored[i], read, err)
+			}
+		}
+		curs = stored
+	}
+	// A stale record in a lazy batch: its compare fails, and the change is made again from a
+	// fresh read, durably.
+	stale := curs[0]
+	if _, err := b.ReplaceTask(ctx, curs[0]); err != nil {
+		t.Fatal(err)
+	}
+	before := b.sync.syncs()
+	stored, errs := UpdateTasksFromLazily(ctx, b, []Task{stale}, change, func(int) bool { return true })
+	if errs[0] != nil || stored[0].Version != stale.Version+2 {
+		t.Fatalf("the stale task: %+v, %v", stored[0], errs[0])
+	}
+	if got := b.sync.syncs() - before; got != 1 {
+		t.Errorf("the stale task's change made %d disk syncs; want 1 (its retry)", got)
+	}
+}
