@@ -17,7 +17,7 @@ import "math/big"
 //   - input_tokens, output_tokens: tokens × price / 1,000,000.
 //   - request: Requests × price.
 func (p *Price) Amount(u Usage) Money {
-	if amount, ok := p.amountWithoutVideo(u); ok {
+	if amount, ok := p.amountInt(u); ok {
 		return amount
 	}
 	return p.amountExact(u)
