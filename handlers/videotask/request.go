@@ -495,11 +495,16 @@ func plainInteger(raw []byte) bool {
 
 // jsonString decodes raw as encoding/json decodes it into a string: ok is false for a value that
 // is not a string or null (null is ""), and for nil (an absent field).
-func jsonString(raw json.RawMessage) (s string, ok bool) {
+func jsonString(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 {
+		return "", false // a member that is absent: no decoder, and no error built for nothing
+	}
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && printableASCII(raw[1:len(raw)-1]) {
 		return string(raw[1 : len(raw)-1]), true // the usual string, without a decoder
 	}
-	return s, json.Unmarshal(raw, &s) == nil
+	var s string // on the heap only here, where the decoder takes its address
+	err := json.Unmarshal(raw, &s)
+	return s, err == nil
 }
 
 // printableASCII reports whether b is printable ASCII without a quote or backslash: the text of
