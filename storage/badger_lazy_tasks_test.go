@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// A batch of task changes split by UpdateTasksFromLazily: the changes that may be lost are
-// written without waiting for a disk sync, the others with one; both are stored, by
+// UpdateTasksFromLazily writes a batch whose changes may all be lost without waiting for a disk
+// sync, and a batch with any other change with one, in one write; both are stored by
 // compare-and-set, and a change whose record changed meanwhile is still made (durably).
 func TestBadgerUpdateTasksFromLazilyWaitsOnlyForDurableChanges(t *testing.T) {
 	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
@@ -32,7 +32,7 @@ func TestBadgerUpdateTasksFromLazilyWaitsOnlyForDurableChanges(t *testing.T) {
 		syncs   uint64
 	}{
 		{"every change lazy", func(int) bool { return true }, 0},
-		{"one change durable", func(i int) bool { return i != 1 }, 1},
+		{"one change durable: the whole batch", func(i int) bool { return i != 1 }, 1},
 		{"no change lazy", nil, 1},
 	} {
 		before := b.sync.syncs()

@@ -31,15 +31,17 @@ func UpdateTasksFrom(ctx context.Context, s Tasks, curs []Task, change func(i in
 	return UpdateTasksFromLazily(ctx, s, curs, change, nil)
 }
 
-// UpdateTasksFromLazily is UpdateTasksFrom that writes some of the changes lazily (see
-// WithLazySync): mayLose(i), asked right after change(i, …) returned nil, tells that the change
-// of curs[i] may be lost in a machine crash, as it sets off nothing (no refund, no slot
-// release, no callback) and the next read of the task makes it again. Those changes are stored
-// in one ReplaceTasks with a WithLazySync context, the others in one without. A change retried
-// after a conflict is stored durably, whatever mayLose says.
+// UpdateTasksFromLazily is UpdateTasksFrom that writes the batch lazily (see WithLazySync) when
+// every change in it may be lost in a machine crash: mayLose(i), asked right after change(i, …)
+// returned nil, tells that the change of curs[i] sets off nothing (no refund, no slot release,
+// no callback) and that the next read of the task makes it again. A batch with any other change
+// is written durably as a whole, in one write as before: its disk sync is needed anyway, and
+// covers the rest. A change retried after a conflict is stored durably.
 func UpdateTasksFromLazily(ctx context.Context, s Tasks, curs []Task, change func(i int, t *Task) error, mayLose func(i int) bool) ([]Task, []error) {
 	stored, errs := make([]Task, len(curs)), make([]error, len(curs))
-	var durable, lazy changeBatch
+	var next []Task
+	var at []int // the index in curs of each task in next
+	lazy := mayLose != nil
 	for i, cur := range curs {
 		t := cur
 		t.Result = slices.Clone(cur.Result)
@@ -48,45 +50,32 @@ func UpdateTasksFromLazily(ctx context.Context, s Tasks, curs []Task, change fun
 			stored[i] = cur
 		case err != nil:
 			stored[i], errs[i] = cur, err
-		case mayLose != nil && mayLose(i):
-			lazy.add(i, t)
 		default:
-			durable.add(i, t)
+			next = append(next, t)
+			at = append(at, i)
+			lazy = lazy && mayLose(i)
 		}
 	}
-	for _, b := range []struct {
-		batch *changeBatch
-		ctx   context.Context
-	}{{&lazy, WithLazySync(ctx)}, {&durable, ctx}} {
-		if len(b.batch.tasks) == 0 {
+	if len(next) == 0 {
+		return stored, errs
+	}
+	writeCtx := ctx
+	if lazy {
+		writeCtx = WithLazySync(ctx)
+	}
+	replaced, failed := s.ReplaceTasks(writeCtx, next)
+	for j, i := range at {
+		stored[i], errs[i] = replaced[j], failed[j]
+		if !errors.Is(failed[j], ErrConflict) {
 			continue
 		}
-		replaced, failed := s.ReplaceTasks(b.ctx, b.batch.tasks)
-		for j, i := range b.batch.at {
-			stored[i], errs[i] = replaced[j], failed[j]
-			if !errors.Is(failed[j], ErrConflict) {
-				continue
-			}
-			if ctx.Err() != nil {
-				stored[i], errs[i] = curs[i], ctx.Err()
-				continue
-			}
-			stored[i], errs[i] = UpdateTask(ctx, s, curs[i].ID, func(t *Task) error { return change(i, t) })
+		if ctx.Err() != nil {
+			stored[i], errs[i] = curs[i], ctx.Err()
+			continue
 		}
+		stored[i], errs[i] = UpdateTask(ctx, s, curs[i].ID, func(t *Task) error { return change(i, t) })
 	}
 	return stored, errs
-}
-
-// changeBatch is the changed records of a batch that are written together, and the index in the
-// batch of each.
-type changeBatch struct {
-	tasks []Task
-	at    []int
-}
-
-func (b *changeBatch) add(i int, t Task) {
-	b.tasks = append(b.tasks, t)
-	b.at = append(b.at, i)
 }
 
 // lazySyncKey marks a context made by WithLazySync.

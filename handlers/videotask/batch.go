@@ -96,9 +96,9 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 		}
 		return upstreamCalls, open
 	}
-	// The changed records are written together (one store write for those that set something
-	// off, with one disk sync, and one for the others, lazily); then the side effects that those
-	// changes won (slot releases, refunds, callbacks) run, concurrently.
+	// The changed records are written together (one store write, one disk sync; none waited for
+	// when no change sets anything off); then the side effects that those changes won (slot
+	// releases, refunds, callbacks) run, concurrently.
 	var unlisted, curs []storage.Task
 	var changes []*answerChange
 	for _, t := range tasks {
@@ -133,9 +133,9 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 		mu.Unlock()
 	}
 	if len(curs) > 0 {
-		// A change that sets nothing off (the first read of a new task, which stores the
-		// upstream's answer) is written lazily: lost in a machine crash, the next read makes it
-		// again. One that does is durable before its side effects run.
+		// A batch of changes that set nothing off (the first reads of new tasks, which store the
+		// upstream's answers) is written lazily: lost in a machine crash, the next reads make
+		// them again. One with a change that does is durable before its side effects run.
 		stored, errs := storage.UpdateTasksFromLazily(ctx, h.Store, curs,
 			func(i int, cur *storage.Task) error { return changes[i].apply(cur) },
 			func(i int) bool { return !changes[i].sideEffects() && !storage.Terminal(changes[i].status) })
