@@ -18,7 +18,7 @@ const settingTaskCreatedIndex = prefixSetting + "task-created-index"
 
 // taskCreatedKey is a task's entry in the index of every task by creation time.
 func taskCreatedKey(t Task) []byte {
-	return fmt.Appendf(nil, "%s%s", prefixTaskCreated, taskCursor(t.CreatedAt, t.ID))
+	return appendTaskCursor(append(make([]byte, 0, len(prefixTaskCreated)+21+len(t.ID)), prefixTaskCreated...), t.CreatedAt, t.ID)
 }
 
 func (b *Badger) SearchTasks(_ context.Context, account string, q TaskSearch) (TaskSearchPage, error) {

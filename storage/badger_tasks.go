@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -395,15 +393,7 @@ func (b *Badger) TaskExpiresAt(_ context.Context, id string) (time.Time, error) 
 // taskIndexKey orders one account's tasks by creation time.
 // The key is prefix, account, a zero byte, the creation time as 20 decimal digits, "/" and the id.
 func taskIndexKey(t Task) []byte {
-	if t.CreatedAt < 0 {
-		return fmt.Appendf(nil, "%s%s\x00%020d/%s", prefixTaskIndex, t.Account, t.CreatedAt, t.ID)
-	}
-	k := make([]byte, 0, len(prefixTaskIndex)+len(t.Account)+1+20+1+len(t.ID))
+	k := make([]byte, 0, len(prefixTaskIndex)+len(t.Account)+1+21+len(t.ID))
 	k = append(append(append(k, prefixTaskIndex...), t.Account...), 0)
-	var digits [20]byte
-	n := strconv.AppendInt(digits[:0], t.CreatedAt, 10)
-	for range 20 - len(n) {
-		k = append(k, '0')
-	}
-	return append(append(append(k, n...), '/'), t.ID...)
+	return appendTaskCursor(k, t.CreatedAt, t.ID)
 }

@@ -43,7 +43,21 @@ func (q *TaskSearch) normal() {
 
 // taskCursor is the cursor of a task: its creation time and id.
 func taskCursor(created int64, id string) string {
-	return fmt.Sprintf("%020d/%s", created, id)
+	return string(appendTaskCursor(make([]byte, 0, 21+len(id)), created, id))
+}
+
+// appendTaskCursor appends taskCursor(created, id) to dst: the creation time as 20 decimal
+// digits (fmt's %020d), "/" and the id.
+func appendTaskCursor(dst []byte, created int64, id string) []byte {
+	if created < 0 {
+		return fmt.Appendf(dst, "%020d/%s", created, id)
+	}
+	var digits [20]byte
+	n := strconv.AppendInt(digits[:0], created, 10)
+	for range 20 - len(n) {
+		dst = append(dst, '0')
+	}
+	return append(append(append(dst, n...), '/'), id...)
 }
 
 // parseTaskCursor reads a cursor that taskCursor wrote.
