@@ -84,30 +84,41 @@ func (p *Price) videoAmount(u Usage) *big.Rat {
 	return amount
 }
 
-// videoTokens are the tokens of u: as reported, or width × height × frames / 1024, where
-// frames are VideoFrames (else VideoSeconds × fps) plus ReferenceVideoSeconds × fps.
+// videoTokens are the tokens of u: as reported, or width × height × frames / 1024 (see
+// tokenFactors).
 func videoTokens(u Usage) *big.Rat {
 	if u.VideoTokens > 0 {
 		return ratOf(u.VideoTokens, 1)
 	}
+	w, h, frames := tokenFactors(u)
+	if frames <= 0 {
+		return new(big.Rat)
+	}
+	return product(1024, w, h, frames)
+}
+
+// tokenFactors are the width, height and frames of u's token formula: frames are VideoFrames
+// (else VideoSeconds × fps, fps defaulting to DefaultFPS) plus ReferenceVideoSeconds × fps; the
+// size is Width × Height, else the published size of Resolution and Ratio. frames ≤ 0: no video.
+func tokenFactors(u Usage) (w, h, frames int64) {
 	fps := u.FPS
 	if fps <= 0 {
 		fps = DefaultFPS
 	}
-	frames := u.VideoFrames
+	frames = u.VideoFrames
 	if frames <= 0 {
 		frames = u.VideoSeconds * fps
 	}
 	frames += u.ReferenceVideoSeconds * fps
 	if frames <= 0 {
-		return new(big.Rat)
+		return 0, 0, frames
 	}
-	w, h := u.Width, u.Height
+	w, h = u.Width, u.Height
 	if w <= 0 || h <= 0 {
 		s := sizeOf(u.Resolution, u.Ratio)
 		w, h = s.Width, s.Height
 	}
-	return product(1024, w, h, frames)
+	return w, h, frames
 }
 
 // videoSeconds is the output length of u in seconds: VideoFrames / fps when frames are known,

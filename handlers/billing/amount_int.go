@@ -89,22 +89,9 @@ func videoTokenFraction(u Usage) fraction {
 	if u.VideoTokens > 0 {
 		return newFraction(u.VideoTokens, 1)
 	}
-	fps := u.FPS
-	if fps <= 0 {
-		fps = DefaultFPS
-	}
-	frames := u.VideoFrames
-	if frames <= 0 {
-		frames = u.VideoSeconds * fps
-	}
-	frames += u.ReferenceVideoSeconds * fps
+	w, h, frames := tokenFactors(u)
 	if frames <= 0 {
 		return fraction{0, 1, true}
-	}
-	w, h := u.Width, u.Height
-	if w <= 0 || h <= 0 {
-		s := sizeOf(u.Resolution, u.Ratio)
-		w, h = s.Width, s.Height
 	}
 	return newFraction(w, 1).times(h, 1).times(frames, 1024)
 }
