@@ -2,6 +2,9 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -64,5 +67,40 @@ func TestBadgerUpdateTasksFromLazilyWaitsOnlyForDurableChanges(t *testing.T) {
 	}
 	if got := b.sync.syncs() - before; got != 1 {
 		t.Errorf("the stale task's change made %d disk syncs; want 1 (its retry)", got)
+	}
+}
+
+// A lazy write of a record big enough for Badger's value log waits for a sync of the value log
+// after all: the syncs that follow a lazy commit (and every durable one's) sync the value log
+// only when a commit they cover tells them it wrote there.
+func TestBadgerLazyTaskWriteOfABigValueSyncsTheValueLog(t *testing.T) {
+	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	b, err := OpenBadger(t.TempDir(), BadgerOptions{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.lazy.delay = time.Hour
+	var valueLogSyncs atomic.Int32
+	dbSync := b.logs.dbSync
+	b.logs.dbSync = func() error { valueLogSyncs.Add(1); return dbSync() }
+	task, err := b.CreateTask(ctx, Task{ID: "task-big", Kind: KindVideo, Account: "acme", Status: "queued", CreatedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := json.Marshal(map[string]string{"note": strings.Repeat("x", valueThreshold)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, syncsBefore := valueLogSyncs.Load(), b.sync.syncs()
+	stored, errs := UpdateTasksFromLazily(ctx, b, []Task{task}, func(_ int, t *Task) error { t.Result = big; return nil }, func(int) bool { return true })
+	if errs[0] != nil || stored[0].Version != 2 {
+		t.Fatalf("stored %+v, %v", stored[0], errs[0])
+	}
+	if got := b.sync.syncs() - syncsBefore; got != 1 {
+		t.Errorf("%d disk syncs; want 1", got)
+	}
+	if got := valueLogSyncs.Load() - before; got != 1 {
+		t.Errorf("%d syncs of the value log; want 1", got)
 	}
 }
