@@ -123,7 +123,7 @@ func (b *Badger) ReplaceTasks(ctx context.Context, tasks []Task) ([]Task, []erro
 	stored, errs := make([]Task, len(tasks)), make([]error, len(tasks))
 	prevRecords := make([][]byte, len(tasks))
 	commit := b.update
-	if lazySyncOf(ctx) {
+	if IsLazySync(ctx) {
 		commit = func(ctx context.Context, fn func(txn *badger.Txn) error) error { return b.commitLazy(ctx, fn, nil) }
 	}
 	err := commit(ctx, func(txn *badger.Txn) error {

@@ -91,8 +91,9 @@ func WithLazySync(ctx context.Context) context.Context {
 	return context.WithValue(ctx, lazySyncKey{}, true)
 }
 
-// lazySyncOf reports whether ctx was made by WithLazySync.
-func lazySyncOf(ctx context.Context) bool {
+// IsLazySync reports whether ctx was made by WithLazySync: for a backend, or a wrapper of one,
+// that tells such writes apart.
+func IsLazySync(ctx context.Context) bool {
 	lazy, _ := ctx.Value(lazySyncKey{}).(bool)
 	return lazy
 }
