@@ -9,17 +9,29 @@ import (
 	"time"
 )
 
-// UpdateTasksFromLazily writes a batch whose changes may all be lost without waiting for a disk
-// sync, and a batch with any other change with one, in one write; both are stored by
-// compare-and-set, and a change whose record changed meanwhile is still made (durably).
-func TestBadgerUpdateTasksFromLazilyWaitsOnlyForDurableChanges(t *testing.T) {
-	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+// openLazyTestBadger opens a store on a fixed date whose lazy commits are never synced by their
+// timer during the test, so that every sync counted is one a caller waited for.
+func openLazyTestBadger(t *testing.T) (context.Context, time.Time, *Badger) {
+	t.Helper()
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	b, err := OpenBadger(t.TempDir(), BadgerOptions{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	b.lazy.delay = time.Hour // no lazy sync during the test: every sync counted is waited for
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	b.lazy.delay = time.Hour
+	return context.Background(), now, b
+}
+
+// UpdateTasksFromLazily writes a batch whose changes may all be lost without waiting for a disk
+// sync, and a batch with any other change with one, in one write; both are stored by
+// compare-and-set, and a change whose record changed meanwhile is still made (durably).
+func TestBadgerUpdateTasksFromLazilyWaitsOnlyForDurableChanges(t *testing.T) {
+	ctx, now, b := openLazyTestBadger(t)
 	var curs []Task
 	for _, id := range []string{"task-a", "task-b", "task-c"} {
 		task, err := b.CreateTask(ctx, Task{ID: id, Kind: KindVideo, Account: "acme", Status: "queued", CreatedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()})
@@ -74,13 +86,7 @@ func TestBadgerUpdateTasksFromLazilyWaitsOnlyForDurableChanges(t *testing.T) {
 // after all: the syncs that follow a lazy commit (and every durable one's) sync the value log
 // only when a commit they cover tells them it wrote there.
 func TestBadgerLazyTaskWriteOfABigValueSyncsTheValueLog(t *testing.T) {
-	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
-	b, err := OpenBadger(t.TempDir(), BadgerOptions{Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	b.lazy.delay = time.Hour
+	ctx, now, b := openLazyTestBadger(t)
 	var valueLogSyncs atomic.Int32
 	dbSync := b.logs.dbSync
 	b.logs.dbSync = func() error { valueLogSyncs.Add(1); return dbSync() }
