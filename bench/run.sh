@@ -12,6 +12,9 @@
 #   OLD_CADDY=/tmp/caddy-old bench/run.sh    # also run gateways of another build (e.g. the
 #                                            # commit before a change), interleaved with ./caddy's
 #   PORT_BASE=19500 bench/run.sh             # loopback ports 19500-19513 instead of 19100-19113
+#   PROXY=transport bench/run.sh             # the gateways proxy through one reverse_proxy with the
+#                                            # mediagw upstream source and transport (as
+#                                            # Caddyfile.example), not one block per upstream
 #
 # Two gateways of each build run: "mediagw" with no prices (its account never credited, so no
 # ledger write), and "priced" with a price for the chat and the video model and its account
@@ -28,6 +31,14 @@ DURATION=${DURATION:-10s}
 CONNS=${CONNS:-32}
 ONLY=${ONLY:-}
 PROFILE=${PROFILE:-}
+PROXY=${PROXY:-blocks}
+case $PROXY in
+blocks | transport) ;;
+*)
+	echo "PROXY must be blocks or transport, not $PROXY" >&2
+	exit 1
+	;;
+esac
 need wrk jq
 ./xcaddy.sh
 go build -o bench/rss/rss ./bench/rss
@@ -87,14 +98,34 @@ http://127.0.0.1:$1 {
 		mediagw_auth
 		mediagw_video_tasks /api/v3/contents/generations/tasks*
 		mediagw_route
+$(proxy_blocks)
+	}
+}
+CFG
+}
+
+# proxy_blocks: the gateways' reverse_proxy part. PROXY=blocks (the default): one reverse_proxy
+# per upstream, chosen by matching {mediagw.provider}; PROXY=transport: one reverse_proxy with the
+# mediagw upstream source and transport, as Caddyfile.example has it.
+proxy_blocks() {
+	if [ "$PROXY" = transport ]; then
+		cat <<CFG
+		reverse_proxy {
+			dynamic mediagw
+			transport mediagw
+			lb_policy first
+			lb_retries 2
+		}
+CFG
+	else
+		cat <<CFG
 		@chat vars {mediagw.provider} chat
 		reverse_proxy @chat 127.0.0.1:$UP
 		@sse vars {mediagw.provider} sse
 		reverse_proxy @sse 127.0.0.1:$SSE
 		reverse_proxy 127.0.0.1:$SIM
-	}
-}
 CFG
+	fi
 }
 
 start 1 "$work/upstream.caddy"
@@ -165,7 +196,7 @@ load() {
 }
 
 echo "machine: $(nproc) cores, $(cpu_model), $(go_version)"
-echo "load: wrk, $DURATION per run; load average $(loadavg); gateways: ${gw_names[*]}"
+echo "load: wrk, $DURATION per run; load average $(loadavg); gateways: ${gw_names[*]}; proxy: $PROXY"
 echo
 # alternate NAME CONNS [PROF]: the pass-through runs: the baseline, each gateway in turn, each
 # again in the reverse order, the baseline again, so that drift on a shared machine weighs on
