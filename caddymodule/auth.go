@@ -113,7 +113,8 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 	if ow.extra != nil {
 		ow.extra.Add(zap.String("account", id.Account))
 	}
-	return next.ServeHTTP(w, r.WithContext(auth.WithIdentity(usage.WithEntry(r.Context(), ow.entry), id)))
+	ow.identity = id
+	return next.ServeHTTP(w, r.WithContext(auth.WithIdentityOf(usage.WithEntry(r.Context(), ow.entry), &ow.identity)))
 }
 
 // accessLogFields returns the extra fields of the access log entry of r, served by srv, or nil

@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/internal/metrics"
 )
@@ -73,8 +74,10 @@ type observedWriter struct {
 	status int
 	// extra are the access log entry's extra fields (nil when the server writes no access log),
 	// and traceID the request's trace (see begin).
-	extra      *caddyhttp.ExtraLogFields
-	traceID    string
+	extra   *caddyhttp.ExtraLogFields
+	traceID string
+	// identity is the caller's, which mediagw_auth puts in the request context by reference.
+	identity   auth.Identity
 	wrapper    caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
 	entryValue usage.Entry                     // and entry here
 }
