@@ -6,10 +6,8 @@
 package passthrough
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -315,8 +313,9 @@ func (rt *Router) jsonFields(w http.ResponseWriter, r *http.Request, checked ...
 	if err != nil {
 		return nil, nil, err
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	replay := &replayedBody{body: body}
+	replay.Reset(body)
+	r.Body, r.GetBody = replay, replay.again
 	fields, err := jsonkeys.Members(body, checked...)
 	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
 		return nil, nil, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
