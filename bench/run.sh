@@ -15,6 +15,8 @@
 #   PROXY=transport bench/run.sh             # the gateways proxy through one reverse_proxy with the
 #                                            # mediagw upstream source and transport (as
 #                                            # Caddyfile.example), not one block per upstream
+#   SYSCALLS=1 bench/run.sh                  # also count each proxy's write and read system calls
+#                                            # per request (perf stat)
 #
 # Two gateways of each build run: "mediagw" with no prices (its account never credited, so no
 # ledger write), and "priced" with a price for the chat and the video model and its account
@@ -32,6 +34,7 @@ CONNS=${CONNS:-32}
 ONLY=${ONLY:-}
 PROFILE=${PROFILE:-}
 PROXY=${PROXY:-blocks}
+SYSCALLS=${SYSCALLS:-}
 case $PROXY in
 blocks | transport) ;;
 *)
@@ -40,6 +43,10 @@ blocks | transport) ;;
 	;;
 esac
 need wrk jq
+if [ -n "$SYSCALLS" ] && ! command -v perf >/dev/null 2>&1; then
+	echo "SYSCALLS=1 counts system calls with perf, which is not installed" >&2
+	exit 1
+fi
 ./xcaddy.sh
 go build -o bench/rss/rss ./bench/rss
 
@@ -172,9 +179,17 @@ load() {
 		curl -sf -o "$pre-cpu.pb.gz" "http://127.0.0.1:$6/debug/pprof/profile?seconds=${DURATION%s}" &
 		prof=$!
 	fi
+	local perf=""
+	if [ -n "${5:-}" ] && [ -n "$SYSCALLS" ]; then
+		perf stat -x, -e syscalls:sys_enter_write,syscalls:sys_enter_read -p "$5" -o "$work/calls" 2>/dev/null &
+		perf=$!
+	fi
 	out=$(taskset -c 1 wrk -t1 -c"$4" -d"$DURATION" --latency -s "$3" "$2")
 	if [ -n "${5:-}" ]; then
 		after=$(cputicks "$5") m1=$(mallocs "$6")
+	fi
+	if [ -n "$perf" ] && kill -INT "$perf"; then
+		wait "$perf" || true
 	fi
 	if [ -n "$prof" ]; then
 		wait "$prof"
@@ -190,6 +205,10 @@ load() {
 	if [ -n "${5:-}" ] && [ "${n:-0}" -gt 0 ]; then
 		cpu=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$n" -v m=$((m1 - m0)) \
 			'BEGIN {printf "   cpu %6.1f us/req   %5.1f allocs/req", t / hz / n * 1e6, m / n}')
+		if [ -n "$perf" ]; then
+			cpu+=$(awk -F, -v n="$n" '/sys_enter_write/ {w = $1} /sys_enter_read/ {r = $1}
+				END {printf "   %.2f writes %.2f reads/req", w / n, r / n}' "$work/calls")
+		fi
 	fi
 	printf '%-34s %12s req/s   p50 %9s   p99 %9s%s\n' "$1" "$rps" "$p50" "$p99" "$cpu"
 	last_rps=$rps
