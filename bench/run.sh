@@ -12,6 +12,11 @@
 #   OLD_CADDY=/tmp/caddy-old bench/run.sh    # also run gateways of another build (e.g. the
 #                                            # commit before a change), interleaved with ./caddy's
 #   PORT_BASE=19500 bench/run.sh             # loopback ports 19500-19513 instead of 19100-19113
+#   PROXY=transport bench/run.sh             # the gateways proxy through one reverse_proxy with the
+#                                            # mediagw upstream source and transport (as
+#                                            # Caddyfile.example), not one block per upstream
+#   SYSCALLS=1 bench/run.sh                  # also count each proxy's write and read system calls
+#                                            # per request (perf stat)
 #
 # Two gateways of each build run: "mediagw" with no prices (its account never credited, so no
 # ledger write), and "priced" with a price for the chat and the video model and its account
@@ -28,7 +33,20 @@ DURATION=${DURATION:-10s}
 CONNS=${CONNS:-32}
 ONLY=${ONLY:-}
 PROFILE=${PROFILE:-}
+PROXY=${PROXY:-blocks}
+SYSCALLS=${SYSCALLS:-}
+case $PROXY in
+blocks | transport) ;;
+*)
+	echo "PROXY must be blocks or transport, not $PROXY" >&2
+	exit 1
+	;;
+esac
 need wrk jq
+if [ -n "$SYSCALLS" ] && ! command -v perf >/dev/null 2>&1; then
+	echo "SYSCALLS=1 counts system calls with perf, which is not installed" >&2
+	exit 1
+fi
 ./xcaddy.sh
 go build -o bench/rss/rss ./bench/rss
 
@@ -87,14 +105,34 @@ http://127.0.0.1:$1 {
 		mediagw_auth
 		mediagw_video_tasks /api/v3/contents/generations/tasks*
 		mediagw_route
+$(proxy_blocks)
+	}
+}
+CFG
+}
+
+# proxy_blocks: the gateways' reverse_proxy part. PROXY=blocks (the default): one reverse_proxy
+# per upstream, chosen by matching {mediagw.provider}; PROXY=transport: one reverse_proxy with the
+# mediagw upstream source and transport, as Caddyfile.example has it.
+proxy_blocks() {
+	if [ "$PROXY" = transport ]; then
+		cat <<CFG
+		reverse_proxy {
+			dynamic mediagw
+			transport mediagw
+			lb_policy first
+			lb_retries 2
+		}
+CFG
+	else
+		cat <<CFG
 		@chat vars {mediagw.provider} chat
 		reverse_proxy @chat 127.0.0.1:$UP
 		@sse vars {mediagw.provider} sse
 		reverse_proxy @sse 127.0.0.1:$SSE
 		reverse_proxy 127.0.0.1:$SIM
-	}
-}
 CFG
+	fi
 }
 
 start 1 "$work/upstream.caddy"
@@ -141,9 +179,17 @@ load() {
 		curl -sf -o "$pre-cpu.pb.gz" "http://127.0.0.1:$6/debug/pprof/profile?seconds=${DURATION%s}" &
 		prof=$!
 	fi
+	local perf=""
+	if [ -n "${5:-}" ] && [ -n "$SYSCALLS" ]; then
+		perf stat -x, -e syscalls:sys_enter_write,syscalls:sys_enter_read -p "$5" -o "$work/calls" 2>/dev/null &
+		perf=$!
+	fi
 	out=$(taskset -c 1 wrk -t1 -c"$4" -d"$DURATION" --latency -s "$3" "$2")
 	if [ -n "${5:-}" ]; then
 		after=$(cputicks "$5") m1=$(mallocs "$6")
+	fi
+	if [ -n "$perf" ] && kill -INT "$perf"; then
+		wait "$perf" || true
 	fi
 	if [ -n "$prof" ]; then
 		wait "$prof"
@@ -159,13 +205,17 @@ load() {
 	if [ -n "${5:-}" ] && [ "${n:-0}" -gt 0 ]; then
 		cpu=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$n" -v m=$((m1 - m0)) \
 			'BEGIN {printf "   cpu %6.1f us/req   %5.1f allocs/req", t / hz / n * 1e6, m / n}')
+		if [ -n "$perf" ]; then
+			cpu+=$(awk -F, -v n="$n" '/sys_enter_write/ {w = $1} /sys_enter_read/ {r = $1}
+				END {printf "   %.2f writes %.2f reads/req", w / n, r / n}' "$work/calls")
+		fi
 	fi
 	printf '%-34s %12s req/s   p50 %9s   p99 %9s%s\n' "$1" "$rps" "$p50" "$p99" "$cpu"
 	last_rps=$rps
 }
 
 echo "machine: $(nproc) cores, $(cpu_model), $(go_version)"
-echo "load: wrk, $DURATION per run; load average $(loadavg); gateways: ${gw_names[*]}"
+echo "load: wrk, $DURATION per run; load average $(loadavg); gateways: ${gw_names[*]}; proxy: $PROXY"
 echo
 # alternate NAME CONNS [PROF]: the pass-through runs: the baseline, each gateway in turn, each
 # again in the reverse order, the baseline again, so that drift on a shared machine weighs on

@@ -70,24 +70,24 @@ func (h *AuthHandler) Provision(ctx caddy.Context) error {
 }
 
 func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) (err error) {
-	ow, entry := h.observer.begin(w, r)
-	defer func() { h.observer.end(ow, r, entry, err) }()
+	srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	ow, entry := h.observer.begin(w, r, srv)
+	defer func() { h.observer.end(ow, entry, err) }()
 	w = ow
 	secret, keyErr := auth.KeyFromRequest(r)
-	srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	exposed := exposes(r, srv)
 	auth.StripCredentials(r)
 	stripOriginalURL(r)
 	if exposed {
 		return h.log.serve(w, r, func(w http.ResponseWriter, r *http.Request) error {
-			return h.authenticate(w, r, secret, keyErr, next, entry)
+			return h.authenticate(w, r, secret, keyErr, next, ow)
 		})
 	}
-	return h.authenticate(w, r, secret, keyErr, next, entry)
+	return h.authenticate(w, r, secret, keyErr, next, ow)
 }
 
 // authenticate answers 401/403/429 or runs next with the caller's identity.
-func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secret string, err error, next caddyhttp.Handler, entry *usage.Entry) error {
+func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secret string, err error, next caddyhttp.Handler, ow *observedWriter) error {
 	var id auth.Identity
 	if err == nil {
 		id, err = h.authn.AuthenticateKey(r.Context(), secret, clientIP(r))
@@ -109,17 +109,18 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 	repl := replacer(r)
 	repl.Set("http.auth.user.id", id.KeyID)
 	repl.Set("mediagw.account", id.Account)
-	entry.Authenticated(id.Account, id.KeyID)
-	if extra := accessLogFields(r); extra != nil {
-		extra.Add(zap.String("account", id.Account))
+	ow.entry.Authenticated(id.Account, id.KeyID)
+	if ow.extra != nil {
+		ow.extra.Add(zap.String("account", id.Account))
 	}
-	return next.ServeHTTP(w, r.WithContext(auth.WithIdentity(usage.WithEntry(r.Context(), entry), id)))
+	ow.identity = id
+	return next.ServeHTTP(w, r.WithContext(auth.WithIdentityOf(usage.WithEntry(r.Context(), ow.entry), &ow.identity)))
 }
 
-// accessLogFields returns the extra fields of the request's access log entry, or nil when the
-// server writes no access log: then the fields would be built for nothing.
-func accessLogFields(r *http.Request) *caddyhttp.ExtraLogFields {
-	if srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); !ok || srv.Logs == nil {
+// accessLogFields returns the extra fields of the access log entry of r, served by srv, or nil
+// when the server writes no access log: then the fields would be built for nothing.
+func accessLogFields(r *http.Request, srv *caddyhttp.Server) *caddyhttp.ExtraLogFields {
+	if srv == nil || srv.Logs == nil {
 		return nil
 	}
 	extra, _ := r.Context().Value(caddyhttp.ExtraLogFieldsCtxKey).(*caddyhttp.ExtraLogFields)

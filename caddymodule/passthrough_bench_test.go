@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -14,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
+
 	_ "github.com/mediagw/mediagw/internal/standardset"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // benchAnswer is a chat completion with token usage, as an upstream would answer.
@@ -24,7 +28,9 @@ const benchAnswer = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"
 // process: Caddy's server runs mediagw_auth and mediagw_route (with metrics and usage records
 // on, the records JSON-encoded into a discarding log) in front of a static answer ("mediagw"),
 // beside the same server with only the static answer ("baseline"); and the same two in front of
-// reverse_proxy to an upstream in this process ("mediagw_proxied", "baseline_proxied"); and over
+// reverse_proxy to an upstream in this process ("mediagw_proxied", "baseline_proxied"); the
+// proxied request of a priced model by a credited account, which holds its estimate and settles
+// it in the Badger ledger ("priced_proxied", bench/run.sh's priced gateway); and over
 // two upstreams ("baseline_two": reverse_proxy with both; "mediagw_two": a provider with both as
 // its upstreams, reverse_proxy with the mediagw upstream source and transport). The
 // differences are mediagw's CPU time (cpu-ns/op, every thread of the process) and allocations
@@ -68,7 +74,7 @@ func BenchmarkPassThroughOverhead(b *testing.B) {
 		provider chat {
 			base_url http://%[2]s/v1
 			api_key upstream-key
-			models bench-chat
+			models bench-chat bench-priced
 		}
 		provider two {
 			models bench-two
@@ -83,6 +89,14 @@ func BenchmarkPassThroughOverhead(b *testing.B) {
 		}
 		key mg-bench-key {
 			account bench
+		}
+		key mg-priced-key {
+			account priced
+		}
+		currency USD
+		price bench-priced {
+			input_tokens 0.15
+			output_tokens 0.60
 		}
 	}
 }
@@ -113,12 +127,17 @@ http://two.test:%[3]s {
 `+transportRoute("lb_retries 1")+`}
 `, filepath.Join(dir, "store"), up, port, respond, up2)
 	srv, _ := startCaddy(b, config)
+	creditBench(b, "priced")
 	chat := []byte(`{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}`)
 	two := []byte(`{"model":"bench-two","messages":[{"role":"user","content":"hello"}]}`)
+	priced := []byte(`{"model":"bench-priced","messages":[{"role":"user","content":"hello"}]}`)
 	serve := func(b *testing.B, host, path string) {
-		body := chat
-		if host == "two.test" {
+		body, key := chat, "mg-bench-key"
+		switch host {
+		case "two.test":
 			body = two
+		case "priced.test":
+			body, key, host = priced, "mg-priced-key", "proxied.test"
 		}
 		b.ReportAllocs()
 		cpu := processCPU(b)
@@ -128,7 +147,7 @@ http://two.test:%[3]s {
 			r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 			r.Host = host
 			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("Authorization", "Bearer mg-bench-key")
+			r.Header.Set("Authorization", "Bearer "+key)
 			w := httptest.NewRecorder()
 			srv.ServeHTTP(w, r)
 			if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "chatcmpl-1") {
@@ -143,8 +162,23 @@ http://two.test:%[3]s {
 	b.Run("mediagw", func(b *testing.B) { serve(b, "static.test", "/v1/chat/completions") })
 	b.Run("baseline_proxied", func(b *testing.B) { serve(b, "proxied.test", "/baseline/v1/chat/completions") })
 	b.Run("mediagw_proxied", func(b *testing.B) { serve(b, "proxied.test", "/v1/chat/completions") })
+	b.Run("priced_proxied", func(b *testing.B) { serve(b, "priced.test", "/v1/chat/completions") })
 	b.Run("baseline_two", func(b *testing.B) { serve(b, "two.test", "/baseline/v1/chat/completions") })
 	b.Run("mediagw_two", func(b *testing.B) { serve(b, "two.test", "/v1/chat/completions") })
+}
+
+// creditBench credits account with 1,000,000 in the running gateway's store, so that every
+// request of its key holds its estimate against the balance and settles it, as bench/run.sh's
+// priced gateway does.
+func creditBench(b *testing.B, account string) {
+	app, err := caddy.ActiveContext().App("mediagw")
+	if err != nil {
+		b.Fatal(err)
+	}
+	credit := storage.Credit{Account: account, Amount: 1_000_000 * 1_000_000, IdempotencyKey: "bench"}
+	if _, err := app.(*App).Store().Credit(context.Background(), credit, time.Now()); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // processCPU is the CPU time (user and system) this process has used so far.

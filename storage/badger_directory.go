@@ -263,10 +263,15 @@ func (b *Badger) Account(_ context.Context, name string) (Account, error) {
 	a, ok := b.cache.account(name)
 	if !ok {
 		gen := b.cache.generation()
-		err := b.getJSON(prefixAccount+name, &a)
+		// Read into its own variable: one whose address reaches json.Unmarshal lives on the
+		// heap, and a would then be allocated on every call, the cached ones too (every
+		// authenticated request makes one).
+		var stored Account
+		err := b.getJSON(prefixAccount+name, &stored)
 		if err != nil && !errors.Is(err, ErrNotFound) {
-			return a, err
+			return stored, err
 		}
+		a = stored
 		if b.fillHook != nil {
 			b.fillHook()
 		}

@@ -71,13 +71,23 @@ type identityKey struct{}
 
 // WithIdentity returns a context that carries the identity.
 func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return WithIdentityOf(ctx, &id)
+}
+
+// WithIdentityOf is WithIdentity for an identity that the caller keeps, unchanged, for as long
+// as the context is used (mediagw_auth keeps it beside the request's other state): it saves the
+// copy of the identity that WithIdentity allocates. FromContext hands out copies of it.
+func WithIdentityOf(ctx context.Context, id *Identity) context.Context {
 	return context.WithValue(ctx, identityKey{}, id)
 }
 
 // FromContext returns the identity that mediagw_auth established for the request.
 func FromContext(ctx context.Context) (Identity, bool) {
-	id, ok := ctx.Value(identityKey{}).(Identity)
-	return id, ok
+	id, ok := ctx.Value(identityKey{}).(*Identity)
+	if !ok || id == nil {
+		return Identity{}, false
+	}
+	return *id, true
 }
 
 // ParseIPRange parses an address or a CIDR range; a single address becomes a /32 or /128. An

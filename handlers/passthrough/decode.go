@@ -1,7 +1,9 @@
 package passthrough
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"mime"
 	"net/url"
 	"strings"
@@ -83,4 +85,19 @@ func stringValue(raw json.RawMessage) (string, error) {
 	var s string
 	err := json.Unmarshal(raw, &s)
 	return s, err
+}
+
+// replayedBody is a JSON body read whole for its checks: the request's Body, and through again
+// (its GetBody) a new reader of the same bytes for each retry. One allocation where a reader, its
+// Close and a GetBody closure took three.
+type replayedBody struct {
+	bytes.Reader
+	body []byte
+}
+
+// Close does nothing: the bytes stay readable through again.
+func (b *replayedBody) Close() error { return nil }
+
+func (b *replayedBody) again() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(b.body)), nil
 }

@@ -6,10 +6,8 @@
 package passthrough
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -315,8 +313,9 @@ func (rt *Router) jsonFields(w http.ResponseWriter, r *http.Request, checked ...
 	if err != nil {
 		return nil, nil, err
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	replay := &replayedBody{body: body}
+	replay.Reset(body)
+	r.Body, r.GetBody = replay, replay.again
 	fields, err := jsonkeys.Members(body, checked...)
 	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
 		return nil, nil, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
@@ -343,14 +342,21 @@ func jsonModel(fields map[string]json.RawMessage) (string, error) {
 }
 
 // refFields are the top-level body fields the router reads: model, the priced fields and the
-// endpoint's references.
+// endpoint's references. The slice is shared by every endpoint without references: do not
+// change it.
 func refFields(ep Endpoint) []string {
-	fields := append([]string{"model"}, pricedFields...)
+	if len(ep.Refs) == 0 {
+		return modelAndPriced
+	}
+	fields := append(make([]string, 0, len(modelAndPriced)+len(ep.Refs)), modelAndPriced...)
 	for field := range ep.Refs {
 		fields = append(fields, field)
 	}
 	return fields
 }
+
+// modelAndPriced is refFields of an endpoint without references, built once.
+var modelAndPriced = append([]string{"model"}, pricedFields...)
 
 // checkRefs refuses body fields that name upstream objects the caller's account does not own, and
 // keeps the records of those it owns in route.named.

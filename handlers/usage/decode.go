@@ -12,75 +12,168 @@ var usageFields = [...]string{"prompt_tokens", "completion_tokens", "total_token
 
 // decodeUsage decodes a usage object exactly as json.Unmarshal into a rawUsage does, and reports
 // whether that succeeded. Objects with ASCII member names and no escapes in them (every
-// provider's) are read by a small scanner after json.Valid, without reflection; anything else goes
-// to json.Unmarshal.
-func decodeUsage(obj []byte) (rawUsage, bool) {
-	var u rawUsage
-	if !json.Valid(obj) {
-		return u, false
-	}
+// provider's) are validated and read in one pass by a small scanner, without reflection or
+// allocation; anything else goes to json.Valid and json.Unmarshal.
+func decodeUsage(obj []byte) (usageCounts, bool) {
+	var u usageCounts
 	if ok, decided := scanUsage(obj, &u); decided {
 		return u, ok
 	}
-	u = rawUsage{}
-	return u, json.Unmarshal(obj, &u) == nil
+	var raw rawUsage
+	if !json.Valid(obj) || json.Unmarshal(obj, &raw) != nil {
+		return usageCounts{}, false
+	}
+	return raw.counts(), true
 }
 
-// scanUsage reads valid JSON obj into u. decided is false when a member name has an escape or a
-// non-ASCII byte (whose case folding json.Unmarshal does its own way); otherwise ok is what
-// json.Unmarshal would report: a known member (matched without regard to ASCII case) must be
-// null or an integer that fits int64.
-func scanUsage(obj []byte, u *rawUsage) (ok, decided bool) {
-	targets := [...]**int64{&u.PromptTokens, &u.CompletionTokens, &u.TotalTokens, &u.InputTokens,
-		&u.OutputTokens, &u.PromptTokenCount, &u.CandidatesTokenCount, &u.TotalTokenCount, &u.ThoughtsTokenCount}
-	if len(obj) == 0 || obj[0] != '{' {
+// scanUsage reads obj into u if obj is a valid JSON object whose member names and string values
+// are ASCII without escapes or control characters: then decided is true and ok is what
+// json.Unmarshal would report (a known member, matched without regard to ASCII case, must be
+// null or an integer that fits int64). Anything else (invalid JSON among it) is left undecided,
+// with u in no particular state. A nested object or array is validated with json.Valid.
+func scanUsage(obj []byte, u *usageCounts) (ok, decided bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
 		return false, false
 	}
 	ok = true
-	i := skipSpace(obj, 1)
+	i = skipSpace(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return true, true
+		return true, skipSpace(obj, i+1) == len(obj)
 	}
-	for i < len(obj) && obj[i] == '"' {
-		start := i + 1
-		end := start
-		for end < len(obj) && obj[end] != '"' {
-			if obj[end] == '\\' || obj[end] >= 0x80 {
-				return false, false
-			}
-			end++
+	for {
+		end, plain := plainString(obj, i)
+		if !plain {
+			return false, false
 		}
-		name := string(obj[start:end])
-		i = skipSpace(obj, skipSpace(obj, end+1)+1) // past the closing quote, the colon
-		field := -1
-		for f, known := range usageFields {
-			if strings.EqualFold(name, known) {
-				field = f
-				break
-			}
+		name := obj[i+1 : end-1]
+		if i = skipSpace(obj, end); i >= len(obj) || obj[i] != ':' {
+			return false, false
 		}
-		valueEnd := skipValue(obj, i)
-		if field >= 0 {
+		i = skipSpace(obj, i+1)
+		valueEnd, valid := validValue(obj, i)
+		if !valid {
+			return false, false
+		}
+		if field := usageField(name); field >= 0 {
 			switch value := obj[i:valueEnd]; {
 			case string(value) == "null":
-				*targets[field] = nil // as json.Unmarshal sets a pointer
+				u.set(field, 0, true) // as json.Unmarshal sets a pointer to nil
 			case value[0] == '-' || value[0] >= '0' && value[0] <= '9':
 				n, err := strconv.ParseInt(string(value), 10, 64)
 				if err != nil {
-					ok = false // json.Unmarshal goes on, and then fails
+					ok = false // a fraction, an exponent or too large: json.Unmarshal goes on, then fails
 				} else {
-					*targets[field] = &n
+					u.set(field, n, false)
 				}
 			default:
 				ok = false
 			}
 		}
-		i = skipSpace(obj, valueEnd)
-		if i < len(obj) && obj[i] == ',' {
+		if i = skipSpace(obj, valueEnd); i >= len(obj) {
+			return false, false
+		}
+		switch obj[i] {
+		case ',':
 			i = skipSpace(obj, i+1)
+		case '}':
+			return ok, skipSpace(obj, i+1) == len(obj)
+		default:
+			return false, false
 		}
 	}
-	return ok, true
+}
+
+// usageField is the index in usageFields of a member name, matched without regard to ASCII
+// case, or -1.
+func usageField(name []byte) int {
+	for f, known := range usageFields {
+		if len(name) == len(known) && strings.EqualFold(string(name), known) {
+			return f
+		}
+	}
+	return -1
+}
+
+// plainString returns the end of the JSON string at b[i] when it is plain: printable ASCII
+// without escapes.
+func plainString(b []byte, i int) (end int, plain bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// validValue returns the end of the JSON value at b[i], and whether it is one that scanUsage can
+// vouch for: a plain string (see plainString), a number, true, false, null, or an object or array
+// that json.Valid accepts.
+func validValue(b []byte, i int) (end int, valid bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return plainString(b, i)
+	case c == '-' || c >= '0' && c <= '9':
+		return validNumber(b, i)
+	case c == '{' || c == '[':
+		end = skipValue(b, i)
+		return end, end > i && json.Valid(b[i:end])
+	}
+	for _, lit := range [...]string{"null", "true", "false"} {
+		if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+			return i + len(lit), true
+		}
+	}
+	return 0, false
+}
+
+// validNumber returns the end of the JSON number at b[i], and whether it follows JSON's grammar.
+func validNumber(b []byte, i int) (end int, valid bool) {
+	digits := func(j int) int {
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		return j
+	}
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(i)
+	default:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		if j := digits(i + 1); j > i+1 {
+			i = j
+		} else {
+			return 0, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if j := digits(i); j > i {
+			i = j
+		} else {
+			return 0, false
+		}
+	}
+	return i, true
 }
 
 func skipSpace(b []byte, i int) int {

@@ -19,6 +19,10 @@ func FuzzDecodeUsage(f *testing.F) {
 		`{"prompt_tokens":-0}`, `{"prompt_tokens":true}`, `{"prompt_tokens":{}}`, `{"prompt_tokens":[]}`,
 		`{"prompt\u005ftokens":3}`, "{\"prompt_to\u212Aens\":3}", `{}`, ` { "total_tokens" : 4 } `,
 		`{"prompt_tokens":1,"PROMPT_TOKENS":null}`, `{"candidatesTokenCount":6,"thoughtsTokenCount":30}`, `{"total_tokens":4,}`, `{"total_tokens":4`, `[1]`, `null`, `{"a":{"b":{"c":[{}]}},"total_tokens":9}`,
+		`{"prompt_tokens":01}`, `{"prompt_tokens":1.}`, `{"prompt_tokens":-}`, `{"prompt_tokens":1e}`,
+		`{"a":"x` + "\x01" + `","total_tokens":1}`, `{"a":tru,"total_tokens":1}`, `{"a":[1,2},"total_tokens":1}`,
+		`{"total_tokens":1} x`, `{"total_tokens":1 2}`, `{"total_tokens" 1}`, `{,"total_tokens":1}`,
+		`{"a":nulll}`, "{\"a\":\"\u00e9\",\"total_tokens\":3}", `{"a":"\u00e9","total_tokens":3}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -26,20 +30,19 @@ func FuzzDecodeUsage(f *testing.F) {
 		got, ok := decodeUsage(obj)
 		var want rawUsage
 		wantOK := json.Unmarshal(obj, &want) == nil
-		if ok != wantOK || (ok && counts(got) != counts(want)) {
-			t.Fatalf("decodeUsage(%q) = %v, %v; json.Unmarshal: %v, %v", obj, counts(got), ok, counts(want), wantOK)
+		if ok != wantOK || (ok && counts(got) != counts(want.counts())) {
+			t.Fatalf("decodeUsage(%q) = %v, %v; json.Unmarshal: %v, %v", obj, counts(got), ok, counts(want.counts()), wantOK)
 		}
 	})
 }
 
-// counts shows a rawUsage's counts, "-" for an absent one, for comparing two.
-func counts(u rawUsage) (s string) {
-	for _, p := range []*int64{u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.InputTokens,
-		u.OutputTokens, u.PromptTokenCount, u.CandidatesTokenCount, u.TotalTokenCount, u.ThoughtsTokenCount} {
-		if p == nil {
+// counts shows decoded counts, "-" for an absent one, for comparing two.
+func counts(u usageCounts) (s string) {
+	for f := range u.n {
+		if !u.given[f] {
 			s += "- "
 		} else {
-			s += fmt.Sprint(*p, " ")
+			s += fmt.Sprint(u.n[f], " ")
 		}
 	}
 	return s

@@ -47,7 +47,8 @@ func (t Tokens) merge(u Tokens) Tokens {
 	return t
 }
 
-// rawUsage is the union of the providers' usage objects; a nil count was absent (or null).
+// rawUsage is the union of the providers' usage objects, as json.Unmarshal decodes them; a nil
+// count was absent (or null). Its counts are read as usageCounts.
 type rawUsage struct {
 	PromptTokens         *int64 `json:"prompt_tokens"`
 	CompletionTokens     *int64 `json:"completion_tokens"`
@@ -62,13 +63,50 @@ type rawUsage struct {
 	ThoughtsTokenCount *int64 `json:"thoughtsTokenCount"`
 }
 
-func (u rawUsage) tokens() Tokens {
-	prompt, promptGiven := firstNonZero(u.PromptTokens, u.InputTokens, u.PromptTokenCount)
-	output, outputGiven := firstNonZero(u.CompletionTokens, u.OutputTokens, u.CandidatesTokenCount)
-	total, totalGiven := firstNonZero(u.TotalTokens, u.TotalTokenCount)
-	if fromCandidates := u.CompletionTokens == nil && u.OutputTokens == nil; fromCandidates && outputGiven &&
-		u.ThoughtsTokenCount != nil && *u.ThoughtsTokenCount > 0 {
-		output = min(output, math.MaxInt64-*u.ThoughtsTokenCount) + *u.ThoughtsTokenCount
+// Indexes of usageFields (and usageCounts) by name.
+const (
+	fPromptTokens = iota
+	fCompletionTokens
+	fTotalTokens
+	fInputTokens
+	fOutputTokens
+	fPromptTokenCount
+	fCandidatesTokenCount
+	fTotalTokenCount
+	fThoughtsTokenCount
+)
+
+// usageCounts is a decoded usage object without pointers (decoding one allocates nothing):
+// n[f] is the count of usageFields[f], given[f] whether it was present and not null, as a
+// non-nil field of rawUsage.
+type usageCounts struct {
+	n     [len(usageFields)]int64
+	given [len(usageFields)]bool
+}
+
+// counts is u as usageCounts.
+func (u rawUsage) counts() usageCounts {
+	var c usageCounts
+	for f, p := range [...]*int64{u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.InputTokens,
+		u.OutputTokens, u.PromptTokenCount, u.CandidatesTokenCount, u.TotalTokenCount, u.ThoughtsTokenCount} {
+		if p != nil {
+			c.n[f], c.given[f] = *p, true
+		}
+	}
+	return c
+}
+
+// set notes the count of field f; null unsets it, as json.Unmarshal sets a pointer to nil.
+func (u *usageCounts) set(f int, n int64, null bool) { u.n[f], u.given[f] = n, !null }
+
+func (u *usageCounts) tokens() Tokens {
+	prompt, promptGiven := u.firstNonZero(fPromptTokens, fInputTokens, fPromptTokenCount)
+	output, outputGiven := u.firstNonZero(fCompletionTokens, fOutputTokens, fCandidatesTokenCount)
+	total, totalGiven := u.firstNonZero(fTotalTokens, fTotalTokenCount)
+	if fromCandidates := !u.given[fCompletionTokens] && !u.given[fOutputTokens]; fromCandidates && outputGiven &&
+		u.given[fThoughtsTokenCount] && u.n[fThoughtsTokenCount] > 0 {
+		thoughts := u.n[fThoughtsTokenCount]
+		output = min(output, math.MaxInt64-thoughts) + thoughts
 	}
 	t := Tokens{known: true, Prompt: prompt, Completion: output, Total: total, output: outputGiven}
 	if !outputGiven && totalGiven && promptGiven {
@@ -80,15 +118,15 @@ func (u rawUsage) tokens() Tokens {
 	return t
 }
 
-// firstNonZero is the first non-zero of the counts given, and whether any was given.
-func firstNonZero(v ...*int64) (n int64, given bool) {
-	for _, p := range v {
-		if p == nil {
+// firstNonZero is the first non-zero of the counts of fields given, and whether any was given.
+func (u *usageCounts) firstNonZero(fields ...int) (n int64, given bool) {
+	for _, f := range fields {
+		if !u.given[f] {
 			continue
 		}
 		given = true
-		if *p != 0 {
-			return *p, true
+		if u.n[f] != 0 {
+			return u.n[f], true
 		}
 	}
 	return 0, given
