@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -55,6 +56,11 @@ type bookAccount struct {
 	bal   balanceRecord
 	// holds are the account's holds in the book's holds map, to drop with the account.
 	holds map[string]*bookHold
+	// transient is the sum of the account's open transient holds (Hold.Transient), which bal
+	// counts (in Amount and Held) and Badger's records do not; transients is their number.
+	// An account with any is never dropped.
+	transient  int64
+	transients int
 	// pending counts the operations decided and not yet committed (or failed); an account
 	// with any is never dropped.
 	pending atomic.Int64
@@ -110,23 +116,62 @@ func (k *ledgerBook) lockAccount(db *badger.DB, name string) (*bookAccount, erro
 	}
 }
 
-// read reads the account a (locked) from Badger, dropping what the book kept of it.
+// read reads the account a (locked) from Badger, dropping what the book kept of it but its open
+// transient holds, which Badger does not have.
 func (k *ledgerBook) read(db *badger.DB, a *bookAccount, epoch uint64) error {
+	var transient []*bookHold
 	for id, h := range a.holds {
-		k.holds.CompareAndDelete(id, h)
+		if h.rec.Hold.Transient && h.rec.Hold.State == HoldOpen {
+			transient = append(transient, h)
+		} else {
+			k.holds.CompareAndDelete(id, h)
+		}
 	}
-	a.holds = make(map[string]*bookHold)
 	a.epoch.Store(0)
+	var bal balanceRecord
 	err := db.View(func(txn *badger.Txn) error {
 		var err error
-		a.bal, err = txnBalance(txn, a.name)
+		bal, err = txnBalance(txn, a.name)
 		return err
 	})
 	if err != nil {
 		return err
 	}
+	a.bal, a.transient, a.transients = bal, 0, 0
+	a.holds = make(map[string]*bookHold, len(transient))
+	for _, h := range transient {
+		kept := &bookHold{acct: a, epoch: epoch, rec: h.rec, entry: h.entry}
+		k.holds.Store(h.rec.Hold.ID, kept)
+		a.holds[h.rec.Hold.ID] = kept
+		a.takeTransient(h.rec.Hold.Amount)
+	}
 	a.epoch.Store(epoch)
 	return nil
+}
+
+// takeTransient counts a transient hold of amount in the account's (locked) balance.
+func (a *bookAccount) takeTransient(amount int64) {
+	a.bal.Amount -= amount
+	a.bal.Held += amount
+	a.transient += amount
+	a.transients++
+}
+
+// recordTransient takes a transient hold of amount out of the account's (locked) balance, to
+// record its hold entry (record puts it back).
+func (a *bookAccount) recordTransient(amount int64) {
+	a.bal.Amount += amount
+	a.transient -= amount
+	a.transients--
+}
+
+// recorded is the account's (locked) balance record as Badger has it: without its open
+// transient holds.
+func (a *bookAccount) recorded() balanceRecord {
+	r := a.bal
+	r.Amount += a.transient
+	r.Held -= a.transient
+	return r
 }
 
 // stale marks a (locked) for reading again: a decision made in memory was not written.
@@ -157,7 +202,7 @@ func (k *ledgerBook) evict() {
 		if a.pending.Load() != 0 || !a.mu.TryLock() {
 			continue
 		}
-		if a.pending.Load() == 0 {
+		if a.pending.Load() == 0 && a.transients == 0 {
 			a.dead.Store(true)
 			for id, h := range a.holds {
 				k.holds.CompareAndDelete(id, h)
@@ -273,4 +318,35 @@ func (b *Badger) lockHold(holdID string) (*bookAccount, *bookHold, error) {
 		return nil, nil, errors.New("ledger: a hold's account changed") // never: accounts are fixed
 	}
 	return a, h, nil
+}
+
+// transientHold is an open transient hold, which only memory has.
+func (k *ledgerBook) transientHold(id string) (Hold, bool) {
+	v, ok := k.holds.Load(id)
+	if !ok {
+		return Hold{}, false
+	}
+	h := v.(*bookHold)
+	h.acct.mu.Lock()
+	defer h.acct.mu.Unlock()
+	if !h.current() || !h.rec.Hold.Transient || h.rec.Hold.State != HoldOpen {
+		return Hold{}, false
+	}
+	return h.rec.Hold, true
+}
+
+// overdueTransient adds to holds (open, unbound holds from Badger, earliest deadline first) the
+// open transient holds whose deadline is before now, and returns the limit earliest.
+func (k *ledgerBook) overdueTransient(holds []Hold, now time.Time, limit int) []Hold {
+	k.holds.Range(func(_, v any) bool {
+		h := v.(*bookHold)
+		h.acct.mu.Lock()
+		if h.current() && h.rec.Hold.Transient && h.rec.Hold.State == HoldOpen && h.rec.Hold.Deadline.Before(now) {
+			holds = append(holds, h.rec.Hold)
+		}
+		h.acct.mu.Unlock()
+		return true
+	})
+	slices.SortStableFunc(holds, func(x, y Hold) int { return x.Deadline.Compare(y.Deadline) })
+	return holds[:min(len(holds), limit)]
 }

@@ -41,6 +41,9 @@ type bookBudget struct {
 	version uint64
 	// pending counts changes not yet committed (or failed); a counter with any stays.
 	pending int64
+	// transient is the sum of the open transient holds in spent, which Badger's counter does
+	// not have; a counter with any stays.
+	transient int64
 }
 
 // budgetWrite is the value of a counter to write, of a version.
@@ -56,11 +59,11 @@ func (c *bookBudget) live() bool {
 }
 
 // lock returns the counter with bookBudgets.mu held (unlock it when done), read from Badger if
-// it is not in memory or was read before a failed batch (epoch).
+// it is not in memory or was read before a failed batch (an epoch before epoch).
 func (bb *bookBudgets) lock(db *badger.DB, counter string, epoch uint64) (*bookBudget, error) {
 	for {
 		bb.mu.Lock()
-		if c := bb.m[counter]; c != nil && c.epoch == epoch {
+		if c := bb.m[counter]; c != nil && c.epoch >= epoch {
 			return c, nil
 		}
 		drops := bb.drops
@@ -91,8 +94,14 @@ func (bb *bookBudgets) lock(db *badger.DB, counter string, epoch uint64) (*bookB
 			bb.mu.Unlock()
 			continue // a sweep ran meanwhile: what was read may be older than what it dropped
 		}
-		if prev := bb.m[counter]; prev != nil && prev.epoch == epoch {
+		prev := bb.m[counter]
+		if prev != nil && prev.epoch >= epoch {
 			return prev, nil // read by another meanwhile, and maybe changed since
+		}
+		if prev != nil {
+			// Read before a failed batch: its open transient holds are not in Badger.
+			c.spent += prev.transient
+			c.transient = prev.transient
 		}
 		if bb.m == nil {
 			bb.m = make(map[string]*bookBudget)
@@ -113,19 +122,20 @@ func (bb *bookBudgets) sweep() {
 		return
 	}
 	for name, c := range bb.m {
-		if c.pending == 0 {
+		if c.pending == 0 && c.transient == 0 {
 			delete(bb.m, name)
 		}
 	}
 	bb.drops++
 }
 
-// add changes the counter (locked) by delta, and returns the value to write.
+// add changes the counter (locked) by delta, and returns the value to write: without the open
+// transient holds.
 func (c *bookBudget) add(delta int64) budgetWrite {
 	c.spent += delta
 	c.version++
 	c.pending++
-	return budgetWrite{spent: c.spent, expiresAt: c.expiresAt, version: c.version}
+	return budgetWrite{spent: c.spent - c.transient, expiresAt: c.expiresAt, version: c.version}
 }
 
 // committed notes that n changes of the counter were committed or failed.
@@ -136,7 +146,8 @@ func (bb *bookBudgets) committed(c *bookBudget, n int64) {
 }
 
 // holdBudget takes amount from the key's budget of the hold's period, and returns the counter
-// and the write. ErrBudgetExceeded: it does not fit, and nothing changed.
+// and the write (none, c nil, for a transient hold: Badger's counter leaves it out).
+// ErrBudgetExceeded: it does not fit, and nothing changed.
 func (k *ledgerBook) holdBudget(db *badger.DB, h Hold, now time.Time, epoch uint64) (string, *bookBudget, budgetWrite, error) {
 	period, end := budgetPeriod(h.Budget.Period, now)
 	counter := prefixBudget + h.KeyID + "\x00" + period
@@ -146,7 +157,7 @@ func (k *ledgerBook) holdBudget(db *badger.DB, h Hold, now time.Time, epoch uint
 	}
 	defer k.budgets.mu.Unlock()
 	if !c.live() {
-		c.found, c.spent = true, 0
+		c.found, c.spent = true, c.transient
 	}
 	if c.spent+h.Amount > h.Budget.Limit {
 		return "", nil, budgetWrite{}, ErrBudgetExceeded
@@ -156,17 +167,24 @@ func (k *ledgerBook) holdBudget(db *badger.DB, h Hold, now time.Time, epoch uint
 		// Kept budgetKeep past the period's end by Badger's clock, as a TTL counts.
 		c.expiresAt = uint64(time.Now().Add(end.Sub(now) + budgetKeep).Unix())
 	}
+	if h.Transient {
+		c.spent += h.Amount
+		c.transient += h.Amount
+		return counter, nil, budgetWrite{}, nil
+	}
 	return counter, c, c.add(h.Amount), nil
 }
 
 // endBudget gives back to (or, charged past the hold, takes from) the counter a hold charged
-// the difference; a counter that is gone (its period long over) is left alone (nil).
-func (k *ledgerBook) endBudget(db *badger.DB, counter string, delta int64, epoch uint64) (*bookBudget, budgetWrite, error) {
+// the difference, delta; transient is the amount of a transient hold that is now recorded. A
+// counter that is gone (its period long over) is left alone (nil).
+func (k *ledgerBook) endBudget(db *badger.DB, counter string, delta, transient int64, epoch uint64) (*bookBudget, budgetWrite, error) {
 	c, err := k.budgets.lock(db, counter, epoch)
 	if err != nil {
 		return nil, budgetWrite{}, err
 	}
 	defer k.budgets.mu.Unlock()
+	c.transient -= transient
 	if !c.live() {
 		return nil, budgetWrite{}, nil
 	}

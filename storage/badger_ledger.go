@@ -115,6 +115,9 @@ func bindTaskHold(txn *badger.Txn, holdID, taskID, taskAccount string) (account 
 }
 
 func (b *Badger) HoldByID(ctx context.Context, holdID string) (Hold, error) {
+	if h, ok := b.ledger.transientHold(holdID); ok {
+		return h, nil
+	}
 	var rec holdRecord
 	if err := b.db.View(func(txn *badger.Txn) error { return txnHold(txn, holdID, &rec) }); err != nil {
 		return Hold{}, err
@@ -198,7 +201,10 @@ func (b *Badger) OverdueHolds(ctx context.Context, now time.Time, limit int) ([]
 	if errors.Is(err, errStop) {
 		err = nil
 	}
-	return holds, err
+	if err != nil {
+		return nil, err
+	}
+	return b.ledger.overdueTransient(holds, now, limit), nil
 }
 
 func (b *Badger) LedgerPageNewest(ctx context.Context, account, before string, limit int) ([]LedgerEntry, string, error) {

@@ -31,7 +31,7 @@ func (a *bookAccount) record(e *LedgerEntry) bookWrite {
 	a.bal.Entries++
 	e.ID = strconv.FormatUint(a.bal.Entries, 10)
 	e.Account = a.name
-	e.BalanceAfter = a.bal.Amount
+	e.BalanceAfter = a.bal.Amount + a.transient
 	return bookWrite{key: entryKey(a.name, a.bal.Entries), val: encodeEntry(*e, a.bal.Entries)}
 }
 
@@ -96,8 +96,13 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time) (Hold, Ledger
 		}
 		nh.rec.Budget = op.counter
 	}
-	a.bal.Held += h.Amount
 	nh.entry = LedgerEntry{Time: now, KeyID: h.KeyID, Model: h.Model, Ref: h.Ref, HoldID: h.ID, Kind: EntryHold, Amount: -h.Amount}
+	if h.Transient {
+		// In memory only, until its end records it: nothing to write, nor to wait for.
+		a.takeTransient(h.Amount)
+		return nh.rec.Hold, nh.entry, nil, "", nil
+	}
+	a.bal.Held += h.Amount
 	op.writes = make([]bookWrite, 0, 3)
 	op.writes = append(op.writes, a.record(&nh.entry))
 	nh.rec.EntryN = a.bal.Entries
@@ -105,13 +110,30 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time) (Hold, Ledger
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(nh.rec.Hold), val: []byte{}})
 	}
 	op.writes = append(op.writes, bookWrite{key: holdKey(h.ID), val: nh.rec.encode()})
-	op.balance, op.hasBalance = a.bal, true
+	op.balance, op.hasBalance = a.recorded(), true
 	batch, err := b.ledger.add(op)
 	if err != nil {
 		return Hold{}, LedgerEntry{}, nil, "", err
 	}
 	nh.batch = batch
 	return nh.rec.Hold, nh.entry, batch, "", nil
+}
+
+// recordHold records the hold entry of h, a transient hold of the account a (locked), at the
+// next entry number, and returns its write.
+func (k *ledgerBook) recordHold(a *bookAccount, h *bookHold) bookWrite {
+	a.recordTransient(h.rec.Hold.Amount)
+	w := a.record(&h.entry)
+	h.rec.EntryN = a.bal.Entries
+	return w
+}
+
+// transientAmount is the amount of a transient hold that Badger's budget counter leaves out.
+func transientAmount(h Hold) int64 {
+	if h.Transient {
+		return h.Amount
+	}
+	return 0
 }
 
 func (b *Badger) Settle(ctx context.Context, holdID string, amount int64, now time.Time) (LedgerEntry, error) {
@@ -140,11 +162,16 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 	op := ledgerOp{acct: a, lazy: !rec.Hold.Bound, ended: h}
 	if rec.Budget != "" {
 		op.counter = rec.Budget
-		op.budget, op.bw, err = b.ledger.endBudget(b.db, rec.Budget, charged-held, a.epoch.Load())
+		op.budget, op.bw, err = b.ledger.endBudget(b.db, rec.Budget, charged-held, transientAmount(rec.Hold), a.epoch.Load())
 		if err != nil {
 			a.mu.Unlock()
 			return LedgerEntry{}, err
 		}
+	}
+	op.writes = make([]bookWrite, 0, 4)
+	if rec.Hold.Transient {
+		// Recorded now, with its end: its hold entry first.
+		op.writes = append(op.writes, b.ledger.recordHold(a, h))
 	}
 	a.bal.Held -= held
 	e := LedgerEntry{Time: now, KeyID: rec.Hold.KeyID, Model: rec.Hold.Model, Ref: rec.Hold.Ref, HoldID: holdID, Kind: kind, Amount: held - charged, Note: note}
@@ -157,13 +184,13 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 	} else {
 		rec.Hold.State = HoldReleased
 	}
-	op.writes = make([]bookWrite, 0, 3)
 	op.writes = append(op.writes, a.record(&e))
-	if !rec.Hold.Bound {
+	if !rec.Hold.Bound && !rec.Hold.Transient {
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), del: true})
 	}
+	rec.EntryN = h.rec.EntryN // set by recordHold
 	op.writes = append(op.writes, bookWrite{key: holdKey(holdID), val: rec.encode()})
-	op.balance, op.hasBalance = a.bal, true
+	op.balance, op.hasBalance = a.recorded(), true
 	h.rec = rec
 	delete(a.holds, holdID)
 	batch, err := b.ledger.add(op)
@@ -204,7 +231,24 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 		}
 		return err
 	}
-	op := ledgerOp{acct: a, writes: []bookWrite{{key: openHoldKey(rec.Hold), del: true}}}
+	op := ledgerOp{acct: a}
+	if rec.Hold.Transient {
+		// Recorded now: a task's hold outlives the request that took it.
+		if rec.Budget != "" {
+			op.counter = rec.Budget
+			op.budget, op.bw, err = b.ledger.endBudget(b.db, rec.Budget, 0, rec.Hold.Amount, a.epoch.Load())
+			if err != nil {
+				a.mu.Unlock()
+				return err
+			}
+		}
+		op.writes = append(op.writes, b.ledger.recordHold(a, h))
+		rec = h.rec
+		rec.Hold.Transient = false
+		op.balance, op.hasBalance = a.recorded(), true
+	} else {
+		op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), del: true})
+	}
 	rec.Hold.Bound, rec.Hold.Ref = true, taskID
 	op.writes = append(op.writes, bookWrite{key: holdKey(holdID), val: rec.encode()})
 	h.rec = rec
@@ -282,7 +326,7 @@ func (b *Badger) decideCredit(a *bookAccount, c Credit, now time.Time) (LedgerEn
 		return LedgerEntry{}, nil, err
 	}
 	op.writes = append(op.writes, bookWrite{key: once, val: val})
-	op.balance, op.hasBalance = a.bal, true
+	op.balance, op.hasBalance = a.recorded(), true
 	batch, err := b.ledger.add(op)
 	return e, batch, err
 }
