@@ -341,7 +341,8 @@ func (k *ledgerBook) overdueTransient(holds []Hold, now time.Time, limit int) []
 	k.holds.Range(func(_, v any) bool {
 		h := v.(*bookHold)
 		h.acct.mu.Lock()
-		if h.current() && h.rec.Hold.Transient && h.rec.Hold.State == HoldOpen && h.rec.Hold.Deadline.Before(now) {
+		if h.current() && h.rec.Hold.Transient && !h.rec.Hold.Bound && h.rec.Hold.State == HoldOpen &&
+			h.rec.Hold.Deadline.Before(now) {
 			holds = append(holds, h.rec.Hold)
 		}
 		h.acct.mu.Unlock()

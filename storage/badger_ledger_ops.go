@@ -193,14 +193,7 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 	op.balance, op.hasBalance = a.recorded(), true
 	h.rec = rec
 	delete(a.holds, holdID)
-	batch, err := b.ledger.add(op)
-	if err == nil {
-		h.batch = batch
-	}
-	a.mu.Unlock()
-	if err == nil {
-		err = b.waitBatch(batch)
-	}
+	err = b.writeHoldChange(a, h, op)
 	if err == nil && rec.Hold.Bound {
 		// Lost in a crash, the end of a bound hold would leave it open for good: the task
 		// that carries it has finished, and the reconciler leaves bound holds alone.
@@ -252,18 +245,24 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 	rec.Hold.Bound, rec.Hold.Ref = true, taskID
 	op.writes = append(op.writes, bookWrite{key: holdKey(holdID), val: rec.encode()})
 	h.rec = rec
+	if err := b.writeHoldChange(a, h, op); err != nil {
+		return err
+	}
+	return b.syncCommitted()
+}
+
+// writeHoldChange adds op, a change of the hold h decided under its account's lock, to the
+// batch, unlocks the account, and waits for the batch's commit.
+func (b *Badger) writeHoldChange(a *bookAccount, h *bookHold, op ledgerOp) error {
 	batch, err := b.ledger.add(op)
 	if err == nil {
 		h.batch = batch
 	}
 	a.mu.Unlock()
-	if err == nil {
-		err = b.waitBatch(batch)
-	}
 	if err != nil {
 		return err
 	}
-	return b.syncCommitted()
+	return b.waitBatch(batch)
 }
 
 // boundAtCreate notes in the book that CreateTask bound a hold of account to task in its own

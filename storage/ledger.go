@@ -33,15 +33,18 @@ import (
 //
 // What a crash may take back of acknowledged writes is the backend's: Badger acknowledges a
 // hold, and the end of a hold not bound to a task, before their disk sync (a machine crash may
-// lose them, which loses a charge and never makes one twice; see badger_ledger.go and
-// docs/billing.md, "Crash semantics").
+// lose them, which loses a charge and never makes one twice), and keeps a transient hold
+// (Hold.Transient) in memory only until it ends (a crash loses it as released); see
+// badger_ledger_ops.go and docs/billing.md, "Crash semantics".
 type Ledger interface {
 	// Hold takes h.Amount from the account's balance and, when h.Budget has a Limit, from the
 	// key's budget for the period containing now, atomically, and records the hold as open.
 	// A Limited account whose balance is below h.Amount gets ErrInsufficient, a key budget that
 	// would be exceeded ErrBudgetExceeded (which is ErrInsufficient too), and nothing changes.
 	// Idempotent by h.ID: a second Hold with the same ID returns the first hold (as it now
-	// stands) and its entry, and changes nothing.
+	// stands) and its entry, and changes nothing. A transient hold (h.Transient) may be kept
+	// out of Balance and LedgerPage until it ends; its entry then has no ID yet (see
+	// Hold.Transient).
 	Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEntry, error)
 	// Settle ends an open hold by charging amount (0 or more). An amount above the hold is
 	// charged in full: the balance may go below zero by the difference, and the entry's Note
@@ -197,7 +200,8 @@ type Balance struct {
 	// Amount is the sum of the account's entries: what it may still spend when Limited (open
 	// holds already taken out).
 	Amount int64 `json:"amount"`
-	// Held is the sum of the account's open holds.
+	// Held is the sum of the account's open holds (but the transient holds a backend keeps
+	// out of the ledger until they end: Hold.Transient).
 	Held int64 `json:"held"`
 	// Limited is set by the account's first credit: from then on holds must fit the balance.
 	Limited bool `json:"limited"`
