@@ -51,10 +51,12 @@ type bookAccount struct {
 	name string
 	// dead: dropped from the book; whoever locked it looks the account up again.
 	dead atomic.Bool
-	// epoch is the book's epoch when bal was read (0: not read yet).
+	// epoch is one more than the book's epoch when bal was read (0: not read yet, or to be
+	// read again: stale).
 	epoch atomic.Uint64
 	bal   balanceRecord
-	// holds are the account's holds in the book's holds map, to drop with the account.
+	// holds are the account's open holds in the book's holds map, to drop with the account
+	// (a hold leaves it when its end is decided).
 	holds map[string]*bookHold
 	// transient is the sum of the account's open transient holds (Hold.Transient), which bal
 	// counts (in Amount and Held) and Badger's records do not; transients is their number.

@@ -313,18 +313,19 @@ func (b *Badger) decideCredit(a *bookAccount, c Credit, now time.Time) (LedgerEn
 	if after := a.bal.Amount + c.Amount; after > MaxAmount || after < -MaxAmount {
 		return LedgerEntry{}, nil, ErrBalanceBound
 	}
-	a.bal.Limited = true
 	e = LedgerEntry{Time: now, Kind: EntryCredit, Amount: c.Amount, Note: c.Note}
 	if c.Amount < 0 {
 		e.Kind = EntryAdjust
 	}
-	op := ledgerOp{acct: a, writes: []bookWrite{a.record(&e)}}
+	// The record of the key holds the entry as record makes it; made first, so that a time
+	// JSON cannot write changes nothing.
+	e.ID, e.Account, e.BalanceAfter = strconv.FormatUint(a.bal.Entries+1, 10), a.name, a.bal.Amount+a.transient+c.Amount
 	val, err := json.Marshal(e)
 	if err != nil {
-		a.stale()
 		return LedgerEntry{}, nil, err
 	}
-	op.writes = append(op.writes, bookWrite{key: once, val: val})
+	a.bal.Limited = true
+	op := ledgerOp{acct: a, writes: []bookWrite{a.record(&e), {key: once, val: val}}}
 	op.balance, op.hasBalance = a.recorded(), true
 	batch, err := b.ledger.add(op)
 	return e, batch, err
