@@ -64,7 +64,7 @@ type Badger struct {
 	cache    directoryCache
 	rates    rateWindows
 	counters counterCache
-	ledger   ledgerLocks
+	ledger   ledgerBook
 	reads    readLogs
 	// commits counts the durable commits in progress, for Close.
 	commits commitGate

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// lazySyncDelay bounds how long a lazy commit (commitLazy) stays in the operating system's
+// lazySyncDelay bounds how long a lazy ledger write stays in the operating system's
 // cache only: a disk sync starts at most this long after it. docs/billing.md ("Crash
 // semantics") states what a machine crash within it loses.
 const lazySyncDelay = 50 * time.Millisecond
@@ -24,18 +24,19 @@ type lazySync struct {
 	delay time.Duration
 }
 
+// A lazy ledger write (a hold, the end of a hold not bound to a task; see badger_ledger_ops.go)
+// is acknowledged once its batch is committed: Badger has written it to its memtable's log, a
+// file mapped into memory whose pages the kernel keeps (and writes out) when the process dies,
+// so that a SIGKILL loses nothing. A disk sync starts within lazySyncDelay (or sooner, with the
+// next durable commit, whose sync covers every earlier commit), so that a machine crash loses
+// at most the lazy writes of that time. Ledger values are small: none reaches Badger's value
+// log, which a lazy sync leaves alone.
+
 // commitLazy is commitSerial without waiting for the disk sync: it returns once Badger has
-// written the commit to its memtable's log, a file mapped into memory whose pages the kernel
-// keeps (and writes out) when the process dies, so that a SIGKILL loses nothing; a disk sync
-// starts within lazySyncDelay (or sooner, with the next durable commit, whose sync covers every
-// earlier commit), so that a machine crash loses at most the lazy commits of that time.
-//
-// The ledger writes lazily what a crash may lose without harm: a hold (lost, it is as released,
-// which is what the reconciler does to a hold whose request never ended) and the end of a hold
-// that is not bound to a task (lost, the hold is open again and the reconciler releases it at
-// its deadline: the request's charge is lost, never doubled).
-//
-// Ledger values are small: none reaches Badger's value log, which a lazy sync leaves alone.
+// written the commit to its memtable's log (a SIGKILL loses nothing, as for the ledger's lazy
+// writes above), and a disk sync starts within lazySyncDelay. The watcher's batches of upstream
+// answers that set nothing off use it (badger_tasks.go): lost in a machine crash, such a batch
+// is read again from the upstream.
 func (b *Badger) commitLazy(ctx context.Context, fn func(txn *badger.Txn) error, serial sync.Locker) error {
 	err := b.commitSerial(ctx, fn, false, serial)
 	if err == nil {

@@ -33,15 +33,18 @@ import (
 //
 // What a crash may take back of acknowledged writes is the backend's: Badger acknowledges a
 // hold, and the end of a hold not bound to a task, before their disk sync (a machine crash may
-// lose them, which loses a charge and never makes one twice; see badger_ledger.go and
-// docs/billing.md, "Crash semantics").
+// lose them, which loses a charge and never makes one twice), and keeps a transient hold
+// (Hold.Transient) in memory only until it ends (a crash loses it as released); see
+// badger_ledger_ops.go and docs/billing.md, "Crash semantics".
 type Ledger interface {
 	// Hold takes h.Amount from the account's balance and, when h.Budget has a Limit, from the
 	// key's budget for the period containing now, atomically, and records the hold as open.
 	// A Limited account whose balance is below h.Amount gets ErrInsufficient, a key budget that
 	// would be exceeded ErrBudgetExceeded (which is ErrInsufficient too), and nothing changes.
 	// Idempotent by h.ID: a second Hold with the same ID returns the first hold (as it now
-	// stands) and its entry, and changes nothing.
+	// stands) and its entry, and changes nothing. A transient hold (h.Transient) may be kept
+	// out of Balance and LedgerPage until it ends; its entry then has no ID yet (see
+	// Hold.Transient).
 	Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEntry, error)
 	// Settle ends an open hold by charging amount (0 or more). An amount above the hold is
 	// charged in full: the balance may go below zero by the difference, and the entry's Note
@@ -157,6 +160,17 @@ type Hold struct {
 	Created time.Time `json:"created"`
 	// Bound is set by BindHold (or given to Hold for a hold that never needs the reconciler).
 	Bound bool `json:"bound,omitempty"`
+	// Transient is given to Hold for a hold that the request which takes it ends (a
+	// pass-through request's, not a task's): a backend may then keep it in memory only, and
+	// record it in the ledger when it ends, its hold entry and its end entry together (Badger
+	// does; Redis ignores it). Until it ends such a hold counts against the balance and the
+	// key's budget of every later Hold, HoldByID answers it and OverdueHolds lists it past
+	// its Deadline, but Balance and LedgerPage show nothing of it: no entry, not in Amount nor
+	// in Held, so that the balance they answer is the sum of the entries they answer. Hold's
+	// entry for it has no ID and a zero BalanceAfter (set when it is recorded, with the next
+	// entry number of that time, and the balance then). Lost in a crash, it is as released,
+	// with no entry; so is one whose end failed to be written. BindHold records it at once.
+	Transient bool `json:"transient,omitempty"`
 	// State is HoldOpen, HoldSettled or HoldReleased; set by the ledger.
 	State string `json:"state"`
 }
@@ -186,7 +200,8 @@ type Balance struct {
 	// Amount is the sum of the account's entries: what it may still spend when Limited (open
 	// holds already taken out).
 	Amount int64 `json:"amount"`
-	// Held is the sum of the account's open holds.
+	// Held is the sum of the account's open holds (but the transient holds a backend keeps
+	// out of the ledger until they end: Hold.Transient).
 	Held int64 `json:"held"`
 	// Limited is set by the account's first credit: from then on holds must fit the balance.
 	Limited bool `json:"limited"`

@@ -47,16 +47,29 @@ type holdEnd struct {
 	price *billing.Price
 }
 
-// HoldFor holds the estimate of a request or task for model against the identity's account
-// and key (see storage.Ledger.Hold); ref is the request id or task id. A hold that does not fit
-// is a 402 insufficient_quota. A model without a price holds nothing. A hold that is neither
-// ended nor bound to a task by its deadline is released by the reconciler.
+// HoldFor holds the estimate of a request for model against the identity's account and key
+// (see storage.Ledger.Hold); ref is the request id. The request ends the hold (Settle or
+// Release) before it returns: the hold is transient (storage.Hold.Transient), which a ledger
+// may keep in memory until it ends. A hold that does not fit is a 402 insufficient_quota. A
+// model without a price holds nothing. A hold that is not ended by its deadline (its process
+// died) is released by the reconciler.
 func (a *Accountant) HoldFor(ctx context.Context, id auth.Identity, model, ref string, estimate func(*billing.Price) billing.Estimate, deadline time.Duration) (Hold, error) {
+	return a.holdPriced(ctx, id, model, ref, estimate, deadline, true)
+}
+
+// HoldForTask is HoldFor for a task that will carry the hold (BindTask) beyond the request
+// that creates it: the hold is recorded when it is taken, not transient.
+func (a *Accountant) HoldForTask(ctx context.Context, id auth.Identity, model, ref string, estimate func(*billing.Price) billing.Estimate, deadline time.Duration) (Hold, error) {
+	return a.holdPriced(ctx, id, model, ref, estimate, deadline, false)
+}
+
+// holdPriced holds the estimate at model's price; nothing for a model without one.
+func (a *Accountant) holdPriced(ctx context.Context, id auth.Identity, model, ref string, estimate func(*billing.Price) billing.Estimate, deadline time.Duration, transient bool) (Hold, error) {
 	price, ok := a.Prices.Price(model)
 	if !ok {
 		return Hold{}, nil
 	}
-	return a.hold(ctx, id, model, ref, estimate(price), price, deadline)
+	return a.hold(ctx, id, model, ref, estimate(price), price, deadline, transient)
 }
 
 // A Call is one model call of a request that carries several in one body (a Message Batches
@@ -70,7 +83,8 @@ type Call struct {
 // at its own model's price (a call whose model has no price adds nothing; when none has, nothing
 // is held). The sum is checked against the balance and the key's budget as one amount, so a
 // request whose calls fit one by one but not together is a 402. model names the hold in the
-// ledger. Such an answer (a batch's) reports no usage: the hold settles at the amount held.
+// ledger. Such an answer (a batch's) reports no usage: the hold settles at the amount held. The
+// request ends the hold: it is transient, as HoldFor's.
 func (a *Accountant) HoldCalls(ctx context.Context, id auth.Identity, model, ref string, calls []Call, deadline time.Duration) (Hold, error) {
 	var est billing.Estimate
 	priced := false
@@ -90,19 +104,19 @@ func (a *Accountant) HoldCalls(ctx context.Context, id auth.Identity, model, ref
 	if !priced {
 		return Hold{}, nil
 	}
-	return a.hold(ctx, id, model, ref, est, nil, deadline)
+	return a.hold(ctx, id, model, ref, est, nil, deadline, true)
 }
 
-// hold writes the ledger hold of est. price settles it from the answer's usage; nil settles it
-// at the amount held.
-func (a *Accountant) hold(ctx context.Context, id auth.Identity, model, ref string, est billing.Estimate, price *billing.Price, deadline time.Duration) (Hold, error) {
+// hold writes the ledger hold of est, transient when its request ends it. price settles it from
+// the answer's usage; nil settles it at the amount held.
+func (a *Accountant) hold(ctx context.Context, id auth.Identity, model, ref string, est billing.Estimate, price *billing.Price, deadline time.Duration, transient bool) (Hold, error) {
 	now := a.clock()
 	budget, none := id.Limits.SpendingLimit()
 	if none && est.Amount > 0 {
 		return Hold{}, errBudget // a quota of 0: the key may spend nothing
 	}
 	h := storage.Hold{ID: newHoldID(), Account: id.Account, KeyID: id.KeyID, Model: model, Ref: ref,
-		Amount: int64(est.Amount), Budget: budget, Deadline: now.Add(deadline)}
+		Amount: int64(est.Amount), Budget: budget, Deadline: now.Add(deadline), Transient: transient}
 	_, _, err := a.Store.Hold(ctx, h, now)
 	switch {
 	case errors.Is(err, storage.ErrBudgetExceeded):

@@ -49,19 +49,19 @@ func TestHoldsAgainstTheBalance(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := auth.Identity{Account: "acme", KeyID: "k1"}
-	h1, err := a.HoldFor(ctx, id, "veo", "r1", videoEstimate(5), time.Minute)
+	h1, err := a.HoldForTask(ctx, id, "veo", "r1", videoEstimate(5), time.Minute)
 	if err != nil || h1.ID == "" || h1.Estimate.Amount != 500_000 {
 		t.Fatalf("first hold = %+v, %v", h1, err)
 	}
-	h2, err := a.HoldFor(ctx, id, "veo", "r2", videoEstimate(5), time.Minute)
+	h2, err := a.HoldForTask(ctx, id, "veo", "r2", videoEstimate(5), time.Minute)
 	if err != nil {
 		t.Fatalf("second hold: %v", err)
 	}
-	_, err = a.HoldFor(ctx, id, "veo", "r3", videoEstimate(5), time.Minute)
+	_, err = a.HoldForTask(ctx, id, "veo", "r3", videoEstimate(5), time.Minute)
 	if e, ok := err.(*apierror.Error); !ok || e.Status != 402 || !strings.Contains(e.Message, "balance") {
 		t.Fatalf("a third hold = %v, want 402 for the balance", err)
 	}
-	if free, err := a.HoldFor(ctx, id, "unpriced", "r4", videoEstimate(5), time.Minute); err != nil || free.ID != "" {
+	if free, err := a.HoldForTask(ctx, id, "unpriced", "r4", videoEstimate(5), time.Minute); err != nil || free.ID != "" {
 		t.Fatalf("a model without a price = %+v, %v; want nothing held", free, err)
 	}
 
@@ -88,10 +88,10 @@ func TestHoldsAgainstTheBalance(t *testing.T) {
 		t.Fatalf("after settling 0.8: %+v, want 0.2 and nothing held", b)
 	}
 	// Shorter than estimated: a 5 s hold (0.5 does not fit 0.2) → 402; a 2 s one fits and settles at 1 s.
-	if _, err := a.HoldFor(ctx, id, "veo", "r5", videoEstimate(5), time.Minute); err == nil {
+	if _, err := a.HoldForTask(ctx, id, "veo", "r5", videoEstimate(5), time.Minute); err == nil {
 		t.Fatal("a hold of 0.5 fit a balance of 0.2")
 	}
-	h3, err := a.HoldFor(ctx, id, "veo", "r6", videoEstimate(2), time.Minute)
+	h3, err := a.HoldForTask(ctx, id, "veo", "r6", videoEstimate(2), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestTaskHoldsEndOnce(t *testing.T) {
 	}
 	id := auth.Identity{Account: "acme", KeyID: "k1"}
 	for i, status := range []string{"succeeded", "failed", "cancelled", "expired"} {
-		h, err := a.HoldFor(ctx, id, "veo", "", videoEstimate(5), time.Minute)
+		h, err := a.HoldForTask(ctx, id, "veo", "", videoEstimate(5), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,18 +145,18 @@ func TestKeyDayBudgetResetsAtUTCMidnight(t *testing.T) {
 	ctx := context.Background()
 	id := auth.Identity{Account: "acme", KeyID: "k1", Limits: storage.Limits{Budget: storage.Budget{Limit: 1_000_000, Period: storage.BudgetDay}}}
 	for range 2 {
-		h, err := a.HoldFor(ctx, id, "veo", "", videoEstimate(5), time.Minute)
+		h, err := a.HoldForTask(ctx, id, "veo", "", videoEstimate(5), time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
 		h.Settle(billing.Usage{})
 	}
-	_, err := a.HoldFor(ctx, id, "veo", "", videoEstimate(5), time.Minute)
+	_, err := a.HoldForTask(ctx, id, "veo", "", videoEstimate(5), time.Minute)
 	if e, ok := err.(*apierror.Error); !ok || e.Status != 402 || !strings.Contains(e.Message, "budget") {
 		t.Fatalf("past the day's budget at 23:59 = %v, want 402 for the budget", err)
 	}
 	now = time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
-	if _, err := a.HoldFor(ctx, id, "veo", "", videoEstimate(5), time.Minute); err != nil {
+	if _, err := a.HoldForTask(ctx, id, "veo", "", videoEstimate(5), time.Minute); err != nil {
 		t.Fatalf("at 00:00 UTC the next day: %v", err)
 	}
 }

@@ -355,7 +355,7 @@ func (h *Handler) hold(ctx context.Context, id auth.Identity, req CreateRequest)
 	if h.Accounting == nil {
 		return accounting.Hold{}, nil
 	}
-	return h.Accounting.HoldFor(ctx, id, req.Model, "", func(p *billing.Price) billing.Estimate {
+	return h.Accounting.HoldForTask(ctx, id, req.Model, "", func(p *billing.Price) billing.Estimate {
 		return p.EstimateVideo(req.Billing)
 	}, storage.DefaultHoldDeadline)
 }

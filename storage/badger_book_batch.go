@@ -1,0 +1,231 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// The group commit of the ledger: the writes of the decisions the book makes are added, in
+// the order they are made, to the open batch; one caller at a time (the first to wait, while
+// no commit runs) writes the oldest batch in one Badger transaction, in which each account's
+// balance record and each budget counter is written once, at the last value the batch holds.
+// Every caller waits for the commit of the batch holding its writes, so that an answer is
+// given only for what is in Badger's write-ahead log (which a killed process keeps). Batches
+// that come while one is committed gather the operations of that time: under load one commit
+// serves many requests.
+//
+// A batch that fails to commit fails every operation in it and in every batch after it (they
+// were decided on its state), and raises the book's epoch: each account, hold and counter is
+// then read again from Badger before its next use, so memory is never ahead of the disk.
+
+// maxBatchWrites bounds the writes of one batch (Badger refuses a transaction past about a
+// hundredth of its memtable's size in entries); a full batch is closed and a new one opened.
+const maxBatchWrites = 4096
+
+// errBatchFailed wraps the error of a failed batch, for every operation in it.
+var errBatchFailed = errors.New("ledger: the batch holding this write was not committed")
+
+// ledgerBatch is the writes of operations decided one after the other.
+type ledgerBatch struct {
+	writes []bookWrite
+	// balances and budgets are the values to write, the last of each.
+	balances map[string]balanceRecord
+	budgets  map[string]budgetWrite
+	// ops counts the operations per account, and uses the changes per counter, to tell them
+	// when they are committed.
+	ops  map[*bookAccount]int64
+	uses map[*bookBudget]int64
+	// ended are the holds this batch ends, to drop from memory once Badger has them.
+	ended []*bookHold
+	// lazy: an operation of the batch is acknowledged before its disk sync.
+	lazy bool
+	done chan struct{}
+	err  error
+}
+
+// bookWrite is one key's write (a delete when del).
+type bookWrite struct {
+	key string
+	val []byte
+	del bool
+}
+
+// batchQueue holds the batches not yet committed, oldest first; the last one is open.
+type batchQueue struct {
+	mu      sync.Mutex
+	batches []*ledgerBatch
+	// inflight is the batch being committed, if any.
+	inflight *ledgerBatch
+	// failCommit, when set (tests), is called before a batch is written; an error fails it.
+	failCommit func() error
+}
+
+func newBatch() *ledgerBatch {
+	return &ledgerBatch{balances: make(map[string]balanceRecord), budgets: make(map[string]budgetWrite),
+		ops: make(map[*bookAccount]int64), uses: make(map[*bookBudget]int64), done: make(chan struct{})}
+}
+
+// ledgerOp is the writes one decision makes, for the batch.
+type ledgerOp struct {
+	acct   *bookAccount
+	writes []bookWrite
+	// balance, when hasBalance, is the account's balance after the operation.
+	balance    balanceRecord
+	hasBalance bool
+	// counter and budget are the budget counter's write, when budget is set.
+	counter string
+	budget  *bookBudget
+	bw      budgetWrite
+	ended   *bookHold
+	lazy    bool
+}
+
+// add puts op in the open batch, with op.acct locked, and returns the batch; it refuses an
+// operation decided on state read before a failed batch (the account is then read again).
+func (k *ledgerBook) add(op ledgerOp) (*ledgerBatch, error) {
+	q := &k.queue
+	q.mu.Lock()
+	if op.acct.epoch.Load() != k.epoch.Load()+1 {
+		q.mu.Unlock()
+		op.acct.stale()
+		if op.budget != nil {
+			k.budgets.committed(op.budget, 1)
+		}
+		return nil, errBatchFailed
+	}
+	n := len(q.batches)
+	if n == 0 || len(q.batches[n-1].writes)+len(op.writes)+3 > maxBatchWrites {
+		q.batches = append(q.batches, newBatch())
+		n++
+	}
+	batch := q.batches[n-1]
+	batch.writes = append(batch.writes, op.writes...)
+	if op.hasBalance {
+		batch.balances[op.acct.name] = op.balance
+	}
+	if op.budget != nil {
+		if prev, ok := batch.budgets[op.counter]; !ok || prev.version < op.bw.version {
+			batch.budgets[op.counter] = op.bw
+		}
+		batch.uses[op.budget]++
+	}
+	batch.ops[op.acct]++
+	op.acct.pending.Add(1)
+	if op.ended != nil {
+		batch.ended = append(batch.ended, op.ended)
+	}
+	batch.lazy = batch.lazy || op.lazy
+	q.mu.Unlock()
+	return batch, nil
+}
+
+// wait returns once batch is committed (or failed), committing the oldest batch itself while
+// no one else commits one.
+func (b *Badger) waitBatch(batch *ledgerBatch) error {
+	q := &b.ledger.queue
+	for {
+		q.mu.Lock()
+		select {
+		case <-batch.done:
+			q.mu.Unlock()
+			return batch.err
+		default:
+		}
+		if q.inflight != nil {
+			inflight := q.inflight
+			q.mu.Unlock()
+			<-inflight.done
+			continue
+		}
+		if len(q.batches) == 0 {
+			// Not done, neither queued nor in flight: it failed with the batch before it,
+			// and is being told so.
+			q.mu.Unlock()
+			<-batch.done
+			return batch.err
+		}
+		next := q.batches[0]
+		q.batches = q.batches[1:]
+		q.inflight = next
+		failCommit := q.failCommit
+		q.mu.Unlock()
+
+		err := b.writeBatch(next, failCommit)
+		var failed []*ledgerBatch
+		q.mu.Lock()
+		if err != nil {
+			// Everything decided since was decided on what failed: fail it too, and read
+			// every account again before its next use.
+			b.ledger.epoch.Add(1)
+			failed, q.batches = q.batches, nil
+		}
+		q.inflight = nil
+		q.mu.Unlock()
+		b.ledger.finish(next, err)
+		for _, f := range failed {
+			b.ledger.finish(f, err)
+		}
+		if err == nil && next.lazy {
+			b.syncSoon()
+		}
+	}
+}
+
+// writeBatch writes the batch in one transaction.
+func (b *Badger) writeBatch(batch *ledgerBatch, failCommit func() error) error {
+	if !b.commits.enter() {
+		return badger.ErrDBClosed
+	}
+	defer b.commits.leave()
+	if failCommit != nil {
+		if err := failCommit(); err != nil {
+			return err
+		}
+	}
+	txn := b.db.NewTransaction(true)
+	defer txn.Discard()
+	for _, w := range batch.writes {
+		var err error
+		if w.del {
+			err = txn.Delete([]byte(w.key))
+		} else {
+			err = txn.SetEntry(entry(w.key, w.val, 0))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for account, bal := range batch.balances {
+		if err := txn.SetEntry(entry(balanceKey(account), bal.encode(), 0)); err != nil {
+			return err
+		}
+	}
+	for counter, w := range batch.budgets {
+		e := badger.NewEntry([]byte(counter), w.encode())
+		e.ExpiresAt = w.expiresAt
+		if err := txn.SetEntry(e); err != nil {
+			return err
+		}
+	}
+	return txn.Commit()
+}
+
+// finish tells the operations of a batch that it was committed (err nil) or failed.
+func (k *ledgerBook) finish(batch *ledgerBatch, err error) {
+	if err != nil {
+		batch.err = fmt.Errorf("%w: %w", errBatchFailed, err)
+	}
+	for _, h := range batch.ended {
+		k.ended(h)
+	}
+	for a, n := range batch.ops {
+		a.pending.Add(-n)
+	}
+	for c, n := range batch.uses {
+		k.budgets.committed(c, n)
+	}
+	close(batch.done)
+}

@@ -1,0 +1,59 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkBadgerLedgerRequest is the ledger's work for priced requests, from 32 goroutines at
+// once as 32 client connections make: a hold against a limited account and a key budget, then
+// its settlement. recorded holds are written when taken (a task's); transient ones only with
+// their end (a request's, Hold.Transient). It reports the process's CPU time per request
+// (cpu-us/op) and the commits per request (commits/op: how many requests one batch carries).
+//
+//	go test ./storage/ -run '^$' -bench BadgerLedgerRequest -benchtime 40000x
+func BenchmarkBadgerLedgerRequest(b *testing.B) {
+	for _, transient := range []bool{false, true} {
+		name := map[bool]string{false: "recorded", true: "transient"}[transient]
+		b.Run(name, func(b *testing.B) { benchmarkLedgerRequest(b, transient) })
+	}
+}
+
+func benchmarkLedgerRequest(b *testing.B, transient bool) {
+	s, err := OpenBadger(b.TempDir(), BadgerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	if _, err := s.Credit(ctx, Credit{Account: "bench", Amount: MaxAmount, IdempotencyKey: "c"}, now); err != nil {
+		b.Fatal(err)
+	}
+	var n, commits atomic.Int64
+	s.ledger.queue.failCommit = func() error { commits.Add(1); return nil }
+	budget := Budget{Limit: MaxAmount, Period: BudgetMonth}
+	cpuBefore := cpuTime(b)
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := fmt.Sprint("hold_bench_", n.Add(1))
+			h := Hold{ID: id, Account: "bench", KeyID: "key_1", Model: "bench-chat", Amount: 20_000,
+				Budget: budget, Deadline: now.Add(DefaultHoldDeadline), Transient: transient}
+			if _, _, err := s.Hold(ctx, h, now); err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := s.Settle(ctx, id, 1_234, now); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime(b)-cpuBefore).Microseconds())/float64(b.N), "cpu-us/op")
+	b.ReportMetric(float64(commits.Load())/float64(b.N), "commits/op")
+}

@@ -1,0 +1,332 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// The ledger's operations on Badger. Each is decided in the book (badger_book.go) under its
+// account's lock, with no read of Badger once the account, hold and budget counter are in
+// memory; its writes join the ledger's group commit (badger_book_batch.go), and it answers once
+// they are committed.
+//
+// A credit, a binding and the end of a hold bound to a task then wait for a disk sync as well
+// (shared with the other writers). A hold, and the end of a hold that is not bound to a task,
+// are lazy: acknowledged once committed, synced within lazySyncDelay or by the next durable
+// commit. A SIGKILL loses none of them (Badger's log is a file mapped into memory); a machine
+// crash may lose those of its last lazySyncDelay, which leaves a lost hold as released and a
+// lost end's hold open for the reconciler, so that a charge may be lost, never made twice
+// (docs/billing.md, "Crash semantics"). An operation whose batch fails to commit answers the
+// error and changed nothing that a later read sees.
+
+// record adds e to the account's (locked) ledger: it fills in e's ID, Account and BalanceAfter,
+// and returns the entry's write.
+func (a *bookAccount) record(e *LedgerEntry) bookWrite {
+	a.bal.Amount += e.Amount
+	a.bal.Entries++
+	e.ID = strconv.FormatUint(a.bal.Entries, 10)
+	e.Account = a.name
+	e.BalanceAfter = a.bal.Amount + a.transient
+	return bookWrite{key: entryKey(a.name, a.bal.Entries), val: encodeEntry(*e, a.bal.Entries)}
+}
+
+// maxHoldLookups bounds how often Hold follows a hold ID to another account's hold (the same
+// ID taken for another account meanwhile).
+const maxHoldLookups = 3
+
+func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEntry, error) {
+	if err := validHold(h); err != nil {
+		return Hold{}, LedgerEntry{}, err
+	}
+	account := h.Account
+	for range maxHoldLookups {
+		a, err := b.ledger.lockAccount(b.db, account)
+		if err != nil {
+			return Hold{}, LedgerEntry{}, err
+		}
+		held, entry, batch, other, err := b.decideHold(a, h, now)
+		a.mu.Unlock()
+		switch {
+		case other != "":
+			account = other // the ID is another account's hold: answer it from there
+			continue
+		case err == nil && batch != nil:
+			err = b.waitBatch(batch)
+		}
+		if err != nil {
+			return Hold{}, LedgerEntry{}, err
+		}
+		return held, entry, nil
+	}
+	return Hold{}, LedgerEntry{}, errors.New("ledger: the hold's id is being taken for several accounts at once")
+}
+
+// decideHold takes the hold h in the account a (locked), or answers the hold taken before with
+// its ID and the batch writing it (nil: committed). other names another account whose hold
+// has the ID.
+func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time) (Hold, LedgerEntry, *ledgerBatch, string, error) {
+	prior, err := b.ledger.lockedHold(b.db, a, h.ID)
+	switch {
+	case err == nil && prior.rec.Hold.Account != a.name:
+		return Hold{}, LedgerEntry{}, nil, prior.rec.Hold.Account, nil
+	case err == nil:
+		return prior.rec.Hold, prior.entry, prior.batch, "", nil
+	case !errors.Is(err, ErrNotFound):
+		return Hold{}, LedgerEntry{}, nil, "", err
+	}
+	if a.bal.Limited && a.bal.Amount < h.Amount {
+		return Hold{}, LedgerEntry{}, nil, "", ErrInsufficient
+	}
+	nh := &bookHold{acct: a, epoch: a.epoch.Load(), rec: holdRecord{Hold: h}}
+	nh.rec.Hold.State, nh.rec.Hold.Created = HoldOpen, now
+	if other, ok := b.ledger.claim(nh); !ok {
+		return Hold{}, LedgerEntry{}, nil, other, nil
+	}
+	op := ledgerOp{acct: a, lazy: true}
+	if h.Budget.Limit > 0 {
+		op.counter, op.budget, op.bw, err = b.ledger.holdBudget(b.db, h, now, a.epoch.Load())
+		if err != nil {
+			b.ledger.unclaim(nh)
+			return Hold{}, LedgerEntry{}, nil, "", err
+		}
+		nh.rec.Budget = op.counter
+	}
+	nh.entry = LedgerEntry{Time: now, KeyID: h.KeyID, Model: h.Model, Ref: h.Ref, HoldID: h.ID, Kind: EntryHold, Amount: -h.Amount}
+	if h.Transient {
+		// In memory only, until its end records it: nothing to write, nor to wait for.
+		a.takeTransient(h.Amount)
+		return nh.rec.Hold, nh.entry, nil, "", nil
+	}
+	a.bal.Held += h.Amount
+	op.writes = make([]bookWrite, 0, 3)
+	op.writes = append(op.writes, a.record(&nh.entry))
+	nh.rec.EntryN = a.bal.Entries
+	if !h.Bound {
+		op.writes = append(op.writes, bookWrite{key: openHoldKey(nh.rec.Hold), val: []byte{}})
+	}
+	op.writes = append(op.writes, bookWrite{key: holdKey(h.ID), val: nh.rec.encode()})
+	op.balance, op.hasBalance = a.recorded(), true
+	batch, err := b.ledger.add(op)
+	if err != nil {
+		return Hold{}, LedgerEntry{}, nil, "", err
+	}
+	nh.batch = batch
+	return nh.rec.Hold, nh.entry, batch, "", nil
+}
+
+// recordHold records the hold entry of h, a transient hold of the account a (locked), at the
+// next entry number, and returns its write.
+func (k *ledgerBook) recordHold(a *bookAccount, h *bookHold) bookWrite {
+	a.recordTransient(h.rec.Hold.Amount)
+	w := a.record(&h.entry)
+	h.rec.EntryN = a.bal.Entries
+	return w
+}
+
+// transientAmount is the amount of a transient hold that Badger's budget counter leaves out.
+func transientAmount(h Hold) int64 {
+	if h.Transient {
+		return h.Amount
+	}
+	return 0
+}
+
+func (b *Badger) Settle(ctx context.Context, holdID string, amount int64, now time.Time) (LedgerEntry, error) {
+	if err := validCharge(amount); err != nil {
+		return LedgerEntry{}, err
+	}
+	return b.endHold(holdID, amount, EntrySettle, "", now)
+}
+
+func (b *Badger) Release(ctx context.Context, holdID, reason string, now time.Time) (LedgerEntry, error) {
+	return b.endHold(holdID, 0, EntryRelease, reason, now)
+}
+
+// endHold settles (charging charged) or releases an open hold.
+func (b *Badger) endHold(holdID string, charged int64, kind, note string, now time.Time) (LedgerEntry, error) {
+	a, h, err := b.lockHold(holdID)
+	if err != nil {
+		return LedgerEntry{}, err
+	}
+	if h.rec.Hold.State != HoldOpen {
+		a.mu.Unlock()
+		return LedgerEntry{}, ErrHoldEnded
+	}
+	rec := h.rec
+	held := rec.Hold.Amount
+	op := ledgerOp{acct: a, lazy: !rec.Hold.Bound, ended: h}
+	if rec.Budget != "" {
+		op.counter = rec.Budget
+		op.budget, op.bw, err = b.ledger.endBudget(b.db, rec.Budget, charged-held, transientAmount(rec.Hold), a.epoch.Load())
+		if err != nil {
+			a.mu.Unlock()
+			return LedgerEntry{}, err
+		}
+	}
+	op.writes = make([]bookWrite, 0, 4)
+	if rec.Hold.Transient {
+		// Recorded now, with its end: its hold entry first.
+		op.writes = append(op.writes, b.ledger.recordHold(a, h))
+	}
+	a.bal.Held -= held
+	e := LedgerEntry{Time: now, KeyID: rec.Hold.KeyID, Model: rec.Hold.Model, Ref: rec.Hold.Ref, HoldID: holdID, Kind: kind, Amount: held - charged, Note: note}
+	if kind == EntrySettle {
+		e.Charged = charged
+		if charged > held {
+			e.Note = overNote(held, charged)
+		}
+		rec.Hold.State = HoldSettled
+	} else {
+		rec.Hold.State = HoldReleased
+	}
+	op.writes = append(op.writes, a.record(&e))
+	if !rec.Hold.Bound && !rec.Hold.Transient {
+		op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), del: true})
+	}
+	rec.EntryN = h.rec.EntryN // set by recordHold
+	op.writes = append(op.writes, bookWrite{key: holdKey(holdID), val: rec.encode()})
+	op.balance, op.hasBalance = a.recorded(), true
+	h.rec = rec
+	delete(a.holds, holdID)
+	err = b.writeHoldChange(a, h, op)
+	if err == nil && rec.Hold.Bound {
+		// Lost in a crash, the end of a bound hold would leave it open for good: the task
+		// that carries it has finished, and the reconciler leaves bound holds alone.
+		err = b.syncCommitted()
+	}
+	return e, err
+}
+
+func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
+	a, h, err := b.lockHold(holdID)
+	if err != nil {
+		return err
+	}
+	rec := h.rec
+	switch {
+	case rec.Hold.State != HoldOpen:
+		err = ErrHoldEnded
+	case rec.Hold.Bound && rec.Hold.Ref == taskID:
+		// Bound already (the task's create binds it): nothing to write.
+	case rec.Hold.Bound:
+		err = ErrConflict
+	}
+	if err != nil || rec.Hold.Bound {
+		batch := h.batch
+		a.mu.Unlock()
+		if err == nil && batch != nil {
+			err = b.waitBatch(batch)
+		}
+		return err
+	}
+	op := ledgerOp{acct: a}
+	if rec.Hold.Transient {
+		// Recorded now: a task's hold outlives the request that took it.
+		if rec.Budget != "" {
+			op.counter = rec.Budget
+			op.budget, op.bw, err = b.ledger.endBudget(b.db, rec.Budget, 0, rec.Hold.Amount, a.epoch.Load())
+			if err != nil {
+				a.mu.Unlock()
+				return err
+			}
+		}
+		op.writes = append(op.writes, b.ledger.recordHold(a, h))
+		rec = h.rec
+		rec.Hold.Transient = false
+		op.balance, op.hasBalance = a.recorded(), true
+	} else {
+		op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), del: true})
+	}
+	rec.Hold.Bound, rec.Hold.Ref = true, taskID
+	op.writes = append(op.writes, bookWrite{key: holdKey(holdID), val: rec.encode()})
+	h.rec = rec
+	if err := b.writeHoldChange(a, h, op); err != nil {
+		return err
+	}
+	return b.syncCommitted()
+}
+
+// writeHoldChange adds op, a change of the hold h decided under its account's lock, to the
+// batch, unlocks the account, and waits for the batch's commit.
+func (b *Badger) writeHoldChange(a *bookAccount, h *bookHold, op ledgerOp) error {
+	batch, err := b.ledger.add(op)
+	if err == nil {
+		h.batch = batch
+	}
+	a.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return b.waitBatch(batch)
+}
+
+// boundAtCreate notes in the book that CreateTask bound a hold of account to task in its own
+// (committed) transaction; see bindTaskHold.
+func (k *ledgerBook) boundAtCreate(holdID, account, task string) {
+	v, ok := k.holds.Load(holdID)
+	if !ok {
+		return // not in memory: read from Badger, bound, when it is next used
+	}
+	h := v.(*bookHold)
+	h.acct.mu.Lock()
+	defer h.acct.mu.Unlock()
+	if h.current() && h.acct.name == account && h.rec.Hold.State == HoldOpen && !h.rec.Hold.Bound {
+		h.rec.Hold.Bound, h.rec.Hold.Ref = true, task
+	}
+}
+
+// Credit holds the account's lock until its batch is committed: a second credit with the same
+// key, which reads Badger for the first, waits for it.
+func (b *Badger) Credit(ctx context.Context, c Credit, now time.Time) (LedgerEntry, error) {
+	if err := validCredit(c); err != nil {
+		return LedgerEntry{}, err
+	}
+	a, err := b.ledger.lockAccount(b.db, c.Account)
+	if err != nil {
+		return LedgerEntry{}, err
+	}
+	e, batch, err := b.decideCredit(a, c, now)
+	if err == nil && batch != nil {
+		err = b.waitBatch(batch)
+	}
+	a.mu.Unlock()
+	if err != nil || batch == nil {
+		return e, err
+	}
+	return e, b.syncCommitted()
+}
+
+// decideCredit makes the credit c in the account a (locked), or answers the one made before
+// with its key (and no batch).
+func (b *Badger) decideCredit(a *bookAccount, c Credit, now time.Time) (LedgerEntry, *ledgerBatch, error) {
+	once := prefixCreditKey + c.Account + "\x00" + c.IdempotencyKey
+	var e LedgerEntry
+	err := b.db.View(func(txn *badger.Txn) error { return txnGetJSON(txn, once, &e) })
+	if err == nil || !errors.Is(err, ErrNotFound) {
+		return e, nil, err // credited before (answer it), or unreadable
+	}
+	if after := a.bal.Amount + c.Amount; after > MaxAmount || after < -MaxAmount {
+		return LedgerEntry{}, nil, ErrBalanceBound
+	}
+	e = LedgerEntry{Time: now, Kind: EntryCredit, Amount: c.Amount, Note: c.Note}
+	if c.Amount < 0 {
+		e.Kind = EntryAdjust
+	}
+	// The record of the key holds the entry as record makes it; made first, so that a time
+	// JSON cannot write changes nothing.
+	e.ID, e.Account, e.BalanceAfter = strconv.FormatUint(a.bal.Entries+1, 10), a.name, a.bal.Amount+a.transient+c.Amount
+	val, err := json.Marshal(e)
+	if err != nil {
+		return LedgerEntry{}, nil, err
+	}
+	a.bal.Limited = true
+	op := ledgerOp{acct: a, writes: []bookWrite{a.record(&e), {key: once, val: val}}}
+	op.balance, op.hasBalance = a.recorded(), true
+	batch, err := b.ledger.add(op)
+	return e, batch, err
+}
