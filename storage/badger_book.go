@@ -226,10 +226,8 @@ func (k *ledgerBook) size() int {
 // Badger (and kept in memory while it is open and a's). A hold of another account is returned
 // as read, not kept. ErrNotFound: no such hold.
 func (k *ledgerBook) lockedHold(db *badger.DB, a *bookAccount, id string) (*bookHold, error) {
-	if v, ok := k.holds.Load(id); ok {
-		if h := v.(*bookHold); h.acct == a && h.current() {
-			return h, nil
-		}
+	if h, ok := k.heldInMemory(a, id); ok {
+		return h, nil
 	}
 	h := &bookHold{acct: a, epoch: a.epoch.Load()}
 	err := db.View(func(txn *badger.Txn) error {
@@ -247,6 +245,17 @@ func (k *ledgerBook) lockedHold(db *badger.DB, a *bookAccount, id string) (*book
 		k.keep(h)
 	}
 	return h, nil
+}
+
+// heldInMemory returns the hold with the ID id when the book has it, current, in the (locked)
+// account a.
+func (k *ledgerBook) heldInMemory(a *bookAccount, id string) (*bookHold, bool) {
+	if v, ok := k.holds.Load(id); ok {
+		if h := v.(*bookHold); h.acct == a && h.current() {
+			return h, true
+		}
+	}
+	return nil, false
 }
 
 // keep puts h, a hold of its (locked) account, in memory, in place of whatever was kept of it.

@@ -171,6 +171,11 @@ type Hold struct {
 	// entry number of that time, and the balance then). Lost in a crash, it is as released,
 	// with no entry; so is one whose end failed to be written. BindHold records it at once.
 	Transient bool `json:"transient,omitempty"`
+	// NewID is given to Hold by a caller that made ID just now, at random, and never gave it
+	// to Hold before: the ledger may then skip the look-up by ID on disk that makes Hold
+	// idempotent (Badger does; a repeat of such an ID is the caller's mistake, and may be
+	// taken as a second hold once the first has left memory). Not stored.
+	NewID bool `json:"-"`
 	// State is HoldOpen, HoldSettled or HoldReleased; set by the ledger.
 	State string `json:"state"`
 }

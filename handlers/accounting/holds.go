@@ -115,7 +115,7 @@ func (a *Accountant) hold(ctx context.Context, id auth.Identity, model, ref stri
 	if none && est.Amount > 0 {
 		return Hold{}, errBudget // a quota of 0: the key may spend nothing
 	}
-	h := storage.Hold{ID: newHoldID(), Account: id.Account, KeyID: id.KeyID, Model: model, Ref: ref,
+	h := storage.Hold{ID: newHoldID(), NewID: true, Account: id.Account, KeyID: id.KeyID, Model: model, Ref: ref,
 		Amount: int64(est.Amount), Budget: budget, Deadline: now.Add(deadline), Transient: transient}
 	_, _, err := a.Store.Hold(ctx, h, now)
 	switch {
