@@ -12,9 +12,10 @@
 #   OLD_CADDY=/tmp/caddy-old bench/run.sh    # also run gateways of another build (e.g. the
 #                                            # commit before a change), interleaved with ./caddy's
 #   PORT_BASE=19500 bench/run.sh             # loopback ports 19500-19513 instead of 19100-19113
-#   PROXY=transport bench/run.sh             # the gateways proxy through one reverse_proxy with the
-#                                            # mediagw upstream source and transport (as
-#                                            # Caddyfile.example), not one block per upstream
+#   PROXY=blocks bench/run.sh                # the gateways proxy through one reverse_proxy block per
+#                                            # upstream (matched on {mediagw.provider}), not the one
+#                                            # reverse_proxy with the mediagw upstream source and
+#                                            # transport that Caddyfile.example has (the default)
 #   SYSCALLS=1 bench/run.sh                  # also count each proxy's write and read system calls
 #                                            # per request (perf stat)
 #
@@ -33,7 +34,7 @@ DURATION=${DURATION:-10s}
 CONNS=${CONNS:-32}
 ONLY=${ONLY:-}
 PROFILE=${PROFILE:-}
-PROXY=${PROXY:-blocks}
+PROXY=${PROXY:-transport}
 SYSCALLS=${SYSCALLS:-}
 case $PROXY in
 blocks | transport) ;;
@@ -111,9 +112,10 @@ $(proxy_blocks)
 CFG
 }
 
-# proxy_blocks: the gateways' reverse_proxy part. PROXY=blocks (the default): one reverse_proxy
-# per upstream, chosen by matching {mediagw.provider}; PROXY=transport: one reverse_proxy with the
-# mediagw upstream source and transport, as Caddyfile.example has it.
+# proxy_blocks: the gateways' reverse_proxy part. PROXY=transport (the default): one
+# reverse_proxy with the mediagw upstream source and transport, as Caddyfile.example and
+# docs/providers.md have it; PROXY=blocks (the form of runs before session 10): one
+# reverse_proxy per upstream, chosen by matching {mediagw.provider}.
 proxy_blocks() {
 	if [ "$PROXY" = transport ]; then
 		cat <<CFG
