@@ -87,6 +87,14 @@ func (h *bookHold) current() bool {
 	return !h.acct.dead.Load() && h.epoch == h.acct.epoch.Load()
 }
 
+// openTransient reports whether h, with its account locked, is an open transient hold the
+// account has: not one a refused Hold claimed and took back (unclaim), which whoever loaded it
+// from the holds map before the take-back still sees.
+func (h *bookHold) openTransient() bool {
+	return h.current() && h.rec.Hold.Transient && h.rec.Hold.State == HoldOpen &&
+		h.acct.holds[h.rec.Hold.ID] == h
+}
+
 // lockAccount returns the account in memory, locked, read from Badger if it is not (or was
 // read before a failed batch).
 func (k *ledgerBook) lockAccount(db *badger.DB, name string) (*bookAccount, error) {
@@ -340,7 +348,7 @@ func (k *ledgerBook) transientHold(id string) (Hold, bool) {
 	h := v.(*bookHold)
 	h.acct.mu.Lock()
 	defer h.acct.mu.Unlock()
-	if !h.current() || !h.rec.Hold.Transient || h.rec.Hold.State != HoldOpen {
+	if !h.openTransient() {
 		return Hold{}, false
 	}
 	return h.rec.Hold, true
@@ -352,8 +360,7 @@ func (k *ledgerBook) overdueTransient(holds []Hold, now time.Time, limit int) []
 	k.holds.Range(func(_, v any) bool {
 		h := v.(*bookHold)
 		h.acct.mu.Lock()
-		if h.current() && h.rec.Hold.Transient && !h.rec.Hold.Bound && h.rec.Hold.State == HoldOpen &&
-			h.rec.Hold.Deadline.Before(now) {
+		if h.openTransient() && !h.rec.Hold.Bound && h.rec.Hold.Deadline.Before(now) {
 			holds = append(holds, h.rec.Hold)
 		}
 		h.acct.mu.Unlock()

@@ -1,0 +1,235 @@
+package storage
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// budgetSpent is the key budget counter Badger has for the period of at.
+func budgetSpent(t *testing.T, b *Badger, keyID, period string, at time.Time) int64 {
+	t.Helper()
+	p, _ := budgetPeriod(period, at)
+	var spent int64
+	err := b.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(prefixBudget + keyID + "\x00" + p))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(val []byte) error {
+			spent = int64(binary.BigEndian.Uint64(val))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spent
+}
+
+// ledgerSums is sumsUp for a ledger of any length.
+func ledgerSums(t *testing.T, b *Badger, account string) (Balance, []LedgerEntry) {
+	t.Helper()
+	var entries []LedgerEntry
+	var sum int64
+	for after := ""; ; {
+		page, next, err := b.LedgerPage(context.Background(), account, after, MaxLedgerPage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page {
+			sum += e.Amount
+			if e.ID != fmt.Sprint(len(entries)+1) || e.BalanceAfter != sum {
+				t.Fatalf("%s's entry %d = %+v; want balance after %d", account, len(entries), e, sum)
+			}
+			entries = append(entries, e)
+		}
+		if after = next; next == "" {
+			break
+		}
+	}
+	bal, err := b.Balance(context.Background(), account)
+	if err != nil || bal.Amount != sum {
+		t.Fatalf("%s's balance %+v, %v; its entries sum to %d", account, bal, err, sum)
+	}
+	return bal, entries
+}
+
+// Many goroutines hold, settle and release on one account and one key's daily budget, across a
+// UTC day boundary, with transient and recorded holds, bindings, idempotent credits and a
+// reconciler releasing overdue holds meanwhile, on a book small enough to evict: every hold ends
+// once, the ledger sums to the balance, nothing stays held, no hold is accepted past the balance
+// or the budget, and each day's counter is what that day's holds charged.
+func TestBadgerBookConcurrentMoneyAcrossADayBoundary(t *testing.T) {
+	b := openBook(t, t.TempDir())
+	defer b.Close()
+	b.ledger.maxAccounts = 2
+	ctx := context.Background()
+	const credit, limit = 3000, 400
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: credit, IdempotencyKey: "c0"}, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	budget := Budget{Limit: limit, Period: BudgetDay}
+	before := time.Date(2026, 11, 27, 23, 59, 59, 0, time.UTC)
+	after := before.Add(2 * time.Second)
+	var (
+		mu       sync.Mutex
+		charged  = map[string]int64{} // per day: what ended holds charged
+		ended    atomic.Int64
+		taken    atomic.Int64
+		refused  sync.Map // ids of holds refused (402)
+		notFound sync.Map // ids the reconciler listed and Release did not find
+		wg       sync.WaitGroup
+	)
+	day := func(at time.Time) string { p, _ := budgetPeriod(BudgetDay, at); return p }
+	stop := make(chan struct{})
+	// The reconciler: releases what is overdue (deadlines are short), racing the requests.
+	var reconciled atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			holds, err := b.OverdueHolds(ctx, after.Add(time.Minute), 50)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, h := range holds {
+				if _, err := b.Release(ctx, h.ID, "overdue", after); err == nil {
+					reconciled.Add(1)
+				} else if errors.Is(err, ErrNotFound) {
+					notFound.Store(h.ID, h)
+				} else if !errors.Is(err, ErrHoldEnded) {
+					t.Errorf("reconciler: %+v: %v", h, err)
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var workers sync.WaitGroup
+	for g := range 16 {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 7))
+			for i := range 150 {
+				now := before
+				if i >= 75 {
+					now = after
+				}
+				if i%40 == 0 { // an idempotent credit, the same key from every goroutine
+					if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 5, IdempotencyKey: fmt.Sprint("d", i)}, now); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				if i%25 == 0 { // another account's traffic, to evict acme now and then
+					other := fmt.Sprint("other", g)
+					if _, err := b.Credit(ctx, Credit{Account: other, Amount: 1, IdempotencyKey: fmt.Sprint(i)}, now); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				id := fmt.Sprintf("h%d-%d", g, i)
+				amount := int64(1 + r.IntN(9))
+				h := Hold{ID: id, NewID: r.IntN(2) == 0, Account: "acme", KeyID: "k", Amount: amount, Budget: budget,
+					Deadline: now.Add(time.Duration(r.IntN(3)) * time.Second), Transient: r.IntN(2) == 0}
+				if _, _, err := b.Hold(ctx, h, now); errors.Is(err, ErrBudgetExceeded) || errors.Is(err, ErrInsufficient) {
+					refused.Store(id, true)
+					continue
+				} else if err != nil {
+					t.Error(err)
+					return
+				}
+				taken.Add(1)
+				if r.IntN(4) == 0 {
+					if err := b.BindHold(ctx, id, "task-"+id); err != nil && !errors.Is(err, ErrHoldEnded) {
+						t.Error("bind:", err)
+						return
+					}
+				}
+				var err error
+				c := int64(0)
+				if r.IntN(3) == 0 {
+					_, err = b.Release(ctx, id, "", now)
+				} else {
+					c = int64(r.IntN(int(amount) + 1))
+					_, err = b.Settle(ctx, id, c, now)
+				}
+				switch {
+				case err == nil:
+					ended.Add(1)
+					mu.Lock()
+					charged[day(now)] += c
+					mu.Unlock()
+				case errors.Is(err, ErrHoldEnded):
+				default:
+					t.Error("end:", err)
+					return
+				}
+			}
+		}()
+	}
+	workers.Wait()
+	close(stop)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	notFound.Range(func(id, h any) bool {
+		_, wasRefused := refused.Load(id)
+		t.Errorf("the reconciler listed %+v as overdue (refused: %v); its Release found no such hold", h, wasRefused)
+		return true
+	})
+	bal, entries := ledgerSums(t, b, "acme")
+	if bal.Held != 0 {
+		t.Errorf("balance %+v: something is still held", bal)
+	}
+	holdsSeen, ends := map[string]int{}, map[string]int{}
+	var credited int64
+	for _, e := range entries {
+		switch e.Kind {
+		case EntryHold:
+			holdsSeen[e.HoldID]++
+		case EntrySettle, EntryRelease:
+			ends[e.HoldID]++
+		case EntryCredit:
+			credited += e.Amount
+		}
+	}
+	if credited != credit+4*5 {
+		t.Errorf("credited %d; want %d (each idempotency key once)", credited, credit+4*5)
+	}
+	if int64(len(holdsSeen)) != taken.Load() {
+		t.Errorf("%d holds in the ledger; %d were taken", len(holdsSeen), taken.Load())
+	}
+	for id, n := range holdsSeen {
+		if n != 1 || ends[id] != 1 {
+			t.Errorf("hold %s: %d hold entries, %d ends; want 1 and 1", id, n, ends[id])
+		}
+	}
+	if got := ended.Load() + reconciled.Load(); got != taken.Load() {
+		t.Errorf("%d ends answered; %d holds taken", got, taken.Load())
+	}
+	for _, at := range []time.Time{before, after} {
+		if got, want := budgetSpent(t, b, "k", BudgetDay, at), charged[day(at)]; got != want {
+			t.Errorf("budget of %s = %d; its holds charged %d", day(at), got, want)
+		}
+	}
+}
