@@ -233,3 +233,40 @@ func TestBadgerBookConcurrentMoneyAcrossADayBoundary(t *testing.T) {
 		}
 	}
 }
+
+// A key budget counter that only transient holds have used is in memory only; a failed batch
+// (another account's) makes the book read it again, and the end of such a hold must still
+// charge the budget, on disk and for the holds after it.
+func TestBadgerBookTransientBudgetOutlivesAFailedBatch(t *testing.T) {
+	b := openBook(t, t.TempDir())
+	defer b.Close()
+	ctx := context.Background()
+	for _, account := range []string{"acme", "other"} {
+		if _, err := b.Credit(ctx, Credit{Account: account, Amount: 100, IdempotencyKey: "c"}, bookNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	budget := Budget{Limit: 50, Period: BudgetDay}
+	hold := func(id string, amount int64, transient bool) error {
+		_, _, err := b.Hold(ctx, Hold{ID: id, Account: "acme", KeyID: "k", Amount: amount, Budget: budget,
+			Deadline: bookNow.Add(time.Hour), Transient: transient}, bookNow)
+		return err
+	}
+	if err := hold("t", 40, true); err != nil {
+		t.Fatal(err)
+	}
+	b.ledger.queue.failCommit = func() error { return errors.New("disk full") }
+	if _, err := b.Credit(ctx, Credit{Account: "other", Amount: 1, IdempotencyKey: "lost"}, bookNow); err == nil {
+		t.Fatal("a credit whose batch failed succeeded")
+	}
+	b.ledger.queue.failCommit = nil
+	if _, err := b.Settle(ctx, "t", 40, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	if got := budgetSpent(t, b, "k", BudgetDay, bookNow); got != 40 {
+		t.Errorf("the key's counter on disk = %d; want the 40 charged", got)
+	}
+	if err := hold("over", 20, false); !errors.Is(err, ErrBudgetExceeded) {
+		t.Errorf("a hold of 20 past the 40 charged of a budget of 50 = %v; want ErrBudgetExceeded", err)
+	}
+}

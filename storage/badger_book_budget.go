@@ -102,6 +102,11 @@ func (bb *bookBudgets) lock(db *badger.DB, counter string, epoch uint64) (*bookB
 			// Read before a failed batch: its open transient holds are not in Badger.
 			c.spent += prev.transient
 			c.transient = prev.transient
+			if !c.found && prev.transient != 0 {
+				// Taken by transient holds only, it was never written: it lives as long
+				// as it did in memory, so that their ends charge it.
+				c.found, c.expiresAt = true, prev.expiresAt
+			}
 		}
 		if bb.m == nil {
 			bb.m = make(map[string]*bookBudget)
