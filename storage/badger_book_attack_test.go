@@ -270,3 +270,274 @@ func TestBadgerBookTransientBudgetOutlivesAFailedBatch(t *testing.T) {
 		t.Errorf("a hold of 20 past the 40 charged of a budget of 50 = %v; want ErrBudgetExceeded", err)
 	}
 }
+
+// The store closed while goroutines hold, settle, release and bind on one account and key
+// budget, then opened again: the ledger sums to the balance, Held is the sum of the holds it
+// leaves open, OverdueHolds lists exactly the open unbound ones, and the key's counter is what
+// the ledger took for that key (its open holds and its charges).
+func TestBadgerBookCloseUnderLoadThenReopen(t *testing.T) {
+	dir := t.TempDir()
+	b := openBook(t, dir)
+	ctx := context.Background()
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 100000, IdempotencyKey: "c"}, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	budget := Budget{Limit: 50000, Period: BudgetDay}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 11))
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("h%d-%d", g, i)
+				amount := int64(1 + r.IntN(9))
+				h := Hold{ID: id, NewID: true, Account: "acme", KeyID: "k", Amount: amount, Budget: budget,
+					Deadline: bookNow.Add(time.Second), Transient: r.IntN(2) == 0}
+				if _, _, err := b.Hold(ctx, h, bookNow); err != nil {
+					return // closed
+				}
+				switch r.IntN(4) {
+				case 0: // left open
+				case 1:
+					if b.BindHold(ctx, id, "task-"+id) != nil {
+						return
+					}
+				case 2:
+					if _, err := b.Release(ctx, id, "", bookNow); err != nil {
+						return
+					}
+				default:
+					if _, err := b.Settle(ctx, id, int64(r.IntN(int(amount)+1)), bookNow); err != nil {
+						return
+					}
+				}
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+
+	c := openBook(t, dir)
+	defer c.Close()
+	bal, entries := ledgerSums(t, c, "acme")
+	open := map[string]int64{}
+	var taken int64
+	for _, e := range entries {
+		switch e.Kind {
+		case EntryHold:
+			open[e.HoldID] = -e.Amount
+			taken -= e.Amount
+		case EntrySettle, EntryRelease:
+			if _, ok := open[e.HoldID]; !ok {
+				t.Fatalf("entry %+v ends a hold the ledger has not taken", e)
+			}
+			delete(open, e.HoldID)
+			taken -= e.Amount
+		}
+	}
+	var held int64
+	unbound := map[string]bool{}
+	for id, amount := range open {
+		held += amount
+		h, err := c.HoldByID(ctx, id)
+		if err != nil || h.State != HoldOpen {
+			t.Fatalf("hold %s, open in the ledger: %+v, %v", id, h, err)
+		}
+		if !h.Bound {
+			unbound[id] = true
+		}
+	}
+	if bal.Held != held {
+		t.Errorf("Held %d; the ledger's open holds sum to %d", bal.Held, held)
+	}
+	overdue, err := c.OverdueHolds(ctx, bookNow.Add(time.Hour), 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range overdue {
+		if !unbound[h.ID] {
+			t.Errorf("OverdueHolds lists %+v, which the ledger has not open and unbound", h)
+		}
+		delete(unbound, h.ID)
+	}
+	if len(unbound) != 0 {
+		t.Errorf("%d open unbound holds are not listed as overdue", len(unbound))
+	}
+	if got := budgetSpent(t, c, "k", BudgetDay, bookNow); got != taken {
+		t.Errorf("the key's counter = %d; the ledger took %d for it", got, taken)
+	}
+	t.Logf("%d entries, %d holds left open", len(entries), len(open))
+}
+
+// Holds of 1 from many goroutines, transient and recorded, on one account and one key's daily
+// budget, on both sides of a UTC day boundary: each day accepts exactly what fits, the budget of
+// the day or what is left of the balance, neither more nor a 402 too early.
+func TestBadgerBookHoldsExactlyFitAcrossADayBoundary(t *testing.T) {
+	b := openBook(t, t.TempDir())
+	defer b.Close()
+	b.ledger.maxAccounts = 2
+	ctx := context.Background()
+	const balance, limit = 150, 100
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: balance, IdempotencyKey: "c"}, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	budget := Budget{Limit: limit, Period: BudgetDay}
+	for day, now := range []time.Time{time.Date(2026, 11, 27, 23, 59, 59, 0, time.UTC), time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)} {
+		var accepted atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 12 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 20 {
+					h := Hold{ID: fmt.Sprintf("d%d-%d-%d", day, g, i), NewID: i%2 == 0, Account: "acme", KeyID: "k", Amount: 1,
+						Budget: budget, Deadline: now.Add(time.Hour), Transient: (g+i)%2 == 0}
+					_, _, err := b.Hold(ctx, h, now)
+					switch {
+					case err == nil:
+						accepted.Add(1)
+					case !errors.Is(err, ErrInsufficient):
+						t.Error(err)
+						return
+					}
+					if i%7 == 0 { // another account, to evict acme's neighbours
+						if _, err := b.Credit(ctx, Credit{Account: fmt.Sprint("o", g), Amount: 1, IdempotencyKey: h.ID}, now); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if want := min(limit, balance-day*limit); accepted.Load() != int64(want) {
+			t.Errorf("day %d: %d holds of 1 accepted; want %d", day, accepted.Load(), want)
+		}
+	}
+}
+
+// As TestBadgerBookConcurrentMoneyAcrossADayBoundary, with every fifth batch failing to commit:
+// a failed end is retried as the accountant does (a transient hold whose end failed is gone, as
+// released); the ledger sums to the balance, every hold it has taken is ended once, nothing
+// stays held, and each day's counter is what the successful ends charged.
+func TestBadgerBookConcurrentMoneyWithFailingBatches(t *testing.T) {
+	b := openBook(t, t.TempDir())
+	defer b.Close()
+	b.ledger.maxAccounts = 2
+	ctx := context.Background()
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 3000, IdempotencyKey: "c0"}, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	var commits atomic.Int64
+	b.ledger.queue.failCommit = func() error {
+		if commits.Add(1)%5 == 0 {
+			return errors.New("every fifth commit fails")
+		}
+		return nil
+	}
+	budget := Budget{Limit: 400, Period: BudgetDay}
+	before := time.Date(2026, 11, 27, 23, 59, 59, 0, time.UTC)
+	after := before.Add(2 * time.Second)
+	day := func(at time.Time) string { p, _ := budgetPeriod(BudgetDay, at); return p }
+	var (
+		mu      sync.Mutex
+		charged = map[string]int64{}
+		wg      sync.WaitGroup
+	)
+	for g := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 13))
+			for i := range 120 {
+				now := before
+				if i >= 60 {
+					now = after
+				}
+				if i%30 == 0 {
+					if _, err := b.Credit(ctx, Credit{Account: fmt.Sprint("o", g), Amount: 1, IdempotencyKey: fmt.Sprint(i)}, now); err != nil && !errors.Is(err, errBatchFailed) {
+						t.Error(err)
+						return
+					}
+				}
+				id := fmt.Sprintf("h%d-%d", g, i)
+				amount := int64(1 + r.IntN(9))
+				h := Hold{ID: id, NewID: r.IntN(2) == 0, Account: "acme", KeyID: "k", Amount: amount, Budget: budget,
+					Deadline: now.Add(time.Hour), Transient: r.IntN(2) == 0}
+				if _, _, err := b.Hold(ctx, h, now); err != nil {
+					if !errors.Is(err, ErrInsufficient) && !errors.Is(err, errBatchFailed) {
+						t.Error(err)
+						return
+					}
+					continue
+				}
+				if r.IntN(4) == 0 {
+					if err := b.BindHold(ctx, id, "task-"+id); err != nil && !errors.Is(err, errBatchFailed) {
+						t.Error("bind:", err)
+						return
+					}
+				}
+				c := int64(-1)
+				if r.IntN(3) != 0 {
+					c = int64(r.IntN(int(amount) + 1))
+				}
+				for attempt := 0; ; attempt++ {
+					var err error
+					if c < 0 {
+						_, err = b.Release(ctx, id, "", now)
+					} else {
+						_, err = b.Settle(ctx, id, c, now)
+					}
+					if err == nil {
+						mu.Lock()
+						charged[day(now)] += max(c, 0)
+						mu.Unlock()
+						break
+					}
+					if errors.Is(err, ErrNotFound) || errors.Is(err, ErrHoldEnded) && attempt > 0 {
+						break // a transient hold whose end failed: gone, as released
+					}
+					if !errors.Is(err, errBatchFailed) || attempt > 20 {
+						t.Error("end:", id, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.ledger.queue.failCommit = nil
+	if t.Failed() {
+		return
+	}
+	if commits.Load() < 10 {
+		t.Fatalf("%d commits: too few failed", commits.Load())
+	}
+	bal, entries := ledgerSums(t, b, "acme")
+	if bal.Held != 0 {
+		t.Errorf("balance %+v: something is still held", bal)
+	}
+	holdsSeen, ends := map[string]int{}, map[string]int{}
+	for _, e := range entries {
+		switch e.Kind {
+		case EntryHold:
+			holdsSeen[e.HoldID]++
+		case EntrySettle, EntryRelease:
+			ends[e.HoldID]++
+		}
+	}
+	for id, n := range holdsSeen {
+		if n != 1 || ends[id] != 1 {
+			t.Errorf("hold %s: %d hold entries, %d ends; want 1 and 1", id, n, ends[id])
+		}
+	}
+	for _, at := range []time.Time{before, after} {
+		if got, want := budgetSpent(t, b, "k", BudgetDay, at), charged[day(at)]; got != want {
+			t.Errorf("budget of %s = %d; the ends that succeeded charged %d", day(at), got, want)
+		}
+	}
+}
