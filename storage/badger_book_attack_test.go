@@ -541,3 +541,93 @@ func TestBadgerBookConcurrentMoneyWithFailingBatches(t *testing.T) {
 		}
 	}
 }
+
+// A task's create binding its hold races a release of it (every other hold), then the task's
+// settlement comes: every hold ends at most once, the hold's record says what the ledger did (open
+// and bound when nothing ended it), no bound hold is listed as overdue, and the ledger sums up.
+func TestBadgerBookCreateTaskBindRacesAnEnd(t *testing.T) {
+	b := openBook(t, t.TempDir())
+	defer b.Close()
+	ctx := context.Background()
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 100000, IdempotencyKey: "c"}, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	const n = 100
+	var wg sync.WaitGroup
+	for i := range n {
+		id, task := fmt.Sprint("h", i), fmt.Sprint("task-", i)
+		if _, _, err := b.Hold(ctx, Hold{ID: id, NewID: true, Account: "acme", KeyID: "k", Amount: 10,
+			Budget: Budget{Limit: 1 << 40, Period: BudgetDay}, Deadline: bookNow}, bookNow); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.CreateTask(ctx, Task{ID: task, Kind: KindVideo, Account: "acme", Status: "queued", CreatedAt: bookNow.Unix(), HoldID: id}); err != nil {
+				t.Error(err)
+			}
+		}()
+		if i%2 == 1 {
+			continue // left to its task
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i%20) * 100 * time.Microsecond) // before, during and after the create
+			if _, err := b.Release(ctx, id, "overdue", bookNow); err != nil && !errors.Is(err, ErrHoldEnded) {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	overdue, err := b.OverdueHolds(ctx, bookNow.Add(time.Hour), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(overdue) != 0 {
+		t.Errorf("after the releases, %d holds are still listed as overdue: %+v", len(overdue), overdue[0])
+	}
+	_, entries := ledgerSums(t, b, "acme")
+	ends := map[string]int{}
+	for _, e := range entries {
+		if e.Kind == EntrySettle || e.Kind == EntryRelease {
+			ends[e.HoldID]++
+		}
+	}
+	released := 0
+	defer func() { t.Logf("%d of %d holds released before their task settled them", released, n) }()
+	for i := range n {
+		id := fmt.Sprint("h", i)
+		h, err := b.HoldByID(ctx, id)
+		if h.State != HoldOpen {
+			released++
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (h.State == HoldOpen) != (ends[id] == 0) || ends[id] > 1 {
+			t.Fatalf("hold %+v: %d ends in the ledger", h, ends[id])
+		}
+		if h.State == HoldOpen && (!h.Bound || h.Ref != fmt.Sprint("task-", i)) {
+			t.Fatalf("hold %+v is open and not bound to its task", h)
+		}
+		_, err = b.Settle(ctx, id, 7, bookNow)
+		if (err == nil) != (h.State == HoldOpen) || err != nil && !errors.Is(err, ErrHoldEnded) {
+			t.Fatalf("settling hold %+v: %v", h, err)
+		}
+	}
+	if bal, _ := ledgerSums(t, b, "acme"); bal.Held != 0 {
+		t.Errorf("balance %+v: something is still held", bal)
+	}
+	if got, want := budgetSpent(t, b, "k", BudgetDay, bookNow), -func() (s int64) {
+		_, entries := ledgerSums(t, b, "acme")
+		for _, e := range entries {
+			if e.Kind != EntryCredit {
+				s += e.Amount
+			}
+		}
+		return s
+	}(); got != want {
+		t.Errorf("the key's counter = %d; the ledger charged %d", got, want)
+	}
+}
