@@ -631,3 +631,27 @@ func TestBadgerBookCreateTaskBindRacesAnEnd(t *testing.T) {
 		t.Errorf("the key's counter = %d; the ledger charged %d", got, want)
 	}
 }
+
+// A credit never takes the balance past MaxAmount, an open transient hold notwithstanding: the
+// balance it is checked against is the one Badger records and Balance answers, which the hold
+// is not in.
+func TestBadgerCreditBoundCountsTheRecordedBalance(t *testing.T) {
+	b := openBook(t, t.TempDir())
+	defer b.Close()
+	ctx := context.Background()
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: MaxAmount - 10, IdempotencyKey: "c"}, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Hold(ctx, Hold{ID: "t", Account: "acme", Amount: 100, Deadline: bookNow.Add(time.Hour), Transient: true}, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 50, IdempotencyKey: "past"}, bookNow); !errors.Is(err, ErrBalanceBound) {
+		t.Errorf("a credit taking the balance to MaxAmount+40 = %v; want ErrBalanceBound", err)
+	}
+	if bal, _ := sumsUp(t, b, "acme"); bal.Amount > MaxAmount {
+		t.Errorf("balance %d is past MaxAmount", bal.Amount)
+	}
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 10, IdempotencyKey: "fits"}, bookNow); err != nil {
+		t.Errorf("a credit taking the balance to MaxAmount: %v", err)
+	}
+}

@@ -323,7 +323,8 @@ func (b *Badger) decideCredit(a *bookAccount, c Credit, now time.Time) (LedgerEn
 	if err == nil || !errors.Is(err, ErrNotFound) {
 		return e, nil, err // credited before (answer it), or unreadable
 	}
-	if after := a.bal.Amount + c.Amount; after > MaxAmount || after < -MaxAmount {
+	// Bound on the balance Badger records (without the open transient holds), as Balance answers.
+	if after := a.bal.Amount + a.transient + c.Amount; after > MaxAmount || after < -MaxAmount {
 		return LedgerEntry{}, nil, ErrBalanceBound
 	}
 	e = LedgerEntry{Time: now, Kind: EntryCredit, Amount: c.Amount, Note: c.Note}
