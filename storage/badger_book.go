@@ -66,6 +66,9 @@ type bookAccount struct {
 	// pending counts the operations decided and not yet committed (or failed); an account
 	// with any is never dropped.
 	pending atomic.Int64
+	// freed is what the ends of holds among them gave back to bal.Amount: a transient hold
+	// that fits only with it is recorded instead (decideHold), so that it fails with them.
+	freed   atomic.Int64
 	lastUse atomic.Uint64
 }
 

@@ -655,3 +655,90 @@ func TestBadgerCreditBoundCountsTheRecordedBalance(t *testing.T) {
 		t.Errorf("a credit taking the balance to MaxAmount: %v", err)
 	}
 }
+
+// A transient hold that fits only in money (or key budget) that an end not yet committed gives
+// back is not accepted on it alone: when that end's batch fails, the account and the counter
+// are read again and must not hold more than the balance, nor the key more than its budget.
+func TestBadgerTransientHoldOnMoneyAFailedEndFreed(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		balance, limit int64
+	}{{"balance", 100, 1000}, {"budget", 1000, 100}} {
+		t.Run(c.name, func(t *testing.T) { transientHoldOnFailedFree(t, c.balance, c.limit) })
+	}
+}
+
+func transientHoldOnFailedFree(t *testing.T, balance, limit int64) {
+	b := openBook(t, t.TempDir())
+	defer b.Close()
+	ctx := context.Background()
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: balance, IdempotencyKey: "c"}, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	budget := Budget{Limit: limit, Period: BudgetDay}
+	if _, _, err := b.Hold(ctx, Hold{ID: "r", Account: "acme", KeyID: "k", Amount: 100, Budget: budget, Deadline: bookNow.Add(time.Hour)}, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	entered, fail := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b.ledger.queue.failCommit = func() error {
+		first := false
+		once.Do(func() { first = true })
+		if !first {
+			return nil
+		}
+		close(entered)
+		<-fail
+		return errors.New("disk full")
+	}
+	released := make(chan error, 1)
+	go func() {
+		_, err := b.Release(ctx, "r", "", bookNow)
+		released <- err
+	}()
+	<-entered // the release is decided, and its batch is being written
+	took := make(chan error, 1)
+	go func() {
+		_, _, err := b.Hold(ctx, Hold{ID: "t", Account: "acme", KeyID: "k", Amount: 100, Budget: budget,
+			Deadline: bookNow.Add(time.Hour), Transient: true}, bookNow)
+		took <- err
+	}()
+	select {
+	case err := <-took:
+		if err == nil {
+			t.Log("the transient hold was accepted before the release was committed")
+		}
+		close(fail)
+	case <-time.After(200 * time.Millisecond): // it waits for the release's batch
+		close(fail)
+		<-took
+	}
+	if err := <-released; err == nil {
+		t.Fatal("the release whose batch failed succeeded")
+	}
+	b.ledger.queue.failCommit = nil
+	// Read again: r is open (100 held); whatever t became, neither may hold more.
+	a, err := b.ledger.lockAccount(b.db, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	available := a.bal.Amount
+	p, _ := budgetPeriod(BudgetDay, bookNow)
+	counter, err := b.ledger.budgets.lock(b.db, prefixBudget+"k\x00"+p, a.epoch.Load())
+	if err != nil {
+		a.mu.Unlock()
+		t.Fatal(err)
+	}
+	spent := counter.spent
+	b.ledger.budgets.mu.Unlock()
+	a.mu.Unlock()
+	if available < 0 {
+		t.Errorf("after the failed release, %d of the balance is available: holds past the balance were accepted", available)
+	}
+	if spent > limit {
+		t.Errorf("after the failed release, the key has %d of its budget of %d taken", spent, limit)
+	}
+	if _, _, err := b.Hold(ctx, Hold{ID: "more", Account: "acme", KeyID: "k", Amount: 1, Budget: budget, Deadline: bookNow.Add(time.Hour), Transient: true}, bookNow); err == nil && balance <= limit {
+		t.Error("a hold of 1 on a balance fully held was accepted")
+	}
+}

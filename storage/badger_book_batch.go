@@ -38,6 +38,9 @@ type ledgerBatch struct {
 	// when they are committed.
 	ops  map[*bookAccount]int64
 	uses map[*bookBudget]int64
+	// freed and budgetFreed are what the operations gave back, per account and per counter.
+	freed       map[*bookAccount]int64
+	budgetFreed map[*bookBudget]int64
 	// ended are the holds this batch ends, to drop from memory once Badger has them.
 	ended []*bookHold
 	// lazy: an operation of the batch is acknowledged before its disk sync.
@@ -65,7 +68,8 @@ type batchQueue struct {
 
 func newBatch() *ledgerBatch {
 	return &ledgerBatch{balances: make(map[string]balanceRecord), budgets: make(map[string]budgetWrite),
-		ops: make(map[*bookAccount]int64), uses: make(map[*bookBudget]int64), done: make(chan struct{})}
+		ops: make(map[*bookAccount]int64), uses: make(map[*bookBudget]int64),
+		freed: make(map[*bookAccount]int64), budgetFreed: make(map[*bookBudget]int64), done: make(chan struct{})}
 }
 
 // ledgerOp is the writes one decision makes, for the batch.
@@ -81,6 +85,9 @@ type ledgerOp struct {
 	bw      budgetWrite
 	ended   *bookHold
 	lazy    bool
+	// freed and budgetFreed are what the operation gave back to the account's balance and
+	// to the counter (see bookAccount.freed); budgetFreed is counted in the counter already.
+	freed, budgetFreed int64
 }
 
 // add puts op in the open batch, with op.acct locked, and returns the batch; it refuses an
@@ -92,7 +99,7 @@ func (k *ledgerBook) add(op ledgerOp) (*ledgerBatch, error) {
 		q.mu.Unlock()
 		op.acct.stale()
 		if op.budget != nil {
-			k.budgets.committed(op.budget, 1)
+			k.budgets.committed(op.budget, 1, op.budgetFreed)
 		}
 		return nil, errBatchFailed
 	}
@@ -111,9 +118,14 @@ func (k *ledgerBook) add(op ledgerOp) (*ledgerBatch, error) {
 			batch.budgets[op.counter] = op.bw
 		}
 		batch.uses[op.budget]++
+		batch.budgetFreed[op.budget] += op.budgetFreed
 	}
 	batch.ops[op.acct]++
 	op.acct.pending.Add(1)
+	if op.freed != 0 {
+		batch.freed[op.acct] += op.freed
+		op.acct.freed.Add(op.freed)
+	}
 	if op.ended != nil {
 		batch.ended = append(batch.ended, op.ended)
 	}
@@ -222,10 +234,11 @@ func (k *ledgerBook) finish(batch *ledgerBatch, err error) {
 		k.ended(h)
 	}
 	for a, n := range batch.ops {
+		a.freed.Add(-batch.freed[a])
 		a.pending.Add(-n)
 	}
 	for c, n := range batch.uses {
-		k.budgets.committed(c, n)
+		k.budgets.committed(c, n, batch.budgetFreed[c])
 	}
 	close(batch.done)
 }

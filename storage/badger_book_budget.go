@@ -41,6 +41,8 @@ type bookBudget struct {
 	version uint64
 	// pending counts changes not yet committed (or failed); a counter with any stays.
 	pending int64
+	// freed is what the ends of holds among them gave back to spent (as bookAccount.freed).
+	freed int64
 	// transient is the sum of the open transient holds in spent, which Badger's counter does
 	// not have; a counter with any stays.
 	transient int64
@@ -143,17 +145,21 @@ func (c *bookBudget) add(delta int64) budgetWrite {
 	return budgetWrite{spent: c.spent - c.transient, expiresAt: c.expiresAt, version: c.version}
 }
 
-// committed notes that n changes of the counter were committed or failed.
-func (bb *bookBudgets) committed(c *bookBudget, n int64) {
+// committed notes that n changes of the counter, which gave back freed, were committed or
+// failed.
+func (bb *bookBudgets) committed(c *bookBudget, n, freed int64) {
 	bb.mu.Lock()
 	c.pending -= n
+	c.freed -= freed
 	bb.mu.Unlock()
 }
 
 // holdBudget takes amount from the key's budget of the hold's period, and returns the counter
-// and the write (none, c nil, for a transient hold: Badger's counter leaves it out).
-// ErrBudgetExceeded: it does not fit, and nothing changed.
-func (k *ledgerBook) holdBudget(db *badger.DB, h Hold, now time.Time, epoch uint64) (string, *bookBudget, budgetWrite, error) {
+// and the write (none, c nil, for a transient hold: Badger's counter leaves it out). A transient
+// hold that fits only in what ends not yet committed gave back is made a recorded one (its
+// Transient cleared), to fail with them. ErrBudgetExceeded: it does not fit, and nothing
+// changed.
+func (k *ledgerBook) holdBudget(db *badger.DB, h *Hold, now time.Time, epoch uint64) (string, *bookBudget, budgetWrite, error) {
 	period, end := budgetPeriod(h.Budget.Period, now)
 	counter := prefixBudget + h.KeyID + "\x00" + period
 	c, err := k.budgets.lock(db, counter, epoch)
@@ -172,6 +178,9 @@ func (k *ledgerBook) holdBudget(db *badger.DB, h Hold, now time.Time, epoch uint
 		// Kept budgetKeep past the period's end by Badger's clock, as a TTL counts.
 		c.expiresAt = uint64(time.Now().Add(end.Sub(now) + budgetKeep).Unix())
 	}
+	if h.Transient && c.spent+c.freed+h.Amount > h.Budget.Limit {
+		h.Transient = false
+	}
 	if h.Transient {
 		c.spent += h.Amount
 		c.transient += h.Amount
@@ -182,18 +191,21 @@ func (k *ledgerBook) holdBudget(db *badger.DB, h Hold, now time.Time, epoch uint
 
 // endBudget gives back to (or, charged past the hold, takes from) the counter a hold charged
 // the difference, delta; transient is the amount of a transient hold that is now recorded. A
-// counter that is gone (its period long over) is left alone (nil).
-func (k *ledgerBook) endBudget(db *badger.DB, counter string, delta, transient int64, epoch uint64) (*bookBudget, budgetWrite, error) {
+// counter that is gone (its period long over) is left alone (nil). It returns what it gave back
+// (freed), for committed.
+func (k *ledgerBook) endBudget(db *badger.DB, counter string, delta, transient int64, epoch uint64) (*bookBudget, budgetWrite, int64, error) {
 	c, err := k.budgets.lock(db, counter, epoch)
 	if err != nil {
-		return nil, budgetWrite{}, err
+		return nil, budgetWrite{}, 0, err
 	}
 	defer k.budgets.mu.Unlock()
 	c.transient -= transient
 	if !c.live() {
-		return nil, budgetWrite{}, nil
+		return nil, budgetWrite{}, 0, nil
 	}
-	return c, c.add(delta), nil
+	freed := max(-delta, 0)
+	c.freed += freed
+	return c, c.add(delta), freed, nil
 }
 
 // encode is the counter's value in Badger.

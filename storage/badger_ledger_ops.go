@@ -82,6 +82,12 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time) (Hold, Ledger
 	if a.bal.Limited && a.bal.Amount < h.Amount {
 		return Hold{}, LedgerEntry{}, nil, "", ErrInsufficient
 	}
+	if h.Transient && a.bal.Limited && a.bal.Amount-a.freed.Load() < h.Amount {
+		// It fits only in what ends not yet committed gave back: recorded, it is written
+		// after them and fails with them, where a transient hold would outlive their failure
+		// and leave the account holding more than its balance.
+		h.Transient = false
+	}
 	nh := &bookHold{acct: a, epoch: a.epoch.Load(), rec: holdRecord{Hold: h}}
 	nh.rec.Hold.State, nh.rec.Hold.Created = HoldOpen, now
 	if other, ok := b.ledger.claim(nh); !ok {
@@ -89,12 +95,13 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time) (Hold, Ledger
 	}
 	op := ledgerOp{acct: a, lazy: true}
 	if h.Budget.Limit > 0 {
-		op.counter, op.budget, op.bw, err = b.ledger.holdBudget(b.db, h, now, a.epoch.Load())
+		op.counter, op.budget, op.bw, err = b.ledger.holdBudget(b.db, &nh.rec.Hold, now, a.epoch.Load())
 		if err != nil {
 			b.ledger.unclaim(nh)
 			return Hold{}, LedgerEntry{}, nil, "", err
 		}
 		nh.rec.Budget = op.counter
+		h.Transient = nh.rec.Hold.Transient
 	}
 	nh.entry = LedgerEntry{Time: now, KeyID: h.KeyID, Model: h.Model, Ref: h.Ref, HoldID: h.ID, Kind: EntryHold, Amount: -h.Amount}
 	if h.Transient {
@@ -175,7 +182,7 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 	op := ledgerOp{acct: a, lazy: !rec.Hold.Bound, ended: h}
 	if rec.Budget != "" {
 		op.counter = rec.Budget
-		op.budget, op.bw, err = b.ledger.endBudget(b.db, rec.Budget, charged-held, transientAmount(rec.Hold), a.epoch.Load())
+		op.budget, op.bw, op.budgetFreed, err = b.ledger.endBudget(b.db, rec.Budget, charged-held, transientAmount(rec.Hold), a.epoch.Load())
 		if err != nil {
 			a.mu.Unlock()
 			return LedgerEntry{}, err
@@ -187,6 +194,7 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 		op.writes = append(op.writes, b.ledger.recordHold(a, h))
 	}
 	a.bal.Held -= held
+	op.freed = max(held-charged, 0)
 	e := LedgerEntry{Time: now, KeyID: rec.Hold.KeyID, Model: rec.Hold.Model, Ref: rec.Hold.Ref, HoldID: holdID, Kind: kind, Amount: held - charged, Note: note}
 	if kind == EntrySettle {
 		e.Charged = charged
@@ -242,7 +250,7 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 		// Recorded now: a task's hold outlives the request that took it.
 		if rec.Budget != "" {
 			op.counter = rec.Budget
-			op.budget, op.bw, err = b.ledger.endBudget(b.db, rec.Budget, 0, rec.Hold.Amount, a.epoch.Load())
+			op.budget, op.bw, _, err = b.ledger.endBudget(b.db, rec.Budget, 0, rec.Hold.Amount, a.epoch.Load()) // a delta of 0 frees nothing
 			if err != nil {
 				a.mu.Unlock()
 				return err
