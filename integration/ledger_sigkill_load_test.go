@@ -21,19 +21,8 @@ func TestPricedRequestsLedgerSurvivesSIGKILLUnderLoad(t *testing.T) {
 	t.Parallel()
 	const parallel, after = 12, 8
 	const credit, charge = 100_000_000, 15_000 // 5 input and 5 output tokens: 0.005 + 0.01
-	dir := t.TempDir()
-	adminPort, port, simPort := freePort(t), freePort(t), freePort(t)
-	cfg := fmt.Sprintf(pricedChatProcessCaddyfile, adminPort, dir, simPort, port, simPort, simPort)
-	ready := fmt.Sprintf("http://127.0.0.1:%d/", port)
-	startCaddyProcess(t, cfg, ready).kill() // makes the store
+	cfg, ready, dir, port := pricedChatStore(t, credit)
 	ctx := context.Background()
-	store := openBadgerStore(t, dir)
-	if _, err := store.Credit(ctx, storage.Credit{Account: "killed", Amount: credit, IdempotencyKey: "c"}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Close(); err != nil {
-		t.Fatal(err)
-	}
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", port)
 	const body = `{"model":"sim-chat","messages":[{"role":"user","content":"hi"}],"max_tokens":10}`
@@ -72,7 +61,7 @@ func TestPricedRequestsLedgerSurvivesSIGKILLUnderLoad(t *testing.T) {
 	}
 	gw.kill()
 
-	store = openBadgerStore(t, dir)
+	store := openBadgerStore(t, dir)
 	defer func() {
 		if err := store.Close(); err != nil {
 			t.Error(err)

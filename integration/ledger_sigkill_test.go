@@ -45,6 +45,27 @@ http://127.0.0.1:%d {
 }
 `
 
+// pricedChatStore makes the Badger store of a gateway configured by pricedChatProcessCaddyfile
+// (a first gateway makes it), credits the account "killed" with credit while no gateway has it
+// open, and returns the configuration, the gateway's ready URL, the store's folder and its port.
+func pricedChatStore(t *testing.T, credit int64) (cfg, ready, dir string, port int) {
+	t.Helper()
+	dir = t.TempDir()
+	adminPort, simPort := freePort(t), freePort(t)
+	port = freePort(t)
+	cfg = fmt.Sprintf(pricedChatProcessCaddyfile, adminPort, dir, simPort, port, simPort, simPort)
+	ready = fmt.Sprintf("http://127.0.0.1:%d/", port)
+	startCaddyProcess(t, cfg, ready).kill()
+	store := openBadgerStore(t, dir)
+	if _, err := store.Credit(context.Background(), storage.Credit{Account: "killed", Amount: credit, IdempotencyKey: "c"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, ready, dir, port
+}
+
 // TestPricedRequestsLedgerSurvivesSIGKILL: the ledger writes of a pass-through request (its
 // hold and its settlement) are acknowledged before their disk sync (docs/billing.md, "Crash
 // semantics"); a gateway killed with SIGKILL right after its last answer must still have every
@@ -54,21 +75,8 @@ func TestPricedRequestsLedgerSurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
 	const chats, parallel = 48, 8
 	const credit, charge = 10_000_000, 15_000 // 5 input and 5 output tokens: 0.005 + 0.01
-	dir := t.TempDir()
-	adminPort, port, simPort := freePort(t), freePort(t), freePort(t)
-	cfg := fmt.Sprintf(pricedChatProcessCaddyfile, adminPort, dir, simPort, port, simPort, simPort)
-	ready := fmt.Sprintf("http://127.0.0.1:%d/", port)
-
-	// A first gateway makes the store; the account is credited while no gateway has it open.
-	startCaddyProcess(t, cfg, ready).kill()
+	cfg, ready, dir, port := pricedChatStore(t, credit)
 	ctx := context.Background()
-	store := openBadgerStore(t, dir)
-	if _, err := store.Credit(ctx, storage.Credit{Account: "killed", Amount: credit, IdempotencyKey: "c"}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Close(); err != nil {
-		t.Fatal(err)
-	}
 
 	gw := startCaddyProcess(t, cfg, ready)
 	url := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", port)
@@ -94,7 +102,7 @@ func TestPricedRequestsLedgerSurvivesSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	store = openBadgerStore(t, dir)
+	store := openBadgerStore(t, dir)
 	defer func() {
 		if err := store.Close(); err != nil {
 			t.Error(err)
