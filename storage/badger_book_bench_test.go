@@ -23,12 +23,12 @@ func BenchmarkBadgerLedgerRequest(b *testing.B) {
 }
 
 func benchmarkLedgerRequest(b *testing.B, transient bool) {
-	s, err := OpenBadger(b.TempDir(), BadgerOptions{})
+	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	s, err := OpenBadger(b.TempDir(), BadgerOptions{Now: func() time.Time { return now }})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	if _, err := s.Credit(ctx, Credit{Account: "bench", Amount: MaxAmount, IdempotencyKey: "c"}, now); err != nil {
 		b.Fatal(err)
 	}

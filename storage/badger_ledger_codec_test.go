@@ -63,12 +63,12 @@ func TestLedgerRecordsRoundTrip(t *testing.T) {
 // Records written in JSON by earlier versions are still read, and a hold taken by one ends
 // and answers its retry as a new one does.
 func TestLedgerReadsJSONRecordsOfEarlierVersions(t *testing.T) {
-	b, err := OpenBadger(t.TempDir(), BadgerOptions{})
+	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	b, err := OpenBadger(t.TempDir(), BadgerOptions{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	// As an earlier version wrote a credit of 100 and a hold of 10: balance, entries and the
 	// hold (with its whole entry) in JSON.
 	credit := LedgerEntry{ID: "1", Time: now, Account: "acme", Kind: EntryCredit, Amount: 100, BalanceAfter: 100}
