@@ -236,7 +236,7 @@ func (b *Badger) commitSerial(ctx context.Context, fn func(txn *badger.Txn) erro
 		if err == nil && !durable && big {
 			// Only a sync told of it syncs the value log: a commit that did not wait for a
 			// sync (a lazy one) would leave its value out of every later one.
-			return b.syncValueLog()
+			return b.syncSince(true)
 		}
 		if err != nil || !durable {
 			return err
@@ -250,20 +250,6 @@ func (b *Badger) commitSerial(ctx context.Context, fn func(txn *badger.Txn) erro
 		return nil
 	}
 	return fmt.Errorf("badger: %w", badger.ErrConflict)
-}
-
-// syncValueLog returns once a disk sync of Badger's logs and value log, begun after the call,
-// has ended: for a commit made without waiting for a sync that wrote a value to the value log.
-func (b *Badger) syncValueLog() error {
-	if !b.commits.enter() {
-		return nil // closing: Close syncs everything
-	}
-	defer b.commits.leave()
-	b.sync.begin()
-	if err := b.sync.wait(b.sync.end(true)); err != nil {
-		return &unsyncedError{err}
-	}
-	return nil
 }
 
 // unsyncedError is the error of a commit that Badger made but whose disk sync failed: unless

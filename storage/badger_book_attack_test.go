@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -22,18 +21,9 @@ func budgetSpent(t *testing.T, b *Badger, keyID, period string, at time.Time) in
 	t.Helper()
 	p, _ := budgetPeriod(period, at)
 	var spent int64
-	err := b.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(prefixBudget + keyID + "\x00" + p))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return item.Value(func(val []byte) error {
-			spent = int64(binary.BigEndian.Uint64(val))
-			return nil
-		})
+	err := b.db.View(func(txn *badger.Txn) (err error) {
+		spent, _, err = txnInt64(txn, prefixBudget+keyID+"\x00"+p)
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)

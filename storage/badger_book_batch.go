@@ -134,7 +134,7 @@ func (k *ledgerBook) add(op ledgerOp) (*ledgerBatch, error) {
 	return batch, nil
 }
 
-// wait returns once batch is committed (or failed), committing the oldest batch itself while
+// waitBatch returns once batch is committed (or failed), committing the oldest batch itself while
 // no one else commits one.
 func (b *Badger) waitBatch(batch *ledgerBatch) error {
 	q := &b.ledger.queue

@@ -73,13 +73,17 @@ func (b *Badger) syncLazy() {
 // made before it (a lazy one too) is then on disk. In a store that is closing it returns at
 // once: Close writes the memtables out to synced tables. A failed sync answers an
 // unsyncedError, as for a durable commit.
-func (b *Badger) syncCommitted() error {
+func (b *Badger) syncCommitted() error { return b.syncSince(false) }
+
+// syncSince is syncCommitted, of Badger's value log too when valueLog is set: for a commit made
+// without waiting for a sync that wrote a value to the value log (commitSerial).
+func (b *Badger) syncSince(valueLog bool) error {
 	if !b.commits.enter() {
 		return nil
 	}
 	defer b.commits.leave()
 	b.sync.begin()
-	if err := b.sync.wait(b.sync.end(false)); err != nil {
+	if err := b.sync.wait(b.sync.end(valueLog)); err != nil {
 		return &unsyncedError{err}
 	}
 	return nil

@@ -332,7 +332,8 @@ func (b *Badger) decideCredit(a *bookAccount, c Credit, now time.Time) (LedgerEn
 		return e, nil, err // credited before (answer it), or unreadable
 	}
 	// Bound on the balance Badger records (without the open transient holds), as Balance answers.
-	if after := a.bal.Amount + a.transient + c.Amount; after > MaxAmount || after < -MaxAmount {
+	after := a.recorded().Amount + c.Amount
+	if after > MaxAmount || after < -MaxAmount {
 		return LedgerEntry{}, nil, ErrBalanceBound
 	}
 	e = LedgerEntry{Time: now, Kind: EntryCredit, Amount: c.Amount, Note: c.Note}
@@ -341,7 +342,7 @@ func (b *Badger) decideCredit(a *bookAccount, c Credit, now time.Time) (LedgerEn
 	}
 	// The record of the key holds the entry as record makes it; made first, so that a time
 	// JSON cannot write changes nothing.
-	e.ID, e.Account, e.BalanceAfter = strconv.FormatUint(a.bal.Entries+1, 10), a.name, a.bal.Amount+a.transient+c.Amount
+	e.ID, e.Account, e.BalanceAfter = strconv.FormatUint(a.bal.Entries+1, 10), a.name, after
 	val, err := json.Marshal(e)
 	if err != nil {
 		return LedgerEntry{}, nil, err
