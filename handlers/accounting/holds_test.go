@@ -25,6 +25,17 @@ func pricedAccountant(t *testing.T, clock *time.Time) *Accountant {
 	return a
 }
 
+// fundedAccountant is pricedAccountant with credit micro-units credited to the account acme at
+// now, and the identity of acme's key k1 (no limits).
+func fundedAccountant(t *testing.T, now *time.Time, credit int64) (*Accountant, auth.Identity) {
+	t.Helper()
+	a := pricedAccountant(t, now)
+	if _, err := a.Store.Credit(context.Background(), storage.Credit{Account: "acme", Amount: credit, IdempotencyKey: "c1"}, *now); err != nil {
+		t.Fatal(err)
+	}
+	return a, auth.Identity{Account: "acme", KeyID: "k1"}
+}
+
 func videoEstimate(seconds int64) func(*billing.Price) billing.Estimate {
 	return func(p *billing.Price) billing.Estimate { return p.EstimateVideo(billing.VideoTask{Duration: &seconds}) }
 }
@@ -43,12 +54,8 @@ func balance(t *testing.T, a *Accountant, account string) storage.Balance {
 // less than the estimate; each hold ends once however many callers race to end it.
 func TestHoldsAgainstTheBalance(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	a := pricedAccountant(t, &now)
+	a, id := fundedAccountant(t, &now, 1_000_000)
 	ctx := context.Background()
-	if _, err := a.Store.Credit(ctx, storage.Credit{Account: "acme", Amount: 1_000_000, IdempotencyKey: "c1"}, now); err != nil {
-		t.Fatal(err)
-	}
-	id := auth.Identity{Account: "acme", KeyID: "k1"}
 	h1, err := a.HoldForTask(ctx, id, "veo", "r1", videoEstimate(5), time.Minute)
 	if err != nil || h1.ID == "" || h1.Estimate.Amount != 500_000 {
 		t.Fatalf("first hold = %+v, %v", h1, err)
@@ -106,12 +113,8 @@ func TestHoldsAgainstTheBalance(t *testing.T) {
 // once.
 func TestTaskHoldsEndOnce(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	a := pricedAccountant(t, &now)
+	a, id := fundedAccountant(t, &now, 3_000_000)
 	ctx := context.Background()
-	if _, err := a.Store.Credit(ctx, storage.Credit{Account: "acme", Amount: 3_000_000, IdempotencyKey: "c1"}, now); err != nil {
-		t.Fatal(err)
-	}
-	id := auth.Identity{Account: "acme", KeyID: "k1"}
 	for i, status := range []string{"succeeded", "failed", "cancelled", "expired"} {
 		h, err := a.HoldForTask(ctx, id, "veo", "", videoEstimate(5), time.Minute)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -15,12 +14,8 @@ import (
 // and its settlement together. A task's hold (HoldForTask) is recorded when it is taken.
 func TestRequestHoldsAreTransient(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	a := pricedAccountant(t, &now)
+	a, id := fundedAccountant(t, &now, 1_000_000)
 	ctx := context.Background()
-	if _, err := a.Store.Credit(ctx, storage.Credit{Account: "acme", Amount: 1_000_000, IdempotencyKey: "c1"}, now); err != nil {
-		t.Fatal(err)
-	}
-	id := auth.Identity{Account: "acme", KeyID: "k1"}
 	request, err := a.HoldFor(ctx, id, "veo", "r1", videoEstimate(6), time.Minute)
 	if err != nil {
 		t.Fatal(err)

@@ -162,7 +162,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) 
 	// body "not JSON", or check a plain one that an upstream honouring the header would read as
 	// something else.
 	if Compressed(r) {
-		return nil, New(http.StatusUnsupportedMediaType, code, "a request body must not be compressed (Content-Encoding)").WithParam("Content-Encoding")
+		return nil, CompressedBody(code)
 	}
 	if r.ContentLength > limit {
 		// Declared too large: answer now, without waiting for (or asking, after Expect:
@@ -202,6 +202,12 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) 
 func Compressed(r *http.Request) bool {
 	coding := r.Header.Values("Content-Encoding")
 	return len(coding) > 1 || len(coding) == 1 && !strings.EqualFold(strings.TrimSpace(coding[0]), "identity")
+}
+
+// CompressedBody is the 415 for a compressed body (see Compressed), with the endpoint's error
+// code.
+func CompressedBody(code string) *Error {
+	return New(http.StatusUnsupportedMediaType, code, "a request body must not be compressed (Content-Encoding)").WithParam("Content-Encoding")
 }
 
 // IsJSON reports whether the request declares a JSON body (application/json, any parameters).

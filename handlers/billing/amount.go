@@ -121,17 +121,20 @@ func tokenFactors(u Usage) (w, h, frames int64) {
 	return w, h, frames
 }
 
-// videoSeconds is the output length of u in seconds: VideoFrames / fps when frames are known,
-// else VideoSeconds.
-func videoSeconds(u Usage) *big.Rat {
+// videoSeconds is the output length of u in seconds (see secondsFactors).
+func videoSeconds(u Usage) *big.Rat { return ratOf(secondsFactors(u)) }
+
+// secondsFactors are the output length of u in seconds as num/den: VideoFrames / fps (fps
+// defaulting to DefaultFPS) when frames are known, else VideoSeconds (none when negative).
+func secondsFactors(u Usage) (num, den int64) {
 	if u.VideoFrames > 0 {
 		fps := u.FPS
 		if fps <= 0 {
 			fps = DefaultFPS
 		}
-		return ratOf(u.VideoFrames, fps)
+		return u.VideoFrames, fps
 	}
-	return ratOf(max(u.VideoSeconds, 0), 1)
+	return max(u.VideoSeconds, 0), 1
 }
 
 // product is the exact fraction f1 × f2 × … / den.

@@ -59,16 +59,7 @@ func (p *Price) videoFraction(u Usage) (fraction, bool) {
 		}
 		amount = amount.times(int64(p.VideoTokens), 1_000_000)
 	case p.Second > 0 || len(p.SecondBands) > 0:
-		if u.VideoFrames > 0 {
-			fps := u.FPS
-			if fps <= 0 {
-				fps = DefaultFPS
-			}
-			amount = newFraction(u.VideoFrames, fps)
-		} else {
-			amount = newFraction(max(u.VideoSeconds, 0), 1)
-		}
-		if amount.num == 0 {
+		if amount = newFraction(secondsFactors(u)); amount.num == 0 {
 			return amount, amount.ok
 		}
 		amount = amount.times(int64(p.secondPrice(u.Resolution)), 1)

@@ -106,7 +106,7 @@ var (
 	errModelType  = apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be a string").WithParam("model")
 	errMultipart  = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
 	errQueryModel = apierror.New(http.StatusBadRequest, "invalid_request_body", "model may not be given in the query: give it in the body or the path").WithParam("model")
-	errCoded      = apierror.New(http.StatusUnsupportedMediaType, "invalid_request_body", "a request body must not be compressed (Content-Encoding)").WithParam("Content-Encoding")
+	errCoded      = apierror.CompressedBody("invalid_request_body")
 	errCharset    = apierror.New(http.StatusBadRequest, "invalid_request_body", "a JSON body must be UTF-8: Content-Type may name no charset but utf-8").WithParam("Content-Type")
 )
 

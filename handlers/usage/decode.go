@@ -183,7 +183,8 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// skipValue returns the end of the valid JSON value that starts at b[i].
+// skipValue returns the end of the JSON value that starts at b[i], or len(b) when b ends before
+// it does (a backslash last in b, in a string, included).
 func skipValue(b []byte, i int) int {
 	depth, inString := 0, false
 	for ; i < len(b); i++ {
@@ -213,5 +214,5 @@ func skipValue(b []byte, i int) int {
 			return i
 		}
 	}
-	return i
+	return len(b) // not i: an escape's i++ can take it one past the end
 }

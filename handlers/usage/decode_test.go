@@ -23,6 +23,7 @@ func FuzzDecodeUsage(f *testing.F) {
 		`{"a":"x` + "\x01" + `","total_tokens":1}`, `{"a":tru,"total_tokens":1}`, `{"a":[1,2},"total_tokens":1}`,
 		`{"total_tokens":1} x`, `{"total_tokens":1 2}`, `{"total_tokens" 1}`, `{,"total_tokens":1}`,
 		`{"a":nulll}`, "{\"a\":\"\u00e9\",\"total_tokens\":3}", `{"a":"\u00e9","total_tokens":3}`,
+		`{"a":{"\`, `{"a":["x\`,
 	} {
 		f.Add([]byte(seed))
 	}
