@@ -114,6 +114,25 @@ func bindTaskHold(txn *badger.Txn, holdID, taskID, taskAccount string) (account 
 	return rec.Hold.Account, setEntry(txn, holdKey(rec.Hold.ID), rec.encode(), 0)
 }
 
+// unbindTaskHold undoes bindTaskHold for a create taken back (takeBackCreate): an open hold
+// bound to taskID is unbound again, on the reconciler's list at its deadline. Any other hold is
+// left alone.
+func unbindTaskHold(txn *badger.Txn, holdID, taskID string) error {
+	var rec holdRecord
+	err := txnHold(txn, holdID, &rec)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil || rec.Hold.State != HoldOpen || !rec.Hold.Bound || rec.Hold.Ref != taskID {
+		return err
+	}
+	rec.Hold.Bound = false
+	if err := txn.Set([]byte(openHoldKey(rec.Hold)), nil); err != nil {
+		return err
+	}
+	return setEntry(txn, holdKey(holdID), rec.encode(), 0)
+}
+
 func (b *Badger) HoldByID(ctx context.Context, holdID string) (Hold, error) {
 	if h, ok := b.ledger.transientHold(holdID); ok {
 		return h, nil

@@ -50,8 +50,20 @@ func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 // takeBackCreate deletes the record of a create whose sync failed (err), if it is still the one
 // written, and returns err; a record changed meanwhile (a watcher took it on) stands, and the
 // create is acknowledged, as the record is live and followed.
+//
+// The hold the create bound (Task.HoldID) is unbound in the same transaction: the caller
+// releases it, and should the process die first, the reconciler does at its deadline; left
+// bound to a task that no longer exists, no one would.
 func (b *Badger) takeBackCreate(ctx context.Context, task Task, err error) (Task, error) {
-	derr := b.DeleteTask(context.WithoutCancel(ctx), task.ID, task.Version)
+	derr := b.update(context.WithoutCancel(ctx), func(txn *badger.Txn) error {
+		if err := txnDeleteTask(txn, task.ID, task.Version); err != nil {
+			return err
+		}
+		if task.HoldID == "" {
+			return nil
+		}
+		return unbindTaskHold(txn, task.HoldID, task.ID)
+	})
 	switch {
 	case errors.Is(derr, ErrConflict):
 		b.counters.logger.Warn("a task create whose disk sync failed was already changed meanwhile; kept",
@@ -262,23 +274,27 @@ func txnGetTask(txn *badger.Txn, id string) (Task, error) {
 }
 
 func (b *Badger) DeleteTask(ctx context.Context, id string, version int64) error {
-	return b.update(ctx, func(txn *badger.Txn) error {
-		t, err := txnGetTask(txn, id)
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		} else if err != nil {
+	return b.update(ctx, func(txn *badger.Txn) error { return txnDeleteTask(txn, id, version) })
+}
+
+// txnDeleteTask deletes the task's record and index keys if it is still of version; a task
+// that is gone is left so, one of another version is ErrConflict.
+func txnDeleteTask(txn *badger.Txn, id string, version int64) error {
+	t, err := txnGetTask(txn, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if t.Version != version {
+		return ErrConflict
+	}
+	for _, k := range [][]byte{[]byte(prefixTask + id), []byte(prefixOpenTask + id), taskIndexKey(t), taskCreatedKey(t)} {
+		if err := txn.Delete(k); err != nil {
 			return err
 		}
-		if t.Version != version {
-			return ErrConflict
-		}
-		for _, k := range [][]byte{[]byte(prefixTask + id), []byte(prefixOpenTask + id), taskIndexKey(t), taskCreatedKey(t)} {
-			if err := txn.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // ListTasks walks the account's index (creation time, then id) from the start or from the

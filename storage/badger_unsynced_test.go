@@ -135,3 +135,36 @@ func TestLogSyncFallsBackWhenALogCannotBeOpened(t *testing.T) {
 		t.Fatalf("%d failed opens and %d DB.Sync calls; want 1 and 1", failures, dbSyncs)
 	}
 }
+
+// TestBadgerTakenBackCreateUnbindsItsHold: a create whose disk sync fails takes back the binding
+// of its hold with its record, so that the hold is on the reconciler's list again: if the
+// process dies before the caller releases it, the reconciler does; bound to a task that no
+// longer exists, it would stay held for good.
+func TestBadgerTakenBackCreateUnbindsItsHold(t *testing.T) {
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	b, err := OpenBadger(t.TempDir(), BadgerOptions{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	deadline := now.Add(time.Hour)
+	if _, _, err := b.Hold(ctx, Hold{ID: "h1", Account: "acme", Amount: 5, Deadline: deadline}, now); err != nil {
+		t.Fatal(err)
+	}
+	synced := b.sync.sync
+	diskFailed := errors.New("disk failed")
+	b.sync.sync = func(bool) error { return diskFailed }
+	_, err = b.CreateTask(ctx, Task{ID: "cgt-h", Kind: KindVideo, Account: "acme", Status: "queued", CreatedAt: now.Unix(), HoldID: "h1"})
+	b.sync.sync = synced
+	if !errors.Is(err, diskFailed) {
+		t.Fatalf("a create whose sync failed = %v, want the sync's error", err)
+	}
+	if h, err := b.HoldByID(ctx, "h1"); err != nil || h.Bound || h.State != HoldOpen {
+		t.Fatalf("the hold of a create taken back = %+v, %v; want open and unbound", h, err)
+	}
+	overdue, err := b.OverdueHolds(ctx, deadline.Add(time.Second), 10)
+	if err != nil || len(overdue) != 1 || overdue[0].ID != "h1" {
+		t.Fatalf("overdue holds after the deadline = %+v, %v; want h1", overdue, err)
+	}
+}
