@@ -30,15 +30,8 @@ const ActiveRetryAfter = 10 * time.Second
 
 // Counter names.
 func ActiveCounter(keyID string) string        { return "active/" + keyID }
-func KeyUsage(keyID, what string) string       { return keyUsage(keyID, what).String() }
-func AccountUsage(account, what string) string { return accountUsage(account, what).String() }
-
-func keyUsage(keyID, what string) counterName {
-	return counterName{prefix: "usage/key/", id: keyID, what: what}
-}
-func accountUsage(account, what string) counterName {
-	return counterName{prefix: "usage/account/", id: account, what: what}
-}
+func KeyUsage(keyID, what string) string       { return "usage/key/" + keyID + "/" + what }
+func AccountUsage(account, what string) string { return "usage/account/" + account + "/" + what }
 
 // Usage kinds.
 const (
@@ -93,7 +86,7 @@ func (a *Accountant) Admit(ctx context.Context, id auth.Identity) error {
 				fmt.Sprintf("too many requests for this API key: at most %d per %s", l.RateRequests, apierror.FormatDuration(l.RateWindow))).WithRetryAfter(wait)
 		}
 	}
-	a.Meter.add(1, keyUsage(id.KeyID, UsageRequests), accountUsage(id.Account, UsageRequests))
+	a.Meter.add(1, usageRequests, id.KeyID, id.Account)
 	return nil
 }
 
@@ -165,7 +158,7 @@ func (a *Accountant) StartTask(ctx context.Context, id auth.Identity) (Slot, err
 
 // TaskCreated counts a created task.
 func (a *Accountant) TaskCreated(id auth.Identity) {
-	a.Meter.add(1, keyUsage(id.KeyID, UsageTasks), accountUsage(id.Account, UsageTasks))
+	a.Meter.add(1, usageTasks, id.KeyID, id.Account)
 }
 
 // MarkFinished is the change that finishes a task record, for use inside storage.UpdateTask:

@@ -39,10 +39,12 @@ type Hold struct {
 
 // holdEnd is what ending a hold needs, once.
 type holdEnd struct {
-	done                  atomic.Bool
-	a                     *Accountant
-	ctx                   context.Context
-	account, keyID, model string
+	done atomic.Bool
+	a    *Accountant
+	// ctx is the request's context; endHold ends the hold without its cancellation.
+	ctx   context.Context
+	keyID string
+	owner holdOwner
 	// price settles the hold from the answer's usage; nil: at the amount held (HoldCalls).
 	price *billing.Price
 }
@@ -126,7 +128,7 @@ func (a *Accountant) hold(ctx context.Context, id auth.Identity, model, ref stri
 	case err != nil:
 		return Hold{}, err
 	}
-	return Hold{ID: h.ID, Estimate: est, end: &holdEnd{a: a, ctx: context.WithoutCancel(ctx), account: id.Account, keyID: id.KeyID, model: model, price: price}}, nil
+	return Hold{ID: h.ID, Estimate: est, end: &holdEnd{a: a, ctx: ctx, keyID: id.KeyID, owner: holdOwner{account: id.Account, model: model}, price: price}}, nil
 }
 
 // Settle ends the hold charging what actual used (the estimate standing in for what it does not
@@ -140,17 +142,17 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 	if e.price != nil {
 		amount = e.price.Settle(h.Estimate.Usage, actual)
 	}
-	if !e.a.endHold(e.ctx, h.ID, amount, "", zap.String("account", e.account), zap.String("model", e.model)) {
+	if !e.a.endHold(e.ctx, h.ID, amount, "", e.owner) {
 		return 0
 	}
-	e.a.meterSpent(e.keyID, e.account, amount)
+	e.a.meterSpent(e.keyID, e.owner.account, amount)
 	return amount
 }
 
 // Release ends the hold charging nothing: the upstream refused the request, or it never left.
 func (h Hold) Release(reason string) {
 	if e := h.end; e != nil && e.done.CompareAndSwap(false, true) {
-		e.a.endHold(e.ctx, h.ID, -1, reason, zap.String("account", e.account), zap.String("model", e.model))
+		e.a.endHold(e.ctx, h.ID, -1, reason, e.owner)
 	}
 }
 
@@ -162,32 +164,45 @@ func (a *Accountant) SettleTask(ctx context.Context, t storage.Task, status stri
 	if t.HoldID == "" {
 		return 0
 	}
-	fields := []zap.Field{zap.String("task_id", t.ID), zap.String("account", t.Account), zap.String("model", t.Model)}
+	owner := holdOwner{taskID: t.ID, account: t.Account, model: t.Model}
 	if status != "succeeded" {
-		a.endHold(ctx, t.HoldID, -1, "task "+status, fields...)
+		a.endHold(ctx, t.HoldID, -1, "task "+status, owner)
 		return 0
 	}
 	amount := billing.Money(t.HoldAmount)
 	if price, ok := a.Prices.Price(t.Model); ok {
 		estimated, err := billing.DecodeUsage(t.HoldUsage)
 		if err != nil {
-			a.logger().Error("a task's estimate does not decode; it is settled at the amount held", append(fields, zap.Error(err))...)
+			a.logger().Error("a task's estimate does not decode; it is settled at the amount held", append(owner.fields(), zap.Error(err))...)
 		} else {
 			amount = price.Settle(estimated, actual)
 		}
 	}
-	if !a.endHold(ctx, t.HoldID, amount, "", fields...) {
+	if !a.endHold(ctx, t.HoldID, amount, "", owner) {
 		return 0
 	}
 	a.meterSpent(t.KeyID, t.Account, amount)
 	return amount
 }
 
+// holdOwner names what a hold is for in the log lines about it: the task (none for a request's
+// hold), the account and the model. It is turned into log fields only when a line is written.
+type holdOwner struct{ taskID, account, model string }
+
+func (o holdOwner) fields() []zap.Field {
+	fields := make([]zap.Field, 0, 5)
+	if o.taskID != "" {
+		fields = append(fields, zap.String("task_id", o.taskID))
+	}
+	return append(fields, zap.String("account", o.account), zap.String("model", o.model))
+}
+
 // endHold settles a hold at amount, or releases it when amount is negative, retrying a failed
-// write a few times. It reports whether this call ended the hold: false when it had ended
+// write a few times, whether or not ctx was cancelled meanwhile (its values, such as the trace,
+// are kept). It reports whether this call ended the hold: false when it had ended
 // already (another instance, the reconciler) or every attempt failed (logged: the reconciler
 // releases an unbound hold at its deadline; a bound one stays open and is reported).
-func (a *Accountant) endHold(ctx context.Context, holdID string, amount billing.Money, reason string, fields ...zap.Field) bool {
+func (a *Accountant) endHold(ctx context.Context, holdID string, amount billing.Money, reason string, owner holdOwner) bool {
 	ctx = context.WithoutCancel(ctx)
 	var err error
 	for attempt := range giveBackRetries {
@@ -204,19 +219,19 @@ func (a *Accountant) endHold(ctx context.Context, holdID string, amount billing.
 			// was lost: the ledger has exactly one end either way.
 			return attempt > 0
 		case errors.Is(err, storage.ErrNotFound):
-			a.logger().Error("ending a hold the ledger does not know", append(fields, zap.String("hold_id", holdID))...)
+			a.logger().Error("ending a hold the ledger does not know", append(owner.fields(), zap.String("hold_id", holdID))...)
 			return false
 		}
 		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
 	}
-	a.logger().Error("ending a hold failed; it stays open", append(fields, zap.String("hold_id", holdID), zap.Error(err))...)
+	a.logger().Error("ending a hold failed; it stays open", append(owner.fields(), zap.String("hold_id", holdID), zap.Error(err))...)
 	return false
 }
 
 // meterSpent counts money a settlement charged in the key's and the account's usage.
 func (a *Accountant) meterSpent(keyID, account string, amount billing.Money) {
 	if amount > 0 && a.Meter != nil {
-		a.Meter.add(int64(amount), keyUsage(keyID, UsageSpent), accountUsage(account, UsageSpent))
+		a.Meter.add(int64(amount), usageSpent, keyID, account)
 	}
 }
 

@@ -41,26 +41,52 @@ func NewMeter(store storage.Store, interval time.Duration, logger *zap.Logger) *
 	return m
 }
 
-// counterName is a counter's name in parts (see KeyUsage, AccountUsage), joined only when the
-// meter flushes, so that counting a request builds no string.
-type counterName struct{ prefix, id, what string }
+// counterName is a counter's name in parts, joined only when the meter flushes, so that counting
+// a request builds no string and its map key hashes one string: a usage counter is its kind and
+// the key id or account name (see KeyUsage, AccountUsage); any other (Meter.Add) is its whole
+// name in id, with kind usageNone.
+type counterName struct {
+	kind    usageKind
+	account bool // the account's counter, not the key's
+	id      string
+}
+
+// usageKind is a usage counter's kind: UsageRequests, UsageTasks or UsageSpent.
+type usageKind uint8
+
+const (
+	usageNone usageKind = iota
+	usageRequests
+	usageTasks
+	usageSpent
+)
+
+// usageNames are the usage kinds' names in counter names.
+var usageNames = [...]string{usageRequests: UsageRequests, usageTasks: UsageTasks, usageSpent: UsageSpent}
 
 func (n counterName) String() string {
-	if n.what == "" {
-		return n.prefix + n.id
+	switch {
+	case n.kind == usageNone:
+		return n.id
+	case n.account:
+		return AccountUsage(n.id, usageNames[n.kind])
+	default:
+		return KeyUsage(n.id, usageNames[n.kind])
 	}
-	return n.prefix + n.id + "/" + n.what
 }
 
 // Add counts delta under name.
-func (m *Meter) Add(name string, delta int64) { m.add(delta, counterName{prefix: name}) }
-
-// add counts delta under each of names, under one lock.
-func (m *Meter) add(delta int64, names ...counterName) {
+func (m *Meter) Add(name string, delta int64) {
 	m.mu.Lock()
-	for _, n := range names {
-		m.pending[n] += delta
-	}
+	m.pending[counterName{id: name}] += delta
+	m.mu.Unlock()
+}
+
+// add counts delta in the usage counter of kind of the key and of its account, under one lock.
+func (m *Meter) add(delta int64, kind usageKind, keyID, account string) {
+	m.mu.Lock()
+	m.pending[counterName{kind: kind, id: keyID}] += delta
+	m.pending[counterName{kind: kind, account: true, id: account}] += delta
 	m.mu.Unlock()
 }
 
@@ -110,7 +136,7 @@ func (m *Meter) flush() {
 		name := n.String()
 		if _, _, err := m.store.ReserveCounter(ctx, name, delta, -1); err != nil {
 			m.logger.Error("storing usage counter", zap.String("counter", name), zap.Error(err))
-			m.add(delta, n) // keep it for the next flush
+			m.keep(n, delta)
 			continue
 		}
 		last = name
@@ -125,4 +151,11 @@ func (m *Meter) flush() {
 		return
 	}
 	m.unsynced = ""
+}
+
+// keep puts back a change that a flush could not store, for the next flush.
+func (m *Meter) keep(n counterName, delta int64) {
+	m.mu.Lock()
+	m.pending[n] += delta
+	m.mu.Unlock()
 }
