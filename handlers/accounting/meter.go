@@ -82,6 +82,17 @@ func (m *Meter) Add(name string, delta int64) {
 	m.mu.Unlock()
 }
 
+// AddAll counts deltas[i] under names[i], each i, under one lock; a zero delta changes nothing.
+func (m *Meter) AddAll(names []string, deltas []int64) {
+	m.mu.Lock()
+	for i, name := range names {
+		if deltas[i] != 0 {
+			m.pending[counterName{id: name}] += deltas[i]
+		}
+	}
+	m.mu.Unlock()
+}
+
 // add counts delta in the usage counter of kind of the key and of its account, under one lock.
 func (m *Meter) add(delta int64, kind usageKind, keyID, account string) {
 	m.mu.Lock()

@@ -98,3 +98,33 @@ func TestMeterRetriesAFailedSyncWithoutCountingTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestMeterAddAll: AddAll counts each delta under its own name, a zero delta creates no stored
+// counter, and what it counted is read back before and after the flush.
+func TestMeterAddAll(t *testing.T) {
+	badger, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer badger.Close()
+	store := &countingStore{Store: badger}
+	m := NewMeter(store, time.Hour, zap.NewNop())
+	names := []string{"usage/agg/a", "usage/agg/zero", "usage/agg/b"}
+	m.AddAll(names, []int64{2, 0, 5})
+	m.AddAll(names, []int64{1, 0, 0})
+	ctx := context.Background()
+	for name, want := range map[string]int64{"usage/agg/a": 3, "usage/agg/zero": 0, "usage/agg/b": 5} {
+		if v, err := m.Value(ctx, name); err != nil || v != want {
+			t.Errorf("before the flush, %s = %d, %v; want %d", name, v, err, want)
+		}
+	}
+	m.Close()
+	if r := store.reserved.Load(); r != 2 {
+		t.Errorf("the flush reserved %d counters, want 2 (a zero delta stores nothing)", r)
+	}
+	for name, want := range map[string]int64{"usage/agg/a": 3, "usage/agg/b": 5} {
+		if v, err := badger.Counter(ctx, name); err != nil || v != want {
+			t.Errorf("stored %s = %d, %v; want %d", name, v, err, want)
+		}
+	}
+}

@@ -99,23 +99,18 @@ func (r *Recorder) aggregate(rec Record) {
 		return
 	}
 	names := r.counters(rec)
+	var deltas [len(Fields)]int64 // in the order of Fields
 	if rec.Event == EventRequest || rec.Event == EventTaskCreated {
-		r.Counters.Add(names[0], 1)
+		deltas[0] = 1
 	}
 	if rec.Event == EventTaskCreated {
-		r.Counters.Add(names[1], 1)
+		deltas[1] = 1
 	}
-	if rec.Cost != 0 {
-		r.Counters.Add(names[2], rec.Cost)
-	}
-	if rec.Amount != 0 {
-		r.Counters.Add(names[6], rec.Amount)
-	}
+	deltas[2], deltas[6] = rec.Cost, rec.Amount
 	if rec.Tokens.Known() {
-		r.Counters.Add(names[3], rec.Tokens.Prompt)
-		r.Counters.Add(names[4], rec.Tokens.Completion)
-		r.Counters.Add(names[5], rec.Tokens.Total)
+		deltas[3], deltas[4], deltas[5] = rec.Tokens.Prompt, rec.Tokens.Completion, rec.Tokens.Total
 	}
+	r.Counters.AddAll(names[:], deltas[:])
 }
 
 // Query selects and groups aggregates.

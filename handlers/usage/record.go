@@ -52,7 +52,8 @@ type Record struct {
 // Counters is what the aggregates need from the store: counters added in batches and read
 // back with what is not stored yet (accounting.Meter is one).
 type Counters interface {
-	Add(name string, delta int64)
+	// AddAll counts deltas[i] under names[i], each i, at once; a zero delta changes nothing.
+	AddAll(names []string, deltas []int64)
 	Value(ctx context.Context, name string) (int64, error)
 }
 

@@ -22,7 +22,15 @@ type memCounters struct {
 
 func newMem() *memCounters { return &memCounters{c: map[string]int64{}, ix: map[string][]string{}} }
 
-func (m *memCounters) Add(name string, d int64) { m.mu.Lock(); m.c[name] += d; m.mu.Unlock() }
+func (m *memCounters) AddAll(names []string, deltas []int64) {
+	m.mu.Lock()
+	for i, name := range names {
+		if deltas[i] != 0 {
+			m.c[name] += deltas[i]
+		}
+	}
+	m.mu.Unlock()
+}
 func (m *memCounters) Value(_ context.Context, name string) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
