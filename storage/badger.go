@@ -97,17 +97,34 @@ const memTableSize = 32 << 20
 //     compression (about 3 % of the benchmark's CPU time).
 //   - Badger's own metrics are off: they are expvar counters (published under /debug/vars,
 //     where nothing of mediagw reads them) updated on every read, write and table lookup.
+//
+// Measured again for a priced pass-through request (a transient hold and its settlement, with
+// Badger's flushes and compactions: BenchmarkBadgerOptions, interleaved runs on a loaded host;
+// session 11 in bench/README.md), none was better than the runs' noise (about ±10 µs of 50):
+//   - Uncompressed tables: 48 to 72 µs per request against 48 to 58, for 324 instead of 96
+//     bytes of table per request.
+//   - Memtables of 48 or 64 MiB: 42 to 63 µs, lower than 32 MiB's in five runs of seven, for
+//     60 to 200 MiB more peak RSS; 16 MiB: 46 to 59 µs. Blocks of 16 KiB and no bloom filters:
+//     46 to 64 µs.
+//   - Conflict detection stays on: update's transactions are compare-and-set through it (a
+//     read key written by a concurrent commit fails the commit, which runs again); with it off
+//     the conformance suite's races (TaskFinishedOnce, ItemClaimRace, OutboxTwoClaimers, …)
+//     find two winners.
+//   - Badger refuses fewer than two compactors.
 
 // OpenBadger opens (creating if needed) the store in dir. It is tuned for a gateway: small
 // memtables and caches, and value-log garbage collection on a timer, so an idle gateway stays
 // small.
 func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
-	opts := badger.DefaultOptions(dir).
+	return openBadger(dir, o, nil)
+}
+
+// badgerOptions are the Badger options OpenBadger opens dir with (see memTableSize and the notes
+// above OpenBadger).
+func badgerOptions(dir string, logger *zap.Logger) badger.Options {
+	return badger.DefaultOptions(dir).
 		WithSyncWrites(false). // synced by groupSync before each write is acknowledged
-		WithLogger(badgerLogger{o.Logger.Sugar()}).
+		WithLogger(badgerLogger{logger.Sugar()}).
 		WithMemTableSize(memTableSize).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
@@ -119,6 +136,18 @@ func OpenBadger(dir string, o BadgerOptions) (*Badger, error) {
 		WithValueThreshold(valueThreshold).
 		WithNumCompactors(2).
 		WithCompactL0OnClose(false)
+}
+
+// openBadger is OpenBadger with badgerOptions changed by tune when it is not nil (benchmarks of
+// other options).
+func openBadger(dir string, o BadgerOptions, tune func(badger.Options) badger.Options) (*Badger, error) {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	opts := badgerOptions(dir, o.Logger)
+	if tune != nil {
+		opts = tune(opts)
+	}
 	db, err := badger.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("opening badger store at %s: %w", dir, err)

@@ -130,3 +130,72 @@ func markerEntries(t *testing.T, b *Badger) []string {
 	}
 	return entries
 }
+
+// TestBadgerTablesReadAcrossCompression: a store whose tables were written with compression on
+// opens and reads with it off, and the other way round (Badger records each table's compression;
+// the block cache a compressed table is read through is only a cache). A priced request's hold
+// and settlement are written, the store closed (its memtable written to a table), and the
+// balance and the ledger entries read back, then written again, under the other setting.
+func TestBadgerTablesReadAcrossCompression(t *testing.T) {
+	uncompressed := func(o badger.Options) badger.Options {
+		return o.WithCompression(options.None).WithBlockCacheSize(0)
+	}
+	compressed := func(o badger.Options) badger.Options { return o.WithCompression(options.Snappy) }
+	for _, order := range []struct {
+		name        string
+		write, read func(badger.Options) badger.Options
+	}{{"on_then_off", compressed, uncompressed}, {"off_then_on", uncompressed, compressed}} {
+		t.Run(order.name, func(t *testing.T) {
+			ctx, now, dir := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC), t.TempDir()
+			settle := func(s *Badger, id string) {
+				t.Helper()
+				h := Hold{ID: id, Account: "acct", KeyID: "key_1", Model: "m", Amount: 500,
+					Deadline: now.Add(DefaultHoldDeadline), Transient: true}
+				if _, _, err := s.Hold(ctx, h, now); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Settle(ctx, id, 120, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := openBadger(dir, BadgerOptions{Now: func() time.Time { return now }}, order.write)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Credit(ctx, Credit{Account: "acct", Amount: 10_000, IdempotencyKey: "c"}, now); err != nil {
+				t.Fatal(err)
+			}
+			settle(s, "hold_1")
+			if err := s.Close(); err != nil { // writes the memtable to a level-0 table
+				t.Fatal(err)
+			}
+			s, err = openBadger(dir, BadgerOptions{Now: func() time.Time { return now }}, order.read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := s.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
+			if len(s.db.Tables()) == 0 {
+				t.Fatal("the first setting's writes are in no table: the test reads no table of it")
+			}
+			if b, err := s.Balance(ctx, "acct"); err != nil || b.Amount != 10_000-120 || b.Held != 0 {
+				t.Fatalf("balance read under the other setting: %+v, %v; want 9880, nothing held", b, err)
+			}
+			settle(s, "hold_2")
+			entries, _, err := s.LedgerPage(ctx, "acct", "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum int64
+			for _, e := range entries {
+				sum += e.Amount
+			}
+			if b, err := s.Balance(ctx, "acct"); err != nil || b.Amount != 10_000-240 || sum != b.Amount {
+				t.Fatalf("after a second request: balance %+v, %v; the entries (%d) sum to %d", b, err, len(entries), sum)
+			}
+		})
+	}
+}
