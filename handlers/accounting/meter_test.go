@@ -28,16 +28,27 @@ func (s *countingStore) ReserveCounter(ctx context.Context, name string, delta, 
 	return s.Store.ReserveCounter(ctx, name, delta, limit)
 }
 
-// TestMeterFlushIsOneDurableWrite: a flush of several counters reserves every one of them and
-// waits for one durable write, which makes them durable.
-func TestMeterFlushIsOneDurableWrite(t *testing.T) {
+// countingMeter is a meter that flushes (only when closed) to a Badger store through a
+// countingStore; the store is closed with the test.
+func countingMeter(t *testing.T) (*storage.Badger, *countingStore, *Meter) {
+	t.Helper()
 	badger, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer badger.Close()
+	t.Cleanup(func() {
+		if err := badger.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	store := &countingStore{Store: badger}
-	m := NewMeter(store, time.Hour, zap.NewNop())
+	return badger, store, NewMeter(store, time.Hour, zap.NewNop())
+}
+
+// TestMeterFlushIsOneDurableWrite: a flush of several counters reserves every one of them and
+// waits for one durable write, which makes them durable.
+func TestMeterFlushIsOneDurableWrite(t *testing.T) {
+	badger, store, m := countingMeter(t)
 	for i, name := range []string{"usage/a", "usage/b", "usage/c", "usage/d"} {
 		m.Add(name, int64(i+1))
 	}
@@ -102,13 +113,7 @@ func TestMeterRetriesAFailedSyncWithoutCountingTwice(t *testing.T) {
 // TestMeterAddAll: AddAll counts each delta under its own name, a zero delta creates no stored
 // counter, and what it counted is read back before and after the flush.
 func TestMeterAddAll(t *testing.T) {
-	badger, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer badger.Close()
-	store := &countingStore{Store: badger}
-	m := NewMeter(store, time.Hour, zap.NewNop())
+	badger, store, m := countingMeter(t)
 	names := []string{"usage/agg/a", "usage/agg/zero", "usage/agg/b"}
 	m.AddAll(names, []int64{2, 0, 5})
 	m.AddAll(names, []int64{1, 0, 0})
