@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
@@ -253,4 +256,48 @@ func TestHoldCallsHoldsTheSum(t *testing.T) {
 func isStatus(err error, status int) bool {
 	e, ok := err.(*apierror.Error)
 	return ok && e.Status == status
+}
+
+// TestHoldEndLogsWhatItWasFor: ending a hold the ledger does not know is logged with the hold,
+// the account and the model, and for a task's hold with the task too; nothing is charged or
+// metered.
+func TestHoldEndLogsWhatItWasFor(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	a, id := fundedAccountant(t, &now, 1_000_000)
+	core, logs := observer.New(zap.ErrorLevel)
+	a.Logger = zap.New(core)
+	h, err := a.HoldFor(context.Background(), id, "veo", "r1", videoEstimate(5), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ID = "hold_unknown" // the ledger has no such hold
+	if got := h.Settle(billing.Usage{}); got != 0 {
+		t.Errorf("settling an unknown hold charged %d", got)
+	}
+	task := storage.Task{ID: "cgt-1", Account: "acme", KeyID: "k1", Model: "veo", HoldID: "hold_unknown_2", HoldAmount: 500_000}
+	if got := a.SettleTask(context.Background(), task, "succeeded", billing.Usage{}); got != 0 {
+		t.Errorf("settling a task's unknown hold charged %d", got)
+	}
+	entries := logs.FilterMessage("ending a hold the ledger does not know").All()
+	if len(entries) != 2 {
+		t.Fatalf("%d log lines about unknown holds, want 2: %v", len(entries), logs.All())
+	}
+	want := []map[string]any{
+		{"hold_id": "hold_unknown", "account": "acme", "model": "veo"},
+		{"hold_id": "hold_unknown_2", "account": "acme", "model": "veo", "task_id": "cgt-1"},
+	}
+	for i, e := range entries {
+		fields := e.ContextMap()
+		if len(fields) != len(want[i]) {
+			t.Errorf("line %d has fields %v, want %v", i, fields, want[i])
+		}
+		for k, v := range want[i] {
+			if fields[k] != v {
+				t.Errorf("line %d: %s = %v, want %v", i, k, fields[k], v)
+			}
+		}
+	}
+	if v, err := a.Meter.Value(context.Background(), KeyUsage("k1", UsageSpent)); err != nil || v != 0 {
+		t.Errorf("spend metered for unknown holds: %d, %v", v, err)
+	}
 }
