@@ -177,20 +177,6 @@ func (rec *holdRecord) decode(val []byte) error {
 	return r.end()
 }
 
-func encodeEntry(e LedgerEntry, n uint64) []byte {
-	w := newRecord(96 + len(e.Account) + len(e.KeyID) + len(e.Model) + len(e.Ref) + len(e.HoldID) + len(e.Note))
-	w.uint(n)
-	w.time(e.Time)
-	for _, s := range [...]string{e.Account, e.KeyID, e.Model, e.Ref, e.HoldID, e.Kind} {
-		w.str(s)
-	}
-	w.int(e.Amount)
-	w.int(e.BalanceAfter)
-	w.int(e.Charged)
-	w.str(e.Note)
-	return w
-}
-
 func decodeEntry(val []byte, e *LedgerEntry) error {
 	if len(val) == 0 || val[0] != ledgerRecordV1 {
 		return json.Unmarshal(val, e)
