@@ -208,7 +208,7 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), del: true})
 	}
 	rec.EntryN = h.rec.EntryN // set by recordHold
-	if true || !rec.Hold.Transient || !rec.Hold.NewID {
+	if !rec.Hold.Transient || !rec.Hold.NewID {
 		// A transient hold with a NewID is nobody's to read once ended (see
 		// Hold.NewID): its entries are its record.
 		op.writes = append(op.writes, bookWrite{key: holdKey(holdID), val: rec.encode()})
