@@ -35,10 +35,8 @@ type ledgerBatch struct {
 	accounts map[*bookAccount]*batchAccount
 	// budgets are the counter values to write, the last of each.
 	budgets map[string]budgetWrite
-	// uses counts the changes per counter, to tell them when they are committed, and
-	// budgetFreed is what the operations gave back to each.
-	uses        map[*bookBudget]int64
-	budgetFreed map[*bookBudget]int64
+	// uses are the changes of each counter, to tell them when they are committed.
+	uses map[*bookBudget]budgetUse
 	// size counts the writes and entries, for maxBatchWrites.
 	size int
 	// ended are the holds this batch ends, to drop from memory once Badger has them.
@@ -48,6 +46,9 @@ type ledgerBatch struct {
 	done chan struct{}
 	err  error
 }
+
+// budgetUse is what a batch's operations did with one counter: n changes, which gave freed back.
+type budgetUse struct{ n, freed int64 }
 
 // batchAccount is what a batch writes of one account.
 type batchAccount struct {
@@ -93,7 +94,7 @@ type batchQueue struct {
 
 func newBatch() *ledgerBatch {
 	return &ledgerBatch{accounts: make(map[*bookAccount]*batchAccount), budgets: make(map[string]budgetWrite),
-		uses: make(map[*bookBudget]int64), budgetFreed: make(map[*bookBudget]int64), done: make(chan struct{})}
+		uses: make(map[*bookBudget]budgetUse), ended: make([]*bookHold, 0, 64), done: make(chan struct{})}
 }
 
 // ledgerOp is the writes one decision makes, for the batch.
@@ -166,8 +167,8 @@ func (k *ledgerBook) add(op ledgerOp) (*ledgerBatch, error) {
 		if prev, ok := batch.budgets[op.counter]; !ok || prev.version < op.bw.version {
 			batch.budgets[op.counter] = op.bw
 		}
-		batch.uses[op.budget]++
-		batch.budgetFreed[op.budget] += op.budgetFreed
+		u := batch.uses[op.budget]
+		batch.uses[op.budget] = budgetUse{n: u.n + 1, freed: u.freed + op.budgetFreed}
 	}
 	ba.ops++
 	op.acct.pending.Add(1)
@@ -293,8 +294,8 @@ func (k *ledgerBook) finish(batch *ledgerBatch, err error) {
 		a.freed.Add(-ba.freed)
 		a.pending.Add(-ba.ops)
 	}
-	for c, n := range batch.uses {
-		k.budgets.committed(c, n, batch.budgetFreed[c])
+	for c, u := range batch.uses {
+		k.budgets.committed(c, u.n, u.freed)
 	}
 	close(batch.done)
 }

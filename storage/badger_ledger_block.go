@@ -31,6 +31,9 @@ const ledgerBlockV1 byte = 2
 // read back from disk) decodes at most this many; a batch starts another block past it.
 const maxBlockEntries = 64
 
+// blockStartSize is the room a new block's buffer starts with (an entry takes 20 to 80 bytes).
+const blockStartSize = 1024
+
 // blockStrings are the string fields of an entry that a block writes as "same as before".
 type blockStrings [6]string
 
@@ -51,6 +54,9 @@ type entryBlock struct {
 // add appends the entry numbered n, which follows the block's last one.
 func (b *entryBlock) add(e *LedgerEntry, n uint64) {
 	if b.n == 0 {
+		if b.buf == nil {
+			b.buf = make([]byte, 0, blockStartSize)
+		}
 		b.buf = binary.AppendUvarint(append(b.buf[:0], ledgerBlockV1), n)
 		b.sec, b.prev = 0, blockStrings{}
 	}

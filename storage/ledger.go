@@ -284,16 +284,24 @@ func validCharge(amount int64) error {
 // budgetPeriod names the budget period containing now, and returns when the period ends (zero
 // for BudgetTotal).
 func budgetPeriod(period string, now time.Time) (name string, end time.Time) {
+	var buf [16]byte
+	b, end := appendBudgetPeriod(buf[:0], period, now)
+	return string(b), end
+}
+
+// appendBudgetPeriod appends budgetPeriod's name to b (the ledger's hot path makes it with the
+// counter's key, in one allocation).
+func appendBudgetPeriod(b []byte, period string, now time.Time) ([]byte, time.Time) {
 	now = now.UTC()
 	switch period {
 	case BudgetDay:
 		start := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-		return "d" + start.Format("2006-01-02"), start.AddDate(0, 0, 1)
+		return start.AppendFormat(append(b, 'd'), "2006-01-02"), start.AddDate(0, 0, 1)
 	case BudgetMonth:
 		start := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-		return "m" + start.Format("2006-01"), start.AddDate(0, 1, 0)
+		return start.AppendFormat(append(b, 'm'), "2006-01"), start.AddDate(0, 1, 0)
 	}
-	return "all", time.Time{}
+	return append(b, "all"...), time.Time{}
 }
 
 // budgetKeep is how long a period's budget counter is kept past the period's end: a hold taken
