@@ -63,10 +63,10 @@ type batchAccount struct {
 }
 
 // addEntry adds the entry numbered n to the account's blocks: to the last one when n follows it
-// and it has room, else to a new one.
+// and it has room (maxBlockEntries, maxBlockBytes), else to a new one.
 func (ba *batchAccount) addEntry(e *LedgerEntry, n uint64) {
 	if k := len(ba.blocks); k > 0 {
-		if b := &ba.blocks[k-1]; b.n < maxBlockEntries && b.last+1 == n {
+		if b := &ba.blocks[k-1]; b.n < maxBlockEntries && len(b.buf) < maxBlockBytes && b.last+1 == n {
 			b.add(e, n)
 			return
 		}

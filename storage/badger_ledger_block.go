@@ -28,8 +28,13 @@ import (
 const ledgerBlockV1 byte = 2
 
 // maxBlockEntries bounds the entries of one block, so that reading one entry (the end of a hold
-// read back from disk) decodes at most this many; a batch starts another block past it.
-const maxBlockEntries = 64
+// read back from disk) decodes at most this many, and maxBlockBytes its size, so that a block
+// reaches Badger's value log (valueThreshold) only when one entry alone would; a batch starts
+// another block past either.
+const (
+	maxBlockEntries = 64
+	maxBlockBytes   = 64 << 10
+)
 
 // blockStartSize is the room a new block's buffer starts with (an entry takes 20 to 80 bytes).
 const blockStartSize = 1024

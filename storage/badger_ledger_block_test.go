@@ -251,3 +251,35 @@ func FuzzLedgerBlock(f *testing.F) {
 		sameEntries(t, "the block", got, want)
 	})
 }
+
+// A batch closes a block at maxBlockEntries entries, past maxBlockBytes, and where the numbers
+// do not follow; every block reads back as the entries it was given, keyed by its last.
+func TestBatchAccountBlocks(t *testing.T) {
+	entries := blockTestEntries("acme", 1, 2*maxBlockEntries+10)
+	entries[3].Note = string(make([]byte, maxBlockBytes)) // closes its block after it
+	var ba batchAccount
+	for i := range entries {
+		n := mustNumber(t, entries[i].ID)
+		if n >= 100 {
+			n += 900 // a gap: another block from here
+			entries[i].ID = strconv.FormatUint(n, 10)
+		}
+		ba.addEntry(&entries[i], n)
+	}
+	var sizes []int
+	var got []LedgerEntry
+	for _, b := range ba.blocks {
+		sizes = append(sizes, b.n)
+		err := decodeLedgerValue("acme", b.last, b.buf, 0, math.MaxUint64, func(e LedgerEntry) bool {
+			got = append(got, e)
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []int{4, maxBlockEntries, 99 - 4 - maxBlockEntries, len(entries) - 99}; fmt.Sprint(sizes) != fmt.Sprint(want) {
+		t.Errorf("blocks of %v entries, want %v", sizes, want)
+	}
+	sameEntries(t, "the blocks", got, entries)
+}
