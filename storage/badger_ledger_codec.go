@@ -11,7 +11,7 @@ import (
 )
 
 // The ledger's records in Badger (balances, holds, entries) are written in a compact binary
-// form: every request writes two holds, two entries and two balances and reads them back, and
+// form: every request wrote two holds, two entries and two balances and read them back, and
 // in JSON (with RFC 3339 times) these were a third of its ledger work and most of the bytes
 // Badger copies into its memtables and tables. A record starts with ledgerRecordV1; a record
 // that starts with '{' is JSON, as this version's predecessors wrote it, and is still read.
@@ -25,6 +25,10 @@ import (
 //	         budget counter string
 //	entry:   number uvarint; time; account, key id, model, ref, hold id, kind string; amount,
 //	         balance after, charged varint; note string
+//
+// Entries are now written in blocks (ledgerBlockV1, a byte of 2: the entries of one account in
+// one batch, laid out in badger_ledger_block.go); the one-entry form above is what versions
+// before blocks wrote, and is read as a block of one.
 const ledgerRecordV1 byte = 1
 
 var errCorruptLedgerRecord = errors.New("ledger: corrupt record")
