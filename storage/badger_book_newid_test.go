@@ -48,9 +48,10 @@ func TestBadgerNewIDHold(t *testing.T) {
 	}
 }
 
-// A request's hold (transient, with a NewID) leaves no hold record once it ends: its two
-// entries are its record. HoldByID and a second end then answer ErrNotFound. A transient hold
-// without a NewID, and one bound to a task (recorded by BindHold), keep theirs.
+// A request's hold (transient, with a NewID) leaves no hold record once its request ends it:
+// its two entries are its record. HoldByID and a second end then answer ErrNotFound. A
+// transient hold without a NewID, one bound to a task (recorded by BindHold) and one released
+// past its deadline (the reconciler's) keep theirs: a second end answers ErrHoldEnded.
 func TestBadgerEndedRequestHoldLeavesNoRecord(t *testing.T) {
 	ctx := context.Background()
 	b := openBook(t, t.TempDir())
@@ -68,6 +69,7 @@ func TestBadgerEndedRequestHoldLeavesNoRecord(t *testing.T) {
 	take("request", true)
 	take("no-new-id", false)
 	take("bound", true)
+	take("overdue", true)
 	if err := b.BindHold(ctx, "bound", "task-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -76,15 +78,19 @@ func TestBadgerEndedRequestHoldLeavesNoRecord(t *testing.T) {
 			t.Fatalf("Settle(%s) = %v", id, err)
 		}
 	}
+	// The reconciler's release, past the deadline: its request's own end comes after.
+	if _, err := b.Release(ctx, "overdue", "overdue", bookNow.Add(DefaultHoldDeadline)); err != nil {
+		t.Fatal(err)
+	}
 	if h, err := b.HoldByID(ctx, "request"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("HoldByID of the ended request hold = %+v, %v; want ErrNotFound", h, err)
 	}
 	if _, err := b.Settle(ctx, "request", 4, bookNow); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a second Settle of the request hold = %v; want ErrNotFound", err)
 	}
-	for _, id := range []string{"no-new-id", "bound"} {
-		if h, err := b.HoldByID(ctx, id); err != nil || h.State != HoldSettled {
-			t.Errorf("HoldByID(%s) = %+v, %v; want it settled", id, h, err)
+	for _, id := range []string{"no-new-id", "bound", "overdue"} {
+		if h, err := b.HoldByID(ctx, id); err != nil || h.State == HoldOpen {
+			t.Errorf("HoldByID(%s) = %+v, %v; want it ended", id, h, err)
 		}
 		if _, err := b.Settle(ctx, id, 4, bookNow); !errors.Is(err, ErrHoldEnded) {
 			t.Errorf("a second Settle of %s = %v; want ErrHoldEnded", id, err)
@@ -98,8 +104,8 @@ func TestBadgerEndedRequestHoldLeavesNoRecord(t *testing.T) {
 		t.Errorf("the request hold's record: %v; want none", err)
 	}
 	bal, entries := sumsUp(t, b, "acme")
-	if bal.Amount != 100-3*4 || bal.Held != 0 || len(entries) != 7 {
-		t.Fatalf("balance %+v with %d entries; want 88, nothing held, 7 entries", bal, len(entries))
+	if bal.Amount != 100-3*4 || bal.Held != 0 || len(entries) != 9 {
+		t.Fatalf("balance %+v with %d entries; want 88, nothing held, 9 entries", bal, len(entries))
 	}
 	kinds := ""
 	for _, e := range entries {

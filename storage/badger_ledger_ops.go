@@ -208,9 +208,11 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), del: true})
 	}
 	rec.EntryN = h.rec.EntryN // set by recordHold
-	if !rec.Hold.Transient || !rec.Hold.NewID {
-		// A transient hold with a NewID is nobody's to read once ended (see
-		// Hold.NewID): its entries are its record.
+	if !rec.Hold.Transient || !rec.Hold.NewID || !now.Before(rec.Hold.Deadline) {
+		// A request's hold (transient, with a NewID) ended by its request, before its
+		// deadline, is nobody's to read once ended (see Hold.NewID): its entries are its
+		// record. One ended past its deadline (by the reconciler) keeps it, so that its
+		// request's own end then answers ErrHoldEnded.
 		op.writes = append(op.writes, bookWrite{key: holdKey(holdID), val: rec.encode()})
 	}
 	op.balance, op.hasBalance = a.recorded(), true

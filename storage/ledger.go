@@ -61,7 +61,8 @@ type Ledger interface {
 	// ended hold answers ErrHoldEnded.
 	BindHold(ctx context.Context, holdID, taskID string) error
 	// HoldByID returns a hold as it stands, or ErrNotFound. A hold that was both Transient and
-	// NewID when it ended may be forgotten with its end (see Hold.NewID): then ErrNotFound.
+	// NewID when it ended before its Deadline may be forgotten with its end (see Hold.NewID):
+	// then ErrNotFound.
 	HoldByID(ctx context.Context, holdID string) (Hold, error)
 	// Credit adds c.Amount to the account's balance (a negative amount is an adjustment), once
 	// per c.IdempotencyKey and account: a second Credit with the key returns the first one's
@@ -176,10 +177,11 @@ type Hold struct {
 	// to Hold before: the ledger may then skip the look-up by ID on disk that makes Hold
 	// idempotent (Badger does; a repeat of such an ID is the caller's mistake, and may be
 	// taken as a second hold once the first has left memory). Not stored. A hold that is still
-	// Transient when it ends (a request's, never bound) may then be forgotten with its end,
-	// its entries being its only record (Badger does): from then on HoldByID answers
-	// ErrNotFound for it, and a second Settle or Release ErrHoldEnded while the end is being
-	// written, ErrNotFound once it is (the reconciler skips both).
+	// Transient when it ends before its Deadline (a request's, never bound, ended by its
+	// request) may then be forgotten with its end, its entries being its only record (Badger
+	// does): from then on HoldByID answers ErrNotFound for it, and a second Settle or Release
+	// ErrHoldEnded while the end is being written, ErrNotFound once it is. One ended at or past
+	// its Deadline (the reconciler's release) is kept, and answers ErrHoldEnded.
 	NewID bool `json:"-"`
 	// State is HoldOpen, HoldSettled or HoldReleased; set by the ledger.
 	State string `json:"state"`
