@@ -29,7 +29,7 @@ const (
 	prefixLease      = "l/"  // l/<name> -> lease
 	prefixSetting    = "s/"  // s/<name> -> value
 	prefixBalance    = "lb/" // lb/<account> -> balanceRecord
-	prefixEntry      = "le/" // le/<account>\x00<entry number, 20 digits> -> LedgerEntry
+	prefixEntry      = "le/" // le/<account>\x00<number of its last entry, 20 digits> -> a block of entries (badger_ledger_block.go)
 	prefixHold       = "lh/" // lh/<hold id> -> holdRecord
 	prefixOpenHold   = "lo/" // lo/<deadline µs, 20 digits>/<hold id> -> empty, while open and unbound
 	prefixBudget     = "lk/" // lk/<key id>\x00<period> -> int64 spent (8 bytes, big endian)

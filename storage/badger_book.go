@@ -245,9 +245,7 @@ func (k *ledgerBook) lockedHold(db *badger.DB, a *bookAccount, id string) (*book
 		if err := txnHold(txn, id, &h.rec); err != nil {
 			return err
 		}
-		return txnGetRecord(txn, entryKey(h.rec.Hold.Account, h.rec.EntryN), func(val []byte) error {
-			return decodeEntry(val, &h.entry)
-		})
+		return txnEntry(txn, h.rec.Hold.Account, h.rec.EntryN, &h.entry)
 	})
 	if err != nil {
 		return nil, err

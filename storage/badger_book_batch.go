@@ -31,22 +31,48 @@ var errBatchFailed = errors.New("ledger: the batch holding this write was not co
 // ledgerBatch is the writes of operations decided one after the other.
 type ledgerBatch struct {
 	writes []bookWrite
-	// balances and budgets are the values to write, the last of each.
-	balances map[string]balanceRecord
-	budgets  map[string]budgetWrite
-	// ops counts the operations per account, and uses the changes per counter, to tell them
-	// when they are committed.
-	ops  map[*bookAccount]int64
-	uses map[*bookBudget]int64
-	// freed and budgetFreed are what the operations gave back, per account and per counter.
-	freed       map[*bookAccount]int64
-	budgetFreed map[*bookBudget]int64
+	// accounts are the entries, balances and operations of each account in the batch.
+	accounts map[*bookAccount]*batchAccount
+	// budgets are the counter values to write, the last of each.
+	budgets map[string]budgetWrite
+	// uses are the changes of each counter, to tell them when they are committed.
+	uses map[*bookBudget]budgetUse
+	// size counts the writes and entries, for maxBatchWrites.
+	size int
 	// ended are the holds this batch ends, to drop from memory once Badger has them.
 	ended []*bookHold
 	// lazy: an operation of the batch is acknowledged before its disk sync.
 	lazy bool
 	done chan struct{}
 	err  error
+}
+
+// budgetUse is what a batch's operations did with one counter: n changes, which gave freed back.
+type budgetUse struct{ n, freed int64 }
+
+// batchAccount is what a batch writes of one account.
+type batchAccount struct {
+	// blocks are its entries, one Badger value per block (badger_ledger_block.go).
+	blocks []entryBlock
+	// balance, when hasBalance, is the last balance record its operations made.
+	balance    balanceRecord
+	hasBalance bool
+	// ops counts its operations, to tell them when they are committed; freed is what they
+	// gave back to its balance (see bookAccount.freed).
+	ops, freed int64
+}
+
+// addEntry adds the entry numbered n to the account's blocks: to the last one when n follows it
+// and it has room (maxBlockEntries, maxBlockBytes), else to a new one.
+func (ba *batchAccount) addEntry(e *LedgerEntry, n uint64) {
+	if k := len(ba.blocks); k > 0 {
+		if b := &ba.blocks[k-1]; b.n < maxBlockEntries && len(b.buf) < maxBlockBytes && b.last+1 == n {
+			b.add(e, n)
+			return
+		}
+	}
+	ba.blocks = append(ba.blocks, entryBlock{})
+	ba.blocks[len(ba.blocks)-1].add(e, n)
 }
 
 // bookWrite is one key's write (a delete when del).
@@ -67,15 +93,17 @@ type batchQueue struct {
 }
 
 func newBatch() *ledgerBatch {
-	return &ledgerBatch{balances: make(map[string]balanceRecord), budgets: make(map[string]budgetWrite),
-		ops: make(map[*bookAccount]int64), uses: make(map[*bookBudget]int64),
-		freed: make(map[*bookAccount]int64), budgetFreed: make(map[*bookBudget]int64), done: make(chan struct{})}
+	return &ledgerBatch{accounts: make(map[*bookAccount]*batchAccount), budgets: make(map[string]budgetWrite),
+		uses: make(map[*bookBudget]budgetUse), ended: make([]*bookHold, 0, 64), done: make(chan struct{})}
 }
 
 // ledgerOp is the writes one decision makes, for the batch.
 type ledgerOp struct {
 	acct   *bookAccount
 	writes []bookWrite
+	// entries are the ledger entries it makes, numbered (bookAccount.record).
+	entries  [2]numberedEntry
+	nentries int
 	// balance, when hasBalance, is the account's balance after the operation.
 	balance    balanceRecord
 	hasBalance bool
@@ -88,6 +116,18 @@ type ledgerOp struct {
 	// freed and budgetFreed are what the operation gave back to the account's balance and
 	// to the counter (see bookAccount.freed); budgetFreed is counted in the counter already.
 	freed, budgetFreed int64
+}
+
+// numberedEntry is an entry and its number in its account's ledger.
+type numberedEntry struct {
+	e LedgerEntry
+	n uint64
+}
+
+// addEntry adds an entry to op; an operation makes at most two (a transient hold's end).
+func (op *ledgerOp) addEntry(e LedgerEntry, n uint64) {
+	op.entries[op.nentries] = numberedEntry{e: e, n: n}
+	op.nentries++
 }
 
 // add puts op in the open batch, with op.acct locked, and returns the batch; it refuses an
@@ -104,26 +144,36 @@ func (k *ledgerBook) add(op ledgerOp) (*ledgerBatch, error) {
 		return nil, errBatchFailed
 	}
 	n := len(q.batches)
-	if n == 0 || len(q.batches[n-1].writes)+len(op.writes)+3 > maxBatchWrites {
+	size := len(op.writes) + op.nentries
+	if n == 0 || q.batches[n-1].size+size+3 > maxBatchWrites {
 		q.batches = append(q.batches, newBatch())
 		n++
 	}
 	batch := q.batches[n-1]
+	batch.size += size
 	batch.writes = append(batch.writes, op.writes...)
+	ba := batch.accounts[op.acct]
+	if ba == nil {
+		ba = &batchAccount{}
+		batch.accounts[op.acct] = ba
+	}
+	for i := range op.nentries {
+		ba.addEntry(&op.entries[i].e, op.entries[i].n)
+	}
 	if op.hasBalance {
-		batch.balances[op.acct.name] = op.balance
+		ba.balance, ba.hasBalance = op.balance, true
 	}
 	if op.budget != nil {
 		if prev, ok := batch.budgets[op.counter]; !ok || prev.version < op.bw.version {
 			batch.budgets[op.counter] = op.bw
 		}
-		batch.uses[op.budget]++
-		batch.budgetFreed[op.budget] += op.budgetFreed
+		u := batch.uses[op.budget]
+		batch.uses[op.budget] = budgetUse{n: u.n + 1, freed: u.freed + op.budgetFreed}
 	}
-	batch.ops[op.acct]++
+	ba.ops++
 	op.acct.pending.Add(1)
 	if op.freed != 0 {
-		batch.freed[op.acct] += op.freed
+		ba.freed += op.freed
 		op.acct.freed.Add(op.freed)
 	}
 	if op.ended != nil {
@@ -210,9 +260,16 @@ func (b *Badger) writeBatch(batch *ledgerBatch, failCommit func() error) error {
 			return err
 		}
 	}
-	for account, bal := range batch.balances {
-		if err := txn.SetEntry(entry(balanceKey(account), bal.encode(), 0)); err != nil {
-			return err
+	for a, ba := range batch.accounts {
+		for _, block := range ba.blocks {
+			if err := txn.SetEntry(entry(entryKey(a.name, block.last), block.buf, 0)); err != nil {
+				return err
+			}
+		}
+		if ba.hasBalance {
+			if err := txn.SetEntry(entry(balanceKey(a.name), ba.balance.encode(), 0)); err != nil {
+				return err
+			}
 		}
 	}
 	for counter, w := range batch.budgets {
@@ -233,12 +290,12 @@ func (k *ledgerBook) finish(batch *ledgerBatch, err error) {
 	for _, h := range batch.ended {
 		k.ended(h)
 	}
-	for a, n := range batch.ops {
-		a.freed.Add(-batch.freed[a])
-		a.pending.Add(-n)
+	for a, ba := range batch.accounts {
+		a.freed.Add(-ba.freed)
+		a.pending.Add(-ba.ops)
 	}
-	for c, n := range batch.uses {
-		k.budgets.committed(c, n, batch.budgetFreed[c])
+	for c, u := range batch.uses {
+		k.budgets.committed(c, u.n, u.freed)
 	}
 	close(batch.done)
 }

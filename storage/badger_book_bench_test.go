@@ -41,7 +41,7 @@ func benchmarkLedgerRequest(b *testing.B, transient bool) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := fmt.Sprint("hold_bench_", n.Add(1))
-			h := Hold{ID: id, Account: "bench", KeyID: "key_1", Model: "bench-chat", Amount: 20_000,
+			h := Hold{ID: id, NewID: true, Account: "bench", KeyID: "key_1", Model: "bench-chat", Amount: 20_000,
 				Budget: budget, Deadline: now.Add(DefaultHoldDeadline), Transient: transient}
 			if _, _, err := s.Hold(ctx, h, now); err != nil {
 				b.Error(err)

@@ -160,8 +160,9 @@ func (bb *bookBudgets) committed(c *bookBudget, n, freed int64) {
 // Transient cleared), to fail with them. ErrBudgetExceeded: it does not fit, and nothing
 // changed.
 func (k *ledgerBook) holdBudget(db *badger.DB, h *Hold, now time.Time, epoch uint64) (string, *bookBudget, budgetWrite, error) {
-	period, end := budgetPeriod(h.Budget.Period, now)
-	counter := prefixBudget + h.KeyID + "\x00" + period
+	var buf [96]byte
+	key, end := appendBudgetPeriod(append(append(append(buf[:0], prefixBudget...), h.KeyID...), 0), h.Budget.Period, now)
+	counter := string(key)
 	c, err := k.budgets.lock(db, counter, epoch)
 	if err != nil {
 		return "", nil, budgetWrite{}, err

@@ -45,11 +45,17 @@ func sumsUp(t *testing.T, b *Badger, account string) (Balance, []LedgerEntry) {
 }
 
 // The ledger's keys are those fmt made before: the entry number and the hold's deadline as 20
-// zero-padded digits.
+// zero-padded digits, the budget period as a date in UTC.
 func TestLedgerKeys(t *testing.T) {
 	for _, n := range []uint64{0, 1, 42, 1e19, math.MaxUint64} {
 		if got, want := entryKey("acme", n), fmt.Sprintf("%s%s\x00%020d", prefixEntry, "acme", n); got != want {
 			t.Errorf("entryKey(%d) = %q, want %q", n, got, want)
+		}
+	}
+	at := time.Date(2026, 1, 31, 23, 59, 59, 0, time.FixedZone("X", -3600)) // February 1 in UTC
+	for period, want := range map[string]string{BudgetDay: "d2026-02-01", BudgetMonth: "m2026-02", BudgetTotal: "all"} {
+		if got, _ := budgetPeriod(period, at); got != want {
+			t.Errorf("budgetPeriod(%s) = %q, want %q", period, got, want)
 		}
 	}
 	for _, d := range []time.Time{{}, time.Unix(0, 0), time.Date(2026, 11, 27, 3, 0, 0, 123456789, time.UTC)} {

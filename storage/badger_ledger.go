@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -154,49 +153,6 @@ func (b *Badger) Balance(ctx context.Context, account string) (Balance, error) {
 	return Balance{Account: account, Amount: rec.Amount, Held: rec.Held, Limited: rec.Limited}, err
 }
 
-func (b *Badger) LedgerPage(ctx context.Context, account, after string, limit int) ([]LedgerEntry, string, error) {
-	var from uint64
-	if after != "" {
-		n, err := strconv.ParseUint(after, 10, 64)
-		if err != nil {
-			return nil, "", fmt.Errorf("ledger: bad cursor %q", after)
-		}
-		from = n
-	}
-	return b.ledgerPage(account, []byte(entryKey(account, from+1)), false, limit)
-}
-
-// ledgerPage reads at most limit entries of the account from seek on, forward or in reverse,
-// and the cursor of the next page ("" when none is left).
-func (b *Badger) ledgerPage(account string, seek []byte, reverse bool, limit int) ([]LedgerEntry, string, error) {
-	limit = clampPage(limit)
-	var entries []LedgerEntry
-	more := false
-	err := b.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = []byte(prefixEntry + account + "\x00")
-		opts.Reverse = reverse
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Seek(seek); it.ValidForPrefix(opts.Prefix); it.Next() {
-			if len(entries) == limit {
-				more = true
-				return nil
-			}
-			var e LedgerEntry
-			if err := it.Item().Value(func(val []byte) error { return decodeEntry(val, &e) }); err != nil {
-				return err
-			}
-			entries = append(entries, e)
-		}
-		return nil
-	})
-	if err != nil || !more {
-		return entries, "", err
-	}
-	return entries, entries[len(entries)-1].ID, nil
-}
-
 func (b *Badger) OverdueHolds(ctx context.Context, now time.Time, limit int) ([]Hold, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -224,16 +180,4 @@ func (b *Badger) OverdueHolds(ctx context.Context, now time.Time, limit int) ([]
 		return nil, err
 	}
 	return b.ledger.overdueTransient(holds, now, limit), nil
-}
-
-func (b *Badger) LedgerPageNewest(ctx context.Context, account, before string, limit int) ([]LedgerEntry, string, error) {
-	seek := append([]byte(prefixEntry+account+"\x00"), 0xff)
-	if before != "" {
-		n, err := strconv.ParseUint(before, 10, 64)
-		if err != nil || n == 0 {
-			return nil, "", fmt.Errorf("ledger: bad cursor %q", before)
-		}
-		seek = []byte(entryKey(account, n-1))
-	}
-	return b.ledgerPage(account, seek, true, limit)
 }

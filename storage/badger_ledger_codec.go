@@ -11,7 +11,7 @@ import (
 )
 
 // The ledger's records in Badger (balances, holds, entries) are written in a compact binary
-// form: every request writes two holds, two entries and two balances and reads them back, and
+// form: every request wrote two holds, two entries and two balances and read them back, and
 // in JSON (with RFC 3339 times) these were a third of its ledger work and most of the bytes
 // Badger copies into its memtables and tables. A record starts with ledgerRecordV1; a record
 // that starts with '{' is JSON, as this version's predecessors wrote it, and is still read.
@@ -25,6 +25,10 @@ import (
 //	         budget counter string
 //	entry:   number uvarint; time; account, key id, model, ref, hold id, kind string; amount,
 //	         balance after, charged varint; note string
+//
+// Entries are now written in blocks (ledgerBlockV1, a byte of 2: the entries of one account in
+// one batch, laid out in badger_ledger_block.go); the one-entry form above is what versions
+// before blocks wrote, and is read as a block of one.
 const ledgerRecordV1 byte = 1
 
 var errCorruptLedgerRecord = errors.New("ledger: corrupt record")
@@ -175,20 +179,6 @@ func (rec *holdRecord) decode(val []byte) error {
 	h.Bound, h.State = r.bool(), r.str()
 	*rec = holdRecord{Hold: h, EntryN: r.uint(), Budget: r.str()}
 	return r.end()
-}
-
-func encodeEntry(e LedgerEntry, n uint64) []byte {
-	w := newRecord(96 + len(e.Account) + len(e.KeyID) + len(e.Model) + len(e.Ref) + len(e.HoldID) + len(e.Note))
-	w.uint(n)
-	w.time(e.Time)
-	for _, s := range [...]string{e.Account, e.KeyID, e.Model, e.Ref, e.HoldID, e.Kind} {
-		w.str(s)
-	}
-	w.int(e.Amount)
-	w.int(e.BalanceAfter)
-	w.int(e.Charged)
-	w.str(e.Note)
-	return w
 }
 
 func decodeEntry(val []byte, e *LedgerEntry) error {

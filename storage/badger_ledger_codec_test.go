@@ -120,3 +120,19 @@ func TestLedgerReadsJSONRecordsOfEarlierVersions(t *testing.T) {
 		t.Fatalf("balance %+v, %v; ledger sums to %d", bal, err, sum)
 	}
 }
+
+// encodeEntry writes an entry as one value (ledgerRecordV1), as the versions before ledger blocks
+// did: the old data tests read.
+func encodeEntry(e LedgerEntry, n uint64) []byte {
+	w := newRecord(96 + len(e.Account) + len(e.KeyID) + len(e.Model) + len(e.Ref) + len(e.HoldID) + len(e.Note))
+	w.uint(n)
+	w.time(e.Time)
+	for _, s := range [...]string{e.Account, e.KeyID, e.Model, e.Ref, e.HoldID, e.Kind} {
+		w.str(s)
+	}
+	w.int(e.Amount)
+	w.int(e.BalanceAfter)
+	w.int(e.Charged)
+	w.str(e.Note)
+	return w
+}

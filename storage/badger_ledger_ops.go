@@ -25,14 +25,14 @@ import (
 // error and changed nothing that a later read sees.
 
 // record adds e to the account's (locked) ledger: it fills in e's ID, Account and BalanceAfter,
-// and returns the entry's write.
-func (a *bookAccount) record(e *LedgerEntry) bookWrite {
+// and adds it to op's entries, which the batch writes in the account's block.
+func (a *bookAccount) record(op *ledgerOp, e *LedgerEntry) {
 	a.bal.Amount += e.Amount
 	a.bal.Entries++
 	e.ID = strconv.FormatUint(a.bal.Entries, 10)
 	e.Account = a.name
 	e.BalanceAfter = a.bal.Amount + a.transient
-	return bookWrite{key: entryKey(a.name, a.bal.Entries), val: encodeEntry(*e, a.bal.Entries)}
+	op.addEntry(*e, a.bal.Entries)
 }
 
 // maxHoldLookups bounds how often Hold follows a hold ID to another account's hold (the same
@@ -110,8 +110,8 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time) (Hold, Ledger
 		return nh.rec.Hold, nh.entry, nil, "", nil
 	}
 	a.bal.Held += h.Amount
-	op.writes = make([]bookWrite, 0, 3)
-	op.writes = append(op.writes, a.record(&nh.entry))
+	op.writes = make([]bookWrite, 0, 2)
+	a.record(&op, &nh.entry)
 	nh.rec.EntryN = a.bal.Entries
 	if !h.Bound {
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(nh.rec.Hold), val: []byte{}})
@@ -140,12 +140,11 @@ func (b *Badger) priorHold(a *bookAccount, h Hold) (*bookHold, error) {
 }
 
 // recordHold records the hold entry of h, a transient hold of the account a (locked), at the
-// next entry number, and returns its write.
-func (k *ledgerBook) recordHold(a *bookAccount, h *bookHold) bookWrite {
+// next entry number, in op.
+func (k *ledgerBook) recordHold(op *ledgerOp, a *bookAccount, h *bookHold) {
 	a.recordTransient(h.rec.Hold.Amount)
-	w := a.record(&h.entry)
+	a.record(op, &h.entry)
 	h.rec.EntryN = a.bal.Entries
-	return w
 }
 
 // transientAmount is the amount of a transient hold that Badger's budget counter leaves out.
@@ -188,10 +187,9 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 			return LedgerEntry{}, err
 		}
 	}
-	op.writes = make([]bookWrite, 0, 4)
 	if rec.Hold.Transient {
 		// Recorded now, with its end: its hold entry first.
-		op.writes = append(op.writes, b.ledger.recordHold(a, h))
+		b.ledger.recordHold(&op, a, h)
 	}
 	a.bal.Held -= held
 	op.freed = max(held-charged, 0)
@@ -205,12 +203,18 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 	} else {
 		rec.Hold.State = HoldReleased
 	}
-	op.writes = append(op.writes, a.record(&e))
+	a.record(&op, &e)
 	if !rec.Hold.Bound && !rec.Hold.Transient {
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), del: true})
 	}
 	rec.EntryN = h.rec.EntryN // set by recordHold
-	op.writes = append(op.writes, bookWrite{key: holdKey(holdID), val: rec.encode()})
+	if !rec.Hold.Transient || !rec.Hold.NewID || !now.Before(rec.Hold.Deadline) {
+		// A request's hold (transient, with a NewID) ended by its request, before its
+		// deadline, is nobody's to read once ended (see Hold.NewID): its entries are its
+		// record. One ended past its deadline (by the reconciler) keeps it, so that its
+		// request's own end then answers ErrHoldEnded.
+		op.writes = append(op.writes, bookWrite{key: holdKey(holdID), val: rec.encode()})
+	}
 	op.balance, op.hasBalance = a.recorded(), true
 	h.rec = rec
 	delete(a.holds, holdID)
@@ -256,7 +260,7 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 				return err
 			}
 		}
-		op.writes = append(op.writes, b.ledger.recordHold(a, h))
+		b.ledger.recordHold(&op, a, h)
 		rec = h.rec
 		rec.Hold.Transient = false
 		op.balance, op.hasBalance = a.recorded(), true
@@ -348,7 +352,8 @@ func (b *Badger) decideCredit(a *bookAccount, c Credit, now time.Time) (LedgerEn
 		return LedgerEntry{}, nil, err
 	}
 	a.bal.Limited = true
-	op := ledgerOp{acct: a, writes: []bookWrite{a.record(&e), {key: once, val: val}}}
+	op := ledgerOp{acct: a, writes: []bookWrite{{key: once, val: val}}}
+	a.record(&op, &e)
 	op.balance, op.hasBalance = a.recorded(), true
 	batch, err := b.ledger.add(op)
 	return e, batch, err

@@ -60,7 +60,9 @@ type Ledger interface {
 	// Binding it again to the same task does nothing; to another task answers ErrConflict; an
 	// ended hold answers ErrHoldEnded.
 	BindHold(ctx context.Context, holdID, taskID string) error
-	// HoldByID returns a hold as it stands, or ErrNotFound.
+	// HoldByID returns a hold as it stands, or ErrNotFound. A hold that was both Transient and
+	// NewID when it ended before its Deadline may be forgotten with its end (see Hold.NewID):
+	// then ErrNotFound.
 	HoldByID(ctx context.Context, holdID string) (Hold, error)
 	// Credit adds c.Amount to the account's balance (a negative amount is an adjustment), once
 	// per c.IdempotencyKey and account: a second Credit with the key returns the first one's
@@ -174,7 +176,12 @@ type Hold struct {
 	// NewID is given to Hold by a caller that made ID just now, at random, and never gave it
 	// to Hold before: the ledger may then skip the look-up by ID on disk that makes Hold
 	// idempotent (Badger does; a repeat of such an ID is the caller's mistake, and may be
-	// taken as a second hold once the first has left memory). Not stored.
+	// taken as a second hold once the first has left memory). Not stored. A hold that is still
+	// Transient when it ends before its Deadline (a request's, never bound, ended by its
+	// request) may then be forgotten with its end, its entries being its only record (Badger
+	// does): from then on HoldByID answers ErrNotFound for it, and a second Settle or Release
+	// ErrHoldEnded while the end is being written, ErrNotFound once it is. One ended at or past
+	// its Deadline (the reconciler's release) is kept, and answers ErrHoldEnded.
 	NewID bool `json:"-"`
 	// State is HoldOpen, HoldSettled or HoldReleased; set by the ledger.
 	State string `json:"state"`
@@ -279,16 +286,24 @@ func validCharge(amount int64) error {
 // budgetPeriod names the budget period containing now, and returns when the period ends (zero
 // for BudgetTotal).
 func budgetPeriod(period string, now time.Time) (name string, end time.Time) {
+	var buf [16]byte
+	b, end := appendBudgetPeriod(buf[:0], period, now)
+	return string(b), end
+}
+
+// appendBudgetPeriod appends budgetPeriod's name to b (the ledger's hot path makes it with the
+// counter's key, in one allocation).
+func appendBudgetPeriod(b []byte, period string, now time.Time) ([]byte, time.Time) {
 	now = now.UTC()
 	switch period {
 	case BudgetDay:
 		start := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-		return "d" + start.Format("2006-01-02"), start.AddDate(0, 0, 1)
+		return start.AppendFormat(append(b, 'd'), "2006-01-02"), start.AddDate(0, 0, 1)
 	case BudgetMonth:
 		start := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-		return "m" + start.Format("2006-01"), start.AddDate(0, 1, 0)
+		return start.AppendFormat(append(b, 'm'), "2006-01"), start.AddDate(0, 1, 0)
 	}
-	return "all", time.Time{}
+	return append(b, "all"...), time.Time{}
 }
 
 // budgetKeep is how long a period's budget counter is kept past the period's end: a hold taken
