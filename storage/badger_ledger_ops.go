@@ -245,15 +245,32 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 		}
 		return err
 	}
-	op := ledgerOp{acct: a}
+	op, err := b.bindOp(a, h, taskID, 0)
+	if err != nil {
+		a.mu.Unlock()
+		return err
+	}
+	if err := b.writeHoldChange(a, h, op); err != nil {
+		return err
+	}
+	return b.syncCommitted()
+}
+
+// bindOp binds h, an open and unbound hold of the account a (locked), to the task taskID in
+// memory, and returns the operation that writes it (with room for more writes: the task's
+// record, when its create binds it): a transient hold is recorded now (its hold entry, its
+// amount in Badger's budget counter), as a task's hold outlives the request that took it; a
+// recorded one leaves the reconciler's list.
+func (b *Badger) bindOp(a *bookAccount, h *bookHold, taskID string, room int) (ledgerOp, error) {
+	rec := h.rec
+	op := ledgerOp{acct: a, writes: make([]bookWrite, 0, 2+room)}
 	if rec.Hold.Transient {
-		// Recorded now: a task's hold outlives the request that took it.
 		if rec.Budget != "" {
+			var err error
 			op.counter = rec.Budget
 			op.budget, op.bw, _, err = b.ledger.endBudget(b.db, rec.Budget, 0, rec.Hold.Amount, a.epoch.Load()) // a delta of 0 frees nothing
 			if err != nil {
-				a.mu.Unlock()
-				return err
+				return ledgerOp{}, err
 			}
 		}
 		op.writes = append(op.writes, b.ledger.recordHold(a, h))
@@ -264,12 +281,9 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), del: true})
 	}
 	rec.Hold.Bound, rec.Hold.Ref = true, taskID
-	op.writes = append(op.writes, bookWrite{key: holdKey(holdID), val: rec.encode()})
+	op.writes = append(op.writes, bookWrite{key: holdKey(rec.Hold.ID), val: rec.encode()})
 	h.rec = rec
-	if err := b.writeHoldChange(a, h, op); err != nil {
-		return err
-	}
-	return b.syncCommitted()
+	return op, nil
 }
 
 // writeHoldChange adds op, a change of the hold h decided under its account's lock, to the

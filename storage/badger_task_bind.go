@@ -1,0 +1,147 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+	"go.uber.org/zap"
+)
+
+// The create of a task that carries a hold (Task.HoldID): the task's record and the binding of
+// its hold are one operation of the ledger (badger_ledger_ops.go), decided in the book under the
+// hold's account lock and written by the ledger's group commit (badger_book_batch.go) in one
+// Badger transaction, then synced to disk before the create is acknowledged. The hold is taken
+// from the book, as it stands after every decision made before, so that the binding needs no
+// read of Badger and cannot interleave with another change of the hold: an end decided before
+// it is written before it (and the create then leaves the hold alone), one decided after it
+// sees the hold bound. A crash keeps both or neither: a hold is never bound to a task that was
+// not written, and a task written with its hold is never on the reconciler's list.
+//
+// Task records are written by CreateTask, ReplaceTask(s) and restoreTask. The ledger's batch
+// writes without Badger's conflict check, so a create checks that the record does not exist
+// while it holds the task ID's claim (taskCreates), which every CreateTask of this process
+// takes; the others change records that exist, and Badger serves one process.
+
+// maxBatchedTaskRecord bounds the record of a task whose create joins the ledger's batch; a
+// larger one is created in a transaction of its own (createInTxn). A batch holds at most
+// maxBatchWrites writes, and such a create makes at least six, so that its tasks' records stay
+// under 3 MiB: below the 4.8 MiB (15 % of a 32 MiB memtable) past which Badger refuses a
+// transaction, with the ledger's own small writes.
+const maxBatchedTaskRecord = 4 << 10
+
+// taskCreates are the IDs of the task creates in progress in this process.
+type taskCreates struct {
+	m sync.Map // task id -> chan struct{}, closed when its create ends
+}
+
+// claim waits until no other create of the task id is in progress, takes the id, and returns
+// the function that gives it back.
+func (c *taskCreates) claim(id string) (release func()) {
+	done := make(chan struct{})
+	for {
+		v, loaded := c.m.LoadOrStore(id, done)
+		if !loaded {
+			return func() {
+				c.m.Delete(id)
+				close(done)
+			}
+		}
+		<-v.(chan struct{})
+	}
+}
+
+// createBound creates the task and binds its hold in one ledger operation (see above). done is
+// false when it left the create to createInTxn (which then binds nothing when bind is false): a
+// record too large for the batch, or a hold that is unknown, ended, bound already or another
+// account's than the task's, which the create leaves alone (BindHold then tells the caller what
+// it found).
+func (b *Badger) createBound(ctx context.Context, task Task) (stored Task, done bool, err error) {
+	writes, err := b.taskWrites(make([]bookWrite, 0, 4), task, nil)
+	if err != nil {
+		return Task{}, true, err
+	}
+	if len(writes[0].val) > maxBatchedTaskRecord {
+		return Task{}, false, nil
+	}
+	if err := b.taskAbsent(task.ID); err != nil {
+		return Task{}, true, err
+	}
+	a, h, err := b.lockHold(task.HoldID)
+	if errors.Is(err, ErrNotFound) {
+		return b.createUnbound(ctx, task)
+	}
+	if err != nil {
+		return Task{}, true, err
+	}
+	if h.rec.Hold.State != HoldOpen || h.rec.Hold.Bound || h.rec.Hold.Account != task.Account {
+		a.mu.Unlock()
+		return b.createUnbound(ctx, task)
+	}
+	op, err := b.bindOp(a, h, task.ID, len(writes))
+	if err != nil {
+		a.mu.Unlock()
+		return Task{}, true, err
+	}
+	op.writes = append(op.writes, writes...)
+	if err := b.writeHoldChange(a, h, op); err != nil {
+		// Not written: the book reads the account and the hold again from Badger, which has
+		// them as they were.
+		return Task{}, true, err
+	}
+	if err := b.syncCommitted(); err != nil {
+		stored, err := b.takeBackBound(ctx, task, err)
+		return stored, true, err
+	}
+	return task, true, nil
+}
+
+// createUnbound is createInTxn without the binding.
+func (b *Badger) createUnbound(ctx context.Context, task Task) (Task, bool, error) {
+	stored, err := b.createInTxn(ctx, task, false)
+	return stored, true, err
+}
+
+// taskAbsent answers ErrExists when Badger has a record of the task id.
+func (b *Badger) taskAbsent(id string) error {
+	return b.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get([]byte(prefixTask + id))
+		switch {
+		case err == nil:
+			return ErrExists
+		case errors.Is(err, badger.ErrKeyNotFound):
+			return nil
+		}
+		return err
+	})
+}
+
+// takeBackBound takes back a create that createBound wrote and whose disk sync failed (err), as
+// takeBackCreate does, with the hold's account locked, so that the book and Badger agree on the
+// hold when it is unbound again.
+func (b *Badger) takeBackBound(ctx context.Context, task Task, err error) (Task, error) {
+	a, h, lerr := b.lockHold(task.HoldID)
+	if lerr != nil {
+		// Not readable now: the record stays (a watcher follows it and its finish ends the
+		// hold), and the create is acknowledged as takeBackCreate does with a record kept.
+		b.counters.logger.Error("taking back a task create whose disk sync failed: its hold cannot be read; the task is kept",
+			zap.String("task_id", task.ID), zap.NamedError("sync_error", err), zap.Error(lerr))
+		return task, nil
+	}
+	defer a.mu.Unlock()
+	stored, err := b.takeBackCreate(ctx, task, err)
+	if err == nil || !h.current() {
+		return stored, err // kept; or the account is read again from Badger before its next use
+	}
+	var rec holdRecord
+	if rerr := b.db.View(func(txn *badger.Txn) error { return txnHold(txn, task.HoldID, &rec) }); rerr != nil {
+		// The book keeps it bound: its end then waits for a sync and leaves the open-hold
+		// key, which the reconciler finds and gets ErrHoldEnded for. Nothing is lost.
+		b.counters.logger.Error("taking back a task create whose disk sync failed: its hold cannot be read back",
+			zap.String("task_id", task.ID), zap.String("hold_id", task.HoldID), zap.Error(rerr))
+	} else if !rec.Hold.Bound {
+		h.rec.Hold.Bound = false // as unbindTaskHold left it in Badger
+	}
+	return stored, err
+}
