@@ -260,10 +260,11 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 // memory, and returns the operation that writes it (with room for more writes: the task's
 // record, when its create binds it): a transient hold is recorded now (its hold entry, its
 // amount in Badger's budget counter), as a task's hold outlives the request that took it; a
-// recorded one leaves the reconciler's list.
+// recorded one leaves the reconciler's list. With taskID "" it only records a transient hold,
+// unbound, on the reconciler's list.
 func (b *Badger) bindOp(a *bookAccount, h *bookHold, taskID string, room int) (ledgerOp, error) {
 	rec := h.rec
-	op := ledgerOp{acct: a, writes: make([]bookWrite, 0, 2+room)}
+	op := ledgerOp{acct: a, writes: make([]bookWrite, 0, 3+room)}
 	if rec.Hold.Transient {
 		if rec.Budget != "" {
 			var err error
@@ -277,10 +278,15 @@ func (b *Badger) bindOp(a *bookAccount, h *bookHold, taskID string, room int) (l
 		rec = h.rec
 		rec.Hold.Transient = false
 		op.balance, op.hasBalance = a.recorded(), true
-	} else {
+		if taskID == "" {
+			op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), val: []byte{}})
+		}
+	} else if taskID != "" {
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), del: true})
 	}
-	rec.Hold.Bound, rec.Hold.Ref = true, taskID
+	if taskID != "" {
+		rec.Hold.Bound, rec.Hold.Ref = true, taskID
+	}
 	op.writes = append(op.writes, bookWrite{key: holdKey(rec.Hold.ID), val: rec.encode()})
 	h.rec = rec
 	return op, nil

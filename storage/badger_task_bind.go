@@ -53,20 +53,20 @@ func (c *taskCreates) claim(id string) (release func()) {
 }
 
 // createBound creates the task and binds its hold in one ledger operation (see above). done is
-// false when it left the create to createInTxn (which then binds nothing when bind is false): a
-// record too large for the batch, or a hold that is unknown, ended, bound already or another
-// account's than the task's, which the create leaves alone (BindHold then tells the caller what
-// it found).
+// false when it left the create to createInTxn, which binds the hold in its own transaction: a
+// record too large for the batch (a transient hold is recorded first, on the reconciler's list,
+// for that transaction to find). A hold that is unknown, ended, bound already or another
+// account's than the task's is left alone (BindHold then tells the caller what it found).
 func (b *Badger) createBound(ctx context.Context, task Task) (stored Task, done bool, err error) {
 	writes, err := b.taskWrites(make([]bookWrite, 0, 4), task, nil)
 	if err != nil {
 		return Task{}, true, err
 	}
-	if len(writes[0].val) > maxBatchedTaskRecord {
-		return Task{}, false, nil
-	}
-	if err := b.taskAbsent(task.ID); err != nil {
-		return Task{}, true, err
+	large := len(writes[0].val) > maxBatchedTaskRecord
+	if !large {
+		if err := b.taskAbsent(task.ID); err != nil {
+			return Task{}, true, err
+		}
 	}
 	a, h, err := b.lockHold(task.HoldID)
 	if errors.Is(err, ErrNotFound) {
@@ -79,6 +79,13 @@ func (b *Badger) createBound(ctx context.Context, task Task) (stored Task, done 
 		a.mu.Unlock()
 		return b.createUnbound(ctx, task)
 	}
+	if large {
+		if err := b.recordForCreate(a, h); err != nil {
+			return Task{}, true, err
+		}
+		return Task{}, false, nil
+	}
+	before := h.rec
 	op, err := b.bindOp(a, h, task.ID, len(writes))
 	if err != nil {
 		a.mu.Unlock()
@@ -86,8 +93,11 @@ func (b *Badger) createBound(ctx context.Context, task Task) (stored Task, done 
 	}
 	op.writes = append(op.writes, writes...)
 	if err := b.writeHoldChange(a, h, op); err != nil {
-		// Not written: the book reads the account and the hold again from Badger, which has
-		// them as they were.
+		// Not written: the book reads the account again from Badger, which has a recorded
+		// hold as it was; a transient one, which only memory had, is taken again.
+		if before.Hold.Transient {
+			b.holdAgain(ctx, before)
+		}
 		return Task{}, true, err
 	}
 	if err := b.syncCommitted(); err != nil {
@@ -95,6 +105,35 @@ func (b *Badger) createBound(ctx context.Context, task Task) (stored Task, done 
 		return stored, true, err
 	}
 	return task, true, nil
+}
+
+// recordForCreate records h, a hold of the account a (locked), if it is transient: unbound, on
+// the reconciler's list, for createInTxn to bind. It unlocks a.
+func (b *Badger) recordForCreate(a *bookAccount, h *bookHold) error {
+	if !h.rec.Hold.Transient {
+		a.mu.Unlock()
+		return nil
+	}
+	op, err := b.bindOp(a, h, "", 0)
+	if err != nil {
+		a.mu.Unlock()
+		return err
+	}
+	op.lazy = true // the create's sync covers it
+	return b.writeHoldChange(a, h, op)
+}
+
+// holdAgain takes again, in memory, the transient hold before that a create's failed batch was
+// to record: the caller still ends it (a task whose record could not be written is cancelled
+// upstream, released when the cancel is confirmed and charged otherwise). It fits unless the
+// account or the key's budget was spent meanwhile: it is then lost, as released.
+func (b *Badger) holdAgain(ctx context.Context, before holdRecord) {
+	h := before.Hold
+	h.NewID, h.State = true, ""
+	if _, _, err := b.Hold(ctx, h, h.Created); err != nil {
+		b.counters.logger.Error("the hold of a task create whose write failed could not be taken again; it is lost as released",
+			zap.String("hold_id", h.ID), zap.String("account", h.Account), zap.Error(err))
+	}
 }
 
 // createUnbound is createInTxn without the binding.

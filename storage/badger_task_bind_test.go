@@ -86,13 +86,25 @@ func TestBadgerCreateRecordsAndBindsATransientHold(t *testing.T) {
 }
 
 // A create whose ledger batch fails to commit writes nothing: no task, and the hold stays as it
-// was (open, unbound, on the reconciler's list); the create made again then binds it.
+// was: a recorded one open, unbound and on the reconciler's list; a transient one (in memory
+// only) taken again, still counting against the balance and the key's budget. The create made
+// again then binds it.
 func TestBadgerCreateWhoseBatchFailsLeavesTheHold(t *testing.T) {
+	for _, transient := range []bool{false, true} {
+		t.Run(fmt.Sprint("transient=", transient), func(t *testing.T) { createWhoseBatchFails(t, transient) })
+	}
+}
+
+func createWhoseBatchFails(t *testing.T, transient bool) {
 	b := openBook(t, t.TempDir())
 	defer b.Close()
 	ctx := context.Background()
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 10, IdempotencyKey: "c"}, bookNow); err != nil {
+		t.Fatal(err)
+	}
 	deadline := bookNow.Add(time.Minute)
-	if _, _, err := b.Hold(ctx, Hold{ID: "h1", NewID: true, Account: "acme", Amount: 5, Deadline: deadline}, bookNow); err != nil {
+	budget := Budget{Limit: 8, Period: BudgetDay}
+	if _, _, err := b.Hold(ctx, Hold{ID: "h1", NewID: true, Account: "acme", KeyID: "k", Amount: 6, Budget: budget, Deadline: deadline, Transient: transient}, bookNow); err != nil {
 		t.Fatal(err)
 	}
 	diskFull := errors.New("disk full")
@@ -106,17 +118,27 @@ func TestBadgerCreateWhoseBatchFailsLeavesTheHold(t *testing.T) {
 		t.Fatalf("the task of a failed create: %v; want ErrNotFound", err)
 	}
 	h, err := b.HoldByID(ctx, "h1")
-	if err != nil || h.State != HoldOpen || h.Bound {
-		t.Fatalf("the hold of a failed create = %+v, %v; want open and unbound", h, err)
+	if err != nil || h.State != HoldOpen || h.Bound || h.Transient != transient || h.Amount != 6 {
+		t.Fatalf("the hold of a failed create = %+v, %v; want it open and unbound as it was", h, err)
 	}
 	overdue, err := b.OverdueHolds(ctx, deadline.Add(time.Second), 10)
 	if err != nil || len(overdue) != 1 || overdue[0].ID != "h1" || overdue[0].Bound {
 		t.Fatalf("overdue holds = %+v, %v; want h1, unbound", overdue, err)
 	}
+	// Still counted: a second hold of 6 fits neither the balance (4 left) nor the budget (2).
+	if _, _, err := b.Hold(ctx, Hold{ID: "h2", NewID: true, Account: "acme", KeyID: "k", Amount: 3, Budget: budget, Deadline: deadline}, bookNow); !errors.Is(err, ErrInsufficient) {
+		t.Fatalf("a hold past what h1 left = %v; want ErrInsufficient", err)
+	}
 	if _, err := b.CreateTask(ctx, boundTask("task-1", "h1")); err != nil {
 		t.Fatal(err)
 	}
 	checkBoundTo(t, b, "h1", "task-1")
+	if bal, entries := ledgerSums(t, b, "acme"); bal.Amount != 4 || bal.Held != 6 || len(entries) != 2 {
+		t.Fatalf("balance %+v and %d entries after the create; want 4, 6 held, the credit and h1's entry", bal, len(entries))
+	}
+	if got := budgetSpent(t, b, "k", BudgetDay, bookNow); got != 6 {
+		t.Fatalf("the key's counter = %d; want 6", got)
+	}
 }
 
 // Creates of one task id at once, each with a hold of its own (or none: an unpriced create): one
@@ -188,21 +210,27 @@ func createsOfOneTaskID(t *testing.T, b *Badger, taskID string) {
 }
 
 // A record too large for the ledger's batch is created in a transaction of its own, which
-// binds the hold too.
+// binds the hold too; a transient hold is recorded first, for that transaction to find.
 func TestBadgerCreateOfALargeRecordBindsItsHold(t *testing.T) {
 	b := openBook(t, t.TempDir())
 	defer b.Close()
 	ctx := context.Background()
-	if _, _, err := b.Hold(ctx, Hold{ID: "h1", NewID: true, Account: "acme", Amount: 5, Deadline: bookNow.Add(time.Minute)}, bookNow); err != nil {
-		t.Fatal(err)
+	for _, transient := range []bool{false, true} {
+		holdID, taskID := fmt.Sprint("h-", transient), fmt.Sprint("task-", transient)
+		if _, _, err := b.Hold(ctx, Hold{ID: holdID, NewID: true, Account: "acme", Amount: 5, Deadline: bookNow.Add(time.Minute), Transient: transient}, bookNow); err != nil {
+			t.Fatal(err)
+		}
+		task := boundTask(taskID, holdID)
+		task.Request = []byte(`{"prompt":"` + strings.Repeat("a", maxBatchedTaskRecord) + `"}`)
+		if _, err := b.CreateTask(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+		checkBoundTo(t, b, holdID, taskID)
+		if _, err := b.CreateTask(ctx, task); !errors.Is(err, ErrExists) {
+			t.Fatalf("the create made again = %v; want ErrExists", err)
+		}
 	}
-	task := boundTask("task-1", "h1")
-	task.Request = []byte(`{"prompt":"` + strings.Repeat("a", maxBatchedTaskRecord) + `"}`)
-	if _, err := b.CreateTask(ctx, task); err != nil {
-		t.Fatal(err)
-	}
-	checkBoundTo(t, b, "h1", "task-1")
-	if _, err := b.CreateTask(ctx, task); !errors.Is(err, ErrExists) {
-		t.Fatalf("the create made again = %v; want ErrExists", err)
+	if bal, entries := ledgerSums(t, b, "acme"); bal.Held != 10 || len(entries) != 2 {
+		t.Fatalf("balance %+v, %d entries; want both holds recorded and held", bal, len(entries))
 	}
 }
