@@ -33,63 +33,120 @@ const maxBatchedTaskRecord = 4 << 10
 
 // taskCreates are the IDs of the task creates in progress in this process.
 type taskCreates struct {
-	m sync.Map // task id -> chan struct{}, closed when its create ends
+	mu sync.Mutex
+	// m maps a task id whose create is in progress to a channel closed when it ends, made by
+	// the first create that waits for it (nil until then: an uncontended create allocates
+	// nothing).
+	m map[string]chan struct{}
 }
 
-// claim waits until no other create of the task id is in progress, takes the id, and returns
-// the function that gives it back.
-func (c *taskCreates) claim(id string) (release func()) {
-	done := make(chan struct{})
+// claim waits until no other create of the task id is in progress and takes the id; release
+// gives it back.
+func (c *taskCreates) claim(id string) {
+	c.mu.Lock()
 	for {
-		v, loaded := c.m.LoadOrStore(id, done)
-		if !loaded {
-			return func() {
-				c.m.Delete(id)
-				close(done)
-			}
+		ch, busy := c.m[id]
+		if !busy {
+			break
 		}
-		<-v.(chan struct{})
+		if ch == nil {
+			ch = make(chan struct{})
+			c.m[id] = ch
+		}
+		c.mu.Unlock()
+		<-ch
+		c.mu.Lock()
+	}
+	if c.m == nil {
+		c.m = make(map[string]chan struct{})
+	}
+	c.m[id] = nil
+	c.mu.Unlock()
+}
+
+// release gives back the id of a create that claim let in.
+func (c *taskCreates) release(id string) {
+	c.mu.Lock()
+	ch := c.m[id]
+	delete(c.m, id)
+	c.mu.Unlock()
+	if ch != nil {
+		close(ch)
 	}
 }
+
+// How createBound's write went: written, or left to createInTxn with or without the binding.
+const (
+	boundWritten = iota
+	boundInTxn
+	boundNot
+)
 
 // createBound creates the task and binds its hold in one ledger operation (see above). done is
 // false when it left the create to createInTxn, which binds the hold in its own transaction: a
 // record too large for the batch (a transient hold is recorded first, on the reconciler's list,
 // for that transaction to find). A hold that is unknown, ended, bound already or another
 // account's than the task's is left alone (BindHold then tells the caller what it found).
+//
+// The operation is a durable commit of the group sync (badger_sync.go) from before its decision
+// to its batch's commit, as commitSerial's transactions are: a sync gathers the creates in
+// progress, so that one covers many.
 func (b *Badger) createBound(ctx context.Context, task Task) (stored Task, done bool, err error) {
 	writes, err := b.taskWrites(make([]bookWrite, 0, 4), task, nil)
 	if err != nil {
 		return Task{}, true, err
 	}
+	if !b.commits.enter() {
+		return Task{}, true, badger.ErrDBClosed
+	}
+	b.sync.begin()
+	how, err := b.writeBound(ctx, task, writes)
+	covering := b.sync.end(false)
+	if err != nil || how != boundWritten {
+		b.commits.leave()
+		if err != nil {
+			return Task{}, true, err
+		}
+		stored, err := b.createInTxn(ctx, task, how == boundInTxn)
+		return stored, true, err
+	}
+	err = b.sync.wait(covering)
+	b.commits.leave()
+	if err != nil {
+		stored, err := b.takeBackBound(ctx, task, &unsyncedError{err})
+		return stored, true, err
+	}
+	return task, true, nil
+}
+
+// writeBound writes the task's record and binds its hold, or tells createBound how to create
+// the task instead.
+func (b *Badger) writeBound(ctx context.Context, task Task, writes []bookWrite) (int, error) {
 	large := len(writes[0].val) > maxBatchedTaskRecord
 	if !large {
 		if err := b.taskAbsent(task.ID); err != nil {
-			return Task{}, true, err
+			return 0, err
 		}
 	}
 	a, h, err := b.lockHold(task.HoldID)
 	if errors.Is(err, ErrNotFound) {
-		return b.createUnbound(ctx, task)
+		return boundNot, nil
 	}
 	if err != nil {
-		return Task{}, true, err
+		return 0, err
 	}
 	if h.rec.Hold.State != HoldOpen || h.rec.Hold.Bound || h.rec.Hold.Account != task.Account {
 		a.mu.Unlock()
-		return b.createUnbound(ctx, task)
+		return boundNot, nil
 	}
 	if large {
-		if err := b.recordForCreate(a, h); err != nil {
-			return Task{}, true, err
-		}
-		return Task{}, false, nil
+		return boundInTxn, b.recordForCreate(a, h)
 	}
 	before := h.rec
 	op, err := b.bindOp(a, h, task.ID, len(writes))
 	if err != nil {
 		a.mu.Unlock()
-		return Task{}, true, err
+		return 0, err
 	}
 	op.writes = append(op.writes, writes...)
 	if err := b.writeHoldChange(a, h, op); err != nil {
@@ -98,13 +155,9 @@ func (b *Badger) createBound(ctx context.Context, task Task) (stored Task, done 
 		if before.Hold.Transient {
 			b.holdAgain(ctx, before)
 		}
-		return Task{}, true, err
+		return 0, err
 	}
-	if err := b.syncCommitted(); err != nil {
-		stored, err := b.takeBackBound(ctx, task, err)
-		return stored, true, err
-	}
-	return task, true, nil
+	return boundWritten, nil
 }
 
 // recordForCreate records h, a hold of the account a (locked), if it is transient: unbound, on
@@ -134,12 +187,6 @@ func (b *Badger) holdAgain(ctx context.Context, before holdRecord) {
 		b.counters.logger.Error("the hold of a task create whose write failed could not be taken again; it is lost as released",
 			zap.String("hold_id", h.ID), zap.String("account", h.Account), zap.Error(err))
 	}
-}
-
-// createUnbound is createInTxn without the binding.
-func (b *Badger) createUnbound(ctx context.Context, task Task) (Task, bool, error) {
-	stored, err := b.createInTxn(ctx, task, false)
-	return stored, true, err
 }
 
 // taskAbsent answers ErrExists when Badger has a record of the task id.

@@ -19,7 +19,8 @@ import (
 func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 	task.Version = 1
 	task.markFinished(b.now())
-	defer b.creates.claim(task.ID)()
+	b.creates.claim(task.ID)
+	defer b.creates.release(task.ID)
 	if task.HoldID != "" {
 		if stored, done, err := b.createBound(ctx, task); done {
 			return stored, err
