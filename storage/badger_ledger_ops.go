@@ -243,6 +243,9 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 		if err == nil && batch != nil {
 			err = b.waitBatch(batch)
 		}
+		if err == nil {
+			b.ledger.forgetBound(h, taskID)
+		}
 		return err
 	}
 	op, err := b.bindOp(a, h, taskID, 0)
@@ -253,7 +256,11 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 	if err := b.writeHoldChange(a, h, op); err != nil {
 		return err
 	}
-	return b.syncCommitted()
+	if err := b.syncCommitted(); err != nil {
+		return err
+	}
+	b.ledger.forgetBound(h, taskID)
+	return nil
 }
 
 // bindOp binds h, an open and unbound hold of the account a (locked), to the task taskID in

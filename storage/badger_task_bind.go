@@ -231,3 +231,34 @@ func (b *Badger) takeBackBound(ctx context.Context, task Task, err error) (Task,
 	}
 	return stored, err
 }
+
+// forgetBound drops from memory h, a hold bound to the task taskID whose latest change is
+// committed (BindHold calls it; the task's create calls BindHold once it has bound the hold).
+// Nothing needs it there until the task's end, maybe hours later, which reads it back from
+// Badger (lockedHold); kept, it would hold itself and the batch that wrote it (the task's record
+// among its writes) in the heap the collector scans, for every open task.
+func (k *ledgerBook) forgetBound(h *bookHold, taskID string) {
+	a := h.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id := h.rec.Hold.ID
+	if a.holds[id] != h || !h.current() || h.rec.Hold.State != HoldOpen || !h.rec.Hold.Bound ||
+		h.rec.Hold.Ref != taskID || !committed(h.batch) {
+		return
+	}
+	delete(a.holds, id)
+	k.holds.CompareAndDelete(id, h)
+}
+
+// committed reports whether batch (nil: none) was committed.
+func committed(batch *ledgerBatch) bool {
+	if batch == nil {
+		return true
+	}
+	select {
+	case <-batch.done:
+		return batch.err == nil
+	default:
+		return false
+	}
+}

@@ -234,3 +234,47 @@ func TestBadgerCreateOfALargeRecordBindsItsHold(t *testing.T) {
 		t.Fatalf("balance %+v, %d entries; want both holds recorded and held", bal, len(entries))
 	}
 }
+
+// A hold whose binding is committed leaves the book's memory (with the batch that wrote it) at
+// the BindHold that follows its task's create, or at the BindHold that bound it: the task's end
+// reads it back from Badger and ends it once.
+func TestBadgerBoundHoldLeavesMemory(t *testing.T) {
+	b := openBook(t, t.TempDir())
+	defer b.Close()
+	ctx := context.Background()
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 100, IdempotencyKey: "c"}, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []Hold{
+		{ID: "h-create", NewID: true, Account: "acme", Amount: 10, Transient: true, Deadline: bookNow.Add(time.Minute)},
+		{ID: "h-bind", NewID: true, Account: "acme", Amount: 20, Deadline: bookNow.Add(time.Minute)},
+	} {
+		if _, _, err := b.Hold(ctx, h, bookNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.CreateTask(ctx, boundTask("task-1", "h-create")); err != nil {
+		t.Fatal(err)
+	}
+	if _, inMemory := b.ledger.holds.Load("h-create"); !inMemory {
+		t.Fatal("the create's hold left memory before the BindHold after it")
+	}
+	for hold, task := range map[string]string{"h-create": "task-1", "h-bind": "task-2"} {
+		if err := b.BindHold(ctx, hold, task); err != nil {
+			t.Fatal(err)
+		}
+		if _, inMemory := b.ledger.holds.Load(hold); inMemory {
+			t.Fatalf("%s is still in memory once bound and committed", hold)
+		}
+		checkBoundTo(t, b, hold, task)
+		if _, err := b.Settle(ctx, hold, 5, bookNow); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Settle(ctx, hold, 5, bookNow); !errors.Is(err, ErrHoldEnded) {
+			t.Fatalf("settling %s again = %v; want ErrHoldEnded", hold, err)
+		}
+	}
+	if bal, entries := ledgerSums(t, b, "acme"); bal.Amount != 90 || bal.Held != 0 || len(entries) != 5 {
+		t.Fatalf("balance %+v, %d entries; want 90, nothing held, a credit and two holds settled", bal, len(entries))
+	}
+}
