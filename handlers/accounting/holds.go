@@ -226,7 +226,9 @@ func (a *Accountant) meterSpent(keyID, account string, amount billing.Money) {
 }
 
 // BindTask ties a task's hold to the task, so that the reconciler leaves it to the task's finish.
-// A hold the task's finish ended first needs no binding.
+// A hold the task's finish ended first needs no binding. Call it after the task's create even
+// on a store whose create bound the hold (Badger's): binding it again does nothing but tell the
+// ledger that the create is done with it.
 func (a *Accountant) BindTask(ctx context.Context, holdID, taskID string) {
 	if holdID == "" {
 		return
