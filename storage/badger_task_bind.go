@@ -26,10 +26,11 @@ import (
 
 // maxBatchedTaskRecord bounds the record of a task whose create joins the ledger's batch; a
 // larger one is created in a transaction of its own (createInTxn). A batch holds at most
-// maxBatchWrites writes, and such a create makes at least six, so that its tasks' records stay
-// under 3 MiB: below the 4.8 MiB (15 % of a 32 MiB memtable) past which Badger refuses a
-// transaction, with the ledger's own small writes.
-const maxBatchedTaskRecord = 4 << 10
+// maxBatchWrites (4,096) writes, and such a create makes at least six, so that its tasks'
+// records take at most 4,096 / 6 × memTableSize / 8,192, about 8 % of a memtable (4 KiB each,
+// 2.7 MiB, with 32 MiB memtables): with the ledger's own small writes, below the 15 % of a
+// memtable past which Badger refuses a transaction.
+const maxBatchedTaskRecord = memTableSize / 8192
 
 // taskCreates are the IDs of the task creates in progress in this process.
 type taskCreates struct {
@@ -82,22 +83,22 @@ const (
 	boundNot
 )
 
-// createBound creates the task and binds its hold in one ledger operation (see above). done is
-// false when it left the create to createInTxn, which binds the hold in its own transaction: a
-// record too large for the batch (a transient hold is recorded first, on the reconciler's list,
-// for that transaction to find). A hold that is unknown, ended, bound already or another
-// account's than the task's is left alone (BindHold then tells the caller what it found).
+// createBound creates the task and binds its hold in one ledger operation (see above), or in
+// createInTxn's transaction of its own a record too large for the batch (a transient hold is
+// recorded first, on the reconciler's list, for that transaction to find). A hold that is
+// unknown, ended, bound already or another account's than the task's is left alone (BindHold
+// then tells the caller what it found).
 //
 // The operation is a durable commit of the group sync (badger_sync.go) from before its decision
 // to its batch's commit, as commitSerial's transactions are: a sync gathers the creates in
 // progress, so that one covers many.
-func (b *Badger) createBound(ctx context.Context, task Task) (stored Task, done bool, err error) {
+func (b *Badger) createBound(ctx context.Context, task Task) (Task, error) {
 	writes, err := b.taskWrites(make([]bookWrite, 0, 4), task, nil)
 	if err != nil {
-		return Task{}, true, err
+		return Task{}, err
 	}
 	if !b.commits.enter() {
-		return Task{}, true, badger.ErrDBClosed
+		return Task{}, badger.ErrDBClosed
 	}
 	b.sync.begin()
 	how, err := b.writeBound(ctx, task, writes)
@@ -105,18 +106,16 @@ func (b *Badger) createBound(ctx context.Context, task Task) (stored Task, done 
 	if err != nil || how != boundWritten {
 		b.commits.leave()
 		if err != nil {
-			return Task{}, true, err
+			return Task{}, err
 		}
-		stored, err := b.createInTxn(ctx, task, how == boundInTxn)
-		return stored, true, err
+		return b.createInTxn(ctx, task, how == boundInTxn)
 	}
 	err = b.sync.wait(covering)
 	b.commits.leave()
 	if err != nil {
-		stored, err := b.takeBackBound(ctx, task, &unsyncedError{err})
-		return stored, true, err
+		return b.takeBackBound(ctx, task, &unsyncedError{err})
 	}
-	return task, true, nil
+	return task, nil
 }
 
 // writeBound writes the task's record and binds its hold, or tells createBound how to create

@@ -22,16 +22,14 @@ func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 	b.creates.claim(task.ID)
 	defer b.creates.release(task.ID)
 	if task.HoldID != "" {
-		if stored, done, err := b.createBound(ctx, task); done {
-			return stored, err
-		}
+		return b.createBound(ctx, task)
 	}
-	return b.createInTxn(ctx, task, task.HoldID != "")
+	return b.createInTxn(ctx, task, false)
 }
 
 // createInTxn writes the record of a new task in a transaction of its own, which, with bind,
-// also binds the task's hold (bindTaskHold); see createBound for the creates that do not come
-// here.
+// also binds the task's hold (bindTaskHold): the create of a task without a hold, and those
+// that createBound leaves to it.
 func (b *Badger) createInTxn(ctx context.Context, task Task, bind bool) (Task, error) {
 	var holdAccount string // set when this create bound the task's hold
 	err := b.update(ctx, func(txn *badger.Txn) error {
