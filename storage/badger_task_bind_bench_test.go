@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -26,42 +25,26 @@ func BenchmarkBadgerPricedTask(b *testing.B) {
 	if _, err := s.Credit(ctx, Credit{Account: "bench", Amount: MaxAmount, IdempotencyKey: "c"}, time.Now()); err != nil {
 		b.Fatal(err)
 	}
-	var n atomic.Int64
-	syncsBefore := s.sync.syncs()
-	cpuBefore := cpuTime(b)
-	b.SetParallelism(32)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := n.Add(1)
-			now := time.Now()
-			hold := Hold{ID: fmt.Sprint("hold_bench_", i), NewID: true, Account: "bench", KeyID: "key_1", Model: "bench-video",
-				Amount: 200_000, Deadline: now.Add(DefaultHoldDeadline), Transient: true}
-			if _, _, err := s.Hold(ctx, hold, now); err != nil {
-				b.Error(err)
-				return
-			}
-			task := Task{ID: fmt.Sprint("cgt-bench-", i), Kind: KindVideo, Account: "bench", KeyID: "key_1",
-				Provider: "sim", Model: "bench-video", Status: "queued", CreatedAt: now.Unix(), UpdatedAt: now.Unix(),
-				ExpiresAt: now.Add(time.Hour).Unix(), HoldID: hold.ID, HoldAmount: hold.Amount}
-			if _, err := s.CreateTask(ctx, task); err != nil {
-				b.Error(err)
-				return
-			}
-			if err := s.BindHold(ctx, hold.ID, task.ID); err != nil {
-				b.Error(err)
-				return
-			}
-			if i <= lag {
-				continue
-			}
-			if _, err := s.Settle(ctx, fmt.Sprint("hold_bench_", i-lag), 150_000, now); err != nil {
-				b.Error(err)
-				return
-			}
+	parallelOps(b, s, func(i int64) error {
+		now := time.Now()
+		hold := Hold{ID: fmt.Sprint("hold_bench_", i), NewID: true, Account: "bench", KeyID: "key_1", Model: "bench-video",
+			Amount: 200_000, Deadline: now.Add(DefaultHoldDeadline), Transient: true}
+		if _, _, err := s.Hold(ctx, hold, now); err != nil {
+			return err
 		}
+		task := Task{ID: fmt.Sprint("cgt-bench-", i), Kind: KindVideo, Account: "bench", KeyID: "key_1",
+			Provider: "sim", Model: "bench-video", Status: "queued", CreatedAt: now.Unix(), UpdatedAt: now.Unix(),
+			ExpiresAt: now.Add(time.Hour).Unix(), HoldID: hold.ID, HoldAmount: hold.Amount}
+		if _, err := s.CreateTask(ctx, task); err != nil {
+			return err
+		}
+		if err := s.BindHold(ctx, hold.ID, task.ID); err != nil {
+			return err
+		}
+		if i <= lag {
+			return nil
+		}
+		_, err := s.Settle(ctx, fmt.Sprint("hold_bench_", i-lag), 150_000, now)
+		return err
 	})
-	b.StopTimer()
-	b.ReportMetric(float64((cpuTime(b)-cpuBefore).Microseconds())/float64(b.N), "cpu-us/op")
-	b.ReportMetric(float64(s.sync.syncs()-syncsBefore)/float64(b.N), "syncs/op")
 }
