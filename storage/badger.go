@@ -65,6 +65,7 @@ type Badger struct {
 	rates    rateWindows
 	counters counterCache
 	ledger   ledgerBook
+	creates  taskCreates
 	reads    readLogs
 	// commits counts the durable commits in progress, for Close.
 	commits commitGate

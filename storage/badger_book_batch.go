@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -75,11 +76,12 @@ func (ba *batchAccount) addEntry(e *LedgerEntry, n uint64) {
 	ba.blocks[len(ba.blocks)-1].add(e, n)
 }
 
-// bookWrite is one key's write (a delete when del).
+// bookWrite is one key's write (a delete when del), expiring after ttl (0: never).
 type bookWrite struct {
 	key string
 	val []byte
 	del bool
+	ttl time.Duration
 }
 
 // batchQueue holds the batches not yet committed, oldest first; the last one is open.
@@ -254,7 +256,7 @@ func (b *Badger) writeBatch(batch *ledgerBatch, failCommit func() error) error {
 		if w.del {
 			err = txn.Delete([]byte(w.key))
 		} else {
-			err = txn.SetEntry(entry(w.key, w.val, 0))
+			err = txn.SetEntry(entry(w.key, w.val, w.ttl))
 		}
 		if err != nil {
 			return err

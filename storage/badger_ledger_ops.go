@@ -247,33 +247,60 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 		if err == nil && batch != nil {
 			err = b.waitBatch(batch)
 		}
+		if err == nil {
+			b.ledger.forgetBound(h, taskID)
+		}
 		return err
 	}
-	op := ledgerOp{acct: a}
+	op, err := b.bindOp(a, h, taskID, 0)
+	if err != nil {
+		a.mu.Unlock()
+		return err
+	}
+	if err := b.writeHoldChange(a, h, op); err != nil {
+		return err
+	}
+	if err := b.syncCommitted(); err != nil {
+		return err
+	}
+	b.ledger.forgetBound(h, taskID)
+	return nil
+}
+
+// bindOp binds h, an open and unbound hold of the account a (locked), to the task taskID in
+// memory, and returns the operation that writes it (with room for more writes: the task's
+// record, when its create binds it): a transient hold is recorded now (its hold entry, its
+// amount in Badger's budget counter), as a task's hold outlives the request that took it; a
+// recorded one leaves the reconciler's list. With taskID "" it only records a transient hold,
+// unbound, on the reconciler's list.
+func (b *Badger) bindOp(a *bookAccount, h *bookHold, taskID string, room int) (ledgerOp, error) {
+	rec := h.rec
+	op := ledgerOp{acct: a, writes: make([]bookWrite, 0, 3+room)}
 	if rec.Hold.Transient {
-		// Recorded now: a task's hold outlives the request that took it.
 		if rec.Budget != "" {
+			var err error
 			op.counter = rec.Budget
 			op.budget, op.bw, _, err = b.ledger.endBudget(b.db, rec.Budget, 0, rec.Hold.Amount, a.epoch.Load()) // a delta of 0 frees nothing
 			if err != nil {
-				a.mu.Unlock()
-				return err
+				return ledgerOp{}, err
 			}
 		}
 		b.ledger.recordHold(&op, a, h)
 		rec = h.rec
 		rec.Hold.Transient = false
 		op.balance, op.hasBalance = a.recorded(), true
-	} else {
+		if taskID == "" {
+			op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), val: []byte{}})
+		}
+	} else if taskID != "" {
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), del: true})
 	}
-	rec.Hold.Bound, rec.Hold.Ref = true, taskID
-	op.writes = append(op.writes, bookWrite{key: holdKey(holdID), val: rec.encode()})
-	h.rec = rec
-	if err := b.writeHoldChange(a, h, op); err != nil {
-		return err
+	if taskID != "" {
+		rec.Hold.Bound, rec.Hold.Ref = true, taskID
 	}
-	return b.syncCommitted()
+	op.writes = append(op.writes, bookWrite{key: holdKey(rec.Hold.ID), val: rec.encode()})
+	h.rec = rec
+	return op, nil
 }
 
 // writeHoldChange adds op, a change of the hold h decided under its account's lock, to the

@@ -19,6 +19,18 @@ import (
 func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 	task.Version = 1
 	task.markFinished(b.now())
+	b.creates.claim(task.ID)
+	defer b.creates.release(task.ID)
+	if task.HoldID != "" {
+		return b.createBound(ctx, task)
+	}
+	return b.createInTxn(ctx, task, false)
+}
+
+// createInTxn writes the record of a new task in a transaction of its own, which, with bind,
+// also binds the task's hold (bindTaskHold): the create of a task without a hold, and those
+// that createBound leaves to it.
+func (b *Badger) createInTxn(ctx context.Context, task Task, bind bool) (Task, error) {
 	var holdAccount string // set when this create bound the task's hold
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		holdAccount = ""
@@ -27,7 +39,7 @@ func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 		} else if !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
 		}
-		if task.HoldID != "" {
+		if bind {
 			var err error
 			if holdAccount, err = bindTaskHold(txn, task.HoldID, task.ID, task.Account); err != nil {
 				return err
@@ -210,39 +222,51 @@ func compareTask(txn *badger.Txn, task *Task, record *[]byte, now time.Time) (Ta
 	return prev, nil
 }
 
-// putTask writes a task record and its index entries, all expiring with the record. prev is the
-// record it replaces, if any: index entries that prev wrote just so (the task was and stays
-// unfinished, with the same expiry: the watcher's refreshes) are not written again. A create
-// (prev nil) of a record that is finished from the start (an image, an owned file) writes no
-// deletion of the open-task marker: with no record there is no marker (the two are written,
-// deleted and expire together), and a deletion would still be an entry in the log, the memtable
-// and a table until compaction drops it.
+// putTask writes a task record and its index entries (taskWrites) in txn.
 func (b *Badger) putTask(txn *badger.Txn, task Task, prev *Task) error {
+	var buf [4]bookWrite
+	writes, err := b.taskWrites(buf[:0], task, prev)
+	if err != nil {
+		return err
+	}
+	for _, w := range writes {
+		if w.del {
+			err = txn.Delete([]byte(w.key))
+		} else {
+			err = setEntry(txn, w.key, w.val, w.ttl)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// taskWrites appends to dst the writes of a task record and its index entries, all expiring with
+// the record. prev is the record it replaces, if any: index entries that prev wrote just so (the
+// task was and stays unfinished, with the same expiry: the watcher's refreshes) are not written
+// again. A create (prev nil) of a record that is finished from the start (an image, an owned
+// file) writes no deletion of the open-task marker: with no record there is no marker (the two
+// are written, deleted and expire together), and a deletion would still be an entry in the log,
+// the memtable and a table until compaction drops it. The record's write comes first.
+func (b *Badger) taskWrites(dst []bookWrite, task Task, prev *Task) ([]bookWrite, error) {
 	expiry := task.Expiry()
 	ttl := max(expiry.Sub(b.now()), minTaskRecordTTL)
 	record, err := marshalTask(&task)
 	if err != nil {
-		return err
+		return dst, err
 	}
-	if err := setEntry(txn, prefixTask+task.ID, record, ttl); err != nil {
-		return err
-	}
+	dst = append(dst, bookWrite{key: prefixTask + task.ID, val: record, ttl: ttl})
 	if prev != nil && prev.Unfinished() && task.Unfinished() && prev.Expiry().Equal(expiry) && ttl > minTaskRecordTTL {
-		return nil // the index key (account, creation time, id) never changes
+		return dst, nil // the index key (account, creation time, id) never changes
 	}
 	if task.Unfinished() {
-		if err := setEntry(txn, prefixOpenTask+task.ID, nil, ttl); err != nil {
-			return err
-		}
+		dst = append(dst, bookWrite{key: prefixOpenTask + task.ID, ttl: ttl})
 	} else if prev != nil {
-		if err := txn.Delete([]byte(prefixOpenTask + task.ID)); err != nil {
-			return err
-		}
+		dst = append(dst, bookWrite{key: prefixOpenTask + task.ID, del: true})
 	}
-	if err := setEntry(txn, string(taskCreatedKey(task)), nil, ttl); err != nil {
-		return err
-	}
-	return setEntry(txn, string(taskIndexKey(task)), nil, ttl)
+	return append(dst, bookWrite{key: string(taskCreatedKey(task)), ttl: ttl},
+		bookWrite{key: string(taskIndexKey(task)), ttl: ttl}), nil
 }
 
 func (b *Badger) Task(_ context.Context, id string) (Task, error) {

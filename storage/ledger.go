@@ -163,15 +163,17 @@ type Hold struct {
 	// Bound is set by BindHold (or given to Hold for a hold that never needs the reconciler).
 	Bound bool `json:"bound,omitempty"`
 	// Transient is given to Hold for a hold that the request which takes it ends (a
-	// pass-through request's, not a task's): a backend may then keep it in memory only, and
-	// record it in the ledger when it ends, its hold entry and its end entry together (Badger
-	// does; Redis ignores it). Until it ends such a hold counts against the balance and the
-	// key's budget of every later Hold, HoldByID answers it and OverdueHolds lists it past
-	// its Deadline, but Balance and LedgerPage show nothing of it: no entry, not in Amount nor
-	// in Held, so that the balance they answer is the sum of the entries they answer. Hold's
-	// entry for it has no ID and a zero BalanceAfter (set when it is recorded, with the next
-	// entry number of that time, and the balance then). Lost in a crash, it is as released,
-	// with no entry; so is one whose end failed to be written. BindHold records it at once.
+	// pass-through request's), or binds to the task it creates (CreateTask with the hold as
+	// Task.HoldID): a backend may then keep it in memory only, and record it in the ledger
+	// when it ends, its hold entry and its end entry together, or when it is bound (Badger
+	// records and binds it in the commit of the task's record; Redis ignores Transient).
+	// Until then such a hold counts against the balance and the key's budget of every later
+	// Hold, HoldByID answers it and OverdueHolds lists it past its Deadline, but Balance and
+	// LedgerPage show nothing of it: no entry, not in Amount nor in Held, so that the balance
+	// they answer is the sum of the entries they answer. Hold's entry for it has no ID and a
+	// zero BalanceAfter (set when it is recorded, with the next entry number of that time, and
+	// the balance then). Lost in a crash, it is as released, with no entry; so is one whose
+	// end failed to be written. BindHold records it at once.
 	Transient bool `json:"transient,omitempty"`
 	// NewID is given to Hold by a caller that made ID just now, at random, and never gave it
 	// to Hold before: the ledger may then skip the look-up by ID on disk that makes Hold

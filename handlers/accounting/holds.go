@@ -59,10 +59,15 @@ func (a *Accountant) HoldFor(ctx context.Context, id auth.Identity, model, ref s
 	return a.holdPriced(ctx, id, model, ref, estimate, deadline, true)
 }
 
-// HoldForTask is HoldFor for a task that will carry the hold (BindTask) beyond the request
-// that creates it: the hold is recorded when it is taken, not transient.
+// HoldForTask is HoldFor for a task that will carry the hold beyond the request that creates
+// it: the task's record names it (storage.Task.HoldID), and the create that stores the record
+// binds it (BindTask binds it on a store that did not). Until then it is transient, as a
+// request's hold: a ledger may keep it in memory, and record it with the create that binds it
+// (Badger does, in the same commit as the task's record) or with its end when the create
+// fails. A process that dies before the create loses it as released, which is what the
+// reconciler does to an unbound hold at its deadline.
 func (a *Accountant) HoldForTask(ctx context.Context, id auth.Identity, model, ref string, estimate func(*billing.Price) billing.Estimate, deadline time.Duration) (Hold, error) {
-	return a.holdPriced(ctx, id, model, ref, estimate, deadline, false)
+	return a.holdPriced(ctx, id, model, ref, estimate, deadline, true)
 }
 
 // holdPriced holds the estimate at model's price; nothing for a model without one.
@@ -236,7 +241,9 @@ func (a *Accountant) meterSpent(keyID, account string, amount billing.Money) {
 }
 
 // BindTask ties a task's hold to the task, so that the reconciler leaves it to the task's finish.
-// A hold the task's finish ended first needs no binding.
+// A hold the task's finish ended first needs no binding. Call it after the task's create even
+// on a store whose create bound the hold (Badger's): binding it again does nothing but tell the
+// ledger that the create is done with it.
 func (a *Accountant) BindTask(ctx context.Context, holdID, taskID string) {
 	if holdID == "" {
 		return

@@ -77,8 +77,10 @@ func TestHoldsAgainstTheBalance(t *testing.T) {
 
 	h2.Release("refused by the upstream")
 	h2.Release("twice")
-	if b := balance(t, a, "acme"); b.Amount != 500_000 || b.Held != 500_000 {
-		t.Fatalf("after a release: %+v, want 0.5 left and 0.5 held", b)
+	// h2's hold and release are written together; h1, transient until its task binds it or it
+	// ends, shows in neither the balance nor held yet (it counted against the third hold).
+	if b := balance(t, a, "acme"); b.Amount != 1_000_000 || b.Held != 0 {
+		t.Fatalf("after a release: %+v, want 1 and nothing held", b)
 	}
 	// Longer than estimated: 8 s at 0.10 = 0.8 charged for a hold of 0.5.
 	amounts := race(8, func() billing.Money { return h1.Settle(billing.Usage{VideoSeconds: 8}) })

@@ -11,7 +11,8 @@ import (
 
 // A request's hold (HoldFor) is transient: on Badger it counts against the balance at once,
 // while the ledger's Balance and entries show it only once the request ends it, as its hold
-// and its settlement together. A task's hold (HoldForTask) is recorded when it is taken.
+// and its settlement together. So is a task's hold (HoldForTask) until its task's create binds
+// it (storage's tests cover that); ended before, its two entries are written together too.
 func TestRequestHoldsAreTransient(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	a, id := fundedAccountant(t, &now, 1_000_000)
@@ -33,8 +34,11 @@ func TestRequestHoldsAreTransient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := balance(t, a, "acme"); b.Amount != 600_000 || b.Held != 400_000 {
-		t.Fatalf("balance with a task's hold open: %+v; want 0.4 held", b)
+	if b := balance(t, a, "acme"); b.Amount != 1_000_000 || b.Held != 0 {
+		t.Fatalf("balance with a task's hold open and unbound: %+v; want it without the hold", b)
+	}
+	if h, err := a.Store.HoldByID(ctx, task.ID); err != nil || h.State != storage.HoldOpen || !h.Transient {
+		t.Fatalf("the task's hold = %+v, %v; want it open and transient", h, err)
 	}
 	if got := request.Settle(billing.Usage{VideoSeconds: 3}); got != 300_000 {
 		t.Fatalf("the request settled at %s, want 0.3", got)
@@ -50,9 +54,9 @@ func TestRequestHoldsAreTransient(t *testing.T) {
 		amount, after int64
 	}{
 		{storage.EntryCredit, "", 1_000_000, 1_000_000},
-		{storage.EntryHold, task.ID, -400_000, 600_000},
-		{storage.EntryHold, request.ID, -600_000, 0},
-		{storage.EntrySettle, request.ID, 300_000, 300_000},
+		{storage.EntryHold, request.ID, -600_000, 400_000},
+		{storage.EntrySettle, request.ID, 300_000, 700_000},
+		{storage.EntryHold, task.ID, -400_000, 300_000},
 		{storage.EntryRelease, task.ID, 400_000, 700_000},
 	}
 	if len(entries) != len(want) {

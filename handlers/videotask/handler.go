@@ -294,7 +294,9 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		return storage.Task{}, err
 	}
 	if h.Accounting != nil {
-		// The task's finish now settles the hold; the reconciler leaves it alone.
+		// The task's finish now settles the hold; the reconciler leaves it alone. Badger's
+		// create bound it already (this then lets its ledger drop the hold from memory until
+		// the finish); Redis's binds it here.
 		h.Accounting.BindTask(ctx, hold.ID, taskID)
 	}
 	if token != "" {

@@ -1,0 +1,263 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+	"go.uber.org/zap"
+)
+
+// The create of a task that carries a hold (Task.HoldID): the task's record and the binding of
+// its hold are one operation of the ledger (badger_ledger_ops.go), decided in the book under the
+// hold's account lock and written by the ledger's group commit (badger_book_batch.go) in one
+// Badger transaction, then synced to disk before the create is acknowledged. The hold is taken
+// from the book, as it stands after every decision made before, so that the binding needs no
+// read of Badger and cannot interleave with another change of the hold: an end decided before
+// it is written before it (and the create then leaves the hold alone), one decided after it
+// sees the hold bound. A crash keeps both or neither: a hold is never bound to a task that was
+// not written, and a task written with its hold is never on the reconciler's list.
+//
+// Task records are written by CreateTask, ReplaceTask(s) and restoreTask. The ledger's batch
+// writes without Badger's conflict check, so a create checks that the record does not exist
+// while it holds the task ID's claim (taskCreates), which every CreateTask of this process
+// takes; the others change records that exist, and Badger serves one process.
+
+// maxBatchedTaskRecord bounds the record of a task whose create joins the ledger's batch; a
+// larger one is created in a transaction of its own (createInTxn). A batch holds at most
+// maxBatchWrites (4,096) writes, and such a create makes at least six, so that its tasks'
+// records take at most 4,096 / 6 × memTableSize / 8,192, about 8 % of a memtable (4 KiB each,
+// 2.7 MiB, with 32 MiB memtables): with the ledger's own small writes, below the 15 % of a
+// memtable past which Badger refuses a transaction.
+const maxBatchedTaskRecord = memTableSize / 8192
+
+// taskCreates are the IDs of the task creates in progress in this process.
+type taskCreates struct {
+	mu sync.Mutex
+	// m maps a task id whose create is in progress to a channel closed when it ends, made by
+	// the first create that waits for it (nil until then: an uncontended create allocates
+	// nothing).
+	m map[string]chan struct{}
+}
+
+// claim waits until no other create of the task id is in progress and takes the id; release
+// gives it back.
+func (c *taskCreates) claim(id string) {
+	c.mu.Lock()
+	for {
+		ch, busy := c.m[id]
+		if !busy {
+			break
+		}
+		if ch == nil {
+			ch = make(chan struct{})
+			c.m[id] = ch
+		}
+		c.mu.Unlock()
+		<-ch
+		c.mu.Lock()
+	}
+	if c.m == nil {
+		c.m = make(map[string]chan struct{})
+	}
+	c.m[id] = nil
+	c.mu.Unlock()
+}
+
+// release gives back the id of a create that claim let in.
+func (c *taskCreates) release(id string) {
+	c.mu.Lock()
+	ch := c.m[id]
+	delete(c.m, id)
+	c.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// How createBound's write went: written, or left to createInTxn with or without the binding.
+const (
+	boundWritten = iota
+	boundInTxn
+	boundNot
+)
+
+// createBound creates the task and binds its hold in one ledger operation (see above), or in
+// createInTxn's transaction of its own a record too large for the batch (a transient hold is
+// recorded first, on the reconciler's list, for that transaction to find). A hold that is
+// unknown, ended, bound already or another account's than the task's is left alone (BindHold
+// then tells the caller what it found).
+//
+// The operation is a durable commit of the group sync (badger_sync.go) from before its decision
+// to its batch's commit, as commitSerial's transactions are: a sync gathers the creates in
+// progress, so that one covers many.
+func (b *Badger) createBound(ctx context.Context, task Task) (Task, error) {
+	writes, err := b.taskWrites(make([]bookWrite, 0, 4), task, nil)
+	if err != nil {
+		return Task{}, err
+	}
+	if !b.commits.enter() {
+		return Task{}, badger.ErrDBClosed
+	}
+	b.sync.begin()
+	how, err := b.writeBound(ctx, task, writes)
+	covering := b.sync.end(false)
+	if err != nil || how != boundWritten {
+		b.commits.leave()
+		if err != nil {
+			return Task{}, err
+		}
+		return b.createInTxn(ctx, task, how == boundInTxn)
+	}
+	err = b.sync.wait(covering)
+	b.commits.leave()
+	if err != nil {
+		return b.takeBackBound(ctx, task, &unsyncedError{err})
+	}
+	return task, nil
+}
+
+// writeBound writes the task's record and binds its hold, or tells createBound how to create
+// the task instead.
+func (b *Badger) writeBound(ctx context.Context, task Task, writes []bookWrite) (int, error) {
+	large := len(writes[0].val) > maxBatchedTaskRecord
+	if !large {
+		if err := b.taskAbsent(task.ID); err != nil {
+			return 0, err
+		}
+	}
+	a, h, err := b.lockHold(task.HoldID)
+	if errors.Is(err, ErrNotFound) {
+		return boundNot, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if h.rec.Hold.State != HoldOpen || h.rec.Hold.Bound || h.rec.Hold.Account != task.Account {
+		a.mu.Unlock()
+		return boundNot, nil
+	}
+	if large {
+		return boundInTxn, b.recordForCreate(a, h)
+	}
+	before := h.rec
+	op, err := b.bindOp(a, h, task.ID, len(writes))
+	if err != nil {
+		a.mu.Unlock()
+		return 0, err
+	}
+	op.writes = append(op.writes, writes...)
+	if err := b.writeHoldChange(a, h, op); err != nil {
+		// Not written: the book reads the account again from Badger, which has a recorded
+		// hold as it was; a transient one, which only memory had, is taken again.
+		if before.Hold.Transient {
+			b.holdAgain(ctx, before)
+		}
+		return 0, err
+	}
+	return boundWritten, nil
+}
+
+// recordForCreate records h, a hold of the account a (locked), if it is transient: unbound, on
+// the reconciler's list, for createInTxn to bind. It unlocks a.
+func (b *Badger) recordForCreate(a *bookAccount, h *bookHold) error {
+	if !h.rec.Hold.Transient {
+		a.mu.Unlock()
+		return nil
+	}
+	op, err := b.bindOp(a, h, "", 0)
+	if err != nil {
+		a.mu.Unlock()
+		return err
+	}
+	op.lazy = true // the create's sync covers it
+	return b.writeHoldChange(a, h, op)
+}
+
+// holdAgain takes again, in memory, the transient hold before that a create's failed batch was
+// to record: the caller still ends it (a task whose record could not be written is cancelled
+// upstream, released when the cancel is confirmed and charged otherwise). It fits unless the
+// account or the key's budget was spent meanwhile: it is then lost, as released.
+func (b *Badger) holdAgain(ctx context.Context, before holdRecord) {
+	h := before.Hold
+	h.NewID, h.State = true, ""
+	if _, _, err := b.Hold(ctx, h, h.Created); err != nil {
+		b.counters.logger.Error("the hold of a task create whose write failed could not be taken again; it is lost as released",
+			zap.String("hold_id", h.ID), zap.String("account", h.Account), zap.Error(err))
+	}
+}
+
+// taskAbsent answers ErrExists when Badger has a record of the task id.
+func (b *Badger) taskAbsent(id string) error {
+	return b.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get([]byte(prefixTask + id))
+		switch {
+		case err == nil:
+			return ErrExists
+		case errors.Is(err, badger.ErrKeyNotFound):
+			return nil
+		}
+		return err
+	})
+}
+
+// takeBackBound takes back a create that createBound wrote and whose disk sync failed (err), as
+// takeBackCreate does, with the hold's account locked, so that the book and Badger agree on the
+// hold when it is unbound again.
+func (b *Badger) takeBackBound(ctx context.Context, task Task, err error) (Task, error) {
+	a, h, lerr := b.lockHold(task.HoldID)
+	if lerr != nil {
+		// Not readable now: the record stays (a watcher follows it and its finish ends the
+		// hold), and the create is acknowledged as takeBackCreate does with a record kept.
+		b.counters.logger.Error("taking back a task create whose disk sync failed: its hold cannot be read; the task is kept",
+			zap.String("task_id", task.ID), zap.NamedError("sync_error", err), zap.Error(lerr))
+		return task, nil
+	}
+	defer a.mu.Unlock()
+	stored, err := b.takeBackCreate(ctx, task, err)
+	if err == nil || !h.current() {
+		return stored, err // kept; or the account is read again from Badger before its next use
+	}
+	var rec holdRecord
+	if rerr := b.db.View(func(txn *badger.Txn) error { return txnHold(txn, task.HoldID, &rec) }); rerr != nil {
+		// The book keeps it bound: its end then waits for a sync and leaves the open-hold
+		// key, which the reconciler finds and gets ErrHoldEnded for. Nothing is lost.
+		b.counters.logger.Error("taking back a task create whose disk sync failed: its hold cannot be read back",
+			zap.String("task_id", task.ID), zap.String("hold_id", task.HoldID), zap.Error(rerr))
+	} else if !rec.Hold.Bound {
+		h.rec.Hold.Bound = false // as unbindTaskHold left it in Badger
+	}
+	return stored, err
+}
+
+// forgetBound drops from memory h, a hold bound to the task taskID whose latest change is
+// committed (BindHold calls it; the task's create calls BindHold once it has bound the hold).
+// Nothing needs it there until the task's end, maybe hours later, which reads it back from
+// Badger (lockedHold); kept, it would hold itself and the batch that wrote it (the task's record
+// among its writes) in the heap the collector scans, for every open task.
+func (k *ledgerBook) forgetBound(h *bookHold, taskID string) {
+	a := h.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id := h.rec.Hold.ID
+	if a.holds[id] != h || !h.current() || h.rec.Hold.State != HoldOpen || !h.rec.Hold.Bound ||
+		h.rec.Hold.Ref != taskID || !committed(h.batch) {
+		return
+	}
+	delete(a.holds, id)
+	k.holds.CompareAndDelete(id, h)
+}
+
+// committed reports whether batch (nil: none) was committed.
+func committed(batch *ledgerBatch) bool {
+	if batch == nil {
+		return true
+	}
+	select {
+	case <-batch.done:
+		return batch.err == nil
+	default:
+		return false
+	}
+}
