@@ -139,7 +139,7 @@ func (b *Badger) writeBound(ctx context.Context, task Task, writes []bookWrite) 
 		return boundNot, nil
 	}
 	if large {
-		return boundInTxn, b.recordForCreate(a, h)
+		return boundInTxn, b.recordForCreate(ctx, a, h)
 	}
 	before := h.rec
 	op, err := b.bindOp(a, h, task.ID, len(writes))
@@ -160,19 +160,25 @@ func (b *Badger) writeBound(ctx context.Context, task Task, writes []bookWrite) 
 }
 
 // recordForCreate records h, a hold of the account a (locked), if it is transient: unbound, on
-// the reconciler's list, for createInTxn to bind. It unlocks a.
-func (b *Badger) recordForCreate(a *bookAccount, h *bookHold) error {
+// the reconciler's list, for createInTxn to bind. It unlocks a. A hold whose record's batch
+// fails is taken again in memory (holdAgain), as writeBound does.
+func (b *Badger) recordForCreate(ctx context.Context, a *bookAccount, h *bookHold) error {
 	if !h.rec.Hold.Transient {
 		a.mu.Unlock()
 		return nil
 	}
+	before := h.rec
 	op, err := b.bindOp(a, h, "", 0)
 	if err != nil {
 		a.mu.Unlock()
 		return err
 	}
 	op.lazy = true // the create's sync covers it
-	return b.writeHoldChange(a, h, op)
+	if err := b.writeHoldChange(a, h, op); err != nil {
+		b.holdAgain(ctx, before)
+		return err
+	}
+	return nil
 }
 
 // holdAgain takes again, in memory, the transient hold before that a create's failed batch was
