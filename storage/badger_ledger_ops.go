@@ -252,12 +252,16 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 		}
 		return err
 	}
+	before := h.rec
 	op, err := b.bindOp(a, h, taskID, 0)
 	if err != nil {
 		a.mu.Unlock()
 		return err
 	}
 	if err := b.writeHoldChange(a, h, op); err != nil {
+		if before.Hold.Transient {
+			b.holdAgain(ctx, before) // only memory had it: the book read again has not
+		}
 		return err
 	}
 	if err := b.syncCommitted(); err != nil {

@@ -181,10 +181,11 @@ func (b *Badger) recordForCreate(ctx context.Context, a *bookAccount, h *bookHol
 	return nil
 }
 
-// holdAgain takes again, in memory, the transient hold before that a create's failed batch was
-// to record: the caller still ends it (a task whose record could not be written is cancelled
-// upstream, released when the cancel is confirmed and charged otherwise). It fits unless the
-// account or the key's budget was spent meanwhile: it is then lost, as released.
+// holdAgain takes again, in memory, the transient hold before that a create's (or a BindHold's)
+// failed batch was to record: the caller still ends it (a task whose record could not be
+// written is cancelled upstream, released when the cancel is confirmed and charged otherwise).
+// It fits unless the account or the key's budget was spent meanwhile: it is then lost, as
+// released.
 func (b *Badger) holdAgain(ctx context.Context, before holdRecord) {
 	h := before.Hold
 	h.NewID, h.State = true, ""

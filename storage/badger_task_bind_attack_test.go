@@ -178,3 +178,40 @@ func TestBadgerLargeCreateWhoseHoldsBatchFails(t *testing.T) {
 		t.Fatalf("the key's counter = %d; want the 6 charged", got)
 	}
 }
+
+// A BindHold of a transient hold whose batch fails changes nothing a later read sees: the hold
+// is still open, transient and unbound, counted against the balance, and ends once.
+func TestBadgerBindHoldWhoseBatchFailsKeepsTheHold(t *testing.T) {
+	b := openBook(t, t.TempDir())
+	defer b.Close()
+	ctx := context.Background()
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 10, IdempotencyKey: "c"}, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	h := Hold{ID: "h1", NewID: true, Transient: true, Account: "acme", Amount: 6, Deadline: bookNow.Add(time.Minute)}
+	if _, _, err := b.Hold(ctx, h, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	diskFull := errors.New("disk full")
+	b.ledger.queue.failCommit = func() error { return diskFull }
+	err := b.BindHold(ctx, "h1", "task-1")
+	b.ledger.queue.failCommit = nil
+	if !errors.Is(err, diskFull) {
+		t.Fatalf("a BindHold whose batch failed = %v; want the commit's error", err)
+	}
+	if got, err := b.HoldByID(ctx, "h1"); err != nil || got.State != HoldOpen || got.Bound || !got.Transient {
+		t.Fatalf("the hold after a failed BindHold = %+v, %v; want it open, transient and unbound", got, err)
+	}
+	if _, _, err := b.Hold(ctx, Hold{ID: "h2", NewID: true, Account: "acme", Amount: 5, Deadline: bookNow.Add(time.Minute)}, bookNow); !errors.Is(err, ErrInsufficient) {
+		t.Fatalf("a hold of 5 past the 4 that h1 leaves = %v; want ErrInsufficient", err)
+	}
+	if err := b.BindHold(ctx, "h1", "task-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Settle(ctx, "h1", 6, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	if bal, entries := ledgerSums(t, b, "acme"); bal.Amount != 4 || bal.Held != 0 || len(entries) != 3 {
+		t.Fatalf("balance %+v, %d entries; want 4, nothing held, the credit and h1's two", bal, len(entries))
+	}
+}
