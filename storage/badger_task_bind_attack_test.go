@@ -215,3 +215,76 @@ func TestBadgerBindHoldWhoseBatchFailsKeepsTheHold(t *testing.T) {
 		t.Fatalf("balance %+v, %d entries; want 4, nothing held, the credit and h1's two", bal, len(entries))
 	}
 }
+
+// The hold of a create whose batch fails is taken again once the book has read the account
+// again. A request that locks the account in between (as the failure is handled) is given what
+// the hold held; the hold is taken again all the same, past the balance and the key's budget,
+// for its request to end: released (the upstream cancel confirmed), it charges nothing.
+func TestBadgerCreateWhoseBatchFailsKeepsItsHoldFromARequestInBetween(t *testing.T) {
+	b := openBook(t, t.TempDir())
+	defer b.Close()
+	ctx := context.Background()
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 10, IdempotencyKey: "c"}, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	hold := func(id string) Hold {
+		return Hold{ID: id, NewID: true, Transient: true, Account: "acme", KeyID: "k", Amount: 6,
+			Budget: Budget{Limit: 8, Period: BudgetDay}, Deadline: bookNow.Add(time.Minute)}
+	}
+	if _, _, err := b.Hold(ctx, hold("h1"), bookNow); err != nil {
+		t.Fatal(err)
+	}
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	b.ledger.queue.failCommit = func() error {
+		close(entered)
+		<-proceed
+		return errors.New("disk full")
+	}
+	created := make(chan error, 1)
+	go func() {
+		_, err := b.CreateTask(ctx, boundTask("task-1", "h1"))
+		created <- err
+	}()
+	<-entered
+	// The request: Hold's steps (lockAccount, decideHold), with the account locked from before
+	// the failure to after the book's epoch moved on, so that it comes first.
+	a, err := b.ledger.lockAccount(b.db, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch := b.ledger.epoch.Load()
+	close(proceed)
+	for b.ledger.epoch.Load() == epoch {
+		time.Sleep(time.Millisecond)
+	}
+	b.ledger.queue.failCommit = nil
+	err = b.ledger.read(b.db, a, b.ledger.epoch.Load()+1)
+	if err == nil {
+		_, _, _, _, err = b.decideHold(a, hold("h2"), bookNow, false)
+	}
+	a.mu.Unlock()
+	if err != nil {
+		t.Fatalf("the request's hold, with the failed create's not taken again yet: %v", err)
+	}
+	if err := <-created; err == nil {
+		t.Fatal("the create whose batch failed succeeded")
+	}
+	if h, err := b.HoldByID(ctx, "h1"); err != nil || h.State != HoldOpen || !h.Transient || h.Bound {
+		t.Fatalf("the hold of the failed create = %+v, %v; want it open and transient, for its request to end", h, err)
+	}
+	if _, _, err := b.Hold(ctx, Hold{ID: "h3", NewID: true, Account: "acme", Amount: 1, Deadline: bookNow.Add(time.Minute)}, bookNow); !errors.Is(err, ErrInsufficient) {
+		t.Fatalf("a hold with 12 of 10 held = %v; want ErrInsufficient", err)
+	}
+	if _, err := b.Release(ctx, "h1", "cancelled: its record could not be written", bookNow); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Settle(ctx, "h2", 6, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	if bal, entries := ledgerSums(t, b, "acme"); bal.Amount != 4 || bal.Held != 0 || len(entries) != 5 {
+		t.Fatalf("balance %+v, %d entries; want 4, nothing held, a credit and two holds ended", bal, len(entries))
+	}
+	if got := budgetSpent(t, b, "k", BudgetDay, bookNow); got != 6 {
+		t.Fatalf("the key's counter = %d; want the 6 charged", got)
+	}
+}
