@@ -102,7 +102,7 @@ func (b *Badger) createBound(ctx context.Context, task Task) (Task, error) {
 		return Task{}, badger.ErrDBClosed
 	}
 	b.sync.begin()
-	how, err := b.writeBound(ctx, task, writes)
+	how, err := b.writeBound(task, writes)
 	covering := b.sync.end(false)
 	if err != nil || how != boundWritten {
 		b.commits.leave()
@@ -121,7 +121,7 @@ func (b *Badger) createBound(ctx context.Context, task Task) (Task, error) {
 
 // writeBound writes the task's record and binds its hold, or tells createBound how to create
 // the task instead.
-func (b *Badger) writeBound(ctx context.Context, task Task, writes []bookWrite) (int, error) {
+func (b *Badger) writeBound(task Task, writes []bookWrite) (int, error) {
 	large := len(writes[0].val) > maxBatchedTaskRecord
 	if !large {
 		if err := b.taskAbsent(task.ID); err != nil {
