@@ -137,36 +137,48 @@ func TestBadgerCreatesWithFailingBatches(t *testing.T) {
 	t.Logf("%d tasks made; %d transient holds lost with a failed end", len(created), len(lost))
 }
 
-// The create of a record too large for the batch records its transient hold first (unbound, for
-// createInTxn to bind); when that batch fails, the create fails and the hold is taken again in
-// memory, as for a create in the batch: its request still ends it, once, and it counts against
-// the balance until then.
-func TestBadgerLargeCreateWhoseHoldsBatchFails(t *testing.T) {
+// A transient hold whose recording fails with its batch is taken again in memory: the create of
+// a record too large for the batch (which records the hold first, unbound, for createInTxn to
+// bind) and a BindHold change nothing a later read sees. The hold is still open, transient and
+// unbound, counts against the balance and the budget, and its request ends it once.
+func TestBadgerFailedRecordingOfATransientHoldKeepsIt(t *testing.T) {
+	large := boundTask("task-1", "h1")
+	large.Request = []byte(`{"prompt":"` + strings.Repeat("a", maxBatchedTaskRecord) + `"}`)
+	for name, record := range map[string]func(*Badger) error{
+		"large create": func(b *Badger) error { _, err := b.CreateTask(context.Background(), large); return err },
+		"BindHold":     func(b *Badger) error { return b.BindHold(context.Background(), "h1", "task-1") },
+	} {
+		t.Run(name, func(t *testing.T) { failedRecordingKeepsTheHold(t, record) })
+	}
+}
+
+func failedRecordingKeepsTheHold(t *testing.T, record func(*Badger) error) {
 	b := openBook(t, t.TempDir())
 	defer b.Close()
 	ctx := context.Background()
 	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 10, IdempotencyKey: "c"}, bookNow); err != nil {
 		t.Fatal(err)
 	}
-	h := Hold{ID: "h1", NewID: true, Transient: true, Account: "acme", KeyID: "k", Amount: 6,
-		Budget: Budget{Limit: 8, Period: BudgetDay}, Deadline: bookNow.Add(time.Minute)}
+	budget := Budget{Limit: 8, Period: BudgetDay}
+	h := Hold{ID: "h1", NewID: true, Transient: true, Account: "acme", KeyID: "k", Amount: 6, Budget: budget, Deadline: bookNow.Add(time.Minute)}
 	if _, _, err := b.Hold(ctx, h, bookNow); err != nil {
 		t.Fatal(err)
 	}
-	task := boundTask("task-1", "h1")
-	task.Request = []byte(`{"prompt":"` + strings.Repeat("a", maxBatchedTaskRecord) + `"}`)
 	diskFull := errors.New("disk full")
 	b.ledger.queue.failCommit = func() error { return diskFull }
-	_, err := b.CreateTask(ctx, task)
+	err := record(b)
 	b.ledger.queue.failCommit = nil
 	if !errors.Is(err, diskFull) {
-		t.Fatalf("a create whose hold's batch failed = %v; want the commit's error", err)
+		t.Fatalf("recording the hold in a batch that failed = %v; want the commit's error", err)
 	}
 	if got, err := b.HoldByID(ctx, "h1"); err != nil || got.State != HoldOpen || got.Bound || !got.Transient {
-		t.Fatalf("the hold of the failed create = %+v, %v; want it open, transient and unbound", got, err)
+		t.Fatalf("the hold = %+v, %v; want it open, transient and unbound", got, err)
 	}
-	if _, _, err := b.Hold(ctx, Hold{ID: "h2", NewID: true, Account: "acme", Amount: 5, Deadline: bookNow.Add(time.Minute)}, bookNow); !errors.Is(err, ErrInsufficient) {
-		t.Fatalf("a hold of 5 past the 4 that h1 leaves = %v; want ErrInsufficient", err)
+	for amount, want := range map[int64]error{5: ErrInsufficient, 3: ErrBudgetExceeded} {
+		h2 := Hold{ID: fmt.Sprint("h2-", amount), NewID: true, Account: "acme", KeyID: "k", Amount: amount, Budget: budget, Deadline: bookNow.Add(time.Minute)}
+		if _, _, err := b.Hold(ctx, h2, bookNow); !errors.Is(err, want) {
+			t.Fatalf("a hold of %d past what h1 leaves = %v; want %v", amount, err, want)
+		}
 	}
 	if _, err := b.Settle(ctx, "h1", 6, bookNow); err != nil {
 		t.Fatalf("the request's end of its hold: %v", err)
@@ -176,43 +188,6 @@ func TestBadgerLargeCreateWhoseHoldsBatchFails(t *testing.T) {
 	}
 	if got := budgetSpent(t, b, "k", BudgetDay, bookNow); got != 6 {
 		t.Fatalf("the key's counter = %d; want the 6 charged", got)
-	}
-}
-
-// A BindHold of a transient hold whose batch fails changes nothing a later read sees: the hold
-// is still open, transient and unbound, counted against the balance, and ends once.
-func TestBadgerBindHoldWhoseBatchFailsKeepsTheHold(t *testing.T) {
-	b := openBook(t, t.TempDir())
-	defer b.Close()
-	ctx := context.Background()
-	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 10, IdempotencyKey: "c"}, bookNow); err != nil {
-		t.Fatal(err)
-	}
-	h := Hold{ID: "h1", NewID: true, Transient: true, Account: "acme", Amount: 6, Deadline: bookNow.Add(time.Minute)}
-	if _, _, err := b.Hold(ctx, h, bookNow); err != nil {
-		t.Fatal(err)
-	}
-	diskFull := errors.New("disk full")
-	b.ledger.queue.failCommit = func() error { return diskFull }
-	err := b.BindHold(ctx, "h1", "task-1")
-	b.ledger.queue.failCommit = nil
-	if !errors.Is(err, diskFull) {
-		t.Fatalf("a BindHold whose batch failed = %v; want the commit's error", err)
-	}
-	if got, err := b.HoldByID(ctx, "h1"); err != nil || got.State != HoldOpen || got.Bound || !got.Transient {
-		t.Fatalf("the hold after a failed BindHold = %+v, %v; want it open, transient and unbound", got, err)
-	}
-	if _, _, err := b.Hold(ctx, Hold{ID: "h2", NewID: true, Account: "acme", Amount: 5, Deadline: bookNow.Add(time.Minute)}, bookNow); !errors.Is(err, ErrInsufficient) {
-		t.Fatalf("a hold of 5 past the 4 that h1 leaves = %v; want ErrInsufficient", err)
-	}
-	if err := b.BindHold(ctx, "h1", "task-1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Settle(ctx, "h1", 6, bookNow); err != nil {
-		t.Fatal(err)
-	}
-	if bal, entries := ledgerSums(t, b, "acme"); bal.Amount != 4 || bal.Held != 0 || len(entries) != 3 {
-		t.Fatalf("balance %+v, %d entries; want 4, nothing held, the credit and h1's two", bal, len(entries))
 	}
 }
 
