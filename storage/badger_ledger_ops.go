@@ -109,6 +109,7 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 			return Hold{}, LedgerEntry{}, nil, "", err
 		}
 		nh.rec.Budget = op.counter
+		nh.rec.Hold.Transient = counted.Transient
 		h.Transient = nh.rec.Hold.Transient
 	}
 	nh.entry = LedgerEntry{Time: now, KeyID: h.KeyID, Model: h.Model, Ref: h.Ref, HoldID: h.ID, Kind: EntryHold, Amount: -h.Amount}
