@@ -49,7 +49,7 @@ func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerE
 		if err != nil {
 			return Hold{}, LedgerEntry{}, err
 		}
-		held, entry, batch, other, err := b.decideHold(a, h, now)
+		held, entry, batch, other, err := b.decideHold(a, h, now, false)
 		a.mu.Unlock()
 		switch {
 		case other != "":
@@ -68,8 +68,10 @@ func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerE
 
 // decideHold takes the hold h in the account a (locked), or answers the hold taken before with
 // its ID and the batch writing it (nil: committed). other names another account whose hold
-// has the ID.
-func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time) (Hold, LedgerEntry, *ledgerBatch, string, error) {
+// has the ID. With again, h is a transient hold accepted before and lost by a failed batch
+// (holdAgain): it is taken whatever the balance and the key's budget now leave, as what was
+// decided since its loss was decided without it, and stays transient.
+func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (Hold, LedgerEntry, *ledgerBatch, string, error) {
 	prior, err := b.priorHold(a, h)
 	switch {
 	case err == nil && prior.rec.Hold.Account != a.name:
@@ -79,10 +81,10 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time) (Hold, Ledger
 	case !errors.Is(err, ErrNotFound):
 		return Hold{}, LedgerEntry{}, nil, "", err
 	}
-	if a.bal.Limited && a.bal.Amount < h.Amount {
+	if !again && a.bal.Limited && a.bal.Amount < h.Amount {
 		return Hold{}, LedgerEntry{}, nil, "", ErrInsufficient
 	}
-	if h.Transient && a.bal.Limited && a.bal.Amount-a.freed.Load() < h.Amount {
+	if !again && h.Transient && a.bal.Limited && a.bal.Amount-a.freed.Load() < h.Amount {
 		// It fits only in what ends not yet committed gave back: recorded, it is written
 		// after them and fails with them, where a transient hold would outlive their failure
 		// and leave the account holding more than its balance.
@@ -95,12 +97,19 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time) (Hold, Ledger
 	}
 	op := ledgerOp{acct: a, lazy: true}
 	if h.Budget.Limit > 0 {
-		op.counter, op.budget, op.bw, err = b.ledger.holdBudget(b.db, &nh.rec.Hold, now, a.epoch.Load())
+		counted := &nh.rec.Hold
+		if again {
+			unbounded := nh.rec.Hold
+			unbounded.Budget.Limit = MaxAmount // no check, and transient it stays
+			counted = &unbounded
+		}
+		op.counter, op.budget, op.bw, err = b.ledger.holdBudget(b.db, counted, now, a.epoch.Load())
 		if err != nil {
 			b.ledger.unclaim(nh)
 			return Hold{}, LedgerEntry{}, nil, "", err
 		}
 		nh.rec.Budget = op.counter
+		nh.rec.Hold.Transient = counted.Transient
 		h.Transient = nh.rec.Hold.Transient
 	}
 	nh.entry = LedgerEntry{Time: now, KeyID: h.KeyID, Model: h.Model, Ref: h.Ref, HoldID: h.ID, Kind: EntryHold, Amount: -h.Amount}
@@ -252,12 +261,16 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 		}
 		return err
 	}
+	before := h.rec
 	op, err := b.bindOp(a, h, taskID, 0)
 	if err != nil {
 		a.mu.Unlock()
 		return err
 	}
 	if err := b.writeHoldChange(a, h, op); err != nil {
+		if before.Hold.Transient {
+			b.holdAgain(before) // only memory had it: the book read again has not
+		}
 		return err
 	}
 	if err := b.syncCommitted(); err != nil {

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -101,7 +102,7 @@ func (b *Badger) createBound(ctx context.Context, task Task) (Task, error) {
 		return Task{}, badger.ErrDBClosed
 	}
 	b.sync.begin()
-	how, err := b.writeBound(ctx, task, writes)
+	how, err := b.writeBound(task, writes)
 	covering := b.sync.end(false)
 	if err != nil || how != boundWritten {
 		b.commits.leave()
@@ -120,7 +121,7 @@ func (b *Badger) createBound(ctx context.Context, task Task) (Task, error) {
 
 // writeBound writes the task's record and binds its hold, or tells createBound how to create
 // the task instead.
-func (b *Badger) writeBound(ctx context.Context, task Task, writes []bookWrite) (int, error) {
+func (b *Badger) writeBound(task Task, writes []bookWrite) (int, error) {
 	large := len(writes[0].val) > maxBatchedTaskRecord
 	if !large {
 		if err := b.taskAbsent(task.ID); err != nil {
@@ -152,7 +153,7 @@ func (b *Badger) writeBound(ctx context.Context, task Task, writes []bookWrite) 
 		// Not written: the book reads the account again from Badger, which has a recorded
 		// hold as it was; a transient one, which only memory had, is taken again.
 		if before.Hold.Transient {
-			b.holdAgain(ctx, before)
+			b.holdAgain(before)
 		}
 		return 0, err
 	}
@@ -160,30 +161,51 @@ func (b *Badger) writeBound(ctx context.Context, task Task, writes []bookWrite) 
 }
 
 // recordForCreate records h, a hold of the account a (locked), if it is transient: unbound, on
-// the reconciler's list, for createInTxn to bind. It unlocks a.
+// the reconciler's list, for createInTxn to bind. It unlocks a. A hold whose record's batch
+// fails is taken again in memory (holdAgain), as writeBound does.
 func (b *Badger) recordForCreate(a *bookAccount, h *bookHold) error {
 	if !h.rec.Hold.Transient {
 		a.mu.Unlock()
 		return nil
 	}
+	before := h.rec
 	op, err := b.bindOp(a, h, "", 0)
 	if err != nil {
 		a.mu.Unlock()
 		return err
 	}
 	op.lazy = true // the create's sync covers it
-	return b.writeHoldChange(a, h, op)
+	if err := b.writeHoldChange(a, h, op); err != nil {
+		b.holdAgain(before)
+		return err
+	}
+	return nil
 }
 
-// holdAgain takes again, in memory, the transient hold before that a create's failed batch was
-// to record: the caller still ends it (a task whose record could not be written is cancelled
-// upstream, released when the cancel is confirmed and charged otherwise). It fits unless the
-// account or the key's budget was spent meanwhile: it is then lost, as released.
-func (b *Badger) holdAgain(ctx context.Context, before holdRecord) {
+// holdAgain takes again, in memory, the transient hold before that a create's (or a BindHold's)
+// failed batch was to record: the caller still ends it (a task whose record could not be
+// written is cancelled upstream, released when the cancel is confirmed and charged otherwise).
+// It is taken whatever the account and the key's budget now leave: a request that locked the
+// account between the failure and this call was given what the hold held, and the account may
+// then hold more than its balance until the two end (decideHold).
+func (b *Badger) holdAgain(before holdRecord) {
 	h := before.Hold
 	h.NewID, h.State = true, ""
-	if _, _, err := b.Hold(ctx, h, h.Created); err != nil {
-		b.counters.logger.Error("the hold of a task create whose write failed could not be taken again; it is lost as released",
+	a, err := b.ledger.lockAccount(b.db, h.Account)
+	if err == nil {
+		var batch *ledgerBatch
+		var other string
+		_, _, batch, other, err = b.decideHold(a, h, h.Created, true)
+		a.mu.Unlock()
+		switch {
+		case err == nil && other != "":
+			err = fmt.Errorf("ledger: account %s has a hold with its id", other)
+		case err == nil && batch != nil:
+			err = b.waitBatch(batch)
+		}
+	}
+	if err != nil {
+		b.counters.logger.Error("a transient hold whose recording failed could not be taken again; it is lost as released",
 			zap.String("hold_id", h.ID), zap.String("account", h.Account), zap.Error(err))
 	}
 }
