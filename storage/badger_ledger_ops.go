@@ -175,15 +175,28 @@ func (b *Badger) Release(ctx context.Context, holdID, reason string, now time.Ti
 	return b.endHold(holdID, 0, EntryRelease, reason, now)
 }
 
+func (b *Badger) ReleaseOverdue(ctx context.Context, holdID, reason string, now time.Time) (LedgerEntry, error) {
+	return b.endHoldIf(holdID, 0, EntryRelease, reason, now, true)
+}
+
 // endHold settles (charging charged) or releases an open hold.
 func (b *Badger) endHold(holdID string, charged int64, kind, note string, now time.Time) (LedgerEntry, error) {
+	return b.endHoldIf(holdID, charged, kind, note, now, false)
+}
+
+// endHoldIf is endHold, refusing a hold bound to a task with ErrHoldBound when unboundOnly.
+func (b *Badger) endHoldIf(holdID string, charged int64, kind, note string, now time.Time, unboundOnly bool) (LedgerEntry, error) {
 	a, h, err := b.lockHold(holdID)
 	if err != nil {
 		return LedgerEntry{}, err
 	}
-	if h.rec.Hold.State != HoldOpen {
+	switch {
+	case h.rec.Hold.State != HoldOpen:
 		a.mu.Unlock()
 		return LedgerEntry{}, ErrHoldEnded
+	case unboundOnly && h.rec.Hold.Bound:
+		a.mu.Unlock()
+		return LedgerEntry{}, ErrHoldBound
 	}
 	rec := h.rec
 	held := rec.Hold.Amount

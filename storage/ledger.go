@@ -55,6 +55,10 @@ type Ledger interface {
 	// Release ends an open hold charging nothing; reason becomes the entry's Note. Errors as
 	// for Settle.
 	Release(ctx context.Context, holdID, reason string, now time.Time) (LedgerEntry, error)
+	// ReleaseOverdue is the reconciler's Release: it releases the hold as Release does only if
+	// the hold is not bound to a task. A hold that OverdueHolds listed and that a task's create
+	// bound since then answers ErrHoldBound and changes nothing: its task's finish ends it.
+	ReleaseOverdue(ctx context.Context, holdID, reason string, now time.Time) (LedgerEntry, error)
 	// BindHold ties an open hold to the task that carries it: the task's finish ends it, and
 	// the reconciler no longer releases it at its deadline. The hold's Ref becomes taskID.
 	// Binding it again to the same task does nothing; to another task answers ErrConflict; an
@@ -81,8 +85,9 @@ type Ledger interface {
 	// to pass as before for the next (older) page, "" when there are no older entries.
 	LedgerPageNewest(ctx context.Context, account, before string, limit int) (entries []LedgerEntry, next string, err error)
 	// OverdueHolds lists at most limit open, unbound holds whose Deadline is before now,
-	// earliest deadline first. The reconciler releases each through Release, so that each is
-	// released once however many processes reconcile.
+	// earliest deadline first. The reconciler releases each through ReleaseOverdue, so that
+	// each is released once however many processes reconcile, and none that a task bound
+	// since it was listed.
 	OverdueHolds(ctx context.Context, now time.Time, limit int) ([]Hold, error)
 }
 
@@ -96,6 +101,8 @@ var (
 	ErrBudgetExceeded = fmt.Errorf("key budget exceeded: %w", ErrInsufficient)
 	// ErrHoldEnded: the hold was settled or released already; nothing changed.
 	ErrHoldEnded = errors.New("hold already ended")
+	// ErrHoldBound: ReleaseOverdue found the hold bound to a task; nothing changed.
+	ErrHoldBound = errors.New("hold bound to a task")
 	// ErrBalanceBound: a credit would take the account's balance past ±MaxAmount, beyond which
 	// the backends no longer compute it exactly (Redis scripts use doubles, Badger int64);
 	// nothing changed.

@@ -129,16 +129,22 @@ func (r *Redis) Settle(ctx context.Context, holdID string, amount int64, now tim
 	if err := validCharge(amount); err != nil {
 		return LedgerEntry{}, err
 	}
-	return r.endHold(ctx, holdID, amount, EntrySettle, "", now)
+	return r.endHold(ctx, holdID, amount, EntrySettle, "", now, false)
 }
 
 func (r *Redis) Release(ctx context.Context, holdID, reason string, now time.Time) (LedgerEntry, error) {
-	return r.endHold(ctx, holdID, 0, EntryRelease, reason, now)
+	return r.endHold(ctx, holdID, 0, EntryRelease, reason, now, false)
 }
 
-func (r *Redis) endHold(ctx context.Context, holdID string, charged int64, kind, note string, now time.Time) (LedgerEntry, error) {
+func (r *Redis) ReleaseOverdue(ctx context.Context, holdID, reason string, now time.Time) (LedgerEntry, error) {
+	return r.endHold(ctx, holdID, 0, EntryRelease, reason, now, true)
+}
+
+// endHold settles (charging charged) or releases an open hold; when unboundOnly, a hold bound to
+// a task is left open (ErrHoldBound).
+func (r *Redis) endHold(ctx context.Context, holdID string, charged int64, kind, note string, now time.Time, unboundOnly bool) (LedgerEntry, error) {
 	res, unconfirmed := r.execDurable(ctx, scriptLedgerEnd, []string{r.key("lh:", holdID), r.key("lo")},
-		[]string{itoa(charged), itoa(micros(now)), kind, note, r.prefix, holdID})
+		[]string{itoa(charged), itoa(micros(now)), kind, note, r.prefix, holdID, flag(unboundOnly)})
 	vals, err := res.ToArray()
 	if err != nil {
 		return LedgerEntry{}, err
@@ -155,6 +161,8 @@ func (r *Redis) endHold(ctx context.Context, holdID string, charged int64, kind,
 		return LedgerEntry{}, ErrNotFound
 	case code == -3:
 		return LedgerEntry{}, ErrHoldEnded
+	case code == -4:
+		return LedgerEntry{}, ErrHoldBound
 	case code == 1 && len(vals) == 2:
 		e, err := entryOf(vals[1])
 		if err != nil {

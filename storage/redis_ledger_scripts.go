@@ -70,12 +70,14 @@ redis.call('HSET', KEYS[1], 'j', ARGV[1], 'a', ARGV[2], 'k', ARGV[3], 'm', ARGV[
 if ARGV[10] ~= '1' then redis.call('ZADD', KEYS[4], ARGV[9], ARGV[6]) end
 return {1, e}`)
 
-	// KEYS: hold, open set. ARGV: charged, now µs, kind (settle or release), note, prefix, id.
-	// Returns {1, entry} when ended, {-1} when missing, {-3} when it has ended.
+	// KEYS: hold, open set. ARGV: charged, now µs, kind (settle or release), note, prefix, id,
+	// unbound only ("1": a hold bound to a task is left open). Returns {1, entry} when ended,
+	// {-1} when missing, {-3} when it has ended, {-4} when it is bound and ARGV[7] is "1".
 	scriptLedgerEnd = newScript(luaLedgerEntry + `
-local h = redis.call('HMGET', KEYS[1], 'a', 'k', 'm', 'r', 'amt', 's', 'p')
+local h = redis.call('HMGET', KEYS[1], 'a', 'k', 'm', 'r', 'amt', 's', 'p', 'b')
 if not h[1] then return {-1} end
 if h[6] ~= 'open' then return {-3} end
+if ARGV[7] == '1' and h[8] == '1' then return {-4} end
 local held, charged = tonumber(h[5]), tonumber(ARGV[1])
 local note = ARGV[4]
 if ARGV[3] == 'settle' and charged > held then

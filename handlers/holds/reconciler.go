@@ -37,8 +37,9 @@ const maxBatchesPerPass = 50
 
 // Reconciler releases overdue holds: open, unbound holds whose deadline has passed. One
 // gateway instance at a time does it (it holds the lease LeaseName); each release is the
-// ledger's exactly-once Release, so a hold is released once even if two instances overlapped
-// or a request ends its hold at the same moment.
+// ledger's exactly-once ReleaseOverdue, so a hold is released once even if two instances
+// overlapped or a request ends its hold at the same moment, and a hold that its task's create
+// bound after it was listed is left to the task.
 type Reconciler struct {
 	Ledger storage.Ledger
 	Leases storage.Coordination
@@ -109,10 +110,12 @@ func (r *Reconciler) Pass(ctx context.Context) (int, error) {
 			return released, err
 		}
 		for _, h := range overdue {
-			e, err := r.Ledger.Release(ctx, h.ID, ReleaseReason, now)
+			e, err := r.Ledger.ReleaseOverdue(ctx, h.ID, ReleaseReason, now)
 			switch {
 			case errors.Is(err, storage.ErrHoldEnded), errors.Is(err, storage.ErrNotFound):
 				continue // ended by its request or another reconciler meanwhile
+			case errors.Is(err, storage.ErrHoldBound):
+				continue // bound by its task's create since it was listed: the task's finish ends it
 			case err != nil:
 				return released, err
 			}
