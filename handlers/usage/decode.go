@@ -13,14 +13,15 @@ var usageFields = [...]string{"prompt_tokens", "completion_tokens", "total_token
 // decodeUsage decodes a usage object exactly as json.Unmarshal into a rawUsage does, and reports
 // whether that succeeded. Objects with ASCII member names and no escapes in them (every
 // provider's) are validated and read in one pass by a small scanner, without reflection or
-// allocation; anything else goes to json.Valid and json.Unmarshal.
+// allocation; anything else goes to json.Unmarshal, which checks the whole of obj is valid
+// JSON before it decodes any of it.
 func decodeUsage(obj []byte) (usageCounts, bool) {
 	var u usageCounts
 	if ok, decided := scanUsage(obj, &u); decided {
 		return u, ok
 	}
 	var raw rawUsage
-	if !json.Valid(obj) || json.Unmarshal(obj, &raw) != nil {
+	if json.Unmarshal(obj, &raw) != nil {
 		return usageCounts{}, false
 	}
 	return raw.counts(), true
