@@ -43,7 +43,7 @@ func NewMeter(store storage.Store, interval time.Duration, logger *zap.Logger) *
 
 // counterName is a counter's name in parts, joined only when the meter flushes, so that counting
 // a request builds no string and its map key hashes one string: a usage counter is its kind and
-// the key id or account name (see KeyUsage, AccountUsage); any other (Meter.Add) is its whole
+// the key id or account name (see KeyUsage, AccountUsage); any other (Meter.AddAll) is its whole
 // name in id, with kind usageNone.
 type counterName struct {
 	kind    usageKind
@@ -73,13 +73,6 @@ func (n counterName) String() string {
 	default:
 		return KeyUsage(n.id, usageNames[n.kind])
 	}
-}
-
-// Add counts delta under name.
-func (m *Meter) Add(name string, delta int64) {
-	m.mu.Lock()
-	m.pending[counterName{id: name}] += delta
-	m.mu.Unlock()
 }
 
 // AddAll counts deltas[i] under names[i], each i, under one lock; a zero delta changes nothing.

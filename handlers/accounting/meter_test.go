@@ -49,9 +49,7 @@ func countingMeter(t *testing.T) (*storage.Badger, *countingStore, *Meter) {
 // waits for one durable write, which makes them durable.
 func TestMeterFlushIsOneDurableWrite(t *testing.T) {
 	badger, store, m := countingMeter(t)
-	for i, name := range []string{"usage/a", "usage/b", "usage/c", "usage/d"} {
-		m.Add(name, int64(i+1))
-	}
+	m.AddAll([]string{"usage/a", "usage/b", "usage/c", "usage/d"}, []int64{1, 2, 3, 4})
 	m.Close() // flushes
 	if d, r := store.durable.Load(), store.reserved.Load(); d != 1 || r != 4 {
 		t.Fatalf("a flush of 4 counters made %d durable writes and %d reservations, want 1 and 4", d, r)
@@ -88,8 +86,7 @@ func TestMeterRetriesAFailedSyncWithoutCountingTwice(t *testing.T) {
 	store := &unsyncedStore{countingStore: countingStore{Store: badger}}
 	m := NewMeter(store, time.Hour, zap.NewNop())
 	defer m.Close()
-	m.Add("usage/a", 1)
-	m.Add("usage/b", 2)
+	m.AddAll([]string{"usage/a", "usage/b"}, []int64{1, 2})
 	store.fail.Store(true)
 	m.flush()
 	if d := store.durable.Load(); d != 1 {
