@@ -81,15 +81,8 @@ func TestBadgerPricedRequestsHoldExactlyTheBalance(t *testing.T) {
 	adminPort, port := freePort(t), freePort(t)
 	cfg := fmt.Sprintf(exactChatCaddyfile, adminPort, dir, up.URL, port, strings.TrimPrefix(up.URL, "http://"))
 	ready := fmt.Sprintf("http://127.0.0.1:%d/", port)
-	startCaddyProcess(t, cfg, ready).kill() // makes the store
+	creditedStore(t, cfg, ready, dir, "exact", fit*10_000)
 	ctx := context.Background()
-	store := openBadgerStore(t, dir)
-	if _, err := store.Credit(ctx, storage.Credit{Account: "exact", Amount: fit * 10_000, IdempotencyKey: "c"}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Close(); err != nil {
-		t.Fatal(err)
-	}
 
 	gw := startCaddyProcess(t, cfg, ready)
 	url := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", port)
@@ -129,7 +122,7 @@ func TestBadgerPricedRequestsHoldExactlyTheBalance(t *testing.T) {
 	}
 	gw.kill()
 
-	store = openBadgerStore(t, dir)
+	store := openBadgerStore(t, dir)
 	defer func() {
 		if err := store.Close(); err != nil {
 			t.Error(err)

@@ -55,15 +55,22 @@ func pricedChatStore(t *testing.T, credit int64) (cfg, ready, dir string, port i
 	port = freePort(t)
 	cfg = fmt.Sprintf(pricedChatProcessCaddyfile, adminPort, dir, simPort, port, simPort, simPort)
 	ready = fmt.Sprintf("http://127.0.0.1:%d/", port)
+	creditedStore(t, cfg, ready, dir, "killed", credit)
+	return cfg, ready, dir, port
+}
+
+// creditedStore makes the Badger store in dir of a gateway configured by cfg (a first gateway,
+// ready at ready, makes it) and credits account with credit while no gateway has it open.
+func creditedStore(t *testing.T, cfg, ready, dir, account string, credit int64) {
+	t.Helper()
 	startCaddyProcess(t, cfg, ready).kill()
 	store := openBadgerStore(t, dir)
-	if _, err := store.Credit(context.Background(), storage.Credit{Account: "killed", Amount: credit, IdempotencyKey: "c"}, time.Now()); err != nil {
+	if _, err := store.Credit(context.Background(), storage.Credit{Account: account, Amount: credit, IdempotencyKey: "c"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return cfg, ready, dir, port
 }
 
 // TestPricedRequestsLedgerSurvivesSIGKILL: the ledger writes of a pass-through request (its
