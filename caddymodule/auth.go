@@ -71,8 +71,8 @@ func (h *AuthHandler) Provision(ctx caddy.Context) error {
 
 func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) (err error) {
 	srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
-	ow, entry := h.observer.begin(w, r, srv)
-	defer func() { h.observer.end(ow, entry, err) }()
+	ow := h.observer.begin(w, r, srv)
+	defer func() { h.observer.end(ow, err) }()
 	w = ow
 	secret, keyErr := auth.KeyFromRequest(r)
 	exposed := exposes(r, srv)
@@ -114,7 +114,7 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 		ow.extra.Add(zap.String("account", id.Account))
 	}
 	ow.identity = id
-	return next.ServeHTTP(w, r.WithContext(auth.WithIdentityOf(usage.WithEntry(r.Context(), ow.entry), &ow.identity)))
+	return next.ServeHTTP(w, r.WithContext(auth.WithIdentityOf(usage.WithEntry(r.Context(), &ow.entry), &ow.identity)))
 }
 
 // accessLogFields returns the extra fields of the access log entry of r, served by srv, or nil

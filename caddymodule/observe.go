@@ -22,24 +22,24 @@ type observer struct {
 }
 
 // begin starts following r, served by srv (nil outside a Caddy server): the returned writer
-// notes the status and mediagw's error code. Handlers find the returned entry in the request
-// context once mediagw_auth put it there.
+// notes the status and mediagw's error code. Handlers find its entry in the request context once
+// mediagw_auth put it there.
 //
 // What end needs from r's context (the access log's extra fields, the trace id) is looked up
 // here, once, while the context is fresh in the CPU's caches: at the end of a request each lookup
 // walks the whole context chain again, which costs more than the rest of end.
-func (o *observer) begin(w http.ResponseWriter, r *http.Request, srv *caddyhttp.Server) (*observedWriter, *usage.Entry) {
+func (o *observer) begin(w http.ResponseWriter, r *http.Request, srv *caddyhttp.Server) *observedWriter {
 	ow := &observedWriter{wrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
 	ow.ResponseWriterWrapper = &ow.wrapper
-	ow.entryValue.Endpoint = metrics.Endpoint(r.URL.Path)
-	ow.entry = &ow.entryValue
+	ow.entry.Endpoint = metrics.Endpoint(r.URL.Path)
 	ow.extra = accessLogFields(r, srv)
 	ow.traceID = usage.TraceID(r.Context())
-	return ow, ow.entry
+	return ow
 }
 
 // end closes the request's entry once the handlers returned err (nil when they answered).
-func (o *observer) end(ow *observedWriter, e *usage.Entry, err error) {
+func (o *observer) end(ow *observedWriter, err error) {
+	e := &ow.entry
 	status := ow.status
 	if status == 0 {
 		status = http.StatusOK
@@ -70,16 +70,15 @@ func (o *observer) end(ow *observedWriter, e *usage.Entry, err error) {
 // (apierror.Write tells it through NoteErrorCode).
 type observedWriter struct {
 	*caddyhttp.ResponseWriterWrapper
-	entry  *usage.Entry
+	entry  usage.Entry // the request's, which the request context carries by reference
 	status int
 	// extra are the access log entry's extra fields (nil when the server writes no access log),
 	// and traceID the request's trace (see begin).
 	extra   *caddyhttp.ExtraLogFields
 	traceID string
 	// identity is the caller's, which mediagw_auth puts in the request context by reference.
-	identity   auth.Identity
-	wrapper    caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
-	entryValue usage.Entry                     // and entry here
+	identity auth.Identity
+	wrapper  caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
 }
 
 func (w *observedWriter) WriteHeader(status int) {
