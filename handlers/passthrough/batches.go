@@ -95,7 +95,7 @@ func readBatch(body []byte) ([]batchRequest, error) {
 		}
 		// The priced fields are read under the model's rule, so what the upstream reads is
 		// what was held.
-		fields, err := jsonkeys.Members(params, append([]string{"model"}, pricedFields...)...)
+		fields, err := jsonkeys.Members(params, modelAndPriced...)
 		if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
 			field := member(paramsPath, e.Field).String()
 			return apierror.New(http.StatusBadRequest, "invalid_request_body", field+" is refused: "+e.Error()).WithParam(field)

@@ -355,7 +355,8 @@ func refFields(ep Endpoint) []string {
 	return fields
 }
 
-// modelAndPriced is refFields of an endpoint without references, built once.
+// modelAndPriced are model and the priced fields, built once: refFields of an endpoint without
+// references, and the fields read in a batch line's body. Shared: do not change it.
 var modelAndPriced = append([]string{"model"}, pricedFields...)
 
 // checkRefs refuses body fields that name upstream objects the caller's account does not own, and
