@@ -135,7 +135,7 @@ func (b *Badger) writeBound(task Task, writes []bookWrite) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if h.rec.Hold.State != HoldOpen || h.rec.Hold.Bound || h.rec.Hold.Account != task.Account {
+	if !bindableTo(h.rec.Hold, task.Account) {
 		a.mu.Unlock()
 		return boundNot, nil
 	}
