@@ -103,7 +103,7 @@ func bindTaskHold(txn *badger.Txn, holdID, taskID, taskAccount string) (account 
 	if errors.Is(err, ErrNotFound) {
 		return "", nil
 	}
-	if err != nil || rec.Hold.State != HoldOpen || rec.Hold.Bound || rec.Hold.Account != taskAccount {
+	if err != nil || !bindableTo(rec.Hold, taskAccount) {
 		return "", err
 	}
 	if err := txn.Delete([]byte(openHoldKey(rec.Hold))); err != nil {
@@ -111,6 +111,11 @@ func bindTaskHold(txn *badger.Txn, holdID, taskID, taskAccount string) (account 
 	}
 	rec.Hold.Bound, rec.Hold.Ref = true, taskID
 	return rec.Hold.Account, setEntry(txn, holdKey(rec.Hold.ID), rec.encode(), 0)
+}
+
+// bindableTo reports whether a task of account may bind h: h is open, unbound and account's.
+func bindableTo(h Hold, account string) bool {
+	return h.State == HoldOpen && !h.Bound && h.Account == account
 }
 
 // unbindTaskHold undoes bindTaskHold for a create taken back (takeBackCreate): an open hold

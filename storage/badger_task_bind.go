@@ -135,7 +135,7 @@ func (b *Badger) writeBound(task Task, writes []bookWrite) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if h.rec.Hold.State != HoldOpen || h.rec.Hold.Bound || h.rec.Hold.Account != task.Account {
+	if !bindableTo(h.rec.Hold, task.Account) {
 		a.mu.Unlock()
 		return boundNot, nil
 	}
@@ -212,16 +212,19 @@ func (b *Badger) holdAgain(before holdRecord) {
 
 // taskAbsent answers ErrExists when Badger has a record of the task id.
 func (b *Badger) taskAbsent(id string) error {
-	return b.db.View(func(txn *badger.Txn) error {
-		_, err := txn.Get([]byte(prefixTask + id))
-		switch {
-		case err == nil:
-			return ErrExists
-		case errors.Is(err, badger.ErrKeyNotFound):
-			return nil
-		}
-		return err
-	})
+	return b.db.View(func(txn *badger.Txn) error { return txnTaskAbsent(txn, id) })
+}
+
+// txnTaskAbsent answers ErrExists when txn sees a record of the task id.
+func txnTaskAbsent(txn *badger.Txn, id string) error {
+	_, err := txn.Get([]byte(prefixTask + id))
+	switch {
+	case err == nil:
+		return ErrExists
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return nil
+	}
+	return err
 }
 
 // takeBackBound takes back a create that createBound wrote and whose disk sync failed (err), as

@@ -27,9 +27,7 @@ func (b *Badger) createInTxn(ctx context.Context, task Task, bind bool) (Task, e
 	var holdAccount string // set when this create bound the task's hold
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		holdAccount = ""
-		if _, err := txn.Get([]byte(prefixTask + task.ID)); err == nil {
-			return ErrExists
-		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+		if err := txnTaskAbsent(txn, task.ID); err != nil {
 			return err
 		}
 		if bind {

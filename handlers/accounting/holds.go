@@ -56,7 +56,11 @@ type holdEnd struct {
 // model without a price holds nothing. A hold that is not ended by its deadline (its process
 // died) is released by the reconciler.
 func (a *Accountant) HoldFor(ctx context.Context, id auth.Identity, model, ref string, estimate func(*billing.Price) billing.Estimate, deadline time.Duration) (Hold, error) {
-	return a.holdPriced(ctx, id, model, ref, estimate, deadline, true)
+	price, ok := a.Prices.Price(model)
+	if !ok {
+		return Hold{}, nil
+	}
+	return a.hold(ctx, id, model, ref, estimate(price), price, deadline)
 }
 
 // HoldForTask is HoldFor for a task that will carry the hold beyond the request that creates
@@ -67,16 +71,7 @@ func (a *Accountant) HoldFor(ctx context.Context, id auth.Identity, model, ref s
 // fails. A process that dies before the create loses it as released, which is what the
 // reconciler does to an unbound hold at its deadline.
 func (a *Accountant) HoldForTask(ctx context.Context, id auth.Identity, model, ref string, estimate func(*billing.Price) billing.Estimate, deadline time.Duration) (Hold, error) {
-	return a.holdPriced(ctx, id, model, ref, estimate, deadline, true)
-}
-
-// holdPriced holds the estimate at model's price; nothing for a model without one.
-func (a *Accountant) holdPriced(ctx context.Context, id auth.Identity, model, ref string, estimate func(*billing.Price) billing.Estimate, deadline time.Duration, transient bool) (Hold, error) {
-	price, ok := a.Prices.Price(model)
-	if !ok {
-		return Hold{}, nil
-	}
-	return a.hold(ctx, id, model, ref, estimate(price), price, deadline, transient)
+	return a.HoldFor(ctx, id, model, ref, estimate, deadline)
 }
 
 // A Call is one model call of a request that carries several in one body (a Message Batches
@@ -111,19 +106,20 @@ func (a *Accountant) HoldCalls(ctx context.Context, id auth.Identity, model, ref
 	if !priced {
 		return Hold{}, nil
 	}
-	return a.hold(ctx, id, model, ref, est, nil, deadline, true)
+	return a.hold(ctx, id, model, ref, est, nil, deadline)
 }
 
-// hold writes the ledger hold of est, transient when its request ends it. price settles it from
-// the answer's usage; nil settles it at the amount held.
-func (a *Accountant) hold(ctx context.Context, id auth.Identity, model, ref string, est billing.Estimate, price *billing.Price, deadline time.Duration, transient bool) (Hold, error) {
+// hold writes the ledger hold of est, transient (every hold starts so: a request's ends with the
+// request, a task's until the task's create binds it). price settles it from the answer's usage;
+// nil settles it at the amount held.
+func (a *Accountant) hold(ctx context.Context, id auth.Identity, model, ref string, est billing.Estimate, price *billing.Price, deadline time.Duration) (Hold, error) {
 	now := a.clock()
 	budget, none := id.Limits.SpendingLimit()
 	if none && est.Amount > 0 {
 		return Hold{}, errBudget // a quota of 0: the key may spend nothing
 	}
 	h := storage.Hold{ID: newHoldID(), NewID: true, Account: id.Account, KeyID: id.KeyID, Model: model, Ref: ref,
-		Amount: int64(est.Amount), Budget: budget, Deadline: now.Add(deadline), Transient: transient}
+		Amount: int64(est.Amount), Budget: budget, Deadline: now.Add(deadline), Transient: true}
 	_, _, err := a.Store.Hold(ctx, h, now)
 	switch {
 	case errors.Is(err, storage.ErrBudgetExceeded):

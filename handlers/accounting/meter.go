@@ -140,7 +140,7 @@ func (m *Meter) flush() {
 		name := n.String()
 		if _, _, err := m.store.ReserveCounter(ctx, name, delta, -1); err != nil {
 			m.logger.Error("storing usage counter", zap.String("counter", name), zap.Error(err))
-			m.keep(n, delta)
+			m.addTo(n, delta) // keep it for the next flush
 			continue
 		}
 		last = name
@@ -157,8 +157,8 @@ func (m *Meter) flush() {
 	m.unsynced = ""
 }
 
-// keep puts back a change that a flush could not store, for the next flush.
-func (m *Meter) keep(n counterName, delta int64) {
+// addTo counts delta under n.
+func (m *Meter) addTo(n counterName, delta int64) {
 	m.mu.Lock()
 	m.pending[n] += delta
 	m.mu.Unlock()
