@@ -21,20 +21,28 @@ func openBook(t *testing.T, dir string) *Badger {
 	return b
 }
 
-// sumsUp reads the account's ledger from Badger and checks that it sums to its balance and
-// that every entry's BalanceAfter is the running sum; it returns the balance and the entries.
+// sumsUp reads the account's ledger from Badger, page by page, and checks that it sums to its
+// balance, that every entry's BalanceAfter is the running sum, and that a page has a cursor only
+// when it is full and more entries follow; it returns the balance and the entries.
 func sumsUp(t *testing.T, b *Badger, account string) (Balance, []LedgerEntry) {
 	t.Helper()
 	ctx := context.Background()
-	entries, next, err := b.LedgerPage(ctx, account, "", MaxLedgerPage)
-	if err != nil || next != "" {
-		t.Fatalf("LedgerPage(%s) = %d entries, next %q, %v", account, len(entries), next, err)
-	}
+	var entries []LedgerEntry
 	var sum int64
-	for i, e := range entries {
-		sum += e.Amount
-		if e.ID != fmt.Sprint(i+1) || e.BalanceAfter != sum {
-			t.Fatalf("%s's entry %d = %+v; want id %d and balance after %d", account, i, e, i+1, sum)
+	for after := ""; ; {
+		page, next, err := b.LedgerPage(ctx, account, after, MaxLedgerPage)
+		if err != nil || (next != "" && len(page) != MaxLedgerPage) || (after != "" && len(page) == 0) {
+			t.Fatalf("LedgerPage(%s, after %q) = %d entries, next %q, %v", account, after, len(page), next, err)
+		}
+		for _, e := range page {
+			sum += e.Amount
+			if e.ID != fmt.Sprint(len(entries)+1) || e.BalanceAfter != sum {
+				t.Fatalf("%s's entry %d = %+v; want id %d and balance after %d", account, len(entries), e, len(entries)+1, sum)
+			}
+			entries = append(entries, e)
+		}
+		if after = next; next == "" {
+			break
 		}
 	}
 	bal, err := b.Balance(ctx, account)
