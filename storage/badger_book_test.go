@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -226,5 +228,25 @@ func TestBadgerBookCrashBetweenDecisionAndCommit(t *testing.T) {
 	}
 	if _, _, err := c.Hold(ctx, Hold{ID: "h2", Account: "acme", Amount: 100, Deadline: bookNow.Add(time.Hour)}, bookNow); err != nil {
 		t.Fatalf("the restarted store decides on what Badger has: %v", err)
+	}
+}
+
+// A ledger write big enough for Badger's value log (a credit's note of valueThreshold bytes, in
+// its entry's block and its idempotency record) is acknowledged only after a sync of the value
+// log: the batch's commit does not go through commitSerial, which tells the sync of such values.
+func TestBadgerBookBigValueSyncsTheValueLog(t *testing.T) {
+	ctx, now, b := openLazyTestBadger(t)
+	var valueLogSyncs atomic.Int32
+	dbSync := b.logs.dbSync
+	b.logs.dbSync = func() error { valueLogSyncs.Add(1); return dbSync() }
+	note := strings.Repeat("x", valueThreshold)
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 1, IdempotencyKey: "big", Note: note}, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := valueLogSyncs.Load(); got < 1 {
+		t.Errorf("%d syncs of the value log after a credit with a big note; want 1 or more", got)
+	}
+	if _, entries := sumsUp(t, b, "acme"); len(entries) != 1 || entries[0].Note != note {
+		t.Errorf("the credit's entry was not read back with its note")
 	}
 }
