@@ -226,13 +226,6 @@ func (k *ledgerBook) evict() {
 	}
 }
 
-// size is the number of accounts in memory.
-func (k *ledgerBook) size() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return len(k.accounts)
-}
-
 // lockedHold returns the hold with a's lock held: from memory if it is there, else read from
 // Badger (and kept in memory while it is open and a's). A hold of another account is returned
 // as read, not kept. ErrNotFound: no such hold.

@@ -31,39 +31,11 @@ func budgetSpent(t *testing.T, b *Badger, keyID, period string, at time.Time) in
 	return spent
 }
 
-// ledgerSums is sumsUp for a ledger of any length.
-func ledgerSums(t *testing.T, b *Badger, account string) (Balance, []LedgerEntry) {
-	t.Helper()
-	var entries []LedgerEntry
-	var sum int64
-	for after := ""; ; {
-		page, next, err := b.LedgerPage(context.Background(), account, after, MaxLedgerPage)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range page {
-			sum += e.Amount
-			if e.ID != fmt.Sprint(len(entries)+1) || e.BalanceAfter != sum {
-				t.Fatalf("%s's entry %d = %+v; want balance after %d", account, len(entries), e, sum)
-			}
-			entries = append(entries, e)
-		}
-		if after = next; next == "" {
-			break
-		}
-	}
-	bal, err := b.Balance(context.Background(), account)
-	if err != nil || bal.Amount != sum {
-		t.Fatalf("%s's balance %+v, %v; its entries sum to %d", account, bal, err, sum)
-	}
-	return bal, entries
-}
-
 // holdsEndedOnce checks that the account's ledger sums to its balance, holds nothing, and has
 // each hold it took once and ended once; it returns the entries.
 func holdsEndedOnce(t *testing.T, b *Badger, account string) []LedgerEntry {
 	t.Helper()
-	bal, entries := ledgerSums(t, b, account)
+	bal, entries := sumsUp(t, b, account)
 	if bal.Held != 0 {
 		t.Errorf("balance %+v: something is still held", bal)
 	}

@@ -238,7 +238,10 @@ func (b *Badger) waitBatch(batch *ledgerBatch) error {
 	}
 }
 
-// writeBatch writes the batch in one transaction.
+// writeBatch writes the batch in one transaction. A batch that wrote a value to Badger's value
+// log (an entry with a note of valueThreshold bytes or more) returns once a sync of the value
+// log has ended: only a sync told of it syncs the value log (as for commitSerial's commits), and
+// the callers of the batch are answered as soon as it returns.
 func (b *Badger) writeBatch(batch *ledgerBatch, failCommit func() error) error {
 	if !b.commits.enter() {
 		return badger.ErrDBClosed
@@ -251,12 +254,24 @@ func (b *Badger) writeBatch(batch *ledgerBatch, failCommit func() error) error {
 	}
 	txn := b.db.NewTransaction(true)
 	defer txn.Discard()
+	err := setBatch(txn, batch)
+	if err == nil {
+		err = txn.Commit()
+	}
+	if big := wroteBigValue(txn); big && err == nil {
+		return b.syncSince(true)
+	}
+	return err
+}
+
+// setBatch sets the batch's writes in txn (with setEntry, which notes a value for the value log).
+func setBatch(txn *badger.Txn, batch *ledgerBatch) error {
 	for _, w := range batch.writes {
 		var err error
 		if w.del {
 			err = txn.Delete([]byte(w.key))
 		} else {
-			err = txn.SetEntry(entry(w.key, w.val, w.ttl))
+			err = setEntry(txn, w.key, w.val, w.ttl)
 		}
 		if err != nil {
 			return err
@@ -264,12 +279,12 @@ func (b *Badger) writeBatch(batch *ledgerBatch, failCommit func() error) error {
 	}
 	for a, ba := range batch.accounts {
 		for _, block := range ba.blocks {
-			if err := txn.SetEntry(entry(entryKey(a.name, block.last), block.buf, 0)); err != nil {
+			if err := setEntry(txn, entryKey(a.name, block.last), block.buf, 0); err != nil {
 				return err
 			}
 		}
 		if ba.hasBalance {
-			if err := txn.SetEntry(entry(balanceKey(a.name), ba.balance.encode(), 0)); err != nil {
+			if err := setEntry(txn, balanceKey(a.name), ba.balance.encode(), 0); err != nil {
 				return err
 			}
 		}
@@ -281,7 +296,7 @@ func (b *Badger) writeBatch(batch *ledgerBatch, failCommit func() error) error {
 			return err
 		}
 	}
-	return txn.Commit()
+	return nil
 }
 
 // finish tells the operations of a batch that it was committed (err nil) or failed.

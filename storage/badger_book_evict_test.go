@@ -122,3 +122,10 @@ func TestBadgerBookHoldOutlivesItsAccountInMemory(t *testing.T) {
 		t.Fatalf("balance %+v", bal)
 	}
 }
+
+// size is the number of accounts in the book's memory.
+func (k *ledgerBook) size() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.accounts)
+}

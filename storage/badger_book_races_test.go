@@ -62,7 +62,7 @@ func TestBadgerBookCloseUnderLoadThenReopen(t *testing.T) {
 
 	c := openBook(t, dir)
 	defer c.Close()
-	bal, entries := ledgerSums(t, c, "acme")
+	bal, entries := sumsUp(t, c, "acme")
 	open := map[string]int64{}
 	var taken int64
 	for _, e := range entries {
@@ -157,7 +157,7 @@ func TestBadgerBookCreateTaskBindRacesAnEnd(t *testing.T) {
 	if len(overdue) != 0 {
 		t.Errorf("after the releases, %d holds are still listed as overdue: %+v", len(overdue), overdue[0])
 	}
-	_, entries := ledgerSums(t, b, "acme")
+	_, entries := sumsUp(t, b, "acme")
 	ends := map[string]int{}
 	for _, e := range entries {
 		if e.Kind == EntrySettle || e.Kind == EntryRelease {
@@ -186,11 +186,11 @@ func TestBadgerBookCreateTaskBindRacesAnEnd(t *testing.T) {
 			t.Fatalf("settling hold %+v: %v", h, err)
 		}
 	}
-	if bal, _ := ledgerSums(t, b, "acme"); bal.Held != 0 {
+	if bal, _ := sumsUp(t, b, "acme"); bal.Held != 0 {
 		t.Errorf("balance %+v: something is still held", bal)
 	}
 	if got, want := budgetSpent(t, b, "k", BudgetDay, bookNow), -func() (s int64) {
-		_, entries := ledgerSums(t, b, "acme")
+		_, entries := sumsUp(t, b, "acme")
 		for _, e := range entries {
 			if e.Kind != EntryCredit {
 				s += e.Amount

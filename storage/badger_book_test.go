@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -21,20 +23,28 @@ func openBook(t *testing.T, dir string) *Badger {
 	return b
 }
 
-// sumsUp reads the account's ledger from Badger and checks that it sums to its balance and
-// that every entry's BalanceAfter is the running sum; it returns the balance and the entries.
+// sumsUp reads the account's ledger from Badger, page by page, and checks that it sums to its
+// balance, that every entry's BalanceAfter is the running sum, and that a page has a cursor only
+// when it is full and more entries follow; it returns the balance and the entries.
 func sumsUp(t *testing.T, b *Badger, account string) (Balance, []LedgerEntry) {
 	t.Helper()
 	ctx := context.Background()
-	entries, next, err := b.LedgerPage(ctx, account, "", MaxLedgerPage)
-	if err != nil || next != "" {
-		t.Fatalf("LedgerPage(%s) = %d entries, next %q, %v", account, len(entries), next, err)
-	}
+	var entries []LedgerEntry
 	var sum int64
-	for i, e := range entries {
-		sum += e.Amount
-		if e.ID != fmt.Sprint(i+1) || e.BalanceAfter != sum {
-			t.Fatalf("%s's entry %d = %+v; want id %d and balance after %d", account, i, e, i+1, sum)
+	for after := ""; ; {
+		page, next, err := b.LedgerPage(ctx, account, after, MaxLedgerPage)
+		if err != nil || (next != "" && len(page) != MaxLedgerPage) || (after != "" && len(page) == 0) {
+			t.Fatalf("LedgerPage(%s, after %q) = %d entries, next %q, %v", account, after, len(page), next, err)
+		}
+		for _, e := range page {
+			sum += e.Amount
+			if e.ID != fmt.Sprint(len(entries)+1) || e.BalanceAfter != sum {
+				t.Fatalf("%s's entry %d = %+v; want id %d and balance after %d", account, len(entries), e, len(entries)+1, sum)
+			}
+			entries = append(entries, e)
+		}
+		if after = next; next == "" {
+			break
 		}
 	}
 	bal, err := b.Balance(ctx, account)
@@ -218,5 +228,25 @@ func TestBadgerBookCrashBetweenDecisionAndCommit(t *testing.T) {
 	}
 	if _, _, err := c.Hold(ctx, Hold{ID: "h2", Account: "acme", Amount: 100, Deadline: bookNow.Add(time.Hour)}, bookNow); err != nil {
 		t.Fatalf("the restarted store decides on what Badger has: %v", err)
+	}
+}
+
+// A ledger write big enough for Badger's value log (a credit's note of valueThreshold bytes, in
+// its entry's block and its idempotency record) is acknowledged only after a sync of the value
+// log: the batch's commit does not go through commitSerial, which tells the sync of such values.
+func TestBadgerBookBigValueSyncsTheValueLog(t *testing.T) {
+	ctx, now, b := openLazyTestBadger(t)
+	var valueLogSyncs atomic.Int32
+	dbSync := b.logs.dbSync
+	b.logs.dbSync = func() error { valueLogSyncs.Add(1); return dbSync() }
+	note := strings.Repeat("x", valueThreshold)
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 1, IdempotencyKey: "big", Note: note}, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := valueLogSyncs.Load(); got < 1 {
+		t.Errorf("%d syncs of the value log after a credit with a big note; want 1 or more", got)
+	}
+	if _, entries := sumsUp(t, b, "acme"); len(entries) != 1 || entries[0].Note != note {
+		t.Errorf("the credit's entry was not read back with its note")
 	}
 }

@@ -80,7 +80,7 @@ func TestLedgerPagesAcrossARestartFromAnOlderStore(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	bal, all := ledgerSums(t, b, "acme")
+	bal, all := sumsUp(t, b, "acme")
 	if want := 3 + 2*(2*60) + 2; len(all) != want || bal.Held != 0 {
 		t.Fatalf("%d entries, balance %+v; want %d, nothing held", len(all), bal, want)
 	}

@@ -183,7 +183,7 @@ func failedRecordingKeepsTheHold(t *testing.T, record func(*Badger) error) {
 	if _, err := b.Settle(ctx, "h1", 6, bookNow); err != nil {
 		t.Fatalf("the request's end of its hold: %v", err)
 	}
-	if bal, entries := ledgerSums(t, b, "acme"); bal.Amount != 4 || bal.Held != 0 || len(entries) != 3 {
+	if bal, entries := sumsUp(t, b, "acme"); bal.Amount != 4 || bal.Held != 0 || len(entries) != 3 {
 		t.Fatalf("balance %+v, %d entries; want 4, nothing held, the credit and h1's two", bal, len(entries))
 	}
 	if got := budgetSpent(t, b, "k", BudgetDay, bookNow); got != 6 {
@@ -256,7 +256,7 @@ func TestBadgerCreateWhoseBatchFailsKeepsItsHoldFromARequestInBetween(t *testing
 	if _, err := b.Settle(ctx, "h2", 6, bookNow); err != nil {
 		t.Fatal(err)
 	}
-	if bal, entries := ledgerSums(t, b, "acme"); bal.Amount != 4 || bal.Held != 0 || len(entries) != 5 {
+	if bal, entries := sumsUp(t, b, "acme"); bal.Amount != 4 || bal.Held != 0 || len(entries) != 5 {
 		t.Fatalf("balance %+v, %d entries; want 4, nothing held, a credit and two holds ended", bal, len(entries))
 	}
 	if got := budgetSpent(t, b, "k", BudgetDay, bookNow); got != 6 {

@@ -70,7 +70,7 @@ func TestBadgerCreateRecordsAndBindsATransientHold(t *testing.T) {
 	if _, err := b.Task(ctx, "task-1"); err != nil {
 		t.Fatalf("the task after a restart: %v", err)
 	}
-	bal, entries := ledgerSums(t, b, "acme")
+	bal, entries := sumsUp(t, b, "acme")
 	if bal.Amount != 700 || bal.Held != 300 || len(entries) != 2 || entries[1].Kind != EntryHold || entries[1].HoldID != "h1" {
 		t.Fatalf("balance %+v, entries %+v; want the credit and h1's hold entry", bal, entries)
 	}
@@ -80,7 +80,7 @@ func TestBadgerCreateRecordsAndBindsATransientHold(t *testing.T) {
 	if _, err := b.Settle(ctx, "h1", 250, bookNow); err != nil {
 		t.Fatal(err)
 	}
-	if bal, _ := ledgerSums(t, b, "acme"); bal.Amount != 750 || bal.Held != 0 {
+	if bal, _ := sumsUp(t, b, "acme"); bal.Amount != 750 || bal.Held != 0 {
 		t.Fatalf("balance after the settle = %+v; want 750, nothing held", bal)
 	}
 }
@@ -133,7 +133,7 @@ func createWhoseBatchFails(t *testing.T, transient bool) {
 		t.Fatal(err)
 	}
 	checkBoundTo(t, b, "h1", "task-1")
-	if bal, entries := ledgerSums(t, b, "acme"); bal.Amount != 4 || bal.Held != 6 || len(entries) != 2 {
+	if bal, entries := sumsUp(t, b, "acme"); bal.Amount != 4 || bal.Held != 6 || len(entries) != 2 {
 		t.Fatalf("balance %+v and %d entries after the create; want 4, 6 held, the credit and h1's entry", bal, len(entries))
 	}
 	if got := budgetSpent(t, b, "k", BudgetDay, bookNow); got != 6 {
@@ -230,7 +230,7 @@ func TestBadgerCreateOfALargeRecordBindsItsHold(t *testing.T) {
 			t.Fatalf("the create made again = %v; want ErrExists", err)
 		}
 	}
-	if bal, entries := ledgerSums(t, b, "acme"); bal.Held != 10 || len(entries) != 2 {
+	if bal, entries := sumsUp(t, b, "acme"); bal.Held != 10 || len(entries) != 2 {
 		t.Fatalf("balance %+v, %d entries; want both holds recorded and held", bal, len(entries))
 	}
 }
@@ -274,7 +274,7 @@ func TestBadgerBoundHoldLeavesMemory(t *testing.T) {
 			t.Fatalf("settling %s again = %v; want ErrHoldEnded", hold, err)
 		}
 	}
-	if bal, entries := ledgerSums(t, b, "acme"); bal.Amount != 90 || bal.Held != 0 || len(entries) != 5 {
+	if bal, entries := sumsUp(t, b, "acme"); bal.Amount != 90 || bal.Held != 0 || len(entries) != 5 {
 		t.Fatalf("balance %+v, %d entries; want 90, nothing held, a credit and two holds settled", bal, len(entries))
 	}
 }
