@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mediagw/mediagw/handlers/simulator"
+	"github.com/mediagw/mediagw/internal/testclock"
 )
 
 // BenchmarkRefreshBatch measures the watcher's first read of tasks just created through the
@@ -90,4 +91,79 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkRefreshUnchanged measures the watcher's later polls of tasks whose upstream answer
+// does not change (a task queued or running upstream, the common case): one poll of
+// MaxRefreshBatch tasks after their first, over a real Badger store, listed by id from the
+// simulator, the clock moved on an Interval between polls (outside the timing). Nothing is
+// written; reads/task counts the records read from the store. Run it by hand:
+//
+//	go test ./handlers/videotask/ -run '^$' -bench RefreshUnchanged -benchmem -cpu 1 -count 6
+func BenchmarkRefreshUnchanged(b *testing.B) {
+	clock := testclock.New(time.Unix(1_800_000_000, 0))
+	sim := simulator.New()
+	sim.QueuedFor, sim.RunningFor, sim.Now = 1000*time.Hour, time.Hour, clock.Now
+	up := newFakeUpstream(b, sim.ServeHTTP)
+	store := &readCountingStore{Store: openBadger(b)}
+	h := newHandler(b, up.URL, store)
+	h.Client = &http.Client{Timeout: 30 * time.Second}
+	h.Now = clock.Now
+	w := &Watcher{Tasks: h, Interval: time.Hour}
+	w.init()
+	ctx := context.Background()
+	w.ownTickAndScan(ctx)
+	h.Watcher = w
+	ids := make([]string, 0, MaxRefreshBatch)
+	for range MaxRefreshBatch {
+		rec := serve(h, http.MethodPost, createPath, createBody)
+		var ans struct{ ID string }
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &ans) != nil || ans.ID == "" {
+			b.Fatalf("create = %d %s", rec.Code, rec.Body)
+		}
+		ids = append(ids, ans.ID)
+	}
+	later := func() {
+		for range 11 { // an Interval, the leases renewed on the way
+			clock.Advance(w.Interval / 11)
+			w.ownTick(ctx)
+		}
+	}
+	poll := func() {
+		if calls := w.poll(ctx, ids); calls != 1 {
+			b.Fatalf("poll made %d upstream calls, want 1", calls)
+		}
+	}
+	later()
+	poll() // the first answers, written
+	var mallocs uint64
+	var cpu time.Duration
+	var ms runtime.MemStats
+	reads := store.read.Load()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		later()
+		runtime.ReadMemStats(&ms)
+		mallocs -= ms.Mallocs
+		cpu -= cpuTime(b)
+		b.StartTimer()
+		poll()
+		b.StopTimer()
+		runtime.ReadMemStats(&ms)
+		mallocs += ms.Mallocs
+		cpu += cpuTime(b)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	for _, id := range ids {
+		if t, err := h.Store.Task(ctx, id); err != nil || t.Version != 2 {
+			b.Fatalf("record after the polls: %+v, %v; want version 2 (no write after the first answer)", t, err)
+		}
+	}
+	tasks := float64(b.N * MaxRefreshBatch)
+	b.ReportMetric(float64(mallocs)/tasks, "allocs/task")
+	b.ReportMetric(float64(cpu.Nanoseconds())/tasks, "cpu-ns/task")
+	b.ReportMetric(float64(store.read.Load()-reads)/tasks, "reads/task")
 }

@@ -24,9 +24,8 @@ const (
 // Watcher polls every unfinished task so that stored statuses (lists, active-task limits) stay
 // current and callbacks fire without any client polling. The next task polled is always the one
 // due soonest; concurrency and upstream requests per second are bounded. A task that a client
-// polled recently is not polled again before its interval has passed (at the first poll of a
-// task created through this instance, a client poll counts when it went through this
-// instance: that poll does not read the record, see below).
+// polled recently is not polled again before its interval has passed (a client poll through
+// another instance counts only at the polls that read the record, see below).
 //
 // Gateway instances sharing one store divide the work by shards: the unfinished tasks are split
 // into Shards by a hash of their id, and each shard is watched by one instance at a time, under
@@ -36,12 +35,15 @@ const (
 // shards over within 0.4 of an Interval. A task is read by one instance per Interval across
 // these changes of hands: before reading tasks from their upstream, the holder records in the
 // shard's read log, under its lease, when it reads them, and whoever takes the shard next reads
-// each task an Interval after its recorded read. Per task and interval the store does one
-// batched record read (the read log's record goes alongside, one script per batch), except at
-// the first poll of a task created through this instance, which starts from the record as the
-// create stored it (the write's compare-and-set checks that it is still current); unchanged
-// tasks are not written, and the changed tasks of a batch are written in one store write
-// (storage.UpdateTasksFrom), each by its own compare-and-set.
+// each task an Interval after its recorded read (the read log's record is one script per batch
+// on Redis, and in memory on Badger). A poll starts from the record as this watcher last saw it,
+// without reading it from the store: as the create stored it, at the first poll of a task created
+// through this instance; as this watcher's last poll read or wrote it, at later polls of a task
+// whose list answer it read (see records). Every maxHeldPolls-th poll of a task reads its record
+// (one batched read), and so do the polls of the others. Unchanged tasks are not written; the
+// changed tasks of a batch are written in one store write (storage.UpdateTasksFrom), each by
+// its own compare-and-set on the version the watcher saw, which fails, and re-reads the record,
+// when another instance or a client changed it meanwhile.
 type Watcher struct {
 	// Tasks does the refreshing; its store holds the watch list.
 	Tasks *Handler
@@ -78,9 +80,10 @@ type Watcher struct {
 	// last trimmed from here.
 	reading map[int]int
 	trimmed map[int]time.Time
-	// created holds the records of tasks created through this instance, as stored, until their
-	// first poll (at most maxCreatedRecords of them).
-	created map[string]*storage.Task
+	// records holds the records of tasks as this watcher last saw them, for their next poll (at
+	// most maxHeldRecords of them): the record as the create stored it, or as a poll read or
+	// wrote it.
+	records map[string]heldRecord
 	// seen spares the comparison of unchanged answers.
 	seen    answerMemo
 	wake    chan struct{}
@@ -99,7 +102,7 @@ func (w *Watcher) init() {
 		w.notBefore = map[string]time.Time{}
 		w.reading = map[int]int{}
 		w.trimmed = map[int]time.Time{}
-		w.created = map[string]*storage.Task{}
+		w.records = map[string]heldRecord{}
 		if w.Shards <= 0 {
 			w.Shards = DefaultWatchShards
 		}
@@ -119,11 +122,25 @@ func (w *Watcher) init() {
 	})
 }
 
-// maxCreatedRecords bounds the records of new tasks that a watcher keeps for their first poll
-// (a few hundred bytes each, the strings shared with the create): Interval × creates per second
-// of them are kept, 20,000 at 4,000 creates a second and the default Interval. Beyond it, a
-// first poll reads the record from the store, as later polls do.
-const maxCreatedRecords = 50_000
+// maxHeldRecords bounds the records that a watcher holds for the next polls of their tasks
+// (about a kilobyte each with the client's answer, the strings of a new task's shared with the
+// create): 50 MB at most. Beyond it, a poll reads the record from the store.
+const maxHeldRecords = 50_000
+
+// maxHeldPolls is how many polls in a row start from a held record of an unchanged task before
+// one reads it from the store again. A change made by another instance (or by a client through
+// one) is caught at once by the compare-and-set of the next change that the upstream's answer
+// makes; this read catches it when the answer does not change (a record deleted meanwhile, a
+// client's recent read that spares the next upstream read), and bounds how long a held record
+// may be out of date.
+const maxHeldPolls = 8
+
+// heldRecord is a task's record as the watcher last saw it, and how many polls started from it
+// since it was read from or written to the store.
+type heldRecord struct {
+	t     storage.Task
+	polls int
+}
 
 // Watch schedules the first poll of a new task. t is the record as the store's CreateTask
 // returned it (Version 1): the first poll starts from it instead of reading it again, and
@@ -138,53 +155,78 @@ func (w *Watcher) Watch(t storage.Task) {
 		if _, tracked := w.tracked[t.ID]; tracked {
 			// An id still followed from an earlier task (an upstream that hands an id out
 			// again): its first poll reads the store.
-			delete(w.created, t.ID)
-		} else if len(w.created) < maxCreatedRecords {
-			w.created[t.ID] = &t
+			delete(w.records, t.ID)
+		} else if len(w.records) < maxHeldRecords {
+			w.records[t.ID] = heldRecord{t: t}
 		}
 		w.mu.Unlock()
 	}
 	w.schedule(t.ID, w.now().Add(w.Interval))
 }
 
-// takeCreated splits the ids of a poll into the records kept for their first poll (forgotten
-// here) and the ids whose records are to be read.
-func (w *Watcher) takeCreated(ids []string) (known []storage.Task, unknown []string) {
+// takeHeld splits the ids of a poll into the records held for it (forgotten here; polls says how
+// many polls each has served) and the ids whose records are to be read: those not held, and
+// those whose records have served maxHeldPolls polls.
+func (w *Watcher) takeHeld(ids []string) (known []storage.Task, polls map[string]int, unknown []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.created) == 0 {
-		return nil, ids
+	if len(w.records) == 0 {
+		return nil, nil, ids
 	}
+	polls = make(map[string]int, len(ids))
+	known = make([]storage.Task, 0, len(ids))
 	for _, id := range ids {
-		if t, ok := w.created[id]; ok {
-			delete(w.created, id)
-			known = append(known, *t)
-		} else {
+		r, ok := w.records[id]
+		delete(w.records, id)
+		if !ok || r.polls >= maxHeldPolls {
 			unknown = append(unknown, id)
+			continue
 		}
+		known = append(known, r.t)
+		polls[id] = r.polls
 	}
-	return known, unknown
+	return known, polls, unknown
 }
 
-// keepCreated keeps again the records that takeCreated gave to a poll that failed.
-func (w *Watcher) keepCreated(known []storage.Task) {
+// keepHeld holds again the records that takeHeld gave to a poll that failed.
+func (w *Watcher) keepHeld(known []storage.Task, polls map[string]int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for i := range known {
-		if w.tracked[known[i].ID] && len(w.created) < maxCreatedRecords {
-			w.created[known[i].ID] = &known[i]
+	for _, t := range known {
+		if w.tracked[t.ID] && len(w.records) < maxHeldRecords {
+			w.records[t.ID] = heldRecord{t: t, polls: polls[t.ID]}
 		}
 	}
 }
 
-// forgetCreated forgets the record kept for the first poll of a task (see Watch) that a
-// refresh is about to change, so that the watcher's first poll reads the record and sees a
+// hold holds the records that a poll's refresh left current (seenRecord), for the next polls of
+// their tasks, before those are scheduled. A record this poll took from held (polls has it)
+// and that nothing changed has served one more poll; one read or written by the poll, none.
+func (w *Watcher) hold(records []seenRecord, polls map[string]int) {
+	if len(records) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range records {
+		n, fromHeld := polls[r.t.ID]
+		if r.fresh || !fromHeld {
+			n = -1
+		}
+		if _, ok := w.records[r.t.ID]; ok || len(w.records) < maxHeldRecords {
+			w.records[r.t.ID] = heldRecord{t: r.t, polls: n + 1}
+		}
+	}
+}
+
+// forgetHeld forgets the record held for the next poll of a task (see Watch) that a refresh or
+// a delete is about to change, so that the watcher's next poll reads the record and sees a
 // client's read (a task polled recently is not polled again before its Interval has passed).
-func (w *Watcher) forgetCreated(id string) {
+func (w *Watcher) forgetHeld(id string) {
 	w.init()
 	w.mu.Lock()
-	if len(w.created) > 0 {
-		delete(w.created, id)
+	if len(w.records) > 0 {
+		delete(w.records, id)
 	}
 	w.mu.Unlock()
 }
@@ -227,7 +269,7 @@ func (w *Watcher) rescheduleAll(ids []string, due time.Time) {
 func (w *Watcher) untrack(id string) {
 	w.mu.Lock()
 	delete(w.tracked, id)
-	delete(w.created, id)
+	delete(w.records, id)
 	w.mu.Unlock()
 	w.seen.forget(id)
 }
@@ -365,7 +407,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	var lost []int
 	var noteErr error
 	groups := w.readGroups(mine)
-	known, unknown := w.takeCreated(mine)
+	known, polls, unknown := w.takeHeld(mine)
 	tasks, err := known, error(nil)
 	if len(unknown) == 0 {
 		lost, noteErr = w.Tasks.Store.NoteReads(ctx, w.Owner, at, w.readKeep(), groups)
@@ -392,7 +434,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		for _, id := range mine {
 			w.reschedule(id, w.now().Add(w.Interval))
 		}
-		w.keepCreated(known)
+		w.keepHeld(known, polls)
 		return 0
 	}
 	found := make(map[string]bool, len(tasks))
@@ -418,6 +460,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 			continue
 		}
 		if last := time.Unix(0, t.RefreshedAt); w.now().Sub(last) < w.Interval/2 {
+			w.hold([]seenRecord{{t: t}}, polls)      // unchanged by this poll
 			w.reschedule(t.ID, last.Add(w.Interval)) // a client read it recently
 			continue
 		}
@@ -447,11 +490,13 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		if len(batch) == 0 {
 			continue
 		}
-		n, open := w.Tasks.refreshBatch(withPaced(ctx), u, batch, &w.seen)
+		seen := make([]seenRecord, 0, len(batch))
+		n, open := w.Tasks.refreshTasks(withPaced(ctx), u, batch, &w.seen, func(r seenRecord) { seen = append(seen, r) })
 		calls += n
 		if ctx.Err() != nil {
 			return calls // stopping: the next watcher starts from the store's list
 		}
+		w.hold(seen, polls)
 		w.rescheduleAll(open, w.now().Add(w.Interval))
 		still := make(map[string]bool, len(open))
 		for _, id := range open {
