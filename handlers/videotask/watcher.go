@@ -219,6 +219,21 @@ func (w *Watcher) hold(records []seenRecord, polls map[string]int) {
 	}
 }
 
+// holdWaiting holds again the records of tasks that a poll took but left to a later one (paced):
+// each unless the task has a record held again meanwhile (its later poll may have begun).
+func (w *Watcher) holdWaiting(tasks []storage.Task, polls map[string]int) {
+	if len(tasks) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range tasks {
+		if _, ok := w.records[t.ID]; !ok && w.tracked[t.ID] && len(w.records) < maxHeldRecords {
+			w.records[t.ID] = heldRecord{t: t, polls: polls[t.ID]}
+		}
+	}
+}
+
 // forgetHeld forgets the record held for the next poll of a task (see Watch) that a refresh or
 // a delete is about to change, so that the watcher's next poll reads the record and sees a
 // client's read (a task polled recently is not polled again before its Interval has passed).
@@ -484,9 +499,11 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	}
 	calls := 0
 	var slow []string // the reads of tasks still open, for noteSlowReads
-	for u, batch := range byUpstream {
-		// Within the upstream's own max_rps and its pause after a 429: the rest wait.
-		batch := w.paced(u, batch)
+	for u, due := range byUpstream {
+		// Within the upstream's own max_rps and its pause after a 429: the rest wait, their
+		// records held as they were.
+		batch := w.paced(u, due)
+		w.holdWaiting(due[len(batch):], polls)
 		if len(batch) == 0 {
 			continue
 		}
