@@ -74,14 +74,7 @@ func TestFirstPollOfAChangedRecord(t *testing.T) {
 	const n = 4
 	ids := createFailingTasks(t, h, n)
 	changed := ids[:2]
-	for _, id := range changed {
-		if _, err := storage.UpdateTask(ctx, h.Store, id, func(t *storage.Task) error {
-			t.CallbackURL, t.CallbackGone = "", true
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stopCallbacks(t, h, changed)
 	w.poll(ctx, ids)
 	for i, id := range ids {
 		rec, err := h.Store.Task(ctx, id)
@@ -122,5 +115,19 @@ func TestFirstPollAfterAClientPoll(t *testing.T) {
 	up.mu.Unlock()
 	if polled != 1 {
 		t.Fatalf("the task a client polled was read upstream %d times, want once (the client's)", polled)
+	}
+}
+
+// stopCallbacks changes the records of ids as a receiver's 410 does, through the store (as
+// another instance would, or a client's request racing with the watcher).
+func stopCallbacks(t *testing.T, h *Handler, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := storage.UpdateTask(context.Background(), h.Store, id, func(t *storage.Task) error {
+			t.CallbackURL, t.CallbackGone = "", true
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

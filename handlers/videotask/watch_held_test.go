@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/mediagw/mediagw/internal/testclock"
-	"github.com/mediagw/mediagw/storage"
 )
 
 // newClockedWatcher is newCreatedWatcher on clock (the handler's, the watcher's and the
@@ -83,14 +82,7 @@ func TestHeldRecordChangedElsewhere(t *testing.T) {
 		t.Fatalf("first poll made %d upstream calls, want 1", calls)
 	}
 	changed := ids[:2]
-	for _, id := range changed {
-		if _, err := storage.UpdateTask(ctx, h.Store, id, func(t *storage.Task) error {
-			t.CallbackURL, t.CallbackGone = "", true
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stopCallbacks(t, h, changed)
 	if calls, read := pollAfter(t, w, clock, store, ids); calls != 1 || read != 0 {
 		t.Fatalf("second poll: %d upstream calls, %d records read; want 1 and 0 (the held records)", calls, read)
 	}
