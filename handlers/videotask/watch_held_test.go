@@ -41,8 +41,8 @@ func pollAfter(t *testing.T, w *Watcher, clock *testclock.Clock, store *readCoun
 }
 
 // The polls of tasks whose upstream answer does not change start from the records the watcher
-// last wrote or read: they read none from the store and write none, except every
-// maxHeldPolls-th, which reads each record again.
+// last wrote or read: they read none from the store and write none, except the one after
+// maxHeldPolls of them, which reads each record again.
 func TestLaterPollsStartFromTheHeldRecords(t *testing.T) {
 	clock := testclock.New(time.Unix(1_800_000_000, 0))
 	up := newSimUpstream(t, 100*time.Hour, time.Hour, true)
