@@ -119,7 +119,9 @@ func BenchmarkRefreshUnchanged(b *testing.B) {
 	h := newHandler(b, up.URL, store)
 	h.Client = &http.Client{Timeout: 30 * time.Second}
 	h.Now = clock.Now
-	w := &Watcher{Tasks: h, Interval: time.Hour}
+	// A short Interval: the clock moves on an Interval per poll, and a task runs for 48 hours at
+	// the most (the polls of a long run would find it overdue).
+	w := &Watcher{Tasks: h, Interval: time.Minute}
 	w.init()
 	ctx := context.Background()
 	w.ownTickAndScan(ctx)
