@@ -107,7 +107,7 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 		if !ok {
 			return h.orphaned(ctx, t) // its provider no longer speaks the task's protocol
 		}
-		return h.refreshAdapted(ctx, t, a, p)
+		return h.refreshAdapted(ctx, t, a, p, onlyChanges, seen)
 	}
 	readAt := h.now().UnixNano()
 	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
