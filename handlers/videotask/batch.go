@@ -78,7 +78,7 @@ type seenRecord struct {
 
 // refreshTasks is refreshBatch that tells keep (when not nil; one call at a time) the record of
 // each task left unfinished and not being kept (keep.go), for the watcher's next poll of it
-// (Watcher.hold), except an adaptor's tasks.
+// (Watcher.hold).
 func (h *Handler) refreshTasks(ctx context.Context, p *providers.Upstream, tasks []storage.Task, seen *answerMemo, keep func(seenRecord)) (upstreamCalls int, open []string) {
 	var keepMu sync.Mutex
 	tell := func(r seenRecord) {
@@ -96,8 +96,8 @@ func (h *Handler) refreshTasks(ctx context.Context, p *providers.Upstream, tasks
 		}
 		open = append(open, t.ID)
 		// The record stored or read, or t itself unchanged (not t with a Result filled in for
-		// the caller, which the store does not have). An adaptor's reads are not told.
-		if err == nil && t.UpstreamID == "" && !keepPending(stored) &&
+		// the caller, which the store does not have).
+		if err == nil && !keepPending(stored) &&
 			(stored.Version != t.Version || bytes.Equal(stored.Result, t.Result)) {
 			tell(seenRecord{t: stored, fresh: stored.Version != t.Version})
 		}

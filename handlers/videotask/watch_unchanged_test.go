@@ -68,7 +68,8 @@ func requireWrittenOnce(t *testing.T, h *Handler, before map[string]int64) {
 
 // An adaptor's task (read one by one, through its adaptor) is written by the watcher only when
 // its provider's state changes the answer: the first read stores RUNNING, later reads of the
-// same state store nothing. (Before, each watcher read of an adaptor's task wrote its record.)
+// same state store nothing, and read no record either. (Before, each watcher read of an
+// adaptor's task read and wrote its record.)
 func TestWatcherDoesNotRewriteUnchangedAdaptedTasks(t *testing.T) {
 	d := &dashUpstream{status: "RUNNING"}
 	h := newDashHandler(t, d)
@@ -86,8 +87,9 @@ func TestWatcherDoesNotRewriteUnchangedAdaptedTasks(t *testing.T) {
 		t.Fatalf("create: %d %s", r.Code, r.Body)
 	}
 	for poll := 1; poll <= 4; poll++ {
-		if calls, _ := pollAfter(t, w, clock, store, []string{id}); calls != 1 {
-			t.Fatalf("poll %d made %d upstream calls, want 1", poll, calls)
+		// Each poll starts from the record the watcher saw last: the create's, then its own.
+		if calls, read := pollAfter(t, w, clock, store, []string{id}); calls != 1 || read != 0 {
+			t.Fatalf("poll %d made %d upstream calls and read %d records, want 1 and 0", poll, calls, read)
 		}
 		rec, err := h.Store.Task(context.Background(), id)
 		if err != nil || rec.Status != StatusRunning || rec.Version != 2 {
