@@ -265,6 +265,7 @@ for i in "${!gw_names[@]}"; do
 	kill -CONT "${gw_pids[$i]}"
 	PROF=1 load "${gw_names[$i]} create" "http://127.0.0.1:${gw_ports[$i]}/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS" "${gw_pids[$i]}" "${gw_admins[$i]}"
 	awk -v b="$b1" -v g="$last_rps" -v n="${gw_names[$i]}" 'BEGIN {printf "task create: %s / baseline = %.3f\n", n, g / b}'
+	awk '/^VmRSS|^VmHWM/ {printf "%s %d MiB  ", $1, $2 / 1024} END {print "(resident memory after the create run; VmHWM: its peak since start)"}' "/proc/${gw_pids[$i]}/status"
 	kill -STOP "${gw_pids[$i]}"
 	if [ -n "$WAL_COPY" ]; then
 		mkdir -p "$WAL_COPY/${gw_names[$i]}"
