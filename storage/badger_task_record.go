@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -64,73 +65,91 @@ var errCorruptTaskRecord = errors.New("corrupt task record")
 // encodeTaskRecord is the record of t as Badger stores it. It fails, as json.Marshal does, on a
 // Result, Request, Usage or Keep that is not one valid JSON value.
 func encodeTaskRecord(t *Task) ([]byte, error) {
-	b := make([]byte, 0, marshalTaskSize(t)/2+len(t.Result)+len(t.Request)+len(t.Usage)+len(t.Keep))
-	b = binary.AppendUvarint(append(b, taskRecordV1), uint64(t.Version))
-	str := func(n byte, s string) {
-		if s != "" {
-			b = append(binary.AppendUvarint(append(b, n), uint64(len(s))), s...)
-		}
-	}
-	num := func(n byte, v int64) {
-		if v != 0 {
-			b = binary.AppendVarint(append(b, n), v)
-		}
-	}
-	flag := func(n byte, v bool) {
-		if v {
-			b = append(b, n)
-		}
-	}
-	var err error
-	raw := func(n byte, v json.RawMessage) {
-		if len(v) > 0 && err == nil {
-			b, err = appendTaskRecordJSON(b, n, v)
-		}
-	}
-	str(taskFieldID, t.ID)
-	str(taskFieldKind, t.Kind)
-	str(taskFieldAccount, t.Account)
-	str(taskFieldKeyID, t.KeyID)
-	str(taskFieldProvider, t.Provider)
-	str(taskFieldUpstream, t.Upstream)
-	str(taskFieldUpstreamAddress, t.UpstreamAddress)
-	str(taskFieldUpstreamID, t.UpstreamID)
-	str(taskFieldModel, t.Model)
-	num(taskFieldCreatedAt, t.CreatedAt)
-	num(taskFieldUpdatedAt, t.UpdatedAt)
-	str(taskFieldStatus, t.Status)
-	raw(taskFieldResult, t.Result)
-	num(taskFieldRefreshedAt, t.RefreshedAt)
-	num(taskFieldExpiresAt, t.ExpiresAt)
-	num(taskFieldFinishedAt, t.FinishedAt)
-	flag(taskFieldActive, t.Active)
-	flag(taskFieldFinished, t.Finished)
-	num(taskFieldCost, t.Cost)
-	num(taskFieldHeld, t.Held)
-	str(taskFieldHoldID, t.HoldID)
-	num(taskFieldHoldAmount, t.HoldAmount)
-	str(taskFieldHoldUsage, t.HoldUsage)
-	str(taskFieldCallbackURL, t.CallbackURL)
-	flag(taskFieldCallbackGone, t.CallbackGone)
-	str(taskFieldNotified, t.Notified)
-	flag(taskFieldNoLastFrame, t.NoLastFrame)
-	raw(taskFieldRequest, t.Request)
-	raw(taskFieldUsage, t.Usage)
-	raw(taskFieldKeep, t.Keep)
-	return b, err
+	w := taskRecordWriter{b: make([]byte, 0, taskRecordSize(t))}
+	w.b = binary.AppendUvarint(append(w.b, taskRecordV1), uint64(t.Version))
+	w.str(taskFieldID, t.ID)
+	w.str(taskFieldKind, t.Kind)
+	w.str(taskFieldAccount, t.Account)
+	w.str(taskFieldKeyID, t.KeyID)
+	w.str(taskFieldProvider, t.Provider)
+	w.str(taskFieldUpstream, t.Upstream)
+	w.str(taskFieldUpstreamAddress, t.UpstreamAddress)
+	w.str(taskFieldUpstreamID, t.UpstreamID)
+	w.str(taskFieldModel, t.Model)
+	w.int(taskFieldCreatedAt, t.CreatedAt)
+	w.int(taskFieldUpdatedAt, t.UpdatedAt)
+	w.str(taskFieldStatus, t.Status)
+	w.json(taskFieldResult, t.Result)
+	w.int(taskFieldRefreshedAt, t.RefreshedAt)
+	w.int(taskFieldExpiresAt, t.ExpiresAt)
+	w.int(taskFieldFinishedAt, t.FinishedAt)
+	w.flag(taskFieldActive, t.Active)
+	w.flag(taskFieldFinished, t.Finished)
+	w.int(taskFieldCost, t.Cost)
+	w.int(taskFieldHeld, t.Held)
+	w.str(taskFieldHoldID, t.HoldID)
+	w.int(taskFieldHoldAmount, t.HoldAmount)
+	w.str(taskFieldHoldUsage, t.HoldUsage)
+	w.str(taskFieldCallbackURL, t.CallbackURL)
+	w.flag(taskFieldCallbackGone, t.CallbackGone)
+	w.str(taskFieldNotified, t.Notified)
+	w.flag(taskFieldNoLastFrame, t.NoLastFrame)
+	w.json(taskFieldRequest, t.Request)
+	w.json(taskFieldUsage, t.Usage)
+	w.json(taskFieldKeep, t.Keep)
+	return w.b, w.err
 }
 
-// appendTaskRecordJSON appends field n holding the JSON value v, compacted as json.Marshal writes
-// a json.RawMessage.
-func appendTaskRecordJSON(b []byte, n byte, v json.RawMessage) ([]byte, error) {
-	compact, ok := appendCompactValue(nil, v)
-	if !ok {
-		var err error
-		if compact, err = json.Marshal(v); err != nil { // its error, or a value nested deeper than appendCompactValue follows
-			return b, err
-		}
+// taskRecordSize is about the length of t's record: enough, unless its JSON values grow when
+// compacted (HTML characters escaped).
+func taskRecordSize(t *Task) int {
+	return 11 + 6*14 + 11*8 + 4 + 6*4 + len(t.ID) + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) +
+		len(t.Upstream) + len(t.UpstreamAddress) + len(t.UpstreamID) + len(t.Model) + len(t.Status) + len(t.HoldID) +
+		len(t.HoldUsage) + len(t.CallbackURL) + len(t.Notified) + len(t.Result) + len(t.Request) + len(t.Usage) + len(t.Keep)
+}
+
+// taskRecordWriter appends the fields of a binary task record (each only when not empty).
+type taskRecordWriter struct {
+	b   []byte
+	err error
+}
+
+func (w *taskRecordWriter) str(n byte, s string) {
+	if s != "" {
+		w.b = append(binary.AppendUvarint(append(w.b, n), uint64(len(s))), s...)
 	}
-	return append(binary.AppendUvarint(append(b, n), uint64(len(compact))), compact...), nil
+}
+
+func (w *taskRecordWriter) int(n byte, v int64) {
+	if v != 0 {
+		w.b = binary.AppendVarint(append(w.b, n), v)
+	}
+}
+
+func (w *taskRecordWriter) flag(n byte, v bool) {
+	if v {
+		w.b = append(w.b, n)
+	}
+}
+
+// json appends field n holding the JSON value v, compacted as json.Marshal writes a
+// json.RawMessage.
+func (w *taskRecordWriter) json(n byte, v json.RawMessage) {
+	if len(v) == 0 || w.err != nil {
+		return
+	}
+	start := len(w.b)
+	compact, ok := appendCompactValue(append(w.b, n), v)
+	if !ok {
+		// Its error, or a value nested deeper than appendCompactValue follows.
+		if compact, w.err = json.Marshal(v); w.err == nil {
+			w.b = append(binary.AppendUvarint(append(w.b[:start], n), uint64(len(compact))), compact...)
+		}
+		return
+	}
+	// The value is at start+1: put its length before it.
+	var size [binary.MaxVarintLen64]byte
+	w.b = slices.Insert(compact, start+1, binary.AppendUvarint(size[:0], uint64(len(compact)-start-1))...)
 }
 
 // decodeTaskRecord reads a task record in either form (see taskRecordV1).

@@ -235,3 +235,67 @@ func TestBadgerReadsJSONTaskRecords(t *testing.T) {
 		t.Errorf("Task after the change = %+v, %v", got, err)
 	}
 }
+
+// The binary record against the JSON codec, on the watcher's record of BenchmarkTaskJSON (bytes
+// per record reported as record-B):
+//
+//	go test ./storage/ -run '^$' -bench TaskRecord -benchmem
+func BenchmarkTaskRecord(b *testing.B) {
+	task := taskJSONSamples()[1]
+	task.Result = json.RawMessage(`{"content":{},"created_at":1763800000,"error":null,"execution_expires_after":172800,"id":"cgt-20261122-abcdefgh",` +
+		`"model":"seedance-1-0-pro","service_tier":"default","status":"queued","updated_at":1763800000}`)
+	task.RefreshedAt = 1763800000123456789
+	js, err := marshalTask(&task)
+	if err != nil {
+		b.Fatal(err)
+	}
+	record, err := encodeTaskRecord(&task)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, form := range []struct {
+		name   string
+		record []byte
+		encode func(*Task) ([]byte, error)
+	}{{"json", js, marshalTask}, {"binary", record, encodeTaskRecord}} {
+		b.Run("encode/"+form.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := form.encode(&task); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(form.record)), "record-B")
+		})
+		b.Run("decode/"+form.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decodeTaskRecord(form.record); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("head/"+form.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decodeTaskHead(form.record); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// encodeTaskRecord allocates once for the records of the samples, with the watcher's answer too.
+func TestTaskRecordAllocatesOnce(t *testing.T) {
+	for _, task := range taskJSONSamples()[1:3] {
+		task.Result = json.RawMessage(`{"status":"queued","id":"cgt-1"}`)
+		if n := testing.AllocsPerRun(20, func() {
+			if _, err := encodeTaskRecord(&task); err != nil {
+				t.Fatal(err)
+			}
+		}); n > 1 {
+			t.Errorf("encodeTaskRecord allocates %.0f times", n)
+		}
+	}
+}
