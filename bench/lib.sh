@@ -217,6 +217,10 @@ parse_wrk() {
 
 # cputicks PID: the CPU time (user + system, in clock ticks) the process has used.
 cputicks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# pagefaults PID: the page faults (minor + major) the process has taken: first touches of fresh
+# memory, such as Badger's memtable arenas and mapped logs, and writes to mapped pages a disk
+# sync cleaned.
+pagefaults() { awk '{print $10 + $12}' "/proc/$1/stat"; }
 
 # cpu_us BEFORE AFTER N [FORMAT]: microseconds of CPU per request from two cputicks readings
 # over N requests (printf FORMAT, default %.6g); nothing when N is 0 or empty.

@@ -18,6 +18,9 @@
 #                                            # transport that Caddyfile.example has (the default)
 #   SYSCALLS=1 bench/run.sh                  # also count each proxy's write and read system calls
 #                                            # per request (perf stat)
+#   WAL_COPY=/tmp/wal bench/run.sh           # copy each gateway's memtable logs (its store's
+#                                            # *.mem) into /tmp/wal/NAME after its create run, for
+#                                            # go run ./bench/walbytes /tmp/wal/NAME/*.mem
 #
 # Two gateways of each build run: "mediagw" with no prices (its account never credited, so no
 # ledger write), and "priced" with a price for the chat and the video model and its account
@@ -36,6 +39,7 @@ ONLY=${ONLY:-}
 PROFILE=${PROFILE:-}
 PROXY=${PROXY:-transport}
 SYSCALLS=${SYSCALLS:-}
+WAL_COPY=${WAL_COPY:-}
 case $PROXY in
 blocks | transport) ;;
 *)
@@ -170,9 +174,9 @@ write_lua
 # PROF=1 in the environment, the run is profiled (CPU, and allocations over the run) into
 # $PROFILE/NAME-cpu.pb.gz and NAME-allocs-{before,after}.pb.gz (spaces in NAME as dashes).
 load() {
-	local out before=0 after=0 m0=0 m1=0 prof="" pre=""
+	local out before=0 after=0 m0=0 m1=0 f0=0 f1=0 prof="" pre=""
 	if [ -n "${5:-}" ]; then
-		before=$(cputicks "$5") m0=$(mallocs "$6")
+		before=$(cputicks "$5") m0=$(mallocs "$6") f0=$(pagefaults "$5")
 	fi
 	if [ -n "$PROFILE" ] && [ "${PROF:-}" = 1 ]; then
 		mkdir -p "$PROFILE"
@@ -188,7 +192,7 @@ load() {
 	fi
 	out=$(taskset -c 1 wrk -t1 -c"$4" -d"$DURATION" --latency -s "$3" "$2")
 	if [ -n "${5:-}" ]; then
-		after=$(cputicks "$5") m1=$(mallocs "$6")
+		after=$(cputicks "$5") m1=$(mallocs "$6") f1=$(pagefaults "$5")
 	fi
 	if [ -n "$perf" ] && kill -INT "$perf"; then
 		wait "$perf" || true
@@ -205,8 +209,8 @@ load() {
 	local rps p50 p99 n cpu=""
 	parse_wrk "$out"
 	if [ -n "${5:-}" ] && [ "${n:-0}" -gt 0 ]; then
-		cpu=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$n" -v m=$((m1 - m0)) \
-			'BEGIN {printf "   cpu %6.1f us/req   %5.1f allocs/req", t / hz / n * 1e6, m / n}')
+		cpu=$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$n" -v m=$((m1 - m0)) -v f=$((f1 - f0)) \
+			'BEGIN {printf "   cpu %6.1f us/req   %5.1f allocs/req   %5.2f faults/req", t / hz / n * 1e6, m / n, f / n}')
 		if [ -n "$perf" ]; then
 			cpu+=$(awk -F, -v n="$n" '/sys_enter_write/ {w = $1} /sys_enter_read/ {r = $1}
 				END {printf "   %.2f writes %.2f reads/req", w / n, r / n}' "$work/calls")
@@ -261,7 +265,12 @@ for i in "${!gw_names[@]}"; do
 	kill -CONT "${gw_pids[$i]}"
 	PROF=1 load "${gw_names[$i]} create" "http://127.0.0.1:${gw_ports[$i]}/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS" "${gw_pids[$i]}" "${gw_admins[$i]}"
 	awk -v b="$b1" -v g="$last_rps" -v n="${gw_names[$i]}" 'BEGIN {printf "task create: %s / baseline = %.3f\n", n, g / b}'
+	awk '/^VmRSS|^VmHWM/ {printf "%s %d MiB  ", $1, $2 / 1024} END {print "(resident memory after the create run; VmHWM: its peak since start)"}' "/proc/${gw_pids[$i]}/status"
 	kill -STOP "${gw_pids[$i]}"
+	if [ -n "$WAL_COPY" ]; then
+		mkdir -p "$WAL_COPY/${gw_names[$i]}"
+		cp "$work/${gw_names[$i]}"/store/*.mem "$WAL_COPY/${gw_names[$i]}/"
+	fi
 done
 for i in "${!gw_pids[@]}"; do
 	kill -CONT "${gw_pids[$i]}"

@@ -64,13 +64,14 @@ func benchmarkBadgerCreate(b *testing.B, refreshLag int64) {
 }
 
 // parallelOps runs op b.N times from 32 goroutines at once, as 32 client connections make
-// requests, with i counting from 1, and reports the disk syncs (syncs/op) and the process's CPU
+// requests, with i counting from 1, and reports the disk syncs (syncs/op), the process's CPU
 // time (cpu-us/op, user + system: less disturbed by other load on the machine than the time per
-// op) per op.
+// op) and its page faults (faults/op: first touches of fresh memory, such as Badger's memtable
+// arenas and mapped write-ahead logs, and writes to mapped pages a disk sync cleaned) per op.
 func parallelOps(b *testing.B, s *Badger, op func(i int64) error) {
 	var n atomic.Int64
 	syncsBefore := s.sync.syncs()
-	cpuBefore := cpuTime(b)
+	cpuBefore, faultsBefore := cpuTime(b), pageFaults(b)
 	b.SetParallelism(32)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -84,13 +85,25 @@ func parallelOps(b *testing.B, s *Badger, op func(i int64) error) {
 	b.StopTimer()
 	b.ReportMetric(float64(s.sync.syncs()-syncsBefore)/float64(b.N), "syncs/op")
 	b.ReportMetric(float64((cpuTime(b)-cpuBefore).Microseconds())/float64(b.N), "cpu-us/op")
+	b.ReportMetric(float64(pageFaults(b)-faultsBefore)/float64(b.N), "faults/op")
 }
 
 // cpuTime is the process's CPU time so far, user and system.
 func cpuTime(b *testing.B) time.Duration {
+	ru := rusage(b)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// pageFaults is the number of page faults of the process so far, minor and major.
+func pageFaults(b *testing.B) int64 {
+	ru := rusage(b)
+	return ru.Minflt + ru.Majflt
+}
+
+func rusage(b *testing.B) syscall.Rusage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return ru
 }

@@ -47,7 +47,7 @@ func (b *Badger) takeBackCreate(ctx context.Context, task Task, err error) (Task
 // failed (err), as a new version, if changed is still the stored record: whoever retries the
 // change then makes it again, side effects and all. A change made since stands.
 func (b *Badger) restoreTask(ctx context.Context, changed Task, prevRecord []byte, err error) {
-	prev, jerr := unmarshalTask(prevRecord)
+	prev, jerr := decodeTaskRecord(prevRecord)
 	if jerr != nil {
 		b.counters.logger.Error("taking back a task change whose disk sync failed: the replaced record does not decode",
 			zap.String("task_id", changed.ID), zap.NamedError("sync_error", err), zap.Error(jerr))
@@ -55,8 +55,8 @@ func (b *Badger) restoreTask(ctx context.Context, changed Task, prevRecord []byt
 	}
 	prev.Version = changed.Version + 1
 	rerr := b.update(context.WithoutCancel(ctx), func(txn *badger.Txn) error {
-		var cur taskHead
-		if err := txnGetJSON(txn, prefixTask+changed.ID, &cur); err != nil {
+		cur, err := txnGetTaskHead(txn, changed.ID)
+		if err != nil {
 			return err
 		}
 		if cur.Version != changed.Version {

@@ -138,7 +138,7 @@ func compareTask(txn *badger.Txn, task *Task, record *[]byte, now time.Time) (Ta
 	if err := item.Value(func(val []byte) error {
 		*record = append((*record)[:0], val...)
 		var err error
-		cur, err = unmarshalTaskHead(val)
+		cur, err = decodeTaskHead(val)
 		return err
 	}); err != nil {
 		return Task{}, err
@@ -183,7 +183,7 @@ func (b *Badger) putTask(txn *badger.Txn, task Task, prev *Task) error {
 func (b *Badger) taskWrites(dst []bookWrite, task Task, prev *Task) ([]bookWrite, error) {
 	expiry := task.Expiry()
 	ttl := max(expiry.Sub(b.now()), minTaskRecordTTL)
-	record, err := marshalTask(&task)
+	record, err := encodeTaskRecord(&task)
 	if err != nil {
 		return dst, err
 	}
@@ -212,17 +212,27 @@ func (b *Badger) Task(_ context.Context, id string) (Task, error) {
 
 // txnGetTask reads the record of a task id in txn, or answers ErrNotFound.
 func txnGetTask(txn *badger.Txn, id string) (Task, error) {
+	return txnDecodeTask(txn, id, decodeTaskRecord)
+}
+
+// txnGetTaskHead reads the head of the record of a task id in txn, or answers ErrNotFound.
+func txnGetTaskHead(txn *badger.Txn, id string) (taskHead, error) {
+	return txnDecodeTask(txn, id, decodeTaskHead)
+}
+
+// txnDecodeTask reads the record of a task id in txn with decode, or answers ErrNotFound.
+func txnDecodeTask[T any](txn *badger.Txn, id string, decode func([]byte) (T, error)) (T, error) {
+	var t T
 	item, err := txn.Get([]byte(prefixTask + id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Task{}, ErrNotFound
+		return t, ErrNotFound
 	}
 	if err != nil {
-		return Task{}, err
+		return t, err
 	}
-	var t Task
 	err = item.Value(func(val []byte) error {
 		var err error
-		t, err = unmarshalTask(val)
+		t, err = decode(val)
 		return err
 	})
 	return t, err
