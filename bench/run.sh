@@ -255,22 +255,30 @@ fi
 # runs: after a create run a gateway's watcher keeps polling every task it created. So that it
 # does not take the core from the runs after it, each gateway is paused (SIGSTOP) outside its own
 # create run; every gateway but the first is stopped after the create runs.) Each run prints its
-# CPU time and allocations per request.
+# CPU time and allocations per request; the baseline runs again after them, and each gateway's
+# ratio is against the mean of the two baselines. A create run's place in the order can weigh
+# more than a change (session 12 saw the second build of an A/B cheaper by 50-190 us per create
+# in either order): compare builds in both orders, ./caddy and OLD_CADDY swapped.
 echo "== video task create (POST …/tasks), $CONNS connections"
 pause_gateways() { for p in "${gw_pids[@]}"; do kill -STOP "$p"; done; }
 pause_gateways
 load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS" "$base_pid" $BASE_ADMIN
-b1=$last_rps
+b1=$last_rps create_rps=()
 for i in "${!gw_names[@]}"; do
 	kill -CONT "${gw_pids[$i]}"
 	PROF=1 load "${gw_names[$i]} create" "http://127.0.0.1:${gw_ports[$i]}/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS" "${gw_pids[$i]}" "${gw_admins[$i]}"
-	awk -v b="$b1" -v g="$last_rps" -v n="${gw_names[$i]}" 'BEGIN {printf "task create: %s / baseline = %.3f\n", n, g / b}'
+	create_rps+=("$last_rps")
 	awk '/^VmRSS|^VmHWM/ {printf "%s %d MiB  ", $1, $2 / 1024} END {print "(resident memory after the create run; VmHWM: its peak since start)"}' "/proc/${gw_pids[$i]}/status"
 	kill -STOP "${gw_pids[$i]}"
 	if [ -n "$WAL_COPY" ]; then
 		mkdir -p "$WAL_COPY/${gw_names[$i]}"
 		cp "$work/${gw_names[$i]}"/store/*.mem "$WAL_COPY/${gw_names[$i]}/"
 	fi
+done
+load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS" "$base_pid" $BASE_ADMIN
+for i in "${!gw_names[@]}"; do
+	awk -v b1="$b1" -v b2="$last_rps" -v g="${create_rps[$i]}" -v n="${gw_names[$i]}" \
+		'BEGIN {printf "task create: %s / baseline = %.3f (against the opening baseline %.3f, the closing %.3f)\n", n, 2 * g / (b1 + b2), g / b1, g / b2}'
 done
 for i in "${!gw_pids[@]}"; do
 	kill -CONT "${gw_pids[$i]}"
