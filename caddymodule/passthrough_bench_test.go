@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,7 +33,10 @@ const benchAnswer = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"
 // proxied request of a priced model by a credited account, which holds its estimate and settles
 // it in the Badger ledger ("priced_proxied", bench/run.sh's priced gateway); and over
 // two upstreams ("baseline_two": reverse_proxy with both; "mediagw_two": a provider with both as
-// its upstreams, reverse_proxy with the mediagw upstream source and transport). The
+// its upstreams, reverse_proxy with the mediagw upstream source and transport); and the
+// three from 32 goroutines at once, the gateway with the mediagw upstream source and transport
+// as bench/run.sh's ("*_parallel", as its 32 connections, whose priced requests share the
+// ledger's commits). The
 // differences are mediagw's CPU time (cpu-ns/op, every thread of the process) and allocations
 // per request. Run it with
 //
@@ -120,6 +124,11 @@ http://proxied.test:%[3]s {
 		reverse_proxy %[2]s
 	}
 }
+http://transport.test:%[3]s {
+	route /baseline/* {
+		reverse_proxy %[2]s
+	}
+`+transportRoute()+`}
 http://two.test:%[3]s {
 	route /baseline/* {
 		reverse_proxy %[2]s %[5]s
@@ -131,32 +140,56 @@ http://two.test:%[3]s {
 	chat := []byte(`{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}`)
 	two := []byte(`{"model":"bench-two","messages":[{"role":"user","content":"hello"}]}`)
 	priced := []byte(`{"model":"bench-priced","messages":[{"role":"user","content":"hello"}]}`)
-	serve := func(b *testing.B, host, path string) {
+	request := func(b *testing.B, host, path string) {
 		body, key := chat, "mg-bench-key"
 		switch host {
 		case "two.test":
 			body = two
 		case "priced.test":
 			body, key, host = priced, "mg-priced-key", "proxied.test"
+		case "priced.transport.test":
+			body, key, host = priced, "mg-priced-key", "transport.test"
 		}
+		r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		r.Host = host
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Authorization", "Bearer "+key)
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "chatcmpl-1") {
+			b.Errorf("%s: %d %s", path, w.Code, w.Body)
+		}
+	}
+	serve := func(b *testing.B, host, path string) {
 		b.ReportAllocs()
 		cpu := processCPU(b)
 		n := 0
 		for b.Loop() {
 			n++
-			r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-			r.Host = host
-			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("Authorization", "Bearer "+key)
-			w := httptest.NewRecorder()
-			srv.ServeHTTP(w, r)
-			if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "chatcmpl-1") {
-				b.Fatalf("%s: %d %s", path, w.Code, w.Body)
+			request(b, host, path)
+			if b.Failed() {
+				b.FailNow()
 			}
 		}
 		// The process's CPU time per request (every thread, the garbage collector's too) is
 		// disturbed far less by other load on the machine than ns/op.
 		b.ReportMetric(float64(processCPU(b)-cpu)/float64(n), "cpu-ns/op")
+	}
+	// serveParallel is serve from 32 goroutines at once, as bench/run.sh's 32 connections: the
+	// ledger's group commit then carries several requests per batch.
+	serveParallel := func(b *testing.B, host, path string) {
+		b.ReportAllocs()
+		b.SetParallelism(32 / max(runtime.GOMAXPROCS(0), 1))
+		cpu, faults := processCPU(b), minorFaults(b)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() && !b.Failed() {
+				request(b, host, path)
+			}
+		})
+		b.StopTimer()
+		b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(minorFaults(b)-faults)/float64(b.N), "faults/op")
 	}
 	b.Run("baseline", func(b *testing.B) { serve(b, "static.test", "/baseline/v1/chat/completions") })
 	b.Run("mediagw", func(b *testing.B) { serve(b, "static.test", "/v1/chat/completions") })
@@ -165,6 +198,9 @@ http://two.test:%[3]s {
 	b.Run("priced_proxied", func(b *testing.B) { serve(b, "priced.test", "/v1/chat/completions") })
 	b.Run("baseline_two", func(b *testing.B) { serve(b, "two.test", "/baseline/v1/chat/completions") })
 	b.Run("mediagw_two", func(b *testing.B) { serve(b, "two.test", "/v1/chat/completions") })
+	b.Run("baseline_parallel", func(b *testing.B) { serveParallel(b, "transport.test", "/baseline/v1/chat/completions") })
+	b.Run("mediagw_parallel", func(b *testing.B) { serveParallel(b, "transport.test", "/v1/chat/completions") })
+	b.Run("priced_parallel", func(b *testing.B) { serveParallel(b, "priced.transport.test", "/v1/chat/completions") })
 }
 
 // creditBench credits account with 1,000,000 in the running gateway's store, so that every
@@ -188,6 +224,16 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// minorFaults is the number of page faults this process has taken so far that needed no disk
+// read (first touches of fresh memory and of pages of mapped files among them).
+func minorFaults(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Minflt
 }
 
 // freeBenchPort returns a loopback port that was free a moment ago.

@@ -31,7 +31,7 @@ type ledgerBook struct {
 	accounts map[string]*bookAccount
 	// holds maps a hold's id to its *bookHold: every open hold of an account in memory that
 	// was used since the account was read, and ended holds until their end is committed.
-	holds sync.Map
+	holds holdIndex
 	// uses is the clock of lastUse: a count of account uses.
 	uses atomic.Uint64
 	// epoch is raised by a failed batch: state read or decided at an earlier epoch may be ahead
@@ -252,10 +252,8 @@ func (k *ledgerBook) lockedHold(db *badger.DB, a *bookAccount, id string) (*book
 // heldInMemory returns the hold with the ID id when the book has it, current, in the (locked)
 // account a.
 func (k *ledgerBook) heldInMemory(a *bookAccount, id string) (*bookHold, bool) {
-	if v, ok := k.holds.Load(id); ok {
-		if h := v.(*bookHold); h.acct == a && h.current() {
-			return h, true
-		}
+	if h, ok := k.holds.Load(id); ok && h.acct == a && h.current() {
+		return h, true
 	}
 	return nil, false
 }
@@ -270,12 +268,11 @@ func (k *ledgerBook) keep(h *bookHold) {
 // is there: then it returns that one's account, to look at it under that account's lock.
 func (k *ledgerBook) claim(h *bookHold) (other string, claimed bool) {
 	for {
-		v, loaded := k.holds.LoadOrStore(h.rec.Hold.ID, h)
+		prev, loaded := k.holds.LoadOrStore(h.rec.Hold.ID, h)
 		if !loaded {
 			h.acct.holds[h.rec.Hold.ID] = h
 			return "", true
 		}
-		prev := v.(*bookHold)
 		if prev.current() {
 			return prev.acct.name, false
 		}
@@ -300,8 +297,8 @@ func (k *ledgerBook) ended(h *bookHold) {
 // holdAccount is the account of a hold (which never changes), to lock it: from memory, else
 // from the hold's record.
 func (b *Badger) holdAccount(holdID string) (string, error) {
-	if v, ok := b.ledger.holds.Load(holdID); ok {
-		return v.(*bookHold).acct.name, nil
+	if h, ok := b.ledger.holds.Load(holdID); ok {
+		return h.acct.name, nil
 	}
 	var rec holdRecord
 	err := b.db.View(func(txn *badger.Txn) error { return txnHold(txn, holdID, &rec) })
@@ -335,11 +332,10 @@ func (b *Badger) lockHold(holdID string) (*bookAccount, *bookHold, error) {
 
 // transientHold is an open transient hold, which only memory has.
 func (k *ledgerBook) transientHold(id string) (Hold, bool) {
-	v, ok := k.holds.Load(id)
+	h, ok := k.holds.Load(id)
 	if !ok {
 		return Hold{}, false
 	}
-	h := v.(*bookHold)
 	h.acct.mu.Lock()
 	defer h.acct.mu.Unlock()
 	if !h.openTransient() {
@@ -351,8 +347,7 @@ func (k *ledgerBook) transientHold(id string) (Hold, bool) {
 // overdueTransient adds to holds (open, unbound holds from Badger, earliest deadline first) the
 // open transient holds whose deadline is before now, and returns the limit earliest.
 func (k *ledgerBook) overdueTransient(holds []Hold, now time.Time, limit int) []Hold {
-	k.holds.Range(func(_, v any) bool {
-		h := v.(*bookHold)
+	k.holds.Range(func(h *bookHold) bool {
 		h.acct.mu.Lock()
 		if h.openTransient() && !h.rec.Hold.Bound && h.rec.Hold.Deadline.Before(now) {
 			holds = append(holds, h.rec.Hold)

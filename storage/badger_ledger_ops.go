@@ -346,11 +346,10 @@ func (b *Badger) writeHoldChange(a *bookAccount, h *bookHold, op ledgerOp) error
 // boundAtCreate notes in the book that CreateTask bound a hold of account to task in its own
 // (committed) transaction; see bindTaskHold.
 func (k *ledgerBook) boundAtCreate(holdID, account, task string) {
-	v, ok := k.holds.Load(holdID)
+	h, ok := k.holds.Load(holdID)
 	if !ok {
 		return // not in memory: read from Badger, bound, when it is next used
 	}
-	h := v.(*bookHold)
 	h.acct.mu.Lock()
 	defer h.acct.mu.Unlock()
 	if h.current() && h.acct.name == account && h.rec.Hold.State == HoldOpen && !h.rec.Hold.Bound {
