@@ -2,19 +2,18 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // readLogs are Badger's read logs, in memory: Badger serves one process, whose watchers die with
 // it, and so do their logs; a restarted process reads every task at once, which it may, having
-// made none of the reads before.
+// made none of the reads before. leases holds the owners of the leases that guard them
+// (badger_leases.go).
 type readLogs struct {
-	mu   sync.Mutex
-	logs map[string]*readLog
+	mu     sync.Mutex
+	logs   map[string]*readLog
+	leases leaseBook
 }
 
 // readLog is one shard's read log: when each task was last read (Unix nanoseconds), and when it
@@ -25,27 +24,14 @@ type readLog struct {
 	trimmed int64
 }
 
-// NoteReads writes the records first and checks the leases after, in a read of the store that
-// sees every lease taken before it: a lease taken after the check is taken after the records
-// were written, so its taker finds them; a lease found taken refuses the group, and its records
-// are put back as they were.
+// NoteReads writes the records first and checks the leases after, in the lease book, which
+// holds every lease committed before the check (leaseBook): a lease taken after the check is
+// taken after the records were written, so its taker finds them; a lease found taken refuses
+// the group, and its records are put back as they were.
 func (b *Badger) NoteReads(_ context.Context, owner string, at time.Time, keep time.Duration, groups []ShardReads) ([]int, error) {
 	when := at.UnixNano()
 	prev := b.reads.note(when, keep, groups)
-	var lost []int
-	err := b.db.View(func(txn *badger.Txn) error {
-		lost = lost[:0]
-		for i, g := range groups {
-			var cur lease
-			if err := txnGetJSON(txn, prefixLease+g.Lease, &cur); err != nil && !errors.Is(err, ErrNotFound) {
-				return err
-			}
-			if cur.Owner != owner {
-				lost = append(lost, i)
-			}
-		}
-		return nil
-	})
+	lost, err := b.notHeld(owner, groups)
 	if err != nil {
 		lost = make([]int, len(groups))
 		for i := range lost {

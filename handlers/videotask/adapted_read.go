@@ -19,8 +19,9 @@ import (
 // refreshAdapted is refresh for a task made through an adaptor: the adaptor reads the task, and
 // its state is stored as an Ark answer (see adaptedAnswer) by the same compare-and-set as an Ark
 // task's, whose winner releases, refunds and calls back. While the upstream cools down after a
-// 429 (or another failure), the stored answer is served and nothing is read.
-func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.Adaptor, u *providers.Upstream) (storage.Task, error) {
+// 429 (or another failure), the stored answer is served and nothing is read. onlyChanges and
+// seen are readUpstream's: the watcher's read of an unchanged task writes nothing.
+func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.Adaptor, u *providers.Upstream, onlyChanges bool, seen *answerMemo) (storage.Task, error) {
 	if u.CoolingUntil(t.Account).After(h.now()) {
 		return storedAnswer(t), nil
 	}
@@ -70,7 +71,7 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 	if st.Status == adaptor.StatusSucceeded {
 		usage = mustJSON(st.Usage)
 	}
-	return h.storeAnswerUsage(ctx, t, readAt, h.adaptedAnswer(t, st), usage, false, nil)
+	return h.storeAnswerUsage(ctx, t, readAt, h.adaptedAnswer(t, st), usage, onlyChanges, seen)
 }
 
 // storedAnswer is t with its client answer: the stored one, or one made of the record.

@@ -1,6 +1,7 @@
 package videotask
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,17 +59,48 @@ func (b *unbatched) refuse(p *providers.Upstream, t time.Time) {
 
 // refreshBatch reads several tasks of one upstream (the one that created them) in one call,
 // through the task list with filter.task_ids (as Ark's list accepts), and stores each answer as
-// refresh does, the changed records in one store write (storage.UpdateTasksFrom). A task missing from the list answer, and every task of an upstream whose list
-// refuses the filter, is read on its own. seen (may be nil) spares the comparison of answers that
-// the records already say. It returns the upstream requests made and the ids of the tasks that may
-// still change (unfinished, or not read for a passing reason).
+// refresh does, the changed records in one store write (storage.UpdateTasksFrom). A task missing
+// from the list answer, and every task of an upstream whose list refuses the filter, is read on
+// its own. seen (may be nil) spares the comparison of answers that the records already say. It
+// returns the upstream requests made and the ids of the tasks that may still change (unfinished,
+// or not read for a passing reason).
 func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks []storage.Task, seen *answerMemo) (upstreamCalls int, open []string) {
+	return h.refreshTasks(ctx, p, tasks, seen, nil)
+}
+
+// seenRecord is the record of a task that a batch left unfinished, as the store has it as far as
+// the batch knows: the record it started from, which the listed answer did not change (fresh
+// false), or the one its compare-and-set stored or read (fresh).
+type seenRecord struct {
+	t     storage.Task
+	fresh bool
+}
+
+// refreshTasks is refreshBatch that tells keep (when not nil; one call at a time) the record of
+// each task left unfinished and not being kept (keep.go), for the watcher's next poll of it
+// (Watcher.hold).
+func (h *Handler) refreshTasks(ctx context.Context, p *providers.Upstream, tasks []storage.Task, seen *answerMemo, keep func(seenRecord)) (upstreamCalls int, open []string) {
+	var keepMu sync.Mutex
+	tell := func(r seenRecord) {
+		if keep != nil {
+			keepMu.Lock()
+			defer keepMu.Unlock()
+			keep(r)
+		}
+	}
 	one := func(t storage.Task) {
 		upstreamCalls++
-		if stored, err := h.refreshLogged(ctx, t, seen); err == nil && !stored.Unfinished() || errors.Is(err, errTaskNotExist) {
+		stored, err := h.refreshLogged(ctx, t, seen)
+		if err == nil && !stored.Unfinished() || errors.Is(err, errTaskNotExist) {
 			return
 		}
 		open = append(open, t.ID)
+		// The record stored or read, or t itself unchanged (not t with a Result filled in for
+		// the caller, which the store does not have).
+		if err == nil && !keepPending(stored) &&
+			(stored.Version != t.Version || bytes.Equal(stored.Result, t.Result)) {
+			tell(seenRecord{t: stored, fresh: stored.Version != t.Version})
+		}
 	}
 	if len(tasks) == 1 || tasks[0].UpstreamID != "" || !h.unbatched.allows(p, h.now()) {
 		// An adaptor's tasks (UpstreamID set; an upstream's tasks share its protocol) are read
@@ -115,12 +147,16 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 			if err != nil || t.Unfinished() {
 				open = append(open, t.ID)
 			}
+			if err == nil && t.Unfinished() && !keepPending(t) {
+				tell(seenRecord{t: t})
+			}
 			continue
 		}
 		curs, changes = append(curs, t), append(changes, c)
 	}
 	var mu sync.Mutex
 	done := func(c *answerChange, stored storage.Task, err error) {
+		record := stored // as stored: answerStored fills an empty Result in for the caller
 		stored, err = h.answerStored(ctx, c, stored, err, seen)
 		if errors.Is(err, errTaskNotExist) || err == nil && !stored.Unfinished() {
 			return
@@ -129,8 +165,12 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 			h.Logger.Debug("storing a batched refresh", zap.String("task_id", c.t.ID), zap.Error(err))
 		}
 		mu.Lock()
+		defer mu.Unlock()
 		open = append(open, c.t.ID)
-		mu.Unlock()
+		if err == nil && !keepPending(record) {
+			// A version other than the one the change started from was stored or read.
+			tell(seenRecord{t: record, fresh: record.Version != c.t.Version})
+		}
 	}
 	if len(curs) > 0 {
 		// A batch of changes that set nothing off (the first reads of new tasks, which store the

@@ -79,7 +79,7 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 // comparison as storeAnswer says.
 func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges bool, seen *answerMemo) (storage.Task, error) {
 	if h.Watcher != nil {
-		h.Watcher.forgetCreated(t.ID) // its first poll reads the record this refresh changes
+		h.Watcher.forgetHeld(t.ID) // its next poll reads the record this refresh changes
 	}
 	if keepPending(t) {
 		// Succeeded upstream; running here until its result is kept (keep.go).
@@ -107,7 +107,7 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 		if !ok {
 			return h.orphaned(ctx, t) // its provider no longer speaks the task's protocol
 		}
-		return h.refreshAdapted(ctx, t, a, p)
+		return h.refreshAdapted(ctx, t, a, p, onlyChanges, seen)
 	}
 	readAt := h.now().UnixNano()
 	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
@@ -453,7 +453,7 @@ func (h *Handler) forget(ctx context.Context, taskID string) error {
 			continue
 		}
 		if h.Watcher != nil {
-			h.Watcher.forgetCreated(taskID) // a later task under this id must not meet this record
+			h.Watcher.forgetHeld(taskID) // a later task under this id must not meet this record
 		}
 		if err = h.Store.DeleteTask(ctx, taskID, t.Version); !errors.Is(err, storage.ErrConflict) {
 			if err != nil {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/mediagw/mediagw/internal/testclock"
 )
 
 // The watcher writes a record only when the upstream's answer changes it, whichever way it read
@@ -61,5 +63,43 @@ func requireWrittenOnce(t *testing.T, h *Handler, before map[string]int64) {
 		if version > before[id]+1 {
 			t.Errorf("task %s went from version %d to %d though its answer never changed", id, before[id], version)
 		}
+	}
+}
+
+// An adaptor's task (read one by one, through its adaptor) is written by the watcher only when
+// its provider's state changes the answer: the first read stores RUNNING, later reads of the
+// same state store nothing, and read no record either. (Before, each watcher read of an
+// adaptor's task read and wrote its record.)
+func TestWatcherDoesNotRewriteUnchangedAdaptedTasks(t *testing.T) {
+	d := &dashUpstream{status: "RUNNING"}
+	h := newDashHandler(t, d)
+	clock := testclock.New(time.Unix(1_800_000_000, 0))
+	h.Now = clock.Now
+	store := &readCountingStore{Store: h.Store}
+	h.Store = store
+	w := &Watcher{Tasks: h, Interval: time.Hour}
+	w.init()
+	w.ownTickAndScan(context.Background())
+	h.Watcher = w
+	r := serve(h, http.MethodPost, createPath, `{"model":"wan","content":[{"type":"text","text":"hi"}]}`)
+	id, _ := decode(t, r)["id"].(string)
+	if r.Code != http.StatusOK || id == "" {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	for poll := 1; poll <= 4; poll++ {
+		// Each poll starts from the record the watcher saw last: the create's, then its own.
+		if calls, read := pollAfter(t, w, clock, store, []string{id}); calls != 1 || read != 0 {
+			t.Fatalf("poll %d made %d upstream calls and read %d records, want 1 and 0", poll, calls, read)
+		}
+		rec, err := h.Store.Task(context.Background(), id)
+		if err != nil || rec.Status != StatusRunning || rec.Version != 2 {
+			t.Fatalf("after poll %d: %+v, %v; want running at version 2 (created, then the first read's change)", poll, rec, err)
+		}
+	}
+	// A change of state is stored.
+	d.set("FAILED")
+	pollAfter(t, w, clock, store, []string{id})
+	if rec, err := h.Store.Task(context.Background(), id); err != nil || rec.Status != StatusFailed || !rec.Finished || rec.Version != 3 {
+		t.Fatalf("after the failure: %+v, %v; want failed and finished at version 3", rec, err)
 	}
 }

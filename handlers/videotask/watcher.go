@@ -24,9 +24,8 @@ const (
 // Watcher polls every unfinished task so that stored statuses (lists, active-task limits) stay
 // current and callbacks fire without any client polling. The next task polled is always the one
 // due soonest; concurrency and upstream requests per second are bounded. A task that a client
-// polled recently is not polled again before its interval has passed (at the first poll of a
-// task created through this instance, a client poll counts when it went through this
-// instance: that poll does not read the record, see below).
+// polled recently is not polled again before its interval has passed (a client poll through
+// another instance counts only at the polls that read the record, see below).
 //
 // Gateway instances sharing one store divide the work by shards: the unfinished tasks are split
 // into Shards by a hash of their id, and each shard is watched by one instance at a time, under
@@ -36,12 +35,15 @@ const (
 // shards over within 0.4 of an Interval. A task is read by one instance per Interval across
 // these changes of hands: before reading tasks from their upstream, the holder records in the
 // shard's read log, under its lease, when it reads them, and whoever takes the shard next reads
-// each task an Interval after its recorded read. Per task and interval the store does one
-// batched record read (the read log's record goes alongside, one script per batch), except at
-// the first poll of a task created through this instance, which starts from the record as the
-// create stored it (the write's compare-and-set checks that it is still current); unchanged
-// tasks are not written, and the changed tasks of a batch are written in one store write
-// (storage.UpdateTasksFrom), each by its own compare-and-set.
+// each task an Interval after its recorded read (the read log's record is one script per batch
+// on Redis, and in memory on Badger). A poll starts from the record as this watcher last saw it,
+// without reading it from the store: as the create stored it, at the first poll of a task created
+// through this instance; as this watcher's last poll read or wrote it, at later polls of a task
+// whose answer it read (see records). The poll after maxHeldPolls polls from a held record reads
+// it (one batched read), and so do the polls of the others. Unchanged tasks are not written; the
+// changed tasks of a batch are written in one store write (storage.UpdateTasksFrom), each by
+// its own compare-and-set on the version the watcher saw, which fails, and re-reads the record,
+// when another instance or a client changed it meanwhile.
 type Watcher struct {
 	// Tasks does the refreshing; its store holds the watch list.
 	Tasks *Handler
@@ -78,9 +80,10 @@ type Watcher struct {
 	// last trimmed from here.
 	reading map[int]int
 	trimmed map[int]time.Time
-	// created holds the records of tasks created through this instance, as stored, until their
-	// first poll (at most maxCreatedRecords of them).
-	created map[string]*storage.Task
+	// records holds the records of tasks as this watcher last saw them, for their next poll (at
+	// most maxHeldRecords of them): the record as the create stored it, or as a poll read or
+	// wrote it.
+	records map[string]heldRecord
 	// seen spares the comparison of unchanged answers.
 	seen    answerMemo
 	wake    chan struct{}
@@ -99,7 +102,7 @@ func (w *Watcher) init() {
 		w.notBefore = map[string]time.Time{}
 		w.reading = map[int]int{}
 		w.trimmed = map[int]time.Time{}
-		w.created = map[string]*storage.Task{}
+		w.records = map[string]heldRecord{}
 		if w.Shards <= 0 {
 			w.Shards = DefaultWatchShards
 		}
@@ -119,12 +122,6 @@ func (w *Watcher) init() {
 	})
 }
 
-// maxCreatedRecords bounds the records of new tasks that a watcher keeps for their first poll
-// (a few hundred bytes each, the strings shared with the create): Interval × creates per second
-// of them are kept, 20,000 at 4,000 creates a second and the default Interval. Beyond it, a
-// first poll reads the record from the store, as later polls do.
-const maxCreatedRecords = 50_000
-
 // Watch schedules the first poll of a new task. t is the record as the store's CreateTask
 // returned it (Version 1): the first poll starts from it instead of reading it again, and
 // stores the upstream's answer by compare-and-set on its Version, which re-reads the record if
@@ -138,55 +135,13 @@ func (w *Watcher) Watch(t storage.Task) {
 		if _, tracked := w.tracked[t.ID]; tracked {
 			// An id still followed from an earlier task (an upstream that hands an id out
 			// again): its first poll reads the store.
-			delete(w.created, t.ID)
-		} else if len(w.created) < maxCreatedRecords {
-			w.created[t.ID] = &t
+			delete(w.records, t.ID)
+		} else if len(w.records) < maxHeldRecords {
+			w.records[t.ID] = heldRecord{t: t}
 		}
 		w.mu.Unlock()
 	}
 	w.schedule(t.ID, w.now().Add(w.Interval))
-}
-
-// takeCreated splits the ids of a poll into the records kept for their first poll (forgotten
-// here) and the ids whose records are to be read.
-func (w *Watcher) takeCreated(ids []string) (known []storage.Task, unknown []string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.created) == 0 {
-		return nil, ids
-	}
-	for _, id := range ids {
-		if t, ok := w.created[id]; ok {
-			delete(w.created, id)
-			known = append(known, *t)
-		} else {
-			unknown = append(unknown, id)
-		}
-	}
-	return known, unknown
-}
-
-// keepCreated keeps again the records that takeCreated gave to a poll that failed.
-func (w *Watcher) keepCreated(known []storage.Task) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for i := range known {
-		if w.tracked[known[i].ID] && len(w.created) < maxCreatedRecords {
-			w.created[known[i].ID] = &known[i]
-		}
-	}
-}
-
-// forgetCreated forgets the record kept for the first poll of a task (see Watch) that a
-// refresh is about to change, so that the watcher's first poll reads the record and sees a
-// client's read (a task polled recently is not polled again before its Interval has passed).
-func (w *Watcher) forgetCreated(id string) {
-	w.init()
-	w.mu.Lock()
-	if len(w.created) > 0 {
-		delete(w.created, id)
-	}
-	w.mu.Unlock()
 }
 
 // schedule queues a task that is neither queued nor being read.
@@ -227,7 +182,7 @@ func (w *Watcher) rescheduleAll(ids []string, due time.Time) {
 func (w *Watcher) untrack(id string) {
 	w.mu.Lock()
 	delete(w.tracked, id)
-	delete(w.created, id)
+	delete(w.records, id)
 	w.mu.Unlock()
 	w.seen.forget(id)
 }
@@ -365,7 +320,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	var lost []int
 	var noteErr error
 	groups := w.readGroups(mine)
-	known, unknown := w.takeCreated(mine)
+	known, polls, unknown := w.takeHeld(mine)
 	tasks, err := known, error(nil)
 	if len(unknown) == 0 {
 		lost, noteErr = w.Tasks.Store.NoteReads(ctx, w.Owner, at, w.readKeep(), groups)
@@ -392,7 +347,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		for _, id := range mine {
 			w.reschedule(id, w.now().Add(w.Interval))
 		}
-		w.keepCreated(known)
+		w.keepHeld(known, polls)
 		return 0
 	}
 	found := make(map[string]bool, len(tasks))
@@ -418,6 +373,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 			continue
 		}
 		if last := time.Unix(0, t.RefreshedAt); w.now().Sub(last) < w.Interval/2 {
+			w.hold([]seenRecord{{t: t}}, polls)      // unchanged by this poll
 			w.reschedule(t.ID, last.Add(w.Interval)) // a client read it recently
 			continue
 		}
@@ -441,17 +397,21 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	}
 	calls := 0
 	var slow []string // the reads of tasks still open, for noteSlowReads
-	for u, batch := range byUpstream {
-		// Within the upstream's own max_rps and its pause after a 429: the rest wait.
-		batch := w.paced(u, batch)
+	for u, due := range byUpstream {
+		// Within the upstream's own max_rps and its pause after a 429: the rest wait, their
+		// records held as they were.
+		batch := w.paced(u, due)
+		w.holdWaiting(due[len(batch):], polls)
 		if len(batch) == 0 {
 			continue
 		}
-		n, open := w.Tasks.refreshBatch(withPaced(ctx), u, batch, &w.seen)
+		seen := make([]seenRecord, 0, len(batch))
+		n, open := w.Tasks.refreshTasks(withPaced(ctx), u, batch, &w.seen, func(r seenRecord) { seen = append(seen, r) })
 		calls += n
 		if ctx.Err() != nil {
 			return calls // stopping: the next watcher starts from the store's list
 		}
+		w.hold(seen, polls)
 		w.rescheduleAll(open, w.now().Add(w.Interval))
 		still := make(map[string]bool, len(open))
 		for _, id := range open {

@@ -209,8 +209,9 @@ func TestWatcherDoesNotRewriteUnchangedTasks(t *testing.T) {
 }
 
 // The watcher skips comparing an answer it has seen on the same record version, but a record
-// changed meanwhile (another version) is compared again: here its stored answer was replaced,
-// and the next read of the unchanged upstream answer puts it back.
+// changed meanwhile (another version) is compared again once the watcher reads it, within
+// maxHeldPolls polls (the polls between start from the record the watcher holds): here its
+// stored answer was replaced, and a read of the unchanged upstream answer puts it back.
 func TestWatcherComparesAgainAfterTheRecordChanged(t *testing.T) {
 	up := newSimUpstream(t, time.Hour, time.Hour, true)
 	h := newHandler(t, up.URL, nil)
@@ -238,7 +239,7 @@ func TestWatcherComparesAgainAfterTheRecordChanged(t *testing.T) {
 	if _, err := h.Store.ReplaceTask(ctx, task); err != nil {
 		t.Fatal(err)
 	}
-	waitLists(up.lists.Load() + 3)
+	waitLists(up.lists.Load() + maxHeldPolls + 2)
 	got, err := h.Store.Task(ctx, ids[0])
 	if err != nil {
 		t.Fatal(err)

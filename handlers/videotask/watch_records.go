@@ -1,0 +1,110 @@
+package videotask
+
+import "github.com/mediagw/mediagw/storage"
+
+// The records the watcher holds between polls (Watcher.records): a poll starts from the record
+// of a task as the watcher last saw it, the create's or the one its previous poll read or wrote,
+// instead of reading it from the store; the compare-and-set of a change catches a change made
+// meanwhile elsewhere.
+
+// maxHeldRecords bounds the records that a watcher holds for the next polls of their tasks
+// (about a kilobyte each with the client's answer, the strings of a new task's shared with the
+// create): 50 MB at most. Beyond it, a poll reads the record from the store.
+const maxHeldRecords = 50_000
+
+// maxHeldPolls is how many polls in a row start from a held record of an unchanged task before
+// one reads it from the store again. A change made by another instance (or by a client through
+// one) is caught at once by the compare-and-set of the next change that the upstream's answer
+// makes; this read catches it when the answer does not change (a record deleted meanwhile, a
+// client's recent read that spares the next upstream read), and bounds how long a held record
+// may be out of date.
+const maxHeldPolls = 8
+
+// heldRecord is a task's record as the watcher last saw it, and how many polls started from it
+// since it was read from or written to the store.
+type heldRecord struct {
+	t     storage.Task
+	polls int
+}
+
+// takeHeld splits the ids of a poll into the records held for it (forgotten here; polls says how
+// many polls each has served) and the ids whose records are to be read: those not held, and
+// those whose records have served maxHeldPolls polls.
+func (w *Watcher) takeHeld(ids []string) (known []storage.Task, polls map[string]int, unknown []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.records) == 0 {
+		return nil, nil, ids
+	}
+	polls = make(map[string]int, len(ids))
+	known = make([]storage.Task, 0, len(ids))
+	for _, id := range ids {
+		r, ok := w.records[id]
+		delete(w.records, id)
+		if !ok || r.polls >= maxHeldPolls {
+			unknown = append(unknown, id)
+			continue
+		}
+		known = append(known, r.t)
+		polls[id] = r.polls
+	}
+	return known, polls, unknown
+}
+
+// keepHeld holds again the records that takeHeld gave to a poll that failed.
+func (w *Watcher) keepHeld(known []storage.Task, polls map[string]int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range known {
+		if w.tracked[t.ID] && len(w.records) < maxHeldRecords {
+			w.records[t.ID] = heldRecord{t: t, polls: polls[t.ID]}
+		}
+	}
+}
+
+// hold holds the records that a poll's refresh left current (seenRecord), for the next polls of
+// their tasks, before those are scheduled. A record this poll took from held (polls has it)
+// and that nothing changed has served one more poll; one read or written by the poll, none.
+func (w *Watcher) hold(records []seenRecord, polls map[string]int) {
+	if len(records) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range records {
+		n, fromHeld := polls[r.t.ID]
+		if r.fresh || !fromHeld {
+			n = -1
+		}
+		if _, ok := w.records[r.t.ID]; ok || len(w.records) < maxHeldRecords {
+			w.records[r.t.ID] = heldRecord{t: r.t, polls: n + 1}
+		}
+	}
+}
+
+// holdWaiting holds again the records of tasks that a poll took but left to a later one (paced):
+// each unless the task has a record held again meanwhile (its later poll may have begun).
+func (w *Watcher) holdWaiting(tasks []storage.Task, polls map[string]int) {
+	if len(tasks) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range tasks {
+		if _, ok := w.records[t.ID]; !ok && w.tracked[t.ID] && len(w.records) < maxHeldRecords {
+			w.records[t.ID] = heldRecord{t: t, polls: polls[t.ID]}
+		}
+	}
+}
+
+// forgetHeld forgets the record held for the next poll of a task (see Watch) that a refresh or
+// a delete is about to change, so that the watcher's next poll reads the record and sees a
+// client's read (a task polled recently is not polled again before its Interval has passed).
+func (w *Watcher) forgetHeld(id string) {
+	w.init()
+	w.mu.Lock()
+	if len(w.records) > 0 {
+		delete(w.records, id)
+	}
+	w.mu.Unlock()
+}
