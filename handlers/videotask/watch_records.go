@@ -12,8 +12,9 @@ import "github.com/mediagw/mediagw/storage"
 // create): 50 MB at most. Beyond it, a poll reads the record from the store.
 const maxHeldRecords = 50_000
 
-// maxHeldPolls is how many polls in a row start from a held record of an unchanged task before
-// one reads it from the store again. A change made by another instance (or by a client through
+// maxHeldPolls is how often a task's record is read from the store again: every maxHeldPolls-th
+// poll of an unchanged task reads it (the maxHeldPolls-1 polls before it start from the held
+// record). A change made by another instance (or by a client through
 // one) is caught at once by the compare-and-set of the next change that the upstream's answer
 // makes; this read catches it when the answer does not change (a record deleted meanwhile, a
 // client's recent read that spares the next upstream read), and bounds how long a held record
@@ -29,7 +30,7 @@ type heldRecord struct {
 
 // takeHeld splits the ids of a poll into the records held for it (forgotten here; polls says how
 // many polls each has served) and the ids whose records are to be read: those not held, and
-// those whose records have served maxHeldPolls polls.
+// those whose records have served maxHeldPolls-1 polls.
 func (w *Watcher) takeHeld(ids []string) (known []storage.Task, polls map[string]int, unknown []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -41,7 +42,7 @@ func (w *Watcher) takeHeld(ids []string) (known []storage.Task, polls map[string
 	for _, id := range ids {
 		r, ok := w.records[id]
 		delete(w.records, id)
-		if !ok || r.polls >= maxHeldPolls {
+		if !ok || r.polls >= maxHeldPolls-1 {
 			unknown = append(unknown, id)
 			continue
 		}

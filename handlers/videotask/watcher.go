@@ -39,8 +39,8 @@ const (
 // on Redis, and in memory on Badger). A poll starts from the record as this watcher last saw it,
 // without reading it from the store: as the create stored it, at the first poll of a task created
 // through this instance; as this watcher's last poll read or wrote it, at later polls of a task
-// whose answer it read (see records). The poll after maxHeldPolls polls from a held record reads
-// it (one batched read), and so do the polls of the others. Unchanged tasks are not written; the
+// whose answer it read (see records). Every maxHeldPolls-th poll of a task reads its record
+// (one batched read), and so do the polls of the others. Unchanged tasks are not written; the
 // changed tasks of a batch are written in one store write (storage.UpdateTasksFrom), each by
 // its own compare-and-set on the version the watcher saw, which fails, and re-reads the record,
 // when another instance or a client changed it meanwhile.
