@@ -2,6 +2,7 @@ package videotask
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -43,5 +44,72 @@ func TestHeldRecordReadAtEveryEighthPoll(t *testing.T) {
 	defer w.mu.Unlock()
 	if w.tracked[ids[0]] || len(w.records) != 0 {
 		t.Fatalf("the task finished elsewhere is still followed (tracked %v, %d records held)", w.tracked[ids[0]], len(w.records))
+	}
+}
+
+// noteHookStore runs beforeNote (once) when the watcher records its reads under its leases:
+// after the poll has taken its held records and before it reads the upstream.
+type noteHookStore struct {
+	*readCountingStore
+	beforeNote func()
+}
+
+func (s *noteHookStore) NoteReads(ctx context.Context, owner string, at time.Time, keep time.Duration, groups []storage.ShardReads) ([]int, error) {
+	if f := s.beforeNote; f != nil {
+		s.beforeNote = nil
+		f()
+	}
+	return s.readCountingStore.NoteReads(ctx, owner, at, keep, groups)
+}
+
+// A client's poll through this instance that refreshes a task while the watcher's poll of it is
+// under way (its held record taken, the upstream not yet read) is seen by the watcher's next
+// poll, as one between two polls is: the poll does not hold again the record the client's
+// write replaced, so the next poll reads the record, finds the task read just now, and leaves
+// it for its Interval.
+func TestClientPollDuringAWatcherPollIsSeen(t *testing.T) {
+	clock := testclock.New(time.Unix(1_800_000_000, 0))
+	up := newSimUpstream(t, 100*time.Hour, time.Hour, true) // queued throughout
+	up.sim.Now = clock.Now
+	counting := &readCountingStore{Store: openBadger(t)}
+	store := &noteHookStore{readCountingStore: counting}
+	h := newHandler(t, up.URL, store)
+	h.Client.Timeout = 10 * time.Second
+	h.Now = clock.Now
+	w := &Watcher{Tasks: h, Interval: time.Hour}
+	w.init()
+	w.ownTickAndScan(context.Background())
+	h.Watcher = w
+	ids := createTasks(t, h, 1)
+	if calls, _ := pollAfter(t, w, clock, counting, ids); calls != 1 {
+		t.Fatalf("first poll made %d upstream calls, want 1", calls)
+	}
+	store.beforeNote = func() {
+		if r := serve(h, http.MethodGet, createPath+"/"+ids[0], ""); r.Code != http.StatusOK {
+			t.Errorf("client's query: %d %s", r.Code, r.Body)
+		}
+	}
+	if calls, _ := pollAfter(t, w, clock, counting, ids); calls != 1 {
+		t.Fatalf("second poll made %d upstream calls, want 1", calls)
+	}
+	stored, err := h.Store.Task(context.Background(), ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	held, ok := w.records[ids[0]]
+	w.mu.Unlock()
+	if ok && held.t.Version != stored.Version {
+		t.Errorf("the watcher holds version %d of a record the client's poll wrote as version %d", held.t.Version, stored.Version)
+	}
+	// A quarter of an Interval after the client's read: not to be read upstream again yet.
+	for range 3 {
+		clock.Advance(w.Interval / 12)
+		w.ownTick(context.Background())
+	}
+	before := counting.read.Load()
+	calls := w.poll(context.Background(), ids)
+	if read := counting.read.Load() - before; calls != 0 || read != 1 {
+		t.Fatalf("the poll after the client's: %d upstream calls, %d records read; want 0 and 1 (the client's read seen)", calls, read)
 	}
 }

@@ -34,6 +34,11 @@ type heldRecord struct {
 func (w *Watcher) takeHeld(ids []string) (known []storage.Task, polls map[string]int, unknown []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.forgotten) > 0 {
+		for _, id := range ids {
+			delete(w.forgotten, id) // this poll starts from the store, or from a record held since
+		}
+	}
 	if len(w.records) == 0 {
 		return nil, nil, ids
 	}
@@ -57,7 +62,7 @@ func (w *Watcher) keepHeld(known []storage.Task, polls map[string]int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, t := range known {
-		if w.tracked[t.ID] && len(w.records) < maxHeldRecords {
+		if w.tracked[t.ID] && !w.forgotten[t.ID] && len(w.records) < maxHeldRecords {
 			w.records[t.ID] = heldRecord{t: t, polls: polls[t.ID]}
 		}
 	}
@@ -65,7 +70,9 @@ func (w *Watcher) keepHeld(known []storage.Task, polls map[string]int) {
 
 // hold holds the records that a poll's refresh left current (seenRecord), for the next polls of
 // their tasks, before those are scheduled. A record this poll took from held (polls has it)
-// and that nothing changed has served one more poll; one read or written by the poll, none.
+// and that nothing changed has served one more poll; one read or written by the poll, none. A
+// task whose record forgetHeld dropped meanwhile (a client's refresh) holds none: its next poll
+// reads the record that refresh wrote.
 func (w *Watcher) hold(records []seenRecord, polls map[string]int) {
 	if len(records) == 0 {
 		return
@@ -73,6 +80,9 @@ func (w *Watcher) hold(records []seenRecord, polls map[string]int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, r := range records {
+		if w.forgotten[r.t.ID] {
+			continue
+		}
 		n, fromHeld := polls[r.t.ID]
 		if r.fresh || !fromHeld {
 			n = -1
@@ -92,7 +102,7 @@ func (w *Watcher) holdWaiting(tasks []storage.Task, polls map[string]int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, t := range tasks {
-		if _, ok := w.records[t.ID]; !ok && w.tracked[t.ID] && len(w.records) < maxHeldRecords {
+		if _, ok := w.records[t.ID]; !ok && w.tracked[t.ID] && !w.forgotten[t.ID] && len(w.records) < maxHeldRecords {
 			w.records[t.ID] = heldRecord{t: t, polls: polls[t.ID]}
 		}
 	}
@@ -100,12 +110,16 @@ func (w *Watcher) holdWaiting(tasks []storage.Task, polls map[string]int) {
 
 // forgetHeld forgets the record held for the next poll of a task (see Watch) that a refresh or
 // a delete is about to change, so that the watcher's next poll reads the record and sees a
-// client's read (a task polled recently is not polled again before its Interval has passed).
+// client's read (a task polled recently is not polled again before its Interval has passed). A
+// poll of the task under way then holds no record for the next one either.
 func (w *Watcher) forgetHeld(id string) {
 	w.init()
 	w.mu.Lock()
 	if len(w.records) > 0 {
 		delete(w.records, id)
+	}
+	if w.tracked[id] {
+		w.forgotten[id] = true
 	}
 	w.mu.Unlock()
 }

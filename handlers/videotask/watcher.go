@@ -84,6 +84,9 @@ type Watcher struct {
 	// most maxHeldRecords of them): the record as the create stored it, or as a poll read or
 	// wrote it.
 	records map[string]heldRecord
+	// forgotten marks the tasks whose held records forgetHeld dropped since their poll began:
+	// that poll must not hold again the record it started from.
+	forgotten map[string]bool
 	// seen spares the comparison of unchanged answers.
 	seen    answerMemo
 	wake    chan struct{}
@@ -103,6 +106,7 @@ func (w *Watcher) init() {
 		w.reading = map[int]int{}
 		w.trimmed = map[int]time.Time{}
 		w.records = map[string]heldRecord{}
+		w.forgotten = map[string]bool{}
 		if w.Shards <= 0 {
 			w.Shards = DefaultWatchShards
 		}
@@ -183,6 +187,7 @@ func (w *Watcher) untrack(id string) {
 	w.mu.Lock()
 	delete(w.tracked, id)
 	delete(w.records, id)
+	delete(w.forgotten, id)
 	w.mu.Unlock()
 	w.seen.forget(id)
 }
