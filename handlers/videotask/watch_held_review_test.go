@@ -113,3 +113,48 @@ func TestClientPollDuringAWatcherPollIsSeen(t *testing.T) {
 		t.Fatalf("the poll after the client's: %d upstream calls, %d records read; want 0 and 1 (the client's read seen)", calls, read)
 	}
 }
+
+// The records a watcher holds for the tasks of a shard that moves to another watcher are let go
+// at the tasks' next poll, which leaves them to that watcher; those of its own shards stay held.
+func TestHeldRecordsOfAShardHandedOverAreLetGo(t *testing.T) {
+	clock := testclock.New(time.Unix(1_800_000_000, 0))
+	up := newSimUpstream(t, 100*time.Hour, time.Hour, true)
+	h, a, store := newClockedWatcher(t, up, clock)
+	a.Owner = "a"
+	ids := createTasks(t, h, 12)
+	if calls, _ := pollAfter(t, a, clock, store, ids); calls != 1 {
+		t.Fatalf("first poll made %d upstream calls, want 1", calls)
+	}
+	b := &Watcher{Tasks: &Handler{Store: h.Store, Logger: h.Logger, Now: clock.Now}, Interval: a.Interval, Owner: "b"}
+	b.init()
+	ctx := context.Background()
+	b.divide(ctx) // joins
+	for range 3 {
+		clock.Advance(a.ownershipTick())
+		a.ownTick(ctx)
+		b.ownTickAndScan(ctx)
+	}
+	if len(b.heldShards()) == 0 || len(a.heldShards()) == 0 {
+		t.Fatalf("the shards were not divided: a holds %v, b %v", a.heldShards(), b.heldShards())
+	}
+	a.poll(ctx, ids)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	mine := 0
+	for _, id := range ids {
+		_, held := a.records[id]
+		if ok, _ := a.readable(storage.TaskShard(id, a.Shards)); !ok {
+			if held || a.tracked[id] {
+				t.Errorf("task %s of a shard handed over: record held %v, tracked %v", id, held, a.tracked[id])
+			}
+			continue
+		}
+		mine++
+		if !held {
+			t.Errorf("task %s of a's own shard holds no record", id)
+		}
+	}
+	if mine == 0 || mine == len(ids) {
+		t.Fatalf("%d of %d tasks in a's shards: the test needs both kinds", mine, len(ids))
+	}
+}
