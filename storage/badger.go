@@ -19,7 +19,7 @@ const (
 	prefixAccount    = "a/"  // a/<name> -> Account
 	keyDirectoryVer  = "dv"  // -> uint64, raised by every key or account write
 	prefixCounter    = "c/"  // c/<name> -> int64 (8 bytes, big endian)
-	prefixTask       = "t/"  // t/<task id> -> Task
+	prefixTask       = "t/"  // t/<task id> -> task record (badger_task_record.go)
 	prefixTaskIndex  = "ta/" // ta/<account>\x00<created, 20 digits>/<task id> -> empty
 	prefixOpenTask   = "tu/" // tu/<task id> -> empty, while the task is unfinished
 	prefixRelay      = "rt/" // rt/<token sha256> -> task id

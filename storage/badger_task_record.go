@@ -198,10 +198,10 @@ func (r *taskRecordReader) read(t *Task, full bool) bool {
 	}
 	r.i = 1
 	v, ok := r.uvarint()
-	if !ok || v > 1<<63-1 {
+	if !ok {
 		return false
 	}
-	t.Version = int64(v)
+	t.Version = int64(v) // as encodeTaskRecord wrote it: uint64(Version)
 	last := 0
 	for r.i < len(r.b) {
 		n := int(r.b[r.i])

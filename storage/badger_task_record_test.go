@@ -28,7 +28,7 @@ func fullTask() Task {
 // read of it holds the head's fields.
 func TestTaskRecordRoundTrip(t *testing.T) {
 	full := fullTask()
-	tasks := []Task{{}, {Version: 1}, full}
+	tasks := []Task{{}, {Version: 1}, {Version: -1}, full}
 	v := reflect.ValueOf(full)
 	for i := range v.NumField() { // each field alone
 		var one Task

@@ -8,9 +8,10 @@ import (
 	"unicode/utf8"
 )
 
-// The stored task record is JSON: json.Marshal of a Task, as every earlier version wrote it.
-// Every create, every watcher read and write and every task query encodes or decodes one, so
-// they are encoded and decoded here without reflection. marshalTask writes the very bytes that
+// A task record in JSON: json.Marshal of a Task, as Redis stores it and as Badger stored it
+// before its binary records (badger_task_record.go), which it still reads through this. Every
+// create, every watcher read and write and every task query encodes or decodes one, so they are
+// encoded and decoded here without reflection. marshalTask writes the very bytes that
 // json.Marshal writes; unmarshalTask and unmarshalTaskHead read the records that marshalTask
 // writes and leave any other shape (other key order or case, unknown keys, whitespace, escapes
 // in a key, null, a number that is not a plain integer, invalid JSON) to json.Unmarshal, so
