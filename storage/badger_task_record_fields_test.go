@@ -38,18 +38,22 @@ func everyFieldTask(t *testing.T) Task {
 	return task
 }
 
+// eachFieldAlone is a task per field of full, with that field of full's alone.
+func eachFieldAlone(full Task) []Task {
+	v := reflect.ValueOf(full)
+	tasks := make([]Task, v.NumField())
+	for i := range tasks {
+		reflect.ValueOf(&tasks[i]).Elem().Field(i).Set(v.Field(i))
+	}
+	return tasks
+}
+
 // Every field of a Task, set by reflection, survives the binary record, each alone and all
 // together; the JSON record of earlier versions reads the same; the head holds the head's fields.
 func TestTaskRecordKeepsEveryField(t *testing.T) {
 	full := everyFieldTask(t)
 	v := reflect.ValueOf(full)
-	tasks := []Task{full}
-	for i := range v.NumField() {
-		var one Task
-		reflect.ValueOf(&one).Elem().Field(i).Set(v.Field(i))
-		tasks = append(tasks, one)
-	}
-	for _, task := range tasks {
+	for _, task := range append(eachFieldAlone(full), full) {
 		record, err := encodeTaskRecord(&task)
 		if err != nil {
 			t.Fatalf("encodeTaskRecord: %v", err)
@@ -81,20 +85,11 @@ func TestTaskRecordKeepsEveryField(t *testing.T) {
 	}
 }
 
-// A JSON record of an earlier version with every field set is read by Badger as it was, and
-// written again at its next change in the binary form with every field kept.
-func TestBadgerRewritesEveryFieldOfAJSONRecord(t *testing.T) {
-	ctx := context.Background()
-	s, err := OpenBadger(t.TempDir(), BadgerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	now := time.Now().Unix()
-	task := everyFieldTask(t)
-	task.Finished, task.FinishedAt = false, 0 // unfinished, so that a change may follow
-	task.CreatedAt, task.UpdatedAt, task.ExpiresAt = now, now, now+3600
-	created, err := s.CreateTask(ctx, task)
+// putJSONTaskRecord creates task in s and writes its record over in JSON, as an earlier version
+// wrote it; it returns the task as created.
+func putJSONTaskRecord(t *testing.T, s *Badger, task Task) Task {
+	t.Helper()
+	created, err := s.CreateTask(context.Background(), task)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +100,36 @@ func TestBadgerRewritesEveryFieldOfAJSONRecord(t *testing.T) {
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(prefixTask+task.ID), js) }); err != nil {
 		t.Fatal(err)
 	}
+	return created
+}
+
+// storedTaskRecord is the record of task id as Badger holds it.
+func storedTaskRecord(t *testing.T, s *Badger, id string) []byte {
+	t.Helper()
+	var record []byte
+	if err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		record, err = txnGet(txn, prefixTask+id)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return record
+}
+
+// A JSON record of an earlier version with every field set is read by Badger as it was, and
+// written again at its next change in the binary form with every field kept.
+func TestBadgerRewritesEveryFieldOfAJSONRecord(t *testing.T) {
+	s, err := OpenBadger(t.TempDir(), BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, now := context.Background(), time.Now().Unix()
+	task := everyFieldTask(t)
+	task.Finished, task.FinishedAt = false, 0 // unfinished, so that a change may follow
+	task.CreatedAt, task.UpdatedAt, task.ExpiresAt = now, now, now+3600
+	created := putJSONTaskRecord(t, s, task)
 	got, err := s.Task(ctx, task.ID)
 	if err != nil || !reflect.DeepEqual(got, created) {
 		t.Fatalf("the JSON record read as %+v, %v; want %+v", got, err, created)
@@ -114,23 +139,12 @@ func TestBadgerRewritesEveryFieldOfAJSONRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var record []byte
-	if err := s.db.View(func(txn *badger.Txn) error {
-		record, err = txnGet(txn, prefixTask+task.ID)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if record[0] != taskRecordV1 {
+	if record := storedTaskRecord(t, s, task.ID); record[0] != taskRecordV1 {
 		t.Fatalf("the changed record is not binary: %q", record)
-	}
-	reread, err := s.Task(ctx, task.ID)
-	if err != nil || !reflect.DeepEqual(reread, changed) {
-		t.Fatalf("the rewritten record read as %+v, %v; want %+v", reread, err, changed)
 	}
 	want := got
 	want.Version, want.FinishedAt = created.Version+1, changed.FinishedAt
-	if !reflect.DeepEqual(reread, want) || changed.FinishedAt == 0 {
-		t.Fatalf("the rewritten record %+v; want %+v (every field kept, finished now)", reread, want)
+	if reread, err := s.Task(ctx, task.ID); err != nil || !reflect.DeepEqual(reread, want) || changed.FinishedAt == 0 {
+		t.Fatalf("the rewritten record read as %+v, %v; want %+v (every field kept, finished now)", reread, err, want)
 	}
 }

@@ -15,31 +15,34 @@ import (
 	"github.com/mediagw/mediagw/storage"
 )
 
+// twoInstanceStores open the stores of two instances: two clients of one Redis server (two
+// processes), and Badger shared by the two (one process).
+var twoInstanceStores = map[string]func(t *testing.T) (storage.Store, storage.Store){
+	"badger": func(t *testing.T) (storage.Store, storage.Store) {
+		b := openBadger(t)
+		return b, b
+	},
+	"redis": func(t *testing.T) (storage.Store, storage.Store) {
+		srv := testredis.Start(t, testredis.Options{})
+		open := func() storage.Store {
+			r, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: srv.URL(), Logger: zap.NewNop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			return r
+		}
+		return open(), open()
+	},
+}
+
 // Clients' polls through another instance race the watcher, which polls from the records it
 // holds, when the tasks fail upstream: each task is finished once, its slot given back once and
 // its cost refunded once, whoever wins; the watcher then follows none of them and holds no
 // record. Run on Redis with two instances (two clients of one server) and on Badger (the two
 // handlers of one process sharing the store).
 func TestHeldRecordsRaceClientPolls(t *testing.T) {
-	backends := map[string]func(t *testing.T) (storage.Store, storage.Store){
-		"badger": func(t *testing.T) (storage.Store, storage.Store) {
-			b := openBadger(t)
-			return b, b
-		},
-		"redis": func(t *testing.T) (storage.Store, storage.Store) {
-			srv := testredis.Start(t, testredis.Options{})
-			open := func() storage.Store {
-				r, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: srv.URL(), Logger: zap.NewNop()})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { r.Close() })
-				return r
-			}
-			return open(), open()
-		},
-	}
-	for name, open := range backends {
+	for name, open := range twoInstanceStores {
 		t.Run(name, func(t *testing.T) {
 			storeA, storeB := open(t)
 			clock := testclock.New(time.Unix(1_800_000_000, 0))

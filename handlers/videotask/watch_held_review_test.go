@@ -70,16 +70,9 @@ func (s *noteHookStore) NoteReads(ctx context.Context, owner string, at time.Tim
 func TestClientPollDuringAWatcherPollIsSeen(t *testing.T) {
 	clock := testclock.New(time.Unix(1_800_000_000, 0))
 	up := newSimUpstream(t, 100*time.Hour, time.Hour, true) // queued throughout
-	up.sim.Now = clock.Now
-	counting := &readCountingStore{Store: openBadger(t)}
+	h, w, counting := newClockedWatcher(t, up, clock)
 	store := &noteHookStore{readCountingStore: counting}
-	h := newHandler(t, up.URL, store)
-	h.Client.Timeout = 10 * time.Second
-	h.Now = clock.Now
-	w := &Watcher{Tasks: h, Interval: time.Hour}
-	w.init()
-	w.ownTickAndScan(context.Background())
-	h.Watcher = w
+	h.Store = store // the watcher's too (w.Tasks is h)
 	ids := createTasks(t, h, 1)
 	if calls, _ := pollAfter(t, w, clock, counting, ids); calls != 1 {
 		t.Fatalf("first poll made %d upstream calls, want 1", calls)
