@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // fullTask is a task with every field set.
@@ -28,13 +26,7 @@ func fullTask() Task {
 // read of it holds the head's fields.
 func TestTaskRecordRoundTrip(t *testing.T) {
 	full := fullTask()
-	tasks := []Task{{}, {Version: 1}, {Version: -1}, full}
-	v := reflect.ValueOf(full)
-	for i := range v.NumField() { // each field alone
-		var one Task
-		reflect.ValueOf(&one).Elem().Field(i).Set(v.Field(i))
-		tasks = append(tasks, one)
-	}
+	tasks := append([]Task{{}, {Version: 1}, {Version: -1}, full}, eachFieldAlone(full)...)
 	for _, task := range tasks {
 		record, err := encodeTaskRecord(&task)
 		if err != nil {
@@ -192,17 +184,7 @@ func TestBadgerReadsJSONTaskRecords(t *testing.T) {
 	now := time.Now().Unix()
 	old := Task{ID: "cgt-old", Kind: KindVideo, Account: "acme", KeyID: "key_1", Provider: "ark", Model: "m",
 		CreatedAt: now, UpdatedAt: now, Status: "queued", ExpiresAt: now + 3600}
-	created, err := s.CreateTask(ctx, old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := marshalTask(&created)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(prefixTask+old.ID), js) }); err != nil {
-		t.Fatal(err)
-	}
+	created := putJSONTaskRecord(t, s, old)
 	got, err := s.Task(ctx, old.ID)
 	if err != nil || !reflect.DeepEqual(got, created) {
 		t.Fatalf("Task = %+v, %v; want %+v", got, err, created)
@@ -220,15 +202,7 @@ func TestBadgerReadsJSONTaskRecords(t *testing.T) {
 	if err != nil || changed.Version != 2 {
 		t.Fatalf("ReplaceTask = %+v, %v", changed, err)
 	}
-	var record []byte
-	if err := s.db.View(func(txn *badger.Txn) error {
-		var err error
-		record, err = txnGet(txn, prefixTask+old.ID)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if record[0] != taskRecordV1 {
+	if record := storedTaskRecord(t, s, old.ID); record[0] != taskRecordV1 {
 		t.Errorf("the changed record is %q, not binary", record)
 	}
 	if got, err := s.Task(ctx, old.ID); err != nil || got.Status != "running" || got.Version != 2 {

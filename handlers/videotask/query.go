@@ -78,8 +78,10 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 // watcher's reads are) an answer that changes nothing is not written, and seen spares its
 // comparison as storeAnswer says.
 func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges bool, seen *answerMemo) (storage.Task, error) {
-	if h.Watcher != nil {
-		h.Watcher.forgetHeld(t.ID) // its next poll reads the record this refresh changes
+	if h.Watcher != nil && !onlyChanges {
+		// A client's refresh: the watcher's next poll reads the record it changes. (The
+		// watcher's own reads, onlyChanges, tell it the record they leave: refreshTasks.)
+		h.Watcher.forgetHeld(t.ID)
 	}
 	if keepPending(t) {
 		// Succeeded upstream; running here until its result is kept (keep.go).

@@ -41,8 +41,8 @@ func pollAfter(t *testing.T, w *Watcher, clock *testclock.Clock, store *readCoun
 }
 
 // The polls of tasks whose upstream answer does not change start from the records the watcher
-// last wrote or read: they read none from the store and write none, except the one after
-// maxHeldPolls of them, which reads each record again.
+// last wrote or read: they read none from the store and write none, except every
+// maxHeldPolls-th, which reads each record again.
 func TestLaterPollsStartFromTheHeldRecords(t *testing.T) {
 	clock := testclock.New(time.Unix(1_800_000_000, 0))
 	up := newSimUpstream(t, 100*time.Hour, time.Hour, true)
@@ -54,8 +54,8 @@ func TestLaterPollsStartFromTheHeldRecords(t *testing.T) {
 	}
 	for poll := 2; poll <= maxHeldPolls+3; poll++ {
 		wantRead := int64(0)
-		if poll == maxHeldPolls+2 {
-			wantRead = int64(len(ids)) // the records have served maxHeldPolls polls
+		if poll == maxHeldPolls+1 {
+			wantRead = int64(len(ids)) // the maxHeldPolls-th poll since the first one's write
 		}
 		if calls, read := pollAfter(t, w, clock, store, ids); calls != 1 || read != wantRead {
 			t.Fatalf("poll %d: %d upstream calls, %d records read; want 1 and %d", poll, calls, read, wantRead)

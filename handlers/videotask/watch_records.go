@@ -12,8 +12,9 @@ import "github.com/mediagw/mediagw/storage"
 // create): 50 MB at most. Beyond it, a poll reads the record from the store.
 const maxHeldRecords = 50_000
 
-// maxHeldPolls is how many polls in a row start from a held record of an unchanged task before
-// one reads it from the store again. A change made by another instance (or by a client through
+// maxHeldPolls is how often a task's record is read from the store again: every maxHeldPolls-th
+// poll of an unchanged task reads it (the maxHeldPolls-1 polls before it start from the held
+// record). A change made by another instance (or by a client through
 // one) is caught at once by the compare-and-set of the next change that the upstream's answer
 // makes; this read catches it when the answer does not change (a record deleted meanwhile, a
 // client's recent read that spares the next upstream read), and bounds how long a held record
@@ -29,10 +30,15 @@ type heldRecord struct {
 
 // takeHeld splits the ids of a poll into the records held for it (forgotten here; polls says how
 // many polls each has served) and the ids whose records are to be read: those not held, and
-// those whose records have served maxHeldPolls polls.
+// those whose records have served maxHeldPolls-1 polls.
 func (w *Watcher) takeHeld(ids []string) (known []storage.Task, polls map[string]int, unknown []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.forgotten) > 0 {
+		for _, id := range ids {
+			delete(w.forgotten, id) // this poll starts from the store, or from a record held since
+		}
+	}
 	if len(w.records) == 0 {
 		return nil, nil, ids
 	}
@@ -41,7 +47,7 @@ func (w *Watcher) takeHeld(ids []string) (known []storage.Task, polls map[string
 	for _, id := range ids {
 		r, ok := w.records[id]
 		delete(w.records, id)
-		if !ok || r.polls >= maxHeldPolls {
+		if !ok || r.polls >= maxHeldPolls-1 {
 			unknown = append(unknown, id)
 			continue
 		}
@@ -56,7 +62,7 @@ func (w *Watcher) keepHeld(known []storage.Task, polls map[string]int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, t := range known {
-		if w.tracked[t.ID] && len(w.records) < maxHeldRecords {
+		if w.tracked[t.ID] && !w.forgotten[t.ID] && len(w.records) < maxHeldRecords {
 			w.records[t.ID] = heldRecord{t: t, polls: polls[t.ID]}
 		}
 	}
@@ -64,7 +70,9 @@ func (w *Watcher) keepHeld(known []storage.Task, polls map[string]int) {
 
 // hold holds the records that a poll's refresh left current (seenRecord), for the next polls of
 // their tasks, before those are scheduled. A record this poll took from held (polls has it)
-// and that nothing changed has served one more poll; one read or written by the poll, none.
+// and that nothing changed has served one more poll; one read or written by the poll, none. A
+// task whose record forgetHeld dropped meanwhile (a client's refresh) holds none: its next poll
+// reads the record that refresh wrote.
 func (w *Watcher) hold(records []seenRecord, polls map[string]int) {
 	if len(records) == 0 {
 		return
@@ -72,6 +80,9 @@ func (w *Watcher) hold(records []seenRecord, polls map[string]int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, r := range records {
+		if w.forgotten[r.t.ID] {
+			continue
+		}
 		n, fromHeld := polls[r.t.ID]
 		if r.fresh || !fromHeld {
 			n = -1
@@ -91,7 +102,7 @@ func (w *Watcher) holdWaiting(tasks []storage.Task, polls map[string]int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, t := range tasks {
-		if _, ok := w.records[t.ID]; !ok && w.tracked[t.ID] && len(w.records) < maxHeldRecords {
+		if _, ok := w.records[t.ID]; !ok && w.tracked[t.ID] && !w.forgotten[t.ID] && len(w.records) < maxHeldRecords {
 			w.records[t.ID] = heldRecord{t: t, polls: polls[t.ID]}
 		}
 	}
@@ -99,12 +110,16 @@ func (w *Watcher) holdWaiting(tasks []storage.Task, polls map[string]int) {
 
 // forgetHeld forgets the record held for the next poll of a task (see Watch) that a refresh or
 // a delete is about to change, so that the watcher's next poll reads the record and sees a
-// client's read (a task polled recently is not polled again before its Interval has passed).
+// client's read (a task polled recently is not polled again before its Interval has passed). A
+// poll of the task under way then holds no record for the next one either.
 func (w *Watcher) forgetHeld(id string) {
 	w.init()
 	w.mu.Lock()
 	if len(w.records) > 0 {
 		delete(w.records, id)
+	}
+	if w.tracked[id] {
+		w.forgotten[id] = true
 	}
 	w.mu.Unlock()
 }

@@ -26,25 +26,7 @@ func clockAt(at *time.Time) func() time.Time {
 // could record no read under its lost leases. Run on both backends: one Redis shared by two
 // clients (two processes), and Badger.
 func TestShardOwnershipMovesToTheSurvivor(t *testing.T) {
-	backends := map[string]func(t *testing.T) (storage.Store, storage.Store){
-		"badger": func(t *testing.T) (storage.Store, storage.Store) {
-			b := openBadger(t)
-			return b, b
-		},
-		"redis": func(t *testing.T) (storage.Store, storage.Store) {
-			srv := testredis.Start(t, testredis.Options{})
-			open := func() storage.Store {
-				r, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: srv.URL(), Logger: zap.NewNop()})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { r.Close() })
-				return r
-			}
-			return open(), open()
-		},
-	}
-	for name, open := range backends {
+	for name, open := range twoInstanceStores {
 		t.Run(name, func(t *testing.T) {
 			clock := time.Unix(1_800_000_000, 0)
 			storeA, storeB := open(t)

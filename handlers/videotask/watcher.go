@@ -39,8 +39,8 @@ const (
 // on Redis, and in memory on Badger). A poll starts from the record as this watcher last saw it,
 // without reading it from the store: as the create stored it, at the first poll of a task created
 // through this instance; as this watcher's last poll read or wrote it, at later polls of a task
-// whose answer it read (see records). The poll after maxHeldPolls polls from a held record reads
-// it (one batched read), and so do the polls of the others. Unchanged tasks are not written; the
+// whose answer it read (see records). Every maxHeldPolls-th poll of a task reads its record
+// (one batched read), and so do the polls of the others. Unchanged tasks are not written; the
 // changed tasks of a batch are written in one store write (storage.UpdateTasksFrom), each by
 // its own compare-and-set on the version the watcher saw, which fails, and re-reads the record,
 // when another instance or a client changed it meanwhile.
@@ -84,6 +84,9 @@ type Watcher struct {
 	// most maxHeldRecords of them): the record as the create stored it, or as a poll read or
 	// wrote it.
 	records map[string]heldRecord
+	// forgotten marks the tasks whose held records forgetHeld dropped since their poll began:
+	// that poll must not hold again the record it started from.
+	forgotten map[string]bool
 	// seen spares the comparison of unchanged answers.
 	seen    answerMemo
 	wake    chan struct{}
@@ -103,6 +106,7 @@ func (w *Watcher) init() {
 		w.reading = map[int]int{}
 		w.trimmed = map[int]time.Time{}
 		w.records = map[string]heldRecord{}
+		w.forgotten = map[string]bool{}
 		if w.Shards <= 0 {
 			w.Shards = DefaultWatchShards
 		}
@@ -183,6 +187,7 @@ func (w *Watcher) untrack(id string) {
 	w.mu.Lock()
 	delete(w.tracked, id)
 	delete(w.records, id)
+	delete(w.forgotten, id)
 	w.mu.Unlock()
 	w.seen.forget(id)
 }
