@@ -9,8 +9,21 @@ import "github.com/mediagw/mediagw/storage"
 
 // maxHeldRecords bounds the records that a watcher holds for the next polls of their tasks
 // (about a kilobyte each with the client's answer, the strings of a new task's shared with the
-// create): 50 MB at most. Beyond it, a poll reads the record from the store.
+// create; a larger one is not held: see maxHeldRecordBytes): about 50 MB. Beyond it, a poll reads
+// the record from the store.
 const maxHeldRecords = 50_000
+
+// maxHeldRecordBytes bounds the parts of a held record that grow with the client's request or
+// the upstream's answer (holdable): a larger record, such as an adaptor task's canonical request
+// with a long prompt or inline media (up to the create's 1 MiB), is read from the store at each
+// poll instead, so that the held records take at most about maxHeldRecords × (2 KiB and the few
+// hundred bytes of the record's ids and names), some 125 MB.
+const maxHeldRecordBytes = 2 << 10
+
+// holdable reports whether t's record is small enough to hold (maxHeldRecordBytes).
+func holdable(t *storage.Task) bool {
+	return len(t.Request)+len(t.Result)+len(t.Usage)+len(t.Keep)+len(t.CallbackURL)+len(t.HoldUsage) <= maxHeldRecordBytes
+}
 
 // maxHeldPolls is how often a task's record is read from the store again: every maxHeldPolls-th
 // poll of an unchanged task reads it (the maxHeldPolls-1 polls before it start from the held
@@ -62,7 +75,7 @@ func (w *Watcher) keepHeld(known []storage.Task, polls map[string]int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, t := range known {
-		if w.tracked[t.ID] && !w.forgotten[t.ID] && len(w.records) < maxHeldRecords {
+		if w.tracked[t.ID] && !w.forgotten[t.ID] && len(w.records) < maxHeldRecords && holdable(&t) {
 			w.records[t.ID] = heldRecord{t: t, polls: polls[t.ID]}
 		}
 	}
@@ -81,6 +94,10 @@ func (w *Watcher) hold(records []seenRecord, polls map[string]int) {
 	defer w.mu.Unlock()
 	for _, r := range records {
 		if w.forgotten[r.t.ID] {
+			continue
+		}
+		if !holdable(&r.t) {
+			delete(w.records, r.t.ID) // grown past the bound: its next poll reads the store
 			continue
 		}
 		n, fromHeld := polls[r.t.ID]
@@ -102,7 +119,7 @@ func (w *Watcher) holdWaiting(tasks []storage.Task, polls map[string]int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, t := range tasks {
-		if _, ok := w.records[t.ID]; !ok && w.tracked[t.ID] && !w.forgotten[t.ID] && len(w.records) < maxHeldRecords {
+		if _, ok := w.records[t.ID]; !ok && w.tracked[t.ID] && !w.forgotten[t.ID] && len(w.records) < maxHeldRecords && holdable(&t) {
 			w.records[t.ID] = heldRecord{t: t, polls: polls[t.ID]}
 		}
 	}

@@ -140,7 +140,7 @@ func (w *Watcher) Watch(t storage.Task) {
 			// An id still followed from an earlier task (an upstream that hands an id out
 			// again): its first poll reads the store.
 			delete(w.records, t.ID)
-		} else if len(w.records) < maxHeldRecords {
+		} else if len(w.records) < maxHeldRecords && holdable(&t) {
 			w.records[t.ID] = heldRecord{t: t}
 		}
 		w.mu.Unlock()
