@@ -57,6 +57,13 @@ func MarkForwarded(ctx context.Context) {
 	}
 }
 
+// Requested reports whether r carries an Idempotency-Key header (valid or not): only such a
+// request needs Serve, which would pass any other straight to next.
+func Requested(r *http.Request) bool {
+	_, ok := r.Header[Header]
+	return ok
+}
+
 // keep reports whether an answer is kept for replay.
 func keep(forwarded bool, status int) bool {
 	switch {

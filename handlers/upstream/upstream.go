@@ -167,17 +167,49 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 		c.Logger.Warn("upstream answered with a redirect; not followed", zap.String("upstream", p.Label()), zap.Int("status", resp.StatusCode))
 		return Answer{}, ErrRedirected
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
-	if err != nil {
+	b, err := readAnswer(resp.Body, resp.ContentLength)
+	if errors.Is(err, errAnswerTooLarge) {
+		return Answer{}, ErrUnreadable
+	} else if err != nil {
 		if isTimeout(err) || timedOut(ctx) {
 			return Answer{}, ErrTimeout
 		}
 		return Answer{}, ErrUnreadable
 	}
-	if len(b) > MaxBody {
-		return Answer{}, ErrUnreadable
-	}
 	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: req.Header}, nil
+}
+
+// errAnswerTooLarge is an answer body longer than MaxBody.
+var errAnswerTooLarge = errors.New("the upstream answer is longer than MaxBody")
+
+// readAnswer reads an answer's body, up to MaxBody (errAnswerTooLarge past it), as io.ReadAll
+// does but into one buffer of the declared length (Content-Length, the usual case; -1 when
+// unknown) and the byte that tells whether the body ends there. A body that runs on past its
+// declared length is read on, within the same bound.
+func readAnswer(body io.Reader, declared int64) ([]byte, error) {
+	size := int64(512)
+	if declared > MaxBody {
+		return nil, errAnswerTooLarge
+	} else if declared >= 0 {
+		size = declared + 1
+	}
+	b := make([]byte, 0, size)
+	for {
+		n, err := body.Read(b[len(b):min(cap(b), MaxBody+1)])
+		b = b[:len(b)+n]
+		if len(b) > MaxBody {
+			return nil, errAnswerTooLarge
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // room to read on, grown as append grows it
+		}
+	}
 }
 
 // Refusal turns a non-2xx answer into a contract error. The provider's own 4xx is passed on with

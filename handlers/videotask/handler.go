@@ -126,7 +126,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	switch {
-	case taskID == "" && r.Method == http.MethodPost && h.Idempotency != nil:
+	case taskID == "" && r.Method == http.MethodPost && h.Idempotency != nil && idempotency.Requested(r):
+		// Only a create that asks for it goes through the guard: a plain one builds no scope
+		// and no closure.
 		h.Idempotency.Serve(w, r, id.Account+"/video-tasks", apierror.TaskShape, h.maxBody(), func(w http.ResponseWriter, r *http.Request) {
 			if err := h.create(w, r, id); err != nil {
 				apierror.Respond(w, apierror.TaskShape, h.Logger, err)
@@ -313,13 +315,17 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 	return stored, nil
 }
 
-// writeCreated answers a create: {"id":"<task id>"}, built without encoding a map; the id is
-// written as encoding/json writes it (quoted), <, > and & escaped, which JSON readers read as
-// the characters.
+// writeCreated answers a create: {"id":"<task id>"}, built in one buffer without encoding a
+// map; the id is written as encoding/json writes it (quoted), <, > and & escaped, which JSON
+// readers read as the characters.
 func writeCreated(w http.ResponseWriter, taskID string) {
-	id := quoted(taskID)
-	body := make([]byte, 0, len(id)+9)
-	body = append(append(append(body, `{"id":`...), id...), "}\n"...)
+	var body []byte
+	if needsEscape(taskID) {
+		body = append(append(append(body, `{"id":`...), quoted(taskID)...), "}\n"...)
+	} else {
+		body = make([]byte, 0, len(taskID)+10)
+		body = append(append(append(body, `{"id":"`...), taskID...), "\"}\n"...)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	// The status is sent; a failed write means the client is gone.

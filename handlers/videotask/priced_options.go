@@ -20,8 +20,8 @@ func pricedOptions(t *billing.VideoTask, fields map[string]json.RawMessage) {
 			t.Frames = n
 		}
 	}
-	t.Resolution, _ = jsonString(fields["resolution"])
-	t.Ratio, _ = jsonString(fields["ratio"])
+	t.Resolution, _ = jsonEnum(fields["resolution"], enumResolution) // checked to be one of them
+	t.Ratio, _ = jsonEnum(fields["ratio"], enumRatio)
 	if raw, ok := fields["generate_audio"]; ok {
 		audio := string(raw) == "true"
 		t.GenerateAudio = &audio

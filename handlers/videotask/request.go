@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -162,6 +163,15 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 // and a few references; the bound keeps one body from costing thousands of checks.
 const MaxContentItems = 64
 
+// itemParams are the params of the content items, content[0] to content[63], named once rather
+// than for every item of every create.
+var itemParams = func() (p [MaxContentItems]string) {
+	for i := range p {
+		p[i] = "content[" + strconv.Itoa(i) + "]"
+	}
+	return p
+}()
+
 // contentItem is one element of content; media objects are decoded by type.
 type contentItem map[string]json.RawMessage
 
@@ -238,7 +248,7 @@ func checkItems(u *media.Unread, items []json.RawMessage, videos *int) ([]DraftT
 	var texts []textItem
 	var hasText, hasAudio, hasVisual, hasFirstLast, hasReference bool
 	for i, rawItem := range items {
-		field := "content[" + strconv.Itoa(i) + "]"
+		field := itemParams[i] // checkContent bounds the items by MaxContentItems
 		item, err := members(rawItem, field, contentFields...)
 		if e, ok := errors.AsType[*apierror.Error](err); ok {
 			return nil, nil, e
@@ -246,7 +256,7 @@ func checkItems(u *media.Unread, items []json.RawMessage, videos *int) ([]DraftT
 		if err != nil {
 			return nil, nil, invalid(field, "must be an object")
 		}
-		typ, ok := jsonString(item["type"])
+		typ, ok := jsonEnum(item["type"], contentTypes)
 		if !ok || typ == "" {
 			return nil, nil, invalid(field+".type", "is required (text, image_url, video_url, audio_url or draft_task)")
 		}
@@ -315,6 +325,9 @@ func checkItems(u *media.Unread, items []json.RawMessage, videos *int) ([]DraftT
 // dataFields are the content item fields that carry a type's data.
 var dataFields = []string{"text", "image_url", "video_url", "audio_url", "draft_task"}
 
+// contentTypes are the known types of a content item: those of its data fields.
+var contentTypes = dataFields
+
 // otherTypesData refuses an item that carries the data field of another type (a text item with a
 // draft_task or an image_url): only the item's own data is checked, so another type's data would
 // reach the upstream unchecked. An empty value (null, "", {}) carries nothing and passes, for
@@ -343,18 +356,19 @@ func emptyValue(raw json.RawMessage) bool {
 	return false
 }
 
+// checkMediaItem checks the media object of an item of type typ (image_url, video_url or
+// audio_url) at field; the params of its errors are named only when there is one.
 func checkMediaItem(item contentItem, typ, field string) error {
-	obj, err := members(item[typ], field+"."+typ, mediaFields...)
-	if e, ok := errors.AsType[*apierror.Error](err); ok {
-		return e
+	obj, err := jsonkeys.MembersValid(item[typ], mediaFields...)
+	if _, ok := errors.AsType[*jsonkeys.Error](err); ok {
+		return keyError(err, field+"."+typ)
 	}
-	field += "." + typ + ".url"
 	url, ok := jsonString(obj["url"])
 	if err != nil || obj["url"] == nil || !ok {
-		return invalid(field, "is required")
+		return invalid(field+"."+typ+".url", "is required")
 	}
 	if err := media.CheckMediaURL(url); err != nil {
-		return invalid(field, "%v", err)
+		return invalid(field+"."+typ+".url", "%v", err)
 	}
 	return nil
 }
@@ -367,7 +381,7 @@ func itemRole(item contentItem, typ, field string) (string, error) {
 	if !ok || isNull(raw) {
 		return "", nil
 	}
-	role, ok := jsonString(raw)
+	role, ok := jsonEnum(raw, knownRoles)
 	if !ok {
 		return "", invalid(field+".role", "must be a string")
 	}
@@ -380,6 +394,9 @@ func itemRole(item contentItem, typ, field string) (string, error) {
 	}
 	return role, nil
 }
+
+// knownRoles are the keys of roleTypes.
+var knownRoles = slices.Sorted(maps.Keys(roleTypes))
 
 // roleTypes are the item types that the known roles need.
 var roleTypes = map[string]string{
@@ -409,7 +426,7 @@ func checkOptions(f map[string]json.RawMessage) (rewritten bool, err error) {
 	}
 	for _, e := range enumOptions {
 		if raw, ok := f[e.name]; ok {
-			if s, ok := jsonString(raw); !ok || !slices.Contains(e.allowed, s) {
+			if s, ok := jsonEnum(raw, e.allowed); !ok || !slices.Contains(e.allowed, s) {
 				return false, invalid(e.name, "must be one of %s", strings.Join(e.allowed, ", "))
 			}
 		}
@@ -505,6 +522,19 @@ func jsonString(raw json.RawMessage) (string, bool) {
 	var s string // on the heap only here, where the decoder takes its address
 	err := json.Unmarshal(raw, &s)
 	return s, err == nil
+}
+
+// jsonEnum is jsonString for a value that is usually one of values: that one is answered as the
+// element of values, without a copy of its text.
+func jsonEnum(raw json.RawMessage, values []string) (string, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		for _, v := range values {
+			if string(raw[1:n-1]) == v {
+				return v, true
+			}
+		}
+	}
+	return jsonString(raw)
 }
 
 // printableASCII reports whether b is printable ASCII without a quote or backslash: the text of

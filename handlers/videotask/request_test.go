@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -331,5 +332,28 @@ func TestJSONStringOfAnAbsentFieldAllocatesNothing(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { jsonString(nil) }); n != 0 {
 		t.Errorf("jsonString(nil) allocated %v objects", n)
+	}
+}
+
+// FuzzJSONEnum: jsonEnum decodes every value as jsonString does, whether or not it is one of the
+// known values, and answers a known value without a copy of it.
+func FuzzJSONEnum(f *testing.F) {
+	for _, s := range []string{`"text"`, `"image_url"`, `"tex\u0074"`, `"Text"`, `"text `, `null`, `5`, `""`, `"reference_image"`} {
+		f.Add([]byte(s))
+	}
+	values := append(slices.Clone(contentTypes), knownRoles...)
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, gotOK := jsonEnum(raw, values)
+		want, wantOK := jsonString(raw)
+		if got != want || gotOK != wantOK {
+			t.Fatalf("jsonEnum(%q) = %q, %v; jsonString: %q, %v", raw, got, gotOK, want, wantOK)
+		}
+	})
+}
+
+func TestJSONEnumOfAKnownValueAllocatesNothing(t *testing.T) {
+	raw := json.RawMessage(`"reference_image"`)
+	if n := testing.AllocsPerRun(100, func() { jsonEnum(raw, knownRoles) }); n != 0 {
+		t.Errorf("jsonEnum of a known role allocated %v objects", n)
 	}
 }

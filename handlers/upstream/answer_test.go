@@ -1,0 +1,85 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"testing"
+	"testing/iotest"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+)
+
+// TestCallReadsTheWholeAnswer checks that Call answers the whole body of an answer of declared
+// length and of one sent in chunks (length unknown), up to MaxBody, and that one past MaxBody,
+// declared or not, is ErrUnreadable (502).
+func TestCallReadsTheWholeAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		size    int
+		chunked bool
+		want    error
+	}{
+		{"empty", 0, false, nil},
+		{"small", 17, false, nil},
+		{"small in chunks", 17, true, nil},
+		{"MaxBody", MaxBody, false, nil},
+		{"MaxBody in chunks", MaxBody, true, nil},
+		{"past MaxBody", MaxBody + 1, false, ErrUnreadable},
+		{"past MaxBody in chunks", MaxBody + 1, true, ErrUnreadable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := bytes.Repeat([]byte("a"), tc.size)
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !tc.chunked {
+					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				}
+				for rest := body; len(rest) > 0; {
+					n := min(len(rest), 1000)
+					w.Write(rest[:n])
+					if tc.chunked {
+						w.(http.Flusher).Flush()
+					}
+					rest = rest[n:]
+				}
+			}))
+			defer up.Close()
+			base, _ := url.Parse(up.URL)
+			p := &providers.Provider{Name: "p", BaseURL: base, APIKey: "k"}
+			c := Client{HTTP: NewHTTPClient(ClientOptions{}), Logger: zap.NewNop()}
+			ans, err := c.Call(context.Background(), p, http.MethodGet, "answer", nil)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if tc.want == nil && !bytes.Equal(ans.Body, body) {
+				t.Fatalf("body of %d bytes, want %d", len(ans.Body), len(body))
+			}
+		})
+	}
+}
+
+// TestReadAnswerBeyondDeclaredLength checks readAnswer on bodies whose length differs from the
+// declared one (a custom transport's): a longer one is read to its end, within MaxBody; one
+// read a byte at a time is read whole.
+func TestReadAnswerBeyondDeclaredLength(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789"), 100)
+	for _, declared := range []int64{-1, 0, 1, 10, 999, 1000, 1001} {
+		got, err := readAnswer(iotest.OneByteReader(bytes.NewReader(body)), declared)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("declared %d: %d bytes, %v; want %d bytes", declared, len(got), err, len(body))
+		}
+	}
+	long := make([]byte, MaxBody+1)
+	if _, err := readAnswer(bytes.NewReader(long), 10); !errors.Is(err, errAnswerTooLarge) {
+		t.Fatalf("a body past MaxBody declared short: %v, want errAnswerTooLarge", err)
+	}
+	if _, err := readAnswer(bytes.NewReader(nil), MaxBody+1); !errors.Is(err, errAnswerTooLarge) {
+		t.Fatalf("a body declared past MaxBody: %v, want errAnswerTooLarge", err)
+	}
+}
