@@ -264,8 +264,9 @@ func newHoldID() string {
 	return string(id[:])
 }
 
-// holdEntropy is the random bytes of hold ids, read from crypto/rand a page at a time: one
-// read per request was a system call per priced request (about 1 µs).
+// holdEntropy is the random bytes of hold ids, read from crypto/rand a page at a time: a read
+// per id was a system call per priced request (with the id's formatting 0.4 to 1 µs of its CPU
+// in the gateway's profiles).
 var holdEntropy entropyPool
 
 // entropyPool hands out random bytes from crypto/rand, read ahead in pages. Each byte is
