@@ -144,6 +144,12 @@ func (k *ledgerBook) add(op ledgerOp) (*ledgerBatch, error) {
 		if op.budget != nil {
 			k.budgets.committed(op.budget, 1, op.budgetFreed)
 		}
+		if op.ended != nil {
+			// Its end is not written, as in a failed batch (finish): the hold leaves memory,
+			// where nothing else would find it (it left its account's holds when its end was
+			// decided), and is read again as Badger has it.
+			k.ended(op.ended)
+		}
 		return nil, errBatchFailed
 	}
 	n := len(q.batches)
