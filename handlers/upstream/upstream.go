@@ -183,7 +183,7 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 var errAnswerTooLarge = errors.New("the upstream answer is longer than MaxBody")
 
 // readAnswer reads an answer's body, up to MaxBody (errAnswerTooLarge past it), as io.ReadAll
-// does but into one buffer of the declared length (Content-Length, the usual case; -1 when
+// does but into one buffer of the declared length (Content-Length, the usual case, up to 64 KiB; -1 when
 // unknown) and the byte that tells whether the body ends there. A body that runs on past its
 // declared length is read on, within the same bound.
 func readAnswer(body io.Reader, declared int64) ([]byte, error) {
@@ -191,7 +191,9 @@ func readAnswer(body io.Reader, declared int64) ([]byte, error) {
 	if declared > MaxBody {
 		return nil, errAnswerTooLarge
 	} else if declared >= 0 {
-		size = declared + 1
+		// The declared length sizes the buffer up to 64 KiB; past it the buffer grows with the
+		// bytes that arrive, so that an answer declared large and then stalled holds little.
+		size = min(declared, 64<<10) + 1
 	}
 	b := make([]byte, 0, size)
 	for {
