@@ -176,6 +176,13 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	return nil
 }
 
+// maxCreateCalls bounds a create's upstream calls, failover over its provider's channels
+// included, whatever upstream_timeout says (each call is bounded by it too): the create's hold
+// is released by the reconciler at its deadline (storage.DefaultHoldDeadline, 10 minutes) if no
+// task has bound it, and a create still calling upstream then would make a task that nothing
+// charges. Past it the client gets 504, as for one call's timeout.
+var maxCreateCalls = storage.DefaultHoldDeadline / 2
+
 // createTask runs a checked create request through the one create path that every front shares:
 // the callback check, the provider's choice, drafts, limits, quota and billing hold, the upstream
 // create and the ownership record, and only then answers the stored record. With keepRequest the
@@ -235,11 +242,13 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 	var taskID, upstreamID string
 	var canonical json.RawMessage
 	var up *providers.Upstream
+	launchCtx, cancelLaunch := context.WithTimeout(ctx, maxCreateCalls)
 	if adapted {
-		taskID, upstreamID, canonical, up, err = h.launchAdapted(ctx, id.Account, a, p, req.Model, forward)
+		taskID, upstreamID, canonical, up, err = h.launchAdapted(launchCtx, id.Account, a, p, req.Model, forward)
 	} else {
-		taskID, up, err = h.launch(ctx, id.Account, p, bound, req.Model, forward)
+		taskID, up, err = h.launch(launchCtx, id.Account, p, bound, req.Model, forward)
 	}
+	cancelLaunch()
 	if errors.Is(err, errUnfollowable) {
 		// The task may run upstream: it is not made free (its hold is charged as estimated).
 		// Its slot is given back, as no record will ever release it.
