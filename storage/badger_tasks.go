@@ -245,15 +245,17 @@ func (b *Badger) DeleteTask(ctx context.Context, id string, version int64) error
 // txnDeleteTask deletes the task's record and index keys if it is still of version; a task
 // that is gone is left so, one of another version is ErrConflict.
 func txnDeleteTask(txn *badger.Txn, id string, version int64) error {
-	t, err := txnGetTask(txn, id)
+	h, err := txnGetTaskHead(txn, id) // the index keys need only the head's account and creation time
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	} else if err != nil {
 		return err
 	}
-	if t.Version != version {
+	if h.Version != version {
 		return ErrConflict
 	}
+	t := h.task()
+	t.ID = id
 	for _, k := range [][]byte{[]byte(prefixTask + id), []byte(prefixOpenTask + id), taskIndexKey(t), taskCreatedKey(t)} {
 		if err := txn.Delete(k); err != nil {
 			return err
