@@ -67,17 +67,23 @@ func (b *Badger) writeLeases(ctx context.Context, fn func(txn *badger.Txn, w lea
 		clear(w)
 		return fn(txn, w)
 	})
-	if book.known == nil {
-		book.known = map[string]leaseOwner{}
-	}
+	known := book.entries()
 	for name, l := range w {
 		if err == nil {
-			book.known[name] = l
+			known[name] = l
 		} else {
-			delete(book.known, name)
+			delete(known, name)
 		}
 	}
 	return err
+}
+
+// entries is the book's map of leases, made at its first use. The caller holds mu.
+func (k *leaseBook) entries() map[string]leaseOwner {
+	if k.known == nil {
+		k.known = map[string]leaseOwner{}
+	}
+	return k.known
 }
 
 // notHeld returns the indexes of the groups whose lease owner does not hold (by owner only, as
@@ -86,19 +92,17 @@ func (b *Badger) notHeld(owner string, groups []ShardReads) ([]int, error) {
 	book := &b.reads.leases
 	book.mu.Lock()
 	defer book.mu.Unlock()
-	if book.known == nil {
-		book.known = map[string]leaseOwner{}
-	}
+	known := book.entries()
 	now := time.Now()
 	var lost []int
 	for i, g := range groups {
-		l, ok := book.known[g.Lease]
+		l, ok := known[g.Lease]
 		if !ok {
 			var err error
 			if l, err = b.readLease(g.Lease); err != nil {
 				return nil, err
 			}
-			book.known[g.Lease] = l
+			known[g.Lease] = l
 		}
 		if l.owner != owner || !l.gone.IsZero() && !now.Before(l.gone) {
 			lost = append(lost, i)
