@@ -64,7 +64,7 @@ func main() {
 			at += n2
 			_, n3 := binary.Uvarint(data[at:])
 			at += n3
-			if klen == 0 || n <= 0 || n2 <= 0 || n3 <= 0 || at+int(klen)+int(vlen)+4 > len(data) {
+			if klen < 8 || n <= 0 || n2 <= 0 || n3 <= 0 || at+int(klen)+int(vlen)+4 > len(data) {
 				break
 			}
 			key := data[at : at+int(klen)-8]
