@@ -411,7 +411,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 			continue
 		}
 		seen := make([]seenRecord, 0, len(batch))
-		n, open := w.Tasks.refreshTasks(withPaced(ctx), u, batch, &w.seen, func(r seenRecord) { seen = append(seen, r) })
+		n, open := w.Tasks.refreshBatch(withPaced(ctx), u, batch, &w.seen, func(r seenRecord) { seen = append(seen, r) })
 		calls += n
 		if ctx.Err() != nil {
 			return calls // stopping: the next watcher starts from the store's list
