@@ -198,7 +198,7 @@ func createFailingTasks(t *testing.T, h *Handler, n int) []string {
 	t.Helper()
 	meter := accounting.NewMeter(h.Store, time.Hour, zap.NewNop())
 	t.Cleanup(meter.Close)
-	h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, Prices: unitPrice(t)}
+	h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, Prices: unitPrice(t), Now: h.Now} // the handler's clock (nil: the real one)
 	quota := int64(10)
 	var ids []string
 	for range n {
