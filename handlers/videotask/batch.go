@@ -57,17 +57,6 @@ func (b *unbatched) refuse(p *providers.Upstream, t time.Time) {
 	b.until[p] = t.Add(batchRetryAfter)
 }
 
-// refreshBatch reads several tasks of one upstream (the one that created them) in one call,
-// through the task list with filter.task_ids (as Ark's list accepts), and stores each answer as
-// refresh does, the changed records in one store write (storage.UpdateTasksFrom). A task missing
-// from the list answer, and every task of an upstream whose list refuses the filter, is read on
-// its own. seen (may be nil) spares the comparison of answers that the records already say. It
-// returns the upstream requests made and the ids of the tasks that may still change (unfinished,
-// or not read for a passing reason).
-func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks []storage.Task, seen *answerMemo) (upstreamCalls int, open []string) {
-	return h.refreshTasks(ctx, p, tasks, seen, nil)
-}
-
 // seenRecord is the record of a task that a batch left unfinished, as the store has it as far as
 // the batch knows: the record it started from, which the listed answer did not change (fresh
 // false), or the one its compare-and-set stored or read (fresh).
@@ -76,10 +65,16 @@ type seenRecord struct {
 	fresh bool
 }
 
-// refreshTasks is refreshBatch that tells keep (when not nil; one call at a time) the record of
-// each task left unfinished and not being kept (keep.go), for the watcher's next poll of it
+// refreshBatch reads several tasks of one upstream (the one that created them) in one call,
+// through the task list with filter.task_ids (as Ark's list accepts), and stores each answer as
+// refresh does, the changed records in one store write (storage.UpdateTasksFrom). A task missing
+// from the list answer, and every task of an upstream whose list refuses the filter, is read on
+// its own. seen (may be nil) spares the comparison of answers that the records already say. It
+// returns the upstream requests made and the ids of the tasks that may still change (unfinished,
+// or not read for a passing reason), and tells keep (when not nil; one call at a time) the record
+// of each task left unfinished and not being kept (keep.go), for the watcher's next poll of it
 // (Watcher.hold).
-func (h *Handler) refreshTasks(ctx context.Context, p *providers.Upstream, tasks []storage.Task, seen *answerMemo, keep func(seenRecord)) (upstreamCalls int, open []string) {
+func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks []storage.Task, seen *answerMemo, keep func(seenRecord)) (upstreamCalls int, open []string) {
 	var keepMu sync.Mutex
 	tell := func(r seenRecord) {
 		if keep != nil {

@@ -73,7 +73,7 @@ func TestBatchWritesLazilyOnlyWhatSetsNothingOff(t *testing.T) {
 		}
 		mu.Unlock()
 		calls := len(store.lazy)
-		h.refreshBatch(context.Background(), p, tasks, nil)
+		h.refreshBatch(context.Background(), p, tasks, nil, nil)
 		if len(store.lazy) != calls+1 {
 			t.Fatalf("%s: %d store writes; want 1", step.name, len(store.lazy)-calls)
 		}

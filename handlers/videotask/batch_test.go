@@ -62,7 +62,7 @@ func batchOf(t *testing.T, h *Handler, n int) (*providers.Upstream, []storage.Ta
 func refreshCounting(t *testing.T, h *Handler, u *listUpstream, p *providers.Upstream, tasks []storage.Task) (lists, singles int64) {
 	t.Helper()
 	l, s := u.lists.Load(), u.singles.Load()
-	h.refreshBatch(context.Background(), p, tasks, nil)
+	h.refreshBatch(context.Background(), p, tasks, nil, nil)
 	return u.lists.Load() - l, u.singles.Load() - s
 }
 
@@ -165,7 +165,7 @@ func TestBatchedFinishReleasesOnce(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			<-start
-			if calls, open := h.refreshBatch(ctx, p, stale, &answerMemo{}); calls != 1 || len(open) != 0 {
+			if calls, open := h.refreshBatch(ctx, p, stale, &answerMemo{}, nil); calls != 1 || len(open) != 0 {
 				t.Errorf("refreshBatch = %d calls, open %v; want 1 call and every task finished", calls, open)
 			}
 		})
@@ -198,7 +198,7 @@ func createFailingTasks(t *testing.T, h *Handler, n int) []string {
 	t.Helper()
 	meter := accounting.NewMeter(h.Store, time.Hour, zap.NewNop())
 	t.Cleanup(meter.Close)
-	h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, Prices: unitPrice(t)}
+	h.Accounting = &accounting.Accountant{Store: h.Store, Meter: meter, Prices: unitPrice(t), Now: h.Now} // the handler's clock (nil: the real one)
 	quota := int64(10)
 	var ids []string
 	for range n {

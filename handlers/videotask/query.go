@@ -80,7 +80,7 @@ func (h *Handler) refresh(ctx context.Context, t storage.Task) (storage.Task, er
 func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges bool, seen *answerMemo) (storage.Task, error) {
 	if h.Watcher != nil && !onlyChanges {
 		// A client's refresh: the watcher's next poll reads the record it changes. (The
-		// watcher's own reads, onlyChanges, tell it the record they leave: refreshTasks.)
+		// watcher's own reads, onlyChanges, tell it the record they leave: refreshBatch.)
 		h.Watcher.forgetHeld(t.ID)
 	}
 	if keepPending(t) {

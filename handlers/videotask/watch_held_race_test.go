@@ -63,7 +63,7 @@ func TestHeldRecordsRaceClientPolls(t *testing.T) {
 			b.Now = clock.Now
 			meter := accounting.NewMeter(storeB, time.Hour, zap.NewNop())
 			t.Cleanup(meter.Close)
-			b.Accounting = &accounting.Accountant{Store: storeB, Meter: meter, Prices: unitPrice(t)}
+			b.Accounting = &accounting.Accountant{Store: storeB, Meter: meter, Prices: unitPrice(t), Now: clock.Now}
 
 			if calls, _ := pollAfter(t, w, clock, counting, ids); calls != 1 {
 				t.Fatalf("first poll made %d upstream calls, want 1", calls)

@@ -70,17 +70,6 @@ func (w *Watcher) takeHeld(ids []string) (known []storage.Task, polls map[string
 	return known, polls, unknown
 }
 
-// keepHeld holds again the records that takeHeld gave to a poll that failed.
-func (w *Watcher) keepHeld(known []storage.Task, polls map[string]int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, t := range known {
-		if w.tracked[t.ID] && !w.forgotten[t.ID] && len(w.records) < maxHeldRecords && holdable(&t) {
-			w.records[t.ID] = heldRecord{t: t, polls: polls[t.ID]}
-		}
-	}
-}
-
 // hold holds the records that a poll's refresh left current (seenRecord), for the next polls of
 // their tasks, before those are scheduled. A record this poll took from held (polls has it)
 // and that nothing changed has served one more poll; one read or written by the poll, none. A
@@ -110,9 +99,10 @@ func (w *Watcher) hold(records []seenRecord, polls map[string]int) {
 	}
 }
 
-// holdWaiting holds again the records of tasks that a poll took but left to a later one (paced):
-// each unless the task has a record held again meanwhile (its later poll may have begun).
-func (w *Watcher) holdWaiting(tasks []storage.Task, polls map[string]int) {
+// holdAgain holds again the records of tasks that a poll took (takeHeld) but did not read: all
+// of them when the poll failed, those left to a later poll when it was paced. Each is held
+// unless the task has a record held again meanwhile (its later poll may have begun).
+func (w *Watcher) holdAgain(tasks []storage.Task, polls map[string]int) {
 	if len(tasks) == 0 {
 		return
 	}

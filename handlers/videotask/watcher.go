@@ -352,7 +352,7 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		for _, id := range mine {
 			w.reschedule(id, w.now().Add(w.Interval))
 		}
-		w.keepHeld(known, polls)
+		w.holdAgain(known, polls)
 		return 0
 	}
 	found := make(map[string]bool, len(tasks))
@@ -406,12 +406,12 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		// Within the upstream's own max_rps and its pause after a 429: the rest wait, their
 		// records held as they were.
 		batch := w.paced(u, due)
-		w.holdWaiting(due[len(batch):], polls)
+		w.holdAgain(due[len(batch):], polls)
 		if len(batch) == 0 {
 			continue
 		}
 		seen := make([]seenRecord, 0, len(batch))
-		n, open := w.Tasks.refreshTasks(withPaced(ctx), u, batch, &w.seen, func(r seenRecord) { seen = append(seen, r) })
+		n, open := w.Tasks.refreshBatch(withPaced(ctx), u, batch, &w.seen, func(r seenRecord) { seen = append(seen, r) })
 		calls += n
 		if ctx.Err() != nil {
 			return calls // stopping: the next watcher starts from the store's list
