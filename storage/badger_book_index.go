@@ -14,10 +14,11 @@ import (
 // No method calls out while it holds a shard's lock, so that a caller may hold an account's
 // lock around any of them; Range calls its function on a copy of each shard's holds, unlocked.
 type holdIndex struct {
-	seed   maphash.Seed
-	once   sync.Once
 	shards [holdShards]holdShard
 }
+
+// holdSeed seeds the hash that picks a hold's shard, the same for every book of the process.
+var holdSeed = maphash.MakeSeed()
 
 // holdShards is the number of shards: enough that two cores rarely wait for one lock.
 const holdShards = 16
@@ -29,8 +30,7 @@ type holdShard struct {
 
 // shard returns the shard of id, locked.
 func (x *holdIndex) shard(id string) *holdShard {
-	x.once.Do(func() { x.seed = maphash.MakeSeed() })
-	s := &x.shards[maphash.String(x.seed, id)%holdShards]
+	s := &x.shards[maphash.String(holdSeed, id)%holdShards]
 	s.mu.Lock()
 	if s.m == nil {
 		s.m = make(map[string]*bookHold)

@@ -168,24 +168,20 @@ func (b *Badger) Settle(ctx context.Context, holdID string, amount int64, now ti
 	if err := validCharge(amount); err != nil {
 		return LedgerEntry{}, err
 	}
-	return b.endHold(holdID, amount, EntrySettle, "", now)
+	return b.endHold(holdID, amount, EntrySettle, "", now, false)
 }
 
 func (b *Badger) Release(ctx context.Context, holdID, reason string, now time.Time) (LedgerEntry, error) {
-	return b.endHold(holdID, 0, EntryRelease, reason, now)
+	return b.endHold(holdID, 0, EntryRelease, reason, now, false)
 }
 
 func (b *Badger) ReleaseOverdue(ctx context.Context, holdID, reason string, now time.Time) (LedgerEntry, error) {
-	return b.endHoldIf(holdID, 0, EntryRelease, reason, now, true)
+	return b.endHold(holdID, 0, EntryRelease, reason, now, true)
 }
 
-// endHold settles (charging charged) or releases an open hold.
-func (b *Badger) endHold(holdID string, charged int64, kind, note string, now time.Time) (LedgerEntry, error) {
-	return b.endHoldIf(holdID, charged, kind, note, now, false)
-}
-
-// endHoldIf is endHold, refusing a hold bound to a task with ErrHoldBound when unboundOnly.
-func (b *Badger) endHoldIf(holdID string, charged int64, kind, note string, now time.Time, unboundOnly bool) (LedgerEntry, error) {
+// endHold settles (charging charged) or releases an open hold; when unboundOnly, a hold bound to
+// a task is left open (ErrHoldBound).
+func (b *Badger) endHold(holdID string, charged int64, kind, note string, now time.Time, unboundOnly bool) (LedgerEntry, error) {
 	a, h, err := b.lockHold(holdID)
 	if err != nil {
 		return LedgerEntry{}, err
