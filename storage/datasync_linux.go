@@ -10,12 +10,6 @@ import (
 // ownLogSync: on Linux, logSync syncs Badger's logs itself, by fdatasync.
 const ownLogSync = true
 
-// datasync writes f's data (and the metadata needed to read it back) to disk: fdatasync, which
-// is what msync of a shared mapping of f does.
-func datasync(f *os.File) error {
-	return unix.Fdatasync(int(f.Fd()))
-}
-
 // modTime is the modification time of f, by fstat (no path to resolve, nothing allocated).
 func modTime(f *os.File) (time.Time, error) {
 	var st unix.Stat_t
