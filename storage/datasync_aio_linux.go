@@ -75,9 +75,17 @@ type aioSyncer struct {
 var aioSyncers struct {
 	mu   sync.Mutex
 	free []*aioSyncer
-	// off: the kernel refused an AIO context or a submission in a way that will not change.
+	// off: the kernel refused an AIO context or a submission in a way that will not change
+	// (aioRefused).
 	off atomic.Bool
+	// pause counts the syncs left to make by fdatasync after a refusal that may pass.
+	pause atomic.Int64
 }
+
+// aioRetryAfter is how many syncs use fdatasync after AIO was refused for a reason that may
+// pass (EMFILE or ENFILE for the eventfd, EAGAIN past fs.aio-max-nr, ENOMEM), before AIO is
+// tried again.
+const aioRetryAfter = 100
 
 // aioSyncs counts the syncs made through AIO (tests).
 var aioSyncs atomic.Int64
@@ -90,22 +98,46 @@ func datasync(f *os.File) error {
 	if aioSyncers.off.Load() {
 		return unix.Fdatasync(fd)
 	}
-	s, err := takeAIOSyncer()
-	if err != nil {
-		aioSyncers.off.Store(true)
+	if aioSyncers.pause.Load() > 0 {
+		aioSyncers.pause.Add(-1)
 		return unix.Fdatasync(fd)
 	}
-	done, err := s.datasync(fd)
-	if done {
-		putAIOSyncer(s)
+	s, err := takeAIOSyncer()
+	if err != nil {
+		aioRefused(err)
+		return unix.Fdatasync(fd)
+	}
+	submitted, reaped, err := s.datasync(fd)
+	if submitted && !reaped {
+		// The sync's outcome could not be read, so it fails (it may have failed). The syncer,
+		// which may still hold its completion, is not used again: a later sync on it could
+		// reap this one's completion as its own.
+		s.discard()
+		aioRefused(err)
 		return err
 	}
-	// Not submitted: AIO cannot sync this file (EINVAL) or was refused. The syncer is fine.
+	// The syncer is fine: its sync was reaped, or none was submitted.
 	putAIOSyncer(s)
-	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-		aioSyncers.off.Store(true)
+	if submitted {
+		return err
+	}
+	// Not submitted: the file cannot be synced (EINVAL, EBADF: fdatasync tells the same) or AIO
+	// was refused.
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EBADF) {
+		aioRefused(err)
 	}
 	return unix.Fdatasync(fd)
+}
+
+// aioRefused notes that the kernel refused an AIO context or a submission: AIO is off for good
+// where the system forbids or lacks it (ENOSYS, a seccomp filter's EPERM), and paused for
+// aioRetryAfter syncs otherwise (descriptors, memory or fs.aio-max-nr short for a while).
+func aioRefused(err error) {
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		aioSyncers.off.Store(true)
+		return
+	}
+	aioSyncers.pause.Store(aioRetryAfter)
 }
 
 func takeAIOSyncer() (*aioSyncer, error) {
@@ -133,7 +165,8 @@ func newAIOSyncer() (*aioSyncer, error) {
 	}
 	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
-		unix.Syscall(unix.SYS_IO_DESTROY, uintptr(s.ctx), 0, 0)
+		// The context is new and unused: nothing is lost if it lives as long as the process.
+		_, _, _ = unix.Syscall(unix.SYS_IO_DESTROY, uintptr(s.ctx), 0, 0)
 		return nil, err
 	}
 	s.efd = efd
@@ -142,9 +175,10 @@ func newAIOSyncer() (*aioSyncer, error) {
 	return s, nil
 }
 
-// datasync syncs fd and waits for it without holding a P. done reports that the sync was
-// submitted and has ended (err is then its outcome); otherwise err is why it was not submitted.
-func (s *aioSyncer) datasync(fd int) (done bool, err error) {
+// datasync syncs fd and waits for it without holding a P. submitted reports that the sync was
+// submitted, reaped that its completion was read: err is then its outcome. Submitted but not
+// reaped, err is why io_getevents failed; not submitted, why io_submit did.
+func (s *aioSyncer) datasync(fd int) (submitted, reaped bool, err error) {
 	s.cb = iocb{opcode: iocbCmdFdsync, fildes: uint32(fd), flags: iocbFlagResfd, resfd: uint32(s.efd)}
 	for {
 		_, _, errno := unix.Syscall(unix.SYS_IO_SUBMIT, uintptr(s.ctx), 1, uintptr(unsafe.Pointer(&s.cbs[0])))
@@ -152,14 +186,15 @@ func (s *aioSyncer) datasync(fd int) (done bool, err error) {
 			continue
 		}
 		if errno != 0 {
-			return false, errno
+			return false, false, errno
 		}
 		break
 	}
 	aioSyncs.Add(1)
 	var count [8]byte
 	if _, err := s.wakeup.Read(count[:]); err != nil {
-		return true, s.reapBlocking(err)
+		reaped, err := s.reapBlocking(err)
+		return true, reaped, err
 	}
 	// The kernel posts the completion before it signals the eventfd: it is there to reap
 	// without waiting.
@@ -170,18 +205,20 @@ func (s *aioSyncer) datasync(fd int) (done bool, err error) {
 		case errno == unix.EINTR:
 			continue
 		case errno != 0:
-			return true, errno
+			return true, false, errno
 		case n == 0:
-			return true, s.reapBlocking(nil)
+			reaped, err := s.reapBlocking(nil)
+			return true, reaped, err
 		}
-		return true, eventErr(s.ev[0])
+		return true, true, eventErr(s.ev[0])
 	}
 }
 
 // reapBlocking waits for the submitted sync in io_getevents itself (holding the P, as
 // fdatasync would), when the eventfd could not be read (readErr) or told of no completion: the
-// sync is in flight and must be reaped before the syncer is used again.
-func (s *aioSyncer) reapBlocking(readErr error) error {
+// sync is in flight and must be reaped before the syncer is used again. reaped reports that
+// it was; err is then the sync's outcome, otherwise why io_getevents failed.
+func (s *aioSyncer) reapBlocking(readErr error) (reaped bool, err error) {
 	for {
 		n, _, errno := unix.Syscall6(unix.SYS_IO_GETEVENTS, uintptr(s.ctx), 1, 1,
 			uintptr(unsafe.Pointer(&s.ev[0])), 0, 0)
@@ -189,12 +226,21 @@ func (s *aioSyncer) reapBlocking(readErr error) error {
 			continue
 		}
 		if errno != 0 {
-			return errors.Join(readErr, errno)
+			return false, errors.Join(readErr, errno)
 		}
 		var count [8]byte
 		unix.Read(s.efd, count[:]) // clear the signal, if it came after all
-		return eventErr(s.ev[0])
+		return true, eventErr(s.ev[0])
 	}
+}
+
+// discard lets go of a syncer whose sync may be in flight: io_destroy waits for it, then frees
+// the context.
+func (s *aioSyncer) discard() {
+	// Nothing is left to do if it fails: the context then lives as long as the process.
+	_, _, _ = unix.Syscall(unix.SYS_IO_DESTROY, uintptr(s.ctx), 0, 0)
+	// The eventfd was only read.
+	_ = s.wakeup.Close()
 }
 
 func eventErr(ev ioEvent) error {
