@@ -75,7 +75,7 @@ type aioSyncer struct {
 var aioSyncers struct {
 	mu   sync.Mutex
 	free []*aioSyncer
-	// off: the kernel refused an AIO context or a submission in a way that will not change
+	// off: the kernel refused an AIO context, a submission or a reap in a way that will not change
 	// (aioRefused).
 	off atomic.Bool
 	// pause counts the syncs left to make by fdatasync after a refusal that may pass.
@@ -129,7 +129,7 @@ func datasync(f *os.File) error {
 	return unix.Fdatasync(fd)
 }
 
-// aioRefused notes that the kernel refused an AIO context or a submission: AIO is off for good
+// aioRefused notes that the kernel refused an AIO context, a submission or a reap: AIO is off for good
 // where the system forbids or lacks it (ENOSYS, a seccomp filter's EPERM), and paused for
 // aioRetryAfter syncs otherwise (descriptors, memory or fs.aio-max-nr short for a while).
 func aioRefused(err error) {
