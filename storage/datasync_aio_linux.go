@@ -129,9 +129,9 @@ func datasync(f *os.File) error {
 	return unix.Fdatasync(fd)
 }
 
-// aioRefused notes that the kernel refused an AIO context, a submission or a reap: AIO is off for good
-// where the system forbids or lacks it (ENOSYS, a seccomp filter's EPERM), and paused for
-// aioRetryAfter syncs otherwise (descriptors, memory or fs.aio-max-nr short for a while).
+// aioRefused notes that the kernel refused an AIO context, a submission or a reap: AIO is off
+// for good where the system forbids or lacks it (ENOSYS, a seccomp filter's EPERM), and paused
+// for aioRetryAfter syncs otherwise (descriptors, memory or fs.aio-max-nr short for a while).
 func aioRefused(err error) {
 	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
 		aioSyncers.off.Store(true)
