@@ -5,6 +5,7 @@ package storage
 import (
 	"errors"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -95,6 +96,7 @@ var aioSyncs atomic.Int64
 // allows (see above).
 func datasync(f *os.File) error {
 	fd := int(f.Fd())
+	defer runtime.KeepAlive(f) // its finalizer must not close fd while the kernel syncs it
 	if aioSyncers.off.Load() {
 		return unix.Fdatasync(fd)
 	}
@@ -108,21 +110,21 @@ func datasync(f *os.File) error {
 		return unix.Fdatasync(fd)
 	}
 	submitted, reaped, err := s.datasync(fd)
-	if submitted && !reaped {
+	switch {
+	case submitted && !reaped:
 		// The sync's outcome could not be read, so it fails (it may have failed). The syncer,
 		// which may still hold its completion, is not used again: a later sync on it could
 		// reap this one's completion as its own.
 		s.discard()
 		aioRefused(err)
 		return err
-	}
-	// The syncer is fine: its sync was reaped, or none was submitted.
-	putAIOSyncer(s)
-	if submitted {
+	case submitted:
+		putAIOSyncer(s)
 		return err
 	}
-	// Not submitted: the file cannot be synced (EINVAL, EBADF: fdatasync tells the same) or AIO
-	// was refused.
+	// Not submitted, the syncer is fine: the file cannot be synced (EINVAL, EBADF: fdatasync
+	// tells the same) or AIO was refused.
+	putAIOSyncer(s)
 	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EBADF) {
 		aioRefused(err)
 	}
@@ -228,8 +230,9 @@ func (s *aioSyncer) reapBlocking(readErr error) (reaped bool, err error) {
 		if errno != 0 {
 			return false, errors.Join(readErr, errno)
 		}
+		// Clear the signal, if it came after all; an empty eventfd answers EAGAIN, which is fine.
 		var count [8]byte
-		unix.Read(s.efd, count[:]) // clear the signal, if it came after all
+		_, _ = unix.Read(s.efd, count[:])
 		return true, eventErr(s.ev[0])
 	}
 }
