@@ -154,17 +154,25 @@ func (b *Badger) AcquireLease(ctx context.Context, name, owner string, now time.
 
 func (b *Badger) RenewLease(ctx context.Context, name, owner string, now time.Time, ttl time.Duration) error {
 	return b.writeLeases(ctx, func(txn *badger.Txn, w leaseWrites) error {
-		var cur lease
-		if err := txnGetJSON(txn, prefixLease+name, &cur); errors.Is(err, ErrNotFound) {
-			return ErrLeaseLost
-		} else if err != nil {
+		if held, err := txnLeaseHeld(txn, name, owner, now); err != nil {
 			return err
-		}
-		if cur.Owner != owner || cur.Until <= now.UnixNano() {
+		} else if !held {
 			return ErrLeaseLost
 		}
 		return w.set(txn, name, owner, now, ttl)
 	})
+}
+
+// txnLeaseHeld reports whether owner holds lease name at now (a lease that is not there is not
+// held).
+func txnLeaseHeld(txn *badger.Txn, name, owner string, now time.Time) (bool, error) {
+	var cur lease
+	if err := txnGetJSON(txn, prefixLease+name, &cur); errors.Is(err, ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return cur.Owner == owner && cur.Until > now.UnixNano(), nil
 }
 
 // RenewLeases renews the leases in one transaction.
@@ -173,14 +181,9 @@ func (b *Badger) RenewLeases(ctx context.Context, names []string, owner string, 
 	err := b.writeLeases(ctx, func(txn *badger.Txn, w leaseWrites) error {
 		lost = lost[:0]
 		for i, name := range names {
-			var cur lease
-			if err := txnGetJSON(txn, prefixLease+name, &cur); errors.Is(err, ErrNotFound) {
-				lost = append(lost, i)
-				continue
-			} else if err != nil {
+			if held, err := txnLeaseHeld(txn, name, owner, now); err != nil {
 				return err
-			}
-			if cur.Owner != owner || cur.Until <= now.UnixNano() {
+			} else if !held {
 				lost = append(lost, i)
 				continue
 			}
