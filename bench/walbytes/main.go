@@ -95,7 +95,7 @@ func main() {
 			}
 		}
 	}
-	print(byPrefix, creates)
+	printTallies(byPrefix, creates)
 }
 
 // recordVersion is the version of a task record: in the binary form (a first byte of 1, then the
@@ -126,7 +126,7 @@ func prefixOf(key []byte) string {
 	return string(key)
 }
 
-func print(byPrefix map[string]*tally, creates int) {
+func printTallies(byPrefix map[string]*tally, creates int) {
 	names := make([]string, 0, len(byPrefix))
 	var sum tally
 	for p, t := range byPrefix {
