@@ -7,7 +7,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ownLogSync: on Linux, logSync syncs Badger's logs itself, by fdatasync.
+// ownLogSync: on Linux, logSync syncs Badger's logs itself, by fdatasync (handed to the kernel as
+// asynchronous I/O where it allows, datasync_aio_linux.go).
 const ownLogSync = true
 
 // modTime is the modification time of f, by fstat (no path to resolve, nothing allocated).
