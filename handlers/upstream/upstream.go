@@ -183,9 +183,9 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 var errAnswerTooLarge = errors.New("the upstream answer is longer than MaxBody")
 
 // readAnswer reads an answer's body, up to MaxBody (errAnswerTooLarge past it), as io.ReadAll
-// does but into one buffer of the declared length (Content-Length, the usual case, up to 64 KiB; -1 when
-// unknown) and the byte that tells whether the body ends there. A body that runs on past its
-// declared length is read on, within the same bound.
+// does but into one buffer of the declared length (Content-Length, the usual case, up to 64 KiB;
+// -1 when unknown) and the byte that tells whether the body ends there. A body that runs on past
+// its declared length is read on, within the same bound.
 func readAnswer(body io.Reader, declared int64) ([]byte, error) {
 	size := int64(512)
 	if declared > MaxBody {
