@@ -227,17 +227,26 @@ echo
 # again in the reverse order, the baseline again, so that drift on a shared machine weighs on
 # every side alike. With PROF=1 the second run of each gateway is profiled (see load).
 alternate() {
-	local base="http://127.0.0.1:$BASE/v1/chat/completions" i order
+	local base="http://127.0.0.1:$BASE/v1/chat/completions" i order b1 pass_rps=()
 	echo "== pass-through chat (POST /v1/chat/completions), $1"
 	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2" "$base_pid" $BASE_ADMIN
+	b1=$last_rps
 	order=("${!gw_names[@]}")
 	for i in "${order[@]}"; do
 		load "${gw_names[$i]} pass-through" "http://127.0.0.1:${gw_ports[$i]}/v1/chat/completions" "$work/chat.lua" "$2" "${gw_pids[$i]}" "${gw_admins[$i]}"
+		pass_rps[i]=$last_rps
 	done
 	for ((i = ${#order[@]} - 1; i >= 0; i--)); do
 		PROF=${3:-} load "${gw_names[$i]} pass-through" "http://127.0.0.1:${gw_ports[$i]}/v1/chat/completions" "$work/chat.lua" "$2" "${gw_pids[$i]}" "${gw_admins[$i]}"
+		pass_rps[i]="${pass_rps[i]} $last_rps"
 	done
 	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2" "$base_pid" $BASE_ADMIN
+	# Each gateway's two passes against the two baselines around them (the alternation puts
+	# every gateway's mean pass at the run's middle, as the baselines' mean is).
+	for i in "${order[@]}"; do
+		awk -v b1="$b1" -v b2="$last_rps" -v g="${pass_rps[$i]}" -v n="${gw_names[$i]}" \
+			'BEGIN {split(g, p, " "); printf "pass-through: %s / baseline = %.3f (passes %.3f and %.3f of the mean baseline)\n", n, (p[1] + p[2]) / (b1 + b2), 2 * p[1] / (b1 + b2), 2 * p[2] / (b1 + b2)}'
+	done
 }
 # Warm every proxy up first (connection pools, heap size) without measuring.
 warm_urls=("http://127.0.0.1:$BASE/v1/chat/completions")
