@@ -106,14 +106,12 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 		apierror.Respond(w, apierror.ShapeFor(r), h.logger, err)
 		return nil
 	}
-	repl := replacer(r)
-	repl.Set("http.auth.user.id", id.KeyID)
-	repl.Set("mediagw.account", id.Account)
+	ow.identity = id
+	replacer(r).Map(ow.identityPlaceholder)
 	ow.entry.Authenticated(id.Account, id.KeyID)
 	if ow.extra != nil {
 		ow.extra.Add(zap.String("account", id.Account))
 	}
-	ow.identity = id
 	return next.ServeHTTP(w, r.WithContext(auth.WithIdentityOf(usage.WithEntry(r.Context(), &ow.entry), &ow.identity)))
 }
 

@@ -159,7 +159,7 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 		out.Header[name] = values
 	}
 	out.URL.Scheme = u.BaseURL.Scheme
-	out.URL.Path = strings.TrimSuffix(u.BaseURL.Path, "/") + d.Rest
+	out.URL.Path = upstreamPath(u.BaseURL.Path, d.Rest, req.URL.Path)
 	out.URL.RawPath = ""
 	out.Host = u.BaseURL.Host
 	u.SetSharedCredentials(out.Header)
@@ -174,6 +174,18 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 		out.Body = body
 	}
 	return out, nil
+}
+
+// upstreamPath is the upstream's base path (without its trailing slash) followed by rest, the
+// request path after the client's version prefix. It is the client's own path, unbuilt, when that
+// is the same string: an upstream whose base path is the gateway's version prefix (/v1), as most
+// are.
+func upstreamPath(base, rest, client string) string {
+	base = strings.TrimSuffix(base, "/")
+	if len(client) == len(base)+len(rest) && strings.HasPrefix(client, base) && strings.HasSuffix(client, rest) {
+		return client
+	}
+	return base + rest
 }
 
 // retryable reports a transport failure that leaves the request safe to repeat: no connection

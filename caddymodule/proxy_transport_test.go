@@ -62,7 +62,8 @@ func TestOutgoingKeepsTheCredentialOffTheLoggedRequest(t *testing.T) {
 }
 
 // {mediagw.upstream} and {mediagw.upstream_name} name the upstream that answered: the first one
-// when it answers (mediagw_route's placeholders), the next one after a failover (the transport's).
+// when it answers (mediagw_route's placeholders), the next one after a failover (the transport's);
+// {http.auth.user.id} and {mediagw.account} name the caller's key and account (mediagw_auth's).
 func TestUpstreamPlaceholdersNameTheAnsweringUpstream(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", dir)
@@ -114,11 +115,13 @@ func TestUpstreamPlaceholdersNameTheAnsweringUpstream(t *testing.T) {
 		}
 		key mg-test-key {
 			account test
+			id key-of-test
 		}
 	}
 }
 http://127.0.0.1:%[4]s {
-`+transportRoute("lb_retries 1", "header_down X-Upstream-Name {mediagw.upstream_name}", "header_down X-Upstream {mediagw.upstream}")+`}
+`+transportRoute("lb_retries 1", "header_down X-Upstream-Name {mediagw.upstream_name}", "header_down X-Upstream {mediagw.upstream}",
+		"header_down X-Key-Id {http.auth.user.id}", "header_down X-Account {mediagw.account}")+`}
 `, filepath.Join(dir, "store"), refused, up, port)
 	srv, _ := startCaddy(t, config)
 	for _, tc := range []struct{ model, name string }{
@@ -134,6 +137,10 @@ http://127.0.0.1:%[4]s {
 		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "chatcmpl-1") {
 			t.Fatalf("%s: %d %s", tc.model, w.Code, w.Body)
 		}
+		// mediagw_auth's placeholders: the key's id (never its secret) and its account.
+		if got, acct := w.Header().Get("X-Key-Id"), w.Header().Get("X-Account"); got != "key-of-test" || acct != "test" {
+			t.Errorf("%s: {http.auth.user.id} = %q, {mediagw.account} = %q; want key-of-test, test", tc.model, got, acct)
+		}
 		if got := w.Header().Get("X-Upstream-Name"); got != tc.name {
 			t.Errorf("%s: {mediagw.upstream_name} = %q, want %q", tc.model, got, tc.name)
 		}
@@ -148,4 +155,24 @@ http://127.0.0.1:%[4]s {
 func closedPort(t *testing.T) int {
 	t.Helper()
 	return testport.Reserve(t)
+}
+
+// An attempt's path is the upstream's base path and the rest of the client's path, whatever the
+// client's version prefix was; the client's own string serves when it is that path already.
+func TestUpstreamPath(t *testing.T) {
+	for _, c := range []struct{ base, rest, client, want string }{
+		{"/v1", "/chat/completions", "/v1/chat/completions", "/v1/chat/completions"},
+		{"/v1/", "/chat/completions", "/v1/chat/completions", "/v1/chat/completions"},
+		{"/openai/v1", "/chat/completions", "/v1/chat/completions", "/openai/v1/chat/completions"},
+		{"", "/chat/completions", "/v1/chat/completions", "/chat/completions"},
+		{"/", "/chat/completions", "/v1/chat/completions", "/chat/completions"},
+		{"/v2", "/chat/completions", "/v1/chat/completions", "/v2/chat/completions"},
+		{"/v1", "/models", "/v1/chat/completions", "/v1/models"},
+		{"/v1", "/chat/completions", "/v1/chat/completions/", "/v1/chat/completions"},
+		{"/v1beta", "/models/gemini:generateContent", "/v1beta/models/gemini:generateContent", "/v1beta/models/gemini:generateContent"},
+	} {
+		if got := upstreamPath(c.base, c.rest, c.client); got != c.want {
+			t.Errorf("upstreamPath(%q, %q, %q) = %q, want %q", c.base, c.rest, c.client, got, c.want)
+		}
+	}
 }

@@ -25,7 +25,7 @@ type Meter struct {
 	logger *zap.Logger
 
 	mu      sync.Mutex
-	pending map[counterName]int64
+	pending meterCounts
 	stop    chan struct{}
 	done    sync.WaitGroup
 	// unsynced names a counter changed by a flush whose durable write failed: the next flush
@@ -35,16 +35,16 @@ type Meter struct {
 
 // NewMeter starts a meter that flushes to store every interval.
 func NewMeter(store storage.Store, interval time.Duration, logger *zap.Logger) *Meter {
-	m := &Meter{store: store, logger: logger, pending: map[counterName]int64{}, stop: make(chan struct{})}
+	m := &Meter{store: store, logger: logger, pending: newMeterCounts(), stop: make(chan struct{})}
 	m.done.Add(1)
 	go m.run(interval)
 	return m
 }
 
-// counterName is a counter's name in parts, joined only when the meter flushes, so that counting
-// a request builds no string and its map key hashes one string: a usage counter is its kind and
-// the key id or account name (see KeyUsage, AccountUsage); any other (Meter.AddAll) is its whole
-// name in id, with kind usageNone.
+// counterName is a counter's name in parts, joined only when the meter flushes (or Value reads
+// it), so that counting a request builds no string (see meterCounts): a usage counter is its kind
+// and the key id or account name (see KeyUsage, AccountUsage); any other (Meter.AddAll) is its
+// whole name in id, with kind usageNone.
 type counterName struct {
 	kind    usageKind
 	account bool // the account's counter, not the key's
@@ -80,7 +80,7 @@ func (m *Meter) AddAll(names []string, deltas []int64) {
 	m.mu.Lock()
 	for i, name := range names {
 		if deltas[i] != 0 {
-			m.pending[counterName{id: name}] += deltas[i]
+			m.pending.named[name] += deltas[i]
 		}
 	}
 	m.mu.Unlock()
@@ -89,8 +89,8 @@ func (m *Meter) AddAll(names []string, deltas []int64) {
 // add counts delta in the usage counter of kind of the key and of its account, under one lock.
 func (m *Meter) add(delta int64, kind usageKind, keyID, account string) {
 	m.mu.Lock()
-	m.pending[counterName{kind: kind, id: keyID}] += delta
-	m.pending[counterName{kind: kind, account: true, id: account}] += delta
+	m.pending.keys.tally(keyID)[kind] += delta
+	m.pending.accounts.tally(account)[kind] += delta
 	m.mu.Unlock()
 }
 
@@ -98,11 +98,11 @@ func (m *Meter) add(delta int64, kind usageKind, keyID, account string) {
 func (m *Meter) Value(ctx context.Context, name string) (int64, error) {
 	v, err := m.store.Counter(ctx, name)
 	m.mu.Lock()
-	for n, delta := range m.pending {
+	m.pending.each(func(n counterName, delta int64) {
 		if n.String() == name {
 			v += delta
 		}
-	}
+	})
 	m.mu.Unlock()
 	return v, err
 }
@@ -132,19 +132,19 @@ func (m *Meter) run(interval time.Duration) {
 func (m *Meter) flush() {
 	m.mu.Lock()
 	pending := m.pending
-	m.pending = map[counterName]int64{}
+	m.pending = newMeterCounts()
 	m.mu.Unlock()
 	ctx := context.Background()
 	last := m.unsynced
-	for n, delta := range pending {
+	pending.each(func(n counterName, delta int64) {
 		name := n.String()
 		if _, _, err := m.store.ReserveCounter(ctx, name, delta, -1); err != nil {
 			m.logger.Error("storing usage counter", zap.String("counter", name), zap.Error(err))
 			m.addTo(n, delta) // keep it for the next flush
-			continue
+			return
 		}
 		last = name
-	}
+	})
 	if last == "" {
 		return // nothing stored, nothing owed
 	}
@@ -160,6 +160,63 @@ func (m *Meter) flush() {
 // addTo counts delta under n.
 func (m *Meter) addTo(n counterName, delta int64) {
 	m.mu.Lock()
-	m.pending[n] += delta
+	switch {
+	case n.kind == usageNone:
+		m.pending.named[n.id] += delta
+	case n.account:
+		m.pending.accounts.tally(n.id)[n.kind] += delta
+	default:
+		m.pending.keys.tally(n.id)[n.kind] += delta
+	}
 	m.mu.Unlock()
+}
+
+// meterCounts is what a meter has counted and not flushed: the usage counters of keys and of
+// accounts, each key's and each account's kinds together under its id, and any other counter
+// under its name. Every map is keyed by a string, which Go's maps hash on a fast path: a request
+// counts its key's and its account's requests (and a priced one its spend) under the meter's
+// lock, where a struct key (kind, account, id) hashed about three times slower.
+type meterCounts struct {
+	keys, accounts tallies
+	named          map[string]int64
+}
+
+func newMeterCounts() meterCounts {
+	return meterCounts{keys: tallies{}, accounts: tallies{}, named: map[string]int64{}}
+}
+
+// tallies are the usage counts of keys or of accounts, by id.
+type tallies map[string]*usageTally
+
+// usageTally is one key's or account's usage counts, by usageKind (usageNone is not used).
+type usageTally [len(usageNames)]int64
+
+// tally is id's usage counts, made on first use.
+func (t tallies) tally(id string) *usageTally {
+	c := t[id]
+	if c == nil {
+		c = new(usageTally)
+		t[id] = c
+	}
+	return c
+}
+
+// each calls fn with every counter counted and its delta. A usage kind whose count is 0 is left
+// out: the meter counts only positive deltas in them, so it was not counted.
+func (c meterCounts) each(fn func(n counterName, delta int64)) {
+	for _, usage := range [...]struct {
+		t       tallies
+		account bool
+	}{{c.keys, false}, {c.accounts, true}} {
+		for id, counts := range usage.t {
+			for kind, delta := range counts {
+				if delta != 0 {
+					fn(counterName{kind: usageKind(kind), account: usage.account, id: id}, delta)
+				}
+			}
+		}
+	}
+	for name, delta := range c.named {
+		fn(counterName{id: name}, delta)
+	}
 }

@@ -30,7 +30,7 @@ func (s *countingStore) ReserveCounter(ctx context.Context, name string, delta, 
 
 // countingMeter is a meter that flushes (only when closed) to a Badger store through a
 // countingStore; the store is closed with the test.
-func countingMeter(t *testing.T) (*storage.Badger, *countingStore, *Meter) {
+func countingMeter(t testing.TB) (*storage.Badger, *countingStore, *Meter) {
 	t.Helper()
 	badger, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
 	if err != nil {
@@ -127,6 +127,72 @@ func TestMeterAddAll(t *testing.T) {
 	for name, want := range map[string]int64{"usage/agg/a": 3, "usage/agg/b": 5} {
 		if v, err := badger.Counter(ctx, name); err != nil || v != want {
 			t.Errorf("stored %s = %d, %v; want %d", name, v, err, want)
+		}
+	}
+}
+
+// reserveFailingStore fails the reservation of one counter while fail is set.
+type reserveFailingStore struct {
+	countingStore
+	name string
+	fail atomic.Bool
+}
+
+func (s *reserveFailingStore) ReserveCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
+	if name == s.name && s.fail.Load() {
+		return 0, false, errors.New("reservation failed")
+	}
+	return s.countingStore.ReserveCounter(ctx, name, delta, limit)
+}
+
+// TestMeterUsageNames: a key's and an account's usage counts are kept apart by kind and stored
+// under KeyUsage and AccountUsage, beside the counters of AddAll; a key and an account of the
+// same name are different counters; what is pending is read back before the flush; a counter
+// whose reservation failed is kept and stored by the next flush, once.
+func TestMeterUsageNames(t *testing.T) {
+	badger, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer badger.Close()
+	store := &reserveFailingStore{countingStore: countingStore{Store: badger}, name: AccountUsage("same", UsageSpent)}
+	m := NewMeter(store, time.Hour, zap.NewNop())
+	defer m.Close()
+	m.add(1, usageRequests, "same", "same")
+	m.add(1, usageRequests, "same", "same")
+	m.add(1, usageTasks, "k2", "same")
+	m.add(250, usageSpent, "same", "same")
+	m.AddAll([]string{"usage/agg/x"}, []int64{7})
+	want := map[string]int64{
+		KeyUsage("same", UsageRequests): 2, AccountUsage("same", UsageRequests): 2,
+		KeyUsage("k2", UsageTasks): 1, AccountUsage("same", UsageTasks): 1,
+		KeyUsage("same", UsageSpent): 250, AccountUsage("same", UsageSpent): 250,
+		KeyUsage("same", UsageTasks): 0, KeyUsage("k2", UsageRequests): 0,
+		"usage/agg/x": 7,
+	}
+	ctx := context.Background()
+	for name, n := range want {
+		if v, err := m.Value(ctx, name); err != nil || v != n {
+			t.Errorf("pending %s = %d, %v; want %d", name, v, err, n)
+		}
+	}
+	store.fail.Store(true)
+	m.flush()
+	if r := store.reserved.Load(); r != 6 {
+		t.Errorf("the flush reserved %d counters, want 6 (the seven counted, one failing; no zero counts)", r)
+	}
+	if v, err := badger.Counter(ctx, AccountUsage("same", UsageSpent)); err != nil || v != 0 {
+		t.Errorf("a counter whose reservation failed was stored: %d, %v", v, err)
+	}
+	store.fail.Store(false)
+	m.flush()
+	m.flush()
+	for name, n := range want {
+		if v, err := badger.Counter(ctx, name); err != nil || v != n {
+			t.Errorf("stored %s = %d, %v; want %d", name, v, err, n)
+		}
+		if v, err := m.Value(ctx, name); err != nil || v != n {
+			t.Errorf("%s after the flushes = %d, %v; want %d", name, v, err, n)
 		}
 	}
 }

@@ -156,16 +156,21 @@ func extending(ep Endpoint) Endpoint {
 }
 
 // match reports whether the endpoint serves method and path, and returns its parameters. It
-// runs for every endpoint before the one that serves a request, so it walks the two paths
-// segment by segment without splitting them, and makes the parameter map only on a match.
-func (e Endpoint) match(method, path string) (params map[string]string, ok bool) {
-	if method != e.Method || !matchSegments(e.Path, path, nil) {
+// runs for every endpoint before the one that serves a request, so a path without parameters
+// is compared as one string, one with parameters walked segment by segment without splitting
+// the two paths, and the parameter map is made only on a match.
+func (e *Endpoint) match(method, path string) (params map[string]string, ok bool) {
+	if method != e.Method {
 		return nil, false
 	}
-	if strings.Contains(e.Path, "{") {
-		params = map[string]string{}
-		matchSegments(e.Path, path, params)
+	if !strings.Contains(e.Path, "{") {
+		return nil, e.Path == path // segment by segment equal, as one string
 	}
+	if !matchSegments(e.Path, path, nil) {
+		return nil, false
+	}
+	params = map[string]string{}
+	matchSegments(e.Path, path, params)
 	return params, true
 }
 
@@ -203,10 +208,10 @@ func matchSegments(pattern, path string, params map[string]string) bool {
 
 // endpoint finds the endpoint that serves a request: the capabilities first, then the operator's.
 func (rt *Router) endpoint(method, path string) (Endpoint, map[string]string, bool) {
-	for _, list := range [][]Endpoint{Capabilities, rt.Extra} {
-		for _, e := range list {
-			if params, ok := e.match(method, path); ok {
-				return e, params, true
+	for _, list := range [...][]Endpoint{Capabilities, rt.Extra} {
+		for i := range list { // by index: an Endpoint is large, and most are passed over
+			if params, ok := list[i].match(method, path); ok {
+				return list[i], params, true
 			}
 		}
 	}

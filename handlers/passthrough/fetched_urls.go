@@ -89,9 +89,12 @@ func formFieldPath(name string) *jsonkeys.Path {
 // accepted; an address of a host that is not public, a URL with credentials, a URL without a
 // scheme, or another scheme is refused with 400 naming the member, since the provider (possibly
 // a model server in the operator's own network) fetches what it is given.
+//
+// body must be valid JSON: the router passes only the bytes that jsonFields read and checked with
+// jsonkeys.Members, so it is not validated again (see jsonkeys.StringsValid).
 func checkFetchedURLs(body []byte, freeText []string, notFetched [][]string) error {
 	urls := 0
-	err := jsonkeys.Strings(body, nil, func(path *jsonkeys.Path, raw []byte) error {
+	err := jsonkeys.StringsValid(body, nil, func(path *jsonkeys.Path, raw []byte) error {
 		// Most strings go by without being decoded: free text, and text without a colon or slash.
 		if isFreeText(path, freeText) || !media.MayBeURL(raw[1:len(raw)-1]) {
 			return nil

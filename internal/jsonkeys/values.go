@@ -82,6 +82,14 @@ func Strings(data []byte, base *Path, visit func(path *Path, raw []byte) error) 
 	if !json.Valid(data) {
 		return ErrNotObject
 	}
+	return StringsValid(data, base, visit)
+}
+
+// StringsValid is Strings for data already known to be valid JSON: bytes that json.Valid,
+// Members or Check accepted, or a value of them, unchanged since. It does not check them again,
+// which saves a pass over the whole body; given anything else its outcome is undefined (it may
+// panic), so a caller that cannot show where its bytes were checked calls Strings.
+func StringsValid(data []byte, base *Path, visit func(path *Path, raw []byte) error) error {
 	s := scanner{data: data}
 	s.space()
 	return s.strings(base, 0, visit)

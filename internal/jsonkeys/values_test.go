@@ -25,30 +25,33 @@ func TestOthers(t *testing.T) {
 	}
 }
 
+// Strings and StringsValid (for valid JSON) visit the same strings, stop at the same errors.
 func TestStringsVisitsEveryStringValue(t *testing.T) {
 	body := `{"a":["x",{"b":"y","k":1}],"c":{"d":[["z"]]},"e":true,"f":"\u0077"}`
-	var got []string
-	err := Strings([]byte(body), &Path{Key: "root", Index: -1}, func(path *Path, raw []byte) error {
-		got = append(got, path.String()+"="+string(raw))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `root.a[0]="x" root.a[1].b="y" root.c.d[0][0]="z" root.f="\u0077"`
-	if strings.Join(got, " ") != want {
-		t.Fatalf("visited %q, want %q", strings.Join(got, " "), want)
-	}
-	stop := errors.New("stop")
-	if err := Strings([]byte(body), nil, func(*Path, []byte) error { return stop }); err != stop {
-		t.Fatalf("visit's error: got %v", err)
+	deep := strings.Repeat(`{"a":`, MaxWalkDepth+1) + `"x"` + strings.Repeat(`}`, MaxWalkDepth+1)
+	for name, walk := range map[string]func([]byte, *Path, func(*Path, []byte) error) error{"Strings": Strings, "StringsValid": StringsValid} {
+		var got []string
+		err := walk([]byte(body), &Path{Key: "root", Index: -1}, func(path *Path, raw []byte) error {
+			got = append(got, path.String()+"="+string(raw))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		want := `root.a[0]="x" root.a[1].b="y" root.c.d[0][0]="z" root.f="\u0077"`
+		if strings.Join(got, " ") != want {
+			t.Fatalf("%s visited %q, want %q", name, strings.Join(got, " "), want)
+		}
+		stop := errors.New("stop")
+		if err := walk([]byte(body), nil, func(*Path, []byte) error { return stop }); err != stop {
+			t.Fatalf("%s: visit's error: got %v", name, err)
+		}
+		if err := walk([]byte(deep), nil, func(*Path, []byte) error { return nil }); err != ErrTooDeep {
+			t.Fatalf("%s: too deep: got %v", name, err)
+		}
 	}
 	if err := Strings([]byte(`{"a":`), nil, func(*Path, []byte) error { return nil }); err != ErrNotObject {
 		t.Fatalf("broken JSON: got %v", err)
-	}
-	deep := strings.Repeat(`{"a":`, MaxWalkDepth+1) + `"x"` + strings.Repeat(`}`, MaxWalkDepth+1)
-	if err := Strings([]byte(deep), nil, func(*Path, []byte) error { return nil }); err != ErrTooDeep {
-		t.Fatalf("too deep: got %v", err)
 	}
 }
 
