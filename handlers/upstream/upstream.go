@@ -81,6 +81,11 @@ type Target interface {
 type Client struct {
 	HTTP   *http.Client
 	Logger *zap.Logger
+	// Until, when not zero, is the time past which no call of this client runs, whatever the
+	// HTTP client's Timeout allows: it bounds a series of calls (a create's failover over its
+	// provider's upstreams) with the deadline each call sets anyway, rather than with a timer
+	// of the series' own and another per call. A call made past it ends as a timeout.
+	Until time.Time
 }
 
 // Answer is a complete upstream response.
