@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -144,15 +145,14 @@ func TestAnswerWithoutBody(t *testing.T) {
 // Until bounds a call that the HTTP client's Timeout would let run on, and a call made past it
 // ends at once; either way the caller gets ErrTimeout, as for the Timeout itself.
 func TestUntilBoundsCalls(t *testing.T) {
-	stalled := make(chan struct{})
+	// An upstream that never answers: once it has read the body, the server sees the call given
+	// up (its connection closed) and ends the request's context.
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-stalled:
-		case <-r.Context().Done():
+		if _, err := io.Copy(io.Discard, r.Body); err == nil {
+			<-r.Context().Done()
 		}
 	}))
 	defer up.Close()
-	defer close(stalled)
 	base, _ := url.Parse(up.URL + "/api/v3")
 	p := &providers.Provider{Name: "p", BaseURL: base, APIKey: "provider-secret"}
 	for _, until := range []time.Duration{200 * time.Millisecond, -time.Second} {
