@@ -157,6 +157,17 @@ func (u *Upstream) SetSharedCredentials(h http.Header) {
 	h[u.credName] = u.credValue
 }
 
+// SetOwnCredentials is SetSharedCredentials on a header of the gateway's own making that holds
+// no caller's header (a provider call's: its Content-Type and Accept), so nothing is cleared.
+// As with SetSharedCredentials, only an http.Transport may read h.
+func (u *Upstream) SetOwnCredentials(h http.Header) {
+	if u.credValue == nil || u.jwt != nil {
+		u.SetCredentials(h)
+		return
+	}
+	h[u.credName] = u.credValue
+}
+
 // ClearCredentials removes every credential and every header that picks the operator's provider
 // organisation or project.
 func ClearCredentials(h http.Header) { clearCredentials(h) }

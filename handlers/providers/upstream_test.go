@@ -63,6 +63,15 @@ func TestPreparedCredentialsAreSetCredentials(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s (%q): prepared %v, want %v", p.Name, p.AuthStyle, got, want)
 		}
+		// On a provider call's own header (no caller's header), the shared value without a
+		// clearing is the same header.
+		own := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
+		wantOwn := own.Clone()
+		u.SetOwnCredentials(own)
+		setCredentials(wantOwn, u.APIKey, u.AuthStyle)
+		if !reflect.DeepEqual(own, wantOwn) {
+			t.Errorf("%s (%q): own %v, want %v", p.Name, p.AuthStyle, own, wantOwn)
+		}
 		if u.DialAddress() != "api.example.com:443" || u.Origin() != "https://api.example.com" {
 			t.Errorf("%s: dial %q, origin %q", p.Name, u.DialAddress(), u.Origin())
 		}

@@ -21,13 +21,20 @@ type ClientOptions struct {
 	ProxyFromEnvironment bool
 }
 
-// bound returns ctx bounded by the HTTP client's Timeout, which Call applies itself (see send);
-// cancel it once the answer's body is read.
+// bound returns ctx bounded by the HTTP client's Timeout, which Call applies itself (see send),
+// and by Until: one deadline, the earlier, and so one timer per call. Cancel it once the answer's
+// body is read.
 func (c Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if c.HTTP.Timeout <= 0 {
+	deadline := c.Until
+	if c.HTTP.Timeout > 0 {
+		if d := time.Now().Add(c.HTTP.Timeout); deadline.IsZero() || d.Before(deadline) {
+			deadline = d
+		}
+	}
+	if deadline.IsZero() {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, c.HTTP.Timeout)
+	return context.WithDeadline(ctx, deadline)
 }
 
 // send sends a request, bounded by bound, straight through the HTTP client's transport: Call

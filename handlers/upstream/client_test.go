@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -138,5 +139,31 @@ func TestAnswerWithoutBody(t *testing.T) {
 	})}, Logger: zap.NewNop()}
 	if _, err := nothing.Call(context.Background(), p, http.MethodGet, "contents/generations/tasks/cgt-1", nil); !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("no answer and no error = %v, want ErrUnreachable", err)
+	}
+}
+
+// Until bounds a call that the HTTP client's Timeout would let run on, and a call made past it
+// ends at once; either way the caller gets ErrTimeout, as for the Timeout itself.
+func TestUntilBoundsCalls(t *testing.T) {
+	// An upstream that never answers: once it has read the body, the server sees the call given
+	// up (its connection closed) and ends the request's context.
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err == nil {
+			<-r.Context().Done()
+		}
+	}))
+	defer up.Close()
+	base, _ := url.Parse(up.URL + "/api/v3")
+	p := &providers.Provider{Name: "p", BaseURL: base, APIKey: "provider-secret"}
+	for _, until := range []time.Duration{200 * time.Millisecond, -time.Second} {
+		c := Client{HTTP: NewHTTPClient(ClientOptions{Timeout: time.Minute}), Logger: zap.NewNop(), Until: time.Now().Add(until)}
+		start := time.Now()
+		_, err := c.Call(context.Background(), p, http.MethodPost, "contents/generations/tasks", []byte(`{}`))
+		if took := time.Since(start); took > 10*time.Second {
+			t.Fatalf("until %v: the call took %v", until, took)
+		}
+		if err != ErrTimeout {
+			t.Fatalf("until %v: err = %v, want ErrTimeout", until, err)
+		}
 	}
 }

@@ -82,3 +82,9 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 	}
 	return 0
 }
+
+// Interface guards
+var (
+	_ Target         = (*providers.Upstream)(nil)
+	_ ownCredentials = (*providers.Upstream)(nil)
+)

@@ -77,10 +77,21 @@ type Target interface {
 	Label() string
 }
 
+// ownCredentials is a Target that sets its credentials on a header holding none of a caller's
+// without clearing the names SetCredentials clears (see providers.Upstream.SetOwnCredentials).
+type ownCredentials interface {
+	SetOwnCredentials(h http.Header)
+}
+
 // Client calls providers with their own credentials.
 type Client struct {
 	HTTP   *http.Client
 	Logger *zap.Logger
+	// Until, when not zero, is the time past which no call of this client runs, whatever the
+	// HTTP client's Timeout allows: it bounds a series of calls (a create's failover over its
+	// provider's upstreams) with the deadline each call sets anyway, rather than with a timer
+	// of the series' own and another per call. A call made past it ends as a timeout.
+	Until time.Time
 }
 
 // Answer is a complete upstream response.
@@ -149,7 +160,11 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 	for name, values := range extra {
 		req.Header[name] = values
 	}
-	p.SetCredentials(req.Header)
+	if own, ok := p.(ownCredentials); ok && extra == nil {
+		own.SetOwnCredentials(req.Header) // the header holds only what was set above
+	} else {
+		p.SetCredentials(req.Header)
+	}
 	resp, err := c.send(req)
 	if err != nil {
 		if isTimeout(err) || timedOut(ctx) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -21,8 +22,8 @@ var errModelMember = apierror.New(http.StatusBadRequest, "invalid_request", "mod
 // launch creates the task on one of the provider's upstreams (see upstream.Client.Create), or on
 // bound alone when the body names an object made there (a draft), and returns its id and the
 // upstream, to which the task is bound from then on. A 2xx answer whose id cannot be used is
-// errUnfollowable, with the upstream that gave it.
-func (h *Handler) launch(ctx context.Context, account string, p *providers.Provider, bound *providers.Upstream, model string, body []byte) (string, *providers.Upstream, error) {
+// errUnfollowable, with the upstream that gave it. No call runs past until.
+func (h *Handler) launch(ctx context.Context, until time.Time, account string, p *providers.Provider, bound *providers.Upstream, model string, body []byte) (string, *providers.Upstream, error) {
 	if up := p.UpstreamModel(model); up != model {
 		mapped, ok := providers.ReplaceModel(body, up)
 		if !ok {
@@ -33,10 +34,12 @@ func (h *Handler) launch(ctx context.Context, account string, p *providers.Provi
 	var ans upstream.Answer
 	var u *providers.Upstream
 	var err error
+	c := h.upstream()
+	c.Until = until
 	if bound != nil {
-		ans, u, err = h.upstream().CreateOn(ctx, account, bound, TasksPath, body)
+		ans, u, err = c.CreateOn(ctx, account, bound, TasksPath, body)
 	} else {
-		ans, u, err = h.upstream().Create(ctx, account, p, TasksPath, body)
+		ans, u, err = c.Create(ctx, account, p, TasksPath, body)
 	}
 	if u != nil {
 		u.Spend() // a create counts towards the upstream's max_rps, never waits for it

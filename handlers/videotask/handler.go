@@ -242,13 +242,14 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 	var taskID, upstreamID string
 	var canonical json.RawMessage
 	var up *providers.Upstream
-	launchCtx, cancelLaunch := context.WithTimeout(ctx, maxCreateCalls)
 	if adapted {
+		launchCtx, cancelLaunch := context.WithTimeout(ctx, maxCreateCalls)
 		taskID, upstreamID, canonical, up, err = h.launchAdapted(launchCtx, id.Account, a, p, req.Model, forward)
+		cancelLaunch()
 	} else {
-		taskID, up, err = h.launch(launchCtx, id.Account, p, bound, req.Model, forward)
+		// The bound rides on each call's own deadline (upstream.Client.Until): no timer of its own.
+		taskID, up, err = h.launch(ctx, time.Now().Add(maxCreateCalls), id.Account, p, bound, req.Model, forward)
 	}
-	cancelLaunch()
 	if errors.Is(err, errUnfollowable) {
 		// The task may run upstream: it is not made free (its hold is charged as estimated).
 		// Its slot is given back, as no record will ever release it.

@@ -417,11 +417,8 @@ var enumOptions = []struct {
 // the integer that was checked; rewritten reports such a replacement.
 func checkOptions(f map[string]json.RawMessage) (rewritten bool, err error) {
 	for _, name := range []string{"return_last_frame", "generate_audio", "draft", "camera_fixed", "watermark"} {
-		if raw, ok := f[name]; ok {
-			var b bool
-			if json.Unmarshal(raw, &b) != nil {
-				return false, invalid(name, "must be true or false")
-			}
+		if raw, ok := f[name]; ok && !jsonBool(raw) {
+			return false, invalid(name, "must be true or false")
 		}
 	}
 	for _, e := range enumOptions {
@@ -546,6 +543,17 @@ func printableASCII(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// jsonBool reports whether raw decodes into a bool as encoding/json decodes it: true or false
+// (null too, which callers have taken out), without a decoder for the usual literal.
+func jsonBool(raw json.RawMessage) bool {
+	switch string(bytes.TrimSpace(raw)) {
+	case "true", "false":
+		return true
+	}
+	var b bool
+	return json.Unmarshal(raw, &b) == nil
 }
 
 func isNull(raw json.RawMessage) bool {

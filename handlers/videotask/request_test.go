@@ -357,3 +357,14 @@ func TestJSONEnumOfAKnownValueAllocatesNothing(t *testing.T) {
 		t.Errorf("jsonEnum of a known role allocated %v objects", n)
 	}
 }
+
+// jsonBool answers as encoding/json decoding into a bool does, the literal's fast path included.
+func TestJSONBoolIsTheDecoders(t *testing.T) {
+	for _, raw := range []string{`true`, `false`, ` true `, "\tfalse\n", `null`, `"true"`, `1`, `0`, `True`, `tru`, `truee`, `{}`, `[]`, ``} {
+		var b bool
+		want := json.Unmarshal([]byte(raw), &b) == nil
+		if got := jsonBool(json.RawMessage(raw)); got != want {
+			t.Errorf("jsonBool(%q) = %v, encoding/json %v", raw, got, want)
+		}
+	}
+}

@@ -130,10 +130,11 @@ func members(data []byte, fields []string, all bool) (map[string]json.RawMessage
 			}
 			seen[string(key)] = true
 		}
+		keyASCII := asciiOnly(key)
 		for _, f := range fields {
 			if string(key) == f {
 				values[f] = value
-			} else if equalFold(key, f) {
+			} else if equalFold(key, keyASCII, f) {
 				return nil, &Error{Problem: Case, Key: string(key), Field: f}
 			}
 		}
@@ -158,15 +159,18 @@ func keyBytes(raw []byte) (key []byte, clear bool) {
 	return []byte(k), clear
 }
 
-// equalFold is strings.EqualFold of key and field, without making key a string: an ASCII key
-// against an ASCII field is compared here; anything else goes through strings.EqualFold (which
-// folds the Kelvin sign and the long s too).
-func equalFold(key []byte, field string) bool {
-	if !asciiOnly(key) || !asciiOnly(field) {
+// equalFold is strings.EqualFold of key and field, without making key a string; keyASCII says
+// whether key is ASCII only (asked once per key, not once per field). An ASCII key is compared
+// here with a field of its length (a field of its length with a byte past ASCII cannot fold to
+// it) and is unequal to a shorter one; a longer field folds to it only with a sign that folds to
+// an ASCII letter (the Kelvin sign, the long s), so only a longer field past ASCII, and a key
+// past ASCII, go through strings.EqualFold.
+func equalFold(key []byte, keyASCII bool, field string) bool {
+	if !keyASCII {
 		return strings.EqualFold(string(key), field)
 	}
 	if len(key) != len(field) {
-		return false
+		return len(field) > len(key) && !asciiOnly(field) && strings.EqualFold(string(key), field)
 	}
 	for i := range len(key) {
 		a, b := key[i], field[i]
