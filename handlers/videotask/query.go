@@ -196,7 +196,7 @@ func (h *Handler) newAnswerChange(t storage.Task, readAt int64, answer map[strin
 		}
 	}
 	result, status := queryResult(answer, t)
-	body, err := marshalAnswer(result)
+	body, err := encodeAnswer(result)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (h *Handler) newAnswerChange(t storage.Task, readAt int64, answer map[strin
 		return nil, nil
 	}
 	c.status, c.body = status, body
-	c.updatedAt, c.hasUpdated = integer(result["updated_at"])
+	c.updatedAt, c.hasUpdated = integer(result.get("updated_at"))
 	return c, nil
 }
 
