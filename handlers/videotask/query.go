@@ -186,7 +186,9 @@ type answerChange struct {
 }
 
 // newAnswerChange builds the change an answer makes to t, or answers nil when, with
-// onlyChanges, t already says what the answer says (nothing to store).
+// onlyChanges, t already says what the answer says (nothing to store). Every value of answer
+// must be valid JSON, as every caller's is: decoded from the upstream's answer, which was checked
+// whole (json.Unmarshal, listItems), or written by json.Marshal (adaptedAnswer).
 func (h *Handler) newAnswerChange(t storage.Task, readAt int64, answer map[string]json.RawMessage, onlyChanges bool, seen *answerMemo) (*answerChange, error) {
 	c := &answerChange{h: h, t: t, readAt: readAt, onlyChanges: onlyChanges}
 	if seen != nil {
@@ -196,7 +198,7 @@ func (h *Handler) newAnswerChange(t storage.Task, readAt int64, answer map[strin
 		}
 	}
 	result, status := queryResult(answer, t)
-	body, err := encodeAnswer(result)
+	body, err := encodeAnswer(result, true) // answer's values are valid JSON, see above
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ func FuzzQueryResult(f *testing.F) {
 		`{"status":"Processing","resolution":" null ","ratio":"16:9","duration":5,"x<y":"&"}`,
 		`{"status":"succeeded","content":{"Last_Frame_URL":"f","video_url":"v"},"created_at":1e3}`,
 		`{"\u00e9":1,"ctl\u0001":2,"id":"\u2028"}`,
+		`{"status":"succeeded","content":{ "video_url" : "a b" },"x":[1, 2],"y":"c\td","z":"e f"}`,
 		`{}`,
 		`null`,
 	} {
@@ -47,7 +48,7 @@ func FuzzQueryResult(f *testing.F) {
 				t.Fatalf("members out of order: %q", fields)
 			}
 		}
-		got, err := encodeAnswer(fields)
+		got, err := encodeAnswer(fields, true) // up was decoded by json.Unmarshal: valid values
 		wantBody, wantErr := marshalAnswer(want)
 		if (err != nil) != (wantErr != nil) || !bytes.Equal(got, wantBody) {
 			t.Fatalf("encodeAnswer = %s, %v; marshalAnswer of the map: %s, %v", got, err, wantBody, wantErr)

@@ -392,7 +392,13 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 			}
 			continue
 		}
-		byUpstream[u] = append(byUpstream[u], t)
+		due, ok := byUpstream[u]
+		if !ok {
+			// Room for the whole poll: a Task is some 400 bytes, and a slice grown from empty
+			// would copy a batch of them seven times over.
+			due = make([]storage.Task, 0, len(tasks))
+		}
+		byUpstream[u] = append(due, t)
 	}
 	for _, id := range mine {
 		if !found[id] {
