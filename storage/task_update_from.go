@@ -39,8 +39,10 @@ func UpdateTasksFrom(ctx context.Context, s Tasks, curs []Task, change func(i in
 // covers the rest. A change retried after a conflict is stored durably.
 func UpdateTasksFromLazily(ctx context.Context, s Tasks, curs []Task, change func(i int, t *Task) error, mayLose func(i int) bool) ([]Task, []error) {
 	stored, errs := make([]Task, len(curs)), make([]error, len(curs))
-	var next []Task
-	var at []int // the index in curs of each task in next
+	// Room for every change: a Task is some 400 bytes, and a slice grown from empty would copy a
+	// batch of them several times over.
+	next := make([]Task, 0, len(curs))
+	at := make([]int, 0, len(curs)) // the index in curs of each task in next
 	lazy := mayLose != nil
 	for i, cur := range curs {
 		t := cur

@@ -4,45 +4,99 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 )
 
-// marshalAnswer encodes a query answer exactly as apierror.Marshal does (keys sorted, values
-// compacted, no HTML escaping), without reflection: the watcher encodes one for every task it
-// finds changed. Answers with a key that would need escaping, or a value that is not valid
-// JSON, go through apierror.Marshal, which escapes the one and reports the other.
-func marshalAnswer(m map[string]json.RawMessage) ([]byte, error) {
-	keys := make([]string, 0, len(m))
-	size := 2
-	for k, v := range m {
-		if !plainKey(k) || v != nil && len(v) == 0 {
-			return apierror.Marshal(m)
-		}
-		keys = append(keys, k)
-		size += len(k) + len(v) + 4
+// answerField is one member of a client's answer; answerFields the members of one, sorted by
+// name with no name twice.
+type answerField struct {
+	name  string
+	value json.RawMessage
+}
+
+type answerFields []answerField
+
+// get returns the value of the member name, or nil.
+func (a answerFields) get(name string) json.RawMessage {
+	i, found := slices.BinarySearchFunc(a, name, func(f answerField, name string) int { return strings.Compare(f.name, name) })
+	if !found {
+		return nil
 	}
-	slices.Sort(keys)
+	return a[i].value
+}
+
+// asMap is the answer as a map.
+func (a answerFields) asMap() map[string]json.RawMessage {
+	m := make(map[string]json.RawMessage, len(a))
+	for _, f := range a {
+		m[f.name] = f.value
+	}
+	return m
+}
+
+// marshalAnswer encodes a query answer exactly as apierror.Marshal does (keys sorted, values
+// compacted, no HTML escaping): encodeAnswer of the map's members.
+func marshalAnswer(m map[string]json.RawMessage) ([]byte, error) {
+	fields := make(answerFields, 0, len(m))
+	for k, v := range m {
+		fields = append(fields, answerField{k, v})
+	}
+	slices.SortFunc(fields, func(a, b answerField) int { return strings.Compare(a.name, b.name) })
+	return encodeAnswer(fields, false)
+}
+
+// encodeAnswer encodes a query answer (sorted members) exactly as apierror.Marshal encodes it as
+// a map, without reflection: the watcher encodes one for every task it finds changed. Answers
+// with a name that would need escaping, or a value that is not valid JSON, go through
+// apierror.Marshal, which escapes the one and reports the other. With checked, the caller
+// vouches that every value is valid JSON (decoded from a checked document, or written by
+// json.Marshal): a value without a white space byte is then written as it is, which is what
+// json.Compact would write, without its scan.
+func encodeAnswer(fields answerFields, checked bool) ([]byte, error) {
+	size := 2
+	for _, f := range fields {
+		if !plainKey(f.name) || f.value != nil && len(f.value) == 0 {
+			return apierror.Marshal(fields.asMap())
+		}
+		size += len(f.name) + len(f.value) + 4
+	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
 	buf.WriteByte('{')
-	for i, k := range keys {
+	for i, f := range fields {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
 		buf.WriteByte('"')
-		buf.WriteString(k)
+		buf.WriteString(f.name)
 		buf.WriteString(`":`)
-		v := m[k]
-		if v == nil {
+		if f.value == nil {
 			buf.WriteString("null") // as json.RawMessage encodes a nil value
 			continue
 		}
-		if json.Compact(buf, v) != nil {
-			return apierror.Marshal(m)
+		if checked && !hasSpace(f.value) {
+			buf.Write(f.value)
+			continue
+		}
+		if json.Compact(buf, f.value) != nil {
+			return apierror.Marshal(fields.asMap())
 		}
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
+}
+
+// hasSpace reports whether b holds a byte that JSON takes for white space (inside a string or
+// not).
+func hasSpace(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			return true
+		}
+	}
+	return false
 }
 
 // plainKey reports whether encoding/json writes k between quotes as it is: printable ASCII

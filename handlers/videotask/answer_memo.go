@@ -2,7 +2,6 @@ package videotask
 
 import (
 	"encoding/json"
-	"slices"
 	"sync"
 )
 
@@ -55,25 +54,27 @@ func (m *answerMemo) forget(id string) {
 	delete(m.seen, id)
 }
 
-// fingerprint is a hash (FNV-1a, 64 bits) of an upstream answer's fields, in key order, each
-// key and value followed by a zero byte that keeps them apart.
+// fingerprint is a hash of an upstream answer's fields that does not depend on their order: the
+// sum of a hash of each field (FNV-1a, 64 bits, of its key and value, each followed by a zero
+// byte that keeps them apart, its bits then spread by splitmix64's finalizer so that the sum of
+// two fields does not cancel out). Unordered, it needs neither the keys sorted nor a slice to
+// sort them in: the watcher takes one of every answer it reads.
 func fingerprint(answer map[string]json.RawMessage) uint64 {
-	keys := make([]string, 0, len(answer))
-	for k := range answer {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	const offset, prime = 14695981039346656037, 1099511628211
-	h := uint64(offset)
-	for _, k := range keys {
+	var sum uint64
+	for k, v := range answer {
+		h := uint64(offset)
 		for i := range len(k) {
 			h = (h ^ uint64(k[i])) * prime
 		}
 		h *= prime // ^ 0
-		for _, c := range answer[k] {
+		for _, c := range v {
 			h = (h ^ uint64(c)) * prime
 		}
 		h *= prime
+		h = (h ^ h>>30) * 0xbf58476d1ce4e5b9
+		h = (h ^ h>>27) * 0x94d049bb133111eb
+		sum += h ^ h>>31
 	}
-	return h
+	return sum
 }

@@ -147,6 +147,11 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 			}
 			continue
 		}
+		if curs == nil {
+			// Room for every task: a Task is some 400 bytes, and a slice grown from empty would
+			// copy a batch of them seven times over.
+			curs, changes = make([]storage.Task, 0, len(tasks)), make([]*answerChange, 0, len(tasks))
+		}
 		curs, changes = append(curs, t), append(changes, c)
 	}
 	var mu sync.Mutex

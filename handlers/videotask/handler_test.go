@@ -273,7 +273,8 @@ func TestQueryResultShape(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var up map[string]json.RawMessage
 			json.Unmarshal([]byte(tc.upstream), &up)
-			out, status := queryResult(up, rec)
+			fields, status := queryResult(up, rec)
+			out := fields.asMap()
 			if status != tc.wantStatus || string(out["status"]) != `"`+tc.wantStatus+`"` {
 				t.Fatalf("status = %s", out["status"])
 			}

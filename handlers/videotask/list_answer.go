@@ -2,15 +2,102 @@ package videotask
 
 import (
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
 // listItems reads the items of a provider's task list answer ({"items":[…],…}) as
 // json.Unmarshal into []map[string]json.RawMessage reads them, with one map per item whose
 // values are slices of the answer rather than copies: the watcher reads up to MaxRefreshBatch
-// items per call, every Interval. ok is false when the answer does not decode so (not JSON, or
-// an item that is neither an object nor null, which decodes as a nil map).
+// items per call, every Interval. The answer is checked once (json.Valid) and then split by
+// hand, not decoded (json.Unmarshal checks it, then scans it again). ok is false when the answer
+// does not decode so (not JSON; not an object or null; an items member that is neither an array
+// nor null; an item that is neither an object nor null, which decodes as a nil map).
 func listItems(body []byte) (items []map[string]json.RawMessage, ok bool) {
+	if !json.Valid(body) {
+		return nil, false
+	}
+	i := skipSpace(body, 0)
+	switch body[i] {
+	case 'n':
+		return []map[string]json.RawMessage{}, true // as json.Unmarshal leaves the struct: no items
+	case '{':
+	default:
+		return nil, false
+	}
+	items = []map[string]json.RawMessage{} // no items member: none, as json.Unmarshal leaves it
+	for i = skipSpace(body, i+1); body[i] != '}'; {
+		end := skipValue(body, i)
+		name, ok := memberName(body[i:end])
+		if !ok {
+			return nil, false
+		}
+		i = skipSpace(body, skipSpace(body, end)+1) // past ':'
+		end = skipValue(body, i)
+		switch matchesItems(name) {
+		case nameOther:
+		case nameItems:
+			// Each items member is decoded (and may fail), the last one's items kept.
+			if items, ok = arrayItems(body[i:end]); !ok {
+				return nil, false
+			}
+		default:
+			return listItemsDecoded(body) // a name that only Unicode folding may match
+		}
+		if i = skipSpace(body, end); body[i] == ',' {
+			i = skipSpace(body, i+1)
+		}
+	}
+	return items, true
+}
+
+// arrayItems reads the value of a list answer's items member (valid JSON) as listItems does.
+func arrayItems(list []byte) (items []map[string]json.RawMessage, ok bool) {
+	switch list[0] {
+	case 'n':
+		return []map[string]json.RawMessage{}, true
+	case '[':
+	default:
+		return nil, false
+	}
+	items = make([]map[string]json.RawMessage, 0, MaxRefreshBatch)
+	for i := skipSpace(list, 1); list[i] != ']'; {
+		end := skipValue(list, i)
+		fields, ok := objectFields(list[i:end])
+		if !ok {
+			return nil, false
+		}
+		items = append(items, fields)
+		if i = skipSpace(list, end); list[i] == ',' {
+			i = skipSpace(list, i+1)
+		}
+	}
+	return items, true
+}
+
+// An object member's name as json.Unmarshal matches it to the struct field "items".
+const (
+	nameOther   = iota // not items
+	nameItems          // items, in any ASCII case
+	nameUnicode        // a name with a character beyond ASCII, which case folding might match
+)
+
+// matchesItems says how json.Unmarshal would match name to the field "items" (case-insensitive).
+func matchesItems(name string) int {
+	for i := range len(name) {
+		if name[i] >= utf8.RuneSelf {
+			return nameUnicode
+		}
+	}
+	if strings.EqualFold(name, "items") {
+		return nameItems
+	}
+	return nameOther
+}
+
+// listItemsDecoded is listItems through json.Unmarshal, for the answers whose names need its
+// Unicode case folding.
+func listItemsDecoded(body []byte) (items []map[string]json.RawMessage, ok bool) {
 	var list struct {
 		Items []json.RawMessage `json:"items"`
 	}

@@ -23,6 +23,15 @@ func FuzzListItems(f *testing.F) {
 		`[]`,
 		`{}`,
 		` { "items" : [ { } ] } `,
+		`{"it\u0065ms":[{"id":"a"}]}`,
+		`{"itemſ":[{"id":"a"}],"x":1}`,
+		`{"ıtems":[{"id":"a"}]}`,
+		`{"items":5,"items":[{"id":"a"}]}`,
+		`{"items":[{"id":"a"}],"items":null}`,
+		`{"items":{"id":"a"}}`,
+		`null`,
+		`"items"`,
+		`{"total":2,"Items":[{},null, {"a":[]}]}`,
 	} {
 		f.Add([]byte(seed))
 	}

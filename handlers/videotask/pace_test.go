@@ -1,7 +1,6 @@
 package videotask
 
 import (
-	"container/heap"
 	"fmt"
 	"io"
 	"net/http"
@@ -243,7 +242,7 @@ func TestWatcherPacesAndPausesReads(t *testing.T) {
 	due := func() map[string]time.Duration {
 		out := map[string]time.Duration{}
 		for w.queue.Len() > 0 {
-			d := heap.Pop(&w.queue).(dueTask)
+			d := w.queue.pop()
 			out[d.id] = d.due.Sub(now)
 		}
 		return out

@@ -186,28 +186,32 @@ type answerChange struct {
 }
 
 // newAnswerChange builds the change an answer makes to t, or answers nil when, with
-// onlyChanges, t already says what the answer says (nothing to store).
+// onlyChanges, t already says what the answer says (nothing to store). Every value of answer
+// must be valid JSON, as every caller's is: decoded from the upstream's answer, which was checked
+// whole (json.Unmarshal, listItems), or written by json.Marshal (adaptedAnswer).
 func (h *Handler) newAnswerChange(t storage.Task, readAt int64, answer map[string]json.RawMessage, onlyChanges bool, seen *answerMemo) (*answerChange, error) {
-	c := &answerChange{h: h, t: t, readAt: readAt, onlyChanges: onlyChanges}
+	// The change is made only once there is one: an answer the memo knows (the watcher's usual
+	// read) allocates none.
+	var fp uint64
 	if seen != nil {
-		c.fp = fingerprint(answer)
-		if onlyChanges && !t.Finished && seen.unchanged(t.ID, t.Version, c.fp) {
+		fp = fingerprint(answer)
+		if onlyChanges && !t.Finished && seen.unchanged(t.ID, t.Version, fp) {
 			return nil, nil
 		}
 	}
 	result, status := queryResult(answer, t)
-	body, err := marshalAnswer(result)
+	body, err := encodeAnswer(result, true) // answer's values are valid JSON, see above
 	if err != nil {
 		return nil, err
 	}
 	if onlyChanges && !t.Finished && t.Status == status && bytes.Equal(t.Result, body) {
 		// The record as read before the upstream call already says this: nothing to store, and
 		// no store round trip to find that out.
-		seen.note(t.ID, t.Version, c.fp)
+		seen.note(t.ID, t.Version, fp)
 		return nil, nil
 	}
-	c.status, c.body = status, body
-	c.updatedAt, c.hasUpdated = integer(result["updated_at"])
+	c := &answerChange{h: h, t: t, readAt: readAt, onlyChanges: onlyChanges, fp: fp, status: status, body: body}
+	c.updatedAt, c.hasUpdated = integer(result.get("updated_at"))
 	return c, nil
 }
 

@@ -3,6 +3,7 @@ package videotask
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
@@ -68,41 +69,56 @@ func answerStatus(raw json.RawMessage) string {
 }
 
 // queryResult builds the §2.5 query answer from an upstream answer and the ownership record:
-// id and model as recorded (the client's model id); a §3.1 status; error null unless failed; content {} until success;
-// resolution, ratio and duration only when known. Other upstream fields pass through. The
-// answer is built in the upstream answer's map, which it returns: the caller gives the map up.
-func queryResult(upstream map[string]json.RawMessage, t storage.Task) (map[string]json.RawMessage, string) {
-	out := upstream
-	if out == nil {
-		out = make(map[string]json.RawMessage, 8)
-	}
+// id and model as recorded (the client's model id); a §3.1 status; error null unless failed;
+// content {} until success; resolution, ratio and duration only when known. Other upstream
+// fields pass through. The answer's members come sorted by name, as encodeAnswer writes them;
+// the upstream's map is left as it is (the watcher fingerprints it, and builds no second map).
+func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFields, string) {
 	status := answerStatus(upstream["status"])
-
-	out["id"] = quotedLike(upstream["id"], t.ID)
-	out["model"] = quotedLike(upstream["model"], t.Model) // the client's id, also when the upstream knows it by another (model_map)
-	out["status"] = statusJSON[status]
-	if _, ok := integer(upstream["created_at"]); !ok {
-		out["created_at"] = mustJSON(t.CreatedAt)
+	out := make(answerFields, 0, len(upstream)+4)
+	_, createdOK := integer(upstream["created_at"])
+	_, updatedOK := integer(upstream["updated_at"])
+	for k, v := range upstream {
+		switch k {
+		case "id", "model", "status", "error", "content":
+			continue // set below
+		case "created_at":
+			if !createdOK {
+				continue
+			}
+		case "updated_at":
+			if !updatedOK {
+				continue
+			}
+		case "resolution", "ratio", "duration":
+			if isNull(v) || string(v) == `""` {
+				continue // only when known
+			}
+		}
+		out = append(out, answerField{k, v})
 	}
-	if _, ok := integer(upstream["updated_at"]); !ok {
-		out["updated_at"] = mustJSON(t.UpdatedAt)
+	out = append(out,
+		answerField{"id", quotedLike(upstream["id"], t.ID)},
+		answerField{"model", quotedLike(upstream["model"], t.Model)}, // the client's id, also when the upstream knows it by another (model_map)
+		answerField{"status", statusJSON[status]})
+	if !createdOK {
+		out = append(out, answerField{"created_at", mustJSON(t.CreatedAt)})
 	}
-
+	if !updatedOK {
+		out = append(out, answerField{"updated_at", mustJSON(t.UpdatedAt)})
+	}
 	errorJSON := nullJSON
 	if status == StatusFailed {
 		errorJSON = failure(upstream)
 	}
-	out["error"] = errorJSON
-	if status != StatusSucceeded || !isObject(upstream["content"]) {
-		out["content"] = emptyObjectJSON
-	} else if t.NoLastFrame {
-		out["content"] = withoutLastFrame(upstream["content"])
-	}
-	for _, k := range []string{"resolution", "ratio", "duration"} {
-		if v, ok := upstream[k]; !ok || isNull(v) || string(v) == `""` {
-			delete(out, k)
+	content := emptyObjectJSON
+	if status == StatusSucceeded && isObject(upstream["content"]) {
+		if content = upstream["content"]; t.NoLastFrame {
+			content = withoutLastFrame(content)
 		}
 	}
+	out = append(out, answerField{"error", errorJSON}, answerField{"content", content})
+	slices.SortFunc(out, func(a, b answerField) int { return strings.Compare(a.name, b.name) })
 	return out, status
 }
 

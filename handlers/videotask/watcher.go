@@ -1,7 +1,6 @@
 package videotask
 
 import (
-	"container/heap"
 	"context"
 	"sync"
 	"time"
@@ -153,7 +152,7 @@ func (w *Watcher) schedule(id string, due time.Time) {
 	w.mu.Lock()
 	if !w.tracked[id] {
 		w.tracked[id] = true
-		heap.Push(&w.queue, dueTask{id: id, due: due})
+		w.queue.push(dueTask{id: id, due: due})
 	}
 	w.mu.Unlock()
 	w.signal()
@@ -163,7 +162,7 @@ func (w *Watcher) schedule(id string, due time.Time) {
 func (w *Watcher) reschedule(id string, due time.Time) {
 	w.mu.Lock()
 	w.tracked[id] = true
-	heap.Push(&w.queue, dueTask{id: id, due: due})
+	w.queue.push(dueTask{id: id, due: due})
 	w.mu.Unlock()
 	w.signal()
 }
@@ -176,7 +175,7 @@ func (w *Watcher) rescheduleAll(ids []string, due time.Time) {
 	w.mu.Lock()
 	for _, id := range ids {
 		w.tracked[id] = true
-		heap.Push(&w.queue, dueTask{id: id, due: due})
+		w.queue.push(dueTask{id: id, due: due})
 	}
 	w.mu.Unlock()
 	w.signal()
@@ -287,11 +286,11 @@ func (w *Watcher) next(n int) ([]string, time.Duration) {
 	}
 	var ids []string
 	for len(ids) < n && w.queue.Len() > 0 && !w.queue[0].due.After(w.now()) {
-		t := heap.Pop(&w.queue).(dueTask)
+		t := w.queue.pop()
 		if at, ok := w.notBefore[t.id]; ok {
 			if at.After(t.due) {
 				// Read by the shard's previous holder less than an Interval ago.
-				heap.Push(&w.queue, dueTask{id: t.id, due: at})
+				w.queue.push(dueTask{id: t.id, due: at})
 				continue
 			}
 			delete(w.notBefore, t.id)
@@ -393,7 +392,13 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 			}
 			continue
 		}
-		byUpstream[u] = append(byUpstream[u], t)
+		due, ok := byUpstream[u]
+		if !ok {
+			// Room for the whole poll: a Task is some 400 bytes, and a slice grown from empty
+			// would copy a batch of them seven times over.
+			due = make([]storage.Task, 0, len(tasks))
+		}
+		byUpstream[u] = append(due, t)
 	}
 	for _, id := range mine {
 		if !found[id] {
@@ -455,24 +460,4 @@ func forEach(n int, fn func(i int)) {
 		})
 	}
 	wg.Wait()
-}
-
-// dueTask is a task and when it is next due.
-type dueTask struct {
-	id  string
-	due time.Time
-}
-
-// dueQueue is a min-heap of tasks by due time.
-type dueQueue []dueTask
-
-func (q dueQueue) Len() int           { return len(q) }
-func (q dueQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
-func (q dueQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *dueQueue) Push(x any)        { *q = append(*q, x.(dueTask)) }
-func (q *dueQueue) Pop() any {
-	old := *q
-	t := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return t
 }
