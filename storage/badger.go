@@ -178,7 +178,9 @@ func (b *Badger) Close() error {
 	b.commits.close()
 	close(b.stopGC)
 	b.gcDone.Wait()
-	err := b.db.Close()
+	// The reservations no durable commit wrote: Badger's close writes its memtables out.
+	ferr := b.flushCounters()
+	err := errors.Join(ferr, b.db.Close())
 	b.logs.close()
 	return err
 }
@@ -241,10 +243,8 @@ func (b *Badger) commitSerial(ctx context.Context, fn func(txn *badger.Txn) erro
 		if serial != nil {
 			serial.Lock()
 		}
-		err := b.db.Update(func(t *badger.Txn) error {
-			txn = t
-			return fn(t)
-		})
+		var err error
+		txn, err = b.updateTxn(fn, durable)
 		if serial != nil {
 			serial.Unlock()
 		}
@@ -280,6 +280,24 @@ func (b *Badger) commitSerial(ctx context.Context, fn func(txn *badger.Txn) erro
 		return nil
 	}
 	return fmt.Errorf("badger: %w", badger.ErrConflict)
+}
+
+// updateTxn runs fn in a new update transaction and commits it, as Badger's DB.Update does; a
+// durable commit carries the counters' reservations (commitWithCounters). It returns the
+// transaction (discarded), for wroteBigValue.
+func (b *Badger) updateTxn(fn func(txn *badger.Txn) error, durable bool) (*badger.Txn, error) {
+	if b.db.IsClosed() {
+		return nil, badger.ErrDBClosed
+	}
+	txn := b.db.NewTransaction(true)
+	defer txn.Discard()
+	if err := fn(txn); err != nil {
+		return txn, err
+	}
+	if durable {
+		return txn, b.commitWithCounters(txn)
+	}
+	return txn, txn.Commit()
 }
 
 // unsyncedError is the error of a commit that Badger made but whose disk sync failed: unless

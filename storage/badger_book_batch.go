@@ -276,7 +276,7 @@ func (b *Badger) writeBatch(batch *ledgerBatch, failCommit func() error) error {
 	defer txn.Discard()
 	err := setBatch(txn, batch)
 	if err == nil {
-		err = txn.Commit()
+		err = b.commitWithCounters(txn)
 	}
 	if big := wroteBigValue(txn); big && err == nil {
 		return b.syncSince(true)
