@@ -334,10 +334,15 @@ var bigValueTxns sync.Map // *badger.Txn -> struct{}
 // setEntry writes val under key in txn, expiring after ttl (0: never), noting a value that goes
 // to the value log, so that the sync acknowledging the commit syncs the value log too.
 func setEntry(txn *badger.Txn, key string, val []byte, ttl time.Duration) error {
-	if len(val) >= valueThreshold {
+	return setBadgerEntry(txn, entry(key, val, ttl))
+}
+
+// setBadgerEntry is setEntry of an entry made already.
+func setBadgerEntry(txn *badger.Txn, e *badger.Entry) error {
+	if len(e.Value) >= valueThreshold {
 		bigValueTxns.Store(txn, struct{}{})
 	}
-	return txn.SetEntry(entry(key, val, ttl))
+	return txn.SetEntry(e)
 }
 
 // wroteBigValue reports whether txn, now committed or discarded, wrote a value to the value
