@@ -12,21 +12,24 @@ import (
 )
 
 // maxCachedCounters bounds the counter values Badger keeps in memory; past it the cache starts
-// over (every value can be read again from the store).
+// over (every value can be read again from the store), keeping the dirty ones.
 const maxCachedCounters = 1 << 16
 
 // counterCache holds the current value of the counters this process has changed or read. Badger
-// serves one process and every counter change goes through addCounter, which holds mu from
-// reading the value to handing its write to Badger: the writes reach Badger in the order of the
-// changes, and no change needs a read transaction, so concurrent changes of one counter (every
+// serves one process and every counter change is decided here, under mu: a durable one
+// (addCounter) holds mu from reading the value to handing its write to Badger, a reservation
+// (ReserveCounter) only marks the counter dirty, and the next durable commit writes the dirty
+// values in its own transaction, under mu too (commitWithCounters). The writes reach Badger in the
+// order of the changes, and no change needs a read transaction, so concurrent changes of one counter (every
 // create of one key reserves its active-task slot) never conflict and never wait for each
 // other's write. (As a Badger transaction, each change read the counter and conflicted with every
 // change committed meanwhile: at 32 concurrent creates most of them ran several times.)
 //
-// A change whose write fails is taken out of the cached value (failed), so that the changes
+// A durable change whose write fails is taken out of the cached value (failed), so that the changes
 // after it, already handed to Badger with values that included it, are set right by a write of
-// the corrected value. The cache starts over only while no write is in flight (inFlight), so the
-// value of a counter being written is always there to correct.
+// the corrected value; the dirty values a failed commit carried are marked dirty again. The cache
+// starts over only while no write is in flight (inFlight), so the value of a counter being
+// written is always there to correct.
 type counterCache struct {
 	mu     chanMutex
 	values map[string]int64
