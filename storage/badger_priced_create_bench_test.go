@@ -43,3 +43,28 @@ func BenchmarkBadgerPricedCreate(b *testing.B) {
 		return s.BindHold(ctx, hold.ID, task.ID)
 	})
 }
+
+// BenchmarkBadgerSlotAndCreate is the storage work of an unpriced task create as the gateway
+// makes it, from 32 goroutines at once: the key's active-task slot (ReserveCounter), then the
+// create.
+//
+//	go test ./storage/ -run '^$' -bench BadgerSlotAndCreate -benchtime 20000x -cpu 1
+func BenchmarkBadgerSlotAndCreate(b *testing.B) {
+	ctx := context.Background()
+	s, err := OpenBadger(b.TempDir(), BadgerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	parallelOps(b, s, func(i int64) error {
+		if _, ok, err := s.ReserveCounter(ctx, "active/key_1", 1, -1); err != nil || !ok {
+			return fmt.Errorf("reserving a slot: %v, %v", ok, err)
+		}
+		now := time.Now()
+		task := Task{ID: fmt.Sprint("cgt-bench-", i), Kind: KindVideo, Account: "bench", KeyID: "key_1",
+			Provider: "sim", Model: "bench-video", Status: "queued", CreatedAt: now.Unix(), UpdatedAt: now.Unix(),
+			ExpiresAt: now.Add(time.Hour).Unix(), Active: true}
+		_, err := s.CreateTask(ctx, task)
+		return err
+	})
+}
