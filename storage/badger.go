@@ -178,7 +178,9 @@ func (b *Badger) Close() error {
 	b.commits.close()
 	close(b.stopGC)
 	b.gcDone.Wait()
-	err := b.db.Close()
+	// The reservations no durable commit wrote: Badger's close writes its memtables out.
+	ferr := b.flushCounters()
+	err := errors.Join(ferr, b.db.Close())
 	b.logs.close()
 	return err
 }
@@ -241,10 +243,8 @@ func (b *Badger) commitSerial(ctx context.Context, fn func(txn *badger.Txn) erro
 		if serial != nil {
 			serial.Lock()
 		}
-		err := b.db.Update(func(t *badger.Txn) error {
-			txn = t
-			return fn(t)
-		})
+		var err error
+		txn, err = b.updateTxn(fn, durable)
 		if serial != nil {
 			serial.Unlock()
 		}
@@ -282,6 +282,24 @@ func (b *Badger) commitSerial(ctx context.Context, fn func(txn *badger.Txn) erro
 	return fmt.Errorf("badger: %w", badger.ErrConflict)
 }
 
+// updateTxn runs fn in a new update transaction and commits it, as Badger's DB.Update does; a
+// durable commit carries the counters' reservations (commitWithCounters). It returns the
+// transaction (discarded), for wroteBigValue.
+func (b *Badger) updateTxn(fn func(txn *badger.Txn) error, durable bool) (*badger.Txn, error) {
+	if b.db.IsClosed() {
+		return nil, badger.ErrDBClosed
+	}
+	txn := b.db.NewTransaction(true)
+	defer txn.Discard()
+	if err := fn(txn); err != nil {
+		return txn, err
+	}
+	if durable {
+		return txn, b.commitWithCounters(txn)
+	}
+	return txn, txn.Commit()
+}
+
 // unsyncedError is the error of a commit that Badger made but whose disk sync failed: unless
 // it is taken back, the write stays, and reaches the disk with a later sync.
 type unsyncedError struct{ err error }
@@ -316,10 +334,15 @@ var bigValueTxns sync.Map // *badger.Txn -> struct{}
 // setEntry writes val under key in txn, expiring after ttl (0: never), noting a value that goes
 // to the value log, so that the sync acknowledging the commit syncs the value log too.
 func setEntry(txn *badger.Txn, key string, val []byte, ttl time.Duration) error {
-	if len(val) >= valueThreshold {
+	return setBadgerEntry(txn, entry(key, val, ttl))
+}
+
+// setBadgerEntry is setEntry of an entry made already.
+func setBadgerEntry(txn *badger.Txn, e *badger.Entry) error {
+	if len(e.Value) >= valueThreshold {
 		bigValueTxns.Store(txn, struct{}{})
 	}
-	return txn.SetEntry(entry(key, val, ttl))
+	return txn.SetEntry(e)
 }
 
 // wroteBigValue reports whether txn, now committed or discarded, wrote a value to the value

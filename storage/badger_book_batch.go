@@ -276,7 +276,7 @@ func (b *Badger) writeBatch(batch *ledgerBatch, failCommit func() error) error {
 	defer txn.Discard()
 	err := setBatch(txn, batch)
 	if err == nil {
-		err = txn.Commit()
+		err = b.commitWithCounters(txn)
 	}
 	if big := wroteBigValue(txn); big && err == nil {
 		return b.syncSince(true)
@@ -285,13 +285,30 @@ func (b *Badger) writeBatch(batch *ledgerBatch, failCommit func() error) error {
 }
 
 // setBatch sets the batch's writes in txn (with setEntry, which notes a value for the value log).
+// The entries of the operations' writes are made from one slice and their keys from one buffer:
+// two allocations per batch, not two per write (a create makes five or more).
 func setBatch(txn *badger.Txn, batch *ledgerBatch) error {
+	keyBytes := 0
 	for _, w := range batch.writes {
+		keyBytes += len(w.key)
+	}
+	entries := make([]badger.Entry, len(batch.writes))
+	keys := make([]byte, 0, keyBytes)
+	now := time.Now()
+	for i, w := range batch.writes {
+		start := len(keys)
+		keys = append(keys, w.key...)
+		key := keys[start:len(keys):len(keys)]
 		var err error
 		if w.del {
-			err = txn.Delete([]byte(w.key))
+			err = txn.Delete(key)
 		} else {
-			err = setEntry(txn, w.key, w.val, w.ttl)
+			e := &entries[i]
+			e.Key, e.Value = key, w.val
+			if w.ttl > 0 {
+				e.ExpiresAt = uint64(now.Add(w.ttl).Unix()) // as Badger's Entry.WithTTL
+			}
+			err = setBadgerEntry(txn, e)
 		}
 		if err != nil {
 			return err

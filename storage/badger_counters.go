@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -11,24 +12,32 @@ import (
 )
 
 // maxCachedCounters bounds the counter values Badger keeps in memory; past it the cache starts
-// over (every value can be read again from the store).
+// over (every value can be read again from the store), keeping the dirty ones.
 const maxCachedCounters = 1 << 16
 
 // counterCache holds the current value of the counters this process has changed or read. Badger
-// serves one process and every counter change goes through addCounter, which holds mu from
-// reading the value to handing its write to Badger: the writes reach Badger in the order of the
-// changes, and no change needs a read transaction, so concurrent changes of one counter (every
+// serves one process and every counter change is decided here, under mu: a durable one
+// (addCounter) holds mu from reading the value to handing its write to Badger, a reservation
+// (ReserveCounter) only marks the counter dirty, and the next durable commit writes the dirty
+// values in its own transaction, under mu too (commitWithCounters). The writes reach Badger in the
+// order of the changes, and no change needs a read transaction, so concurrent changes of one counter (every
 // create of one key reserves its active-task slot) never conflict and never wait for each
 // other's write. (As a Badger transaction, each change read the counter and conflicted with every
 // change committed meanwhile: at 32 concurrent creates most of them ran several times.)
 //
-// A change whose write fails is taken out of the cached value (failed), so that the changes
+// A durable change whose write fails is taken out of the cached value (failed), so that the changes
 // after it, already handed to Badger with values that included it, are set right by a write of
-// the corrected value. The cache starts over only while no write is in flight (inFlight), so the
-// value of a counter being written is always there to correct.
+// the corrected value; the dirty values a failed commit carried are marked dirty again. The cache
+// starts over only while no write is in flight (inFlight), so the value of a counter being
+// written is always there to correct.
 type counterCache struct {
 	mu     chanMutex
 	values map[string]int64
+	// dirty are the counters whose cached value Badger may not have yet: changed by a
+	// reservation (ReserveCounter), or carried by a write that failed. ndirty is their number,
+	// read without the lock.
+	dirty  map[string]struct{}
+	ndirty atomic.Int64
 	// inFlight counts the writes handed to Badger and not yet done.
 	inFlight atomic.Int64
 	// commit hands a transaction to Badger (txn.CommitWith; tests make it fail).
@@ -58,22 +67,44 @@ func (m chanMutex) unlock() { <-m }
 // the disk with the next sync that succeeds: the logs are written in order). A change of 0 (a
 // request for a sync alone) fails.
 func (b *Badger) AddCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
-	return b.addCounter(ctx, name, delta, limit, true)
+	return b.addCounter(ctx, name, delta, limit)
 }
 
-// ReserveCounter does not wait for a disk sync: Badger's logs are written in order, and the sync
-// that acknowledges the caller's next durable write covers every write committed before it.
+// ReserveCounter changes the cached value only: no Badger transaction of its own. The value is
+// written by the next durable commit of this process, whichever it is (a task create, a ledger
+// batch, a durable counter change: commitWithCounters), in that commit's own transaction, or at
+// Close. The caller's next durable write is such a commit, so the sync that acknowledges it
+// covers the reservation; a task create writes its slot in the transaction of its record, and a
+// crash keeps both or neither.
 func (b *Badger) ReserveCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
-	return b.addCounter(ctx, name, delta, limit, false)
+	if b.commits.isClosed() {
+		return 0, false, badger.ErrDBClosed
+	}
+	c := &b.counters
+	if err := c.mu.lock(ctx); err != nil {
+		return 0, false, err
+	}
+	defer c.mu.unlock()
+	cur, err := b.counterLocked(name)
+	if err != nil {
+		return 0, false, err
+	}
+	if limit >= 0 && delta > 0 && cur+delta > limit {
+		return cur, false, nil
+	}
+	value := cur + delta
+	c.values[name] = value
+	c.markDirty(name)
+	return value, true, nil
 }
 
-func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64, durable bool) (int64, bool, error) {
-	if durable {
-		if !b.commits.enter() {
-			return 0, false, badger.ErrDBClosed
-		}
-		defer b.commits.leave()
+// addCounter makes a durable change: its transaction writes the counter's new value and every
+// other counter a reservation left dirty (setDirty), and it waits for the disk sync.
+func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
+	if !b.commits.enter() {
+		return 0, false, badger.ErrDBClosed
 	}
+	defer b.commits.leave()
 	// A new update transaction waits for the writes handed to Badger before to be applied:
 	// start it before taking the lock, so that changes do not wait for each other.
 	txn := b.db.NewTransaction(true)
@@ -98,33 +129,141 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 		c.mu.unlock()
 		return 0, false, err
 	}
-	if durable {
-		b.sync.begin()
+	names, err := c.setDirty(txn, name)
+	if err != nil {
+		c.mu.unlock()
+		return 0, false, err
 	}
+	c.values[name] = value
+	b.sync.begin()
 	// The transaction reads nothing, so it cannot conflict. CommitWith takes its commit
 	// timestamp and hands the write to Badger's writer now, in the order of the changes, and
 	// calls back once it is written; the next change need not wait for that.
 	done := make(chan error, 1)
 	c.inFlight.Add(1)
 	c.commitTxn(txn, func(err error) { done <- err })
-	c.values[name] = value
+	c.clean(names)
 	c.mu.unlock()
 	err = <-done
-	var covering *syncRound
-	if durable {
-		covering = b.sync.end(false) // a counter is 8 bytes
-	}
+	covering := b.sync.end(false) // counters are 8 bytes
 	if err != nil {
+		c.redirty(names)
 		b.failed(name, delta)
 		return 0, false, err
 	}
 	c.inFlight.Add(-1)
-	if durable {
-		if err := b.sync.wait(covering); err != nil {
-			return b.unsynced(name, delta, value, err)
-		}
+	if err := b.sync.wait(covering); err != nil {
+		return b.unsynced(name, delta, value, err)
 	}
 	return value, true, nil
+}
+
+// commitWithCounters commits txn, an update transaction of a durable commit (commitSerial's, a
+// ledger batch's), with the cached value of every dirty counter (ReserveCounter) set in it, so
+// that the commit's sync covers the reservations made before it without a transaction of their
+// own. It holds the counters' lock from reading their values to handing txn to Badger's writer,
+// so that counter values reach Badger in the order of the changes; a commit that fails leaves
+// them dirty again.
+func (b *Badger) commitWithCounters(txn *badger.Txn) error {
+	c := &b.counters
+	if c.ndirty.Load() == 0 {
+		// Every reservation made before this commit was handed to Badger before it, in an
+		// earlier commit's transaction (the lock is held until the hand-off is made, and the
+		// counter cleaned after it).
+		return txn.Commit()
+	}
+	// Waited for without end, as failed does: the lock is only ever held briefly.
+	if err := c.mu.lock(context.Background()); err != nil {
+		return err
+	}
+	names, err := c.setDirty(txn, "")
+	if err != nil {
+		c.mu.unlock()
+		return err
+	}
+	done := make(chan error, 1)
+	c.inFlight.Add(1)
+	c.commitTxn(txn, func(err error) { done <- err })
+	c.clean(names)
+	c.mu.unlock()
+	err = <-done
+	if err != nil {
+		c.redirty(names)
+	}
+	c.inFlight.Add(-1)
+	return err
+}
+
+// markDirty notes that Badger may not have the cached value of the counter name; c.mu is held.
+func (c *counterCache) markDirty(name string) {
+	if _, ok := c.dirty[name]; ok {
+		return
+	}
+	if c.dirty == nil {
+		c.dirty = make(map[string]struct{})
+	}
+	c.dirty[name] = struct{}{}
+	c.ndirty.Add(1)
+}
+
+// setDirty sets in txn the cached value of every dirty counter, as many as the transaction
+// takes (the others stay dirty, for the next commit), and returns their names; c.mu is held.
+// The counter set (not ""), which the caller's txn writes already, is named but not set again.
+// They stay dirty until clean, called once txn is handed to Badger.
+func (c *counterCache) setDirty(txn *badger.Txn, set string) ([]string, error) {
+	names := make([]string, 0, len(c.dirty))
+	for name := range c.dirty {
+		if name == set {
+			names = append(names, name)
+			continue
+		}
+		var buf [8]byte
+		binary.BigEndian.PutUint64(buf[:], uint64(c.values[name]))
+		err := txn.Set([]byte(prefixCounter+name), buf[:])
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// clean notes that the values of the counters names are handed to Badger; c.mu is held.
+func (c *counterCache) clean(names []string) {
+	for _, name := range names {
+		delete(c.dirty, name)
+	}
+	c.ndirty.Add(-int64(len(names)))
+}
+
+// redirty marks again the counters names, whose write failed: the next durable commit writes
+// their cached values.
+func (c *counterCache) redirty(names []string) {
+	if len(names) == 0 {
+		return
+	}
+	// Waited for without end, as failed does.
+	if err := c.mu.lock(context.Background()); err != nil {
+		return
+	}
+	for _, name := range names {
+		c.markDirty(name)
+	}
+	c.mu.unlock()
+}
+
+// flushCounters writes the dirty counters in a transaction of their own and waits for it (not
+// for a sync: Close syncs what it writes).
+func (b *Badger) flushCounters() error {
+	if b.counters.ndirty.Load() == 0 {
+		return nil
+	}
+	txn := b.db.NewTransaction(true)
+	defer txn.Discard()
+	return b.commitWithCounters(txn)
 }
 
 // unsynced answers a change that was written but whose disk sync failed (see AddCounter). A
@@ -134,7 +273,12 @@ func (b *Badger) unsynced(name string, delta, value int64, err error) (int64, bo
 	switch {
 	case delta > 0:
 		// Not bound to the caller's context: the take-back must not be lost to its deadline.
-		if _, _, terr := b.addCounter(context.Background(), name, -delta, -1, false); terr != nil {
+		// Written at once, as the charge was (not synced: no sync succeeds now).
+		_, _, terr := b.ReserveCounter(context.Background(), name, -delta, -1)
+		if terr == nil {
+			terr = b.flushCounters()
+		}
+		if terr != nil {
 			b.counters.logger.Error("taking back a counter charge whose disk sync failed failed too: the counter stays off by delta",
 				zap.String("counter", name), zap.Int64("delta", delta), zap.Error(terr))
 			return 0, false, err
@@ -214,8 +358,13 @@ func (b *Badger) counterLocked(name string) (int64, error) {
 		return 0, err
 	}
 	// Starting over while a write is in flight would lose the value its failure must correct.
+	// A dirty value, which Badger may not have, is kept.
 	if c.values == nil || len(c.values) >= maxCachedCounters && c.inFlight.Load() == 0 {
-		c.values = make(map[string]int64)
+		values := make(map[string]int64, len(c.dirty)+1)
+		for d := range c.dirty {
+			values[d] = c.values[d]
+		}
+		c.values = values
 	}
 	c.values[name] = v
 	return v, nil

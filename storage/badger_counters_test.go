@@ -9,8 +9,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// A change whose write fails is taken out of its counter, in memory and on disk, though a later
-// change built on it was written meanwhile: its caller was told it failed, so it must not count
+// A durable change whose write fails is taken out of its counter, in memory and on disk, though a
+// later change built on it was made meanwhile: its caller was told it failed, so it must not count
 // (an active-task slot reserved by a failed create would never be released).
 func TestCounterChangeThatFailedIsTakenOut(t *testing.T) {
 	b, err := OpenBadger(t.TempDir(), BadgerOptions{})
@@ -35,7 +35,7 @@ func TestCounterChangeThatFailedIsTakenOut(t *testing.T) {
 	}
 	failedErr := make(chan error, 1)
 	go func() {
-		_, _, err := b.ReserveCounter(ctx, "slots", 1, -1)
+		_, _, err := b.AddCounter(ctx, "slots", 1, -1)
 		failedErr <- err
 	}()
 	failWrite := <-held

@@ -109,7 +109,7 @@ func (b *Badger) createBound(ctx context.Context, task Task) (Task, error) {
 		if err != nil {
 			return Task{}, err
 		}
-		return b.createInTxn(ctx, task, how == boundInTxn)
+		return b.createInTxn(ctx, task, how == boundInTxn, writes)
 	}
 	err = b.sync.wait(covering)
 	b.commits.leave()

@@ -17,13 +17,14 @@ func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 	if task.HoldID != "" {
 		return b.createBound(ctx, task)
 	}
-	return b.createInTxn(ctx, task, false)
+	return b.createInTxn(ctx, task, false, nil)
 }
 
 // createInTxn writes the record of a new task in a transaction of its own, which, with bind,
 // also binds the task's hold (bindTaskHold): the create of a task without a hold, and those
-// that createBound leaves to it.
-func (b *Badger) createInTxn(ctx context.Context, task Task, bind bool) (Task, error) {
+// that createBound leaves to it. writes are the task's writes (taskWrites) when the caller made
+// them already, else nil.
+func (b *Badger) createInTxn(ctx context.Context, task Task, bind bool, writes []bookWrite) (Task, error) {
 	var holdAccount string // set when this create bound the task's hold
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		holdAccount = ""
@@ -35,6 +36,9 @@ func (b *Badger) createInTxn(ctx context.Context, task Task, bind bool) (Task, e
 			if holdAccount, err = bindTaskHold(txn, task.HoldID, task.ID, task.Account); err != nil {
 				return err
 			}
+		}
+		if writes != nil {
+			return setWrites(txn, writes)
 		}
 		return b.putTask(txn, task, nil)
 	})
@@ -160,7 +164,13 @@ func (b *Badger) putTask(txn *badger.Txn, task Task, prev *Task) error {
 	if err != nil {
 		return err
 	}
+	return setWrites(txn, writes)
+}
+
+// setWrites sets writes in txn.
+func setWrites(txn *badger.Txn, writes []bookWrite) error {
 	for _, w := range writes {
+		var err error
 		if w.del {
 			err = txn.Delete([]byte(w.key))
 		} else {
