@@ -107,7 +107,12 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 		return nil
 	}
 	ow.identity = id
-	replacer(r).Map(ow.identityPlaceholder)
+	// Set, not a Map function: the replacer answers its set values before any function, so a
+	// function would lose to a value an earlier handler set for either name (vars, basic_auth,
+	// or a map handler's own function, from a client's header); Set replaces it.
+	repl := replacer(r)
+	repl.Set("http.auth.user.id", id.KeyID)
+	repl.Set("mediagw.account", id.Account)
 	ow.entry.Authenticated(id.Account, id.KeyID)
 	if ow.extra != nil {
 		ow.extra.Add(zap.String("account", id.Account))

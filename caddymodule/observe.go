@@ -95,21 +95,6 @@ func (w *observedWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriterWrapper.Write(b)
 }
 
-// identityPlaceholder answers {http.auth.user.id} (the key id) and {mediagw.account} from the
-// caller's identity, when they are read: mediagw_auth adds it to the request's replacer once
-// the key is accepted, instead of setting two values, each boxed into a map entry, on every
-// request whether or not anything reads them. A value set for either name later (Set) takes
-// precedence, since the replacer reads its set values first.
-func (w *observedWriter) identityPlaceholder(key string) (any, bool) {
-	switch key {
-	case "http.auth.user.id":
-		return w.identity.KeyID, true
-	case "mediagw.account":
-		return w.identity.Account, true
-	}
-	return nil, false
-}
-
 // NoteErrorCode is told the code of an error answer that mediagw writes.
 func (w *observedWriter) NoteErrorCode(code string) { w.entry.ErrorCode(code) }
 
