@@ -1,0 +1,90 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// A reservation that another durable commit carried is not written until that commit is: a
+// task create made while it is in flight writes the slot with its record, so that a kill of the
+// process then keeps both, though the other commit fails (here it conflicts, as commitSerial's
+// transactions do when a record they read changes, and is tried again only after the create).
+func TestReservationCarriedByACommitInFlightIsWrittenWithTheCreate(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenBadger(dir, BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	if _, ok, err := b.ReserveCounter(ctx, "active/k", 1, 5); err != nil || !ok {
+		t.Fatalf("ReserveCounter = %v, %v", ok, err)
+	}
+	// The first commit that carries counters is held once Badger has answered it.
+	answered := make(chan error, 1)
+	release := make(chan struct{})
+	first := true
+	b.counters.commit = func(txn *badger.Txn, done func(error)) {
+		if !first {
+			txn.CommitWith(done)
+			return
+		}
+		first = false
+		txn.CommitWith(func(err error) {
+			answered <- err
+			<-release
+			done(err)
+		})
+	}
+	// Another request's durable commit, which read a key that changes before it commits.
+	other := make(chan error, 1)
+	go func() {
+		attempt := 0
+		other <- b.update(ctx, func(txn *badger.Txn) error {
+			attempt++
+			if _, err := txn.Get([]byte("x/read")); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
+				return err
+			}
+			if attempt == 1 {
+				if err := b.db.Update(func(t *badger.Txn) error { return t.Set([]byte("x/read"), []byte("1")) }); err != nil {
+					return err
+				}
+			}
+			return txn.Set([]byte("x/written"), []byte("1"))
+		})
+	}()
+	if err := <-answered; !errors.Is(err, badger.ErrConflict) {
+		t.Fatalf("the other commit = %v; want a conflict", err)
+	}
+
+	now := time.Unix(1_700_000_000, 0)
+	task := Task{ID: "task_1", Kind: KindVideo, Account: "acct", KeyID: "k", Provider: "sim", Model: "m",
+		Status: "queued", CreatedAt: now.Unix(), UpdatedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), Active: true}
+	if _, err := b.CreateTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	killed := t.TempDir()
+	if err := copyStoreFiles(dir, killed); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-other; err != nil {
+		t.Fatalf("the other commit, tried again = %v", err)
+	}
+
+	c, err := OpenBadger(killed, BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Task(ctx, task.ID); err != nil {
+		t.Fatalf("the acknowledged task after the kill: %v", err)
+	}
+	if v, err := c.Counter(ctx, "active/k"); err != nil || v != 1 {
+		t.Fatalf("active slots after the kill = %d, %v; want 1, the acknowledged task's", v, err)
+	}
+}
