@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -86,5 +87,65 @@ func TestReservationCarriedByACommitInFlightIsWrittenWithTheCreate(t *testing.T)
 	}
 	if v, err := c.Counter(ctx, "active/k"); err != nil || v != 1 {
 		t.Fatalf("active slots after the kill = %d, %v; want 1, the acknowledged task's", v, err)
+	}
+}
+
+// A durable commit covers every reservation made before it, also when they are more than one
+// Badger transaction takes (the meter reserves a usage counter per active key and account, and
+// confirms them with one durable change): the ones its own transaction left are written before
+// it is acknowledged.
+func TestReservationsMoreThanATransactionTakesAreWrittenBeforeTheAcknowledgement(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenBadger(dir, BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	// Badger refuses a transaction of more than 15 % of a memtable over the size of a skiplist
+	// node (about 52,000 entries with 32 MiB memtables); below maxCachedCounters.
+	const n = 60_000
+	for i := range n {
+		if _, _, err := b.ReserveCounter(ctx, fmt.Sprintf("usage/requests/key_%d", i), 1, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, durable := range []func() error{
+		func() error { _, _, err := b.AddCounter(ctx, "usage/requests/key_0", 0, -1); return err },
+		func() error {
+			now := time.Unix(1_700_000_000, 0)
+			_, err := b.CreateTask(ctx, Task{ID: "task_1", Kind: KindVideo, Account: "acct", KeyID: "k", Provider: "sim", Model: "m",
+				Status: "queued", CreatedAt: now.Unix(), UpdatedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()})
+			return err
+		},
+	} {
+		if err := durable(); err != nil {
+			t.Fatal(err)
+		}
+		missing := 0
+		if err := b.db.View(func(txn *badger.Txn) error {
+			for i := range n {
+				_, err := txn.Get([]byte(prefixCounter + fmt.Sprintf("usage/requests/key_%d", i)))
+				if errors.Is(err, badger.ErrKeyNotFound) {
+					missing++
+				} else if err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if missing != 0 {
+			t.Fatalf("%d of %d reservations not written when a durable commit after them returned", missing, n)
+		}
+		for i := range n { // again, for the next durable commit
+			if _, _, err := b.ReserveCounter(ctx, fmt.Sprintf("usage/requests/key_%d", i), 1, -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.db.DropPrefix([]byte(prefixCounter)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

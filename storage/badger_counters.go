@@ -132,7 +132,7 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 		c.mu.unlock()
 		return 0, false, err
 	}
-	names, err := c.setDirty(txn, name)
+	names, left, err := c.setDirty(txn, name)
 	if err != nil {
 		c.mu.unlock()
 		return 0, false, err
@@ -147,12 +147,17 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 	c.commitTxn(txn, func(err error) { done <- err })
 	c.mu.unlock()
 	err = <-done
+	if err == nil {
+		c.clean(names)
+		if left {
+			b.writeLeft()
+		}
+	}
 	covering := b.sync.end(false) // counters are 8 bytes
 	if err != nil {
 		b.failed(name, delta)
 		return 0, false, err
 	}
-	c.clean(names)
 	c.inFlight.Add(-1)
 	if err := b.sync.wait(covering); err != nil {
 		return b.unsynced(name, delta, value, err)
@@ -177,7 +182,7 @@ func (b *Badger) commitWithCounters(txn *badger.Txn) error {
 	if err := c.mu.lock(context.Background()); err != nil {
 		return err
 	}
-	names, err := c.setDirty(txn, "")
+	names, left, err := c.setDirty(txn, "")
 	if err != nil {
 		c.mu.unlock()
 		return err
@@ -189,9 +194,22 @@ func (b *Badger) commitWithCounters(txn *badger.Txn) error {
 	err = <-done
 	if err == nil {
 		c.clean(names)
+		if left {
+			b.writeLeft()
+		}
 	}
 	c.inFlight.Add(-1)
 	return err
+}
+
+// writeLeft writes, after a commit, the dirty counters its transaction had no room for
+// (setDirty), so that the commit's sync covers every reservation made before it. The commit
+// stands whatever happens here: a failure is logged, and leaves them dirty, for the next commit.
+func (b *Badger) writeLeft() {
+	if err := b.flushCounters(); err != nil {
+		b.counters.logger.Error("writing the counter reservations a commit had no room for failed; the next commit writes them",
+			zap.Error(err))
+	}
 }
 
 // markDirty notes that Badger may not have the cached value of the counter name, changed now;
@@ -214,11 +232,11 @@ type carried struct {
 }
 
 // setDirty sets in txn the cached value of every dirty counter, as many as the transaction
-// takes (the others stay dirty, for the next commit), and returns them; c.mu is held. The
-// counter set (not ""), which the caller's txn writes already, is returned but not set again.
-// They stay dirty until clean, called once txn is written.
-func (c *counterCache) setDirty(txn *badger.Txn, set string) ([]carried, error) {
-	names := make([]carried, 0, len(c.dirty))
+// takes (left reports others, which stay dirty: the caller writes them next, writeLeft), and
+// returns them; c.mu is held. The counter set (not ""), which the caller's txn writes already,
+// is returned but not set again. They stay dirty until clean, called once txn is written.
+func (c *counterCache) setDirty(txn *badger.Txn, set string) (names []carried, left bool, err error) {
+	names = make([]carried, 0, len(c.dirty))
 	for name, change := range c.dirty {
 		if name == set {
 			names = append(names, carried{name, change})
@@ -228,14 +246,14 @@ func (c *counterCache) setDirty(txn *badger.Txn, set string) ([]carried, error) 
 		binary.BigEndian.PutUint64(buf[:], uint64(c.values[name]))
 		err := txn.Set([]byte(prefixCounter+name), buf[:])
 		if errors.Is(err, badger.ErrTxnTooBig) {
-			break
+			return names, true, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		names = append(names, carried{name, change})
 	}
-	return names, nil
+	return names, false, nil
 }
 
 // clean notes that a commit carrying the counters names is written: those not changed since
