@@ -149,3 +149,49 @@ func TestReservationsMoreThanATransactionTakesAreWrittenBeforeTheAcknowledgement
 		}
 	}
 }
+
+// A charge whose disk sync fails while Close waits for it is taken back all the same: Close
+// refuses new commits, not the take-back of one it let in, which its caller was told failed.
+func TestChargeWhoseSyncFailedDuringCloseIsTakenBack(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenBadger(dir, BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, _, err := b.AddCounter(ctx, "quota/k", 10, -1); err != nil {
+		t.Fatal(err)
+	}
+	diskFailed := errors.New("disk failed")
+	syncing := make(chan struct{})
+	b.sync.sync = func(bool) error {
+		close(syncing)
+		deadline := time.Now().Add(30 * time.Second)
+		for !b.commits.closing() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		return diskFailed
+	}
+	charged := make(chan error, 1)
+	go func() {
+		_, _, err := b.AddCounter(ctx, "quota/k", 3, -1)
+		charged <- err
+	}()
+	<-syncing
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	if err := <-charged; !errors.Is(err, diskFailed) {
+		t.Fatalf("a charge whose sync failed = %v; want the sync's error", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	b, err = OpenBadger(dir, BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if v, err := b.Counter(ctx, "quota/k"); err != nil || v != 10 {
+		t.Fatalf("counter after reopening = %d, %v; want 10, without the charge its caller was told failed", v, err)
+	}
+}

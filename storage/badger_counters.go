@@ -80,9 +80,15 @@ func (b *Badger) AddCounter(ctx context.Context, name string, delta, limit int64
 // covers the reservation; a task create writes its slot in the transaction of its record, and a
 // crash keeps both or neither.
 func (b *Badger) ReserveCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
-	if b.commits.isClosed() {
+	if b.commits.closing() {
 		return 0, false, badger.ErrDBClosed
 	}
+	return b.reserve(ctx, name, delta, limit)
+}
+
+// reserve is ReserveCounter in a store that may be closing: for the take-back of a change that
+// Close waits for (unsynced).
+func (b *Badger) reserve(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
 	c := &b.counters
 	if err := c.mu.lock(ctx); err != nil {
 		return 0, false, err
@@ -294,7 +300,7 @@ func (b *Badger) unsynced(name string, delta, value int64, err error) (int64, bo
 	case delta > 0:
 		// Not bound to the caller's context: the take-back must not be lost to its deadline.
 		// Written at once, as the charge was (not synced: no sync succeeds now).
-		_, _, terr := b.ReserveCounter(context.Background(), name, -delta, -1)
+		_, _, terr := b.reserve(context.Background(), name, -delta, -1)
 		if terr == nil {
 			terr = b.flushCounters()
 		}
