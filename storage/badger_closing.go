@@ -25,13 +25,6 @@ func (g *commitGate) enter() bool {
 	return true
 }
 
-// isClosed reports whether close was called.
-func (g *commitGate) isClosed() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.closed
-}
-
 // leave notes the end of a commit that enter let in.
 func (g *commitGate) leave() {
 	g.mu.Lock()

@@ -27,17 +27,20 @@ const maxCachedCounters = 1 << 16
 //
 // A durable change whose write fails is taken out of the cached value (failed), so that the changes
 // after it, already handed to Badger with values that included it, are set right by a write of
-// the corrected value; the dirty values a failed commit carried are marked dirty again. The cache
-// starts over only while no write is in flight (inFlight), so the value of a counter being
-// written is always there to correct.
+// the corrected value. A dirty counter stays dirty until a commit that carried it is written
+// (not merely handed to Badger): a commit made meanwhile carries it too, since the one in flight
+// may still fail (a conflict, a failing disk). The cache starts over only while no write is in
+// flight (inFlight), so the value of a counter being written is always there to correct.
 type counterCache struct {
 	mu     chanMutex
 	values map[string]int64
-	// dirty are the counters whose cached value Badger may not have yet: changed by a
-	// reservation (ReserveCounter), or carried by a write that failed. ndirty is their number,
-	// read without the lock.
-	dirty  map[string]struct{}
-	ndirty atomic.Int64
+	// dirty are the counters whose cached value Badger may not have written yet (changed by a
+	// reservation, ReserveCounter), each with the number of its latest change (from changes), so
+	// that a commit's write cleans only the changes it carried. ndirty is their number, read
+	// without the lock.
+	dirty   map[string]uint64
+	changes uint64
+	ndirty  atomic.Int64
 	// inFlight counts the writes handed to Badger and not yet done.
 	inFlight atomic.Int64
 	// commit hands a transaction to Badger (txn.CommitWith; tests make it fail).
@@ -77,9 +80,15 @@ func (b *Badger) AddCounter(ctx context.Context, name string, delta, limit int64
 // covers the reservation; a task create writes its slot in the transaction of its record, and a
 // crash keeps both or neither.
 func (b *Badger) ReserveCounter(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
-	if b.commits.isClosed() {
+	if b.commits.closing() {
 		return 0, false, badger.ErrDBClosed
 	}
+	return b.reserve(ctx, name, delta, limit)
+}
+
+// reserve is ReserveCounter in a store that may be closing: for the take-back of a change that
+// Close waits for (unsynced).
+func (b *Badger) reserve(ctx context.Context, name string, delta, limit int64) (int64, bool, error) {
 	c := &b.counters
 	if err := c.mu.lock(ctx); err != nil {
 		return 0, false, err
@@ -129,7 +138,7 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 		c.mu.unlock()
 		return 0, false, err
 	}
-	names, err := c.setDirty(txn, name)
+	names, left, err := c.setDirty(txn, name)
 	if err != nil {
 		c.mu.unlock()
 		return 0, false, err
@@ -142,12 +151,16 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 	done := make(chan error, 1)
 	c.inFlight.Add(1)
 	c.commitTxn(txn, func(err error) { done <- err })
-	c.clean(names)
 	c.mu.unlock()
 	err = <-done
+	if err == nil {
+		c.clean(names)
+		if left {
+			b.writeLeft()
+		}
+	}
 	covering := b.sync.end(false) // counters are 8 bytes
 	if err != nil {
-		c.redirty(names)
 		b.failed(name, delta)
 		return 0, false, err
 	}
@@ -162,21 +175,20 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 // ledger batch's), with the cached value of every dirty counter (ReserveCounter) set in it, so
 // that the commit's sync covers the reservations made before it without a transaction of their
 // own. It holds the counters' lock from reading their values to handing txn to Badger's writer,
-// so that counter values reach Badger in the order of the changes; a commit that fails leaves
-// them dirty again.
+// so that counter values reach Badger in the order of the changes; they stay dirty until txn is
+// written, so that a commit that fails leaves them to the next one.
 func (b *Badger) commitWithCounters(txn *badger.Txn) error {
 	c := &b.counters
 	if c.ndirty.Load() == 0 {
-		// Every reservation made before this commit was handed to Badger before it, in an
-		// earlier commit's transaction (the lock is held until the hand-off is made, and the
-		// counter cleaned after it).
+		// Every reservation made before this commit was written before it, in an earlier
+		// commit's transaction (a counter is cleaned only once that commit is written).
 		return txn.Commit()
 	}
 	// Waited for without end, as failed does: the lock is only ever held briefly.
 	if err := c.mu.lock(context.Background()); err != nil {
 		return err
 	}
-	names, err := c.setDirty(txn, "")
+	names, left, err := c.setDirty(txn, "")
 	if err != nil {
 		c.mu.unlock()
 		return err
@@ -184,75 +196,89 @@ func (b *Badger) commitWithCounters(txn *badger.Txn) error {
 	done := make(chan error, 1)
 	c.inFlight.Add(1)
 	c.commitTxn(txn, func(err error) { done <- err })
-	c.clean(names)
 	c.mu.unlock()
 	err = <-done
-	if err != nil {
-		c.redirty(names)
+	if err == nil {
+		c.clean(names)
+		if left {
+			b.writeLeft()
+		}
 	}
 	c.inFlight.Add(-1)
 	return err
 }
 
-// markDirty notes that Badger may not have the cached value of the counter name; c.mu is held.
+// writeLeft writes, after a commit, the dirty counters its transaction had no room for
+// (setDirty), so that the commit's sync covers every reservation made before it. The commit
+// stands whatever happens here: a failure is logged, and leaves them dirty, for the next commit.
+func (b *Badger) writeLeft() {
+	if err := b.flushCounters(); err != nil {
+		b.counters.logger.Error("writing the counter reservations a commit had no room for failed; the next commit writes them",
+			zap.Error(err))
+	}
+}
+
+// markDirty notes that Badger may not have the cached value of the counter name, changed now;
+// c.mu is held.
 func (c *counterCache) markDirty(name string) {
-	if _, ok := c.dirty[name]; ok {
-		return
-	}
 	if c.dirty == nil {
-		c.dirty = make(map[string]struct{})
+		c.dirty = make(map[string]uint64)
 	}
-	c.dirty[name] = struct{}{}
-	c.ndirty.Add(1)
+	if _, ok := c.dirty[name]; !ok {
+		c.ndirty.Add(1)
+	}
+	c.changes++
+	c.dirty[name] = c.changes
+}
+
+// carried is a dirty counter whose value a commit carries, as of its change number change.
+type carried struct {
+	name   string
+	change uint64
 }
 
 // setDirty sets in txn the cached value of every dirty counter, as many as the transaction
-// takes (the others stay dirty, for the next commit), and returns their names; c.mu is held.
-// The counter set (not ""), which the caller's txn writes already, is named but not set again.
-// They stay dirty until clean, called once txn is handed to Badger.
-func (c *counterCache) setDirty(txn *badger.Txn, set string) ([]string, error) {
-	names := make([]string, 0, len(c.dirty))
-	for name := range c.dirty {
+// takes (left reports others, which stay dirty: the caller writes them next, writeLeft), and
+// returns them; c.mu is held. The counter set (not ""), which the caller's txn writes already,
+// is returned but not set again. They stay dirty until clean, called once txn is written.
+func (c *counterCache) setDirty(txn *badger.Txn, set string) (names []carried, left bool, err error) {
+	names = make([]carried, 0, len(c.dirty))
+	for name, change := range c.dirty {
 		if name == set {
-			names = append(names, name)
+			names = append(names, carried{name, change})
 			continue
 		}
 		var buf [8]byte
 		binary.BigEndian.PutUint64(buf[:], uint64(c.values[name]))
 		err := txn.Set([]byte(prefixCounter+name), buf[:])
 		if errors.Is(err, badger.ErrTxnTooBig) {
-			break
+			return names, true, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		names = append(names, name)
+		names = append(names, carried{name, change})
 	}
-	return names, nil
+	return names, false, nil
 }
 
-// clean notes that the values of the counters names are handed to Badger; c.mu is held.
-func (c *counterCache) clean(names []string) {
-	for _, name := range names {
-		delete(c.dirty, name)
-	}
-	c.ndirty.Add(-int64(len(names)))
-}
-
-// redirty marks again the counters names, whose write failed: the next durable commit writes
-// their cached values.
-func (c *counterCache) redirty(names []string) {
+// clean notes that a commit carrying the counters names is written: those not changed since
+// are no longer dirty.
+func (c *counterCache) clean(names []carried) {
 	if len(names) == 0 {
 		return
 	}
-	// Waited for without end, as failed does.
+	// Waited for without end, as failed does: the lock is only ever held briefly.
 	if err := c.mu.lock(context.Background()); err != nil {
 		return
 	}
-	for _, name := range names {
-		c.markDirty(name)
+	defer c.mu.unlock()
+	for _, d := range names {
+		if c.dirty[d.name] == d.change {
+			delete(c.dirty, d.name)
+			c.ndirty.Add(-1)
+		}
 	}
-	c.mu.unlock()
 }
 
 // flushCounters writes the dirty counters in a transaction of their own and waits for it (not
@@ -274,7 +300,7 @@ func (b *Badger) unsynced(name string, delta, value int64, err error) (int64, bo
 	case delta > 0:
 		// Not bound to the caller's context: the take-back must not be lost to its deadline.
 		// Written at once, as the charge was (not synced: no sync succeeds now).
-		_, _, terr := b.ReserveCounter(context.Background(), name, -delta, -1)
+		_, _, terr := b.reserve(context.Background(), name, -delta, -1)
 		if terr == nil {
 			terr = b.flushCounters()
 		}
