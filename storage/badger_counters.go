@@ -145,20 +145,8 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 	}
 	c.values[name] = value
 	b.sync.begin()
-	// The transaction reads nothing, so it cannot conflict. CommitWith takes its commit
-	// timestamp and hands the write to Badger's writer now, in the order of the changes, and
-	// calls back once it is written; the next change need not wait for that.
-	done := make(chan error, 1)
-	c.inFlight.Add(1)
-	c.commitTxn(txn, func(err error) { done <- err })
-	c.mu.unlock()
-	err = <-done
-	if err == nil {
-		c.clean(names)
-		if left {
-			b.writeLeft()
-		}
-	}
+	// The transaction reads nothing, so it cannot conflict.
+	err = b.handOff(txn, names, left)
 	covering := b.sync.end(false) // counters are 8 bytes
 	if err != nil {
 		b.failed(name, delta)
@@ -193,19 +181,31 @@ func (b *Badger) commitWithCounters(txn *badger.Txn) error {
 		c.mu.unlock()
 		return err
 	}
+	err = b.handOff(txn, names, left)
+	c.inFlight.Add(-1)
+	return err
+}
+
+// handOff hands txn, which carries the dirty counters names (setDirty), to Badger's writer with
+// the counters' lock held, releases the lock and waits for the write. CommitWith takes txn's
+// commit timestamp and hands it over at once, in the order of the changes; the next change need
+// not wait for the write. Once it is written, the counters not changed since are clean, and those
+// txn had no room for (left) are written next. txn counts in inFlight from here; the caller takes
+// it out (addCounter's failed does on a failure).
+func (b *Badger) handOff(txn *badger.Txn, names []carried, left bool) error {
+	c := &b.counters
 	done := make(chan error, 1)
 	c.inFlight.Add(1)
 	c.commitTxn(txn, func(err error) { done <- err })
 	c.mu.unlock()
-	err = <-done
-	if err == nil {
-		c.clean(names)
-		if left {
-			b.writeLeft()
-		}
+	if err := <-done; err != nil {
+		return err
 	}
-	c.inFlight.Add(-1)
-	return err
+	c.clean(names)
+	if left {
+		b.writeLeft()
+	}
+	return nil
 }
 
 // writeLeft writes, after a commit, the dirty counters its transaction had no room for
