@@ -16,10 +16,7 @@ import (
 // transactions do when a record they read changes, and is tried again only after the create).
 func TestReservationCarriedByACommitInFlightIsWrittenWithTheCreate(t *testing.T) {
 	dir := t.TempDir()
-	b, err := OpenBadger(dir, BadgerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openCounters(t, dir)
 	defer b.Close()
 	ctx := context.Background()
 	if _, ok, err := b.ReserveCounter(ctx, "active/k", 1, 5); err != nil || !ok {
@@ -96,10 +93,7 @@ func TestReservationCarriedByACommitInFlightIsWrittenWithTheCreate(t *testing.T)
 // it is acknowledged.
 func TestReservationsMoreThanATransactionTakesAreWrittenBeforeTheAcknowledgement(t *testing.T) {
 	dir := t.TempDir()
-	b, err := OpenBadger(dir, BadgerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openCounters(t, dir)
 	defer b.Close()
 	ctx := context.Background()
 	// Badger refuses a transaction of more than 15 % of a memtable over the size of a skiplist
@@ -154,10 +148,7 @@ func TestReservationsMoreThanATransactionTakesAreWrittenBeforeTheAcknowledgement
 // refuses new commits, not the take-back of one it let in, which its caller was told failed.
 func TestChargeWhoseSyncFailedDuringCloseIsTakenBack(t *testing.T) {
 	dir := t.TempDir()
-	b, err := OpenBadger(dir, BadgerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openCounters(t, dir)
 	ctx := context.Background()
 	if _, _, err := b.AddCounter(ctx, "quota/k", 10, -1); err != nil {
 		t.Fatal(err)
@@ -186,10 +177,7 @@ func TestChargeWhoseSyncFailedDuringCloseIsTakenBack(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	b, err = OpenBadger(dir, BadgerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = openCounters(t, dir)
 	defer b.Close()
 	if v, err := b.Counter(ctx, "quota/k"); err != nil || v != 10 {
 		t.Fatalf("counter after reopening = %d, %v; want 10, without the charge its caller was told failed", v, err)

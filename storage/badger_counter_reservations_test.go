@@ -21,7 +21,7 @@ func TestReservationIsWrittenWithTheTaskRecord(t *testing.T) {
 	}
 	defer b.Close()
 	ctx := context.Background()
-	now := time.Unix(1_700_000_000, 0)
+	now := counterNow
 	if _, err := b.Credit(ctx, Credit{Account: "acct", Amount: 1_000_000, IdempotencyKey: "c"}, now); err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +84,7 @@ func TestReservationIsWrittenWithADurableChange(t *testing.T) {
 // The reservations that no durable commit wrote are written at Close.
 func TestReservationIsWrittenAtClose(t *testing.T) {
 	dir := t.TempDir()
-	b, err := OpenBadger(dir, BadgerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openCounters(t, dir)
 	ctx := context.Background()
 	if _, _, err := b.ReserveCounter(ctx, "slots", 3, -1); err != nil {
 		t.Fatal(err)
@@ -98,10 +95,7 @@ func TestReservationIsWrittenAtClose(t *testing.T) {
 	if _, _, err := b.ReserveCounter(ctx, "slots", 1, -1); !errors.Is(err, badger.ErrDBClosed) {
 		t.Fatalf("ReserveCounter after Close = %v; want ErrDBClosed", err)
 	}
-	b, err = OpenBadger(dir, BadgerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = openCounters(t, dir)
 	defer b.Close()
 	if v, err := b.Counter(ctx, "slots"); err != nil || v != 3 {
 		t.Fatalf("counter after reopening = %d, %v; want 3", v, err)
@@ -124,7 +118,7 @@ func TestReservationOfAFailedCommitIsWrittenByTheNext(t *testing.T) {
 		txn.Discard()
 		done(diskFailed)
 	}
-	now := time.Unix(1_700_000_000, 0)
+	now := counterNow
 	task := Task{ID: "task_1", Kind: KindVideo, Account: "acct", KeyID: "key_1", Provider: "sim", Model: "m",
 		Status: "queued", CreatedAt: now.Unix(), UpdatedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()}
 	if _, err := b.CreateTask(ctx, task); !errors.Is(err, diskFailed) {
@@ -148,12 +142,9 @@ func TestReservationOfAFailedCommitIsWrittenByTheNext(t *testing.T) {
 // cached one: the last write Badger applied is the latest value, before and after reopening.
 func TestReservationsUnderConcurrencyAreStoredExactly(t *testing.T) {
 	dir := t.TempDir()
-	b, err := OpenBadger(dir, BadgerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openCounters(t, dir)
 	ctx := context.Background()
-	now := time.Unix(1_700_000_000, 0)
+	now := counterNow
 	const workers, each = 16, 40
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -198,10 +189,7 @@ func TestReservationsUnderConcurrencyAreStoredExactly(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err = OpenBadger(dir, BadgerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = openCounters(t, dir)
 	defer b.Close()
 	if v, err := b.Counter(ctx, "active/k"); err != nil || v != want {
 		t.Fatalf("counter after reopening = %d, %v; want %d", v, err, want)
@@ -232,4 +220,17 @@ func storedKey(t *testing.T, b *Badger, key string) (int64, uint64, bool) {
 		t.Fatal(err)
 	}
 	return v, version, true
+}
+
+// counterNow is the clock of the stores openCounters opens, and of the records their tests write.
+var counterNow = time.Unix(1_700_000_000, 0)
+
+// openCounters opens the Badger store in dir on the clock counterNow.
+func openCounters(t *testing.T, dir string) *Badger {
+	t.Helper()
+	b, err := OpenBadger(dir, BadgerOptions{Now: func() time.Time { return counterNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
