@@ -16,31 +16,12 @@ import (
 //	go test ./storage/ -run '^$' -bench BadgerPricedCreate -benchtime 20000x -cpu 1
 func BenchmarkBadgerPricedCreate(b *testing.B) {
 	ctx := context.Background()
-	s, err := OpenBadger(b.TempDir(), BadgerOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Credit(ctx, Credit{Account: "bench", Amount: MaxAmount, IdempotencyKey: "c"}, time.Now()); err != nil {
-		b.Fatal(err)
-	}
+	s := openCreditedBench(b)
 	parallelOps(b, s, func(i int64) error {
 		if _, ok, err := s.ReserveCounter(ctx, "active/key_1", 1, -1); err != nil || !ok {
 			return fmt.Errorf("reserving a slot: %v, %v", ok, err)
 		}
-		now := time.Now()
-		hold := Hold{ID: fmt.Sprint("hold_bench_", i), NewID: true, Account: "bench", KeyID: "key_1", Model: "bench-video",
-			Amount: 200_000, Deadline: now.Add(DefaultHoldDeadline), Transient: true}
-		if _, _, err := s.Hold(ctx, hold, now); err != nil {
-			return err
-		}
-		task := Task{ID: fmt.Sprint("cgt-bench-", i), Kind: KindVideo, Account: "bench", KeyID: "key_1",
-			Provider: "sim", Model: "bench-video", Status: "queued", CreatedAt: now.Unix(), UpdatedAt: now.Unix(),
-			ExpiresAt: now.Add(time.Hour).Unix(), HoldID: hold.ID, HoldAmount: hold.Amount, Active: true}
-		if _, err := s.CreateTask(ctx, task); err != nil {
-			return err
-		}
-		return s.BindHold(ctx, hold.ID, task.ID)
+		return heldCreate(ctx, s, i, time.Now(), true)
 	})
 }
 

@@ -17,28 +17,10 @@ import (
 func BenchmarkBadgerPricedTask(b *testing.B) {
 	const lag = 2000
 	ctx := context.Background()
-	s, err := OpenBadger(b.TempDir(), BadgerOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Credit(ctx, Credit{Account: "bench", Amount: MaxAmount, IdempotencyKey: "c"}, time.Now()); err != nil {
-		b.Fatal(err)
-	}
+	s := openCreditedBench(b)
 	parallelOps(b, s, func(i int64) error {
 		now := time.Now()
-		hold := Hold{ID: fmt.Sprint("hold_bench_", i), NewID: true, Account: "bench", KeyID: "key_1", Model: "bench-video",
-			Amount: 200_000, Deadline: now.Add(DefaultHoldDeadline), Transient: true}
-		if _, _, err := s.Hold(ctx, hold, now); err != nil {
-			return err
-		}
-		task := Task{ID: fmt.Sprint("cgt-bench-", i), Kind: KindVideo, Account: "bench", KeyID: "key_1",
-			Provider: "sim", Model: "bench-video", Status: "queued", CreatedAt: now.Unix(), UpdatedAt: now.Unix(),
-			ExpiresAt: now.Add(time.Hour).Unix(), HoldID: hold.ID, HoldAmount: hold.Amount}
-		if _, err := s.CreateTask(ctx, task); err != nil {
-			return err
-		}
-		if err := s.BindHold(ctx, hold.ID, task.ID); err != nil {
+		if err := heldCreate(ctx, s, i, now, false); err != nil {
 			return err
 		}
 		if i <= lag {
@@ -47,4 +29,36 @@ func BenchmarkBadgerPricedTask(b *testing.B) {
 		_, err := s.Settle(ctx, fmt.Sprint("hold_bench_", i-lag), 150_000, now)
 		return err
 	})
+}
+
+// openCreditedBench opens a Badger store for a benchmark, its account "bench" credited without
+// limit; the benchmark's end closes it.
+func openCreditedBench(b *testing.B) *Badger {
+	s, err := OpenBadger(b.TempDir(), BadgerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() }) // a benchmark's store: nothing to keep
+	if _, err := s.Credit(context.Background(), Credit{Account: "bench", Amount: MaxAmount, IdempotencyKey: "c"}, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// heldCreate is a priced create's storage work after its slot: the transient hold
+// "hold_bench_<i>", the create of task "cgt-bench-<i>" that records it (Active when the task
+// holds an active-task slot) and the BindHold after it.
+func heldCreate(ctx context.Context, s *Badger, i int64, now time.Time, active bool) error {
+	hold := Hold{ID: fmt.Sprint("hold_bench_", i), NewID: true, Account: "bench", KeyID: "key_1", Model: "bench-video",
+		Amount: 200_000, Deadline: now.Add(DefaultHoldDeadline), Transient: true}
+	if _, _, err := s.Hold(ctx, hold, now); err != nil {
+		return err
+	}
+	task := Task{ID: fmt.Sprint("cgt-bench-", i), Kind: KindVideo, Account: "bench", KeyID: "key_1",
+		Provider: "sim", Model: "bench-video", Status: "queued", CreatedAt: now.Unix(), UpdatedAt: now.Unix(),
+		ExpiresAt: now.Add(time.Hour).Unix(), HoldID: hold.ID, HoldAmount: hold.Amount, Active: active}
+	if _, err := s.CreateTask(ctx, task); err != nil {
+		return err
+	}
+	return s.BindHold(ctx, hold.ID, task.ID)
 }
