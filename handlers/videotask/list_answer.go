@@ -9,9 +9,10 @@ import (
 // listItems reads the items of a provider's task list answer ({"items":[…],…}) as
 // json.Unmarshal into []map[string]json.RawMessage reads them, with one map per item whose
 // values are slices of the answer rather than copies: the watcher reads up to MaxRefreshBatch
-// items per call, every Interval. The answer is checked once (json.Valid) and then split by
-// hand, not decoded (json.Unmarshal checks it, then scans it again). ok is false when the answer
-// does not decode so (not JSON; not an object or null; an items member that is neither an array
+// items per call, every Interval. A repeated items member is read as its last array alone
+// (json.Unmarshal decodes it into the maps the earlier one left, merging their members). The
+// answer is checked once (json.Valid) and then split by hand, not decoded (json.Unmarshal
+// checks it, then scans it again). ok is false when the answer does not decode so (not JSON; not an object or null; an items member that is neither an array
 // nor null; an item that is neither an object nor null, which decodes as a nil map).
 func listItems(body []byte) (items []map[string]json.RawMessage, ok bool) {
 	if !json.Valid(body) {
