@@ -67,7 +67,8 @@ func benchmarkBadgerCreate(b *testing.B, refreshLag int64) {
 // requests, with i counting from 1, and reports the disk syncs (syncs/op), the process's CPU
 // time (cpu-us/op, user + system: less disturbed by other load on the machine than the time per
 // op) and its page faults (faults/op: first touches of fresh memory, such as Badger's memtable
-// arenas and mapped write-ahead logs, and writes to mapped pages a disk sync cleaned) per op.
+// arenas and mapped write-ahead logs, and writes to mapped pages a disk sync cleaned) per op;
+// then what an op writes to Badger (reportWritten).
 func parallelOps(b *testing.B, s *Badger, op func(i int64) error) {
 	var n atomic.Int64
 	syncsBefore := s.sync.syncs()
@@ -86,6 +87,7 @@ func parallelOps(b *testing.B, s *Badger, op func(i int64) error) {
 	b.ReportMetric(float64(s.sync.syncs()-syncsBefore)/float64(b.N), "syncs/op")
 	b.ReportMetric(float64((cpuTime(b)-cpuBefore).Microseconds())/float64(b.N), "cpu-us/op")
 	b.ReportMetric(float64(pageFaults(b)-faultsBefore)/float64(b.N), "faults/op")
+	reportWritten(b, s, &n, op)
 }
 
 // cpuTime is the process's CPU time so far, user and system.
