@@ -167,6 +167,7 @@ func openBadger(dir string, o BadgerOptions, tune func(badger.Options) badger.Op
 		b.now = time.Now
 	}
 	b.sync.sync = b.logs.sync
+	b.creates.startTaskIDs(db, o.Logger)
 	b.gcDone.Add(1)
 	go b.collectGarbage(10 * time.Minute)
 	return b, nil
@@ -178,6 +179,7 @@ func (b *Badger) Close() error {
 	b.commits.close()
 	close(b.stopGC)
 	b.gcDone.Wait()
+	b.creates.closeTaskIDs()
 	// The reservations no durable commit wrote: Badger's close writes its memtables out.
 	ferr := b.flushCounters()
 	err := errors.Join(ferr, b.db.Close())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 	"go.uber.org/zap"
@@ -23,7 +22,9 @@ import (
 // Task records are written by CreateTask, ReplaceTask(s) and restoreTask. The ledger's batch
 // writes without Badger's conflict check, so a create checks that the record does not exist
 // while it holds the task ID's claim (taskCreates), which every CreateTask of this process
-// takes; the others change records that exist, and Badger serves one process.
+// takes; the others change records that exist, and Badger serves one process. The claim's
+// filter of the ids with a record (badger_task_ids.go) answers most of those checks without a
+// read of Badger.
 
 // maxBatchedTaskRecord bounds the record of a task whose create joins the ledger's batch; a
 // larger one is created in a transaction of its own (createInTxn). A batch holds at most
@@ -32,50 +33,6 @@ import (
 // 2.7 MiB, with 32 MiB memtables): with the ledger's own small writes, below the 15 % of a
 // memtable past which Badger refuses a transaction.
 const maxBatchedTaskRecord = memTableSize / 8192
-
-// taskCreates are the IDs of the task creates in progress in this process.
-type taskCreates struct {
-	mu sync.Mutex
-	// m maps a task id whose create is in progress to a channel closed when it ends, made by
-	// the first create that waits for it (nil until then: an uncontended create allocates
-	// nothing).
-	m map[string]chan struct{}
-}
-
-// claim waits until no other create of the task id is in progress and takes the id; release
-// gives it back.
-func (c *taskCreates) claim(id string) {
-	c.mu.Lock()
-	for {
-		ch, busy := c.m[id]
-		if !busy {
-			break
-		}
-		if ch == nil {
-			ch = make(chan struct{})
-			c.m[id] = ch
-		}
-		c.mu.Unlock()
-		<-ch
-		c.mu.Lock()
-	}
-	if c.m == nil {
-		c.m = make(map[string]chan struct{})
-	}
-	c.m[id] = nil
-	c.mu.Unlock()
-}
-
-// release gives back the id of a create that claim let in.
-func (c *taskCreates) release(id string) {
-	c.mu.Lock()
-	ch := c.m[id]
-	delete(c.m, id)
-	c.mu.Unlock()
-	if ch != nil {
-		close(ch)
-	}
-}
 
 // How createBound's write went: written, or left to createInTxn with or without the binding.
 const (
@@ -93,7 +50,7 @@ const (
 // The operation is a durable commit of the group sync (badger_sync.go) from before its decision
 // to its batch's commit, as commitSerial's transactions are: a sync gathers the creates in
 // progress, so that one covers many.
-func (b *Badger) createBound(ctx context.Context, task Task) (Task, error) {
+func (b *Badger) createBound(ctx context.Context, task Task, mayExist bool) (Task, error) {
 	writes, err := b.taskWrites(make([]bookWrite, 0, 4), task, nil)
 	if err != nil {
 		return Task{}, err
@@ -102,14 +59,14 @@ func (b *Badger) createBound(ctx context.Context, task Task) (Task, error) {
 		return Task{}, badger.ErrDBClosed
 	}
 	b.sync.begin()
-	how, err := b.writeBound(task, writes)
+	how, err := b.writeBound(task, writes, mayExist)
 	covering := b.sync.end(false)
 	if err != nil || how != boundWritten {
 		b.commits.leave()
 		if err != nil {
 			return Task{}, err
 		}
-		return b.createInTxn(ctx, task, how == boundInTxn, writes)
+		return b.createInTxn(ctx, task, mayExist, how == boundInTxn, writes)
 	}
 	err = b.sync.wait(covering)
 	b.commits.leave()
@@ -120,10 +77,11 @@ func (b *Badger) createBound(ctx context.Context, task Task) (Task, error) {
 }
 
 // writeBound writes the task's record and binds its hold, or tells createBound how to create
-// the task instead.
-func (b *Badger) writeBound(task Task, writes []bookWrite) (int, error) {
+// the task instead. It reads whether the record exists only when the task id's claim reported
+// that it may (mayExist).
+func (b *Badger) writeBound(task Task, writes []bookWrite, mayExist bool) (int, error) {
 	large := len(writes[0].val) > maxBatchedTaskRecord
-	if !large {
+	if !large && mayExist {
 		if err := b.taskAbsent(task.ID); err != nil {
 			return 0, err
 		}

@@ -12,24 +12,27 @@ import (
 func (b *Badger) CreateTask(ctx context.Context, task Task) (Task, error) {
 	task.Version = 1
 	task.markFinished(b.now())
-	b.creates.claim(task.ID)
+	mayExist := b.creates.claim(task.ID)
 	defer b.creates.release(task.ID)
 	if task.HoldID != "" {
-		return b.createBound(ctx, task)
+		return b.createBound(ctx, task, mayExist)
 	}
-	return b.createInTxn(ctx, task, false, nil)
+	return b.createInTxn(ctx, task, mayExist, false, nil)
 }
 
 // createInTxn writes the record of a new task in a transaction of its own, which, with bind,
 // also binds the task's hold (bindTaskHold): the create of a task without a hold, and those
 // that createBound leaves to it. writes are the task's writes (taskWrites) when the caller made
-// them already, else nil.
-func (b *Badger) createInTxn(ctx context.Context, task Task, bind bool, writes []bookWrite) (Task, error) {
+// them already, else nil. The record's absence is read only when the task id's claim reported
+// that it may exist (taskCreates.claim).
+func (b *Badger) createInTxn(ctx context.Context, task Task, mayExist, bind bool, writes []bookWrite) (Task, error) {
 	var holdAccount string // set when this create bound the task's hold
 	err := b.update(ctx, func(txn *badger.Txn) error {
 		holdAccount = ""
-		if err := txnTaskAbsent(txn, task.ID); err != nil {
-			return err
+		if mayExist {
+			if err := txnTaskAbsent(txn, task.ID); err != nil {
+				return err
+			}
 		}
 		if bind {
 			var err error

@@ -1,0 +1,155 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// waitTaskIDs waits until no scan of the task ids runs and the filter answers.
+func waitTaskIDs(t *testing.T, b *Badger) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.creates.mu.Lock()
+		ready := b.creates.ids.active != nil && !b.creates.ids.scanning
+		b.creates.mu.Unlock()
+		if ready {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the scan of the task ids did not end")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// The filter never answers "no record" for an id it holds, and answers "maybe" for few of those
+// it does not when full.
+func TestIDFilter(t *testing.T) {
+	seed := maphash.MakeSeed()
+	f := newIDFilter(0)
+	for i := range f.cap {
+		f.add(maphash.String(seed, fmt.Sprint("cgt-", i)))
+	}
+	if !f.full() {
+		t.Fatalf("a filter of capacity %d holding %d ids is not full", f.cap, f.n)
+	}
+	for i := range f.cap {
+		if !f.has(maphash.String(seed, fmt.Sprint("cgt-", i))) {
+			t.Fatalf("the filter lost cgt-%d", i)
+		}
+	}
+	maybe := 0
+	for i := range f.cap {
+		if f.has(maphash.String(seed, fmt.Sprint("other-", i))) {
+			maybe++
+		}
+	}
+	if rate := float64(maybe) / float64(f.cap); rate > 0.02 {
+		t.Fatalf("%.2f %% of absent ids may exist; want at most 2 %%", 100*rate)
+	}
+}
+
+// A create refuses the id of a record written before the store was opened, once the filter
+// answers (its scan found the record) as while it is built (the create reads Badger).
+func TestBadgerCreateRefusesAnIDRecordedBeforeTheOpen(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	b := openBook(t, dir)
+	for i := range 100 {
+		if _, err := b.CreateTask(ctx, Task{ID: fmt.Sprint("cgt-", i), Kind: KindVideo, Account: "acme", Status: "queued", CreatedAt: bookNow.Unix()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = openBook(t, dir)
+	defer b.Close()
+	if _, err := b.CreateTask(ctx, Task{ID: "cgt-0", Kind: KindVideo, Account: "other", Status: "queued"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("creating cgt-0 again right after the open: %v, want ErrExists", err)
+	}
+	waitTaskIDs(t, b)
+	for i := range 100 {
+		id := fmt.Sprint("cgt-", i)
+		if _, err := b.CreateTask(ctx, Task{ID: id, Kind: KindVideo, Account: "other", Status: "queued"}); !errors.Is(err, ErrExists) {
+			t.Fatalf("creating %s again: %v, want ErrExists", id, err)
+		}
+		h := Hold{ID: fmt.Sprint("h-", i), NewID: true, Account: "acme", Amount: 1, Deadline: bookNow.Add(time.Minute), Transient: true}
+		if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 1, IdempotencyKey: h.ID}, bookNow); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := b.Hold(ctx, h, bookNow); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.CreateTask(ctx, boundTask(id, h.ID)); !errors.Is(err, ErrExists) {
+			t.Fatalf("creating %s again with a hold: %v, want ErrExists", id, err)
+		}
+	}
+	if got, err := b.Task(ctx, "cgt-7"); err != nil || got.Account != "acme" {
+		t.Fatalf("cgt-7 = %+v, %v; want acme's record", got, err)
+	}
+}
+
+// A scan that begins while a create holds its id's claim, and ends before that create writes,
+// still makes a filter that holds the id: a later create of it reads Badger and is refused.
+func TestBadgerTaskIDScanKeepsTheCreatesInProgress(t *testing.T) {
+	ctx := context.Background()
+	b := openBook(t, t.TempDir())
+	defer b.Close()
+	waitTaskIDs(t, b)
+	if b.creates.claim("cgt-late") {
+		t.Fatal("an empty store's filter may have cgt-late")
+	}
+	b.creates.mu.Lock()
+	b.creates.scanLocked()
+	b.creates.mu.Unlock()
+	waitTaskIDs(t, b)
+	// The create's write, after the scan's snapshot.
+	rec, err := encodeTaskRecord(&Task{ID: "cgt-late", Kind: KindVideo, Account: "acme", Status: "queued", Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(prefixTask+"cgt-late"), rec) }); err != nil {
+		t.Fatal(err)
+	}
+	b.creates.release("cgt-late")
+	if _, err := b.CreateTask(ctx, Task{ID: "cgt-late", Kind: KindVideo, Account: "other", Status: "queued"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("creating cgt-late again: %v, want ErrExists", err)
+	}
+}
+
+// A full filter is made again by a scan, which leaves out the records that are gone; the ids
+// created while it runs are kept.
+func TestBadgerTaskIDFilterIsMadeAgainWhenFull(t *testing.T) {
+	ctx := context.Background()
+	b := openBook(t, t.TempDir())
+	defer b.Close()
+	waitTaskIDs(t, b)
+	b.creates.mu.Lock()
+	first := b.creates.ids.active
+	b.creates.mu.Unlock()
+	for i := range minIDFilter + 10 {
+		b.creates.claim(fmt.Sprint("gone-", i)) // claimed, never written
+		b.creates.release(fmt.Sprint("gone-", i))
+	}
+	if _, err := b.CreateTask(ctx, Task{ID: "cgt-kept", Kind: KindVideo, Account: "acme", Status: "queued"}); err != nil {
+		t.Fatal(err)
+	}
+	waitTaskIDs(t, b)
+	b.creates.mu.Lock()
+	second := b.creates.ids.active
+	b.creates.mu.Unlock()
+	if second == first || second.n >= 100 {
+		t.Fatalf("the full filter was not made again without the ids never written: %d ids", second.n)
+	}
+	if _, err := b.CreateTask(ctx, Task{ID: "cgt-kept", Kind: KindVideo, Account: "other", Status: "queued"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("creating cgt-kept again after the new filter: %v, want ErrExists", err)
+	}
+}
