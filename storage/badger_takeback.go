@@ -47,7 +47,7 @@ func (b *Badger) takeBackCreate(ctx context.Context, task Task, err error) (Task
 // failed (err), as a new version, if changed is still the stored record: whoever retries the
 // change then makes it again, side effects and all. A change made since stands.
 func (b *Badger) restoreTask(ctx context.Context, changed Task, prevRecord []byte, err error) {
-	prev, jerr := decodeTaskRecord(prevRecord)
+	prev, jerr := decodeTaskRecord(changed.ID, prevRecord)
 	if jerr != nil {
 		b.counters.logger.Error("taking back a task change whose disk sync failed: the replaced record does not decode",
 			zap.String("task_id", changed.ID), zap.NamedError("sync_error", err), zap.Error(jerr))

@@ -1,12 +1,11 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
 )
 
 // Badger keeps a task's record in a compact binary form: a create writes one and the watcher's
@@ -24,6 +23,15 @@ import (
 // the record was written by a later version. Strings are kept byte for byte, where JSON replaced
 // invalid UTF-8 with U+FFFD.
 const taskRecordV1 byte = 1
+
+// taskRecordV2 starts the form this version writes: taskRecordV1's, less the bytes that repeat
+// the task's id. The ID field is left out (the record's key, t/<id>, holds it: a record is read
+// with its id, decodeTaskRecord), and the Result field's bytes start with a uvarint: 0, or one
+// more than the offset in the compacted Result at which the id, quoted (`"<id>"`), was cut out
+// (an upstream's answer names the task: the watcher's first write of a task carries it). Records
+// of the first form are still read; earlier versions cannot read this one (they report it
+// corrupt, not misread).
+const taskRecordV2 byte = 2
 
 // The numbers of a task record's fields.
 const (
@@ -62,12 +70,11 @@ const (
 
 var errCorruptTaskRecord = errors.New("corrupt task record")
 
-// encodeTaskRecord is the record of t as Badger stores it. It fails, as json.Marshal does, on a
-// Result, Request, Usage or Keep that is not one valid JSON value.
+// encodeTaskRecord is the record of t as Badger stores it under t's id (taskRecordV2). It fails,
+// as json.Marshal does, on a Result, Request, Usage or Keep that is not one valid JSON value.
 func encodeTaskRecord(t *Task) ([]byte, error) {
 	w := taskRecordWriter{b: make([]byte, 0, taskRecordSize(t))}
-	w.b = binary.AppendUvarint(append(w.b, taskRecordV1), uint64(t.Version))
-	w.str(taskFieldID, t.ID)
+	w.b = binary.AppendUvarint(append(w.b, taskRecordV2), uint64(t.Version))
 	w.str(taskFieldKind, t.Kind)
 	w.str(taskFieldAccount, t.Account)
 	w.str(taskFieldKeyID, t.KeyID)
@@ -79,7 +86,7 @@ func encodeTaskRecord(t *Task) ([]byte, error) {
 	w.int(taskFieldCreatedAt, t.CreatedAt)
 	w.int(taskFieldUpdatedAt, t.UpdatedAt)
 	w.str(taskFieldStatus, t.Status)
-	w.json(taskFieldResult, t.Result)
+	w.json(taskFieldResult, t.Result, t.ID)
 	w.int(taskFieldRefreshedAt, t.RefreshedAt)
 	w.int(taskFieldExpiresAt, t.ExpiresAt)
 	w.int(taskFieldFinishedAt, t.FinishedAt)
@@ -94,16 +101,16 @@ func encodeTaskRecord(t *Task) ([]byte, error) {
 	w.flag(taskFieldCallbackGone, t.CallbackGone)
 	w.str(taskFieldNotified, t.Notified)
 	w.flag(taskFieldNoLastFrame, t.NoLastFrame)
-	w.json(taskFieldRequest, t.Request)
-	w.json(taskFieldUsage, t.Usage)
-	w.json(taskFieldKeep, t.Keep)
+	w.json(taskFieldRequest, t.Request, "")
+	w.json(taskFieldUsage, t.Usage, "")
+	w.json(taskFieldKeep, t.Keep, "")
 	return w.b, w.err
 }
 
 // taskRecordSize is about the length of t's record: enough, unless its JSON values grow when
 // compacted (HTML characters escaped).
 func taskRecordSize(t *Task) int {
-	return 11 + 6*14 + 11*8 + 4 + 6*4 + len(t.ID) + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) +
+	return 11 + 6*14 + 11*8 + 4 + 6*4 + binary.MaxVarintLen64 + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) +
 		len(t.Upstream) + len(t.UpstreamAddress) + len(t.UpstreamID) + len(t.Model) + len(t.Status) + len(t.HoldID) +
 		len(t.HoldUsage) + len(t.CallbackURL) + len(t.Notified) + len(t.Result) + len(t.Request) + len(t.Usage) + len(t.Keep)
 }
@@ -133,8 +140,9 @@ func (w *taskRecordWriter) flag(n byte, v bool) {
 }
 
 // json appends field n holding the JSON value v, compacted as json.Marshal writes a
-// json.RawMessage.
-func (w *taskRecordWriter) json(n byte, v json.RawMessage) {
+// json.RawMessage. The Result's bytes start with where the task id, quoted, was cut out of it
+// (see taskRecordV2).
+func (w *taskRecordWriter) json(n byte, v json.RawMessage, id string) {
 	if len(v) == 0 || w.err != nil {
 		return
 	}
@@ -142,244 +150,37 @@ func (w *taskRecordWriter) json(n byte, v json.RawMessage) {
 	compact, ok := appendCompactValue(append(w.b, n), v)
 	if !ok {
 		// Its error, or a value nested deeper than appendCompactValue follows.
-		if compact, w.err = json.Marshal(v); w.err == nil {
-			w.b = append(binary.AppendUvarint(append(w.b[:start], n), uint64(len(compact))), compact...)
+		var marshalled []byte
+		if marshalled, w.err = json.Marshal(v); w.err != nil {
+			return
 		}
-		return
+		compact = append(append(w.b[:start], n), marshalled...)
 	}
-	// The value is at start+1: put its length before it.
-	var size [binary.MaxVarintLen64]byte
-	w.b = slices.Insert(compact, start+1, binary.AppendUvarint(size[:0], uint64(len(compact)-start-1))...)
+	// The value is at start+1: put its length (and the cut) before it.
+	var head [2 * binary.MaxVarintLen64]byte
+	cutAt := head[binary.MaxVarintLen64:binary.MaxVarintLen64]
+	if n == taskFieldResult {
+		value, at := cutQuoted(compact[start+1:], id)
+		compact = compact[:start+1+len(value)]
+		cutAt = binary.AppendUvarint(cutAt, uint64(at))
+	}
+	size := binary.AppendUvarint(head[:0], uint64(len(cutAt)+len(compact)-start-1))
+	w.b = slices.Insert(compact, start+1, append(size, cutAt...)...)
 }
 
-// decodeTaskRecord reads a task record in either form (see taskRecordV1).
-func decodeTaskRecord(b []byte) (Task, error) {
-	if len(b) > 0 && b[0] != taskRecordV1 {
-		return unmarshalTask(b)
-	}
-	var t Task
-	r := taskRecordReader{b: b}
-	if !r.read(&t, true) {
-		return Task{}, r.err()
-	}
-	return t, nil
-}
-
-// decodeTaskHead reads the head of a task record in either form, copying no other field.
-func decodeTaskHead(b []byte) (taskHead, error) {
-	if len(b) > 0 && b[0] != taskRecordV1 {
-		return unmarshalTaskHead(b)
-	}
-	var t Task
-	r := taskRecordReader{b: b}
-	if !r.read(&t, false) {
-		return taskHead{}, r.err()
-	}
-	return taskHead{Kind: t.Kind, Account: t.Account, CreatedAt: t.CreatedAt, Status: t.Status,
-		ExpiresAt: t.ExpiresAt, FinishedAt: t.FinishedAt, Finished: t.Finished, Version: t.Version}, nil
-}
-
-// taskRecordReader reads a binary task record.
-type taskRecordReader struct {
-	b []byte
-	i int
-	// unknown is a field number this version does not know, if read fails on one.
-	unknown int
-	// strs are the string fields read, copied out of b once the whole record is read.
-	strs  [16]taskString
-	nstrs int
-}
-
-// read decodes the record into t: every field with full, otherwise only taskHead's (the strings
-// Kind, Account and Status; the integers and booleans cost no copy).
-func (r *taskRecordReader) read(t *Task, full bool) bool {
-	if len(r.b) < 2 || r.b[0] != taskRecordV1 {
-		return false
-	}
-	r.i = 1
-	v, ok := r.uvarint()
-	if !ok {
-		return false
-	}
-	t.Version = int64(v) // as encodeTaskRecord wrote it: uint64(Version)
-	last := 0
-	for r.i < len(r.b) {
-		n := int(r.b[r.i])
-		r.i++
-		if n <= last || n >= taskFields {
-			if n >= taskFields {
-				r.unknown = n
-			}
-			return false
+// cutQuoted removes from value, in place, the first occurrence of s quoted (`"<s>"`), and answers
+// the value left and one more than the occurrence's offset (0: none, or s is empty).
+func cutQuoted(value []byte, s string) ([]byte, int) {
+	for from := 0; s != ""; {
+		i := bytes.Index(value[from:], []byte(s))
+		if i < 0 {
+			return value, 0
 		}
-		last = n
-		if !r.field(t, n, full) {
-			return false
+		i += from
+		if i > 0 && value[i-1] == '"' && i+len(s) < len(value) && value[i+len(s)] == '"' {
+			return append(value[:i-1], value[i+len(s)+1:]...), i
 		}
+		from = i + 1
 	}
-	r.copyStrings(t)
-	return true
-}
-
-// field reads the value of field n into t.
-func (r *taskRecordReader) field(t *Task, n int, full bool) bool {
-	switch n {
-	case taskFieldActive:
-		t.Active = true
-	case taskFieldFinished:
-		t.Finished = true
-	case taskFieldCallbackGone:
-		t.CallbackGone = true
-	case taskFieldNoLastFrame:
-		t.NoLastFrame = true
-	case taskFieldCreatedAt, taskFieldUpdatedAt, taskFieldRefreshedAt, taskFieldExpiresAt, taskFieldFinishedAt,
-		taskFieldCost, taskFieldHeld, taskFieldHoldAmount:
-		v, size := binary.Varint(r.b[r.i:])
-		if size <= 0 {
-			return false
-		}
-		r.i += size
-		*t.intField(n) = v
-	case taskFieldResult, taskFieldRequest, taskFieldUsage, taskFieldKeep:
-		start, end, ok := r.bytes()
-		if !ok {
-			return false
-		}
-		if full {
-			*t.jsonField(n) = append(json.RawMessage(nil), r.b[start:end]...)
-		}
-	default: // a string
-		start, end, ok := r.bytes()
-		if !ok {
-			return false
-		}
-		if full || n == taskFieldKind || n == taskFieldAccount || n == taskFieldStatus {
-			r.strs[r.nstrs] = taskString{n, start, end}
-			r.nstrs++
-		}
-	}
-	return true
-}
-
-// bytes reads a length and skips that many bytes, answering where they are.
-func (r *taskRecordReader) bytes() (start, end int, ok bool) {
-	size, ok := r.uvarint()
-	if !ok || size > uint64(len(r.b)-r.i) {
-		return 0, 0, false
-	}
-	start = r.i
-	r.i += int(size)
-	return start, r.i, true
-}
-
-func (r *taskRecordReader) uvarint() (uint64, bool) {
-	v, size := binary.Uvarint(r.b[r.i:])
-	if size <= 0 {
-		return 0, false
-	}
-	r.i += size
-	return v, true
-}
-
-// copyStrings sets the string fields read, from one copy of them all (Kind and Status of the
-// usual values need none).
-func (r *taskRecordReader) copyStrings(t *Task) {
-	size := 0
-	for i, s := range r.strs[:r.nstrs] {
-		if common, ok := internTaskString(r.b[s.start:s.end]); ok {
-			*t.recordString(s.field) = common
-			r.strs[i].field = 0 // set
-			continue
-		}
-		size += s.end - s.start
-	}
-	var all strings.Builder
-	all.Grow(size)
-	for _, s := range r.strs[:r.nstrs] {
-		if s.field != 0 {
-			all.Write(r.b[s.start:s.end])
-		}
-	}
-	str, at := all.String(), 0
-	for _, s := range r.strs[:r.nstrs] {
-		if s.field != 0 {
-			*t.recordString(s.field) = str[at : at+s.end-s.start]
-			at += s.end - s.start
-		}
-	}
-}
-
-// err is the error of a read that failed.
-func (r *taskRecordReader) err() error {
-	if r.unknown != 0 {
-		return fmt.Errorf("%w: field %d, unknown to this version (written by a later one?)", errCorruptTaskRecord, r.unknown)
-	}
-	return errCorruptTaskRecord
-}
-
-// recordString is the string field numbered n in a binary record.
-func (t *Task) recordString(n int) *string {
-	switch n {
-	case taskFieldID:
-		return &t.ID
-	case taskFieldKind:
-		return &t.Kind
-	case taskFieldAccount:
-		return &t.Account
-	case taskFieldKeyID:
-		return &t.KeyID
-	case taskFieldProvider:
-		return &t.Provider
-	case taskFieldUpstream:
-		return &t.Upstream
-	case taskFieldUpstreamAddress:
-		return &t.UpstreamAddress
-	case taskFieldUpstreamID:
-		return &t.UpstreamID
-	case taskFieldModel:
-		return &t.Model
-	case taskFieldStatus:
-		return &t.Status
-	case taskFieldHoldID:
-		return &t.HoldID
-	case taskFieldHoldUsage:
-		return &t.HoldUsage
-	case taskFieldCallbackURL:
-		return &t.CallbackURL
-	}
-	return &t.Notified // taskFieldNotified: field notes string fields only
-}
-
-// intField is the integer field numbered n in a binary record.
-func (t *Task) intField(n int) *int64 {
-	switch n {
-	case taskFieldCreatedAt:
-		return &t.CreatedAt
-	case taskFieldUpdatedAt:
-		return &t.UpdatedAt
-	case taskFieldRefreshedAt:
-		return &t.RefreshedAt
-	case taskFieldExpiresAt:
-		return &t.ExpiresAt
-	case taskFieldFinishedAt:
-		return &t.FinishedAt
-	case taskFieldCost:
-		return &t.Cost
-	case taskFieldHeld:
-		return &t.Held
-	}
-	return &t.HoldAmount // taskFieldHoldAmount: field calls it for these numbers only
-}
-
-// jsonField is the JSON value field numbered n in a binary record.
-func (t *Task) jsonField(n int) *json.RawMessage {
-	switch n {
-	case taskFieldResult:
-		return &t.Result
-	case taskFieldRequest:
-		return &t.Request
-	case taskFieldUsage:
-		return &t.Usage
-	}
-	return &t.Keep // taskFieldKeep: field calls it for these numbers only
+	return value, 0
 }

@@ -58,7 +58,7 @@ func TestTaskRecordKeepsEveryField(t *testing.T) {
 		if err != nil {
 			t.Fatalf("encodeTaskRecord: %v", err)
 		}
-		got, err := decodeTaskRecord(record)
+		got, err := decodeTaskRecord(task.ID, record)
 		if err != nil {
 			t.Fatalf("decodeTaskRecord: %v", err)
 		}
@@ -71,7 +71,7 @@ func TestTaskRecordKeepsEveryField(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fromJSON, err := decodeTaskRecord(js)
+		fromJSON, err := decodeTaskRecord(task.ID, js)
 		if err != nil || !reflect.DeepEqual(fromJSON, task) {
 			t.Errorf("the JSON record read as %+v, %v; want %+v", fromJSON, err, task)
 		}
@@ -139,7 +139,7 @@ func TestBadgerRewritesEveryFieldOfAJSONRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if record := storedTaskRecord(t, s, task.ID); record[0] != taskRecordV1 {
+	if record := storedTaskRecord(t, s, task.ID); record[0] != taskRecordV2 {
 		t.Fatalf("the changed record is not binary: %q", record)
 	}
 	want := got

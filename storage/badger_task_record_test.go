@@ -32,10 +32,10 @@ func TestTaskRecordRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("encodeTaskRecord(%+v): %v", task, err)
 		}
-		if record[0] != taskRecordV1 {
+		if record[0] != taskRecordV2 {
 			t.Fatalf("record starts with %d", record[0])
 		}
-		got, err := decodeTaskRecord(record)
+		got, err := decodeTaskRecord(task.ID, record)
 		if err != nil || !reflect.DeepEqual(got, task) {
 			t.Fatalf("decodeTaskRecord(encodeTaskRecord(%+v)) = %+v, %v", task, got, err)
 		}
@@ -67,7 +67,7 @@ func TestTaskRecordSizeAndJSONValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeTaskRecord(record)
+	got, err := decodeTaskRecord(task.ID, record)
 	if err != nil || string(got.Result) != `{"a":[1,"\u003c"]}` {
 		t.Errorf("Result read back as %s, %v", got.Result, err)
 	}
@@ -87,7 +87,7 @@ func TestTaskRecordReadsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeTaskRecord(js)
+	got, err := decodeTaskRecord(task.ID, js)
 	if err != nil || !reflect.DeepEqual(got, task) {
 		t.Fatalf("decodeTaskRecord(JSON) = %+v, %v", got, err)
 	}
@@ -106,9 +106,9 @@ func TestTaskRecordCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n := range len(record) - 1 {
-		if _, err := decodeTaskRecord(record[:n]); err == nil && n > 1 {
+		if _, err := decodeTaskRecord(task.ID, record[:n]); err == nil && n > 1 {
 			// A cut between two fields is a shorter record that decodes; it must not be this one.
-			if got, _ := decodeTaskRecord(record[:n]); reflect.DeepEqual(got, task) {
+			if got, _ := decodeTaskRecord(task.ID, record[:n]); reflect.DeepEqual(got, task) {
 				t.Fatalf("a record cut to %d bytes read as the whole task", n)
 			}
 		}
@@ -119,12 +119,17 @@ func TestTaskRecordCorrupt(t *testing.T) {
 		{taskRecordV1, 1, taskFieldKind, 0, 1}, // fields out of order
 		{taskRecordV1, 1, taskFieldActive, taskFieldActive},
 		{taskRecordV1, 1, 0},
+		{taskRecordV2},
+		{taskRecordV2, 1, taskFieldID, 1, 'a'},             // the key holds the id
+		{taskRecordV2, 1, taskFieldResult, 3, 4, '{', '}'}, // a cut past the Result's end
+		{taskRecordV2, 1, taskFieldResult, 2, 0x80, '{'},   // a cut that does not decode
+		{taskRecordV2, 1, taskFieldKind, 0, taskFieldKind}, // fields repeated
 	} {
-		if _, err := decodeTaskRecord(bad); !errors.Is(err, errCorruptTaskRecord) {
+		if _, err := decodeTaskRecord("cgt-1", bad); !errors.Is(err, errCorruptTaskRecord) {
 			t.Errorf("decodeTaskRecord(%v) = %v", bad, err)
 		}
 	}
-	_, err = decodeTaskRecord([]byte{taskRecordV1, 1, taskFields})
+	_, err = decodeTaskRecord("cgt-1", []byte{taskRecordV2, 1, taskFields})
 	if !errors.Is(err, errCorruptTaskRecord) || !strings.Contains(err.Error(), "later") {
 		t.Errorf("a field of a later version: %v", err)
 	}
@@ -140,11 +145,12 @@ func FuzzTaskRecord(f *testing.F) {
 	}
 	f.Add(record)
 	f.Add([]byte{taskRecordV1, 1, taskFieldID, 3, 'a', 'b', 'c'})
+	f.Add([]byte{taskRecordV2, 1, taskFieldResult, 3, 2, '[', ']'})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if len(b) == 0 || b[0] != taskRecordV1 {
+		if len(b) == 0 || !binaryTaskRecord(b[0]) {
 			return // JSON: task_json_test.go
 		}
-		got, err := decodeTaskRecord(b)
+		got, err := decodeTaskRecord("cgt-1", b)
 		head, herr := decodeTaskHead(b)
 		if (err == nil) != (herr == nil) {
 			t.Fatalf("decodeTaskRecord: %v; decodeTaskHead: %v", err, herr)
@@ -159,7 +165,7 @@ func FuzzTaskRecord(f *testing.F) {
 		if err != nil {
 			return // a JSON value that is not valid JSON: json.Marshal's error too
 		}
-		back, err := decodeTaskRecord(again)
+		back, err := decodeTaskRecord(got.ID, again)
 		for _, v := range []*json.RawMessage{&got.Result, &got.Request, &got.Usage, &got.Keep} {
 			if len(*v) > 0 {
 				compact, _ := json.Marshal(*v) // valid: encodeTaskRecord took it
@@ -202,7 +208,7 @@ func TestBadgerReadsJSONTaskRecords(t *testing.T) {
 	if err != nil || changed.Version != 2 {
 		t.Fatalf("ReplaceTask = %+v, %v", changed, err)
 	}
-	if record := storedTaskRecord(t, s, old.ID); record[0] != taskRecordV1 {
+	if record := storedTaskRecord(t, s, old.ID); record[0] != taskRecordV2 {
 		t.Errorf("the changed record is %q, not binary", record)
 	}
 	if got, err := s.Task(ctx, old.ID); err != nil || got.Status != "running" || got.Version != 2 {
@@ -244,7 +250,7 @@ func BenchmarkTaskRecord(b *testing.B) {
 		b.Run("decode/"+form.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := decodeTaskRecord(form.record); err != nil {
+				if _, err := decodeTaskRecord(task.ID, form.record); err != nil {
 					b.Fatal(err)
 				}
 			}

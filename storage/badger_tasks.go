@@ -230,11 +230,11 @@ func txnGetTask(txn *badger.Txn, id string) (Task, error) {
 
 // txnGetTaskHead reads the head of the record of a task id in txn, or answers ErrNotFound.
 func txnGetTaskHead(txn *badger.Txn, id string) (taskHead, error) {
-	return txnDecodeTask(txn, id, decodeTaskHead)
+	return txnDecodeTask(txn, id, func(_ string, b []byte) (taskHead, error) { return decodeTaskHead(b) })
 }
 
 // txnDecodeTask reads the record of a task id in txn with decode, or answers ErrNotFound.
-func txnDecodeTask[T any](txn *badger.Txn, id string, decode func([]byte) (T, error)) (T, error) {
+func txnDecodeTask[T any](txn *badger.Txn, id string, decode func(id string, record []byte) (T, error)) (T, error) {
 	var t T
 	item, err := txn.Get([]byte(prefixTask + id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -245,7 +245,7 @@ func txnDecodeTask[T any](txn *badger.Txn, id string, decode func([]byte) (T, er
 	}
 	err = item.Value(func(val []byte) error {
 		var err error
-		t, err = decode(val)
+		t, err = decode(id, val)
 		return err
 	})
 	return t, err
