@@ -31,6 +31,11 @@ import (
 // before blocks wrote, and is read as a block of one.
 const ledgerRecordV1 byte = 1
 
+// ledgerHoldV2 starts the hold record this version writes: the hold layout above without the
+// id, which the record's key (lh/<id>) holds. Hold records of ledgerRecordV1 are still read;
+// earlier versions report this form as corrupt.
+const ledgerHoldV2 byte = 3
+
 var errCorruptLedgerRecord = errors.New("ledger: corrupt record")
 
 // recordWriter appends the fields of a binary record.
@@ -142,8 +147,9 @@ func (rec *balanceRecord) decode(val []byte) error {
 
 func (rec holdRecord) encode() []byte {
 	h := rec.Hold
-	w := newRecord(128 + len(h.ID) + len(h.Account) + len(h.KeyID) + len(h.Model) + len(h.Ref) + len(rec.Budget))
-	for _, s := range [...]string{h.ID, h.Account, h.KeyID, h.Model, h.Ref} {
+	w := newRecord(128 + len(h.Account) + len(h.KeyID) + len(h.Model) + len(h.Ref) + len(rec.Budget))
+	w[0] = ledgerHoldV2
+	for _, s := range [...]string{h.Account, h.KeyID, h.Model, h.Ref} {
 		w.str(s)
 	}
 	w.int(h.Amount)
@@ -158,8 +164,9 @@ func (rec holdRecord) encode() []byte {
 	return w
 }
 
-func (rec *holdRecord) decode(val []byte) error {
-	if len(val) == 0 || val[0] != ledgerRecordV1 {
+// decode reads the record of the hold id in either binary form, or in JSON.
+func (rec *holdRecord) decode(id string, val []byte) error {
+	if len(val) == 0 || val[0] != ledgerRecordV1 && val[0] != ledgerHoldV2 {
 		if err := json.Unmarshal(val, rec); err != nil {
 			return err
 		}
@@ -172,8 +179,11 @@ func (rec *holdRecord) decode(val []byte) error {
 		return nil
 	}
 	r := recordReader{b: val[1:]}
-	var h Hold
-	h.ID, h.Account, h.KeyID, h.Model, h.Ref = r.str(), r.str(), r.str(), r.str(), r.str()
+	h := Hold{ID: id}
+	if val[0] == ledgerRecordV1 {
+		h.ID = r.str()
+	}
+	h.Account, h.KeyID, h.Model, h.Ref = r.str(), r.str(), r.str(), r.str()
 	h.Amount, h.Budget.Limit, h.Budget.Period = r.int(), r.int(), r.str()
 	h.Deadline, h.Created = r.time(), r.time()
 	h.Bound, h.State = r.bool(), r.str()
@@ -206,5 +216,5 @@ func txnGetRecord(txn *badger.Txn, key string, decode func(val []byte) error) er
 }
 
 func txnHold(txn *badger.Txn, holdID string, rec *holdRecord) error {
-	return txnGetRecord(txn, holdKey(holdID), rec.decode)
+	return txnGetRecord(txn, holdKey(holdID), func(val []byte) error { return rec.decode(holdID, val) })
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -23,7 +24,7 @@ func TestLedgerRecordsRoundTrip(t *testing.T) {
 		Budget: Budget{Limit: 7, Period: BudgetDay}, Deadline: at, Created: at.Add(-time.Minute), Bound: true, State: HoldSettled},
 		EntryN: 9, Budget: "lk/k\x00d2026-11-27"}
 	var gotHold holdRecord
-	if err := gotHold.decode(hold.encode()); err != nil {
+	if err := gotHold.decode("hold_1", hold.encode()); err != nil {
 		t.Fatal(err)
 	}
 	if !gotHold.Hold.Deadline.Equal(at) || !gotHold.Hold.Created.Equal(at.Add(-time.Minute)) {
@@ -34,7 +35,7 @@ func TestLedgerRecordsRoundTrip(t *testing.T) {
 		t.Errorf("hold %+v read back as %+v", hold, gotHold)
 	}
 	unbound := holdRecord{Hold: Hold{ID: "h", Account: "a", State: HoldOpen}}
-	if err := gotHold.decode(unbound.encode()); err != nil || !gotHold.Hold.Deadline.IsZero() || gotHold != unbound {
+	if err := gotHold.decode("h", unbound.encode()); err != nil || !gotHold.Hold.Deadline.IsZero() || gotHold != unbound {
 		t.Errorf("a hold without deadline read back as %+v, %v", gotHold, err)
 	}
 	e := LedgerEntry{ID: "12", Time: at, Account: "acme", KeyID: "k", Model: "m", Ref: "r", HoldID: "h", Kind: EntrySettle,
@@ -48,8 +49,9 @@ func TestLedgerRecordsRoundTrip(t *testing.T) {
 		t.Errorf("entry %+v read back as %+v", e, gotEntry)
 	}
 	for name, err := range map[string]error{
-		"empty hold":         gotHold.decode([]byte{ledgerRecordV1}),
-		"cut hold":           gotHold.decode(hold.encode()[:10]),
+		"empty hold":         gotHold.decode("hold_1", []byte{ledgerRecordV1}),
+		"empty V2 hold":      gotHold.decode("hold_1", []byte{ledgerHoldV2}),
+		"cut hold":           gotHold.decode("hold_1", hold.encode()[:10]),
 		"balance and more":   gotBal.decode(append(bal.encode(), 0)),
 		"balance's bad bool": gotBal.decode([]byte{ledgerRecordV1, 0, 0, 2, 0}),
 		"entry's bad nanos":  decodeEntry([]byte{ledgerRecordV1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}, &gotEntry),
@@ -57,6 +59,66 @@ func TestLedgerRecordsRoundTrip(t *testing.T) {
 		if !errors.Is(err, errCorruptLedgerRecord) {
 			t.Errorf("%s: %v; want errCorruptLedgerRecord", name, err)
 		}
+	}
+}
+
+// goldenHoldV1 is a bound hold's record as the previous version's encoder wrote it
+// (ledgerRecordV1, with the hold's id), the hold of goldenHold.
+const goldenHoldV1 = "011d686f6c645f3062636365643936376132633862336236313261326336630562656e6368106b65795f6263306262" +
+	"313937303263660b62656e63682d766964656f1b6367742d32303236313132373232323731352d3232696e6537787af0b51f0e" +
+	"03646179a6c7d0b00d959aef3a868fd0b00d959aef3a01046f70656e091f6c6b2f6b65795f6263306262313937303263660064" +
+	"323032362d31312d3237"
+
+func goldenHold() holdRecord {
+	at := time.Date(2026, 11, 27, 22, 27, 15, 123456789, time.UTC)
+	return holdRecord{Hold: Hold{ID: "hold_0bcced967a2c8b3b612a2c6c", Account: "bench", KeyID: "key_bc0bb19702cf",
+		Model: "bench-video", Ref: "cgt-20261127222715-22ine7xz", Amount: 257400, Budget: Budget{Limit: 7, Period: BudgetDay},
+		Deadline: at.Add(time.Hour), Created: at, Bound: true, State: HoldOpen}, EntryN: 9, Budget: "lk/key_bc0bb19702cf\x00d2026-11-27"}
+}
+
+// A hold record of the previous version reads as the hold it was written from, whatever id it
+// is read under (it names its own); this version's record leaves the id out, to its key, and
+// reads back the same.
+func TestLedgerHoldRecordV1Golden(t *testing.T) {
+	v1, err := hex.DecodeString(goldenHoldV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := goldenHold()
+	for _, id := range []string{want.Hold.ID, "another"} {
+		var got holdRecord
+		if err := got.decode(id, v1); err != nil || got != want {
+			t.Fatalf("the V1 record read under %s as %+v, %v; want %+v", id, got, err, want)
+		}
+	}
+	v2 := want.encode()
+	if v2[0] != ledgerHoldV2 || len(v2) != len(v1)-1-len(want.Hold.ID) {
+		t.Errorf("the V2 record is %d bytes starting %d; the V1 one %d", len(v2), v2[0], len(v1))
+	}
+	var got holdRecord
+	if err := got.decode(want.Hold.ID, v2); err != nil || got != want {
+		t.Fatalf("the V2 record read as %+v, %v; want %+v", got, err, want)
+	}
+}
+
+// A store holding a hold record of the previous version serves it as that hold.
+func TestBadgerReadsV1HoldRecords(t *testing.T) {
+	want := goldenHold()
+	b, err := OpenBadger(t.TempDir(), BadgerOptions{Now: func() time.Time { return want.Hold.Created }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	v1, err := hex.DecodeString(goldenHoldV1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(holdKey(want.Hold.ID)), v1) }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.HoldByID(context.Background(), want.Hold.ID)
+	if err != nil || !got.Deadline.Equal(want.Hold.Deadline) || got.Ref != want.Hold.Ref || got.Account != "bench" || got.ID != want.Hold.ID {
+		t.Fatalf("HoldByID = %+v, %v; want %+v", got, err, want.Hold)
 	}
 }
 
