@@ -22,8 +22,10 @@ import (
 // a create's write is committed (visible to a later scan) before its claim is given back. The
 // ids claimed when a scan begins are added with it, for their writes may come after its
 // snapshot. Until the first scan after the open ends, every create reads Badger. The filter
-// keeps about 1.25 bytes per id; when it holds twice the ids the scan found (at least 65,536),
-// a new scan, in the background, makes a new one without the records that expired meanwhile.
+// is sized for four times the ids its scan found (at least 65,536), about 5 bytes per id with a
+// record; when it holds that many, a new scan, in the background, makes a new one without the
+// records that expired meanwhile. A scan reads every task record's key (some hundreds of ns
+// each), so a store keeping L tasks scans about once per 3L creates.
 
 // taskCreates are the IDs of the task creates in progress in this process, and the filter of
 // the ids that have a record.
@@ -157,7 +159,7 @@ func (c *taskCreates) scan() {
 			return nil
 		})
 	})
-	f := newIDFilter(2 * len(found))
+	f := newIDFilter(4 * len(found))
 	for _, h := range found {
 		f.add(h)
 	}
