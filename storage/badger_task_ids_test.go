@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,6 +153,72 @@ func TestBadgerTaskIDFilterIsMadeAgainWhenFull(t *testing.T) {
 	}
 	if _, err := b.CreateTask(ctx, Task{ID: "cgt-kept", Kind: KindVideo, Account: "other", Status: "queued"}); !errors.Is(err, ErrExists) {
 		t.Fatalf("creating cgt-kept again after the new filter: %v, want ErrExists", err)
+	}
+}
+
+// Concurrent creates of the same ids, with and without holds, while scans replace the filter
+// one after another: each id is created exactly once, whoever's create wins.
+func TestBadgerTaskIDsCreatedOnceWhileScanning(t *testing.T) {
+	ctx := context.Background()
+	b := openBook(t, t.TempDir())
+	defer b.Close()
+	if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 1 << 40, IdempotencyKey: "c"}, bookNow); err != nil {
+		t.Fatal(err)
+	}
+	const ids, creators = 300, 6
+	var created [ids]atomic.Int32
+	stop := make(chan struct{})
+	var scans sync.WaitGroup
+	scans.Add(1)
+	go func() {
+		defer scans.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			b.creates.mu.Lock()
+			if !b.creates.ids.scanning {
+				b.creates.scanLocked()
+			}
+			b.creates.mu.Unlock()
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	for c := range creators {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range ids {
+				task := Task{ID: fmt.Sprint("cgt-", i), Kind: KindVideo, Account: "acme", Status: "queued", CreatedAt: bookNow.Unix()}
+				if c%2 == 1 {
+					task.HoldID = fmt.Sprint("h-", c, "-", i)
+					h := Hold{ID: task.HoldID, NewID: true, Account: "acme", Amount: 1, Deadline: bookNow.Add(time.Minute), Transient: true}
+					if _, _, err := b.Hold(ctx, h, bookNow); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				_, err := b.CreateTask(ctx, task)
+				switch {
+				case err == nil:
+					created[i].Add(1)
+				case !errors.Is(err, ErrExists):
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	scans.Wait()
+	for i := range created {
+		if n := created[i].Load(); n != 1 {
+			t.Errorf("cgt-%d was created %d times", i, n)
+		}
 	}
 }
 
