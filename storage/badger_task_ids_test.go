@@ -13,16 +13,16 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// waitTaskIDs waits until no scan of the task ids runs and the filter answers.
-func waitTaskIDs(t *testing.T, b *Badger) {
+// waitTaskIDs waits until no scan of the task ids runs and the filter answers, and returns it.
+func waitTaskIDs(t *testing.T, b *Badger) *idFilter {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b.creates.mu.Lock()
-		ready := b.creates.ids.active != nil && !b.creates.ids.scanning
+		f, ready := b.creates.ids.active, b.creates.ids.active != nil && !b.creates.ids.scanning
 		b.creates.mu.Unlock()
 		if ready {
-			return
+			return f
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the scan of the task ids did not end")
@@ -74,15 +74,11 @@ func TestBadgerCreateRefusesAnIDRecordedBeforeTheOpen(t *testing.T) {
 	}
 	b = openBook(t, dir)
 	defer b.Close()
-	if _, err := b.CreateTask(ctx, Task{ID: "cgt-0", Kind: KindVideo, Account: "other", Status: "queued"}); !errors.Is(err, ErrExists) {
-		t.Fatalf("creating cgt-0 again right after the open: %v, want ErrExists", err)
-	}
+	mustRefuseCreate(t, b, "cgt-0")
 	waitTaskIDs(t, b)
 	for i := range 100 {
 		id := fmt.Sprint("cgt-", i)
-		if _, err := b.CreateTask(ctx, Task{ID: id, Kind: KindVideo, Account: "other", Status: "queued"}); !errors.Is(err, ErrExists) {
-			t.Fatalf("creating %s again: %v, want ErrExists", id, err)
-		}
+		mustRefuseCreate(t, b, id)
 		h := Hold{ID: fmt.Sprint("h-", i), NewID: true, Account: "acme", Amount: 1, Deadline: bookNow.Add(time.Minute), Transient: true}
 		if _, err := b.Credit(ctx, Credit{Account: "acme", Amount: 1, IdempotencyKey: h.ID}, bookNow); err != nil {
 			t.Fatal(err)
@@ -102,7 +98,6 @@ func TestBadgerCreateRefusesAnIDRecordedBeforeTheOpen(t *testing.T) {
 // A scan that begins while a create holds its id's claim, and ends before that create writes,
 // still makes a filter that holds the id: a later create of it reads Badger and is refused.
 func TestBadgerTaskIDScanKeepsTheCreatesInProgress(t *testing.T) {
-	ctx := context.Background()
 	b := openBook(t, t.TempDir())
 	defer b.Close()
 	waitTaskIDs(t, b)
@@ -122,9 +117,7 @@ func TestBadgerTaskIDScanKeepsTheCreatesInProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.creates.release("cgt-late")
-	if _, err := b.CreateTask(ctx, Task{ID: "cgt-late", Kind: KindVideo, Account: "other", Status: "queued"}); !errors.Is(err, ErrExists) {
-		t.Fatalf("creating cgt-late again: %v, want ErrExists", err)
-	}
+	mustRefuseCreate(t, b, "cgt-late")
 }
 
 // A full filter is made again by a scan, which leaves out the records that are gone; the ids
@@ -133,10 +126,7 @@ func TestBadgerTaskIDFilterIsMadeAgainWhenFull(t *testing.T) {
 	ctx := context.Background()
 	b := openBook(t, t.TempDir())
 	defer b.Close()
-	waitTaskIDs(t, b)
-	b.creates.mu.Lock()
-	first := b.creates.ids.active
-	b.creates.mu.Unlock()
+	first := waitTaskIDs(t, b)
 	for i := range minIDFilter + 10 {
 		b.creates.claim(fmt.Sprint("gone-", i)) // claimed, never written
 		b.creates.release(fmt.Sprint("gone-", i))
@@ -144,15 +134,19 @@ func TestBadgerTaskIDFilterIsMadeAgainWhenFull(t *testing.T) {
 	if _, err := b.CreateTask(ctx, Task{ID: "cgt-kept", Kind: KindVideo, Account: "acme", Status: "queued"}); err != nil {
 		t.Fatal(err)
 	}
-	waitTaskIDs(t, b)
-	b.creates.mu.Lock()
-	second := b.creates.ids.active
-	b.creates.mu.Unlock()
+	second := waitTaskIDs(t, b)
 	if second == first || second.n >= 100 {
 		t.Fatalf("the full filter was not made again without the ids never written: %d ids", second.n)
 	}
-	if _, err := b.CreateTask(ctx, Task{ID: "cgt-kept", Kind: KindVideo, Account: "other", Status: "queued"}); !errors.Is(err, ErrExists) {
-		t.Fatalf("creating cgt-kept again after the new filter: %v, want ErrExists", err)
+	mustRefuseCreate(t, b, "cgt-kept")
+}
+
+// mustRefuseCreate fails unless a create of the task id, by another account, is refused with
+// ErrExists.
+func mustRefuseCreate(t *testing.T, b *Badger, id string) {
+	t.Helper()
+	if _, err := b.CreateTask(context.Background(), Task{ID: id, Kind: KindVideo, Account: "other", Status: "queued"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("creating %s again: %v, want ErrExists", id, err)
 	}
 }
 
