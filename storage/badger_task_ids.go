@@ -69,7 +69,6 @@ func (c *taskCreates) startTaskIDs(db *badger.DB, logger *zap.Logger) {
 // gives it back. It reports whether the id may have a record (false: surely none, no read of
 // Badger needed), and adds the id to the filter.
 func (c *taskCreates) claim(id string) (mayExist bool) {
-	h := maphash.String(c.ids.seed, id)
 	c.mu.Lock()
 	for {
 		ch, busy := c.m[id]
@@ -88,8 +87,7 @@ func (c *taskCreates) claim(id string) (mayExist bool) {
 		c.m = make(map[string]chan struct{})
 	}
 	c.m[id] = nil
-	mayExist = c.ids.active == nil || c.ids.active.has(h)
-	c.addLocked(h)
+	mayExist = c.checkAndAddLocked(id)
 	c.mu.Unlock()
 	return mayExist
 }
@@ -105,13 +103,16 @@ func (c *taskCreates) release(id string) {
 	}
 }
 
-// addLocked adds the id hash h to the filter, and to the scan's, starting a new scan when the
+// checkAndAddLocked reports whether the filter may have the id (true when there is no filter
+// yet, or none), and adds it to the filter and to the scan's, starting a new scan when the
 // filter is full.
-func (c *taskCreates) addLocked(h uint64) {
+func (c *taskCreates) checkAndAddLocked(id string) (mayExist bool) {
 	ids := &c.ids
 	if ids.db == nil {
-		return
+		return true
 	}
+	h := maphash.String(ids.seed, id)
+	mayExist = ids.active == nil || ids.active.has(h)
 	if ids.scanning {
 		ids.pending = append(ids.pending, h)
 	}
@@ -121,6 +122,7 @@ func (c *taskCreates) addLocked(h uint64) {
 			c.scanLocked()
 		}
 	}
+	return mayExist
 }
 
 // scanLocked starts a scan of the task records, which replaces the filter when it ends. The ids

@@ -58,6 +58,18 @@ func TestIDFilter(t *testing.T) {
 	}
 }
 
+// Without a filter (a taskCreates that no store started) every claim may have a record: the
+// create reads Badger.
+func TestTaskCreatesWithoutFilter(t *testing.T) {
+	var c taskCreates
+	for range 2 {
+		if !c.claim("cgt-1") {
+			t.Fatal("a claim without a filter answered that the id surely has no record")
+		}
+		c.release("cgt-1")
+	}
+}
+
 // A create refuses the id of a record written before the store was opened, once the filter
 // answers (its scan found the record) as while it is built (the create reads Badger).
 func TestBadgerCreateRefusesAnIDRecordedBeforeTheOpen(t *testing.T) {
