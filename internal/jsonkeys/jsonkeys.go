@@ -56,7 +56,7 @@ func (e *Error) Error() string {
 // by case, or an unclear key is an *Error. Data that is not one JSON object is ErrNotObject.
 // Only the object's own keys are checked, not those of nested objects.
 func Members(data []byte, fields ...string) (map[string]json.RawMessage, error) {
-	if !json.Valid(data) {
+	if !valid(data) {
 		return nil, ErrNotObject
 	}
 	return members(data, fields, false)
@@ -74,7 +74,7 @@ func MembersValid(data []byte, fields ...string) (map[string]json.RawMessage, er
 // holds (no key repeats, so no decoder's choice between repeats matters). The values are slices
 // of data, not copies.
 func All(data []byte, fields ...string) (map[string]json.RawMessage, error) {
-	if !json.Valid(data) {
+	if !valid(data) {
 		return nil, ErrNotObject
 	}
 	return members(data, fields, true)
@@ -300,7 +300,8 @@ func isControl(r rune) bool {
 	return r < 0x20 || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError
 }
 
-// scanner walks JSON that json.Valid accepted, so it needs no error handling of its own.
+// scanner walks JSON that valid (json.Valid's equal) accepted, so it needs no error handling of
+// its own.
 type scanner struct {
 	data []byte
 	pos  int

@@ -11,7 +11,7 @@ import (
 // needs the rule calls Members or Check on the same data first; a repeated key is returned once
 // per appearance.
 func Others(data []byte, fields ...string) []Member {
-	if !json.Valid(data) {
+	if !valid(data) {
 		return nil
 	}
 	return OthersValid(data, fields...)
@@ -79,7 +79,7 @@ func ElementsValid(data []byte) (elements []json.RawMessage, ok bool) {
 // others of the walk. Data that is not valid JSON is ErrNotObject; data nested deeper than
 // MaxWalkDepth is ErrTooDeep. An error from visit stops the walk and is returned.
 func Strings(data []byte, base *Path, visit func(path *Path, raw []byte) error) error {
-	if !json.Valid(data) {
+	if !valid(data) {
 		return ErrNotObject
 	}
 	return StringsValid(data, base, visit)
