@@ -114,7 +114,7 @@ func (s *scanner) pathAt(depth int, parent *Path) *Path {
 }
 
 // pathKey is decodeKey(raw)'s key, without a copy for the keys that dialogue and media bodies
-// repeat in every message and part.
+// repeat in every message and part, and those that open them.
 func pathKey(raw []byte) string {
 	switch string(raw[1 : len(raw)-1]) {
 	case "role":
@@ -139,6 +139,14 @@ func pathKey(raw []byte) string {
 		return "tool_calls"
 	case "id":
 		return "id"
+	case "model":
+		return "model"
+	case "messages":
+		return "messages"
+	case "input":
+		return "input"
+	case "prompt":
+		return "prompt"
 	}
 	key, _ := decodeKey(raw)
 	return key
