@@ -309,16 +309,7 @@ type scanner struct {
 	paths []Path
 }
 
-func (s *scanner) space() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
-	}
-}
+func (s *scanner) space() { s.pos = skipSpace(s.data, s.pos) }
 
 func (s *scanner) consume(c byte) bool {
 	if s.pos < len(s.data) && s.data[s.pos] == c {
