@@ -105,8 +105,9 @@ func (s *scanner) pathAt(depth int, parent *Path) *Path {
 		s.paths = s.paths[:depth+1]
 	default:
 		// A new slice; the containers being walked keep their paths in the old one, and every
-		// path is set afresh when it is taken.
-		s.paths = make([]Path, depth+1, max(8, 2*(depth+1)))
+		// path is set afresh when it is taken. Four to start with: a chat body of text messages
+		// (messages[i].content) needs three.
+		s.paths = make([]Path, depth+1, max(4, 2*(depth+1)))
 	}
 	p := &s.paths[depth]
 	*p = Path{Parent: parent}
