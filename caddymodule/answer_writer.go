@@ -32,6 +32,21 @@ func newAnswerWriter(w http.ResponseWriter) *answerWriter {
 	return aw
 }
 
+// answerWriterFor is newAnswerWriter(w) for mediagw_route: when w is the request's observed
+// writer (mediagw_route right after mediagw_auth, as configured), the answer writer it keeps,
+// taken once; otherwise a new one.
+func answerWriterFor(w http.ResponseWriter) *answerWriter {
+	ow, ok := w.(*observedWriter)
+	if !ok || ow.answerTaken {
+		return newAnswerWriter(w)
+	}
+	ow.answerTaken = true
+	aw := &ow.answer
+	aw.wrapper.ResponseWriter = w
+	aw.ResponseWriterWrapper = &aw.wrapper
+	return aw
+}
+
 func (w *answerWriter) WriteHeader(status int) {
 	if w.status == 0 && status >= 200 {
 		w.status = status

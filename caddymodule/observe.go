@@ -79,6 +79,10 @@ type observedWriter struct {
 	// identity is the caller's, which mediagw_auth puts in the request context by reference.
 	identity auth.Identity
 	wrapper  caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
+	// answer is the answer writer of the request's mediagw_route (see answerWriterFor), kept here
+	// to save it an allocation; answerTaken tells whether one took it.
+	answer      answerWriter
+	answerTaken bool
 }
 
 func (w *observedWriter) WriteHeader(status int) {

@@ -36,7 +36,9 @@ const benchAnswer = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"
 // its upstreams, reverse_proxy with the mediagw upstream source and transport); and the
 // three from 32 goroutines at once, the gateway with the mediagw upstream source and transport
 // as bench/run.sh's ("*_parallel", as its 32 connections, whose priced requests share the
-// ledger's commits). The
+// ledger's commits); and the priced request in front of the static answer beside the static
+// answer alone, from 32 goroutines ("priced_static_parallel", "baseline_static_parallel": what
+// mediagw itself does for a priced request, with no upstream connection's noise). The
 // differences are mediagw's CPU time (cpu-ns/op, every thread of the process) and allocations
 // per request. Run it with
 //
@@ -149,6 +151,8 @@ http://two.test:%[3]s {
 			body, key, host = priced, "mg-priced-key", "proxied.test"
 		case "priced.transport.test":
 			body, key, host = priced, "mg-priced-key", "transport.test"
+		case "priced.static.test":
+			body, key, host = priced, "mg-priced-key", "static.test"
 		}
 		r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 		r.Host = host
@@ -201,6 +205,10 @@ http://two.test:%[3]s {
 	b.Run("baseline_parallel", func(b *testing.B) { serveParallel(b, "transport.test", "/baseline/v1/chat/completions") })
 	b.Run("mediagw_parallel", func(b *testing.B) { serveParallel(b, "transport.test", "/v1/chat/completions") })
 	b.Run("priced_parallel", func(b *testing.B) { serveParallel(b, "priced.transport.test", "/v1/chat/completions") })
+	// mediagw's own work on a priced request, without an upstream's: the static answer behind
+	// mediagw_auth and mediagw_route beside the static answer alone, from 32 goroutines.
+	b.Run("baseline_static_parallel", func(b *testing.B) { serveParallel(b, "static.test", "/baseline/v1/chat/completions") })
+	b.Run("priced_static_parallel", func(b *testing.B) { serveParallel(b, "priced.static.test", "/v1/chat/completions") })
 }
 
 // creditBench credits account with 1,000,000 in the running gateway's store, so that every

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -150,10 +151,10 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // are shared with req: they are replaced here, never changed in place, as the http transport
 // only reads them.
 func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *providers.Upstream) (*http.Request, error) {
-	out := new(http.Request)
-	*out = *req
-	target := *req.URL
-	out.URL = &target
+	attempt := new(outgoingRequest)
+	attempt.request, attempt.url = *req, *req.URL
+	out := &attempt.request
+	out.URL = &attempt.url
 	out.Header = make(http.Header, len(req.Header)+1)
 	for name, values := range req.Header {
 		out.Header[name] = values
@@ -174,6 +175,12 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 		out.Body = body
 	}
 	return out, nil
+}
+
+// outgoingRequest is an attempt's copy of the request and of its URL, in one allocation.
+type outgoingRequest struct {
+	request http.Request
+	url     url.URL
 }
 
 // upstreamPath is the upstream's base path (without its trailing slash) followed by rest, the

@@ -67,8 +67,20 @@ type upstreamList struct {
 	pointers  [upstreamBlock]*reverseproxy.Upstream
 }
 
+// soleUpstream is upstreamList for a provider with one upstream, the usual case: a quarter of
+// the bytes, for every attempt of every request.
+type soleUpstream struct {
+	upstream reverseproxy.Upstream
+	pointer  [1]*reverseproxy.Upstream
+}
+
 // newUpstreamList returns n pointers to zero upstreams.
 func newUpstreamList(n int) []*reverseproxy.Upstream {
+	if n == 1 {
+		sole := new(soleUpstream)
+		sole.pointer[0] = &sole.upstream
+		return sole.pointer[:]
+	}
 	if n > upstreamBlock {
 		list := make([]*reverseproxy.Upstream, n)
 		for i := range list {

@@ -164,7 +164,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		return nil
 	}
 	repl := replacer(r)
-	sw := newAnswerWriter(w)
+	sw := answerWriterFor(w)
 	sw.countItems = route.Sizing.Images && hold.ID != ""
 	sw.placeholders = routePlaceholders{model: route.Model, provider: route.Provider.Name, upstream: route.Dispatch.First()}
 	sw.placeholders.publish(repl)

@@ -95,20 +95,20 @@ func readBatch(body []byte) ([]batchRequest, error) {
 		}
 		// The priced fields are read under the model's rule, so what the upstream reads is
 		// what was held.
-		fields, err := jsonkeys.Members(params, modelAndPriced...)
+		fields, err := readFields(params, modelAndPriced)
 		if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
 			field := member(paramsPath, e.Field).String()
 			return apierror.New(http.StatusBadRequest, "invalid_request_body", field+" is refused: "+e.Error()).WithParam(field)
 		} else if err != nil {
 			return errBadJSON
 		}
-		if req.model, err = jsonModel(fields); err != nil {
+		if req.model, err = jsonModel(&fields); err != nil {
 			if e, ok := errors.AsType[*apierror.Error](err); ok {
 				return e.WithParam(req.modelParam)
 			}
 			return err
 		}
-		req.sizing = sizing(Endpoint{}, fields, len(params))
+		req.sizing = sizing(Endpoint{}, &fields, len(params))
 		reqs = append(reqs, req)
 		return nil
 	})
@@ -119,8 +119,8 @@ func readBatch(body []byte) ([]batchRequest, error) {
 // and each request's, which must all be allowed to the key, served by one provider, and not
 // aliases. It returns the model the batch is routed by: the top-level one, else the first
 // request's.
-func (rt *Router) batchModel(id auth.Identity, fields map[string]json.RawMessage, reqs []batchRequest) (string, error) {
-	if _, ok := fields["model"]; ok {
+func (rt *Router) batchModel(id auth.Identity, fields *bodyFields, reqs []batchRequest) (string, error) {
+	if _, ok := fields.get("model"); ok {
 		model, err := jsonModel(fields)
 		if err != nil {
 			return "", err

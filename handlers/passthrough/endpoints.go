@@ -158,15 +158,18 @@ func extending(ep Endpoint) Endpoint {
 // match reports whether the endpoint serves method and path, and returns its parameters. It
 // runs for every endpoint before the one that serves a request, so a path without parameters
 // is compared as one string, one with parameters walked segment by segment without splitting
-// the two paths, and the parameter map is made only on a match.
+// the two paths, and the parameter map is made only on a match. Before the walk, the path must
+// begin with the pattern's text up to its first parameter, which every match does: the
+// generate-content patterns that come first in Capabilities pass over a chat path at once.
 func (e *Endpoint) match(method, path string) (params map[string]string, ok bool) {
 	if method != e.Method {
 		return nil, false
 	}
-	if !strings.Contains(e.Path, "{") {
+	brace := strings.IndexByte(e.Path, '{')
+	if brace < 0 {
 		return nil, e.Path == path // segment by segment equal, as one string
 	}
-	if !matchSegments(e.Path, path, nil) {
+	if !strings.HasPrefix(path, e.Path[:brace]) || !matchSegments(e.Path, path, nil) {
 		return nil, false
 	}
 	params = map[string]string{}

@@ -204,7 +204,7 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 				return err
 			}
 		}
-		if raw, ok := fields["model"]; ok {
+		if raw, ok := fields.get("model"); ok {
 			var model string
 			if json.Unmarshal(raw, &model) != nil || model != t.Model {
 				return apierror.New(http.StatusBadRequest, "invalid_request_body", "model must be the object's own model, "+t.Model).WithParam("model")
@@ -242,7 +242,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			if err != nil {
 				return "", err
 			}
-			if err := rt.checkRefs(r, id, ep, fields, route); err != nil {
+			if err := rt.checkRefs(r, id, ep, &fields, route); err != nil {
 				return "", err
 			}
 			if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
@@ -257,7 +257,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 				return pathModel, nil
 			}
 			var model string
-			if raw, ok := fields["model"]; ok && (json.Unmarshal(raw, &model) != nil || model != pathModel) {
+			if raw, ok := fields.get("model"); ok && (json.Unmarshal(raw, &model) != nil || model != pathModel) {
 				return "", apierror.New(http.StatusBadRequest, "invalid_request_body", "the body's model differs from the path's").WithParam("model")
 			}
 		}
@@ -271,27 +271,27 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		if err != nil {
 			return "", err
 		}
-		if err := rt.checkRefs(r, id, ep, fields, route); err != nil {
+		if err := rt.checkRefs(r, id, ep, &fields, route); err != nil {
 			return "", err
 		}
 		if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
 			return "", nameBatchRequest(err, reqs)
 		}
 		route.Calls = batchCalls(reqs)
-		return rt.batchModel(id, fields, reqs)
+		return rt.batchModel(id, &fields, reqs)
 	case isJSON:
 		fields, body, err := rt.jsonFields(w, r, refFields(ep)...)
 		if err != nil {
 			return "", err
 		}
-		if err := rt.checkRefs(r, id, ep, fields, route); err != nil {
+		if err := rt.checkRefs(r, id, ep, &fields, route); err != nil {
 			return "", err
 		}
 		if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
 			return "", err
 		}
-		route.Sizing = sizing(ep, fields, len(body))
-		return jsonModel(fields)
+		route.Sizing = sizing(ep, &fields, len(body))
+		return jsonModel(&fields)
 	case mt == "multipart/form-data" && params["boundary"] == "" && ep.Multipart:
 		return "", apierror.ErrNoBoundary
 	case mt == "multipart/form-data" && params["boundary"] != "" && ep.Multipart:
@@ -304,30 +304,30 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 
 // jsonFields reads the JSON body (bounded), applies jsonkeys' rule with the checked fields, and
 // leaves the body to be replayed byte for byte. It returns the checked fields present, and the body.
-func (rt *Router) jsonFields(w http.ResponseWriter, r *http.Request, checked ...string) (map[string]json.RawMessage, []byte, error) {
+func (rt *Router) jsonFields(w http.ResponseWriter, r *http.Request, checked ...string) (bodyFields, []byte, error) {
 	limit := rt.MaxJSONBytes
 	if limit <= 0 {
 		limit = DefaultMaxJSONBytes
 	}
 	body, err := apierror.ReadBody(w, r, limit, "invalid_request_body")
 	if err != nil {
-		return nil, nil, err
+		return bodyFields{}, nil, err
 	}
 	replay := &replayedBody{body: body}
 	replay.Reset(body)
 	r.Body, r.GetBody = replay, replay.again
-	fields, err := jsonkeys.Members(body, checked...)
+	fields, err := readFields(body, checked)
 	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
-		return nil, nil, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
+		return bodyFields{}, nil, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
 	}
 	if err != nil {
-		return nil, nil, errBadJSON
+		return bodyFields{}, nil, errBadJSON
 	}
 	return fields, body, nil
 }
 
-func jsonModel(fields map[string]json.RawMessage) (string, error) {
-	raw, ok := fields["model"]
+func jsonModel(fields *bodyFields) (string, error) {
+	raw, ok := fields.get("model")
 	if !ok || string(raw) == "null" {
 		return "", errNoModel
 	}
@@ -361,9 +361,9 @@ var modelAndPriced = append([]string{"model"}, pricedFields...)
 
 // checkRefs refuses body fields that name upstream objects the caller's account does not own, and
 // keeps the records of those it owns in route.named.
-func (rt *Router) checkRefs(r *http.Request, id auth.Identity, ep Endpoint, fields map[string]json.RawMessage, route *Route) error {
+func (rt *Router) checkRefs(r *http.Request, id auth.Identity, ep Endpoint, fields *bodyFields, route *Route) error {
 	for field, kind := range ep.Refs {
-		raw, ok := fields[field]
+		raw, ok := fields.get(field)
 		if !ok || string(raw) == "null" {
 			continue
 		}

@@ -14,17 +14,17 @@ var pricedFields = []string{"max_tokens", "max_completion_tokens", "max_output_t
 
 // sizing is what a JSON request to ep says about how much it may use (see billing.Request).
 // Fields of the wrong type are left to the upstream to refuse, and count as absent.
-func sizing(ep Endpoint, fields map[string]json.RawMessage, bodyBytes int) billing.Request {
+func sizing(ep Endpoint, fields *bodyFields, bodyBytes int) billing.Request {
 	q := billing.Request{BodyBytes: int64(bodyBytes), Images: strings.HasPrefix(ep.Path, "/v1/images/")}
 	for _, name := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
-		if n := positiveInt(fields[name]); n > 0 {
+		if n := positiveInt(fields.value(name)); n > 0 {
 			q.MaxOutput = n
 			break
 		}
 	}
-	q.N = positiveInt(fields["n"])
-	q.ImageSize = stringOrEmpty(fields["size"])
-	q.ImageQuality = stringOrEmpty(fields["quality"])
+	q.N = positiveInt(fields.value("n"))
+	q.ImageSize = stringOrEmpty(fields.value("size"))
+	q.ImageQuality = stringOrEmpty(fields.value("quality"))
 	return q
 }
 

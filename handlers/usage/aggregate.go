@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -99,7 +100,11 @@ func (r *Recorder) aggregate(rec Record) {
 		return
 	}
 	names := r.counters(rec)
-	var deltas [len(Fields)]int64 // in the order of Fields
+	// In the order of Fields; from a pool, as Counters (an interface) would make every record
+	// allocate them.
+	deltas := deltaLists.Get().(*[len(Fields)]int64)
+	defer deltaLists.Put(deltas)
+	*deltas = [len(Fields)]int64{}
 	if rec.Event == EventRequest || rec.Event == EventTaskCreated {
 		deltas[0] = 1
 	}
@@ -112,6 +117,9 @@ func (r *Recorder) aggregate(rec Record) {
 	}
 	r.Counters.AddAll(names[:], deltas[:])
 }
+
+// deltaLists holds aggregate's deltas between records.
+var deltaLists = sync.Pool{New: func() any { return new([len(Fields)]int64) }}
 
 // Query selects and groups aggregates.
 type Query struct {

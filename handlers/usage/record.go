@@ -130,4 +130,17 @@ func (r *Recorder) Write(rec Record) {
 // fieldLists holds field slices between records (a record has up to 16 fields).
 var fieldLists = sync.Pool{New: func() any { f := make([]zap.Field, 0, 16); return &f }}
 
-func statusText(status int) string { return strconv.Itoa(status) }
+// statusText is status in decimal; the texts of 100 to 599 are made once, not for every record.
+func statusText(status int) string {
+	if status >= 100 && status < 100+len(statusTexts) {
+		return statusTexts[status-100]
+	}
+	return strconv.Itoa(status)
+}
+
+var statusTexts = func() (texts [500]string) {
+	for i := range texts {
+		texts[i] = strconv.Itoa(100 + i)
+	}
+	return texts
+}()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -133,5 +134,13 @@ func TestRecordsReportMoney(t *testing.T) {
 	rec.ServeReport(w, r)
 	if want := "account,requests,tasks,cost,prompt_tokens,completion_tokens,total_tokens,amount\nacme,2,0,0,0,0,0,3\n"; w.Body.String() != want {
 		t.Fatalf("CSV report %q, want %q", w.Body, want)
+	}
+}
+
+func TestStatusTextIsTheDecimalStatus(t *testing.T) {
+	for _, status := range []int{0, 99, 100, 200, 404, 499, 599, 600, 1000} {
+		if got, want := statusText(status), strconv.Itoa(status); got != want {
+			t.Errorf("statusText(%d) = %q, want %q", status, got, want)
+		}
 	}
 }

@@ -56,17 +56,28 @@ func (e *Error) Error() string {
 // by case, or an unclear key is an *Error. Data that is not one JSON object is ErrNotObject.
 // Only the object's own keys are checked, not those of nested objects.
 func Members(data []byte, fields ...string) (map[string]json.RawMessage, error) {
-	if !json.Valid(data) {
+	if !valid(data) {
 		return nil, ErrNotObject
 	}
-	return members(data, fields, false)
+	return membersMap(data, fields)
+}
+
+// MembersOf is Members writing the raw value of each checked field fields[i] into found[i] (nil
+// when the object has no such member) instead of into a map: a caller that keeps found where it
+// keeps its own variables reads a body without an allocation. found must be as long as fields.
+func MembersOf(data []byte, fields []string, found []json.RawMessage) error {
+	clear(found)
+	if !valid(data) {
+		return ErrNotObject
+	}
+	return members(data, fields, found, nil)
 }
 
 // MembersValid is Members for data already known to be valid JSON (see OthersValid): bytes that
 // json.Valid, Members or Check accepted, or a value of them, unchanged since. Given anything
 // else its outcome is undefined.
 func MembersValid(data []byte, fields ...string) (map[string]json.RawMessage, error) {
-	return members(data, fields, false)
+	return membersMap(data, fields)
 }
 
 // All is Members returning every member of the object, checked or not, under its decoded key:
@@ -74,20 +85,45 @@ func MembersValid(data []byte, fields ...string) (map[string]json.RawMessage, er
 // holds (no key repeats, so no decoder's choice between repeats matters). The values are slices
 // of data, not copies.
 func All(data []byte, fields ...string) (map[string]json.RawMessage, error) {
-	if !json.Valid(data) {
-		return nil, ErrNotObject
-	}
-	return members(data, fields, true)
-}
-
-// members applies the rule to valid JSON data and returns the checked members, or all of them.
-func members(data []byte, fields []string, all bool) (map[string]json.RawMessage, error) {
-	s := scanner{data: data}
-	s.space()
-	if !s.consume('{') {
+	if !valid(data) {
 		return nil, ErrNotObject
 	}
 	values := make(map[string]json.RawMessage)
+	if err := members(data, fields, make([]json.RawMessage, len(fields)), values); err != nil {
+		return nil, err
+	}
+	return values, nil
+}
+
+// membersMap is members' checked fields present, in a map under their names.
+func membersMap(data []byte, fields []string) (map[string]json.RawMessage, error) {
+	var few [16]json.RawMessage
+	found := few[:0]
+	if len(fields) <= len(few) {
+		found = few[:len(fields)]
+	} else {
+		found = make([]json.RawMessage, len(fields))
+	}
+	if err := members(data, fields, found, nil); err != nil {
+		return nil, err
+	}
+	values := make(map[string]json.RawMessage)
+	for i, f := range fields {
+		if found[i] != nil {
+			values[f] = found[i]
+		}
+	}
+	return values, nil
+}
+
+// members applies the rule to valid JSON data, puts the value of each checked field fields[i]
+// it finds in found[i], and, with a non-nil all, every member in all under its decoded key.
+func members(data []byte, fields []string, found []json.RawMessage, all map[string]json.RawMessage) error {
+	s := scanner{data: data}
+	s.space()
+	if !s.consume('{') {
+		return ErrNotObject
+	}
 	// The keys seen so far, for the repeat check: a short list for the usual object, a set
 	// past a few keys. A key is kept as bytes (for a plain key, the bytes of data itself), and
 	// made a string only where one outlives the loop (an error, a key of All's map): most
@@ -97,7 +133,7 @@ func members(data []byte, fields []string, all bool) (map[string]json.RawMessage
 	var seen map[string]bool
 	s.space()
 	if s.consume('}') {
-		return values, nil
+		return nil
 	}
 	for {
 		s.space()
@@ -111,11 +147,11 @@ func members(data []byte, fields []string, all bool) (map[string]json.RawMessage
 		if !clear {
 			// Name the checked field the key would become if a decoder dropped what is unclear.
 			k := string(key)
-			return nil, &Error{Problem: Unclear, Key: k, Field: fieldFor(strings.Map(dropUnclear, k), fields)}
+			return &Error{Problem: Unclear, Key: k, Field: fieldFor(strings.Map(dropUnclear, k), fields)}
 		}
 		if n < len(few) {
 			if slices.ContainsFunc(few[:n], func(k []byte) bool { return string(k) == string(key) }) {
-				return nil, repeatedKey(string(key), fields)
+				return repeatedKey(string(key), fields)
 			}
 			few[n], n = key, n+1
 		} else {
@@ -126,24 +162,24 @@ func members(data []byte, fields []string, all bool) (map[string]json.RawMessage
 				}
 			}
 			if seen[string(key)] {
-				return nil, repeatedKey(string(key), fields)
+				return repeatedKey(string(key), fields)
 			}
 			seen[string(key)] = true
 		}
 		keyASCII := asciiOnly(key)
-		for _, f := range fields {
+		for i, f := range fields {
 			if string(key) == f {
-				values[f] = value
+				found[i] = value
 			} else if equalFold(key, keyASCII, f) {
-				return nil, &Error{Problem: Case, Key: string(key), Field: f}
+				return &Error{Problem: Case, Key: string(key), Field: f}
 			}
 		}
-		if all {
-			values[string(key)] = value
+		if all != nil {
+			all[string(key)] = value
 		}
 		s.space()
 		if s.consume('}') {
-			return values, nil
+			return nil
 		}
 		s.consume(',')
 	}
@@ -300,7 +336,8 @@ func isControl(r rune) bool {
 	return r < 0x20 || (r >= 0x7f && r < 0xa0) || r == utf8.RuneError
 }
 
-// scanner walks JSON that json.Valid accepted, so it needs no error handling of its own.
+// scanner walks JSON that valid (json.Valid's equal) accepted, so it needs no error handling of
+// its own.
 type scanner struct {
 	data []byte
 	pos  int
@@ -308,16 +345,7 @@ type scanner struct {
 	paths []Path
 }
 
-func (s *scanner) space() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
-	}
-}
+func (s *scanner) space() { s.pos = skipSpace(s.data, s.pos) }
 
 func (s *scanner) consume(c byte) bool {
 	if s.pos < len(s.data) && s.data[s.pos] == c {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -82,6 +83,10 @@ func FuzzMembers(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got, err := Members(body, "model")
+		found := []json.RawMessage{[]byte("stale")}
+		if errOf := MembersOf(body, []string{"model"}, found); fmt.Sprint(errOf) != fmt.Sprint(err) || (err == nil && !bytes.Equal(found[0], got["model"])) {
+			t.Fatalf("MembersOf: %v %q, Members: %v %q", errOf, found[0], err, got["model"])
+		}
 		if err != nil {
 			var e *Error
 			if !errors.Is(err, ErrNotObject) && !errors.As(err, &e) {
@@ -224,5 +229,19 @@ func TestMembersAllocations(t *testing.T) {
 	})
 	if allocs > 2 {
 		t.Errorf("%.0f allocations, want at most 2", allocs)
+	}
+}
+
+func TestMembersOfAllocatesNothing(t *testing.T) {
+	body := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"stream":true,"temperature":0.2,"max_tokens":300}`)
+	fields := []string{"model", "max_tokens", "max_completion_tokens", "n", "size", "quality"}
+	var found [6]json.RawMessage
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := MembersOf(body, fields, found[:]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 || string(found[0]) != `"gpt-4o-mini"` || string(found[1]) != "300" || found[2] != nil {
+		t.Errorf("%.0f allocations, found %q", allocs, found)
 	}
 }

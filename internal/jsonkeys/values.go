@@ -11,7 +11,7 @@ import (
 // needs the rule calls Members or Check on the same data first; a repeated key is returned once
 // per appearance.
 func Others(data []byte, fields ...string) []Member {
-	if !json.Valid(data) {
+	if !valid(data) {
 		return nil
 	}
 	return OthersValid(data, fields...)
@@ -79,7 +79,7 @@ func ElementsValid(data []byte) (elements []json.RawMessage, ok bool) {
 // others of the walk. Data that is not valid JSON is ErrNotObject; data nested deeper than
 // MaxWalkDepth is ErrTooDeep. An error from visit stops the walk and is returned.
 func Strings(data []byte, base *Path, visit func(path *Path, raw []byte) error) error {
-	if !json.Valid(data) {
+	if !valid(data) {
 		return ErrNotObject
 	}
 	return StringsValid(data, base, visit)
@@ -105,8 +105,9 @@ func (s *scanner) pathAt(depth int, parent *Path) *Path {
 		s.paths = s.paths[:depth+1]
 	default:
 		// A new slice; the containers being walked keep their paths in the old one, and every
-		// path is set afresh when it is taken.
-		s.paths = make([]Path, depth+1, max(8, 2*(depth+1)))
+		// path is set afresh when it is taken. Four to start with: a chat body of text messages
+		// (messages[i].content) needs three.
+		s.paths = make([]Path, depth+1, max(4, 2*(depth+1)))
 	}
 	p := &s.paths[depth]
 	*p = Path{Parent: parent}
@@ -114,7 +115,7 @@ func (s *scanner) pathAt(depth int, parent *Path) *Path {
 }
 
 // pathKey is decodeKey(raw)'s key, without a copy for the keys that dialogue and media bodies
-// repeat in every message and part.
+// repeat in every message and part, and those that open them.
 func pathKey(raw []byte) string {
 	switch string(raw[1 : len(raw)-1]) {
 	case "role":
@@ -139,6 +140,14 @@ func pathKey(raw []byte) string {
 		return "tool_calls"
 	case "id":
 		return "id"
+	case "model":
+		return "model"
+	case "messages":
+		return "messages"
+	case "input":
+		return "input"
+	case "prompt":
+		return "prompt"
 	}
 	key, _ := decodeKey(raw)
 	return key

@@ -94,3 +94,16 @@ func TestStringsPathsPastTheFirstSlots(t *testing.T) {
 		t.Fatalf("visited %q, want %q", strings.Join(got, " "), want)
 	}
 }
+
+// TestPathKeyIsTheDecodedKey: the keys pathKey answers without a copy are the keys decodeKey
+// makes of the same bytes, escaped spellings included.
+func TestPathKeyIsTheDecodedKey(t *testing.T) {
+	for _, raw := range []string{`"role"`, `"content"`, `"type"`, `"text"`, `"image_url"`, `"url"`, `"name"`,
+		`"arguments"`, `"function"`, `"tool_calls"`, `"id"`, `"model"`, `"messages"`, `"input"`, `"prompt"`,
+		`"mod\u0065l"`, `"messages\u0000"`, `"Model"`, `"other"`} {
+		want, _ := decodeKey([]byte(raw))
+		if got := pathKey([]byte(raw)); got != want {
+			t.Errorf("pathKey(%s) = %q, decodeKey %q", raw, got, want)
+		}
+	}
+}

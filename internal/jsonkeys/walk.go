@@ -55,7 +55,7 @@ type Visit func(path *Path, members []Member) error
 // ErrNotObject; data nested deeper than MaxWalkDepth is ErrTooDeep. An error from visit stops the
 // walk and is returned.
 func Walk(data []byte, visit Visit) error {
-	if !json.Valid(data) {
+	if !valid(data) {
 		return ErrNotObject
 	}
 	return WalkValid(data, visit)

@@ -1,0 +1,37 @@
+package caddymodule
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// TestAnswerWriterForTakesTheObservedOnesOnce: mediagw_route's answer writer is the one its
+// observed writer keeps, once; a second route on the same request, or a writer that is not the
+// observed one, gets a new one. Each writes through to the writer it was given.
+func TestAnswerWriterForTakesTheObservedOnesOnce(t *testing.T) {
+	rec := httptest.NewRecorder()
+	o := &observer{}
+	ow := o.begin(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil), nil)
+	first := answerWriterFor(ow)
+	if first != &ow.answer {
+		t.Fatal("the first answer writer is not the observed writer's")
+	}
+	if second := answerWriterFor(ow); second == first || second == &ow.answer {
+		t.Fatal("a second answer writer shares the first")
+	}
+	if other := answerWriterFor(rec); other == &ow.answer {
+		t.Fatal("a writer that is not the observed one got its answer writer")
+	}
+	first.Header().Set("Content-Type", "application/json")
+	first.Header().Set("Set-Cookie", "lb=1")
+	if _, err := first.Write([]byte(`{"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Code != http.StatusOK || ow.status != http.StatusOK || first.status != http.StatusOK || rec.Header().Get("Set-Cookie") != "" {
+		t.Fatalf("status %d/%d/%d, Set-Cookie %q", rec.Code, ow.status, first.status, rec.Header().Get("Set-Cookie"))
+	}
+	if tokens := first.sniffer.Seen(false); tokens.Prompt != 3 || tokens.Completion != 4 {
+		t.Fatalf("tokens %+v", tokens)
+	}
+}

@@ -1,0 +1,52 @@
+package passthrough
+
+import (
+	"encoding/json"
+
+	"github.com/mediagw/mediagw/internal/jsonkeys"
+)
+
+// bodyFields are the checked top-level fields of a JSON body (see readFields): the raw value of
+// each of names, nil when the body has no such member. The values of up to len(few) names are
+// kept in the struct itself, so that a body's fields cost no allocation.
+type bodyFields struct {
+	names []string
+	few   [12]json.RawMessage
+	more  []json.RawMessage // the values, when there are more names than few holds
+}
+
+// readFields applies jsonkeys' rule to the JSON object data with the checked fields names
+// (jsonkeys.MembersOf), and returns their values.
+func readFields(data []byte, names []string) (bodyFields, error) {
+	f := bodyFields{names: names}
+	found := f.few[:0]
+	if len(names) <= len(f.few) {
+		found = f.few[:len(names)]
+	} else {
+		f.more = make([]json.RawMessage, len(names))
+		found = f.more
+	}
+	err := jsonkeys.MembersOf(data, names, found)
+	return f, err
+}
+
+// get returns the raw value of the checked field name, and whether the body has it. A name
+// that was not checked is absent.
+func (f *bodyFields) get(name string) (json.RawMessage, bool) {
+	values := f.more
+	if values == nil {
+		values = f.few[:len(f.names)]
+	}
+	for i, n := range f.names {
+		if n == name {
+			return values[i], values[i] != nil
+		}
+	}
+	return nil, false
+}
+
+// value is get's value alone (nil when absent).
+func (f *bodyFields) value(name string) json.RawMessage {
+	v, _ := f.get(name)
+	return v
+}
