@@ -51,11 +51,12 @@ func TestRouteSizing(t *testing.T) {
 	}
 }
 
-// FuzzSizingValues holds the readers of the priced fields to encoding/json's reading of the
-// same (valid) JSON value: a positive int64, or 0; a string, or "".
+// FuzzSizingValues holds the readers of the priced fields to their slow paths' reading of the
+// same (valid) JSON value: a whole number however written (positiveNumber) that is a positive
+// int64, or 0; encoding/json's string, or "".
 func FuzzSizingValues(f *testing.F) {
 	for _, s := range []string{`0`, `7`, `300`, `-1`, `1.5`, `1e3`, `999999999999999999`, `9223372036854775807`,
-		`9223372036854775808`, `"high"`, `"a\u0041"`, `null`, `true`, `{}`, `[1]`, `""`} {
+		`9223372036854775808`, `10.0`, `1e1`, `"high"`, `"a\u0041"`, `null`, `true`, `{}`, `[1]`, `""`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, value string) {
@@ -74,4 +75,38 @@ func FuzzSizingValues(f *testing.F) {
 			t.Errorf("stringOrEmpty(%s) = %q, encoding/json reads %q", value, got, want)
 		}
 	})
+}
+
+// TestRouteSizingReadsWholeNumbersHoweverWritten: JSON has one kind of number, so 10.0 and 1e1
+// are 10 to an upstream that does not tell integers from floats (JavaScript's JSON.parse, a
+// lax Python model). A request for n 10.0 images is held for 10, not for the default 1 (its
+// settlement would then charge 10 against a hold of 1); a value that is not whole stays absent,
+// for the upstream to refuse.
+func TestRouteSizingReadsWholeNumbersHoweverWritten(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	id := auth.Identity{Account: "a"}
+	for _, tc := range []struct {
+		path, body string
+		want       billing.Request
+	}{
+		{"/v1/images/generations", `{"model":"doubao","n":10.0}`, billing.Request{Images: true, N: 10}},
+		{"/v1/images/generations", `{"model":"doubao","n":1e1}`, billing.Request{Images: true, N: 10}},
+		{"/v1/images/generations", `{"model":"doubao","n":0.4e1}`, billing.Request{Images: true, N: 4}},
+		{"/v1/images/generations", `{"model":"doubao","n":2.5}`, billing.Request{Images: true}},
+		{"/v1/images/generations", `{"model":"doubao","n":-3.0}`, billing.Request{Images: true}},
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":3e2}`, billing.Request{MaxOutput: 300}},
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":1e-400}`, billing.Request{}},
+	} {
+		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
+		r.Header.Set("Content-Type", "application/json")
+		route, err := rt.Route(httptest.NewRecorder(), r, id)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.path, tc.body, err)
+		}
+		route.Done()
+		tc.want.BodyBytes = int64(len(tc.body))
+		if route.Sizing != tc.want {
+			t.Errorf("%s %s: sizing %+v, want %+v", tc.path, tc.body, route.Sizing, tc.want)
+		}
+	}
 }
