@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // pricedFields are the top-level body fields a request's hold depends on. They are read under
@@ -47,10 +48,13 @@ func positiveInt(raw json.RawMessage) int64 {
 	return positiveNumber(raw)
 }
 
-// positiveNumber is positiveInt through encoding/json: raw as a positive integer, or 0.
+// positiveNumber is positiveInt for any JSON number: raw as a positive integer, or 0. A whole
+// number counts however it is written (10.0, 1e1: jsonkeys.Integer), since JSON has one kind of
+// number and an upstream that does not tell integers from floats reads it so: n 10.0 asks such
+// an upstream for 10 images, and is held for 10.
 func positiveNumber(raw json.RawMessage) int64 {
-	var n int64
-	if json.Unmarshal(raw, &n) != nil || n < 0 {
+	n, ok := jsonkeys.Integer(raw)
+	if !ok || n < 0 {
 		return 0
 	}
 	return n

@@ -12,8 +12,9 @@ import (
 	"github.com/mediagw/mediagw/handlers/billing"
 )
 
-// TestRouteSizing checks what a routed JSON request says about its size, for its hold, and
-// that a priced field given twice is refused (the upstream would read another value).
+// TestRouteSizing checks what a routed JSON request says about its size, for its hold (a whole
+// number however written), and that a priced field given twice is refused (the upstream would
+// read another value).
 func TestRouteSizing(t *testing.T) {
 	rt := &Router{Catalog: catalog(t)}
 	id := auth.Identity{Account: "a"}
@@ -28,6 +29,17 @@ func TestRouteSizing(t *testing.T) {
 		{"/v1/images/generations", `{"model":"doubao","n":3,"size":"1536x1024","quality":"high"}`,
 			billing.Request{Images: true, N: 3, ImageSize: "1536x1024", ImageQuality: "high"}},
 		{"/v1/images/generations", `{"model":"doubao"}`, billing.Request{Images: true}},
+		// JSON has one kind of number, so 10.0 and 1e1 are 10 to an upstream that does not
+		// tell integers from floats (JavaScript's JSON.parse, a lax Python model): n 10.0 is
+		// held for 10 images, not the default 1 (its settlement would charge 10 against a hold
+		// of 1). A number that is not whole stays absent, for the upstream to refuse.
+		{"/v1/images/generations", `{"model":"doubao","n":10.0}`, billing.Request{Images: true, N: 10}},
+		{"/v1/images/generations", `{"model":"doubao","n":1e1}`, billing.Request{Images: true, N: 10}},
+		{"/v1/images/generations", `{"model":"doubao","n":0.4e1}`, billing.Request{Images: true, N: 4}},
+		{"/v1/images/generations", `{"model":"doubao","n":2.5}`, billing.Request{Images: true}},
+		{"/v1/images/generations", `{"model":"doubao","n":-3.0}`, billing.Request{Images: true}},
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":3e2}`, billing.Request{MaxOutput: 300}},
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":1e-400}`, billing.Request{}},
 	} {
 		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
 		r.Header.Set("Content-Type", "application/json")
@@ -51,11 +63,12 @@ func TestRouteSizing(t *testing.T) {
 	}
 }
 
-// FuzzSizingValues holds the readers of the priced fields to encoding/json's reading of the
-// same (valid) JSON value: a positive int64, or 0; a string, or "".
+// FuzzSizingValues holds the readers of the priced fields to their slow paths' reading of the
+// same (valid) JSON value: a whole number however written (positiveNumber) that is a positive
+// int64, or 0; encoding/json's string, or "".
 func FuzzSizingValues(f *testing.F) {
 	for _, s := range []string{`0`, `7`, `300`, `-1`, `1.5`, `1e3`, `999999999999999999`, `9223372036854775807`,
-		`9223372036854775808`, `"high"`, `"a\u0041"`, `null`, `true`, `{}`, `[1]`, `""`} {
+		`9223372036854775808`, `10.0`, `1e1`, `"high"`, `"a\u0041"`, `null`, `true`, `{}`, `[1]`, `""`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, value string) {
