@@ -29,6 +29,9 @@ func FuzzTaskRecordCutID(f *testing.F) {
 	} {
 		f.Add(seed.id, []byte(seed.result))
 	}
+	// Nested deeper than appendCompactValue follows: compacted by json.Marshal instead.
+	deep := strings.Repeat("[", 100) + `"cgt-1"` + strings.Repeat("]", 100)
+	f.Add("cgt-1", []byte(`{"d": `+deep+`, "id": "cgt-1", "h": "<&>"}`))
 	f.Fuzz(func(t *testing.T, id string, result []byte) {
 		want, err := json.Marshal(json.RawMessage(result))
 		if err != nil {
