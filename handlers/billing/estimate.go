@@ -1,5 +1,7 @@
 package billing
 
+import "math"
+
 // An Estimate is the upper bound held when a request or task is accepted: its amount, and the
 // usage it assumed, whose values stand in for whatever the provider does not report when the
 // amount is settled (see Price.Settle).
@@ -109,10 +111,23 @@ type Request struct {
 }
 
 // EstimateRequest is the hold of a pass-through request: images for an image endpoint, else
-// tokens (a model priced per request only is held its request price either way).
+// tokens (a model priced per request only is held its request price either way). A text
+// request with N above 1 (a chat completion's n) asks for N choices, each up to its output
+// maximum, so its output is held N times.
 func (p *Price) EstimateRequest(q Request) Estimate {
 	if q.Images {
 		return p.EstimateImages(q.N, q.ImageSize, q.ImageQuality)
 	}
-	return p.EstimateText(q.BodyBytes, q.MaxOutput)
+	maxOutput := q.MaxOutput
+	if maxOutput <= 0 {
+		maxOutput = p.maxOutput()
+	}
+	if q.N > 1 {
+		if maxOutput > math.MaxInt64/q.N {
+			maxOutput = math.MaxInt64 // Amount saturates
+		} else {
+			maxOutput *= q.N
+		}
+	}
+	return p.EstimateText(q.BodyBytes, maxOutput)
 }

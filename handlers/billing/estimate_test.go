@@ -1,6 +1,9 @@
 package billing
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func ptr[T any](v T) *T { return &v }
 
@@ -65,6 +68,17 @@ func TestEstimateImagesAndText(t *testing.T) {
 	}
 	if got := chat.EstimateRequest(Request{BodyBytes: 1001, MaxOutput: 300}).Amount.String(); got != "0.000851" {
 		t.Errorf("a text request = %s, want 0.000851", got)
+	}
+	// n 3 choices of up to 300 tokens: 900 × 2 / 1e6 = 0.0018, + 0.000251
+	if got := chat.EstimateRequest(Request{BodyBytes: 1001, MaxOutput: 300, N: 3}).Amount.String(); got != "0.002051" {
+		t.Errorf("a text request for 3 choices = %s, want 0.002051", got)
+	}
+	// n 2 without a maximum: 2 × max_output 1000 × 2 / 1e6 = 0.004, + 0.000251
+	if got := chat.EstimateRequest(Request{BodyBytes: 1001, N: 2}).Amount.String(); got != "0.004251" {
+		t.Errorf("a text request for 2 choices without a maximum = %s, want 0.004251", got)
+	}
+	if got := chat.EstimateRequest(Request{BodyBytes: 1, MaxOutput: math.MaxInt64 / 2, N: 3}).Amount; got != Money(math.MaxInt64) {
+		t.Errorf("a text request whose choices overflow = %d, want saturated", got)
 	}
 	if got := image.EstimateRequest(Request{Images: true, N: 2, BodyBytes: 1 << 20}).Amount.String(); got != "0.08" {
 		t.Errorf("an image request of 2 = %s, want 0.08", got)
