@@ -193,6 +193,12 @@ func setWrites(txn *badger.Txn, writes []bookWrite) error {
 // file) writes no deletion of the open-task marker: with no record there is no marker (the two
 // are written, deleted and expire together), and a deletion would still be an entry in the log,
 // the memtable and a table until compaction drops it. The record's write comes first.
+//
+// A new task record's key (a create's) must be written only under the create's claim of its id
+// (taskCreates, badger_task_ids.go): the in-memory id filter that lets a create skip its
+// existence read knows only the ids claimed in this process and found by its scans, so a task
+// key written any other way (an import, an upsert) would let another account's create of the
+// same id overwrite it.
 func (b *Badger) taskWrites(dst []bookWrite, task Task, prev *Task) ([]bookWrite, error) {
 	expiry := task.Expiry()
 	ttl := max(expiry.Sub(b.now()), minTaskRecordTTL)
