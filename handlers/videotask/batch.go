@@ -129,8 +129,8 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 	var unlisted, curs []storage.Task
 	var changes []*answerChange
 	for _, t := range tasks {
-		answer, ok := answers[t.ID]
-		if !ok {
+		answer := answers[t.ID]
+		if !answer.listed {
 			unlisted = append(unlisted, t)
 			continue
 		}
@@ -213,10 +213,8 @@ func (h *Handler) refreshLogged(ctx context.Context, t storage.Task, seen *answe
 // idString decodes a listed task's id as json.Unmarshal into a string does (null is ""); ok is
 // false for a missing id or one that is not a string.
 func idString(raw json.RawMessage) (string, bool) {
-	if len(raw) >= 2 && raw[0] == '"' {
-		if inner := raw[1 : len(raw)-1]; plainKey(string(inner)) {
-			return string(inner), true
-		}
+	if inner, ok := plainID(raw); ok {
+		return string(inner), true
 	}
 	var id string
 	if json.Unmarshal(raw, &id) != nil {
@@ -225,32 +223,58 @@ func idString(raw json.RawMessage) (string, bool) {
 	return id, true
 }
 
+// idBytes is idString as bytes: the usual id (a plain string, see plainKey) is a slice of raw,
+// not a copy, for a map lookup that copies nothing.
+func idBytes(raw json.RawMessage) ([]byte, bool) {
+	if inner, ok := plainID(raw); ok {
+		return inner, true
+	}
+	id, ok := idString(raw)
+	return []byte(id), ok
+}
+
+// plainID is the inside of raw when raw is a JSON string whose characters need no decoding.
+func plainID(raw json.RawMessage) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
+	}
+	inner := raw[1 : len(raw)-1]
+	return inner, plainKey(inner)
+}
+
 // errNoIDFilter: the provider's task list does not take filter.task_ids.
 var errNoIDFilter = errors.New("the task list does not filter by id")
 
 // errThrottled: the provider's task list answered 429; the upstream is paused (throttledBy).
 var errThrottled = errors.New("the task list answered 429")
 
-// listedAnswer is one task of a list answer and when it was read.
+// listedAnswer is one task of a list answer and when it was read; listed is false for a task
+// asked for that the answer does not list.
 type listedAnswer struct {
 	fields map[string]json.RawMessage
 	readAt int64
+	listed bool
 }
 
 // listByIDs asks the provider's task list for the given tasks and returns the answer of each
-// listed task by id. A list that proves it cannot filter by id (405: the upstream has no list
+// by id (listed false for one the list left out; one slot per id, also for an id asked twice). A list that proves it cannot filter by id (405: the upstream has no list
 // read; or it lists a task that was not asked for: it ignored the filter) has that upstream's
 // tasks read one at a time for batchRetryAfter; the other upstreams keep their batches. Any other
 // answer (a 404, which a proxy or a moment's outage may give as well; a 400 of one odd id; a 429
 // or a 5xx) fails this batch only, and the next batch asks the list again.
-func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []storage.Task) (map[string]listedAnswer, error) {
+func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []storage.Task) (map[string]*listedAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
 	q := url.Values{}
-	want := make(map[string]bool, len(tasks))
-	for _, t := range tasks {
+	// One map of the ids asked for, to slots filled in place: a listed id is looked up by its
+	// bytes in the answer, with no string made of it.
+	slots := make([]listedAnswer, len(tasks))
+	answers := make(map[string]*listedAnswer, len(tasks))
+	for i, t := range tasks {
 		q.Add("filter.task_ids", t.ID)
-		want[t.ID] = true
+		if _, asked := answers[t.ID]; !asked {
+			answers[t.ID] = &slots[i]
+		}
 	}
 	q.Set("page_num", "1")
 	q.Set("page_size", strconv.Itoa(len(tasks)))
@@ -275,19 +299,19 @@ func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []
 	if !ok {
 		return nil, upstream.ErrUnreadable
 	}
-	answers := make(map[string]listedAnswer, len(items))
 	for _, item := range items {
-		id, ok := idString(item["id"])
+		id, ok := idBytes(item["id"])
 		if !ok {
 			return nil, upstream.ErrUnreadable
 		}
-		if !want[id] {
+		slot := answers[string(id)]
+		if slot == nil {
 			h.unbatched.refuse(p, h.now())
 			h.Logger.Info("the provider's task list ignored the id filter; its tasks are read one by one for a while",
 				zap.String("upstream", p.Label()), zap.Duration("retry_after", batchRetryAfter))
 			return nil, errNoIDFilter
 		}
-		answers[id] = listedAnswer{fields: item, readAt: readAt}
+		*slot = listedAnswer{fields: item, readAt: readAt, listed: true}
 	}
 	return answers, nil
 }
