@@ -127,18 +127,19 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 	// when no change sets anything off); then the side effects that those changes won (slot
 	// releases, refunds, callbacks) run, concurrently.
 	var unlisted, curs []storage.Task
-	var changes []*answerChange
+	var changes []answerChange // never grown: the side effects below keep pointers into it
 	for _, t := range tasks {
 		answer := answers[t.ID]
 		if !answer.listed {
 			unlisted = append(unlisted, t)
 			continue
 		}
-		c, err := h.newAnswerChange(t, answer.readAt, answer.fields, true, seen)
+		var c answerChange
+		changed, err := h.makeAnswerChange(&c, t, answer.readAt, answer.fields, true, seen)
 		if err != nil {
 			h.Logger.Debug("storing a batched refresh", zap.String("task_id", t.ID), zap.Error(err))
 		}
-		if c == nil {
+		if !changed {
 			if err != nil || t.Unfinished() {
 				open = append(open, t.ID)
 			}
@@ -149,8 +150,8 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 		}
 		if curs == nil {
 			// Room for every task: a Task is some 400 bytes, and a slice grown from empty would
-			// copy a batch of them seven times over.
-			curs, changes = make([]storage.Task, 0, len(tasks)), make([]*answerChange, 0, len(tasks))
+			// copy a batch of them seven times over; the changes, one allocation for the batch.
+			curs, changes = make([]storage.Task, 0, len(tasks)), make([]answerChange, 0, len(tasks))
 		}
 		curs, changes = append(curs, t), append(changes, c)
 	}
@@ -180,16 +181,16 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 			func(i int, cur *storage.Task) error { return changes[i].apply(cur) },
 			func(i int) bool { return !changes[i].sideEffects() && !storage.Terminal(changes[i].status) })
 		var effects []int
-		for i, c := range changes {
-			if errs[i] == nil && c.sideEffects() {
+		for i := range changes {
+			if errs[i] == nil && changes[i].sideEffects() {
 				effects = append(effects, i)
 				continue
 			}
-			done(c, stored[i], errs[i])
+			done(&changes[i], stored[i], errs[i])
 		}
 		forEach(len(effects), func(j int) {
 			i := effects[j]
-			done(changes[i], stored[i], errs[i])
+			done(&changes[i], stored[i], errs[i])
 		})
 	}
 	// Not listed: read each alone, which also finishes a task the upstream forgot (404).
