@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -249,6 +250,28 @@ var errNoIDFilter = errors.New("the task list does not filter by id")
 // errThrottled: the provider's task list answered 429; the upstream is paused (throttledBy).
 var errThrottled = errors.New("the task list answered 429")
 
+// listQuery is the task list's path and query asking for tasks by id, one page of them all:
+// what url.Values encodes (its names sorted, the ids in order), written in one buffer.
+func listQuery(tasks []storage.Task) string {
+	const id, page = "filter.task_ids=", "page_num=1&page_size="
+	size := len(TasksPath) + 1 + len(page) + 3
+	for _, t := range tasks {
+		size += len(id) + len(t.ID) + 1
+	}
+	var b strings.Builder
+	b.Grow(size) // more only when an id needs escapes
+	b.WriteString(TasksPath)
+	b.WriteByte('?')
+	for _, t := range tasks {
+		b.WriteString(id)
+		b.WriteString(url.QueryEscape(t.ID))
+		b.WriteByte('&')
+	}
+	b.WriteString(page)
+	b.WriteString(strconv.Itoa(len(tasks)))
+	return b.String()
+}
+
 // listedAnswer is one task of a list answer and when it was read; listed is false for a task
 // asked for that the answer does not list.
 type listedAnswer struct {
@@ -266,21 +289,17 @@ type listedAnswer struct {
 func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []storage.Task) (map[string]*listedAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
-	q := url.Values{}
 	// One map of the ids asked for, to slots filled in place: a listed id is looked up by its
 	// bytes in the answer, with no string made of it.
 	slots := make([]listedAnswer, len(tasks))
 	answers := make(map[string]*listedAnswer, len(tasks))
 	for i, t := range tasks {
-		q.Add("filter.task_ids", t.ID)
 		if _, asked := answers[t.ID]; !asked {
 			answers[t.ID] = &slots[i]
 		}
 	}
-	q.Set("page_num", "1")
-	q.Set("page_size", strconv.Itoa(len(tasks)))
 	readAt := h.now().UnixNano()
-	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"?"+q.Encode(), nil)
+	ans, err := h.upstream().Call(ctx, p, http.MethodGet, listQuery(tasks), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -49,5 +51,22 @@ func TestListByIDsMatchesDecodedIDs(t *testing.T) {
 	answer.Store(new(`{"items":[{"id":"cgt\u002d4","status":"running"}],"total":1}`))
 	if _, err := h.listByIDs(context.Background(), p, asked); err != errNoIDFilter {
 		t.Errorf("a list of a task not asked for: %v, want errNoIDFilter", err)
+	}
+}
+
+// listQuery writes what url.Values encodes: the ids in order, escaped, then the page.
+func TestListQuery(t *testing.T) {
+	for _, ids := range [][]string{{"cgt-1"}, {"cgt-2", "cgt-1", "cgt-2"}, {"a b&c=d", "ü/?#%", ""}} {
+		var tasks []storage.Task
+		q := url.Values{}
+		for _, id := range ids {
+			tasks = append(tasks, storage.Task{ID: id})
+			q.Add("filter.task_ids", id)
+		}
+		q.Set("page_num", "1")
+		q.Set("page_size", strconv.Itoa(len(ids)))
+		if got, want := listQuery(tasks), TasksPath+"?"+q.Encode(); got != want {
+			t.Errorf("listQuery(%q) = %s, want %s", ids, got, want)
+		}
 	}
 }
