@@ -280,12 +280,13 @@ type listedAnswer struct {
 	listed bool
 }
 
-// listByIDs asks the provider's task list for the given tasks and returns the answer of each
-// by id (listed false for one the list left out; one slot per id, also for an id asked twice). A list that proves it cannot filter by id (405: the upstream has no list
-// read; or it lists a task that was not asked for: it ignored the filter) has that upstream's
-// tasks read one at a time for batchRetryAfter; the other upstreams keep their batches. Any other
-// answer (a 404, which a proxy or a moment's outage may give as well; a 400 of one odd id; a 429
-// or a 5xx) fails this batch only, and the next batch asks the list again.
+// listByIDs asks the provider's task list for the given tasks and returns the answer of each by
+// id (one per id, also for an id asked twice; listed false for one the list left out). A list
+// that proves it cannot filter by id (405: the upstream has no list read; or it lists a task that
+// was not asked for: it ignored the filter) has that upstream's tasks read one at a time for
+// batchRetryAfter; the other upstreams keep their batches. Any other answer (a 404, which a proxy
+// or a moment's outage may give as well; a 400 of one odd id; a 429 or a 5xx) fails this batch
+// only, and the next batch asks the list again.
 func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []storage.Task) (map[string]*listedAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
