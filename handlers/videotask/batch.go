@@ -215,7 +215,7 @@ func (h *Handler) refreshLogged(ctx context.Context, t storage.Task, seen *answe
 // idString decodes a listed task's id as json.Unmarshal into a string does (null is ""); ok is
 // false for a missing id or one that is not a string.
 func idString(raw json.RawMessage) (string, bool) {
-	if inner, ok := plainID(raw); ok {
+	if inner, ok := plainString(raw); ok {
 		return string(inner), true
 	}
 	var id string
@@ -228,20 +228,23 @@ func idString(raw json.RawMessage) (string, bool) {
 // idBytes is idString as bytes: the usual id (a plain string, see plainKey) is a slice of raw,
 // not a copy, for a map lookup that copies nothing.
 func idBytes(raw json.RawMessage) ([]byte, bool) {
-	if inner, ok := plainID(raw); ok {
+	if inner, ok := plainString(raw); ok {
 		return inner, true
 	}
 	id, ok := idString(raw)
 	return []byte(id), ok
 }
 
-// plainID is the inside of raw when raw is a JSON string whose characters need no decoding.
-func plainID(raw json.RawMessage) ([]byte, bool) {
+// plainString is the inside of raw when raw is a JSON string whose characters need no decoding
+// (see plainKey): what it decodes to, without a copy.
+func plainString(raw json.RawMessage) ([]byte, bool) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return nil, false
 	}
-	inner := raw[1 : len(raw)-1]
-	return inner, plainKey(inner)
+	if inner := raw[1 : len(raw)-1]; plainKey(inner) {
+		return inner, true
+	}
+	return nil, false
 }
 
 // errNoIDFilter: the provider's task list does not take filter.task_ids.
