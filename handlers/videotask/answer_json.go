@@ -43,8 +43,22 @@ func marshalAnswer(m map[string]json.RawMessage) ([]byte, error) {
 	for k, v := range m {
 		fields = append(fields, answerField{k, v})
 	}
-	slices.SortFunc(fields, func(a, b answerField) int { return strings.Compare(a.name, b.name) })
+	fields.sort()
 	return encodeAnswer(fields, false)
+}
+
+// sort sorts the members by name, by insertion, each comparison inline rather than through a
+// function value as slices.SortFunc makes it: an answer has a dozen members or so, sorted for
+// every task the watcher reads. Names are unique, so the order is the one any sort gives.
+func (a answerFields) sort() {
+	for i := 1; i < len(a); i++ {
+		f := a[i]
+		j := i
+		for ; j > 0 && a[j-1].name > f.name; j-- {
+			a[j] = a[j-1]
+		}
+		a[j] = f
+	}
 }
 
 // encodeAnswer encodes a query answer (sorted members) exactly as apierror.Marshal encodes it as
@@ -100,8 +114,9 @@ func hasSpace(b []byte) bool {
 }
 
 // plainKey reports whether encoding/json writes k between quotes as it is: printable ASCII
-// without a quote or a backslash.
-func plainKey(k string) bool {
+// without a quote or a backslash. (So does a JSON string read between its quotes decode to
+// itself.)
+func plainKey[K ~string | ~[]byte](k K) bool {
 	for i := range len(k) {
 		if c := k[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
 			return false

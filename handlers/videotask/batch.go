@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -127,18 +128,19 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 	// when no change sets anything off); then the side effects that those changes won (slot
 	// releases, refunds, callbacks) run, concurrently.
 	var unlisted, curs []storage.Task
-	var changes []*answerChange
+	var changes []answerChange // never grown: the side effects below keep pointers into it
 	for _, t := range tasks {
-		answer, ok := answers[t.ID]
-		if !ok {
+		answer := answers[t.ID]
+		if !answer.listed {
 			unlisted = append(unlisted, t)
 			continue
 		}
-		c, err := h.newAnswerChange(t, answer.readAt, answer.fields, true, seen)
+		var c answerChange
+		changed, err := h.makeAnswerChange(&c, t, answer.readAt, answer.fields, true, seen)
 		if err != nil {
 			h.Logger.Debug("storing a batched refresh", zap.String("task_id", t.ID), zap.Error(err))
 		}
-		if c == nil {
+		if !changed {
 			if err != nil || t.Unfinished() {
 				open = append(open, t.ID)
 			}
@@ -149,8 +151,8 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 		}
 		if curs == nil {
 			// Room for every task: a Task is some 400 bytes, and a slice grown from empty would
-			// copy a batch of them seven times over.
-			curs, changes = make([]storage.Task, 0, len(tasks)), make([]*answerChange, 0, len(tasks))
+			// copy a batch of them seven times over; the changes, one allocation for the batch.
+			curs, changes = make([]storage.Task, 0, len(tasks)), make([]answerChange, 0, len(tasks))
 		}
 		curs, changes = append(curs, t), append(changes, c)
 	}
@@ -180,16 +182,16 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 			func(i int, cur *storage.Task) error { return changes[i].apply(cur) },
 			func(i int) bool { return !changes[i].sideEffects() && !storage.Terminal(changes[i].status) })
 		var effects []int
-		for i, c := range changes {
-			if errs[i] == nil && c.sideEffects() {
+		for i := range changes {
+			if errs[i] == nil && changes[i].sideEffects() {
 				effects = append(effects, i)
 				continue
 			}
-			done(c, stored[i], errs[i])
+			done(&changes[i], stored[i], errs[i])
 		}
 		forEach(len(effects), func(j int) {
 			i := effects[j]
-			done(changes[i], stored[i], errs[i])
+			done(&changes[i], stored[i], errs[i])
 		})
 	}
 	// Not listed: read each alone, which also finishes a task the upstream forgot (404).
@@ -213,10 +215,8 @@ func (h *Handler) refreshLogged(ctx context.Context, t storage.Task, seen *answe
 // idString decodes a listed task's id as json.Unmarshal into a string does (null is ""); ok is
 // false for a missing id or one that is not a string.
 func idString(raw json.RawMessage) (string, bool) {
-	if len(raw) >= 2 && raw[0] == '"' {
-		if inner := raw[1 : len(raw)-1]; plainKey(string(inner)) {
-			return string(inner), true
-		}
+	if inner, ok := plainString(raw); ok {
+		return string(inner), true
 	}
 	var id string
 	if json.Unmarshal(raw, &id) != nil {
@@ -225,37 +225,85 @@ func idString(raw json.RawMessage) (string, bool) {
 	return id, true
 }
 
+// idBytes is idString as bytes: the usual id (a plain string, see plainKey) is a slice of raw,
+// not a copy, for a map lookup that copies nothing.
+func idBytes(raw json.RawMessage) ([]byte, bool) {
+	if inner, ok := plainString(raw); ok {
+		return inner, true
+	}
+	id, ok := idString(raw)
+	return []byte(id), ok
+}
+
+// plainString is the inside of raw when raw is a JSON string whose characters need no decoding
+// (see plainKey): what it decodes to, without a copy.
+func plainString(raw json.RawMessage) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
+	}
+	if inner := raw[1 : len(raw)-1]; plainKey(inner) {
+		return inner, true
+	}
+	return nil, false
+}
+
 // errNoIDFilter: the provider's task list does not take filter.task_ids.
 var errNoIDFilter = errors.New("the task list does not filter by id")
 
 // errThrottled: the provider's task list answered 429; the upstream is paused (throttledBy).
 var errThrottled = errors.New("the task list answered 429")
 
-// listedAnswer is one task of a list answer and when it was read.
+// listQuery is the task list's path and query asking for tasks by id, one page of them all:
+// what url.Values encodes (its names sorted, the ids in order), written in one buffer.
+func listQuery(tasks []storage.Task) string {
+	const id, page = "filter.task_ids=", "page_num=1&page_size="
+	size := len(TasksPath) + 1 + len(page) + 3
+	for _, t := range tasks {
+		size += len(id) + len(t.ID) + 1
+	}
+	var b strings.Builder
+	b.Grow(size) // more only when an id needs escapes
+	b.WriteString(TasksPath)
+	b.WriteByte('?')
+	for _, t := range tasks {
+		b.WriteString(id)
+		b.WriteString(url.QueryEscape(t.ID))
+		b.WriteByte('&')
+	}
+	b.WriteString(page)
+	b.WriteString(strconv.Itoa(len(tasks)))
+	return b.String()
+}
+
+// listedAnswer is one task of a list answer and when it was read; listed is false for a task
+// asked for that the answer does not list.
 type listedAnswer struct {
 	fields map[string]json.RawMessage
 	readAt int64
+	listed bool
 }
 
-// listByIDs asks the provider's task list for the given tasks and returns the answer of each
-// listed task by id. A list that proves it cannot filter by id (405: the upstream has no list
-// read; or it lists a task that was not asked for: it ignored the filter) has that upstream's
-// tasks read one at a time for batchRetryAfter; the other upstreams keep their batches. Any other
-// answer (a 404, which a proxy or a moment's outage may give as well; a 400 of one odd id; a 429
-// or a 5xx) fails this batch only, and the next batch asks the list again.
-func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []storage.Task) (map[string]listedAnswer, error) {
+// listByIDs asks the provider's task list for the given tasks and returns the answer of each by
+// id (one per id, also for an id asked twice; listed false for one the list left out). A list
+// that proves it cannot filter by id (405: the upstream has no list read; or it lists a task that
+// was not asked for: it ignored the filter) has that upstream's tasks read one at a time for
+// batchRetryAfter; the other upstreams keep their batches. Any other answer (a 404, which a proxy
+// or a moment's outage may give as well; a 400 of one odd id; a 429 or a 5xx) fails this batch
+// only, and the next batch asks the list again.
+func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []storage.Task) (map[string]*listedAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.upstreamTimeout())
 	defer cancel()
-	q := url.Values{}
-	want := make(map[string]bool, len(tasks))
-	for _, t := range tasks {
-		q.Add("filter.task_ids", t.ID)
-		want[t.ID] = true
+	// One map of the ids asked for, to slots filled in place: a listed id is looked up by its
+	// bytes in the answer, with no string made of it.
+	slots := make([]listedAnswer, len(tasks))
+	answers := make(map[string]*listedAnswer, len(tasks))
+	for i, t := range tasks {
+		if _, asked := answers[t.ID]; !asked {
+			answers[t.ID] = &slots[i]
+		}
 	}
-	q.Set("page_num", "1")
-	q.Set("page_size", strconv.Itoa(len(tasks)))
 	readAt := h.now().UnixNano()
-	ans, err := h.upstream().Call(ctx, p, http.MethodGet, TasksPath+"?"+q.Encode(), nil)
+	ans, err := h.upstream().Call(ctx, p, http.MethodGet, listQuery(tasks), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -275,19 +323,19 @@ func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []
 	if !ok {
 		return nil, upstream.ErrUnreadable
 	}
-	answers := make(map[string]listedAnswer, len(items))
 	for _, item := range items {
-		id, ok := idString(item["id"])
+		id, ok := idBytes(item["id"])
 		if !ok {
 			return nil, upstream.ErrUnreadable
 		}
-		if !want[id] {
+		slot := answers[string(id)]
+		if slot == nil {
 			h.unbatched.refuse(p, h.now())
 			h.Logger.Info("the provider's task list ignored the id filter; its tasks are read one by one for a while",
 				zap.String("upstream", p.Label()), zap.Duration("retry_after", batchRetryAfter))
 			return nil, errNoIDFilter
 		}
-		answers[id] = listedAnswer{fields: item, readAt: readAt}
+		*slot = listedAnswer{fields: item, readAt: readAt, listed: true}
 	}
 	return answers, nil
 }

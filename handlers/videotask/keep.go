@@ -147,8 +147,13 @@ type keepJob struct {
 
 // keepJobOf decodes a record's Keep; false when there is none (or it is unreadable).
 func keepJobOf(t storage.Task) (keepJob, bool) {
+	if len(t.Keep) == 0 {
+		// Before j: decoding moves j to the heap, and the record of every task that is not
+		// being kept (the watcher asks of each task it reads) would pay for that.
+		return keepJob{}, false
+	}
 	var j keepJob
-	if len(t.Keep) == 0 || json.Unmarshal(t.Keep, &j) != nil {
+	if json.Unmarshal(t.Keep, &j) != nil {
 		return j, false
 	}
 	return j, true

@@ -76,7 +76,7 @@ func FuzzListItems(f *testing.F) {
 	})
 }
 
-// idString reads an id as json.Unmarshal into a string does.
+// idString reads an id as json.Unmarshal into a string does; idBytes reads the same.
 func TestIDString(t *testing.T) {
 	for _, c := range []struct {
 		raw  string
@@ -97,6 +97,9 @@ func TestIDString(t *testing.T) {
 		}
 		if got, ok := idString(raw); got != c.want || ok != c.ok {
 			t.Errorf("idString(%s) = %q, %v; want %q, %v", c.raw, got, ok, c.want, c.ok)
+		}
+		if got, ok := idBytes(raw); string(got) != c.want || ok != c.ok {
+			t.Errorf("idBytes(%s) = %q, %v; want %q, %v", c.raw, got, ok, c.want, c.ok)
 		}
 	}
 }

@@ -190,29 +190,41 @@ type answerChange struct {
 // must be valid JSON, as every caller's is: decoded from the upstream's answer, which was checked
 // whole (json.Unmarshal, listItems), or written by json.Marshal (adaptedAnswer).
 func (h *Handler) newAnswerChange(t storage.Task, readAt int64, answer map[string]json.RawMessage, onlyChanges bool, seen *answerMemo) (*answerChange, error) {
-	// The change is made only once there is one: an answer the memo knows (the watcher's usual
-	// read) allocates none.
+	// The change is built on the stack, and moved to the heap only once there is one: an
+	// answer the memo knows (the watcher's usual read) allocates none.
+	var c answerChange
+	if ok, err := h.makeAnswerChange(&c, t, readAt, answer, onlyChanges, seen); !ok {
+		return nil, err
+	}
+	change := new(answerChange)
+	*change = c
+	return change, nil
+}
+
+// makeAnswerChange is newAnswerChange building the change in c, for a caller that keeps the
+// changes of a batch in one slice (refreshBatch); ok is false when there is none to store.
+func (h *Handler) makeAnswerChange(c *answerChange, t storage.Task, readAt int64, answer map[string]json.RawMessage, onlyChanges bool, seen *answerMemo) (ok bool, err error) {
 	var fp uint64
 	if seen != nil {
 		fp = fingerprint(answer)
 		if onlyChanges && !t.Finished && seen.unchanged(t.ID, t.Version, fp) {
-			return nil, nil
+			return false, nil
 		}
 	}
 	result, status := queryResult(answer, t)
 	body, err := encodeAnswer(result, true) // answer's values are valid JSON, see above
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	if onlyChanges && !t.Finished && t.Status == status && bytes.Equal(t.Result, body) {
 		// The record as read before the upstream call already says this: nothing to store, and
 		// no store round trip to find that out.
 		seen.note(t.ID, t.Version, fp)
-		return nil, nil
+		return false, nil
 	}
-	c := &answerChange{h: h, t: t, readAt: readAt, onlyChanges: onlyChanges, fp: fp, status: status, body: body}
+	*c = answerChange{h: h, t: t, readAt: readAt, onlyChanges: onlyChanges, fp: fp, status: status, body: body}
 	c.updatedAt, c.hasUpdated = integer(result.get("updated_at"))
-	return c, nil
+	return true, nil
 }
 
 // apply is the compare-and-set's change function: it may run more than once, and its last run

@@ -201,11 +201,22 @@ func checkContent(u *media.Unread, raw json.RawMessage, videos *int) (drafts []D
 	return drafts, joined, err
 }
 
-// textItem is a text item of content: its place and its decoded members.
+// textItem is a text item of content: its place, its decoded members and its text, as the bytes
+// between its quotes when they decode to themselves (plain; no copy made for the usual single
+// prompt, which is forwarded as it came), else decoded.
 type textItem struct {
-	at   int
-	item contentItem
-	text string
+	at    int
+	item  contentItem
+	plain []byte
+	text  string
+}
+
+// value is the item's text.
+func (t textItem) value() string {
+	if t.plain != nil {
+		return string(t.plain)
+	}
+	return t.text
 }
 
 // joinTexts makes the text items of content (items, its texts in order) one: the first, its text
@@ -213,7 +224,7 @@ type textItem struct {
 func joinTexts(items []json.RawMessage, texts []textItem) (json.RawMessage, error) {
 	all := make([]string, len(texts))
 	for i, t := range texts {
-		all[i] = t.text
+		all[i] = t.value()
 	}
 	text, err := json.Marshal(strings.Join(all, "\n"))
 	if err != nil {
@@ -265,15 +276,18 @@ func checkItems(u *media.Unread, items []json.RawMessage, videos *int) ([]DraftT
 		}
 		switch typ {
 		case "text":
-			text, ok := jsonString(item["text"])
-			if !ok {
-				return nil, nil, invalid(field+".text", "must be a string")
+			text := textItem{at: i, item: item}
+			var ok bool
+			if text.plain, ok = plainString(item["text"]); !ok {
+				if text.text, ok = jsonString(item["text"]); !ok {
+					return nil, nil, invalid(field+".text", "must be a string")
+				}
 			}
-			if strings.TrimSpace(text) == "" {
+			if strings.TrimSpace(text.text) == "" && len(bytes.TrimSpace(text.plain)) == 0 {
 				return nil, nil, invalid(field+".text", "must not be empty")
 			}
 			hasText = true
-			texts = append(texts, textItem{at: i, item: item, text: text})
+			texts = append(texts, text)
 		case "image_url", "video_url", "audio_url":
 			if err := checkMediaItem(item, typ, field); err != nil {
 				return nil, nil, err

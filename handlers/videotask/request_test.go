@@ -273,7 +273,7 @@ func FuzzInteger(f *testing.F) {
 func TestParseCreateJoinsTextItems(t *testing.T) {
 	img := `{"type":"image_url","image_url":{"url":"https://cdn.example.com/a.png"},"role":"reference_image"}`
 	req, err := ParseCreate([]byte(body(`"seed":7`, img, `{"type":"text","text":"a cat"}`, `{"type":"text","text":"surfing <big> waves"}`,
-		`{"type":"video_url","video_url":{"url":"https://cdn.example.com/b.mp4"},"role":"reference_video"}`, `{"type":"text","text":"at dusk"}`)))
+		`{"type":"video_url","video_url":{"url":"https://cdn.example.com/b.mp4"},"role":"reference_video"}`, `{"type":"text","text":"at \u0022dusk\""}`))) // plain texts and one decoded
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestParseCreateJoinsTextItems(t *testing.T) {
 		t.Fatalf("forwarded %s", req.Forward)
 	}
 	var text string
-	if err := json.Unmarshal(fwd.Content[1]["text"], &text); err != nil || text != "a cat\nsurfing <big> waves\nat dusk" {
+	if err := json.Unmarshal(fwd.Content[1]["text"], &text); err != nil || text != "a cat\nsurfing <big> waves\nat \"dusk\"" {
 		t.Fatalf("joined text %q (%v) in %s", text, err, req.Forward)
 	}
 	if string(fwd.Content[0]["type"]) != `"image_url"` || string(fwd.Content[2]["type"]) != `"video_url"` {

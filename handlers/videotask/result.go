@@ -3,7 +3,6 @@ package videotask
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
@@ -118,7 +117,7 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFie
 		}
 	}
 	out = append(out, answerField{"error", errorJSON}, answerField{"content", content})
-	slices.SortFunc(out, func(a, b answerField) int { return strings.Compare(a.name, b.name) })
+	out.sort()
 	return out, status
 }
 

@@ -41,6 +41,33 @@ type heldRecord struct {
 	polls int
 }
 
+// maxSpareRecords bounds the held records that polls took and that the next records held are
+// kept in (Watcher.spare): a poll takes up to MaxRefreshBatch, and holds as many again.
+const maxSpareRecords = 4 * MaxRefreshBatch
+
+// heldOf is a record to hold t in, polls polls after it was read or written: one that a poll
+// took (takeHeld) when there is one, so that holding a record at every poll of a task allocates
+// none (a record is some 450 bytes). The caller holds w.mu.
+func (w *Watcher) heldOf(t storage.Task, polls int) *heldRecord {
+	n := len(w.spare)
+	if n == 0 {
+		return &heldRecord{t: t, polls: polls}
+	}
+	r := w.spare[n-1]
+	w.spare[n-1] = nil
+	w.spare = w.spare[:n-1]
+	*r = heldRecord{t: t, polls: polls}
+	return r
+}
+
+// release keeps r, which no map holds any more, for heldOf. The caller holds w.mu.
+func (w *Watcher) release(r *heldRecord) {
+	*r = heldRecord{} // nothing of the task kept alive
+	if len(w.spare) < maxSpareRecords {
+		w.spare = append(w.spare, r)
+	}
+}
+
 // takeHeld splits the ids of a poll into the records held for it (forgotten here; polls says how
 // many polls each has served) and the ids whose records are to be read: those not held, and
 // those whose records have served maxHeldPolls-1 polls.
@@ -59,13 +86,18 @@ func (w *Watcher) takeHeld(ids []string) (known []storage.Task, polls map[string
 	known = make([]storage.Task, 0, len(ids))
 	for _, id := range ids {
 		r, ok := w.records[id]
-		delete(w.records, id)
-		if !ok || r.polls >= maxHeldPolls-1 {
+		if !ok {
 			unknown = append(unknown, id)
 			continue
 		}
-		known = append(known, r.t)
-		polls[id] = r.polls
+		delete(w.records, id)
+		if r.polls >= maxHeldPolls-1 {
+			unknown = append(unknown, id)
+		} else {
+			known = append(known, r.t)
+			polls[id] = r.polls
+		}
+		w.release(r)
 	}
 	return known, polls, unknown
 }
@@ -93,8 +125,10 @@ func (w *Watcher) hold(records []seenRecord, polls map[string]int) {
 		if r.fresh || !fromHeld {
 			n = -1
 		}
-		if _, ok := w.records[r.t.ID]; ok || len(w.records) < maxHeldRecords {
-			w.records[r.t.ID] = heldRecord{t: r.t, polls: n + 1}
+		if held, ok := w.records[r.t.ID]; ok {
+			*held = heldRecord{t: r.t, polls: n + 1}
+		} else if len(w.records) < maxHeldRecords {
+			w.records[r.t.ID] = w.heldOf(r.t, n+1)
 		}
 	}
 }
@@ -110,7 +144,7 @@ func (w *Watcher) holdAgain(tasks []storage.Task, polls map[string]int) {
 	defer w.mu.Unlock()
 	for _, t := range tasks {
 		if _, ok := w.records[t.ID]; !ok && w.tracked[t.ID] && !w.forgotten[t.ID] && len(w.records) < maxHeldRecords && holdable(&t) {
-			w.records[t.ID] = heldRecord{t: t, polls: polls[t.ID]}
+			w.records[t.ID] = w.heldOf(t, polls[t.ID])
 		}
 	}
 }

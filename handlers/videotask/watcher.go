@@ -81,8 +81,9 @@ type Watcher struct {
 	trimmed map[int]time.Time
 	// records holds the records of tasks as this watcher last saw them, for their next poll (at
 	// most maxHeldRecords of them): the record as the create stored it, or as a poll read or
-	// wrote it.
-	records map[string]heldRecord
+	// wrote it. spare keeps the ones that polls took, to hold the next records in (heldOf).
+	records map[string]*heldRecord
+	spare   []*heldRecord
 	// forgotten marks the tasks whose held records forgetHeld dropped since their poll began:
 	// that poll must not hold again the record it started from.
 	forgotten map[string]bool
@@ -104,7 +105,7 @@ func (w *Watcher) init() {
 		w.notBefore = map[string]time.Time{}
 		w.reading = map[int]int{}
 		w.trimmed = map[int]time.Time{}
-		w.records = map[string]heldRecord{}
+		w.records = map[string]*heldRecord{}
 		w.forgotten = map[string]bool{}
 		if w.Shards <= 0 {
 			w.Shards = DefaultWatchShards
@@ -140,7 +141,7 @@ func (w *Watcher) Watch(t storage.Task) {
 			// again): its first poll reads the store.
 			delete(w.records, t.ID)
 		} else if len(w.records) < maxHeldRecords && holdable(&t) {
-			w.records[t.ID] = heldRecord{t: t}
+			w.records[t.ID] = w.heldOf(t, 0)
 		}
 		w.mu.Unlock()
 	}
