@@ -13,21 +13,8 @@ import (
 //	go test ./storage/ -run '^$' -bench BadgerTaskIDScan -benchmem -cpu 1
 func BenchmarkBadgerTaskIDScan(b *testing.B) {
 	const records = 300_000
-	s, err := OpenBadger(b.TempDir(), BadgerOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := openTaskRecordsBench(b, records)
 	defer s.Close()
-	wb := s.db.NewWriteBatch()
-	record := make([]byte, 200)
-	for i := range records {
-		if err := wb.Set(fmt.Appendf(nil, "%scgt-20261127222715-%08d", prefixTask, i), record); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		b.Fatal(err)
-	}
 	for b.Loop() {
 		s.creates.ids.scans.Add(1)
 		s.creates.scan() // as scanLocked's goroutine runs it
@@ -38,4 +25,27 @@ func BenchmarkBadgerTaskIDScan(b *testing.B) {
 	if f := s.creates.ids.active; f == nil || f.n < records {
 		b.Fatalf("the scan made no filter of the %d records", records)
 	}
+}
+
+// openTaskRecordsBench opens a Badger store holding n task records of 200 bytes
+// (cgt-20261127222715-00000000 on), written in one batch so that most of them reach tables.
+func openTaskRecordsBench(b *testing.B, n int) *Badger {
+	b.Helper()
+	s, err := OpenBadger(b.TempDir(), BadgerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	wb := s.db.NewWriteBatch()
+	record := make([]byte, 200)
+	for i := range n {
+		if err := wb.Set(fmt.Appendf(nil, "%scgt-20261127222715-%08d", prefixTask, i), record); err != nil {
+			s.Close()
+			b.Fatal(err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		s.Close()
+		b.Fatal(err)
+	}
+	return s
 }

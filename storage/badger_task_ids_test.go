@@ -235,21 +235,8 @@ func TestBadgerTaskIDsCreatedOnceWhileScanning(t *testing.T) {
 //
 //	go test ./storage/ -run '^$' -bench BadgerTaskAbsent -cpu 1
 func BenchmarkBadgerTaskAbsent(b *testing.B) {
-	s, err := OpenBadger(b.TempDir(), BadgerOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := openTaskRecordsBench(b, 300_000)
 	defer s.Close()
-	wb := s.db.NewWriteBatch()
-	record := make([]byte, 200)
-	for i := range 300_000 {
-		if err := wb.Set(fmt.Appendf(nil, "%scgt-20261127222715-%08d", prefixTask, i), record); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		b.Fatal(err)
-	}
 	b.Run("read", func(b *testing.B) {
 		i := 0
 		for b.Loop() {

@@ -2,6 +2,7 @@ package usage
 
 import (
 	"encoding/json"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 	"strconv"
 	"strings"
 )
@@ -33,14 +34,14 @@ func decodeUsage(obj []byte) (usageCounts, bool) {
 // null or an integer that fits int64). Anything else (invalid JSON among it) is left undecided,
 // with u in no particular state. A nested object or array is validated with json.Valid.
 func scanUsage(obj []byte, u *usageCounts) (ok, decided bool) {
-	i := skipSpace(obj, 0)
+	i := jsonkeys.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return false, false
 	}
 	ok = true
-	i = skipSpace(obj, i+1)
+	i = jsonkeys.SkipSpace(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return true, skipSpace(obj, i+1) == len(obj)
+		return true, jsonkeys.SkipSpace(obj, i+1) == len(obj)
 	}
 	for {
 		end, plain := plainString(obj, i)
@@ -48,10 +49,10 @@ func scanUsage(obj []byte, u *usageCounts) (ok, decided bool) {
 			return false, false
 		}
 		name := obj[i+1 : end-1]
-		if i = skipSpace(obj, end); i >= len(obj) || obj[i] != ':' {
+		if i = jsonkeys.SkipSpace(obj, end); i >= len(obj) || obj[i] != ':' {
 			return false, false
 		}
-		i = skipSpace(obj, i+1)
+		i = jsonkeys.SkipSpace(obj, i+1)
 		valueEnd, valid := validValue(obj, i)
 		if !valid {
 			return false, false
@@ -71,14 +72,14 @@ func scanUsage(obj []byte, u *usageCounts) (ok, decided bool) {
 				ok = false
 			}
 		}
-		if i = skipSpace(obj, valueEnd); i >= len(obj) {
+		if i = jsonkeys.SkipSpace(obj, valueEnd); i >= len(obj) {
 			return false, false
 		}
 		switch obj[i] {
 		case ',':
-			i = skipSpace(obj, i+1)
+			i = jsonkeys.SkipSpace(obj, i+1)
 		case '}':
-			return ok, skipSpace(obj, i+1) == len(obj)
+			return ok, jsonkeys.SkipSpace(obj, i+1) == len(obj)
 		default:
 			return false, false
 		}
@@ -175,13 +176,6 @@ func validNumber(b []byte, i int) (end int, valid bool) {
 		}
 	}
 	return i, true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
 }
 
 // skipValue returns the end of the JSON value that starts at b[i], or len(b) when b ends before

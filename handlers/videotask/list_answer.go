@@ -2,6 +2,7 @@ package videotask
 
 import (
 	"encoding/json"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 	"strings"
 	"unicode/utf8"
 )
@@ -18,7 +19,7 @@ func listItems(body []byte) (items []map[string]json.RawMessage, ok bool) {
 	if !json.Valid(body) {
 		return nil, false
 	}
-	i := skipSpace(body, 0)
+	i := jsonkeys.SkipSpace(body, 0)
 	switch body[i] {
 	case 'n':
 		return []map[string]json.RawMessage{}, true // as json.Unmarshal leaves the struct: no items
@@ -27,13 +28,13 @@ func listItems(body []byte) (items []map[string]json.RawMessage, ok bool) {
 		return nil, false
 	}
 	items = []map[string]json.RawMessage{} // no items member: none, as json.Unmarshal leaves it
-	for i = skipSpace(body, i+1); body[i] != '}'; {
+	for i = jsonkeys.SkipSpace(body, i+1); body[i] != '}'; {
 		end := skipValue(body, i)
 		name, ok := memberName(body[i:end])
 		if !ok {
 			return nil, false
 		}
-		i = skipSpace(body, skipSpace(body, end)+1) // past ':'
+		i = jsonkeys.SkipSpace(body, jsonkeys.SkipSpace(body, end)+1) // past ':'
 		end = skipValue(body, i)
 		switch matchesItems(name) {
 		case nameOther:
@@ -45,8 +46,8 @@ func listItems(body []byte) (items []map[string]json.RawMessage, ok bool) {
 		default:
 			return listItemsDecoded(body) // a name that only Unicode folding may match
 		}
-		if i = skipSpace(body, end); body[i] == ',' {
-			i = skipSpace(body, i+1)
+		if i = jsonkeys.SkipSpace(body, end); body[i] == ',' {
+			i = jsonkeys.SkipSpace(body, i+1)
 		}
 	}
 	return items, true
@@ -62,15 +63,15 @@ func arrayItems(list []byte) (items []map[string]json.RawMessage, ok bool) {
 		return nil, false
 	}
 	items = make([]map[string]json.RawMessage, 0, MaxRefreshBatch)
-	for i := skipSpace(list, 1); list[i] != ']'; {
+	for i := jsonkeys.SkipSpace(list, 1); list[i] != ']'; {
 		end := skipValue(list, i)
 		fields, ok := objectFields(list[i:end])
 		if !ok {
 			return nil, false
 		}
 		items = append(items, fields)
-		if i = skipSpace(list, end); list[i] == ',' {
-			i = skipSpace(list, i+1)
+		if i = jsonkeys.SkipSpace(list, end); list[i] == ',' {
+			i = jsonkeys.SkipSpace(list, i+1)
 		}
 	}
 	return items, true
@@ -118,7 +119,7 @@ func listItemsDecoded(body []byte) (items []map[string]json.RawMessage, ok bool)
 // reads it into a map[string]json.RawMessage: an object's members, the last of a repeated name
 // winning, or nil for null. ok is false for any other value.
 func objectFields(raw []byte) (fields map[string]json.RawMessage, ok bool) {
-	i := skipSpace(raw, 0)
+	i := jsonkeys.SkipSpace(raw, 0)
 	if i == len(raw) {
 		return nil, false
 	}
@@ -130,20 +131,20 @@ func objectFields(raw []byte) (fields map[string]json.RawMessage, ok bool) {
 		return nil, false
 	}
 	fields = make(map[string]json.RawMessage, 8)
-	i = skipSpace(raw, i+1)
+	i = jsonkeys.SkipSpace(raw, i+1)
 	for i < len(raw) && raw[i] != '}' {
 		end := skipValue(raw, i) // the name, a string
 		name, ok := memberName(raw[i:end])
 		if !ok {
 			return nil, false
 		}
-		i = skipSpace(raw, end)
-		i = skipSpace(raw, i+1) // past ':'
+		i = jsonkeys.SkipSpace(raw, end)
+		i = jsonkeys.SkipSpace(raw, i+1) // past ':'
 		end = skipValue(raw, i)
 		fields[name] = raw[i:end:end]
-		i = skipSpace(raw, end)
+		i = jsonkeys.SkipSpace(raw, end)
 		if i < len(raw) && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
+			i = jsonkeys.SkipSpace(raw, i+1)
 		}
 	}
 	return fields, true
@@ -225,19 +226,6 @@ func knownName(b []byte) string {
 		return "priority"
 	}
 	return string(b)
-}
-
-// skipSpace returns the index of the first byte at or after i that is not JSON white space.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
 }
 
 // skipValue returns the index just past the valid JSON value that starts at i.

@@ -345,7 +345,7 @@ type scanner struct {
 	paths []Path
 }
 
-func (s *scanner) space() { s.pos = skipSpace(s.data, s.pos) }
+func (s *scanner) space() { s.pos = SkipSpace(s.data, s.pos) }
 
 func (s *scanner) consume(c byte) bool {
 	if s.pos < len(s.data) && s.data[s.pos] == c {

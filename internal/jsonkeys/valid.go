@@ -12,7 +12,7 @@ const maxNestingDepth = 10000
 func valid(data []byte) bool {
 	var inline [64]bool // the open containers, true for an object; most bodies nest less
 	open := inline[:0]
-	i := skipSpace(data, 0)
+	i := SkipSpace(data, 0)
 	for {
 		// A value starts at i.
 		if i >= len(data) {
@@ -24,7 +24,7 @@ func valid(data []byte) bool {
 				return false
 			}
 			open = append(open, c == '{')
-			i = skipSpace(data, i+1)
+			i = SkipSpace(data, i+1)
 			if i >= len(data) {
 				return false
 			}
@@ -62,7 +62,7 @@ func valid(data []byte) bool {
 		// A value ended at i: close the containers it ends, up to the next value.
 		next := false
 		for !next {
-			i = skipSpace(data, i)
+			i = SkipSpace(data, i)
 			if len(open) == 0 {
 				return i == len(data)
 			}
@@ -72,7 +72,7 @@ func valid(data []byte) bool {
 			object := open[len(open)-1]
 			switch data[i] {
 			case ',':
-				i = skipSpace(data, i+1)
+				i = SkipSpace(data, i+1)
 				if object {
 					if i = memberKey(data, i); i < 0 {
 						return false
@@ -92,8 +92,8 @@ func valid(data []byte) bool {
 	}
 }
 
-// skipSpace returns the index of the first byte at or after i that is not JSON white space.
-func skipSpace(data []byte, i int) int {
+// SkipSpace returns the index of the first byte at or after i that is not JSON white space.
+func SkipSpace(data []byte, i int) int {
 	for i < len(data) {
 		switch data[i] {
 		case ' ', '\t', '\n', '\r':
@@ -114,11 +114,11 @@ func memberKey(data []byte, i int) int {
 	if i = stringEnd(data, i); i < 0 {
 		return -1
 	}
-	i = skipSpace(data, i)
+	i = SkipSpace(data, i)
 	if i >= len(data) || data[i] != ':' {
 		return -1
 	}
-	return skipSpace(data, i+1)
+	return SkipSpace(data, i+1)
 }
 
 // stringEnd returns the index just past the string that starts (with its quote) at i, or -1.
