@@ -47,10 +47,20 @@ func marshalAnswer(m map[string]json.RawMessage) ([]byte, error) {
 	return encodeAnswer(fields, false)
 }
 
-// sort sorts the members by name, by insertion, each comparison inline rather than through a
-// function value as slices.SortFunc makes it: an answer has a dozen members or so, sorted for
-// every task the watcher reads. Names are unique, so the order is the one any sort gives.
+// maxInsertionSort is the most members answerFields.sort sorts by insertion: its time grows
+// with the square of their number, and an upstream answer may hold hundreds of thousands.
+const maxInsertionSort = 32
+
+// sort sorts the members by name. The usual answer (a dozen members or so, sorted for every task
+// the watcher reads) is sorted by insertion, each comparison inline rather than through a
+// function value as slices.SortFunc makes it; a larger one (a broken or hostile upstream's) by
+// slices.SortFunc, whose time grows as n log n. Names are unique, so the order is the one any
+// sort gives.
 func (a answerFields) sort() {
+	if len(a) > maxInsertionSort {
+		slices.SortFunc(a, func(x, y answerField) int { return strings.Compare(x.name, y.name) })
+		return
+	}
 	for i := 1; i < len(a); i++ {
 		f := a[i]
 		j := i
