@@ -171,8 +171,9 @@ func (w *taskRecordWriter) json(n byte, v json.RawMessage, id string) {
 // cutQuoted removes from value, in place, the first occurrence of s quoted (`"<s>"`), and answers
 // the value left and one more than the occurrence's offset (0: none, or s is empty).
 func cutQuoted(value []byte, s string) ([]byte, int) {
+	quoted := []byte(s)
 	for from := 0; s != ""; {
-		i := bytes.Index(value[from:], []byte(s))
+		i := bytes.Index(value[from:], quoted)
 		if i < 0 {
 			return value, 0
 		}

@@ -19,7 +19,7 @@ type bodyFields struct {
 // (jsonkeys.MembersOf), and returns their values.
 func readFields(data []byte, names []string) (bodyFields, error) {
 	f := bodyFields{names: names}
-	found := f.few[:0]
+	var found []json.RawMessage
 	if len(names) <= len(f.few) {
 		found = f.few[:len(names)]
 	} else {
