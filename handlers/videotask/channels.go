@@ -65,7 +65,7 @@ func (h *Handler) launch(ctx context.Context, until time.Time, account string, p
 // usual answer: {"id":"<id>"}, the id printable ASCII without a quote or backslash.
 func createdID(body []byte) (id string, ok bool) {
 	if inner, found := bytes.CutPrefix(bytes.Trim(body, " \t\r\n"), []byte(`{"id":"`)); found {
-		if raw, found := bytes.CutSuffix(inner, []byte(`"}`)); found && printableASCII(raw) {
+		if raw, found := bytes.CutSuffix(inner, []byte(`"}`)); found && plainKey(raw) {
 			return string(raw), true
 		}
 	}

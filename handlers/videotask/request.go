@@ -527,8 +527,8 @@ func jsonString(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 {
 		return "", false // a member that is absent: no decoder, and no error built for nothing
 	}
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && printableASCII(raw[1:len(raw)-1]) {
-		return string(raw[1 : len(raw)-1]), true // the usual string, without a decoder
+	if plain, ok := plainString(raw); ok {
+		return string(plain), true // the usual string, without a decoder
 	}
 	var s string // on the heap only here, where the decoder takes its address
 	err := json.Unmarshal(raw, &s)
@@ -546,17 +546,6 @@ func jsonEnum(raw json.RawMessage, values []string) (string, bool) {
 		}
 	}
 	return jsonString(raw)
-}
-
-// printableASCII reports whether b is printable ASCII without a quote or backslash: the text of
-// a JSON string that decodes to itself.
-func printableASCII(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 // jsonBool reports whether raw decodes into a bool as encoding/json decodes it: true or false
