@@ -130,8 +130,8 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 	var unlisted, curs []storage.Task
 	var changes []answerChange // never grown: the side effects below keep pointers into it
 	for _, t := range tasks {
-		answer := answers[t.ID]
-		if !answer.listed {
+		answer := answers[t.ID] // every task asked for has its slot; nil only if that changes
+		if answer == nil || !answer.listed {
 			unlisted = append(unlisted, t)
 			continue
 		}
