@@ -97,7 +97,7 @@ func (a *Accountant) HoldCalls(ctx context.Context, id auth.Identity, model, ref
 		}
 		priced = true
 		one := price.EstimateRequest(c.Request)
-		est.Amount += one.Amount
+		est.Amount += min(one.Amount, billing.Money(storage.MaxAmount)-est.Amount) // at most the ledger's bound, never wrapping
 		est.Usage.Requests += one.Usage.Requests
 		est.Usage.InputTokens += one.Usage.InputTokens
 		est.Usage.OutputTokens += one.Usage.OutputTokens
@@ -118,6 +118,7 @@ func (a *Accountant) hold(ctx context.Context, id auth.Identity, model, ref stri
 	if none && est.Amount > 0 {
 		return Hold{}, errBudget // a quota of 0: the key may spend nothing
 	}
+	est.Amount = withinLedger(est.Amount)
 	h := storage.Hold{ID: newHoldID(), NewID: true, Account: id.Account, KeyID: id.KeyID, Model: model, Ref: ref,
 		Amount: int64(est.Amount), Budget: budget, Deadline: now.Add(deadline), Transient: true}
 	_, _, err := a.Store.Hold(ctx, h, now)
@@ -141,7 +142,7 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 	}
 	amount := h.Estimate.Amount // a hold of several calls settles at the amount held
 	if e.price != nil {
-		amount = e.price.Settle(h.Estimate.Usage, actual)
+		amount = withinLedger(e.price.Settle(h.Estimate.Usage, actual))
 	}
 	if !e.a.endHold(e.ctx, h.ID, amount, "", e.owner) {
 		return 0
@@ -176,7 +177,7 @@ func (a *Accountant) SettleTask(ctx context.Context, t storage.Task, status stri
 		if err != nil {
 			a.logger().Error("a task's estimate does not decode; it is settled at the amount held", append(owner.fields(), zap.Error(err))...)
 		} else {
-			amount = price.Settle(estimated, actual)
+			amount = withinLedger(price.Settle(estimated, actual))
 		}
 	}
 	if !a.endHold(ctx, t.HoldID, amount, "", owner) {
@@ -184,6 +185,16 @@ func (a *Accountant) SettleTask(ctx context.Context, t storage.Task, status stri
 	}
 	a.meterSpent(t.KeyID, t.Account, amount)
 	return amount
+}
+
+// withinLedger is amount, or storage.MaxAmount when it is more: the most one hold or charge of
+// the ledger can be. An estimate past it (a request asking for trillions of tokens or images) is
+// held at it, so that it fits no balance (the answer is 402, or on an unlimited account it is
+// metered) rather than failing the hold; a settlement past it (a usage report no real request
+// reaches) charges it, rather than failing to end the hold, which would leave a request free
+// and a task's hold open for good.
+func withinLedger(amount billing.Money) billing.Money {
+	return min(amount, billing.Money(storage.MaxAmount))
 }
 
 // holdOwner names what a hold is for in the log lines about it: the task (none for a request's

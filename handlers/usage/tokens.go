@@ -119,9 +119,11 @@ func (u *usageCounts) tokens() Tokens {
 }
 
 // firstNonZero is the first non-zero of the counts of fields given, and whether any was given.
+// A negative count is no count: it counts as absent, so that an output count of -5 is not
+// charged as 0 (nor a negative input as a credit) but stands for the estimate, as a missing one.
 func (u *usageCounts) firstNonZero(fields ...int) (n int64, given bool) {
 	for _, f := range fields {
-		if !u.given[f] {
+		if !u.given[f] || u.n[f] < 0 {
 			continue
 		}
 		given = true

@@ -32,6 +32,10 @@ func TestSnifferReadsUsageFromAnswers(t *testing.T) {
 			Tokens{Prompt: 5, Completion: 7, Total: 12, known: true, output: true}},
 		{"gemini leaves a zero candidatesTokenCount out", false, []string{`{"candidates":[],"usageMetadata":{"promptTokenCount":4,"totalTokenCount":4}}`},
 			Tokens{Prompt: 4, Total: 4, known: true, output: true}},
+		{"a negative output count is no count", false, []string{`{"id":"x","usage":{"prompt_tokens":5,"completion_tokens":-5}}`},
+			Tokens{Prompt: 5, Total: 5, known: true}},
+		{"a negative input count is no count", false, []string{`{"id":"x","usage":{"input_tokens":-9,"output_tokens":4}}`},
+			Tokens{Completion: 4, Total: 4, known: true, output: true}},
 		{"no usage", false, []string{`{"data":[{"url":"https://example.com/a.png"}]}`}, Tokens{}},
 		{"openai stream, final usage chunk split across writes", true, []string{
 			"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\n",
