@@ -46,6 +46,8 @@ func TestAccountCreditBalanceAndLedger(t *testing.T) {
 		{`{"amount":"1e3"}`, "k0", 400, "decimal"},
 		{`{"amount":"-2"}`, "k0", 400, "adjust"},
 		{`{"amount":"1","extra":true}`, "k0", 400, "unknown field"},
+		{`{"amount":"7"}{"amount":"8"}`, "k0", 400, "more after"},
+		{`{"amount":"7"} trailing`, "k0", 400, "the body must be"},
 	} {
 		r := credit(tc.body, tc.key)
 		if r.status != tc.status || !strings.Contains(r.field("error"), tc.says) {
@@ -94,7 +96,9 @@ func TestAccountCreditBalanceAndLedger(t *testing.T) {
 	if len(page.Entries) != 1 || page.Entries[0]["amount"] != "-2.25" || page.Entries[0]["balance_after"] != "10.25" || page.Next != "" {
 		t.Fatalf("second (last) page = %s", r.body)
 	}
-	for _, bad := range []string{"limit=0", "limit=1001", "limit=x", "after=-1", "format=xml"} {
+	// A cursor past what a store reads (2^64-1 on Badger, past 2^63-1 on Redis) was a 500.
+	for _, bad := range []string{"limit=0", "limit=1001", "limit=x", "after=-1", "after=+1", "format=xml",
+		"after=18446744073709551615", "after=9223372036854775808"} {
 		if r := e.admin(t, "GET", "/mediagw/accounts/acme/ledger?"+bad, nil); r.status != 400 {
 			t.Fatalf("ledger?%s = %d %s; want 400", bad, r.status, r.body)
 		}

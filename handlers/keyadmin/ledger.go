@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -119,7 +120,14 @@ func (h *Handler) credit(r *http.Request, account string) (CreditAnswer, error) 
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	err = dec.Decode(&req)
+	if err == nil {
+		// One object and nothing after it: {"amount":"7"}{"amount":"8"} is not a credit of 7.
+		if _, after := dec.Token(); after != io.EOF {
+			err = errors.New("there is more after the object")
+		}
+	}
+	if err != nil {
 		return CreditAnswer{}, fail(http.StatusBadRequest, `the body must be {"amount": "12.5", "note": "...", "adjust": false}: `+err.Error())
 	}
 	var text string
@@ -208,15 +216,27 @@ func (h *Handler) Ledger(ctx context.Context, account, after string, limit int) 
 	if _, err := h.account(ctx, account); err != nil {
 		return LedgerPage{}, err
 	}
-	if after != "" {
-		if _, err := strconv.ParseUint(after, 10, 64); err != nil {
-			return LedgerPage{}, fail(http.StatusBadRequest, "after must be the id of an entry (the next of the previous page)")
-		}
+	if !entryCursor(after, 0) {
+		return LedgerPage{}, fail(http.StatusBadRequest, "after must be the id of an entry (the next of the previous page)")
 	}
 	if limit < 1 || limit > storage.MaxLedgerPage {
 		limit = storage.DefaultLedgerPage
 	}
 	return ledgerPageView(account)(h.Store.LedgerPage(ctx, account, after, limit))
+}
+
+// entryCursor reports whether a page cursor is "" or an entry id of least: a whole number that
+// both stores read (Redis's scores are int64, Badger's counter never reaches 2^63), so that a
+// cursor past every entry is an empty page, not a store's error (a 500).
+func entryCursor(cursor string, least int64) bool {
+	if cursor == "" {
+		return true
+	}
+	if cursor[0] < '0' || cursor[0] > '9' {
+		return false // ParseInt would take a sign, which the stores do not
+	}
+	n, err := strconv.ParseInt(cursor, 10, 64)
+	return err == nil && n >= least
 }
 
 // ledgerCSVHeader names the columns of the CSV ledger.

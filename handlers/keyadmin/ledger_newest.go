@@ -3,7 +3,6 @@ package keyadmin
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/mediagw/mediagw/storage"
 )
@@ -15,7 +14,7 @@ func (h *Handler) LedgerNewest(ctx context.Context, account, before string, limi
 	if _, err := h.account(ctx, account); err != nil {
 		return LedgerPage{}, err
 	}
-	if n, err := strconv.ParseUint(before, 10, 64); before != "" && (err != nil || n == 0) {
+	if !entryCursor(before, 1) {
 		return LedgerPage{}, fail(http.StatusBadRequest, "before must be the id of an entry (the next of the previous page)")
 	}
 	if limit < 1 || limit > storage.MaxLedgerPage {
