@@ -68,14 +68,34 @@ func ledgerSum(t *testing.T, s storage.Store, account string) (int64, map[string
 func TestInstancesHoldExactlyTheBalance(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{queuedFor: "1s", runningFor: "1s", watchInterval: "200ms", gatewayOptions: billedPrices})
-	req, err := http.NewRequest("POST", "http://"+c.instances[1].admin+"/mediagw/accounts/paying/credit", strings.NewReader(`{"amount":"5","note":"test"}`))
-	if err != nil {
-		t.Fatal(err)
+	// The credit is sent 24 times at once, 8 times to each instance, with one Idempotency-Key:
+	// the account is credited once and every retry answers that credit's entry. Then 6 more at
+	// once with that key and another amount are each a 409.
+	credits := func(n int, body string) []response {
+		var wg sync.WaitGroup
+		answers := make([]response, n)
+		for i := range answers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequest("POST", "http://"+c.instances[i%3].admin+"/mediagw/accounts/paying/credit", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", "credit-1")
+				answers[i], _ = sendRequest(req)
+			}()
+		}
+		wg.Wait()
+		return answers
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "credit-1")
-	if r := do(t, req); r.status != 200 {
-		t.Fatalf("credit = %d %s", r.status, r.body)
+	for i, r := range credits(24, `{"amount":"5","note":"test"}`) {
+		if r.status != 200 || !strings.Contains(string(r.body), `"id":"1"`) || !strings.Contains(string(r.body), `"balance_after":"5"`) {
+			t.Fatalf("credit retry %d = %d %s; want the one credit's entry", i, r.status, r.body)
+		}
+	}
+	for i, r := range credits(6, `{"amount":"6","note":"test"}`) {
+		if r.status != 409 {
+			t.Fatalf("credit %d with a used key and another amount = %d %s; want 409", i, r.status, r.body)
+		}
 	}
 	if accepted, refused := raceCreates(t, c, 300, "mg-paying"); accepted != 100 || refused != 200 {
 		t.Fatalf("accepted %d, refused %d; want exactly 100 and 200", accepted, refused)
