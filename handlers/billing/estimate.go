@@ -108,13 +108,19 @@ type Request struct {
 	// BodyBytes is the request body's length; MaxOutput the output-token bound it names
 	// (max_tokens, max_completion_tokens or max_output_tokens; 0: none).
 	BodyBytes, MaxOutput int64
+	// Video is set for a video create (a pass-through POST /v1/videos or /v1/video/generations):
+	// the length and picture it asks for, held as a video task's.
+	Video *VideoTask
 }
 
-// EstimateRequest is the hold of a pass-through request: images for an image endpoint, else
-// tokens (a model priced per request only is held its request price either way). A text
+// EstimateRequest is the hold of a pass-through request: a video task's for a video create,
+// images for an image endpoint, else tokens (a model priced per request only is held its request price either way). A text
 // request with N above 1 (a chat completion's n) asks for N choices, each up to its output
 // maximum, so its output is held N times.
 func (p *Price) EstimateRequest(q Request) Estimate {
+	if q.Video != nil {
+		return p.EstimateVideo(*q.Video)
+	}
 	if q.Images {
 		return p.EstimateImages(q.N, q.ImageSize, q.ImageQuality)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -60,7 +61,14 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, ep Endp
 		return "", multipartError("a multipart body must begin with its first boundary; nothing may come before it")
 	}
 	form := newCanonicalForm(sp)
-	model, err := scanParts(multipart.NewReader(io.MultiReader(bytes.NewReader(head), read), boundary), form, ep)
+	var priced map[string]string
+	if createsVideo(ep) {
+		priced = map[string]string{}
+	}
+	model, err := scanParts(multipart.NewReader(io.MultiReader(bytes.NewReader(head), read), boundary), form, ep, priced)
+	if err == nil && priced != nil {
+		route.Sizing.Video = videoSizing(func(name string) (string, bool) { v, ok := priced[name]; return v, ok })
+	}
 	if err == nil {
 		err = form.close()
 	}
@@ -111,7 +119,10 @@ func plainBoundary(b string) bool {
 
 // scanParts reads every part, writes each to form in canonical form, and returns the model. Text
 // parts are checked by the rules of ep's bodies (see checkTextPart).
-func scanParts(mr *multipart.Reader, form *canonicalForm, ep Endpoint) (string, error) {
+//
+// With priced not nil (a video create), the parts named by videoPricedFields are read into it,
+// trimmed; each may come once (upstreams' form readers differ on which of two they keep).
+func scanParts(mr *multipart.Reader, form *canonicalForm, ep Endpoint, priced map[string]string) (string, error) {
 	freeText, notFetched := ep.fetchRules()
 	var model string
 	var found bool
@@ -143,11 +154,26 @@ func scanParts(mr *multipart.Reader, form *canonicalForm, ep Endpoint) (string, 
 			if peek == nil {
 				peek = make([]byte, maxTextPartPeek)
 			}
-			content := io.TeeReader(part, out) // what is checked is what is written
+			var rest io.Reader = part
+			if priced != nil && slices.Contains(videoPricedFields, name) && !plainFileName(part.Header) {
+				if _, seen := priced[name]; seen {
+					return "", multipartError("the multipart body has more than one " + name + " part").WithParam(name)
+				}
+				value, err := io.ReadAll(io.LimitReader(part, maxPricedPartBytes+1))
+				if err != nil {
+					return "", pass(err, errMultipart)
+				}
+				priced[name] = ""
+				if len(value) <= maxPricedPartBytes {
+					priced[name] = strings.TrimSpace(string(value))
+				}
+				rest = io.MultiReader(bytes.NewReader(value), part)
+			}
+			content := io.TeeReader(rest, out) // what is checked is what is written
 			if err := checkTextPart(name, part.Header, content, peek, freeText, notFetched); err != nil {
 				return "", err
 			}
-			if _, err := io.Copy(out, part); err != nil {
+			if _, err := io.Copy(out, rest); err != nil {
 				return "", pass(err, errMultipart)
 			}
 			continue
@@ -168,6 +194,10 @@ func scanParts(mr *multipart.Reader, form *canonicalForm, ep Endpoint) (string, 
 		}
 	}
 }
+
+// maxPricedPartBytes bounds a priced part's value (seconds, size ...) that is read; a longer
+// one counts as absent.
+const maxPricedPartBytes = 64
 
 // maxTextPartPeek is how much of a text part is read to tell whether it holds a URL: enough for
 // any scheme and host, so a longer value is judged by its start.

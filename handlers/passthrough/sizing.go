@@ -11,12 +11,17 @@ import (
 // pricedFields are the top-level body fields a request's hold depends on. They are read under
 // jsonkeys' rule like the model (no repeated key, no case variant), so that what the upstream
 // reads is what was priced.
-var pricedFields = []string{"max_tokens", "max_completion_tokens", "max_output_tokens", "n", "size", "quality"}
+var pricedFields = []string{"max_tokens", "max_completion_tokens", "max_output_tokens", "n", "size", "quality",
+	"seconds", "duration", "resolution", "ratio"} // the last four: videoPricedFields but size
 
 // sizing is what a JSON request to ep says about how much it may use (see billing.Request).
 // Fields of the wrong type are left to the upstream to refuse, and count as absent.
 func sizing(ep Endpoint, fields *bodyFields, bodyBytes int) billing.Request {
 	q := billing.Request{BodyBytes: int64(bodyBytes), Images: strings.HasPrefix(ep.Path, "/v1/images/")}
+	if createsVideo(ep) {
+		q.Video = videoSizing(jsonVideoValue(fields))
+		return q
+	}
 	for _, name := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
 		if n := positiveInt(fields.value(name)); n > 0 {
 			q.MaxOutput = n
