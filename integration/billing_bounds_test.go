@@ -75,8 +75,8 @@ func fakeOpenAIReportedUsage(t *testing.T, usages map[string]string) *httptest.S
 
 // TestBillingPastTheLedgersBound: amounts past the most one ledger entry holds
 // (9007199254.740991) are bounded, not failed. A chat whose max_tokens asks for more is a 402 on
-// a limited account and metered on an unlimited one (both were 500: the hold was refused by
-// the store); an answer whose usage prices past the bound is charged the bound (its hold used
+// a limited account and an unlimited one alike (both were 500: the hold was refused by the
+// store); an answer whose usage prices past the bound is charged the bound (its hold used
 // to stay open, the request free once the reconciler released it); an answer reporting a
 // negative output count is charged the estimate (max_tokens), not 0.
 func TestBillingPastTheLedgersBound(t *testing.T) {
@@ -115,11 +115,14 @@ func TestBillingPastTheLedgersBound(t *testing.T) {
 		if r := chat("mg-bound-limited", maxTokens, "hi"); r.status != 402 || !strings.Contains(string(r.body), "insufficient_quota") {
 			t.Fatalf("max_tokens %s on a limited account = %d %s, want 402 insufficient_quota", maxTokens, r.status, r.body)
 		}
-		if r := chat("mg-bound-unlimited", maxTokens, "hi"); r.status != 200 {
-			t.Fatalf("max_tokens %s on an unlimited account = %d %s, want 200 (metered)", maxTokens, r.status, r.body)
+		if r := chat("mg-bound-unlimited", maxTokens, "hi"); r.status != 402 || !strings.Contains(string(r.body), "past the most one request may hold") {
+			t.Fatalf("max_tokens %s on an unlimited account = %d %s, want 402 saying the bound", maxTokens, r.status, r.body)
 		}
 	}
-	settled("metered", "-2") // one output token each
+	if r := chat("mg-bound-unlimited", "10", "hi"); r.status != 200 {
+		t.Fatalf("a chat within the bound on an unlimited account = %d %s", r.status, r.body)
+	}
+	settled("metered", "-1") // one output token
 	settled("bounded", "1000")
 
 	if r := chat("mg-bound-limited", "10", "usage:negative"); r.status != 200 {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"math"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/internal/money"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -23,6 +25,11 @@ var (
 		"the account's balance does not cover the estimated cost of this request; top it up, or ask for less")
 	errBudget = apierror.New(http.StatusPaymentRequired, "insufficient_quota",
 		"the API key's budget does not cover the estimated cost of this request in this period")
+	// errPastBound answers an estimate past the most one hold can be (storage.MaxAmount), on any
+	// account: a request asking for trillions of tokens or images, which no balance covers and
+	// an unlimited account's metering could not record exactly.
+	errPastBound = apierror.New(http.StatusPaymentRequired, "insufficient_quota",
+		"the estimated cost of this request is past the most one request may hold ("+money.Format(storage.MaxAmount)+"); ask for less (max_tokens, n, seconds)")
 )
 
 // Hold is money held for one request or task: the estimate of what it may cost, taken from the
@@ -97,7 +104,7 @@ func (a *Accountant) HoldCalls(ctx context.Context, id auth.Identity, model, ref
 		}
 		priced = true
 		one := price.EstimateRequest(c.Request)
-		est.Amount += min(one.Amount, billing.Money(storage.MaxAmount)-est.Amount) // at most the ledger's bound, never wrapping
+		est.Amount += min(one.Amount, math.MaxInt64-est.Amount) // saturating, never wrapping
 		est.Usage.Requests += one.Usage.Requests
 		est.Usage.InputTokens += one.Usage.InputTokens
 		est.Usage.OutputTokens += one.Usage.OutputTokens
@@ -118,7 +125,9 @@ func (a *Accountant) hold(ctx context.Context, id auth.Identity, model, ref stri
 	if none && est.Amount > 0 {
 		return Hold{}, errBudget // a quota of 0: the key may spend nothing
 	}
-	est.Amount = withinLedger(est.Amount)
+	if est.Amount > billing.Money(storage.MaxAmount) {
+		return Hold{}, errPastBound
+	}
 	h := storage.Hold{ID: newHoldID(), NewID: true, Account: id.Account, KeyID: id.KeyID, Model: model, Ref: ref,
 		Amount: int64(est.Amount), Budget: budget, Deadline: now.Add(deadline), Transient: true}
 	_, _, err := a.Store.Hold(ctx, h, now)
@@ -187,12 +196,10 @@ func (a *Accountant) SettleTask(ctx context.Context, t storage.Task, status stri
 	return amount
 }
 
-// withinLedger is amount, or storage.MaxAmount when it is more: the most one hold or charge of
-// the ledger can be. An estimate past it (a request asking for trillions of tokens or images) is
-// held at it, so that it fits no balance (the answer is 402, or on an unlimited account it is
-// metered) rather than failing the hold; a settlement past it (a usage report no real request
-// reaches) charges it, rather than failing to end the hold, which would leave a request free
-// and a task's hold open for good.
+// withinLedger is amount, or storage.MaxAmount when it is more: the most one charge of the
+// ledger can be. A settlement past it (a usage report no real request reaches) charges it,
+// rather than failing to end the hold, which would leave a request free and a task's hold open
+// for good.
 func withinLedger(amount billing.Money) billing.Money {
 	return min(amount, billing.Money(storage.MaxAmount))
 }
