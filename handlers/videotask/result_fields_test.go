@@ -63,6 +63,14 @@ func queryResultInMap(upstream map[string]json.RawMessage, t storage.Task) (map[
 		out = make(map[string]json.RawMessage, 8)
 	}
 	status := answerStatus(upstream["status"])
+	if status == StatusSucceeded && !hasVideoURL(upstream["content"]) {
+		status = StatusRunning // since session 16
+	}
+	for k := range out {
+		if shadowsAnswerField(k) {
+			delete(out, k) // since session 16
+		}
+	}
 	out["id"] = quotedLike(upstream["id"], t.ID)
 	out["model"] = quotedLike(upstream["model"], t.Model)
 	out["status"] = statusJSON[status]
