@@ -186,3 +186,43 @@ func TestHostileSucceededAnswers(t *testing.T) {
 		requireRunning(t, id)
 	})
 }
+
+// TestVideosFrontInputReferenceMembers: an input_reference object carries image_url (or the
+// refused file_id) and nothing else, as its form parts input_reference[<name>] do; a member the
+// front would drop without a word (it builds the task from image_url alone) is 400 naming it,
+// as any other unknown field of the create is. Before the fix it was taken silently, a
+// private address in it included.
+func TestVideosFrontInputReferenceMembers(t *testing.T) {
+	up := &scriptedUpstream{answers: map[string]string{}}
+	srv := startFake(t, up)
+	base, _ := startSimGateway(t, hostileAnswersCaddyfile, map[string]string{"up_url": srv.URL})
+	const key = "mg-hostile-answers"
+	for _, tc := range []struct {
+		name, ref string
+		status    int
+		param     string
+	}{
+		{"image_url only", `{"image_url":"https://cdn.example.com/a.png"}`, 200, ""},
+		{"a URL string", `"https://cdn.example.com/a.png"`, 200, ""},
+		{"an unknown member", `{"image_url":"https://cdn.example.com/a.png","detail":"high"}`, 400, "input_reference.detail"},
+		{"an unknown member with a private URL", `{"image_url":"https://cdn.example.com/a.png","fallback":"http://127.0.0.1/a.png"}`, 400, "input_reference.fallback"},
+		{"file_id", `{"file_id":"file-1"}`, 400, "input_reference"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := call(t, "POST", base+"/v1/videos", key, `{"model":"video-h","prompt":"a cat","input_reference":`+tc.ref+`}`)
+			if r.status != tc.status {
+				t.Fatalf("create = %d %s; want %d", r.status, r.body, tc.status)
+			}
+			if tc.status == 200 {
+				return
+			}
+			var e struct {
+				Error struct{ Type, Param, Message string }
+			}
+			decodeJSON(t, r.body, &e)
+			if e.Error.Type != "invalid_request_error" || e.Error.Param != tc.param || e.Error.Message == "" {
+				t.Fatalf("error %s; want invalid_request_error naming %s", r.body, tc.param)
+			}
+		})
+	}
+}
