@@ -226,3 +226,35 @@ func TestVideosFrontInputReferenceMembers(t *testing.T) {
 		})
 	}
 }
+
+// TestVideosFrontContentOfAnUnusableResult: a provider that names a succeeded video's result
+// (or its last frame) with something that is no absolute http(s) URL gets the owner's content
+// request answered 502 invalid_response in the OpenAI shape (the upstream answered something
+// unusable), never a redirect to it; before the fix it was 500 internal_error, the gateway's own
+// fault by the contract.
+func TestVideosFrontContentOfAnUnusableResult(t *testing.T) {
+	up := &scriptedUpstream{answers: map[string]string{}}
+	srv := startFake(t, up)
+	base, _ := startSimGateway(t, hostileAnswersCaddyfile, map[string]string{"up_url": srv.URL})
+	const key = "mg-hostile-answers"
+	for _, result := range []string{"ftp://cdn.example.com/v.mp4", "javascript:alert(1)", "/relative/v.mp4", "//cdn.example.com/v.mp4", "https://", "http://[::1"} {
+		r := call(t, "POST", base+"/v1/videos", key, `{"model":"video-h","prompt":"a cat"}`)
+		id := r.field("id")
+		if r.status != 200 || id == "" {
+			t.Fatalf("create = %d %s", r.status, r.body)
+		}
+		up.set(id, fmt.Sprintf(`{"id":%q,"status":"succeeded","content":{"video_url":%q,"last_frame_url":%q}}`, id, result, result))
+		time.Sleep(30 * time.Millisecond) // past refresh_interval
+		if s := call(t, "GET", base+"/v1/videos/"+id, key, nil).field("status"); s != "completed" {
+			t.Fatalf("%q: video status %q, want completed", result, s)
+		}
+		for _, variant := range []string{"", "?variant=thumbnail"} {
+			c := sendAsIs(t, "GET", base+"/v1/videos/"+id+"/content"+variant, key)
+			var e struct{ Error struct{ Type, Code string } }
+			decodeJSON(t, c.body, &e)
+			if c.status != http.StatusBadGateway || e.Error.Code != "invalid_response" || e.Error.Type != "server_error" || c.header.Get("Location") != "" {
+				t.Fatalf("%q%s: content = %d %s (Location %q); want 502 invalid_response", result, variant, c.status, c.body, c.header.Get("Location"))
+			}
+		}
+	}
+}
