@@ -258,3 +258,55 @@ func TestVideosFrontContentOfAnUnusableResult(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileAnswerTypes: the members of a task's answer that the contract types (spec §2.5:
+// error.code a string, created_at and updated_at integers, resolution and ratio strings, duration
+// an integer) reach the client so typed, whatever the upstream wrote: a timestamp written with an
+// exponent is the integer written plainly, a member of another type is left out (a code that is
+// not a string; a duration, resolution or ratio that is not known as the contract types it).
+// Before the fix the upstream's values went through as they were, and the Ark Go SDK failed to
+// decode the answer (error.code 500, updated_at 1.5e3).
+func TestHostileAnswerTypes(t *testing.T) {
+	up := &scriptedUpstream{answers: map[string]string{}}
+	srv := startFake(t, up)
+	base, _ := startSimGateway(t, hostileAnswersCaddyfile, map[string]string{"up_url": srv.URL})
+	tasks := base + "/api/v3/contents/generations/tasks"
+	const key = "mg-hostile-answers"
+	ark := arkClient(base, key)
+	for _, tc := range []struct {
+		name, answer string
+		want         map[string]any // members of the answer; nil: absent
+	}{
+		{"a numeric error code", `{"status":"failed","error":{"code":500,"message":"boom"}}`,
+			map[string]any{"status": "failed", "error": map[string]any{"message": "boom"}}},
+		{"a string error code", `{"status":"failed","error":{"code":"E1","message":"boom"}}`,
+			map[string]any{"error": map[string]any{"code": "E1", "message": "boom"}}},
+		{"timestamps with an exponent", `{"status":"running","created_at":1.7e9,"updated_at":1.5e3}`,
+			map[string]any{"created_at": 1.7e9, "updated_at": 1500.0}},
+		{"a duration with a fraction", `{"status":"running","duration":5.5}`, map[string]any{"duration": nil}},
+		{"a duration as a string", `{"status":"running","duration":"5s"}`, map[string]any{"duration": nil}},
+		{"a whole duration", `{"status":"running","duration":5.0}`, map[string]any{"duration": 5.0}},
+		{"a numeric resolution", `{"status":"running","resolution":720,"ratio":"16:9"}`, map[string]any{"resolution": nil, "ratio": "16:9"}},
+		{"an object ratio", `{"status":"running","ratio":{"w":16}}`, map[string]any{"ratio": nil}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := call(t, "POST", tasks, key, `{"model":"video-h","content":[{"type":"text","text":"typed"}]}`)
+			id := r.field("id")
+			if r.status != 200 || id == "" {
+				t.Fatalf("create = %d %s", r.status, r.body)
+			}
+			up.set(id, strings.Replace(tc.answer, "{", fmt.Sprintf(`{"id":%q,`, id), 1))
+			time.Sleep(30 * time.Millisecond) // past refresh_interval
+			if _, err := ark.GetContentGenerationTask(context.Background(), model.GetContentGenerationTaskRequest{ID: id}); err != nil {
+				t.Fatalf("the Ark SDK cannot read the answer: %v", err)
+			}
+			got := call(t, "GET", tasks+"/"+id, key, nil).json(t)
+			for k, want := range tc.want {
+				v, has := got[k]
+				if want == nil && has || want != nil && fmt.Sprint(v) != fmt.Sprint(want) {
+					t.Fatalf("%s = %v (present %v), want %v; answer %v", k, v, has, want, got)
+				}
+			}
+		})
+	}
+}

@@ -94,17 +94,19 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFie
 		switch k {
 		case "id", "model", "status", "error", "content":
 			continue // set below
-		case "created_at":
-			if !createdOK {
+		case "created_at", "updated_at", "duration":
+			// Integers, written plainly (1.5e3 is 1500): a client decodes them as such. A
+			// timestamp that is not one is the record's (below); a duration, omitted.
+			n, ok := integer(v)
+			if !ok {
 				continue
 			}
-		case "updated_at":
-			if !updatedOK {
-				continue
+			if !plainInteger(v) {
+				v = mustJSON(n)
 			}
-		case "resolution", "ratio", "duration":
-			if isNull(v) || string(v) == `""` {
-				continue // only when known
+		case "resolution", "ratio":
+			if s, ok := jsonString(v); !ok || s == "" {
+				continue // only when known, and a string
 			}
 		}
 		out = append(out, answerField{k, v})
@@ -202,11 +204,16 @@ var (
 	emptyObjectJSON = json.RawMessage("{}")
 )
 
-// failure is the error object of a failed task: the upstream's, or one with a message.
+// failure is the error object of a failed task: the upstream's, or one with a message. A code
+// that is not a string (spec §2.5: error.code is a string, and may be absent) is left out.
 func failure(upstream map[string]json.RawMessage) json.RawMessage {
 	for _, k := range []string{"error", "failure_reason"} {
 		var e map[string]json.RawMessage
 		if json.Unmarshal(upstream[k], &e) == nil && e != nil && isString(e["message"]) {
+			if code, ok := e["code"]; ok && !isNull(code) && (len(code) == 0 || code[0] != '"') {
+				delete(e, "code")
+				return mustJSON(e)
+			}
 			return upstream[k]
 		}
 	}
