@@ -1,13 +1,16 @@
 package videotask
 
 import (
+	"cmp"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 
+	"go.uber.org/zap"
+
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/upstream"
 )
 
 // Variants of a video's content (GET /v1/videos/{id}/content?variant=…).
@@ -78,7 +81,12 @@ func (f *VideosFront) content(w http.ResponseWriter, r *http.Request, id auth.Id
 		return h.content(w, r, id, t.ID) // the owner-only stream of a credentialed result
 	}
 	if u, err := url.Parse(target); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return fmt.Errorf("the stored result of task %s has no http(s) address", t.ID)
+		// The provider's answer named its result with something that is no address to send a
+		// client to (another scheme, a relative path, a broken URL): the upstream's fault, not
+		// the gateway's. The address itself is not logged (it may be a signed URL).
+		h.Logger.Warn("a video's result is not an absolute http(s) URL; its content answers 502",
+			zap.String("task_id", t.ID), zap.String("variant", cmp.Or(variant, VariantVideo)))
+		return upstream.ErrUnreadable
 	}
 	w.Header().Set("Location", target)
 	w.Header().Set("Cache-Control", "private, no-store")

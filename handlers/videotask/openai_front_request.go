@@ -103,17 +103,25 @@ func (v *VideoRequest) textField(name string) *string {
 	return nil
 }
 
-// inputReference reads input_reference: a URL string, or {"image_url": URL}.
+// inputReference reads input_reference: a URL string, or {"image_url": URL}; another member of
+// the object is refused, naming it.
 func inputReference(raw json.RawMessage) (string, error) {
 	if s, ok := jsonString(raw); ok {
 		return s, nil
 	}
-	m, err := members(raw, "input_reference", "image_url", "file_id")
+	m, err := jsonkeys.All(raw, "image_url", "file_id") // every member, not only these
 	if err != nil || m == nil {
 		return "", frontInvalid("input_reference", `must be a URL or an object {"image_url": "<public URL>"}`)
 	}
 	if _, ok := m["file_id"]; ok {
 		return "", errPresign
+	}
+	for k := range m {
+		if k != "image_url" {
+			// As a form's input_reference[<name>] part is: nothing else of it reaches the
+			// upstream, so nothing else is taken silently.
+			return "", frontInvalid("input_reference."+k, "is not a member of input_reference (accepted: image_url)")
+		}
 	}
 	s, ok := jsonString(m["image_url"])
 	if !ok {

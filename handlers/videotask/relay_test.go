@@ -23,7 +23,7 @@ func TestRelayHintsReadATaskAtMostOncePerInterval(t *testing.T) {
 	status.Store("running")
 	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		gets.Add(1)
-		io.WriteString(w, `{"id":"cgt-relay","model":"m","status":"`+status.Load().(string)+`","content":{},"created_at":100,"updated_at":200}`)
+		io.WriteString(w, `{"id":"cgt-relay","model":"m","status":"`+status.Load().(string)+`","content":{"video_url":"https://cdn.example.com/v.mp4"},"created_at":100,"updated_at":200}`)
 	})
 	h := newHandler(t, up.URL, nil)
 	h.RefreshInterval = 500 * time.Millisecond

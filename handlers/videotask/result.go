@@ -72,26 +72,41 @@ func answerStatus(raw json.RawMessage) string {
 // content {} until success; resolution, ratio and duration only when known. Other upstream
 // fields pass through. The answer's members come sorted by name, as encodeAnswer writes them;
 // the upstream's map is left as it is (the watcher fingerprints it, and builds no second map).
+//
+// A succeeded answer without a video address (content.video_url a string that is not empty) is
+// not a finished task: it reads running, as an adaptor's state that no rule maps does, so that
+// nobody is billed for, shown or sent a success without a result. A member whose name differs
+// from one of the answer's own only by letter case (Unicode simple folding: "Status", "ſtatus")
+// is dropped: a client's case-blind decoder (encoding/json, the Ark Go SDK's) would read it in
+// place of the gateway's member.
 func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFields, string) {
 	status := answerStatus(upstream["status"])
+	if status == StatusSucceeded && !hasVideoURL(upstream["content"]) {
+		status = StatusRunning
+	}
 	out := make(answerFields, 0, len(upstream)+4)
 	_, createdOK := integer(upstream["created_at"])
 	_, updatedOK := integer(upstream["updated_at"])
 	for k, v := range upstream {
+		if shadowsAnswerField(k) {
+			continue
+		}
 		switch k {
 		case "id", "model", "status", "error", "content":
 			continue // set below
-		case "created_at":
-			if !createdOK {
+		case "created_at", "updated_at", "duration":
+			// Integers, written plainly (1.5e3 is 1500): a client decodes them as such. A
+			// timestamp that is not one is the record's (below); a duration, omitted.
+			n, ok := integer(v)
+			if !ok {
 				continue
 			}
-		case "updated_at":
-			if !updatedOK {
-				continue
+			if !plainInteger(v) {
+				v = mustJSON(n)
 			}
-		case "resolution", "ratio", "duration":
-			if isNull(v) || string(v) == `""` {
-				continue // only when known
+		case "resolution", "ratio":
+			if s, ok := jsonString(v); !ok || s == "" {
+				continue // only when known, and a string
 			}
 		}
 		out = append(out, answerField{k, v})
@@ -121,17 +136,84 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFie
 	return out, status
 }
 
+// answerFieldNames are the members every query answer has or may have, which the gateway sets
+// or checks.
+var answerFieldNames = []string{"id", "model", "status", "error", "content", "created_at", "updated_at",
+	"resolution", "ratio", "duration", "failure_reason"}
+
+// shadowsAnswerField reports whether name differs from one of answerFieldNames only by letter
+// case. A name of lowercase ASCII letters, digits and underscores (every usual one) equals such a
+// name or folds to none of them, so it is answered without comparing.
+func shadowsAnswerField(name string) bool {
+	plain := true
+	for i := range len(name) {
+		if c := name[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return false
+	}
+	for _, f := range answerFieldNames {
+		if strings.EqualFold(name, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasVideoURL reports whether content, an upstream answer's content, is an object whose
+// video_url is a string that is not empty and whose last_frame_url, if any, is a string (or
+// null), with no other member that a case-blind decoder reads as video_url (the gateway's own
+// reads of a result, keep_copy.go and the front's content, are encoding/json's, and so is the Ark
+// Go SDK's).
+func hasVideoURL(content json.RawMessage) bool {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(content, &members) != nil || members == nil || !isString(members["video_url"]) {
+		return false
+	}
+	if frame, ok := members["last_frame_url"]; ok && !isNull(frame) && (len(frame) == 0 || frame[0] != '"') {
+		return false
+	}
+	if !caseVariants(content) {
+		return true
+	}
+	for k := range members {
+		if k != "video_url" && strings.EqualFold(k, "video_url") {
+			return false
+		}
+	}
+	return true
+}
+
+// caseVariants reports whether a JSON text may hold a name that differs from a lowercase ASCII
+// one only by case: it has an uppercase ASCII letter, a byte past ASCII or an escape.
+func caseVariants(b []byte) bool {
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' || c >= 0x80 || c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
 // nullJSON and emptyObjectJSON are shared by the answers (never written to).
 var (
 	nullJSON        = json.RawMessage("null")
 	emptyObjectJSON = json.RawMessage("{}")
 )
 
-// failure is the error object of a failed task: the upstream's, or one with a message.
+// failure is the error object of a failed task: the upstream's, or one with a message. A code
+// that is not a string (spec §2.5: error.code is a string, and may be absent) is left out.
 func failure(upstream map[string]json.RawMessage) json.RawMessage {
 	for _, k := range []string{"error", "failure_reason"} {
 		var e map[string]json.RawMessage
 		if json.Unmarshal(upstream[k], &e) == nil && e != nil && isString(e["message"]) {
+			if code, ok := e["code"]; ok && !isNull(code) && (len(code) == 0 || code[0] != '"') {
+				delete(e, "code")
+				return mustJSON(e)
+			}
 			return upstream[k]
 		}
 	}

@@ -63,6 +63,14 @@ func queryResultInMap(upstream map[string]json.RawMessage, t storage.Task) (map[
 		out = make(map[string]json.RawMessage, 8)
 	}
 	status := answerStatus(upstream["status"])
+	if status == StatusSucceeded && !hasVideoURL(upstream["content"]) {
+		status = StatusRunning // since session 16
+	}
+	for k := range out {
+		if shadowsAnswerField(k) {
+			delete(out, k) // since session 16
+		}
+	}
 	out["id"] = quotedLike(upstream["id"], t.ID)
 	out["model"] = quotedLike(upstream["model"], t.Model)
 	out["status"] = statusJSON[status]
@@ -82,9 +90,16 @@ func queryResultInMap(upstream map[string]json.RawMessage, t storage.Task) (map[
 	} else if t.NoLastFrame {
 		out["content"] = withoutLastFrame(upstream["content"])
 	}
-	for _, k := range []string{"resolution", "ratio", "duration"} {
-		if v, ok := upstream[k]; !ok || isNull(v) || string(v) == `""` {
-			delete(out, k)
+	for _, k := range []string{"resolution", "ratio"} {
+		if s, ok := jsonString(upstream[k]); !ok || s == "" {
+			delete(out, k) // since session 16: only strings
+		}
+	}
+	for _, k := range []string{"created_at", "updated_at", "duration"} {
+		if n, ok := integer(upstream[k]); ok && !plainInteger(upstream[k]) {
+			out[k] = mustJSON(n) // since session 16: written plainly
+		} else if !ok && k == "duration" {
+			delete(out, k) // since session 16: only integers
 		}
 	}
 	return out, status

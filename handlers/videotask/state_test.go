@@ -74,7 +74,7 @@ func newTaskUpstream(t *testing.T, status string) *taskUpstream {
 			io.WriteString(w, `{"error":{"code":"NotFound","message":"no such task"}}`)
 			return
 		}
-		io.WriteString(w, `{"id":"cgt-race","model":"m","status":"`+status+`","content":{},"created_at":1,"updated_at":2}`)
+		io.WriteString(w, `{"id":"cgt-race","model":"m","status":"`+status+`","content":{"video_url":"https://cdn.example.com/v.mp4"},"created_at":1,"updated_at":2}`)
 	})
 	return u
 }

@@ -141,6 +141,10 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, _ adaptor.
 	s := adaptor.State{ProviderStatus: a.Output.TaskStatus, Status: states.Of(a.Output.TaskStatus)}
 	switch s.Status {
 	case adaptor.StatusSucceeded:
+		if a.Output.VideoURL == "" {
+			s.Status = adaptor.StatusUnknown // succeeded without a video: not a state the reference has
+			break
+		}
 		s.VideoURL = a.Output.VideoURL
 		s.Duration = int64(max(a.Usage.VideoDuration, a.Usage.Duration))
 		if w, h, ok := adaptor.ParseSize(a.Usage.VideoRatio, "*"); ok {
