@@ -132,34 +132,44 @@ func (u *usageCounts) firstNonZero(fields ...int) (n int64, given bool) {
 	return 0, given
 }
 
-var usageKeys = [][]byte{[]byte(`"usage"`), []byte(`"usageMetadata"`)}
+// usagePrefix begins both usage keys, "usage" and "usageMetadata".
+var usagePrefix = []byte(`"usage`)
 
 // findUsage decodes the last usage object in b: the value of a "usage" or "usageMetadata" key
-// (a quoted key, not text inside a string, where its quotes would be escaped).
+// (a quoted key, not text inside a string, where its quotes would be escaped). The two keys are
+// looked for together, last first: every provider puts the answer's usage after its content,
+// and content may hold objects the model wrote, which the client can steer (a Gemini function
+// call's args, an Anthropic tool_use input), with a member of either name.
 func findUsage(b []byte) (Tokens, bool) {
-	for _, key := range usageKeys {
-		end := len(b)
-		for tries := 0; tries < 3; tries++ {
-			i := bytes.LastIndex(b[:end], key)
-			if i < 0 {
-				break
-			}
-			end = i
-			if i > 0 && b[i-1] == '\\' {
-				continue
-			}
-			rest := bytes.TrimLeft(b[i+len(key):], " \t\r\n")
-			if len(rest) == 0 || rest[0] != ':' {
-				continue
-			}
-			rest = bytes.TrimLeft(rest[1:], " \t\r\n")
-			if len(rest) == 0 || rest[0] != '{' {
-				continue // "usage": null in the chunks before the last
-			}
-			if obj := objectPrefix(rest); obj != nil {
-				if u, ok := decodeUsage(obj); ok {
-					return u.tokens(), true
-				}
+	end := len(b)
+	for tries := 0; tries < 6; tries++ {
+		i := bytes.LastIndex(b[:end], usagePrefix)
+		if i < 0 {
+			break
+		}
+		end = i
+		if i > 0 && b[i-1] == '\\' {
+			continue
+		}
+		rest := b[i+len(usagePrefix):]
+		if name, ok := bytes.CutPrefix(rest, []byte(`"`)); ok {
+			rest = name
+		} else if name, ok := bytes.CutPrefix(rest, []byte(`Metadata"`)); ok {
+			rest = name
+		} else {
+			continue // another key that begins so ("usage_x"), or text
+		}
+		rest = bytes.TrimLeft(rest, " \t\r\n")
+		if len(rest) == 0 || rest[0] != ':' {
+			continue
+		}
+		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+		if len(rest) == 0 || rest[0] != '{' {
+			continue // "usage": null in the chunks before the last
+		}
+		if obj := objectPrefix(rest); obj != nil {
+			if u, ok := decodeUsage(obj); ok {
+				return u.tokens(), true
 			}
 		}
 	}

@@ -32,6 +32,16 @@ func TestSnifferReadsUsageFromAnswers(t *testing.T) {
 			Tokens{Prompt: 5, Completion: 7, Total: 12, known: true, output: true}},
 		{"gemini leaves a zero candidatesTokenCount out", false, []string{`{"candidates":[],"usageMetadata":{"promptTokenCount":4,"totalTokenCount":4}}`},
 			Tokens{Prompt: 4, Total: 4, known: true, output: true}},
+		// A function call's args are an object the model writes (and the client can steer):
+		// a "usage" member there is not the answer's usage, which comes after the candidates.
+		{"gemini function call args holding a usage object", false, []string{`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"report","args":{"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}}}]}}],"usageMetadata":{"promptTokenCount":4000,"candidatesTokenCount":6000,"totalTokenCount":10000}}`},
+			Tokens{Prompt: 4000, Completion: 6000, Total: 10000, known: true, output: true}},
+		{"gemini stream, function call args holding a usage object", true, []string{
+			"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]}}],\"usageMetadata\":{\"promptTokenCount\":4000,\"candidatesTokenCount\":3000,\"totalTokenCount\":7000}}\r\n\r\n",
+			"data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"report\",\"args\":{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}}}]}}],\"usageMetadata\":{\"promptTokenCount\":4000,\"candidatesTokenCount\":6000,\"totalTokenCount\":10000}}\r\n\r\n"},
+			Tokens{Prompt: 4000, Completion: 6000, Total: 10000, known: true, output: true}},
+		{"anthropic tool input holding a usageMetadata object", false, []string{`{"id":"m","content":[{"type":"tool_use","input":{"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}}],"usage":{"input_tokens":300,"output_tokens":400}}`},
+			Tokens{Prompt: 300, Completion: 400, Total: 700, known: true, output: true}},
 		{"no usage", false, []string{`{"data":[{"url":"https://example.com/a.png"}]}`}, Tokens{}},
 		{"openai stream, final usage chunk split across writes", true, []string{
 			"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\n",
