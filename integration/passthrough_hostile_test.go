@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +22,12 @@ const hostilePassCaddyfile = `{
 			api_key oa-upstream-key
 			models hostile-chat
 		}
+		provider an {
+			base_url {{up}}/an/v1
+			api_key an-upstream-key
+			auth_style x-api-key
+			models hostile-claude
+		}
 		provider ge {
 			base_url {{up}}/ge/v1beta
 			api_key ge-upstream-key
@@ -32,6 +39,10 @@ const hostilePassCaddyfile = `{
 			output_tokens 2000
 		}
 		price hostile-gemini {
+			input_tokens 1000
+			output_tokens 2000
+		}
+		price hostile-claude {
 			input_tokens 1000
 			output_tokens 2000
 		}
@@ -61,11 +72,14 @@ const geminiFunctionCallAnswer = `{"candidates":[{"content":{"role":"model","par
 	`"args":{"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}}}]},"finishReason":"STOP","index":0}],` +
 	`"usageMetadata":{"promptTokenCount":4000,"candidatesTokenCount":6000,"totalTokenCount":10000},"modelVersion":"hostile-gemini","responseId":"r1"}`
 
-// hostileUpstream answers generateContent with geminiFunctionCallAnswer, and its SSE stream
-// (alt=sse) with a text chunk and then that answer as the last chunk.
+// hostilePassUpstream answers generateContent with geminiFunctionCallAnswer, and its SSE stream
+// (alt=sse) with a text chunk and then that answer as the last chunk. It answers Anthropic
+// messages as prompt caching documents them: of the request's 4000 input tokens, 10 are
+// input_tokens and 3990 are cache_creation_input_tokens (written to the cache) without a stream,
+// cache_read_input_tokens (read from it) with one; 6000 output tokens either way.
 func hostilePassUpstream(t *testing.T) *httptest.Server {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
 		switch {
 		case r.URL.Path == "/ge/v1beta/models/hostile-gemini:generateContent" && r.Header.Get("X-Goog-Api-Key") == "ge-upstream-key":
 			w.Header().Set("Content-Type", "application/json; charset=UTF-8")
@@ -75,6 +89,27 @@ func hostilePassUpstream(t *testing.T) *httptest.Server {
 			fmt.Fprint(w, "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"thinking\"}]},\"index\":0}],"+
 				"\"usageMetadata\":{\"promptTokenCount\":4000,\"candidatesTokenCount\":3000,\"totalTokenCount\":7000},\"modelVersion\":\"hostile-gemini\"}\r\n\r\n")
 			fmt.Fprint(w, "data: "+geminiFunctionCallAnswer+"\r\n\r\n")
+		case r.URL.Path == "/an/v1/messages" && r.Header.Get("X-Api-Key") == "an-upstream-key" && r.Header.Get("Anthropic-Version") != "":
+			if !strings.Contains(string(body), `"stream":true`) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"hostile-claude","content":[{"type":"text","text":"done"}],`+
+					`"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":3990,"cache_read_input_tokens":0,"output_tokens":6000}}`)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, e := range []string{
+				`{"type":"message_start","message":{"id":"msg_2","type":"message","role":"assistant","model":"hostile-claude","content":[],"stop_reason":null,"stop_sequence":null,` +
+					`"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":3990,"output_tokens":1}}}`,
+				`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+				`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"done"}}`,
+				`{"type":"content_block_stop","index":0}`,
+				`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":6000}}`,
+				`{"type":"message_stop"}`,
+			} {
+				var head struct{ Type string }
+				_ = json.Unmarshal([]byte(e), &head)
+				fmt.Fprintf(w, "event: %s\ndata: %s\n\n", head.Type, e)
+			}
 		default:
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
@@ -125,6 +160,27 @@ func TestPassThroughHostileClients(t *testing.T) {
 			}
 			if got := balance(t); got != c.want {
 				t.Fatalf("after %s the balance is %s, want %s (16 charged for the usageMetadata)", c.path, got, c.want)
+			}
+		}
+	})
+
+	// A client marks its prompt for caching (cache_control, as Anthropic's SDK sends it): the
+	// upstream then reports most input tokens as cache_creation_input_tokens, or on the next
+	// request cache_read_input_tokens, besides input_tokens. They are input all the same: each
+	// request is charged its 4000 input tokens (4) and 6000 output tokens (12).
+	t.Run("anthropic prompt caching", func(t *testing.T) {
+		for _, c := range []struct{ stream, want string }{{"false", "52"}, {"true", "36"}} {
+			body := `{"model":"hostile-claude","max_tokens":8000,"stream":` + c.stream + `,"system":[{"type":"text","text":"` +
+				strings.Repeat("a long shared prefix ", 200) + `","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"go"}]}`
+			req, _ := http.NewRequest("POST", base+"/v1/messages", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Api-Key", "mg-hostile-key")
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+			if r := do(t, req); r.status != 200 || !strings.Contains(string(r.body), `"done"`) {
+				t.Fatalf("messages (stream %s) = %d %s", c.stream, r.status, r.body)
+			}
+			if got := balance(t); got != c.want {
+				t.Fatalf("after messages (stream %s) the balance is %s, want %s (16 charged: 4000 input tokens, 6000 output)", c.stream, got, c.want)
 			}
 		}
 	})
