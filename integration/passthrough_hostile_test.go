@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +10,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // hostilePassCaddyfile routes priced chat, messages and generate-content models to one fake
@@ -72,7 +77,9 @@ const geminiFunctionCallAnswer = `{"candidates":[{"content":{"role":"model","par
 	`"args":{"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}}}]},"finishReason":"STOP","index":0}],` +
 	`"usageMetadata":{"promptTokenCount":4000,"candidatesTokenCount":6000,"totalTokenCount":10000},"modelVersion":"hostile-gemini","responseId":"r1"}`
 
-// hostilePassUpstream answers generateContent with geminiFunctionCallAnswer, and its SSE stream
+// hostilePassUpstream answers chat completions with a usage of 4000 prompt tokens (as for a
+// prompt whose input is mostly an image or an earlier conversation, not the body's bytes) and 10
+// completion tokens, gzipped for a client that accepts gzip, as OpenAI's edge answers. It answers generateContent with geminiFunctionCallAnswer, and its SSE stream
 // (alt=sse) with a text chunk and then that answer as the last chunk. It answers Anthropic
 // messages as prompt caching documents them: of the request's 4000 input tokens, 10 are
 // input_tokens and 3990 are cache_creation_input_tokens (written to the cache) without a stream,
@@ -89,6 +96,19 @@ func hostilePassUpstream(t *testing.T) *httptest.Server {
 			fmt.Fprint(w, "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"thinking\"}]},\"index\":0}],"+
 				"\"usageMetadata\":{\"promptTokenCount\":4000,\"candidatesTokenCount\":3000,\"totalTokenCount\":7000},\"modelVersion\":\"hostile-gemini\"}\r\n\r\n")
 			fmt.Fprint(w, "data: "+geminiFunctionCallAnswer+"\r\n\r\n")
+		case r.URL.Path == "/oa/v1/chat/completions" && r.Header.Get("Authorization") == "Bearer oa-upstream-key":
+			// As OpenAI's edge does: a JSON answer is gzipped for a client that accepts gzip.
+			answer := `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"hostile-chat","choices":[{"index":0,` +
+				`"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],"usage":{"prompt_tokens":4000,"completion_tokens":10,"total_tokens":4010}}`
+			w.Header().Set("Content-Type", "application/json")
+			if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+				fmt.Fprint(w, answer)
+				return
+			}
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			fmt.Fprint(zw, answer)
+			zw.Close()
 		case r.URL.Path == "/an/v1/messages" && r.Header.Get("X-Api-Key") == "an-upstream-key" && r.Header.Get("Anthropic-Version") != "":
 			if !strings.Contains(string(body), `"stream":true`) {
 				w.Header().Set("Content-Type", "application/json")
@@ -182,6 +202,25 @@ func TestPassThroughHostileClients(t *testing.T) {
 			if got := balance(t); got != c.want {
 				t.Fatalf("after messages (stream %s) the balance is %s, want %s (16 charged: 4000 input tokens, 6000 output)", c.stream, got, c.want)
 			}
+		}
+	})
+
+	// Go's HTTP client asks for gzip on every request (and decodes the answer itself), so the
+	// openai-go SDK does, as Node's fetch does. An upstream that gzips its answer must still
+	// have its usage read: the chat is charged its 4000 prompt tokens (4) and 10 completion
+	// tokens (0.02), not the estimate's input of one token per 4 bytes of body.
+	t.Run("usage of an answer the client accepts gzipped", func(t *testing.T) {
+		oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-hostile-key"), option.WithMaxRetries(0))
+		chat, err := oa.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+			Model:     "hostile-chat",
+			MaxTokens: openai.Int(10),
+			Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage("describe it")},
+		})
+		if err != nil || chat.Choices[0].Message.Content != "done" || chat.Usage.PromptTokens != 4000 {
+			t.Fatalf("chat = %+v, %v", chat, err)
+		}
+		if got := balance(t); got != "31.98" {
+			t.Fatalf("after the chat the balance is %s, want 31.98 (4.02 charged: 4000 prompt tokens, 10 completion)", got)
 		}
 	})
 }
