@@ -14,6 +14,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 )
 
 // hostilePassCaddyfile routes priced chat, messages and generate-content models to one fake
@@ -119,6 +120,28 @@ func hostilePassUpstream(t *testing.T) *httptest.Server {
 			zw := gzip.NewWriter(w)
 			fmt.Fprint(zw, answer)
 			zw.Close()
+		case r.URL.Path == "/oa/v1/responses" && r.Header.Get("Authorization") == "Bearer oa-upstream-key":
+			// A Responses stream as OpenAI documents it, whose response.completed event carries
+			// the whole response: here a 300 KiB output text, and the usage after it (10000 input
+			// tokens, as for a long earlier conversation named by previous_response_id, and 5000
+			// output tokens, most of them reasoning that no delta shows).
+			w.Header().Set("Content-Type", "text/event-stream")
+			text := strings.Repeat("all work and no play ", 300<<10/21)
+			events := []string{
+				`{"type":"response.created","sequence_number":0,"response":{"id":"resp_hostile1","object":"response","created_at":1,"status":"in_progress","model":"hostile-chat","output":[],"usage":null}}`,
+			}
+			for i := range 3 {
+				events = append(events, fmt.Sprintf(`{"type":"response.output_text.delta","sequence_number":%d,"item_id":"msg_hostile1","output_index":0,"content_index":0,"delta":"all work "}`, i+1))
+			}
+			events = append(events, `{"type":"response.completed","sequence_number":4,"response":{"id":"resp_hostile1","object":"response","created_at":1,`+
+				`"status":"completed","model":"hostile-chat","output":[{"type":"message","id":"msg_hostile1","status":"completed","role":"assistant",`+
+				`"content":[{"type":"output_text","text":"`+text+`","annotations":[]}]}],"usage":{"input_tokens":10000,"input_tokens_details":{"cached_tokens":0},`+
+				`"output_tokens":5000,"output_tokens_details":{"reasoning_tokens":4000},"total_tokens":15000},"user":null,"metadata":{}}}`)
+			for _, e := range events {
+				var head struct{ Type string }
+				_ = json.Unmarshal([]byte(e), &head)
+				fmt.Fprintf(w, "event: %s\ndata: %s\n\n", head.Type, e)
+			}
 		case r.URL.Path == "/an/v1/messages" && r.Header.Get("X-Api-Key") == "an-upstream-key" && r.Header.Get("Anthropic-Version") != "":
 			if !strings.Contains(string(body), `"stream":true`) {
 				w.Header().Set("Content-Type", "application/json")
@@ -240,6 +263,29 @@ func TestPassThroughHostileClients(t *testing.T) {
 			if got := balance(t, c.want); got != c.want {
 				t.Fatalf("after the chat through %s the balance is %s, want %s (4.02 charged: 4000 prompt tokens, 10 completion)", c.site, got, c.want)
 			}
+		}
+	})
+
+	// A Responses stream whose last event, the whole response with its usage, is longer than
+	// the usage reader keeps of a line read piecemeal (a long output, or long instructions, which
+	// every event echoes): its usage is still read and charged (10000 input tokens: 10, 5000
+	// output: 10), not the three deltas seen and the body's estimate.
+	t.Run("responses stream whose last event is long", func(t *testing.T) {
+		oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-hostile-key"), option.WithMaxRetries(0))
+		stream := oa.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
+			Model: "hostile-chat", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("go on")},
+		})
+		var usage responses.ResponseUsage
+		for stream.Next() {
+			if e := stream.Current(); e.Type == "response.completed" {
+				usage = e.Response.Usage
+			}
+		}
+		if err := stream.Err(); err != nil || usage.InputTokens != 10000 {
+			t.Fatalf("stream: %v, usage %+v", err, usage)
+		}
+		if got := balance(t, "7.96"); got != "7.96" {
+			t.Fatalf("after the stream the balance is %s, want 7.96 (20 charged: 10000 input tokens, 5000 output)", got)
 		}
 	})
 }
