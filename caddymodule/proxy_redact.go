@@ -27,7 +27,8 @@ const maxRedactedError = 64 << 10
 //
 // An error answer the redaction cannot read whole is replaced by a 502 in the OpenAI shape, and
 // the reason is returned for the log: one in an encoding other than identity or gzip (the
-// gateway asks for no other, see upstreamAcceptEncoding, but an upstream may send one anyway),
+// gateway's transport asks for gzip only, and decodes it itself, but an upstream may send another
+// anyway),
 // one past maxRedactedError (declared, read, or once decoded), or a gzip body that does not
 // decode.
 func redactErrorAnswer(resp *http.Response, secret string) (refused string) {
@@ -75,41 +76,6 @@ func refuseAnswer(resp *http.Response, reason string) string {
 }
 
 var refusedAnswerBody = []byte(`{"error":{"message":"the upstream answered with an error the gateway could not read; retry later","type":"server_error","param":"","code":"invalid_response"}}`)
-
-// upstreamAcceptEncoding sets the Accept-Encoding of a request to an upstream: gzip when the
-// client accepts gzip (the answer then passes compressed, and an error answer is decoded for the
-// redaction), else none, so that Go's transport asks for gzip itself and decodes the answer.
-// Never an encoding the redaction cannot read (deflate, br, zstd), whatever the client asked
-// for: Caddy's encode handler may compress toward the client.
-func upstreamAcceptEncoding(h http.Header, clientAccepts bool) {
-	if clientAccepts {
-		h.Set("Accept-Encoding", "gzip")
-		return
-	}
-	h.Del("Accept-Encoding")
-}
-
-// acceptsGzip reports whether an Accept-Encoding header accepts gzip: it names gzip (or *)
-// with no q parameter, or a q above 0.
-func acceptsGzip(values []string) bool {
-	for _, v := range values {
-		for _, item := range strings.Split(v, ",") {
-			coding, params, _ := strings.Cut(item, ";")
-			coding = strings.ToLower(strings.TrimSpace(coding))
-			if coding != "gzip" && coding != "x-gzip" && coding != "*" {
-				continue
-			}
-			name, value, hasQ := strings.Cut(params, "=")
-			if !hasQ || !strings.EqualFold(strings.TrimSpace(name), "q") {
-				return true
-			}
-			if q, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil && q > 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // redactHeaders replaces the credential the gateway sent (secret) in the values of an answer's
 // headers, of any status: an upstream, or a proxy in front of it, may echo the request's

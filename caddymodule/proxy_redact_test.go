@@ -24,14 +24,3 @@ func TestRedactHeadersHidesTheOperatorsAccount(t *testing.T) {
 		t.Errorf("headers %v", h)
 	}
 }
-
-func TestAcceptsGzip(t *testing.T) {
-	for v, want := range map[string]bool{
-		"": false, "gzip": true, "GZIP;q=0.5": true, "gzip;q=0": false, "gzip; q=0.000": false,
-		"br, zstd": false, "deflate, gzip;q=1.0": true, "*": true, "*;q=0": false, "identity": false,
-	} {
-		if got := acceptsGzip([]string{v}); got != want {
-			t.Errorf("acceptsGzip(%q) = %v, want %v", v, got, want)
-		}
-	}
-}

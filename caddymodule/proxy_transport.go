@@ -164,9 +164,10 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 	out.URL.RawPath = ""
 	out.Host = u.BaseURL.Host
 	u.SetSharedCredentials(out.Header)
-	// When the model is mapped, let the transport ask for, and undo, compression, so the answer
-	// can be rewritten.
-	upstreamAcceptEncoding(out.Header, d.UpstreamModel == d.Model && acceptsGzip(req.Header.Values("Accept-Encoding")))
+	// The transport asks for compression and undoes it, whatever the client accepts: the answer
+	// is read for its usage (what the request is charged), its items and ids, and a mapped
+	// model's id; a gzipped one passed through would be charged the estimate instead.
+	out.Header.Del("Accept-Encoding")
 	if d.Body != nil && req.Body != nil && req.Body != http.NoBody {
 		body, err := d.Body.Replay()
 		if err != nil {

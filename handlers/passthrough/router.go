@@ -146,10 +146,9 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		return Route{}, err
 	}
 	scopeIdempotencyKey(r.Header, id.Account)
-	if route.Records() {
-		// The created object's id is read from the answer, so ask for it uncompressed.
-		r.Header.Del("Accept-Encoding")
-	}
+	// The answer is read for its usage (what the request is charged) and the ids it creates, so
+	// the client's Accept-Encoding goes: the proxy's transport asks for gzip itself and decodes.
+	r.Header.Del("Accept-Encoding")
 	return route, nil
 }
 

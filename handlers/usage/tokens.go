@@ -61,6 +61,11 @@ type rawUsage struct {
 	// ThoughtsTokenCount is Gemini's thinking, billed as output but left out of
 	// candidatesTokenCount (totalTokenCount has both): tokens adds it to the candidates.
 	ThoughtsTokenCount *int64 `json:"thoughtsTokenCount"`
+	// CacheCreationInputTokens and CacheReadInputTokens are Anthropic's input tokens written to
+	// and read from the prompt cache, which its input_tokens leave out (OpenAI's prompt_tokens
+	// and Gemini's promptTokenCount include their cached tokens): tokens adds them to the input.
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
 }
 
 // Indexes of usageFields (and usageCounts) by name.
@@ -74,6 +79,8 @@ const (
 	fCandidatesTokenCount
 	fTotalTokenCount
 	fThoughtsTokenCount
+	fCacheCreationInputTokens
+	fCacheReadInputTokens
 )
 
 // usageCounts is a decoded usage object without pointers (decoding one allocates nothing):
@@ -88,7 +95,8 @@ type usageCounts struct {
 func (u rawUsage) counts() usageCounts {
 	var c usageCounts
 	for f, p := range [...]*int64{u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.InputTokens,
-		u.OutputTokens, u.PromptTokenCount, u.CandidatesTokenCount, u.TotalTokenCount, u.ThoughtsTokenCount} {
+		u.OutputTokens, u.PromptTokenCount, u.CandidatesTokenCount, u.TotalTokenCount, u.ThoughtsTokenCount,
+		u.CacheCreationInputTokens, u.CacheReadInputTokens} {
 		if p != nil {
 			c.n[f], c.given[f] = *p, true
 		}
@@ -107,6 +115,14 @@ func (u *usageCounts) tokens() Tokens {
 		u.given[fThoughtsTokenCount] && u.n[fThoughtsTokenCount] > 0 {
 		thoughts := u.n[fThoughtsTokenCount]
 		output = min(output, math.MaxInt64-thoughts) + thoughts
+	}
+	if anthropic := !u.given[fPromptTokens] && !u.given[fPromptTokenCount]; anthropic {
+		// Anthropic's cached input is input too, outside input_tokens (see rawUsage).
+		for _, f := range [...]int{fCacheCreationInputTokens, fCacheReadInputTokens} {
+			if u.given[f] && u.n[f] > 0 {
+				prompt, promptGiven = min(prompt, math.MaxInt64-u.n[f])+u.n[f], true
+			}
+		}
 	}
 	t := Tokens{known: true, Prompt: prompt, Completion: output, Total: total, output: outputGiven}
 	if !outputGiven && totalGiven && promptGiven {
@@ -134,34 +150,44 @@ func (u *usageCounts) firstNonZero(fields ...int) (n int64, given bool) {
 	return 0, given
 }
 
-var usageKeys = [][]byte{[]byte(`"usage"`), []byte(`"usageMetadata"`)}
+// usagePrefix begins both usage keys, "usage" and "usageMetadata".
+var usagePrefix = []byte(`"usage`)
 
 // findUsage decodes the last usage object in b: the value of a "usage" or "usageMetadata" key
-// (a quoted key, not text inside a string, where its quotes would be escaped).
+// (a quoted key, not text inside a string, where its quotes would be escaped). The two keys are
+// looked for together, last first: every provider puts the answer's usage after its content,
+// and content may hold objects the model wrote, which the client can steer (a Gemini function
+// call's args, an Anthropic tool_use input), with a member of either name.
 func findUsage(b []byte) (Tokens, bool) {
-	for _, key := range usageKeys {
-		end := len(b)
-		for tries := 0; tries < 3; tries++ {
-			i := bytes.LastIndex(b[:end], key)
-			if i < 0 {
-				break
-			}
-			end = i
-			if i > 0 && b[i-1] == '\\' {
-				continue
-			}
-			rest := bytes.TrimLeft(b[i+len(key):], " \t\r\n")
-			if len(rest) == 0 || rest[0] != ':' {
-				continue
-			}
-			rest = bytes.TrimLeft(rest[1:], " \t\r\n")
-			if len(rest) == 0 || rest[0] != '{' {
-				continue // "usage": null in the chunks before the last
-			}
-			if obj := objectPrefix(rest); obj != nil {
-				if u, ok := decodeUsage(obj); ok {
-					return u.tokens(), true
-				}
+	end := len(b)
+	for tries := 0; tries < 6; tries++ {
+		i := bytes.LastIndex(b[:end], usagePrefix)
+		if i < 0 {
+			break
+		}
+		end = i
+		if i > 0 && b[i-1] == '\\' {
+			continue
+		}
+		rest := b[i+len(usagePrefix):]
+		if name, ok := bytes.CutPrefix(rest, []byte(`"`)); ok {
+			rest = name
+		} else if name, ok := bytes.CutPrefix(rest, []byte(`Metadata"`)); ok {
+			rest = name
+		} else {
+			continue // another key that begins so ("usage_x"), or text
+		}
+		rest = bytes.TrimLeft(rest, " \t\r\n")
+		if len(rest) == 0 || rest[0] != ':' {
+			continue
+		}
+		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+		if len(rest) == 0 || rest[0] != '{' {
+			continue // "usage": null in the chunks before the last
+		}
+		if obj := objectPrefix(rest); obj != nil {
+			if u, ok := decodeUsage(obj); ok {
+				return u.tokens(), true
 			}
 		}
 	}

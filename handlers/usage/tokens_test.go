@@ -36,6 +36,24 @@ func TestSnifferReadsUsageFromAnswers(t *testing.T) {
 			Tokens{Prompt: 5, Total: 5, known: true}},
 		{"a negative input count is no count", false, []string{`{"id":"x","usage":{"input_tokens":-9,"output_tokens":4}}`},
 			Tokens{Completion: 4, Total: 4, known: true, output: true}},
+		// A function call's args are an object the model writes (and the client can steer):
+		// a "usage" member there is not the answer's usage, which comes after the candidates.
+		{"gemini function call args holding a usage object", false, []string{`{"candidates":[{"content":{"parts":[{"functionCall":{"name":"report","args":{"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}}}]}}],"usageMetadata":{"promptTokenCount":4000,"candidatesTokenCount":6000,"totalTokenCount":10000}}`},
+			Tokens{Prompt: 4000, Completion: 6000, Total: 10000, known: true, output: true}},
+		{"gemini stream, function call args holding a usage object", true, []string{
+			"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]}}],\"usageMetadata\":{\"promptTokenCount\":4000,\"candidatesTokenCount\":3000,\"totalTokenCount\":7000}}\r\n\r\n",
+			"data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"report\",\"args\":{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}}}]}}],\"usageMetadata\":{\"promptTokenCount\":4000,\"candidatesTokenCount\":6000,\"totalTokenCount\":10000}}\r\n\r\n"},
+			Tokens{Prompt: 4000, Completion: 6000, Total: 10000, known: true, output: true}},
+		{"anthropic tool input holding a usageMetadata object", false, []string{`{"id":"m","content":[{"type":"tool_use","input":{"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}}],"usage":{"input_tokens":300,"output_tokens":400}}`},
+			Tokens{Prompt: 300, Completion: 400, Total: 700, known: true, output: true}},
+		{"anthropic prompt caching: cached input is input", false, []string{`{"id":"m","content":[],"usage":{"input_tokens":10,"cache_creation_input_tokens":3990,"cache_read_input_tokens":1000,"output_tokens":4}}`},
+			Tokens{Prompt: 5000, Completion: 4, Total: 5004, known: true, output: true}},
+		{"anthropic stream, cache read in message_start", true, []string{
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"cache_read_input_tokens\":991,\"output_tokens\":1}}}\n\n",
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n"},
+			Tokens{Prompt: 1000, Completion: 15, Total: 1015, known: true, output: true}},
+		{"cache members beside prompt_tokens are counted in it already", false, []string{`{"id":"x","usage":{"prompt_tokens":50,"cache_read_input_tokens":40,"completion_tokens":2}}`},
+			Tokens{Prompt: 50, Completion: 2, Total: 52, known: true, output: true}},
 		{"no usage", false, []string{`{"data":[{"url":"https://example.com/a.png"}]}`}, Tokens{}},
 		{"openai stream, final usage chunk split across writes", true, []string{
 			"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\n",
