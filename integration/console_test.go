@@ -141,7 +141,7 @@ func (b *consoleBrowser) do(method, path string, form url.Values) (int, http.Hea
 	}
 	for _, c := range resp.Cookies() {
 		switch {
-		case c.Name == "mediagw_console":
+		case c.Name == "__Host-mediagw_console":
 			b.cookie = c.Name + "=" + c.Value
 		case c.Name == "__Host-mediagw_login" && c.MaxAge < 0:
 			b.login = ""
