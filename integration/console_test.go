@@ -422,4 +422,7 @@ func TestConsoleUsageCSVRefusesBadInputWithAPage(t *testing.T) {
 	if status, h, _ := alice.do(http.MethodGet, "/usage.csv?from=2026-03-01&to=2026-03-02", nil); status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/csv") {
 		t.Fatalf("a good export = %d %q", status, h.Get("Content-Type"))
 	}
+	if status, h, _ := alice.do(http.MethodHead, "/usage.csv", nil); status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/csv") {
+		t.Fatalf("HEAD of the export = %d %q", status, h.Get("Content-Type"))
+	}
 }
