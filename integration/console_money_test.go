@@ -192,5 +192,10 @@ func TestConsoleTaskPageStatesWhatTheTaskCost(t *testing.T) {
 		if m == nil || !strings.Contains(m[1], "1.75") {
 			t.Errorf("%s's page of a task charged 1.75 states its cost as %q", name, m)
 		}
+		// acme was never credited: unlimited, metered, and its page says what it spent.
+		_, _, page = b.do(http.MethodGet, "/accounts/acme", nil)
+		if !strings.Contains(page, "balance (spent 1.75)") {
+			t.Errorf("%s's page of unlimited acme, which spent 1.75, does not say so:\n%s", name, page)
+		}
 	}
 }
