@@ -225,5 +225,5 @@ func costText(d taskData) string {
 	case d.Task.Cost != 0:
 		return strconv.FormatInt(d.Task.Cost, 10) + " (metered before billing)"
 	}
-	return "nothing held"
+	return "nothing: no money was held"
 }
