@@ -53,7 +53,7 @@ func TestConsoleKeyLoginKeepsAllowIPsBehindAProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range resp.Cookies() {
-			if c.Name == "mediagw_console" && c.Value != "" {
+			if c.Name == "__Host-mediagw_console" && c.Value != "" {
 				return resp.StatusCode, c.Value
 			}
 		}

@@ -163,3 +163,39 @@ func TestConsoleLedgerPages(t *testing.T) {
 		t.Fatalf("the second ledger page is not entry 1 alone:\n%s", page)
 	}
 }
+
+// pricedConsoleCaddyfile is the console's Caddyfile with sim-video priced per second.
+var pricedConsoleCaddyfile = strings.Replace(consoleCaddyfile, "\t\tkey mg-console-acme {",
+	"\t\tprice sim-video {\n\t\t\tsecond 0.35\n\t\t}\n\t\tkey mg-console-acme {", 1)
+
+// taskCostFact is the cost the task page states among the task's facts.
+var taskCostFact = regexp.MustCompile(`(?i)<dt>[^<]*cost[^<]*</dt><dd>([^<]*)</dd>`)
+
+// A task's page states what the task cost as the ledger charged it, to the operator and to the
+// account's member: a task of 5 s at 0.35 a second is charged 1.75, not 0.
+func TestConsoleTaskPageStatesWhatTheTaskCost(t *testing.T) {
+	if !strings.Contains(pricedConsoleCaddyfile, "second 0.35") {
+		t.Fatal("the console's Caddyfile changed: no price was added")
+	}
+	e := startConsoleWith(t, pricedConsoleCaddyfile)
+	id := e.createTask(t, "mg-console-acme", `{"model":"sim-video","content":[{"type":"text","text":"a priced lighthouse"}],"duration":5}`)
+	waitTaskStatus(t, e.base, "mg-console-acme", id, "succeeded")
+	admin, alice := e.login(t, "admin"), e.login(t, "alice")
+	for name, b := range map[string]*consoleBrowser{"admin": admin, "alice": alice} {
+		var page string
+		waitFor(t, "the settled task's page", func() bool {
+			var status int
+			status, _, page = b.do(http.MethodGet, "/tasks/"+id, nil)
+			return status == http.StatusOK && strings.Contains(page, "settled: charged 1.75")
+		})
+		m := taskCostFact.FindStringSubmatch(page)
+		if m == nil || !strings.Contains(m[1], "1.75") {
+			t.Errorf("%s's page of a task charged 1.75 states its cost as %q", name, m)
+		}
+		// acme was never credited: unlimited, metered, and its page says what it spent.
+		_, _, page = b.do(http.MethodGet, "/accounts/acme", nil)
+		if !strings.Contains(page, "balance (spent 1.75)") {
+			t.Errorf("%s's page of unlimited acme, which spent 1.75, does not say so:\n%s", name, page)
+		}
+	}
+}

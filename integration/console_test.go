@@ -141,7 +141,7 @@ func (b *consoleBrowser) do(method, path string, form url.Values) (int, http.Hea
 	}
 	for _, c := range resp.Cookies() {
 		switch {
-		case c.Name == "mediagw_console":
+		case c.Name == "__Host-mediagw_console":
 			b.cookie = c.Name + "=" + c.Value
 		case c.Name == "__Host-mediagw_login" && c.MaxAge < 0:
 			b.login = ""
@@ -398,5 +398,31 @@ func TestConsolePlaygroundRefusals(t *testing.T) {
 	form.Set("key", "mg-not-a-key")
 	if status, h, page := admin.post("/playground", form); status != http.StatusUnauthorized || h.Get("Location") != "" || !strings.Contains(page, "The gateway answered 401") {
 		t.Fatalf("a wrong key = %d %v", status, h)
+	}
+}
+
+// A usage export with bad input (a day that is not one, from after to, an unknown dimension)
+// is refused with a console page that says why, not a "CSV" download holding a JSON error.
+func TestConsoleUsageCSVRefusesBadInputWithAPage(t *testing.T) {
+	e := startConsole(t)
+	alice := e.login(t, "alice")
+	for query, says := range map[string]string{
+		"from=2026-13-01":                 "YYYY-MM-DD",
+		"from=2026-03-02&to=2026-03-01":   "from must not be after to",
+		"group_by=key":                    "unknown dimension",
+		"from=2025-01-01&to=2026-06-01":   "at most",
+		"from=2026-03-01&to=2026-03-01xx": "YYYY-MM-DD",
+	} {
+		status, h, page := alice.do(http.MethodGet, "/usage.csv?"+query, nil)
+		if status != http.StatusBadRequest || !strings.HasPrefix(h.Get("Content-Type"), "text/html") ||
+			h.Get("Content-Disposition") != "" || !strings.Contains(page, says) {
+			t.Errorf("/usage.csv?%s = %d %q %q:\n%s", query, status, h.Get("Content-Type"), h.Get("Content-Disposition"), page)
+		}
+	}
+	if status, h, _ := alice.do(http.MethodGet, "/usage.csv?from=2026-03-01&to=2026-03-02", nil); status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/csv") {
+		t.Fatalf("a good export = %d %q", status, h.Get("Content-Type"))
+	}
+	if status, h, _ := alice.do(http.MethodHead, "/usage.csv", nil); status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/csv") {
+		t.Fatalf("HEAD of the export = %d %q", status, h.Get("Content-Type"))
 	}
 }

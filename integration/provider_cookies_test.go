@@ -14,6 +14,7 @@ func TestProviderCookiesStayWithTheGateway(t *testing.T) {
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Add("Set-Cookie", "__cf_bm=provider-session; Path=/; HttpOnly")
 		w.Header().Add("Set-Cookie", "mediagw_console=planted; Path=/")
+		w.Header().Add("Set-Cookie", "__Host-mediagw_console=planted; Path=/; Secure")
 		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Path == "/v1/embeddings" {
 			w.WriteHeader(http.StatusBadRequest)

@@ -201,7 +201,7 @@ func login(h *console.Handler, user string) string {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	for _, c := range w.Result().Cookies() {
-		if c.Name == "mediagw_console" {
+		if c.Name == "__Host-mediagw_console" {
 			return c.Name + "=" + c.Value
 		}
 	}

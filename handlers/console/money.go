@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/internal/money"
 )
 
 // ledgerPageSize is the number of ledger entries on the account page, newest first; the page
@@ -17,7 +18,9 @@ const ledgerPageSize = 50
 // moneyData is the money part of the account page.
 type moneyData struct {
 	Balance keyadmin.BalanceView
-	Ledger  keyadmin.LedgerPage
+	// Spent is what an unlimited account spent (its balance is minus that), as a decimal string.
+	Spent  string
+	Ledger keyadmin.LedgerPage
 	// Before is the cursor this page of the ledger starts before ("" for the newest entries).
 	Before string
 	// CreditKey is the Idempotency-Key of the credit form as this render made it: a double
@@ -37,6 +40,13 @@ func (h *Handler) accountMoney(r *http.Request, s *session, name, before string)
 		return moneyData{}, err
 	}
 	d := moneyData{Balance: bal, Ledger: ledger, Before: before}
+	if !bal.Limited {
+		spent, err := money.Parse(bal.Balance) // the admin API's own decimal: exact
+		if err != nil {
+			return moneyData{}, err
+		}
+		d.Spent = money.Format(-spent)
+	}
 	if s.user.Operator() {
 		d.CreditKey = "console-" + rand.Text()
 	}

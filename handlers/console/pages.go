@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
+	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -249,6 +250,13 @@ func (h *Handler) usageCSV(w http.ResponseWriter, r *http.Request, s *session) {
 	q.Set("format", "csv")
 	r2 := r.Clone(r.Context())
 	r2.URL.RawQuery = q.Encode()
+	r2.Method = http.MethodGet // a HEAD too: the server sends no body for it
+	// Bad input is refused here, as a console page: the report's own answer is a JSON error,
+	// which would download as the CSV file.
+	if _, err := usage.ParseQuery(r2, h.now()); err != nil {
+		h.fail(w, r, s, http.StatusBadRequest, "The usage export cannot be made: "+err.Error()+".")
+		return
+	}
 	w.Header().Set("Content-Disposition", `attachment; filename="mediagw-usage.csv"`)
 	h.Usage.ServeReport(w, r2)
 }

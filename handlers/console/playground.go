@@ -3,14 +3,18 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/auth"
 )
 
 // taskPath is the gateway's video task endpoint, which the playground calls as any client does.
@@ -72,6 +76,12 @@ func (h *Handler) createPlaygroundTask(w http.ResponseWriter, r *http.Request, s
 		again(http.StatusBadRequest, "An API key, a model and a prompt are needed.")
 		return
 	}
+	if h.keyRefusedHere(r, key) {
+		h.Logger.Info("playground create refused: the key's allow_ips exclude the user's address", zap.String("user", s.user.Name),
+			zap.String("remote_ip", h.clientIP(r)))
+		again(http.StatusForbidden, "This API key may not be used from your address (its allowed addresses exclude it).")
+		return
+	}
 	body, err := json.Marshal(map[string]any{
 		"model":      d.Model,
 		"content":    []map[string]string{{"type": "text", "text": d.Prompt}},
@@ -118,4 +128,25 @@ func (h *Handler) createPlaygroundTask(w http.ResponseWriter, r *http.Request, s
 	}
 	h.audit(s, "playground task", answer.ID)
 	http.Redirect(w, r, "/tasks/"+url.PathEscape(answer.ID), http.StatusSeeOther)
+}
+
+// keyRefusedHere reports whether the key's allow_ips refuse the console user's address (every
+// forwarded address too, behind a lenient trusted proxy), as mediagw_auth would refuse the user
+// calling the gateway. The playground's create reaches the gateway from the console's own
+// address, which the key may allow: a key allowed only from inside, pasted from outside, must
+// not create through it. Anything else about the key (unknown, disabled, expired) is the
+// gateway's to answer, as for any client.
+func (h *Handler) keyRefusedHere(r *http.Request, key string) bool {
+	if h.KeyAuth == nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(h.clientIP(r))
+	if err != nil {
+		ip = netip.Addr{} // a key with allowed addresses then refuses it
+	}
+	id, err := h.KeyAuth.AuthenticateKey(r.Context(), key, ip)
+	if errors.Is(err, auth.ErrIPNotAllowed) {
+		return true
+	}
+	return err == nil && len(id.AllowIPs) > 0 && h.ForwardedAllowed != nil && !h.ForwardedAllowed(r, id)
 }

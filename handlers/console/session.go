@@ -20,8 +20,11 @@ import (
 	"github.com/mediagw/mediagw/storage"
 )
 
-// cookieName is the session cookie: HttpOnly, Secure, SameSite=Strict, path /.
-const cookieName = "mediagw_console"
+// cookieName is the session cookie: HttpOnly, Secure, SameSite=Strict, path /. Its __Host-
+// prefix makes browsers refuse it unless it is Secure, has Path / and no Domain, so a page on a
+// sibling subdomain cannot write one for the parent domain and put the browser in the
+// attacker's session (cookie tossing, login CSRF by another way in).
+const cookieName = "__Host-mediagw_console"
 
 // Login attempts allowed per client address and per user name in loginWindow.
 const (

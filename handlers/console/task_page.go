@@ -39,6 +39,10 @@ type taskData struct {
 	HoldAmount string
 	Entries    []keyadmin.EntryView
 	EntriesCut bool
+	// CostText is what the task cost, for its facts: the settlement's charge, what is held while
+	// the hold is open, nothing for a released hold, or the metered cost of a record older than
+	// the ledger (Task.Cost, which nothing sets any more: shown only when it is not 0).
+	CostText string
 }
 
 // timelineEvent is one moment of a task's life as the store recorded it.
@@ -85,6 +89,7 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request, s *session, id st
 		}
 	}
 	d.Timeline = timeline(d)
+	d.CostText = costText(d)
 	h.show(w, s, "task", "Task "+t.ID, d)
 }
 
@@ -200,4 +205,25 @@ func timeline(d taskData) []timelineEvent {
 	}
 	sort.SliceStable(ev, func(i, j int) bool { return ev[i].At.Before(ev[j].At) })
 	return ev
+}
+
+// costText states what the task cost: the charge of its hold's settlement, as the ledger
+// entry has it (a decimal string), never a figure the ledger does not hold.
+func costText(d taskData) string {
+	for _, e := range d.Entries {
+		if e.Kind == storage.EntrySettle {
+			return e.Charged + " charged"
+		}
+	}
+	switch {
+	case d.Hold != nil && d.Hold.State == storage.HoldOpen:
+		return d.HoldAmount + " held; charged when the task ends"
+	case d.Hold != nil && d.Hold.State == storage.HoldReleased:
+		return "nothing: the hold was released"
+	case d.Hold != nil:
+		return "settled; the entry is in the account's ledger (see below)"
+	case d.Task.Cost != 0:
+		return strconv.FormatInt(d.Task.Cost, 10) + " (metered before billing)"
+	}
+	return "nothing: no money was held"
 }

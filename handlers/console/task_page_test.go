@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mediagw/mediagw/handlers/keyadmin"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -145,5 +146,25 @@ func TestTaskSearchPages(t *testing.T) {
 	}
 	if resp, _ := c.request(http.MethodGet, "/tasks?account=acme&before=garbage", admin, nil, nil); resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("a broken cursor = %d", resp.StatusCode)
+	}
+}
+
+// The task's facts state its cost as the ledger has it, whatever the state of its hold.
+func TestCostText(t *testing.T) {
+	hold := func(state string) *storage.Hold { return &storage.Hold{State: state} }
+	for _, c := range []struct {
+		d    taskData
+		want string
+	}{
+		{taskData{Hold: hold(storage.HoldSettled), Entries: []keyadmin.EntryView{{Kind: storage.EntryHold, Amount: "-2"}, {Kind: storage.EntrySettle, Charged: "1.75"}}}, "1.75 charged"},
+		{taskData{Hold: hold(storage.HoldOpen), HoldAmount: "2"}, "2 held; charged when the task ends"},
+		{taskData{Hold: hold(storage.HoldReleased), Entries: []keyadmin.EntryView{{Kind: storage.EntryRelease}}}, "nothing: the hold was released"},
+		{taskData{Hold: hold(storage.HoldSettled), EntriesCut: true}, "settled; the entry is in the account's ledger (see below)"},
+		{taskData{Task: storage.Task{Cost: 12}}, "12 (metered before billing)"},
+		{taskData{}, "nothing: no money was held"},
+	} {
+		if got := costText(c.d); got != c.want {
+			t.Errorf("costText(%+v) = %q, want %q", c.d, got, c.want)
+		}
 	}
 }
