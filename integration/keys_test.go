@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"slices"
 	"strings"
@@ -501,5 +502,39 @@ func TestAccountNamesAreText(t *testing.T) {
 	}
 	if r := e.admin(t, "POST", "/mediagw/keys", `{"account":"<b>team</b> & co"}`); r.status != http.StatusCreated {
 		t.Fatalf("a printable account name = %d %s", r.status, r.body)
+	}
+	// A name that cannot be one segment of an admin path is refused: Caddy's admin endpoint
+	// cleans "." and ".." away before the route is read, so the account could never be shown,
+	// disabled or credited.
+	for _, name := range []string{".", ".."} {
+		body, _ := json.Marshal(map[string]string{"account": name})
+		if r := e.admin(t, "POST", "/mediagw/keys", string(body)); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "account") {
+			t.Fatalf("account %q = %d %s", name, r.status, r.body)
+		}
+	}
+	// A name with a slash is one path segment written %2F, as the CLI and the console write it:
+	// the account can be shown, disabled and credited like any other.
+	for _, name := range []string{"acme/eu", "a%2Fb", "../keys"} {
+		body, _ := json.Marshal(map[string]string{"account": name})
+		r := e.admin(t, "POST", "/mediagw/keys", string(body))
+		if r.status != http.StatusCreated {
+			t.Fatalf("account %q = %d %s", name, r.status, r.body)
+		}
+		path := "/mediagw/accounts/" + url.PathEscape(name)
+		if r := e.admin(t, "GET", path, nil); r.status != 200 || r.field("name") != name {
+			t.Fatalf("GET %s = %d %s", path, r.status, r.body)
+		}
+		if r := e.admin(t, "PATCH", path, `{"disabled":true}`); r.status != 200 || r.field("name") != name || r.json(t)["disabled"] != true {
+			t.Fatalf("PATCH %s = %d %s", path, r.status, r.body)
+		}
+		if r := e.admin(t, "GET", path+"/usage", nil); r.status != 200 {
+			t.Fatalf("GET %s/usage = %d %s", path, r.status, r.body)
+		}
+		if r := e.admin(t, "GET", path+"/balance", nil); r.status != 200 || r.field("account") != name {
+			t.Fatalf("GET %s/balance = %d %s", path, r.status, r.body)
+		}
+		if r := e.admin(t, "GET", "/mediagw/keys?account="+url.QueryEscape(name), nil); r.status != 200 || !strings.Contains(string(r.body), `"disabled":false`) {
+			t.Fatalf("keys of %q = %d %s", name, r.status, r.body)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -88,8 +89,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) route(r *http.Request) (any, error) {
-	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/mediagw/"), "/"), "/")
+	parts, ok := segments(r.URL)
 	switch {
+	case !ok:
+		return nil, fail(http.StatusBadRequest, "the path is not validly percent-encoded: "+r.URL.EscapedPath())
 	case parts[0] == "keys" && len(parts) == 1:
 		return methods(r, map[string]func() (any, error){
 			http.MethodGet:  func() (any, error) { return h.listKeys(r) },
@@ -132,6 +135,20 @@ func (h *Handler) route(r *http.Request) (any, error) {
 		})
 	}
 	return nil, fail(http.StatusNotFound, "no such mediagw admin resource: "+r.URL.Path)
+}
+
+// segments splits the path after /mediagw/ as the client wrote it, then decodes each segment, so
+// that an account name or key id holding a slash (written %2F, as the CLI and the console write
+// it) is one segment. ok is false for a segment that is not validly percent-encoded.
+func segments(u *url.URL) (parts []string, ok bool) {
+	parts = strings.Split(strings.Trim(strings.TrimPrefix(u.EscapedPath(), "/mediagw/"), "/"), "/")
+	for i, p := range parts {
+		var err error
+		if parts[i], err = url.PathUnescape(p); err != nil {
+			return nil, false
+		}
+	}
+	return parts, true
 }
 
 func methods(r *http.Request, m map[string]func() (any, error)) (any, error) {
