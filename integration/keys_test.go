@@ -538,3 +538,46 @@ func TestAccountNamesAreText(t *testing.T) {
 		}
 	}
 }
+
+// An account whose last key is revoked (or moved to another account) is still listed, and so
+// still shown, with its usage, balance and ledger, and can still be credited or refunded: the
+// money on its balance does not become unreachable through the admin API.
+func TestAccountOutlivesItsKeys(t *testing.T) {
+	e := startKeysGateway(t)
+	admin := "http://" + e.g.admin
+	revoked, _ := e.newKey(t, `{"account":"former"}`)
+	creditAccount(t, admin, "former", "10")
+	if r := e.admin(t, "DELETE", "/mediagw/keys/"+revoked, nil); r.status != 200 {
+		t.Fatalf("revoke = %d %s", r.status, r.body)
+	}
+	moved, _ := e.newKey(t, `{"account":"left-behind"}`)
+	if r := e.admin(t, "PATCH", "/mediagw/keys/"+moved, `{"account":"new-home"}`); r.status != 200 {
+		t.Fatalf("move = %d %s", r.status, r.body)
+	}
+	for _, name := range []string{"former", "left-behind"} {
+		if r := e.admin(t, "GET", "/mediagw/accounts", nil); !strings.Contains(string(r.body), `"name":"`+name+`"`) {
+			t.Fatalf("accounts list without %s: %s", name, r.body)
+		}
+		for _, suffix := range []string{"", "/usage", "/balance", "/ledger"} {
+			if r := e.admin(t, "GET", "/mediagw/accounts/"+name+suffix, nil); r.status != 200 {
+				t.Errorf("GET /mediagw/accounts/%s%s = %d %s", name, suffix, r.status, r.body)
+			}
+		}
+	}
+	if b := e.admin(t, "GET", "/mediagw/accounts/former/balance", nil); b.field("balance") != "10" {
+		t.Fatalf("balance of former = %d %s", b.status, b.body)
+	}
+	req, _ := http.NewRequest("POST", admin+"/mediagw/accounts/former/credit", strings.NewReader(`{"amount":"-10","adjust":true,"note":"refund on closing"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "refund-former")
+	if r := do(t, req); r.status != 200 {
+		t.Fatalf("refund of an account without keys = %d %s", r.status, r.body)
+	}
+	// A name that never had a key, a record or a configuration entry is still unknown.
+	if r := e.admin(t, "GET", "/mediagw/accounts/formerly", nil); r.status != 404 {
+		t.Fatalf("unknown account = %d %s", r.status, r.body)
+	}
+	if r := e.admin(t, "GET", "/mediagw/accounts/forme", nil); r.status != 404 {
+		t.Fatalf("unknown account = %d %s", r.status, r.body)
+	}
+}

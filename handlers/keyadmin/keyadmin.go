@@ -367,9 +367,11 @@ func (h *Handler) SetAccountDisabled(ctx context.Context, name string, disabled 
 	return h.showAccount(ctx, name)
 }
 
-// account returns the record of an account that exists: one with a record (it was disabled or
-// enabled here), a key, or a mention in disabled_accounts. Any other name is a 404, so that a
-// typo is not answered with a webhook secret for an account no key can use.
+// account returns the record of an account that exists: one that the account list shows, that
+// is with a record (it was disabled or enabled here), a key now or before, or a mention in
+// disabled_accounts. An account whose last key was revoked or moved keeps its balance, usage and
+// ledger, and stays reachable. Any other name is a 404, so that a typo is not answered with a
+// webhook secret for an account no key can use.
 func (h *Handler) account(ctx context.Context, name string) (storage.Account, error) {
 	a, err := h.Store.Account(ctx, name)
 	if err == nil || !errors.Is(err, storage.ErrNotFound) {
@@ -378,14 +380,16 @@ func (h *Handler) account(ctx context.Context, name string) (storage.Account, er
 	if h.DisabledAccounts[name] {
 		return storage.Account{Name: name}, nil
 	}
-	keys, err := h.KeysPage(ctx, storage.DirectoryPage{Account: name, Limit: 1})
+	// The page that ends before the least name above name (name and a NUL, which no account
+	// name holds) ends with name itself when the list has it.
+	page, err := h.AccountsPage(ctx, storage.DirectoryPage{Before: name + "\x00", Limit: 1})
 	if err != nil {
 		return a, err
 	}
-	if len(keys.Keys) > 0 {
+	if len(page.Accounts) == 1 && page.Accounts[0].Name == name {
 		return storage.Account{Name: name}, nil
 	}
-	return a, fail(http.StatusNotFound, "no account named "+name+" (an account exists once it has a key)")
+	return a, fail(http.StatusNotFound, "no account named "+name+" (an account exists once it has had a key)")
 }
 
 func (h *Handler) accountUsage(ctx context.Context, name string) (AccountUsage, error) {
