@@ -503,6 +503,16 @@ func TestAccountNamesAreText(t *testing.T) {
 	if r := e.admin(t, "POST", "/mediagw/keys", `{"account":"<b>team</b> & co"}`); r.status != http.StatusCreated {
 		t.Fatalf("a printable account name = %d %s", r.status, r.body)
 	}
+	// A PATCH, which makes the record of an account that has no key yet, holds its name to the
+	// same rule: no record is made for a name no key could have.
+	for _, escaped := range []string{"a%00b", "line%0Abreak", "%20", "a%FFb", strings.Repeat("x", 129)} {
+		if r := e.admin(t, "PATCH", "/mediagw/accounts/"+escaped, `{"disabled":true}`); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "account") {
+			t.Fatalf("PATCH account %q = %d %s", escaped, r.status, r.body)
+		}
+	}
+	if r := e.admin(t, "GET", "/mediagw/accounts", nil); strings.Contains(string(r.body), `"disabled":true`) {
+		t.Fatalf("a refused PATCH made an account record: %s", r.body)
+	}
 	// A name that cannot be one segment of an admin path is refused: Caddy's admin endpoint
 	// cleans "." and ".." away before the route is read, so the account could never be shown,
 	// disabled or credited.

@@ -348,11 +348,16 @@ func (h *Handler) patchAccount(r *http.Request, name string) (AccountView, error
 }
 
 // SetAccountDisabled disables or enables an account (compare-and-set on its record) and returns
-// it as GET /mediagw/accounts/{name} shows it.
+// it as GET /mediagw/accounts/{name} shows it. The record of an account that has none yet is
+// made only for a name a key could have (storage.CheckAccountName); any other is a 400.
 func (h *Handler) SetAccountDisabled(ctx context.Context, name string, disabled bool) (AccountView, error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := h.Store.Account(ctx, name)
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, storage.ErrNotFound) {
+			if err := storage.CheckAccountName(name); err != nil {
+				return AccountView{}, fail(http.StatusBadRequest, "account: "+err.Error())
+			}
+		} else if err != nil {
 			return AccountView{}, err
 		}
 		cur.Name, cur.Disabled = name, disabled
