@@ -281,6 +281,18 @@ func TestCLI(t *testing.T) {
 	if out := run(false, "key", "create", "--account", "cli", "--budget", "5/week"); !strings.Contains(out, "--budget") {
 		t.Fatalf("--budget 5/week: %s", out)
 	}
+	// An account named with a slash is managed like any other.
+	slashed := run(true, "key", "create", "--account", "cli/eu")
+	if err := json.Unmarshal([]byte(slashed), &created); err != nil {
+		t.Fatalf("create printed %q", slashed)
+	}
+	if out := run(true, "account", "show", "cli/eu"); !strings.Contains(out, `"cli/eu"`) {
+		t.Fatalf("account show cli/eu printed %s", out)
+	}
+	run(true, "account", "disable", "cli/eu")
+	if r := call(t, "GET", e.base+"/v1/models", created.Key, nil); r.status != 403 {
+		t.Fatalf("after CLI disable of cli/eu = %d", r.status)
+	}
 }
 
 func TestQuotaIsExactUnderConcurrency(t *testing.T) {
