@@ -39,7 +39,7 @@ type KeepResultsConfig struct {
 	Concurrency int `json:"concurrency,omitempty"`
 }
 
-// maxPresignedGet is S3's longest presigned URL life.
+// maxPresignedGet is S3's longest presigned URL life (a GET's or a PUT's).
 const maxPresignedGet = 7 * 24 * time.Hour
 
 // provisionKeeper prepares the copy of results into the upload bucket, when keep_results is

@@ -36,7 +36,7 @@ type UploadConfig struct {
 	PublicBaseURL string `json:"public_base_url,omitempty"`
 	// Prefix starts every object key. Default: none.
 	Prefix string `json:"prefix,omitempty"`
-	// Expires is the life of a presigned URL. Default: 15m.
+	// Expires is the life of a presigned URL, from 1s to 7d (S3's bounds). Default: 15m.
 	Expires caddy.Duration `json:"expires,omitempty"`
 	// AllowedContentTypes restricts content_type, e.g. ["image/*", "video/mp4"]. Default: any.
 	AllowedContentTypes []string `json:"allowed_content_types,omitempty"`
@@ -105,6 +105,11 @@ func (a *App) provisionUploads(repl *caddy.Replacer) error {
 		if u, err := url.Parse(v.value); v.value != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 			return fmt.Errorf("%s must be an absolute http(s) URL, such as %s", v.option, v.example)
 		}
+	}
+	// A presigned URL is signed to live whole seconds, at most a week (SigV4): storage refuses
+	// every upload made with a URL outside that, so the config is refused instead.
+	if life := time.Duration(u.Expires); life != 0 && (life < time.Second || life > maxPresignedGet) {
+		return fmt.Errorf("upload expires %s: a presigned URL lives from 1s to 7d (storage refuses uploads with any other)", life)
 	}
 	s3, err := presign.NewS3(context.Background(), presign.S3Config{
 		Bucket:          u.Bucket,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"slices"
 	"strings"
@@ -280,6 +281,18 @@ func TestCLI(t *testing.T) {
 	if out := run(false, "key", "create", "--account", "cli", "--budget", "5/week"); !strings.Contains(out, "--budget") {
 		t.Fatalf("--budget 5/week: %s", out)
 	}
+	// An account named with a slash is managed like any other.
+	slashed := run(true, "key", "create", "--account", "cli/eu")
+	if err := json.Unmarshal([]byte(slashed), &created); err != nil {
+		t.Fatalf("create printed %q", slashed)
+	}
+	if out := run(true, "account", "show", "cli/eu"); !strings.Contains(out, `"cli/eu"`) {
+		t.Fatalf("account show cli/eu printed %s", out)
+	}
+	run(true, "account", "disable", "cli/eu")
+	if r := call(t, "GET", e.base+"/v1/models", created.Key, nil); r.status != 403 {
+		t.Fatalf("after CLI disable of cli/eu = %d", r.status)
+	}
 }
 
 func TestQuotaIsExactUnderConcurrency(t *testing.T) {
@@ -501,5 +514,92 @@ func TestAccountNamesAreText(t *testing.T) {
 	}
 	if r := e.admin(t, "POST", "/mediagw/keys", `{"account":"<b>team</b> & co"}`); r.status != http.StatusCreated {
 		t.Fatalf("a printable account name = %d %s", r.status, r.body)
+	}
+	// A PATCH, which makes the record of an account that has no key yet, holds its name to the
+	// same rule: no record is made for a name no key could have.
+	for _, escaped := range []string{"a%00b", "line%0Abreak", "%20", "a%FFb", strings.Repeat("x", 129)} {
+		if r := e.admin(t, "PATCH", "/mediagw/accounts/"+escaped, `{"disabled":true}`); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "account") {
+			t.Fatalf("PATCH account %q = %d %s", escaped, r.status, r.body)
+		}
+	}
+	if r := e.admin(t, "GET", "/mediagw/accounts", nil); strings.Contains(string(r.body), `"disabled":true`) {
+		t.Fatalf("a refused PATCH made an account record: %s", r.body)
+	}
+	// A name that cannot be one segment of an admin path is refused: Caddy's admin endpoint
+	// cleans "." and ".." away before the route is read, so the account could never be shown,
+	// disabled or credited.
+	for _, name := range []string{".", ".."} {
+		body, _ := json.Marshal(map[string]string{"account": name})
+		if r := e.admin(t, "POST", "/mediagw/keys", string(body)); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "account") {
+			t.Fatalf("account %q = %d %s", name, r.status, r.body)
+		}
+	}
+	// A name with a slash is one path segment written %2F, as the CLI and the console write it:
+	// the account can be shown, disabled and credited like any other.
+	for _, name := range []string{"acme/eu", "a%2Fb", "../keys"} {
+		body, _ := json.Marshal(map[string]string{"account": name})
+		r := e.admin(t, "POST", "/mediagw/keys", string(body))
+		if r.status != http.StatusCreated {
+			t.Fatalf("account %q = %d %s", name, r.status, r.body)
+		}
+		path := "/mediagw/accounts/" + url.PathEscape(name)
+		if r := e.admin(t, "GET", path, nil); r.status != 200 || r.field("name") != name {
+			t.Fatalf("GET %s = %d %s", path, r.status, r.body)
+		}
+		if r := e.admin(t, "PATCH", path, `{"disabled":true}`); r.status != 200 || r.field("name") != name || r.json(t)["disabled"] != true {
+			t.Fatalf("PATCH %s = %d %s", path, r.status, r.body)
+		}
+		if r := e.admin(t, "GET", path+"/usage", nil); r.status != 200 {
+			t.Fatalf("GET %s/usage = %d %s", path, r.status, r.body)
+		}
+		if r := e.admin(t, "GET", path+"/balance", nil); r.status != 200 || r.field("account") != name {
+			t.Fatalf("GET %s/balance = %d %s", path, r.status, r.body)
+		}
+		if r := e.admin(t, "GET", "/mediagw/keys?account="+url.QueryEscape(name), nil); r.status != 200 || !strings.Contains(string(r.body), `"disabled":false`) {
+			t.Fatalf("keys of %q = %d %s", name, r.status, r.body)
+		}
+	}
+}
+
+// An account whose last key is revoked (or moved to another account) is still listed, and so
+// still shown, with its usage, balance and ledger, and can still be credited or refunded: the
+// money on its balance does not become unreachable through the admin API.
+func TestAccountOutlivesItsKeys(t *testing.T) {
+	e := startKeysGateway(t)
+	admin := "http://" + e.g.admin
+	revoked, _ := e.newKey(t, `{"account":"former"}`)
+	creditAccount(t, admin, "former", "10")
+	if r := e.admin(t, "DELETE", "/mediagw/keys/"+revoked, nil); r.status != 200 {
+		t.Fatalf("revoke = %d %s", r.status, r.body)
+	}
+	moved, _ := e.newKey(t, `{"account":"left-behind"}`)
+	if r := e.admin(t, "PATCH", "/mediagw/keys/"+moved, `{"account":"new-home"}`); r.status != 200 {
+		t.Fatalf("move = %d %s", r.status, r.body)
+	}
+	for _, name := range []string{"former", "left-behind"} {
+		if r := e.admin(t, "GET", "/mediagw/accounts", nil); !strings.Contains(string(r.body), `"name":"`+name+`"`) {
+			t.Fatalf("accounts list without %s: %s", name, r.body)
+		}
+		for _, suffix := range []string{"", "/usage", "/balance", "/ledger"} {
+			if r := e.admin(t, "GET", "/mediagw/accounts/"+name+suffix, nil); r.status != 200 {
+				t.Errorf("GET /mediagw/accounts/%s%s = %d %s", name, suffix, r.status, r.body)
+			}
+		}
+	}
+	if b := e.admin(t, "GET", "/mediagw/accounts/former/balance", nil); b.field("balance") != "10" {
+		t.Fatalf("balance of former = %d %s", b.status, b.body)
+	}
+	req, _ := http.NewRequest("POST", admin+"/mediagw/accounts/former/credit", strings.NewReader(`{"amount":"-10","adjust":true,"note":"refund on closing"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "refund-former")
+	if r := do(t, req); r.status != 200 {
+		t.Fatalf("refund of an account without keys = %d %s", r.status, r.body)
+	}
+	// A name that never had a key, a record or a configuration entry is still unknown.
+	if r := e.admin(t, "GET", "/mediagw/accounts/formerly", nil); r.status != 404 {
+		t.Fatalf("unknown account = %d %s", r.status, r.body)
+	}
+	if r := e.admin(t, "GET", "/mediagw/accounts/forme", nil); r.status != 404 {
+		t.Fatalf("unknown account = %d %s", r.status, r.body)
 	}
 }

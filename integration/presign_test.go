@@ -232,6 +232,29 @@ func TestPresignAgainstRealS3(t *testing.T) {
 		}
 	})
 
+	t.Run("a URL life storage refuses is refused when the config loads", func(t *testing.T) {
+		// S3 (and versitygw) refuse a presigned URL that lives longer than a week, and one of
+		// less than a second is signed to live 0 s: every upload would fail.
+		for _, life := range []string{"8d", "500ms"} {
+			err := g.reload(strings.Replace(presignCaddyfile, "{{upload}}", uploadBlock(s3, "public-media", "expires "+life), 1))
+			if err == nil || !strings.Contains(err.Error(), "upload expires") {
+				t.Fatalf("expires %s: reload = %v, want the config refused", life, err)
+			}
+		}
+		// The longest life storage takes works end to end.
+		if err := g.reload(strings.Replace(presignCaddyfile, "{{upload}}", uploadBlock(s3, "public-media", "expires 7d"), 1)); err != nil {
+			t.Fatal(err)
+		}
+		before := time.Now()
+		_, p := presignFile(t, base, "mg-uploader", `{"filename":"week.png","content_type":"image/png"}`)
+		if d := time.Unix(p.ExpiresAt, 0).Sub(before); d < 7*24*time.Hour-time.Minute || d > 7*24*time.Hour+time.Minute {
+			t.Fatalf("expires_at is %v away, want 7d", d)
+		}
+		if status, body := upload(t, p, p.Headers, png); status != 200 {
+			t.Fatalf("upload with a URL of 7d = %d %s", status, body)
+		}
+	})
+
 	t.Run("rate limit per key, kept across reloads", func(t *testing.T) {
 		cfg := strings.Replace(presignCaddyfile, "{{upload}}", uploadBlock(s3, "public-media", "rate_limit 3 2s"), 1)
 		if err := g.reload(cfg); err != nil {

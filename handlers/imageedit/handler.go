@@ -267,6 +267,13 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if t.Active && !t.Finished {
 		h.finishedByAnswer(r.Context(), taskID, ans.Body)
 	}
+	// The answer shows the client's model id, as the create's did (see create): never the
+	// upstream's id of an aliased model (model_map).
+	if prov, ok := h.Catalog.Provider(t.Provider); ok && prov.UpstreamModel(t.Model) != t.Model {
+		if shown, ok := providers.ReplaceModel(ans.Body, t.Model); ok {
+			ans.Body = shown
+		}
+	}
 	passOn(w, ans)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -88,8 +89,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) route(r *http.Request) (any, error) {
-	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/mediagw/"), "/"), "/")
+	parts, ok := segments(r.URL)
 	switch {
+	case !ok:
+		return nil, fail(http.StatusBadRequest, "the path is not validly percent-encoded: "+r.URL.EscapedPath())
 	case parts[0] == "keys" && len(parts) == 1:
 		return methods(r, map[string]func() (any, error){
 			http.MethodGet:  func() (any, error) { return h.listKeys(r) },
@@ -132,6 +135,20 @@ func (h *Handler) route(r *http.Request) (any, error) {
 		})
 	}
 	return nil, fail(http.StatusNotFound, "no such mediagw admin resource: "+r.URL.Path)
+}
+
+// segments splits the path after /mediagw/ as the client wrote it, then decodes each segment, so
+// that an account name or key id holding a slash (written %2F, as the CLI and the console write
+// it) is one segment. ok is false for a segment that is not validly percent-encoded.
+func segments(u *url.URL) (parts []string, ok bool) {
+	parts = strings.Split(strings.Trim(strings.TrimPrefix(u.EscapedPath(), "/mediagw/"), "/"), "/")
+	for i, p := range parts {
+		var err error
+		if parts[i], err = url.PathUnescape(p); err != nil {
+			return nil, false
+		}
+	}
+	return parts, true
 }
 
 func methods(r *http.Request, m map[string]func() (any, error)) (any, error) {
@@ -331,11 +348,16 @@ func (h *Handler) patchAccount(r *http.Request, name string) (AccountView, error
 }
 
 // SetAccountDisabled disables or enables an account (compare-and-set on its record) and returns
-// it as GET /mediagw/accounts/{name} shows it.
+// it as GET /mediagw/accounts/{name} shows it. The record of an account that has none yet is
+// made only for a name a key could have (storage.CheckAccountName); any other is a 400.
 func (h *Handler) SetAccountDisabled(ctx context.Context, name string, disabled bool) (AccountView, error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := h.Store.Account(ctx, name)
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, storage.ErrNotFound) {
+			if err := storage.CheckAccountName(name); err != nil {
+				return AccountView{}, fail(http.StatusBadRequest, "account: "+err.Error())
+			}
+		} else if err != nil {
 			return AccountView{}, err
 		}
 		cur.Name, cur.Disabled = name, disabled
@@ -350,9 +372,11 @@ func (h *Handler) SetAccountDisabled(ctx context.Context, name string, disabled 
 	return h.showAccount(ctx, name)
 }
 
-// account returns the record of an account that exists: one with a record (it was disabled or
-// enabled here), a key, or a mention in disabled_accounts. Any other name is a 404, so that a
-// typo is not answered with a webhook secret for an account no key can use.
+// account returns the record of an account that exists: one that the account list shows, that
+// is with a record (it was disabled or enabled here), a key now or before, or a mention in
+// disabled_accounts. An account whose last key was revoked or moved keeps its balance, usage and
+// ledger, and stays reachable. Any other name is a 404, so that a typo is not answered with a
+// webhook secret for an account no key can use.
 func (h *Handler) account(ctx context.Context, name string) (storage.Account, error) {
 	a, err := h.Store.Account(ctx, name)
 	if err == nil || !errors.Is(err, storage.ErrNotFound) {
@@ -361,14 +385,16 @@ func (h *Handler) account(ctx context.Context, name string) (storage.Account, er
 	if h.DisabledAccounts[name] {
 		return storage.Account{Name: name}, nil
 	}
-	keys, err := h.KeysPage(ctx, storage.DirectoryPage{Account: name, Limit: 1})
+	// The page that ends before the least name above name (name and a NUL, which no account
+	// name holds) ends with name itself when the list has it.
+	page, err := h.AccountsPage(ctx, storage.DirectoryPage{Before: name + "\x00", Limit: 1})
 	if err != nil {
 		return a, err
 	}
-	if len(keys.Keys) > 0 {
+	if len(page.Accounts) == 1 && page.Accounts[0].Name == name {
 		return storage.Account{Name: name}, nil
 	}
-	return a, fail(http.StatusNotFound, "no account named "+name+" (an account exists once it has a key)")
+	return a, fail(http.StatusNotFound, "no account named "+name+" (an account exists once it has had a key)")
 }
 
 func (h *Handler) accountUsage(ctx context.Context, name string) (AccountUsage, error) {

@@ -126,4 +126,12 @@ func testDirectoryPages(t *testing.T, s storage.Store) {
 	if err != nil || !more || len(accts) != 1 || accts[0].Name != "alice" {
 		t.Fatalf("accounts before bob (limit 1) = %+v (more %v), %v", accts, more, err)
 	}
+	// The admin API finds one account this way: the page before the name and a NUL ends with it
+	// (bytes compared, so "alice" is before "alice\x00" and "ali" is not "alic").
+	for name, want := range map[string]string{"alice": "alice", "alic": "ali", "bob": "bob"} {
+		accts, _, err = s.AccountsPage(ctx, storage.DirectoryPage{Limit: 1, Before: name + "\x00"})
+		if err != nil || len(accts) != 1 || accts[0].Name != want {
+			t.Fatalf("the account before %q and a NUL = %+v, %v; want %s", name, accts, err, want)
+		}
+	}
 }
