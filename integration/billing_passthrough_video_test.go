@@ -75,7 +75,8 @@ func fakeOpenAIVideoCreates(t *testing.T, creates *atomic.Int64) *httptest.Serve
 // (POST /v1/videos without mediagw_videos) is held, and charged, as a video task of its seconds
 // and size: the OpenAI SDK's multipart create of 8 s at 1280x720 costs 8 × 0.10, a JSON one of
 // 4 s at 1024x1792 (1080p) 4 × 0.25; one of 12 s at 1080p (3) does not fit what is left and is
-// a 402 that never reaches the provider; a form that repeats seconds is a 400. (Before, the
+// a 402 that never reaches the provider; a form that repeats seconds, or sends one too long
+// to read, is a 400. (Before, the
 // hold and the charge were 0 whatever the length: a per-second price made such videos free.)
 func TestPassThroughVideoCreateIsHeldBySeconds(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
@@ -121,19 +122,27 @@ func TestPassThroughVideoCreateIsHeldBySeconds(t *testing.T) {
 	}
 	settled("1.2")
 
-	var form bytes.Buffer
-	mw := multipart.NewWriter(&form)
-	for _, f := range [][2]string{{"model", "sora-2"}, {"prompt", "x"}, {"seconds", "4"}, {"seconds", "12"}} {
-		if err := mw.WriteField(f[0], f[1]); err != nil {
-			t.Fatal(err)
+	// Two seconds parts (upstreams differ on which they keep), or one too long to read (70
+	// zeros then 12, which a lax upstream reads as 12), are refused.
+	for _, seconds := range [][]string{{"4", "12"}, {strings.Repeat("0", 70) + "12"}} {
+		var form bytes.Buffer
+		mw := multipart.NewWriter(&form)
+		fields := [][2]string{{"model", "sora-2"}, {"prompt", "x"}}
+		for _, s := range seconds {
+			fields = append(fields, [2]string{"seconds", s})
 		}
-	}
-	mw.Close()
-	req, _ := http.NewRequest("POST", base+"/v1/videos", &form)
-	req.Header.Set("Authorization", "Bearer mg-pass-video")
-	req.Header.Set("Content-Type", mime.FormatMediaType("multipart/form-data", map[string]string{"boundary": mw.Boundary()}))
-	if r := do(t, req); r.status != 400 || !strings.Contains(string(r.body), "seconds") {
-		t.Fatalf("a form with two seconds parts = %d %s, want 400 naming seconds", r.status, r.body)
+		for _, f := range fields {
+			if err := mw.WriteField(f[0], f[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mw.Close()
+		req, _ := http.NewRequest("POST", base+"/v1/videos", &form)
+		req.Header.Set("Authorization", "Bearer mg-pass-video")
+		req.Header.Set("Content-Type", mime.FormatMediaType("multipart/form-data", map[string]string{"boundary": mw.Boundary()}))
+		if r := do(t, req); r.status != 400 || !strings.Contains(string(r.body), "seconds") {
+			t.Fatalf("a form with seconds %q = %d %s, want 400 naming seconds", seconds, r.status, r.body)
+		}
 	}
 	settled("1.2")
 	if n := creates.Load(); n != 2 {

@@ -163,10 +163,10 @@ func scanParts(mr *multipart.Reader, form *canonicalForm, ep Endpoint, priced ma
 				if err != nil {
 					return "", pass(err, errMultipart)
 				}
-				priced[name] = ""
-				if len(value) <= maxPricedPartBytes {
-					priced[name] = strings.TrimSpace(string(value))
+				if len(value) > maxPricedPartBytes {
+					return "", multipartError("the form field " + name + " is too long").WithParam(name)
 				}
+				priced[name] = strings.TrimSpace(string(value))
 				rest = io.MultiReader(bytes.NewReader(value), part)
 			}
 			content := io.TeeReader(rest, out) // what is checked is what is written
@@ -195,8 +195,8 @@ func scanParts(mr *multipart.Reader, form *canonicalForm, ep Endpoint, priced ma
 	}
 }
 
-// maxPricedPartBytes bounds a priced part's value (seconds, size ...) that is read; a longer
-// one counts as absent.
+// maxPricedPartBytes bounds a priced part's value (seconds, size ...); a longer one is refused,
+// rather than held at a default its upstream may not read it as.
 const maxPricedPartBytes = 64
 
 // maxTextPartPeek is how much of a text part is read to tell whether it holds a URL: enough for
