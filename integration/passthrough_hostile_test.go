@@ -126,15 +126,21 @@ func hostilePassUpstream(t *testing.T) *httptest.Server {
 			// tokens, as for a long earlier conversation named by previous_response_id, and 5000
 			// output tokens, most of them reasoning that no delta shows).
 			w.Header().Set("Content-Type", "text/event-stream")
+			// Every event echoes the request's instructions, as OpenAI's do: a client that sends
+			// more than 1 MiB of them makes every event longer than the gateway holds whole.
+			var req struct{ Instructions string }
+			_ = json.Unmarshal(body, &req)
+			instructions, _ := json.Marshal(req.Instructions)
 			text := strings.Repeat("all work and no play ", 300<<10/21)
 			events := []string{
-				`{"type":"response.created","sequence_number":0,"response":{"id":"resp_hostile1","object":"response","created_at":1,"status":"in_progress","model":"hostile-chat","output":[],"usage":null}}`,
+				`{"type":"response.created","sequence_number":0,"response":{"id":"resp_hostile1","object":"response","created_at":1,"status":"in_progress",` +
+					`"instructions":` + string(instructions) + `,"model":"hostile-chat","output":[],"usage":null}}`,
 			}
 			for i := range 3 {
 				events = append(events, fmt.Sprintf(`{"type":"response.output_text.delta","sequence_number":%d,"item_id":"msg_hostile1","output_index":0,"content_index":0,"delta":"all work "}`, i+1))
 			}
 			events = append(events, `{"type":"response.completed","sequence_number":4,"response":{"id":"resp_hostile1","object":"response","created_at":1,`+
-				`"status":"completed","model":"hostile-chat","output":[{"type":"message","id":"msg_hostile1","status":"completed","role":"assistant",`+
+				`"status":"completed","instructions":`+string(instructions)+`,"model":"hostile-chat","output":[{"type":"message","id":"msg_hostile1","status":"completed","role":"assistant",`+
 				`"content":[{"type":"output_text","text":"`+text+`","annotations":[]}]}],"usage":{"input_tokens":10000,"input_tokens_details":{"cached_tokens":0},`+
 				`"output_tokens":5000,"output_tokens_details":{"reasoning_tokens":4000},"total_tokens":15000},"user":null,"metadata":{}}}`)
 			for _, e := range events {
@@ -272,20 +278,35 @@ func TestPassThroughHostileClients(t *testing.T) {
 	// output: 10), not the three deltas seen and the body's estimate.
 	t.Run("responses stream whose last event is long", func(t *testing.T) {
 		oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-hostile-key"), option.WithMaxRetries(0))
-		stream := oa.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
-			Model: "hostile-chat", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("go on")},
-		})
-		var usage responses.ResponseUsage
-		for stream.Next() {
-			if e := stream.Current(); e.Type == "response.completed" {
-				usage = e.Response.Usage
+		// Without instructions the last event is 300 KiB; with 1.1 MiB of them, every event
+		// is longer than the gateway holds whole (1 MiB), and passes in pieces. The usage is
+		// read all the same, not the estimate charged (its input is the body's bytes / 4, more
+		// here, but for a request whose input is mostly an earlier response, much less).
+		if r := keys.adminMoney(t, "POST", "/mediagw/accounts/hostile/credit", `{"amount":"400","note":"test"}`,
+			map[string]string{"Idempotency-Key": "hostile-credit-2", "Content-Type": "application/json"}); r.status != 200 {
+			t.Fatalf("credit = %d %s", r.status, r.body)
+		}
+		for _, c := range []struct {
+			instructions string
+			want         string
+		}{{"", "407.96"}, {strings.Repeat("be brief ", 1100<<10/9), "387.96"}} {
+			params := responses.ResponseNewParams{Model: "hostile-chat", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("go on")}}
+			if c.instructions != "" {
+				params.Instructions = openai.String(c.instructions)
 			}
-		}
-		if err := stream.Err(); err != nil || usage.InputTokens != 10000 {
-			t.Fatalf("stream: %v, usage %+v", err, usage)
-		}
-		if got := balance(t, "7.96"); got != "7.96" {
-			t.Fatalf("after the stream the balance is %s, want 7.96 (20 charged: 10000 input tokens, 5000 output)", got)
+			stream := oa.Responses.NewStreaming(context.Background(), params)
+			var usage responses.ResponseUsage
+			for stream.Next() {
+				if e := stream.Current(); e.Type == "response.completed" {
+					usage = e.Response.Usage
+				}
+			}
+			if err := stream.Err(); err != nil || usage.InputTokens != 10000 {
+				t.Fatalf("stream: %v, usage %+v", err, usage)
+			}
+			if got := balance(t, c.want); got != c.want {
+				t.Fatalf("after the stream (%d bytes of instructions) the balance is %s, want %s (20 charged: 10000 input tokens, 5000 output)", len(c.instructions), got, c.want)
+			}
 		}
 	})
 }

@@ -225,12 +225,15 @@ type Sniffer struct {
 	// SSE selects line-by-line reading of a text/event-stream answer.
 	SSE bool
 
-	buf    []byte // SSE: the unfinished line; JSON: the head, then a tail window
-	skip   bool   // SSE: the current line is too long to keep
-	head   []byte // JSON: the first headMax bytes once the body outgrows them
-	tokens Tokens
-	deltas int64   // SSE: data events that carry a "delta" (streamed output)
-	pooled *[]byte // where buf came from
+	buf  []byte // SSE: the unfinished line; JSON: the head, then a tail window
+	skip bool   // SSE: the current line is too long to keep whole
+	// skipData is set when the line too long to keep is a data line: its last overlongTail
+	// bytes are kept in buf, for the usage at its end.
+	skipData bool
+	head     []byte // JSON: the first headMax bytes once the body outgrows them
+	tokens   Tokens
+	deltas   int64   // SSE: data events that carry a "delta" (streamed output)
+	pooled   *[]byte // where buf came from
 }
 
 // buffers holds the sniffers' buffers between answers.
@@ -249,6 +252,10 @@ const (
 	headMax = 64 << 10
 	tailMax = 16 << 10
 	lineMax = 256 << 10
+	// overlongTail is what is kept of a data line longer than lineMax: enough for the members
+	// that follow a Responses event's usage (user, and metadata's 16 pairs of 512 characters,
+	// escaped).
+	overlongTail = 64 << 10
 )
 
 // Write reads p; it never fails.
@@ -282,26 +289,61 @@ func (s *Sniffer) lines(p []byte) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			if !s.skip {
-				if len(s.buf)+len(p) > lineMax {
-					s.skip, s.buf = true, s.buf[:0]
-				} else {
-					s.buf = append(s.buf, p...)
-				}
-			}
+			s.unfinished(p)
 			return
 		}
-		if s.skip {
-			s.skip = false
-		} else if len(s.buf) > 0 {
+		switch {
+		case s.skip:
+			s.unfinished(p[:i])
+			s.overlongEnd()
+		case len(s.buf) > 0:
 			s.buf = append(s.buf, p[:i]...)
 			s.line(s.buf)
 			s.buf = s.buf[:0]
-		} else {
+		default:
 			s.line(p[:i])
 		}
 		p = p[i+1:]
 	}
+}
+
+// unfinished keeps p, the next bytes of a line that has not ended yet. A line longer than
+// lineMax is not kept whole: of a data line only its last overlongTail bytes are, where its
+// event's usage stands (a Responses stream's events carry the whole response, with the echoed
+// instructions and the output, and its usage after them), of any other line nothing.
+func (s *Sniffer) unfinished(p []byte) {
+	if !s.skip && len(s.buf)+len(p) <= lineMax {
+		s.buf = append(s.buf, p...)
+		return
+	}
+	if !s.skip {
+		start := s.buf
+		if len(start) < len("data:") {
+			start = append(start[:len(start):len(start)], p[:min(len(p), len("data:")-len(start))]...)
+		}
+		s.skip, s.skipData = true, bytes.HasPrefix(start, []byte("data:"))
+	}
+	switch {
+	case !s.skipData:
+		s.buf = s.buf[:0]
+	case len(p) >= overlongTail:
+		s.buf = append(s.buf[:0], p[len(p)-overlongTail:]...)
+	default:
+		if over := len(s.buf) + len(p) - overlongTail; over > 0 {
+			s.buf = append(s.buf[:0], s.buf[over:]...)
+		}
+		s.buf = append(s.buf, p...)
+	}
+}
+
+// overlongEnd ends a line too long to keep: the usage in the kept end of a data line is read.
+func (s *Sniffer) overlongEnd() {
+	if s.skipData {
+		if t, ok := findUsage(s.buf); ok {
+			s.tokens = s.tokens.merge(t)
+		}
+	}
+	s.skip, s.skipData, s.buf = false, false, s.buf[:0]
 }
 
 func (s *Sniffer) line(l []byte) {

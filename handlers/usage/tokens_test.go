@@ -94,7 +94,8 @@ func TestSnifferLargeAnswerKeepsTail(t *testing.T) {
 	}
 }
 
-// A stream line longer than the line bound is skipped, not kept.
+// A stream line longer than the line bound is not kept whole: of a data line only its end is,
+// and read for usage when the line ends; another line is skipped.
 func TestSnifferSkipsOverlongLines(t *testing.T) {
 	s := Sniffer{SSE: true}
 	s.Write([]byte("data: " + strings.Repeat("x", lineMax+10)))
@@ -105,6 +106,37 @@ func TestSnifferSkipsOverlongLines(t *testing.T) {
 	}
 	if got := s.Tokens(); got.Prompt != 4 || got.Total != 5 {
 		t.Fatalf("tokens = %+v", got)
+	}
+}
+
+// A Responses event longer than the line bound (the whole response, echoed instructions and all,
+// then its usage), arriving in pieces, is charged its usage; what is kept of it stays bounded.
+func TestSnifferReadsUsageAtTheEndOfAnOverlongEvent(t *testing.T) {
+	s := Sniffer{SSE: true}
+	s.Write([]byte("event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"instructions\":\""))
+	long := []byte(strings.Repeat("be brief ", 1000))
+	for range 150 {
+		s.Write(long)
+	}
+	s.Write([]byte("\",\"usage\":null}}\n\nevent: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"instructions\":\""))
+	for range 150 {
+		s.Write(long)
+		if len(s.buf) > lineMax {
+			t.Fatalf("kept %d bytes of an overlong line", len(s.buf))
+		}
+	}
+	if len(s.buf) > overlongTail {
+		t.Fatalf("kept %d bytes of an overlong line past its bound", len(s.buf))
+	}
+	s.Write([]byte("\",\"usage\":{\"input_tokens\":10000,\"output_tokens\":5000,\"total_tokens\":15000},\"user\":null,\"metadata\":{}}}\n\n"))
+	if got := s.Seen(false); got.Prompt != 10000 || got.Completion != 5000 || !got.OutputReported() {
+		t.Fatalf("tokens = %+v", got)
+	}
+	// An overlong line that is not data (a comment) is not read.
+	c := Sniffer{SSE: true}
+	c.Write([]byte(": " + strings.Repeat("x", lineMax) + `"usage":{"prompt_tokens":1}` + "\n"))
+	if got := c.Tokens(); got.Known() {
+		t.Fatalf("a comment's usage was read: %+v", got)
 	}
 }
 
