@@ -26,7 +26,8 @@ func init() {
 //
 // A missing, malformed or unknown key is answered 401; a disabled or expired key, a disabled
 // account, or a client address outside the key's allow_ips is answered 403. Errors on the video
-// task API (/api/v3/…) use the task error shape, all others the OpenAI shape.
+// task API (/api/v3/…) use the task error shape, those of the messages and generate-content
+// protocols Anthropic's and Google's, all others the OpenAI shape (apierror.ShapeFor).
 //
 // A key with a rate limit (rate) gets 429 with Retry-After past it; every admitted request is
 // counted in the key's and the account's usage.

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/passthrough"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/internal/tracing"
@@ -129,12 +131,12 @@ func (h *RouteHandler) Provision(ctx caddy.Context) error {
 func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	id, ok := auth.FromContext(r.Context())
 	if !ok {
-		apierror.Write(w, apierror.OpenAIShape, auth.ErrMissingKey)
+		apierror.Write(w, apierror.ShapeFor(r), auth.ErrMissingKey)
 		return nil
 	}
 	route, err := h.router.Route(w, r, id)
 	if err != nil {
-		apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
+		apierror.Respond(w, apierror.ShapeFor(r), h.logger, err)
 		return nil
 	}
 	defer route.Done()
@@ -152,7 +154,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 			}, storage.DefaultHoldDeadline)
 		}
 		if err != nil {
-			apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
+			apierror.Respond(w, apierror.ShapeFor(r), h.logger, err)
 			return nil
 		}
 		entry.Accepted()
@@ -160,7 +162,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if route.Slot, err = h.takeSlot(r.Context(), id, route); err != nil {
 		hold.Release("refused: too many active tasks")
 		entry.Refused()
-		apierror.Respond(w, apierror.OpenAIShape, h.logger, err)
+		apierror.Respond(w, apierror.ShapeFor(r), h.logger, err)
 		return nil
 	}
 	repl := replacer(r)
@@ -223,7 +225,36 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
 			OutputReported: tokens.OutputReported(), Images: images})))
 	}
+	if err != nil && !clientGone && sw.status == 0 {
+		// No upstream answered (refused, reset, timed out, every retry spent): the client gets
+		// the contract's error in the endpoint's shape, not Caddy's empty error answer.
+		h.logger.Error("no upstream answered a pass-through request", zap.String("provider", route.Provider.Name),
+			zap.String("upstream", route.Dispatch.Answered().Name), zap.String("model", route.Model), zap.Error(err))
+		apierror.Write(w, apierror.ShapeFor(r), proxyFailure(err))
+		return nil
+	}
 	return err
+}
+
+// proxyFailure is the contract error for a request that reverse_proxy returned err for without
+// answering: the error itself when it is one (an upstream source's 503 with Retry-After), else by
+// the status reverse_proxy chose: 504 upstream_timeout, and 502 invalid_response for the rest of
+// the upstream failures (refused, reset, no answer).
+func proxyFailure(err error) *apierror.Error {
+	if e, ok := errors.AsType[*apierror.Error](err); ok {
+		return e
+	}
+	status := http.StatusBadGateway
+	if he, ok := errors.AsType[caddyhttp.HandlerError](err); ok && he.StatusCode >= 400 {
+		status = he.StatusCode
+	}
+	switch {
+	case status == http.StatusGatewayTimeout:
+		return upstream.ErrTimeout
+	case status >= 500:
+		return upstream.ErrUnreachable
+	}
+	return apierror.New(status, strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_")), http.StatusText(status))
 }
 
 // takeSlot takes an active-task slot for a create that makes an asynchronous object (see

@@ -237,3 +237,42 @@ func decodeJSON(t *testing.T, b []byte, v any) {
 
 // errorsAs is errors.As, named so tests read well next to SDK error types.
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// apiError is a gateway error answer's fields, whatever the shape of its endpoint's protocol
+// (OpenAI's, Anthropic's on /v1/messages, Google's on generateContent: docs/api.md#errors).
+type apiError struct {
+	code, param, message string
+	// kind is "not_found" for a 404 in any shape (not_found_error, NOT_FOUND), else the
+	// shape's own type or status.
+	kind string
+}
+
+// apiError reads r as a gateway error answer in any of the protocols' shapes.
+func (r response) apiError(t *testing.T) apiError {
+	t.Helper()
+	var b struct {
+		Type  string
+		Error struct {
+			Code    json.RawMessage
+			Type    string
+			Status  string
+			Message string
+			Param   string
+			Details []struct {
+				Reason   string
+				Metadata map[string]string
+			}
+		}
+	}
+	decodeJSON(t, r.body, &b)
+	e := apiError{message: b.Error.Message, param: b.Error.Param, kind: b.Error.Type}
+	if len(b.Error.Details) > 0 { // Google's: code is the status, the gateway's code a detail's reason
+		e.code, e.param, e.kind = b.Error.Details[0].Reason, b.Error.Details[0].Metadata["param"], b.Error.Status
+	} else {
+		_ = json.Unmarshal(b.Error.Code, &e.code)
+	}
+	if e.kind == "not_found_error" || e.kind == "NOT_FOUND" {
+		e.kind = "not_found"
+	}
+	return e
+}

@@ -418,8 +418,7 @@ func TestProviderAuthStylesAndPaths(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer mg-caller-secret-1")
 			req.Header.Set("Content-Type", tc.contentType)
 			r := do(t, req)
-			e, _ := r.json(t)["error"].(map[string]any)
-			if r.status != tc.status || e["code"] != tc.code {
+			if r.status != tc.status || r.apiError(t).code != tc.code {
 				t.Fatalf("got %d %s, want %d %s", r.status, r.body, tc.status, tc.code)
 			}
 		})

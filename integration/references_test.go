@@ -29,8 +29,7 @@ func TestNestedReferencesAreRefused(t *testing.T) {
 		{"/v1/messages", `{"model":"gpt-4o-mini","max_tokens":8,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"file","file_id":"file-operator"}}]}]}`, "messages[0].content[0].source.file_id"},
 	} {
 		r := call(t, "POST", env.base+tc.path, key, tc.body)
-		e, _ := r.json(t)["error"].(map[string]any)
-		if r.status != 400 || e["param"] != tc.param || e["code"] != "invalid_request_body" {
+		if e := r.apiError(t); r.status != 400 || e.param != tc.param || e.code != "invalid_request_body" {
 			t.Errorf("%s %s = %d %s, want 400 naming %s", tc.path, tc.body, r.status, r.body, tc.param)
 		}
 	}

@@ -423,9 +423,8 @@ func TestOperatorAddsAnEndpoint(t *testing.T) {
 // code and param, a message, and no Allow header.
 func requireNotFound(t *testing.T, r response, what, code, param string) {
 	t.Helper()
-	e, _ := r.json(t)["error"].(map[string]any)
-	msg, _ := e["message"].(string)
-	if r.status != 404 || e["type"] != "not_found_error" || e["code"] != code || e["param"] != param || msg == "" || r.header.Get("Allow") != "" {
+	e := r.apiError(t)
+	if r.status != 404 || e.kind != "not_found" || e.code != code || e.param != param || e.message == "" || r.header.Get("Allow") != "" {
 		t.Errorf("%s = %d (Allow %q) %s; want 404 not_found_error/%s, param %q, no Allow", what, r.status, r.header.Get("Allow"), r.body, code, param)
 	}
 }

@@ -1,6 +1,10 @@
-// Package apierror writes mediagw's two error shapes. The video task endpoints use the Ark-style
-// request error {"code","message","data":null}; every other endpoint uses the OpenAI shape
-// {"error":{"message","type","param","code"}}. No error body is ever empty.
+// Package apierror writes mediagw's error shapes, each endpoint its own protocol's. The video task
+// endpoints use the Ark-style request error {"code","message","data":null}; the messages
+// protocol (/v1/messages) Anthropic's {"type":"error","error":{"type","message"}}; the
+// generate-content protocol (/v1beta/models/{model}:method) Google's
+// {"error":{"code","message","status"}}; every other endpoint the OpenAI shape
+// {"error":{"message","type","param","code"}}. Every shape carries mediagw's machine-readable
+// code. No error body is ever empty.
 package apierror
 
 import (
@@ -25,15 +29,31 @@ const (
 	OpenAIShape Shape = iota
 	// TaskShape is {"code","message","data":null} (video task endpoints).
 	TaskShape
+	// AnthropicShape is {"type":"error","error":{"type","message","code","param"}} (the messages
+	// protocol): Anthropic's error body, with mediagw's code and param beside its type.
+	AnthropicShape
+	// GoogleShape is {"error":{"code","message","status","details"}} (the generate-content
+	// protocol): Google's error body, whose code is the HTTP status; mediagw's code is the
+	// reason of a google.rpc.ErrorInfo in details, and its param that detail's metadata.param.
+	GoogleShape
 )
 
 // TaskAPIPrefix is the path prefix of the video task API, whose errors use TaskShape.
 const TaskAPIPrefix = "/api/v3/"
 
-// ShapeFor returns the error shape a request's endpoint uses.
+// ShapeFor returns the error shape a request's endpoint uses: the video task API's, the messages
+// protocol's (/v1/messages and below), the generate-content protocol's (a {model}:method path
+// under /v1beta/models/ or /v1/models/), or else OpenAI's.
 func ShapeFor(r *http.Request) Shape {
-	if strings.HasPrefix(r.URL.Path, TaskAPIPrefix) {
+	path := r.URL.Path
+	switch {
+	case strings.HasPrefix(path, TaskAPIPrefix):
 		return TaskShape
+	case path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/"):
+		return AnthropicShape
+	case (strings.HasPrefix(path, "/v1beta/models/") || strings.HasPrefix(path, "/v1/models/")) &&
+		strings.Contains(path[strings.LastIndexByte(path, '/')+1:], ":"):
+		return GoogleShape
 	}
 	return OpenAIShape
 }
@@ -90,9 +110,18 @@ type openAIError struct {
 // Write sends e in the given shape.
 func Write(w http.ResponseWriter, shape Shape, e *Error) {
 	var body any
-	if shape == TaskShape {
+	switch shape {
+	case TaskShape:
 		body = taskBody{Code: e.Code, Message: e.Message}
-	} else {
+	case AnthropicShape:
+		body = anthropicBody{Type: "error", Error: anthropicError{Type: anthropicType(e.Status), Message: e.Message, Code: e.Code, Param: e.Param}}
+	case GoogleShape:
+		info := googleErrorInfo{Type: googleErrorInfoType, Reason: e.Code, Domain: "mediagw"}
+		if e.Param != "" {
+			info.Metadata = map[string]string{"param": e.Param}
+		}
+		body = googleBody{googleError{Code: e.Status, Message: e.Message, Status: googleStatus(e.Status), Details: []googleErrorInfo{info}}}
+	default:
 		body = openAIBody{openAIError{Message: e.Message, Type: typeFor(e.Status), Param: e.Param, Code: e.Code}}
 	}
 	noteErrorCode(w, e.Code)

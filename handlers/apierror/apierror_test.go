@@ -103,3 +103,36 @@ func BenchmarkReadBody(b *testing.B) {
 		})
 	}
 }
+
+func TestShapeForPicksTheProtocolOfThePath(t *testing.T) {
+	for path, want := range map[string]Shape{
+		"/api/v3/contents/generations/tasks":              TaskShape,
+		"/v1/messages":                                    AnthropicShape,
+		"/v1/messages/count_tokens":                       AnthropicShape,
+		"/v1beta/models/gemini-2.5-pro:generateContent":   GoogleShape,
+		"/v1/models/gemini-2.5-pro:streamGenerateContent": GoogleShape,
+		"/v1/models/gpt-4o":                               OpenAIShape, // a model item, not a method
+		"/v1/models":                                      OpenAIShape,
+		"/v1/messagesx":                                   OpenAIShape,
+		"/v1/chat/completions":                            OpenAIShape,
+	} {
+		r := httptest.NewRequest(http.MethodPost, path, nil)
+		if got := ShapeFor(r); got != want {
+			t.Errorf("ShapeFor(%s) = %d, want %d", path, got, want)
+		}
+	}
+}
+
+func TestProtocolShapesCarryTheCode(t *testing.T) {
+	e := New(http.StatusPaymentRequired, "insufficient_quota", "the balance does not cover it")
+	for shape, want := range map[Shape]string{
+		AnthropicShape: `{"type":"error","error":{"type":"billing_error","message":"the balance does not cover it","code":"insufficient_quota","param":""}}`,
+		GoogleShape:    `{"error":{"code":402,"message":"the balance does not cover it","status":"FAILED_PRECONDITION","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"insufficient_quota","domain":"mediagw"}]}}`,
+	} {
+		w := httptest.NewRecorder()
+		Write(w, shape, e)
+		if got := strings.TrimSpace(w.Body.String()); w.Code != http.StatusPaymentRequired || got != want {
+			t.Errorf("shape %d: %d %s, want %s", shape, w.Code, got, want)
+		}
+	}
+}

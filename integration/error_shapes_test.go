@@ -1,0 +1,167 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// errorShapesCaddyfile serves three protocols from providers on a port nothing listens on
+// ({{down}}), each with a price, for a key of an account credited with little.
+const errorShapesCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider oa {
+			base_url http://127.0.0.1:{{down}}/v1
+			api_key oa-upstream-key
+			models shape-chat
+		}
+		provider an {
+			base_url http://127.0.0.1:{{down}}/v1
+			api_key an-upstream-key
+			auth_style x-api-key
+			models shape-claude
+		}
+		provider ge {
+			base_url http://127.0.0.1:{{down}}/v1beta
+			api_key ge-upstream-key
+			auth_style x-goog-api-key
+			models shape-gemini
+		}
+		price shape-chat {
+			request 1
+		}
+		price shape-claude {
+			request 1
+		}
+		price shape-gemini {
+			request 1
+		}
+		key mg-shape-key {
+			account shapes
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_route
+		reverse_proxy {
+			dynamic mediagw
+			transport mediagw
+			lb_policy first
+			lb_retries 1
+		}
+	}
+}
+`
+
+// TestErrorShapesByProtocol checks that the gateway's own errors on a pass-through request come
+// in the shape of the endpoint's protocol, with mediagw's code: OpenAI's for chat, Anthropic's
+// for /v1/messages, Google's for generateContent. The cases: a request past the account's balance
+// (402, as the billing contract asks: "in the endpoint's shape"), a missing key (401), and an
+// upstream that cannot be reached, which was Caddy's empty 502 before.
+func TestErrorShapesByProtocol(t *testing.T) {
+	base, g := startSimGateway(t, errorShapesCaddyfile, map[string]string{"down": fmt.Sprint(freePort(t))})
+	keys := keysEnv{g: g}
+	if r := keys.adminMoney(t, "POST", "/mediagw/accounts/shapes/credit", `{"amount":"0.5","note":"test"}`,
+		map[string]string{"Idempotency-Key": "shapes-credit-1", "Content-Type": "application/json"}); r.status != 200 {
+		t.Fatalf("credit = %d %s", r.status, r.body)
+	}
+	type endpoint struct {
+		name, path, body string
+		key              func(*http.Request, string)
+	}
+	bearer := func(r *http.Request, k string) { r.Header.Set("Authorization", "Bearer "+k) }
+	endpoints := []endpoint{
+		{"chat", "/v1/chat/completions", `{"model":"shape-chat","messages":[{"role":"user","content":"hi"}]}`, bearer},
+		{"messages", "/v1/messages", `{"model":"shape-claude","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
+			func(r *http.Request, k string) {
+				r.Header.Set("X-Api-Key", k)
+				r.Header.Set("Anthropic-Version", "2023-06-01")
+			}},
+		{"generateContent", "/v1beta/models/shape-gemini:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`,
+			func(r *http.Request, k string) { r.Header.Set("X-Goog-Api-Key", k) }},
+	}
+	send := func(t *testing.T, e endpoint, key string) response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+e.path, strings.NewReader(e.body))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			e.key(req, key)
+		}
+		return do(t, req)
+	}
+	// check asserts that r is status with code in e's protocol's error shape.
+	check := func(t *testing.T, e endpoint, r response, status int, code, kind string) {
+		t.Helper()
+		if r.status != status {
+			t.Fatalf("%s: status %d, want %d: %s", e.name, r.status, status, r.body)
+		}
+		switch e.name {
+		case "chat":
+			var b struct {
+				Error struct{ Type, Code, Message string }
+			}
+			if json.Unmarshal(r.body, &b) != nil || b.Error.Code != code || b.Error.Type != kind || b.Error.Message == "" {
+				t.Fatalf("chat: not the OpenAI shape with code %s, type %s: %s", code, kind, r.body)
+			}
+		case "messages":
+			var b struct {
+				Type  string
+				Error struct{ Type, Code, Message string }
+			}
+			if json.Unmarshal(r.body, &b) != nil || b.Type != "error" || b.Error.Type != kind || b.Error.Code != code || b.Error.Message == "" {
+				t.Fatalf("messages: not Anthropic's shape with type %s, code %s: %s", kind, code, r.body)
+			}
+		default:
+			var b struct {
+				Error struct {
+					Code    int
+					Message string
+					Status  string
+					Details []struct {
+						Type   string `json:"@type"`
+						Reason string
+					}
+				}
+			}
+			if json.Unmarshal(r.body, &b) != nil || b.Error.Code != status || b.Error.Status != kind || b.Error.Message == "" ||
+				len(b.Error.Details) != 1 || b.Error.Details[0].Reason != code || !strings.HasSuffix(b.Error.Details[0].Type, "google.rpc.ErrorInfo") {
+				t.Fatalf("generateContent: not Google's shape with status %s, reason %s: %s", kind, code, r.body)
+			}
+		}
+	}
+	kinds := map[string]map[int]string{
+		"chat":            {401: "authentication_error", 402: "insufficient_quota", 502: "server_error"},
+		"messages":        {401: "authentication_error", 402: "billing_error", 502: "api_error"},
+		"generateContent": {401: "UNAUTHENTICATED", 402: "FAILED_PRECONDITION", 502: "UNAVAILABLE"},
+	}
+	// Past the balance first (0.5 credited, a request's price is 1), while every upstream is
+	// still untried: a provider whose upstreams all failed answers 503 before any hold.
+	for _, e := range endpoints {
+		t.Run(e.name+" past the balance", func(t *testing.T) {
+			check(t, e, send(t, e, "mg-shape-key"), 402, "insufficient_quota", kinds[e.name][402])
+		})
+	}
+	if r := keys.adminMoney(t, "POST", "/mediagw/accounts/shapes/credit", `{"amount":"1","note":"test"}`,
+		map[string]string{"Idempotency-Key": "shapes-credit-2", "Content-Type": "application/json"}); r.status != 200 {
+		t.Fatalf("credit = %d %s", r.status, r.body)
+	}
+	for _, e := range endpoints {
+		t.Run(e.name, func(t *testing.T) {
+			check(t, e, send(t, e, ""), 401, "missing_api_key", kinds[e.name][401])
+			// The request holds 1 of the 1.5 and, its upstream unreachable, releases it: the 502
+			// is the contract's invalid_response in the protocol's shape, not an empty answer.
+			r := send(t, e, "mg-shape-key")
+			check(t, e, r, 502, "invalid_response", kinds[e.name][502])
+			if r.header.Get("Content-Type") != "application/json" {
+				t.Fatalf("%s: the 502's Content-Type is %q", e.name, r.header.Get("Content-Type"))
+			}
+		})
+	}
+}
