@@ -177,6 +177,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	var created *passthrough.CreatedWriter
 	if route.Records() {
 		created = h.router.Created(sw, r, id, route)
+		created.Shape = shape
 		out = created
 	}
 	watch := h.router.WatchObject(out, route)
