@@ -129,14 +129,17 @@ func (h *RouteHandler) Provision(ctx caddy.Context) error {
 }
 
 func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	// The shape of the endpoint the client called: Route rewrites r.URL.Path to the upstream's
+	// (a provider's base path, such as /gemini/v1beta, moves it out of the protocol's prefix).
+	shape := apierror.ShapeFor(r)
 	id, ok := auth.FromContext(r.Context())
 	if !ok {
-		apierror.Write(w, apierror.ShapeFor(r), auth.ErrMissingKey)
+		apierror.Write(w, shape, auth.ErrMissingKey)
 		return nil
 	}
 	route, err := h.router.Route(w, r, id)
 	if err != nil {
-		apierror.Respond(w, apierror.ShapeFor(r), h.logger, err)
+		apierror.Respond(w, shape, h.logger, err)
 		return nil
 	}
 	defer route.Done()
@@ -154,7 +157,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 			}, storage.DefaultHoldDeadline)
 		}
 		if err != nil {
-			apierror.Respond(w, apierror.ShapeFor(r), h.logger, err)
+			apierror.Respond(w, shape, h.logger, err)
 			return nil
 		}
 		entry.Accepted()
@@ -162,7 +165,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if route.Slot, err = h.takeSlot(r.Context(), id, route); err != nil {
 		hold.Release("refused: too many active tasks")
 		entry.Refused()
-		apierror.Respond(w, apierror.ShapeFor(r), h.logger, err)
+		apierror.Respond(w, shape, h.logger, err)
 		return nil
 	}
 	repl := replacer(r)
@@ -174,6 +177,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	var created *passthrough.CreatedWriter
 	if route.Records() {
 		created = h.router.Created(sw, r, id, route)
+		created.Shape = shape
 		out = created
 	}
 	watch := h.router.WatchObject(out, route)
@@ -230,7 +234,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		// the contract's error in the endpoint's shape, not Caddy's empty error answer.
 		h.logger.Error("no upstream answered a pass-through request", zap.String("provider", route.Provider.Name),
 			zap.String("upstream", route.Dispatch.Answered().Name), zap.String("model", route.Model), zap.Error(err))
-		apierror.Write(w, apierror.ShapeFor(r), proxyFailure(err))
+		apierror.Write(w, shape, proxyFailure(err))
 		return nil
 	}
 	return err

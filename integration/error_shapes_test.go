@@ -9,7 +9,9 @@ import (
 )
 
 // errorShapesCaddyfile serves three protocols from providers on a port nothing listens on
-// ({{down}}), each with a price, for a key of an account credited with little.
+// ({{down}}), each with a price, for a key of an account credited with little, and a key limited
+// to one request a minute. The messages and generate-content providers have base paths with a
+// prefix of their own, which the gateway rewrites the request's path to before the proxy.
 const errorShapesCaddyfile = `{
 	{{globals}}
 	mediagw {
@@ -20,13 +22,13 @@ const errorShapesCaddyfile = `{
 			models shape-chat
 		}
 		provider an {
-			base_url http://127.0.0.1:{{down}}/v1
+			base_url http://127.0.0.1:{{down}}/anthropic/v1
 			api_key an-upstream-key
 			auth_style x-api-key
 			models shape-claude
 		}
 		provider ge {
-			base_url http://127.0.0.1:{{down}}/v1beta
+			base_url http://127.0.0.1:{{down}}/gemini/v1beta
 			api_key ge-upstream-key
 			auth_style x-goog-api-key
 			models shape-gemini
@@ -42,6 +44,10 @@ const errorShapesCaddyfile = `{
 		}
 		key mg-shape-key {
 			account shapes
+		}
+		key mg-shape-rate-key {
+			account shapes-rate
+			rate 1 1h
 		}
 	}
 }
@@ -137,9 +143,9 @@ func TestErrorShapesByProtocol(t *testing.T) {
 		}
 	}
 	kinds := map[string]map[int]string{
-		"chat":            {401: "authentication_error", 402: "insufficient_quota", 502: "server_error"},
-		"messages":        {401: "authentication_error", 402: "billing_error", 502: "api_error"},
-		"generateContent": {401: "UNAUTHENTICATED", 402: "FAILED_PRECONDITION", 502: "UNAVAILABLE"},
+		"chat":            {401: "authentication_error", 402: "insufficient_quota", 429: "rate_limit_error", 502: "server_error"},
+		"messages":        {401: "authentication_error", 402: "billing_error", 429: "rate_limit_error", 502: "api_error"},
+		"generateContent": {401: "UNAUTHENTICATED", 402: "FAILED_PRECONDITION", 429: "RESOURCE_EXHAUSTED", 502: "UNAVAILABLE"},
 	}
 	// Past the balance first (0.5 credited, a request's price is 1), while every upstream is
 	// still untried: a provider whose upstreams all failed answers 503 before any hold.
@@ -161,6 +167,17 @@ func TestErrorShapesByProtocol(t *testing.T) {
 			check(t, e, r, 502, "invalid_response", kinds[e.name][502])
 			if r.header.Get("Content-Type") != "application/json" {
 				t.Fatalf("%s: the 502's Content-Type is %q", e.name, r.header.Get("Content-Type"))
+			}
+		})
+	}
+	// The key's rate (one an hour): past its first request, each protocol gets 429 in its shape.
+	for _, e := range endpoints {
+		t.Run(e.name+" past the key's rate", func(t *testing.T) {
+			send(t, e, "mg-shape-rate-key")
+			r := send(t, e, "mg-shape-rate-key")
+			check(t, e, r, 429, "rate_limit_exceeded", kinds[e.name][429])
+			if r.header.Get("Retry-After") == "" {
+				t.Fatalf("%s: the 429 has no Retry-After", e.name)
 			}
 		})
 	}

@@ -41,18 +41,28 @@ const nodeCaddyfile = `{
 			base_url {{fake_url}}/anthropic/v1
 			api_key anthropic-upstream-key
 			auth_style x-api-key
-			models claude-x
+			models claude-x claude-priced
 		}
 		provider gemini {
 			base_url {{fake_url}}/gemini/v1beta
 			api_key gemini-upstream-key
 			auth_style x-goog-api-key
-			models gemini-x
+			models gemini-x gemini-priced
 		}
 		currency EUR
 		price sim-chat {
 			input_tokens 0.15
 			output_tokens 0.60
+		}
+		price claude-priced {
+			request 1
+		}
+		price gemini-priced {
+			request 1
+		}
+		key mg-node-broke-key {
+			account node-broke
+			budget 0.5
 		}
 		key mg-node-sdk-key {
 			account node
@@ -177,7 +187,7 @@ func runNodeGenAI(t *testing.T, dir, script, apiVersion string, other map[string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", script)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GATEWAY="+base, "KEY=mg-node-sdk-key", "NARROW_KEY=mg-node-narrow-key",
+	cmd.Env = append(os.Environ(), "GATEWAY="+base, "KEY=mg-node-sdk-key", "NARROW_KEY=mg-node-narrow-key", "BROKE_KEY=mg-node-broke-key",
 		"GENAI_API_VERSION="+apiVersion, "NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "all ok") {

@@ -43,6 +43,10 @@ const (
 // ends before the event that needed the record). Error answers pass through untouched.
 type CreatedWriter struct {
 	http.ResponseWriter
+	// Shape is the error shape of the endpoint the client called (its 500, when the owner
+	// cannot be recorded): set it from the request before Route rewrote its path. The zero
+	// value is the OpenAI shape.
+	Shape apierror.Shape
 	// record records the owner of a created object's id; nil when there is none to record, or
 	// once it is recorded.
 	record func(objectID string) error
@@ -222,7 +226,7 @@ func (cw *CreatedWriter) fail(err error) {
 		delete(h, k)
 	}
 	cw.mode = modePass
-	apierror.Internal(cw.ResponseWriter, apierror.OpenAIShape, cw.logger, err)
+	apierror.Internal(cw.ResponseWriter, cw.Shape, cw.logger, err)
 }
 
 // release sends the held status and bytes.

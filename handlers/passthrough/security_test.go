@@ -414,6 +414,15 @@ func TestCreatedObjectsAreRecordedBeforeTheClientSeesThem(t *testing.T) {
 	if w.Code != 500 || strings.Contains(w.Body.String(), "video_1") {
 		t.Fatalf("answer %d %q", w.Code, w.Body)
 	}
+	// The 500 is in the shape of the endpoint the client called (here the messages protocol's).
+	w = httptest.NewRecorder()
+	cw = rt.Created(w, httptest.NewRequest("POST", "/anthropic/v1/messages/batches", nil), other, route)
+	cw.Shape = apierror.AnthropicShape
+	proxyTo(cw, "application/json", `{"id":"video_1"}`)
+	cw.Finish()
+	if w.Code != 500 || !strings.HasPrefix(w.Body.String(), `{"type":"error","error":{"type":"api_error"`) {
+		t.Fatalf("answer %d %q", w.Code, w.Body)
+	}
 	// Error answers pass untouched.
 	w = httptest.NewRecorder()
 	cw = rt.Created(w, httptest.NewRequest("POST", "/v1/videos", nil), acme, route)

@@ -5,7 +5,7 @@
 // says which one this install must have used; the paths the SDK fetched are checked against it.
 // Imported by sdk_check.mjs; run alone (node genai_check.mjs) for an install that has only
 // @google/genai. Prints one line per check and exits non-zero on the first failure.
-import { GoogleGenAI } from "@google/genai";
+import { ApiError, GoogleGenAI } from "@google/genai";
 
 // fetched records the path of every request the SDK sends; the SDK calls the global fetch.
 const fetched = [];
@@ -22,8 +22,9 @@ export function check(name, ok, detail) {
   console.log(`ok ${name}`);
 }
 
-// genaiChecks runs the calls with the SDK's default API version, which must be wantVersion.
-export async function genaiChecks(gateway, key, wantVersion) {
+// genaiChecks runs the calls with the SDK's default API version, which must be wantVersion;
+// brokeKey is a key of an account with no balance, for the priced model gemini-priced.
+export async function genaiChecks(gateway, key, wantVersion, brokeKey) {
   const genai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: gateway } });
   fetched.length = 0;
 
@@ -61,13 +62,36 @@ export async function genaiChecks(gateway, key, wantVersion) {
     status = e.status;
   }
   check("genai wrong key is 401", status === 401, { status });
+
+  // Past the balance: the gateway's 402 in Google's shape reaches the caller as the SDK's
+  // ApiError with the status and the gateway's message, on the call and on its stream.
+  const broke = new GoogleGenAI({ apiKey: brokeKey, httpOptions: { baseUrl: gateway } });
+  for (const [name, call] of [
+    ["generateContent", () => broke.models.generateContent({ model: "gemini-priced", contents: "hello" })],
+    ["generateContentStream", async () => {
+      for await (const _ of await broke.models.generateContentStream({ model: "gemini-priced", contents: "hello" })) {
+        // not reached: the gateway refuses before any chunk
+      }
+    }],
+  ]) {
+    let got;
+    try {
+      await call();
+      got = "no error";
+    } catch (e) {
+      got = e instanceof ApiError ? { status: e.status, message: e.message } : `not an ApiError: ${e}`;
+    }
+    check(`genai ${name} past the balance is an ApiError 402 with a message`,
+      got?.status === 402 && typeof got.message === "string" && got.message.includes("FAILED_PRECONDITION") &&
+        got.message.includes("insufficient_quota"), got);
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { GATEWAY, NARROW_KEY, GENAI_API_VERSION } = process.env;
-  if (!GATEWAY || !NARROW_KEY || !GENAI_API_VERSION) {
-    throw new Error("set GATEWAY, NARROW_KEY and GENAI_API_VERSION");
+  const { GATEWAY, NARROW_KEY, GENAI_API_VERSION, BROKE_KEY } = process.env;
+  if (!GATEWAY || !NARROW_KEY || !GENAI_API_VERSION || !BROKE_KEY) {
+    throw new Error("set GATEWAY, NARROW_KEY, GENAI_API_VERSION and BROKE_KEY");
   }
-  await genaiChecks(GATEWAY, NARROW_KEY, GENAI_API_VERSION);
+  await genaiChecks(GATEWAY, NARROW_KEY, GENAI_API_VERSION, BROKE_KEY);
   console.log("all ok");
 }

@@ -8,9 +8,9 @@ import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { check, genaiChecks } from "./genai_check.mjs";
 
-const { GATEWAY: gateway, KEY: key, NARROW_KEY: narrowKey, GENAI_API_VERSION: genaiVersion } = process.env;
-if (!gateway || !key || !narrowKey || !genaiVersion) {
-  throw new Error("set GATEWAY, KEY, NARROW_KEY and GENAI_API_VERSION");
+const { GATEWAY: gateway, KEY: key, NARROW_KEY: narrowKey, GENAI_API_VERSION: genaiVersion, BROKE_KEY: brokeKey } = process.env;
+if (!gateway || !key || !narrowKey || !genaiVersion || !brokeKey) {
+  throw new Error("set GATEWAY, KEY, NARROW_KEY, GENAI_API_VERSION and BROKE_KEY");
 }
 
 const openai = new OpenAI({ baseURL: `${gateway}/v1`, apiKey: key, maxRetries: 0 });
@@ -88,7 +88,7 @@ const msg = await anthropic.messages.create({
 check("anthropic messages", msg.content[0]?.type === "text" && msg.content[0].text === "hello from the fake messages upstream", msg);
 
 // The Google Gen AI SDK sends the key as x-goog-api-key.
-await genaiChecks(gateway, narrowKey, genaiVersion);
+await genaiChecks(gateway, narrowKey, genaiVersion, brokeKey);
 
 // A wrong key is refused with 401 through each SDK's own error type.
 for (const [name, call] of [
@@ -103,4 +103,28 @@ for (const [name, call] of [
   }
   check(`${name} wrong key is 401`, status === 401, { status });
 }
+// The gateway's own refusals on the messages protocol are in Anthropic's shape: the SDK reads
+// them as its APIError subclass with the status and Anthropic's error type.
+const anthropicRefusals = {};
+for (const [name, apiKey, call] of [
+  ["402 past the balance", brokeKey, (c) => c.messages.create({ model: "claude-priced", max_tokens: 1, messages: [{ role: "user", content: "x" }] })],
+  ["401 wrong key", "mg-wrong", (c) => c.messages.create({ model: "claude-x", max_tokens: 1, messages: [{ role: "user", content: "x" }] })],
+  ["401 wrong key, countTokens", "mg-wrong", (c) => c.messages.countTokens({ model: "claude-x", messages: [{ role: "user", content: "x" }] })],
+  ["401 wrong key, batches", "mg-wrong", (c) => c.messages.batches.retrieve("msgbatch_x")],
+]) {
+  try {
+    await call(new Anthropic({ baseURL: gateway, apiKey, maxRetries: 0 }));
+    anthropicRefusals[name] = "no error";
+  } catch (e) {
+    anthropicRefusals[name] = e instanceof Anthropic.APIError ? { status: e.status, type: e.type, message: e.apiMessage } : `not an APIError: ${e}`;
+  }
+}
+const refused = (name, status, type) => {
+  const r = anthropicRefusals[name];
+  return r?.status === status && r.type === type && typeof r.message === "string" && r.message.length > 0;
+};
+check("anthropic refusals are APIErrors with status and type",
+  refused("402 past the balance", 402, "billing_error") && refused("401 wrong key", 401, "authentication_error") &&
+    refused("401 wrong key, countTokens", 401, "authentication_error") && refused("401 wrong key, batches", 401, "authentication_error"),
+  anthropicRefusals);
 console.log("all ok");
