@@ -11,8 +11,8 @@ import (
 // pricedFields are the top-level body fields a request's hold depends on. They are read under
 // jsonkeys' rule like the model (no repeated key, no case variant), so that what the upstream
 // reads is what was priced.
-var pricedFields = []string{"max_tokens", "max_completion_tokens", "max_output_tokens", "n", "size", "quality",
-	"seconds", "duration", "resolution", "ratio"} // the last four: videoPricedFields but size
+var pricedFields = append([]string{"max_tokens", "max_completion_tokens", "max_output_tokens", "n", "quality"},
+	videoPricedFields...) // size among them, an image's as well as a video's
 
 // sizing is what a JSON request to ep says about how much it may use (see billing.Request).
 // Fields of the wrong type are left to the upstream to refuse, and count as absent.
