@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/upstream"
 )
 
@@ -25,7 +28,8 @@ const maxRedactedError = 64 << 10
 // text, HTML) is redacted as text. An answer with nothing to redact passes byte for byte. 2xx
 // answers are never touched.
 //
-// An error answer the redaction cannot read whole is replaced by a 502 in the OpenAI shape, and
+// An error answer the redaction cannot read whole is replaced by a 502 in the shape of the endpoint
+// the client called (see clientShape), and
 // the reason is returned for the log: one in an encoding other than identity or gzip (the
 // gateway's transport asks for gzip only, and decodes it itself, but an upstream may send another
 // anyway),
@@ -63,7 +67,7 @@ func redactErrorAnswer(resp *http.Response, secret string) (refused string) {
 }
 
 // refuseAnswer replaces an upstream's error answer, unread, by a 502 invalid_response in the
-// OpenAI shape (pass-through endpoints use no other), and returns reason.
+// shape of the endpoint the client called, and returns reason.
 func refuseAnswer(resp *http.Response, reason string) string {
 	if resp.Body != nil {
 		_ = resp.Body.Close() // the answer is dropped: an error closing it loses nothing
@@ -71,11 +75,24 @@ func refuseAnswer(resp *http.Response, reason string) string {
 	resp.StatusCode, resp.Status = http.StatusBadGateway, "502 Bad Gateway"
 	resp.Header = http.Header{"Content-Type": {"application/json"}, "X-Content-Type-Options": {"nosniff"}}
 	resp.Trailer = nil
-	setAnswer(resp, refusedAnswerBody)
+	setAnswer(resp, apierror.Encode(clientShape(resp.Request), errRefusedAnswer))
 	return reason
 }
 
-var refusedAnswerBody = []byte(`{"error":{"message":"the upstream answered with an error the gateway could not read; retry later","type":"server_error","param":"","code":"invalid_response"}}`)
+var errRefusedAnswer = apierror.New(http.StatusBadGateway, "invalid_response",
+	"the upstream answered with an error the gateway could not read; retry later")
+
+// clientShape is the error shape of the endpoint the client called, from Caddy's copy of its
+// request: the request to the upstream has the provider's path (a base path such as
+// /gemini/v1beta moves it out of its protocol's prefix). OpenAI's when there is no copy.
+func clientShape(upstreamReq *http.Request) apierror.Shape {
+	if upstreamReq != nil {
+		if orig, ok := upstreamReq.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
+			return apierror.ShapeFor(&orig)
+		}
+	}
+	return apierror.OpenAIShape
+}
 
 // redactHeaders replaces the credential the gateway sent (secret) in the values of an answer's
 // headers, of any status: an upstream, or a proxy in front of it, may echo the request's

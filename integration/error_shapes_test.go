@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -11,7 +12,9 @@ import (
 // errorShapesCaddyfile serves three protocols from providers on a port nothing listens on
 // ({{down}}), each with a price, for a key of an account credited with little, and a key limited
 // to one request a minute. The messages and generate-content providers have base paths with a
-// prefix of their own, which the gateway rewrites the request's path to before the proxy.
+// prefix of their own, which the gateway rewrites the request's path to before the proxy. The
+// unreadable-* models' providers ({{unreadable}}) answer every request with an error in an
+// encoding the gateway cannot read.
 const errorShapesCaddyfile = `{
 	{{globals}}
 	mediagw {
@@ -32,6 +35,23 @@ const errorShapesCaddyfile = `{
 			api_key ge-upstream-key
 			auth_style x-goog-api-key
 			models shape-gemini
+		}
+		provider oa-unreadable {
+			base_url {{unreadable}}/v1
+			api_key oa-upstream-key
+			models unreadable-chat
+		}
+		provider an-unreadable {
+			base_url {{unreadable}}/anthropic/v1
+			api_key an-upstream-key
+			auth_style x-api-key
+			models unreadable-claude
+		}
+		provider ge-unreadable {
+			base_url {{unreadable}}/gemini/v1beta
+			api_key ge-upstream-key
+			auth_style x-goog-api-key
+			models unreadable-gemini
 		}
 		price shape-chat {
 			request 1
@@ -72,7 +92,14 @@ http://127.0.0.1:{{port}} {
 // (402, as the billing contract asks: "in the endpoint's shape"), a missing key (401), and an
 // upstream that cannot be reached, which was Caddy's empty 502 before.
 func TestErrorShapesByProtocol(t *testing.T) {
-	base, g := startSimGateway(t, errorShapesCaddyfile, map[string]string{"down": fmt.Sprint(freePort(t))})
+	unreadable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "br")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, "not brotli at all")
+	}))
+	t.Cleanup(unreadable.Close)
+	base, g := startSimGateway(t, errorShapesCaddyfile, map[string]string{"down": fmt.Sprint(freePort(t)), "unreadable": unreadable.URL})
 	keys := keysEnv{g: g}
 	if r := keys.adminMoney(t, "POST", "/mediagw/accounts/shapes/credit", `{"amount":"0.5","note":"test"}`,
 		map[string]string{"Idempotency-Key": "shapes-credit-1", "Content-Type": "application/json"}); r.status != 200 {
@@ -179,6 +206,15 @@ func TestErrorShapesByProtocol(t *testing.T) {
 			if r.header.Get("Retry-After") == "" {
 				t.Fatalf("%s: the 429 has no Retry-After", e.name)
 			}
+		})
+	}
+	// An upstream's error answer that the credential redaction cannot read (Content-Encoding br)
+	// is replaced by the transport: a 502 invalid_response in the shape of the endpoint called,
+	// though the request the transport sees has the provider's path.
+	for _, e := range endpoints {
+		e.path, e.body = strings.Replace(e.path, "shape-", "unreadable-", 1), strings.Replace(e.body, "shape-", "unreadable-", 1)
+		t.Run(e.name+" with an unreadable upstream error", func(t *testing.T) {
+			check(t, e, send(t, e, "mg-shape-key"), 502, "invalid_response", kinds[e.name][502])
 		})
 	}
 }

@@ -8,7 +8,9 @@
 package apierror
 
 import (
+	"bytes"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -109,6 +111,27 @@ type openAIError struct {
 
 // Write sends e in the given shape.
 func Write(w http.ResponseWriter, shape Shape, e *Error) {
+	noteErrorCode(w, e.Code)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
+	// The status is sent; a failed write means the client is gone and there is no one to tell.
+	_ = WriteJSON(w, e.Status, bodyOf(shape, e))
+}
+
+// Encode is the body Write sends for e in the given shape, for an answer made other than through
+// a ResponseWriter (a transport replacing an upstream's answer).
+func Encode(shape Shape, e *Error) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)         // as WriteJSON
+	_ = enc.Encode(bodyOf(shape, e)) // plain structs of strings and ints: they always encode
+	return b.Bytes()
+}
+
+// bodyOf is e's body in the given shape.
+func bodyOf(shape Shape, e *Error) any {
 	var body any
 	switch shape {
 	case TaskShape:
@@ -124,13 +147,7 @@ func Write(w http.ResponseWriter, shape Shape, e *Error) {
 	default:
 		body = openAIBody{openAIError{Message: e.Message, Type: typeFor(e.Status), Param: e.Param, Code: e.Code}}
 	}
-	noteErrorCode(w, e.Code)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
-	}
-	// The status is sent; a failed write means the client is gone and there is no one to tell.
-	_ = WriteJSON(w, e.Status, body)
+	return body
 }
 
 // Internal answers 500 for an unexpected failure. The client gets an error id and no detail; the
