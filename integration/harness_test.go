@@ -125,6 +125,10 @@ func (g *gateway) reload(caddyfile string) error {
 	body := g.render(caddyfile)
 	req, _ := http.NewRequest(http.MethodPost, "http://"+g.admin+"/load", strings.NewReader(body))
 	req.Header.Set("Content-Type", "text/caddyfile")
+	// Each load that succeeds replaces Caddy's admin server, which closes the connections the
+	// old one kept alive: a POST on such a connection is reset, and Go does not retry a POST.
+	// So every load goes on a connection of its own.
+	req.Close = true
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
