@@ -277,10 +277,16 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 			t.Fatalf("poor call %d = %d, want %d: %s", i, r.status, want, r.body)
 		}
 	}
-	waitFor(t, "the callbacks", func() bool {
+	// A client can read a task's end as soon as it is stored; its side effects (the finish
+	// metric, the refund, the callback) follow from whoever stored it, the watcher perhaps.
+	finishedTasks := func(m map[string]*dto.MetricFamily, status string) float64 {
+		return value(m, "mediagw_tasks_finished_total", map[string]string{"provider": "obsvideo", "model": videoModel, "status": status})
+	}
+	waitFor(t, "the callbacks and the tasks' ends", func() bool {
 		m := scrape(t, g)
 		return len(rc.seen()) > 0 && value(m, "mediagw_callback_outbox_pending", map[string]string{}) == 0 &&
-			value(m, "mediagw_callback_deliveries_total", map[string]string{"outcome": "delivered"})-delivered == float64(len(rc.seen()))
+			value(m, "mediagw_callback_deliveries_total", map[string]string{"outcome": "delivered"})-delivered == float64(len(rc.seen())) &&
+			finishedTasks(m, "succeeded")+finishedTasks(m, "failed") == 3
 	})
 
 	m := scrape(t, g)
