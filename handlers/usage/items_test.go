@@ -66,3 +66,19 @@ func TestDataItemsReadsReportedQualityAndSize(t *testing.T) {
 		}
 	}
 }
+
+func FuzzDataItems(f *testing.F) {
+	f.Add([]byte(`{"data":[{}],"quality":"high","size":"1024x1024"}`))
+	f.Add([]byte(`{"quality":"h\u0069gh","data":[1,[2]],"size":null}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c DataItems
+		c.Write(b)
+		c.Write(b)
+		if n, _ := c.Count(); n < 0 {
+			t.Fatalf("count %d", n)
+		}
+		if size, quality := c.Reported(); len(size) > maxReported || len(quality) > maxReported {
+			t.Fatalf("reported %q, %q: longer than kept", size, quality)
+		}
+	})
+}

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-const billingGapsCaddyfile = `{
+const billingReportsCaddyfile = `{
 	{{globals}}
 	mediagw {
 		storage badger {{data}}
@@ -159,7 +159,7 @@ func fakeBillingProviders(t *testing.T) *httptest.Server {
 	return up
 }
 
-// TestBillingGaps runs the official SDKs (openai, @anthropic-ai/sdk, @google/genai) through a
+// TestBillingOfProviderReports runs the official SDKs (openai, @anthropic-ai/sdk, @google/genai) through a
 // gateway whose models are priced, and reads what each call was held and charged:
 //   - Gemini's toolUsePromptTokenCount is input and thoughtsTokenCount output: 210 input tokens
 //     at 1000 and 25 output at 2000 per million, 0.26, streamed or not;
@@ -169,27 +169,27 @@ func fakeBillingProviders(t *testing.T) *httptest.Server {
 //     estimate;
 //   - 2 images of quality auto at 1024x1024 are held at the highest band of the size (0.17
 //     each) and charged at the quality the answer reports (low, 0.01 each).
-func TestBillingGaps(t *testing.T) {
+func TestBillingOfProviderReports(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	dir := nodeSDKs(t)
 	fake := fakeBillingProviders(t)
-	base, g := startSimGateway(t, billingGapsCaddyfile, map[string]string{"fake_url": fake.URL})
+	base, g := startSimGateway(t, billingReportsCaddyfile, map[string]string{"fake_url": fake.URL})
 	accounts := []string{"gap-gemini", "gap-claude", "gap-errors", "gap-cr", "gap-image"}
 	for _, account := range accounts {
 		if r := (keysEnv{g: g}).adminMoney(t, "POST", "/mediagw/accounts/"+account+"/credit", `{"amount":"10","note":"test"}`,
-			map[string]string{"Idempotency-Key": "gaps-" + account, "Content-Type": "application/json"}); r.status != 200 {
+			map[string]string{"Idempotency-Key": "reports-" + account, "Content-Type": "application/json"}); r.status != 200 {
 			t.Fatalf("credit %s = %d %s", account, r.status, r.body)
 		}
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "billing_gaps_check.mjs")
+	cmd := exec.CommandContext(ctx, "node", "billing_reports_check.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GATEWAY="+base, "NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "all ok") {
-		t.Fatalf("node billing_gaps_check.mjs: %v\n%s", err, out)
+		t.Fatalf("node billing_reports_check.mjs: %v\n%s", err, out)
 	}
 
 	// Each account's ledger after its credit: the holds' ends, with what each charged.

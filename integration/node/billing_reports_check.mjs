@@ -1,4 +1,4 @@
-// Billing gaps through the official SDKs (run by integration/billing_gaps_test.go against a live
+// What the providers report, billed, through the official SDKs (run by integration/billing_reports_test.go against a live
 // gateway in front of fake providers): each call is made with a key of its own account, so that
 // the test can read what each was charged from that account's ledger. Prints one line per call
 // and "all ok" at the end; exits non-zero on the first failure.
