@@ -206,6 +206,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		h.objectFinished(r.Context(), watch)
 	}
 	tokens := sw.sniffer.Seen(clientGone)
+	errorOnly := !tokens.Known() && sw.sniffer.ErrorOnly()
 	entry.AddTokens(tokens)
 	sw.sniffer.Release()
 	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
@@ -222,12 +223,18 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		hold.Release("refused by the upstream")
 	case sw.countItems && counted && images == 0:
 		hold.Release("the upstream made no image")
+	case !clientGone && errorOnly:
+		// A success status whose whole body is an error object (see usage.Sniffer.ErrorOnly):
+		// the client got only the error, as with an error status.
+		hold.Release("the upstream answered only an error")
 	default:
 		// Served, or the client left after the request was forwarded: the reported tokens (or
 		// a cut stream's deltas, see usage.Sniffer.Seen) and images are charged, the estimate
 		// standing in for what the answer did not report.
+		// An image answer's reported size and quality (gpt-image's) price its images.
+		size, quality := billing.AnswerImage(sw.items.Reported())
 		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
-			OutputReported: tokens.OutputReported(), Images: images})))
+			OutputReported: tokens.OutputReported(), Images: images, ImageSize: size, ImageQuality: quality})))
 	}
 	if err != nil && !clientGone && sw.status == 0 {
 		// No upstream answered (refused, reset, timed out, every retry spent): the client gets

@@ -67,16 +67,14 @@ func (p *Price) EstimateVideo(t VideoTask) Estimate {
 const DefaultImageSize = "2048x2048"
 
 // EstimateImages is the hold of an image request for n images (0: the default 1) of a size
-// (empty: 2048x2048) and quality (empty or "auto": any).
+// (empty: 2048x2048; "auto": the highest price of any size) and quality (empty, "auto" or one no
+// price names: the highest price of any quality at that size; see Price.imagePrice).
 func (p *Price) EstimateImages(n int64, size, quality string) Estimate {
 	if n <= 0 {
 		n = 1
 	}
 	if size == "" {
 		size = DefaultImageSize
-	}
-	if quality == "auto" {
-		quality = ""
 	}
 	u := Usage{Requests: 1, Images: n, ImageSize: size, ImageQuality: quality}
 	return Estimate{Amount: p.Amount(u), Usage: u}

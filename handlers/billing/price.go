@@ -171,9 +171,35 @@ func (p *Price) secondPrice(resolution string) Money {
 	return highest
 }
 
-// imagePrice is the price of one image of a size and quality: the size's price for that
-// quality, else the size's price for any quality, else Image, else the highest size price.
+// AutoImageSize is the size an image request names when it leaves the size to the model.
+const AutoImageSize = "auto"
+
+// imagePrice is the price of one image of a size and quality. A quality that no price can name
+// (none, "auto": the model picks; or one outside low, medium, high) costs the highest price any
+// quality of the size can cost, and the size "auto" the highest of any size, so that an image
+// whose quality or size is not known in advance is held at an upper bound; the settlement then
+// prices the quality and size the answer reports (see AnswerImage).
 func (p *Price) imagePrice(size, quality string) Money {
+	if size == AutoImageSize {
+		bound := p.sizePrice("", quality) // a size no price names
+		for _, ip := range p.ImageSizes {
+			bound = max(bound, p.imagePrice(ip.Size, quality))
+		}
+		return bound
+	}
+	if !slices.Contains(ImageQualities, quality) {
+		bound := p.sizePrice(size, "")
+		for _, q := range ImageQualities {
+			bound = max(bound, p.sizePrice(size, q))
+		}
+		return bound
+	}
+	return p.sizePrice(size, quality)
+}
+
+// sizePrice is the price of one image of a size and quality: the size's price for that
+// quality, else the size's price for any quality, else Image, else the highest size price.
+func (p *Price) sizePrice(size, quality string) Money {
 	anyQuality, found := Money(0), false
 	highest := Money(0)
 	for _, ip := range p.ImageSizes {
@@ -196,4 +222,18 @@ func (p *Price) imagePrice(size, quality string) Money {
 	default:
 		return highest
 	}
+}
+
+// AnswerImage is the size and quality an image answer reports (OpenAI's gpt-image answers carry
+// both at the top level: size "1024x1536", quality "high"), kept only when a price can name
+// them: a WIDTHxHEIGHT size, and low, medium or high. Anything else is "", not reported, and
+// the settlement takes the request's value in its place.
+func AnswerImage(size, quality string) (string, string) {
+	if !imageSize.MatchString(size) {
+		size = ""
+	}
+	if !slices.Contains(ImageQualities, quality) {
+		quality = ""
+	}
+	return size, quality
 }

@@ -85,3 +85,49 @@ func TestEditHoldsNImagesAndSettlesFromData(t *testing.T) {
 		})
 	}
 }
+
+// TestEditOfQualityAutoSettlesAtTheReportedQuality: an edit of quality auto holds its images at
+// the highest band of its size, and is charged at the quality and size the answer reports (as
+// gpt-image answers do), or at the hold's bound when the answer does not say.
+func TestEditOfQualityAutoSettlesAtTheReportedQuality(t *testing.T) {
+	const edit = `{"model":"m","prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png"}],"n":2,"size":"1536x1024","quality":"auto"}`
+	const images = `"data":[{"url":"https://cdn.example.com/1.png"},{"url":"https://cdn.example.com/2.png"}]`
+	for _, tc := range []struct {
+		name, answer, wantBalance string
+	}{
+		{"the answer reports low", `{"created":1,` + images + `,"quality":"low","size":"1536x1024"}`, "0.96"},
+		{"the answer reports another size", `{"created":1,` + images + `,"quality":"medium","size":"1024x1024"}`, "0.92"},
+		{"the answer reports nothing", `{"created":1,` + images + `}`, "0.5"},
+		{"the answer reports what no price names", `{"created":1,` + images + `,"quality":"auto","size":"auto"}`, "0.5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := openTestStore(t)
+			ctx := context.Background()
+			if _, err := store.Credit(ctx, storage.Credit{Account: "acme", Amount: billing.Micro, IdempotencyKey: "c1"}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, tc.answer)
+			}))
+			t.Cleanup(up.Close)
+			h := billedHandler(t, store, up.URL+"/v1", "k", []billing.Price{{Model: "m", Image: 40_000, ImageSizes: []billing.ImagePrice{
+				{Size: "1536x1024", Quality: "low", Amount: 20_000}, {Size: "1536x1024", Quality: "high", Amount: 250_000}}}})
+			r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader(edit))
+			r.Header.Set("Content-Type", "application/json")
+			r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k1", Account: "acme"}))
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != 200 {
+				t.Fatalf("got %d %s", w.Code, w.Body)
+			}
+			b, err := store.Balance(ctx, "acme")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := billing.Money(b.Amount).String(); got != tc.wantBalance || b.Held != 0 {
+				t.Fatalf("balance %s with %v held, want %s and nothing held", got, billing.Money(b.Held), tc.wantBalance)
+			}
+		})
+	}
+}

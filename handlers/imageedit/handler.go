@@ -182,8 +182,10 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	}
 	switch {
 	case images > 0:
-		// Images made: charged for the number of items in data.
-		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{Images: images})))
+		// Images made: charged for the number of items in data, at the size and quality the
+		// answer reports (gpt-image's), else the request's.
+		size, quality := reportedImage(ans.Body)
+		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{Images: images, ImageSize: size, ImageQuality: quality})))
 	case taskID != "":
 		// An image task: its answer comes later, through the owner's queries, which do not
 		// settle; it is charged its estimate (n images at the size's price) now.
@@ -239,6 +241,21 @@ func readAnswer(body []byte) (taskID string, images int64, ok bool) {
 		}
 	}
 	return "", 0, a.Data != nil || (len(a.Error) > 0 && string(a.Error) != "null")
+}
+
+// reportedImage is the size and quality a successful answer reports at its top level, as
+// OpenAI's gpt-image answers do, when a price can name them (billing.AnswerImage); else "".
+func reportedImage(body []byte) (size, quality string) {
+	var a struct {
+		Size    any `json:"size"`
+		Quality any `json:"quality"`
+	}
+	if json.Unmarshal(body, &a) != nil {
+		return "", ""
+	}
+	size, _ = a.Size.(string)
+	quality, _ = a.Quality.(string)
+	return billing.AnswerImage(size, quality)
 }
 
 // query answers GET /v1/images/tasks/{id} for the owning account only.

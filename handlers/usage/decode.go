@@ -10,7 +10,7 @@ import (
 // usageFields are rawUsage's JSON names, in the order of its fields.
 var usageFields = [...]string{"prompt_tokens", "completion_tokens", "total_tokens", "input_tokens",
 	"output_tokens", "promptTokenCount", "candidatesTokenCount", "totalTokenCount", "thoughtsTokenCount",
-	"cache_creation_input_tokens", "cache_read_input_tokens"}
+	"cache_creation_input_tokens", "cache_read_input_tokens", "toolUsePromptTokenCount"}
 
 // decodeUsage decodes a usage object exactly as json.Unmarshal into a rawUsage does, and reports
 // whether that succeeded. Objects with ASCII member names and no escapes in them (every

@@ -2,25 +2,48 @@ package usage
 
 // DataItems counts the elements of the top-level "data" array of a JSON answer as it streams
 // by, without holding the body: an image answer's images (`{"created":…,"data":[{…},{…}]}`),
-// however large their b64_json. It reads every byte once and keeps a few bytes of state.
+// however large their b64_json. It also keeps the top-level "quality" and "size" strings that
+// OpenAI's gpt-image answers report (`"quality":"high","size":"1024x1536"`). It reads every
+// byte once and keeps a few bytes of state.
 type DataItems struct {
-	depth     int
-	inString  bool
-	escaped   bool
-	key       [5]byte // the first bytes of the string being read at depth 1
-	keyLen    int     // its length so far (past len(key): not "data")
-	keyIsData bool    // the last string closed at depth 1 was "data"
-	afterData bool    // a ':' followed that key: the next value is data's
-	inData    bool    // inside data's array (depth 2)
-	expect    bool    // inside data's array, a value may start here
-	seen      bool    // data's array began
-	n         int64
+	depth    int
+	inString bool
+	escaped  bool
+	str      [maxReported]byte // the first bytes of the string being read at depth 1
+	strLen   int               // its length so far (past len(str), or escaped: no name or value kept)
+	lastKey  topMember         // the member the last key closed at depth 1 names
+	value    topMember         // after that key's ':': the member whose value comes next
+	inValue  bool              // the string being read at depth 1 is value's
+	inData   bool              // inside data's array (depth 2)
+	expect   bool              // inside data's array, a value may start here
+	seen     bool              // data's array began
+	n        int64
+	quality  string
+	size     string
 }
+
+// maxReported bounds the quality and size strings kept; longer ones are not reported values.
+const maxReported = 16
+
+// topMember is a top-level member DataItems reads.
+type topMember uint8
+
+const (
+	memberOther topMember = iota
+	memberData
+	memberQuality
+	memberSize
+)
 
 // Count is the number of elements of the top-level "data" array seen so far, and whether the
 // array was seen at all (an answer without one, such as a task id or an error, is not a count
 // of 0).
 func (c *DataItems) Count() (n int64, seen bool) { return c.n, c.seen }
+
+// Reported is the top-level "size" and "quality" strings of the answer, the last of each, ""
+// when absent, not a plain string, or longer than 16 bytes. They are the provider's word, to be
+// checked before use (billing.AnswerImage).
+func (c *DataItems) Reported() (size, quality string) { return c.size, c.quality }
 
 // Write reads p; it never fails.
 func (c *DataItems) Write(p []byte) {
@@ -35,46 +58,79 @@ func (c *DataItems) Write(p []byte) {
 		}
 		switch b {
 		case '"':
-			c.inString, c.keyLen = true, 0
+			c.inString, c.strLen = true, 0
+			c.inValue = c.depth == 1 && c.value != memberOther
 		case ':':
-			c.afterData = c.depth == 1 && c.keyIsData
+			if c.depth == 1 {
+				c.value = c.lastKey
+			}
 		case ',':
-			c.keyIsData, c.afterData = false, false
+			c.lastKey, c.value = memberOther, memberOther
 			if c.inData && c.depth == 2 {
 				c.expect = true
 			}
 		case '{', '[':
 			c.depth++
-			if b == '[' && c.depth == 2 && c.afterData {
+			if b == '[' && c.depth == 2 && c.value == memberData {
 				c.inData, c.expect, c.seen = true, true, true
 			}
-			c.afterData = false
+			c.value = memberOther
 		case '}', ']':
 			if c.inData && c.depth == 2 {
 				c.inData = false
 			}
 			c.depth--
+		default:
+			if c.depth == 1 && b != ' ' && b != '\t' && b != '\r' && b != '\n' {
+				c.value = memberOther // a number, true, false or null
+			}
 		}
 	}
 }
 
-// stringByte reads one byte inside a string, noting the key it spells at depth 1.
+// stringByte reads one byte inside a string, noting the key or the value it spells at depth 1.
 func (c *DataItems) stringByte(b byte) {
 	switch {
 	case c.escaped:
 		c.escaped = false
-		c.keyLen = len(c.key) + 1 // an escaped key is not the plain "data"
+		c.strLen = len(c.str) + 1 // an escaped string is not a plain name or value
 	case b == '\\':
 		c.escaped = true
 	case b == '"':
 		c.inString = false
-		if c.depth == 1 {
-			c.keyIsData = c.keyLen == 4 && string(c.key[:4]) == "data"
+		if c.depth != 1 {
+			return
 		}
+		plain := c.strLen <= len(c.str)
+		text := c.str[:min(c.strLen, len(c.str))]
+		if !c.inValue {
+			c.lastKey = memberOther
+			switch {
+			case !plain:
+			case string(text) == "data":
+				c.lastKey = memberData
+			case string(text) == "quality":
+				c.lastKey = memberQuality
+			case string(text) == "size":
+				c.lastKey = memberSize
+			}
+			return
+		}
+		value := ""
+		if plain {
+			value = string(text)
+		}
+		switch c.value {
+		case memberQuality:
+			c.quality = value
+		case memberSize:
+			c.size = value
+		}
+		c.value, c.inValue = memberOther, false
 	default:
-		if c.depth == 1 && c.keyLen < len(c.key) {
-			c.key[c.keyLen] = b
+		if c.depth == 1 && c.strLen < len(c.str) {
+			c.str[c.strLen] = b
 		}
-		c.keyLen++
+		c.strLen++
 	}
 }

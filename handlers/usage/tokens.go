@@ -66,6 +66,10 @@ type rawUsage struct {
 	// and Gemini's promptTokenCount include their cached tokens): tokens adds them to the input.
 	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	// ToolUsePromptTokenCount is Gemini's tool results given back to the model (a search's,
+	// code execution's), input that promptTokenCount leaves out (totalTokenCount has it): tokens
+	// adds it to the input.
+	ToolUsePromptTokenCount *int64 `json:"toolUsePromptTokenCount"`
 }
 
 // Indexes of usageFields (and usageCounts) by name.
@@ -81,6 +85,7 @@ const (
 	fThoughtsTokenCount
 	fCacheCreationInputTokens
 	fCacheReadInputTokens
+	fToolUsePromptTokenCount
 )
 
 // usageCounts is a decoded usage object without pointers (decoding one allocates nothing):
@@ -96,7 +101,7 @@ func (u rawUsage) counts() usageCounts {
 	var c usageCounts
 	for f, p := range [...]*int64{u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.InputTokens,
 		u.OutputTokens, u.PromptTokenCount, u.CandidatesTokenCount, u.TotalTokenCount, u.ThoughtsTokenCount,
-		u.CacheCreationInputTokens, u.CacheReadInputTokens} {
+		u.CacheCreationInputTokens, u.CacheReadInputTokens, u.ToolUsePromptTokenCount} {
 		if p != nil {
 			c.n[f], c.given[f] = *p, true
 		}
@@ -123,6 +128,12 @@ func (u *usageCounts) tokens() Tokens {
 				prompt, promptGiven = min(prompt, math.MaxInt64-u.n[f])+u.n[f], true
 			}
 		}
+	}
+	if gemini := !u.given[fPromptTokens] && !u.given[fInputTokens]; gemini &&
+		u.given[fToolUsePromptTokenCount] && u.n[fToolUsePromptTokenCount] > 0 {
+		// Gemini's tool-use prompt is input too, outside promptTokenCount (see rawUsage).
+		toolUse := u.n[fToolUsePromptTokenCount]
+		prompt, promptGiven = min(prompt, math.MaxInt64-toolUse)+toolUse, true
 	}
 	t := Tokens{known: true, Prompt: prompt, Completion: output, Total: total, output: outputGiven}
 	if !outputGiven && totalGiven && promptGiven {
@@ -234,6 +245,10 @@ type Sniffer struct {
 	tokens   Tokens
 	deltas   int64   // SSE: data events that carry a "delta" (streamed output)
 	pooled   *[]byte // where buf came from
+	// errorEvents counts the SSE data lines that are an error object (see errorObject);
+	// notError is set by any other data line but [DONE].
+	errorEvents int64
+	notError    bool
 }
 
 // buffers holds the sniffers' buffers between answers.
@@ -285,9 +300,12 @@ func (s *Sniffer) Write(p []byte) {
 	s.buf = append(s.buf, p...)
 }
 
+// lines reads p line by line. A line ends with CRLF, LF or a bare CR, as the SSE format allows:
+// each CR and each LF ends one, so that a CRLF also ends an empty line after it, which no data
+// line is (an empty line only ends an event, and events are read by their data lines).
 func (s *Sniffer) lines(p []byte) {
 	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
+		i := lineEnd(p)
 		if i < 0 {
 			s.unfinished(p)
 			return
@@ -305,6 +323,19 @@ func (s *Sniffer) lines(p []byte) {
 		}
 		p = p[i+1:]
 	}
+}
+
+// lineEnd is the index of the first CR or LF in p, or -1.
+func lineEnd(p []byte) int {
+	lf := bytes.IndexByte(p, '\n')
+	before := p
+	if lf >= 0 {
+		before = p[:lf]
+	}
+	if cr := bytes.IndexByte(before, '\r'); cr >= 0 {
+		return cr
+	}
+	return lf
 }
 
 // unfinished keeps p, the next bytes of a line that has not ended yet. A line longer than
@@ -339,6 +370,7 @@ func (s *Sniffer) unfinished(p []byte) {
 // overlongEnd ends a line too long to keep: the usage in the kept end of a data line is read.
 func (s *Sniffer) overlongEnd() {
 	if s.skipData {
+		s.notError = true
 		if t, ok := findUsage(s.buf); ok {
 			s.tokens = s.tokens.merge(t)
 		}
@@ -352,6 +384,15 @@ func (s *Sniffer) line(l []byte) {
 	}
 	if bytes.Contains(l, []byte(`"delta"`)) {
 		s.deltas++
+	}
+	if !s.notError {
+		switch data := bytes.TrimSpace(l[5:]); {
+		case string(data) == "[DONE]":
+		case errorObject(data):
+			s.errorEvents++
+		default:
+			s.notError = true
+		}
 	}
 	if !bytes.Contains(l, []byte(`"usage`)) {
 		return

@@ -148,6 +148,7 @@ func FuzzSniffer(f *testing.F) {
 		s.Write(b)
 		s.Write(b)
 		_ = s.Tokens()
+		_ = s.ErrorOnly()
 	})
 }
 

@@ -1,0 +1,53 @@
+package usage
+
+import (
+	"strings"
+	"testing"
+)
+
+// An answer that is an error object and nothing else ({"error":{…}}, with Anthropic's
+// "type":"error" beside it) reports that nothing was served; anything more is not such an answer.
+func TestSnifferErrorOnly(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		sse    bool
+		chunks []string
+		want   bool
+	}{
+		{"openai error", false, []string{`{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}`}, true},
+		{"in pieces, with spaces", false, []string{" {\"err", "or\" : {\"message\":\"x\"} }\n"}, true},
+		{"anthropic error", false, []string{`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, true},
+		{"gemini error", false, []string{`{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}`}, true},
+		{"error null", false, []string{`{"error":null}`}, false},
+		{"error string", false, []string{`{"error":"x"}`}, false},
+		{"error and usage", false, []string{`{"error":{"message":"x"},"usage":{"prompt_tokens":1}}`}, false},
+		{"error and data", false, []string{`{"data":[{"url":"u"}],"error":{"message":"x"}}`}, false},
+		{"error in another case", false, []string{`{"Error":{"message":"x"}}`}, false},
+		{"another type", false, []string{`{"type":"message","error":{"message":"x"}}`}, false},
+		{"answer", false, []string{`{"id":"x","choices":[]}`}, false},
+		{"not json", false, []string{`{"error":{"message":"x"}`}, false},
+		{"empty", false, nil, false},
+		{"stream of one error", true, []string{"data: {\"error\":{\"message\":\"x\",\"type\":\"server_error\"}}\n\n"}, true},
+		{"stream of one error and done", true, []string{"data: {\"error\":{\"message\":\"x\"}}\r\rdata: [DONE]\r\r"}, true},
+		{"anthropic stream error", true, []string{"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"}, true},
+		{"stream with a delta, then an error", true, []string{
+			"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n", "data: {\"error\":{\"message\":\"x\"}}\n\n"}, false},
+		{"stream without events", true, []string{": keep-alive\n\n"}, false},
+		{"stream of an unfinished line", true, []string{"data: {\"error\":{\"message\":\"x\"}}"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := Sniffer{SSE: c.sse}
+			for _, ch := range c.chunks {
+				s.Write([]byte(ch))
+			}
+			if got := s.ErrorOnly(); got != c.want {
+				t.Fatalf("ErrorOnly = %v, want %v", got, c.want)
+			}
+		})
+	}
+	big := Sniffer{}
+	big.Write([]byte(`{"error":{"message":"` + strings.Repeat("x", headMax) + `"}}`))
+	if big.ErrorOnly() {
+		t.Fatal("an answer larger than the head was read as an error object")
+	}
+}

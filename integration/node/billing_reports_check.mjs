@@ -1,0 +1,58 @@
+// What the providers report, billed, through the official SDKs (run by integration/billing_reports_test.go against a live
+// gateway in front of fake providers): each call is made with a key of its own account, so that
+// the test can read what each was charged from that account's ledger. Prints one line per call
+// and "all ok" at the end; exits non-zero on the first failure.
+import OpenAI from "openai";
+import Anthropic from "@anthropic-ai/sdk";
+import { GoogleGenAI } from "@google/genai";
+import { check } from "./genai_check.mjs";
+
+const { GATEWAY: gateway } = process.env;
+const openai = (apiKey) => new OpenAI({ baseURL: `${gateway}/v1`, apiKey, maxRetries: 0 });
+
+// Gemini: generateContent and its stream (alt=sse), whose usage has a tool-use prompt and thoughts.
+const genai = new GoogleGenAI({ apiKey: "mg-gap-gemini", httpOptions: { baseUrl: gateway } });
+const gen = await genai.models.generateContent({ model: "gap-gemini", contents: "search the web" });
+check("gemini generateContent", gen.text === "found it" && gen.usageMetadata?.toolUsePromptTokenCount === 200, gen);
+let streamed = "";
+for await (const chunk of await genai.models.generateContentStream({ model: "gap-gemini", contents: "search the web" })) {
+  streamed += chunk.text ?? "";
+}
+check("gemini generateContentStream", streamed === "found it", streamed);
+
+// Anthropic: a message and a stream whose usage reports web searches (server_tool_use).
+const anthropic = new Anthropic({ baseURL: gateway, apiKey: "mg-gap-claude", maxRetries: 0 });
+const msg = await anthropic.messages.create({ model: "gap-claude", max_tokens: 100, messages: [{ role: "user", content: "search" }] });
+check("anthropic message", msg.usage?.server_tool_use?.web_search_requests === 3 && msg.usage.output_tokens === 40, msg);
+const final = await anthropic.messages.stream({ model: "gap-claude", max_tokens: 100, messages: [{ role: "user", content: "search" }] }).finalMessage();
+check("anthropic stream", final.usage?.server_tool_use?.web_search_requests === 3 && final.usage.output_tokens === 40, final);
+
+// OpenAI-compatible: a 200 whose body is only an error, and a stream whose only event is one.
+const errors = openai("mg-gap-errors");
+const errorAnswer = await errors.chat.completions.create({ model: "gap-chat", max_tokens: 100, messages: [{ role: "user", content: "error-json" }] });
+check("chat answered 200 with an error object", errorAnswer.error?.type === "server_error" && errorAnswer.choices === undefined, errorAnswer);
+let streamError;
+try {
+  for await (const _ of await errors.chat.completions.create({ model: "gap-chat", max_tokens: 100, stream: true, messages: [{ role: "user", content: "error-stream" }] })) {
+    // no chunk comes before the error
+  }
+} catch (e) {
+  streamError = e;
+}
+check("chat stream of one error event", streamError instanceof OpenAI.APIError, String(streamError));
+
+// A stream whose lines end with a bare CR.
+let text = "";
+let usage;
+for await (const chunk of await openai("mg-gap-cr").chat.completions.create({
+  model: "gap-chat", max_tokens: 100, stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "cr-stream" }],
+})) {
+  text += chunk.choices[0]?.delta?.content ?? "";
+  usage = chunk.usage ?? usage;
+}
+check("chat stream with CR line ends", text === "abc" && usage?.completion_tokens === 3, { text, usage });
+
+// An image of quality auto; the answer reports the quality and size it made.
+const img = await openai("mg-gap-image").images.generate({ model: "gap-image", prompt: "a lighthouse", n: 2, size: "1024x1024", quality: "auto" });
+check("image generation of quality auto", img.data?.length === 2 && img.quality === "low" && img.size === "1024x1024", img);
+console.log("all ok");
