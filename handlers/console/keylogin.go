@@ -77,29 +77,39 @@ func (h *Handler) keyLogin(w http.ResponseWriter, r *http.Request, secret string
 }
 
 // keySession returns the user of a key session's cookie (user part "~" + the key id,
-// base64url), after checking that the key still exists, is enabled and unexpired, and that its
-// account is enabled: revoking or disabling the key, or disabling the account, ends the session.
-func (h *Handler) keySession(ctx context.Context, id string) (User, bool) {
+// base64url), and whether the key is still active: it exists, is enabled and unexpired, and
+// belongs to an account (without one it would be an operator). ok is false when the key is gone
+// (revoked) or cannot be read. The account's own state is checked with every member's
+// (accountOpen): revoking, disabling or expiring the key, or disabling its account, ends the
+// session.
+func (h *Handler) keySession(ctx context.Context, id string) (user User, active, ok bool) {
 	k, err := h.Keys.Key(ctx, id)
 	if err != nil {
 		if ke, ok := errors.AsType[*keyadmin.Error](err); !ok || ke.Status != http.StatusNotFound {
 			h.Logger.Error("reading the key of a console session", zap.String("key_id", id), zap.Error(err))
 		}
-		return User{}, false
+		return User{}, false, false
 	}
-	if k.Disabled || (k.Expires != nil && !h.now().Before(*k.Expires)) {
-		return User{}, false
+	active = !k.Disabled && (k.Expires == nil || h.now().Before(*k.Expires)) && k.Account != ""
+	return keyUser(k.ID, k.Account), active, true
+}
+
+// accountOpen reports whether the members of account may use the console: the account is not
+// disabled, in the configuration (disabled_accounts) or through the admin API or the console.
+// An operator (no account) always may. err is a failure to read the account's record.
+func (h *Handler) accountOpen(ctx context.Context, account string) (bool, error) {
+	if account == "" {
+		return true, nil
 	}
-	if k.Account == "" || h.Keys.DisabledAccounts[k.Account] { // no account: it would be an operator
-		return User{}, false
+	if h.Keys != nil && h.Keys.DisabledAccounts[account] {
+		return false, nil
 	}
-	a, err := h.Store.Account(ctx, k.Account)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		h.Logger.Error("reading the account of a console key session", zap.String("key_id", id), zap.Error(err))
-		return User{}, false
+	a, err := h.Store.Account(ctx, account)
+	if errors.Is(err, storage.ErrNotFound) {
+		return true, nil
 	}
-	if a.Disabled {
-		return User{}, false
+	if err != nil {
+		return false, err
 	}
-	return keyUser(k.ID, k.Account), true
+	return !a.Disabled, nil
 }

@@ -225,7 +225,7 @@ func TestKeyWithoutAccountIsNoOperator(t *testing.T) {
 	if resp, _ := c.keyLogin(secret); resp.StatusCode != http.StatusUnauthorized || sessionCookie(resp) != "" {
 		t.Fatalf("login with a key without an account = %d, cookie %q", resp.StatusCode, sessionCookie(resp))
 	}
-	if u, ok := c.h.keySession(context.Background(), "k-no-account"); ok {
+	if u, active, _ := c.h.keySession(context.Background(), "k-no-account"); active {
 		t.Fatalf("a key without an account is the session user %+v", u)
 	}
 }
