@@ -31,3 +31,24 @@ func TestConsoleMemberKeysValidate(t *testing.T) {
 		})
 	}
 }
+
+// A JSON config is held to the Caddyfile's rule for the playground: https, or plain http only to
+// a loopback address or localhost, where a typed API key does not cross the network.
+func TestConsolePlaygroundValidate(t *testing.T) {
+	for url, wantErr := range map[string]string{
+		"https://api.example.com":       "",
+		"http://127.0.0.1:8080":         "",
+		"http://[::1]:8080":             "",
+		"http://[::ffff:127.0.0.1]:80":  "",
+		"http://LOCALHOST:8080/":        "",
+		"http://10.0.0.5:8080":          "write https://10.0.0.5:8080",
+		"http://[::ffff:10.0.0.5]:8080": "write https://[::ffff:10.0.0.5]:8080",
+		"http://localhost.example.com":  "write https://localhost.example.com",
+		"ftp://127.0.0.1":               "not an http(s) base URL",
+	} {
+		h := &ConsoleHandler{Users: []ConsoleUser{{Name: "admin", PasswordHash: "x"}}, Playground: url}
+		if err := h.Validate(); wantErr == "" && err != nil || wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)) {
+			t.Errorf("playground %s: Validate = %v, want %q", url, err, wantErr)
+		}
+	}
+}
