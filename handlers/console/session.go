@@ -71,8 +71,8 @@ func (s *session) validCSRF(got string) bool {
 // session returns the request's session, renewing its idle time, or false when there is none
 // (no cookie, a forged or ended one, or one past SessionMax). Every request checks again that
 // the session's user may still be here: a configured user still configured with the same
-// password hash and account (leaseOwner), a key still active (keySession), an account not
-// disabled (accountOpen). A session that fails those checks is ended for good (its lease is
+// password hash and account (leaseOwner), a key still active and allowing the client's address
+// (keySession), an account not disabled (accountOpen). A session that fails those checks is ended for good (its lease is
 // released), so enabling the key or the account again does not bring an old cookie back.
 func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, bool) {
 	c, err := r.Cookie(cookieName)
@@ -104,7 +104,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, boo
 		if err != nil {
 			return nil, false
 		}
-		if user, active, ok = h.keySession(r.Context(), string(id)); !ok {
+		if user, active, ok = h.keySession(r, string(id)); !ok {
 			clearCookie(w)
 			return nil, false
 		}
@@ -137,8 +137,8 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, boo
 		if err := h.Store.ReleaseLease(r.Context(), leaseName(token), owner); err != nil {
 			h.Logger.Error("ending a console session", zap.Error(err))
 		}
-		h.Logger.Info("console session ended: the key or account was disabled", zap.String("user", user.Name),
-			zap.String("user_account", user.Account))
+		h.Logger.Info("console session ended: its key or account may no longer be used from here", zap.String("user", user.Name),
+			zap.String("user_account", user.Account), zap.String("remote_ip", h.clientIP(r)))
 		clearCookie(w)
 		return nil, false
 	}
