@@ -231,6 +231,10 @@ func (h *ConsoleHandler) Validate() error {
 		if u.Name == "" || strings.ContainsAny(u.Name, " \t\r\n") {
 			return fmt.Errorf("mediagw_console: a user name must be one word")
 		}
+		if strings.Contains(u.Name, ":") {
+			// "key:<id>" names a member logged in with an API key, in the log and on the pages.
+			return fmt.Errorf("mediagw_console: user %s: a user name must not contain a colon", u.Name)
+		}
 		if seen[u.Name] {
 			return fmt.Errorf("mediagw_console: user %s is named twice", u.Name)
 		}

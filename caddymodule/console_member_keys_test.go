@@ -52,3 +52,12 @@ func TestConsolePlaygroundValidate(t *testing.T) {
 		}
 	}
 }
+
+// A configured user name has no colon: "key:<id>" is how a member logged in with an API key is
+// named in the log and on the pages, and no configured user may look like one.
+func TestConsoleUserNameHasNoColon(t *testing.T) {
+	h := &ConsoleHandler{Users: []ConsoleUser{{Name: "key:key_0123456789ab", PasswordHash: "x", Account: "acme"}}}
+	if err := h.Validate(); err == nil || !strings.Contains(err.Error(), "must not contain a colon") {
+		t.Fatalf("Validate = %v", err)
+	}
+}
