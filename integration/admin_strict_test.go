@@ -73,6 +73,22 @@ func TestAdminAPIBodiesAreStrict(t *testing.T) {
 	if r := e.admin(t, "GET", "/mediagw/accounts/acme/balance", nil); !strings.Contains(string(r.body), `"limited":false`) {
 		t.Fatalf("acme's balance after the refused credits = %s", r.body)
 	}
+	// A page of another site cannot make the operator's browser create a key or credit: Caddy's
+	// admin endpoint refuses a request with an Origin (or Sec-Fetch-Mode) it was not given.
+	for header, value := range map[string]string{"Origin": "https://attacker.example", "Sec-Fetch-Mode": "no-cors"} {
+		req, err := http.NewRequest(http.MethodPost, "http://"+e.g.admin+"/mediagw/keys", strings.NewReader(`{"account":"beta"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "text/plain")
+		req.Header.Set(header, value)
+		if r := do(t, req); r.status/100 != 4 {
+			t.Fatalf("a key create with %s: %s = %d %s", header, value, r.status, r.body)
+		}
+	}
+	if r := e.admin(t, "GET", "/mediagw/keys?account=beta", nil); r.status != http.StatusOK || strings.Contains(string(r.body), `"beta"`) {
+		t.Fatalf("beta's keys after cross-site creates = %d %s", r.status, r.body)
+	}
 	// The well-formed bodies still work.
 	if r := e.admin(t, "PATCH", "/mediagw/keys/"+id, `{"rate":{"requests":7,"window":"1m"},"budget":{"amount":"2.5","period":"day"}}`); r.status != http.StatusOK {
 		t.Fatalf("a good patch = %d %s", r.status, r.body)
