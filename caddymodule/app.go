@@ -208,7 +208,8 @@ type StaticKey struct {
 	AllowIPs []string `json:"allow_ips,omitempty"`
 	// Disabled refuses the key with 403.
 	Disabled bool `json:"disabled,omitempty"`
-	// Expires is an RFC 3339 time from which the key is refused with 403.
+	// Expires is an RFC 3339 time, from 2000-01-01T00:00:00Z on, from which the key is refused
+	// with 403. Leave it out for a key that never expires.
 	Expires string `json:"expires,omitempty"`
 	// Quota is an alias of Budget, from before billing in money: a quota of n is a budget of n
 	// units of the currency for all time (a quota of 0 lets the key spend nothing). A key has
@@ -496,9 +497,9 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 		key.AllowIPs = append(key.AllowIPs, p)
 	}
 	if sk.Expires != "" {
-		t, err := time.Parse(time.RFC3339, sk.Expires)
+		t, err := storage.ParseKeyExpiry(sk.Expires)
 		if err != nil {
-			return storage.APIKey{}, fmt.Errorf("expires must be an RFC 3339 time: %v", err)
+			return storage.APIKey{}, err
 		}
 		key.ExpiresAt = t
 	}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -15,6 +14,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/videotask"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // parseGlobalOption sets up the mediagw app. Syntax:
@@ -470,8 +470,8 @@ func parseKey(d *caddyfile.Dispenser) (StaticKey, error) {
 			if !d.AllArgs(&k.Expires) {
 				return k, d.ArgErr()
 			}
-			if _, err := time.Parse(time.RFC3339, k.Expires); err != nil {
-				return k, d.Errf("key: expires must be an RFC 3339 time such as 2027-01-31T00:00:00Z")
+			if _, err := storage.ParseKeyExpiry(k.Expires); err != nil {
+				return k, d.Errf("key: %v", err)
 			}
 		case "disabled":
 			if d.NextArg() {

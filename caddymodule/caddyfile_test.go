@@ -81,6 +81,8 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"key without account", "{\n mediagw {\n  key k {\n   models *\n  }\n }\n}", `account is required`},
 		{"key without secret", "{\n mediagw {\n  key\n }\n}", `key needs a secret`},
 		{"bad expiry", "{\n mediagw {\n  key k {\n   account a\n   expires tomorrow\n  }\n }\n}", `RFC 3339`},
+		{"expiry of the zero time", "{\n mediagw {\n  key k {\n   account a\n   expires 0001-01-01T00:00:00Z\n  }\n }\n}", `key: expires 0001-01-01T00:00:00Z is before 2000-01-01T00:00:00Z: write the time the key stops working, or for a key that never expires leave expires out`},
+		{"playground over plain http", ":80 {\n mediagw_console {\n  user a $2a$04$x\n  playground http://gateway.internal:8080\n }\n}", `playground: http://gateway.internal:8080 would carry the API keys typed into the playground across the network in clear: write https://gateway.internal:8080, or an http URL of a loopback address`},
 		{"provider without base_url", "{\n mediagw {\n  provider p {\n   models m\n  }\n }\n}", `base_url is required`},
 		{"model served twice", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n  }\n  provider q {\n   base_url http://b\n   models m\n  }\n }\n}", `model "m" is served by two providers`},
 		{"provider defined twice", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n  }\n  provider p {\n   base_url http://b\n   models n\n  }\n }\n}", `provider "p" is defined twice`},

@@ -167,8 +167,8 @@ func createBody(cmd *cobra.Command) (map[string]any, error) {
 		body["allow_ips"] = v
 	}
 	if v, _ := f.GetString("expires"); v != "" {
-		if _, err := time.Parse(time.RFC3339, v); err != nil {
-			return nil, fmt.Errorf("--expires: %q is not an RFC 3339 time such as 2027-01-31T00:00:00Z", v)
+		if _, err := storage.ParseKeyExpiry(v); err != nil {
+			return nil, fmt.Errorf("--expires: %v", err)
 		}
 		body["expires"] = v
 	}

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -44,7 +45,9 @@ type ConsoleHandler struct {
 	Users []ConsoleUser `json:"users,omitempty"`
 	// Playground is the base URL of the gateway (a site with mediagw_auth and
 	// mediagw_video_tasks) that the playground creates tasks through, as any client does, for
-	// example http://127.0.0.1:8080. Empty: no playground.
+	// example https://api.example.com, or http://127.0.0.1:8080 for a gateway on the same host.
+	// It must be https unless its host is a loopback address or localhost: the API keys typed
+	// into the playground go to it. Empty: no playground.
 	Playground string `json:"playground,omitempty"`
 	// MemberKeys lets members (users with an account) create keys in their account, each with
 	// these limits. Without it members cannot create keys; they can revoke their account's.
@@ -174,15 +177,41 @@ func (h *ConsoleHandler) Cleanup() error {
 	return nil
 }
 
+// checkPlayground refuses a playground URL that is not an http(s) base URL, and a plain-http one
+// to anything but a loopback address: the playground sends the API key a user types to that URL,
+// which over plain http would cross the network in clear.
+func checkPlayground(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) base URL", raw)
+	}
+	if u.Scheme == "https" || loopbackHost(u.Hostname()) {
+		return nil
+	}
+	secure := *u
+	secure.Scheme = "https"
+	return fmt.Errorf("%s would carry the API keys typed into the playground across the network in clear: "+
+		"write %s, or an http URL of a loopback address (http://127.0.0.1:<port>) for a gateway on this host", raw, secure.String())
+}
+
+// loopbackHost reports whether host, a URL's host name, is a loopback address or localhost.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
 // Validate refuses a console without users, users named twice and a playground URL that is not
-// an http(s) base URL.
+// an https base URL (or an http one of a loopback address).
 func (h *ConsoleHandler) Validate() error {
 	if len(h.Users) == 0 {
 		return fmt.Errorf("mediagw_console needs at least one user")
 	}
 	if h.Playground != "" {
-		if u, err := url.Parse(h.Playground); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("mediagw_console playground: %q is not an http(s) base URL", h.Playground)
+		if err := checkPlayground(h.Playground); err != nil {
+			return fmt.Errorf("mediagw_console playground: %v", err)
 		}
 	}
 	if m := h.MemberKeys; m != nil {
@@ -201,6 +230,10 @@ func (h *ConsoleHandler) Validate() error {
 	for _, u := range h.Users {
 		if u.Name == "" || strings.ContainsAny(u.Name, " \t\r\n") {
 			return fmt.Errorf("mediagw_console: a user name must be one word")
+		}
+		if strings.Contains(u.Name, ":") {
+			// "key:<id>" names a member logged in with an API key, in the log and on the pages.
+			return fmt.Errorf("mediagw_console: user %s: a user name must not contain a colon", u.Name)
 		}
 		if seen[u.Name] {
 			return fmt.Errorf("mediagw_console: user %s is named twice", u.Name)
@@ -251,7 +284,15 @@ func (h *ConsoleHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Users = append(h.Users, u)
 			return nil
 		},
-		"playground": func() error { return stringArg(d, &h.Playground) },
+		"playground": func() error {
+			if err := stringArg(d, &h.Playground); err != nil {
+				return err
+			}
+			if err := checkPlayground(h.Playground); err != nil {
+				return d.Errf("playground: %v", err)
+			}
+			return nil
+		},
 		"member_keys": func() error {
 			if d.NextArg() {
 				return d.ArgErr()

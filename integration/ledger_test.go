@@ -45,8 +45,8 @@ func TestAccountCreditBalanceAndLedger(t *testing.T) {
 		{`{"amount":"1.0000001"}`, "k0", 400, "6 decimals"},
 		{`{"amount":"1e3"}`, "k0", 400, "decimal"},
 		{`{"amount":"-2"}`, "k0", 400, "adjust"},
-		{`{"amount":"1","extra":true}`, "k0", 400, "unknown field"},
-		{`{"amount":"7"}{"amount":"8"}`, "k0", 400, "more after"},
+		{`{"amount":"1","extra":true}`, "k0", 400, `unknown member "extra"`},
+		{`{"amount":"7"}{"amount":"8"}`, "k0", 400, "must be a JSON object"},
 		{`{"amount":"7"} trailing`, "k0", 400, "the body must be"},
 	} {
 		r := credit(tc.body, tc.key)

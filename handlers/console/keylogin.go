@@ -77,29 +77,62 @@ func (h *Handler) keyLogin(w http.ResponseWriter, r *http.Request, secret string
 }
 
 // keySession returns the user of a key session's cookie (user part "~" + the key id,
-// base64url), after checking that the key still exists, is enabled and unexpired, and that its
-// account is enabled: revoking or disabling the key, or disabling the account, ends the session.
-func (h *Handler) keySession(ctx context.Context, id string) (User, bool) {
-	k, err := h.Keys.Key(ctx, id)
+// base64url), and whether the key is still active for this request: it exists, is enabled and
+// unexpired, belongs to an account (without one it would be an operator), and its allow_ips
+// allow the request's client (keyAllowsClient). ok is false when the key is gone (revoked) or
+// cannot be read. The account's own state is checked with every member's (accountOpen):
+// revoking, disabling or expiring the key, or disabling its account, ends the session, and its
+// cookie is of no use from an address the key may not be used from.
+func (h *Handler) keySession(r *http.Request, id string) (user User, active, ok bool) {
+	k, err := h.Keys.Key(r.Context(), id)
 	if err != nil {
 		if ke, ok := errors.AsType[*keyadmin.Error](err); !ok || ke.Status != http.StatusNotFound {
 			h.Logger.Error("reading the key of a console session", zap.String("key_id", id), zap.Error(err))
 		}
-		return User{}, false
+		return User{}, false, false
 	}
-	if k.Disabled || (k.Expires != nil && !h.now().Before(*k.Expires)) {
-		return User{}, false
+	active = !k.Disabled && (k.Expires == nil || h.now().Before(*k.Expires)) && k.Account != "" && h.keyAllowsClient(r, k)
+	return keyUser(k.ID, k.Account), active, true
+}
+
+// keyAllowsClient reports whether the key's allow_ips allow the request's client address, and
+// every forwarded address behind a lenient trusted proxy (ForwardedAllowed), as the key login
+// and mediagw_auth require.
+func (h *Handler) keyAllowsClient(r *http.Request, k keyadmin.KeyView) bool {
+	if len(k.AllowIPs) == 0 {
+		return true
 	}
-	if k.Account == "" || h.Keys.DisabledAccounts[k.Account] { // no account: it would be an operator
-		return User{}, false
+	id := auth.Identity{KeyID: k.ID, Account: k.Account}
+	for _, s := range k.AllowIPs {
+		p, err := auth.ParseIPRange(s)
+		if err != nil {
+			return false // the admin API stores only ranges it parsed: refuse what it cannot read
+		}
+		id.AllowIPs = append(id.AllowIPs, p)
 	}
-	a, err := h.Store.Account(ctx, k.Account)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		h.Logger.Error("reading the account of a console key session", zap.String("key_id", id), zap.Error(err))
-		return User{}, false
+	ip, err := netip.ParseAddr(h.clientIP(r))
+	if err != nil || !id.AllowsAddr(ip) {
+		return false
 	}
-	if a.Disabled {
-		return User{}, false
+	return h.ForwardedAllowed == nil || h.ForwardedAllowed(r, id)
+}
+
+// accountOpen reports whether the members of account may use the console: the account is not
+// disabled, in the configuration (disabled_accounts) or through the admin API or the console.
+// An operator (no account) always may. err is a failure to read the account's record.
+func (h *Handler) accountOpen(ctx context.Context, account string) (bool, error) {
+	if account == "" {
+		return true, nil
 	}
-	return keyUser(k.ID, k.Account), true
+	if h.Keys != nil && h.Keys.DisabledAccounts[account] {
+		return false, nil
+	}
+	a, err := h.Store.Account(ctx, account)
+	if errors.Is(err, storage.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return !a.Disabled, nil
 }

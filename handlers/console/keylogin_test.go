@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -225,7 +226,7 @@ func TestKeyWithoutAccountIsNoOperator(t *testing.T) {
 	if resp, _ := c.keyLogin(secret); resp.StatusCode != http.StatusUnauthorized || sessionCookie(resp) != "" {
 		t.Fatalf("login with a key without an account = %d, cookie %q", resp.StatusCode, sessionCookie(resp))
 	}
-	if u, ok := c.h.keySession(context.Background(), "k-no-account"); ok {
+	if u, active, _ := c.h.keySession(httptest.NewRequest(http.MethodGet, "/", nil), "k-no-account"); active {
 		t.Fatalf("a key without an account is the session user %+v", u)
 	}
 }

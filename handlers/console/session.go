@@ -69,7 +69,11 @@ func (s *session) validCSRF(got string) bool {
 }
 
 // session returns the request's session, renewing its idle time, or false when there is none
-// (no cookie, a forged or ended one, or one past SessionMax).
+// (no cookie, a forged or ended one, or one past SessionMax). Every request checks again that
+// the session's user may still be here: a configured user still configured with the same
+// password hash and account (leaseOwner), a key still active and allowing the client's address
+// (keySession), an account not disabled (accountOpen). A session that fails those checks is ended for good (its lease is
+// released), so enabling the key or the account again does not bring an old cookie back.
 func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, bool) {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
@@ -94,12 +98,13 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, boo
 		return nil, false
 	}
 	var user User
+	active := true
 	if keyID, isKey := strings.CutPrefix(userPart, keyUserPrefix); isKey {
 		id, err := base64.RawURLEncoding.DecodeString(keyID)
 		if err != nil {
 			return nil, false
 		}
-		if user, ok = h.keySession(r.Context(), string(id)); !ok {
+		if user, active, ok = h.keySession(r, string(id)); !ok {
 			clearCookie(w)
 			return nil, false
 		}
@@ -109,14 +114,31 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, boo
 			return nil, false
 		}
 		if user, ok = h.Users[string(name)]; !ok {
+			clearCookie(w)
 			return nil, false
 		}
 	}
-	err = h.Store.RenewLease(r.Context(), leaseName(token), leaseOwner(user, since), now, h.SessionIdle)
+	owner := leaseOwner(user, since)
+	err = h.Store.RenewLease(r.Context(), leaseName(token), owner, now, h.SessionIdle)
 	if err != nil {
 		if !errors.Is(err, storage.ErrLeaseLost) {
 			h.Logger.Error("reading a console session", zap.Error(err))
 		}
+		clearCookie(w)
+		return nil, false
+	}
+	open, err := h.accountOpen(r.Context(), user.Account)
+	if err != nil {
+		h.Logger.Error("reading the account of a console session", zap.String("user", user.Name), zap.Error(err))
+		return nil, false
+	}
+	if !active || !open {
+		// The lease is this cookie's (RenewLease just proved it): end it, on every instance.
+		if err := h.Store.ReleaseLease(r.Context(), leaseName(token), owner); err != nil {
+			h.Logger.Error("ending a console session", zap.Error(err))
+		}
+		h.Logger.Info("console session ended: its key or account may no longer be used from here", zap.String("user", user.Name),
+			zap.String("user_account", user.Account), zap.String("remote_ip", h.clientIP(r)))
 		clearCookie(w)
 		return nil, false
 	}
@@ -171,6 +193,16 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || !known {
 		h.Logger.Info("console login failed", zap.String("user", name), zap.String("remote_ip", h.clientIP(r)))
 		h.renderLogin(w, r, http.StatusUnauthorized, "The user name or password is wrong.")
+		return
+	}
+	// The password was right: saying that the account is disabled tells its member only.
+	if open, err := h.accountOpen(r.Context(), user.Account); err != nil {
+		h.Logger.Error("reading the account of a console login", zap.String("user", name), zap.Error(err))
+		h.renderLogin(w, r, http.StatusServiceUnavailable, "The console cannot log you in right now. Try again shortly.")
+		return
+	} else if !open {
+		h.Logger.Info("console login refused: the account is disabled", zap.String("user", name), zap.String("user_account", user.Account))
+		h.renderLogin(w, r, http.StatusForbidden, "Your account is disabled. Ask your operator to enable it.")
 		return
 	}
 	h.startSession(w, r, user)

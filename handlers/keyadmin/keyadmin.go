@@ -336,15 +336,16 @@ func (h *Handler) patchAccount(r *http.Request, name string) (AccountView, error
 	if err != nil {
 		return AccountView{}, err
 	}
-	var patch struct {
-		Disabled *bool `json:"disabled"`
+	const usage = `the body must be {"disabled": true|false}`
+	m, err := strictObject(body, "the body", "disabled")
+	if err != nil {
+		return AccountView{}, fail(http.StatusBadRequest, err.Error()+" ("+usage+")")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&patch); err != nil || patch.Disabled == nil {
-		return AccountView{}, fail(http.StatusBadRequest, `the body must be {"disabled": true|false}`)
+	var disabled *bool
+	if json.Unmarshal(m["disabled"], &disabled) != nil || disabled == nil {
+		return AccountView{}, fail(http.StatusBadRequest, usage)
 	}
-	return h.SetAccountDisabled(r.Context(), name, *patch.Disabled)
+	return h.SetAccountDisabled(r.Context(), name, *disabled)
 }
 
 // SetAccountDisabled disables or enables an account (compare-and-set on its record) and returns

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -113,29 +112,24 @@ func (h *Handler) credit(r *http.Request, account string) (CreditAnswer, error) 
 	if err != nil {
 		return CreditAnswer{}, err
 	}
-	var req struct {
-		Amount json.RawMessage `json:"amount"`
-		Note   string          `json:"note"`
-		Adjust bool            `json:"adjust"`
-	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	err = dec.Decode(&req)
-	if err == nil {
-		// One object and nothing after it: {"amount":"7"}{"amount":"8"} is not a credit of 7.
-		if _, after := dec.Token(); after != io.EOF {
-			err = errors.New("there is more after the object")
-		}
-	}
+	const usage = `the body must be {"amount": "12.5", "note": "...", "adjust": false}`
+	m, err := strictObject(body, "the body", "amount", "note", "adjust")
 	if err != nil {
-		return CreditAnswer{}, fail(http.StatusBadRequest, `the body must be {"amount": "12.5", "note": "...", "adjust": false}: `+err.Error())
+		return CreditAnswer{}, fail(http.StatusBadRequest, err.Error()+" ("+usage+")")
+	}
+	var req CreditRequest
+	if m["note"] != nil && json.Unmarshal(m["note"], &req.Note) != nil {
+		return CreditAnswer{}, fail(http.StatusBadRequest, usage+": note must be a string")
+	}
+	if m["adjust"] != nil && json.Unmarshal(m["adjust"], &req.Adjust) != nil {
+		return CreditAnswer{}, fail(http.StatusBadRequest, usage+": adjust must be true or false")
 	}
 	var text string
-	if err := json.Unmarshal(req.Amount, &text); err != nil {
+	if err := json.Unmarshal(m["amount"], &text); m["amount"] == nil || err != nil {
 		return CreditAnswer{}, fail(http.StatusBadRequest, `amount must be a decimal string such as "12.5" (at most 6 decimals), not a JSON number`)
 	}
-	return h.Credit(r.Context(), account, CreditRequest{Amount: text, Note: req.Note, Adjust: req.Adjust,
-		IdempotencyKey: r.Header.Get("Idempotency-Key")})
+	req.Amount, req.IdempotencyKey = text, r.Header.Get("Idempotency-Key")
+	return h.Credit(r.Context(), account, req)
 }
 
 // Credit adds req.Amount to the account's balance (the first credit makes the account limited)

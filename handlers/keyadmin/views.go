@@ -1,9 +1,12 @@
 package keyadmin
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
@@ -145,9 +148,9 @@ var keyFields = map[string]func(k *storage.APIKey, raw json.RawMessage) error{
 		}
 		k.ExpiresAt = time.Time{}
 		if s != nil {
-			t, err := time.Parse(time.RFC3339, *s)
+			t, err := storage.ParseKeyExpiry(*s)
 			if err != nil {
-				return fmt.Errorf("expires must be an RFC 3339 time such as 2027-01-31T00:00:00Z")
+				return err
 			}
 			k.ExpiresAt = t
 		}
@@ -169,13 +172,17 @@ var keyFields = map[string]func(k *storage.APIKey, raw json.RawMessage) error{
 	},
 	"budget": func(k *storage.APIKey, raw json.RawMessage) error {
 		const usage = `budget must be {"amount": "25.50", "period": "day" or "month" (or left out for all time)} with an amount above 0, or null for none`
-		var b *Budget
-		if json.Unmarshal(raw, &b) != nil {
-			return errors.New(usage)
-		}
-		if b == nil {
+		if isNull(raw) {
 			k.Budget = storage.Budget{}
 			return nil
+		}
+		m, err := strictObject(raw, "budget", "amount", "period")
+		if err != nil {
+			return fmt.Errorf("%w (%s)", err, usage)
+		}
+		b := &Budget{}
+		if json.Unmarshal(m["amount"], &b.Amount) != nil || m["period"] != nil && json.Unmarshal(m["period"], &b.Period) != nil {
+			return errors.New(usage)
 		}
 		if b.Amount <= 0 || int64(b.Amount) > storage.MaxAmount ||
 			b.Period != storage.BudgetTotal && b.Period != storage.BudgetDay && b.Period != storage.BudgetMonth {
@@ -185,9 +192,17 @@ var keyFields = map[string]func(k *storage.APIKey, raw json.RawMessage) error{
 		return nil
 	},
 	"rate": func(k *storage.APIKey, raw json.RawMessage) error {
+		const usage = `rate must be {"requests": N, "window": "1m"} or null`
 		var r *Rate
-		if json.Unmarshal(raw, &r) != nil {
-			return fmt.Errorf(`rate must be {"requests": N, "window": "1m"} or null`)
+		if !isNull(raw) {
+			m, err := strictObject(raw, "rate", "requests", "window")
+			if err != nil {
+				return fmt.Errorf("%w (%s)", err, usage)
+			}
+			r = &Rate{}
+			if json.Unmarshal(m["requests"], &r.Requests) != nil || json.Unmarshal(m["window"], &r.Window) != nil {
+				return errors.New(usage)
+			}
 		}
 		k.RateRequests, k.RateWindow = 0, 0
 		if r != nil {
@@ -212,19 +227,24 @@ var keyFields = map[string]func(k *storage.APIKey, raw json.RawMessage) error{
 	},
 }
 
-// apply sets the fields of body on k.
+// keyFieldNames are the names of keyFields, in order.
+var keyFieldNames = slices.Sorted(maps.Keys(keyFields))
+
+// isNull reports whether raw, a JSON value, is null.
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// apply sets the fields of body on k, in the order of keyFieldNames. body must be one JSON
+// object whose members are key fields, each given once and spelled exactly (strictObject).
 func apply(k *storage.APIKey, body []byte) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		return errors.New(apierror.MsgNotJSONObject)
+	fields, err := strictObject(body, "the body", keyFieldNames...)
+	if err != nil {
+		return err
 	}
-	for name, raw := range fields {
-		set, ok := keyFields[name]
-		if !ok {
-			return fmt.Errorf("unknown field %q", name)
-		}
-		if err := set(k, raw); err != nil {
-			return err
+	for _, name := range keyFieldNames {
+		if raw, ok := fields[name]; ok {
+			if err := keyFields[name](k, raw); err != nil {
+				return err
+			}
 		}
 	}
 	if k.Quota != nil && k.Budget.Limit > 0 {

@@ -1,0 +1,47 @@
+package keyadmin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
+)
+
+// strictObject reads data, a JSON object of the admin API, under the rule that what is acted on
+// is exactly what was checked: each member is one of fields, spelled exactly so, and given once.
+// A repeated member (Go's encoding/json keeps the last, other decoders the first), a member that
+// differs from a field only by letter case (encoding/json would take it for the field) and an
+// unknown member are each an error naming the member. what names the object in those errors
+// ("the body", "budget"). The values are slices of data.
+func strictObject(data []byte, what string, fields ...string) (map[string]json.RawMessage, error) {
+	members, err := jsonkeys.All(data, fields...)
+	if errors.Is(err, jsonkeys.ErrNotObject) {
+		if what == "the body" {
+			return nil, errors.New(apierror.MsgNotJSONObject)
+		}
+		return nil, fmt.Errorf("%s must be a JSON object", what)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	var unknown []string
+	for name := range members {
+		if !slices.Contains(fields, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		quoted := make([]string, len(fields))
+		for i, f := range fields {
+			quoted[i] = strconv.Quote(f)
+		}
+		return nil, fmt.Errorf("%s: unknown member %s; the members are %s", what, strconv.Quote(unknown[0]), strings.Join(quoted, ", "))
+	}
+	return members, nil
+}
