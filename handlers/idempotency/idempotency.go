@@ -2,8 +2,7 @@
 // run once per key and account: the same key with the same body within the retention gets the
 // first answer again (with Idempotent-Replayed: true) and causes no new upstream work; the same
 // key with a different body is refused with 422 (a form counts by its parts, not its boundary:
-// requestHash); a retry while the first is still running gets
-// 409.
+// requestHash); a retry while the first is still running gets 409.
 //
 // Only answers of requests that reached the upstream are kept (the handler says so with
 // MarkForwarded). Answers the gateway gave on its own (validation 400s, 402 over quota, 409,
