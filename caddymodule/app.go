@@ -5,6 +5,7 @@ package caddymodule
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -310,6 +311,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.authenticator = &auth.Authenticator{Static: static, DisabledAccounts: disabled, Store: a.store}
 	a.reconciler = &holds.Reconciler{Ledger: a.store, Leases: a.store, Interval: time.Duration(a.HoldReconcileInterval),
 		Logger: a.logger.Named("holds")}
+	if accountant := a.accountant; accountant != nil {
+		// A released hold of a slot-taking create gives back the slot that no record keeps.
+		a.reconciler.Released = func(h storage.Hold, _ storage.LedgerEntry) {
+			accountant.SlotOfReleasedHold(context.Background(), h)
+		}
+	}
 	return nil
 }
 

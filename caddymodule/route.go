@@ -152,7 +152,14 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 			// A batch: one hold of each call's estimate at its own model's price.
 			hold, err = h.accountant.HoldCalls(r.Context(), id, route.Model, "", route.Calls, storage.DefaultHoldDeadline)
 		} else {
-			hold, err = h.accountant.HoldFor(r.Context(), id, route.Model, "", func(p *billing.Price) billing.Estimate {
+			// A slot-taking create's hold names it (accounting.SlotRef): should this process die
+			// before the object's record keeps the slot, the reconciler's release of the hold
+			// gives the slot back.
+			ref := ""
+			if route.TakesSlot() {
+				ref = accounting.SlotRef
+			}
+			hold, err = h.accountant.HoldFor(r.Context(), id, route.Model, ref, func(p *billing.Price) billing.Estimate {
 				return p.EstimateRequest(route.Sizing)
 			}, storage.DefaultHoldDeadline)
 		}

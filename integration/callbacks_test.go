@@ -350,3 +350,41 @@ func TestReloadDoesNotWaitForSlowCallbacks(t *testing.T) {
 		t.Fatalf("reload took %v while a callback was in flight", took)
 	}
 }
+
+// TestCallbackRetryAfterDateIsHonoured: a receiver that answers 503 with Retry-After as an HTTP
+// date (RFC 9110's other form) is not called again before that date, although the retry
+// schedule (200ms) is shorter.
+func TestCallbackRetryAfterDateIsHonoured(t *testing.T) {
+	base, _ := startCallbackGateway(t, true)
+	var mu sync.Mutex
+	seen := map[string][]time.Time{}
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("webhook-id")
+		mu.Lock()
+		seen[id] = append(seen[id], time.Now())
+		first := len(seen[id]) == 1
+		mu.Unlock()
+		if first {
+			w.Header().Set("Retry-After", time.Now().Add(3*time.Second).UTC().Format(http.TimeFormat))
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(rc.Close)
+	createWithCallback(t, base, "retry after a date", rc.URL)
+	var waited time.Duration
+	waitFor(t, "an event delivered on its second attempt", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, at := range seen {
+			if len(at) >= 2 {
+				waited = at[1].Sub(at[0])
+				return true
+			}
+		}
+		return false
+	})
+	// The date has whole seconds: 3 s from the first answer is at least 2 s after it.
+	if waited < 2*time.Second {
+		t.Fatalf("the second attempt came %v after the first; Retry-After asked for about 3 s", waited)
+	}
+}

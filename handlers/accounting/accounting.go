@@ -133,6 +133,35 @@ func (s Slot) Release() {
 	}
 }
 
+// SlotRef is the Ref of a hold taken by a create that holds one of its key's active-task slots
+// (Slot.HoldRef) until its task's record keeps it. Such a hold that the reconciler releases
+// (its create never ended: its process was killed while it waited for the upstream) had its
+// slot taken with no record to give it back: SlotOfReleasedHold gives it back.
+const SlotRef = "active-slot"
+
+// HoldRef is the Ref for the hold of the create that took s: SlotRef when s is held, else "".
+func (s Slot) HoldRef() string {
+	if s.Held {
+		return SlotRef
+	}
+	return ""
+}
+
+// SlotOfReleasedHold gives back the active-task slot of a hold that the reconciler released
+// (holds.Reconciler.Released), when the hold was a slot-taking create's (Ref SlotRef): that
+// create died before a task record kept its slot, and nothing else would ever give it back.
+// The reconciler's release is exactly once (storage.Ledger.ReleaseOverdue), and so is this.
+// A create killed after its record took the slot but before its hold was bound (on Redis, the
+// moment between CreateTask and BindTask) or ended leaves both to give the slot back: the key
+// then has one slot more, where without this it had one less for good.
+func (a *Accountant) SlotOfReleasedHold(ctx context.Context, h storage.Hold) {
+	if h.Ref != SlotRef || h.KeyID == "" {
+		return
+	}
+	a.addRetrying(context.WithoutCancel(ctx), ActiveCounter(h.KeyID), -1, zap.String("key_id", h.KeyID),
+		zap.String("hold_id", h.ID), zap.String("what", "slot release of a create whose hold was released at its deadline"))
+}
+
 // StartTask takes one of the key's active-task slots; past max_active_tasks it answers 429. Keys
 // without the limit hold a slot too, so that their usage always shows how many tasks are active
 // (and a limit set later starts from the true number).

@@ -396,6 +396,21 @@ func (o *Outbox) retry(ctx context.Context, ev Event, status int, retryAfter tim
 	}
 }
 
+// retryAfter reads a receiver's Retry-After, in either of its forms (RFC 9110): seconds, or an
+// HTTP date, counted from the outbox's clock. 0 when absent, past or unreadable.
+func (o *Outbox) retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil {
+		return time.Duration(max(s, 0)) * time.Second
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(o.Now()), 0)
+	}
+	return 0
+}
+
 // attempt POSTs the event once. The callback URL is not logged: it may carry a client's token.
 func (o *Outbox) attempt(ctx context.Context, ev Event) (status int, retryAfter time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
@@ -417,8 +432,5 @@ func (o *Outbox) attempt(ctx context.Context, ev Event) (status int, retryAfter 
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseRead))
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		retryAfter = time.Duration(s) * time.Second
-	}
-	return resp.StatusCode, retryAfter, nil
+	return resp.StatusCode, o.retryAfter(resp.Header.Get("Retry-After")), nil
 }

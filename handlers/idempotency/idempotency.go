@@ -1,8 +1,8 @@
 // Package idempotency makes creates safe to retry. A request with an Idempotency-Key header is
 // run once per key and account: the same key with the same body within the retention gets the
 // first answer again (with Idempotent-Replayed: true) and causes no new upstream work; the same
-// key with a different body is refused with 422; a retry while the first is still running gets
-// 409.
+// key with a different body is refused with 422 (a form counts by its parts, not its boundary:
+// requestHash); a retry while the first is still running gets 409.
 //
 // Only answers of requests that reached the upstream are kept (the handler says so with
 // MarkForwarded). Answers the gateway gave on its own (validation 400s, 402 over quota, 409,
@@ -13,8 +13,6 @@ package idempotency
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -102,7 +100,7 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, scope string, shap
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	reqHash := hashOf(r.Method, r.URL.Path, body)
+	reqHash := requestHash(r.Method, r.URL.Path, r.Header.Get("Content-Type"), body)
 	storeKey := scope + "/" + hashOf(key)
 
 	owner := storage.NewClaimToken()
@@ -171,20 +169,6 @@ func validKey(key string) bool {
 		}
 	}
 	return true
-}
-
-func hashOf(parts ...any) string {
-	h := sha256.New()
-	for _, p := range parts {
-		switch v := p.(type) {
-		case string:
-			h.Write([]byte(v))
-		case []byte:
-			h.Write(v)
-		}
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // recorder passes the answer through and keeps a copy of it.

@@ -29,8 +29,9 @@ func editSizing(body []byte) (billing.Request, error) {
 // hold holds the estimate of an edit for a priced model against the account's balance and the
 // key's budget (402 when it does not fit); nothing for a model without a price. The hold ends
 // in edit: settled from the items in the answer's data, or released when the upstream refuses.
-// One the process never ends (a crash) is released by the reconciler at its deadline.
-func (h *Handler) hold(ctx context.Context, id auth.Identity, model string, body []byte) (accounting.Hold, error) {
+// One the process never ends (a crash) is released by the reconciler at its deadline, and with
+// it the edit's active slot (accounting.SlotRef).
+func (h *Handler) hold(ctx context.Context, id auth.Identity, model string, body []byte, slot accounting.Slot) (accounting.Hold, error) {
 	if h.Accounting == nil {
 		return accounting.Hold{}, nil
 	}
@@ -38,7 +39,7 @@ func (h *Handler) hold(ctx context.Context, id auth.Identity, model string, body
 	if err != nil {
 		return accounting.Hold{}, err
 	}
-	return h.Accounting.HoldFor(ctx, id, model, "", func(p *billing.Price) billing.Estimate {
+	return h.Accounting.HoldFor(ctx, id, model, slot.HoldRef(), func(p *billing.Price) billing.Estimate {
 		return p.EstimateRequest(sizing)
 	}, storage.DefaultHoldDeadline)
 }

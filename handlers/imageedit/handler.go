@@ -149,7 +149,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			slot.Release()
 		}
 	}()
-	hold, err := h.hold(r.Context(), id, model, body)
+	hold, err := h.hold(r.Context(), id, model, body, slot)
 	if err != nil {
 		return err
 	}

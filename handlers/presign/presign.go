@@ -187,7 +187,11 @@ func parseRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
 	}
 	obj, err := jsonkeys.Members(body, "filename", "content_type", "object_key", "key")
 	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
-		return req, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
+		code := "invalid_request_body"
+		if e.Field == "object_key" || e.Field == "key" {
+			code = "invalid_upload_request" // as the exact spelling is (below), in any case
+		}
+		return req, apierror.New(http.StatusBadRequest, code, e.Field+" is refused: "+e.Error()).WithParam(e.Field)
 	}
 	if err != nil {
 		return req, errBodyJSON

@@ -217,7 +217,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 	if err != nil {
 		return storage.Task{}, err
 	}
-	hold, err := h.hold(r.Context(), id, req)
+	hold, err := h.hold(r.Context(), id, req, slot)
 	if err != nil {
 		slot.Release()
 		usage.From(r.Context()).Refused()
@@ -368,12 +368,13 @@ func (h *Handler) checkDrafts(ctx context.Context, id auth.Identity, p *provider
 
 // hold holds the estimate of a task for a priced model against the account's balance and the
 // key's budget (402 when it does not fit). The hold is bound to the task once its record is
-// stored; until then, one the reconciler finds open past its deadline is released.
-func (h *Handler) hold(ctx context.Context, id auth.Identity, req CreateRequest) (accounting.Hold, error) {
+// stored; until then, one the reconciler finds open past its deadline is released, and with it
+// the create's active slot (accounting.SlotRef).
+func (h *Handler) hold(ctx context.Context, id auth.Identity, req CreateRequest, slot accounting.Slot) (accounting.Hold, error) {
 	if h.Accounting == nil {
 		return accounting.Hold{}, nil
 	}
-	return h.Accounting.HoldForTask(ctx, id, req.Model, "", func(p *billing.Price) billing.Estimate {
+	return h.Accounting.HoldForTask(ctx, id, req.Model, slot.HoldRef(), func(p *billing.Price) billing.Estimate {
 		return p.EstimateVideo(req.Billing)
 	}, storage.DefaultHoldDeadline)
 }

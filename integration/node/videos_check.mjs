@@ -63,4 +63,27 @@ try {
 }
 check("videos.retrieve of an unknown id is 404", notFound?.status === 404 && notFound.type === "not_found_error", notFound);
 
+// A create sent again with the same Idempotency-Key (as a client does after a timeout) is the
+// same request: the SDK sends its form again with a new multipart boundary, and the gateway
+// answers the first create's video, not a second task and not 422 idempotency_key_reused.
+const retried = { headers: { "Idempotency-Key": "node-videos-retry-1" } };
+const params = { model, prompt: "a heron at dawn", seconds: "4", size: "1280x720" };
+const first = await openai.videos.create(params, retried);
+let again;
+try {
+  const { data, response } = await openai.videos.create(params, retried).withResponse();
+  again = { id: data.id, replayed: response.headers.get("idempotent-replayed") };
+} catch (e) {
+  again = { status: e.status, code: e.code, message: e.message };
+}
+check("videos.create again with its Idempotency-Key answers the first video", again.id === first.id && again.replayed === "true",
+  { first: first.id, again });
+let changed;
+try {
+  await openai.videos.create({ ...params, prompt: "another prompt" }, retried);
+} catch (e) {
+  changed = { status: e.status, code: e.code };
+}
+check("videos.create with the key and other parameters is 422", changed?.status === 422 && changed.code === "idempotency_key_reused", changed);
+
 console.log("all ok");

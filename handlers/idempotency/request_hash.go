@@ -1,0 +1,71 @@
+package idempotency
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+)
+
+// requestHash is what a retry must match: the method, the path and the body. A multipart/form-data
+// body counts by its parts (each part's name, filename, Content-Type and content, in order), not
+// by its bytes: a client sends the same form again with a new boundary (the Node SDKs' fetch draws
+// one at each send), and that retry is the same request. A form that does not parse counts by
+// its bytes (it is refused later anyway).
+func requestHash(method, path, contentType string, body []byte) string {
+	if parts, ok := formParts(contentType, body); ok {
+		return hashOf(method, path, "multipart/form-data", parts)
+	}
+	return hashOf(method, path, body)
+}
+
+// formParts returns a multipart/form-data body's parts, each length-prefixed so that no two
+// different forms give the same bytes, and whether body is such a form.
+func formParts(contentType string, body []byte) ([]byte, bool) {
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+		return nil, false
+	}
+	var out bytes.Buffer
+	field := func(b []byte) {
+		out.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
+		out.Write(b)
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+	for {
+		p, err := mr.NextRawPart()
+		if errors.Is(err, io.EOF) {
+			return out.Bytes(), true
+		}
+		if err != nil {
+			return nil, false
+		}
+		content, err := io.ReadAll(p)
+		if err != nil {
+			return nil, false
+		}
+		field([]byte(p.FormName()))
+		field([]byte(p.FileName()))
+		field([]byte(p.Header.Get("Content-Type")))
+		field(content)
+	}
+}
+
+// hashOf is the hex SHA-256 of parts (strings and byte slices), each followed by a zero byte.
+func hashOf(parts ...any) string {
+	h := sha256.New()
+	for _, p := range parts {
+		switch v := p.(type) {
+		case string:
+			h.Write([]byte(v))
+		case []byte:
+			h.Write(v)
+		}
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,69 @@
+package idempotency
+
+import (
+	"bytes"
+	"mime/multipart"
+	"testing"
+)
+
+// form encodes fields (name, value pairs; a name ending in "@" is a file part) with boundary.
+func form(t *testing.T, boundary string, fields ...string) (contentType string, body []byte) {
+	t.Helper()
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	if err := w.SetBoundary(boundary); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(fields); i += 2 {
+		name, value := fields[i], fields[i+1]
+		var err error
+		if n := len(name); n > 0 && name[n-1] == '@' {
+			var fw interface{ Write([]byte) (int, error) }
+			fw, err = w.CreateFormFile(name[:n-1], "a.png")
+			if err == nil {
+				_, err = fw.Write([]byte(value))
+			}
+		} else {
+			err = w.WriteField(name, value)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	return w.FormDataContentType(), b.Bytes()
+}
+
+func TestRequestHashReadsFormsByTheirParts(t *testing.T) {
+	hash := func(boundary string, fields ...string) string {
+		ct, body := form(t, boundary, fields...)
+		return requestHash("POST", "/v1/videos", ct, body)
+	}
+	a := hash("----formdata-undici-012345678901", "model", "m", "prompt", "a fox")
+	if b := hash("----formdata-undici-098765432109", "model", "m", "prompt", "a fox"); a != b {
+		t.Error("the same form with another boundary is another request")
+	}
+	for name, other := range map[string]string{
+		"another value":       hash("x1", "model", "m", "prompt", "a cat"),
+		"another order":       hash("x1", "prompt", "a fox", "model", "m"),
+		"a part more":         hash("x1", "model", "m", "prompt", "a fox", "seconds", "4"),
+		"value moved to name": hash("x1", "model", "m", "prompta fox", ""),
+		"a file part":         hash("x1", "model", "m", "prompt@", "a fox"),
+	} {
+		if other == a {
+			t.Errorf("%s: same hash as the original form", name)
+		}
+	}
+	// A body that is not a form counts by its bytes, and the path and method count.
+	ct, body := form(t, "x1", "model", "m")
+	if requestHash("POST", "/v1/videos", "application/json", body) == requestHash("POST", "/v1/videos", ct, body) {
+		t.Error("a form and the same bytes sent as JSON hash alike")
+	}
+	if requestHash("POST", "/v1/videos", ct, body) == requestHash("POST", "/v1/other", ct, body) {
+		t.Error("the path does not count")
+	}
+	broken := []byte("--x1\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nm") // no closing delimiter
+	if requestHash("POST", "/v1/videos", "multipart/form-data; boundary=x1", broken) != hashOf("POST", "/v1/videos", broken) {
+		t.Error("a form that does not parse does not count by its bytes")
+	}
+}
