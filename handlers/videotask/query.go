@@ -236,6 +236,11 @@ func (c *answerChange) apply(cur *storage.Task) error {
 	if cur.Finished || storage.Terminal(cur.Status) || cur.RefreshedAt > c.readAt || len(cur.Keep) > 0 {
 		return storage.ErrNoChange
 	}
+	if cur.Status == StatusRunning && c.status == StatusQueued {
+		// Recorded running since t was read: a task's status goes forward only (queryResult
+		// holds a queued answer over a running record at running).
+		return storage.ErrNoChange
+	}
 	if c.onlyChanges && cur.Status == c.status && bytes.Equal(cur.Result, c.body) {
 		return storage.ErrNoChange
 	}
