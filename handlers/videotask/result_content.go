@@ -72,3 +72,27 @@ func resultAddress(s string, t storage.Task) bool {
 func ownContentPath(taskID string) string {
 	return "/api/v3/" + TasksPath + "/" + url.PathEscape(taskID) + "/content"
 }
+
+// resultMissing is the answer (result, running) of a task whose provider reports success
+// without a result (resultContent): past the task's execution_expires_after (the contract's
+// default when the record keeps none) the provider will not name one any more, so the task
+// expires, with the code result_missing, and is refunded as any expired task (by whoever stores
+// the change, see answerChange.apply); until then it stays running.
+func (h *Handler) resultMissing(result answerFields, t storage.Task) (answerFields, string) {
+	r, err := canonicalRequest(t)
+	if err != nil || !h.now().After(executionDeadline(t, r)) {
+		return result, StatusRunning
+	}
+	out := make(answerFields, 0, len(result))
+	for _, f := range result {
+		switch f.name {
+		case "status":
+			f.value = statusJSON[StatusExpired]
+		case "error":
+			f.value = mustJSON(map[string]string{"code": "result_missing",
+				"message": "the provider reported the task succeeded but named no result address (content.video_url, an absolute http or https URL) before execution_expires_after"})
+		}
+		out = append(out, f)
+	}
+	return out, StatusExpired
+}
