@@ -233,8 +233,3 @@ func isString(raw json.RawMessage) bool {
 	var s string
 	return json.Unmarshal(raw, &s) == nil && s != ""
 }
-
-func isObject(raw json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal(raw, &m) == nil && m != nil
-}
