@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,36 +228,87 @@ func TestVideosFrontInputReferenceMembers(t *testing.T) {
 	}
 }
 
-// TestVideosFrontContentOfAnUnusableResult: a provider that names a succeeded video's result
-// (or its last frame) with something that is no absolute http(s) URL gets the owner's content
-// request answered 502 invalid_response in the OpenAI shape (the upstream answered something
-// unusable), never a redirect to it; before the fix it was 500 internal_error, the gateway's own
-// fault by the contract.
+// TestVideosFrontContentOfAnUnusableResult: a provider that reports a task succeeded but names
+// its result with something that is no absolute http(s) URL (a file: or javascript: URL, a
+// relative or scheme-relative path, a URL without a host or with user information, a broken
+// URL) has named no result: the task reads running on both fronts (the Ark SDK and openai-go
+// decode it), its content is 409 video_not_completed, never a redirect, and it succeeds once the
+// upstream names a result. A last frame that is no address is left out of a success: the
+// thumbnail is 404 not_found, the video a redirect. Before the fix the task read succeeded and
+// completed, and its content answered 502 (or was sent to the address). An address on a private
+// host is a client's to follow: the gateway redirects to it and never connects to it itself.
 func TestVideosFrontContentOfAnUnusableResult(t *testing.T) {
+	var internalHits atomic.Int64
+	internal := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { internalHits.Add(1) }))
 	up := &scriptedUpstream{answers: map[string]string{}}
 	srv := startFake(t, up)
 	base, _ := startSimGateway(t, hostileAnswersCaddyfile, map[string]string{"up_url": srv.URL})
 	const key = "mg-hostile-answers"
-	for _, result := range []string{"ftp://cdn.example.com/v.mp4", "javascript:alert(1)", "/relative/v.mp4", "//cdn.example.com/v.mp4", "https://", "http://[::1"} {
+	ark := arkClient(base, key)
+	ctx := context.Background()
+	create := func(t *testing.T) string {
+		t.Helper()
 		r := call(t, "POST", base+"/v1/videos", key, `{"model":"video-h","prompt":"a cat"}`)
 		id := r.field("id")
 		if r.status != 200 || id == "" {
 			t.Fatalf("create = %d %s", r.status, r.body)
 		}
-		up.set(id, fmt.Sprintf(`{"id":%q,"status":"succeeded","content":{"video_url":%q,"last_frame_url":%q}}`, id, result, result))
-		time.Sleep(30 * time.Millisecond) // past refresh_interval
-		if s := call(t, "GET", base+"/v1/videos/"+id, key, nil).field("status"); s != "completed" {
-			t.Fatalf("%q: video status %q, want completed", result, s)
-		}
-		for _, variant := range []string{"", "?variant=thumbnail"} {
-			c := sendAsIs(t, "GET", base+"/v1/videos/"+id+"/content"+variant, key)
-			var e struct{ Error struct{ Type, Code string } }
-			decodeJSON(t, c.body, &e)
-			if c.status != http.StatusBadGateway || e.Error.Code != "invalid_response" || e.Error.Type != "server_error" || c.header.Get("Location") != "" {
-				t.Fatalf("%q%s: content = %d %s (Location %q); want 502 invalid_response", result, variant, c.status, c.body, c.header.Get("Location"))
-			}
-		}
+		return id
 	}
+	content := func(t *testing.T, id, variant string) response {
+		t.Helper()
+		return sendAsIs(t, "GET", base+"/v1/videos/"+id+"/content"+variant, key)
+	}
+	for _, result := range []string{"file:///etc/passwd", "javascript:alert(1)", "ftp://cdn.example.com/v.mp4", "/relative/v.mp4",
+		"//cdn.example.com/v.mp4", "https://", "http://:80/v.mp4", "http://[::1", "https://user:pw@cdn.example.com/v.mp4", "cdn.example.com/v.mp4"} {
+		t.Run(result, func(t *testing.T) {
+			id := create(t)
+			up.set(id, fmt.Sprintf(`{"id":%q,"status":"succeeded","content":{"video_url":%q,"last_frame_url":%q}}`, id, result, result))
+			time.Sleep(30 * time.Millisecond) // past refresh_interval
+			got, err := ark.GetContentGenerationTask(ctx, model.GetContentGenerationTaskRequest{ID: id})
+			if err != nil || got.Status != model.StatusRunning || got.Content.VideoURL != "" {
+				t.Fatalf("the Ark SDK reads %q %+v, %v; want running without a result", got.Status, got.Content, err)
+			}
+			if s := call(t, "GET", base+"/v1/videos/"+id, key, nil).field("status"); s != "in_progress" {
+				t.Fatalf("video status %q, want in_progress", s)
+			}
+			for _, variant := range []string{"", "?variant=thumbnail"} {
+				c := content(t, id, variant)
+				if c.status != http.StatusConflict || !strings.Contains(string(c.body), "video_not_completed") || c.header.Get("Location") != "" {
+					t.Fatalf("content%s = %d %s (Location %q); want 409 video_not_completed", variant, c.status, c.body, c.header.Get("Location"))
+				}
+			}
+			// A result named afterwards is one; the last frame that is no address is left out.
+			video := "https://cdn.example.com/" + id + ".mp4"
+			up.set(id, fmt.Sprintf(`{"id":%q,"status":"succeeded","content":{"video_url":%q,"last_frame_url":%q}}`, id, video, result))
+			time.Sleep(30 * time.Millisecond)
+			got, err = ark.GetContentGenerationTask(ctx, model.GetContentGenerationTaskRequest{ID: id})
+			if err != nil || got.Status != model.StatusSucceeded || got.Content.VideoURL != video || got.Content.LastFrameURL != "" {
+				t.Fatalf("the Ark SDK reads %q %+v, %v; want succeeded with the video and no last frame", got.Status, got.Content, err)
+			}
+			if c := content(t, id, ""); c.status != http.StatusFound || c.header.Get("Location") != video {
+				t.Fatalf("content = %d (Location %q); want a redirect to the video", c.status, c.header.Get("Location"))
+			}
+			if c := content(t, id, "?variant=thumbnail"); c.status != http.StatusNotFound || c.header.Get("Location") != "" {
+				t.Fatalf("thumbnail = %d %s; want 404", c.status, c.body)
+			}
+		})
+	}
+	t.Run("a private address", func(t *testing.T) {
+		id := create(t)
+		video := internal.URL + "/v.mp4"
+		up.set(id, fmt.Sprintf(`{"id":%q,"status":"succeeded","content":{"video_url":%q}}`, id, video))
+		time.Sleep(30 * time.Millisecond)
+		if got, err := ark.GetContentGenerationTask(ctx, model.GetContentGenerationTaskRequest{ID: id}); err != nil || got.Content.VideoURL != video {
+			t.Fatalf("the Ark SDK reads %+v, %v", got, err)
+		}
+		if c := content(t, id, ""); c.status != http.StatusFound || c.header.Get("Location") != video {
+			t.Fatalf("content = %d (Location %q); want a redirect for the client to follow", c.status, c.header.Get("Location"))
+		}
+		if n := internalHits.Load(); n != 0 {
+			t.Fatalf("the gateway connected to the private result address %d times", n)
+		}
+	})
 }
 
 // TestHostileAnswerTypes: the members of a task's answer that the contract types (spec §2.5:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/url"
 	"strings"
 	"time"
 
@@ -155,5 +154,5 @@ func (h *Handler) adaptedAnswer(t storage.Task, st adaptor.State) map[string]jso
 // URL, the callbacks block's relay_base) and the task API's path, or the path alone when
 // RelayBase is not set.
 func (h *Handler) ContentURL(taskID string) string {
-	return strings.TrimSuffix(h.RelayBase, "/") + "/api/v3/" + TasksPath + "/" + url.PathEscape(taskID) + "/content"
+	return strings.TrimSuffix(h.RelayBase, "/") + ownContentPath(taskID)
 }

@@ -180,6 +180,8 @@ type answerChange struct {
 	hasUpdated  bool
 	// usage, when set, is stored as the record's Usage (an adaptor's report of a finished task).
 	usage json.RawMessage
+	// noResult is an answer of success without a result, which the memo never remembers.
+	noResult bool
 	// finished, notify and keeping are what the last run of apply decided; keeping is a
 	// success recorded as a pending copy of its result (keep.go).
 	finished, notify, keeping bool
@@ -212,6 +214,12 @@ func (h *Handler) makeAnswerChange(c *answerChange, t storage.Task, readAt int64
 		}
 	}
 	result, status := queryResult(answer, t)
+	// A success without a result reads running until the task's time is up (resultMissing); the
+	// memo must not spare the read that finds it up.
+	noResult := status == StatusRunning && answerStatus(answer["status"]) == StatusSucceeded
+	if noResult {
+		result, status = h.resultMissing(result, t)
+	}
 	body, err := encodeAnswer(result, true) // answer's values are valid JSON, see above
 	if err != nil {
 		return false, err
@@ -219,10 +227,12 @@ func (h *Handler) makeAnswerChange(c *answerChange, t storage.Task, readAt int64
 	if onlyChanges && !t.Finished && t.Status == status && bytes.Equal(t.Result, body) {
 		// The record as read before the upstream call already says this: nothing to store, and
 		// no store round trip to find that out.
-		seen.note(t.ID, t.Version, fp)
+		if !noResult {
+			seen.note(t.ID, t.Version, fp)
+		}
 		return false, nil
 	}
-	*c = answerChange{h: h, t: t, readAt: readAt, onlyChanges: onlyChanges, fp: fp, status: status, body: body}
+	*c = answerChange{h: h, t: t, readAt: readAt, onlyChanges: onlyChanges, fp: fp, status: status, body: body, noResult: noResult}
 	c.updatedAt, c.hasUpdated = integer(result.get("updated_at"))
 	return true, nil
 }
@@ -234,6 +244,11 @@ func (c *answerChange) apply(cur *storage.Task) error {
 	// Never go back: a finished record, or one refreshed from a later read, stays; so does one
 	// whose result is being kept, which only its copy changes (keep_copy.go).
 	if cur.Finished || storage.Terminal(cur.Status) || cur.RefreshedAt > c.readAt || len(cur.Keep) > 0 {
+		return storage.ErrNoChange
+	}
+	if cur.Status == StatusRunning && c.status == StatusQueued {
+		// Recorded running since t was read: a task's status goes forward only (queryResult
+		// holds a queued answer over a running record at running).
 		return storage.ErrNoChange
 	}
 	if c.onlyChanges && cur.Status == c.status && bytes.Equal(cur.Result, c.body) {
@@ -282,7 +297,7 @@ func (h *Handler) answerStored(ctx context.Context, c *answerChange, stored stor
 	if c.keeping {
 		h.keepSoon(stored)
 	}
-	if stored.Unfinished() && stored.Status == c.status && bytes.Equal(stored.Result, c.body) {
+	if !c.noResult && stored.Unfinished() && stored.Status == c.status && bytes.Equal(stored.Result, c.body) {
 		seen.note(stored.ID, stored.Version, c.fp)
 	} else {
 		seen.forget(stored.ID)

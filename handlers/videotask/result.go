@@ -1,7 +1,6 @@
 package videotask
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -70,18 +69,30 @@ func answerStatus(raw json.RawMessage) string {
 // queryResult builds the §2.5 query answer from an upstream answer and the ownership record:
 // id and model as recorded (the client's model id); a §3.1 status; error null unless failed;
 // content {} until success; resolution, ratio and duration only when known. Other upstream
-// fields pass through. The answer's members come sorted by name, as encodeAnswer writes them;
-// the upstream's map is left as it is (the watcher fingerprints it, and builds no second map).
+// fields pass through, each that the Ark Go SDK's task structs declare only with the JSON type
+// they declare it with (answer_types.go): a typed client decodes every answer. The answer's
+// members come sorted by name, as encodeAnswer writes them; the upstream's map is left as it is
+// (the watcher fingerprints it, and builds no second map).
 //
-// A succeeded answer without a video address (content.video_url a string that is not empty) is
-// not a finished task: it reads running, as an adaptor's state that no rule maps does, so that
-// nobody is billed for, shown or sent a success without a result. A member whose name differs
-// from one of the answer's own only by letter case (Unicode simple folding: "Status", "ſtatus")
-// is dropped: a client's case-blind decoder (encoding/json, the Ark Go SDK's) would read it in
-// place of the gateway's member.
+// A succeeded answer without a result (resultContent: content.video_url a result address) is not
+// a finished task: it reads running, as an adaptor's state that no rule maps does, so that
+// nobody is billed for, shown or sent a success without a result. A task recorded running that
+// its upstream reports queued again stays running: a client sees a task's status go forward
+// only (a finished one is never changed at all, see answerChange.apply). A member whose name
+// differs from one of the answer's own only by letter case (Unicode simple folding: "Status",
+// "ſtatus") is dropped: a client's case-blind decoder (encoding/json, the Ark Go SDK's) would
+// read it in place of the gateway's member.
 func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFields, string) {
 	status := answerStatus(upstream["status"])
-	if status == StatusSucceeded && !hasVideoURL(upstream["content"]) {
+	content := emptyObjectJSON
+	if status == StatusSucceeded {
+		if c, ok := resultContent(upstream["content"], t); ok {
+			content = c
+		} else {
+			status = StatusRunning
+		}
+	}
+	if status == StatusQueued && t.Status == StatusRunning {
 		status = StatusRunning
 	}
 	out := make(answerFields, 0, len(upstream)+4)
@@ -94,6 +105,8 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFie
 		switch k {
 		case "id", "model", "status", "error", "content":
 			continue // set below
+		case "failure_reason":
+			continue // the list's name for error, which it sets (listItem)
 		case "created_at", "updated_at", "duration":
 			// Integers, written plainly (1.5e3 is 1500): a client decodes them as such. A
 			// timestamp that is not one is the record's (below); a duration, omitted.
@@ -107,6 +120,14 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFie
 		case "resolution", "ratio":
 			if s, ok := jsonString(v); !ok || s == "" {
 				continue // only when known, and a string
+			}
+		default:
+			if m := taskAnswerType.member(k); m != nil {
+				fitted, ok := m.fit(v)
+				if !ok {
+					continue // of a type the client's struct cannot hold
+				}
+				v = fitted
 			}
 		}
 		out = append(out, answerField{k, v})
@@ -124,12 +145,6 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFie
 	errorJSON := nullJSON
 	if status == StatusFailed {
 		errorJSON = failure(upstream)
-	}
-	content := emptyObjectJSON
-	if status == StatusSucceeded && isObject(upstream["content"]) {
-		if content = upstream["content"]; t.NoLastFrame {
-			content = withoutLastFrame(content)
-		}
 	}
 	out = append(out, answerField{"error", errorJSON}, answerField{"content", content})
 	out.sort()
@@ -163,30 +178,6 @@ func shadowsAnswerField(name string) bool {
 	return false
 }
 
-// hasVideoURL reports whether content, an upstream answer's content, is an object whose
-// video_url is a string that is not empty and whose last_frame_url, if any, is a string (or
-// null), with no other member that a case-blind decoder reads as video_url (the gateway's own
-// reads of a result, keep_copy.go and the front's content, are encoding/json's, and so is the Ark
-// Go SDK's).
-func hasVideoURL(content json.RawMessage) bool {
-	var members map[string]json.RawMessage
-	if json.Unmarshal(content, &members) != nil || members == nil || !isString(members["video_url"]) {
-		return false
-	}
-	if frame, ok := members["last_frame_url"]; ok && !isNull(frame) && (len(frame) == 0 || frame[0] != '"') {
-		return false
-	}
-	if !caseVariants(content) {
-		return true
-	}
-	for k := range members {
-		if k != "video_url" && strings.EqualFold(k, "video_url") {
-			return false
-		}
-	}
-	return true
-}
-
 // caseVariants reports whether a JSON text may hold a name that differs from a lowercase ASCII
 // one only by case: it has an uppercase ASCII letter, a byte past ASCII or an escape.
 func caseVariants(b []byte) bool {
@@ -204,17 +195,17 @@ var (
 	emptyObjectJSON = json.RawMessage("{}")
 )
 
-// failure is the error object of a failed task: the upstream's, or one with a message. A code
-// that is not a string (spec §2.5: error.code is a string, and may be absent) is left out.
+// failure is the error object of a failed task: the upstream's (its error, else its
+// failure_reason), or one with a message. Its members are those of the Ark SDK's
+// ContentGenerationError fitted to their types: a code that is not a string (spec §2.5:
+// error.code is a string, and may be absent) is left out.
 func failure(upstream map[string]json.RawMessage) json.RawMessage {
 	for _, k := range []string{"error", "failure_reason"} {
 		var e map[string]json.RawMessage
 		if json.Unmarshal(upstream[k], &e) == nil && e != nil && isString(e["message"]) {
-			if code, ok := e["code"]; ok && !isNull(code) && (len(code) == 0 || code[0] != '"') {
-				delete(e, "code")
-				return mustJSON(e)
+			if fitted, ok := taskErrorType.fit(upstream[k]); ok {
+				return fitted // message, a string, stays
 			}
-			return upstream[k]
 		}
 	}
 	return mustJSON(map[string]string{"message": "the task failed"})
@@ -241,37 +232,4 @@ func mustJSON(v any) json.RawMessage {
 func isString(raw json.RawMessage) bool {
 	var s string
 	return json.Unmarshal(raw, &s) == nil && s != ""
-}
-
-func isObject(raw json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal(raw, &m) == nil && m != nil
-}
-
-// withoutLastFrame is content (a JSON object) without its last_frame_url member: a task whose
-// create did not ask for the last frame never shows one (spec §2.5), even where the upstream
-// sends it anyway.
-func withoutLastFrame(content json.RawMessage) json.RawMessage {
-	if !bytes.Contains(bytes.ToLower(content), []byte("frame")) && !bytes.Contains(content, []byte(`\u`)) {
-		return content
-	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(content, &members) != nil {
-		return content
-	}
-	found := false
-	for k := range members {
-		if strings.EqualFold(k, "last_frame_url") { // as a client's case-blind decoder reads it
-			delete(members, k)
-			found = true
-		}
-	}
-	if !found {
-		return content
-	}
-	out, err := json.Marshal(members)
-	if err != nil {
-		return content
-	}
-	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/mediagw/mediagw/storage"
@@ -62,13 +63,26 @@ func queryResultInMap(upstream map[string]json.RawMessage, t storage.Task) (map[
 	if out == nil {
 		out = make(map[string]json.RawMessage, 8)
 	}
+	failed := failure(maps.Clone(upstream))
 	status := answerStatus(upstream["status"])
-	if status == StatusSucceeded && !hasVideoURL(upstream["content"]) {
+	content, hasResult := resultContent(upstream["content"], t)
+	if status == StatusSucceeded && !hasResult {
 		status = StatusRunning // since session 16
 	}
-	for k := range out {
-		if shadowsAnswerField(k) {
-			delete(out, k) // since session 16
+	if status == StatusQueued && t.Status == StatusRunning {
+		status = StatusRunning // since session 17
+	}
+	for k, v := range out {
+		if shadowsAnswerField(k) || k == "failure_reason" {
+			delete(out, k) // since session 16; failure_reason since session 17
+			continue
+		}
+		if m := taskAnswerType.member(k); m != nil && !slices.Contains(answerFieldNames, k) {
+			if fitted, ok := m.fit(v); ok {
+				out[k] = fitted // since session 17: typed as the Ark SDK's structs are
+			} else {
+				delete(out, k)
+			}
 		}
 	}
 	out["id"] = quotedLike(upstream["id"], t.ID)
@@ -82,13 +96,13 @@ func queryResultInMap(upstream map[string]json.RawMessage, t storage.Task) (map[
 	}
 	errorJSON := nullJSON
 	if status == StatusFailed {
-		errorJSON = failure(upstream)
+		errorJSON = failed
 	}
 	out["error"] = errorJSON
-	if status != StatusSucceeded || !isObject(upstream["content"]) {
+	if status != StatusSucceeded {
 		out["content"] = emptyObjectJSON
-	} else if t.NoLastFrame {
-		out["content"] = withoutLastFrame(upstream["content"])
+	} else {
+		out["content"] = content
 	}
 	for _, k := range []string{"resolution", "ratio"} {
 		if s, ok := jsonString(upstream[k]); !ok || s == "" {
