@@ -14,6 +14,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/volcengine/volcengine-go-sdk/service/arkruntime/model"
+
+	"github.com/mediagw/mediagw/internal/arknewer"
 )
 
 // typedAnswersCaddyfile serves both video fronts over an upstream that speaks Ark's task API
@@ -55,42 +57,10 @@ http://127.0.0.1:{{port}} {
 }
 `
 
-// newerArkTask declares the members of a task answer that newer releases of the Ark Go SDK
-// (volcengine-go-sdk's main branch: GetContentGenerationTaskResponse and
-// ListContentGenerationTaskItem) type beyond the release this module builds with, each with the
-// Go type those releases give it: a client on such a release fails the whole answer when one of
-// them has another JSON type.
+// newerArkTask is what a newer Ark Go SDK release reads from a task answer (arknewer.Task), with
+// the failure_reason that its list items carry.
 type newerArkTask struct {
-	SafetyIdentifier      *string `json:"safety_identifier"`
-	SubdivisionLevel      *string `json:"subdivisionlevel"`
-	FileFormat            *string `json:"fileformat"`
-	Frames                *int64  `json:"frames"`
-	FramesPerSecond       *int64  `json:"framespersecond"`
-	Resolution            *string `json:"resolution"`
-	Ratio                 *string `json:"ratio"`
-	OutputFormat          *string `json:"output_format"`
-	Duration              *int64  `json:"duration"`
-	ServiceTier           *string `json:"service_tier"`
-	ExecutionExpiresAfter *int64  `json:"execution_expires_after"`
-	Priority              *int32  `json:"priority"`
-	GenerateAudio         *bool   `json:"generate_audio"`
-	Draft                 *bool   `json:"draft"`
-	DraftTaskID           *string `json:"draft_task_id"`
-	Tools                 []*struct {
-		Type string `json:"type"`
-	} `json:"tools"`
-	Content struct {
-		FileURL string `json:"file_url"`
-	} `json:"content"`
-	Usage struct {
-		PromptTokensDetails struct {
-			AudioTokens       *int `json:"audio_tokens"`
-			AudioCachedTokens *int `json:"audio_cached_tokens"`
-		} `json:"prompt_tokens_details"`
-		CompletionTokensDetails struct {
-			AudioTokens *int `json:"audio_tokens"`
-		} `json:"completion_tokens_details"`
-	} `json:"usage"`
+	arknewer.Task
 	FailureReason *model.ContentGenerationError `json:"failure_reason"`
 }
 

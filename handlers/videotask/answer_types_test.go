@@ -6,43 +6,9 @@ import (
 
 	"github.com/volcengine/volcengine-go-sdk/service/arkruntime/model"
 
+	"github.com/mediagw/mediagw/internal/arknewer"
 	"github.com/mediagw/mediagw/storage"
 )
-
-// newerArkTaskMembers declares the members of a task answer that newer releases of the Ark Go
-// SDK type beyond the release in go.mod, with the Go types those releases give them.
-type newerArkTaskMembers struct {
-	SafetyIdentifier      *string `json:"safety_identifier"`
-	SubdivisionLevel      *string `json:"subdivisionlevel"`
-	FileFormat            *string `json:"fileformat"`
-	Frames                *int64  `json:"frames"`
-	FramesPerSecond       *int64  `json:"framespersecond"`
-	Resolution            *string `json:"resolution"`
-	Ratio                 *string `json:"ratio"`
-	OutputFormat          *string `json:"output_format"`
-	Duration              *int64  `json:"duration"`
-	ServiceTier           *string `json:"service_tier"`
-	ExecutionExpiresAfter *int64  `json:"execution_expires_after"`
-	Priority              *int32  `json:"priority"`
-	GenerateAudio         *bool   `json:"generate_audio"`
-	Draft                 *bool   `json:"draft"`
-	DraftTaskID           *string `json:"draft_task_id"`
-	Tools                 []*struct {
-		Type string `json:"type"`
-	} `json:"tools"`
-	Content struct {
-		FileURL string `json:"file_url"`
-	} `json:"content"`
-	Usage struct {
-		PromptTokensDetails struct {
-			AudioTokens       *int `json:"audio_tokens"`
-			AudioCachedTokens *int `json:"audio_cached_tokens"`
-		} `json:"prompt_tokens_details"`
-		CompletionTokensDetails struct {
-			AudioTokens *int `json:"audio_tokens"`
-		} `json:"completion_tokens_details"`
-	} `json:"usage"`
-}
 
 // Whatever an upstream answers about a task (any JSON object), the client's answer, as the query
 // and the callbacks write it and as the list writes its item, decodes into the Ark Go SDK's task
@@ -84,7 +50,7 @@ func FuzzAnswerDecodesAsArkTask(f *testing.F) {
 		if err := json.Unmarshal(answer, &got); err != nil {
 			t.Fatalf("the Ark SDK cannot decode the answer to %s: %v\n%s", body, err, answer)
 		}
-		var newer newerArkTaskMembers
+		var newer arknewer.Task
 		if err := json.Unmarshal(answer, &newer); err != nil {
 			t.Fatalf("newer Ark SDKs cannot decode the answer to %s: %v\n%s", body, err, answer)
 		}
