@@ -39,7 +39,7 @@ func TestImageQualityAutoIsHeldAtTheHighestBand(t *testing.T) {
 		want   string
 	}{
 		{"the answer reports low", Usage{Images: 1, ImageQuality: "low"}, "0.011"},
-		{"the answer reports a size and high", Usage{Images: 1, ImageSize: "1536x1024", ImageQuality: "high"}, "0.25"},
+		{"the answer reports high, and a size other than the one named", Usage{Images: 1, ImageSize: "1536x1024", ImageQuality: "high"}, "0.17"},
 		{"the answer reports nothing", Usage{Images: 1}, "0.17"},
 	} {
 		if got := gptImage.Settle(hold.Usage, c.actual).String(); got != c.want {

@@ -1,5 +1,7 @@
 package billing
 
+import "slices"
+
 // Settle is the amount charged for a finished request or task: actual priced at p, where
 // what the provider did not report takes the estimate's value (see Merge).
 func (p *Price) Settle(estimated, actual Usage) Money {
@@ -14,8 +16,12 @@ func (p *Price) Settle(estimated, actual Usage) Money {
 //     a size, each field it leaves empty taking the estimate's;
 //   - VideoTokens are actual's when reported; else the estimate's only when actual reports
 //     neither length nor picture (otherwise they are computed from what it reports);
-//   - ReferenceVideoSeconds, Images, ImageSize, ImageQuality, InputTokens, OutputTokens and
-//     Requests each take the estimate's when zero, except OutputTokens when OutputReported;
+//   - ImageSize and ImageQuality are the request's (the estimate's) when it named them (a
+//     WIDTHxHEIGHT size; low, medium or high): an answer that says it made cheaper images than
+//     were asked for does not lower the charge, nor one that says more raise it past the hold.
+//     Only what the request left open (auto, none) is the answer's, when it reports it;
+//   - ReferenceVideoSeconds, Images, InputTokens, OutputTokens and Requests each take the
+//     estimate's when zero, except OutputTokens when OutputReported;
 //   - Audio and Draft are the request's (the estimate's), or true when actual says so.
 func Merge(estimated, actual Usage) Usage {
 	m := actual
@@ -38,8 +44,13 @@ func Merge(estimated, actual Usage) Usage {
 	}
 	m.ReferenceVideoSeconds = fillInt(actual.ReferenceVideoSeconds, estimated.ReferenceVideoSeconds)
 	m.Images = fillInt(actual.Images, estimated.Images)
-	m.ImageSize = fill(actual.ImageSize, estimated.ImageSize)
-	m.ImageQuality = fill(actual.ImageQuality, estimated.ImageQuality)
+	m.ImageSize, m.ImageQuality = estimated.ImageSize, estimated.ImageQuality
+	if !imageSize.MatchString(estimated.ImageSize) {
+		m.ImageSize = fill(actual.ImageSize, estimated.ImageSize)
+	}
+	if !slices.Contains(ImageQualities, estimated.ImageQuality) {
+		m.ImageQuality = fill(actual.ImageQuality, estimated.ImageQuality)
+	}
 	m.InputTokens = fillInt(actual.InputTokens, estimated.InputTokens)
 	if !actual.OutputReported {
 		m.OutputTokens = fillInt(actual.OutputTokens, estimated.OutputTokens)
