@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/mediagw/mediagw/handlers/imageedit"
+	"github.com/mediagw/mediagw/storage"
 )
 
 func init() {
@@ -24,7 +26,9 @@ func init() {
 // owner; GET /v1/images/tasks/{id} then reads the provider's images/tasks/{id} for the owner and
 // answers 404 task_not_found to everyone else. Other paths go to the next handler.
 type ImageEditsHandler struct {
-	// UpstreamTimeout bounds each provider call; past it the client gets 504. Default: 60s.
+	// UpstreamTimeout bounds each provider call; past it the client gets 504. Default: 60s. At
+	// most MaxImageEditTimeout: an edit's hold is released by the reconciler at its deadline
+	// (storage.DefaultHoldDeadline), which a live call must never outlast.
 	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
 
 	edits *imageedit.Handler
@@ -52,6 +56,19 @@ func (h *ImageEditsHandler) Provision(ctx caddy.Context) error {
 		Accounting:  app.Accountant(),
 		Idempotency: app.Idempotency(),
 		Logger:      ctx.Logger(),
+	}
+	return nil
+}
+
+// MaxImageEditTimeout is the longest upstream_timeout of mediagw_image_edits: one minute short of
+// the hold deadline, so an edit ends (settles or releases its hold) before the reconciler would
+// release the hold of a request still in flight.
+const MaxImageEditTimeout = storage.DefaultHoldDeadline - time.Minute
+
+// Validate refuses an upstream_timeout the edit's hold would not outlast.
+func (h *ImageEditsHandler) Validate() error {
+	if t := time.Duration(h.UpstreamTimeout); t > MaxImageEditTimeout {
+		return fmt.Errorf("mediagw_image_edits: upstream_timeout %v is above %v: an edit's hold is released %v after it is taken, so a longer call could lose its hold while still running", t, MaxImageEditTimeout, storage.DefaultHoldDeadline)
 	}
 	return nil
 }
@@ -93,6 +110,7 @@ func (h *ImageEditsHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var (
 	_ caddy.Provisioner           = (*ImageEditsHandler)(nil)
 	_ caddy.CleanerUpper          = (*ImageEditsHandler)(nil)
+	_ caddy.Validator             = (*ImageEditsHandler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*ImageEditsHandler)(nil)
 	_ caddyfile.Unmarshaler       = (*ImageEditsHandler)(nil)
 )

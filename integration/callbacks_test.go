@@ -312,6 +312,16 @@ func TestCallbacksToPrivateAddressesAreRefused(t *testing.T) {
 	if n := len(rc.seen()); n != 0 {
 		t.Fatalf("a loopback receiver got %d callbacks without allow_private", n)
 	}
+	// A callback_url longer than 2048 bytes is refused, naming the param; one of exactly 2048 passes.
+	long := "https://hooks.example.com/cb?t="
+	r := call(t, "POST", base+"/api/v3/contents/generations/tasks", "mg-hooks",
+		fmt.Sprintf(`{"model":"sim-video","content":[{"type":"text","text":"x"}],"callback_url":%q}`, long+strings.Repeat("a", 2049-len(long))))
+	if m := r.json(t); r.status != 400 || m["code"] != "invalid_request" || !strings.Contains(r.field("message"), "callback_url") || !strings.Contains(r.field("message"), "2048") {
+		t.Errorf("a 2049-byte callback_url = %d %s, want 400 invalid_request naming callback_url", r.status, r.body)
+	}
+	if id := createWithCallback(t, base, "long", long+strings.Repeat("a", 2048-len(long))); id == "" {
+		t.Error("a 2048-byte callback_url was refused")
+	}
 	// A public receiver URL, with its own signature in the query, is accepted.
 	id := createWithCallback(t, base, "public", "https://hooks.example.com/cb?Signature=abc")
 	if id == "" {

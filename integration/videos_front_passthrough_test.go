@@ -86,7 +86,12 @@ func TestVideosFrontCallbacks(t *testing.T) {
 		t.Fatal("callbacksCaddyfile no longer has the line this test extends")
 	}
 	base, _ := startSimGateway(t, caddyfile, map[string]string{"allow_private": "allow_private"})
-	r := call(t, "POST", base+"/v1/videos", "mg-hooks", `{"model":"sim-video","prompt":"a kite","callback_url":"`+rc.URL+`/hook"}`)
+	// A callback_url longer than 2048 bytes is refused in the front's error shape, naming the param.
+	r := call(t, "POST", base+"/v1/videos", "mg-hooks", `{"model":"sim-video","prompt":"a kite","callback_url":"`+rc.URL+"/hook?t="+strings.Repeat("a", 2048)+`"}`)
+	if e, _ := r.json(t)["error"].(map[string]any); r.status != 400 || e == nil || e["param"] != "callback_url" {
+		t.Fatalf("a long callback_url = %d %s, want 400 naming callback_url", r.status, r.body)
+	}
+	r = call(t, "POST", base+"/v1/videos", "mg-hooks", `{"model":"sim-video","prompt":"a kite","callback_url":"`+rc.URL+`/hook"}`)
 	id := r.field("id")
 	if r.status != 200 || id == "" {
 		t.Fatalf("create = %d %s", r.status, r.body)

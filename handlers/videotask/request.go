@@ -141,6 +141,9 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 		if req.CallbackURL, ok = jsonString(raw); !ok {
 			return req, invalid("callback_url", "must be a string")
 		}
+		if len(req.CallbackURL) > MaxCallbackURLBytes {
+			return req, invalid("callback_url", "must be at most %d bytes", MaxCallbackURLBytes)
+		}
 		if err := media.CheckURL(req.CallbackURL); err != nil {
 			return req, invalid("callback_url", "%v", err)
 		}
@@ -158,6 +161,10 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 	req.Forward = forward
 	return req, nil
 }
+
+// MaxCallbackURLBytes bounds callback_url: the URL is kept with the task and sent on every
+// delivery attempt, so a longer one is refused at create (2048 bytes, a common URL limit).
+const MaxCallbackURLBytes = 2048
 
 // MaxContentItems bounds the content items of a create request. A real request holds a prompt
 // and a few references; the bound keeps one body from costing thousands of checks.
