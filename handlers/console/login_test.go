@@ -46,20 +46,19 @@ func TestCrossSitePostsAreRefused(t *testing.T) {
 func TestUnknownUserTakesAsLongAsAWrongPassword(t *testing.T) {
 	c := newTestConsole(t, 12)
 	timing := func(user string) time.Duration {
-		best := time.Hour
-		for range 2 {
-			start := time.Now()
-			resp, page := c.postLogin(url.Values{"username": {user}, "password": {"wrong"}}, nil)
-			if d := time.Since(start); d < best {
-				best = d
-			}
-			if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(page, "The user name or password is wrong.") {
-				t.Fatalf("login of %s = %d", user, resp.StatusCode)
-			}
+		start := time.Now()
+		resp, page := c.postLogin(url.Values{"username": {user}, "password": {"wrong"}}, nil)
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(page, "The user name or password is wrong.") {
+			t.Fatalf("login of %s = %d", user, resp.StatusCode)
 		}
-		return best
+		return time.Since(start)
 	}
-	known, unknown := timing("admin"), timing("nobody")
+	// The fastest of three tries each, taken in turns: other work on the machine (the rest of
+	// the suite) slows single tries, of either kind, by more than a bcrypt check takes.
+	known, unknown := time.Hour, time.Hour
+	for range 3 {
+		known, unknown = min(known, timing("admin")), min(unknown, timing("nobody"))
+	}
 	if unknown < known/2 {
 		t.Fatalf("a wrong password takes %v, an unknown user %v: the user names can be told apart", known, unknown)
 	}
