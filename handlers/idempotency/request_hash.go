@@ -7,12 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
+	"slices"
+	"strings"
 )
 
 // requestHash is what a retry must match: the method, the path and the body. A multipart/form-data
-// body counts by its parts (each part's name, filename, Content-Type and content, in order), not
+// body counts by its parts (each part's headers and content, in order), not
 // by its bytes: a client sends the same form again with a new boundary (the Node SDKs' fetch draws
 // one at each send), and that retry is the same request. A form that does not parse counts by
 // its bytes (it is refused later anyway).
@@ -48,9 +51,14 @@ func formParts(contentType string, body []byte) ([]byte, bool) {
 		if err != nil {
 			return nil, false
 		}
-		field([]byte(p.FormName()))
-		field([]byte(p.FileName()))
-		field([]byte(p.Header.Get("Content-Type")))
+		// Every header of the part counts, not only its name, filename and Content-Type: a
+		// Content-Transfer-Encoding, say, changes what a decoder reads from the same bytes.
+		names := slices.Sorted(maps.Keys(p.Header))
+		field(binary.BigEndian.AppendUint64(nil, uint64(len(names))))
+		for _, name := range names {
+			field([]byte(name))
+			field([]byte(strings.Join(p.Header[name], "\x00")))
+		}
 		field(content)
 	}
 }

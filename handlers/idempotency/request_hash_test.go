@@ -67,3 +67,21 @@ func TestRequestHashReadsFormsByTheirParts(t *testing.T) {
 		t.Error("a form that does not parse does not count by its bytes")
 	}
 }
+
+// A part's other headers count too: quoted-printable, say, makes a decoder read other bytes
+// from the same content.
+func TestRequestHashCountsEveryPartHeader(t *testing.T) {
+	body := func(extra string) []byte {
+		return []byte("--b\r\nContent-Disposition: form-data; name=\"prompt\"\r\n" + extra +
+			"\r\na=3Dfox\r\n--b--\r\n")
+	}
+	ct := "multipart/form-data; boundary=b"
+	plain := requestHash("POST", "/v1/videos", ct, body(""))
+	if qp := requestHash("POST", "/v1/videos", ct, body("Content-Transfer-Encoding: quoted-printable\r\n")); qp == plain {
+		t.Error("a quoted-printable part hashes as the plain one")
+	}
+	if again := requestHash("POST", "/v1/videos", "multipart/form-data; boundary=c",
+		bytes.ReplaceAll(body(""), []byte("--b"), []byte("--c"))); again != plain {
+		t.Error("the same form with another boundary is another request")
+	}
+}
