@@ -72,8 +72,9 @@ func (s *session) validCSRF(got string) bool {
 // (no cookie, a forged or ended one, or one past SessionMax). Every request checks again that
 // the session's user may still be here: a configured user still configured with the same
 // password hash and account (leaseOwner), a key still active and allowing the client's address
-// (keySession), an account not disabled (accountOpen). A session that fails those checks is ended for good (its lease is
-// released), so enabling the key or the account again does not bring an old cookie back.
+// (keySession), an account not disabled (accountOpen). A session that fails those checks is
+// ended for good (its lease is released), so enabling the key or the account again does not
+// bring an old cookie back.
 func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, bool) {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
