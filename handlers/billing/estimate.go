@@ -113,8 +113,8 @@ type Request struct {
 
 // EstimateRequest is the hold of a pass-through request: a video task's for a video create,
 // images for an image endpoint, else tokens (a model priced per request only is held its
-// request price either way). A text request with N above 1 (a chat completion's n) asks for N choices, each up to its output
-// maximum, so its output is held N times.
+// request price either way). A text request with N above 1 (a chat completion's n) asks for N
+// choices, each up to its output maximum, so its output is held N times.
 func (p *Price) EstimateRequest(q Request) Estimate {
 	if q.Video != nil {
 		return p.EstimateVideo(*q.Video)
