@@ -5,6 +5,7 @@
 #   bench/run.sh                 # 10 s per load run
 #   DURATION=30s bench/run.sh
 #   ONLY=passthrough bench/run.sh            # only the pass-through runs (32 and 1 connections)
+#   ROUNDS=5 bench/run.sh                    # five rounds of pass-through runs (default 3)
 #   ONLY=create bench/run.sh                 # only the pass-through runs at 32 connections and the
 #                                            # task creates
 #   PROFILE=/tmp/prof bench/run.sh           # also write the gateway's CPU and allocation profiles
@@ -35,6 +36,7 @@ set -euo pipefail
 
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-32}
+ROUNDS=${ROUNDS:-3}
 ONLY=${ONLY:-}
 PROFILE=${PROFILE:-}
 PROXY=${PROXY:-transport}
@@ -223,29 +225,45 @@ load() {
 echo "machine: $(nproc) cores, $(cpu_model), $(go_version)"
 echo "load: wrk, $DURATION per run; load average $(loadavg); gateways: ${gw_names[*]}; proxy: $PROXY"
 echo
-# alternate NAME CONNS [PROF]: the pass-through runs: the baseline, each gateway in turn, each
-# again in the reverse order, the baseline again, so that drift on a shared machine weighs on
-# every side alike. With PROF=1 the second run of each gateway is profiled (see load).
+# alternate NAME CONNS [PROF]: the pass-through runs, in ROUNDS rounds: each round is each gateway
+# in turn, then each again in the reverse order, between two baseline runs (a round's closing
+# baseline opens the next), so that drift on a shared machine weighs on every side alike. A
+# round's ratio is its gateway's two passes against its two baselines; the figure given is the
+# median of the rounds' ratios, so that one round in a slow phase of the host (this VM's own
+# CPU per request can change by half within a minute) does not decide it. With PROF=1 the
+# second pass of each gateway in the first round is profiled (see load).
 alternate() {
-	local base="http://127.0.0.1:$BASE/v1/chat/completions" i order b1 pass_rps=()
-	echo "== pass-through chat (POST /v1/chat/completions), $1"
+	local base="http://127.0.0.1:$BASE/v1/chat/completions" i r order b1 prof pass_rps ratios=() sums=()
+	echo "== pass-through chat (POST /v1/chat/completions), $1, $ROUNDS rounds"
 	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2" "$base_pid" $BASE_ADMIN
-	b1=$last_rps
 	order=("${!gw_names[@]}")
-	for i in "${order[@]}"; do
-		load "${gw_names[$i]} pass-through" "http://127.0.0.1:${gw_ports[$i]}/v1/chat/completions" "$work/chat.lua" "$2" "${gw_pids[$i]}" "${gw_admins[$i]}"
-		pass_rps[i]=$last_rps
+	for ((r = 1; r <= ROUNDS; r++)); do
+		b1=$last_rps pass_rps=() prof=${3:-}
+		[ "$r" = 1 ] || prof=""
+		for i in "${order[@]}"; do
+			load "${gw_names[$i]} pass-through" "http://127.0.0.1:${gw_ports[$i]}/v1/chat/completions" "$work/chat.lua" "$2" "${gw_pids[$i]}" "${gw_admins[$i]}"
+			pass_rps[i]=$last_rps
+		done
+		for ((i = ${#order[@]} - 1; i >= 0; i--)); do
+			PROF=$prof load "${gw_names[$i]} pass-through" "http://127.0.0.1:${gw_ports[$i]}/v1/chat/completions" "$work/chat.lua" "$2" "${gw_pids[$i]}" "${gw_admins[$i]}"
+			pass_rps[i]="${pass_rps[i]} $last_rps"
+		done
+		load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2" "$base_pid" $BASE_ADMIN
+		for i in "${order[@]}"; do
+			ratios[i]+=" $(awk -v b1="$b1" -v b2="$last_rps" -v g="${pass_rps[$i]}" 'BEGIN {split(g, p, " "); printf "%.3f", (p[1] + p[2]) / (b1 + b2)}')"
+			sums[i]=$(awk -v s="${sums[$i]:-0 0}" -v b1="$b1" -v b2="$last_rps" -v g="${pass_rps[$i]}" 'BEGIN {split(s, t, " "); split(g, p, " "); print t[1] + p[1] + p[2], t[2] + b1 + b2}')
+		done
 	done
-	for ((i = ${#order[@]} - 1; i >= 0; i--)); do
-		PROF=${3:-} load "${gw_names[$i]} pass-through" "http://127.0.0.1:${gw_ports[$i]}/v1/chat/completions" "$work/chat.lua" "$2" "${gw_pids[$i]}" "${gw_admins[$i]}"
-		pass_rps[i]="${pass_rps[i]} $last_rps"
-	done
-	load "baseline reverse_proxy" "$base" "$work/chat.lua" "$2" "$base_pid" $BASE_ADMIN
-	# Each gateway's two passes against the two baselines around them (the alternation puts
-	# every gateway's mean pass at the run's middle, as the baselines' mean is).
 	for i in "${order[@]}"; do
-		awk -v b1="$b1" -v b2="$last_rps" -v g="${pass_rps[$i]}" -v n="${gw_names[$i]}" \
-			'BEGIN {split(g, p, " "); printf "pass-through: %s / baseline = %.3f (passes %.3f and %.3f of the mean baseline)\n", n, (p[1] + p[2]) / (b1 + b2), 2 * p[1] / (b1 + b2), 2 * p[2] / (b1 + b2)}'
+		echo "${gw_names[$i]} ${sums[$i]}${ratios[$i]}" | awk '{
+			n = 0; r = ""
+			for (i = 4; i <= NF; i++) {
+				x = $i + 0; r = r (i > 4 ? ", " : "") $i
+				for (j = n; j > 0 && v[j] > x; j--) v[j + 1] = v[j]
+				v[j + 1] = x; n++
+			}
+			m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+			printf "pass-through: %s / baseline = %.3f (median of the rounds: %s; all passes against all baselines: %.3f)\n", $1, m, r, $2 / $3}'
 	done
 }
 # Warm every proxy up first (connection pools, heap size) without measuring.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -221,9 +222,11 @@ func FuzzLedgerBlock(f *testing.F) {
 	f.Add("", "", "", "note", int64(math.MinInt64), int64(-1), uint32(999_999_999), uint8(64), uint64(math.MaxUint64-70))
 	f.Fuzz(func(t *testing.T, keyID, model, holdID, note string, amount, sec int64, nsec uint32, count uint8, first uint64) {
 		// Any bytes: entries or an error, never a panic (which fails the fuzz).
-		raw := append([]byte{ledgerBlockV1}, keyID+model+holdID+note...)
-		if err := decodeLedgerValue("a", 0, raw, 0, math.MaxUint64, func(LedgerEntry) bool { return true }); err == nil {
-			t.Logf("%q reads as a block", raw)
+		for _, version := range []byte{ledgerBlockV1, ledgerBlockV2} {
+			raw := append([]byte{version}, keyID+model+holdID+note...)
+			if err := decodeLedgerValue("a", 0, raw, 0, math.MaxUint64, func(LedgerEntry) bool { return true }); err == nil {
+				t.Logf("%q reads as a block", raw)
+			}
 		}
 		n := int(count%maxBlockEntries) + 1
 		first = min(first, math.MaxUint64-uint64(n))
@@ -282,4 +285,82 @@ func TestBatchAccountBlocks(t *testing.T) {
 		t.Errorf("blocks of %v entries, want %v", sizes, want)
 	}
 	sameEntries(t, "the blocks", got, entries)
+}
+
+// A ledgerBlockV1 block, as the versions before ledgerBlockV2 wrote it (entries 41 to 43: a
+// request's hold and settlement, then a credit), still reads as the entries it was written from.
+func TestLedgerBlockV1StillReads(t *testing.T) {
+	const v1 = "0229f08bd4b00d959aef3a076b65795f61310c6770742d346f2d6d696e69001e686f6c645f30313233343536373839616263646566303132333435363705686f6c6400bfb802c0efd3b9070000cdb1ef3a0000000007736574746c65009ca502dc94d6b907a41304959aef3a0101077461736b5f39010763726564697407746f702d757080ade204dcc1b8be0700"
+	val, err := hex.DecodeString(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []LedgerEntry
+	if err := decodeLedgerValue("acme", 43, val, 0, math.MaxUint64, func(e LedgerEntry) bool {
+		got = append(got, e)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sameEntries(t, "the V1 block", got, blockGoldenEntries())
+}
+
+// blockGoldenEntries are the entries of TestLedgerBlockV1StillReads's block, numbered 41 to 43.
+func blockGoldenEntries() []LedgerEntry {
+	t0 := time.Date(2026, 11, 28, 7, 30, 0, 123456789, time.UTC)
+	const holdID = "hold_0123456789abcdef01234567"
+	return []LedgerEntry{
+		{ID: "41", Account: "acme", Time: t0, KeyID: "key_a1", Model: "gpt-4o-mini", HoldID: holdID, Kind: EntryHold,
+			Amount: -20000, BalanceAfter: 999980000},
+		{ID: "42", Account: "acme", Time: t0.Add(3 * time.Microsecond), KeyID: "key_a1", Model: "gpt-4o-mini", HoldID: holdID,
+			Kind: EntrySettle, Amount: 18766, BalanceAfter: 999998766, Charged: 1234},
+		{ID: "43", Account: "acme", Time: t0.Add(2 * time.Second), Ref: "task_9", Kind: EntryCredit, Amount: 5000000,
+			BalanceAfter: 1004998766, Note: "top-up"},
+	}
+}
+
+// A request's hold and settlement (a hold id the gateway makes, a known kind, microseconds
+// apart) take at most 48 bytes of a block, and every field reads back: hold ids and kinds that
+// are not of the packed forms too (upper-case hex, another length, an unknown or empty kind),
+// time going back within a second and across seconds, balances going up and down.
+func TestLedgerBlockV2Compact(t *testing.T) {
+	entries := blockGoldenEntries()
+	var b entryBlock
+	for i := range entries[:2] {
+		b.add(&entries[i], uint64(41+i))
+	}
+	first := len(b.buf)
+	for i := range 10 {
+		hold := entries[0]
+		hold.HoldID = fmt.Sprintf("hold_%024x", 1000+i)
+		hold.Time = hold.Time.Add(time.Duration(10+i) * time.Microsecond)
+		settle := entries[1]
+		settle.HoldID, settle.Time = hold.HoldID, hold.Time.Add(40*time.Microsecond)
+		b.add(&hold, b.last+1)
+		b.add(&settle, b.last+1)
+	}
+	if per := (len(b.buf) - first) / 10; per > 48 {
+		t.Errorf("a request's hold and settlement took %d bytes, want at most 48", per)
+	}
+
+	odd := blockGoldenEntries()
+	odd[0].HoldID = "hold_0123456789ABCDEF01234567"
+	odd[1].HoldID = "hold_0123456789abcdef0123456"
+	odd[1].Kind = ""
+	odd[1].Time = odd[0].Time.Add(-time.Nanosecond)
+	odd[2].Kind = "rebate"
+	odd[2].HoldID = "hold_0123456789abcdef01234567"
+	odd[2].Time = time.Date(1969, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
+	odd[2].BalanceAfter = math.MinInt64
+	odd = append(odd, LedgerEntry{ID: "44", Account: "acme", Time: odd[0].Time, HoldID: odd[2].HoldID, Kind: EntryAdjust,
+		BalanceAfter: math.MaxInt64, Amount: math.MinInt64})
+	key, val := writeBlock(odd)
+	var got []LedgerEntry
+	if err := decodeLedgerValue("acme", mustNumber(t, odd[len(odd)-1].ID), val, 0, math.MaxUint64, func(e LedgerEntry) bool {
+		got = append(got, e)
+		return true
+	}); err != nil {
+		t.Fatal(key, err)
+	}
+	sameEntries(t, "the block", got, odd)
 }
