@@ -85,15 +85,20 @@ func TestConsoleSessionsEndWhenAccessEnds(t *testing.T) {
 	patch("/keys/"+id, `{"expires":"2000-01-01T00:00:00Z"}`)
 	endsSession(t, member, "the key expired")
 
-	// A new password for alice and admin's removal from the configuration end their sessions.
+	// A new password for alice and admin's removal from the configuration end their sessions,
+	// and so does a new secret for a configured key that keeps its id (a rotation): a session
+	// made with the old secret is not the new secret's.
 	keepsSession(t, operator, "before the reload, the operator's session")
+	static := e.keyLogin(t, "mg-console-acme")
+	keepsSession(t, static, "before the reload, the configured key's session")
 	hash, err := bcrypt.GenerateFromPassword([]byte("alice-new-password"), bcrypt.MinCost)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := strings.Replace(consoleCaddyfile, "\t\tuser admin {{admin_hash}}\n", "\t\tuser root {{admin_hash}}\n", 1)
 	cfg = strings.Replace(cfg, "{{alice_hash}}", string(hash), 1)
-	if cfg == consoleCaddyfile || strings.Contains(cfg, "user admin") {
+	cfg = strings.Replace(cfg, "key mg-console-acme {", "key mg-console-acme-rotated {", 1)
+	if cfg == consoleCaddyfile || strings.Contains(cfg, "user admin") || !strings.Contains(cfg, "-rotated") {
 		t.Fatal("the console Caddyfile changed shape")
 	}
 	if err := e.g.reload(cfg); err != nil {
@@ -101,4 +106,6 @@ func TestConsoleSessionsEndWhenAccessEnds(t *testing.T) {
 	}
 	endsSession(t, alice, "alice's password changed")
 	endsSession(t, operator, "admin removed")
+	endsSession(t, static, "acme-key's secret rotated in the configuration")
+	keepsSession(t, e.keyLogin(t, "mg-console-acme-rotated"), "acme-key's new secret")
 }

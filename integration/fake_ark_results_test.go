@@ -32,6 +32,9 @@ type arkResults struct {
 	downloads atomic.Int32
 	// frameType is the Content-Type of the last frame (under mu); default image/png.
 	frameType string
+	// moreContent are members the succeeded answer's content carries besides its URLs (under
+	// mu): what a newer or hostile provider adds.
+	moreContent map[string]any
 }
 
 func newArkResults(t *testing.T, videoSize int) *arkResults {
@@ -111,7 +114,13 @@ func (f *arkResults) task(id string, n int) map[string]any {
 	t := map[string]any{"id": id, "model": "seedance-keep", "status": "running", "created_at": 1764200000, "updated_at": 1764200000}
 	if n > 1 {
 		t["status"] = "succeeded"
-		t["content"] = map[string]string{"video_url": f.URL + "/files/video.mp4", "last_frame_url": f.URL + "/files/last.png"}
+		content := map[string]any{"video_url": f.URL + "/files/video.mp4", "last_frame_url": f.URL + "/files/last.png"}
+		f.mu.Lock()
+		for k, v := range f.moreContent {
+			content[k] = v
+		}
+		f.mu.Unlock()
+		t["content"] = content
 		t["usage"] = map[string]int{"completion_tokens": 108900, "total_tokens": 108900}
 		t["updated_at"] = 1764200060
 	}

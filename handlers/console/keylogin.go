@@ -28,10 +28,13 @@ type KeyAuthenticator interface {
 // never meet.
 const keyUserPrefix = "~"
 
-// keyUser is the console user of a session that logged in with API key id of account. Its
-// name is not a configured user's (configured names have no colon).
-func keyUser(id, account string) User {
-	return User{Name: "key:" + id, Account: account, KeyID: id}
+// keyUser is the console user of a session that logged in with API key id of account, whose
+// secret's stored hash is hash (storage.HashSecret). Its name is not a configured user's
+// (configured names have no colon). The hash stands in the password hash's place in the
+// session's lease owner (leaseOwner): a new secret under the same id (a configured key rotated
+// in the Caddyfile) ends the sessions made with the old one.
+func keyUser(id, account, hash string) User {
+	return User{Name: "key:" + id, Account: account, KeyID: id, PasswordHash: []byte(hash)}
 }
 
 // keyLogin logs a member in with one of their account's API keys. The key itself is checked
@@ -73,7 +76,7 @@ func (h *Handler) keyLogin(w http.ResponseWriter, r *http.Request, secret string
 		refuse("key_without_account") // a console user without an account is an operator
 		return
 	}
-	h.startSession(w, r, keyUser(id.KeyID, id.Account))
+	h.startSession(w, r, keyUser(id.KeyID, id.Account, storage.HashSecret(secret)))
 }
 
 // keySession returns the user of a key session's cookie (user part "~" + the key id,
@@ -82,9 +85,11 @@ func (h *Handler) keyLogin(w http.ResponseWriter, r *http.Request, secret string
 // allow the request's client (keyAllowsClient). ok is false when the key is gone (revoked) or
 // cannot be read. The account's own state is checked with every member's (accountOpen):
 // revoking, disabling or expiring the key, or disabling its account, ends the session, and its
-// cookie is of no use from an address the key may not be used from.
+// cookie is of no use from an address the key may not be used from. The user carries the hash
+// of the key's present secret, so a session made with another secret under this id no longer
+// matches its lease (keyUser, leaseOwner).
 func (h *Handler) keySession(r *http.Request, id string) (user User, active, ok bool) {
-	k, err := h.Keys.Key(r.Context(), id)
+	k, hash, err := h.Keys.KeyWithHash(r.Context(), id)
 	if err != nil {
 		if ke, ok := errors.AsType[*keyadmin.Error](err); !ok || ke.Status != http.StatusNotFound {
 			h.Logger.Error("reading the key of a console session", zap.String("key_id", id), zap.Error(err))
@@ -92,7 +97,7 @@ func (h *Handler) keySession(r *http.Request, id string) (user User, active, ok 
 		return User{}, false, false
 	}
 	active = !k.Disabled && (k.Expires == nil || h.now().Before(*k.Expires)) && k.Account != "" && h.keyAllowsClient(r, k)
-	return keyUser(k.ID, k.Account), active, true
+	return keyUser(k.ID, k.Account, hash), active, true
 }
 
 // keyAllowsClient reports whether the key's allow_ips allow the request's client address, and

@@ -230,3 +230,40 @@ func TestKeyWithoutAccountIsNoOperator(t *testing.T) {
 		t.Fatalf("a key without an account is the session user %+v", u)
 	}
 }
+
+// A key session ends at the key's expiry exactly, as the gateway refuses the key from that
+// instant (auth: expired when now is not before it): a second before it the session reads
+// pages, at it the session ends, and moving the expiry later brings the ended cookie back no
+// more.
+func TestKeySessionEndsAtTheExpiry(t *testing.T) {
+	c, _, _, _ := keyConsole(t)
+	ctx := context.Background()
+	expires := c.clock.Add(5 * time.Minute)
+	k, err := c.h.Keys.CreateKey(ctx, []byte(`{"account":"acme","expires":"`+expires.Format(time.RFC3339)+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookie := sessionCookie(first(c.keyLogin(k.Key)))
+	c.clock = expires.Add(-time.Second)
+	if !c.signedIn(cookie) {
+		t.Fatal("no session a second before the key's expiry")
+	}
+	c.clock = expires
+	if c.signedIn(cookie) {
+		t.Fatal("the session reads a page at the key's expiry")
+	}
+	if resp, _ := c.keyLogin(k.Key); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a key logs in at its expiry: %d", resp.StatusCode)
+	}
+	stored, err := c.h.Store.KeyByID(ctx, k.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored.ExpiresAt = expires.Add(time.Hour)
+	if _, err := c.h.Store.UpdateKey(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	if c.signedIn(cookie) {
+		t.Fatal("a later expiry brought the ended session back")
+	}
+}

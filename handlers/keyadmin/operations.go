@@ -8,6 +8,17 @@ import "context"
 // Key shows one key, or a 404 *Error.
 func (h *Handler) Key(ctx context.Context, id string) (KeyView, error) { return h.showKey(ctx, id) }
 
+// KeyWithHash shows one key with the stored hash of its secret (storage.HashSecret), or a 404
+// *Error. The hash tells a secret from another under the same id: a configured key whose secret
+// was replaced keeps its id. It is for checks inside the gateway; never show or log it.
+func (h *Handler) KeyWithHash(ctx context.Context, id string) (KeyView, string, error) {
+	k, static, err := h.key(ctx, id)
+	if err != nil {
+		return KeyView{}, "", err
+	}
+	return view(k, static), k.Hash, nil
+}
+
 // RevokeKey deletes a stored key; a configured key is a 409 *Error.
 func (h *Handler) RevokeKey(ctx context.Context, id string) error {
 	_, err := h.revokeKey(ctx, id)

@@ -221,13 +221,9 @@ func (h *Handler) clientAnswer(ctx context.Context, t storage.Task) json.RawMess
 		return t.Result
 	}
 	h.Keep.init()
-	var answer map[string]json.RawMessage
-	var content map[string]string
-	if json.Unmarshal(t.Result, &answer) != nil || json.Unmarshal(answer["content"], &content) != nil || content == nil {
-		return t.Result
-	}
+	urls := map[string]string{}
 	for field, key := range map[string]string{"video_url": j.Video, "last_frame_url": j.LastFrame} {
-		if key == "" || content[field] == "" {
+		if key == "" || contentString(t.Result, field) == "" {
 			continue
 		}
 		signed, err := h.Keep.Bucket.PresignGet(ctx, key, h.Keep.URLExpires)
@@ -237,10 +233,12 @@ func (h *Handler) clientAnswer(ctx context.Context, t storage.Task) json.RawMess
 			h.Logger.Warn("presigning a kept result", zap.String("task_id", t.ID), zap.Error(err))
 			return t.Result
 		}
-		content[field] = signed
+		urls[field] = signed
 	}
-	answer["content"] = mustJSON(content)
-	return mustJSON(answer)
+	if signed, ok := withContentURLs(t.Result, urls); ok {
+		return signed
+	}
+	return t.Result
 }
 
 // keptURL is the address of a kept object stored in the task's answer: the public one, or the

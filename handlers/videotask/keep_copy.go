@@ -263,17 +263,14 @@ func (h *Handler) keepDone(ctx context.Context, k *Keeper, taskID, owner string,
 
 // keptAnswer is the job's answer with the kept objects' addresses as its content URLs.
 func (k *Keeper) keptAnswer(j keepJob) json.RawMessage {
-	var answer map[string]json.RawMessage
-	var content map[string]string
-	if json.Unmarshal(j.Answer, &answer) != nil || json.Unmarshal(answer["content"], &content) != nil || content == nil {
-		return j.Answer
-	}
-	content["video_url"] = k.keptURL(j.Video)
+	urls := map[string]string{"video_url": k.keptURL(j.Video)}
 	if j.LastFrame != "" {
-		content["last_frame_url"] = k.keptURL(j.LastFrame)
+		urls["last_frame_url"] = k.keptURL(j.LastFrame)
 	}
-	answer["content"] = mustJSON(content)
-	return mustJSON(answer)
+	if kept, ok := withContentURLs(j.Answer, urls); ok {
+		return kept
+	}
+	return j.Answer
 }
 
 // copyResult copies the job's video and last frame (when the answer has one) into the bucket,
