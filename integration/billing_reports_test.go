@@ -173,8 +173,8 @@ func fakeBillingProviders(t *testing.T) *httptest.Server {
 //   - Gemini's toolUsePromptTokenCount is input and thoughtsTokenCount output: 210 input tokens
 //     at 1000 and 25 output at 2000 per million, 0.26, streamed or not;
 //   - Anthropic's web searches (server_tool_use) are not tokens: 30 input and 40 output, 0.11;
-//   - a 200 whose body is only an error object, and a stream of one error event, and Responses streams
-//     of only an error event or a response.failed without usage, are released;
+//   - a 200 whose body is only an error object, a stream of one error event, and Responses
+//     streams of only an error event or a response.failed without usage, are released;
 //   - a stream whose lines end with a bare CR is charged its usage (12 tokens, 0.012), not its
 //     estimate;
 //   - 2 images of quality auto at 1024x1024 are held at the highest band of the size (0.17
