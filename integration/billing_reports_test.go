@@ -147,6 +147,15 @@ func fakeBillingProviders(t *testing.T) *httptest.Server {
 			default:
 				http.Error(w, `{"error":{"message":"unexpected","type":"invalid_request_error"}}`, http.StatusBadRequest)
 			}
+		case r.URL.Path == "/v1/responses" && r.Header.Get("Authorization") == "Bearer openai-operator-key":
+			// OpenAI Responses streaming: a stream that fails with only an error event, and one
+			// whose only event is response.failed without usage or output.
+			sse()
+			if strings.Contains(string(body), "failed-stream") {
+				io.WriteString(w, "event: response.failed\ndata: "+`{"type":"response.failed","sequence_number":0,"response":{"id":"resp_1","object":"response","created_at":1,"status":"failed","error":{"code":"server_error","message":"The model failed."},"model":"gap-chat","output":[],"usage":null}}`+"\n\n")
+				return
+			}
+			io.WriteString(w, "event: error\ndata: "+`{"type":"error","code":"ERR_SOMETHING","message":"Something went wrong","param":null,"sequence_number":0}`+"\n\n")
 		case r.URL.Path == "/v1/images/generations" && r.Header.Get("Authorization") == "Bearer openai-operator-key":
 			io.WriteString(w, `{"created":1,"background":"opaque","data":[{"b64_json":"QUJD"},{"b64_json":"REVG"}],"output_format":"png",`+
 				`"quality":"low","size":"1024x1024","usage":{"input_tokens":10,"input_tokens_details":{"image_tokens":0,"text_tokens":10},"output_tokens":544,"total_tokens":554}}`)
@@ -164,7 +173,8 @@ func fakeBillingProviders(t *testing.T) *httptest.Server {
 //   - Gemini's toolUsePromptTokenCount is input and thoughtsTokenCount output: 210 input tokens
 //     at 1000 and 25 output at 2000 per million, 0.26, streamed or not;
 //   - Anthropic's web searches (server_tool_use) are not tokens: 30 input and 40 output, 0.11;
-//   - a 200 whose body is only an error object, and a stream of one error event, are released;
+//   - a 200 whose body is only an error object, a stream of one error event, and Responses
+//     streams of only an error event or a response.failed without usage, are released;
 //   - a stream whose lines end with a bare CR is charged its usage (12 tokens, 0.012), not its
 //     estimate;
 //   - 2 images of quality auto at 1024x1024 are held at the highest band of the size (0.17
@@ -196,7 +206,7 @@ func TestBillingOfProviderReports(t *testing.T) {
 	want := map[string]string{
 		"gap-gemini": "settle charged 0.26; settle charged 0.26",
 		"gap-claude": "settle charged 0.11; settle charged 0.11",
-		"gap-errors": "release; release",
+		"gap-errors": "release; release; release; release",
 		"gap-cr":     "settle charged 0.012",
 		"gap-image":  "hold -0.34; settle charged 0.02",
 	}

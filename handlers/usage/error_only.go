@@ -3,6 +3,7 @@ package usage
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 )
 
 // ErrorOnly reports whether the whole answer was an error object and nothing else: a JSON body
@@ -42,4 +43,50 @@ func errorObject(b []byte) bool {
 		}
 	}
 	return members["error"] != nil
+}
+
+// errorEvent reports whether an SSE data line served nothing: an error object (see
+// errorObject), or one of the two OpenAI Responses stream events that end a stream without an
+// answer: {"type":"error","code":…,"message":…,"param":…,"sequence_number":…} (no other
+// member, "message" a string) and {"type":"response.failed",…} whose response has no usage
+// and no output. A response.failed that carries usage or output is billed from it as any event.
+func errorEvent(data []byte) bool {
+	if errorObject(data) {
+		return true
+	}
+	if !bytes.Contains(data, []byte(`"type"`)) {
+		return false // the common case, decided without decoding
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(data, &members) != nil {
+		return false
+	}
+	switch string(members["type"]) {
+	case `"error"`:
+		for name, value := range members {
+			switch name {
+			case "type", "code", "param", "sequence_number":
+			case "message":
+				if len(value) == 0 || value[0] != '"' {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		return members["message"] != nil
+	case `"response.failed"`:
+		var response map[string]json.RawMessage
+		if json.Unmarshal(members["response"], &response) != nil || response == nil {
+			return false
+		}
+		return empty(response["usage"]) && empty(response["output"])
+	}
+	return false
+}
+
+// empty reports whether a JSON value is absent, null or an empty array.
+func empty(v json.RawMessage) bool {
+	s := string(bytes.TrimSpace(v))
+	return s == "" || s == "null" || s == "[]" || (len(s) > 1 && s[0] == '[' && strings.TrimSpace(s[1:len(s)-1]) == "")
 }

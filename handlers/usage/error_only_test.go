@@ -32,6 +32,11 @@ func TestSnifferErrorOnly(t *testing.T) {
 		{"anthropic stream error", true, []string{"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"}, true},
 		{"stream with a delta, then an error", true, []string{
 			"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n", "data: {\"error\":{\"message\":\"x\"}}\n\n"}, false},
+		{"responses stream error event", true, []string{"event: error\ndata: {\"type\":\"error\",\"code\":\"ERR_SOMETHING\",\"message\":\"Something went wrong\",\"param\":null,\"sequence_number\":1}\n\n"}, true},
+		{"responses error event with another member", true, []string{"data: {\"type\":\"error\",\"message\":\"x\",\"usage\":{\"input_tokens\":1}}\n\n"}, false},
+		{"responses failed without usage", true, []string{"event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":2,\"response\":{\"id\":\"resp_1\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"x\"},\"output\":[],\"usage\":null}}\n\n"}, true},
+		{"responses failed with usage", true, []string{"data: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"output\":[],\"usage\":{\"input_tokens\":5,\"output_tokens\":0,\"total_tokens\":5}}}\n\n"}, false},
+		{"responses created, then error", true, []string{"data: {\"type\":\"response.created\",\"response\":{\"status\":\"in_progress\"}}\n\n", "data: {\"type\":\"error\",\"message\":\"x\"}\n\n"}, false},
 		{"stream without events", true, []string{": keep-alive\n\n"}, false},
 		{"stream of an unfinished line", true, []string{"data: {\"error\":{\"message\":\"x\"}}"}, false},
 	} {

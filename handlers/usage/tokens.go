@@ -245,7 +245,7 @@ type Sniffer struct {
 	tokens   Tokens
 	deltas   int64   // SSE: data events that carry a "delta" (streamed output)
 	pooled   *[]byte // where buf came from
-	// errorEvents counts the SSE data lines that are an error object (see errorObject);
+	// errorEvents counts the SSE data lines that served nothing (see errorEvent);
 	// notError is set by any other data line but [DONE].
 	errorEvents int64
 	notError    bool
@@ -388,7 +388,7 @@ func (s *Sniffer) line(l []byte) {
 	if !s.notError {
 		switch data := bytes.TrimSpace(l[5:]); {
 		case string(data) == "[DONE]":
-		case errorObject(data):
+		case errorEvent(data):
 			s.errorEvents++
 		default:
 			s.notError = true

@@ -41,6 +41,21 @@ try {
 }
 check("chat stream of one error event", streamError instanceof OpenAI.APIError, String(streamError));
 
+// OpenAI Responses: a stream whose only event is an error event, and one whose only event is
+// response.failed without usage or output.
+for (const say of ["error-stream", "failed-stream"]) {
+  const events = [];
+  let failure;
+  try {
+    for await (const e of await errors.responses.create({ model: "gap-chat", max_output_tokens: 100, stream: true, input: say })) {
+      events.push(e.type);
+    }
+  } catch (e) {
+    failure = e;
+  }
+  check(`responses ${say}`, failure !== undefined || events.join() === "response.failed", { events, failure: String(failure) });
+}
+
 // A stream whose lines end with a bare CR.
 let text = "";
 let usage;
