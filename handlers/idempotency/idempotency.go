@@ -46,7 +46,17 @@ type Guard struct {
 	Store storage.Store
 	// Retention is how long an answer is kept for replay. Default: 24h.
 	Retention time.Duration
-	Logger    *zap.Logger
+	// Lease is how long a key stays in flight without its owner renewing it. Default:
+	// InFlightLease.
+	Lease  time.Duration
+	Logger *zap.Logger
+}
+
+func (g *Guard) lease() time.Duration {
+	if g.Lease > 0 {
+		return g.Lease
+	}
+	return InFlightLease
 }
 
 // forwardedKey is the context key of the flag that MarkForwarded sets.
@@ -109,7 +119,7 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, scope string, shap
 	storeKey := scope + "/" + hashOf(key)
 
 	owner := storage.NewClaimToken()
-	existing, claimed, err := g.Store.BeginIdempotent(r.Context(), storeKey, storage.IdempotencyRecord{Owner: owner, InFlight: true, RequestHash: reqHash}, InFlightLease)
+	existing, claimed, err := g.Store.BeginIdempotent(r.Context(), storeKey, storage.IdempotencyRecord{Owner: owner, InFlight: true, RequestHash: reqHash}, g.lease())
 	if err != nil {
 		apierror.Internal(w, shape, g.Logger, err)
 		return
@@ -142,7 +152,7 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, scope string, shap
 	}
 }
 
-// renewLease keeps owner's lease on storeKey alive every InFlightLease/3 until the returned
+// renewLease keeps owner's lease on storeKey alive every third of the lease until the returned
 // func is called. A lease found lost (expired and taken by a retry) is not renewed again; the
 // answer is then not stored either, as CompleteIdempotent refuses a record it no longer owns.
 func (g *Guard) renewLease(ctx context.Context, storeKey, owner string) (stop func()) {
@@ -152,8 +162,9 @@ func (g *Guard) renewLease(ctx context.Context, storeKey, owner string) (stop fu
 	var t *time.Timer
 	mu.Lock()
 	defer mu.Unlock()
-	t = time.AfterFunc(InFlightLease/3, func() {
-		err := g.Store.RenewIdempotent(ctx, storeKey, owner, InFlightLease)
+	lease := g.lease()
+	t = time.AfterFunc(lease/3, func() {
+		err := g.Store.RenewIdempotent(ctx, storeKey, owner, lease)
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -164,7 +175,7 @@ func (g *Guard) renewLease(ctx context.Context, storeKey, owner string) (stop fu
 			if err != nil {
 				g.Logger.Error("renewing an idempotency key lease", zap.Error(err))
 			}
-			t.Reset(InFlightLease / 3)
+			t.Reset(lease / 3)
 		}
 	})
 	return func() {
