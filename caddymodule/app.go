@@ -86,6 +86,13 @@ type App struct {
 	// released at most this long after its deadline (see docs/billing.md). Default: 30s.
 	HoldReconcileInterval caddy.Duration `json:"hold_reconcile_interval,omitempty"`
 
+	// IdempotencyLease is how long an Idempotency-Key stays in flight after its gateway was last
+	// heard from: the gateway running the request renews it every third of it, and a retry after
+	// a gateway died mid-request runs at most this long later (before, it gets 409). At least 3s
+	// (Badger counts expiry in whole seconds).
+	// Default: 30s (idempotency.InFlightLease).
+	IdempotencyLease caddy.Duration `json:"idempotency_lease,omitempty"`
+
 	// NoAccountMetrics drops the account label of mediagw_spend_micro_units_total, for gateways with
 	// very many accounts (usage records and the usage report still have every account).
 	// Default: false (counted per account).
@@ -328,6 +335,9 @@ func (a *App) Validate() error {
 	if a.HoldReconcileInterval < 0 {
 		return fmt.Errorf("hold_reconcile_interval must not be negative")
 	}
+	if a.IdempotencyLease != 0 && a.IdempotencyLease < caddy.Duration(3*time.Second) {
+		return fmt.Errorf("idempotency_lease must be at least 3s")
+	}
 	return nil
 }
 
@@ -377,7 +387,7 @@ func (a *App) PriceTable() *billing.Table { return a.prices }
 
 // Idempotency makes creates with an Idempotency-Key header safe to retry.
 func (a *App) Idempotency() *idempotency.Guard {
-	return &idempotency.Guard{Store: a.store, Logger: a.logger.Named("idempotency")}
+	return &idempotency.Guard{Store: a.store, Logger: a.logger.Named("idempotency"), Lease: time.Duration(a.IdempotencyLease)}
 }
 
 // Accountant applies key limits and counts usage.

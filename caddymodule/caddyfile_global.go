@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -23,6 +24,7 @@ import (
 //		storage <backend> [<args…>]   (storage badger [<dir>])
 //		task_retention <duration>
 //		hold_reconcile_interval <duration>
+//		idempotency_lease <duration>
 //		disabled_accounts <account...>
 //		refund_unsuccessful_tasks
 //		account_metrics on|off
@@ -152,6 +154,16 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("hold_reconcile_interval: invalid duration %q", s)
 			}
 			a.HoldReconcileInterval = caddy.Duration(dur)
+		case "idempotency_lease":
+			var s string
+			if !d.AllArgs(&s) {
+				return d.ArgErr()
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil || dur < 3*time.Second {
+				return d.Errf("idempotency_lease: invalid duration %q (at least 3s)", s)
+			}
+			a.IdempotencyLease = caddy.Duration(dur)
 		case "refund_unsuccessful_tasks":
 			if d.NextArg() {
 				return d.ArgErr()
@@ -247,7 +259,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var (
 	globalSubdirectives = []string{"storage", "task_retention", "disabled_accounts", "refund_unsuccessful_tasks",
 		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload",
-		"currency", "price", "hold_reconcile_interval"}
+		"currency", "price", "hold_reconcile_interval", "idempotency_lease"}
 	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "protocol", "access_key", "secret_key", "models", "model_map", "cost", "max_rps"}
 	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks", "budget"}
 )

@@ -46,6 +46,21 @@ func (b *Badger) CompleteIdempotent(ctx context.Context, key string, rec Idempot
 	})
 }
 
+func (b *Badger) RenewIdempotent(ctx context.Context, key, owner string, ttl time.Duration) error {
+	return b.update(ctx, func(txn *badger.Txn) error {
+		var cur IdempotencyRecord
+		if err := txnGetJSON(txn, prefixIdem+key, &cur); errors.Is(err, ErrNotFound) {
+			return ErrConflict
+		} else if err != nil {
+			return err
+		}
+		if !cur.InFlight || cur.Owner != owner {
+			return ErrConflict
+		}
+		return setJSON(txn, prefixIdem+key, cur, ttl)
+	})
+}
+
 func (b *Badger) AbandonIdempotent(ctx context.Context, key, owner string) error {
 	return b.update(ctx, func(txn *badger.Txn) error {
 		var cur IdempotencyRecord

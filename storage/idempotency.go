@@ -21,6 +21,10 @@ type Idempotency interface {
 	// again; another owner's record, or a completed one, is left alone. A missing record is not
 	// an error.
 	AbandonIdempotent(ctx context.Context, key, owner string) error
+	// RenewIdempotent extends the in-flight record of owner to expire ttl from now. It returns
+	// ErrConflict when the record is no longer owner's in-flight record (the lease expired and a
+	// retry took the key, or the request completed): a lost lease is never taken back.
+	RenewIdempotent(ctx context.Context, key, owner string, ttl time.Duration) error
 }
 
 // IdempotencyRecord is the state of one Idempotency-Key: in flight, or the kept answer.

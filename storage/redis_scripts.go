@@ -142,6 +142,14 @@ redis.call('HSET', KEYS[1], 'f', '0', 'j', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1`)
 
+	// KEYS: idempotency record. ARGV: owner, ttl ms. Returns 1 when renewed, 0 when the record is
+	// not that owner's in-flight record.
+	scriptRenewIdempotent = newScript(`
+local cur = redis.call('HMGET', KEYS[1], 'o', 'f')
+if cur[1] ~= ARGV[1] or cur[2] ~= '1' then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`)
+
 	// KEYS: idempotency record. ARGV: owner.
 	scriptAbandonIdempotent = newScript(`
 local cur = redis.call('HMGET', KEYS[1], 'o', 'f')

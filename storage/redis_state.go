@@ -83,6 +83,17 @@ func (r *Redis) AbandonIdempotent(ctx context.Context, key, owner string) error 
 	return r.exec(ctx, scriptAbandonIdempotent, []string{r.key("i:", key)}, []string{owner}).Error()
 }
 
+func (r *Redis) RenewIdempotent(ctx context.Context, key, owner string, ttl time.Duration) error {
+	n, err := r.execInt(ctx, scriptRenewIdempotent, []string{r.key("i:", key)}, []string{owner, millis(ttl)})
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return ErrConflict
+	}
+	return nil
+}
+
 // leaseRecordTTL keeps a lease record a minute past its end on the server's clock; the lease
 // itself ends by the callers' clock (the until field).
 func leaseRecordTTL(ttl time.Duration) string { return millis(ttl + time.Minute) }

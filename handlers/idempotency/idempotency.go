@@ -13,8 +13,10 @@ package idempotency
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,10 +32,13 @@ const Header = "Idempotency-Key"
 // Defaults.
 const (
 	DefaultRetention = 24 * time.Hour
-	// inFlightTTL frees a key whose first request never finished (the process died).
-	inFlightTTL = 10 * time.Minute
-	maxKeyLen   = 255
-	maxKeptBody = 1 << 20
+	// InFlightLease is how long a key stays in flight after its owner was last heard from. The
+	// owner renews it every InFlightLease/3 while its request runs, however long; a gateway killed
+	// mid-request stops renewing, and a retry with the same key runs the request once the lease
+	// has run out (until then it gets 409 idempotency_key_in_flight).
+	InFlightLease = 30 * time.Second
+	maxKeyLen     = 255
+	maxKeptBody   = 1 << 20
 )
 
 // Guard runs requests once per idempotency key.
@@ -41,7 +46,17 @@ type Guard struct {
 	Store storage.Store
 	// Retention is how long an answer is kept for replay. Default: 24h.
 	Retention time.Duration
-	Logger    *zap.Logger
+	// Lease is how long a key stays in flight without its owner renewing it. Default:
+	// InFlightLease.
+	Lease  time.Duration
+	Logger *zap.Logger
+}
+
+func (g *Guard) lease() time.Duration {
+	if g.Lease > 0 {
+		return g.Lease
+	}
+	return InFlightLease
 }
 
 // forwardedKey is the context key of the flag that MarkForwarded sets.
@@ -104,7 +119,7 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, scope string, shap
 	storeKey := scope + "/" + hashOf(key)
 
 	owner := storage.NewClaimToken()
-	existing, claimed, err := g.Store.BeginIdempotent(r.Context(), storeKey, storage.IdempotencyRecord{Owner: owner, InFlight: true, RequestHash: reqHash}, inFlightTTL)
+	existing, claimed, err := g.Store.BeginIdempotent(r.Context(), storeKey, storage.IdempotencyRecord{Owner: owner, InFlight: true, RequestHash: reqHash}, g.lease())
 	if err != nil {
 		apierror.Internal(w, shape, g.Logger, err)
 		return
@@ -117,11 +132,13 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, scope string, shap
 	forwarded := new(atomic.Bool)
 	r = r.WithContext(context.WithValue(r.Context(), forwardedKey{}, forwarded))
 	rec := &recorder{ResponseWriter: w}
+	stopRenewing := g.renewLease(r.Context(), storeKey, owner)
 	next(rec, r)
+	stopRenewing()
 	ctx := context.WithoutCancel(r.Context())
 	if !keep(forwarded.Load(), rec.status) || rec.overflow {
 		if err := g.Store.AbandonIdempotent(ctx, storeKey, owner); err != nil {
-			// The key stays in flight until inFlightTTL: retries get 409 until then.
+			// The key stays in flight until its lease runs out: retries get 409 until then.
 			g.Logger.Error("freeing an idempotency key", zap.Error(err))
 		}
 		return
@@ -132,6 +149,40 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, scope string, shap
 		if err := g.Store.AbandonIdempotent(ctx, storeKey, owner); err != nil {
 			g.Logger.Error("freeing an idempotency key", zap.Error(err))
 		}
+	}
+}
+
+// renewLease keeps owner's lease on storeKey alive every third of the lease until the returned
+// func is called. A lease found lost (expired and taken by a retry) is not renewed again; the
+// answer is then not stored either, as CompleteIdempotent refuses a record it no longer owns.
+func (g *Guard) renewLease(ctx context.Context, storeKey, owner string) (stop func()) {
+	ctx = context.WithoutCancel(ctx)
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock()
+	defer mu.Unlock()
+	lease := g.lease()
+	t = time.AfterFunc(lease/3, func() {
+		err := g.Store.RenewIdempotent(ctx, storeKey, owner, lease)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case stopped:
+		case errors.Is(err, storage.ErrConflict):
+			g.Logger.Warn("idempotency key lease lost while its request ran")
+		default:
+			if err != nil {
+				g.Logger.Error("renewing an idempotency key lease", zap.Error(err))
+			}
+			t.Reset(lease / 3)
+		}
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		t.Stop()
 	}
 }
 

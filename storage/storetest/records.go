@@ -81,6 +81,45 @@ func testIdempotencyExpires(t *testing.T, s storage.Store) {
 	}, "an in-flight record outlived its TTL")
 }
 
+// testIdempotencyLease: a renewed lease outlives its first TTL; a lease that ran out and was taken
+// by a retry is neither renewed back nor completed over by its old owner.
+func testIdempotencyLease(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	if _, began, err := s.BeginIdempotent(ctx, "acct/lease", storage.IdempotencyRecord{Owner: "a", InFlight: true, RequestHash: "h"}, time.Second); err != nil || !began {
+		t.Fatalf("BeginIdempotent = %v, %v", began, err)
+	}
+	if err := s.RenewIdempotent(ctx, "acct/lease", "a", time.Hour); err != nil {
+		t.Fatalf("renewing a held lease: %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if _, began, err := s.BeginIdempotent(ctx, "acct/lease", storage.IdempotencyRecord{Owner: "b", InFlight: true, RequestHash: "h"}, time.Hour); err != nil || began {
+		t.Fatalf("a retry took a renewed lease: began %v, %v", began, err)
+	}
+	if err := s.RenewIdempotent(ctx, "acct/lease", "b", time.Hour); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("a non-owner renewed a lease: %v, want ErrConflict", err)
+	}
+
+	if _, _, err := s.BeginIdempotent(ctx, "acct/lost", storage.IdempotencyRecord{Owner: "old", InFlight: true, RequestHash: "h"}, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() bool {
+		_, began, err := s.BeginIdempotent(ctx, "acct/lost", storage.IdempotencyRecord{Owner: "new", InFlight: true, RequestHash: "h"}, time.Hour)
+		return err == nil && began
+	}, "an unrenewed lease outlived its TTL")
+	if err := s.RenewIdempotent(ctx, "acct/lost", "old", time.Hour); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("the old owner renewed a lost lease: %v, want ErrConflict", err)
+	}
+	if err := s.CompleteIdempotent(ctx, "acct/lost", storage.IdempotencyRecord{Owner: "old", RequestHash: "h", Status: 200}, time.Hour); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("the old owner completed over the new owner: %v, want ErrConflict", err)
+	}
+	if err := s.CompleteIdempotent(ctx, "acct/lost", storage.IdempotencyRecord{Owner: "new", RequestHash: "h", Status: 201}, time.Hour); err != nil {
+		t.Fatalf("the new owner completing: %v", err)
+	}
+	if err := s.RenewIdempotent(ctx, "acct/lost", "new", time.Hour); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("a completed record was renewed as in flight: %v, want ErrConflict", err)
+	}
+}
+
 func event(id string, due time.Time) storage.Event {
 	return storage.Event{ID: id, TaskID: "task-" + id, Account: "alice", URL: "https://example.com/cb", Host: "example.com",
 		Body: []byte(`{"id":"` + id + `"}`), DueAt: due.UnixNano(), CreatedAt: due.UnixNano()}

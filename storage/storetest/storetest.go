@@ -56,6 +56,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, fresh(t)) })
 	t.Run("IdempotencyRace", func(t *testing.T) { testIdempotencyRace(t, fresh(t)) })
 	t.Run("IdempotencyExpires", func(t *testing.T) { testIdempotencyExpires(t, fresh(t)) })
+	t.Run("IdempotencyLease", func(t *testing.T) { testIdempotencyLease(t, fresh(t)) })
 	t.Run("OutboxDueOrder", func(t *testing.T) { testOutboxDueOrder(t, fresh(t)) })
 	t.Run("OutboxTwoClaimers", func(t *testing.T) { testOutboxTwoClaimers(t, fresh(t)) })
 	t.Run("OutboxLeaseExpiry", func(t *testing.T) { testOutboxLeaseExpiry(t, fresh(t)) })
