@@ -35,7 +35,7 @@ const (
 	// InFlightLease is how long a key stays in flight after its owner was last heard from. The
 	// owner renews it every InFlightLease/3 while its request runs, however long; a gateway killed
 	// mid-request stops renewing, and a retry with the same key runs the request once the lease
-	// has run out (until then it gets 409 idempotency_key_in_flight).
+	// has run out (until then it gets 409 idempotency_in_progress).
 	InFlightLease = 30 * time.Second
 	maxKeyLen     = 255
 	maxKeptBody   = 1 << 20
