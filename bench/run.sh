@@ -164,7 +164,9 @@ fresh_gateways() {
 		kill -CONT "${gw_pids[$i]}"
 		kill "${gw_pids[$i]}"
 		wait "${gw_pids[$i]}" || true
-		rm -rf "${work:?}/${names[$i]}"
+		# Moved aside, not removed: removing a store of hundreds of MB makes the file system
+		# discard its blocks, in the kernel's time, while the fresh gateways run.
+		mv "$work/${names[$i]}" "$work/old-${names[$i]}-$i"
 	done
 	gw_names=() gw_ports=() gw_admins=() gw_pids=() gw_caddies=() gw_priced=()
 	for i in "${!names[@]}"; do
