@@ -32,30 +32,34 @@ func (b *Badger) BeginIdempotent(ctx context.Context, key string, rec Idempotenc
 
 func (b *Badger) CompleteIdempotent(ctx context.Context, key string, rec IdempotencyRecord, ttl time.Duration) error {
 	return b.update(ctx, func(txn *badger.Txn) error {
-		var cur IdempotencyRecord
-		if err := txnGetJSON(txn, prefixIdem+key, &cur); errors.Is(err, ErrNotFound) {
-			return ErrConflict
-		} else if err != nil {
+		if _, err := ownInFlight(txn, key, rec.Owner); err != nil {
 			return err
-		}
-		if !cur.InFlight || cur.Owner != rec.Owner {
-			return ErrConflict
 		}
 		rec.InFlight = false
 		return setJSON(txn, prefixIdem+key, rec, ttl)
 	})
 }
 
+// ownInFlight is the in-flight record of key that owner holds, or ErrConflict when there is
+// none (gone, completed, or another owner's).
+func ownInFlight(txn *badger.Txn, key, owner string) (IdempotencyRecord, error) {
+	var cur IdempotencyRecord
+	if err := txnGetJSON(txn, prefixIdem+key, &cur); errors.Is(err, ErrNotFound) {
+		return cur, ErrConflict
+	} else if err != nil {
+		return cur, err
+	}
+	if !cur.InFlight || cur.Owner != owner {
+		return cur, ErrConflict
+	}
+	return cur, nil
+}
+
 func (b *Badger) RenewIdempotent(ctx context.Context, key, owner string, ttl time.Duration) error {
 	return b.update(ctx, func(txn *badger.Txn) error {
-		var cur IdempotencyRecord
-		if err := txnGetJSON(txn, prefixIdem+key, &cur); errors.Is(err, ErrNotFound) {
-			return ErrConflict
-		} else if err != nil {
+		cur, err := ownInFlight(txn, key, owner)
+		if err != nil {
 			return err
-		}
-		if !cur.InFlight || cur.Owner != owner {
-			return ErrConflict
 		}
 		return setJSON(txn, prefixIdem+key, cur, ttl)
 	})
@@ -63,14 +67,11 @@ func (b *Badger) RenewIdempotent(ctx context.Context, key, owner string, ttl tim
 
 func (b *Badger) AbandonIdempotent(ctx context.Context, key, owner string) error {
 	return b.update(ctx, func(txn *badger.Txn) error {
-		var cur IdempotencyRecord
-		if err := txnGetJSON(txn, prefixIdem+key, &cur); errors.Is(err, ErrNotFound) {
-			return nil
-		} else if err != nil {
+		switch _, err := ownInFlight(txn, key, owner); {
+		case errors.Is(err, ErrConflict):
+			return nil // not this owner's to free
+		case err != nil:
 			return err
-		}
-		if !cur.InFlight || cur.Owner != owner {
-			return nil
 		}
 		return txn.Delete([]byte(prefixIdem + key))
 	})
