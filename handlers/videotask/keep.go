@@ -221,9 +221,9 @@ func (h *Handler) clientAnswer(ctx context.Context, t storage.Task) json.RawMess
 		return t.Result
 	}
 	h.Keep.init()
-	urls := map[string]string{}
+	urls, content := map[string]string{}, answerContent(t.Result)
 	for field, key := range map[string]string{"video_url": j.Video, "last_frame_url": j.LastFrame} {
-		if key == "" || contentString(t.Result, field) == "" {
+		if s, _ := jsonString(content[field]); key == "" || s == "" {
 			continue
 		}
 		signed, err := h.Keep.Bucket.PresignGet(ctx, key, h.Keep.URLExpires)

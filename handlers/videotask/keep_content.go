@@ -30,14 +30,14 @@ func withContentURLs(answerJSON json.RawMessage, urls map[string]string) (json.R
 	return mustJSON(answer), true
 }
 
-// contentString is the string member name of a task answer's content, or "".
-func contentString(answerJSON json.RawMessage, name string) string {
+// answerContent is a task answer's content members, nil when the answer or its content is not a
+// JSON object.
+func answerContent(answerJSON json.RawMessage) map[string]json.RawMessage {
 	var answer struct {
 		Content map[string]json.RawMessage `json:"content"`
 	}
 	if json.Unmarshal(answerJSON, &answer) != nil {
-		return ""
+		return nil
 	}
-	s, _ := jsonString(answer.Content[name])
-	return s
+	return answer.Content
 }

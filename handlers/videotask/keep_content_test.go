@@ -22,7 +22,7 @@ func TestWithContentURLs(t *testing.T) {
 	if _, ok := withContentURLs(json.RawMessage(`{"content":[]}`), nil); ok {
 		t.Fatal("a content that is no object was replaced")
 	}
-	if s := contentString(answer, "video_url"); s != "https://p/v.mp4" {
-		t.Fatalf("contentString = %q", s)
+	if s, _ := jsonString(answerContent(answer)["video_url"]); s != "https://p/v.mp4" {
+		t.Fatalf("the content's video_url = %q", s)
 	}
 }
