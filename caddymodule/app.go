@@ -335,8 +335,8 @@ func (a *App) Validate() error {
 	if a.HoldReconcileInterval < 0 {
 		return fmt.Errorf("hold_reconcile_interval must not be negative")
 	}
-	if a.IdempotencyLease != 0 && a.IdempotencyLease < caddy.Duration(3*time.Second) {
-		return fmt.Errorf("idempotency_lease must be at least 3s")
+	if a.IdempotencyLease != 0 && a.IdempotencyLease < caddy.Duration(idempotency.MinLease) {
+		return fmt.Errorf("idempotency_lease must be at least %v", idempotency.MinLease)
 	}
 	return nil
 }

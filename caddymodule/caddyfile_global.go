@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/videotask"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -160,8 +160,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			dur, err := caddy.ParseDuration(s)
-			if err != nil || dur < 3*time.Second {
-				return d.Errf("idempotency_lease: invalid duration %q (at least 3s)", s)
+			if err != nil || dur < idempotency.MinLease {
+				return d.Errf("idempotency_lease: invalid duration %q (at least %v)", s, idempotency.MinLease)
 			}
 			a.IdempotencyLease = caddy.Duration(dur)
 		case "refund_unsuccessful_tasks":

@@ -37,8 +37,11 @@ const (
 	// mid-request stops renewing, and a retry with the same key runs the request once the lease
 	// has run out (until then it gets 409 idempotency_in_progress).
 	InFlightLease = 30 * time.Second
-	maxKeyLen     = 255
-	maxKeptBody   = 1 << 20
+	// MinLease is the shortest lease Guard.Lease may be: Badger counts expiry in whole seconds,
+	// so a shorter one could run out before its first renewal.
+	MinLease    = 3 * time.Second
+	maxKeyLen   = 255
+	maxKeptBody = 1 << 20
 )
 
 // Guard runs requests once per idempotency key.
