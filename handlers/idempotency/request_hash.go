@@ -11,7 +11,6 @@ import (
 	"mime"
 	"mime/multipart"
 	"slices"
-	"strings"
 )
 
 // requestHash is what a retry must match: the method, the path and the body. A multipart/form-data
@@ -57,7 +56,10 @@ func formParts(contentType string, body []byte) ([]byte, bool) {
 		field(binary.BigEndian.AppendUint64(nil, uint64(len(names))))
 		for _, name := range names {
 			field([]byte(name))
-			field([]byte(strings.Join(p.Header[name], "\x00")))
+			field(binary.BigEndian.AppendUint64(nil, uint64(len(p.Header[name]))))
+			for _, v := range p.Header[name] {
+				field([]byte(v)) // each value apart: no separator a value could hold
+			}
 		}
 		field(content)
 	}
