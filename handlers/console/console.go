@@ -48,7 +48,9 @@ var assetTypes = map[string]string{
 // a user without one is an operator.
 type User struct {
 	Name string
-	// PasswordHash is a bcrypt hash ($2a$, $2b$ or $2y$).
+	// PasswordHash is a bcrypt hash ($2a$, $2b$ or $2y$). A key session's user (keyUser) carries
+	// the stored hash of its key's secret here instead, which only its session's lease owner
+	// reads (leaseOwner): it is never compared with a password.
 	PasswordHash []byte
 	// Account, when set, confines the user to that account.
 	Account string
