@@ -19,6 +19,9 @@
 #                                            # transport that Caddyfile.example has (the default)
 #   SYSCALLS=1 bench/run.sh                  # also count each proxy's write and read system calls
 #                                            # per request (perf stat)
+#   FAULTS=/tmp/faults bench/run.sh         # also record where each gateway's page faults are
+#                                            # during the runs PROFILE profiles (perf record -g):
+#                                            # perf report -i /tmp/faults/NAME.data --no-children
 #   WAL_COPY=/tmp/wal bench/run.sh           # copy each gateway's memtable logs (its store's
 #                                            # *.mem) into /tmp/wal/NAME after its create run, for
 #                                            # go run ./bench/walbytes /tmp/wal/NAME/*.mem
@@ -42,6 +45,7 @@ PROFILE=${PROFILE:-}
 PROXY=${PROXY:-transport}
 SYSCALLS=${SYSCALLS:-}
 WAL_COPY=${WAL_COPY:-}
+FAULTS=${FAULTS:-}
 case $PROXY in
 blocks | transport) ;;
 *)
@@ -50,7 +54,7 @@ blocks | transport) ;;
 	;;
 esac
 need wrk jq
-if [ -n "$SYSCALLS" ] && ! command -v perf >/dev/null 2>&1; then
+if { [ -n "$SYSCALLS" ] || [ -n "$FAULTS" ]; } && ! command -v perf >/dev/null 2>&1; then
 	echo "SYSCALLS=1 counts system calls with perf, which is not installed" >&2
 	exit 1
 fi
@@ -209,10 +213,15 @@ load() {
 		curl -sf -o "$pre-cpu.pb.gz" "http://127.0.0.1:$6/debug/pprof/profile?seconds=${DURATION%s}" &
 		prof=$!
 	fi
-	local perf=""
+	local perf="" faults=""
 	if [ -n "${5:-}" ] && [ -n "$SYSCALLS" ]; then
 		perf stat -x, -e syscalls:sys_enter_write,syscalls:sys_enter_read -p "$5" -o "$work/calls" 2>/dev/null &
 		perf=$!
+	fi
+	if [ -n "${5:-}" ] && [ -n "$FAULTS" ] && [ "${PROF:-}" = 1 ]; then
+		mkdir -p "$FAULTS"
+		perf record -q -e page-faults -g -p "$5" -o "$FAULTS/${1// /-}.data" 2>/dev/null &
+		faults=$!
 	fi
 	out=$(taskset -c 1 wrk -t1 -c"$4" -d"$DURATION" --latency -s "$3" "$2")
 	if [ -n "${5:-}" ]; then
@@ -220,6 +229,9 @@ load() {
 	fi
 	if [ -n "$perf" ] && kill -INT "$perf"; then
 		wait "$perf" || true
+	fi
+	if [ -n "$faults" ] && kill -INT "$faults"; then
+		wait "$faults" || true
 	fi
 	if [ -n "$prof" ]; then
 		wait "$prof"
