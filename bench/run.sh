@@ -6,6 +6,7 @@
 #   DURATION=30s bench/run.sh
 #   ONLY=passthrough bench/run.sh            # only the pass-through runs (32 and 1 connections)
 #   ROUNDS=5 bench/run.sh                    # five rounds of pass-through runs (default 3)
+#   CREATE_ROUNDS=5 bench/run.sh             # five rounds of creates on fresh gateways (default 3)
 #   ONLY=create bench/run.sh                 # only the pass-through runs at 32 connections and the
 #                                            # task creates
 #   PROFILE=/tmp/prof bench/run.sh           # also write the gateway's CPU and allocation profiles
@@ -40,6 +41,7 @@ set -euo pipefail
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-32}
 ROUNDS=${ROUNDS:-3}
+CREATE_ROUNDS=${CREATE_ROUNDS:-3}
 ONLY=${ONLY:-}
 PROFILE=${PROFILE:-}
 PROXY=${PROXY:-transport}
@@ -170,7 +172,7 @@ fresh_gateways() {
 		wait "${gw_pids[$i]}" || true
 		# Moved aside, not removed: removing a store of hundreds of MB makes the file system
 		# discard its blocks, in the kernel's time, while the fresh gateways run.
-		mv "$work/${names[$i]}" "$work/old-${names[$i]}-$i"
+		mv "$work/${names[$i]}" "$(mktemp -u "$work/old-${names[$i]}-XXXXXX")"
 	done
 	gw_names=() gw_ports=() gw_admins=() gw_pids=() gw_caddies=() gw_priced=()
 	for i in "${!names[@]}"; do
@@ -259,6 +261,17 @@ load() {
 echo "machine: $(nproc) cores, $(cpu_model), $(go_version)"
 echo "load: wrk, $DURATION per run; load average $(loadavg); gateways: ${gw_names[*]}; proxy: $PROXY"
 echo
+# median X...: the median of the numbers X, to three decimals.
+median() {
+	echo "$@" | awk '{
+		for (i = 1; i <= NF; i++) {
+			x = $i + 0
+			for (j = i - 1; j > 0 && v[j] > x; j--) v[j + 1] = v[j]
+			v[j + 1] = x
+		}
+		n = NF
+		printf "%.3f", n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2}'
+}
 # alternate NAME CONNS [PROF]: the pass-through runs, in ROUNDS rounds: each round is each gateway
 # in turn, then each again in the reverse order, between two baseline runs (a round's closing
 # baseline opens the next), so that drift on a shared machine weighs on every side alike. A
@@ -289,15 +302,9 @@ alternate() {
 		done
 	done
 	for i in "${order[@]}"; do
-		echo "${gw_names[$i]} ${sums[$i]}${ratios[$i]}" | awk '{
-			n = 0; r = ""
-			for (i = 4; i <= NF; i++) {
-				x = $i + 0; r = r (i > 4 ? ", " : "") $i
-				for (j = n; j > 0 && v[j] > x; j--) v[j + 1] = v[j]
-				v[j + 1] = x; n++
-			}
-			m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-			printf "pass-through: %s / baseline = %.3f (median of the rounds: %s; all passes against all baselines: %.3f)\n", $1, m, r, $2 / $3}'
+		read -r ratio_list <<<"${ratios[$i]}"
+		awk -v n="${gw_names[$i]}" -v m="$(median $ratio_list)" -v r="${ratio_list// /, }" -v s="${sums[$i]}" \
+			'BEGIN {split(s, t, " "); printf "pass-through: %s / baseline = %.3f (median of the rounds: %s; all passes against all baselines: %.3f)\n", n, m, r, t[1] / t[2]}'
 	done
 }
 # Warm every proxy up first (connection pools, heap size) without measuring.
@@ -312,42 +319,57 @@ if [ -n "$PROFILE" ]; then
 fi
 [ "$ONLY" = passthrough ] && exit 0
 
-# Task create: on fresh gateways (fresh_gateways), the baseline first, then each gateway once.
-# Fresh, because the priced gateways' stores hold the ledger entries of the pass-through runs
-# (tens of MB): the memtable flush that they bring forward would fall into the priced create
-# run, which would pay for the pass-through's writes. Each fresh gateway is warmed up with 3 s of
-# creates, as every proxy was before the pass-through runs. (Not alternated like the pass-through
-# runs: after a create run a gateway's watcher keeps polling every task it created. So that it
-# does not take the core from the runs after it, each gateway is paused (SIGSTOP) outside its own
-# warm-up and create run; every gateway but the first is stopped after the create runs.) Each run
-# prints its CPU time and allocations per request; the baseline runs again after them, and each
-# gateway's ratio is against the mean of the two baselines. A create run's place in the order
-# can weigh more than a change (session 12 saw the second build of an A/B cheaper by 50-190 us
-# per create in either order): compare builds in both orders, ./caddy and OLD_CADDY swapped.
+# Task create, in CREATE_ROUNDS rounds on fresh gateways (fresh_gateways): each round starts
+# every gateway again on an empty store, then runs the baseline and each gateway in turn, a
+# baseline run between every two (the order of the gateways reversed in every other round). Fresh,
+# because a gateway's store holds the writes of the runs before (the priced one's ledger entries
+# of the pass-through: tens of MB), and the memtable flush that they bring forward would fall into
+# the next create run. Each fresh gateway is warmed up with 3 s of creates, as every proxy was
+# before the pass-through runs. After a create run a gateway's watcher keeps polling every task
+# it created; so that it does not take the core from the runs after it, each gateway is paused
+# (SIGSTOP) outside its own warm-up and create run. Each run prints its CPU time and allocations
+# per request. A round's ratio is the gateway's run against the mean of the baseline runs just
+# before and after it; the figure given is the median of the rounds' ratios (each round's is
+# printed), so that a slow phase of the host during one run does not decide it. A create run's
+# place in the order can weigh more than a change (session 12 saw the second build of an A/B
+# cheaper by 50-190 us per create in either order), which the alternating order evens out.
 # Each 10 s create run writes about one memtable's worth (32 MiB) into its store, so whether its
-# flush falls inside a run is partly chance: DURATION=30s evens that out.
-fresh_gateways
-echo "== video task create (POST …/tasks), $CONNS connections, on fresh gateways"
+# flush falls inside a run is partly chance: DURATION=30s evens that out. Only the first round
+# is profiled (PROFILE, FAULTS) and copied (WAL_COPY).
+create_url() { echo "http://127.0.0.1:$1/api/v3/contents/generations/tasks"; }
 pause_gateways() { for p in "${gw_pids[@]}"; do kill -STOP "$p"; done; }
-pause_gateways
-load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS" "$base_pid" $BASE_ADMIN
-b1=$last_rps create_rps=()
-for i in "${!gw_names[@]}"; do
-	kill -CONT "${gw_pids[$i]}"
-	warm 1 "$CONNS" "$work/create.lua" "http://127.0.0.1:${gw_ports[$i]}/api/v3/contents/generations/tasks"
-	PROF=1 load "${gw_names[$i]} create" "http://127.0.0.1:${gw_ports[$i]}/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS" "${gw_pids[$i]}" "${gw_admins[$i]}"
-	create_rps+=("$last_rps")
-	awk '/^VmRSS|^VmHWM/ {printf "%s %d MiB  ", $1, $2 / 1024} END {print "(resident memory after the create run; VmHWM: its peak since start)"}' "/proc/${gw_pids[$i]}/status"
-	kill -STOP "${gw_pids[$i]}"
-	if [ -n "$WAL_COPY" ]; then
-		mkdir -p "$WAL_COPY/${gw_names[$i]}"
-		cp "$work/${gw_names[$i]}"/store/*.mem "$WAL_COPY/${gw_names[$i]}/"
+echo "== video task create (POST …/tasks), $CONNS connections, on fresh gateways, $CREATE_ROUNDS rounds"
+create_ratios=()
+for ((r = 1; r <= CREATE_ROUNDS; r++)); do
+	fresh_gateways
+	pause_gateways
+	order=("${!gw_names[@]}")
+	if ((r % 2 == 0)); then
+		order=()
+		for ((i = ${#gw_names[@]} - 1; i >= 0; i--)); do order+=("$i"); done
 	fi
+	prof=1
+	[ "$r" = 1 ] || prof=""
+	load "baseline reverse_proxy" "$(create_url $BASE_SIM)" "$work/create.lua" "$CONNS" "$base_pid" $BASE_ADMIN
+	for i in "${order[@]}"; do
+		b1=$last_rps
+		kill -CONT "${gw_pids[$i]}"
+		warm 1 "$CONNS" "$work/create.lua" "$(create_url "${gw_ports[$i]}")"
+		PROF=$prof load "${gw_names[$i]} create" "$(create_url "${gw_ports[$i]}")" "$work/create.lua" "$CONNS" "${gw_pids[$i]}" "${gw_admins[$i]}"
+		g=$last_rps
+		awk '/^VmRSS|^VmHWM/ {printf "%s %d MiB  ", $1, $2 / 1024} END {print "(resident memory after the create run; VmHWM: its peak since start)"}' "/proc/${gw_pids[$i]}/status"
+		kill -STOP "${gw_pids[$i]}"
+		if [ -n "$WAL_COPY" ] && [ "$r" = 1 ]; then
+			mkdir -p "$WAL_COPY/${gw_names[$i]}"
+			cp "$work/${gw_names[$i]}"/store/*.mem "$WAL_COPY/${gw_names[$i]}/"
+		fi
+		load "baseline reverse_proxy" "$(create_url $BASE_SIM)" "$work/create.lua" "$CONNS" "$base_pid" $BASE_ADMIN
+		create_ratios[i]+=" $(awk -v b1="$b1" -v b2="$last_rps" -v g="$g" 'BEGIN {printf "%.3f", 2 * g / (b1 + b2)}')"
+	done
 done
-load "baseline reverse_proxy" "http://127.0.0.1:$BASE_SIM/api/v3/contents/generations/tasks" "$work/create.lua" "$CONNS" "$base_pid" $BASE_ADMIN
 for i in "${!gw_names[@]}"; do
-	awk -v b1="$b1" -v b2="$last_rps" -v g="${create_rps[$i]}" -v n="${gw_names[$i]}" \
-		'BEGIN {printf "task create: %s / baseline = %.3f (against the opening baseline %.3f, the closing %.3f)\n", n, 2 * g / (b1 + b2), g / b1, g / b2}'
+	read -r ratio_list <<<"${create_ratios[$i]}"
+	echo "task create: ${gw_names[$i]} / baseline = $(median $ratio_list) (median of the rounds: ${ratio_list// /, })"
 done
 for i in "${!gw_pids[@]}"; do
 	kill -CONT "${gw_pids[$i]}"
