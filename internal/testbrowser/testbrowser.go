@@ -42,6 +42,9 @@ func New(t testing.TB, width, height int, timeout time.Duration) context.Context
 		chromedp.WindowSize(width, height),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(t.TempDir()),
+		// With disable-dev-shm-usage chromium keeps its shared memory in files under TMPDIR
+		// (org.chromium.Chromium.*), which a stopped browser leaves behind: the test's own.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	tab, cancelTab := chromedp.NewContext(allocCtx)
