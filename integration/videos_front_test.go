@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -198,7 +199,8 @@ func TestVideosFrontOverAdaptors(t *testing.T) {
 
 // TestVideosFrontMultipartFile: a create whose form carries the image itself is 400 in OpenAI's
 // shape, pointing to presign, and reaches no provider; the same form with the image's public URL
-// creates the video, with that URL as Kling's first frame (image-to-video).
+// creates the video, with that URL as Kling's first frame (image-to-video). A part given twice,
+// the first one empty, is 400 too.
 func TestVideosFrontMultipartFile(t *testing.T) {
 	v := startVideosFront(t)
 	form := func(file bool) (string, *bytes.Buffer) {
@@ -235,6 +237,35 @@ func TestVideosFrontMultipartFile(t *testing.T) {
 	creates := v.kling.log.matching("POST", "/v1/videos/image2video")
 	if len(creates) != 1 || !strings.Contains(string(creates[0].Body), `"image":"https://example.com/fox.png"`) {
 		t.Fatalf("kling creates: %+v", creates)
+	}
+
+	// A part given twice is refused even when the first one is empty: a decoder that reads the
+	// first would see no prompt, no seconds or no image where the front took the second. Before
+	// the fix the second was taken.
+	for _, tc := range []struct{ param, first, second, value string }{
+		{"prompt", "prompt", "prompt", "a second prompt"},
+		{"seconds", "seconds", "seconds", "10"},
+		{"input_reference", "input_reference", "input_reference[image_url]", "https://example.com/fox.png"},
+		{"input_reference", "input_reference[image_url]", "input_reference", "https://example.com/fox.png"},
+		{"callback_url", "callback_url", "callback_url", "https://example.com/hook"},
+	} {
+		var b bytes.Buffer
+		mw := multipart.NewWriter(&b)
+		for _, kv := range [][2]string{{"model", "kling-v2-1-master"}, {"prompt", "a fox"}, {tc.first, ""}, {tc.second, tc.value}} {
+			if tc.param == "prompt" && kv[1] == "a fox" {
+				continue // the prompt's own pair is the case
+			}
+			mw.WriteField(kv[0], kv[1])
+		}
+		mw.Close()
+		r := post(mw.FormDataContentType(), &b)
+		e, _ := r.json(t)["error"].(map[string]any)
+		if r.status != 400 || e == nil || e["param"] != tc.param || !strings.Contains(fmt.Sprint(e["message"]), "more than once") {
+			t.Fatalf("a form with %s empty then %s = %q: %d %s; want 400 naming %s", tc.first, tc.second, tc.value, r.status, r.body, tc.param)
+		}
+	}
+	if creates := v.kling.log.matching("POST", "/"); len(creates) != 1 {
+		t.Fatalf("a refused form reached the provider: %+v", creates)
 	}
 }
 

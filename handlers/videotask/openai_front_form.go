@@ -40,10 +40,12 @@ func formBoundary(r *http.Request) (string, bool) {
 // ReadVideoForm reads a multipart/form-data create body, as the OpenAI SDKs send one even
 // without a file: text parts named as the JSON members, input_reference given as a URL or as
 // input_reference[image_url]. A file part, or input_reference[file_id], is errPresign, answered
-// before the file is read; a repeated or unknown part is refused. At most limit bytes are read
+// before the file is read; a repeated or unknown part is refused, a repeated one even when an
+// earlier copy was empty (another decoder may take that one). At most limit bytes are read
 // (past them the error is apierror.ErrTooLarge).
 func ReadVideoForm(body io.Reader, boundary string, limit int64) (VideoRequest, error) {
 	var v VideoRequest
+	seen := make(map[*string]bool, len(videoFields))
 	err := eachFormPart(body, boundary, limit, func(name string, value []byte) (bool, error) {
 		switch name {
 		case "input_reference[image_url]":
@@ -55,9 +57,10 @@ func ReadVideoForm(body io.Reader, boundary string, limit int64) (VideoRequest, 
 		if field == nil {
 			return false, frontInvalid(name, "is not a parameter of this endpoint (accepted: %s)", strings.Join(videoFields, ", "))
 		}
-		if *field != "" {
+		if seen[field] {
 			return false, frontInvalid(name, "is given more than once")
 		}
+		seen[field] = true
 		if !utf8.Valid(value) {
 			return false, apierror.NotUTF8("invalid_request_body")
 		}
