@@ -2,7 +2,6 @@ package videotask
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -96,7 +95,9 @@ func eachFormPart(body io.Reader, boundary string, limit int64, part func(name s
 	mr := multipart.NewReader(bounded, boundary)
 	for n := 0; ; n++ {
 		p, err := mr.NextRawPart()
-		if errors.Is(err, io.EOF) {
+		// Only a bare io.EOF is the end of a form (its closing boundary); NextRawPart wraps the
+		// io.EOF of a body without a single boundary line, which is no form.
+		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
