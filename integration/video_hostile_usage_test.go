@@ -13,18 +13,20 @@ import (
 )
 
 // TestHostileUsageIsNotCharged: a provider's report of a video no client can ask for is not
-// charged; what it says that a video can be still is. Three 4-second videos: DashScope's
-// usage.video_duration says 10^18 seconds (wan-h, 0.01 a second: charged its estimate, 0.04); an
+// charged; what it says that a video can be still is. Four 4-second videos: DashScope's
+// usage.video_duration says 10^18 seconds (wan-h, 0.01 a second at 720p, 0.04 at 4k: charged its
+// estimate, 0.04); DashScope says 5 seconds of 99999999*99999999 pixels (which names 4k: charged
+// the 5 seconds at the estimate's 720p, 0.05, not at 4k, 0.20); an
 // Ark answer's duration says 100000 seconds (video-h, 1 per million video tokens, 720p 16:9 at
 // Ark's published 1248×704 and 24 fps: the estimate's 82,368 tokens, 0.082368); another Ark
 // answer says 5 seconds at 10^6 frames per second (the 5 seconds at 24 fps: 102,960 tokens,
 // 0.10296). Before the fix the first was charged the ledger's bound, 9007199254.740991, the
-// second 2059.2 and the third 4290.
+// second 0.20, the third 2059.2 and the fourth 4290.
 func TestHostileUsageIsNotCharged(t *testing.T) {
 	up := &scriptedUpstream{answers: map[string]string{}}
 	srv := startFake(t, up)
 	cfg := strings.Replace(hostileAnswersCaddyfile, "\t\tkey mg-hostile-answers {",
-		"\t\tprice wan-h {\n\t\t\tsecond 0.01\n\t\t}\n\t\tprice video-h {\n\t\t\tvideo_tokens 1\n\t\t}\n\t\tkey mg-hostile-answers {", 1)
+		"\t\tprice wan-h {\n\t\t\tsecond 720p 0.01\n\t\t\tsecond 4k 0.04\n\t\t}\n\t\tprice video-h {\n\t\t\tvideo_tokens 1\n\t\t}\n\t\tkey mg-hostile-answers {", 1)
 	if cfg == hostileAnswersCaddyfile {
 		t.Fatal("the hostile answers Caddyfile changed shape")
 	}
@@ -39,6 +41,9 @@ func TestHostileUsageIsNotCharged(t *testing.T) {
 	}{
 		{"DashScope 10^18 seconds", "wan-h",
 			`{"request_id":"r","output":{"task_id":"%[1]s","task_status":"SUCCEEDED","video_url":"https://cdn.example.com/a.mp4"},"usage":{"video_duration":1e18,"video_ratio":"1280*720"}}`,
+			func(string) string { return up.lastDash() }},
+		{"DashScope 99999999*99999999 pixels", "wan-h",
+			`{"request_id":"r","output":{"task_id":"%[1]s","task_status":"SUCCEEDED","video_url":"https://cdn.example.com/d.mp4"},"usage":{"video_duration":5,"video_ratio":"99999999*99999999"}}`,
 			func(string) string { return up.lastDash() }},
 		{"Ark 100000 seconds", "video-h",
 			`{"id":"%[1]s","model":"video-h","status":"succeeded","content":{"video_url":"https://cdn.example.com/b.mp4"},"duration":100000}`,
@@ -78,11 +83,11 @@ func TestHostileUsageIsNotCharged(t *testing.T) {
 		for _, l := range lines[min(len(lines), 1):] {
 			amounts[l[0]] = l[len(l)-1]
 		}
-		if err == nil && amounts["wan-h"] == "0.04" && amounts["video-h"] == "0.185328" {
+		if err == nil && amounts["wan-h"] == "0.09" && amounts["video-h"] == "0.185328" {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("usage = %d %s; want wan-h charged 0.04 and video-h 0.185328", r.status, r.body)
+			t.Fatalf("usage = %d %s; want wan-h charged 0.09 and video-h 0.185328", r.status, r.body)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -26,7 +26,8 @@ const (
 // Possible is actual without what no video can be: a frame rate past MaxFPS, a length longer
 // than MaxVideoSeconds (or the price's max_seconds, when higher) in seconds or frames, a width
 // or height past MaxVideoSide. Each such group is dropped whole, as not reported, so that Merge
-// takes the estimate's value for it.
+// takes the estimate's value for it: an impossible size drops the picture (resolution and ratio
+// too, which an adaptor names from that size).
 func (p *Price) Possible(actual Usage) Usage {
 	longest := max(int64(MaxVideoSeconds), p.maxSeconds())
 	if actual.FPS > MaxFPS {
@@ -40,7 +41,7 @@ func (p *Price) Possible(actual Usage) Usage {
 		actual.VideoSeconds, actual.VideoFrames, actual.FPS = 0, 0, 0
 	}
 	if actual.Width > MaxVideoSide || actual.Height > MaxVideoSide {
-		actual.Width, actual.Height = 0, 0
+		actual.Width, actual.Height, actual.Resolution, actual.Ratio = 0, 0, "", ""
 	}
 	return actual
 }

@@ -11,6 +11,7 @@ func TestSettleTakesOnlyPossibleVideos(t *testing.T) {
 	second := &Price{Model: "v", Second: 10_000}               // 0.01 a second
 	long := &Price{Model: "v", Second: 10_000, MaxSeconds: 30} // its model makes up to 30 s
 	tokens := &Price{Model: "v", VideoTokens: 1_000_000}       // 1 per million tokens
+	banded := &Price{Model: "v", SecondBands: map[string]Money{"720p": 10_000, "4k": 40_000}}
 	five := int64(5)
 	estimate := second.EstimateVideo(VideoTask{Duration: &five}).Usage
 	for _, tc := range []struct {
@@ -27,6 +28,8 @@ func TestSettleTakesOnlyPossibleVideos(t *testing.T) {
 		{"360 frames at 24 fps", second, Usage{VideoFrames: 360, FPS: 24}, 150_000},
 		{"361 frames at 24 fps", second, Usage{VideoFrames: 361, FPS: 24}, 50_000},
 		{"10^6 fps", tokens, Usage{VideoSeconds: 5, FPS: 1_000_000, Width: 1024, Height: 1024}, Money(1024 * 1024 * 24 * 5 / 1024)},
+		{"4k named from a size of 99999x99999", banded, Usage{VideoSeconds: 5, Resolution: "4k", Ratio: "1:1", Width: 99999, Height: 99999}, 50_000},
+		{"4k of 3840x2160", banded, Usage{VideoSeconds: 5, Resolution: "4k", Ratio: "16:9", Width: 3840, Height: 2160}, 200_000},
 		{"a side of 8193", tokens, Usage{VideoSeconds: 5, Resolution: "720p", Ratio: "16:9", Width: 8193, Height: 10}, Money(1248 * 704 * 24 * 5 / 1024)},
 	} {
 		if got := tc.price.Settle(estimate, tc.actual); got != tc.want {
