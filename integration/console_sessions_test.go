@@ -29,8 +29,9 @@ func keepsSession(t *testing.T, b *consoleBrowser, why string) {
 // member may still be there. Disabling the account ends its members' sessions (password and
 // key alike) for good: enabling it again does not bring an old cookie back, and a member of a
 // disabled account cannot log in. Disabling or expiring the key of a key session ends it for
-// good too. A new password for a user, or the user's removal from the configuration, ends
-// their sessions.
+// good too. A new password for a user, the user's removal from the configuration, or a new
+// secret for a configured key ends their sessions for good: the old configuration back brings
+// no old cookie back.
 func TestConsoleSessionsEndWhenAccessEnds(t *testing.T) {
 	e := startConsole(t)
 	admin := "http://" + e.g.admin + "/mediagw"
@@ -104,8 +105,21 @@ func TestConsoleSessionsEndWhenAccessEnds(t *testing.T) {
 	if err := e.g.reload(cfg); err != nil {
 		t.Fatal(err)
 	}
+	// The browsers' copies of the cookies drop them when told to: keep the cookies as a thief
+	// would.
+	aliceCookie, operatorCookie, staticCookie := alice.cookie, operator.cookie, static.cookie
 	endsSession(t, alice, "alice's password changed")
 	endsSession(t, operator, "admin removed")
 	endsSession(t, static, "acme-key's secret rotated in the configuration")
 	keepsSession(t, e.keyLogin(t, "mg-console-acme-rotated"), "acme-key's new secret")
+
+	// Those sessions ended for good: the configuration as it was before (alice's old password,
+	// admin again, acme-key's old secret) brings none of the old cookies back.
+	if err := e.g.reload(consoleCaddyfile); err != nil {
+		t.Fatal(err)
+	}
+	endsSession(t, &consoleBrowser{t: t, base: e.console, cookie: aliceCookie}, "alice's old password back, her old cookie")
+	endsSession(t, &consoleBrowser{t: t, base: e.console, cookie: operatorCookie}, "admin configured again, the old cookie")
+	endsSession(t, &consoleBrowser{t: t, base: e.console, cookie: staticCookie}, "acme-key's old secret back, the old cookie")
+	keepsSession(t, e.login(t, "admin"), "admin's new login")
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -198,7 +199,9 @@ func TestVideosFrontOverAdaptors(t *testing.T) {
 
 // TestVideosFrontMultipartFile: a create whose form carries the image itself is 400 in OpenAI's
 // shape, pointing to presign, and reaches no provider; the same form with the image's public URL
-// creates the video, with that URL as Kling's first frame (image-to-video).
+// creates the video, with that URL as Kling's first frame (image-to-video). A part given twice,
+// the first one empty, is 400 too, and so are JSON that is not UTF-8 and a form without its
+// boundary.
 func TestVideosFrontMultipartFile(t *testing.T) {
 	v := startVideosFront(t)
 	form := func(file bool) (string, *bytes.Buffer) {
@@ -235,6 +238,50 @@ func TestVideosFrontMultipartFile(t *testing.T) {
 	creates := v.kling.log.matching("POST", "/v1/videos/image2video")
 	if len(creates) != 1 || !strings.Contains(string(creates[0].Body), `"image":"https://example.com/fox.png"`) {
 		t.Fatalf("kling creates: %+v", creates)
+	}
+
+	// A part given twice is refused even when the first one is empty: a decoder that reads the
+	// first would see no prompt, no seconds or no image where the front took the second. Before
+	// the fix the second was taken.
+	for _, tc := range []struct{ param, first, second, value string }{
+		{"prompt", "prompt", "prompt", "a second prompt"},
+		{"seconds", "seconds", "seconds", "10"},
+		{"input_reference", "input_reference", "input_reference[image_url]", "https://example.com/fox.png"},
+		{"input_reference", "input_reference[image_url]", "input_reference", "https://example.com/fox.png"},
+		{"callback_url", "callback_url", "callback_url", "https://example.com/hook"},
+	} {
+		var b bytes.Buffer
+		mw := multipart.NewWriter(&b)
+		for _, kv := range [][2]string{{"model", "kling-v2-1-master"}, {"prompt", "a fox"}, {tc.first, ""}, {tc.second, tc.value}} {
+			if tc.param == "prompt" && kv[1] == "a fox" {
+				continue // the prompt's own pair is the case
+			}
+			mw.WriteField(kv[0], kv[1])
+		}
+		mw.Close()
+		r := post(mw.FormDataContentType(), &b)
+		e, _ := r.json(t)["error"].(map[string]any)
+		if r.status != 400 || e == nil || e["param"] != tc.param || !strings.Contains(fmt.Sprint(e["message"]), "more than once") {
+			t.Fatalf("a form with %s empty then %s = %q: %d %s; want 400 naming %s", tc.first, tc.second, tc.value, r.status, r.body, tc.param)
+		}
+	}
+
+	// A body the front cannot read as what its Content-Type says is 400 invalid_request_body
+	// saying so: JSON that is not UTF-8 (the task API refuses it; before the fix the front took
+	// the prompt as U+FFFD and sent that upstream), and a form without a single boundary line
+	// (before the fix it read as an empty form: 400 missing_model).
+	for _, tc := range []struct{ name, ct, body, message string }{
+		{"JSON with a byte that is not UTF-8", "application/json", "{\"model\":\"kling-v2-1-master\",\"prompt\":\"a fox \xff\"}", "UTF-8"},
+		{"a form without its boundary", "multipart/form-data; boundary=xyz", "model=kling-v2-1-master&prompt=a+fox", "malformed"},
+	} {
+		r := post(tc.ct, strings.NewReader(tc.body))
+		e, _ := r.json(t)["error"].(map[string]any)
+		if r.status != 400 || e == nil || e["code"] != "invalid_request_body" || !strings.Contains(fmt.Sprint(e["message"]), tc.message) {
+			t.Fatalf("%s = %d %s; want 400 invalid_request_body saying %q", tc.name, r.status, r.body, tc.message)
+		}
+	}
+	if creates := v.kling.log.matching("POST", "/"); len(creates) != 1 {
+		t.Fatalf("a refused create reached the provider: %+v", creates)
 	}
 }
 

@@ -145,9 +145,9 @@ func TestTaskHoldsEndOnce(t *testing.T) {
 	}
 	checkLedgerSums(t, a, "acme", 2_700_000)
 
-	// A succeeded task whose answer reports a length that prices past the ledger's bound (an
-	// upstream's nonsense) is charged the bound: its hold ends, rather than staying open for
-	// good because the store refuses the charge.
+	// A succeeded task whose answer reports a length no video can be (2^63-1 seconds: an
+	// upstream's nonsense, which would price past the ledger's bound) is charged its estimate
+	// (billing.Price.Possible), and its hold ends.
 	h, err := a.HoldForTask(ctx, id, "veo", "", videoEstimate(5), time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -155,13 +155,13 @@ func TestTaskHoldsEndOnce(t *testing.T) {
 	a.BindTask(ctx, h.ID, "cgt-long")
 	task := storage.Task{ID: "cgt-long", Account: "acme", KeyID: "k1", Model: "veo", HoldID: h.ID,
 		HoldAmount: int64(h.Estimate.Amount), HoldUsage: h.Estimate.Usage.Encode()}
-	if got := a.SettleTask(ctx, task, "succeeded", billing.Usage{VideoSeconds: math.MaxInt64}); got != billing.Money(storage.MaxAmount) {
-		t.Fatalf("a task reporting 2^63-1 seconds was charged %s, want the bound", got)
+	if got := a.SettleTask(ctx, task, "succeeded", billing.Usage{VideoSeconds: math.MaxInt64}); got != 500_000 {
+		t.Fatalf("a task reporting 2^63-1 seconds was charged %s, want its estimate 0.5", got)
 	}
-	if b := balance(t, a, "acme"); b.Amount != 2_700_000-storage.MaxAmount || b.Held != 0 {
-		t.Fatalf("after it: %+v, want 2.7 less the bound and nothing held", b)
+	if b := balance(t, a, "acme"); b.Amount != 2_200_000 || b.Held != 0 {
+		t.Fatalf("after it: %+v, want 2.2 and nothing held", b)
 	}
-	checkLedgerSums(t, a, "acme", 2_700_000-storage.MaxAmount)
+	checkLedgerSums(t, a, "acme", 2_200_000)
 }
 
 // TestKeyDayBudgetResetsAtUTCMidnight: a key's day budget refuses a hold past it until 00:00

@@ -3,9 +3,47 @@ package billing
 import "slices"
 
 // Settle is the amount charged for a finished request or task: actual priced at p, where
-// what the provider did not report takes the estimate's value (see Merge).
+// what the provider did not report takes the estimate's value (see Merge). A video length, frame
+// rate or pixel size past what any video can be (see Possible) counts as not reported.
 func (p *Price) Settle(estimated, actual Usage) Money {
-	return p.Amount(Merge(estimated, actual))
+	return p.Amount(Merge(estimated, p.Possible(actual)))
+}
+
+// Bounds of a video as a provider may report it. Past them the report describes no video that
+// the contract lets a client ask for (a broken or hostile answer, such as a 5-second task
+// reported 10^18 seconds long), and is not charged for.
+const (
+	// MaxVideoSeconds is the contract's longest duration (spec: duration -1..15). A price's
+	// max_seconds, when higher, is its model's.
+	MaxVideoSeconds = 15
+	// MaxFPS is the highest frame rate taken from a report.
+	MaxFPS = 60
+	// MaxVideoSide is the longest side in pixels taken from a report, as the OpenAI-style
+	// front's size takes it.
+	MaxVideoSide = 8192
+)
+
+// Possible is actual without what no video can be: a frame rate past MaxFPS, a length longer
+// than MaxVideoSeconds (or the price's max_seconds, when higher) in seconds or frames, a width
+// or height past MaxVideoSide. Each such group is dropped whole, as not reported, so that Merge
+// takes the estimate's value for it: an impossible size drops the picture (resolution and ratio
+// too, which an adaptor names from that size).
+func (p *Price) Possible(actual Usage) Usage {
+	longest := max(int64(MaxVideoSeconds), p.maxSeconds())
+	if actual.FPS > MaxFPS {
+		actual.FPS = 0
+	}
+	fps := actual.FPS
+	if fps <= 0 {
+		fps = DefaultFPS
+	}
+	if actual.VideoSeconds > longest || actual.VideoFrames > longest*fps {
+		actual.VideoSeconds, actual.VideoFrames, actual.FPS = 0, 0, 0
+	}
+	if actual.Width > MaxVideoSide || actual.Height > MaxVideoSide {
+		actual.Width, actual.Height, actual.Resolution, actual.Ratio = 0, 0, "", ""
+	}
+	return actual
 }
 
 // Merge fills what actual does not report from estimated. Fields that describe one thing

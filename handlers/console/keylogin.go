@@ -31,11 +31,14 @@ const keyUserPrefix = "~"
 // keyUser is the console user of a session that logged in with API key id of account, whose
 // secret's stored hash is hash (storage.HashSecret). Its name is not a configured user's
 // (configured names have no colon). The hash stands in the password hash's place in the
-// session's lease owner (leaseOwner): a new secret under the same id (a configured key rotated
-// in the Caddyfile) ends the sessions made with the old one.
+// session's credential digest (credentialDigest): a new secret under the same id (a configured
+// key rotated in the Caddyfile) ends the sessions made with the old one.
 func keyUser(id, account, hash string) User {
-	return User{Name: "key:" + id, Account: account, KeyID: id, PasswordHash: []byte(hash)}
+	return User{Name: keyUserName(id), Account: account, KeyID: id, PasswordHash: []byte(hash)}
 }
+
+// keyUserName is the user name of a session made with key id.
+func keyUserName(id string) string { return "key:" + id }
 
 // keyLogin logs a member in with one of their account's API keys. The key itself is checked
 // once, here, as mediagw_auth checks it (its allow_ips against every address a trusted proxy
@@ -80,24 +83,23 @@ func (h *Handler) keyLogin(w http.ResponseWriter, r *http.Request, secret string
 }
 
 // keySession returns the user of a key session's cookie (user part "~" + the key id,
-// base64url), and whether the key is still active for this request: it exists, is enabled and
-// unexpired, belongs to an account (without one it would be an operator), and its allow_ips
-// allow the request's client (keyAllowsClient). ok is false when the key is gone (revoked) or
-// cannot be read. The account's own state is checked with every member's (accountOpen):
-// revoking, disabling or expiring the key, or disabling its account, ends the session, and its
-// cookie is of no use from an address the key may not be used from. The user carries the hash
-// of the key's present secret, so a session made with another secret under this id no longer
-// matches its lease (keyUser, leaseOwner).
-func (h *Handler) keySession(r *http.Request, id string) (user User, active, ok bool) {
+// base64url); found is false when the key is gone (revoked, or a configured key no longer in
+// the configuration), err a failure to read it. active reports whether the key is still active
+// for this request: it is enabled and unexpired, belongs to an account (without one it would be
+// an operator), and its allow_ips allow the request's client (keyAllowsClient). The account's
+// own state is checked with every member's (accountOpen): revoking, disabling or expiring the
+// key, or disabling its account, ends the session, and its cookie is of no use from an address
+// the key may not be used from. The user carries the hash of the key's present secret, so a
+// session made with another secret under this id no longer matches (keyUser, credentialDigest).
+func (h *Handler) keySession(r *http.Request, id string) (user User, found, active bool, err error) {
 	k, hash, err := h.Keys.KeyWithHash(r.Context(), id)
-	if err != nil {
-		if ke, ok := errors.AsType[*keyadmin.Error](err); !ok || ke.Status != http.StatusNotFound {
-			h.Logger.Error("reading the key of a console session", zap.String("key_id", id), zap.Error(err))
-		}
-		return User{}, false, false
+	if ke, ok := errors.AsType[*keyadmin.Error](err); ok && ke.Status == http.StatusNotFound {
+		return User{}, false, false, nil
+	} else if err != nil {
+		return User{}, false, false, err
 	}
 	active = !k.Disabled && (k.Expires == nil || h.now().Before(*k.Expires)) && k.Account != "" && h.keyAllowsClient(r, k)
-	return keyUser(k.ID, k.Account, hash), active, true
+	return keyUser(k.ID, k.Account, hash), true, active, nil
 }
 
 // keyAllowsClient reports whether the key's allow_ips allow the request's client address, and

@@ -33,13 +33,15 @@ const (
 )
 
 // session is a logged-in user. Its token is random (256 bits) and known only to the browser's
-// cookie; the store keeps a lease named after the token's SHA-256, owned by the user, the login
-// time and the user's configuration (see leaseOwner), so a cookie naming another user or login
-// time is no session.
+// cookie; the store keeps a lease named after the token's SHA-256 and owned by the user's name,
+// the login time and the digest of the user's credential at login (see leaseOwner), so a cookie
+// naming another user, login time or credential is no session.
 type session struct {
 	user  User
 	token string
 	since time.Time
+	// owner is the owner of the session's lease (leaseOwner).
+	owner string
 }
 
 // leaseName is the store lease that keeps the session of token.
@@ -48,12 +50,21 @@ func leaseName(token string) string {
 	return "console/session/" + hex.EncodeToString(sum[:])
 }
 
-// leaseOwner is the owner of a session's lease: the user's name, the login time and a digest of
-// the user's configuration (password hash and account). A new password or account for the user
-// in the configuration so ends their sessions.
-func leaseOwner(user User, since time.Time) string {
-	sum := sha256.Sum256([]byte(string(user.PasswordHash) + "\x00" + user.Account))
-	return user.Name + "|" + strconv.FormatInt(since.Unix(), 10) + "|" + hex.EncodeToString(sum[:8])
+// credentialDigest is a short digest of a user's credential as configured: the password hash
+// (a key session's: the stored hash of its key's secret) and the account. The session cookie
+// carries it, so that a session whose credential changed or went away can still name its lease
+// and end it for good: the credential restored later (the same password hash, the same key
+// secret) does not bring the old cookie back. It tells nothing of the password or the key.
+func credentialDigest(u User) string {
+	sum := sha256.Sum256([]byte(string(u.PasswordHash) + "\x00" + u.Account))
+	return hex.EncodeToString(sum[:8])
+}
+
+// leaseOwner is the owner of a session's lease: the user's name, the login time and the
+// credential's digest at login (credentialDigest). A new password or account for the user in
+// the configuration so ends their sessions.
+func leaseOwner(name string, since time.Time, digest string) string {
+	return name + "|" + strconv.FormatInt(since.Unix(), 10) + "|" + digest
 }
 
 // csrf is the token every form of this session carries: an HMAC of the session token, so it is
@@ -70,26 +81,24 @@ func (s *session) validCSRF(got string) bool {
 
 // session returns the request's session, renewing its idle time, or false when there is none
 // (no cookie, a forged or ended one, or one past SessionMax). Every request checks again that
-// the session's user may still be here: a configured user still configured with the same
-// password hash and account (leaseOwner), a key still active and allowing the client's address
-// (keySession), an account not disabled (accountOpen). A session that fails those checks is
-// ended for good (its lease is released), so enabling the key or the account again does not
-// bring an old cookie back.
+// the session's user may still be here: a configured user still configured with the
+// credential of the login (credentialDigest), a key still there with the secret of the login,
+// active and allowing the client's address (keySession), an account not disabled
+// (accountOpen). A session that fails those checks is ended for good (its lease is released),
+// so enabling the key or the account again, or configuring the removed user or key again with
+// the same password or secret, does not bring an old cookie back.
 func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, bool) {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
 		return nil, false
 	}
-	// The cookie is token.user.since, user base64url-encoded.
-	token, rest, ok := strings.Cut(c.Value, ".")
-	if !ok || len(token) != 43 {
+	// The cookie is token.user.since.digest, user base64url-encoded (see startSession).
+	parts := strings.Split(c.Value, ".")
+	if len(parts) != 4 || len(parts[0]) != 43 || len(parts[3]) != 16 {
 		return nil, false
 	}
-	userPart, sinceText, ok := strings.Cut(rest, ".")
-	if !ok {
-		return nil, false
-	}
-	secs, err := strconv.ParseInt(sinceText, 10, 64)
+	token, userPart, digest := parts[0], parts[1], parts[3]
+	secs, err := strconv.ParseInt(parts[2], 10, 64)
 	if err != nil {
 		return nil, false
 	}
@@ -98,28 +107,16 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, boo
 	if now.Sub(since) > h.SessionMax || since.After(now.Add(time.Minute)) {
 		return nil, false
 	}
-	var user User
-	active := true
-	if keyID, isKey := strings.CutPrefix(userPart, keyUserPrefix); isKey {
-		id, err := base64.RawURLEncoding.DecodeString(keyID)
-		if err != nil {
-			return nil, false
-		}
-		if user, active, ok = h.keySession(r, string(id)); !ok {
-			clearCookie(w)
-			return nil, false
-		}
-	} else {
-		name, err := base64.RawURLEncoding.DecodeString(userPart)
-		if err != nil {
-			return nil, false
-		}
-		if user, ok = h.Users[string(name)]; !ok {
-			clearCookie(w)
-			return nil, false
-		}
+	encoded, isKey := strings.CutPrefix(userPart, keyUserPrefix)
+	decoded, err := base64.RawURLEncoding.DecodeString(encoded)
+	if err != nil || len(decoded) == 0 {
+		return nil, false
 	}
-	owner := leaseOwner(user, since)
+	name := string(decoded)
+	if isKey {
+		name = keyUserName(name)
+	}
+	owner := leaseOwner(name, since, digest)
 	err = h.Store.RenewLease(r.Context(), leaseName(token), owner, now, h.SessionIdle)
 	if err != nil {
 		if !errors.Is(err, storage.ErrLeaseLost) {
@@ -128,22 +125,45 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*session, boo
 		clearCookie(w)
 		return nil, false
 	}
-	open, err := h.accountOpen(r.Context(), user.Account)
-	if err != nil {
-		h.Logger.Error("reading the account of a console session", zap.String("user", user.Name), zap.Error(err))
-		return nil, false
+	// The lease is this cookie's (RenewLease just proved it): see whether its user may still
+	// be here, and end it for good, on every instance, when not.
+	user, found, active := User{}, false, true
+	if isKey {
+		if user, found, active, err = h.keySession(r, string(decoded)); err != nil {
+			h.Logger.Error("reading the key of a console session", zap.String("key_id", string(decoded)), zap.Error(err))
+			return nil, false
+		}
+	} else {
+		user, found = h.Users[name]
 	}
-	if !active || !open {
-		// The lease is this cookie's (RenewLease just proved it): end it, on every instance.
+	reason := ""
+	switch {
+	case !found:
+		reason = "its user or key is no longer configured"
+	case credentialDigest(user) != digest:
+		reason = "its password, key secret or account changed"
+	case !active:
+		reason = "its key may no longer be used from here"
+	default:
+		open, err := h.accountOpen(r.Context(), user.Account)
+		if err != nil {
+			h.Logger.Error("reading the account of a console session", zap.String("user", user.Name), zap.Error(err))
+			return nil, false
+		}
+		if !open {
+			reason = "its account is disabled"
+		}
+	}
+	if reason != "" {
 		if err := h.Store.ReleaseLease(r.Context(), leaseName(token), owner); err != nil {
 			h.Logger.Error("ending a console session", zap.Error(err))
 		}
-		h.Logger.Info("console session ended: its key or account may no longer be used from here", zap.String("user", user.Name),
+		h.Logger.Info("console session ended", zap.String("reason", reason), zap.String("user", name),
 			zap.String("user_account", user.Account), zap.String("remote_ip", h.clientIP(r)))
 		clearCookie(w)
 		return nil, false
 	}
-	return &session{user: user, token: token, since: since}, true
+	return &session{user: user, token: token, since: since, owner: owner}, true
 }
 
 // serveLogin shows the login form, and logs in with a POST of it.
@@ -231,16 +251,17 @@ func (h *Handler) allowLoginAttempt(w http.ResponseWriter, r *http.Request, wind
 	return true
 }
 
-// startSession starts a session of user and sets its cookie: token.user.since, where user is
-// the configured user's name (base64url), or "~" and the key id (base64url) of a member who
-// logged in with an API key.
+// startSession starts a session of user and sets its cookie: token.user.since.digest, where
+// user is the configured user's name (base64url), or "~" and the key id (base64url) of a member
+// who logged in with an API key, and digest is the user's credentialDigest.
 func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, user User) {
 	var random [32]byte
 	rand.Read(random[:]) // crypto/rand.Read never fails (it panics instead, from Go 1.24)
 	token := base64.RawURLEncoding.EncodeToString(random[:])
 	now := h.now()
 	since := now.Truncate(time.Second)
-	held, err := h.Store.AcquireLease(r.Context(), leaseName(token), leaseOwner(user, since), now, h.SessionIdle)
+	digest := credentialDigest(user)
+	held, err := h.Store.AcquireLease(r.Context(), leaseName(token), leaseOwner(user.Name, since, digest), now, h.SessionIdle)
 	if err != nil || !held {
 		h.Logger.Error("starting a console session", zap.Bool("held", held), zap.Error(err))
 		h.renderLogin(w, r, http.StatusServiceUnavailable, "The console cannot log you in right now. Try again shortly.")
@@ -251,7 +272,7 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, user User
 		userPart = keyUserPrefix + base64.RawURLEncoding.EncodeToString([]byte(user.KeyID))
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: token + "." + userPart + "." + strconv.FormatInt(since.Unix(), 10),
+		Name: cookieName, Value: token + "." + userPart + "." + strconv.FormatInt(since.Unix(), 10) + "." + digest,
 		Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode, MaxAge: int(h.SessionMax.Seconds()),
 	})
 	clearLoginCookie(w)
@@ -260,7 +281,7 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request, user User
 }
 
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session) {
-	if err := h.Store.ReleaseLease(r.Context(), leaseName(s.token), leaseOwner(s.user, s.since)); err != nil {
+	if err := h.Store.ReleaseLease(r.Context(), leaseName(s.token), s.owner); err != nil {
 		h.Logger.Error("ending a console session", zap.Error(err))
 		h.fail(w, r, s, http.StatusServiceUnavailable, "The session could not be ended. Try again.")
 		return

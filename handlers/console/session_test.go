@@ -32,14 +32,17 @@ func TestSessionExpires(t *testing.T) {
 	}
 }
 
-// A cookie whose token, user or login time was changed is no session; nor is one after logout,
-// or of a user no longer configured.
+// A cookie whose token, user, login time or credential digest was changed is no session; nor
+// is one after logout, or of a user no longer configured. The user configured again with the
+// same password hash brings that cookie back no more.
 func TestSessionCookieTampering(t *testing.T) {
 	c := newTestConsole(t, bcryptTestCost)
 	alice := c.login("alice")
-	value := strings.TrimPrefix(alice, cookieName+"=")
-	token, rest, _ := strings.Cut(value, ".")
-	_, since, _ := strings.Cut(rest, ".")
+	parts := strings.Split(strings.TrimPrefix(alice, cookieName+"="), ".")
+	if len(parts) != 4 {
+		t.Fatalf("session cookie %q", alice)
+	}
+	token, user, since, digest := parts[0], parts[1], parts[2], parts[3]
 	secs, err := strconv.ParseInt(since, 10, 64)
 	if err != nil {
 		t.Fatal(err)
@@ -47,14 +50,21 @@ func TestSessionCookieTampering(t *testing.T) {
 	admin64 := base64.RawURLEncoding.EncodeToString([]byte("admin"))
 	other := []byte(token)
 	other[0] ^= 1
+	otherDigest := []byte(digest)
+	otherDigest[0] ^= 1
+	join := func(p ...string) string { return strings.Join(p, ".") }
 	for name, forged := range map[string]string{
-		"another user":       token + "." + admin64 + "." + since,
-		"another login time": token + "." + rest[:strings.Index(rest, ".")] + "." + strconv.FormatInt(secs+1, 10),
-		"another token":      string(other) + "." + rest,
-		"no login time":      token + "." + rest[:strings.Index(rest, ".")],
-		"short token":        token[1:] + "." + rest,
+		"another user":       join(token, admin64, since, digest),
+		"another user's own": join(token, admin64, since, credentialDigest(c.h.Users["admin"])),
+		"another login time": join(token, user, strconv.FormatInt(secs+1, 10), digest),
+		"another token":      join(string(other), user, since, digest),
+		"another digest":     join(token, user, since, string(otherDigest)),
+		"no digest":          join(token, user, since),
+		"no login time":      join(token, user),
+		"short token":        join(token[1:], user, since, digest),
 		"junk":               "x",
-		"empty user":         token + ".." + since,
+		"empty user":         join(token, "", since, digest),
+		"a fifth part":       join(token, user, since, digest, digest),
 	} {
 		if c.signedIn(cookieName + "=" + forged) {
 			t.Errorf("a cookie with %s is a session", name)
@@ -64,22 +74,33 @@ func TestSessionCookieTampering(t *testing.T) {
 		t.Fatal("the real cookie is no session")
 	}
 
+	configured := c.h.Users["alice"]
 	delete(c.h.Users, "alice")
 	if c.signedIn(alice) {
 		t.Fatal("a user removed from the configuration keeps their session")
 	}
+	c.h.Users["alice"] = configured
+	if c.signedIn(alice) {
+		t.Fatal("a user configured again with the same password hash got the removed user's session back")
+	}
 }
 
 // A session is the user's as configured when they logged in: a new password hash or another
-// account for the user in the configuration ends it.
+// account for the user in the configuration ends it for good (the old hash back does not bring
+// it back).
 func TestSessionEndsWhenTheUserChanges(t *testing.T) {
 	c := newTestConsole(t, bcryptTestCost)
 	cookie := c.login("alice")
-	u := c.h.Users["alice"]
+	old := c.h.Users["alice"]
+	u := old
 	u.PasswordHash = hashPassword(t, "a new password", bcryptTestCost)
 	c.h.Users["alice"] = u
 	if c.signedIn(cookie) {
 		t.Fatal("a session survived its user's new password")
+	}
+	c.h.Users["alice"] = User{Name: "alice", PasswordHash: old.PasswordHash, Account: old.Account}
+	if c.signedIn(cookie) {
+		t.Fatal("the old password hash back brought the ended session back")
 	}
 	cookie = c.login("admin")
 	c.h.Users["admin"] = User{Name: "admin", PasswordHash: c.h.Users["admin"].PasswordHash, Account: "acme"}

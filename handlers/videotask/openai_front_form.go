@@ -2,7 +2,6 @@ package videotask
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -40,10 +39,12 @@ func formBoundary(r *http.Request) (string, bool) {
 // ReadVideoForm reads a multipart/form-data create body, as the OpenAI SDKs send one even
 // without a file: text parts named as the JSON members, input_reference given as a URL or as
 // input_reference[image_url]. A file part, or input_reference[file_id], is errPresign, answered
-// before the file is read; a repeated or unknown part is refused. At most limit bytes are read
+// before the file is read; a repeated or unknown part is refused, a repeated one even when an
+// earlier copy was empty (another decoder may take that one). At most limit bytes are read
 // (past them the error is apierror.ErrTooLarge).
 func ReadVideoForm(body io.Reader, boundary string, limit int64) (VideoRequest, error) {
 	var v VideoRequest
+	seen := make(map[*string]bool, len(videoFields))
 	err := eachFormPart(body, boundary, limit, func(name string, value []byte) (bool, error) {
 		switch name {
 		case "input_reference[image_url]":
@@ -55,9 +56,10 @@ func ReadVideoForm(body io.Reader, boundary string, limit int64) (VideoRequest, 
 		if field == nil {
 			return false, frontInvalid(name, "is not a parameter of this endpoint (accepted: %s)", strings.Join(videoFields, ", "))
 		}
-		if *field != "" {
+		if seen[field] {
 			return false, frontInvalid(name, "is given more than once")
 		}
+		seen[field] = true
 		if !utf8.Valid(value) {
 			return false, apierror.NotUTF8("invalid_request_body")
 		}
@@ -93,7 +95,9 @@ func eachFormPart(body io.Reader, boundary string, limit int64, part func(name s
 	mr := multipart.NewReader(bounded, boundary)
 	for n := 0; ; n++ {
 		p, err := mr.NextRawPart()
-		if errors.Is(err, io.EOF) {
+		// Only a bare io.EOF is the end of a form (its closing boundary); NextRawPart wraps the
+		// io.EOF of a body without a single boundary line, which is no form.
+		if err == io.EOF {
 			return nil
 		}
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
@@ -46,9 +47,13 @@ func frontInvalid(field, format string, a ...any) *apierror.Error {
 
 // ParseVideoJSON reads a JSON create body. JSON null counts as an absent member;
 // input_reference is a URL string or an object {"image_url": URL}. A file_id is refused (files
-// are not kept by the gateway), as is any member not in the OpenAI reference.
+// are not kept by the gateway), as is any member not in the OpenAI reference, and a body that is
+// not UTF-8 (as the task API refuses it: decoded, its bytes would reach the upstream as U+FFFD).
 func ParseVideoJSON(body []byte) (VideoRequest, error) {
 	var v VideoRequest
+	if !utf8.Valid(body) {
+		return v, apierror.NotUTF8("invalid_request_body")
+	}
 	fields, err := jsonkeys.All(body, videoFields...)
 	if errors.Is(err, jsonkeys.ErrNotObject) {
 		return v, apierror.NotJSONObject("invalid_request_body")
