@@ -7,12 +7,15 @@ import (
 )
 
 // ErrorOnly reports whether the whole answer was an error object and nothing else: a JSON body
-// {"error":{…}} (beside which only Anthropic's "type":"error" may stand), or a stream whose every
-// data line is one (and [DONE]), with at least one such line and no line left unfinished. Such
-// an answer, though its status said success, served nothing: an OpenAI-compatible upstream
-// that reports a failure with 200, a stream that fails before its first event. Anything more
-// (a usage object, data, a delta, another member, a body past the first 64 KiB) is not one.
-// Call it when the body is complete.
+// {"error":{…}} (beside which only Anthropic's "type":"error" may stand), or a stream whose
+// data lines are such failures (see failureEvent) and [DONE], at least one of them, after at
+// most the events that open an OpenAI Responses stream before it has produced anything
+// (response.created, response.in_progress, response.queued, each without output or usage: see
+// openingEvent), with no line left unfinished. Such an answer, though its status said success,
+// served nothing: an OpenAI-compatible upstream that reports a failure with 200, a stream that
+// fails before its first output. Anything more (a usage object, data, a delta, an output item,
+// another member, an event after the failure, a body past the first 64 KiB) is not one. Call
+// it when the body is complete.
 func (s *Sniffer) ErrorOnly() bool {
 	if s.SSE {
 		return s.errorEvents > 0 && !s.notError && !s.skip && len(s.buf) == 0
@@ -45,21 +48,43 @@ func errorObject(b []byte) bool {
 	return members["error"] != nil
 }
 
-// errorEvent reports whether an SSE data line served nothing: an error object (see
-// errorObject), or one of the two OpenAI Responses stream events that end a stream without an
-// answer: {"type":"error","code":…,"message":…,"param":…,"sequence_number":…} (no other
-// member, "message" a string) and {"type":"response.failed",…} whose response has no usage
-// and no output. A response.failed that carries usage or output is billed from it as any event.
-func errorEvent(data []byte) bool {
+// eventKind is what a stream's data line says of what the stream served, for ErrorOnly.
+type eventKind uint8
+
+const (
+	// servedEvent is any event that may have served something (output, usage, anything unknown).
+	servedEvent eventKind = iota
+	// failureEvent served nothing and ended the answer: an error object (see errorObject), or
+	// one of OpenAI Responses' two failing events, {"type":"error","code":…,"message":…,
+	// "param":…,"sequence_number":…} (no other member, "message" a string) and
+	// {"type":"response.failed",…} whose response has no usage and no output.
+	failureEvent
+	// openingEvent is one of the events that open an OpenAI Responses stream, before any
+	// output: response.created, response.in_progress or response.queued, whose response has no
+	// usage and no output (as the reference shows them: "output":[], "usage":null).
+	openingEvent
+)
+
+// Substrings of the data lines that classify may tell apart from servedEvent; a line without any
+// of them is one, decided without decoding.
+var (
+	responsesEventPrefix = []byte(`"response.`)
+	typeBytes            = []byte(`"type"`)
+)
+
+// classify tells what one data line of a stream is (see eventKind). It is called only for the
+// leading lines of a stream, until the first servedEvent (see Sniffer.line): an ordinary stream
+// pays for it once or, for a Responses stream, for its two or three opening events.
+func classify(data []byte) eventKind {
 	if errorObject(data) {
-		return true
+		return failureEvent
 	}
-	if !bytes.Contains(data, []byte(`"type"`)) {
-		return false // the common case, decided without decoding
+	if !bytes.Contains(data, typeBytes) || (!bytes.Contains(data, errorBytes) && !bytes.Contains(data, responsesEventPrefix)) {
+		return servedEvent // the common case, decided without decoding
 	}
 	var members map[string]json.RawMessage
 	if json.Unmarshal(data, &members) != nil {
-		return false
+		return servedEvent
 	}
 	switch string(members["type"]) {
 	case `"error"`:
@@ -68,21 +93,42 @@ func errorEvent(data []byte) bool {
 			case "type", "code", "param", "sequence_number":
 			case "message":
 				if len(value) == 0 || value[0] != '"' {
-					return false
+					return servedEvent
 				}
 			default:
-				return false
+				return servedEvent
 			}
 		}
-		return members["message"] != nil
+		if members["message"] == nil {
+			return servedEvent
+		}
+		return failureEvent
 	case `"response.failed"`:
-		var response map[string]json.RawMessage
-		if json.Unmarshal(members["response"], &response) != nil || response == nil {
+		if producedNothing(members["response"]) {
+			return failureEvent
+		}
+	case `"response.created"`, `"response.in_progress"`, `"response.queued"`:
+		if producedNothing(members["response"]) {
+			return openingEvent
+		}
+	}
+	return servedEvent
+}
+
+// producedNothing reports whether raw is a Responses response object without output and without
+// usage: each member named output or usage, in any case (a decoder that matches names without
+// regard to case would read "Usage" as usage), absent, null or an empty array.
+func producedNothing(raw json.RawMessage) bool {
+	var response map[string]json.RawMessage
+	if json.Unmarshal(raw, &response) != nil || response == nil {
+		return false
+	}
+	for name, value := range response {
+		if (strings.EqualFold(name, "output") || strings.EqualFold(name, "usage")) && !empty(value) {
 			return false
 		}
-		return empty(response["usage"]) && empty(response["output"])
 	}
-	return false
+	return true
 }
 
 // empty reports whether a JSON value is absent, null or an empty array.
