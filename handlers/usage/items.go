@@ -11,14 +11,14 @@ type DataItems struct {
 	inString bool
 	escaped  bool
 	str      [maxType]byte // the first bytes of the string being read at depth 1
-	strLen   int               // its length so far (past len(str), or escaped: no name or value kept)
-	lastKey  topMember         // the member the last key closed at depth 1 names
-	value    topMember         // after that key's ':': the member whose value comes next
-	inValue  bool              // the string being read at depth 1 is value's
-	inData   bool              // inside data's array (depth 2)
-	expect   bool              // inside data's array, a value may start here
-	seen     bool              // data's array began
-	opened   bool              // an object or array began
+	strLen   int           // its length so far (past len(str), or escaped: no name or value kept)
+	lastKey  topMember     // the member the last key closed at depth 1 names
+	value    topMember     // after that key's ':': the member whose value comes next
+	inValue  bool          // the string being read at depth 1 is value's
+	inData   bool          // inside data's array (depth 2)
+	expect   bool          // inside data's array, a value may start here
+	seen     bool          // data's array began
+	opened   bool          // an object or array began
 	n        int64
 	quality  string
 	size     string
