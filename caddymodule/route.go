@@ -214,6 +214,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	tokens := sw.sniffer.Seen(clientGone)
 	errorOnly := !tokens.Known() && sw.sniffer.ErrorOnly()
+	streamedImages := sw.countItems && sw.sniffer.SSE // read before Release empties the sniffer
 	entry.AddTokens(tokens)
 	sw.sniffer.Release()
 	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
@@ -228,7 +229,6 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	// A streamed image answer (stream: true) settles from its completed events as a JSON one
 	// from its data (see usage.ImageEvents); one that streamed any image, partial or completed,
 	// made something, and is charged even when the upstream broke it off afterwards.
-	streamedImages := sw.countItems && sw.sniffer.SSE
 	streamedSome := false
 	if streamedImages {
 		images, counted = sw.events.Completed(), true
