@@ -278,8 +278,8 @@ func TestBillingOfProviderReports(t *testing.T) {
 
 	// Each account's ledger after its credit: the holds' ends, with what each charged.
 	want := map[string]string{
-		"gap-gemini": "settle charged 0.26; settle charged 0.26",
-		"gap-claude": "settle charged 0.11; settle charged 0.11",
+		"gap-gemini":       "settle charged 0.26; settle charged 0.26",
+		"gap-claude":       "settle charged 0.11; settle charged 0.11",
 		"gap-errors":       "release; release; release; release; release; release",
 		"gap-cr":           "settle charged 0.012",
 		"gap-image":        "hold -0.34; settle charged 0.02",
