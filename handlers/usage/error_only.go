@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // ErrorOnly reports whether the whole answer was an error object and nothing else: a JSON body
@@ -65,70 +67,98 @@ const (
 	openingEvent
 )
 
-// Substrings of the data lines that classify may tell apart from servedEvent; a line without any
-// of them is one, decided without decoding.
+// typeBytes is the member name of a typed event; classifyNames are the event types classify
+// decodes an event for besides an error (whose type is "error"): a line with none of them is a
+// servedEvent, decided without decoding (a Responses stream's output items and deltas).
 var (
-	responsesEventPrefix = []byte(`"response.`)
-	typeBytes            = []byte(`"type"`)
+	typeBytes     = []byte(`"type"`)
+	classifyNames = [...][]byte{[]byte(`"response.failed"`), []byte(`"response.created"`),
+		[]byte(`"response.in_progress"`), []byte(`"response.queued"`)}
+)
+
+// mayClassify reports whether data may be other than a servedEvent, without decoding it.
+func mayClassify(data []byte) bool {
+	if bytes.Contains(data, errorBytes) {
+		return true // an error object, or an event with an error in it
+	}
+	if !bytes.Contains(data, typeBytes) {
+		return false
+	}
+	for _, name := range classifyNames {
+		if bytes.Contains(data, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Members that classify reads of a Responses event, and of its response.
+var (
+	eventFields    = []string{"type", "response"}
+	responseFields = []string{"output", "usage"}
 )
 
 // classify tells what one data line of a stream is (see eventKind). It is called only for the
 // leading lines of a stream, until the first servedEvent (see Sniffer.line): an ordinary stream
-// pays for it once or, for a Responses stream, for its two or three opening events.
+// pays for it once or, for a Responses stream, for its two or three opening events, whose members
+// are read without allocating (jsonkeys.MembersOf). An event whose type or response member
+// repeats or comes in another case (which decoders read differently) is a servedEvent.
 func classify(data []byte) eventKind {
+	if !mayClassify(data) {
+		return servedEvent // the common case, decided without decoding
+	}
+	var event [2]json.RawMessage
+	if jsonkeys.MembersOf(data, eventFields, event[:]) != nil {
+		return servedEvent
+	}
+	switch string(event[0]) {
+	case `"response.failed"`:
+		if producedNothing(event[1]) {
+			return failureEvent
+		}
+		return servedEvent
+	case `"response.created"`, `"response.in_progress"`, `"response.queued"`:
+		if producedNothing(event[1]) {
+			return openingEvent
+		}
+		return servedEvent
+	}
 	if errorObject(data) {
 		return failureEvent
 	}
-	if !bytes.Contains(data, typeBytes) || (!bytes.Contains(data, errorBytes) && !bytes.Contains(data, responsesEventPrefix)) {
-		return servedEvent // the common case, decided without decoding
+	if string(event[0]) != `"error"` {
+		return servedEvent
 	}
 	var members map[string]json.RawMessage
 	if json.Unmarshal(data, &members) != nil {
 		return servedEvent
 	}
-	switch string(members["type"]) {
-	case `"error"`:
-		for name, value := range members {
-			switch name {
-			case "type", "code", "param", "sequence_number":
-			case "message":
-				if len(value) == 0 || value[0] != '"' {
-					return servedEvent
-				}
-			default:
+	for name, value := range members {
+		switch name {
+		case "type", "code", "param", "sequence_number":
+		case "message":
+			if len(value) == 0 || value[0] != '"' {
 				return servedEvent
 			}
-		}
-		if members["message"] == nil {
+		default:
 			return servedEvent
 		}
-		return failureEvent
-	case `"response.failed"`:
-		if producedNothing(members["response"]) {
-			return failureEvent
-		}
-	case `"response.created"`, `"response.in_progress"`, `"response.queued"`:
-		if producedNothing(members["response"]) {
-			return openingEvent
-		}
 	}
-	return servedEvent
+	if members["message"] == nil {
+		return servedEvent
+	}
+	return failureEvent
 }
 
 // producedNothing reports whether raw is a Responses response object without output and without
-// usage: each member named output or usage, in any case (a decoder that matches names without
-// regard to case would read "Usage" as usage), absent, null or an empty array.
+// usage: its output and usage members absent, null or an empty array, neither repeated nor in
+// another case.
 func producedNothing(raw json.RawMessage) bool {
-	var response map[string]json.RawMessage
-	if json.Unmarshal(raw, &response) != nil || response == nil {
+	var response [2]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || jsonkeys.MembersOf(raw, responseFields, response[:]) != nil {
 		return false
 	}
-	for name, value := range response {
-		if (strings.EqualFold(name, "output") || strings.EqualFold(name, "usage")) && !empty(value) {
-			return false
-		}
-	}
-	return true
+	return empty(response[0]) && empty(response[1])
 }
 
 // empty reports whether a JSON value is absent, null or an empty array.
