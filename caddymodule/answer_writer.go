@@ -88,5 +88,17 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriterWrapper.Write(b)
 }
 
+// streamed reports whether the answer is a stream (text/event-stream): one whose status was
+// written, read as such (see WriteHeader), or one whose success status a writer in front of this
+// one still holds (passthrough.CreatedWriter holds it until the stream's first event), known by
+// the Content-Type the proxy has set. Call it when the answer is complete.
+func (w *answerWriter) streamed() bool {
+	if w.status != 0 {
+		return w.sniffer.SSE
+	}
+	mt, _, err := mime.ParseMediaType(w.Header().Get("Content-Type"))
+	return err == nil && mt == "text/event-stream"
+}
+
 // Interface guards
 var _ http.ResponseWriter = (*answerWriter)(nil)

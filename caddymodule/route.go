@@ -214,7 +214,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	tokens := sw.sniffer.Seen(clientGone)
 	errorOnly := !tokens.Known() && sw.sniffer.ErrorOnly()
-	streamedImages := sw.countItems && sw.sniffer.SSE // read before Release empties the sniffer
+	streamedImages := sw.countItems && sw.streamed() // read before Release empties the sniffer
 	entry.AddTokens(tokens)
 	sw.sniffer.Release()
 	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
