@@ -17,10 +17,12 @@ type answerWriter struct {
 	status  int
 	sniff   bool
 	sniffer usage.Sniffer
-	// countItems counts the items of a JSON answer's data (set for an image request, whose
-	// hold settles from them); items is read only when it was set.
+	// countItems counts the items of a JSON answer's data, or the image events of a streamed
+	// answer (set for an image request, whose hold settles from them); items and events are
+	// read only when it was set.
 	countItems bool
 	items      usage.DataItems
+	events     usage.ImageEvents
 	wrapper    caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
 	// placeholders are the routed request's, kept here to save an allocation.
 	placeholders routePlaceholders
@@ -75,11 +77,27 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 	}
 	if w.sniff {
 		w.sniffer.Write(b)
-		if w.countItems && !w.sniffer.SSE {
+		switch {
+		case !w.countItems:
+		case w.sniffer.SSE:
+			w.events.Write(b)
+		default:
 			w.items.Write(b)
 		}
 	}
 	return w.ResponseWriterWrapper.Write(b)
+}
+
+// streamed reports whether the answer is a stream (text/event-stream): one whose status was
+// written, read as such (see WriteHeader), or one whose success status a writer in front of this
+// one still holds (passthrough.CreatedWriter holds it until the stream's first event), known by
+// the Content-Type the proxy has set. Call it when the answer is complete.
+func (w *answerWriter) streamed() bool {
+	if w.status != 0 {
+		return w.sniffer.SSE
+	}
+	mt, _, err := mime.ParseMediaType(w.Header().Get("Content-Type"))
+	return err == nil && mt == "text/event-stream"
 }
 
 // Interface guards

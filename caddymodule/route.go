@@ -214,6 +214,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	tokens := sw.sniffer.Seen(clientGone)
 	errorOnly := !tokens.Known() && sw.sniffer.ErrorOnly()
+	streamedImages := sw.countItems && sw.streamed() // read before Release empties the sniffer
 	entry.AddTokens(tokens)
 	sw.sniffer.Release()
 	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
@@ -223,12 +224,25 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 			metrics.UpstreamDuration(route.Provider.Name, route.Dispatch.Answered().Name, entry.EndpointOr(r.URL.Path), d)
 		}
 	}
-	// Otherwise an error or a refusal means the request was not served.
 	images, counted := sw.items.Count()
+	size, quality := billing.AnswerImage(sw.items.Reported())
+	// A streamed image answer (stream: true) settles from its completed events as a JSON one
+	// from its data (see usage.ImageEvents); one that streamed any image, partial or completed,
+	// made something, and is charged even when the upstream broke it off afterwards.
+	streamedSome := false
+	if streamedImages {
+		images, counted = sw.events.Completed(), true
+		size, quality = billing.AnswerImage(sw.events.Reported())
+		streamedSome = images > 0 || sw.events.Partials() > 0
+	}
+	// Otherwise an error or a refusal means the request was not served.
 	switch {
-	case !clientGone && (err != nil || sw.status >= 400):
+	case !clientGone && (sw.status >= 400 || (err != nil && !streamedSome)):
 		hold.Release("refused by the upstream")
-	case sw.countItems && counted && images == 0:
+	case streamedImages && !streamedSome:
+		// Nothing was made that the client could have, whoever ended the stream.
+		hold.Release("the upstream streamed no image")
+	case sw.countItems && counted && images == 0 && !streamedImages:
 		hold.Release("the upstream made no image")
 	case !clientGone && errorOnly:
 		// A success status whose whole body is an error object (see usage.Sniffer.ErrorOnly):
@@ -237,9 +251,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	default:
 		// Served, or the client left after the request was forwarded: the reported tokens (or
 		// a cut stream's deltas, see usage.Sniffer.Seen) and images are charged, the estimate
-		// standing in for what the answer did not report.
-		// An image answer's reported size and quality (gpt-image's) price its images.
-		size, quality := billing.AnswerImage(sw.items.Reported())
+		// standing in for what the answer did not report. An image answer's reported size and
+		// quality (gpt-image's) price its images; a stream of partial images only (no completed
+		// one) reports none, and is charged its estimate.
 		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
 			OutputReported: tokens.OutputReported(), Images: images, ImageSize: size, ImageQuality: quality})))
 	}

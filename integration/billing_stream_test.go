@@ -2,7 +2,9 @@ package integration
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -48,16 +50,35 @@ http://127.0.0.1:{{port}} {
 // object chat.completion.chunk, one delta each, then a usage chunk when
 // stream_options.include_usage is set, then [DONE]): it sends 5 deltas, then waits until the
 // client has gone (or 10 s), then 20 more and the usage. Image generations answer n-1 items of
-// data (the provider made fewer than asked).
-func fakeOpenAIStreams(t *testing.T, gone chan struct{}) *httptest.Server {
+// data (the provider made fewer than asked); streamed ones open their stream, with a partial
+// image when the prompt asks for one, and wait for the client to leave (signalled on
+// imageGone).
+func fakeOpenAIStreams(t *testing.T, gone, imageGone chan struct{}) *httptest.Server {
 	t.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer openai-operator-key" {
 			http.Error(w, `{"error":{"message":"bad key","type":"invalid_request_error","code":"invalid_api_key"}}`, 401)
 			return
 		}
+		body, _ := io.ReadAll(r.Body)
 		switch r.URL.Path {
 		case "/v1/images/generations":
+			if strings.Contains(string(body), `"stream":true`) {
+				// A streamed generation (OpenAI's image streaming events): the stream opens, with a
+				// partial image when the prompt says so, and then waits for the client to leave.
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				if strings.Contains(string(body), "with a partial image") {
+					fmt.Fprint(w, "event: image_generation.partial_image\ndata: "+`{"type":"image_generation.partial_image","b64_json":"UEFSVA==","created_at":1,"size":"1024x1024","quality":"auto","background":"opaque","output_format":"png","partial_image_index":0}`+"\n\n")
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					imageGone <- struct{}{}
+				case <-time.After(10 * time.Second):
+				}
+				return
+			}
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"created":1,"data":[{"url":"https://cdn.example.com/1.png"},{"url":"https://cdn.example.com/2.png"}]}`)
 		case "/v1/chat/completions":
@@ -91,11 +112,13 @@ func fakeOpenAIStreams(t *testing.T, gone chan struct{}) *httptest.Server {
 // TestCutStreamSettlesFromDeltasSeen: a streamed chat whose client disconnects after 5 deltas
 // is charged 5 output tokens (0.005 at 1000 per million), not its estimate of max_tokens 200
 // (0.2), nor the 25 the whole stream would have had; an image generation asking for 3 images
-// holds 3 × 0.04 and is charged for the 2 items in data. The ledger sums to the balance.
+// holds 3 × 0.04 and is charged for the 2 items in data; a streamed image generation the client
+// leaves after a partial image is charged its estimate (0.04), one it leaves before any image is
+// released. The ledger sums to the balance.
 func TestCutStreamSettlesFromDeltasSeen(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	gone := make(chan struct{})
-	up := fakeOpenAIStreams(t, gone)
+	gone, imageGone := make(chan struct{}), make(chan struct{}, 2)
+	up := fakeOpenAIStreams(t, gone, imageGone)
 	base, g := startSimGateway(t, streamCutCaddyfile, map[string]string{"up_url": up.URL, "up_host": strings.TrimPrefix(up.URL, "http://")})
 	admin := "http://" + g.admin + "/mediagw/accounts/streamers"
 	if r := (keysEnv{g: g}).adminMoney(t, "POST", "/mediagw/accounts/streamers/credit", `{"amount":"1","note":"test"}`,
@@ -153,13 +176,53 @@ func TestCutStreamSettlesFromDeltasSeen(t *testing.T) {
 	if b := call(t, "GET", admin+"/balance", "", nil); b.field("balance") != "0.915" || b.field("held") != "0" {
 		t.Fatalf("after 2 of 3 images: %s, want 0.915 (0.08 charged) and nothing held", b.body)
 	}
-	entries := call(t, "GET", admin+"/ledger", "", nil).json(t)["entries"].([]any)
-	var kinds []string
-	for _, e := range entries {
-		m := e.(map[string]any)
-		kinds = append(kinds, fmt.Sprint(m["kind"], " ", m["amount"], " ", m["charged"]))
+	// Streamed image generations the client leaves before any completed image: one after a
+	// partial image is charged its estimate (0.04), one before any image is released.
+	for _, prompt := range []string{"a lighthouse with a partial image", "a lighthouse"} {
+		// Without an event the answer's head is not sent yet (the gateway sends it with the
+		// first event, once its ids are recorded): that client leaves at its own timeout.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if !strings.Contains(prompt, "partial") {
+			ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
+		}
+		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/images/generations", strings.NewReader(
+			`{"model":"cut-image","prompt":"`+prompt+`","n":1,"size":"1024x1024","stream":true,"partial_images":1}`))
+		req.Header.Set("Authorization", "Bearer mg-stream-cut")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if strings.Contains(prompt, "partial") {
+			if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+				t.Fatalf("streamed image generation: %v %v", resp, err)
+			}
+			lines := bufio.NewScanner(resp.Body)
+			for lines.Scan() && !strings.Contains(lines.Text(), "image_generation.partial_image") {
+			}
+			resp.Body.Close() // the client leaves before the completed image
+		} else if err == nil {
+			t.Fatalf("a streamed image generation without events answered %d before its first event", resp.StatusCode)
+		}
+		cancel()
+		select {
+		case <-imageGone:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the upstream never saw the image stream's client leave")
+		}
 	}
-	want := []string{"credit 1 <nil>", "hold -0.2 <nil>", "settle 0.195 0.005", "hold -0.12 <nil>", "settle 0.04 0.08"}
+	want := []string{"credit 1 <nil>", "hold -0.2 <nil>", "settle 0.195 0.005", "hold -0.12 <nil>", "settle 0.04 0.08",
+		"hold -0.04 <nil>", "settle 0 0.04", "hold -0.04 <nil>", "release 0.04 <nil>"}
+	var kinds []string
+	// The handler ends a hold after the client has gone: the ledger has its end soon after.
+	waitFor(t, "the image streams' holds to end", func() bool {
+		kinds = nil
+		for _, e := range call(t, "GET", admin+"/ledger", "", nil).json(t)["entries"].([]any) {
+			m := e.(map[string]any)
+			kinds = append(kinds, fmt.Sprint(m["kind"], " ", m["amount"], " ", m["charged"]))
+		}
+		return len(kinds) >= len(want)
+	})
+	if b := call(t, "GET", admin+"/balance", "", nil); b.field("balance") != "0.875" || b.field("held") != "0" {
+		t.Fatalf("after the image streams: %s, want 0.875 (0.04 charged) and nothing held", b.body)
+	}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Fatalf("ledger = %v, want %v", kinds, want)
 	}

@@ -3,10 +3,13 @@ package imageedit
 import (
 	"context"
 	"encoding/json"
+	"mime"
 
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -42,4 +45,33 @@ func (h *Handler) hold(ctx context.Context, id auth.Identity, model string, body
 	return h.Accounting.HoldFor(ctx, id, model, slot.HoldRef(), func(p *billing.Price) billing.Estimate {
 		return p.EstimateRequest(sizing)
 	}, storage.DefaultHoldDeadline)
+}
+
+// streamedAnswer reports whether a successful answer is a stream (text/event-stream): an edit
+// sent with "stream": true, which OpenAI answers with image_edit.partial_image and
+// image_edit.completed events. The handler reads the whole answer before passing it on, so the
+// client gets its events at once.
+func streamedAnswer(ans upstream.Answer) bool {
+	mt, _, err := mime.ParseMediaType(ans.Header.Get("Content-Type"))
+	return err == nil && mt == "text/event-stream"
+}
+
+// settleStream ends the hold of an edit answered with a stream (see streamedAnswer) as
+// mediagw_route ends a streamed image generation's: charged for the completed images, each at
+// the size and quality it reports for what the request left open; charged the estimate when
+// only partial images came (the client got pictures of images being made, which the provider
+// bills, and a partial image reports no size or quality); released when no image came at all
+// (an error event, a stream broken off before its first image).
+func settleStream(ctx context.Context, hold accounting.Hold, body []byte) {
+	var events usage.ImageEvents
+	events.Write(body)
+	switch {
+	case events.Completed() > 0:
+		size, quality := billing.AnswerImage(events.Reported())
+		usage.From(ctx).Settled(int64(hold.Settle(billing.Usage{Images: events.Completed(), ImageSize: size, ImageQuality: quality})))
+	case events.Partials() > 0:
+		usage.From(ctx).Settled(int64(hold.Settle(billing.Usage{})))
+	default:
+		hold.Release("the upstream streamed no image")
+	}
 }

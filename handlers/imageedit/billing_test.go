@@ -131,3 +131,52 @@ func TestEditOfQualityAutoSettlesAtTheReportedQuality(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamedEditSettlesFromItsEvents: an edit sent with stream: true, which the provider
+// answers with OpenAI's image edit streaming events, is passed on as it came and charged for its
+// image_edit.completed events at the quality they report (it asked for auto), the estimate when
+// only partial images came, and nothing when no image came.
+func TestStreamedEditSettlesFromItsEvents(t *testing.T) {
+	const edit = `{"model":"m","prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png"}],"n":2,"size":"1536x1024","quality":"auto","stream":true}`
+	const partial = "event: image_edit.partial_image\ndata: {\"type\":\"image_edit.partial_image\",\"b64_json\":\"UEFSVA==\",\"created_at\":1,\"size\":\"1536x1024\",\"quality\":\"auto\",\"background\":\"opaque\",\"output_format\":\"png\",\"partial_image_index\":0}\n\n"
+	const completed = "event: image_edit.completed\ndata: {\"type\":\"image_edit.completed\",\"b64_json\":\"QUJD\",\"created_at\":1,\"size\":\"1536x1024\",\"quality\":\"low\",\"background\":\"opaque\",\"output_format\":\"png\",\"usage\":{\"total_tokens\":100,\"input_tokens\":50,\"output_tokens\":50,\"input_tokens_details\":{\"text_tokens\":10,\"image_tokens\":40}}}\n\n"
+	const failure = "event: error\ndata: {\"error\":{\"type\":\"server_error\",\"code\":\"server_error\",\"message\":\"no\"}}\n\n"
+	for _, tc := range []struct {
+		name, stream, wantBalance string
+	}{
+		{"two completed images", partial + completed + partial + completed, "0.96"},
+		{"one of two", partial + completed + failure, "0.98"},
+		{"partial images only", partial + partial + failure, "0.5"},
+		{"no image", failure, "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := openTestStore(t)
+			ctx := context.Background()
+			if _, err := store.Credit(ctx, storage.Credit{Account: "acme", Amount: billing.Micro, IdempotencyKey: "c1"}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, tc.stream)
+			}))
+			t.Cleanup(up.Close)
+			h := billedHandler(t, store, up.URL+"/v1", "k", []billing.Price{{Model: "m", Image: 40_000, ImageSizes: []billing.ImagePrice{
+				{Size: "1536x1024", Quality: "low", Amount: 20_000}, {Size: "1536x1024", Quality: "high", Amount: 250_000}}}})
+			r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader(edit))
+			r.Header.Set("Content-Type", "application/json")
+			r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k1", Account: "acme"}))
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != 200 || w.Header().Get("Content-Type") != "text/event-stream" || w.Body.String() != tc.stream {
+				t.Fatalf("got %d %s %q, want the stream passed on", w.Code, w.Header().Get("Content-Type"), w.Body)
+			}
+			b, err := store.Balance(ctx, "acme")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := billing.Money(b.Amount).String(); got != tc.wantBalance || b.Held != 0 {
+				t.Fatalf("balance %s with %v held, want %s and nothing held", got, billing.Money(b.Held), tc.wantBalance)
+			}
+		})
+	}
+}

@@ -167,6 +167,11 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		hold.Release("refused by the upstream")
 		return upstream.Refusal(ans)
 	}
+	if streamedAnswer(ans) {
+		settleStream(r.Context(), hold, ans.Body)
+		passOn(w, ans)
+		return nil
+	}
 	taskID, images, ok := readAnswer(ans.Body)
 	if !ok && taskID != "" {
 		// The task may run upstream: it is not made free (its hold is charged as estimated,

@@ -3,27 +3,34 @@ package usage
 // DataItems counts the elements of the top-level "data" array of a JSON answer as it streams
 // by, without holding the body: an image answer's images (`{"created":…,"data":[{…},{…}]}`),
 // however large their b64_json. It also keeps the top-level "quality" and "size" strings that
-// OpenAI's gpt-image answers report (`"quality":"high","size":"1024x1536"`). It reads every
-// byte once and keeps a few bytes of state.
+// OpenAI's gpt-image answers report (`"quality":"high","size":"1024x1536"`), and the "type"
+// string of a streamed image event (see ImageEvents). It reads every byte once and keeps a few
+// bytes of state.
 type DataItems struct {
 	depth    int
 	inString bool
 	escaped  bool
-	str      [maxReported]byte // the first bytes of the string being read at depth 1
-	strLen   int               // its length so far (past len(str), or escaped: no name or value kept)
-	lastKey  topMember         // the member the last key closed at depth 1 names
-	value    topMember         // after that key's ':': the member whose value comes next
-	inValue  bool              // the string being read at depth 1 is value's
-	inData   bool              // inside data's array (depth 2)
-	expect   bool              // inside data's array, a value may start here
-	seen     bool              // data's array began
+	str      [maxType]byte // the first bytes of the string being read at depth 1
+	strLen   int           // its length so far (past len(str), or escaped: no name or value kept)
+	lastKey  topMember     // the member the last key closed at depth 1 names
+	value    topMember     // after that key's ':': the member whose value comes next
+	inValue  bool          // the string being read at depth 1 is value's
+	inData   bool          // inside data's array (depth 2)
+	expect   bool          // inside data's array, a value may start here
+	seen     bool          // data's array began
+	opened   bool          // an object or array began
 	n        int64
 	quality  string
 	size     string
+	typ      string
 }
 
-// maxReported bounds the quality and size strings kept; longer ones are not reported values.
-const maxReported = 16
+// maxReported bounds the quality and size strings kept, and maxType the type string; longer
+// ones are not reported values.
+const (
+	maxReported = 16
+	maxType     = 32
+)
 
 // topMember is a top-level member DataItems reads.
 type topMember uint8
@@ -33,6 +40,7 @@ const (
 	memberData
 	memberQuality
 	memberSize
+	memberType
 )
 
 // Count is the number of elements of the top-level "data" array seen so far, and whether the
@@ -44,6 +52,14 @@ func (c *DataItems) Count() (n int64, seen bool) { return c.n, c.seen }
 // when absent, not a plain string, or longer than 16 bytes. They are the provider's word, to be
 // checked before use (billing.AnswerImage).
 func (c *DataItems) Reported() (size, quality string) { return c.size, c.quality }
+
+// Type is the top-level "type" string of the answer (the last one), "" when absent, not a plain
+// string, or longer than 32 bytes.
+func (c *DataItems) Type() string { return c.typ }
+
+// Complete reports whether the answer read so far is one whole JSON object or array (its
+// closing bracket seen, no string left open).
+func (c *DataItems) Complete() bool { return c.opened && c.depth == 0 && !c.inString }
 
 // Write reads p; it never fails.
 func (c *DataItems) Write(p []byte) {
@@ -71,6 +87,7 @@ func (c *DataItems) Write(p []byte) {
 			}
 		case '{', '[':
 			c.depth++
+			c.opened = true
 			if b == '[' && c.depth == 2 && c.value == memberData {
 				c.inData, c.expect, c.seen = true, true, true
 			}
@@ -113,6 +130,8 @@ func (c *DataItems) stringByte(b byte) {
 				c.lastKey = memberQuality
 			case string(text) == "size":
 				c.lastKey = memberSize
+			case string(text) == "type":
+				c.lastKey = memberType
 			}
 			return
 		}
@@ -120,11 +139,17 @@ func (c *DataItems) stringByte(b byte) {
 		if plain {
 			value = string(text)
 		}
+		reported := value
+		if len(reported) > maxReported {
+			reported = ""
+		}
 		switch c.value {
 		case memberQuality:
-			c.quality = value
+			c.quality = reported
 		case memberSize:
-			c.size = value
+			c.size = reported
+		case memberType:
+			c.typ = value
 		}
 		c.value, c.inValue = memberOther, false
 	default:

@@ -245,8 +245,9 @@ type Sniffer struct {
 	tokens   Tokens
 	deltas   int64   // SSE: data events that carry a "delta" (streamed output)
 	pooled   *[]byte // where buf came from
-	// errorEvents counts the SSE data lines that served nothing (see errorEvent);
-	// notError is set by any other data line but [DONE].
+	// errorEvents counts the SSE data lines that failed without serving anything (see
+	// failureEvent); notError is set by any data line but [DONE], those and the opening events
+	// of a Responses stream before its failure (see ErrorOnly).
 	errorEvents int64
 	notError    bool
 }
@@ -386,12 +387,16 @@ func (s *Sniffer) line(l []byte) {
 		s.deltas++
 	}
 	if !s.notError {
-		switch data := bytes.TrimSpace(l[5:]); {
-		case string(data) == "[DONE]":
-		case errorEvent(data):
-			s.errorEvents++
-		default:
-			s.notError = true
+		// Only the leading events are classified: the first that may have served something
+		// ends it, so that the events of an ordinary stream after its first are not decoded.
+		if data := bytes.TrimSpace(l[5:]); string(data) != "[DONE]" {
+			switch kind := classify(data); {
+			case kind == failureEvent:
+				s.errorEvents++
+			case kind == openingEvent && s.errorEvents == 0: // a Responses stream, not failed yet
+			default:
+				s.notError = true
+			}
 		}
 	}
 	if !bytes.Contains(l, []byte(`"usage`)) {

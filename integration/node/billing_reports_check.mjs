@@ -56,6 +56,27 @@ for (const say of ["error-stream", "failed-stream"]) {
   check(`responses ${say}`, failure !== undefined || events.join() === "response.failed", { events, failure: String(failure) });
 }
 
+// OpenAI Responses streams that open (response.created, response.in_progress) and then fail,
+// without output: with response.failed, and with an error event (which the SDK throws).
+for (const [say, want] of [["opened-failed", "response.created,response.in_progress,response.failed"], ["opened-error", "response.created,response.in_progress"]]) {
+  const events = [];
+  let failure;
+  try {
+    for await (const e of await errors.responses.create({ model: "gap-chat", max_output_tokens: 100, stream: true, input: say })) {
+      events.push(e.type);
+    }
+  } catch (e) {
+    failure = e;
+  }
+  check(`responses ${say}`, events.join() === want && (say === "opened-error") === (failure instanceof OpenAI.APIError), { events, failure: String(failure) });
+}
+// One that failed after it streamed an output item and a delta.
+const late = [];
+for await (const e of await openai("mg-gap-late").responses.create({ model: "gap-chat", max_output_tokens: 100, stream: true, input: "output-failed" })) {
+  late.push(e.type);
+}
+check("responses output-failed", late.at(-1) === "response.failed" && late.includes("response.output_text.delta"), late);
+
 // A stream whose lines end with a bare CR.
 let text = "";
 let usage;
@@ -70,4 +91,33 @@ check("chat stream with CR line ends", text === "abc" && usage?.completion_token
 // An image of quality auto; the answer reports the quality and size it made.
 const img = await openai("mg-gap-image").images.generate({ model: "gap-image", prompt: "a lighthouse", n: 2, size: "1024x1024", quality: "auto" });
 check("image generation of quality auto", img.data?.length === 2 && img.quality === "low" && img.size === "1024x1024", img);
+
+// Streamed images (stream: true): events as the SDK yields them, or the error it throws.
+const imageStream = openai("mg-gap-image-stream");
+for (const [prompt, quality, want, fails] of [
+  ["stream-auto", "auto", "image_generation.partial_image,image_generation.completed", false],
+  ["stream-named-high", "high", "image_generation.partial_image,image_generation.completed", false],
+  ["stream-error", "auto", "", true],
+  ["stream-partial", "auto", "image_generation.partial_image", true],
+]) {
+  const events = [];
+  let failure;
+  try {
+    for await (const e of await imageStream.images.generate({ model: "gap-image", prompt, n: 1, size: "1024x1024", quality, stream: true, partial_images: 1 })) {
+      events.push(e.type);
+    }
+  } catch (e) {
+    failure = e;
+  }
+  check(`image generation ${prompt}`, events.join() === want && fails === (failure instanceof OpenAI.APIError), { events, failure: String(failure) });
+}
+// A streamed edit (JSON, with public image URLs, as the edit endpoint takes it).
+const edited = [];
+for await (const e of await openai("mg-gap-edit-stream").post("/images/edits", {
+  body: { model: "gap-image", prompt: "make it blue", images: [{ image_url: "https://cdn.example.com/cat.png" }], size: "1024x1024", quality: "auto", stream: true },
+  stream: true,
+})) {
+  edited.push(e.type);
+}
+check("streamed image edit", edited.join() === "image_edit.partial_image,image_edit.completed", edited);
 console.log("all ok");

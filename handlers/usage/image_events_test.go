@@ -1,0 +1,51 @@
+package usage
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestImageEventsCountsStreamedImages: the completed and partial images of OpenAI's image
+// generation and edit streams are counted, and the size and quality of the last completed one
+// kept, however the stream is cut into writes and whichever line ends it uses; an event split
+// over a cut line, a type nested or inside a string, a non-data line and an error are not counted.
+func TestImageEventsCountsStreamedImages(t *testing.T) {
+	big := strings.Repeat("QUJD", 100_000)
+	partial := func(kind string, i int) string {
+		return "event: " + kind + "\ndata: {\"type\":\"" + kind + "\",\"b64_json\":\"" + big + "\",\"created_at\":1,\"size\":\"1024x1024\",\"quality\":\"auto\",\"background\":\"opaque\",\"output_format\":\"png\",\"partial_image_index\":" + string(rune('0'+i)) + "}\n\n"
+	}
+	completed := func(kind, size, quality string) string {
+		return "event: " + kind + "\ndata: {\"type\":\"" + kind + "\",\"b64_json\":\"" + big + "\",\"created_at\":1,\"size\":\"" + size + "\",\"quality\":\"" + quality + "\",\"background\":\"opaque\",\"output_format\":\"png\",\"usage\":{\"total_tokens\":100,\"input_tokens\":50,\"output_tokens\":50,\"input_tokens_details\":{\"text_tokens\":10,\"image_tokens\":40}}}\n\n"
+	}
+	for _, tc := range []struct {
+		name                string
+		stream              string
+		completed, partials int64
+		size, quality       string
+	}{
+		{"generation", partial(ImageGenerationPartial, 0) + partial(ImageGenerationPartial, 1) + completed(ImageGenerationCompleted, "1024x1536", "low"), 1, 2, "1024x1536", "low"},
+		{"edit, CRLF", strings.ReplaceAll(partial(ImageEditPartial, 0)+completed(ImageEditCompleted, "1024x1024", "high"), "\n", "\r\n"), 1, 1, "1024x1024", "high"},
+		{"two images, bare CR", strings.ReplaceAll(completed(ImageGenerationCompleted, "1024x1024", "medium")+completed(ImageGenerationCompleted, "1536x1024", "high"), "\n", "\r"), 2, 0, "1536x1024", "high"},
+		{"partials only", partial(ImageGenerationPartial, 0) + partial(ImageGenerationPartial, 1), 0, 2, "", ""},
+		{"cut in a completed event", partial(ImageGenerationPartial, 0) + completed(ImageGenerationCompleted, "1024x1024", "low")[:5000] + "\n\n", 0, 1, "", ""},
+		{"error", "event: error\ndata: {\"error\":{\"type\":\"image_generation_user_error\",\"code\":\"moderation_blocked\",\"message\":\"no\"}}\n\n", 0, 0, "", ""},
+		{"nested or quoted type", "data: {\"event\":{\"type\":\"image_generation.completed\"},\"note\":\"\\\"type\\\":\\\"image_generation.completed\\\"\"}\n\n", 0, 0, "", ""},
+		{"not a data line", "event: image_generation.completed\n: {\"type\":\"image_generation.completed\"}\nxdata: {\"type\":\"image_generation.completed\"}\n\n", 0, 0, "", ""},
+		{"unfinished last line", "data: {\"type\":\"image_generation.completed\",\"size\":\"1024x1024\"}", 0, 0, "", ""},
+	} {
+		for _, chunk := range []int{1, 7, 4096, len(tc.stream)} {
+			if chunk == 1 && len(tc.stream) > 100_000 {
+				continue
+			}
+			var e ImageEvents
+			for i := 0; i < len(tc.stream); i += chunk {
+				e.Write([]byte(tc.stream[i:min(i+chunk, len(tc.stream))]))
+			}
+			size, quality := e.Reported()
+			if e.Completed() != tc.completed || e.Partials() != tc.partials || size != tc.size || quality != tc.quality {
+				t.Errorf("%s in writes of %d: %d completed, %d partial, %q %q; want %d, %d, %q %q", tc.name, chunk,
+					e.Completed(), e.Partials(), size, quality, tc.completed, tc.partials, tc.size, tc.quality)
+			}
+		}
+	}
+}
