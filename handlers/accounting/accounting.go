@@ -10,6 +10,7 @@ package accounting
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -149,11 +150,13 @@ func (s Slot) HoldRef() string {
 
 // SlotOfReleasedHold gives back the active-task slot of a hold that the reconciler released
 // (holds.Reconciler.Released), when the hold was a slot-taking create's (Ref SlotRef): that
-// create died before a task record kept its slot, and nothing else would ever give it back.
-// The reconciler's release is exactly once (storage.Ledger.ReleaseOverdue), and so is this.
-// A create killed after its record took the slot but before its hold was bound (on Redis, the
-// moment between CreateTask and BindTask) or ended leaves both to give the slot back: the key
-// then has one slot more, where without this it had one less for good.
+// create died (or stalled past the hold's deadline) before its hold was bound, and nothing else
+// would ever give it back. The reconciler's release is exactly once
+// (storage.Ledger.ReleaseOverdue), and so is this. A task record that took the slot before that
+// release (a create that stalled between CreateTask and BindTask) does not give it back again:
+// the ledger answers ErrHoldReconciled to the create's BindHold (which then clears the record's
+// Active, see SlotGivenBack) and to the finish's Settle or Release (see Finished), whichever
+// comes first.
 func (a *Accountant) SlotOfReleasedHold(ctx context.Context, h storage.Hold) {
 	if h.Ref != SlotRef || h.KeyID == "" {
 		return
@@ -206,17 +209,39 @@ func MarkFinished(t *storage.Task) bool {
 //
 // The task's hold (Task.HoldID) is settled from actual (the usage the upstream reported) when
 // the task succeeded, and released otherwise; the record and the spend metric carry the amount.
+// The hold is ended first: one that the reconciler released before the task's create bound it
+// took the slot back with it (SlotOfReleasedHold), so the slot is not given back here.
 func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string, actual billing.Usage) {
 	ctx = context.WithoutCancel(ctx)
-	if t.Active {
-		a.addRetrying(ctx, ActiveCounter(t.KeyID), -1, zap.String("key_id", t.KeyID), zap.String("task_id", t.ID), zap.String("what", "slot release"))
-	}
 	rec := usage.Record{Event: usage.EventTaskFinished, Time: a.clock(), Account: t.Account, KeyID: t.KeyID,
 		Endpoint: "/api/v3/contents/generations/tasks", Model: t.Model, Provider: t.Provider, Upstream: cmp.Or(t.Upstream, t.Provider),
 		TaskID: t.ID, Status: status, TraceID: usage.TraceID(ctx)}
-	rec.Amount = int64(a.SettleTask(ctx, t, status, actual))
+	amount, how := a.settleTask(ctx, t, status, actual)
+	rec.Amount = int64(amount)
+	if t.Active && how != holdEndedByReconciler {
+		a.addRetrying(ctx, ActiveCounter(t.KeyID), -1, zap.String("key_id", t.KeyID), zap.String("task_id", t.ID), zap.String("what", "slot release"))
+	}
 	metrics.TaskFinished(t.Provider, t.Model, status)
 	a.Usage.Write(rec)
+}
+
+// SlotGivenBack clears the Active of the task record taskID, by compare-and-set, when BindTask
+// reported that the reconciler released the task's hold, and with it the slot the record
+// keeps: the record then no longer holds a slot, and its finish gives none back. A record
+// finished meanwhile is left as it is (its finish found the hold released by the reconciler,
+// and gave no slot back either).
+func (a *Accountant) SlotGivenBack(ctx context.Context, taskID string) {
+	_, err := storage.UpdateTask(context.WithoutCancel(ctx), a.Store, taskID, func(t *storage.Task) error {
+		if t.Finished || !t.Active {
+			return storage.ErrNoChange
+		}
+		t.Active = false
+		return nil
+	})
+	if err != nil && !errors.Is(err, storage.ErrNoChange) {
+		a.logger().Error("a task whose slot the reconciler gave back still holds it in its record; its finish gives it back a second time",
+			zap.String("task_id", taskID), zap.Error(err))
+	}
 }
 
 // ObjectFinished gives back the active slot of an asynchronous object created through

@@ -309,7 +309,11 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		// The task's finish now settles the hold; the reconciler leaves it alone. Badger's
 		// create bound it already (this then lets its ledger drop the hold from memory until
 		// the finish); Redis's binds it here.
-		h.Accounting.BindTask(ctx, hold.ID, taskID)
+		if h.Accounting.BindTask(ctx, hold.ID, taskID) {
+			// The reconciler released the hold first, and gave the slot back with it.
+			h.Accounting.SlotGivenBack(ctx, taskID)
+			stored.Active = false
+		}
 	}
 	if token != "" {
 		h.rememberRelay(ctx, token, taskID)
