@@ -282,7 +282,7 @@ func (h *RouteHandler) takeSlot(ctx context.Context, id auth.Identity, route pas
 	if !route.TakesSlot() {
 		return accounting.Slot{}, nil
 	}
-	slot, sweepErr, err := h.router.TakeSlot(ctx, h.accountant, id)
+	slot, sweepErr, err := h.router.TakeSlot(ctx, h.accountant, id, route.Model)
 	if sweepErr != nil {
 		h.logger.Error("ending the lapsed active-task slots of a key failed", zap.String("key_id", id.KeyID), zap.Error(sweepErr))
 	}

@@ -74,6 +74,9 @@ func (a *App) openStore(ctx caddy.Context) error {
 	a.store, a.storeKey, a.opened = opened.traced, key, opened
 	a.accountant = &accounting.Accountant{Store: opened.traced, Meter: opened.meter,
 		Prices: a.prices, Logger: a.logger.Named("accounting")}
+	if claims, ok := opened.store.(storage.SlotClaims); ok {
+		a.accountant.Claims = claims // a shared store: free creates' slots are claims
+	}
 	return nil
 }
 

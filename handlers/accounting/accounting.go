@@ -57,6 +57,10 @@ type Accountant struct {
 	// Now is the clock of the keys' rate windows and of task-finished usage records. Default:
 	// time.Now.
 	Now func() time.Time
+	// Claims, when the store is shared by processes (Redis), makes the slot of a create for a
+	// model without a price a claim (StartTaskFor), which the hold reconciler gives back if the
+	// create's process dies before its task's record keeps it. Nil: no claims.
+	Claims storage.SlotClaims
 }
 
 func (a *Accountant) clock() time.Time {
@@ -124,14 +128,51 @@ type slotUndo struct {
 	a     *Accountant
 	ctx   context.Context
 	keyID string
+	// claim is the slot's claim (StartTaskFor), nil for a plain slot.
+	claim *storage.SlotClaim
 }
 
 // Release gives the slot back when the task was not created after all. It is safe to call more
-// than once, also concurrently: one call releases.
+// than once, also concurrently: one call releases. A claimed slot is given back by ending its
+// claim, unless the reconciler ended it first (then it gave the slot back).
 func (s Slot) Release() {
-	if u := s.undo; u != nil && u.done.CompareAndSwap(false, true) {
-		u.a.addRetrying(context.WithoutCancel(u.ctx), ActiveCounter(u.keyID), -1, zap.String("key_id", u.keyID), zap.String("what", "slot release"))
+	u := s.undo
+	if u == nil || !u.done.CompareAndSwap(false, true) {
+		return
 	}
+	ctx := context.WithoutCancel(u.ctx)
+	if u.claim != nil {
+		u.a.releaseClaim(ctx, u.claim.ID, zap.String("key_id", u.keyID), zap.String("what", "slot release"))
+		return
+	}
+	u.a.addRetrying(ctx, ActiveCounter(u.keyID), -1, zap.String("key_id", u.keyID), zap.String("what", "slot release"))
+}
+
+// Claim is the slot's claim, for the record of the task that keeps the slot
+// (storage.Task.SlotClaim): nil for a slot that is not a claim.
+func (s Slot) Claim() *storage.SlotClaim {
+	if s.undo == nil {
+		return nil
+	}
+	return s.undo.claim
+}
+
+// releaseClaim ends a slot claim, giving its slot back if it was open, retrying a failed write a
+// few times; one that never succeeds is logged and left to the reconciler, which releases the
+// claim at its deadline.
+func (a *Accountant) releaseClaim(ctx context.Context, claimID string, fields ...zap.Field) {
+	var err error
+	for attempt := range giveBackRetries {
+		if _, err = a.Claims.ReleaseClaim(ctx, claimID); err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+	}
+	a.logger().Error("releasing a slot claim failed; the reconciler gives the slot back at the claim's deadline",
+		append(fields, zap.String("claim", claimID), zap.Error(err))...)
 }
 
 // SlotRef is the Ref of a hold taken by a create that holds one of its key's active-task slots
@@ -140,9 +181,10 @@ func (s Slot) Release() {
 // slot taken with no record to give it back: SlotOfReleasedHold gives it back.
 const SlotRef = "active-slot"
 
-// HoldRef is the Ref for the hold of the create that took s: SlotRef when s is held, else "".
+// HoldRef is the Ref for the hold of the create that took s: SlotRef when s is held (and not a
+// claim, which its own reconciliation gives back), else "".
 func (s Slot) HoldRef() string {
-	if s.Held {
+	if s.Held && s.Claim() == nil {
 		return SlotRef
 	}
 	return ""
@@ -173,19 +215,42 @@ func (a *Accountant) SlotOfReleasedHold(ctx context.Context, h storage.Hold) {
 // caller writes next (see storage.Coordination.ReserveCounter), or given back by Release. A
 // crash between the two may keep a slot without a task, as a synced slot would.
 func (a *Accountant) StartTask(ctx context.Context, id auth.Identity) (Slot, error) {
+	return a.startTask(ctx, id, false)
+}
+
+// StartTaskFor is StartTask for a create of model. On a store shared by processes (Claims), the
+// slot of a model without a price, whose create takes no hold to give the slot back should its
+// process die (see SlotRef), is a claim (storage.SlotClaims) due at storage.DefaultHoldDeadline:
+// the task's record ends it (put Slot.Claim in storage.Task.SlotClaim), Release ends it, and the
+// hold reconciler gives the slot back if neither did by then.
+func (a *Accountant) StartTaskFor(ctx context.Context, id auth.Identity, model string) (Slot, error) {
+	_, priced := a.Prices.Price(model)
+	return a.startTask(ctx, id, a.Claims != nil && !priced)
+}
+
+func (a *Accountant) startTask(ctx context.Context, id auth.Identity, claimed bool) (Slot, error) {
 	limit := id.Limits.MaxActiveTasks
 	if limit <= 0 {
 		// No limit: the task is only counted, in the same counter (a reservation does not wait
 		// for a sync), so that Finished's durable release always matches a counted slot.
 		limit = -1
 	}
-	if _, ok, err := a.Store.ReserveCounter(ctx, ActiveCounter(id.KeyID), 1, limit); err != nil {
+	var claim *storage.SlotClaim
+	var ok bool
+	var err error
+	if claimed {
+		claim = &storage.SlotClaim{ID: "slot_" + storage.NewClaimToken(), Counter: ActiveCounter(id.KeyID), Deadline: a.clock().Add(storage.DefaultHoldDeadline)}
+		ok, err = a.Claims.ClaimSlot(ctx, *claim, limit)
+	} else {
+		_, ok, err = a.Store.ReserveCounter(ctx, ActiveCounter(id.KeyID), 1, limit)
+	}
+	if err != nil {
 		return Slot{}, err
 	} else if !ok {
 		return Slot{}, apierror.New(http.StatusTooManyRequests, "too_many_active_tasks",
 			"this API key already has "+unfinishedTasks(limit)+"; retry when one has finished").WithRetryAfter(ActiveRetryAfter)
 	}
-	return Slot{Held: true, undo: &slotUndo{a: a, ctx: ctx, keyID: id.KeyID}}, nil
+	return Slot{Held: true, undo: &slotUndo{a: a, ctx: ctx, keyID: id.KeyID, claim: claim}}, nil
 }
 
 // TaskCreated counts a created task.

@@ -139,7 +139,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			return err
 		}
 	}
-	slot, err := h.takeSlot(r.Context(), id)
+	slot, err := h.takeSlot(r.Context(), id, model)
 	if err != nil {
 		return err
 	}
@@ -202,16 +202,17 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		}
 		if slot.Held {
-			task.Active, task.Status = true, passthrough.StatusActive
+			task.Active, task.Status, task.SlotClaim = true, passthrough.StatusActive, slot.Claim()
 		}
-		if _, err := h.Store.CreateTask(ctx, task); err != nil {
+		stored, err := h.Store.CreateTask(ctx, task)
+		if err != nil {
 			// Never hand out a task id whose owner is not recorded. There is no way to cancel
 			// an image task upstream, so the cost stays charged: the task runs.
 			h.Logger.Error("image task created upstream but its ownership could not be recorded",
 				zap.String("task_id", taskID), zap.Error(err))
 			return err
 		}
-		kept = slot.Held
+		kept = stored.Active // not a claimed slot that the reconciler gave back first
 	}
 	passOn(w, ans)
 	return nil

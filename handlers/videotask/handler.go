@@ -213,7 +213,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 	if err != nil {
 		return storage.Task{}, err
 	}
-	slot, err := h.startTask(r.Context(), id)
+	slot, err := h.startTask(r.Context(), id, req.Model)
 	if err != nil {
 		return storage.Task{}, err
 	}
@@ -273,7 +273,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		ID: taskID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
 		Provider: p.Name, Upstream: up.Name, UpstreamAddress: up.Address(), Model: req.Model, Status: StatusQueued,
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
-		CallbackURL: req.CallbackURL, Active: slot.Held,
+		CallbackURL: req.CallbackURL, Active: slot.Held, SlotClaim: slot.Claim(),
 		NoLastFrame: !req.ReturnLastFrame, UpstreamID: upstreamID, Request: canonical,
 		HoldID: hold.ID, HoldAmount: int64(hold.Estimate.Amount),
 	}
@@ -384,12 +384,12 @@ func (h *Handler) hold(ctx context.Context, id auth.Identity, req CreateRequest,
 }
 
 // startTask applies the key's active-task limit and marks the request accepted.
-func (h *Handler) startTask(ctx context.Context, id auth.Identity) (accounting.Slot, error) {
+func (h *Handler) startTask(ctx context.Context, id auth.Identity, model string) (accounting.Slot, error) {
 	if h.Accounting == nil {
 		usage.From(ctx).Accepted()
 		return accounting.Slot{}, nil
 	}
-	slot, err := h.Accounting.StartTask(ctx, id)
+	slot, err := h.Accounting.StartTaskFor(ctx, id, model)
 	if err != nil {
 		return accounting.Slot{}, err
 	}
