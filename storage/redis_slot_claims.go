@@ -93,10 +93,9 @@ func (r *Redis) OverdueClaims(ctx context.Context, now time.Time, limit int) ([]
 		Limit(0, int64(limit)).Build()).AsStrSlice()
 }
 
-// createClaimedTask is CreateTask for a task whose create's slot is a claim (Task.SlotClaim).
-func (r *Redis) createClaimedTask(ctx context.Context, task Task) (Task, error) {
-	claim := task.SlotClaim
-	task.SlotClaim = nil
+func (r *Redis) CreateClaimedTask(ctx context.Context, task Task, claim SlotClaim) (Task, error) {
+	task.Version = 1
+	task.markFinished(r.now())
 	js, err := marshalTask(&task)
 	if err != nil {
 		return Task{}, err

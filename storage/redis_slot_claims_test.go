@@ -33,9 +33,9 @@ func TestRedisSlotClaims(t *testing.T) {
 		}
 		return n
 	}
-	task := func(id string, c storage.SlotClaim) storage.Task {
+	task := func(id string, _ storage.SlotClaim) storage.Task {
 		return storage.Task{ID: id, Kind: storage.KindVideo, Account: "acme", KeyID: "k1", Status: "queued",
-			CreatedAt: now.Unix(), Active: true, SlotClaim: &c}
+			CreatedAt: now.Unix(), Active: true}
 	}
 
 	a, b := claim("a", time.Minute), claim("b", 2*time.Minute)
@@ -55,17 +55,17 @@ func TestRedisSlotClaims(t *testing.T) {
 	}
 
 	// a's task's record keeps its slot: the claim ends, and a release gives nothing back.
-	stored, err := s.CreateTask(ctx, task("task-a", a))
+	stored, err := s.CreateClaimedTask(ctx, task("task-a", a), a)
 	if err != nil || !stored.Active {
 		t.Fatalf("the create of a's task = %+v, %v; want it keeping the slot", stored, err)
 	}
-	if got, err := s.Task(ctx, "task-a"); err != nil || !got.Active || got.SlotClaim != nil {
+	if got, err := s.Task(ctx, "task-a"); err != nil || !got.Active {
 		t.Fatalf("a's task's record = %+v, %v", got, err)
 	}
 	if ok, err := s.ReleaseClaim(ctx, "a"); err != nil || ok || count() != 2 {
 		t.Fatalf("releasing a kept claim = %v, %v (count %d); want nothing given back", ok, err, count())
 	}
-	if _, err := s.CreateTask(ctx, task("task-a", a)); !errors.Is(err, storage.ErrExists) {
+	if _, err := s.CreateClaimedTask(ctx, task("task-a", a), a); !errors.Is(err, storage.ErrExists) {
 		t.Fatalf("a second create of task-a = %v; want ErrExists", err)
 	}
 
@@ -76,7 +76,7 @@ func TestRedisSlotClaims(t *testing.T) {
 	if ok, err := s.ReleaseClaim(ctx, "b"); err != nil || ok || count() != 1 {
 		t.Fatalf("releasing b again = %v, %v (count %d); want nothing", ok, err, count())
 	}
-	stored, err = s.CreateTask(ctx, task("task-b", b))
+	stored, err = s.CreateClaimedTask(ctx, task("task-b", b), b)
 	if err != nil || stored.Active {
 		t.Fatalf("the create of b's task after its claim was released = %+v, %v; want no slot kept", stored, err)
 	}
@@ -97,7 +97,7 @@ func TestRedisSlotClaims(t *testing.T) {
 	for i := range n {
 		c := claim(fmt.Sprint("r", i), time.Minute)
 		wg.Go(func() {
-			st, err := s.CreateTask(ctx, task("task-"+c.ID, c))
+			st, err := s.CreateClaimedTask(ctx, task("task-"+c.ID, c), c)
 			if err != nil {
 				t.Error(err)
 			}

@@ -46,9 +46,6 @@ func flag(b bool) string {
 func (r *Redis) CreateTask(ctx context.Context, task Task) (Task, error) {
 	task.Version = 1
 	task.markFinished(r.now())
-	if task.SlotClaim != nil {
-		return r.createClaimedTask(ctx, task)
-	}
 	js, err := marshalTask(&task)
 	if err != nil {
 		return Task{}, err

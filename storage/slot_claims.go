@@ -13,7 +13,7 @@ import (
 //
 // A claim is a slot taken on a counter, with a deadline. It ends once, by whichever comes first:
 // ReleaseClaim (the create failed, or the reconciler found it overdue), which gives the slot
-// back; or the task's create (CreateTask with Task.SlotClaim), whose record then keeps the slot.
+// back; or the task's create (CreateClaimedTask), whose record then keeps the slot.
 type SlotClaims interface {
 	// ClaimSlot adds 1 to counter unless that would exceed limit (a negative limit: none), as
 	// ReserveCounter does, and records the claim c, atomically. ok is false when the counter is
@@ -26,9 +26,14 @@ type SlotClaims interface {
 	// OverdueClaims lists the ids of at most limit open claims whose deadline is before now,
 	// earliest first. The reconciler releases each through ReleaseClaim.
 	OverdueClaims(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// CreateClaimedTask is CreateTask for the task of a create whose slot is the claim c: the
+	// record's write ends the claim, in the same atomic step, and the record keeps the slot
+	// (task.Active) only if the claim was still open; one the reconciler released first is
+	// written without Active. It answers the record as written.
+	CreateClaimedTask(ctx context.Context, task Task, c SlotClaim) (Task, error)
 }
 
-// SlotClaim is a slot taken by a create until its task's record keeps it (Task.SlotClaim).
+// SlotClaim is a slot taken by a create until its task's record keeps it (CreateClaimedTask).
 type SlotClaim struct {
 	// ID is random, made by the claimer.
 	ID string

@@ -166,11 +166,6 @@ type Task struct {
 	// Finished is set by the one update that saw the task finish; whoever stored it releases
 	// the slot and refunds, once.
 	Finished bool `json:"finished,omitempty"`
-	// SlotClaim is given to CreateTask by a create whose slot is a claim (SlotClaims): the
-	// create's write ends the claim, and the record keeps the slot (Active) only if the claim
-	// was still open; one the reconciler released first is written without Active (CreateTask
-	// answers the record as written). Not stored.
-	SlotClaim *SlotClaim `json:"-"`
 	// Cost is the cost metered for the task; Held is the part taken from a limited quota.
 	Cost int64 `json:"cost,omitempty"`
 	Held int64 `json:"held,omitempty"`

@@ -148,13 +148,28 @@ func (s Slot) Release() {
 	u.a.addRetrying(ctx, ActiveCounter(u.keyID), -1, zap.String("key_id", u.keyID), zap.String("what", "slot release"))
 }
 
-// Claim is the slot's claim, for the record of the task that keeps the slot
-// (storage.Task.SlotClaim): nil for a slot that is not a claim.
+// Claim is the slot's claim (StartTaskFor): nil for a slot that is not a claim.
 func (s Slot) Claim() *storage.SlotClaim {
 	if s.undo == nil {
 		return nil
 	}
 	return s.undo.claim
+}
+
+// TaskCreator writes a task's record if absent (storage.Tasks.CreateTask).
+type TaskCreator interface {
+	CreateTask(ctx context.Context, task storage.Task) (storage.Task, error)
+}
+
+// CreateTask writes the record of the task that keeps the slot (task.Active) through tasks, or,
+// for a claimed slot, through the claims' CreateClaimedTask, which ends the claim in the same
+// write: the record it answers keeps the slot (Active) only if the reconciler had not given it
+// back first.
+func (s Slot) CreateTask(ctx context.Context, tasks TaskCreator, task storage.Task) (storage.Task, error) {
+	if c := s.Claim(); c != nil && task.Active {
+		return s.undo.a.Claims.CreateClaimedTask(ctx, task, *c)
+	}
+	return tasks.CreateTask(ctx, task)
 }
 
 // releaseClaim ends a slot claim, giving its slot back if it was open, retrying a failed write a

@@ -202,9 +202,9 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 		}
 		if slot.Held {
-			task.Active, task.Status, task.SlotClaim = true, passthrough.StatusActive, slot.Claim()
+			task.Active, task.Status = true, passthrough.StatusActive
 		}
-		stored, err := h.Store.CreateTask(ctx, task)
+		stored, err := slot.CreateTask(ctx, h.Store, task)
 		if err != nil {
 			// Never hand out a task id whose owner is not recorded. There is no way to cancel
 			// an image task upstream, so the cost stays charged: the task runs.

@@ -67,9 +67,9 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(retention).Unix(),
 	}
 	if route.Slot.Held && runsAsync(route.Creates) {
-		record.Active, record.Status, record.SlotClaim = true, statusActive, route.Slot.Claim()
+		record.Active, record.Status = true, statusActive
 	}
-	stored, err := rt.Owners.CreateTask(ctx, record)
+	stored, err := route.Slot.CreateTask(ctx, rt.Owners, record)
 	if !errors.Is(err, storage.ErrExists) {
 		// A claimed slot that the reconciler gave back first is not kept (stored without Active).
 		return err == nil && stored.Active, err

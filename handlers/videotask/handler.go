@@ -273,14 +273,14 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		ID: taskID, Kind: storage.KindVideo, Account: id.Account, KeyID: id.KeyID,
 		Provider: p.Name, Upstream: up.Name, UpstreamAddress: up.Address(), Model: req.Model, Status: StatusQueued,
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
-		CallbackURL: req.CallbackURL, Active: slot.Held, SlotClaim: slot.Claim(),
+		CallbackURL: req.CallbackURL, Active: slot.Held,
 		NoLastFrame: !req.ReturnLastFrame, UpstreamID: upstreamID, Request: canonical,
 		HoldID: hold.ID, HoldAmount: int64(hold.Estimate.Amount),
 	}
 	if hold.ID != "" {
 		task.HoldUsage = hold.Estimate.Usage.Encode()
 	}
-	stored, err := h.Store.CreateTask(ctx, task)
+	stored, err := slot.CreateTask(ctx, h.Store, task)
 	if errors.Is(err, storage.ErrExists) {
 		// The upstream answered with the id of a task already recorded: another account's, or an
 		// earlier one of this account (a caching proxy in front of the provider, a provider that
