@@ -198,7 +198,8 @@ type Hold struct {
 	// request) may then be forgotten with its end, its entries being its only record (Badger
 	// does): from then on HoldByID answers ErrNotFound for it, and a second Settle or Release
 	// ErrHoldEnded while the end is being written, ErrNotFound once it is. One ended at or past
-	// its Deadline (the reconciler's release) is kept, and answers ErrHoldEnded.
+	// its Deadline (the reconciler's release) is kept, and answers ErrHoldEnded (ErrHoldReconciled
+	// when the reconciler released it).
 	NewID bool `json:"-"`
 	// State is HoldOpen, HoldSettled or HoldReleased; set by the ledger.
 	State string `json:"state"`
