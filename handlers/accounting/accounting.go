@@ -148,6 +148,14 @@ func (s Slot) Release() {
 	u.a.addRetrying(ctx, ActiveCounter(u.keyID), -1, zap.String("key_id", u.keyID), zap.String("what", "slot release"))
 }
 
+// GivenBack marks the slot given back by another party (the reconciler's release of the
+// create's hold, see Hold.Reconciled): Release then does nothing.
+func (s Slot) GivenBack() {
+	if s.undo != nil {
+		s.undo.done.Store(true)
+	}
+}
+
 // Claim is the slot's claim (StartTaskFor): nil for a slot that is not a claim.
 func (s Slot) Claim() *storage.SlotClaim {
 	if s.undo == nil {

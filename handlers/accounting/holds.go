@@ -54,6 +54,8 @@ type holdEnd struct {
 	owner holdOwner
 	// price settles the hold from the answer's usage; nil: at the amount held (HoldCalls).
 	price *billing.Price
+	// reconciled is set when Settle or Release found the hold released by the reconciler.
+	reconciled atomic.Bool
 }
 
 // HoldFor holds the estimate of a request for model against the identity's account and key
@@ -153,7 +155,8 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 	if e.price != nil {
 		amount = withinLedger(e.price.Settle(h.Estimate.Usage, actual))
 	}
-	if e.a.endHold(e.ctx, h.ID, amount, "", e.owner) != holdEndedHere {
+	if how := e.a.endHold(e.ctx, h.ID, amount, "", e.owner); how != holdEndedHere {
+		e.reconciled.Store(how == holdEndedByReconciler)
 		return 0
 	}
 	e.a.meterSpent(e.keyID, e.owner.account, amount)
@@ -163,9 +166,15 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 // Release ends the hold charging nothing: the upstream refused the request, or it never left.
 func (h Hold) Release(reason string) {
 	if e := h.end; e != nil && e.done.CompareAndSwap(false, true) {
-		e.a.endHold(e.ctx, h.ID, -1, reason, e.owner)
+		e.reconciled.Store(e.a.endHold(e.ctx, h.ID, -1, reason, e.owner) == holdEndedByReconciler)
 	}
 }
+
+// Reconciled reports whether Settle or Release (called before) found the hold released by the
+// reconciler: the request outlived its hold's deadline, and a slot-taking create's slot went
+// back with the hold (SlotOfReleasedHold). The caller then keeps no record holding that slot:
+// see Slot.GivenBack and SlotGivenBack.
+func (h Hold) Reconciled() bool { return h.end != nil && h.end.reconciled.Load() }
 
 // SettleTask ends the hold a finished task carries (storage.Task.HoldID): a succeeded task is
 // charged its usage as priced now (the estimate standing in for what the upstream did not

@@ -156,3 +156,42 @@ func slotGivenBackOnce(t *testing.T, store storage.Store, recordFirst, finishFir
 		t.Fatalf("a second task past max_active_tasks 1: %v; want 429", err)
 	}
 }
+
+// TestRequestHoldReconciled: a request (an image edit, a pass-through create) whose hold the
+// reconciler released before the request ended it is told so by Hold.Reconciled, and its slot,
+// which the reconciler gave back with the hold, is not given back again (Slot.GivenBack).
+func TestRequestHoldReconciled(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	a, id := fundedAccountant(t, &now, 10_000_000)
+	id.Limits.MaxActiveTasks = 1
+	ctx := context.Background()
+	slot, err := a.StartTask(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, err := a.HoldFor(ctx, id, "veo", slot.HoldRef(), videoEstimate(5), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Minute)
+	r := &holds.Reconciler{Ledger: a.Store, Leases: a.Store, Now: func() time.Time { return now },
+		Released: func(h storage.Hold, _ storage.LedgerEntry) { a.SlotOfReleasedHold(ctx, h) }}
+	if n, err := r.Pass(ctx); err != nil || n != 1 {
+		t.Fatalf("the reconciler's pass released %d, %v", n, err)
+	}
+	if got := hold.Settle(billing.Usage{}); got != 0 || !hold.Reconciled() {
+		t.Fatalf("Settle = %v, Reconciled %v; want nothing charged and the reconciler's release told", got, hold.Reconciled())
+	}
+	slot.GivenBack()
+	slot.Release()
+	if n, _ := a.Store.Counter(ctx, ActiveCounter("k1")); n != 0 {
+		t.Fatalf("active = %d; want 0 (the slot given back once)", n)
+	}
+	other, err := a.HoldFor(ctx, id, "veo", "", videoEstimate(5), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Release("done"); other.Reconciled() {
+		t.Fatal("a hold its request released reports the reconciler's release")
+	}
+}

@@ -194,6 +194,12 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		// No image and no task: the upstream reported a failure (error) or made nothing.
 		hold.Release("the upstream made no image")
 	}
+	if hold.Reconciled() {
+		// The edit outlived its hold's deadline: the reconciler released the hold and gave the
+		// slot back with it. The task's record keeps none.
+		slot.GivenBack()
+		slot = accounting.Slot{}
+	}
 	if taskID != "" {
 		t := h.now()
 		task := storage.Task{
