@@ -323,6 +323,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.reconciler.Released = func(h storage.Hold, _ storage.LedgerEntry) {
 			accountant.SlotOfReleasedHold(context.Background(), h)
 		}
+		// So does an overdue slot claim of a create that took no hold (a free model's).
+		a.reconciler.Claims = accountant.Claims
 	}
 	return nil
 }

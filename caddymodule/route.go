@@ -257,6 +257,13 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
 			OutputReported: tokens.OutputReported(), Images: images, ImageSize: size, ImageQuality: quality})))
 	}
+	if hold.Reconciled() && created != nil {
+		// The request outlived its hold's deadline: the reconciler released the hold and gave
+		// the slot back with it, so the object's record keeps none.
+		for _, objectID := range created.KeptObjects() {
+			h.accountant.SlotGivenBack(r.Context(), objectID)
+		}
+	}
 	if err != nil && !clientGone && sw.status == 0 {
 		// No upstream answered (refused, reset, timed out, every retry spent): the client gets
 		// the contract's error in the endpoint's shape, not Caddy's empty error answer.
@@ -296,7 +303,7 @@ func (h *RouteHandler) takeSlot(ctx context.Context, id auth.Identity, route pas
 	if !route.TakesSlot() {
 		return accounting.Slot{}, nil
 	}
-	slot, sweepErr, err := h.router.TakeSlot(ctx, h.accountant, id)
+	slot, sweepErr, err := h.router.TakeSlot(ctx, h.accountant, id, route.Model)
 	if sweepErr != nil {
 		h.logger.Error("ending the lapsed active-task slots of a key failed", zap.String("key_id", id.KeyID), zap.Error(sweepErr))
 	}

@@ -1,12 +1,14 @@
 package caddymodule
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/storage"
@@ -58,6 +60,10 @@ func (a *App) openStore(ctx caddy.Context) error {
 		if err != nil {
 			return nil, err
 		}
+		if err := a.recountSlots(s); err != nil {
+			s.Close()
+			return nil, err
+		}
 		meter := accounting.NewMeter(s, usageFlushInterval, a.logger.Named("meter"))
 		return openedStore{store: s, traced: &tracedStore{Store: s, backend: backendName(key)}, meter: meter}, nil
 	})
@@ -68,6 +74,9 @@ func (a *App) openStore(ctx caddy.Context) error {
 	a.store, a.storeKey, a.opened = opened.traced, key, opened
 	a.accountant = &accounting.Accountant{Store: opened.traced, Meter: opened.meter,
 		Prices: a.prices, Logger: a.logger.Named("accounting")}
+	if claims, ok := opened.store.(storage.SlotClaims); ok {
+		a.accountant.Claims = claims // a shared store: free creates' slots are claims
+	}
 	return nil
 }
 
@@ -95,3 +104,29 @@ func legacyStorageConfig(raw json.RawMessage) json.RawMessage {
 
 // Interface guards
 var _ caddy.Destructor = openedStore{}
+
+// slotRecounter is a store that serves one process (Badger): the moment it is opened, no create
+// is in flight, and its active-task slot counters can be set to what the task records hold.
+type slotRecounter interface {
+	RecountSlots(ctx context.Context, counterPrefix string) (map[string]int64, error)
+}
+
+// recountSlots gives back, when a one-process store is opened, the active-task slots that no
+// task record holds: those of creates that a crash (kill -9) ended between taking the slot and
+// writing the task's record, and those of tasks whose finish was written but not the slot's
+// give-back; a store shared by processes (Redis) is left alone.
+func (a *App) recountSlots(s storage.Store) error {
+	r, ok := s.(slotRecounter)
+	if !ok {
+		return nil
+	}
+	changed, err := r.RecountSlots(context.Background(), accounting.ActiveCounter(""))
+	if err != nil {
+		return fmt.Errorf("recounting the active-task slots: %w", err)
+	}
+	for name, delta := range changed {
+		a.logger.Warn("an active-task slot counter did not match the task records (a crash between a slot and its record); set to the records' count",
+			zap.String("counter", name), zap.Int64("delta", delta))
+	}
+	return nil
+}

@@ -22,7 +22,8 @@ import (
 //	balance: amount varint, held varint, limited byte, entries uvarint
 //	hold:    id, account, key id, model, ref string; amount, budget limit varint; budget period
 //	         string; deadline, created time; bound byte; state string; entry number uvarint;
-//	         budget counter string
+//	         budget counter string; then, only for a hold the reconciler released, a byte 1
+//	         (Hold.Reconciled; versions before it read such a record as corrupt)
 //	entry:   number uvarint; time; account, key id, model, ref, hold id, kind string; amount,
 //	         balance after, charged varint; note string
 //
@@ -161,6 +162,9 @@ func (rec holdRecord) encode() []byte {
 	w.str(h.State)
 	w.uint(rec.EntryN)
 	w.str(rec.Budget)
+	if h.Reconciled {
+		w.bool(true)
+	}
 	return w
 }
 
@@ -188,6 +192,9 @@ func (rec *holdRecord) decode(id string, val []byte) error {
 	h.Deadline, h.Created = r.time(), r.time()
 	h.Bound, h.State = r.bool(), r.str()
 	*rec = holdRecord{Hold: h, EntryN: r.uint(), Budget: r.str()}
+	if r.err == nil && len(r.b) > 0 {
+		rec.Hold.Reconciled = r.bool()
+	}
 	return r.end()
 }
 

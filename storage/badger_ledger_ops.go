@@ -189,7 +189,7 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 	switch {
 	case h.rec.Hold.State != HoldOpen:
 		a.mu.Unlock()
-		return LedgerEntry{}, ErrHoldEnded
+		return LedgerEntry{}, endedError(h.rec.Hold)
 	case unboundOnly && h.rec.Hold.Bound:
 		a.mu.Unlock()
 		return LedgerEntry{}, ErrHoldBound
@@ -220,13 +220,14 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 		rec.Hold.State = HoldSettled
 	} else {
 		rec.Hold.State = HoldReleased
+		rec.Hold.Reconciled = unboundOnly // the reconciler's release: later ends and binds are told
 	}
 	a.record(&op, &e)
 	if !rec.Hold.Bound && !rec.Hold.Transient {
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), del: true})
 	}
 	rec.EntryN = h.rec.EntryN // set by recordHold
-	if !rec.Hold.Transient || !rec.Hold.NewID || !now.Before(rec.Hold.Deadline) {
+	if !rec.Hold.Transient || !rec.Hold.NewID || !now.Before(rec.Hold.Deadline) || unboundOnly {
 		// A request's hold (transient, with a NewID) ended by its request, before its
 		// deadline, is nobody's to read once ended (see Hold.NewID): its entries are its
 		// record. One ended past its deadline (by the reconciler) keeps it, so that its
@@ -245,6 +246,15 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 	return e, err
 }
 
+// endedError is what ending or binding the ended hold h answers: ErrHoldReconciled when the
+// reconciler released it, else ErrHoldEnded.
+func endedError(h Hold) error {
+	if h.Reconciled {
+		return ErrHoldReconciled
+	}
+	return ErrHoldEnded
+}
+
 func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 	a, h, err := b.lockHold(holdID)
 	if err != nil {
@@ -253,7 +263,7 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 	rec := h.rec
 	switch {
 	case rec.Hold.State != HoldOpen:
-		err = ErrHoldEnded
+		err = endedError(rec.Hold)
 	case rec.Hold.Bound && rec.Hold.Ref == taskID:
 		// Bound already (the task's create binds it): nothing to write.
 	case rec.Hold.Bound:

@@ -58,11 +58,16 @@ type Ledger interface {
 	// ReleaseOverdue is the reconciler's Release: it releases the hold as Release does only if
 	// the hold is not bound to a task. A hold that OverdueHolds listed and that a task's create
 	// bound since then answers ErrHoldBound and changes nothing: its task's finish ends it.
+	// The hold it releases is marked Reconciled, in the same compare-and-set, and kept: every
+	// later Settle, Release or BindHold of it answers ErrHoldReconciled, so that the caller
+	// knows that the reconciler's release (and what its caller does with it, such as giving
+	// back a create's active-task slot) came first.
 	ReleaseOverdue(ctx context.Context, holdID, reason string, now time.Time) (LedgerEntry, error)
 	// BindHold ties an open hold to the task that carries it: the task's finish ends it, and
 	// the reconciler no longer releases it at its deadline. The hold's Ref becomes taskID.
 	// Binding it again to the same task does nothing; to another task answers ErrConflict; an
-	// ended hold answers ErrHoldEnded.
+	// ended hold answers ErrHoldEnded, and one that the reconciler released ErrHoldReconciled
+	// (which is ErrHoldEnded too).
 	BindHold(ctx context.Context, holdID, taskID string) error
 	// HoldByID returns a hold as it stands, or ErrNotFound. A hold that was both Transient and
 	// NewID when it ended before its Deadline may be forgotten with its end (see Hold.NewID):
@@ -101,6 +106,9 @@ var (
 	ErrBudgetExceeded = fmt.Errorf("key budget exceeded: %w", ErrInsufficient)
 	// ErrHoldEnded: the hold was settled or released already; nothing changed.
 	ErrHoldEnded = errors.New("hold already ended")
+	// ErrHoldReconciled: the hold was released by the reconciler (ReleaseOverdue) while it was
+	// still unbound; nothing changed. It is also ErrHoldEnded.
+	ErrHoldReconciled = fmt.Errorf("%w: released by the reconciler at its deadline", ErrHoldEnded)
 	// ErrHoldBound: ReleaseOverdue found the hold bound to a task; nothing changed.
 	ErrHoldBound = errors.New("hold bound to a task")
 	// ErrBalanceBound: a credit would take the account's balance past ±MaxAmount, beyond which
@@ -190,10 +198,14 @@ type Hold struct {
 	// request) may then be forgotten with its end, its entries being its only record (Badger
 	// does): from then on HoldByID answers ErrNotFound for it, and a second Settle or Release
 	// ErrHoldEnded while the end is being written, ErrNotFound once it is. One ended at or past
-	// its Deadline (the reconciler's release) is kept, and answers ErrHoldEnded.
+	// its Deadline (the reconciler's release) is kept, and answers ErrHoldEnded (ErrHoldReconciled
+	// when the reconciler released it).
 	NewID bool `json:"-"`
 	// State is HoldOpen, HoldSettled or HoldReleased; set by the ledger.
 	State string `json:"state"`
+	// Reconciled is set (with State HoldReleased) when the reconciler released the hold
+	// (ReleaseOverdue); set by the ledger.
+	Reconciled bool `json:"reconciled,omitempty"`
 }
 
 // Budget is a key's spending limit, a sub-limit of its account's balance.

@@ -41,13 +41,14 @@ func decodeRedisEntry(js string) (LedgerEntry, error) {
 		Charged: e.Charged, Note: e.Note}, nil
 }
 
-// decodeRedisHold reads a hold from its written JSON and its state, bound and ref fields.
+// decodeRedisHold reads a hold from its written JSON and its state, bound and ref fields, and
+// the reconciled mark when vals has a fifth.
 func decodeRedisHold(vals []rueidis.RedisMessage) (Hold, error) {
 	if len(vals) < 4 {
 		return Hold{}, errScript
 	}
-	var fields [4]string
-	for i := range fields {
+	var fields [5]string
+	for i := range min(len(vals), len(fields)) {
 		s, err := vals[i].ToString()
 		if err != nil && !isNil(err) {
 			return Hold{}, err
@@ -58,7 +59,7 @@ func decodeRedisHold(vals []rueidis.RedisMessage) (Hold, error) {
 	if err := json.Unmarshal([]byte(fields[0]), &h); err != nil {
 		return Hold{}, fmt.Errorf("redis store: decoding a hold: %v", err)
 	}
-	h.State, h.Bound, h.Ref = fields[1], fields[2] == "1", fields[3]
+	h.State, h.Bound, h.Ref, h.Reconciled = fields[1], fields[2] == "1", fields[3], fields[4] == "1"
 	return h, nil
 }
 
@@ -161,6 +162,8 @@ func (r *Redis) endHold(ctx context.Context, holdID string, charged int64, kind,
 		return LedgerEntry{}, ErrNotFound
 	case code == -3:
 		return LedgerEntry{}, ErrHoldEnded
+	case code == -6:
+		return LedgerEntry{}, ErrHoldReconciled
 	case code == -4:
 		return LedgerEntry{}, ErrHoldBound
 	case code == 1 && len(vals) == 2:
@@ -186,6 +189,8 @@ func (r *Redis) BindHold(ctx context.Context, holdID, taskID string) error {
 		return ErrNotFound
 	case -3:
 		return ErrHoldEnded
+	case -6:
+		return ErrHoldReconciled
 	case -4:
 		return ErrConflict
 	}
@@ -193,11 +198,11 @@ func (r *Redis) BindHold(ctx context.Context, holdID, taskID string) error {
 }
 
 func (r *Redis) HoldByID(ctx context.Context, holdID string) (Hold, error) {
-	vals, err := r.client.Do(ctx, r.client.B().Hmget().Key(r.key("lh:", holdID)).Field("j", "s", "b", "r").Build()).ToArray()
+	vals, err := r.client.Do(ctx, r.client.B().Hmget().Key(r.key("lh:", holdID)).Field("j", "s", "b", "r", "o").Build()).ToArray()
 	if err != nil {
 		return Hold{}, err
 	}
-	if len(vals) != 4 || vals[0].IsNil() {
+	if len(vals) != 5 || vals[0].IsNil() {
 		return Hold{}, ErrNotFound
 	}
 	return decodeRedisHold(vals)

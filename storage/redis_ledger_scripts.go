@@ -4,9 +4,10 @@ package storage
 //
 //	lb:<account>             hash {a, h, l, n}: balance, held, limited ('1'), entries so far
 //	le:<account>             sorted set: the account's entries (JSON), each scored by its number
-//	lh:<hold id>             hash {j, a, k, m, r, amt, s, b, d, p, e}: the hold as Go wrote it
-//	                         (j), and what the scripts read and change: account, key, model,
-//	                         ref, amount, state, bound ('1'), deadline µs, budget counter, entry
+//	lh:<hold id>             hash {j, a, k, m, r, amt, s, b, d, p, e, o}: the hold as Go wrote
+//	                         it (j), and what the scripts read and change: account, key, model,
+//	                         ref, amount, state, bound ('1'), deadline µs, budget counter,
+//	                         entry, released by the reconciler ('1')
 //	lo                       sorted set: the open, unbound holds' ids by deadline µs
 //	lk:<key id>\x00<period>  integer: what the key holds and was charged in the period
 //	lc:<account>\x00<key>    string: the entry a credit made, under its idempotency key
@@ -71,13 +72,19 @@ if ARGV[10] ~= '1' then redis.call('ZADD', KEYS[4], ARGV[9], ARGV[6]) end
 return {1, e}`)
 
 	// KEYS: hold, open set. ARGV: charged, now µs, kind (settle or release), note, prefix, id,
-	// unbound only ("1": a hold bound to a task is left open). Returns {1, entry} when ended,
-	// {-1} when missing, {-3} when it has ended, {-4} when it is bound and ARGV[7] is "1".
+	// unbound only ("1": the reconciler's release; a hold bound to a task is left open, and the
+	// one it releases is marked reconciled, o = '1'). Returns {1, entry} when ended, {-1} when
+	// missing, {-3} when it has ended, {-6} when the reconciler ended it, {-4} when it is bound
+	// and ARGV[7] is "1".
 	scriptLedgerEnd = newScript(luaLedgerEntry + `
-local h = redis.call('HMGET', KEYS[1], 'a', 'k', 'm', 'r', 'amt', 's', 'p', 'b')
+local h = redis.call('HMGET', KEYS[1], 'a', 'k', 'm', 'r', 'amt', 's', 'p', 'b', 'o')
 if not h[1] then return {-1} end
-if h[6] ~= 'open' then return {-3} end
+if h[6] ~= 'open' then
+  if h[9] == '1' then return {-6} end
+  return {-3}
+end
 if ARGV[7] == '1' and h[8] == '1' then return {-4} end
+if ARGV[7] == '1' then redis.call('HSET', KEYS[1], 'o', '1') end
 local held, charged = tonumber(h[5]), tonumber(ARGV[1])
 local note = ARGV[4]
 if ARGV[3] == 'settle' and charged > held then
@@ -92,11 +99,15 @@ redis.call('ZREM', KEYS[2], ARGV[6])
 return {1, e}`)
 
 	// KEYS: hold, open set. ARGV: task id, hold id. Returns 1 when bound, 0 when bound to that
-	// task already, -1 when missing, -3 when ended, -4 when bound to another task.
+	// task already, -1 when missing, -3 when ended, -6 when the reconciler ended it, -4 when
+	// bound to another task.
 	scriptLedgerBind = newScript(`
-local h = redis.call('HMGET', KEYS[1], 's', 'b', 'r')
+local h = redis.call('HMGET', KEYS[1], 's', 'b', 'r', 'o')
 if not h[1] then return -1 end
-if h[1] ~= 'open' then return -3 end
+if h[1] ~= 'open' then
+  if h[4] == '1' then return -6 end
+  return -3
+end
 if h[2] == '1' then
   if h[3] == ARGV[1] then return 0 end
   return -4

@@ -10,6 +10,7 @@ package accounting
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -56,6 +57,10 @@ type Accountant struct {
 	// Now is the clock of the keys' rate windows and of task-finished usage records. Default:
 	// time.Now.
 	Now func() time.Time
+	// Claims, when the store is shared by processes (Redis), makes the slot of a create for a
+	// model without a price a claim (StartTaskFor), which the hold reconciler gives back if the
+	// create's process dies before its task's record keeps it. Nil: no claims.
+	Claims storage.SlotClaims
 }
 
 func (a *Accountant) clock() time.Time {
@@ -123,14 +128,74 @@ type slotUndo struct {
 	a     *Accountant
 	ctx   context.Context
 	keyID string
+	// claim is the slot's claim (StartTaskFor), nil for a plain slot.
+	claim *storage.SlotClaim
 }
 
 // Release gives the slot back when the task was not created after all. It is safe to call more
-// than once, also concurrently: one call releases.
+// than once, also concurrently: one call releases. A claimed slot is given back by ending its
+// claim, unless the reconciler ended it first (then it gave the slot back).
 func (s Slot) Release() {
-	if u := s.undo; u != nil && u.done.CompareAndSwap(false, true) {
-		u.a.addRetrying(context.WithoutCancel(u.ctx), ActiveCounter(u.keyID), -1, zap.String("key_id", u.keyID), zap.String("what", "slot release"))
+	u := s.undo
+	if u == nil || !u.done.CompareAndSwap(false, true) {
+		return
 	}
+	ctx := context.WithoutCancel(u.ctx)
+	if u.claim != nil {
+		u.a.releaseClaim(ctx, u.claim.ID, zap.String("key_id", u.keyID), zap.String("what", "slot release"))
+		return
+	}
+	u.a.addRetrying(ctx, ActiveCounter(u.keyID), -1, zap.String("key_id", u.keyID), zap.String("what", "slot release"))
+}
+
+// GivenBack marks the slot given back by another party (the reconciler's release of the
+// create's hold, see Hold.Reconciled): Release then does nothing.
+func (s Slot) GivenBack() {
+	if s.undo != nil {
+		s.undo.done.Store(true)
+	}
+}
+
+// Claim is the slot's claim (StartTaskFor): nil for a slot that is not a claim.
+func (s Slot) Claim() *storage.SlotClaim {
+	if s.undo == nil {
+		return nil
+	}
+	return s.undo.claim
+}
+
+// TaskCreator writes a task's record if absent (storage.Tasks.CreateTask).
+type TaskCreator interface {
+	CreateTask(ctx context.Context, task storage.Task) (storage.Task, error)
+}
+
+// CreateTask writes the record of the task that keeps the slot (task.Active) through tasks, or,
+// for a claimed slot, through the claims' CreateClaimedTask, which ends the claim in the same
+// write: the record it answers keeps the slot (Active) only if the reconciler had not given it
+// back first.
+func (s Slot) CreateTask(ctx context.Context, tasks TaskCreator, task storage.Task) (storage.Task, error) {
+	if c := s.Claim(); c != nil && task.Active {
+		return s.undo.a.Claims.CreateClaimedTask(ctx, task, *c)
+	}
+	return tasks.CreateTask(ctx, task)
+}
+
+// releaseClaim ends a slot claim, giving its slot back if it was open, retrying a failed write a
+// few times; one that never succeeds is logged and left to the reconciler, which releases the
+// claim at its deadline.
+func (a *Accountant) releaseClaim(ctx context.Context, claimID string, fields ...zap.Field) {
+	var err error
+	for attempt := range giveBackRetries {
+		if _, err = a.Claims.ReleaseClaim(ctx, claimID); err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+	}
+	a.logger().Error("releasing a slot claim failed; the reconciler gives the slot back at the claim's deadline",
+		append(fields, zap.String("claim", claimID), zap.Error(err))...)
 }
 
 // SlotRef is the Ref of a hold taken by a create that holds one of its key's active-task slots
@@ -139,9 +204,10 @@ func (s Slot) Release() {
 // slot taken with no record to give it back: SlotOfReleasedHold gives it back.
 const SlotRef = "active-slot"
 
-// HoldRef is the Ref for the hold of the create that took s: SlotRef when s is held, else "".
+// HoldRef is the Ref for the hold of the create that took s: SlotRef when s is held (and not a
+// claim, which its own reconciliation gives back), else "".
 func (s Slot) HoldRef() string {
-	if s.Held {
+	if s.Held && s.Claim() == nil {
 		return SlotRef
 	}
 	return ""
@@ -149,11 +215,13 @@ func (s Slot) HoldRef() string {
 
 // SlotOfReleasedHold gives back the active-task slot of a hold that the reconciler released
 // (holds.Reconciler.Released), when the hold was a slot-taking create's (Ref SlotRef): that
-// create died before a task record kept its slot, and nothing else would ever give it back.
-// The reconciler's release is exactly once (storage.Ledger.ReleaseOverdue), and so is this.
-// A create killed after its record took the slot but before its hold was bound (on Redis, the
-// moment between CreateTask and BindTask) or ended leaves both to give the slot back: the key
-// then has one slot more, where without this it had one less for good.
+// create died (or stalled past the hold's deadline) before its hold was bound, and nothing else
+// would ever give it back. The reconciler's release is exactly once
+// (storage.Ledger.ReleaseOverdue), and so is this. A task record that took the slot before that
+// release (a create that stalled between CreateTask and BindTask) does not give it back again:
+// the ledger answers ErrHoldReconciled to the create's BindHold (which then clears the record's
+// Active, see SlotGivenBack) and to the finish's Settle or Release (see Finished), whichever
+// comes first.
 func (a *Accountant) SlotOfReleasedHold(ctx context.Context, h storage.Hold) {
 	if h.Ref != SlotRef || h.KeyID == "" {
 		return
@@ -170,19 +238,42 @@ func (a *Accountant) SlotOfReleasedHold(ctx context.Context, h storage.Hold) {
 // caller writes next (see storage.Coordination.ReserveCounter), or given back by Release. A
 // crash between the two may keep a slot without a task, as a synced slot would.
 func (a *Accountant) StartTask(ctx context.Context, id auth.Identity) (Slot, error) {
+	return a.startTask(ctx, id, false)
+}
+
+// StartTaskFor is StartTask for a create of model. On a store shared by processes (Claims), the
+// slot of a model without a price, whose create takes no hold to give the slot back should its
+// process die (see SlotRef), is a claim (storage.SlotClaims) due at storage.DefaultHoldDeadline:
+// the task's record ends it (put Slot.Claim in storage.Task.SlotClaim), Release ends it, and the
+// hold reconciler gives the slot back if neither did by then.
+func (a *Accountant) StartTaskFor(ctx context.Context, id auth.Identity, model string) (Slot, error) {
+	_, priced := a.Prices.Price(model)
+	return a.startTask(ctx, id, a.Claims != nil && !priced)
+}
+
+func (a *Accountant) startTask(ctx context.Context, id auth.Identity, claimed bool) (Slot, error) {
 	limit := id.Limits.MaxActiveTasks
 	if limit <= 0 {
 		// No limit: the task is only counted, in the same counter (a reservation does not wait
 		// for a sync), so that Finished's durable release always matches a counted slot.
 		limit = -1
 	}
-	if _, ok, err := a.Store.ReserveCounter(ctx, ActiveCounter(id.KeyID), 1, limit); err != nil {
+	var claim *storage.SlotClaim
+	var ok bool
+	var err error
+	if claimed {
+		claim = &storage.SlotClaim{ID: "slot_" + storage.NewClaimToken(), Counter: ActiveCounter(id.KeyID), Deadline: a.clock().Add(storage.DefaultHoldDeadline)}
+		ok, err = a.Claims.ClaimSlot(ctx, *claim, limit)
+	} else {
+		_, ok, err = a.Store.ReserveCounter(ctx, ActiveCounter(id.KeyID), 1, limit)
+	}
+	if err != nil {
 		return Slot{}, err
 	} else if !ok {
 		return Slot{}, apierror.New(http.StatusTooManyRequests, "too_many_active_tasks",
 			"this API key already has "+unfinishedTasks(limit)+"; retry when one has finished").WithRetryAfter(ActiveRetryAfter)
 	}
-	return Slot{Held: true, undo: &slotUndo{a: a, ctx: ctx, keyID: id.KeyID}}, nil
+	return Slot{Held: true, undo: &slotUndo{a: a, ctx: ctx, keyID: id.KeyID, claim: claim}}, nil
 }
 
 // TaskCreated counts a created task.
@@ -206,17 +297,39 @@ func MarkFinished(t *storage.Task) bool {
 //
 // The task's hold (Task.HoldID) is settled from actual (the usage the upstream reported) when
 // the task succeeded, and released otherwise; the record and the spend metric carry the amount.
+// The hold is ended first: one that the reconciler released before the task's create bound it
+// took the slot back with it (SlotOfReleasedHold), so the slot is not given back here.
 func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string, actual billing.Usage) {
 	ctx = context.WithoutCancel(ctx)
-	if t.Active {
-		a.addRetrying(ctx, ActiveCounter(t.KeyID), -1, zap.String("key_id", t.KeyID), zap.String("task_id", t.ID), zap.String("what", "slot release"))
-	}
 	rec := usage.Record{Event: usage.EventTaskFinished, Time: a.clock(), Account: t.Account, KeyID: t.KeyID,
 		Endpoint: "/api/v3/contents/generations/tasks", Model: t.Model, Provider: t.Provider, Upstream: cmp.Or(t.Upstream, t.Provider),
 		TaskID: t.ID, Status: status, TraceID: usage.TraceID(ctx)}
-	rec.Amount = int64(a.SettleTask(ctx, t, status, actual))
+	amount, how := a.settleTask(ctx, t, status, actual)
+	rec.Amount = int64(amount)
+	if t.Active && how != holdEndedByReconciler {
+		a.addRetrying(ctx, ActiveCounter(t.KeyID), -1, zap.String("key_id", t.KeyID), zap.String("task_id", t.ID), zap.String("what", "slot release"))
+	}
 	metrics.TaskFinished(t.Provider, t.Model, status)
 	a.Usage.Write(rec)
+}
+
+// SlotGivenBack clears the Active of the task record taskID, by compare-and-set, when BindTask
+// reported that the reconciler released the task's hold, and with it the slot the record
+// keeps: the record then no longer holds a slot, and its finish gives none back. A record
+// finished meanwhile is left as it is (its finish found the hold released by the reconciler,
+// and gave no slot back either).
+func (a *Accountant) SlotGivenBack(ctx context.Context, taskID string) {
+	_, err := storage.UpdateTask(context.WithoutCancel(ctx), a.Store, taskID, func(t *storage.Task) error {
+		if t.Finished || !t.Active {
+			return storage.ErrNoChange
+		}
+		t.Active = false
+		return nil
+	})
+	if err != nil && !errors.Is(err, storage.ErrNoChange) {
+		a.logger().Error("a task whose slot the reconciler gave back still holds it in its record; its finish gives it back a second time",
+			zap.String("task_id", taskID), zap.Error(err))
+	}
 }
 
 // ObjectFinished gives back the active slot of an asynchronous object created through

@@ -54,6 +54,8 @@ type holdEnd struct {
 	owner holdOwner
 	// price settles the hold from the answer's usage; nil: at the amount held (HoldCalls).
 	price *billing.Price
+	// reconciled is set when Settle or Release found the hold released by the reconciler.
+	reconciled atomic.Bool
 }
 
 // HoldFor holds the estimate of a request for model against the identity's account and key
@@ -153,7 +155,8 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 	if e.price != nil {
 		amount = withinLedger(e.price.Settle(h.Estimate.Usage, actual))
 	}
-	if !e.a.endHold(e.ctx, h.ID, amount, "", e.owner) {
+	if how := e.a.endHold(e.ctx, h.ID, amount, "", e.owner); how != holdEndedHere {
+		e.reconciled.Store(how == holdEndedByReconciler)
 		return 0
 	}
 	e.a.meterSpent(e.keyID, e.owner.account, amount)
@@ -163,22 +166,34 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 // Release ends the hold charging nothing: the upstream refused the request, or it never left.
 func (h Hold) Release(reason string) {
 	if e := h.end; e != nil && e.done.CompareAndSwap(false, true) {
-		e.a.endHold(e.ctx, h.ID, -1, reason, e.owner)
+		e.reconciled.Store(e.a.endHold(e.ctx, h.ID, -1, reason, e.owner) == holdEndedByReconciler)
 	}
 }
+
+// Reconciled reports whether Settle or Release (called before) found the hold released by the
+// reconciler: the request outlived its hold's deadline, and a slot-taking create's slot went
+// back with the hold (SlotOfReleasedHold). The caller then keeps no record holding that slot:
+// see Slot.GivenBack and SlotGivenBack.
+func (h Hold) Reconciled() bool { return h.end != nil && h.end.reconciled.Load() }
 
 // SettleTask ends the hold a finished task carries (storage.Task.HoldID): a succeeded task is
 // charged its usage as priced now (the estimate standing in for what the upstream did not
 // report; the held amount when the model lost its price meanwhile), any other is released.
 // Call it once, from the update that set the task's Finished. It returns the amount charged.
 func (a *Accountant) SettleTask(ctx context.Context, t storage.Task, status string, actual billing.Usage) billing.Money {
+	amount, _ := a.settleTask(ctx, t, status, actual)
+	return amount
+}
+
+// settleTask is SettleTask, which also reports how the hold ended (holdEndedByReconciler: the
+// reconciler released it before the task's create bound it, and gave back the create's slot).
+func (a *Accountant) settleTask(ctx context.Context, t storage.Task, status string, actual billing.Usage) (billing.Money, endedBy) {
 	if t.HoldID == "" {
-		return 0
+		return 0, holdEndedHere
 	}
 	owner := holdOwner{taskID: t.ID, account: t.Account, model: t.Model}
 	if status != "succeeded" {
-		a.endHold(ctx, t.HoldID, -1, "task "+status, owner)
-		return 0
+		return 0, a.endHold(ctx, t.HoldID, -1, "task "+status, owner)
 	}
 	amount := billing.Money(t.HoldAmount)
 	if price, ok := a.Prices.Price(t.Model); ok {
@@ -189,11 +204,11 @@ func (a *Accountant) SettleTask(ctx context.Context, t storage.Task, status stri
 			amount = withinLedger(price.Settle(estimated, actual))
 		}
 	}
-	if !a.endHold(ctx, t.HoldID, amount, "", owner) {
-		return 0
+	if how := a.endHold(ctx, t.HoldID, amount, "", owner); how != holdEndedHere {
+		return 0, how
 	}
 	a.meterSpent(t.KeyID, t.Account, amount)
-	return amount
+	return amount, holdEndedHere
 }
 
 // withinLedger is amount, or storage.MaxAmount when it is more: the most one charge of the
@@ -216,12 +231,25 @@ func (o holdOwner) fields() []zap.Field {
 	return append(fields, zap.String("account", o.account), zap.String("model", o.model))
 }
 
+// endedBy is who ended a hold, as endHold found it.
+type endedBy int
+
+const (
+	// holdEndedHere: this call ended the hold.
+	holdEndedHere endedBy = iota
+	// holdEndedElsewhere: another caller had ended it (or every attempt failed, logged).
+	holdEndedElsewhere
+	// holdEndedByReconciler: the reconciler had released it, unbound (storage.ErrHoldReconciled);
+	// a slot-taking create's slot went back with it (SlotOfReleasedHold).
+	holdEndedByReconciler
+)
+
 // endHold settles a hold at amount, or releases it when amount is negative, retrying a failed
 // write a few times, whether or not ctx was cancelled meanwhile (its values, such as the trace,
-// are kept). It reports whether this call ended the hold: false when it had ended
-// already (another instance, the reconciler) or every attempt failed (logged: the reconciler
-// releases an unbound hold at its deadline; a bound one stays open and is reported).
-func (a *Accountant) endHold(ctx context.Context, holdID string, amount billing.Money, reason string, owner holdOwner) bool {
+// are kept). It reports whether this call ended the hold, or who did: another caller (another
+// instance, or every attempt failed, logged: the reconciler releases an unbound hold at its
+// deadline; a bound one stays open and is reported) or the reconciler.
+func (a *Accountant) endHold(ctx context.Context, holdID string, amount billing.Money, reason string, owner holdOwner) endedBy {
 	ctx = context.WithoutCancel(ctx)
 	var err error
 	for attempt := range giveBackRetries {
@@ -232,19 +260,25 @@ func (a *Accountant) endHold(ctx context.Context, holdID string, amount billing.
 		}
 		switch {
 		case err == nil:
-			return true
+			return holdEndedHere
+		case errors.Is(err, storage.ErrHoldReconciled):
+			// Never this caller's own earlier attempt: the reconciler releases open holds only.
+			return holdEndedByReconciler
 		case errors.Is(err, storage.ErrHoldEnded):
 			// Ended already, by another caller or by this one's earlier attempt whose answer
 			// was lost: the ledger has exactly one end either way.
-			return attempt > 0
+			if attempt > 0 {
+				return holdEndedHere
+			}
+			return holdEndedElsewhere
 		case errors.Is(err, storage.ErrNotFound):
 			a.logger().Error("ending a hold the ledger does not know", append(owner.fields(), zap.String("hold_id", holdID))...)
-			return false
+			return holdEndedElsewhere
 		}
 		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
 	}
 	a.logger().Error("ending a hold failed; it stays open", append(owner.fields(), zap.String("hold_id", holdID), zap.Error(err))...)
-	return false
+	return holdEndedElsewhere
 }
 
 // meterSpent counts money a settlement charged in the key's and the account's usage.
@@ -258,15 +292,27 @@ func (a *Accountant) meterSpent(keyID, account string, amount billing.Money) {
 // A hold the task's finish ended first needs no binding. Call it after the task's create even
 // on a store whose create bound the hold (Badger's): binding it again does nothing but tell the
 // ledger that the create is done with it.
-func (a *Accountant) BindTask(ctx context.Context, holdID, taskID string) {
+//
+// It reports whether the reconciler released the hold first (storage.ErrHoldReconciled: the
+// create outlived the hold's deadline). That release gave back the create's active-task slot
+// (SlotOfReleasedHold), which the task's record also keeps: the caller then calls SlotGivenBack,
+// so that the slot is given back once. (The task's finish checks the same answer, for a finish
+// that comes first: see Finished.)
+func (a *Accountant) BindTask(ctx context.Context, holdID, taskID string) (reconciled bool) {
 	if holdID == "" {
-		return
+		return false
 	}
 	err := a.Store.BindHold(context.WithoutCancel(ctx), holdID, taskID)
-	if err != nil && !errors.Is(err, storage.ErrHoldEnded) {
+	switch {
+	case errors.Is(err, storage.ErrHoldReconciled):
+		a.logger().Warn("a task's create outlived its hold's deadline: the reconciler released the hold, so the task runs uncharged",
+			zap.String("hold_id", holdID), zap.String("task_id", taskID))
+		return true
+	case err != nil && !errors.Is(err, storage.ErrHoldEnded):
 		a.logger().Error("binding a hold to its task failed; the reconciler may release it at its deadline",
 			zap.String("hold_id", holdID), zap.String("task_id", taskID), zap.Error(err))
 	}
+	return false
 }
 
 // newHoldID is a random hold id: "hold_" and 24 hex digits (96 random bits, so that ids taken

@@ -51,7 +51,11 @@ type Reconciler struct {
 	Now func() time.Time
 	// Released, when set, is called with each hold the reconciler released and its entry.
 	Released func(storage.Hold, storage.LedgerEntry)
-	Logger   *zap.Logger
+	// Claims, when set (a store shared by processes), are the active-task slot claims of
+	// creates that take no hold: each pass also gives back the slots of those still open past
+	// their deadline (their creates' processes died before a task's record kept them).
+	Claims storage.SlotClaims
+	Logger *zap.Logger
 }
 
 func (r *Reconciler) defaults() {
@@ -104,6 +108,13 @@ func (r *Reconciler) Pass(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	released := 0
+	if r.Claims != nil {
+		n, err := r.releaseOverdueClaims(ctx, now)
+		released += n
+		if err != nil {
+			return released, err
+		}
+	}
 	for range maxBatchesPerPass {
 		overdue, err := r.Ledger.OverdueHolds(ctx, now, batch)
 		if err != nil {
@@ -131,6 +142,33 @@ func (r *Reconciler) Pass(ctx context.Context) (int, error) {
 		}
 		if err := r.Leases.RenewLease(ctx, LeaseName, r.Owner, r.Now(), LeaseFactor*r.Interval); err != nil {
 			return released, err // lost: the other instance goes on
+		}
+	}
+	return released, nil
+}
+
+// releaseOverdueClaims gives back the slots of the claims still open past their deadline, each
+// once (storage.SlotClaims.ReleaseClaim: a claim that its create ended meanwhile, by its task's
+// record or its own release, is left alone), and returns how many it gave back.
+func (r *Reconciler) releaseOverdueClaims(ctx context.Context, now time.Time) (int, error) {
+	released := 0
+	for range maxBatchesPerPass {
+		ids, err := r.Claims.OverdueClaims(ctx, now, batch)
+		if err != nil {
+			return released, err
+		}
+		for _, id := range ids {
+			ok, err := r.Claims.ReleaseClaim(ctx, id)
+			if err != nil {
+				return released, err
+			}
+			if ok {
+				released++
+				r.Logger.Info("gave back the active-task slot of a create whose claim was open at its deadline", zap.String("claim", id))
+			}
+		}
+		if len(ids) < batch {
+			break
 		}
 	}
 	return released, nil

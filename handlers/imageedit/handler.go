@@ -139,7 +139,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			return err
 		}
 	}
-	slot, err := h.takeSlot(r.Context(), id)
+	slot, err := h.takeSlot(r.Context(), id, model)
 	if err != nil {
 		return err
 	}
@@ -199,6 +199,12 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		// No image and no task: the upstream reported a failure (error) or made nothing.
 		hold.Release("the upstream made no image")
 	}
+	if hold.Reconciled() {
+		// The edit outlived its hold's deadline: the reconciler released the hold and gave the
+		// slot back with it. The task's record keeps none.
+		slot.GivenBack()
+		slot = accounting.Slot{}
+	}
 	if taskID != "" {
 		t := h.now()
 		task := storage.Task{
@@ -209,14 +215,15 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		if slot.Held {
 			task.Active, task.Status = true, passthrough.StatusActive
 		}
-		if _, err := h.Store.CreateTask(ctx, task); err != nil {
+		stored, err := slot.CreateTask(ctx, h.Store, task)
+		if err != nil {
 			// Never hand out a task id whose owner is not recorded. There is no way to cancel
 			// an image task upstream, so the cost stays charged: the task runs.
 			h.Logger.Error("image task created upstream but its ownership could not be recorded",
 				zap.String("task_id", taskID), zap.Error(err))
 			return err
 		}
-		kept = slot.Held
+		kept = stored.Active // not a claimed slot that the reconciler gave back first
 	}
 	passOn(w, ans)
 	return nil

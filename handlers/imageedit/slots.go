@@ -26,11 +26,11 @@ func (h *Handler) objects() *passthrough.Router {
 }
 
 // takeSlot takes one of the key's active-task slots for an edit (none without Accounting).
-func (h *Handler) takeSlot(ctx context.Context, id auth.Identity) (accounting.Slot, error) {
+func (h *Handler) takeSlot(ctx context.Context, id auth.Identity, model string) (accounting.Slot, error) {
 	if h.Accounting == nil {
 		return accounting.Slot{}, nil
 	}
-	slot, sweepErr, err := h.objects().TakeSlot(ctx, h.Accounting, id)
+	slot, sweepErr, err := h.objects().TakeSlot(ctx, h.Accounting, id, model)
 	if sweepErr != nil {
 		h.Logger.Error("ending the lapsed active-task slots of a key failed", zap.String("key_id", id.KeyID), zap.Error(sweepErr))
 	}

@@ -63,8 +63,10 @@ type CreatedWriter struct {
 	pending bytes.Buffer
 	scanned int // bytes of pending already searched for an event's end
 	failed  bool
-	// keptSlot is set when the created object's record keeps the route's active-task slot.
-	keptSlot bool
+	// keptSlot is set when the created object's record keeps the route's active-task slot;
+	// keptObjects are the ids of the records that keep it.
+	keptSlot    bool
+	keptObjects []string
 }
 
 const (
@@ -99,6 +101,9 @@ func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identi
 			defer cancel()
 			kept, err := rt.recordOwner(ctx, id, route, objectID)
 			cw.keptSlot = cw.keptSlot || kept
+			if kept {
+				cw.keptObjects = append(cw.keptObjects, objectID)
+			}
 			return err
 		}
 	}
@@ -250,6 +255,10 @@ func (cw *CreatedWriter) sendHeader() {
 // KeptSlot reports whether the created object's record keeps the route's active-task slot
 // (Route.Slot); when it does not, the caller gives the slot back.
 func (cw *CreatedWriter) KeptSlot() bool { return cw.keptSlot }
+
+// KeptObjects are the ids of the created objects whose records keep the route's active-task slot
+// (see KeptSlot).
+func (cw *CreatedWriter) KeptObjects() []string { return cw.keptObjects }
 
 // FlushError flushes what has been sent; held bytes stay held.
 func (cw *CreatedWriter) FlushError() error {

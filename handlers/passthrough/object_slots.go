@@ -24,8 +24,8 @@ const StatusActive = statusActive
 // object. At the key's limit it first gives back the slots of the key's objects whose lease has
 // ended (see EndLapsedSlots) and tries once more. A sweep that fails is returned as sweepErr
 // beside the slot or the 429, for the caller to log.
-func (rt *Router) TakeSlot(ctx context.Context, a *accounting.Accountant, id auth.Identity) (slot accounting.Slot, sweepErr, err error) {
-	slot, err = a.StartTask(ctx, id)
+func (rt *Router) TakeSlot(ctx context.Context, a *accounting.Accountant, id auth.Identity, model string) (slot accounting.Slot, sweepErr, err error) {
+	slot, err = a.StartTaskFor(ctx, id, model)
 	if e, ok := errors.AsType[*apierror.Error](err); !ok || e.Code != "too_many_active_tasks" {
 		return slot, nil, err
 	}
@@ -36,7 +36,7 @@ func (rt *Router) TakeSlot(ctx context.Context, a *accounting.Accountant, id aut
 	if len(ended) == 0 {
 		return slot, sweepErr, err
 	}
-	slot, err = a.StartTask(ctx, id)
+	slot, err = a.StartTaskFor(ctx, id, model)
 	return slot, sweepErr, err
 }
 

@@ -69,9 +69,10 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 	if route.Slot.Held && runsAsync(route.Creates) {
 		record.Active, record.Status = true, statusActive
 	}
-	_, err = rt.Owners.CreateTask(ctx, record)
+	stored, err := route.Slot.CreateTask(ctx, rt.Owners, record)
 	if !errors.Is(err, storage.ErrExists) {
-		return err == nil && record.Active, err
+		// A claimed slot that the reconciler gave back first is not kept (stored without Active).
+		return err == nil && stored.Active, err
 	}
 	// The id is recorded already: fine when it is this account's object of this kind (an
 	// upstream that answers a retried create with the same id), never a takeover.

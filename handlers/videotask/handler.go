@@ -213,7 +213,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 	if err != nil {
 		return storage.Task{}, err
 	}
-	slot, err := h.startTask(r.Context(), id)
+	slot, err := h.startTask(r.Context(), id, req.Model)
 	if err != nil {
 		return storage.Task{}, err
 	}
@@ -280,7 +280,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 	if hold.ID != "" {
 		task.HoldUsage = hold.Estimate.Usage.Encode()
 	}
-	stored, err := h.Store.CreateTask(ctx, task)
+	stored, err := slot.CreateTask(ctx, h.Store, task)
 	if errors.Is(err, storage.ErrExists) {
 		// The upstream answered with the id of a task already recorded: another account's, or an
 		// earlier one of this account (a caching proxy in front of the provider, a provider that
@@ -309,7 +309,11 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		// The task's finish now settles the hold; the reconciler leaves it alone. Badger's
 		// create bound it already (this then lets its ledger drop the hold from memory until
 		// the finish); Redis's binds it here.
-		h.Accounting.BindTask(ctx, hold.ID, taskID)
+		if h.Accounting.BindTask(ctx, hold.ID, taskID) {
+			// The reconciler released the hold first, and gave the slot back with it.
+			h.Accounting.SlotGivenBack(ctx, taskID)
+			stored.Active = false
+		}
 	}
 	if token != "" {
 		h.rememberRelay(ctx, token, taskID)
@@ -380,12 +384,12 @@ func (h *Handler) hold(ctx context.Context, id auth.Identity, req CreateRequest,
 }
 
 // startTask applies the key's active-task limit and marks the request accepted.
-func (h *Handler) startTask(ctx context.Context, id auth.Identity) (accounting.Slot, error) {
+func (h *Handler) startTask(ctx context.Context, id auth.Identity, model string) (accounting.Slot, error) {
 	if h.Accounting == nil {
 		usage.From(ctx).Accepted()
 		return accounting.Slot{}, nil
 	}
-	slot, err := h.Accounting.StartTask(ctx, id)
+	slot, err := h.Accounting.StartTaskFor(ctx, id, model)
 	if err != nil {
 		return accounting.Slot{}, err
 	}
