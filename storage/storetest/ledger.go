@@ -30,6 +30,7 @@ func RunLedger(t *testing.T, fresh func(t *testing.T) storage.Store) {
 	t.Run("LedgerTransient", func(t *testing.T) { testLedgerTransient(t, fresh(t)) })
 	t.Run("LedgerTransientBound", func(t *testing.T) { testLedgerTransientBound(t, fresh(t)) })
 	t.Run("LedgerReleaseOverdueLeavesBound", func(t *testing.T) { testLedgerReleaseOverdueLeavesBound(t, fresh(t)) })
+	t.Run("LedgerRenewHold", func(t *testing.T) { testLedgerRenewHold(t, fresh(t)) })
 }
 
 const unit = 1_000_000
