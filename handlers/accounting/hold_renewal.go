@@ -14,15 +14,19 @@ import (
 // its deadline moves to deadline from then (storage.Ledger.RenewHold), until the hold ends
 // (Settle or Release stop them) or the ledger answers that it has ended, was bound or is
 // unknown. A renewal that fails otherwise (the store unreachable) is tried again at the next
-// third, which still comes before the deadline it failed to move. The timer is the only cost of
-// a request that ends within deadline/3, as nearly all do.
+// third, which still comes before the deadline it failed to move. Renewals also stop once the
+// request's context is done. The timer is the only cost of a request that ends within
+// deadline/3, as nearly all do.
 func (e *holdEnd) renew(holdID string, deadline time.Duration) {
 	every := deadline / 3
 	if every <= 0 {
 		return
 	}
 	e.renewal.Store(time.AfterFunc(every, func() {
-		if e.done.Load() {
+		if e.done.Load() || e.ctx.Err() != nil {
+			// Ended; or its request is over (the server cancels a request's context once its
+			// handler returns) without ending it, which leaves it to the reconciler at the
+			// deadline it has, as a hold whose process died.
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), every)

@@ -23,7 +23,8 @@ func (s *renewCounter) RenewHold(ctx context.Context, holdID string, deadline ti
 
 // TestRequestHoldRenewedWhileItRuns: a request's hold (HoldFor) has its deadline moved on while
 // the request runs, so that a request that outlasts its hold's deadline (a long stream) is not
-// on the reconciler's list and is settled by its own end; the renewals stop when it ends. A
+// on the reconciler's list and is settled by its own end; the renewals stop when it ends, or
+// when its request's context does. A
 // task's hold (HoldForTask) is not renewed: its create binds it well within the deadline.
 func TestRequestHoldRenewedWhileItRuns(t *testing.T) {
 	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
@@ -70,6 +71,20 @@ func TestRequestHoldRenewedWhileItRuns(t *testing.T) {
 	if n := store.renewals.Load(); n > after+1 {
 		t.Fatalf("%d renewals after the hold ended; want at most one already under way", n-after)
 	}
+	// A request whose context ended without ending its hold (a handler that returned early) is
+	// no longer renewed: its hold is left to the reconciler at the deadline it has.
+	gone, cancel := context.WithCancel(ctx)
+	orphan, err := a.HoldFor(gone, id, "veo", "r2", videoEstimate(1), deadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	after = store.renewals.Load()
+	time.Sleep(4 * deadline)
+	if n := store.renewals.Load(); n != after {
+		t.Fatalf("%d renewals of a hold whose request's context ended; want none", n-after)
+	}
+	orphan.Release("test")
 	b := balance(t, a, "acme")
 	if b.Amount != 9_200_000 || b.Held != 0 {
 		t.Fatalf("balance after the settlement = %+v; want 9.2 with nothing held", b)
