@@ -179,8 +179,9 @@ func (b *Badger) ReleaseOverdue(ctx context.Context, holdID, reason string, now 
 	return b.endHold(holdID, 0, EntryRelease, reason, now, true)
 }
 
-// endHold settles (charging charged) or releases an open hold; when unboundOnly, a hold bound to
-// a task is left open (ErrHoldBound).
+// endHold settles (charging charged) or releases an open hold; when unboundOnly (the
+// reconciler's release), a hold bound to a task (ErrHoldBound) or not yet past its deadline at
+// now (ErrHoldNotDue) is left open.
 func (b *Badger) endHold(holdID string, charged int64, kind, note string, now time.Time, unboundOnly bool) (LedgerEntry, error) {
 	a, h, err := b.lockHold(holdID)
 	if err != nil {
@@ -193,6 +194,9 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 	case unboundOnly && h.rec.Hold.Bound:
 		a.mu.Unlock()
 		return LedgerEntry{}, ErrHoldBound
+	case unboundOnly && !h.rec.Hold.Deadline.Before(now):
+		a.mu.Unlock()
+		return LedgerEntry{}, ErrHoldNotDue
 	}
 	rec := h.rec
 	held := rec.Hold.Amount

@@ -56,13 +56,20 @@ type Ledger interface {
 	// for Settle.
 	Release(ctx context.Context, holdID, reason string, now time.Time) (LedgerEntry, error)
 	// ReleaseOverdue is the reconciler's Release: it releases the hold as Release does only if
-	// the hold is not bound to a task. A hold that OverdueHolds listed and that a task's create
-	// bound since then answers ErrHoldBound and changes nothing: its task's finish ends it.
-	// The hold it releases is marked Reconciled, in the same compare-and-set, and kept: every
-	// later Settle, Release or BindHold of it answers ErrHoldReconciled, so that the caller
-	// knows that the reconciler's release (and what its caller does with it, such as giving
-	// back a create's active-task slot) came first.
+	// the hold is not bound to a task and its deadline is before now. A hold that OverdueHolds
+	// listed and that a task's create bound since then answers ErrHoldBound and changes
+	// nothing: its task's finish ends it; one whose request renewed it since (RenewHold)
+	// answers ErrHoldNotDue and changes nothing. The hold it releases is marked Reconciled, in
+	// the same compare-and-set, and kept: every later Settle, Release or BindHold of it answers
+	// ErrHoldReconciled, so that the caller knows that the reconciler's release (and what its
+	// caller does with it, such as giving back a create's active-task slot) came first.
 	ReleaseOverdue(ctx context.Context, holdID, reason string, now time.Time) (LedgerEntry, error)
+	// RenewHold moves the deadline of an open, unbound hold to deadline when that is later than
+	// the one it has, so that the reconciler leaves the hold to the request that still runs
+	// (and releases it at the new deadline if that request's process dies). An earlier or equal
+	// deadline changes nothing. An ended hold answers ErrHoldEnded, one bound to a task
+	// ErrHoldBound (a task's end ends it; it has no deadline), an unknown one ErrNotFound.
+	RenewHold(ctx context.Context, holdID string, deadline time.Time) error
 	// BindHold ties an open hold to the task that carries it: the task's finish ends it, and
 	// the reconciler no longer releases it at its deadline. The hold's Ref becomes taskID.
 	// Binding it again to the same task does nothing; to another task answers ErrConflict; an
@@ -111,6 +118,9 @@ var (
 	ErrHoldReconciled = fmt.Errorf("%w: released by the reconciler at its deadline", ErrHoldEnded)
 	// ErrHoldBound: ReleaseOverdue found the hold bound to a task; nothing changed.
 	ErrHoldBound = errors.New("hold bound to a task")
+	// ErrHoldNotDue: ReleaseOverdue found the hold's deadline not yet passed (its request
+	// renewed it); nothing changed.
+	ErrHoldNotDue = errors.New("hold not yet due")
 	// ErrBalanceBound: a credit would take the account's balance past ±MaxAmount, beyond which
 	// the backends no longer compute it exactly (Redis scripts use doubles, Badger int64);
 	// nothing changed.

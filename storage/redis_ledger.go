@@ -141,8 +141,9 @@ func (r *Redis) ReleaseOverdue(ctx context.Context, holdID, reason string, now t
 	return r.endHold(ctx, holdID, 0, EntryRelease, reason, now, true)
 }
 
-// endHold settles (charging charged) or releases an open hold; when unboundOnly, a hold bound to
-// a task is left open (ErrHoldBound).
+// endHold settles (charging charged) or releases an open hold; when unboundOnly (the
+// reconciler's release), a hold bound to a task (ErrHoldBound) or not yet past its deadline
+// (ErrHoldNotDue) is left open.
 func (r *Redis) endHold(ctx context.Context, holdID string, charged int64, kind, note string, now time.Time, unboundOnly bool) (LedgerEntry, error) {
 	res, unconfirmed := r.execDurable(ctx, scriptLedgerEnd, []string{r.key("lh:", holdID), r.key("lo")},
 		[]string{itoa(charged), itoa(micros(now)), kind, note, r.prefix, holdID, flag(unboundOnly)})
@@ -166,6 +167,8 @@ func (r *Redis) endHold(ctx context.Context, holdID string, charged int64, kind,
 		return LedgerEntry{}, ErrHoldReconciled
 	case code == -4:
 		return LedgerEntry{}, ErrHoldBound
+	case code == -7:
+		return LedgerEntry{}, ErrHoldNotDue
 	case code == 1 && len(vals) == 2:
 		e, err := entryOf(vals[1])
 		if err != nil {
@@ -174,6 +177,28 @@ func (r *Redis) endHold(ctx context.Context, holdID string, charged int64, kind,
 		return e, unconfirmed
 	}
 	return LedgerEntry{}, errScript
+}
+
+// RenewHold moves the hold's deadline in its record and on the reconciler's list (lo) in one
+// script. The deadline in the hold's JSON (j, which HoldByID reads) stays the one it was taken
+// with.
+func (r *Redis) RenewHold(ctx context.Context, holdID string, deadline time.Time) error {
+	res, unconfirmed := r.execDurable(ctx, scriptLedgerRenew, []string{r.key("lh:", holdID), r.key("lo")}, []string{holdID, itoa(micros(deadline))})
+	code, err := res.AsInt64()
+	if err != nil {
+		return err
+	}
+	switch code {
+	case 1, 0:
+		return unconfirmed
+	case -1:
+		return ErrNotFound
+	case -3:
+		return ErrHoldEnded
+	case -4:
+		return ErrHoldBound
+	}
+	return errScript
 }
 
 func (r *Redis) BindHold(ctx context.Context, holdID, taskID string) error {

@@ -72,18 +72,20 @@ if ARGV[10] ~= '1' then redis.call('ZADD', KEYS[4], ARGV[9], ARGV[6]) end
 return {1, e}`)
 
 	// KEYS: hold, open set. ARGV: charged, now µs, kind (settle or release), note, prefix, id,
-	// unbound only ("1": the reconciler's release; a hold bound to a task is left open, and the
-	// one it releases is marked reconciled, o = '1'). Returns {1, entry} when ended, {-1} when
-	// missing, {-3} when it has ended, {-6} when the reconciler ended it, {-4} when it is bound
+	// unbound only ("1": the reconciler's release; a hold bound to a task, or whose deadline is
+	// not before now, is left open, and the one it releases is marked reconciled, o = '1').
+	// Returns {1, entry} when ended, {-1} when missing, {-3} when it has ended, {-6} when the
+	// reconciler ended it, {-4} when it is bound and ARGV[7] is "1", {-7} when it is not due
 	// and ARGV[7] is "1".
 	scriptLedgerEnd = newScript(luaLedgerEntry + `
-local h = redis.call('HMGET', KEYS[1], 'a', 'k', 'm', 'r', 'amt', 's', 'p', 'b', 'o')
+local h = redis.call('HMGET', KEYS[1], 'a', 'k', 'm', 'r', 'amt', 's', 'p', 'b', 'o', 'd')
 if not h[1] then return {-1} end
 if h[6] ~= 'open' then
   if h[9] == '1' then return {-6} end
   return {-3}
 end
 if ARGV[7] == '1' and h[8] == '1' then return {-4} end
+if ARGV[7] == '1' and tonumber(h[10] or '0') >= tonumber(ARGV[2]) then return {-7} end
 if ARGV[7] == '1' then redis.call('HSET', KEYS[1], 'o', '1') end
 local held, charged = tonumber(h[5]), tonumber(ARGV[1])
 local note = ARGV[4]
@@ -114,6 +116,18 @@ if h[2] == '1' then
 end
 redis.call('HSET', KEYS[1], 'b', '1', 'r', ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[2])
+return 1`)
+
+	// KEYS: hold, open set. ARGV: hold id, deadline µs. Returns 1 when the deadline moved, 0
+	// when it was that late already, -1 when missing, -3 when ended, -4 when bound.
+	scriptLedgerRenew = newScript(`
+local h = redis.call('HMGET', KEYS[1], 's', 'b', 'd')
+if not h[1] then return -1 end
+if h[1] ~= 'open' then return -3 end
+if h[2] == '1' then return -4 end
+if tonumber(h[3] or '0') >= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], 'd', ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
 return 1`)
 
 	// KEYS: credit record, balance, entries. ARGV: amount, now µs, note, account, bound. Returns

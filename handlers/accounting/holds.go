@@ -56,15 +56,28 @@ type holdEnd struct {
 	price *billing.Price
 	// reconciled is set when Settle or Release found the hold released by the reconciler.
 	reconciled atomic.Bool
+	// renewal, when not nil, moves the hold's deadline on while its request runs (renew).
+	renewal atomic.Pointer[time.Timer]
 }
 
 // HoldFor holds the estimate of a request for model against the identity's account and key
 // (see storage.Ledger.Hold); ref is the request id. The request ends the hold (Settle or
 // Release) before it returns: the hold is transient (storage.Hold.Transient), which a ledger
 // may keep in memory until it ends. A hold that does not fit is a 402 insufficient_quota. A
-// model without a price holds nothing. A hold that is not ended by its deadline (its process
-// died) is released by the reconciler.
+// model without a price holds nothing. While the request runs its hold's deadline is moved on
+// (renewed every third of deadline to deadline from then), so that a request that outlasts
+// deadline (a long stream) is still settled by its own end; a hold that is not ended because
+// its process died is released by the reconciler at most deadline after its last renewal.
 func (a *Accountant) HoldFor(ctx context.Context, id auth.Identity, model, ref string, estimate func(*billing.Price) billing.Estimate, deadline time.Duration) (Hold, error) {
+	h, err := a.holdOnce(ctx, id, model, ref, estimate, deadline)
+	if err == nil && h.end != nil {
+		h.end.renew(h.ID, deadline)
+	}
+	return h, err
+}
+
+// holdOnce is HoldFor without the renewals.
+func (a *Accountant) holdOnce(ctx context.Context, id auth.Identity, model, ref string, estimate func(*billing.Price) billing.Estimate, deadline time.Duration) (Hold, error) {
 	price, ok := a.Prices.Price(model)
 	if !ok {
 		return Hold{}, nil
@@ -78,9 +91,11 @@ func (a *Accountant) HoldFor(ctx context.Context, id auth.Identity, model, ref s
 // request's hold: a ledger may keep it in memory, and record it with the create that binds it
 // (Badger does, in the same commit as the task's record) or with its end when the create
 // fails. A process that dies before the create loses it as released, which is what the
-// reconciler does to an unbound hold at its deadline.
+// reconciler does to an unbound hold at its deadline. Its deadline is not renewed: a create
+// ends or binds it well within deadline (handlers/videotask bounds its upstream calls to half
+// of it), and one that stalls past it is released by the reconciler, slot and all.
 func (a *Accountant) HoldForTask(ctx context.Context, id auth.Identity, model, ref string, estimate func(*billing.Price) billing.Estimate, deadline time.Duration) (Hold, error) {
-	return a.HoldFor(ctx, id, model, ref, estimate, deadline)
+	return a.holdOnce(ctx, id, model, ref, estimate, deadline)
 }
 
 // A Call is one model call of a request that carries several in one body (a Message Batches
@@ -95,7 +110,7 @@ type Call struct {
 // is held). The sum is checked against the balance and the key's budget as one amount, so a
 // request whose calls fit one by one but not together is a 402. model names the hold in the
 // ledger. Such an answer (a batch's) reports no usage: the hold settles at the amount held. The
-// request ends the hold: it is transient, as HoldFor's.
+// request ends the hold: it is transient, and renewed while the request runs, as HoldFor's.
 func (a *Accountant) HoldCalls(ctx context.Context, id auth.Identity, model, ref string, calls []Call, deadline time.Duration) (Hold, error) {
 	var est billing.Estimate
 	priced := false
@@ -115,7 +130,11 @@ func (a *Accountant) HoldCalls(ctx context.Context, id auth.Identity, model, ref
 	if !priced {
 		return Hold{}, nil
 	}
-	return a.hold(ctx, id, model, ref, est, nil, deadline)
+	h, err := a.hold(ctx, id, model, ref, est, nil, deadline)
+	if err == nil {
+		h.end.renew(h.ID, deadline)
+	}
+	return h, err
 }
 
 // hold writes the ledger hold of est, transient (every hold starts so: a request's ends with the
@@ -151,6 +170,7 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 	if e == nil || !e.done.CompareAndSwap(false, true) {
 		return 0
 	}
+	e.stopRenewal()
 	amount := h.Estimate.Amount // a hold of several calls settles at the amount held
 	if e.price != nil {
 		amount = withinLedger(e.price.Settle(h.Estimate.Usage, actual))
@@ -166,6 +186,7 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 // Release ends the hold charging nothing: the upstream refused the request, or it never left.
 func (h Hold) Release(reason string) {
 	if e := h.end; e != nil && e.done.CompareAndSwap(false, true) {
+		e.stopRenewal()
 		e.reconciled.Store(e.a.endHold(e.ctx, h.ID, -1, reason, e.owner) == holdEndedByReconciler)
 	}
 }

@@ -127,6 +127,8 @@ func (r *Reconciler) Pass(ctx context.Context) (int, error) {
 				continue // ended by its request or another reconciler meanwhile
 			case errors.Is(err, storage.ErrHoldBound):
 				continue // bound by its task's create since it was listed: the task's finish ends it
+			case errors.Is(err, storage.ErrHoldNotDue):
+				continue // renewed by its request, which still runs, since it was listed
 			case err != nil:
 				return released, err
 			}

@@ -32,6 +32,7 @@ func RunLedger(t *testing.T, fresh func(t *testing.T) storage.Store) {
 	t.Run("LedgerReleaseOverdueLeavesBound", func(t *testing.T) { testLedgerReleaseOverdueLeavesBound(t, fresh(t)) })
 	t.Run("LedgerReconciledAnswered", func(t *testing.T) { testLedgerReconciledAnswered(t, fresh(t)) })
 	t.Run("LedgerBindOrReconcile", func(t *testing.T) { testLedgerBindOrReconcile(t, fresh(t)) })
+	t.Run("LedgerRenewHold", func(t *testing.T) { testLedgerRenewHold(t, fresh(t)) })
 }
 
 const unit = 1_000_000
