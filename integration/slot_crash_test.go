@@ -88,6 +88,11 @@ func TestSlotOfCreateKilledMidRequestIsGivenBack(t *testing.T) {
 		if err := c.redis.Do("ZADD", prefix+set, "0", open[0]).Error(); err != nil {
 			t.Fatal(err)
 		}
+		if set == "lo" { // and the deadline in the hold's record, which the release checks
+			if err := c.redis.Do("HSET", prefix+"lh:"+open[0], "d", "0").Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	for _, key := range []string{"mg-one-slot", "mg-free-slot"} {
 		var r response

@@ -72,11 +72,11 @@ if ARGV[10] ~= '1' then redis.call('ZADD', KEYS[4], ARGV[9], ARGV[6]) end
 return {1, e}`)
 
 	// KEYS: hold, open set. ARGV: charged, now µs, kind (settle or release), note, prefix, id,
-	// unbound only ("1": the reconciler's release; a hold bound to a task, or whose deadline is
-	// not before now, is left open, and the one it releases is marked reconciled, o = '1').
-	// Returns {1, entry} when ended, {-1} when missing, {-3} when it has ended, {-6} when the
-	// reconciler ended it, {-4} when it is bound and ARGV[7] is "1", {-7} when it is not due
-	// and ARGV[7] is "1".
+	// unbound only ("1": the reconciler's release; a hold bound to a task, or whose deadline (d,
+	// which RenewHold moves with its place on lo) is not before now, is left open, and the one
+	// it releases is marked reconciled, o = '1'). Returns {1, entry} when ended, {-1} when
+	// missing, {-3} when it has ended, {-6} when the reconciler ended it, {-4} when it is bound
+	// and ARGV[7] is "1", {-7} when it is not due and ARGV[7] is "1".
 	scriptLedgerEnd = newScript(luaLedgerEntry + `
 local h = redis.call('HMGET', KEYS[1], 'a', 'k', 'm', 'r', 'amt', 's', 'p', 'b', 'o', 'd')
 if not h[1] then return {-1} end

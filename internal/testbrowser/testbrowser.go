@@ -4,6 +4,7 @@ package testbrowser
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -43,8 +44,10 @@ func New(t testing.TB, width, height int, timeout time.Duration) context.Context
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(t.TempDir()),
 		// With disable-dev-shm-usage chromium keeps its shared memory in files under TMPDIR
-		// (org.chromium.Chromium.*), which a stopped browser leaves behind: the test's own.
-		chromedp.Env("TMPDIR="+t.TempDir()),
+		// (org.chromium.Chromium.*), which a stopped browser leaves behind: a directory of the
+		// test's own. A short one: chromium also makes its sockets there, and a long test's
+		// t.TempDir() is past the 107 bytes a socket path may have.
+		chromedp.Env("TMPDIR="+shortTempDir(t)),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	tab, cancelTab := chromedp.NewContext(allocCtx)
@@ -58,4 +61,16 @@ func New(t testing.TB, width, height int, timeout time.Duration) context.Context
 	ctx, cancelTimeout := context.WithTimeout(tab, timeout)
 	t.Cleanup(func() { cancelTimeout(); cancelTab(); cancelAlloc() })
 	return ctx
+}
+
+// shortTempDir is a new directory directly under the system's temporary directory, removed when
+// the test ends.
+func shortTempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
