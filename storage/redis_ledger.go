@@ -184,25 +184,18 @@ func (r *Redis) endHold(ctx context.Context, holdID string, charged int64, kind,
 // with.
 func (r *Redis) RenewHold(ctx context.Context, holdID string, deadline time.Time) error {
 	res, unconfirmed := r.execDurable(ctx, scriptLedgerRenew, []string{r.key("lh:", holdID), r.key("lo")}, []string{holdID, itoa(micros(deadline))})
-	code, err := res.AsInt64()
-	if err != nil {
-		return err
-	}
-	switch code {
-	case 1, 0:
-		return unconfirmed
-	case -1:
-		return ErrNotFound
-	case -3:
-		return ErrHoldEnded
-	case -4:
-		return ErrHoldBound
-	}
-	return errScript
+	return holdScriptAnswer(res, unconfirmed, ErrHoldBound)
 }
 
 func (r *Redis) BindHold(ctx context.Context, holdID, taskID string) error {
 	res, unconfirmed := r.execDurable(ctx, scriptLedgerBind, []string{r.key("lh:", holdID), r.key("lo")}, []string{taskID, holdID})
+	return holdScriptAnswer(res, unconfirmed, ErrConflict)
+}
+
+// holdScriptAnswer is the error of the answer of a script that changes a hold without ending it
+// (bind, renew): 1 or 0 done (unconfirmed: the write may not have reached its replicas), -1 the
+// hold is missing, -3 ended, -6 released by the reconciler, -4 bound (to another task): bound.
+func holdScriptAnswer(res rueidis.RedisResult, unconfirmed, bound error) error {
 	code, err := res.AsInt64()
 	if err != nil {
 		return err
@@ -217,7 +210,7 @@ func (r *Redis) BindHold(ctx context.Context, holdID, taskID string) error {
 	case -6:
 		return ErrHoldReconciled
 	case -4:
-		return ErrConflict
+		return bound
 	}
 	return errScript
 }

@@ -11,21 +11,29 @@ package storage
 //
 // Scripts that touch a key they cannot name in advance build it from the key prefix in ARGV; every
 // key shares the prefix's hash tag, so all of them live in one Cluster slot.
+// luaWriteNewTask defines writeNewTask(js), which writes a new task's record js and its index
+// entries, with scriptCreateTask's KEYS and ARGV.
+const luaWriteNewTask = `
+local function writeNewTask(js)
+  redis.call('HSET', KEYS[1], 'v', 1, 'j', js, 'a', ARGV[6], 'k', ARGV[7], 'c', ARGV[4])
+  redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+  if ARGV[3] == '1' then redis.call('SADD', KEYS[2], ARGV[5]) end
+  redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
+  redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
+  for _, old in ipairs(redis.call('ZRANGE', KEYS[4], 0, 1)) do
+    if redis.call('EXISTS', ARGV[8] .. 't:' .. old) == 0 then redis.call('ZREM', KEYS[4], old) end
+  end
+end
+`
+
 var (
 	// KEYS: task, unfinished set, account index, index of all tasks. ARGV: json, expire-at ms,
 	// unfinished, created, id, account, kind, prefix. Returns 1 when created, 0 when a record is
 	// there. Each create also drops the two oldest entries of the index of all tasks if their
 	// records are gone (expired), so that index keeps about as many entries as there are records.
-	scriptCreateTask = newScript(`
+	scriptCreateTask = newScript(luaWriteNewTask + `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'v', 1, 'j', ARGV[1], 'a', ARGV[6], 'k', ARGV[7], 'c', ARGV[4])
-redis.call('PEXPIREAT', KEYS[1], ARGV[2])
-if ARGV[3] == '1' then redis.call('SADD', KEYS[2], ARGV[5]) end
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
-redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
-for _, old in ipairs(redis.call('ZRANGE', KEYS[4], 0, 1)) do
-  if redis.call('EXISTS', ARGV[8] .. 't:' .. old) == 0 then redis.call('ZREM', KEYS[4], old) end
-end
+writeNewTask(ARGV[1])
 return 1`)
 
 	// KEYS: task, unfinished set. ARGV: expected version, json, expire-at ms, unfinished, id,

@@ -44,7 +44,7 @@ return 1`)
 	// scriptCreateTask's, then the claim id and the record without Active. Returns 0 when the
 	// task exists, 1 when written keeping the claim's slot, 2 when written without it (the
 	// claim had ended: its slot was given back).
-	scriptCreateClaimedTask = newScript(`
+	scriptCreateClaimedTask = newScript(luaWriteNewTask + `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local js, code = ARGV[1], 1
 if redis.call('ZREM', KEYS[5], ARGV[9]) == 1 then
@@ -52,14 +52,7 @@ if redis.call('ZREM', KEYS[5], ARGV[9]) == 1 then
 else
   js, code = ARGV[10], 2
 end
-redis.call('HSET', KEYS[1], 'v', 1, 'j', js, 'a', ARGV[6], 'k', ARGV[7], 'c', ARGV[4])
-redis.call('PEXPIREAT', KEYS[1], ARGV[2])
-if ARGV[3] == '1' then redis.call('SADD', KEYS[2], ARGV[5]) end
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
-redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
-for _, old in ipairs(redis.call('ZRANGE', KEYS[4], 0, 1)) do
-  if redis.call('EXISTS', ARGV[8] .. 't:' .. old) == 0 then redis.call('ZREM', KEYS[4], old) end
-end
+writeNewTask(js)
 return code`)
 )
 
