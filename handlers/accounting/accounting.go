@@ -101,18 +101,27 @@ const giveBackRetries = 5
 // addRetrying gives back to a counter (a refund, a slot release), retrying a failed write a few
 // times, and logs a write that never succeeds with its context: the counter is then off by delta.
 func (a *Accountant) addRetrying(ctx context.Context, counter string, delta int64, fields ...zap.Field) {
+	err := retrying(ctx, func() error {
+		_, _, err := a.Store.AddCounter(ctx, counter, delta, -1)
+		return err
+	})
+	if err != nil {
+		a.logger().Error("giving back to a counter failed; it stays off by delta",
+			append(fields, zap.String("counter", counter), zap.Int64("delta", delta), zap.Error(err))...)
+	}
+}
+
+// retrying runs write until it succeeds, at most giveBackRetries times with a growing pause
+// between tries, and stops early when ctx is done; it returns the last error.
+func retrying(ctx context.Context, write func() error) error {
 	var err error
 	for attempt := range giveBackRetries {
-		if _, _, err = a.Store.AddCounter(ctx, counter, delta, -1); err == nil {
-			return
-		}
-		if ctx.Err() != nil {
-			break
+		if err = write(); err == nil || ctx.Err() != nil {
+			return err
 		}
 		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
 	}
-	a.logger().Error("giving back to a counter failed; it stays off by delta",
-		append(fields, zap.String("counter", counter), zap.Int64("delta", delta), zap.Error(err))...)
+	return err
 }
 
 // Slot is an active-task slot.
@@ -184,15 +193,12 @@ func (s Slot) CreateTask(ctx context.Context, tasks TaskCreator, task storage.Ta
 // few times; one that never succeeds is logged and left to the reconciler, which releases the
 // claim at its deadline.
 func (a *Accountant) releaseClaim(ctx context.Context, claimID string, fields ...zap.Field) {
-	var err error
-	for attempt := range giveBackRetries {
-		if _, err = a.Claims.ReleaseClaim(ctx, claimID); err == nil {
-			return
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+	err := retrying(ctx, func() error {
+		_, err := a.Claims.ReleaseClaim(ctx, claimID)
+		return err
+	})
+	if err == nil {
+		return
 	}
 	a.logger().Error("releasing a slot claim failed; the reconciler gives the slot back at the claim's deadline",
 		append(fields, zap.String("claim", claimID), zap.Error(err))...)
