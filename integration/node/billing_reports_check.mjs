@@ -43,31 +43,28 @@ check("chat stream of one error event", streamError instanceof OpenAI.APIError, 
 
 // OpenAI Responses: a stream whose only event is an error event, and one whose only event is
 // response.failed without usage or output.
-for (const say of ["error-stream", "failed-stream"]) {
+// responsesStream streams a Responses answer to input through client: the events' types, and
+// what the SDK threw (undefined when nothing).
+async function responsesStream(client, input) {
   const events = [];
-  let failure;
   try {
-    for await (const e of await errors.responses.create({ model: "gap-chat", max_output_tokens: 100, stream: true, input: say })) {
+    for await (const e of await client.responses.create({ model: "gap-chat", max_output_tokens: 100, stream: true, input })) {
       events.push(e.type);
     }
   } catch (e) {
-    failure = e;
+    return { events, failure: e };
   }
+  return { events, failure: undefined };
+}
+for (const say of ["error-stream", "failed-stream"]) {
+  const { events, failure } = await responsesStream(errors, say);
   check(`responses ${say}`, failure !== undefined || events.join() === "response.failed", { events, failure: String(failure) });
 }
 
 // OpenAI Responses streams that open (response.created, response.in_progress) and then fail,
 // without output: with response.failed, and with an error event (which the SDK throws).
 for (const [say, want] of [["opened-failed", "response.created,response.in_progress,response.failed"], ["opened-error", "response.created,response.in_progress"]]) {
-  const events = [];
-  let failure;
-  try {
-    for await (const e of await errors.responses.create({ model: "gap-chat", max_output_tokens: 100, stream: true, input: say })) {
-      events.push(e.type);
-    }
-  } catch (e) {
-    failure = e;
-  }
+  const { events, failure } = await responsesStream(errors, say);
   check(`responses ${say}`, events.join() === want && (say === "opened-error") === (failure instanceof OpenAI.APIError), { events, failure: String(failure) });
 }
 // One that failed after it streamed an output item and a delta.
