@@ -238,9 +238,6 @@ func (b *Badger) commitSerial(ctx context.Context, fn func(txn *badger.Txn) erro
 	}
 	for range maxTxnRetries {
 		var covering *syncRound
-		if durable {
-			b.sync.begin()
-		}
 		var txn *badger.Txn
 		if serial != nil {
 			serial.Lock()

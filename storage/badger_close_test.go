@@ -30,7 +30,6 @@ func TestBigValueSyncedByItsOwnRound(t *testing.T) {
 			return err
 		}
 		// Another commit's sync round runs now, before Badger has written anything of this one.
-		b.sync.begin()
 		if err := b.sync.wait(b.sync.end(false)); err != nil {
 			return err
 		}
@@ -120,14 +119,12 @@ func TestGroupSyncPanicReachesItsCommits(t *testing.T) {
 		}
 		return nil
 	}}
-	g.begin()
 	if err := g.wait(g.end(false)); err == nil {
 		t.Fatal("a sync that panicked was acknowledged")
 	}
 	fail.Store(false)
 	done := make(chan error, 1)
 	go func() {
-		g.begin()
 		done <- g.wait(g.end(false))
 	}()
 	select {

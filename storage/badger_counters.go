@@ -144,7 +144,6 @@ func (b *Badger) addCounter(ctx context.Context, name string, delta, limit int64
 		return 0, false, err
 	}
 	c.values[name] = value
-	b.sync.begin()
 	// The transaction reads nothing, so it cannot conflict.
 	err = b.handOff(txn, names, left)
 	covering := b.sync.end(false) // counters are 8 bytes

@@ -82,7 +82,6 @@ func (b *Badger) syncSince(valueLog bool) error {
 		return nil
 	}
 	defer b.commits.leave()
-	b.sync.begin()
 	if err := b.sync.wait(b.sync.end(valueLog)); err != nil {
 		return &unsyncedError{err}
 	}

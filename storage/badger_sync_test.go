@@ -14,13 +14,22 @@ import (
 	"time"
 )
 
-// TestGroupSyncGathersCommitsInProgress: a commit that ends while a sync waits for it is
-// covered by that sync, and a lone commit does not wait for anyone.
-func TestGroupSyncGathersCommitsInProgress(t *testing.T) {
+// TestGroupSyncSharesTheNextSync: a lone commit waits for one sync of its own; the commits that
+// end while a sync runs all share the next one, which starts as soon as the running one ends.
+func TestGroupSyncSharesTheNextSync(t *testing.T) {
 	var syncs atomic.Int32
-	g := &groupSync{sync: func(bool) error { syncs.Add(1); return nil }, maxGather: time.Hour}
+	release := make(chan struct{})
+	running := make(chan struct{}, 1)
+	var hold atomic.Bool
+	g := &groupSync{sync: func(bool) error {
+		syncs.Add(1)
+		if hold.Load() {
+			running <- struct{}{}
+			<-release
+		}
+		return nil
+	}}
 
-	g.begin()
 	if err := g.wait(g.end(false)); err != nil {
 		t.Fatal(err)
 	}
@@ -28,52 +37,37 @@ func TestGroupSyncGathersCommitsInProgress(t *testing.T) {
 		t.Fatalf("a lone commit made %d syncs, want 1", syncs.Load())
 	}
 
-	// Commit a ends and waits while commit b is still in progress; b ends a little later and
-	// waits too. The one sync, started after b ended, covers both.
+	// Commit a's sync is held running; b, c and d end meanwhile and wait. When a's sync ends,
+	// one more sync covers all three.
 	syncs.Store(0)
-	g.begin()         // a
-	g.begin()         // b
-	a := g.end(false) // a committed
+	hold.Store(true)
 	var wg sync.WaitGroup
+	a := g.end(false)
 	wg.Go(func() {
 		if err := g.wait(a); err != nil {
 			t.Error(err)
 		}
 	})
-	// Wait until a's sync is gathering (it leads the next sync and waits for b).
-	for {
-		g.mu.Lock()
-		gathering := g.gathered != nil
-		g.mu.Unlock()
-		if gathering {
-			break
+	<-running
+	hold.Store(false)
+	rounds := make([]*syncRound, 3)
+	for i := range rounds {
+		rounds[i] = g.end(false)
+		if rounds[i] == a {
+			t.Fatal("a commit that ended while a sync ran was given that sync")
 		}
-		time.Sleep(time.Millisecond)
 	}
-	if err := g.wait(g.end(false)); err != nil { // b committed
-		t.Fatal(err)
+	for _, r := range rounds {
+		wg.Go(func() {
+			if err := g.wait(r); err != nil {
+				t.Error(err)
+			}
+		})
 	}
+	close(release)
 	wg.Wait()
-	if n := syncs.Load(); n != 1 {
-		t.Fatalf("two commits gathered into %d syncs, want 1", n)
-	}
-}
-
-// TestGroupSyncGatherIsBounded: a commit that never ends delays the sync by at most maxGather.
-func TestGroupSyncGatherIsBounded(t *testing.T) {
-	g := &groupSync{sync: func(bool) error { return nil }}
-	g.begin() // never ends
-	g.begin()
-	r := g.end(false)
-	done := make(chan error, 1)
-	go func() { done <- g.wait(r) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the sync waited for a commit that never ends")
+	if n := syncs.Load(); n != 2 {
+		t.Fatalf("a sync and the three commits that ended while it ran made %d syncs, want 2", n)
 	}
 }
 
@@ -244,7 +238,6 @@ func TestGroupSyncOverlaps(t *testing.T) {
 			}}
 			commit := func() chan error {
 				done := make(chan error, 1)
-				g.begin()
 				r := g.end(false)
 				go func() { done <- g.wait(r) }()
 				return done
@@ -310,11 +303,9 @@ func TestGroupSyncErrorReachesItsCommits(t *testing.T) {
 		}
 		return nil
 	}}
-	g.begin()
 	if err := g.wait(g.end(false)); !errors.Is(err, fail) {
 		t.Fatalf("wait = %v, want the sync's error", err)
 	}
-	g.begin()
 	if err := g.wait(g.end(false)); err != nil {
 		t.Fatalf("the next sync's commit got %v", err)
 	}

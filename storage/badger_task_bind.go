@@ -47,9 +47,8 @@ const (
 // unknown, ended, bound already or another account's than the task's is left alone (BindHold
 // then tells the caller what it found).
 //
-// The operation is a durable commit of the group sync (badger_sync.go) from before its decision
-// to its batch's commit, as commitSerial's transactions are: a sync gathers the creates in
-// progress, so that one covers many.
+// The operation is a durable commit of the group sync (badger_sync.go), as commitSerial's
+// transactions are: the creates that commit while a sync runs share the next one.
 func (b *Badger) createBound(ctx context.Context, task Task, mayExist bool) (Task, error) {
 	writes, err := b.taskWrites(make([]bookWrite, 0, 4), task, nil)
 	if err != nil {
@@ -58,7 +57,6 @@ func (b *Badger) createBound(ctx context.Context, task Task, mayExist bool) (Tas
 	if !b.commits.enter() {
 		return Task{}, badger.ErrDBClosed
 	}
-	b.sync.begin()
 	how, err := b.writeBound(task, writes, mayExist)
 	covering := b.sync.end(false)
 	if err != nil || how != boundWritten {
