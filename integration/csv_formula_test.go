@@ -26,10 +26,10 @@ func TestCSVExportsAreNotFormulas(t *testing.T) {
 	// Quotes, commas, line breaks and bytes that are not UTF-8 (sent raw in the JSON body, which
 	// the admin API reads as U+FFFD) stay inside their cell: each note is one cell of one row.
 	notes := map[string]string{
-		`he said "hi", then left`: `he said "hi", then left`,
+		`he said "hi", then left`:    `he said "hi", then left`,
 		"line 1\nline 2, \"quoted\"": "line 1\nline 2, \"quoted\"",
-		"a\rb":                      "a\rb",
-		"\t@SUM(A1)":                "'\t@SUM(A1)",
+		"a\rb":                       "a\rb",
+		"\t@SUM(A1)":                 "'\t@SUM(A1)",
 		"raw \xff\xfe bytes":         "raw \ufffd\ufffd bytes",
 	}
 	for note := range notes {
