@@ -13,6 +13,7 @@ import (
 //		lease           <duration>
 //		attempts        <count>
 //		concurrency     <count>
+//		max_size        <size>
 //	}]
 func parseKeepResults(d *caddyfile.Dispenser) (*KeepResultsConfig, error) {
 	k := new(KeepResultsConfig)
@@ -26,6 +27,7 @@ func parseKeepResults(d *caddyfile.Dispenser) (*KeepResultsConfig, error) {
 		"lease":           func() error { return durationArg(d, &k.Lease) },
 		"attempts":        func() error { return positiveIntArg(d, &k.Attempts) },
 		"concurrency":     func() error { return positiveIntArg(d, &k.Concurrency) },
+		"max_size":        func() error { return sizeArg(d, &k.MaxSize) },
 	})
 	return k, err
 }

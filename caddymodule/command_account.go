@@ -33,7 +33,7 @@ func accountMoneyCommands() []*cobra.Command {
 	f := credit.Flags()
 	f.String("note", "", "Why, kept in the ledger entry")
 	f.Bool("adjust", false, "Allow a negative amount, which takes money from the balance")
-	f.String("idempotency-key", "", "Makes the credit once however often it is sent (default: a new random key)")
+	f.String("idempotency-key", "", "Makes the credit once however often it is sent: 1 to 255 printable ASCII characters (default: a new random key)")
 	ledger := &cobra.Command{
 		Use:   "ledger <account> [--csv]",
 		Short: "Prints an account's whole ledger, oldest entry first, as JSON or CSV",

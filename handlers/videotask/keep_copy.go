@@ -108,10 +108,15 @@ func (h *Handler) keepTask(k *Keeper, taskID string) {
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause // a lost lease or a stalled source says more than the interrupted copy
 	}
-	h.keepFailed(k, taskID, j.Attempts, err)
+	attempts := j.Attempts
+	if errors.Is(err, errKeepTooLarge) {
+		attempts = k.Attempts // the same source is as large at every attempt
+	}
+	h.keepFailed(k, taskID, attempts, err)
 }
 
 var (
+	errKeepTooLarge  = errors.New("the result is larger than keep_results max_size")
 	errKeepLeaseLost = errors.New("another instance took the copy over")
 	errKeepStalled   = errors.New("the result's source sent nothing for a lease")
 )
@@ -323,9 +328,13 @@ func (h *Handler) copyObject(ctx context.Context, k *Keeper, t storage.Task, sou
 			h.Logger.Debug("closing a result's source", zap.String("task_id", t.ID), zap.Error(err))
 		}
 	}()
+	if resp.ContentLength > k.MaxSize {
+		return "", fmt.Errorf("%w: the source announced %d bytes", errKeepTooLarge, resp.ContentLength)
+	}
 	contentType := keptType(resp.Header.Get("Content-Type"))
 	key := base + extensionOf(contentType)
-	n, err := k.Bucket.PutStream(ctx, key, contentType, &countingReader{r: resp.Body, n: progress})
+	body := &boundedReader{r: &countingReader{r: resp.Body, n: progress}, left: k.MaxSize}
+	n, err := k.Bucket.PutStream(ctx, key, contentType, body)
 	if err != nil {
 		return "", err
 	}
@@ -369,6 +378,30 @@ func extensionOf(contentType string) string {
 		return ".webp"
 	}
 	return ""
+}
+
+// boundedReader reads r to its end, or fails with errKeepTooLarge once it has more than left
+// bytes: the object is then never completed in the bucket.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		n, err := b.r.Read(one[:])
+		if n > 0 {
+			return 0, errKeepTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // countingReader adds the bytes read to n: the copy's progress, which the lease renewal checks.
