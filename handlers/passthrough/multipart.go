@@ -17,6 +17,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/media"
+	"github.com/mediagw/mediagw/internal/bounded"
 )
 
 // nameParam finds every name parameter of a Content-Disposition header as a lenient parser
@@ -52,7 +53,7 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, ep Endp
 	// Nothing may come before the first boundary: a client that sends a preamble meant it for
 	// some reader, and the gateway forwards none.
 	fold := newFoldCheck(boundary)
-	read := io.TeeReader(&boundedBody{r: original, left: sp.maxSize}, fold)
+	read := io.TeeReader(&bounded.Reader{R: original, Left: sp.maxSize, TooLarge: errSpoolFull}, fold)
 	head := make([]byte, len(boundary)+2)
 	if _, err := io.ReadFull(read, head); err != nil || string(head) != "--"+boundary {
 		if errors.Is(err, errSpoolFull) {

@@ -66,30 +66,6 @@ func (s *spool) Close() error {
 	return nil
 }
 
-// boundedBody reads a request body of at most left bytes; past that it fails with errSpoolFull
-// (413), as the spool does, for bytes that are read but not kept (part headers, padding).
-type boundedBody struct {
-	r    io.Reader
-	left int64
-}
-
-func (b *boundedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		var probe [1]byte // the body may end exactly at the bound
-		if n, err := b.r.Read(probe[:]); n > 0 || err == nil {
-			return 0, errSpoolFull
-		} else {
-			return 0, err
-		}
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.r.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
 // replayBody is a request body replayed from the spool; closing it closes the original.
 type replayBody struct {
 	io.Reader
@@ -100,5 +76,4 @@ type replayBody struct {
 var (
 	_ io.WriteCloser = (*spool)(nil)
 	_ io.ReadCloser  = replayBody{}
-	_ io.Reader      = (*boundedBody)(nil)
 )

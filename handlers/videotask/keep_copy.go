@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/accounting"
+	"github.com/mediagw/mediagw/internal/bounded"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -333,7 +334,7 @@ func (h *Handler) copyObject(ctx context.Context, k *Keeper, t storage.Task, sou
 	}
 	contentType := keptType(resp.Header.Get("Content-Type"))
 	key := base + extensionOf(contentType)
-	body := &boundedReader{r: &countingReader{r: resp.Body, n: progress}, left: k.MaxSize}
+	body := &bounded.Reader{R: &countingReader{r: resp.Body, n: progress}, Left: k.MaxSize, TooLarge: errKeepTooLarge}
 	n, err := k.Bucket.PutStream(ctx, key, contentType, body)
 	if err != nil {
 		return "", err
@@ -378,30 +379,6 @@ func extensionOf(contentType string) string {
 		return ".webp"
 	}
 	return ""
-}
-
-// boundedReader reads r to its end, or fails with errKeepTooLarge once it has more than left
-// bytes: the object is then never completed in the bucket.
-type boundedReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (b *boundedReader) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		var one [1]byte
-		n, err := b.r.Read(one[:])
-		if n > 0 {
-			return 0, errKeepTooLarge
-		}
-		return 0, err
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.r.Read(p)
-	b.left -= int64(n)
-	return n, err
 }
 
 // countingReader adds the bytes read to n: the copy's progress, which the lease renewal checks.
