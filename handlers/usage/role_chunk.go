@@ -7,7 +7,8 @@ import (
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
-// roleBytes and deltaBytes are the member names that roleOnly looks for before decoding.
+// roleBytes is the member name that roleOnly looks for before decoding; deltaBytes names a
+// delta event (see Sniffer.line).
 var (
 	roleBytes  = []byte(`"role"`)
 	deltaBytes = []byte(`"delta"`)
@@ -24,12 +25,12 @@ var (
 // carries no output: every choice's delta has its role and nothing else but an empty or null
 // content or refusal. OpenAI opens every chat stream with such a chunk
 // ({"delta":{"role":"assistant","content":"","refusal":null}}) before the first token, so it is
-// neither an output token nor output served. Only a line that names both a role and a delta is
-// decoded (about one per stream). A member repeated or spelled in another case, any other member
-// of a delta, or anything that does not read so is output.
+// neither an output token nor output served. The caller has seen that data names a delta; only
+// one that names a role too is decoded (about one per stream). A member repeated or spelled in
+// another case, any other member of a delta, or anything that does not read so is output.
 func roleOnly(data []byte) bool {
-	if !bytes.Contains(data, roleBytes) || !bytes.Contains(data, deltaBytes) {
-		return false
+	if !bytes.Contains(data, roleBytes) {
+		return false // the common case (a delta of output), decided without decoding
 	}
 	var chunk [1]json.RawMessage
 	if jsonkeys.MembersOf(data, chunkFields, chunk[:]) != nil {

@@ -401,9 +401,11 @@ func (s *Sniffer) line(l []byte) {
 		return
 	}
 	// A chat stream's opening chunk, its role and no token, is neither a delta nor output.
-	opening := bytes.Contains(l, deltaBytes) && roleOnly(bytes.TrimSpace(l[5:]))
-	if !opening && bytes.Contains(l, deltaBytes) {
-		s.deltas++
+	opening := false
+	if bytes.Contains(l, deltaBytes) {
+		if opening = roleOnly(bytes.TrimSpace(l[5:])); !opening {
+			s.deltas++
+		}
 	}
 	if !s.notError {
 		// Only the leading events are classified: the first that may have served something
