@@ -14,9 +14,11 @@ import (
 // usage.Sniffer). Flushing and the rest pass through the wrapper.
 type answerWriter struct {
 	*caddyhttp.ResponseWriterWrapper
-	status  int
-	sniff   bool
-	sniffer usage.Sniffer
+	status int
+	// writeFailed is set when writing the answer to the client failed: the client left.
+	writeFailed bool
+	sniff       bool
+	sniffer     usage.Sniffer
 	// countItems counts the items of a JSON answer's data, or the image events of a streamed
 	// answer (set for an image request, whose hold settles from them); items and events are
 	// read only when it was set.
@@ -85,7 +87,11 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 			w.items.Write(b)
 		}
 	}
-	return w.ResponseWriterWrapper.Write(b)
+	n, err := w.ResponseWriterWrapper.Write(b)
+	if err != nil {
+		w.writeFailed = true
+	}
+	return n, err
 }
 
 // streamed reports whether the answer is a stream (text/event-stream): one whose status was

@@ -201,8 +201,12 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	// A client that went away after the request was forwarded is not refunded, and an object
 	// the upstream created meanwhile is still recorded as its account's: the upstream may well
-	// have done (and billed) the work.
-	clientGone := aborted || r.Context().Err() != nil || sw.status == 499
+	// have done (and billed) the work. An answer cut off midway (aborted) is settled the same
+	// way, whoever cut it: the client (its request's context ended, or writing to it failed), or
+	// the upstream (the connection dropped or the body ended early while the client was there).
+	clientLeft := r.Context().Err() != nil || sw.status == 499 || sw.writeFailed
+	upstreamCut := aborted && !clientLeft
+	clientGone := aborted || clientLeft
 	if created != nil && (err == nil || clientGone) {
 		created.Finish()
 	}
@@ -212,8 +216,10 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if watch != nil && err == nil {
 		h.objectFinished(r.Context(), watch)
 	}
-	tokens := sw.sniffer.Seen(clientGone)
+	// Output counted from a cut stream's deltas is bounded by the hold's estimate.
+	tokens := sw.sniffer.Seen(clientGone).AtMostOutput(hold.Estimate.Usage.OutputTokens)
 	errorOnly := !tokens.Known() && sw.sniffer.ErrorOnly()
+	nothingServed := !tokens.Known() && sw.sniffer.NothingServed()
 	streamedImages := sw.countItems && sw.streamed() // read before Release empties the sniffer
 	entry.AddTokens(tokens)
 	sw.sniffer.Release()
@@ -248,6 +254,10 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		// A success status whose whole body is an error object (see usage.Sniffer.ErrorOnly):
 		// the client got only the error, as with an error status.
 		hold.Release("the upstream answered only an error")
+	case upstreamCut && nothingServed:
+		// The upstream broke its stream off before any output (after at most the events that
+		// open a stream): the client got nothing. After output, it is charged what streamed.
+		hold.Release("the upstream broke the stream off before any output")
 	default:
 		// Served, or the client left after the request was forwarded: the reported tokens (or
 		// a cut stream's deltas, see usage.Sniffer.Seen) and images are charged, the estimate

@@ -67,7 +67,8 @@ type Ledger interface {
 	// RenewHold moves the deadline of an open, unbound hold to deadline when that is later than
 	// the one it has, so that the reconciler leaves the hold to the request that still runs
 	// (and releases it at the new deadline if that request's process dies). An earlier or equal
-	// deadline changes nothing. An ended hold answers ErrHoldEnded, one bound to a task
+	// deadline changes nothing. HoldByID and OverdueHolds report the moved deadline. An ended
+	// hold answers ErrHoldEnded, one bound to a task
 	// ErrHoldBound (a task's end ends it; it has no deadline), an unknown one ErrNotFound.
 	RenewHold(ctx context.Context, holdID string, deadline time.Time) error
 	// BindHold ties an open hold to the task that carries it: the task's finish ends it, and

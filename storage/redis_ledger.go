@@ -179,9 +179,9 @@ func (r *Redis) endHold(ctx context.Context, holdID string, charged int64, kind,
 	return LedgerEntry{}, errScript
 }
 
-// RenewHold moves the hold's deadline in its record and on the reconciler's list (lo) in one
-// script. The deadline in the hold's JSON (j, which HoldByID reads) stays the one it was taken
-// with.
+// RenewHold moves the hold's deadline in its record (d) and on the reconciler's list (lo) in one
+// script. The deadline in the hold's JSON (j) stays the one it was taken with; HoldByID and
+// OverdueHolds report d when it is later (see renewedDeadline).
 func (r *Redis) RenewHold(ctx context.Context, holdID string, deadline time.Time) error {
 	res, unconfirmed := r.execDurable(ctx, scriptLedgerRenew, []string{r.key("lh:", holdID), r.key("lo")}, []string{holdID, itoa(micros(deadline))})
 	return holdScriptAnswer(res, unconfirmed, ErrHoldBound)
@@ -215,15 +215,42 @@ func holdScriptAnswer(res rueidis.RedisResult, unconfirmed, bound error) error {
 	return errScript
 }
 
+// HoldByID reads the hold's record: its JSON, state, bound, ref, reconciled mark and deadline
+// (d, which RenewHold moves).
 func (r *Redis) HoldByID(ctx context.Context, holdID string) (Hold, error) {
-	vals, err := r.client.Do(ctx, r.client.B().Hmget().Key(r.key("lh:", holdID)).Field("j", "s", "b", "r", "o").Build()).ToArray()
+	vals, err := r.client.Do(ctx, r.client.B().Hmget().Key(r.key("lh:", holdID)).Field("j", "s", "b", "r", "o", "d").Build()).ToArray()
 	if err != nil {
 		return Hold{}, err
 	}
-	if len(vals) != 5 || vals[0].IsNil() {
+	if len(vals) != 6 || vals[0].IsNil() {
 		return Hold{}, ErrNotFound
 	}
-	return decodeRedisHold(vals)
+	h, err := decodeRedisHold(vals[:5])
+	if err != nil {
+		return Hold{}, err
+	}
+	return renewedDeadline(h, vals[5])
+}
+
+// renewedDeadline is h with the deadline of its record's d field (microseconds) when that is
+// later than the one in its JSON, the deadline it was taken with: RenewHold moves d (and the
+// hold's place on the reconciler's list), not the JSON. An absent d leaves h as it is.
+func renewedDeadline(h Hold, d rueidis.RedisMessage) (Hold, error) {
+	s, err := d.ToString()
+	if isNil(err) || (err == nil && s == "") {
+		return h, nil
+	}
+	if err != nil {
+		return Hold{}, err
+	}
+	us, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return Hold{}, fmt.Errorf("redis store: decoding a hold's deadline %q: %v", s, err)
+	}
+	if us > micros(h.Deadline) {
+		h.Deadline = time.UnixMicro(us).UTC()
+	}
+	return h, nil
 }
 
 func (r *Redis) Credit(ctx context.Context, c Credit, now time.Time) (LedgerEntry, error) {
@@ -305,12 +332,15 @@ func (r *Redis) OverdueHolds(ctx context.Context, now time.Time, limit int) ([]H
 	if err != nil {
 		return nil, err
 	}
-	if len(vals)%4 != 0 {
+	if len(vals)%5 != 0 {
 		return nil, errScript
 	}
-	holds := make([]Hold, 0, len(vals)/4)
-	for i := 0; i < len(vals); i += 4 {
+	holds := make([]Hold, 0, len(vals)/5)
+	for i := 0; i < len(vals); i += 5 {
 		h, err := decodeRedisHold(vals[i : i+4])
+		if err == nil {
+			h, err = renewedDeadline(h, vals[i+4])
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -147,18 +147,19 @@ local e = entry(KEYS[3], n, ARGV[2], ARGV[4], '', '', '', '', kind, amt, after, 
 redis.call('SET', KEYS[1], e)
 return {1, e}`)
 
-	// KEYS: open set. ARGV: now µs, limit, prefix. Returns {j, s, b, r, …} for each open,
+	// KEYS: open set. ARGV: now µs, limit, prefix. Returns {j, s, b, r, d, …} for each open,
 	// unbound hold whose deadline is before now, earliest first.
 	scriptLedgerOverdue = newScript(`
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
 for _, id in ipairs(ids) do
-  local h = redis.call('HMGET', ARGV[3] .. 'lh:' .. id, 'j', 's', 'b', 'r')
+  local h = redis.call('HMGET', ARGV[3] .. 'lh:' .. id, 'j', 's', 'b', 'r', 'd')
   if h[1] then
     out[#out+1] = h[1]
     out[#out+1] = h[2]
     out[#out+1] = h[3] or ''
     out[#out+1] = h[4] or ''
+    out[#out+1] = h[5] or ''
   else
     redis.call('ZREM', KEYS[1], id)
   end

@@ -1,6 +1,9 @@
 package billing
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // Settle is the amount charged for a finished request or task: actual priced at p, where
 // what the provider did not report takes the estimate's value (see Merge). A video length, frame
@@ -25,11 +28,16 @@ const (
 
 // Possible is actual without what no video can be: a frame rate past MaxFPS, a length longer
 // than MaxVideoSeconds (or the price's max_seconds, when higher) in seconds or frames, a width
-// or height past MaxVideoSide. Each such group is dropped whole, as not reported, so that Merge
-// takes the estimate's value for it: an impossible size drops the picture (resolution and ratio
-// too, which an adaptor names from that size).
+// or height past MaxVideoSide, video tokens past those of the largest such video (see
+// maxVideoTokens). Each such group is dropped whole, as not reported, so that Merge takes the
+// estimate's value for it: an impossible size drops the picture (resolution and ratio too, which
+// an adaptor names from that size); impossible tokens are priced as the estimate's video, or as
+// the length and picture the report gives, when it gives them.
 func (p *Price) Possible(actual Usage) Usage {
 	longest := max(int64(MaxVideoSeconds), p.maxSeconds())
+	if actual.VideoTokens > maxVideoTokens(longest) {
+		actual.VideoTokens = 0
+	}
 	if actual.FPS > MaxFPS {
 		actual.FPS = 0
 	}
@@ -111,4 +119,18 @@ func fillInt(n, fallback int64) int64 {
 		return fallback
 	}
 	return n
+}
+
+// maxVideoTokens is the most video tokens a task can bill under Ark's formula, width × height ×
+// fps × seconds / 1024, at every bound a report is held to: sides of MaxVideoSide, MaxFPS, and
+// longest seconds of output plus MaxReferenceVideoSeconds of reference video (Ark bills a
+// reference video's seconds with the output): 3,932,160 tokens a second, 117,964,800 for 15 s.
+// A product past int64 bounds nothing.
+func maxVideoTokens(longest int64) int64 {
+	const perSecond = MaxVideoSide * MaxVideoSide / 1024 * MaxFPS
+	seconds := longest + MaxReferenceVideoSeconds
+	if seconds < 0 || seconds > math.MaxInt64/perSecond {
+		return math.MaxInt64
+	}
+	return perSecond * seconds
 }

@@ -11,9 +11,10 @@ import (
 // ErrorOnly reports whether the whole answer was an error object and nothing else: a JSON body
 // {"error":{…}} (beside which only Anthropic's "type":"error" may stand), or a stream whose
 // data lines are such failures (see failureEvent) and [DONE], at least one of them, after at
-// most the events that open an OpenAI Responses stream before it has produced anything
-// (response.created, response.in_progress, response.queued, each without output or usage: see
-// openingEvent), with no line left unfinished. Such an answer, though its status said success,
+// most the events that open a stream before it has produced anything (OpenAI Responses'
+// response.created, response.in_progress, response.queued, each without output or usage: see
+// openingEvent; a chat stream's chunk of its role alone: see roleOnly), with no line left
+// unfinished. Such an answer, though its status said success,
 // served nothing: an OpenAI-compatible upstream that reports a failure with 200, a stream that
 // fails before its first output. Anything more (a usage object, data, a delta, an output item,
 // another member, an event after the failure, a body past the first 64 KiB) is not one. Call
@@ -24,6 +25,13 @@ func (s *Sniffer) ErrorOnly() bool {
 	}
 	return s.head == nil && errorObject(s.buf)
 }
+
+// NothingServed reports whether a stream (SSE) has had no event that may have served something:
+// none at all, or only the events that open a stream before its first output (see ErrorOnly),
+// failures and [DONE] (a data line longer than 256 KiB counts as served; a line the stream
+// broke off before its end is no event, as SSE clients drop it). An upstream that breaks such a
+// stream off made nothing the client could have. A JSON answer is never one.
+func (s *Sniffer) NothingServed() bool { return s.SSE && !s.notError }
 
 // errorBytes is the member name every error object has.
 var errorBytes = []byte(`"error"`)

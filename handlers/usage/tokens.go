@@ -12,6 +12,23 @@ type Tokens struct {
 	Prompt, Completion, Total int64
 	known                     bool
 	output                    bool
+	// counted is set when Completion is the stream's delta events counted (see Sniffer.Seen),
+	// not a count the upstream reported.
+	counted bool
+}
+
+// AtMostOutput is t with an output counted from a stream's delta events (see Sniffer.Seen)
+// bounded by most, the output tokens the request was estimated at (its max_tokens, or the
+// model's max_output): an upstream cannot have produced more, whatever number of events it
+// sent. An output the upstream reported is not bounded here, nor anything when most is 0 (no
+// estimate).
+func (t Tokens) AtMostOutput(most int64) Tokens {
+	if !t.counted || most <= 0 || t.Completion <= most {
+		return t
+	}
+	t.Completion = most
+	t.Total = t.Prompt + most
+	return t
 }
 
 // Known reports whether the answer carried usage.
@@ -383,8 +400,12 @@ func (s *Sniffer) line(l []byte) {
 	if !bytes.HasPrefix(l, []byte("data:")) {
 		return
 	}
-	if bytes.Contains(l, []byte(`"delta"`)) {
-		s.deltas++
+	// A chat stream's opening chunk, its role and no token, is neither a delta nor output.
+	opening := false
+	if bytes.Contains(l, deltaBytes) {
+		if opening = roleOnly(bytes.TrimSpace(l[5:])); !opening {
+			s.deltas++
+		}
 	}
 	if !s.notError {
 		// Only the leading events are classified: the first that may have served something
@@ -393,7 +414,7 @@ func (s *Sniffer) line(l []byte) {
 			switch kind := classify(data); {
 			case kind == failureEvent:
 				s.errorEvents++
-			case kind == openingEvent && s.errorEvents == 0: // a Responses stream, not failed yet
+			case (kind == openingEvent || opening) && s.errorEvents == 0: // no output yet
 			default:
 				s.notError = true
 			}
@@ -424,17 +445,19 @@ func (s *Sniffer) Tokens() Tokens {
 }
 
 // Seen is the usage to charge for what the answer streamed: its reported usage, except that
-// when the stream was cut (the client left before its end) or reported no output tokens, the
-// output is at least the number of delta events seen, one token each (OpenAI's chat and
-// Responses streams and Anthropic's send about one token per delta event), so that a stream
-// cut before its final usage event is charged what it streamed rather than its estimate.
-// Input tokens the stream did not report stay 0 (unknown).
+// when the stream was cut (the client left before its end, or the upstream broke it off) or
+// reported no output tokens, the output is at least the number of delta events seen, one token
+// each (OpenAI's chat and Responses streams and Anthropic's send about one token per delta
+// event; a chat stream's opening chunk, its role without a token, is not counted), so that a
+// stream cut before its final usage event is charged what it streamed rather than its estimate.
+// Input tokens the stream did not report stay 0 (unknown). An output so counted is bounded by
+// the request's estimate with AtMostOutput.
 func (s *Sniffer) Seen(cut bool) Tokens {
 	t := s.Tokens()
 	if !s.SSE || s.deltas == 0 || (!cut && t.Completion > 0) || t.Completion >= s.deltas {
 		return t
 	}
-	t.known, t.output, t.Completion = true, true, s.deltas
+	t.known, t.output, t.counted, t.Completion = true, true, true, s.deltas
 	if t.Total < t.Prompt+t.Completion {
 		t.Total = t.Prompt + t.Completion
 	}

@@ -183,3 +183,63 @@ func TestSnifferSeenCountsDeltasOfACutStream(t *testing.T) {
 		t.Fatalf("a JSON answer without usage: %+v", got)
 	}
 }
+
+// TestSnifferRoleChunkIsNoOutput: the chunk that opens OpenAI's chat stream (its role, an empty
+// content, a null refusal) is neither a delta nor output served: a stream of it alone has served
+// nothing, one of it and an error is an error only, and it adds no token to the deltas after it.
+// A role chunk with content, another member, a repeated or differently cased member is output.
+func TestSnifferRoleChunkIsNoOutput(t *testing.T) {
+	const role = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null},\"finish_reason\":null}]}\n\n"
+	s := Sniffer{SSE: true}
+	s.Write([]byte(role))
+	if !s.NothingServed() || s.Seen(true).Known() {
+		t.Fatalf("a stream of its role chunk: served %v, seen %+v; want nothing", !s.NothingServed(), s.Seen(true))
+	}
+	s.Write([]byte("data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n"))
+	if !s.ErrorOnly() {
+		t.Fatal("a role chunk and an error: want an error only")
+	}
+	s = Sniffer{SSE: true}
+	s.Write([]byte(role))
+	for range 3 {
+		s.Write([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n"))
+	}
+	if got := s.Seen(true); got.Completion != 3 || s.NothingServed() {
+		t.Fatalf("a role chunk and 3 deltas: %+v; want 3 output tokens", got)
+	}
+	for _, chunk := range []string{
+		`{"choices":[{"delta":{"role":"assistant","content":"hi"}}]}`,
+		`{"choices":[{"delta":{"role":"assistant","tool_calls":[{"index":0}]}}]}`,
+		`{"choices":[{"delta":{"role":"assistant","Content":"hi"}}]}`,
+		`{"choices":[{"delta":{"role":"assistant","content":"","content":"hi"}}]}`,
+		`{"choices":[{"delta":{"role":"assistant"}}],"Choices":[{"delta":{"content":"hi"}}]}`,
+		`{"choices":[{"delta":{"role":"assistant"}},{"delta":{"content":"hi"}}]}`,
+		`{"choices":[],"delta":{"role":"assistant"}}`,
+	} {
+		s := Sniffer{SSE: true}
+		s.Write([]byte("data: " + chunk + "\n\n"))
+		if s.NothingServed() || s.Seen(true).Completion != 1 {
+			t.Errorf("%s: served %v, seen %+v; want output, one token", chunk, !s.NothingServed(), s.Seen(true))
+		}
+	}
+}
+
+// TestTokensAtMostOutput: an output counted from a cut stream's deltas is bounded by the
+// request's estimate; a reported one, or one without an estimate, is not.
+func TestTokensAtMostOutput(t *testing.T) {
+	s := Sniffer{SSE: true}
+	s.Write([]byte("data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n"))
+	for range 300 {
+		s.Write([]byte("data: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n"))
+	}
+	if got := s.Seen(true).AtMostOutput(200); got.Completion != 200 || got.Prompt != 9 || got.Total != 209 || !got.OutputReported() {
+		t.Fatalf("300 deltas, estimate 200: %+v; want 200 output tokens", got)
+	}
+	if got := s.Seen(true).AtMostOutput(0); got.Completion != 300 {
+		t.Fatalf("300 deltas without an estimate: %+v; want 300", got)
+	}
+	s.Write([]byte("data: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":500}}\n\n"))
+	if got := s.Seen(true).AtMostOutput(200); got.Completion != 500 {
+		t.Fatalf("a reported 500: %+v; want the report", got)
+	}
+}

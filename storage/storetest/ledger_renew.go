@@ -10,7 +10,8 @@ import (
 )
 
 // testLedgerRenewHold: RenewHold moves an open, unbound hold's deadline later, transient or
-// recorded, so that OverdueHolds no longer lists it at the old deadline and the reconciler's
+// recorded, so that HoldByID and OverdueHolds report the new deadline, OverdueHolds no longer
+// lists it at the old deadline and the reconciler's
 // release of it, listed before the renewal, answers ErrHoldNotDue and leaves it open for its
 // request to settle; at the new deadline it is overdue again. An earlier deadline changes
 // nothing; a bound, ended or unknown hold is not renewed.
@@ -39,16 +40,31 @@ func testLedgerRenewHold(t *testing.T, s storage.Store) {
 		if _, err := s.ReleaseOverdue(ctx, id, "overdue", due); !errors.Is(err, storage.ErrHoldNotDue) {
 			t.Fatalf("ReleaseOverdue of %s renewed since it was listed = %v; want ErrHoldNotDue", id, err)
 		}
+		if h, err := s.HoldByID(ctx, id); err != nil || !h.Deadline.Equal(later) {
+			t.Fatalf("HoldByID(%s) after its renewal = %+v, %v; want the deadline %v", id, h, err, later)
+		}
 		// An earlier deadline than the one it has changes nothing.
 		if err := s.RenewHold(ctx, id, first); err != nil {
 			t.Fatalf("RenewHold(%s) to an earlier deadline: %v", id, err)
 		}
+		if h, err := s.HoldByID(ctx, id); err != nil || !h.Deadline.Equal(later) {
+			t.Fatalf("HoldByID(%s) after an earlier deadline = %+v, %v; want it still %v", id, h, err, later)
+		}
+	}
+	if h, err := s.HoldByID(ctx, "task"); err != nil || !h.Deadline.Equal(first) {
+		t.Fatalf("HoldByID of the bound hold = %+v, %v; want the deadline it was taken with, %v", h, err, first)
 	}
 	if listed, err := s.OverdueHolds(ctx, due, 10); err != nil || len(listed) != 0 {
 		t.Fatalf("OverdueHolds after the renewals = %+v, %v; want none", listed, err)
 	}
-	if listed, err := s.OverdueHolds(ctx, later.Add(time.Second), 10); err != nil || len(listed) != 2 {
+	listed, err = s.OverdueHolds(ctx, later.Add(time.Second), 10)
+	if err != nil || len(listed) != 2 {
 		t.Fatalf("OverdueHolds past the new deadline = %+v, %v; want both renewed holds", listed, err)
+	}
+	for _, h := range listed {
+		if !h.Deadline.Equal(later) {
+			t.Fatalf("OverdueHolds lists %s with the deadline %v; want the renewed %v", h.ID, h.Deadline, later)
+		}
 	}
 
 	if err := s.RenewHold(ctx, "task", later); !errors.Is(err, storage.ErrHoldBound) {

@@ -15,8 +15,10 @@ package dashscope
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
@@ -118,10 +120,12 @@ type taskAnswer struct {
 		Code       string `json:"code"`
 		Message    string `json:"message"`
 	} `json:"output"`
+	// Usage's lengths are numbers; read as json.Number, one past float64's range (1e400) counts
+	// as not reported instead of making the whole answer unreadable.
 	Usage struct {
-		VideoDuration float64 `json:"video_duration"`
-		VideoRatio    string  `json:"video_ratio"`
-		Duration      float64 `json:"duration"`
+		VideoDuration json.Number `json:"video_duration"`
+		VideoRatio    string      `json:"video_ratio"`
+		Duration      json.Number `json:"duration"`
 	} `json:"usage"`
 }
 
@@ -146,7 +150,7 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, _ adaptor.
 			break
 		}
 		s.VideoURL = a.Output.VideoURL
-		s.Duration = int64(max(a.Usage.VideoDuration, a.Usage.Duration))
+		s.Duration = max(seconds(a.Usage.VideoDuration), seconds(a.Usage.Duration))
 		if w, h, ok := adaptor.ParseSize(a.Usage.VideoRatio, "*"); ok {
 			s.Resolution, s.Ratio = adaptor.Band(w, h), adaptor.Ratio(w, h)
 			s.Usage.Width, s.Usage.Height = w, h
@@ -196,3 +200,13 @@ func refusal(ans upstream.Answer) *apierror.Error {
 
 // Interface guards
 var _ adaptor.Adaptor = Adaptor{}
+
+// seconds is a usage length in whole seconds, the fraction dropped; 0 (not reported) when absent
+// or not a positive number an int64 holds (see adaptor.WholeSeconds).
+func seconds(n json.Number) int64 {
+	d, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		return 0 // absent, or past float64's range
+	}
+	return adaptor.WholeSeconds(d, math.Trunc)
+}

@@ -138,8 +138,8 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 		}
 		v := a.Data.TaskResult.Videos[0]
 		s.VideoURL = v.URL
-		if d, err := strconv.ParseFloat(v.Duration, 64); err == nil && d > 0 {
-			s.Duration = int64(math.Round(d))
+		if d, err := strconv.ParseFloat(v.Duration, 64); err == nil {
+			s.Duration = adaptor.WholeSeconds(d, math.Round) // 0 (not reported) unless a usable length
 		}
 		// Kling reports no size: the resolution is the mode's the task ran in (std by default).
 		s.Usage.VideoSeconds, s.Usage.Resolution, s.Usage.Requests = s.Duration, "720p", 1

@@ -1,0 +1,41 @@
+package kling
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+)
+
+// answering is a Caller whose every call is answered with body and status 200.
+type answering string
+
+func (a answering) Call(context.Context, string, string, []byte, http.Header) (upstream.Answer, error) {
+	return upstream.Answer{Status: http.StatusOK, Body: []byte(a)}, nil
+}
+
+func (answering) Open(context.Context, string) (*http.Response, error) {
+	return nil, adaptor.ErrNotFound
+}
+
+// TestReadDurationOnlyWhenUsable: a succeeded task's videos[0].duration (a string, as Kling
+// sends it) is rounded to whole seconds; one that is not a positive number an int64 holds
+// (NaN, Inf, negative, 1e300, past 2^63) is not reported (0): never a panic, nor a wrapped or
+// negative length.
+func TestReadDurationOnlyWhenUsable(t *testing.T) {
+	for duration, want := range map[string]int64{
+		"5": 5, "5.1": 5, "9.6": 10, "0": 0, "-5": 0, "NaN": 0, "nan": 0, "Inf": 0, "+Inf": 0, "-Inf": 0,
+		"1e300": 0, "1e400": 0, "9223372036854775808": 0, "9.3e18": 0, "abc": 0, "": 0,
+	} {
+		body := `{"code":0,"message":"SUCCEED","data":{"task_status":"succeed","task_result":{"videos":[{"url":"https://cdn.example.com/v.mp4","duration":"` + duration + `"}]}}}`
+		s, err := Adaptor{}.Read(context.Background(), answering(body), textToVideo+"/t1", adaptor.Request{})
+		if err != nil || s.Status != adaptor.StatusSucceeded {
+			t.Fatalf("duration %q: %+v, %v", duration, s, err)
+		}
+		if s.Duration != want || s.Usage.VideoSeconds != want {
+			t.Errorf("duration %q: read %d (usage %d), want %d", duration, s.Duration, s.Usage.VideoSeconds, want)
+		}
+	}
+}
