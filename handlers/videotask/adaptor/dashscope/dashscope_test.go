@@ -2,23 +2,11 @@ package dashscope
 
 import (
 	"context"
-	"net/http"
 	"testing"
 
-	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor/adaptortest"
 )
-
-// answering is a Caller whose every call is answered with body and status 200.
-type answering string
-
-func (a answering) Call(context.Context, string, string, []byte, http.Header) (upstream.Answer, error) {
-	return upstream.Answer{Status: http.StatusOK, Body: []byte(a)}, nil
-}
-
-func (answering) Open(context.Context, string) (*http.Response, error) {
-	return nil, adaptor.ErrNotFound
-}
 
 // TestReadDurationOnlyWhenUsable: a succeeded task's usage.video_duration (or duration, the
 // larger of the two) is its length in whole seconds, the fraction dropped; one that is not a
@@ -44,7 +32,7 @@ func TestReadDurationOnlyWhenUsable(t *testing.T) {
 		`"video_duration":9.3e18,"duration":1e1`: 10,
 	} {
 		body := `{"request_id":"r","output":{"task_id":"t1","task_status":"SUCCEEDED","video_url":"https://cdn.example.com/v.mp4"},"usage":{` + usage + `,"video_ratio":"1280*720"}}`
-		s, err := Adaptor{}.Read(context.Background(), answering(body), "t1", adaptor.Request{})
+		s, err := Adaptor{}.Read(context.Background(), adaptortest.Answering(body), "t1", adaptor.Request{})
 		if err != nil || s.Status != adaptor.StatusSucceeded {
 			t.Fatalf("usage {%s}: %+v, %v", usage, s, err)
 		}

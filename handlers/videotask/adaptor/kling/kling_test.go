@@ -2,23 +2,11 @@ package kling
 
 import (
 	"context"
-	"net/http"
 	"testing"
 
-	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor/adaptortest"
 )
-
-// answering is a Caller whose every call is answered with body and status 200.
-type answering string
-
-func (a answering) Call(context.Context, string, string, []byte, http.Header) (upstream.Answer, error) {
-	return upstream.Answer{Status: http.StatusOK, Body: []byte(a)}, nil
-}
-
-func (answering) Open(context.Context, string) (*http.Response, error) {
-	return nil, adaptor.ErrNotFound
-}
 
 // TestReadDurationOnlyWhenUsable: a succeeded task's videos[0].duration (a string, as Kling
 // sends it) is rounded to whole seconds; one that is not a positive number an int64 holds
@@ -30,7 +18,7 @@ func TestReadDurationOnlyWhenUsable(t *testing.T) {
 		"1e300": 0, "1e400": 0, "9223372036854775808": 0, "9.3e18": 0, "abc": 0, "": 0,
 	} {
 		body := `{"code":0,"message":"SUCCEED","data":{"task_status":"succeed","task_result":{"videos":[{"url":"https://cdn.example.com/v.mp4","duration":"` + duration + `"}]}}}`
-		s, err := Adaptor{}.Read(context.Background(), answering(body), textToVideo+"/t1", adaptor.Request{})
+		s, err := Adaptor{}.Read(context.Background(), adaptortest.Answering(body), textToVideo+"/t1", adaptor.Request{})
 		if err != nil || s.Status != adaptor.StatusSucceeded {
 			t.Fatalf("duration %q: %+v, %v", duration, s, err)
 		}
