@@ -75,13 +75,7 @@ func TestEditHoldsNImagesAndSettlesFromData(t *testing.T) {
 			if tc.wantHeldDuring != "" && billing.Money(heldDuring.Load()).String() != tc.wantHeldDuring {
 				t.Fatalf("held while the upstream worked: %v, want %s (3 images at 0.06)", billing.Money(heldDuring.Load()), tc.wantHeldDuring)
 			}
-			b, err := store.Balance(ctx, "acme")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := billing.Money(b.Amount).String(); got != tc.wantBalance || b.Held != 0 {
-				t.Fatalf("balance %s with %v held, want %s and nothing held", got, billing.Money(b.Held), tc.wantBalance)
-			}
+			wantSettled(t, store, tc.wantBalance)
 		})
 	}
 }
@@ -101,33 +95,11 @@ func TestEditOfQualityAutoSettlesAtTheReportedQuality(t *testing.T) {
 		{"the answer reports what no price names", `{"created":1,` + images + `,"quality":"auto","size":"auto"}`, "0.5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := openTestStore(t)
-			ctx := context.Background()
-			if _, err := store.Credit(ctx, storage.Credit{Account: "acme", Amount: billing.Micro, IdempotencyKey: "c1"}, time.Now()); err != nil {
-				t.Fatal(err)
-			}
-			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				io.WriteString(w, tc.answer)
-			}))
-			t.Cleanup(up.Close)
-			h := billedHandler(t, store, up.URL+"/v1", "k", []billing.Price{{Model: "m", Image: 40_000, ImageSizes: []billing.ImagePrice{
-				{Size: "1536x1024", Quality: "low", Amount: 20_000}, {Size: "1536x1024", Quality: "high", Amount: 250_000}}}})
-			r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader(edit))
-			r.Header.Set("Content-Type", "application/json")
-			r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k1", Account: "acme"}))
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
+			w, store := editPriced(t, edit, "application/json", tc.answer)
 			if w.Code != 200 {
 				t.Fatalf("got %d %s", w.Code, w.Body)
 			}
-			b, err := store.Balance(ctx, "acme")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := billing.Money(b.Amount).String(); got != tc.wantBalance || b.Held != 0 {
-				t.Fatalf("balance %s with %v held, want %s and nothing held", got, billing.Money(b.Held), tc.wantBalance)
-			}
+			wantSettled(t, store, tc.wantBalance)
 		})
 	}
 }
@@ -150,33 +122,47 @@ func TestStreamedEditSettlesFromItsEvents(t *testing.T) {
 		{"no image", failure, "1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := openTestStore(t)
-			ctx := context.Background()
-			if _, err := store.Credit(ctx, storage.Credit{Account: "acme", Amount: billing.Micro, IdempotencyKey: "c1"}, time.Now()); err != nil {
-				t.Fatal(err)
-			}
-			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/event-stream")
-				io.WriteString(w, tc.stream)
-			}))
-			t.Cleanup(up.Close)
-			h := billedHandler(t, store, up.URL+"/v1", "k", []billing.Price{{Model: "m", Image: 40_000, ImageSizes: []billing.ImagePrice{
-				{Size: "1536x1024", Quality: "low", Amount: 20_000}, {Size: "1536x1024", Quality: "high", Amount: 250_000}}}})
-			r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader(edit))
-			r.Header.Set("Content-Type", "application/json")
-			r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k1", Account: "acme"}))
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
+			w, store := editPriced(t, edit, "text/event-stream", tc.stream)
 			if w.Code != 200 || w.Header().Get("Content-Type") != "text/event-stream" || w.Body.String() != tc.stream {
 				t.Fatalf("got %d %s %q, want the stream passed on", w.Code, w.Header().Get("Content-Type"), w.Body)
 			}
-			b, err := store.Balance(ctx, "acme")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := billing.Money(b.Amount).String(); got != tc.wantBalance || b.Held != 0 {
-				t.Fatalf("balance %s with %v held, want %s and nothing held", got, billing.Money(b.Held), tc.wantBalance)
-			}
+			wantSettled(t, store, tc.wantBalance)
 		})
+	}
+}
+
+// editPriced sends the edit request edit for account acme, credited 1, through a handler whose
+// model m is priced by the image (0.04, and 1536x1024 at 0.02 low and 0.25 high), to an upstream
+// that answers body with contentType. It returns the recorded answer and the store.
+func editPriced(t *testing.T, edit, contentType, body string) (*httptest.ResponseRecorder, *storage.Badger) {
+	t.Helper()
+	store := openTestStore(t)
+	if _, err := store.Credit(context.Background(), storage.Credit{Account: "acme", Amount: billing.Micro, IdempotencyKey: "c1"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(up.Close)
+	h := billedHandler(t, store, up.URL+"/v1", "k", []billing.Price{{Model: "m", Image: 40_000, ImageSizes: []billing.ImagePrice{
+		{Size: "1536x1024", Quality: "low", Amount: 20_000}, {Size: "1536x1024", Quality: "high", Amount: 250_000}}}})
+	r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader(edit))
+	r.Header.Set("Content-Type", "application/json")
+	r = r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{KeyID: "k1", Account: "acme"}))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w, store
+}
+
+// wantSettled fails t unless acme's balance is want and nothing of it is held.
+func wantSettled(t *testing.T, store *storage.Badger, want string) {
+	t.Helper()
+	b, err := store.Balance(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := billing.Money(b.Amount).String(); got != want || b.Held != 0 {
+		t.Fatalf("balance %s with %v held, want %s and nothing held", got, billing.Money(b.Held), want)
 	}
 }
