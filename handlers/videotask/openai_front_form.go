@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/internal/bounded"
 )
 
 // maxFormParts bounds the parts of a multipart create body: a real one has at most six.
@@ -91,8 +92,8 @@ func formModel(body io.Reader, boundary string, limit int64, read *bytes.Buffer)
 // eachFormPart calls part with the name and value of each text part of a multipart body, in
 // order, until it returns false or an error. A file part (one with a filename) is errPresign.
 func eachFormPart(body io.Reader, boundary string, limit int64, part func(name string, value []byte) (bool, error)) error {
-	bounded := &limitedReader{r: body, left: limit}
-	mr := multipart.NewReader(bounded, boundary)
+	form := &bounded.Reader{R: body, Left: limit, TooLarge: apierror.ErrTooLarge}
+	mr := multipart.NewReader(form, boundary)
 	for n := 0; ; n++ {
 		p, err := mr.NextRawPart()
 		// Only a bare io.EOF is the end of a form (its closing boundary); NextRawPart wraps the
@@ -101,7 +102,7 @@ func eachFormPart(body io.Reader, boundary string, limit int64, part func(name s
 			return nil
 		}
 		if err != nil {
-			return bounded.cause(errFormBody)
+			return tooLargeOr(form, errFormBody)
 		}
 		if n == maxFormParts {
 			return apierror.New(http.StatusBadRequest, "invalid_request_body", "the form has too many parts")
@@ -111,7 +112,7 @@ func eachFormPart(body io.Reader, boundary string, limit int64, part func(name s
 		}
 		value, err := io.ReadAll(p)
 		if err != nil {
-			return bounded.cause(errFormBody)
+			return tooLargeOr(form, errFormBody)
 		}
 		more, err := part(p.FormName(), value)
 		if err != nil || !more {
@@ -120,34 +121,10 @@ func eachFormPart(body io.Reader, boundary string, limit int64, part func(name s
 	}
 }
 
-// limitedReader reads at most left bytes of r; past them it fails, and cause says so.
-type limitedReader struct {
-	r    io.Reader
-	left int64
-	over bool
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		// At the bound: the body may end right here.
-		var one [1]byte
-		if n, err := l.r.Read(one[:]); n == 0 && err != nil {
-			return 0, err
-		}
-		l.over = true
-		return 0, apierror.ErrTooLarge
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	return n, err
-}
-
-// cause is the error of a failed read: ErrTooLarge past the bound, else otherwise.
-func (l *limitedReader) cause(otherwise error) error {
-	if l.over {
+// tooLargeOr is the error of a failed read of the form: ErrTooLarge when the body was found
+// longer than its bound, else otherwise.
+func tooLargeOr(b *bounded.Reader, otherwise error) error {
+	if b.Exceeded() {
 		return apierror.ErrTooLarge
 	}
 	return otherwise

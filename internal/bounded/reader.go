@@ -10,13 +10,19 @@ type Reader struct {
 	R        io.Reader
 	Left     int64
 	TooLarge error
+	exceeded bool
 }
+
+// Exceeded reports whether R was found longer than the bound: for a caller whose reader of the
+// stream (a multipart reader, say) may hide the TooLarge error behind its own.
+func (b *Reader) Exceeded() bool { return b.exceeded }
 
 func (b *Reader) Read(p []byte) (int, error) {
 	if b.Left <= 0 {
 		var probe [1]byte
 		n, err := b.R.Read(probe[:])
 		if n > 0 {
+			b.exceeded = true
 			return 0, b.TooLarge
 		}
 		return 0, err

@@ -11,7 +11,7 @@ import (
 var errTooLarge = errors.New("too large")
 
 // TestReader: a source of exactly the bound reads whole; one byte more fails with TooLarge,
-// however the source splits its reads, and no byte past the bound is returned.
+// however the source splits its reads, and Exceeded says so; no byte past the bound is returned.
 func TestReader(t *testing.T) {
 	for _, tc := range []struct {
 		size, bound int64
@@ -22,8 +22,9 @@ func TestReader(t *testing.T) {
 			"bytes": iotest.OneByteReader(bytes.NewReader(make([]byte, tc.size))),
 			"eof":   iotest.DataErrReader(bytes.NewReader(make([]byte, tc.size))),
 		} {
-			n, err := io.Copy(io.Discard, &Reader{R: src, Left: tc.bound, TooLarge: errTooLarge})
-			if tc.tooLarge != errors.Is(err, errTooLarge) || (!tc.tooLarge && (err != nil || n != tc.size)) || n > tc.bound {
+			b := &Reader{R: src, Left: tc.bound, TooLarge: errTooLarge}
+			n, err := io.Copy(io.Discard, b)
+			if tc.tooLarge != errors.Is(err, errTooLarge) || tc.tooLarge != b.Exceeded() || (!tc.tooLarge && (err != nil || n != tc.size)) || n > tc.bound {
 				t.Errorf("%s source of %d bytes, bound %d: read %d, %v", name, tc.size, tc.bound, n, err)
 			}
 		}
