@@ -260,10 +260,7 @@ func TestBillingOfProviderReports(t *testing.T) {
 	base, g := startSimGateway(t, billingReportsCaddyfile, map[string]string{"fake_url": fake.URL})
 	accounts := []string{"gap-gemini", "gap-claude", "gap-errors", "gap-cr", "gap-image", "gap-late", "gap-image-stream", "gap-edit-stream"}
 	for _, account := range accounts {
-		if r := (keysEnv{g: g}).adminMoney(t, "POST", "/mediagw/accounts/"+account+"/credit", `{"amount":"10","note":"test"}`,
-			map[string]string{"Idempotency-Key": "reports-" + account, "Content-Type": "application/json"}); r.status != 200 {
-			t.Fatalf("credit %s = %d %s", account, r.status, r.body)
-		}
+		keysEnv{g: g}.credit(t, account, "10", "reports-"+account)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -121,10 +121,7 @@ func TestCutStreamSettlesFromDeltasSeen(t *testing.T) {
 	up := fakeOpenAIStreams(t, gone, imageGone)
 	base, g := startSimGateway(t, streamCutCaddyfile, map[string]string{"up_url": up.URL, "up_host": strings.TrimPrefix(up.URL, "http://")})
 	admin := "http://" + g.admin + "/mediagw/accounts/streamers"
-	if r := (keysEnv{g: g}).adminMoney(t, "POST", "/mediagw/accounts/streamers/credit", `{"amount":"1","note":"test"}`,
-		map[string]string{"Idempotency-Key": "stream-cut-1", "Content-Type": "application/json"}); r.status != 200 {
-		t.Fatalf("credit = %d %s", r.status, r.body)
-	}
+	keysEnv{g: g}.credit(t, "streamers", "1", "stream-cut-1")
 
 	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(
 		`{"model":"cut-chat","stream":true,"stream_options":{"include_usage":true},"max_tokens":200,"messages":[{"role":"user","content":"count"}]}`))

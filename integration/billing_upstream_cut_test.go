@@ -155,10 +155,7 @@ func TestUpstreamCutStreamSettlesFromDeltasSeen(t *testing.T) {
 	up := fakeOpenAICuts(t)
 	base, g := startSimGateway(t, upstreamCutCaddyfile, map[string]string{"up_url": up.URL, "up_host": strings.TrimPrefix(up.URL, "http://")})
 	admin := "http://" + g.admin + "/mediagw/accounts/upcutters"
-	if r := (keysEnv{g: g}).adminMoney(t, "POST", "/mediagw/accounts/upcutters/credit", `{"amount":"10","note":"test"}`,
-		map[string]string{"Idempotency-Key": "upstream-cut-1", "Content-Type": "application/json"}); r.status != 200 {
-		t.Fatalf("credit = %d %s", r.status, r.body)
-	}
+	keysEnv{g: g}.credit(t, "upcutters", "10", "upstream-cut-1")
 	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-upstream-cut"), option.WithMaxRetries(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -44,10 +44,7 @@ func TestPassThroughUsageWithoutOutputCount(t *testing.T) {
 	up := fakeOpenAIUsage(t)
 	base, g := startSimGateway(t, streamCutCaddyfile, map[string]string{"up_url": up.URL, "up_host": strings.TrimPrefix(up.URL, "http://")})
 	admin := "http://" + g.admin + "/mediagw/accounts/streamers"
-	if r := (keysEnv{g: g}).adminMoney(t, "POST", "/mediagw/accounts/streamers/credit", `{"amount":"1","note":"test"}`,
-		map[string]string{"Idempotency-Key": "usage-output-1", "Content-Type": "application/json"}); r.status != 200 {
-		t.Fatalf("credit = %d %s", r.status, r.body)
-	}
+	keysEnv{g: g}.credit(t, "streamers", "1", "usage-output-1")
 	for _, c := range []struct{ say, balance string }{{"missing", "0.8"}, {"zero", "0.8"}} {
 		r := call(t, "POST", base+"/v1/chat/completions", "mg-stream-cut",
 			`{"model":"cut-chat","max_tokens":200,"messages":[{"role":"user","content":"`+c.say+`"}]}`)

@@ -10,6 +10,16 @@ import (
 )
 
 // adminMoney sends a request to the account money routes of the admin API, with headers.
+// credit credits account with amount (a decimal string) through the admin API, once per
+// idempotencyKey, and fails t unless it is answered 200.
+func (e keysEnv) credit(t *testing.T, account, amount, idempotencyKey string) {
+	t.Helper()
+	if r := e.adminMoney(t, "POST", "/mediagw/accounts/"+account+"/credit", `{"amount":"`+amount+`","note":"test"}`,
+		map[string]string{"Idempotency-Key": idempotencyKey, "Content-Type": "application/json"}); r.status != 200 {
+		t.Fatalf("credit %s = %d %s", account, r.status, r.body)
+	}
+}
+
 func (e keysEnv) adminMoney(t *testing.T, method, path, body string, headers map[string]string) response {
 	t.Helper()
 	req, err := http.NewRequest(method, "http://"+e.g.admin+path, strings.NewReader(body))
