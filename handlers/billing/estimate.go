@@ -30,13 +30,48 @@ type VideoTask struct {
 	// task with any is held for 15 more seconds, the longest total reference length Ark
 	// takes (the settlement charges what Ark reports).
 	ReferenceVideos int
+	// Planned is the video the task's provider makes for the request, as the provider's
+	// adaptor plans it; zero for an Ark task. It can be longer or larger than the request
+	// says (Veo makes 8 seconds where the request names no length, Kling 720p where it asks
+	// for 480p), and the hold counts it (see EstimateVideo).
+	Planned PlannedVideo
+}
+
+// PlannedVideo is the length and resolution of the video a provider makes for a task: what the
+// adaptor asks for, or the provider's default where it asks for nothing. A zero field is not
+// known.
+type PlannedVideo struct {
+	Seconds    int64
+	Resolution string
 }
 
 // MaxReferenceVideoSeconds is the reference video length a task with reference videos is held for.
 const MaxReferenceVideoSeconds = 15
 
-// EstimateVideo is the hold of a video task.
+// EstimateVideo is the hold of a video task: the larger of the estimates of the video the
+// request asks for and of the video its provider makes (t.Planned, in place of the request's
+// length and resolution), so that the hold is not below what the task settles at when the
+// provider reports no length or size (a settlement then counts what the adaptor planned).
 func (p *Price) EstimateVideo(t VideoTask) Estimate {
+	asked := p.estimateVideo(t)
+	if t.Planned == (PlannedVideo{}) {
+		return asked
+	}
+	made := t
+	if s := t.Planned.Seconds; s > 0 {
+		made.Duration, made.Frames = &s, 0
+	}
+	if t.Planned.Resolution != "" {
+		made.Resolution = t.Planned.Resolution
+	}
+	if e := p.estimateVideo(made); e.Amount > asked.Amount {
+		return e
+	}
+	return asked
+}
+
+// estimateVideo is the hold of the video t asks for.
+func (p *Price) estimateVideo(t VideoTask) Estimate {
 	u := Usage{Requests: 1, Resolution: t.Resolution, Ratio: t.Ratio, Draft: t.Draft, Audio: true}
 	if u.Resolution == "" {
 		u.Resolution = DefaultResolution

@@ -40,6 +40,17 @@ func TestEstimateVideo(t *testing.T) {
 		{"seconds, draft", veo, VideoTask{Draft: true, Resolution: "480p"}, "1.5"},
 		// reference videos do not lengthen a per-second task
 		{"seconds, reference video", short, VideoTask{ReferenceVideos: 1}, "5"},
+		// the provider makes 8 s where the request names none (Veo): 0.40 × 8 × 1.5
+		{"seconds, the provider's longer default", veo, VideoTask{Planned: PlannedVideo{Seconds: 8, Resolution: "720p"}}, "4.8"},
+		// frames (29 at 24 fps) the provider ignores, making 8 s: the 8 s
+		{"seconds, planned over frames", veo, VideoTask{Frames: 29, Planned: PlannedVideo{Seconds: 8}}, "4.8"},
+		// the provider makes 720p where 480p was asked (Kling's std mode), at 1080p's price where
+		// 1080p was asked: the costlier video
+		{"seconds, the provider's larger picture", veo, VideoTask{Resolution: "1080p", Planned: PlannedVideo{Seconds: 5, Resolution: "720p"}}, "4.5"},
+		// the provider makes less than asked (Hailuo makes 6 s when asked for 8): the request's 8 s
+		{"seconds, the request's longer length", veo, VideoTask{Duration: ptr[int64](8), Planned: PlannedVideo{Seconds: 6}}, "4.8"},
+		// token-priced: 8 s at 720p 16:9 = 164,736 tokens × 2.5 / 1e6
+		{"tokens, the provider's longer default", seedance, VideoTask{Planned: PlannedVideo{Seconds: 8}}, "0.41184"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.price.EstimateVideo(tc.task); got.Amount.String() != tc.want {

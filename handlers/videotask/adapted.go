@@ -92,15 +92,12 @@ func (c *createCaller) Call(ctx context.Context, method, rel string, body []byte
 	return ans, err
 }
 
-// launchAdapted creates a task through the adaptor on the first of the provider's upstreams (in
-// its order for account) that takes it, moving on only when nothing was created there (no connection, a
+// launchAdapted creates the task r (the create request read for the adaptor, with the model's
+// upstream name) through the adaptor on the first of the provider's upstreams (in its order for
+// account) that takes it, moving on only when nothing was created there (no connection, a
 // 429), and returns the gateway's id for it, the provider's id, the canonical request as stored
 // and the upstream.
-func (h *Handler) launchAdapted(ctx context.Context, account string, a adaptor.Adaptor, p *providers.Provider, model string, body []byte) (taskID, upstreamID string, canonical json.RawMessage, u *providers.Upstream, err error) {
-	r, err := adaptor.FromArk(body, p.UpstreamModel(model))
-	if err != nil {
-		return "", "", nil, nil, err
-	}
+func (h *Handler) launchAdapted(ctx context.Context, account string, a adaptor.Adaptor, p *providers.Provider, r adaptor.Request) (taskID, upstreamID string, canonical json.RawMessage, u *providers.Upstream, err error) {
 	if canonical, err = json.Marshal(r); err != nil {
 		return "", "", nil, nil, err
 	}

@@ -213,6 +213,18 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 	if err != nil {
 		return storage.Task{}, err
 	}
+	// An adaptor's request is read before the hold, which counts the video its provider makes
+	// (adaptor.Planner).
+	a, adapted := adaptorOf(p)
+	var adaptorReq adaptor.Request
+	if adapted {
+		if adaptorReq, err = adaptor.FromArk(req.Forward, p.UpstreamModel(req.Model)); err != nil {
+			return storage.Task{}, err
+		}
+		if planner, ok := a.(adaptor.Planner); ok {
+			req.Billing.Planned = planner.Plan(adaptorReq)
+		}
+	}
 	slot, err := h.startTask(r.Context(), id, req.Model)
 	if err != nil {
 		return storage.Task{}, err
@@ -227,7 +239,6 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 	// ownership record run to completion (each upstream call bounded by the client's Timeout,
 	// upstream_timeout), so a task the client never saw is still owned and listed.
 	ctx := context.WithoutCancel(r.Context())
-	a, adapted := adaptorOf(p)
 	forward, token := req.Forward, ""
 	if h.RelayBase != "" && !adapted { // an adaptor's provider calls back in its own way, or not
 		var relayURL string
@@ -244,7 +255,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 	var up *providers.Upstream
 	if adapted {
 		launchCtx, cancelLaunch := context.WithTimeout(ctx, maxCreateCalls)
-		taskID, upstreamID, canonical, up, err = h.launchAdapted(launchCtx, id.Account, a, p, req.Model, forward)
+		taskID, upstreamID, canonical, up, err = h.launchAdapted(launchCtx, id.Account, a, p, adaptorReq)
 		cancelLaunch()
 	} else {
 		// The bound rides on each call's own deadline (upstream.Client.Until): no timer of its own.

@@ -104,6 +104,15 @@ type Deleter interface {
 	Delete(ctx context.Context, c Caller, upstreamID string) error
 }
 
+// Planner is an Adaptor that knows, before the create, the video its provider makes for r: the
+// length and resolution it asks for, or the provider's defaults where it asks for nothing (a
+// length or resolution the provider does not offer is not sent). Its Read reports the same as the
+// task's usage where the provider reports no length or size. The task's hold counts this video
+// (billing.VideoTask.Planned), so that it is not below what the task settles at.
+type Planner interface {
+	Plan(r Request) billing.PlannedVideo
+}
+
 // State is a task's state as an adaptor read it.
 type State struct {
 	// Status is one of the Status constants; StatusUnknown for a state that no rule maps.

@@ -165,6 +165,12 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 	return s, nil
 }
 
+// Plan implements adaptor.Planner: the length and resolution usage bills.
+func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
+	u := usage(r)
+	return billing.PlannedVideo{Seconds: u.VideoSeconds, Resolution: u.Resolution}
+}
+
 // usage is what a finished task is billed by: the requested length and size, or Veo's defaults
 // (the operation reports neither).
 func usage(r adaptor.Request) (u billing.Usage) {

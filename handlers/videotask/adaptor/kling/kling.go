@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 )
@@ -142,14 +143,30 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 			s.Duration = adaptor.WholeSeconds(d, math.Round) // 0 (not reported) unless a usable length
 		}
 		// Kling reports no size: the resolution is the mode's the task ran in (std by default).
-		s.Usage.VideoSeconds, s.Usage.Resolution, s.Usage.Requests = s.Duration, "720p", 1
-		if modes[r.Resolution] != "" {
-			s.Usage.Resolution = r.Resolution
-		}
+		s.Usage.VideoSeconds, s.Usage.Resolution, s.Usage.Requests = s.Duration, resolutionOf(r), 1
 	case adaptor.StatusFailed:
 		s.ErrorCode, s.ErrorMessage = "generation_failed", a.Data.TaskStatusMsg
 	}
 	return s, nil
+}
+
+// resolutionOf is the resolution of the mode a task runs in: the one asked for where Kling has a
+// mode for it, else std's 720p (no mode is sent, and Kling runs std).
+func resolutionOf(r adaptor.Request) string {
+	if modes[r.Resolution] != "" {
+		return r.Resolution
+	}
+	return "720p"
+}
+
+// Plan implements adaptor.Planner: 10 s when asked for, else Kling's default 5 (no other length
+// is sent), in the mode resolutionOf tells.
+func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
+	p := billing.PlannedVideo{Seconds: 5, Resolution: resolutionOf(r)}
+	if r.Duration == 10 {
+		p.Seconds = 10
+	}
+	return p
 }
 
 // states maps Kling's task_status onto the contract's states; anything else is

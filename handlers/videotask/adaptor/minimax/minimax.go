@@ -22,6 +22,7 @@ import (
 	"strconv"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 )
@@ -70,6 +71,7 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 	if r.Duration == 6 || r.Duration == 10 {
 		body.Duration = r.Duration
 	}
+	// Any other length is not sent: MiniMax makes its default, 6 s (see secondsOf).
 	b, err := json.Marshal(body)
 	if err != nil {
 		return "", err
@@ -107,10 +109,7 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 			break
 		}
 		s.Credentialed = true // the content endpoint resolves the file id
-		s.Usage.Requests, s.Usage.VideoSeconds = 1, 6
-		if r.Duration == 10 {
-			s.Usage.VideoSeconds = 10
-		}
+		s.Usage.Requests, s.Usage.VideoSeconds = 1, secondsOf(r)
 		if a.VideoWidth > 0 && a.VideoHeight > 0 {
 			s.Usage.Width, s.Usage.Height = a.VideoWidth, a.VideoHeight
 			s.Resolution, s.Ratio = adaptor.Band(a.VideoWidth, a.VideoHeight), adaptor.Ratio(a.VideoWidth, a.VideoHeight)
@@ -120,6 +119,25 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 		s.ErrorCode, s.ErrorMessage = "generation_failed", "the provider reported the task failed"
 	}
 	return s, nil
+}
+
+// secondsOf is the length MiniMax makes for r: 10 s when asked for, else its default 6 (a length
+// other than 6 or 10 is not sent).
+func secondsOf(r adaptor.Request) int64 {
+	if r.Duration == 10 {
+		return 10
+	}
+	return 6
+}
+
+// Plan implements adaptor.Planner: secondsOf's length, at 1080p when asked for, else at MiniMax's
+// default 768P (the contract's 720p band; a resolution MiniMax does not offer is not sent).
+func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
+	p := billing.PlannedVideo{Seconds: secondsOf(r), Resolution: "720p"}
+	if r.Resolution == "1080p" {
+		p.Resolution = r.Resolution
+	}
+	return p
 }
 
 // Cancel implements adaptor.Adaptor: MiniMax offers no cancel.

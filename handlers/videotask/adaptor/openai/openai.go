@@ -172,6 +172,13 @@ func secondsOf(duration int64) int64 {
 	return defaultSeconds
 }
 
+// Plan implements adaptor.Planner: secondsOf's length (the API's default 4 s for a length it
+// does not offer). The picture is the one asked for, or the model's default size where sizeOf
+// names none, which is not known here.
+func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
+	return billing.PlannedVideo{Seconds: secondsOf(r.Duration)}
+}
+
 // usage is what a finished video is billed by: its reported length and size, else the length
 // the create asked for (the API's default when it sent none).
 func usage(s adaptor.State, r adaptor.Request) billing.Usage {

@@ -1,0 +1,44 @@
+package videotask
+
+import (
+	"testing"
+
+	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+)
+
+// TestAdaptorsPlanTheVideoTheirProviderMakes: each adaptor that sends only some lengths or
+// resolutions plans the video its provider makes (what it sends, else the provider's default,
+// from each provider's published reference), which the task's hold counts.
+func TestAdaptorsPlanTheVideoTheirProviderMakes(t *testing.T) {
+	for _, tc := range []struct {
+		protocol string
+		asked    adaptor.Request
+		want     billing.PlannedVideo
+	}{
+		// Veo makes 8 s at 720p unless asked for a length or 1080p.
+		{adaptor.Gemini, adaptor.Request{}, billing.PlannedVideo{Seconds: 8, Resolution: "720p"}},
+		{adaptor.Gemini, adaptor.Request{Duration: 6, Resolution: "1080p"}, billing.PlannedVideo{Seconds: 6, Resolution: "1080p"}},
+		{adaptor.Gemini, adaptor.Request{Duration: -1, Resolution: "480p"}, billing.PlannedVideo{Seconds: 8, Resolution: "720p"}},
+		// Kling: 5 or 10 s; std (720p) unless 1080p (pro).
+		{adaptor.Kling, adaptor.Request{}, billing.PlannedVideo{Seconds: 5, Resolution: "720p"}},
+		{adaptor.Kling, adaptor.Request{Duration: 10, Resolution: "1080p"}, billing.PlannedVideo{Seconds: 10, Resolution: "1080p"}},
+		{adaptor.Kling, adaptor.Request{Duration: 3, Resolution: "480p"}, billing.PlannedVideo{Seconds: 5, Resolution: "720p"}},
+		// Hailuo: 6 or 10 s; 768P (720p) unless 1080p.
+		{adaptor.MiniMax, adaptor.Request{}, billing.PlannedVideo{Seconds: 6, Resolution: "720p"}},
+		{adaptor.MiniMax, adaptor.Request{Duration: 5, Resolution: "480p"}, billing.PlannedVideo{Seconds: 6, Resolution: "720p"}},
+		{adaptor.MiniMax, adaptor.Request{Duration: 10, Resolution: "1080p"}, billing.PlannedVideo{Seconds: 10, Resolution: "1080p"}},
+		// OpenAI's videos: 4, 8 or 12 s, else 4; the size is the model's, not known.
+		{adaptor.OpenAI, adaptor.Request{}, billing.PlannedVideo{Seconds: 4}},
+		{adaptor.OpenAI, adaptor.Request{Duration: 12}, billing.PlannedVideo{Seconds: 12}},
+		{adaptor.OpenAI, adaptor.Request{Duration: 2}, billing.PlannedVideo{Seconds: 4}},
+	} {
+		planner, ok := adaptors[tc.protocol].(adaptor.Planner)
+		if !ok {
+			t.Fatalf("the %s adaptor plans no video", tc.protocol)
+		}
+		if got := planner.Plan(tc.asked); got != tc.want {
+			t.Errorf("%s plans %+v for %+v, want %+v", tc.protocol, got, tc.asked, tc.want)
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestHoldCountsTheVideoTheProviderMakes: a task whose provider makes a longer or larger video
+// than the request names is held for that video, so that the hold is not below the settlement.
+// Veo makes 8 s when asked for no length (held at the contract's 5 s before: 0.05, settled 0.08
+// over it), Hailuo 6 s when asked for 5 (0.05, then 0.06), Kling its std mode's 720p when asked
+// for 480p (0.025 at 480p's price, then 0.05). Each is now held what it settles at, created with
+// the Ark SDK or the contract's body against the providers' strict fakes.
+func TestHoldCountsTheVideoTheProviderMakes(t *testing.T) {
+	t.Parallel()
+	cfg := strings.Replace(videoProvidersCaddyfile, "\t\tkey mg-alice {", `		price veo-client {
+			second 0.01
+		}
+		price MiniMax-Hailuo-02 {
+			second 0.01
+		}
+		price kling-v2-1-master {
+			second 0.01
+			second 480p 0.005
+		}
+		key mg-alice {`, 1)
+	if cfg == videoProvidersCaddyfile {
+		t.Fatal("the video providers' Caddyfile changed shape")
+	}
+	dash, dashURL := newFakeDashScope(t, "dash-upstream-key")
+	gem, gemURL := newFakeGemini(t, "gemini-upstream-key")
+	kling, klingURL := newFakeKling(t, "kling-access-key", "kling-secret-key")
+	mini, miniURL := newFakeMiniMax(t, "minimax-upstream-key")
+	oai, oaiURL := newFakeOpenAIVideos(t, "openai-upstream-key")
+	base, g := startSimGateway(t, cfg, map[string]string{"dash_url": dashURL, "gemini_url": gemURL,
+		"kling_url": klingURL, "minimax_url": miniURL, "openai_url": oaiURL})
+	v := videoProviders{base: base, dash: dash, gemini: gem, kling: kling, mini: mini, openai: oai,
+		alice: arkClient(base, "mg-alice"), bob: arkClient(base, "mg-bob")}
+
+	if got := v.sdkTask(t, "veo-client", "a lighthouse at dawn"); got.Status != "succeeded" {
+		t.Fatalf("the Veo task ended %s", got.Status)
+	}
+	for _, body := range []map[string]any{
+		{"model": "MiniMax-Hailuo-02", "duration": 5, "content": []any{map[string]any{"type": "text", "text": "a fox"}}},
+		{"model": "kling-v2-1-master", "resolution": "480p", "content": []any{map[string]any{"type": "text", "text": "a fox"}}},
+	} {
+		if got := pollUntil(t, v.alice, v.createWith(t, body)); got.Status != "succeeded" {
+			t.Fatalf("the %s task ended %s", body["model"], got.Status)
+		}
+	}
+
+	var page struct {
+		Entries []struct {
+			Kind, Model, Amount string
+			Note                *string
+		}
+	}
+	decodeJSON(t, call(t, "GET", "http://"+g.admin+"/mediagw/accounts/alice/ledger", "", nil).body, &page)
+	got := map[string]string{}
+	for _, e := range page.Entries {
+		note := ""
+		if e.Note != nil {
+			note = " (" + *e.Note + ")"
+		}
+		got[e.Model] += fmt.Sprintf("%s %s%s; ", e.Kind, e.Amount, note)
+	}
+	for model, want := range map[string]string{
+		"veo-client":        "hold -0.08; settle 0; ",
+		"MiniMax-Hailuo-02": "hold -0.06; settle 0; ",
+		"kling-v2-1-master": "hold -0.05; settle 0; ",
+	} {
+		if got[model] != want {
+			t.Errorf("%s's ledger: %q, want %q", model, got[model], want)
+		}
+	}
+}
