@@ -400,11 +400,15 @@ func (s *Sniffer) line(l []byte) {
 	if !bytes.HasPrefix(l, []byte("data:")) {
 		return
 	}
-	// A chat stream's opening chunk, its role and no token, is neither a delta nor output.
+	// Only a delta that carries output is counted (see readDelta); a chat stream's opening
+	// chunk, its role and no token, is not output served either.
 	opening := false
 	if bytes.Contains(l, deltaBytes) {
-		if opening = roleOnly(bytes.TrimSpace(l[5:])); !opening {
+		switch readDelta(bytes.TrimSpace(l[5:])) {
+		case outputDelta:
 			s.deltas++
+		case roleDelta:
+			opening = true
 		}
 	}
 	if !s.notError {
@@ -448,8 +452,10 @@ func (s *Sniffer) Tokens() Tokens {
 // when the stream was cut (the client left before its end, or the upstream broke it off) or
 // reported no output tokens, the output is at least the number of delta events seen, one token
 // each (OpenAI's chat and Responses streams and Anthropic's send about one token per delta
-// event; a chat stream's opening chunk, its role without a token, is not counted), so that a
-// stream cut before its final usage event is charged what it streamed rather than its estimate.
+// event; a delta that carries no output, such as a chat stream's opening chunk of its role, its
+// final chunk of an empty delta or a Responses event's empty delta, is not counted: see
+// readDelta), so that a stream cut before its final usage event is charged what it streamed
+// rather than its estimate.
 // Input tokens the stream did not report stay 0 (unknown). An output so counted is bounded by
 // the request's estimate with AtMostOutput.
 func (s *Sniffer) Seen(cut bool) Tokens {
