@@ -218,6 +218,9 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 		}
 	}
 	route.Model, route.Provider = t.Model, p
+	if route.Creates == KindVideo {
+		route.Sizing = remixSizing(t) // a remix: a video of its source's length and picture
+	}
 	if t.Active && !t.Finished && route.Creates == "" && (r.Method == http.MethodDelete || strings.HasSuffix(ep.Path, "/{id}")) {
 		route.watched, route.watchDeletes = t.ID, r.Method == http.MethodDelete
 	}
