@@ -132,13 +132,14 @@ return 1`)
 
 	// KEYS: credit record, balance, entries. ARGV: amount, now µs, note, account, bound. Returns
 	// {1, entry} when credited, {0, entry} with the entry the key made before, {-5} when the
-	// balance would pass ±bound.
+	// balance would pass ±bound, or pass bound once every open hold is released.
 	scriptLedgerCredit = newScript(luaLedgerEntry + `
 local done = redis.call('GET', KEYS[1])
 if done then return {0, done} end
 local amt = tonumber(ARGV[1])
-local bound, cur = tonumber(ARGV[5]), tonumber(redis.call('HGET', KEYS[2], 'a') or '0')
-if cur + amt > bound or cur + amt < -bound then return {-5} end
+local bal = redis.call('HMGET', KEYS[2], 'a', 'h')
+local bound, cur, held = tonumber(ARGV[5]), tonumber(bal[1] or '0'), tonumber(bal[2] or '0')
+if cur + held + amt > bound or cur + amt < -bound then return {-5} end
 redis.call('HSET', KEYS[2], 'l', '1')
 local after, _, n = add(KEYS[2], 'a', amt, 'h', 0, 'n', 1)
 local kind = 'credit'
