@@ -70,6 +70,7 @@ var upstreamCuts = map[string]upstreamCut{
 	"truncated after 4": {deltas: 4},
 	"finished after 3":  {deltas: 3, finished: true},
 	"finished, cut":     {deltas: 2, finished: true, cut: true},
+	"finished empty":    {finished: true},
 }
 
 // fakeOpenAICuts answers streamed chat completions and Responses as OpenAI's streaming
@@ -139,7 +140,7 @@ func fakeOpenAICuts(t *testing.T) *httptest.Server {
 				"model": "upcut-resp", "output": []any{}, "usage": nil}
 			typed("response.created", map[string]any{"response": response})
 			typed("response.in_progress", map[string]any{"response": response})
-			if plan.deltas > 0 {
+			if plan.deltas > 0 || plan.finished {
 				typed("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{
 					"id": "msg_cut", "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}})
 				typed("response.content_part.added", map[string]any{"item_id": "msg_cut", "output_index": 0, "content_index": 0,
@@ -184,7 +185,8 @@ func fakeOpenAICuts(t *testing.T) *httptest.Server {
 // are not counted: a chat stream's chunks of an empty content or its role alone and its final
 // chunk (an empty delta, the finish_reason), a Responses stream's empty delta and its .done
 // events, so that a finished stream without usage (no include_usage) is charged its 3 deltas, not
-// 6. The clients are openai-go's streams, which see the cut as an error or an early end.
+// 5, and one that finished with no output at all is charged no output token (not its estimate).
+// The clients are openai-go's streams, which see the cut as an error or an early end.
 func TestUpstreamCutStreamSettlesFromDeltasSeen(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	up := fakeOpenAICuts(t)
@@ -243,12 +245,14 @@ func TestUpstreamCutStreamSettlesFromDeltasSeen(t *testing.T) {
 		{"chat", "cut before output", 0, "release <nil>"},
 		{"chat", "finished after 3", 3, "settle 0.003"},
 		{"chat", "finished, cut", 2, "settle 0.002"},
+		{"chat", "finished empty", 0, "settle 0"},
 		{"responses", "cut after 5", 5, "settle 0.005"},
 		{"responses", "truncated after 4", 4, "settle 0.004"},
 		{"responses", "cut after 300", 300, "settle 0.2"},
 		{"responses", "cut before output", 0, "release <nil>"},
 		{"responses", "finished after 3", 3, "settle 0.003"},
 		{"responses", "finished, cut", 2, "settle 0.002"},
+		{"responses", "finished empty", 0, "settle 0"},
 	} {
 		before := len(ends())
 		stream := chat

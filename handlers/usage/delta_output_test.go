@@ -78,6 +78,38 @@ func TestSnifferCountsNoDeltaWithoutOutput(t *testing.T) {
 	}
 }
 
+// TestSnifferStreamWithoutOutput: a chat stream of its role chunk and its final chunk (an empty
+// delta) made no output. Ended, it is charged 0 output tokens (reported so), not the estimate;
+// cut by the client, nothing counted stands for the estimate; broken off by the upstream it has
+// served nothing; with an error after it, it is an error only.
+func TestSnifferStreamWithoutOutput(t *testing.T) {
+	const (
+		role  = `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"finish_reason":null}]}` + "\n\n"
+		empty = `data: {"choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]}` + "\n\n"
+		final = `data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n"
+	)
+	s := Sniffer{SSE: true}
+	s.Write([]byte(role + empty + final + "data: [DONE]\n\n"))
+	if got := s.Seen(false); !got.Known() || !got.OutputReported() || got.Completion != 0 {
+		t.Fatalf("an ended stream without output: %+v; want 0 output tokens, as reported", got)
+	}
+	if got := s.Seen(true); got.Known() {
+		t.Fatalf("a cut stream without output: %+v; want nothing counted (the estimate)", got)
+	}
+	if !s.NothingServed() {
+		t.Fatal("a stream of deltas without output has served something")
+	}
+	s.Write([]byte(`data: {"error":{"message":"overloaded","type":"server_error"}}` + "\n\n"))
+	if !s.ErrorOnly() {
+		t.Fatal("deltas without output and an error: want an error only")
+	}
+	s = Sniffer{SSE: true}
+	s.Write([]byte(role + empty + `data: {"choices":[{"index":0,"delta":{"content":"x"}}]}` + "\n\n" + final))
+	if got := s.Seen(false); got.Completion != 1 || s.NothingServed() {
+		t.Fatalf("a stream of one token: %+v, served %v; want 1 output token, served", got, !s.NothingServed())
+	}
+}
+
 // FuzzReadDelta: reading any line never panics, and a line that is not JSON carries output.
 func FuzzReadDelta(f *testing.F) {
 	for _, seed := range []string{

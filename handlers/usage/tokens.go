@@ -260,8 +260,11 @@ type Sniffer struct {
 	skipData bool
 	head     []byte // JSON: the first headMax bytes once the body outgrows them
 	tokens   Tokens
-	deltas   int64   // SSE: data events that carry a "delta" (streamed output)
-	pooled   *[]byte // where buf came from
+	deltas   int64 // SSE: data events whose delta carries output (see readDelta)
+	// emptyDeltas counts the SSE data events whose delta carries no output and is not a chat
+	// stream's role chunk (its final chunk, an empty content or Responses delta).
+	emptyDeltas int64
+	pooled      *[]byte // where buf came from
 	// errorEvents counts the SSE data lines that failed without serving anything (see
 	// failureEvent); notError is set by any data line but [DONE], those and the opening events
 	// of a Responses stream before its failure (see ErrorOnly).
@@ -400,15 +403,18 @@ func (s *Sniffer) line(l []byte) {
 	if !bytes.HasPrefix(l, []byte("data:")) {
 		return
 	}
-	// Only a delta that carries output is counted (see readDelta); a chat stream's opening
-	// chunk, its role and no token, is not output served either.
-	opening := false
+	// Only a delta that carries output is counted (see readDelta); one that carries none (a chat
+	// stream's opening chunk of its role, its final chunk) is not output served either.
+	noOutput := false
 	if bytes.Contains(l, deltaBytes) {
 		switch readDelta(bytes.TrimSpace(l[5:])) {
 		case outputDelta:
 			s.deltas++
+		case emptyDelta:
+			s.emptyDeltas++
+			noOutput = true
 		case roleDelta:
-			opening = true
+			noOutput = true
 		}
 	}
 	if !s.notError {
@@ -418,7 +424,7 @@ func (s *Sniffer) line(l []byte) {
 			switch kind := classify(data); {
 			case kind == failureEvent:
 				s.errorEvents++
-			case (kind == openingEvent || opening) && s.errorEvents == 0: // no output yet
+			case (kind == openingEvent || noOutput) && s.errorEvents == 0: // no output yet
 			default:
 				s.notError = true
 			}
@@ -455,12 +461,18 @@ func (s *Sniffer) Tokens() Tokens {
 // event; a delta that carries no output, such as a chat stream's opening chunk of its role, its
 // final chunk of an empty delta or a Responses event's empty delta, is not counted: see
 // readDelta), so that a stream cut before its final usage event is charged what it streamed
-// rather than its estimate.
-// Input tokens the stream did not report stay 0 (unknown). An output so counted is bounded by
-// the request's estimate with AtMostOutput.
+// rather than its estimate. A stream that ended (not cut) with deltas that carry no output and
+// none that does, such as a chat stream of its role chunk and its final chunk, made no output:
+// 0 output tokens, not the estimate. Input tokens the stream did not report stay 0 (unknown).
+// An output so counted is bounded by the request's estimate with AtMostOutput.
 func (s *Sniffer) Seen(cut bool) Tokens {
 	t := s.Tokens()
-	if !s.SSE || s.deltas == 0 || (!cut && t.Completion > 0) || t.Completion >= s.deltas {
+	switch {
+	case !s.SSE, !cut && t.Completion > 0:
+		return t // a JSON answer, or a stream that ended with its output reported
+	case s.deltas == 0 && (cut || s.emptyDeltas == 0):
+		return t // no delta seen, or a cut stream without output yet: the usage, or the estimate
+	case s.deltas > 0 && t.Completion >= s.deltas:
 		return t
 	}
 	t.known, t.output, t.counted, t.Completion = true, true, true, s.deltas
