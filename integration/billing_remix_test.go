@@ -15,9 +15,10 @@ import (
 // second 0.10 and second 1080p 0.25, the remix of an 8 s 1280x720 video costs 0.8, of a video
 // created without seconds or size (the provider made its default, 4 s at 720x1280, as its answer
 // said) 0.4, and of a remix 0.8 again; the remix of a 4 s 1024x1792 video (1.0) does not fit what
-// is left and is a 402 that never reaches the provider. The client is openai-go's Videos.Remix;
-// the provider, a fake of OpenAI's published videos API, remixes only a completed video. (Before,
-// a remix was held and charged as a text request: 0 at a per-second price.)
+// is left and is a 402 that never reaches the provider; a body naming seconds twice is a 400.
+// The client is openai-go's Videos.Remix; the provider, a fake of OpenAI's published videos API,
+// remixes only a completed video. (Before, a remix was held and charged as a text request: 0 at
+// a per-second price.)
 func TestPassThroughRemixIsHeldAtItsSourceVideo(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	fake, upURL := newFakeOpenAIVideos(t, "openai-operator-key")
@@ -70,6 +71,12 @@ func TestPassThroughRemixIsHeldAtItsSourceVideo(t *testing.T) {
 		}
 		balance(wantBalance)
 		return v.ID
+	}
+	// A remix body is read under the create's rule: a length named twice (decoders differ on
+	// which counts) is refused before anything is held or sent.
+	if r := call(t, "POST", base+"/v1/videos/"+wide+"/remix", "mg-pass-video", `{"prompt":"x","seconds":"4","Seconds":"12"}`); r.status != 400 ||
+		!strings.Contains(string(r.body), "seconds") {
+		t.Fatalf("a remix body with seconds and Seconds = %d %s, want 400 naming seconds", r.status, r.body)
 	}
 	night := remix(wide, "1.2")
 	complete(night)

@@ -27,6 +27,8 @@ func TestEstimateRemix(t *testing.T) {
 		// 5 s at 4k 21:9, 5040 × 2160 × 24 × 5 / 1024 = 1,275,750 tokens
 		{"tokens, 5 s, picture not known", seedance, Usage{VideoSeconds: 5}, "3.189375"},
 		{"tokens, 5 s at 720p 16:9", seedance, Usage{VideoSeconds: 5, Resolution: "720p", Ratio: "16:9"}, "0.2574"},
+		// 5 s at 720p 21:9, the ratio with the most pixels: 1504 × 640 × 24 × 5 / 1024 = 112,800 tokens
+		{"tokens, 5 s at 720p, ratio not known", seedance, Usage{VideoSeconds: 5, Resolution: "720p"}, "0.282"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.price.EstimateRemix(tc.source)

@@ -66,13 +66,35 @@ func contractPicture(u billing.Usage) billing.Usage {
 	return u
 }
 
+// Fields read of the body of a call on an existing object: a body may not name another model;
+// a remix's is read for the length and picture it names too, under jsonkeys' rule as a create's.
+var (
+	objectBodyFields = []string{"model"}
+	remixBodyFields  = append([]string{"model"}, videoPricedFields...)
+)
+
 // remixSizing is what a remix of the video source is held at (see billing.Request.Remix): the
-// length and picture its record keeps (see videoMade); none when the record keeps none (a record
-// written before they were kept), or they do not read.
-func remixSizing(source storage.Task) billing.Request {
+// length and picture its record keeps (see videoMade); nothing known when the record keeps none
+// (a record written before they were kept), or they do not read. OpenAI's remix takes a prompt
+// alone, but asked, the length and picture the remix's body names (nil: no body), may differ
+// from the source's, and the gateway cannot know which of the two a provider follows: the
+// longer length is held, and a picture other than the source's is not known (the costliest).
+func remixSizing(source storage.Task, asked *billing.VideoTask) billing.Request {
 	u, err := billing.DecodeUsage(source.HoldUsage)
 	if err != nil {
 		u = billing.Usage{} // not known: held at the upper bound
 	}
-	return billing.Request{Remix: &billing.Usage{VideoSeconds: u.VideoSeconds, Resolution: u.Resolution, Ratio: u.Ratio}}
+	held := contractPicture(billing.Usage{VideoSeconds: max(u.VideoSeconds, 0), Resolution: u.Resolution, Ratio: u.Ratio})
+	if asked != nil {
+		if d := asked.Duration; d != nil && held.VideoSeconds > 0 {
+			held.VideoSeconds = max(held.VideoSeconds, *d) // one that names no length (0, -1) leaves the source's
+		}
+		if asked.Resolution != "" && asked.Resolution != held.Resolution {
+			held.Resolution = ""
+		}
+		if asked.Ratio != "" && asked.Ratio != held.Ratio {
+			held.Ratio = ""
+		}
+	}
+	return billing.Request{Remix: &held}
 }

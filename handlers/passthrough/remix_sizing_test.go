@@ -10,7 +10,9 @@ import (
 // TestVideoMadeIsWhatTheCreateAskedOrTheAnswerSaid: a video's record keeps the length and
 // picture its create named, and for what it left out, what its answer reports (OpenAI's seconds
 // and size); a resolution or ratio outside the contract's is not kept; a remix keeps its
-// source's. A remix of a record that keeps nothing is held at the upper bound.
+// source's. A remix is held at its source's length and picture, at the longer length when its
+// body names another, at a picture not known when its body names another, and at nothing known
+// (the upper bound) when the record keeps nothing.
 func TestVideoMadeIsWhatTheCreateAskedOrTheAnswerSaid(t *testing.T) {
 	eight := int64(8)
 	answer := []byte(`{"id":"video_1","object":"video","status":"queued","seconds":"4","size":"720x1280"}`)
@@ -33,12 +35,27 @@ func TestVideoMadeIsWhatTheCreateAskedOrTheAnswerSaid(t *testing.T) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	if got := remixSizing(storage.Task{HoldUsage: "s=8,r=1080p,ra=16:9"}); *got.Remix != (billing.Usage{VideoSeconds: 8, Resolution: "1080p", Ratio: "16:9"}) {
-		t.Errorf("remix of an 8 s 1080p video: %+v", *got.Remix)
-	}
-	for _, kept := range []string{"", "s=x", "not a usage"} {
-		if got := remixSizing(storage.Task{HoldUsage: kept}); got.Remix == nil || *got.Remix != (billing.Usage{}) {
-			t.Errorf("remix of a record keeping %q: %+v; want nothing known", kept, got.Remix)
+	source := storage.Task{HoldUsage: "s=8,r=1080p,ra=16:9"}
+	twelve, four := int64(12), int64(4)
+	for _, tc := range []struct {
+		name   string
+		source storage.Task
+		asked  *billing.VideoTask
+		want   billing.Usage
+	}{
+		{"the source's", source, nil, billing.Usage{VideoSeconds: 8, Resolution: "1080p", Ratio: "16:9"}},
+		{"a body naming nothing", source, &billing.VideoTask{}, billing.Usage{VideoSeconds: 8, Resolution: "1080p", Ratio: "16:9"}},
+		{"a body naming the same", source, &billing.VideoTask{Duration: &eight, Resolution: "1080p", Ratio: "16:9"}, billing.Usage{VideoSeconds: 8, Resolution: "1080p", Ratio: "16:9"}},
+		{"a body naming longer", source, &billing.VideoTask{Duration: &twelve}, billing.Usage{VideoSeconds: 12, Resolution: "1080p", Ratio: "16:9"}},
+		{"a body naming shorter", source, &billing.VideoTask{Duration: &four}, billing.Usage{VideoSeconds: 8, Resolution: "1080p", Ratio: "16:9"}},
+		{"a body naming another picture", source, &billing.VideoTask{Resolution: "480p", Ratio: "9:16"}, billing.Usage{VideoSeconds: 8}},
+		{"a body naming a length of a source not known", storage.Task{}, &billing.VideoTask{Duration: &four}, billing.Usage{}},
+		{"a record keeping nothing", storage.Task{}, nil, billing.Usage{}},
+		{"a record that does not read", storage.Task{HoldUsage: "s=x"}, nil, billing.Usage{}},
+		{"a record of another picture", storage.Task{HoldUsage: "s=8,r=8k,ra=2:1"}, nil, billing.Usage{VideoSeconds: 8}},
+	} {
+		if got := remixSizing(tc.source, tc.asked); got.Remix == nil || *got.Remix != tc.want {
+			t.Errorf("%s: %+v; want %+v", tc.name, got.Remix, tc.want)
 		}
 	}
 }
