@@ -130,8 +130,8 @@ func emptyValue(v []byte) bool {
 
 // firstMemberIsOutput reports, without decoding, whether the first "delta" key of data has a
 // value that carries output by its first bytes: a string that is not empty, or an object whose
-// first member is not role and has a value that is not empty. It answers false whenever it is
-// not sure, for readDelta to decode data.
+// first member (after a role, which some upstreams send in every chunk) is not empty. It answers
+// false whenever it is not sure, for readDelta to decode data.
 func firstMemberIsOutput(data []byte) bool {
 	i := bytes.Index(data, deltaBytes)
 	if i < 0 {
@@ -141,28 +141,51 @@ func firstMemberIsOutput(data []byte) bool {
 	if i < 0 {
 		return false // "delta" as a value, not a key
 	}
-	if data[i] == '"' {
-		return i+1 < len(data) && data[i+1] != '"'
-	}
 	if data[i] != '{' {
-		return false
+		return valueCarries(data, i)
 	}
 	i = jsonkeys.SkipSpace(data, i+1)
+	for range 2 {
+		key, value := unescapedString(data, i)
+		if key == nil {
+			return false // {}, an escaped key, or no object
+		}
+		if value = colonAfter(data, value); value < 0 {
+			return false
+		}
+		if string(key) != "role" {
+			return valueCarries(data, value)
+		}
+		// The role, a plain string, then the next member.
+		role, next := unescapedString(data, value)
+		if role == nil {
+			return false
+		}
+		if next = jsonkeys.SkipSpace(data, next); next >= len(data) || data[next] != ',' {
+			return false
+		}
+		i = jsonkeys.SkipSpace(data, next+1)
+	}
+	return false
+}
+
+// unescapedString is the content of the string that starts (with its quote) at data[i], and the
+// index after its closing quote; nil when there is none there, or it holds an escape.
+func unescapedString(data []byte, i int) ([]byte, int) {
 	if i >= len(data) || data[i] != '"' {
-		return false // {}, or no object
+		return nil, 0
 	}
 	end := bytes.IndexByte(data[i+1:], '"')
-	if end < 0 {
-		return false
+	if end < 0 || bytes.IndexByte(data[i+1:i+1+end], '\\') >= 0 {
+		return nil, 0
 	}
-	key := data[i+1 : i+1+end]
-	if string(key) == "role" || bytes.IndexByte(key, '\\') >= 0 {
-		return false
-	}
-	i = colonAfter(data, i+end+2)
-	if i < 0 {
-		return false
-	}
+	return data[i+1 : i+1+end], i + end + 2
+}
+
+// valueCarries reports, by its first bytes, whether the value at data[i] is a string, an array
+// or an object that is not empty; false for anything else (null, a number, a literal), which
+// readDelta decodes.
+func valueCarries(data []byte, i int) bool {
 	switch data[i] {
 	case '"':
 		return i+1 < len(data) && data[i+1] != '"'
@@ -170,7 +193,7 @@ func firstMemberIsOutput(data []byte) bool {
 		j := jsonkeys.SkipSpace(data, i+1)
 		return j < len(data) && data[j] != ']' && data[j] != '}'
 	}
-	return false // null, or a number or literal: decoded
+	return false
 }
 
 // colonAfter is the index of the value after the colon that follows a key ending before i

@@ -47,9 +47,26 @@ func TestReadDeltaCountsOnlyOutput(t *testing.T) {
 		{`{"type":"response.function_call_arguments.delta","item_id":"fc_1","delta":"","delta":"x"}`, outputDelta},
 		{`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`, outputDelta},
 		{`{"type":"response.output_text.done","text":"delta"}`, outputDelta},
+		{`{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"},"finish_reason":null}]}`, outputDelta},
+		{`{"choices":[{"index":0,"delta":{"role":"assistant", "content":""},"finish_reason":"stop"}]}`, roleDelta},
+		{`{"choices":[{"index":0,"delta":{"role":"assi\"stant","content":"x"}}]}`, outputDelta},
 	} {
 		if got := readDelta([]byte(tc.data)); got != tc.want {
 			t.Errorf("%s: %v; want %v", tc.data, got, tc.want)
+		}
+	}
+	// The usual chunks are decided without decoding: a delta of content, of a tool call's
+	// arguments, one of its role and content (as some upstreams send every chunk), a Responses
+	// event's delta, Anthropic's.
+	for _, data := range []string{
+		`{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"}}]}`,
+		`{"type":"response.output_text.delta","item_id":"msg_1","delta":"word"}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`,
+	} {
+		if !firstMemberIsOutput([]byte(data)) {
+			t.Errorf("%s is decoded", data)
 		}
 	}
 }
