@@ -96,8 +96,9 @@ func TestSnifferCountsNoDeltaWithoutOutput(t *testing.T) {
 }
 
 // TestSnifferStreamWithoutOutput: a chat stream of its role chunk and its final chunk (an empty
-// delta) made no output. Ended, it is charged 0 output tokens (reported so), not the estimate;
-// cut by the client, nothing counted stands for the estimate; broken off by the upstream it has
+// delta) made no output. Ended (or cut after its [DONE]), it is charged 0 output tokens
+// (reported so), not the estimate; cut by the client before its end, nothing counted stands for
+// the estimate; broken off by the upstream it has
 // served nothing; with an error after it, it is an error only.
 func TestSnifferStreamWithoutOutput(t *testing.T) {
 	const (
@@ -110,7 +111,12 @@ func TestSnifferStreamWithoutOutput(t *testing.T) {
 	if got := s.Seen(false); !got.Known() || !got.OutputReported() || got.Completion != 0 {
 		t.Fatalf("an ended stream without output: %+v; want 0 output tokens, as reported", got)
 	}
-	if got := s.Seen(true); got.Known() {
+	if got := s.Seen(true); !got.Known() || got.Completion != 0 {
+		t.Fatalf("a stream without output cut after its [DONE]: %+v; want 0 output tokens", got)
+	}
+	cut := Sniffer{SSE: true}
+	cut.Write([]byte(role + empty + final))
+	if got := cut.Seen(true); got.Known() {
 		t.Fatalf("a cut stream without output: %+v; want nothing counted (the estimate)", got)
 	}
 	if !s.NothingServed() {

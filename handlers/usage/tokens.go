@@ -264,7 +264,9 @@ type Sniffer struct {
 	// emptyDeltas counts the SSE data events whose delta carries no output and is not a chat
 	// stream's role chunk (its final chunk, an empty content or Responses delta).
 	emptyDeltas int64
-	pooled      *[]byte // where buf came from
+	// done is set by a data line of [DONE], the end of an OpenAI chat stream.
+	done   bool
+	pooled *[]byte // where buf came from
 	// errorEvents counts the SSE data lines that failed without serving anything (see
 	// failureEvent); notError is set by any data line but [DONE], those and the opening events
 	// of a Responses stream before its failure (see ErrorOnly).
@@ -403,6 +405,9 @@ func (s *Sniffer) line(l []byte) {
 	if !bytes.HasPrefix(l, []byte("data:")) {
 		return
 	}
+	if len(l) <= len("data: [DONE]")+2 && string(bytes.TrimSpace(l[5:])) == "[DONE]" {
+		s.done = true
+	}
 	// Only a delta that carries output is counted (see readDelta); one that carries none (a chat
 	// stream's opening chunk of its role, its final chunk) is not output served either.
 	noOutput := false
@@ -461,16 +466,18 @@ func (s *Sniffer) Tokens() Tokens {
 // event; a delta that carries no output, such as a chat stream's opening chunk of its role, its
 // final chunk of an empty delta or a Responses event's empty delta, is not counted: see
 // readDelta), so that a stream cut before its final usage event is charged what it streamed
-// rather than its estimate. A stream that ended (not cut) with deltas that carry no output and
-// none that does, such as a chat stream of its role chunk and its final chunk, made no output:
-// 0 output tokens, not the estimate. Input tokens the stream did not report stay 0 (unknown).
+// rather than its estimate. A stream that ended (not cut, or cut after its [DONE]: a client
+// that closes the stream once it read [DONE] may be seen leaving) with deltas that carry no
+// output and none that does, such as a chat stream of its role chunk and its final chunk, made
+// no output: 0 output tokens, not the estimate. Input tokens the stream did not report stay 0
+// (unknown).
 // An output so counted is bounded by the request's estimate with AtMostOutput.
 func (s *Sniffer) Seen(cut bool) Tokens {
 	t := s.Tokens()
 	switch {
 	case !s.SSE, !cut && t.Completion > 0:
 		return t // a JSON answer, or a stream that ended with its output reported
-	case s.deltas == 0 && (cut || s.emptyDeltas == 0):
+	case s.deltas == 0 && ((cut && !s.done) || s.emptyDeltas == 0):
 		return t // no delta seen, or a cut stream without output yet: the usage, or the estimate
 	case s.deltas > 0 && t.Completion >= s.deltas:
 		return t
