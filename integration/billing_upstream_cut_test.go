@@ -52,10 +52,14 @@ http://127.0.0.1:{{port}} {
 
 // upstreamCut is how the fake upstream ends a stream: after deltas content deltas, it drops the
 // connection in the middle of the chunked body (cut), or ends the body cleanly without the final
-// usage event and without [DONE] (a truncated stream).
+// usage event and without [DONE] (a truncated stream). A finished stream also has the events
+// that carry no output around its deltas, as real streams have them: a chat stream's chunk of an
+// empty content, one of its role alone and its final chunk (an empty delta and the
+// finish_reason), then [DONE]; a Responses stream's empty delta and the .done events of its text.
 type upstreamCut struct {
-	deltas int
-	cut    bool
+	deltas   int
+	cut      bool
+	finished bool
 }
 
 // upstreamCuts names the scenarios by the prompt that asks for them.
@@ -64,6 +68,9 @@ var upstreamCuts = map[string]upstreamCut{
 	"cut before output": {deltas: 0, cut: true},
 	"cut after 300":     {deltas: 300, cut: true},
 	"truncated after 4": {deltas: 4},
+	"finished after 3":  {deltas: 3, finished: true},
+	"finished, cut":     {deltas: 2, finished: true, cut: true},
+	"finished empty":    {finished: true},
 }
 
 // fakeOpenAICuts answers streamed chat completions and Responses as OpenAI's streaming
@@ -103,13 +110,24 @@ func fakeOpenAICuts(t *testing.T) *httptest.Server {
 		}
 		switch r.URL.Path {
 		case "/v1/chat/completions":
+			var finish any // null until the final chunk
 			chunk := func(delta map[string]any) {
 				event("", map[string]any{"id": "chatcmpl-cut", "object": "chat.completion.chunk", "created": 1, "model": "upcut-chat",
-					"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": nil}}})
+					"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
 			}
 			chunk(map[string]any{"role": "assistant", "content": "", "refusal": nil})
+			if plan.finished {
+				chunk(map[string]any{"content": ""})
+			}
 			for i := range plan.deltas {
 				chunk(map[string]any{"content": fmt.Sprint("w", i, " ")})
+			}
+			if plan.finished {
+				chunk(map[string]any{"role": "assistant"})
+				finish = "stop"
+				chunk(map[string]any{})
+				fmt.Fprint(w, "data: [DONE]\n\n")
+				flusher.Flush()
 			}
 		case "/v1/responses":
 			seq := 0
@@ -122,15 +140,30 @@ func fakeOpenAICuts(t *testing.T) *httptest.Server {
 				"model": "upcut-resp", "output": []any{}, "usage": nil}
 			typed("response.created", map[string]any{"response": response})
 			typed("response.in_progress", map[string]any{"response": response})
-			if plan.deltas > 0 {
+			if plan.deltas > 0 || plan.finished {
 				typed("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{
 					"id": "msg_cut", "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}})
 				typed("response.content_part.added", map[string]any{"item_id": "msg_cut", "output_index": 0, "content_index": 0,
 					"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
 			}
+			if plan.finished {
+				typed("response.output_text.delta", map[string]any{"item_id": "msg_cut", "output_index": 0, "content_index": 0,
+					"delta": "", "logprobs": []any{}})
+			}
+			text := ""
 			for i := range plan.deltas {
 				typed("response.output_text.delta", map[string]any{"item_id": "msg_cut", "output_index": 0, "content_index": 0,
 					"delta": fmt.Sprint("w", i, " "), "logprobs": []any{}})
+				text += fmt.Sprint("w", i, " ")
+			}
+			if plan.finished {
+				part := map[string]any{"type": "output_text", "text": text, "annotations": []any{}}
+				typed("response.output_text.done", map[string]any{"item_id": "msg_cut", "output_index": 0, "content_index": 0,
+					"text": text, "logprobs": []any{}})
+				typed("response.content_part.done", map[string]any{"item_id": "msg_cut", "output_index": 0, "content_index": 0,
+					"part": part})
+				typed("response.output_item.done", map[string]any{"output_index": 0, "item": map[string]any{
+					"id": "msg_cut", "type": "message", "status": "completed", "role": "assistant", "content": []any{part}}})
 			}
 		default:
 			http.NotFound(w, r)
@@ -148,8 +181,12 @@ func fakeOpenAICuts(t *testing.T) *httptest.Server {
 // upstream breaks off after content deltas (the connection dropped mid-body, or the body ended
 // without its usage event) is charged the deltas seen, one output token each, as a stream the
 // client leaves is; never more than the hold's output estimate (max_tokens 200: 300 deltas are
-// charged 200); one broken off before any output is released. The clients are openai-go's
-// streams, which see the cut as an error or an early end.
+// charged 200); one broken off before any output is released. The events that carry no output
+// are not counted: a chat stream's chunks of an empty content or its role alone and its final
+// chunk (an empty delta, the finish_reason), a Responses stream's empty delta and its .done
+// events, so that a finished stream without usage (no include_usage) is charged its 3 deltas, not
+// 5, and one that finished with no output at all is charged no output token (not its estimate).
+// The clients are openai-go's streams, which see the cut as an error or an early end.
 func TestUpstreamCutStreamSettlesFromDeltasSeen(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	up := fakeOpenAICuts(t)
@@ -206,10 +243,16 @@ func TestUpstreamCutStreamSettlesFromDeltasSeen(t *testing.T) {
 		{"chat", "truncated after 4", 4, "settle 0.004"},
 		{"chat", "cut after 300", 300, "settle 0.2"},
 		{"chat", "cut before output", 0, "release <nil>"},
+		{"chat", "finished after 3", 3, "settle 0.003"},
+		{"chat", "finished, cut", 2, "settle 0.002"},
+		{"chat", "finished empty", 0, "settle 0"},
 		{"responses", "cut after 5", 5, "settle 0.005"},
 		{"responses", "truncated after 4", 4, "settle 0.004"},
 		{"responses", "cut after 300", 300, "settle 0.2"},
 		{"responses", "cut before output", 0, "release <nil>"},
+		{"responses", "finished after 3", 3, "settle 0.003"},
+		{"responses", "finished, cut", 2, "settle 0.002"},
+		{"responses", "finished empty", 0, "settle 0"},
 	} {
 		before := len(ends())
 		stream := chat

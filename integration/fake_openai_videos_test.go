@@ -16,7 +16,9 @@ import (
 // answers the video object; GET /v1/videos/{video_id} reads it: status queued, in_progress
 // (with progress), then completed or failed (error {code, message}); GET
 // /v1/videos/{video_id}/content downloads a completed video's MP4; DELETE /v1/videos/{video_id}
-// deletes it ({"id","object":"video.deleted","deleted":true}). Every call carries
+// deletes it ({"id","object":"video.deleted","deleted":true}); POST
+// /v1/videos/{video_id}/remix ({"prompt"}) makes a new video of a completed one, of its model,
+// seconds and size, and answers its object with remixed_from_video_id. Every call carries
 // Authorization: Bearer <key>. Errors are {"error":{"message","type","param","code"}}.
 type fakeOpenAIVideos struct {
 	key   string
@@ -40,6 +42,8 @@ type openaiCreate struct {
 		ImageURL string `json:"image_url"`
 		FileID   string `json:"file_id"`
 	} `json:"input_reference"`
+	// RemixedFrom is the video a remix was made of; not a create field.
+	RemixedFrom string `json:"-"`
 }
 
 func newFakeOpenAIVideos(t *testing.T, key string) (*fakeOpenAIVideos, string) {
@@ -68,6 +72,8 @@ func (f *fakeOpenAIVideos) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/videos":
 		f.create(w, r, body)
+	case r.Method == http.MethodPost && isVideo && strings.HasSuffix(rest, "/remix"):
+		f.remix(w, strings.TrimSuffix(rest, "/remix"), body)
 	case !isVideo || id == "" || strings.Contains(id, "/"):
 		f.refuse(w, http.StatusNotFound, "invalid_request_error", "", "Invalid URL ("+r.Method+" "+r.URL.Path+")")
 	case f.gone(id):
@@ -131,6 +137,38 @@ func (f *fakeOpenAIVideos) create(w http.ResponseWriter, r *http.Request, body [
 	writeFakeJSON(w, http.StatusOK, f.object(id, c, "queued", 0))
 }
 
+// remix makes a new video of the completed video source: its model, seconds and size, with the
+// body's prompt.
+func (f *fakeOpenAIVideos) remix(w http.ResponseWriter, source string, body []byte) {
+	var p struct {
+		Prompt string `json:"prompt"`
+	}
+	if f.gone(source) {
+		f.refuse(w, http.StatusNotFound, "invalid_request_error", "", "Video with id '"+source+"' not found.")
+		return
+	}
+	if err := decodeStrict(body, &p); err != nil || p.Prompt == "" {
+		f.refuse(w, http.StatusBadRequest, "invalid_request_error", "", "Missing required parameter: 'prompt'.")
+		return
+	}
+	f.tasks.mu.Lock()
+	task := *f.tasks.tasks[source]
+	f.tasks.mu.Unlock()
+	if !openaiCompleted(task, task.reads) {
+		f.refuse(w, http.StatusBadRequest, "invalid_request_error", "", "Video '"+source+"' is not completed; only a completed video can be remixed.")
+		return
+	}
+	f.mu.Lock()
+	c := f.videos[source]
+	f.mu.Unlock()
+	c.Prompt, c.InputReference, c.RemixedFrom = p.Prompt, nil, source
+	id := f.tasks.add(func(n int) string { return fmt.Sprintf("video_68d7512d07848190b3e45da0ecbebcde%04d", n) }, fakeTask{script: scriptOf(c.Prompt)})
+	f.mu.Lock()
+	f.videos[id] = c
+	f.mu.Unlock()
+	writeFakeJSON(w, http.StatusOK, f.object(id, c, "queued", 0))
+}
+
 // object is the video object of the reference.
 func (f *fakeOpenAIVideos) object(id string, c openaiCreate, status string, progress int) map[string]any {
 	seconds, size := "4", "720x1280"
@@ -140,9 +178,13 @@ func (f *fakeOpenAIVideos) object(id string, c openaiCreate, status string, prog
 	if c.Size != nil {
 		size = *c.Size
 	}
+	var remixedFrom any
+	if c.RemixedFrom != "" {
+		remixedFrom = c.RemixedFrom
+	}
 	return map[string]any{"id": id, "object": "video", "model": c.Model, "status": status, "progress": progress,
 		"created_at": time.Now().Unix(), "completed_at": nil, "expires_at": nil, "prompt": c.Prompt,
-		"size": size, "seconds": seconds, "remixed_from_video_id": nil, "error": nil}
+		"size": size, "seconds": seconds, "remixed_from_video_id": remixedFrom, "error": nil}
 }
 
 func (f *fakeOpenAIVideos) read(w http.ResponseWriter, id string) {

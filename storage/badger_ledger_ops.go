@@ -397,9 +397,11 @@ func (b *Badger) decideCredit(a *bookAccount, c Credit, now time.Time) (LedgerEn
 	if err == nil || !errors.Is(err, ErrNotFound) {
 		return e, nil, err // credited before (answer it), or unreadable
 	}
-	// Bound on the balance Badger records (without the open transient holds), as Balance answers.
-	after := a.recorded().Amount + c.Amount
-	if after > MaxAmount || after < -MaxAmount {
+	// Bound on the balance Badger records (without the open transient holds), as Balance answers,
+	// and on what it becomes when every open hold is released (what is held comes back).
+	rec := a.recorded()
+	after := rec.Amount + c.Amount
+	if after > MaxAmount-rec.Held || after < -MaxAmount {
 		return LedgerEntry{}, nil, ErrBalanceBound
 	}
 	e = LedgerEntry{Time: now, Kind: EntryCredit, Amount: c.Amount, Note: c.Note}

@@ -123,14 +123,15 @@ var (
 	// renewed it); nothing changed.
 	ErrHoldNotDue = errors.New("hold not yet due")
 	// ErrBalanceBound: a credit would take the account's balance past ±MaxAmount, beyond which
-	// the backends no longer compute it exactly (Redis scripts use doubles, Badger int64);
-	// nothing changed.
+	// the backends no longer compute it exactly (Redis scripts use doubles, Badger int64), now
+	// or once the open holds are released (the balance plus what is held); nothing changed.
 	ErrBalanceBound = errors.New("ledger: the credit would take the balance past its bound")
 )
 
 // MaxAmount is the largest amount (hold, charge or credit, in micro-units, either sign) the
 // ledger takes: 2^53-1, about 9 billion units, which the Redis backend's scripts compute with
-// exactly. A credit never takes a balance past it either way (ErrBalanceBound).
+// exactly. A credit never takes a balance past it either way (ErrBalanceBound), nor leaves a
+// balance that the release of its open holds would take past it.
 const MaxAmount int64 = 1<<53 - 1
 
 // Page sizes of LedgerPage.

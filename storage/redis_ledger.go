@@ -107,8 +107,12 @@ func (r *Redis) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEn
 			return Hold{}, LedgerEntry{}, err
 		}
 		return h, e, unconfirmed
-	case code == 0 && len(vals) == 6:
+	case code == 0 && len(vals) == 7:
+		// The hold there, as it now stands: with the deadline RenewHold may have moved.
 		held, err := decodeRedisHold(vals[1:5])
+		if err == nil {
+			held, err = renewedDeadline(held, vals[6])
+		}
 		if err != nil {
 			return Hold{}, LedgerEntry{}, err
 		}
@@ -180,8 +184,8 @@ func (r *Redis) endHold(ctx context.Context, holdID string, charged int64, kind,
 }
 
 // RenewHold moves the hold's deadline in its record (d) and on the reconciler's list (lo) in one
-// script. The deadline in the hold's JSON (j) stays the one it was taken with; HoldByID and
-// OverdueHolds report d when it is later (see renewedDeadline).
+// script. The deadline in the hold's JSON (j) stays the one it was taken with; HoldByID,
+// OverdueHolds and a repeated Hold report d when it is later (see renewedDeadline).
 func (r *Redis) RenewHold(ctx context.Context, holdID string, deadline time.Time) error {
 	res, unconfirmed := r.execDurable(ctx, scriptLedgerRenew, []string{r.key("lh:", holdID), r.key("lo")}, []string{holdID, itoa(micros(deadline))})
 	return holdScriptAnswer(res, unconfirmed, ErrHoldBound)

@@ -47,11 +47,12 @@ end
 var (
 	// KEYS: hold, balance, entries, open set, budget counter. ARGV: hold json, account, key,
 	// model, ref, id, amount, now µs, deadline µs, bound, budget limit, budget ttl ms.
-	// Returns {1, entry} when held, {0, j, s, b, r, e} with the hold there, {-1} when the
-	// balance does not cover it, {-2} when the budget does not.
+	// Returns {1, entry} when held, {0, j, s, b, r, e, d} with the hold there (d: its deadline,
+	// which RenewHold moves), {-1} when the balance does not cover it, {-2} when the budget
+	// does not.
 	scriptLedgerHold = newScript(luaLedgerEntry + `
-local cur = redis.call('HMGET', KEYS[1], 'j', 's', 'b', 'r', 'e')
-if cur[1] then return {0, cur[1], cur[2], cur[3] or '', cur[4] or '', cur[5]} end
+local cur = redis.call('HMGET', KEYS[1], 'j', 's', 'b', 'r', 'e', 'd')
+if cur[1] then return {0, cur[1], cur[2], cur[3] or '', cur[4] or '', cur[5], cur[6] or ''} end
 local amt = tonumber(ARGV[7])
 local bal = redis.call('HMGET', KEYS[2], 'a', 'l')
 if bal[2] == '1' and tonumber(bal[1] or '0') < amt then return {-1} end
@@ -132,13 +133,14 @@ return 1`)
 
 	// KEYS: credit record, balance, entries. ARGV: amount, now µs, note, account, bound. Returns
 	// {1, entry} when credited, {0, entry} with the entry the key made before, {-5} when the
-	// balance would pass ±bound.
+	// balance would pass ±bound, or pass bound once every open hold is released.
 	scriptLedgerCredit = newScript(luaLedgerEntry + `
 local done = redis.call('GET', KEYS[1])
 if done then return {0, done} end
 local amt = tonumber(ARGV[1])
-local bound, cur = tonumber(ARGV[5]), tonumber(redis.call('HGET', KEYS[2], 'a') or '0')
-if cur + amt > bound or cur + amt < -bound then return {-5} end
+local bal = redis.call('HMGET', KEYS[2], 'a', 'h')
+local bound, cur, held = tonumber(ARGV[5]), tonumber(bal[1] or '0'), tonumber(bal[2] or '0')
+if cur + held + amt > bound or cur + amt < -bound then return {-5} end
 redis.call('HSET', KEYS[2], 'l', '1')
 local after, _, n = add(KEYS[2], 'a', amt, 'h', 0, 'n', 1)
 local kind = 'credit'

@@ -172,7 +172,9 @@ type Task struct {
 	// HoldID is the ledger hold that pays for the task (see Ledger), bound to it: the one
 	// update that sets Finished settles or releases it. HoldAmount is the estimate held, in
 	// micro-units; HoldUsage is the usage the estimate assumed, as billing encodes it, whose
-	// values stand in for what the upstream does not report when the hold is settled.
+	// values stand in for what the upstream does not report when the hold is settled. On the
+	// record of a video that pass-through created (which binds no hold), HoldUsage is the
+	// video's length and picture, as far as they are known, at which a remix of it is held.
 	HoldID     string `json:"hold_id,omitempty"`
 	HoldAmount int64  `json:"hold_amount,omitempty"`
 	HoldUsage  string `json:"hold_usage,omitempty"`

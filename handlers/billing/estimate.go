@@ -144,15 +144,21 @@ type Request struct {
 	// Video is set for a video create (a pass-through POST /v1/videos or /v1/video/generations):
 	// the length and picture it asks for, held as a video task's.
 	Video *VideoTask
+	// Remix is set for a remix of a video (a pass-through POST /v1/videos/{id}/remix): the
+	// source video's length and picture as far as they are known, held by EstimateRemix.
+	Remix *Usage
 }
 
-// EstimateRequest is the hold of a pass-through request: a video task's for a video create,
-// images for an image endpoint, else tokens (a model priced per request only is held its
+// EstimateRequest is the hold of a pass-through request: a video task's for a video create or a
+// remix, images for an image endpoint, else tokens (a model priced per request only is held its
 // request price either way). A text request with N above 1 (a chat completion's n) asks for N
 // choices, each up to its output maximum, so its output is held N times.
 func (p *Price) EstimateRequest(q Request) Estimate {
 	if q.Video != nil {
 		return p.EstimateVideo(*q.Video)
+	}
+	if q.Remix != nil {
+		return p.EstimateRemix(*q.Remix)
 	}
 	if q.Images {
 		return p.EstimateImages(q.N, q.ImageSize, q.ImageQuality)

@@ -178,7 +178,7 @@ func (h *Handler) Credit(ctx context.Context, account string, req CreditRequest)
 	}
 	e, err := h.Store.Credit(ctx, storage.Credit{Account: account, Amount: amount, Note: req.Note, IdempotencyKey: key}, h.now())
 	if errors.Is(err, storage.ErrBalanceBound) {
-		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("a credit of %s would take the balance past %s either way, the most the ledger holds; nothing was credited",
+		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("a credit of %s would take the balance, or the balance once its open holds are released, past %s either way, the most the ledger holds; nothing was credited",
 			money.Format(amount), money.Format(storage.MaxAmount)))
 	}
 	if err != nil {

@@ -47,9 +47,10 @@ type CreatedWriter struct {
 	// cannot be recorded): set it from the request before Route rewrote its path. The zero
 	// value is the OpenAI shape.
 	Shape apierror.Shape
-	// record records the owner of a created object's id; nil when there is none to record, or
-	// once it is recorded.
-	record func(objectID string) error
+	// record records the owner of a created object's id, with the answer that carries it when
+	// it is held whole (JSON; nil for a stream); nil when there is none to record, or once it
+	// is recorded.
+	record func(objectID string, answer []byte) error
 	// claim records the owner of a batch of item ids; nil when the answer reveals no items.
 	claim  func(ids []string) error
 	items  answerItemIDs
@@ -96,10 +97,10 @@ func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identi
 	}
 	cw := &CreatedWriter{ResponseWriter: w, logger: logger, limit: limit}
 	if route.Creates != "" {
-		cw.record = func(objectID string) error {
+		cw.record = func(objectID string, answer []byte) error {
 			ctx, cancel := context.WithTimeout(ctx, ownerRecordTimeout)
 			defer cancel()
-			kept, err := rt.recordOwner(ctx, id, route, objectID)
+			kept, err := rt.recordOwner(ctx, id, route, objectID, answer)
 			cw.keptSlot = cw.keptSlot || kept
 			if kept {
 				cw.keptObjects = append(cw.keptObjects, objectID)
@@ -189,7 +190,7 @@ func (cw *CreatedWriter) Finish() {
 			var objectID string
 			objectID, err = answerID(body)
 			if err == nil && objectID != "" {
-				err = cw.record(objectID)
+				err = cw.record(objectID, body)
 			}
 		}
 		if claimed != nil {

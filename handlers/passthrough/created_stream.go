@@ -55,7 +55,7 @@ func (cw *CreatedWriter) event(event []byte) error {
 			objectID = e.Response.ID
 		}
 		if objectID != "" {
-			if err := cw.record(objectID); err != nil {
+			if err := cw.record(objectID, nil); err != nil {
 				return err
 			}
 			cw.record = nil

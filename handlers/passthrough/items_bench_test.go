@@ -81,7 +81,7 @@ func BenchmarkStreamedAnswer(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
-				cw := &CreatedWriter{ResponseWriter: discardWriter{http.Header{}}, record: func(string) error { return nil }, logger: zap.NewNop(), limit: DefaultMaxCreateAnswer}
+				cw := &CreatedWriter{ResponseWriter: discardWriter{http.Header{}}, record: func(string, []byte) error { return nil }, logger: zap.NewNop(), limit: DefaultMaxCreateAnswer}
 				if items {
 					cw.claim = func([]string) error { return nil }
 				}

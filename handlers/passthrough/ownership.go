@@ -51,8 +51,10 @@ func (rt *Router) owned(ctx context.Context, account, kind, id string) (storage.
 // route's kind. It and claimItems (the items an answer reveals, see items.go) are the places
 // pass-through writes ownership. An id already recorded for another account or kind is not taken
 // over. When route.Slot holds an active-task slot, the new record keeps it (Active, status
-// "active") and kept is true; an id recorded already keeps no second slot.
-func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route, objectID string) (kept bool, err error) {
+// "active") and kept is true; an id recorded already keeps no second slot. answer is the
+// create's answer when it was held whole (JSON), else nil: a video's record keeps the length
+// and picture that it and the request say (see videoMade).
+func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route, objectID string, answer []byte) (kept bool, err error) {
 	if rt.Owners == nil {
 		return false, errors.New("pass-through has no store to record the owner of " + route.Creates + " objects")
 	}
@@ -65,6 +67,9 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 		ID: objectID, Kind: route.Creates, Account: id.Account, KeyID: id.KeyID,
 		Provider: route.Provider.Name, Upstream: route.answeredBy(), UpstreamAddress: route.answeredAt(), Model: route.Model, Status: "created",
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(retention).Unix(),
+	}
+	if route.Creates == KindVideo {
+		record.HoldUsage = videoMade(route.Sizing, answer).Encode()
 	}
 	if route.Slot.Held && runsAsync(route.Creates) {
 		record.Active, record.Status = true, statusActive

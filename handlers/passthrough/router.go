@@ -190,11 +190,19 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 	if r.ContentLength != 0 && !apierror.IsJSON(r) {
 		return apierror.New(http.StatusBadRequest, "invalid_request_body", "a call on an existing object takes no body, or a JSON one")
 	}
+	var asked *billing.VideoTask // the length and picture a remix's body names
 	if r.ContentLength != 0 {
 		// A body (a remix prompt, say) may not name another model.
-		fields, body, err := rt.jsonFields(w, r, "model")
+		checked := objectBodyFields
+		if route.Creates == KindVideo {
+			checked = remixBodyFields
+		}
+		fields, body, err := rt.jsonFields(w, r, checked...)
 		if err != nil {
 			return err
+		}
+		if route.Creates == KindVideo {
+			asked = videoSizing(jsonVideoValue(&fields))
 		}
 		if route.Creates != "" {
 			// A call that makes something new (a remix) is a media generation: its URLs and
@@ -218,6 +226,9 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 		}
 	}
 	route.Model, route.Provider = t.Model, p
+	if route.Creates == KindVideo {
+		route.Sizing = remixSizing(t, asked) // a remix: a video of its source's length and picture
+	}
 	if t.Active && !t.Finished && route.Creates == "" && (r.Method == http.MethodDelete || strings.HasSuffix(ep.Path, "/{id}")) {
 		route.watched, route.watchDeletes = t.ID, r.Method == http.MethodDelete
 	}

@@ -387,9 +387,9 @@ func TestCreatedObjectsAreRecordedBeforeTheClientSeesThem(t *testing.T) {
 	var seenBeforeRecord []string
 	w = httptest.NewRecorder()
 	cw = rt.Created(w, httptest.NewRequest("POST", "/v1/responses", nil), acme, route)
-	cw.record = func(id string) error {
+	cw.record = func(id string, answer []byte) error {
 		seenBeforeRecord = append(seenBeforeRecord, w.Body.String())
-		_, err := rt.recordOwner(context.Background(), acme, route, id)
+		_, err := rt.recordOwner(context.Background(), acme, route, id, answer)
 		return err
 	}
 	proxyTo(cw, "text/event-stream", "event: hello\ndata: {}\n\n", "event: response.created\ndata: {\"type\":\"response.created\",", "\"response\":{\"id\":\"resp_1\"}}\n\n", "data: {\"type\":\"delta\"}\n\n")
@@ -472,7 +472,7 @@ func FuzzCreatedWriter(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, chunk uint8, sse bool) {
 		size := int(chunk%16) + 1
 		w := httptest.NewRecorder()
-		cw := &CreatedWriter{ResponseWriter: w, record: func(string) error { return nil }, logger: zap.NewNop(), limit: 1 << 10}
+		cw := &CreatedWriter{ResponseWriter: w, record: func(string, []byte) error { return nil }, logger: zap.NewNop(), limit: 1 << 10}
 		if sse {
 			cw.Header().Set("Content-Type", "text/event-stream")
 		} else {

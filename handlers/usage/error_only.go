@@ -13,12 +13,12 @@ import (
 // data lines are such failures (see failureEvent) and [DONE], at least one of them, after at
 // most the events that open a stream before it has produced anything (OpenAI Responses'
 // response.created, response.in_progress, response.queued, each without output or usage: see
-// openingEvent; a chat stream's chunk of its role alone: see roleOnly), with no line left
-// unfinished. Such an answer, though its status said success,
+// openingEvent; a chat stream's chunk of its role alone, and deltas that carry no output: see
+// readDelta), with no line left unfinished. Such an answer, though its status said success,
 // served nothing: an OpenAI-compatible upstream that reports a failure with 200, a stream that
-// fails before its first output. Anything more (a usage object, data, a delta, an output item,
-// another member, an event after the failure, a body past the first 64 KiB) is not one. Call
-// it when the body is complete.
+// fails before its first output. Anything more (a usage object, data, a delta of output, an
+// output item, another member, an event after the failure, a body past the first 64 KiB) is not
+// one. Call it when the body is complete.
 func (s *Sniffer) ErrorOnly() bool {
 	if s.SSE {
 		return s.errorEvents > 0 && !s.notError && !s.skip && len(s.buf) == 0

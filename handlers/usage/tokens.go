@@ -260,8 +260,13 @@ type Sniffer struct {
 	skipData bool
 	head     []byte // JSON: the first headMax bytes once the body outgrows them
 	tokens   Tokens
-	deltas   int64   // SSE: data events that carry a "delta" (streamed output)
-	pooled   *[]byte // where buf came from
+	deltas   int64 // SSE: data events whose delta carries output (see readDelta)
+	// emptyDeltas counts the SSE data events whose delta carries no output and is not a chat
+	// stream's role chunk (its final chunk, an empty content or Responses delta).
+	emptyDeltas int64
+	// done is set by a data line of [DONE], the end of an OpenAI chat stream.
+	done   bool
+	pooled *[]byte // where buf came from
 	// errorEvents counts the SSE data lines that failed without serving anything (see
 	// failureEvent); notError is set by any data line but [DONE], those and the opening events
 	// of a Responses stream before its failure (see ErrorOnly).
@@ -400,11 +405,21 @@ func (s *Sniffer) line(l []byte) {
 	if !bytes.HasPrefix(l, []byte("data:")) {
 		return
 	}
-	// A chat stream's opening chunk, its role and no token, is neither a delta nor output.
-	opening := false
+	if len(l) <= len("data: [DONE]")+2 && string(bytes.TrimSpace(l[5:])) == "[DONE]" {
+		s.done = true
+	}
+	// Only a delta that carries output is counted (see readDelta); one that carries none (a chat
+	// stream's opening chunk of its role, its final chunk) is not output served either.
+	noOutput := false
 	if bytes.Contains(l, deltaBytes) {
-		if opening = roleOnly(bytes.TrimSpace(l[5:])); !opening {
+		switch readDelta(bytes.TrimSpace(l[5:])) {
+		case outputDelta:
 			s.deltas++
+		case emptyDelta:
+			s.emptyDeltas++
+			noOutput = true
+		case roleDelta:
+			noOutput = true
 		}
 	}
 	if !s.notError {
@@ -414,7 +429,7 @@ func (s *Sniffer) line(l []byte) {
 			switch kind := classify(data); {
 			case kind == failureEvent:
 				s.errorEvents++
-			case (kind == openingEvent || opening) && s.errorEvents == 0: // no output yet
+			case (kind == openingEvent || noOutput) && s.errorEvents == 0: // no output yet
 			default:
 				s.notError = true
 			}
@@ -448,13 +463,23 @@ func (s *Sniffer) Tokens() Tokens {
 // when the stream was cut (the client left before its end, or the upstream broke it off) or
 // reported no output tokens, the output is at least the number of delta events seen, one token
 // each (OpenAI's chat and Responses streams and Anthropic's send about one token per delta
-// event; a chat stream's opening chunk, its role without a token, is not counted), so that a
-// stream cut before its final usage event is charged what it streamed rather than its estimate.
-// Input tokens the stream did not report stay 0 (unknown). An output so counted is bounded by
-// the request's estimate with AtMostOutput.
+// event; a delta that carries no output, such as a chat stream's opening chunk of its role, its
+// final chunk of an empty delta or a Responses event's empty delta, is not counted: see
+// readDelta), so that a stream cut before its final usage event is charged what it streamed
+// rather than its estimate. A stream that ended (not cut, or cut after its [DONE]: a client
+// that closes the stream once it read [DONE] may be seen leaving) with deltas that carry no
+// output and none that does, such as a chat stream of its role chunk and its final chunk, made
+// no output: 0 output tokens, not the estimate. Input tokens the stream did not report stay 0
+// (unknown).
+// An output so counted is bounded by the request's estimate with AtMostOutput.
 func (s *Sniffer) Seen(cut bool) Tokens {
 	t := s.Tokens()
-	if !s.SSE || s.deltas == 0 || (!cut && t.Completion > 0) || t.Completion >= s.deltas {
+	switch {
+	case !s.SSE, !cut && t.Completion > 0:
+		return t // a JSON answer, or a stream that ended with its output reported
+	case s.deltas == 0 && ((cut && !s.done) || s.emptyDeltas == 0):
+		return t // no delta seen, or a cut stream without output yet: the usage, or the estimate
+	case s.deltas > 0 && t.Completion >= s.deltas:
 		return t
 	}
 	t.known, t.output, t.counted, t.Completion = true, true, true, s.deltas

@@ -13,7 +13,8 @@ import (
 // recorded, so that HoldByID and OverdueHolds report the new deadline, OverdueHolds no longer
 // lists it at the old deadline and the reconciler's
 // release of it, listed before the renewal, answers ErrHoldNotDue and leaves it open for its
-// request to settle; at the new deadline it is overdue again. An earlier deadline changes
+// request to settle; a repeated Hold of it answers the new deadline too; at the new deadline it
+// is overdue again. An earlier deadline changes
 // nothing; a bound, ended or unknown hold is not renewed.
 func testLedgerRenewHold(t *testing.T, s storage.Store) {
 	ctx := context.Background()
@@ -42,6 +43,12 @@ func testLedgerRenewHold(t *testing.T, s storage.Store) {
 		}
 		if h, err := s.HoldByID(ctx, id); err != nil || !h.Deadline.Equal(later) {
 			t.Fatalf("HoldByID(%s) after its renewal = %+v, %v; want the deadline %v", id, h, err, later)
+		}
+		// A repeated Hold answers the hold as it now stands: the renewed deadline, not the one
+		// it was first taken with (nor the repeat's own), and changes nothing.
+		again, _, err := s.Hold(ctx, storage.Hold{ID: id, Account: "acme", Amount: unit, Deadline: first}, ledgerNow)
+		if err != nil || !again.Deadline.Equal(later) || again.State != storage.HoldOpen {
+			t.Fatalf("Hold(%s) again after its renewal = %+v, %v; want it open with the deadline %v", id, again, err, later)
 		}
 		// An earlier deadline than the one it has changes nothing.
 		if err := s.RenewHold(ctx, id, first); err != nil {
