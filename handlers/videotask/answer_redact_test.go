@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
 )
 
 // The watcher's batched read (Ark's task list) stores no answer that quotes the credential the
