@@ -38,6 +38,10 @@ type arkResults struct {
 	// moreContent are members the succeeded answer's content carries besides its URLs (under
 	// mu): what a newer or hostile provider adds.
 	moreContent map[string]any
+	// videoURL, when set (under mu), is the succeeded answer's video_url instead of the fake's
+	// own video; movedTo is where the fake's /files/moved.mp4 redirects (302), counted in moved.
+	videoURL, movedTo string
+	moved             atomic.Int32
 }
 
 func newArkResults(t *testing.T, videoSize int) *arkResults {
@@ -80,6 +84,12 @@ func (f *arkResults) serve(w http.ResponseWriter, r *http.Request) {
 			return // a short body: the copy must not count it as the video
 		}
 		_, _ = w.Write(f.video) // a test fake: a failed write shows as a short body
+	case r.URL.Path == "/files/moved.mp4" && r.Method == http.MethodGet:
+		f.moved.Add(1)
+		f.mu.Lock()
+		to := f.movedTo
+		f.mu.Unlock()
+		http.Redirect(w, r, to, http.StatusFound)
 	case r.URL.Path == "/files/last.png" && r.Method == http.MethodGet:
 		f.mu.Lock()
 		frameType := cmp.Or(f.frameType, "image/png")
@@ -121,6 +131,9 @@ func (f *arkResults) task(id string, n int) map[string]any {
 		t["status"] = "succeeded"
 		content := map[string]any{"video_url": f.URL + "/files/video.mp4", "last_frame_url": f.URL + "/files/last.png"}
 		f.mu.Lock()
+		if f.videoURL != "" {
+			content["video_url"] = f.videoURL
+		}
 		for k, v := range f.moreContent {
 			content[k] = v
 		}

@@ -2,10 +2,18 @@ package integration
 
 import (
 	"bytes"
+	"context"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // TestKeptContentRedirectStaysOutOfTheAccessLog: with keep_results on a private bucket, GET
@@ -99,6 +107,70 @@ func TestKeptResultIsNeverActiveContent(t *testing.T) {
 			if got := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || got != want {
 				t.Errorf("source type %q: the kept object %s is served %d as %q; want %q", active, u, resp.StatusCode, got, want)
 			}
+		}
+	}
+}
+
+// TestKeptResultAddressesStayPublic: the copy of a result goes where the provider's answer says,
+// so whoever shapes that answer chooses where the gateway connects. A video_url off the
+// provider's host that is not public (127.0.0.2, standing for the gateway's admin endpoint, a
+// metadata service or an operator's internal host), named directly or reached through a
+// redirect from the provider's own host, is never connected to: nothing is kept, the copy is not
+// tried again (the address is as private at every attempt), and the task ends succeeded at once
+// with the provider's own result, as a result too large to keep does. Before the fix the copy
+// was tried keep_results attempts times (8), with a backoff, and the task stayed running for
+// minutes.
+func TestKeptResultAddressesStayPublic(t *testing.T) {
+	t.Parallel()
+	var internalHits atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatalf("listening on 127.0.0.2 (loopback): %v", err)
+	}
+	internal := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		internalHits.Add(1)
+		w.Header().Set("Content-Type", "video/mp4")
+		_, _ = w.Write([]byte("internal secret")) // a test server: a failed write shows as a short body
+	})}}
+	internal.Start()
+	t.Cleanup(internal.Close)
+
+	k := newKeepSetup(t, false, 1<<20)
+	startCaddyProcess(t, k.cfg, k.base+"/")
+	for _, tc := range []struct{ name, videoURL string }{
+		{"named directly", internal.URL + "/admin/video.mp4"},
+		{"through the provider's redirect", k.up.URL + "/files/moved.mp4"},
+	} {
+		k.up.mu.Lock()
+		k.up.videoURL, k.up.movedTo = tc.videoURL, internal.URL+"/metadata/video.mp4"
+		k.up.mu.Unlock()
+		id := k.create(t)
+		var answer map[string]any
+		deadline := time.Now().Add(15 * time.Second)
+		for answer == nil || answer["status"] != "succeeded" {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the task is %v after 15 s; want succeeded with the provider's result", tc.name, answer["status"])
+			}
+			time.Sleep(100 * time.Millisecond)
+			answer = call(t, "GET", k.base+"/api/v3/contents/generations/tasks/"+id, "mg-alice", nil).json(t)
+		}
+		if video, _ := contentURLs(t, answer); video != tc.videoURL {
+			t.Fatalf("%s: the succeeded task's video_url is %s; want the provider's %s", tc.name, video, tc.videoURL)
+		}
+		if internalHits.Load() != 0 {
+			t.Fatalf("%s: the internal server was called %d times", tc.name, internalHits.Load())
+		}
+	}
+	if n := k.up.moved.Load(); n != 1 {
+		t.Fatalf("the provider's redirect was fetched %d times; want once (not tried again)", n)
+	}
+	list, err := k.s3.client.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(k.bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range list.Contents {
+		if strings.HasSuffix(aws.ToString(o.Key), "/video.mp4") || strings.HasSuffix(aws.ToString(o.Key), "/video") {
+			t.Fatalf("the bucket keeps a video %s", aws.ToString(o.Key))
 		}
 	}
 }

@@ -30,6 +30,8 @@ type jwtSource struct {
 	mu      sync.Mutex
 	token   string
 	expires time.Time
+	// previous is the token that token replaced: a call made with it may still be answered.
+	previous string
 }
 
 // current is a token with at least jwtRenewBefore left, made anew when the kept one has less.
@@ -40,9 +42,16 @@ func (s *jwtSource) current() string {
 	if s.token != "" && s.expires.Sub(now) > jwtRenewBefore {
 		return s.token
 	}
-	s.expires = now.Add(jwtLifetime)
+	s.expires, s.previous = now.Add(jwtLifetime), s.token
 	s.token = signJWT(s.accessKey, s.secretKey, now.Add(-jwtSkew).Unix(), s.expires.Unix())
 	return s.token
+}
+
+// tokens are the kept token and the one it replaced (each "" until made), without making one.
+func (s *jwtSource) tokens() (current, previous string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.token, s.previous
 }
 
 // jwtHeader is the token's header, {"alg":"HS256","typ":"JWT"}, base64url-encoded.

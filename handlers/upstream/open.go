@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,7 +23,7 @@ const maxOpenRedirects = 3
 // first request only. A response other than 200 is closed and answered as the provider's
 // refusal. The call is bounded by ctx only: a video's download takes as long as the client
 // reading it. An address off the upstream's host, the first or a redirect's, is connected to
-// only when it is public (see open_public.go).
+// only when it is public (see open_public.go): one that is not is ErrNotPublic.
 func (c Client) Open(ctx context.Context, u *providers.Upstream, rawURL string) (*http.Response, error) {
 	target, err := url.Parse(rawURL)
 	if err != nil || target.User != nil || target.Scheme != "https" && target.Scheme != "http" || target.Host == "" {
@@ -48,6 +49,9 @@ func (c Client) Open(ctx context.Context, u *providers.Upstream, rawURL string) 
 				return nil, ErrTimeout
 			}
 			c.Logger.Warn("upstream result unreachable", zap.String("upstream", u.Label()), zap.Error(WithoutURL(err)))
+			if _, refused := errors.AsType[errNotPublic](err); refused {
+				return nil, ErrNotPublic
+			}
 			return nil, ErrUnreachable
 		}
 		if resp.StatusCode == http.StatusOK {

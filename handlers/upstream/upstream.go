@@ -65,6 +65,9 @@ var (
 	ErrUnreachable = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
 	ErrUnreadable  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider returned an unrecognisable response")
 	ErrRedirected  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider answered with a redirect, which the gateway does not follow")
+	// ErrNotPublic is a result address (Open), first or after a redirect, off the upstream's host
+	// that is not public: it was not connected to, and would not be at any later attempt.
+	ErrNotPublic = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider named a result at an address that is not public")
 	// ErrRefused is ErrUnreachable when no connection was made at all (refused, no route, no
 	// such host), so the request surely did not reach the upstream.
 	ErrRefused = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")

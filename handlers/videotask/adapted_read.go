@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/providers"
-	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -52,7 +51,7 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 	u.Unthrottled()
 	// A failed task's message is the provider's text, stored and answered to the client: like a
 	// refusal's (adaptor.Refusal), it never carries the operator's credential.
-	st.ErrorMessage = upstream.RedactSecrets(st.ErrorMessage, u.APIKey, u.SecretKey)
+	st = withoutCredentialsIn(st, u)
 	if st.Status == adaptor.StatusUnknown {
 		if h.now().After(executionDeadline(t, r)) {
 			return h.settle(ctx, t, verdict{

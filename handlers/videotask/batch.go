@@ -319,7 +319,7 @@ func (h *Handler) listByIDs(ctx context.Context, p *providers.Upstream, tasks []
 	if !ans.OK() {
 		return nil, upstream.Refusal(ans)
 	}
-	items, ok := listItems(ans.Body)
+	items, ok := listItems(withoutCredentials(p, ans.Body))
 	if !ok {
 		return nil, upstream.ErrUnreadable
 	}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/accounting"
+	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/internal/bounded"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -110,8 +111,9 @@ func (h *Handler) keepTask(k *Keeper, taskID string) {
 		err = cause // a lost lease or a stalled source says more than the interrupted copy
 	}
 	attempts := j.Attempts
-	if errors.Is(err, errKeepTooLarge) {
-		attempts = k.Attempts // the same source is as large at every attempt
+	if errors.Is(err, errKeepTooLarge) || errors.Is(err, upstream.ErrNotPublic) {
+		// The same source is as large, and its address as private, at every attempt.
+		attempts = k.Attempts
 	}
 	h.keepFailed(k, taskID, attempts, err)
 }

@@ -127,7 +127,7 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 		return t, upstream.Refusal(ans)
 	}
 	var answer map[string]json.RawMessage
-	if json.Unmarshal(ans.Body, &answer) != nil || answer == nil {
+	if json.Unmarshal(withoutCredentials(p, ans.Body), &answer) != nil || answer == nil {
 		return t, upstream.ErrUnreadable
 	}
 	return h.storeAnswer(ctx, t, readAt, answer, onlyChanges, seen)

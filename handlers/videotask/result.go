@@ -204,7 +204,7 @@ func failure(upstream map[string]json.RawMessage) json.RawMessage {
 		var e map[string]json.RawMessage
 		if json.Unmarshal(upstream[k], &e) == nil && e != nil && isString(e["message"]) {
 			if fitted, ok := taskErrorType.fit(upstream[k]); ok {
-				return fitted // message, a string, stays
+				return redactedFailure(fitted) // message, a string, stays
 			}
 		}
 	}
