@@ -28,15 +28,7 @@ func TestHoldCountsTheVideoTheProviderMakes(t *testing.T) {
 	if cfg == videoProvidersCaddyfile {
 		t.Fatal("the video providers' Caddyfile changed shape")
 	}
-	dash, dashURL := newFakeDashScope(t, "dash-upstream-key")
-	gem, gemURL := newFakeGemini(t, "gemini-upstream-key")
-	kling, klingURL := newFakeKling(t, "kling-access-key", "kling-secret-key")
-	mini, miniURL := newFakeMiniMax(t, "minimax-upstream-key")
-	oai, oaiURL := newFakeOpenAIVideos(t, "openai-upstream-key")
-	base, g := startSimGateway(t, cfg, map[string]string{"dash_url": dashURL, "gemini_url": gemURL,
-		"kling_url": klingURL, "minimax_url": miniURL, "openai_url": oaiURL})
-	v := videoProviders{base: base, dash: dash, gemini: gem, kling: kling, mini: mini, openai: oai,
-		alice: arkClient(base, "mg-alice"), bob: arkClient(base, "mg-bob")}
+	v := startVideoProvidersWith(t, cfg)
 
 	if got := v.sdkTask(t, "veo-client", "a lighthouse at dawn"); got.Status != "succeeded" {
 		t.Fatalf("the Veo task ended %s", got.Status)
@@ -56,7 +48,7 @@ func TestHoldCountsTheVideoTheProviderMakes(t *testing.T) {
 			Note                *string
 		}
 	}
-	decodeJSON(t, call(t, "GET", "http://"+g.admin+"/mediagw/accounts/alice/ledger", "", nil).body, &page)
+	decodeJSON(t, call(t, "GET", "http://"+v.admin+"/mediagw/accounts/alice/ledger", "", nil).body, &page)
 	got := map[string]string{}
 	for _, e := range page.Entries {
 		note := ""

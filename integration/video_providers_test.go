@@ -76,6 +76,7 @@ http://127.0.0.1:{{port}} {
 // videoProviders runs a gateway in front of the five fakes.
 type videoProviders struct {
 	base   string
+	admin  string // the gateway's admin address (host:port)
 	dash   *fakeDashScope
 	gemini *fakeGemini
 	kling  *fakeKling
@@ -87,14 +88,21 @@ type videoProviders struct {
 
 func startVideoProviders(t *testing.T) videoProviders {
 	t.Helper()
+	return startVideoProvidersWith(t, videoProvidersCaddyfile)
+}
+
+// startVideoProvidersWith is startVideoProviders with a Caddyfile of videoProvidersCaddyfile's
+// placeholders (a test's variant of it).
+func startVideoProvidersWith(t *testing.T, caddyfile string) videoProviders {
+	t.Helper()
 	dash, dashURL := newFakeDashScope(t, "dash-upstream-key")
 	gem, gemURL := newFakeGemini(t, "gemini-upstream-key")
 	kling, klingURL := newFakeKling(t, "kling-access-key", "kling-secret-key")
 	mini, miniURL := newFakeMiniMax(t, "minimax-upstream-key")
 	oai, oaiURL := newFakeOpenAIVideos(t, "openai-upstream-key")
-	base, _ := startSimGateway(t, videoProvidersCaddyfile, map[string]string{"dash_url": dashURL, "gemini_url": gemURL,
+	base, g := startSimGateway(t, caddyfile, map[string]string{"dash_url": dashURL, "gemini_url": gemURL,
 		"kling_url": klingURL, "minimax_url": miniURL, "openai_url": oaiURL})
-	return videoProviders{base: base, dash: dash, gemini: gem, kling: kling, mini: mini, openai: oai,
+	return videoProviders{base: base, admin: g.admin, dash: dash, gemini: gem, kling: kling, mini: mini, openai: oai,
 		alice: arkClient(base, "mg-alice"), bob: arkClient(base, "mg-bob")}
 }
 

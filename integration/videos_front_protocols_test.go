@@ -16,13 +16,7 @@ func TestVideosFrontOwnershipOnEveryProtocol(t *testing.T) {
 	if caddyfile == videoProvidersCaddyfile {
 		t.Fatal("videoProvidersCaddyfile no longer has the line this test extends")
 	}
-	_, dashURL := newFakeDashScope(t, "dash-upstream-key")
-	_, gemURL := newFakeGemini(t, "gemini-upstream-key")
-	_, klingURL := newFakeKling(t, "kling-access-key", "kling-secret-key")
-	_, miniURL := newFakeMiniMax(t, "minimax-upstream-key")
-	_, oaiURL := newFakeOpenAIVideos(t, "openai-upstream-key")
-	base, _ := startSimGateway(t, caddyfile, map[string]string{"dash_url": dashURL, "gemini_url": gemURL,
-		"kling_url": klingURL, "minimax_url": miniURL, "openai_url": oaiURL})
+	base := startVideoProvidersWith(t, caddyfile).base
 
 	ids := map[string]string{}
 	for _, m := range []string{"wan2.2-t2v-plus", "veo-client", "kling-v2-1-master", "MiniMax-Hailuo-02", "sora-2"} {
