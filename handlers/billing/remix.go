@@ -19,7 +19,7 @@ func (p *Price) EstimateRemix(source Usage) Estimate {
 	}
 	var costliest Estimate
 	for i, resolution := range Resolutions {
-		t.Resolution, t.Ratio = resolution, AdaptiveRatio
+		t.Resolution = resolution
 		if e := p.EstimateVideo(t); i == 0 || e.Amount > costliest.Amount {
 			costliest = e
 		}
