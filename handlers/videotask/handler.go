@@ -189,16 +189,6 @@ var maxCreateCalls = storage.DefaultHoldDeadline / 2
 // record keeps the canonical request (storage.Task.Request) also for an Ark task, for a front
 // whose answers show what was asked (the OpenAI-style front's prompt, seconds and size).
 func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateRequest, keepRequest bool) (storage.Task, error) {
-	var kept json.RawMessage // the canonical request an Ark task's record keeps, with keepRequest
-	if keepRequest {
-		c, err := adaptor.FromArk(req.Forward, req.Model)
-		if err != nil {
-			return storage.Task{}, err
-		}
-		if kept, err = json.Marshal(c); err != nil {
-			return storage.Task{}, err
-		}
-	}
 	if req.CallbackURL != "" && h.Callbacks != nil {
 		if err := h.Callbacks.CheckTarget(req.CallbackURL); err != nil {
 			return storage.Task{}, invalid("callback_url", "%v", err)
@@ -214,15 +204,26 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		return storage.Task{}, err
 	}
 	// An adaptor's request is read before the hold, which counts the video its provider makes
-	// (adaptor.Planner).
+	// (adaptor.Planner); its record keeps it (launchAdapted's canonical request). An Ark task's
+	// record keeps its canonical request only with keepRequest.
 	a, adapted := adaptorOf(p)
 	var adaptorReq adaptor.Request
-	if adapted {
+	var kept json.RawMessage
+	switch {
+	case adapted:
 		if adaptorReq, err = adaptor.FromArk(req.Forward, p.UpstreamModel(req.Model)); err != nil {
 			return storage.Task{}, err
 		}
 		if planner, ok := a.(adaptor.Planner); ok {
 			req.Billing.Planned = planner.Plan(adaptorReq)
+		}
+	case keepRequest:
+		c, err := adaptor.FromArk(req.Forward, req.Model)
+		if err != nil {
+			return storage.Task{}, err
+		}
+		if kept, err = json.Marshal(c); err != nil {
+			return storage.Task{}, err
 		}
 	}
 	slot, err := h.startTask(r.Context(), id, req.Model)
