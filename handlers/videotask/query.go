@@ -213,6 +213,10 @@ func (h *Handler) makeAnswerChange(c *answerChange, t storage.Task, readAt int64
 			return false, nil
 		}
 	}
+	if onlyChanges && h.stillUnread(t, answer) {
+		seen.note(t.ID, t.Version, fp)
+		return false, nil
+	}
 	result, status := queryResult(answer, t)
 	// A success without a result reads running until the task's time is up (resultMissing); the
 	// memo must not spare the read that finds it up.
@@ -235,6 +239,24 @@ func (h *Handler) makeAnswerChange(c *answerChange, t storage.Task, readAt int64
 	*c = answerChange{h: h, t: t, readAt: readAt, onlyChanges: onlyChanges, fp: fp, status: status, body: body, noResult: noResult}
 	c.updatedAt, c.hasUpdated = integer(result.get("updated_at"))
 	return true, nil
+}
+
+// stillUnread reports whether a watcher's read finds queued a task that no read has answered
+// yet (its record has no Result) and that its record shows queued, with no callback due: such
+// an answer is not stored. The record's own answer (recordJSON: id, model, status queued, error
+// null, content empty, its times) is what a client is shown of a queued task until a read
+// finds it running or ended, or a client's own read stores the upstream's answer (GET reads
+// an unanswered task from the upstream every time). A task's first read usually finds it
+// queued, and storing that answer was a record write for every task created.
+func (h *Handler) stillUnread(t storage.Task, answer map[string]json.RawMessage) bool {
+	return len(t.Result) == 0 && !t.Finished && t.Status == StatusQueued &&
+		answerStatus(answer["status"]) == StatusQueued && !h.callbackDue(t)
+}
+
+// callbackDue reports whether a change of t that gives it an answer sends a callback
+// (markNotified).
+func (h *Handler) callbackDue(t storage.Task) bool {
+	return h.Callbacks != nil && t.CallbackURL != "" && !t.CallbackGone && t.Status != t.Notified
 }
 
 // apply is the compare-and-set's change function: it may run more than once, and its last run
@@ -520,7 +542,7 @@ func (h *Handler) upstreamTimeout() time.Duration {
 // has a callback URL that was not stopped and its status changed since the last one. It sets
 // Notified and reports true; the caller whose update is stored then calls notify.
 func (h *Handler) markNotified(t *storage.Task) bool {
-	if h.Callbacks == nil || t.CallbackURL == "" || t.CallbackGone || t.Status == t.Notified || len(t.Result) == 0 {
+	if !h.callbackDue(*t) || len(t.Result) == 0 {
 		return false
 	}
 	t.Notified = t.Status

@@ -16,37 +16,49 @@ import (
 // BenchmarkRefreshBatch measures the watcher's first read of tasks just created through the
 // handler (and watched, as in the gateway), the read that runs an Interval after each create
 // while creates go on: one poll of MaxRefreshBatch tasks (its read log and lease check
-// included) over a real Badger store, listed by id from a local fake upstream (the simulator:
-// the tasks stay queued, and their first answer changes each record's client answer), each
-// changed record stored by compare-and-set. Each op is one batch; ns/task (wall, including the
-// disk sync waits), cpu-ns/task (the whole process's CPU time: the upstream's share included)
-// and allocs/task (the simulator's included) are per task.
-// Run it by hand:
+// included) over a real Badger store, listed by id from a local fake upstream (the simulator).
+// In "running" the tasks run from the start: their first answer changes each record's status
+// and client answer, and each record is stored by compare-and-set. In "queued" they are still
+// queued, as a task's first read usually finds it: nothing is stored (stillUnread). Each op is
+// one batch; ns/task (wall, including the disk sync waits), cpu-ns/task (the whole process's
+// CPU time: the upstream's share included) and allocs/task (the simulator's included) are per
+// task. Run it by hand:
 //
 //	go test ./handlers/videotask/ -run '^$' -bench RefreshBatch -benchmem -cpu 1 -count 6
 func BenchmarkRefreshBatch(b *testing.B) {
-	sim := simulator.New()
-	sim.QueuedFor, sim.RunningFor = time.Hour, time.Hour
-	up := newFakeUpstream(b, sim.ServeHTTP)
-	h := newHandler(b, up.URL, nil)
-	h.Client = &http.Client{Timeout: 30 * time.Second}
-	// The watcher holds every shard for the whole run (a long interval keeps its leases).
-	w := &Watcher{Tasks: h, Interval: time.Hour}
-	w.init()
-	ctx := context.Background()
-	w.ownTickAndScan(ctx)
-	h.Watcher = w // as in the gateway: each create is watched
-	var ids []string
-	pollCost(b, func() { ids = createBatch(b, h) }, func() {
-		if calls := w.poll(ctx, ids); calls != 1 {
-			b.Fatalf("poll made %d upstream calls, want 1", calls)
-		}
-	})
-	// Each record took its first answer in one write.
-	for _, id := range ids {
-		if t, err := h.Store.Task(ctx, id); err != nil || t.Version != 2 || t.Status != "queued" || len(t.Result) == 0 {
-			b.Fatalf("record after the refresh: %+v, %v", t, err)
-		}
+	for _, c := range []struct {
+		name      string
+		queuedFor time.Duration
+		status    string
+		version   int64 // the records' after the read
+	}{
+		{"running", 0, StatusRunning, 2},
+		{"queued", time.Hour, StatusQueued, 1},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			sim := simulator.New()
+			sim.QueuedFor, sim.RunningFor = c.queuedFor, time.Hour
+			up := newFakeUpstream(b, sim.ServeHTTP)
+			h := newHandler(b, up.URL, nil)
+			h.Client = &http.Client{Timeout: 30 * time.Second}
+			// The watcher holds every shard for the whole run (a long interval keeps its leases).
+			w := &Watcher{Tasks: h, Interval: time.Hour}
+			w.init()
+			ctx := context.Background()
+			w.ownTickAndScan(ctx)
+			h.Watcher = w // as in the gateway: each create is watched
+			var ids []string
+			pollCost(b, func() { ids = createBatch(b, h) }, func() {
+				if calls := w.poll(ctx, ids); calls != 1 {
+					b.Fatalf("poll made %d upstream calls, want 1", calls)
+				}
+			})
+			for _, id := range ids {
+				if t, err := h.Store.Task(ctx, id); err != nil || t.Version != c.version || t.Status != c.status {
+					b.Fatalf("record after the refresh: %+v, %v", t, err)
+				}
+			}
+		})
 	}
 }
 
@@ -113,7 +125,7 @@ func cpuTime(b *testing.B) time.Duration {
 func BenchmarkRefreshUnchanged(b *testing.B) {
 	clock := testclock.New(time.Unix(1_800_000_000, 0))
 	sim := simulator.New()
-	sim.QueuedFor, sim.RunningFor, sim.Now = 1000*time.Hour, time.Hour, clock.Now
+	sim.QueuedFor, sim.RunningFor, sim.Now = 0, 1000*time.Hour, clock.Now // running: the first answer is written
 	up := newFakeUpstream(b, sim.ServeHTTP)
 	store := &readCountingStore{Store: openBadger(b)}
 	h := newHandler(b, up.URL, store)

@@ -3,10 +3,15 @@ package videotask
 import (
 	"context"
 	"net/http"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -36,10 +41,10 @@ func newCreatedWatcher(t *testing.T, up *simUpstream) (*Handler, *Watcher, *read
 }
 
 // The first poll of tasks created through this instance starts from the records the creates
-// stored: it reads none from the store, and stores the upstream's answer in one write each.
-// Their next poll starts from the records it wrote: it reads none either.
+// stored: it reads none from the store, and stores the upstream's answer (running) in one
+// write each. Their next poll starts from the records it wrote: it reads none either.
 func TestFirstPollStartsFromTheCreatedRecords(t *testing.T) {
-	up := newSimUpstream(t, time.Hour, time.Hour, true)
+	up := newSimUpstream(t, 0, time.Hour, true) // running at once
 	h, w, store := newCreatedWatcher(t, up)
 	ctx := context.Background()
 	ids := createTasks(t, h, 5)
@@ -51,7 +56,7 @@ func TestFirstPollStartsFromTheCreatedRecords(t *testing.T) {
 	}
 	for _, id := range ids {
 		rec, err := h.Store.Task(ctx, id)
-		if err != nil || rec.Version != 2 || rec.Status != StatusQueued || len(rec.Result) == 0 || rec.RefreshedAt == 0 {
+		if err != nil || rec.Version != 2 || rec.Status != StatusRunning || len(rec.Result) == 0 || rec.RefreshedAt == 0 {
 			t.Fatalf("record after the first poll: %+v, %v; want the answer stored (version 2)", rec, err)
 		}
 	}
@@ -129,5 +134,62 @@ func stopCallbacks(t *testing.T, h *Handler, ids []string) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A task that no read has answered yet and that its upstream still has queued is not written by
+// the watcher's reads: its record already answers queued (recordJSON). The first reads store
+// nothing and read nothing from the store; the list shows the task queued; a client's own read
+// asks the upstream and stores its answer. A task with a callback URL is written at its first
+// read, which sends the queued callback.
+func TestFirstReadOfAQueuedTaskStoresNothing(t *testing.T) {
+	up := newSimUpstream(t, time.Hour, time.Hour, true) // queued throughout
+	h, w, store := newCreatedWatcher(t, up)
+	key, _ := callbacks.ParseSecret(callbacks.NewSecret())
+	h.Callbacks = &callbacks.Outbox{Store: h.Store, Key: key, Client: callbacks.NewClient(true), Logger: zap.NewNop()}
+	ctx := context.Background()
+	ids := createTasks(t, h, 3)
+	withCallback := strings.Replace(createBody, `"model"`, `"callback_url":"https://hooks.example.com/x","model"`, 1)
+	r := serve(h, http.MethodPost, createPath, withCallback)
+	called, _ := decode(t, r)["id"].(string)
+	if r.Code != http.StatusOK || called == "" {
+		t.Fatalf("create with a callback: %d %s", r.Code, r.Body)
+	}
+	for poll := range 2 {
+		before := up.lists.Load()
+		w.poll(ctx, append(slices.Clone(ids), called))
+		if up.lists.Load() != before+1 {
+			t.Fatalf("poll %d made %d list calls, want 1", poll, up.lists.Load()-before)
+		}
+		for _, id := range ids {
+			rec, err := h.Store.Task(ctx, id)
+			if err != nil || rec.Version != 1 || rec.Status != StatusQueued || len(rec.Result) != 0 {
+				t.Fatalf("poll %d: record %+v, %v; want the created record (version 1, no answer)", poll, rec, err)
+			}
+		}
+		rec, err := h.Store.Task(ctx, called)
+		if err != nil || rec.Version != 2 || rec.Notified != StatusQueued || len(rec.Result) == 0 {
+			t.Fatalf("poll %d: task with a callback %+v, %v; want its answer stored once, the queued callback sent", poll, rec, err)
+		}
+	}
+	if n := store.read.Load(); n != 0 {
+		t.Fatalf("the polls read %d records from the store, want 0", n)
+	}
+	list := decode(t, serve(h, http.MethodGet, createPath+"?page_size=10", ""))
+	items, _ := list["items"].([]any)
+	if len(items) != 4 {
+		t.Fatalf("list: %v", list)
+	}
+	for _, it := range items {
+		if m, _ := it.(map[string]any); m["status"] != StatusQueued || m["error"] != nil {
+			t.Fatalf("list item %v; want queued, no error", it)
+		}
+	}
+	get := serve(h, http.MethodGet, createPath+"/"+ids[0], "")
+	if m := decode(t, get); get.Code != http.StatusOK || m["status"] != StatusQueued || m["id"] != ids[0] {
+		t.Fatalf("client read: %d %s", get.Code, get.Body)
+	}
+	if rec, err := h.Store.Task(ctx, ids[0]); err != nil || rec.Version != 2 || len(rec.Result) == 0 || rec.RefreshedAt == 0 {
+		t.Fatalf("after a client's read: %+v, %v; want the upstream's answer stored", rec, err)
 	}
 }

@@ -16,11 +16,12 @@ import (
 // the task finished, and neither reads it upstream nor follows it any more.
 func TestHeldRecordReadAtEveryEighthPoll(t *testing.T) {
 	clock := testclock.New(time.Unix(1_800_000_000, 0))
-	up := newSimUpstream(t, 100*time.Hour, time.Hour, true) // queued throughout
+	up := newSimUpstream(t, 0, 100*time.Hour, true) // running throughout
 	h, w, store := newClockedWatcher(t, up, clock)
 	ctx := context.Background()
 	ids := createTasks(t, h, 1)
-	// The first poll writes the first answer (version 2): the last time the store is touched.
+	// The first poll writes the first answer (running, version 2): the last time the store is
+	// touched.
 	if calls, read := pollAfter(t, w, clock, store, ids); calls != 1 || read != 0 {
 		t.Fatalf("first poll: %d upstream calls, %d records read; want 1 and 0", calls, read)
 	}

@@ -45,10 +45,11 @@ func pollAfter(t *testing.T, w *Watcher, clock *testclock.Clock, store *readCoun
 // maxHeldPolls-th, which reads each record again.
 func TestLaterPollsStartFromTheHeldRecords(t *testing.T) {
 	clock := testclock.New(time.Unix(1_800_000_000, 0))
-	up := newSimUpstream(t, 100*time.Hour, time.Hour, true)
+	up := newSimUpstream(t, 0, 100*time.Hour, true) // running throughout
 	h, w, store := newClockedWatcher(t, up, clock)
 	ids := createTasks(t, h, 5)
-	// The first poll starts from the created records and writes the first answers (version 2).
+	// The first poll starts from the created records and writes the first answers (running,
+	// version 2).
 	if calls, read := pollAfter(t, w, clock, store, ids); calls != 1 || read != 0 {
 		t.Fatalf("first poll: %d upstream calls, %d records read; want 1 and 0", calls, read)
 	}
@@ -74,7 +75,7 @@ func TestLaterPollsStartFromTheHeldRecords(t *testing.T) {
 // back once.
 func TestHeldRecordChangedElsewhere(t *testing.T) {
 	clock := testclock.New(time.Unix(1_800_000_000, 0))
-	up := newSimUpstream(t, 50*time.Minute, 0, true) // queued at the first poll, failed at the second
+	up := newSimUpstream(t, 0, 50*time.Minute, true) // running at the first poll, failed at the second
 	h, w, store := newClockedWatcher(t, up, clock)
 	ctx := context.Background()
 	ids := createFailingTasks(t, h, 4)
@@ -91,9 +92,9 @@ func TestHeldRecordChangedElsewhere(t *testing.T) {
 		if err != nil || !rec.Finished || rec.Status != StatusFailed {
 			t.Fatalf("record %+v, %v; want failed and finished", rec, err)
 		}
-		wantGone, wantVersion := false, int64(3) // created, queued, failed
+		wantGone, wantVersion := false, int64(3) // created, running, failed
 		if i < len(changed) {
-			wantGone, wantVersion = true, 4 // created, queued, changed, failed
+			wantGone, wantVersion = true, 4 // created, running, changed, failed
 		}
 		if rec.CallbackGone != wantGone || rec.Version != wantVersion {
 			t.Fatalf("record %+v: the change made meanwhile is lost, or the record was written more than once", rec)

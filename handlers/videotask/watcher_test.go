@@ -192,7 +192,7 @@ func TestWatchersShareTheWork(t *testing.T) {
 // The watcher's batched reads of tasks that did not change write nothing: the record keeps its
 // version, so thousands of waiting tasks cost upstream reads, not store writes.
 func TestWatcherDoesNotRewriteUnchangedTasks(t *testing.T) {
-	up := newSimUpstream(t, time.Hour, time.Hour, true)
+	up := newSimUpstream(t, 0, time.Hour, true) // running at once: the first read stores its answer
 	h := newHandler(t, up.URL, nil)
 	h.Client.Timeout = 10 * time.Second
 	before := versions(t, h, createTasks(t, h, 5))
@@ -213,7 +213,7 @@ func TestWatcherDoesNotRewriteUnchangedTasks(t *testing.T) {
 // maxHeldPolls polls (the polls between start from the record the watcher holds): here its
 // stored answer was replaced, and a read of the unchanged upstream answer puts it back.
 func TestWatcherComparesAgainAfterTheRecordChanged(t *testing.T) {
-	up := newSimUpstream(t, time.Hour, time.Hour, true)
+	up := newSimUpstream(t, 0, time.Hour, true) // running at once: the first read stores its answer
 	h := newHandler(t, up.URL, nil)
 	h.Client.Timeout = 10 * time.Second
 	ids := createTasks(t, h, 3)
@@ -235,7 +235,7 @@ func TestWatcherComparesAgainAfterTheRecordChanged(t *testing.T) {
 		t.Fatalf("after three reads: %+v %v", task, err)
 	}
 	answer := task.Result
-	task.Result = []byte(`{"id":"` + task.ID + `","status":"queued","tampered":true}`)
+	task.Result = []byte(`{"id":"` + task.ID + `","status":"running","tampered":true}`)
 	if _, err := h.Store.ReplaceTask(ctx, task); err != nil {
 		t.Fatal(err)
 	}
