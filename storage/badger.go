@@ -159,9 +159,6 @@ func openBadger(dir string, o BadgerOptions, tune func(badger.Options) badger.Op
 	if err := indexDirectory(db); err != nil {
 		return nil, errors.Join(fmt.Errorf("indexing the keys and accounts in %s: %w", dir, err), db.Close())
 	}
-	if err := indexTaskCreation(db); err != nil {
-		return nil, errors.Join(fmt.Errorf("indexing the tasks by creation in %s: %w", dir, err), db.Close())
-	}
 	b := &Badger{db: db, stopGC: make(chan struct{}), logs: newLogSync(db, dir), counters: counterCache{mu: make(chanMutex, 1), logger: o.Logger}, now: o.Now}
 	if b.now == nil {
 		b.now = time.Now

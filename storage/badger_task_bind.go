@@ -28,10 +28,11 @@ import (
 
 // maxBatchedTaskRecord bounds the record of a task whose create joins the ledger's batch; a
 // larger one is created in a transaction of its own (createInTxn). A batch holds at most
-// maxBatchWrites (4,096) writes, and such a create makes at least six, so that its tasks'
-// records take at most 4,096 / 6 × memTableSize / 8,192, about 8 % of a memtable (4 KiB each,
-// 2.7 MiB, with 32 MiB memtables): with the ledger's own small writes, below the 15 % of a
-// memtable past which Badger refuses a transaction.
+// maxBatchWrites (4,096) writes, and such a create makes at least five (the record, the
+// task's two index entries, the hold's record and its ledger entry), so that its tasks' records
+// take at most 4,096 / 5 × memTableSize / 8,192, about 10 % of a memtable (4 KiB each, 3.2 MiB,
+// with 32 MiB memtables): with the ledger's own small writes, below the 15 % of a memtable past
+// which Badger refuses a transaction.
 const maxBatchedTaskRecord = memTableSize / 8192
 
 // How createBound's write went: written, or left to createInTxn with or without the binding.

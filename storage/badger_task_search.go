@@ -5,68 +5,64 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 
 	"github.com/dgraph-io/badger/v4"
 )
 
-// prefixTaskCreated is the index of every task by creation time, across accounts.
-const prefixTaskCreated = "tc/" // tc/<created, 20 digits>/<task id> -> empty, expiring with the record
-
-// settingTaskCreatedIndex marks a store whose tasks are all in the prefixTaskCreated index.
-const settingTaskCreatedIndex = prefixSetting + "task-created-index"
-
-// taskCreatedKey is a task's entry in the index of every task by creation time.
-func taskCreatedKey(t Task) []byte {
-	return appendTaskCursor(append(make([]byte, 0, len(prefixTaskCreated)+21+len(t.ID)), prefixTaskCreated...), t.CreatedAt, t.ID)
-}
+// Task searches read the accounts' indexes of tasks by creation time (ta/<account>\x00<created,
+// 20 digits>/<task id>, taskIndexKey), newest first from a cursor: an account's search reads its
+// own index, the operator's search across accounts reads every account's index at once, merged
+// (mergedEntries). There is no index across accounts: its entry was a Badger write of every task
+// create, for a search that only the operator's console makes. (A store written by an earlier
+// version still has that index, tc/ and the setting s/task-created-index: nothing reads them, and
+// the entries expire with their tasks.)
 
 func (b *Badger) SearchTasks(_ context.Context, account string, q TaskSearch) (TaskSearchPage, error) {
-	return b.searchIndex([]byte(prefixTaskIndex+account+"\x00"), q, func(t Task) bool { return t.Account == account })
+	prefix := []byte(prefixTaskIndex + account + "\x00")
+	return b.searchIndex(q, func(txn *badger.Txn, from []byte) iter.Seq[[]byte] {
+		return indexEntries(txn, prefix, from)
+	}, func(t Task) bool { return t.Account == account })
 }
 
+// SearchAllTasks merges every account's index: it opens an iterator on each account's index
+// that has a task (one seek per account finds them), so a page costs a seek per account besides
+// its record reads.
 func (b *Badger) SearchAllTasks(_ context.Context, q TaskSearch) (TaskSearchPage, error) {
-	return b.searchIndex([]byte(prefixTaskCreated), q, func(Task) bool { return true })
+	return b.searchIndex(q, mergedEntries, func(Task) bool { return true })
 }
 
-// searchIndex reads an index of tasks by creation time, under prefix, newest first from q's
-// cursor; owns says whether a record belongs to the index's account.
-func (b *Badger) searchIndex(prefix []byte, q TaskSearch, owns func(Task) bool) (TaskSearchPage, error) {
+// searchIndex reads the entries (<created, 20 digits>/<task id>) that entries yields, newest
+// first from from (nil: the newest; else an entry or a time followed by 0xff, inclusive), as a
+// page of the search q; owns says whether a record belongs to the searched account.
+func (b *Badger) searchIndex(q TaskSearch, entries func(txn *badger.Txn, from []byte) iter.Seq[[]byte], owns func(Task) bool) (TaskSearchPage, error) {
 	q.normal()
-	seek := append(bytes.Clone(prefix), 0xff)
-	var skip []byte // the cursor's own entry, shown on the previous page
+	var from, skip []byte // skip: the cursor's own entry, shown on the previous page
 	switch {
 	case q.Before != "":
 		created, id, err := parseTaskCursor(q.Before)
 		if err != nil {
 			return TaskSearchPage{}, err
 		}
-		seek = append(bytes.Clone(prefix), taskCursor(created, id)...)
-		skip = seek
+		from = []byte(taskCursor(created, id))
+		skip = from
 	case q.To != 0:
-		seek = append(fmt.Appendf(bytes.Clone(prefix), "%020d/", q.To), 0xff)
+		from = append(fmt.Appendf(nil, "%020d/", q.To), 0xff)
 	}
 	var page TaskSearchPage
 	err := b.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		opts.Reverse = true
-		opts.Prefix = prefix
-		it := txn.NewIterator(opts)
-		defer it.Close()
 		scanned := 0
-		for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
-			key := it.Item().Key()
-			if skip != nil && bytes.Equal(key, skip) {
+		for entry := range entries(txn, from) {
+			if skip != nil && bytes.Equal(entry, skip) {
 				continue
 			}
-			entry := key[len(prefix):] // <created, 20 digits>/<task id>
 			if len(entry) < 22 {
 				continue
 			}
 			created, err := strconv.ParseInt(string(entry[:20]), 10, 64)
 			if err != nil {
-				continue // not an entry of this index (an account name that extends this one's cannot hold \x00)
+				continue // not an entry of an index
 			}
 			if q.From != 0 && created < q.From {
 				page.Next = ""
@@ -93,22 +89,32 @@ func (b *Badger) searchIndex(prefix []byte, q TaskSearch, owns func(Task) bool) 
 	return page, err
 }
 
-// indexTaskCreation puts the tasks of a store that an earlier version wrote into the index by
-// creation time, from the accounts' indexes, each entry expiring with its record: once, when
-// the store is opened, marked done by a setting.
-func indexTaskCreation(db *badger.DB) error {
-	return buildIndex(db, settingTaskCreatedIndex, func(txn *badger.Txn, add func(key []byte, expiresAt uint64)) error {
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		opts.Prefix = []byte(prefixTaskIndex)
-		it := txn.NewIterator(opts)
+// indexEntries yields the entries of the index under prefix, newest first from from (see
+// searchIndex). Each entry is valid until the next is asked for.
+func indexEntries(txn *badger.Txn, prefix, from []byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		it := newIndexIterator(txn, prefix, from)
 		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			key := it.Item().Key()
-			if _, cursor, ok := bytes.Cut(key[len(prefixTaskIndex):], []byte{0}); ok {
-				add(append([]byte(prefixTaskCreated), cursor...), it.Item().ExpiresAt())
+		for ; it.ValidForPrefix(prefix); it.Next() {
+			if !yield(it.Item().Key()[len(prefix):]) {
+				return
 			}
 		}
-		return nil
-	})
+	}
+}
+
+// newIndexIterator is an iterator on the index under prefix, newest first, at from (see
+// searchIndex).
+func newIndexIterator(txn *badger.Txn, prefix, from []byte) *badger.Iterator {
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	opts.Reverse = true
+	opts.Prefix = prefix
+	it := txn.NewIterator(opts)
+	seek := append(bytes.Clone(prefix), 0xff)
+	if from != nil {
+		seek = append(bytes.Clone(prefix), from...)
+	}
+	it.Seek(seek)
+	return it
 }

@@ -215,8 +215,7 @@ func (b *Badger) taskWrites(dst []bookWrite, task Task, prev *Task) ([]bookWrite
 	} else if prev != nil {
 		dst = append(dst, bookWrite{key: prefixOpenTask + task.ID, del: true})
 	}
-	return append(dst, bookWrite{key: string(taskCreatedKey(task)), ttl: ttl},
-		bookWrite{key: string(taskIndexKey(task)), ttl: ttl}), nil
+	return append(dst, bookWrite{key: string(taskIndexKey(task)), ttl: ttl}), nil
 }
 
 func (b *Badger) Task(_ context.Context, id string) (Task, error) {
@@ -275,7 +274,7 @@ func txnDeleteTask(txn *badger.Txn, id string, version int64) error {
 	}
 	t := h.task()
 	t.ID = id
-	for _, k := range [][]byte{[]byte(prefixTask + id), []byte(prefixOpenTask + id), taskIndexKey(t), taskCreatedKey(t)} {
+	for _, k := range [][]byte{[]byte(prefixTask + id), []byte(prefixOpenTask + id), taskIndexKey(t)} {
 		if err := txn.Delete(k); err != nil {
 			return err
 		}
