@@ -107,16 +107,17 @@ func (r *Redis) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEn
 			return Hold{}, LedgerEntry{}, err
 		}
 		return h, e, unconfirmed
-	case code == 0 && len(vals) == 7:
-		// The hold there, as it now stands: with the deadline RenewHold may have moved.
-		held, err := decodeRedisHold(vals[1:5])
+	case code == 0 && len(vals) == 8:
+		// The hold there, as it now stands: with the reconciler's mark, and the deadline
+		// RenewHold may have moved.
+		held, err := decodeRedisHold(vals[1:6])
 		if err == nil {
-			held, err = renewedDeadline(held, vals[6])
+			held, err = renewedDeadline(held, vals[7])
 		}
 		if err != nil {
 			return Hold{}, LedgerEntry{}, err
 		}
-		e, err := entryOf(vals[5])
+		e, err := entryOf(vals[6])
 		return held, e, err
 	}
 	return Hold{}, LedgerEntry{}, errScript

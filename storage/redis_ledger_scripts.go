@@ -47,12 +47,12 @@ end
 var (
 	// KEYS: hold, balance, entries, open set, budget counter. ARGV: hold json, account, key,
 	// model, ref, id, amount, now µs, deadline µs, bound, budget limit, budget ttl ms.
-	// Returns {1, entry} when held, {0, j, s, b, r, e, d} with the hold there (d: its deadline,
-	// which RenewHold moves), {-1} when the balance does not cover it, {-2} when the budget
-	// does not.
+	// Returns {1, entry} when held, {0, j, s, b, r, o, e, d} with the hold there (o: the
+	// reconciler's mark; d: its deadline, which RenewHold moves), {-1} when the balance does not
+	// cover it, {-2} when the budget does not.
 	scriptLedgerHold = newScript(luaLedgerEntry + `
-local cur = redis.call('HMGET', KEYS[1], 'j', 's', 'b', 'r', 'e', 'd')
-if cur[1] then return {0, cur[1], cur[2], cur[3] or '', cur[4] or '', cur[5], cur[6] or ''} end
+local cur = redis.call('HMGET', KEYS[1], 'j', 's', 'b', 'r', 'o', 'e', 'd')
+if cur[1] then return {0, cur[1], cur[2], cur[3] or '', cur[4] or '', cur[5] or '', cur[6], cur[7] or ''} end
 local amt = tonumber(ARGV[7])
 local bal = redis.call('HMGET', KEYS[2], 'a', 'l')
 if bal[2] == '1' and tonumber(bal[1] or '0') < amt then return {-1} end
