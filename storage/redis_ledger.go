@@ -83,7 +83,7 @@ func (r *Redis) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEn
 	}
 	keys := []string{r.key("lh:", h.ID), r.key("lb:", h.Account), r.key("le:", h.Account), r.key("lo"), r.key("lk:", h.KeyID, "\x00", period)}
 	args := []string{string(js), h.Account, h.KeyID, h.Model, h.Ref, h.ID, itoa(h.Amount), itoa(micros(now)),
-		itoa(micros(h.Deadline)), bound, itoa(h.Budget.Limit), ttl}
+		itoa(micros(h.Deadline)), bound, itoa(h.Budget.Limit), ttl, itoa(MaxAmount)}
 	res, unconfirmed := r.execDurable(ctx, scriptLedgerHold, keys, args)
 	vals, err := res.ToArray()
 	if err != nil {
@@ -151,7 +151,7 @@ func (r *Redis) ReleaseOverdue(ctx context.Context, holdID, reason string, now t
 // (ErrHoldNotDue) is left open.
 func (r *Redis) endHold(ctx context.Context, holdID string, charged int64, kind, note string, now time.Time, unboundOnly bool) (LedgerEntry, error) {
 	res, unconfirmed := r.execDurable(ctx, scriptLedgerEnd, []string{r.key("lh:", holdID), r.key("lo")},
-		[]string{itoa(charged), itoa(micros(now)), kind, note, r.prefix, holdID, flag(unboundOnly)})
+		[]string{itoa(charged), itoa(micros(now)), kind, note, r.prefix, holdID, flag(unboundOnly), itoa(MaxAmount)})
 	vals, err := res.ToArray()
 	if err != nil {
 		return LedgerEntry{}, err
