@@ -22,11 +22,11 @@ func sizing(ep Endpoint, fields *bodyFields, bodyBytes int) billing.Request {
 		q.Video = videoSizing(jsonVideoValue(fields))
 		return q
 	}
+	// The largest output limit the body names: upstreams differ in which one they follow when
+	// it names several (vLLM's chat takes max_completion_tokens before max_tokens), so a body
+	// of max_tokens 1 and max_completion_tokens 100000 may be answered 100000 tokens.
 	for _, name := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
-		if n := positiveInt(fields.value(name)); n > 0 {
-			q.MaxOutput = n
-			break
-		}
+		q.MaxOutput = max(q.MaxOutput, positiveInt(fields.value(name)))
 	}
 	q.N = positiveInt(fields.value("n"))
 	q.ImageSize = stringOrEmpty(fields.value("size"))
