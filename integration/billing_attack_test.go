@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -325,6 +324,10 @@ func TestBillingAttacks(t *testing.T) {
 		}
 	})
 
+	// After the attacks: nothing held, no balance above the credit, and the usage report's
+	// amount is what the ledger's settlements charged. The report spans the day before to the
+	// day after, so a run across midnight UTC reads the same sum.
+	from, to := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly), time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)
 	for _, account := range []string{"atk-image", "atk-chat", "atk-limits", "atk-claude"} {
 		admin := "http://" + g.admin + "/mediagw/accounts/" + account
 		if b := call(t, "GET", admin+"/balance", "", nil); b.field("held") != "0" {
@@ -333,7 +336,23 @@ func TestBillingAttacks(t *testing.T) {
 		entries := ledgerEntries(t, g, account)
 		balance, _ := money.Parse(fmt.Sprint(entries[len(entries)-1]["balance_after"]))
 		if balance > 100*money.Unit {
-			t.Errorf("%s: balance %s after its attacks, more than its credit of 100", account, strconv.FormatInt(balance, 10))
+			t.Errorf("%s: balance %s after its attacks, more than its credit of 100", account, money.Format(balance))
 		}
+		var charged int64
+		for _, e := range entries {
+			if e["kind"] == "settle" {
+				n, _ := money.Parse(fmt.Sprint(e["charged"]))
+				charged += n
+			}
+		}
+		waitFor(t, account+"'s usage report", func() bool {
+			r := call(t, "GET", "http://"+g.admin+"/mediagw/usage?group_by=account&account="+account+"&from="+from+"&to="+to, "", nil)
+			rows, _ := r.json(t)["rows"].([]any)
+			if len(rows) != 1 {
+				return false
+			}
+			row, _ := rows[0].(map[string]any)
+			return row["amount"] == money.Format(charged)
+		})
 	}
 }
