@@ -1,0 +1,50 @@
+package usage
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestSnifferGeminiStreamCutCountsChunks: Gemini's streamGenerateContent (alt=sse) reports, in
+// every chunk before its last, a usageMetadata of the prompt and a total equal to it (no
+// candidatesTokenCount yet), and the output count in its last chunk. A stream cut after 3 chunks
+// of text (the client left, or the upstream broke it off before the last chunk) served output:
+// it is charged at least one token a chunk, as a cut OpenAI or Anthropic stream is charged one a
+// delta, not 0 output tokens (the total less the prompt of a chunk that has not counted its
+// output yet). A chunk without output (no part, an empty text) is no token; a stream that ends
+// with its count is charged that count.
+func TestSnifferGeminiStreamCutCountsChunks(t *testing.T) {
+	const chunk = `data: {"candidates":[{"content":{"role":"model","parts":[{"text":%s}]},"index":0}],"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"gemini-2.0-flash"}` + "\r\n\r\n"
+	s := Sniffer{SSE: true}
+	for _, text := range []string{`"The"`, `" quick brown"`, `""`, `" fox"`} {
+		s.Write([]byte(fmt.Sprintf(chunk, text)))
+	}
+	if got := s.Seen(true); !got.Known() || got.Completion != 3 || got.Prompt != 8 {
+		t.Fatalf("a Gemini stream cut after 3 chunks of text: %+v; want 8 input and 3 output tokens", got)
+	}
+	s.Write([]byte(`data: {"candidates":[{"content":{"role":"model","parts":[{"text":" jumps"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":8,"candidatesTokenCount":55,"totalTokenCount":63},"modelVersion":"gemini-2.0-flash"}` + "\r\n\r\n"))
+	if got := s.Seen(false); got.Completion != 55 || got.Prompt != 8 {
+		t.Fatalf("a Gemini stream ended with its count: %+v; want 8 input and 55 output tokens", got)
+	}
+	for _, c := range []struct {
+		data string
+		want deltaKind
+	}{
+		{`{"candidates":[{"content":{"role":"model","parts":[{"text":"x"}]},"index":0}]}`, outputDelta},
+		{`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},"index":0}]}`, outputDelta},
+		{`{"candidates":[{"content":{"role":"model","parts":[{"text":"hmm","thought":true}]},"index":0}]}`, outputDelta},
+		{`{"candidates":[{"content":{"role":"model","parts":[{"text":""}]},"finishReason":"STOP","index":0}]}`, emptyDelta},
+		{`{"candidates":[{"content":{"role":"model"},"finishReason":"STOP","index":0}]}`, emptyDelta},
+		{`{"candidates":[],"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8}}`, emptyDelta},
+		{`{"candidates":[{"content":{"parts":[{"text":""}]}}],"Candidates":[{"content":{"parts":[{"text":"x"}]}}]}`, outputDelta},
+		{`{"candidates":[{"content":{"parts":[{"text":"","Text":"x"}]}}]}`, outputDelta},
+		{`{"candidates":"x"}`, outputDelta},
+	} {
+		if got, ok := readCandidates([]byte(c.data)); got != c.want || !ok {
+			t.Errorf("%s: %v, %v; want %v", c.data, got, ok, c.want)
+		}
+	}
+	if _, ok := readCandidates([]byte(`{"usageMetadata":{"promptTokenCount":8},"text":"\"candidates\""}`)); ok {
+		t.Error("a line without a candidates member is read as a Gemini chunk")
+	}
+}
