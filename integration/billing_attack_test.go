@@ -98,9 +98,9 @@ http://127.0.0.1:{{port}} {
 //     max_completion_tokens before its max_tokens), without a usage chunk (no include_usage);
 //   - Anthropic messages, streamed: message_start and message_delta reporting 0 output tokens,
 //     no content block (the model stopped at once);
-//   - Gemini streamGenerateContent (alt=sse): 3 chunks of text, each with the usageMetadata
-//     Gemini sends before its last chunk (the prompt's 8 tokens, and a total of 8), then nothing
-//     until the client leaves.
+//   - Gemini streamGenerateContent: 3 chunks of text, each with the usageMetadata Gemini sends
+//     before its last chunk (the prompt's 8 tokens, and a total of 8), then nothing until the
+//     client leaves; as events (alt=sse), else as the start of one JSON array.
 func fakeHostileProviders(t *testing.T, usages map[string]string) *httptest.Server {
 	t.Helper()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -161,9 +161,18 @@ func fakeHostileProviders(t *testing.T, usages map[string]string) *httptest.Serv
 				fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e[0], e[1])
 			}
 		case r.URL.Path == "/gemini/v1beta/models/atk-gemini:streamGenerateContent" && r.Header.Get("X-Goog-Api-Key") == "atk-gemini-key":
-			sse()
-			for _, text := range []string{"The", " quick", " brown"} {
-				fmt.Fprintf(w, `data: {"candidates":[{"content":{"role":"model","parts":[{"text":%q}]},"index":0}],"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"atk-gemini"}`+"\r\n\r\n", text)
+			const chunk = `{"candidates":[{"content":{"role":"model","parts":[{"text":%q}]},"index":0}],"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"atk-gemini"}`
+			if r.URL.Query().Get("alt") != "sse" {
+				// Without alt=sse: one JSON array of the chunks.
+				io.WriteString(w, "[")
+				for _, text := range []string{"The", " quick", " brown"} {
+					fmt.Fprintf(w, chunk+",\r\n", text)
+				}
+			} else {
+				sse()
+				for _, text := range []string{"The", " quick", " brown"} {
+					fmt.Fprintf(w, "data: "+chunk+"\r\n\r\n", text)
+				}
 			}
 			w.(http.Flusher).Flush()
 			select {
@@ -181,8 +190,30 @@ func fakeHostileProviders(t *testing.T, usages map[string]string) *httptest.Serv
 
 // ledgerEntries reads an account's whole ledger through the admin API, page by page, and checks
 // that its balance is the sum of the entries (each entry's balance_after the running sum). It
-// returns the entries.
+// returns the entries. A request that ends while the ledger is read changes the balance between
+// the reads: the ledger is read again then.
 func ledgerEntries(t *testing.T, g *gateway, account string) []map[string]any {
+	t.Helper()
+	admin := "http://" + g.admin + "/mediagw/accounts/" + account
+	for range 50 {
+		before := call(t, "GET", admin+"/balance", "", nil).field("balance")
+		all, sum := readLedger(t, g, account)
+		after := call(t, "GET", admin+"/balance", "", nil).field("balance")
+		if before != after {
+			continue
+		}
+		if after != money.Format(sum) {
+			t.Fatalf("%s: balance %s, its ledger sums to %s", account, after, money.Format(sum))
+		}
+		return all
+	}
+	t.Fatalf("%s: the balance kept changing while its ledger was read", account)
+	return nil
+}
+
+// readLedger reads an account's ledger, checking that each entry's balance_after is the running
+// sum of the amounts; it returns the entries and their sum.
+func readLedger(t *testing.T, g *gateway, account string) ([]map[string]any, int64) {
 	t.Helper()
 	admin := "http://" + g.admin + "/mediagw/accounts/" + account
 	var all []map[string]any
@@ -213,10 +244,7 @@ func ledgerEntries(t *testing.T, g *gateway, account string) []map[string]any {
 		}
 		after = next
 	}
-	if b := call(t, "GET", admin+"/balance", "", nil); b.field("balance") != money.Format(sum) {
-		t.Fatalf("%s: balance %s, its ledger sums to %s", account, b.body, money.Format(sum))
-	}
-	return all
+	return all, sum
 }
 
 // TestBillingAttacks runs hostile clients and a hostile provider against one priced gateway, and
@@ -233,6 +261,10 @@ func ledgerEntries(t *testing.T, g *gateway, account string) []map[string]any {
 //   - a Gemini stream the client leaves after 3 chunks of text, before the last chunk that
 //     counts the output, is charged its 8 input tokens and 3 output tokens, one a chunk (0.011),
 //     through the official @google/genai, not 0 output tokens (0.008);
+//   - the same stream without alt=sse (one JSON array), left after its third chunk, has not
+//     reported its output: it is charged its estimate of output, not 0 output tokens; and a
+//     generate-content body is held for its input, from its bytes as every JSON body is (it
+//     was held 0 input, its model being in the path);
 //   - usage objects that are hostile (negative, fractional, strings, null, huge, past int64) are
 //     charged the estimate, never less than nothing, never a credit.
 func TestBillingAttacks(t *testing.T) {
@@ -336,6 +368,41 @@ func TestBillingAttacks(t *testing.T) {
 		waitFor(t, "the Gemini stream's settlement", func() bool { got = settles("atk-gemini", 0); return len(got) > 0 })
 		if len(got) != 1 || got[0] != "0.011" {
 			t.Errorf("a Gemini stream left after 3 chunks of text charged %v; want 0.011", got)
+		}
+
+		// The JSON array form, read by a client that leaves after its third chunk.
+		from := len(ledgerEntries(t, g, "atk-gemini"))
+		const body = `{"contents":[{"role":"user","parts":[{"text":"write"}]}]}`
+		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1beta/models/atk-gemini:streamGenerateContent", strings.NewReader(body))
+		req.Header.Set("X-Goog-Api-Key", "mg-atk-gemini")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read []byte
+		buf := make([]byte, 4096)
+		for n := 0; n < 100 && strings.Count(string(read), `"text"`) < 3; n++ {
+			k, err := resp.Body.Read(buf)
+			read = append(read, buf[:k]...)
+			if err != nil {
+				break
+			}
+		}
+		resp.Body.Close() // the client leaves
+		if resp.StatusCode != 200 || strings.Count(string(read), `"text"`) != 3 {
+			t.Fatalf("JSON stream = %d %s", resp.StatusCode, read)
+		}
+		var entries []map[string]any
+		waitFor(t, "the JSON stream's settlement", func() bool {
+			entries = ledgerEntries(t, g, "atk-gemini")
+			return len(entries) == from+2 && entries[len(entries)-1]["kind"] == "settle"
+		})
+		// Held: the body's bytes / 4 as input and max_output's 4096 output tokens; charged: the 8
+		// input tokens reported and the output held.
+		inputHeld := int64(len(body)+3) / 4 * 1000
+		if held, charged := fmt.Sprint(entries[from]["amount"]), fmt.Sprint(entries[from+1]["charged"]); held != "-"+money.Format(inputHeld+4_096_000) || charged != "4.104" {
+			t.Errorf("a JSON stream of Gemini chunks left before its last: held %s, charged %s; want %s and 4.104 (%v)", held, charged, money.Format(inputHeld+4_096_000), entries[from:])
 		}
 	})
 

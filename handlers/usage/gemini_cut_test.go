@@ -48,3 +48,26 @@ func TestSnifferGeminiStreamCutCountsChunks(t *testing.T) {
 		t.Error("a line without a candidates member is read as a Gemini chunk")
 	}
 }
+
+// TestSnifferGeminiJSONStreamCut: Gemini's streamGenerateContent without alt=sse answers one
+// JSON array of the chunks, each with the usageMetadata of its prompt alone but the last. Cut
+// before its last chunk (the client left) it has not reported its output: the estimate stands
+// for it, not 0 output tokens. Complete, its last chunk's count is charged, and a last chunk
+// that leaves a zero count out (a total equal to its prompt) is 0 output tokens.
+func TestSnifferGeminiJSONStreamCut(t *testing.T) {
+	const chunk = `{"candidates":[{"content":{"role":"model","parts":[{"text":"The"}]},"index":0}],"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8}}`
+	s := Sniffer{}
+	s.Write([]byte("[" + chunk + ",\r\n" + chunk + ",\r\n"))
+	if got := s.Seen(true); got.OutputReported() || got.Prompt != 8 {
+		t.Fatalf("a cut JSON stream of Gemini chunks: %+v; want 8 input tokens and the output not reported", got)
+	}
+	s.Write([]byte(chunk + "]"))
+	if got := s.Seen(false); !got.OutputReported() || got.Completion != 0 {
+		t.Fatalf("a complete JSON answer whose usage leaves its zero output count out: %+v; want 0 output tokens, reported", got)
+	}
+	full := Sniffer{}
+	full.Write([]byte("[" + chunk + ",\r\n" + `{"candidates":[],"usageMetadata":{"promptTokenCount":8,"candidatesTokenCount":55,"totalTokenCount":63}}]`))
+	if got := full.Seen(true); !got.OutputReported() || got.Completion != 55 {
+		t.Fatalf("a JSON stream cut after its last chunk: %+v; want its 55 output tokens", got)
+	}
+}

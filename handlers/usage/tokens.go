@@ -12,6 +12,9 @@ type Tokens struct {
 	Prompt, Completion, Total int64
 	known                     bool
 	output                    bool
+	// derived is set when no output count was given (completion_tokens, output_tokens or
+	// candidatesTokenCount), only found as the total less the prompt.
+	derived bool
 	// counted is set when Completion is the stream's delta events counted (see Sniffer.Seen),
 	// not a count the upstream reported.
 	counted bool
@@ -48,6 +51,9 @@ func (t Tokens) merge(u Tokens) Tokens {
 		return t
 	}
 	t.known = true
+	if u.output {
+		t.derived = u.derived && (t.derived || !t.output) // once given, an output count stays so
+	}
 	t.output = t.output || u.output
 	if u.Prompt != 0 {
 		t.Prompt = u.Prompt
@@ -154,7 +160,7 @@ func (u *usageCounts) tokens() Tokens {
 	}
 	t := Tokens{known: true, Prompt: prompt, Completion: output, Total: total, output: outputGiven}
 	if !outputGiven && totalGiven && promptGiven {
-		t.Completion, t.output = max(total-prompt, 0), true
+		t.Completion, t.output, t.derived = max(total-prompt, 0), true, true
 	}
 	if t.Total == 0 {
 		t.Total = t.Prompt + t.Completion
@@ -478,10 +484,18 @@ func (s *Sniffer) Tokens() Tokens {
 // that closes the stream once it read [DONE] may be seen leaving) with deltas that carry no
 // output and none that does, such as a chat stream of its role chunk and its final chunk, made
 // no output: 0 output tokens, not the estimate. Input tokens the stream did not report stay 0
-// (unknown).
+// (unknown). A cut answer (a stream, or a JSON answer such as Gemini's streamGenerateContent
+// without alt=sse, a JSON array of chunks) whose usage found no output count but a total equal to
+// its prompt has not reported its output: the deltas counted stand for it, else the estimate.
 // An output so counted is bounded by the request's estimate with AtMostOutput.
 func (s *Sniffer) Seen(cut bool) Tokens {
 	t := s.Tokens()
+	if cut && t.output && t.derived && t.Completion == 0 {
+		// A cut answer whose last usage gave no output count, only a total equal to its prompt
+		// (what Gemini reports before its last chunk, in a JSON stream without alt=sse too):
+		// it has not reported 0 output tokens, it had not counted them yet.
+		t.output = false
+	}
 	switch {
 	case !s.SSE, !cut && t.Completion > 0:
 		return t // a JSON answer, or a stream that ended with its output reported
