@@ -258,9 +258,10 @@ func readLedger(t *testing.T, g *gateway, account string) ([]map[string]any, int
 //   - an Anthropic stream that made no output (message_start and message_delta reporting 0
 //     output tokens) is charged its 30 input tokens and no output (0.03), through the official
 //     @anthropic-ai/sdk;
-//   - a Gemini stream the client leaves after 3 chunks of text, before the last chunk that
-//     counts the output, is charged its 8 input tokens and 3 output tokens, one a chunk (0.011),
-//     through the official @google/genai, not 0 output tokens (0.008);
+//   - a Gemini stream the client leaves after 3 chunks of text ("The", " quick", " brown"),
+//     before the last chunk that counts the output, is charged its 8 input tokens and 5 output
+//     tokens, one per 4 bytes of each chunk's text (0.013), through the official @google/genai,
+//     not 0 output tokens (0.008);
 //   - the same stream without alt=sse (one JSON array), left after its third chunk, has not
 //     reported its output: it is charged its estimate of output, not 0 output tokens; and a
 //     generate-content body is held for its input, from its bytes as every JSON body is (it
@@ -366,8 +367,8 @@ func TestBillingAttacks(t *testing.T) {
 		}
 		var got []string
 		waitFor(t, "the Gemini stream's settlement", func() bool { got = settles("atk-gemini", 0); return len(got) > 0 })
-		if len(got) != 1 || got[0] != "0.011" {
-			t.Errorf("a Gemini stream left after 3 chunks of text charged %v; want 0.011", got)
+		if len(got) != 1 || got[0] != "0.013" {
+			t.Errorf("a Gemini stream left after 3 chunks of text charged %v; want 0.013", got)
 		}
 
 		// The JSON array form, read by a client that leaves after its third chunk.

@@ -9,18 +9,18 @@ import (
 // every chunk before its last, a usageMetadata of the prompt and a total equal to it (no
 // candidatesTokenCount yet), and the output count in its last chunk. A stream cut after 3 chunks
 // of text (the client left, or the upstream broke it off before the last chunk) served output:
-// it is charged at least one token a chunk, as a cut OpenAI or Anthropic stream is charged one a
-// delta, not 0 output tokens (the total less the prompt of a chunk that has not counted its
-// output yet). A chunk without output (no part, an empty text) is no token; a stream that ends
-// with its count is charged that count.
+// it is charged the tokens of its chunks' output, one per 4 bytes (at least one a chunk), not 0
+// output tokens (the total less the prompt of a chunk that has not counted its output yet). A
+// chunk without output (no part, an empty text) is no token; a stream that ends with its count
+// is charged that count.
 func TestSnifferGeminiStreamCutCountsChunks(t *testing.T) {
 	const chunk = `data: {"candidates":[{"content":{"role":"model","parts":[{"text":%s}]},"index":0}],"usageMetadata":{"promptTokenCount":8,"totalTokenCount":8},"modelVersion":"gemini-2.0-flash"}` + "\r\n\r\n"
 	s := Sniffer{SSE: true}
-	for _, text := range []string{`"The"`, `" quick brown"`, `""`, `" fox"`} {
+	for _, text := range []string{`"The quick brown fox "`, `"jumps over the lazy dog"`, `""`, `"!"`} {
 		s.Write([]byte(fmt.Sprintf(chunk, text)))
 	}
-	if got := s.Seen(true); !got.Known() || got.Completion != 3 || got.Prompt != 8 {
-		t.Fatalf("a Gemini stream cut after 3 chunks of text: %+v; want 8 input and 3 output tokens", got)
+	if got := s.Seen(true); !got.Known() || got.Completion != 5+6+1 || got.Prompt != 8 {
+		t.Fatalf("a Gemini stream cut after 3 chunks of text: %+v; want 8 input and 12 output tokens (20, 23 and 1 bytes)", got)
 	}
 	s.Write([]byte(`data: {"candidates":[{"content":{"role":"model","parts":[{"text":" jumps"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":8,"candidatesTokenCount":55,"totalTokenCount":63},"modelVersion":"gemini-2.0-flash"}` + "\r\n\r\n"))
 	if got := s.Seen(false); got.Completion != 55 || got.Prompt != 8 {
@@ -40,11 +40,11 @@ func TestSnifferGeminiStreamCutCountsChunks(t *testing.T) {
 		{`{"candidates":[{"content":{"parts":[{"text":"","Text":"x"}]}}]}`, outputDelta},
 		{`{"candidates":"x"}`, outputDelta},
 	} {
-		if got, ok := readCandidates([]byte(c.data)); got != c.want || !ok {
+		if got, _, ok := readCandidates([]byte(c.data)); got != c.want || !ok {
 			t.Errorf("%s: %v, %v; want %v", c.data, got, ok, c.want)
 		}
 	}
-	if _, ok := readCandidates([]byte(`{"usageMetadata":{"promptTokenCount":8},"text":"\"candidates\""}`)); ok {
+	if _, _, ok := readCandidates([]byte(`{"usageMetadata":{"promptTokenCount":8},"text":"\"candidates\""}`)); ok {
 		t.Error("a line without a candidates member is read as a Gemini chunk")
 	}
 }

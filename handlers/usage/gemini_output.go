@@ -28,61 +28,84 @@ var (
 // repeated or spelled in another case (decoders read those differently), or anything else that
 // does not read so, carries output.
 //
+// tokens is what the chunk's output counts for when the stream is cut before its usage counted
+// it: a Gemini chunk carries many tokens, not one as a delta of the other providers does, so it
+// counts one token per BytesPerToken bytes of its parts' output values (a text's, without its
+// quotes; at least one).
+//
 // Gemini reports, in every chunk before its last, a usageMetadata whose total is its prompt
 // (no candidatesTokenCount yet): a stream cut before its last chunk has reported no output, and
-// is charged one token a chunk that carried some (see Sniffer.Seen).
-func readCandidates(data []byte) (kind deltaKind, ok bool) {
+// is charged what its chunks carried (see Sniffer.Seen).
+func readCandidates(data []byte) (kind deltaKind, tokens int64, ok bool) {
 	var chunk [1]json.RawMessage
 	if jsonkeys.MembersOf(data, chunkCandidates, chunk[:]) != nil {
-		return outputDelta, true
+		return outputDelta, 1, true
 	}
 	if chunk[0] == nil {
-		return outputDelta, false
+		return outputDelta, 0, false
 	}
 	var candidates []json.RawMessage
 	if json.Unmarshal(chunk[0], &candidates) != nil {
-		return outputDelta, true
+		return outputDelta, 1, true
 	}
+	var size int64
+	carries := false
 	for _, candidate := range candidates {
-		if partsCarry(candidate) {
-			return outputDelta, true
-		}
+		n, carry := partsOutput(candidate)
+		size += n
+		carries = carries || carry
 	}
-	return emptyDelta, true
+	if !carries {
+		return emptyDelta, 0, true
+	}
+	return outputDelta, max((size+BytesPerToken-1)/BytesPerToken, 1), true
 }
 
-// partsCarry reports whether a candidate's content has a part that carries output (see
-// readCandidates).
-func partsCarry(candidate json.RawMessage) bool {
+// BytesPerToken is how a cut Gemini stream's output is counted from its chunks: one token per 4
+// bytes of output (the usual rule of thumb for English text, as billing estimates input).
+const BytesPerToken = 4
+
+// partsOutput reads a candidate's content: whether a part carries output (see readCandidates),
+// and the bytes of the parts' output values.
+func partsOutput(candidate json.RawMessage) (size int64, carries bool) {
 	var content, parts [1]json.RawMessage
 	if jsonkeys.MembersOf(candidate, candidateContent, content[:]) != nil {
-		return true
+		return int64(len(candidate)), true
 	}
 	if content[0] == nil || isNull(content[0]) {
-		return false
+		return 0, false
 	}
 	if jsonkeys.MembersOf(content[0], contentParts, parts[:]) != nil {
-		return true
+		return int64(len(content[0])), true
 	}
 	if parts[0] == nil || isNull(parts[0]) {
-		return false
+		return 0, false
 	}
 	var list []json.RawMessage
 	if json.Unmarshal(parts[0], &list) != nil {
-		return true
+		return int64(len(parts[0])), true
 	}
 	for _, part := range list {
 		members, err := jsonkeys.All(part, partOutputMembers...)
 		if err != nil {
-			return true
+			size, carries = size+int64(len(part)), true
+			continue
 		}
 		for name, value := range members {
 			if name != "thought" && name != "thoughtSignature" && !emptyValue(value) {
-				return true
+				size, carries = size+valueBytes(value), true
 			}
 		}
 	}
-	return false
+	return size, carries
+}
+
+// valueBytes is the length of a JSON value, without the quotes of a string.
+func valueBytes(v []byte) int64 {
+	if v = bytes.TrimSpace(v); len(v) >= 2 && v[0] == '"' {
+		return int64(len(v) - 2)
+	}
+	return int64(len(v))
 }
 
 // isNull reports whether v, a JSON value, is null.

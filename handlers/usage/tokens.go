@@ -266,7 +266,9 @@ type Sniffer struct {
 	skipData bool
 	head     []byte // JSON: the first headMax bytes once the body outgrows them
 	tokens   Tokens
-	deltas   int64 // SSE: data events whose delta carries output (see readDelta, readCandidates)
+	// deltas counts the SSE data events whose delta carries output (see readDelta), each one
+	// token, and a Gemini chunk's output tokens (see readCandidates).
+	deltas int64
 	// emptyDeltas counts the SSE data events whose delta carries no output and is not a chat
 	// stream's role chunk (its final chunk, an empty content or Responses delta).
 	emptyDeltas int64
@@ -417,18 +419,18 @@ func (s *Sniffer) line(l []byte) {
 	// Only a delta that carries output is counted (see readDelta); one that carries none (a chat
 	// stream's opening chunk of its role, its final chunk) is not output served either.
 	noOutput := false
-	kind, isDelta := outputDelta, false
+	kind, tokens, isDelta := outputDelta, int64(1), false
 	switch {
 	case bytes.Contains(l, deltaBytes):
 		kind, isDelta = readDelta(bytes.TrimSpace(l[5:])), true
 	case bytes.Contains(l, candidatesBytes):
-		// A Gemini chunk: its candidates' parts are its delta.
-		kind, isDelta = readCandidates(bytes.TrimSpace(l[5:]))
+		// A Gemini chunk: its candidates' parts are its delta, of many tokens.
+		kind, tokens, isDelta = readCandidates(bytes.TrimSpace(l[5:]))
 	}
 	if isDelta {
 		switch kind {
 		case outputDelta:
-			s.deltas++
+			s.deltas += tokens
 		case emptyDelta:
 			s.emptyDeltas++
 			noOutput = true
