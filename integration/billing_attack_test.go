@@ -265,7 +265,9 @@ func readLedger(t *testing.T, g *gateway, account string) ([]map[string]any, int
 //   - the same stream without alt=sse (one JSON array), left after its third chunk, has not
 //     reported its output: it is charged its estimate of output, not 0 output tokens; and a
 //     generate-content body is held for its input, from its bytes as every JSON body is (it
-//     was held 0 input, its model being in the path);
+//     was held 0 input, its model being in the path), and for the output its generationConfig
+//     allows (maxOutputTokens "50", a string as protobuf JSON takes it, times candidateCount 2:
+//     it was held max_output's 4096);
 //   - usage objects that are hostile (negative, fractional, strings, null, huge, past int64) are
 //     charged the estimate, never less than nothing, never a credit.
 func TestBillingAttacks(t *testing.T) {
@@ -373,7 +375,7 @@ func TestBillingAttacks(t *testing.T) {
 
 		// The JSON array form, read by a client that leaves after its third chunk.
 		from := len(ledgerEntries(t, g, "atk-gemini"))
-		const body = `{"contents":[{"role":"user","parts":[{"text":"write"}]}]}`
+		const body = `{"contents":[{"role":"user","parts":[{"text":"write"}]}],"generationConfig":{"maxOutputTokens":"50","candidateCount":2}}`
 		req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1beta/models/atk-gemini:streamGenerateContent", strings.NewReader(body))
 		req.Header.Set("X-Goog-Api-Key", "mg-atk-gemini")
 		req.Header.Set("Content-Type", "application/json")
@@ -399,11 +401,11 @@ func TestBillingAttacks(t *testing.T) {
 			entries = ledgerEntries(t, g, "atk-gemini")
 			return len(entries) == from+2 && entries[len(entries)-1]["kind"] == "settle"
 		})
-		// Held: the body's bytes / 4 as input and max_output's 4096 output tokens; charged: the 8
-		// input tokens reported and the output held.
+		// Held: the body's bytes / 4 as input and 2 candidates of 50 output tokens; charged: the
+		// 8 input tokens reported and the output held.
 		inputHeld := int64(len(body)+3) / 4 * 1000
-		if held, charged := fmt.Sprint(entries[from]["amount"]), fmt.Sprint(entries[from+1]["charged"]); held != "-"+money.Format(inputHeld+4_096_000) || charged != "4.104" {
-			t.Errorf("a JSON stream of Gemini chunks left before its last: held %s, charged %s; want %s and 4.104 (%v)", held, charged, money.Format(inputHeld+4_096_000), entries[from:])
+		if held, charged := fmt.Sprint(entries[from]["amount"]), fmt.Sprint(entries[from+1]["charged"]); held != "-"+money.Format(inputHeld+100_000) || charged != "0.108" {
+			t.Errorf("a JSON stream of Gemini chunks left before its last: held %s, charged %s; want %s and 0.108 (%v)", held, charged, money.Format(inputHeld+100_000), entries[from:])
 		}
 	})
 
