@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,7 @@ const billingAttackCaddyfile = `{
 		price atk-chat {
 			input_tokens 1000
 			output_tokens 1000
+			max_output 20
 		}
 		price atk-claude {
 			input_tokens 1000
@@ -95,7 +97,8 @@ http://127.0.0.1:{{port}} {
 //     as a stream of 3 image_edit.completed events;
 //   - chat completions: the usage object the user's message names ("usage:<name>"), or, for a
 //     stream, one delta per output token the request allows as vLLM reads it (its
-//     max_completion_tokens before its max_tokens), without a usage chunk (no include_usage);
+//     max_completion_tokens before its max_tokens, a string holding a number as that number),
+//     without a usage chunk (no include_usage);
 //   - Anthropic messages, streamed: message_start and message_delta reporting 0 output tokens,
 //     no content block (the model stopped at once);
 //   - Gemini streamGenerateContent: 3 chunks of text, each with the usageMetadata Gemini sends
@@ -122,8 +125,8 @@ func fakeHostileProviders(t *testing.T, usages map[string]string) *httptest.Serv
 				`"quality":"low","size":"1024x1024","usage":{"input_tokens":10,"input_tokens_details":{"image_tokens":0,"text_tokens":10},"output_tokens":544,"total_tokens":554}}`)
 		case r.URL.Path == "/v1/chat/completions" && r.Header.Get("Authorization") == "Bearer atk-operator-key":
 			var req struct {
-				MaxTokens           int64                      `json:"max_tokens"`
-				MaxCompletionTokens int64                      `json:"max_completion_tokens"`
+				MaxTokens           json.RawMessage            `json:"max_tokens"`
+				MaxCompletionTokens json.RawMessage            `json:"max_completion_tokens"`
 				Messages            []struct{ Content string } `json:"messages"`
 			}
 			if json.Unmarshal(body, &req) != nil || len(req.Messages) == 0 {
@@ -132,9 +135,15 @@ func fakeHostileProviders(t *testing.T, usages map[string]string) *httptest.Serv
 			}
 			if stream {
 				sse()
-				limit := req.MaxCompletionTokens
+				// As vLLM reads them: max_completion_tokens first, and a string holding a
+				// number is that number (pydantic's lax mode).
+				lax := func(raw json.RawMessage) int64 {
+					n, _ := strconv.ParseInt(strings.Trim(string(raw), `"`), 10, 64)
+					return n
+				}
+				limit := lax(req.MaxCompletionTokens)
 				if limit == 0 {
-					limit = req.MaxTokens
+					limit = lax(req.MaxTokens)
 				}
 				const chunk = `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"atk-chat","choices":[{"index":0,"delta":{%s},"finish_reason":%s}]}` + "\n\n"
 				fmt.Fprintf(w, chunk, `"role":"assistant","content":""`, "null")
@@ -254,7 +263,8 @@ func readLedger(t *testing.T, g *gateway, account string) ([]map[string]any, int
 //     0.03; asked 2 of quality auto, held 0.34: 0.02), as JSON or streamed;
 //   - a chat that names max_tokens 1 and max_completion_tokens 50 is held, and charged, as the
 //     larger: an upstream that reads max_completion_tokens (vLLM) streams 50 tokens, without a
-//     usage chunk, and those 50 are charged, not 1;
+//     usage chunk, and those 50 are charged, not 1; one of max_tokens "50" (a string, which
+//     vLLM reads as 50) is held and charged 50, not the model's max_output of 20;
 //   - an Anthropic stream that made no output (message_start and message_delta reporting 0
 //     output tokens) is charged its 30 input tokens and no output (0.03), through the official
 //     @anthropic-ai/sdk;
@@ -353,6 +363,27 @@ func TestBillingAttacks(t *testing.T) {
 		}
 		if -held-charged != 0 || charged < 50*1000 {
 			t.Errorf("held %s, charged %s; want 50 output tokens (0.05) and the input held and charged", money.Format(-held), money.Format(charged))
+		}
+
+		// max_tokens "50", a string, which the upstream reads as 50: held and charged 50 output
+		// tokens, not the model's max_output of 20.
+		from = len(ledgerEntries(t, g, "atk-limits"))
+		stream = client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "atk-chat",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("write")}}, option.WithJSONSet("max_tokens", "50"))
+		text = ""
+		for stream.Next() {
+			if c := stream.Current(); len(c.Choices) > 0 {
+				text += c.Choices[0].Delta.Content
+			}
+		}
+		if err := stream.Err(); err != nil || len(text) != 50 {
+			t.Fatalf("stream with max_tokens \"50\": %d tokens, %v; want 50", len(text), err)
+		}
+		entries = ledgerEntries(t, g, "atk-limits")[from:]
+		held, _ = money.Parse(fmt.Sprint(entries[0]["amount"]))
+		charged, _ = money.Parse(fmt.Sprint(entries[1]["charged"]))
+		if -held != charged || charged < 50*1000 {
+			t.Errorf("max_tokens \"50\": held %s, charged %s; want 50 output tokens (0.05) and the input held and charged", money.Format(-held), money.Format(charged))
 		}
 	})
 

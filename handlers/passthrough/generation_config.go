@@ -23,21 +23,12 @@ func generationLimits(body []byte, q *billing.Request) {
 		for _, m := range jsonkeys.OthersValid(top.Value) {
 			switch {
 			case foldedAny(m.Key, "maxOutputTokens", "max_output_tokens"):
-				q.MaxOutput = max(q.MaxOutput, protoInt(m.Value))
+				q.MaxOutput = max(q.MaxOutput, numberOrString(m.Value))
 			case foldedAny(m.Key, "candidateCount", "candidate_count"):
-				q.N = max(q.N, protoInt(m.Value))
+				q.N = max(q.N, numberOrString(m.Value))
 			}
 		}
 	}
-}
-
-// protoInt is a protocol buffers JSON integer as positiveInt reads a number: a JSON number, or a
-// string holding one ("100000"), which the protocol's JSON takes for an integer field too.
-func protoInt(raw []byte) int64 {
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		raw = raw[1 : len(raw)-1]
-	}
-	return positiveInt(raw)
 }
 
 // foldedAny reports whether key is one of names in any letter case.

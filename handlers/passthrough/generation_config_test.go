@@ -33,3 +33,16 @@ func TestGenerationLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestNumberOrString: a limit written as a string holding a number is that number, as an upstream
+// that coerces strings reads it; anything else is 0.
+func TestNumberOrString(t *testing.T) {
+	for raw, want := range map[string]int64{
+		`100`: 100, `"100000"`: 100000, `" 100_000 "`: 100000, `"\u0031\u0030"`: 10, `"1e2"`: 100,
+		`"x"`: 0, `""`: 0, `"-5"`: 0, `"1.5"`: 0, `true`: 0, `null`: 0, `"9223372036854775808"`: 0,
+	} {
+		if got := numberOrString([]byte(raw)); got != want {
+			t.Errorf("%s: %d; want %d", raw, got, want)
+		}
+	}
+}
