@@ -81,8 +81,8 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 	case !errors.Is(err, ErrNotFound):
 		return Hold{}, LedgerEntry{}, nil, "", err
 	}
-	if !again && a.bal.Limited && a.bal.Amount < h.Amount {
-		return Hold{}, LedgerEntry{}, nil, "", ErrInsufficient
+	if !again && (a.bal.Limited && a.bal.Amount < h.Amount || a.bal.Amount-h.Amount < -MaxAmount) {
+		return Hold{}, LedgerEntry{}, nil, "", ErrInsufficient // short, or past the ledger's bound
 	}
 	if !again && h.Transient && a.bal.Limited && a.bal.Amount-a.freed.Load() < h.Amount {
 		// It fits only in what ends not yet committed gave back: recorded, it is written
@@ -200,6 +200,7 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 	}
 	rec := h.rec
 	held := rec.Hold.Amount
+	charged = boundedCharge(charged, held, a.bal.Amount)
 	op := ledgerOp{acct: a, lazy: !rec.Hold.Bound, ended: h}
 	if rec.Budget != "" {
 		op.counter = rec.Budget

@@ -41,6 +41,8 @@ type Ledger interface {
 	// key's budget for the period containing now, atomically, and records the hold as open.
 	// A Limited account whose balance is below h.Amount gets ErrInsufficient, a key budget that
 	// would be exceeded ErrBudgetExceeded (which is ErrInsufficient too), and nothing changes.
+	// So does a hold that would take any account's balance below -MaxAmount (an unlimited
+	// account's too), past which a backend no longer computes it exactly.
 	// Idempotent by h.ID: a second Hold with the same ID returns the first hold (as it now
 	// stands) and its entry, and changes nothing. A transient hold (h.Transient) may be kept
 	// out of Balance and LedgerPage until it ends; its entry then has no ID yet (see
@@ -48,7 +50,8 @@ type Ledger interface {
 	Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEntry, error)
 	// Settle ends an open hold by charging amount (0 or more). An amount above the hold is
 	// charged in full: the balance may go below zero by the difference, and the entry's Note
-	// says so. The rest of the hold returns to the balance and to the key's budget (of the
+	// says so; but never below -MaxAmount: the charge is then what takes the balance there (at
+	// least the hold), which the entry's Charged tells. The rest of the hold returns to the balance and to the key's budget (of the
 	// period the hold was taken in). Ending a hold that has ended answers ErrHoldEnded and
 	// changes nothing; an unknown hold ErrNotFound.
 	Settle(ctx context.Context, holdID string, amount int64, now time.Time) (LedgerEntry, error)
@@ -133,6 +136,14 @@ var (
 // exactly. A credit never takes a balance past it either way (ErrBalanceBound), nor leaves a
 // balance that the release of its open holds would take past it.
 const MaxAmount int64 = 1<<53 - 1
+
+// boundedCharge is what a settlement of a hold of held, asked to charge charged, charges when the
+// account's balance (its hold taken) is balance: charged, or less when it would take the balance
+// below -MaxAmount (a usage report priced at the most one charge can be, on an account far in
+// debt), down to the hold itself.
+func boundedCharge(charged, held, balance int64) int64 {
+	return min(charged, max(held, balance+held+MaxAmount))
+}
 
 // Page sizes of LedgerPage.
 const (

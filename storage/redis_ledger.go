@@ -83,7 +83,7 @@ func (r *Redis) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEn
 	}
 	keys := []string{r.key("lh:", h.ID), r.key("lb:", h.Account), r.key("le:", h.Account), r.key("lo"), r.key("lk:", h.KeyID, "\x00", period)}
 	args := []string{string(js), h.Account, h.KeyID, h.Model, h.Ref, h.ID, itoa(h.Amount), itoa(micros(now)),
-		itoa(micros(h.Deadline)), bound, itoa(h.Budget.Limit), ttl}
+		itoa(micros(h.Deadline)), bound, itoa(h.Budget.Limit), ttl, itoa(MaxAmount)}
 	res, unconfirmed := r.execDurable(ctx, scriptLedgerHold, keys, args)
 	vals, err := res.ToArray()
 	if err != nil {
@@ -107,16 +107,17 @@ func (r *Redis) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEn
 			return Hold{}, LedgerEntry{}, err
 		}
 		return h, e, unconfirmed
-	case code == 0 && len(vals) == 7:
-		// The hold there, as it now stands: with the deadline RenewHold may have moved.
-		held, err := decodeRedisHold(vals[1:5])
+	case code == 0 && len(vals) == 8:
+		// The hold there, as it now stands: with the reconciler's mark, and the deadline
+		// RenewHold may have moved.
+		held, err := decodeRedisHold(vals[1:6])
 		if err == nil {
-			held, err = renewedDeadline(held, vals[6])
+			held, err = renewedDeadline(held, vals[7])
 		}
 		if err != nil {
 			return Hold{}, LedgerEntry{}, err
 		}
-		e, err := entryOf(vals[5])
+		e, err := entryOf(vals[6])
 		return held, e, err
 	}
 	return Hold{}, LedgerEntry{}, errScript
@@ -150,7 +151,7 @@ func (r *Redis) ReleaseOverdue(ctx context.Context, holdID, reason string, now t
 // (ErrHoldNotDue) is left open.
 func (r *Redis) endHold(ctx context.Context, holdID string, charged int64, kind, note string, now time.Time, unboundOnly bool) (LedgerEntry, error) {
 	res, unconfirmed := r.execDurable(ctx, scriptLedgerEnd, []string{r.key("lh:", holdID), r.key("lo")},
-		[]string{itoa(charged), itoa(micros(now)), kind, note, r.prefix, holdID, flag(unboundOnly)})
+		[]string{itoa(charged), itoa(micros(now)), kind, note, r.prefix, holdID, flag(unboundOnly), itoa(MaxAmount)})
 	vals, err := res.ToArray()
 	if err != nil {
 		return LedgerEntry{}, err

@@ -46,16 +46,18 @@ end
 
 var (
 	// KEYS: hold, balance, entries, open set, budget counter. ARGV: hold json, account, key,
-	// model, ref, id, amount, now µs, deadline µs, bound, budget limit, budget ttl ms.
-	// Returns {1, entry} when held, {0, j, s, b, r, e, d} with the hold there (d: its deadline,
-	// which RenewHold moves), {-1} when the balance does not cover it, {-2} when the budget
-	// does not.
+	// model, ref, id, amount, now µs, deadline µs, bound, budget limit, budget ttl ms, the
+	// ledger's bound (MaxAmount), below minus which no balance goes.
+	// Returns {1, entry} when held, {0, j, s, b, r, o, e, d} with the hold there (o: the
+	// reconciler's mark; d: its deadline, which RenewHold moves), {-1} when the balance does not
+	// cover it, {-2} when the budget does not.
 	scriptLedgerHold = newScript(luaLedgerEntry + `
-local cur = redis.call('HMGET', KEYS[1], 'j', 's', 'b', 'r', 'e', 'd')
-if cur[1] then return {0, cur[1], cur[2], cur[3] or '', cur[4] or '', cur[5], cur[6] or ''} end
+local cur = redis.call('HMGET', KEYS[1], 'j', 's', 'b', 'r', 'o', 'e', 'd')
+if cur[1] then return {0, cur[1], cur[2], cur[3] or '', cur[4] or '', cur[5] or '', cur[6], cur[7] or ''} end
 local amt = tonumber(ARGV[7])
 local bal = redis.call('HMGET', KEYS[2], 'a', 'l')
 if bal[2] == '1' and tonumber(bal[1] or '0') < amt then return {-1} end
+if tonumber(bal[1] or '0') - amt < -tonumber(ARGV[13]) then return {-1} end
 local lim = tonumber(ARGV[11])
 local counter = ''
 if lim > 0 then
@@ -77,7 +79,9 @@ return {1, e}`)
 	// which RenewHold moves with its place on lo) is not before now, is left open, and the one
 	// it releases is marked reconciled, o = '1'). Returns {1, entry} when ended, {-1} when
 	// missing, {-3} when it has ended, {-6} when the reconciler ended it, {-4} when it is bound
-	// and ARGV[7] is "1", {-7} when it is not due and ARGV[7] is "1".
+	// and ARGV[7] is "1", {-7} when it is not due and ARGV[7] is "1". ARGV[8] is the ledger's bound
+	// (MaxAmount): a settlement charges no more than takes the balance to minus it (at least the
+	// hold).
 	scriptLedgerEnd = newScript(luaLedgerEntry + `
 local h = redis.call('HMGET', KEYS[1], 'a', 'k', 'm', 'r', 'amt', 's', 'p', 'b', 'o', 'd')
 if not h[1] then return {-1} end
@@ -89,12 +93,13 @@ if ARGV[7] == '1' and h[8] == '1' then return {-4} end
 if ARGV[7] == '1' and tonumber(h[10] or '0') >= tonumber(ARGV[2]) then return {-7} end
 if ARGV[7] == '1' then redis.call('HSET', KEYS[1], 'o', '1') end
 local held, charged = tonumber(h[5]), tonumber(ARGV[1])
+local bal = ARGV[5] .. 'lb:' .. h[1]
+charged = math.min(charged, math.max(held, tonumber(redis.call('HGET', bal, 'a') or '0') + held + tonumber(ARGV[8])))
 local note = ARGV[4]
 if ARGV[3] == 'settle' and charged > held then
   note = 'charged ' .. money(charged - held) .. ' over the hold of ' .. money(held)
 end
 if h[7] ~= '' and redis.call('EXISTS', h[7]) == 1 then redis.call('INCRBY', h[7], charged - held) end
-local bal = ARGV[5] .. 'lb:' .. h[1]
 local after, _, n = add(bal, 'a', held - charged, 'h', -held, 'n', 1)
 local e = entry(ARGV[5] .. 'le:' .. h[1], n, ARGV[2], h[1], h[2], h[3], h[4], ARGV[6], ARGV[3], held - charged, after, charged, note)
 redis.call('HSET', KEYS[1], 's', ARGV[3] == 'settle' and 'settled' or 'released')

@@ -175,7 +175,8 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 	if e.price != nil {
 		amount = withinLedger(e.price.Settle(h.Estimate.Usage, actual))
 	}
-	if how := e.a.endHold(e.ctx, h.ID, amount, "", e.owner); how != holdEndedHere {
+	how, amount := e.a.endHold(e.ctx, h.ID, amount, "", e.owner)
+	if how != holdEndedHere {
 		e.reconciled.Store(how == holdEndedByReconciler)
 		return 0
 	}
@@ -187,7 +188,8 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 func (h Hold) Release(reason string) {
 	if e := h.end; e != nil && e.done.CompareAndSwap(false, true) {
 		e.stopRenewal()
-		e.reconciled.Store(e.a.endHold(e.ctx, h.ID, -1, reason, e.owner) == holdEndedByReconciler)
+		how, _ := e.a.endHold(e.ctx, h.ID, -1, reason, e.owner)
+		e.reconciled.Store(how == holdEndedByReconciler)
 	}
 }
 
@@ -214,7 +216,8 @@ func (a *Accountant) settleTask(ctx context.Context, t storage.Task, status stri
 	}
 	owner := holdOwner{taskID: t.ID, account: t.Account, model: t.Model}
 	if status != "succeeded" {
-		return 0, a.endHold(ctx, t.HoldID, -1, "task "+status, owner)
+		how, _ := a.endHold(ctx, t.HoldID, -1, "task "+status, owner)
+		return 0, how
 	}
 	amount := billing.Money(t.HoldAmount)
 	if price, ok := a.Prices.Price(t.Model); ok {
@@ -225,7 +228,8 @@ func (a *Accountant) settleTask(ctx context.Context, t storage.Task, status stri
 			amount = withinLedger(price.Settle(estimated, actual))
 		}
 	}
-	if how := a.endHold(ctx, t.HoldID, amount, "", owner); how != holdEndedHere {
+	how, amount := a.endHold(ctx, t.HoldID, amount, "", owner)
+	if how != holdEndedHere {
 		return 0, how
 	}
 	a.meterSpent(t.KeyID, t.Account, amount)
@@ -269,37 +273,42 @@ const (
 // write a few times, whether or not ctx was cancelled meanwhile (its values, such as the trace,
 // are kept). It reports whether this call ended the hold, or who did: another caller (another
 // instance, or every attempt failed, logged: the reconciler releases an unbound hold at its
-// deadline; a bound one stays open and is reported) or the reconciler.
-func (a *Accountant) endHold(ctx context.Context, holdID string, amount billing.Money, reason string, owner holdOwner) endedBy {
+// deadline; a bound one stays open and is reported) or the reconciler. charged is what a
+// settlement this call made charged: amount, or less when the ledger bounded it (a charge that
+// would take the balance below -storage.MaxAmount; see storage.Ledger.Settle).
+func (a *Accountant) endHold(ctx context.Context, holdID string, amount billing.Money, reason string, owner holdOwner) (how endedBy, charged billing.Money) {
 	ctx = context.WithoutCancel(ctx)
 	var err error
 	for attempt := range giveBackRetries {
+		var e storage.LedgerEntry
 		if amount < 0 {
-			_, err = a.Store.Release(ctx, holdID, reason, a.clock())
+			e, err = a.Store.Release(ctx, holdID, reason, a.clock())
 		} else {
-			_, err = a.Store.Settle(ctx, holdID, int64(amount), a.clock())
+			e, err = a.Store.Settle(ctx, holdID, int64(amount), a.clock())
 		}
 		switch {
+		case err == nil && amount >= 0:
+			return holdEndedHere, billing.Money(e.Charged)
 		case err == nil:
-			return holdEndedHere
+			return holdEndedHere, 0
 		case errors.Is(err, storage.ErrHoldReconciled):
 			// Never this caller's own earlier attempt: the reconciler releases open holds only.
-			return holdEndedByReconciler
+			return holdEndedByReconciler, 0
 		case errors.Is(err, storage.ErrHoldEnded):
 			// Ended already, by another caller or by this one's earlier attempt whose answer
 			// was lost: the ledger has exactly one end either way.
 			if attempt > 0 {
-				return holdEndedHere
+				return holdEndedHere, max(amount, 0) // what it charged is in the ledger
 			}
-			return holdEndedElsewhere
+			return holdEndedElsewhere, 0
 		case errors.Is(err, storage.ErrNotFound):
 			a.logger().Error("ending a hold the ledger does not know", append(owner.fields(), zap.String("hold_id", holdID))...)
-			return holdEndedElsewhere
+			return holdEndedElsewhere, 0
 		}
 		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
 	}
 	a.logger().Error("ending a hold failed; it stays open", append(owner.fields(), zap.String("hold_id", holdID), zap.Error(err))...)
-	return holdEndedElsewhere
+	return holdEndedElsewhere, 0
 }
 
 // meterSpent counts money a settlement charged in the key's and the account's usage.

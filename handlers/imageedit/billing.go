@@ -68,10 +68,20 @@ func settleStream(ctx context.Context, hold accounting.Hold, body []byte) {
 	switch {
 	case events.Completed() > 0:
 		size, quality := billing.AnswerImage(events.Reported())
-		usage.From(ctx).Settled(int64(hold.Settle(billing.Usage{Images: events.Completed(), ImageSize: size, ImageQuality: quality})))
+		usage.From(ctx).Settled(int64(hold.Settle(billing.Usage{Images: atMostAsked(hold, events.Completed()), ImageSize: size, ImageQuality: quality})))
 	case events.Partials() > 0:
 		usage.From(ctx).Settled(int64(hold.Settle(billing.Usage{})))
 	default:
 		hold.Release("the upstream streamed no image")
 	}
+}
+
+// atMostAsked is made, the images an edit's answer has, bounded by the n the edit asked for (its
+// hold's estimate; the request the handler sent, a Seedream set's max_images too): a broken or
+// hostile provider that answers more images than were asked for is charged n, the hold.
+func atMostAsked(hold accounting.Hold, made int64) int64 {
+	if asked := hold.Estimate.Usage.Images; asked > 0 {
+		return min(made, asked)
+	}
+	return made
 }

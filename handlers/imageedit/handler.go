@@ -187,10 +187,10 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	}
 	switch {
 	case images > 0:
-		// Images made: charged for the number of items in data, at the size and quality the
-		// answer reports (gpt-image's), else the request's.
+		// Images made: charged for the number of items in data (at most the n asked for), at
+		// the size and quality the answer reports (gpt-image's), else the request's.
 		size, quality := reportedImage(ans.Body)
-		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{Images: images, ImageSize: size, ImageQuality: quality})))
+		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{Images: atMostAsked(hold, images), ImageSize: size, ImageQuality: quality})))
 	case taskID != "":
 		// An image task: its answer comes later, through the owner's queries, which do not
 		// settle; it is charged its estimate (n images at the size's price) now.

@@ -258,6 +258,12 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
 				return "", err
 			}
+			// Held as any JSON body is (its input from its bytes): a generate-content body's
+			// prompt is its input, however long; its output as its generationConfig allows.
+			route.Sizing = sizing(ep, &fields, len(body))
+			if ep.modelInBody {
+				generationLimits(body, &route.Sizing)
+			}
 			if ep.modelInBody {
 				named, err := checkBodyModels(body, pathModel)
 				if err != nil {

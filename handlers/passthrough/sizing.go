@@ -22,13 +22,15 @@ func sizing(ep Endpoint, fields *bodyFields, bodyBytes int) billing.Request {
 		q.Video = videoSizing(jsonVideoValue(fields))
 		return q
 	}
+	// The largest output limit the body names: upstreams differ in which one they follow when
+	// it names several (vLLM's chat takes max_completion_tokens before max_tokens), so a body
+	// of max_tokens 1 and max_completion_tokens 100000 may be answered 100000 tokens.
+	// A limit or n written as a string holding a number ("100000") counts as that number: an
+	// upstream that coerces strings (pydantic's lax mode, vLLM's) reads it so.
 	for _, name := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
-		if n := positiveInt(fields.value(name)); n > 0 {
-			q.MaxOutput = n
-			break
-		}
+		q.MaxOutput = max(q.MaxOutput, numberOrString(fields.value(name)))
 	}
-	q.N = positiveInt(fields.value("n"))
+	q.N = numberOrString(fields.value("n"))
 	q.ImageSize = stringOrEmpty(fields.value("size"))
 	q.ImageQuality = stringOrEmpty(fields.value("quality"))
 	return q
@@ -51,6 +53,25 @@ func positiveInt(raw json.RawMessage) int64 {
 		return n
 	}
 	return positiveNumber(raw)
+}
+
+// numberOrString is raw as positiveInt reads it, or, when raw is a JSON string, its content so
+// read, decoded, without surrounding white space or underscores ("100000", " 100_000 " and
+// "\u0031\u0030" are numbers): an upstream that coerces strings to integers (pydantic's lax
+// mode, as vLLM's; protobuf JSON) reads it as that number.
+func numberOrString(raw json.RawMessage) int64 {
+	if len(raw) == 0 || raw[0] != '"' {
+		return positiveInt(raw)
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return 0
+	}
+	s = strings.ReplaceAll(strings.TrimSpace(s), "_", "")
+	if s == "" {
+		return 0
+	}
+	return positiveInt(json.RawMessage(s))
 }
 
 // positiveNumber is positiveInt for any JSON number: raw as a positive integer, or 0. A whole

@@ -7,8 +7,12 @@ import (
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
-// deltaBytes names a delta event (see Sniffer.line).
-var deltaBytes = []byte(`"delta"`)
+// deltaBytes names a delta event (see Sniffer.line); messageDeltaBytes is the type of
+// Anthropic's message_delta event, which carries the stop reason and the usage, and no output.
+var (
+	deltaBytes        = []byte(`"delta"`)
+	messageDeltaBytes = []byte(`"message_delta"`)
+)
 
 // deltaKind is what one data line of a stream that names a delta carries.
 type deltaKind uint8
@@ -22,8 +26,9 @@ const (
 	// ({"delta":{"role":"assistant","content":"","refusal":null}}).
 	roleDelta
 	// emptyDelta carries no output and is not a role chunk: a chat chunk whose deltas are empty
-	// (the final chunk, {"delta":{},"finish_reason":"stop"}; a chunk of an empty content), or a
-	// Responses event whose delta is the empty string.
+	// (the final chunk, {"delta":{},"finish_reason":"stop"}; a chunk of an empty content), a
+	// Responses event whose delta is the empty string, Anthropic's message_delta event (its stop
+	// reason and usage) and its content block delta of an empty text or partial JSON.
 	emptyDelta
 )
 
@@ -31,22 +36,28 @@ const (
 var (
 	chunkFields  = []string{"choices", "delta"}
 	choiceFields = []string{"delta"}
-	deltaFields  = []string{"role", "content", "refusal"}
+	deltaFields  = []string{"role", "type", "content", "refusal"}
+	eventType    = []string{"type"}
 )
 
 // readDelta tells what data, one data line of a stream that names a delta, carries (see
 // deltaKind). A delta carries output when it is a string that is not empty (a Responses event's
 // delta: of output text, reasoning, a refusal, a tool call's arguments) or an object with a
-// member other than role whose value is not empty ("", null, [] or {}): a chat chunk's delta
-// (content, refusal, tool_calls, reasoning_content…), Anthropic's. A chat chunk carries output
-// when any of its choices' deltas does. A member repeated or spelled in another case (decoders
-// read those differently), a chunk with both choices and a delta, or anything else that does not
-// read so carries output.
+// member other than role and type whose value is not empty ("", null, [] or {}): a chat chunk's
+// delta (content, refusal, tool_calls, reasoning_content…), Anthropic's content block delta
+// (text, thinking, partial_json…; its type names the kind of delta). A chat chunk carries output
+// when any of its choices' deltas does. Anthropic's message_delta event carries none: its delta
+// is the stop reason. A member repeated or spelled in another case (decoders read those
+// differently), a chunk with both choices and a delta, or anything else that does not read so
+// carries output.
 //
 // The common case, a delta whose first member (or the string itself) is output, is decided
 // from the bytes after the first "delta" key without decoding; only the others (about two
 // chunks a stream: its role chunk and its final one) are decoded.
 func readDelta(data []byte) deltaKind {
+	if bytes.Contains(data, messageDeltaBytes) && messageDelta(data) {
+		return emptyDelta
+	}
 	if firstMemberIsOutput(data) {
 		return outputDelta
 	}
@@ -65,6 +76,13 @@ func readDelta(data []byte) deltaKind {
 	default:
 		return choicesCarry(choices)
 	}
+}
+
+// messageDelta reports whether data is Anthropic's message_delta event: its one type member is
+// "message_delta".
+func messageDelta(data []byte) bool {
+	var typ [1]json.RawMessage
+	return jsonkeys.MembersOf(data, eventType, typ[:]) == nil && string(typ[0]) == `"message_delta"`
 }
 
 // choicesCarry is what the choices of a chat chunk carry (see readDelta): roleDelta when each
@@ -97,7 +115,7 @@ func choicesCarry(raw json.RawMessage) deltaKind {
 }
 
 // deltaCarries reads one delta: whether it carries output, and whether it has a role (which is
-// no output).
+// no output, nor is the type of an Anthropic delta).
 func deltaCarries(raw json.RawMessage) (output, role bool) {
 	if v := bytes.TrimSpace(raw); len(v) > 0 && v[0] != '{' {
 		return !emptyValue(v), false
@@ -109,7 +127,7 @@ func deltaCarries(raw json.RawMessage) (output, role bool) {
 	for name, value := range members {
 		if name == "role" {
 			role = true
-		} else if !emptyValue(value) {
+		} else if name != "type" && !emptyValue(value) {
 			return true, role
 		}
 	}
@@ -130,8 +148,9 @@ func emptyValue(v []byte) bool {
 
 // firstMemberIsOutput reports, without decoding, whether the first "delta" key of data has a
 // value that carries output by its first bytes: a string that is not empty, or an object whose
-// first member (after a role, which some upstreams send in every chunk) is not empty. It answers
-// false whenever it is not sure, for readDelta to decode data.
+// first member (after a role, which some upstreams send in every chunk, or the type of an
+// Anthropic delta) is not empty. It answers false whenever it is not sure, for readDelta to
+// decode data.
 func firstMemberIsOutput(data []byte) bool {
 	i := bytes.Index(data, deltaBytes)
 	if i < 0 {
@@ -153,10 +172,10 @@ func firstMemberIsOutput(data []byte) bool {
 		if value = colonAfter(data, value); value < 0 {
 			return false
 		}
-		if string(key) != "role" {
+		if string(key) != "role" && string(key) != "type" {
 			return valueCarries(data, value)
 		}
-		// The role, a plain string, then the next member.
+		// The role or the type, a plain string, then the next member.
 		role, next := unescapedString(data, value)
 		if role == nil {
 			return false

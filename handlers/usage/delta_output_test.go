@@ -150,3 +150,47 @@ func FuzzReadDelta(f *testing.F) {
 		}
 	})
 }
+
+// TestSnifferAnthropicMessageDeltaIsNoOutput: Anthropic's message_delta event carries the
+// stop reason and the usage, not a token, and a content block's delta of an empty text or empty
+// partial JSON (Anthropic opens a tool use block with one) carries none either: a stream that
+// made no output, ended or cut after its message_delta, is charged the output it reports (0),
+// not one token for the event. A content_block_delta of text is one token, as before; a
+// message_delta whose type is repeated or in another case is read as output.
+func TestSnifferAnthropicMessageDeltaIsNoOutput(t *testing.T) {
+	const (
+		start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude\",\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":30,\"output_tokens\":0}}}\n\n"
+		empty = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\"}}\n\n"
+		delta = "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":0}}\n\n"
+		stop  = "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	)
+	for _, c := range []struct {
+		name   string
+		stream string
+		cut    bool
+	}{{"ended", start + delta + stop, false}, {"cut after message_delta", start + delta, true}, {"an empty tool delta, ended", start + empty + delta + stop, false}} {
+		s := Sniffer{SSE: true}
+		s.Write([]byte(c.stream))
+		if got := s.Seen(c.cut); !got.Known() || got.Completion != 0 || got.Prompt != 30 {
+			t.Errorf("%s: %+v; want 30 input and 0 output tokens, as reported", c.name, got)
+		}
+	}
+	for _, c := range []struct {
+		data string
+		want deltaKind
+	}{
+		{`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`, emptyDelta},
+		{`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}`, emptyDelta},
+		{`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}`, emptyDelta},
+		{`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`, outputDelta},
+		{`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`, outputDelta},
+		{`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}`, outputDelta},
+		{`{"type":"content_block_delta","index":0,"delta":{"text":"message_delta"}}`, outputDelta},
+		{`{"type":"message_delta","Type":"content_block_delta","delta":{"text":"x"}}`, outputDelta},
+		{`{"type":"message_delta","type":"content_block_delta","delta":{"text":"x"}}`, outputDelta},
+	} {
+		if got := readDelta([]byte(c.data)); got != c.want {
+			t.Errorf("%s: %v; want %v", c.data, got, c.want)
+		}
+	}
+}

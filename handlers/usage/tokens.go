@@ -12,6 +12,9 @@ type Tokens struct {
 	Prompt, Completion, Total int64
 	known                     bool
 	output                    bool
+	// derived is set when no output count was given (completion_tokens, output_tokens or
+	// candidatesTokenCount), only found as the total less the prompt.
+	derived bool
 	// counted is set when Completion is the stream's delta events counted (see Sniffer.Seen),
 	// not a count the upstream reported.
 	counted bool
@@ -48,6 +51,9 @@ func (t Tokens) merge(u Tokens) Tokens {
 		return t
 	}
 	t.known = true
+	if u.output {
+		t.derived = u.derived && (t.derived || !t.output) // once given, an output count stays so
+	}
 	t.output = t.output || u.output
 	if u.Prompt != 0 {
 		t.Prompt = u.Prompt
@@ -154,7 +160,7 @@ func (u *usageCounts) tokens() Tokens {
 	}
 	t := Tokens{known: true, Prompt: prompt, Completion: output, Total: total, output: outputGiven}
 	if !outputGiven && totalGiven && promptGiven {
-		t.Completion, t.output = max(total-prompt, 0), true
+		t.Completion, t.output, t.derived = max(total-prompt, 0), true, true
 	}
 	if t.Total == 0 {
 		t.Total = t.Prompt + t.Completion
@@ -260,7 +266,9 @@ type Sniffer struct {
 	skipData bool
 	head     []byte // JSON: the first headMax bytes once the body outgrows them
 	tokens   Tokens
-	deltas   int64 // SSE: data events whose delta carries output (see readDelta)
+	// deltas counts the SSE data events whose delta carries output (see readDelta), each one
+	// token, and a Gemini chunk's output tokens (see readCandidates).
+	deltas int64
 	// emptyDeltas counts the SSE data events whose delta carries no output and is not a chat
 	// stream's role chunk (its final chunk, an empty content or Responses delta).
 	emptyDeltas int64
@@ -411,10 +419,18 @@ func (s *Sniffer) line(l []byte) {
 	// Only a delta that carries output is counted (see readDelta); one that carries none (a chat
 	// stream's opening chunk of its role, its final chunk) is not output served either.
 	noOutput := false
-	if bytes.Contains(l, deltaBytes) {
-		switch readDelta(bytes.TrimSpace(l[5:])) {
+	kind, tokens, isDelta := outputDelta, int64(1), false
+	switch {
+	case bytes.Contains(l, deltaBytes):
+		kind, isDelta = readDelta(bytes.TrimSpace(l[5:])), true
+	case bytes.Contains(l, candidatesBytes):
+		// A Gemini chunk: its candidates' parts are its delta, of many tokens.
+		kind, tokens, isDelta = readCandidates(bytes.TrimSpace(l[5:]))
+	}
+	if isDelta {
+		switch kind {
 		case outputDelta:
-			s.deltas++
+			s.deltas += tokens
 		case emptyDelta:
 			s.emptyDeltas++
 			noOutput = true
@@ -470,10 +486,18 @@ func (s *Sniffer) Tokens() Tokens {
 // that closes the stream once it read [DONE] may be seen leaving) with deltas that carry no
 // output and none that does, such as a chat stream of its role chunk and its final chunk, made
 // no output: 0 output tokens, not the estimate. Input tokens the stream did not report stay 0
-// (unknown).
+// (unknown). A cut answer (a stream, or a JSON answer such as Gemini's streamGenerateContent
+// without alt=sse, a JSON array of chunks) whose usage found no output count but a total equal to
+// its prompt has not reported its output: the deltas counted stand for it, else the estimate.
 // An output so counted is bounded by the request's estimate with AtMostOutput.
 func (s *Sniffer) Seen(cut bool) Tokens {
 	t := s.Tokens()
+	if cut && t.output && t.derived && t.Completion == 0 {
+		// A cut answer whose last usage gave no output count, only a total equal to its prompt
+		// (what Gemini reports before its last chunk, in a JSON stream without alt=sse too):
+		// it has not reported 0 output tokens, it had not counted them yet.
+		t.output = false
+	}
 	switch {
 	case !s.SSE, !cut && t.Completion > 0:
 		return t // a JSON answer, or a stream that ended with its output reported

@@ -27,6 +27,7 @@ func RunLedger(t *testing.T, fresh func(t *testing.T) storage.Store) {
 	t.Run("LedgerCreditRace", func(t *testing.T) { testLedgerCreditRace(t, fresh(t)) })
 	t.Run("LedgerBalanceBound", func(t *testing.T) { testLedgerBalanceBound(t, fresh(t)) })
 	t.Run("LedgerBalanceBoundCountsHolds", func(t *testing.T) { testLedgerBalanceBoundCountsHolds(t, fresh(t)) })
+	t.Run("LedgerChargesKeepTheBalanceBounded", func(t *testing.T) { testLedgerChargesKeepTheBalanceBounded(t, fresh(t)) })
 	t.Run("LedgerTaskCarriesHold", func(t *testing.T) { testLedgerTaskCarriesHold(t, fresh(t)) })
 	t.Run("LedgerTransient", func(t *testing.T) { testLedgerTransient(t, fresh(t)) })
 	t.Run("LedgerTransientBound", func(t *testing.T) { testLedgerTransientBound(t, fresh(t)) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/mediagw/mediagw/storage"
 )
@@ -72,4 +73,47 @@ func testLedgerBalanceBoundCountsHolds(t *testing.T, s storage.Store) {
 		t.Fatal(err)
 	}
 	checkLedger(t, s, "rich", -storage.MaxAmount+unit, 0)
+}
+
+// testLedgerChargesKeepTheBalanceBounded: holds and charges never take a balance below
+// -MaxAmount, where Redis's scripts stop computing it exactly (and Badger's int64 wraps once
+// past 2^63), on a limited account as on an unlimited (metered) one, whose holds otherwise
+// always fit. A hold that would is ErrInsufficient and changes nothing; a settlement over its
+// hold (a usage report that prices at the most one charge can be, MaxAmount) charges what takes
+// the balance to -MaxAmount and no more, and its entry says what it charged. The balance stays
+// the sum of the entries.
+func testLedgerChargesKeepTheBalanceBounded(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	mustHold(t, s, storage.Hold{ID: "metered-h1", Account: "metered", Amount: storage.MaxAmount})
+	if _, _, err := s.Hold(ctx, storage.Hold{ID: "metered-h2", Account: "metered", Amount: 1, Deadline: ledgerNow.Add(time.Minute)}, ledgerNow); !errors.Is(err, storage.ErrInsufficient) {
+		t.Fatalf("a hold past -MaxAmount on an unlimited account = %v, want ErrInsufficient", err)
+	}
+	checkLedger(t, s, "metered", -storage.MaxAmount, storage.MaxAmount)
+	if _, err := s.Release(ctx, "metered-h1", "test", ledgerNow); err != nil {
+		t.Fatal(err)
+	}
+	for _, account := range []string{"metered", "limited"} {
+		if account == "limited" {
+			mustCredit(t, s, account, 20*unit, "l1")
+		}
+		mustHold(t, s, storage.Hold{ID: account + "-a", Account: account, Amount: 10 * unit})
+		mustHold(t, s, storage.Hold{ID: account + "-b", Account: account, Amount: 10 * unit})
+		before, _ := s.Balance(ctx, account)
+		first, err := s.Settle(ctx, account+"-a", storage.MaxAmount, ledgerNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := s.Settle(ctx, account+"-b", storage.MaxAmount, ledgerNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each charges at most what takes the balance (its hold taken) to -MaxAmount: the
+		// unlimited account's first all but the second's hold, its second that hold alone.
+		want1 := min(storage.MaxAmount, before.Amount+10*unit+storage.MaxAmount)
+		want2 := min(storage.MaxAmount, before.Amount+10*unit-want1+10*unit+storage.MaxAmount)
+		if first.Charged != want1 || second.Charged != want2 || account == "metered" && want2 != 10*unit {
+			t.Fatalf("%s: charged %d and %d; want %d and %d", account, first.Charged, second.Charged, want1, want2)
+		}
+		checkLedger(t, s, account, -storage.MaxAmount, 0)
+	}
 }

@@ -54,6 +54,11 @@ func testLedgerReconciledAnswered(t *testing.T, s storage.Store) {
 		if h, err := s.HoldByID(ctx, c.id); err != nil || h.State != storage.HoldReleased || !h.Reconciled || h.Bound || h.Ref != "active-slot" {
 			t.Fatalf("%s: the hold = %+v, %v; want released by the reconciler, unbound", c.id, h, err)
 		}
+		// A repeated Hold (a retry of the create that took it) answers the hold as it stands:
+		// released, and by the reconciler.
+		if h, _, err := s.Hold(ctx, storage.Hold{ID: c.id, Account: "acme", KeyID: "k1", Ref: "active-slot", Amount: unit, Deadline: deadline, Transient: c.transient}, due); err != nil || h.State != storage.HoldReleased || !h.Reconciled {
+			t.Fatalf("%s: a repeated Hold of a hold the reconciler released = %+v, %v; want it released, marked reconciled", c.id, h, err)
+		}
 	}
 	checkLedger(t, s, "acme", 10*unit, 0)
 
