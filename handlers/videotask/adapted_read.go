@@ -45,7 +45,7 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 		return t, errTaskNotExist
 	}
 	if err != nil {
-		return t, err
+		return t, readRefused(err)
 	}
 	u.Succeeded(t.Account)
 	u.Unthrottled()

@@ -124,7 +124,7 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 		return t, errTaskNotExist
 	}
 	if !ans.OK() {
-		return t, upstream.Refusal(ans)
+		return t, readRefused(upstream.Refusal(ans))
 	}
 	var answer map[string]json.RawMessage
 	if json.Unmarshal(withoutCredentials(p, ans.Body), &answer) != nil || answer == nil {
