@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -246,5 +248,173 @@ func TestProviderRefusesTheGatewaysTaskRead(t *testing.T) {
 				t.Fatalf("after the provider answers again the Ark SDK reads %q %+v, %v; want succeeded", got.Status, got.Content, err)
 			}
 		})
+	}
+}
+
+// klingAnswer is a Kling task read's answer with data's members as given.
+func klingAnswer(id, data string) string {
+	return `{"code":0,"message":"SUCCEED","request_id":"r","data":{"task_id":"` + id + `",` + data + `}}`
+}
+
+// TestFailedTaskMessageIsBounded: a failed task's message of several MiB (Ark's error.message,
+// Kling's task_status_msg; two-byte characters) is cut before it is stored, at most
+// MaxFailureMessage (4096) bytes on a UTF-8 boundary, in every answer: the Ark SDK's, the task
+// list's failure_reason and openai-go's error. Before the fix the whole message was stored and
+// served.
+func TestFailedTaskMessageIsBounded(t *testing.T) {
+	a := startAnswersGateway(t)
+	long := "x" + strings.Repeat("é", 1536<<10) // 3 MiB, each é two bytes after an odd start
+	for _, tc := range []struct{ model, answer string }{
+		{"video-answers", `{"id":"%[1]s","model":"video-answers","status":"failed","error":{"code":"InternalError","message":%[2]q}}`},
+		{"kling-answers", klingAnswer("%[1]s", `"task_status":"failed","task_status_msg":%[2]q`)},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			id, upID := a.create(t, tc.model)
+			a.up.set(upID, 200, fmt.Sprintf(tc.answer, upID, long))
+			got, err := a.poll(t, id)
+			if err != nil || got.Status != model.StatusFailed || got.Error == nil {
+				t.Fatalf("the Ark SDK reads %q %+v, %v; want failed", got.Status, got.Error, err)
+			}
+			requireCut := func(where, m string) {
+				t.Helper()
+				if len(m) == 0 || len(m) > 4096 || !utf8.ValidString(m) || !strings.HasPrefix(long, strings.TrimSuffix(m, "…")) {
+					t.Fatalf("%s: message of %d bytes (valid UTF-8 %v); want a prefix of the provider's of at most 4096 bytes", where, len(m), utf8.ValidString(m))
+				}
+			}
+			requireCut("Ark SDK", got.Error.Message)
+			list := call(t, "GET", a.base+"/api/v3/contents/generations/tasks?filter.task_ids="+id, answersKey, nil)
+			if len(list.body) > 16<<10 {
+				t.Fatalf("the task list is %d bytes", len(list.body))
+			}
+			v, err := a.oa.Videos.Get(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			requireCut("openai-go", v.Error.Message)
+		})
+	}
+}
+
+// TestAdaptorAnswerFieldTypes: a Kling answer with a member of a wrong type that the adaptor
+// does not need (a number for the top-level message, a number for a video's duration, which
+// the reference gives as a string) is read as any other: the task succeeds. A wrong type in a
+// member it needs (a number for task_status) is a 502 invalid_response naming the member,
+// while the task stays as it was, and it reads on once the provider answers properly. Before
+// the fix both made every read 502 (the whole answer was refused).
+func TestAdaptorAnswerFieldTypes(t *testing.T) {
+	a := startAnswersGateway(t)
+	id, upID := a.create(t, "kling-answers")
+	a.up.set(upID, 200, `{"code":0,"message":5,"request_id":"r","data":{"task_id":"`+upID+`","task_status":"succeed","created_at":"yesterday",`+
+		`"task_result":{"videos":[{"id":7,"url":"https://cdn.example.com/k.mp4","duration":5}]}}}`)
+	got, err := a.poll(t, id)
+	if err != nil || got.Status != model.StatusSucceeded || got.Content.VideoURL != "https://cdn.example.com/k.mp4" {
+		t.Fatalf("the Ark SDK reads %q %+v, %v; want succeeded", got.Status, got.Content, err)
+	}
+	if d := a.raw(t, id).json(t)["duration"]; d != 5.0 {
+		t.Fatalf("duration %v; want 5", d)
+	}
+
+	id, upID = a.create(t, "kling-answers")
+	a.up.set(upID, 200, klingAnswer(upID, `"task_status":7`))
+	r := a.raw(t, id)
+	if r.status != http.StatusBadGateway || r.field("code") != "invalid_response" || !strings.Contains(r.field("message"), "data.task_status") {
+		t.Fatalf("poll = %d %s; want 502 invalid_response naming data.task_status", r.status, r.body)
+	}
+	a.up.set(upID, 200, klingAnswer(upID, `"task_status":"processing"`))
+	if got, err := a.poll(t, id); err != nil || got.Status != model.StatusRunning {
+		t.Fatalf("the Ark SDK reads %q, %v; want running", got.Status, err)
+	}
+}
+
+// TestEscapedCredentialInAnswers: an Ark provider's answer that quotes the operator's key with
+// JSON escapes (\u0061 for its first letter, an escape in its middle, \/ spelling nothing) in a
+// member of its own or in a failed task's message is redacted as the plain key is: no client
+// decodes the key out of any answer (the raw answer decoded, the Ark SDK, the list). Before the
+// fix only the key byte for byte was found, and the escaped one reached the client.
+func TestEscapedCredentialInAnswers(t *testing.T) {
+	a := startAnswersGateway(t)
+	const key = "arkop7f3c9e1d5b2a4068"
+	for _, spelled := range []string{`\u0061rkop7f3c9e1d5b2a4068`, `arkop7f3c9e1d5b2a40\u00368`, `\u0061\u0072\u006b\u006f\u00707f3c9e1d5b2a4068`} {
+		t.Run(spelled, func(t *testing.T) {
+			id, _ := a.create(t, "video-answers")
+			a.up.set(id, 200, `{"id":"`+id+`","model":"video-answers","status":"running","debug":{"auth":"Bearer `+spelled+`","path":"a\/b"}}`)
+			r := a.raw(t, id)
+			var decoded any
+			decodeJSON(t, r.body, &decoded)
+			if r.status != 200 || strings.Contains(fmt.Sprint(decoded), key) {
+				t.Fatalf("running answer %d decodes to %v; want the key redacted", r.status, decoded)
+			}
+			failed, _ := a.create(t, "video-answers")
+			a.up.set(failed, 200, `{"id":"`+failed+`","model":"video-answers","status":"failed","error":{"code":"AuthenticationError","message":"key `+spelled+` is not allowed"}}`)
+			got, err := a.poll(t, failed)
+			if err != nil || got.Error == nil || got.Error.Message != "key [redacted] is not allowed" {
+				t.Fatalf("the Ark SDK reads %+v, %v; want the key redacted", got.Error, err)
+			}
+			list := call(t, "GET", a.base+"/api/v3/contents/generations/tasks?filter.task_ids="+failed+"&filter.task_ids="+id, answersKey, nil)
+			decodeJSON(t, list.body, &decoded)
+			if strings.Contains(fmt.Sprint(decoded), key) {
+				t.Fatalf("the list decodes to %v; want the key redacted", decoded)
+			}
+		})
+	}
+}
+
+// TestCredentialInResultURL: a Kling result URL that carries the operator's credential (the
+// JWT the gateway signed, as a query parameter) is never shown: the client's video_url is the
+// task's owner-only content endpoint, which streams the video that the gateway fetches with the
+// URL. Before the fix the client got the URL with the token.
+func TestCredentialInResultURL(t *testing.T) {
+	a := startAnswersGateway(t)
+	id, upID := a.create(t, "kling-answers")
+	a.up.set(upID, 200, klingAnswer(upID, `"task_status":"succeed","task_result":{"videos":[{"id":"v","url":"{{up}}/kling/v1/files/`+upID+`.mp4?token={{token}}","duration":"5"}]}`))
+	got, err := a.poll(t, id)
+	want := a.base + "/api/v3/contents/generations/tasks/" + id + "/content"
+	if err != nil || got.Status != model.StatusSucceeded || got.Content.VideoURL != want {
+		t.Fatalf("the Ark SDK reads %q %+v, %v; want succeeded with video_url %s", got.Status, got.Content, err, want)
+	}
+	for _, r := range []response{a.raw(t, id), call(t, "GET", a.base+"/v1/videos/"+id, answersKey, nil)} {
+		if strings.Contains(string(r.body), "eyJ") || strings.Contains(string(r.body), "token=") {
+			t.Fatalf("an answer shows the credential: %s", r.body)
+		}
+	}
+	c := sendAsIs(t, "GET", want, answersKey)
+	if c.status != 200 || string(c.body) != "kling-video-bytes:"+upID+".mp4" {
+		t.Fatalf("content = %d %q; want the video", c.status, c.body)
+	}
+	if other := sendAsIs(t, "GET", want, "mg-nobody"); other.status == 200 {
+		t.Fatalf("content without the owner's key = %d", other.status)
+	}
+}
+
+// TestReportedDurationOverContractLimit: a provider that reports a video longer than the
+// contract's 15 s (spec §8: duration -1..15) is shown without duration (spec §2.5: omitted
+// when no data), on both fronts' tasks (Ark's duration, Kling's), while the task settles at what
+// the provider reported: 20 s at 0.01 a second, 0.20. Before the fix the answer said 20.
+func TestReportedDurationOverContractLimit(t *testing.T) {
+	a := startAnswersGateway(t)
+	ark, _ := a.create(t, "video-answers")
+	a.up.set(ark, 200, `{"id":"`+ark+`","model":"video-answers","status":"succeeded","duration":20,"resolution":"720p","content":{"video_url":"https://cdn.example.com/a.mp4"}}`)
+	kling, upID := a.create(t, "kling-answers")
+	a.up.set(upID, 200, klingAnswer(upID, `"task_status":"succeed","task_result":{"videos":[{"id":"v","url":"https://cdn.example.com/k.mp4","duration":"20"}]}`))
+	for _, id := range []string{ark, kling} {
+		got, err := a.poll(t, id)
+		if err != nil || got.Status != model.StatusSucceeded {
+			t.Fatalf("%s: the Ark SDK reads %q, %v; want succeeded", id, got.Status, err)
+		}
+		if d, has := a.raw(t, id).json(t)["duration"]; has {
+			t.Fatalf("%s: the answer has the duration %v", id, d)
+		}
+	}
+	from, to := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly), time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := call(t, "GET", "http://"+a.g.admin+"/mediagw/usage?format=csv&account=answers&group_by=model&from="+from+"&to="+to, "", nil)
+		if strings.Contains(string(r.body), "video-answers") && strings.Contains(string(r.body), ",0.2\n") || strings.Contains(string(r.body), ",0.20\n") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage report = %d %s; want video-answers charged 0.20, the 20 s reported", r.status, r.body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
