@@ -132,7 +132,7 @@ func (h *Handler) adaptedAnswer(t storage.Task, st adaptor.State) map[string]jso
 		if message == "" {
 			message = "the task failed at the provider (" + st.ProviderStatus + ")"
 		}
-		answer["error"] = mustJSON(map[string]string{"code": code, "message": message})
+		answer["error"] = mustJSON(map[string]string{"code": cutText(code, MaxFailureCode), "message": cutText(message, MaxFailureMessage)})
 	}
 	if st.Duration > 0 {
 		answer["duration"] = mustJSON(st.Duration)

@@ -38,8 +38,9 @@ func withoutCredentialsIn(st adaptor.State, u *providers.Upstream) adaptor.State
 }
 
 // redactedFailure is a failed task's error object (failure) with credential-like tokens in its
-// message and code replaced, as in a refusal's message (see upstream.RedactSecrets); an error
-// without any is returned as it is.
+// message and code replaced, as in a refusal's message (see upstream.RedactSecrets), and both
+// then cut to MaxFailureMessage and MaxFailureCode (cutText); an error without any such token,
+// and within the bounds, is returned as it is.
 func redactedFailure(e json.RawMessage) json.RawMessage {
 	var members map[string]json.RawMessage
 	if json.Unmarshal(e, &members) != nil {
@@ -51,7 +52,11 @@ func redactedFailure(e json.RawMessage) json.RawMessage {
 		if json.Unmarshal(members[name], &s) != nil {
 			continue
 		}
-		if r := upstream.RedactSecrets(s); r != s {
+		limit := MaxFailureMessage
+		if name == "code" {
+			limit = MaxFailureCode
+		}
+		if r := cutText(upstream.RedactSecrets(s), limit); r != s {
 			members[name], changed = mustJSON(r), true
 		}
 	}
