@@ -41,6 +41,7 @@ const providerAnswersCaddyfile = `{
 		}
 		price video-answers {
 			second 0.01
+			max_seconds 30
 		}
 		callbacks {
 			relay_base http://127.0.0.1:{{port}}
@@ -389,7 +390,8 @@ func TestCredentialInResultURL(t *testing.T) {
 // TestReportedDurationOverContractLimit: a provider that reports a video longer than the
 // contract's 15 s (spec §8: duration -1..15) is shown without duration (spec §2.5: omitted
 // when no data), on both fronts' tasks (Ark's duration, Kling's), while the task settles at what
-// the provider reported: 20 s at 0.01 a second, 0.20. Before the fix the answer said 20.
+// the provider reported (docs/billing.md: a length up to the price's max_seconds, 30, is
+// charged): 20 s at 0.01 a second, 0.20. Before the fix the answer said 20.
 func TestReportedDurationOverContractLimit(t *testing.T) {
 	a := startAnswersGateway(t)
 	ark, _ := a.create(t, "video-answers")

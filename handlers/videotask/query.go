@@ -156,7 +156,9 @@ func (h *Handler) storeAnswerUsage(ctx context.Context, t storage.Task, readAt i
 	if err != nil || c == nil {
 		return t, err
 	}
-	c.usage = usage
+	if usage != nil {
+		c.usage = usage // the adaptor's report, over reportedUsage's
+	}
 	var stored storage.Task
 	if onlyChanges {
 		stored, err = storage.UpdateTaskFrom(ctx, h.Store, t, c.apply) // t was just read
@@ -234,6 +236,9 @@ func (h *Handler) makeAnswerChange(c *answerChange, t storage.Task, readAt int64
 	}
 	*c = answerChange{h: h, t: t, readAt: readAt, onlyChanges: onlyChanges, fp: fp, status: status, body: body, noResult: noResult}
 	c.updatedAt, c.hasUpdated = integer(result.get("updated_at"))
+	if status == StatusSucceeded {
+		c.usage = reportedUsage(answer, body)
+	}
 	return true, nil
 }
 
