@@ -25,8 +25,13 @@ func withoutCredentials(p *providers.Upstream, body []byte) []byte {
 // withoutCredentialsIn is an adaptor's state with the provider's texts that become a failed
 // task's error (code, message, the provider's own state name) redacted as a refusal's message
 // is (adaptor.Refusal): credential-like tokens, and u's credentials as sent (a Kling token, made
-// by the gateway, looks like no key).
+// by the gateway, looks like no key). A success's result URL that carries one of u's
+// credentials is served through the owner-only content endpoint instead (see
+// withoutCredentialedResults).
 func withoutCredentialsIn(st adaptor.State, u *providers.Upstream) adaptor.State {
+	if st.Status == adaptor.StatusSucceeded {
+		st = withoutCredentialedResults(st, u.Credentials())
+	}
 	if st.Status != adaptor.StatusFailed && st.Status != adaptor.StatusUnknown && st.ErrorMessage == "" {
 		return st // a known state's name, and no text of the provider's
 	}
