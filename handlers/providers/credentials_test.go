@@ -61,7 +61,7 @@ func TestEchoesDecodedStrings(t *testing.T) {
 			t.Errorf("Echoes misses the key in %s", body)
 		}
 	}
-	for _, body := range []string{`{"message":"bad key \u0070lain-key-124"}`, `{"m":"plain-key-\n123"}`, `not json \u0070lain-key-123`} {
+	for _, body := range []string{`{"message":"bad key \u0070lain-key-124"}`, `{"m":"plain-key-\n123"}`, `{"m":"plain-key-\\u0031\u0032\u0033"}`} {
 		if u.Echoes([]byte(body)) {
 			t.Errorf("Echoes finds the key in %s", body)
 		}
