@@ -363,7 +363,8 @@ func TestEscapedCredentialInAnswers(t *testing.T) {
 // TestCredentialInResultURL: a Kling result URL that carries the operator's credential (the
 // JWT the gateway signed, as a query parameter) is never shown: the client's video_url is the
 // task's owner-only content endpoint, which streams the video that the gateway fetches with the
-// URL. Before the fix the client got the URL with the token.
+// URL. Before the fix the client got the URL with the token. An Ark provider's answers pass
+// through: its result URL with the key keeps its place, the key [redacted] (docs/api.md).
 func TestCredentialInResultURL(t *testing.T) {
 	a := startAnswersGateway(t)
 	id, upID := a.create(t, "kling-answers")
@@ -384,6 +385,13 @@ func TestCredentialInResultURL(t *testing.T) {
 	}
 	if other := sendAsIs(t, "GET", want, "mg-nobody"); other.status == 200 {
 		t.Fatalf("content without the owner's key = %d", other.status)
+	}
+
+	ark, _ := a.create(t, "video-answers")
+	a.up.set(ark, 200, `{"id":"`+ark+`","model":"video-answers","status":"succeeded","content":{"video_url":"https://cdn.example.com/a.mp4?api_key={{token}}"}}`)
+	got, err = a.poll(t, ark)
+	if err != nil || got.Status != model.StatusSucceeded || got.Content.VideoURL != "https://cdn.example.com/a.mp4?api_key=[redacted]" {
+		t.Fatalf("the Ark SDK reads %q %+v, %v; want the Ark result with its key [redacted]", got.Status, got.Content, err)
 	}
 }
 

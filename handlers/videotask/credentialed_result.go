@@ -7,7 +7,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -56,8 +58,25 @@ func carriesCredential(rawURL string, secrets []string) bool {
 // where its protocol has one; otherwise (a protocol whose results are plain URLs) the task is
 // read again, and its result URL, when it carries the credential, is fetched by the gateway
 // (adaptor.Caller.Open, which dials public addresses or the upstream's own host). A result that
-// carries no credential is adaptor.ErrUnsupported: the client fetches it itself.
+// carries no credential is adaptor.ErrUnsupported: the client fetches it itself. As at a poll,
+// the provider's refusal of these reads (a 4xx other than 404 and 429) and an answer it cannot
+// use (adaptor.Malformed) are 502 invalid_response: the gateway's request failed, not the
+// client's.
 func (h *Handler) openResult(ctx context.Context, a adaptor.Adaptor, u *providers.Upstream, t storage.Task) (*http.Response, error) {
+	resp, err := h.openResultOnce(ctx, a, u, t)
+	var malformed *adaptor.Malformed
+	if errors.As(err, &malformed) {
+		return nil, apierror.New(http.StatusBadGateway, upstream.ErrUnreadable.Code,
+			"the video generation backend's answer about this task is unusable ("+malformed.Error()+")")
+	}
+	if err != nil {
+		return nil, readRefused(err)
+	}
+	return resp, nil
+}
+
+// openResultOnce is openResult without the mapping of its errors.
+func (h *Handler) openResultOnce(ctx context.Context, a adaptor.Adaptor, u *providers.Upstream, t storage.Task) (*http.Response, error) {
 	resp, err := a.Content(ctx, h.caller(u), t.UpstreamID)
 	if !errors.Is(err, adaptor.ErrUnsupported) {
 		return resp, err
