@@ -250,6 +250,19 @@ func TestProviderRefusesTheGatewaysTaskRead(t *testing.T) {
 			}
 		})
 	}
+	// A 429 pauses the upstream for its Retry-After; the poll that met it gets the stored answer
+	// (running), as every poll during the pause does, not a 429 of its own.
+	t.Run("Ark 429", func(t *testing.T) {
+		id, _ := a.create(t, "video-answers")
+		if got, err := a.poll(t, id); err != nil || got.Status != model.StatusRunning {
+			t.Fatalf("the Ark SDK reads %q, %v; want running", got.Status, err)
+		}
+		a.up.set(id, http.StatusTooManyRequests, `{"error":{"code":"RateLimitExceeded","message":"too many requests","type":"TooManyRequests"}}`)
+		time.Sleep(20 * time.Millisecond) // past refresh_interval: the poll reads the upstream
+		if got, err := a.poll(t, id); err != nil || got.Status != model.StatusRunning {
+			t.Fatalf("the poll that met the 429: the Ark SDK reads %q, %v (HTTP %d); want the stored answer, running", got.Status, err, httpStatus(err))
+		}
+	})
 }
 
 // klingAnswer is a Kling task read's answer with data's members as given.

@@ -116,7 +116,11 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 	if err != nil {
 		return t, err
 	}
-	h.throttledBy(p, ans)
+	if h.throttledBy(p, ans) {
+		// Paused for its Retry-After; the poll that met the 429 gets the stored answer, as an
+		// adaptor's task does (refreshAdapted): the client's poll rate is not what was refused.
+		return storedAnswer(t), nil
+	}
 	if ans.Status == http.StatusNotFound {
 		if _, err := h.finishUnreachable(ctx, t, "its upstream answered 404"); err != nil {
 			return t, err
