@@ -1,6 +1,12 @@
 package providers
 
-import "bytes"
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
 
 // Credentials are the secrets u sends to its upstream, as it sends them: its API key, or its
 // Kling secret key and the tokens made of it (the current one, and the one that it replaced,
@@ -17,17 +23,85 @@ func (u *Upstream) Credentials() []string {
 	return secrets
 }
 
-// Echoes reports whether body holds one of u's Credentials byte for byte. It is meant for every
-// answer the gateway relays from u, before the answer is decoded: it allocates nothing for a
-// credential of up to 32 bytes, and the answers that hold none (every usual one) are used as
-// they are.
+// Echoes reports whether a JSON answer (body) holds one of u's Credentials in one of its
+// strings, as decoded: byte for byte, or spelled with JSON escapes (\u0061 for a, an escape in
+// the middle of the key), which any client's decoder reads as the key. It is meant for every
+// answer the gateway relays from u, before the answer is decoded. An answer without a backslash
+// (every usual one) is only searched, which allocates nothing for a credential of up to 32
+// bytes; one with an escape is searched once more with its escapes decoded (one copy of it).
+// A false report costs only a redaction pass that changes nothing (upstream.RedactJSON).
 func (u *Upstream) Echoes(body []byte) bool {
-	for _, s := range u.credentials() {
+	secrets := u.credentials()
+	for _, s := range secrets {
 		if s != "" && bytes.Contains(body, []byte(s)) {
 			return true
 		}
 	}
+	if bytes.IndexByte(body, '\\') < 0 {
+		return false // no escape: every decoded string is a part of body, searched above
+	}
+	decoded := unescaped(body)
+	for _, s := range secrets {
+		if s != "" && bytes.Contains(decoded, []byte(s)) {
+			return true
+		}
+	}
 	return false
+}
+
+// unescaped is a JSON text with its string escapes decoded in place (\" is ", \u0061 is a, a
+// surrogate pair its character); a backslash that begins no escape is kept as it is.
+func unescaped(body []byte) []byte {
+	out := make([]byte, 0, len(body))
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c != '\\' || i+1 >= len(body) {
+			out = append(out, c)
+			continue
+		}
+		switch e := body[i+1]; e {
+		case '"', '\\', '/':
+			out, i = append(out, e), i+1
+		case 'b', 'f', 'n', 'r', 't':
+			out, i = append(out, "\b\f\n\r\t"[strings.IndexByte("bfnrt", e)]), i+1
+		case 'u':
+			r, n := unicodeEscape(body[i:])
+			if n == 0 {
+				out = append(out, c)
+				continue
+			}
+			out, i = utf8.AppendRune(out, r), i+n-1
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// unicodeEscape reads the \uXXXX escape that b begins with (and the low surrogate's after a
+// high one): its character and how many bytes it took; 0 when b begins with none.
+func unicodeEscape(b []byte) (rune, int) {
+	r, ok := hex4(b)
+	if !ok {
+		return 0, 0
+	}
+	if utf16.IsSurrogate(r) {
+		if low, ok := hex4(b[6:]); ok {
+			if pair := utf16.DecodeRune(r, low); pair != utf8.RuneError {
+				return pair, 12
+			}
+		}
+	}
+	return r, 6
+}
+
+// hex4 reads the \uXXXX at the start of b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[2:6]), 16, 32)
+	return rune(n), err == nil
 }
 
 // credentials are u's secrets, some of them empty.

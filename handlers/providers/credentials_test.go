@@ -50,3 +50,20 @@ func TestCredentialsAreWhatIsSent(t *testing.T) {
 		t.Fatal("the access key, which is no secret (the token's iss), counts as one")
 	}
 }
+
+// Echoes reads a JSON answer's strings as a client's decoder does: the key spelled with JSON
+// escapes, in a value or a member name, is found; escapes that spell something else are not it.
+func TestEchoesDecodedStrings(t *testing.T) {
+	u := &Upstream{Name: "a", APIKey: "plain-key-123"}
+	for _, body := range []string{`{"message":"bad key \u0070lain-key-123"}`, `{"m":"plain-key\u002d123"}`,
+		`{"debug":{"pl\u0061in-key-123":true}}`, `["x\"", "plain-key-12\u0033"]`} {
+		if !u.Echoes([]byte(body)) {
+			t.Errorf("Echoes misses the key in %s", body)
+		}
+	}
+	for _, body := range []string{`{"message":"bad key \u0070lain-key-124"}`, `{"m":"plain-key-\n123"}`, `{"m":"plain-key-\\u0031\u0032\u0033"}`} {
+		if u.Echoes([]byte(body)) {
+			t.Errorf("Echoes finds the key in %s", body)
+		}
+	}
+}

@@ -35,7 +35,8 @@ func RedactSecrets(s string, secrets ...string) string {
 }
 
 // RedactJSON returns a JSON document with credential-like tokens and secrets (see RedactSecrets)
-// replaced in every string value, decoded (so a secret spelled with JSON escapes is found too),
+// replaced in every string value and member name, decoded (so a secret spelled with JSON escapes
+// is found too),
 // and whether anything was replaced. A document with nothing to replace is returned as it is,
 // byte for byte; one with something is decoded and encoded again (member order and spacing may
 // change, numbers keep their text). Data that is not one JSON value is returned unchanged.
@@ -79,8 +80,14 @@ func redactValue(v any, secrets []string) (any, bool) {
 		changed := false
 		for k, e := range v {
 			var c bool
-			v[k], c = redactValue(e, secrets)
+			e, c = redactValue(e, secrets)
 			changed = changed || c
+			if name := RedactSecrets(k, secrets...); name != k {
+				// A member named with a secret: renamed (a second one so named is dropped).
+				delete(v, k)
+				k, changed = name, true
+			}
+			v[k] = e
 		}
 		return v, changed
 	}

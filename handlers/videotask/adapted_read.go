@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -44,8 +47,12 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 		}
 		return t, errTaskNotExist
 	}
+	var malformed *adaptor.Malformed
+	if errors.As(err, &malformed) {
+		return h.unusableAnswer(ctx, t, r, malformed)
+	}
 	if err != nil {
-		return t, err
+		return t, readRefused(err)
 	}
 	u.Succeeded(t.Account)
 	u.Unthrottled()
@@ -70,6 +77,28 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 		usage = mustJSON(st.Usage)
 	}
 	return h.storeAnswerUsage(ctx, t, readAt, h.adaptedAnswer(t, st), usage, onlyChanges, seen)
+}
+
+// unusableAnswer is what a read whose answer gives a member the adaptor needs another type
+// (adaptor.Malformed) does: the client's poll is 502 invalid_response naming the member, and the
+// task is left as it is, read again later, until its execution_expires_after (the contract's
+// default when not given) has passed; then it expires with the code invalid_response, once, as a
+// task whose state no rule maps does (released and refunded by whoever wins the change). It is
+// never retried to the longest execution time (overdue).
+func (h *Handler) unusableAnswer(ctx context.Context, t storage.Task, r adaptor.Request, m *adaptor.Malformed) (storage.Task, error) {
+	if h.now().After(executionDeadline(t, r)) {
+		return h.settle(ctx, t, verdict{
+			status:  StatusExpired,
+			code:    upstream.ErrUnreadable.Code,
+			message: "the provider's answers about the task were unusable until execution_expires_after: " + m.Error(),
+			logged:  "task expired: its provider's answers stayed unusable past execution_expires_after",
+			fields:  []zap.Field{zap.String("member", m.Member)},
+		})
+	}
+	h.Logger.Debug("provider's answer about a task is unusable; the task is unchanged",
+		zap.String("task_id", t.ID), zap.String("member", m.Member), zap.String("got", m.Got))
+	return t, apierror.New(http.StatusBadGateway, upstream.ErrUnreadable.Code,
+		"the video generation backend's answer about this task is unusable ("+m.Error()+"); the task is unchanged: poll again later")
 }
 
 // storedAnswer is t with its client answer: the stored one, or one made of the record.
@@ -132,9 +161,9 @@ func (h *Handler) adaptedAnswer(t storage.Task, st adaptor.State) map[string]jso
 		if message == "" {
 			message = "the task failed at the provider (" + st.ProviderStatus + ")"
 		}
-		answer["error"] = mustJSON(map[string]string{"code": code, "message": message})
+		answer["error"] = mustJSON(map[string]string{"code": cutText(code, MaxFailureCode), "message": cutText(message, MaxFailureMessage)})
 	}
-	if st.Duration > 0 {
+	if answerDuration(st.Duration) {
 		answer["duration"] = mustJSON(st.Duration)
 	}
 	if st.Resolution != "" {

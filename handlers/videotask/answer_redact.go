@@ -25,8 +25,13 @@ func withoutCredentials(p *providers.Upstream, body []byte) []byte {
 // withoutCredentialsIn is an adaptor's state with the provider's texts that become a failed
 // task's error (code, message, the provider's own state name) redacted as a refusal's message
 // is (adaptor.Refusal): credential-like tokens, and u's credentials as sent (a Kling token, made
-// by the gateway, looks like no key).
+// by the gateway, looks like no key). A success's result URL that carries one of u's
+// credentials is served through the owner-only content endpoint instead (see
+// withoutCredentialedResults).
 func withoutCredentialsIn(st adaptor.State, u *providers.Upstream) adaptor.State {
+	if st.Status == adaptor.StatusSucceeded {
+		st = withoutCredentialedResults(st, u.Credentials())
+	}
 	if st.Status != adaptor.StatusFailed && st.Status != adaptor.StatusUnknown && st.ErrorMessage == "" {
 		return st // a known state's name, and no text of the provider's
 	}
@@ -38,8 +43,9 @@ func withoutCredentialsIn(st adaptor.State, u *providers.Upstream) adaptor.State
 }
 
 // redactedFailure is a failed task's error object (failure) with credential-like tokens in its
-// message and code replaced, as in a refusal's message (see upstream.RedactSecrets); an error
-// without any is returned as it is.
+// message and code replaced, as in a refusal's message (see upstream.RedactSecrets), and both
+// then cut to MaxFailureMessage and MaxFailureCode (cutText); an error without any such token,
+// and within the bounds, is returned as it is.
 func redactedFailure(e json.RawMessage) json.RawMessage {
 	var members map[string]json.RawMessage
 	if json.Unmarshal(e, &members) != nil {
@@ -51,7 +57,11 @@ func redactedFailure(e json.RawMessage) json.RawMessage {
 		if json.Unmarshal(members[name], &s) != nil {
 			continue
 		}
-		if r := upstream.RedactSecrets(s); r != s {
+		limit := MaxFailureMessage
+		if name == "code" {
+			limit = MaxFailureCode
+		}
+		if r := cutText(upstream.RedactSecrets(s), limit); r != s {
 			members[name], changed = mustJSON(r), true
 		}
 	}

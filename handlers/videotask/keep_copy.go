@@ -319,7 +319,7 @@ func (h *Handler) copyObject(ctx context.Context, k *Keeper, t storage.Task, sou
 		if !ok {
 			return "", errors.New("the task's provider no longer has its protocol")
 		}
-		resp, err = a.Content(ctx, h.caller(u), t.UpstreamID)
+		resp, err = h.openResult(ctx, a, u, t)
 	} else {
 		resp, err = h.caller(u).Open(ctx, source)
 	}

@@ -116,7 +116,11 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 	if err != nil {
 		return t, err
 	}
-	h.throttledBy(p, ans)
+	if h.throttledBy(p, ans) {
+		// Paused for its Retry-After; the poll that met the 429 gets the stored answer, as an
+		// adaptor's task does (refreshAdapted): the client's poll rate is not what was refused.
+		return storedAnswer(t), nil
+	}
 	if ans.Status == http.StatusNotFound {
 		if _, err := h.finishUnreachable(ctx, t, "its upstream answered 404"); err != nil {
 			return t, err
@@ -124,7 +128,7 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 		return t, errTaskNotExist
 	}
 	if !ans.OK() {
-		return t, upstream.Refusal(ans)
+		return t, readRefused(upstream.Refusal(ans))
 	}
 	var answer map[string]json.RawMessage
 	if json.Unmarshal(withoutCredentials(p, ans.Body), &answer) != nil || answer == nil {
@@ -156,7 +160,9 @@ func (h *Handler) storeAnswerUsage(ctx context.Context, t storage.Task, readAt i
 	if err != nil || c == nil {
 		return t, err
 	}
-	c.usage = usage
+	if usage != nil {
+		c.usage = usage // the adaptor's report, over reportedUsage's
+	}
 	var stored storage.Task
 	if onlyChanges {
 		stored, err = storage.UpdateTaskFrom(ctx, h.Store, t, c.apply) // t was just read
@@ -238,6 +244,9 @@ func (h *Handler) makeAnswerChange(c *answerChange, t storage.Task, readAt int64
 	}
 	*c = answerChange{h: h, t: t, readAt: readAt, onlyChanges: onlyChanges, fp: fp, status: status, body: body, noResult: noResult}
 	c.updatedAt, c.hasUpdated = integer(result.get("updated_at"))
+	if status == StatusSucceeded {
+		c.usage = reportedUsage(answer, body)
+	}
 	return true, nil
 }
 

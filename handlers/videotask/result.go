@@ -109,9 +109,10 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFie
 			continue // the list's name for error, which it sets (listItem)
 		case "created_at", "updated_at", "duration":
 			// Integers, written plainly (1.5e3 is 1500): a client decodes them as such. A
-			// timestamp that is not one is the record's (below); a duration, omitted.
+			// timestamp that is not one is the record's (below); a duration, omitted, as is one
+			// out of the contract's range (answerDuration).
 			n, ok := integer(v)
-			if !ok {
+			if !ok || k == "duration" && !answerDuration(n) {
 				continue
 			}
 			if !plainInteger(v) {

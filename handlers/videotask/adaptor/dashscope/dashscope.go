@@ -18,7 +18,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
@@ -111,21 +110,20 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 	return created.Output.TaskID, nil
 }
 
-// taskAnswer is the answer of GET /tasks/{task_id}.
+// taskAnswer is what Read uses of the answer of GET /tasks/{task_id} (adaptor.DecodeAnswer):
+// the status and the video's URL are needed; the failure's texts and the usage may be of any
+// type (a length that is no number, or one past float64's range, 1e400, is not reported).
 type taskAnswer struct {
 	Output struct {
-		TaskID     string `json:"task_id"`
-		TaskStatus string `json:"task_status"`
-		VideoURL   string `json:"video_url"`
-		Code       string `json:"code"`
-		Message    string `json:"message"`
+		TaskStatus string       `json:"task_status"`
+		VideoURL   string       `json:"video_url"`
+		Code       adaptor.Text `json:"code"`
+		Message    adaptor.Text `json:"message"`
 	} `json:"output"`
-	// Usage's lengths are numbers; read as json.Number, one past float64's range (1e400) counts
-	// as not reported instead of making the whole answer unreadable.
 	Usage struct {
-		VideoDuration json.Number `json:"video_duration"`
-		VideoRatio    string      `json:"video_ratio"`
-		Duration      json.Number `json:"duration"`
+		VideoDuration adaptor.Number `json:"video_duration"`
+		VideoRatio    adaptor.Text   `json:"video_ratio"`
+		Duration      adaptor.Number `json:"duration"`
 	} `json:"usage"`
 }
 
@@ -139,8 +137,8 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, _ adaptor.
 		return adaptor.State{}, adaptor.ReadError(ans, refusal)
 	}
 	var a taskAnswer
-	if json.Unmarshal(ans.Body, &a) != nil {
-		return adaptor.State{}, upstream.ErrUnreadable
+	if err := adaptor.DecodeAnswer(ans.Body, &a); err != nil {
+		return adaptor.State{}, err
 	}
 	s := adaptor.State{ProviderStatus: a.Output.TaskStatus, Status: states.Of(a.Output.TaskStatus)}
 	switch s.Status {
@@ -151,13 +149,13 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, _ adaptor.
 		}
 		s.VideoURL = a.Output.VideoURL
 		s.Duration = max(seconds(a.Usage.VideoDuration), seconds(a.Usage.Duration))
-		if w, h, ok := adaptor.ParseSize(a.Usage.VideoRatio, "*"); ok {
+		if w, h, ok := adaptor.ParseSize(string(a.Usage.VideoRatio), "*"); ok {
 			s.Resolution, s.Ratio = adaptor.Band(w, h), adaptor.Ratio(w, h)
 			s.Usage.Width, s.Usage.Height = w, h
 		}
 		s.Usage.VideoSeconds, s.Usage.Resolution, s.Usage.Ratio, s.Usage.Requests = s.Duration, s.Resolution, s.Ratio, 1
 	case adaptor.StatusFailed:
-		s.ErrorCode, s.ErrorMessage = a.Output.Code, a.Output.Message
+		s.ErrorCode, s.ErrorMessage = string(a.Output.Code), string(a.Output.Message)
 	}
 	return s, nil
 }
@@ -203,9 +201,9 @@ var _ adaptor.Adaptor = Adaptor{}
 
 // seconds is a usage length in whole seconds, the fraction dropped; 0 (not reported) when absent
 // or not a positive number an int64 holds (see adaptor.WholeSeconds).
-func seconds(n json.Number) int64 {
-	d, err := strconv.ParseFloat(string(n), 64)
-	if err != nil {
+func seconds(n adaptor.Number) int64 {
+	d, ok := n.Float()
+	if !ok {
 		return 0 // absent, or past float64's range
 	}
 	return adaptor.WholeSeconds(d, math.Trunc)

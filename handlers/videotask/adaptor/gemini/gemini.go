@@ -86,10 +86,11 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 	return op.Name, nil
 }
 
-// operation is a google.longrunning.Operation of a Veo task.
+// operation is what Read and Content use of a google.longrunning.Operation of a Veo task
+// (adaptor.DecodeAnswer): done, the error's presence and the video's uri are needed; the
+// error's texts and the filter's reasons may be of any type.
 type operation struct {
-	Name     string `json:"name"`
-	Done     bool   `json:"done"`
+	Done     bool `json:"done"`
 	Error    *status
 	Response *struct {
 		GenerateVideoResponse *struct {
@@ -98,17 +99,15 @@ type operation struct {
 					URI string `json:"uri"`
 				} `json:"video"`
 			} `json:"generatedSamples"`
-			RAIMediaFilteredCount   int      `json:"raiMediaFilteredCount"`
-			RAIMediaFilteredReasons []string `json:"raiMediaFilteredReasons"`
+			RAIMediaFilteredReasons []adaptor.Text `json:"raiMediaFilteredReasons"`
 		} `json:"generateVideoResponse"`
 	} `json:"response"`
 }
 
-// status is a google.rpc.Status.
+// status is what is used of a google.rpc.Status: its texts.
 type status struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Status  string `json:"status"`
+	Message adaptor.Text `json:"message"`
+	Status  adaptor.Text `json:"status"`
 }
 
 // readOperation reads the operation named id.
@@ -124,8 +123,8 @@ func readOperation(ctx context.Context, c adaptor.Caller, id string) (operation,
 		return operation{}, adaptor.ReadError(ans, refusal)
 	}
 	var op operation
-	if json.Unmarshal(ans.Body, &op) != nil {
-		return operation{}, upstream.ErrUnreadable
+	if err := adaptor.DecodeAnswer(ans.Body, &op); err != nil {
+		return operation{}, err
 	}
 	return op, nil
 }
@@ -145,7 +144,7 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 		s.Status, s.ProviderStatus = adaptor.StatusRunning, "done=false"
 	case op.Error != nil:
 		s.Status, s.ProviderStatus = adaptor.StatusFailed, "error"
-		s.ErrorCode, s.ErrorMessage = strings.ToLower(op.Error.Status), op.Error.Message
+		s.ErrorCode, s.ErrorMessage = strings.ToLower(string(op.Error.Status)), string(op.Error.Message)
 	case op.Response != nil && op.Response.GenerateVideoResponse != nil:
 		v := op.Response.GenerateVideoResponse
 		if len(v.GeneratedSamples) > 0 && v.GeneratedSamples[0].Video.URI != "" {
@@ -156,8 +155,14 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 		}
 		s.Status, s.ProviderStatus = adaptor.StatusFailed, "filtered"
 		s.ErrorCode, s.ErrorMessage = "content_filtered", "the provider's safety filters removed the video"
-		if len(v.RAIMediaFilteredReasons) > 0 {
-			s.ErrorMessage += ": " + strings.Join(v.RAIMediaFilteredReasons, "; ")
+		var reasons []string
+		for _, r := range v.RAIMediaFilteredReasons {
+			if r != "" {
+				reasons = append(reasons, string(r))
+			}
+		}
+		if len(reasons) > 0 {
+			s.ErrorMessage += ": " + strings.Join(reasons, "; ")
 		}
 	default:
 		s.Status, s.ProviderStatus = adaptor.StatusUnknown, "done without response"
@@ -233,7 +238,7 @@ func escapeName(name string) string {
 func refusal(ans upstream.Answer) *apierror.Error {
 	var e struct{ Error status }
 	_ = json.Unmarshal(ans.Body, &e) // an unreadable body keeps the generic message
-	return adaptor.Refusal(ans, strings.ToLower(e.Error.Status), e.Error.Message)
+	return adaptor.Refusal(ans, strings.ToLower(string(e.Error.Status)), string(e.Error.Message))
 }
 
 // Interface guards

@@ -94,17 +94,18 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 	return kind + "/" + created.Data.TaskID, nil
 }
 
-// taskAnswer is the answer of a task read.
+// taskAnswer is what Read uses of a task read's answer (adaptor.DecodeAnswer): the code, the
+// status and the video's url are needed; the failure's message and the video's duration (a
+// string in the reference, a number taken too) may be of any type.
 type taskAnswer struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    struct {
-		TaskStatus    string `json:"task_status"`
-		TaskStatusMsg string `json:"task_status_msg"`
+	Code int `json:"code"`
+	Data struct {
+		TaskStatus    string       `json:"task_status"`
+		TaskStatusMsg adaptor.Text `json:"task_status_msg"`
 		TaskResult    struct {
 			Videos []struct {
-				URL      string `json:"url"`
-				Duration string `json:"duration"`
+				URL      string         `json:"url"`
+				Duration adaptor.Number `json:"duration"`
 			} `json:"videos"`
 		} `json:"task_result"`
 	} `json:"data"`
@@ -124,8 +125,8 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 		return adaptor.State{}, adaptor.ReadError(ans, refusal)
 	}
 	var a taskAnswer
-	if json.Unmarshal(ans.Body, &a) != nil {
-		return adaptor.State{}, upstream.ErrUnreadable
+	if err := adaptor.DecodeAnswer(ans.Body, &a); err != nil {
+		return adaptor.State{}, err
 	}
 	if a.Code != 0 {
 		return adaptor.State{}, refusal(ans)
@@ -139,13 +140,13 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 		}
 		v := a.Data.TaskResult.Videos[0]
 		s.VideoURL = v.URL
-		if d, err := strconv.ParseFloat(v.Duration, 64); err == nil {
+		if d, ok := v.Duration.Float(); ok {
 			s.Duration = adaptor.WholeSeconds(d, math.Round) // 0 (not reported) unless a usable length
 		}
 		// Kling reports no size: the resolution is the mode's the task ran in (std by default).
 		s.Usage.VideoSeconds, s.Usage.Resolution, s.Usage.Requests = s.Duration, resolutionOf(r), 1
 	case adaptor.StatusFailed:
-		s.ErrorCode, s.ErrorMessage = "generation_failed", a.Data.TaskStatusMsg
+		s.ErrorCode, s.ErrorMessage = "generation_failed", string(a.Data.TaskStatusMsg)
 	}
 	return s, nil
 }

@@ -54,8 +54,8 @@ type createBody struct {
 // baseResp is the status every MiniMax answer carries.
 type baseResp struct {
 	BaseResp struct {
-		StatusCode int    `json:"status_code"`
-		StatusMsg  string `json:"status_msg"`
+		StatusCode int          `json:"status_code"`
+		StatusMsg  adaptor.Text `json:"status_msg"`
 	} `json:"base_resp"`
 }
 
@@ -93,10 +93,10 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.Request) (adaptor.State, error) {
 	var a struct {
 		baseResp
-		Status      string `json:"status"`
-		FileID      string `json:"file_id"`
-		VideoWidth  int64  `json:"video_width"`
-		VideoHeight int64  `json:"video_height"`
+		Status      string         `json:"status"`
+		FileID      string         `json:"file_id"`
+		VideoWidth  adaptor.Number `json:"video_width"`
+		VideoHeight adaptor.Number `json:"video_height"`
 	}
 	if err := call(ctx, c, http.MethodGet, "query/video_generation?task_id="+url.QueryEscape(id), nil, &a); err != nil {
 		return adaptor.State{}, err
@@ -110,9 +110,9 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 		}
 		s.Credentialed = true // the content endpoint resolves the file id
 		s.Usage.Requests, s.Usage.VideoSeconds = 1, secondsOf(r)
-		if a.VideoWidth > 0 && a.VideoHeight > 0 {
-			s.Usage.Width, s.Usage.Height = a.VideoWidth, a.VideoHeight
-			s.Resolution, s.Ratio = adaptor.Band(a.VideoWidth, a.VideoHeight), adaptor.Ratio(a.VideoWidth, a.VideoHeight)
+		if w, h := pixels(a.VideoWidth), pixels(a.VideoHeight); w > 0 && h > 0 {
+			s.Usage.Width, s.Usage.Height = w, h
+			s.Resolution, s.Ratio = adaptor.Band(w, h), adaptor.Ratio(w, h)
 			s.Usage.Resolution, s.Usage.Ratio = s.Resolution, s.Ratio
 		}
 	case adaptor.StatusFailed:
@@ -182,8 +182,8 @@ func call(ctx context.Context, c adaptor.Caller, method, rel string, body []byte
 	if !ans.OK() {
 		return adaptor.ReadError(ans, refusal)
 	}
-	if json.Unmarshal(ans.Body, out) != nil {
-		return upstream.ErrUnreadable
+	if err := adaptor.DecodeAnswer(ans.Body, out); err != nil {
+		return err
 	}
 	if code, _ := out.status(); code != 0 {
 		ans.Status = statusOf(code)
@@ -192,7 +192,19 @@ func call(ctx context.Context, c adaptor.Caller, method, rel string, body []byte
 	return nil
 }
 
-func (b *baseResp) status() (int, string) { return b.BaseResp.StatusCode, b.BaseResp.StatusMsg }
+func (b *baseResp) status() (int, string) {
+	return b.BaseResp.StatusCode, string(b.BaseResp.StatusMsg)
+}
+
+// pixels is a reported width or height in whole pixels; 0 (not reported) when absent or not a
+// whole positive number.
+func pixels(n adaptor.Number) int64 {
+	v, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil || v <= 0 {
+		return 0
+	}
+	return v
+}
 
 // statusOf is the HTTP status a base_resp.status_code stands for: 1002 (rate limit) is 429; 1004
 // (authentication) 401 and 1008 (the operator's balance) 502, the gateway's problems, not the
@@ -218,7 +230,7 @@ func refusal(ans upstream.Answer) *apierror.Error {
 	if e.BaseResp.StatusCode != 0 {
 		code = "minimax_" + strconv.Itoa(e.BaseResp.StatusCode)
 	}
-	return adaptor.Refusal(ans, code, e.BaseResp.StatusMsg)
+	return adaptor.Refusal(ans, code, string(e.BaseResp.StatusMsg))
 }
 
 // Interface guards

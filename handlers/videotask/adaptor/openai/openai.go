@@ -91,6 +91,19 @@ type video struct {
 	} `json:"error"`
 }
 
+// videoState is what Read uses of a video object (adaptor.DecodeAnswer): the status is needed;
+// the length (a string in the reference, a number taken too), the size and the error's texts
+// may be of any type.
+type videoState struct {
+	Status  string         `json:"status"`
+	Seconds adaptor.Number `json:"seconds"`
+	Size    adaptor.Text   `json:"size"`
+	Error   *struct {
+		Code    adaptor.Text `json:"code"`
+		Message adaptor.Text `json:"message"`
+	} `json:"error"`
+}
+
 // Create implements adaptor.Adaptor.
 func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) (string, error) {
 	body := createBody{Model: r.Model, Prompt: r.Prompt, Size: sizeOf(r.Resolution, r.Ratio)}
@@ -135,17 +148,17 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 	if !ans.OK() {
 		return adaptor.State{}, adaptor.ReadError(ans, refusal)
 	}
-	var v video
-	if json.Unmarshal(ans.Body, &v) != nil {
-		return adaptor.State{}, upstream.ErrUnreadable
+	var v videoState
+	if err := adaptor.DecodeAnswer(ans.Body, &v); err != nil {
+		return adaptor.State{}, err
 	}
 	s := adaptor.State{ProviderStatus: v.Status, Status: states.Of(v.Status)}
-	if n, err := strconv.ParseInt(v.Seconds, 10, 64); err == nil && n > 0 {
+	if n, err := strconv.ParseInt(string(v.Seconds), 10, 64); err == nil && n > 0 {
 		s.Duration = n
 	}
-	if w, h, ok := adaptor.ParseSize(v.Size, "x"); ok {
+	if w, h, ok := adaptor.ParseSize(string(v.Size), "x"); ok {
 		s.Resolution, s.Ratio = adaptor.Band(w, h), adaptor.Ratio(w, h)
-		if named, ok := sizeNames[v.Size]; ok {
+		if named, ok := sizeNames[string(v.Size)]; ok {
 			s.Resolution, s.Ratio = named[0], named[1] // the larger sizes are the API's 1080p
 		}
 		s.Usage.Width, s.Usage.Height = w, h
@@ -157,7 +170,7 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 		s.Usage = usage(s, r)
 	case adaptor.StatusFailed:
 		if v.Error != nil {
-			s.ErrorCode, s.ErrorMessage = v.Error.Code, v.Error.Message
+			s.ErrorCode, s.ErrorMessage = string(v.Error.Code), string(v.Error.Message)
 		}
 	}
 	return s, nil

@@ -1,0 +1,96 @@
+package videotask
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/storage"
+)
+
+// A result URL that carries the operator's credential (a provider that signs its result links
+// with the caller's key or token, ?api_key=… or ?token=…) is useless without it and must never
+// reach a client: the client gets the task's owner-only content endpoint (ContentURL) instead,
+// as for any result that needs the credential (adaptor.State.Credentialed), and the gateway
+// fetches the URL when the owner asks for the video. Such a last frame is left out of the answer
+// (there is no owner-only endpoint for it).
+
+// withoutCredentialedResults is an adaptor's state whose result URLs carry none of secrets: a
+// video URL that does is marked Credentialed (answered as ContentURL, fetched by openResult); a
+// last frame URL that does is dropped.
+func withoutCredentialedResults(st adaptor.State, secrets []string) adaptor.State {
+	if st.VideoURL != "" && !st.Credentialed && carriesCredential(st.VideoURL, secrets) {
+		st.Credentialed = true
+	}
+	if st.LastFrameURL != "" && carriesCredential(st.LastFrameURL, secrets) {
+		st.LastFrameURL = ""
+	}
+	return st
+}
+
+// carriesCredential reports whether a URL holds one of secrets: as written, or percent-decoded
+// (a query parameter's value, a path segment spelled with escapes).
+func carriesCredential(rawURL string, secrets []string) bool {
+	decoded := ""
+	if strings.ContainsRune(rawURL, '%') || strings.ContainsRune(rawURL, '+') {
+		if d, err := url.QueryUnescape(rawURL); err == nil {
+			decoded = d
+		} else if d, err := url.PathUnescape(rawURL); err == nil {
+			decoded = d
+		}
+	}
+	for _, s := range secrets {
+		if s != "" && (strings.Contains(rawURL, s) || decoded != "" && strings.Contains(decoded, s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// openResult opens the video of a succeeded task whose result needs the operator's credential,
+// for its owner (the content endpoint) or for keeping (keep_copy.go): the adaptor's Content
+// where its protocol has one; otherwise (a protocol whose results are plain URLs) the task is
+// read again, and its result URL, when it carries the credential, is fetched by the gateway
+// (adaptor.Caller.Open, which dials public addresses or the upstream's own host). A result that
+// carries no credential is adaptor.ErrUnsupported: the client fetches it itself. As at a poll,
+// the provider's refusal of these reads (a 4xx other than 404 and 429) and an answer it cannot
+// use (adaptor.Malformed) are 502 invalid_response: the gateway's request failed, not the
+// client's.
+func (h *Handler) openResult(ctx context.Context, a adaptor.Adaptor, u *providers.Upstream, t storage.Task) (*http.Response, error) {
+	resp, err := h.openResultOnce(ctx, a, u, t)
+	var malformed *adaptor.Malformed
+	if errors.As(err, &malformed) {
+		return nil, apierror.New(http.StatusBadGateway, upstream.ErrUnreadable.Code,
+			"the video generation backend's answer about this task is unusable ("+malformed.Error()+")")
+	}
+	if err != nil {
+		return nil, readRefused(err)
+	}
+	return resp, nil
+}
+
+// openResultOnce is openResult without the mapping of its errors.
+func (h *Handler) openResultOnce(ctx context.Context, a adaptor.Adaptor, u *providers.Upstream, t storage.Task) (*http.Response, error) {
+	resp, err := a.Content(ctx, h.caller(u), t.UpstreamID)
+	if !errors.Is(err, adaptor.ErrUnsupported) {
+		return resp, err
+	}
+	r, err := canonicalRequest(t)
+	if err != nil {
+		return nil, err
+	}
+	st, err := a.Read(ctx, h.caller(u), t.UpstreamID, r)
+	if err != nil {
+		return nil, err
+	}
+	if st.Status != adaptor.StatusSucceeded || st.VideoURL == "" || !carriesCredential(st.VideoURL, u.Credentials()) {
+		return nil, adaptor.ErrUnsupported
+	}
+	return h.caller(u).Open(ctx, st.VideoURL)
+}
