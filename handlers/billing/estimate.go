@@ -115,10 +115,14 @@ func (p *Price) EstimateImages(n int64, size, quality string) Estimate {
 	return Estimate{Amount: p.Amount(u), Usage: u}
 }
 
-// BytesPerInputToken is how input tokens are estimated from a request body: one token per 4
-// bytes, rounded up (the common rule of thumb for English text; the body's JSON syntax makes it
-// generous for text, and the settlement charges the tokens the provider reports).
-const BytesPerInputToken = 4
+// BytesPerToken is how tokens are estimated from bytes of text where no provider counted them:
+// a request body's input (the body's JSON syntax makes it generous for text, and the settlement
+// charges the tokens the provider reports), and the output of a stream cut before its usage was
+// reported (handlers/usage). One token per 4 bytes is the common rule of thumb for English text.
+const BytesPerToken = 4
+
+// TokensOf is the tokens n bytes of text count for (BytesPerToken each, rounded up; 0 for none).
+func TokensOf(n int64) int64 { return (max(n, 0) + BytesPerToken - 1) / BytesPerToken }
 
 // EstimateText is the hold of a chat, responses or messages request whose body is bodyBytes
 // long and that allows maxOutput output tokens (max_tokens, max_completion_tokens or
@@ -127,7 +131,7 @@ func (p *Price) EstimateText(bodyBytes, maxOutput int64) Estimate {
 	if maxOutput <= 0 {
 		maxOutput = p.maxOutput()
 	}
-	u := Usage{Requests: 1, InputTokens: (max(bodyBytes, 0) + BytesPerInputToken - 1) / BytesPerInputToken, OutputTokens: maxOutput}
+	u := Usage{Requests: 1, InputTokens: TokensOf(bodyBytes), OutputTokens: maxOutput}
 	return Estimate{Amount: p.Amount(u), Usage: u}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
@@ -30,8 +31,8 @@ var (
 //
 // tokens is what the chunk's output counts for when the stream is cut before its usage counted
 // it: a Gemini chunk carries many tokens, not one as a delta of the other providers does, so it
-// counts one token per BytesPerToken bytes of its parts' output values (a text's, without its
-// quotes; at least one).
+// counts the tokens of its parts' output values as billing estimates text (billing.TokensOf: a
+// text's bytes without its quotes; at least one).
 //
 // Gemini reports, in every chunk before its last, a usageMetadata whose total is its prompt
 // (no candidatesTokenCount yet): a stream cut before its last chunk has reported no output, and
@@ -58,12 +59,8 @@ func readCandidates(data []byte) (kind deltaKind, tokens int64, ok bool) {
 	if !carries {
 		return emptyDelta, 0, true
 	}
-	return outputDelta, max((size+BytesPerToken-1)/BytesPerToken, 1), true
+	return outputDelta, max(billing.TokensOf(size), 1), true
 }
-
-// BytesPerToken is how a cut Gemini stream's output is counted from its chunks: one token per 4
-// bytes of output (the usual rule of thumb for English text, as billing estimates input).
-const BytesPerToken = 4
 
 // partsOutput reads a candidate's content: whether a part carries output (see readCandidates),
 // and the bytes of the parts' output values.
