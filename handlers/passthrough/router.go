@@ -263,8 +263,6 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			route.Sizing = sizing(ep, &fields, len(body))
 			if ep.modelInBody {
 				generationLimits(body, &route.Sizing)
-			}
-			if ep.modelInBody {
 				named, err := checkBodyModels(body, pathModel)
 				if err != nil {
 					return "", err
