@@ -97,8 +97,14 @@ func (h *Handler) unusableAnswer(ctx context.Context, t storage.Task, r adaptor.
 	}
 	h.Logger.Debug("provider's answer about a task is unusable; the task is unchanged",
 		zap.String("task_id", t.ID), zap.String("member", m.Member), zap.String("got", m.Got))
-	return t, apierror.New(http.StatusBadGateway, upstream.ErrUnreadable.Code,
-		"the video generation backend's answer about this task is unusable ("+m.Error()+"); the task is unchanged: poll again later")
+	return t, unusable(m)
+}
+
+// unusable is the 502 invalid_response of a read whose answer is unusable (adaptor.Malformed),
+// naming the member; the task is unchanged.
+func unusable(m *adaptor.Malformed) error {
+	return apierror.New(http.StatusBadGateway, upstream.ErrUnreadable.Code,
+		"the video generation backend's answer about this task is unusable ("+m.Error()+"); the task is unchanged: try again later")
 }
 
 // storedAnswer is t with its client answer: the stored one, or one made of the record.

@@ -7,9 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/providers"
-	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -66,8 +64,7 @@ func (h *Handler) openResult(ctx context.Context, a adaptor.Adaptor, u *provider
 	resp, err := h.openResultOnce(ctx, a, u, t)
 	var malformed *adaptor.Malformed
 	if errors.As(err, &malformed) {
-		return nil, apierror.New(http.StatusBadGateway, upstream.ErrUnreadable.Code,
-			"the video generation backend's answer about this task is unusable ("+malformed.Error()+")")
+		return nil, unusable(malformed)
 	}
 	if err != nil {
 		return nil, readRefused(err)
