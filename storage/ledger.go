@@ -51,9 +51,9 @@ type Ledger interface {
 	// Settle ends an open hold by charging amount (0 or more). An amount above the hold is
 	// charged in full: the balance may go below zero by the difference, and the entry's Note
 	// says so; but never below -MaxAmount: the charge is then what takes the balance there (at
-	// least the hold), which the entry's Charged tells. The rest of the hold returns to the balance and to the key's budget (of the
-	// period the hold was taken in). Ending a hold that has ended answers ErrHoldEnded and
-	// changes nothing; an unknown hold ErrNotFound.
+	// least the hold), which the entry's Charged tells. The rest of the hold returns to the
+	// balance and to the key's budget (of the period the hold was taken in). Ending a hold that
+	// has ended answers ErrHoldEnded and changes nothing; an unknown hold ErrNotFound.
 	Settle(ctx context.Context, holdID string, amount int64, now time.Time) (LedgerEntry, error)
 	// Release ends an open hold charging nothing; reason becomes the entry's Note. Errors as
 	// for Settle.
