@@ -119,6 +119,10 @@ func (h *Handler) launchAdapted(ctx context.Context, account string, a adaptor.A
 			// limit creates and reads apart.
 			u.Failed(account, "HTTP 429", c.retryAfter)
 			continue
+		case errors.As(err, new(*adaptor.Malformed)):
+			// An answer the adaptor cannot use (a member of another type than the provider's
+			// reference gives it) is unreadable, as one that is not JSON is: 502.
+			return "", "", nil, u, upstream.ErrUnreadable
 		case err != nil:
 			return "", "", nil, u, err
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // TestAdaptedUnusableAnswerExpires: a DashScope answer whose task_status is a number (a member
@@ -61,5 +62,28 @@ func TestAdaptedUnusableAnswerExpires(t *testing.T) {
 	before := reads.Load()
 	if again := decode(t, serve(h, "GET", createPath+"/"+id, "")); again["status"] != StatusExpired || reads.Load() != before {
 		t.Fatalf("after expiry: %v, %d more reads", again, reads.Load()-before)
+	}
+}
+
+// TestAdaptedUnusableCreateAnswer: a MiniMax create answered 200 with its task_id a number (the
+// reference gives a string) is the create's 502 invalid_response, as any unreadable create
+// answer is, not an internal error; nothing is stored.
+func TestAdaptedUnusableCreateAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"task_id":106916112212032,"base_resp":{"status_code":0,"status_msg":"success"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	base, _ := url.Parse(srv.URL + "/v1")
+	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "hailuo", BaseURL: base, APIKey: "k", Protocol: adaptor.MiniMax, Models: []string{"hailuo"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Handler{Catalog: cat, Store: openBadger(t), Client: &http.Client{Timeout: 5 * time.Second}, Logger: zap.NewNop()}
+	w := serve(h, http.MethodPost, createPath, `{"model":"hailuo","content":[{"type":"text","text":"hi"}]}`)
+	if m := decode(t, w); w.Code != http.StatusBadGateway || m["code"] != "invalid_response" {
+		t.Fatalf("create = %d %s; want 502 invalid_response", w.Code, w.Body)
+	}
+	if page, err := h.Store.SearchTasks(context.Background(), "acme", storage.TaskSearch{Limit: 10}); err != nil || len(page.Tasks) != 0 {
+		t.Fatalf("tasks stored: %+v, %v", page.Tasks, err)
 	}
 }
