@@ -138,6 +138,14 @@ func (s *answersUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.n++
 		writeFakeJSON(w, http.StatusOK, map[string]any{"code": 0, "message": "SUCCEED", "request_id": "r",
 			"data": map[string]any{"task_id": fmt.Sprint(s.n), "task_status": "submitted", "created_at": 1774805076166, "updated_at": 1774805076166}})
+	case r.Method == http.MethodGet && strings.HasPrefix(p, klingFiles+"echo"):
+		// A hostile file server: it echoes the token it was sent in its headers, and calls the
+		// file a page.
+		echoed := r.URL.Query().Get("token")
+		w.Header().Set("Content-Type", "text/html; charset="+echoed)
+		w.Header().Set("Etag", `"`+echoed+`"`)
+		w.Header().Set("Last-Modified", echoed)
+		fmt.Fprint(w, "<script>kling-video-bytes</script>")
 	case r.Method == http.MethodGet && strings.HasPrefix(p, klingFiles):
 		w.Header().Set("Content-Type", "video/mp4")
 		fmt.Fprint(w, "kling-video-bytes:"+strings.TrimPrefix(p, klingFiles))
@@ -398,6 +406,23 @@ func TestCredentialInResultURL(t *testing.T) {
 	}
 	if other := sendAsIs(t, "GET", want, "mg-nobody"); other.status == 200 {
 		t.Fatalf("content without the owner's key = %d", other.status)
+	}
+
+	// The content answer carries none of the provider's headers that echo the credential, and
+	// no type a browser would run on the gateway's origin.
+	echo, echoID := a.create(t, "kling-answers")
+	a.up.set(echoID, 200, klingAnswer(echoID, `"task_status":"succeed","task_result":{"videos":[{"id":"v","url":"{{up}}/kling/v1/files/echo`+echoID+`.mp4?token={{token}}","duration":"5"}]}`))
+	if got, err := a.poll(t, echo); err != nil || got.Status != model.StatusSucceeded {
+		t.Fatalf("the Ark SDK reads %q, %v; want succeeded", got.Status, err)
+	}
+	for _, path := range []string{"/api/v3/contents/generations/tasks/" + echo + "/content", "/v1/videos/" + echo + "/content"} {
+		c := sendAsIs(t, "GET", a.base+path, answersKey)
+		if c.status != 200 || string(c.body) != "<script>kling-video-bytes</script>" {
+			t.Fatalf("%s = %d %q; want the file", path, c.status, c.body)
+		}
+		if strings.Contains(fmt.Sprint(c.header), "eyJ") || c.header.Get("Content-Type") != "application/octet-stream" || c.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Fatalf("%s answers the headers %v; want no token, application/octet-stream, nosniff", path, c.header)
+		}
 	}
 
 	ark, _ := a.create(t, "video-answers")

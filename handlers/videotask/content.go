@@ -58,15 +58,7 @@ func (h *Handler) content(w http.ResponseWriter, r *http.Request, id auth.Identi
 			h.Logger.Debug("closing a task's content", zap.String("task_id", t.ID), zap.Error(err))
 		}
 	}()
-	for _, name := range []string{"Content-Type", "Content-Length", "Last-Modified", "Etag"} {
-		if v := resp.Header.Get(name); v != "" {
-			w.Header().Set(name, v)
-		}
-	}
-	if w.Header().Get("Content-Type") == "" {
-		w.Header().Set("Content-Type", "video/mp4")
-	}
-	w.Header().Set("Cache-Control", "private, no-store")
+	contentHeaders(w.Header(), resp.Header, u.Credentials())
 	w.WriteHeader(http.StatusOK)
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		// The status is sent: the client sees a short body. Logged without the provider's URL.
