@@ -67,7 +67,8 @@ http://127.0.0.1:{{port}} {
 `
 
 // answerScript is a scripted answer to a task's read: its HTTP status and body, in which
-// {{token}} becomes the credential the read carried and {{up}} the upstream's base URL.
+// {{token}} becomes the credential the read carried ({{token%}} the same with its first
+// character percent-encoded) and {{up}} the upstream's base URL.
 type answerScript struct {
 	status int
 	body   string
@@ -161,7 +162,12 @@ func (s *answersUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(a.status)
-		fmt.Fprint(w, strings.NewReplacer("{{token}}", token, "{{up}}", s.base).Replace(a.body))
+		// {{token%}} is the token with its first character percent-encoded.
+		encoded := ""
+		if token != "" {
+			encoded = fmt.Sprintf("%%%02X", token[0]) + token[1:]
+		}
+		fmt.Fprint(w, strings.NewReplacer("{{token}}", token, "{{token%}}", encoded, "{{up}}", s.base).Replace(a.body))
 	default:
 		writeFakeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]string{"code": "NotFound", "message": "no such resource"}})
 	}
@@ -430,6 +436,25 @@ func TestCredentialInResultURL(t *testing.T) {
 	got, err = a.poll(t, ark)
 	if err != nil || got.Status != model.StatusSucceeded || got.Content.VideoURL != "https://cdn.example.com/a.mp4?api_key=[redacted]" {
 		t.Fatalf("the Ark SDK reads %q %+v, %v; want the Ark result with its key [redacted]", got.Status, got.Content, err)
+	}
+	// The key percent-encoded (as a URL may spell any character of it, %61 for a), in the
+	// result URL and in a failure's message, is the key: a client's URL decoder reads it.
+	encoded, _ := a.create(t, "video-answers")
+	a.up.set(encoded, 200, `{"id":"`+encoded+`","model":"video-answers","status":"succeeded","content":{"video_url":"https://cdn.example.com/a.mp4?api_key=%61rkop7f3c9e1d5b2a40%368&x=1"}}`)
+	got, err = a.poll(t, encoded)
+	if err != nil || got.Status != model.StatusSucceeded || got.Content.VideoURL != "https://cdn.example.com/a.mp4?api_key=[redacted]&x=1" {
+		t.Fatalf("the Ark SDK reads %q %+v, %v; want the percent-encoded key [redacted]", got.Status, got.Content, err)
+	}
+	failed, _ := a.create(t, "video-answers")
+	a.up.set(failed, 200, `{"id":"`+failed+`","model":"video-answers","status":"failed","error":{"code":"Unauthorized","message":"GET /v?key=arkop7f3c9e1d5b2a%34%30%36%38 refused"}}`)
+	got, err = a.poll(t, failed)
+	if err != nil || got.Error == nil || got.Error.Message != "GET /v?key=[redacted] refused" {
+		t.Fatalf("the Ark SDK reads %+v, %v; want the percent-encoded key [redacted]", got.Error, err)
+	}
+	kling, klingUp := a.create(t, "kling-answers")
+	a.up.set(klingUp, 200, klingAnswer(klingUp, `"task_status":"failed","task_status_msg":"file {{up}}/f?token={{token%}} refused"`))
+	if r := a.raw(t, kling); !strings.Contains(string(r.body), "token=[redacted] refused") {
+		t.Fatalf("a Kling failure with its token percent-encoded answers %s; want it [redacted]", r.body)
 	}
 }
 

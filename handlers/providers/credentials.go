@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/mediagw/mediagw/internal/percent"
 )
 
 // Credentials are the secrets u sends to its upstream, as it sends them: its API key, or its
@@ -25,10 +27,12 @@ func (u *Upstream) Credentials() []string {
 
 // Echoes reports whether a JSON answer (body) holds one of u's Credentials in one of its
 // strings, as decoded: byte for byte, or spelled with JSON escapes (\u0061 for a, an escape in
-// the middle of the key), which any client's decoder reads as the key. It is meant for every
-// answer the gateway relays from u, before the answer is decoded. An answer without a backslash
-// (every usual one) is only searched, which allocates nothing for a credential of up to 32
-// bytes; one with an escape is searched once more with its escapes decoded (one copy of it).
+// the middle of the key), which any client's decoder reads as the key, or with percent escapes
+// (%61 for a), which a URL's decoder reads as the key. It is meant for every answer the gateway
+// relays from u, before the answer is decoded. An answer without a backslash or a % (every
+// usual one) is only searched, which allocates nothing for a credential of up to 32 bytes; one
+// with an escape is searched once more with its JSON escapes decoded, and once more with its
+// percent escapes decoded too (a copy of it each).
 // A false report costs only a redaction pass that changes nothing (upstream.RedactJSON).
 func (u *Upstream) Echoes(body []byte) bool {
 	secrets := u.credentials()
@@ -37,12 +41,26 @@ func (u *Upstream) Echoes(body []byte) bool {
 			return true
 		}
 	}
-	if bytes.IndexByte(body, '\\') < 0 {
+	hasEscape, hasPercent := bytes.IndexByte(body, '\\') >= 0, bytes.IndexByte(body, '%') >= 0
+	if !hasEscape && !hasPercent {
 		return false // no escape: every decoded string is a part of body, searched above
 	}
-	decoded := unescaped(body)
+	decoded := body
+	if hasEscape {
+		decoded = unescaped(body)
+		if containsAny(decoded, secrets[:]) {
+			return true
+		}
+	}
+	// A string's percent escapes too (a \u0025 decoded above is one): a URL's decoder reads
+	// ?key=%61bc… as the key.
+	return bytes.IndexByte(decoded, '%') >= 0 && containsAny([]byte(percent.Decode(string(decoded))), secrets[:])
+}
+
+// containsAny reports whether b contains one of secrets (the empty ones aside).
+func containsAny(b []byte, secrets []string) bool {
 	for _, s := range secrets {
-		if s != "" && bytes.Contains(decoded, []byte(s)) {
+		if s != "" && bytes.Contains(b, []byte(s)) {
 			return true
 		}
 	}

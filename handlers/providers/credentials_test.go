@@ -56,12 +56,14 @@ func TestCredentialsAreWhatIsSent(t *testing.T) {
 func TestEchoesDecodedStrings(t *testing.T) {
 	u := &Upstream{Name: "a", APIKey: "plain-key-123"}
 	for _, body := range []string{`{"message":"bad key \u0070lain-key-123"}`, `{"m":"plain-key\u002d123"}`,
-		`{"debug":{"pl\u0061in-key-123":true}}`, `["x\"", "plain-key-12\u0033"]`} {
+		`{"debug":{"pl\u0061in-key-123":true}}`, `["x\"", "plain-key-12\u0033"]`,
+		`{"url":"https://cdn/v?k=%70lain-key%2D123&x=%zz"}`, `{"url":"https://cdn/v?k=\u002570lain-key-123"}`} {
 		if !u.Echoes([]byte(body)) {
 			t.Errorf("Echoes misses the key in %s", body)
 		}
 	}
-	for _, body := range []string{`{"message":"bad key \u0070lain-key-124"}`, `{"m":"plain-key-\n123"}`, `{"m":"plain-key-\\u0031\u0032\u0033"}`} {
+	for _, body := range []string{`{"message":"bad key \u0070lain-key-124"}`, `{"m":"plain-key-\n123"}`, `{"m":"plain-key-\\u0031\u0032\u0033"}`,
+		`{"url":"https://cdn/v?k=%2570lain-key-123"}`} {
 		if u.Echoes([]byte(body)) {
 			t.Errorf("Echoes finds the key in %s", body)
 		}

@@ -24,13 +24,15 @@ var secretPattern = regexp.MustCompile(`(?i)\b(?:sk|mg|pk|rk)[-_][A-Za-z0-9*_\-]
 
 // RedactSecrets returns s with every credential-like token replaced by Redacted, and every
 // occurrence of one of secrets (the exact credentials the gateway sent, whatever they look like:
-// an upstream may echo a key that has none of the usual prefixes).
+// an upstream may echo a key that has none of the usual prefixes), as written or spelled with
+// percent escapes (a URL's ?key=%61bc…, which any URL decoder reads as the key).
 func RedactSecrets(s string, secrets ...string) string {
 	for _, secret := range secrets {
 		if secret != "" {
 			s = strings.ReplaceAll(s, secret, Redacted)
 		}
 	}
+	s = redactPercentEncoded(s, secrets)
 	return secretPattern.ReplaceAllLiteralString(s, Redacted)
 }
 
