@@ -102,7 +102,7 @@ func TestRedactExactSecret(t *testing.T) {
 	// Percent-encoded, in part or whole, in either case: a URL's decoder reads the key.
 	for spelled, want := range map[string]string{
 		"https://cdn/a.mp4?key=%33f2a9c1e%2D7b4d-4e2a-9c1e-7b4d4e2a9c1e&x=%41": "https://cdn/a.mp4?key=[redacted]&x=%41",
-		"k=3f2a9c1e%2D7b4d%2d4e2a-9c1e-7b4d4e2a9c1%65%":                       "k=[redacted]%",
+		"k=3f2a9c1e%2D7b4d%2d4e2a-9c1e-7b4d4e2a9c1%65%":                        "k=[redacted]%",
 		"k=%3" + key:   "k=%3[redacted]",
 		"k=%2533f2a9c": "k=%2533f2a9c",
 	} {
