@@ -414,6 +414,14 @@ func TestCredentialInResultURL(t *testing.T) {
 		t.Fatalf("content without the owner's key = %d", other.status)
 	}
 
+	// The token percent-encoded in a URL that a strict decoder refuses (a stray %zz) is the
+	// token still: a client's lenient decoder reads it.
+	stray, strayID := a.create(t, "kling-answers")
+	a.up.set(strayID, 200, klingAnswer(strayID, `"task_status":"succeed","task_result":{"videos":[{"id":"v","url":"{{up}}/kling/v1/files/`+strayID+`.mp4?token={{token%}}&x=%zz","duration":"5"}]}`))
+	if got, err := a.poll(t, stray); err != nil || got.Content.VideoURL != a.base+"/api/v3/contents/generations/tasks/"+stray+"/content" {
+		t.Fatalf("the Ark SDK reads %+v, %v; want the content endpoint", got.Content, err)
+	}
+
 	// The content answer carries none of the provider's headers that echo the credential, and
 	// no type a browser would run on the gateway's origin.
 	echo, echoID := a.create(t, "kling-answers")

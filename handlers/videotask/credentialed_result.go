@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/internal/percent"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -32,19 +32,17 @@ func withoutCredentialedResults(st adaptor.State, secrets []string) adaptor.Stat
 	return st
 }
 
-// carriesCredential reports whether a URL holds one of secrets: as written, or percent-decoded
-// (a query parameter's value, a path segment spelled with escapes).
+// carriesCredential reports whether a URL holds one of secrets: as written, or with its percent
+// escapes decoded (a query parameter's value, a path segment spelled with escapes), leniently: a
+// stray % that begins no escape (which a strict decoder refuses, and a client's lenient one
+// reads past) hides nothing.
 func carriesCredential(rawURL string, secrets []string) bool {
-	decoded := ""
-	if strings.ContainsRune(rawURL, '%') || strings.ContainsRune(rawURL, '+') {
-		if d, err := url.QueryUnescape(rawURL); err == nil {
-			decoded = d
-		} else if d, err := url.PathUnescape(rawURL); err == nil {
-			decoded = d
-		}
+	decoded := rawURL
+	if strings.ContainsRune(rawURL, '%') {
+		decoded = percent.Decode(rawURL)
 	}
 	for _, s := range secrets {
-		if s != "" && (strings.Contains(rawURL, s) || decoded != "" && strings.Contains(decoded, s)) {
+		if s != "" && (strings.Contains(rawURL, s) || strings.Contains(decoded, s)) {
 			return true
 		}
 	}

@@ -6,7 +6,7 @@ import "testing"
 func TestCarriesCredential(t *testing.T) {
 	secrets := []string{"key-123", "eyJ.a.b"}
 	for _, u := range []string{"https://cdn.example/v.mp4?api_key=key-123", "https://cdn.example/v.mp4?k=%6Bey-123",
-		"https://cdn.example/key%2D123/v.mp4", "https://cdn.example/v.mp4?t=eyJ.a.b&x=1"} {
+		"https://cdn.example/key%2D123/v.mp4", "https://cdn.example/v.mp4?t=eyJ.a.b&x=1", "https://cdn.example/v.mp4?k=%6Bey-123&x=%zz%"} {
 		if !carriesCredential(u, secrets) {
 			t.Errorf("carriesCredential misses the secret in %s", u)
 		}
