@@ -38,9 +38,10 @@ func RedactSecrets(s string, secrets ...string) string {
 
 // RedactJSON returns a JSON document with credential-like tokens and secrets (see RedactSecrets)
 // replaced in every string value and member name, decoded (so a secret spelled with JSON escapes
-// is found too), and whether anything was replaced. A document with nothing to replace is returned as it is,
-// byte for byte; one with something is decoded and encoded again (member order and spacing may
-// change, numbers keep their text). Data that is not one JSON value is returned unchanged.
+// is found too), and whether anything was replaced. A document with nothing to replace is
+// returned as it is, byte for byte; one with something is decoded and encoded again (member
+// order and spacing may change, numbers keep their text). Data that is not one JSON value is
+// returned unchanged.
 func RedactJSON(data []byte, secrets ...string) ([]byte, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

@@ -69,8 +69,8 @@ func (h *Handler) content(w http.ResponseWriter, r *http.Request, id auth.Identi
 
 // cancelAdapted is cancel for a task made through an adaptor. The task is read first: a finished
 // one is forgotten here, and deleted upstream first where the provider keeps it (an
-// adaptor.Deleter: OpenAI's videos); an unfinished one is cancelled upstream where the provider allows it, and recorded as
-// cancelled only when a read after the cancel confirms it.
+// adaptor.Deleter: OpenAI's videos); an unfinished one is cancelled upstream where the provider
+// allows it, and recorded as cancelled only when a read after the cancel confirms it.
 func (h *Handler) cancelAdapted(ctx context.Context, t storage.Task, u *providers.Upstream) error {
 	a, ok := h.taskAdaptor(t)
 	if !ok {

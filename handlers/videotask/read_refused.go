@@ -13,9 +13,9 @@ import (
 // read of a task (the GET the gateway sends with the operator's credential) with a 4xx other
 // than 404 (the task is gone: finished) and 429 (backed off, the stored answer served): the
 // client did nothing wrong, the provider answered the gateway with something it cannot use, so
-// the poll is the contract's 502 invalid_response (spec §7.1). The task is left as it is, and read again at the next poll
-// or watch: a refusal may be passing, and only an answer of the provider's about the task
-// finishes it. Any other error is returned as it is.
+// the poll is the contract's 502 invalid_response (spec §7.1). The task is left as it is, and
+// read again at the next poll or watch: a refusal may be passing, and only an answer of the
+// provider's about the task finishes it. Any other error is returned as it is.
 func readRefused(err error) error {
 	var refusal *apierror.Error
 	if !errors.As(err, &refusal) || refusal.Status < 400 || refusal.Status >= 500 || refusal.Status == http.StatusTooManyRequests {
