@@ -226,6 +226,8 @@ func (t *Task) recordString(n int) *string {
 		return &t.HoldID
 	case taskFieldHoldUsage:
 		return &t.HoldUsage
+	case taskFieldHoldPrice:
+		return &t.HoldPrice
 	case taskFieldCallbackURL:
 		return &t.CallbackURL
 	}

@@ -175,9 +175,13 @@ type Task struct {
 	// values stand in for what the upstream does not report when the hold is settled. On the
 	// record of a video that pass-through created (which binds no hold), HoldUsage is the
 	// video's length and picture, as far as they are known, at which a remix of it is held.
+	// HoldPrice is the model's price when the hold was taken, as billing encodes it
+	// (billing.Price.Encode): the task is settled at it, whatever the price table says when it
+	// finishes. A record without one (written before it was kept) settles at the table's.
 	HoldID     string `json:"hold_id,omitempty"`
 	HoldAmount int64  `json:"hold_amount,omitempty"`
 	HoldUsage  string `json:"hold_usage,omitempty"`
+	HoldPrice  string `json:"hold_price,omitempty"`
 	// CallbackURL is the client's callback address, never sent upstream. Empty once the
 	// receiver answered 410 Gone.
 	CallbackURL string `json:"callback_url,omitempty"`

@@ -163,6 +163,16 @@ func (a *Accountant) hold(ctx context.Context, id auth.Identity, model, ref stri
 	return Hold{ID: h.ID, Estimate: est, end: &holdEnd{a: a, ctx: ctx, keyID: id.KeyID, owner: holdOwner{account: id.Account, model: model}, price: price}}, nil
 }
 
+// EncodedPrice is the price the hold was taken at, as billing encodes it, for the record of the
+// task that carries it (storage.Task.HoldPrice): SettleTask settles the task at it. "" for a
+// hold that settles at the amount held (HoldCalls) or holds nothing.
+func (h Hold) EncodedPrice() string {
+	if h.end == nil || h.end.price == nil {
+		return ""
+	}
+	return h.end.price.Encode()
+}
+
 // Settle ends the hold charging what actual used (the estimate standing in for what it does not
 // report), and returns the amount charged; 0 when the hold had ended already or holds nothing.
 func (h Hold) Settle(actual billing.Usage) billing.Money {
@@ -200,8 +210,11 @@ func (h Hold) Release(reason string) {
 func (h Hold) Reconciled() bool { return h.end != nil && h.end.reconciled.Load() }
 
 // SettleTask ends the hold a finished task carries (storage.Task.HoldID): a succeeded task is
-// charged its usage as priced now (the estimate standing in for what the upstream did not
-// report; the held amount when the model lost its price meanwhile), any other is released.
+// charged its usage at the price it was accepted at (storage.Task.HoldPrice; the estimate
+// standing in for what the upstream did not report), any other is released. A reload of the
+// prices meanwhile changes nothing of it. (A record without that price, written before it was
+// kept, is priced as the table prices its model now, or charged the amount held when the model
+// has no price any more.)
 // Call it once, from the update that set the task's Finished. It returns the amount charged.
 func (a *Accountant) SettleTask(ctx context.Context, t storage.Task, status string, actual billing.Usage) billing.Money {
 	amount, _ := a.settleTask(ctx, t, status, actual)
@@ -220,7 +233,7 @@ func (a *Accountant) settleTask(ctx context.Context, t storage.Task, status stri
 		return 0, how
 	}
 	amount := billing.Money(t.HoldAmount)
-	if price, ok := a.Prices.Price(t.Model); ok {
+	if price, ok := a.acceptedPrice(t, owner); ok {
 		estimated, err := billing.DecodeUsage(t.HoldUsage)
 		if err != nil {
 			a.logger().Error("a task's estimate does not decode; it is settled at the amount held", append(owner.fields(), zap.Error(err))...)
@@ -234,6 +247,21 @@ func (a *Accountant) settleTask(ctx context.Context, t storage.Task, status stri
 	}
 	a.meterSpent(t.KeyID, t.Account, amount)
 	return amount, holdEndedHere
+}
+
+// acceptedPrice is the price task t was accepted at (see SettleTask), and whether it has one to
+// settle at; a recorded price that does not decode is logged, and the task charged the amount
+// held.
+func (a *Accountant) acceptedPrice(t storage.Task, owner holdOwner) (*billing.Price, bool) {
+	if t.HoldPrice == "" {
+		return a.Prices.Price(t.Model)
+	}
+	price, err := billing.DecodePrice(t.Model, t.HoldPrice)
+	if err != nil {
+		a.logger().Error("a task's price does not decode; it is settled at the amount held", append(owner.fields(), zap.Error(err))...)
+		return nil, false
+	}
+	return price, true
 }
 
 // withinLedger is amount, or storage.MaxAmount when it is more: the most one charge of the

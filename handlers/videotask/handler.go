@@ -290,7 +290,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		HoldID: hold.ID, HoldAmount: int64(hold.Estimate.Amount),
 	}
 	if hold.ID != "" {
-		task.HoldUsage = hold.Estimate.Usage.Encode()
+		task.HoldUsage, task.HoldPrice = hold.Estimate.Usage.Encode(), hold.EncodedPrice()
 	}
 	stored, err := slot.CreateTask(ctx, h.Store, task)
 	if errors.Is(err, storage.ErrExists) {
