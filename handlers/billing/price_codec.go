@@ -17,15 +17,8 @@ import (
 
 // Encode writes p, less its model (the task's record names it), for DecodePrice.
 func (p *Price) Encode() string {
-	var b strings.Builder
-	add := func(name, value string) {
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(name)
-		b.WriteByte('=')
-		b.WriteString(value)
-	}
+	var b pairs
+	add := b.add
 	for _, f := range priceAmounts(p) {
 		if *f.v != 0 {
 			add(f.name, f.v.String())

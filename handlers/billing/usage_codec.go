@@ -10,15 +10,8 @@ import (
 // (storage.Task.HoldUsage): comma-separated name=value pairs of the fields that are set, such
 // as "s=5,r=720p,ra=16:9,a=1,q=1". DecodeUsage reads it back.
 func (u Usage) Encode() string {
-	var b strings.Builder
-	add := func(name, value string) {
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(name)
-		b.WriteByte('=')
-		b.WriteString(value)
-	}
+	var b pairs
+	add := b.add
 	for _, f := range usageInts(&u) {
 		if *f.v != 0 {
 			add(f.name, strconv.FormatInt(*f.v, 10))
@@ -78,6 +71,18 @@ func DecodeUsage(s string) (Usage, error) {
 		}
 	}
 	return u, nil
+}
+
+// pairs writes the comma-separated name=value pairs of a codec (Usage.Encode, Price.Encode).
+type pairs struct{ strings.Builder }
+
+func (b *pairs) add(name, value string) {
+	if b.Len() > 0 {
+		b.WriteByte(',')
+	}
+	b.WriteString(name)
+	b.WriteByte('=')
+	b.WriteString(value)
 }
 
 type (
