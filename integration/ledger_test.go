@@ -54,6 +54,8 @@ func TestAccountCreditBalanceAndLedger(t *testing.T) {
 		{`{"amount":12.5}`, "k0", 400, "decimal string"},
 		{`{"amount":"1.0000001"}`, "k0", 400, "6 decimals"},
 		{`{"amount":"1e3"}`, "k0", 400, "decimal"},
+		{`{"amount":"9007199254.740992"}`, "k0", 400, "past 9007199254.740991"},
+		{`{"amount":"-99999999999999999999","adjust":true}`, "k0", 400, "past 9007199254.740991"},
 		{`{"amount":"-2"}`, "k0", 400, "adjust"},
 		{`{"amount":"1","extra":true}`, "k0", 400, `unknown member "extra"`},
 		{`{"amount":"7"}{"amount":"8"}`, "k0", 400, "must be a JSON object"},

@@ -170,7 +170,11 @@ func (h *Handler) Credit(ctx context.Context, account string, req CreditRequest)
 		return CreditAnswer{}, fail(http.StatusBadRequest, errCreditKey)
 	}
 	amount, err := money.Parse(req.Amount)
-	if err != nil || amount < -storage.MaxAmount || amount > storage.MaxAmount {
+	if err == nil && (amount < -storage.MaxAmount || amount > storage.MaxAmount) || errors.Is(err, money.ErrRange) {
+		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("amount %q is past %s either way, the most one credit or balance may be; nothing was credited",
+			req.Amount, money.Format(storage.MaxAmount)))
+	}
+	if err != nil {
 		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("amount %q is not a decimal amount such as \"12.5\" with at most 6 decimals", req.Amount))
 	}
 	if amount < 0 && !req.Adjust {
