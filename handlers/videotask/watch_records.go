@@ -22,7 +22,7 @@ const maxHeldRecordBytes = 2 << 10
 
 // holdable reports whether t's record is small enough to hold (maxHeldRecordBytes).
 func holdable(t *storage.Task) bool {
-	return len(t.Request)+len(t.Result)+len(t.Usage)+len(t.Keep)+len(t.CallbackURL)+len(t.HoldUsage) <= maxHeldRecordBytes
+	return len(t.Request)+len(t.Result)+len(t.Usage)+len(t.Keep)+len(t.CallbackURL)+len(t.HoldUsage)+len(t.HoldPrice) <= maxHeldRecordBytes
 }
 
 // maxHeldPolls is how often a task's record is read from the store again: every maxHeldPolls-th
