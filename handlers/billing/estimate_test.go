@@ -144,3 +144,26 @@ func TestSettle(t *testing.T) {
 		t.Fatalf("veo estimate = %s, want 2", veoEst.Amount)
 	}
 }
+
+// TestUnsizedVideoRequest: a request to a model priced by video only that is not a video create
+// (an endpoint the operator added, such as Veo's :predictLongRunning) is held as the model's
+// longest video at the resolution it prices highest, with sound; a model with a token price too
+// is held as text.
+func TestUnsizedVideoRequest(t *testing.T) {
+	text := Request{BodyBytes: 100, MaxOutput: 10}
+	for _, tc := range []struct {
+		price Price
+		want  Money
+	}{
+		{Price{Model: "veo", Second: 400_000, MaxSeconds: 8}, 3_200_000},                                                  // 8 s × 0.40
+		{Price{Model: "veo", Second: 400_000, SecondBands: map[string]Money{"1080p": 600_000}}, 9_000_000},                // 15 s × 0.60
+		{Price{Model: "veo", Second: 400_000, SecondBands: map[string]Money{"720p": 300_000}}, 6_000_000},                 // 15 s × 0.40 (480p)
+		{Price{Model: "veo", SecondBands: map[string]Money{"480p": 100_000, "4k": 200_000}, Audio: 1_500_000}, 4_500_000}, // 15 s × 0.20 × 1.5
+		{Price{Model: "veo", Second: 400_000, Request: 10_000, MaxSeconds: 4}, 1_610_000},
+		{Price{Model: "both", Second: 400_000, OutputTokens: 1_000_000}, 10}, // text: 10 output tokens at 1 a million
+	} {
+		if got := tc.price.EstimateRequest(text); got.Amount != tc.want {
+			t.Errorf("%+v: held %s, want %s", tc.price, got.Amount, tc.want)
+		}
+	}
+}
