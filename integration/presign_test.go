@@ -202,6 +202,7 @@ func TestPresignAgainstRealS3(t *testing.T) {
 			{"wrong Content-Type", "mg-uploader", "text/plain", `{"filename":"a.png"}`, 400, "invalid_request_body"},
 			{"missing filename", "mg-uploader", "application/json", `{"content_type":"image/png"}`, 400, "invalid_upload_request"},
 			{"empty filename", "mg-uploader", "application/json", `{"filename":""}`, 400, "invalid_upload_request"},
+			{"blank filename", "mg-uploader", "application/json", `{"filename":"  \u3000"}`, 400, "invalid_upload_request"},
 			{"filename too long", "mg-uploader", "application/json", `{"filename":"` + strings.Repeat("a", 252) + `.png"}`, 400, "invalid_upload_request"},
 			{"control character", "mg-uploader", "application/json", `{"filename":"a\u0000.png"}`, 400, "invalid_upload_request"},
 			{"filename not a string", "mg-uploader", "application/json", `{"filename":5}`, 400, "invalid_request_body"},

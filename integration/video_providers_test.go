@@ -170,6 +170,12 @@ func TestVideoProvidersLifecycle(t *testing.T) {
 	if got := v.dash.log.matching("POST", "/api/v1/services/"); len(got) == 0 || got[0].Header.Get("X-Dashscope-Async") != "enable" {
 		t.Fatalf("dashscope creates: %+v", got)
 	}
+	// A task that names neither resolution nor ratio is made at the contract's defaults (spec
+	// §2.2: 720p, 16:9), not at the API's default size, which is portrait (720x1280).
+	creates := v.openai.log.matching("POST", "/v1/videos")
+	if len(creates) == 0 || !bytes.Contains(creates[0].Body, []byte(`"size":"1280x720"`)) {
+		t.Fatalf("openai creates %d, the first with %s", len(creates), creates[0].Body)
+	}
 }
 
 // TestVideoProvidersUnknownState: a state the provider documents as unknown (DashScope's

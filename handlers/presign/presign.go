@@ -213,7 +213,8 @@ func parseRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
 
 // check validates the filename and content type and returns them ready to use.
 func (h *Handler) check(req Request) (filename, contentType string, err error) {
-	if req.Filename == nil || *req.Filename == "" {
+	// A name of white space only names no file: it is as missing as an empty one.
+	if req.Filename == nil || strings.TrimSpace(*req.Filename) == "" {
 		return "", "", invalidUpload("filename", "filename is required")
 	}
 	filename = *req.Filename

@@ -11,13 +11,14 @@
 //
 // Mapping (docs/video-providers.md has the table): the prompt goes to prompt; a first frame to
 // input_reference.image_url; duration 4, 8 or 12 to seconds (a string); resolution 720p or
-// 1080p with ratio 16:9 or 9:16 to size (1280x720, 720x1280, 1792x1024, 1024x1792; landscape
-// when the ratio is not given). Negative prompts, seed, frames, the flags, a last frame and
+// 1080p with ratio 16:9 or 9:16 to size (1280x720, 720x1280, 1792x1024, 1024x1792; a
+// resolution or ratio not given is the contract's default, 720p or 16:9). Negative prompts, seed, frames, the flags, a last frame and
 // reference media are ignored. The video's states are queued, in_progress, completed and
 // failed; its seconds and size give the actual duration, resolution and ratio.
 package openai
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -131,11 +132,11 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 	return v.ID, nil
 }
 
-// sizeOf is the API's size of a resolution and ratio; "" (the model's default) for others.
+// sizeOf is the API's size of a resolution and ratio; "" (the model's default) for others. One
+// not given is the contract's default (720p, 16:9), since the API's own default size is
+// portrait (720x1280) and the task must be what the gateway answers for it.
 func sizeOf(resolution, ratio string) string {
-	if ratio == "" && resolution != "" {
-		ratio = "16:9"
-	}
+	resolution, ratio = cmp.Or(resolution, "720p"), cmp.Or(ratio, "16:9")
 	return sizes[[2]string{resolution, ratio}]
 }
 
@@ -186,8 +187,8 @@ func secondsOf(duration int64) int64 {
 }
 
 // Plan implements adaptor.Planner: secondsOf's length (the API's default 4 s for a length it
-// does not offer). The picture is the one asked for, or the model's default size where sizeOf
-// names none, which is not known here.
+// does not offer). The picture is the one asked for (the contract's default when not given), or
+// the model's default size where sizeOf names none, which is not known here.
 func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
 	return billing.PlannedVideo{Seconds: secondsOf(r.Duration)}
 }
