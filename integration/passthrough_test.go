@@ -259,6 +259,11 @@ func TestOpenAIClientThroughGateway(t *testing.T) {
 	if !errorsAs(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "model_not_found" {
 		t.Fatalf("unknown model = %v", err)
 	}
+	// A model name of 100 KB is not repeated whole in the answer (apierror.Echo).
+	_, err = oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: strings.Repeat("m", 100_000), Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	if !errorsAs(err, &apiErr) || apiErr.StatusCode != 404 || len(apiErr.Message) > 400 || !strings.Contains(apiErr.Message, "mmm…") {
+		t.Fatalf("a 100 KB unknown model = %d, message of %d bytes", apiErr.StatusCode, len(apiErr.Message))
+	}
 	err = oa.Post(ctx, "images/edits", map[string]any{"model": "gpt-image-1", "prompt": "p", "images": []map[string]string{{"image_url": "data:image/png;base64,AA"}}}, &images)
 	if !errorsAs(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "images[0].image_url" {
 		t.Fatalf("data URL image = %v", err)

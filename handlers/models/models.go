@@ -82,7 +82,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) retrieve(w http.ResponseWriter, id auth.Identity, model string) {
 	if !id.AllowsModel(model) || !slices.Contains(h.Catalog.Models(), model) {
 		apierror.Write(w, apierror.OpenAIShape, apierror.New(http.StatusNotFound, "model_not_found",
-			"the model "+model+" does not exist or this API key may not use it").WithParam("model"))
+			"the model "+apierror.Echo(model)+" does not exist or this API key may not use it").WithParam("model"))
 		return
 	}
 	// The status is sent; a failed write means the client is gone.

@@ -221,11 +221,11 @@ func (c *Catalog) Models() []string { return c.models }
 // serves it.
 func (c *Catalog) Serving(model string, allowed func(model string) bool) (*Provider, error) {
 	if !allowed(model) {
-		return nil, apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may not use model "+model).WithParam("model")
+		return nil, apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may not use model "+apierror.Echo(model)).WithParam("model")
 	}
 	p, ok := c.byModel[model]
 	if !ok {
-		return nil, apierror.New(http.StatusNotFound, "model_not_found", "the model "+model+" does not exist or is not served here").WithParam("model")
+		return nil, apierror.New(http.StatusNotFound, "model_not_found", "the model "+apierror.Echo(model)+" does not exist or is not served here").WithParam("model")
 	}
 	return p, nil
 }

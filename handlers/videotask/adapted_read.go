@@ -14,6 +14,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/internal/bounded"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -167,7 +168,7 @@ func (h *Handler) adaptedAnswer(t storage.Task, st adaptor.State) map[string]jso
 		if message == "" {
 			message = "the task failed at the provider (" + st.ProviderStatus + ")"
 		}
-		answer["error"] = mustJSON(map[string]string{"code": cutText(code, MaxFailureCode), "message": cutText(message, MaxFailureMessage)})
+		answer["error"] = mustJSON(map[string]string{"code": bounded.Text(code, MaxFailureCode), "message": bounded.Text(message, MaxFailureMessage)})
 	}
 	if answerDuration(st.Duration) {
 		answer["duration"] = mustJSON(st.Duration)

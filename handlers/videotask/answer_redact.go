@@ -6,6 +6,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/internal/bounded"
 )
 
 // withoutCredentials is an answer of p about its tasks (a task read, a task list) with p's
@@ -61,7 +62,7 @@ func redactedFailure(e json.RawMessage) json.RawMessage {
 		if name == "code" {
 			limit = MaxFailureCode
 		}
-		if r := cutText(upstream.RedactSecrets(s), limit); r != s {
+		if r := bounded.Text(upstream.RedactSecrets(s), limit); r != s {
 			members[name], changed = mustJSON(r), true
 		}
 	}

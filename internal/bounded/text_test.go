@@ -1,4 +1,4 @@
-package videotask
+package bounded
 
 import (
 	"strings"
@@ -6,8 +6,8 @@ import (
 	"unicode/utf8"
 )
 
-// cutText keeps a text within its bound, whole characters only, marked as cut.
-func TestCutText(t *testing.T) {
+// Text keeps a text within its bound, whole characters only, marked as cut.
+func TestText(t *testing.T) {
 	for _, tc := range []struct {
 		s     string
 		limit int
@@ -21,13 +21,13 @@ func TestCutText(t *testing.T) {
 		{"日本語です", 9, "日本…"},             // 3+3+3
 		{"\xff\xfe\xfdabc", 4, "\xff…"}, // invalid bytes are each their own start
 	} {
-		got := cutText(tc.s, tc.limit)
+		got := Text(tc.s, tc.limit)
 		if got != tc.want || len(got) > tc.limit {
-			t.Errorf("cutText(%q, %d) = %q, want %q", tc.s, tc.limit, got, tc.want)
+			t.Errorf("Text(%q, %d) = %q, want %q", tc.s, tc.limit, got, tc.want)
 		}
 	}
 	long := strings.Repeat("é", 1<<20)
-	if got := cutText(long, MaxFailureMessage); len(got) > MaxFailureMessage || !utf8.ValidString(got) {
+	if got := Text(long, 4096); len(got) > 4096 || !utf8.ValidString(got) {
 		t.Fatalf("cut to %d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
 }
