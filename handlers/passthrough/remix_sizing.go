@@ -27,6 +27,9 @@ func videoMade(sizing billing.Request, answer []byte) billing.Usage {
 			made.VideoSeconds = *d
 		}
 		made.Resolution, made.Ratio = sizing.Video.Resolution, sizing.Video.Ratio
+		if sizing.Video.Planned.Resolution != "" {
+			made.Resolution = "" // it named two: the answer's, else not known
+		}
 	case sizing.Remix != nil:
 		made.VideoSeconds, made.Resolution, made.Ratio = sizing.Remix.VideoSeconds, sizing.Remix.Resolution, sizing.Remix.Ratio
 	}
@@ -39,7 +42,7 @@ func videoMade(sizing billing.Request, answer []byte) billing.Usage {
 		return made // no JSON object: nothing reported
 	}
 	reported := videoSizing(jsonVideoValue(&fields))
-	if made.VideoSeconds == 0 && reported.Duration != nil {
+	if made.VideoSeconds == 0 && reported.Duration != nil && *reported.Duration > 0 {
 		made.VideoSeconds = *reported.Duration
 	}
 	if made.Resolution == "" {
@@ -89,7 +92,7 @@ func remixSizing(source storage.Task, asked *billing.VideoTask) billing.Request 
 		if d := asked.Duration; d != nil && held.VideoSeconds > 0 {
 			held.VideoSeconds = max(held.VideoSeconds, *d) // one that names no length (0, -1) leaves the source's
 		}
-		if asked.Resolution != "" && asked.Resolution != held.Resolution {
+		if asked.Resolution != "" && asked.Resolution != held.Resolution || asked.Planned.Resolution != "" {
 			held.Resolution = ""
 		}
 		if asked.Ratio != "" && asked.Ratio != held.Ratio {

@@ -88,3 +88,33 @@ func FuzzSizingValues(f *testing.F) {
 		}
 	})
 }
+
+// TestVideoSizingHoldsEitherSpelling: a video create that names its length or picture in both
+// OpenAI's spelling (seconds, size) and the task API's (duration, resolution, ratio) is held at
+// the costlier reading, since its provider may follow either; a length of 0 or -1 (the model
+// chooses) is held at max_seconds.
+func TestVideoSizingHoldsEitherSpelling(t *testing.T) {
+	p := &billing.Price{Model: "v", Second: 100_000, SecondBands: map[string]billing.Money{"1080p": 250_000}}
+	for _, tc := range []struct {
+		body string
+		want billing.Money
+	}{
+		{`{"seconds":"4","size":"1280x720"}`, 400_000},
+		{`{"seconds":"4","duration":12}`, 1_200_000},
+		{`{"duration":12,"seconds":"4"}`, 1_200_000},
+		{`{"duration":-1}`, 1_500_000},
+		{`{"seconds":"0"}`, 1_500_000},
+		{`{"seconds":"8","duration":-1}`, 1_500_000},
+		{`{"seconds":"20","duration":-1}`, 2_000_000},
+		{`{"seconds":"8","size":"1280x720","resolution":"1080p"}`, 2_000_000},
+		{`{"seconds":"8","size":"1920x1080","resolution":"480p"}`, 2_000_000},
+	} {
+		fields, err := readFields([]byte(tc.body), videoPricedFields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.EstimateVideo(*videoSizing(jsonVideoValue(&fields))).Amount; got != tc.want {
+			t.Errorf("%s: held %d, want %d", tc.body, got, tc.want)
+		}
+	}
+}

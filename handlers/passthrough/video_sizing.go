@@ -7,6 +7,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // videoPricedFields are the fields of a video create that its hold depends on: OpenAI's
@@ -24,15 +25,31 @@ func createsVideo(ep Endpoint) bool {
 // videoSizing is the video task a create's fields ask for (see billing.VideoTask): its length
 // from seconds (a string such as "8", or an integer) or duration, its picture from size
 // ("1280x720", mapped as the video front maps it) or resolution and ratio. A value that does not
-// read counts as absent (the contract's default: 5 s, 720p, 16:9); the upstream refuses it.
+// read counts as absent (the contract's default: 5 s, 720p, 16:9); the upstream refuses it. A
+// length of 0 or less (Ark's -1: the model chooses) is held as the task API holds it, at the
+// price's max_seconds.
+//
+// A body may name both spellings, and the gateway cannot know which one its provider follows
+// (OpenAI reads seconds and size, the task API's providers duration, resolution and ratio): the
+// longer length is held, the costlier of the size's resolution and the resolution named, and a
+// ratio other than the size's counts as not known (the ratio with the most pixels), so that the
+// hold, which a pass-through create is charged, is an upper bound of either reading.
 func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 	t := &billing.VideoTask{}
 	for _, name := range []string{"seconds", "duration"} {
-		if v, ok := value(name); ok {
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
-				t.Duration = &n
-				break
-			}
+		v, ok := value(name)
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil:
+		case t.Duration == nil:
+			t.Duration = &n
+		case n <= 0 || *t.Duration <= 0:
+			t.Duration = longestOrChosen(*t.Duration, n)
+		case n > *t.Duration:
+			t.Duration = &n
 		}
 	}
 	if size, ok := value("size"); ok {
@@ -43,17 +60,36 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 			t.Resolution, t.Ratio = adaptor.Band(w, h), adaptor.Ratio(w, h)
 		}
 	}
-	if r, ok := value("resolution"); ok && t.Resolution == "" && r != "" {
-		t.Resolution = strings.ToLower(r) // one no band names is held at the highest (see billing.Price)
+	if r, ok := value("resolution"); ok && r != "" {
+		r = strings.ToLower(r) // one no band names is held at the highest (see billing.Price)
+		if t.Resolution == "" {
+			t.Resolution = r
+		} else if r != t.Resolution {
+			t.Planned.Resolution = r // held at the costlier of the two (billing.Price.EstimateVideo)
+		}
 	}
-	if r, ok := value("ratio"); ok && t.Ratio == "" {
+	if r, ok := value("ratio"); ok && r != t.Ratio {
+		if t.Ratio != "" {
+			r = billing.AdaptiveRatio // two ratios: held at the one with the most pixels
+		}
 		t.Ratio = r // an unknown ratio is held at the resolution's largest (see billing.sizeOf)
 	}
 	return t
 }
 
-// jsonVideoValue reads a video field of a JSON body as text: a string's content, or a number's
-// digits.
+// longestOrChosen is the length held for two lengths of which one is 0 or less (the model
+// chooses, held at the price's max_seconds): the positive one when it is past the contract's
+// longest duration (a max_seconds is not above it by default), else the model's choice.
+func longestOrChosen(a, b int64) *int64 {
+	n := max(a, b)
+	if n <= billing.DefaultMaxSeconds {
+		n = -1
+	}
+	return &n
+}
+
+// jsonVideoValue reads a video field of a JSON body as text: a string's content, or a whole
+// number's digits.
 func jsonVideoValue(fields *bodyFields) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		raw := fields.value(name)
@@ -64,7 +100,7 @@ func jsonVideoValue(fields *bodyFields) func(string) (string, bool) {
 		if json.Unmarshal(raw, &s) == nil {
 			return s, true
 		}
-		if n := positiveInt(raw); n > 0 {
+		if n, ok := jsonkeys.Integer(raw); ok { // -1 too: the model chooses
 			return strconv.FormatInt(n, 10), true
 		}
 		return "", false
