@@ -26,6 +26,9 @@ func videoMade(sizing billing.Request, answer []byte) billing.Usage {
 		if d := sizing.Video.Duration; d != nil && *d > 0 {
 			made.VideoSeconds = *d
 		}
+		if f := sizing.Video.Frames; f > 0 { // longer than the length named (see videoSizing)
+			made.VideoSeconds = (f + billing.DefaultFPS - 1) / billing.DefaultFPS
+		}
 		made.Resolution, made.Ratio = sizing.Video.Resolution, sizing.Video.Ratio
 		if sizing.Video.Planned.Resolution != "" {
 			made.Resolution = "" // it named two: the answer's, else not known

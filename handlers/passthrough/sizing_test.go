@@ -118,3 +118,27 @@ func TestVideoSizingHoldsEitherSpelling(t *testing.T) {
 		}
 	}
 }
+
+// TestVideoSizingHoldsFrames: the task API's frames win over its duration, so a create that
+// names frames longer than its length is held for the frames (24 a second).
+func TestVideoSizingHoldsFrames(t *testing.T) {
+	p := &billing.Price{Model: "v", Second: 100_000}
+	for _, tc := range []struct {
+		body string
+		want billing.Money
+	}{
+		{`{"duration":2,"frames":289}`, 1_204_167}, // 289 / 24 s
+		{`{"frames":289}`, 1_204_167},
+		{`{"duration":12,"frames":29}`, 1_200_000},
+		{`{"duration":-1,"frames":289}`, 1_500_000},
+		{`{"duration":20,"frames":289}`, 2_000_000},
+	} {
+		fields, err := readFields([]byte(tc.body), videoPricedFields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.EstimateVideo(*videoSizing(jsonVideoValue(&fields))).Amount; got != tc.want {
+			t.Errorf("%s: held %d, want %d", tc.body, got, tc.want)
+		}
+	}
+}

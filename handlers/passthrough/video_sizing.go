@@ -2,6 +2,7 @@ package passthrough
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 
@@ -11,11 +12,11 @@ import (
 )
 
 // videoPricedFields are the fields of a video create that its hold depends on: OpenAI's
-// seconds and size (POST /v1/videos), and the task API's duration, resolution and ratio, which
-// other providers' video generations take. Like pricedFields they are read under jsonkeys' rule
+// seconds and size (POST /v1/videos), and the task API's duration, frames, resolution and
+// ratio, which other providers' video generations take. Like pricedFields they are read under jsonkeys' rule
 // in a JSON body, and a form may carry each once, so that what the upstream reads is what was
 // priced.
-var videoPricedFields = []string{"seconds", "duration", "size", "resolution", "ratio"}
+var videoPricedFields = []string{"seconds", "duration", "frames", "size", "resolution", "ratio"}
 
 // createsVideo reports whether ep creates a video, whose hold is a video task's.
 func createsVideo(ep Endpoint) bool {
@@ -27,7 +28,7 @@ func createsVideo(ep Endpoint) bool {
 // ("1280x720", mapped as the video front maps it) or resolution and ratio. A value that does not
 // read counts as absent (the contract's default: 5 s, 720p, 16:9); the upstream refuses it. A
 // length of 0 or less (Ark's -1: the model chooses) is held as the task API holds it, at the
-// price's max_seconds.
+// price's max_seconds; frames (24 a second) when they are longer than the length named.
 //
 // A body may name both spellings, and the gateway cannot know which one its provider follows
 // (OpenAI reads seconds and size, the task API's providers duration, resolution and ratio): the
@@ -50,6 +51,18 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 			t.Duration = longestOrChosen(*t.Duration, n)
 		case n > *t.Duration:
 			t.Duration = &n
+		}
+	}
+	if v, ok := value("frames"); ok {
+		// The task API's frames win over its duration (at 24 fps); held when they are longer
+		// than the length named, which a provider that reads duration alone makes.
+		n, err := strconv.ParseInt(v, 10, 64)
+		seconds := int64(billing.DefaultDuration)
+		if t.Duration != nil {
+			seconds = *t.Duration
+		}
+		if err == nil && seconds > 0 && seconds <= math.MaxInt64/billing.DefaultFPS && n > seconds*billing.DefaultFPS {
+			t.Frames = n
 		}
 	}
 	if size, ok := value("size"); ok {
