@@ -95,6 +95,9 @@ func remixSizing(source storage.Task, asked *billing.VideoTask) billing.Request 
 		if d := asked.Duration; d != nil && held.VideoSeconds > 0 {
 			held.VideoSeconds = max(held.VideoSeconds, *d) // one that names no length (0, -1) leaves the source's
 		}
+		if f := asked.Frames; f > 0 && held.VideoSeconds > 0 { // frames longer than its length (see videoSizing)
+			held.VideoSeconds = max(held.VideoSeconds, (f+billing.DefaultFPS-1)/billing.DefaultFPS)
+		}
 		if asked.Resolution != "" && asked.Resolution != held.Resolution || asked.Planned.Resolution != "" {
 			held.Resolution = ""
 		}
