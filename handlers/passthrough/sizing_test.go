@@ -142,3 +142,27 @@ func TestVideoSizingHoldsFrames(t *testing.T) {
 		}
 	}
 }
+
+// TestVideoSizingReadsOtherSpellings: a size written with * (DashScope's 1920*1080) or X is read
+// as 1920x1080, and aspect_ratio as the ratio, so that neither is held at the defaults.
+func TestVideoSizingReadsOtherSpellings(t *testing.T) {
+	for _, tc := range []struct {
+		body              string
+		resolution, ratio string
+	}{
+		{`{"size":"1920*1080"}`, "1080p", "16:9"},
+		{`{"size":"1080X1920"}`, "1080p", "9:16"},
+		{`{"aspect_ratio":"21:9"}`, "", "21:9"},
+		{`{"size":"1280x720","aspect_ratio":"21:9"}`, "720p", billing.AdaptiveRatio},
+		{`{"size":"1280x720","aspect_ratio":"16:9"}`, "720p", "16:9"},
+	} {
+		fields, err := readFields([]byte(tc.body), videoPricedFields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := videoSizing(jsonVideoValue(&fields))
+		if got.Resolution != tc.resolution || got.Ratio != tc.ratio {
+			t.Errorf("%s: %q %q, want %q %q", tc.body, got.Resolution, got.Ratio, tc.resolution, tc.ratio)
+		}
+	}
+}

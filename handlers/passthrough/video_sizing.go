@@ -13,10 +13,10 @@ import (
 
 // videoPricedFields are the fields of a video create that its hold depends on: OpenAI's
 // seconds and size (POST /v1/videos), and the task API's duration, frames, resolution and
-// ratio, which other providers' video generations take. Like pricedFields they are read under jsonkeys' rule
+// ratio (or aspect_ratio), which other providers' video generations take. Like pricedFields they are read under jsonkeys' rule
 // in a JSON body, and a form may carry each once, so that what the upstream reads is what was
 // priced.
-var videoPricedFields = []string{"seconds", "duration", "frames", "size", "resolution", "ratio"}
+var videoPricedFields = []string{"seconds", "duration", "frames", "size", "resolution", "ratio", "aspect_ratio"}
 
 // createsVideo reports whether ep creates a video, whose hold is a video task's.
 func createsVideo(ep Endpoint) bool {
@@ -66,7 +66,9 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 		}
 	}
 	if size, ok := value("size"); ok {
-		ws, hs, _ := strings.Cut(size, "x")
+		// 1280x720, and as other providers write it (DashScope's 1280*720): a size that does not
+		// read would be held at the default 720p.
+		ws, hs, _ := strings.Cut(strings.NewReplacer("X", "x", "*", "x").Replace(size), "x")
 		w, errW := strconv.ParseInt(ws, 10, 64)
 		h, errH := strconv.ParseInt(hs, 10, 64)
 		if errW == nil && errH == nil && w > 0 && h > 0 {
@@ -81,11 +83,13 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 			t.Planned.Resolution = r // held at the costlier of the two (billing.Price.EstimateVideo)
 		}
 	}
-	if r, ok := value("ratio"); ok && r != t.Ratio {
-		if t.Ratio != "" {
-			r = billing.AdaptiveRatio // two ratios: held at the one with the most pixels
+	for _, name := range []string{"ratio", "aspect_ratio"} { // the task API's, and others' spelling
+		if r, ok := value(name); ok && r != t.Ratio {
+			if t.Ratio != "" {
+				r = billing.AdaptiveRatio // two ratios: held at the one with the most pixels
+			}
+			t.Ratio = r // an unknown ratio is held at the resolution's largest (see billing.sizeOf)
 		}
-		t.Ratio = r // an unknown ratio is held at the resolution's largest (see billing.sizeOf)
 	}
 	return t
 }
