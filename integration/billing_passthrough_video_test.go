@@ -126,7 +126,8 @@ func TestPassThroughVideoCreateIsHeldBySeconds(t *testing.T) {
 	// A body that names a length or a picture twice, in OpenAI's spelling and the task API's
 	// (its provider may follow either), is held at the costlier reading; a duration of -1 (the
 	// model chooses) at max_seconds (15), frames (which win over duration) at 24 a second, a
-	// size written with * (DashScope's spelling) at its resolution, not the default 720p. Each is past the 1.2 left, so each is a 402 that never
+	// size written with * (DashScope's spelling) at its resolution, not the default 720p, and a
+	// resolution of 1080 lines at 1080p, not the plain second price. Each is past the 1.2 left, so each is a 402 that never
 	// reaches the provider. (Before, the first spelling alone was held, and charged: 4 s of a
 	// video that its provider made 15 s long cost 0.4; -1 was held as the default 5 s.)
 	for _, body := range []string{
@@ -136,6 +137,7 @@ func TestPassThroughVideoCreateIsHeldBySeconds(t *testing.T) {
 		`{"model":"sora-2","prompt":"x","duration":-1,"size":"1280x720"}`,                      // 15 × 0.10
 		`{"model":"sora-2","prompt":"x","duration":2,"frames":289,"size":"1280x720"}`,          // 289 / 24 × 0.10
 		`{"model":"sora-2","prompt":"x","seconds":"8","size":"1080*1920"}`,                     // 8 × 0.25
+		`{"model":"sora-2","prompt":"x","seconds":"8","resolution":"1080"}`,                    // 8 × 0.25
 	} {
 		if r := call(t, "POST", base+"/v1/videos", "mg-pass-video", body); r.status != 402 ||
 			!strings.Contains(string(r.body), "insufficient_quota") {

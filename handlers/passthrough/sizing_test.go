@@ -166,3 +166,14 @@ func TestVideoSizingReadsOtherSpellings(t *testing.T) {
 		}
 	}
 }
+
+// TestResolutionBand: a resolution written as a number of lines is held at its band, not at a
+// price's plain second (which a resolution no band names costs).
+func TestResolutionBand(t *testing.T) {
+	for in, want := range map[string]string{"1080P": "1080p", "1080": "1080p", "2160p": "4k", "768P": "720p",
+		"480p": "480p", "4K": "4k", "HD": "hd", "0p": "0p"} {
+		if got := resolutionBand(in); got != want {
+			t.Errorf("resolutionBand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

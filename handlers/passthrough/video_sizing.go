@@ -76,7 +76,7 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 		}
 	}
 	if r, ok := value("resolution"); ok && r != "" {
-		r = strings.ToLower(r) // one no band names is held at the highest (see billing.Price)
+		r = resolutionBand(r) // one no band names is held at the highest (see billing.Price)
 		if t.Resolution == "" {
 			t.Resolution = r
 		} else if r != t.Resolution {
@@ -92,6 +92,18 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 		}
 	}
 	return t
+}
+
+// resolutionBand is a resolution as a create names it, as the contract's band: "1080P", "1080"
+// and "1080p" are 1080p, "2160p" is 4k, "768P" (Hailuo's) 720p, as a size of that short side
+// maps (adaptor.Band). Anything else is kept in lower case: a price holds a resolution no band
+// names at its plain second, else its highest band.
+func resolutionBand(r string) string {
+	r = strings.ToLower(strings.TrimSpace(r))
+	if n, err := strconv.ParseInt(strings.TrimSuffix(r, "p"), 10, 64); err == nil && n > 0 {
+		return adaptor.Band(n, n)
+	}
+	return r
 }
 
 // longestOrChosen is the length held for two lengths of which one is 0 or less (the model
