@@ -127,9 +127,10 @@ func TestPassThroughVideoCreateIsHeldBySeconds(t *testing.T) {
 	// (its provider may follow either), is held at the costlier reading; a duration of -1 (the
 	// model chooses) at max_seconds (15), frames (which win over duration) at 24 a second, a
 	// size written with * (DashScope's spelling) at its resolution, not the default 720p, and a
-	// resolution of 1080 lines at 1080p, not the plain second price. Each is past the 1.2 left, so each is a 402 that never
-	// reaches the provider. (Before, the first spelling alone was held, and charged: 4 s of a
-	// video that its provider made 15 s long cost 0.4; -1 was held as the default 5 s.)
+	// resolution of 1080 lines at 1080p, not the plain second price. Each is past the 1.2 left,
+	// so each is a 402 that never reaches the provider. (Before, the first spelling alone was
+	// held, and charged: 4 s of a video that its provider made 15 s long cost 0.4; -1 was held
+	// as the default 5 s.)
 	for _, body := range []string{
 		`{"model":"sora-2","prompt":"x","seconds":"4","duration":15,"size":"1280x720"}`,        // 15 × 0.10
 		`{"model":"sora-2","prompt":"x","duration":15,"seconds":"4","size":"1280x720"}`,        // 15 × 0.10
