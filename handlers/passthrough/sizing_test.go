@@ -177,3 +177,17 @@ func TestResolutionBand(t *testing.T) {
 		}
 	}
 }
+
+// TestVideoSizingReadsLaxLengths: a length written as a lax upstream reads it (" 12 ", "12.0",
+// "1.2e1") is held as 12 seconds, not as the default 5.
+func TestVideoSizingReadsLaxLengths(t *testing.T) {
+	for _, body := range []string{`{"seconds":" 12 "}`, `{"seconds":"12.0"}`, `{"duration":"1.2e1"}`, `{"seconds":"012"}`} {
+		fields, err := readFields([]byte(body), videoPricedFields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := videoSizing(jsonVideoValue(&fields)).Duration; d == nil || *d != 12 {
+			t.Errorf("%s: duration %v, want 12", body, d)
+		}
+	}
+}

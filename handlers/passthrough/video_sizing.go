@@ -42,9 +42,9 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 		if !ok {
 			continue
 		}
-		n, err := strconv.ParseInt(v, 10, 64)
+		n, ok := wholeNumber(v)
 		switch {
-		case err != nil:
+		case !ok:
 		case t.Duration == nil:
 			t.Duration = &n
 		case n <= 0 || *t.Duration <= 0:
@@ -56,12 +56,12 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 	if v, ok := value("frames"); ok {
 		// The task API's frames win over its duration (at 24 fps); held when they are longer
 		// than the length named, which a provider that reads duration alone makes.
-		n, err := strconv.ParseInt(v, 10, 64)
+		n, ok := wholeNumber(v)
 		seconds := int64(billing.DefaultDuration)
 		if t.Duration != nil {
 			seconds = *t.Duration
 		}
-		if err == nil && seconds > 0 && seconds <= math.MaxInt64/billing.DefaultFPS && n > seconds*billing.DefaultFPS {
+		if ok && seconds > 0 && seconds <= math.MaxInt64/billing.DefaultFPS && n > seconds*billing.DefaultFPS {
 			t.Frames = n
 		}
 	}
@@ -104,6 +104,16 @@ func resolutionBand(r string) string {
 		return adaptor.Band(n, n)
 	}
 	return r
+}
+
+// wholeNumber reads a length as an upstream that coerces text may: digits with a sign, around
+// white space ("8", " 8 ", "-1"), or a whole number however JSON writes it ("8.0", "1e1").
+func wholeNumber(v string) (int64, bool) {
+	v = strings.TrimSpace(v)
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return n, true
+	}
+	return jsonkeys.Integer([]byte(v))
 }
 
 // longestOrChosen is the length held for two lengths of which one is 0 or less (the model
