@@ -40,6 +40,9 @@ func TestRouteSizing(t *testing.T) {
 		{"/v1/images/generations", `{"model":"doubao","n":-3.0}`, billing.Request{Images: true}},
 		{"/v1/chat/completions", `{"model":"doubao","max_tokens":3e2}`, billing.Request{MaxOutput: 300}},
 		{"/v1/chat/completions", `{"model":"doubao","max_tokens":1e-400}`, billing.Request{}},
+		// pydantic's lax mode (vLLM's) reads "+100000" as 100000 (Rust's integer parse takes a sign).
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":"+100000"}`, billing.Request{MaxOutput: 100000}},
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":" +100_000.0 "}`, billing.Request{MaxOutput: 100000}},
 	} {
 		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
 		r.Header.Set("Content-Type", "application/json")
