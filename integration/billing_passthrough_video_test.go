@@ -76,7 +76,8 @@ func fakeOpenAIVideoCreates(t *testing.T, creates *atomic.Int64) *httptest.Serve
 // and size: the OpenAI SDK's multipart create of 8 s at 1280x720 costs 8 × 0.10, a JSON one of
 // 4 s at 1024x1792 (1080p) 4 × 0.25; one of 12 s at 1080p (3) does not fit what is left and is
 // a 402 that never reaches the provider; a form that repeats seconds, or sends one too long
-// to read, is a 400. (Before, the
+// to read, is a 400; one that names seconds and duration, or size and resolution, is held at
+// the costlier of the two. (Before, the
 // hold and the charge were 0 whatever the length: a per-second price made such videos free.)
 func TestPassThroughVideoCreateIsHeldBySeconds(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
@@ -121,6 +122,29 @@ func TestPassThroughVideoCreateIsHeldBySeconds(t *testing.T) {
 		t.Fatalf("4 s at 1080p = %d %s", r.status, r.body)
 	}
 	settled("1.2")
+
+	// A body that names a length or a picture twice, in OpenAI's spelling and the task API's
+	// (its provider may follow either), is held at the costlier reading; a duration of -1 (the
+	// model chooses) at max_seconds (15), frames (which win over duration) at 24 a second, a
+	// size written with * (DashScope's spelling) at its resolution, not the default 720p, and a
+	// resolution of 1080 lines at 1080p, not the plain second price. Each is past the 1.2 left,
+	// so each is a 402 that never reaches the provider. (Before, the first spelling alone was
+	// held, and charged: 4 s of a video that its provider made 15 s long cost 0.4; -1 was held
+	// as the default 5 s.)
+	for _, body := range []string{
+		`{"model":"sora-2","prompt":"x","seconds":"4","duration":15,"size":"1280x720"}`,        // 15 × 0.10
+		`{"model":"sora-2","prompt":"x","duration":15,"seconds":"4","size":"1280x720"}`,        // 15 × 0.10
+		`{"model":"sora-2","prompt":"x","seconds":"8","size":"1280x720","resolution":"1080p"}`, // 8 × 0.25
+		`{"model":"sora-2","prompt":"x","duration":-1,"size":"1280x720"}`,                      // 15 × 0.10
+		`{"model":"sora-2","prompt":"x","duration":2,"frames":289,"size":"1280x720"}`,          // 289 / 24 × 0.10
+		`{"model":"sora-2","prompt":"x","seconds":"8","size":"1080*1920"}`,                     // 8 × 0.25
+		`{"model":"sora-2","prompt":"x","seconds":"8","resolution":"1080"}`,                    // 8 × 0.25
+	} {
+		if r := call(t, "POST", base+"/v1/videos", "mg-pass-video", body); r.status != 402 ||
+			!strings.Contains(string(r.body), "insufficient_quota") {
+			t.Fatalf("%s past a balance of 1.2 = %d %s, want 402", body, r.status, r.body)
+		}
+	}
 
 	// Two seconds parts (upstreams differ on which they keep), or one too long to read (70
 	// zeros then 12, which a lax upstream reads as 12), are refused.

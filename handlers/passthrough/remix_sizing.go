@@ -26,7 +26,13 @@ func videoMade(sizing billing.Request, answer []byte) billing.Usage {
 		if d := sizing.Video.Duration; d != nil && *d > 0 {
 			made.VideoSeconds = *d
 		}
+		if f := sizing.Video.Frames; f > 0 { // longer than the length named (see videoSizing)
+			made.VideoSeconds = (f + billing.DefaultFPS - 1) / billing.DefaultFPS
+		}
 		made.Resolution, made.Ratio = sizing.Video.Resolution, sizing.Video.Ratio
+		if sizing.Video.Planned.Resolution != "" {
+			made.Resolution = "" // it named two: the answer's, else not known
+		}
 	case sizing.Remix != nil:
 		made.VideoSeconds, made.Resolution, made.Ratio = sizing.Remix.VideoSeconds, sizing.Remix.Resolution, sizing.Remix.Ratio
 	}
@@ -39,7 +45,7 @@ func videoMade(sizing billing.Request, answer []byte) billing.Usage {
 		return made // no JSON object: nothing reported
 	}
 	reported := videoSizing(jsonVideoValue(&fields))
-	if made.VideoSeconds == 0 && reported.Duration != nil {
+	if made.VideoSeconds == 0 && reported.Duration != nil && *reported.Duration > 0 {
 		made.VideoSeconds = *reported.Duration
 	}
 	if made.Resolution == "" {
@@ -89,7 +95,10 @@ func remixSizing(source storage.Task, asked *billing.VideoTask) billing.Request 
 		if d := asked.Duration; d != nil && held.VideoSeconds > 0 {
 			held.VideoSeconds = max(held.VideoSeconds, *d) // one that names no length (0, -1) leaves the source's
 		}
-		if asked.Resolution != "" && asked.Resolution != held.Resolution {
+		if f := asked.Frames; f > 0 && held.VideoSeconds > 0 { // frames longer than its length (see videoSizing)
+			held.VideoSeconds = max(held.VideoSeconds, (f+billing.DefaultFPS-1)/billing.DefaultFPS)
+		}
+		if asked.Resolution != "" && asked.Resolution != held.Resolution || asked.Planned.Resolution != "" {
 			held.Resolution = ""
 		}
 		if asked.Ratio != "" && asked.Ratio != held.Ratio {

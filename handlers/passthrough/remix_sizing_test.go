@@ -28,6 +28,8 @@ func TestVideoMadeIsWhatTheCreateAskedOrTheAnswerSaid(t *testing.T) {
 		{"not the contract's", billing.Request{Video: &billing.VideoTask{Resolution: "8k", Ratio: "2:1"}}, answer, "s=4,r=720p,ra=9:16"},
 		{"not reported", billing.Request{Video: &billing.VideoTask{}}, []byte(`{"id":"video_1"}`), ""},
 		{"a stream", billing.Request{Video: &billing.VideoTask{}}, nil, ""},
+		{"frames longer than its length", billing.Request{Video: &billing.VideoTask{Duration: &eight, Frames: 289, Resolution: "720p", Ratio: "16:9"}}, answer, "s=13,r=720p,ra=16:9"},
+		{"two resolutions", billing.Request{Video: &billing.VideoTask{Duration: &eight, Resolution: "720p", Ratio: "16:9", Planned: billing.PlannedVideo{Resolution: "1080p"}}}, answer, "s=8,r=720p,ra=16:9"},
 		{"a remix", billing.Request{Remix: &billing.Usage{VideoSeconds: 12, Resolution: "4k", Ratio: "1:1"}}, answer, "s=12,r=4k,ra=1:1"},
 		{"a remix of what is not known", billing.Request{Remix: &billing.Usage{}}, answer, "s=4,r=720p,ra=9:16"},
 	} {
@@ -48,6 +50,8 @@ func TestVideoMadeIsWhatTheCreateAskedOrTheAnswerSaid(t *testing.T) {
 		{"a body naming the same", source, &billing.VideoTask{Duration: &eight, Resolution: "1080p", Ratio: "16:9"}, billing.Usage{VideoSeconds: 8, Resolution: "1080p", Ratio: "16:9"}},
 		{"a body naming longer", source, &billing.VideoTask{Duration: &twelve}, billing.Usage{VideoSeconds: 12, Resolution: "1080p", Ratio: "16:9"}},
 		{"a body naming shorter", source, &billing.VideoTask{Duration: &four}, billing.Usage{VideoSeconds: 8, Resolution: "1080p", Ratio: "16:9"}},
+		{"a body naming longer frames", source, &billing.VideoTask{Duration: &four, Frames: 289}, billing.Usage{VideoSeconds: 13, Resolution: "1080p", Ratio: "16:9"}},
+		{"a body naming two resolutions", source, &billing.VideoTask{Resolution: "1080p", Planned: billing.PlannedVideo{Resolution: "4k"}}, billing.Usage{VideoSeconds: 8, Ratio: "16:9"}},
 		{"a body naming another picture", source, &billing.VideoTask{Resolution: "480p", Ratio: "9:16"}, billing.Usage{VideoSeconds: 8}},
 		{"a body naming a length of a source not known", storage.Task{}, &billing.VideoTask{Duration: &four}, billing.Usage{}},
 		{"a record keeping nothing", storage.Task{}, nil, billing.Usage{}},

@@ -56,9 +56,9 @@ func positiveInt(raw json.RawMessage) int64 {
 }
 
 // numberOrString is raw as positiveInt reads it, or, when raw is a JSON string, its content so
-// read, decoded, without surrounding white space or underscores ("100000", " 100_000 " and
-// "\u0031\u0030" are numbers): an upstream that coerces strings to integers (pydantic's lax
-// mode, as vLLM's; protobuf JSON) reads it as that number.
+// read, decoded, without surrounding white space, underscores or a plus sign ("100000",
+// " 100_000 ", "+100000" and "\u0031\u0030" are numbers): an upstream that coerces strings to
+// integers (pydantic's lax mode, as vLLM's; protobuf JSON) reads it as that number.
 func numberOrString(raw json.RawMessage) int64 {
 	if len(raw) == 0 || raw[0] != '"' {
 		return positiveInt(raw)
@@ -67,7 +67,7 @@ func numberOrString(raw json.RawMessage) int64 {
 	if json.Unmarshal(raw, &s) != nil {
 		return 0
 	}
-	s = strings.ReplaceAll(strings.TrimSpace(s), "_", "")
+	s = strings.TrimPrefix(strings.ReplaceAll(strings.TrimSpace(s), "_", ""), "+") // pydantic takes "+5"
 	if s == "" {
 		return 0
 	}

@@ -40,6 +40,9 @@ func TestRouteSizing(t *testing.T) {
 		{"/v1/images/generations", `{"model":"doubao","n":-3.0}`, billing.Request{Images: true}},
 		{"/v1/chat/completions", `{"model":"doubao","max_tokens":3e2}`, billing.Request{MaxOutput: 300}},
 		{"/v1/chat/completions", `{"model":"doubao","max_tokens":1e-400}`, billing.Request{}},
+		// pydantic's lax mode (vLLM's) reads "+100000" as 100000 (Rust's integer parse takes a sign).
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":"+100000"}`, billing.Request{MaxOutput: 100000}},
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":" +100_000.0 "}`, billing.Request{MaxOutput: 100000}},
 	} {
 		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
 		r.Header.Set("Content-Type", "application/json")
@@ -87,4 +90,107 @@ func FuzzSizingValues(f *testing.F) {
 			t.Errorf("stringOrEmpty(%s) = %q, encoding/json reads %q", value, got, want)
 		}
 	})
+}
+
+// TestVideoSizingHoldsEitherSpelling: a video create that names its length or picture in both
+// OpenAI's spelling (seconds, size) and the task API's (duration, resolution, ratio) is held at
+// the costlier reading, since its provider may follow either; a length of 0 or -1 (the model
+// chooses) is held at max_seconds.
+func TestVideoSizingHoldsEitherSpelling(t *testing.T) {
+	p := &billing.Price{Model: "v", Second: 100_000, SecondBands: map[string]billing.Money{"1080p": 250_000}}
+	for _, tc := range []struct {
+		body string
+		want billing.Money
+	}{
+		{`{"seconds":"4","size":"1280x720"}`, 400_000},
+		{`{"seconds":"4","duration":12}`, 1_200_000},
+		{`{"duration":12,"seconds":"4"}`, 1_200_000},
+		{`{"duration":-1}`, 1_500_000},
+		{`{"seconds":"0"}`, 1_500_000},
+		{`{"seconds":"8","duration":-1}`, 1_500_000},
+		{`{"seconds":"20","duration":-1}`, 2_000_000},
+		{`{"seconds":"8","size":"1280x720","resolution":"1080p"}`, 2_000_000},
+		{`{"seconds":"8","size":"1920x1080","resolution":"480p"}`, 2_000_000},
+	} {
+		fields, err := readFields([]byte(tc.body), videoPricedFields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.EstimateVideo(*videoSizing(jsonVideoValue(&fields))).Amount; got != tc.want {
+			t.Errorf("%s: held %d, want %d", tc.body, got, tc.want)
+		}
+	}
+}
+
+// TestVideoSizingHoldsFrames: the task API's frames win over its duration, so a create that
+// names frames longer than its length is held for the frames (24 a second).
+func TestVideoSizingHoldsFrames(t *testing.T) {
+	p := &billing.Price{Model: "v", Second: 100_000}
+	for _, tc := range []struct {
+		body string
+		want billing.Money
+	}{
+		{`{"duration":2,"frames":289}`, 1_204_167}, // 289 / 24 s
+		{`{"frames":289}`, 1_204_167},
+		{`{"duration":12,"frames":29}`, 1_200_000},
+		{`{"duration":-1,"frames":289}`, 1_500_000},
+		{`{"duration":20,"frames":289}`, 2_000_000},
+	} {
+		fields, err := readFields([]byte(tc.body), videoPricedFields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.EstimateVideo(*videoSizing(jsonVideoValue(&fields))).Amount; got != tc.want {
+			t.Errorf("%s: held %d, want %d", tc.body, got, tc.want)
+		}
+	}
+}
+
+// TestVideoSizingReadsOtherSpellings: a size written with * (DashScope's 1920*1080) or X is read
+// as 1920x1080, and aspect_ratio as the ratio, so that neither is held at the defaults.
+func TestVideoSizingReadsOtherSpellings(t *testing.T) {
+	for _, tc := range []struct {
+		body              string
+		resolution, ratio string
+	}{
+		{`{"size":"1920*1080"}`, "1080p", "16:9"},
+		{`{"size":"1080X1920"}`, "1080p", "9:16"},
+		{`{"aspect_ratio":"21:9"}`, "", "21:9"},
+		{`{"size":"1280x720","aspect_ratio":"21:9"}`, "720p", billing.AdaptiveRatio},
+		{`{"size":"1280x720","aspect_ratio":"16:9"}`, "720p", "16:9"},
+	} {
+		fields, err := readFields([]byte(tc.body), videoPricedFields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := videoSizing(jsonVideoValue(&fields))
+		if got.Resolution != tc.resolution || got.Ratio != tc.ratio {
+			t.Errorf("%s: %q %q, want %q %q", tc.body, got.Resolution, got.Ratio, tc.resolution, tc.ratio)
+		}
+	}
+}
+
+// TestResolutionBand: a resolution written as a number of lines is held at its band, not at a
+// price's plain second (which a resolution no band names costs).
+func TestResolutionBand(t *testing.T) {
+	for in, want := range map[string]string{"1080P": "1080p", "1080": "1080p", "2160p": "4k", "768P": "720p",
+		"480p": "480p", "4K": "4k", "HD": "hd", "0p": "0p"} {
+		if got := resolutionBand(in); got != want {
+			t.Errorf("resolutionBand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestVideoSizingReadsLaxLengths: a length written as a lax upstream reads it (" 12 ", "12.0",
+// "1.2e1") is held as 12 seconds, not as the default 5.
+func TestVideoSizingReadsLaxLengths(t *testing.T) {
+	for _, body := range []string{`{"seconds":" 12 "}`, `{"seconds":"12.0"}`, `{"duration":"1.2e1"}`, `{"seconds":"012"}`} {
+		fields, err := readFields([]byte(body), videoPricedFields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := videoSizing(jsonVideoValue(&fields)).Duration; d == nil || *d != 12 {
+			t.Errorf("%s: duration %v, want 12", body, d)
+		}
+	}
 }

@@ -2,19 +2,21 @@ package passthrough
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // videoPricedFields are the fields of a video create that its hold depends on: OpenAI's
-// seconds and size (POST /v1/videos), and the task API's duration, resolution and ratio, which
-// other providers' video generations take. Like pricedFields they are read under jsonkeys' rule
+// seconds and size (POST /v1/videos), and the task API's duration, frames, resolution and
+// ratio (or aspect_ratio), which other providers' video generations take. Like pricedFields they are read under jsonkeys' rule
 // in a JSON body, and a form may carry each once, so that what the upstream reads is what was
 // priced.
-var videoPricedFields = []string{"seconds", "duration", "size", "resolution", "ratio"}
+var videoPricedFields = []string{"seconds", "duration", "frames", "size", "resolution", "ratio", "aspect_ratio"}
 
 // createsVideo reports whether ep creates a video, whose hold is a video task's.
 func createsVideo(ep Endpoint) bool {
@@ -24,36 +26,109 @@ func createsVideo(ep Endpoint) bool {
 // videoSizing is the video task a create's fields ask for (see billing.VideoTask): its length
 // from seconds (a string such as "8", or an integer) or duration, its picture from size
 // ("1280x720", mapped as the video front maps it) or resolution and ratio. A value that does not
-// read counts as absent (the contract's default: 5 s, 720p, 16:9); the upstream refuses it.
+// read counts as absent (the contract's default: 5 s, 720p, 16:9); the upstream refuses it. A
+// length of 0 or less (Ark's -1: the model chooses) is held as the task API holds it, at the
+// price's max_seconds; frames (24 a second) when they are longer than the length named.
+//
+// A body may name both spellings, and the gateway cannot know which one its provider follows
+// (OpenAI reads seconds and size, the task API's providers duration, resolution and ratio): the
+// longer length is held, the costlier of the size's resolution and the resolution named, and a
+// ratio other than the size's counts as not known (the ratio with the most pixels), so that the
+// hold, which a pass-through create is charged, is an upper bound of either reading.
 func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 	t := &billing.VideoTask{}
 	for _, name := range []string{"seconds", "duration"} {
-		if v, ok := value(name); ok {
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
-				t.Duration = &n
-				break
-			}
+		v, ok := value(name)
+		if !ok {
+			continue
+		}
+		n, ok := wholeNumber(v)
+		switch {
+		case !ok:
+		case t.Duration == nil:
+			t.Duration = &n
+		case n <= 0 || *t.Duration <= 0:
+			t.Duration = longestOrChosen(*t.Duration, n)
+		case n > *t.Duration:
+			t.Duration = &n
+		}
+	}
+	if v, ok := value("frames"); ok {
+		// The task API's frames win over its duration (at 24 fps); held when they are longer
+		// than the length named, which a provider that reads duration alone makes.
+		n, ok := wholeNumber(v)
+		seconds := int64(billing.DefaultDuration)
+		if t.Duration != nil {
+			seconds = *t.Duration
+		}
+		if ok && seconds > 0 && seconds <= math.MaxInt64/billing.DefaultFPS && n > seconds*billing.DefaultFPS {
+			t.Frames = n
 		}
 	}
 	if size, ok := value("size"); ok {
-		ws, hs, _ := strings.Cut(size, "x")
+		// 1280x720, and as other providers write it (DashScope's 1280*720): a size that does not
+		// read would be held at the default 720p.
+		ws, hs, _ := strings.Cut(strings.NewReplacer("X", "x", "*", "x").Replace(size), "x")
 		w, errW := strconv.ParseInt(ws, 10, 64)
 		h, errH := strconv.ParseInt(hs, 10, 64)
 		if errW == nil && errH == nil && w > 0 && h > 0 {
 			t.Resolution, t.Ratio = adaptor.Band(w, h), adaptor.Ratio(w, h)
 		}
 	}
-	if r, ok := value("resolution"); ok && t.Resolution == "" && r != "" {
-		t.Resolution = strings.ToLower(r) // one no band names is held at the highest (see billing.Price)
+	if r, ok := value("resolution"); ok && r != "" {
+		r = resolutionBand(r) // one no band names is held at the highest (see billing.Price)
+		if t.Resolution == "" {
+			t.Resolution = r
+		} else if r != t.Resolution {
+			t.Planned.Resolution = r // held at the costlier of the two (billing.Price.EstimateVideo)
+		}
 	}
-	if r, ok := value("ratio"); ok && t.Ratio == "" {
-		t.Ratio = r // an unknown ratio is held at the resolution's largest (see billing.sizeOf)
+	for _, name := range []string{"ratio", "aspect_ratio"} { // the task API's, and others' spelling
+		if r, ok := value(name); ok && r != t.Ratio {
+			if t.Ratio != "" {
+				r = billing.AdaptiveRatio // two ratios: held at the one with the most pixels
+			}
+			t.Ratio = r // an unknown ratio is held at the resolution's largest (see billing.sizeOf)
+		}
 	}
 	return t
 }
 
-// jsonVideoValue reads a video field of a JSON body as text: a string's content, or a number's
-// digits.
+// resolutionBand is a resolution as a create names it, as the contract's band: "1080P", "1080"
+// and "1080p" are 1080p, "2160p" is 4k, "768P" (Hailuo's) 720p, as a size of that short side
+// maps (adaptor.Band). Anything else is kept in lower case: a price holds a resolution no band
+// names at its plain second, else its highest band.
+func resolutionBand(r string) string {
+	r = strings.ToLower(strings.TrimSpace(r))
+	if n, err := strconv.ParseInt(strings.TrimSuffix(r, "p"), 10, 64); err == nil && n > 0 {
+		return adaptor.Band(n, n)
+	}
+	return r
+}
+
+// wholeNumber reads a length as an upstream that coerces text may: digits with a sign, around
+// white space ("8", " 8 ", "-1"), or a whole number however JSON writes it ("8.0", "1e1").
+func wholeNumber(v string) (int64, bool) {
+	v = strings.TrimSpace(v)
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return n, true
+	}
+	return jsonkeys.Integer([]byte(v))
+}
+
+// longestOrChosen is the length held for two lengths of which one is 0 or less (the model
+// chooses, held at the price's max_seconds): the positive one when it is past the contract's
+// longest duration (a max_seconds is not above it by default), else the model's choice.
+func longestOrChosen(a, b int64) *int64 {
+	n := max(a, b)
+	if n <= billing.DefaultMaxSeconds {
+		n = -1
+	}
+	return &n
+}
+
+// jsonVideoValue reads a video field of a JSON body as text: a string's content, or a whole
+// number's digits.
 func jsonVideoValue(fields *bodyFields) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		raw := fields.value(name)
@@ -64,7 +139,7 @@ func jsonVideoValue(fields *bodyFields) func(string) (string, bool) {
 		if json.Unmarshal(raw, &s) == nil {
 			return s, true
 		}
-		if n := positiveInt(raw); n > 0 {
+		if n, ok := jsonkeys.Integer(raw); ok { // -1 too: the model chooses
 			return strconv.FormatInt(n, 10), true
 		}
 		return "", false
