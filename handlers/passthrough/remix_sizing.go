@@ -93,7 +93,7 @@ func remixSizing(source storage.Task, asked *billing.VideoTask) billing.Request 
 	held := contractPicture(billing.Usage{VideoSeconds: max(u.VideoSeconds, 0), Resolution: u.Resolution, Ratio: u.Ratio})
 	if asked != nil {
 		if d := asked.Duration; d != nil && held.VideoSeconds > 0 {
-			held.VideoSeconds = max(held.VideoSeconds, *d) // one that names no length (0, -1) leaves the source's
+			held.VideoSeconds = max(held.VideoSeconds, *d, asked.Planned.Seconds) // one that names no length (0, -1) leaves the source's
 		}
 		if f := asked.Frames; f > 0 && held.VideoSeconds > 0 { // frames longer than its length (see videoSizing)
 			held.VideoSeconds = max(held.VideoSeconds, (f+billing.DefaultFPS-1)/billing.DefaultFPS)

@@ -120,6 +120,18 @@ func TestVideoSizingHoldsEitherSpelling(t *testing.T) {
 			t.Errorf("%s: held %d, want %d", tc.body, got, tc.want)
 		}
 	}
+	// A length beside -1 is held when it is longer than the price's max_seconds, and the
+	// max_seconds when that is longer.
+	short := &billing.Price{Model: "v", Second: 100_000, MaxSeconds: 8}
+	for body, want := range map[string]billing.Money{`{"seconds":"12","duration":-1}`: 1_200_000, `{"duration":-1,"seconds":"4"}`: 800_000} {
+		fields, err := readFields([]byte(body), videoPricedFields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := short.EstimateVideo(*videoSizing(jsonVideoValue(&fields))).Amount; got != want {
+			t.Errorf("%s at max_seconds 8: held %d, want %d", body, got, want)
+		}
+	}
 }
 
 // TestVideoSizingHoldsFrames: the task API's frames win over its duration, so a create that

@@ -13,9 +13,9 @@ import (
 
 // videoPricedFields are the fields of a video create that its hold depends on: OpenAI's
 // seconds and size (POST /v1/videos), and the task API's duration, frames, resolution and
-// ratio (or aspect_ratio), which other providers' video generations take. Like pricedFields they are read under jsonkeys' rule
-// in a JSON body, and a form may carry each once, so that what the upstream reads is what was
-// priced.
+// ratio (or aspect_ratio), which other providers' video generations take. Like pricedFields
+// they are read under jsonkeys' rule in a JSON body, and a form may carry each once, so that
+// what the upstream reads is what was priced.
 var videoPricedFields = []string{"seconds", "duration", "frames", "size", "resolution", "ratio", "aspect_ratio"}
 
 // createsVideo reports whether ep creates a video, whose hold is a video task's.
@@ -48,7 +48,11 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 		case t.Duration == nil:
 			t.Duration = &n
 		case n <= 0 || *t.Duration <= 0:
-			t.Duration = longestOrChosen(*t.Duration, n)
+			// One says the model chooses (held at the price's max_seconds), the other a length:
+			// held at the longer of the two (billing.Price.EstimateVideo).
+			t.Planned.Seconds = max(*t.Duration, n)
+			chosen := int64(-1)
+			t.Duration = &chosen
 		case n > *t.Duration:
 			t.Duration = &n
 		}
@@ -114,17 +118,6 @@ func wholeNumber(v string) (int64, bool) {
 		return n, true
 	}
 	return jsonkeys.Integer([]byte(v))
-}
-
-// longestOrChosen is the length held for two lengths of which one is 0 or less (the model
-// chooses, held at the price's max_seconds): the positive one when it is past the contract's
-// longest duration (a max_seconds is not above it by default), else the model's choice.
-func longestOrChosen(a, b int64) *int64 {
-	n := max(a, b)
-	if n <= billing.DefaultMaxSeconds {
-		n = -1
-	}
-	return &n
 }
 
 // jsonVideoValue reads a video field of a JSON body as text: a string's content, or a whole
