@@ -157,10 +157,11 @@ type Request struct {
 // remix, images for an image endpoint, else tokens (a model priced per request only is held its
 // request price either way). A model priced by video units only (video_tokens or second, with no
 // token or image unit), reached through an endpoint that is none of those (one the operator
-// added, such as Veo's :predictLongRunning), is held as one video of unknown size
-// (estimateUnsizedVideo) rather than as tokens its price does not charge: such an answer reports
-// no video, so the request is charged that hold. A text request with N above 1 (a chat completion's n) asks for N
-// choices, each up to its output maximum, so its output is held N times.
+// added, such as Veo's :predictLongRunning), is held as one video of which nothing is known (its
+// max_seconds, at the resolution and ratio that cost the most, with sound) rather than as tokens
+// its price does not charge: such an answer reports no video, so the request is charged that
+// hold. A text request with N above 1 (a chat completion's n) asks for N choices, each up to its
+// output maximum, so its output is held N times.
 func (p *Price) EstimateRequest(q Request) Estimate {
 	if q.Video != nil {
 		return p.EstimateVideo(*q.Video)
@@ -172,7 +173,9 @@ func (p *Price) EstimateRequest(q Request) Estimate {
 		return p.EstimateImages(q.N, q.ImageSize, q.ImageQuality)
 	}
 	if p.videoOnly() {
-		return p.estimateUnsizedVideo()
+		// A video of which nothing is known, held as a remix of an unknown source is: an
+		// upper bound of what it can cost.
+		return p.EstimateRemix(Usage{})
 	}
 	maxOutput := q.MaxOutput
 	if maxOutput <= 0 {
@@ -193,27 +196,4 @@ func (p *Price) EstimateRequest(q Request) Estimate {
 func (p *Price) videoOnly() bool {
 	video := p.VideoTokens > 0 || p.Second > 0 || len(p.SecondBands) > 0
 	return video && p.InputTokens == 0 && p.OutputTokens == 0 && p.Image == 0 && len(p.ImageSizes) == 0
-}
-
-// estimateUnsizedVideo is the hold of a video whose length and picture the gateway cannot read:
-// the model's longest (a duration of -1: max_seconds) with sound, at the resolution a second
-// costs most at (a model priced by video_tokens: the contract's default resolution).
-func (p *Price) estimateUnsizedVideo() Estimate {
-	longest := int64(-1)
-	t := VideoTask{Duration: &longest}
-	if p.VideoTokens == 0 {
-		t.Resolution = p.dearestResolution()
-	}
-	return p.EstimateVideo(t)
-}
-
-// dearestResolution is the resolution at which a second costs most under p's second price.
-func (p *Price) dearestResolution() string {
-	dearest, at := Money(-1), ""
-	for _, r := range Resolutions {
-		if m := p.secondPrice(r); m > dearest {
-			dearest, at = m, r
-		}
-	}
-	return at
 }
