@@ -27,7 +27,7 @@ func videoMade(sizing billing.Request, answer []byte) billing.Usage {
 			made.VideoSeconds = *d
 		}
 		if f := sizing.Video.Frames; f > 0 { // longer than the length named (see videoSizing)
-			made.VideoSeconds = (f + billing.DefaultFPS - 1) / billing.DefaultFPS
+			made.VideoSeconds = framesSeconds(f)
 		}
 		made.Resolution, made.Ratio = sizing.Video.Resolution, sizing.Video.Ratio
 		if sizing.Video.Planned.Resolution != "" {
@@ -96,7 +96,7 @@ func remixSizing(source storage.Task, asked *billing.VideoTask) billing.Request 
 			held.VideoSeconds = max(held.VideoSeconds, *d, asked.Planned.Seconds) // one that names no length (0, -1) leaves the source's
 		}
 		if f := asked.Frames; f > 0 && held.VideoSeconds > 0 { // frames longer than its length (see videoSizing)
-			held.VideoSeconds = max(held.VideoSeconds, (f+billing.DefaultFPS-1)/billing.DefaultFPS)
+			held.VideoSeconds = max(held.VideoSeconds, framesSeconds(f))
 		}
 		if asked.Resolution != "" && asked.Resolution != held.Resolution || asked.Planned.Resolution != "" {
 			held.Resolution = ""

@@ -3,6 +3,7 @@ package passthrough
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -203,6 +204,16 @@ func TestVideoSizingReadsLaxLengths(t *testing.T) {
 		}
 		if d := videoSizing(jsonVideoValue(&fields)).Duration; d == nil || *d != 12 {
 			t.Errorf("%s: duration %v, want 12", body, d)
+		}
+	}
+}
+
+// TestFramesSeconds: frames fill whole seconds at 24 a second, a part of one counted as one,
+// and the largest count does not wrap to a negative length.
+func TestFramesSeconds(t *testing.T) {
+	for frames, want := range map[int64]int64{1: 1, 24: 1, 25: 2, 289: 13, math.MaxInt64: math.MaxInt64/24 + 1} {
+		if got := framesSeconds(frames); got != want {
+			t.Errorf("framesSeconds(%d) = %d, want %d", frames, got, want)
 		}
 	}
 }

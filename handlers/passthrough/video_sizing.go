@@ -2,7 +2,6 @@ package passthrough
 
 import (
 	"encoding/json"
-	"math"
 	"strconv"
 	"strings"
 
@@ -65,7 +64,7 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 		if t.Duration != nil {
 			seconds = *t.Duration
 		}
-		if ok && seconds > 0 && seconds <= math.MaxInt64/billing.DefaultFPS && n > seconds*billing.DefaultFPS {
+		if ok && seconds > 0 && framesSeconds(n) > seconds {
 			t.Frames = n
 		}
 	}
@@ -96,6 +95,12 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 		}
 	}
 	return t
+}
+
+// framesSeconds is the seconds that frames fill at 24 a second, rounded up (a part of a second
+// is held as one), without overflow.
+func framesSeconds(frames int64) int64 {
+	return frames/billing.DefaultFPS + min(frames%billing.DefaultFPS, 1)
 }
 
 // resolutionBand is a resolution as a create names it, as the contract's band: "1080P", "1080"
