@@ -12,9 +12,10 @@
 // Mapping (docs/video-providers.md has the table): the prompt goes to prompt; a first frame to
 // input_reference.image_url; duration 4, 8 or 12 to seconds (a string); resolution 720p or
 // 1080p with ratio 16:9 or 9:16 to size (1280x720, 720x1280, 1792x1024, 1024x1792; a
-// resolution or ratio not given is the contract's default, 720p or 16:9). Negative prompts, seed, frames, the flags, a last frame and
-// reference media are ignored. The video's states are queued, in_progress, completed and
-// failed; its seconds and size give the actual duration, resolution and ratio.
+// resolution or ratio not given is the contract's default, 720p or 16:9). Negative prompts,
+// seed, frames, the flags, a last frame and reference media are ignored. The video's states are
+// queued, in_progress, completed and failed; its seconds and size give the actual duration,
+// resolution and ratio.
 package openai
 
 import (
@@ -136,7 +137,7 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 // not given is the contract's default (720p, 16:9), since the API's own default size is
 // portrait (720x1280) and the task must be what the gateway answers for it.
 func sizeOf(resolution, ratio string) string {
-	resolution, ratio = cmp.Or(resolution, "720p"), cmp.Or(ratio, "16:9")
+	resolution, ratio = cmp.Or(resolution, billing.DefaultResolution), cmp.Or(ratio, billing.DefaultRatio)
 	return sizes[[2]string{resolution, ratio}]
 }
 
