@@ -18,15 +18,14 @@ import (
 // Encode writes p, less its model (the task's record names it), for DecodePrice.
 func (p *Price) Encode() string {
 	var b pairs
-	add := b.add
 	for _, f := range priceAmounts(p) {
 		if *f.v != 0 {
-			add(f.name, f.v.String())
+			b.add(f.name, f.v.String())
 		}
 	}
 	for _, band := range Resolutions {
 		if m, ok := p.SecondBands[band]; ok {
-			add("s."+band, m.String())
+			b.add("s."+band, m.String())
 		}
 	}
 	for _, ip := range p.ImageSizes {
@@ -34,19 +33,19 @@ func (p *Price) Encode() string {
 		if ip.Quality != "" {
 			name += "." + ip.Quality
 		}
-		add(name, ip.Amount.String())
+		b.add(name, ip.Amount.String())
 	}
 	if p.Audio != 0 {
-		add("a", p.Audio.String())
+		b.add("a", p.Audio.String())
 	}
 	if p.Draft != 0 {
-		add("d", p.Draft.String())
+		b.add("d", p.Draft.String())
 	}
 	if p.MaxSeconds != 0 {
-		add("ms", strconv.FormatInt(p.MaxSeconds, 10))
+		b.add("ms", strconv.FormatInt(p.MaxSeconds, 10))
 	}
 	if p.MaxOutput != 0 {
-		add("mo", strconv.FormatInt(p.MaxOutput, 10))
+		b.add("mo", strconv.FormatInt(p.MaxOutput, 10))
 	}
 	return b.String()
 }

@@ -11,22 +11,21 @@ import (
 // as "s=5,r=720p,ra=16:9,a=1,q=1". DecodeUsage reads it back.
 func (u Usage) Encode() string {
 	var b pairs
-	add := b.add
 	for _, f := range usageInts(&u) {
 		if *f.v != 0 {
-			add(f.name, strconv.FormatInt(*f.v, 10))
+			b.add(f.name, strconv.FormatInt(*f.v, 10))
 		}
 	}
 	for _, f := range usageStrings(&u) {
 		if *f.v != "" && safeToken(*f.v) {
-			add(f.name, *f.v)
+			b.add(f.name, *f.v)
 		}
 	}
 	if u.Audio {
-		add("a", "1")
+		b.add("a", "1")
 	}
 	if u.Draft {
-		add("d", "1")
+		b.add("d", "1")
 	}
 	return b.String()
 }

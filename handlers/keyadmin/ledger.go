@@ -170,7 +170,8 @@ func (h *Handler) Credit(ctx context.Context, account string, req CreditRequest)
 		return CreditAnswer{}, fail(http.StatusBadRequest, errCreditKey)
 	}
 	amount, err := money.Parse(req.Amount)
-	if err == nil && (amount < -storage.MaxAmount || amount > storage.MaxAmount) || errors.Is(err, money.ErrRange) {
+	pastBound := amount < -storage.MaxAmount || amount > storage.MaxAmount
+	if errors.Is(err, money.ErrRange) || err == nil && pastBound {
 		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("amount %q is past %s either way, the most one credit or balance may be; nothing was credited",
 			req.Amount, money.Format(storage.MaxAmount)))
 	}
