@@ -42,7 +42,7 @@ func carriesCredential(rawURL string, secrets []string) bool {
 		decoded = percent.Decode(rawURL)
 	}
 	for _, s := range secrets {
-		if s != "" && (strings.Contains(rawURL, s) || strings.Contains(decoded, s)) {
+		if s != "" && (strings.Contains(rawURL, s) || decoded != rawURL && strings.Contains(decoded, s)) {
 			return true
 		}
 	}
