@@ -77,8 +77,8 @@ func fakeOpenAIVideoCreates(t *testing.T, creates *atomic.Int64) *httptest.Serve
 // 4 s at 1024x1792 (1080p) 4 × 0.25; one of 12 s at 1080p (3) does not fit what is left and is
 // a 402 that never reaches the provider; a form that repeats seconds, or sends one too long
 // to read, is a 400; one that names seconds and duration, or size and resolution, is held at
-// the costlier of the two. (Before, the
-// hold and the charge were 0 whatever the length: a per-second price made such videos free.)
+// the costlier of the two. (Before, the hold and the charge were 0 whatever the length: a
+// per-second price made such videos free.)
 func TestPassThroughVideoCreateIsHeldBySeconds(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	var creates atomic.Int64

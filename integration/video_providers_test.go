@@ -173,8 +173,11 @@ func TestVideoProvidersLifecycle(t *testing.T) {
 	// A task that names neither resolution nor ratio is made at the contract's defaults (spec
 	// §2.2: 720p, 16:9), not at the API's default size, which is portrait (720x1280).
 	creates := v.openai.log.matching("POST", "/v1/videos")
-	if len(creates) == 0 || !bytes.Contains(creates[0].Body, []byte(`"size":"1280x720"`)) {
-		t.Fatalf("openai creates %d, the first with %s", len(creates), creates[0].Body)
+	if len(creates) == 0 {
+		t.Fatal("no openai create reached the provider")
+	}
+	if !bytes.Contains(creates[0].Body, []byte(`"size":"1280x720"`)) {
+		t.Fatalf("the first openai create sent %s; want size 1280x720", creates[0].Body)
 	}
 }
 
