@@ -282,7 +282,7 @@ func installNodeSDKsFrom(rel string) (string, error) {
 func installNodeSDKsOnce(rel string) (string, error) {
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return "", fmt.Errorf("%s is needed for the Node SDK tests (Node 20 or later): %v", tool, err)
+			return "", fmt.Errorf("%s is needed for the Node SDK tests (Node 22 or later): %v", tool, err)
 		}
 	}
 	src := filepath.Join(repoDir(), "integration", filepath.FromSlash(rel))
