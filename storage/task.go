@@ -233,6 +233,10 @@ type TaskQuery struct {
 	// is 0. The tasks read are then the page's and the skipped ones before it (those of earlier
 	// pages, and those the filters leave out), however many tasks the account has.
 	NoTotal bool
+	// ModelAllowed, when set, keeps only the tasks whose model it allows (or that name none):
+	// the list of a key restricted to some models (auth.Identity.ModelFilter). It is a filter
+	// as Model is, counted in Total and applied before paging.
+	ModelAllowed func(model string) bool
 }
 
 // TaskPage is one page of a task list, with the number of tasks that matched in all.
@@ -253,6 +257,9 @@ func (q TaskQuery) Matches(t Task) bool {
 		return false
 	}
 	if len(q.IDs) > 0 && !slices.Contains(q.IDs, t.ID) {
+		return false
+	}
+	if q.ModelAllowed != nil && t.Model != "" && !q.ModelAllowed(t.Model) {
 		return false
 	}
 	return true
