@@ -1,0 +1,175 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mediagw/mediagw/internal/money"
+	"github.com/mediagw/mediagw/internal/testredis"
+)
+
+// hostileSettlementCaddyfile prices the scripted Ark upstream's video-h at 1 per million video
+// tokens, on {{storage}}; the account has a balance.
+const hostileSettlementCaddyfile = `{
+	{{globals}}
+	mediagw {
+		{{storage}}
+		provider ark-hostile {
+			base_url {{up_url}}/api/v3
+			api_key hostile-up-key
+			models video-h
+		}
+		price video-h {
+			video_tokens 1
+		}
+		key mg-hostile-settle {
+			account hostile-settle
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_video_tasks /api/v3/contents/generations/tasks* {
+			refresh_interval 10ms
+		}
+		respond 404
+	}
+}
+`
+
+// settlementStory is what a hostile upstream answers a task's reads, in turn (each answer
+// stands until the task's status reads as its status), and what the task must be charged.
+type settlementStory struct {
+	name    string
+	answers []string // bodies; %[1]s is the task id
+	charged string   // what the task's hold settles at ("0": released)
+}
+
+// The task of every story is a 5-second 720p 16:9 video: Ark's published 1248×704 at 24 fps,
+// 102,960 video tokens, 0.10296 at 1 per million, which is also its estimate.
+const okVideo = `"status":"succeeded","content":{"video_url":"https://cdn.example.com/v.mp4"},"duration":5,"resolution":"720p","ratio":"16:9","framespersecond":24`
+
+var settlementStories = []settlementStory{
+	{"honest", []string{`{"id":"%[1]s",` + okVideo + `,"usage":{"completion_tokens":102960,"total_tokens":102960}}`}, "0.10296"},
+	{"completion_tokens twice", []string{`{"id":"%[1]s",` + okVideo + `,"usage":{"completion_tokens":102960,"completion_tokens":99999999}}`}, "0.10296"},
+	// A name given twice is answered to the client once, with its last value (what a decoder
+	// keeps): the task is charged as that answer says, within twice the video it reports.
+	{"completion_tokens twice, within twice the video", []string{`{"id":"%[1]s",` + okVideo + `,"usage":{"completion_tokens":102960,"completion_tokens":200000}}`}, "0.2"},
+	{"completion_tokens in another case", []string{`{"id":"%[1]s",` + okVideo + `,"usage":{"completion_tokens":102960,"Completion_Tokens":99999999}}`}, "0.10296"},
+	{"usage twice in another case", []string{`{"id":"%[1]s",` + okVideo + `,"usage":{"completion_tokens":102960},"USAGE":{"completion_tokens":99999999}}`}, "0.10296"},
+	{"tokens past the video it reports", []string{`{"id":"%[1]s",` + okVideo + `,"usage":{"completion_tokens":99999999}}`}, "0.10296"},
+	{"negative tokens", []string{`{"id":"%[1]s",` + okVideo + `,"usage":{"completion_tokens":-102960}}`}, "0.10296"},
+	{"fractional tokens", []string{`{"id":"%[1]s",` + okVideo + `,"usage":{"completion_tokens":102960.5}}`}, "0.10296"},
+	{"string tokens", []string{`{"id":"%[1]s",` + okVideo + `,"usage":{"completion_tokens":"99999999"}}`}, "0.10296"},
+	{"usage on a failed task", []string{`{"id":"%[1]s","status":"failed","error":{"code":"X","message":"no"},"duration":5,"usage":{"completion_tokens":102960}}`}, "0"},
+	{"succeeded, then failed", []string{`{"id":"%[1]s",` + okVideo + `,"usage":{"completion_tokens":102960}}`,
+		`{"id":"%[1]s","status":"failed","error":{"code":"X","message":"no"}}`}, "0.10296"},
+	{"failed, then succeeded", []string{`{"id":"%[1]s","status":"failed","error":{"code":"X","message":"no"}}`,
+		`{"id":"%[1]s",` + okVideo + `,"usage":{"completion_tokens":102960}}`}, "0"},
+}
+
+// TestHostileSettlementOnBothStores: a hostile Ark upstream's answers (usage numbers repeated,
+// in another case, wildly past the video the same answer reports, negative, fractional or a
+// string; usage on a failed task; a status that flips) settle each task once, at what the answer
+// honestly says, on Badger and on Redis alike: each hold ends once, a failed task is charged
+// nothing, the balance is the sum of the ledger, and both stores write the same ledger.
+func TestHostileSettlementOnBothStores(t *testing.T) {
+	redis := testredis.Start(t, testredis.Options{})
+	ledgers := map[string][]string{}
+	for _, store := range []struct{ name, line string }{
+		{"badger", "storage badger " + t.TempDir()},
+		{"redis", "storage redis " + redis.URL() + " {\n\t\t\tkey_prefix hostilesettle\n\t\t}"},
+	} {
+		t.Run(store.name, func(t *testing.T) {
+			up := &scriptedUpstream{answers: map[string]string{}}
+			srv := startFake(t, up)
+			base, g := startSimGateway(t, hostileSettlementCaddyfile, map[string]string{"storage": store.line, "up_url": srv.URL})
+			e := keysEnv{g: g}
+			e.credit(t, "hostile-settle", "1000", "hs-1")
+					for _, s := range settlementStories {
+				r := call(t, "POST", base+taskPath, "mg-hostile-settle", `{"model":"video-h","content":[{"type":"text","text":"v"}],"duration":5,"resolution":"720p","ratio":"16:9"}`)
+				id := r.field("id")
+				if r.status != 200 || id == "" {
+					t.Fatalf("%s: create = %d %s", s.name, r.status, r.body)
+				}
+				for i, answer := range s.answers {
+					up.set(id, fmt.Sprintf(answer, id))
+					want := "succeeded"
+					if strings.Contains(answer, `"status":"failed"`) {
+						want = "failed"
+					}
+					deadline := time.Now().Add(10 * time.Second)
+					for i == 0 {
+						if r := call(t, "GET", base+taskPath+"/"+id, "mg-hostile-settle", nil); r.field("status") == want {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("%s: not %s after 10 s", s.name, want)
+						}
+						time.Sleep(20 * time.Millisecond)
+					}
+					if i > 0 {
+						// The flipped answer is read by polls and the watcher for a while.
+						for range 5 {
+							call(t, "GET", base+taskPath+"/"+id, "mg-hostile-settle", nil)
+							time.Sleep(30 * time.Millisecond)
+						}
+					}
+				}
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for e.admin(t, "GET", "/mediagw/accounts/hostile-settle/balance", nil).field("held") != "0" {
+				if time.Now().After(deadline) {
+					t.Fatal("holds still open after 10 s")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			// The stories' holds were taken one after another, in the stories' order.
+			story := map[string]string{} // by hold id
+			held, charged := map[string]int64{}, map[string]string{}
+			ends := map[string]int{}
+			var ledger []string
+			for _, entry := range ledgerEntries(t, g, "hostile-settle") {
+				kind, hold := fmt.Sprint(entry["kind"]), fmt.Sprint(entry["hold_id"])
+				if kind == "credit" {
+					continue
+				}
+				amount, err := money.Parse(fmt.Sprint(entry["amount"]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if kind == "hold" && story[hold] == "" && len(story) < len(settlementStories) {
+					story[hold] = settlementStories[len(story)].name
+				}
+				name := story[hold]
+				ledger = append(ledger, fmt.Sprintf("%s: %s %s", name, kind, entry["amount"]))
+				switch kind {
+				case "hold":
+					held[name] -= amount
+				case "settle", "release":
+					ends[name]++
+					charged[name] = money.Format(held[name] - amount)
+				}
+			}
+			ledgers[store.name] = ledger
+			for _, s := range settlementStories {
+				if ends[s.name] != 1 {
+					t.Errorf("%s: its hold ended %d times; want once", s.name, ends[s.name])
+				}
+				if charged[s.name] != s.charged {
+					t.Errorf("%s: charged %s; want %s", s.name, charged[s.name], s.charged)
+				}
+			}
+			if t.Failed() {
+				t.Logf("ledger: %q", ledger)
+			}
+		})
+	}
+	if b, r := strings.Join(ledgers["badger"], "\n"), strings.Join(ledgers["redis"], "\n"); b != r {
+		t.Errorf("the stores wrote different ledgers for the same story:\nbadger:\n%s\nredis:\n%s", b, r)
+	}
+}
