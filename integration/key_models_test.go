@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -160,4 +162,79 @@ func errorCode(t *testing.T, r response) string {
 		return code
 	}
 	return r.apiError(t).code
+}
+
+// keyModelsImageCaddyfile serves an asynchronous image model and another to one account with two
+// keys: mg-kmi-all may use every model, mg-kmi-other only image-other.
+const keyModelsImageCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider images {
+			base_url {{upstream}}/v1
+			api_key upstream-key
+			models image-async image-other
+		}
+		key mg-kmi-all {
+			account kmi
+		}
+		key mg-kmi-other {
+			account kmi
+			models image-other
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		@image_edits path /v1/images/edits /v1/images/tasks/*
+		mediagw_image_edits @image_edits
+		respond 404
+	}
+}
+`
+
+// TestKeyModelsHoldOnImageTasks: an image task of a model a key may not use answers that key's
+// query as an unknown id does, and its retry of the create with the same Idempotency-Key and body
+// gets 403 model_not_allowed, not the stored answer (the task's id). Before the fix the query
+// answered the task and the retry its id.
+func TestKeyModelsHoldOnImageTasks(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/images/edits":
+			fmt.Fprint(w, `{"id":"imgt_km1","model":"image-async","status":"queued","created":1}`)
+		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/images/tasks/"):
+			fmt.Fprintf(w, `{"id":%q,"model":"image-async","status":"queued","created":1}`, strings.TrimPrefix(r.URL.Path, "/v1/images/tasks/"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(upstream.Close)
+	base, _ := startSimGateway(t, keyModelsImageCaddyfile, map[string]string{"upstream": upstream.URL})
+	edit := func(key string) response {
+		req, _ := http.NewRequest("POST", base+"/v1/images/edits", strings.NewReader(`{"model":"image-async","prompt":"blue","images":[{"image_url":"https://cdn.example.com/a.png"}]}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "kmi-1")
+		return do(t, req)
+	}
+	if r := edit("mg-kmi-all"); r.status != 200 || r.field("id") != "imgt_km1" {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	if r := call(t, "GET", base+"/v1/images/tasks/imgt_km1", "mg-kmi-all", nil); r.status != 200 {
+		t.Fatalf("its own key's query = %d %s", r.status, r.body)
+	}
+	unknown := call(t, "GET", base+"/v1/images/tasks/imgt_unknown", "mg-kmi-other", nil)
+	got := call(t, "GET", base+"/v1/images/tasks/imgt_km1", "mg-kmi-other", nil)
+	if got.status != unknown.status || got.status != 404 || errorCode(t, got) != errorCode(t, unknown) {
+		t.Errorf("the image-other key's query = %d %s; want what an unknown id gets, %d %s", got.status, got.body, unknown.status, unknown.body)
+	}
+	if r := edit("mg-kmi-other"); r.status != 403 || errorCode(t, r) != "model_not_allowed" || strings.Contains(string(r.body), "imgt_km1") {
+		t.Errorf("the image-other key's retry = %d %s; want 403 model_not_allowed", r.status, r.body)
+	}
+	if r := edit("mg-kmi-all"); r.status != 200 || r.field("id") != "imgt_km1" || r.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("its own key's retry = %d %s; want the stored answer", r.status, r.body)
+	}
 }
