@@ -132,6 +132,14 @@ func TestKeyModelsHoldOnEveryTaskPath(t *testing.T) {
 			if len(videos.Data) != 1 {
 				t.Errorf("the video-a key's /v1/videos list = %+v; want only its video-a task", videos.Data)
 			}
+			// A cursor at a task it may not see is one it does not have: nothing behind it, as
+			// behind an unknown id (not the tasks behind the video-b task).
+			for _, order := range []string{"asc", "desc"} {
+				decodeJSON(t, call(t, "GET", base+"/v1/videos?order="+order+"&after="+taskB, onlyA, nil).body, &videos)
+				if len(videos.Data) != 0 {
+					t.Errorf("the video-a key's /v1/videos list after the video-b task (%s) = %+v; want nothing", order, videos.Data)
+				}
+			}
 
 			// The other key's create, retried with its Idempotency-Key and body.
 			req, _ = http.NewRequest("POST", base+taskPath, strings.NewReader(createB))
