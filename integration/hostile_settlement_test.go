@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/csv"
 	"fmt"
 	"strings"
 	"testing"
@@ -192,6 +193,7 @@ func TestHostileSettlementOnBothStores(t *testing.T) {
 				}
 			}
 			ledgers[store.name] = ledger
+			perModel := map[string]int64{}
 			for _, s := range settlementStories {
 				if ends[s.name] != 1 {
 					t.Errorf("%s: its hold ended %d times; want once", s.name, ends[s.name])
@@ -199,6 +201,26 @@ func TestHostileSettlementOnBothStores(t *testing.T) {
 				if charged[s.name] != s.charged {
 					t.Errorf("%s: charged %s; want %s", s.name, charged[s.name], s.charged)
 				}
+				amount, _ := money.Parse(s.charged)
+				perModel[map[bool]string{false: "video-h", true: "wan-h"}[s.wan]] += amount
+			}
+			// The usage report says the same money as the ledger, model by model.
+			from, to := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly), time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)
+			deadline = time.Now().Add(10 * time.Second)
+			for {
+				r := call(t, "GET", "http://"+g.admin+"/mediagw/usage?format=csv&account=hostile-settle&group_by=model&from="+from+"&to="+to, "", nil)
+				lines, err := csv.NewReader(strings.NewReader(string(r.body))).ReadAll()
+				amounts := map[string]string{}
+				for _, l := range lines[min(len(lines), 1):] {
+					amounts[l[0]] = l[len(l)-1]
+				}
+				if err == nil && amounts["video-h"] == money.Format(perModel["video-h"]) && amounts["wan-h"] == money.Format(perModel["wan-h"]) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("usage = %d %s; want video-h %s and wan-h %s, as the ledger", r.status, r.body, money.Format(perModel["video-h"]), money.Format(perModel["wan-h"]))
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
 			if t.Failed() {
 				t.Logf("ledger: %q", ledger)
