@@ -77,14 +77,7 @@ func TestRedisConformanceWaitingForReplica(t *testing.T) {
 // the holds that fit succeed, however they interleave, and the ledger sums to the balance.
 func TestRedisLedgerTwoProcesses(t *testing.T) {
 	t.Parallel()
-	server := testredis.Start(t, testredis.Options{})
-	location := redisLocation(server.URL(), "ledger-two")
-	a, b := openRedis(t, location), openRedis(t, location)
-	t.Cleanup(func() {
-		if err := errors.Join(a.Close(), b.Close()); err != nil {
-			t.Error(err)
-		}
-	})
+	a, b := twoProcesses(t, "ledger-two")
 	ctx := context.Background()
 	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	const fit, racers = 40, 120
@@ -123,14 +116,7 @@ func TestRedisLedgerTwoProcesses(t *testing.T) {
 // credit is made, every call answers its entry, and the ledger sums to the balance.
 func TestRedisCreditOnceAcrossTwoProcesses(t *testing.T) {
 	t.Parallel()
-	server := testredis.Start(t, testredis.Options{})
-	location := redisLocation(server.URL(), "credit-two")
-	a, b := openRedis(t, location), openRedis(t, location)
-	t.Cleanup(func() {
-		if err := errors.Join(a.Close(), b.Close()); err != nil {
-			t.Error(err)
-		}
-	})
+	a, b := twoProcesses(t, "credit-two")
 	ctx := context.Background()
 	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	const racers = 60
@@ -166,4 +152,18 @@ func TestRedisCreditOnceAcrossTwoProcesses(t *testing.T) {
 	if err != nil || len(page) != 1 || bal.Amount != entries[0].Amount || page[0].BalanceAfter != bal.Amount {
 		t.Fatalf("ledger %+v, balance %+v (%v): want one credit of %d", page, bal, err, entries[0].Amount)
 	}
+}
+
+// twoProcesses starts a redis-server and opens two stores on it under prefix, as two gateway
+// processes do; both close when the test ends.
+func twoProcesses(t *testing.T, prefix string) (a, b *storage.Redis) {
+	server := testredis.Start(t, testredis.Options{})
+	location := redisLocation(server.URL(), prefix)
+	a, b = openRedis(t, location), openRedis(t, location)
+	t.Cleanup(func() {
+		if err := errors.Join(a.Close(), b.Close()); err != nil {
+			t.Error(err)
+		}
+	})
+	return a, b
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/internal/testclock"
-	"github.com/mediagw/mediagw/internal/testredis"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -22,25 +21,7 @@ import (
 // period, 0.3 fits and 0.1 more does not). A month budget across a day's end that is not a
 // month's (28 February 2028) does not start again.
 func TestBudgetPeriodBoundaries(t *testing.T) {
-	server := testredis.Start(t, testredis.Options{})
-	stores := map[string]func(t *testing.T) storage.Store{
-		"badger": func(t *testing.T) storage.Store {
-			s, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-		"redis": func(t *testing.T) storage.Store {
-			s, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: server.URL(), KeyPrefix: t.Name(), Logger: zap.NewNop()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-	}
+	stores := bothStores(t)
 	ends := []time.Time{
 		time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), // a month's end
 		time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC),  // a year's end
