@@ -302,7 +302,7 @@ func (b *Badger) ListTasks(_ context.Context, account string, q TaskQuery) (Task
 			} else if err != nil {
 				return err
 			}
-			if after.Account != account {
+			if after.Account != account || !q.modelAllowed(after.Model) {
 				return nil
 			}
 			cursor = taskIndexKey(after)

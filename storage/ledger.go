@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mediagw/mediagw/internal/money"
 )
@@ -316,6 +317,9 @@ func validCredit(c Credit) error {
 		return errors.New("ledger: a credit needs an idempotency key")
 	case c.Amount < -MaxAmount || c.Amount > MaxAmount:
 		return fmt.Errorf("ledger: credit amount %d out of range", c.Amount)
+	case !utf8.ValidString(c.Note):
+		// Redis keeps entries as JSON, which has no other text: both stores refuse it alike.
+		return errors.New("ledger: a credit's note must be UTF-8 text")
 	}
 	return nil
 }

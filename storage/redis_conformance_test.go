@@ -77,14 +77,7 @@ func TestRedisConformanceWaitingForReplica(t *testing.T) {
 // the holds that fit succeed, however they interleave, and the ledger sums to the balance.
 func TestRedisLedgerTwoProcesses(t *testing.T) {
 	t.Parallel()
-	server := testredis.Start(t, testredis.Options{})
-	location := redisLocation(server.URL(), "ledger-two")
-	a, b := openRedis(t, location), openRedis(t, location)
-	t.Cleanup(func() {
-		if err := errors.Join(a.Close(), b.Close()); err != nil {
-			t.Error(err)
-		}
-	})
+	a, b := twoProcesses(t, "ledger-two")
 	ctx := context.Background()
 	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	const fit, racers = 40, 120
@@ -116,4 +109,61 @@ func TestRedisLedgerTwoProcesses(t *testing.T) {
 	if err != nil || bal.Amount != 0 || bal.Held != fit*250_000 {
 		t.Fatalf("balance = %+v, %v", bal, err)
 	}
+}
+
+// Two gateway processes credit one account with one Idempotency-Key at once, some with another
+// amount (an operator's retry through a second instance, and a mistaken reuse of the key): one
+// credit is made, every call answers its entry, and the ledger sums to the balance.
+func TestRedisCreditOnceAcrossTwoProcesses(t *testing.T) {
+	t.Parallel()
+	a, b := twoProcesses(t, "credit-two")
+	ctx := context.Background()
+	now := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	const racers = 60
+	entries := make([]storage.LedgerEntry, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		store, amount := a, int64(7_000_000)
+		if i%2 == 1 {
+			store = b
+		}
+		if i%3 == 2 {
+			amount = 8_000_000
+		}
+		wg.Go(func() {
+			e, err := store.Credit(ctx, storage.Credit{Account: "team", Amount: amount, IdempotencyKey: "once", Note: "top-up"}, now)
+			if err != nil {
+				t.Error(err)
+			}
+			entries[i] = e
+		})
+	}
+	wg.Wait()
+	for i, e := range entries {
+		if e.ID != entries[0].ID || e.Amount != entries[0].Amount {
+			t.Fatalf("credit %d answered %+v, credit 0 %+v: want one entry for all", i, e, entries[0])
+		}
+	}
+	page, _, err := b.LedgerPage(ctx, "team", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bal, err := a.Balance(ctx, "team")
+	if err != nil || len(page) != 1 || bal.Amount != entries[0].Amount || page[0].BalanceAfter != bal.Amount {
+		t.Fatalf("ledger %+v, balance %+v (%v): want one credit of %d", page, bal, err, entries[0].Amount)
+	}
+}
+
+// twoProcesses starts a redis-server and opens two stores on it under prefix, as two gateway
+// processes do; both close when the test ends.
+func twoProcesses(t *testing.T, prefix string) (a, b *storage.Redis) {
+	server := testredis.Start(t, testredis.Options{})
+	location := redisLocation(server.URL(), prefix)
+	a, b = openRedis(t, location), openRedis(t, location)
+	t.Cleanup(func() {
+		if err := errors.Join(a.Close(), b.Close()); err != nil {
+			t.Error(err)
+		}
+	})
+	return a, b
 }

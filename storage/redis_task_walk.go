@@ -21,8 +21,9 @@ type taskWalk struct {
 }
 
 // newTaskWalk starts a walk of an account's index from its start or, with after, behind the task
-// after. A task that is not in the index leaves nothing behind it: the walk has ended.
-func (r *Redis) newTaskWalk(ctx context.Context, account, after string, newestFirst bool) (*taskWalk, error) {
+// after. A task that is not in the index, or whose model listed refuses (TaskQuery.ModelAllowed),
+// leaves nothing behind it: the walk has ended.
+func (r *Redis) newTaskWalk(ctx context.Context, account, after string, newestFirst bool, listed func(model string) bool) (*taskWalk, error) {
 	w := &taskWalk{r: r, index: r.key("ta:", account), newestFirst: newestFirst, bound: "-inf"}
 	if newestFirst {
 		w.bound = "+inf"
@@ -32,7 +33,7 @@ func (r *Redis) newTaskWalk(ctx context.Context, account, after string, newestFi
 	}
 	w.ended = true
 	t, err := r.Task(ctx, after)
-	if errors.Is(err, ErrNotFound) || err == nil && t.Account != account {
+	if errors.Is(err, ErrNotFound) || err == nil && (t.Account != account || !listed(t.Model)) {
 		return w, nil
 	} else if err != nil {
 		return nil, err

@@ -246,7 +246,7 @@ func (r *Redis) ListTasks(ctx context.Context, account string, q TaskQuery) (Tas
 			page.Total++
 		}
 	}
-	walk, err := r.newTaskWalk(ctx, account, q.After, !q.Oldest)
+	walk, err := r.newTaskWalk(ctx, account, q.After, !q.Oldest, q.modelAllowed)
 	if err != nil {
 		return page, err
 	}

@@ -233,6 +233,11 @@ type TaskQuery struct {
 	// is 0. The tasks read are then the page's and the skipped ones before it (those of earlier
 	// pages, and those the filters leave out), however many tasks the account has.
 	NoTotal bool
+	// ModelAllowed, when set, keeps only the tasks whose model it allows (or that name none):
+	// the list of a key restricted to some models (auth.Identity.ModelFilter). It is a filter
+	// as Model is, counted in Total and applied before paging; an After task it leaves out is
+	// as one of another account, with nothing behind it.
+	ModelAllowed func(model string) bool
 }
 
 // TaskPage is one page of a task list, with the number of tasks that matched in all.
@@ -255,7 +260,13 @@ func (q TaskQuery) Matches(t Task) bool {
 	if len(q.IDs) > 0 && !slices.Contains(q.IDs, t.ID) {
 		return false
 	}
-	return true
+	return q.modelAllowed(t.Model)
+}
+
+// modelAllowed reports whether ModelAllowed lets a task of model be listed (or be the cursor
+// After: a task it leaves out is one the list does not have, and leaves nothing behind it).
+func (q TaskQuery) modelAllowed(model string) bool {
+	return q.ModelAllowed == nil || model == "" || q.ModelAllowed(model)
 }
 
 // Unfinished reports whether the task may still change: a video task not yet seen in a terminal

@@ -22,25 +22,7 @@ import (
 // the hold's end: either way the slot is given back once, and the key's count is 0 after the
 // task's finish, not -1 (which let the key run one task past its max_active_tasks for good).
 func TestSlotGivenBackOnceWhenTheReconcilerWins(t *testing.T) {
-	server := testredis.Start(t, testredis.Options{})
-	stores := map[string]func(t *testing.T) storage.Store{
-		"redis": func(t *testing.T) storage.Store {
-			s, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: server.URL(), KeyPrefix: t.Name()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-		"badger": func(t *testing.T) storage.Store {
-			s, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-	}
+	stores := bothStores(t)
 	for name, open := range stores {
 		for _, recordFirst := range []bool{false, true} {
 			if name == "badger" && recordFirst {
@@ -193,5 +175,30 @@ func TestRequestHoldReconciled(t *testing.T) {
 	}
 	if other.Release("done"); other.Reconciled() {
 		t.Fatal("a hold its request released reports the reconciler's release")
+	}
+}
+
+// bothStores opens, for each subtest that calls its opener, a fresh store of each backend: Badger
+// in a temporary directory, and Redis under the subtest's own key prefix on one redis-server
+// started for the test.
+func bothStores(t *testing.T) map[string]func(t *testing.T) storage.Store {
+	server := testredis.Start(t, testredis.Options{})
+	return map[string]func(t *testing.T) storage.Store{
+		"redis": func(t *testing.T) storage.Store {
+			s, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: server.URL(), KeyPrefix: t.Name(), Logger: zap.NewNop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		"badger": func(t *testing.T) storage.Store {
+			s, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
 	}
 }

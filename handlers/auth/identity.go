@@ -41,6 +41,24 @@ func (id Identity) AllowsModel(model string) bool {
 	return false
 }
 
+// Sees reports whether the key may see or change a task (or another upstream object) of account
+// made with model: one of its own account's, of a model the key may use. A key restricted to some
+// models sees nothing of its account's work with the others, whichever key made it: a read, a
+// list, a cancel, a content download or a replayed create of such a task is answered as for a
+// task that does not exist. A record that names no model is the account's alone.
+func (id Identity) Sees(account, model string) bool {
+	return account == id.Account && (model == "" || id.AllowsModel(model))
+}
+
+// ModelFilter is the filter of a task list for the key (storage.TaskQuery.ModelAllowed): nil
+// for a key that may use every model, so that its lists read as the account's.
+func (id Identity) ModelFilter() func(model string) bool {
+	if len(id.Models) == 0 {
+		return nil
+	}
+	return id.AllowsModel
+}
+
 // MatchModel reports whether a model id matches a glob pattern, in which '*' stands for any run of
 // characters (slashes included) and '?' for one byte. It runs in O(len(pattern)·len(model)).
 func MatchModel(pattern, model string) bool {

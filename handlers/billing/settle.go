@@ -9,7 +9,46 @@ import (
 // what the provider did not report takes the estimate's value (see Merge). A video length, frame
 // rate or pixel size past what any video can be (see Possible) counts as not reported.
 func (p *Price) Settle(estimated, actual Usage) Money {
-	return p.Amount(Merge(estimated, p.Possible(actual)))
+	actual = p.Possible(actual)
+	return p.Amount(plausibleTokens(Merge(estimated, actual), actual))
+}
+
+// MaxTokensOverVideo is how many times the video tokens of the video an answer reports (its
+// length and picture, by Ark's formula) the answer's own token count may be. A provider's count
+// differs a little from the formula at the published sizes (a 5-second 720p video billed 108,900
+// tokens where 1248×704 at 24 fps gives 102,960); a count past twice the video it comes with is
+// not a count of that video.
+const MaxTokensOverVideo = 2
+
+// plausibleTokens is settled (the estimate merged with reported) without the video tokens that
+// reported gives beside its own length (seconds or frames) when they are more than
+// MaxTokensOverVideo times the tokens of that length at the picture and frame rate it reports,
+// at the largest it could be where it reports none (or a band without a published size here:
+// MaxVideoSide square; MaxFPS), with the estimate's reference video seconds. Such tokens count
+// as not reported, and the video is priced by the length and picture the answer says: what it
+// honestly implies. Tokens reported alone stay, within Possible's bound.
+func plausibleTokens(settled, reported Usage) Usage {
+	if reported.VideoTokens <= 0 || reported.VideoSeconds <= 0 && reported.VideoFrames <= 0 {
+		return settled
+	}
+	video := settled
+	if _, band := videoSizes[reported.Resolution]; !band && reported.Width <= 0 {
+		video.Width, video.Height = MaxVideoSide, MaxVideoSide // no picture, or none known here
+	}
+	if reported.FPS <= 0 {
+		video.FPS = MaxFPS
+	}
+	w, h, frames := tokenFactors(video)
+	bound, fits := mulNonNegative(max(w, 0), max(h, 0))
+	for _, f := range []int64{max(frames, 0), MaxTokensOverVideo} {
+		if fits {
+			bound, fits = mulNonNegative(bound, f)
+		}
+	}
+	if tokens, small := mulNonNegative(settled.VideoTokens, 1024); fits && (!small || tokens > bound) {
+		settled.VideoTokens = 0 // tokens × 1024 past MaxTokensOverVideo × w × h × frames
+	}
+	return settled
 }
 
 // Bounds of a video as a provider may report it. Past them the report describes no video that

@@ -40,6 +40,14 @@ func TestSettleTakesOnlyPossibleVideos(t *testing.T) {
 		{"10^15 tokens of 8 s at 1080p", tokens, Usage{VideoTokens: 1e15, VideoSeconds: 8, Resolution: "1080p", Ratio: "16:9"}, Money(1920 * 1088 * 24 * 8 / 1024)},
 		{"the most tokens of 30 s under max_seconds 30", longTokens, Usage{VideoTokens: 8192 * 8192 * 60 * 45 / 1024}, 8192 * 8192 * 60 * 45 / 1024},
 		{"past them", longTokens, Usage{VideoTokens: 8192*8192*60*45/1024 + 1}, Money(1248 * 704 * 24 * 5 / 1024)},
+		// Tokens beside the length and picture the same answer reports: up to twice that
+		// video's, as reported; past it, that video's.
+		{"108,900 tokens of 5 s at 720p", tokens, Usage{VideoTokens: 108_900, VideoSeconds: 5, FPS: 24, Resolution: "720p", Ratio: "16:9"}, 108_900},
+		{"twice 5 s at 720p", tokens, Usage{VideoTokens: 2 * 102_960, VideoSeconds: 5, FPS: 24, Resolution: "720p", Ratio: "16:9"}, 2 * 102_960},
+		{"99,999,999 tokens of 5 s at 720p", tokens, Usage{VideoTokens: 99_999_999, VideoSeconds: 5, FPS: 24, Resolution: "720p", Ratio: "16:9"}, 102_960},
+		{"99,999,999 tokens of 5 s, no picture", tokens, Usage{VideoTokens: 99_999_999, VideoSeconds: 5}, 102_960},
+		{"tokens of 5 s at the largest picture", tokens, Usage{VideoTokens: 8192 * 8192 * 60 * 5 / 1024, VideoSeconds: 5}, 8192 * 8192 * 60 * 5 / 1024},
+		{"30,000,000 tokens of 5 s at a band without a size here", tokens, Usage{VideoTokens: 30_000_000, VideoSeconds: 5, Resolution: "999p"}, 30_000_000},
 	} {
 		if got := tc.price.Settle(estimate, tc.actual); got != tc.want {
 			t.Errorf("%s: charged %d, want %d", tc.name, got, tc.want)

@@ -100,6 +100,19 @@ var (
 // Serve runs next once per (scope, Idempotency-Key); without the header it just runs next. scope
 // separates accounts and endpoints. The body is read (up to maxBody) to compare retries.
 func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, scope string, shape apierror.Shape, maxBody int64, next http.HandlerFunc) {
+	g.ServeFor(w, r, scope, shape, maxBody, nil, next)
+}
+
+// MayAsk decides, from a create's body, whether the caller may have its answer: when it may not
+// (a key restricted to some models naming another), it writes the refusal that the create itself
+// would have answered and returns false.
+type MayAsk func(w http.ResponseWriter, body []byte) bool
+
+// ServeFor is Serve for a caller that may not have every answer of its scope: a scope is an
+// account's, and a key of the account may be restricted to some models. Before the key is
+// claimed or an answer replayed, mayAsk (nil: every caller may) reads the body; a refused caller
+// gets the create's own refusal, never the answer another key's request stored.
+func (g *Guard) ServeFor(w http.ResponseWriter, r *http.Request, scope string, shape apierror.Shape, maxBody int64, mayAsk MayAsk, next http.HandlerFunc) {
 	keys := r.Header.Values(Header)
 	if len(keys) == 0 {
 		next(w, r)
@@ -118,6 +131,9 @@ func (g *Guard) Serve(w http.ResponseWriter, r *http.Request, scope string, shap
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if mayAsk != nil && !mayAsk(w, body) {
+		return
+	}
 	reqHash := requestHash(r.Method, r.URL.Path, r.Header.Get("Content-Type"), body)
 	storeKey := scope + "/" + hashOf(key)
 

@@ -92,7 +92,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		if h.Idempotency != nil {
-			h.Idempotency.Serve(w, r, id.Account+"/image-edits", apierror.OpenAIShape, DefaultMaxBodyBytes, func(w http.ResponseWriter, r *http.Request) {
+			gate := idempotency.ModelGate(id.ModelFilter(), idempotency.JSONModel, func(w http.ResponseWriter, model string) {
+				_, err := h.Catalog.Serving(model, id.AllowsModel)
+				apierror.Respond(w, apierror.OpenAIShape, h.Logger, err)
+			})
+			h.Idempotency.ServeFor(w, r, id.Account+"/image-edits", apierror.OpenAIShape, DefaultMaxBodyBytes, gate, func(w http.ResponseWriter, r *http.Request) {
 				if err := h.edit(w, r, id); err != nil {
 					apierror.Respond(w, apierror.OpenAIShape, h.Logger, err)
 				}
@@ -273,7 +277,7 @@ func reportedImage(body []byte) (size, quality string) {
 // query answers GET /v1/images/tasks/{id} for the owning account only.
 func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity, taskID string) error {
 	t, err := h.Store.Task(r.Context(), taskID)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && (t.Account != id.Account || t.Kind != storage.KindImage)) {
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && (!id.Sees(t.Account, t.Model) || t.Kind != storage.KindImage)) {
 		return errNoTask
 	}
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mediagw/mediagw/internal/csvtext"
 	"github.com/mediagw/mediagw/internal/money"
@@ -180,6 +181,11 @@ func (h *Handler) Credit(ctx context.Context, account string, req CreditRequest)
 	}
 	if amount < 0 && !req.Adjust {
 		return CreditAnswer{}, fail(http.StatusBadRequest, `a negative amount takes money from the balance: send it with "adjust": true`)
+	}
+	if !utf8.ValidString(req.Note) {
+		// Redis keeps a note as JSON text, Badger as bytes: one that is not UTF-8 would read
+		// back changed from one store, and its credit answer a 409 though it was made.
+		return CreditAnswer{}, fail(http.StatusBadRequest, "note must be UTF-8 text; nothing was credited")
 	}
 	e, err := h.Store.Credit(ctx, storage.Credit{Account: account, Amount: amount, Note: req.Note, IdempotencyKey: key}, h.now())
 	if errors.Is(err, storage.ErrBalanceBound) {

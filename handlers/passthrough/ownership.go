@@ -34,14 +34,15 @@ func errRefused(field, kind string) *apierror.Error {
 	return apierror.New(http.StatusBadRequest, "invalid_request_body", fmt.Sprintf("%s names no %s of this account", field, kind)).WithParam(field)
 }
 
-// owned returns the record of an upstream object of the given kind that the account owns. An
-// unknown id and another account's id are both errNoObject.
-func (rt *Router) owned(ctx context.Context, account, kind, id string) (storage.Task, error) {
+// owned returns the record of an upstream object of the given kind that the caller's account
+// owns, made with a model the caller's key may use (auth.Identity.Sees). An unknown id, another
+// account's id and one of a model the key may not use are all errNoObject.
+func (rt *Router) owned(ctx context.Context, caller auth.Identity, kind, id string) (storage.Task, error) {
 	if rt.Owners == nil || id == "" {
 		return storage.Task{}, errNoObject
 	}
 	t, err := rt.Owners.Task(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && (t.Account != account || t.Kind != kind)) {
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && (!caller.Sees(t.Account, t.Model) || t.Kind != kind)) {
 		return storage.Task{}, errNoObject
 	}
 	return t, err

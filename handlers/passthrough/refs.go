@@ -145,7 +145,7 @@ func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoi
 			continue
 		}
 		checked[ref{kind: f.kind, id: f.id}] = true
-		if _, err := rt.owned(ctx, id.Account, f.kind, f.id); errors.Is(err, errNoObject) {
+		if _, err := rt.owned(ctx, id, f.kind, f.id); errors.Is(err, errNoObject) {
 			return errRefused(f.param, f.kind)
 		} else if err != nil {
 			return err

@@ -176,7 +176,7 @@ func (rt *Router) resolve(w http.ResponseWriter, r *http.Request, id auth.Identi
 // resolveObject routes a call on an existing upstream object to the provider that created it,
 // for the owning account only.
 func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, objectID string, route *Route) error {
-	t, err := rt.owned(r.Context(), id.Account, ep.Object, objectID)
+	t, err := rt.owned(r.Context(), id, ep.Object, objectID)
 	if err != nil {
 		return err
 	}
@@ -385,7 +385,7 @@ func (rt *Router) checkRefs(r *http.Request, id auth.Identity, ep Endpoint, fiel
 		if json.Unmarshal(raw, &ref) != nil {
 			return apierror.New(http.StatusBadRequest, "invalid_request_body", field+" must be a string").WithParam(field)
 		}
-		t, err := rt.owned(r.Context(), id.Account, kind, ref)
+		t, err := rt.owned(r.Context(), id, kind, ref)
 		if err == errNoObject {
 			return errRefused(field, kind)
 		} else if err != nil {

@@ -129,7 +129,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case taskID == "" && r.Method == http.MethodPost && h.Idempotency != nil && idempotency.Requested(r):
 		// Only a create that asks for it goes through the guard: a plain one builds no scope
 		// and no closure.
-		h.Idempotency.Serve(w, r, id.Account+"/video-tasks", apierror.TaskShape, h.maxBody(), func(w http.ResponseWriter, r *http.Request) {
+		h.Idempotency.ServeFor(w, r, id.Account+"/video-tasks", apierror.TaskShape, h.maxBody(), h.modelGate(id, idempotency.JSONModel, func(w http.ResponseWriter, err error) {
+			apierror.Respond(w, apierror.TaskShape, h.Logger, err)
+		}), func(w http.ResponseWriter, r *http.Request) {
 			if err := h.create(w, r, id); err != nil {
 				apierror.Respond(w, apierror.TaskShape, h.Logger, err)
 			}
@@ -174,6 +176,16 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identit
 	}
 	writeCreated(w, stored.ID)
 	return nil
+}
+
+// modelGate keeps a key restricted to some models from another key's stored create answer of a
+// model it may not use (idempotency.ModelGate): such a retry is refused as the create refuses the
+// model, written by refuse.
+func (h *Handler) modelGate(id auth.Identity, modelOf func(body []byte) string, refuse func(w http.ResponseWriter, err error)) idempotency.MayAsk {
+	return idempotency.ModelGate(id.ModelFilter(), modelOf, func(w http.ResponseWriter, model string) {
+		_, err := h.Catalog.Serving(model, id.AllowsModel)
+		refuse(w, err)
+	})
 }
 
 // maxCreateCalls bounds a create's upstream calls, failover over its provider's channels

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
@@ -111,7 +112,7 @@ func (f *VideosFront) passedThrough(r *http.Request, id auth.Identity, videoID s
 		return false
 	}
 	t, err := f.Tasks.Store.Task(r.Context(), videoID)
-	return err == nil && t.Kind == f.PassThroughKind && t.Account == id.Account
+	return err == nil && t.Kind == f.PassThroughKind && id.Sees(t.Account, t.Model)
 }
 
 // refuse answers err in OpenAI's shape; an unknown or another account's task is 404.
@@ -150,7 +151,13 @@ func (f *VideosFront) create(w http.ResponseWriter, r *http.Request, id auth.Ide
 		}
 	}
 	if h.Idempotency != nil {
-		h.Idempotency.Serve(w, r, id.Account+"/videos", apierror.OpenAIShape, h.maxBody(), serve)
+		modelOf := idempotency.JSONModel
+		if multipartBody {
+			modelOf = func(body []byte) string {
+				return formModel(bytes.NewReader(body), boundary, h.maxBody(), new(bytes.Buffer))
+			}
+		}
+		h.Idempotency.ServeFor(w, r, id.Account+"/videos", apierror.OpenAIShape, h.maxBody(), h.modelGate(id, modelOf, f.refuse), serve)
 		return nil
 	}
 	serve(w, r)

@@ -219,6 +219,7 @@ func (f *VideosFront) list(w http.ResponseWriter, r *http.Request, id auth.Ident
 	}
 	page, err := f.Tasks.Store.ListTasks(r.Context(), id.Account, storage.TaskQuery{
 		Kind: storage.KindVideo, PageNum: 1, PageSize: limit + 1, Oldest: order == "asc", After: v.Get("after"), NoTotal: true,
+		ModelAllowed: id.ModelFilter(),
 	})
 	if err != nil {
 		return err

@@ -23,11 +23,12 @@ import (
 	"github.com/mediagw/mediagw/storage"
 )
 
-// owned returns the task record if it exists and belongs to the caller's account. Another
-// account's task is answered exactly like a missing one.
+// owned returns the task record if it exists, belongs to the caller's account and is of a model
+// the caller's key may use (auth.Identity.Sees). Another account's task, or one of a model the
+// key may not use, is answered exactly like a missing one.
 func (h *Handler) owned(ctx context.Context, id auth.Identity, taskID string) (storage.Task, error) {
 	t, err := h.Store.Task(ctx, taskID)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && (t.Account != id.Account || t.Kind != storage.KindVideo)) {
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && (!id.Sees(t.Account, t.Model) || t.Kind != storage.KindVideo)) {
 		return storage.Task{}, errTaskNotExist
 	}
 	usage.From(ctx).About(t.ID, t.Model, t.Provider)
@@ -369,7 +370,8 @@ func (h *Handler) finishUnreachable(ctx context.Context, t storage.Task, why str
 	return stored, nil
 }
 
-// list answers GET …/tasks from the store: only the caller's account, newest first.
+// list answers GET …/tasks from the store: only the caller's account's tasks of models its key
+// may use, newest first.
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, id auth.Identity) error {
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -379,6 +381,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	if err != nil {
 		return err
 	}
+	q.ModelAllowed = id.ModelFilter()
 	page, err := h.Store.ListTasks(r.Context(), id.Account, q)
 	if err != nil {
 		return err

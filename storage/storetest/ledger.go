@@ -25,6 +25,7 @@ func RunLedger(t *testing.T, fresh func(t *testing.T) storage.Store) {
 	t.Run("LedgerBudgetRace", func(t *testing.T) { testLedgerBudgetRace(t, fresh(t)) })
 	t.Run("LedgerEndRace", func(t *testing.T) { testLedgerEndRace(t, fresh(t)) })
 	t.Run("LedgerCreditRace", func(t *testing.T) { testLedgerCreditRace(t, fresh(t)) })
+	t.Run("LedgerCreditNote", func(t *testing.T) { testLedgerCreditNote(t, fresh(t)) })
 	t.Run("LedgerBalanceBound", func(t *testing.T) { testLedgerBalanceBound(t, fresh(t)) })
 	t.Run("LedgerBalanceBoundCountsHolds", func(t *testing.T) { testLedgerBalanceBoundCountsHolds(t, fresh(t)) })
 	t.Run("LedgerChargesKeepTheBalanceBounded", func(t *testing.T) { testLedgerChargesKeepTheBalanceBounded(t, fresh(t)) })

@@ -102,3 +102,21 @@ func testLedgerCreditRace(t *testing.T, s storage.Store) {
 	}
 	checkLedger(t, s, "acme", 7*unit, 0)
 }
+
+// testLedgerCreditNote: a credit's note reads back as it was written (line breaks and all), and
+// one that is not UTF-8 is refused with nothing credited: a store that keeps text (Redis's JSON)
+// and one that keeps bytes (Badger) would otherwise answer the same credit differently.
+func testLedgerCreditNote(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	if _, err := s.Credit(ctx, storage.Credit{Account: "acme", Amount: unit, IdempotencyKey: "bad", Note: "caf\xe9"}, ledgerNow); err == nil {
+		t.Fatal("a note that is not UTF-8 was credited")
+	}
+	note := "café =1+1\nsecond line\x00"
+	e, err := s.Credit(ctx, storage.Credit{Account: "acme", Amount: unit, IdempotencyKey: "good", Note: note}, ledgerNow)
+	if err != nil || e.Note != note {
+		t.Fatalf("credit = %+v, %v; want the note %q", e, err, note)
+	}
+	if entries := checkLedger(t, s, "acme", unit, 0); len(entries) != 1 || entries[0].Note != note {
+		t.Fatalf("ledger %+v; want the one credit with its note", entries)
+	}
+}

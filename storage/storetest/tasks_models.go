@@ -1,0 +1,53 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/mediagw/mediagw/storage"
+)
+
+// testTaskListModelAllowed: a list whose ModelAllowed refuses some models (a key restricted to
+// others) has none of their tasks, in its pages and its Total, and nothing behind a cursor at one
+// of them, as behind an id the account does not have; a task that names no model is listed.
+func testTaskListModelAllowed(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	for i := range 6 {
+		task := newTask(fmt.Sprintf("cgt-m%d", i), "alice", int64(100+i))
+		task.Model = []string{"video-a", "video-b"}[i%2]
+		if i == 5 {
+			task.Model = ""
+		}
+		mustCreate(t, s, task)
+	}
+	onlyA := func(model string) bool { return model == "video-a" }
+	list := func(q storage.TaskQuery) ([]string, int) {
+		t.Helper()
+		q.Kind, q.PageNum, q.ModelAllowed = storage.KindVideo, 1, onlyA
+		page, err := s.ListTasks(ctx, "alice", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, task := range page.Tasks {
+			ids = append(ids, task.ID)
+		}
+		return ids, page.Total
+	}
+	if ids, total := list(storage.TaskQuery{PageSize: 10}); !slices.Equal(ids, []string{"cgt-m5", "cgt-m4", "cgt-m2", "cgt-m0"}) || total != 4 {
+		t.Fatalf("list = %v, total %d; want the video-a tasks and the one without a model, total 4", ids, total)
+	}
+	if ids, total := list(storage.TaskQuery{PageSize: 1, PageNum: 2, IDs: []string{"cgt-m1", "cgt-m3"}}); len(ids) != 0 || total != 0 {
+		t.Fatalf("list of video-b ids = %v, total %d; want nothing", ids, total)
+	}
+	for _, oldest := range []bool{false, true} {
+		if ids, _ := list(storage.TaskQuery{PageSize: 10, Oldest: oldest, After: "cgt-m3", NoTotal: true}); len(ids) != 0 {
+			t.Fatalf("list after a video-b task (oldest first: %v) = %v; want nothing", oldest, ids)
+		}
+	}
+	if ids, _ := list(storage.TaskQuery{PageSize: 10, Oldest: true, After: "cgt-m2", NoTotal: true}); !slices.Equal(ids, []string{"cgt-m4", "cgt-m5"}) {
+		t.Fatalf("list after a video-a task, oldest first = %v; want cgt-m4 cgt-m5", ids)
+	}
+}
