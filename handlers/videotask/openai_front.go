@@ -183,7 +183,7 @@ func (f *VideosFront) createVideo(w http.ResponseWriter, r *http.Request, id aut
 	if err != nil {
 		return err
 	}
-	writeJSON(w, videoObject(t, f.Tasks.frontAnswer(r.Context(), t)))
+	writeJSON(w, f.Tasks.frontVideo(r.Context(), t))
 	return nil
 }
 

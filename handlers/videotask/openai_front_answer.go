@@ -10,6 +10,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -32,8 +33,10 @@ type Video struct {
 	// through the task API.
 	Prompt             *string `json:"prompt"`
 	RemixedFromVideoID *string `json:"remixed_from_video_id"`
-	// Seconds is the actual duration when the provider reported it, else the one asked for,
-	// else the contract's default (5).
+	// Seconds is the actual duration when the provider reported it, else the length the
+	// provider was asked for (which can differ from the request's: Sora makes 4, 8 or 12 s, and
+	// is asked for 4 where 5 is requested), else the one requested, else the contract's default
+	// (5).
 	Seconds string `json:"seconds"`
 	// Size is the width x height of the actual resolution and ratio when reported, else of the
 	// ones asked for, else of 720p 16:9.
@@ -60,9 +63,30 @@ func (h *Handler) frontAnswer(ctx context.Context, t storage.Task) json.RawMessa
 	return h.clientAnswer(ctx, t)
 }
 
-// videoObject is the video object of a task record and its answer (frontAnswer); the status is
-// the answer's, as the task API shows it.
-func videoObject(t storage.Task, raw json.RawMessage) Video {
+// frontVideo is the video object of t: made of its answer (frontAnswer) and of the length its
+// provider was asked for.
+func (h *Handler) frontVideo(ctx context.Context, t storage.Task) Video {
+	asked, _ := canonicalRequest(t) // a record without a readable request shows the defaults
+	return videoObject(t, h.frontAnswer(ctx, t), asked, h.sentSeconds(t, asked))
+}
+
+// sentSeconds is the length a task's provider was asked for, where its adaptor plans it
+// (adaptor.Planner: Sora's 4 s for the contract's 5); 0 where it is the request's own.
+func (h *Handler) sentSeconds(t storage.Task, asked adaptor.Request) int64 {
+	a, ok := h.taskAdaptor(t)
+	if !ok {
+		return 0
+	}
+	if planner, ok := a.(adaptor.Planner); ok {
+		return planner.Plan(asked).Seconds
+	}
+	return 0
+}
+
+// videoObject is the video object of a task record, its answer and its canonical request; sent
+// is the length its provider was asked for (0: the request's). The status is the answer's, as the
+// task API shows it.
+func videoObject(t storage.Task, raw json.RawMessage, asked adaptor.Request, sent int64) Video {
 	answer := map[string]json.RawMessage{}
 	if json.Unmarshal(raw, &answer) != nil {
 		answer = map[string]json.RawMessage{}
@@ -74,7 +98,6 @@ func videoObject(t storage.Task, raw json.RawMessage) Video {
 	if status == "" {
 		status = StatusQueued
 	}
-	asked, _ := canonicalRequest(t) // a record without a readable request shows the defaults
 	v := Video{ID: t.ID, Object: "video", Model: t.Model, Status: videoStatuses[status], CreatedAt: t.CreatedAt}
 	if v.Status == "" {
 		v.Status = "in_progress" // a status this front does not know yet is not an end
@@ -96,6 +119,9 @@ func videoObject(t storage.Task, raw json.RawMessage) Video {
 	v.Error = videoError(status, answer["error"])
 
 	seconds := asked.Duration
+	if sent > 0 {
+		seconds = sent
+	}
 	if n, ok := integer(answer["duration"]); ok && n > 0 {
 		seconds = n
 	}
@@ -144,7 +170,7 @@ func (f *VideosFront) retrieve(w http.ResponseWriter, r *http.Request, id auth.I
 	if t, err = f.Tasks.current(t); err != nil {
 		return err
 	}
-	writeJSON(w, videoObject(t, f.Tasks.frontAnswer(r.Context(), t)))
+	writeJSON(w, f.Tasks.frontVideo(r.Context(), t))
 	return nil
 }
 
@@ -229,7 +255,7 @@ func (f *VideosFront) list(w http.ResponseWriter, r *http.Request, id auth.Ident
 			out.HasMore = true
 			break
 		}
-		out.Data = append(out.Data, videoObject(t, f.Tasks.frontAnswer(r.Context(), t)))
+		out.Data = append(out.Data, f.Tasks.frontVideo(r.Context(), t))
 	}
 	if n := len(out.Data); n > 0 {
 		out.FirstID, out.LastID = &out.Data[0].ID, &out.Data[n-1].ID
