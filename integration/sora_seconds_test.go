@@ -44,7 +44,9 @@ func TestSoraSecondsAsSent(t *testing.T) {
 		if got := call(t, "GET", v.base+"/v1/videos/"+id, "mg-alice", nil); got.field("seconds") != c.answered {
 			t.Fatalf("retrieve %s = %s; want seconds %q", id, got.body, c.answered)
 		}
-		var list struct{ Data []struct{ ID, Seconds string } }
+		var list struct {
+			Data []struct{ ID, Seconds string }
+		}
 		decodeJSON(t, call(t, "GET", v.base+"/v1/videos", "mg-alice", nil).body, &list)
 		if i := slices.IndexFunc(list.Data, func(d struct{ ID, Seconds string }) bool { return d.ID == id }); i < 0 || list.Data[i].Seconds != c.answered {
 			t.Fatalf("list = %+v; want %s with seconds %q", list.Data, id, c.answered)
@@ -63,7 +65,9 @@ func TestSoraSecondsAsSent(t *testing.T) {
 		t.Fatalf("the Ark task's create: %+v", creates[before:])
 	}
 
-	var page struct{ Entries []struct{ Kind, Model, Amount string } }
+	var page struct {
+		Entries []struct{ Kind, Model, Amount string }
+	}
 	decodeJSON(t, call(t, "GET", "http://"+v.admin+"/mediagw/accounts/alice/ledger", "", nil).body, &page)
 	var holds []string
 	for _, e := range page.Entries {
