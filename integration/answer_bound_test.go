@@ -18,9 +18,7 @@ import (
 // upstream body bound (4 MiB) was stored with the task and sent at every poll. A result address
 // longer than 16 KiB is no result: the task reads running.
 func TestTaskRecordKeepsABoundedAnswer(t *testing.T) {
-	up := &scriptedUpstream{answers: map[string]string{}}
-	srv := startFake(t, up)
-	base, _ := startSimGateway(t, hostileAnswersCaddyfile, map[string]string{"up_url": srv.URL})
+	up, base := startScripted(t, hostileAnswersCaddyfile)
 	tasks := base + "/api/v3/contents/generations/tasks"
 	const key = "mg-hostile-answers"
 	ark := arkClient(base, key)

@@ -13,10 +13,8 @@ import (
 // Ark task of duration 5 is sent "4". The hold covers the length sent (8 s at 0.01 a second for
 // "6", where the request alone would hold 6 s), and each video settles at the 4 or 8 s made.
 func TestSoraSecondsAsSent(t *testing.T) {
-	const routeLine = "mediagw_video_tasks /api/v3/contents/generations/tasks* {"
-	cfg := strings.Replace(videoProvidersCaddyfile, routeLine, "mediagw_videos /v1/videos* {\n\t\t\trefresh_interval 100ms\n\t\t}\n\t\t"+routeLine, 1)
-	cfg = strings.Replace(cfg, "\t\tkey mg-alice {", "\t\tprice sora-2 {\n\t\t\tsecond 0.01\n\t\t}\n\t\tkey mg-alice {", 1)
-	if strings.Count(cfg, "mediagw_videos") != 1 || !strings.Contains(cfg, "price sora-2") {
+	cfg := strings.Replace(withVideosFront(t, videoProvidersCaddyfile), "\t\tkey mg-alice {", "\t\tprice sora-2 {\n\t\t\tsecond 0.01\n\t\t}\n\t\tkey mg-alice {", 1)
+	if !strings.Contains(cfg, "price sora-2") {
 		t.Fatal("the video providers' Caddyfile changed shape")
 	}
 	v := startVideoProvidersWith(t, cfg)
