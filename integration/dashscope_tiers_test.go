@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/volcengine/volcengine-go-sdk/service/arkruntime/model"
@@ -39,5 +40,24 @@ func TestDashScopeRatioWithoutResolution(t *testing.T) {
 		if answer["resolution"] != c.resolution || answer["ratio"] != "9:16" {
 			t.Fatalf("%s: answered %v", c.model, answer)
 		}
+	}
+}
+
+// TestDashScopeTierThroughTheVideosFront: a /v1/videos create of a Wan model answers, from the
+// create on, the size its provider was asked for: 720x1280 asked of wan2.2-t2v-plus (480P and
+// 1080P only) is made at 1080*1920, and the video object says 1080x1920, not the 720x1280 asked
+// for, before and after DashScope reports it.
+func TestDashScopeTierThroughTheVideosFront(t *testing.T) {
+	v := startVideoProvidersWith(t, withVideosFront(t, videoProvidersCaddyfile))
+	r := call(t, "POST", v.base+"/v1/videos", "mg-alice", `{"model":"wan2.2-t2v-plus","prompt":"a heron","size":"720x1280"}`)
+	if r.status != 200 || r.field("size") != "1080x1920" {
+		t.Fatalf("create = %d %s; want size 1080x1920", r.status, r.body)
+	}
+	creates := v.dash.log.matching("POST", "/api/v1/services/aigc/video-generation/")
+	if len(creates) != 1 || !strings.Contains(string(creates[0].Body), `"size":"1080*1920"`) {
+		t.Fatalf("creates: %+v", creates)
+	}
+	if done := (videosFront{base: v.base}).finished(t, r.field("id")); done["size"] != "1080x1920" || done["status"] != "completed" {
+		t.Fatalf("finished: %v", done)
 	}
 }

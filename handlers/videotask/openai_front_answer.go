@@ -10,6 +10,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -39,7 +40,9 @@ type Video struct {
 	// (5).
 	Seconds string `json:"seconds"`
 	// Size is the width x height of the actual resolution and ratio when reported, else of the
-	// ones asked for, else of 720p 16:9.
+	// resolution the provider was asked for (which can differ from the request's: Wan 2.2 Plus
+	// makes 480p or 1080p, and is asked for 1080p where 720p is requested) and the ratio asked
+	// for, else of 720p 16:9.
 	Size string `json:"size"`
 }
 
@@ -63,30 +66,31 @@ func (h *Handler) frontAnswer(ctx context.Context, t storage.Task) json.RawMessa
 	return h.clientAnswer(ctx, t)
 }
 
-// frontVideo is the video object of t: made of its answer (frontAnswer) and of the length its
+// frontVideo is the video object of t: made of its answer (frontAnswer) and of the video its
 // provider was asked for.
 func (h *Handler) frontVideo(ctx context.Context, t storage.Task) Video {
 	asked, _ := canonicalRequest(t) // a record without a readable request shows the defaults
-	return videoObject(t, h.frontAnswer(ctx, t), asked, h.sentSeconds(t, asked))
+	return videoObject(t, h.frontAnswer(ctx, t), asked, h.plannedVideo(t, asked))
 }
 
-// sentSeconds is the length a task's provider was asked for, where its adaptor plans it
-// (adaptor.Planner: Sora's 4 s for the contract's 5); 0 where it is the request's own.
-func (h *Handler) sentSeconds(t storage.Task, asked adaptor.Request) int64 {
+// plannedVideo is the length and resolution a task's provider was asked for, where its adaptor
+// plans them (adaptor.Planner: Sora's 4 s for the contract's 5, Wan 2.2's 1080p for 720p); a
+// zero field where they are the request's own.
+func (h *Handler) plannedVideo(t storage.Task, asked adaptor.Request) billing.PlannedVideo {
 	a, ok := h.taskAdaptor(t)
 	if !ok {
-		return 0
+		return billing.PlannedVideo{}
 	}
 	if planner, ok := a.(adaptor.Planner); ok {
-		return planner.Plan(asked).Seconds
+		return planner.Plan(asked)
 	}
-	return 0
+	return billing.PlannedVideo{}
 }
 
-// videoObject is the video object of a task record, its answer and its canonical request; sent
-// is the length its provider was asked for (0: the request's). The status is the answer's, as the
-// task API shows it.
-func videoObject(t storage.Task, raw json.RawMessage, asked adaptor.Request, sent int64) Video {
+// videoObject is the video object of a task record, its answer and its canonical request;
+// planned is the video its provider was asked for (a zero field: the request's). The status is
+// the answer's, as the task API shows it.
+func videoObject(t storage.Task, raw json.RawMessage, asked adaptor.Request, planned billing.PlannedVideo) Video {
 	answer := map[string]json.RawMessage{}
 	if json.Unmarshal(raw, &answer) != nil {
 		answer = map[string]json.RawMessage{}
@@ -119,8 +123,8 @@ func videoObject(t storage.Task, raw json.RawMessage, asked adaptor.Request, sen
 	v.Error = videoError(status, answer["error"])
 
 	seconds := asked.Duration
-	if sent > 0 {
-		seconds = sent
+	if planned.Seconds > 0 {
+		seconds = planned.Seconds
 	}
 	if n, ok := integer(answer["duration"]); ok && n > 0 {
 		seconds = n
@@ -130,6 +134,9 @@ func videoObject(t storage.Task, raw json.RawMessage, asked adaptor.Request, sen
 	}
 	v.Seconds = strconv.FormatInt(seconds, 10)
 	resolution, ratio := asked.Resolution, asked.Ratio
+	if planned.Resolution != "" {
+		resolution = planned.Resolution
+	}
 	if s := unquoted(answer["resolution"]); s != "" {
 		resolution = s
 	}
