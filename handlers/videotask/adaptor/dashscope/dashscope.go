@@ -127,7 +127,7 @@ type taskAnswer struct {
 }
 
 // Read implements adaptor.Adaptor.
-func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, _ adaptor.Request) (adaptor.State, error) {
+func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.Request) (adaptor.State, error) {
 	ans, err := c.Call(ctx, http.MethodGet, tasksPath+url.PathEscape(id), nil, nil)
 	if err != nil {
 		return adaptor.State{}, err
@@ -153,6 +153,9 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, _ adaptor.
 			s.Usage.Width, s.Usage.Height = w, h
 		}
 		s.Usage.VideoSeconds, s.Usage.Resolution, s.Usage.Ratio, s.Usage.Requests = s.Duration, s.Resolution, s.Ratio, 1
+		if s.Usage.Resolution == "" {
+			s.Usage.Resolution = tierOf(r) // no size reported: billed at the tier asked for (Plan)
+		}
 	case adaptor.StatusFailed:
 		s.ErrorCode, s.ErrorMessage = string(a.Output.Code), string(a.Output.Message)
 	}

@@ -98,3 +98,13 @@ func TestCreateSendsTheTierTheModelOffers(t *testing.T) {
 		}
 	}
 }
+
+// TestReadBillsThePlannedTierWithoutASize: a succeeded task whose usage reports no size is billed
+// at the tier Create asked for (1080p for wan2.2-t2v-plus asked 720p), and answers no resolution.
+func TestReadBillsThePlannedTierWithoutASize(t *testing.T) {
+	body := `{"request_id":"r","output":{"task_id":"t1","task_status":"SUCCEEDED","video_url":"https://cdn.example.com/v.mp4"},"usage":{"video_duration":5}}`
+	s, err := Adaptor{}.Read(context.Background(), adaptortest.Answering(body), "t1", adaptor.Request{Model: "wan2.2-t2v-plus"})
+	if err != nil || s.Usage.Resolution != "1080p" || s.Resolution != "" {
+		t.Fatalf("read %+v, %v", s, err)
+	}
+}
