@@ -10,13 +10,12 @@
 // Content.
 //
 // Mapping (docs/video-providers.md has the table): the prompt goes to prompt; a first frame to
-// input_reference.image_url; duration to seconds (a string), as the nearest of the 4, 8 or 12 the
-// API takes (secondsOf); resolution 720p or
-// 1080p with ratio 16:9 or 9:16 to size (1280x720, 720x1280, 1792x1024, 1024x1792; a
-// resolution or ratio not given is the contract's default, 720p or 16:9). Negative prompts,
-// seed, frames, the flags, a last frame and reference media are ignored. The video's states are
-// queued, in_progress, completed and failed; its seconds and size give the actual duration,
-// resolution and ratio.
+// input_reference.image_url; duration to seconds (a string), as the nearest of the 4, 8 or 12
+// the API takes (secondsOf); resolution 720p or 1080p with ratio 16:9 or 9:16 to size (1280x720,
+// 720x1280, 1792x1024, 1024x1792; a resolution or ratio not given is the contract's default,
+// 720p or 16:9). Negative prompts, seed, frames, the flags, a last frame and reference media are
+// ignored. The video's states are queued, in_progress, completed and failed; its seconds and size
+// give the actual duration, resolution and ratio.
 package openai
 
 import (
