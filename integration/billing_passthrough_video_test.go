@@ -127,7 +127,8 @@ func TestPassThroughVideoCreateIsHeldBySeconds(t *testing.T) {
 	// (its provider may follow either), is held at the costlier reading; a duration of -1 (the
 	// model chooses) at max_seconds (15), frames (which win over duration) at 24 a second, a
 	// size written with * (DashScope's spelling) at its resolution, not the default 720p, and a
-	// resolution of 1080 lines at 1080p, not the plain second price. Each is past the 1.2 left,
+	// resolution of 1080 lines at 1080p, not the plain second price, a length with a fraction
+	// (12.5) at its ceiling (13 s), not as absent (the default 5 s). Each is past the 1.2 left,
 	// so each is a 402 that never reaches the provider. (Before, the first spelling alone was
 	// held, and charged: 4 s of a video that its provider made 15 s long cost 0.4; -1 was held
 	// as the default 5 s.)
@@ -139,6 +140,8 @@ func TestPassThroughVideoCreateIsHeldBySeconds(t *testing.T) {
 		`{"model":"sora-2","prompt":"x","duration":2,"frames":289,"size":"1280x720"}`,          // 289 / 24 × 0.10
 		`{"model":"sora-2","prompt":"x","seconds":"8","size":"1080*1920"}`,                     // 8 × 0.25
 		`{"model":"sora-2","prompt":"x","seconds":"8","resolution":"1080"}`,                    // 8 × 0.25
+		`{"model":"sora-2","prompt":"x","duration":12.5,"size":"1280x720"}`,                    // 13 × 0.10
+		`{"model":"sora-2","prompt":"x","seconds":"12.5","size":"1280x720"}`,                   // 13 × 0.10
 	} {
 		if r := call(t, "POST", base+"/v1/videos", "mg-pass-video", body); r.status != 402 ||
 			!strings.Contains(string(r.body), "insufficient_quota") {

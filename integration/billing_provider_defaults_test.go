@@ -10,8 +10,10 @@ import (
 // than the request names is held for that video, so that the hold is not below the settlement.
 // Veo makes 8 s when asked for no length (held at the contract's 5 s before: 0.05, settled 0.08
 // over it), Hailuo 6 s when asked for 5 (0.05, then 0.06), Kling its std mode's 720p when asked
-// for 480p (0.025 at 480p's price, then 0.05). Each is now held what it settles at, created with
-// the Ark SDK or the contract's body against the providers' strict fakes.
+// for 480p (0.025 at 480p's price, then 0.05), Wan 2.2 1080p where the contract's default 720p
+// is asked for and the model offers 480P and 1080P only (0.05, then 0.10). Each is now held what
+// it settles at, created with the Ark SDK or the contract's body against the providers' strict
+// fakes.
 func TestHoldCountsTheVideoTheProviderMakes(t *testing.T) {
 	t.Parallel()
 	cfg := strings.Replace(videoProvidersCaddyfile, "\t\tkey mg-alice {", `		price veo-client {
@@ -23,6 +25,10 @@ func TestHoldCountsTheVideoTheProviderMakes(t *testing.T) {
 		price kling-v2-1-master {
 			second 0.01
 			second 480p 0.005
+		}
+		price wan2.2-t2v-plus {
+			second 0.01
+			second 1080p 0.02
 		}
 		key mg-alice {`, 1)
 	if cfg == videoProvidersCaddyfile {
@@ -36,6 +42,7 @@ func TestHoldCountsTheVideoTheProviderMakes(t *testing.T) {
 	for _, body := range []map[string]any{
 		{"model": "MiniMax-Hailuo-02", "duration": 5, "content": []any{map[string]any{"type": "text", "text": "a fox"}}},
 		{"model": "kling-v2-1-master", "resolution": "480p", "content": []any{map[string]any{"type": "text", "text": "a fox"}}},
+		{"model": "wan2.2-t2v-plus", "ratio": "9:16", "content": []any{map[string]any{"type": "text", "text": "a fox"}}},
 	} {
 		if got := pollUntil(t, v.alice, v.createWith(t, body)); got.Status != "succeeded" {
 			t.Fatalf("the %s task ended %s", body["model"], got.Status)
@@ -61,6 +68,7 @@ func TestHoldCountsTheVideoTheProviderMakes(t *testing.T) {
 		"veo-client":        "hold -0.08; settle 0; ",
 		"MiniMax-Hailuo-02": "hold -0.06; settle 0; ",
 		"kling-v2-1-master": "hold -0.05; settle 0; ",
+		"wan2.2-t2v-plus":   "hold -0.1; settle 0; ",
 	} {
 		if got[model] != want {
 			t.Errorf("%s's ledger: %q, want %q", model, got[model], want)

@@ -50,7 +50,38 @@ type dashCreate struct {
 var (
 	dashSize       = regexp.MustCompile(`^[1-9][0-9]{2,3}\*[1-9][0-9]{2,3}$`)
 	dashResolution = []string{"480P", "720P", "1080P"}
+	// dashTierSizes are the text-to-video sizes of each tier, and dashTiers the tiers of the
+	// models whose reference names them (a model not named here takes every tier).
+	dashTierSizes = map[string][]string{
+		"480P":  {"832*480", "480*832", "624*624"},
+		"720P":  {"1280*720", "720*1280", "960*960", "1088*832", "832*1088"},
+		"1080P": {"1920*1080", "1080*1920", "1440*1440", "1632*1248", "1248*1632"},
+	}
+	dashTiers = map[string][]string{
+		"wan2.5-t2v-preview": {"480P", "720P", "1080P"},
+		"wan2.2-t2v-plus":    {"480P", "1080P"},
+		"wan2.1-t2v-turbo":   {"480P", "720P"},
+		"wan2.1-t2v-plus":    {"720P"},
+		"wan2.2-kf2v-flash":  {"480P", "720P", "1080P"},
+		"wan2.2-i2v-plus":    {"480P", "1080P"},
+	}
 )
+
+// dashOffers reports whether the model offers the tier.
+func dashOffers(model, tier string) bool {
+	offered, ok := dashTiers[model]
+	return !ok || slices.Contains(offered, tier)
+}
+
+// dashTierOf is the tier of a text-to-video size ("" for a size no tier lists).
+func dashTierOf(size string) string {
+	for tier, list := range dashTierSizes {
+		if slices.Contains(list, size) {
+			return tier
+		}
+	}
+	return ""
+}
 
 func newFakeDashScope(t *testing.T, key string) (*fakeDashScope, string) {
 	f := &fakeDashScope{key: key, sizes: map[string]string{}}
@@ -119,8 +150,14 @@ func (f *fakeDashScope) create(w http.ResponseWriter, r *http.Request, body []by
 		case p.Size != nil && (c.Input.ImgURL != "" || keyFrames):
 			f.refuse(w, http.StatusBadRequest, "InvalidParameter", "size is a text-to-video parameter; use resolution")
 			return
+		case p.Size != nil && (dashTierOf(*p.Size) == "" || !dashOffers(c.Model, dashTierOf(*p.Size))):
+			f.refuse(w, http.StatusBadRequest, "InvalidParameter", "size "+*p.Size+" is not supported by "+c.Model)
+			return
 		case p.Resolution != nil && !slices.Contains(dashResolution, *p.Resolution):
 			f.refuse(w, http.StatusBadRequest, "InvalidParameter", "resolution must be 480P, 720P or 1080P")
+			return
+		case p.Resolution != nil && !dashOffers(c.Model, *p.Resolution):
+			f.refuse(w, http.StatusBadRequest, "InvalidParameter", "resolution "+*p.Resolution+" is not supported by "+c.Model)
 			return
 		case p.Duration != nil && (*p.Duration < 2 || *p.Duration > 15):
 			f.refuse(w, http.StatusBadRequest, "InvalidParameter", "duration must be between 2 and 15")

@@ -90,9 +90,7 @@ func decodesAsArkTask(t *testing.T, what string, body []byte) model.GetContentGe
 // Before the fix each of these answers passed the member through and the SDK failed the whole
 // answer ("json: cannot unmarshal string into Go struct field ... of type int").
 func TestArkAnswerMemberTypes(t *testing.T) {
-	up := &scriptedUpstream{answers: map[string]string{}}
-	srv := startFake(t, up)
-	base, _ := startSimGateway(t, typedAnswersCaddyfile, map[string]string{"up_url": srv.URL})
+	up, base := startScripted(t, typedAnswersCaddyfile)
 	tasks := base + "/api/v3/contents/generations/tasks"
 	const key = "mg-typed"
 	ark := arkClient(base, key)

@@ -67,6 +67,16 @@ func (s *scriptedUpstream) set(id, body string) {
 	s.answers[id] = body
 }
 
+// startScripted starts a scriptedUpstream and a gateway of caddyfile in front of it ({{up_url}}),
+// and returns the upstream and the gateway's base URL.
+func startScripted(t *testing.T, caddyfile string) (*scriptedUpstream, string) {
+	t.Helper()
+	up := &scriptedUpstream{answers: map[string]string{}}
+	srv := startFake(t, up)
+	base, _ := startSimGateway(t, caddyfile, map[string]string{"up_url": srv.URL})
+	return up, base
+}
+
 // last is the id of the latest DashScope task.
 func (s *scriptedUpstream) lastDash() string {
 	s.mu.Lock()
@@ -117,9 +127,7 @@ func (s *scriptedUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Ark SDK read "succeeded" (with an empty or undecodable content), /v1/videos said completed,
 // and its content answered 500.
 func TestHostileSucceededAnswers(t *testing.T) {
-	up := &scriptedUpstream{answers: map[string]string{}}
-	srv := startFake(t, up)
-	base, _ := startSimGateway(t, hostileAnswersCaddyfile, map[string]string{"up_url": srv.URL})
+	up, base := startScripted(t, hostileAnswersCaddyfile)
 	tasks := base + "/api/v3/contents/generations/tasks"
 	const key = "mg-hostile-answers"
 	ark := arkClient(base, key)
@@ -194,9 +202,7 @@ func TestHostileSucceededAnswers(t *testing.T) {
 // as any other unknown field of the create is. Before the fix it was taken silently, a
 // private address in it included.
 func TestVideosFrontInputReferenceMembers(t *testing.T) {
-	up := &scriptedUpstream{answers: map[string]string{}}
-	srv := startFake(t, up)
-	base, _ := startSimGateway(t, hostileAnswersCaddyfile, map[string]string{"up_url": srv.URL})
+	_, base := startScripted(t, hostileAnswersCaddyfile)
 	const key = "mg-hostile-answers"
 	for _, tc := range []struct {
 		name, ref string
@@ -240,9 +246,7 @@ func TestVideosFrontInputReferenceMembers(t *testing.T) {
 func TestVideosFrontContentOfAnUnusableResult(t *testing.T) {
 	var internalHits atomic.Int64
 	internal := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { internalHits.Add(1) }))
-	up := &scriptedUpstream{answers: map[string]string{}}
-	srv := startFake(t, up)
-	base, _ := startSimGateway(t, hostileAnswersCaddyfile, map[string]string{"up_url": srv.URL})
+	up, base := startScripted(t, hostileAnswersCaddyfile)
 	const key = "mg-hostile-answers"
 	ark := arkClient(base, key)
 	ctx := context.Background()
@@ -319,9 +323,7 @@ func TestVideosFrontContentOfAnUnusableResult(t *testing.T) {
 // Before the fix the upstream's values went through as they were, and the Ark Go SDK failed to
 // decode the answer (error.code 500, updated_at 1.5e3).
 func TestHostileAnswerTypes(t *testing.T) {
-	up := &scriptedUpstream{answers: map[string]string{}}
-	srv := startFake(t, up)
-	base, _ := startSimGateway(t, hostileAnswersCaddyfile, map[string]string{"up_url": srv.URL})
+	up, base := startScripted(t, hostileAnswersCaddyfile)
 	tasks := base + "/api/v3/contents/generations/tasks"
 	const key = "mg-hostile-answers"
 	ark := arkClient(base, key)

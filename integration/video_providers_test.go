@@ -26,7 +26,7 @@ const videoProvidersCaddyfile = `{
 			base_url {{dash_url}}
 			api_key dash-upstream-key
 			protocol dashscope
-			models wan2.2-t2v-plus wan2.2-kf2v-flash
+			models wan2.2-t2v-plus wan2.5-t2v-preview wan2.2-kf2v-flash
 		}
 		provider veo {
 			base_url {{gemini_url}}
@@ -243,7 +243,7 @@ func TestVideoProvidersThrottledRead(t *testing.T) {
 func TestDashScopeMapping(t *testing.T) {
 	v := startVideoProviders(t)
 	id := v.createWith(t, map[string]any{
-		"model": "wan2.2-t2v-plus", "resolution": "720p", "ratio": "9:16", "duration": 5, "seed": 42,
+		"model": "wan2.5-t2v-preview", "resolution": "720p", "ratio": "9:16", "duration": 5, "seed": 42,
 		"watermark": false, "generate_audio": true, "camera_fixed": true, "service_tier": "default",
 		"content": []any{map[string]any{"type": "text", "text": "a heron"}},
 		"tools":   []any{map[string]any{"type": "negative_prompt", "text": "blur"}},
@@ -254,7 +254,7 @@ func TestDashScopeMapping(t *testing.T) {
 	}
 	var sent map[string]any
 	decodeJSON(t, creates[0].Body, &sent)
-	want := `{"input":{"negative_prompt":"blur","prompt":"a heron"},"model":"wan2.2-t2v-plus","parameters":{"audio":true,"duration":5,"seed":42,"size":"720*1280","watermark":false}}`
+	want := `{"input":{"negative_prompt":"blur","prompt":"a heron"},"model":"wan2.5-t2v-preview","parameters":{"audio":true,"duration":5,"seed":42,"size":"720*1280","watermark":false}}`
 	if b, _ := json.Marshal(sent); string(b) != want {
 		t.Fatalf("sent %s\nwant %s", b, want)
 	}

@@ -6,17 +6,24 @@ import (
 	"testing"
 )
 
+// withVideosFront is caddyfile (videoProvidersCaddyfile or a variant) with mediagw_videos in the
+// route before the task API.
+func withVideosFront(t *testing.T, caddyfile string) string {
+	t.Helper()
+	const routeLine = "mediagw_video_tasks /api/v3/contents/generations/tasks* {"
+	with := strings.Replace(caddyfile, routeLine, "mediagw_videos /v1/videos* {\n\t\t\trefresh_interval 100ms\n\t\t}\n\t\t"+routeLine, 1)
+	if with == caddyfile {
+		t.Fatal("the video providers' Caddyfile no longer has the line that mediagw_videos goes before")
+	}
+	return with
+}
+
 // TestVideosFrontOwnershipOnEveryProtocol: through the OpenAI-style front, a video of each
 // protocol (DashScope, Gemini, Kling, MiniMax, OpenAI-style) completes for its owner, whose
 // content call answers; another account's retrieve, content and delete of it answer exactly as
 // for an unknown id, and its list shows none of them.
 func TestVideosFrontOwnershipOnEveryProtocol(t *testing.T) {
-	const routeLine = "mediagw_video_tasks /api/v3/contents/generations/tasks* {"
-	caddyfile := strings.Replace(videoProvidersCaddyfile, routeLine, "mediagw_videos /v1/videos* {\n\t\t\trefresh_interval 100ms\n\t\t}\n\t\t"+routeLine, 1)
-	if caddyfile == videoProvidersCaddyfile {
-		t.Fatal("videoProvidersCaddyfile no longer has the line this test extends")
-	}
-	base := startVideoProvidersWith(t, caddyfile).base
+	base := startVideoProvidersWith(t, withVideosFront(t, videoProvidersCaddyfile)).base
 
 	ids := map[string]string{}
 	for _, m := range []string{"wan2.2-t2v-plus", "veo-client", "kling-v2-1-master", "MiniMax-Hailuo-02", "sora-2"} {

@@ -268,11 +268,13 @@ func TestVideosFrontMultipartFile(t *testing.T) {
 
 	// A body the front cannot read as what its Content-Type says is 400 invalid_request_body
 	// saying so: JSON that is not UTF-8 (the task API refuses it; before the fix the front took
-	// the prompt as U+FFFD and sent that upstream), and a form without a single boundary line
-	// (before the fix it read as an empty form: 400 missing_model).
+	// the prompt as U+FFFD and sent that upstream), a form without a single boundary line
+	// (before the fix it read as an empty form: 400 missing_model), and another type (told
+	// what is accepted and what was received).
 	for _, tc := range []struct{ name, ct, body, message string }{
 		{"JSON with a byte that is not UTF-8", "application/json", "{\"model\":\"kling-v2-1-master\",\"prompt\":\"a fox \xff\"}", "UTF-8"},
 		{"a form without its boundary", "multipart/form-data; boundary=xyz", "model=kling-v2-1-master&prompt=a+fox", "malformed"},
+		{"plain text", "text/plain; charset=utf-8", "a fox", "Content-Type must be application/json or multipart/form-data; got text/plain"},
 	} {
 		r := post(tc.ct, strings.NewReader(tc.body))
 		e, _ := r.json(t)["error"].(map[string]any)

@@ -69,10 +69,13 @@ func (h *Handler) now() time.Time {
 	return time.Now()
 }
 
+// multipartHint is what a multipart edit is told: images are public URLs, and local files are
+// uploaded first.
+const multipartHint = "file bodies are not accepted: give each image as a public URL in images[].image_url, uploading local files first with POST /v1/upload/presign"
+
 var (
 	errNotFound = apierror.New(http.StatusNotFound, "not_found", "no such image endpoint")
 	errNoTask   = apierror.New(http.StatusNotFound, "task_not_found", "the image task does not exist or does not belong to this account")
-	errBodyType = apierror.New(http.StatusBadRequest, "invalid_request_body", "send the edit as application/json with public image URLs; multipart file bodies are not accepted")
 )
 
 // Serves reports whether path is one of the handler's: …/images/edits or …/images/tasks/{id}.
@@ -121,7 +124,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity) error {
 	if !apierror.IsJSON(r) {
-		return errBodyType
+		return apierror.WrongContentType(r, "invalid_request_body", "application/json", multipartHint)
 	}
 	body, err := apierror.ReadBody(w, r, DefaultMaxBodyBytes, "invalid_request_body")
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -36,6 +35,15 @@ var (
 var (
 	editFields  = []string{"model", "prompt", "images", "mask", "n", "size", "quality", "output_format", "moderation", "response_format"}
 	imageFields = []string{"image_url", "file_id"}
+	// checkedFields are editFields and the extensions' names (forward.go): every field that is
+	// forwarded.
+	checkedFields = func() []string {
+		names := slices.Clone(editFields)
+		for _, e := range extensions {
+			names = append(names, e.name)
+		}
+		return names
+	}()
 )
 
 var errMissingModel = apierror.New(http.StatusBadRequest, "missing_model", "model is required").WithParam("model")
@@ -59,13 +67,14 @@ func invalid(param, format string, a ...any) *apierror.Error {
 }
 
 // ParseEdit validates an image edit body (spec §2.6) and returns its model and the body to send
-// upstream. Fields it does not know are forwarded unchanged, once the URLs in them passed
-// media.Unread (unread.go). The body sent is the body itself, or, when n is written with a
-// fraction or an exponent (2.0), the body with n as the plain integer that was checked. JSON null
-// counts as an absent field. A failure is a 400 *apierror.Error whose Param names the field; a
-// missing, null or empty model is missing_model, as on the task API.
+// upstream, built anew from what was checked (forwardBody): the contract's fields and the
+// provider extensions (forward.go), n as the plain integer checked, each image and the mask as
+// their checked image_url alone. Fields it does not know are not forwarded; a URL-like string in
+// them must still pass media.Unread (unread.go). JSON null counts as an absent field. A failure
+// is a 400 *apierror.Error whose Param names the field; a missing, null or empty model is
+// missing_model, as on the task API.
 func ParseEdit(body []byte) (model string, forward []byte, err error) {
-	if err := checkKeys(body, "", editFields...); err != nil {
+	if err := checkKeys(body, "", checkedFields...); err != nil {
 		return "", nil, err // a key that is not UTF-8 is named here
 	}
 	if !utf8.Valid(body) {
@@ -92,28 +101,23 @@ func ParseEdit(body []byte) (model string, forward []byte, err error) {
 		return "", nil, err
 	}
 	var unread media.Unread
-	if err := checkImages(&unread, f["images"]); err != nil {
+	images, err := checkImages(&unread, f["images"])
+	if err != nil {
 		return "", nil, err
 	}
+	var mask string
 	if raw, ok := f["mask"]; ok {
-		if err := checkImage(&unread, raw, "mask"); err != nil {
+		if mask, err = checkImage(&unread, raw, "mask"); err != nil {
 			return "", nil, err
 		}
 	}
-	if err := checkUnread(&unread, body, "", editFields...); err != nil {
+	if err := checkUnread(&unread, body, "", checkedFields...); err != nil {
 		return "", nil, err
 	}
-	forward = body
+	var n int64
 	if raw, ok := f["n"]; ok {
-		n, ok := jsonkeys.Integer(raw)
-		if !ok || n < 1 || n > MaxN {
+		if n, ok = jsonkeys.Integer(raw); !ok || n < 1 || n > MaxN {
 			return "", nil, invalid("n", "must be an integer from 1 to %d", MaxN)
-		}
-		if plain := strconv.FormatInt(n, 10); strings.TrimSpace(string(raw)) != plain {
-			f["n"] = json.RawMessage(plain)
-			if forward, err = json.Marshal(f); err != nil {
-				return "", nil, err
-			}
 		}
 	}
 	for name, allowed := range map[string][]string{
@@ -126,6 +130,12 @@ func ParseEdit(body []byte) (model string, forward []byte, err error) {
 				return "", nil, invalid(name, "must be one of %s", strings.Join(allowed, ", "))
 			}
 		}
+	}
+	if err := checkExtensions(f); err != nil {
+		return "", nil, err
+	}
+	if forward, err = forwardBody(f, n, images, mask); err != nil {
+		return "", nil, err
 	}
 	return model, forward, nil
 }
@@ -144,50 +154,54 @@ func nonEmpty(f map[string]json.RawMessage, name string, dst *string) error {
 	return nil
 }
 
-func checkImages(u *media.Unread, raw json.RawMessage) error {
+// checkImages checks the images array and returns each item's checked image_url.
+func checkImages(u *media.Unread, raw json.RawMessage) ([]string, error) {
 	if raw == nil {
-		return invalid("images", "is required: give 1 to %d public image URLs", MaxImages)
+		return nil, invalid("images", "is required: give 1 to %d public image URLs", MaxImages)
 	}
 	var images []map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &images); err != nil {
-		return invalid("images", "must be an array of objects with image_url")
+		return nil, invalid("images", "must be an array of objects with image_url")
 	}
 	if len(images) < 1 || len(images) > MaxImages {
-		return invalid("images", "must have 1 to %d items", MaxImages)
+		return nil, invalid("images", "must have 1 to %d items", MaxImages)
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
-		return invalid("images", "must be an array of objects with image_url")
+		return nil, invalid("images", "must be an array of objects with image_url")
 	}
+	urls := make([]string, len(items))
 	for i := range images {
-		if err := checkImage(u, items[i], fmt.Sprintf("images[%d]", i)); err != nil {
-			return err
+		url, err := checkImage(u, items[i], fmt.Sprintf("images[%d]", i))
+		if err != nil {
+			return nil, err
 		}
+		urls[i] = url
 	}
-	return nil
+	return urls, nil
 }
 
 // checkImage checks one image object, an images item or the mask: {"image_url": "<public URL>"}.
 // A file_id is refused: files cannot be uploaded through the gateway, so one would name a file of
 // the operator's upstream account that is not the caller's. Its other fields are checked with u
-// (checkUnread).
-func checkImage(u *media.Unread, raw json.RawMessage, param string) error {
+// (checkUnread), and are not forwarded. It returns the checked URL.
+func checkImage(u *media.Unread, raw json.RawMessage, param string) (string, error) {
 	if err := checkKeys(raw, param, imageFields...); err != nil {
-		return err
+		return "", err
 	}
 	var img map[string]json.RawMessage
 	if json.Unmarshal(raw, &img) != nil {
 		img = nil
 	}
 	if _, ok := img["file_id"]; ok {
-		return invalid(param+".file_id", "is not accepted: give the image as a public image_url")
+		return "", invalid(param+".file_id", "is not accepted: give the image as a public image_url")
 	}
 	var url string
 	if img == nil || json.Unmarshal(img["image_url"], &url) != nil {
-		return invalid(param+".image_url", "is required and must be a string")
+		return "", invalid(param+".image_url", "is required and must be a string")
 	}
 	if err := media.CheckMediaURL(url); err != nil {
-		return invalid(param+".image_url", "%v", err)
+		return "", invalid(param+".image_url", "%v", err)
 	}
-	return checkUnread(u, raw, param, imageFields...)
+	return url, checkUnread(u, raw, param, imageFields...)
 }

@@ -117,7 +117,8 @@ func TestParseEditMissingModel(t *testing.T) {
 	}
 }
 
-// n written 2.0 is the integer 2, and the upstream gets 2; a plain body is forwarded as sent.
+// n written 2.0 is the integer 2, and the upstream gets 2; a plain body is forwarded with its
+// members as sent (in name order).
 func TestParseEditForwardsCheckedN(t *testing.T) {
 	const img = `"images":[{"image_url":"https://cdn.example.com/a.png"}]`
 	_, fwd, err := ParseEdit([]byte(`{"model":"m","prompt":"p",` + img + `,"n":2.0,"size":null}`))
@@ -128,9 +129,41 @@ func TestParseEditForwardsCheckedN(t *testing.T) {
 	if err := json.Unmarshal(fwd, &f); err != nil || string(f["n"]) != "2" || string(f["model"]) != `"m"` {
 		t.Fatalf("forwarded %s (%v)", fwd, err)
 	}
-	plain := `{"model":"m","prompt":"p",` + img + `,"n":2}`
-	if _, fwd, err := ParseEdit([]byte(plain)); err != nil || string(fwd) != plain {
-		t.Fatalf("a plain body must be forwarded byte for byte: %s, %v", fwd, err)
+	plain := `{"model":"m","prompt":"p <b>&</b>",` + img + `,"n":2}`
+	if _, fwd, err := ParseEdit([]byte(plain)); err != nil || string(fwd) != `{`+img+`,"model":"m","n":2,"prompt":"p <b>&</b>"}` {
+		t.Fatalf("a plain body must be forwarded with its members as sent: %s, %v", fwd, err)
+	}
+}
+
+// TestParseEditForwardsOnlyWhatWasChecked: what reaches the provider is the contract's fields and
+// the checked extensions, each image and the mask as their checked image_url alone. A bare Base64
+// image or a local path in a field the gateway does not read, at the top or beside an image's
+// URL, is not forwarded (it was before: only URL-like strings were checked); an extension of the
+// wrong type or range is 400 naming it.
+func TestParseEditForwardsOnlyWhatWasChecked(t *testing.T) {
+	const b64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+	body := `{"model":"m","prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png","data":"` + b64 + `"}],` +
+		`"mask":{"image_url":"https://cdn.example.com/m.png","path":"/etc/passwd"},"image":"` + b64 + `","reference":"/srv/secret.png",` +
+		`"extra":{"file":"C:\\photos\\a.png"},"size":"1024x1024","background":"transparent","input_fidelity":"high",` +
+		`"output_compression":80,"partial_images":2,"stream":false,"user":"u-1","seed":7,"watermark":false,"size_hint":null}`
+	_, fwd, err := ParseEdit([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"background":"transparent","images":[{"image_url":"https://cdn.example.com/a.png"}],"input_fidelity":"high",` +
+		`"mask":{"image_url":"https://cdn.example.com/m.png"},"model":"m","output_compression":80,"partial_images":2,"prompt":"p",` +
+		`"seed":7,"size":"1024x1024","stream":false,"user":"u-1","watermark":false}`
+	if string(fwd) != want {
+		t.Fatalf("forwarded %s\nwant      %s", fwd, want)
+	}
+	for field, value := range map[string]string{
+		"background": `"green"`, "input_fidelity": `"max"`, "output_compression": `101`, "partial_images": `1.5`,
+		"stream": `"true"`, "user": `"` + strings.Repeat("u", 257) + `"`, "seed": `2147483648`, "watermark": `1`,
+	} {
+		_, _, err := ParseEdit([]byte(`{"model":"m","prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png"}],"` + field + `":` + value + `}`))
+		if e, ok := errors.AsType[*apierror.Error](err); !ok || e.Status != 400 || e.Param != field {
+			t.Errorf("%s %s: %v, want 400 naming it", field, value, err)
+		}
 	}
 }
 

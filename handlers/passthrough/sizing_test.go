@@ -208,6 +208,48 @@ func TestVideoSizingReadsLaxLengths(t *testing.T) {
 	}
 }
 
+// TestVideoSizingCeilsFractions: a length with a fraction, as a JSON number or a string, is
+// held as its ceiling (5.5 as 6 s), never as the default 5 or below it; one past an int64 as the
+// largest; frames with a fraction likewise. NaN and the infinities do not read (the upstream
+// refuses them).
+func TestVideoSizingCeilsFractions(t *testing.T) {
+	for body, want := range map[string]int64{
+		`{"duration":5.5}`:               6,
+		`{"duration":5.01}`:              6,
+		`{"seconds":"5.5"}`:              6,
+		`{"seconds":" 11.2 "}`:           12,
+		`{"duration":1.5e1}`:             15,
+		`{"duration":-0.5}`:              0,
+		`{"duration":1e30}`:              math.MaxInt64,
+		`{"seconds":"1e400"}`:            math.MaxInt64,
+		`{"duration":4,"seconds":"4.5"}`: 5,
+	} {
+		fields, err := readFields([]byte(body), videoPricedFields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := videoSizing(jsonVideoValue(&fields)).Duration; d == nil || *d != want {
+			t.Errorf("%s: duration %v, want %d", body, d, want)
+		}
+	}
+	for _, body := range []string{`{"seconds":"NaN"}`, `{"seconds":"Inf"}`, `{"seconds":"-Infinity"}`, `{"seconds":"5.5s"}`} {
+		fields, err := readFields([]byte(body), videoPricedFields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := videoSizing(jsonVideoValue(&fields)).Duration; d != nil {
+			t.Errorf("%s: duration %d, want none", body, *d)
+		}
+	}
+	fields, err := readFields([]byte(`{"duration":2,"frames":240.5}`), videoPricedFields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := videoSizing(jsonVideoValue(&fields)); got.Frames != 241 {
+		t.Errorf("frames 240.5: held %+v, want 241 frames", got)
+	}
+}
+
 // TestFramesSeconds: frames fill whole seconds at 24 a second, a part of one counted as one,
 // and the largest count does not wrap to a negative length.
 func TestFramesSeconds(t *testing.T) {

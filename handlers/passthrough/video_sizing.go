@@ -1,7 +1,10 @@
 package passthrough
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"math"
 	"strconv"
 	"strings"
 
@@ -24,8 +27,10 @@ func createsVideo(ep Endpoint) bool {
 
 // videoSizing is the video task a create's fields ask for (see billing.VideoTask): its length
 // from seconds (a string such as "8", or an integer) or duration, its picture from size
-// ("1280x720", mapped as the video front maps it) or resolution and ratio. A value that does not
-// read counts as absent (the contract's default: 5 s, 720p, 16:9); the upstream refuses it. A
+// ("1280x720", mapped as the video front maps it) or resolution and ratio. A length with a
+// fraction (5.5) counts as its ceiling (6 s), so that it is never held below what an upstream
+// that rounds it up makes. A value that does not read counts as absent (the contract's default:
+// 5 s, 720p, 16:9); the upstream refuses it. A
 // length of 0 or less (Ark's -1: the model chooses) is held as the task API holds it, at the
 // price's max_seconds; frames (24 a second) when they are longer than the length named.
 //
@@ -41,7 +46,7 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 		if !ok {
 			continue
 		}
-		n, ok := wholeNumber(v)
+		n, ok := lengthOf(v)
 		switch {
 		case !ok:
 		case t.Duration == nil:
@@ -59,7 +64,7 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 	if v, ok := value("frames"); ok {
 		// The task API's frames win over its duration (at 24 fps); held when they are longer
 		// than the length named, which a provider that reads duration alone makes.
-		n, ok := wholeNumber(v)
+		n, ok := lengthOf(v)
 		seconds := int64(billing.DefaultDuration)
 		if t.Duration != nil {
 			seconds = *t.Duration
@@ -115,18 +120,35 @@ func resolutionBand(r string) string {
 	return r
 }
 
-// wholeNumber reads a length as an upstream that coerces text may: digits with a sign, around
-// white space ("8", " 8 ", "-1"), or a whole number however JSON writes it ("8.0", "1e1").
-func wholeNumber(v string) (int64, bool) {
+// lengthOf reads a length (seconds or frames) as an upstream that coerces text may: digits with a
+// sign, around white space ("8", " 8 ", "-1"), a whole number however JSON writes it ("8.0",
+// "1e1"), or a number with a fraction ("5.5", "-0.5"), which counts as its ceiling (6, 0) so that
+// the hold is never below what an upstream that rounds it up makes. One past an int64 is the
+// largest (its hold saturates: no balance covers it); NaN and the infinities do not read.
+func lengthOf(v string) (int64, bool) {
 	v = strings.TrimSpace(v)
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 		return n, true
 	}
-	return jsonkeys.Integer([]byte(v))
+	if n, ok := jsonkeys.Integer([]byte(v)); ok {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsNaN(f) || math.IsInf(f, 0) && err == nil {
+		return 0, false
+	}
+	switch c := math.Ceil(f); {
+	case c >= math.MaxInt64: // 2^63, as a float64: no int64 is that large
+		return math.MaxInt64, true
+	case c <= math.MinInt64:
+		return math.MinInt64, true
+	default:
+		return int64(c), true
+	}
 }
 
-// jsonVideoValue reads a video field of a JSON body as text: a string's content, or a whole
-// number's digits.
+// jsonVideoValue reads a video field of a JSON body as text: a string's content, a whole number's
+// digits, or another number as written (5.5: lengthOf counts its ceiling).
 func jsonVideoValue(fields *bodyFields) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		raw := fields.value(name)
@@ -139,6 +161,9 @@ func jsonVideoValue(fields *bodyFields) func(string) (string, bool) {
 		}
 		if n, ok := jsonkeys.Integer(raw); ok { // -1 too: the model chooses
 			return strconv.FormatInt(n, 10), true
+		}
+		if num := bytes.TrimSpace(raw); len(num) > 0 && (num[0] == '-' || num[0] >= '0' && num[0] <= '9') {
+			return string(num), true // a number of a JSON body that parsed: a fraction, or past int64
 		}
 		return "", false
 	}

@@ -111,7 +111,6 @@ type Response struct {
 var (
 	errUnavailable = apierror.New(http.StatusServiceUnavailable, "upload_service_unavailable", "uploads are not configured on this gateway")
 	errFailed      = apierror.New(http.StatusInternalServerError, "upload_presign_failed", "the upload URL could not be created; retry later")
-	errBodyType    = apierror.New(http.StatusBadRequest, "invalid_request_body", "Content-Type must be application/json")
 	errBodyJSON    = apierror.NotJSONObject("invalid_request_body")
 	extension      = regexp.MustCompile(`^[a-z0-9]{1,16}$`)
 )
@@ -179,7 +178,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 func parseRequest(w http.ResponseWriter, r *http.Request) (Request, error) {
 	var req Request
 	if !apierror.IsJSON(r) {
-		return req, errBodyType
+		return req, apierror.WrongContentType(r, "invalid_request_body", "application/json", "")
 	}
 	body, err := apierror.ReadBody(w, r, maxBodyBytes, "invalid_request_body")
 	if err != nil {

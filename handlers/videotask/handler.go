@@ -99,7 +99,6 @@ func (h *Handler) readOnce(ctx context.Context, t storage.Task, onlyChanges bool
 var (
 	errNotFound     = apierror.New(http.StatusNotFound, "not_found", "no such endpoint of the video task API")
 	errTaskNotExist = apierror.New(http.StatusBadRequest, "task_not_exist", "the task does not exist or does not belong to this account")
-	errContentType  = apierror.New(http.StatusBadRequest, "invalid_request", "Content-Type must be application/json")
 )
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -160,7 +159,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // then answers with the id.
 func (h *Handler) create(w http.ResponseWriter, r *http.Request, id auth.Identity) error {
 	if !apierror.IsJSON(r) {
-		return errContentType
+		return apierror.WrongContentType(r, "invalid_request", "application/json", "")
 	}
 	body, err := apierror.ReadBody(w, r, h.maxBody(), "invalid_request")
 	if err != nil {

@@ -41,7 +41,6 @@ type Next func(w http.ResponseWriter, r *http.Request) error
 var (
 	errVideoNotFound = apierror.New(http.StatusNotFound, "not_found", "no video with this id exists for this account")
 	errVideosPath    = apierror.New(http.StatusNotFound, "not_found", "no such endpoint of the video API")
-	errVideoType     = apierror.New(http.StatusBadRequest, "invalid_request_body", "Content-Type must be application/json or multipart/form-data")
 )
 
 // ServeHTTP serves a request under VideosPath, or hands it to next.
@@ -190,7 +189,7 @@ func (f *VideosFront) createVideo(w http.ResponseWriter, r *http.Request, id aut
 	if err != nil {
 		return err
 	}
-	writeJSON(w, videoObject(t, f.Tasks.frontAnswer(r.Context(), t)))
+	writeJSON(w, f.Tasks.frontVideo(r.Context(), t))
 	return nil
 }
 

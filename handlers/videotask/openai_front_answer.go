@@ -10,6 +10,8 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -32,11 +34,15 @@ type Video struct {
 	// through the task API.
 	Prompt             *string `json:"prompt"`
 	RemixedFromVideoID *string `json:"remixed_from_video_id"`
-	// Seconds is the actual duration when the provider reported it, else the one asked for,
-	// else the contract's default (5).
+	// Seconds is the actual duration when the provider reported it, else the length the
+	// provider was asked for (which can differ from the request's: Sora makes 4, 8 or 12 s, and
+	// is asked for 4 where 5 is requested), else the one requested, else the contract's default
+	// (5).
 	Seconds string `json:"seconds"`
 	// Size is the width x height of the actual resolution and ratio when reported, else of the
-	// ones asked for, else of 720p 16:9.
+	// resolution the provider was asked for (which can differ from the request's: Wan 2.2 Plus
+	// makes 480p or 1080p, and is asked for 1080p where 720p is requested) and the ratio asked
+	// for, else of 720p 16:9.
 	Size string `json:"size"`
 }
 
@@ -60,9 +66,31 @@ func (h *Handler) frontAnswer(ctx context.Context, t storage.Task) json.RawMessa
 	return h.clientAnswer(ctx, t)
 }
 
-// videoObject is the video object of a task record and its answer (frontAnswer); the status is
+// frontVideo is the video object of t: made of its answer (frontAnswer) and of the video its
+// provider was asked for.
+func (h *Handler) frontVideo(ctx context.Context, t storage.Task) Video {
+	asked, _ := canonicalRequest(t) // a record without a readable request shows the defaults
+	return videoObject(t, h.frontAnswer(ctx, t), asked, h.plannedVideo(t, asked))
+}
+
+// plannedVideo is the length and resolution a task's provider was asked for, where its adaptor
+// plans them (adaptor.Planner: Sora's 4 s for the contract's 5, Wan 2.2's 1080p for 720p); a
+// zero field where they are the request's own.
+func (h *Handler) plannedVideo(t storage.Task, asked adaptor.Request) billing.PlannedVideo {
+	a, ok := h.taskAdaptor(t)
+	if !ok {
+		return billing.PlannedVideo{}
+	}
+	if planner, ok := a.(adaptor.Planner); ok {
+		return planner.Plan(asked)
+	}
+	return billing.PlannedVideo{}
+}
+
+// videoObject is the video object of a task record, its answer and its canonical request;
+// planned is the video its provider was asked for (a zero field: the request's). The status is
 // the answer's, as the task API shows it.
-func videoObject(t storage.Task, raw json.RawMessage) Video {
+func videoObject(t storage.Task, raw json.RawMessage, asked adaptor.Request, planned billing.PlannedVideo) Video {
 	answer := map[string]json.RawMessage{}
 	if json.Unmarshal(raw, &answer) != nil {
 		answer = map[string]json.RawMessage{}
@@ -74,7 +102,6 @@ func videoObject(t storage.Task, raw json.RawMessage) Video {
 	if status == "" {
 		status = StatusQueued
 	}
-	asked, _ := canonicalRequest(t) // a record without a readable request shows the defaults
 	v := Video{ID: t.ID, Object: "video", Model: t.Model, Status: videoStatuses[status], CreatedAt: t.CreatedAt}
 	if v.Status == "" {
 		v.Status = "in_progress" // a status this front does not know yet is not an end
@@ -96,6 +123,9 @@ func videoObject(t storage.Task, raw json.RawMessage) Video {
 	v.Error = videoError(status, answer["error"])
 
 	seconds := asked.Duration
+	if planned.Seconds > 0 {
+		seconds = planned.Seconds
+	}
 	if n, ok := integer(answer["duration"]); ok && n > 0 {
 		seconds = n
 	}
@@ -104,6 +134,9 @@ func videoObject(t storage.Task, raw json.RawMessage) Video {
 	}
 	v.Seconds = strconv.FormatInt(seconds, 10)
 	resolution, ratio := asked.Resolution, asked.Ratio
+	if planned.Resolution != "" {
+		resolution = planned.Resolution
+	}
 	if s := unquoted(answer["resolution"]); s != "" {
 		resolution = s
 	}
@@ -144,7 +177,7 @@ func (f *VideosFront) retrieve(w http.ResponseWriter, r *http.Request, id auth.I
 	if t, err = f.Tasks.current(t); err != nil {
 		return err
 	}
-	writeJSON(w, videoObject(t, f.Tasks.frontAnswer(r.Context(), t)))
+	writeJSON(w, f.Tasks.frontVideo(r.Context(), t))
 	return nil
 }
 
@@ -230,7 +263,7 @@ func (f *VideosFront) list(w http.ResponseWriter, r *http.Request, id auth.Ident
 			out.HasMore = true
 			break
 		}
-		out.Data = append(out.Data, videoObject(t, f.Tasks.frontAnswer(r.Context(), t)))
+		out.Data = append(out.Data, f.Tasks.frontVideo(r.Context(), t))
 	}
 	if n := len(out.Data); n > 0 {
 		out.FirstID, out.LastID = &out.Data[0].ID, &out.Data[n-1].ID

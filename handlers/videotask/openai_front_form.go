@@ -25,7 +25,7 @@ func bodyTypeError(r *http.Request) *apierror.Error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" {
 		return apierror.ErrNoBoundary
 	}
-	return errVideoType
+	return apierror.WrongContentType(r, "invalid_request_body", "application/json or multipart/form-data", "")
 }
 
 // formBoundary returns the boundary of a multipart/form-data request, and whether it is one.

@@ -69,7 +69,7 @@ func answerStatus(raw json.RawMessage) string {
 // queryResult builds the §2.5 query answer from an upstream answer and the ownership record:
 // id and model as recorded (the client's model id); a §3.1 status; error null unless failed;
 // content {} until success; resolution, ratio and duration only when known. Other upstream
-// fields pass through, each that the Ark Go SDK's task structs declare only with the JSON type
+// fields pass through within the bounds of what a task record keeps (answer_bound.go), each that the Ark Go SDK's task structs declare only with the JSON type
 // they declare it with (answer_types.go): a typed client decodes every answer. The answer's
 // members come sorted by name, as encodeAnswer writes them; the upstream's map is left as it is
 // (the watcher fingerprints it, and builds no second map).
@@ -119,8 +119,8 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFie
 				v = mustJSON(n)
 			}
 		case "resolution", "ratio":
-			if s, ok := jsonString(v); !ok || s == "" {
-				continue // only when known, and a string
+			if s, ok := jsonString(v); !ok || s == "" || len(v) > MaxAnswerMember {
+				continue // only when known, and a string (no resolution is a kilobyte long)
 			}
 		default:
 			if m := taskAnswerType.member(k); m != nil {
@@ -149,7 +149,7 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFie
 	}
 	out = append(out, answerField{"error", errorJSON}, answerField{"content", content})
 	out.sort()
-	return out, status
+	return boundExtras(out, answerContract, taskAnswerType), status
 }
 
 // answerFieldNames are the members every query answer has or may have, which the gateway sets
@@ -205,7 +205,7 @@ func failure(upstream map[string]json.RawMessage) json.RawMessage {
 		var e map[string]json.RawMessage
 		if json.Unmarshal(upstream[k], &e) == nil && e != nil && isString(e["message"]) {
 			if fitted, ok := taskErrorType.fit(upstream[k]); ok {
-				return redactedFailure(fitted) // message, a string, stays
+				return redactedFailure(boundedObject(fitted, errorContract, taskErrorType)) // message, a string, stays
 			}
 		}
 	}

@@ -49,6 +49,7 @@ func resultContent(content json.RawMessage, t storage.Task) (json.RawMessage, bo
 			}
 		}
 	}
+	boundMembers(members, contentContract, taskContentType)
 	return plainJSON(members), true
 }
 
@@ -56,13 +57,16 @@ func resultContent(content json.RawMessage, t storage.Task) (json.RawMessage, bo
 // https URL with a host and no user information (what upstream.Client.Open, which copies kept
 // results, accepts), or, for a task made through an adaptor, the path of the task's own content
 // endpoint (ContentURL without relay_base). A file: or javascript: URL, a relative path or a
-// scheme-relative one is no result: the gateway never redirects a client to it nor fetches it.
-// The address is not required to be public here: the gateway fetches only what
-// upstream.Client.Open fetches, which dials public addresses only (or the upstream's own host),
-// and a client that follows an address dials from its own network.
+// scheme-relative one is no result: the gateway never redirects a client to it nor fetches it;
+// nor is an address longer than MaxResultAddress. The address is not required to be public here:
+// the gateway fetches only what upstream.Client.Open fetches, which dials public addresses only
+// (or the upstream's own host), and a client that follows an address dials from its own network.
 func resultAddress(s string, t storage.Task) bool {
 	if t.UpstreamID != "" && s == ownContentPath(t.ID) {
 		return true
+	}
+	if len(s) > MaxResultAddress {
+		return false // no URL a client or the gateway fetches; kept, it would fill the record
 	}
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Hostname() != "" && u.User == nil && u.Opaque == ""

@@ -106,9 +106,11 @@ type Deleter interface {
 
 // Planner is an Adaptor that knows, before the create, the video its provider makes for r: the
 // length and resolution it asks for, or the provider's defaults where it asks for nothing (a
-// length or resolution the provider does not offer is not sent). Its Read reports the same as the
-// task's usage where the provider reports no length or size. The task's hold counts this video
-// (billing.VideoTask.Planned), so that it is not below what the task settles at.
+// length or resolution the provider does not offer is not sent, or is sent as the nearest one it
+// offers). Its Read reports the same as the task's usage where the provider reports no length or
+// size. The task's hold counts this video (billing.VideoTask.Planned), so that it is not below
+// what the task settles at, and the OpenAI-style front answers it until the provider reports the
+// actual video.
 type Planner interface {
 	Plan(r Request) billing.PlannedVideo
 }

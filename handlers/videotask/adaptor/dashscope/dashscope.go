@@ -7,7 +7,8 @@
 // prompt to input.negative_prompt; a first frame alone makes an image-to-video task (input.img_url,
 // parameters.resolution), a first and a last frame a key-frame task (input.first_frame_url and
 // input.last_frame_url, on the image2video endpoint); without frames a text-to-video task whose
-// parameters.size is the pixel size of resolution × ratio. duration, seed, watermark and
+// parameters.size is the pixel size of resolution × ratio. The resolution (default 720p) is
+// always sent, as the nearest the model offers (tierOf). duration, seed, watermark and
 // generate_audio (parameters.audio) are passed on; camera_fixed, frames, reference media and the
 // other fields are ignored.
 package dashscope
@@ -21,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 )
@@ -42,7 +44,7 @@ type Adaptor struct{}
 type createBody struct {
 	Model      string         `json:"model"`
 	Input      createInput    `json:"input"`
-	Parameters map[string]any `json:"parameters,omitempty"`
+	Parameters map[string]any `json:"parameters"`
 }
 
 type createInput struct {
@@ -66,12 +68,12 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 	case hasFirst:
 		body.Input.ImgURL = first.URL
 	}
-	if hasFirst {
-		if r.Resolution != "" {
-			body.Parameters["resolution"] = strings.ToUpper(r.Resolution) // "720P"
-		}
-	} else if size, ok := pixelSize(r.Resolution, r.Ratio); ok {
-		body.Parameters["size"] = size
+	// The resolution is always sent, so that Wan's own default (1080P on most models) never
+	// stands in for the contract's 720p; tierOf keeps it to one the model offers.
+	if tier := tierOf(r); hasFirst {
+		body.Parameters["resolution"] = strings.ToUpper(tier) // "720P"
+	} else {
+		body.Parameters["size"] = pixelSize(tier, r.Ratio)
 	}
 	if r.Duration > 0 {
 		body.Parameters["duration"] = r.Duration
@@ -84,9 +86,6 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 	}
 	if r.GenerateAudio != nil {
 		body.Parameters["audio"] = *r.GenerateAudio
-	}
-	if len(body.Parameters) == 0 {
-		body.Parameters = nil
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -128,7 +127,7 @@ type taskAnswer struct {
 }
 
 // Read implements adaptor.Adaptor.
-func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, _ adaptor.Request) (adaptor.State, error) {
+func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.Request) (adaptor.State, error) {
 	ans, err := c.Call(ctx, http.MethodGet, tasksPath+url.PathEscape(id), nil, nil)
 	if err != nil {
 		return adaptor.State{}, err
@@ -154,10 +153,20 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, _ adaptor.
 			s.Usage.Width, s.Usage.Height = w, h
 		}
 		s.Usage.VideoSeconds, s.Usage.Resolution, s.Usage.Ratio, s.Usage.Requests = s.Duration, s.Resolution, s.Ratio, 1
+		if s.Usage.Resolution == "" {
+			s.Usage.Resolution = tierOf(r) // no size reported: billed at the tier asked for (Plan)
+		}
 	case adaptor.StatusFailed:
 		s.ErrorCode, s.ErrorMessage = string(a.Output.Code), string(a.Output.Message)
 	}
 	return s, nil
+}
+
+// Plan implements adaptor.Planner: the resolution tierOf picks, which Create always sends (it
+// can be above the one asked for: 1080p for 720p on a model of 480P and 1080P). The length is
+// the request's, which Create sends as it is.
+func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
+	return billing.PlannedVideo{Resolution: tierOf(r)}
 }
 
 // states maps DashScope's task_status onto the contract's states. UNKNOWN (the task's record is
@@ -197,7 +206,10 @@ func refusal(ans upstream.Answer) *apierror.Error {
 }
 
 // Interface guards
-var _ adaptor.Adaptor = Adaptor{}
+var (
+	_ adaptor.Adaptor = Adaptor{}
+	_ adaptor.Planner = Adaptor{}
+)
 
 // seconds is a usage length in whole seconds, the fraction dropped; 0 (not reported) when absent
 // or not a positive number an int64 holds (see adaptor.WholeSeconds).

@@ -10,12 +10,12 @@
 // Content.
 //
 // Mapping (docs/video-providers.md has the table): the prompt goes to prompt; a first frame to
-// input_reference.image_url; duration 4, 8 or 12 to seconds (a string); resolution 720p or
-// 1080p with ratio 16:9 or 9:16 to size (1280x720, 720x1280, 1792x1024, 1024x1792; a
-// resolution or ratio not given is the contract's default, 720p or 16:9). Negative prompts,
-// seed, frames, the flags, a last frame and reference media are ignored. The video's states are
-// queued, in_progress, completed and failed; its seconds and size give the actual duration,
-// resolution and ratio.
+// input_reference.image_url; duration to seconds (a string), as the nearest of the 4, 8 or 12
+// the API takes (secondsOf); resolution 720p or 1080p with ratio 16:9 or 9:16 to size (1280x720,
+// 720x1280, 1792x1024, 1024x1792; a resolution or ratio not given is the contract's default,
+// 720p or 16:9). Negative prompts, seed, frames, the flags, a last frame and reference media are
+// ignored. The video's states are queued, in_progress, completed and failed; its seconds and size
+// give the actual duration, resolution and ratio.
 package openai
 
 import (
@@ -112,8 +112,8 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 	if first, ok := r.Find(adaptor.RoleFirstFrame); ok {
 		body.InputReference = &imageRef{ImageURL: first.URL}
 	}
-	if sent := secondsOf(r.Duration); sent == r.Duration { // 4, 8 or 12; another is not sent
-		body.Seconds = strconv.FormatInt(sent, 10)
+	if r.Duration > 0 { // -1 (and 0) leave the length to the model: its default 4 s
+		body.Seconds = strconv.FormatInt(secondsOf(r.Duration), 10)
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -178,17 +178,30 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 	return s, nil
 }
 
-// secondsOf is the length a request's duration asks the API for: 4, 8 or 12 as given; any
-// other is not sent, and the API makes its default.
+// offeredSeconds are the lengths the API takes, shortest first.
+var offeredSeconds = []int64{4, 8, 12}
+
+// secondsOf is the length the API is asked for, for a request's duration: the offered length
+// nearest to it, the longer of two equally near (the contract's default 5 is 4; 6 is 8, 10 is 12,
+// 13 to 15 are 12). A duration of -1 or 0 (the model chooses) sends none, and the API makes its
+// default, 4 s.
 func secondsOf(duration int64) int64 {
-	if duration == 4 || duration == 8 || duration == 12 {
-		return duration
+	if duration <= 0 {
+		return defaultSeconds
 	}
-	return defaultSeconds
+	best := offeredSeconds[0]
+	for _, s := range offeredSeconds[1:] {
+		if abs(s-duration) <= abs(best-duration) {
+			best = s
+		}
+	}
+	return best
 }
 
-// Plan implements adaptor.Planner: secondsOf's length (the API's default 4 s for a length it
-// does not offer). The picture is the one asked for (the contract's default when not given), or
+func abs(n int64) int64 { return max(n, -n) }
+
+// Plan implements adaptor.Planner: secondsOf's length, the one sent (or the API's default 4 s
+// where none is). The picture is the one asked for (the contract's default when not given), or
 // the model's default size where sizeOf names none, which is not known here.
 func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
 	return billing.PlannedVideo{Seconds: secondsOf(r.Duration)}
