@@ -82,6 +82,18 @@ func (f *fakeGemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// veoLengths are the durationSeconds a Veo model takes, as the Gemini API's reference lists
+// them: 4, 6 or 8 for Veo 3 and 3.1, 5 to 8 for Veo 2 (any of those for another name).
+func veoLengths(model string) []int {
+	switch {
+	case strings.HasPrefix(model, "veo-3"):
+		return []int{4, 6, 8}
+	case strings.HasPrefix(model, "veo-2"):
+		return []int{5, 6, 7, 8}
+	}
+	return []int{4, 5, 6, 7, 8}
+}
+
 func (f *fakeGemini) create(w http.ResponseWriter, r *http.Request, model string, body []byte) {
 	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		f.refuse(w, http.StatusBadRequest, "INVALID_ARGUMENT", "Invalid JSON payload received.")
@@ -104,8 +116,8 @@ func (f *fakeGemini) create(w http.ResponseWriter, r *http.Request, model string
 		case p.Resolution != nil && !slices.Contains([]string{"720p", "1080p"}, *p.Resolution):
 			f.refuse(w, http.StatusBadRequest, "INVALID_ARGUMENT", "resolution must be 720p or 1080p")
 			return
-		case p.DurationSeconds != nil && !slices.Contains([]int{4, 5, 6, 8}, *p.DurationSeconds):
-			f.refuse(w, http.StatusBadRequest, "INVALID_ARGUMENT", "durationSeconds must be 4, 6 or 8")
+		case p.DurationSeconds != nil && !slices.Contains(veoLengths(model), *p.DurationSeconds):
+			f.refuse(w, http.StatusBadRequest, "INVALID_ARGUMENT", fmt.Sprintf("durationSeconds must be one of %v for %s", veoLengths(model), model))
 			return
 		}
 	}

@@ -429,3 +429,22 @@ func TestMiniMaxFileResult(t *testing.T) {
 		t.Fatalf("another account: %d %s", r.status, r.body)
 	}
 }
+
+// TestGeminiLengthTheModelMakes: the strict fake Gemini API takes only the lengths a Veo model
+// makes (4, 6 or 8 s for Veo 3), so a task of the contract's default 5 s, or of 15 s, is sent
+// as the nearest of them (6 and 8) and made, not refused by the provider.
+func TestGeminiLengthTheModelMakes(t *testing.T) {
+	v := startVideoProviders(t)
+	for duration, want := range map[int]string{5: `"durationSeconds":6`, 15: `"durationSeconds":8`} {
+		before := len(v.gemini.log.matching("POST", "/v1beta/models/veo-3.0-generate-001:predictLongRunning"))
+		id := v.createWith(t, map[string]any{"model": "veo-client", "duration": duration,
+			"content": []any{map[string]any{"type": "text", "text": "a kite"}}})
+		creates := v.gemini.log.matching("POST", "/v1beta/models/veo-3.0-generate-001:predictLongRunning")
+		if len(creates) != before+1 || !bytes.Contains(creates[len(creates)-1].Body, []byte(want)) {
+			t.Fatalf("duration %d: sent %s, want %s", duration, creates[len(creates)-1].Body, want)
+		}
+		if got := pollUntil(t, v.alice, id); got.Status != model.StatusSucceeded {
+			t.Fatalf("duration %d: %+v", duration, got)
+		}
+	}
+}

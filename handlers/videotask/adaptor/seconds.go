@@ -13,3 +13,20 @@ func WholeSeconds(d float64, round func(float64) float64) int64 {
 	}
 	return int64(d)
 }
+
+// NearestLength is the length of offered (ascending, at least one) nearest to duration: of two
+// equally near, the longer. A provider that makes only some lengths is asked for this one, so
+// that a request of the contract's range is made, not refused.
+func NearestLength(duration int64, offered []int64) int64 {
+	best := offered[0]
+	for _, s := range offered[1:] {
+		if distance(s, duration) <= distance(best, duration) {
+			best = s
+		}
+	}
+	return best
+}
+
+// distance is |a - b|, which the contract's lengths (-1 to 15) and a provider's keep far from
+// overflow.
+func distance(a, b int64) int64 { return max(a-b, b-a) }

@@ -10,9 +10,10 @@
 //
 // Mapping (docs/video-providers.md has the table): the prompt goes to instances[0].prompt;
 // ratio (16:9 or 9:16) to parameters.aspectRatio, resolution (720p, 1080p) to
-// parameters.resolution, duration to parameters.durationSeconds and a negative prompt to
-// parameters.negativePrompt. Media references are ignored (the Gemini API takes images as inline
-// bytes, and the gateway never fetches a client's media), as are seed, frames and the flags.
+// parameters.resolution, duration to parameters.durationSeconds (as a length the model makes,
+// see durationSeconds) and a negative prompt to parameters.negativePrompt. Media references are
+// ignored (the Gemini API takes images as inline bytes, and the gateway never fetches a client's
+// media), as are seed, frames and the flags.
 package gemini
 
 import (
@@ -57,8 +58,8 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 	if r.Resolution == "720p" || r.Resolution == "1080p" {
 		body.Parameters["resolution"] = r.Resolution
 	}
-	if r.Duration > 0 {
-		body.Parameters["durationSeconds"] = r.Duration
+	if seconds := durationSeconds(r.Model, r.Duration); seconds > 0 {
+		body.Parameters["durationSeconds"] = seconds
 	}
 	if r.NegativePrompt != "" {
 		body.Parameters["negativePrompt"] = r.NegativePrompt
@@ -180,8 +181,8 @@ func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
 // (the operation reports neither).
 func usage(r adaptor.Request) (u billing.Usage) {
 	u.VideoSeconds, u.Resolution, u.Ratio, u.Requests = defaultSeconds, defaultResolution, defaultRatio, 1
-	if r.Duration > 0 {
-		u.VideoSeconds = r.Duration
+	if seconds := durationSeconds(r.Model, r.Duration); seconds > 0 {
+		u.VideoSeconds = seconds
 	}
 	if r.Resolution == "1080p" {
 		u.Resolution = r.Resolution
@@ -190,6 +191,28 @@ func usage(r adaptor.Request) (u billing.Usage) {
 		u.Ratio = r.Ratio
 	}
 	return u
+}
+
+// veo3Seconds are the lengths Veo 3 models make.
+var veo3Seconds = []int64{4, 6, 8}
+
+// durationSeconds is the length the API is asked for, for a request's duration on model (0: none
+// is sent, and Veo makes its default 8 s; so for a duration of -1 or none). Veo 3 models
+// (veo-3.0-…, veo-3.1-…) make 4, 6 or 8 s and are asked for the nearest (the longer of two
+// equally near: the contract's default 5 is 6, 15 is 8); Veo 2 models make 5 to 8 s and are asked
+// for the duration brought into that range. Another model (a later Veo, or a name of the
+// operator's upstream) is asked for the duration as given.
+func durationSeconds(model string, duration int64) int64 {
+	if duration <= 0 {
+		return 0
+	}
+	switch name := strings.TrimPrefix(model, "models/"); {
+	case strings.HasPrefix(name, "veo-3"):
+		return adaptor.NearestLength(duration, veo3Seconds)
+	case strings.HasPrefix(name, "veo-2"):
+		return min(max(duration, 5), 8)
+	}
+	return duration
 }
 
 // Cancel implements adaptor.Adaptor: the Gemini API offers no cancel of a Veo operation.

@@ -189,16 +189,8 @@ func secondsOf(duration int64) int64 {
 	if duration <= 0 {
 		return defaultSeconds
 	}
-	best := offeredSeconds[0]
-	for _, s := range offeredSeconds[1:] {
-		if abs(s-duration) <= abs(best-duration) {
-			best = s
-		}
-	}
-	return best
+	return adaptor.NearestLength(duration, offeredSeconds)
 }
-
-func abs(n int64) int64 { return max(n, -n) }
 
 // Plan implements adaptor.Planner: secondsOf's length, the one sent (or the API's default 4 s
 // where none is). The picture is the one asked for (the contract's default when not given), or
