@@ -31,6 +31,9 @@ const videoCaddyfile = `{
 			account alice
 			models gpt-image-*
 		}
+		key mg-alice-second {
+			account alice
+		}
 	}
 }
 
@@ -228,14 +231,19 @@ func TestVideoTaskIsolation(t *testing.T) {
 	if err != nil || list.Total != 0 || len(list.Items) != 0 {
 		t.Fatalf("bob's list shows %+v, %v", list, err)
 	}
-	// Alice still has her task, untouched by bob's delete; a second key of her account sees it.
+	// Alice still has her task, untouched by bob's delete; a second key of her account sees it,
+	// unless the key may not use the task's model (then the task is unknown to it).
 	got, err := alice.GetContentGenerationTask(ctx, model.GetContentGenerationTaskRequest{ID: task.ID})
 	if err != nil || got.ID != task.ID {
 		t.Fatalf("alice lost her task: %v", err)
 	}
-	r := call(t, "GET", base+"/api/v3/contents/generations/tasks/"+task.ID, "mg-alice-images", nil)
+	r := call(t, "GET", base+"/api/v3/contents/generations/tasks/"+task.ID, "mg-alice-second", nil)
 	if r.status != 200 {
 		t.Fatalf("same account, other key: %d %s", r.status, r.body)
+	}
+	r = call(t, "GET", base+"/api/v3/contents/generations/tasks/"+task.ID, "mg-alice-images", nil)
+	if r.status != 400 || r.json(t)["code"] != "task_not_exist" {
+		t.Fatalf("same account, a key of other models: %d %s, want 400 task_not_exist", r.status, r.body)
 	}
 	ids := []string{}
 	for _, it := range arkList(t, base, "mg-alice") {
