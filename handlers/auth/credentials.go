@@ -13,7 +13,7 @@ import (
 // CredentialHeaders are the request headers that carry credentials in some client or protocol.
 // All of them are removed from every request that passes authentication, whether or not they
 // were used and whether or not the key was valid: none may reach a later handler, a log or an
-// upstream.
+// upstream. So is every other spelling of them (see IsCredentialHeader): X_Api_Key, Api.Key.
 var CredentialHeaders = []string{
 	"Authorization",
 	"Proxy-Authorization",
@@ -114,9 +114,9 @@ func StripCredentials(r *http.Request) bool {
 		r.Trailer = nil
 		removed = true
 	}
-	for _, name := range CredentialHeaders {
-		if _, ok := r.Header[name]; ok {
-			r.Header.Del(name)
+	for name := range r.Header {
+		if IsCredentialHeader(name) {
+			delete(r.Header, name)
 			removed = true
 		}
 	}
@@ -139,6 +139,34 @@ func StripCredentials(r *http.Request) bool {
 		}
 	}
 	return removed
+}
+
+// IsCredentialHeader reports whether a header name reads as one of CredentialHeaders to some
+// server: in any letter case, and without '-', '_' and '.'. Servers that hand headers to
+// applications as variables (CGI, WSGI, PHP, some proxies) read X_Api_Key, and some X.Api.Key,
+// as X-Api-Key; Caddy's logs would print such a header, and the proxy forward it. (The names are
+// CredentialHeaders', folded.)
+func IsCredentialHeader(name string) bool {
+	var buf [24]byte
+	n := 0
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '-' || c == '_' || c == '.':
+			continue
+		case n == len(buf):
+			return false // longer than any credential header's name
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	switch string(buf[:n]) {
+	case "authorization", "proxyauthorization", "xapikey", "xgoogapikey", "apikey", "xauthtoken", "xamzsecuritytoken":
+		return true
+	}
+	return false
 }
 
 // queryValues returns the values of the parameter name in a raw query, decoded as a browser

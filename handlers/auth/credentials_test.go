@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -60,6 +61,35 @@ func TestStripCredentials(t *testing.T) {
 	clean := httptest.NewRequest("GET", "/v1/models?keys=1&monkey=2", nil)
 	if StripCredentials(clean) || clean.URL.RawQuery != "keys=1&monkey=2" {
 		t.Errorf("a request without credentials was changed: %q", clean.URL.RawQuery)
+	}
+}
+
+// TestCredentialHeaderSpellings checks that every spelling of a credential header that some
+// server reads as the header (case, '_' or '.' for '-') is removed, and no other header.
+func TestCredentialHeaderSpellings(t *testing.T) {
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	for _, h := range CredentialHeaders {
+		r.Header[strings.ReplaceAll(h, "-", "_")] = []string{"secret"}
+		r.Header[strings.ToLower(strings.ReplaceAll(h, "-", "."))] = []string{"secret"}
+		r.Header[strings.ToUpper(strings.ReplaceAll(h, "-", ""))] = []string{"secret"}
+		if !IsCredentialHeader(h) {
+			t.Errorf("%s is not a credential header", h)
+		}
+	}
+	kept := []string{"Content-Type", "X-Api-Keys", "X-Goog-Api-Client", "Api-Key-Id", "Authorization-Hint", "Anthropic-Version"}
+	for _, h := range kept {
+		r.Header.Set(h, "kept")
+	}
+	if !StripCredentials(r) {
+		t.Fatal("StripCredentials reported nothing removed")
+	}
+	for name := range r.Header {
+		if !slices.Contains(kept, name) {
+			t.Errorf("%s kept", name)
+		}
+	}
+	if len(r.Header) != len(kept) {
+		t.Errorf("headers left: %v, want %v", r.Header, kept)
 	}
 }
 

@@ -1,0 +1,61 @@
+package integration
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCredentialHeaderSpellingsCaddyKeeps sends a key in credential headers spelled with '_' or
+// '.' (X_Api_Key, Api.Key), which servers that hand headers to applications as variables (CGI,
+// WSGI, PHP) read as X-Api-Key. Caddy drops such headers unless its servers options
+// expected_underscore_headers or expected_dot_headers keep them; kept, they reached the provider
+// and the access log with the caller's key. mediagw_auth removes them as it removes X-Api-Key.
+func TestCredentialHeaderSpellingsCaddyKeeps(t *testing.T) {
+	rec := newRecorder(t)
+	dir := t.TempDir()
+	accessLog, defaultLog := filepath.Join(dir, "access.log"), filepath.Join(dir, "default.log")
+	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
+		"rec_url": rec.URL, "access_log": accessLog, "default_log": defaultLog, "dead_port": fmt.Sprint(freePort(t)),
+		"servers": "servers {\n\t\texpected_underscore_headers x_api_key x_goog_api_key proxy_authorization\n\t\texpected_dot_headers api.key\n\t}",
+	})
+	const valid = "mg-logtest-valid-5f1c2e"
+	headers := map[string]string{"X_Api_Key": "mg-logtest-bogus-underscore", "X_Goog_Api_Key": "mg-logtest-bogus-googunderscore",
+		"Proxy_Authorization": "Basic mg-logtest-bogus-proxyunderscore", "Api.Key": "mg-logtest-bogus-dot"}
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-x","messages":[]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+valid)
+	for name, value := range headers {
+		req.Header[name] = []string{value} // as spelled: Set would not keep the '.'
+	}
+	if r := do(t, req); r.status != 200 {
+		t.Fatalf("chat = %d %s", r.status, r.body)
+	}
+	got := rec.last(t)
+	var access, defaults []byte
+	waitFor(t, "the access log entry", func() bool {
+		access, _ = os.ReadFile(accessLog)
+		return strings.Contains(string(access), `"msg":"handled request"`)
+	})
+	defaults, _ = os.ReadFile(defaultLog)
+	for _, secret := range append([]string{valid}, mapValues(headers)...) {
+		secret = strings.TrimPrefix(secret, "Basic ")
+		if strings.Contains(fmt.Sprint(got.header), secret) {
+			t.Errorf("the upstream received %s: %v", secret, got.header)
+		}
+		if strings.Contains(string(access), secret) || strings.Contains(string(defaults), secret) {
+			t.Errorf("a log holds %s:\n%s\n%s", secret, access, defaults)
+		}
+	}
+}
+
+func mapValues(m map[string]string) []string {
+	var values []string
+	for _, v := range m {
+		values = append(values, v)
+	}
+	return values
+}
