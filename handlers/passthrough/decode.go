@@ -101,3 +101,26 @@ func (b *replayedBody) Close() error { return nil }
 func (b *replayedBody) again() (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(b.body)), nil
 }
+
+// encodesSeparator reports whether an escaped path (url.URL's RawPath, set only when it differs
+// from the default escaping of the decoded path) holds an encoded '/', '\' or '.', in either
+// letter case. No client of the forwarded endpoints encodes them; decoded, they change which
+// segments a path has.
+func encodesSeparator(rawPath string) bool {
+	for i := 0; i+2 < len(rawPath); i++ {
+		if rawPath[i] != '%' {
+			continue
+		}
+		switch c := rawPath[i+2] | 0x20; rawPath[i+1] {
+		case '2':
+			if c == 'f' || c == 'e' {
+				return true
+			}
+		case '5':
+			if c == 'c' {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -117,7 +117,9 @@ var (
 // as it was checked. A refusal is an *apierror.Error.
 func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity) (Route, error) {
 	ep, params, ok := rt.endpoint(r.Method, r.URL.Path)
-	if !ok {
+	if !ok || encodesSeparator(r.URL.RawPath) {
+		// An encoded '/', '\' or '.' (chat%2Fcompletions) decodes into the path of an endpoint
+		// that a proxy or firewall in front, reading the path as sent, took for another path.
 		// An endpoint is a method and a path: another method on a forwarded path is no
 		// endpoint either (DESIGN §7), and says nothing of which methods the path takes.
 		return Route{}, errNoEndpoint
