@@ -59,3 +59,54 @@ func mapValues(m map[string]string) []string {
 	}
 	return values
 }
+
+// TestWebSocketKeyProtocolNeverLogged opens a Realtime WebSocket as OpenAI's SDKs do from a
+// browser, with the key in a subprotocol (Sec-WebSocket-Protocol: realtime,
+// openai-insecure-api-key.<key>): Caddy's access log printed that header, key included. The
+// gateway serves no WebSocket endpoint; the key stays out of every log and the upstream either
+// way, with or without a valid Authorization beside it.
+func TestWebSocketKeyProtocolNeverLogged(t *testing.T) {
+	rec := newRecorder(t)
+	dir := t.TempDir()
+	accessLog, defaultLog := filepath.Join(dir, "access.log"), filepath.Join(dir, "default.log")
+	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
+		"rec_url": rec.URL, "access_log": accessLog, "default_log": defaultLog, "dead_port": fmt.Sprint(freePort(t)), "servers": "",
+	})
+	const valid = "mg-logtest-valid-5f1c2e"
+	for _, tc := range []struct {
+		bearer bool
+		status int
+	}{{false, 401}, {true, 404}} {
+		req, _ := http.NewRequest("GET", base+"/v1/realtime?model=gpt-x", nil)
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "websocket")
+		req.Header.Set("Sec-WebSocket-Version", "13")
+		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+		req.Header.Set("Sec-WebSocket-Protocol", "realtime, openai-insecure-api-key."+valid+", openai-beta.realtime-v1")
+		if tc.bearer {
+			req.Header.Set("Authorization", "Bearer "+valid)
+		}
+		if r := do(t, req); r.status != tc.status {
+			t.Errorf("bearer %v: status %d %s, want %d", tc.bearer, r.status, r.body, tc.status)
+		}
+	}
+	var access []byte
+	waitFor(t, "two access log entries", func() bool {
+		access, _ = os.ReadFile(accessLog)
+		return strings.Count(string(access), `"msg":"handled request"`) >= 2
+	})
+	defaults, _ := os.ReadFile(defaultLog)
+	for name, content := range map[string][]byte{"access log": access, "default log": defaults} {
+		if strings.Contains(string(content), valid) {
+			t.Errorf("the %s holds the key:\n%s", name, content)
+		}
+	}
+	if !strings.Contains(string(access), "openai-beta.realtime-v1") {
+		t.Errorf("the other subprotocols were not logged:\n%s", access)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.requests) != 0 {
+		t.Errorf("the upstream received %d requests", len(rec.requests))
+	}
+}

@@ -120,6 +120,16 @@ func StripCredentials(r *http.Request) bool {
 			removed = true
 		}
 	}
+	if protocols, ok := r.Header["Sec-Websocket-Protocol"]; ok {
+		if kept, had := WithoutKeyProtocols(protocols); had {
+			removed = true
+			if len(kept) == 0 {
+				delete(r.Header, "Sec-Websocket-Protocol")
+			} else {
+				r.Header["Sec-Websocket-Protocol"] = kept
+			}
+		}
+	}
 	if r.URL != nil && r.URL.RawQuery != "" {
 		if q, ok := withoutCredentialParameters(r.URL.RawQuery); ok {
 			r.URL.RawQuery, r.URL.ForceQuery = q, false
@@ -165,6 +175,48 @@ func IsCredentialHeader(name string) bool {
 	switch string(buf[:n]) {
 	case "authorization", "proxyauthorization", "xapikey", "xgoogapikey", "apikey", "xauthtoken", "xamzsecuritytoken":
 		return true
+	}
+	return false
+}
+
+// KeyProtocolPrefix begins the WebSocket subprotocol in which OpenAI's SDKs send the API key
+// from a browser (Sec-WebSocket-Protocol: realtime, openai-insecure-api-key.<key>).
+const KeyProtocolPrefix = "openai-insecure-api-key."
+
+// WithoutKeyProtocols returns the values of a Sec-WebSocket-Protocol header without the
+// subprotocols that carry a key (KeyProtocolPrefix, in any case), the rest kept in order; and
+// whether there were any.
+func WithoutKeyProtocols(values []string) ([]string, bool) {
+	had := false
+	for _, v := range values {
+		if containsFold(v, KeyProtocolPrefix) {
+			had = true
+		}
+	}
+	if !had {
+		return values, false
+	}
+	var kept []string
+	for _, v := range values {
+		var tokens []string
+		for token := range strings.SplitSeq(v, ",") {
+			if token = strings.TrimSpace(token); token != "" && !containsFold(token, KeyProtocolPrefix) {
+				tokens = append(tokens, token)
+			}
+		}
+		if len(tokens) > 0 {
+			kept = append(kept, strings.Join(tokens, ", "))
+		}
+	}
+	return kept, true
+}
+
+// containsFold reports whether s holds the lowercase ASCII sub in any letter case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
 	}
 	return false
 }

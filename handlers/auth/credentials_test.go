@@ -153,3 +153,25 @@ func FuzzStripCredentials(f *testing.F) {
 		}
 	})
 }
+
+func TestWithoutKeyProtocols(t *testing.T) {
+	for _, tc := range []struct {
+		in, want []string
+		had      bool
+	}{
+		{[]string{"realtime, openai-insecure-api-key.mg-a, openai-beta.realtime-v1"}, []string{"realtime, openai-beta.realtime-v1"}, true},
+		{[]string{"realtime", "OPENAI-INSECURE-API-KEY.mg-a"}, []string{"realtime"}, true},
+		{[]string{"openai-insecure-api-key.mg-a"}, nil, true},
+		{[]string{"realtime, chat"}, []string{"realtime, chat"}, false},
+	} {
+		got, had := WithoutKeyProtocols(tc.in)
+		if had != tc.had || !slices.Equal(got, tc.want) {
+			t.Errorf("%q = %q %v, want %q %v", tc.in, got, had, tc.want, tc.had)
+		}
+	}
+	r := httptest.NewRequest("GET", "/v1/realtime", nil)
+	r.Header.Set("Sec-WebSocket-Protocol", "openai-insecure-api-key.mg-a")
+	if !StripCredentials(r) || len(r.Header) != 0 {
+		t.Errorf("left %v", r.Header)
+	}
+}
