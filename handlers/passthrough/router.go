@@ -306,6 +306,11 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
 			return "", err
 		}
+		if ep.toolModels {
+			if err := checkToolModels(fields.value("tools"), id); err != nil {
+				return "", err
+			}
+		}
 		route.Sizing = sizing(ep, &fields, len(body))
 		return jsonModel(&fields)
 	case mt == "multipart/form-data" && params["boundary"] == "" && ep.Multipart:
@@ -357,16 +362,19 @@ func jsonModel(fields *bodyFields) (string, error) {
 	return model, nil
 }
 
-// refFields are the top-level body fields the router reads: model, the priced fields and the
-// endpoint's references. The slice is shared by every endpoint without references: do not
+// refFields are the top-level body fields the router reads: model, the priced fields, the
+// endpoint's references and, where tools may name models, tools. The slice is shared by every endpoint without references: do not
 // change it.
 func refFields(ep Endpoint) []string {
-	if len(ep.Refs) == 0 {
+	if len(ep.Refs) == 0 && !ep.toolModels {
 		return modelAndPriced
 	}
-	fields := append(make([]string, 0, len(modelAndPriced)+len(ep.Refs)), modelAndPriced...)
+	fields := append(make([]string, 0, len(modelAndPriced)+len(ep.Refs)+1), modelAndPriced...)
 	for field := range ep.Refs {
 		fields = append(fields, field)
+	}
+	if ep.toolModels {
+		fields = append(fields, "tools")
 	}
 	return fields
 }
