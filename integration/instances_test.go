@@ -59,6 +59,7 @@ http://127.0.0.1:%[6]d {
 	route {
 		mediagw_auth
 		mediagw_models /v1/models
+		mediagw_presign /v1/upload/presign
 		mediagw_video_tasks /api/v3/contents/generations/tasks*
 		respond 404
 	}
