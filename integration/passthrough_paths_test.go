@@ -2,14 +2,22 @@ package integration
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // TestPathsAroundForwardedEndpointsAreRefused sends, with a valid key, methods and paths next to
@@ -100,4 +108,56 @@ func rawMethodRequest(t *testing.T, base, method, raw string) int {
 		t.Fatal(err)
 	}
 	return resp.StatusCode
+}
+
+// TestMethodOverrideNeverReachesTheUpstream has the openai-go SDK send a checked chat completion
+// with X-HTTP-Method-Override: GET, which Google's APIs and many web frameworks honour. The fake
+// upstream honours it as they do: a POST to /chat/completions taken for GET lists the stored chat
+// completions of the operator's upstream account, every tenant's, an endpoint the gateway does not
+// forward. The gateway refuses the override (400), as it does ?_method=GET.
+func TestMethodOverrideNeverReachesTheUpstream(t *testing.T) {
+	var mu sync.Mutex
+	var methods []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method := r.Method
+		if o := r.Header.Get("X-HTTP-Method-Override"); o != "" && r.Method == http.MethodPost {
+			method = o
+		}
+		if m := r.URL.Query().Get("_method"); m != "" {
+			method = m
+		}
+		mu.Lock()
+		methods = append(methods, method)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if method == http.MethodGet {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"chatcmpl-of-another-tenant","object":"chat.completion"}],"has_more":false}`)
+			return
+		}
+		fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	}))
+	defer up.Close()
+	dir := t.TempDir()
+	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
+		"rec_url": up.URL, "access_log": filepath.Join(dir, "access.log"), "default_log": filepath.Join(dir, "default.log"),
+		"dead_port": fmt.Sprint(freePort(t)), "servers": "",
+	})
+	params := openai.ChatCompletionNewParams{Model: "gpt-x", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
+	for _, opt := range []option.RequestOption{option.WithHeader("X-HTTP-Method-Override", "GET"), option.WithQuery("_method", "GET")} {
+		oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-logtest-valid-5f1c2e"), option.WithMaxRetries(0), opt)
+		_, err := oa.Chat.Completions.New(context.Background(), params)
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "invalid_request_body" {
+			t.Errorf("a chat completion with a method override: %v", err)
+		}
+	}
+	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-logtest-valid-5f1c2e"), option.WithMaxRetries(0))
+	if chat, err := oa.Chat.Completions.New(context.Background(), params); err != nil || chat.Choices[0].Message.Content != "ok" {
+		t.Fatalf("a plain chat completion: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(methods, []string{http.MethodPost}) {
+		t.Errorf("the upstream took requests as %v, want one POST", methods)
+	}
 }

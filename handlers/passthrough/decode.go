@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"mime"
+	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -123,4 +125,25 @@ func encodesSeparator(rawPath string) bool {
 		}
 	}
 	return false
+}
+
+// overridesMethod reports whether r asks an upstream to take it for another method: a method
+// override header (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override; any case, '_' or
+// '.' for '-') or a _method query parameter.
+func overridesMethod(r *http.Request) bool {
+	for name := range r.Header {
+		if len(name) < len("X-HTTP-Method") || name[0]|0x20 != 'x' {
+			continue // most headers, without folding them
+		}
+		switch strings.Map(func(c rune) rune {
+			if c == '-' || c == '_' || c == '.' {
+				return -1
+			}
+			return unicode.ToLower(c)
+		}, name) {
+		case "xhttpmethodoverride", "xhttpmethod", "xmethodoverride":
+			return true
+		}
+	}
+	return r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "_method")
 }

@@ -107,7 +107,11 @@ var (
 	errMultipart  = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
 	errQueryModel = apierror.New(http.StatusBadRequest, "invalid_request_body", "model may not be given in the query: give it in the body or the path").WithParam("model")
 	errCoded      = apierror.CompressedBody("invalid_request_body")
-	errCharset    = apierror.New(http.StatusBadRequest, "invalid_request_body", "a JSON body must be UTF-8: Content-Type may name no charset but utf-8").WithParam("Content-Type")
+	// errMethodOverride refuses a method override, which Google's APIs and many web frameworks
+	// honour: POST /v1/videos with X-HTTP-Method-Override: GET would list every video of the
+	// operator's upstream account, an endpoint the gateway does not forward.
+	errMethodOverride = apierror.New(http.StatusBadRequest, "invalid_request_body", "a request may not override its method (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override, ?_method=): send the method itself")
+	errCharset        = apierror.New(http.StatusBadRequest, "invalid_request_body", "a JSON body must be UTF-8: Content-Type may name no charset but utf-8").WithParam("Content-Type")
 )
 
 // Route checks that r is a forwarded endpoint (else 404), finds its model and checks it against
@@ -133,6 +137,9 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 	}
 	if r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "model") {
 		return Route{}, errQueryModel
+	}
+	if overridesMethod(r) {
+		return Route{}, errMethodOverride
 	}
 	if apierror.Compressed(r) {
 		// The body is checked as it was read; an upstream would decode it into another.

@@ -555,3 +555,33 @@ func TestRemixWithoutModelOnAMappedModel(t *testing.T) {
 		t.Fatalf("sent upstream %s", body)
 	}
 }
+
+// TestMethodOverridesAreRefused sends checked requests that ask the upstream to take them for
+// another method, as Google's APIs and many web frameworks allow: POST /v1/videos taken for GET
+// lists every video of the operator's upstream account.
+func TestMethodOverridesAreRefused(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for _, tc := range []struct{ path, header string }{
+		{"/v1/chat/completions", "X-HTTP-Method-Override"},
+		{"/v1/chat/completions", "x-http-method"},
+		{"/v1/chat/completions", "X-Method-Override"},
+		{"/v1/chat/completions", "X_HTTP_Method_Override"},
+		{"/v1/chat/completions?_method=GET", ""},
+		{"/v1/chat/completions?_METHOD=GET", ""},
+	} {
+		r := httptest.NewRequest("POST", tc.path, strings.NewReader(`{"model":"doubao"}`))
+		r.Header.Set("Content-Type", "application/json")
+		if tc.header != "" {
+			r.Header[tc.header] = []string{"GET"}
+		}
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{Account: "a"})
+		wantError(t, err, 400, "invalid_request_body")
+	}
+	r := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{"model":"doubao"}`))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("X-Request-Id", "1")
+	r.Header.Set("X-Stainless-Os", "Linux")
+	if _, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{Account: "a"}); err != nil {
+		t.Fatal(err)
+	}
+}
