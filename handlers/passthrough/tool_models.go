@@ -15,8 +15,8 @@ import (
 // runs its model (gpt-image-1 …) at the upstream besides the request's own, so that model must be
 // one the key allows, like the request's. tools is the raw top-level "tools" member (nil when
 // absent); one object is read as a list of one, as a lenient upstream may. Each tool object
-// follows jsonkeys' rule for "model" (no repeated or case-variant key); a model that is not a
-// string is refused.
+// follows jsonkeys' rule with "model" checked (no repeated key, no case variant of model; the
+// refusal names tools[i] and the key); a model that is not a string is refused.
 func checkToolModels(tools json.RawMessage, id auth.Identity) error {
 	if len(tools) == 0 || tools[0] != '[' && tools[0] != '{' {
 		return nil
@@ -32,7 +32,8 @@ func checkToolModels(tools json.RawMessage, id auth.Identity) error {
 		param := fmt.Sprintf("tools[%d].model", i)
 		members, err := jsonkeys.MembersValid(tool, "model")
 		if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
-			return apierror.New(http.StatusBadRequest, "invalid_request_body", param+" is refused: "+e.Error()).WithParam(param)
+			field := fmt.Sprintf("tools[%d].%s", i, e.Field)
+			return apierror.New(http.StatusBadRequest, "invalid_request_body", field+" is refused: "+e.Error()).WithParam(field)
 		} else if err != nil {
 			return errBadJSON
 		}

@@ -25,6 +25,7 @@ func TestToolModelsMustBeAllowed(t *testing.T) {
 		{`[{"type":"image_generation","model":"image-ok","model":"image-dear"}]`, 400, "tools[0].model"},
 		{`[{"type":"image_generation","mod\u0065l":"image-dear"}]`, 403, "tools[0].model"},
 		{`[{"type":"image_generation","model":7}]`, 400, "tools[0].model"},
+		{`[{"type":"image_generation","size":"1024x1024","size":"4096x4096"}]`, 400, "tools[0].size"},
 		{`[{"type":"image_generation","model":"image-ok"}]`, 0, ""},
 		{`[{"type":"image_generation"}]`, 0, ""},
 		{`[{"type":"image_generation","model":null},"x",3]`, 0, ""},
