@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,12 +15,8 @@ import (
 // and the access log with the caller's key. mediagw_auth removes them as it removes X-Api-Key.
 func TestCredentialHeaderSpellingsCaddyKeeps(t *testing.T) {
 	rec := newRecorder(t)
-	dir := t.TempDir()
-	accessLog, defaultLog := filepath.Join(dir, "access.log"), filepath.Join(dir, "default.log")
-	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
-		"rec_url": rec.URL, "access_log": accessLog, "default_log": defaultLog, "dead_port": fmt.Sprint(freePort(t)),
-		"servers": "servers {\n\t\texpected_underscore_headers x_api_key x_goog_api_key proxy_authorization\n\t\texpected_dot_headers api.key\n\t}",
-	})
+	base, accessLog, defaultLog := startCredentialsGateway(t, rec.URL,
+		"servers {\n\t\texpected_underscore_headers x_api_key x_goog_api_key proxy_authorization\n\t\texpected_dot_headers api.key\n\t}")
 	const valid = "mg-logtest-valid-5f1c2e"
 	headers := map[string]string{"X_Api_Key": "mg-logtest-bogus-underscore", "X_Goog_Api_Key": "mg-logtest-bogus-googunderscore",
 		"Proxy_Authorization": "Basic mg-logtest-bogus-proxyunderscore", "Api.Key": "mg-logtest-bogus-dot"}
@@ -67,11 +62,7 @@ func mapValues(m map[string]string) []string {
 // way, with or without a valid Authorization beside it.
 func TestWebSocketKeyProtocolNeverLogged(t *testing.T) {
 	rec := newRecorder(t)
-	dir := t.TempDir()
-	accessLog, defaultLog := filepath.Join(dir, "access.log"), filepath.Join(dir, "default.log")
-	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
-		"rec_url": rec.URL, "access_log": accessLog, "default_log": defaultLog, "dead_port": fmt.Sprint(freePort(t)), "servers": "",
-	})
+	base, accessLog, defaultLog := startCredentialsGateway(t, rec.URL, "")
 	const valid = "mg-logtest-valid-5f1c2e"
 	for _, tc := range []struct {
 		bearer bool

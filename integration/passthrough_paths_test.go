@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -28,11 +27,7 @@ import (
 // /chat/completions, a path that a proxy or firewall in front had read as another.)
 func TestPathsAroundForwardedEndpointsAreRefused(t *testing.T) {
 	rec := newRecorder(t)
-	dir := t.TempDir()
-	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
-		"rec_url": rec.URL, "access_log": filepath.Join(dir, "access.log"), "default_log": filepath.Join(dir, "default.log"),
-		"dead_port": fmt.Sprint(freePort(t)), "servers": "",
-	})
+	base, _, _ := startCredentialsGateway(t, rec.URL, "")
 	chat := `{"model":"gpt-x","messages":[]}`
 	gemini := `{"contents":[]}`
 	for _, tc := range []struct{ method, path, body string }{
@@ -137,11 +132,7 @@ func TestMethodOverrideNeverReachesTheUpstream(t *testing.T) {
 		fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
 	}))
 	defer up.Close()
-	dir := t.TempDir()
-	base, _ := startSimGateway(t, credentialsCaddyfile, map[string]string{
-		"rec_url": up.URL, "access_log": filepath.Join(dir, "access.log"), "default_log": filepath.Join(dir, "default.log"),
-		"dead_port": fmt.Sprint(freePort(t)), "servers": "",
-	})
+	base, _, _ := startCredentialsGateway(t, up.URL, "")
 	params := openai.ChatCompletionNewParams{Model: "gpt-x", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
 	for _, opt := range []option.RequestOption{option.WithHeader("X-HTTP-Method-Override", "GET"), option.WithQuery("_method", "GET")} {
 		oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-logtest-valid-5f1c2e"), option.WithMaxRetries(0), opt)

@@ -1,10 +1,6 @@
 package integration
 
-import (
-	"sync"
-	"sync/atomic"
-	"testing"
-)
+import "testing"
 
 // TestInstancesSharePresignRate presigns uploads (real S3: versitygw) through three gateways
 // that share one Redis, with the upload block's rate_limit of 4 per minute: spec §8's limit is
@@ -14,23 +10,11 @@ func TestInstancesSharePresignRate(t *testing.T) {
 	s3 := startS3(t)
 	s3.createBucket(t, "shared-media", true)
 	c := startCluster(t, 3, clusterOptions{gatewayOptions: uploadBlock(s3, "shared-media", "rate_limit 4 1m")})
-	var allowed, limited atomic.Int64
-	var wg sync.WaitGroup
-	for i := range 12 {
-		in := c.instances[i%3]
-		wg.Go(func() {
-			r, err := send("POST", in.base+"/v1/upload/presign", "mg-alice", map[string]string{"filename": "a.png", "content_type": "image/png"})
-			switch {
-			case err == nil && r.status == 200:
-				allowed.Add(1)
-			case err == nil && r.status == 429:
-				limited.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if allowed.Load() != 4 || limited.Load() != 8 {
-		t.Fatalf("allowed %d, limited %d; want 4 and 8", allowed.Load(), limited.Load())
+	allowed, limited := raceStatuses(12, func(i int) (response, error) {
+		return send("POST", c.instances[i%3].base+"/v1/upload/presign", "mg-alice", map[string]string{"filename": "a.png", "content_type": "image/png"})
+	})
+	if allowed != 4 || limited != 8 {
+		t.Fatalf("allowed %d, limited %d; want 4 and 8", allowed, limited)
 	}
 	if r, err := send("POST", c.instances[2].base+"/v1/upload/presign", "mg-bob", map[string]string{"filename": "b.png"}); err != nil || r.status != 200 {
 		t.Fatalf("another key's presign: %v %+v", err, r)
