@@ -53,18 +53,21 @@ func newCredentialSafeLog(ctx caddy.Context) credentialSafeLog {
 	}
 }
 
-// exposes reports whether Caddy's copy of r would print a credential: a credential header other
-// than the ones Caddy redacts (or any, when the server logs credentials), or the key parameter
+// exposes reports whether Caddy's copy of r would print a credential: a credential header in any
+// spelling (auth.IsCredentialHeader) other than the ones Caddy redacts (or any, when the server logs credentials), or the key parameter
 // in the request URI. Call it before the credentials are stripped.
 func exposes(r *http.Request, srv *caddyhttp.Server) bool {
 	logsCredentials := srv != nil && srv.Logs != nil && srv.Logs.ShouldLogCredentials
-	for _, name := range auth.CredentialHeaders {
-		if _, ok := r.Header[name]; !ok {
+	for name := range r.Header {
+		if !auth.IsCredentialHeader(name) {
 			continue
 		}
 		if logsCredentials || (name != "Authorization" && name != "Proxy-Authorization") {
-			return true
+			return true // Caddy redacts only these two, spelled so
 		}
+	}
+	if _, had := auth.WithoutKeyProtocols(r.Header["Sec-Websocket-Protocol"]); had {
+		return true // a key in a WebSocket subprotocol, which Caddy prints
 	}
 	if r.URL.RawQuery == "" && !strings.Contains(r.RequestURI, "?") {
 		return false

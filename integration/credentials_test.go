@@ -1,11 +1,9 @@
 package integration
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -79,6 +77,20 @@ http://127.0.0.1:{{port}} {
 	}
 }
 `
+
+// startCredentialsGateway runs credentialsCaddyfile with upstream as its providers' address and
+// servers as its servers options (or none), its logs in a fresh directory. It returns the
+// gateway's base URL and the access and default logs' paths.
+func startCredentialsGateway(t *testing.T, upstream, servers string) (base, accessLog, defaultLog string) {
+	t.Helper()
+	dir := t.TempDir()
+	accessLog, defaultLog = filepath.Join(dir, "access.log"), filepath.Join(dir, "default.log")
+	base, _ = startSimGateway(t, credentialsCaddyfile, map[string]string{
+		"rec_url": upstream, "access_log": accessLog, "default_log": defaultLog, "dead_port": fmt.Sprint(freePort(t)),
+		"servers": servers,
+	})
+	return base, accessLog, defaultLog
+}
 
 // credentialCase is one request with a secret in one place.
 type credentialCase struct {
@@ -362,26 +374,7 @@ func TestRequestTrailersNeverReachTheUpstream(t *testing.T) {
 // its answer.
 func rawRequest(t *testing.T, base, raw string) int {
 	t.Helper()
-	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode
+	return rawMethodRequest(t, base, http.MethodPost, raw)
 }
 
 // TestUpstreamGetsItsOwnHost sends a request whose Host names another virtual host: with the

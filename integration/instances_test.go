@@ -59,6 +59,7 @@ http://127.0.0.1:%[6]d {
 	route {
 		mediagw_auth
 		mediagw_models /v1/models
+		mediagw_presign /v1/upload/presign
 		mediagw_video_tasks /api/v3/contents/generations/tasks*
 		respond 404
 	}
@@ -248,24 +249,32 @@ func raceCreates(t *testing.T, c *cluster, n int, key string) (accepted, refused
 func TestInstancesShareRateWindow(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3, clusterOptions{})
-	var allowed, limited atomic.Int64
+	allowed, limited := raceStatuses(30, func(i int) (response, error) {
+		return send("GET", c.instances[i%3].base+"/v1/models", "mg-rate", nil)
+	})
+	if allowed != 10 || limited != 20 {
+		t.Fatalf("allowed %d, limited %d; want 10 and 20", allowed, limited)
+	}
+}
+
+// raceStatuses sends n requests at once, the i-th with send(i), and counts the answers that are
+// 200 and those that are 429.
+func raceStatuses(n int, send func(i int) (response, error)) (allowed, limited int64) {
+	var ok, refused atomic.Int64
 	var wg sync.WaitGroup
-	for i := range 30 {
-		in := c.instances[i%3]
+	for i := range n {
 		wg.Go(func() {
-			r, err := send("GET", in.base+"/v1/models", "mg-rate", nil)
+			r, err := send(i)
 			switch {
 			case err == nil && r.status == 200:
-				allowed.Add(1)
+				ok.Add(1)
 			case err == nil && r.status == 429:
-				limited.Add(1)
+				refused.Add(1)
 			}
 		})
 	}
 	wg.Wait()
-	if allowed.Load() != 10 || limited.Load() != 20 {
-		t.Fatalf("allowed %d, limited %d; want 10 and 20", allowed.Load(), limited.Load())
-	}
+	return ok.Load(), refused.Load()
 }
 
 // TestRevokeOnOneInstanceRefusedOnAll: a key revoked through A's admin API is refused by C

@@ -13,7 +13,7 @@ import (
 // CredentialHeaders are the request headers that carry credentials in some client or protocol.
 // All of them are removed from every request that passes authentication, whether or not they
 // were used and whether or not the key was valid: none may reach a later handler, a log or an
-// upstream.
+// upstream. So is every other spelling of them (see IsCredentialHeader): X_Api_Key, Api.Key.
 var CredentialHeaders = []string{
 	"Authorization",
 	"Proxy-Authorization",
@@ -114,10 +114,20 @@ func StripCredentials(r *http.Request) bool {
 		r.Trailer = nil
 		removed = true
 	}
-	for _, name := range CredentialHeaders {
-		if _, ok := r.Header[name]; ok {
-			r.Header.Del(name)
+	for name := range r.Header {
+		if IsCredentialHeader(name) {
+			delete(r.Header, name)
 			removed = true
+		}
+	}
+	if protocols, ok := r.Header["Sec-Websocket-Protocol"]; ok {
+		if kept, had := WithoutKeyProtocols(protocols); had {
+			removed = true
+			if len(kept) == 0 {
+				delete(r.Header, "Sec-Websocket-Protocol")
+			} else {
+				r.Header["Sec-Websocket-Protocol"] = kept
+			}
 		}
 	}
 	if r.URL != nil && r.URL.RawQuery != "" {
@@ -139,6 +149,76 @@ func StripCredentials(r *http.Request) bool {
 		}
 	}
 	return removed
+}
+
+// IsCredentialHeader reports whether a header name reads as one of CredentialHeaders to some
+// server: in any letter case, and without '-', '_' and '.'. Servers that hand headers to
+// applications as variables (CGI, WSGI, PHP, some proxies) read X_Api_Key, and some X.Api.Key,
+// as X-Api-Key; Caddy's logs would print such a header, and the proxy forward it. (The names are
+// CredentialHeaders', folded.)
+func IsCredentialHeader(name string) bool {
+	var buf [24]byte
+	n := 0
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '-' || c == '_' || c == '.':
+			continue
+		case n == len(buf):
+			return false // longer than any credential header's name
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	switch string(buf[:n]) {
+	case "authorization", "proxyauthorization", "xapikey", "xgoogapikey", "apikey", "xauthtoken", "xamzsecuritytoken":
+		return true
+	}
+	return false
+}
+
+// KeyProtocolPrefix begins the WebSocket subprotocol in which OpenAI's SDKs send the API key
+// from a browser (Sec-WebSocket-Protocol: realtime, openai-insecure-api-key.<key>).
+const KeyProtocolPrefix = "openai-insecure-api-key."
+
+// WithoutKeyProtocols returns the values of a Sec-WebSocket-Protocol header without the
+// subprotocols that carry a key (KeyProtocolPrefix, in any case), the rest kept in order; and
+// whether there were any.
+func WithoutKeyProtocols(values []string) ([]string, bool) {
+	had := false
+	for _, v := range values {
+		if containsFold(v, KeyProtocolPrefix) {
+			had = true
+		}
+	}
+	if !had {
+		return values, false
+	}
+	var kept []string
+	for _, v := range values {
+		var tokens []string
+		for token := range strings.SplitSeq(v, ",") {
+			if token = strings.TrimSpace(token); token != "" && !containsFold(token, KeyProtocolPrefix) {
+				tokens = append(tokens, token)
+			}
+		}
+		if len(tokens) > 0 {
+			kept = append(kept, strings.Join(tokens, ", "))
+		}
+	}
+	return kept, true
+}
+
+// containsFold reports whether s holds the lowercase ASCII sub in any letter case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // queryValues returns the values of the parameter name in a raw query, decoded as a browser

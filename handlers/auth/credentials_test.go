@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -60,6 +61,35 @@ func TestStripCredentials(t *testing.T) {
 	clean := httptest.NewRequest("GET", "/v1/models?keys=1&monkey=2", nil)
 	if StripCredentials(clean) || clean.URL.RawQuery != "keys=1&monkey=2" {
 		t.Errorf("a request without credentials was changed: %q", clean.URL.RawQuery)
+	}
+}
+
+// TestCredentialHeaderSpellings checks that every spelling of a credential header that some
+// server reads as the header (case, '_' or '.' for '-') is removed, and no other header.
+func TestCredentialHeaderSpellings(t *testing.T) {
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	for _, h := range CredentialHeaders {
+		r.Header[strings.ReplaceAll(h, "-", "_")] = []string{"secret"}
+		r.Header[strings.ToLower(strings.ReplaceAll(h, "-", "."))] = []string{"secret"}
+		r.Header[strings.ToUpper(strings.ReplaceAll(h, "-", ""))] = []string{"secret"}
+		if !IsCredentialHeader(h) {
+			t.Errorf("%s is not a credential header", h)
+		}
+	}
+	kept := []string{"Content-Type", "X-Api-Keys", "X-Goog-Api-Client", "Api-Key-Id", "Authorization-Hint", "Anthropic-Version"}
+	for _, h := range kept {
+		r.Header.Set(h, "kept")
+	}
+	if !StripCredentials(r) {
+		t.Fatal("StripCredentials reported nothing removed")
+	}
+	for name := range r.Header {
+		if !slices.Contains(kept, name) {
+			t.Errorf("%s kept", name)
+		}
+	}
+	if len(r.Header) != len(kept) {
+		t.Errorf("headers left: %v, want %v", r.Header, kept)
 	}
 }
 
@@ -122,4 +152,26 @@ func FuzzStripCredentials(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestWithoutKeyProtocols(t *testing.T) {
+	for _, tc := range []struct {
+		in, want []string
+		had      bool
+	}{
+		{[]string{"realtime, openai-insecure-api-key.mg-a, openai-beta.realtime-v1"}, []string{"realtime, openai-beta.realtime-v1"}, true},
+		{[]string{"realtime", "OPENAI-INSECURE-API-KEY.mg-a"}, []string{"realtime"}, true},
+		{[]string{"openai-insecure-api-key.mg-a"}, nil, true},
+		{[]string{"realtime, chat"}, []string{"realtime, chat"}, false},
+	} {
+		got, had := WithoutKeyProtocols(tc.in)
+		if had != tc.had || !slices.Equal(got, tc.want) {
+			t.Errorf("%q = %q %v, want %q %v", tc.in, got, had, tc.want, tc.had)
+		}
+	}
+	r := httptest.NewRequest("GET", "/v1/realtime", nil)
+	r.Header.Set("Sec-WebSocket-Protocol", "openai-insecure-api-key.mg-a")
+	if !StripCredentials(r) || len(r.Header) != 0 {
+		t.Errorf("left %v", r.Header)
+	}
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"mime"
+	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -100,4 +102,48 @@ func (b *replayedBody) Close() error { return nil }
 
 func (b *replayedBody) again() (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(b.body)), nil
+}
+
+// encodesSeparator reports whether an escaped path (url.URL's RawPath, set only when it differs
+// from the default escaping of the decoded path) holds an encoded '/', '\' or '.', in either
+// letter case. No client of the forwarded endpoints encodes them; decoded, they change which
+// segments a path has.
+func encodesSeparator(rawPath string) bool {
+	for i := 0; i+2 < len(rawPath); i++ {
+		if rawPath[i] != '%' {
+			continue
+		}
+		switch c := rawPath[i+2] | 0x20; rawPath[i+1] {
+		case '2':
+			if c == 'f' || c == 'e' {
+				return true
+			}
+		case '5':
+			if c == 'c' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// overridesMethod reports whether r asks an upstream to take it for another method: a method
+// override header (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override; any case, '_' or
+// '.' for '-') or a _method query parameter.
+func overridesMethod(r *http.Request) bool {
+	for name := range r.Header {
+		if len(name) < len("X-HTTP-Method") || name[0]|0x20 != 'x' {
+			continue // most headers, without folding them
+		}
+		switch strings.Map(func(c rune) rune {
+			if c == '-' || c == '_' || c == '.' {
+				return -1
+			}
+			return unicode.ToLower(c)
+		}, name) {
+		case "xhttpmethodoverride", "xhttpmethod", "xmethodoverride":
+			return true
+		}
+	}
+	return r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "_method")
 }

@@ -53,6 +53,9 @@ type Endpoint struct {
 	// modelInBody marks a generate-content endpoint, whose body may name the path's model again,
 	// as a resource name, in several places (see checkBodyModels).
 	modelInBody bool
+	// toolModels marks an endpoint whose tools may name a model the upstream runs besides the
+	// request's (a Responses image_generation tool's model; see checkToolModels).
+	toolModels bool
 }
 
 // Capabilities are the pass-through endpoints of spec §4.6, with generateContent's family
@@ -60,7 +63,7 @@ type Endpoint struct {
 // owns.
 var Capabilities = append(generateContentEndpoints(), []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/chat/completions", nested: chatRefs, fetchesURLs: true, dialogue: true},
-	{Method: http.MethodPost, Path: "/v1/responses", Creates: KindResponse, RevealsItems: true, Refs: map[string]string{"previous_response_id": KindResponse}, nested: responsesRefs},
+	{Method: http.MethodPost, Path: "/v1/responses", Creates: KindResponse, RevealsItems: true, Refs: map[string]string{"previous_response_id": KindResponse}, nested: responsesRefs, toolModels: true},
 	{Method: http.MethodPost, Path: "/v1/messages", nested: messagesRefs},
 	{Method: http.MethodPost, Path: "/v1/images/generations", Creates: storage.KindImage, nested: fileRefs, fetchesURLs: true},
 	{Method: http.MethodPost, Path: "/v1/video/generations", Creates: KindVideoGeneration, nested: fileRefs, fetchesURLs: true},

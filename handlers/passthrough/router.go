@@ -107,7 +107,11 @@ var (
 	errMultipart  = apierror.New(http.StatusBadRequest, "invalid_request_body", "the multipart body is malformed")
 	errQueryModel = apierror.New(http.StatusBadRequest, "invalid_request_body", "model may not be given in the query: give it in the body or the path").WithParam("model")
 	errCoded      = apierror.CompressedBody("invalid_request_body")
-	errCharset    = apierror.New(http.StatusBadRequest, "invalid_request_body", "a JSON body must be UTF-8: Content-Type may name no charset but utf-8").WithParam("Content-Type")
+	// errMethodOverride refuses a method override, which Google's APIs and many web frameworks
+	// honour: POST /v1/videos with X-HTTP-Method-Override: GET would list every video of the
+	// operator's upstream account, an endpoint the gateway does not forward.
+	errMethodOverride = apierror.New(http.StatusBadRequest, "invalid_request_body", "a request may not override its method (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override, ?_method=): send the method itself")
+	errCharset        = apierror.New(http.StatusBadRequest, "invalid_request_body", "a JSON body must be UTF-8: Content-Type may name no charset but utf-8").WithParam("Content-Type")
 )
 
 // Route checks that r is a forwarded endpoint (else 404), finds its model and checks it against
@@ -117,7 +121,9 @@ var (
 // as it was checked. A refusal is an *apierror.Error.
 func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity) (Route, error) {
 	ep, params, ok := rt.endpoint(r.Method, r.URL.Path)
-	if !ok {
+	if !ok || encodesSeparator(r.URL.RawPath) {
+		// An encoded '/', '\' or '.' (chat%2Fcompletions) decodes into the path of an endpoint
+		// that a proxy or firewall in front, reading the path as sent, took for another path.
 		// An endpoint is a method and a path: another method on a forwarded path is no
 		// endpoint either (DESIGN §7), and says nothing of which methods the path takes.
 		return Route{}, errNoEndpoint
@@ -131,6 +137,9 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 	}
 	if r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "model") {
 		return Route{}, errQueryModel
+	}
+	if overridesMethod(r) {
+		return Route{}, errMethodOverride
 	}
 	if apierror.Compressed(r) {
 		// The body is checked as it was read; an upstream would decode it into another.
@@ -304,6 +313,11 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
 			return "", err
 		}
+		if ep.toolModels {
+			if err := checkToolModels(fields.value("tools"), id); err != nil {
+				return "", err
+			}
+		}
 		route.Sizing = sizing(ep, &fields, len(body))
 		return jsonModel(&fields)
 	case mt == "multipart/form-data" && params["boundary"] == "" && ep.Multipart:
@@ -355,16 +369,19 @@ func jsonModel(fields *bodyFields) (string, error) {
 	return model, nil
 }
 
-// refFields are the top-level body fields the router reads: model, the priced fields and the
-// endpoint's references. The slice is shared by every endpoint without references: do not
+// refFields are the top-level body fields the router reads: model, the priced fields, the
+// endpoint's references and, where tools may name models, tools. The slice is shared by every endpoint without references: do not
 // change it.
 func refFields(ep Endpoint) []string {
-	if len(ep.Refs) == 0 {
+	if len(ep.Refs) == 0 && !ep.toolModels {
 		return modelAndPriced
 	}
-	fields := append(make([]string, 0, len(modelAndPriced)+len(ep.Refs)), modelAndPriced...)
+	fields := append(make([]string, 0, len(modelAndPriced)+len(ep.Refs)+1), modelAndPriced...)
 	for field := range ep.Refs {
 		fields = append(fields, field)
+	}
+	if ep.toolModels {
+		fields = append(fields, "tools")
 	}
 	return fields
 }

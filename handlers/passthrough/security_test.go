@@ -76,6 +76,35 @@ func TestOnlyCapabilityEndpointsAreForwarded(t *testing.T) {
 	}
 }
 
+// TestEncodedSeparatorsAreNoEndpoint sends paths that decode into a forwarded endpoint's only
+// through an encoded '/', '\' or '.': they are no endpoint. Encoded letters are decoded.
+func TestEncodedSeparatorsAreNoEndpoint(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for _, tc := range []struct {
+		path string
+		want int
+	}{
+		{"/v1/chat%2Fcompletions", 404},
+		{"/v1%2fchat/completions", 404},
+		{"/v1/chat/completions%2F", 404},
+		{"/v1beta/models/doubao%2E1:generateContent", 404},
+		{"/v1beta/models/doubao:generateContent%5c", 404},
+		{"/v1/chat/%63ompletions", 200},
+		{"/v1/chat/completions", 200},
+	} {
+		r := httptest.NewRequest("POST", tc.path, strings.NewReader(`{"model":"doubao"}`))
+		r.Header.Set("Content-Type", "application/json")
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{Account: "a"})
+		if tc.want == 200 && err != nil {
+			t.Errorf("%s: %v", tc.path, err)
+		} else if tc.want == 404 {
+			if e := wantError(t, err, 404, "not_found"); e.Message != "no such endpoint" {
+				t.Errorf("%s: %v", tc.path, e)
+			}
+		}
+	}
+}
+
 func TestParseEndpoint(t *testing.T) {
 	for _, ok := range [][2]string{{"POST", "/v1/moderations"}, {"POST", "/v1beta/models/{model}:countTokens"}} {
 		if _, err := ParseEndpoint(ok[0], ok[1]); err != nil {
@@ -523,5 +552,35 @@ func TestRemixWithoutModelOnAMappedModel(t *testing.T) {
 	}
 	if body, _ := io.ReadAll(r.Body); string(body) != `{"prompt":"again","model":"doubao-2025"}` {
 		t.Fatalf("sent upstream %s", body)
+	}
+}
+
+// TestMethodOverridesAreRefused sends checked requests that ask the upstream to take them for
+// another method, as Google's APIs and many web frameworks allow: POST /v1/videos taken for GET
+// lists every video of the operator's upstream account.
+func TestMethodOverridesAreRefused(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for _, tc := range []struct{ path, header string }{
+		{"/v1/chat/completions", "X-HTTP-Method-Override"},
+		{"/v1/chat/completions", "x-http-method"},
+		{"/v1/chat/completions", "X-Method-Override"},
+		{"/v1/chat/completions", "X_HTTP_Method_Override"},
+		{"/v1/chat/completions?_method=GET", ""},
+		{"/v1/chat/completions?_METHOD=GET", ""},
+	} {
+		r := httptest.NewRequest("POST", tc.path, strings.NewReader(`{"model":"doubao"}`))
+		r.Header.Set("Content-Type", "application/json")
+		if tc.header != "" {
+			r.Header[tc.header] = []string{"GET"}
+		}
+		_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{Account: "a"})
+		wantError(t, err, 400, "invalid_request_body")
+	}
+	r := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{"model":"doubao"}`))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("X-Request-Id", "1")
+	r.Header.Set("X-Stainless-Os", "Linux")
+	if _, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{Account: "a"}); err != nil {
+		t.Fatal(err)
 	}
 }
