@@ -1,0 +1,194 @@
+package integration
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// The tests in this file walk the error tables of the interface contract (§7.1 for the video
+// task endpoints, §7.3 for presign, with §5's authentication rules) row by row against one
+// gateway, each answer checked for its status, its code and the shape of its body.
+
+const specErrorsCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		disabled_accounts closed
+		provider video {
+			base_url http://127.0.0.1:{{sim_port}}/api/v3
+			api_key sim-upstream-key
+			models seedance-sim
+		}
+		currency USD
+		price seedance-sim {
+			request 1
+		}
+		key mg-err {
+			account errors
+		}
+		key mg-err-broke {
+			account errors-broke
+			budget 0.5
+		}
+		key mg-err-rate {
+			account errors-rate
+			rate 1 1h
+		}
+		key mg-err-active {
+			account errors-active
+			max_active_tasks 1
+		}
+		key mg-err-off {
+			account errors
+			disabled
+		}
+		key mg-err-far {
+			account errors
+			allow_ips 203.0.113.0/24
+		}
+		key mg-err-closed {
+			account closed
+		}
+		{{upload}}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_presign /v1/upload/presign
+		mediagw_video_tasks /api/v3/contents/generations/tasks*
+		mediagw_videos /v1/videos*
+		respond 404
+	}
+}
+
+http://127.0.0.1:{{sim_port}} {
+	mediagw_simulator {
+		queued_for 1m
+		running_for 1s
+		api_key sim-upstream-key
+	}
+}
+`
+
+// TestSpecTaskErrorTable checks the rows of §7.1 that concern the caller's key and limits (the
+// validation rows are TestSpecVideoTaskCreateRules'): 401 for a missing or unknown key, 402 past
+// the budget, 429 past the key's rate or its active tasks (with Retry-After), each in the
+// request-level error body {"code","message","data":null}; and §5's 403s in that shape.
+func TestSpecTaskErrorTable(t *testing.T) {
+	base, _ := startSimGateway(t, specErrorsCaddyfile, map[string]string{"upload": ""})
+	url := base + "/api/v3/contents/generations/tasks"
+	body := `{"model":"seedance-sim","content":[{"type":"text","text":"a lighthouse"}]}`
+	// The first request of each limited key is within its limit; the second is not.
+	for _, key := range []string{"mg-err-rate", "mg-err-active"} {
+		checkTaskAnswer(t, call(t, "POST", url, key, body), specCase{"7.1", key + " within its limit", body, 200, ""})
+	}
+	for _, tc := range []struct {
+		name, key string
+		status    int
+		code      string
+		retry     bool
+	}{
+		{"no key", "", 401, "missing_api_key", false},
+		{"unknown key", "mg-err-unknown", 401, "invalid_api_key", false},
+		{"disabled key", "mg-err-off", 403, "key_disabled", false},
+		{"address not allowed", "mg-err-far", 403, "ip_not_allowed", false},
+		{"disabled account", "mg-err-closed", 403, "account_disabled", false},
+		{"past the budget", "mg-err-broke", 402, "insufficient_quota", false},
+		{"past the rate", "mg-err-rate", 429, "rate_limit_exceeded", true},
+		{"past the active tasks", "mg-err-active", 429, "too_many_active_tasks", true},
+	} {
+		r := call(t, "POST", url, tc.key, body)
+		checkTaskAnswer(t, r, specCase{"7.1", tc.name, body, tc.status, tc.code})
+		if got := r.header.Get("Retry-After"); tc.retry != (got != "") {
+			t.Errorf("7.1 %s: Retry-After %q", tc.name, got)
+		}
+	}
+}
+
+// TestSpecPresignErrorTable checks §7.3 row by row: each error in the gateway's error body
+// {"error":{"message","type","param","code"}} with the row's status and code; 500
+// upload_presign_failed when the URL cannot be signed (here: no credentials anywhere in the AWS
+// default chain), and 503 upload_service_unavailable without upload storage. The 429 row is
+// TestSpecPresignDefaultRateLimit's.
+func TestSpecPresignErrorTable(t *testing.T) {
+	// No credential in the environment, no shared files, no instance metadata: the default
+	// chain has nothing to sign with, and asks no network for it.
+	for _, name := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"} {
+		t.Setenv(name, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	unsigned := "upload {\n\t\t\tbucket media\n\t\t\tendpoint http://127.0.0.1:9\n\t\t\tpath_style\n\t\t}"
+	base, g := startSimGateway(t, specErrorsCaddyfile, map[string]string{"upload": unsigned})
+	url := base + "/v1/upload/presign"
+	presign := func(key, contentType, body string) response {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		return do(t, req)
+	}
+	const json = "application/json"
+	for _, tc := range []struct {
+		name, key, contentType, body string
+		status                       int
+		code                         string
+	}{
+		{"not JSON", "mg-err", json, `{"filename":`, 400, "invalid_request_body"},
+		{"not a JSON object", "mg-err", json, `["a.png"]`, 400, "invalid_request_body"},
+		{"Content-Type not JSON", "mg-err", "text/plain", `{"filename":"a.png"}`, 400, "invalid_request_body"},
+		{"no Content-Type", "mg-err", "", `{"filename":"a.png"}`, 400, "invalid_request_body"},
+		{"filename missing", "mg-err", json, `{"content_type":"image/png"}`, 400, "invalid_upload_request"},
+		{"filename past 255 bytes", "mg-err", json, `{"filename":"` + strings.Repeat("a", 252) + `.png"}`, 400, "invalid_upload_request"},
+		{"content_type not a MIME type", "mg-err", json, `{"filename":"a.png","content_type":"png"}`, 400, "invalid_upload_request"},
+		{"object key chosen", "mg-err", json, `{"filename":"a.png","object_key":"mine.png"}`, 400, "invalid_upload_request"},
+		{"no key", "", json, `{"filename":"a.png"}`, 401, "missing_api_key"},
+		{"unknown key", "mg-err-unknown", json, `{"filename":"a.png"}`, 401, "invalid_api_key"},
+		{"disabled key", "mg-err-off", json, `{"filename":"a.png"}`, 403, "key_disabled"},
+		{"address not allowed", "mg-err-far", json, `{"filename":"a.png"}`, 403, "ip_not_allowed"},
+		{"disabled account", "mg-err-closed", json, `{"filename":"a.png"}`, 403, "account_disabled"},
+		{"signing failed", "mg-err", json, `{"filename":"a.png","content_type":"image/png"}`, 500, "upload_presign_failed"},
+	} {
+		checkOpenAIAnswer(t, presign(tc.key, tc.contentType, tc.body), specCase{"7.3", tc.name, tc.body, tc.status, tc.code})
+	}
+	// The upper bound of filename is 255 bytes inclusive (§2.8): that one is only refused for
+	// the signature, past the checks.
+	checkOpenAIAnswer(t, presign("mg-err", json, `{"filename":"`+strings.Repeat("a", 251)+`.png"}`),
+		specCase{"2.8", "filename of 255 bytes", "", 500, "upload_presign_failed"})
+
+	if err := g.reload(strings.Replace(specErrorsCaddyfile, "{{upload}}", "", 1)); err != nil {
+		t.Fatal(err)
+	}
+	checkOpenAIAnswer(t, presign("mg-err", json, `{"filename":"a.png"}`),
+		specCase{"7.3", "no upload storage", "", 503, "upload_service_unavailable"})
+}
+
+// TestVideosFrontServesNoRemix checks what docs/api.md says of the /v1/videos front: a remix of a
+// video it made is 404 not_found in the OpenAI shape, and nothing is created.
+func TestVideosFrontServesNoRemix(t *testing.T) {
+	base, _ := startSimGateway(t, specErrorsCaddyfile, map[string]string{"upload": ""})
+	r := call(t, "POST", base+"/v1/videos", "mg-err", `{"model":"seedance-sim","prompt":"a lighthouse"}`)
+	id := r.field("id")
+	if r.status != 200 || id == "" {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	r = call(t, "POST", base+"/v1/videos/"+id+"/remix", "mg-err", `{"prompt":"at dusk"}`)
+	if e := r.apiError(t); r.status != 404 || e.code != "not_found" || e.kind != "not_found" {
+		t.Fatalf("remix = %d %s, want 404 not_found", r.status, r.body)
+	}
+	var list struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	decodeJSON(t, call(t, "GET", base+"/v1/videos", "mg-err", nil).body, &list)
+	if len(list.Data) != 1 || list.Data[0].ID != id {
+		t.Fatalf("videos after the remix = %+v, want only %s", list.Data, id)
+	}
+}
