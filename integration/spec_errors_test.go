@@ -192,3 +192,76 @@ func TestVideosFrontServesNoRemix(t *testing.T) {
 		t.Fatalf("videos after the remix = %+v, want only %s", list.Data, id)
 	}
 }
+
+const specUpstreamFailuresCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider ark-failing {
+			base_url {{ark_failing}}/api/v3
+			api_key ark-operator-key
+			models ark-failing
+		}
+		provider ark-failing-videos {
+			base_url {{ark_failing}}/api/v3
+			api_key ark-operator-key
+			models ark-failing-videos
+		}
+		provider ark-wrong-key {
+			base_url http://127.0.0.1:{{sim_port}}/api/v3
+			api_key ark-stale-operator-key
+			models ark-wrong-key
+		}
+		provider wan-wrong-key {
+			base_url {{dashscope}}
+			api_key dash-stale-operator-key
+			protocol dashscope
+			models wan-wrong-key
+		}
+		key mg-err {
+			account errors
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_video_tasks /api/v3/contents/generations/tasks*
+		mediagw_videos /v1/videos*
+		respond 404
+	}
+}
+
+http://127.0.0.1:{{sim_port}} {
+	mediagw_simulator {
+		api_key sim-upstream-key
+	}
+}
+`
+
+// TestSpecTaskCreateUpstreamFailures checks §7.1's 502 row: when the provider fails a create (a
+// 5xx with an error body Ark's reference gives), or refuses the operator's credential (a 401,
+// in Ark's and DashScope's shapes), the client gets 502 invalid_response, on the task API and on
+// /v1/videos: not the provider's code, which for a refused credential (AuthenticationError,
+// InvalidApiKey, "the API key is missing or invalid") reads as if the client's key were wrong.
+func TestSpecTaskCreateUpstreamFailures(t *testing.T) {
+	arkFailing := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeFakeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]string{
+			"code": "InternalServiceError", "message": "The service encountered an unexpected internal error.",
+			"param": "", "type": "InternalServiceError"}})
+	}))
+	_, dashscope := newFakeDashScope(t, "dash-operator-key")
+	base, _ := startSimGateway(t, specUpstreamFailuresCaddyfile, map[string]string{"ark_failing": arkFailing.URL, "dashscope": dashscope})
+	// A 5xx cools its upstream down (the next create is 503 upstream_unavailable), so /v1/videos
+	// has a failing provider of its own.
+	for task, video := range map[string]string{"ark-failing": "ark-failing-videos", "ark-wrong-key": "ark-wrong-key", "wan-wrong-key": "wan-wrong-key"} {
+		body := `{"model":"` + task + `","content":[{"type":"text","text":"a lighthouse"}]}`
+		r := call(t, "POST", base+"/api/v3/contents/generations/tasks", "mg-err", body)
+		checkTaskAnswer(t, r, specCase{"7.1", task, body, 502, "invalid_response"})
+		r = call(t, "POST", base+"/v1/videos", "mg-err", `{"model":"`+video+`","prompt":"a lighthouse"}`)
+		if e := r.apiError(t); r.status != 502 || e.code != "invalid_response" || e.message == "" {
+			t.Errorf("/v1/videos %s: got %d %s, want 502 invalid_response", video, r.status, r.body)
+		}
+	}
+}

@@ -233,7 +233,8 @@ func readAnswer(body io.Reader, declared int64) ([]byte, error) {
 }
 
 // Refusal turns a non-2xx answer into a contract error. The provider's own 4xx is passed on with
-// its code and message (credential-like tokens in it redacted, see RedactSecrets); a 5xx, and a 401 (the provider refusing mediagw's credential), become 502.
+// its code and message (credential-like tokens in it redacted, see RedactSecrets); a 5xx, and a
+// 401 (the provider refusing mediagw's credential), are Failed: 502 invalid_response.
 func Refusal(a Answer) *apierror.Error {
 	var e struct {
 		Error *struct {
@@ -246,12 +247,12 @@ func Refusal(a Answer) *apierror.Error {
 	status := a.Status
 	if status < 400 || status >= 500 || status == http.StatusUnauthorized || status == http.StatusProxyAuthRequired {
 		// A 5xx, or the provider refusing the gateway's own credential: not the client's fault.
-		status = http.StatusBadGateway
-	}
-	if !parsed {
-		if status == http.StatusBadGateway {
+		if !parsed {
 			return ErrUnreadable
 		}
+		return Failed(a, e.Error.Message)
+	}
+	if !parsed {
 		return apierror.New(status, "upstream_error", fmt.Sprintf("the upstream provider refused the request (HTTP %d)", a.Status))
 	}
 	code, _ := e.Error.Code.(string)
@@ -265,6 +266,24 @@ func Refusal(a Answer) *apierror.Error {
 		refusal.Param = param
 	}
 	return refusal
+}
+
+// Failed is the contract's 502 for a provider's error answer that is not the client's to act
+// on: a 5xx, or the provider refusing the operator's credential (401, 403, 407). Its code is
+// invalid_response whatever the provider's was (spec §7.1 pairs 502 with that code alone: a
+// provider's AuthenticationError passed on would read as if the client's own key were wrong);
+// the message says what the provider answered, with its own message, if any, after it
+// (credentials redacted).
+func Failed(a Answer, message string) *apierror.Error {
+	what := fmt.Sprintf("the upstream provider failed (HTTP %d)", a.Status)
+	switch a.Status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired:
+		what = "the upstream provider refused the gateway's own credential, which the operator has to fix"
+	}
+	if message != "" {
+		what += ": " + a.Redact(message)
+	}
+	return apierror.New(http.StatusBadGateway, ErrUnreadable.Code, what)
 }
 
 // credentials are the values of the credential headers of a request (see SetCredentials), a
