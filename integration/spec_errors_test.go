@@ -171,18 +171,38 @@ func TestSpecPresignErrorTable(t *testing.T) {
 		specCase{"7.3", "no upload storage", "", 503, "upload_service_unavailable"})
 }
 
-// TestVideosFrontServesNoRemix checks what docs/api.md says of the /v1/videos front: a remix of a
-// video it made is 404 not_found in the OpenAI shape, and nothing is created.
-func TestVideosFrontServesNoRemix(t *testing.T) {
+// TestVideosFrontRefusals checks what docs/api.md says the /v1/videos front refuses: a remix of
+// a video it made (404 not_found, and nothing is created), a list's limit or order out of their
+// ranges and a content variant it does not know (400 invalid_request naming the parameter), a
+// spritesheet (404 not_found).
+func TestVideosFrontRefusals(t *testing.T) {
 	base, _ := startSimGateway(t, specErrorsCaddyfile, map[string]string{"upload": ""})
 	r := call(t, "POST", base+"/v1/videos", "mg-err", `{"model":"seedance-sim","prompt":"a lighthouse"}`)
 	id := r.field("id")
 	if r.status != 200 || id == "" {
 		t.Fatalf("create = %d %s", r.status, r.body)
 	}
-	r = call(t, "POST", base+"/v1/videos/"+id+"/remix", "mg-err", `{"prompt":"at dusk"}`)
-	if e := r.apiError(t); r.status != 404 || e.code != "not_found" || e.kind != "not_found" {
-		t.Fatalf("remix = %d %s, want 404 not_found", r.status, r.body)
+	for _, tc := range []struct {
+		method, path      string
+		status            int
+		code, param, kind string
+	}{
+		{"POST", "/v1/videos/" + id + "/remix", 404, "not_found", "", "not_found"},
+		{"GET", "/v1/videos?limit=0", 400, "invalid_request", "limit", "invalid_request_error"},
+		{"GET", "/v1/videos?limit=101", 400, "invalid_request", "limit", "invalid_request_error"},
+		{"GET", "/v1/videos?limit=ten", 400, "invalid_request", "limit", "invalid_request_error"},
+		{"GET", "/v1/videos?order=newest", 400, "invalid_request", "order", "invalid_request_error"},
+		{"GET", "/v1/videos/" + id + "/content?variant=poster", 400, "invalid_request", "variant", "invalid_request_error"},
+		{"GET", "/v1/videos/" + id + "/content?variant=spritesheet", 404, "not_found", "", "not_found"},
+	} {
+		var body any
+		if tc.method == "POST" {
+			body = `{"prompt":"at dusk"}`
+		}
+		r := call(t, tc.method, base+tc.path, "mg-err", body)
+		if e := r.apiError(t); r.status != tc.status || e.code != tc.code || e.param != tc.param || e.kind != tc.kind || e.message == "" {
+			t.Errorf("%s %s = %d %s, want %d %s (param %q)", tc.method, tc.path, r.status, r.body, tc.status, tc.code, tc.param)
+		}
 	}
 	var list struct {
 		Data []struct{ ID string } `json:"data"`
@@ -190,6 +210,11 @@ func TestVideosFrontServesNoRemix(t *testing.T) {
 	decodeJSON(t, call(t, "GET", base+"/v1/videos", "mg-err", nil).body, &list)
 	if len(list.Data) != 1 || list.Data[0].ID != id {
 		t.Fatalf("videos after the remix = %+v, want only %s", list.Data, id)
+	}
+	for _, q := range []string{"limit=1", "limit=100", "order=asc", "order=desc"} {
+		if r := call(t, "GET", base+"/v1/videos?"+q, "mg-err", nil); r.status != 200 {
+			t.Errorf("list %s = %d %s", q, r.status, r.body)
+		}
 	}
 }
 
