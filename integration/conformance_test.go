@@ -340,12 +340,12 @@ func TestSpecVideoTaskListRules(t *testing.T) {
 		r := call(t, method, url+"/"+ids[0], "mg-spec-other", nil)
 		checkTaskAnswer(t, r, specCase{"4.3", method + " another account's task", "", 400, "task_not_exist"})
 	}
-	for _, q := range []string{"page_size=0", "page_size=501", "page_size=x", "page_num=0", "page_num=-1",
+	for _, q := range []string{"page_size=0", "page_size=501", "page_size=x", "page_num=0", "page_num=-1", "page_num=1073741825",
 		"filter.status=done", "filter.task_ids=cgt-x" + strings.Repeat("&filter.task_ids=cgt-x", 100)} {
 		r := call(t, "GET", url+"?"+q, "mg-spec", nil)
 		checkTaskAnswer(t, r, specCase{"list", q, "", 400, "invalid_request"})
 	}
-	for _, q := range []string{"page_size=1", "page_size=500"} {
+	for _, q := range []string{"page_size=1", "page_size=500", "page_num=1073741824"} {
 		if r := call(t, "GET", url+"?"+q, "mg-spec", nil); r.status != 200 {
 			t.Fatalf("list %s = %d %s", q, r.status, r.body)
 		}
