@@ -232,6 +232,11 @@ const specUpstreamFailuresCaddyfile = `{
 			api_key ark-operator-key
 			models ark-failing-videos
 		}
+		provider ark-busy {
+			base_url {{ark_busy}}/api/v3
+			api_key ark-operator-key
+			models ark-busy
+		}
 		provider ark-wrong-key {
 			base_url http://127.0.0.1:{{sim_port}}/api/v3
 			api_key ark-stale-operator-key
@@ -276,13 +281,26 @@ func TestSpecTaskCreateUpstreamFailures(t *testing.T) {
 			"code": "InternalServiceError", "message": "The service encountered an unexpected internal error.",
 			"param": "", "type": "InternalServiceError"}})
 	}))
+	arkBusy := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "7")
+		writeFakeJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]string{
+			"code": "RateLimitExceeded.EndpointRPMExceeded", "message": "Request rate exceeds the limit.", "param": "", "type": "TooManyRequests"}})
+	}))
 	_, dashscope := newFakeDashScope(t, "dash-operator-key")
-	base, _ := startSimGateway(t, specUpstreamFailuresCaddyfile, map[string]string{"ark_failing": arkFailing.URL, "dashscope": dashscope})
+	base, _ := startSimGateway(t, specUpstreamFailuresCaddyfile, map[string]string{"ark_failing": arkFailing.URL, "ark_busy": arkBusy.URL, "dashscope": dashscope})
+	// §7.1's 429 and §8's "the client waits": the provider's 429 is passed on with its code and
+	// its Retry-After, so that the client knows how long to wait.
+	busy := `{"model":"ark-busy","content":[{"type":"text","text":"a lighthouse"}]}`
+	r := call(t, "POST", base+"/api/v3/contents/generations/tasks", "mg-err", busy)
+	checkTaskAnswer(t, r, specCase{"7.1", "provider rate limited", busy, 429, "RateLimitExceeded.EndpointRPMExceeded"})
+	if got := r.header.Get("Retry-After"); got != "7" {
+		t.Errorf("the provider's 429 reached the client with Retry-After %q, want its 7", got)
+	}
 	// A 5xx cools its upstream down (the next create is 503 upstream_unavailable), so /v1/videos
 	// has a failing provider of its own.
 	for task, video := range map[string]string{"ark-failing": "ark-failing-videos", "ark-wrong-key": "ark-wrong-key", "wan-wrong-key": "wan-wrong-key"} {
 		body := `{"model":"` + task + `","content":[{"type":"text","text":"a lighthouse"}]}`
-		r := call(t, "POST", base+"/api/v3/contents/generations/tasks", "mg-err", body)
+		r = call(t, "POST", base+"/api/v3/contents/generations/tasks", "mg-err", body)
 		checkTaskAnswer(t, r, specCase{"7.1", task, body, 502, "invalid_response"})
 		r = call(t, "POST", base+"/v1/videos", "mg-err", `{"model":"`+video+`","prompt":"a lighthouse"}`)
 		if e := r.apiError(t); r.status != 502 || e.code != "invalid_response" || e.message == "" {

@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/internal/tracing"
@@ -253,7 +256,7 @@ func Refusal(a Answer) *apierror.Error {
 		return Failed(a, e.Error.Message)
 	}
 	if !parsed {
-		return apierror.New(status, "upstream_error", fmt.Sprintf("the upstream provider refused the request (HTTP %d)", a.Status))
+		return a.WithRetryAfter(apierror.New(status, "upstream_error", fmt.Sprintf("the upstream provider refused the request (HTTP %d)", a.Status)))
 	}
 	code, _ := e.Error.Code.(string)
 	if code == "" {
@@ -265,7 +268,23 @@ func Refusal(a Answer) *apierror.Error {
 	if param, ok := e.Error.Param.(string); ok {
 		refusal.Param = param
 	}
-	return refusal
+	return a.WithRetryAfter(refusal)
+}
+
+// WithRetryAfter gives a refusal passed on from a 429 answer the answer's Retry-After, so that
+// the client knows how long to wait (spec §8: on a 429 the client waits). Only a number of
+// seconds is taken, bounded as the gateway's own back-off from the upstream is
+// (providers.MaxRetryAfter); an HTTP date is left out, as the provider's clock is not the
+// client's. Any other refusal is returned as it is.
+func (a Answer) WithRetryAfter(refusal *apierror.Error) *apierror.Error {
+	if a.Status != http.StatusTooManyRequests {
+		return refusal
+	}
+	secs, err := strconv.Atoi(strings.TrimSpace(a.Header.Get("Retry-After")))
+	if err != nil || secs <= 0 {
+		return refusal
+	}
+	return refusal.WithRetryAfter(min(time.Duration(min(secs, math.MaxInt32))*time.Second, providers.MaxRetryAfter))
 }
 
 // Failed is the contract's 502 for a provider's error answer that is not the client's to act

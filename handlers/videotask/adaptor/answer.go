@@ -40,7 +40,7 @@ func Refusal(ans upstream.Answer, code, message string) *apierror.Error {
 	if message == "" {
 		message = fmt.Sprintf("the upstream provider refused the request (HTTP %d)", ans.Status)
 	}
-	return apierror.New(status, code, ans.Redact(message))
+	return ans.WithRetryAfter(apierror.New(status, code, ans.Redact(message)))
 }
 
 // ReadError is the error of a read answered with a non-2xx status: ErrNotFound for 404,
