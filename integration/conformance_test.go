@@ -64,7 +64,8 @@ type specCase struct {
 }
 
 // checkTaskAnswer asserts the answer to a video task create: 200 {"id"} on success, or the
-// request-level error body of section 7.1, {"code","message","data":null}, as JSON.
+// request-level error body of section 7.1, {"code","message","data":null}, as JSON, with no
+// other member (docs/api.md says the task API's errors have no param).
 func checkTaskAnswer(t *testing.T, r response, tc specCase) {
 	t.Helper()
 	body := r.json(t)
@@ -76,7 +77,7 @@ func checkTaskAnswer(t *testing.T, r response, tc specCase) {
 	}
 	msg, _ := body["message"].(string)
 	data, hasData := body["data"]
-	if r.status != tc.status || body["code"] != tc.code || msg == "" || !hasData || data != nil ||
+	if r.status != tc.status || body["code"] != tc.code || msg == "" || !hasData || data != nil || len(body) != 3 ||
 		!strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
 		t.Errorf("%s %q: got %d %s (%s), want %d code %s with data null", tc.section, tc.name, r.status, r.body, r.header.Get("Content-Type"), tc.status, tc.code)
 	}
@@ -258,6 +259,11 @@ func TestSpecImageEditRules(t *testing.T) {
 		bad("2.6 rule 1: private address", `{"model":"image-sim","prompt":"p","images":[{"image_url":"http://10.1.2.3/a.png"}]}`),
 		{"2.6", "malformed JSON", `{"model":"image-sim"`, 400, "invalid_request_body"},
 		{"2.6", "not UTF-8", `{"model":"image-sim","prompt":"make it ` + "\xff" + `",` + one + `}`, 400, "invalid_request_body"},
+		// A repeated key, or one that differs from a field only by case, is a field that breaks
+		// a rule (docs/api.md, Errors): invalid_request, as on the task API.
+		bad("2.6 repeated key", `{"model":"image-sim","prompt":"a","prompt":"b",`+one+`}`),
+		bad("2.6 key in another case", `{"model":"image-sim","Prompt":"a","prompt":"b",`+one+`}`),
+		bad("2.6 repeated key in an images item", `{"model":"image-sim","prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png","image_url":"https://cdn.example.com/b.png"}]}`),
 	}
 	for field, values := range map[string][]string{
 		"size": {"1024x1024", "1536x864", "864x1536", "1360x1024", "1024x1360", "1536x1024", "1024x1536", "2048x2048",
@@ -334,12 +340,12 @@ func TestSpecVideoTaskListRules(t *testing.T) {
 		r := call(t, method, url+"/"+ids[0], "mg-spec-other", nil)
 		checkTaskAnswer(t, r, specCase{"4.3", method + " another account's task", "", 400, "task_not_exist"})
 	}
-	for _, q := range []string{"page_size=0", "page_size=501", "page_size=x", "page_num=0", "page_num=-1",
+	for _, q := range []string{"page_size=0", "page_size=501", "page_size=x", "page_num=0", "page_num=-1", "page_num=1073741825",
 		"filter.status=done", "filter.task_ids=cgt-x" + strings.Repeat("&filter.task_ids=cgt-x", 100)} {
 		r := call(t, "GET", url+"?"+q, "mg-spec", nil)
 		checkTaskAnswer(t, r, specCase{"list", q, "", 400, "invalid_request"})
 	}
-	for _, q := range []string{"page_size=1", "page_size=500"} {
+	for _, q := range []string{"page_size=1", "page_size=500", "page_num=1073741824"} {
 		if r := call(t, "GET", url+"?"+q, "mg-spec", nil); r.status != 200 {
 			t.Fatalf("list %s = %d %s", q, r.status, r.body)
 		}

@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/internal/tracing"
@@ -233,7 +236,8 @@ func readAnswer(body io.Reader, declared int64) ([]byte, error) {
 }
 
 // Refusal turns a non-2xx answer into a contract error. The provider's own 4xx is passed on with
-// its code and message (credential-like tokens in it redacted, see RedactSecrets); a 5xx, and a 401 (the provider refusing mediagw's credential), become 502.
+// its code and message (credential-like tokens in it redacted, see RedactSecrets); a 5xx, and a
+// 401 (the provider refusing mediagw's credential), are Failed: 502 invalid_response.
 func Refusal(a Answer) *apierror.Error {
 	var e struct {
 		Error *struct {
@@ -246,13 +250,13 @@ func Refusal(a Answer) *apierror.Error {
 	status := a.Status
 	if status < 400 || status >= 500 || status == http.StatusUnauthorized || status == http.StatusProxyAuthRequired {
 		// A 5xx, or the provider refusing the gateway's own credential: not the client's fault.
-		status = http.StatusBadGateway
-	}
-	if !parsed {
-		if status == http.StatusBadGateway {
+		if !parsed {
 			return ErrUnreadable
 		}
-		return apierror.New(status, "upstream_error", fmt.Sprintf("the upstream provider refused the request (HTTP %d)", a.Status))
+		return Failed(a, e.Error.Message)
+	}
+	if !parsed {
+		return a.WithRetryAfter(apierror.New(status, "upstream_error", fmt.Sprintf("the upstream provider refused the request (HTTP %d)", a.Status)))
 	}
 	code, _ := e.Error.Code.(string)
 	if code == "" {
@@ -264,7 +268,41 @@ func Refusal(a Answer) *apierror.Error {
 	if param, ok := e.Error.Param.(string); ok {
 		refusal.Param = param
 	}
-	return refusal
+	return a.WithRetryAfter(refusal)
+}
+
+// WithRetryAfter gives a refusal passed on from a 429 answer the answer's Retry-After, so that
+// the client knows how long to wait (spec §8: on a 429 the client waits). Only a number of
+// seconds is taken, bounded as the gateway's own back-off from the upstream is
+// (providers.MaxRetryAfter); an HTTP date is left out, as the provider's clock is not the
+// client's. Any other refusal is returned as it is.
+func (a Answer) WithRetryAfter(refusal *apierror.Error) *apierror.Error {
+	if a.Status != http.StatusTooManyRequests {
+		return refusal
+	}
+	secs, err := strconv.Atoi(strings.TrimSpace(a.Header.Get("Retry-After")))
+	if err != nil || secs <= 0 {
+		return refusal
+	}
+	return refusal.WithRetryAfter(min(time.Duration(min(secs, math.MaxInt32))*time.Second, providers.MaxRetryAfter))
+}
+
+// Failed is the contract's 502 for a provider's error answer that is not the client's to act
+// on: a 5xx, or the provider refusing the operator's credential (401, 403, 407). Its code is
+// invalid_response whatever the provider's was (spec §7.1 pairs 502 with that code alone: a
+// provider's AuthenticationError passed on would read as if the client's own key were wrong);
+// the message says what the provider answered, with its own message, if any, after it
+// (credentials redacted).
+func Failed(a Answer, message string) *apierror.Error {
+	what := fmt.Sprintf("the upstream provider failed (HTTP %d)", a.Status)
+	switch a.Status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired:
+		what = "the upstream provider refused the gateway's own credential, which the operator has to fix"
+	}
+	if message != "" {
+		what += ": " + a.Redact(message)
+	}
+	return apierror.New(http.StatusBadGateway, ErrUnreadable.Code, what)
 }
 
 // credentials are the values of the credential headers of a request (see SetCredentials), a

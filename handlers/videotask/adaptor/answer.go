@@ -27,11 +27,12 @@ func (t *Throttled) Unwrap() error { return t.Refusal }
 // Refusal describes a provider's error answer as the contract's error: its code and message
 // (credentials in the message redacted: every credential-like token, and the exact credentials
 // the call sent, which the provider may echo whatever they look like). Status follows upstream.Refusal: a 4xx of
-// the provider is passed on, a 5xx or the provider refusing the gateway's own credential is 502.
+// the provider is passed on, a 5xx or the provider refusing the gateway's own credential is
+// upstream.Failed (502 invalid_response, whatever the provider's code).
 func Refusal(ans upstream.Answer, code, message string) *apierror.Error {
 	status := ans.Status
 	if status < 400 || status >= 500 || status == http.StatusUnauthorized || status == http.StatusForbidden {
-		status = http.StatusBadGateway
+		return upstream.Failed(ans, message)
 	}
 	if code == "" {
 		code = "upstream_error"
@@ -39,7 +40,7 @@ func Refusal(ans upstream.Answer, code, message string) *apierror.Error {
 	if message == "" {
 		message = fmt.Sprintf("the upstream provider refused the request (HTTP %d)", ans.Status)
 	}
-	return apierror.New(status, code, ans.Redact(message))
+	return ans.WithRetryAfter(apierror.New(status, code, ans.Redact(message)))
 }
 
 // ReadError is the error of a read answered with a non-2xx status: ErrNotFound for 404,
