@@ -220,6 +220,28 @@ func ledgerEntries(t *testing.T, g *gateway, account string) []map[string]any {
 	return nil
 }
 
+// endedEntries is the entries of an account's ledger (ledgerEntries) after its first from, once
+// one of them ends a hold (a settlement or a release). A request's hold ends after its answer
+// has reached the client, and a transient hold's entry is in the ledger only from its end on, so
+// a ledger read just after the answer may not have them yet: it is read again, for up to 10 s.
+func endedEntries(t *testing.T, g *gateway, account string, from int) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if all := ledgerEntries(t, g, account); len(all) > from {
+			for _, e := range all[from:] {
+				if e["kind"] == "settle" || e["kind"] == "release" {
+					return all[from:]
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no hold ended in the ledger after its entry %d within 10 s", account, from)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // readLedger reads an account's ledger, checking that each entry's balance_after is the running
 // sum of the amounts; it returns the entries and their sum.
 func readLedger(t *testing.T, g *gateway, account string) ([]map[string]any, int64) {
@@ -306,7 +328,7 @@ func TestBillingAttacks(t *testing.T) {
 	settles := func(account string, from int) []string {
 		t.Helper()
 		var out []string
-		for _, e := range ledgerEntries(t, g, account)[from:] {
+		for _, e := range endedEntries(t, g, account, from) {
 			if e["kind"] == "settle" {
 				out = append(out, fmt.Sprint(e["charged"]))
 			}
@@ -351,7 +373,7 @@ func TestBillingAttacks(t *testing.T) {
 			t.Fatalf("stream: %d tokens, %v; want 50", len(text), err)
 		}
 		// Input as estimated from the body's bytes, and 50 output tokens at 0.001 each.
-		entries := ledgerEntries(t, g, "atk-limits")[from:]
+		entries := endedEntries(t, g, "atk-limits", from)
 		var held, charged int64
 		for _, e := range entries {
 			switch e["kind"] {
@@ -379,7 +401,7 @@ func TestBillingAttacks(t *testing.T) {
 		if err := stream.Err(); err != nil || len(text) != 50 {
 			t.Fatalf("stream with max_tokens \"50\": %d tokens, %v; want 50", len(text), err)
 		}
-		entries = ledgerEntries(t, g, "atk-limits")[from:]
+		entries = endedEntries(t, g, "atk-limits", from)
 		held, _ = money.Parse(fmt.Sprint(entries[0]["amount"]))
 		charged, _ = money.Parse(fmt.Sprint(entries[1]["charged"]))
 		if -held != charged || charged < 50*1000 {
@@ -448,7 +470,7 @@ func TestBillingAttacks(t *testing.T) {
 			// what this checks.
 			_, _ = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "atk-chat", MaxTokens: openai.Int(10),
 				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("usage:" + name)}})
-			entries := ledgerEntries(t, g, "atk-chat")[from:]
+			entries := endedEntries(t, g, "atk-chat", from)
 			if len(entries) != 2 || entries[0]["kind"] != "hold" || entries[1]["kind"] != "settle" {
 				t.Fatalf("usage %s: entries %v; want a hold and its settlement", name, entries)
 			}
