@@ -57,6 +57,10 @@ type User struct {
 	// KeyID is set for a member who logged in with an API key of Account (not a configured
 	// user): the session lasts while that key is active.
 	KeyID string
+	// Key is that key as this request read it (nil for a configured user, and at login). A key
+	// restricted to some models shows only the account's tasks of those models (seesTask), and
+	// bounds the keys its member creates (memberKeySpec).
+	Key *keyadmin.KeyView
 }
 
 // Operator reports whether the user sees every account.

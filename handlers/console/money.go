@@ -39,6 +39,11 @@ func (h *Handler) accountMoney(r *http.Request, s *session, name, before string)
 	if err != nil {
 		return moneyData{}, err
 	}
+	for i, e := range ledger.Entries {
+		if !s.seesTask(name, e.Model) { // another model's task, of a key restricted to some: no id
+			ledger.Entries[i].Ref, ledger.Entries[i].HoldID = "", ""
+		}
+	}
 	d := moneyData{Balance: bal, Ledger: ledger, Before: before}
 	if !bal.Limited {
 		spent, err := money.Parse(bal.Balance) // the admin API's own decimal: exact

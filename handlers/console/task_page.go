@@ -53,7 +53,7 @@ type timelineEvent struct {
 
 func (h *Handler) task(w http.ResponseWriter, r *http.Request, s *session, id string) {
 	t, err := h.Store.Task(r.Context(), id)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && !s.sees(t.Account)) {
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && !s.seesTask(t.Account, t.Model)) {
 		h.notFound(w, r, s)
 		return
 	}
