@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
@@ -21,8 +22,10 @@ type moneyData struct {
 	// Spent is what an unlimited account spent (its balance is minus that), as a decimal string.
 	Spent  string
 	Ledger keyadmin.LedgerPage
-	// Before is the cursor this page of the ledger starts before ("" for the newest entries).
-	Before string
+	// Before is the cursor this page of the ledger starts before ("" for the newest entries);
+	// Newer is the cursor of the page of newer entries, the one before this ("" when that is the
+	// newest page, or when this is).
+	Before, Newer string
 	// CreditKey is the Idempotency-Key of the credit form as this render made it: a double
 	// submit or a reload of the form credits once.
 	CreditKey string
@@ -45,6 +48,11 @@ func (h *Handler) accountMoney(r *http.Request, s *session, name, before string)
 		}
 	}
 	d := moneyData{Balance: bal, Ledger: ledger, Before: before}
+	if before != "" && len(ledger.Entries) > 0 {
+		if d.Newer, err = h.newerLedgerPage(r, name, ledger.Entries[0].ID); err != nil {
+			return moneyData{}, err
+		}
+	}
 	if !bal.Limited {
 		spent, err := money.Parse(bal.Balance) // the admin API's own decimal: exact
 		if err != nil {
@@ -56,6 +64,21 @@ func (h *Handler) accountMoney(r *http.Request, s *session, name, before string)
 		d.CreditKey = "console-" + rand.Text()
 	}
 	return d, nil
+}
+
+// newerLedgerPage returns the cursor of the ledger page of the ledgerPageSize entries after the
+// entry first (the newest of the page shown), newest first: the id after the newest of them, or
+// "" when fewer follow first, so that the newest page is the one to link.
+func (h *Handler) newerLedgerPage(r *http.Request, name, first string) (string, error) {
+	newer, err := h.Keys.Ledger(r.Context(), name, first, ledgerPageSize)
+	if err != nil || len(newer.Entries) < ledgerPageSize {
+		return "", err
+	}
+	last, err := strconv.ParseInt(newer.Entries[len(newer.Entries)-1].ID, 10, 64)
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatInt(last+1, 10), nil
 }
 
 // credit credits an account from the account page's form (operators only): amount (a decimal
