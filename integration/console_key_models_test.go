@@ -75,6 +75,10 @@ func TestConsoleKeyRestrictedToModelsSeesOnlyTheirTasks(t *testing.T) {
 		t.Errorf("acme's page as the sim-video key's member = %d, naming the sim-secret task: %v", status, strings.Contains(page, hidden))
 	}
 
+	if status, _, file := m.do(http.MethodGet, "/accounts/acme/ledger.csv", nil); status != http.StatusOK || strings.Contains(file, hidden) || !strings.Contains(file, own) {
+		t.Errorf("acme's ledger CSV as the sim-video key's member = %d, naming the sim-secret task: %v", status, strings.Contains(file, hidden))
+	}
+
 	// Keys the restricted member creates carry the login key's models.
 	for _, models := range []string{"sim-secret", "sim-*", "*", "sim-video sim-secret"} {
 		if status, _, page := m.post("/keys", url.Values{"models": {models}}); status != http.StatusForbidden || strings.Contains(page, `id="secret"`) {

@@ -212,6 +212,21 @@ func TestConsoleLedgerPages(t *testing.T) {
 	if newer := link(page, "Newer entries"); newer != "" || !strings.Contains(page, "Newest entries") {
 		t.Fatalf("the page before 110, with 11 newer entries, links %q rather than the newest page", newer)
 	}
+
+	// The page links the whole ledger as CSV, which the member downloads: the admin API's own CSV,
+	// byte for byte. Another account's is 404.
+	if !strings.Contains(page, `href="/accounts/acme/ledger.csv"`) {
+		t.Fatal("the account page does not link its ledger's CSV")
+	}
+	status, h, csvFile := alice.do(http.MethodGet, "/accounts/acme/ledger.csv", nil)
+	admin := call(t, http.MethodGet, "http://"+e.g.admin+"/mediagw/accounts/acme/ledger?format=csv&limit=1000", "", nil)
+	if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/csv") || csvFile != string(admin.body) ||
+		strings.Count(csvFile, "\n") != entries+1 || !strings.Contains(csvFile, ",credit,1,120,,top-up 120\n") {
+		t.Fatalf("alice's ledger CSV = %d %v, the admin API's = %d:\n%s\n--\n%s", status, h, admin.status, csvFile, admin.body)
+	}
+	if status, _, page := alice.do(http.MethodGet, "/accounts/beta/ledger.csv", nil); status != http.StatusNotFound || strings.Contains(page, "top-up") {
+		t.Fatalf("beta's ledger CSV as alice = %d", status)
+	}
 }
 
 // pricedConsoleCaddyfile is the console's Caddyfile with sim-video priced per second.

@@ -237,6 +237,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, s *session, part
 		h.account(w, r, s, parts[1])
 	case parts[0] == "accounts" && len(parts) == 3 && post && (parts[2] == "disable" || parts[2] == "enable"):
 		h.setDisabled(w, r, s, parts[1], parts[2] == "disable")
+	case parts[0] == "accounts" && len(parts) == 3 && parts[2] == "ledger.csv" && get:
+		h.ledgerCSV(w, r, s, parts[1])
 	case parts[0] == "accounts" && len(parts) == 3 && parts[2] == "credit" && post:
 		h.credit(w, r, s, parts[1])
 	case parts[0] == "keys" && len(parts) == 1 && get:
