@@ -75,6 +75,12 @@ func TestConsoleKeyRestrictedToModelsSeesOnlyTheirTasks(t *testing.T) {
 		t.Errorf("acme's page as the sim-video key's member = %d, naming the sim-secret task: %v", status, strings.Contains(page, hidden))
 	}
 
+	if status, _, page := m.do(http.MethodGet, "/prices", nil); status != http.StatusOK || strings.Contains(page, "sim-secret") || !strings.Contains(page, "sim-video") {
+		t.Errorf("the prices page as the sim-video key's member = %d, listing sim-secret: %v", status, strings.Contains(page, "sim-secret"))
+	}
+	if _, _, page := alice.do(http.MethodGet, "/prices", nil); !strings.Contains(page, "sim-secret") {
+		t.Error("the prices page as alice, whose account's keys may use sim-secret, does not list it")
+	}
 	if status, _, file := m.do(http.MethodGet, "/accounts/acme/ledger.csv", nil); status != http.StatusOK || strings.Contains(file, hidden) || !strings.Contains(file, own) {
 		t.Errorf("acme's ledger CSV as the sim-video key's member = %d, naming the sim-secret task: %v", status, strings.Contains(file, hidden))
 	}
