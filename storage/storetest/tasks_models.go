@@ -51,3 +51,31 @@ func testTaskListModelAllowed(t *testing.T, s storage.Store) {
 		t.Fatalf("list after a video-a task, oldest first = %v; want cgt-m4 cgt-m5", ids)
 	}
 }
+
+// testTaskSearchModelAllowed: a search (of one account, and across accounts) whose ModelAllowed
+// refuses some models has none of their tasks on any page, and keeps the tasks that name no
+// model, as TaskQuery.ModelAllowed does for lists.
+func testTaskSearchModelAllowed(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	for i := range 6 {
+		task := newTask(fmt.Sprintf("cgt-q%d", i), "alice", int64(100+i))
+		task.Model = []string{"video-a", "video-b"}[i%2]
+		if i == 5 {
+			task.Model = ""
+		}
+		mustCreate(t, s, task)
+	}
+	onlyA := func(model string) bool { return model == "video-a" }
+	want := []string{"cgt-q5", "cgt-q4", "cgt-q2", "cgt-q0"}
+	q := storage.TaskSearch{Kind: storage.KindVideo, Limit: 2, ModelAllowed: onlyA}
+	if ids, _ := readSearch(t, q, func(q storage.TaskSearch) (storage.TaskSearchPage, error) { return s.SearchTasks(ctx, "alice", q) }); !slices.Equal(ids, want) {
+		t.Fatalf("search = %v; want %v", ids, want)
+	}
+	if ids, _ := readSearch(t, q, func(q storage.TaskSearch) (storage.TaskSearchPage, error) { return s.SearchAllTasks(ctx, q) }); !slices.Equal(ids, want) {
+		t.Fatalf("search of every account = %v; want %v", ids, want)
+	}
+	q.Model = "video-b"
+	if ids, _ := readSearch(t, q, func(q storage.TaskSearch) (storage.TaskSearchPage, error) { return s.SearchTasks(ctx, "alice", q) }); len(ids) != 0 {
+		t.Fatalf("search of video-b = %v; want nothing", ids)
+	}
+}
