@@ -100,4 +100,19 @@ func TestConsoleKeyRestrictedToModelsSeesOnlyTheirTasks(t *testing.T) {
 	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"models":["sim-video"]`) {
 		t.Fatalf("the key the sim-video key's member created = %d %s", r.status, r.body)
 	}
+
+	// It revokes keys of its own models, not a key that may use every model.
+	wide := call(t, http.MethodPost, "http://"+e.g.admin+"/mediagw/keys", "", `{"account":"acme"}`)
+	if wide.status != http.StatusCreated {
+		t.Fatalf("admin key = %d %s", wide.status, wide.body)
+	}
+	if status, _, _ := m.post("/keys/"+wide.field("id")+"/revoke", nil); status != http.StatusForbidden {
+		t.Errorf("revoking an every-model key as the sim-video key's member = %d", status)
+	}
+	if r := call(t, http.MethodGet, "http://"+e.g.admin+"/mediagw/keys/"+wide.field("id"), "", nil); r.status != http.StatusOK {
+		t.Errorf("the every-model key after the restricted member's revoke = %d", r.status)
+	}
+	if status, _, _ := m.post("/keys/"+created[1]+"/revoke", nil); status != http.StatusSeeOther {
+		t.Errorf("revoking its own sim-video key as the sim-video key's member = %d", status)
+	}
 }

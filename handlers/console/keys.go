@@ -149,11 +149,8 @@ func boundByLoginKey(spec map[string]any, key *keyadmin.KeyView) string {
 		if len(asked) == 0 {
 			asked = key.Models
 		}
-		id := auth.Identity{Models: key.Models}
-		for _, m := range asked {
-			if !slices.Contains(key.Models, m) && (strings.ContainsAny(m, "*?") || !id.AllowsModel(m)) {
-				return "A key you create may use only the models of the key you logged in with: " + strings.Join(key.Models, " ") + "."
-			}
+		if !modelsWithin(asked, key) {
+			return "A key you create may use only the models of the key you logged in with: " + strings.Join(key.Models, " ") + "."
 		}
 		spec["models"] = asked
 	}
@@ -166,6 +163,25 @@ func boundByLoginKey(spec map[string]any, key *keyadmin.KeyView) string {
 		}
 	}
 	return ""
+}
+
+// modelsWithin reports whether a key of models (empty: every model) may use only models that
+// the login key may use: each is one of its patterns, or a model (no wildcard) one of them
+// allows. Any list is within a login key that may use every model.
+func modelsWithin(models []string, key *keyadmin.KeyView) bool {
+	if len(key.Models) == 0 {
+		return true
+	}
+	if len(models) == 0 {
+		return false
+	}
+	id := auth.Identity{Models: key.Models}
+	for _, m := range models {
+		if !slices.Contains(key.Models, m) && (strings.ContainsAny(m, "*?") || !id.AllowsModel(m)) {
+			return false
+		}
+	}
+	return true
 }
 
 // holdAccountKeys takes the member's account's key lease, so that no other create (on any
@@ -283,6 +299,11 @@ func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s *session, 
 	k, err := h.Keys.Key(r.Context(), id)
 	if err != nil || !s.sees(k.Account) {
 		h.notFound(w, r, s) // another account's key is answered as an unknown one
+		return
+	}
+	if s.user.Key != nil && !modelsWithin(k.Models, s.user.Key) {
+		// A key restricted to some models cannot take away a key that may use others.
+		h.fail(w, r, s, http.StatusForbidden, "The key you logged in with may revoke only keys of its own models: "+strings.Join(s.user.Key.Models, " ")+".")
 		return
 	}
 	if err := h.Keys.RevokeKey(r.Context(), id); err != nil {
