@@ -9,20 +9,29 @@ import (
 	"github.com/mediagw/mediagw/storage"
 )
 
-// testTaskListModelAllowed: a list whose ModelAllowed refuses some models (a key restricted to
-// others) has none of their tasks, in its pages and its Total, and nothing behind a cursor at one
-// of them, as behind an id the account does not have; a task that names no model is listed.
-func testTaskListModelAllowed(t *testing.T, s storage.Store) {
-	ctx := context.Background()
+// createModelTasks creates six tasks of alice, prefix 0 to 5, one a second: the even ones of
+// video-a, the odd ones of video-b, but the last, which names no model.
+func createModelTasks(t *testing.T, s storage.Store, prefix string) {
+	t.Helper()
 	for i := range 6 {
-		task := newTask(fmt.Sprintf("cgt-m%d", i), "alice", int64(100+i))
+		task := newTask(fmt.Sprintf("%s%d", prefix, i), "alice", int64(100+i))
 		task.Model = []string{"video-a", "video-b"}[i%2]
 		if i == 5 {
 			task.Model = ""
 		}
 		mustCreate(t, s, task)
 	}
-	onlyA := func(model string) bool { return model == "video-a" }
+}
+
+// onlyA is the ModelAllowed of a key that may use video-a only.
+func onlyA(model string) bool { return model == "video-a" }
+
+// testTaskListModelAllowed: a list whose ModelAllowed refuses some models (a key restricted to
+// others) has none of their tasks, in its pages and its Total, and nothing behind a cursor at one
+// of them, as behind an id the account does not have; a task that names no model is listed.
+func testTaskListModelAllowed(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	createModelTasks(t, s, "cgt-m")
 	list := func(q storage.TaskQuery) ([]string, int) {
 		t.Helper()
 		q.Kind, q.PageNum, q.ModelAllowed = storage.KindVideo, 1, onlyA
@@ -57,15 +66,7 @@ func testTaskListModelAllowed(t *testing.T, s storage.Store) {
 // model, as TaskQuery.ModelAllowed does for lists.
 func testTaskSearchModelAllowed(t *testing.T, s storage.Store) {
 	ctx := context.Background()
-	for i := range 6 {
-		task := newTask(fmt.Sprintf("cgt-q%d", i), "alice", int64(100+i))
-		task.Model = []string{"video-a", "video-b"}[i%2]
-		if i == 5 {
-			task.Model = ""
-		}
-		mustCreate(t, s, task)
-	}
-	onlyA := func(model string) bool { return model == "video-a" }
+	createModelTasks(t, s, "cgt-q")
 	want := []string{"cgt-q5", "cgt-q4", "cgt-q2", "cgt-q0"}
 	q := storage.TaskSearch{Kind: storage.KindVideo, Limit: 2, ModelAllowed: onlyA}
 	if ids, _ := readSearch(t, q, func(q storage.TaskSearch) (storage.TaskSearchPage, error) { return s.SearchTasks(ctx, "alice", q) }); !slices.Equal(ids, want) {
