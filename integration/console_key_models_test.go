@@ -85,7 +85,10 @@ func TestConsoleKeyRestrictedToModelsSeesOnlyTheirTasks(t *testing.T) {
 		t.Errorf("acme's ledger CSV as the sim-video key's member = %d, naming the sim-secret task: %v", status, strings.Contains(file, hidden))
 	}
 
-	// Keys the restricted member creates carry the login key's models.
+	// Keys the restricted member creates carry the login key's models, as the form says.
+	if _, _, page := m.do(http.MethodGet, "/keys", nil); !strings.Contains(page, "empty for those of the key you logged in with: sim-video)") {
+		t.Error("the key form tells the sim-video key's member that an empty models field means every model")
+	}
 	for _, models := range []string{"sim-secret", "sim-*", "*", "sim-video sim-secret"} {
 		if status, _, page := m.post("/keys", url.Values{"models": {models}}); status != http.StatusForbidden || strings.Contains(page, `id="secret"`) {
 			t.Errorf("a key of models %q created by the sim-video key's member = %d", models, status)
