@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,10 +20,21 @@ import (
 //
 // With MEDIAGW_CONSOLE_SCREENSHOTS=<dir> it also saves a screenshot of every page there (the
 // ones in docs/console/ were made so).
+// recentRequestsSampled finds, in the overview's chart data, a recent requests chart with samples.
+var recentRequestsSampled = regexp.MustCompile(`\{"id":"requests","title":"[^"]*","unit":"[^"]*","x":\[`)
+
 func TestConsoleInABrowser(t *testing.T) {
 	e := startConsole(t)
 	task := e.createTask(t, "mg-console-acme", `{"model":"sim-video","content":[{"type":"text","text":"a lighthouse at dawn"}]}`)
 	waitTaskStatus(t, e.base, "mg-console-acme", task, "succeeded")
+	// The recent charts sample the metrics every second (chart_interval 1s): the overview that
+	// the browser loads once must come after a sample that holds the task's requests, or its
+	// requests chart has nothing to draw.
+	probe := e.login(t, "admin")
+	waitFor(t, "a chart sample with the task's requests", func() bool {
+		_, _, page := probe.do(http.MethodGet, "/", nil)
+		return recentRequestsSampled.MatchString(page)
+	})
 
 	ctx := testbrowser.New(t, 1280, 900, 2*time.Minute)
 	shots := os.Getenv("MEDIAGW_CONSOLE_SCREENSHOTS")
@@ -65,9 +77,11 @@ func TestConsoleInABrowser(t *testing.T) {
 	const fits = `document.documentElement.scrollWidth <= window.innerWidth`
 
 	do("log in", chromedp.Navigate(e.console+"/login"), chromedp.WaitVisible(chromedp.ID("username")))
-	if !eval(labelled) || !eval(`document.activeElement.id === 'username'`) {
-		t.Fatal("the login page has unlabelled fields, or does not start in the user name")
+	if !eval(labelled) {
+		t.Fatal("the login page has unlabelled fields")
 	}
+	// autofocus moves to the field once the page has loaded, which can follow its being visible.
+	waitFor(t, "the login page to start in the user name", func() bool { return eval(`document.activeElement.id === 'username'`) })
 	shot("login")
 	// By keyboard only: type the name, Tab to the password, Enter.
 	do("log in by keyboard",

@@ -137,10 +137,12 @@ func TestConsoleMemberSeesOwnLedgerOnly(t *testing.T) {
 }
 
 // The account page shows one page of the ledger, newest first, and links the older entries
-// through the ledger's cursor.
+// through the ledger's cursor and, from an older page, the newer ones: 120 entries page as
+// 120-71, 70-21 and 20-1 going back, and as 20-1, 70-21 and 120-71 coming forward again. Before
+// the fix an older page linked only the newest one, so a reader could not step back a page.
 func TestConsoleLedgerPages(t *testing.T) {
 	e := startConsole(t)
-	const entries = 51 // one more than a console page
+	const entries = 120
 	for i := range entries {
 		req, err := http.NewRequest(http.MethodPost, "http://"+e.g.admin+"/mediagw/accounts/acme/credit", strings.NewReader(fmt.Sprintf(`{"amount":"1","note":"top-up %d"}`, i+1)))
 		if err != nil {
@@ -152,15 +154,78 @@ func TestConsoleLedgerPages(t *testing.T) {
 		}
 	}
 	alice := e.login(t, "alice")
-	_, _, page := alice.do(http.MethodGet, "/accounts/acme", nil)
-	older := regexp.MustCompile(`href="(/accounts/acme\?before=[0-9]+)">Older entries`).FindStringSubmatch(page)
-	if !strings.Contains(page, "top-up 51<") || !strings.Contains(page, "top-up 2<") || strings.Contains(page, "top-up 1<") || older == nil ||
-		strings.Index(page, "top-up 51<") > strings.Index(page, "top-up 50<") {
-		t.Fatalf("the first ledger page is not entries 51 down to 2 with a link to the older ones:\n%s", page)
+	// link is the page's link named text ("Older entries", "Newer entries").
+	link := func(page, text string) string {
+		m := regexp.MustCompile(`href="(/accounts/acme\?before=[0-9]+)"[^>]*>` + text + `<`).FindStringSubmatch(page)
+		if m == nil {
+			return ""
+		}
+		return strings.ReplaceAll(m[1], "&amp;", "&")
 	}
-	_, _, page = alice.do(http.MethodGet, strings.ReplaceAll(older[1], "&amp;", "&"), nil)
-	if !strings.Contains(page, "top-up 1<") || strings.Contains(page, "top-up 2<") || strings.Contains(page, "Older entries") || !strings.Contains(page, "Newest entries") {
-		t.Fatalf("the second ledger page is not entry 1 alone:\n%s", page)
+	// notes are the page's top-up numbers, in the page's order.
+	notes := func(page string) string {
+		var n []string
+		for _, m := range regexp.MustCompile(`<td>top-up ([0-9]+)</td>`).FindAllStringSubmatch(page, -1) {
+			n = append(n, m[1])
+		}
+		if len(n) == 0 {
+			return ""
+		}
+		return n[0] + "-" + n[len(n)-1] + fmt.Sprintf(" (%d)", len(n))
+	}
+	_, _, page := alice.do(http.MethodGet, "/accounts/acme", nil)
+	if got := notes(page); got != "120-71 (50)" || link(page, "Newer entries") != "" || strings.Contains(page, "Newest entries") {
+		t.Fatalf("the newest ledger page is %s, newer link %q", got, link(page, "Newer entries"))
+	}
+	var back []string
+	for _, want := range []string{"70-21 (50)", "20-1 (20)"} {
+		older := link(page, "Older entries")
+		if older == "" {
+			t.Fatalf("the page before %s has no link to older entries", want)
+		}
+		back = append(back, older)
+		_, _, page = alice.do(http.MethodGet, older, nil)
+		if got := notes(page); got != want || !strings.Contains(page, "Newest entries") {
+			t.Fatalf("GET %s shows %s, want %s", older, got, want)
+		}
+	}
+	if link(page, "Older entries") != "" {
+		t.Fatal("the oldest ledger page links older entries")
+	}
+	for _, want := range []string{"70-21 (50)", "120-71 (50)"} {
+		newer := link(page, "Newer entries")
+		if newer == "" {
+			t.Fatalf("the page after %s has no link to newer entries:\n%s", want, page)
+		}
+		_, _, page = alice.do(http.MethodGet, newer, nil)
+		if got := notes(page); got != want {
+			t.Fatalf("GET %s (newer) shows %s, want %s", newer, got, want)
+		}
+	}
+	// A page of fewer than 50 newer entries links the newest page: ?before=30 shows 29-1, and its
+	// newer page is 79-30.
+	_, _, page = alice.do(http.MethodGet, "/accounts/acme?before=30", nil)
+	if newer := link(page, "Newer entries"); newer != "/accounts/acme?before=80" {
+		t.Fatalf("the newer link of ?before=30 is %q", newer)
+	}
+	_, _, page = alice.do(http.MethodGet, "/accounts/acme?before=110", nil)
+	if newer := link(page, "Newer entries"); newer != "" || !strings.Contains(page, "Newest entries") {
+		t.Fatalf("the page before 110, with 11 newer entries, links %q rather than the newest page", newer)
+	}
+
+	// The page links the whole ledger as CSV, which the member downloads: the admin API's own CSV,
+	// byte for byte. Another account's is 404.
+	if !strings.Contains(page, `href="/accounts/acme/ledger.csv"`) {
+		t.Fatal("the account page does not link its ledger's CSV")
+	}
+	status, h, csvFile := alice.do(http.MethodGet, "/accounts/acme/ledger.csv", nil)
+	admin := call(t, http.MethodGet, "http://"+e.g.admin+"/mediagw/accounts/acme/ledger?format=csv&limit=1000", "", nil)
+	if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/csv") || csvFile != string(admin.body) ||
+		strings.Count(csvFile, "\n") != entries+1 || !strings.Contains(csvFile, ",credit,1,120,,top-up 120\n") {
+		t.Fatalf("alice's ledger CSV = %d %v, the admin API's = %d:\n%s\n--\n%s", status, h, admin.status, csvFile, admin.body)
+	}
+	if status, _, page := alice.do(http.MethodGet, "/accounts/beta/ledger.csv", nil); status != http.StatusNotFound || strings.Contains(page, "top-up") {
+		t.Fatalf("beta's ledger CSV as alice = %d", status)
 	}
 }
 

@@ -87,7 +87,13 @@ func startConsole(t *testing.T) consoleEnv {
 // startConsoleWith is startConsole with a Caddyfile of the same placeholders.
 func startConsoleWith(t *testing.T, caddyfile string) consoleEnv {
 	t.Helper()
-	vars := map[string]string{"console_port": fmt.Sprint(freePort(t))}
+	return startConsoleVars(t, caddyfile, map[string]string{})
+}
+
+// startConsoleVars is startConsoleWith with more placeholders of the test's own.
+func startConsoleVars(t *testing.T, caddyfile string, vars map[string]string) consoleEnv {
+	t.Helper()
+	vars["console_port"] = fmt.Sprint(freePort(t))
 	for user, password := range consolePasswords {
 		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
 		if err != nil {

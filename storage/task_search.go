@@ -20,6 +20,9 @@ type TaskSearch struct {
 	Before string
 	// Limit is the page size (at least 1). Scan bounds the records read (at least Limit).
 	Limit, Scan int
+	// ModelAllowed, when set, keeps only the tasks whose model it allows (or that name none), as
+	// TaskQuery.ModelAllowed does: the search of a key restricted to some models.
+	ModelAllowed func(model string) bool
 }
 
 // TaskSearchPage is one page of a search. Next is the cursor to go on from ("" when the account
@@ -32,7 +35,7 @@ type TaskSearchPage struct {
 
 // Matches reports whether t passes the search's filters (not its time range).
 func (q TaskSearch) Matches(t Task) bool {
-	return TaskQuery{Kind: q.Kind, Status: q.Status, Model: q.Model}.Matches(t)
+	return TaskQuery{Kind: q.Kind, Status: q.Status, Model: q.Model, ModelAllowed: q.ModelAllowed}.Matches(t)
 }
 
 // normal sets Limit and Scan to their least values.

@@ -57,6 +57,10 @@ type User struct {
 	// KeyID is set for a member who logged in with an API key of Account (not a configured
 	// user): the session lasts while that key is active.
 	KeyID string
+	// Key is that key as this request read it (nil for a configured user, and at login). A key
+	// restricted to some models shows only the account's tasks of those models (seesTask), and
+	// bounds the keys its member creates (memberKeySpec).
+	Key *keyadmin.KeyView
 }
 
 // Operator reports whether the user sees every account.
@@ -233,6 +237,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, s *session, part
 		h.account(w, r, s, parts[1])
 	case parts[0] == "accounts" && len(parts) == 3 && post && (parts[2] == "disable" || parts[2] == "enable"):
 		h.setDisabled(w, r, s, parts[1], parts[2] == "disable")
+	case parts[0] == "accounts" && len(parts) == 3 && parts[2] == "ledger.csv" && get:
+		h.ledgerCSV(w, r, s, parts[1])
 	case parts[0] == "accounts" && len(parts) == 3 && parts[2] == "credit" && post:
 		h.credit(w, r, s, parts[1])
 	case parts[0] == "keys" && len(parts) == 1 && get:

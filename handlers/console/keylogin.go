@@ -99,7 +99,9 @@ func (h *Handler) keySession(r *http.Request, id string) (user User, found, acti
 		return User{}, false, false, err
 	}
 	active = !k.Disabled && (k.Expires == nil || h.now().Before(*k.Expires)) && k.Account != "" && h.keyAllowsClient(r, k)
-	return keyUser(k.ID, k.Account, hash), true, active, nil
+	user = keyUser(k.ID, k.Account, hash)
+	user.Key = &k
+	return user, true, active, nil
 }
 
 // keyAllowsClient reports whether the key's allow_ips allow the request's client address, and

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/keyadmin"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -99,6 +101,10 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 		if h.MemberKeys.MaxActiveTasks != nil {
 			spec["max_active_tasks"] = *h.MemberKeys.MaxActiveTasks
 		}
+		if msg := boundByLoginKey(spec, s.user.Key); msg != "" {
+			h.fail(w, r, s, http.StatusForbidden, msg)
+			return
+		}
 		release, ok := h.holdAccountKeys(w, r, s)
 		if !ok {
 			return
@@ -126,6 +132,56 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 		Notice: "Key " + created.ID + " was created. Copy its secret now: it is not shown again.",
 		Data: keysData{Keys: keys.Keys, Account: created.Account, Created: &created, CanCreate: true,
 			Pages: makePager("/keys", url.Values{"account": {created.Account}}, q, keys.Prev, keys.Next)}})
+}
+
+// boundByLoginKey keeps a key that a member who logged in with key creates within that key: its
+// models (when the key is restricted to some; an empty list takes the key's own), its allow_ips
+// and, at the latest, its expiry. Otherwise a key that may use one model, or one address, could
+// make itself a key without those bounds and reach, through the gateway's API, the account's
+// tasks of every model. It returns why the spec is refused ("" when it is not). key is nil for a
+// configured member, whom nothing bounds here.
+func boundByLoginKey(spec map[string]any, key *keyadmin.KeyView) string {
+	if key == nil {
+		return ""
+	}
+	if len(key.Models) > 0 {
+		asked, _ := spec["models"].([]string)
+		if len(asked) == 0 {
+			asked = key.Models
+		}
+		if !modelsWithin(asked, key) {
+			return "A key you create may use only the models of the key you logged in with: " + strings.Join(key.Models, " ") + "."
+		}
+		spec["models"] = asked
+	}
+	if len(key.AllowIPs) > 0 {
+		spec["allow_ips"] = key.AllowIPs
+	}
+	if key.Expires != nil {
+		if asked, ok := spec["expires"].(string); !ok || asked > key.Expires.UTC().Format(time.RFC3339) {
+			spec["expires"] = key.Expires.UTC().Format(time.RFC3339)
+		}
+	}
+	return ""
+}
+
+// modelsWithin reports whether a key of models (empty: every model) may use only models that
+// the login key may use: each is one of its patterns, or a model (no wildcard) one of them
+// allows. Any list is within a login key that may use every model.
+func modelsWithin(models []string, key *keyadmin.KeyView) bool {
+	if len(key.Models) == 0 {
+		return true
+	}
+	if len(models) == 0 {
+		return false
+	}
+	id := auth.Identity{Models: key.Models}
+	for _, m := range models {
+		if !slices.Contains(key.Models, m) && (strings.ContainsAny(m, "*?") || !id.AllowsModel(m)) {
+			return false
+		}
+	}
+	return true
 }
 
 // holdAccountKeys takes the member's account's key lease, so that no other create (on any
@@ -243,6 +299,11 @@ func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s *session, 
 	k, err := h.Keys.Key(r.Context(), id)
 	if err != nil || !s.sees(k.Account) {
 		h.notFound(w, r, s) // another account's key is answered as an unknown one
+		return
+	}
+	if s.user.Key != nil && !modelsWithin(k.Models, s.user.Key) {
+		// A key restricted to some models cannot take away a key that may use others.
+		h.fail(w, r, s, http.StatusForbidden, "The key you logged in with may revoke only keys of its own models: "+strings.Join(s.user.Key.Models, " ")+".")
 		return
 	}
 	if err := h.Keys.RevokeKey(r.Context(), id); err != nil {

@@ -107,3 +107,52 @@ func TestMemberKeyBudgetAndCreateRate(t *testing.T) {
 		t.Fatalf("audit log: %q", changes)
 	}
 }
+
+// A key that a member logged in with an API key creates stays within that key: its models (the
+// login key's own when the form names none; a pattern or a model the key may not use is refused),
+// its allow_ips, and an expiry no later than the login key's. A configured member is not bounded.
+func TestKeysCreatedByAKeyMemberStayWithinIt(t *testing.T) {
+	expires := time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)
+	key := &keyadmin.KeyView{ID: "k", Account: "acme", Models: []string{"video-a", "seed-*"}, AllowIPs: []string{"10.0.0.0/8"}, Expires: &expires}
+	for _, c := range []struct {
+		form    []string // the models the form names
+		expires string   // the form's expiry, RFC 3339 ("": none)
+		refused bool
+		models  []string
+		until   string
+	}{
+		{form: nil, models: []string{"video-a", "seed-*"}, until: "2027-03-01T00:00:00Z"},
+		{form: []string{"video-a"}, expires: "2027-01-01T00:00:00Z", models: []string{"video-a"}, until: "2027-01-01T00:00:00Z"},
+		{form: []string{"seed-*", "seed-pro"}, expires: "2028-01-01T00:00:00Z", models: []string{"seed-*", "seed-pro"}, until: "2027-03-01T00:00:00Z"},
+		{form: []string{"video-b"}, refused: true},
+		{form: []string{"video-*"}, refused: true},
+		{form: []string{"*"}, refused: true},
+		{form: []string{"seed-?ro"}, refused: true},
+	} {
+		spec := map[string]any{"account": "acme"}
+		if c.form != nil {
+			spec["models"] = c.form
+		}
+		if c.expires != "" {
+			spec["expires"] = c.expires
+		}
+		msg := boundByLoginKey(spec, key)
+		if c.refused {
+			if msg == "" {
+				t.Errorf("models %v: a key beyond the login key's models is not refused: %v", c.form, spec)
+			}
+			continue
+		}
+		if msg != "" || fmt.Sprint(spec["models"]) != fmt.Sprint(c.models) || fmt.Sprint(spec["allow_ips"]) != "[10.0.0.0/8]" || spec["expires"] != c.until {
+			t.Errorf("models %v, expires %q: %q %v", c.form, c.expires, msg, spec)
+		}
+	}
+	open := &keyadmin.KeyView{ID: "all", Account: "acme"}
+	spec := map[string]any{"account": "acme"}
+	if msg := boundByLoginKey(spec, open); msg != "" || len(spec) != 1 {
+		t.Errorf("an unrestricted login key bounds the new key: %q %v", msg, spec)
+	}
+	if msg := boundByLoginKey(spec, nil); msg != "" || len(spec) != 1 {
+		t.Errorf("a configured member is bounded: %q %v", msg, spec)
+	}
+}

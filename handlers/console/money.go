@@ -2,13 +2,18 @@ package console
 
 import (
 	"crypto/rand"
+	"encoding/csv"
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+
+	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
 	"github.com/mediagw/mediagw/internal/money"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // ledgerPageSize is the number of ledger entries on the account page, newest first; the page
@@ -21,8 +26,10 @@ type moneyData struct {
 	// Spent is what an unlimited account spent (its balance is minus that), as a decimal string.
 	Spent  string
 	Ledger keyadmin.LedgerPage
-	// Before is the cursor this page of the ledger starts before ("" for the newest entries).
-	Before string
+	// Before is the cursor this page of the ledger starts before ("" for the newest entries);
+	// Newer is the cursor of the page of newer entries, the one before this ("" when that is the
+	// newest page, or when this is).
+	Before, Newer string
 	// CreditKey is the Idempotency-Key of the credit form as this render made it: a double
 	// submit or a reload of the form credits once.
 	CreditKey string
@@ -39,7 +46,13 @@ func (h *Handler) accountMoney(r *http.Request, s *session, name, before string)
 	if err != nil {
 		return moneyData{}, err
 	}
+	hideTaskRefs(s, name, ledger.Entries)
 	d := moneyData{Balance: bal, Ledger: ledger, Before: before}
+	if before != "" && len(ledger.Entries) > 0 {
+		if d.Newer, err = h.newerLedgerPage(r, name, ledger.Entries[0].ID); err != nil {
+			return moneyData{}, err
+		}
+	}
 	if !bal.Limited {
 		spent, err := money.Parse(bal.Balance) // the admin API's own decimal: exact
 		if err != nil {
@@ -51,6 +64,66 @@ func (h *Handler) accountMoney(r *http.Request, s *session, name, before string)
 		d.CreditKey = "console-" + rand.Text()
 	}
 	return d, nil
+}
+
+// hideTaskRefs takes the task's ref and hold id off the entries of models the session may not
+// see tasks of (a key restricted to some models): their amounts stay, as the balance is the
+// account's.
+func hideTaskRefs(s *session, account string, entries []keyadmin.EntryView) {
+	for i, e := range entries {
+		if !s.seesTask(account, e.Model) {
+			entries[i].Ref, entries[i].HoldID = "", ""
+		}
+	}
+}
+
+// ledgerCSV downloads the account's whole ledger as CSV, oldest first, in the admin API's
+// columns (GET /mediagw/accounts/{name}/ledger?format=csv), for its member as for an operator.
+// It reads and writes storage.MaxLedgerPage entries at a time, so it holds one page in memory
+// however long the ledger is.
+func (h *Handler) ledgerCSV(w http.ResponseWriter, r *http.Request, s *session, name string) {
+	if !s.sees(name) {
+		h.notFound(w, r, s)
+		return
+	}
+	page, err := h.Keys.Ledger(r.Context(), name, "", storage.MaxLedgerPage)
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="mediagw-ledger.csv"`)
+	out := csv.NewWriter(w)
+	for first := true; ; first = false {
+		hideTaskRefs(s, name, page.Entries)
+		rows := page.CSVRows()
+		if !first {
+			rows = rows[1:] // the header, once
+		}
+		if out.WriteAll(rows) != nil || page.Next == "" || len(page.Entries) == 0 {
+			return // done, or the client went away
+		}
+		if page, err = h.Keys.Ledger(r.Context(), name, page.Next, storage.MaxLedgerPage); err != nil {
+			// The status is sent: the file ends short, and the log says why.
+			h.Logger.Error("reading the ledger for a console CSV", zap.String("account", name), zap.Error(err))
+			return
+		}
+	}
+}
+
+// newerLedgerPage returns the cursor of the ledger page of the ledgerPageSize entries after the
+// entry first (the newest of the page shown), newest first: the id after the newest of them, or
+// "" when fewer follow first, so that the newest page is the one to link.
+func (h *Handler) newerLedgerPage(r *http.Request, name, first string) (string, error) {
+	newer, err := h.Keys.Ledger(r.Context(), name, first, ledgerPageSize)
+	if err != nil || len(newer.Entries) < ledgerPageSize {
+		return "", err
+	}
+	last, err := strconv.ParseInt(newer.Entries[len(newer.Entries)-1].ID, 10, 64)
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatInt(last+1, 10), nil
 }
 
 // credit credits an account from the account page's form (operators only): amount (a decimal

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/keyadmin"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/storage"
@@ -105,6 +106,24 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request, s *session) {
 
 // sees reports whether the session may see account.
 func (s *session) sees(account string) bool { return s.user.Operator() || s.user.Account == account }
+
+// seesTask reports whether the session may see a task (or a ledger entry) of account made with
+// model: an operator sees every one, a member their account's, and a member who logged in with a
+// key restricted to some models only those models' (or what names none), as the gateway's API
+// shows that key (auth.Identity.Sees).
+func (s *session) seesTask(account, model string) bool {
+	return s.user.Operator() || s.identity().Sees(account, model)
+}
+
+// identity is the member as the gateway's API would see their key: the account and, for a key
+// session, the key's models.
+func (s *session) identity() auth.Identity {
+	id := auth.Identity{Account: s.user.Account, KeyID: s.user.KeyID}
+	if s.user.Key != nil {
+		id.Models = s.user.Key.Models
+	}
+	return id
+}
 
 type overviewData struct {
 	// Accounts are the first accounts by name (overviewAccounts of them), with their usage;

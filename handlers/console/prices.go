@@ -29,7 +29,8 @@ type pricesData struct {
 }
 
 // prices shows the price of every model the gateway serves or prices; a member sees only the
-// models that one of their account's usable keys allows.
+// models that one of their account's usable keys allows, and one logged in with a key restricted
+// to some models only those.
 func (h *Handler) prices(w http.ResponseWriter, r *http.Request, s *session) {
 	models := map[string]bool{}
 	if h.Models != nil {
@@ -48,7 +49,9 @@ func (h *Handler) prices(w http.ResponseWriter, r *http.Request, s *session) {
 			h.failErr(w, r, s, err)
 			return
 		}
-		allowed = func(model string) bool { return usableKeyAllows(keys, model, h.now().Unix()) }
+		// A key restricted to some models sees those only, as the gateway's model list shows it.
+		id := s.identity()
+		allowed = func(model string) bool { return id.AllowsModel(model) && usableKeyAllows(keys, model, h.now().Unix()) }
 	}
 	names := make([]string, 0, len(models))
 	for m := range models {

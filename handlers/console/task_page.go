@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mediagw/mediagw/handlers/keyadmin"
@@ -29,6 +30,8 @@ type taskData struct {
 	Running  bool // not finished yet: the page reloads itself
 	VideoURL string
 	Result   string
+	// Error is a failed task's error as its answer gives it ("code: message"; "" for none).
+	Error string
 	// Operator pages show the upstream's address; members see its name only.
 	Operator   bool
 	Timeline   []timelineEvent
@@ -53,7 +56,7 @@ type timelineEvent struct {
 
 func (h *Handler) task(w http.ResponseWriter, r *http.Request, s *session, id string) {
 	t, err := h.Store.Task(r.Context(), id)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && !s.sees(t.Account)) {
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && !s.seesTask(t.Account, t.Model)) {
 		h.notFound(w, r, s)
 		return
 	}
@@ -66,15 +69,19 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request, s *session, id st
 		Content struct {
 			VideoURL string `json:"video_url"`
 		} `json:"content"`
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
 	}
 	if len(t.Result) > 0 {
-		var pretty bytes.Buffer
-		if json.Indent(&pretty, t.Result, "", "  ") == nil {
-			d.Result = pretty.String()
-		}
+		d.Result = readableJSON(t.Result)
 		if json.Unmarshal(t.Result, &result) == nil {
 			if u, err := url.Parse(result.Content.VideoURL); err == nil && (u.Scheme == "https" || u.Scheme == "http") {
 				d.VideoURL = u.String()
+			}
+			if e := result.Error; e != nil && (e.Code != "" || e.Message != "") {
+				d.Error = strings.TrimPrefix(e.Code+": "+e.Message, ": ")
 			}
 		}
 	}
@@ -91,6 +98,27 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request, s *session, id st
 	d.Timeline = timeline(d)
 	d.CostText = costText(d)
 	h.show(w, s, "task", "Task "+t.ID, d)
+}
+
+// readableJSON indents a stored answer for the page, with its text as written: the store keeps
+// <, > and & as \u escapes (encoding/json's default), which would show a provider's message as
+// escape codes; the page's template escapes the text itself. Numbers keep their digits. An
+// answer that is not JSON is shown as stored.
+func readableJSON(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return string(raw)
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if enc.Encode(v) != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(out.String(), "\n")
 }
 
 // taskMoney reads the task's hold and finds its ledger entries (the hold, its settlement or

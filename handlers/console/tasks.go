@@ -49,6 +49,9 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	search := storage.TaskSearch{Kind: storage.KindVideo, Status: d.Status, Model: d.Model, Before: d.Before,
 		Limit: tasksPageSize, Scan: tasksScan}
+	if !s.user.Operator() {
+		search.ModelAllowed = s.identity().ModelFilter() // a key restricted to some models sees only theirs
+	}
 	for _, day := range []struct {
 		text string
 		dst  *int64

@@ -269,6 +269,10 @@ func entryCursor(cursor string, least int64) bool {
 	return err == nil && n >= least
 }
 
+// CSVRows is the page as the admin API's CSV ledger has it: a header row, then a row an entry,
+// every text cell made safe for spreadsheets.
+func (p LedgerPage) CSVRows() [][]string { return ledgerCSV(p).rows() }
+
 // ledgerCSVHeader names the columns of the CSV ledger.
 var ledgerCSVHeader = []string{"id", "time", "account", "key_id", "model", "ref", "hold_id", "kind", "amount", "balance_after", "charged", "note"}
 

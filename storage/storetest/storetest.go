@@ -46,6 +46,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("TaskListAndIndexes", func(t *testing.T) { testTaskListAndIndexes(t, fresh(t)) })
 	t.Run("TaskListCursor", func(t *testing.T) { testTaskListCursor(t, fresh(t)) })
 	t.Run("TaskListModelAllowed", func(t *testing.T) { testTaskListModelAllowed(t, fresh(t)) })
+	t.Run("TaskSearchModelAllowed", func(t *testing.T) { testTaskSearchModelAllowed(t, fresh(t)) })
 	t.Run("TaskListSameSecond", func(t *testing.T) { testTaskListSameSecond(t, fresh(t)) })
 	t.Run("TaskSearch", func(t *testing.T) { testTaskSearch(t, fresh(t)) })
 	t.Run("TaskSearchAll", func(t *testing.T) { testTaskSearchAll(t, fresh(t)) })
