@@ -25,6 +25,9 @@ const toolModelsCaddyfile = `{
 			account acme
 			models gpt-cheap
 		}
+		key mg-tools-every-model {
+			account acme
+		}
 	}
 }
 
@@ -43,8 +46,9 @@ http://127.0.0.1:{{port}} {
 // TestResponsesToolModelIsChecked has the openai-go SDK create a response with an
 // image_generation tool naming an image model the key may not use: OpenAI runs the tool's model
 // besides the request's, so it used to reach the provider unchecked. It is refused (403
-// model_not_allowed, param tools[0].model) and nothing reaches the upstream; the same request
-// whose tool names no model passes.
+// model_not_allowed, param tools[0].model) and nothing reaches the upstream. So is the same
+// request whose tool names no model, which would run the provider's default image model; a key
+// that may use every model may send it.
 func TestResponsesToolModelIsChecked(t *testing.T) {
 	rec := newRecorder(t)
 	base, _ := startSimGateway(t, toolModelsCaddyfile, map[string]string{"rec_url": rec.URL})
@@ -56,10 +60,12 @@ func TestResponsesToolModelIsChecked(t *testing.T) {
 			Tools: []responses.ToolUnionParam{{OfImageGeneration: &responses.ToolImageGenerationParam{Model: toolModel}}},
 		}
 	}
-	_, err := oa.Responses.New(context.Background(), params("gpt-image-dear"))
-	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 403 || apiErr.Code != "model_not_allowed" || apiErr.Param != "tools[0].model" {
-		t.Fatalf("a tool model the key may not use: %v", err)
+	for _, toolModel := range []string{"gpt-image-dear", ""} {
+		_, err := oa.Responses.New(context.Background(), params(toolModel))
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 403 || apiErr.Code != "model_not_allowed" || apiErr.Param != "tools[0].model" {
+			t.Fatalf("a tool model %q the key may not use: %v", toolModel, err)
+		}
 	}
 	rec.mu.Lock()
 	reached := len(rec.requests)
@@ -68,7 +74,8 @@ func TestResponsesToolModelIsChecked(t *testing.T) {
 		t.Fatalf("the upstream received %d requests", reached)
 	}
 	// The recorder's answer is no Response; the request reaching it is what counts here.
-	_, _ = oa.Responses.New(context.Background(), params(""))
+	every := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-tools-every-model"), option.WithMaxRetries(0))
+	_, _ = every.Responses.New(context.Background(), params(""))
 	if got := rec.last(t); got.path != "/openai/v1/responses" {
 		t.Fatalf("the upstream got %s", got.path)
 	}
