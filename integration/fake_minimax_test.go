@@ -95,6 +95,9 @@ func (f *fakeMiniMax) create(w http.ResponseWriter, r *http.Request, body []byte
 	case c.Resolution != nil && !slices.Contains([]string{"512P", "768P", "1080P"}, *c.Resolution):
 		f.answer(w, 2013, "invalid params, resolution", nil)
 		return
+	case c.Duration != nil && *c.Duration == 10 && c.Resolution != nil && *c.Resolution == "1080P":
+		f.answer(w, 2013, "invalid params, 1080P supports a duration of 6 only", nil)
+		return
 	}
 	id := f.tasks.add(func(n int) string { return fmt.Sprintf("1069161122%05d", n) }, fakeTask{script: scriptOf(c.Prompt)})
 	f.answer(w, 0, "success", map[string]any{"task_id": id})

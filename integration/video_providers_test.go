@@ -448,3 +448,21 @@ func TestGeminiLengthTheModelMakes(t *testing.T) {
 		}
 	}
 }
+
+// TestMiniMaxLengthAt1080P: Hailuo makes 10 s videos at 768P but only 6 s at 1080P, and the
+// strict fake refuses 10 there as MiniMax does; a task asking for 10 s at 1080p is sent 6 s and
+// made, not refused, and one at 720p is sent its 10 s.
+func TestMiniMaxLengthAt1080P(t *testing.T) {
+	v := startVideoProviders(t)
+	for _, c := range []struct{ resolution, want string }{{"1080p", `"duration":6,"resolution":"1080P"`}, {"720p", `"duration":10,"resolution":"768P"`}} {
+		id := v.createWith(t, map[string]any{"model": "MiniMax-Hailuo-02", "resolution": c.resolution, "duration": 10,
+			"content": []any{map[string]any{"type": "text", "text": "a tide"}}})
+		creates := v.mini.log.matching("POST", "/v1/video_generation")
+		if len(creates) == 0 || !bytes.Contains(creates[len(creates)-1].Body, []byte(c.want)) {
+			t.Fatalf("%s: sent %s, want %s", c.resolution, creates[len(creates)-1].Body, c.want)
+		}
+		if got := pollUntil(t, v.alice, id); got.Status != model.StatusSucceeded {
+			t.Fatalf("%s: %+v", c.resolution, got)
+		}
+	}
+}

@@ -69,7 +69,7 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 		body.LastFrameImage = last.URL
 	}
 	if r.Duration == 6 || r.Duration == 10 {
-		body.Duration = r.Duration
+		body.Duration = secondsOf(r)
 	}
 	// Any other length is not sent: MiniMax makes its default, 6 s (see secondsOf).
 	b, err := json.Marshal(body)
@@ -121,10 +121,10 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 	return s, nil
 }
 
-// secondsOf is the length MiniMax makes for r: 10 s when asked for, else its default 6 (a length
-// other than 6 or 10 is not sent).
+// secondsOf is the length MiniMax makes for r: 10 s when asked for, except at 1080P, where it
+// makes 6 s only (and refuses 10), else its default 6 (a length other than 6 or 10 is not sent).
 func secondsOf(r adaptor.Request) int64 {
-	if r.Duration == 10 {
+	if r.Duration == 10 && resolutions[r.Resolution] != "1080P" {
 		return 10
 	}
 	return 6
