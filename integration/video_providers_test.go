@@ -466,3 +466,21 @@ func TestMiniMaxLengthAt1080P(t *testing.T) {
 		}
 	}
 }
+
+// TestKlingLengthNearest: Kling makes 5 or 10 s videos; a task asking for 8 s is sent the nearer
+// 10 (before, no length was sent and Kling made its default 5), one asking for 7 s is sent 5.
+func TestKlingLengthNearest(t *testing.T) {
+	v := startVideoProviders(t)
+	for duration, want := range map[int]string{8: `"duration":"10"`, 7: `"duration":"5"`} {
+		before := len(v.kling.log.matching("POST", "/v1/videos/text2video"))
+		id := v.createWith(t, map[string]any{"model": "kling-v2-1-master", "duration": duration,
+			"content": []any{map[string]any{"type": "text", "text": "a lantern"}}})
+		creates := v.kling.log.matching("POST", "/v1/videos/text2video")
+		if len(creates) != before+1 || !bytes.Contains(creates[len(creates)-1].Body, []byte(want)) {
+			t.Fatalf("duration %d: creates %+v, want %s", duration, creates, want)
+		}
+		if got := pollUntil(t, v.alice, id); got.Status != model.StatusSucceeded {
+			t.Fatalf("duration %d: %+v", duration, got)
+		}
+	}
+}

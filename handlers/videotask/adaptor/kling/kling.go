@@ -8,8 +8,8 @@
 // Mapping (docs/video-providers.md has the table): the prompt goes to prompt, a negative prompt
 // to negative_prompt; a first frame makes an image-to-video task (image, and image_tail for a
 // last frame); resolution 720p is mode std, 1080p mode pro; ratio 16:9, 9:16 or 1:1 is
-// aspect_ratio (text-to-video only); duration 5 or 10 is duration (a string). Seed, frames, the
-// flags and reference media are ignored.
+// aspect_ratio (text-to-video only); duration to duration (a string), as the nearest of the 5 or
+// 10 s Kling makes (secondsOf). Seed, frames, the flags and reference media are ignored.
 package kling
 
 import (
@@ -62,8 +62,8 @@ func (Adaptor) Create(ctx context.Context, c adaptor.Caller, r adaptor.Request) 
 	} else if r.Ratio == "16:9" || r.Ratio == "9:16" || r.Ratio == "1:1" {
 		body.AspectRatio = r.Ratio
 	}
-	if r.Duration == 5 || r.Duration == 10 {
-		body.Duration = strconv.FormatInt(r.Duration, 10)
+	if r.Duration > 0 {
+		body.Duration = strconv.FormatInt(secondsOf(r), 10)
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -160,14 +160,22 @@ func resolutionOf(r adaptor.Request) string {
 	return "720p"
 }
 
-// Plan implements adaptor.Planner: 10 s when asked for, else Kling's default 5 (no other length
-// is sent), in the mode resolutionOf tells.
+// Plan implements adaptor.Planner: secondsOf's length, in the mode resolutionOf tells.
 func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
-	p := billing.PlannedVideo{Seconds: 5, Resolution: resolutionOf(r)}
-	if r.Duration == 10 {
-		p.Seconds = 10
+	return billing.PlannedVideo{Seconds: secondsOf(r), Resolution: resolutionOf(r)}
+}
+
+// offeredSeconds are the lengths Kling makes.
+var offeredSeconds = []int64{5, 10}
+
+// secondsOf is the length Kling is asked for and makes: the nearest of 5 and 10 s to the
+// duration (the longer of two equally near: 8 is 10, 7 is 5), or its default 5 s where the
+// duration is -1 or none (nothing is sent then).
+func secondsOf(r adaptor.Request) int64 {
+	if r.Duration <= 0 {
+		return 5
 	}
-	return p
+	return adaptor.NearestLength(r.Duration, offeredSeconds)
 }
 
 // states maps Kling's task_status onto the contract's states; anything else is

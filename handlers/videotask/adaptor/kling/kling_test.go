@@ -27,3 +27,18 @@ func TestReadDurationOnlyWhenUsable(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondsOf: a duration is asked of Kling as the nearest of the 5 or 10 s it makes (the
+// longer of two equally near), which the plan (the hold, a usage without a reported length)
+// counts too; -1 or none asks for nothing and plans Kling's default 5 s.
+func TestSecondsOf(t *testing.T) {
+	for duration, want := range map[int64]int64{-1: 5, 0: 5, 2: 5, 5: 5, 7: 5, 8: 10, 10: 10, 15: 10} {
+		r := adaptor.Request{Model: "kling-v2-1-master", Duration: duration}
+		if got := secondsOf(r); got != want {
+			t.Errorf("duration %d: %d s, want %d", duration, got, want)
+		}
+		if p := (Adaptor{}).Plan(r); p.Seconds != want {
+			t.Errorf("duration %d: planned %d s, want %d", duration, p.Seconds, want)
+		}
+	}
+}
