@@ -20,14 +20,15 @@ func TestAdaptorsPlanTheVideoTheirProviderMakes(t *testing.T) {
 		{adaptor.Gemini, adaptor.Request{}, billing.PlannedVideo{Seconds: 8, Resolution: "720p"}},
 		{adaptor.Gemini, adaptor.Request{Duration: 6, Resolution: "1080p"}, billing.PlannedVideo{Seconds: 6, Resolution: "1080p"}},
 		{adaptor.Gemini, adaptor.Request{Duration: -1, Resolution: "480p"}, billing.PlannedVideo{Seconds: 8, Resolution: "720p"}},
-		// Kling: 5 or 10 s; std (720p) unless 1080p (pro).
+		// Kling: the nearer of 5 or 10 s; std (720p) unless 1080p (pro).
 		{adaptor.Kling, adaptor.Request{}, billing.PlannedVideo{Seconds: 5, Resolution: "720p"}},
 		{adaptor.Kling, adaptor.Request{Duration: 10, Resolution: "1080p"}, billing.PlannedVideo{Seconds: 10, Resolution: "1080p"}},
 		{adaptor.Kling, adaptor.Request{Duration: 3, Resolution: "480p"}, billing.PlannedVideo{Seconds: 5, Resolution: "720p"}},
-		// Hailuo: 6 or 10 s; 768P (720p) unless 1080p.
+		// Hailuo: 6 or 10 s, 6 only at 1080p; 768P (720p) unless 1080p.
 		{adaptor.MiniMax, adaptor.Request{}, billing.PlannedVideo{Seconds: 6, Resolution: "720p"}},
 		{adaptor.MiniMax, adaptor.Request{Duration: 5, Resolution: "480p"}, billing.PlannedVideo{Seconds: 6, Resolution: "720p"}},
-		{adaptor.MiniMax, adaptor.Request{Duration: 10, Resolution: "1080p"}, billing.PlannedVideo{Seconds: 10, Resolution: "1080p"}},
+		{adaptor.MiniMax, adaptor.Request{Duration: 10, Resolution: "1080p"}, billing.PlannedVideo{Seconds: 6, Resolution: "1080p"}},
+		{adaptor.MiniMax, adaptor.Request{Duration: 10, Resolution: "720p"}, billing.PlannedVideo{Seconds: 10, Resolution: "720p"}},
 		// OpenAI's videos: 4, 8 or 12 s, else 4; the size is the model's, not known.
 		{adaptor.OpenAI, adaptor.Request{}, billing.PlannedVideo{Seconds: 4}},
 		{adaptor.OpenAI, adaptor.Request{Duration: 12}, billing.PlannedVideo{Seconds: 12}},
