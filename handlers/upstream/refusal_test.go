@@ -40,3 +40,17 @@ func TestRefusalHidesTheKeySent(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalOfTheGatewaysCredential: a provider's 401, 403 or 407 refuses the operator's
+// credential and a 5xx is the provider's failure: 502 invalid_response, on the task API's path
+// (Refusal) and the adaptors' alike (GatewaysFault); any other 4xx is the provider's refusal,
+// passed on with its status and code.
+func TestRefusalOfTheGatewaysCredential(t *testing.T) {
+	body := []byte(`{"error":{"code":"Denied","message":"no access"}}`)
+	for status, want := range map[int]int{401: 502, 403: 502, 407: 502, 500: 502, 503: 502, 400: 400, 404: 404, 429: 429} {
+		err := Refusal(Answer{Status: status, Body: body})
+		if err.Status != want || (want == 502) != (err.Code == ErrUnreadable.Code) || (want == 502) != GatewaysFault(status) {
+			t.Errorf("provider %d: %d %s, want %d", status, err.Status, err.Code, want)
+		}
+	}
+}

@@ -236,8 +236,8 @@ func readAnswer(body io.Reader, declared int64) ([]byte, error) {
 }
 
 // Refusal turns a non-2xx answer into a contract error. The provider's own 4xx is passed on with
-// its code and message (credential-like tokens in it redacted, see RedactSecrets); a 5xx, and a
-// 401 (the provider refusing mediagw's credential), are Failed: 502 invalid_response.
+// its code and message (credential-like tokens in it redacted, see RedactSecrets); a 5xx, and
+// the provider refusing mediagw's credential (GatewaysFault), are Failed: 502 invalid_response.
 func Refusal(a Answer) *apierror.Error {
 	var e struct {
 		Error *struct {
@@ -248,8 +248,7 @@ func Refusal(a Answer) *apierror.Error {
 	}
 	parsed := json.Unmarshal(a.Body, &e) == nil && e.Error != nil && e.Error.Message != ""
 	status := a.Status
-	if status < 400 || status >= 500 || status == http.StatusUnauthorized || status == http.StatusProxyAuthRequired {
-		// A 5xx, or the provider refusing the gateway's own credential: not the client's fault.
+	if GatewaysFault(status) {
 		if !parsed {
 			return ErrUnreadable
 		}
@@ -287,8 +286,19 @@ func (a Answer) WithRetryAfter(refusal *apierror.Error) *apierror.Error {
 	return refusal.WithRetryAfter(min(time.Duration(min(secs, math.MaxInt32))*time.Second, providers.MaxRetryAfter))
 }
 
+// GatewaysFault reports whether a provider's error answer of status is not the client's to act
+// on: a status that is no 4xx (a 5xx), or the provider refusing the operator's credential (401,
+// 403, 407). Such an answer is Failed; any other 4xx is passed on as the provider's refusal.
+func GatewaysFault(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired:
+		return true
+	}
+	return status < 400 || status >= 500
+}
+
 // Failed is the contract's 502 for a provider's error answer that is not the client's to act
-// on: a 5xx, or the provider refusing the operator's credential (401, 403, 407). Its code is
+// on (GatewaysFault): a 5xx, or the provider refusing the operator's credential. Its code is
 // invalid_response whatever the provider's was (spec §7.1 pairs 502 with that code alone: a
 // provider's AuthenticationError passed on would read as if the client's own key were wrong);
 // the message says what the provider answered, with its own message, if any, after it

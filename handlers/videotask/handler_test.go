@@ -108,7 +108,10 @@ func TestCreateUpstreamFailures(t *testing.T) {
 			w.WriteHeader(429)
 			io.WriteString(w, `{"error":{"code":"RateLimitExceeded","message":"slow down"}}`)
 		}, 429, "RateLimitExceeded"},
-		{"upstream 4xx without a body", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(403) }, 403, "upstream_error"},
+		{"upstream 4xx without a body", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(400) }, 400, "upstream_error"},
+		// A 403 refuses the operator's credential or account (Ark's AccessDenied, ModelNotOpen):
+		// not the client's to act on.
+		{"upstream 403 without a body", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(403) }, 502, "invalid_response"},
 		{"upstream 5xx", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, 502, "invalid_response"},
 		{"unreadable 200", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `<html>`) }, 502, "invalid_response"},
 		{"200 without id", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) }, 502, "invalid_response"},

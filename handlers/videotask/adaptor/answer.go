@@ -31,7 +31,7 @@ func (t *Throttled) Unwrap() error { return t.Refusal }
 // upstream.Failed (502 invalid_response, whatever the provider's code).
 func Refusal(ans upstream.Answer, code, message string) *apierror.Error {
 	status := ans.Status
-	if status < 400 || status >= 500 || status == http.StatusUnauthorized || status == http.StatusForbidden {
+	if upstream.GatewaysFault(status) {
 		return upstream.Failed(ans, message)
 	}
 	if code == "" {
