@@ -282,13 +282,19 @@ func IsCredentialParameter(rawName string) bool {
 	if i := strings.IndexByte(decoded, '['); i >= 0 {
 		decoded = decoded[:i]
 	}
-	folded := strings.Map(func(r rune) rune {
+	return slices.Contains(credentialParameters, FoldName(decoded))
+}
+
+// FoldName is a header or parameter name as servers that take other spellings of it read it: in
+// lower case, without spaces, control characters, '-', '_' and '.' ("X_HTTP.Method" and
+// "x-http-method" are both "xhttpmethod").
+func FoldName(name string) string {
+	return strings.Map(func(r rune) rune {
 		if r <= ' ' || r == 0x7f || r == '-' || r == '_' || r == '.' {
 			return -1
 		}
 		return unicode.ToLower(r)
-	}, decoded)
-	return slices.Contains(credentialParameters, folded)
+	}, name)
 }
 
 // isParameter reports whether a raw parameter name decodes to name. A name that does not

@@ -8,8 +8,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/mediagw/mediagw/handlers/auth"
 )
 
 // mediaType parses a Content-Type value as mime.ParseMediaType does. The common plain
@@ -135,12 +136,7 @@ func overridesMethod(r *http.Request) bool {
 		if len(name) < len("X-HTTP-Method") || name[0]|0x20 != 'x' {
 			continue // most headers, without folding them
 		}
-		switch strings.Map(func(c rune) rune {
-			if c == '-' || c == '_' || c == '.' {
-				return -1
-			}
-			return unicode.ToLower(c)
-		}, name) {
+		switch auth.FoldName(name) {
 		case "xhttpmethodoverride", "xhttpmethod", "xmethodoverride":
 			return true
 		}
