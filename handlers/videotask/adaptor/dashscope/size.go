@@ -40,9 +40,6 @@ var tiers = map[string][]string{
 	"wan2.1-kf2v-plus":   {"720p"},
 }
 
-// shortSides are the short sides in pixels of the tiers, for the nearest one.
-var shortSides = map[string]int64{"480p": 480, "720p": 720, "1080p": 1080}
-
 // tierOf is the resolution a task of r is made at: the one asked for (the contract's default
 // 720p when none is) where the model offers it, else the model's tier nearest to it by
 // proportion, the higher of two equally near (720p on a model of 480P and 1080P is 1080p: never a
@@ -60,21 +57,22 @@ func tierOf(r adaptor.Request) string {
 	side := shortSideOf(asked)
 	best := offered[0]
 	for _, t := range offered[1:] {
-		if nearer(side, shortSides[t], shortSides[best]) {
+		if nearer(side, shortSideOf(t), shortSideOf(best)) {
 			best = t
 		}
 	}
 	return best
 }
 
-// shortSideOf is the short side of a contract resolution in pixels (4k's 2160).
+// shortSideOf is the short side of a contract resolution in pixels (4k's 2160; the default
+// 720p's for one the contract does not name).
 func shortSideOf(resolution string) int64 {
 	for _, r := range adaptor.Resolutions {
 		if r.Name == resolution {
 			return r.Side
 		}
 	}
-	return shortSides[billing.DefaultResolution]
+	return shortSideOf(billing.DefaultResolution)
 }
 
 // nearer reports whether side a is at least as near to want as side b by proportion, and the
