@@ -158,7 +158,8 @@ func boundByLoginKey(spec map[string]any, key *keyadmin.KeyView) string {
 		spec["allow_ips"] = key.AllowIPs
 	}
 	if key.Expires != nil {
-		if asked, ok := spec["expires"].(string); !ok || asked > key.Expires.UTC().Format(time.RFC3339) {
+		asked, _ := spec["expires"].(string)
+		if at, err := time.Parse(time.RFC3339, asked); err != nil || at.After(*key.Expires) {
 			spec["expires"] = key.Expires.UTC().Format(time.RFC3339)
 		}
 	}

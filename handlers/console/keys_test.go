@@ -124,6 +124,8 @@ func TestKeysCreatedByAKeyMemberStayWithinIt(t *testing.T) {
 		{form: nil, models: []string{"video-a", "seed-*"}, until: "2027-03-01T00:00:00Z"},
 		{form: []string{"video-a"}, expires: "2027-01-01T00:00:00Z", models: []string{"video-a"}, until: "2027-01-01T00:00:00Z"},
 		{form: []string{"seed-*", "seed-pro"}, expires: "2028-01-01T00:00:00Z", models: []string{"seed-*", "seed-pro"}, until: "2027-03-01T00:00:00Z"},
+		// Later than the login key's by its offset, though it reads earlier as text.
+		{form: []string{"video-a"}, expires: "2027-03-01T00:00:00-12:00", models: []string{"video-a"}, until: "2027-03-01T00:00:00Z"},
 		{form: []string{"video-b"}, refused: true},
 		{form: []string{"video-*"}, refused: true},
 		{form: []string{"*"}, refused: true},
