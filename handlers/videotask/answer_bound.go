@@ -2,6 +2,8 @@ package videotask
 
 import (
 	"encoding/json"
+	"iter"
+	"maps"
 	"slices"
 )
 
@@ -41,14 +43,7 @@ var (
 // contract that a task record does not keep (see MaxAnswerExtras); declared is the object's type
 // as a typed client declares it, whose members come first. fields is reused.
 func boundExtras(fields answerFields, contract []string, declared *memberType) answerFields {
-	total, fits := 0, true
-	for _, f := range fields {
-		if !slices.Contains(contract, f.name) {
-			total += memberBytes(f)
-			fits = fits && len(f.value) <= MaxAnswerMember
-		}
-	}
-	if fits && total <= MaxAnswerExtras {
+	if withinBounds(fields.all(), contract) {
 		return fields // the usual answer: nothing to drop, nothing allocated
 	}
 	keep := make([]bool, len(fields))
@@ -76,14 +71,30 @@ func boundExtras(fields answerFields, contract []string, declared *memberType) a
 	return out
 }
 
+// withinBounds reports whether the members (name, value) beyond contract all fit MaxAnswerMember and together
+// MaxAnswerExtras, so that boundExtras would keep every one.
+func withinBounds(members iter.Seq2[string, json.RawMessage], contract []string) bool {
+	total := 0
+	for name, v := range members {
+		if slices.Contains(contract, name) {
+			continue
+		}
+		if len(v) > MaxAnswerMember {
+			return false
+		}
+		total += memberBytes(answerField{name, v})
+	}
+	return total <= MaxAnswerExtras
+}
+
 // memberBytes is about what a member takes in the answer as written: its name, its value, the
 // name's quotes, the colon and a comma.
 func memberBytes(f answerField) int { return len(f.name) + len(f.value) + 4 }
 
 // boundMembers is boundExtras of a decoded object: it deletes from members what is not kept.
 func boundMembers(members map[string]json.RawMessage, contract []string, declared *memberType) {
-	if len(members) == 0 {
-		return
+	if withinBounds(maps.All(members), contract) {
+		return // the usual answer: nothing to drop, nothing sorted or allocated
 	}
 	fields := make(answerFields, 0, len(members))
 	for name, v := range members {
@@ -114,4 +125,15 @@ func boundedObject(raw json.RawMessage, contract []string, declared *memberType)
 		return raw
 	}
 	return plainJSON(members)
+}
+
+// all yields the fields' names and values in order.
+func (fields answerFields) all() iter.Seq2[string, json.RawMessage] {
+	return func(yield func(string, json.RawMessage) bool) {
+		for _, f := range fields {
+			if !yield(f.name, f.value) {
+				return
+			}
+		}
+	}
 }
