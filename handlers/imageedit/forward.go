@@ -3,6 +3,7 @@ package imageedit
 import (
 	"encoding/json"
 	"math"
+	"slices"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
@@ -88,15 +89,7 @@ type imageRef struct {
 func enumOf(allowed ...string) func(json.RawMessage) bool {
 	return func(raw json.RawMessage) bool {
 		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return false
-		}
-		for _, a := range allowed {
-			if s == a {
-				return true
-			}
-		}
-		return false
+		return json.Unmarshal(raw, &s) == nil && slices.Contains(allowed, s)
 	}
 }
 
