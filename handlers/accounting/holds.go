@@ -54,6 +54,10 @@ type holdEnd struct {
 	owner holdOwner
 	// price settles the hold from the answer's usage; nil: at the amount held (HoldCalls).
 	price *billing.Price
+	// tool, when not nil, is the part of the hold that pays for the images a Responses
+	// request's image_generation tool may make, at its image model's price (see
+	// HoldWithToolImages).
+	tool *toolImagesHold
 	// reconciled is set when Settle or Release found the hold released by the reconciler.
 	reconciled atomic.Bool
 	// renewal, when not nil, moves the hold's deadline on while its request runs (renew).
@@ -175,7 +179,15 @@ func (h Hold) EncodedPrice() string {
 
 // Settle ends the hold charging what actual used (the estimate standing in for what it does not
 // report), and returns the amount charged; 0 when the hold had ended already or holds nothing.
+// A hold of tool images (HoldWithToolImages) charges them as held: see SettleWithImages.
 func (h Hold) Settle(actual billing.Usage) billing.Money {
+	return h.SettleWithImages(actual, billing.MadeImages{})
+}
+
+// SettleWithImages is Settle, which also charges the images that a Responses request's
+// image_generation tool made, as the answer reports them (made), when the hold holds for them
+// (HoldWithToolImages); they are charged as held when the answer does not report them.
+func (h Hold) SettleWithImages(actual billing.Usage, made billing.MadeImages) billing.Money {
 	e := h.end
 	if e == nil || !e.done.CompareAndSwap(false, true) {
 		return 0
@@ -183,7 +195,11 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 	e.stopRenewal()
 	amount := h.Estimate.Amount // a hold of several calls settles at the amount held
 	if e.price != nil {
-		amount = withinLedger(e.price.Settle(h.Estimate.Usage, actual))
+		amount = e.price.Settle(h.Estimate.Usage, actual)
+		if e.tool != nil {
+			amount = addMoney(amount, e.tool.price.SettleToolImages(e.tool.estimate.Usage, made))
+		}
+		amount = withinLedger(amount)
 	}
 	how, amount := e.a.endHold(e.ctx, h.ID, amount, "", e.owner)
 	if how != holdEndedHere {
