@@ -17,16 +17,16 @@ type toolImagesHold struct {
 }
 
 // HoldWithToolImages is HoldFor of a pass-through request q for model (its estimate at model's
-// price, billing.Price.EstimateRequest) whose image_generation tools (q.ToolImages) run image
+// price, billing.Price.EstimateRequest) whose image_generation tools (tools) run image
 // models of their own: one hold of the request's estimate and of the images the tool may make
 // at its image model's price (billing.Price.EstimateToolImages; of several such tools, the one
 // whose images hold the most, whose price then charges every image made). Either part may be
 // unpriced: it adds nothing, and when neither is priced nothing is held. The hold is settled by
 // SettleWithImages (the request's usage at model's price, and each image made at the tool
 // model's), exactly once, or released; it is renewed while the request runs, as HoldFor's.
-func (a *Accountant) HoldWithToolImages(ctx context.Context, id auth.Identity, model, ref string, q billing.Request, deadline time.Duration) (Hold, error) {
+func (a *Accountant) HoldWithToolImages(ctx context.Context, id auth.Identity, model, ref string, q billing.Request, tools []billing.ToolImages, deadline time.Duration) (Hold, error) {
 	var tool *toolImagesHold
-	for _, t := range q.ToolImages {
+	for _, t := range tools {
 		price, ok := a.Prices.Price(t.Model)
 		if !ok {
 			continue

@@ -24,8 +24,8 @@ func TestHoldWithToolImages(t *testing.T) {
 	}
 	a.Prices = prices
 	ctx := context.Background()
-	q := billing.Request{BodyBytes: 40, ToolImages: []billing.ToolImages{{Model: "img", Count: 1}, {Model: "unpriced", Count: 9}}}
-	h, err := a.HoldWithToolImages(ctx, id, "chat", "", q, time.Minute)
+	q := billing.Request{BodyBytes: 40}
+	h, err := a.HoldWithToolImages(ctx, id, "chat", "", q, []billing.ToolImages{{Model: "img", Count: 1}, {Model: "unpriced", Count: 9}}, time.Minute)
 	// 10 input tokens (0.00001), 100 output tokens (0.0002), one image at its costliest (0.17).
 	if err != nil || !h.HoldsToolImages() || h.Estimate.Amount != 170_210 || h.Estimate.Usage.OutputTokens != 100 {
 		t.Fatalf("hold = %+v, %v; want 0.17021 with the text usage", h, err)
@@ -42,7 +42,7 @@ func TestHoldWithToolImages(t *testing.T) {
 		t.Fatalf("balance %+v", b)
 	}
 
-	free, err := a.HoldWithToolImages(ctx, id, "unpriced-chat", "", billing.Request{ToolImages: []billing.ToolImages{{Model: "img", Size: "1536x1024", Count: 3}}}, time.Minute)
+	free, err := a.HoldWithToolImages(ctx, id, "unpriced-chat", "", billing.Request{}, []billing.ToolImages{{Model: "img", Size: "1536x1024", Count: 3}}, time.Minute)
 	if err != nil || free.Estimate.Amount != 120_000 {
 		t.Fatalf("images of an unpriced request model = %+v, %v; want 3 × 0.04", free, err)
 	}
@@ -50,7 +50,7 @@ func TestHoldWithToolImages(t *testing.T) {
 	if b := balance(t, a, "acme"); b.Amount != 10_000_000-210_048 {
 		t.Fatalf("after a release: balance %+v", b)
 	}
-	none, err := a.HoldWithToolImages(ctx, id, "unpriced-chat", "", billing.Request{ToolImages: []billing.ToolImages{{Model: "unpriced", Count: 1}}}, time.Minute)
+	none, err := a.HoldWithToolImages(ctx, id, "unpriced-chat", "", billing.Request{}, []billing.ToolImages{{Model: "unpriced", Count: 1}}, time.Minute)
 	if err != nil || none.ID != "" {
 		t.Fatalf("nothing priced = %+v, %v; want no hold", none, err)
 	}

@@ -151,10 +151,6 @@ type Request struct {
 	// Remix is set for a remix of a video (a pass-through POST /v1/videos/{id}/remix): the
 	// source video's length and picture as far as they are known, held by EstimateRemix.
 	Remix *Usage
-	// ToolImages are the image_generation tools of a Responses request, each running an image
-	// model of its own: the images they may make are held at that model's price besides the
-	// request's estimate (see accounting.Accountant.HoldWithToolImages), not by EstimateRequest.
-	ToolImages []ToolImages
 }
 
 // EstimateRequest is the hold of a pass-through request: a video task's for a video create or a

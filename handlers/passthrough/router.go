@@ -80,6 +80,10 @@ type Route struct {
 	Done func()
 	// Sizing is what a JSON body says about how much the request may use, for its hold.
 	Sizing billing.Request
+	// ToolImages are the image_generation tools of a Responses body, each running an image model
+	// of its own (the provider's default filled in): the images they may make are held besides
+	// Sizing, at that model's price (accounting.Accountant.HoldWithToolImages).
+	ToolImages []billing.ToolImages
 	// Calls are the model calls of a body that carries several (a Message Batches create),
 	// each charged and held at its own model's cost and price; empty for a body of one call.
 	Calls []accounting.Call
@@ -179,6 +183,7 @@ func (rt *Router) resolve(w http.ResponseWriter, r *http.Request, id auth.Identi
 		return err
 	}
 	route.Model, route.Provider = model, p
+	defaultToolModel(route.ToolImages, p.ToolImageModel)
 	return bindNamed(route)
 }
 
@@ -313,12 +318,13 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		if err := rt.checkBodyRefs(r.Context(), id, ep, body); err != nil {
 			return "", err
 		}
+		var toolImages []billing.ToolImages
 		if ep.toolModels {
-			if err := checkToolModels(fields.value("tools"), id); err != nil {
+			if toolImages, err = checkToolModels(fields.value("tools"), id, toolCalls(&fields)); err != nil {
 				return "", err
 			}
 		}
-		route.Sizing = sizing(ep, &fields, len(body))
+		route.Sizing, route.ToolImages = sizing(ep, &fields, len(body)), toolImages
 		return jsonModel(&fields)
 	case mt == "multipart/form-data" && params["boundary"] == "" && ep.Multipart:
 		return "", apierror.ErrNoBoundary
@@ -370,18 +376,19 @@ func jsonModel(fields *bodyFields) (string, error) {
 }
 
 // refFields are the top-level body fields the router reads: model, the priced fields, the
-// endpoint's references and, where tools may name models, tools. The slice is shared by every endpoint without references: do not
+// endpoint's references and, where tools may name models, tools and max_tool_calls (which bounds
+// the images a tool is held for). The slice is shared by every endpoint without references: do not
 // change it.
 func refFields(ep Endpoint) []string {
 	if len(ep.Refs) == 0 && !ep.toolModels {
 		return modelAndPriced
 	}
-	fields := append(make([]string, 0, len(modelAndPriced)+len(ep.Refs)+1), modelAndPriced...)
+	fields := append(make([]string, 0, len(modelAndPriced)+len(ep.Refs)+2), modelAndPriced...)
 	for field := range ep.Refs {
 		fields = append(fields, field)
 	}
 	if ep.toolModels {
-		fields = append(fields, "tools")
+		fields = append(fields, "tools", "max_tool_calls")
 	}
 	return fields
 }

@@ -3,9 +3,11 @@ package passthrough
 import (
 	"net/http/httptest"
 	"strings"
+	"slices"
 	"testing"
 
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/billing"
 )
 
 // TestToolModelsMustBeAllowed sends Responses bodies whose image_generation tool names a model:
@@ -63,4 +65,56 @@ func TestToolModelsMustBeAllowed(t *testing.T) {
 	r.Header.Set("Content-Type", "application/json")
 	_, err := rt.Route(httptest.NewRecorder(), r, id)
 	wantError(t, err, 400, "invalid_request_body")
+}
+
+// TestToolImagesAreSized: the image_generation tools of a Responses body are held for their
+// model (the provider's tool_image_model, else OpenAI's default, where the tool names none), size
+// and quality, max_tool_calls images each (a number or a string holding one), else one; other
+// tools are not images.
+func TestToolImagesAreSized(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	every := auth.Identity{Account: "a"}
+	for _, tc := range []struct {
+		body string
+		want []billing.ToolImages
+	}{
+		{`"tools":[{"type":"web_search"}]`, nil},
+		{`"tools":[{"type":"image_generation"}]`, []billing.ToolImages{{Model: billing.DefaultToolImageModel, Count: 1}}},
+		{`"tools":[{"type":"web_search"},{"type":"image_generation","model":"img","size":"1024x1536","quality":"high"}],"max_tool_calls":4`,
+			[]billing.ToolImages{{Model: "img", Size: "1024x1536", Quality: "high", Count: 4}}},
+		{`"tools":{"type":"image_generation","size":7,"quality":"auto"},"max_tool_calls":"3"`,
+			[]billing.ToolImages{{Model: billing.DefaultToolImageModel, Quality: "auto", Count: 3}}},
+		{`"tools":[{"type":"image_generation"}],"max_tool_calls":0`, []billing.ToolImages{{Model: billing.DefaultToolImageModel, Count: 1}}},
+	} {
+		r := httptest.NewRequest("POST", "/v1/responses", strings.NewReader(`{"model":"doubao","input":"draw",`+tc.body+`}`))
+		r.Header.Set("Content-Type", "application/json")
+		route, err := rt.Route(httptest.NewRecorder(), r, every)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.body, err)
+		}
+		route.Done()
+		if !slices.Equal(route.ToolImages, tc.want) {
+			t.Errorf("%s: tool images %+v, want %+v", tc.body, route.ToolImages, tc.want)
+		}
+	}
+	// A provider may name the image model it runs for a tool that names none.
+	c := catalog(t)
+	p, _ := c.Provider("ark")
+	p.ToolImageModel = "seedream"
+	rt = &Router{Catalog: c}
+	r := httptest.NewRequest("POST", "/v1/responses", strings.NewReader(`{"model":"doubao","tools":[{"type":"image_generation"}],"Max_tool_calls":2}`))
+	r.Header.Set("Content-Type", "application/json")
+	if _, err := rt.Route(httptest.NewRecorder(), r, every); err == nil {
+		t.Fatal("max_tool_calls spelt in another case was not refused")
+	}
+	r = httptest.NewRequest("POST", "/v1/responses", strings.NewReader(`{"model":"doubao","tools":[{"type":"image_generation"}]}`))
+	r.Header.Set("Content-Type", "application/json")
+	route, err := rt.Route(httptest.NewRecorder(), r, every)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route.Done()
+	if want := []billing.ToolImages{{Model: "seedream", Count: 1}}; !slices.Equal(route.ToolImages, want) {
+		t.Errorf("tool images %+v, want %+v", route.ToolImages, want)
+	}
 }

@@ -39,6 +39,10 @@ type Provider struct {
 	Protocol string
 	// Models are the model ids this provider serves.
 	Models []string
+	// ToolImageModel is the image model the provider runs for a Responses image_generation tool
+	// that names none, whose price prices that tool's images; "" is
+	// billing.DefaultToolImageModel, OpenAI's default.
+	ToolImageModel string
 
 	health *Board
 }

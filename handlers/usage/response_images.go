@@ -1,0 +1,199 @@
+package usage
+
+import (
+	"bytes"
+
+	"github.com/mediagw/mediagw/handlers/billing"
+)
+
+// ResponseImages reads the images that a Responses answer's image_generation tool made, as the
+// answer streams by, without holding it (see responseScan):
+//
+//   - a JSON answer (a response object) reports them once it is read whole and its status is
+//     final (not queued or in_progress, which a background response answers): its
+//     image_generation_call output items whose status is completed (or that carry a result and
+//     no status), each with its size and quality;
+//   - a stream reports them once its first whole event was read. Its final event
+//     (response.completed, .incomplete, .failed, .cancelled) lists them as the JSON answer does.
+//     A stream that ended before it (the client left, or the upstream broke it off) reports the
+//     calls its events showed: each completed one (response.image_generation_call.completed, or
+//     an output_item.done of a completed call), at the size and quality its item or its partial
+//     images reported, and each that streamed partial images only
+//     (response.image_generation_call.partial_image), with no size or quality: a partial image
+//     is a picture of the image being made, delivered to the client, and is charged as held.
+//
+// Each event is read as one data line (OpenAI sends every event on one line); lines end with CR,
+// LF or CRLF, as the SSE format allows. Set SSE before the first Write.
+type ResponseImages struct {
+	SSE bool
+
+	answer responseScan // a JSON answer
+	// matched is how many bytes of "data:" the current line started with so far; -1 when it
+	// does not start so.
+	matched int
+	inData  bool
+	event   responseScan // the current data line's
+	started bool         // a whole event was read
+	final   *responseScan
+	calls   map[string]*streamedCall
+}
+
+// streamedCall is what a stream's events showed of one image_generation call.
+type streamedCall struct {
+	completed, partial bool
+	size, quality      string
+}
+
+// Stream event types that ResponseImages reads, as OpenAI's Responses streaming reference names
+// them.
+const (
+	eventItemAdded     = "response.output_item.added"
+	eventItemDone      = "response.output_item.done"
+	eventImagePartial  = "response.image_generation_call.partial_image"
+	eventImageComplete = "response.image_generation_call.completed"
+)
+
+// finalEvents are the events that end a response and carry it whole.
+var finalEvents = []string{"response.completed", "response.incomplete", "response.failed", "response.cancelled"}
+
+// Write reads p; it never fails.
+func (r *ResponseImages) Write(p []byte) {
+	if !r.SSE {
+		r.answer.Write(p)
+		return
+	}
+	for len(p) > 0 {
+		end := bytes.IndexAny(p, "\r\n")
+		if end < 0 {
+			r.linePart(p)
+			return
+		}
+		r.linePart(p[:end])
+		r.endLine()
+		p = p[end+1:]
+	}
+}
+
+// linePart reads the next bytes of the current line.
+func (r *ResponseImages) linePart(b []byte) {
+	for len(b) > 0 && !r.inData {
+		if r.matched < 0 {
+			return
+		}
+		if b[0] != dataField[r.matched] {
+			r.matched = -1
+			return
+		}
+		r.matched++
+		b = b[1:]
+		if r.matched == len(dataField) {
+			r.inData, r.event = true, responseScan{event: true}
+		}
+	}
+	if r.inData {
+		r.event.Write(b)
+	}
+}
+
+// endLine ends the current line: a data line that held one whole event is read.
+func (r *ResponseImages) endLine() {
+	if r.inData && r.event.complete() {
+		r.started = true
+		r.readEvent(&r.event)
+	}
+	r.matched, r.inData = 0, false
+}
+
+// readEvent takes what one whole event shows of the tool's calls.
+func (r *ResponseImages) readEvent(e *responseScan) {
+	for _, final := range finalEvents {
+		if e.typ == final {
+			kept := *e
+			r.final = &kept
+			return
+		}
+	}
+	switch e.typ {
+	case eventItemAdded, eventItemDone:
+		if !e.hasEventItem || e.eventItem.typ != imageGenerationCall {
+			return
+		}
+		if c := r.call(e.eventItem.id); c != nil && e.eventItem.made() {
+			c.completed = true
+			c.size, c.quality = reported(e.eventItem.size, c.size), reported(e.eventItem.quality, c.quality)
+		}
+	case eventImagePartial, eventImageComplete:
+		c := r.call(e.itemID)
+		if c == nil {
+			return
+		}
+		c.size, c.quality = reported(e.size, c.size), reported(e.quality, c.quality)
+		if e.typ == eventImagePartial {
+			c.partial = true
+		} else {
+			c.completed = true
+		}
+	}
+}
+
+// reported is value when the event reports one, else what was known.
+func reported(value, known string) string {
+	if value == "" {
+		return known
+	}
+	return value
+}
+
+// call is the call of an item id, made on its first event; nil past maxToolCalls calls.
+func (r *ResponseImages) call(id string) *streamedCall {
+	if c, ok := r.calls[id]; ok {
+		return c
+	}
+	if len(r.calls) >= maxToolCalls {
+		return nil
+	}
+	if r.calls == nil {
+		r.calls = map[string]*streamedCall{}
+	}
+	c := &streamedCall{}
+	r.calls[id] = c
+	return c
+}
+
+// Made is what the answer read so far reports of the images made (see ResponseImages).
+func (r *ResponseImages) Made() billing.MadeImages {
+	if !r.SSE {
+		a := &r.answer
+		if !a.complete() || !a.outputSeen || a.status == "queued" || a.status == "in_progress" {
+			return billing.MadeImages{}
+		}
+		return madeOf(a.output)
+	}
+	if r.final != nil {
+		return madeOf(r.final.output)
+	}
+	if !r.started {
+		return billing.MadeImages{}
+	}
+	made := billing.MadeImages{Reported: true}
+	for _, c := range r.calls {
+		switch {
+		case c.completed:
+			made.Images = append(made.Images, billing.MadeImage{Size: c.size, Quality: c.quality})
+		case c.partial:
+			made.Images = append(made.Images, billing.MadeImage{})
+		}
+	}
+	return made
+}
+
+// madeOf is the images of a response's output items.
+func madeOf(output []toolCall) billing.MadeImages {
+	made := billing.MadeImages{Reported: true}
+	for _, c := range output {
+		if c.made() {
+			made.Images = append(made.Images, billing.MadeImage{Size: c.size, Quality: c.quality})
+		}
+	}
+	return made
+}
