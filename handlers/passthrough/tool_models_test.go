@@ -2,8 +2,8 @@ package passthrough
 
 import (
 	"net/http/httptest"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mediagw/mediagw/handlers/auth"
