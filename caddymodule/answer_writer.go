@@ -6,6 +6,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/usage"
 )
 
@@ -25,6 +26,9 @@ type answerWriter struct {
 	countItems bool
 	items      usage.DataItems
 	events     usage.ImageEvents
+	// toolImages, when not nil, reads the images a Responses answer's image_generation tool
+	// made (set for a request whose hold pays for them).
+	toolImages *usage.ResponseImages
 	wrapper    caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
 	// placeholders are the routed request's, kept here to save an allocation.
 	placeholders routePlaceholders
@@ -66,6 +70,9 @@ func (w *answerWriter) WriteHeader(status int) {
 		case err != nil || status >= 300 || w.Header().Get("Content-Encoding") != "":
 		case mt == "text/event-stream":
 			w.sniff, w.sniffer.SSE = true, true
+			if w.toolImages != nil {
+				w.toolImages.SSE = true
+			}
 		case mt == "application/json":
 			w.sniff = true
 		}
@@ -79,6 +86,9 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 	}
 	if w.sniff {
 		w.sniffer.Write(b)
+		if w.toolImages != nil {
+			w.toolImages.Write(b)
+		}
 		switch {
 		case !w.countItems:
 		case w.sniffer.SSE:
@@ -92,6 +102,15 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 		w.writeFailed = true
 	}
 	return n, err
+}
+
+// madeImages is what the answer reports of the images a Responses tool made (see
+// usage.ResponseImages); nothing reported when they were not read.
+func (w *answerWriter) madeImages() billing.MadeImages {
+	if w.toolImages == nil || !w.sniff {
+		return billing.MadeImages{}
+	}
+	return w.toolImages.Made()
 }
 
 // streamed reports whether the answer is a stream (text/event-stream): one whose status was

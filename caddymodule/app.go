@@ -153,6 +153,10 @@ type ProviderConfig struct {
 	// the default, the empty string) also sends image edits to Ark's Seedream
 	// images/generations instead of the provider's images/edits.
 	Protocol string `json:"protocol,omitempty"`
+	// ToolImageModel is the image model the provider runs for a Responses image_generation
+	// tool that names no model; that model's price prices the tool's images. Default:
+	// "gpt-image-2", OpenAI's default (see docs/billing.md).
+	ToolImageModel string `json:"tool_image_model,omitempty"`
 	// AccessKey and SecretKey are the credential of protocol kling, in place of APIKey: every
 	// request carries a JWT (HS256) made of them, renewed before it expires. Write them as
 	// {env.NAME} or {file.path}. The shorthand for one upstream, like BaseURL.
@@ -410,7 +414,8 @@ func (a *App) taskRetention() time.Duration {
 var upstreamHealth = providers.NewBoard()
 
 func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, error) {
-	p := &providers.Provider{Name: pc.Name, AuthStyle: pc.AuthStyle, Protocol: pc.Protocol, Models: pc.Models, ModelMap: pc.ModelMap}
+	p := &providers.Provider{Name: pc.Name, AuthStyle: pc.AuthStyle, Protocol: pc.Protocol, Models: pc.Models, ModelMap: pc.ModelMap,
+		ToolImageModel: pc.ToolImageModel}
 	if !slices.Contains(videotask.Protocols(), cmp.Or(pc.Protocol, adaptor.Ark)) {
 		return nil, fmt.Errorf("provider %q: unknown protocol %q: use one of %s", pc.Name, pc.Protocol, strings.Join(videotask.Protocols(), ", "))
 	}

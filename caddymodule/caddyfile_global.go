@@ -260,7 +260,7 @@ var (
 	globalSubdirectives = []string{"storage", "task_retention", "disabled_accounts", "refund_unsuccessful_tasks",
 		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload",
 		"currency", "price", "hold_reconcile_interval", "idempotency_lease"}
-	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "protocol", "access_key", "secret_key", "models", "model_map", "cost", "max_rps"}
+	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "protocol", "access_key", "secret_key", "models", "model_map", "cost", "max_rps", "tool_image_model"}
 	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks", "budget"}
 )
 
@@ -307,6 +307,10 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 		case "max_rps":
 			if err := rateArg(d, &p.MaxRPS); err != nil {
 				return p, err
+			}
+		case "tool_image_model":
+			if !d.AllArgs(&p.ToolImageModel) {
+				return p, d.ArgErr()
 			}
 		case "protocol":
 			if !d.AllArgs(&p.Protocol) {

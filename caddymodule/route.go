@@ -159,9 +159,15 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 			if route.TakesSlot() {
 				ref = accounting.SlotRef
 			}
-			hold, err = h.accountant.HoldFor(r.Context(), id, route.Model, ref, func(p *billing.Price) billing.Estimate {
-				return p.EstimateRequest(route.Sizing)
-			}, storage.DefaultHoldDeadline)
+			if len(route.ToolImages) > 0 {
+				// A Responses request whose image_generation tool runs an image model of its
+				// own: its images are held too, at that model's price.
+				hold, err = h.accountant.HoldWithToolImages(r.Context(), id, route.Model, ref, route.Sizing, route.ToolImages, storage.DefaultHoldDeadline)
+			} else {
+				hold, err = h.accountant.HoldFor(r.Context(), id, route.Model, ref, func(p *billing.Price) billing.Estimate {
+					return p.EstimateRequest(route.Sizing)
+				}, storage.DefaultHoldDeadline)
+			}
 		}
 		if err != nil {
 			apierror.Respond(w, shape, h.logger, err)
@@ -178,6 +184,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	repl := replacer(r)
 	sw := answerWriterFor(w)
 	sw.countItems = route.Sizing.Images && hold.ID != ""
+	if hold.HoldsToolImages() {
+		sw.toolImages = new(usage.ResponseImages)
+	}
 	sw.placeholders = routePlaceholders{model: route.Model, provider: route.Provider.Name, upstream: route.Dispatch.First()}
 	sw.placeholders.publish(repl)
 	var out http.ResponseWriter = sw
@@ -264,8 +273,10 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		// standing in for what the answer did not report. An image answer's reported size and
 		// quality (gpt-image's) price its images; a stream of partial images only (no completed
 		// one) reports none, and is charged its estimate.
-		entry.Settled(int64(hold.Settle(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
-			OutputReported: tokens.OutputReported(), Images: images, ImageSize: size, ImageQuality: quality})))
+		// A Responses tool's images are charged as the answer reports them (usage.ResponseImages),
+		// as held when it reports none.
+		entry.Settled(int64(hold.SettleWithImages(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
+			OutputReported: tokens.OutputReported(), Images: images, ImageSize: size, ImageQuality: quality}, sw.madeImages())))
 	}
 	if hold.Reconciled() && created != nil {
 		// The request outlived its hold's deadline: the reconciler released the hold and gave

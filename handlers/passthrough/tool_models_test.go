@@ -1,6 +1,7 @@
 package passthrough
 
 import (
+	"io"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -116,5 +117,30 @@ func TestToolImagesAreSized(t *testing.T) {
 	route.Done()
 	if want := []billing.ToolImages{{Model: "seedream", Count: 1}}; !slices.Equal(route.ToolImages, want) {
 		t.Errorf("tool images %+v, want %+v", route.ToolImages, want)
+	}
+}
+
+// TestToolsReachTheUpstreamAsSent: reading a Responses body's tools leaves the body byte for
+// byte as the client sent it. (Decoding the tools into a list that began as the tools' own bytes
+// wrote the first tool over the body: [{"type":"image_generation"}] reached the upstream as
+// {"type":"image_generation"}}], which it refuses.)
+func TestToolsReachTheUpstreamAsSent(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for _, body := range []string{
+		`{"model":"doubao","input":"draw","tools":[{"type":"image_generation"}]}`,
+		`{"model":"doubao","tools":[{"type":"function","name":"f","parameters":{}},{"type":"image_generation","model":"x"}],"input":"hi"}`,
+		`{"model":"doubao","tools":{"type":"image_generation"}}`,
+	} {
+		r := httptest.NewRequest("POST", "/v1/responses", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{Account: "a"})
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		forwarded, _ := io.ReadAll(r.Body)
+		route.Done()
+		if string(forwarded) != body {
+			t.Errorf("sent %s, forwarded %s", body, forwarded)
+		}
 	}
 }
