@@ -69,13 +69,14 @@ http://127.0.0.1:{{port}} {
 //   - JSON, 1024x1024 high, no max_tool_calls: held 0.1 + 0.17 = 0.27, three images made,
 //     charged past the hold, 0.02 + 3 × 0.17 = 0.53;
 //   - JSON, the same with max_tool_calls 3 and two images made: held 0.1 + 3 × 0.17 = 0.61,
-//     charged 0.02 + 2 × 0.17 = 0.36;
+//     charged 0.02 + 2 × 0.17 = 0.36; with max_tool_calls 2 and three asked for, the provider
+//     makes two: held 0.44, charged 0.36;
 //   - JSON, rimg-cheap named, two images: held 0.1 + 0.01, charged 0.02 + 0.02 = 0.04;
 //   - streamed with a partial image each, two images, auto: held 0.35, charged from
 //     response.completed, 0.02 + 2 × 0.04 = 0.1;
-//   - streamed, 1536x1024, quality auto, the client leaving after the first of two images'
-//     output_item.done: charged the 3 deltas seen (0.003) and that image, at the 1536x1024 high it
-//     reports (0.25): 0.253;
+//   - streamed, 1536x1024, no quality (held at 1536x1024 high, 0.25), the client leaving after
+//     the first of two images' output_item.done: charged the 3 deltas seen (0.003) and that
+//     image, at the medium quality it reports (0.04): 0.043;
 //   - refused by the provider (400 moderation_blocked), and a stream that fails before any
 //     output (response.failed): released, nothing charged.
 //
@@ -137,7 +138,7 @@ func TestResponsesToolImagesAreCharged(t *testing.T) {
 			}{
 				{"default model, auto", "draw 1", responses.ToolImageGenerationParam{}, 0, "0.35", "settle 0.06"},
 				{"more than held", "draw 3", responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}, 0, "0.27", "settle 0.53"},
-				{"max_tool_calls", "draw 3", responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}, 3, "0.61", "settle 0.36"},
+				{"max_tool_calls", "draw 2", responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}, 3, "0.61", "settle 0.36"},
 				{"max_tool_calls bounds what is made", "draw 3", responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}, 2, "0.44", "settle 0.36"},
 				{"a named model", "draw 2", responses.ToolImageGenerationParam{Model: "rimg-cheap"}, 0, "0.11", "settle 0.04"},
 			} {
@@ -184,8 +185,8 @@ func TestResponsesToolImagesAreCharged(t *testing.T) {
 				}
 			}
 			leave()
-			if held, end := ended(from); held != "0.35" || end != "settle 0.253" {
-				t.Errorf("a stream the client left: held %s, %s; want 0.35, settle 0.253", held, end)
+			if held, end := ended(from); held != "0.35" || end != "settle 0.043" {
+				t.Errorf("a stream the client left: held %s, %s; want 0.35, settle 0.043", held, end)
 			}
 
 			// Refused, and failed before any output: released.
@@ -205,9 +206,9 @@ func TestResponsesToolImagesAreCharged(t *testing.T) {
 			if held, end := ended(from); held != "0.35" || end != "release" {
 				t.Errorf("a failed stream: held %s, %s; want 0.35, release", held, end)
 			}
-			// 0.06 + 0.53 + 0.36 + 0.36 + 0.04 + 0.1 + 0.253 = 1.703 of 10.
-			if b := keys.admin(t, "GET", "/mediagw/accounts/rimages/balance", nil); b.field("balance") != "8.297" || b.field("held") != "0" {
-				t.Errorf("balance %s; want 8.297, nothing held", b.body)
+			// 0.06 + 0.53 + 0.36 + 0.36 + 0.04 + 0.1 + 0.043 = 1.493 of 10.
+			if b := keys.admin(t, "GET", "/mediagw/accounts/rimages/balance", nil); b.field("balance") != "8.507" || b.field("held") != "0" {
+				t.Errorf("balance %s; want 8.507, nothing held", b.body)
 			}
 			if got := len(fake.received()); got != 9 {
 				t.Errorf("the upstream received %d requests, want 9", got)

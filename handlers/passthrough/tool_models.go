@@ -33,8 +33,12 @@ func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64) ([]bi
 	if len(tools) == 0 || tools[0] != '[' && tools[0] != '{' {
 		return nil, nil
 	}
-	list := []json.RawMessage{tools}
-	if tools[0] == '[' && json.Unmarshal(tools, &list) != nil {
+	// A list that starts as []json.RawMessage{tools} must not be decoded into: each element
+	// would be copied over the body's own bytes, which are forwarded.
+	var list []json.RawMessage
+	if tools[0] == '{' {
+		list = []json.RawMessage{tools}
+	} else if json.Unmarshal(tools, &list) != nil {
 		return nil, nil // the body is valid JSON, so this does not happen
 	}
 	var images []billing.ToolImages
