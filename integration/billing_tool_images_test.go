@@ -18,8 +18,10 @@ import (
 
 // toolImagesCaddyfile serves a text model priced by its output (0.001 a token) and the image
 // models of the Responses image_generation tool from the fake OpenAI Responses upstream
-// ({{up_url}}): gpt-image-2, the tool's default, at 0.04 an image, 0.17 for 1024x1024 high and
-// 0.25 for 1536x1024 high; rimg-cheap at 0.01.
+// ({{up_url}}): rimg-house, which the provider names as the model a tool without one runs
+// (tool_image_model), at 0.04 an image, 0.17 for 1024x1024 high and 0.25 for 1536x1024 high;
+// rimg-cheap at 0.01; gpt-image-2, OpenAI's default, which this provider does not run for such a
+// tool, at 9.
 const toolImagesCaddyfile = `{
 	{{globals}}
 	mediagw {
@@ -27,12 +29,16 @@ const toolImagesCaddyfile = `{
 		provider openai {
 			base_url {{up_url}}/v1
 			api_key openai-operator-key
-			models rimg-chat gpt-image-2 rimg-cheap
+			models rimg-chat gpt-image-2 rimg-house rimg-cheap
+			tool_image_model rimg-house
 		}
 		price rimg-chat {
 			output_tokens 1000
 		}
 		price gpt-image-2 {
+			image 9
+		}
+		price rimg-house {
 			image 0.04
 			image 1024x1024 high 0.17
 			image 1536x1024 high 0.25
@@ -64,7 +70,7 @@ http://127.0.0.1:{{port}} {
 // price lists, 0.25), max_tool_calls of them or else one, and settles the tokens it used (20
 // output tokens: 0.02) and each image made, at the size and quality the answer reports for what
 // the tool left open, on both stores, with one hold and one settlement each:
-//   - JSON, a tool naming no model (gpt-image-2's price), auto: held 0.35, one 1024x1024 medium
+//   - JSON, a tool naming no model (rimg-house's price), auto: held 0.35, one 1024x1024 medium
 //     image made, charged 0.02 + 0.04 = 0.06;
 //   - JSON, 1024x1024 high, no max_tool_calls: held 0.1 + 0.17 = 0.27, three images made,
 //     charged past the hold, 0.02 + 3 × 0.17 = 0.53;
