@@ -1,22 +1,16 @@
 package usage
 
-import "bytes"
-
 // ImageEvents reads a streamed image answer as it streams by, without holding it: OpenAI's image
 // generation and edit streams (`stream: true`), whose events are image_generation.partial_image
 // and image_edit.partial_image (a partial image, sent while the image is being made) and
 // image_generation.completed and image_edit.completed (a finished image, with the size and
 // quality it was made at, and its usage). It counts the partial and the completed images, and
 // keeps the size and quality of the last completed one. Each data line is read as one event's
-// JSON object (OpenAI sends every event on one line), byte by byte as DataItems reads a JSON
-// answer, however large its b64_json; only its top-level "type", "size" and "quality" are kept,
-// and an event is counted only when its line holds one whole JSON object. Lines end with CR, LF
-// or CRLF, as the SSE format allows.
+// JSON object (OpenAI sends every event on one line; see dataLines), byte by byte as DataItems
+// reads a JSON answer, however large its b64_json; only its top-level "type", "size" and
+// "quality" are kept, and an event is counted only when its line holds one whole JSON object.
 type ImageEvents struct {
-	// matched is how many bytes of "data:" the current line started with so far; -1 when it
-	// does not start so (the rest of the line is skipped).
-	matched   int
-	inData    bool      // past the current line's "data:"
+	lines     dataLines
 	event     DataItems // the current data line's JSON
 	completed int64
 	partials  int64
@@ -32,55 +26,24 @@ const (
 	ImageEditPartial         = "image_edit.partial_image"
 )
 
-var dataField = []byte("data:")
-
 // Write reads p; it never fails.
-func (e *ImageEvents) Write(p []byte) {
-	for len(p) > 0 {
-		end := bytes.IndexAny(p, "\r\n")
-		if end < 0 {
-			e.linePart(p)
-			return
-		}
-		e.linePart(p[:end])
-		e.endLine()
-		p = p[end+1:]
-	}
-}
+func (e *ImageEvents) Write(p []byte) { e.lines.write(p, e) }
 
-// linePart reads the next bytes of the current line.
-func (e *ImageEvents) linePart(b []byte) {
-	for len(b) > 0 && !e.inData {
-		if e.matched < 0 {
-			return
-		}
-		if b[0] != dataField[e.matched] {
-			e.matched = -1
-			return
-		}
-		e.matched++
-		b = b[1:]
-		if e.matched == len(dataField) {
-			e.inData, e.event = true, DataItems{}
-		}
-	}
-	if e.inData {
-		e.event.Write(b)
-	}
-}
+func (e *ImageEvents) beginData()    { e.event = DataItems{} }
+func (e *ImageEvents) data(p []byte) { e.event.Write(p) }
 
-// endLine ends the current line: a data line that held one whole event is counted.
-func (e *ImageEvents) endLine() {
-	if e.inData && e.event.Complete() {
-		switch e.event.Type() {
-		case ImageGenerationCompleted, ImageEditCompleted:
-			e.completed++
-			e.size, e.quality = e.event.Reported()
-		case ImageGenerationPartial, ImageEditPartial:
-			e.partials++
-		}
+// endData ends a data line: one that held one whole event is counted.
+func (e *ImageEvents) endData() {
+	if !e.event.Complete() {
+		return
 	}
-	e.matched, e.inData = 0, false
+	switch e.event.Type() {
+	case ImageGenerationCompleted, ImageEditCompleted:
+		e.completed++
+		e.size, e.quality = e.event.Reported()
+	case ImageGenerationPartial, ImageEditPartial:
+		e.partials++
+	}
 }
 
 // Completed is the number of completed images seen (whole image_generation.completed and

@@ -1,10 +1,6 @@
 package usage
 
-import (
-	"bytes"
-
-	"github.com/mediagw/mediagw/handlers/billing"
-)
+import "github.com/mediagw/mediagw/handlers/billing"
 
 // ResponseImages reads the images that a Responses answer's image_generation tool made, as the
 // answer streams by, without holding it (see responseScan):
@@ -22,16 +18,12 @@ import (
 //     (response.image_generation_call.partial_image), with no size or quality: a partial image
 //     is a picture of the image being made, delivered to the client, and is charged as held.
 //
-// Each event is read as one data line (OpenAI sends every event on one line); lines end with CR,
-// LF or CRLF, as the SSE format allows. Set SSE before the first Write.
+// Each event is read as one data line (see dataLines). Set SSE before the first Write.
 type ResponseImages struct {
 	SSE bool
 
-	answer responseScan // a JSON answer
-	// matched is how many bytes of "data:" the current line started with so far; -1 when it
-	// does not start so.
-	matched int
-	inData  bool
+	answer  responseScan // a JSON answer
+	lines   dataLines
 	event   responseScan // the current data line's
 	started bool         // a whole event was read
 	final   *responseScan
@@ -62,58 +54,30 @@ func (r *ResponseImages) Write(p []byte) {
 		r.answer.Write(p)
 		return
 	}
-	for len(p) > 0 {
-		end := bytes.IndexAny(p, "\r\n")
-		if end < 0 {
-			r.linePart(p)
-			return
-		}
-		r.linePart(p[:end])
-		r.endLine()
-		p = p[end+1:]
-	}
+	r.lines.write(p, r)
 }
 
-// linePart reads the next bytes of the current line.
-func (r *ResponseImages) linePart(b []byte) {
-	for len(b) > 0 && !r.inData {
-		if r.matched < 0 {
-			return
-		}
-		if b[0] != dataField[r.matched] {
-			r.matched = -1
-			return
-		}
-		r.matched++
-		b = b[1:]
-		if r.matched == len(dataField) {
-			r.inData, r.event = true, responseScan{event: true}
-		}
-	}
-	if r.inData {
-		r.event.Write(b)
-	}
-}
+func (r *ResponseImages) beginData()    { r.event = responseScan{event: true} }
+func (r *ResponseImages) data(p []byte) { r.event.Write(p) }
 
-// endLine ends the current line: a data line that held one whole event is read.
-func (r *ResponseImages) endLine() {
-	if r.inData && r.event.complete() {
+// endData ends a data line: one that held one whole event is read.
+func (r *ResponseImages) endData() {
+	if r.event.complete() {
 		r.started = true
 		r.readEvent(&r.event)
 	}
-	r.matched, r.inData = 0, false
 }
 
 // readEvent takes what one whole event shows of the tool's calls.
 func (r *ResponseImages) readEvent(e *responseScan) {
 	for _, final := range finalEvents {
-		if e.typ == final {
+		if e.own.typ == final {
 			kept := *e
 			r.final = &kept
 			return
 		}
 	}
-	switch e.typ {
+	switch e.own.typ {
 	case eventItemAdded, eventItemDone:
 		if !e.hasEventItem || e.eventItem.typ != imageGenerationCall {
 			return
@@ -123,12 +87,12 @@ func (r *ResponseImages) readEvent(e *responseScan) {
 			c.size, c.quality = reported(e.eventItem.size, c.size), reported(e.eventItem.quality, c.quality)
 		}
 	case eventImagePartial, eventImageComplete:
-		c := r.call(e.itemID)
+		c := r.call(e.own.id)
 		if c == nil {
 			return
 		}
-		c.size, c.quality = reported(e.size, c.size), reported(e.quality, c.quality)
-		if e.typ == eventImagePartial {
+		c.size, c.quality = reported(e.own.size, c.size), reported(e.own.quality, c.quality)
+		if e.own.typ == eventImagePartial {
 			c.partial = true
 		} else {
 			c.completed = true

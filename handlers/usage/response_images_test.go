@@ -16,6 +16,17 @@ const (
 	answerImageLow = `{"type":"image_generation_call","id":"ig_2","result":"iVBORw0KGgo\/AAAA","status":"completed","size":"1024x1024","quality":"low"}`
 )
 
+// readInChunks is what ResponseImages reports of answer written in pieces of chunk bytes.
+func readInChunks(sse bool, answer string, chunk int) billing.MadeImages {
+	r := ResponseImages{SSE: sse}
+	for s := answer; s != ""; {
+		n := min(max(chunk, 1), len(s))
+		r.Write([]byte(s[:n]))
+		s = s[n:]
+	}
+	return r.Made()
+}
+
 func jsonAnswer(status string, items ...string) string {
 	return `{"id":"resp_1","object":"response","created_at":1,"status":"` + status + `","model":"gpt-5",` +
 		`"output":[` + strings.Join(items, ",") + `],"usage":{"input_tokens":10,"output_tokens":20,"total_tokens":30},"tools":[{"type":"image_generation","size":"auto"}]}`
@@ -47,13 +58,7 @@ func TestResponseImagesOfAJSONAnswer(t *testing.T) {
 		{"no output", `{"status":"completed"}`, billing.MadeImages{}},
 	} {
 		for _, chunk := range []int{1, 7, 4096, len(c.answer)} {
-			var r ResponseImages
-			for s := c.answer; s != ""; {
-				n := min(chunk, len(s))
-				r.Write([]byte(s[:n]))
-				s = s[n:]
-			}
-			if got := r.Made(); got.Reported != c.want.Reported || !slices.Equal(got.Images, c.want.Images) {
+			if got := readInChunks(false, c.answer, chunk); got.Reported != c.want.Reported || !slices.Equal(got.Images, c.want.Images) {
 				t.Errorf("%s, in chunks of %d: %+v, want %+v", c.name, chunk, got, c.want)
 			}
 		}
@@ -103,13 +108,7 @@ func TestResponseImagesOfAStream(t *testing.T) {
 			billing.MadeImages{Reported: true, Images: []billing.MadeImage{{}}}},
 	} {
 		for _, chunk := range []int{1, 13, len(c.stream)} {
-			r := ResponseImages{SSE: true}
-			for s := c.stream; s != ""; {
-				n := min(chunk, len(s))
-				r.Write([]byte(s[:n]))
-				s = s[n:]
-			}
-			if got := r.Made(); got.Reported != c.want.Reported || !slices.Equal(got.Images, c.want.Images) {
+			if got := readInChunks(true, c.stream, chunk); got.Reported != c.want.Reported || !slices.Equal(got.Images, c.want.Images) {
 				t.Errorf("%s, in chunks of %d: %+v, want %+v", c.name, chunk, got, c.want)
 			}
 		}
@@ -123,16 +122,8 @@ func FuzzResponseImages(f *testing.F) {
 	f.Add(sseEvent(eventImageComplete, `"item_id":"x"`)+sseEvent("response.completed", `"response":{"output":[`+answerImageLow+`]}`), true, 5)
 	f.Add(`{"output":[{"type":"image_generation_call","status":"\u0063ompleted"]]}}}`, false, 1)
 	f.Fuzz(func(t *testing.T, answer string, sse bool, chunk int) {
-		whole := ResponseImages{SSE: sse}
-		whole.Write([]byte(answer))
-		split := ResponseImages{SSE: sse}
 		chunk = max(1, chunk%64)
-		for s := answer; s != ""; {
-			n := min(chunk, len(s))
-			split.Write([]byte(s[:n]))
-			s = s[n:]
-		}
-		a, b := whole.Made(), split.Made()
+		a, b := readInChunks(sse, answer, len(answer)), readInChunks(sse, answer, chunk)
 		if a.Reported != b.Reported || len(a.Images) != len(b.Images) {
 			t.Fatalf("whole %+v, split in %d: %+v", a, chunk, b)
 		}

@@ -26,12 +26,14 @@ type responseScan struct {
 	strLen    int // the string's length so far, past len(str) when too long to keep
 	malformed bool
 
-	status, typ, itemID, size, quality string
-	item                               toolCall // the item being read
-	eventItem                          toolCall // an event's item (output_item.added, .done)
-	hasEventItem                       bool
-	output                             []toolCall // the response's image_generation_call items
-	outputSeen                         bool
+	status string // the response's
+	// own is an event's own members: its type, item_id (as id), size and quality.
+	own          toolCall
+	item         toolCall // the item being read
+	eventItem    toolCall // an event's item (output_item.added, .done)
+	hasEventItem bool
+	output       []toolCall // the response's image_generation_call items
+	outputSeen   bool
 }
 
 // toolCall is an output item of a response as far as it prices an image.
@@ -257,36 +259,31 @@ func (s *responseScan) endString() {
 	}
 	switch f.role {
 	case roleEvent:
-		switch f.key {
-		case keyType:
-			s.typ = text
-		case keyItemID:
-			s.itemID = text
-		case keySize:
-			s.size = text
-		case keyQuality:
-			s.quality = text
-		}
+		s.own.set(f.key, text, s.strLen)
 	case roleResponse:
 		if f.key == keyStatus {
 			s.status = text
 		}
 	case roleItem:
-		it := &s.item
-		switch f.key {
-		case keyType:
-			it.typ = text
-		case keyStatus:
-			it.status = text
-		case keyID:
-			it.id = text
-		case keySize:
-			it.size = text
-		case keyQuality:
-			it.quality = text
-		case keyResult:
-			it.result = s.strLen > 0
-		}
+		s.item.set(f.key, text, s.strLen)
+	}
+}
+
+// set keeps the value of a member: a name's text, and of a result its length.
+func (c *toolCall) set(key scanKey, text string, length int) {
+	switch key {
+	case keyType:
+		c.typ = text
+	case keyStatus:
+		c.status = text
+	case keyID, keyItemID:
+		c.id = text
+	case keySize:
+		c.size = text
+	case keyQuality:
+		c.quality = text
+	case keyResult:
+		c.result = length > 0
 	}
 }
 
