@@ -54,10 +54,8 @@ func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64) ([]bi
 		} else if err != nil {
 			return nil, errBadJSON
 		}
-		imageTool := false
-		if kind, _ := stringValue(members["type"]); kind == imageGenerationTool {
-			imageTool = true
-		}
+		kind, _ := stringValue(members["type"])
+		imageTool := kind == imageGenerationTool
 		model := ""
 		raw, ok := members["model"]
 		if !ok || string(raw) == "null" {
