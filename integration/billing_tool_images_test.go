@@ -83,6 +83,8 @@ http://127.0.0.1:{{port}} {
 //   - streamed, 1536x1024, no quality (held at 1536x1024 high, 0.25), the client leaving after
 //     the first of two images' output_item.done: charged the 3 deltas seen (0.003) and that
 //     image, at the medium quality it reports (0.04): 0.043;
+//   - the same stream broken off by the upstream there: 0.043 too;
+//   - a background response (answered queued, before any image): charged its estimate, 0.35;
 //   - refused by the provider (400 moderation_blocked), and a stream that fails before any
 //     output (response.failed): released, nothing charged.
 //
@@ -195,6 +197,27 @@ func TestResponsesToolImagesAreCharged(t *testing.T) {
 				t.Errorf("a stream the client left: held %s, %s; want 0.35, settle 0.043", held, end)
 			}
 
+			// The upstream breaks the stream off after the first image: charged as the client's
+			// leaving is.
+			from = len(ledgerEntries(t, g, "rimages"))
+			stream = oa.Responses.NewStreaming(ctx, params("draw 2 [cut]", responses.ToolImageGenerationParam{Size: "1536x1024"}, 0))
+			for stream.Next() {
+			}
+			if held, end := ended(from); held != "0.35" || end != "settle 0.043" {
+				t.Errorf("a stream the upstream cut: held %s, %s; want 0.35, settle 0.043", held, end)
+			}
+
+			// A background response answers before any image is made: charged its estimate.
+			from = len(ledgerEntries(t, g, "rimages"))
+			bg := params("draw 1", responses.ToolImageGenerationParam{}, 0)
+			bg.Background = openai.Bool(true)
+			if resp, err := oa.Responses.New(ctx, bg); err != nil || resp.Status != "queued" {
+				t.Fatalf("a background response: %v", err)
+			}
+			if held, end := ended(from); held != "0.35" || end != "settle 0.35" {
+				t.Errorf("a background response: held %s, %s; want 0.35, settle 0.35", held, end)
+			}
+
 			// Refused, and failed before any output: released.
 			from = len(ledgerEntries(t, g, "rimages"))
 			_, err := oa.Responses.New(ctx, params("draw 1 [refuse]", responses.ToolImageGenerationParam{}, 0))
@@ -212,12 +235,12 @@ func TestResponsesToolImagesAreCharged(t *testing.T) {
 			if held, end := ended(from); held != "0.35" || end != "release" {
 				t.Errorf("a failed stream: held %s, %s; want 0.35, release", held, end)
 			}
-			// 0.06 + 0.53 + 0.36 + 0.36 + 0.04 + 0.1 + 0.043 = 1.493 of 10.
-			if b := keys.admin(t, "GET", "/mediagw/accounts/rimages/balance", nil); b.field("balance") != "8.507" || b.field("held") != "0" {
-				t.Errorf("balance %s; want 8.507, nothing held", b.body)
+			// 0.06 + 0.53 + 0.36 + 0.36 + 0.04 + 0.1 + 0.043 + 0.043 + 0.35 = 1.886 of 10.
+			if b := keys.admin(t, "GET", "/mediagw/accounts/rimages/balance", nil); b.field("balance") != "8.114" || b.field("held") != "0" {
+				t.Errorf("balance %s; want 8.114, nothing held", b.body)
 			}
-			if got := len(fake.received()); got != 9 {
-				t.Errorf("the upstream received %d requests, want 9", got)
+			if got := len(fake.received()); got != 11 {
+				t.Errorf("the upstream received %d requests, want 11", got)
 			}
 		})
 	}

@@ -14,7 +14,7 @@ import (
 
 // fakeOpenAIResponses is a fake of OpenAI's POST /v1/responses with the image_generation tool,
 // from its published reference (and openai-go's types of it): a JSON body of model, input,
-// tools ({type:"image_generation", model, size, quality, partial_images}), stream,
+// tools ({type:"image_generation", model, size, quality, partial_images}), stream, background,
 // max_output_tokens and max_tool_calls, refused with 400 in OpenAI's error shape when it has
 // another field or tool member. The prompt says how many images the model makes ("draw N"),
 // at most max_tool_calls; each is an image_generation_call output item (id, status completed,
@@ -30,7 +30,8 @@ import (
 // response.completed with the whole response. Scenarios, by prompt: "[refuse]" answers 400
 // moderation_blocked; "[fail]" streams response.created, .in_progress and response.failed (no
 // output, no usage); "[leave]" stops after the first image's output_item.done and waits for the
-// client to leave.
+// client to leave; "[cut]" drops the connection there. A background response (background: true,
+// not streamed) is answered queued, with no output and no usage.
 type fakeOpenAIResponses struct {
 	mu   sync.Mutex
 	log  []map[string]any // the bodies received
@@ -53,6 +54,7 @@ type fakeResponsesCreate struct {
 	Input           string          `json:"input"`
 	Tools           []fakeImageTool `json:"tools"`
 	Stream          bool            `json:"stream"`
+	Background      bool            `json:"background"`
 	MaxOutputTokens int             `json:"max_output_tokens"`
 	MaxToolCalls    *int            `json:"max_tool_calls"`
 }
@@ -121,6 +123,11 @@ func (f *fakeOpenAIResponses) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	for i := range n {
 		output = append(output, image(i, "completed", true))
 	}
+	if req.Background && !req.Stream {
+		// A background response answers at once, queued, with no output and no usage yet.
+		writeFakeJSON(w, 200, response("queued", []any{}, nil))
+		return
+	}
 	if !req.Stream {
 		writeFakeJSON(w, 200, response("completed", output, usage))
 		return
@@ -175,6 +182,9 @@ func (f *fakeOpenAIResponses) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 		if strings.Contains(req.Input, "[leave]") {
 			<-r.Context().Done() // the client leaves
 			return
+		}
+		if strings.Contains(req.Input, "[cut]") {
+			panic(http.ErrAbortHandler) // net/http drops the connection without ending the body
 		}
 	}
 	event("response.completed", map[string]any{"response": response("completed", output, usage)})
