@@ -1,6 +1,11 @@
 package usage
 
-import "github.com/mediagw/mediagw/handlers/billing"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/mediagw/mediagw/handlers/billing"
+)
 
 // ResponseImages reads the images that a Responses answer's image_generation tool made, as the
 // answer streams by, without holding it (see responseScan):
@@ -70,12 +75,10 @@ func (r *ResponseImages) endData() {
 
 // readEvent takes what one whole event shows of the tool's calls.
 func (r *ResponseImages) readEvent(e *responseScan) {
-	for _, final := range finalEvents {
-		if e.own.typ == final {
-			kept := *e
-			r.final = &kept
-			return
-		}
+	if slices.Contains(finalEvents, e.own.typ) {
+		kept := *e
+		r.final = &kept
+		return
 	}
 	switch e.own.typ {
 	case eventItemAdded, eventItemDone:
@@ -84,28 +87,20 @@ func (r *ResponseImages) readEvent(e *responseScan) {
 		}
 		if c := r.call(e.eventItem.id); c != nil && e.eventItem.made() {
 			c.completed = true
-			c.size, c.quality = reported(e.eventItem.size, c.size), reported(e.eventItem.quality, c.quality)
+			c.size, c.quality = cmp.Or(e.eventItem.size, c.size), cmp.Or(e.eventItem.quality, c.quality)
 		}
 	case eventImagePartial, eventImageComplete:
 		c := r.call(e.own.id)
 		if c == nil {
 			return
 		}
-		c.size, c.quality = reported(e.own.size, c.size), reported(e.own.quality, c.quality)
+		c.size, c.quality = cmp.Or(e.own.size, c.size), cmp.Or(e.own.quality, c.quality)
 		if e.own.typ == eventImagePartial {
 			c.partial = true
 		} else {
 			c.completed = true
 		}
 	}
-}
-
-// reported is value when the event reports one, else what was known.
-func reported(value, known string) string {
-	if value == "" {
-		return known
-	}
-	return value
 }
 
 // call is the call of an item id, made on its first event; nil past maxToolCalls calls.
