@@ -7,8 +7,9 @@ import "bytes"
 // keeps only what prices the images of an image_generation tool: the response's status, its
 // image_generation_call output items (type, status, id, size, quality, and whether the item has
 // a result), and an event's type, item_id, size, quality and item. Strings it does not keep (a
-// result's megabytes of base64) are skipped without being looked at byte by byte. Escapes are
-// decoded, so that a name or value is read as a JSON decoder reads it.
+// result's megabytes of base64) are skipped with one search for their end, not decoded. The
+// names and values it keeps have their escapes decoded, so that they read as a JSON decoder
+// reads them.
 type responseScan struct {
 	// event is set for a stream event's data, whose top level names the event (type, item_id,
 	// item, response …); otherwise the top level is a response.
