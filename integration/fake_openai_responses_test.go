@@ -20,7 +20,8 @@ import (
 // at most max_tool_calls; each is an image_generation_call output item (id, status completed,
 // result in base64, background, output_format, quality, size, revised_prompt), made at the
 // tool's size and quality, or 1024x1024 and medium where the tool says auto or nothing; the
-// answer ends with a message and its usage (12 input, 20 output tokens).
+// answer ends with a message and its usage (12 input, 20 output tokens), and the image model's
+// tokens apart, in tool_usage.image_gen.
 //
 // Streamed (stream: true), it sends the reference's events: response.created and .in_progress,
 // a message's 3 text deltas (its output_item.added, content_part.added, output_text.delta ×3,
@@ -116,8 +117,15 @@ func (f *fakeOpenAIResponses) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	usage := map[string]any{"input_tokens": 12, "input_tokens_details": map[string]any{"cached_tokens": 0},
 		"output_tokens": 20, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 32}
 	response := func(status string, output []any, usage any) map[string]any {
-		return map[string]any{"id": id, "object": "response", "created_at": 1764390000, "status": status, "model": req.Model,
+		r := map[string]any{"id": id, "object": "response", "created_at": 1764390000, "status": status, "model": req.Model,
 			"output": output, "usage": usage, "tools": req.Tools, "parallel_tool_calls": true, "error": nil}
+		if usage != nil {
+			// The image model's tokens, apart from the response's own usage.
+			r["tool_usage"] = map[string]any{"web_search": map[string]any{"num_requests": 0},
+				"image_gen": map[string]any{"input_tokens": 50, "input_tokens_details": map[string]any{"image_tokens": 0, "text_tokens": 50},
+					"output_tokens": 4160 * n, "total_tokens": 50 + 4160*n}}
+		}
+		return r
 	}
 	output := []any{message}
 	for i := range n {
