@@ -144,3 +144,37 @@ func TestToolsReachTheUpstreamAsSent(t *testing.T) {
 		}
 	}
 }
+
+// TestAddedResponsesEndpointsCheckToolModels: an endpoint the operator adds that extends
+// Responses (a responses segment: /openai/v1/responses, /v1/responses/compact) reads its tools as
+// POST /v1/responses does: a tool's model must be one the key allows, and its images are held.
+func TestAddedResponsesEndpointsCheckToolModels(t *testing.T) {
+	var extra []Endpoint
+	for _, path := range []string{"/openai/v1/responses", "/v1/responses/compact"} {
+		ep, err := ParseEndpoint("POST", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra = append(extra, ep)
+	}
+	rt := &Router{Catalog: catalog(t), Extra: extra}
+	restricted := auth.Identity{Account: "a", Models: []string{"doubao"}}
+	for _, path := range []string{"/openai/v1/responses", "/v1/responses/compact"} {
+		r := httptest.NewRequest("POST", path, strings.NewReader(`{"model":"doubao","tools":[{"type":"image_generation","model":"image-dear"}]}`))
+		r.Header.Set("Content-Type", "application/json")
+		_, err := rt.Route(httptest.NewRecorder(), r, restricted)
+		if e := wantError(t, err, 403, "model_not_allowed"); e.Param != "tools[0].model" {
+			t.Errorf("%s: %v", path, e)
+		}
+		r = httptest.NewRequest("POST", path, strings.NewReader(`{"model":"doubao","tools":[{"type":"image_generation","model":"doubao"}]}`))
+		r.Header.Set("Content-Type", "application/json")
+		route, err := rt.Route(httptest.NewRecorder(), r, restricted)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		route.Done()
+		if want := []billing.ToolImages{{Model: "doubao", Count: 1}}; !slices.Equal(route.ToolImages, want) {
+			t.Errorf("%s: tool images %+v, want %+v", path, route.ToolImages, want)
+		}
+	}
+}

@@ -13,7 +13,8 @@ import (
 //   - a JSON answer (a response object) reports them once it is read whole and its status is
 //     final (not queued or in_progress, which a background response answers): its
 //     image_generation_call output items whose status is completed (or that carry a result and
-//     no status), each with its size and quality;
+//     no status), each with its size and quality; none when it has no output (an answer of
+//     another kind, such as an input token count);
 //   - a stream reports them once its first whole event was read. Its final event
 //     (response.completed, .incomplete, .failed, .cancelled) lists them as the JSON answer does.
 //     A stream that ended before it (the client left, or the upstream broke it off) reports the
@@ -123,7 +124,7 @@ func (r *ResponseImages) call(id string) *streamedCall {
 func (r *ResponseImages) Made() billing.MadeImages {
 	if !r.SSE {
 		a := &r.answer
-		if !a.complete() || !a.outputSeen || a.status == "queued" || a.status == "in_progress" {
+		if !a.complete() || a.status == "queued" || a.status == "in_progress" {
 			return billing.MadeImages{}
 		}
 		return madeOf(a.output)

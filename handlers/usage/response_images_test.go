@@ -55,7 +55,7 @@ func TestResponseImagesOfAJSONAnswer(t *testing.T) {
 			billing.MadeImages{Reported: true, Images: []billing.MadeImage{{}}}},
 		{"background", jsonAnswer("queued"), billing.MadeImages{}},
 		{"cut", jsonAnswer("completed", answerImageLow)[:200], billing.MadeImages{}},
-		{"no output", `{"status":"completed"}`, billing.MadeImages{}},
+		{"no output: none made", `{"object":"response.input_tokens","input_tokens":11}`, billing.MadeImages{Reported: true}},
 	} {
 		for _, chunk := range []int{1, 7, 4096, len(c.answer)} {
 			if got := readInChunks(false, c.answer, chunk); got.Reported != c.want.Reported || !slices.Equal(got.Images, c.want.Images) {

@@ -34,7 +34,6 @@ type responseScan struct {
 	eventItem    toolCall // an event's item (output_item.added, .done)
 	hasEventItem bool
 	output       []toolCall // the response's image_generation_call items
-	outputSeen   bool
 }
 
 // toolCall is an output item of a response as far as it prices an image.
@@ -165,7 +164,6 @@ func (s *responseScan) open(object bool) {
 		role = roleResponse
 	case parent.role == roleResponse && !object && parent.key == keyOutput:
 		role = roleOutput
-		s.outputSeen = true
 	case parent.role == roleOutput && object:
 		role = roleItem
 	}
