@@ -18,9 +18,9 @@ import (
 
 // toolImagesCaddyfile serves a text model priced by its output (0.001 a token) and the image
 // models of the Responses image_generation tool from the fake OpenAI Responses upstream
-// ({{up_url}}): rimg-house, which the provider names as the model a tool without one runs
+// ({{up_url}}): rimage-house, which the provider names as the model a tool without one runs
 // (tool_image_model), at 0.04 an image, 0.17 for 1024x1024 high and 0.25 for 1536x1024 high;
-// rimg-cheap at 0.01; gpt-image-2, OpenAI's default, which this provider does not run for such a
+// rimage-cheap at 0.01; gpt-image-2, OpenAI's default, which this provider does not run for such a
 // tool, at 9.
 const toolImagesCaddyfile = `{
 	{{globals}}
@@ -29,21 +29,21 @@ const toolImagesCaddyfile = `{
 		provider openai {
 			base_url {{up_url}}/v1
 			api_key openai-operator-key
-			models rimg-chat gpt-image-2 rimg-house rimg-cheap
-			tool_image_model rimg-house
+			models rimage-chat gpt-image-2 rimage-house rimage-cheap
+			tool_image_model rimage-house
 		}
-		price rimg-chat {
+		price rimage-chat {
 			output_tokens 1000
 		}
 		price gpt-image-2 {
 			image 9
 		}
-		price rimg-house {
+		price rimage-house {
 			image 0.04
 			image 1024x1024 high 0.17
 			image 1536x1024 high 0.25
 		}
-		price rimg-cheap {
+		price rimage-cheap {
 			image 0.01
 		}
 		key mg-rimages {
@@ -70,14 +70,14 @@ http://127.0.0.1:{{port}} {
 // price lists, 0.25), max_tool_calls of them or else one, and settles the tokens it used (20
 // output tokens: 0.02) and each image made, at the size and quality the answer reports for what
 // the tool left open, on both stores, with one hold and one settlement each:
-//   - JSON, a tool naming no model (rimg-house's price), auto: held 0.35, one 1024x1024 medium
+//   - JSON, a tool naming no model (rimage-house's price), auto: held 0.35, one 1024x1024 medium
 //     image made, charged 0.02 + 0.04 = 0.06;
 //   - JSON, 1024x1024 high, no max_tool_calls: held 0.1 + 0.17 = 0.27, three images made,
 //     charged past the hold, 0.02 + 3 × 0.17 = 0.53;
 //   - JSON, the same with max_tool_calls 3 and two images made: held 0.1 + 3 × 0.17 = 0.61,
 //     charged 0.02 + 2 × 0.17 = 0.36; with max_tool_calls 2 and three asked for, the provider
 //     makes two: held 0.44, charged 0.36;
-//   - JSON, rimg-cheap named, two images: held 0.1 + 0.01, charged 0.02 + 0.02 = 0.04;
+//   - JSON, rimage-cheap named, two images: held 0.1 + 0.01, charged 0.02 + 0.02 = 0.04;
 //   - streamed with a partial image each, two images, auto: held 0.35, charged from
 //     response.completed, 0.02 + 2 × 0.04 = 0.1;
 //   - streamed, 1536x1024, no quality (held at 1536x1024 high, 0.25), the client leaving after
@@ -103,7 +103,7 @@ func TestResponsesToolImagesAreCharged(t *testing.T) {
 			oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-rimages"), option.WithMaxRetries(0))
 			params := func(prompt string, tool responses.ToolImageGenerationParam, maxToolCalls int64) responses.ResponseNewParams {
 				p := responses.ResponseNewParams{
-					Model:           "rimg-chat",
+					Model:           "rimage-chat",
 					Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String(prompt)},
 					Tools:           []responses.ToolUnionParam{{OfImageGeneration: &tool}},
 					MaxOutputTokens: openai.Int(100),
@@ -148,7 +148,7 @@ func TestResponsesToolImagesAreCharged(t *testing.T) {
 				{"more than held", "draw 3", responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}, 0, "0.27", "settle 0.53"},
 				{"max_tool_calls", "draw 2", responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}, 3, "0.61", "settle 0.36"},
 				{"max_tool_calls bounds what is made", "draw 3", responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}, 2, "0.44", "settle 0.36"},
-				{"a named model", "draw 2", responses.ToolImageGenerationParam{Model: "rimg-cheap"}, 0, "0.11", "settle 0.04"},
+				{"a named model", "draw 2", responses.ToolImageGenerationParam{Model: "rimage-cheap"}, 0, "0.11", "settle 0.04"},
 			} {
 				from := len(ledgerEntries(t, g, "rimages"))
 				resp, err := oa.Responses.New(ctx, params(c.prompt, c.tool, c.maxToolCalls))
