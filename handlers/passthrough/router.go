@@ -86,6 +86,10 @@ type Route struct {
 	// Slot is the active-task slot of a create that TakesSlot, set by the caller before
 	// Router.Created; the created object's record keeps it (see active_objects.go).
 	Slot accounting.Slot
+	// Hold is the create's hold, set by the caller before Router.Created: a video's record
+	// carries it (storage.Task.HoldID; see CreatedWriter.HeldBy), and the video's end settles
+	// or releases it (accounting.Accountant.ObjectFinished).
+	Hold accounting.Hold
 
 	// named are the owned objects the body names by id (previous_response_id), which bind the
 	// request to the upstream that made them (see bindNamed).
