@@ -165,7 +165,9 @@ http://127.0.0.1:%[4]d {
 // TestFailedPassThroughVideoReleasedOnceAcrossInstances: two gateways on one redis-server; each
 // failed video is read by four clients at once, two on each gateway, when the provider first
 // answers failed: its hold is released once (one release entry in the ledger, no settlement), and
-// the balance is back to the credit. A completed one read the same way is settled once.
+// the balance is back to the credit, and its slot given back once (the key's one slot is free
+// for the next create, and its count is 0 at the end). A completed one read the same way is
+// settled once.
 func TestFailedPassThroughVideoReleasedOnceAcrossInstances(t *testing.T) {
 	t.Parallel()
 	fake, upURL := newFakeOpenAIVideos(t, "openai-operator-key")
@@ -181,6 +183,13 @@ func TestFailedPassThroughVideoReleasedOnceAcrossInstances(t *testing.T) {
 		gws, bases = append(gws, &gateway{t: t, admin: fmt.Sprintf("127.0.0.1:%d", adminPort)}), append(bases, base)
 	}
 	keysEnv{g: gws[0]}.credit(t, "filmmakers", "10", "race-1")
+	// A key with one active-task slot: each create needs the slot of the video before it back,
+	// and a second give-back would leave the count below zero.
+	r := call(t, "POST", "http://"+gws[0].admin+"/mediagw/keys", "", `{"account":"filmmakers","max_active_tasks":1}`)
+	keyID, secret := r.field("id"), r.field("key")
+	if r.status != 201 || keyID == "" || secret == "" {
+		t.Fatalf("creating the key = %d %s", r.status, r.body)
+	}
 
 	const videos = 4
 	for i := range videos {
@@ -188,13 +197,13 @@ func TestFailedPassThroughVideoReleasedOnceAcrossInstances(t *testing.T) {
 		if i == videos-1 {
 			prompt = "a lighthouse"
 		}
-		r := call(t, "POST", bases[i%2]+"/v1/videos", "mg-pass-video", `{"model":"sora-2","prompt":"`+prompt+`","seconds":"8","size":"1280x720"}`)
+		r = call(t, "POST", bases[i%2]+"/v1/videos", secret, `{"model":"sora-2","prompt":"`+prompt+`","seconds":"8","size":"1280x720"}`)
 		id := r.field("id")
 		if r.status != 200 || id == "" {
 			t.Fatalf("create = %d %s", r.status, r.body)
 		}
 		for range 2 { // queued, in_progress: the next read of the provider is the end
-			if r := call(t, "GET", bases[(i+1)%2]+"/v1/videos/"+id, "mg-pass-video", nil); r.status != 200 {
+			if r := call(t, "GET", bases[(i+1)%2]+"/v1/videos/"+id, secret, nil); r.status != 200 {
 				t.Fatalf("retrieve = %d %s", r.status, r.body)
 			}
 		}
@@ -203,7 +212,7 @@ func TestFailedPassThroughVideoReleasedOnceAcrossInstances(t *testing.T) {
 		for c := range 4 {
 			wg.Go(func() {
 				<-start
-				r, err := send("GET", bases[c%2]+"/v1/videos/"+id, "mg-pass-video", nil)
+				r, err := send("GET", bases[c%2]+"/v1/videos/"+id, secret, nil)
 				if err != nil || r.status != 200 {
 					t.Errorf("retrieve on %d = %v %v", c%2, r.status, err)
 				}
@@ -241,5 +250,10 @@ func TestFailedPassThroughVideoReleasedOnceAcrossInstances(t *testing.T) {
 	}
 	if releases != videos-1 || settlements != 1 {
 		t.Fatalf("%d releases and %d settlements; want %d and 1", releases, settlements, videos-1)
+	}
+	for i, g := range gws {
+		if active, _ := keyUsage(t, &instance{name: string(rune('A' + i)), admin: g.admin}, keyID); active != 0 {
+			t.Fatalf("the key has %v active tasks on %c; want 0: each slot given back once", active, 'A'+i)
+		}
 	}
 }
