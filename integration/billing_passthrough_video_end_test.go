@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -94,7 +95,7 @@ func TestPassThroughVideoChargedByItsEnd(t *testing.T) {
 		t.Fatalf("status %s", s)
 	}
 	balance("2.2", "0") // released in full
-	until(failed)    // seen failed again: nothing more happens
+	until(failed)       // seen failed again: nothing more happens
 	balance("2.2", "0")
 
 	plain := create(`{"model":"sora-2","prompt":"a tower"}`)
@@ -256,4 +257,77 @@ func TestFailedPassThroughVideoReleasedOnceAcrossInstances(t *testing.T) {
 			t.Fatalf("the key has %v active tasks on %c; want 0: each slot given back once", active, 'A'+i)
 		}
 	}
+}
+
+// passVideoGenerationsCaddyfile leaves video-gen-1 (POST /v1/video/generations) to
+// pass-through, priced per second.
+const passVideoGenerationsCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider openai {
+			base_url {{upstream_url}}/v1
+			api_key  upstream-key
+			models   video-gen-1
+		}
+		price video-gen-1 {
+			second 0.10
+		}
+		key mg-generations {
+			account studio
+		}
+	}
+}
+` + readmePassThroughSite
+
+// TestPassThroughVideoGenerationChargedByItsEnd: a video generation (POST
+// /v1/video/generations, passed through) is held at its duration until a retrieve shows its end:
+// FAILED (a provider's upper case) releases it, succeeded without a reported length settles it at
+// the estimate; a status the gateway does not know as final keeps it held.
+func TestPassThroughVideoGenerationChargedByItsEnd(t *testing.T) {
+	// Not parallel: the gateway is the test process's one in-process Caddy.
+	fake := &passThroughVideosUpstream{status: map[string]string{}}
+	provider := httptest.NewServer(fake)
+	t.Cleanup(provider.Close)
+	base, g := startSimGateway(t, passVideoGenerationsCaddyfile, map[string]string{"upstream_url": provider.URL})
+	keysEnv{g: g}.credit(t, "studio", "2", "gen-1")
+	balance := func(want, held string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			b := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/studio/balance", "", nil)
+			if b.field("balance") == want && b.field("held") == held {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("balance %s; want %s and %s held", b.body, want, held)
+			}
+		}
+	}
+	generate := func() string {
+		t.Helper()
+		r := call(t, "POST", base+"/v1/video/generations", "mg-generations", `{"model":"video-gen-1","prompt":"a harbour","duration":5}`)
+		if r.status != 200 || r.field("id") == "" {
+			t.Fatalf("create = %d %s", r.status, r.body)
+		}
+		return r.field("id")
+	}
+	read := func(id string) {
+		t.Helper()
+		if r := call(t, "GET", base+"/v1/video/generations/"+id, "mg-generations", nil); r.status != 200 {
+			t.Fatalf("retrieve = %d %s", r.status, r.body)
+		}
+	}
+	failed := generate()
+	balance("1.5", "0.5")
+	fake.set(failed, "running")
+	read(failed)
+	balance("1.5", "0.5")
+	fake.set(failed, "FAILED")
+	read(failed)
+	balance("2", "0")
+
+	made := generate()
+	fake.set(made, "succeeded")
+	read(made)
+	balance("1.5", "0")
 }
