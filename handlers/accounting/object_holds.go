@@ -9,7 +9,6 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/usage"
-	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -67,7 +66,6 @@ func (a *Accountant) ObjectFinishedAs(ctx context.Context, t storage.Task, actua
 		}
 		var amount billing.Money
 		amount, how = a.settleTask(ctx, t, status, actual)
-		metrics.TaskFinished(t.Provider, t.Model, t.Status)
 		a.Usage.Write(usage.Record{Event: usage.EventTaskFinished, Time: a.clock(), Account: t.Account, KeyID: t.KeyID,
 			Model: t.Model, Provider: t.Provider, Upstream: cmp.Or(t.Upstream, t.Provider), TaskID: t.ID,
 			Status: t.Status, Amount: int64(amount), TraceID: usage.TraceID(ctx)})
