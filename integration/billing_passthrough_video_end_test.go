@@ -15,6 +15,21 @@ import (
 	"github.com/mediagw/mediagw/internal/testredis"
 )
 
+// awaitBalance waits up to 10 s for account's balance and held amount (decimal strings) to be
+// want and held on g's admin API.
+func awaitBalance(t *testing.T, g *gateway, account, want, held string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/"+account+"/balance", "", nil)
+		if b.field("balance") == want && b.field("held") == held {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("balance %s; want %s and %s held", b.body, want, held)
+		}
+	}
+}
+
 // holdEnds is the settlements and releases among ledger entries, by hold id.
 func holdEnds(entries []map[string]any) map[string][]map[string]any {
 	ends := map[string][]map[string]any{}
@@ -42,18 +57,7 @@ func TestPassThroughVideoChargedByItsEnd(t *testing.T) {
 	upURL = strings.TrimSuffix(upURL, "/v1")
 	base, g := startSimGateway(t, passVideoCaddyfile, map[string]string{"up_url": upURL, "up_host": strings.TrimPrefix(upURL, "http://")})
 	keysEnv{g: g}.credit(t, "filmmakers", "3", "end-1")
-	balance := func(want, held string) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			b := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/filmmakers/balance", "", nil)
-			if b.field("balance") == want && b.field("held") == held {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("balance %s; want %s and %s held", b.body, want, held)
-			}
-		}
-	}
+	balance := func(want, held string) { t.Helper(); awaitBalance(t, g, "filmmakers", want, held) }
 	client := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-pass-video"), option.WithMaxRetries(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -225,17 +229,7 @@ func TestFailedPassThroughVideoReleasedOnceAcrossInstances(t *testing.T) {
 	if n := len(fake.log.matching("GET", "/v1/videos/")); n != videos*6 {
 		t.Fatalf("the provider saw %d retrieves, want %d", n, videos*6)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b := call(t, "GET", "http://"+gws[1].admin+"/mediagw/accounts/filmmakers/balance", "", nil)
-		if b.field("balance") == "9.2" && b.field("held") == "0" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("balance %s; want 9.2 (only the completed video charged) and nothing held", b.body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	awaitBalance(t, gws[1], "filmmakers", "9.2", "0") // only the completed video charged
 	ends := holdEnds(ledgerEntries(t, gws[0], "filmmakers"))
 	releases, settlements := 0, 0
 	for id, e := range ends {
@@ -291,18 +285,7 @@ func TestPassThroughVideoGenerationChargedByItsEnd(t *testing.T) {
 	t.Cleanup(provider.Close)
 	base, g := startSimGateway(t, passVideoGenerationsCaddyfile, map[string]string{"upstream_url": provider.URL})
 	keysEnv{g: g}.credit(t, "studio", "2", "gen-1")
-	balance := func(want, held string) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			b := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/studio/balance", "", nil)
-			if b.field("balance") == want && b.field("held") == held {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("balance %s; want %s and %s held", b.body, want, held)
-			}
-		}
-	}
+	balance := func(want, held string) { t.Helper(); awaitBalance(t, g, "studio", want, held) }
 	generate := func() string {
 		t.Helper()
 		r := call(t, "POST", base+"/v1/video/generations", "mg-generations", `{"model":"video-gen-1","prompt":"a harbour","duration":5}`)

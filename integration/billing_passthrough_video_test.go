@@ -91,20 +91,7 @@ func TestPassThroughVideoCreateIsHeldBySeconds(t *testing.T) {
 	}
 	// Each video's hold stays held until the gateway sees how it ended (this provider's videos
 	// are never read again): held is the sum of the estimates of the videos created.
-	settled := func(balance, held string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			b := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/filmmakers/balance", "", nil)
-			if b.field("balance") == balance && b.field("held") == held {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("balance %s, want %s and %s held", b.body, balance, held)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	settled := func(balance, held string) { t.Helper(); awaitBalance(t, g, "filmmakers", balance, held) }
 
 	client := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-pass-video"), option.WithMaxRetries(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

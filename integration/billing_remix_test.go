@@ -26,18 +26,7 @@ func TestPassThroughRemixIsHeldAtItsSourceVideo(t *testing.T) {
 	base, g := startSimGateway(t, passVideoCaddyfile, map[string]string{"up_url": upURL, "up_host": strings.TrimPrefix(upURL, "http://")})
 	keysEnv{g: g}.credit(t, "filmmakers", "4.2", "remix-1")
 	// held is what the videos not yet seen completed hold (each is charged when it completes).
-	balance := func(want, held string) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			b := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/filmmakers/balance", "", nil)
-			if b.field("balance") == want && b.field("held") == held {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("balance %s; want %s and %s held", b.body, want, held)
-			}
-		}
-	}
+	balance := func(want, held string) { t.Helper(); awaitBalance(t, g, "filmmakers", want, held) }
 	// complete reads a video until the provider says it is completed, as a client waits for it.
 	complete := func(id string) {
 		t.Helper()

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/storage"
@@ -42,31 +40,18 @@ func TestObjectFinishedEndsTheVideosHold(t *testing.T) {
 
 func objectHoldEnds(t *testing.T, store storage.Store, status string, actual billing.Usage, charged int64) {
 	ctx := context.Background()
-	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	prices, err := billing.NewTable("USD", []billing.Price{{Model: "sora-2", Second: 100_000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	meter := NewMeter(store, time.Hour, zap.NewNop())
-	t.Cleanup(meter.Close)
-	a := &Accountant{Store: store, Meter: meter, Prices: prices, Now: func() time.Time { return now }}
-	if _, err := store.Credit(ctx, storage.Credit{Account: "acme", Amount: 10_000_000, IdempotencyKey: "c1"}, now); err != nil {
-		t.Fatal(err)
-	}
+	a := fundedAccountantOn(t, store, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	id := auth.Identity{Account: "acme", KeyID: "k1", Limits: storage.Limits{MaxActiveTasks: 1}}
-	slot, err := a.StartTaskFor(ctx, id, "sora-2")
+	slot, err := a.StartTaskFor(ctx, id, "veo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	eight := int64(8)
-	hold, err := a.HoldFor(ctx, id, "sora-2", SlotRef, func(p *billing.Price) billing.Estimate {
-		return p.EstimateVideo(billing.VideoTask{Duration: &eight})
-	}, storage.DefaultHoldDeadline)
+	hold, err := a.HoldFor(ctx, id, "veo", SlotRef, videoEstimate(8), storage.DefaultHoldDeadline)
 	if err != nil || hold.Estimate.Amount != 800_000 {
 		t.Fatalf("hold = %+v, %v; want 0.8 (8 s at 0.10)", hold.Estimate, err)
 	}
 	record, err := slot.CreateTask(ctx, store, storage.Task{ID: "video_1", Kind: "video_job", Account: "acme", KeyID: "k1",
-		Provider: "openai", Model: "sora-2", Status: "active", Active: true, CreatedAt: now.Unix(),
+		Provider: "openai", Model: "veo", Status: "active", Active: true, CreatedAt: a.Now().Unix(),
 		HoldID: hold.ID, HoldAmount: int64(hold.Estimate.Amount), HoldUsage: hold.Estimate.Usage.Encode(), HoldPrice: hold.EncodedPrice()})
 	if err != nil {
 		t.Fatal(err)
