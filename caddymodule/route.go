@@ -223,6 +223,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if watch != nil && err == nil {
 		h.objectFinished(r.Context(), watch)
 	}
+	if created != nil && (created.KeptSlot() || created.HeldBy() != "") {
+		h.remixedSourceCompleted(r.Context(), route)
+	}
 	// Output counted from a cut stream's deltas is bounded by the hold's estimate.
 	tokens := sw.sniffer.Seen(clientGone).AtMostOutput(hold.Estimate.Usage.OutputTokens)
 	errorOnly := !tokens.Known() && sw.sniffer.ErrorOnly()
@@ -339,6 +342,18 @@ func (h *RouteHandler) objectFinished(ctx context.Context, watch *passthrough.Ob
 	}
 	if won {
 		h.accountant.ObjectFinishedAs(ctx, t, watch.Reported(t))
+	}
+}
+
+// remixedSourceCompleted ends the video that an accepted remix names, which its provider
+// remixed because it was completed (see passthrough.Router.SourceCompleted).
+func (h *RouteHandler) remixedSourceCompleted(ctx context.Context, route passthrough.Route) {
+	t, made, won, err := h.router.SourceCompleted(context.WithoutCancel(ctx), route)
+	if err != nil {
+		h.logger.Error("marking a remixed video finished failed; its slot is given back (and its hold settled) when its lease ends", zap.Error(err))
+	}
+	if won {
+		h.accountant.ObjectFinishedAs(ctx, t, made)
 	}
 }
 

@@ -49,7 +49,8 @@ func holdEnds(entries []map[string]any) map[string][]map[string]any {
 // seconds, held at the contract's 5 s, is charged the 4 s the provider made: 0.4), one that
 // shows it failed releases it in full (the ledger says release, "task failed"), and a delete
 // settles it at its estimate (OpenAI deletes only a completed or failed video, and the answer
-// does not say which). (Before, every create was charged its estimate at once: the failed video
+// does not say which), and a remix the provider accepts settles its source as completed, at the
+// length and size its create's answer said. (Before, every create was charged its estimate at once: the failed video
 // cost 0.8.)
 func TestPassThroughVideoChargedByItsEnd(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
@@ -114,6 +115,21 @@ func TestPassThroughVideoChargedByItsEnd(t *testing.T) {
 	}
 	balance("1.4", "0")
 
+	// A video that completes at the provider while its client never retrieves it through the
+	// gateway, then is remixed: OpenAI remixes only a completed video, so the remix's answer
+	// ends it, charged the 4 s at 720x1280 that its create's answer said (not the 5 s held).
+	quay := create(`{"model":"sora-2","prompt":"a quay"}`)
+	balance("0.9", "0.5")
+	for range 3 { // time passes at the provider
+		if r := call(t, "GET", upURL+"/v1/videos/"+quay, "openai-operator-key", nil); r.status != 200 {
+			t.Fatalf("the provider's read = %d %s", r.status, r.body)
+		}
+	}
+	if v, err := client.Videos.Remix(ctx, quay, openai.VideoRemixParams{Prompt: "at night"}); err != nil || v.RemixedFromVideoID != quay {
+		t.Fatalf("remix = %+v, %v", v, err)
+	}
+	balance("0.6", "0.4") // the source charged 0.4; the remix holds 0.4
+
 	ends := holdEnds(ledgerEntries(t, g, "filmmakers"))
 	var kinds []string
 	for _, e := range ends {
@@ -123,12 +139,12 @@ func TestPassThroughVideoChargedByItsEnd(t *testing.T) {
 		kinds = append(kinds, fmt.Sprintf("%s %v %v", e[0]["kind"], e[0]["charged"], e[0]["note"]))
 	}
 	want := map[string]bool{"settle 0.8 <nil>": true, "release <nil> task failed": true, "settle 0.4 <nil>": true}
-	if len(kinds) != 4 {
-		t.Fatalf("hold ends %v; want 4", kinds)
+	if len(kinds) != 5 {
+		t.Fatalf("hold ends %v; want 5", kinds)
 	}
 	for _, k := range kinds {
 		if !want[k] {
-			t.Fatalf("hold ends %v; want settlements of 0.8 and 0.4 (twice) and one release noted task failed", kinds)
+			t.Fatalf("hold ends %v; want settlements of 0.8 and 0.4 (three times) and one release noted task failed", kinds)
 		}
 	}
 }

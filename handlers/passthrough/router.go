@@ -101,6 +101,9 @@ type Route struct {
 	// Router.WatchObject); watchDeletes is set for a delete.
 	watched      string
 	watchDeletes bool
+	// remixOf is the id of the slot-holding video that a remix names: the provider remixes only
+	// a completed video, so the remix's answer shows the source's end (see SourceCompleted).
+	remixOf string
 }
 
 var (
@@ -244,6 +247,9 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 	}
 	if t.Active && !t.Finished && route.Creates == "" && (r.Method == http.MethodDelete || strings.HasSuffix(ep.Path, "/{id}")) {
 		route.watched, route.watchDeletes = t.ID, r.Method == http.MethodDelete
+	}
+	if t.Active && !t.Finished && route.Creates == KindVideo {
+		route.remixOf = t.ID
 	}
 	return nil
 }

@@ -16,6 +16,9 @@ import (
 //     picture the answer reports (OpenAI's video object has its seconds and size; a video
 //     generation's answer its duration, resolution and ratio, or size), the estimate standing
 //     in for what it does not report;
+//   - a remix of it that the provider accepts shows it completed too (OpenAI remixes only a
+//     completed video): it is settled at the length and picture its record keeps (see
+//     SourceCompleted);
 //   - one that shows it failed (or cancelled, canceled, expired: the provider made nothing)
 //     releases it in full;
 //   - a 2xx DELETE settles it at the estimate: OpenAI deletes only a completed or failed video,
@@ -59,6 +62,22 @@ func videoReported(answer []byte) billing.Usage {
 		u.Ratio = "" // two ratios: the estimate's
 	}
 	return u
+}
+
+// SourceCompleted marks finished, as completed, the video that route remixes, when it still holds
+// its slot: call it when the provider accepted the remix (its answer's id was recorded), which
+// OpenAI does for a completed video only. It returns the source's record, the length and picture
+// to settle its hold at (those its record keeps, see videoMade), and true when this call stored
+// the change: the caller then ends the source (accounting.Accountant.ObjectFinishedAs), once.
+func (rt *Router) SourceCompleted(ctx context.Context, route Route) (storage.Task, billing.Usage, bool, error) {
+	if route.remixOf == "" {
+		return storage.Task{}, billing.Usage{}, false, nil
+	}
+	t, won, err := rt.finishObject(ctx, route.remixOf, "completed", func(storage.Task) bool { return true })
+	if !won {
+		return t, billing.Usage{}, false, err
+	}
+	return t, sourceMade(t), true, err
 }
 
 // Bounds of one LapsedVideos pass.
