@@ -80,6 +80,13 @@ func (rt *Router) SourceCompleted(ctx context.Context, route Route) (storage.Tas
 	return t, sourceMade(t), true, err
 }
 
+// AllOwners is Owners with the search of every account's records (storage.Tasks.SearchAllTasks),
+// which LapsedVideos reads.
+type AllOwners interface {
+	Owners
+	SearchAllTasks(ctx context.Context, q storage.TaskSearch) (storage.TaskSearchPage, error)
+}
+
 // Bounds of one LapsedVideos pass.
 const (
 	// lapsedPage is how many lapsed records one search answers.
@@ -95,10 +102,8 @@ const (
 // the estimate (the provider most likely made, and billed, the video). Run Pass from one
 // instance at a time (the hold reconciler's lease); two at once still end each video once.
 type LapsedVideos struct {
-	Owners interface {
-		Owners
-		SearchAllTasks(ctx context.Context, q storage.TaskSearch) (storage.TaskSearchPage, error)
-	}
+	Owners AllOwners
+	// Finished ends each video this sweep finished (accounting.Accountant.ObjectFinished).
 	Finished func(ctx context.Context, t storage.Task)
 
 	// cursor is where the next pass goes on, older, in the index of every account's records;

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/internal/testredis"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -15,7 +18,19 @@ import (
 // one, not one without a hold (its slot waits for its key's sweep), not a finished one; two
 // sweepers at once end each once.
 func TestLapsedVideosEndOnce(t *testing.T) {
-	store := ownersStore(t)
+	server := testredis.Start(t, testredis.Options{})
+	t.Run("badger", func(t *testing.T) { lapsedVideosEndOnce(t, ownersStore(t)) })
+	t.Run("redis", func(t *testing.T) {
+		s, err := storage.OpenRedis(context.Background(), storage.RedisOptions{URL: server.URL(), KeyPrefix: "lapsed", Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		lapsedVideosEndOnce(t, s)
+	})
+}
+
+func lapsedVideosEndOnce(t *testing.T, store AllOwners) {
 	base := time.Now()
 	ctx := context.Background()
 	rec := func(id, kind, hold string, age time.Duration, finished bool) storage.Task {
