@@ -106,14 +106,17 @@ type LapsedVideos struct {
 	// Finished ends each video this sweep finished (accounting.Accountant.ObjectFinished).
 	Finished func(ctx context.Context, t storage.Task)
 
-	// cursor is where the next pass goes on, older, in the index of every account's records;
-	// "" starts again from the newest whose lease has ended.
-	cursor string
+	// A sweep reads the records created from swept to upTo (Unix seconds), newest first, over
+	// as many passes as it takes; cursor is where the next pass goes on ("" starts a sweep).
+	// Once a sweep is through, every record created up to its upTo has been read after its
+	// lease ended: the next sweep starts there.
+	swept, upTo int64
+	cursor      string
 }
 
-// Pass reads at most lapsedScan records whose lease ended by now, going on where the last pass
-// stopped (and from the newest again once it reached the oldest), and ends those that still
-// carry a hold. It returns how many it ended.
+// Pass reads at most lapsedScan records whose lease ended by now and that no earlier sweep of
+// this LapsedVideos read, going on where the last pass stopped, and ends those that still carry a
+// hold. It returns how many it ended.
 func (s *LapsedVideos) Pass(ctx context.Context, now time.Time) (int, error) {
 	ended := 0
 	rt := &Router{Owners: s.Owners, Now: func() time.Time { return now }}
@@ -121,10 +124,12 @@ func (s *LapsedVideos) Pass(ctx context.Context, now time.Time) (int, error) {
 	lapsed := func(t storage.Task) bool {
 		return t.HoldID != "" && !time.Unix(t.CreatedAt, 0).After(leaseEnded)
 	}
-	page, err := s.Owners.SearchAllTasks(ctx, storage.TaskSearch{Status: statusActive, To: leaseEnded.Unix(),
+	if s.cursor == "" {
+		s.upTo = leaseEnded.Unix()
+	}
+	page, err := s.Owners.SearchAllTasks(ctx, storage.TaskSearch{Status: statusActive, From: s.swept, To: s.upTo,
 		Before: s.cursor, Limit: lapsedPage, Scan: lapsedScan})
 	if err != nil {
-		s.cursor = ""
 		return 0, err
 	}
 	for _, t := range page.Tasks {
@@ -140,6 +145,8 @@ func (s *LapsedVideos) Pass(ctx context.Context, now time.Time) (int, error) {
 			s.Finished(ctx, stored)
 		}
 	}
-	s.cursor = page.Next
+	if s.cursor = page.Next; s.cursor == "" {
+		s.swept = s.upTo
+	}
 	return ended, nil
 }
