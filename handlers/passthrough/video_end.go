@@ -38,7 +38,8 @@ func (ow *ObjectWatch) Reported(t storage.Task) billing.Usage {
 }
 
 // videoReported is the length and picture a video's answer reports (see videoSizing, which
-// reads them as a create's fields are read).
+// reads them as a create's fields are read). A length that names none (0, -1), and a picture
+// named twice with two resolutions or ratios, count as not reported.
 func videoReported(answer []byte) billing.Usage {
 	fields, err := readFields(answer, videoPricedFields)
 	if err != nil {
@@ -51,9 +52,6 @@ func videoReported(answer []byte) billing.Usage {
 	}
 	if v.Frames > 0 {
 		u.VideoSeconds = framesSeconds(v.Frames)
-	}
-	if v.Planned.Seconds > 0 {
-		u.VideoSeconds = 0 // two lengths, one of which names none: not known
 	}
 	if v.Planned.Resolution == "" {
 		u.Resolution, u.Ratio = v.Resolution, v.Ratio
