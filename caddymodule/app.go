@@ -22,6 +22,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/holds"
 	"github.com/mediagw/mediagw/handlers/idempotency"
+	"github.com/mediagw/mediagw/handlers/passthrough"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/handlers/videotask"
@@ -329,6 +330,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		}
 		// So does an overdue slot claim of a create that took no hold (a free model's).
 		a.reconciler.Claims = accountant.Claims
+		// A pass-through video whose end nobody saw is settled when its lease ends.
+		lapsed := &passthrough.LapsedVideos{Owners: a.store, Finished: accountant.ObjectFinished}
+		a.reconciler.Lapsed = lapsed.Pass
 	}
 	return nil
 }

@@ -194,6 +194,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	var out http.ResponseWriter = sw
 	var created *passthrough.CreatedWriter
 	if route.Records() {
+		route.Hold = hold // a video's record carries it (see passthrough.CreatedWriter.HeldBy)
 		created = h.router.Created(sw, r, id, route)
 		created.Shape = shape
 		out = created
@@ -224,8 +225,17 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if created == nil || !created.KeptSlot() {
 		route.Slot.Release() // no object was recorded to hold it
 	}
+	carried := created != nil && created.HeldBy() != ""
+	if carried {
+		// The video's record carries the hold: its end settles or releases it (see
+		// accounting.Accountant.ObjectFinished), not this request's.
+		hold.BindTo(r.Context(), created.HeldBy())
+	}
 	if watch != nil && err == nil {
 		h.objectFinished(r.Context(), watch)
+	}
+	if created != nil && (created.KeptSlot() || created.HeldBy() != "") {
+		h.remixedSourceCompleted(r.Context(), route)
 	}
 	// Output counted from a cut stream's deltas is bounded by the hold's estimate.
 	tokens := sw.sniffer.Seen(clientGone).AtMostOutput(hold.Estimate.Usage.OutputTokens)
@@ -254,6 +264,8 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	// Otherwise an error or a refusal means the request was not served.
 	switch {
+	case carried:
+		// Charged when the video ends: nothing is charged with the create.
 	case !clientGone && (sw.status >= 400 || (err != nil && !streamedSome)):
 		hold.Release("refused by the upstream")
 	case streamedImages && !streamedSome:
@@ -282,7 +294,8 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	if hold.Reconciled() && created != nil {
 		// The request outlived its hold's deadline: the reconciler released the hold and gave
-		// the slot back with it, so the object's record keeps none.
+		// the slot back with it, so the object's record keeps none (the video's record then
+		// carries a released hold, and its end charges nothing).
 		for _, objectID := range created.KeptObjects() {
 			h.accountant.SlotGivenBack(r.Context(), objectID)
 		}
@@ -333,14 +346,27 @@ func (h *RouteHandler) takeSlot(ctx context.Context, id auth.Identity, route pas
 	return slot, err
 }
 
-// objectFinished gives back the slot of an object that a retrieve or delete showed finished.
+// objectFinished gives back the slot of an object that a retrieve or delete showed finished, and
+// ends the hold a video's record carries by what the answer showed.
 func (h *RouteHandler) objectFinished(ctx context.Context, watch *passthrough.ObjectWatch) {
 	t, won, err := watch.Finish(context.WithoutCancel(ctx))
 	if err != nil {
-		h.logger.Error("marking a finished object failed; its slot is given back when its lease ends", zap.Error(err))
+		h.logger.Error("marking a finished object failed; its slot is given back (and its hold settled) when its lease ends", zap.Error(err))
 	}
 	if won {
-		h.accountant.ObjectFinished(ctx, t)
+		h.accountant.ObjectFinishedAs(ctx, t, watch.Reported(t))
+	}
+}
+
+// remixedSourceCompleted ends the video that an accepted remix names, which its provider
+// remixed because it was completed (see passthrough.Router.SourceCompleted).
+func (h *RouteHandler) remixedSourceCompleted(ctx context.Context, route passthrough.Route) {
+	t, made, won, err := h.router.SourceCompleted(context.WithoutCancel(ctx), route)
+	if err != nil {
+		h.logger.Error("marking a remixed video finished failed; its slot is given back (and its hold settled) when its lease ends", zap.Error(err))
+	}
+	if won {
+		h.accountant.ObjectFinishedAs(ctx, t, made)
 	}
 }
 

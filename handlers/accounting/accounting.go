@@ -338,16 +338,6 @@ func (a *Accountant) SlotGivenBack(ctx context.Context, taskID string) {
 	}
 }
 
-// ObjectFinished gives back the active slot of an asynchronous object created through
-// pass-through whose record the caller has just marked finished by compare-and-set (see
-// passthrough.ObjectWatch.Finish and Router.EndLapsedSlots). Call it once per object: only after
-// the update that set Finished was stored. Such objects are not billed here: their create was.
-func (a *Accountant) ObjectFinished(ctx context.Context, t storage.Task) {
-	if t.Active {
-		a.addRetrying(context.WithoutCancel(ctx), ActiveCounter(t.KeyID), -1, zap.String("key_id", t.KeyID), zap.String("object_id", t.ID), zap.String("what", "slot release"))
-	}
-}
-
 // unfinishedTasks is "1 unfinished task" or "n unfinished tasks".
 func unfinishedTasks(n int64) string {
 	if n == 1 {

@@ -44,16 +44,7 @@ func TestSlotGivenBackOnceWhenTheReconcilerWins(t *testing.T) {
 func slotGivenBackOnce(t *testing.T, store storage.Store, recordFirst, finishFirst bool) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	prices, err := billing.NewTable("USD", []billing.Price{{Model: "veo", Second: 100_000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	meter := NewMeter(store, time.Hour, zap.NewNop())
-	t.Cleanup(meter.Close)
-	a := &Accountant{Store: store, Meter: meter, Prices: prices, Now: func() time.Time { return now }}
-	if _, err := store.Credit(ctx, storage.Credit{Account: "acme", Amount: 10_000_000, IdempotencyKey: "c1"}, now); err != nil {
-		t.Fatal(err)
-	}
+	a := fundedAccountantOn(t, store, now)
 	id := auth.Identity{Account: "acme", KeyID: "k1", Limits: storage.Limits{MaxActiveTasks: 1}}
 	active := func() int64 {
 		t.Helper()
@@ -176,6 +167,23 @@ func TestRequestHoldReconciled(t *testing.T) {
 	if other.Release("done"); other.Reconciled() {
 		t.Fatal("a hold its request released reports the reconciler's release")
 	}
+}
+
+// fundedAccountantOn is an accountant on store, at the clock now, pricing veo at 0.10 a second,
+// with 10 credited to the account acme.
+func fundedAccountantOn(t *testing.T, store storage.Store, now time.Time) *Accountant {
+	t.Helper()
+	prices, err := billing.NewTable("USD", []billing.Price{{Model: "veo", Second: 100_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meter := NewMeter(store, time.Hour, zap.NewNop())
+	t.Cleanup(meter.Close)
+	a := &Accountant{Store: store, Meter: meter, Prices: prices, Now: func() time.Time { return now }}
+	if _, err := store.Credit(context.Background(), storage.Credit{Account: "acme", Amount: 10_000_000, IdempotencyKey: "c1"}, now); err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // bothStores opens, for each subtest that calls its opener, a fresh store of each backend: Badger

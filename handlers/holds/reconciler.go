@@ -55,6 +55,10 @@ type Reconciler struct {
 	// creates that take no hold: each pass also gives back the slots of those still open past
 	// their deadline (their creates' processes died before a task's record kept them).
 	Claims storage.SlotClaims
+	// Lapsed, when set, ends on each pass, under the same lease, the holds that records carry
+	// past their lease (passthrough.LapsedVideos.Pass: pass-through videos whose end nobody
+	// saw), and returns how many it ended.
+	Lapsed func(ctx context.Context, now time.Time) (int, error)
 	Logger *zap.Logger
 }
 
@@ -113,6 +117,16 @@ func (r *Reconciler) Pass(ctx context.Context) (int, error) {
 		released += n
 		if err != nil {
 			return released, err
+		}
+	}
+	if r.Lapsed != nil {
+		n, err := r.Lapsed(ctx, now)
+		if n > 0 {
+			r.Logger.Info("settled the holds of pass-through videos whose lease ended unseen", zap.Int("videos", n))
+		}
+		if err != nil && ctx.Err() == nil {
+			// Tried again on the next pass; the overdue holds are released meanwhile.
+			r.Logger.Warn("settling the holds of pass-through videos past their lease", zap.Error(err))
 		}
 	}
 	for range maxBatchesPerPass {

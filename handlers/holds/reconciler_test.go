@@ -137,3 +137,29 @@ func openRedisPair(t *testing.T) (storage.Store, storage.Store) {
 	}
 	return open(), open()
 }
+
+// Lapsed runs on every pass of the instance that holds the lease, with the pass's clock, and
+// not on another instance's pass meanwhile.
+func TestLapsedRunsUnderTheLease(t *testing.T) {
+	s := openBadger(t)
+	var calls []string
+	lapsed := func(name string) func(context.Context, time.Time) (int, error) {
+		return func(_ context.Context, now time.Time) (int, error) {
+			if !now.Equal(start) {
+				t.Errorf("Lapsed on %s at %v; want the pass's clock %v", name, now, start)
+			}
+			calls = append(calls, name)
+			return 1, nil
+		}
+	}
+	a := &Reconciler{Ledger: s, Leases: s, Owner: "a", Now: func() time.Time { return start }, Lapsed: lapsed("a")}
+	b := &Reconciler{Ledger: s, Leases: s, Owner: "b", Now: func() time.Time { return start }, Lapsed: lapsed("b")}
+	for _, r := range []*Reconciler{a, b, a} {
+		if _, err := r.Pass(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(calls) != "[a a]" {
+		t.Fatalf("Lapsed ran on %v; want a's two passes only", calls)
+	}
+}

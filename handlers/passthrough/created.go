@@ -68,6 +68,8 @@ type CreatedWriter struct {
 	// keptObjects are the ids of the records that keep it.
 	keptSlot    bool
 	keptObjects []string
+	// heldBy is the id of the created video whose record carries the create's hold.
+	heldBy string
 }
 
 const (
@@ -100,10 +102,14 @@ func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identi
 		cw.record = func(objectID string, answer []byte) error {
 			ctx, cancel := context.WithTimeout(ctx, ownerRecordTimeout)
 			defer cancel()
-			kept, err := rt.recordOwner(ctx, id, route, objectID, answer)
+			carry := cw.heldBy == "" && route.Hold.ID != "" && createsVideo(Endpoint{Creates: route.Creates})
+			kept, carried, err := rt.recordOwner(ctx, id, route, objectID, answer, carry)
 			cw.keptSlot = cw.keptSlot || kept
 			if kept {
 				cw.keptObjects = append(cw.keptObjects, objectID)
+			}
+			if carried {
+				cw.heldBy = objectID
 			}
 			return err
 		}
@@ -260,6 +266,11 @@ func (cw *CreatedWriter) KeptSlot() bool { return cw.keptSlot }
 // KeptObjects are the ids of the created objects whose records keep the route's active-task slot
 // (see KeptSlot).
 func (cw *CreatedWriter) KeptObjects() []string { return cw.keptObjects }
+
+// HeldBy is the id of the created video whose record carries the create's hold (Route.Hold),
+// or "" when none does: the caller then hands the hold over to it (accounting.Hold.BindTo)
+// instead of ending it with the request.
+func (cw *CreatedWriter) HeldBy() string { return cw.heldBy }
 
 // FlushError flushes what has been sent; held bytes stay held.
 func (cw *CreatedWriter) FlushError() error {

@@ -54,10 +54,12 @@ func (rt *Router) owned(ctx context.Context, caller auth.Identity, kind, id stri
 // over. When route.Slot holds an active-task slot, the new record keeps it (Active, status
 // "active") and kept is true; an id recorded already keeps no second slot. answer is the
 // create's answer when it was held whole (JSON), else nil: a video's record keeps the length
-// and picture that it and the request say (see videoMade).
-func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route, objectID string, answer []byte) (kept bool, err error) {
+// and picture that it and the request say (see videoMade). When carry is set, the new record
+// carries the create's hold (route.Hold: its id, amount, estimate and price, as a video task's
+// record does), and carried is true once it is stored so.
+func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route, objectID string, answer []byte, carry bool) (kept, carried bool, err error) {
 	if rt.Owners == nil {
-		return false, errors.New("pass-through has no store to record the owner of " + route.Creates + " objects")
+		return false, false, errors.New("pass-through has no store to record the owner of " + route.Creates + " objects")
 	}
 	t := rt.now()
 	retention := rt.Retention
@@ -70,7 +72,12 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(retention).Unix(),
 	}
 	if route.Creates == KindVideo {
-		record.HoldUsage = videoMade(route.Sizing, answer).Encode()
+		record.Usage = madeRecord(videoMade(route.Sizing, answer))
+	}
+	if carry {
+		h := route.Hold
+		record.HoldID, record.HoldAmount = h.ID, int64(h.Estimate.Amount)
+		record.HoldUsage, record.HoldPrice = h.Estimate.Usage.Encode(), h.EncodedPrice()
 	}
 	if route.Slot.Held && runsAsync(route.Creates) {
 		record.Active, record.Status = true, statusActive
@@ -78,18 +85,18 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 	stored, err := route.Slot.CreateTask(ctx, rt.Owners, record)
 	if !errors.Is(err, storage.ErrExists) {
 		// A claimed slot that the reconciler gave back first is not kept (stored without Active).
-		return err == nil && stored.Active, err
+		return err == nil && stored.Active, err == nil && carry, err
 	}
 	// The id is recorded already: fine when it is this account's object of this kind (an
 	// upstream that answers a retried create with the same id), never a takeover.
 	existing, err := rt.Owners.Task(ctx, objectID)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if existing.Account == id.Account && existing.Kind == route.Creates {
-		return false, nil
+		return false, false, nil
 	}
-	return false, fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
+	return false, false, fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
 }
 
 // namedObject is an owned upstream object that a request body names by id: the field, the kind

@@ -1,6 +1,7 @@
 package passthrough
 
 import (
+	"encoding/json"
 	"slices"
 
 	"github.com/mediagw/mediagw/handlers/billing"
@@ -10,8 +11,10 @@ import (
 
 // A remix (POST /v1/videos/{id}/remix) makes a new video of its source's length and picture.
 // So that its hold is an upper bound of what it costs, each video that pass-through creates (a
-// POST /v1/videos, or a remix) is recorded with its length and picture (storage.Task.HoldUsage,
-// as billing encodes a usage: seconds, resolution, ratio), and a remix is held at its source's
+// POST /v1/videos, or a remix) is recorded with its length and picture (storage.Task.Usage, a
+// billing.Usage in JSON: seconds, resolution, ratio; in a record written before the record
+// carried the create's hold, storage.Task.HoldUsage as billing encodes it), and a remix is held
+// at its source's
 // (billing.Price.EstimateRemix): a length not known at the model's max_seconds, a picture not
 // known at the resolution that costs the most.
 
@@ -72,6 +75,33 @@ func contractPicture(u billing.Usage) billing.Usage {
 	return u
 }
 
+// madeRecord is a video's length and picture as its record keeps them (storage.Task.Usage).
+func madeRecord(made billing.Usage) json.RawMessage {
+	b, err := json.Marshal(made)
+	if err != nil {
+		return nil // a billing.Usage always encodes
+	}
+	return b
+}
+
+// sourceMade is the length and picture the record of a video keeps (see madeRecord): in its
+// Usage, or, in a record written before its create's hold was carried by it (no HoldID), in its
+// HoldUsage. What does not read is not known.
+func sourceMade(source storage.Task) billing.Usage {
+	var u billing.Usage
+	var err error
+	switch {
+	case len(source.Usage) > 0:
+		err = json.Unmarshal(source.Usage, &u)
+	case source.HoldID == "":
+		u, err = billing.DecodeUsage(source.HoldUsage)
+	}
+	if err != nil {
+		return billing.Usage{} // not known: held at the upper bound
+	}
+	return u
+}
+
 // Fields read of the body of a call on an existing object: a body may not name another model;
 // a remix's is read for the length and picture it names too, under jsonkeys' rule as a create's.
 var (
@@ -86,10 +116,7 @@ var (
 // from the source's, and the gateway cannot know which of the two a provider follows: the
 // longer length is held, and a picture other than the source's is not known (the costliest).
 func remixSizing(source storage.Task, asked *billing.VideoTask) billing.Request {
-	u, err := billing.DecodeUsage(source.HoldUsage)
-	if err != nil {
-		u = billing.Usage{} // not known: held at the upper bound
-	}
+	u := sourceMade(source)
 	held := contractPicture(billing.Usage{VideoSeconds: max(u.VideoSeconds, 0), Resolution: u.Resolution, Ratio: u.Ratio})
 	if asked != nil {
 		if d := asked.Duration; d != nil && held.VideoSeconds > 0 {

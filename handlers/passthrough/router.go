@@ -90,6 +90,10 @@ type Route struct {
 	// Slot is the active-task slot of a create that TakesSlot, set by the caller before
 	// Router.Created; the created object's record keeps it (see active_objects.go).
 	Slot accounting.Slot
+	// Hold is the create's hold, set by the caller before Router.Created: a video's record
+	// carries it (storage.Task.HoldID; see CreatedWriter.HeldBy), and the video's end settles
+	// or releases it (accounting.Accountant.ObjectFinished).
+	Hold accounting.Hold
 
 	// named are the owned objects the body names by id (previous_response_id), which bind the
 	// request to the upstream that made them (see bindNamed).
@@ -101,6 +105,9 @@ type Route struct {
 	// Router.WatchObject); watchDeletes is set for a delete.
 	watched      string
 	watchDeletes bool
+	// remixOf is the id of the slot-holding video that a remix names: the provider remixes only
+	// a completed video, so the remix's answer shows the source's end (see SourceCompleted).
+	remixOf string
 }
 
 var (
@@ -245,6 +252,9 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 	}
 	if t.Active && !t.Finished && route.Creates == "" && (r.Method == http.MethodDelete || strings.HasSuffix(ep.Path, "/{id}")) {
 		route.watched, route.watchDeletes = t.ID, r.Method == http.MethodDelete
+	}
+	if t.Active && !t.Finished && route.Creates == KindVideo {
+		route.remixOf = t.ID
 	}
 	return nil
 }
