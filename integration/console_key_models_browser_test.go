@@ -35,8 +35,9 @@ func TestConsoleRevokeButtonsMatchTheServerInABrowser(t *testing.T) {
 
 	b := browserTab{t: t, ctx: testbrowser.New(t, 1280, 900, 2*time.Minute), console: e.console}
 	b.do("key login", chromedp.Navigate(e.console+"/login"), chromedp.WaitVisible(chromedp.ID("api_key")),
-		chromedp.Focus(chromedp.ID("api_key")), chromedp.KeyEvent("mg-console-acme-v"), chromedp.KeyEvent("\r"),
-		chromedp.WaitVisible(chromedp.CSS("h1")))
+		chromedp.Focus(chromedp.ID("api_key")), chromedp.KeyEvent("mg-console-acme-v"), chromedp.KeyEvent("\r"))
+	b.waitPath("/accounts/acme")
+	b.do("the account page", chromedp.WaitVisible(chromedp.CSS("table tbody")))
 	want := map[string]string{
 		wide:             "uses models beyond your key's: not yours to revoke",
 		secret:           "uses models beyond your key's: not yours to revoke",
