@@ -76,18 +76,7 @@ func TestResponseItemsOfAnotherModelAreRefused(t *testing.T) {
 
 	// gpt-5's items, made with the key that may use every model.
 	big := create(every, "gpt-5")
-	stream := every.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "gpt-5", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
-	var streamed []string
-	for stream.Next() {
-		if e := stream.Current(); e.Type == "response.completed" {
-			for _, it := range e.Response.Output {
-				streamed = append(streamed, it.ID)
-			}
-		}
-	}
-	if err := stream.Err(); err != nil || len(streamed) != 2 {
-		t.Fatalf("stream: %v, items %v", err, streamed)
-	}
+	streamed := streamedItems(t, every, "gpt-5")
 	inputs, err := every.Responses.InputItems.List(ctx, big.ID, responses.InputItemListParams{})
 	if err != nil || len(inputs.Data) != 1 {
 		t.Fatalf("input items = %+v, %v", inputs, err)
