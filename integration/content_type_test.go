@@ -50,6 +50,34 @@ func TestWrongContentTypeSaysWhatIsAccepted(t *testing.T) {
 		}
 	}
 
+	// A JSON body in another charset than UTF-8 is a wrong Content-Type too, on every JSON
+	// endpoint, pass-through included, with the charset received; UTF-8 and none are taken.
+	// Before, only pass-through refused it (in its own words); the others read latin1 as UTF-8.
+	const note = " (a JSON body is UTF-8: charset may be utf-8 or left out)"
+	for _, tc := range []struct{ path, code string }{
+		{"/v1/images/edits", "invalid_request_body"},
+		{"/v1/upload/presign", "invalid_request_body"},
+		{"/api/v3/contents/generations/tasks", "invalid_request"},
+		{"/v1/chat/completions", "invalid_request_body"},
+	} {
+		for ct, got := range map[string]string{
+			"application/json; charset=latin1":        "application/json; charset=latin1",
+			"application/json;charset=\"ISO-8859-1\"": "application/json; charset=iso-8859-1",
+			"Application/JSON; Charset=UTF-16":        "application/json; charset=utf-16",
+		} {
+			status, message, code, param := post(tc.path, ct, edit)
+			want := "Content-Type must be application/json; got " + got + note
+			if status != 400 || message != want || code != tc.code || (param != "Content-Type" && tc.code != "invalid_request") {
+				t.Errorf("POST %s as %q = %d %q %q %q; want 400 %q", tc.path, ct, status, message, code, param, want)
+			}
+		}
+		for _, ct := range []string{"application/json; charset=utf-8", "application/json; charset=\"UTF-8\""} {
+			if status, message, _, _ := post(tc.path, ct, edit); strings.HasPrefix(message, "Content-Type") {
+				t.Errorf("POST %s as %q = %d %q; UTF-8 is JSON's charset", tc.path, ct, status, message)
+			}
+		}
+	}
+
 	var form bytes.Buffer
 	mw := multipart.NewWriter(&form)
 	_ = mw.WriteField("model", "sim-image") // a bytes.Buffer takes every write

@@ -110,6 +110,25 @@ func (f *itemsFake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// streamedItems creates a streamed response of model with c and returns the ids of the items of
+// its response.completed event, which must be two.
+func streamedItems(t *testing.T, c openai.Client, model string) []string {
+	t.Helper()
+	stream := c.Responses.NewStreaming(context.Background(), responses.ResponseNewParams{Model: model, Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
+	var streamed []string
+	for stream.Next() {
+		if e := stream.Current(); e.Type == "response.completed" {
+			for _, it := range e.Response.Output {
+				streamed = append(streamed, it.ID)
+			}
+		}
+	}
+	if err := stream.Err(); err != nil || len(streamed) != 2 {
+		t.Fatalf("stream: %v, items %v", err, streamed)
+	}
+	return streamed
+}
+
 // TestResponseItemsBelongToTheirAccount: customer A's response items (reasoning and message, from a
 // JSON answer, a stream, a background response read later, and an input_items listing) are A's.
 // Customer B presenting one of them by id gets 400 naming the item, the same answer as for an
@@ -152,18 +171,7 @@ func TestResponseItemsBelongToTheirAccount(t *testing.T) {
 		t.Fatalf("create = %+v, %v", first, err)
 	}
 	rsA, msgA := first.Output[0].ID, first.Output[1].ID
-	stream := a.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "gpt-4o-mini", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
-	var streamed []string
-	for stream.Next() {
-		if e := stream.Current(); e.Type == "response.completed" {
-			for _, it := range e.Response.Output {
-				streamed = append(streamed, it.ID)
-			}
-		}
-	}
-	if err := stream.Err(); err != nil || len(streamed) != 2 {
-		t.Fatalf("stream: %v, items %v", err, streamed)
-	}
+	streamed := streamedItems(t, a, "gpt-4o-mini")
 	queued, err := a.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-4o-mini", Background: openai.Bool(true), Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
 	if err != nil || len(queued.Output) != 0 {
 		t.Fatalf("background create = %+v, %v", queued, err)

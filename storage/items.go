@@ -11,7 +11,8 @@ const MaxItemClaim = 1024
 // Items holds the owners of item ids: ids that an upstream reveals inside an answer about another
 // object (the output items of a Responses answer: msg_…, rs_…, fc_…) and that a later request may
 // name. They are many per answer and never listed, so they are not task records: each is a small
-// record (the owning account) that expires at a set time.
+// record (the owner: the account, which a caller may qualify further, as the pass-through adds
+// the model of the answer) that expires at a set time. The store compares owners as plain strings.
 type Items interface {
 	// ClaimItems records account as the owner of every id in ids that has no owner yet, in one
 	// atomic, durable write, each record expiring at expiresAt (never less than a minute from

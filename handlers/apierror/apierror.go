@@ -256,14 +256,16 @@ func CompressedBody(code string) *Error {
 	return New(http.StatusUnsupportedMediaType, code, "a request body must not be compressed (Content-Encoding)").WithParam("Content-Encoding")
 }
 
-// IsJSON reports whether the request declares a JSON body (application/json, any parameters).
+// IsJSON reports whether the request declares a JSON body: application/json whose parameters
+// name no charset or UTF-8 (see UTF8Charset). Any other charset is refused with
+// WrongContentType, as another type is.
 func IsJSON(r *http.Request) bool {
 	ct := r.Header.Get("Content-Type")
 	if ct == "application/json" {
 		return true // the usual value, without parsing its (absent) parameters
 	}
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && mt == "application/json"
+	mt, params, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json" && UTF8Charset(params)
 }
 
 // noteErrorCode tells the first response writer in w's chain that wants to know (the request

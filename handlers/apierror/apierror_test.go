@@ -41,6 +41,9 @@ func TestIsJSON(t *testing.T) {
 	for ct, want := range map[string]bool{
 		"application/json": true, "application/json; charset=utf-8": true, "Application/JSON": true,
 		"application/json; =x": false, "text/plain": false, "": false, "application/jsonx": false,
+		"application/json; charset=latin1": false, "application/json; charset=\"ISO-8859-1\"": false,
+		"application/json; charset=UTF-16": false, "application/json; Charset=\"UTF-8\"": true,
+		"application/json;charset=utf8": true,
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/", nil)
 		if ct != "" {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/keyadmin"
 	"github.com/mediagw/mediagw/handlers/usage"
 )
 
@@ -18,13 +20,19 @@ type UsageTotals interface {
 	Report(ctx context.Context, q usage.Query) ([]usage.Row, error)
 }
 
+// chartRange is the first and last day (UTC) of the daily charts up to now.
+func chartRange(now time.Time) (from, to time.Time) {
+	to = now.UTC().Truncate(24 * time.Hour)
+	return to.AddDate(0, 0, -(chartDays - 1)), to
+}
+
 // dayCharts charts the last chartDays days up to today of account's usage (all accounts when
-// empty): requests and money spent per day, by model.
-func dayCharts(ctx context.Context, totals UsageTotals, account string, now time.Time) ([]Chart, error) {
-	to := now.UTC().Truncate(24 * time.Hour)
-	from := to.AddDate(0, 0, -(chartDays - 1))
+// empty): requests and money spent per day, by model, of the models modelAllowed allows (nil:
+// every model).
+func dayCharts(ctx context.Context, totals UsageTotals, account string, modelAllowed func(string) bool, now time.Time) ([]Chart, error) {
+	from, to := chartRange(now)
 	rows, err := totals.Report(ctx, usage.Query{Account: account, From: from.Format(time.DateOnly),
-		To: to.Format(time.DateOnly), GroupBy: []string{"day", "model"}})
+		To: to.Format(time.DateOnly), GroupBy: []string{"day", "model"}, ModelAllowed: modelAllowed})
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +71,21 @@ func dayCharts(ctx context.Context, totals UsageTotals, account string, now time
 		make1("days-requests", "Requests per day by model", "requests", usage.FieldRequests, 1),
 		make1("days-spend", "Spend per day by model", "currency units", usage.FieldAmount, 1e6),
 	}, nil
+}
+
+// dayTotals sums the last chartDays days up to today of account's usage of the models
+// modelAllowed allows: the figures of an account page whose member may see only those models.
+func dayTotals(ctx context.Context, totals UsageTotals, account string, modelAllowed func(string) bool, now time.Time) (keyadmin.AccountUsage, error) {
+	from, to := chartRange(now)
+	rows, err := totals.Report(ctx, usage.Query{Account: account, From: from.Format(time.DateOnly),
+		To: to.Format(time.DateOnly), ModelAllowed: modelAllowed})
+	var u keyadmin.AccountUsage
+	for _, r := range rows {
+		u.Requests += r.Values[usage.FieldRequests]
+		u.Tasks += r.Values[usage.FieldTasks]
+		u.QuotaUsed += billing.Money(r.Values[usage.FieldAmount])
+	}
+	return u, err
 }
 
 // tableRows writes a chart's values as the rows of a table: one row per time, one column per

@@ -116,9 +116,10 @@ type Handler struct {
 	refusalHash []byte
 }
 
-// UsageReport writes a usage report for the request's query (see usage.Recorder.ServeReport).
+// UsageReport writes a usage report for the request's query, counting only the models
+// modelAllowed allows (nil: every model; see usage.Recorder.ServeReportOf).
 type UsageReport interface {
-	ServeReport(w http.ResponseWriter, r *http.Request)
+	ServeReportOf(w http.ResponseWriter, r *http.Request, modelAllowed func(model string) bool)
 }
 
 // Provision parses the templates; call it once before serving.

@@ -296,14 +296,27 @@ func (h *Handler) storedKeys(r *http.Request, account string, max int) (int, err
 	return n, nil
 }
 
+// MayRevoke reports whether the user may revoke key k: a key of an account they see that is not
+// configured in the Caddyfile (ReadOnly: it changes only with the configuration), within the
+// models of the key they logged in with (see mayRevokeModels). The keys table shows a Revoke
+// button only where it holds; revokeKey refuses the rest by the same rules.
+func (u User) MayRevoke(k keyadmin.KeyView) bool {
+	return !k.ReadOnly && (u.Operator() || u.Account == k.Account) && u.mayRevokeModels(k)
+}
+
+// mayRevokeModels reports whether the key the user logged in with (if any) allows them to revoke
+// k: a key restricted to some models cannot take away a key that may use others.
+func (u User) mayRevokeModels(k keyadmin.KeyView) bool {
+	return u.Key == nil || modelsWithin(k.Models, u.Key)
+}
+
 func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s *session, id string) {
 	k, err := h.Keys.Key(r.Context(), id)
 	if err != nil || !s.sees(k.Account) {
 		h.notFound(w, r, s) // another account's key is answered as an unknown one
 		return
 	}
-	if s.user.Key != nil && !modelsWithin(k.Models, s.user.Key) {
-		// A key restricted to some models cannot take away a key that may use others.
+	if !s.user.mayRevokeModels(k) {
 		h.fail(w, r, s, http.StatusForbidden, "The key you logged in with may revoke only keys of its own models: "+strings.Join(s.user.Key.Models, " ")+".")
 		return
 	}

@@ -115,6 +115,16 @@ func (s *session) seesTask(account, model string) bool {
 	return s.user.Operator() || s.identity().Sees(account, model)
 }
 
+// modelFilter is the filter of the usage figures the session sees (usage.Query.ModelAllowed):
+// nil but for a member logged in with a key restricted to some models, who sees those models'
+// figures only, as the gateway's API shows that key its tasks (auth.Identity.ModelFilter).
+func (s *session) modelFilter() func(model string) bool {
+	if s.user.Operator() {
+		return nil
+	}
+	return s.identity().ModelFilter()
+}
+
 // identity is the member as the gateway's API would see their key: the account and, for a key
 // session, the key's models.
 func (s *session) identity() auth.Identity {
@@ -168,7 +178,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, s *session) {
 		data.Recent = h.Charts.Charts()
 	}
 	if h.Totals != nil {
-		if data.Days, err = dayCharts(r.Context(), h.Totals, "", h.now()); err != nil {
+		if data.Days, err = dayCharts(r.Context(), h.Totals, "", nil, h.now()); err != nil {
 			h.failErr(w, r, s, err)
 			return
 		}
@@ -205,6 +215,13 @@ type accountData struct {
 	Money    moneyData
 	// Days charts the account's requests and spend per day (nil without usage totals).
 	Days []Chart
+	// Models are the models of the key a member logged in with, when it is restricted to some:
+	// Usage and Days then count those models only (over the last chartDays days), or, without
+	// usage totals to split them, Usage is the account's and Split is false.
+	Models []string
+	Split  bool
+	// UsageDays is the days Usage counts when it is split by model.
+	UsageDays int
 }
 
 func (h *Handler) account(w http.ResponseWriter, r *http.Request, s *session, name string) {
@@ -234,10 +251,23 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request, s *session, na
 		return
 	}
 	d := accountData{Account: a, Usage: u, Keys: keys.Keys, MoreKeys: keys.Next != "", Money: money}
+	filter := s.modelFilter()
+	if filter != nil {
+		d.Models = s.user.Key.Models
+	}
 	if h.Totals != nil {
-		if d.Days, err = dayCharts(r.Context(), h.Totals, name, h.now()); err != nil {
+		if d.Days, err = dayCharts(r.Context(), h.Totals, name, filter, h.now()); err != nil {
 			h.failErr(w, r, s, err)
 			return
+		}
+		if filter != nil {
+			// The all-time totals are the account's counters, which know no model: a member
+			// who may see some models gets those models' figures from the day totals.
+			if d.Usage, err = dayTotals(r.Context(), h.Totals, name, filter, h.now()); err != nil {
+				h.failErr(w, r, s, err)
+				return
+			}
+			d.Split, d.UsageDays = true, chartDays
 		}
 	}
 	h.show(w, s, "account", "Account "+name, d)
@@ -277,5 +307,5 @@ func (h *Handler) usageCSV(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	w.Header().Set("Content-Disposition", `attachment; filename="mediagw-usage.csv"`)
-	h.Usage.ServeReport(w, r2)
+	h.Usage.ServeReportOf(w, r2, s.modelFilter())
 }

@@ -50,8 +50,12 @@ func Owns(r *http.Request) bool {
 	return !isItem || !strings.Contains(model, ":")
 }
 
+// errNoEndpoint answers a path under /v1/models that names no model.
+var errNoEndpoint = apierror.New(http.StatusNotFound, "not_found", "no such endpoint")
+
 // ServeHTTP answers the list, or with a path that goes on after /models/ (/v1/models/{id}, the
-// OpenAI protocol's model retrieve), the one model named by the rest of the path. A model that
+// OpenAI protocol's model retrieve), the one model named by the rest of the path; /v1/models/
+// with nothing after it is a 404 not_found, no endpoint. A model that
 // the key may not use is answered 404 model_not_found, exactly as one that does not exist, so
 // that a key cannot learn what else the gateway serves.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +68,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, apierror.OpenAIShape, auth.ErrMissingKey)
 		return
 	}
-	if _, model, isItem := strings.Cut(r.URL.Path, "/models/"); isItem && model != "" {
+	if _, model, isItem := strings.Cut(r.URL.Path, "/models/"); isItem {
+		if model == "" {
+			// /v1/models/ is no endpoint (no SDK sends it), as a pass-through path with a
+			// trailing slash is not: not the list.
+			apierror.Write(w, apierror.OpenAIShape, errNoEndpoint)
+			return
+		}
 		h.retrieve(w, id, model)
 		return
 	}

@@ -118,7 +118,7 @@ func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identi
 		cw.claim = func(ids []string) error {
 			ctx, cancel := context.WithTimeout(ctx, ownerRecordTimeout)
 			defer cancel()
-			return rt.claimItems(ctx, id, ids)
+			return rt.claimItems(ctx, id, route.Model, ids)
 		}
 	}
 	return cw

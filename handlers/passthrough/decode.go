@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 )
 
@@ -36,8 +37,15 @@ func utf8JSON(contentType string) bool {
 	if err != nil {
 		return false // a JSON type whose parameters do not parse: which charset is unclear
 	}
-	charset, named := params["charset"]
-	return !named || strings.EqualFold(charset, "utf-8") || strings.EqualFold(charset, "utf8")
+	return apierror.UTF8Charset(params)
+}
+
+// notUTF8 is the 400 for a JSON body in another charset than UTF-8 (see utf8JSON): the wrong
+// Content-Type error the gateway's own JSON endpoints give, naming the declared JSON type as the
+// one accepted.
+func notUTF8(r *http.Request) error {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return apierror.WrongContentType(r, "invalid_request_body", mt, "")
 }
 
 // mentionsJSON reports whether s holds "json" in any letter case (media types are

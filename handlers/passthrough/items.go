@@ -223,15 +223,34 @@ func inputItemRefs(path *jsonkeys.Path, members []jsonkeys.Member, found *foundR
 	return nil
 }
 
-// claimItems records the caller's account as the owner of item ids revealed to it, in batches of
-// storage.MaxItemClaim (one batch but for the largest answers).
+// itemRecord is what the store keeps as the owner of a response item: the account and the model
+// of the call whose answer revealed it, "account\nmodel" (an account name holds no line break).
+// The model is kept so that a key restricted to some models can name no item of its account's
+// work with another model, as it can read no such response (auth.Identity.Sees).
+func itemRecord(account, model string) string {
+	if model == "" {
+		return account
+	}
+	return account + "\n" + model
+}
+
+// itemRecordOwner reads an itemRecord. A record written before models were kept is a bare
+// account: its model is "", which Sees reads as the account's alone.
+func itemRecordOwner(record string) (account, model string) {
+	account, model, _ = strings.Cut(record, "\n")
+	return account, model
+}
+
+// claimItems records the caller's account and the call's model as the owner of item ids revealed
+// to it, in batches of storage.MaxItemClaim (one batch but for the largest answers). The model is
+// the route's: the model of a create, the object's own on a call about a response.
 //
 // An id that another account owns already keeps its owner, and the answer still goes to the
 // caller, who cannot use that id. The caller cannot have provoked it (it can name no item that is
 // not its own), so it is an upstream whose ids are not unique (some compatible servers number
 // items per response): withholding the answer would break every later answer of such an upstream
 // for all but the first account, while the ownership rule holds either way.
-func (rt *Router) claimItems(ctx context.Context, id auth.Identity, ids []string) error {
+func (rt *Router) claimItems(ctx context.Context, id auth.Identity, model string, ids []string) error {
 	if rt.Owners == nil {
 		return errors.New("pass-through has no store to record the owner of response items")
 	}
@@ -243,21 +262,23 @@ func (rt *Router) claimItems(ctx context.Context, id auth.Identity, ids []string
 	for len(ids) > 0 {
 		batch := ids[:min(len(ids), storage.MaxItemClaim)]
 		ids = ids[len(batch):]
-		taken, err := rt.Owners.ClaimItems(ctx, id.Account, batch, expires)
+		taken, err := rt.Owners.ClaimItems(ctx, itemRecord(id.Account, model), batch, expires)
 		if err != nil {
 			return err
 		}
 		if len(taken) > 0 && rt.Logger != nil {
-			rt.Logger.Warn("response items of an answer are recorded for another account; they stay that account's",
+			rt.Logger.Warn("response items of an answer are recorded for another account or model; they stay that owner's",
 				zap.Int("items", len(taken)), zap.String("account", id.Account))
 		}
 	}
 	return nil
 }
 
-// checkItems refuses the first item reference whose id is not an item of the caller's account,
-// reading the owners of the distinct ids from the store storage.MaxItemClaim at a time.
-func (rt *Router) checkItems(ctx context.Context, account string, items []ref) error {
+// checkItems refuses the first item reference whose id is not an item the caller sees: one of
+// its account's, revealed by a call of a model the key may use (see itemRecord); an item of
+// another model is refused as an unknown one is. It reads the owners of the distinct ids from the
+// store storage.MaxItemClaim at a time.
+func (rt *Router) checkItems(ctx context.Context, id auth.Identity, items []ref) error {
 	if len(items) == 0 {
 		return nil
 	}
@@ -281,7 +302,7 @@ func (rt *Router) checkItems(ctx context.Context, account string, items []ref) e
 		owners = append(owners, read...)
 	}
 	for _, it := range items {
-		if owners[index[it.id]] != account || it.id == "" {
+		if account, model := itemRecordOwner(owners[index[it.id]]); it.id == "" || account == "" || !id.Sees(account, model) {
 			return errRefused(it.param, KindResponseItem)
 		}
 	}

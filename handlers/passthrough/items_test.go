@@ -27,7 +27,8 @@ func itemOwner(t *testing.T, store Owners, id string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return owners[0]
+	account, _ := itemRecordOwner(owners[0])
+	return account
 }
 
 // claimsSeen wraps cw's claim: it counts the store writes and keeps what the client had been
@@ -412,6 +413,50 @@ func TestInputItemsMustBeOwned(t *testing.T) {
 	}
 	if e := wantError(t, send(acme, m+strings.Join(items, ",")+`]}`), 400, "invalid_request_body"); !strings.Contains(e.Message, "more than") {
 		t.Fatal(e)
+	}
+}
+
+// An item records the model of the call that revealed it: a key restricted to other models is
+// refused it as an unknown id, a key that may use the model is not; a record of the account
+// alone (written before models were kept) is the account's, as Identity.Sees reads it.
+func TestInputItemsOfAnotherModelAreRefused(t *testing.T) {
+	store := ownersStore(t)
+	rt := &Router{Catalog: catalog(t), Owners: store}
+	ctx := context.Background()
+	every := auth.Identity{Account: "acme", KeyID: "k_every"}
+	doubaoOnly := auth.Identity{Account: "acme", KeyID: "k_doubao", Models: []string{"doubao"}}
+	if err := rt.claimItems(ctx, every, "gemini-pro", []string{"rs_gemini"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.claimItems(ctx, every, "doubao", []string{"rs_doubao"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.ClaimItems(ctx, "acme", []string{"rs_bare"}, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if owners, err := store.ItemOwners(ctx, []string{"rs_gemini"}); err != nil || owners[0] != "acme\ngemini-pro" {
+		t.Fatalf("record %q, %v", owners, err)
+	}
+	send := func(id auth.Identity, item string) error {
+		r := httptest.NewRequest("POST", "/v1/responses", strings.NewReader(`{"model":"doubao","input":[{"type":"item_reference","id":"`+item+`"}]}`))
+		r.Header.Set("Content-Type", "application/json")
+		route, err := rt.Route(httptest.NewRecorder(), r, id)
+		if err == nil {
+			route.Done()
+		}
+		return err
+	}
+	unknown := send(doubaoOnly, "rs_nobody")
+	if err := send(doubaoOnly, "rs_gemini"); err == nil || err.Error() != unknown.Error() {
+		t.Fatalf("the doubao key naming gemini's item: %v, want %v", err, unknown)
+	}
+	for _, tc := range []struct {
+		id   auth.Identity
+		item string
+	}{{doubaoOnly, "rs_doubao"}, {doubaoOnly, "rs_bare"}, {every, "rs_gemini"}, {every, "rs_doubao"}} {
+		if err := send(tc.id, tc.item); err != nil {
+			t.Errorf("%s naming %s: %v", tc.id.KeyID, tc.item, err)
+		}
 	}
 }
 

@@ -136,7 +136,7 @@ func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoi
 	if err := walkError(walkRefs(body, ep.nested, &found)); err != nil {
 		return err
 	}
-	if err := rt.checkItems(ctx, id.Account, found.items); err != nil {
+	if err := rt.checkItems(ctx, id, found.items); err != nil {
 		return err
 	}
 	checked := make(map[ref]bool, len(found.refs))

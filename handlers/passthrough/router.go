@@ -122,7 +122,6 @@ var (
 	// honour: POST /v1/videos with X-HTTP-Method-Override: GET would list every video of the
 	// operator's upstream account, an endpoint the gateway does not forward.
 	errMethodOverride = apierror.New(http.StatusBadRequest, "invalid_request_body", "a request may not override its method (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override, ?_method=): send the method itself")
-	errCharset        = apierror.New(http.StatusBadRequest, "invalid_request_body", "a JSON body must be UTF-8: Content-Type may name no charset but utf-8").WithParam("Content-Type")
 )
 
 // Route checks that r is a forwarded endpoint (else 404), finds its model and checks it against
@@ -144,7 +143,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		return Route{}, apierror.New(http.StatusBadRequest, "invalid_request_body", "the request has more than one Content-Type header").WithParam("Content-Type")
 	}
 	if !utf8JSON(r.Header.Get("Content-Type")) {
-		return Route{}, errCharset
+		return Route{}, notUTF8(r)
 	}
 	if r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "model") {
 		return Route{}, errQueryModel

@@ -216,8 +216,15 @@ func TestRouteRefusesJSONInAnotherCharset(t *testing.T) {
 			t.Errorf("%s: err = %v, want 400 naming Content-Type", ct, err)
 		}
 	}
+	// The wording is the gateway's own JSON endpoints' for a wrong Content-Type.
+	r := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json; charset=latin1")
+	_, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+	if want := "Content-Type must be application/json; got application/json; charset=latin1 (a JSON body is UTF-8: charset may be utf-8 or left out)"; err == nil || err.Error() != want {
+		t.Errorf("latin1: err = %v, want %q", err, want)
+	}
 	// The path-model endpoints and calls on owned objects too.
-	r := httptest.NewRequest("POST", "/v1beta/models/gemini-pro:generateContent", strings.NewReader(`{"contents":[]}`))
+	r = httptest.NewRequest("POST", "/v1beta/models/gemini-pro:generateContent", strings.NewReader(`{"contents":[]}`))
 	r.Header.Set("Content-Type", "application/json; charset=utf-7")
 	if _, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{}); err == nil {
 		t.Error("generateContent: a UTF-7 body was accepted")

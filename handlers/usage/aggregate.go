@@ -130,6 +130,10 @@ type Query struct {
 	// GroupBy names the dimensions kept apart: any of "account", "model", "day". The others
 	// are summed over.
 	GroupBy []string
+	// ModelAllowed, when set, counts only the aggregates of the models it allows (and those that
+	// name no model), as a key restricted to some models sees its account's work
+	// (auth.Identity.ModelFilter); nil counts every model.
+	ModelAllowed func(model string) bool
 }
 
 // Row is one group of a report. Dimensions that are not grouped by are empty.
@@ -163,7 +167,8 @@ func (r *Recorder) Report(ctx context.Context, q Query) ([]Row, error) {
 			acctEsc, modelEsc, _ := strings.Cut(pair, "/")
 			account, err1 := url.PathUnescape(acctEsc)
 			model, err2 := url.PathUnescape(modelEsc)
-			if err1 != nil || err2 != nil || (q.Account != "" && account != q.Account) {
+			if err1 != nil || err2 != nil || (q.Account != "" && account != q.Account) ||
+				(q.ModelAllowed != nil && model != "" && !q.ModelAllowed(model)) {
 				continue
 			}
 			g := [3]string{}

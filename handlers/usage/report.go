@@ -40,6 +40,13 @@ var Dimensions = []string{"day", "account", "model"}
 // inclusive; default: the last 31 days up to today; at most 366 days); group_by lists dimensions
 // among day, account and model (default: day,account,model).
 func (r *Recorder) ServeReport(w http.ResponseWriter, req *http.Request) {
+	r.ServeReportOf(w, req, nil)
+}
+
+// ServeReportOf is ServeReport counting only the models modelAllowed allows (see
+// Query.ModelAllowed; nil: every model), for the console's member logged in with a key
+// restricted to some models.
+func (r *Recorder) ServeReportOf(w http.ResponseWriter, req *http.Request, modelAllowed func(model string) bool) {
 	if req.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
 		writeError(w, http.StatusMethodNotAllowed, "method "+req.Method+" not allowed here")
@@ -50,6 +57,7 @@ func (r *Recorder) ServeReport(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	q.ModelAllowed = modelAllowed
 	rows, err := r.Report(req.Context(), q)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "reading usage aggregates: "+err.Error())

@@ -107,9 +107,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, apierror.TaskShape, auth.ErrMissingKey)
 		return
 	}
+	// The paths are exactly the collection, /{id} and /{id}/content: an empty segment (a
+	// trailing or doubled slash, /tasks/ included) is no endpoint, as on pass-through paths.
 	_, rest, found := strings.Cut(r.URL.Path, "/"+TasksPath)
-	taskID := strings.Trim(rest, "/")
-	if contentOf, ok := strings.CutSuffix(taskID, "/"+contentPath); ok && found && !strings.Contains(contentOf, "/") && rest[0] == '/' {
+	taskID, isItem := strings.CutPrefix(rest, "/")
+	if !found || rest != "" && !isItem || isItem && (taskID == "" || strings.HasPrefix(taskID, "/") || strings.HasSuffix(taskID, "/")) {
+		apierror.Write(w, apierror.TaskShape, errNotFound)
+		return
+	}
+	if contentOf, ok := strings.CutSuffix(taskID, "/"+contentPath); ok && contentOf != "" && !strings.Contains(contentOf, "/") {
 		if r.Method != http.MethodGet {
 			apierror.Respond(w, apierror.TaskShape, h.Logger, apierror.MethodNotAllowed(w, http.MethodGet))
 			return
@@ -119,7 +125,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if !found || strings.Contains(taskID, "/") || (rest != "" && rest[0] != '/') {
+	if strings.Contains(taskID, "/") {
 		apierror.Write(w, apierror.TaskShape, errNotFound)
 		return
 	}

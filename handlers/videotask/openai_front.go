@@ -55,9 +55,13 @@ func (f *VideosFront) ServeHTTP(w http.ResponseWriter, r *http.Request, next Nex
 		f.refuse(w, errVideosPath)
 		return nil
 	}
-	segs := strings.Split(strings.Trim(rest, "/"), "/")
-	if rest == "" || rest == "/" {
-		segs = nil
+	var segs []string
+	if rest != "" {
+		// An empty segment (a trailing or doubled slash, /v1/videos/ included) is no endpoint.
+		if segs = strings.Split(rest[1:], "/"); slices.Contains(segs, "") {
+			f.refuse(w, errVideosPath)
+			return nil
+		}
 	}
 	var err error
 	switch {
