@@ -108,16 +108,29 @@ type Answer struct {
 	// sent is the header the call sent, whose credentials (see credentials) Refusal redacts
 	// from the provider's message whatever they look like.
 	sent http.Header
+	// target is where the call went; its Credentials, when it has them, are redacted too.
+	target Target
+}
+
+// credentialed is a Target that knows all its credentials (see providers.Upstream.Credentials):
+// also those the call did not send as they are, such as a Kling upstream's secret key, which
+// signs the token that was sent and which the provider knows.
+type credentialed interface {
+	Credentials() []string
 }
 
 // OK reports a 2xx status.
 func (a Answer) OK() bool { return a.Status/100 == 2 }
 
-// Redact returns a provider's message with credential-like tokens and the exact credentials the
-// call sent (an API key or a signed token such as Kling's JWT, whatever it looks like) replaced
-// by Redacted: see RedactSecrets.
+// Redact returns a provider's message with credential-like tokens, the exact credentials the
+// call sent (an API key or a signed token such as Kling's JWT, whatever it looks like) and the
+// target's other credentials (Kling's secret key) replaced by Redacted: see RedactSecrets.
 func (a Answer) Redact(message string) string {
-	return RedactSecrets(message, credentials(a.sent)...)
+	secrets := credentials(a.sent)
+	if c, ok := a.target.(credentialed); ok {
+		secrets = append(secrets, c.Credentials()...)
+	}
+	return RedactSecrets(message, secrets...)
 }
 
 // jsonMediaType is the value of the Content-Type and Accept headers of a call, shared by every
@@ -197,7 +210,7 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 		}
 		return Answer{}, ErrUnreadable
 	}
-	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: req.Header}, nil
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: req.Header, target: p}, nil
 }
 
 // errAnswerTooLarge is an answer body longer than MaxBody.
