@@ -174,6 +174,8 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		hold.Release("refused by the upstream")
 		return upstream.Refusal(ans)
 	}
+	// The answer is the gateway's, as a video task's: it never quotes the operator's key.
+	ans.Body = upstream.WithoutCredentials(up, ans.Body)
 	if streamedAnswer(ans) {
 		settleStream(r.Context(), hold, ans.Body)
 		passOn(w, ans)
@@ -300,6 +302,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if !ans.OK() {
 		return upstream.Refusal(ans)
 	}
+	ans.Body = upstream.WithoutCredentials(p, ans.Body)
 	if t.Active && !t.Finished {
 		h.finishedByAnswer(r.Context(), taskID, ans.Body)
 	}
