@@ -114,7 +114,7 @@ func ParseEndpoint(method, path string) (Endpoint, error) {
 // extending gives an operator's endpoint the checks of the capability it extends, found by a
 // segment of its path, wherever it stands (/v1/responses/compact, /openai/v1/responses): a path
 // with a responses segment is checked for the references of a Responses body (input items,
-// conversation, prompt …) and the items of its answer are recorded; otherwise the first messages
+// conversation, prompt …) and the models its tools name, and the items of its answer are recorded; otherwise the first messages
 // segment (count_tokens) gets those of Messages (a messages segment followed by a batches one,
 // a Message Batches create, those of Messages in each of its requests), chat those of Chat
 // Completions, models
@@ -132,7 +132,8 @@ func extending(ep Endpoint) Endpoint {
 		return seg == "images" || seg == "video" || seg == "videos"
 	})
 	if slices.Contains(segs, "responses") {
-		ep.nested, ep.RevealsItems = responsesRefs, true
+		// A Responses body's image_generation tool runs a model of its own (checkToolModels).
+		ep.nested, ep.RevealsItems, ep.toolModels = responsesRefs, true, true
 		return ep
 	}
 	for _, seg := range segs {
