@@ -27,39 +27,7 @@ import (
 // upstream honours them as those frameworks do, and takes only the plain requests. Before, both
 // reached it and were taken for GETs, which list the operator's upstream account's objects.
 func TestMethodOverrideInTheBodyNeverReachesTheUpstream(t *testing.T) {
-	var mu sync.Mutex
-	var methods []string
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		method := r.Method
-		body, _ := io.ReadAll(r.Body) // a short local body
-		if mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
-			form, err := multipart.NewReader(bytes.NewReader(body), params["boundary"]).ReadForm(1 << 20)
-			if err == nil && len(form.Value["_method"]) > 0 {
-				method = form.Value["_method"][0]
-			}
-		} else {
-			var b struct {
-				Method string `json:"_method"`
-			}
-			if json.Unmarshal(body, &b) == nil && b.Method != "" {
-				method = b.Method
-			}
-		}
-		mu.Lock()
-		methods = append(methods, method)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		if method == http.MethodGet {
-			fmt.Fprint(w, `{"object":"list","data":[{"id":"chatcmpl-of-another-tenant","object":"chat.completion"}],"has_more":false}`)
-			return
-		}
-		if strings.HasSuffix(r.URL.Path, "/transcriptions") {
-			fmt.Fprint(w, `{"text":"hello"}`)
-			return
-		}
-		fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
-	}))
-	defer up.Close()
+	up, methods := startOverrideHonouringUpstream(t)
 	base, _, _ := startCredentialsGateway(t, up.URL, "")
 	const key = "mg-logtest-valid-5f1c2e"
 	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
@@ -95,9 +63,57 @@ func TestMethodOverrideInTheBodyNeverReachesTheUpstream(t *testing.T) {
 	if r := transcription(false); r.status != 200 {
 		t.Fatalf("a plain transcription = %d %s", r.status, r.body)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(methods, []string{http.MethodPost, http.MethodPost}) {
-		t.Errorf("the upstream took requests as %v, want two POSTs", methods)
+	if got := methods(); !slices.Equal(got, []string{http.MethodPost, http.MethodPost}) {
+		t.Errorf("the upstream took requests as %v, want two POSTs", got)
+	}
+}
+
+// startOverrideHonouringUpstream is a chat and transcription upstream that takes a POST for the
+// method its overrides name, as Google's APIs and web frameworks do: an X-HTTP-Method-Override
+// header, a _method query parameter, a JSON body's _method (in any case, as Go's decoder reads
+// it) or a form's _method part. Taken for a GET, it lists the chat completions of every tenant.
+// methods is the method it took each request for, in order.
+func startOverrideHonouringUpstream(t *testing.T) (up *httptest.Server, methods func() []string) {
+	var mu sync.Mutex
+	var taken []string
+	up = startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method := r.Method
+		body, _ := io.ReadAll(r.Body) // a short local body
+		if o := r.Header.Get("X-HTTP-Method-Override"); o != "" && r.Method == http.MethodPost {
+			method = o
+		}
+		if m := r.URL.Query().Get("_method"); m != "" {
+			method = m
+		}
+		if mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+			form, err := multipart.NewReader(bytes.NewReader(body), params["boundary"]).ReadForm(1 << 20)
+			if err == nil && len(form.Value["_method"]) > 0 {
+				method = form.Value["_method"][0]
+			}
+		} else {
+			var b struct {
+				Method string `json:"_method"`
+			}
+			if json.Unmarshal(body, &b) == nil && b.Method != "" {
+				method = b.Method
+			}
+		}
+		mu.Lock()
+		taken = append(taken, method)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case method == http.MethodGet:
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"chatcmpl-of-another-tenant","object":"chat.completion"}],"has_more":false}`)
+		case strings.HasSuffix(r.URL.Path, "/transcriptions"):
+			fmt.Fprint(w, `{"text":"hello"}`)
+		default:
+			fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+		}
+	}))
+	return up, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(taken)
 	}
 }
