@@ -11,9 +11,9 @@ import (
 // TestImageEditAnswersNeverQuoteTheCredential: an image edit's successful answer, and an image
 // task's query answer, are the gateway's own as a video task's are: a provider that quotes the
 // operator's key in one (a result URL that carries it as written or percent-encoded, a debug
-// member; an event stream's text) has it replaced before the client sees the answer, whose images
-// stay as made. Before,
-// a 2xx answer of image edits was passed on as it came, key and all.
+// member; an event stream's text) has it replaced before the client sees the answer, whose
+// images stay as made, and a task id that quotes it is one the gateway cannot hand out (502).
+// Before, a 2xx answer of image edits was passed on as it came, key and all.
 func TestImageEditAnswersNeverQuoteTheCredential(t *testing.T) {
 	const key = "upstream-key" // imageEditSlotsCaddyfile's api_key: no usual key prefix
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -25,6 +25,8 @@ func TestImageEditAnswersNeverQuoteTheCredential(t *testing.T) {
 		case strings.Contains(string(body), "as a stream"):
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, "event: image_edit.completed\ndata: {\"type\":\"image_edit.completed\",\"b64_json\":\"QUJD\",\"debug\":\"key=upstream%2Dkey\"}\n\n")
+		case strings.Contains(string(body), "key in its id"):
+			io.WriteString(w, `{"id":"imgtask_`+key+`","status":"queued"}`)
 		case strings.Contains(string(body), "as a task"):
 			io.WriteString(w, `{"id":"imgtask_echo","status":"queued","debug":"Authorization: Bearer `+key+`"}`)
 		default:
@@ -49,6 +51,10 @@ func TestImageEditAnswersNeverQuoteTheCredential(t *testing.T) {
 	r = edit("make it blue as a stream")
 	if r.status != http.StatusOK || quotes(r) || !strings.Contains(string(r.body), `"b64_json":"QUJD"`) {
 		t.Errorf("streamed edit = %d %s, want the stream without the operator's key", r.status, r.body)
+	}
+	r = edit("make it blue, the key in its id")
+	if r.status != http.StatusBadGateway || quotes(r) {
+		t.Errorf("edit answered with a task id that quotes the key = %d %s, want 502 without the key", r.status, r.body)
 	}
 	r = edit("make it blue as a task")
 	if r.status != http.StatusOK || quotes(r) || r.field("id") != "imgtask_echo" {

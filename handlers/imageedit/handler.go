@@ -182,6 +182,9 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		return nil
 	}
 	taskID, images, ok := readAnswer(ans.Body)
+	if strings.Contains(taskID, upstream.Redacted) {
+		ok = false // an id that quoted the operator's key (see WithoutCredentials): not one to hand out
+	}
 	if !ok && taskID != "" {
 		// The task may run upstream: it is not made free (its hold is charged as estimated,
 		// and the request's record says so).
