@@ -20,8 +20,8 @@ import (
 // from it. A longer one is refused (502), never passed on unread.
 const maxRedactedError = 64 << 10
 
-// redactErrorAnswer removes the credential the gateway sent (secret, the upstream's key, in any
-// form an upstream may echo it) and other credential-like tokens (see upstream.RedactSecrets) from
+// redactErrorAnswer removes the credentials of the upstream (secrets: its key, or a Kling
+// upstream's secret key and the tokens signed with it, in any form an upstream may echo them) and other credential-like tokens (see upstream.RedactSecrets) from
 // a non-2xx answer before it reaches the client: providers quote a masked form of the operator's
 // key when they refuse it ("Incorrect API key provided: sk-proj-****abcd"), and a misbehaving one
 // may echo it whole. In a JSON answer only string values are changed; any other answer (plain
@@ -35,7 +35,7 @@ const maxRedactedError = 64 << 10
 // anyway),
 // one past maxRedactedError (declared, read, or once decoded), or a gzip body that does not
 // decode.
-func redactErrorAnswer(resp *http.Response, secret string) (refused string) {
+func redactErrorAnswer(resp *http.Response, secrets []string) (refused string) {
 	if resp.StatusCode < 300 {
 		return ""
 	}
@@ -56,7 +56,7 @@ func redactErrorAnswer(resp *http.Response, secret string) (refused string) {
 			return refuseAnswer(resp, "the upstream's gzip error answer does not decode within the redaction's bound")
 		}
 	}
-	redacted, changed := redactBody(resp.Header.Get("Content-Type"), body, secret)
+	redacted, changed := redactBody(resp.Header.Get("Content-Type"), body, secrets)
 	if !changed {
 		resp.Body = io.NopCloser(bytes.NewReader(raw))
 		return ""
@@ -94,21 +94,23 @@ func clientShape(upstreamReq *http.Request) apierror.Shape {
 	return apierror.OpenAIShape
 }
 
-// redactHeaders replaces the credential the gateway sent (secret) in the values of an answer's
-// headers, of any status: an upstream, or a proxy in front of it, may echo the request's
+// redactHeaders replaces the upstream's credentials (secrets, see redactErrorAnswer) in the
+// values of an answer's headers, of any status: an upstream, or a proxy in front of it, may echo the request's
 // Authorization. It also removes the headers that name the operator's provider organisation or
 // project, which every tenant shares: they are the operator's, as on requests.
-func redactHeaders(h http.Header, secret string) {
+func redactHeaders(h http.Header, secrets []string) {
 	delete(h, "Openai-Organization")
 	delete(h, "Openai-Project")
 	delete(h, "Anthropic-Organization-Id")
-	if secret == "" {
-		return
-	}
-	for _, values := range h {
-		for i, v := range values {
-			if strings.Contains(v, secret) {
-				values[i] = strings.ReplaceAll(v, secret, upstream.Redacted)
+	for _, secret := range secrets {
+		if secret == "" {
+			continue
+		}
+		for _, values := range h {
+			for i, v := range values {
+				if strings.Contains(v, secret) {
+					values[i] = strings.ReplaceAll(v, secret, upstream.Redacted)
+				}
 			}
 		}
 	}
@@ -116,11 +118,7 @@ func redactHeaders(h http.Header, secret string) {
 
 // redactBody redacts an error answer of the given Content-Type: string values of JSON (escapes
 // decoded), or the text of anything else. A JSON answer that is not valid JSON is read as text.
-func redactBody(contentType string, body []byte, secret string) ([]byte, bool) {
-	var secrets []string
-	if secret != "" {
-		secrets = []string{secret}
-	}
+func redactBody(contentType string, body []byte, secrets []string) ([]byte, bool) {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	if mt == "application/json" || strings.HasSuffix(mt, "+json") {
 		if json.Valid(body) {

@@ -14,7 +14,7 @@ func TestRedactHeadersHidesTheOperatorsAccount(t *testing.T) {
 	h.Set("Anthropic-Organization-Id", "5e1f0c3a-operator")
 	h.Set("X-Echo", "Bearer sk-operator-secret")
 	h.Set("Content-Type", "application/json")
-	redactHeaders(h, "sk-operator-secret")
+	redactHeaders(h, []string{"sk-operator-secret"})
 	for _, name := range []string{"Openai-Organization", "Openai-Project", "Anthropic-Organization-Id"} {
 		if v := h.Get(name); v != "" {
 			t.Errorf("%s = %q reached the client", name, v)

@@ -132,9 +132,11 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		u.Succeeded(d.Account)
 	}
-	redactHeaders(resp.Header, u.APIKey)
+	// Every credential of u: a Kling upstream's secret key and signed tokens, not only an API key.
+	secrets := u.Credentials()
+	redactHeaders(resp.Header, secrets)
 	if resp.StatusCode >= 300 {
-		if reason := redactErrorAnswer(resp, u.APIKey); reason != "" {
+		if reason := redactErrorAnswer(resp, secrets); reason != "" {
 			t.logger.Warn("upstream error answer refused", zap.String("upstream", u.Label()), zap.String("reason", reason))
 		}
 	}

@@ -8,10 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -111,27 +109,7 @@ func rawMethodRequest(t *testing.T, base, method, raw string) int {
 // completions of the operator's upstream account, every tenant's, an endpoint the gateway does not
 // forward. The gateway refuses the override (400), as it does ?_method=GET.
 func TestMethodOverrideNeverReachesTheUpstream(t *testing.T) {
-	var mu sync.Mutex
-	var methods []string
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		method := r.Method
-		if o := r.Header.Get("X-HTTP-Method-Override"); o != "" && r.Method == http.MethodPost {
-			method = o
-		}
-		if m := r.URL.Query().Get("_method"); m != "" {
-			method = m
-		}
-		mu.Lock()
-		methods = append(methods, method)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		if method == http.MethodGet {
-			fmt.Fprint(w, `{"object":"list","data":[{"id":"chatcmpl-of-another-tenant","object":"chat.completion"}],"has_more":false}`)
-			return
-		}
-		fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
-	}))
-	defer up.Close()
+	up, methods := startOverrideHonouringUpstream(t)
 	base, _, _ := startCredentialsGateway(t, up.URL, "")
 	params := openai.ChatCompletionNewParams{Model: "gpt-x", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
 	for _, opt := range []option.RequestOption{option.WithHeader("X-HTTP-Method-Override", "GET"), option.WithQuery("_method", "GET")} {
@@ -146,9 +124,7 @@ func TestMethodOverrideNeverReachesTheUpstream(t *testing.T) {
 	if chat, err := oa.Chat.Completions.New(context.Background(), params); err != nil || chat.Choices[0].Message.Content != "ok" {
 		t.Fatalf("a plain chat completion: %v", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(methods, []string{http.MethodPost}) {
-		t.Errorf("the upstream took requests as %v, want one POST", methods)
+	if got := methods(); !slices.Equal(got, []string{http.MethodPost}) {
+		t.Errorf("the upstream took requests as %v, want one POST", got)
 	}
 }

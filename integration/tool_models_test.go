@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -78,5 +79,35 @@ func TestResponsesToolModelIsChecked(t *testing.T) {
 	_, _ = every.Responses.New(context.Background(), params(""))
 	if got := rec.last(t); got.path != "/openai/v1/responses" {
 		t.Fatalf("the upstream got %s", got.path)
+	}
+}
+
+// TestAddedResponsesEndpointChecksToolModels: an endpoint the operator adds with a responses
+// segment (endpoint POST /openai/v1/responses, a prefix some SDK setups use) is checked like
+// POST /v1/responses (docs/providers.md), so its image_generation tool's model too: the openai-go
+// SDK pointed at it with a key of the chat model only gets 403 model_not_allowed (param
+// tools[0].model) for a tool naming the image model or none, and nothing reaches the upstream.
+// Before, the added endpoint passed such a tool on unchecked.
+func TestAddedResponsesEndpointChecksToolModels(t *testing.T) {
+	rec := newRecorder(t)
+	caddyfile := strings.Replace(toolModelsCaddyfile, "\t\tmediagw_route\n",
+		"\t\tmediagw_route {\n\t\t\tendpoint POST /openai/v1/responses\n\t\t}\n", 1)
+	base, _ := startSimGateway(t, caddyfile, map[string]string{"rec_url": rec.URL})
+	oa := openai.NewClient(option.WithBaseURL(base+"/openai/v1/"), option.WithAPIKey("mg-tools-chat-only"), option.WithMaxRetries(0))
+	for _, toolModel := range []string{"gpt-image-dear", ""} {
+		_, err := oa.Responses.New(context.Background(), responses.ResponseNewParams{
+			Model: "gpt-cheap",
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("draw a lighthouse")},
+			Tools: []responses.ToolUnionParam{{OfImageGeneration: &responses.ToolImageGenerationParam{Model: toolModel}}},
+		})
+		var apiErr *openai.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 403 || apiErr.Code != "model_not_allowed" || apiErr.Param != "tools[0].model" {
+			t.Errorf("a tool model %q the key may not use, on the added endpoint: %v", toolModel, err)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.requests) != 0 {
+		t.Fatalf("the upstream received %d requests", len(rec.requests))
 	}
 }

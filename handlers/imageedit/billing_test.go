@@ -62,7 +62,7 @@ func TestEditHoldsNImagesAndSettlesFromData(t *testing.T) {
 				io.WriteString(w, tc.answer)
 			}))
 			t.Cleanup(up.Close)
-			h := billedHandler(t, store, up.URL+"/v1", "k", []billing.Price{{Model: "m", Image: 40_000,
+			h := billedHandler(t, store, up.URL+"/v1", "upstream-secret", []billing.Price{{Model: "m", Image: 40_000,
 				ImageSizes: []billing.ImagePrice{{Size: "1536x1024", Amount: 60_000}}}})
 			r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader(edit))
 			r.Header.Set("Content-Type", "application/json")
@@ -145,7 +145,7 @@ func editPriced(t *testing.T, edit, contentType, body string) (*httptest.Respons
 		io.WriteString(w, body)
 	}))
 	t.Cleanup(up.Close)
-	h := billedHandler(t, store, up.URL+"/v1", "k", []billing.Price{{Model: "m", Image: 40_000, ImageSizes: []billing.ImagePrice{
+	h := billedHandler(t, store, up.URL+"/v1", "upstream-secret", []billing.Price{{Model: "m", Image: 40_000, ImageSizes: []billing.ImagePrice{
 		{Size: "1536x1024", Quality: "low", Amount: 20_000}, {Size: "1536x1024", Quality: "high", Amount: 250_000}}}})
 	r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader(edit))
 	r.Header.Set("Content-Type", "application/json")

@@ -174,12 +174,17 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		hold.Release("refused by the upstream")
 		return upstream.Refusal(ans)
 	}
+	// The answer is the gateway's, as a video task's: it never quotes the operator's key.
+	ans.Body = upstream.WithoutCredentials(up, ans.Body)
 	if streamedAnswer(ans) {
 		settleStream(r.Context(), hold, ans.Body)
 		passOn(w, ans)
 		return nil
 	}
 	taskID, images, ok := readAnswer(ans.Body)
+	if strings.Contains(taskID, upstream.Redacted) {
+		ok = false // an id that quoted the operator's key (see WithoutCredentials): not one to hand out
+	}
 	if !ok && taskID != "" {
 		// The task may run upstream: it is not made free (its hold is charged as estimated,
 		// and the request's record says so).
@@ -300,6 +305,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if !ans.OK() {
 		return upstream.Refusal(ans)
 	}
+	ans.Body = upstream.WithoutCredentials(p, ans.Body)
 	if t.Active && !t.Finished {
 		h.finishedByAnswer(r.Context(), taskID, ans.Body)
 	}

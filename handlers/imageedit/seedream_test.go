@@ -103,7 +103,7 @@ func TestProtocolPicksTheEditEndpoint(t *testing.T) {
 		}))
 		t.Cleanup(up.Close)
 		base, _ := url.Parse(up.URL + "/api/v3")
-		cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", BaseURL: base, APIKey: "k", Protocol: tc.protocol, Models: []string{"m"}}})
+		cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", BaseURL: base, APIKey: "upstream-secret", Protocol: tc.protocol, Models: []string{"m"}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -133,6 +133,7 @@ func extending(ep Endpoint) Endpoint {
 		return seg == "images" || seg == "video" || seg == "videos"
 	})
 	if slices.Contains(segs, "responses") {
+		// A Responses body's image_generation tool runs a model of its own (checkToolModels).
 		ep.nested, ep.RevealsItems, ep.toolModels = responsesRefs, true, true
 		return ep
 	}

@@ -147,6 +147,9 @@ func scanParts(mr *multipart.Reader, form *canonicalForm, ep Endpoint, priced ma
 		if err != nil {
 			return "", err
 		}
+		if strings.EqualFold(strings.TrimSpace(name), methodField) {
+			return "", errMethodOverride.WithParam(methodField)
+		}
 		out, err := form.part(header)
 		if err != nil {
 			return "", err

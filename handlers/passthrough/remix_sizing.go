@@ -105,8 +105,8 @@ func sourceMade(source storage.Task) billing.Usage {
 // Fields read of the body of a call on an existing object: a body may not name another model;
 // a remix's is read for the length and picture it names too, under jsonkeys' rule as a create's.
 var (
-	objectBodyFields = []string{"model"}
-	remixBodyFields  = append([]string{"model"}, videoPricedFields...)
+	objectBodyFields = []string{"model", methodField}
+	remixBodyFields  = append([]string{"model", methodField}, videoPricedFields...)
 )
 
 // remixSizing is what a remix of the video source is held at (see billing.Request.Remix): the

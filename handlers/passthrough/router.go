@@ -120,8 +120,9 @@ var (
 	errCoded      = apierror.CompressedBody("invalid_request_body")
 	// errMethodOverride refuses a method override, which Google's APIs and many web frameworks
 	// honour: POST /v1/videos with X-HTTP-Method-Override: GET would list every video of the
-	// operator's upstream account, an endpoint the gateway does not forward.
-	errMethodOverride = apierror.New(http.StatusBadRequest, "invalid_request_body", "a request may not override its method (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override, ?_method=): send the method itself")
+	// operator's upstream account, an endpoint the gateway does not forward. Frameworks that
+	// read ?_method= read a POST body's _method too (a JSON member, a form part: methodField).
+	errMethodOverride = apierror.New(http.StatusBadRequest, "invalid_request_body", "a request may not override its method (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override, ?_method=, a _method body member or form part): send the method itself")
 )
 
 // Route checks that r is a forwarded endpoint (else 404), finds its model and checks it against
@@ -366,6 +367,9 @@ func (rt *Router) jsonFields(w http.ResponseWriter, r *http.Request, checked ...
 	if err != nil {
 		return bodyFields{}, nil, errBadJSON
 	}
+	if _, ok := fields.get(methodField); ok {
+		return bodyFields{}, nil, errMethodOverride.WithParam(methodField)
+	}
 	return fields, body, nil
 }
 
@@ -402,9 +406,15 @@ func refFields(ep Endpoint) []string {
 	return fields
 }
 
-// modelAndPriced are model and the priced fields, built once: refFields of an endpoint without
-// references, and the fields read in a batch line's body. Shared: do not change it.
-var modelAndPriced = append([]string{"model"}, pricedFields...)
+// modelAndPriced are model, the priced fields and methodField, built once: refFields of an
+// endpoint without references, and the fields read in a batch line's body. Shared: do not
+// change it.
+var modelAndPriced = append(append([]string{"model"}, pricedFields...), methodField)
+
+// methodField is the body member (and form part) in which web frameworks that honour ?_method=
+// take a POST for another method (Laravel and Symfony read it from a JSON body too): every JSON
+// body is read for it, and one that has it, in any letter case, is refused (errMethodOverride).
+const methodField = "_method"
 
 // checkRefs refuses body fields that name upstream objects the caller's account does not own, and
 // keeps the records of those it owns in route.named.

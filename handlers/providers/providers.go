@@ -50,6 +50,10 @@ type Provider struct {
 // SetCredentials replaces any credential on an outgoing request with the first upstream's.
 func (p *Provider) SetCredentials(h http.Header) { p.primary().SetCredentials(h) }
 
+// Credentials are the first upstream's credentials (see Upstream.Credentials), which
+// SetCredentials sends.
+func (p *Provider) Credentials() []string { return p.primary().Credentials() }
+
 // Endpoint returns the first upstream's URL for a path relative to its base.
 func (p *Provider) Endpoint(rel string) string { return p.primary().Endpoint(rel) }
 

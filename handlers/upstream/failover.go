@@ -87,4 +87,6 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 var (
 	_ Target         = (*providers.Upstream)(nil)
 	_ ownCredentials = (*providers.Upstream)(nil)
+	_ credentialed   = (*providers.Upstream)(nil)
+	_ credentialed   = (*providers.Provider)(nil)
 )

@@ -25,6 +25,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/internal/bounded"
 	"github.com/mediagw/mediagw/internal/metrics"
 	"github.com/mediagw/mediagw/internal/tracing"
 )
@@ -108,16 +109,39 @@ type Answer struct {
 	// sent is the header the call sent, whose credentials (see credentials) Refusal redacts
 	// from the provider's message whatever they look like.
 	sent http.Header
+	// target is where the call went; its Credentials, when it has them, are redacted too.
+	target Target
+}
+
+// credentialed is a Target that knows all its credentials (see providers.Upstream.Credentials):
+// also those the call did not send as they are, such as a Kling upstream's secret key, which
+// signs the token that was sent and which the provider knows.
+type credentialed interface {
+	Credentials() []string
 }
 
 // OK reports a 2xx status.
 func (a Answer) OK() bool { return a.Status/100 == 2 }
 
-// Redact returns a provider's message with credential-like tokens and the exact credentials the
-// call sent (an API key or a signed token such as Kling's JWT, whatever it looks like) replaced
-// by Redacted: see RedactSecrets.
+// MaxRefusalMessage bounds, in bytes, a provider's message that a refusal or a 502 passes on to
+// the client, and MaxRefusalCode its code and param: a longer one is cut on a UTF-8 character
+// boundary and ends with "…" (bounded.Text), as a failed task's error is. A provider may write
+// megabytes there, which no client reads and an idempotent create would keep.
+const (
+	MaxRefusalMessage = 4096
+	MaxRefusalCode    = 256
+)
+
+// Redact returns a provider's message with credential-like tokens, the exact credentials the
+// call sent (an API key or a signed token such as Kling's JWT, whatever it looks like) and the
+// target's other credentials (Kling's secret key) replaced by Redacted (see RedactSecrets), then
+// cut to MaxRefusalMessage.
 func (a Answer) Redact(message string) string {
-	return RedactSecrets(message, credentials(a.sent)...)
+	secrets := credentials(a.sent)
+	if c, ok := a.target.(credentialed); ok {
+		secrets = append(secrets, c.Credentials()...)
+	}
+	return bounded.Text(RedactSecrets(message, secrets...), MaxRefusalMessage)
 }
 
 // jsonMediaType is the value of the Content-Type and Accept headers of a call, shared by every
@@ -197,7 +221,7 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 		}
 		return Answer{}, ErrUnreadable
 	}
-	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: req.Header}, nil
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: req.Header, target: p}, nil
 }
 
 // errAnswerTooLarge is an answer body longer than MaxBody.
@@ -263,9 +287,9 @@ func Refusal(a Answer) *apierror.Error {
 	}
 	// Providers quote a masked form of the key they refused; that is the operator's, not the
 	// client's business.
-	refusal := apierror.New(status, code, a.Redact(e.Error.Message))
+	refusal := apierror.New(status, bounded.Text(code, MaxRefusalCode), a.Redact(e.Error.Message))
 	if param, ok := e.Error.Param.(string); ok {
-		refusal.Param = param
+		refusal.Param = bounded.Text(param, MaxRefusalCode)
 	}
 	return a.WithRetryAfter(refusal)
 }
@@ -310,7 +334,7 @@ func Failed(a Answer, message string) *apierror.Error {
 		what = "the upstream provider refused the gateway's own credential, which the operator has to fix"
 	}
 	if message != "" {
-		what += ": " + a.Redact(message)
+		what = bounded.Text(what+": "+a.Redact(message), MaxRefusalMessage)
 	}
 	return apierror.New(http.StatusBadGateway, ErrUnreadable.Code, what)
 }

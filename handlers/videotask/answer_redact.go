@@ -16,11 +16,7 @@ import (
 // members on to clients, callbacks and the store, and a provider may echo the request's
 // Authorization in a failed task's message or in a member of its own.
 func withoutCredentials(p *providers.Upstream, body []byte) []byte {
-	if !p.Echoes(body) {
-		return body
-	}
-	redacted, _ := upstream.RedactJSON(body, p.Credentials()...)
-	return redacted // unchanged only when it is no JSON value, which its decoding refuses
+	return upstream.WithoutCredentials(p, body)
 }
 
 // withoutCredentialsIn is an adaptor's state with the provider's texts that become a failed

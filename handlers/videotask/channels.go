@@ -54,7 +54,8 @@ func (h *Handler) launch(ctx context.Context, until time.Time, account string, p
 	if !ok || id == "" {
 		return "", nil, upstream.ErrUnreadable
 	}
-	if !upstream.UsableID(id) {
+	if !upstream.UsableID(id) || u != nil && u.Echoes([]byte(id)) {
+		// An id that quotes the operator's credential would hand it to the client.
 		return "", u, errUnfollowable
 	}
 	return id, u, nil
@@ -79,7 +80,7 @@ func createdID(body []byte) (id string, ok bool) {
 }
 
 // errUnfollowable is a create that the upstream accepted with an id the gateway cannot use (see
-// upstream.UsableID): the task may run there, so its cost and slot stay taken, though it cannot
+// upstream.UsableID), or one that quotes the upstream's credential: the task may run there, so its cost and slot stay taken, though it cannot
 // be followed. The client gets upstream.ErrUnreadable.
 var errUnfollowable = errors.New("the upstream accepted the task with an id that cannot be used")
 

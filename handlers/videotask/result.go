@@ -1,6 +1,7 @@
 package videotask
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -99,7 +100,10 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFie
 	_, createdOK := integer(upstream["created_at"])
 	_, updatedOK := integer(upstream["updated_at"])
 	for k, v := range upstream {
-		if shadowsAnswerField(k) {
+		if shadowsAnswerField(k) || k == "callback_url" || mentionsRelay(v) {
+			// An upstream's callback_url is the gateway's relay address (relay.go), whose
+			// token is between the two: echoed, as callback_url or in a member of the
+			// upstream's own, it is never the client's to see.
 			continue
 		}
 		switch k {
@@ -151,6 +155,17 @@ func queryResult(upstream map[string]json.RawMessage, t storage.Task) (answerFie
 	out.sort()
 	return boundExtras(out, answerContract, taskAnswerType), status
 }
+
+// mentionsRelay reports whether a member's value (JSON) holds the gateway's relay path, as
+// written or with its slashes escaped (\/), which every echo of a relay address holds.
+func mentionsRelay(v json.RawMessage) bool {
+	return bytes.Contains(v, relayPathJSON) || bytes.Contains(v, relayPathEscaped)
+}
+
+var (
+	relayPathJSON    = []byte(RelayPath)
+	relayPathEscaped = []byte(strings.ReplaceAll(RelayPath, "/", `\/`))
+)
 
 // answerFieldNames are the members every query answer has or may have, which the gateway sets
 // or checks.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/internal/bounded"
 )
 
 // Throttled is a provider's 429 while a task was read: the task API backs off from the upstream
@@ -40,7 +41,7 @@ func Refusal(ans upstream.Answer, code, message string) *apierror.Error {
 	if message == "" {
 		message = fmt.Sprintf("the upstream provider refused the request (HTTP %d)", ans.Status)
 	}
-	return ans.WithRetryAfter(apierror.New(status, code, ans.Redact(message)))
+	return ans.WithRetryAfter(apierror.New(status, bounded.Text(code, upstream.MaxRefusalCode), ans.Redact(message)))
 }
 
 // ReadError is the error of a read answered with a non-2xx status: ErrNotFound for 404,

@@ -1,0 +1,94 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// relayEchoCaddyfile sends an Ark provider the gateway's relay address as each task's callback_url.
+const relayEchoCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider ark {
+			base_url {{ark}}/api/v3
+			api_key ark-operator-key
+			models ark-video
+		}
+		key mg-relay-echo {
+			account hooks
+		}
+		callbacks {
+			allow_private
+			relay_base http://127.0.0.1:{{port}}
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_callback_relay /mediagw/callbacks/*
+		mediagw_auth
+		mediagw_video_tasks /api/v3/contents/generations/tasks*
+		respond 404
+	}
+}
+`
+
+// TestRelayTokenNeverReachesTheClient: the relay address the gateway gives an upstream as a
+// task's callback_url carries a token that is a secret between the two (docs/security.md). An
+// Ark provider that echoes it in its task answer, as callback_url (a member the Ark SDK's task
+// struct does not hold, which the gateway passes on) or inside a member of its own, has it
+// kept from the client: not in the query, not in the list. Before, the query showed it.
+func TestRelayTokenNeverReachesTheClient(t *testing.T) {
+	var mu sync.Mutex
+	relay := ""
+	ark := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost {
+			var body struct {
+				CallbackURL string `json:"callback_url"`
+			}
+			b, _ := io.ReadAll(r.Body)
+			_ = json.Unmarshal(b, &body)
+			mu.Lock()
+			relay = body.CallbackURL
+			mu.Unlock()
+			io.WriteString(w, `{"id":"cgt-relay-echo-1"}`)
+			return
+		}
+		mu.Lock()
+		echoed, _ := json.Marshal(relay)
+		mu.Unlock()
+		task := fmt.Sprintf(`{"id":"cgt-relay-echo-1","model":"ark-video","status":"running","content":{},"created_at":1,"updated_at":2,`+
+			`"callback_url":%s,"debug":{"hook":%s}}`, echoed, echoed)
+		if strings.HasSuffix(r.URL.Path, "/tasks") {
+			fmt.Fprintf(w, `{"items":[%s],"total":1}`, task)
+			return
+		}
+		io.WriteString(w, task)
+	}))
+	base, _ := startSimGateway(t, relayEchoCaddyfile, map[string]string{"ark": ark.URL})
+	r := call(t, http.MethodPost, base+"/api/v3/contents/generations/tasks", "mg-relay-echo",
+		`{"model":"ark-video","content":[{"type":"text","text":"a swing"}],"callback_url":"https://hooks.example.com/t"}`)
+	if r.status != 200 || r.field("id") == "" {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	mu.Lock()
+	token := relay[strings.LastIndex(relay, "/")+1:]
+	mu.Unlock()
+	if !strings.Contains(relay, "/mediagw/callbacks/") || len(token) < 16 {
+		t.Fatalf("the provider was sent callback_url %q, want the relay address", relay)
+	}
+	for _, path := range []string{"/" + r.field("id"), "?page_size=10"} {
+		got := call(t, http.MethodGet, base+"/api/v3/contents/generations/tasks"+path, "mg-relay-echo", nil)
+		if got.status != 200 || strings.Contains(string(got.body), token) {
+			t.Errorf("GET %s = %d %s; want the task without the relay token", path, got.status, got.body)
+		}
+	}
+}
