@@ -133,7 +133,8 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		u.Succeeded(d.Account)
 	}
 	// Every credential of u: a Kling upstream's secret key and signed tokens, not only an API key.
-	secrets := u.Credentials()
+	var buf [4]string
+	secrets := u.CredentialsInto(&buf)
 	redactHeaders(resp.Header, secrets)
 	if resp.StatusCode >= 300 {
 		if reason := redactErrorAnswer(resp, secrets); reason != "" {

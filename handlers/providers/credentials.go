@@ -2,6 +2,7 @@ package providers
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -16,7 +17,14 @@ import (
 // answer (an error message that echoes the request's header, a debug member), and no such
 // answer may reach a client as it is: see Echoes.
 func (u *Upstream) Credentials() []string {
-	secrets := make([]string, 0, 4)
+	var buf [4]string
+	return slices.Clone(u.CredentialsInto(&buf))
+}
+
+// CredentialsInto is Credentials written into buf, which the result is a slice of: a caller on
+// every proxied answer keeps buf on its stack, where Credentials would allocate.
+func (u *Upstream) CredentialsInto(buf *[4]string) []string {
+	secrets := buf[:0]
 	for _, s := range u.credentials() {
 		if s != "" {
 			secrets = append(secrets, s)
