@@ -264,6 +264,39 @@ func answersWithin(t *testing.T, in *instance, method, url, key, body string, st
 	}
 }
 
+// createRefusedWithin is answersWithin for a task create that in is sent until it answers
+// status. A create that in still accepts (it has not seen the change yet) makes a task: their
+// ids are returned, for the caller to cancel (cancelAll) before a later step counts slots or
+// money.
+func createRefusedWithin(t *testing.T, in *instance, key, body string, status int, bound time.Duration, what string) (made []string) {
+	t.Helper()
+	start := time.Now()
+	for {
+		sent := time.Now()
+		r := call(t, "POST", in.base+taskPath, key, body)
+		if r.status == status {
+			return made
+		}
+		if r.status == 200 {
+			made = append(made, r.field("id"))
+		}
+		if sent.Sub(start) > bound {
+			t.Fatalf("%s: %s still answers %d %s to a create sent %v after the change", what, in.name, r.status, r.body, sent.Sub(start))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cancelAll cancels the tasks ids on in.
+func cancelAll(t *testing.T, in *instance, key string, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		if r := call(t, "DELETE", in.base+taskPath+"/"+id, key, nil); r.status != 200 {
+			t.Fatalf("cancelling %s on %s = %d %s", id, in.name, r.status, r.body)
+		}
+	}
+}
+
 // TestAdminChangesOnOneInstanceHoldOnAll: an account disabled, and a key's quota, rate and
 // max_active_tasks changed, through A's admin API hold on A from the next request and on B
 // within the one second docs/instances.md states.
@@ -291,7 +324,7 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 	if r := call(t, "GET", a.base+"/v1/models", secret, nil); r.status != 403 || !strings.Contains(string(r.body), "account_disabled") {
 		t.Fatalf("A right after disabling the account: %d %s", r.status, r.body)
 	}
-	answersWithin(t, b, "POST", taskPath, secret, create, 403, time.Second, "account disabled on A")
+	made := createRefusedWithin(t, b, secret, create, 403, time.Second, "account disabled on A")
 	if r := call(t, "PATCH", admin+"/accounts/acme", "", `{"disabled":false}`); r.status != 200 {
 		t.Fatalf("enabling the account on A = %d %s", r.status, r.body)
 	}
@@ -299,6 +332,7 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 		t.Fatalf("A right after enabling the account: %d %s", r.status, r.body)
 	}
 	answersWithin(t, b, "GET", "/v1/models", secret, "", 200, time.Second, "account enabled on A")
+	cancelAll(t, b, secret, made) // tasks B made before it saw the account disabled
 
 	// max_active_tasks set below the two unfinished tasks: the next create is refused on A
 	// at once and on B within 1s.
@@ -308,7 +342,7 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 	if r := call(t, "POST", a.base+taskPath, secret, create); r.status != 429 || r.field("code") != "too_many_active_tasks" {
 		t.Fatalf("A right after max_active_tasks 2 with 2 unfinished tasks: %d %s", r.status, r.body)
 	}
-	answersWithin(t, b, "POST", taskPath, secret, create, 429, time.Second, "max_active_tasks set on A")
+	cancelAll(t, b, secret, createRefusedWithin(t, b, secret, create, 429, time.Second, "max_active_tasks set on A"))
 	// A task created before the limit, cancelled on B, gives its slot back: A accepts one more.
 	if r := call(t, "DELETE", b.base+taskPath+"/"+first, secret, nil); r.status != 200 {
 		t.Fatalf("cancel on B = %d %s", r.status, r.body)
@@ -327,7 +361,7 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 	if r := call(t, "POST", a.base+taskPath, secret, create); r.status != 402 {
 		t.Fatalf("A right after quota 2 with 2 held: %d %s", r.status, r.body)
 	}
-	answersWithin(t, b, "POST", taskPath, secret, create, 402, time.Second, "quota set on A")
+	cancelAll(t, b, secret, createRefusedWithin(t, b, secret, create, 402, time.Second, "quota set on A"))
 
 	// A rate of 1 per hour: after one more request on A, B refuses within 1s.
 	if r := call(t, "PATCH", admin+"/keys/"+id, "", `{"quota":null,"rate":{"requests":1,"window":"1h"}}`); r.status != 200 {
