@@ -92,3 +92,76 @@ func TestRelayTokenNeverReachesTheClient(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayTokenNeverInAFailedTasksError: an Ark provider that fails a task with a message
+// quoting the relay address it was given, and a code quoting the token alone, has both kept from
+// the client: the query, the list and the client's callback each carry the error with the token
+// [redacted] and the rest of the text kept. Before, the error passed the token on as written.
+func TestRelayTokenNeverInAFailedTasksError(t *testing.T) {
+	var mu sync.Mutex
+	relay := ""
+	ark := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost {
+			var body struct {
+				CallbackURL string `json:"callback_url"`
+			}
+			b, _ := io.ReadAll(r.Body)
+			_ = json.Unmarshal(b, &body)
+			mu.Lock()
+			relay = body.CallbackURL
+			mu.Unlock()
+			io.WriteString(w, `{"id":"cgt-relay-fail-1"}`)
+			return
+		}
+		mu.Lock()
+		token := relay[strings.LastIndex(relay, "/")+1:]
+		errJSON, _ := json.Marshal(map[string]string{"code": "hook:" + token, "message": "cannot POST " + relay + ": 403"})
+		mu.Unlock()
+		task := fmt.Sprintf(`{"id":"cgt-relay-fail-1","model":"ark-video","status":"failed","content":{},"created_at":1,"updated_at":2,"error":%s}`, errJSON)
+		if strings.HasSuffix(r.URL.Path, "/tasks") {
+			fmt.Fprintf(w, `{"items":[%s],"total":1}`, task)
+			return
+		}
+		io.WriteString(w, task)
+	}))
+	rc := newReceiver(t, func(int) int { return http.StatusNoContent })
+	base, _ := startSimGateway(t, relayEchoCaddyfile, map[string]string{"ark": ark.URL})
+	r := call(t, http.MethodPost, base+"/api/v3/contents/generations/tasks", "mg-relay-echo",
+		fmt.Sprintf(`{"model":"ark-video","content":[{"type":"text","text":"a swing"}],"callback_url":%q}`, rc.URL+"/hooks"))
+	if r.status != 200 || r.field("id") == "" {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	mu.Lock()
+	token := relay[strings.LastIndex(relay, "/")+1:]
+	mu.Unlock()
+	if len(token) < 16 {
+		t.Fatalf("the provider was sent callback_url %q, want the relay address", relay)
+	}
+	redacted := func(what string, body []byte) {
+		t.Helper()
+		s := string(body)
+		if strings.Contains(s, token) || !strings.Contains(s, `cannot POST `) || !strings.Contains(s, `/mediagw/callbacks/[redacted]: 403`) ||
+			!strings.Contains(s, `"hook:[redacted]"`) {
+			t.Errorf("%s = %s; want the failed task's error with the relay token [redacted]", what, s)
+		}
+	}
+	for _, path := range []string{"/" + r.field("id"), "?page_size=10"} {
+		got := call(t, http.MethodGet, base+"/api/v3/contents/generations/tasks"+path, "mg-relay-echo", nil)
+		if got.status != 200 {
+			t.Fatalf("GET %s = %d %s", path, got.status, got.body)
+		}
+		redacted("GET "+path, got.body)
+	}
+	var hook []byte
+	waitFor(t, "the failed callback", func() bool {
+		for _, d := range rc.seen() {
+			if d.status == "failed" {
+				hook = d.body
+				return true
+			}
+		}
+		return false
+	})
+	redacted("the callback", hook)
+}
