@@ -46,42 +46,19 @@ http://127.0.0.1:{{port}} {
 // struct does not hold, which the gateway passes on) or inside a member of its own, has it
 // kept from the client: not in the query, not in the list. Before, the query showed it.
 func TestRelayTokenNeverReachesTheClient(t *testing.T) {
-	var mu sync.Mutex
-	relay := ""
-	ark := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if r.Method == http.MethodPost {
-			var body struct {
-				CallbackURL string `json:"callback_url"`
-			}
-			b, _ := io.ReadAll(r.Body)
-			_ = json.Unmarshal(b, &body)
-			mu.Lock()
-			relay = body.CallbackURL
-			mu.Unlock()
-			io.WriteString(w, `{"id":"cgt-relay-echo-1"}`)
-			return
-		}
-		mu.Lock()
+	ark, sent := relayEchoArk(t, "cgt-relay-echo-1", func(relay string) string {
 		echoed, _ := json.Marshal(relay)
-		mu.Unlock()
-		task := fmt.Sprintf(`{"id":"cgt-relay-echo-1","model":"ark-video","status":"running","content":{},"created_at":1,"updated_at":2,`+
+		return fmt.Sprintf(`{"id":"cgt-relay-echo-1","model":"ark-video","status":"running","content":{},"created_at":1,"updated_at":2,`+
 			`"callback_url":%s,"debug":{"hook":%s}}`, echoed, echoed)
-		if strings.HasSuffix(r.URL.Path, "/tasks") {
-			fmt.Fprintf(w, `{"items":[%s],"total":1}`, task)
-			return
-		}
-		io.WriteString(w, task)
-	}))
-	base, _ := startSimGateway(t, relayEchoCaddyfile, map[string]string{"ark": ark.URL})
+	})
+	base, _ := startSimGateway(t, relayEchoCaddyfile, map[string]string{"ark": ark})
 	r := call(t, http.MethodPost, base+"/api/v3/contents/generations/tasks", "mg-relay-echo",
 		`{"model":"ark-video","content":[{"type":"text","text":"a swing"}],"callback_url":"https://hooks.example.com/t"}`)
 	if r.status != 200 || r.field("id") == "" {
 		t.Fatalf("create = %d %s", r.status, r.body)
 	}
-	mu.Lock()
+	relay := sent()
 	token := relay[strings.LastIndex(relay, "/")+1:]
-	mu.Unlock()
 	if !strings.Contains(relay, "/mediagw/callbacks/") || len(token) < 16 {
 		t.Fatalf("the provider was sent callback_url %q, want the relay address", relay)
 	}
@@ -98,43 +75,20 @@ func TestRelayTokenNeverReachesTheClient(t *testing.T) {
 // the client: the query, the list and the client's callback each carry the error with the token
 // [redacted] and the rest of the text kept. Before, the error passed the token on as written.
 func TestRelayTokenNeverInAFailedTasksError(t *testing.T) {
-	var mu sync.Mutex
-	relay := ""
-	ark := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if r.Method == http.MethodPost {
-			var body struct {
-				CallbackURL string `json:"callback_url"`
-			}
-			b, _ := io.ReadAll(r.Body)
-			_ = json.Unmarshal(b, &body)
-			mu.Lock()
-			relay = body.CallbackURL
-			mu.Unlock()
-			io.WriteString(w, `{"id":"cgt-relay-fail-1"}`)
-			return
-		}
-		mu.Lock()
+	ark, sent := relayEchoArk(t, "cgt-relay-fail-1", func(relay string) string {
 		token := relay[strings.LastIndex(relay, "/")+1:]
 		errJSON, _ := json.Marshal(map[string]string{"code": "hook:" + token, "message": "cannot POST " + relay + ": 403"})
-		mu.Unlock()
-		task := fmt.Sprintf(`{"id":"cgt-relay-fail-1","model":"ark-video","status":"failed","content":{},"created_at":1,"updated_at":2,"error":%s}`, errJSON)
-		if strings.HasSuffix(r.URL.Path, "/tasks") {
-			fmt.Fprintf(w, `{"items":[%s],"total":1}`, task)
-			return
-		}
-		io.WriteString(w, task)
-	}))
+		return fmt.Sprintf(`{"id":"cgt-relay-fail-1","model":"ark-video","status":"failed","content":{},"created_at":1,"updated_at":2,"error":%s}`, errJSON)
+	})
 	rc := newReceiver(t, func(int) int { return http.StatusNoContent })
-	base, _ := startSimGateway(t, relayEchoCaddyfile, map[string]string{"ark": ark.URL})
+	base, _ := startSimGateway(t, relayEchoCaddyfile, map[string]string{"ark": ark})
 	r := call(t, http.MethodPost, base+"/api/v3/contents/generations/tasks", "mg-relay-echo",
 		fmt.Sprintf(`{"model":"ark-video","content":[{"type":"text","text":"a swing"}],"callback_url":%q}`, rc.URL+"/hooks"))
 	if r.status != 200 || r.field("id") == "" {
 		t.Fatalf("create = %d %s", r.status, r.body)
 	}
-	mu.Lock()
+	relay := sent()
 	token := relay[strings.LastIndex(relay, "/")+1:]
-	mu.Unlock()
 	if len(token) < 16 {
 		t.Fatalf("the provider was sent callback_url %q, want the relay address", relay)
 	}
@@ -164,4 +118,40 @@ func TestRelayTokenNeverInAFailedTasksError(t *testing.T) {
 		return false
 	})
 	redacted("the callback", hook)
+}
+
+// relayEchoArk is a fake Ark provider that notes the callback_url of the task it creates (id)
+// and answers each read of it, and its list, with task(relay), relay being that callback_url.
+// It returns the provider's URL and a func that gives the relay address it was sent.
+func relayEchoArk(t *testing.T, id string, task func(relay string) string) (url string, relay func() string) {
+	var mu sync.Mutex
+	sent := ""
+	ark := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost {
+			var body struct {
+				CallbackURL string `json:"callback_url"`
+			}
+			b, _ := io.ReadAll(r.Body)
+			_ = json.Unmarshal(b, &body)
+			mu.Lock()
+			sent = body.CallbackURL
+			mu.Unlock()
+			fmt.Fprintf(w, `{"id":%q}`, id)
+			return
+		}
+		mu.Lock()
+		answer := task(sent)
+		mu.Unlock()
+		if strings.HasSuffix(r.URL.Path, "/tasks") {
+			fmt.Fprintf(w, `{"items":[%s],"total":1}`, answer)
+			return
+		}
+		io.WriteString(w, answer)
+	}))
+	return ark.URL, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return sent
+	}
 }
