@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -46,10 +47,10 @@ http://127.0.0.1:{{port}} {
 // struct does not hold, which the gateway passes on) or inside a member of its own, has it
 // kept from the client: not in the query, not in the list. Before, the query showed it.
 func TestRelayTokenNeverReachesTheClient(t *testing.T) {
-	ark, sent := relayEchoArk(t, "cgt-relay-echo-1", func(relay string) string {
+	ark, sent := relayEchoArk(t, "cgt-relay-echo-1", func(w http.ResponseWriter, r *http.Request, relay string) {
 		echoed, _ := json.Marshal(relay)
-		return fmt.Sprintf(`{"id":"cgt-relay-echo-1","model":"ark-video","status":"running","content":{},"created_at":1,"updated_at":2,`+
-			`"callback_url":%s,"debug":{"hook":%s}}`, echoed, echoed)
+		answerTask(w, r, fmt.Sprintf(`{"id":"cgt-relay-echo-1","model":"ark-video","status":"running","content":{},"created_at":1,"updated_at":2,`+
+			`"callback_url":%s,"debug":{"hook":%s}}`, echoed, echoed))
 	})
 	base, _ := startSimGateway(t, relayEchoCaddyfile, map[string]string{"ark": ark})
 	r := call(t, http.MethodPost, base+"/api/v3/contents/generations/tasks", "mg-relay-echo",
@@ -75,10 +76,10 @@ func TestRelayTokenNeverReachesTheClient(t *testing.T) {
 // the client: the query, the list and the client's callback each carry the error with the token
 // [redacted] and the rest of the text kept. Before, the error passed the token on as written.
 func TestRelayTokenNeverInAFailedTasksError(t *testing.T) {
-	ark, sent := relayEchoArk(t, "cgt-relay-fail-1", func(relay string) string {
+	ark, sent := relayEchoArk(t, "cgt-relay-fail-1", func(w http.ResponseWriter, r *http.Request, relay string) {
 		token := relay[strings.LastIndex(relay, "/")+1:]
 		errJSON, _ := json.Marshal(map[string]string{"code": "hook:" + token, "message": "cannot POST " + relay + ": 403"})
-		return fmt.Sprintf(`{"id":"cgt-relay-fail-1","model":"ark-video","status":"failed","content":{},"created_at":1,"updated_at":2,"error":%s}`, errJSON)
+		answerTask(w, r, fmt.Sprintf(`{"id":"cgt-relay-fail-1","model":"ark-video","status":"failed","content":{},"created_at":1,"updated_at":2,"error":%s}`, errJSON))
 	})
 	rc := newReceiver(t, func(int) int { return http.StatusNoContent })
 	base, _ := startSimGateway(t, relayEchoCaddyfile, map[string]string{"ark": ark})
@@ -120,10 +121,51 @@ func TestRelayTokenNeverInAFailedTasksError(t *testing.T) {
 	redacted("the callback", hook)
 }
 
+// TestRelayTokenNeverInARefusal: an Ark provider that fails the gateway's read of a task (500)
+// and refuses its cancel (400), each with a message quoting the relay address it was given, has
+// the token kept from the client: the poll's 502 and the cancel's 400 carry the message with the
+// token [redacted]. Before, both passed the provider's message on as written.
+func TestRelayTokenNeverInARefusal(t *testing.T) {
+	var reads atomic.Int32
+	ark, sent := relayEchoArk(t, "cgt-relay-refused-1", func(w http.ResponseWriter, r *http.Request, relay string) {
+		status := http.StatusInternalServerError
+		switch {
+		case r.Method == http.MethodDelete:
+			status = http.StatusBadRequest
+		case reads.Add(1) > 1: // the cancel's read, after the poll's: the task runs
+			answerTask(w, r, `{"id":"cgt-relay-refused-1","model":"ark-video","status":"running","content":{},"created_at":1,"updated_at":2}`)
+			return
+		}
+		message, _ := json.Marshal("callback " + relay + " is unreachable")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"error":{"code":"InvalidParameter","message":%s}}`, message)
+	})
+	base, _ := startSimGateway(t, relayEchoCaddyfile, map[string]string{"ark": ark})
+	tasks := base + "/api/v3/contents/generations/tasks"
+	r := call(t, http.MethodPost, tasks, "mg-relay-echo", `{"model":"ark-video","content":[{"type":"text","text":"a swing"}]}`)
+	if r.status != 200 || r.field("id") == "" {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	relay := sent()
+	token := relay[strings.LastIndex(relay, "/")+1:]
+	if len(token) < 16 {
+		t.Fatalf("the provider was sent callback_url %q, want the relay address", relay)
+	}
+	for _, tc := range []struct {
+		method string
+		status int
+	}{{http.MethodGet, http.StatusBadGateway}, {http.MethodDelete, http.StatusBadRequest}} {
+		got := call(t, tc.method, tasks+"/"+r.field("id"), "mg-relay-echo", nil)
+		if got.status != tc.status || strings.Contains(string(got.body), token) || !strings.Contains(string(got.body), "/mediagw/callbacks/[redacted] is unreachable") {
+			t.Errorf("%s = %d %s; want %d with the relay token [redacted]", tc.method, got.status, got.body, tc.status)
+		}
+	}
+}
+
 // relayEchoArk is a fake Ark provider that notes the callback_url of the task it creates (id)
-// and answers each read of it, and its list, with task(relay), relay being that callback_url.
-// It returns the provider's URL and a func that gives the relay address it was sent.
-func relayEchoArk(t *testing.T, id string, task func(relay string) string) (url string, relay func() string) {
+// and answers every other request with read, given that callback_url (the relay address). It
+// returns the provider's URL and a func that gives the relay address it was sent.
+func relayEchoArk(t *testing.T, id string, read func(w http.ResponseWriter, r *http.Request, relay string)) (url string, relay func() string) {
 	var mu sync.Mutex
 	sent := ""
 	ark := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -141,17 +183,22 @@ func relayEchoArk(t *testing.T, id string, task func(relay string) string) (url 
 			return
 		}
 		mu.Lock()
-		answer := task(sent)
+		relay := sent
 		mu.Unlock()
-		if strings.HasSuffix(r.URL.Path, "/tasks") {
-			fmt.Fprintf(w, `{"items":[%s],"total":1}`, answer)
-			return
-		}
-		io.WriteString(w, answer)
+		read(w, r, relay)
 	}))
 	return ark.URL, func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		return sent
 	}
+}
+
+// answerTask answers a task read with task, and a task list with a list of it.
+func answerTask(w http.ResponseWriter, r *http.Request, task string) {
+	if strings.HasSuffix(r.URL.Path, "/tasks") {
+		fmt.Fprintf(w, `{"items":[%s],"total":1}`, task)
+		return
+	}
+	io.WriteString(w, task)
 }
