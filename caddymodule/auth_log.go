@@ -66,8 +66,8 @@ func exposes(r *http.Request, srv *caddyhttp.Server) bool {
 			return true // Caddy redacts only these two, spelled so
 		}
 	}
-	if _, had := auth.WithoutKeyProtocols(r.Header["Sec-Websocket-Protocol"]); had {
-		return true // a key in a WebSocket subprotocol, which Caddy prints
+	if auth.HasKeyProtocol(r.Header) {
+		return true // a key in a WebSocket subprotocol (any spelling of the header), which Caddy prints
 	}
 	if r.URL.RawQuery == "" && !strings.Contains(r.RequestURI, "?") {
 		return false

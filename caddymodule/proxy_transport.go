@@ -144,6 +144,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if d.UpstreamModel != d.Model {
 		showClientModel(resp, d.Model)
 	}
+	typedSafely(resp.Header)
 	return resp, nil
 }
 

@@ -101,3 +101,54 @@ func TestWebSocketKeyProtocolNeverLogged(t *testing.T) {
 		t.Errorf("the upstream received %d requests", len(rec.requests))
 	}
 }
+
+// TestWebSocketKeyProtocolOtherSpellings sends the key subprotocol (openai-insecure-api-key.<key>)
+// in Sec_WebSocket_Protocol and Sec.WebSocket.Protocol, which Caddy keeps when its servers
+// options expected_underscore_headers or expected_dot_headers name them, and which servers that
+// hand headers to applications as variables read as Sec-WebSocket-Protocol: the key subprotocol
+// is removed from them as from Sec-WebSocket-Protocol, the other subprotocols kept, so the key
+// reaches neither the provider nor a log, with a valid Authorization beside it (forwarded) or
+// without one (401). Before, only the hyphen spelling was stripped.
+func TestWebSocketKeyProtocolOtherSpellings(t *testing.T) {
+	rec := newRecorder(t)
+	base, accessLog, defaultLog := startCredentialsGateway(t, rec.URL,
+		"servers {\n\t\texpected_underscore_headers sec_websocket_protocol\n\t\texpected_dot_headers sec.websocket.protocol\n\t}")
+	const valid = "mg-logtest-valid-5f1c2e"
+	headers := map[string]string{"Sec_WebSocket_Protocol": "mg-logtest-bogus-wsunderscore", "Sec.WebSocket.Protocol": "mg-logtest-bogus-wsdot"}
+	for _, bearer := range []bool{true, false} {
+		req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-x","messages":[]}`))
+		req.Header.Set("Content-Type", "application/json")
+		if bearer {
+			req.Header.Set("Authorization", "Bearer "+valid)
+		}
+		for name, key := range headers {
+			req.Header[name] = []string{"realtime, openai-insecure-api-key." + key + ", openai-beta.realtime-v1"} // as spelled
+		}
+		if r := do(t, req); bearer && r.status != 200 || !bearer && r.status != 401 {
+			t.Fatalf("chat (bearer %v) = %d %s", bearer, r.status, r.body)
+		}
+	}
+	got := rec.last(t)
+	for name := range headers {
+		if v := got.header.Get(name); v != "" && !strings.Contains(v, "openai-beta.realtime-v1") {
+			t.Errorf("the upstream received %s: %q; want the other subprotocols kept", name, v)
+		}
+	}
+	var access []byte
+	waitFor(t, "two access log entries", func() bool {
+		access, _ = os.ReadFile(accessLog)
+		return strings.Count(string(access), `"msg":"handled request"`) >= 2
+	})
+	defaults, _ := os.ReadFile(defaultLog)
+	for _, secret := range append([]string{valid}, mapValues(headers)...) {
+		if strings.Contains(fmt.Sprint(got.header), secret) {
+			t.Errorf("the upstream received %s: %v", secret, got.header)
+		}
+		if strings.Contains(string(access), secret) || strings.Contains(string(defaults), secret) {
+			t.Errorf("a log holds %s:\n%s\n%s", secret, access, defaults)
+		}
+	}
+	if !strings.Contains(string(access), "openai-beta.realtime-v1") {
+		t.Errorf("the other subprotocols were not logged:\n%s", access)
+	}
+}

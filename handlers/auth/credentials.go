@@ -101,7 +101,8 @@ func KeyFromRequest(r *http.Request) (string, error) {
 	return key, nil
 }
 
-// StripCredentials removes every credential header and every credential-like query parameter
+// StripCredentials removes every credential header, the key subprotocol of every spelling of
+// Sec-WebSocket-Protocol (IsWebSocketProtocolHeader), and every credential-like query parameter
 // (see IsCredentialParameter) from r, in place: from its headers, its URL and its RequestURI, so that placeholders, logs and the
 // request that a proxy builds from it no longer carry them. It also drops r's request trailers,
 // which arrive after the body and so after any check: Caddy's reverse_proxy forwards them, and
@@ -114,19 +115,21 @@ func StripCredentials(r *http.Request) bool {
 		r.Trailer = nil
 		removed = true
 	}
-	for name := range r.Header {
+	for name, protocols := range r.Header {
 		if IsCredentialHeader(name) {
 			delete(r.Header, name)
 			removed = true
+			continue
 		}
-	}
-	if protocols, ok := r.Header["Sec-Websocket-Protocol"]; ok {
+		if !IsWebSocketProtocolHeader(name) {
+			continue
+		}
 		if kept, had := WithoutKeyProtocols(protocols); had {
 			removed = true
 			if len(kept) == 0 {
-				delete(r.Header, "Sec-Websocket-Protocol")
+				delete(r.Header, name)
 			} else {
-				r.Header["Sec-Websocket-Protocol"] = kept
+				r.Header[name] = kept
 			}
 		}
 	}
@@ -182,6 +185,44 @@ func IsCredentialHeader(name string) bool {
 // KeyProtocolPrefix begins the WebSocket subprotocol in which OpenAI's SDKs send the API key
 // from a browser (Sec-WebSocket-Protocol: realtime, openai-insecure-api-key.<key>).
 const KeyProtocolPrefix = "openai-insecure-api-key."
+
+// IsWebSocketProtocolHeader reports whether a header name reads as Sec-WebSocket-Protocol to
+// some server (FoldName): Sec_WebSocket_Protocol and Sec.WebSocket.Protocol too, which Caddy
+// keeps when its servers options expected_underscore_headers or expected_dot_headers name them.
+// The key subprotocol (KeyProtocolPrefix) is removed from each of them.
+func IsWebSocketProtocolHeader(name string) bool {
+	const folded = "secwebsocketprotocol"
+	n := 0
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c <= ' ' || c == 0x7f || c == '-' || c == '_' || c == '.':
+			continue // as FoldName drops them
+		case n == len(folded):
+			return false
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		if c != folded[n] {
+			return false
+		}
+		n++
+	}
+	return n == len(folded)
+}
+
+// HasKeyProtocol reports whether h carries the key subprotocol (KeyProtocolPrefix) in any
+// spelling of Sec-WebSocket-Protocol (IsWebSocketProtocolHeader).
+func HasKeyProtocol(h http.Header) bool {
+	for name, values := range h {
+		if IsWebSocketProtocolHeader(name) {
+			if _, had := WithoutKeyProtocols(values); had {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // WithoutKeyProtocols returns the values of a Sec-WebSocket-Protocol header without the
 // subprotocols that carry a key (KeyProtocolPrefix, in any case), the rest kept in order; and

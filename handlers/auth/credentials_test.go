@@ -2,6 +2,7 @@ package auth
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -173,5 +174,21 @@ func TestWithoutKeyProtocols(t *testing.T) {
 	r.Header.Set("Sec-WebSocket-Protocol", "openai-insecure-api-key.mg-a")
 	if !StripCredentials(r) || len(r.Header) != 0 {
 		t.Errorf("left %v", r.Header)
+	}
+	// Every spelling a server may read as Sec-WebSocket-Protocol loses the key subprotocol, the
+	// others kept; a name that only looks alike is left alone.
+	r = httptest.NewRequest("GET", "/v1/realtime", nil)
+	r.Header["Sec_WebSocket_Protocol"] = []string{"realtime, openai-insecure-api-key.mg-a"}
+	r.Header["Sec.Websocket.Protocol"] = []string{"openai-insecure-api-key.mg-b"}
+	r.Header["Sec-Websocket-Protocols"] = []string{"openai-insecure-api-key.mg-c"}
+	if !StripCredentials(r) || !HasKeyProtocol(http.Header{"SEC_WEBSOCKET_PROTOCOL": {"openai-insecure-api-key.x"}}) ||
+		!maps.EqualFunc(r.Header, http.Header{"Sec_WebSocket_Protocol": {"realtime"}, "Sec-Websocket-Protocols": {"openai-insecure-api-key.mg-c"}}, slices.Equal) {
+		t.Errorf("left %v", r.Header)
+	}
+	for name, want := range map[string]bool{"Sec-WebSocket-Protocol": true, "sec_websocket_protocol": true, "Sec.WebSocket.Protocol": true,
+		"SecWebSocketProtocol": true, "Sec-WebSocket-Protocols": false, "Sec-WebSocket-Protoco": false, "X-Sec-WebSocket-Protocol": false} {
+		if IsWebSocketProtocolHeader(name) != want {
+			t.Errorf("IsWebSocketProtocolHeader(%q) = %v, want %v", name, !want, want)
+		}
 	}
 }

@@ -305,6 +305,9 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if !ans.OK() {
 		return upstream.Refusal(ans)
 	}
+	if !jsonObject(ans.Body) {
+		return upstream.ErrUnreadable // not a task's answer: never passed on as the provider typed it
+	}
 	ans.Body = upstream.WithoutCredentials(p, ans.Body)
 	if t.Active && !t.Finished {
 		h.finishedByAnswer(r.Context(), taskID, ans.Body)
@@ -320,14 +323,26 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	return nil
 }
 
+// passOn writes a provider's successful answer, read whole, as the gateway's own: an event
+// stream (streamedAnswer) as text/event-stream, any other answer (a JSON object, as readAnswer
+// and query have checked) as application/json, with nosniff. The provider's Content-Type is
+// never passed on: a hostile provider's text/html or SVG must not become a page or a script on
+// the gateway's origin.
 func passOn(w http.ResponseWriter, ans upstream.Answer) {
-	ct := ans.Header.Get("Content-Type")
-	if ct == "" {
-		ct = "application/json"
+	ct := "application/json"
+	if streamedAnswer(ans) {
+		ct = "text/event-stream"
 	}
 	w.Header().Set("Content-Type", ct)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(ans.Status)
 	_, _ = w.Write(ans.Body)
+}
+
+// jsonObject reports whether body is one JSON object.
+func jsonObject(body []byte) bool {
+	trimmed := bytes.TrimSpace(body)
+	return len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed)
 }
 
 func (h *Handler) client() upstream.Client {

@@ -119,7 +119,8 @@ func ParseEndpoint(method, path string) (Endpoint, error) {
 // segment (count_tokens) gets those of Messages (a messages segment followed by a batches one,
 // a Message Batches create, those of Messages in each of its requests), chat those of Chat
 // Completions, models
-// (countTokens) those of generateContent. Any other endpoint is checked for the references that
+// (countTokens) those of generateContent, whose body's models (generateContentRequest.model, each
+// batch request's model) must name the path's {model}. Any other endpoint is checked for the references that
 // every body is checked for (file_id, file_ids, vector_store_ids) and its media URL members, as
 // speech and embeddings are. Every one is checked for previous_response_id, whatever it extends,
 // and one with an images, video or videos segment for every URL in it, as the media generation
@@ -149,7 +150,10 @@ func extending(ep Endpoint) Endpoint {
 			ep.dialogue = !ep.fetchesURLs
 			ep.fetchesURLs = true
 		case "models":
-			ep.nested = geminiRefs
+			// A generate-content method of the operator's: the body's models
+			// (generateContentRequest.model, each request's model) must be the path's, as on
+			// the built-in methods (checkBodyModels).
+			ep.nested, ep.modelInBody = geminiRefs, true
 		default:
 			continue
 		}

@@ -58,6 +58,7 @@ func TestOperatorEndpointsAreCheckedLikeTheirCapability(t *testing.T) {
 		{"/v1/messages/count_tokens", `{"model":"doubao","container":"cntr_x","messages":[]}`, "container"},
 		{"/v1alpha/models/gemini-pro:countTokens", `{"generateContentRequest":{"model":"models/gemini-pro","cachedContent":"cachedContents/x"}}`, "generateContentRequest.cachedContent"},
 		{"/v1alpha/models/gemini-pro:countTokens", `{"contents":[{"parts":[{"fileData":{"fileUri":"files/abc"}}]}]}`, "contents[0].parts[0].fileData.fileUri"},
+		{"/v1alpha/models/gemini-pro:countTokens", `{"generateContentRequest":{"model":"models/doubao","contents":[]}}`, "generateContentRequest.model"},
 		{"/v1/moderations", `{"model":"doubao","input":[{"type":"input_file","file_id":"file-x"}]}`, "input[0].file_id"},
 		// The capability is found in any segment, behind a prefix too; previous_response_id is
 		// checked on every added endpoint.

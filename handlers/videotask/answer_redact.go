@@ -40,9 +40,11 @@ func withoutCredentialsIn(st adaptor.State, u *providers.Upstream) adaptor.State
 }
 
 // redactedFailure is a failed task's error object (failure) with credential-like tokens in its
-// message and code replaced, as in a refusal's message (see upstream.RedactSecrets), and both
-// then cut to MaxFailureMessage and MaxFailureCode (cutText); an error without any such token,
-// and within the bounds, is returned as it is.
+// message and code replaced, as in a refusal's message (see upstream.RedactSecrets), and the
+// gateway's callback relay tokens too (withoutRelayTokens), and both then cut to
+// MaxFailureMessage and MaxFailureCode (cutText); an error without any such token, and within
+// the bounds, is returned as it is. Every failed task's error, of an Ark answer or an adaptor's
+// state, is built here once, for the stored answer that the query, the list and callbacks send.
 func redactedFailure(e json.RawMessage) json.RawMessage {
 	var members map[string]json.RawMessage
 	if json.Unmarshal(e, &members) != nil {
@@ -58,7 +60,7 @@ func redactedFailure(e json.RawMessage) json.RawMessage {
 		if name == "code" {
 			limit = MaxFailureCode
 		}
-		if r := bounded.Text(upstream.RedactSecrets(s), limit); r != s {
+		if r := bounded.Text(withoutRelayTokens(upstream.RedactSecrets(s)), limit); r != s {
 			members[name], changed = mustJSON(r), true
 		}
 	}

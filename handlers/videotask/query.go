@@ -489,7 +489,7 @@ func (h *Handler) cancelTask(reqCtx context.Context, id auth.Identity, taskID st
 		return err
 	}
 	if !ans.OK() && ans.Status != http.StatusNotFound {
-		return upstream.Refusal(ans)
+		return withoutRelayTokensIn(upstream.Refusal(ans))
 	}
 	if storage.Terminal(cur.Status) || ans.Status == http.StatusNotFound {
 		// A finished task: the upstream deleted its record, so this one goes too.

@@ -1,0 +1,37 @@
+package caddymodule
+
+import (
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// plainText is the Content-Type a pass-through answer of active content is given.
+const plainText = "text/plain; charset=utf-8"
+
+// typedSafely makes a pass-through answer's headers (h) safe for a browser on the gateway's
+// origin: X-Content-Type-Options: nosniff on every answer, and text/plain for one the provider
+// typed as active content (activeType: HTML, SVG or any XML, JavaScript) or with a type that does
+// not parse, its body passed on as sent. No model API answers with a page; a hostile provider
+// could, and the client's browser would run it as the gateway's.
+func typedSafely(h http.Header) {
+	h.Set("X-Content-Type-Options", "nosniff")
+	ct := h.Get("Content-Type")
+	if ct == "" {
+		return
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || activeType(mt) {
+		h.Set("Content-Type", plainText)
+	}
+}
+
+// activeType reports whether a media type (lower case, as mime.ParseMediaType gives it) is one a
+// browser renders as a document or runs as a script.
+func activeType(mt string) bool {
+	switch mt {
+	case "text/html", "text/xml", "application/xml", "text/xsl":
+		return true
+	}
+	return strings.HasSuffix(mt, "+xml") || strings.Contains(mt, "javascript") || strings.Contains(mt, "ecmascript")
+}
