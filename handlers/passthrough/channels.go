@@ -48,6 +48,11 @@ func (rt *Router) dispatch(r *http.Request, account string, route *Route) error 
 			return err
 		}
 	}
+	if mapsToolModels(p, route.toolModelNames) {
+		if err := mapToolModels(r, p); err != nil {
+			return err
+		}
+	}
 	switch {
 	case r.GetBody != nil:
 		d.Body = replayFunc(r.GetBody)
