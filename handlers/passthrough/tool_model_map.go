@@ -29,11 +29,7 @@ func mapToolModels(r *http.Request, p *providers.Provider) error {
 	if r.GetBody == nil {
 		return nil
 	}
-	orig, err := r.GetBody()
-	if err != nil {
-		return err
-	}
-	body, err := io.ReadAll(orig)
+	body, err := replayedBytes(r)
 	if err != nil {
 		return err
 	}
@@ -41,11 +37,25 @@ func mapToolModels(r *http.Request, p *providers.Provider) error {
 	if !ok {
 		return errBadJSON // the body was checked as JSON: this does not happen
 	}
-	r.Body = io.NopCloser(bytes.NewReader(mapped))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(mapped)), nil }
-	r.ContentLength = int64(len(mapped))
-	r.Header.Set("Content-Length", strconv.Itoa(len(mapped)))
+	setBody(r, mapped)
 	return nil
+}
+
+// replayedBytes is r's body, read again from r.GetBody.
+func replayedBytes(r *http.Request) ([]byte, error) {
+	orig, err := r.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(orig)
+}
+
+// setBody makes body r's body, replayable, with its length.
+func setBody(r *http.Request, body []byte) {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.ContentLength = int64(len(body))
+	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 }
 
 // replaceToolModels returns body with each string "model" member of the objects of its top-level
