@@ -15,9 +15,12 @@ import (
 // fakeOpenAIResponses is a fake of OpenAI's POST /v1/responses with the image_generation tool,
 // from its published reference (and openai-go's types of it): a JSON body of model, input,
 // tools ({type:"image_generation", model, size, quality, partial_images}), stream, background,
-// max_output_tokens and max_tool_calls, refused with 400 in OpenAI's error shape when it has
-// another field or tool member. The prompt says how many images the model makes ("draw N"),
-// at most max_tool_calls; each is an image_generation_call output item (id, status completed,
+// max_output_tokens, max_tool_calls and tool_choice, refused with 400 in OpenAI's error shape
+// when it has another field or tool member; besides the image_generation tool it takes function
+// tools (type, name, description, parameters, strict). The prompt says how many images the model
+// makes ("draw N"), at most max_tool_calls, and none where tool_choice is "none", forces a
+// function ({"type":"function","name":…}, answered with a function_call item besides the
+// message) or is allowed_tools without the image_generation tool, as the reference says; each is an image_generation_call output item (id, status completed,
 // result in base64, background, output_format, quality, size, revised_prompt), made at the
 // tool's size and quality, or 1024x1024 and medium where the tool says auto or nothing; the
 // answer ends with a message and its usage (12 input, 20 output tokens), and the image model's
@@ -48,6 +51,11 @@ type fakeImageTool struct {
 	Size          string `json:"size,omitempty"`
 	Quality       string `json:"quality,omitempty"`
 	PartialImages int    `json:"partial_images,omitempty"`
+	// A function tool's.
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 type fakeResponsesCreate struct {
@@ -58,6 +66,52 @@ type fakeResponsesCreate struct {
 	Background      bool            `json:"background"`
 	MaxOutputTokens int             `json:"max_output_tokens"`
 	MaxToolCalls    *int            `json:"max_tool_calls"`
+	ToolChoice      json.RawMessage `json:"tool_choice"`
+}
+
+// imageTool is the request's image_generation tool, if it has exactly one and every other tool
+// is a named function.
+func (req *fakeResponsesCreate) imageTool() (fakeImageTool, bool) {
+	var image []fakeImageTool
+	for _, t := range req.Tools {
+		switch {
+		case t.Type == "image_generation":
+			image = append(image, t)
+		case t.Type != "function" || t.Name == "":
+			return fakeImageTool{}, false
+		}
+	}
+	if len(image) != 1 {
+		return fakeImageTool{}, false
+	}
+	return image[0], true
+}
+
+// choice is what the request's tool_choice lets the model do: call the image tool, and the
+// function it forces ("" for none).
+func (req *fakeResponsesCreate) choice() (images bool, function string) {
+	var mode string
+	if json.Unmarshal(req.ToolChoice, &mode) == nil {
+		return mode != "none", ""
+	}
+	var c struct {
+		Type  string           `json:"type"`
+		Name  string           `json:"name"`
+		Tools []map[string]any `json:"tools"`
+	}
+	_ = json.Unmarshal(req.ToolChoice, &c)
+	switch c.Type {
+	case "function":
+		return false, c.Name
+	case "allowed_tools":
+		for _, t := range c.Tools {
+			if t["type"] == "image_generation" {
+				return true, ""
+			}
+		}
+		return false, ""
+	}
+	return true, ""
 }
 
 func (f *fakeOpenAIResponses) refuse(w http.ResponseWriter, status int, code, message string) {
@@ -75,8 +129,10 @@ func (f *fakeOpenAIResponses) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	}
 	var req fakeResponsesCreate
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20)) // a short body fails decodeStrict
-	if err := decodeStrict(body, &req); err != nil || req.Model == "" || len(req.Tools) != 1 || req.Tools[0].Type != "image_generation" {
-		f.refuse(w, 400, "invalid_request", fmt.Sprintf("the fake takes one image_generation tool: %v", err))
+	err := decodeStrict(body, &req)
+	tool, ok := req.imageTool()
+	if err != nil || req.Model == "" || !ok {
+		f.refuse(w, 400, "invalid_request", fmt.Sprintf("the fake takes one image_generation tool, and function tools: %v", err))
 		return
 	}
 	var logged map[string]any
@@ -95,7 +151,10 @@ func (f *fakeOpenAIResponses) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	if req.MaxToolCalls != nil {
 		n = min(n, *req.MaxToolCalls) // further tool calls are ignored
 	}
-	tool := req.Tools[0]
+	images, function := req.choice()
+	if !images {
+		n = 0
+	}
 	size, quality := tool.Size, tool.Quality
 	if size == "" || size == "auto" {
 		size = "1024x1024"
@@ -128,6 +187,10 @@ func (f *fakeOpenAIResponses) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 		return r
 	}
 	output := []any{message}
+	if function != "" {
+		output = append(output, map[string]any{"id": "fc_" + id, "type": "function_call", "status": "completed",
+			"call_id": "call_" + id, "name": function, "arguments": "{}"})
+	}
 	for i := range n {
 		output = append(output, image(i, "completed", true))
 	}

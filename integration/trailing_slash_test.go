@@ -34,6 +34,8 @@ http://127.0.0.1:{{port}} {
 		mediagw_models @models
 		mediagw_video_tasks /api/v3/contents/generations/tasks*
 		mediagw_videos /v1/videos*
+		@images path /v1/images/edits /v1/images/tasks/*
+		mediagw_image_edits @images
 		mediagw_route
 	}
 }
@@ -47,7 +49,8 @@ http://127.0.0.1:{{sim_port}} {
 
 // TestTrailingSlashIsNoEndpoint: the gateway's own collections with a trailing slash
 // (/v1/models/, /v1/videos/, /api/v3/contents/generations/tasks/), and its items with a trailing
-// or doubled slash, are unknown paths, as on the pass-through endpoints: 404 not_found in the
+// or doubled slash (a model's retrieve and an image task's query too, which answered
+// model_not_found and task_not_found), are unknown paths, as on the pass-through endpoints: 404 not_found in the
 // endpoint's shape, no list, no task created, nothing forwarded. No official SDK sends them
 // (openai-go: /models, /videos; the Ark SDK: /contents/generations/tasks). Before, each answered
 // the list (a POST created a task).
@@ -68,6 +71,11 @@ func TestTrailingSlashIsNoEndpoint(t *testing.T) {
 	}{
 		{"GET", "/v1/models/", nil, "no such endpoint"},
 		{"HEAD", "/v1/models/", nil, ""},
+		{"GET", "/v1/models/seedance-sim/", nil, "no such endpoint"},
+		{"GET", "/v1/models//seedance-sim", nil, "no such endpoint"},
+		{"GET", "/v1/images/tasks/", nil, "no such image endpoint"},
+		{"GET", "/v1/images/tasks/imgtask_1/", nil, "no such image endpoint"},
+		{"GET", "/v1/images/tasks//imgtask_1", nil, "no such image endpoint"},
 		{"GET", "/v1/videos/", nil, "no such endpoint of the video API"},
 		{"POST", "/v1/videos/", `{"model":"seedance-sim","prompt":"a second lighthouse"}`, "no such endpoint of the video API"},
 		{"GET", "/v1/videos/" + video + "/", nil, "no such endpoint of the video API"},
@@ -120,7 +128,7 @@ func TestTrailingSlashIsNoEndpoint(t *testing.T) {
 		t.Errorf("%d requests reached the pass-through upstream", forwarded)
 	}
 	// The paths themselves still answer.
-	for _, path := range []string{"/v1/models", "/v1/videos", tasks, "/v1/videos/" + video, tasks + "/" + task} {
+	for _, path := range []string{"/v1/models", "/v1/models/seedance-sim", "/v1/videos", tasks, "/v1/videos/" + video, tasks + "/" + task} {
 		if r := call(t, "GET", base+path, key, nil); r.status != http.StatusOK {
 			t.Errorf("GET %s = %d %s", path, r.status, r.body)
 		}

@@ -109,6 +109,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = h.edit(w, r, id)
 	case strings.Contains(r.URL.Path, "/images/tasks/"):
 		_, taskID, _ := strings.Cut(r.URL.Path, "/images/tasks/")
+		if taskID == "" || strings.Contains(taskID, "/") {
+			// An empty segment (/images/tasks/, /images/tasks/{id}/, a doubled slash) is no
+			// endpoint, as on the other endpoints: not an unknown task.
+			err = errNotFound
+			break
+		}
 		if r.Method != http.MethodGet {
 			err = apierror.MethodNotAllowed(w, http.MethodGet)
 			break

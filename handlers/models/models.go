@@ -54,8 +54,9 @@ func Owns(r *http.Request) bool {
 var errNoEndpoint = apierror.New(http.StatusNotFound, "not_found", "no such endpoint")
 
 // ServeHTTP answers the list, or with a path that goes on after /models/ (/v1/models/{id}, the
-// OpenAI protocol's model retrieve), the one model named by the rest of the path; /v1/models/
-// with nothing after it is a 404 not_found, no endpoint. A model that
+// OpenAI protocol's model retrieve), the one model named by the rest of the path; a path with an
+// empty segment (/v1/models/, /v1/models/{id}/, /v1/models//{id}) is a 404 not_found, no
+// endpoint. A model that
 // the key may not use is answered 404 model_not_found, exactly as one that does not exist, so
 // that a key cannot learn what else the gateway serves.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -69,9 +70,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, model, isItem := strings.Cut(r.URL.Path, "/models/"); isItem {
-		if model == "" {
-			// /v1/models/ is no endpoint (no SDK sends it), as a pass-through path with a
-			// trailing slash is not: not the list.
+		if model == "" || strings.HasPrefix(model, "/") || strings.HasSuffix(model, "/") || strings.Contains(model, "//") {
+			// An empty segment (/v1/models/, /v1/models/{id}/, a doubled slash) is no
+			// endpoint (no SDK sends it), as a pass-through path with one is not: neither the
+			// list nor a model. A model id may hold a single slash (org/model).
 			apierror.Write(w, apierror.OpenAIShape, errNoEndpoint)
 			return
 		}

@@ -1,11 +1,9 @@
 package passthrough
 
 import (
-	"bytes"
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +46,11 @@ func (rt *Router) dispatch(r *http.Request, account string, route *Route) error 
 			return err
 		}
 	}
+	if mapsToolModels(p, route.toolModelNames) {
+		if err := mapToolModels(r, p); err != nil {
+			return err
+		}
+	}
 	switch {
 	case r.GetBody != nil:
 		d.Body = replayFunc(r.GetBody)
@@ -80,11 +83,7 @@ func (rt *Router) mapModel(r *http.Request, d *providers.Dispatch) error {
 	if r.GetBody == nil {
 		return nil // no body: nothing names the model
 	}
-	orig, err := r.GetBody()
-	if err != nil {
-		return err
-	}
-	body, err := io.ReadAll(orig)
+	body, err := replayedBytes(r)
 	if err != nil {
 		return err
 	}
@@ -95,10 +94,7 @@ func (rt *Router) mapModel(r *http.Request, d *providers.Dispatch) error {
 		}
 		return errModelMember
 	}
-	r.Body = io.NopCloser(bytes.NewReader(mapped))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(mapped)), nil }
-	r.ContentLength = int64(len(mapped))
-	r.Header.Set("Content-Length", strconv.Itoa(len(mapped)))
+	setBody(r, mapped)
 	return nil
 }
 

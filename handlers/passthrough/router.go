@@ -101,6 +101,9 @@ type Route struct {
 	// modelInBody is set when a generate-content body names the path's model again (see
 	// checkBodyModels), which an alias cannot be rewritten in.
 	modelInBody bool
+	// toolModelNames are the models the body's tools name (checkToolModels), which are sent
+	// under the provider's names where its model_map maps them (mapToolModels).
+	toolModelNames []string
 	// watched is the id of a slot-holding object that the call retrieves or deletes (see
 	// Router.WatchObject); watchDeletes is set for a delete.
 	watched      string
@@ -330,7 +333,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		}
 		var toolImages []billing.ToolImages
 		if ep.toolModels {
-			if toolImages, err = checkToolModels(fields.value("tools"), id, toolCalls(&fields)); err != nil {
+			if toolImages, route.toolModelNames, err = checkToolModels(fields.value("tools"), id, toolCalls(&fields)); err != nil {
 				return "", err
 			}
 		}
@@ -389,19 +392,20 @@ func jsonModel(fields *bodyFields) (string, error) {
 }
 
 // refFields are the top-level body fields the router reads: model, the priced fields, the
-// endpoint's references and, where tools may name models, tools and max_tool_calls (which bounds
-// the images a tool is held for). The slice is shared by every endpoint without references: do not
+// endpoint's references and, where tools may name models, tools, max_tool_calls and tool_choice
+// (which bound the images a tool is held for). The slice is shared by every endpoint without
+// references: do not
 // change it.
 func refFields(ep Endpoint) []string {
 	if len(ep.Refs) == 0 && !ep.toolModels {
 		return modelAndPriced
 	}
-	fields := append(make([]string, 0, len(modelAndPriced)+len(ep.Refs)+2), modelAndPriced...)
+	fields := append(make([]string, 0, len(modelAndPriced)+len(ep.Refs)+3), modelAndPriced...)
 	for field := range ep.Refs {
 		fields = append(fields, field)
 	}
 	if ep.toolModels {
-		fields = append(fields, "tools", "max_tool_calls")
+		fields = append(fields, "tools", "max_tool_calls", "tool_choice")
 	}
 	return fields
 }

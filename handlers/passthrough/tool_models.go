@@ -28,10 +28,11 @@ const imageGenerationTool = "image_generation"
 //
 // It returns the image_generation tools, each with its model ("" for the provider's default),
 // size and quality ("" when absent or not a string), and calls images held (see
-// billing.ToolImages).
-func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64) ([]billing.ToolImages, error) {
+// billing.ToolImages); and the models the tools name, which the provider's model_map may map
+// (mapToolModels).
+func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64) (images []billing.ToolImages, named []string, err error) {
 	if len(tools) == 0 || tools[0] != '[' && tools[0] != '{' {
-		return nil, nil
+		return nil, nil, nil
 	}
 	// A list that starts as []json.RawMessage{tools} must not be decoded into: each element
 	// would be copied over the body's own bytes, which are forwarded.
@@ -39,9 +40,8 @@ func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64) ([]bi
 	if tools[0] == '{' {
 		list = []json.RawMessage{tools}
 	} else if json.Unmarshal(tools, &list) != nil {
-		return nil, nil // the body is valid JSON, so this does not happen
+		return nil, nil, nil // the body is valid JSON, so this does not happen
 	}
-	var images []billing.ToolImages
 	for i, tool := range list {
 		if len(tool) == 0 || tool[0] != '{' {
 			continue
@@ -50,9 +50,9 @@ func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64) ([]bi
 		members, err := jsonkeys.MembersValid(tool, "model", "type", "size", "quality")
 		if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
 			field := fmt.Sprintf("tools[%d].%s", i, e.Field)
-			return nil, apierror.New(http.StatusBadRequest, "invalid_request_body", field+" is refused: "+e.Error()).WithParam(field)
+			return nil, nil, apierror.New(http.StatusBadRequest, "invalid_request_body", field+" is refused: "+e.Error()).WithParam(field)
 		} else if err != nil {
-			return nil, errBadJSON
+			return nil, nil, errBadJSON
 		}
 		kind, _ := stringValue(members["type"])
 		imageTool := kind == imageGenerationTool
@@ -60,30 +60,35 @@ func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64) ([]bi
 		raw, ok := members["model"]
 		if !ok || string(raw) == "null" {
 			if imageTool && len(id.Models) > 0 {
-				return nil, apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may use only some models, and "+
+				return nil, nil, apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may use only some models, and "+
 					param+" names none, so the provider would run its default image model: name one this key may use").WithParam(param)
 			}
 		} else {
 			if model, err = stringValue(raw); err != nil {
-				return nil, apierror.New(http.StatusBadRequest, "invalid_request_body", param+" must be a string").WithParam(param)
+				return nil, nil, apierror.New(http.StatusBadRequest, "invalid_request_body", param+" must be a string").WithParam(param)
 			}
 			if !id.AllowsModel(model) {
-				return nil, apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may not use model "+apierror.Echo(model)+" ("+param+")").WithParam(param)
+				return nil, nil, apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may not use model "+apierror.Echo(model)+" ("+param+")").WithParam(param)
 			}
+			named = append(named, model)
 		}
 		if imageTool {
 			images = append(images, billing.ToolImages{Model: model, Size: stringOrEmpty(members["size"]),
 				Quality: stringOrEmpty(members["quality"]), Count: calls})
 		}
 	}
-	return images, nil
+	return images, named, nil
 }
 
-// toolCalls is the number of images an image_generation tool is held for: the body's
+// toolCalls is the number of images an image_generation tool is held for: none when the body's
+// tool_choice keeps the model from calling it (toolChoiceExcludesImages), else the body's
 // max_tool_calls (the most built-in tool calls the response may make, all tools together; a
 // number, or a string holding one, as the other limits are read), else 1. A model may call the
-// tool more often without it: the settlement charges every image made.
+// tool more often without it: the settlement charges every image made, held or not.
 func toolCalls(fields *bodyFields) int64 {
+	if toolChoiceExcludesImages(fields.value("tool_choice")) {
+		return 0
+	}
 	if n := numberOrString(fields.value("max_tool_calls")); n > 0 {
 		return n
 	}
@@ -102,4 +107,51 @@ func defaultToolModel(images []billing.ToolImages, providerDefault string) {
 			images[i].Model = providerDefault
 		}
 	}
+}
+
+// toolChoiceExcludesImages reports whether a Responses tool_choice keeps the model from calling
+// an image_generation tool, per OpenAI's reference: "none" (the model calls no tool); a choice
+// that forces another tool ({"type":"function","name":…}, a hosted tool of another type, mcp,
+// custom …); or allowed_tools whose list has no image_generation tool. "auto", "required", a
+// forced image_generation, and anything the gateway cannot read unambiguously (a repeated or
+// case-variant key) do not: the tool's images are held.
+func toolChoiceExcludesImages(choice json.RawMessage) bool {
+	if len(choice) == 0 {
+		return false
+	}
+	if choice[0] == '"' {
+		mode, err := stringValue(choice)
+		return err == nil && mode == "none"
+	}
+	if choice[0] != '{' {
+		return false
+	}
+	members, err := jsonkeys.MembersValid(choice, "type", "tools")
+	if err != nil {
+		return false
+	}
+	kind, err := stringValue(members["type"])
+	switch {
+	case err != nil || kind == "" || kind == imageGenerationTool:
+		return false
+	case kind != "allowed_tools":
+		return true // another tool is forced
+	}
+	var allowed []json.RawMessage
+	if json.Unmarshal(members["tools"], &allowed) != nil {
+		return false
+	}
+	for _, tool := range allowed {
+		if len(tool) == 0 || tool[0] != '{' {
+			return false
+		}
+		m, err := jsonkeys.MembersValid(tool, "type")
+		if err != nil {
+			return false
+		}
+		if kind, err := stringValue(m["type"]); err != nil || kind == imageGenerationTool {
+			return false
+		}
+	}
+	return true
 }
