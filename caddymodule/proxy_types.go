@@ -17,8 +17,10 @@ const plainText = "text/plain; charset=utf-8"
 func typedSafely(h http.Header) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	ct := h.Get("Content-Type")
-	if ct == "" {
-		return
+	switch ct {
+	case "", "application/json", "application/json; charset=utf-8", "text/event-stream",
+		"text/event-stream; charset=utf-8", plainText:
+		return // the usual answers, spared the parse (which allocates a map of parameters)
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || activeType(mt) {
