@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Start-up and load code shared by the benchmark scripts (run.sh, channels.sh, create.sh,
-# instances.sh, phases.sh). It is sourced, not run:
+# instances.sh, instructions.sh, phases.sh). It is sourced, not run:
 #
 #   . "$(dirname "$0")/lib.sh"
 #
