@@ -77,12 +77,7 @@ http://127.0.0.1:$GW {
 	route {
 		mediagw_auth
 		mediagw_route
-		reverse_proxy {
-			dynamic mediagw
-			transport mediagw
-			lb_policy first
-			lb_retries 1
-		}
+$(transport_proxy 1)
 	}
 }
 CFG

@@ -58,12 +58,7 @@ http://127.0.0.1:$GW {
 	route {
 		mediagw_auth
 		mediagw_route
-		reverse_proxy {
-			dynamic mediagw
-			transport mediagw
-			lb_policy first
-			lb_retries 2
-		}
+$(transport_proxy)
 	}
 }
 CFG

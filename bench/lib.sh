@@ -128,6 +128,20 @@ provider() {
 CFG
 }
 
+# transport_proxy [RETRIES]: a gateway's one reverse_proxy, with the mediagw upstream source and
+# transport, as Caddyfile.example has it (lb_retries RETRIES, default 2), indented for a route
+# block of a site.
+transport_proxy() {
+	cat <<CFG
+		reverse_proxy {
+			dynamic mediagw
+			transport mediagw
+			lb_policy first
+			lb_retries ${1:-2}
+		}
+CFG
+}
+
 # bench_key: the key block inside the mediagw options ($KEY, account bench).
 bench_key() {
 	cat <<CFG

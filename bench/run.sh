@@ -130,14 +130,7 @@ CFG
 # reverse_proxy per upstream, chosen by matching {mediagw.provider}.
 proxy_blocks() {
 	if [ "$PROXY" = transport ]; then
-		cat <<CFG
-		reverse_proxy {
-			dynamic mediagw
-			transport mediagw
-			lb_policy first
-			lb_retries 2
-		}
-CFG
+		transport_proxy
 	else
 		cat <<CFG
 		@chat vars {mediagw.provider} chat
