@@ -160,26 +160,40 @@ func StripCredentials(r *http.Request) bool {
 // as X-Api-Key; Caddy's logs would print such a header, and the proxy forward it. (The names are
 // CredentialHeaders', folded.)
 func IsCredentialHeader(name string) bool {
-	var buf [24]byte
-	n := 0
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c == '-' || c == '_' || c == '.':
-			continue
-		case n == len(buf):
-			return false // longer than any credential header's name
-		case c >= 'A' && c <= 'Z':
-			c += 'a' - 'A'
-		}
-		buf[n] = c
-		n++
+	var buf foldedName
+	n, ok := buf.fold(name)
+	if !ok {
+		return false // longer than any credential header's name
 	}
 	switch string(buf[:n]) {
 	case "authorization", "proxyauthorization", "xapikey", "xgoogapikey", "apikey", "xauthtoken", "xamzsecuritytoken":
 		return true
 	}
 	return false
+}
+
+// foldedName holds a header name folded as FoldName folds it, without allocating: the header
+// checks run on every header of every request.
+type foldedName [24]byte
+
+// fold writes name into b folded as FoldName folds it (letter case, and '-', '_', '.', spaces and
+// control characters dropped), and returns its length; false when it is longer than b.
+func (b *foldedName) fold(name string) (int, bool) {
+	n := 0
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c <= ' ' || c == 0x7f || c == '-' || c == '_' || c == '.':
+			continue
+		case n == len(b):
+			return 0, false
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		b[n] = c
+		n++
+	}
+	return n, true
 }
 
 // KeyProtocolPrefix begins the WebSocket subprotocol in which OpenAI's SDKs send the API key
@@ -191,24 +205,9 @@ const KeyProtocolPrefix = "openai-insecure-api-key."
 // keeps when its servers options expected_underscore_headers or expected_dot_headers name them.
 // The key subprotocol (KeyProtocolPrefix) is removed from each of them.
 func IsWebSocketProtocolHeader(name string) bool {
-	const folded = "secwebsocketprotocol"
-	n := 0
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c <= ' ' || c == 0x7f || c == '-' || c == '_' || c == '.':
-			continue // as FoldName drops them
-		case n == len(folded):
-			return false
-		case c >= 'A' && c <= 'Z':
-			c += 'a' - 'A'
-		}
-		if c != folded[n] {
-			return false
-		}
-		n++
-	}
-	return n == len(folded)
+	var buf foldedName
+	n, ok := buf.fold(name)
+	return ok && string(buf[:n]) == "secwebsocketprotocol"
 }
 
 // HasKeyProtocol reports whether h carries the key subprotocol (KeyProtocolPrefix) in any
