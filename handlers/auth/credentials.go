@@ -155,7 +155,7 @@ func StripCredentials(r *http.Request) bool {
 }
 
 // IsCredentialHeader reports whether a header name reads as one of CredentialHeaders to some
-// server: in any letter case, and without '-', '_' and '.'. Servers that hand headers to
+// server: folded as FoldName folds it (any letter case, without '-', '_' and '.'). Servers that hand headers to
 // applications as variables (CGI, WSGI, PHP, some proxies) read X_Api_Key, and some X.Api.Key,
 // as X-Api-Key; Caddy's logs would print such a header, and the proxy forward it. (The names are
 // CredentialHeaders', folded.)
