@@ -58,16 +58,17 @@ func newCredentialSafeLog(ctx caddy.Context) credentialSafeLog {
 // in the request URI. Call it before the credentials are stripped.
 func exposes(r *http.Request, srv *caddyhttp.Server) bool {
 	logsCredentials := srv != nil && srv.Logs != nil && srv.Logs.ShouldLogCredentials
-	for name := range r.Header {
-		if !auth.IsCredentialHeader(name) {
-			continue
+	for name, values := range r.Header {
+		switch auth.HeaderKindOf(name) {
+		case auth.CredentialHeader:
+			if logsCredentials || (name != "Authorization" && name != "Proxy-Authorization") {
+				return true // Caddy redacts only these two, spelled so
+			}
+		case auth.WebSocketProtocolHeader:
+			if _, had := auth.WithoutKeyProtocols(values); had {
+				return true // a key in a WebSocket subprotocol (any spelling of the header), which Caddy prints
+			}
 		}
-		if logsCredentials || (name != "Authorization" && name != "Proxy-Authorization") {
-			return true // Caddy redacts only these two, spelled so
-		}
-	}
-	if auth.HasKeyProtocol(r.Header) {
-		return true // a key in a WebSocket subprotocol (any spelling of the header), which Caddy prints
 	}
 	if r.URL.RawQuery == "" && !strings.Contains(r.RequestURI, "?") {
 		return false

@@ -116,12 +116,12 @@ func StripCredentials(r *http.Request) bool {
 		removed = true
 	}
 	for name, protocols := range r.Header {
-		if IsCredentialHeader(name) {
+		switch HeaderKindOf(name) {
+		case CredentialHeader:
 			delete(r.Header, name)
 			removed = true
 			continue
-		}
-		if !IsWebSocketProtocolHeader(name) {
+		case OtherHeader:
 			continue
 		}
 		if kept, had := WithoutKeyProtocols(protocols); had {
@@ -160,41 +160,65 @@ func StripCredentials(r *http.Request) bool {
 // as X-Api-Key; Caddy's logs would print such a header, and the proxy forward it. (The names are
 // CredentialHeaders', folded.)
 func IsCredentialHeader(name string) bool {
-	var buf foldedName
-	n, ok := buf.fold(name)
-	if !ok {
-		return false // longer than any credential header's name
+	return HeaderKindOf(name) == CredentialHeader
+}
+
+// HeaderKind is what a header name reads as to some server (FoldName): see HeaderKindOf.
+type HeaderKind uint8
+
+const (
+	// OtherHeader is any header that is neither of the others.
+	OtherHeader HeaderKind = iota
+	// CredentialHeader is a spelling of one of CredentialHeaders (IsCredentialHeader).
+	CredentialHeader
+	// WebSocketProtocolHeader is a spelling of Sec-WebSocket-Protocol (IsWebSocketProtocolHeader).
+	WebSocketProtocolHeader
+)
+
+// HeaderKindOf folds name once, as FoldName folds it, and tells which of the header kinds it
+// reads as. It allocates nothing: the header checks run on every header of every request.
+func HeaderKindOf(name string) HeaderKind {
+	var buf [maxFoldedHeader]byte
+	n := 0
+	for i := 0; i < len(name); i++ {
+		c := headerFold[name[i]]
+		switch {
+		case c == 0:
+			continue // a separator, space or control character, dropped
+		case n == 0 && c != 'a' && c != 'p' && c != 'x' && c != 's':
+			return OtherHeader // no name below begins otherwise
+		case n == len(buf):
+			return OtherHeader // longer than any name below
+		}
+		buf[n] = c
+		n++
 	}
 	switch string(buf[:n]) {
 	case "authorization", "proxyauthorization", "xapikey", "xgoogapikey", "apikey", "xauthtoken", "xamzsecuritytoken":
-		return true
+		return CredentialHeader
+	case "secwebsocketprotocol":
+		return WebSocketProtocolHeader
 	}
-	return false
+	return OtherHeader
 }
 
-// foldedName holds a header name folded as FoldName folds it, without allocating: the header
-// checks run on every header of every request.
-type foldedName [24]byte
+// maxFoldedHeader is the length of the longest folded name HeaderKindOf knows.
+const maxFoldedHeader = len("secwebsocketprotocol")
 
-// fold writes name into b folded as FoldName folds it (letter case, and '-', '_', '.', spaces and
-// control characters dropped), and returns its length; false when it is longer than b.
-func (b *foldedName) fold(name string) (int, bool) {
-	n := 0
-	for i := 0; i < len(name); i++ {
-		c := name[i]
+// headerFold maps each byte of a header name to its folded byte (FoldName's rule, ASCII: header
+// names are tokens), or to 0 for the bytes FoldName drops.
+var headerFold = func() (t [256]byte) {
+	for c := range t {
 		switch {
 		case c <= ' ' || c == 0x7f || c == '-' || c == '_' || c == '.':
-			continue
-		case n == len(b):
-			return 0, false
 		case c >= 'A' && c <= 'Z':
-			c += 'a' - 'A'
+			t[c] = byte(c) + 'a' - 'A'
+		default:
+			t[c] = byte(c)
 		}
-		b[n] = c
-		n++
 	}
-	return n, true
-}
+	return t
+}()
 
 // KeyProtocolPrefix begins the WebSocket subprotocol in which OpenAI's SDKs send the API key
 // from a browser (Sec-WebSocket-Protocol: realtime, openai-insecure-api-key.<key>).
@@ -205,9 +229,7 @@ const KeyProtocolPrefix = "openai-insecure-api-key."
 // keeps when its servers options expected_underscore_headers or expected_dot_headers name them.
 // The key subprotocol (KeyProtocolPrefix) is removed from each of them.
 func IsWebSocketProtocolHeader(name string) bool {
-	var buf foldedName
-	n, ok := buf.fold(name)
-	return ok && string(buf[:n]) == "secwebsocketprotocol"
+	return HeaderKindOf(name) == WebSocketProtocolHeader
 }
 
 // HasKeyProtocol reports whether h carries the key subprotocol (KeyProtocolPrefix) in any

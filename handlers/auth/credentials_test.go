@@ -192,3 +192,25 @@ func TestWithoutKeyProtocols(t *testing.T) {
 		}
 	}
 }
+
+// HeaderKindOf folds as FoldName does: for every spelling below, its kind is the one the name
+// folded by FoldName has among CredentialHeaders and Sec-WebSocket-Protocol.
+func TestHeaderKindOfFoldsAsFoldName(t *testing.T) {
+	names := []string{"", "-", "Content-Type", "Accept", "User-Agent", "X-Request-Id", "Sec-WebSocket-Key",
+		"Authorizations", "Authorizatio", "_Authorization", "A-u-t-h-o-r-i-z-a-t-i-o-n", "pRoXy.AuThOrIzAtIoN",
+		"X-Amz-Security-Token-X", "\x7fApi-Key", "Api\x01Key", "Sec-WebSocket-Protocol-X", "Secwebsocketprotocol",
+		"X" + strings.Repeat("-", 40) + "Api-Key", strings.Repeat("A", 30)}
+	for _, h := range CredentialHeaders {
+		names = append(names, h, strings.ToUpper(h), strings.ToLower(h), strings.ReplaceAll(h, "-", "_"),
+			strings.ReplaceAll(h, "-", "."), strings.ReplaceAll(h, "-", ""), "-"+h+"_")
+	}
+	folded := map[string]HeaderKind{"secwebsocketprotocol": WebSocketProtocolHeader}
+	for _, h := range CredentialHeaders {
+		folded[FoldName(h)] = CredentialHeader
+	}
+	for _, name := range names {
+		if got, want := HeaderKindOf(name), folded[FoldName(name)]; got != want {
+			t.Errorf("HeaderKindOf(%q) = %d, want %d", name, got, want)
+		}
+	}
+}
