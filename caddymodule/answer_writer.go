@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"github.com/mediagw/mediagw/internal/hdr"
 	"mime"
 	"net/http"
 
@@ -61,13 +62,13 @@ func (w *answerWriter) WriteHeader(status int) {
 		// A provider's cookies (load balancer affinity, bot checks) belong to the operator's
 		// session with it, not to a tenant, and cookies ignore ports: one set on the gateway's
 		// host would reach the console too.
-		w.Header().Del("Set-Cookie")
-		mt, err := w.Header().Get("Content-Type"), error(nil)
+		hdr.Del(w.Header(), "Set-Cookie")
+		mt, err := hdr.Get(w.Header(), "Content-Type"), error(nil)
 		if mt != "application/json" && mt != "text/event-stream" { // the common ones need no parsing
 			mt, _, err = mime.ParseMediaType(mt)
 		}
 		switch {
-		case err != nil || status >= 300 || w.Header().Get("Content-Encoding") != "":
+		case err != nil || status >= 300 || hdr.Get(w.Header(), "Content-Encoding") != "":
 		case mt == "text/event-stream":
 			w.sniff, w.sniffer.SSE = true, true
 			if w.toolImages != nil {
@@ -121,7 +122,7 @@ func (w *answerWriter) streamed() bool {
 	if w.status != 0 {
 		return w.sniffer.SSE
 	}
-	mt, _, err := mime.ParseMediaType(w.Header().Get("Content-Type"))
+	mt, _, err := mime.ParseMediaType(hdr.Get(w.Header(), "Content-Type"))
 	return err == nil && mt == "text/event-stream"
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mediagw/mediagw/internal/hdr"
 	"net"
 	"net/http"
 	"net/url"
@@ -171,7 +172,7 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 	// The transport asks for compression and undoes it, whatever the client accepts: the answer
 	// is read for its usage (what the request is charged), its items and ids, and a mapped
 	// model's id; a gzipped one passed through would be charged the estimate instead.
-	out.Header.Del("Accept-Encoding")
+	hdr.Del(out.Header, "Accept-Encoding")
 	if d.Body != nil && req.Body != nil && req.Body != http.NoBody {
 		body, err := d.Body.Replay()
 		if err != nil {

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"github.com/mediagw/mediagw/internal/hdr"
 	"mime"
 	"net/http"
 	"strings"
@@ -15,8 +16,8 @@ const plainText = "text/plain; charset=utf-8"
 // not parse, its body passed on as sent. No model API answers with a page; a hostile provider
 // could, and the client's browser would run it as the gateway's.
 func typedSafely(h http.Header) {
-	h.Set("X-Content-Type-Options", "nosniff")
-	ct := h.Get("Content-Type")
+	h["X-Content-Type-Options"] = []string{"nosniff"} // the names canonical: no Set, Get (hdr)
+	ct := hdr.Get(h, "Content-Type")
 	switch ct {
 	case "", "application/json", "application/json; charset=utf-8", "text/event-stream",
 		"text/event-stream; charset=utf-8", plainText:
@@ -24,7 +25,7 @@ func typedSafely(h http.Header) {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || activeType(mt) {
-		h.Set("Content-Type", plainText)
+		h["Content-Type"] = []string{plainText}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"github.com/mediagw/mediagw/internal/hdr"
 	"io"
 	"math"
 	"mime"
@@ -246,7 +247,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) 
 // Compressed reports whether the request declares a Content-Encoding other than identity (or
 // more than one).
 func Compressed(r *http.Request) bool {
-	coding := r.Header.Values("Content-Encoding")
+	coding := r.Header["Content-Encoding"]
 	return len(coding) > 1 || len(coding) == 1 && !strings.EqualFold(strings.TrimSpace(coding[0]), "identity")
 }
 
@@ -260,7 +261,7 @@ func CompressedBody(code string) *Error {
 // name no charset or UTF-8 (see UTF8Charset). Any other charset is refused with
 // WrongContentType, as another type is.
 func IsJSON(r *http.Request) bool {
-	ct := r.Header.Get("Content-Type")
+	ct := hdr.Get(r.Header, "Content-Type")
 	if ct == "application/json" {
 		return true // the usual value, without parsing its (absent) parameters
 	}

@@ -68,7 +68,7 @@ var ErrConflictingKeys = apierror.New(http.StatusUnauthorized, "invalid_api_key"
 // different keys is an error; so is a malformed Authorization header.
 func KeyFromRequest(r *http.Request) (string, error) {
 	var found []string
-	if h := r.Header.Values("Authorization"); len(h) > 0 {
+	if h := r.Header["Authorization"]; len(h) > 0 {
 		if len(h) > 1 {
 			return "", ErrConflictingKeys
 		}
@@ -80,10 +80,10 @@ func KeyFromRequest(r *http.Request) (string, error) {
 	}
 	path := r.URL.Path
 	if path == MessagesPath || strings.HasPrefix(path, MessagesPath+"/") {
-		found = append(found, r.Header.Values("X-Api-Key")...)
+		found = append(found, r.Header["X-Api-Key"]...)
 	}
 	if IsGenerateContentPath(path) {
-		found = append(found, r.Header.Values("X-Goog-Api-Key")...)
+		found = append(found, r.Header["X-Goog-Api-Key"]...)
 		found = append(found, queryValues(r.URL.RawQuery, KeyQueryParameter)...)
 	}
 	if len(found) == 0 {

@@ -8,6 +8,7 @@ package passthrough
 import (
 	"encoding/json"
 	"errors"
+	"github.com/mediagw/mediagw/internal/hdr"
 	"net/http"
 	"strings"
 	"time"
@@ -142,11 +143,11 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		// endpoint either (DESIGN §7), and says nothing of which methods the path takes.
 		return Route{}, errNoEndpoint
 	}
-	if len(r.Header.Values("Content-Type")) > 1 {
+	if len(r.Header["Content-Type"]) > 1 {
 		// Decoders differ on which of two values counts; forward only a body read one way.
 		return Route{}, apierror.New(http.StatusBadRequest, "invalid_request_body", "the request has more than one Content-Type header").WithParam("Content-Type")
 	}
-	if !utf8JSON(r.Header.Get("Content-Type")) {
+	if !utf8JSON(hdr.Get(r.Header, "Content-Type")) {
 		return Route{}, notUTF8(r)
 	}
 	if r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "model") {
@@ -171,7 +172,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 	scopeIdempotencyKey(r.Header, id.Account)
 	// The answer is read for its usage (what the request is charged) and the ids it creates, so
 	// the client's Accept-Encoding goes: the proxy's transport asks for gzip itself and decodes.
-	r.Header.Del("Accept-Encoding")
+	hdr.Del(r.Header, "Accept-Encoding")
 	return route, nil
 }
 
@@ -265,7 +266,7 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 // findModel takes the model from the path, the JSON body or the multipart field "model", and
 // checks the body's references to owned objects.
 func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, pathModel string, route *Route) (string, error) {
-	mt, params, _ := mediaType(r.Header.Get("Content-Type"))
+	mt, params, _ := mediaType(hdr.Get(r.Header, "Content-Type"))
 	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
 	switch {
 	case pathModel != "":
