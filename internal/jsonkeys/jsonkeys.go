@@ -206,21 +206,28 @@ func equalFold(key []byte, keyASCII bool, field string) bool {
 		return strings.EqualFold(string(key), field)
 	}
 	if len(key) != len(field) {
-		return len(field) > len(key) && !asciiOnly(field) && strings.EqualFold(string(key), field)
+		// Only a field longer in bytes, with a letter of several bytes that folds to an ASCII one
+		// (the Kelvin sign, the long s), can equal an ASCII key. A first byte that is ASCII and
+		// differs from the key's in any case rules it out without reading the field through.
+		if len(field) <= len(key) || len(key) > 0 && field[0] < utf8.RuneSelf && lowerASCII(field[0]) != lowerASCII(key[0]) {
+			return false
+		}
+		return !asciiOnly(field) && strings.EqualFold(string(key), field)
 	}
 	for i := range len(key) {
-		a, b := key[i], field[i]
-		if 'A' <= a && a <= 'Z' {
-			a += 'a' - 'A'
-		}
-		if 'A' <= b && b <= 'Z' {
-			b += 'a' - 'A'
-		}
-		if a != b {
+		if lowerASCII(key[i]) != lowerASCII(field[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// lowerASCII is c in lower case when it is an ASCII capital letter, else c.
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // asciiOnly reports whether b holds only ASCII bytes.

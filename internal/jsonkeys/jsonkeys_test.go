@@ -245,3 +245,20 @@ func TestMembersOfAllocatesNothing(t *testing.T) {
 		t.Errorf("%.0f allocations, found %q", allocs, found)
 	}
 }
+
+// equalFold's shortcut for fields of another length never hides a fold: an ASCII key still equals
+// a field spelled with the Kelvin sign or the long s, in any position, and nothing else.
+func TestEqualFoldShortcutKeepsMultibyteFolds(t *testing.T) {
+	for _, c := range []struct {
+		key, field string
+		want       bool
+	}{
+		{"kind", "\u212Aind", true}, {"KIND", "\u212Aind", true}, {"mask", "ma\u017Fk", true},
+		{"sk", "\u017F\u212A", true}, {"kind", "mind", false}, {"kind", "\u212Ainds", false},
+		{"mind", "\u212Aind", false}, {"", "\u212A", false}, {"model", "models", false},
+	} {
+		if got := equalFold([]byte(c.key), true, c.field); got != c.want {
+			t.Errorf("equalFold(%q, %q) = %v, want %v", c.key, c.field, got, c.want)
+		}
+	}
+}
