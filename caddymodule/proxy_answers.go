@@ -15,16 +15,16 @@ import (
 // a longer one passes unchanged.
 const maxRewrittenAnswer = 32 << 20
 
-// showClientModel rewrites an answer's model id to the client's: the top-level "model" of a JSON
-// answer, and of each JSON event of an event stream, as the events pass.
-func showClientModel(resp *http.Response, model string) {
+// showClientModels shows an answer's model ids as the client's (providers.AnswerModels): in a
+// JSON answer, and in each JSON event of an event stream, as the events pass.
+func showClientModels(resp *http.Response, models providers.AnswerModels) {
 	if resp.Header.Get("Content-Encoding") != "" {
 		return
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case mt == "text/event-stream":
-		resp.Body = providers.NewModelRewriter(resp.Body, model)
+		resp.Body = providers.NewModelRewriter(resp.Body, models)
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
 	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
@@ -35,8 +35,8 @@ func showClientModel(resp *http.Response, model string) {
 		if !ok {
 			return
 		}
-		if mapped, ok := providers.ReplaceModel(body, model); ok {
-			body = mapped
+		if shown, ok := models.Show(body); ok {
+			body = shown
 		}
 		setAnswer(resp, body)
 	}

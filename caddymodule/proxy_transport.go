@@ -142,8 +142,8 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.logger.Warn("upstream error answer refused", zap.String("upstream", u.Label()), zap.String("reason", reason))
 		}
 	}
-	if d.UpstreamModel != d.Model {
-		showClientModel(resp, d.Model)
+	if models := d.AnswerModels(); models.Any() {
+		showClientModels(resp, models)
 	}
 	typedSafely(resp.Header)
 	return resp, nil

@@ -29,13 +29,23 @@ func toolEnded(t *testing.T, g *gateway, account string, from int) (held, end st
 	return held, end
 }
 
+// toolModels is the model of each tool, comma-separated.
+func toolModels(tools []responses.ToolUnion) string {
+	models := make([]string, len(tools))
+	for i, tool := range tools {
+		models[i] = tool.Model
+	}
+	return strings.Join(models, ",")
+}
+
 // TestResponsesToolModelIsMapped: a provider's model_map maps the names clients use to the
 // provider's, so an image_generation tool naming a mapped model (studio-image) reaches the fake
 // OpenAI upstream under the provider's name (rimage-upstream), as the request's own model does
 // (chat-alias, mapped to rimage-chat), the rest of the body as sent; the images are held and
 // charged at the client's name's price (studio-image, 0.02 an image): held 0.02 (chat-alias is
-// unpriced), charged 0.02 for the one image made. Before, the tool's model went upstream as the
-// client named it.
+// unpriced), charged 0.02 for the one image made. Answers show the client's names: the response's
+// model and its tool's model, in JSON and in each streamed event's response. Before, the tool's
+// model went upstream as the client named it, and answers showed the provider's names.
 func TestResponsesToolModelIsMapped(t *testing.T) {
 	caddyfile := strings.Replace(toolImagesCaddyfile, "\t\t\ttool_image_model rimage-house\n",
 		"\t\t\ttool_image_model rimage-house\n\t\t\tmodel_map studio-image rimage-upstream\n\t\t\tmodel_map chat-alias rimage-chat\n\t\t}\n\t\tprice studio-image {\n\t\t\timage 0.02\n", 1)
@@ -67,6 +77,30 @@ func TestResponsesToolModelIsMapped(t *testing.T) {
 		}
 		if resp.Model != c.model {
 			t.Errorf("%s: the answer names model %q", c.model, resp.Model)
+		}
+		if tools := toolModels(resp.Tools); tools != "studio-image" {
+			t.Errorf("%s: the answer's tools name %q", c.model, tools)
+		}
+		// Streamed, each event's response shows the client's ids too, the model and the tool's.
+		stream := oa.Responses.NewStreaming(ctx, responses.ResponseNewParams{
+			Model:           c.model,
+			Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String("draw 1")},
+			Tools:           []responses.ToolUnionParam{{OfImageGeneration: &responses.ToolImageGenerationParam{Model: "studio-image", Size: "1024x1024"}}},
+			MaxOutputTokens: openai.Int(100),
+		})
+		shown := 0
+		for stream.Next() {
+			ev := stream.Current()
+			if ev.Response.ID == "" {
+				continue
+			}
+			shown++
+			if tools := toolModels(ev.Response.Tools); ev.Response.Model != c.model || tools != "studio-image" {
+				t.Errorf("%s: event %s shows model %q, tools %q", c.model, ev.Type, ev.Response.Model, tools)
+			}
+		}
+		if err := stream.Err(); err != nil || shown < 2 {
+			t.Errorf("%s: the stream ended with %v after %d events with a response", c.model, err, shown)
 		}
 		if held, end := toolEnded(t, g, "rimages", from); held != c.held || end != c.end {
 			t.Errorf("%s: held %s, %s; want %s, %s", c.model, held, end, c.held, c.end)

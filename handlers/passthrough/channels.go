@@ -51,6 +51,7 @@ func (rt *Router) dispatch(r *http.Request, account string, route *Route) error 
 			return err
 		}
 	}
+	d.ToolModels = answerToolModels(p, r.URL.Path, route.toolModelNames)
 	switch {
 	case r.GetBody != nil:
 		d.Body = replayFunc(r.GetBody)

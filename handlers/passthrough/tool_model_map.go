@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/mediagw/mediagw/handlers/providers"
 )
@@ -197,3 +199,33 @@ func skipRest(dec *json.Decoder, d json.Delim) bool {
 }
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// answerToolModels maps the upstream ids of tool models that an answer on path may show back to
+// the client's ids (providers.Dispatch.ToolModels): on the Responses endpoints (/v1/responses and
+// a response's calls), whose answers echo the request's tools, the provider's model_map read
+// backwards, each of names (the request's own tool models) shown as itself; nil elsewhere.
+func answerToolModels(p *providers.Provider, path string, names []string) map[string]string {
+	clients := p.ClientModels()
+	if len(clients) == 0 || !isResponsesPath(path) {
+		return nil
+	}
+	var own map[string]string
+	for _, name := range names {
+		if up := p.UpstreamModel(name); up != name && clients[up] != name {
+			if own == nil {
+				own = maps.Clone(clients)
+			}
+			own[up] = name
+		}
+	}
+	if own != nil {
+		return own
+	}
+	return clients
+}
+
+// isResponsesPath reports whether path is /v1/responses or under it.
+func isResponsesPath(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/v1/responses")
+	return ok && (rest == "" || rest[0] == '/')
+}

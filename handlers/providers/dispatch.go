@@ -24,6 +24,9 @@ type Dispatch struct {
 	// Model is the client's model id; UpstreamModel the id sent upstream (they differ when the
 	// provider's model_map has the model).
 	Model, UpstreamModel string
+	// ToolModels maps the upstream's id of each tool model the request may show in its answer
+	// (a Responses image_generation tool's) to the client's: see AnswerModels.Tools.
+	ToolModels map[string]string
 	// Rest is the request path after the client's version prefix; each upstream's base path is
 	// put before it.
 	Rest string
@@ -49,6 +52,16 @@ type Dispatch struct {
 type yielded struct {
 	key any
 	u   *Upstream
+}
+
+// AnswerModels are the model ids the answer shows as the client's: the request's model when the
+// provider's model_map renamed it, and ToolModels.
+func (d *Dispatch) AnswerModels() AnswerModels {
+	m := AnswerModels{Tools: d.ToolModels}
+	if d.UpstreamModel != d.Model {
+		m.Model = d.Model
+	}
+	return m
 }
 
 // NewDispatch starts a dispatch over upstreams in the order Provider.Order gave.

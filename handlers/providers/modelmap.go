@@ -68,19 +68,20 @@ func ReplaceModel(body []byte, model string) ([]byte, bool) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
-// ModelRewriter rewrites the top-level "model" of every JSON object in the "data:" lines of a
-// server-sent event stream as it passes, line by line, so events still flow as they come.
+// ModelRewriter shows the client's model ids (AnswerModels.Show) in every JSON object of the
+// "data:" lines of a server-sent event stream as it passes, line by line, so events still flow
+// as they come.
 type ModelRewriter struct {
 	src     *bufio.Reader
 	closer  io.Closer
-	model   string
+	models  AnswerModels
 	pending []byte
 	err     error
 }
 
 // NewModelRewriter wraps an event stream.
-func NewModelRewriter(body io.ReadCloser, model string) *ModelRewriter {
-	return &ModelRewriter{src: bufio.NewReaderSize(body, 16<<10), closer: body, model: model}
+func NewModelRewriter(body io.ReadCloser, models AnswerModels) *ModelRewriter {
+	return &ModelRewriter{src: bufio.NewReaderSize(body, 16<<10), closer: body, models: models}
 }
 
 func (m *ModelRewriter) Read(p []byte) (int, error) {
@@ -107,11 +108,11 @@ func (m *ModelRewriter) rewriteLine(line []byte) []byte {
 	if len(end) == 0 || end[0] != '{' {
 		return line
 	}
-	replaced, ok := ReplaceModel(end, m.model)
+	replaced, ok := m.models.Show(end)
 	if !ok {
 		return line
 	}
-	out := make([]byte, 0, len(line)+len(m.model))
+	out := make([]byte, 0, len(line)+len(replaced)-len(end))
 	out = append(out, line[:len(line)-len(payload)]...)
 	out = append(out, replaced...)
 	return append(out, payload[len(end):]...)

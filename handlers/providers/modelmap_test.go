@@ -29,7 +29,7 @@ func TestReplaceModel(t *testing.T) {
 func TestModelRewriter(t *testing.T) {
 	in := "event: x\ndata: {\"id\":1,\"model\":\"up-id\"}\n\ndata: [DONE]\n\ndata:{\"model\":\"up-id\"}\r\n"
 	want := "event: x\ndata: {\"id\":1,\"model\":\"client\"}\n\ndata: [DONE]\n\ndata:{\"model\":\"client\"}\r\n"
-	got, err := io.ReadAll(NewModelRewriter(io.NopCloser(strings.NewReader(in)), "client"))
+	got, err := io.ReadAll(NewModelRewriter(io.NopCloser(strings.NewReader(in)), AnswerModels{Model: "client"}))
 	if err != nil || string(got) != want {
 		t.Fatalf("got %q, %v; want %q", got, err, want)
 	}

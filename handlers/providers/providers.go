@@ -45,6 +45,9 @@ type Provider struct {
 	ToolImageModel string
 
 	health *Board
+	// clients maps each upstream id of ModelMap to a client id that maps to it (the first in
+	// order, when several do): ClientModels.
+	clients map[string]string
 }
 
 // SetCredentials replaces any credential on an outgoing request with the first upstream's.
@@ -178,13 +181,25 @@ func (p *Provider) checkUpstreams() error {
 		u.prepare() // before the upstream is shared between requests
 	}
 	p.BaseURL, p.APIKey = p.Upstreams[0].BaseURL, p.Upstreams[0].APIKey
+	p.clients = nil
 	for client, up := range p.ModelMap {
 		if client == "" || up == "" {
 			return fmt.Errorf("provider %q: model_map needs a client id and an upstream id", p.Name)
 		}
+		if p.clients == nil {
+			p.clients = map[string]string{}
+		}
+		if shown, ok := p.clients[up]; !ok || client < shown {
+			p.clients[up] = client
+		}
 	}
 	return nil
 }
+
+// ClientModels maps each upstream id that the provider's model_map sends to a client id that maps
+// to it (the first in order when several do), for showing answers (AnswerModels.Tools); nil
+// without a model_map. Shared: do not change it.
+func (p *Provider) ClientModels() map[string]string { return p.clients }
 
 // WithHealth makes every upstream of the catalog keep its health on b, which may be shared
 // across config reloads, and returns c.
