@@ -207,9 +207,13 @@ func equalFold(key []byte, keyASCII bool, field string) bool {
 	}
 	if len(key) != len(field) {
 		// Only a field longer in bytes, with a letter of several bytes that folds to an ASCII one
-		// (the Kelvin sign, the long s), can equal an ASCII key. A first byte that is ASCII and
-		// differs from the key's in any case rules it out without reading the field through.
-		if len(field) <= len(key) || len(key) > 0 && field[0] < utf8.RuneSelf && lowerASCII(field[0]) != lowerASCII(key[0]) {
+		// (the Kelvin sign, the long s), can equal an ASCII key. A first or last byte that is
+		// ASCII and differs from the key's in any case rules it out without reading the field
+		// through (each letter of the field stands for one of the key).
+		last := len(field) - 1
+		if len(field) <= len(key) || len(key) > 0 &&
+			(field[0] < utf8.RuneSelf && lowerASCII(field[0]) != lowerASCII(key[0]) ||
+				field[last] < utf8.RuneSelf && lowerASCII(field[last]) != lowerASCII(key[len(key)-1])) {
 			return false
 		}
 		return !asciiOnly(field) && strings.EqualFold(string(key), field)

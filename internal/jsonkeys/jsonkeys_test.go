@@ -256,6 +256,7 @@ func TestEqualFoldShortcutKeepsMultibyteFolds(t *testing.T) {
 		{"kind", "\u212Aind", true}, {"KIND", "\u212Aind", true}, {"mask", "ma\u017Fk", true},
 		{"sk", "\u017F\u212A", true}, {"kind", "mind", false}, {"kind", "\u212Ainds", false},
 		{"mind", "\u212Aind", false}, {"", "\u212A", false}, {"model", "models", false},
+		{"kink", "\u212Ain\u212A", true}, {"kins", "\u212Ain\u017F", true}, {"kinx", "\u212Ain\u212A", false}, {"kind", "\u212Aine", false},
 	} {
 		if got := equalFold([]byte(c.key), true, c.field); got != c.want {
 			t.Errorf("equalFold(%q, %q) = %v, want %v", c.key, c.field, got, c.want)
