@@ -60,8 +60,19 @@ func TestCaddyfileExample(t *testing.T) {
 	if r := call(t, "POST", base+"/v1/upload/presign", "mg-demo-key", `{"filename":"a.png"}`); r.status != 503 {
 		t.Fatalf("presign without storage = %d %s", r.status, r.body)
 	}
-	if r := call(t, "GET", base+"/nowhere", "mg-demo-key", nil); r.status != 404 || r.json(t)["error"] == nil {
-		t.Fatalf("unknown path = %d %s", r.status, r.body)
+	// Only the endpoints the gateway means to serve are reachable: mediagw_route answers any
+	// other path 404 itself, with no path matcher in front of it.
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/nowhere", ""}, {"POST", "/v1/files", `{"model":"demo-chat"}`}, {"GET", "/v1/batches", ""},
+		{"POST", "/v1/chat/completions/x", `{"model":"demo-chat","messages":[]}`}, {"GET", "/v1/responses", ""},
+	} {
+		var body any
+		if c.body != "" {
+			body = c.body
+		}
+		if r := call(t, c.method, base+c.path, "mg-demo-key", body); r.status != 404 || r.json(t)["error"] == nil {
+			t.Fatalf("%s %s = %d %s", c.method, c.path, r.status, r.body)
+		}
 	}
 	runDocSnippets(t, base)
 }
