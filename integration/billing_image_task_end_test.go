@@ -1,0 +1,243 @@
+package integration
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// imageTaskUpstream is a provider of asynchronous image tasks, in the shape the gateway's
+// simulator serves them (handlers/simulator: an image model answered with a task id): POST
+// /v1/images/edits and /v1/images/generations answer {"id", "status": "queued", "created"}, and
+// GET /v1/images/tasks/{id} answers {"id", "status", "created"} with, once the test has set the
+// task succeeded, OpenAI's image answer members: data (one {"url"} per image made) and, when the
+// test names them, the size and quality the images were made at (as gpt-image answers carry
+// them). Every call must carry Authorization: Bearer upstream-key.
+type imageTaskUpstream struct {
+	mu    sync.Mutex
+	next  int
+	tasks map[string]imageTaskState
+	reads int
+}
+
+// imageTaskState is what a query of one task answers.
+type imageTaskState struct {
+	status        string
+	images        int
+	size, quality string
+}
+
+func newImageTaskUpstream(t *testing.T) (*imageTaskUpstream, string) {
+	f := &imageTaskUpstream{tasks: map[string]imageTaskState{}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, srv.URL
+}
+
+func (f *imageTaskUpstream) set(id string, s imageTaskState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tasks[id] = s
+}
+
+func (f *imageTaskUpstream) queries() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reads
+}
+
+func (f *imageTaskUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if r.Header.Get("Authorization") != "Bearer upstream-key" {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`)
+		return
+	}
+	switch {
+	case r.Method == http.MethodPost && (r.URL.Path == "/v1/images/edits" || r.URL.Path == "/v1/images/generations"):
+		f.next++
+		id := fmt.Sprintf("imgt-%d", f.next)
+		f.tasks[id] = imageTaskState{status: "queued"}
+		fmt.Fprintf(w, `{"id":%q,"status":"queued","created":1}`, id)
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/images/tasks/"):
+		f.reads++
+		id := strings.TrimPrefix(r.URL.Path, "/v1/images/tasks/")
+		s, ok := f.tasks[id]
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"error":{"message":"no such task","type":"invalid_request_error","param":null,"code":null}}`)
+			return
+		}
+		answer := map[string]any{"id": id, "status": s.status, "created": 1}
+		if s.status == "succeeded" {
+			data := make([]any, s.images)
+			for i := range data {
+				data[i] = map[string]string{"url": fmt.Sprintf("https://cdn.example.com/%s-%d.png", id, i)}
+			}
+			answer["data"] = data
+			if s.size != "" {
+				answer["size"], answer["quality"] = s.size, s.quality
+			}
+		}
+		b, _ := json.Marshal(answer)
+		_, _ = w.Write(b)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+	}
+}
+
+// imageTaskEndCaddyfile serves image edits and image task queries with mediagw_image_edits, and
+// image generations through pass-through, with priced asynchronous image models, and writes the
+// usage log to a file.
+const imageTaskEndCaddyfile = `{
+	{{globals}}
+	log usage {
+		output file {{usage_log}} {
+			roll_disabled
+		}
+		format json
+		include mediagw.usage
+	}
+	mediagw {
+		storage badger {{data}}
+		provider openai {
+			base_url {{upstream_url}}/v1
+			api_key  upstream-key
+			models   edit-async image-async
+		}
+		price edit-async {
+			image 0.04
+			image 1024x1024 low 0.02
+			image 1024x1024 high 0.17
+		}
+		price image-async {
+			image 0.05
+		}
+		key mg-image-tasks {
+			account painters
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		@image_edits path /v1/images/edits /v1/images/tasks/*
+		mediagw_image_edits @image_edits
+		mediagw_route
+		reverse_proxy {
+			dynamic mediagw
+			transport mediagw
+		}
+	}
+}
+`
+
+// imageEditBody is an edit of model asking for n images of size and quality.
+func imageEditBody(model string, n int, size, quality string) string {
+	return fmt.Sprintf(`{"model":%q,"prompt":"make it blue","images":[{"image_url":"https://cdn.example.com/cat.png"}],"n":%d,"size":%q,"quality":%q}`,
+		model, n, size, quality)
+}
+
+// TestImageEditTaskChargedByItsEnd: an edit the provider answers with a task id holds its
+// estimate until a query of the task (GET /v1/images/tasks/{id}) shows how it ended: succeeded
+// settles it at the images the answer reports (one image of the two held, at the low quality it
+// says it made for an edit that asked auto: 0.02, not the 0.34 held), at most the n the edit
+// asked for (an answer of 3 images to n 1 is charged 1); failed releases it in full, once when
+// four queries see it fail at once. The ledger has one end of each hold, and the usage log a
+// task_finished record of each task with its status and amount. (Before, every such edit was
+// charged its estimate at once: the failed task cost 0.04.)
+func TestImageEditTaskChargedByItsEnd(t *testing.T) {
+	// Not parallel: the gateway is the test process's one in-process Caddy.
+	fake, upURL := newImageTaskUpstream(t)
+	usageLog := filepath.Join(t.TempDir(), "usage.log")
+	base, g := startSimGateway(t, imageTaskEndCaddyfile, map[string]string{"upstream_url": upURL, "usage_log": usageLog})
+	keysEnv{g: g}.credit(t, "painters", "1", "img-end-1")
+	balance := func(want, held string) { t.Helper(); awaitBalance(t, g, "painters", want, held) }
+	edit := func(body string) string {
+		t.Helper()
+		r := call(t, http.MethodPost, base+"/v1/images/edits", "mg-image-tasks", body)
+		if r.status != http.StatusOK || r.field("id") == "" {
+			t.Fatalf("edit = %d %s", r.status, r.body)
+		}
+		return r.field("id")
+	}
+	query := func(id, wantStatus string) {
+		t.Helper()
+		r := call(t, http.MethodGet, base+"/v1/images/tasks/"+id, "mg-image-tasks", nil)
+		if r.status != http.StatusOK || r.field("status") != wantStatus {
+			t.Fatalf("query of %s = %d %s, want status %s", id, r.status, r.body, wantStatus)
+		}
+	}
+
+	made := edit(imageEditBody("edit-async", 2, "1024x1024", "auto"))
+	balance("0.66", "0.34") // two images at 1024x1024's highest quality: held, not charged
+	query(made, "queued")
+	balance("0.66", "0.34")
+	fake.set(made, imageTaskState{status: "succeeded", images: 1, size: "1024x1024", quality: "low"})
+	query(made, "succeeded")
+	balance("0.98", "0") // the one low image made
+	query(made, "succeeded")
+	balance("0.98", "0") // seen again: nothing more
+
+	failed := edit(imageEditBody("edit-async", 1, "2048x2048", "high"))
+	balance("0.94", "0.04")
+	fake.set(failed, imageTaskState{status: "failed"})
+	var seen sync.WaitGroup
+	start := make(chan struct{})
+	for range 4 { // four clients see it fail at once
+		seen.Go(func() {
+			<-start
+			if r, err := send(http.MethodGet, base+"/v1/images/tasks/"+failed, "mg-image-tasks", nil); err != nil || r.status != http.StatusOK {
+				t.Errorf("query = %v, %v", r.status, err)
+			}
+		})
+	}
+	close(start)
+	seen.Wait()
+	balance("0.98", "0") // released in full, once
+
+	more := edit(imageEditBody("edit-async", 1, "2048x2048", "high"))
+	fake.set(more, imageTaskState{status: "succeeded", images: 3})
+	query(more, "succeeded")
+	balance("0.94", "0") // one image (n 1), not three
+
+	ends := holdEnds(ledgerEntries(t, g, "painters"))
+	var got []string
+	for _, e := range ends {
+		if len(e) != 1 {
+			t.Fatalf("a hold ended %d times: %v", len(e), e)
+		}
+		got = append(got, fmt.Sprintf("%s %v %v", e[0]["kind"], e[0]["charged"], e[0]["note"]))
+	}
+	want := map[string]bool{"settle 0.02 <nil>": true, "release <nil> task failed": true, "settle 0.04 <nil>": true}
+	if len(got) != 3 || !want[got[0]] || !want[got[1]] || !want[got[2]] || got[0] == got[1] || got[1] == got[2] || got[0] == got[2] {
+		t.Fatalf("hold ends %v; want a settlement of 0.02, one of 0.04 and a release noted task failed", got)
+	}
+
+	finished := map[string]string{}
+	for deadline := time.Now().Add(10 * time.Second); len(finished) < 3 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		finished = map[string]string{}
+		for _, rec := range readUsageLog(t, usageLog, "painters") {
+			if rec.Event == "task_finished" {
+				if _, twice := finished[rec.TaskID]; twice {
+					t.Fatalf("task %s finished twice in the usage log", rec.TaskID)
+				}
+				finished[rec.TaskID] = rec.Status + " " + cmp.Or(rec.Amount, "nothing")
+			}
+		}
+	}
+	wantFinished := map[string]string{made: "succeeded 0.02", failed: "failed nothing", more: "succeeded 0.04"}
+	if fmt.Sprint(finished) != fmt.Sprint(wantFinished) {
+		t.Fatalf("task_finished records %v; want %v", finished, wantFinished)
+	}
+}
