@@ -54,7 +54,7 @@ func (h *Handler) recordTask(ctx context.Context, r *http.Request, id auth.Ident
 		return false, err
 	}
 	usage.From(r.Context()).Task(taskID) // its request record names the task; its end writes task_finished
-	kept = stored.Active // not a claimed slot that the reconciler gave back first
+	kept = stored.Active                 // not a claimed slot that the reconciler gave back first
 	if task.HoldID != "" && hold.BindTo(ctx, taskID) {
 		// The edit outlived its hold's deadline: the reconciler released the hold and gave the
 		// slot back with it. The record keeps neither: its end charges nothing.
