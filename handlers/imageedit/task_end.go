@@ -53,8 +53,9 @@ func (h *Handler) recordTask(ctx context.Context, r *http.Request, id auth.Ident
 			zap.String("task_id", taskID), zap.Error(err))
 		return false, err
 	}
-	usage.From(r.Context()).Task(taskID) // its request record names the task; its end writes task_finished
-	kept = stored.Active                 // not a claimed slot that the reconciler gave back first
+	// The edit's request record names the task; the task's end writes its task_finished.
+	usage.From(r.Context()).Task(taskID)
+	kept = stored.Active // not a claimed slot that the reconciler gave back first
 	if task.HoldID != "" && hold.BindTo(ctx, taskID) {
 		// The edit outlived its hold's deadline: the reconciler released the hold and gave the
 		// slot back with it. The record keeps neither: its end charges nothing.
