@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mediagw/mediagw/internal/testredis"
 )
 
 // imageTaskUpstream is a provider of asynchronous image tasks, in the shape the gateway's
@@ -239,5 +241,115 @@ func TestImageEditTaskChargedByItsEnd(t *testing.T) {
 	wantFinished := map[string]string{made: "succeeded 0.02", failed: "failed nothing", more: "succeeded 0.04"}
 	if fmt.Sprint(finished) != fmt.Sprint(wantFinished) {
 		t.Fatalf("task_finished records %v; want %v", finished, wantFinished)
+	}
+}
+
+// imageTaskInstanceCaddyfile is one of two gateways on one redis-server serving image edits and
+// image task queries with mediagw_image_edits, edit-async priced per image.
+const imageTaskInstanceCaddyfile = `{
+	admin 127.0.0.1:%[1]d
+	persist_config off
+	mediagw {
+		storage redis %[2]s {
+			key_prefix imgtask
+		}
+		provider openai {
+			base_url %[3]s/v1
+			api_key upstream-key
+			models edit-async
+		}
+		price edit-async {
+			image 0.04
+		}
+	}
+}
+
+http://127.0.0.1:%[4]d {
+	route {
+		mediagw_auth
+		@image_edits path /v1/images/edits /v1/images/tasks/*
+		mediagw_image_edits @image_edits
+	}
+}
+`
+
+// TestImageTaskEndedOnceAcrossInstances: two gateways on one redis-server; each image task an
+// edit made is queried by four clients at once, two on each gateway, when the provider first
+// answers its end: a failed task's hold is released once (one release in the ledger, no
+// settlement), a succeeded one's settled once, at the images it made (2 of the 3 held: 0.08), and
+// each slot given back once (the key's one slot is free for the next edit, and its count is 0
+// at the end).
+func TestImageTaskEndedOnceAcrossInstances(t *testing.T) {
+	t.Parallel()
+	fake, upURL := newImageTaskUpstream(t)
+	redis := testredis.Start(t, testredis.Options{})
+	var gws []*gateway
+	var bases []string
+	for range 2 {
+		adminPort, port := freePort(t), freePort(t)
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		startCaddyProcess(t, fmt.Sprintf(imageTaskInstanceCaddyfile, adminPort, redis.URL(), upURL, port), base+"/")
+		gws, bases = append(gws, &gateway{t: t, admin: fmt.Sprintf("127.0.0.1:%d", adminPort)}), append(bases, base)
+	}
+	r := call(t, "POST", "http://"+gws[0].admin+"/mediagw/keys", "", `{"account":"painters","max_active_tasks":1}`)
+	keyID, secret := r.field("id"), r.field("key")
+	if r.status != 201 || keyID == "" || secret == "" {
+		t.Fatalf("creating the key = %d %s", r.status, r.body)
+	}
+	keysEnv{g: gws[0]}.credit(t, "painters", "10", "race-1")
+
+	const tasks = 4
+	for i := range tasks {
+		r = call(t, "POST", bases[i%2]+"/v1/images/edits", secret, imageEditBody("edit-async", 3, "2048x2048", "high"))
+		id := r.field("id")
+		if r.status != 200 || id == "" {
+			t.Fatalf("edit %d = %d %s", i, r.status, r.body)
+		}
+		if r := call(t, "GET", bases[(i+1)%2]+"/v1/images/tasks/"+id, secret, nil); r.status != 200 || r.field("status") != "queued" {
+			t.Fatalf("query = %d %s", r.status, r.body)
+		}
+		end := imageTaskState{status: "failed"}
+		if i == tasks-1 {
+			end = imageTaskState{status: "succeeded", images: 2}
+		}
+		fake.set(id, end)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for c := range 4 {
+			wg.Go(func() {
+				<-start
+				r, err := send("GET", bases[c%2]+"/v1/images/tasks/"+id, secret, nil)
+				if err != nil || r.status != 200 || r.field("status") != end.status {
+					t.Errorf("query on %d = %v %s %v", c%2, r.status, r.body, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+	}
+	if n := fake.queries(); n != tasks*5 {
+		t.Fatalf("the provider saw %d queries, want %d", n, tasks*5)
+	}
+	awaitBalance(t, gws[1], "painters", "9.92", "0") // only the succeeded task charged: 2 images
+	ends := holdEnds(ledgerEntries(t, gws[0], "painters"))
+	releases, settlements := 0, 0
+	for id, e := range ends {
+		if len(e) != 1 {
+			t.Fatalf("hold %s ended %d times: %v", id, len(e), e)
+		}
+		switch e[0]["kind"] {
+		case "release":
+			releases++
+		case "settle":
+			settlements++
+		}
+	}
+	if releases != tasks-1 || settlements != 1 {
+		t.Fatalf("%d releases and %d settlements; want %d and 1", releases, settlements, tasks-1)
+	}
+	for i, g := range gws {
+		if active, _ := keyUsage(t, &instance{name: string(rune('A' + i)), admin: g.admin}, keyID); active != 0 {
+			t.Fatalf("the key has %v active tasks on %c; want 0: each slot given back once", active, 'A'+i)
+		}
 	}
 }
