@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +18,9 @@ import (
 
 // imageTaskUpstream is a provider of asynchronous image tasks, in the shape the gateway's
 // simulator serves them (handlers/simulator: an image model answered with a task id): POST
-// /v1/images/edits and /v1/images/generations answer {"id", "status": "queued", "created"}, and
-// GET /v1/images/tasks/{id} answers {"id", "status", "created"} with, once the test has set the
+// /v1/images/edits and /v1/images/generations answer {"id", "status": "queued", "created"} (a
+// prompt containing "[at once]" gets its image at once, with an id beside it: {"id", "created",
+// "data"}), and GET /v1/images/tasks/{id} answers {"id", "status", "created"} with, once the test has set the
 // task succeeded, OpenAI's image answer members: data (one {"url"} per image made) and, when the
 // test names them, the size and quality the images were made at (as gpt-image answers carry
 // them). Every call must carry Authorization: Bearer upstream-key.
@@ -66,7 +68,19 @@ func (f *imageTaskUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodPost && (r.URL.Path == "/v1/images/edits" || r.URL.Path == "/v1/images/generations"):
+		var req struct {
+			Prompt string `json:"prompt"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":{"message":"bad body","type":"invalid_request_error","param":null,"code":null}}`)
+			return
+		}
 		f.next++
+		if strings.Contains(req.Prompt, "[at once]") {
+			fmt.Fprintf(w, `{"id":"img-%d","created":1,"data":[{"url":"https://cdn.example.com/now.png"}]}`, f.next)
+			return
+		}
 		id := fmt.Sprintf("imgt-%d", f.next)
 		f.tasks[id] = imageTaskState{status: "queued"}
 		fmt.Fprintf(w, `{"id":%q,"status":"queued","created":1}`, id)
@@ -156,8 +170,9 @@ func imageEditBody(model string, n int, size, quality string) string {
 // says it made for an edit that asked auto: 0.02, not the 0.34 held), at most the n the edit
 // asked for (an answer of 3 images to n 1 is charged 1); failed releases it in full, once when
 // four queries see it fail at once. The ledger has one end of each hold, and the usage log a
-// task_finished record of each task with its status and amount. (Before, every such edit was
-// charged its estimate at once: the failed task cost 0.04.)
+// task_finished record of each task with its status and amount. An image generation passed
+// through and answered with a task id is charged by its end the same way. (Before, every such
+// edit or generation was charged its estimate at once: the failed task cost 0.04.)
 func TestImageEditTaskChargedByItsEnd(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	fake, upURL := newImageTaskUpstream(t)
@@ -213,6 +228,19 @@ func TestImageEditTaskChargedByItsEnd(t *testing.T) {
 	query(more, "succeeded")
 	balance("0.94", "0") // one image (n 1), not three
 
+	// An image generation passed through (mediagw_route) that the provider answers with a task
+	// id: its record carries the hold too, and the same query ends it, at the items its answer
+	// has (a generation passed through is charged those, even past n: 3 of the 2 held).
+	r := call(t, http.MethodPost, base+"/v1/images/generations", "mg-image-tasks", `{"model":"image-async","prompt":"a lighthouse","n":2}`)
+	generated := r.field("id")
+	if r.status != http.StatusOK || generated == "" {
+		t.Fatalf("image generation = %d %s", r.status, r.body)
+	}
+	balance("0.84", "0.1")
+	fake.set(generated, imageTaskState{status: "succeeded", images: 3})
+	query(generated, "succeeded")
+	balance("0.79", "0")
+
 	ends := holdEnds(ledgerEntries(t, g, "painters"))
 	var got []string
 	for _, e := range ends {
@@ -221,13 +249,13 @@ func TestImageEditTaskChargedByItsEnd(t *testing.T) {
 		}
 		got = append(got, fmt.Sprintf("%s %v %v", e[0]["kind"], e[0]["charged"], e[0]["note"]))
 	}
-	want := map[string]bool{"settle 0.02 <nil>": true, "release <nil> task failed": true, "settle 0.04 <nil>": true}
-	if len(got) != 3 || !want[got[0]] || !want[got[1]] || !want[got[2]] || got[0] == got[1] || got[1] == got[2] || got[0] == got[2] {
-		t.Fatalf("hold ends %v; want a settlement of 0.02, one of 0.04 and a release noted task failed", got)
+	slices.Sort(got)
+	if want := []string{"release <nil> task failed", "settle 0.02 <nil>", "settle 0.04 <nil>", "settle 0.15 charged 0.05 over the hold of 0.1"}; !slices.Equal(got, want) {
+		t.Fatalf("hold ends %v; want %v", got, want)
 	}
 
 	finished := map[string]string{}
-	for deadline := time.Now().Add(10 * time.Second); len(finished) < 3 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); len(finished) < 4 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		finished = map[string]string{}
 		for _, rec := range readUsageLog(t, usageLog, "painters") {
 			if rec.Event == "task_finished" {
@@ -238,7 +266,7 @@ func TestImageEditTaskChargedByItsEnd(t *testing.T) {
 			}
 		}
 	}
-	wantFinished := map[string]string{made: "succeeded 0.02", failed: "failed nothing", more: "succeeded 0.04"}
+	wantFinished := map[string]string{made: "succeeded 0.02", failed: "failed nothing", more: "succeeded 0.04", generated: "succeeded 0.15"}
 	if fmt.Sprint(finished) != fmt.Sprint(wantFinished) {
 		t.Fatalf("task_finished records %v; want %v", finished, wantFinished)
 	}
@@ -352,4 +380,76 @@ func TestImageTaskEndedOnceAcrossInstances(t *testing.T) {
 			t.Fatalf("the key has %v active tasks on %c; want 0: each slot given back once", active, 'A'+i)
 		}
 	}
+}
+
+// passImageTaskCaddyfile is the README's pass-through form alone: image generations and the
+// queries of their tasks both go through mediagw_route.
+const passImageTaskCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider openai {
+			base_url {{upstream_url}}/v1
+			api_key  upstream-key
+			models   image-async
+		}
+		price image-async {
+			image 0.05
+			image 1024x1024 low 0.01
+		}
+		key mg-pass-images {
+			account painters
+		}
+	}
+}
+` + readmePassThroughSite
+
+// TestPassThroughImageTaskChargedByItsEnd: on a site where pass-through serves the image task
+// query too (GET /v1/images/tasks/{id} through mediagw_route), an image generation answered with
+// a task id is held until a query shows its end: failed releases it, succeeded settles it at the
+// images and quality the answer reports (auto held at 0.05, charged the low image: 0.01), a
+// query that shows it still running keeps it held. An answer with images is charged with its
+// request, though it has an id too.
+func TestPassThroughImageTaskChargedByItsEnd(t *testing.T) {
+	// Not parallel: the gateway is the test process's one in-process Caddy.
+	fake, upURL := newImageTaskUpstream(t)
+	base, g := startSimGateway(t, passImageTaskCaddyfile, map[string]string{"upstream_url": upURL})
+	keysEnv{g: g}.credit(t, "painters", "1", "img-pass-1")
+	balance := func(want, held string) { t.Helper(); awaitBalance(t, g, "painters", want, held) }
+	generate := func() string {
+		t.Helper()
+		r := call(t, http.MethodPost, base+"/v1/images/generations", "mg-pass-images", `{"model":"image-async","prompt":"a lighthouse","size":"1024x1024","quality":"auto"}`)
+		if r.status != http.StatusOK || r.field("id") == "" {
+			t.Fatalf("image generation = %d %s", r.status, r.body)
+		}
+		return r.field("id")
+	}
+	query := func(id, wantStatus string) {
+		t.Helper()
+		r := call(t, http.MethodGet, base+"/v1/images/tasks/"+id, "mg-pass-images", nil)
+		if r.status != http.StatusOK || r.field("status") != wantStatus {
+			t.Fatalf("query of %s = %d %s, want status %s", id, r.status, r.body, wantStatus)
+		}
+	}
+
+	failed := generate()
+	balance("0.95", "0.05")
+	query(failed, "queued")
+	balance("0.95", "0.05")
+	fake.set(failed, imageTaskState{status: "failed"})
+	query(failed, "failed")
+	balance("1", "0")
+
+	made := generate()
+	fake.set(made, imageTaskState{status: "succeeded", images: 1, size: "1024x1024", quality: "low"})
+	query(made, "succeeded")
+	balance("0.99", "0")
+	query(made, "succeeded")
+	balance("0.99", "0")
+
+	// Images in the answer, though it has an id too: charged with the request, not held.
+	if r := call(t, http.MethodPost, base+"/v1/images/generations", "mg-pass-images", `{"model":"image-async","prompt":"a bridge [at once]"}`); r.status != http.StatusOK {
+		t.Fatalf("image generation = %d %s", r.status, r.body)
+	}
+	balance("0.94", "0")
 }

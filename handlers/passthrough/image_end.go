@@ -8,9 +8,9 @@ import (
 )
 
 // An image task (an image generation passed through, or an edit through mediagw_image_edits,
-// that the provider answers with a task id) is charged by how it ended, as a video is (see
-// video_end.go and accounting.Accountant.ObjectFinished): its record carries its create's hold,
-// and the change that marks the record finished decides, once, whoever stores it:
+// that the provider answers with a task id and no image) is charged by how it ended, as a video
+// is (see video_end.go and accounting.Accountant.ObjectFinished): its record carries its
+// create's hold, and the change that marks the record finished decides, once, whoever stores it:
 //
 //   - a query (GET /v1/images/tasks/{id}) answered 2xx with the top-level status completed or
 //     succeeded settles the hold at the images the answer reports (ImageTaskReported), as a
@@ -18,6 +18,28 @@ import (
 //   - one with the status failed, cancelled, canceled or expired releases it in full;
 //   - a task whose end nobody sees is settled at its estimate when its lease (DefaultSlotLease
 //     after its create) has ended: by EndLapsedSlots or by LapsedVideos.
+
+// recordCarriesHold reports whether the record of an object of kind that a create made, whose
+// answer was answer (nil when it was not held whole), carries the create's hold: a video's or a
+// video generation's, and an image task's (imageTaskAnswer).
+func recordCarriesHold(kind string, answer []byte) bool {
+	return carriesCreateHold(kind) && (kind != storage.KindImage || imageTaskAnswer(answer))
+}
+
+// imageTaskAnswer reports whether answer, an image generation's answer held whole (nil when it
+// was not: a stream), is a task's: a JSON object without items in its top-level data. An answer
+// that has images and an id too is settled from its images with its request, not carried.
+func imageTaskAnswer(answer []byte) bool {
+	if answer == nil {
+		return false
+	}
+	fields, err := readFields(answer, []string{"data"})
+	if err != nil {
+		return false
+	}
+	var data []json.RawMessage
+	return json.Unmarshal(fields.value("data"), &data) != nil || len(data) == 0
+}
 
 // imageReportedFields are the top-level members of an image task's answer that price it.
 var imageReportedFields = []string{"data", "size", "quality"}

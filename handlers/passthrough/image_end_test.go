@@ -38,3 +38,29 @@ func TestImageTaskReported(t *testing.T) {
 		}
 	}
 }
+
+// An image generation's record carries its hold when its answer is a task's (no image in data),
+// held whole; a video's always.
+func TestRecordCarriesHold(t *testing.T) {
+	for _, c := range []struct {
+		kind, answer string
+		want         bool
+	}{
+		{storage.KindImage, `{"id":"imgt-1","status":"queued"}`, true},
+		{storage.KindImage, `{"id":"imgt-1","data":[]}`, true},
+		{storage.KindImage, `{"id":"img-1","data":[{"url":"a"}]}`, false},
+		{storage.KindImage, `{"id":"img-1","data":[],"data":[{"url":"a"}]}`, false},
+		{storage.KindImage, "", false}, // a stream: not held whole
+		{KindVideo, "", true},
+		{KindVideoGeneration, `{"id":"vg"}`, true},
+		{KindResponse, `{"id":"resp_1"}`, false},
+	} {
+		var answer []byte
+		if c.answer != "" {
+			answer = []byte(c.answer)
+		}
+		if got := recordCarriesHold(c.kind, answer); got != c.want {
+			t.Errorf("%s %s: %v, want %v", c.kind, c.answer, got, c.want)
+		}
+	}
+}

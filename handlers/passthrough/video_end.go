@@ -30,8 +30,12 @@ import (
 
 // Reported is the length and picture that the answer Finish read reports, when it shows the
 // video completed (or succeeded); else nothing. An answer whose fields repeat reports nothing,
-// and a length of 0 or less is not one.
+// and a length of 0 or less is not one. For an image task it is the images the answer reports
+// (ImageTaskReported).
 func (ow *ObjectWatch) Reported(t storage.Task) billing.Usage {
+	if t.Kind == storage.KindImage {
+		return ImageTaskReported(t, ow.body.Bytes())
+	}
 	if !createsVideo(Endpoint{Creates: t.Kind}) || (t.Status != "completed" && t.Status != "succeeded") {
 		return billing.Usage{}
 	}
