@@ -12,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/mediagw/mediagw/internal/testredis"
 )
 
 // imageTaskUpstream is a provider of asynchronous image tasks, in the shape the gateway's
@@ -158,6 +156,31 @@ http://127.0.0.1:{{port}} {
 }
 `
 
+// imageTaskClient makes and queries image tasks on a gateway with one key.
+type imageTaskClient struct {
+	t         *testing.T
+	base, key string
+}
+
+// create sends body to path (an edit or an image generation) and returns the task id answered.
+func (c imageTaskClient) create(path, body string) string {
+	c.t.Helper()
+	r := call(c.t, http.MethodPost, c.base+path, c.key, body)
+	if r.status != http.StatusOK || r.field("id") == "" {
+		c.t.Fatalf("POST %s = %d %s", path, r.status, r.body)
+	}
+	return r.field("id")
+}
+
+// query reads the task id, whose status must be wantStatus.
+func (c imageTaskClient) query(id, wantStatus string) {
+	c.t.Helper()
+	r := call(c.t, http.MethodGet, c.base+"/v1/images/tasks/"+id, c.key, nil)
+	if r.status != http.StatusOK || r.field("status") != wantStatus {
+		c.t.Fatalf("query of %s = %d %s, want status %s", id, r.status, r.body, wantStatus)
+	}
+}
+
 // imageEditBody is an edit of model asking for n images of size and quality.
 func imageEditBody(model string, n int, size, quality string) string {
 	return fmt.Sprintf(`{"model":%q,"prompt":"make it blue","images":[{"image_url":"https://cdn.example.com/cat.png"}],"n":%d,"size":%q,"quality":%q}`,
@@ -180,21 +203,9 @@ func TestImageEditTaskChargedByItsEnd(t *testing.T) {
 	base, g := startSimGateway(t, imageTaskEndCaddyfile, map[string]string{"upstream_url": upURL, "usage_log": usageLog})
 	keysEnv{g: g}.credit(t, "painters", "1", "img-end-1")
 	balance := func(want, held string) { t.Helper(); awaitBalance(t, g, "painters", want, held) }
-	edit := func(body string) string {
-		t.Helper()
-		r := call(t, http.MethodPost, base+"/v1/images/edits", "mg-image-tasks", body)
-		if r.status != http.StatusOK || r.field("id") == "" {
-			t.Fatalf("edit = %d %s", r.status, r.body)
-		}
-		return r.field("id")
-	}
-	query := func(id, wantStatus string) {
-		t.Helper()
-		r := call(t, http.MethodGet, base+"/v1/images/tasks/"+id, "mg-image-tasks", nil)
-		if r.status != http.StatusOK || r.field("status") != wantStatus {
-			t.Fatalf("query of %s = %d %s, want status %s", id, r.status, r.body, wantStatus)
-		}
-	}
+	client := imageTaskClient{t: t, base: base, key: "mg-image-tasks"}
+	edit := func(body string) string { t.Helper(); return client.create("/v1/images/edits", body) }
+	query := client.query
 
 	made := edit(imageEditBody("edit-async", 2, "1024x1024", "auto"))
 	balance("0.66", "0.34") // two images at 1024x1024's highest quality: held, not charged
@@ -231,11 +242,7 @@ func TestImageEditTaskChargedByItsEnd(t *testing.T) {
 	// An image generation passed through (mediagw_route) that the provider answers with a task
 	// id: its record carries the hold too, and the same query ends it, at the items its answer
 	// has (a generation passed through is charged those, even past n: 3 of the 2 held).
-	r := call(t, http.MethodPost, base+"/v1/images/generations", "mg-image-tasks", `{"model":"image-async","prompt":"a lighthouse","n":2}`)
-	generated := r.field("id")
-	if r.status != http.StatusOK || generated == "" {
-		t.Fatalf("image generation = %d %s", r.status, r.body)
-	}
+	generated := client.create("/v1/images/generations", `{"model":"image-async","prompt":"a lighthouse","n":2}`)
 	balance("0.84", "0.1")
 	fake.set(generated, imageTaskState{status: "succeeded", images: 3})
 	query(generated, "succeeded")
@@ -310,25 +317,13 @@ http://127.0.0.1:%[4]d {
 func TestImageTaskEndedOnceAcrossInstances(t *testing.T) {
 	t.Parallel()
 	fake, upURL := newImageTaskUpstream(t)
-	redis := testredis.Start(t, testredis.Options{})
-	var gws []*gateway
-	var bases []string
-	for range 2 {
-		adminPort, port := freePort(t), freePort(t)
-		base := fmt.Sprintf("http://127.0.0.1:%d", port)
-		startCaddyProcess(t, fmt.Sprintf(imageTaskInstanceCaddyfile, adminPort, redis.URL(), upURL, port), base+"/")
-		gws, bases = append(gws, &gateway{t: t, admin: fmt.Sprintf("127.0.0.1:%d", adminPort)}), append(bases, base)
-	}
-	r := call(t, "POST", "http://"+gws[0].admin+"/mediagw/keys", "", `{"account":"painters","max_active_tasks":1}`)
-	keyID, secret := r.field("id"), r.field("key")
-	if r.status != 201 || keyID == "" || secret == "" {
-		t.Fatalf("creating the key = %d %s", r.status, r.body)
-	}
-	keysEnv{g: gws[0]}.credit(t, "painters", "10", "race-1")
+	gws, bases, keyID, secret := redisPair(t, func(adminPort, port int, redisURL string) string {
+		return fmt.Sprintf(imageTaskInstanceCaddyfile, adminPort, redisURL, upURL, port)
+	}, "painters", "10")
 
 	const tasks = 4
 	for i := range tasks {
-		r = call(t, "POST", bases[i%2]+"/v1/images/edits", secret, imageEditBody("edit-async", 3, "2048x2048", "high"))
+		r := call(t, "POST", bases[i%2]+"/v1/images/edits", secret, imageEditBody("edit-async", 3, "2048x2048", "high"))
 		id := r.field("id")
 		if r.status != 200 || id == "" {
 			t.Fatalf("edit %d = %d %s", i, r.status, r.body)
@@ -341,45 +336,13 @@ func TestImageTaskEndedOnceAcrossInstances(t *testing.T) {
 			end = imageTaskState{status: "succeeded", images: 2}
 		}
 		fake.set(id, end)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for c := range 4 {
-			wg.Go(func() {
-				<-start
-				r, err := send("GET", bases[c%2]+"/v1/images/tasks/"+id, secret, nil)
-				if err != nil || r.status != 200 || r.field("status") != end.status {
-					t.Errorf("query on %d = %v %s %v", c%2, r.status, r.body, err)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+		readAtOnce(t, bases, "/v1/images/tasks/"+id, secret, end.status)
 	}
 	if n := fake.queries(); n != tasks*5 {
 		t.Fatalf("the provider saw %d queries, want %d", n, tasks*5)
 	}
 	awaitBalance(t, gws[1], "painters", "9.92", "0") // only the succeeded task charged: 2 images
-	ends := holdEnds(ledgerEntries(t, gws[0], "painters"))
-	releases, settlements := 0, 0
-	for id, e := range ends {
-		if len(e) != 1 {
-			t.Fatalf("hold %s ended %d times: %v", id, len(e), e)
-		}
-		switch e[0]["kind"] {
-		case "release":
-			releases++
-		case "settle":
-			settlements++
-		}
-	}
-	if releases != tasks-1 || settlements != 1 {
-		t.Fatalf("%d releases and %d settlements; want %d and 1", releases, settlements, tasks-1)
-	}
-	for i, g := range gws {
-		if active, _ := keyUsage(t, &instance{name: string(rune('A' + i)), admin: g.admin}, keyID); active != 0 {
-			t.Fatalf("the key has %v active tasks on %c; want 0: each slot given back once", active, 'A'+i)
-		}
-	}
+	endedOnceEach(t, gws, "painters", keyID, tasks-1, 1)
 }
 
 // passImageTaskCaddyfile is the README's pass-through form alone: image generations and the
@@ -416,21 +379,12 @@ func TestPassThroughImageTaskChargedByItsEnd(t *testing.T) {
 	base, g := startSimGateway(t, passImageTaskCaddyfile, map[string]string{"upstream_url": upURL})
 	keysEnv{g: g}.credit(t, "painters", "1", "img-pass-1")
 	balance := func(want, held string) { t.Helper(); awaitBalance(t, g, "painters", want, held) }
+	client := imageTaskClient{t: t, base: base, key: "mg-pass-images"}
 	generate := func() string {
 		t.Helper()
-		r := call(t, http.MethodPost, base+"/v1/images/generations", "mg-pass-images", `{"model":"image-async","prompt":"a lighthouse","size":"1024x1024","quality":"auto"}`)
-		if r.status != http.StatusOK || r.field("id") == "" {
-			t.Fatalf("image generation = %d %s", r.status, r.body)
-		}
-		return r.field("id")
+		return client.create("/v1/images/generations", `{"model":"image-async","prompt":"a lighthouse","size":"1024x1024","quality":"auto"}`)
 	}
-	query := func(id, wantStatus string) {
-		t.Helper()
-		r := call(t, http.MethodGet, base+"/v1/images/tasks/"+id, "mg-pass-images", nil)
-		if r.status != http.StatusOK || r.field("status") != wantStatus {
-			t.Fatalf("query of %s = %d %s, want status %s", id, r.status, r.body, wantStatus)
-		}
-	}
+	query := client.query
 
 	failed := generate()
 	balance("0.95", "0.05")
