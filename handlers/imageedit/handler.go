@@ -49,7 +49,9 @@ type Handler struct {
 	// Retention is how long image task records are kept.
 	Retention time.Duration
 	// Accounting holds the estimate of each edit (n images at the size's price) against the
-	// account's balance and the key's budget, and settles it from the answer; nil holds nothing.
+	// account's balance and the key's budget, and settles it from the answer, or, for an edit
+	// answered with an image task id, from the answer of the query that shows the task's end
+	// (see task_end.go); nil holds nothing.
 	Accounting *accounting.Accountant
 	// Idempotency honours Idempotency-Key on edits; nil ignores the header.
 	Idempotency *idempotency.Guard
