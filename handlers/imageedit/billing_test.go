@@ -20,7 +20,7 @@ import (
 // before the upstream is called, and is charged for the items in the answer's data; one whose
 // hold does not fit the balance is a 402 that never reaches the upstream; a refusal is charged
 // nothing; a task answer keeps the estimate held, for the task's end to settle (its record
-// carries the hold).
+// carries the hold), unless it shows the task ended already.
 func TestEditHoldsNImagesAndSettlesFromData(t *testing.T) {
 	const edit = `{"model":"m","prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png"}],"n":3,"size":"1536x1024"}`
 	for _, tc := range []struct {
@@ -38,6 +38,8 @@ func TestEditHoldsNImagesAndSettlesFromData(t *testing.T) {
 		{"the upstream refuses", 400, `{"error":{"code":"bad","message":"no"}}`, "1", 400, 1, "1", "0.18", ""},
 		{"a failure in a 200", 200, `{"error":{"code":"moderation","message":"no"}}`, "1", 200, 1, "1", "0.18", ""},
 		{"an image task", 200, `{"task_id":"imgt_1"}`, "1", 200, 1, "0.82", "0.18", "0.18"},
+		{"an image task failed at once", 200, `{"id":"imgt_2","status":"failed","error":{"code":"moderation","message":"no"}}`, "1", 200, 1, "1", "0.18", ""},
+		{"an image task succeeded at once, its images not in the answer", 200, `{"id":"imgt_3","status":"succeeded"}`, "1", 200, 1, "0.82", "0.18", ""},
 		{"the balance does not cover n images", 200, `{"data":[{"url":"https://cdn.example.com/1.png"}]}`, "0.17", 402, 0, "0.17", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

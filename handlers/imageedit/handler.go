@@ -215,7 +215,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		// An image task: its images come later, through the owner's queries. Its record
 		// carries the hold, and the query that shows the task's end settles or releases it
 		// (see recordTask).
-		if kept, err = h.recordTask(ctx, r, id, p, up, model, taskID, slot, hold); err != nil {
+		if kept, err = h.recordTask(ctx, r, id, p, up, model, taskID, ans.Body, slot, hold); err != nil {
 			return err
 		}
 		passOn(w, ans)
