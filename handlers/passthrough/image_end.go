@@ -1,6 +1,7 @@
 package passthrough
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/mediagw/mediagw/handlers/billing"
@@ -27,8 +28,9 @@ func recordCarriesHold(kind string, answer []byte) bool {
 }
 
 // imageTaskAnswer reports whether answer, an image generation's answer held whole (nil when it
-// was not: a stream), is a task's: a JSON object without items in its top-level data. An answer
-// that has images and an id too is settled from its images with its request, not carried.
+// was not: a stream), is a task's: a JSON object without a top-level data (or with data null).
+// An answer that has data and an id too is a synchronous one, settled with its request: at its
+// images, or released when data is empty.
 func imageTaskAnswer(answer []byte) bool {
 	if answer == nil {
 		return false
@@ -37,8 +39,8 @@ func imageTaskAnswer(answer []byte) bool {
 	if err != nil {
 		return false
 	}
-	var data []json.RawMessage
-	return json.Unmarshal(fields.value("data"), &data) != nil || len(data) == 0
+	data := fields.value("data")
+	return data == nil || string(bytes.TrimSpace(data)) == "null"
 }
 
 // imageReportedFields are the top-level members of an image task's answer that price it.

@@ -39,15 +39,16 @@ func TestImageTaskReported(t *testing.T) {
 	}
 }
 
-// An image generation's record carries its hold when its answer is a task's (no image in data),
-// held whole; a video's always.
+// An image generation's record carries its hold when its answer is a task's (no data), held
+// whole; a video's always.
 func TestRecordCarriesHold(t *testing.T) {
 	for _, c := range []struct {
 		kind, answer string
 		want         bool
 	}{
 		{storage.KindImage, `{"id":"imgt-1","status":"queued"}`, true},
-		{storage.KindImage, `{"id":"imgt-1","data":[]}`, true},
+		{storage.KindImage, `{"id":"imgt-1","data":null}`, true},
+		{storage.KindImage, `{"id":"img-1","data":[]}`, false}, // no image, settled (released) with its request
 		{storage.KindImage, `{"id":"img-1","data":[{"url":"a"}]}`, false},
 		{storage.KindImage, `{"id":"img-1","data":[],"data":[{"url":"a"}]}`, false},
 		{storage.KindImage, "", false}, // a stream: not held whole
