@@ -24,10 +24,10 @@ import (
 
 // recordTask records the image task taskID, which the edit's provider p made on up, as the
 // calling account's: its record keeps the edit's active-task slot and carries its hold. It
-// reports whether the record keeps the slot (or kept it: a task that answer, the create's
-// answer, shows final already is ended at once, see finishedByAnswer). When the record cannot be written, the task id is
-// not handed out and the hold is settled at its estimate: there is no way to cancel an image
-// task upstream, so the task runs, and its cost stays charged.
+// reports whether the record keeps the slot (or kept it: a task that answer, the edit's
+// answer, shows final already is ended at once, see finishedByAnswer). When the record cannot
+// be written, the task id is not handed out and the hold is settled at its estimate: there is
+// no way to cancel an image task upstream, so the task runs, and its cost stays charged.
 func (h *Handler) recordTask(ctx context.Context, r *http.Request, id auth.Identity, p *providers.Provider, up *providers.Upstream,
 	model, taskID string, answer []byte, slot accounting.Slot, hold accounting.Hold) (kept bool, err error) {
 	t := h.now()
