@@ -194,7 +194,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	var out http.ResponseWriter = sw
 	var created *passthrough.CreatedWriter
 	if route.Records() {
-		route.Hold = hold // a video's record carries it (see passthrough.CreatedWriter.HeldBy)
+		route.Hold = hold // a video's or image task's record carries it (see passthrough.CreatedWriter.HeldBy)
 		created = h.router.Created(sw, r, id, route)
 		created.Shape = shape
 		out = created
@@ -227,7 +227,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	carried := created != nil && created.HeldBy() != ""
 	if carried {
-		// The video's record carries the hold: its end settles or releases it (see
+		// The video's (or image task's) record carries the hold: its end settles or releases it (see
 		// accounting.Accountant.ObjectFinished), not this request's.
 		hold.BindTo(r.Context(), created.HeldBy())
 	}
@@ -265,7 +265,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	// Otherwise an error or a refusal means the request was not served.
 	switch {
 	case carried:
-		// Charged when the video ends: nothing is charged with the create.
+		// Charged when the video or image task ends: nothing is charged with the create.
 	case !clientGone && (sw.status >= 400 || (err != nil && !streamedSome)):
 		hold.Release("refused by the upstream")
 	case streamedImages && !streamedSome:

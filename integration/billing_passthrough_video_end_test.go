@@ -42,6 +42,76 @@ func holdEnds(entries []map[string]any) map[string][]map[string]any {
 	return ends
 }
 
+// redisPair starts two gateway processes on one new redis-server, each from caddyfile(admin
+// port, site port, redis URL), and creates a key of account with one active-task slot on the
+// first, crediting account with credit. It returns the gateways, their site bases, and the
+// key's id and secret.
+func redisPair(t *testing.T, caddyfile func(adminPort, port int, redisURL string) string, account, credit string) (gws []*gateway, bases []string, keyID, secret string) {
+	t.Helper()
+	redis := testredis.Start(t, testredis.Options{})
+	for range 2 {
+		adminPort, port := freePort(t), freePort(t)
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		startCaddyProcess(t, caddyfile(adminPort, port, redis.URL()), base+"/")
+		gws, bases = append(gws, &gateway{t: t, admin: fmt.Sprintf("127.0.0.1:%d", adminPort)}), append(bases, base)
+	}
+	// One active-task slot: each create needs the slot of the object before it back, and a
+	// second give-back would leave the count below zero.
+	r := call(t, "POST", "http://"+gws[0].admin+"/mediagw/keys", "", `{"account":"`+account+`","max_active_tasks":1}`)
+	keyID, secret = r.field("id"), r.field("key")
+	if r.status != 201 || keyID == "" || secret == "" {
+		t.Fatalf("creating the key = %d %s", r.status, r.body)
+	}
+	keysEnv{g: gws[0]}.credit(t, account, credit, "pair-1")
+	return gws, bases, keyID, secret
+}
+
+// readAtOnce sends GET path from four clients at once, two on each of the gateways at bases,
+// with key; each must be answered 200 (with the top-level status when status is not "").
+func readAtOnce(t *testing.T, bases []string, path, key, status string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for c := range 4 {
+		wg.Go(func() {
+			<-start
+			r, err := send("GET", bases[c%2]+path, key, nil)
+			if err != nil || r.status != 200 || (status != "" && r.field("status") != status) {
+				t.Errorf("GET %s on %d = %v %s %v", path, c%2, r.status, r.body, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+}
+
+// endedOnceEach checks that each hold in account's ledger on g ended once at most, and that
+// releases of them were released and settlements settled; and that keyID has no active task
+// left on any of gws (each slot given back once).
+func endedOnceEach(t *testing.T, gws []*gateway, account, keyID string, releases, settlements int) {
+	t.Helper()
+	released, settled := 0, 0
+	for id, e := range holdEnds(ledgerEntries(t, gws[0], account)) {
+		if len(e) != 1 {
+			t.Fatalf("hold %s ended %d times: %v", id, len(e), e)
+		}
+		switch e[0]["kind"] {
+		case "release":
+			released++
+		case "settle":
+			settled++
+		}
+	}
+	if released != releases || settled != settlements {
+		t.Fatalf("%d releases and %d settlements; want %d and %d", released, settled, releases, settlements)
+	}
+	for i, g := range gws {
+		if active, _ := keyUsage(t, &instance{name: string(rune('A' + i)), admin: g.admin}, keyID); active != 0 {
+			t.Fatalf("the key has %v active tasks on %c; want 0: each slot given back once", active, 'A'+i)
+		}
+	}
+}
+
 // TestPassThroughVideoChargedByItsEnd: a video created through pass-through (POST /v1/videos
 // without mediagw_videos; the openai-go client retrieves and deletes; a fake of OpenAI's published videos API) holds
 // its estimate until the gateway sees how it ended: a retrieve that shows it completed settles
@@ -204,24 +274,9 @@ func TestFailedPassThroughVideoReleasedOnceAcrossInstances(t *testing.T) {
 	t.Parallel()
 	fake, upURL := newFakeOpenAIVideos(t, "openai-operator-key")
 	upURL = strings.TrimSuffix(upURL, "/v1")
-	redis := testredis.Start(t, testredis.Options{})
-	var gws []*gateway
-	var bases []string
-	for range 2 {
-		adminPort, port := freePort(t), freePort(t)
-		base := fmt.Sprintf("http://127.0.0.1:%d", port)
-		startCaddyProcess(t, fmt.Sprintf(passVideoInstanceCaddyfile, adminPort, redis.URL(), upURL, port,
-			strings.TrimPrefix(upURL, "http://")), base+"/")
-		gws, bases = append(gws, &gateway{t: t, admin: fmt.Sprintf("127.0.0.1:%d", adminPort)}), append(bases, base)
-	}
-	keysEnv{g: gws[0]}.credit(t, "filmmakers", "10", "race-1")
-	// A key with one active-task slot: each create needs the slot of the video before it back,
-	// and a second give-back would leave the count below zero.
-	r := call(t, "POST", "http://"+gws[0].admin+"/mediagw/keys", "", `{"account":"filmmakers","max_active_tasks":1}`)
-	keyID, secret := r.field("id"), r.field("key")
-	if r.status != 201 || keyID == "" || secret == "" {
-		t.Fatalf("creating the key = %d %s", r.status, r.body)
-	}
+	gws, bases, keyID, secret := redisPair(t, func(adminPort, port int, redisURL string) string {
+		return fmt.Sprintf(passVideoInstanceCaddyfile, adminPort, redisURL, upURL, port, strings.TrimPrefix(upURL, "http://"))
+	}, "filmmakers", "10")
 
 	const videos = 4
 	for i := range videos {
@@ -229,7 +284,7 @@ func TestFailedPassThroughVideoReleasedOnceAcrossInstances(t *testing.T) {
 		if i == videos-1 {
 			prompt = "a lighthouse"
 		}
-		r = call(t, "POST", bases[i%2]+"/v1/videos", secret, `{"model":"sora-2","prompt":"`+prompt+`","seconds":"8","size":"1280x720"}`)
+		r := call(t, "POST", bases[i%2]+"/v1/videos", secret, `{"model":"sora-2","prompt":"`+prompt+`","seconds":"8","size":"1280x720"}`)
 		id := r.field("id")
 		if r.status != 200 || id == "" {
 			t.Fatalf("create = %d %s", r.status, r.body)
@@ -239,45 +294,13 @@ func TestFailedPassThroughVideoReleasedOnceAcrossInstances(t *testing.T) {
 				t.Fatalf("retrieve = %d %s", r.status, r.body)
 			}
 		}
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for c := range 4 {
-			wg.Go(func() {
-				<-start
-				r, err := send("GET", bases[c%2]+"/v1/videos/"+id, secret, nil)
-				if err != nil || r.status != 200 {
-					t.Errorf("retrieve on %d = %v %v", c%2, r.status, err)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
+		readAtOnce(t, bases, "/v1/videos/"+id, secret, "")
 	}
 	if n := len(fake.log.matching("GET", "/v1/videos/")); n != videos*6 {
 		t.Fatalf("the provider saw %d retrieves, want %d", n, videos*6)
 	}
 	awaitBalance(t, gws[1], "filmmakers", "9.2", "0") // only the completed video charged
-	ends := holdEnds(ledgerEntries(t, gws[0], "filmmakers"))
-	releases, settlements := 0, 0
-	for id, e := range ends {
-		if len(e) != 1 {
-			t.Fatalf("hold %s ended %d times: %v", id, len(e), e)
-		}
-		switch e[0]["kind"] {
-		case "release":
-			releases++
-		case "settle":
-			settlements++
-		}
-	}
-	if releases != videos-1 || settlements != 1 {
-		t.Fatalf("%d releases and %d settlements; want %d and 1", releases, settlements, videos-1)
-	}
-	for i, g := range gws {
-		if active, _ := keyUsage(t, &instance{name: string(rune('A' + i)), admin: g.admin}, keyID); active != 0 {
-			t.Fatalf("the key has %v active tasks on %c; want 0: each slot given back once", active, 'A'+i)
-		}
-	}
+	endedOnceEach(t, gws, "filmmakers", keyID, videos-1, 1)
 }
 
 // passVideoGenerationsCaddyfile leaves video-gen-1 (POST /v1/video/generations) to

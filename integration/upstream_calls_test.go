@@ -130,14 +130,14 @@ func TestClientDisconnectDoesNotOrphanTasks(t *testing.T) {
 		r, err := send("GET", base+"/v1/images/tasks/img-slow-1", "mg-upcalls-owner", nil)
 		return err == nil && r.status == 200
 	})
-	// Held once each (cost 1), never released: the image task is charged its estimate at once,
-	// the video task stays held until it finishes.
+	// Held once each (cost 1), never released: each task stays held until it finishes (the
+	// image task's record carries its edit's hold), so nothing is charged yet.
 	r := call(t, "GET", "http://"+g.admin+"/mediagw/keys/upcalls-owner/usage", "", nil)
-	if u := r.json(t); u["quota_used"] != "1" {
-		t.Fatalf("usage after two disconnected creates = %s, want quota_used 1 (the image task)", r.body)
+	if u := r.json(t); u["quota_used"] != "0" {
+		t.Fatalf("usage after two disconnected creates = %s, want quota_used 0 (both tasks held)", r.body)
 	}
-	if r := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/owner/balance", "", nil); r.field("balance") != "-2" || r.field("held") != "1" {
-		t.Fatalf("balance after two disconnected creates = %s, want -2 with 1 held (the video task)", r.body)
+	if r := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/owner/balance", "", nil); r.field("balance") != "-2" || r.field("held") != "2" {
+		t.Fatalf("balance after two disconnected creates = %s, want -2 with 2 held (both tasks)", r.body)
 	}
 	if creates.Load() != 1 || edits.Load() != 1 {
 		t.Fatalf("upstream creates = %d video, %d image; want one each", creates.Load(), edits.Load())

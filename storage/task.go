@@ -173,9 +173,9 @@ type Task struct {
 	// update that sets Finished settles or releases it. HoldAmount is the estimate held, in
 	// micro-units; HoldUsage is the usage the estimate assumed, as billing encodes it, whose
 	// values stand in for what the upstream does not report when the hold is settled. The
-	// record of a video that pass-through created carries its create's hold so too (its end
-	// settles or releases it); on one written before it did (no HoldID), HoldUsage is the
-	// video's length and picture, which Usage now keeps.
+	// record of a video that pass-through created, and of an image task, carries its create's
+	// hold so too (its end settles or releases it); on a video's written before it did (no
+	// HoldID), HoldUsage is the video's length and picture, which Usage now keeps.
 	// HoldPrice is the model's price when the hold was taken, as billing encodes it
 	// (billing.Price.Encode): the task is settled at it, whatever the price table says when it
 	// finishes. A record without one (written before it was kept) settles at the table's.
@@ -200,7 +200,9 @@ type Task struct {
 	// JSON), for a task of an upstream that does not speak the Ark protocol; see
 	// videotask.TaskUsage, which reads it (and an Ark task's answer). On the record of a video
 	// that pass-through created, it is the video's length and picture as far as its create and
-	// the create's answer say (a billing.Usage in JSON), at which a remix of it is held.
+	// the create's answer say (a billing.Usage in JSON), at which a remix of it is held. On the
+	// record of an edit's image task, it is the images the edit asked for, the most its end is
+	// charged (passthrough.ImageTaskAsked).
 	Usage json.RawMessage `json:"usage,omitempty"`
 	// Keep is the copy of the task's result into the operator's bucket (the upload block's
 	// keep_results), as package videotask records it: pending from the read that saw the task

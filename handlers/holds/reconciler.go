@@ -56,8 +56,8 @@ type Reconciler struct {
 	// their deadline (their creates' processes died before a task's record kept them).
 	Claims storage.SlotClaims
 	// Lapsed, when set, ends on each pass, under the same lease, the holds that records carry
-	// past their lease (passthrough.LapsedVideos.Pass: pass-through videos whose end nobody
-	// saw), and returns how many it ended.
+	// past their lease (passthrough.LapsedVideos.Pass: pass-through videos and image tasks
+	// whose end nobody saw), and returns how many it ended.
 	Lapsed func(ctx context.Context, now time.Time) (int, error)
 	Logger *zap.Logger
 }

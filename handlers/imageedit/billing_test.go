@@ -1,6 +1,7 @@
 package imageedit
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"net/http"
@@ -18,7 +19,8 @@ import (
 // TestEditHoldsNImagesAndSettlesFromData: an edit of n images holds n at its size's price
 // before the upstream is called, and is charged for the items in the answer's data; one whose
 // hold does not fit the balance is a 402 that never reaches the upstream; a refusal is charged
-// nothing; a task answer is charged the estimate.
+// nothing; a task answer keeps the estimate held, for the task's end to settle (its record
+// carries the hold), unless it shows the task ended already.
 func TestEditHoldsNImagesAndSettlesFromData(t *testing.T) {
 	const edit = `{"model":"m","prompt":"p","images":[{"image_url":"https://cdn.example.com/a.png"}],"n":3,"size":"1536x1024"}`
 	for _, tc := range []struct {
@@ -30,12 +32,15 @@ func TestEditHoldsNImagesAndSettlesFromData(t *testing.T) {
 		wantCalls      int64
 		wantBalance    string // credited 1, less what was charged
 		wantHeldDuring string
+		wantHeldAfter  string // "" for nothing
 	}{
-		{"two of three images made", 200, `{"created":1,"data":[{"url":"https://cdn.example.com/1.png"},{"url":"https://cdn.example.com/2.png"}]}`, "1", 200, 1, "0.88", "0.18"},
-		{"the upstream refuses", 400, `{"error":{"code":"bad","message":"no"}}`, "1", 400, 1, "1", "0.18"},
-		{"a failure in a 200", 200, `{"error":{"code":"moderation","message":"no"}}`, "1", 200, 1, "1", "0.18"},
-		{"an image task", 200, `{"task_id":"imgt_1"}`, "1", 200, 1, "0.82", "0.18"},
-		{"the balance does not cover n images", 200, `{"data":[{"url":"https://cdn.example.com/1.png"}]}`, "0.17", 402, 0, "0.17", ""},
+		{"two of three images made", 200, `{"created":1,"data":[{"url":"https://cdn.example.com/1.png"},{"url":"https://cdn.example.com/2.png"}]}`, "1", 200, 1, "0.88", "0.18", ""},
+		{"the upstream refuses", 400, `{"error":{"code":"bad","message":"no"}}`, "1", 400, 1, "1", "0.18", ""},
+		{"a failure in a 200", 200, `{"error":{"code":"moderation","message":"no"}}`, "1", 200, 1, "1", "0.18", ""},
+		{"an image task", 200, `{"task_id":"imgt_1"}`, "1", 200, 1, "0.82", "0.18", "0.18"},
+		{"an image task failed at once", 200, `{"id":"imgt_2","status":"failed","error":{"code":"moderation","message":"no"}}`, "1", 200, 1, "1", "0.18", ""},
+		{"an image task succeeded at once, its images not in the answer", 200, `{"id":"imgt_3","status":"succeeded"}`, "1", 200, 1, "0.82", "0.18", ""},
+		{"the balance does not cover n images", 200, `{"data":[{"url":"https://cdn.example.com/1.png"}]}`, "0.17", 402, 0, "0.17", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := openTestStore(t)
@@ -75,7 +80,7 @@ func TestEditHoldsNImagesAndSettlesFromData(t *testing.T) {
 			if tc.wantHeldDuring != "" && billing.Money(heldDuring.Load()).String() != tc.wantHeldDuring {
 				t.Fatalf("held while the upstream worked: %v, want %s (3 images at 0.06)", billing.Money(heldDuring.Load()), tc.wantHeldDuring)
 			}
-			wantSettled(t, store, tc.wantBalance)
+			wantBalance(t, store, tc.wantBalance, cmp.Or(tc.wantHeldAfter, "0"))
 		})
 	}
 }
@@ -158,11 +163,17 @@ func editPriced(t *testing.T, edit, contentType, body string) (*httptest.Respons
 // wantSettled fails t unless acme's balance is want and nothing of it is held.
 func wantSettled(t *testing.T, store *storage.Badger, want string) {
 	t.Helper()
+	wantBalance(t, store, want, "0")
+}
+
+// wantBalance checks acme's balance and the amount its open holds keep.
+func wantBalance(t *testing.T, store *storage.Badger, want, held string) {
+	t.Helper()
 	b, err := store.Balance(context.Background(), "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := billing.Money(b.Amount).String(); got != want || b.Held != 0 {
-		t.Fatalf("balance %s with %v held, want %s and nothing held", got, billing.Money(b.Held), want)
+	if got := billing.Money(b.Amount).String(); got != want || billing.Money(b.Held).String() != held {
+		t.Fatalf("balance %s with %v held, want %s and %s held", got, billing.Money(b.Held), want, held)
 	}
 }

@@ -49,7 +49,9 @@ type Handler struct {
 	// Retention is how long image task records are kept.
 	Retention time.Duration
 	// Accounting holds the estimate of each edit (n images at the size's price) against the
-	// account's balance and the key's budget, and settles it from the answer; nil holds nothing.
+	// account's balance and the key's budget, and settles it from the answer, or, for an edit
+	// answered with an image task id, from the answer of the query that shows the task's end
+	// (see task_end.go); nil holds nothing.
 	Accounting *accounting.Accountant
 	// Idempotency honours Idempotency-Key on edits; nil ignores the header.
 	Idempotency *idempotency.Guard
@@ -210,38 +212,22 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		size, quality := reportedImage(ans.Body)
 		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{Images: atMostAsked(hold, images), ImageSize: size, ImageQuality: quality})))
 	case taskID != "":
-		// An image task: its answer comes later, through the owner's queries, which do not
-		// settle; it is charged its estimate (n images at the size's price) now.
-		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{})))
+		// An image task: its images come later, through the owner's queries. Its record
+		// carries the hold, and the query that shows the task's end settles or releases it
+		// (see recordTask).
+		if kept, err = h.recordTask(ctx, r, id, p, up, model, taskID, ans.Body, slot, hold); err != nil {
+			return err
+		}
+		passOn(w, ans)
+		return nil
 	default:
 		// No image and no task: the upstream reported a failure (error) or made nothing.
 		hold.Release("the upstream made no image")
 	}
 	if hold.Reconciled() {
 		// The edit outlived its hold's deadline: the reconciler released the hold and gave the
-		// slot back with it. The task's record keeps none.
+		// slot back with it.
 		slot.GivenBack()
-		slot = accounting.Slot{}
-	}
-	if taskID != "" {
-		t := h.now()
-		task := storage.Task{
-			ID: taskID, Kind: storage.KindImage, Account: id.Account, KeyID: id.KeyID,
-			Provider: p.Name, Upstream: up.Name, UpstreamAddress: up.Address(), Model: model, Status: "queued",
-			CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
-		}
-		if slot.Held {
-			task.Active, task.Status = true, passthrough.StatusActive
-		}
-		stored, err := slot.CreateTask(ctx, h.Store, task)
-		if err != nil {
-			// Never hand out a task id whose owner is not recorded. There is no way to cancel
-			// an image task upstream, so the cost stays charged: the task runs.
-			h.Logger.Error("image task created upstream but its ownership could not be recorded",
-				zap.String("task_id", taskID), zap.Error(err))
-			return err
-		}
-		kept = stored.Active // not a claimed slot that the reconciler gave back first
 	}
 	passOn(w, ans)
 	return nil

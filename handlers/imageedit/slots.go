@@ -37,16 +37,18 @@ func (h *Handler) takeSlot(ctx context.Context, id auth.Identity, model string) 
 	return slot, err
 }
 
-// finishedByAnswer gives back the slot of the image task taskID when body, a 2xx answer to its
-// query, shows it final; once, whoever stores that change.
+// finishedByAnswer ends the image task taskID when body, a 2xx answer to its query, shows it
+// final; once, whoever stores that change: it gives back the task's slot and settles the hold
+// its record carries at the images body reports (passthrough.ImageTaskReported), or releases it
+// when the task made nothing.
 func (h *Handler) finishedByAnswer(ctx context.Context, taskID string, body []byte) {
 	ctx = context.WithoutCancel(ctx)
 	t, won, err := h.objects().FinishFromAnswer(ctx, taskID, body)
 	if err != nil {
-		h.Logger.Error("marking a finished image task failed; its slot is given back when its lease ends",
+		h.Logger.Error("marking a finished image task failed; its slot is given back (and its hold settled) when its lease ends",
 			zap.String("task_id", taskID), zap.Error(err))
 	}
 	if won && h.Accounting != nil {
-		h.Accounting.ObjectFinished(ctx, t)
+		h.Accounting.ObjectFinishedAs(ctx, t, passthrough.ImageTaskReported(t, body))
 	}
 }

@@ -68,7 +68,8 @@ type CreatedWriter struct {
 	// keptObjects are the ids of the records that keep it.
 	keptSlot    bool
 	keptObjects []string
-	// heldBy is the id of the created video whose record carries the create's hold.
+	// heldBy is the id of the created video or image task whose record carries the create's
+	// hold.
 	heldBy string
 }
 
@@ -102,7 +103,7 @@ func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identi
 		cw.record = func(objectID string, answer []byte) error {
 			ctx, cancel := context.WithTimeout(ctx, ownerRecordTimeout)
 			defer cancel()
-			carry := cw.heldBy == "" && route.Hold.ID != "" && createsVideo(Endpoint{Creates: route.Creates})
+			carry := cw.heldBy == "" && route.Hold.ID != "" && recordCarriesHold(route.Creates, answer)
 			kept, carried, err := rt.recordOwner(ctx, id, route, objectID, answer, carry)
 			cw.keptSlot = cw.keptSlot || kept
 			if kept {
@@ -267,7 +268,7 @@ func (cw *CreatedWriter) KeptSlot() bool { return cw.keptSlot }
 // (see KeptSlot).
 func (cw *CreatedWriter) KeptObjects() []string { return cw.keptObjects }
 
-// HeldBy is the id of the created video whose record carries the create's hold (Route.Hold),
+// HeldBy is the id of the created video or image task whose record carries the create's hold (Route.Hold),
 // or "" when none does: the caller then hands the hold over to it (accounting.Hold.BindTo)
 // instead of ending it with the request.
 func (cw *CreatedWriter) HeldBy() string { return cw.heldBy }

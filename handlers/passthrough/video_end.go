@@ -25,12 +25,17 @@ import (
 //     and the answer does not say which;
 //   - a video whose end nobody sees is settled at its estimate when its lease (DefaultSlotLease
 //     after its create) has ended: by the lease sweep of a key at its limit (EndLapsedSlots), or
-//     by LapsedVideos, which the hold reconciler runs on every pass.
+//     by LapsedVideos, which the hold reconciler runs on every pass (and which ends image tasks
+//     so too).
 
 // Reported is the length and picture that the answer Finish read reports, when it shows the
 // video completed (or succeeded); else nothing. An answer whose fields repeat reports nothing,
-// and a length of 0 or less is not one.
+// and a length of 0 or less is not one. For an image task it is the images the answer reports
+// (ImageTaskReported).
 func (ow *ObjectWatch) Reported(t storage.Task) billing.Usage {
+	if t.Kind == storage.KindImage {
+		return ImageTaskReported(t, ow.body.Bytes())
+	}
 	if !createsVideo(Endpoint{Creates: t.Kind}) || (t.Status != "completed" && t.Status != "succeeded") {
 		return billing.Usage{}
 	}
@@ -78,6 +83,13 @@ func (rt *Router) SourceCompleted(ctx context.Context, route Route) (storage.Tas
 	return t, sourceMade(t), true, err
 }
 
+// carriesCreateHold reports whether records of a kind may carry their create's hold: those of
+// the videos and video generations that pass-through creates, and of image tasks. The gateway's
+// own video tasks (mediagw_videos) are ended by its task watcher, not by LapsedVideos.
+func carriesCreateHold(kind string) bool {
+	return createsVideo(Endpoint{Creates: kind}) || kind == storage.KindImage
+}
+
 // AllOwners is Owners with the search of every account's records (storage.Tasks.SearchAllTasks),
 // which LapsedVideos reads.
 type AllOwners interface {
@@ -93,12 +105,13 @@ const (
 	lapsedScan = 2000
 )
 
-// LapsedVideos ends the pass-through videos whose record still carries its create's hold when
-// its lease (DefaultSlotLease after its create) has ended, the client never having asked for the
-// video again: each is marked finished (status lease_ended) by compare-and-set, and Finished,
-// called with each record this sweep's change stored, gives back its slot and settles its hold at
-// the estimate (the provider most likely made, and billed, the video). Run Pass from one
-// instance at a time (the hold reconciler's lease); two at once still end each video once.
+// LapsedVideos ends the pass-through videos, and the image tasks (see image_end.go), whose record
+// still carries its create's hold when its lease (DefaultSlotLease after its create) has ended,
+// the client never having asked for the object again: each is marked finished (status
+// lease_ended) by compare-and-set, and Finished, called with each record this sweep's change
+// stored, gives back its slot and settles its hold at the estimate (the provider most likely
+// made, and billed, it). Run Pass from one instance at a time (the hold reconciler's lease); two
+// at once still end each object once.
 type LapsedVideos struct {
 	Owners AllOwners
 	// Finished ends each video this sweep finished (accounting.Accountant.ObjectFinished).
@@ -131,7 +144,7 @@ func (s *LapsedVideos) Pass(ctx context.Context, now time.Time) (int, error) {
 		return 0, err
 	}
 	for _, t := range page.Tasks {
-		if !lapsed(t) || !createsVideo(Endpoint{Creates: t.Kind}) {
+		if !lapsed(t) || !carriesCreateHold(t.Kind) {
 			continue
 		}
 		stored, won, err := rt.finishObject(ctx, t.ID, statusLapsed, lapsed)

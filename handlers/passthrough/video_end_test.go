@@ -14,9 +14,10 @@ import (
 	"github.com/mediagw/mediagw/storage"
 )
 
-// LapsedVideos ends, once, the videos whose record carries a hold past their lease: not a recent
-// one, not one without a hold (its slot waits for its key's sweep), not a finished one; two
-// sweepers at once end each once.
+// LapsedVideos ends, once, the videos and image tasks whose record carries a hold past their
+// lease: not a recent one, not one without a hold (its slot waits for its key's sweep), not a
+// finished one, not a video task of the gateway's own (its watcher ends it); two sweepers at
+// once end each once.
 func TestLapsedVideosEndOnce(t *testing.T) {
 	server := testredis.Start(t, testredis.Options{})
 	t.Run("badger", func(t *testing.T) { lapsedVideosEndOnce(t, ownersStore(t)) })
@@ -44,6 +45,7 @@ func lapsedVideosEndOnce(t *testing.T, store AllOwners) {
 		rec("unheld", KindVideo, "", 2*time.Hour, false),
 		rec("image", storage.KindImage, "h4", 2*time.Hour, false),
 		rec("done", KindVideo, "h5", 3*time.Hour, true),
+		rec("video-task", storage.KindVideo, "h6", 2*time.Hour, false),
 	} {
 		if _, err := store.CreateTask(ctx, r); err != nil {
 			t.Fatal(err)
@@ -69,8 +71,8 @@ func lapsedVideosEndOnce(t *testing.T, store AllOwners) {
 		})
 	}
 	wg.Wait()
-	if total.Load() != 2 || len(ended) != 2 || ended["old"] != 1 || ended["old-generation"] != 1 {
-		t.Fatalf("ended %v (%d); want old and old-generation once each", ended, total.Load())
+	if total.Load() != 3 || len(ended) != 3 || ended["old"] != 1 || ended["old-generation"] != 1 || ended["image"] != 1 {
+		t.Fatalf("ended %v (%d); want old, old-generation and image once each", ended, total.Load())
 	}
 	got, _ := store.Task(ctx, "old")
 	if !got.Finished || got.Status != statusLapsed {
