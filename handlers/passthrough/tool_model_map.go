@@ -201,12 +201,13 @@ func skipRest(dec *json.Decoder, d json.Delim) bool {
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // answerToolModels maps the upstream ids of tool models that an answer on path may show back to
-// the client's ids (providers.Dispatch.ToolModels): on the Responses endpoints (/v1/responses and
-// a response's calls), whose answers echo the request's tools, the provider's model_map read
-// backwards, each of names (the request's own tool models) shown as itself; nil elsewhere.
+// the client's ids (providers.Dispatch.ToolModels): on the Responses endpoints, whose answers echo
+// the tools of the response's create, the provider's model_map read backwards, each of names (the
+// request's own tool models) shown as itself. nil elsewhere, and for a create whose tools name no
+// model (its answer shows none).
 func answerToolModels(p *providers.Provider, path string, names []string) map[string]string {
 	clients := p.ClientModels()
-	if len(clients) == 0 || !isResponsesPath(path) {
+	if len(clients) == 0 || !isResponsesPath(path) || path == "/v1/responses" && len(names) == 0 {
 		return nil
 	}
 	var own map[string]string

@@ -2,12 +2,15 @@ package passthrough
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 // TestToolModelsAreMappedInPlace: a tool's model that the provider's model_map names is replaced
@@ -90,4 +93,34 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// An answer shows a tool's model under the client's id on the Responses endpoints: a create's
+// under the id it named (of two that map to one upstream id), a response's later calls under the
+// first of them; a create naming no tool model and other endpoints show none.
+func TestAnswerToolModels(t *testing.T) {
+	u, _ := url.Parse("http://127.0.0.1:1/v1")
+	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "oa", BaseURL: u, APIKey: "k",
+		ModelMap: map[string]string{"studio-b": "img-up", "studio-a": "img-up", "chat": "chat-up"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := cat.ProviderFor("chat")
+	for _, c := range []struct {
+		path  string
+		names []string
+		want  map[string]string
+	}{
+		{"/v1/responses", []string{"studio-b"}, map[string]string{"img-up": "studio-b", "chat-up": "chat"}},
+		{"/v1/responses", []string{"studio-a"}, map[string]string{"img-up": "studio-a", "chat-up": "chat"}},
+		{"/v1/responses", nil, nil},
+		{"/v1/responses/resp_1", nil, map[string]string{"img-up": "studio-a", "chat-up": "chat"}},
+		{"/v1/responses/resp_1/cancel", nil, map[string]string{"img-up": "studio-a", "chat-up": "chat"}},
+		{"/v1/responsesX", []string{"studio-b"}, nil},
+		{"/v1/chat/completions", []string{"studio-b"}, nil},
+	} {
+		if got := answerToolModels(p, c.path, c.names); !maps.Equal(got, c.want) {
+			t.Errorf("%s %v: %v, want %v", c.path, c.names, got, c.want)
+		}
+	}
 }
