@@ -17,8 +17,12 @@ type ToolImages struct {
 	// the costliest size and quality the price lists.
 	Size, Quality string
 	// Count is how many images are held: the request's max_tool_calls, else 1. The settlement
-	// charges what was made, more or fewer.
+	// charges what was made, more or fewer (up to MaxCalls).
 	Count int64
+	// MaxCalls is the request's max_tool_calls, 0 when it has none: the provider ignores the
+	// model's further calls of a built-in tool, so an answer that reports more images than
+	// that is charged that many (MadeImages.Within).
+	MaxCalls int64
 }
 
 // MadeImage is one image an image_generation tool made, with the size and quality its answer
@@ -35,6 +39,16 @@ type MadeImages struct {
 	// Images are the images made: each completed image_generation_call, and each that streamed
 	// partial images only (priced as held, its Size and Quality empty).
 	Images []MadeImage
+}
+
+// Within is made with at most most images (most > 0; 0 bounds nothing): those an answer reports
+// past the request's max_tool_calls, which the provider does not make (it ignores the model's
+// further calls), are not charged. The first most reported are kept.
+func (made MadeImages) Within(most int64) MadeImages {
+	if most > 0 && int64(len(made.Images)) > most {
+		made.Images = made.Images[:most]
+	}
+	return made
 }
 
 // EstimateToolImages is the hold of the images t may make at p: t.Count images of t.Size ("" is

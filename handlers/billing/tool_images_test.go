@@ -48,3 +48,22 @@ func TestToolImagesHeldAndSettledPerImage(t *testing.T) {
 		}
 	}
 }
+
+// TestMadeImagesWithinMaxToolCalls: images reported past the request's max_tool_calls are not
+// made (the provider ignores further calls), so Within keeps the first max_tool_calls of them; 0
+// (no max_tool_calls) bounds nothing, and what was not reported stays not reported.
+func TestMadeImagesWithinMaxToolCalls(t *testing.T) {
+	three := MadeImages{Reported: true, Images: []MadeImage{{"1024x1024", "low"}, {"1024x1024", "high"}, {}}}
+	for _, c := range []struct {
+		most int64
+		want int
+	}{{0, 3}, {1, 1}, {2, 2}, {3, 3}, {50, 3}} {
+		got := three.Within(c.most)
+		if len(got.Images) != c.want || !got.Reported || got.Images[0] != three.Images[0] {
+			t.Errorf("Within(%d) = %+v; want the first %d", c.most, got, c.want)
+		}
+	}
+	if got := (MadeImages{}).Within(2); got.Reported || len(got.Images) != 0 {
+		t.Errorf("Within of nothing reported = %+v", got)
+	}
+}

@@ -336,6 +336,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			if toolImages, route.toolModelNames, err = checkToolModels(fields.value("tools"), id, toolCalls(&fields)); err != nil {
 				return "", err
 			}
+			boundToolCalls(toolImages, &fields)
 		}
 		route.Sizing, route.ToolImages = sizing(ep, &fields, len(body)), toolImages
 		return jsonModel(&fields)

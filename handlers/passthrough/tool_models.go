@@ -95,6 +95,16 @@ func toolCalls(fields *bodyFields) int64 {
 	return 1
 }
 
+// boundToolCalls gives the image_generation tools the request's max_tool_calls (a number, or a
+// string holding one; 0 when it has none), past which the provider makes no image: an answer
+// that reports more is charged that many (billing.MadeImages.Within).
+func boundToolCalls(images []billing.ToolImages, fields *bodyFields) {
+	most := numberOrString(fields.value("max_tool_calls"))
+	for i := range images {
+		images[i].MaxCalls = most
+	}
+}
+
 // defaultToolModel gives the image_generation tools that name no model the model the provider
 // runs for them (its tool_image_model, else billing.DefaultToolImageModel), so that their images
 // are held and charged at that model's price.

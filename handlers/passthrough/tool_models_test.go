@@ -70,8 +70,8 @@ func TestToolModelsMustBeAllowed(t *testing.T) {
 
 // TestToolImagesAreSized: the image_generation tools of a Responses body are held for their
 // model (the provider's tool_image_model, else OpenAI's default, where the tool names none), size
-// and quality, max_tool_calls images each (a number or a string holding one), else one; other
-// tools are not images.
+// and quality, max_tool_calls images each (a number or a string holding one), else one, and
+// bounded by max_tool_calls; other tools are not images.
 func TestToolImagesAreSized(t *testing.T) {
 	rt := &Router{Catalog: catalog(t)}
 	every := auth.Identity{Account: "a"}
@@ -82,9 +82,9 @@ func TestToolImagesAreSized(t *testing.T) {
 		{`"tools":[{"type":"web_search"}]`, nil},
 		{`"tools":[{"type":"image_generation"}]`, []billing.ToolImages{{Model: billing.DefaultToolImageModel, Count: 1}}},
 		{`"tools":[{"type":"web_search"},{"type":"image_generation","model":"img","size":"1024x1536","quality":"high"}],"max_tool_calls":4`,
-			[]billing.ToolImages{{Model: "img", Size: "1024x1536", Quality: "high", Count: 4}}},
+			[]billing.ToolImages{{Model: "img", Size: "1024x1536", Quality: "high", Count: 4, MaxCalls: 4}}},
 		{`"tools":{"type":"image_generation","size":7,"quality":"auto"},"max_tool_calls":"3"`,
-			[]billing.ToolImages{{Model: billing.DefaultToolImageModel, Quality: "auto", Count: 3}}},
+			[]billing.ToolImages{{Model: billing.DefaultToolImageModel, Quality: "auto", Count: 3, MaxCalls: 3}}},
 		{`"tools":[{"type":"image_generation"}],"max_tool_calls":0`, []billing.ToolImages{{Model: billing.DefaultToolImageModel, Count: 1}}},
 	} {
 		r := httptest.NewRequest("POST", "/v1/responses", strings.NewReader(`{"model":"doubao","input":"draw",`+tc.body+`}`))

@@ -1,0 +1,118 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// startImageFloodingResponses is a hostile OpenAI Responses upstream: whatever max_tool_calls
+// says, its answer (JSON, or a stream's response.completed) reports 50 completed
+// image_generation_call items at 1024x1024 high, and 20 output tokens.
+func startImageFloodingResponses(t *testing.T) string {
+	srv := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model  string `json:"model"`
+			Stream bool   `json:"stream"`
+		}
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" || json.NewDecoder(r.Body).Decode(&req) != nil {
+			writeFakeJSON(w, 404, map[string]any{"error": map[string]any{"message": "no such route", "type": "invalid_request_error"}})
+			return
+		}
+		output := []any{}
+		for i := range 50 {
+			output = append(output, map[string]any{"id": fmt.Sprintf("ig_flood_%d", i), "type": "image_generation_call", "status": "completed",
+				"result": "QUJD", "size": "1024x1024", "quality": "high", "output_format": "png", "background": "opaque"})
+		}
+		resp := map[string]any{"id": "resp_flood", "object": "response", "created_at": 1764390000, "status": "completed", "model": req.Model,
+			"output": output, "usage": map[string]any{"input_tokens": 12, "output_tokens": 20, "total_tokens": 32,
+				"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}}
+		if !req.Stream {
+			writeFakeJSON(w, 200, resp)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i, ev := range []map[string]any{
+			{"type": "response.created", "response": map[string]any{"id": "resp_flood", "object": "response", "status": "in_progress", "model": req.Model, "output": []any{}}},
+			{"type": "response.completed", "response": resp},
+		} {
+			ev["sequence_number"] = i
+			b, _ := json.Marshal(ev)
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], b)
+		}
+	}))
+	return srv.URL
+}
+
+// TestToolImagesPastMaxToolCallsAreNotCharged: a Responses request's max_tool_calls bounds the
+// built-in tool calls the provider makes ("any further attempts to call a tool will be
+// ignored"), so an answer that reports more images than that reports images that were not
+// made: a hostile provider reporting 50 images to max_tool_calls 2 (JSON, or a stream's
+// response.completed) is charged 2 of them, 0.02 + 2 × 0.17 = 0.36, on openai-go. A request
+// without max_tool_calls is still charged every image reported (50 × 0.17 + 0.02 = 8.52): its
+// model may call the tool as often as it likes. Before, the first two were charged 8.52 each.
+func TestToolImagesPastMaxToolCallsAreNotCharged(t *testing.T) {
+	base, g := startSimGateway(t, toolImagesCaddyfile, map[string]string{"storage": "storage badger " + t.TempDir(),
+		"up_url": startImageFloodingResponses(t)})
+	keys := keysEnv{g: g, base: base}
+	keys.credit(t, "rimages", "100", "rimages-flood")
+	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-rimages"), option.WithMaxRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	params := func(maxToolCalls int64) responses.ResponseNewParams {
+		p := responses.ResponseNewParams{
+			Model:           "rimage-chat",
+			Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String("draw")},
+			Tools:           []responses.ToolUnionParam{{OfImageGeneration: &responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}}},
+			MaxOutputTokens: openai.Int(100),
+		}
+		if maxToolCalls > 0 {
+			p.MaxToolCalls = openai.Int(maxToolCalls)
+		}
+		return p
+	}
+	charged := func(from int) string {
+		t.Helper()
+		for _, e := range endedEntries(t, g, "rimages", from) {
+			if e["kind"] == "settle" {
+				return fmt.Sprint(e["charged"])
+			}
+		}
+		t.Fatalf("no settlement in %v", endedEntries(t, g, "rimages", from))
+		return ""
+	}
+
+	from := len(ledgerEntries(t, g, "rimages"))
+	if _, err := oa.Responses.New(ctx, params(2)); err != nil {
+		t.Fatal(err)
+	}
+	if got := charged(from); got != "0.36" {
+		t.Errorf("JSON, max_tool_calls 2, 50 images reported: charged %s; want 0.36", got)
+	}
+
+	from = len(ledgerEntries(t, g, "rimages"))
+	stream := oa.Responses.NewStreaming(ctx, params(2))
+	for stream.Next() {
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := charged(from); got != "0.36" {
+		t.Errorf("a stream, max_tool_calls 2, 50 images reported: charged %s; want 0.36", got)
+	}
+
+	from = len(ledgerEntries(t, g, "rimages"))
+	if _, err := oa.Responses.New(ctx, params(0)); err != nil {
+		t.Fatal(err)
+	}
+	if got := charged(from); got != "8.52" {
+		t.Errorf("JSON without max_tool_calls, 50 images reported: charged %s; want 8.52", got)
+	}
+}
