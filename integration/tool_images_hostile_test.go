@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
@@ -114,5 +115,30 @@ func TestToolImagesPastMaxToolCallsAreNotCharged(t *testing.T) {
 	}
 	if got := charged(from); got != "8.52" {
 		t.Errorf("JSON without max_tool_calls, 50 images reported: charged %s; want 8.52", got)
+	}
+}
+
+// TestToolModelTheGatewayDoesNotServeIsNotFound: a Responses image_generation tool naming an
+// image model that no provider of the gateway lists (rimage-unlisted) is 404 model_not_found
+// (param tools[0].model) for a key that may use every model, as the request's own model would
+// be, and nothing reaches the provider. Before, the provider ran it and its images were free:
+// the gateway has no price for a model it does not serve, so two images were charged nothing.
+func TestToolModelTheGatewayDoesNotServeIsNotFound(t *testing.T) {
+	fake, upURL := newFakeOpenAIResponses(t)
+	base, g := startSimGateway(t, toolImagesCaddyfile, map[string]string{"storage": "storage badger " + t.TempDir(), "up_url": upURL})
+	keysEnv{g: g, base: base}.credit(t, "rimages", "10", "rimages-unlisted")
+	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-rimages"), option.WithMaxRetries(0))
+	_, err := oa.Responses.New(context.Background(), responses.ResponseNewParams{
+		Model:           "rimage-chat",
+		Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String("draw 2")},
+		Tools:           []responses.ToolUnionParam{{OfImageGeneration: &responses.ToolImageGenerationParam{Model: "rimage-unlisted", Size: "1024x1024", Quality: "high"}}},
+		MaxOutputTokens: openai.Int(100),
+	})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "model_not_found" || apiErr.Param != "tools[0].model" {
+		t.Fatalf("a tool model the gateway does not serve: %v; want 404 model_not_found, param tools[0].model", err)
+	}
+	if got := len(fake.received()); got != 0 {
+		t.Errorf("the upstream received %d requests; want none", got)
 	}
 }

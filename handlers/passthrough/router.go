@@ -333,7 +333,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		}
 		var toolImages []billing.ToolImages
 		if ep.toolModels {
-			if toolImages, route.toolModelNames, err = checkToolModels(fields.value("tools"), id, toolCalls(&fields)); err != nil {
+			if toolImages, route.toolModelNames, err = checkToolModels(fields.value("tools"), id, toolCalls(&fields), rt.served); err != nil {
 				return "", err
 			}
 			boundToolCalls(toolImages, &fields)

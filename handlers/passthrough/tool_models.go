@@ -26,11 +26,15 @@ const imageGenerationTool = "image_generation"
 // which the gateway cannot know: a key restricted to some models must name one of them (403
 // otherwise); a key that may use every model may leave it to the provider.
 //
+// A model the gateway does not serve (served false: no provider lists it, nor maps it) is 404
+// model_not_found, as the request's own would be: the upstream would run it unpriced, its
+// images free.
+//
 // It returns the image_generation tools, each with its model ("" for the provider's default),
 // size and quality ("" when absent or not a string), and calls images held (see
 // billing.ToolImages); and the models the tools name, which the provider's model_map may map
 // (mapToolModels).
-func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64) (images []billing.ToolImages, named []string, err error) {
+func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64, served func(model string) bool) (images []billing.ToolImages, named []string, err error) {
 	if len(tools) == 0 || tools[0] != '[' && tools[0] != '{' {
 		return nil, nil, nil
 	}
@@ -70,6 +74,9 @@ func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64) (imag
 			if !id.AllowsModel(model) {
 				return nil, nil, apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may not use model "+apierror.Echo(model)+" ("+param+")").WithParam(param)
 			}
+			if !served(model) {
+				return nil, nil, apierror.New(http.StatusNotFound, "model_not_found", "the model "+apierror.Echo(model)+" ("+param+") does not exist or is not served here").WithParam(param)
+			}
 			named = append(named, model)
 		}
 		if imageTool {
@@ -78,6 +85,12 @@ func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64) (imag
 		}
 	}
 	return images, named, nil
+}
+
+// served reports whether a provider of the catalog serves model (lists it, or maps it).
+func (rt *Router) served(model string) bool {
+	_, ok := rt.Catalog.ProviderFor(model)
+	return ok
 }
 
 // toolCalls is the number of images an image_generation tool is held for: none when the body's

@@ -3,18 +3,33 @@ package passthrough
 import (
 	"io"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/providers"
 )
 
+// toolCatalog serves doubao and the image models the tools of these tests name, at one provider.
+func toolCatalog(t testing.TB) *providers.Catalog {
+	t.Helper()
+	u, _ := url.Parse("https://ark.example.com/api/v3")
+	c, err := providers.NewCatalog([]*providers.Provider{{Name: "ark", BaseURL: u, APIKey: "ark-key",
+		Models: []string{"doubao", "image-ok", "image-dear", "img", "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestToolModelsMustBeAllowed sends Responses bodies whose image_generation tool names a model:
-// the upstream runs it, so the key must allow it as it allows the request's model.
+// the upstream runs it, so the key must allow it as it allows the request's model, and the
+// gateway must serve it (else its images would run unpriced: 404 model_not_found).
 func TestToolModelsMustBeAllowed(t *testing.T) {
-	rt := &Router{Catalog: catalog(t)}
+	rt := &Router{Catalog: toolCatalog(t)}
 	id := auth.Identity{Account: "a", Models: []string{"doubao", "image-ok"}}
 	for _, tc := range []struct {
 		tools  string
@@ -66,6 +81,13 @@ func TestToolModelsMustBeAllowed(t *testing.T) {
 	r.Header.Set("Content-Type", "application/json")
 	_, err := rt.Route(httptest.NewRecorder(), r, id)
 	wantError(t, err, 400, "invalid_request_body")
+	// A model no provider serves is not found, for a key that may use every model too.
+	r = httptest.NewRequest("POST", "/v1/responses", strings.NewReader(`{"model":"doubao","tools":[{"type":"image_generation","model":"img"},{"type":"image_generation","model":"image-unserved"}]}`))
+	r.Header.Set("Content-Type", "application/json")
+	_, err = rt.Route(httptest.NewRecorder(), r, every)
+	if e := wantError(t, err, 404, "model_not_found"); e.Param != "tools[1].model" {
+		t.Errorf("an unserved tool model: param %q", e.Param)
+	}
 }
 
 // TestToolImagesAreSized: the image_generation tools of a Responses body are held for their
@@ -73,7 +95,7 @@ func TestToolModelsMustBeAllowed(t *testing.T) {
 // and quality, max_tool_calls images each (a number or a string holding one), else one, and
 // bounded by max_tool_calls; other tools are not images.
 func TestToolImagesAreSized(t *testing.T) {
-	rt := &Router{Catalog: catalog(t)}
+	rt := &Router{Catalog: toolCatalog(t)}
 	every := auth.Identity{Account: "a"}
 	for _, tc := range []struct {
 		body string
@@ -125,7 +147,7 @@ func TestToolImagesAreSized(t *testing.T) {
 // wrote the first tool over the body: [{"type":"image_generation"}] reached the upstream as
 // {"type":"image_generation"}}], which it refuses.)
 func TestToolsReachTheUpstreamAsSent(t *testing.T) {
-	rt := &Router{Catalog: catalog(t)}
+	rt := &Router{Catalog: toolCatalog(t)}
 	for _, body := range []string{
 		`{"model":"doubao","input":"draw","tools":[{"type":"image_generation"}]}`,
 		`{"model":"doubao","tools":[{"type":"function","name":"f","parameters":{}},{"type":"image_generation","model":"x"}],"input":"hi"}`,
