@@ -277,6 +277,12 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		// A success status whose whole body is an error object (see usage.Sniffer.ErrorOnly):
 		// the client got only the error, as with an error status.
 		hold.Release("the upstream answered only an error")
+	case clientGone && route.Background && sw.status < 400:
+		// A background response goes on at the provider when its stream is cut: its output
+		// and images come to the client through retrieves, which charge nothing. It is
+		// charged its estimate (the tokens and images held), as a background response
+		// answered at once is.
+		entry.Settled(int64(hold.Settle(billing.Usage{})))
 	case upstreamCut && nothingServed:
 		// The upstream broke its stream off before any output (after at most the events that
 		// open a stream): the client got nothing. After output, it is charged what streamed.

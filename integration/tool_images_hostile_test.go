@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +141,77 @@ func TestToolModelTheGatewayDoesNotServeIsNotFound(t *testing.T) {
 	}
 	if got := len(fake.received()); got != 0 {
 		t.Errorf("the upstream received %d requests; want none", got)
+	}
+}
+
+// TestBackgroundResponsesAreChargedWhatTheyMayMake: a background response goes on at the
+// provider whatever its client does, and its output and images reach the client later through
+// retrieves, which charge nothing. So, with openai-go:
+//   - a background stream the client leaves after the first of two images (max_tool_calls 2,
+//     1024x1024 high) is charged its estimate, 0.1 of tokens and 2 × 0.17 of images = 0.44
+//     (before: the 3 deltas and the one image it had seen, 0.173, while the provider went on to
+//     make the second image and the rest of the text);
+//   - a background response with an image_generation tool and no max_tool_calls, whose images
+//     nothing bounds (it was held, and charged, one image however many it made), is
+//     400 invalid_request_body (param max_tool_calls), and never reaches the provider; with
+//     tool_choice "none" it holds no image and is taken.
+func TestBackgroundResponsesAreChargedWhatTheyMayMake(t *testing.T) {
+	fake, upURL := newFakeOpenAIResponses(t)
+	base, g := startSimGateway(t, toolImagesCaddyfile, map[string]string{"storage": "storage badger " + t.TempDir(), "up_url": upURL})
+	keysEnv{g: g, base: base}.credit(t, "rimages", "10", "rimages-background")
+	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-rimages"), option.WithMaxRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	params := func(prompt string, maxToolCalls int64) responses.ResponseNewParams {
+		p := responses.ResponseNewParams{
+			Model:           "rimage-chat",
+			Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String(prompt)},
+			Tools:           []responses.ToolUnionParam{{OfImageGeneration: &responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}}},
+			MaxOutputTokens: openai.Int(100),
+			Background:      openai.Bool(true),
+		}
+		if maxToolCalls > 0 {
+			p.MaxToolCalls = openai.Int(maxToolCalls)
+		}
+		return p
+	}
+
+	from := len(ledgerEntries(t, g, "rimages"))
+	leaveCtx, leave := context.WithCancel(ctx)
+	stream := oa.Responses.NewStreaming(leaveCtx, params("draw 2 [leave]", 2))
+	for stream.Next() {
+		if ev := stream.Current(); ev.Type == "response.output_item.done" && ev.Item.Type == "image_generation_call" {
+			leave()
+		}
+	}
+	leave()
+	var held, end string
+	for _, e := range endedEntries(t, g, "rimages", from) {
+		switch e["kind"] {
+		case "hold":
+			held = strings.TrimPrefix(fmt.Sprint(e["amount"]), "-")
+		case "settle":
+			end = "settle " + fmt.Sprint(e["charged"])
+		case "release":
+			end = "release"
+		}
+	}
+	if held != "0.44" || end != "settle 0.44" {
+		t.Errorf("a background stream the client left: held %s, %s; want 0.44, settle 0.44", held, end)
+	}
+
+	before := len(fake.received())
+	_, err := oa.Responses.New(ctx, params("draw 3", 0))
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "invalid_request_body" || apiErr.Param != "max_tool_calls" {
+		t.Fatalf("a background response with unbounded images: %v; want 400 invalid_request_body, param max_tool_calls", err)
+	}
+	if got := len(fake.received()); got != before {
+		t.Errorf("the upstream received the refused request")
+	}
+	none := params("draw 1", 0)
+	none.ToolChoice = responses.ResponseNewParamsToolChoiceUnion{OfToolChoiceMode: openai.Opt(responses.ToolChoiceOptionsNone)}
+	if resp, err := oa.Responses.New(ctx, none); err != nil || resp.Status != "queued" {
+		t.Fatalf("a background response whose tool_choice is none: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
@@ -116,6 +117,48 @@ func boundToolCalls(images []billing.ToolImages, fields *bodyFields) {
 	for i := range images {
 		images[i].MaxCalls = most
 	}
+}
+
+// backgroundResponse reports whether a Responses body's background member asks for a background
+// response: true, or what a lenient upstream (pydantic's lax mode) reads as true: 1, or a string
+// "true", "1", "yes", "on", "t" or "y" in any letter case.
+func backgroundResponse(raw json.RawMessage) bool {
+	switch string(raw) {
+	case "true", "1":
+		return true
+	}
+	s, err := stringValue(raw)
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "1", "yes", "on", "t", "y":
+		return true
+	}
+	return false
+}
+
+// errBackgroundImagesUnbounded refuses a background response whose image_generation tool may
+// make any number of images.
+var errBackgroundImagesUnbounded = apierror.New(http.StatusBadRequest, "invalid_request_body",
+	"a background response with an image_generation tool must set max_tool_calls: it is charged the images it may make, "+
+		"which without max_tool_calls have no bound").WithParam("max_tool_calls")
+
+// backgroundImagesBounded refuses a background response whose image_generation tool may be
+// called (images held) without max_tool_calls: such a response is answered before it makes
+// anything, and charged what it may make (its estimate), since its images come later, through
+// retrieves that charge nothing; without max_tool_calls the model may call the tool any number
+// of times, more than any hold.
+func backgroundImagesBounded(background bool, images []billing.ToolImages) error {
+	if !background {
+		return nil
+	}
+	for _, t := range images {
+		if t.Count > 0 && t.MaxCalls == 0 {
+			return errBackgroundImagesUnbounded
+		}
+	}
+	return nil
 }
 
 // defaultToolModel gives the image_generation tools that name no model the model the provider

@@ -200,3 +200,24 @@ func TestAddedResponsesEndpointsCheckToolModels(t *testing.T) {
 		}
 	}
 }
+
+// TestBackgroundResponse: background is read as a lenient upstream reads a boolean.
+func TestBackgroundResponse(t *testing.T) {
+	for raw, want := range map[string]bool{`true`: true, `1`: true, `"true"`: true, `"True"`: true, `"yes"`: true, `" on "`: true,
+		`false`: false, `0`: false, `null`: false, ``: false, `"false"`: false, `"no"`: false, `{}`: false} {
+		if got := backgroundResponse([]byte(raw)); got != want {
+			t.Errorf("background %s: %v, want %v", raw, got, want)
+		}
+	}
+	bounded := []billing.ToolImages{{Count: 2, MaxCalls: 2}}
+	unbounded := []billing.ToolImages{{Count: 1}}
+	for _, c := range []struct {
+		background bool
+		images     []billing.ToolImages
+		refused    bool
+	}{{false, unbounded, false}, {true, bounded, false}, {true, unbounded, true}, {true, []billing.ToolImages{{Count: 0}}, false}, {true, nil, false}} {
+		if err := backgroundImagesBounded(c.background, c.images); (err != nil) != c.refused {
+			t.Errorf("background %v, %+v: %v", c.background, c.images, err)
+		}
+	}
+}
