@@ -17,11 +17,14 @@ import (
 
 // startImageFloodingResponses is a hostile OpenAI Responses upstream: whatever max_tool_calls
 // says, its answer (JSON, or a stream's response.completed) reports 50 completed
-// image_generation_call items at 1024x1024 high, and 20 output tokens.
+// image_generation_call items at 1024x1024 high, and 20 output tokens. Asked for "[omit]", its
+// stream completes two image calls in its events (image_generation_call.completed and
+// output_item.done) and then lists no output in response.completed.
 func startImageFloodingResponses(t *testing.T) string {
 	srv := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Model  string `json:"model"`
+			Input  string `json:"input"`
 			Stream bool   `json:"stream"`
 		}
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" || json.NewDecoder(r.Body).Decode(&req) != nil {
@@ -41,10 +44,20 @@ func startImageFloodingResponses(t *testing.T) string {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		for i, ev := range []map[string]any{
+		events := []map[string]any{
 			{"type": "response.created", "response": map[string]any{"id": "resp_flood", "object": "response", "status": "in_progress", "model": req.Model, "output": []any{}}},
-			{"type": "response.completed", "response": resp},
-		} {
+		}
+		if strings.Contains(req.Input, "[omit]") {
+			for i, item := range output[:2] {
+				events = append(events,
+					map[string]any{"type": "response.output_item.added", "output_index": i, "item": map[string]any{"id": item.(map[string]any)["id"], "type": "image_generation_call", "status": "in_progress"}},
+					map[string]any{"type": "response.image_generation_call.completed", "output_index": i, "item_id": item.(map[string]any)["id"]},
+					map[string]any{"type": "response.output_item.done", "output_index": i, "item": item})
+			}
+			resp["output"] = []any{}
+		}
+		events = append(events, map[string]any{"type": "response.completed", "response": resp})
+		for i, ev := range events {
 			ev["sequence_number"] = i
 			b, _ := json.Marshal(ev)
 			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], b)
@@ -57,7 +70,9 @@ func startImageFloodingResponses(t *testing.T) string {
 // built-in tool calls the provider makes ("any further attempts to call a tool will be
 // ignored"), so an answer that reports more images than that reports images that were not
 // made: a hostile provider reporting 50 images to max_tool_calls 2 (JSON, or a stream's
-// response.completed) is charged 2 of them, 0.02 + 2 × 0.17 = 0.36, on openai-go. A request
+// response.completed) is charged 2 of them, 0.02 + 2 × 0.17 = 0.36, on openai-go; so is a
+// stream whose events complete two images and whose response.completed lists none (before:
+// 0.02, the images free). A request
 // without max_tool_calls is still charged every image reported (50 × 0.17 + 0.02 = 8.52): its
 // model may call the tool as often as it likes. Before, the first two were charged 8.52 each.
 func TestToolImagesPastMaxToolCallsAreNotCharged(t *testing.T) {
@@ -108,6 +123,20 @@ func TestToolImagesPastMaxToolCallsAreNotCharged(t *testing.T) {
 	}
 	if got := charged(from); got != "0.36" {
 		t.Errorf("a stream, max_tool_calls 2, 50 images reported: charged %s; want 0.36", got)
+	}
+
+	// A final event that lists none of the two images the stream's events completed.
+	from = len(ledgerEntries(t, g, "rimages"))
+	omitting := params(2)
+	omitting.Input = responses.ResponseNewParamsInputUnion{OfString: openai.String("draw [omit]")}
+	stream = oa.Responses.NewStreaming(ctx, omitting)
+	for stream.Next() {
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := charged(from); got != "0.36" {
+		t.Errorf("a stream whose final event leaves out its two images: charged %s; want 0.36", got)
 	}
 
 	from = len(ledgerEntries(t, g, "rimages"))

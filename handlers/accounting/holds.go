@@ -198,7 +198,7 @@ func (h Hold) SettleWithImages(actual billing.Usage, made billing.MadeImages) bi
 	if e.price != nil {
 		amount = e.price.Settle(h.Estimate.Usage, actual)
 		if e.tool != nil {
-			amount = addMoney(amount, e.tool.price.SettleToolImages(e.tool.estimate.Usage, made.Within(e.tool.maxCalls)))
+			amount = addMoney(amount, e.tool.price.SettleToolImages(e.tool.estimate.Usage, made, e.tool.maxCalls))
 		}
 		amount = withinLedger(amount)
 	}

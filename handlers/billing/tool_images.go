@@ -1,6 +1,10 @@
 package billing
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // DefaultToolImageModel is the image model OpenAI's Responses API runs for an image_generation
 // tool that names none (the API reference of the tool's model: "Default: gpt-image-2"). A
@@ -21,7 +25,7 @@ type ToolImages struct {
 	Count int64
 	// MaxCalls is the request's max_tool_calls, 0 when it has none: the provider ignores the
 	// model's further calls of a built-in tool, so an answer that reports more images than
-	// that is charged that many (MadeImages.Within).
+	// that is charged that many (see SettleToolImages).
 	MaxCalls int64
 }
 
@@ -41,16 +45,6 @@ type MadeImages struct {
 	Images []MadeImage
 }
 
-// Within is made with at most most images (most > 0; 0 bounds nothing): those an answer reports
-// past the request's max_tool_calls, which the provider does not make (it ignores the model's
-// further calls), are not charged. The first most reported are kept.
-func (made MadeImages) Within(most int64) MadeImages {
-	if most > 0 && int64(len(made.Images)) > most {
-		made.Images = made.Images[:most]
-	}
-	return made
-}
-
 // EstimateToolImages is the hold of the images t may make at p: t.Count images of t.Size ("" is
 // "auto", the costliest size p lists) and t.Quality (see imagePrice). The image model's request
 // price is not part of it: the request is the Responses request, priced at its own model.
@@ -66,18 +60,27 @@ func (p *Price) EstimateToolImages(t ToolImages) Estimate {
 // SettleToolImages is what the images made cost at p, held as estimated (EstimateToolImages):
 // each image at the size and quality it reports for what the tool left open, at the tool's own
 // where it named them (as Merge prices an image answer), and at the hold's band where it reports
-// nothing. Every image made is charged, past the held count too. Images not reported are
-// charged as held.
-func (p *Price) SettleToolImages(estimated Usage, made MadeImages) Money {
+// nothing. Every image made is charged, past the held count too, but never more than most
+// (the request's max_tool_calls; 0 bounds nothing): the provider makes no more, so an answer
+// that reports more is charged the most costly most of them. Images not reported are charged
+// as held.
+func (p *Price) SettleToolImages(estimated Usage, made MadeImages, most int64) Money {
 	if !made.Reported {
 		return p.Amount(estimated)
 	}
 	one := estimated
 	one.Images = 1
-	total := Money(0)
+	amounts := make([]Money, 0, len(made.Images))
 	for _, img := range made.Images {
 		size, quality := AnswerImage(img.Size, img.Quality)
-		amount := p.Amount(Merge(one, Usage{Images: 1, ImageSize: size, ImageQuality: quality}))
+		amounts = append(amounts, p.Amount(Merge(one, Usage{Images: 1, ImageSize: size, ImageQuality: quality})))
+	}
+	if most > 0 && int64(len(amounts)) > most {
+		slices.SortFunc(amounts, func(a, b Money) int { return cmp.Compare(b, a) })
+		amounts = amounts[:most]
+	}
+	total := Money(0)
+	for _, amount := range amounts {
 		total += min(amount, math.MaxInt64-total) // saturating, never wrapping
 	}
 	return total
