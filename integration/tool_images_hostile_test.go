@@ -15,6 +15,48 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 )
 
+// toolImagesGateway starts toolImagesCaddyfile on Badger in front of the Responses upstream at
+// upURL, credits the rimages account 100 (ref is the credit's idempotency key), and returns the
+// gateway and an openai-go client of its key.
+func toolImagesGateway(t *testing.T, upURL, ref string) (*gateway, openai.Client) {
+	t.Helper()
+	base, g := startSimGateway(t, toolImagesCaddyfile, map[string]string{"storage": "storage badger " + t.TempDir(), "up_url": upURL})
+	keysEnv{g: g, base: base}.credit(t, "rimages", "100", ref)
+	return g, openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-rimages"), option.WithMaxRetries(0))
+}
+
+// drawParams is a rimage-chat request (max_output_tokens 100) with one image_generation tool,
+// and max_tool_calls when it is above 0.
+func drawParams(prompt string, tool responses.ToolImageGenerationParam, maxToolCalls int64) responses.ResponseNewParams {
+	p := responses.ResponseNewParams{
+		Model:           "rimage-chat",
+		Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String(prompt)},
+		Tools:           []responses.ToolUnionParam{{OfImageGeneration: &tool}},
+		MaxOutputTokens: openai.Int(100),
+	}
+	if maxToolCalls > 0 {
+		p.MaxToolCalls = openai.Int(maxToolCalls)
+	}
+	return p
+}
+
+// heldAndEnded is the amount held by the request whose ledger entries start at from, and how it
+// ended ("settle <charged>" or "release"; "" while open).
+func heldAndEnded(t *testing.T, g *gateway, from int) (held, end string) {
+	t.Helper()
+	for _, e := range endedEntries(t, g, "rimages", from) {
+		switch e["kind"] {
+		case "hold":
+			held = strings.TrimPrefix(fmt.Sprint(e["amount"]), "-")
+		case "settle":
+			end = "settle " + fmt.Sprint(e["charged"])
+		case "release":
+			end = "release"
+		}
+	}
+	return held, end
+}
+
 // startImageFloodingResponses is a hostile OpenAI Responses upstream: whatever max_tool_calls
 // says, its answer (JSON, or a stream's response.completed) reports 50 completed
 // image_generation_call items at 1024x1024 high, and 20 output tokens. Asked for "[omit]", its
@@ -76,34 +118,15 @@ func startImageFloodingResponses(t *testing.T) string {
 // without max_tool_calls is still charged every image reported (50 × 0.17 + 0.02 = 8.52): its
 // model may call the tool as often as it likes. Before, the first two were charged 8.52 each.
 func TestToolImagesPastMaxToolCallsAreNotCharged(t *testing.T) {
-	base, g := startSimGateway(t, toolImagesCaddyfile, map[string]string{"storage": "storage badger " + t.TempDir(),
-		"up_url": startImageFloodingResponses(t)})
-	keys := keysEnv{g: g, base: base}
-	keys.credit(t, "rimages", "100", "rimages-flood")
-	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-rimages"), option.WithMaxRetries(0))
+	g, oa := toolImagesGateway(t, startImageFloodingResponses(t), "rimages-flood")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	params := func(maxToolCalls int64) responses.ResponseNewParams {
-		p := responses.ResponseNewParams{
-			Model:           "rimage-chat",
-			Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String("draw")},
-			Tools:           []responses.ToolUnionParam{{OfImageGeneration: &responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}}},
-			MaxOutputTokens: openai.Int(100),
-		}
-		if maxToolCalls > 0 {
-			p.MaxToolCalls = openai.Int(maxToolCalls)
-		}
-		return p
-	}
+	high := responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}
+	params := func(maxToolCalls int64) responses.ResponseNewParams { return drawParams("draw", high, maxToolCalls) }
 	charged := func(from int) string {
 		t.Helper()
-		for _, e := range endedEntries(t, g, "rimages", from) {
-			if e["kind"] == "settle" {
-				return fmt.Sprint(e["charged"])
-			}
-		}
-		t.Fatalf("no settlement in %v", endedEntries(t, g, "rimages", from))
-		return ""
+		_, end := heldAndEnded(t, g, from)
+		return strings.TrimPrefix(end, "settle ")
 	}
 
 	from := len(ledgerEntries(t, g, "rimages"))
@@ -127,9 +150,7 @@ func TestToolImagesPastMaxToolCallsAreNotCharged(t *testing.T) {
 
 	// A final event that lists none of the two images the stream's events completed.
 	from = len(ledgerEntries(t, g, "rimages"))
-	omitting := params(2)
-	omitting.Input = responses.ResponseNewParamsInputUnion{OfString: openai.String("draw [omit]")}
-	stream = oa.Responses.NewStreaming(ctx, omitting)
+	stream = oa.Responses.NewStreaming(ctx, drawParams("draw [omit]", high, 2))
 	for stream.Next() {
 	}
 	if err := stream.Err(); err != nil {
@@ -155,15 +176,8 @@ func TestToolImagesPastMaxToolCallsAreNotCharged(t *testing.T) {
 // the gateway has no price for a model it does not serve, so two images were charged nothing.
 func TestToolModelTheGatewayDoesNotServeIsNotFound(t *testing.T) {
 	fake, upURL := newFakeOpenAIResponses(t)
-	base, g := startSimGateway(t, toolImagesCaddyfile, map[string]string{"storage": "storage badger " + t.TempDir(), "up_url": upURL})
-	keysEnv{g: g, base: base}.credit(t, "rimages", "10", "rimages-unlisted")
-	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-rimages"), option.WithMaxRetries(0))
-	_, err := oa.Responses.New(context.Background(), responses.ResponseNewParams{
-		Model:           "rimage-chat",
-		Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String("draw 2")},
-		Tools:           []responses.ToolUnionParam{{OfImageGeneration: &responses.ToolImageGenerationParam{Model: "rimage-unlisted", Size: "1024x1024", Quality: "high"}}},
-		MaxOutputTokens: openai.Int(100),
-	})
+	_, oa := toolImagesGateway(t, upURL, "rimages-unlisted")
+	_, err := oa.Responses.New(context.Background(), drawParams("draw 2", responses.ToolImageGenerationParam{Model: "rimage-unlisted", Size: "1024x1024", Quality: "high"}, 0))
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "model_not_found" || apiErr.Param != "tools[0].model" {
 		t.Fatalf("a tool model the gateway does not serve: %v; want 404 model_not_found, param tools[0].model", err)
@@ -186,22 +200,12 @@ func TestToolModelTheGatewayDoesNotServeIsNotFound(t *testing.T) {
 //     tool_choice "none" it holds no image and is taken.
 func TestBackgroundResponsesAreChargedWhatTheyMayMake(t *testing.T) {
 	fake, upURL := newFakeOpenAIResponses(t)
-	base, g := startSimGateway(t, toolImagesCaddyfile, map[string]string{"storage": "storage badger " + t.TempDir(), "up_url": upURL})
-	keysEnv{g: g, base: base}.credit(t, "rimages", "10", "rimages-background")
-	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-rimages"), option.WithMaxRetries(0))
+	g, oa := toolImagesGateway(t, upURL, "rimages-background")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	params := func(prompt string, maxToolCalls int64) responses.ResponseNewParams {
-		p := responses.ResponseNewParams{
-			Model:           "rimage-chat",
-			Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String(prompt)},
-			Tools:           []responses.ToolUnionParam{{OfImageGeneration: &responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}}},
-			MaxOutputTokens: openai.Int(100),
-			Background:      openai.Bool(true),
-		}
-		if maxToolCalls > 0 {
-			p.MaxToolCalls = openai.Int(maxToolCalls)
-		}
+		p := drawParams(prompt, responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}, maxToolCalls)
+		p.Background = openai.Bool(true)
 		return p
 	}
 
@@ -214,18 +218,7 @@ func TestBackgroundResponsesAreChargedWhatTheyMayMake(t *testing.T) {
 		}
 	}
 	leave()
-	var held, end string
-	for _, e := range endedEntries(t, g, "rimages", from) {
-		switch e["kind"] {
-		case "hold":
-			held = strings.TrimPrefix(fmt.Sprint(e["amount"]), "-")
-		case "settle":
-			end = "settle " + fmt.Sprint(e["charged"])
-		case "release":
-			end = "release"
-		}
-	}
-	if held != "0.44" || end != "settle 0.44" {
+	if held, end := heldAndEnded(t, g, from); held != "0.44" || end != "settle 0.44" {
 		t.Errorf("a background stream the client left: held %s, %s; want 0.44, settle 0.44", held, end)
 	}
 
