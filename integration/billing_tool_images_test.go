@@ -102,18 +102,7 @@ func TestResponsesToolImagesAreCharged(t *testing.T) {
 			keys := keysEnv{g: g, base: base}
 			keys.credit(t, "rimages", "10", "rimages-"+store.name)
 			oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-rimages"), option.WithMaxRetries(0))
-			params := func(prompt string, tool responses.ToolImageGenerationParam, maxToolCalls int64) responses.ResponseNewParams {
-				p := responses.ResponseNewParams{
-					Model:           "rimage-chat",
-					Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String(prompt)},
-					Tools:           []responses.ToolUnionParam{{OfImageGeneration: &tool}},
-					MaxOutputTokens: openai.Int(100),
-				}
-				if maxToolCalls > 0 {
-					p.MaxToolCalls = openai.Int(maxToolCalls)
-				}
-				return p
-			}
+			params := drawParams
 			// ended is the amount of the hold and what ended it of the request just made.
 			ended := func(from int) (held, end string) {
 				t.Helper()

@@ -40,23 +40,6 @@ func drawParams(prompt string, tool responses.ToolImageGenerationParam, maxToolC
 	return p
 }
 
-// heldAndEnded is the amount held by the request whose ledger entries start at from, and how it
-// ended ("settle <charged>" or "release"; "" while open).
-func heldAndEnded(t *testing.T, g *gateway, from int) (held, end string) {
-	t.Helper()
-	for _, e := range endedEntries(t, g, "rimages", from) {
-		switch e["kind"] {
-		case "hold":
-			held = strings.TrimPrefix(fmt.Sprint(e["amount"]), "-")
-		case "settle":
-			end = "settle " + fmt.Sprint(e["charged"])
-		case "release":
-			end = "release"
-		}
-	}
-	return held, end
-}
-
 // startImageFloodingResponses is a hostile OpenAI Responses upstream: whatever max_tool_calls
 // says, its answer (JSON, or a stream's response.completed) reports 50 completed
 // image_generation_call items at 1024x1024 high, and 20 output tokens. Asked for "[omit]", its
@@ -125,7 +108,7 @@ func TestToolImagesPastMaxToolCallsAreNotCharged(t *testing.T) {
 	params := func(maxToolCalls int64) responses.ResponseNewParams { return drawParams("draw", high, maxToolCalls) }
 	charged := func(from int) string {
 		t.Helper()
-		_, end := heldAndEnded(t, g, from)
+		_, end := toolEnded(t, g, "rimages", from)
 		return strings.TrimPrefix(end, "settle ")
 	}
 
@@ -218,7 +201,7 @@ func TestBackgroundResponsesAreChargedWhatTheyMayMake(t *testing.T) {
 		}
 	}
 	leave()
-	if held, end := heldAndEnded(t, g, from); held != "0.44" || end != "settle 0.44" {
+	if held, end := toolEnded(t, g, "rimages", from); held != "0.44" || end != "settle 0.44" {
 		t.Errorf("a background stream the client left: held %s, %s; want 0.44, settle 0.44", held, end)
 	}
 
