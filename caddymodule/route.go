@@ -237,8 +237,14 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if created != nil && (created.KeptSlot() || created.HeldBy() != "") {
 		h.remixedSourceCompleted(r.Context(), route)
 	}
-	// Output counted from a cut stream's deltas is bounded by the hold's estimate.
-	tokens := sw.sniffer.Seen(clientGone).AtMostOutput(hold.Estimate.Usage.OutputTokens)
+	// Output counted from a stream's deltas is bounded by the hold's estimate when the request
+	// named its maximum (max_tokens …, times n), which the model keeps to; the estimate of a
+	// request that named none (the price's max_output, else 4096) is no bound of its length.
+	countedBound := int64(0)
+	if route.Sizing.MaxOutput > 0 {
+		countedBound = hold.Estimate.Usage.OutputTokens
+	}
+	tokens := sw.sniffer.Seen(clientGone).AtMostOutput(countedBound)
 	errorOnly := !tokens.Known() && sw.sniffer.ErrorOnly()
 	nothingServed := !tokens.Known() && sw.sniffer.NothingServed()
 	streamedImages := sw.countItems && sw.streamed() // read before Release empties the sniffer
