@@ -272,10 +272,6 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	switch {
 	case carried:
 		// Charged when the video ends: nothing is charged with the create.
-	case created != nil && created.Again():
-		// The provider answered with an object an earlier request of the account made (a
-		// retried create it kept one request by its Idempotency-Key): that request pays for it.
-		hold.Release("the provider answered with an object an earlier request made and is charged for")
 	case !clientGone && (sw.status >= 400 || (err != nil && !streamedSome)):
 		hold.Release("refused by the upstream")
 	case streamedImages && !streamedSome:

@@ -70,8 +70,6 @@ type CreatedWriter struct {
 	keptObjects []string
 	// heldBy is the id of the created video whose record carries the create's hold.
 	heldBy string
-	// again is set when the answer's object was the account's already (see Again).
-	again bool
 }
 
 const (
@@ -105,15 +103,14 @@ func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identi
 			ctx, cancel := context.WithTimeout(ctx, ownerRecordTimeout)
 			defer cancel()
 			carry := cw.heldBy == "" && route.Hold.ID != "" && createsVideo(Endpoint{Creates: route.Creates})
-			rec, err := rt.recordOwner(ctx, id, route, objectID, answer, carry)
-			cw.keptSlot = cw.keptSlot || rec.kept
-			if rec.kept {
+			kept, carried, err := rt.recordOwner(ctx, id, route, objectID, answer, carry)
+			cw.keptSlot = cw.keptSlot || kept
+			if kept {
 				cw.keptObjects = append(cw.keptObjects, objectID)
 			}
-			if rec.carried {
+			if carried {
 				cw.heldBy = objectID
 			}
-			cw.again = cw.again || rec.again
 			return err
 		}
 	}
@@ -274,12 +271,6 @@ func (cw *CreatedWriter) KeptObjects() []string { return cw.keptObjects }
 // or "" when none does: the caller then hands the hold over to it (accounting.Hold.BindTo)
 // instead of ending it with the request.
 func (cw *CreatedWriter) HeldBy() string { return cw.heldBy }
-
-// Again reports whether the answer named an object recorded already as the account's: a
-// provider that keeps answers by Idempotency-Key answered a retried create (an SDK's retry
-// sends the key it sent first) with what an earlier request made, and that request is charged
-// for it. The caller releases this request's hold, so that one object is not paid for twice.
-func (cw *CreatedWriter) Again() bool { return cw.again }
 
 // FlushError flushes what has been sent; held bytes stay held.
 func (cw *CreatedWriter) FlushError() error {

@@ -56,12 +56,10 @@ func (rt *Router) owned(ctx context.Context, caller auth.Identity, kind, id stri
 // create's answer when it was held whole (JSON), else nil: a video's record keeps the length
 // and picture that it and the request say (see videoMade). When carry is set, the new record
 // carries the create's hold (route.Hold: its id, amount, estimate and price, as a video task's
-// record does), and carried is true once it is stored so. again is set when the id was recorded
-// already as the account's object of the kind: a provider that keeps answers by Idempotency-Key
-// answered a retried create with the object an earlier request made (and was charged for).
-func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route, objectID string, answer []byte, carry bool) (ownerRecord, error) {
+// record does), and carried is true once it is stored so.
+func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route, objectID string, answer []byte, carry bool) (kept, carried bool, err error) {
 	if rt.Owners == nil {
-		return ownerRecord{}, errors.New("pass-through has no store to record the owner of " + route.Creates + " objects")
+		return false, false, errors.New("pass-through has no store to record the owner of " + route.Creates + " objects")
 	}
 	t := rt.now()
 	retention := rt.Retention
@@ -87,24 +85,18 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 	stored, err := route.Slot.CreateTask(ctx, rt.Owners, record)
 	if !errors.Is(err, storage.ErrExists) {
 		// A claimed slot that the reconciler gave back first is not kept (stored without Active).
-		return ownerRecord{kept: err == nil && stored.Active, carried: err == nil && carry}, err
+		return err == nil && stored.Active, err == nil && carry, err
 	}
 	// The id is recorded already: fine when it is this account's object of this kind (an
 	// upstream that answers a retried create with the same id), never a takeover.
 	existing, err := rt.Owners.Task(ctx, objectID)
 	if err != nil {
-		return ownerRecord{}, err
+		return false, false, err
 	}
 	if existing.Account == id.Account && existing.Kind == route.Creates {
-		return ownerRecord{again: true}, nil
+		return false, false, nil
 	}
-	return ownerRecord{}, fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
-}
-
-// ownerRecord is what recordOwner stored: whether the record keeps the route's slot (kept) and
-// carries its hold (carried), or whether the object was the account's already (again).
-type ownerRecord struct {
-	kept, carried, again bool
+	return false, false, fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
 }
 
 // namedObject is an owned upstream object that a request body names by id: the field, the kind
