@@ -272,7 +272,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	switch {
 	case carried:
 		// Charged when the video ends: nothing is charged with the create.
-	case !clientGone && (sw.status >= 400 || (err != nil && !streamedSome)):
+	case sw.status >= 300 && sw.status != 499 && !streamedSome, !clientGone && err != nil && !streamedSome:
+		// The upstream answered an error (or a redirect): it made nothing, whether or not the
+		// client stayed to read the answer. (499 is Caddy's note of a client that left first.)
 		hold.Release("refused by the upstream")
 	case streamedImages && !streamedSome:
 		// Nothing was made that the client could have, whoever ended the stream.
