@@ -93,11 +93,12 @@ func startSeedreamStream(t *testing.T) string {
 }
 
 // TestSeedreamStreamIsChargedEveryImage: a Seedream set streamed through pass-through (the Ark Go
-// SDK's GenerateImagesStreaming, sequential_image_generation auto, max_images 4; held as one
-// image, 0.03, as n names none) is charged each image its partial_succeeded events delivered,
-// 4 × 0.03 = 0.12, and a stream the client leaves after two images is charged those two, 0.06.
+// SDK's GenerateImagesStreaming, sequential_image_generation auto, max_images 4) is held at the
+// 4 images it may make, 0.12, and charged each image its partial_succeeded events delivered,
+// 4 × 0.03 = 0.12; a stream the client leaves after two images is charged those two, 0.06.
 // Before, Ark's events were not read as images: the set was charged its one completed event,
-// 0.03, and the stream left after two images was released, its images free.
+// 0.03, and the stream left after two images was released, its images free; and the set was
+// held as one image (n names none), so an account with 0.03 could have 15 made.
 func TestSeedreamStreamIsChargedEveryImage(t *testing.T) {
 	base, g := startSimGateway(t, seedreamStreamCaddyfile, map[string]string{"up_url": startSeedreamStream(t)})
 	keysEnv{g: g, base: base}.credit(t, "seedream", "10", "seedream-stream-1")
@@ -110,8 +111,8 @@ func TestSeedreamStreamIsChargedEveryImage(t *testing.T) {
 		read      int // the images read before leaving; 0: the whole stream
 		held, end string
 	}{
-		{"a four-season set", 0, "0.03", "settle 0.12"},
-		{"a four-season set [leave]", 2, "0.03", "settle 0.06"},
+		{"a four-season set", 0, "0.12", "settle 0.12"},
+		{"a four-season set [leave]", 2, "0.12", "settle 0.06"},
 	} {
 		from := len(ledgerEntries(t, g, "seedream"))
 		streamCtx, leave := context.WithCancel(ctx)
