@@ -14,7 +14,7 @@ import (
 
 // longStreamCaddyfile serves a chat model priced by its output (0.001 a token, no max_output:
 // a request that names no maximum is held at billing.DefaultMaxOutput, 4096 tokens) from a fake
-// OpenAI chat upstream ({{up_url}}).
+// OpenAI chat upstream ({{up_url}}), through the README's pass-through site.
 const longStreamCaddyfile = `{
 	{{globals}}
 	mediagw {
@@ -33,17 +33,7 @@ const longStreamCaddyfile = `{
 	}
 }
 
-http://127.0.0.1:{{port}} {
-	route {
-		mediagw_auth
-		mediagw_route
-		reverse_proxy {
-			dynamic mediagw
-			transport mediagw
-		}
-	}
-}
-`
+` + readmePassThroughSite
 
 // startDeltaStreamingChat is an OpenAI chat upstream that streams every chat as 5000 content
 // deltas of one token each, a final chunk and [DONE], without usage (a client that does not ask

@@ -16,7 +16,7 @@ import (
 )
 
 // seedreamStreamCaddyfile passes image generations through to an Ark upstream ({{up_url}}) whose
-// Seedream model is priced 0.03 an image.
+// Seedream model is priced 0.03 an image, through the README's pass-through site.
 const seedreamStreamCaddyfile = `{
 	{{globals}}
 	mediagw {
@@ -35,17 +35,7 @@ const seedreamStreamCaddyfile = `{
 	}
 }
 
-http://127.0.0.1:{{port}} {
-	route {
-		mediagw_auth
-		mediagw_route
-		reverse_proxy {
-			dynamic mediagw
-			transport mediagw
-		}
-	}
-}
-`
+` + readmePassThroughSite
 
 // startSeedreamStream is Ark's Seedream image generation with stream: true, as its reference
 // streams it: one image_generation.partial_succeeded event for each image made (its url and
