@@ -272,9 +272,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	switch {
 	case carried:
 		// Charged when the video ends: nothing is charged with the create.
-	case sw.status >= 300 && sw.status != 499 && !streamedSome, !clientGone && err != nil && !streamedSome:
-		// The upstream answered an error (or a redirect): it made nothing, whether or not the
-		// client stayed to read the answer. (499 is Caddy's note of a client that left first.)
+	case !clientGone && (sw.status >= 400 || (err != nil && !streamedSome)):
 		hold.Release("refused by the upstream")
 	case streamedImages && !streamedSome:
 		// Nothing was made that the client could have, whoever ended the stream.
@@ -285,6 +283,10 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		// A success status whose whole body is an error object (see usage.Sniffer.ErrorOnly):
 		// the client got only the error, as with an error status.
 		hold.Release("the upstream answered only an error")
+	case sw.status >= 300 && sw.status != 499 && !streamedSome:
+		// The upstream answered an error or a redirect: it made nothing, also when the client
+		// left while the answer came. (499 is Caddy's note of a client that left first.)
+		hold.Release("refused by the upstream")
 	case clientGone && route.Background && sw.status < 400:
 		// A background response goes on at the provider when its stream is cut: its output
 		// and images come to the client through retrieves, which charge nothing. It is
