@@ -237,8 +237,14 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if created != nil && (created.KeptSlot() || created.HeldBy() != "") {
 		h.remixedSourceCompleted(r.Context(), route)
 	}
-	// Output counted from a cut stream's deltas is bounded by the hold's estimate.
-	tokens := sw.sniffer.Seen(clientGone).AtMostOutput(hold.Estimate.Usage.OutputTokens)
+	// Output counted from a stream's deltas is bounded by the hold's estimate when the request
+	// named its maximum (max_tokens …, times n), which the model keeps to; the estimate of a
+	// request that named none (the price's max_output, else 4096) is no bound of its length.
+	countedBound := int64(0)
+	if route.Sizing.MaxOutput > 0 {
+		countedBound = hold.Estimate.Usage.OutputTokens
+	}
+	tokens := sw.sniffer.Seen(clientGone).AtMostOutput(countedBound)
 	errorOnly := !tokens.Known() && sw.sniffer.ErrorOnly()
 	nothingServed := !tokens.Known() && sw.sniffer.NothingServed()
 	streamedImages := sw.countItems && sw.streamed() // read before Release empties the sniffer
@@ -277,6 +283,16 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		// A success status whose whole body is an error object (see usage.Sniffer.ErrorOnly):
 		// the client got only the error, as with an error status.
 		hold.Release("the upstream answered only an error")
+	case sw.status >= 300 && sw.status != 499 && !streamedSome:
+		// The upstream answered an error or a redirect: it made nothing, also when the client
+		// left while the answer came. (499 is Caddy's note of a client that left first.)
+		hold.Release("refused by the upstream")
+	case clientGone && route.Background && sw.status < 400:
+		// A background response goes on at the provider when its stream is cut: its output
+		// and images come to the client through retrieves, which charge nothing. It is
+		// charged its estimate (the tokens and images held), as a background response
+		// answered at once is.
+		entry.Settled(int64(hold.Settle(billing.Usage{})))
 	case upstreamCut && nothingServed:
 		// The upstream broke its stream off before any output (after at most the events that
 		// open a stream): the client got nothing. After output, it is charged what streamed.

@@ -84,7 +84,8 @@ http://127.0.0.1:{{port}} {
 //     the first of two images' output_item.done: charged the 3 deltas seen (0.003) and that
 //     image, at the medium quality it reports (0.04): 0.043;
 //   - the same stream broken off by the upstream there: 0.043 too;
-//   - a background response (answered queued, before any image): charged its estimate, 0.35;
+//   - a background response (answered queued, before any image), max_tool_calls 1: charged its
+//     estimate, 0.35;
 //   - refused by the provider (400 moderation_blocked), and a stream that fails before any
 //     output (response.failed): released, nothing charged.
 //
@@ -101,18 +102,7 @@ func TestResponsesToolImagesAreCharged(t *testing.T) {
 			keys := keysEnv{g: g, base: base}
 			keys.credit(t, "rimages", "10", "rimages-"+store.name)
 			oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-rimages"), option.WithMaxRetries(0))
-			params := func(prompt string, tool responses.ToolImageGenerationParam, maxToolCalls int64) responses.ResponseNewParams {
-				p := responses.ResponseNewParams{
-					Model:           "rimage-chat",
-					Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String(prompt)},
-					Tools:           []responses.ToolUnionParam{{OfImageGeneration: &tool}},
-					MaxOutputTokens: openai.Int(100),
-				}
-				if maxToolCalls > 0 {
-					p.MaxToolCalls = openai.Int(maxToolCalls)
-				}
-				return p
-			}
+			params := drawParams
 			// ended is the amount of the hold and what ended it of the request just made.
 			ended := func(from int) (held, end string) {
 				t.Helper()
@@ -207,9 +197,10 @@ func TestResponsesToolImagesAreCharged(t *testing.T) {
 				t.Errorf("a stream the upstream cut: held %s, %s; want 0.35, settle 0.043", held, end)
 			}
 
-			// A background response answers before any image is made: charged its estimate.
+			// A background response answers before any image is made: charged its estimate. (It
+			// must bound its images with max_tool_calls: TestBackgroundResponsesAreChargedWhatTheyMayMake.)
 			from = len(ledgerEntries(t, g, "rimages"))
-			bg := params("draw 1", responses.ToolImageGenerationParam{}, 0)
+			bg := params("draw 1", responses.ToolImageGenerationParam{}, 1)
 			bg.Background = openai.Bool(true)
 			if resp, err := oa.Responses.New(ctx, bg); err != nil || resp.Status != "queued" {
 				t.Fatalf("a background response: %v", err)

@@ -186,7 +186,8 @@ func (h Hold) Settle(actual billing.Usage) billing.Money {
 
 // SettleWithImages is Settle, which also charges the images that a Responses request's
 // image_generation tool made, as the answer reports them (made), when the hold holds for them
-// (HoldWithToolImages); they are charged as held when the answer does not report them.
+// (HoldWithToolImages); they are charged as held when the answer does not report them, and
+// never past the request's max_tool_calls.
 func (h Hold) SettleWithImages(actual billing.Usage, made billing.MadeImages) billing.Money {
 	e := h.end
 	if e == nil || !e.done.CompareAndSwap(false, true) {
@@ -197,7 +198,7 @@ func (h Hold) SettleWithImages(actual billing.Usage, made billing.MadeImages) bi
 	if e.price != nil {
 		amount = e.price.Settle(h.Estimate.Usage, actual)
 		if e.tool != nil {
-			amount = addMoney(amount, e.tool.price.SettleToolImages(e.tool.estimate.Usage, made))
+			amount = addMoney(amount, e.tool.price.SettleToolImages(e.tool.estimate.Usage, made, e.tool.maxCalls))
 		}
 		amount = withinLedger(amount)
 	}

@@ -14,6 +14,8 @@ import (
 type toolImagesHold struct {
 	price    *billing.Price
 	estimate billing.Estimate
+	// maxCalls is the request's max_tool_calls (0: none), past which no image is charged.
+	maxCalls int64
 }
 
 // HoldWithToolImages is HoldFor of a pass-through request q for model (its estimate at model's
@@ -23,7 +25,7 @@ type toolImagesHold struct {
 // whose images hold the most, whose price then charges every image made). Either part may be
 // unpriced: it adds nothing, and when neither is priced nothing is held. The hold is settled by
 // SettleWithImages (the request's usage at model's price, and each image made at the tool
-// model's), exactly once, or released; it is renewed while the request runs, as HoldFor's.
+// model's, at most the tool's MaxCalls of them), exactly once, or released; it is renewed while the request runs, as HoldFor's.
 func (a *Accountant) HoldWithToolImages(ctx context.Context, id auth.Identity, model, ref string, q billing.Request, tools []billing.ToolImages, deadline time.Duration) (Hold, error) {
 	var tool *toolImagesHold
 	for _, t := range tools {
@@ -32,7 +34,7 @@ func (a *Accountant) HoldWithToolImages(ctx context.Context, id auth.Identity, m
 			continue
 		}
 		if est := price.EstimateToolImages(t); tool == nil || est.Amount > tool.estimate.Amount {
-			tool = &toolImagesHold{price: price, estimate: est}
+			tool = &toolImagesHold{price: price, estimate: est, maxCalls: t.MaxCalls}
 		}
 	}
 	estimate := func(p *billing.Price) billing.Estimate { return p.EstimateRequest(q) }

@@ -21,15 +21,24 @@ func Marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// WriteJSON answers v as JSON with the given status, without HTML escaping. An encoding error
+// WriteJSON answers v as JSON with the given status, without HTML escaping, with nosniff (see
+// OwnJSON). An encoding error
 // after the header is sent cannot be reported to the client; it is returned for the caller to
 // log.
 func WriteJSON(w http.ResponseWriter, status int, v any) error {
-	w.Header().Set("Content-Type", "application/json")
+	OwnJSON(w.Header())
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// OwnJSON types an answer the gateway writes itself as application/json, with
+// X-Content-Type-Options: nosniff, so that a browser takes it as that type whatever a provider's
+// text quoted in it looks like.
+func OwnJSON(h http.Header) {
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
 }
 
 // MsgNotJSONObject is the one wording, on every endpoint, for a body that is not a JSON object

@@ -160,7 +160,8 @@ type Request struct {
 // added, such as Veo's :predictLongRunning), is held as one video of which nothing is known (its
 // max_seconds, at the resolution and ratio that cost the most, with sound) rather than as tokens
 // its price does not charge: such an answer reports no video, so the request is charged that
-// hold. A text request with N above 1 (a chat completion's n) asks for N choices, each up to its
+// hold. So is a model priced by images only reached as text (chat, generateContent): N images
+// (n or candidateCount, else 1) at the costliest size and quality. A text request with N above 1 (a chat completion's n) asks for N choices, each up to its
 // output maximum, so its output is held N times.
 func (p *Price) EstimateRequest(q Request) Estimate {
 	if q.Video != nil {
@@ -177,6 +178,12 @@ func (p *Price) EstimateRequest(q Request) Estimate {
 		// upper bound of what it can cost.
 		return p.EstimateRemix(Usage{})
 	}
+	if p.imageOnly() {
+		// An image model reached as text (a chat completion or generateContent of a model that
+		// answers with images): N images (n, candidateCount; else 1) of which nothing is
+		// known, at the costliest size and quality, which its answer's usage does not lower.
+		return p.EstimateImages(q.N, AutoImageSize, "")
+	}
 	maxOutput := q.MaxOutput
 	if maxOutput <= 0 {
 		maxOutput = p.maxOutput()
@@ -189,6 +196,13 @@ func (p *Price) EstimateRequest(q Request) Estimate {
 		}
 	}
 	return p.EstimateText(q.BodyBytes, maxOutput)
+}
+
+// imageOnly reports whether p prices images and no tokens or video: a request to its model that
+// is not an image request would cost nothing as text.
+func (p *Price) imageOnly() bool {
+	image := p.Image > 0 || len(p.ImageSizes) > 0
+	return image && p.InputTokens == 0 && p.OutputTokens == 0 && p.VideoTokens == 0 && p.Second == 0 && len(p.SecondBands) == 0
 }
 
 // videoOnly reports whether p prices video and no tokens or images: a request to its model that

@@ -167,3 +167,26 @@ func TestUnsizedVideoRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestImageModelAsText: a request to a model priced by images only that is not an image request
+// (a chat completion or generateContent of a model that answers with images) is held as N images
+// (1 when it names none) at the costliest size and quality it prices; a model with a token
+// price too is held as text.
+func TestImageModelAsText(t *testing.T) {
+	sizes := []ImagePrice{{Size: "1024x1024", Quality: "high", Amount: 170_000}}
+	for _, tc := range []struct {
+		price Price
+		q     Request
+		want  Money
+	}{
+		{Price{Model: "img", Image: 40_000}, Request{BodyBytes: 100}, 40_000},
+		{Price{Model: "img", Image: 40_000, ImageSizes: sizes}, Request{BodyBytes: 100}, 170_000},
+		{Price{Model: "img", Image: 40_000, ImageSizes: sizes}, Request{BodyBytes: 100, N: 3, MaxOutput: 10}, 510_000},
+		{Price{Model: "img", Image: 40_000, Request: 5_000}, Request{BodyBytes: 100}, 45_000},
+		{Price{Model: "both", Image: 40_000, OutputTokens: 1_000_000}, Request{BodyBytes: 100, MaxOutput: 10}, 10}, // text
+	} {
+		if got := tc.price.EstimateRequest(tc.q); got.Amount != tc.want {
+			t.Errorf("%+v, %+v: held %s, want %s", tc.price, tc.q, got.Amount, tc.want)
+		}
+	}
+}

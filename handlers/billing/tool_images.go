@@ -1,6 +1,10 @@
 package billing
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // DefaultToolImageModel is the image model OpenAI's Responses API runs for an image_generation
 // tool that names none (the API reference of the tool's model: "Default: gpt-image-2"). A
@@ -17,8 +21,12 @@ type ToolImages struct {
 	// the costliest size and quality the price lists.
 	Size, Quality string
 	// Count is how many images are held: the request's max_tool_calls, else 1. The settlement
-	// charges what was made, more or fewer.
+	// charges what was made, more or fewer (up to MaxCalls).
 	Count int64
+	// MaxCalls is the request's max_tool_calls, 0 when it has none: the provider ignores the
+	// model's further calls of a built-in tool, so an answer that reports more images than
+	// that is charged that many (see SettleToolImages).
+	MaxCalls int64
 }
 
 // MadeImage is one image an image_generation tool made, with the size and quality its answer
@@ -52,18 +60,27 @@ func (p *Price) EstimateToolImages(t ToolImages) Estimate {
 // SettleToolImages is what the images made cost at p, held as estimated (EstimateToolImages):
 // each image at the size and quality it reports for what the tool left open, at the tool's own
 // where it named them (as Merge prices an image answer), and at the hold's band where it reports
-// nothing. Every image made is charged, past the held count too. Images not reported are
-// charged as held.
-func (p *Price) SettleToolImages(estimated Usage, made MadeImages) Money {
+// nothing. Every image made is charged, past the held count too, but never more than most
+// (the request's max_tool_calls; 0 bounds nothing): the provider makes no more, so an answer
+// that reports more is charged the most costly most of them. Images not reported are charged
+// as held.
+func (p *Price) SettleToolImages(estimated Usage, made MadeImages, most int64) Money {
 	if !made.Reported {
 		return p.Amount(estimated)
 	}
 	one := estimated
 	one.Images = 1
-	total := Money(0)
+	amounts := make([]Money, 0, len(made.Images))
 	for _, img := range made.Images {
 		size, quality := AnswerImage(img.Size, img.Quality)
-		amount := p.Amount(Merge(one, Usage{Images: 1, ImageSize: size, ImageQuality: quality}))
+		amounts = append(amounts, p.Amount(Merge(one, Usage{Images: 1, ImageSize: size, ImageQuality: quality})))
+	}
+	if most > 0 && int64(len(amounts)) > most {
+		slices.SortFunc(amounts, func(a, b Money) int { return cmp.Compare(b, a) })
+		amounts = amounts[:most]
+	}
+	total := Money(0)
+	for _, amount := range amounts {
 		total += min(amount, math.MaxInt64-total) // saturating, never wrapping
 	}
 	return total

@@ -43,8 +43,32 @@ func TestToolImagesHeldAndSettledPerImage(t *testing.T) {
 		{"a size the tool named is charged as named", p.EstimateToolImages(ToolImages{Size: "1024x1024", Quality: "high", Count: 1}).Usage,
 			MadeImages{Reported: true, Images: []MadeImage{{"1536x1024", "low"}}}, "0.17"},
 	} {
-		if got := p.SettleToolImages(c.est, c.made).String(); got != c.want {
+		if got := p.SettleToolImages(c.est, c.made, 0).String(); got != c.want {
 			t.Errorf("%s: settled %s, want %s", c.name, got, c.want)
 		}
+	}
+}
+
+// TestToolImagesChargedWithinMaxToolCalls: images reported past the request's max_tool_calls
+// are not made (the provider ignores further calls), so at most max_tool_calls are charged, the
+// costliest of those reported (in whatever order a stream's calls come); 0 (no max_tool_calls)
+// bounds nothing, and what was not reported is charged as held.
+func TestToolImagesChargedWithinMaxToolCalls(t *testing.T) {
+	p := &Price{Model: "gpt-image-2", Image: m(t, "0.04"), ImageSizes: []ImagePrice{
+		{Size: "1024x1024", Quality: "high", Amount: m(t, "0.17")},
+		{Size: "1536x1024", Quality: "high", Amount: m(t, "0.25")},
+	}}
+	held := p.EstimateToolImages(ToolImages{Count: 1}).Usage
+	three := MadeImages{Reported: true, Images: []MadeImage{{"1024x1024", "low"}, {"1536x1024", "high"}, {"1024x1024", "high"}}}
+	for _, c := range []struct {
+		most int64
+		want string
+	}{{0, "0.46"}, {1, "0.25"}, {2, "0.42"}, {3, "0.46"}, {50, "0.46"}} {
+		if got := p.SettleToolImages(held, three, c.most).String(); got != c.want {
+			t.Errorf("max_tool_calls %d: settled %s, want %s", c.most, got, c.want)
+		}
+	}
+	if got := p.SettleToolImages(held, MadeImages{}, 2).String(); got != "0.25" {
+		t.Errorf("nothing reported, max_tool_calls 2: settled %s, want the hold's 0.25", got)
 	}
 }

@@ -213,9 +213,13 @@ func (g *Guard) answerRetry(w http.ResponseWriter, shape apierror.Shape, rec sto
 	case rec.InFlight:
 		apierror.Write(w, shape, errInFlight.WithRetryAfter(time.Second))
 	default:
+		// The answer is replayed as the first one went out: its type, and nosniff, so that a
+		// browser takes that type as it is (an answer kept without a type is not sniffed into
+		// a page either).
 		if rec.ContentType != "" {
 			w.Header().Set("Content-Type", rec.ContentType)
 		}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Idempotent-Replayed", "true")
 		w.WriteHeader(rec.Status)
 		_, _ = w.Write(rec.Body)

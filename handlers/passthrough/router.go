@@ -85,6 +85,10 @@ type Route struct {
 	// of its own (the provider's default filled in): the images they may make are held besides
 	// Sizing, at that model's price (accounting.Accountant.HoldWithToolImages).
 	ToolImages []billing.ToolImages
+	// Background is set for a Responses body that asks for a background response
+	// (backgroundResponse): the provider makes it whether or not the client stays for its
+	// stream, so a stream the client leaves is charged the whole estimate.
+	Background bool
 	// Calls are the model calls of a body that carries several (a Message Batches create),
 	// each charged and held at its own model's cost and price; empty for a body of one call.
 	Calls []accounting.Call
@@ -334,7 +338,12 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		}
 		var toolImages []billing.ToolImages
 		if ep.toolModels {
-			if toolImages, route.toolModelNames, err = checkToolModels(fields.value("tools"), id, toolCalls(&fields)); err != nil {
+			if toolImages, route.toolModelNames, err = checkToolModels(fields.value("tools"), id, toolCalls(&fields), rt.served); err != nil {
+				return "", err
+			}
+			boundToolCalls(toolImages, &fields)
+			route.Background = backgroundResponse(fields.value("background"))
+			if err := backgroundImagesBounded(route.Background, toolImages); err != nil {
 				return "", err
 			}
 		}
@@ -406,7 +415,7 @@ func refFields(ep Endpoint) []string {
 		fields = append(fields, field)
 	}
 	if ep.toolModels {
-		fields = append(fields, "tools", "max_tool_calls", "tool_choice")
+		fields = append(fields, "tools", "max_tool_calls", "tool_choice", "background")
 	}
 	return fields
 }

@@ -11,8 +11,37 @@ import (
 // pricedFields are the top-level body fields a request's hold depends on. They are read under
 // jsonkeys' rule like the model (no repeated key, no case variant), so that what the upstream
 // reads is what was priced.
-var pricedFields = append([]string{"max_tokens", "max_completion_tokens", "max_output_tokens", "n", "quality"},
-	videoPricedFields...) // size among them, an image's as well as a video's
+var pricedFields = append([]string{"max_tokens", "max_completion_tokens", "max_output_tokens", "n", "quality",
+	arkSequential, arkSequentialOptions}, videoPricedFields...) // size among them, an image's as well as a video's
+
+// Ark's Seedream makes a set of images for one request when its sequential_image_generation is
+// "auto": up to sequential_image_generation_options.max_images of them (1 to 15; 15 when it
+// names none), which n does not count.
+const (
+	arkSequential        = "sequential_image_generation"
+	arkSequentialOptions = "sequential_image_generation_options"
+	arkMaxImages         = 15
+)
+
+// sequentialImages is the most images an Ark image request's set may make: max_images (else 15)
+// when its sequential_image_generation is "auto" (in any letter case), else 0.
+func sequentialImages(fields *bodyFields) int64 {
+	if mode, err := stringValue(fields.value(arkSequential)); err != nil || !strings.EqualFold(strings.TrimSpace(mode), "auto") {
+		return 0
+	}
+	opts := fields.value(arkSequentialOptions)
+	if len(opts) == 0 || opts[0] != '{' {
+		return arkMaxImages
+	}
+	m, err := jsonkeys.MembersValid(opts, "max_images")
+	if err != nil {
+		return arkMaxImages
+	}
+	if n := numberOrString(m["max_images"]); n > 0 {
+		return n
+	}
+	return arkMaxImages
+}
 
 // sizing is what a JSON request to ep says about how much it may use (see billing.Request).
 // Fields of the wrong type are left to the upstream to refuse, and count as absent.
@@ -31,6 +60,10 @@ func sizing(ep Endpoint, fields *bodyFields, bodyBytes int) billing.Request {
 		q.MaxOutput = max(q.MaxOutput, numberOrString(fields.value(name)))
 	}
 	q.N = numberOrString(fields.value("n"))
+	if q.Images {
+		// A Seedream set is held at the most images it may make; it is charged those made.
+		q.N = max(q.N, sequentialImages(fields))
+	}
 	q.ImageSize = stringOrEmpty(fields.value("size"))
 	q.ImageQuality = stringOrEmpty(fields.value("quality"))
 	return q

@@ -44,6 +44,16 @@ func TestRouteSizing(t *testing.T) {
 		// pydantic's lax mode (vLLM's) reads "+100000" as 100000 (Rust's integer parse takes a sign).
 		{"/v1/chat/completions", `{"model":"doubao","max_tokens":"+100000"}`, billing.Request{MaxOutput: 100000}},
 		{"/v1/chat/completions", `{"model":"doubao","max_tokens":" +100_000.0 "}`, billing.Request{MaxOutput: 100000}},
+		// A Seedream set (sequential_image_generation auto) is held at the images it may make:
+		// max_images, else Ark's 15; disabled, or on another endpoint, it is not a set.
+		{"/v1/images/generations", `{"model":"doubao","sequential_image_generation":"auto","sequential_image_generation_options":{"max_images":4}}`,
+			billing.Request{Images: true, N: 4}},
+		{"/v1/images/generations", `{"model":"doubao","sequential_image_generation":"auto"}`, billing.Request{Images: true, N: 15}},
+		{"/v1/images/generations", `{"model":"doubao","n":6,"sequential_image_generation":"AUTO","sequential_image_generation_options":{"max_images":"3"}}`,
+			billing.Request{Images: true, N: 6}},
+		{"/v1/images/generations", `{"model":"doubao","sequential_image_generation":"disabled","sequential_image_generation_options":{"max_images":9}}`,
+			billing.Request{Images: true}},
+		{"/v1/chat/completions", `{"model":"doubao","sequential_image_generation":"auto"}`, billing.Request{}},
 	} {
 		r := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
 		r.Header.Set("Content-Type", "application/json")

@@ -74,7 +74,7 @@ func TestToolChoiceBoundsHeldImages(t *testing.T) {
 			t.Fatalf("%s: %v", tc.choice, err)
 		}
 		route.Done()
-		want := []billing.ToolImages{{Model: billing.DefaultToolImageModel, Count: tc.held}}
+		want := []billing.ToolImages{{Model: billing.DefaultToolImageModel, Count: tc.held, MaxCalls: 2}}
 		if got, _ := json.Marshal(route.ToolImages); string(got) != string(must(json.Marshal(want))) {
 			t.Errorf("tool_choice %s: %s, want %d held", tc.choice, got, tc.held)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
@@ -26,11 +27,15 @@ const imageGenerationTool = "image_generation"
 // which the gateway cannot know: a key restricted to some models must name one of them (403
 // otherwise); a key that may use every model may leave it to the provider.
 //
+// A model the gateway does not serve (served false: no provider lists it, nor maps it) is 404
+// model_not_found, as the request's own would be: the upstream would run it unpriced, its
+// images free.
+//
 // It returns the image_generation tools, each with its model ("" for the provider's default),
 // size and quality ("" when absent or not a string), and calls images held (see
 // billing.ToolImages); and the models the tools name, which the provider's model_map may map
 // (mapToolModels).
-func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64) (images []billing.ToolImages, named []string, err error) {
+func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64, served func(model string) bool) (images []billing.ToolImages, named []string, err error) {
 	if len(tools) == 0 || tools[0] != '[' && tools[0] != '{' {
 		return nil, nil, nil
 	}
@@ -70,6 +75,9 @@ func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64) (imag
 			if !id.AllowsModel(model) {
 				return nil, nil, apierror.New(http.StatusForbidden, "model_not_allowed", "this API key may not use model "+apierror.Echo(model)+" ("+param+")").WithParam(param)
 			}
+			if !served(model) {
+				return nil, nil, apierror.New(http.StatusNotFound, "model_not_found", "the model "+apierror.Echo(model)+" ("+param+") does not exist or is not served here").WithParam(param)
+			}
 			named = append(named, model)
 		}
 		if imageTool {
@@ -78,6 +86,12 @@ func checkToolModels(tools json.RawMessage, id auth.Identity, calls int64) (imag
 		}
 	}
 	return images, named, nil
+}
+
+// served reports whether a provider of the catalog serves model (lists it, or maps it).
+func (rt *Router) served(model string) bool {
+	_, ok := rt.Catalog.ProviderFor(model)
+	return ok
 }
 
 // toolCalls is the number of images an image_generation tool is held for: none when the body's
@@ -93,6 +107,58 @@ func toolCalls(fields *bodyFields) int64 {
 		return n
 	}
 	return 1
+}
+
+// boundToolCalls gives the image_generation tools the request's max_tool_calls (a number, or a
+// string holding one; 0 when it has none), past which the provider makes no image: an answer
+// that reports more is charged that many (billing.MadeImages.Within).
+func boundToolCalls(images []billing.ToolImages, fields *bodyFields) {
+	most := numberOrString(fields.value("max_tool_calls"))
+	for i := range images {
+		images[i].MaxCalls = most
+	}
+}
+
+// backgroundResponse reports whether a Responses body's background member asks for a background
+// response: true, or what a lenient upstream (pydantic's lax mode) reads as true: 1, or a string
+// "true", "1", "yes", "on", "t" or "y" in any letter case.
+func backgroundResponse(raw json.RawMessage) bool {
+	switch string(raw) {
+	case "true", "1":
+		return true
+	}
+	s, err := stringValue(raw)
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "1", "yes", "on", "t", "y":
+		return true
+	}
+	return false
+}
+
+// errBackgroundImagesUnbounded refuses a background response whose image_generation tool may
+// make any number of images.
+var errBackgroundImagesUnbounded = apierror.New(http.StatusBadRequest, "invalid_request_body",
+	"a background response with an image_generation tool must set max_tool_calls: it is charged the images it may make, "+
+		"which without max_tool_calls have no bound").WithParam("max_tool_calls")
+
+// backgroundImagesBounded refuses a background response whose image_generation tool may be
+// called (images held) without max_tool_calls: such a response is answered before it makes
+// anything, and charged what it may make (its estimate), since its images come later, through
+// retrieves that charge nothing; without max_tool_calls the model may call the tool any number
+// of times, more than any hold.
+func backgroundImagesBounded(background bool, images []billing.ToolImages) error {
+	if !background {
+		return nil
+	}
+	for _, t := range images {
+		if t.Count > 0 && t.MaxCalls == 0 {
+			return errBackgroundImagesUnbounded
+		}
+	}
+	return nil
 }
 
 // defaultToolModel gives the image_generation tools that name no model the model the provider

@@ -3,18 +3,33 @@ package passthrough
 import (
 	"io"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/providers"
 )
 
+// toolCatalog serves doubao and the image models the tools of these tests name, at one provider.
+func toolCatalog(t testing.TB) *providers.Catalog {
+	t.Helper()
+	u, _ := url.Parse("https://ark.example.com/api/v3")
+	c, err := providers.NewCatalog([]*providers.Provider{{Name: "ark", BaseURL: u, APIKey: "ark-key",
+		Models: []string{"doubao", "image-ok", "image-dear", "img", "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestToolModelsMustBeAllowed sends Responses bodies whose image_generation tool names a model:
-// the upstream runs it, so the key must allow it as it allows the request's model.
+// the upstream runs it, so the key must allow it as it allows the request's model, and the
+// gateway must serve it (else its images would run unpriced: 404 model_not_found).
 func TestToolModelsMustBeAllowed(t *testing.T) {
-	rt := &Router{Catalog: catalog(t)}
+	rt := &Router{Catalog: toolCatalog(t)}
 	id := auth.Identity{Account: "a", Models: []string{"doubao", "image-ok"}}
 	for _, tc := range []struct {
 		tools  string
@@ -66,14 +81,21 @@ func TestToolModelsMustBeAllowed(t *testing.T) {
 	r.Header.Set("Content-Type", "application/json")
 	_, err := rt.Route(httptest.NewRecorder(), r, id)
 	wantError(t, err, 400, "invalid_request_body")
+	// A model no provider serves is not found, for a key that may use every model too.
+	r = httptest.NewRequest("POST", "/v1/responses", strings.NewReader(`{"model":"doubao","tools":[{"type":"image_generation","model":"img"},{"type":"image_generation","model":"image-unserved"}]}`))
+	r.Header.Set("Content-Type", "application/json")
+	_, err = rt.Route(httptest.NewRecorder(), r, every)
+	if e := wantError(t, err, 404, "model_not_found"); e.Param != "tools[1].model" {
+		t.Errorf("an unserved tool model: param %q", e.Param)
+	}
 }
 
 // TestToolImagesAreSized: the image_generation tools of a Responses body are held for their
 // model (the provider's tool_image_model, else OpenAI's default, where the tool names none), size
-// and quality, max_tool_calls images each (a number or a string holding one), else one; other
-// tools are not images.
+// and quality, max_tool_calls images each (a number or a string holding one), else one, and
+// bounded by max_tool_calls; other tools are not images.
 func TestToolImagesAreSized(t *testing.T) {
-	rt := &Router{Catalog: catalog(t)}
+	rt := &Router{Catalog: toolCatalog(t)}
 	every := auth.Identity{Account: "a"}
 	for _, tc := range []struct {
 		body string
@@ -82,9 +104,9 @@ func TestToolImagesAreSized(t *testing.T) {
 		{`"tools":[{"type":"web_search"}]`, nil},
 		{`"tools":[{"type":"image_generation"}]`, []billing.ToolImages{{Model: billing.DefaultToolImageModel, Count: 1}}},
 		{`"tools":[{"type":"web_search"},{"type":"image_generation","model":"img","size":"1024x1536","quality":"high"}],"max_tool_calls":4`,
-			[]billing.ToolImages{{Model: "img", Size: "1024x1536", Quality: "high", Count: 4}}},
+			[]billing.ToolImages{{Model: "img", Size: "1024x1536", Quality: "high", Count: 4, MaxCalls: 4}}},
 		{`"tools":{"type":"image_generation","size":7,"quality":"auto"},"max_tool_calls":"3"`,
-			[]billing.ToolImages{{Model: billing.DefaultToolImageModel, Quality: "auto", Count: 3}}},
+			[]billing.ToolImages{{Model: billing.DefaultToolImageModel, Quality: "auto", Count: 3, MaxCalls: 3}}},
 		{`"tools":[{"type":"image_generation"}],"max_tool_calls":0`, []billing.ToolImages{{Model: billing.DefaultToolImageModel, Count: 1}}},
 	} {
 		r := httptest.NewRequest("POST", "/v1/responses", strings.NewReader(`{"model":"doubao","input":"draw",`+tc.body+`}`))
@@ -125,7 +147,7 @@ func TestToolImagesAreSized(t *testing.T) {
 // wrote the first tool over the body: [{"type":"image_generation"}] reached the upstream as
 // {"type":"image_generation"}}], which it refuses.)
 func TestToolsReachTheUpstreamAsSent(t *testing.T) {
-	rt := &Router{Catalog: catalog(t)}
+	rt := &Router{Catalog: toolCatalog(t)}
 	for _, body := range []string{
 		`{"model":"doubao","input":"draw","tools":[{"type":"image_generation"}]}`,
 		`{"model":"doubao","tools":[{"type":"function","name":"f","parameters":{}},{"type":"image_generation","model":"x"}],"input":"hi"}`,
@@ -175,6 +197,27 @@ func TestAddedResponsesEndpointsCheckToolModels(t *testing.T) {
 		route.Done()
 		if want := []billing.ToolImages{{Model: "doubao", Count: 1}}; !slices.Equal(route.ToolImages, want) {
 			t.Errorf("%s: tool images %+v, want %+v", path, route.ToolImages, want)
+		}
+	}
+}
+
+// TestBackgroundResponse: background is read as a lenient upstream reads a boolean.
+func TestBackgroundResponse(t *testing.T) {
+	for raw, want := range map[string]bool{`true`: true, `1`: true, `"true"`: true, `"True"`: true, `"yes"`: true, `" on "`: true,
+		`false`: false, `0`: false, `null`: false, ``: false, `"false"`: false, `"no"`: false, `{}`: false} {
+		if got := backgroundResponse([]byte(raw)); got != want {
+			t.Errorf("background %s: %v, want %v", raw, got, want)
+		}
+	}
+	bounded := []billing.ToolImages{{Count: 2, MaxCalls: 2}}
+	unbounded := []billing.ToolImages{{Count: 1}}
+	for _, c := range []struct {
+		background bool
+		images     []billing.ToolImages
+		refused    bool
+	}{{false, unbounded, false}, {true, bounded, false}, {true, unbounded, true}, {true, []billing.ToolImages{{Count: 0}}, false}, {true, nil, false}} {
+		if err := backgroundImagesBounded(c.background, c.images); (err != nil) != c.refused {
+			t.Errorf("background %v, %+v: %v", c.background, c.images, err)
 		}
 	}
 }

@@ -9,6 +9,11 @@ package usage
 // JSON object (OpenAI sends every event on one line; see dataLines), byte by byte as DataItems
 // reads a JSON answer, however large its b64_json; only its top-level "type", "size" and
 // "quality" are kept, and an event is counted only when its line holds one whole JSON object.
+//
+// Ark's Seedream streams (stream: true) are read too: each image_generation.partial_succeeded
+// event is one finished image delivered (its URL and size; a sequential set makes up to 15), an
+// image_generation.partial_failed one that failed, and their image_generation.completed is the
+// stream's end with its usage, not an image. A stream with either Ark event is counted so.
 type ImageEvents struct {
 	lines     dataLines
 	event     DataItems // the current data line's JSON
@@ -16,6 +21,11 @@ type ImageEvents struct {
 	partials  int64
 	size      string
 	quality   string
+	// ark counts the images of Ark's partial_succeeded events, arkStream is set once an Ark
+	// event was seen, and arkSize is the size the last of them reports.
+	ark       int64
+	arkStream bool
+	arkSize   string
 }
 
 // Image stream event types, as OpenAI's image streaming reference names them.
@@ -24,6 +34,9 @@ const (
 	ImageGenerationPartial   = "image_generation.partial_image"
 	ImageEditCompleted       = "image_edit.completed"
 	ImageEditPartial         = "image_edit.partial_image"
+	// Ark's Seedream stream events.
+	ArkImageSucceeded = "image_generation.partial_succeeded"
+	ArkImageFailed    = "image_generation.partial_failed"
 )
 
 // Write reads p; it never fails.
@@ -43,12 +56,23 @@ func (e *ImageEvents) endData() {
 		e.size, e.quality = e.event.Reported()
 	case ImageGenerationPartial, ImageEditPartial:
 		e.partials++
+	case ArkImageSucceeded:
+		e.ark++
+		e.arkStream = true
+		e.arkSize, _ = e.event.Reported()
+	case ArkImageFailed:
+		e.arkStream = true
 	}
 }
 
 // Completed is the number of completed images seen (whole image_generation.completed and
-// image_edit.completed events).
-func (e *ImageEvents) Completed() int64 { return e.completed }
+// image_edit.completed events; in an Ark stream, its partial_succeeded events).
+func (e *ImageEvents) Completed() int64 {
+	if e.arkStream {
+		return e.ark
+	}
+	return e.completed
+}
 
 // Partials is the number of partial images seen.
 func (e *ImageEvents) Partials() int64 { return e.partials }
@@ -56,4 +80,9 @@ func (e *ImageEvents) Partials() int64 { return e.partials }
 // Reported is the size and quality the last completed image reports, "" when absent, not a plain
 // string, or longer than 16 bytes: the provider's word, to be checked before use
 // (billing.AnswerImage).
-func (e *ImageEvents) Reported() (size, quality string) { return e.size, e.quality }
+func (e *ImageEvents) Reported() (size, quality string) {
+	if e.arkStream {
+		return e.arkSize, ""
+	}
+	return e.size, e.quality
+}

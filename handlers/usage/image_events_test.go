@@ -32,6 +32,10 @@ func TestImageEventsCountsStreamedImages(t *testing.T) {
 		{"nested or quoted type", "data: {\"event\":{\"type\":\"image_generation.completed\"},\"note\":\"\\\"type\\\":\\\"image_generation.completed\\\"\"}\n\n", 0, 0, "", ""},
 		{"not a data line", "event: image_generation.completed\n: {\"type\":\"image_generation.completed\"}\nxdata: {\"type\":\"image_generation.completed\"}\n\n", 0, 0, "", ""},
 		{"unfinished last line", "data: {\"type\":\"image_generation.completed\",\"size\":\"1024x1024\"}", 0, 0, "", ""},
+		// Ark's Seedream stream: each partial_succeeded is an image, its completed the end.
+		{"Ark, three images", arkSucceeded(0, "2048x2048") + arkSucceeded(1, "2048x2048") + arkSucceeded(2, "2304x1728") + arkCompleted(3), 3, 0, "2304x1728", ""},
+		{"Ark, one failed", arkSucceeded(0, "2048x2048") + "event: image_generation.partial_failed\ndata: {\"type\":\"image_generation.partial_failed\",\"model\":\"seedream\",\"created\":1,\"image_index\":1,\"error\":{\"code\":\"OutputImageSensitiveContentDetected\",\"message\":\"no\"}}\n\n" + arkCompleted(1), 1, 0, "2048x2048", ""},
+		{"Ark, left before its end", arkSucceeded(0, "2048x2048") + arkSucceeded(1, "2048x2048"), 2, 0, "2048x2048", ""},
 	} {
 		for _, chunk := range []int{1, 7, 4096, len(tc.stream)} {
 			if chunk == 1 && len(tc.stream) > 100_000 {
@@ -48,4 +52,15 @@ func TestImageEventsCountsStreamedImages(t *testing.T) {
 			}
 		}
 	}
+}
+
+// arkSucceeded and arkCompleted are events of Ark's Seedream image stream.
+func arkSucceeded(i int, size string) string {
+	return "event: image_generation.partial_succeeded\ndata: {\"type\":\"image_generation.partial_succeeded\",\"model\":\"doubao-seedream-4-0-250828\",\"created\":1757396757,\"image_index\":" +
+		string(rune('0'+i)) + ",\"url\":\"https://ark-content.example.com/" + string(rune('0'+i)) + ".jpeg\",\"size\":\"" + size + "\"}\n\n"
+}
+
+func arkCompleted(images int) string {
+	return "event: image_generation.completed\ndata: {\"type\":\"image_generation.completed\",\"model\":\"doubao-seedream-4-0-250828\",\"created\":1757396800,\"usage\":{\"generated_images\":" +
+		string(rune('0'+images)) + ",\"output_tokens\":16384,\"total_tokens\":16384}}\n\ndata: [DONE]\n\n"
 }

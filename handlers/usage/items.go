@@ -29,7 +29,7 @@ type DataItems struct {
 // ones are not reported values.
 const (
 	maxReported = 16
-	maxType     = 32
+	maxType     = 40 // image_generation.partial_succeeded (Ark's) is 34
 )
 
 // topMember is a top-level member DataItems reads.
@@ -54,7 +54,7 @@ func (c *DataItems) Count() (n int64, seen bool) { return c.n, c.seen }
 func (c *DataItems) Reported() (size, quality string) { return c.size, c.quality }
 
 // Type is the top-level "type" string of the answer (the last one), "" when absent, not a plain
-// string, or longer than 32 bytes.
+// string, or longer than 40 bytes.
 func (c *DataItems) Type() string { return c.typ }
 
 // Complete reports whether the answer read so far is one whole JSON object or array (its

@@ -16,7 +16,8 @@ import (
 //     no status), each with its size and quality; none when it has no output (an answer of
 //     another kind, such as an input token count);
 //   - a stream reports them once its first whole event was read. Its final event
-//     (response.completed, .incomplete, .failed, .cancelled) lists them as the JSON answer does.
+//     (response.completed, .incomplete, .failed, .cancelled) lists them as the JSON answer does
+//     (or, when it lists fewer, the calls the stream's events completed).
 //     A stream that ended before it (the client left, or the upstream broke it off) reports the
 //     calls its events showed: each completed one (response.image_generation_call.completed, or
 //     an output_item.done of a completed call), at the size and quality its item or its partial
@@ -130,17 +131,30 @@ func (r *ResponseImages) Made() billing.MadeImages {
 		return madeOf(a.output)
 	}
 	if r.final != nil {
-		return madeOf(r.final.output)
+		// The final event lists the images made; one that lists fewer than the stream's
+		// events completed (a provider whose final event leaves them out) does not unmake
+		// them. (A call that streamed partial images only and then failed made none.)
+		made, completed := madeOf(r.final.output), r.seen(false)
+		if len(completed.Images) > len(made.Images) {
+			return completed
+		}
+		return made
 	}
 	if !r.started {
 		return billing.MadeImages{}
 	}
+	return r.seen(true)
+}
+
+// seen is what the stream's events showed of the tool's calls: each completed one, at the size
+// and quality its events reported, and, with partials, each that streamed partial images only.
+func (r *ResponseImages) seen(partials bool) billing.MadeImages {
 	made := billing.MadeImages{Reported: true}
 	for _, c := range r.calls {
 		switch {
 		case c.completed:
 			made.Images = append(made.Images, billing.MadeImage{Size: c.size, Quality: c.quality})
-		case c.partial:
+		case c.partial && partials:
 			made.Images = append(made.Images, billing.MadeImage{})
 		}
 	}

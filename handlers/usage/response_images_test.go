@@ -103,6 +103,14 @@ func TestResponseImagesOfAStream(t *testing.T) {
 		{"partial images only", created + added("ig_1") + partial("ig_1") + partial("ig_1"),
 			billing.MadeImages{Reported: true, Images: []billing.MadeImage{{}}}},
 		{"no image yet", created + added("ig_1"), billing.MadeImages{Reported: true}},
+		// A final event that leaves out images the events completed does not unmake them; one
+		// that lists a call of partial images only as not made is believed.
+		{"a final event without the completed image", created + added("ig_1") + completed("ig_1") + done("ig_1") +
+			sseEvent("response.completed", `"response":{"id":"resp_1","status":"completed","output":[]}`),
+			billing.MadeImages{Reported: true, Images: []billing.MadeImage{{Size: "1024x1024", Quality: "high"}}}},
+		{"a final event without a call of partial images only", created + added("ig_1") + partial("ig_1") +
+			sseEvent("response.completed", `"response":{"id":"resp_1","status":"completed","output":[]}`),
+			billing.MadeImages{Reported: true}},
 		{"no whole event", created[:30], billing.MadeImages{}},
 		{"CR line ends", strings.ReplaceAll(created+completed("ig_9"), "\n", "\r"),
 			billing.MadeImages{Reported: true, Images: []billing.MadeImage{{}}}},

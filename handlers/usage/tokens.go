@@ -21,10 +21,10 @@ type Tokens struct {
 }
 
 // AtMostOutput is t with an output counted from a stream's delta events (see Sniffer.Seen)
-// bounded by most, the output tokens the request was estimated at (its max_tokens, or the
-// model's max_output): an upstream cannot have produced more, whatever number of events it
-// sent. An output the upstream reported is not bounded here, nor anything when most is 0 (no
-// estimate).
+// bounded by most, the output tokens the request was estimated at when it named its maximum
+// (max_tokens …, times n): an upstream cannot have produced more, whatever number of events it
+// sent. An output the upstream reported is not bounded here, nor anything when most is 0 (the
+// request named no maximum: its estimate is no bound of its length).
 func (t Tokens) AtMostOutput(most int64) Tokens {
 	if !t.counted || most <= 0 || t.Completion <= most {
 		return t

@@ -369,7 +369,7 @@ func writeCreated(w http.ResponseWriter, taskID string) {
 		body = make([]byte, 0, len(taskID)+10)
 		body = append(append(append(body, `{"id":"`...), taskID...), "\"}\n"...)
 	}
-	w.Header().Set("Content-Type", "application/json")
+	apierror.OwnJSON(w.Header())
 	w.WriteHeader(http.StatusOK)
 	// The status is sent; a failed write means the client is gone.
 	_, _ = w.Write(body)

@@ -633,7 +633,7 @@ func (h *Handler) refreshInterval() time.Duration {
 func recordJSON(t storage.Task) json.RawMessage { return mustJSON(recordResult(t)) }
 
 func writeRaw(w http.ResponseWriter, body json.RawMessage) {
-	w.Header().Set("Content-Type", "application/json")
+	apierror.OwnJSON(w.Header())
 	_, _ = w.Write(body)
 	_, _ = w.Write([]byte("\n"))
 }

@@ -47,11 +47,21 @@ type DraftTaskRef struct {
 // Checked fields of the create body (spec §2.2), of a content item (§2.3) and of their objects.
 // Their keys follow jsonkeys' rule: no repeats, no case variants.
 var (
-	createFields  = []string{"model", "content", "callback_url", "return_last_frame", "service_tier", "execution_expires_after", "generate_audio", "draft", "resolution", "ratio", "duration", "frames", "seed", "camera_fixed", "watermark", "safety_identifier", "priority", "tools"}
+	createFields  = []string{"model", "content", "callback_url", "return_last_frame", "service_tier", "execution_expires_after", "generate_audio", "draft", "resolution", "ratio", "duration", "frames", "seed", "camera_fixed", "watermark", "safety_identifier", "priority", "tools", methodField}
 	contentFields = []string{"type", "text", "image_url", "video_url", "audio_url", "draft_task", "role"}
 	mediaFields   = []string{"url"}
 	draftFields   = []string{"id"}
 )
+
+// methodField is the body member in which web frameworks that honour ?_method= (Laravel and
+// Symfony read it from a JSON body too) take a POST for another method. The create is forwarded
+// with its unknown members, so one that has it, in any letter case (a checked field's case
+// variant is refused by jsonkeys' rule), is refused, as pass-through refuses it: an upstream
+// behind such a framework would take the create for a GET, a PUT or a DELETE.
+const methodField = "_method"
+
+// errMethodOverride answers a create body with a _method member.
+var errMethodOverride = apierror.New(400, "invalid_request", "_method: a request may not override its method: send the method itself").WithParam(methodField)
 
 // members applies jsonkeys' rule to the object raw at param, a value of the valid create body,
 // and returns its checked fields. A broken rule is 400 invalid_request naming the field.
@@ -104,6 +114,9 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 	}
 	if !utf8.Valid(body) {
 		return CreateRequest{}, apierror.NotUTF8("invalid_request")
+	}
+	if _, ok := fields[methodField]; ok {
+		return CreateRequest{}, errMethodOverride
 	}
 	for k, v := range fields {
 		if isNull(v) {
