@@ -204,3 +204,49 @@ func errorCodeAndShape(r response) (code, shape string) {
 	}
 	return "", "?"
 }
+
+// TestNearMissesReachNoProvider sends the near misses of the gateway's own paths through the
+// production sketch of Caddyfile.example, whose handlers have no matcher and whose providers are
+// fakes that record every call: no handler takes them, mediagw_route answers each 404 not_found,
+// and no provider is called, whatever model the body names.
+func TestNearMissesReachNoProvider(t *testing.T) {
+	env := startTenancyGateway(t)
+	const key = "mg-customer-a"
+	ark := `{"model":"doubao-seedance-1-0-lite-t2v-250428","content":[{"type":"text","text":"x"}]}`
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/V1/MODELS", ""},
+		{"GET", "//v1/models", ""},
+		{"GET", "/v1/modelsX", ""},
+		{"POST", "/V1/UPLOAD/PRESIGN", `{"filename":"a.png"}`},
+		{"POST", "/v1/upload/presign/", `{"filename":"a.png"}`},
+		{"POST", "/api/v3/contents/generations/tasksX", ark},
+		{"POST", "/api/v3//contents/generations/tasks", ark},
+		{"POST", "//api/v3/contents/generations/tasks", ark},
+		{"POST", "/API/V3/CONTENTS/GENERATIONS/TASKS", ark},
+		{"POST", "/v1/videosX", `{"model":"sora-2","prompt":"x"}`},
+		{"POST", "//v1/videos", `{"model":"sora-2","prompt":"x"}`},
+		{"POST", "/V1/VIDEOS", `{"model":"sora-2","prompt":"x"}`},
+		{"POST", "/v1/images/edits/", `{"model":"gpt-image-1","prompt":"x"}`},
+		{"POST", "//v1/images/edits", `{"model":"gpt-image-1","prompt":"x"}`},
+		{"GET", "/v1/images/tasksX/img_1", ""},
+		{"POST", "/v1/files", `{"model":"gpt-4o-mini"}`},
+	} {
+		var body any
+		if c.body != "" {
+			body = c.body
+		}
+		r := call(t, c.method, env.base+c.path, key, body)
+		if code, _ := errorCodeAndShape(r); r.status != 404 || code != "not_found" {
+			t.Errorf("%s %s = %d %s, want 404 not_found", c.method, c.path, r.status, r.body)
+		}
+	}
+	for _, f := range []*providerFake{env.ark, env.openai} {
+		if _, calls := f.seen(); len(calls) != 0 {
+			t.Fatalf("a provider received %v", calls)
+		}
+	}
+	// The endpoints themselves are reached.
+	if r := call(t, "POST", env.base+"/api/v3/contents/generations/tasks", key, ark); r.status != 200 || r.field("id") == "" {
+		t.Fatalf("task create = %d %s", r.status, r.body)
+	}
+}
