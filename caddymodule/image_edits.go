@@ -24,7 +24,10 @@ func init() {
 // image generation (Ark's images/generations), whose answer is mapped to the edit's. When the
 // provider answers with a task id (id or task_id), the calling account is recorded as its
 // owner; GET /v1/images/tasks/{id} then reads the provider's images/tasks/{id} for the owner and
-// answers 404 task_not_found to everyone else. Other paths go to the next handler.
+// answers 404 task_not_found to everyone else. It needs no path matcher: it answers
+// /v1/images/edits and every path below /v1/images/tasks/, spelled exactly so (404 not_found for
+// one that is no task's), and passes every other request to the next handler
+// (/v1/images/generations, /v1/images/edits/, /V1/IMAGES/EDITS).
 type ImageEditsHandler struct {
 	// UpstreamTimeout bounds each provider call; past it the client gets 504. Default: 60s. At
 	// most MaxImageEditTimeout: an edit's hold is released by the reconciler at its deadline
@@ -81,8 +84,9 @@ func (h *ImageEditsHandler) Cleanup() error {
 	return nil
 }
 
-// ServeHTTP serves the image edit paths and passes any other path to the next handler, so that a
-// broad matcher such as /v1/images/* leaves /v1/images/generations to mediagw_route.
+// ServeHTTP serves the image edit paths and passes any other path to the next handler, so that
+// with no matcher, or a broad one such as /v1/images/*, /v1/images/generations is left to
+// mediagw_route.
 func (h *ImageEditsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if !imageedit.Serves(r.URL.Path) {
 		return next.ServeHTTP(w, r)

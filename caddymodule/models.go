@@ -16,10 +16,12 @@ func init() {
 // ModelsHandler answers GET /v1/models with the configured models that the caller's key may use,
 // sorted by id, in the OpenAI list shape, and GET /v1/models/{id} (the OpenAI SDKs' models
 // retrieve) with one of them; a model the key may not use is answered 404 model_not_found, as
-// an unknown one. A POST to a model's method, /v1/models/{model}:generateContent and the rest
-// of the generate-content protocol, goes on to the next handler (mediagw_route), so one
-// matcher, path /v1/models /v1/models/*, may serve both. The item of a model with a price
-// carries its `pricing`. It must follow mediagw_auth.
+// an unknown one. It needs no path matcher: it answers every request on /v1/models or a path
+// below it (/v1/models/…), spelled exactly so (405 for a method but GET or HEAD, 404 not_found
+// for a path with an empty segment), except a POST to a model's method,
+// /v1/models/{model}:generateContent and the rest of the generate-content protocol, and passes
+// that and every other request to the next handler (mediagw_route). The item of a model with a
+// price carries its `pricing`. It must follow mediagw_auth.
 type ModelsHandler struct {
 	list *models.Handler
 }

@@ -15,9 +15,11 @@ func init() {
 
 // PresignHandler answers POST /v1/upload/presign with a presigned PUT URL to the bucket in the
 // mediagw app's `upload` settings, so the client uploads the file directly to storage. It must
-// follow mediagw_auth. The object key is generated (prefix, an opaque per-account segment, the
-// date, random bytes and the file's extension); the signed Content-Type must be sent unchanged.
-// Calls are rate-limited per API key. Presigned URLs are never logged.
+// follow mediagw_auth. It needs no path matcher: it answers the path /v1/upload/presign, spelled
+// exactly so (405 for a method but POST), and passes every other request to the next handler.
+// The object key is generated (prefix, an opaque per-account segment, the date, random bytes and
+// the file's extension); the signed Content-Type must be sent unchanged. Calls are rate-limited
+// per API key. Presigned URLs are never logged.
 type PresignHandler struct {
 	presign *presign.Handler
 }
@@ -42,7 +44,10 @@ func (h *PresignHandler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-func (h *PresignHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+func (h *PresignHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if r.URL.Path != presign.Path {
+		return next.ServeHTTP(w, r)
+	}
 	h.presign.ServeHTTP(w, r)
 	return nil
 }

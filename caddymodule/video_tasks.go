@@ -18,7 +18,10 @@ func init() {
 
 // VideoTasksHandler serves the asynchronous video task API (Ark protocol) under
 // /api/v3/contents/generations/tasks: create (POST), query (GET /{id}), list (GET) and cancel
-// (DELETE /{id}). It must follow mediagw_auth.
+// (DELETE /{id}). It must follow mediagw_auth. It needs no path matcher: it answers every
+// request on /api/v3/contents/generations/tasks or a path below it (…/tasks/…), spelled exactly
+// so, 404 not_found in the task API's shape for one that is no endpoint, and passes every other
+// request to the next handler (…/tasksX, /API/V3/…, //api/v3/… go on too).
 //
 // The provider is chosen by the request's model. The owning account of every task is recorded in
 // the store before the id is returned; other accounts are told the task does not exist. Finished
@@ -97,7 +100,10 @@ func (h *VideoTasksHandler) Cleanup() error {
 	return nil
 }
 
-func (h *VideoTasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
+func (h *VideoTasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if !videotask.OwnsTaskPath(r.URL.Path) {
+		return next.ServeHTTP(w, r)
+	}
 	h.tasks.ServeHTTP(w, r)
 	return nil
 }

@@ -21,7 +21,10 @@ func init() {
 // VideosHandler serves the OpenAI-style video API under /v1/videos over the same task table as
 // mediagw_video_tasks: create (POST /v1/videos), retrieve (GET /v1/videos/{id}), list (GET
 // /v1/videos, the caller's own, by cursor), delete (DELETE /v1/videos/{id}) and content (GET
-// /v1/videos/{id}/content). It must follow mediagw_auth and come before mediagw_route.
+// /v1/videos/{id}/content). It must follow mediagw_auth and come before mediagw_route. It needs
+// no path matcher: it answers every request on /v1/videos or a path below it (/v1/videos/…),
+// spelled exactly so, 404 not_found for one that is no endpoint, and passes every other request
+// to the next handler (/v1/videosX, /V1/VIDEOS, //v1/videos go on too).
 //
 // A create reaches every provider whatever its protocol, with the task API's checks, limits,
 // billing hold, idempotency, callbacks and watcher; a video's id is its task id. A file in a
@@ -80,6 +83,9 @@ func (h *VideosHandler) Cleanup() error {
 // result in a private bucket, or to a provider's signed address, carries a presigned URL, which
 // Caddy's own entry would print among the answer's headers.
 func (h *VideosHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if !videotask.OwnsVideosPath(r.URL.Path) {
+		return next.ServeHTTP(w, r)
+	}
 	serve := func(w http.ResponseWriter, r *http.Request) error { return h.front.ServeHTTP(w, r, next.ServeHTTP) }
 	// The front reads /{id}/content/ as /{id}/content (it trims the path's slashes): the test
 	// is the same, or a trailing slash would put the redirect's signature in Caddy's entry.

@@ -14,8 +14,8 @@ import (
 )
 
 // tenancyCaddyfile is the production sketch of Caddyfile.example (and docs/providers.md's pass-through
-// section) exactly as written, with loopback fakes for the providers' addresses: mediagw_route
-// without a matcher, after the other mediagw handlers, and one reverse_proxy per provider.
+// section) exactly as written, with loopback fakes for the providers' addresses: the mediagw
+// handlers without a matcher, mediagw_route after the others, and one reverse_proxy per provider.
 // The ark fake decodes JSON as Go does (keys case-insensitive, last wins); the openai fake reads
 // exact keys, first wins.
 const tenancyCaddyfile = `{
@@ -46,10 +46,10 @@ const tenancyCaddyfile = `{
 http://127.0.0.1:{{port}} {
 	route {
 		mediagw_auth
-		mediagw_models /v1/models
-		mediagw_presign /v1/upload/presign
-		mediagw_video_tasks /api/v3/contents/generations/tasks*
-		mediagw_image_edits /v1/images/*
+		mediagw_models
+		mediagw_presign
+		mediagw_video_tasks
+		mediagw_image_edits
 		mediagw_route{{route_options}}
 		@ark vars {mediagw.provider} ark
 		reverse_proxy @ark {{ark_url}} {

@@ -80,9 +80,11 @@ var (
 	errNoTask   = apierror.New(http.StatusNotFound, "task_not_found", "the image task does not exist or does not belong to this account")
 )
 
-// Serves reports whether path is one of the handler's: …/images/edits or …/images/tasks/{id}.
+// Serves reports whether path is one of the handler's, spelled exactly so: /v1/images/edits, or
+// a path below /v1/images/tasks/ (answered 404 not_found unless it is /v1/images/tasks/{id}).
+// Every other path, /v1/images/edits/ and /V1/IMAGES/EDITS included, is for the handler after it.
 func Serves(path string) bool {
-	return strings.HasSuffix(path, "/images/edits") || strings.Contains(path, "/images/tasks/")
+	return path == "/v1/"+EditsPath || strings.HasPrefix(path, "/v1/"+TasksPath+"/")
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/internal/urlpath"
 )
 
 // Handler lists the models of a catalog, filtered by the caller's key.
@@ -38,11 +39,19 @@ type List struct {
 	Data   []Model `json:"data"`
 }
 
-// Owns reports whether the handler answers r. It does not answer a call of a model's method
-// (POST /v1/models/{model}:generateContent and the rest of the generate-content protocol, sent
-// there by the Google Gen AI SDK from its version 3 on): that request is for the handler after it.
-// Every other request on /v1/models or a model in it is its own, answered 405 unless GET or HEAD.
+// Path is the list's path; /v1/models/{id} is one model of it.
+const Path = "/v1/models"
+
+// Owns reports whether the handler answers r: a request on /v1/models or a path below it
+// (/v1/models/…), spelled exactly so (not /v1/modelsX, /V1/MODELS or //v1/models). It does not
+// answer a call of a model's method (a POST to /v1/models/{model}:generateContent and the rest of
+// the generate-content protocol, sent there by the Google Gen AI SDK from its version 3 on): that
+// request is for the handler after it. Every other request of its own is answered, 405 unless GET
+// or HEAD, and 404 not_found for a path with an empty segment (/v1/models/).
 func Owns(r *http.Request) bool {
+	if !urlpath.Under(r.URL.Path, Path) {
+		return false
+	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		return true
 	}

@@ -65,7 +65,8 @@ func TestRetrieveAnswersOnlyTheKeysModels(t *testing.T) {
 }
 
 // TestOwnsLeavesModelMethodsToTheRoute keeps the OpenAI model retrieve apart from the
-// generate-content protocol's calls on a model under /v1.
+// generate-content protocol's calls on a model under /v1, and every path not below /v1/models,
+// spelled exactly so, to the handler after it.
 func TestOwnsLeavesModelMethodsToTheRoute(t *testing.T) {
 	for _, tc := range []struct {
 		method, path string
@@ -83,8 +84,23 @@ func TestOwnsLeavesModelMethodsToTheRoute(t *testing.T) {
 		{"POST", "/v1/models/gemini-x:embedContent", false},
 		{"POST", "/v1/models/gemini-x:batchEmbedContents", false},
 		{"POST", "/v1beta/models/gemini-x:generateContent", false},
+		// Without a matcher in front, only /v1/models and the paths below it, spelled exactly
+		// so, are the handler's; the rest goes on (to mediagw_route, which answers it 404).
+		{"GET", "/v1/models/", true}, // answered 404 not_found
+		{"GET", "/v1/models/x/y", true},
+		{"GET", "/v1/modelsX", false},
+		{"GET", "/V1/MODELS", false},
+		{"GET", "/v1/Models/gpt-4o-mini", false},
+		{"GET", "//v1/models", false},
+		{"GET", "/v1//models", false},
+		{"GET", "/v1beta/models", false},
+		{"GET", "/x/v1/models", false},
+		{"GET", "/v1/chat/completions", false},
+		{"POST", "/v1/chat/completions", false},
 	} {
-		if got := Owns(httptest.NewRequest(tc.method, tc.path, nil)); got != tc.owns {
+		r := httptest.NewRequest(tc.method, "/", nil)
+		r.URL.Path = tc.path // as sent: httptest would read //v1/models as a host
+		if got := Owns(r); got != tc.owns {
 			t.Errorf("Owns(%s %s) = %v, want %v", tc.method, tc.path, got, tc.owns)
 		}
 	}

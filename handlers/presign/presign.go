@@ -26,6 +26,10 @@ import (
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
+// Path is the endpoint's path, the one path a handler in front of Handler gives it: every other
+// one (/v1/upload/presign/, /V1/UPLOAD/PRESIGN, //v1/upload/presign) goes on.
+const Path = "/v1/upload/presign"
+
 // Defaults.
 const (
 	DefaultExpires     = 15 * time.Minute
