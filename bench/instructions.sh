@@ -56,8 +56,7 @@ $([ "$1" != priced ] || printf '\t\tcurrency USD\n\t\tprice bench-chat {\n\t\t\t
 }
 http://127.0.0.1:$GW {
 	route {
-		mediagw_auth
-		mediagw_route
+$(gateway_handlers "${routes:-}")
 $(transport_proxy)
 	}
 }
@@ -76,10 +75,15 @@ load() {
 	grep -q "\[200\]	$1 responses" <<<"$out" || { echo "not every request answered 200:" >&2; grep -A4 'Status code' <<<"$out" >&2; exit 1; }
 }
 
-# count CADDY NAME: one proxy under callgrind; prints its instructions per request.
+# count CADDY NAME: one proxy under callgrind; prints its instructions per request. Another build
+# than ./caddy (OLD_CADDY) gets the handlers of builds before session 27 (gateway_handlers
+# matched), unless OLD_ROUTES=example.
 count() {
 	mkdir -p "$work/$2"
-	config "$2" >"$work/$2.caddy"
+	local routes=""
+	[ "$1" = ./caddy ] || routes=${OLD_ROUTES:-matched}
+	[ "$routes" != example ] || routes=""
+	routes=$routes config "$2" >"$work/$2.caddy"
 	GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --instr-atstart=no \
 		--callgrind-out-file="$work/$2/callgrind.out" \
 		"$1" run --config "$work/$2.caddy" --adapter caddyfile >"$work/$2.log" 2>&1 &

@@ -128,6 +128,21 @@ provider() {
 CFG
 }
 
+# gateway_handlers [matched]: a gateway's mediagw handlers, indented for a route block, before its
+# reverse_proxy. By default Caddyfile.example's: every endpoint handler, none behind a matcher
+# (each serves only its own paths from session 27 on). With "matched", the line-up that builds
+# before session 27 need, whose endpoint handlers answer every request that reaches them:
+# mediagw_auth, the task API behind its path matcher, mediagw_route (every run before session 27
+# used it; it costs about what the example's line-up costs, both under callgrind).
+gateway_handlers() {
+	if [ "${1:-}" = matched ]; then
+		printf '\t\t%s\n' mediagw_auth 'mediagw_video_tasks /api/v3/contents/generations/tasks*' mediagw_route
+	else
+		printf '\t\t%s\n' mediagw_auth mediagw_models mediagw_presign mediagw_video_tasks mediagw_videos \
+			mediagw_image_edits mediagw_route
+	fi
+}
+
 # transport_proxy [RETRIES]: a gateway's one reverse_proxy, with the mediagw upstream source and
 # transport, as Caddyfile.example has it (lb_retries RETRIES, default 2), indented for a route
 # block of a site.

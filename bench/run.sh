@@ -93,7 +93,8 @@ http://127.0.0.1:$BASE_SIM {
 }
 CFG
 
-# gateway_config PORT ADMIN NAME [priced]: a gateway with every observability feature on:
+# gateway_config PORT ADMIN NAME [priced [matched]]: a gateway with every observability feature on
+# and the handlers of gateway_handlers (matched: the line-up of builds before session 27):
 # metrics (always counted), and usage records routed to their own file by Caddy's log
 # configuration, through mediagw_buffered. Its store and usage log are under $work/NAME.
 gateway_config() {
@@ -115,9 +116,7 @@ $([ -z "${4:-}" ] || bench_prices)
 }
 http://127.0.0.1:$1 {
 	route {
-		mediagw_auth
-		mediagw_video_tasks /api/v3/contents/generations/tasks*
-		mediagw_route
+$(gateway_handlers "${5:-}")
 $(proxy_blocks)
 	}
 }
@@ -149,9 +148,13 @@ base_pid=${pids[1]}
 # first is ./caddy's unpriced gateway, which the query, upload, SSE and watcher runs use.
 gw_names=() gw_ports=() gw_admins=() gw_pids=() gw_caddies=() gw_priced=()
 # gateway NAME PORT ADMIN CADDY [priced]: starts one gateway. NAME names its directory under
-# $work and appears in its Caddyfile: no spaces.
+# $work and appears in its Caddyfile: no spaces. Another build than ./caddy (OLD_CADDY) gets the
+# handlers of builds before session 27 (gateway_handlers matched), unless OLD_ROUTES=example.
 gateway() {
-	gateway_config "$2" "$3" "$1" "${5:-}" >"$work/$1.caddy"
+	local routes=""
+	[ "$4" = ./caddy ] || routes=${OLD_ROUTES:-matched}
+	[ "$routes" != example ] || routes=""
+	gateway_config "$2" "$3" "$1" "${5:-}" "$routes" >"$work/$1.caddy"
 	CADDY=$4 start 0 "$work/$1.caddy"
 	gw_names+=("$1") gw_ports+=("$2") gw_admins+=("$3") gw_pids+=("${pids[-1]}") gw_caddies+=("$4") gw_priced+=("${5:-}")
 }
