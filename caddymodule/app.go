@@ -331,7 +331,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		// So does an overdue slot claim of a create that took no hold (a free model's).
 		a.reconciler.Claims = accountant.Claims
 		// A pass-through video or image task whose end nobody saw is settled when its lease ends.
-		lapsed := &passthrough.LapsedVideos{Owners: a.store, Finished: accountant.ObjectFinished}
+		lapsed := &passthrough.LapsedHeldObjects{Owners: a.store, Finished: accountant.ObjectFinished}
 		a.reconciler.Lapsed = lapsed.Pass
 	}
 	return nil

@@ -42,7 +42,7 @@ var unmadeStatuses = []string{"failed", "cancelled", "canceled", "expired"}
 
 // ObjectFinished ends an asynchronous object created through pass-through whose record the caller
 // has just marked finished by compare-and-set (see passthrough.ObjectWatch.Finish,
-// Router.EndLapsedSlots and passthrough.LapsedVideos). Call it once per object: only after the
+// Router.EndLapsedSlots and passthrough.LapsedHeldObjects). Call it once per object: only after the
 // update that set Finished was stored. It gives back the object's active slot, and ends the hold
 // its record carries (a video's, storage.Task.HoldID): released when the record's status says
 // that the provider made nothing (failed, cancelled, canceled, expired), else settled at the

@@ -56,7 +56,7 @@ type Reconciler struct {
 	// their deadline (their creates' processes died before a task's record kept them).
 	Claims storage.SlotClaims
 	// Lapsed, when set, ends on each pass, under the same lease, the holds that records carry
-	// past their lease (passthrough.LapsedVideos.Pass: pass-through videos and image tasks
+	// past their lease (passthrough.LapsedHeldObjects.Pass: pass-through videos and image tasks
 	// whose end nobody saw), and returns how many it ended.
 	Lapsed func(ctx context.Context, now time.Time) (int, error)
 	Logger *zap.Logger
@@ -122,11 +122,11 @@ func (r *Reconciler) Pass(ctx context.Context) (int, error) {
 	if r.Lapsed != nil {
 		n, err := r.Lapsed(ctx, now)
 		if n > 0 {
-			r.Logger.Info("settled the holds of pass-through videos whose lease ended unseen", zap.Int("videos", n))
+			r.Logger.Info("settled the holds of pass-through objects whose lease ended unseen", zap.Int("objects", n))
 		}
 		if err != nil && ctx.Err() == nil {
 			// Tried again on the next pass; the overdue holds are released meanwhile.
-			r.Logger.Warn("settling the holds of pass-through videos past their lease", zap.Error(err))
+			r.Logger.Warn("settling the holds of pass-through objects past their lease", zap.Error(err))
 		}
 	}
 	for range maxBatchesPerPass {

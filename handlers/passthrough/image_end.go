@@ -18,7 +18,7 @@ import (
 //     synchronous image answer is settled;
 //   - one with the status failed, cancelled, canceled or expired releases it in full;
 //   - a task whose end nobody sees is settled at its estimate when its lease (DefaultSlotLease
-//     after its create) has ended: by EndLapsedSlots or by LapsedVideos.
+//     after its create) has ended: by EndLapsedSlots or by LapsedHeldObjects.
 
 // recordCarriesHold reports whether the record of an object of kind that a create made, whose
 // answer was answer (nil when it was not held whole), carries the create's hold: a video's or a

@@ -25,8 +25,8 @@ import (
 //     and the answer does not say which;
 //   - a video whose end nobody sees is settled at its estimate when its lease (DefaultSlotLease
 //     after its create) has ended: by the lease sweep of a key at its limit (EndLapsedSlots), or
-//     by LapsedVideos, which the hold reconciler runs on every pass (and which ends image tasks
-//     so too).
+//     by LapsedHeldObjects, which the hold reconciler runs on every pass (and which ends image
+//     tasks so too).
 
 // Reported is the length and picture that the answer Finish read reports, when it shows the
 // video completed (or succeeded); else nothing. An answer whose fields repeat reports nothing,
@@ -85,19 +85,19 @@ func (rt *Router) SourceCompleted(ctx context.Context, route Route) (storage.Tas
 
 // carriesCreateHold reports whether records of a kind may carry their create's hold: those of
 // the videos and video generations that pass-through creates, and of image tasks. The gateway's
-// own video tasks (mediagw_videos) are ended by its task watcher, not by LapsedVideos.
+// own video tasks (mediagw_videos) are ended by its task watcher, not by LapsedHeldObjects.
 func carriesCreateHold(kind string) bool {
 	return createsVideo(Endpoint{Creates: kind}) || kind == storage.KindImage
 }
 
 // AllOwners is Owners with the search of every account's records (storage.Tasks.SearchAllTasks),
-// which LapsedVideos reads.
+// which LapsedHeldObjects reads.
 type AllOwners interface {
 	Owners
 	SearchAllTasks(ctx context.Context, q storage.TaskSearch) (storage.TaskSearchPage, error)
 }
 
-// Bounds of one LapsedVideos pass.
+// Bounds of one LapsedHeldObjects pass.
 const (
 	// lapsedPage is how many lapsed records one search answers.
 	lapsedPage = 100
@@ -105,16 +105,17 @@ const (
 	lapsedScan = 2000
 )
 
-// LapsedVideos ends the pass-through videos, and the image tasks (see image_end.go), whose record
-// still carries its create's hold when its lease (DefaultSlotLease after its create) has ended,
-// the client never having asked for the object again: each is marked finished (status
+// LapsedHeldObjects ends the held objects that pass-through creates (videos, video generations)
+// and the image tasks (see image_end.go) whose record still carries its create's hold when its
+// lease (DefaultSlotLease after its create) has ended, the client never having asked for the
+// object again: each is marked finished (status
 // lease_ended) by compare-and-set, and Finished, called with each record this sweep's change
 // stored, gives back its slot and settles its hold at the estimate (the provider most likely
 // made, and billed, it). Run Pass from one instance at a time (the hold reconciler's lease); two
 // at once still end each object once.
-type LapsedVideos struct {
+type LapsedHeldObjects struct {
 	Owners AllOwners
-	// Finished ends each video this sweep finished (accounting.Accountant.ObjectFinished).
+	// Finished ends each object this sweep finished (accounting.Accountant.ObjectFinished).
 	Finished func(ctx context.Context, t storage.Task)
 
 	// A sweep reads the records created from swept to upTo (Unix seconds), newest first, over
@@ -126,9 +127,9 @@ type LapsedVideos struct {
 }
 
 // Pass reads at most lapsedScan records whose lease ended by now and that no earlier sweep of
-// this LapsedVideos read, going on where the last pass stopped, and ends those that still carry a
-// hold. It returns how many it ended.
-func (s *LapsedVideos) Pass(ctx context.Context, now time.Time) (int, error) {
+// this LapsedHeldObjects read, going on where the last pass stopped, and ends those that still
+// carry a hold. It returns how many it ended.
+func (s *LapsedHeldObjects) Pass(ctx context.Context, now time.Time) (int, error) {
 	ended := 0
 	rt := &Router{Owners: s.Owners, Now: func() time.Time { return now }}
 	leaseEnded := now.Add(-DefaultSlotLease)

@@ -14,11 +14,11 @@ import (
 	"github.com/mediagw/mediagw/storage"
 )
 
-// LapsedVideos ends, once, the videos and image tasks whose record carries a hold past their
-// lease: not a recent one, not one without a hold (its slot waits for its key's sweep), not a
+// LapsedHeldObjects ends, once, the videos and image tasks whose record carries a hold past
+// their lease: not a recent one, not one without a hold (its slot waits for its key's sweep), not a
 // finished one, not a video task of the gateway's own (its watcher ends it); two sweepers at
 // once end each once.
-func TestLapsedVideosEndOnce(t *testing.T) {
+func TestLapsedHeldObjectsEndOnce(t *testing.T) {
 	server := testredis.Start(t, testredis.Options{})
 	t.Run("badger", func(t *testing.T) { lapsedVideosEndOnce(t, ownersStore(t)) })
 	t.Run("redis", func(t *testing.T) {
@@ -58,7 +58,7 @@ func lapsedVideosEndOnce(t *testing.T, store AllOwners) {
 		defer mu.Unlock()
 		ended[t.ID]++
 	}
-	sweepers := []*LapsedVideos{{Owners: store, Finished: finished}, {Owners: store, Finished: finished}}
+	sweepers := []*LapsedHeldObjects{{Owners: store, Finished: finished}, {Owners: store, Finished: finished}}
 	var total atomic.Int64
 	var wg sync.WaitGroup
 	for _, s := range sweepers {
