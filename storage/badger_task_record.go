@@ -66,6 +66,7 @@ const (
 	taskFieldUsage
 	taskFieldKeep
 	taskFieldHoldPrice
+	taskFieldEndpoint
 	taskFields // one more than the last number
 )
 
@@ -106,6 +107,7 @@ func encodeTaskRecord(t *Task) ([]byte, error) {
 	w.json(taskFieldUsage, t.Usage, "")
 	w.json(taskFieldKeep, t.Keep, "")
 	w.str(taskFieldHoldPrice, t.HoldPrice)
+	w.str(taskFieldEndpoint, t.Endpoint)
 	return w.b, w.err
 }
 
@@ -114,7 +116,7 @@ func encodeTaskRecord(t *Task) ([]byte, error) {
 func taskRecordSize(t *Task) int {
 	return 11 + 6*14 + 11*8 + 4 + 6*4 + binary.MaxVarintLen64 + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) +
 		len(t.Upstream) + len(t.UpstreamAddress) + len(t.UpstreamID) + len(t.Model) + len(t.Status) + len(t.HoldID) +
-		len(t.HoldUsage) + len(t.CallbackURL) + len(t.Notified) + len(t.Result) + len(t.Request) + len(t.Usage) + len(t.Keep) + len(t.HoldPrice)
+		len(t.HoldUsage) + len(t.CallbackURL) + len(t.Notified) + len(t.Result) + len(t.Request) + len(t.Usage) + len(t.Keep) + len(t.HoldPrice) + len(t.Endpoint)
 }
 
 // taskRecordWriter appends the fields of a binary task record (each only when not empty).

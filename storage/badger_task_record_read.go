@@ -228,6 +228,8 @@ func (t *Task) recordString(n int) *string {
 		return &t.HoldUsage
 	case taskFieldHoldPrice:
 		return &t.HoldPrice
+	case taskFieldEndpoint:
+		return &t.Endpoint
 	case taskFieldCallbackURL:
 		return &t.CallbackURL
 	}

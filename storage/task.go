@@ -209,6 +209,11 @@ type Task struct {
 	// succeed until the copy is done, the lease of the instance copying it, and the kept
 	// objects' keys. Empty when results are not kept.
 	Keep json.RawMessage `json:"keep,omitempty"`
+	// Endpoint is the endpoint label of the create that made the record (as usage records name
+	// it: /v1/videos, /v1/images/generations …) on the record of an object whose end writes a
+	// task_finished usage record (a pass-through video or image task, an edit's image task).
+	// Empty in records written before it was kept: see TaskEndpoint.
+	Endpoint string `json:"endpoint,omitempty"`
 	// Version is raised by the backend on every write (1 after CreateTask); ReplaceTask and
 	// DeleteTask compare it.
 	Version int64 `json:"version,omitempty"`

@@ -61,6 +61,9 @@ func marshalTask(t *Task) ([]byte, error) {
 	if t.HoldPrice != "" {
 		b = appendTaskString(append(b, `,"hold_price":`...), t.HoldPrice)
 	}
+	if t.Endpoint != "" {
+		b = appendTaskString(append(b, `,"endpoint":`...), t.Endpoint)
+	}
 	if t.CallbackURL != "" {
 		b = appendTaskString(append(b, `,"callback_url":`...), t.CallbackURL)
 	}
@@ -97,7 +100,7 @@ func marshalTaskSize(t *Task) int {
 	// The keys, quotes and integers that every record has, then its strings and result.
 	size := 150 + len(t.ID) + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) + len(t.Upstream) +
 		len(t.UpstreamAddress) + len(t.Model) + len(t.Status) + len(t.Result) + len(t.CallbackURL) + len(t.Notified) +
-		len(t.UpstreamID) + len(t.Request) + len(t.Usage) + len(t.Keep) + len(t.HoldID) + len(t.HoldUsage) + len(t.HoldPrice)
+		len(t.UpstreamID) + len(t.Request) + len(t.Usage) + len(t.Keep) + len(t.HoldID) + len(t.HoldUsage) + len(t.HoldPrice) + len(t.Endpoint)
 	for _, n := range [...]int64{t.RefreshedAt, t.ExpiresAt, t.FinishedAt, t.Cost, t.Held, t.HoldAmount, t.Version} {
 		if n != 0 {
 			size += 36 // the longest key and the longest integer
@@ -105,7 +108,7 @@ func marshalTaskSize(t *Task) int {
 	}
 	for _, set := range [...]bool{t.Upstream != "", t.UpstreamAddress != "", len(t.Result) > 0, t.Active, t.Finished,
 		t.CallbackURL != "", t.CallbackGone, t.Notified != "", t.NoLastFrame, t.UpstreamID != "", len(t.Request) > 0, len(t.Usage) > 0, len(t.Keep) > 0,
-		t.HoldID != "", t.HoldUsage != "", t.HoldPrice != ""} {
+		t.HoldID != "", t.HoldUsage != "", t.HoldPrice != "", t.Endpoint != ""} {
 		if set {
 			size += 22 // the longest key, quotes, or the longest key and true
 		}
@@ -219,7 +222,7 @@ type taskParser struct {
 	// full is set to decode the whole Task; otherwise only taskHead's fields are set (the
 	// others are checked, not copied).
 	full bool
-	seen uint32
+	seen uint64
 	// plain are the strings to copy out of b once it is read, all in one allocation.
 	plain  [14]taskString
 	nplain int
@@ -328,6 +331,8 @@ func (p *taskParser) field(t *Task, key []byte) bool {
 		return p.str(29, &t.HoldUsage, false)
 	case "hold_price":
 		return p.str(31, &t.HoldPrice, false)
+	case "endpoint":
+		return p.str(32, &t.Endpoint, false)
 	case "callback_url":
 		return p.str(19, &t.CallbackURL, false)
 	case "callback_gone":
@@ -383,6 +388,8 @@ func (t *Task) stringField(n int) *string {
 		return &t.HoldUsage
 	case 31:
 		return &t.HoldPrice
+	case 32:
+		return &t.Endpoint
 	}
 	return nil // not a string field: taskParser.field numbers them
 }
