@@ -134,6 +134,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	// The shape of the endpoint the client called: Route rewrites r.URL.Path to the upstream's
 	// (a provider's base path, such as /gemini/v1beta, moves it out of the protocol's prefix).
 	shape := apierror.ShapeFor(r)
+	calledPath := r.URL.Path
 	id, ok := auth.FromContext(r.Context())
 	if !ok {
 		apierror.Write(w, shape, auth.ErrMissingKey)
@@ -195,6 +196,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	var created *passthrough.CreatedWriter
 	if route.Records() {
 		route.Hold = hold // a video's or image task's record carries it (see passthrough.CreatedWriter.HeldBy)
+		route.Endpoint = entry.EndpointOr(calledPath)
 		created = h.router.Created(sw, r, id, route)
 		created.Shape = shape
 		out = created
@@ -230,6 +232,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		// The video's (or image task's) record carries the hold: its end settles or releases it (see
 		// accounting.Accountant.ObjectFinished), not this request's.
 		hold.BindTo(r.Context(), created.HeldBy())
+		h.createdEnded(r.Context(), created)
 	}
 	if watch != nil && err == nil {
 		h.objectFinished(r.Context(), watch)
@@ -371,6 +374,18 @@ func (h *RouteHandler) objectFinished(ctx context.Context, watch *passthrough.Ob
 	}
 	if won {
 		h.accountant.ObjectFinishedAs(ctx, t, watch.Reported(t))
+	}
+}
+
+// createdEnded ends an image task whose create's answer showed it final already (see
+// passthrough.Router.EndedAtOnce), as a query's answer showing it so would.
+func (h *RouteHandler) createdEnded(ctx context.Context, created *passthrough.CreatedWriter) {
+	t, won, err := h.router.EndedAtOnce(context.WithoutCancel(ctx), created)
+	if err != nil {
+		h.logger.Error("marking an image task its create showed finished failed; its slot is given back (and its hold settled) when its lease ends", zap.Error(err))
+	}
+	if won {
+		h.accountant.ObjectFinishedAs(ctx, t, passthrough.ImageTaskReported(t, nil))
 	}
 }
 

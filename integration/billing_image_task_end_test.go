@@ -18,10 +18,11 @@ import (
 // simulator serves them (handlers/simulator: an image model answered with a task id): POST
 // /v1/images/edits and /v1/images/generations answer {"id", "status": "queued", "created"} (a
 // prompt containing "[at once]" gets its image at once, with an id beside it: {"id", "created",
-// "data"}), and GET /v1/images/tasks/{id} answers {"id", "status", "created"} with, once the test has set the
+// "data"}; one containing "[fails]" gets its task id with the status failed at once), and GET
+// /v1/images/tasks/{id} answers {"id", "status", "created"} with, once the test has set the
 // task succeeded, OpenAI's image answer members: data (one {"url"} per image made) and, when the
 // test names them, the size and quality the images were made at (as gpt-image answers carry
-// them). Every call must carry Authorization: Bearer upstream-key.
+// them); a task set with b64 answers each image as {"b64_json"} of that many bytes instead. Every call must carry Authorization: Bearer upstream-key.
 type imageTaskUpstream struct {
 	mu    sync.Mutex
 	next  int
@@ -34,6 +35,7 @@ type imageTaskState struct {
 	status        string
 	images        int
 	size, quality string
+	b64           int
 }
 
 func newImageTaskUpstream(t *testing.T) (*imageTaskUpstream, string) {
@@ -79,9 +81,12 @@ func (f *imageTaskUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, `{"id":"img-%d","created":1,"data":[{"url":"https://cdn.example.com/now.png"}]}`, f.next)
 			return
 		}
-		id := fmt.Sprintf("imgt-%d", f.next)
-		f.tasks[id] = imageTaskState{status: "queued"}
-		fmt.Fprintf(w, `{"id":%q,"status":"queued","created":1}`, id)
+		id, status := fmt.Sprintf("imgt-%d", f.next), "queued"
+		if strings.Contains(req.Prompt, "[fails]") {
+			status = "failed"
+		}
+		f.tasks[id] = imageTaskState{status: status}
+		fmt.Fprintf(w, `{"id":%q,"status":%q,"created":1}`, id, status)
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/images/tasks/"):
 		f.reads++
 		id := strings.TrimPrefix(r.URL.Path, "/v1/images/tasks/")
@@ -96,6 +101,9 @@ func (f *imageTaskUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			data := make([]any, s.images)
 			for i := range data {
 				data[i] = map[string]string{"url": fmt.Sprintf("https://cdn.example.com/%s-%d.png", id, i)}
+				if s.b64 > 0 {
+					data[i] = map[string]string{"b64_json": strings.Repeat("A", s.b64)}
+				}
 			}
 			answer["data"] = data
 			if s.size != "" {

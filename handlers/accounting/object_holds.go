@@ -67,12 +67,36 @@ func (a *Accountant) ObjectFinishedAs(ctx context.Context, t storage.Task, actua
 		var amount billing.Money
 		amount, how = a.settleTask(ctx, t, status, actual)
 		a.Usage.Write(usage.Record{Event: usage.EventTaskFinished, Time: a.clock(), Account: t.Account, KeyID: t.KeyID,
-			Model: t.Model, Provider: t.Provider, Upstream: cmp.Or(t.Upstream, t.Provider), TaskID: t.ID,
+			Endpoint: createEndpoint(t), Model: t.Model, Provider: t.Provider, Upstream: cmp.Or(t.Upstream, t.Provider), TaskID: t.ID,
 			Status: t.Status, Amount: int64(amount), TraceID: usage.TraceID(ctx)})
 	}
 	if t.Active && how != holdEndedByReconciler {
 		a.addRetrying(ctx, ActiveCounter(t.KeyID), -1, zap.String("key_id", t.KeyID), zap.String("object_id", t.ID), zap.String("what", "slot release"))
 	}
+}
+
+// createEndpoint is the endpoint label of the create that made the object t, which its
+// task_finished record names: the one its record keeps (storage.Task.Endpoint), else, for a
+// record written before it kept one, its kind's create endpoint (pass-through's kinds, spelled
+// here since passthrough imports this package): an image task's record that keeps the images
+// its create asked for is an edit's (passthrough.ImageTaskAsked), any other a generation's. A
+// remix's record written so is labelled /v1/videos.
+func createEndpoint(t storage.Task) string {
+	if t.Endpoint != "" {
+		return t.Endpoint
+	}
+	switch t.Kind {
+	case "video_job":
+		return "/v1/videos"
+	case "video_generation":
+		return "/v1/video/generations"
+	case storage.KindImage:
+		if len(t.Usage) > 0 {
+			return "/v1/images/edits"
+		}
+		return "/v1/images/generations"
+	}
+	return ""
 }
 
 // unmade reports whether an object's final status says its provider made nothing.

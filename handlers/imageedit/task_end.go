@@ -34,6 +34,7 @@ func (h *Handler) recordTask(ctx context.Context, r *http.Request, id auth.Ident
 	task := storage.Task{
 		ID: taskID, Kind: storage.KindImage, Account: id.Account, KeyID: id.KeyID,
 		Provider: p.Name, Upstream: up.Name, UpstreamAddress: up.Address(), Model: model, Status: "queued",
+		Endpoint:  usage.From(r.Context()).EndpointOr(r.URL.Path),
 		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(h.retention()).Unix(),
 	}
 	if slot.Held {

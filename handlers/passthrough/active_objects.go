@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 	"github.com/mediagw/mediagw/storage"
 )
@@ -44,7 +45,8 @@ const (
 
 // Bounds of the slot bookkeeping.
 const (
-	// maxStatusAnswer bounds the part of a retrieve's answer read for its status.
+	// maxStatusAnswer bounds the part of a retrieve's answer held for its status; a larger one
+	// is read as it passes (ObjectWatch.streamed).
 	maxStatusAnswer = 64 << 10
 	// maxLapsedScan bounds the slot-holding records of an account read by one lease sweep.
 	maxLapsedScan = 1000
@@ -75,8 +77,11 @@ func (route Route) TakesSlot() bool { return runsAsync(route.Creates) }
 var finalStatuses = []string{"completed", "succeeded", "failed", "cancelled", "canceled", "expired"}
 
 // ObjectWatch sits between reverse_proxy and the client on a retrieve or delete of a
-// slot-holding object: it passes the answer on unchanged and keeps the first maxStatusAnswer
-// bytes of a 2xx one, which Finish reads.
+// slot-holding object: it passes the answer on unchanged and keeps a 2xx one of up to
+// maxStatusAnswer bytes, which Finish reads. A larger one (a succeeded image task whose data
+// holds its images in base64) is read as it passes instead, keeping a few bytes of state: its
+// top-level status, the count of the items of its data, and its size and quality
+// (usage.DataItems).
 type ObjectWatch struct {
 	http.ResponseWriter
 	rt       *Router
@@ -84,6 +89,8 @@ type ObjectWatch struct {
 	deletes  bool
 	status   int
 	body     bytes.Buffer
+	// streamed reads the answer once it is past maxStatusAnswer (body is then emptied).
+	streamed *usage.DataItems
 }
 
 // WatchObject wraps w when the routed call is a retrieve or delete of an object that holds a
@@ -106,8 +113,17 @@ func (ow *ObjectWatch) Write(p []byte) (int, error) {
 	if ow.status == 0 {
 		ow.status = http.StatusOK
 	}
-	if ow.status/100 == 2 && !ow.deletes && ow.body.Len() < maxStatusAnswer {
-		ow.body.Write(p[:min(len(p), maxStatusAnswer-ow.body.Len())])
+	switch {
+	case ow.status/100 != 2 || ow.deletes:
+	case ow.streamed != nil:
+		ow.streamed.Write(p)
+	case ow.body.Len()+len(p) <= maxStatusAnswer:
+		ow.body.Write(p)
+	default:
+		ow.streamed = new(usage.DataItems)
+		ow.streamed.Write(ow.body.Bytes())
+		ow.streamed.Write(p)
+		ow.body = bytes.Buffer{}
 	}
 	return ow.ResponseWriter.Write(p)
 }
@@ -124,12 +140,25 @@ func (ow *ObjectWatch) Finish(ctx context.Context) (storage.Task, bool, error) {
 	}
 	status := "deleted"
 	if !ow.deletes {
-		status = answerStatus(ow.body.Bytes())
+		status = ow.answerStatus()
 		if status == "" {
 			return storage.Task{}, false, nil
 		}
 	}
 	return ow.rt.finishObject(ctx, ow.objectID, status, func(storage.Task) bool { return true })
+}
+
+// answerStatus is the final status the answer shows (see answerStatus), or "". An answer read as
+// it passed shows one when it is a whole JSON object whose top-level status is read plainly and
+// whose members read are not ambiguous (see usage.DataItems.Ambiguous).
+func (ow *ObjectWatch) answerStatus() string {
+	if ow.streamed == nil {
+		return answerStatus(ow.body.Bytes())
+	}
+	if !ow.streamed.Complete() || ow.streamed.Ambiguous() {
+		return ""
+	}
+	return finalStatus(ow.streamed.Status())
 }
 
 // answerStatus returns the lower-cased top-level status of a JSON answer when it is final, or "".
@@ -143,6 +172,11 @@ func answerStatus(body []byte) string {
 	if json.Unmarshal(m["status"], &s) != nil {
 		return ""
 	}
+	return finalStatus(s)
+}
+
+// finalStatus is s lower-cased when it is one of finalStatuses, else "".
+func finalStatus(s string) string {
 	s = strings.ToLower(s)
 	for _, f := range finalStatuses {
 		if s == f {

@@ -69,8 +69,8 @@ type CreatedWriter struct {
 	keptSlot    bool
 	keptObjects []string
 	// heldBy is the id of the created video or image task whose record carries the create's
-	// hold.
-	heldBy string
+	// hold; endedAs is the final status its create's answer showed already (see EndedAtOnce).
+	heldBy, endedAs string
 }
 
 const (
@@ -111,6 +111,7 @@ func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identi
 			}
 			if carried {
 				cw.heldBy = objectID
+				cw.endedAs = createdFinal(route.Creates, kept, answer)
 			}
 			return err
 		}

@@ -71,7 +71,17 @@ func ImageTaskReported(t storage.Task, answer []byte) billing.Usage {
 	if json.Unmarshal(fields.value("quality"), &quality) != nil {
 		quality = ""
 	}
-	u := billing.Usage{Images: int64(len(data))}
+	return imageTaskMade(t, int64(len(data)), size, quality)
+}
+
+// imageTaskMade is what the image task t made when the answer that showed it finished has n items
+// in its data and reports size and quality: nothing unless t's status is completed or
+// succeeded, at most the images its record says its create asked for (askedImages).
+func imageTaskMade(t storage.Task, n int64, size, quality string) billing.Usage {
+	if t.Kind != storage.KindImage || (t.Status != "completed" && t.Status != "succeeded") {
+		return billing.Usage{}
+	}
+	u := billing.Usage{Images: n}
 	u.ImageSize, u.ImageQuality = billing.AnswerImage(size, quality)
 	if asked := askedImages(t); asked > 0 && u.Images > asked {
 		u.Images = asked

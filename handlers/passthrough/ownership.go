@@ -69,7 +69,7 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 	record := storage.Task{
 		ID: objectID, Kind: route.Creates, Account: id.Account, KeyID: id.KeyID,
 		Provider: route.Provider.Name, Upstream: route.answeredBy(), UpstreamAddress: route.answeredAt(), Model: route.Model, Status: "created",
-		CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(retention).Unix(),
+		Endpoint: route.Endpoint, CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(retention).Unix(),
 	}
 	if route.Creates == KindVideo {
 		record.Usage = madeRecord(videoMade(route.Sizing, answer))

@@ -99,6 +99,10 @@ type Route struct {
 	// carries it (storage.Task.HoldID; see CreatedWriter.HeldBy), and the video's end settles
 	// or releases it (accounting.Accountant.ObjectFinished).
 	Hold accounting.Hold
+	// Endpoint is the request's endpoint label, as its usage record names it, set by the caller
+	// before Router.Created: the created object's record keeps it (storage.Task.Endpoint), and
+	// the task_finished usage record of the object's end names it.
+	Endpoint string
 
 	// named are the owned objects the body names by id (previous_response_id), which bind the
 	// request to the upstream that made them (see bindNamed).

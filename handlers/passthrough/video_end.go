@@ -32,7 +32,19 @@ import (
 // video completed (or succeeded); else nothing. An answer whose fields repeat reports nothing,
 // and a length of 0 or less is not one. For an image task it is the images the answer reports
 // (ImageTaskReported).
+//
+// An answer too large to hold (read as it passed, see ObjectWatch) reports, for an image task,
+// the count of the items of its data and its size and quality; for a video, nothing: its
+// estimate is charged.
 func (ow *ObjectWatch) Reported(t storage.Task) billing.Usage {
+	if ow.streamed != nil {
+		if t.Kind != storage.KindImage || ow.streamed.Ambiguous() {
+			return billing.Usage{}
+		}
+		n, _ := ow.streamed.Count()
+		size, quality := ow.streamed.Reported()
+		return imageTaskMade(t, n, size, quality)
+	}
 	if t.Kind == storage.KindImage {
 		return ImageTaskReported(t, ow.body.Bytes())
 	}

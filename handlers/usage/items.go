@@ -1,17 +1,20 @@
 package usage
 
+import "strings"
+
 // DataItems counts the elements of the top-level "data" array of a JSON answer as it streams
 // by, without holding the body: an image answer's images (`{"created":…,"data":[{…},{…}]}`),
 // however large their b64_json. It also keeps the top-level "quality" and "size" strings that
 // OpenAI's gpt-image answers report (`"quality":"high","size":"1024x1536"`), and the "type"
-// string of a streamed image event (see ImageEvents). It reads every byte once and keeps a few
-// bytes of state.
+// string of a streamed image event (see ImageEvents), and the top-level "status" of an image
+// task's answer. It reads every byte once and keeps a few bytes of state.
 type DataItems struct {
 	depth    int
 	inString bool
 	escaped  bool
 	str      [maxType]byte // the first bytes of the string being read at depth 1
 	strLen   int           // its length so far (past len(str), or escaped: no name or value kept)
+	strEsc   bool          // the string being read has an escape
 	lastKey  topMember     // the member the last key closed at depth 1 names
 	value    topMember     // after that key's ':': the member whose value comes next
 	inValue  bool          // the string being read at depth 1 is value's
@@ -23,6 +26,11 @@ type DataItems struct {
 	quality  string
 	size     string
 	typ      string
+	status   string
+	// keys are the members read whose key was seen at depth 1; ambiguous is set by one seen
+	// twice, by a key that differs from one of them only by letter case, and by an escaped key.
+	keys      uint8
+	ambiguous bool
 }
 
 // maxReported bounds the quality and size strings kept, and maxType the type string; longer
@@ -41,7 +49,11 @@ const (
 	memberQuality
 	memberSize
 	memberType
+	memberStatus
 )
+
+// memberNames are the keys of the members DataItems reads, by topMember.
+var memberNames = [...]string{memberData: "data", memberQuality: "quality", memberSize: "size", memberType: "type", memberStatus: "status"}
 
 // Count is the number of elements of the top-level "data" array seen so far, and whether the
 // array was seen at all (an answer without one, such as a task id or an error, is not a count
@@ -56,6 +68,16 @@ func (c *DataItems) Reported() (size, quality string) { return c.size, c.quality
 // Type is the top-level "type" string of the answer (the last one), "" when absent, not a plain
 // string, or longer than 40 bytes.
 func (c *DataItems) Type() string { return c.typ }
+
+// Status is the top-level "status" string of the answer (an image task's), "" when absent, not a
+// plain string, or longer than 40 bytes.
+func (c *DataItems) Status() string { return c.status }
+
+// Ambiguous reports whether a top-level key of the answer makes the members read unclear:
+// data, quality, size, type or status seen twice, a key that differs from one of them only by
+// letter case ("Status"), or a key written with an escape, which may spell one of them. (Other
+// keys repeated are not checked: jsonkeys.Members holds a whole answer to that rule.)
+func (c *DataItems) Ambiguous() bool { return c.ambiguous }
 
 // Complete reports whether the answer read so far is one whole JSON object or array (its
 // closing bracket seen, no string left open).
@@ -74,7 +96,7 @@ func (c *DataItems) Write(p []byte) {
 		}
 		switch b {
 		case '"':
-			c.inString, c.strLen = true, 0
+			c.inString, c.strLen, c.strEsc = true, 0, false
 			c.inValue = c.depth == 1 && c.value != memberOther
 		case ':':
 			if c.depth == 1 {
@@ -111,6 +133,7 @@ func (c *DataItems) stringByte(b byte) {
 	case c.escaped:
 		c.escaped = false
 		c.strLen = len(c.str) + 1 // an escaped string is not a plain name or value
+		c.strEsc = true
 	case b == '\\':
 		c.escaped = true
 	case b == '"':
@@ -121,18 +144,7 @@ func (c *DataItems) stringByte(b byte) {
 		plain := c.strLen <= len(c.str)
 		text := c.str[:min(c.strLen, len(c.str))]
 		if !c.inValue {
-			c.lastKey = memberOther
-			switch {
-			case !plain:
-			case string(text) == "data":
-				c.lastKey = memberData
-			case string(text) == "quality":
-				c.lastKey = memberQuality
-			case string(text) == "size":
-				c.lastKey = memberSize
-			case string(text) == "type":
-				c.lastKey = memberType
-			}
+			c.lastKey = c.key(plain, text)
 			return
 		}
 		value := ""
@@ -150,6 +162,8 @@ func (c *DataItems) stringByte(b byte) {
 			c.size = reported
 		case memberType:
 			c.typ = value
+		case memberStatus:
+			c.status = value
 		}
 		c.value, c.inValue = memberOther, false
 	default:
@@ -158,4 +172,29 @@ func (c *DataItems) stringByte(b byte) {
 		}
 		c.strLen++
 	}
+}
+
+// key is the member that a key closed at depth 1 names, noting an ambiguous one (see Ambiguous).
+func (c *DataItems) key(plain bool, text []byte) topMember {
+	if c.strEsc {
+		c.ambiguous = true
+		return memberOther
+	}
+	if !plain {
+		return memberOther // longer than any of memberNames, in any case
+	}
+	for m, name := range memberNames {
+		switch {
+		case name == "" || !strings.EqualFold(string(text), name):
+		case string(text) != name:
+			c.ambiguous = true
+		case c.keys&(1<<m) != 0:
+			c.ambiguous = true
+			return topMember(m)
+		default:
+			c.keys |= 1 << m
+			return topMember(m)
+		}
+	}
+	return memberOther
 }
