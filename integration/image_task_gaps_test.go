@@ -57,7 +57,8 @@ const passTaskEndsCaddyfile = `{
 //   - an image generation whose create's answer shows its task failed already is released at
 //     once, with no query (it stayed held, and its slot taken, until a query or its lease);
 //   - the task_finished usage record of each pass-through task, image or video, names the
-//     endpoint of its create (/v1/images/generations, /v1/videos; it was empty).
+//     endpoint of its create as the create's request record names it (/v1/images/generations,
+//     /v1/videos, a remix's /v1/videos/{id}; it was empty).
 func TestPassThroughTaskEndsSeenWhole(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	fake, upURL := newImageTaskUpstream(t)
@@ -86,7 +87,7 @@ func TestPassThroughTaskEndsSeenWhole(t *testing.T) {
 	balance("1.98", "0") // two low images
 
 	failed := generate("a harbour [fails]") // the key's one slot: free again
-	balance("1.98", "0")                     // released with no query
+	balance("1.98", "0")                    // released with no query
 
 	video := call(t, http.MethodPost, base+"/v1/videos", "mg-task-ends", `{"model":"sora-2","prompt":"a tower","seconds":"4","size":"1280x720"}`)
 	if video.status != http.StatusOK || video.field("id") == "" {
@@ -99,8 +100,20 @@ func TestPassThroughTaskEndsSeenWhole(t *testing.T) {
 	}
 	balance("1.98", "0")
 
+	// A remix's create is labelled as its request record labels it, which its record keeps.
+	remix := call(t, http.MethodPost, base+"/v1/videos/"+video.field("id")+"/remix", "mg-task-ends", `{"prompt":"at night"}`)
+	if remix.status != http.StatusOK || remix.field("id") == "" {
+		t.Fatalf("remix = %d %s", remix.status, remix.body)
+	}
+	balance("1.58", "0.4") // the source's 4 s at 1280x720
+	videos.set(remix.field("id"), "failed")
+	if r := call(t, http.MethodGet, base+"/v1/videos/"+remix.field("id"), "mg-task-ends", nil); r.status != http.StatusOK {
+		t.Fatalf("remix retrieve = %d %s", r.status, r.body)
+	}
+	balance("1.98", "0")
+
 	want := map[string]string{large: "/v1/images/generations succeeded 0.02", failed: "/v1/images/generations failed nothing",
-		video.field("id"): "/v1/videos failed nothing"}
+		video.field("id"): "/v1/videos failed nothing", remix.field("id"): "/v1/videos/{id} failed nothing"}
 	finished := map[string]string{}
 	for deadline := time.Now().Add(10 * time.Second); len(finished) < len(want) && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		finished = map[string]string{}
