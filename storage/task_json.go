@@ -61,9 +61,6 @@ func marshalTask(t *Task) ([]byte, error) {
 	if t.HoldPrice != "" {
 		b = appendTaskString(append(b, `,"hold_price":`...), t.HoldPrice)
 	}
-	if t.Endpoint != "" {
-		b = appendTaskString(append(b, `,"endpoint":`...), t.Endpoint)
-	}
 	if t.CallbackURL != "" {
 		b = appendTaskString(append(b, `,"callback_url":`...), t.CallbackURL)
 	}
@@ -89,6 +86,9 @@ func marshalTask(t *Task) ([]byte, error) {
 		if b, ok = appendCompactValue(append(b, `,"keep":`...), t.Keep); !ok {
 			return json.Marshal(t)
 		}
+	}
+	if t.Endpoint != "" {
+		b = appendTaskString(append(b, `,"endpoint":`...), t.Endpoint)
 	}
 	b = appendTaskInt(b, `,"version":`, t.Version)
 	return append(b, '}'), nil
