@@ -183,10 +183,11 @@ func (c *DataItems) key(plain bool, text []byte) topMember {
 	if !plain {
 		return memberOther // longer than any of memberNames, in any case
 	}
+	key := string(text)
 	for m, name := range memberNames {
 		switch {
-		case name == "" || !strings.EqualFold(string(text), name):
-		case string(text) != name:
+		case name == "" || !strings.EqualFold(key, name):
+		case key != name:
 			c.ambiguous = true
 		case c.keys&(1<<m) != 0:
 			c.ambiguous = true
