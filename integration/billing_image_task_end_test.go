@@ -201,7 +201,7 @@ func imageEditBody(model string, n int, size, quality string) string {
 // says it made for an edit that asked auto: 0.02, not the 0.34 held), at most the n the edit
 // asked for (an answer of 3 images to n 1 is charged 1); failed releases it in full, once when
 // four queries see it fail at once. The ledger has one end of each hold, and the usage log a
-// task_finished record of each task with its status and amount. An image generation passed
+// task_finished record of each task with its create's endpoint, its status and amount. An image generation passed
 // through and answered with a task id is charged by its end the same way. (Before, every such
 // edit or generation was charged its estimate at once: the failed task cost 0.04.)
 func TestImageEditTaskChargedByItsEnd(t *testing.T) {
@@ -277,11 +277,12 @@ func TestImageEditTaskChargedByItsEnd(t *testing.T) {
 				if _, twice := finished[rec.TaskID]; twice {
 					t.Fatalf("task %s finished twice in the usage log", rec.TaskID)
 				}
-				finished[rec.TaskID] = rec.Status + " " + cmp.Or(rec.Amount, "nothing")
+				finished[rec.TaskID] = rec.Endpoint + " " + rec.Status + " " + cmp.Or(rec.Amount, "nothing")
 			}
 		}
 	}
-	wantFinished := map[string]string{made: "succeeded 0.02", failed: "failed nothing", more: "succeeded 0.04", generated: "succeeded 0.15"}
+	wantFinished := map[string]string{made: "/v1/images/edits succeeded 0.02", failed: "/v1/images/edits failed nothing",
+		more: "/v1/images/edits succeeded 0.04", generated: "/v1/images/generations succeeded 0.15"}
 	if fmt.Sprint(finished) != fmt.Sprint(wantFinished) {
 		t.Fatalf("task_finished records %v; want %v", finished, wantFinished)
 	}
