@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -41,6 +43,12 @@ func startSplitEventChat(t *testing.T) string {
 	return startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 			writeFakeJSON(w, 404, map[string]any{"error": map[string]any{"message": "no such route", "type": "invalid_request_error"}})
+			return
+		}
+		if body, _ := io.ReadAll(r.Body); bytes.Contains(body, []byte("[refuse]")) {
+			// OpenAI's refusal of a model names it in its message.
+			writeFakeJSON(w, 404, map[string]any{"error": map[string]any{"message": "The model `up-chat` does not exist or you do not have access to it.",
+				"type": "invalid_request_error", "param": nil, "code": "model_not_found"}})
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -85,5 +93,23 @@ func TestSplitStreamEventShowsTheClientsModel(t *testing.T) {
 	}
 	if err := stream.Err(); err != nil || chunks != 3 || content.String() != "one two" {
 		t.Errorf("%d chunks, content %q, %v", chunks, content.String(), err)
+	}
+}
+
+// TestErrorAnswerShowsTheClientsModel: an upstream's error answer whose message names the
+// provider's id of the model (OpenAI's "The model `up-chat` does not exist ...") shows the
+// client's, chat-alias, as a successful answer does; the rest of the error reaches openai-go as
+// the provider wrote it. Before, the message named up-chat.
+func TestErrorAnswerShowsTheClientsModel(t *testing.T) {
+	base, _ := startSimGateway(t, splitEventsCaddyfile, map[string]string{"up_url": startSplitEventChat(t)})
+	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-split-events"), option.WithMaxRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "chat-alias",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("[refuse]")}})
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound || apiErr.Code != "model_not_found" ||
+		apiErr.Message != "The model `chat-alias` does not exist or you do not have access to it." {
+		t.Fatalf("error %v: %s", err, apiErr.RawJSON())
 	}
 }
