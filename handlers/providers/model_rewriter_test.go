@@ -93,3 +93,20 @@ func (endless) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// FuzzModelRewriter: a stream is passed on byte for byte but for the model values shown (an
+// answer that names no "model" comes out as it went in), however it is cut into reads.
+func FuzzModelRewriter(f *testing.F) {
+	f.Add("data: {\"id\":1}\r\n\r\ndata: {\"x\":\n data: 2}\n\n: c\rdata: [DONE]\r\r", 7)
+	f.Fuzz(func(t *testing.T, in string, limit int) {
+		if limit < 1 || limit > 1<<10 || strings.Contains(in, "model") {
+			return
+		}
+		m := NewModelRewriter(io.NopCloser(iotest.HalfReader(strings.NewReader(in))), AnswerModels{Model: "client"})
+		m.limit = limit
+		got, err := io.ReadAll(m)
+		if err != nil || string(got) != in {
+			t.Fatalf("%q came out %q, %v", in, got, err)
+		}
+	})
+}
