@@ -1,6 +1,7 @@
 package passthrough
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,8 +44,7 @@ const (
 
 // Bounds of the slot bookkeeping.
 const (
-	// maxStatusAnswer bounds the part of a retrieve's answer kept to read its status, its long
-	// strings emptied (keptAnswer).
+	// maxStatusAnswer bounds the part of a retrieve's answer read for its status.
 	maxStatusAnswer = 64 << 10
 	// maxLapsedScan bounds the slot-holding records of an account read by one lease sweep.
 	maxLapsedScan = 1000
@@ -76,14 +76,14 @@ var finalStatuses = []string{"completed", "succeeded", "failed", "cancelled", "c
 
 // ObjectWatch sits between reverse_proxy and the client on a retrieve or delete of a
 // slot-holding object: it passes the answer on unchanged and keeps the first maxStatusAnswer
-// bytes of a 2xx one, its long strings emptied (keptAnswer), which Finish reads.
+// bytes of a 2xx one, which Finish reads.
 type ObjectWatch struct {
 	http.ResponseWriter
 	rt       *Router
 	objectID string
 	deletes  bool
 	status   int
-	body     keptAnswer
+	body     bytes.Buffer
 }
 
 // WatchObject wraps w when the routed call is a retrieve or delete of an object that holds a
@@ -106,8 +106,8 @@ func (ow *ObjectWatch) Write(p []byte) (int, error) {
 	if ow.status == 0 {
 		ow.status = http.StatusOK
 	}
-	if ow.status/100 == 2 && !ow.deletes {
-		ow.body.Write(p)
+	if ow.status/100 == 2 && !ow.deletes && ow.body.Len() < maxStatusAnswer {
+		ow.body.Write(p[:min(len(p), maxStatusAnswer-ow.body.Len())])
 	}
 	return ow.ResponseWriter.Write(p)
 }
