@@ -142,6 +142,9 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.logger.Warn("upstream error answer refused", zap.String("upstream", u.Label()), zap.String("reason", reason))
 		}
 	}
+	if resp.StatusCode >= 300 {
+		showClientModelsInError(resp, d.ErrorModels())
+	}
 	if models := d.AnswerModels(); models.Any() {
 		showClientModels(resp, models)
 	}

@@ -176,6 +176,15 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	// client's Timeout, upstream_timeout) and the ownership record run to completion.
 	ctx := context.WithoutCancel(r.Context())
 	ans, up, err := h.create(ctx, id.Account, p, model, body, generation)
+	if errors.Is(err, upstream.ErrTooLarge) {
+		// The provider answered the edit with success, past what the gateway reads: it made
+		// the images (or the task), and bills them. Charged as estimated, as a task that
+		// cannot be followed is.
+		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{})))
+		h.Logger.Error("image edit answered past the bound on an upstream answer: charged its estimate",
+			zap.String("model", model), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
+		return err
+	}
 	if err != nil {
 		hold.Release("not answered by the upstream")
 		return err

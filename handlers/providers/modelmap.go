@@ -1,10 +1,8 @@
 package providers
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"io"
 )
 
 // ReplaceModel returns body with the value of every top-level "model" string member replaced by
@@ -67,56 +65,3 @@ func ReplaceModel(body []byte, model string) ([]byte, bool) {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
-
-// ModelRewriter shows the client's model ids (AnswerModels.Show) in every JSON object of the
-// "data:" lines of a server-sent event stream as it passes, line by line, so events still flow
-// as they come.
-type ModelRewriter struct {
-	src     *bufio.Reader
-	closer  io.Closer
-	models  AnswerModels
-	pending []byte
-	err     error
-}
-
-// NewModelRewriter wraps an event stream.
-func NewModelRewriter(body io.ReadCloser, models AnswerModels) *ModelRewriter {
-	return &ModelRewriter{src: bufio.NewReaderSize(body, 16<<10), closer: body, models: models}
-}
-
-func (m *ModelRewriter) Read(p []byte) (int, error) {
-	for len(m.pending) == 0 {
-		if m.err != nil {
-			return 0, m.err
-		}
-		line, err := m.src.ReadBytes('\n')
-		m.err = err
-		m.pending = m.rewriteLine(line)
-	}
-	n := copy(p, m.pending)
-	m.pending = m.pending[n:]
-	return n, nil
-}
-
-func (m *ModelRewriter) rewriteLine(line []byte) []byte {
-	rest, isData := bytes.CutPrefix(line, []byte("data:"))
-	if !isData {
-		return line
-	}
-	payload := bytes.TrimLeft(rest, " ")
-	end := bytes.TrimRight(payload, "\r\n")
-	if len(end) == 0 || end[0] != '{' {
-		return line
-	}
-	replaced, ok := m.models.Show(end)
-	if !ok {
-		return line
-	}
-	out := make([]byte, 0, len(line)+len(replaced)-len(end))
-	out = append(out, line[:len(line)-len(payload)]...)
-	out = append(out, replaced...)
-	return append(out, payload[len(end):]...)
-}
-
-// Close closes the stream.
-func (m *ModelRewriter) Close() error { return m.closer.Close() }

@@ -2,8 +2,6 @@ package providers
 
 import (
 	"encoding/json"
-	"io"
-	"strings"
 	"testing"
 )
 
@@ -23,15 +21,6 @@ func TestReplaceModel(t *testing.T) {
 		if got, ok := ReplaceModel([]byte(bad), "b"); ok || string(got) != bad {
 			t.Errorf("ReplaceModel(%s) = %s, %v; want it unchanged and false", bad, got, ok)
 		}
-	}
-}
-
-func TestModelRewriter(t *testing.T) {
-	in := "event: x\ndata: {\"id\":1,\"model\":\"up-id\"}\n\ndata: [DONE]\n\ndata:{\"model\":\"up-id\"}\r\n"
-	want := "event: x\ndata: {\"id\":1,\"model\":\"client\"}\n\ndata: [DONE]\n\ndata:{\"model\":\"client\"}\r\n"
-	got, err := io.ReadAll(NewModelRewriter(io.NopCloser(strings.NewReader(in)), AnswerModels{Model: "client"}))
-	if err != nil || string(got) != want {
-		t.Fatalf("got %q, %v; want %q", got, err, want)
 	}
 }
 

@@ -18,27 +18,33 @@ import (
 
 // TestCallReadsTheWholeAnswer checks that Call answers the whole body of an answer of declared
 // length and of one sent in chunks (length unknown), up to MaxBody, and that one past MaxBody,
-// declared or not, is ErrUnreadable (502).
+// declared or not, is a 502: ErrTooLarge when the answer is a success (the provider did the
+// work), else ErrUnreadable.
 func TestCallReadsTheWholeAnswer(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		size    int
 		chunked bool
 		want    error
+		status  int
 	}{
-		{"empty", 0, false, nil},
-		{"small", 17, false, nil},
-		{"small in chunks", 17, true, nil},
-		{"MaxBody", MaxBody, false, nil},
-		{"MaxBody in chunks", MaxBody, true, nil},
-		{"past MaxBody", MaxBody + 1, false, ErrUnreadable},
-		{"past MaxBody in chunks", MaxBody + 1, true, ErrUnreadable},
+		{"empty", 0, false, nil, 0},
+		{"small", 17, false, nil, 0},
+		{"small in chunks", 17, true, nil, 0},
+		{"MaxBody", MaxBody, false, nil, 0},
+		{"MaxBody in chunks", MaxBody, true, nil, 0},
+		{"past MaxBody", MaxBody + 1, false, ErrTooLarge, 0},
+		{"past MaxBody in chunks", MaxBody + 1, true, ErrTooLarge, 0},
+		{"an error past MaxBody", MaxBody + 1, false, ErrUnreadable, http.StatusInternalServerError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := bytes.Repeat([]byte("a"), tc.size)
 			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if !tc.chunked {
 					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				}
+				if tc.status != 0 {
+					w.WriteHeader(tc.status)
 				}
 				for rest := body; len(rest) > 0; {
 					n := min(len(rest), 1000)

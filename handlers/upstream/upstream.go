@@ -68,7 +68,10 @@ var (
 	ErrTimeout     = apierror.New(http.StatusGatewayTimeout, "upstream_timeout", "the upstream provider did not answer in time; retry later")
 	ErrUnreachable = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
 	ErrUnreadable  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider returned an unrecognisable response")
-	ErrRedirected  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider answered with a redirect, which the gateway does not follow")
+	// ErrTooLarge is a successful answer (2xx) longer than MaxBody: the provider did the work
+	// (made the images), though the gateway does not read its answer.
+	ErrTooLarge   = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider's answer is longer than the gateway reads")
+	ErrRedirected = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider answered with a redirect, which the gateway does not follow")
 	// ErrNotPublic is a result address (Open), first or after a redirect, off the upstream's host
 	// that is not public: it was not connected to, and would not be at any later attempt.
 	ErrNotPublic = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider named a result at an address that is not public")
@@ -214,6 +217,9 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 	}
 	b, err := readAnswer(resp.Body, resp.ContentLength)
 	if errors.Is(err, errAnswerTooLarge) {
+		if resp.StatusCode/100 == 2 {
+			return Answer{}, ErrTooLarge
+		}
 		return Answer{}, ErrUnreadable
 	} else if err != nil {
 		if isTimeout(err) || timedOut(ctx) {

@@ -5,10 +5,11 @@ package usage
 // and image_edit.partial_image (a partial image, sent while the image is being made) and
 // image_generation.completed and image_edit.completed (a finished image, with the size and
 // quality it was made at, and its usage). It counts the partial and the completed images, and
-// keeps the size and quality of the last completed one. Each data line is read as one event's
-// JSON object (OpenAI sends every event on one line; see dataLines), byte by byte as DataItems
-// reads a JSON answer, however large its b64_json; only its top-level "type", "size" and
-// "quality" are kept, and an event is counted only when its line holds one whole JSON object.
+// keeps the size and quality of the last completed one. Each event's data is read as one JSON
+// object (OpenAI sends every event on one line; one spread over several data lines is read as a
+// client joins them, see dataLines), byte by byte as DataItems reads a JSON answer, however large
+// its b64_json; only its top-level "type", "size" and "quality" are kept, and an event is counted
+// only when its data is one whole JSON object.
 //
 // Ark's Seedream streams (stream: true) are read too: each image_generation.partial_succeeded
 // event is one finished image delivered (its URL and size; a sequential set makes up to 15), an
@@ -42,8 +43,9 @@ const (
 // Write reads p; it never fails.
 func (e *ImageEvents) Write(p []byte) { e.lines.write(p, e) }
 
-func (e *ImageEvents) beginData()    { e.event = DataItems{} }
-func (e *ImageEvents) data(p []byte) { e.event.Write(p) }
+func (e *ImageEvents) beginData()     { e.event = DataItems{} }
+func (e *ImageEvents) data(p []byte)  { e.event.Write(p) }
+func (e *ImageEvents) complete() bool { return e.event.Complete() }
 
 // endData ends a data line: one that held one whole event is counted.
 func (e *ImageEvents) endData() {

@@ -7,8 +7,9 @@ import (
 
 // TestImageEventsCountsStreamedImages: the completed and partial images of OpenAI's image
 // generation and edit streams are counted, and the size and quality of the last completed one
-// kept, however the stream is cut into writes and whichever line ends it uses; an event split
-// over a cut line, a type nested or inside a string, a non-data line and an error are not counted.
+// kept, however the stream is cut into writes and whichever line ends it uses, an event's JSON
+// over one data line or several; an event cut short, a type nested or inside a string, a non-data
+// line and an error are not counted.
 func TestImageEventsCountsStreamedImages(t *testing.T) {
 	big := strings.Repeat("QUJD", 100_000)
 	partial := func(kind string, i int) string {
@@ -32,6 +33,12 @@ func TestImageEventsCountsStreamedImages(t *testing.T) {
 		{"nested or quoted type", "data: {\"event\":{\"type\":\"image_generation.completed\"},\"note\":\"\\\"type\\\":\\\"image_generation.completed\\\"\"}\n\n", 0, 0, "", ""},
 		{"not a data line", "event: image_generation.completed\n: {\"type\":\"image_generation.completed\"}\nxdata: {\"type\":\"image_generation.completed\"}\n\n", 0, 0, "", ""},
 		{"unfinished last line", "data: {\"type\":\"image_generation.completed\",\"size\":\"1024x1024\"}", 0, 0, "", ""},
+		// An event's data lines are one event's data, joined with a line feed, as a client reads
+		// them; a blank line ends an event whose data never made a whole object.
+		{"an event over two data lines", strings.Replace(completed(ImageGenerationCompleted, "1024x1024", "low"), `,"size"`, ",\ndata: \"size\"", 1), 1, 0, "1024x1024", "low"},
+		{"an event over two data lines, CRLF", strings.ReplaceAll(strings.Replace(completed(ImageEditCompleted, "1024x1024", "high"), `,"size"`, ",\ndata: \"size\"", 1), "\n", "\r\n"), 1, 0, "1024x1024", "high"},
+		{"an event over three data lines, bare CR, a comment between", "data: {\"type\":\rdata: \"image_generation.completed\",\r: note\rdata: \"size\":\"1024x1024\",\"quality\":\"low\"}\r\r", 1, 0, "1024x1024", "low"},
+		{"a broken event ended, then a whole one", "data: {\"type\":\"image_generation.completed\",\n\n" + completed(ImageGenerationCompleted, "1024x1024", "medium"), 1, 0, "1024x1024", "medium"},
 		// Ark's Seedream stream: each partial_succeeded is an image, its completed the end.
 		{"Ark, three images", arkSucceeded(0, "2048x2048") + arkSucceeded(1, "2048x2048") + arkSucceeded(2, "2304x1728") + arkCompleted(3), 3, 0, "2304x1728", ""},
 		{"Ark, one failed", arkSucceeded(0, "2048x2048") + "event: image_generation.partial_failed\ndata: {\"type\":\"image_generation.partial_failed\",\"model\":\"seedream\",\"created\":1,\"image_index\":1,\"error\":{\"code\":\"OutputImageSensitiveContentDetected\",\"message\":\"no\"}}\n\n" + arkCompleted(1), 1, 0, "2048x2048", ""},

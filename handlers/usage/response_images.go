@@ -25,7 +25,8 @@ import (
 //     (response.image_generation_call.partial_image), with no size or quality: a partial image
 //     is a picture of the image being made, delivered to the client, and is charged as held.
 //
-// Each event is read as one data line (see dataLines). Set SSE before the first Write.
+// Each event is read from its data lines, as a client joins them (see dataLines). Set SSE before
+// the first Write.
 type ResponseImages struct {
 	SSE bool
 
@@ -64,8 +65,9 @@ func (r *ResponseImages) Write(p []byte) {
 	r.lines.write(p, r)
 }
 
-func (r *ResponseImages) beginData()    { r.event = responseScan{event: true} }
-func (r *ResponseImages) data(p []byte) { r.event.Write(p) }
+func (r *ResponseImages) beginData()     { r.event = responseScan{event: true} }
+func (r *ResponseImages) data(p []byte)  { r.event.Write(p) }
+func (r *ResponseImages) complete() bool { return r.event.complete() }
 
 // endData ends a data line: one that held one whole event is read.
 func (r *ResponseImages) endData() {

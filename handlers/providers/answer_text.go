@@ -1,0 +1,78 @@
+package providers
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+)
+
+// ErrorModels maps the upstream's ids that an error answer of the dispatch may name in its text
+// to the client's: the request's model when the provider's model_map renamed it, and the tools'
+// models (ToolModels). nil when nothing was renamed.
+func (d *Dispatch) ErrorModels() map[string]string {
+	if d.UpstreamModel == d.Model && len(d.ToolModels) == 0 {
+		return nil
+	}
+	ids := make(map[string]string, len(d.ToolModels)+1)
+	for up, client := range d.ToolModels {
+		ids[up] = client
+	}
+	if d.UpstreamModel != d.Model {
+		ids[d.UpstreamModel] = d.Model
+	}
+	return ids
+}
+
+// ShowIDsInText returns text, an error answer (JSON or plain text), with each upstream id of ids
+// that it names as a word (not within a longer id: "up-chat" in "model `up-chat` does not
+// exist", not in "up-chat-2" or "x.up-chat") replaced by the client's, and whether any was. An
+// id written with JSON escapes is not found, and a pair whose ids JSON would have to escape is
+// left alone, so a JSON answer stays the JSON it was.
+func ShowIDsInText(text []byte, ids map[string]string) ([]byte, bool) {
+	ups := make([]string, 0, len(ids))
+	for up, client := range ids {
+		if up != "" && up != client && plainJSON(up) && plainJSON(client) {
+			ups = append(ups, up)
+		}
+	}
+	sort.Slice(ups, func(i, j int) bool { return len(ups[i]) > len(ups[j]) }) // a longer id first
+	changed := false
+	for _, up := range ups {
+		var out []byte
+		last := 0
+		for from := 0; ; {
+			i := bytes.Index(text[from:], []byte(up))
+			if i < 0 {
+				break
+			}
+			start, end := from+i, from+i+len(up)
+			from = start + 1
+			if start > 0 && idByte(text[start-1]) || end < len(text) && idByte(text[end]) && !sentenceEnd(text, end) {
+				continue
+			}
+			out = append(append(out, text[last:start]...), ids[up]...)
+			last, from = end, end
+		}
+		if out != nil {
+			text, changed = append(out, text[last:]...), true
+		}
+	}
+	return text, changed
+}
+
+// idByte reports whether c may be part of a model id.
+func idByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+}
+
+// sentenceEnd reports whether the byte at i of text is a full stop that ends a sentence (not
+// followed by another byte of an id), rather than a part of an id ("up-chat." against "up-chat.5").
+func sentenceEnd(text []byte, i int) bool {
+	return text[i] == '.' && (i+1 == len(text) || !idByte(text[i+1]) || text[i+1] == '.')
+}
+
+// plainJSON reports whether s is written in a JSON string as it is, without escapes.
+func plainJSON(s string) bool {
+	q, err := json.Marshal(s)
+	return err == nil && len(q) == len(s)+2
+}
