@@ -232,19 +232,6 @@ func IsWebSocketProtocolHeader(name string) bool {
 	return HeaderKindOf(name) == WebSocketProtocolHeader
 }
 
-// HasKeyProtocol reports whether h carries the key subprotocol (KeyProtocolPrefix) in any
-// spelling of Sec-WebSocket-Protocol (IsWebSocketProtocolHeader).
-func HasKeyProtocol(h http.Header) bool {
-	for name, values := range h {
-		if IsWebSocketProtocolHeader(name) {
-			if _, had := WithoutKeyProtocols(values); had {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // WithoutKeyProtocols returns the values of a Sec-WebSocket-Protocol header without the
 // subprotocols that carry a key (KeyProtocolPrefix, in any case), the rest kept in order; and
 // whether there were any.

@@ -181,7 +181,7 @@ func TestWithoutKeyProtocols(t *testing.T) {
 	r.Header["Sec_WebSocket_Protocol"] = []string{"realtime, openai-insecure-api-key.mg-a"}
 	r.Header["Sec.Websocket.Protocol"] = []string{"openai-insecure-api-key.mg-b"}
 	r.Header["Sec-Websocket-Protocols"] = []string{"openai-insecure-api-key.mg-c"}
-	if !StripCredentials(r) || !HasKeyProtocol(http.Header{"SEC_WEBSOCKET_PROTOCOL": {"openai-insecure-api-key.x"}}) ||
+	if !StripCredentials(r) || HeaderKindOf("SEC_WEBSOCKET_PROTOCOL") != WebSocketProtocolHeader ||
 		!maps.EqualFunc(r.Header, http.Header{"Sec_WebSocket_Protocol": {"realtime"}, "Sec-Websocket-Protocols": {"openai-insecure-api-key.mg-c"}}, slices.Equal) {
 		t.Errorf("left %v", r.Header)
 	}
