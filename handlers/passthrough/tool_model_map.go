@@ -2,7 +2,6 @@ package passthrough
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"maps"
 	"net/http"
@@ -61,144 +60,12 @@ func setBody(r *http.Request, body []byte) {
 }
 
 // replaceToolModels returns body with each string "model" member of the objects of its top-level
-// "tools" (a list, or one object as checkToolModels reads it) replaced by upstream of it. The
-// other bytes stay as they were. ok is false when body is not one JSON object.
+// "tools" (a list, or one object as checkToolModels reads it) replaced by upstream of it
+// (providers.ReplaceToolModels). The other bytes stay as they were. ok is false when body is not
+// one JSON object.
 func replaceToolModels(body []byte, upstream func(string) string) ([]byte, bool) {
-	type span struct {
-		start, end int64
-		model      string
-	}
-	var spans []span
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	// valueStart is the offset of the value after the key just read.
-	valueStart := func() int64 {
-		at := dec.InputOffset()
-		for at < int64(len(body)) && (body[at] == ':' || isJSONSpace(body[at])) {
-			at++
-		}
-		return at
-	}
-	// tool reads one tool object, whose '{' was read, and records its string model.
-	tool := func() bool {
-		for dec.More() {
-			key, err := dec.Token()
-			if err != nil {
-				return false
-			}
-			if key != "model" {
-				var skip json.RawMessage
-				if dec.Decode(&skip) != nil {
-					return false
-				}
-				continue
-			}
-			start := valueStart()
-			val, err := dec.Token()
-			if err != nil {
-				return false
-			}
-			if model, ok := val.(string); ok {
-				if up := upstream(model); up != model {
-					spans = append(spans, span{start, dec.InputOffset(), up})
-				}
-			} else if d, isDelim := val.(json.Delim); isDelim {
-				if !skipRest(dec, d) {
-					return false
-				}
-			}
-		}
-		_, err := dec.Token() // '}'
-		return err == nil
-	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return body, false
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return body, false
-		}
-		if key != "tools" {
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
-				return body, false
-			}
-			continue
-		}
-		tok, err := dec.Token()
-		if err != nil {
-			return body, false
-		}
-		switch tok {
-		case json.Delim('{'):
-			if !tool() {
-				return body, false
-			}
-		case json.Delim('['):
-			for dec.More() {
-				if !bytes.HasPrefix(bytes.TrimLeft(body[valueStartAfterComma(body, dec.InputOffset()):], " \t\r\n"), []byte("{")) {
-					var skip json.RawMessage
-					if dec.Decode(&skip) != nil {
-						return body, false
-					}
-					continue
-				}
-				if t, err := dec.Token(); err != nil || t != json.Delim('{') || !tool() {
-					return body, false
-				}
-			}
-			if _, err := dec.Token(); err != nil { // ']'
-				return body, false
-			}
-		}
-	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return body, false
-	}
-	out := make([]byte, 0, len(body)+64)
-	var last int64
-	for _, s := range spans {
-		quoted, err := json.Marshal(s.model)
-		if err != nil {
-			return body, false
-		}
-		out = append(append(out, body[last:s.start]...), quoted...)
-		last = s.end
-	}
-	return append(out, body[last:]...), true
+	return providers.ReplaceToolModels(body, func(model string) (string, bool) { return upstream(model), true })
 }
-
-// valueStartAfterComma is the offset of the next list element from at: past white space and
-// the comma that separates it from the one before.
-func valueStartAfterComma(body []byte, at int64) int64 {
-	for at < int64(len(body)) && (body[at] == ',' || isJSONSpace(body[at])) {
-		at++
-	}
-	return at
-}
-
-// skipRest reads the rest of a list or object whose opening delimiter d was read.
-func skipRest(dec *json.Decoder, d json.Delim) bool {
-	if d != '{' && d != '[' {
-		return true
-	}
-	for depth := 1; depth > 0; {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-	}
-	return true
-}
-
-func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // answerToolModels maps the upstream ids of tool models that an answer on path may show back to
 // the client's ids (providers.Dispatch.ToolModels): on the Responses endpoints, whose answers echo

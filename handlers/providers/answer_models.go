@@ -27,9 +27,52 @@ func (m AnswerModels) Any() bool { return m.Model != "" || len(m.Tools) > 0 }
 // stay as they were. changed is false, and body is returned as it is, when nothing was shown or
 // body is not one JSON object.
 func (m AnswerModels) Show(body []byte) (shown []byte, changed bool) {
-	w := answerWalk{models: m}
+	w := modelWalk{model: m.Model, nested: true}
+	if len(m.Tools) > 0 {
+		w.toolModel = func(up string) (string, bool) {
+			client, ok := m.Tools[up]
+			return client, ok
+		}
+	}
 	if !w.object(body, 0, true) || len(w.spans) == 0 || !onlySpaceAfterValue(body) {
 		return body, false
+	}
+	return w.apply(body), true
+}
+
+// ReplaceToolModels returns body, one JSON object, with the string "model" of each object of its
+// top-level "tools" (a list of tool objects, or one) that rename renames replaced by the new
+// name: a request's tools on their way upstream (model_map), read as AnswerModels.Show reads an
+// answer's. Nothing else changes. ok is false when body is not one JSON object.
+func ReplaceToolModels(body []byte, rename func(string) (string, bool)) (replaced []byte, ok bool) {
+	w := modelWalk{toolModel: rename}
+	if !w.object(body, 0, true) || !onlySpaceAfterValue(body) {
+		return body, false
+	}
+	return w.apply(body), true
+}
+
+// modelWalk finds the spans of a JSON object's model values to rename: the top-level "model"
+// (shown as model, when not ""), the "model" of each object of the top-level "tools" (renamed by
+// toolModel, when not nil), and with nested, the same in the top-level "response" object (the
+// events of a Responses stream).
+type modelWalk struct {
+	model     string
+	toolModel func(string) (string, bool)
+	nested    bool
+	spans     []modelSpan
+}
+
+// modelSpan is a JSON string value, from start to end, to be replaced by shown.
+type modelSpan struct {
+	start, end int64
+	shown      string
+}
+
+// apply returns body with each span replaced by its name, quoted.
+func (w *modelWalk) apply(body []byte) []byte {
+	if len(w.spans) == 0 {
+		return body
 	}
 	quoted := make(map[string][]byte, 2)
 	out := make([]byte, 0, len(body)+64)
@@ -44,46 +87,31 @@ func (m AnswerModels) Show(body []byte) (shown []byte, changed bool) {
 		out = append(out, q...)
 		last = s.end
 	}
-	return append(out, body[last:]...), true
+	return append(out, body[last:]...)
 }
 
-// answerWalk finds the spans of an answer's model values to show as the client's.
-type answerWalk struct {
-	models AnswerModels
-	spans  []modelSpan
-}
-
-// modelSpan is a JSON string value of the answer, from start to end, to be replaced by shown.
-type modelSpan struct {
-	start, end int64
-	shown      string
-}
-
-// object reads the JSON object data, which stands at offset base of the answer: the answer itself
+// object reads the JSON object data, which stands at offset base of the whole: the whole itself
 // (top), or its "response" object.
-func (w *answerWalk) object(data []byte, base int64, top bool) bool {
+func (w *modelWalk) object(data []byte, base int64, top bool) bool {
 	return members(data, func(key string, value []byte, at int64) bool {
 		switch {
-		case key == "model" && w.models.Model != "":
-			w.model(value, base+at, func(string) (string, bool) { return w.models.Model, true })
-		case key == "tools" && len(w.models.Tools) > 0:
+		case key == "model" && w.model != "":
+			w.rename(value, base+at, func(string) (string, bool) { return w.model, true })
+		case key == "tools" && w.toolModel != nil:
 			return w.tools(value, base+at)
-		case key == "response" && top && len(value) > 0 && value[0] == '{':
+		case key == "response" && top && w.nested && len(value) > 0 && value[0] == '{':
 			return w.object(value, base+at, false)
 		}
 		return true
 	})
 }
 
-// tools reads a "tools" value (a list of tool objects, or one), at offset base of the answer.
-func (w *answerWalk) tools(data []byte, base int64) bool {
+// tools reads a "tools" value (a list of tool objects, or one), at offset base of the whole.
+func (w *modelWalk) tools(data []byte, base int64) bool {
 	tool := func(obj []byte, at int64) bool {
 		return members(obj, func(key string, value []byte, vat int64) bool {
 			if key == "model" {
-				w.model(value, at+vat, func(up string) (string, bool) {
-					client, ok := w.models.Tools[up]
-					return client, ok
-				})
+				w.rename(value, at+vat, w.toolModel)
 			}
 			return true
 		})
@@ -111,13 +139,13 @@ func (w *answerWalk) tools(data []byte, base int64) bool {
 	return true
 }
 
-// model records the string value at offset at of the answer, shown as client gives it.
-func (w *answerWalk) model(value []byte, at int64, client func(string) (string, bool)) {
+// rename records the string value at offset at of the whole, renamed as name gives it.
+func (w *modelWalk) rename(value []byte, at int64, name func(string) (string, bool)) {
 	var id string
 	if json.Unmarshal(value, &id) != nil {
 		return // not a string: left as it is
 	}
-	if shown, ok := client(id); ok && shown != id {
+	if shown, ok := name(id); ok && shown != id {
 		w.spans = append(w.spans, modelSpan{at, at + int64(len(value)), shown})
 	}
 }
