@@ -42,24 +42,6 @@ func showClientModels(resp *http.Response, models providers.AnswerModels) {
 	}
 }
 
-// showClientModelsInError shows the client's model ids where an error answer's text (its
-// message, say OpenAI's "The model `…` does not exist") names the upstream's (ids, see
-// providers.ShowIDsInText). An answer that is encoded, or longer than the redaction reads, is
-// left as it is.
-func showClientModelsInError(resp *http.Response, ids map[string]string) {
-	if len(ids) == 0 || resp.Header.Get("Content-Encoding") != "" || resp.ContentLength > maxRedactedError {
-		return
-	}
-	body, ok := readAnswer(resp, maxRedactedError)
-	if !ok {
-		return
-	}
-	if shown, changed := providers.ShowIDsInText(body, ids); changed {
-		body = shown
-	}
-	setAnswer(resp, body)
-}
-
 // readAnswer reads a whole answer of at most limit bytes and closes its body. A longer one, or
 // one that fails to read, is left to pass on as it comes (what was read first, then the rest),
 // and ok is false.

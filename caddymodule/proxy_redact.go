@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
 )
 
@@ -26,7 +27,9 @@ const maxRedactedError = 64 << 10
 // key when they refuse it ("Incorrect API key provided: sk-proj-****abcd"), and a misbehaving one
 // may echo it whole. In a JSON answer only string values are changed; any other answer (plain
 // text, HTML) is redacted as text. An answer with nothing to redact passes byte for byte. 2xx
-// answers are never touched.
+// answers are never touched. In the same reading, the answer's text shows the client's model ids
+// where it names the upstream's as a word (ids, see providers.ShowIDsInText and
+// Dispatch.ErrorModels: OpenAI's 404 "The model `…` does not exist"), a gzip answer's too.
 //
 // An error answer the redaction cannot read whole is replaced by a 502 in the shape of the endpoint
 // the client called (see clientShape), and
@@ -35,7 +38,7 @@ const maxRedactedError = 64 << 10
 // anyway),
 // one past maxRedactedError (declared, read, or once decoded), or a gzip body that does not
 // decode.
-func redactErrorAnswer(resp *http.Response, secrets []string) (refused string) {
+func redactErrorAnswer(resp *http.Response, secrets []string, ids map[string]string) (refused string) {
 	if resp.StatusCode < 300 {
 		return ""
 	}
@@ -57,6 +60,9 @@ func redactErrorAnswer(resp *http.Response, secrets []string) (refused string) {
 		}
 	}
 	redacted, changed := redactBody(resp.Header.Get("Content-Type"), body, secrets)
+	if shown, named := providers.ShowIDsInText(redacted, ids); named {
+		redacted, changed = shown, true
+	}
 	if !changed {
 		resp.Body = io.NopCloser(bytes.NewReader(raw))
 		return ""

@@ -1,7 +1,11 @@
 package caddymodule
 
 import (
+	"bytes"
+	"compress/gzip"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -22,5 +26,49 @@ func TestRedactHeadersHidesTheOperatorsAccount(t *testing.T) {
 	}
 	if h.Get("X-Echo") == "Bearer sk-operator-secret" || h.Get("Content-Type") != "application/json" {
 		t.Errorf("headers %v", h)
+	}
+}
+
+// An error answer names the client's model id where it named the upstream's, gzip-encoded too
+// (read once, with the redaction); one that names neither a secret nor a renamed id passes byte
+// for byte, still encoded.
+func TestErrorAnswerShowsTheClientsIDOnceRead(t *testing.T) {
+	zipped := func(s string) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		_, _ = zw.Write([]byte(s))
+		_ = zw.Close()
+		return b.Bytes()
+	}
+	answer := func(body []byte, encoding string) *http.Response {
+		h := http.Header{"Content-Type": {"application/json"}}
+		if encoding != "" {
+			h.Set("Content-Encoding", encoding)
+		}
+		return &http.Response{StatusCode: 404, Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))}
+	}
+	ids := map[string]string{"up-chat": "chat-alias"}
+	const named = `{"error":{"message":"The model ` + "`up-chat`" + ` does not exist","code":"model_not_found"}}`
+	for _, encoding := range []string{"", "gzip"} {
+		body := []byte(named)
+		if encoding == "gzip" {
+			body = zipped(named)
+		}
+		resp := answer(body, encoding)
+		if reason := redactErrorAnswer(resp, []string{"sk-operator"}, ids); reason != "" {
+			t.Fatalf("%q: refused: %s", encoding, reason)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		if want := strings.ReplaceAll(named, "up-chat", "chat-alias"); string(got) != want || resp.Header.Get("Content-Encoding") != "" {
+			t.Errorf("%q: %s (Content-Encoding %q), want %s", encoding, got, resp.Header.Get("Content-Encoding"), want)
+		}
+	}
+	plain := zipped(`{"error":{"message":"no such model","code":"model_not_found"}}`)
+	resp := answer(plain, "gzip")
+	if reason := redactErrorAnswer(resp, []string{"sk-operator"}, ids); reason != "" {
+		t.Fatal(reason)
+	}
+	if got, _ := io.ReadAll(resp.Body); !bytes.Equal(got, plain) || resp.Header.Get("Content-Encoding") != "gzip" {
+		t.Errorf("an answer with nothing to change was rewritten: %q", got)
 	}
 }

@@ -138,12 +138,9 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	secrets := u.CredentialsInto(&buf)
 	redactHeaders(resp.Header, secrets)
 	if resp.StatusCode >= 300 {
-		if reason := redactErrorAnswer(resp, secrets); reason != "" {
+		if reason := redactErrorAnswer(resp, secrets, d.ErrorModels()); reason != "" {
 			t.logger.Warn("upstream error answer refused", zap.String("upstream", u.Label()), zap.String("reason", reason))
 		}
-	}
-	if resp.StatusCode >= 300 {
-		showClientModelsInError(resp, d.ErrorModels())
 	}
 	if models := d.AnswerModels(); models.Any() {
 		showClientModels(resp, models)
