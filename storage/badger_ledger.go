@@ -31,9 +31,17 @@ type holdRecord struct {
 	Hold Hold `json:"hold"`
 	// EntryN is the number of the hold's entry in its account's ledger.
 	EntryN uint64 `json:"-"`
-	// Entry is read from records of earlier versions only, which kept the whole entry.
-	Entry  LedgerEntry `json:"entry"`
-	Budget string      `json:"budget_counter,omitempty"`
+	Budget string `json:"budget_counter,omitempty"`
+}
+
+// jsonHoldRecord is a hold's record as the earliest versions wrote it: in JSON, with its whole
+// hold entry, whose ID is the entry's number (read only; see holdRecord.decode).
+type jsonHoldRecord struct {
+	Hold  Hold `json:"hold"`
+	Entry struct {
+		ID string `json:"id"`
+	} `json:"entry"`
+	Budget string `json:"budget_counter,omitempty"`
 }
 
 func balanceKey(account string) string { return prefixBalance + account }

@@ -171,15 +171,16 @@ func (rec holdRecord) encode() []byte {
 // decode reads the record of the hold id in either binary form, or in JSON.
 func (rec *holdRecord) decode(id string, val []byte) error {
 	if len(val) == 0 || val[0] != ledgerRecordV1 && val[0] != ledgerHoldV2 {
-		if err := json.Unmarshal(val, rec); err != nil {
+		var old jsonHoldRecord
+		if err := json.Unmarshal(val, &old); err != nil {
 			return err
 		}
 		// Written with its whole hold entry; the entry's number is its ID.
-		n, err := strconv.ParseUint(rec.Entry.ID, 10, 64)
+		n, err := strconv.ParseUint(old.Entry.ID, 10, 64)
 		if err != nil {
 			return errCorruptLedgerRecord
 		}
-		rec.EntryN = n
+		*rec = holdRecord{Hold: old.Hold, EntryN: n, Budget: old.Budget}
 		return nil
 	}
 	r := recordReader{b: val[1:]}

@@ -61,6 +61,9 @@ type Accountant struct {
 	// model without a price a claim (StartTaskFor), which the hold reconciler gives back if the
 	// create's process dies before its task's record keeps it. Nil: no claims.
 	Claims storage.SlotClaims
+
+	// renewals lists the holds of running requests, to move their deadlines on (HoldFor).
+	renewals renewals
 }
 
 func (a *Accountant) clock() time.Time {

@@ -60,8 +60,9 @@ type holdEnd struct {
 	tool *toolImagesHold
 	// reconciled is set when Settle or Release found the hold released by the reconciler.
 	reconciled atomic.Bool
-	// renewal, when not nil, moves the hold's deadline on while its request runs (renew).
-	renewal atomic.Pointer[time.Timer]
+	// holdRenewal is its place in the Accountant's list of running holds, whose deadlines are
+	// moved on while their requests run (renew).
+	holdRenewal
 }
 
 // HoldFor holds the estimate of a request for model against the identity's account and key
