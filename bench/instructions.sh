@@ -55,10 +55,8 @@ $([ "$1" != priced ] || printf '\t\tcurrency USD\n\t\tprice bench-chat {\n\t\t\t
 	}
 }
 http://127.0.0.1:$GW {
-	route {
 $(gateway_handlers "${routes:-}")
 $(transport_proxy)
-	}
 }
 CFG
 }

@@ -128,8 +128,9 @@ provider() {
 CFG
 }
 
-# gateway_handlers [matched]: a gateway's mediagw handlers, indented for a route block, before its
-# reverse_proxy. By default Caddyfile.example's: every endpoint handler, none behind a matcher
+# gateway_handlers [matched]: a gateway's mediagw handlers, for a site or route block, before its
+# reverse_proxy (run.sh and instructions.sh write them straight in the site block, as
+# Caddyfile.example does from session 28 on). By default Caddyfile.example's: every endpoint handler, none behind a matcher
 # (each serves only its own paths from session 27 on). With "matched", the line-up that builds
 # before session 27 need, whose endpoint handlers answer every request that reaches them:
 # mediagw_auth, the task API behind its path matcher, mediagw_route (every run before session 27
@@ -144,8 +145,8 @@ gateway_handlers() {
 }
 
 # transport_proxy [RETRIES]: a gateway's one reverse_proxy, with the mediagw upstream source and
-# transport, as Caddyfile.example has it (lb_retries RETRIES, default 2), indented for a route
-# block of a site.
+# transport, as Caddyfile.example has it (lb_retries RETRIES, default 2), for a site or route
+# block.
 transport_proxy() {
 	cat <<CFG
 		reverse_proxy {

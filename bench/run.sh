@@ -96,7 +96,9 @@ CFG
 # gateway_config PORT ADMIN NAME [priced [matched]]: a gateway with every observability feature on
 # and the handlers of gateway_handlers (matched: the line-up of builds before session 27):
 # metrics (always counted), and usage records routed to their own file by Caddy's log
-# configuration, through mediagw_buffered. Its store and usage log are under $work/NAME.
+# configuration, through mediagw_buffered. Its store and usage log are under $work/NAME. The
+# handlers stand in the site block, with no route block, as Caddyfile.example has them (runs
+# before session 28 wrapped them in one, which costs a compile of its handlers per request).
 gateway_config() {
 	mkdir -p "$work/$3"
 	cat <<CFG
@@ -115,10 +117,8 @@ $([ -z "${4:-}" ] || bench_prices)
 	}
 }
 http://127.0.0.1:$1 {
-	route {
 $(gateway_handlers "${5:-}")
 $(proxy_blocks)
-	}
 }
 CFG
 }

@@ -8,13 +8,13 @@ import (
 )
 
 // matchedRoute is how Caddyfile.example placed the gateway's own handlers before they needed no
-// matcher: each directive of the flat route and what stood in its place.
+// matcher: each directive of its gateway site and what stood in its place.
 var matchedRoute = []struct{ flat, matched string }{
-	{"\n\t\tmediagw_models\n", "\n\t\t@models path /v1/models /v1/models/*\n\t\tmediagw_models @models\n"},
-	{"\n\t\tmediagw_presign\n", "\n\t\tmediagw_presign /v1/upload/presign\n"},
-	{"\n\t\tmediagw_video_tasks\n", "\n\t\tmediagw_video_tasks /api/v3/contents/generations/tasks*\n"},
-	{"\n\t\tmediagw_videos\n", "\n\t\tmediagw_videos /v1/videos*\n"},
-	{"\n\t\tmediagw_image_edits\n", "\n\t\t@image_edits path /v1/images/edits /v1/images/tasks/*\n\t\tmediagw_image_edits @image_edits\n"},
+	{"\n\tmediagw_models\n", "\n\t@models path /v1/models /v1/models/*\n\tmediagw_models @models\n"},
+	{"\n\tmediagw_presign\n", "\n\tmediagw_presign /v1/upload/presign\n"},
+	{"\n\tmediagw_video_tasks\n", "\n\tmediagw_video_tasks /api/v3/contents/generations/tasks*\n"},
+	{"\n\tmediagw_videos\n", "\n\tmediagw_videos /v1/videos*\n"},
+	{"\n\tmediagw_image_edits\n", "\n\t@image_edits path /v1/images/edits /v1/images/tasks/*\n\tmediagw_image_edits @image_edits\n"},
 }
 
 // flatRouteProbe is one request and the answer both routes must give it: the status and, for an
