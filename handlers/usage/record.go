@@ -76,6 +76,8 @@ type Recorder struct {
 	// Now is the clock of reports' default days. Default: time.Now.
 	Now func() time.Time
 
+	loggers recordLoggers // children of Logger with the fields that repeat
+
 	mu    sync.Mutex
 	day   aggDay                // the day of names
 	names map[aggPair]*aggNames // counter names of day's aggregates, marked in the index
@@ -90,24 +92,14 @@ func (r *Recorder) Write(rec Record) {
 		metrics.Spent(rec.Account, rec.Model, rec.Amount)
 	}
 	r.aggregate(rec)
-	ce := r.Logger.Check(zapcore.InfoLevel, rec.Event)
+	ce := r.loggers.child(r.Logger, &rec).Check(zapcore.InfoLevel, rec.Event)
 	if ce == nil {
 		return
 	}
+	// The fields up to status are the child logger's (see recordLoggers); these follow them.
 	pooled := fieldLists.Get().(*[]zap.Field)
 	defer func() { *pooled = (*pooled)[:0]; fieldLists.Put(pooled) }()
-	fields := append((*pooled)[:0],
-		zap.String("event", rec.Event),
-		zap.String("account", rec.Account),
-		zap.String("key_id", rec.KeyID),
-		zap.String("endpoint", rec.Endpoint),
-		zap.String("model", rec.Model),
-		zap.String("provider", rec.Provider),
-		zap.String("upstream", rec.Upstream),
-		zap.Int64("cost", rec.Cost),
-		zap.String("status", rec.Status),
-		zap.Float64("upstream_latency", rec.UpstreamLatency.Seconds()),
-	)
+	fields := append((*pooled)[:0], zap.Float64("upstream_latency", rec.UpstreamLatency.Seconds()))
 	if rec.TaskID != "" {
 		fields = append(fields, zap.String("task_id", rec.TaskID))
 	}
@@ -127,8 +119,8 @@ func (r *Recorder) Write(rec Record) {
 	ce.Write(fields...)
 }
 
-// fieldLists holds field slices between records (a record has up to 16 fields).
-var fieldLists = sync.Pool{New: func() any { f := make([]zap.Field, 0, 16); return &f }}
+// fieldLists holds field slices between records (a record has up to 7 fields of its own).
+var fieldLists = sync.Pool{New: func() any { f := make([]zap.Field, 0, 8); return &f }}
 
 // statusText is status in decimal; the texts of 100 to 599 are made once, not for every record.
 func statusText(status int) string {

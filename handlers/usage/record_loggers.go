@@ -1,0 +1,68 @@
+package usage
+
+import (
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// maxRecordLoggers bounds the child loggers a Recorder keeps: each holds its fields encoded
+// (about a kilobyte per log that takes the records).
+const maxRecordLoggers = 1024
+
+// recordFields are the fields of a record that repeat from record to record: those of one key on
+// one route, with the event, cost and status of most of its answers. They are the first fields
+// of a record, in the order it is written.
+type recordFields struct {
+	event, account, keyID, endpoint string
+	model, provider, upstream       string
+	cost                            int64
+	status                          string
+}
+
+// recordLoggers keeps, per recordFields, a child of the usage logger that carries them
+// (Logger.With), so that they are encoded once, through the log's encoder and its filters, and
+// each record encodes only its own fields after them. At most maxRecordLoggers are kept; a new
+// one past that replaces one at random.
+type recordLoggers struct {
+	mu       sync.Mutex
+	parent   *zap.Logger // the logger the children are made from
+	children map[recordFields]*zap.Logger
+}
+
+// child returns the child of parent that carries rec's repeating fields.
+func (l *recordLoggers) child(parent *zap.Logger, rec *Record) *zap.Logger {
+	key := recordFields{rec.Event, rec.Account, rec.KeyID, rec.Endpoint, rec.Model, rec.Provider, rec.Upstream, rec.Cost, rec.Status}
+	l.mu.Lock()
+	if l.parent != parent {
+		l.parent, l.children = parent, make(map[recordFields]*zap.Logger)
+	}
+	c := l.children[key]
+	l.mu.Unlock()
+	if c != nil {
+		return c
+	}
+	c = parent.With(
+		zap.String("event", key.event),
+		zap.String("account", key.account),
+		zap.String("key_id", key.keyID),
+		zap.String("endpoint", key.endpoint),
+		zap.String("model", key.model),
+		zap.String("provider", key.provider),
+		zap.String("upstream", key.upstream),
+		zap.Int64("cost", key.cost),
+		zap.String("status", key.status),
+	)
+	l.mu.Lock()
+	if l.parent == parent {
+		if len(l.children) >= maxRecordLoggers {
+			for k := range l.children { // map order is random
+				delete(l.children, k)
+				break
+			}
+		}
+		l.children[key] = c
+	}
+	l.mu.Unlock()
+	return c
+}
