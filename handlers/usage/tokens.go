@@ -195,7 +195,7 @@ var usagePrefix = []byte(`"usage`)
 func findUsage(b []byte) (Tokens, bool) {
 	end := len(b)
 	for tries := 0; tries < 6; tries++ {
-		i := bytes.LastIndex(b[:end], usagePrefix)
+		i := lastUsageKey(b[:end])
 		if i < 0 {
 			break
 		}
@@ -219,6 +219,15 @@ func findUsage(b []byte) (Tokens, bool) {
 		if len(rest) == 0 || rest[0] != '{' {
 			continue // "usage": null in the chunks before the last
 		}
+		// The scanner finds where a plain object ends as it reads it; only the others are
+		// delimited first, for json.Unmarshal.
+		var u usageCounts
+		if _, ok, decided := scanUsage(rest, &u); decided {
+			if ok {
+				return u.tokens(), true
+			}
+			continue
+		}
 		if obj := objectPrefix(rest); obj != nil {
 			if u, ok := decodeUsage(obj); ok {
 				return u.tokens(), true
@@ -226,6 +235,19 @@ func findUsage(b []byte) (Tokens, bool) {
 		}
 	}
 	return Tokens{}, false
+}
+
+// lastUsageKey is bytes.LastIndex(b, usagePrefix), found with fewer instructions: it looks
+// backward for the key's 'g', rarer in JSON than its other bytes, and compares the whole key only
+// there (bytes.LastIndex hashes every byte it passes).
+func lastUsageKey(b []byte) int {
+	const g = 4 // usagePrefix[g] == 'g'
+	for i := len(b) - len(usagePrefix) + g; i >= g; i-- {
+		if b[i] == 'g' && string(b[i-g:i-g+len(usagePrefix)]) == string(usagePrefix) {
+			return i - g
+		}
+	}
+	return -1
 }
 
 // objectPrefix returns the JSON object that b starts with (b[0] is '{'), or nil when b ends
