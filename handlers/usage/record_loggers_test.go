@@ -105,3 +105,32 @@ func TestRecordLoggersFollowTheLogger(t *testing.T) {
 		t.Fatalf("first log %q, second log %q", a, b)
 	}
 }
+
+// TestRecordLoggersConcurrently: records of several keys written at once each carry their own
+// key (run with -race).
+func TestRecordLoggersConcurrently(t *testing.T) {
+	out := &lockedBuffer{}
+	r := &Recorder{Logger: jsonLogger(out)}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				key := "key_" + strconv.Itoa((g+i)%3)
+				r.Write(Record{Event: EventRequest, Account: "acct_" + key, KeyID: key, Status: "200"})
+			}
+		})
+	}
+	wg.Wait()
+	lines := out.lines()
+	if len(lines) != 8*200 {
+		t.Fatalf("%d records, want %d", len(lines), 8*200)
+	}
+	for _, l := range lines {
+		for k := range 3 {
+			key := "key_" + strconv.Itoa(k)
+			if strings.Contains(l, `"key_id":"`+key+`"`) != strings.Contains(l, `"account":"acct_`+key+`"`) {
+				t.Fatalf("a record mixes two keys' fields: %s", l)
+			}
+		}
+	}
+}
