@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math"
 	"sync"
+
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // Tokens is token usage as an upstream reported it, in OpenAI's terms. Anthropic's
@@ -211,11 +213,11 @@ func findUsage(b []byte) (Tokens, bool) {
 		} else {
 			continue // another key that begins so ("usage_x"), or text
 		}
-		rest = bytes.TrimLeft(rest, " \t\r\n")
+		rest = rest[jsonkeys.SkipSpace(rest, 0):]
 		if len(rest) == 0 || rest[0] != ':' {
 			continue
 		}
-		rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+		rest = rest[jsonkeys.SkipSpace(rest, 1):]
 		if len(rest) == 0 || rest[0] != '{' {
 			continue // "usage": null in the chunks before the last
 		}
