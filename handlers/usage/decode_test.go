@@ -149,3 +149,22 @@ func TestUsageFieldsDifferFolded(t *testing.T) {
 		}
 	}
 }
+
+// lastUsageKey must find what bytes.LastIndex finds: the key at every place in texts of every
+// length up to 40, among fillers with and without g's and parts of the key.
+func TestLastUsageKeyIsLastIndex(t *testing.T) {
+	for _, filler := range []string{"x", "g", `"usag`, "gg\"usa", "sage\"", "ug"} {
+		for n := range 41 {
+			base := bytes.Repeat([]byte(filler), n/len(filler)+1)[:n]
+			for at := -1; at+len(usagePrefix) <= n; at++ {
+				b := bytes.Clone(base)
+				if at >= 0 {
+					copy(b[at:], usagePrefix)
+				}
+				if got, want := lastUsageKey(b), bytes.LastIndex(b, usagePrefix); got != want {
+					t.Fatalf("lastUsageKey(%q) = %d, want %d", b, got, want)
+				}
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package usage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"sync"
 
@@ -240,14 +241,26 @@ func findUsage(b []byte) (Tokens, bool) {
 }
 
 // lastUsageKey is bytes.LastIndex(b, usagePrefix), found with fewer instructions: it looks
-// backward for the key's 'g', rarer in JSON than its other bytes, and compares the whole key only
-// there (bytes.LastIndex hashes every byte it passes).
+// backward for the key's 'g', rarer in JSON than its other bytes, eight bytes at a time, and
+// compares the whole key only there (bytes.LastIndex hashes every byte it passes).
 func lastUsageKey(b []byte) int {
-	const g = 4 // usagePrefix[g] == 'g'
-	for i := len(b) - len(usagePrefix) + g; i >= g; i-- {
+	const (
+		g          = 4 // usagePrefix[g] == 'g'
+		ones, high = 0x0101010101010101, 0x8080808080808080
+		eightG     = 0x6767676767676767 // 'g' in every byte
+	)
+	for i := len(b) - len(usagePrefix) + g; i >= g; { // i: where the key's 'g' may be
+		if i >= 7 {
+			// A word of b[i-7 : i+1] xor 'g'…: it has a zero byte iff one of them is a 'g'.
+			if w := binary.LittleEndian.Uint64(b[i-7:]) ^ eightG; (w-ones)&^w&high == 0 {
+				i -= 8
+				continue
+			}
+		}
 		if b[i] == 'g' && string(b[i-g:i-g+len(usagePrefix)]) == string(usagePrefix) {
 			return i - g
 		}
+		i--
 	}
 	return -1
 }
