@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -78,9 +79,10 @@ type Recorder struct {
 
 	loggers recordLoggers // children of Logger with the fields that repeat
 
-	mu    sync.Mutex
-	day   aggDay                // the day of names
-	names map[aggPair]*aggNames // counter names of day's aggregates, marked in the index
+	mu           sync.Mutex
+	day          aggDay                   // the day of names
+	names        map[aggPair]*aggCounters // counter names of day's aggregates, marked in the index
+	lastCounters atomic.Pointer[aggCounters]
 }
 
 // Write writes one record: the log entry, the per-day aggregates and the spend metric.
