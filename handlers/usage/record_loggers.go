@@ -8,7 +8,7 @@ import (
 )
 
 // maxRecordLoggers bounds the child loggers a Recorder keeps: each holds its fields encoded
-// (about a kilobyte per log that takes the records).
+// (one to two kilobytes per log that takes the records: the encoder's clone and its buffer).
 const maxRecordLoggers = 1024
 
 // recordFields are the fields of a record that repeat from record to record: those of one key on
