@@ -94,14 +94,22 @@ func (r *Recorder) Write(rec Record) {
 		metrics.Spent(rec.Account, rec.Model, rec.Amount)
 	}
 	r.aggregate(rec)
-	ce := r.loggers.child(r.Logger, &rec).Check(zapcore.InfoLevel, rec.Event)
+	logger := r.loggers.child(r.Logger, &rec)
+	if logger == nil {
+		logger = r.Logger
+	}
+	ce := logger.Check(zapcore.InfoLevel, rec.Event)
 	if ce == nil {
 		return
 	}
-	// The fields up to status are the child logger's (see recordLoggers); these follow them.
 	pooled := fieldLists.Get().(*[]zap.Field)
 	defer func() { *pooled = (*pooled)[:0]; fieldLists.Put(pooled) }()
-	fields := append((*pooled)[:0], zap.Float64("upstream_latency", rec.UpstreamLatency.Seconds()))
+	fields := (*pooled)[:0]
+	if logger == r.Logger { // no child carries the fields up to status (see recordLoggers)
+		repeating := recordFieldsOf(&rec)
+		fields = repeating.appendFields(fields)
+	}
+	fields = append(fields, zap.Float64("upstream_latency", rec.UpstreamLatency.Seconds()))
 	if rec.TaskID != "" {
 		fields = append(fields, zap.String("task_id", rec.TaskID))
 	}
@@ -121,8 +129,8 @@ func (r *Recorder) Write(rec Record) {
 	ce.Write(fields...)
 }
 
-// fieldLists holds field slices between records (a record has up to 7 fields of its own).
-var fieldLists = sync.Pool{New: func() any { f := make([]zap.Field, 0, 8); return &f }}
+// fieldLists holds field slices between records (a record has up to 16 fields).
+var fieldLists = sync.Pool{New: func() any { f := make([]zap.Field, 0, 16); return &f }}
 
 // statusText is status in decimal; the texts of 100 to 599 are made once, not for every record.
 func statusText(status int) string {
