@@ -7,18 +7,27 @@ import (
 )
 
 // bodyFields are the checked top-level fields of a JSON body (see readFields): the raw value of
-// each of names, nil when the body has no such member. The values of up to len(few) names are
-// kept in the struct itself, so that a body's fields cost no allocation.
+// each of names, nil when the body has no such member. The values of up to len(few) names (as
+// many as any endpoint's refFields) are kept in the struct itself, so that a body's fields cost
+// no allocation.
 type bodyFields struct {
 	names []string
-	few   [12]json.RawMessage
+	few   [24]json.RawMessage
 	more  []json.RawMessage // the values, when there are more names than few holds
 }
 
 // readFields applies jsonkeys' rule to the JSON object data with the checked fields names
 // (jsonkeys.MembersOf), and returns their values.
 func readFields(data []byte, names []string) (bodyFields, error) {
-	f := bodyFields{names: names}
+	var f bodyFields
+	err := f.read(data, names)
+	return f, err
+}
+
+// read is readFields filling f in place: a caller that keeps f among its own variables reads
+// a body without copying the values out.
+func (f *bodyFields) read(data []byte, names []string) error {
+	f.names, f.more = names, nil
 	var found []json.RawMessage
 	if len(names) <= len(f.few) {
 		found = f.few[:len(names)]
@@ -26,8 +35,7 @@ func readFields(data []byte, names []string) (bodyFields, error) {
 		f.more = make([]json.RawMessage, len(names))
 		found = f.more
 	}
-	err := jsonkeys.MembersOf(data, names, found)
-	return f, err
+	return jsonkeys.MembersOf(data, names, found)
 }
 
 // get returns the raw value of the checked field name, and whether the body has it. A name
