@@ -170,7 +170,7 @@ func members(data []byte, fields []string, found []json.RawMessage, all map[stri
 		for i, f := range fields {
 			if string(key) == f {
 				found[i] = value
-			} else if equalFold(key, keyASCII, f) {
+			} else if !(keyASCII && unlikeASCII(key, f)) && equalFold(key, keyASCII, f) {
 				return &Error{Problem: Case, Key: string(key), Field: f}
 			}
 		}
@@ -224,6 +224,14 @@ func equalFold(key []byte, keyASCII bool, field string) bool {
 		}
 	}
 	return true
+}
+
+// unlikeASCII reports, without a call, the usual reason why the ASCII key differs from field in
+// every letter case: field is shorter (each of its letters stands for one of the key), or its first
+// byte is ASCII and another letter than the key's. Most checked fields differ from a key so; the
+// others go through equalFold.
+func unlikeASCII(key []byte, field string) bool {
+	return len(field) < len(key) || len(key) > 0 && field[0] < utf8.RuneSelf && lowerASCII(field[0]) != lowerASCII(key[0])
 }
 
 // lowerASCII is c in lower case when it is an ASCII capital letter, else c.

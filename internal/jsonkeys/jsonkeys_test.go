@@ -204,16 +204,21 @@ func isProblem(err error, problem string) bool {
 	return ok && e.Problem == problem
 }
 
-// equalFold must be strings.EqualFold, for every key and field.
+// equalFold must be strings.EqualFold, for every key and field; unlikeASCII, which passes over
+// the usual field without calling it, never passes over one that an ASCII key equals.
 func FuzzEqualFold(f *testing.F) {
 	for _, seed := range [][2]string{{"model", "model"}, {"Model", "model"}, {"MODEL", "model"}, {"\u212a", "k"},
 		{"max_tokens", "max_Tokens"}, {"ſize", "size"}, {"modeł", "model"}, {"", ""}, {"n", "N"}, {"@", "`"}, {"[", "{"},
-		{"k", "\u212a"}, {"sk", "\u017f\u212a"}, {"size", "\u017fize"}, {"ab", "a\u00e9"}, {"abc", "a\u00e9"}} {
+		{"k", "\u212a"}, {"sk", "\u017f\u212a"}, {"size", "\u017fize"}, {"ab", "a\u00e9"}, {"abc", "a\u00e9"},
+		{"", "a"}, {"a", ""}, {"ab", "a"}, {"kind", "\u212aIND"}, {"size", "SIZE"}, {"Size", "s"}} {
 		f.Add(seed[0], seed[1])
 	}
 	f.Fuzz(func(t *testing.T, key, field string) {
 		if got, want := equalFold([]byte(key), asciiOnly(key), field), strings.EqualFold(key, field); got != want {
 			t.Fatalf("equalFold(%q, %q) = %v, strings.EqualFold %v", key, field, got, want)
+		}
+		if asciiOnly(key) && unlikeASCII([]byte(key), field) && strings.EqualFold(key, field) {
+			t.Fatalf("unlikeASCII(%q, %q) passes over a key that equals the field in another case", key, field)
 		}
 	})
 }
