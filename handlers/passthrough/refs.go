@@ -470,14 +470,19 @@ func keyHint(body []byte, words ...string) bool {
 		}
 	}
 	// A word in quotes lies between two quotes that follow each other, since it holds none: the
-	// text between each quote and the next is compared with the words of its length only.
+	// text between each quote and the next is compared with the words only when one has its
+	// length (lengths, a bit for each; the last bit for all of 63 bytes and more).
+	var lengths uint64
+	for _, w := range words {
+		lengths |= 1 << min(len(w), 63)
+	}
 	for open, i := -1, 0; ; {
 		j := bytes.IndexByte(body[i:], '"')
 		if j < 0 {
 			return false
 		}
 		closing := i + j
-		if open >= 0 && isWord(body[open+1:closing], words) {
+		if open >= 0 && lengths&(1<<min(closing-open-1, 63)) != 0 && isWord(body[open+1:closing], words) {
 			return true
 		}
 		open, i = closing, closing+1

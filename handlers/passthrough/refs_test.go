@@ -241,11 +241,13 @@ func FuzzKeyHint(f *testing.F) {
 		`{"audio":{"id":"a"}}`, `{"AUDIO":1}`, `{"Url":1}`, `{"image_URL":"x"}`, `{"FILE_ID":"f"}`,
 		`{"vector_store_ids":[]}`, `{"x":"\u0061udio"}`, `{"ſ":1}`, "\xc5", `"audio`, `"url"`, `_`, `_i`,
 		`{"file_Id":1}`, `{"store_id":1}`, `{"tore_id":1}`, `{"a\\u":1}`, `"container"`, `""url"`, `"url""`, "",
+		`"` + strings.Repeat("A", 70) + `"`, `"` + strings.Repeat("a", 63) + `"`, `"` + strings.Repeat("a", 64) + `"`, `"` + strings.Repeat("a", 62) + `"`,
 	} {
 		f.Add(body)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		for _, words := range [][]string{nil, {"url"}, {"audio", "url"}, {"container", "url"}, {"", "a"}} {
+		long := strings.Repeat("a", 70) // past the lengths keyHint keeps a bit for
+		for _, words := range [][]string{nil, {"url"}, {"audio", "url"}, {"container", "url"}, {"", "a"}, {long, long[:63], long[:62]}} {
 			if got, want := keyHint([]byte(body), words...), keyHintAtEveryQuote([]byte(body), words); got != want {
 				t.Fatalf("keyHint(%q, %q) = %v, the rule says %v", body, words, got, want)
 			}
