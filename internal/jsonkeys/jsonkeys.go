@@ -226,12 +226,15 @@ func equalFold(key []byte, keyASCII bool, field string) bool {
 	return true
 }
 
-// unlikeASCII reports, without a call, the usual reason why the ASCII key differs from field in
+// unlikeASCII reports, without a call, the usual reasons why the ASCII key differs from field in
 // every letter case: field is shorter (each of its letters stands for one of the key), or its first
-// byte is ASCII and another letter than the key's. Most checked fields differ from a key so; the
-// others go through equalFold.
+// or last byte is ASCII and another than the key's first or last in any case (compared with the
+// case bit set: bytes that differ so differ in lower case too). Most checked fields differ from a
+// key so; the others go through equalFold.
 func unlikeASCII(key []byte, field string) bool {
-	return len(field) < len(key) || len(key) > 0 && field[0] < utf8.RuneSelf && lowerASCII(field[0]) != lowerASCII(key[0])
+	k, f := len(key)-1, len(field)-1
+	return f < k || k >= 0 && (field[0] < utf8.RuneSelf && field[0]|0x20 != key[0]|0x20 ||
+		field[f] < utf8.RuneSelf && field[f]|0x20 != key[k]|0x20)
 }
 
 // lowerASCII is c in lower case when it is an ASCII capital letter, else c.
