@@ -78,6 +78,8 @@ func FuzzMembers(f *testing.F) {
 		`{"model":"a"}`, `{"model":"a","Model":"b"}`, `{"mod\u0065l":"a"}`, `{"MODEL":"b","model":"a"}`,
 		`{"model":"a","model":"b"}`, `{"\u212a":1,"k":2}`, "{\"mod\xffel\":1}", `{"model\ud800":1}`,
 		`{"a":{"model":"x"},"model":[1,{"b":"}"}]}`, `{"model":null}`, `[]`, `{"model":"a"`,
+		`{"model":"a","Model":"b"`, `{"model":"a","model":"b"} x`, `{"model":"a"} {}`, `{"a":1,"a":[}`, `{"model":"a",}`,
+		`{"model" "a"}`, `{"model":"a" "b":1}`, `{"model":tru}`, `{"model":01}`, ` {"model":"a"} `, `{}`, ` { } `, `{"a":[]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -94,6 +96,12 @@ func FuzzMembers(f *testing.F) {
 			}
 			if errors.Is(err, ErrNotObject) && json.Valid(body) && bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
 				t.Fatalf("a valid object was called not an object: %q", body)
+			}
+			if e != nil && !json.Valid(body) {
+				t.Fatalf("data that is not valid JSON was refused for a key (%v), not as ErrNotObject: %q", err, body)
+			}
+			if errors.Is(err, ErrNotObject) && found[0] != nil {
+				t.Fatalf("MembersOf refused the body as not an object and left %q found", found[0])
 			}
 			return
 		}
