@@ -151,11 +151,16 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		// endpoint either (DESIGN §7), and says nothing of which methods the path takes.
 		return Route{}, errNoEndpoint
 	}
-	if len(r.Header["Content-Type"]) > 1 {
+	contentType := ""
+	switch values := r.Header["Content-Type"]; len(values) {
+	case 0:
+	case 1:
+		contentType = values[0]
+	default:
 		// Decoders differ on which of two values counts; forward only a body read one way.
 		return Route{}, apierror.New(http.StatusBadRequest, "invalid_request_body", "the request has more than one Content-Type header").WithParam("Content-Type")
 	}
-	if !utf8JSON(hdr.Get(r.Header, "Content-Type")) {
+	if !utf8JSON(contentType) {
 		return Route{}, notUTF8(r)
 	}
 	if r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "model") {
@@ -169,7 +174,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		return Route{}, errCoded
 	}
 	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: ep.Object == "" || ep.Creates != ""}
-	if err := rt.resolve(w, r, id, ep, params, &route); err != nil {
+	if err := rt.resolve(w, r, id, ep, params, contentType, &route); err != nil {
 		route.Done()
 		return Route{}, err
 	}
@@ -188,12 +193,12 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 // Router.Created.
 func (route Route) Records() bool { return route.Creates != "" || route.RevealsItems }
 
-// resolve finds the model and provider of a request.
-func (rt *Router) resolve(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, params map[string]string, route *Route) error {
+// resolve finds the model and provider of a request whose Content-Type header is contentType.
+func (rt *Router) resolve(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, params map[string]string, contentType string, route *Route) error {
 	if ep.Object != "" {
 		return rt.resolveObject(w, r, id, ep, params["id"], route)
 	}
-	model, err := rt.findModel(w, r, id, ep, params["model"], route)
+	model, err := rt.findModel(w, r, id, ep, params["model"], contentType, route)
 	if err != nil {
 		return err
 	}
@@ -273,9 +278,9 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 }
 
 // findModel takes the model from the path, the JSON body or the multipart field "model", and
-// checks the body's references to owned objects.
-func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, pathModel string, route *Route) (string, error) {
-	mt, params, _ := mediaType(hdr.Get(r.Header, "Content-Type"))
+// checks the body's references to owned objects. contentType is the request's Content-Type header.
+func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, pathModel, contentType string, route *Route) (string, error) {
+	mt, params, _ := mediaType(contentType)
 	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
 	var fields bodyFields // a JSON body's checked fields, one variable for every case
 	switch {
