@@ -2,6 +2,7 @@ package passthrough
 
 import (
 	"encoding/json"
+	"math/bits"
 
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
@@ -14,6 +15,9 @@ type bodyFields struct {
 	names []string
 	few   [24]json.RawMessage
 	more  []json.RawMessage // the values, when there are more names than few holds
+	// present has bit i set when the body has names[i], for the names that few holds: get
+	// looks among those only (most bodies have few of the fields checked).
+	present uint32
 }
 
 // readFields applies jsonkeys' rule to the JSON object data with the checked fields names
@@ -28,26 +32,35 @@ func readFields(data []byte, names []string) (bodyFields, error) {
 // a body without copying the values out.
 func (f *bodyFields) read(data []byte, names []string) error {
 	f.names, f.more = names, nil
-	var found []json.RawMessage
-	if len(names) <= len(f.few) {
-		found = f.few[:len(names)]
-	} else {
+	if len(names) > len(f.few) {
 		f.more = make([]json.RawMessage, len(names))
-		found = f.more
+		return jsonkeys.MembersOf(data, names, f.more)
 	}
-	return jsonkeys.MembersOf(data, names, found)
+	found := f.few[:len(names)]
+	err := jsonkeys.MembersOf(data, names, found)
+	f.present = 0
+	for i, v := range found {
+		if v != nil {
+			f.present |= 1 << i
+		}
+	}
+	return err
 }
 
 // get returns the raw value of the checked field name, and whether the body has it. A name
 // that was not checked is absent.
 func (f *bodyFields) get(name string) (json.RawMessage, bool) {
-	values := f.more
-	if values == nil {
-		values = f.few[:len(f.names)]
+	if f.more == nil {
+		for p := f.present; p != 0; p &= p - 1 {
+			if i := bits.TrailingZeros32(p); f.names[i] == name {
+				return f.few[i], true
+			}
+		}
+		return nil, false
 	}
 	for i, n := range f.names {
 		if n == name {
-			return values[i], values[i] != nil
+			return f.more[i], f.more[i] != nil
 		}
 	}
 	return nil, false

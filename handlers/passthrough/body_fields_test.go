@@ -3,6 +3,8 @@ package passthrough
 import (
 	"fmt"
 	"testing"
+
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // TestBodyFieldsAnswerEachCheckedName: with names that fit in the struct and with more, each
@@ -25,6 +27,15 @@ func TestBodyFieldsAnswerEachCheckedName(t *testing.T) {
 		_, okOther := f.get("other")
 		if string(first) != `"a"` || !ok0 || string(last) != "[1,2]" || !okLast || ok1 || okOther || f.value("f1") != nil {
 			t.Errorf("%d names: f0 %q %v, last %q %v, f1 %v, other %v", n, first, ok0, last, okLast, ok1, okOther)
+		}
+		want, err := jsonkeys.Members([]byte(body), names...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range names { // every name, as jsonkeys finds it
+			if v, ok := f.get(name); string(v) != string(want[name]) || ok != (want[name] != nil) {
+				t.Errorf("%d names: %s is %q %v, jsonkeys finds %q", n, name, v, ok, want[name])
+			}
 		}
 		if _, err := readFields([]byte(`{"F0":1}`), names); err == nil {
 			t.Errorf("%d names: a case variant of f0 was accepted", n)
