@@ -240,7 +240,18 @@ func equalFold(key []byte, keyASCII bool, field string) bool {
 				field[last] < utf8.RuneSelf && lowerASCII(field[last]) != lowerASCII(key[len(key)-1])) {
 			return false
 		}
-		return !asciiOnly(field) && strings.EqualFold(string(key), field)
+		// Up to the field's first byte past ASCII, each of its bytes is a letter that stands
+		// for the key's at the same place; a field whose first len(key) bytes are all ASCII has
+		// more letters than the key.
+		for i := range len(key) {
+			if field[i] >= utf8.RuneSelf {
+				return strings.EqualFold(string(key), field)
+			}
+			if lowerASCII(field[i]) != lowerASCII(key[i]) {
+				return false
+			}
+		}
+		return false
 	}
 	for i := range len(key) {
 		if lowerASCII(key[i]) != lowerASCII(field[i]) {

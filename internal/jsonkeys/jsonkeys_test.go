@@ -218,7 +218,8 @@ func FuzzEqualFold(f *testing.F) {
 	for _, seed := range [][2]string{{"model", "model"}, {"Model", "model"}, {"MODEL", "model"}, {"\u212a", "k"},
 		{"max_tokens", "max_Tokens"}, {"ſize", "size"}, {"modeł", "model"}, {"", ""}, {"n", "N"}, {"@", "`"}, {"[", "{"},
 		{"k", "\u212a"}, {"sk", "\u017f\u212a"}, {"size", "\u017fize"}, {"ab", "a\u00e9"}, {"abc", "a\u00e9"},
-		{"", "a"}, {"a", ""}, {"ab", "a"}, {"kind", "\u212aIND"}, {"size", "SIZE"}, {"Size", "s"}} {
+		{"", "a"}, {"a", ""}, {"ab", "a"}, {"kind", "\u212aIND"}, {"size", "SIZE"}, {"Size", "s"},
+		{"messages", "max_tokens"}, {"Ms", "mas"}, {"ks", "\u212as"}, {"kS", "k\u017f"}, {"ksk", "k\u017f\u212a"}} {
 		f.Add(seed[0], seed[1])
 	}
 	f.Fuzz(func(t *testing.T, key, field string) {
