@@ -35,6 +35,12 @@ func TestOutgoingKeepsTheCredentialOffTheLoggedRequest(t *testing.T) {
 	req.Header.Set("Accept-Encoding", "gzip")
 	req.Header.Set("Content-Type", "application/json")
 	before := req.Header.Clone()
+	// What mediagw_route set for a reverse_proxy without this transport (the first upstream's
+	// credential), and what a tenant may send that no upstream may get.
+	req.Header.Set("Authorization", "Bearer first-upstream-key")
+	req.Header.Set("X-Api-Key", "tenant-key")
+	req.Header.Set("Cookie", "console=tenant-session")
+	req.Header.Set("Openai-Organization", "org-tenant")
 	var tr ProxyTransport
 	out, err := tr.outgoing(req, d, p.Upstreams[0])
 	if err != nil {
@@ -42,6 +48,9 @@ func TestOutgoingKeepsTheCredentialOffTheLoggedRequest(t *testing.T) {
 	}
 	if got := out.Header.Get("Authorization"); got != "Bearer operator-key" {
 		t.Errorf("outgoing Authorization = %q", got)
+	}
+	if want := (http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer operator-key"}}); fmt.Sprint(out.Header) != fmt.Sprint(want) {
+		t.Errorf("outgoing header %v, want %v", out.Header, want)
 	}
 	if out.URL.Scheme != "https" || out.URL.Path != "/v1/chat/completions" || out.Host != "api.example.com" {
 		t.Errorf("outgoing to %s (Host %s)", out.URL, out.Host)
@@ -54,7 +63,7 @@ func TestOutgoingKeepsTheCredentialOffTheLoggedRequest(t *testing.T) {
 	}
 	for _, values := range req.Header {
 		for _, v := range values {
-			if strings.Contains(v, "operator-key") {
+			if strings.Contains(v, "operator-key") || strings.Contains(v, "first-upstream-key") {
 				t.Fatal("the credential reached the logged request")
 			}
 		}
