@@ -76,8 +76,7 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	defer func() { h.observer.end(ow, err) }()
 	w = ow
 	secret, keyErr := auth.KeyFromRequest(r)
-	exposed := exposes(r, srv)
-	auth.StripCredentials(r)
+	exposed := exposes(auth.Strip(r), srv) // Caddy's copy of r still shows what was stripped
 	stripOriginalURL(r)
 	if exposed {
 		return h.log.serve(w, r, func(w http.ResponseWriter, r *http.Request) error {

@@ -94,7 +94,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("transport mediagw needs `dynamic mediagw` upstreams; %s is not one", dial.Address)
 	}
 	first := d.Attempt(u)
-	out, err := t.outgoing(req, d, u)
+	attempt, err := t.outgoing(req, d, u)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			publishUpstream(repl, u)
 		}
 	}
-	resp, err := t.HTTP.RoundTrip(out)
+	resp, err := t.HTTP.RoundTrip(&attempt.request)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return nil, err // the client left; not the upstream's fault
@@ -143,7 +143,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if models := d.AnswerModels(); models.Any() {
 		showClientModels(resp, models)
 	}
-	typedSafely(resp.Header)
+	typedSafely(resp.Header, &attempt.nosniff)
 	return resp, nil
 }
 
@@ -156,7 +156,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // req's cleared header cloned, on which u's credential is set: it never reaches req. The header
 // values are shared with req: they are replaced here, never changed in place, as the http
 // transport only reads them.
-func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *providers.Upstream) (*http.Request, error) {
+func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *providers.Upstream) (*outgoingRequest, error) {
 	providers.ClearCredentials(req.Header)
 	attempt := new(outgoingRequest)
 	attempt.request, attempt.url = *req, *req.URL
@@ -184,13 +184,15 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 		}
 		out.Body = body
 	}
-	return out, nil
+	return attempt, nil
 }
 
-// outgoingRequest is an attempt's copy of the request and of its URL, in one allocation.
+// outgoingRequest is an attempt's copy of the request and of its URL, and the storage of its
+// answer's X-Content-Type-Options value (see typedSafely), in one allocation.
 type outgoingRequest struct {
 	request http.Request
 	url     url.URL
+	nosniff [1]string
 }
 
 // upstreamPath is the upstream's base path (without its trailing slash) followed by rest, the

@@ -42,10 +42,11 @@ func TestOutgoingKeepsTheCredentialOffTheLoggedRequest(t *testing.T) {
 	req.Header.Set("Cookie", "console=tenant-session")
 	req.Header.Set("Openai-Organization", "org-tenant")
 	var tr ProxyTransport
-	out, err := tr.outgoing(req, d, p.Upstreams[0])
+	attempt, err := tr.outgoing(req, d, p.Upstreams[0])
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := &attempt.request
 	if got := out.Header.Get("Authorization"); got != "Bearer operator-key" {
 		t.Errorf("outgoing Authorization = %q", got)
 	}

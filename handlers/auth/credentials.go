@@ -109,23 +109,48 @@ func KeyFromRequest(r *http.Request) (string, error) {
 // a trailer may carry any header, a key included. (r no longer shares the trailer map that the
 // server fills at the end of the body; trailers never announced are kept only on the server's
 // own request, which no handler sees.) It reports whether it removed anything.
-func StripCredentials(r *http.Request) bool {
-	removed := false
+func StripCredentials(r *http.Request) bool { return Strip(r) != 0 }
+
+// Stripped tells where Strip found and removed credentials in a request: a set of the places
+// below, none (0) when it removed nothing.
+type Stripped uint8
+
+const (
+	// StrippedAuthorization is an Authorization or Proxy-Authorization header spelled so: the
+	// two that Caddy's logs redact (unless the server logs credentials).
+	StrippedAuthorization Stripped = 1 << iota
+	// StrippedHeader is any other credential header (another name, or another spelling of
+	// those two), or a key subprotocol of a Sec-WebSocket-Protocol header.
+	StrippedHeader
+	// StrippedQuery is a credential parameter in the URL's query or in the RequestURI's.
+	StrippedQuery
+	// StrippedTrailers are the request's trailers.
+	StrippedTrailers
+)
+
+// Strip is StripCredentials, reporting where it removed credentials: a caller that must know
+// whether a log would have shown them reads that here, without a second pass over the request.
+func Strip(r *http.Request) Stripped {
+	var stripped Stripped
 	if r.Trailer != nil {
 		r.Trailer = nil
-		removed = true
+		stripped |= StrippedTrailers
 	}
 	for name, protocols := range r.Header {
 		switch HeaderKindOf(name) {
 		case CredentialHeader:
 			delete(r.Header, name)
-			removed = true
+			if name == "Authorization" || name == "Proxy-Authorization" {
+				stripped |= StrippedAuthorization
+			} else {
+				stripped |= StrippedHeader
+			}
 			continue
 		case OtherHeader:
 			continue
 		}
 		if kept, had := WithoutKeyProtocols(protocols); had {
-			removed = true
+			stripped |= StrippedHeader
 			if len(kept) == 0 {
 				delete(r.Header, name)
 			} else {
@@ -138,20 +163,20 @@ func StripCredentials(r *http.Request) bool {
 			r.URL.RawQuery, r.URL.ForceQuery = q, false
 			r.RequestURI = r.URL.RequestURI()
 			r.Form, r.PostForm = nil, nil
-			removed = true
+			stripped |= StrippedQuery
 		}
 	}
-	if !removed && r.RequestURI != "" && r.URL != nil {
+	if stripped&StrippedQuery == 0 && r.RequestURI != "" && r.URL != nil {
 		// A RequestURI that still differs in its query (say, a copy kept from before a rewrite)
-		// is rebuilt from the URL, which no longer carries the key.
+		// is rebuilt from the URL, which no longer carries the key: whatever else was removed.
 		if _, rawQuery, ok := strings.Cut(r.RequestURI, "?"); ok {
 			if _, has := withoutCredentialParameters(rawQuery); has {
 				r.RequestURI = r.URL.RequestURI()
-				removed = true
+				stripped |= StrippedQuery
 			}
 		}
 	}
-	return removed
+	return stripped
 }
 
 // IsCredentialHeader reports whether a header name reads as one of CredentialHeaders to some

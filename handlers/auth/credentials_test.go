@@ -65,6 +65,37 @@ func TestStripCredentials(t *testing.T) {
 	}
 }
 
+// A RequestURI that still carries a key its URL no longer has (a rewrite before mediagw_auth
+// kept it) is rebuilt from the URL whatever else the request carried: a removed Authorization
+// header or trailers once left it as sent, and Caddy's log prints it. Strip tells each place.
+func TestStripRebuildsTheRequestURIWhateverElseItRemoved(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(r *http.Request)
+		want Stripped
+	}{
+		{"nothing else", func(*http.Request) {}, StrippedQuery},
+		{"an Authorization header", func(r *http.Request) { r.Header.Set("Authorization", "Bearer k") }, StrippedQuery | StrippedAuthorization},
+		{"an X-Api-Key header", func(r *http.Request) { r.Header.Set("X-Api-Key", "k") }, StrippedQuery | StrippedHeader},
+		{"trailers", func(r *http.Request) { r.Trailer = http.Header{"X-Api-Key": nil} }, StrippedQuery | StrippedTrailers},
+	} {
+		r := httptest.NewRequest("GET", "/v1/models?alt=sse", nil)
+		r.RequestURI = "/v1beta/models?alt=sse&key=secret"
+		tc.set(r)
+		if got := Strip(r); got != tc.want {
+			t.Errorf("%s: Strip = %b, want %b", tc.name, got, tc.want)
+		}
+		if r.RequestURI != "/v1/models?alt=sse" {
+			t.Errorf("%s: RequestURI %q", tc.name, r.RequestURI)
+		}
+	}
+	r := httptest.NewRequest("GET", "/v1/models?key=secret", nil)
+	r.Header.Set("Proxy-Authorization", "Basic k")
+	if got := Strip(r); got != StrippedQuery|StrippedAuthorization || r.RequestURI != "/v1/models" {
+		t.Errorf("Strip = %b, RequestURI %q", got, r.RequestURI)
+	}
+}
+
 // TestCredentialHeaderSpellings checks that every spelling of a credential header that some
 // server reads as the header (case, '_' or '.' for '-') is removed, and no other header.
 func TestCredentialHeaderSpellings(t *testing.T) {
