@@ -162,11 +162,7 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 	attempt.request, attempt.url = *req, *req.URL
 	out := &attempt.request
 	out.URL = &attempt.url
-	// A clone copies the map's slots whole, where assigning each name hashed it again.
-	out.Header = maps.Clone(req.Header)
-	if out.Header == nil {
-		out.Header = make(http.Header, 1)
-	}
+	out.Header = headerCopy(req.Header)
 	// The transport asks for compression and undoes it, whatever the client accepts: the answer
 	// is read for its usage (what the request is charged), its items and ids, and a mapped
 	// model's id; a gzipped one passed through would be charged the estimate instead. (Removed
@@ -185,6 +181,24 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 		out.Body = body
 	}
 	return attempt, nil
+}
+
+// headerCopy is a copy of h with room for one more name (the upstream's credential). A header
+// of fewer than eight names (a client's usual few, which a map keeps in one group of eight
+// slots) is cloned whole, where assigning each name would hash it again; a larger one is copied
+// into a map sized for it, as its clone could have to grow for the credential.
+func headerCopy(h http.Header) http.Header {
+	if len(h) < 8 {
+		if c := maps.Clone(h); c != nil {
+			return c
+		}
+		return make(http.Header, 1)
+	}
+	c := make(http.Header, len(h)+1)
+	for name, values := range h {
+		c[name] = values
+	}
+	return c
 }
 
 // outgoingRequest is an attempt's copy of the request and of its URL, and the storage of its

@@ -212,6 +212,8 @@ func HeaderKindOf(name string) HeaderKind {
 			continue // a separator, space or control character, dropped
 		case n == 0 && c != 'a' && c != 'p' && c != 'x' && c != 's':
 			return OtherHeader // no name below begins otherwise
+		case n == 1 && !foldedSecond(buf[0], c):
+			return OtherHeader // nor goes on otherwise: Accept-*, X-Forwarded-*, X-Stainless-* end here
 		case n == len(buf):
 			return OtherHeader // longer than any name below
 		}
@@ -225,6 +227,20 @@ func HeaderKindOf(name string) HeaderKind {
 		return WebSocketProtocolHeader
 	}
 	return OtherHeader
+}
+
+// foldedSecond reports whether a folded name that begins with first and then c may be one of
+// the names HeaderKindOf knows (they begin au, ap, pr, xa, xg or se).
+func foldedSecond(first, c byte) bool {
+	switch first {
+	case 'a':
+		return c == 'u' || c == 'p'
+	case 'p':
+		return c == 'r'
+	case 'x':
+		return c == 'a' || c == 'g'
+	}
+	return c == 'e' // 's'
 }
 
 // maxFoldedHeader is the length of the longest folded name HeaderKindOf knows.

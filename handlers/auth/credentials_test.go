@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestKeyFromRequest(t *testing.T) {
@@ -244,4 +245,30 @@ func TestHeaderKindOfFoldsAsFoldName(t *testing.T) {
 			t.Errorf("HeaderKindOf(%q) = %d, want %d", name, got, want)
 		}
 	}
+}
+
+// FuzzHeaderKindOf holds HeaderKindOf to FoldName's reading of any name: its early exits (a
+// first or second folded byte no known name has) never miss a spelling.
+func FuzzHeaderKindOf(f *testing.F) {
+	for _, name := range append([]string{"Accept-Encoding", "X-Stainless-Lang", "X-Forwarded-For", "Sec-Fetch-Mode",
+		"Sec-WebSocket-Protocol", "A_p_i-Key", "x.goog-api-key", "P-R-O-X-Y-Authorization"}, CredentialHeaders...) {
+		f.Add(name)
+	}
+	folded := map[string]HeaderKind{"secwebsocketprotocol": WebSocketProtocolHeader}
+	for _, h := range CredentialHeaders {
+		folded[FoldName(h)] = CredentialHeader
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if !utf8.ValidString(name) {
+			return // FoldName reads runes; header names are ASCII tokens
+		}
+		for _, r := range name {
+			if r >= utf8.RuneSelf {
+				return
+			}
+		}
+		if got, want := HeaderKindOf(name), folded[FoldName(name)]; got != want {
+			t.Fatalf("HeaderKindOf(%q) = %d, want %d", name, got, want)
+		}
+	})
 }
