@@ -111,6 +111,7 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 	// function would lose to a value an earlier handler set for either name (vars, basic_auth,
 	// or a map handler's own function, from a client's header); Set replaces it.
 	repl := replacer(r)
+	ow.repl = repl // for mediagw_route (requestReplacer): one lookup of the context chain a request
 	repl.Set("http.auth.user.id", id.KeyID)
 	repl.Set("mediagw.account", id.Account)
 	ow.entry.Authenticated(id.Account, id.KeyID)

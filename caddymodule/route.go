@@ -184,7 +184,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		apierror.Respond(w, shape, h.logger, err)
 		return nil
 	}
-	repl := replacer(r)
+	repl := requestReplacer(w, r)
 	sw := answerWriterFor(w)
 	sw.countItems = route.Sizing.Images && hold.ID != ""
 	if hold.HoldsToolImages() {
