@@ -203,6 +203,9 @@ const (
 // HeaderKindOf folds name once, as FoldName folds it, and tells which of the header kinds it
 // reads as. It allocates nothing: the header checks run on every header of every request.
 func HeaderKindOf(name string) HeaderKind {
+	if name == "Authorization" {
+		return CredentialHeader // every request's key, spelled as net/http keys it: not folded
+	}
 	var buf [maxFoldedHeader]byte
 	n := 0
 	for i := 0; i < len(name); i++ {
