@@ -141,26 +141,11 @@ func (u *Upstream) SetCredentials(h http.Header) {
 	h[u.credName] = []string{u.credValue[0]}
 }
 
-// SetSharedCredentials is SetCredentials without a copy of the value: the value set is shared
-// with every other request to u, so h must be a header map that only an http.Transport reads
-// (which never changes a value in place), such as the mediagw transport's own copy of an attempt.
-func (u *Upstream) SetSharedCredentials(h http.Header) {
-	if u.credValue == nil || u.jwt != nil {
-		u.SetCredentials(h)
-		return
-	}
-	if u.credValue == nil {
-		setCredentials(h, u.APIKey, u.AuthStyle)
-		return
-	}
-	clearCredentials(h)
-	h[u.credName] = u.credValue
-}
-
-// SetOwnCredentials is SetSharedCredentials on a header of the gateway's own making that holds
-// no caller's header (a provider call's: its Content-Type and Accept), or on a copy of a caller's
-// header that ClearCredentials cleared (the mediagw transport's attempt), so nothing is cleared.
-// As with SetSharedCredentials, only an http.Transport may read h.
+// SetOwnCredentials is SetCredentials without a copy of the value, and without a clearing: on a
+// header of the gateway's own making that holds no caller's header (a provider call's: its
+// Content-Type and Accept), or on a copy of a caller's header that ClearCredentials cleared (the
+// mediagw transport's attempt). The value set is shared with every other request to u, so h must
+// be a header map that only an http.Transport reads (which never changes a value in place).
 func (u *Upstream) SetOwnCredentials(h http.Header) {
 	if u.credValue == nil || u.jwt != nil {
 		u.SetCredentials(h)
