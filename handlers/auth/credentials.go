@@ -169,8 +169,8 @@ func Strip(r *http.Request) Stripped {
 	if stripped&StrippedQuery == 0 && r.RequestURI != "" && r.URL != nil {
 		// A RequestURI that still differs in its query (say, a copy kept from before a rewrite)
 		// is rebuilt from the URL, which no longer carries the key: whatever else was removed.
-		if _, rawQuery, ok := strings.Cut(r.RequestURI, "?"); ok {
-			if _, has := withoutCredentialParameters(rawQuery); has {
+		if i := strings.IndexByte(r.RequestURI, '?'); i >= 0 {
+			if _, has := withoutCredentialParameters(r.RequestURI[i+1:]); has {
 				r.RequestURI = r.URL.RequestURI()
 				stripped |= StrippedQuery
 			}
