@@ -13,6 +13,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/mediagw/mediagw/internal/testredis"
 )
@@ -264,13 +265,15 @@ func TestRetryOnAnotherInstanceRacingTheSettlementIsPaidOnce(t *testing.T) {
 			id = made
 		}
 		fake.tasks.mu.Unlock()
-		for i := range 6 {
+		for i := 0; ctx.Err() == nil; i++ {
 			r, err := send("GET", bases[i%2]+"/v1/videos/"+id, "mg-pass-video", nil)
-			if err != nil || (r.status != 200 && r.status != 429) {
+			switch {
+			case err == nil && r.status == 404:
+				time.Sleep(5 * time.Millisecond) // A has not recorded it yet
+			case err != nil || r.status != 200:
 				t.Errorf("retrieve on %d = %v %s %v", i%2, r.status, r.body, err)
 				return
-			}
-			if r.field("status") == "completed" {
+			case r.field("status") == "completed":
 				return
 			}
 		}
@@ -308,3 +311,35 @@ func TestRetryOnAnotherInstanceRacingTheSettlementIsPaidOnce(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestRetriedBackgroundResponseIsPaidOnce: openai-go creates a background response (an image
+// tool, 1024x1024 high, max_tool_calls 1: held 0.1 of tokens and 0.17 of image) with an
+// Idempotency-Key; the connection drops past the provider's whole answer (queued), the SDK
+// retries with the same key, and the provider answers the retry with the response it made. The
+// first attempt, recorded and left by its client, is charged its estimate, 0.27, as any
+// background response the client left; the retry's hold is released as a replay. Before, the
+// retry was charged 0.27 too.
+func TestRetriedBackgroundResponseIsPaidOnce(t *testing.T) {
+	// Not parallel: the gateway is the test process's one in-process Caddy.
+	fake, _ := newFakeOpenAIResponses(t)
+	provider := newIdempotentUpstream(fake, true)
+	up := startFake(t, provider)
+	base, g := startSimGateway(t, toolImagesCaddyfile, map[string]string{"storage": "storage badger " + t.TempDir(), "up_url": up.URL})
+	keysEnv{g: g, base: base}.credit(t, "rimages", "100", "rimages-retried")
+	client := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-rimages"), option.WithMaxRetries(2))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	params := drawParams("draw 1", responses.ToolImageGenerationParam{Size: "1024x1024", Quality: "high"}, 1)
+	params.Background = openai.Bool(true)
+	resp, err := client.Responses.New(ctx, params, option.WithHeader("Idempotency-Key", "stainless-node-retry-3f7a"))
+	if err != nil || resp.ID == "" || resp.Status != "queued" {
+		t.Fatalf("create = %+v, %v", resp, err)
+	}
+	if served, replayed := provider.counts(); served != 1 || replayed != 1 {
+		t.Fatalf("the provider served %d creates and replayed %d; want 1 and 1 (the SDK's retry)", served, replayed)
+	}
+	awaitBalance(t, g, "rimages", "99.73", "0")
+	if n := replayReleases(t, g, "rimages"); n != 1 {
+		t.Fatalf("%d releases of a replay's hold in the ledger, want 1", n)
+	}
+}
