@@ -32,6 +32,8 @@ type idempotentUpstream struct {
 	answers map[string]*httptest.ResponseRecorder
 	// served counts the POSTs that reached next; replayed those answered from a kept answer.
 	served, replayed int
+	// onReplay, when set, runs before a kept answer is sent again (the retry waits for it).
+	onReplay func()
 }
 
 func newIdempotentUpstream(next http.Handler, dropFirst bool) *idempotentUpstream {
@@ -54,7 +56,11 @@ func (u *idempotentUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u.answers[key] = kept
 		u.served++
 	}
+	onReplay := u.onReplay
 	u.mu.Unlock()
+	if ok && onReplay != nil {
+		onReplay()
+	}
 	for k, v := range kept.Header() {
 		w.Header()[k] = v
 	}
@@ -216,10 +222,11 @@ func TestReusedVideoIDWithAnotherKeyIsCharged(t *testing.T) {
 // TestRetryOnAnotherInstanceRacingTheSettlementIsPaidOnce: two gateways on one redis-server.
 // openai-go's first attempt goes to A, which records the video from the provider's whole answer
 // before the connection drops; the SDK's retry (same Idempotency-Key) goes to B, as a load
-// balancer may send it, while other clients retrieve the video through A and B until it is
-// completed, settling the first attempt's hold meanwhile. B reads A's record (its key) and
-// releases the retry's hold as a replay: the account is charged 0.8 once, the ledger has one
-// settlement and one release of a replay.
+// balancer may send it. While the retry is at the provider, other clients retrieve the video
+// through A and B until it is completed, which settles the first attempt's hold; then B gets the
+// provider's replay, reads A's record (finished, with its key) and releases the retry's hold as
+// a replay: the account is charged 0.8 once, the ledger has one settlement and one release of a
+// replay, each hold ended once.
 func TestRetryOnAnotherInstanceRacingTheSettlementIsPaidOnce(t *testing.T) {
 	t.Parallel()
 	fake, _ := newFakeOpenAIVideos(t, "openai-operator-key")
@@ -249,16 +256,10 @@ func TestRetryOnAnotherInstanceRacingTheSettlementIsPaidOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		// As soon as the provider made the video, clients read it on both gateways until it is
-		// completed: its end settles the first attempt's hold while the retry is on its way.
-		for ctx.Err() == nil {
-			if served, _ := provider.counts(); served > 0 {
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+	// While the retry is at the provider, before B has its answer, clients read the video on
+	// both gateways until it is completed: its end settles the first attempt's hold.
+	provider.mu.Lock()
+	provider.onReplay = func() {
 		var id string
 		fake.tasks.mu.Lock()
 		for made := range fake.tasks.tasks {
@@ -267,19 +268,17 @@ func TestRetryOnAnotherInstanceRacingTheSettlementIsPaidOnce(t *testing.T) {
 		fake.tasks.mu.Unlock()
 		for i := 0; ctx.Err() == nil; i++ {
 			r, err := send("GET", bases[i%2]+"/v1/videos/"+id, "mg-pass-video", nil)
-			switch {
-			case err == nil && r.status == 404:
-				time.Sleep(5 * time.Millisecond) // A has not recorded it yet
-			case err != nil || r.status != 200:
+			if err != nil || r.status != 200 {
 				t.Errorf("retrieve on %d = %v %s %v", i%2, r.status, r.body, err)
 				return
-			case r.field("status") == "completed":
+			}
+			if r.field("status") == "completed" {
 				return
 			}
 		}
-	})
+	}
+	provider.mu.Unlock()
 	video, err := createVideo(ctx, client, "8", "1280x720", "stainless-retry-9d1e")
-	wg.Wait()
 	if err != nil || video.ID == "" {
 		t.Fatalf("create = %+v, %v", video, err)
 	}
