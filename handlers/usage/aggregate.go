@@ -60,38 +60,55 @@ type (
 // aggNames are the counter names of one (day, account, model), in the order of Fields.
 type aggNames [len(Fields)]string
 
+// aggCounters are the counter names of one day's aggregates of pair; the day begins at start
+// (Unix seconds).
+type aggCounters struct {
+	start int64
+	pair  aggPair
+	names aggNames
+}
+
 // counters returns the counter names of rec's aggregates, marking them in the index the first
-// time this recorder sees them. Only the current day's names are kept.
+// time this recorder sees them. Only the current day's names are kept, and the names used last
+// are tried first: records come in runs of one account and model.
 func (r *Recorder) counters(rec Record) *aggNames {
+	pair := aggPair{rec.Account, rec.Model}
+	if c := r.lastCounters.Load(); c != nil && c.pair == pair {
+		if s := rec.Time.Unix(); s >= c.start && s < c.start+24*60*60 {
+			return &c.names
+		}
+	}
 	t := rec.Time.UTC()
 	y, m, d := t.Date()
-	day, pair := aggDay{y, m, d}, aggPair{rec.Account, rec.Model}
+	day := aggDay{y, m, d}
 	r.mu.Lock()
 	if r.day != day || r.names == nil {
-		r.day, r.names = day, map[aggPair]*aggNames{}
+		r.day, r.names = day, map[aggPair]*aggCounters{}
 	}
-	names := r.names[pair]
+	c := r.names[pair]
 	r.mu.Unlock()
-	if names != nil {
-		return names
+	if c != nil {
+		r.lastCounters.Store(c)
+		return &c.names
 	}
 	dayText, key := t.Format(dayLayout), pairKey(rec.Account, rec.Model)
-	names = new(aggNames)
+	c = &aggCounters{start: time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(), pair: pair}
 	for i, f := range Fields {
-		names[i] = counterName(dayText, key, f)
+		c.names[i] = counterName(dayText, key, f)
 	}
 	if r.Index != nil {
 		if err := r.Index.Mark(context.Background(), dayText, key); err != nil {
 			r.Logger.Error("indexing usage aggregates", zap.String("day", dayText), zap.Error(err))
-			return names // marked again with the next record
+			return &c.names // marked again with the next record
 		}
 	}
 	r.mu.Lock()
 	if r.day == day {
-		r.names[pair] = names
+		r.names[pair] = c
 	}
 	r.mu.Unlock()
-	return names
+	r.lastCounters.Store(c)
+	return &c.names
 }
 
 // aggregate adds a record to its day's counters.

@@ -19,7 +19,7 @@ var usageFields = [...]string{"prompt_tokens", "completion_tokens", "total_token
 // JSON before it decodes any of it.
 func decodeUsage(obj []byte) (usageCounts, bool) {
 	var u usageCounts
-	if ok, decided := scanUsage(obj, &u); decided {
+	if end, ok, decided := scanUsage(obj, &u); decided && jsonkeys.SkipSpace(obj, end) == len(obj) {
 		return u, ok
 	}
 	var raw rawUsage
@@ -29,41 +29,43 @@ func decodeUsage(obj []byte) (usageCounts, bool) {
 	return raw.counts(), true
 }
 
-// scanUsage reads obj into u if obj is a valid JSON object whose member names and string values
-// are ASCII without escapes or control characters: then decided is true and ok is what
-// json.Unmarshal would report (a known member, matched without regard to ASCII case, must be
-// null or an integer that fits int64). Anything else (invalid JSON among it) is left undecided,
-// with u in no particular state. A nested object or array is validated with json.Valid.
-func scanUsage(obj []byte, u *usageCounts) (ok, decided bool) {
+// scanUsage reads the object that obj begins with (after spaces) into u if it is a valid JSON
+// object whose member names and string values are ASCII without escapes or control characters:
+// then decided is true, end is where the object ends in obj (what follows it is not read), and
+// ok is what json.Unmarshal of the object alone would report (a known member, matched without
+// regard to ASCII case, must be null or an integer that fits int64). Anything else (invalid JSON
+// among it, or obj ending before the object does) is left undecided, with u in no particular
+// state. A nested object or array is validated with json.Valid.
+func scanUsage(obj []byte, u *usageCounts) (end int, ok, decided bool) {
 	i := jsonkeys.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
-		return false, false
+		return 0, false, false
 	}
 	ok = true
 	i = jsonkeys.SkipSpace(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return true, jsonkeys.SkipSpace(obj, i+1) == len(obj)
+		return i + 1, true, true
 	}
 	for {
-		end, plain := plainString(obj, i)
+		nameEnd, plain := plainString(obj, i)
 		if !plain {
-			return false, false
+			return 0, false, false
 		}
-		name := obj[i+1 : end-1]
-		if i = jsonkeys.SkipSpace(obj, end); i >= len(obj) || obj[i] != ':' {
-			return false, false
+		name := obj[i+1 : nameEnd-1]
+		if i = jsonkeys.SkipSpace(obj, nameEnd); i >= len(obj) || obj[i] != ':' {
+			return 0, false, false
 		}
 		i = jsonkeys.SkipSpace(obj, i+1)
 		valueEnd, valid := validValue(obj, i)
 		if !valid {
-			return false, false
+			return 0, false, false
 		}
 		if field := usageField(name); field >= 0 {
 			switch value := obj[i:valueEnd]; {
 			case string(value) == "null":
 				u.set(field, 0, true) // as json.Unmarshal sets a pointer to nil
 			case value[0] == '-' || value[0] >= '0' && value[0] <= '9':
-				n, err := strconv.ParseInt(string(value), 10, 64)
+				n, err := parseCount(value)
 				if err != nil {
 					ok = false // a fraction, an exponent or too large: json.Unmarshal goes on, then fails
 				} else {
@@ -74,28 +76,57 @@ func scanUsage(obj []byte, u *usageCounts) (ok, decided bool) {
 			}
 		}
 		if i = jsonkeys.SkipSpace(obj, valueEnd); i >= len(obj) {
-			return false, false
+			return 0, false, false
 		}
 		switch obj[i] {
 		case ',':
 			i = jsonkeys.SkipSpace(obj, i+1)
 		case '}':
-			return ok, jsonkeys.SkipSpace(obj, i+1) == len(obj)
+			return i + 1, ok, true
 		default:
-			return false, false
+			return 0, false, false
 		}
 	}
 }
 
 // usageField is the index in usageFields of a member name, matched without regard to ASCII
-// case, or -1.
+// case, or -1. Every provider spells the names as usageFields does: those are tried first, as
+// they are, before a match that folds case (no two names of usageFields are the same folded).
 func usageField(name []byte) int {
+	for f, known := range usageFields {
+		if string(name) == known {
+			return f
+		}
+	}
 	for f, known := range usageFields {
 		if len(name) == len(known) && strings.EqualFold(string(name), known) {
 			return f
 		}
 	}
 	return -1
+}
+
+// parseCount is strconv.ParseInt(string(value), 10, 64) for a value validNumber accepted; the
+// usual short integers are read without it.
+func parseCount(value []byte) (int64, error) {
+	digits := value
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 { // 18 digits fit in int64
+		return strconv.ParseInt(string(value), 10, 64)
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' { // a fraction or an exponent
+			return strconv.ParseInt(string(value), 10, 64)
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(digits) < len(value) {
+		n = -n
+	}
+	return n, nil
 }
 
 // plainString returns the end of the JSON string at b[i] when it is plain: printable ASCII

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -76,9 +77,12 @@ type Recorder struct {
 	// Now is the clock of reports' default days. Default: time.Now.
 	Now func() time.Time
 
-	mu    sync.Mutex
-	day   aggDay                // the day of names
-	names map[aggPair]*aggNames // counter names of day's aggregates, marked in the index
+	loggers recordLoggers // children of Logger with the fields that repeat
+
+	mu           sync.Mutex
+	day          aggDay                   // the day of names
+	names        map[aggPair]*aggCounters // counter names of day's aggregates, marked in the index
+	lastCounters atomic.Pointer[aggCounters]
 }
 
 // Write writes one record: the log entry, the per-day aggregates and the spend metric.
@@ -90,24 +94,22 @@ func (r *Recorder) Write(rec Record) {
 		metrics.Spent(rec.Account, rec.Model, rec.Amount)
 	}
 	r.aggregate(rec)
-	ce := r.Logger.Check(zapcore.InfoLevel, rec.Event)
+	logger := r.loggers.child(r.Logger, &rec)
+	if logger == nil {
+		logger = r.Logger
+	}
+	ce := logger.Check(zapcore.InfoLevel, rec.Event)
 	if ce == nil {
 		return
 	}
 	pooled := fieldLists.Get().(*[]zap.Field)
 	defer func() { *pooled = (*pooled)[:0]; fieldLists.Put(pooled) }()
-	fields := append((*pooled)[:0],
-		zap.String("event", rec.Event),
-		zap.String("account", rec.Account),
-		zap.String("key_id", rec.KeyID),
-		zap.String("endpoint", rec.Endpoint),
-		zap.String("model", rec.Model),
-		zap.String("provider", rec.Provider),
-		zap.String("upstream", rec.Upstream),
-		zap.Int64("cost", rec.Cost),
-		zap.String("status", rec.Status),
-		zap.Float64("upstream_latency", rec.UpstreamLatency.Seconds()),
-	)
+	fields := (*pooled)[:0]
+	if logger == r.Logger { // no child carries the fields up to status (see recordLoggers)
+		repeating := recordFieldsOf(&rec)
+		fields = repeating.appendFields(fields)
+	}
+	fields = append(fields, zap.Float64("upstream_latency", rec.UpstreamLatency.Seconds()))
 	if rec.TaskID != "" {
 		fields = append(fields, zap.String("task_id", rec.TaskID))
 	}

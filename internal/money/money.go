@@ -87,20 +87,33 @@ func Parse(s string) (int64, error) {
 // Format(2_500_000) is "2.5", Format(-1) is "-0.000001", Format(0) is "0".
 // Parse(Format(x)) == x for every int64.
 func Format(micros int64) string {
-	sign := ""
+	var buf [24]byte // the longest, MinInt64, is 21 bytes
+	return string(appendFormat(buf[:0], micros))
+}
+
+// appendFormat appends Format(micros) to dst.
+func appendFormat(dst []byte, micros int64) []byte {
 	magnitude := uint64(micros)
 	if micros < 0 {
-		sign = "-"
+		dst = append(dst, '-')
 		magnitude = -magnitude // two's complement negation, right for MinInt64 too
 	}
-	units := magnitude / uint64(Unit)
+	dst = strconv.AppendUint(dst, magnitude/uint64(Unit), 10)
 	rest := magnitude % uint64(Unit)
-	out := sign + strconv.FormatUint(units, 10)
 	if rest == 0 {
-		return out
+		return dst
 	}
-	frac := strconv.FormatUint(rest+uint64(Unit), 10)[1:] // zero-padded to six digits
-	return out + "." + strings.TrimRight(frac, "0")
+	digits := Decimals
+	for rest%10 == 0 {
+		rest /= 10
+		digits--
+	}
+	dst = append(dst, ".000000"[:1+digits]...)
+	for i := len(dst) - 1; rest > 0; i-- {
+		dst[i] = byte('0' + rest%10)
+		rest /= 10
+	}
+	return dst
 }
 
 func allDigits(s string) bool {

@@ -3,6 +3,7 @@ package money
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -70,6 +71,10 @@ func TestFormat(t *testing.T) {
 		{-1_500_000, "-1.5"},
 		{1_000_000, "1"},
 		{10, "0.00001"},
+		{750, "0.00075"},
+		{1_000_001, "1.000001"},
+		{-120_000, "-0.12"},
+		{999_999, "0.999999"},
 		{math.MaxInt64, "9223372036854.775807"},
 		{math.MinInt64, "-9223372036854.775808"},
 	} {
@@ -112,5 +117,18 @@ func FuzzFormat(f *testing.F) {
 		if err != nil || back != micros {
 			t.Fatalf("Format(%d) = %q; Parse gives %d, %v", micros, printed, back, err)
 		}
+		if strings.Contains(printed, ".") && strings.HasSuffix(printed, "0") {
+			t.Fatalf("Format(%d) = %q ends with a zero decimal", micros, printed)
+		}
 	})
 }
+
+// BenchmarkFormat prints a usage record's amount (one allocation: the string).
+func BenchmarkFormat(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		printed = Format(750)
+	}
+}
+
+var printed string // where BenchmarkFormat keeps the result, which escapes as in a log field
