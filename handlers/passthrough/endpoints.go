@@ -219,13 +219,47 @@ func matchSegments(pattern, path string, params map[string]string) bool {
 }
 
 // endpoint finds the endpoint that serves a request: the capabilities first, then the operator's.
+// A capability without a parameter (the usual request's) is found with one look-up.
 func (rt *Router) endpoint(method, path string) (Endpoint, map[string]string, bool) {
+	if i, ok := literalCapabilities[endpointKey{method, path}]; ok {
+		return Capabilities[i], nil, true
+	}
 	for _, list := range [...][]Endpoint{Capabilities, rt.Extra} {
-		for i := range list { // by index: an Endpoint is large, and most are passed over
-			if params, ok := list[i].match(method, path); ok {
-				return list[i], params, true
-			}
+		if i, params, ok := firstMatch(list, method, path); ok {
+			return list[i], params, true
 		}
 	}
 	return Endpoint{}, nil, false
+}
+
+// firstMatch returns the index of the first endpoint of list that a request matches, and its
+// parameters.
+func firstMatch(list []Endpoint, method, path string) (int, map[string]string, bool) {
+	for i := range list { // by index: an Endpoint is large, and most are passed over
+		if params, ok := list[i].match(method, path); ok {
+			return i, params, true
+		}
+	}
+	return 0, nil, false
+}
+
+// endpointKey is a request's method and path.
+type endpointKey struct{ method, path string }
+
+// literalCapabilities are the indexes of the Capabilities without a parameter, by their method
+// and path, each one that firstMatch finds for its own method and path (so that the look-up
+// answers what the scan would). Capabilities are read once, here: they are not changed.
+var literalCapabilities = indexLiterals(Capabilities)
+
+func indexLiterals(list []Endpoint) map[endpointKey]int {
+	index := make(map[endpointKey]int)
+	for i, ep := range list {
+		if strings.Contains(ep.Path, "{") {
+			continue
+		}
+		if first, _, ok := firstMatch(list, ep.Method, ep.Path); ok && first == i {
+			index[endpointKey{ep.Method, ep.Path}] = i
+		}
+	}
+	return index
 }

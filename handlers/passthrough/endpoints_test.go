@@ -82,3 +82,52 @@ func TestEndpointLookupAllocations(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEndpointLookup holds the router's look-up of a request's endpoint (literalCapabilities
+// first) to the scan of Capabilities, then of the operator's endpoints, that it stands for: the
+// same endpoint, the same parameters, for any method and path.
+func FuzzEndpointLookup(f *testing.F) {
+	for _, e := range Capabilities {
+		f.Add(e.Method, strings.NewReplacer("{id}", "resp_1", "{model}", "gemini-2.5").Replace(e.Path))
+		f.Add(e.Method, e.Path)
+		f.Add("PUT", e.Path)
+		f.Add(e.Method, e.Path+"/")
+		f.Add(strings.ToLower(e.Method), strings.ToUpper(e.Path))
+	}
+	f.Add("POST", "/v1/moderations")
+	f.Add("POST", "/v1/chat/completions/")
+	extra, err := ParseEndpoint("POST", "/v1/moderations")
+	if err != nil {
+		f.Fatal(err)
+	}
+	rt := &Router{Extra: []Endpoint{extra}}
+	f.Fuzz(func(t *testing.T, method, path string) {
+		got, gotParams, gotOK := rt.endpoint(method, path)
+		var want Endpoint
+		var wantParams map[string]string
+		wantOK := false
+		for _, list := range [][]Endpoint{Capabilities, rt.Extra} {
+			for _, e := range list {
+				if params, ok := e.match(method, path); ok && !wantOK {
+					want, wantParams, wantOK = e, params, true
+				}
+			}
+		}
+		if gotOK != wantOK || got.Method != want.Method || got.Path != want.Path || !maps.Equal(gotParams, wantParams) {
+			t.Fatalf("endpoint(%q, %q) = %s %s %v %v, the scan finds %s %s %v %v", method, path, got.Method, got.Path, gotParams, gotOK, want.Method, want.Path, wantParams, wantOK)
+		}
+	})
+}
+
+// TestEveryLiteralCapabilityIsLookedUp: each capability without a parameter is found by the
+// look-up, not by the scan, so that the usual request costs one.
+func TestEveryLiteralCapabilityIsLookedUp(t *testing.T) {
+	for i, e := range Capabilities {
+		if strings.Contains(e.Path, "{") {
+			continue
+		}
+		if j, ok := literalCapabilities[endpointKey{e.Method, e.Path}]; !ok || j != i {
+			t.Errorf("%s %s: look-up %d %v, want %d", e.Method, e.Path, j, ok, i)
+		}
+	}
+}

@@ -96,7 +96,11 @@ func checkFetchedURLs(body []byte, freeText []string, notFetched [][]string) err
 	urls := 0
 	err := jsonkeys.StringsValid(body, nil, func(path *jsonkeys.Path, raw []byte) error {
 		// Most strings go by without being decoded: free text, and text without a colon or slash.
-		if isFreeText(path, freeText) || !media.MayBeURL(raw[1:len(raw)-1]) {
+		// A short text (a model, a role) is read for one first, which costs less than looking
+		// its member up among the free text; a long one (a message) is looked up first.
+		text := raw[1 : len(raw)-1]
+		short := len(text) <= shortText
+		if short && !media.MayBeURL(text) || isFreeText(path, freeText) || !short && !media.MayBeURL(text) {
 			return nil
 		}
 		var s string
@@ -120,6 +124,10 @@ func checkFetchedURLs(body []byte, freeText []string, notFetched [][]string) err
 	}
 	return errBadJSON
 }
+
+// shortText is the length up to which checkFetchedURLs reads a string for a colon or slash
+// before it looks its member up among the free text.
+const shortText = 32
 
 // isFreeText reports whether a string at path is the value of a free text member named in names
 // (an element of one included), spelled exactly so.

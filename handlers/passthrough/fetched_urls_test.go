@@ -47,6 +47,12 @@ func TestFetchedURLsMustBePublic(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://cdn.example.com/a.png"},"fallback_url":"10.0.0.1/a.png"}]}]}`, "messages[0].content[0].fallback_url"},
 		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"fetch http://127.0.0.1/ please"},{"role":"user","content":[{"type":"text","text":"localhost:8080/x"}]}]}`, ""},
 		{"/v1/audio/speech", `{"model":"doubao","input":"http://localhost/","voice":"alloy"}`, ""},
+		// Short strings (read for a colon or slash first) and long ones (looked up first), each
+		// in a free text member and out of one.
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"http://10.0.0.1/a-long-enough-path-to-pass-32-bytes.png"}]}`, ""},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"x","image":"http://10.0.0.1/a-long-enough-path-to-pass-32-bytes.png"}]}`, "messages[0].image"},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"http://10.0.0.1/"}]}`, ""},
+		{"/v1/chat/completions", `{"model":"doubao","messages":[{"role":"user","content":"x","image":"http://10.0.0.1/"}]}`, "messages[0].image"},
 	} {
 		checkRoute(t, rt, tc.path, tc.body, tc.param)
 	}

@@ -452,7 +452,7 @@ var longS = []byte("\u017f")
 // some key is spelled with a \u escape or with ſ, file_id, store_id or _url appears in any case,
 // or one of words appears in quotes in any case. It never
 // misses such a key; it may find one that is not there, which only costs a walk. words are
-// lower-case ASCII without k (whose Kelvin sign fold it does not look for).
+// lower-case ASCII without k (whose Kelvin sign fold it does not look for) and without a quote.
 func keyHint(body []byte, words ...string) bool {
 	if bytes.Contains(body, escapedRune) || bytes.Contains(body, longS) {
 		return true
@@ -469,18 +469,34 @@ func keyHint(body []byte, words ...string) bool {
 			return true
 		}
 	}
-	for i := 0; ; {
+	// A word in quotes lies between two quotes that follow each other, since it holds none: the
+	// text between each quote and the next is compared with the words only when one has its
+	// length (lengths, a bit for each; the last bit for all of 63 bytes and more).
+	var lengths uint64
+	for _, w := range words {
+		lengths |= 1 << min(len(w), 63)
+	}
+	for open, i := -1, 0; ; {
 		j := bytes.IndexByte(body[i:], '"')
 		if j < 0 {
 			return false
 		}
-		i += j + 1
-		for _, w := range words {
-			if n := len(w); i+n < len(body) && body[i+n] == '"' && equalFoldASCII(body[i:i+n], w) {
-				return true
-			}
+		closing := i + j
+		if open >= 0 && lengths&(1<<min(closing-open-1, 63)) != 0 && isWord(body[open+1:closing], words) {
+			return true
+		}
+		open, i = closing, closing+1
+	}
+}
+
+// isWord reports whether b is one of words, in any case.
+func isWord(b []byte, words []string) bool {
+	for _, w := range words {
+		if len(w) == len(b) && equalFoldASCII(b, w) {
+			return true
 		}
 	}
+	return false
 }
 
 // foldAt reports whether body holds the lower-case ASCII word w at offset at, in any case.

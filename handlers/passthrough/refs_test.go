@@ -231,3 +231,66 @@ func FuzzBodyRefs(f *testing.F) {
 		}
 	})
 }
+
+// FuzzKeyHint holds keyHint to its rule read plainly (keyHintAtEveryQuote): the same answer for
+// any body, so that the way it looks for words in quotes (between one quote and the next) never
+// changes whether a body's references are walked.
+func FuzzKeyHint(f *testing.F) {
+	for _, body := range []string{
+		`{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}`,
+		`{"audio":{"id":"a"}}`, `{"AUDIO":1}`, `{"Url":1}`, `{"image_URL":"x"}`, `{"FILE_ID":"f"}`,
+		`{"vector_store_ids":[]}`, `{"x":"\u0061udio"}`, `{"ſ":1}`, "\xc5", `"audio`, `"url"`, `_`, `_i`,
+		`{"file_Id":1}`, `{"store_id":1}`, `{"tore_id":1}`, `{"a\\u":1}`, `"container"`, `""url"`, `"url""`, "",
+		`"` + strings.Repeat("A", 70) + `"`, `"` + strings.Repeat("a", 63) + `"`, `"` + strings.Repeat("a", 64) + `"`, `"` + strings.Repeat("a", 62) + `"`,
+	} {
+		f.Add(body)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		long := strings.Repeat("a", 70) // past the lengths keyHint keeps a bit for
+		for _, words := range [][]string{nil, {"url"}, {"audio", "url"}, {"container", "url"}, {"", "a"}, {long, long[:63], long[:62]}} {
+			if got, want := keyHint([]byte(body), words...), keyHintAtEveryQuote([]byte(body), words); got != want {
+				t.Fatalf("keyHint(%q, %q) = %v, the rule says %v", body, words, got, want)
+			}
+		}
+	})
+}
+
+// keyHintAtEveryQuote is keyHint's rule as it reads: an escape, a ſ, file_id, store_id or _url
+// anywhere, or after any quote one of words followed by a quote, in any case.
+func keyHintAtEveryQuote(body []byte, words []string) bool {
+	s := string(body)
+	if strings.Contains(s, `\u`) || strings.Contains(s, "ſ") {
+		return true
+	}
+	b := []byte(s) // ASCII letters in lower case, every other byte as it is
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	lower := string(b)
+	for i := range len(s) {
+		if s[i] == '_' && (strings.HasPrefix(lower[i+1:], "url") ||
+			strings.HasPrefix(lower[i+1:], "id") && (strings.HasSuffix(lower[:i], "file") || strings.HasSuffix(lower[:i], "store"))) {
+			return true
+		}
+		if s[i] != '"' {
+			continue
+		}
+		for _, w := range words {
+			if after := s[i+1:]; len(after) > len(w) && after[len(w)] == '"' && strings.EqualFold(after[:len(w)], w) && asciiOnly(after[:len(w)]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func asciiOnly(s string) bool {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}

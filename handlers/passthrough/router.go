@@ -151,11 +151,16 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		// endpoint either (DESIGN §7), and says nothing of which methods the path takes.
 		return Route{}, errNoEndpoint
 	}
-	if len(r.Header["Content-Type"]) > 1 {
+	contentType := ""
+	switch values := r.Header["Content-Type"]; len(values) {
+	case 0:
+	case 1:
+		contentType = values[0]
+	default:
 		// Decoders differ on which of two values counts; forward only a body read one way.
 		return Route{}, apierror.New(http.StatusBadRequest, "invalid_request_body", "the request has more than one Content-Type header").WithParam("Content-Type")
 	}
-	if !utf8JSON(hdr.Get(r.Header, "Content-Type")) {
+	if !utf8JSON(contentType) {
 		return Route{}, notUTF8(r)
 	}
 	if r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "model") {
@@ -169,7 +174,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		return Route{}, errCoded
 	}
 	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: ep.Object == "" || ep.Creates != ""}
-	if err := rt.resolve(w, r, id, ep, params, &route); err != nil {
+	if err := rt.resolve(w, r, id, ep, params, contentType, &route); err != nil {
 		route.Done()
 		return Route{}, err
 	}
@@ -188,12 +193,12 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 // Router.Created.
 func (route Route) Records() bool { return route.Creates != "" || route.RevealsItems }
 
-// resolve finds the model and provider of a request.
-func (rt *Router) resolve(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, params map[string]string, route *Route) error {
+// resolve finds the model and provider of a request whose Content-Type header is contentType.
+func (rt *Router) resolve(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, params map[string]string, contentType string, route *Route) error {
 	if ep.Object != "" {
 		return rt.resolveObject(w, r, id, ep, params["id"], route)
 	}
-	model, err := rt.findModel(w, r, id, ep, params["model"], route)
+	model, err := rt.findModel(w, r, id, ep, params["model"], contentType, route)
 	if err != nil {
 		return err
 	}
@@ -230,7 +235,8 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 		if route.Creates == KindVideo {
 			checked = remixBodyFields
 		}
-		fields, body, err := rt.jsonFields(w, r, checked...)
+		var fields bodyFields
+		body, err := rt.jsonFields(w, r, &fields, checked...)
 		if err != nil {
 			return err
 		}
@@ -272,10 +278,11 @@ func (rt *Router) resolveObject(w http.ResponseWriter, r *http.Request, id auth.
 }
 
 // findModel takes the model from the path, the JSON body or the multipart field "model", and
-// checks the body's references to owned objects.
-func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, pathModel string, route *Route) (string, error) {
-	mt, params, _ := mediaType(hdr.Get(r.Header, "Content-Type"))
+// checks the body's references to owned objects. contentType is the request's Content-Type header.
+func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Identity, ep Endpoint, pathModel, contentType string, route *Route) (string, error) {
+	mt, params, _ := mediaType(contentType)
 	isJSON := mt == "application/json" || strings.HasSuffix(mt, "+json")
+	var fields bodyFields // a JSON body's checked fields, one variable for every case
 	switch {
 	case pathModel != "":
 		if !isJSON && r.ContentLength != 0 && ep.nested != nil {
@@ -284,7 +291,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		}
 		if isJSON && r.ContentLength != 0 {
 			// The body may not name a model other than the path's.
-			fields, body, err := rt.jsonFields(w, r, refFields(ep)...)
+			body, err := rt.jsonFields(w, r, &fields, refFields(ep)...)
 			if err != nil {
 				return "", err
 			}
@@ -313,7 +320,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		}
 		return pathModel, nil
 	case isJSON && ep.batch:
-		fields, body, err := rt.jsonFields(w, r, refFields(ep)...)
+		body, err := rt.jsonFields(w, r, &fields, refFields(ep)...)
 		if err != nil {
 			return "", err
 		}
@@ -330,7 +337,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		route.Calls = batchCalls(reqs)
 		return rt.batchModel(id, &fields, reqs)
 	case isJSON:
-		fields, body, err := rt.jsonFields(w, r, refFields(ep)...)
+		body, err := rt.jsonFields(w, r, &fields, refFields(ep)...)
 		if err != nil {
 			return "", err
 		}
@@ -364,30 +371,31 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 }
 
 // jsonFields reads the JSON body (bounded), applies jsonkeys' rule with the checked fields, and
-// leaves the body to be replayed byte for byte. It returns the checked fields present, and the body.
-func (rt *Router) jsonFields(w http.ResponseWriter, r *http.Request, checked ...string) (bodyFields, []byte, error) {
+// leaves the body to be replayed byte for byte. It puts the checked fields present in fields
+// (filled where the caller keeps it, not copied out), and returns the body.
+func (rt *Router) jsonFields(w http.ResponseWriter, r *http.Request, fields *bodyFields, checked ...string) ([]byte, error) {
 	limit := rt.MaxJSONBytes
 	if limit <= 0 {
 		limit = DefaultMaxJSONBytes
 	}
 	body, err := apierror.ReadBody(w, r, limit, "invalid_request_body")
 	if err != nil {
-		return bodyFields{}, nil, err
+		return nil, err
 	}
 	replay := &replayedBody{body: body}
 	replay.Reset(body)
 	r.Body, r.GetBody = replay, replay.again
-	fields, err := readFields(body, checked)
+	err = fields.read(body, checked)
 	if e, ok := errors.AsType[*jsonkeys.Error](err); ok {
-		return bodyFields{}, nil, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
+		return nil, apierror.New(http.StatusBadRequest, "invalid_request_body", e.Field+" is refused: "+e.Error()).WithParam(e.Field)
 	}
 	if err != nil {
-		return bodyFields{}, nil, errBadJSON
+		return nil, errBadJSON
 	}
 	if _, ok := fields.get(methodField); ok {
-		return bodyFields{}, nil, errMethodOverride.WithParam(methodField)
+		return nil, errMethodOverride.WithParam(methodField)
 	}
-	return fields, body, nil
+	return body, nil
 }
 
 func jsonModel(fields *bodyFields) (string, error) {
@@ -470,11 +478,16 @@ func rewrite(r *http.Request, p *providers.Upstream) {
 			r.URL.RawQuery = q.Encode()
 		}
 	}
-	rest := r.URL.Path
-	if seg, after, ok := strings.Cut(strings.TrimPrefix(rest, "/"), "/"); ok && isVersion(seg) {
-		rest = "/" + after
+	path := r.URL.Path
+	rest := path
+	if seg, after, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && isVersion(seg) {
+		rest = path[len(path)-len(after)-1:] // "/" + after, which path holds
 	}
-	r.URL.Path = strings.TrimSuffix(p.BaseURL.Path, "/") + rest
+	// The usual request names the upstream's own version prefix (/v1/... to a base of /v1):
+	// its path stays as it is, without building it again.
+	if base := strings.TrimSuffix(p.BaseURL.Path, "/"); len(base)+len(rest) != len(path) || !strings.HasPrefix(path, base) {
+		r.URL.Path = base + rest
+	}
 	r.URL.RawPath = ""
 }
 

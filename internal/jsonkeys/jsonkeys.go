@@ -56,9 +56,6 @@ func (e *Error) Error() string {
 // by case, or an unclear key is an *Error. Data that is not one JSON object is ErrNotObject.
 // Only the object's own keys are checked, not those of nested objects.
 func Members(data []byte, fields ...string) (map[string]json.RawMessage, error) {
-	if !valid(data) {
-		return nil, ErrNotObject
-	}
 	return membersMap(data, fields)
 }
 
@@ -67,10 +64,11 @@ func Members(data []byte, fields ...string) (map[string]json.RawMessage, error) 
 // keeps its own variables reads a body without an allocation. found must be as long as fields.
 func MembersOf(data []byte, fields []string, found []json.RawMessage) error {
 	clear(found)
-	if !valid(data) {
-		return ErrNotObject
+	err := members(data, fields, found, nil)
+	if err == ErrNotObject {
+		clear(found) // what members found before the data went wrong
 	}
-	return members(data, fields, found, nil)
+	return err
 }
 
 // MembersValid is Members for data already known to be valid JSON (see OthersValid): bytes that
@@ -85,9 +83,6 @@ func MembersValid(data []byte, fields ...string) (map[string]json.RawMessage, er
 // holds (no key repeats, so no decoder's choice between repeats matters). The values are slices
 // of data, not copies.
 func All(data []byte, fields ...string) (map[string]json.RawMessage, error) {
-	if !valid(data) {
-		return nil, ErrNotObject
-	}
 	values := make(map[string]json.RawMessage)
 	if err := members(data, fields, make([]json.RawMessage, len(fields)), values); err != nil {
 		return nil, err
@@ -116,12 +111,13 @@ func membersMap(data []byte, fields []string) (map[string]json.RawMessage, error
 	return values, nil
 }
 
-// members applies the rule to valid JSON data, puts the value of each checked field fields[i]
-// it finds in found[i], and, with a non-nil all, every member in all under its decoded key.
+// members applies the rule to JSON data, puts the value of each checked field fields[i] it finds
+// in found[i], and, with a non-nil all, every member in all under its decoded key. It checks
+// that data is one valid JSON object (valid's rule) as it reads it, in the same pass: data that
+// is not is ErrNotObject, before any refused key.
 func members(data []byte, fields []string, found []json.RawMessage, all map[string]json.RawMessage) error {
-	s := scanner{data: data}
-	s.space()
-	if !s.consume('{') {
+	i := SkipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
 		return ErrNotObject
 	}
 	// The keys seen so far, for the repeat check: a short list for the usual object, a set
@@ -131,27 +127,35 @@ func members(data []byte, fields []string, found []json.RawMessage, all map[stri
 	var few [16][]byte
 	n := 0
 	var seen map[string]bool
-	s.space()
-	if s.consume('}') {
-		return nil
+	if i = SkipSpace(data, i+1); i < len(data) && data[i] == '}' {
+		return objectEnds(data, i)
 	}
 	for {
-		s.space()
-		key, clear := keyBytes(s.str())
-		s.space()
-		s.consume(':')
-		s.space()
-		start := s.pos
-		s.value()
-		value := data[start:s.pos]
+		if i >= len(data) || data[i] != '"' {
+			return ErrNotObject
+		}
+		keyEnd := stringEnd(data, i)
+		if keyEnd < 0 {
+			return ErrNotObject
+		}
+		raw := data[i:keyEnd]
+		if i = SkipSpace(data, keyEnd); i >= len(data) || data[i] != ':' {
+			return ErrNotObject
+		}
+		start := SkipSpace(data, i+1)
+		if i = valueEnd(data, start, 1); i < 0 {
+			return ErrNotObject
+		}
+		value := data[start:i]
+		key, clear := keyBytes(raw)
 		if !clear {
 			// Name the checked field the key would become if a decoder dropped what is unclear.
 			k := string(key)
-			return &Error{Problem: Unclear, Key: k, Field: fieldFor(strings.Map(dropUnclear, k), fields)}
+			return keyError(data, &Error{Problem: Unclear, Key: k, Field: fieldFor(strings.Map(dropUnclear, k), fields)})
 		}
 		if n < len(few) {
 			if slices.ContainsFunc(few[:n], func(k []byte) bool { return string(k) == string(key) }) {
-				return repeatedKey(string(key), fields)
+				return keyError(data, repeatedKey(string(key), fields))
 			}
 			few[n], n = key, n+1
 		} else {
@@ -162,27 +166,47 @@ func members(data []byte, fields []string, found []json.RawMessage, all map[stri
 				}
 			}
 			if seen[string(key)] {
-				return repeatedKey(string(key), fields)
+				return keyError(data, repeatedKey(string(key), fields))
 			}
 			seen[string(key)] = true
 		}
 		keyASCII := asciiOnly(key)
-		for i, f := range fields {
+		for j, f := range fields {
 			if string(key) == f {
-				found[i] = value
-			} else if equalFold(key, keyASCII, f) {
-				return &Error{Problem: Case, Key: string(key), Field: f}
+				found[j] = value
+			} else if !(keyASCII && unlikeASCII(key, f)) && equalFold(key, keyASCII, f) {
+				return keyError(data, &Error{Problem: Case, Key: string(key), Field: f})
 			}
 		}
 		if all != nil {
 			all[string(key)] = value
 		}
-		s.space()
-		if s.consume('}') {
-			return nil
+		if i = SkipSpace(data, i); i < len(data) && data[i] == '}' {
+			return objectEnds(data, i)
 		}
-		s.consume(',')
+		if i >= len(data) || data[i] != ',' {
+			return ErrNotObject
+		}
+		i = SkipSpace(data, i+1)
 	}
+}
+
+// objectEnds is members' answer at the object's closing brace at i: nothing may follow it but
+// white space.
+func objectEnds(data []byte, i int) error {
+	if SkipSpace(data, i+1) != len(data) {
+		return ErrNotObject
+	}
+	return nil
+}
+
+// keyError is members' answer for a refused key: ErrNotObject if the rest of data is not valid
+// JSON (data that is not one object is refused as such, whatever its keys), else the key's error.
+func keyError(data []byte, err *Error) error {
+	if !valid(data) {
+		return ErrNotObject
+	}
+	return err
 }
 
 // keyBytes is decodeKey as bytes: for a plain key (the usual one), the bytes between the quotes
@@ -226,6 +250,17 @@ func equalFold(key []byte, keyASCII bool, field string) bool {
 	return true
 }
 
+// unlikeASCII reports, without a call, the usual reasons why the ASCII key differs from field in
+// every letter case: field is shorter (each of its letters stands for one of the key), or its first
+// or last byte is ASCII and another than the key's first or last in any case (compared with the
+// case bit set: bytes that differ so differ in lower case too). Most checked fields differ from a
+// key so; the others go through equalFold.
+func unlikeASCII(key []byte, field string) bool {
+	k, f := len(key)-1, len(field)-1
+	return f < k || k >= 0 && (field[0] < utf8.RuneSelf && field[0]|0x20 != key[0]|0x20 ||
+		field[f] < utf8.RuneSelf && field[f]|0x20 != key[k]|0x20)
+}
+
 // lowerASCII is c in lower case when it is an ASCII capital letter, else c.
 func lowerASCII(c byte) byte {
 	if 'A' <= c && c <= 'Z' {
@@ -245,7 +280,7 @@ func asciiOnly[T string | []byte](b T) bool {
 }
 
 // repeatedKey is the error of a key that appears twice.
-func repeatedKey(key string, fields []string) error {
+func repeatedKey(key string, fields []string) *Error {
 	return &Error{Problem: Repeated, Key: key, Field: fieldFor(key, fields)}
 }
 

@@ -78,6 +78,8 @@ func FuzzMembers(f *testing.F) {
 		`{"model":"a"}`, `{"model":"a","Model":"b"}`, `{"mod\u0065l":"a"}`, `{"MODEL":"b","model":"a"}`,
 		`{"model":"a","model":"b"}`, `{"\u212a":1,"k":2}`, "{\"mod\xffel\":1}", `{"model\ud800":1}`,
 		`{"a":{"model":"x"},"model":[1,{"b":"}"}]}`, `{"model":null}`, `[]`, `{"model":"a"`,
+		`{"model":"a","Model":"b"`, `{"model":"a","model":"b"} x`, `{"model":"a"} {}`, `{"a":1,"a":[}`, `{"model":"a",}`,
+		`{"model" "a"}`, `{"model":"a" "b":1}`, `{"model":tru}`, `{"model":01}`, ` {"model":"a"} `, `{}`, ` { } `, `{"a":[]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -94,6 +96,12 @@ func FuzzMembers(f *testing.F) {
 			}
 			if errors.Is(err, ErrNotObject) && json.Valid(body) && bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
 				t.Fatalf("a valid object was called not an object: %q", body)
+			}
+			if e != nil && !json.Valid(body) {
+				t.Fatalf("data that is not valid JSON was refused for a key (%v), not as ErrNotObject: %q", err, body)
+			}
+			if errors.Is(err, ErrNotObject) && found[0] != nil {
+				t.Fatalf("MembersOf refused the body as not an object and left %q found", found[0])
 			}
 			return
 		}
@@ -204,16 +212,21 @@ func isProblem(err error, problem string) bool {
 	return ok && e.Problem == problem
 }
 
-// equalFold must be strings.EqualFold, for every key and field.
+// equalFold must be strings.EqualFold, for every key and field; unlikeASCII, which passes over
+// the usual field without calling it, never passes over one that an ASCII key equals.
 func FuzzEqualFold(f *testing.F) {
 	for _, seed := range [][2]string{{"model", "model"}, {"Model", "model"}, {"MODEL", "model"}, {"\u212a", "k"},
 		{"max_tokens", "max_Tokens"}, {"ſize", "size"}, {"modeł", "model"}, {"", ""}, {"n", "N"}, {"@", "`"}, {"[", "{"},
-		{"k", "\u212a"}, {"sk", "\u017f\u212a"}, {"size", "\u017fize"}, {"ab", "a\u00e9"}, {"abc", "a\u00e9"}} {
+		{"k", "\u212a"}, {"sk", "\u017f\u212a"}, {"size", "\u017fize"}, {"ab", "a\u00e9"}, {"abc", "a\u00e9"},
+		{"", "a"}, {"a", ""}, {"ab", "a"}, {"kind", "\u212aIND"}, {"size", "SIZE"}, {"Size", "s"}} {
 		f.Add(seed[0], seed[1])
 	}
 	f.Fuzz(func(t *testing.T, key, field string) {
 		if got, want := equalFold([]byte(key), asciiOnly(key), field), strings.EqualFold(key, field); got != want {
 			t.Fatalf("equalFold(%q, %q) = %v, strings.EqualFold %v", key, field, got, want)
+		}
+		if asciiOnly(key) && unlikeASCII([]byte(key), field) && strings.EqualFold(key, field) {
+			t.Fatalf("unlikeASCII(%q, %q) passes over a key that equals the field in another case", key, field)
 		}
 	})
 }

@@ -10,27 +10,33 @@ const maxNestingDepth = 10000
 // nesting bound. It reads each byte once without a state machine's call per byte, at a
 // fraction of json.Valid's cost; FuzzValid holds the two to the same answer.
 func valid(data []byte) bool {
+	end := valueEnd(data, SkipSpace(data, 0), 0)
+	return end >= 0 && SkipSpace(data, end) == len(data)
+}
+
+// valueEnd returns the index just past the JSON value that starts at i, or -1 when no valid
+// value starts there; depth containers already open around it count toward the nesting bound.
+func valueEnd(data []byte, i, depth int) int {
 	var inline [64]bool // the open containers, true for an object; most bodies nest less
 	open := inline[:0]
-	i := SkipSpace(data, 0)
 	for {
 		// A value starts at i.
 		if i >= len(data) {
-			return false
+			return -1
 		}
 		switch c := data[i]; c {
 		case '{', '[':
-			if len(open) == maxNestingDepth {
-				return false
+			if depth+len(open) == maxNestingDepth {
+				return -1
 			}
 			open = append(open, c == '{')
 			i = SkipSpace(data, i+1)
 			if i >= len(data) {
-				return false
+				return -1
 			}
 			if c == '{' && data[i] != '}' {
 				if i = memberKey(data, i); i < 0 {
-					return false
+					return -1
 				}
 				continue // its value
 			}
@@ -40,34 +46,33 @@ func valid(data []byte) bool {
 			open, i = open[:len(open)-1], i+1 // empty: a whole value
 		case '"':
 			if i = stringEnd(data, i); i < 0 {
-				return false
+				return -1
 			}
 		case 't':
 			if i = literalEnd(data, i, "true"); i < 0 {
-				return false
+				return -1
 			}
 		case 'f':
 			if i = literalEnd(data, i, "false"); i < 0 {
-				return false
+				return -1
 			}
 		case 'n':
 			if i = literalEnd(data, i, "null"); i < 0 {
-				return false
+				return -1
 			}
 		default:
 			if i = numberEnd(data, i); i < 0 {
-				return false
+				return -1
 			}
 		}
 		// A value ended at i: close the containers it ends, up to the next value.
 		next := false
 		for !next {
-			i = SkipSpace(data, i)
 			if len(open) == 0 {
-				return i == len(data)
+				return i
 			}
-			if i >= len(data) {
-				return false
+			if i = SkipSpace(data, i); i >= len(data) {
+				return -1
 			}
 			object := open[len(open)-1]
 			switch data[i] {
@@ -75,18 +80,18 @@ func valid(data []byte) bool {
 				i = SkipSpace(data, i+1)
 				if object {
 					if i = memberKey(data, i); i < 0 {
-						return false
+						return -1
 					}
 				}
 				next = true
 			case '}', ']':
 				if (data[i] == '}') != object {
-					return false
+					return -1
 				}
 				open = open[:len(open)-1]
 				i++
 			default:
-				return false
+				return -1
 			}
 		}
 	}
