@@ -62,13 +62,14 @@ func (w *answerWriter) WriteHeader(status int) {
 		// A provider's cookies (load balancer affinity, bot checks) belong to the operator's
 		// session with it, not to a tenant, and cookies ignore ports: one set on the gateway's
 		// host would reach the console too.
-		hdr.Del(w.Header(), "Set-Cookie")
-		mt, err := hdr.Get(w.Header(), "Content-Type"), error(nil)
+		h := w.Header() // once: each call goes down the chain of wrapped writers
+		hdr.Del(h, "Set-Cookie")
+		mt, err := hdr.Get(h, "Content-Type"), error(nil)
 		if mt != "application/json" && mt != "text/event-stream" { // the common ones need no parsing
 			mt, _, err = mime.ParseMediaType(mt)
 		}
 		switch {
-		case err != nil || status >= 300 || hdr.Get(w.Header(), "Content-Encoding") != "":
+		case err != nil || status >= 300 || hdr.Get(h, "Content-Encoding") != "":
 		case mt == "text/event-stream":
 			w.sniff, w.sniffer.SSE = true, true
 			if w.toolImages != nil {

@@ -1,9 +1,12 @@
 package caddymodule
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/caddyserver/caddy/v2"
 )
 
 // TestAnswerWriterForTakesTheObservedOnesOnce: mediagw_route's answer writer is the one its
@@ -33,5 +36,26 @@ func TestAnswerWriterForTakesTheObservedOnesOnce(t *testing.T) {
 	}
 	if tokens := first.sniffer.Seen(false); tokens.Prompt != 3 || tokens.Completion != 4 {
 		t.Fatalf("tokens %+v", tokens)
+	}
+}
+
+// requestReplacer gives the replacer mediagw_auth kept on the observed writer, and the request
+// context's otherwise (another writer, or an observed one before mediagw_auth kept any).
+func TestRequestReplacerIsTheRequests(t *testing.T) {
+	repl := caddy.NewReplacer()
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	r = r.WithContext(context.WithValue(r.Context(), caddy.ReplacerCtxKey, repl))
+	rec := httptest.NewRecorder()
+	ow := (&observer{}).begin(rec, r, nil)
+	if got := requestReplacer(ow, r); got != repl {
+		t.Fatal("an observed writer without a kept replacer: not the context's")
+	}
+	if got := requestReplacer(rec, r); got != repl {
+		t.Fatal("another writer: not the context's replacer")
+	}
+	kept := caddy.NewReplacer()
+	ow.repl = kept
+	if got := requestReplacer(ow, r); got != kept {
+		t.Fatal("the observed writer's kept replacer was not used")
 	}
 }

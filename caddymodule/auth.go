@@ -76,8 +76,7 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	defer func() { h.observer.end(ow, err) }()
 	w = ow
 	secret, keyErr := auth.KeyFromRequest(r)
-	exposed := exposes(r, srv)
-	auth.StripCredentials(r)
+	exposed := exposes(auth.Strip(r), srv) // Caddy's copy of r still shows what was stripped
 	stripOriginalURL(r)
 	if exposed {
 		return h.log.serve(w, r, func(w http.ResponseWriter, r *http.Request) error {
@@ -112,6 +111,7 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 	// function would lose to a value an earlier handler set for either name (vars, basic_auth,
 	// or a map handler's own function, from a client's header); Set replaces it.
 	repl := replacer(r)
+	ow.repl = repl // for mediagw_route (requestReplacer): one lookup of the context chain a request
 	repl.Set("http.auth.user.id", id.KeyID)
 	repl.Set("mediagw.account", id.Account)
 	ow.entry.Authenticated(id.Account, id.KeyID)

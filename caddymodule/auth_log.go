@@ -53,30 +53,15 @@ func newCredentialSafeLog(ctx caddy.Context) credentialSafeLog {
 	}
 }
 
-// exposes reports whether Caddy's copy of r would print a credential: a credential header in any
-// spelling (auth.IsCredentialHeader) other than the ones Caddy redacts (or any, when the server logs credentials), or the key parameter
-// in the request URI. Call it before the credentials are stripped.
-func exposes(r *http.Request, srv *caddyhttp.Server) bool {
-	logsCredentials := srv != nil && srv.Logs != nil && srv.Logs.ShouldLogCredentials
-	for name, values := range r.Header {
-		switch auth.HeaderKindOf(name) {
-		case auth.CredentialHeader:
-			if logsCredentials || (name != "Authorization" && name != "Proxy-Authorization") {
-				return true // Caddy redacts only these two, spelled so
-			}
-		case auth.WebSocketProtocolHeader:
-			if _, had := auth.WithoutKeyProtocols(values); had {
-				return true // a key in a WebSocket subprotocol (any spelling of the header), which Caddy prints
-			}
-		}
+// exposes reports whether Caddy's copy of a request would print a credential, from what
+// auth.Strip removed from the request (stripped): a credential header in any spelling
+// (auth.IsCredentialHeader) other than the ones Caddy redacts (or any, when the server logs
+// credentials), a key in a WebSocket subprotocol, or a key parameter in the request URI.
+func exposes(stripped auth.Stripped, srv *caddyhttp.Server) bool {
+	if srv != nil && srv.Logs != nil && srv.Logs.ShouldLogCredentials && stripped&auth.StrippedAuthorization != 0 {
+		return true
 	}
-	if r.URL.RawQuery == "" && !strings.Contains(r.RequestURI, "?") {
-		return false
-	}
-	probe := &http.Request{URL: r.URL, RequestURI: r.RequestURI, Header: http.Header{}}
-	clone := *probe.URL
-	probe.URL = &clone
-	return auth.StripCredentials(probe)
+	return stripped&(auth.StrippedHeader|auth.StrippedQuery) != 0
 }
 
 // serve runs next for a request that exposes credentials (see exposes), r stripped of them, or

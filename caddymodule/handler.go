@@ -67,6 +67,18 @@ func forwardedAllowed(r *http.Request, id auth.Identity) bool {
 	return true
 }
 
+// requestReplacer is replacer(r) for a handler after mediagw_auth: when w is the request's
+// observed writer (the handler right after mediagw_auth, as configured), the replacer that
+// mediagw_auth looked up, which is the request's (Caddy makes one a request, in the context that
+// every later handler's request derives from); otherwise it is looked up. The lookup walks the
+// request's whole context chain.
+func requestReplacer(w http.ResponseWriter, r *http.Request) *caddy.Replacer {
+	if ow, ok := w.(*observedWriter); ok && ow.repl != nil {
+		return ow.repl
+	}
+	return replacer(r)
+}
+
 // replacer returns the request's placeholder replacer.
 func replacer(r *http.Request) *caddy.Replacer {
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
@@ -78,7 +79,10 @@ type observedWriter struct {
 	traceID string
 	// identity is the caller's, which mediagw_auth puts in the request context by reference.
 	identity auth.Identity
-	wrapper  caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
+	// repl is the request's placeholder replacer, which mediagw_auth looked up (see
+	// requestReplacer); nil before.
+	repl    *caddy.Replacer
+	wrapper caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
 	// answer is the answer writer of the request's mediagw_route (see answerWriterFor), kept here
 	// to save it an allocation; answerTaken tells whether one took it.
 	answer      answerWriter

@@ -105,17 +105,17 @@ func clientShape(upstreamReq *http.Request) apierror.Shape {
 // Authorization. It also removes the headers that name the operator's provider organisation or
 // project, which every tenant shares: they are the operator's, as on requests.
 func redactHeaders(h http.Header, secrets []string) {
-	delete(h, "Openai-Organization")
-	delete(h, "Openai-Project")
-	delete(h, "Anthropic-Organization-Id")
-	for _, secret := range secrets {
-		if secret == "" {
+	for name, values := range h { // one read of the map: deleting the entry just read is safe
+		switch name {
+		case "Openai-Organization", "Openai-Project", "Anthropic-Organization-Id":
+			delete(h, name)
 			continue
 		}
-		for _, values := range h {
-			for i, v := range values {
-				if strings.Contains(v, secret) {
-					values[i] = strings.ReplaceAll(v, secret, upstream.Redacted)
+		for i, v := range values {
+			for _, secret := range secrets {
+				if secret != "" && strings.Contains(v, secret) {
+					v = strings.ReplaceAll(v, secret, upstream.Redacted)
+					values[i] = v
 				}
 			}
 		}

@@ -29,6 +29,32 @@ func TestRedactHeadersHidesTheOperatorsAccount(t *testing.T) {
 	}
 }
 
+// Every secret is replaced in every value of every header, each value by all of them in turn (a
+// Kling upstream has several), in a header map past a map's first group of eight.
+func TestRedactHeadersRedactsEverySecretInEveryValue(t *testing.T) {
+	h := http.Header{"Openai-Organization": {"operator-org"}, "X-Both": {"secret-key token-abc", "plain"}}
+	for i := range 10 {
+		h["X-Other-"+strings.Repeat("a", i+1)] = []string{"kept", "echo token-abc"}
+	}
+	redactHeaders(h, []string{"", "secret-key", "token-abc"})
+	if got := h["X-Both"]; len(got) != 2 || strings.Contains(got[0], "secret-key") || strings.Contains(got[0], "token-abc") || got[1] != "plain" {
+		t.Errorf("X-Both = %q", got)
+	}
+	for name, values := range h {
+		if name == "Openai-Organization" {
+			t.Error("Openai-Organization reached the client")
+		}
+		for _, v := range values {
+			if strings.Contains(v, "token-abc") || strings.Contains(v, "secret-key") {
+				t.Errorf("%s: %q", name, v)
+			}
+		}
+	}
+	if len(h) != 11 || h["X-Other-a"][0] != "kept" {
+		t.Errorf("headers %v", h)
+	}
+}
+
 // An error answer names the client's model id where it named the upstream's, gzip-encoded too
 // (read once, with the redaction); one that names neither a secret nor a renamed id passes byte
 // for byte, still encoded.

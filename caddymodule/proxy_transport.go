@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mediagw/mediagw/internal/hdr"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -84,19 +85,16 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !ok {
 		return t.HTTP.RoundTrip(req)
 	}
-	// mediagw_route put the first upstream's credential on the request, for a reverse_proxy
-	// without this transport. reverse_proxy logs req (at debug level) after the round trip, and
-	// Caddy hides only Authorization there: take the credential off req. Each attempt sets its
-	// upstream's own on a copy (outgoing).
-	providers.ClearCredentials(req.Header)
 	dial, _ := reverseproxy.GetDialInfo(req.Context())
 	u, ok := d.Yielded(dial.Upstream)
 	if !ok {
-		// Never send an upstream's credential to an address that is not that upstream's.
+		// Never send an upstream's credential to an address that is not that upstream's; nor
+		// leave the first one's on req, which reverse_proxy logs (see outgoing).
+		providers.ClearCredentials(req.Header)
 		return nil, fmt.Errorf("transport mediagw needs `dynamic mediagw` upstreams; %s is not one", dial.Address)
 	}
 	first := d.Attempt(u)
-	out, err := t.outgoing(req, d, u)
+	attempt, err := t.outgoing(req, d, u)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +104,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			publishUpstream(repl, u)
 		}
 	}
-	resp, err := t.HTTP.RoundTrip(out)
+	resp, err := t.HTTP.RoundTrip(&attempt.request)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return nil, err // the client left; not the upstream's fault
@@ -145,34 +143,36 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if models := d.AnswerModels(); models.Any() {
 		showClientModels(resp, models)
 	}
-	typedSafely(resp.Header)
+	typedSafely(resp.Header, &attempt.nosniff)
 	return resp, nil
 }
 
 // outgoing is req pointed at u: scheme, Host, base path, credential, and a fresh copy of the body.
 //
-// It is a copy of req with a URL and a header map of its own, so that the credential never
-// reaches req, which reverse_proxy logs at debug level after the round trip. The header values
-// are shared with req: they are replaced here, never changed in place, as the http transport
-// only reads them.
-func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *providers.Upstream) (*http.Request, error) {
+// mediagw_route put the first upstream's credential on req, for a reverse_proxy without this
+// transport. reverse_proxy logs req (at debug level) after the round trip, and Caddy hides only
+// Authorization there: outgoing takes the credential (and every header providers.ClearCredentials
+// clears) off req first. The attempt is a copy of req with a URL and a header map of its own,
+// req's cleared header cloned, on which u's credential is set: it never reaches req. The header
+// values are shared with req: they are replaced here, never changed in place, as the http
+// transport only reads them.
+func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *providers.Upstream) (*outgoingRequest, error) {
+	providers.ClearCredentials(req.Header)
 	attempt := new(outgoingRequest)
 	attempt.request, attempt.url = *req, *req.URL
 	out := &attempt.request
 	out.URL = &attempt.url
-	out.Header = make(http.Header, len(req.Header)+1)
-	for name, values := range req.Header {
-		out.Header[name] = values
-	}
+	out.Header = headerCopy(req.Header)
+	// The transport asks for compression and undoes it, whatever the client accepts: the answer
+	// is read for its usage (what the request is charged), its items and ids, and a mapped
+	// model's id; a gzipped one passed through would be charged the estimate instead. (Removed
+	// before the credential is set, its slot free for it.)
+	hdr.Del(out.Header, "Accept-Encoding")
 	out.URL.Scheme = u.BaseURL.Scheme
 	out.URL.Path = upstreamPath(u.BaseURL.Path, d.Rest, req.URL.Path)
 	out.URL.RawPath = ""
 	out.Host = u.BaseURL.Host
-	u.SetSharedCredentials(out.Header)
-	// The transport asks for compression and undoes it, whatever the client accepts: the answer
-	// is read for its usage (what the request is charged), its items and ids, and a mapped
-	// model's id; a gzipped one passed through would be charged the estimate instead.
-	hdr.Del(out.Header, "Accept-Encoding")
+	u.SetOwnCredentials(out.Header) // out.Header is req's, cleared above: nothing to clear again
 	if d.Body != nil && req.Body != nil && req.Body != http.NoBody {
 		body, err := d.Body.Replay()
 		if err != nil {
@@ -180,13 +180,33 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 		}
 		out.Body = body
 	}
-	return out, nil
+	return attempt, nil
 }
 
-// outgoingRequest is an attempt's copy of the request and of its URL, in one allocation.
+// headerCopy is a copy of h with room for one more name (the upstream's credential). A header
+// of fewer than eight names (a client's usual few, which a map keeps in one group of eight
+// slots) is cloned whole, where assigning each name would hash it again; a larger one is copied
+// into a map sized for it, as its clone could have to grow for the credential.
+func headerCopy(h http.Header) http.Header {
+	if len(h) < 8 {
+		if c := maps.Clone(h); c != nil {
+			return c
+		}
+		return make(http.Header, 1)
+	}
+	c := make(http.Header, len(h)+1)
+	for name, values := range h {
+		c[name] = values
+	}
+	return c
+}
+
+// outgoingRequest is an attempt's copy of the request and of its URL, and the storage of its
+// answer's X-Content-Type-Options value (see typedSafely), in one allocation.
 type outgoingRequest struct {
 	request http.Request
 	url     url.URL
+	nosniff [1]string
 }
 
 // upstreamPath is the upstream's base path (without its trailing slash) followed by rest, the

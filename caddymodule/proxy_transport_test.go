@@ -35,13 +35,23 @@ func TestOutgoingKeepsTheCredentialOffTheLoggedRequest(t *testing.T) {
 	req.Header.Set("Accept-Encoding", "gzip")
 	req.Header.Set("Content-Type", "application/json")
 	before := req.Header.Clone()
+	// What mediagw_route set for a reverse_proxy without this transport (the first upstream's
+	// credential), and what a tenant may send that no upstream may get.
+	req.Header.Set("Authorization", "Bearer first-upstream-key")
+	req.Header.Set("X-Api-Key", "tenant-key")
+	req.Header.Set("Cookie", "console=tenant-session")
+	req.Header.Set("Openai-Organization", "org-tenant")
 	var tr ProxyTransport
-	out, err := tr.outgoing(req, d, p.Upstreams[0])
+	attempt, err := tr.outgoing(req, d, p.Upstreams[0])
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := &attempt.request
 	if got := out.Header.Get("Authorization"); got != "Bearer operator-key" {
 		t.Errorf("outgoing Authorization = %q", got)
+	}
+	if want := (http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer operator-key"}}); fmt.Sprint(out.Header) != fmt.Sprint(want) {
+		t.Errorf("outgoing header %v, want %v", out.Header, want)
 	}
 	if out.URL.Scheme != "https" || out.URL.Path != "/v1/chat/completions" || out.Host != "api.example.com" {
 		t.Errorf("outgoing to %s (Host %s)", out.URL, out.Host)
@@ -54,7 +64,7 @@ func TestOutgoingKeepsTheCredentialOffTheLoggedRequest(t *testing.T) {
 	}
 	for _, values := range req.Header {
 		for _, v := range values {
-			if strings.Contains(v, "operator-key") {
+			if strings.Contains(v, "operator-key") || strings.Contains(v, "first-upstream-key") {
 				t.Fatal("the credential reached the logged request")
 			}
 		}
@@ -176,3 +186,44 @@ func TestUpstreamPath(t *testing.T) {
 		}
 	}
 }
+
+// headerCopy copies every name of a header of any size, into a map of its own, and with the
+// credential added it allocates no more than the sized copy it replaced for small headers
+// (fewer than eight names: a clone) and the same for larger ones.
+func TestHeaderCopy(t *testing.T) {
+	for n := 0; n <= 20; n++ {
+		h := http.Header{}
+		for i := range n {
+			h["X-Name-"+strconv.Itoa(i)] = []string{strconv.Itoa(i)}
+		}
+		c := headerCopy(h)
+		if fmt.Sprint(c) != fmt.Sprint(h) {
+			t.Fatalf("%d names: copy %v", n, c)
+		}
+		c["Authorization"] = []string{"Bearer operator-key"}
+		delete(c, "X-Name-0")
+		if len(h) != n || h["Authorization"] != nil || (n > 0 && h["X-Name-0"] == nil) {
+			t.Fatalf("%d names: the copy shares its map with the original", n)
+		}
+		credential := []string{"Bearer operator-key"}
+		copied := testing.AllocsPerRun(20, func() {
+			c := headerCopy(h)
+			c["Authorization"] = credential
+			headerSink = c
+		})
+		sized := testing.AllocsPerRun(20, func() {
+			c := make(http.Header, len(h)+1)
+			for name, values := range h {
+				c[name] = values
+			}
+			c["Authorization"] = credential
+			headerSink = c
+		})
+		if copied > sized {
+			t.Errorf("%d names: %v allocations, the sized copy %v", n, copied, sized)
+		}
+	}
+}
+
+// headerSink keeps TestHeaderCopy's maps on the heap, as an attempt's header is.
+var headerSink http.Header

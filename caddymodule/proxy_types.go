@@ -15,8 +15,12 @@ const plainText = "text/plain; charset=utf-8"
 // typed as active content (activeType: HTML, SVG or any XML, JavaScript) or with a type that does
 // not parse, its body passed on as sent. No model API answers with a page; a hostile provider
 // could, and the client's browser would run it as the gateway's.
-func typedSafely(h http.Header) {
-	h["X-Content-Type-Options"] = []string{"nosniff"} // the names canonical: no Set, Get (hdr)
+//
+// own is storage of this answer's for the nosniff value (the attempt's, allocated with it): a
+// value shared between answers could be changed in place (a header_down replacement does).
+func typedSafely(h http.Header, own *[1]string) {
+	own[0] = "nosniff"
+	h["X-Content-Type-Options"] = own[:] // the names canonical: no Set, Get (hdr)
 	ct := hdr.Get(h, "Content-Type")
 	switch ct {
 	case "", "application/json", "application/json; charset=utf-8", "text/event-stream",

@@ -18,7 +18,7 @@ func TestTypedSafely(t *testing.T) {
 		if in != "" {
 			h.Set("Content-Type", in)
 		}
-		typedSafely(h)
+		typedSafely(h, new([1]string))
 		if got := h.Get("Content-Type"); got != want || h.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("%q: Content-Type %q, nosniff %q; want %q, nosniff", in, got, h.Get("X-Content-Type-Options"), want)
 		}

@@ -178,13 +178,13 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		}
 		entry.Accepted()
 	}
-	if route.Slot, err = h.takeSlot(r.Context(), id, route); err != nil {
+	if route.Slot, err = h.takeSlot(r.Context(), &id, &route); err != nil {
 		hold.Release("refused: too many active tasks")
 		entry.Refused()
 		apierror.Respond(w, shape, h.logger, err)
 		return nil
 	}
-	repl := replacer(r)
+	repl := requestReplacer(w, r)
 	sw := answerWriterFor(w)
 	sw.countItems = route.Sizing.Images && hold.ID != ""
 	if hold.HoldsToolImages() {
@@ -353,12 +353,13 @@ func proxyFailure(err error) *apierror.Error {
 
 // takeSlot takes an active-task slot for a create that makes an asynchronous object (see
 // passthrough.Route.TakesSlot). At the key's limit it first gives back the slots of the key's
-// objects whose lease has ended, then tries once more.
-func (h *RouteHandler) takeSlot(ctx context.Context, id auth.Identity, route passthrough.Route) (accounting.Slot, error) {
+// objects whose lease has ended, then tries once more. (id and route by reference: every
+// request passes here, and most take no slot.)
+func (h *RouteHandler) takeSlot(ctx context.Context, id *auth.Identity, route *passthrough.Route) (accounting.Slot, error) {
 	if !route.TakesSlot() {
 		return accounting.Slot{}, nil
 	}
-	slot, sweepErr, err := h.router.TakeSlot(ctx, h.accountant, id, route.Model)
+	slot, sweepErr, err := h.router.TakeSlot(ctx, h.accountant, *id, route.Model)
 	if sweepErr != nil {
 		h.logger.Error("ending the lapsed active-task slots of a key failed", zap.String("key_id", id.KeyID), zap.Error(sweepErr))
 	}

@@ -109,23 +109,48 @@ func KeyFromRequest(r *http.Request) (string, error) {
 // a trailer may carry any header, a key included. (r no longer shares the trailer map that the
 // server fills at the end of the body; trailers never announced are kept only on the server's
 // own request, which no handler sees.) It reports whether it removed anything.
-func StripCredentials(r *http.Request) bool {
-	removed := false
+func StripCredentials(r *http.Request) bool { return Strip(r) != 0 }
+
+// Stripped tells where Strip found and removed credentials in a request: a set of the places
+// below, none (0) when it removed nothing.
+type Stripped uint8
+
+const (
+	// StrippedAuthorization is an Authorization or Proxy-Authorization header spelled so: the
+	// two that Caddy's logs redact (unless the server logs credentials).
+	StrippedAuthorization Stripped = 1 << iota
+	// StrippedHeader is any other credential header (another name, or another spelling of
+	// those two), or a key subprotocol of a Sec-WebSocket-Protocol header.
+	StrippedHeader
+	// StrippedQuery is a credential parameter in the URL's query or in the RequestURI's.
+	StrippedQuery
+	// StrippedTrailers are the request's trailers.
+	StrippedTrailers
+)
+
+// Strip is StripCredentials, reporting where it removed credentials: a caller that must know
+// whether a log would have shown them reads that here, without a second pass over the request.
+func Strip(r *http.Request) Stripped {
+	var stripped Stripped
 	if r.Trailer != nil {
 		r.Trailer = nil
-		removed = true
+		stripped |= StrippedTrailers
 	}
 	for name, protocols := range r.Header {
 		switch HeaderKindOf(name) {
 		case CredentialHeader:
 			delete(r.Header, name)
-			removed = true
+			if name == "Authorization" || name == "Proxy-Authorization" {
+				stripped |= StrippedAuthorization
+			} else {
+				stripped |= StrippedHeader
+			}
 			continue
 		case OtherHeader:
 			continue
 		}
 		if kept, had := WithoutKeyProtocols(protocols); had {
-			removed = true
+			stripped |= StrippedHeader
 			if len(kept) == 0 {
 				delete(r.Header, name)
 			} else {
@@ -138,20 +163,20 @@ func StripCredentials(r *http.Request) bool {
 			r.URL.RawQuery, r.URL.ForceQuery = q, false
 			r.RequestURI = r.URL.RequestURI()
 			r.Form, r.PostForm = nil, nil
-			removed = true
+			stripped |= StrippedQuery
 		}
 	}
-	if !removed && r.RequestURI != "" && r.URL != nil {
+	if stripped&StrippedQuery == 0 && r.RequestURI != "" && r.URL != nil {
 		// A RequestURI that still differs in its query (say, a copy kept from before a rewrite)
-		// is rebuilt from the URL, which no longer carries the key.
+		// is rebuilt from the URL, which no longer carries the key: whatever else was removed.
 		if _, rawQuery, ok := strings.Cut(r.RequestURI, "?"); ok {
 			if _, has := withoutCredentialParameters(rawQuery); has {
 				r.RequestURI = r.URL.RequestURI()
-				removed = true
+				stripped |= StrippedQuery
 			}
 		}
 	}
-	return removed
+	return stripped
 }
 
 // IsCredentialHeader reports whether a header name reads as one of CredentialHeaders to some
@@ -178,6 +203,9 @@ const (
 // HeaderKindOf folds name once, as FoldName folds it, and tells which of the header kinds it
 // reads as. It allocates nothing: the header checks run on every header of every request.
 func HeaderKindOf(name string) HeaderKind {
+	if name == "Authorization" {
+		return CredentialHeader // every request's key, spelled as net/http keys it: not folded
+	}
 	var buf [maxFoldedHeader]byte
 	n := 0
 	for i := 0; i < len(name); i++ {
@@ -187,6 +215,8 @@ func HeaderKindOf(name string) HeaderKind {
 			continue // a separator, space or control character, dropped
 		case n == 0 && c != 'a' && c != 'p' && c != 'x' && c != 's':
 			return OtherHeader // no name below begins otherwise
+		case n == 1 && !foldedSecond(buf[0], c):
+			return OtherHeader // nor goes on otherwise: Accept-*, X-Forwarded-*, X-Stainless-* end here
 		case n == len(buf):
 			return OtherHeader // longer than any name below
 		}
@@ -200,6 +230,20 @@ func HeaderKindOf(name string) HeaderKind {
 		return WebSocketProtocolHeader
 	}
 	return OtherHeader
+}
+
+// foldedSecond reports whether a folded name that begins with first and then c may be one of
+// the names HeaderKindOf knows (they begin au, ap, pr, xa, xg or se).
+func foldedSecond(first, c byte) bool {
+	switch first {
+	case 'a':
+		return c == 'u' || c == 'p'
+	case 'p':
+		return c == 'r'
+	case 'x':
+		return c == 'a' || c == 'g'
+	}
+	return c == 'e' // 's'
 }
 
 // maxFoldedHeader is the length of the longest folded name HeaderKindOf knows.

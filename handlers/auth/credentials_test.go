@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestKeyFromRequest(t *testing.T) {
@@ -62,6 +63,37 @@ func TestStripCredentials(t *testing.T) {
 	clean := httptest.NewRequest("GET", "/v1/models?keys=1&monkey=2", nil)
 	if StripCredentials(clean) || clean.URL.RawQuery != "keys=1&monkey=2" {
 		t.Errorf("a request without credentials was changed: %q", clean.URL.RawQuery)
+	}
+}
+
+// A RequestURI that still carries a key its URL no longer has (a rewrite before mediagw_auth
+// kept it) is rebuilt from the URL whatever else the request carried: a removed Authorization
+// header or trailers once left it as sent, and Caddy's log prints it. Strip tells each place.
+func TestStripRebuildsTheRequestURIWhateverElseItRemoved(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(r *http.Request)
+		want Stripped
+	}{
+		{"nothing else", func(*http.Request) {}, StrippedQuery},
+		{"an Authorization header", func(r *http.Request) { r.Header.Set("Authorization", "Bearer k") }, StrippedQuery | StrippedAuthorization},
+		{"an X-Api-Key header", func(r *http.Request) { r.Header.Set("X-Api-Key", "k") }, StrippedQuery | StrippedHeader},
+		{"trailers", func(r *http.Request) { r.Trailer = http.Header{"X-Api-Key": nil} }, StrippedQuery | StrippedTrailers},
+	} {
+		r := httptest.NewRequest("GET", "/v1/models?alt=sse", nil)
+		r.RequestURI = "/v1beta/models?alt=sse&key=secret"
+		tc.set(r)
+		if got := Strip(r); got != tc.want {
+			t.Errorf("%s: Strip = %b, want %b", tc.name, got, tc.want)
+		}
+		if r.RequestURI != "/v1/models?alt=sse" {
+			t.Errorf("%s: RequestURI %q", tc.name, r.RequestURI)
+		}
+	}
+	r := httptest.NewRequest("GET", "/v1/models?key=secret", nil)
+	r.Header.Set("Proxy-Authorization", "Basic k")
+	if got := Strip(r); got != StrippedQuery|StrippedAuthorization || r.RequestURI != "/v1/models" {
+		t.Errorf("Strip = %b, RequestURI %q", got, r.RequestURI)
 	}
 }
 
@@ -213,4 +245,30 @@ func TestHeaderKindOfFoldsAsFoldName(t *testing.T) {
 			t.Errorf("HeaderKindOf(%q) = %d, want %d", name, got, want)
 		}
 	}
+}
+
+// FuzzHeaderKindOf holds HeaderKindOf to FoldName's reading of any name: its early exits (a
+// first or second folded byte no known name has) never miss a spelling.
+func FuzzHeaderKindOf(f *testing.F) {
+	for _, name := range append([]string{"Accept-Encoding", "X-Stainless-Lang", "X-Forwarded-For", "Sec-Fetch-Mode",
+		"Sec-WebSocket-Protocol", "A_p_i-Key", "x.goog-api-key", "P-R-O-X-Y-Authorization"}, CredentialHeaders...) {
+		f.Add(name)
+	}
+	folded := map[string]HeaderKind{"secwebsocketprotocol": WebSocketProtocolHeader}
+	for _, h := range CredentialHeaders {
+		folded[FoldName(h)] = CredentialHeader
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if !utf8.ValidString(name) {
+			return // FoldName reads runes; header names are ASCII tokens
+		}
+		for _, r := range name {
+			if r >= utf8.RuneSelf {
+				return
+			}
+		}
+		if got, want := HeaderKindOf(name), folded[FoldName(name)]; got != want {
+			t.Fatalf("HeaderKindOf(%q) = %d, want %d", name, got, want)
+		}
+	})
 }

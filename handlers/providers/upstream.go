@@ -141,25 +141,11 @@ func (u *Upstream) SetCredentials(h http.Header) {
 	h[u.credName] = []string{u.credValue[0]}
 }
 
-// SetSharedCredentials is SetCredentials without a copy of the value: the value set is shared
-// with every other request to u, so h must be a header map that only an http.Transport reads
-// (which never changes a value in place), such as the mediagw transport's own copy of an attempt.
-func (u *Upstream) SetSharedCredentials(h http.Header) {
-	if u.credValue == nil || u.jwt != nil {
-		u.SetCredentials(h)
-		return
-	}
-	if u.credValue == nil {
-		setCredentials(h, u.APIKey, u.AuthStyle)
-		return
-	}
-	clearCredentials(h)
-	h[u.credName] = u.credValue
-}
-
-// SetOwnCredentials is SetSharedCredentials on a header of the gateway's own making that holds
-// no caller's header (a provider call's: its Content-Type and Accept), so nothing is cleared.
-// As with SetSharedCredentials, only an http.Transport may read h.
+// SetOwnCredentials is SetCredentials without a copy of the value, and without a clearing: on a
+// header of the gateway's own making that holds no caller's header (a provider call's: its
+// Content-Type and Accept), or on a copy of a caller's header that ClearCredentials cleared (the
+// mediagw transport's attempt). The value set is shared with every other request to u, so h must
+// be a header map that only an http.Transport reads (which never changes a value in place).
 func (u *Upstream) SetOwnCredentials(h http.Header) {
 	if u.credValue == nil || u.jwt != nil {
 		u.SetCredentials(h)
@@ -243,34 +229,44 @@ func setCredentials(h http.Header, key, style string) {
 
 // clearCredentials removes the caller's credentials, the headers that choose what the
 // operator's account bills, those that make a server run another method or path than the
-// request's, those that claim a client address, and the client's cookies.
+// request's, those that claim a client address, and the client's cookies (clearedHeader).
+//
+// It reads each of h's names once, rather than deleting every cleared name in turn: a request
+// carries a handful of headers, far fewer than the names cleared, and this runs up to three
+// times on every proxied request (mediagw_route, the transport's request and its attempt).
 func clearCredentials(h http.Header) {
-	// The names are written in canonical form (http.CanonicalHeaderKey), so that deleting them
-	// does not canonicalise them again on every request.
-	delete(h, "Authorization")
-	delete(h, "X-Api-Key")
-	delete(h, "X-Goog-Api-Key")
+	for name := range h {
+		if clearedHeader(name) {
+			delete(h, name) // deleting the entry just read is safe while ranging over h
+		}
+	}
+}
+
+// clearedHeader reports whether clearCredentials removes the header name. The names are in
+// canonical form (http.CanonicalHeaderKey), as net/http and http.Header's methods key them; a
+// name keyed otherwise (set into the map directly) is another header to this check, as it was
+// to delete(h, name).
+func clearedHeader(name string) bool {
+	switch name {
+	case "Authorization", "X-Api-Key", "X-Goog-Api-Key":
+		return true
 	// Headers that choose which of the operator's provider organisations or projects is used
 	// (and billed) are the operator's to set, never a tenant's.
-	delete(h, "Openai-Organization")
-	delete(h, "Openai-Project")
-	delete(h, "X-Goog-User-Project")
+	case "Openai-Organization", "Openai-Project", "X-Goog-User-Project":
+		return true
 	// Only the capability endpoints are forwarded, by method and path. Google's APIs (and many
 	// frameworks) run the method these name instead of the request's; some frameworks route by
 	// the path in X-Original-URL or X-Rewrite-URL.
-	delete(h, "X-Http-Method-Override")
-	delete(h, "X-Http-Method")
-	delete(h, "X-Method-Override")
-	delete(h, "X-Original-Url")
-	delete(h, "X-Rewrite-Url")
+	case "X-Http-Method-Override", "X-Http-Method", "X-Method-Override", "X-Original-Url", "X-Rewrite-Url":
+		return true
 	// The client's address is the one reverse_proxy reports (X-Forwarded-For, from trusted
 	// proxies only); these would let a tenant claim any address to an upstream that trusts them.
-	delete(h, "Forwarded")
-	delete(h, "X-Real-Ip")
-	delete(h, "True-Client-Ip")
-	delete(h, "X-Client-Ip")
-	delete(h, "Cf-Connecting-Ip")
+	case "Forwarded", "X-Real-Ip", "True-Client-Ip", "X-Client-Ip", "Cf-Connecting-Ip":
+		return true
 	// A browser calling the gateway from its own site sends that site's cookies (a console
 	// session, say); no provider API takes cookies, and they are not the provider's to see.
-	delete(h, "Cookie")
+	case "Cookie":
+		return true
+	}
+	return false
 }

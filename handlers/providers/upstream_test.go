@@ -32,6 +32,36 @@ func TestSetCredentialsReplacesTheCallersHeaders(t *testing.T) {
 	}
 }
 
+// ClearCredentials reads a header map of any size (a small one, and one past a map's first
+// group of eight) and removes exactly the cleared names: every other header, X-Forwarded-For and
+// the client's Content-Type among them, reaches the upstream as it came.
+func TestClearCredentialsKeepsEveryOtherHeader(t *testing.T) {
+	cleared := []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Openai-Organization", "Openai-Project", "X-Goog-User-Project",
+		"X-Http-Method-Override", "X-Http-Method", "X-Method-Override", "X-Original-Url", "X-Rewrite-Url",
+		"Forwarded", "X-Real-Ip", "True-Client-Ip", "X-Client-Ip", "Cf-Connecting-Ip", "Cookie"}
+	kept := []string{"Content-Type", "Accept", "Accept-Encoding", "User-Agent", "X-Forwarded-For", "X-Forwarded-Proto",
+		"X-Forwarded-Host", "Openai-Beta", "Anthropic-Version", "X-Stainless-Lang", "Authorization-Extra", "Cookie2",
+		"X-Api-Key-Hint", "Content-Length", "Idempotency-Key", "X-Request-Id"}
+	for n := 1; n <= len(kept); n++ {
+		h := http.Header{}
+		for _, name := range kept[:n] {
+			h[name] = []string{"client-value"}
+		}
+		for _, name := range cleared[:min(n, len(cleared))] {
+			h[name] = []string{"tenant-value"}
+		}
+		ClearCredentials(h)
+		if len(h) != n {
+			t.Errorf("%d kept headers: %d left: %v", n, len(h), h)
+		}
+		for _, name := range kept[:n] {
+			if got := h[name]; len(got) != 1 || got[0] != "client-value" {
+				t.Errorf("%d kept headers: %s = %q", n, name, got)
+			}
+		}
+	}
+}
+
 // The credential an upstream of a catalog sets (computed once, its value shared by requests) is
 // the one setCredentials makes, in every auth style, and the caller's credentials are removed.
 func TestPreparedCredentialsAreSetCredentials(t *testing.T) {
