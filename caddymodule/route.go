@@ -275,6 +275,10 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	switch {
 	case carried:
 		// Charged when the video or image task ends: nothing is charged with the create.
+	case created != nil && created.Replayed():
+		// The provider answered a retried create (the same Idempotency-Key) with the object its
+		// first attempt made and recorded: that attempt pays for it, once.
+		hold.Release(passthrough.ReplayReleaseNote)
 	case !clientGone && (sw.status >= 400 || (err != nil && !streamedSome)):
 		hold.Release("refused by the upstream")
 	case streamedImages && !streamedSome:

@@ -67,6 +67,7 @@ const (
 	taskFieldKeep
 	taskFieldHoldPrice
 	taskFieldEndpoint
+	taskFieldIdempotencyKey
 	taskFields // one more than the last number
 )
 
@@ -108,6 +109,7 @@ func encodeTaskRecord(t *Task) ([]byte, error) {
 	w.json(taskFieldKeep, t.Keep, "")
 	w.str(taskFieldHoldPrice, t.HoldPrice)
 	w.str(taskFieldEndpoint, t.Endpoint)
+	w.str(taskFieldIdempotencyKey, t.IdempotencyKey)
 	return w.b, w.err
 }
 
@@ -116,7 +118,7 @@ func encodeTaskRecord(t *Task) ([]byte, error) {
 func taskRecordSize(t *Task) int {
 	return 11 + 6*14 + 11*8 + 4 + 6*4 + binary.MaxVarintLen64 + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) +
 		len(t.Upstream) + len(t.UpstreamAddress) + len(t.UpstreamID) + len(t.Model) + len(t.Status) + len(t.HoldID) +
-		len(t.HoldUsage) + len(t.CallbackURL) + len(t.Notified) + len(t.Result) + len(t.Request) + len(t.Usage) + len(t.Keep) + len(t.HoldPrice) + len(t.Endpoint)
+		len(t.HoldUsage) + len(t.CallbackURL) + len(t.Notified) + len(t.Result) + len(t.Request) + len(t.Usage) + len(t.Keep) + len(t.HoldPrice) + len(t.Endpoint) + len(t.IdempotencyKey)
 }
 
 // taskRecordWriter appends the fields of a binary task record (each only when not empty).

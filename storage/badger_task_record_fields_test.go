@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -146,5 +147,25 @@ func TestBadgerRewritesEveryFieldOfAJSONRecord(t *testing.T) {
 	want.Version, want.FinishedAt = created.Version+1, changed.FinishedAt
 	if reread, err := s.Task(ctx, task.ID); err != nil || !reflect.DeepEqual(reread, want) || changed.FinishedAt == 0 {
 		t.Fatalf("the rewritten record read as %+v, %v; want %+v (every field kept, finished now)", reread, err, want)
+	}
+}
+
+// A record in the first binary form (taskRecordV1, which keeps the id) with every string field
+// set, the id's and the idempotency key's among them, reads whole: the reader notes 17 strings.
+func TestTaskRecordV1WithEveryString(t *testing.T) {
+	full := everyFieldTask(t)
+	full.Result = nil // a v2 Result starts with the offset of a cut id, a v1 one does not
+	v2, err := encodeTaskRecord(&full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// v1 is v2 with its form byte, and the id as field 1 after the version.
+	_, size := binary.Uvarint(v2[1:])
+	v1 := append([]byte{taskRecordV1}, v2[1:1+size]...)
+	v1 = append(binary.AppendUvarint(append(v1, taskFieldID), uint64(len(full.ID))), full.ID...)
+	v1 = append(v1, v2[1+size:]...)
+	got, err := decodeTaskRecord("another-id", v1)
+	if err != nil || got.ID != full.ID || got.IdempotencyKey != full.IdempotencyKey || got.Endpoint != full.Endpoint {
+		t.Fatalf("decodeTaskRecord = id %q, key %q, endpoint %q, %v", got.ID, got.IdempotencyKey, got.Endpoint, err)
 	}
 }

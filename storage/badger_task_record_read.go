@@ -51,7 +51,7 @@ type taskRecordReader struct {
 	// unknown is a field number this version does not know, if read fails on one.
 	unknown int
 	// strs are the string fields read, copied out of b once the whole record is read.
-	strs  [16]taskString
+	strs  [17]taskString
 	nstrs int
 }
 
@@ -230,6 +230,8 @@ func (t *Task) recordString(n int) *string {
 		return &t.HoldPrice
 	case taskFieldEndpoint:
 		return &t.Endpoint
+	case taskFieldIdempotencyKey:
+		return &t.IdempotencyKey
 	case taskFieldCallbackURL:
 		return &t.CallbackURL
 	}

@@ -214,6 +214,14 @@ type Task struct {
 	// task_finished usage record (a pass-through video or image task, an edit's image task).
 	// Empty in records written before it was kept: see TaskEndpoint.
 	Endpoint string `json:"endpoint,omitempty"`
+	// IdempotencyKey is the Idempotency-Key of the create that made the record, as the gateway
+	// sent it to the provider (scoped to the account: "mg-" and a SHA-256, never the client's
+	// value), on the record of an object that pass-through created. A later create of the same
+	// account answered with this object is a replay of that create (a provider keeping answers
+	// by the key, answering an SDK's retry) only when it sent this same key. Empty when the
+	// create sent none, or several, and in records written before it was kept: no create is
+	// then a replay.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Version is raised by the backend on every write (1 after CreateTask); ReplaceTask and
 	// DeleteTask compare it.
 	Version int64 `json:"version,omitempty"`

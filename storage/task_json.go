@@ -90,6 +90,9 @@ func marshalTask(t *Task) ([]byte, error) {
 	if t.Endpoint != "" {
 		b = appendTaskString(append(b, `,"endpoint":`...), t.Endpoint)
 	}
+	if t.IdempotencyKey != "" {
+		b = appendTaskString(append(b, `,"idempotency_key":`...), t.IdempotencyKey)
+	}
 	b = appendTaskInt(b, `,"version":`, t.Version)
 	return append(b, '}'), nil
 }
@@ -100,7 +103,7 @@ func marshalTaskSize(t *Task) int {
 	// The keys, quotes and integers that every record has, then its strings and result.
 	size := 150 + len(t.ID) + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) + len(t.Upstream) +
 		len(t.UpstreamAddress) + len(t.Model) + len(t.Status) + len(t.Result) + len(t.CallbackURL) + len(t.Notified) +
-		len(t.UpstreamID) + len(t.Request) + len(t.Usage) + len(t.Keep) + len(t.HoldID) + len(t.HoldUsage) + len(t.HoldPrice) + len(t.Endpoint)
+		len(t.UpstreamID) + len(t.Request) + len(t.Usage) + len(t.Keep) + len(t.HoldID) + len(t.HoldUsage) + len(t.HoldPrice) + len(t.Endpoint) + len(t.IdempotencyKey)
 	for _, n := range [...]int64{t.RefreshedAt, t.ExpiresAt, t.FinishedAt, t.Cost, t.Held, t.HoldAmount, t.Version} {
 		if n != 0 {
 			size += 36 // the longest key and the longest integer
@@ -108,7 +111,7 @@ func marshalTaskSize(t *Task) int {
 	}
 	for _, set := range [...]bool{t.Upstream != "", t.UpstreamAddress != "", len(t.Result) > 0, t.Active, t.Finished,
 		t.CallbackURL != "", t.CallbackGone, t.Notified != "", t.NoLastFrame, t.UpstreamID != "", len(t.Request) > 0, len(t.Usage) > 0, len(t.Keep) > 0,
-		t.HoldID != "", t.HoldUsage != "", t.HoldPrice != "", t.Endpoint != ""} {
+		t.HoldID != "", t.HoldUsage != "", t.HoldPrice != "", t.Endpoint != "", t.IdempotencyKey != ""} {
 		if set {
 			size += 22 // the longest key, quotes, or the longest key and true
 		}
@@ -333,6 +336,8 @@ func (p *taskParser) field(t *Task, key []byte) bool {
 		return p.str(31, &t.HoldPrice, false)
 	case "endpoint":
 		return p.str(32, &t.Endpoint, false)
+	case "idempotency_key":
+		return p.str(33, &t.IdempotencyKey, false)
 	case "callback_url":
 		return p.str(19, &t.CallbackURL, false)
 	case "callback_gone":
@@ -390,6 +395,8 @@ func (t *Task) stringField(n int) *string {
 		return &t.HoldPrice
 	case 32:
 		return &t.Endpoint
+	case 33:
+		return &t.IdempotencyKey
 	}
 	return nil // not a string field: taskParser.field numbers them
 }

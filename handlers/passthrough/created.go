@@ -71,6 +71,9 @@ type CreatedWriter struct {
 	// heldBy is the id of the created video or image task whose record carries the create's
 	// hold; endedAs is the final status its create's answer showed already (see EndedAtOnce).
 	heldBy, endedAs string
+	// replayed is set when the answer's object was recorded already by a create with the same
+	// Idempotency-Key (see Replayed).
+	replayed bool
 }
 
 const (
@@ -104,15 +107,16 @@ func (rt *Router) Created(w http.ResponseWriter, r *http.Request, id auth.Identi
 			ctx, cancel := context.WithTimeout(ctx, ownerRecordTimeout)
 			defer cancel()
 			carry := cw.heldBy == "" && route.Hold.ID != "" && recordCarriesHold(route.Creates, answer)
-			kept, carried, err := rt.recordOwner(ctx, id, route, objectID, answer, carry)
-			cw.keptSlot = cw.keptSlot || kept
-			if kept {
+			rec, err := rt.recordOwner(ctx, id, route, objectID, answer, carry)
+			cw.keptSlot = cw.keptSlot || rec.kept
+			if rec.kept {
 				cw.keptObjects = append(cw.keptObjects, objectID)
 			}
-			if carried {
+			if rec.carried {
 				cw.heldBy = objectID
-				cw.endedAs = createdFinal(route.Creates, kept, answer)
+				cw.endedAs = createdFinal(route.Creates, rec.kept, answer)
 			}
+			cw.replayed = cw.replayed || rec.replay
 			return err
 		}
 	}
@@ -273,6 +277,16 @@ func (cw *CreatedWriter) KeptObjects() []string { return cw.keptObjects }
 // or "" when none does: the caller then hands the hold over to it (accounting.Hold.BindTo)
 // instead of ending it with the request.
 func (cw *CreatedWriter) HeldBy() string { return cw.heldBy }
+
+// ReplayReleaseNote is the ledger's note on the release of a create's hold that Replayed.
+const ReplayReleaseNote = "a replay: the provider answered a retry (the same Idempotency-Key) with the object its first attempt made, which pays for it"
+
+// Replayed reports whether the answer named an object that an earlier create of the account
+// made and recorded with the same Idempotency-Key: the provider, which keeps answers by that key,
+// answered a retry (an SDK resends the key it sent first) with what the first attempt made, and
+// that attempt pays for it. The caller releases this request's hold, so that one object is not
+// paid for twice. Another key, or none, is no replay (see replayOf).
+func (cw *CreatedWriter) Replayed() bool { return cw.replayed }
 
 // FlushError flushes what has been sent; held bytes stay held.
 func (cw *CreatedWriter) FlushError() error {

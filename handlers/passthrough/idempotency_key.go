@@ -15,10 +15,11 @@ const idempotencyKeyHeader = "Idempotency-Key"
 // provider with the operator's one credential, so a provider that keeps answers by this key
 // would otherwise give one account's answer to another that sends the same value. The same
 // client value from the same account still makes the same key, so a retry stays one request.
-func scopeIdempotencyKey(h http.Header, account string) {
+// It answers the scoped key when the request sends exactly one, else "".
+func scopeIdempotencyKey(h http.Header, account string) string {
 	values := h[idempotencyKeyHeader]
 	if len(values) == 0 {
-		return
+		return ""
 	}
 	scoped := make([]string, len(values))
 	for i, v := range values {
@@ -26,4 +27,8 @@ func scopeIdempotencyKey(h http.Header, account string) {
 		scoped[i] = "mg-" + hex.EncodeToString(sum[:])
 	}
 	h[idempotencyKeyHeader] = scoped
+	if len(scoped) != 1 {
+		return "" // which one a provider keeps is its own choice: none is sure
+	}
+	return scoped[0]
 }

@@ -56,10 +56,12 @@ func (rt *Router) owned(ctx context.Context, caller auth.Identity, kind, id stri
 // create's answer when it was held whole (JSON), else nil: a video's record keeps the length
 // and picture that it and the request say (see videoMade). When carry is set, the new record
 // carries the create's hold (route.Hold: its id, amount, estimate and price, as a video task's
-// record does), and carried is true once it is stored so.
-func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route, objectID string, answer []byte, carry bool) (kept, carried bool, err error) {
+// record does), and carried is true once it is stored so. The record keeps the create's
+// Idempotency-Key (route.IdempotencyKey); replay is set when the id was recorded already by a
+// create that sent the same key (see replayOf).
+func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route, objectID string, answer []byte, carry bool) (ownerRecord, error) {
 	if rt.Owners == nil {
-		return false, false, errors.New("pass-through has no store to record the owner of " + route.Creates + " objects")
+		return ownerRecord{}, errors.New("pass-through has no store to record the owner of " + route.Creates + " objects")
 	}
 	t := rt.now()
 	retention := rt.Retention
@@ -69,7 +71,7 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 	record := storage.Task{
 		ID: objectID, Kind: route.Creates, Account: id.Account, KeyID: id.KeyID,
 		Provider: route.Provider.Name, Upstream: route.answeredBy(), UpstreamAddress: route.answeredAt(), Model: route.Model, Status: "created",
-		Endpoint: route.Endpoint, CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(retention).Unix(),
+		Endpoint: route.Endpoint, IdempotencyKey: route.IdempotencyKey, CreatedAt: t.Unix(), UpdatedAt: t.Unix(), ExpiresAt: t.Add(retention).Unix(),
 	}
 	if route.Creates == KindVideo {
 		record.Usage = madeRecord(videoMade(route.Sizing, answer))
@@ -82,21 +84,43 @@ func (rt *Router) recordOwner(ctx context.Context, id auth.Identity, route Route
 	if route.Slot.Held && runsAsync(route.Creates) {
 		record.Active, record.Status = true, statusActive
 	}
+	// The store's create-if-absent decides, across instances, which of two creates answered
+	// with one id made the record: the other one finds it below.
 	stored, err := route.Slot.CreateTask(ctx, rt.Owners, record)
 	if !errors.Is(err, storage.ErrExists) {
 		// A claimed slot that the reconciler gave back first is not kept (stored without Active).
-		return err == nil && stored.Active, err == nil && carry, err
+		return ownerRecord{kept: err == nil && stored.Active, carried: err == nil && carry}, err
 	}
 	// The id is recorded already: fine when it is this account's object of this kind (an
 	// upstream that answers a retried create with the same id), never a takeover.
 	existing, err := rt.Owners.Task(ctx, objectID)
 	if err != nil {
-		return false, false, err
+		return ownerRecord{}, err
 	}
 	if existing.Account == id.Account && existing.Kind == route.Creates {
-		return false, false, nil
+		return ownerRecord{replay: replayOf(existing, record)}, nil
 	}
-	return false, false, fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
+	return ownerRecord{}, fmt.Errorf("upstream %s id is already recorded for another owner", route.Creates)
+}
+
+// ownerRecord is what recordOwner stored: whether the record keeps the route's slot (kept) and
+// carries its hold (carried), or whether the object was recorded already by the create this
+// one replays (replay).
+type ownerRecord struct {
+	kept, carried, replay bool
+}
+
+// replayOf reports whether a create that would have recorded made, answered with the object
+// whose record is existing (the same account's, of the same kind), is the provider's replay of
+// the create that made it: an SDK's retry, which a provider keeping answers by Idempotency-Key
+// answers with what the first attempt made. Only the same key says so (the key is the account's
+// own, see scopeIdempotencyKey), sent to the same upstream for the same model. A create without
+// a key, with another key, or answered elsewhere with a known id (a provider that reuses ids),
+// is not one: it is charged. A record written before the key was kept has none: no replay.
+func replayOf(existing, made storage.Task) bool {
+	return made.IdempotencyKey != "" && existing.IdempotencyKey == made.IdempotencyKey &&
+		existing.Model == made.Model && existing.Provider == made.Provider &&
+		existing.Upstream == made.Upstream && existing.UpstreamAddress == made.UpstreamAddress
 }
 
 // namedObject is an owned upstream object that a request body names by id: the field, the kind

@@ -103,6 +103,11 @@ type Route struct {
 	// before Router.Created: the created object's record keeps it (storage.Task.Endpoint), and
 	// the task_finished usage record of the object's end names it.
 	Endpoint string
+	// IdempotencyKey is the one Idempotency-Key the request sends the provider, as Route scoped
+	// it to the account (see scopeIdempotencyKey); "" when it sends none or several. A created
+	// object's record keeps it (storage.Task.IdempotencyKey): a later create answered with the
+	// same object is the provider's replay of this one only when it sent the same key.
+	IdempotencyKey string
 
 	// named are the owned objects the body names by id (previous_response_id), which bind the
 	// request to the upstream that made them (see bindNamed).
@@ -182,7 +187,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		route.Done()
 		return Route{}, err
 	}
-	scopeIdempotencyKey(r.Header, id.Account)
+	route.IdempotencyKey = scopeIdempotencyKey(r.Header, id.Account)
 	// The answer is read for its usage (what the request is charged) and the ids it creates, so
 	// the client's Accept-Encoding goes: the proxy's transport asks for gzip itself and decodes.
 	hdr.Del(r.Header, "Accept-Encoding")

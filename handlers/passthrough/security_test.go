@@ -417,7 +417,7 @@ func TestCreatedObjectsAreRecordedBeforeTheClientSeesThem(t *testing.T) {
 	cw = rt.Created(w, httptest.NewRequest("POST", "/v1/responses", nil), acme, route)
 	cw.record = func(id string, answer []byte) error {
 		seenBeforeRecord = append(seenBeforeRecord, w.Body.String())
-		_, _, err := rt.recordOwner(context.Background(), acme, route, id, answer, false)
+		_, err := rt.recordOwner(context.Background(), acme, route, id, answer, false)
 		return err
 	}
 	proxyTo(cw, "text/event-stream", "event: hello\ndata: {}\n\n", "event: response.created\ndata: {\"type\":\"response.created\",", "\"response\":{\"id\":\"resp_1\"}}\n\n", "data: {\"type\":\"delta\"}\n\n")
