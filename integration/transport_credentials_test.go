@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // transportCredentialsCaddyfile is Caddyfile.example's gateway site (its handlers straight in the
@@ -273,18 +272,7 @@ func TestTransportSendsOnlyTheUpstreamsCredential(t *testing.T) {
 		}
 	}
 
-	var access []byte
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		access, _ = os.ReadFile(accessLog)
-		if strings.Count(string(access), `"msg":"handled request"`) >= len(cases) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if n := strings.Count(string(access), `"msg":"handled request"`); n < len(cases) {
-		t.Fatalf("the access log has %d entries, want %d", n, len(cases))
-	}
+	access := awaitAccessEntries(t, accessLog, len(cases))
 	defaults, err := os.ReadFile(defaultLog)
 	if err != nil {
 		t.Fatal(err)
