@@ -288,3 +288,119 @@ func TestTransportSendsOnlyTheUpstreamsCredential(t *testing.T) {
 		}
 	}
 }
+
+// failoverCredentialsCaddyfile is one provider with two upstreams, each with its own key: main
+// first, spare when main fails (docs/providers.md), in Caddyfile.example's layout, DEBUG on.
+const failoverCredentialsCaddyfile = `{
+	{{globals}}
+	log {
+		output file {{default_log}}
+		level DEBUG
+	}
+	mediagw {
+		storage badger {{data}}
+		provider oa {
+			models rv-failover-chat
+			upstream main {
+				base_url {{up}}/main/v1
+				api_key rv-main-upstream-key
+			}
+			upstream spare {
+				base_url {{up}}/spare/v1
+				api_key rv-spare-upstream-key
+				priority 1
+			}
+		}
+		key mg-review-failover-0a4e {
+			account review
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	mediagw_auth
+	mediagw_route
+	reverse_proxy {
+		dynamic mediagw
+		transport mediagw
+		lb_policy first
+		lb_retries 2
+	}
+}
+`
+
+// TestFailoverAttemptsCarryOnlyTheirOwnCredential: a request whose first upstream answers 503 is
+// sent again to the next one (one request, two attempts of the transport on it): each attempt
+// carries its own upstream's key, once, and never the other's or a client's credential; the
+// client's answer and the DEBUG log show no key.
+func TestFailoverAttemptsCarryOnlyTheirOwnCredential(t *testing.T) {
+	var mu sync.Mutex
+	var got []recorded
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		got = append(got, recorded{method: r.Method, path: r.URL.Path, header: r.Header.Clone()})
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Echo-Credential", r.Header.Get("Authorization"))
+		if strings.HasPrefix(r.URL.Path, "/main/") {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprint(w, `{"error":{"message":"overloaded","type":"server_error","code":null}}`)
+			return
+		}
+		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	t.Cleanup(up.Close)
+	defaultLog := filepath.Join(t.TempDir(), "default.log")
+	base, _ := startSimGateway(t, failoverCredentialsCaddyfile, map[string]string{"up": up.URL, "default_log": defaultLog})
+	const valid = "mg-review-failover-0a4e"
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(`{"model":"rv-failover-chat","messages":[]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+valid)
+	for name, value := range clearedRequestHeaders {
+		req.Header[name] = []string{value}
+	}
+	req.Header["Connection"] = []string{"X-Rv-Hop"}
+	r := do(t, req)
+	if r.status != http.StatusOK {
+		t.Fatalf("chat = %d %s", r.status, r.body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || !strings.HasPrefix(got[0].path, "/main/") || !strings.HasPrefix(got[1].path, "/spare/") {
+		t.Fatalf("the upstreams got %d requests (%v), want main's then spare's", len(got), got)
+	}
+	for i, want := range []string{"Bearer rv-main-upstream-key", "Bearer rv-spare-upstream-key"} {
+		if v := got[i].header["Authorization"]; len(v) != 1 || v[0] != want {
+			t.Errorf("attempt %d got Authorization %q, want %q once", i+1, v, want)
+		}
+		for name, values := range got[i].header {
+			for _, v := range values {
+				for _, s := range []string{valid, "rv-secret-", "rv-cleared-"} {
+					if strings.Contains(v, s) {
+						t.Errorf("attempt %d got the client's %s: %q", i+1, name, v)
+					}
+				}
+			}
+		}
+	}
+	secrets := []string{valid, "rv-secret-", "rv-main-upstream-key", "rv-spare-upstream-key"}
+	for name, values := range r.header {
+		for _, v := range values {
+			for _, s := range secrets {
+				if strings.Contains(v, s) {
+					t.Errorf("the client got %s: %q", name, v)
+				}
+			}
+		}
+	}
+	logged, _ := os.ReadFile(defaultLog)
+	if !strings.Contains(string(logged), "upstream roundtrip") {
+		t.Fatalf("the DEBUG log has no round trip of reverse_proxy's:\n%s", logged)
+	}
+	for _, s := range secrets {
+		if i := strings.Index(string(logged), s); i >= 0 {
+			t.Errorf("the default log holds %s: …%s…", s, logged[max(i-200, 0):min(i+100, len(logged))])
+		}
+	}
+}
