@@ -30,15 +30,7 @@ const bodyKeysCaddyfile = `{
 	}
 }
 
-http://127.0.0.1:{{port}} {
-	mediagw_auth
-	mediagw_route
-	reverse_proxy {
-		dynamic mediagw
-		transport mediagw
-	}
-}
-`
+` + transportSite
 
 // TestPassThroughForwardsOnlyTheBodyItChecked sends pass-through bodies whose model (or another
 // checked field) a decoder could read otherwise than the gateway: repeated, in another case,

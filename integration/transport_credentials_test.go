@@ -317,6 +317,12 @@ const failoverCredentialsCaddyfile = `{
 	}
 }
 
+` + transportSite
+
+// transportSite is Caddyfile.example's gateway site for pass-through alone: its handlers
+// straight in the site block (no route block), one reverse_proxy with the mediagw upstream
+// source and transport, failing over to the next upstream.
+const transportSite = `
 http://127.0.0.1:{{port}} {
 	mediagw_auth
 	mediagw_route

@@ -34,15 +34,7 @@ const hostileUsageCaddyfile = `{
 	}
 }
 
-http://127.0.0.1:{{port}} {
-	mediagw_auth
-	mediagw_route
-	reverse_proxy {
-		dynamic mediagw
-		transport mediagw
-	}
-}
-`
+` + transportSite
 
 // hostileUsageAnswers are chat answers, each named by the user message that asks for it, whose
 // usage comes in a shape a provider (or the text a client steers the model to write) may give it.
