@@ -211,19 +211,7 @@ func TestCredentialsNeverReachLogsOrUpstreams(t *testing.T) {
 		}
 	}
 
-	// Every request gets its access log entry (written after the answer, so wait for them).
-	var access []byte
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		access, _ = os.ReadFile(accessLog)
-		if strings.Count(string(access), `"msg":"handled request"`) >= len(cases) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if n := strings.Count(string(access), `"msg":"handled request"`); n < len(cases) {
-		t.Fatalf("access log has %d entries, want %d:\n%s", n, len(cases), access)
-	}
+	access := awaitAccessEntries(t, accessLog, len(cases))
 	if !strings.Contains(string(access), `"user_id":"logtest-key"`) || !strings.Contains(string(access), "alt=sse") {
 		t.Errorf("access log entries lack the key id or the kept query:\n%s", access)
 	}
@@ -437,4 +425,18 @@ http://:{{port}} {
 			t.Errorf("%s: the upstream got Host %v, want %s", proxy, got, want)
 		}
 	}
+}
+
+// awaitAccessEntries waits until the access log at path has n entries (each written after its
+// answer), and returns it.
+func awaitAccessEntries(t *testing.T, path string, n int) []byte {
+	t.Helper()
+	var access []byte
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if access, _ = os.ReadFile(path); strings.Count(string(access), `"msg":"handled request"`) >= n {
+			return access
+		}
+	}
+	t.Fatalf("the access log has %d entries, want %d:\n%s", strings.Count(string(access), `"msg":"handled request"`), n, access)
+	return nil
 }

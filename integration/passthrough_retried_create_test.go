@@ -342,3 +342,50 @@ func TestRetriedBackgroundResponseIsPaidOnce(t *testing.T) {
 		t.Fatalf("%d releases of a replay's hold in the ledger, want 1", n)
 	}
 }
+
+// TestReplayNeedsTheOneKeyItRecorded: against a provider that answers every video create with
+// one id, a create is a replay (its hold released) only when it sends the recorded create's
+// Idempotency-Key, once: sent twice (the same value or two), under another name that Caddy
+// drops (Idempotency_Key), the create is charged. The name's letter case
+// is no other name (HTTP folds it), so a create that sends the key as IDEMPOTENCY-KEY is the
+// replay that shows the rule is on: 0.8 for the video, 0.8 for each of the four others.
+func TestReplayNeedsTheOneKeyItRecorded(t *testing.T) {
+	// Not parallel: the gateway is the test process's one in-process Caddy.
+	up, log := reusingVideosUpstream(t)
+	base, g := startSimGateway(t, passVideoCaddyfile, map[string]string{"up_url": up.URL, "up_host": strings.TrimPrefix(up.URL, "http://")})
+	keysEnv{g: g}.credit(t, "filmmakers", "5", "replay-rule-1")
+	create := func(model string, header map[string][]string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/videos",
+			strings.NewReader(`{"model":"`+model+`","prompt":"a lighthouse at dusk","seconds":"8","size":"1280x720"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer mg-pass-video")
+		for name, values := range header {
+			req.Header[name] = values
+		}
+		if r := do(t, req); r.status != http.StatusOK || r.field("id") != "video_reused" {
+			t.Fatalf("create with %v = %d %s", header, r.status, r.body)
+		}
+	}
+	create("sora-2", map[string][]string{"Idempotency-Key": {"order-7"}})
+	awaitBalance(t, g, "filmmakers", "4.2", "0.8") // carried by the video's record
+	for _, header := range []map[string][]string{
+		{"Idempotency-Key": {"order-7", "order-7"}},
+		{"Idempotency-Key": {"order-7", "order-8"}},
+		{"Idempotency_Key": {"order-7"}},
+	} {
+		create("sora-2", header)
+	}
+	awaitBalance(t, g, "filmmakers", "1.8", "0.8")
+	if n := replayReleases(t, g, "filmmakers"); n != 0 {
+		t.Fatalf("%d releases noted as a replay, want 0", n)
+	}
+	create("sora-2", map[string][]string{"IDEMPOTENCY-KEY": {"order-7"}})
+	awaitBalance(t, g, "filmmakers", "1.8", "0.8")
+	if n := replayReleases(t, g, "filmmakers"); n != 1 {
+		t.Fatalf("%d releases noted as a replay, want 1 (the same key in capitals)", n)
+	}
+	if n := len(log.matching("POST", "/v1/videos")); n != 5 {
+		t.Fatalf("the provider saw %d creates, want 5", n)
+	}
+}

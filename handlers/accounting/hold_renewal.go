@@ -30,6 +30,9 @@ type renewals struct {
 	// since it started. running tells whether it runs.
 	tick    time.Duration
 	running bool
+	// shorter wakes the renewer when a hold with a shorter interval than its tick is listed:
+	// it would otherwise sleep out the longer tick first, past that hold's deadline.
+	shorter chan struct{}
 }
 
 // holdRenewal is a hold's place in the list of running holds.
@@ -68,10 +71,17 @@ func (e *holdEnd) renew(holdID string, deadline time.Duration) {
 	r.head = e
 	tick := max(every/4, minRenewalTick)
 	if !r.running {
+		if r.shorter == nil {
+			r.shorter = make(chan struct{}, 1)
+		}
 		r.running, r.tick = true, tick
-		go e.a.runRenewals()
+		go e.a.runRenewals(r.shorter)
 	} else if tick < r.tick {
 		r.tick = tick
+		select {
+		case r.shorter <- struct{}{}:
+		default: // woken already
+		}
 	}
 }
 
@@ -103,14 +113,25 @@ func (r *renewals) unlist(e *holdEnd) {
 // runRenewals is the renewer: it wakes every tick, unlists the holds whose request is over (the
 // server cancels a request's context once its handler returns: such a hold, not ended, is left
 // to the reconciler at the deadline it has, as a hold whose process died), starts the renewal of
-// each hold that is due, and stops once the list is empty.
-func (a *Accountant) runRenewals() {
+// each hold that is due, and stops once the list is empty. A hold listed with a shorter tick
+// wakes it (shorter) to sleep the shorter one from then.
+func (a *Accountant) runRenewals(shorter <-chan struct{}) {
 	r := &a.renewals
+	var timer *time.Timer
 	for {
 		r.mu.Lock()
 		tick := r.tick
 		r.mu.Unlock()
-		time.Sleep(tick)
+		if timer == nil {
+			timer = time.NewTimer(tick)
+		} else {
+			timer.Reset(tick)
+		}
+		select {
+		case <-timer.C:
+		case <-shorter:
+			timer.Stop()
+		}
 		now := time.Now()
 		r.mu.Lock()
 		for e := r.head; e != nil; {
@@ -127,6 +148,7 @@ func (a *Accountant) runRenewals() {
 		if r.head == nil {
 			r.running = false
 			r.mu.Unlock()
+			timer.Stop()
 			return
 		}
 		r.mu.Unlock()

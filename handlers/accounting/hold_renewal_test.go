@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,5 +89,61 @@ func TestRequestHoldRenewedWhileItRuns(t *testing.T) {
 	b := balance(t, a, "acme")
 	if b.Amount != 9_200_000 || b.Held != 0 {
 		t.Fatalf("balance after the settlement = %+v; want 9.2 with nothing held", b)
+	}
+}
+
+// renewTimes records when each hold's renewals reach the store.
+type renewTimes struct {
+	storage.Store
+	mu    sync.Mutex
+	times map[string][]time.Time
+}
+
+func (s *renewTimes) RenewHold(ctx context.Context, holdID string, deadline time.Time) error {
+	s.mu.Lock()
+	s.times[holdID] = append(s.times[holdID], time.Now())
+	s.mu.Unlock()
+	return s.Store.RenewHold(ctx, holdID, deadline)
+}
+
+func (s *renewTimes) first(holdID string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.times[holdID]) == 0 {
+		return time.Time{}, false
+	}
+	return s.times[holdID][0], true
+}
+
+// TestShortHoldRenewedWhileALongerOneRuns: a hold is renewed within its own deadline also when
+// a hold with a much longer deadline was listed first (the renewer then sleeps the longer one's
+// tick): HoldFor's promise, every third of the deadline, does not depend on the other requests.
+// Before, the renewer slept out the longer tick (2.5 s here), past the short hold's deadline.
+func TestShortHoldRenewedWhileALongerOneRuns(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	a, id := fundedAccountant(t, &now, 10_000_000)
+	store := &renewTimes{Store: a.Store, times: map[string][]time.Time{}}
+	a.Store = store
+	ctx := context.Background()
+	long, err := a.HoldFor(ctx, id, "veo", "long", videoEstimate(1), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.Release("test")
+	time.Sleep(20 * time.Millisecond) // the renewer sleeps its tick
+	const deadline = 600 * time.Millisecond
+	listed := time.Now()
+	short, err := a.HoldFor(ctx, id, "veo", "short", videoEstimate(1), deadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Release("test")
+	var renewed time.Time
+	for ok := false; !ok && time.Since(listed) < 5*time.Second; {
+		time.Sleep(10 * time.Millisecond)
+		renewed, ok = store.first(short.ID)
+	}
+	if renewed.IsZero() || renewed.Sub(listed) >= deadline {
+		t.Fatalf("the short hold's first renewal came %v after it was taken (zero: none in 5 s); want within its deadline %v", renewed.Sub(listed), deadline)
 	}
 }
