@@ -17,7 +17,9 @@ type DataItems struct {
 	strEsc   bool          // the string being read has an escape
 	lastKey  topMember     // the member the last key closed at depth 1 names
 	value    topMember     // after that key's ':': the member whose value comes next
-	inValue  bool          // the string being read at depth 1 is value's
+	inValue  bool          // the string being read at depth 1 is a value, not a key
+	colon    bool          // at depth 1, a ':' was read since the last key: a value comes
+	array    bool          // the answer is a JSON array: its strings at depth 1 are values
 	inData   bool          // inside data's array (depth 2)
 	expect   bool          // inside data's array, a value may start here
 	seen     bool          // data's array began
@@ -97,17 +99,23 @@ func (c *DataItems) Write(p []byte) {
 		switch b {
 		case '"':
 			c.inString, c.strLen, c.strEsc = true, 0, false
-			c.inValue = c.depth == 1 && c.value != memberOther
+			c.inValue = c.depth == 1 && (c.colon || c.array)
 		case ':':
 			if c.depth == 1 {
-				c.value = c.lastKey
+				c.value, c.colon = c.lastKey, true
 			}
 		case ',':
 			c.lastKey, c.value = memberOther, memberOther
+			if c.depth == 1 {
+				c.colon = false
+			}
 			if c.inData && c.depth == 2 {
 				c.expect = true
 			}
 		case '{', '[':
+			if c.depth == 0 {
+				c.array = b == '['
+			}
 			c.depth++
 			c.opened = true
 			if b == '[' && c.depth == 2 && c.value == memberData {

@@ -25,6 +25,13 @@ func TestDataItemsReadsStatusAndAmbiguousKeys(t *testing.T) {
 		{`{"data":[1],"DATA":[1,2]}`, "", true},
 		{`{"status":"fa\u0069led"}`, "", false},
 		{`{"status":7,"data":[]}`, "", false},
+		// Values of other members are values, whatever they spell: an escape, a member's name
+		// in another case, or a member's name itself.
+		{`{"id":"t1","revised_prompt":"caf\u00e9 \"x\"","status":"completed"}`, "completed", false},
+		{`{"note":"Status","status":"completed"}`, "completed", false},
+		{`{"note":"status","status":"completed","hint":"data"}`, "completed", false},
+		{`{"meta":{"a":1},"note":"Status","status":"completed"}`, "completed", false},
+		{`["Status","status"]`, "", false},
 	} {
 		for _, chunk := range []int{1, 5, len(tc.body)} {
 			var c DataItems
