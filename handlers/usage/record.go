@@ -94,6 +94,9 @@ func (r *Recorder) Write(rec Record) {
 		metrics.Spent(rec.Account, rec.Model, rec.Amount)
 	}
 	r.aggregate(rec)
+	if !r.Logger.Core().Enabled(zapcore.InfoLevel) {
+		return // records are not logged: no child logger to make
+	}
 	logger := r.loggers.child(r.Logger, &rec)
 	if logger == nil {
 		logger = r.Logger

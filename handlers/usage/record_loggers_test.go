@@ -134,3 +134,17 @@ func TestRecordLoggersConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordLoggersNotMadeWhenRecordsAreNotLogged: a logger above Info writes no record, and the
+// Recorder makes no child logger for one (each costs an encoder clone and its buffer).
+func TestRecordLoggersNotMadeWhenRecordsAreNotLogged(t *testing.T) {
+	out := &lockedBuffer{}
+	cfg := zapcore.EncoderConfig{MessageKey: "msg"}
+	r := &Recorder{Logger: zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(cfg), out, zapcore.WarnLevel))}
+	for i := range 5 {
+		r.Write(Record{Event: "request", Account: "acme", KeyID: "key_" + strconv.Itoa(i), Status: "200"})
+	}
+	if n := len(r.loggers.children); n != 0 || out.b.Len() != 0 {
+		t.Fatalf("%d child loggers and %d bytes written for records a Warn logger drops; want none", n, out.b.Len())
+	}
+}
