@@ -25,9 +25,12 @@ func (d *Dispatch) ErrorModels() map[string]string {
 
 // ShowIDsInText returns text, an error answer (JSON or plain text), with each upstream id of ids
 // that it names as a word (not within a longer id: "up-chat" in "model `up-chat` does not
-// exist", not in "up-chat-2" or "x.up-chat") replaced by the client's, and whether any was. An
-// id written with JSON escapes is not found, and a pair whose ids JSON would have to escape is
-// left alone, so a JSON answer stays the JSON it was.
+// exist", not in "up-chat-2" or "x.up-chat") replaced by the client's, and whether any was. The
+// text is read once: a client's id written in is never read again as an upstream's (two ids
+// swapped, or one a word of another, show each where the answer named its upstream id), and
+// where several ids begin at one place the longest is taken. An id written with JSON escapes is
+// not found, and a pair whose ids JSON would have to escape is left alone, so a JSON answer stays
+// the JSON it was.
 func ShowIDsInText(text []byte, ids map[string]string) ([]byte, bool) {
 	ups := make([]string, 0, len(ids))
 	for up, client := range ids {
@@ -35,29 +38,33 @@ func ShowIDsInText(text []byte, ids map[string]string) ([]byte, bool) {
 			ups = append(ups, up)
 		}
 	}
-	sort.Slice(ups, func(i, j int) bool { return len(ups[i]) > len(ups[j]) }) // a longer id first
-	changed := false
-	for _, up := range ups {
-		var out []byte
-		last := 0
-		for from := 0; ; {
-			i := bytes.Index(text[from:], []byte(up))
-			if i < 0 {
-				break
-			}
-			start, end := from+i, from+i+len(up)
-			from = start + 1
-			if start > 0 && idByte(text[start-1]) || end < len(text) && idByte(text[end]) && !sentenceEnd(text, end) {
+	if len(ups) == 0 {
+		return text, false
+	}
+	sort.Slice(ups, func(i, j int) bool { // a longer id first; ties in a fixed order
+		return len(ups[i]) > len(ups[j]) || len(ups[i]) == len(ups[j]) && ups[i] < ups[j]
+	})
+	var out []byte
+	last := 0
+	for start := 0; start < len(text); start++ {
+		if start > 0 && idByte(text[start-1]) {
+			continue // within a word
+		}
+		for _, up := range ups {
+			end := start + len(up)
+			if !bytes.HasPrefix(text[start:], []byte(up)) || end < len(text) && idByte(text[end]) && !sentenceEnd(text, end) {
 				continue
 			}
 			out = append(append(out, text[last:start]...), ids[up]...)
-			last, from = end, end
-		}
-		if out != nil {
-			text, changed = append(out, text[last:]...), true
+			last = end
+			start = end - 1
+			break
 		}
 	}
-	return text, changed
+	if out == nil {
+		return text, false
+	}
+	return append(out, text[last:]...), true
 }
 
 // idByte reports whether c may be part of a model id.

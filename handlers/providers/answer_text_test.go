@@ -22,4 +22,19 @@ func TestShowIDsInText(t *testing.T) {
 			t.Errorf("ShowIDsInText(%q) = %q, %v; want %q, %v", c.in, got, changed, c.want, c.changed)
 		}
 	}
+	// Each id is shown once, as the answer named it: an id written in is not read again, whether
+	// the ids swap or one client id is another's upstream id.
+	for _, c := range []struct {
+		ids     map[string]string
+		in, out string
+	}{
+		{map[string]string{"m-a": "m-b", "m-b": "m-a"}, "m-b and m-a", "m-a and m-b"},
+		{map[string]string{"gpt-4-turbo-2024": "gpt-4-turbo", "gpt-4-turbo": "gpt-4"},
+			"The model `gpt-4-turbo-2024` (not gpt-4-turbo) does not exist",
+			"The model `gpt-4-turbo` (not gpt-4) does not exist"},
+	} {
+		if got, _ := ShowIDsInText([]byte(c.in), c.ids); string(got) != c.out {
+			t.Errorf("ShowIDsInText(%q, %v) = %q; want %q", c.in, c.ids, got, c.out)
+		}
+	}
 }
