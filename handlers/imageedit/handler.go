@@ -170,6 +170,14 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		// However the hold ends below: when the edit outlived its deadline, the reconciler
+		// released the hold and gave the slot back with it, which the Release above must not
+		// do a second time. (Deferred calls run last first: this one before that Release.)
+		if hold.Reconciled() {
+			slot.GivenBack()
+		}
+	}()
 	usage.From(r.Context()).Accepted()
 	idempotency.MarkForwarded(r.Context())
 	// The client going away must not orphan an image task: the upstream call (bounded by the
@@ -234,11 +242,6 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	default:
 		// No image and no task: the upstream reported a failure (error) or made nothing.
 		hold.Release("the upstream made no image")
-	}
-	if hold.Reconciled() {
-		// The edit outlived its hold's deadline: the reconciler released the hold and gave the
-		// slot back with it.
-		slot.GivenBack()
 	}
 	passOn(w, ans)
 	return nil
