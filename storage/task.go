@@ -212,7 +212,8 @@ type Task struct {
 	// Endpoint is the endpoint label of the create that made the record (as usage records name
 	// it: /v1/videos, /v1/images/generations …) on the record of an object whose end writes a
 	// task_finished usage record (a pass-through video or image task, an edit's image task).
-	// Empty in records written before it was kept: see TaskEndpoint.
+	// Empty in records written before it was kept: accounting.createEndpoint names theirs by
+	// the record's kind.
 	Endpoint string `json:"endpoint,omitempty"`
 	// IdempotencyKey is the Idempotency-Key of the create that made the record, as the gateway
 	// sent it to the provider (scoped to the account: "mg-" and a SHA-256, never the client's

@@ -113,7 +113,6 @@ type openAIError struct {
 // Write sends e in the given shape.
 func Write(w http.ResponseWriter, shape Shape, e *Error) {
 	noteErrorCode(w, e.Code)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}

@@ -232,8 +232,8 @@ func setCredentials(h http.Header, key, style string) {
 // request's, those that claim a client address, and the client's cookies (clearedHeader).
 //
 // It reads each of h's names once, rather than deleting every cleared name in turn: a request
-// carries a handful of headers, far fewer than the names cleared, and this runs up to three
-// times on every proxied request (mediagw_route, the transport's request and its attempt).
+// carries a handful of headers, far fewer than the names cleared, and this runs on every proxied
+// request, by mediagw_route and again by the transport for each attempt.
 func clearCredentials(h http.Header) {
 	for name := range h {
 		if clearedHeader(name) {
