@@ -6,10 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mediagw/mediagw/internal/money"
 )
 
 // hostileUsageCaddyfile is Caddyfile.example's gateway site (no route block, the mediagw
@@ -166,28 +167,20 @@ func TestHostileUsageShapesAreChargedAsRead(t *testing.T) {
 // subtractMoney is before - after, both decimal amounts of money as the admin API writes them.
 func subtractMoney(t *testing.T, before, after string) string {
 	t.Helper()
-	return formatMicros(parseMicros(t, before) - parseMicros(t, after))
+	return money.Format(parseMoney(t, before) - parseMoney(t, after))
 }
 
 // addMoney is a + b.
 func addMoney(t *testing.T, a, b string) string {
 	t.Helper()
-	return formatMicros(parseMicros(t, a) + parseMicros(t, b))
+	return money.Format(parseMoney(t, a) + parseMoney(t, b))
 }
 
-func parseMicros(t *testing.T, s string) int64 {
+func parseMoney(t *testing.T, s string) int64 {
 	t.Helper()
-	units, frac, _ := strings.Cut(s, ".")
-	n, err := strconv.ParseInt(units, 10, 64)
-	f, err2 := strconv.ParseInt((frac + "000000")[:6], 10, 64)
-	if err != nil || err2 != nil || len(frac) > 6 {
-		t.Fatalf("money %q", s)
+	n, err := money.Parse(s)
+	if err != nil {
+		t.Fatalf("money %q: %v", s, err)
 	}
-	return n*1_000_000 + f
-}
-
-func formatMicros(n int64) string {
-	s := fmt.Sprintf("%d.%06d", n/1_000_000, n%1_000_000)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	return s
+	return n
 }
