@@ -71,9 +71,9 @@ func MembersOf(data []byte, fields []string, found []json.RawMessage) error {
 	return err
 }
 
-// MembersValid is Members for data already known to be valid JSON (see OthersValid): bytes that
-// json.Valid, Members or Check accepted, or a value of them, unchanged since. Given anything
-// else its outcome is undefined.
+// MembersValid is Members, kept for the callers that read data already known to be valid JSON
+// (bytes that json.Valid, Members or Check accepted): Members checks validity in the same pass
+// that reads the keys, so it costs them nothing more, and its outcome is Members' for any data.
 func MembersValid(data []byte, fields ...string) (map[string]json.RawMessage, error) {
 	return membersMap(data, fields)
 }
