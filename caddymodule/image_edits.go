@@ -33,6 +33,12 @@ type ImageEditsHandler struct {
 	// most MaxImageEditTimeout: an edit's hold is released by the reconciler at its deadline
 	// (storage.DefaultHoldDeadline), which a live call must never outlast.
 	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
+	// MaxAnswer bounds, in bytes, how much of a provider's answer to an edit or an image task
+	// query is read. Answers with images in them (b64_json) are large: ten big ones take tens
+	// of MiB, held in memory while each is checked and passed on. An edit answered with success
+	// past it gets 502 and is charged its estimate (the provider made the images). Default:
+	// 64 MiB.
+	MaxAnswer int64 `json:"max_answer,omitempty"`
 
 	edits *imageedit.Handler
 }
@@ -55,6 +61,7 @@ func (h *ImageEditsHandler) Provision(ctx caddy.Context) error {
 		Catalog:     app.Catalog(),
 		Store:       app.Store(),
 		Client:      app.upstreamClient(time.Duration(h.UpstreamTimeout)),
+		MaxAnswer:   h.MaxAnswer,
 		Retention:   app.taskRetention(),
 		Accounting:  app.Accountant(),
 		Idempotency: app.Idempotency(),
@@ -68,8 +75,12 @@ func (h *ImageEditsHandler) Provision(ctx caddy.Context) error {
 // release the hold of a request still in flight.
 const MaxImageEditTimeout = storage.DefaultHoldDeadline - time.Minute
 
-// Validate refuses an upstream_timeout the edit's hold would not outlast.
+// Validate refuses an upstream_timeout the edit's hold would not outlast, and a negative
+// max_answer.
 func (h *ImageEditsHandler) Validate() error {
+	if h.MaxAnswer < 0 {
+		return fmt.Errorf("mediagw_image_edits: max_answer %d is negative", h.MaxAnswer)
+	}
 	if t := time.Duration(h.UpstreamTimeout); t > MaxImageEditTimeout {
 		return fmt.Errorf("mediagw_image_edits: upstream_timeout %v is above %v: an edit's hold is released %v after it is taken, so a longer call could lose its hold while still running", t, MaxImageEditTimeout, storage.DefaultHoldDeadline)
 	}
@@ -99,6 +110,7 @@ func (h *ImageEditsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, ne
 //
 //	mediagw_image_edits [<matcher>] {
 //		upstream_timeout <duration>
+//		max_answer       <size>
 //	}
 func (h *ImageEditsHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
@@ -107,6 +119,7 @@ func (h *ImageEditsHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	return parseBlock(d, map[string]func() error{
 		"upstream_timeout": func() error { return durationArg(d, &h.UpstreamTimeout) },
+		"max_answer":       func() error { return sizeArg(d, &h.MaxAnswer) },
 	})
 }
 

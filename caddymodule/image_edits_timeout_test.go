@@ -38,3 +38,24 @@ func TestImageEditsTimeoutBelowHoldDeadline(t *testing.T) {
 		t.Errorf("MaxImageEditTimeout %v must pass and be below the hold deadline", MaxImageEditTimeout)
 	}
 }
+
+// TestImageEditsMaxAnswer: max_answer takes a size ("100MiB"), refuses a missing, zero or
+// malformed one at parse, and a negative one in JSON at validation.
+func TestImageEditsMaxAnswer(t *testing.T) {
+	var h ImageEditsHandler
+	if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser("mediagw_image_edits {\n\tmax_answer 100MiB\n}")); err != nil || h.MaxAnswer != 100<<20 {
+		t.Fatalf("max_answer 100MiB: %d, %v", h.MaxAnswer, err)
+	}
+	if err := h.Validate(); err != nil {
+		t.Fatalf("max_answer 100MiB refused: %v", err)
+	}
+	for _, arg := range []string{"", "0", "lots", "1MiB 2MiB"} {
+		var h ImageEditsHandler
+		if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser("mediagw_image_edits {\n\tmax_answer " + arg + "\n}")); err == nil {
+			t.Errorf("max_answer %q accepted", arg)
+		}
+	}
+	if err := (&ImageEditsHandler{MaxAnswer: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "max_answer") {
+		t.Errorf("max_answer -1: %v, want a refusal naming max_answer", err)
+	}
+}

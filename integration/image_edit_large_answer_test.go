@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,13 +10,13 @@ import (
 	"testing"
 )
 
-// TestEditAnsweredPastTheBoundIsCharged: an edit the provider answers 200 with its images
-// themselves, two b64_json PNGs of 2.5 MB each (gpt-image models answer edits so), past the
-// 4 MiB the gateway reads of an upstream answer, is a 502 to the client as before, and is charged
-// its estimate: the provider made the images, and bills them. Before, its hold was released as
-// though the upstream had not answered: any client could have images made at the operator's
-// expense for nothing, by asking for a few large ones.
-func TestEditAnsweredPastTheBoundIsCharged(t *testing.T) {
+// TestLargeEditAnswersAreReadWhole: an edit the provider answers 200 with its images themselves,
+// two b64_json PNGs of 2.5 MB each (gpt-image models answer edits so; ten large ones are tens of
+// MB), reaches the client whole and is charged the two images it made. Before, the gateway read
+// no more than 4 MiB of any answer: the client got 502 for images it was then charged for. Past
+// the handler's max_answer (here reloaded at 3 MiB), the same answer is a 502 and is charged its
+// estimate: the provider made the images, and bills them.
+func TestLargeEditAnswersAreReadWhole(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	image := strings.Repeat("iVBO", (5<<20)/8)
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -26,9 +27,30 @@ func TestEditAnsweredPastTheBoundIsCharged(t *testing.T) {
 	base, g := startSimGateway(t, imageTaskEndCaddyfile, map[string]string{"upstream_url": provider.URL,
 		"usage_log": filepath.Join(t.TempDir(), "usage.log")})
 	keysEnv{g: g}.credit(t, "painters", "1", "img-large-1")
+
 	r := call(t, http.MethodPost, base+"/v1/images/edits", "mg-image-tasks", imageEditBody("edit-async", 2, "1024x1024", "high"))
-	if code, _ := errorCodeAndShape(r); r.status != http.StatusBadGateway || code != "invalid_response" {
-		t.Fatalf("edit = %d %.300s, want 502 invalid_response", r.status, r.body)
+	if r.status != http.StatusOK {
+		t.Fatalf("edit = %d %.300s, want 200", r.status, r.body)
+	}
+	var answer struct {
+		Data []struct {
+			B64JSON string `json:"b64_json"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &answer); err != nil || len(answer.Data) != 2 ||
+		answer.Data[0].B64JSON != image || answer.Data[1].B64JSON != image {
+		t.Fatalf("edit answer of %d bytes: %d items (%v), want both images whole", len(r.body), len(answer.Data), err)
 	}
 	awaitBalance(t, g, "painters", "0.66", "0") // two high 1024x1024 images at 0.17
+
+	bounded := strings.Replace(imageTaskEndCaddyfile, "mediagw_image_edits @image_edits",
+		"mediagw_image_edits @image_edits {\n\t\t\tmax_answer 3MiB\n\t\t}", 1)
+	if err := g.reload(bounded); err != nil {
+		t.Fatalf("reload with max_answer 3MiB: %v", err)
+	}
+	r = call(t, http.MethodPost, base+"/v1/images/edits", "mg-image-tasks", imageEditBody("edit-async", 2, "1024x1024", "high"))
+	if code, _ := errorCodeAndShape(r); r.status != http.StatusBadGateway || code != "invalid_response" {
+		t.Fatalf("edit past max_answer = %d %.300s, want 502 invalid_response", r.status, r.body)
+	}
+	awaitBalance(t, g, "painters", "0.32", "0") // charged its estimate: 0.34 again
 }

@@ -41,11 +41,21 @@ const (
 // DefaultMaxBodyBytes bounds an edit request body.
 const DefaultMaxBodyBytes = 1 << 20
 
+// DefaultMaxAnswer bounds the provider's answer to an edit or an image task query: 64 MiB, room
+// for ten large images given back as base64 (a gpt-image 1536x1024 high quality PNG is about
+// 3–4 MB, a third more in base64).
+const DefaultMaxAnswer = 64 << 20
+
 // Handler serves image edits and image task queries.
 type Handler struct {
 	Catalog *providers.Catalog
 	Store   storage.Store
 	Client  *http.Client
+	// MaxAnswer bounds, in bytes, how much of the provider's answer to an edit or an image task
+	// query is read; the answer is held in memory while it is checked and passed on. An edit
+	// answered with success past it (the images were made) is a 502 to the client, charged its
+	// estimate. Default: DefaultMaxAnswer.
+	MaxAnswer int64
 	// Retention is how long image task records are kept.
 	Retention time.Duration
 	// Accounting holds the estimate of each edit (n images at the size's price) against the
@@ -352,7 +362,11 @@ func jsonObject(body []byte) bool {
 }
 
 func (h *Handler) client() upstream.Client {
-	return upstream.Client{HTTP: h.Client, Logger: h.Logger}
+	limit := h.MaxAnswer
+	if limit <= 0 {
+		limit = DefaultMaxAnswer
+	}
+	return upstream.Client{HTTP: h.Client, Logger: h.Logger, MaxAnswer: limit}
 }
 
 func (h *Handler) retention() time.Duration {

@@ -19,23 +19,32 @@ import (
 // TestCallReadsTheWholeAnswer checks that Call answers the whole body of an answer of declared
 // length and of one sent in chunks (length unknown), up to MaxBody, and that one past MaxBody,
 // declared or not, is a 502: ErrTooLarge when the answer is a success (the provider did the
-// work), else ErrUnreadable.
+// work), else ErrUnreadable. A client with a MaxAnswer reads up to it instead.
 func TestCallReadsTheWholeAnswer(t *testing.T) {
+	const larger = MaxBody + 3<<20
 	for _, tc := range []struct {
 		name    string
 		size    int
 		chunked bool
 		want    error
 		status  int
+		max     int64 // the client's MaxAnswer
 	}{
-		{"empty", 0, false, nil, 0},
-		{"small", 17, false, nil, 0},
-		{"small in chunks", 17, true, nil, 0},
-		{"MaxBody", MaxBody, false, nil, 0},
-		{"MaxBody in chunks", MaxBody, true, nil, 0},
-		{"past MaxBody", MaxBody + 1, false, ErrTooLarge, 0},
-		{"past MaxBody in chunks", MaxBody + 1, true, ErrTooLarge, 0},
-		{"an error past MaxBody", MaxBody + 1, false, ErrUnreadable, http.StatusInternalServerError},
+		{"empty", 0, false, nil, 0, 0},
+		{"small", 17, false, nil, 0, 0},
+		{"small in chunks", 17, true, nil, 0, 0},
+		{"MaxBody", MaxBody, false, nil, 0, 0},
+		{"MaxBody in chunks", MaxBody, true, nil, 0, 0},
+		{"past MaxBody", MaxBody + 1, false, ErrTooLarge, 0, 0},
+		{"past MaxBody in chunks", MaxBody + 1, true, ErrTooLarge, 0, 0},
+		{"an error past MaxBody", MaxBody + 1, false, ErrUnreadable, http.StatusInternalServerError, 0},
+		{"past MaxBody within MaxAnswer", MaxBody + 1, false, nil, 0, larger},
+		{"past MaxBody within MaxAnswer in chunks", MaxBody + 1, true, nil, 0, larger},
+		{"MaxAnswer", larger, false, nil, 0, larger},
+		{"past MaxAnswer", larger + 1, false, ErrTooLarge, 0, larger},
+		{"past MaxAnswer in chunks", larger + 1, true, ErrTooLarge, 0, larger},
+		{"an error past MaxAnswer", larger + 1, true, ErrUnreadable, http.StatusBadRequest, larger},
+		{"past a MaxAnswer below MaxBody", 1001, false, ErrTooLarge, 0, 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := bytes.Repeat([]byte("a"), tc.size)
@@ -58,7 +67,7 @@ func TestCallReadsTheWholeAnswer(t *testing.T) {
 			defer up.Close()
 			base, _ := url.Parse(up.URL)
 			p := &providers.Provider{Name: "p", BaseURL: base, APIKey: "k"}
-			c := Client{HTTP: NewHTTPClient(ClientOptions{}), Logger: zap.NewNop()}
+			c := Client{HTTP: NewHTTPClient(ClientOptions{}), Logger: zap.NewNop(), MaxAnswer: tc.max}
 			ans, err := c.Call(context.Background(), p, http.MethodGet, "answer", nil)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
@@ -76,16 +85,16 @@ func TestCallReadsTheWholeAnswer(t *testing.T) {
 func TestReadAnswerBeyondDeclaredLength(t *testing.T) {
 	body := bytes.Repeat([]byte("0123456789"), 100)
 	for _, declared := range []int64{-1, 0, 1, 10, 999, 1000, 1001} {
-		got, err := readAnswer(iotest.OneByteReader(bytes.NewReader(body)), declared)
+		got, err := readAnswer(iotest.OneByteReader(bytes.NewReader(body)), declared, MaxBody)
 		if err != nil || !bytes.Equal(got, body) {
 			t.Fatalf("declared %d: %d bytes, %v; want %d bytes", declared, len(got), err, len(body))
 		}
 	}
 	long := make([]byte, MaxBody+1)
-	if _, err := readAnswer(bytes.NewReader(long), 10); !errors.Is(err, errAnswerTooLarge) {
+	if _, err := readAnswer(bytes.NewReader(long), 10, MaxBody); !errors.Is(err, errAnswerTooLarge) {
 		t.Fatalf("a body past MaxBody declared short: %v, want errAnswerTooLarge", err)
 	}
-	if _, err := readAnswer(bytes.NewReader(nil), MaxBody+1); !errors.Is(err, errAnswerTooLarge) {
+	if _, err := readAnswer(bytes.NewReader(nil), MaxBody+1, MaxBody); !errors.Is(err, errAnswerTooLarge) {
 		t.Fatalf("a body declared past MaxBody: %v, want errAnswerTooLarge", err)
 	}
 }

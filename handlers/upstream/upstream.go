@@ -60,7 +60,8 @@ func labels(t Target) (provider, upstream string) {
 	return l, l
 }
 
-// MaxBody bounds how much of an upstream answer is read.
+// MaxBody bounds how much of an upstream answer is read, unless a Client says otherwise
+// (MaxAnswer).
 const MaxBody = 4 << 20
 
 // Errors for transport failures.
@@ -68,8 +69,9 @@ var (
 	ErrTimeout     = apierror.New(http.StatusGatewayTimeout, "upstream_timeout", "the upstream provider did not answer in time; retry later")
 	ErrUnreachable = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider could not be reached")
 	ErrUnreadable  = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider returned an unrecognisable response")
-	// ErrTooLarge is a successful answer (2xx) longer than MaxBody: the provider did the work
-	// (made the images), though the gateway does not read its answer.
+	// ErrTooLarge is a successful answer (2xx) longer than the client reads (MaxBody, or its
+	// MaxAnswer): the provider did the work (made the images), though the gateway does not read
+	// its answer.
 	ErrTooLarge   = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider's answer is longer than the gateway reads")
 	ErrRedirected = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider answered with a redirect, which the gateway does not follow")
 	// ErrNotPublic is a result address (Open), first or after a redirect, off the upstream's host
@@ -102,6 +104,10 @@ type Client struct {
 	// provider's upstreams) with the deadline each call sets anyway, rather than with a timer
 	// of the series' own and another per call. A call made past it ends as a timeout.
 	Until time.Time
+	// MaxAnswer bounds how much of an answer is read, in bytes: past it a successful answer is
+	// ErrTooLarge, any other ErrUnreadable. 0 means MaxBody. The answer is held in memory
+	// while it is used, so this is also the memory one call may take.
+	MaxAnswer int64
 }
 
 // Answer is a complete upstream response.
@@ -215,7 +221,7 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 		c.Logger.Warn("upstream answered with a redirect; not followed", zap.String("upstream", p.Label()), zap.Int("status", resp.StatusCode))
 		return Answer{}, ErrRedirected
 	}
-	b, err := readAnswer(resp.Body, resp.ContentLength)
+	b, err := readAnswer(resp.Body, resp.ContentLength, c.maxAnswer())
 	if errors.Is(err, errAnswerTooLarge) {
 		if resp.StatusCode/100 == 2 {
 			return Answer{}, ErrTooLarge
@@ -230,16 +236,24 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: req.Header, target: p}, nil
 }
 
-// errAnswerTooLarge is an answer body longer than MaxBody.
-var errAnswerTooLarge = errors.New("the upstream answer is longer than MaxBody")
+// maxAnswer is the bound on the answers the client reads (see MaxAnswer).
+func (c Client) maxAnswer() int64 {
+	if c.MaxAnswer > 0 {
+		return c.MaxAnswer
+	}
+	return MaxBody
+}
 
-// readAnswer reads an answer's body, up to MaxBody (errAnswerTooLarge past it), as io.ReadAll
+// errAnswerTooLarge is an answer body longer than the bound it was read with.
+var errAnswerTooLarge = errors.New("the upstream answer is longer than the gateway reads")
+
+// readAnswer reads an answer's body, up to limit bytes (errAnswerTooLarge past it), as io.ReadAll
 // does but into one buffer of the declared length (Content-Length, the usual case, up to 64 KiB;
 // -1 when unknown) and the byte that tells whether the body ends there. A body that runs on past
 // its declared length is read on, within the same bound.
-func readAnswer(body io.Reader, declared int64) ([]byte, error) {
+func readAnswer(body io.Reader, declared, limit int64) ([]byte, error) {
 	size := int64(512)
-	if declared > MaxBody {
+	if declared > limit {
 		return nil, errAnswerTooLarge
 	} else if declared >= 0 {
 		// The declared length sizes the buffer up to 64 KiB; past it the buffer grows with the
@@ -248,9 +262,9 @@ func readAnswer(body io.Reader, declared int64) ([]byte, error) {
 	}
 	b := make([]byte, 0, size)
 	for {
-		n, err := body.Read(b[len(b):min(cap(b), MaxBody+1)])
+		n, err := body.Read(b[len(b):min(int64(cap(b)), limit+1)])
 		b = b[:len(b)+n]
-		if len(b) > MaxBody {
+		if int64(len(b)) > limit {
 			return nil, errAnswerTooLarge
 		}
 		if err == io.EOF {
