@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
@@ -120,12 +121,17 @@ func boundToolCalls(images []billing.ToolImages, fields *bodyFields) {
 }
 
 // backgroundResponse reports whether a Responses body's background member asks for a background
-// response: true, or what a lenient upstream (pydantic's lax mode) reads as true: 1, or a string
-// "true", "1", "yes", "on", "t" or "y" in any letter case.
+// response: true, or what a lenient upstream (pydantic's lax mode) reads as true: a number equal
+// to 1 however written (1, 1.0, 1e0), or a string "true", "1", "yes", "on", "t" or "y" in any
+// letter case.
 func backgroundResponse(raw json.RawMessage) bool {
 	switch string(raw) {
 	case "true", "1":
 		return true
+	}
+	if len(raw) > 0 && (raw[0] >= '0' && raw[0] <= '9') {
+		f, err := strconv.ParseFloat(string(raw), 64)
+		return err == nil && f == 1
 	}
 	s, err := stringValue(raw)
 	if err != nil {

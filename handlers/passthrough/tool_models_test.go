@@ -204,7 +204,8 @@ func TestAddedResponsesEndpointsCheckToolModels(t *testing.T) {
 // TestBackgroundResponse: background is read as a lenient upstream reads a boolean.
 func TestBackgroundResponse(t *testing.T) {
 	for raw, want := range map[string]bool{`true`: true, `1`: true, `"true"`: true, `"True"`: true, `"yes"`: true, `" on "`: true,
-		`false`: false, `0`: false, `null`: false, ``: false, `"false"`: false, `"no"`: false, `{}`: false} {
+		`1.0`: true, `1e0`: true, `10E-1`: true, `1.000`: true,
+		`false`: false, `2`: false, `0.5`: false, `-1`: false, `1.5e0`: false, `0`: false, `null`: false, ``: false, `"false"`: false, `"no"`: false, `{}`: false} {
 		if got := backgroundResponse([]byte(raw)); got != want {
 			t.Errorf("background %s: %v, want %v", raw, got, want)
 		}
