@@ -1,6 +1,7 @@
 package passthrough
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // The providers of the media generation endpoints fetch the references they are given, under
@@ -334,4 +336,33 @@ func BenchmarkFetchedURLs(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzNoURLCandidates holds checkFetchedURLs' shortcut to its walk: a valid JSON body that
+// noURLCandidates passes is one the walk finds nothing in, under every rule of free text
+// (none included: then every string is read) and members not fetched.
+func FuzzNoURLCandidates(f *testing.F) {
+	for _, body := range []string{
+		`{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}`,
+		`{"image":"localhost:8080/x.png"}`, `{"image":"a/b"}`, `{"image":"\/\/x"}`, `{"image":" //x"}`,
+		`{"image":"\u002f/x"}`, `{"image":"é"}`, `{"a":""}`, `["x",{"y":["z"]}]`, `"http://x/"`,
+		`{"image":"http://127.0.0.1/"}`, `{"image":"127.0.0.1"}`, `{"n":1.5,"b":true,"x":null}`,
+		strings.Repeat("[", jsonkeys.MaxWalkDepth) + strings.Repeat("]", jsonkeys.MaxWalkDepth),
+		strings.Repeat("[", jsonkeys.MaxWalkDepth+1) + strings.Repeat("]", jsonkeys.MaxWalkDepth+1),
+	} {
+		f.Add(body)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if !json.Valid([]byte(body)) || !noURLCandidates([]byte(body)) {
+			return
+		}
+		for _, rules := range []struct {
+			freeText   []string
+			notFetched [][]string
+		}{{nil, nil}, {mediaFreeText, mediaNotFetched}, {dialogueFreeText, dialogueNotFetched}} {
+			if err := walkFetchedURLs([]byte(body), rules.freeText, rules.notFetched); err != nil {
+				t.Fatalf("noURLCandidates(%q) passed it, but the walk finds %v", body, err)
+			}
+		}
+	})
 }
