@@ -442,6 +442,10 @@ func refFields(ep Endpoint) []string {
 // change it.
 var modelAndPriced = append(append([]string{"model"}, pricedFields...), methodField)
 
+// modelAndPricedFields are modelAndPriced made ready for jsonkeys.MembersOfFields, which
+// bodyFields.read reads them with.
+var modelAndPricedFields = jsonkeys.NewFields(modelAndPriced...)
+
 // methodField is the body member (and form part) in which web frameworks that honour ?_method=
 // take a POST for another method (Laravel and Symfony read it from a JSON body too): every JSON
 // body is read for it, and one that has it, in any letter case, is refused (errMethodOverride).
