@@ -377,13 +377,14 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 
 // jsonFields reads the JSON body (bounded), applies jsonkeys' rule with the checked fields, and
 // leaves the body to be replayed byte for byte. It puts the checked fields present in fields
-// (filled where the caller keeps it, not copied out), and returns the body.
+// (filled where the caller keeps it, not copied out), and returns the body. Route has refused a
+// compressed body before it is called.
 func (rt *Router) jsonFields(w http.ResponseWriter, r *http.Request, fields *bodyFields, checked ...string) ([]byte, error) {
 	limit := rt.MaxJSONBytes
 	if limit <= 0 {
 		limit = DefaultMaxJSONBytes
 	}
-	body, err := apierror.ReadBody(w, r, limit, "invalid_request_body")
+	body, err := apierror.ReadUncompressedBody(w, r, limit, "invalid_request_body") // Route refused a compressed one
 	if err != nil {
 		return nil, err
 	}
