@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/media"
@@ -94,7 +93,7 @@ func formFieldPath(name string) *jsonkeys.Path {
 // body must be valid JSON: the router passes only the bytes that jsonFields read and checked with
 // jsonkeys.Members, so it is not validated again (see jsonkeys.StringsValid).
 func checkFetchedURLs(body []byte, freeText []string, notFetched [][]string) error {
-	if noURLCandidates(body) {
+	if plain, _ := plainStrings(body, nil); plain {
 		return nil // what walkFetchedURLs finds in such a body, without the walk
 	}
 	return walkFetchedURLs(body, freeText, notFetched)
@@ -132,55 +131,6 @@ func walkFetchedURLs(body []byte, freeText []string, notFetched [][]string) erro
 		return apierror.New(http.StatusBadRequest, "invalid_request_body", fmt.Sprintf("the body is nested more than %d levels deep", jsonkeys.MaxWalkDepth))
 	}
 	return errBadJSON
-}
-
-// noURLCandidates reports, in one pass over the valid JSON body, that checkFetchedURLs' walk would
-// find nothing in it: no string, key or value, that media.MayBeURL could take for a URL (none
-// holds ':', '/' or '\\', or begins with a space, a control byte or a byte past ASCII), and no
-// container nested deeper than the walk goes (jsonkeys.MaxWalkDepth). A chat body of plain
-// messages is such a body. It may say false of a body whose walk finds nothing, which only costs
-// the walk.
-func noURLCandidates(body []byte) bool {
-	open := 0 // the containers open at i
-	for i := 0; i < len(body); i++ {
-		for i < len(body) && !structural[body[i]] {
-			i++ // white space, numbers, literals, ',' and ':'
-		}
-		if i == len(body) {
-			break
-		}
-		switch body[i] {
-		case '"':
-			if i++; i < len(body) && (body[i] <= ' ' || body[i] >= utf8.RuneSelf) {
-				return false
-			}
-			for i < len(body) && !inURL[body[i]] {
-				i++
-			}
-			if i < len(body) && body[i] != '"' {
-				return false // ':', '/' or '\\'
-			}
-		case '{', '[':
-			if open++; open > jsonkeys.MaxWalkDepth {
-				return false
-			}
-		default: // '}', ']'
-			open--
-		}
-	}
-	return true
-}
-
-// structural are the bytes of JSON text that noURLCandidates stops at outside strings; inURL
-// those it stops at inside a string: its closing quote, and the bytes for which media.MayBeURL
-// reads a string as a URL wherever they are.
-var structural, inURL = byteSet(`"{}[]`), byteSet(`":/\`)
-
-func byteSet(bytes string) (set [256]bool) {
-	for i := range len(bytes) {
-		set[bytes[i]] = true
-	}
-	return set
 }
 
 // shortText is the length up to which checkFetchedURLs reads a string for a colon or slash
@@ -222,7 +172,7 @@ func under(path *jsonkeys.Path, paths [][]string) bool {
 // generic ones, and media URLs in image_url, video_url, audio_url and file_url members (a
 // multimodal embedding's image), checked as a chat's are.
 var mediaRefs = &bodyRefs{
-	mayHold: func(body []byte) bool { return keyHint(body, "url") },
+	hintWords: []string{"url"},
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, _ *foundRefs) error {
 		return mediaURLs(path, members)
 	},

@@ -338,22 +338,44 @@ func BenchmarkFetchedURLs(b *testing.B) {
 	}
 }
 
-// FuzzNoURLCandidates holds checkFetchedURLs' shortcut to its walk: a valid JSON body that
-// noURLCandidates passes is one the walk finds nothing in, under every rule of free text
-// (none included: then every string is read) and members not fetched.
-func FuzzNoURLCandidates(f *testing.F) {
+// FuzzPlainStrings holds plainStrings to what it stands for: a valid JSON body that it calls
+// plain is one checkFetchedURLs' walk finds nothing in, under every rule of free text (none
+// included: then every string is read) and members not fetched, and its hint is keyHint's for
+// every endpoint's words.
+func FuzzPlainStrings(f *testing.F) {
 	for _, body := range []string{
 		`{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}`,
 		`{"image":"localhost:8080/x.png"}`, `{"image":"a/b"}`, `{"image":"\/\/x"}`, `{"image":" //x"}`,
 		`{"image":"\u002f/x"}`, `{"image":"é"}`, `{"a":""}`, `["x",{"y":["z"]}]`, `"http://x/"`,
 		`{"image":"http://127.0.0.1/"}`, `{"image":"127.0.0.1"}`, `{"n":1.5,"b":true,"x":null}`,
+		`{"audio":{"id":"a"}}`, `{"AUDIO":1}`, `{"Url":1}`, `{"image_URL":"x"}`, `{"FILE_ID":"f"}`, `{"x_":1}`,
+		`{"vector_store_ids":[]}`, `{"xſ":1}`, `{"ſ":1}`, `{"a":"\u0061udio"}`, `{"":"url"}`, `["audio"]`,
 		strings.Repeat("[", jsonkeys.MaxWalkDepth) + strings.Repeat("]", jsonkeys.MaxWalkDepth),
 		strings.Repeat("[", jsonkeys.MaxWalkDepth+1) + strings.Repeat("]", jsonkeys.MaxWalkDepth+1),
 	} {
 		f.Add(body)
 	}
+	var wordLists [][]string
+	for _, ep := range Capabilities {
+		if ep.nested != nil {
+			wordLists = append(wordLists, ep.nested.hintWords)
+		}
+	}
+	wordLists = append(wordLists, nil, []string{"", "a"})
 	f.Fuzz(func(t *testing.T, body string) {
-		if !json.Valid([]byte(body)) || !noURLCandidates([]byte(body)) {
+		if !json.Valid([]byte(body)) {
+			return
+		}
+		for _, words := range wordLists {
+			plain, hint := plainStrings([]byte(body), words)
+			if !plain {
+				continue
+			}
+			if want := keyHint([]byte(body), words...); hint != want {
+				t.Fatalf("plainStrings(%q, %q) hints %v, keyHint says %v", body, words, hint, want)
+			}
+		}
+		if plain, _ := plainStrings([]byte(body), nil); !plain {
 			return
 		}
 		for _, rules := range []struct {
@@ -361,7 +383,7 @@ func FuzzNoURLCandidates(f *testing.F) {
 			notFetched [][]string
 		}{{nil, nil}, {mediaFreeText, mediaNotFetched}, {dialogueFreeText, dialogueNotFetched}} {
 			if err := walkFetchedURLs([]byte(body), rules.freeText, rules.notFetched); err != nil {
-				t.Fatalf("noURLCandidates(%q) passed it, but the walk finds %v", body, err)
+				t.Fatalf("plainStrings(%q) calls it plain, but the walk finds %v", body, err)
 			}
 		}
 	})
