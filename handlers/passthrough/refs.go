@@ -127,25 +127,24 @@ var errTooManyRefs = apierror.New(http.StatusBadRequest, "invalid_request_body",
 // only by case is read as that field too, so whichever spelling an upstream honours was checked;
 // a repeated key anywhere is refused.
 func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoint, body []byte) error {
-	if ep.nested == nil && !ep.fetchesURLs {
-		return nil
-	}
-	var words []string
-	if ep.nested != nil {
-		words = ep.nested.hintWords
-	}
-	// One pass answers both checks for most bodies (see plainStrings); the others are walked.
-	plain, hint := plainStrings(body, words)
-	if !plain && ep.fetchesURLs {
-		freeText, notFetched := ep.fetchRules()
-		if err := walkFetchedURLs(body, freeText, notFetched); err != nil {
-			return err
+	if ep.fetchesURLs {
+		var words []string
+		if ep.nested != nil {
+			words = ep.nested.hintWords
 		}
-	}
-	if !plain && ep.nested != nil {
-		hint = ep.nested.mayHold(body)
-	}
-	if ep.nested == nil || !hint {
+		// One pass answers both checks for most bodies (see plainStrings); the others are
+		// walked for URLs, and looked at again for references.
+		plain, hint := plainStrings(body, words)
+		if !plain {
+			freeText, notFetched := ep.fetchRules()
+			if err := walkFetchedURLs(body, freeText, notFetched); err != nil {
+				return err
+			}
+		}
+		if ep.nested == nil || plain && !hint || !plain && !ep.nested.mayHold(body) {
+			return nil
+		}
+	} else if ep.nested == nil || !ep.nested.mayHold(body) {
 		return nil
 	}
 	var found foundRefs
