@@ -92,15 +92,10 @@ func formFieldPath(name string) *jsonkeys.Path {
 //
 // body must be valid JSON: the router passes only the bytes that jsonFields read and checked with
 // jsonkeys.Members, so it is not validated again (see jsonkeys.StringsValid).
+//
+// It walks every string of body; checkBodyRefs calls it only for a body that plainStrings does
+// not find plain.
 func checkFetchedURLs(body []byte, freeText []string, notFetched [][]string) error {
-	if plain, _ := plainStrings(body, nil); plain {
-		return nil // what walkFetchedURLs finds in such a body, without the walk
-	}
-	return walkFetchedURLs(body, freeText, notFetched)
-}
-
-// walkFetchedURLs is checkFetchedURLs' walk: it visits every string of body.
-func walkFetchedURLs(body []byte, freeText []string, notFetched [][]string) error {
 	urls := 0
 	err := jsonkeys.StringsValid(body, nil, func(path *jsonkeys.Path, raw []byte) error {
 		// Most strings go by without being decoded: free text, and text without a colon or slash.

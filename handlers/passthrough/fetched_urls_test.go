@@ -314,8 +314,9 @@ func checkForm(t *testing.T, rt *Router, path, what, param string, parts ...stri
 	}
 }
 
-// BenchmarkFetchedURLs measures the URL check of a chat body: one short request, and a
-// conversation of 20 messages (an object each) with an image URL in one of them:
+// BenchmarkFetchedURLs measures the URL walk of a chat body (which plainStrings spares a plain
+// one, such as the short one here): one short request, and a conversation of 20 messages (an
+// object each) with an image URL in one of them:
 //
 //	go test ./handlers/passthrough/ -run '^$' -bench FetchedURLs -benchmem
 func BenchmarkFetchedURLs(b *testing.B) {
@@ -382,7 +383,7 @@ func FuzzPlainStrings(f *testing.F) {
 			freeText   []string
 			notFetched [][]string
 		}{{nil, nil}, {mediaFreeText, mediaNotFetched}, {dialogueFreeText, dialogueNotFetched}} {
-			if err := walkFetchedURLs([]byte(body), rules.freeText, rules.notFetched); err != nil {
+			if err := checkFetchedURLs([]byte(body), rules.freeText, rules.notFetched); err != nil {
 				t.Fatalf("plainStrings(%q) calls it plain, but the walk finds %v", body, err)
 			}
 		}

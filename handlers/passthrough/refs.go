@@ -137,7 +137,7 @@ func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoi
 		plain, hint := plainStrings(body, words)
 		if !plain {
 			freeText, notFetched := ep.fetchRules()
-			if err := walkFetchedURLs(body, freeText, notFetched); err != nil {
+			if err := checkFetchedURLs(body, freeText, notFetched); err != nil {
 				return err
 			}
 		}
