@@ -210,6 +210,13 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, code string) 
 	if Compressed(r) {
 		return nil, CompressedBody(code)
 	}
+	return ReadUncompressedBody(w, r, limit, code)
+}
+
+// ReadUncompressedBody is ReadBody for a caller that has refused a compressed body itself
+// (Compressed, with CompressedBody's answer) before it reads: the same outcome, without looking
+// at Content-Encoding again.
+func ReadUncompressedBody(w http.ResponseWriter, r *http.Request, limit int64, code string) ([]byte, error) {
 	if r.ContentLength > limit {
 		// Declared too large: answer now, without waiting for (or asking, after Expect:
 		// 100-continue, for) a body that would be refused.

@@ -37,7 +37,12 @@ func (f *bodyFields) read(data []byte, names []string) error {
 		return jsonkeys.MembersOf(data, names, f.more)
 	}
 	found := f.few[:len(names)]
-	err := jsonkeys.MembersOf(data, names, found)
+	var err error
+	if len(names) == len(modelAndPriced) && len(names) > 0 && &names[0] == &modelAndPriced[0] {
+		err = jsonkeys.MembersOfFields(data, modelAndPricedFields, found) // most bodies' fields
+	} else {
+		err = jsonkeys.MembersOf(data, names, found)
+	}
 	f.present = 0
 	for i, v := range found {
 		if v != nil {

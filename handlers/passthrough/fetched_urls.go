@@ -92,6 +92,9 @@ func formFieldPath(name string) *jsonkeys.Path {
 //
 // body must be valid JSON: the router passes only the bytes that jsonFields read and checked with
 // jsonkeys.Members, so it is not validated again (see jsonkeys.StringsValid).
+//
+// It walks every string of body; checkBodyRefs calls it only for a body that plainStrings does
+// not find plain.
 func checkFetchedURLs(body []byte, freeText []string, notFetched [][]string) error {
 	urls := 0
 	err := jsonkeys.StringsValid(body, nil, func(path *jsonkeys.Path, raw []byte) error {
@@ -164,7 +167,7 @@ func under(path *jsonkeys.Path, paths [][]string) bool {
 // generic ones, and media URLs in image_url, video_url, audio_url and file_url members (a
 // multimodal embedding's image), checked as a chat's are.
 var mediaRefs = &bodyRefs{
-	mayHold: func(body []byte) bool { return keyHint(body, "url") },
+	hintWords: []string{"url"},
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, _ *foundRefs) error {
 		return mediaURLs(path, members)
 	},

@@ -1,6 +1,7 @@
 package passthrough
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // The providers of the media generation endpoints fetch the references they are given, under
@@ -312,8 +314,9 @@ func checkForm(t *testing.T, rt *Router, path, what, param string, parts ...stri
 	}
 }
 
-// BenchmarkFetchedURLs measures the URL check of a chat body: one short request, and a
-// conversation of 20 messages (an object each) with an image URL in one of them:
+// BenchmarkFetchedURLs measures the URL walk of a chat body (which plainStrings spares a plain
+// one, such as the short one here): one short request, and a conversation of 20 messages (an
+// object each) with an image URL in one of them:
 //
 //	go test ./handlers/passthrough/ -run '^$' -bench FetchedURLs -benchmem
 func BenchmarkFetchedURLs(b *testing.B) {
@@ -334,4 +337,55 @@ func BenchmarkFetchedURLs(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzPlainStrings holds plainStrings to what it stands for: a valid JSON body that it calls
+// plain is one checkFetchedURLs' walk finds nothing in, under every rule of free text (none
+// included: then every string is read) and members not fetched, and its hint is keyHint's for
+// every endpoint's words.
+func FuzzPlainStrings(f *testing.F) {
+	for _, body := range []string{
+		`{"model":"bench-chat","messages":[{"role":"user","content":"hello"}]}`,
+		`{"image":"localhost:8080/x.png"}`, `{"image":"a/b"}`, `{"image":"\/\/x"}`, `{"image":" //x"}`,
+		`{"image":"\u002f/x"}`, `{"image":"é"}`, `{"a":""}`, `["x",{"y":["z"]}]`, `"http://x/"`,
+		`{"image":"http://127.0.0.1/"}`, `{"image":"127.0.0.1"}`, `{"n":1.5,"b":true,"x":null}`,
+		`{"audio":{"id":"a"}}`, `{"AUDIO":1}`, `{"Url":1}`, `{"image_URL":"x"}`, `{"FILE_ID":"f"}`, `{"x_":1}`,
+		`{"vector_store_ids":[]}`, `{"xſ":1}`, `{"ſ":1}`, `{"a":"\u0061udio"}`, `{"":"url"}`, `["audio"]`,
+		strings.Repeat("[", jsonkeys.MaxWalkDepth) + strings.Repeat("]", jsonkeys.MaxWalkDepth),
+		strings.Repeat("[", jsonkeys.MaxWalkDepth+1) + strings.Repeat("]", jsonkeys.MaxWalkDepth+1),
+	} {
+		f.Add(body)
+	}
+	var wordLists [][]string
+	for _, ep := range Capabilities {
+		if ep.nested != nil {
+			wordLists = append(wordLists, ep.nested.hintWords)
+		}
+	}
+	wordLists = append(wordLists, nil, []string{"", "a"})
+	f.Fuzz(func(t *testing.T, body string) {
+		if !json.Valid([]byte(body)) {
+			return
+		}
+		for _, words := range wordLists {
+			plain, hint := plainStrings([]byte(body), words)
+			if !plain {
+				continue
+			}
+			if want := keyHint([]byte(body), words...); hint != want {
+				t.Fatalf("plainStrings(%q, %q) hints %v, keyHint says %v", body, words, hint, want)
+			}
+		}
+		if plain, _ := plainStrings([]byte(body), nil); !plain {
+			return
+		}
+		for _, rules := range []struct {
+			freeText   []string
+			notFetched [][]string
+		}{{nil, nil}, {mediaFreeText, mediaNotFetched}, {dialogueFreeText, dialogueNotFetched}} {
+			if err := checkFetchedURLs([]byte(body), rules.freeText, rules.notFetched); err != nil {
+				t.Fatalf("plainStrings(%q) calls it plain, but the walk finds %v", body, err)
+			}
+		}
+	})
 }

@@ -40,12 +40,16 @@ const MaxBodyRefs = 64
 
 // bodyRefs finds the references to upstream objects nested in a JSON body of one endpoint.
 type bodyRefs struct {
-	// mayHold reports cheaply whether a body can hold a reference at all; a body it rejects is
-	// not walked. It must never reject a body that holds one.
-	mayHold func(body []byte) bool
+	// hintWords are the names, besides the generic ones, of the members that hold references
+	// (lower-case ASCII, see keyHint): a body that keyHint finds none of (mayHold) is not walked.
+	hintWords []string
 	// find is called for every object in the body (see jsonkeys.Walk) and adds what it names.
 	find func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error
 }
+
+// mayHold reports cheaply whether body can hold a reference at all (keyHint with hintWords); a
+// body it rejects is not walked. It never rejects a body that holds one.
+func (b *bodyRefs) mayHold(body []byte) bool { return keyHint(body, b.hintWords...) }
 
 // ref is one reference: the param it sits at, the kind of object it names, and its id.
 type ref struct {
@@ -124,12 +128,23 @@ var errTooManyRefs = apierror.New(http.StatusBadRequest, "invalid_request_body",
 // a repeated key anywhere is refused.
 func (rt *Router) checkBodyRefs(ctx context.Context, id auth.Identity, ep Endpoint, body []byte) error {
 	if ep.fetchesURLs {
-		freeText, notFetched := ep.fetchRules()
-		if err := checkFetchedURLs(body, freeText, notFetched); err != nil {
-			return err
+		var words []string
+		if ep.nested != nil {
+			words = ep.nested.hintWords
 		}
-	}
-	if ep.nested == nil || !ep.nested.mayHold(body) {
+		// One pass answers both checks for most bodies (see plainStrings); the others are
+		// walked for URLs, and looked at again for references.
+		plain, hint := plainStrings(body, words)
+		if !plain {
+			freeText, notFetched := ep.fetchRules()
+			if err := checkFetchedURLs(body, freeText, notFetched); err != nil {
+				return err
+			}
+		}
+		if ep.nested == nil || plain && !hint || !plain && !ep.nested.mayHold(body) {
+			return nil
+		}
+	} else if ep.nested == nil || !ep.nested.mayHold(body) {
 		return nil
 	}
 	var found foundRefs
@@ -286,9 +301,7 @@ func refsOf(path *jsonkeys.Path, members []jsonkeys.Member, name, kind string, f
 // one), prompt.id, the id of every input item that has one, whatever its type (see
 // inputItemRefs, inputItem), the container of a code_interpreter tool, and the generic ones.
 var responsesRefs = &bodyRefs{
-	mayHold: func(body []byte) bool {
-		return keyHint(body, "id", "approval_request_id", "url", "conversation", "prompt", "container")
-	},
+	hintWords: []string{"id", "approval_request_id", "url", "conversation", "prompt", "container"},
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
 		if err := mediaURLs(path, members); err != nil {
 			return err
@@ -325,8 +338,7 @@ func inputItem(path *jsonkeys.Path) bool {
 // fileRefs are the references every other JSON capability body is checked for: the generic ones
 // (file_id, file_ids, vector_store_ids), wherever they sit.
 var fileRefs = &bodyRefs{
-	mayHold: func(body []byte) bool { return keyHint(body) },
-	find:    func(*jsonkeys.Path, []jsonkeys.Member, *foundRefs) error { return nil },
+	find: func(*jsonkeys.Path, []jsonkeys.Member, *foundRefs) error { return nil },
 }
 
 // foldedTop reports whether path is a top-level member whose key folds to name.
@@ -337,7 +349,7 @@ func foldedTop(path *jsonkeys.Path, name string) bool {
 // chatRefs are the references of POST /v1/chat/completions: file_id in file content parts, and
 // the id of an earlier audio answer in an assistant message (messages[].audio.id).
 var chatRefs = &bodyRefs{
-	mayHold: func(body []byte) bool { return keyHint(body, "audio", "url") },
+	hintWords: []string{"audio", "url"},
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
 		if err := mediaURLs(path, members); err != nil {
 			return err
@@ -366,7 +378,7 @@ func messagesRefsAt(root func(path *jsonkeys.Path) bool) *bodyRefs {
 		return path != nil && path.Index < 0 && strings.EqualFold(path.Key, "container") && root(path.Parent)
 	}
 	return &bodyRefs{
-		mayHold: func(body []byte) bool { return keyHint(body, "container", "url") },
+		hintWords: []string{"container", "url"},
 		find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
 			if err := mediaURLs(path, members); err != nil {
 				return err
@@ -393,9 +405,7 @@ func messagesRefsAt(root func(path *jsonkeys.Path) bool) *bodyRefs {
 // fileUri (file_uri) that is not a public http(s) URL (a Files API file, a gs:// object of the
 // operator's project), and file search stores (fileSearchStoreNames).
 var geminiRefs = &bodyRefs{
-	mayHold: func(body []byte) bool {
-		return keyHint(body, "cachedcontent", "cached_content", "fileuri", "file_uri", "filesearchstorenames", "file_search_store_names")
-	},
+	hintWords: []string{"cachedcontent", "cached_content", "fileuri", "file_uri", "filesearchstorenames", "file_search_store_names"},
 	find: func(path *jsonkeys.Path, members []jsonkeys.Member, found *foundRefs) error {
 		if path == nil || foldedTop(path, "generateContentRequest") || foldedTop(path, "generate_content_request") {
 			for _, name := range []string{"cachedContent", "cached_content"} {
@@ -462,31 +472,47 @@ func keyHint(body []byte, words ...string) bool {
 		if j < 0 {
 			break
 		}
-		under := i + j
-		i = under + 1
-		if foldAt(body, i, "id") && (foldAt(body, under-4, "file") || foldAt(body, under-5, "store")) ||
-			foldAt(body, i, "url") {
+		if underscoreHint(body, i+j) {
 			return true
 		}
+		i += j + 1
 	}
-	// A word in quotes lies between two quotes that follow each other, since it holds none: the
-	// text between each quote and the next is compared with the words only when one has its
-	// length (lengths, a bit for each; the last bit for all of 63 bytes and more).
-	var lengths uint64
-	for _, w := range words {
-		lengths |= 1 << min(len(w), 63)
-	}
+	// A word in quotes lies between two quotes that follow each other, since it holds none.
+	lengths := wordLengths(words)
 	for open, i := -1, 0; ; {
 		j := bytes.IndexByte(body[i:], '"')
 		if j < 0 {
 			return false
 		}
 		closing := i + j
-		if open >= 0 && lengths&(1<<min(closing-open-1, 63)) != 0 && isWord(body[open+1:closing], words) {
+		if open >= 0 && quotedWord(body, open, closing, lengths, words) {
 			return true
 		}
 		open, i = closing, closing+1
 	}
+}
+
+// underscoreHint reports whether the '_' at under in body begins _url, or _id after file or
+// store, in any case.
+func underscoreHint(body []byte, under int) bool {
+	return foldAt(body, under+1, "id") && (foldAt(body, under-4, "file") || foldAt(body, under-5, "store")) ||
+		foldAt(body, under+1, "url")
+}
+
+// wordLengths has a bit for the length of each of words (the last bit for all of 63 bytes and
+// more), so that the text between two quotes is compared with the words only when one has its
+// length.
+func wordLengths(words []string) (lengths uint64) {
+	for _, w := range words {
+		lengths |= 1 << min(len(w), 63)
+	}
+	return lengths
+}
+
+// quotedWord reports whether the text between the quotes at open and closing is one of words,
+// in any case; lengths is wordLengths(words).
+func quotedWord(body []byte, open, closing int, lengths uint64, words []string) bool {
+	return lengths&(1<<min(closing-open-1, 63)) != 0 && isWord(body[open+1:closing], words)
 }
 
 // isWord reports whether b is one of words, in any case.

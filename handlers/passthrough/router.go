@@ -377,13 +377,14 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 
 // jsonFields reads the JSON body (bounded), applies jsonkeys' rule with the checked fields, and
 // leaves the body to be replayed byte for byte. It puts the checked fields present in fields
-// (filled where the caller keeps it, not copied out), and returns the body.
+// (filled where the caller keeps it, not copied out), and returns the body. Route has refused a
+// compressed body before it is called.
 func (rt *Router) jsonFields(w http.ResponseWriter, r *http.Request, fields *bodyFields, checked ...string) ([]byte, error) {
 	limit := rt.MaxJSONBytes
 	if limit <= 0 {
 		limit = DefaultMaxJSONBytes
 	}
-	body, err := apierror.ReadBody(w, r, limit, "invalid_request_body")
+	body, err := apierror.ReadUncompressedBody(w, r, limit, "invalid_request_body") // Route refused a compressed one
 	if err != nil {
 		return nil, err
 	}
@@ -441,6 +442,10 @@ func refFields(ep Endpoint) []string {
 // endpoint without references, and the fields read in a batch line's body. Shared: do not
 // change it.
 var modelAndPriced = append(append([]string{"model"}, pricedFields...), methodField)
+
+// modelAndPricedFields are modelAndPriced made ready for jsonkeys.MembersOfFields, which
+// bodyFields.read reads them with.
+var modelAndPricedFields = jsonkeys.NewFields(modelAndPriced...)
 
 // methodField is the body member (and form part) in which web frameworks that honour ?_method=
 // take a POST for another method (Laravel and Symfony read it from a JSON body too): every JSON

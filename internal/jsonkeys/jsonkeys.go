@@ -64,9 +64,45 @@ func Members(data []byte, fields ...string) (map[string]json.RawMessage, error) 
 // keeps its own variables reads a body without an allocation. found must be as long as fields.
 func MembersOf(data []byte, fields []string, found []json.RawMessage) error {
 	clear(found)
-	err := members(data, fields, found, nil)
+	err := members(data, fields, found, nil, nil)
 	if err == ErrNotObject {
 		clear(found) // what members found before the data went wrong
+	}
+	return err
+}
+
+// Fields are checked fields made ready once, for a list that many bodies are read with:
+// MembersOfFields compares each key with the fields of its own length only (when every field is
+// ASCII, only those can be the key or differ from it by case alone), not with every field.
+type Fields struct {
+	names []string
+	// byLength are the indexes of the names of each length in bytes, in order (the last: 63
+	// and more); nil when a name is not ASCII (one past ASCII may fold to a key of another
+	// length: the Kelvin sign, the long s).
+	byLength *[64][]int
+}
+
+// NewFields makes names ready for MembersOfFields. names must not change afterwards.
+func NewFields(names ...string) *Fields {
+	f := &Fields{names: names}
+	if !slices.ContainsFunc(names, func(n string) bool { return !asciiOnly(n) }) {
+		f.byLength = new([64][]int)
+		for i, n := range names {
+			f.byLength[min(len(n), 63)] = append(f.byLength[min(len(n), 63)], i)
+		}
+	}
+	return f
+}
+
+// Names are the fields, as NewFields was given them.
+func (f *Fields) Names() []string { return f.names }
+
+// MembersOfFields is MembersOf(data, fields.Names(), found), the same outcome for any data.
+func MembersOfFields(data []byte, fields *Fields, found []json.RawMessage) error {
+	clear(found)
+	err := members(data, fields.names, found, nil, fields.byLength)
+	if err == ErrNotObject {
+		clear(found)
 	}
 	return err
 }
@@ -84,7 +120,7 @@ func MembersValid(data []byte, fields ...string) (map[string]json.RawMessage, er
 // of data, not copies.
 func All(data []byte, fields ...string) (map[string]json.RawMessage, error) {
 	values := make(map[string]json.RawMessage)
-	if err := members(data, fields, make([]json.RawMessage, len(fields)), values); err != nil {
+	if err := members(data, fields, make([]json.RawMessage, len(fields)), values, nil); err != nil {
 		return nil, err
 	}
 	return values, nil
@@ -99,7 +135,7 @@ func membersMap(data []byte, fields []string) (map[string]json.RawMessage, error
 	} else {
 		found = make([]json.RawMessage, len(fields))
 	}
-	if err := members(data, fields, found, nil); err != nil {
+	if err := members(data, fields, found, nil, nil); err != nil {
 		return nil, err
 	}
 	values := make(map[string]json.RawMessage)
@@ -114,8 +150,9 @@ func membersMap(data []byte, fields []string) (map[string]json.RawMessage, error
 // members applies the rule to JSON data, puts the value of each checked field fields[i] it finds
 // in found[i], and, with a non-nil all, every member in all under its decoded key. It checks
 // that data is one valid JSON object (valid's rule) as it reads it, in the same pass: data that
-// is not is ErrNotObject, before any refused key.
-func members(data []byte, fields []string, found []json.RawMessage, all map[string]json.RawMessage) error {
+// is not is ErrNotObject, before any refused key. byLength, when not nil, is Fields.byLength of
+// fields: an ASCII key is compared with the fields of its length only.
+func members(data []byte, fields []string, found []json.RawMessage, all map[string]json.RawMessage, byLength *[64][]int) error {
 	i := SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return ErrNotObject
@@ -171,11 +208,22 @@ func members(data []byte, fields []string, found []json.RawMessage, all map[stri
 			seen[string(key)] = true
 		}
 		keyASCII := asciiOnly(key)
-		for j, f := range fields {
-			if string(key) == f {
-				found[j] = value
-			} else if !(keyASCII && unlikeASCII(key, f)) && equalFold(key, keyASCII, f) {
-				return keyError(data, &Error{Problem: Case, Key: string(key), Field: f})
+		if keyASCII && byLength != nil {
+			// The fields of another length are neither the key nor the key in another case.
+			for _, j := range byLength[min(len(key), 63)] {
+				if f := fields[j]; string(key) == f {
+					found[j] = value
+				} else if equalFold(key, true, f) {
+					return keyError(data, &Error{Problem: Case, Key: string(key), Field: f})
+				}
+			}
+		} else {
+			for j, f := range fields {
+				if string(key) == f {
+					found[j] = value
+				} else if !(keyASCII && unlikeASCII(key, f)) && equalFold(key, keyASCII, f) {
+					return keyError(data, &Error{Problem: Case, Key: string(key), Field: f})
+				}
 			}
 		}
 		if all != nil {

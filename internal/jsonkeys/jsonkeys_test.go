@@ -277,3 +277,42 @@ func TestEqualFoldShortcutKeepsMultibyteFolds(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMembersOfFields holds MembersOfFields to MembersOf: the same values and the same error for
+// any data, with lists of ASCII fields (compared by length) and lists with a field past ASCII
+// (compared one by one), fields of 63 bytes and more, an empty field and a repeated one.
+func FuzzMembersOfFields(f *testing.F) {
+	long := strings.Repeat("a", 70)
+	lists := [][]string{
+		{"model"},
+		{"model", "max_tokens", "n", "size", "ratio", "seconds", "duration", "_method"},
+		{"model", "model", "", "Model", long, long[:63], long[:64]},
+		{"model", "ſize", "\u212aey", "size", "key"},
+	}
+	for _, seed := range []string{
+		`{"model":"a","messages":[]}`, `{"MODEL":1}`, `{"ratio":1,"RATIO":2}`, `{"size":1,"ſize":2}`, `{"Key":1}`,
+		`{"` + long + `":1}`, `{"` + strings.ToUpper(long[:63]) + `":1}`, `{"":1}`, `{"duration":1,"Duration":2}`,
+		`{"model":1,"model":2}`, `{"mod\u0065l":1}`, `{"model":1`, `[]`, `{"_METHOD":1}`, `{"k":1,"\u212aey":2}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, names := range lists {
+			want := make([]json.RawMessage, len(names))
+			wantErr := MembersOf(data, names, want)
+			got := make([]json.RawMessage, len(names))
+			for i := range got {
+				got[i] = []byte("stale")
+			}
+			gotErr := MembersOfFields(data, NewFields(names...), got)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("fields %q: MembersOfFields says %v, MembersOf %v", names, gotErr, wantErr)
+			}
+			for i := range names {
+				if !bytes.Equal(got[i], want[i]) || (got[i] == nil) != (want[i] == nil) {
+					t.Fatalf("fields %q: %s is %q, MembersOf found %q", names, names[i], got[i], want[i])
+				}
+			}
+		}
+	})
+}
