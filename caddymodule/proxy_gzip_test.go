@@ -1,0 +1,257 @@
+package caddymodule
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+)
+
+func gzipped(t *testing.T, text string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := io.WriteString(zw, text); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// An attempt asks for gzip in its own header, whatever the client accepts, except where net/http
+// would not ask by itself: a HEAD request, a Range request, compression turned off.
+func TestAttemptAsksForGzipItself(t *testing.T) {
+	base, err := url.Parse("http://api.example.com/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &providers.Provider{Name: "p", Models: []string{"m"}, Upstreams: []*providers.Upstream{{Name: "a", BaseURL: base, APIKey: "operator-key"}}}
+	if _, err := providers.NewCatalog([]*providers.Provider{p}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, method, acceptEncoding, rng string
+		compression                       bool
+		want                              string
+	}{
+		{"client accepts br", http.MethodPost, "br", "", true, "gzip"},
+		{"client accepts nothing", http.MethodGet, "", "", true, "gzip"},
+		{"client accepts gzip", http.MethodGet, "gzip, deflate", "", true, "gzip"},
+		{"HEAD", http.MethodHead, "gzip", "", true, ""},
+		{"Range", http.MethodGet, "gzip", "bytes=0-99", true, ""},
+		{"compression off", http.MethodGet, "gzip", "", false, ""},
+	} {
+		d := providers.NewDispatch(p, p.Upstreams)
+		d.Model, d.UpstreamModel, d.Rest = "m", "m", "/files/f/content"
+		req := httptest.NewRequest(c.method, "http://gateway.test/v1/files/f/content", nil)
+		if c.acceptEncoding != "" {
+			req.Header.Set("Accept-Encoding", c.acceptEncoding)
+		}
+		if c.rng != "" {
+			req.Header.Set("Range", c.rng)
+		}
+		tr := ProxyTransport{gzip: c.compression}
+		attempt, err := tr.outgoing(req, d, p.Upstreams[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := attempt.request.Header["Accept-Encoding"]
+		if c.want == "" && got != nil || c.want != "" && fmt.Sprint(got) != "["+c.want+"]" || attempt.gzip != (c.want != "") {
+			t.Errorf("%s: the attempt's Accept-Encoding is %q (asked: %v), want %q", c.name, got, attempt.gzip, c.want)
+		}
+		if req.Header.Get("Accept-Encoding") != c.acceptEncoding {
+			t.Errorf("%s: the client's request changed", c.name)
+		}
+	}
+}
+
+// A gzip answer to an attempt that asked for it is decoded as net/http decodes one: the body
+// read plain, no Content-Encoding or Content-Length; another encoding is left as it is.
+func TestDecodeGzip(t *testing.T) {
+	for _, encoding := range []string{"gzip", "GZip"} {
+		resp := &http.Response{Header: http.Header{"Content-Encoding": {encoding}, "Content-Length": {"40"}}, ContentLength: 40,
+			Body: io.NopCloser(bytes.NewReader(gzipped(t, `{"ok":true}`)))}
+		decodeGzip(resp)
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || string(body) != `{"ok":true}` || len(resp.Header) != 0 || resp.ContentLength != -1 || !resp.Uncompressed {
+			t.Errorf("%s: %q %v, header %v, length %d", encoding, body, err, resp.Header, resp.ContentLength)
+		}
+		if err := resp.Body.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, encoding := range []string{"", "br", "gzip, br", "gzi", "gzip2", "gz\u0131p"} {
+		resp := &http.Response{Header: http.Header{"Content-Encoding": {encoding}}, ContentLength: 3, Body: io.NopCloser(strings.NewReader("abc"))}
+		decodeGzip(resp)
+		if body, _ := io.ReadAll(resp.Body); string(body) != "abc" || resp.Header.Get("Content-Encoding") != encoding || resp.ContentLength != 3 {
+			t.Errorf("Content-Encoding %q: decoded (%q)", encoding, body)
+		}
+	}
+}
+
+// A gzip body that does not decode fails every Read with the same error, a read after Close
+// fails, and a decoder put back in the pool keeps nothing of the answer it read.
+func TestGunzipBodyErrorsAndClose(t *testing.T) {
+	bad := &gunzipBody{body: io.NopCloser(strings.NewReader("not gzip at all"))}
+	_, first := bad.Read(make([]byte, 10))
+	_, second := bad.Read(make([]byte, 10))
+	if first == nil || !errors.Is(second, first) {
+		t.Errorf("reads of a body that is not gzip: %v, then %v", first, second)
+	}
+	g := &gunzipBody{body: io.NopCloser(bytes.NewReader(gzipped(t, "hello")))}
+	if _, err := g.Read(make([]byte, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Read(make([]byte, 2)); !errors.Is(err, errReadAfterClose) {
+		t.Errorf("a read after Close: %v", err)
+	}
+	if g.decoder != nil {
+		t.Error("the closed body keeps its decoder")
+	}
+	if err := g.Close(); err != nil { // a second Close closes the body again, nothing more
+		t.Fatal(err)
+	}
+	recycled := new(gzip.Reader)
+	if err := recycled.Reset(bytes.NewReader(gzipped(t, "secret answer"))); err != nil {
+		t.Fatal(err)
+	}
+	recycleDecoder(recycled)
+	if n, err := recycled.Read(make([]byte, 10)); n != 0 || err == nil {
+		t.Errorf("a recycled decoder still reads its answer: %d %v", n, err)
+	}
+}
+
+// A Close while a Read waits for the answer ends that Read, and the decoder goes back to the
+// pool once, after the Read: no two users at once (run with -race).
+func TestGunzipBodyCloseDuringRead(t *testing.T) {
+	pr, pw := io.Pipe()
+	g := &gunzipBody{body: pr}
+	done := make(chan error)
+	go func() {
+		_, err := g.Read(make([]byte, 10))
+		done <- err
+	}()
+	// The Read is under way (or about to be) when its source is written to half way and closed.
+	if _, err := pw.Write(gzipped(t, "hello")[:4]); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil {
+		t.Error("the Read went on after Close")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.decoder != nil || g.reading {
+		t.Error("the decoder was not given back after the Read")
+	}
+}
+
+// Through Caddy: the upstream is asked for gzip once, in the attempt's own header, whatever the
+// client accepts, and its gzip answer reaches the client decoded; with the http transport's
+// compression off, the upstream is asked for no encoding.
+func TestTransportAsksForGzipAndDecodesIt(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	t.Setenv("XDG_DATA_HOME", dir)
+	var mu sync.Mutex
+	var asked [][]string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			return
+		}
+		mu.Lock()
+		asked = append(asked, r.Header.Values("Accept-Encoding"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Accept-Encoding") != "gzip" {
+			io.WriteString(w, benchAnswer)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		io.WriteString(zw, benchAnswer)
+		zw.Close()
+	}))
+	defer up.Close()
+	for _, compression := range []string{"", "compression off"} {
+		port := strconv.Itoa(closedPort(t))
+		config := fmt.Sprintf(`{
+	admin off
+	persist_config off
+	log default {
+		output discard
+	}
+	mediagw {
+		storage badger %[1]s
+		provider chat {
+			base_url %[2]s/v1
+			api_key upstream-key
+			models bench-chat
+		}
+		key mg-test-key {
+			account test
+		}
+	}
+}
+http://127.0.0.1:%[3]s {
+	route {
+		mediagw_auth
+		mediagw_route
+		reverse_proxy {
+			dynamic mediagw
+			transport mediagw {
+				%[4]s
+			}
+			lb_policy first
+		}
+	}
+}
+`, filepath.Join(dir, "store"+strconv.Itoa(len(compression))), up.URL, port, compression)
+		srv, stop := startCaddy(t, config)
+		mu.Lock()
+		asked = nil
+		mu.Unlock()
+		for _, ae := range []string{"", "br", "gzip"} {
+			r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/v1/chat/completions",
+				strings.NewReader(`{"model":"bench-chat","messages":[]}`))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Authorization", "Bearer mg-test-key")
+			if ae != "" {
+				r.Header.Set("Accept-Encoding", ae)
+			}
+			w := httptest.NewRecorder()
+			srv.ServeHTTP(w, r)
+			if w.Code != http.StatusOK || w.Body.String() != benchAnswer || w.Header().Get("Content-Encoding") != "" {
+				t.Errorf("%q, client accepts %q: %d %q %q", compression, ae, w.Code, w.Header().Get("Content-Encoding"), w.Body)
+			}
+		}
+		want := "[[gzip] [gzip] [gzip]]"
+		if compression != "" {
+			want = "[[] [] []]"
+		}
+		mu.Lock()
+		if fmt.Sprint(asked) != want {
+			t.Errorf("%q: the upstream was asked for %v, want %s", compression, asked, want)
+		}
+		mu.Unlock()
+		stop()
+	}
+}
