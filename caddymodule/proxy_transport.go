@@ -174,16 +174,22 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 	attempt.request, attempt.url = *req, *req.URL
 	out := &attempt.request
 	out.URL = &attempt.url
-	out.Header = headerCopy(req.Header)
 	// The transport asks for compression and undoes it, whatever the client accepts: the answer
 	// is read for its usage (what the request is charged), its items and ids, and a mapped
 	// model's id; a gzipped one passed through would be charged the estimate instead. It asks
 	// itself, where net/http would ask for a request without Accept-Encoding, as net/http
 	// allocates a header map of its own for every request it adds a header to (see asksGzip and
 	// decodeGzip).
-	hdr.Del(out.Header, "Accept-Encoding")
-	if attempt.gzip = t.asksGzip(out); attempt.gzip {
+	attempt.gzip = t.asksGzip(req)
+	adding := 1 // the credential
+	if _, accepts := req.Header["Accept-Encoding"]; attempt.gzip && !accepts {
+		adding++
+	}
+	out.Header = headerCopy(req.Header, adding)
+	if attempt.gzip {
 		out.Header["Accept-Encoding"] = acceptGzip
+	} else {
+		hdr.Del(out.Header, "Accept-Encoding")
 	}
 	out.URL.Scheme = u.BaseURL.Scheme
 	out.URL.Path = upstreamPath(u.BaseURL.Path, d.Rest, req.URL.Path)
@@ -200,18 +206,26 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 	return attempt, nil
 }
 
-// headerCopy is a copy of h with room for two more names (Accept-Encoding and the upstream's
-// credential). A header of fewer than seven names (a client's usual few, which a map keeps in one
-// group of eight slots) is cloned whole, where assigning each name would hash it again; a larger
-// one is copied into a map sized for it, as its clone could have to grow.
-func headerCopy(h http.Header) http.Header {
-	if len(h) < 7 {
-		if c := maps.Clone(h); c != nil {
-			return c
+// headerCopy is a copy of h with room for adding more names (the upstream's credential,
+// Accept-Encoding). A copy of at most eight names in all (a client's usual few, which a map keeps
+// in one group of eight slots) is a clone of h, where assigning each name would hash it again.
+// So is one of nine that has Content-Length, left out of the clone: the http transport writes an
+// outgoing request's Content-Length from its ContentLength, never from its header map (HTTP/1.1,
+// HTTP/2 and HTTP/3 alike), so the upstream gets the same request. A larger one is a copy into a
+// map sized for it, as a clone would have to grow.
+func headerCopy(h http.Header, adding int) http.Header {
+	names := len(h) + adding
+	if names <= 8 || names == 9 && h["Content-Length"] != nil {
+		c := maps.Clone(h)
+		if c == nil {
+			return make(http.Header, names)
 		}
-		return make(http.Header, 2)
+		if names > 8 {
+			delete(c, "Content-Length")
+		}
+		return c
 	}
-	c := make(http.Header, len(h)+2)
+	c := make(http.Header, names)
 	for name, values := range h {
 		c[name] = values
 	}
