@@ -79,7 +79,8 @@ func TestAttemptAsksForGzipItself(t *testing.T) {
 }
 
 // A gzip answer to an attempt that asked for it is decoded as net/http decodes one: the body
-// read plain, no Content-Encoding or Content-Length; another encoding is left as it is.
+// read plain, no Content-Encoding or Content-Length; another encoding, and an answer without a
+// body, are left as they are.
 func TestDecodeGzip(t *testing.T) {
 	for _, encoding := range []string{"gzip", "GZip"} {
 		resp := &http.Response{Header: http.Header{"Content-Encoding": {encoding}, "Content-Length": {"40"}}, ContentLength: 40,
@@ -92,6 +93,10 @@ func TestDecodeGzip(t *testing.T) {
 		if err := resp.Body.Close(); err != nil {
 			t.Error(err)
 		}
+	}
+	empty := &http.Response{Header: http.Header{"Content-Encoding": {"gzip"}, "Content-Length": {"0"}}, Body: http.NoBody}
+	if decodeGzip(empty); empty.Body != http.NoBody || len(empty.Header) != 2 || empty.ContentLength != 0 {
+		t.Errorf("an answer without a body was changed: %v %d", empty.Header, empty.ContentLength)
 	}
 	for _, encoding := range []string{"", "br", "gzip, br", "gzi", "gzip2", "gz\u0131p"} {
 		resp := &http.Response{Header: http.Header{"Content-Encoding": {encoding}}, ContentLength: 3, Body: io.NopCloser(strings.NewReader("abc"))}
@@ -187,6 +192,11 @@ func TestTransportAsksForGzipAndDecodesIt(t *testing.T) {
 		}
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
+		if r.URL.RawQuery == "empty" { // a gzip label on no body at all: passed on as it is
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Header().Set("Content-Length", "0")
+			return
+		}
 		if r.Header.Get("Accept-Encoding") != "gzip" {
 			io.WriteString(w, benchAnswer)
 			return
@@ -252,9 +262,19 @@ http://127.0.0.1:%[3]s {
 				t.Errorf("%q, client accepts %q: %d %q %q", compression, ae, w.Code, w.Header().Get("Content-Encoding"), w.Body)
 			}
 		}
-		want := "[[gzip] [gzip] [gzip]]"
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/v1/chat/completions?empty", strings.NewReader(chat))
+		r.Header.Set("Content-Length", strconv.Itoa(len(chat)))
+		r.Header.Set("User-Agent", "hey/0.0.1")
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Authorization", "Bearer mg-test-key")
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		if w.Code != http.StatusOK || w.Body.Len() != 0 || w.Header().Get("Content-Encoding") != "gzip" {
+			t.Errorf("%q, an empty answer labelled gzip: %d %q %q", compression, w.Code, w.Header().Get("Content-Encoding"), w.Body)
+		}
+		want := "[[gzip] [gzip] [gzip] [gzip]]"
 		if compression != "" {
-			want = "[[] [] []]"
+			want = "[[] [] [] []]"
 		}
 		mu.Lock()
 		if fmt.Sprint(asked) != want {
