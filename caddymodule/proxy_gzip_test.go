@@ -180,6 +180,7 @@ func TestTransportAsksForGzipAndDecodesIt(t *testing.T) {
 	var mu sync.Mutex
 	var asked [][]string
 	const chat = `{"model":"bench-chat","messages":[]}`
+	zipped := gzipped(t, benchAnswer)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -202,45 +203,34 @@ func TestTransportAsksForGzipAndDecodesIt(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Encoding", "gzip")
-		zw := gzip.NewWriter(w)
-		io.WriteString(zw, benchAnswer)
-		zw.Close()
+		w.Write(zipped)
 	}))
 	defer up.Close()
 	for _, compression := range []string{"", "compression off"} {
 		port := strconv.Itoa(closedPort(t))
-		config := fmt.Sprintf(`{
-	admin off
-	persist_config off
-	log default {
-		output discard
-	}
-	mediagw {
-		storage badger %[1]s
+		config := quietGlobals(fmt.Sprintf(`		storage badger %s
 		provider chat {
-			base_url %[2]s/v1
+			base_url %s/v1
 			api_key upstream-key
 			models bench-chat
 		}
 		key mg-test-key {
 			account test
 		}
-	}
-}
-http://127.0.0.1:%[3]s {
+`, filepath.Join(dir, "store"+strconv.Itoa(len(compression))), up.URL)) + fmt.Sprintf(`http://127.0.0.1:%s {
 	route {
 		mediagw_auth
 		mediagw_route
 		reverse_proxy {
 			dynamic mediagw
 			transport mediagw {
-				%[4]s
+				%s
 			}
 			lb_policy first
 		}
 	}
 }
-`, filepath.Join(dir, "store"+strconv.Itoa(len(compression))), up.URL, port, compression)
+`, port, compression)
 		srv, stop := startCaddy(t, config)
 		mu.Lock()
 		asked = nil
@@ -283,4 +273,11 @@ http://127.0.0.1:%[3]s {
 		mu.Unlock()
 		stop()
 	}
+}
+
+// quietGlobals is a Caddyfile's global options for a test in this process, around the mediagw
+// app's block (its lines indented two tabs): no admin endpoint, no saved config, the default log
+// discarded.
+func quietGlobals(mediagw string) string {
+	return "{\n\tadmin off\n\tpersist_config off\n\tlog default {\n\t\toutput discard\n\t}\n\tmediagw {\n" + mediagw + "\t}\n}\n"
 }
