@@ -24,10 +24,10 @@ func (t *ProxyTransport) asksGzip(req *http.Request) bool {
 // decodeGzip undoes the gzip of an answer to an attempt that asked for it, as net/http does for
 // the requests it asks for gzip itself: the body is decoded as it is read, and the answer loses
 // its Content-Encoding and Content-Length (its length once decoded is unknown). An answer without
-// a body (net/http's NoBody: a 204, a 304, a Content-Length of 0) is left as it is, as net/http
-// leaves it.
+// a body (a 204, a 304, a Content-Length of 0, or an HTTP/2 stream that ended with its headers:
+// a ContentLength of 0 or net/http's NoBody) is left as it is, as net/http leaves it.
 func decodeGzip(resp *http.Response) {
-	if resp.Body == http.NoBody || !isGzip(hdr.Get(resp.Header, "Content-Encoding")) {
+	if resp.ContentLength == 0 || resp.Body == http.NoBody || !isGzip(hdr.Get(resp.Header, "Content-Encoding")) {
 		return
 	}
 	resp.Body = &gunzipBody{body: resp.Body}

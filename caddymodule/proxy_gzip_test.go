@@ -94,9 +94,11 @@ func TestDecodeGzip(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	empty := &http.Response{Header: http.Header{"Content-Encoding": {"gzip"}, "Content-Length": {"0"}}, Body: http.NoBody}
-	if decodeGzip(empty); empty.Body != http.NoBody || len(empty.Header) != 2 || empty.ContentLength != 0 {
-		t.Errorf("an answer without a body was changed: %v %d", empty.Header, empty.ContentLength)
+	for _, body := range []io.ReadCloser{http.NoBody, io.NopCloser(strings.NewReader(""))} {
+		empty := &http.Response{Header: http.Header{"Content-Encoding": {"gzip"}, "Content-Length": {"0"}}, Body: body}
+		if decodeGzip(empty); empty.Body != body || len(empty.Header) != 2 || empty.ContentLength != 0 {
+			t.Errorf("an answer without a body was changed: %v %d", empty.Header, empty.ContentLength)
+		}
 	}
 	for _, encoding := range []string{"", "br", "gzip, br", "gzi", "gzip2", "gz\u0131p"} {
 		resp := &http.Response{Header: http.Header{"Content-Encoding": {encoding}}, ContentLength: 3, Body: io.NopCloser(strings.NewReader("abc"))}
@@ -179,6 +181,7 @@ func TestTransportAsksForGzipAndDecodesIt(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", dir)
 	var mu sync.Mutex
 	var asked [][]string
+	var protos []string
 	const chat = `{"model":"bench-chat","messages":[]}`
 	zipped := gzipped(t, benchAnswer)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -188,6 +191,7 @@ func TestTransportAsksForGzipAndDecodesIt(t *testing.T) {
 		}
 		mu.Lock()
 		asked = append(asked, r.Header.Values("Accept-Encoding"))
+		protos = append(protos, r.Proto)
 		if string(body) != chat || r.ContentLength != int64(len(chat)) || r.Header.Get("User-Agent") != "hey/0.0.1" {
 			t.Errorf("the upstream got %q, Content-Length %d, User-Agent %q", body, r.ContentLength, r.Header.Get("User-Agent"))
 		}
@@ -206,7 +210,16 @@ func TestTransportAsksForGzipAndDecodesIt(t *testing.T) {
 		w.Write(zipped)
 	}))
 	defer up.Close()
-	for _, compression := range []string{"", "compression off"} {
+	// The same upstream over HTTP/2 with TLS (its certificate trusted by the transport's
+	// tls_insecure_skip_verify), where the transport writes the request's header otherwise.
+	up2 := httptest.NewUnstartedServer(up.Config.Handler)
+	up2.EnableHTTP2 = true
+	up2.StartTLS()
+	defer up2.Close()
+	for _, c := range []struct{ url, compression string }{
+		{up.URL, ""}, {up.URL, "compression off"}, {up2.URL, "tls_insecure_skip_verify"}, {up2.URL, "tls_insecure_skip_verify\n\t\t\t\tcompression off"},
+	} {
+		compression := c.compression
 		port := strconv.Itoa(closedPort(t))
 		config := quietGlobals(fmt.Sprintf(`		storage badger %s
 		provider chat {
@@ -217,7 +230,7 @@ func TestTransportAsksForGzipAndDecodesIt(t *testing.T) {
 		key mg-test-key {
 			account test
 		}
-`, filepath.Join(dir, "store"+strconv.Itoa(len(compression))), up.URL)) + fmt.Sprintf(`http://127.0.0.1:%s {
+`, filepath.Join(dir, "store"+strconv.Itoa(len(compression))), c.url)) + fmt.Sprintf(`http://127.0.0.1:%s {
 	route {
 		mediagw_auth
 		mediagw_route
@@ -233,7 +246,7 @@ func TestTransportAsksForGzipAndDecodesIt(t *testing.T) {
 `, port, compression)
 		srv, stop := startCaddy(t, config)
 		mu.Lock()
-		asked = nil
+		asked, protos = nil, nil
 		mu.Unlock()
 		for _, ae := range []string{"", "br", "gzip"} {
 			r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/v1/chat/completions", strings.NewReader(chat))
@@ -263,12 +276,15 @@ func TestTransportAsksForGzipAndDecodesIt(t *testing.T) {
 			t.Errorf("%q, an empty answer labelled gzip: %d %q %q", compression, w.Code, w.Header().Get("Content-Encoding"), w.Body)
 		}
 		want := "[[gzip] [gzip] [gzip] [gzip]]"
-		if compression != "" {
+		if strings.Contains(compression, "compression off") {
 			want = "[[] [] [] []]"
 		}
 		mu.Lock()
 		if fmt.Sprint(asked) != want {
 			t.Errorf("%q: the upstream was asked for %v, want %s", compression, asked, want)
+		}
+		if wantProto := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[c.url == up2.URL]; protos[0] != wantProto {
+			t.Errorf("%q: the upstream was called over %s, want %s", compression, protos[0], wantProto)
 		}
 		mu.Unlock()
 		stop()
