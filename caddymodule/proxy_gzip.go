@@ -90,7 +90,7 @@ func (g *gunzipBody) Read(p []byte) (int, error) {
 
 	// Reset reads the gzip header; an error is kept by the decoder, and every Read returns it.
 	var n int
-	err := error(nil)
+	var err error
 	if first {
 		err = decoder.Reset(g.body)
 	}

@@ -114,9 +114,6 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := t.HTTP.RoundTrip(&attempt.request)
-	if err == nil && attempt.gzip {
-		decodeGzip(resp)
-	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return nil, err // the client left; not the upstream's fault
@@ -127,6 +124,9 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, retryElsewhere{err}
 		}
 		return nil, err
+	}
+	if attempt.gzip {
+		decodeGzip(resp)
 	}
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable:

@@ -90,6 +90,9 @@ func TestCredentialsIntoIsCredentials(t *testing.T) {
 			t.Errorf("%s: CredentialsInto %q, Credentials %q", u.Name, got, want)
 		}
 	}
+	if keyed.Upstreams[1].secrets == nil {
+		t.Error("the upstream without a key has its (no) keys found anew for every answer")
+	}
 	u := keyed.Upstreams[0]
 	var buf [4]string
 	if got := u.CredentialsInto(&buf); buf[0] != "" || cap(got) != 1 {

@@ -80,7 +80,7 @@ func (u *Upstream) prepare() {
 	u.secrets = nil
 	if u.jwt == nil {
 		var buf [4]string
-		u.secrets = slices.Clone(u.credentialsInto(&buf)) // not nil, even when empty
+		u.secrets = slices.Clone(u.credentialsInto(&buf)) // empty, not nil, for an upstream without a key
 	}
 	u.dial, u.origin, u.address, u.label, u.base = "", "", "", "", ""
 	u.dial, u.origin, u.address, u.label, u.base = u.DialAddress(), u.Origin(), normalAddress(u.BaseURL), u.Label(), u.baseURL()
