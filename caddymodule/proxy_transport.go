@@ -57,6 +57,9 @@ type ProxyTransport struct {
 	HTTP *reverseproxy.HTTPTransport `json:"http,omitempty"`
 
 	logger *zap.Logger
+	// gzip: the attempts ask for gzip themselves (see outgoing), as net/http would: the HTTP/1.1
+	// and HTTP/2 transport is in use and its compression is not turned off.
+	gzip bool
 }
 
 // CaddyModule returns the Caddy module information.
@@ -73,7 +76,13 @@ func (t *ProxyTransport) Provision(ctx caddy.Context) error {
 	if t.HTTP == nil {
 		t.HTTP = new(reverseproxy.HTTPTransport)
 	}
-	return t.HTTP.Provision(ctx)
+	if err := t.HTTP.Provision(ctx); err != nil {
+		return err
+	}
+	// HTTP/3 (versions 3) goes through another transport, left to ask for gzip by itself.
+	h3 := len(t.HTTP.Versions) == 1 && t.HTTP.Versions[0] == "3"
+	t.gzip = t.HTTP.Transport != nil && !t.HTTP.Transport.DisableCompression && !h3
+	return nil
 }
 
 // Cleanup releases the HTTP transport.
@@ -115,6 +124,9 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, retryElsewhere{err}
 		}
 		return nil, err
+	}
+	if attempt.gzip {
+		decodeGzip(resp)
 	}
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable:
@@ -162,12 +174,23 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 	attempt.request, attempt.url = *req, *req.URL
 	out := &attempt.request
 	out.URL = &attempt.url
-	out.Header = headerCopy(req.Header)
 	// The transport asks for compression and undoes it, whatever the client accepts: the answer
 	// is read for its usage (what the request is charged), its items and ids, and a mapped
-	// model's id; a gzipped one passed through would be charged the estimate instead. (Removed
-	// before the credential is set, its slot free for it.)
-	hdr.Del(out.Header, "Accept-Encoding")
+	// model's id; a gzipped one passed through would be charged the estimate instead. It asks
+	// itself, where net/http would ask for a request without Accept-Encoding, as net/http
+	// allocates a header map of its own for every request it adds a header to (see asksGzip and
+	// decodeGzip).
+	attempt.gzip = t.asksGzip(req)
+	adding := 1 // the credential
+	if _, accepts := req.Header["Accept-Encoding"]; attempt.gzip && !accepts {
+		adding++
+	}
+	out.Header = headerCopy(req.Header, adding)
+	if attempt.gzip {
+		out.Header["Accept-Encoding"] = acceptGzip
+	} else {
+		hdr.Del(out.Header, "Accept-Encoding")
+	}
 	out.URL.Scheme = u.BaseURL.Scheme
 	out.URL.Path = upstreamPath(u.BaseURL.Path, d.Rest, req.URL.Path)
 	out.URL.RawPath = ""
@@ -183,30 +206,40 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 	return attempt, nil
 }
 
-// headerCopy is a copy of h with room for one more name (the upstream's credential). A header
-// of fewer than eight names (a client's usual few, which a map keeps in one group of eight
-// slots) is cloned whole, where assigning each name would hash it again; a larger one is copied
-// into a map sized for it, as its clone could have to grow for the credential.
-func headerCopy(h http.Header) http.Header {
-	if len(h) < 8 {
-		if c := maps.Clone(h); c != nil {
-			return c
+// headerCopy is a copy of h with room for adding more names (the upstream's credential,
+// Accept-Encoding). A copy of at most eight names in all (a client's usual few, which a map keeps
+// in one group of eight slots) is a clone of h, where assigning each name would hash it again.
+// So is one of nine that has Content-Length, left out of the clone: the http transport writes an
+// outgoing request's Content-Length from its ContentLength, never from its header map (HTTP/1.1,
+// HTTP/2 and HTTP/3 alike), so the upstream gets the same request. A larger one is a copy into a
+// map sized for it, as a clone would have to grow.
+func headerCopy(h http.Header, adding int) http.Header {
+	names := len(h) + adding
+	if names <= 8 || names == 9 && h["Content-Length"] != nil {
+		c := maps.Clone(h)
+		if c == nil {
+			return make(http.Header, names)
 		}
-		return make(http.Header, 1)
+		if names > 8 {
+			delete(c, "Content-Length")
+		}
+		return c
 	}
-	c := make(http.Header, len(h)+1)
+	c := make(http.Header, names)
 	for name, values := range h {
 		c[name] = values
 	}
 	return c
 }
 
-// outgoingRequest is an attempt's copy of the request and of its URL, and the storage of its
-// answer's X-Content-Type-Options value (see typedSafely), in one allocation.
+// outgoingRequest is an attempt's copy of the request and of its URL, the storage of its
+// answer's X-Content-Type-Options value (see typedSafely), and whether it asked for gzip, in one
+// allocation.
 type outgoingRequest struct {
 	request http.Request
 	url     url.URL
 	nosniff [1]string
+	gzip    bool
 }
 
 // upstreamPath is the upstream's base path (without its trailing slash) followed by rest, the

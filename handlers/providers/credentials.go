@@ -21,9 +21,19 @@ func (u *Upstream) Credentials() []string {
 	return slices.Clone(u.CredentialsInto(&buf))
 }
 
-// CredentialsInto is Credentials written into buf, which the result is a slice of: a caller on
-// every proxied answer keeps buf on its stack, where Credentials would allocate.
+// CredentialsInto is Credentials without a copy of its own, for a caller on every proxied answer
+// (where Credentials would allocate), which must only read it: written into buf (which the caller
+// keeps on its stack) for an upstream whose tokens change (AuthKlingJWT), or the upstream's own,
+// found once, for any other.
 func (u *Upstream) CredentialsInto(buf *[4]string) []string {
+	if u.jwt == nil && u.secrets != nil {
+		return u.secrets[:len(u.secrets):len(u.secrets)]
+	}
+	return u.credentialsInto(buf)
+}
+
+// credentialsInto is CredentialsInto found anew, written into buf.
+func (u *Upstream) credentialsInto(buf *[4]string) []string {
 	secrets := buf[:0]
 	for _, s := range u.credentials() {
 		if s != "" {

@@ -69,3 +69,41 @@ func TestEchoesDecodedStrings(t *testing.T) {
 		}
 	}
 }
+
+// CredentialsInto gives what Credentials gives: for an upstream of fixed keys the ones found
+// when it was prepared (without writing buf, nor allocating), for a Kling upstream its tokens of
+// the moment; an upstream not prepared, or without a key, has them found anew.
+func TestCredentialsIntoIsCredentials(t *testing.T) {
+	base, _ := url.Parse("https://api.example/v1")
+	keyed := &Provider{Name: "a", Models: []string{"m"}, Upstreams: []*Upstream{
+		{Name: "a", BaseURL: base, APIKey: "plain-key-123"}, {Name: "none", BaseURL: base}}}
+	kling := &Provider{Name: "k", AuthStyle: AuthKlingJWT, Models: []string{"n"},
+		Upstreams: []*Upstream{{Name: "k", BaseURL: base, AccessKey: "ak-1", SecretKey: "kling-secret"}}}
+	if _, err := NewCatalog([]*Provider{keyed, kling}); err != nil {
+		t.Fatal(err)
+	}
+	unprepared := &Upstream{Name: "u", BaseURL: base, APIKey: "unprepared-key"}
+	kling.Upstreams[0].SetCredentials(http.Header{}) // signs a token
+	for _, u := range []*Upstream{keyed.Upstreams[0], keyed.Upstreams[1], kling.Upstreams[0], unprepared} {
+		var buf [4]string
+		if got, want := u.CredentialsInto(&buf), u.Credentials(); !slices.Equal(got, want) {
+			t.Errorf("%s: CredentialsInto %q, Credentials %q", u.Name, got, want)
+		}
+	}
+	if keyed.Upstreams[1].secrets == nil {
+		t.Error("the upstream without a key has its (no) keys found anew for every answer")
+	}
+	u := keyed.Upstreams[0]
+	var buf [4]string
+	if got := u.CredentialsInto(&buf); buf[0] != "" || cap(got) != 1 {
+		t.Errorf("a prepared upstream's keys were written into buf (%q), or may be appended to in place (cap %d)", buf, cap(got))
+	}
+	if n := testing.AllocsPerRun(20, func() { secretsSink = u.CredentialsInto(&buf) }); n != 0 {
+		t.Errorf("CredentialsInto allocates %v times", n)
+	}
+	if got := kling.Upstreams[0].CredentialsInto(&buf); len(got) != 2 || got[0] != "kling-secret" {
+		t.Errorf("the Kling upstream's credentials: %q", got)
+	}
+}
+
+var secretsSink []string

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 )
@@ -51,6 +52,7 @@ type Upstream struct {
 	credName  string
 	credValue []string
 	jwt       *jwtSource // AuthKlingJWT's tokens
+	secrets   []string   // CredentialsInto's answer for an upstream without jwt: its non-empty keys
 	dial      string
 	origin    string
 	address   string // Address, computed once
@@ -74,6 +76,11 @@ func (u *Upstream) prepare() {
 		for name, value := range h {
 			u.credName, u.credValue = name, value[:1:1]
 		}
+	}
+	u.secrets = nil
+	if u.jwt == nil {
+		var buf [4]string
+		u.secrets = slices.Clone(u.credentialsInto(&buf)) // empty, not nil, for an upstream without a key
 	}
 	u.dial, u.origin, u.address, u.label, u.base = "", "", "", "", ""
 	u.dial, u.origin, u.address, u.label, u.base = u.DialAddress(), u.Origin(), normalAddress(u.BaseURL), u.Label(), u.baseURL()
