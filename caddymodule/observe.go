@@ -12,6 +12,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/internal/metrics"
+	"github.com/mediagw/mediagw/internal/reqstate"
 )
 
 // observer follows every request through mediagw_auth and the handlers after it, and when the
@@ -79,6 +80,9 @@ type observedWriter struct {
 	traceID string
 	// identity is the caller's, which mediagw_auth puts in the request context by reference.
 	identity auth.Identity
+	// state is the request's, which mediagw_auth puts in the request context (see
+	// reqstate.State): it points at entry and identity.
+	state reqstate.State
 	// repl is the request's placeholder replacer, which mediagw_auth looked up (see
 	// requestReplacer); nil before.
 	repl    *caddy.Replacer

@@ -206,7 +206,11 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		out = watch
 	}
 	var aborted bool
-	aborted, err = h.proxyUntilAbort(providers.WithDispatch(r.Context(), route.Dispatch), out, r, next, route.Provider.Name)
+	pr := r // r, with the dispatch in its context
+	if !providers.SetDispatch(r.Context(), route.Dispatch) {
+		pr = r.WithContext(providers.WithDispatch(r.Context(), route.Dispatch))
+	}
+	aborted, err = h.proxyUntilAbort(out, pr, next, route.Provider.Name)
 	if aborted {
 		// reverse_proxy ends an answer the client left in the middle of (a cut stream) by
 		// panicking with http.ErrAbortHandler; the request is still ended here (its hold
@@ -409,7 +413,7 @@ func (h *RouteHandler) remixedSourceCompleted(ctx context.Context, route passthr
 // proxyUntilAbort is proxy, which reports the http.ErrAbortHandler panic with which
 // reverse_proxy ends an answer cut off midway (the client left) as aborted instead of
 // unwinding past the caller. Any other panic goes on.
-func (h *RouteHandler) proxyUntilAbort(ctx context.Context, w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) (aborted bool, err error) {
+func (h *RouteHandler) proxyUntilAbort(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) (aborted bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v != http.ErrAbortHandler { //nolint:errorlint // the panic value itself, as net/http compares it
@@ -418,16 +422,16 @@ func (h *RouteHandler) proxyUntilAbort(ctx context.Context, w http.ResponseWrite
 			aborted = true
 		}
 	}()
-	return false, h.proxy(ctx, w, r, next, provider)
+	return false, h.proxy(w, r, next, provider)
 }
 
-// proxy runs the reverse_proxy blocks after this handler with ctx, in a span of the request's
+// proxy runs the reverse_proxy blocks after this handler with r, in a span of the request's
 // trace when it is traced.
-func (h *RouteHandler) proxy(ctx context.Context, w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) error {
-	if !tracing.Recording(ctx) {
-		return next.ServeHTTP(w, r.WithContext(ctx))
+func (h *RouteHandler) proxy(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) error {
+	if !tracing.Recording(r.Context()) {
+		return next.ServeHTTP(w, r)
 	}
-	ctx, span := tracing.Start(ctx, "upstream "+provider, trace.SpanKindClient, attribute.String("mediagw.provider", provider))
+	ctx, span := tracing.Start(r.Context(), "upstream "+provider, trace.SpanKindClient, attribute.String("mediagw.provider", provider))
 	err := next.ServeHTTP(w, r.WithContext(ctx))
 	span.End(err)
 	return err
