@@ -186,7 +186,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	repl := requestReplacer(w, r)
 	sw := answerWriterFor(w)
-	sw.countItems = route.Sizing.Images && hold.ID != ""
+	if route.Sizing.Images && hold.ID != "" {
+		sw.countImages()
+	}
 	if hold.HoldsToolImages() {
 		sw.toolImages = new(usage.ResponseImages)
 	}
@@ -254,7 +256,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	tokens := sw.sniffer.Seen(clientGone).AtMostOutput(countedBound)
 	errorOnly := !tokens.Known() && sw.sniffer.ErrorOnly()
 	nothingServed := !tokens.Known() && sw.sniffer.NothingServed()
-	streamedImages := sw.countItems && sw.streamed() // read before Release empties the sniffer
+	streamedImages := sw.images != nil && sw.streamed() // read before Release empties the sniffer
 	entry.AddTokens(tokens)
 	sw.sniffer.Release()
 	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
@@ -264,16 +266,22 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 			metrics.UpstreamDuration(route.Provider.Name, route.Dispatch.Answered().Name, entry.EndpointOr(r.URL.Path), d)
 		}
 	}
-	images, counted := sw.items.Count()
-	size, quality := billing.AnswerImage(sw.items.Reported())
+	var images int64
+	var counted bool
+	var size, quality string // what the answer reports; none when its images are not counted
+	if sw.images != nil {
+		images, counted = sw.images.items.Count()
+		size, quality = sw.images.items.Reported()
+	}
+	size, quality = billing.AnswerImage(size, quality)
 	// A streamed image answer (stream: true) settles from its completed events as a JSON one
 	// from its data (see usage.ImageEvents); one that streamed any image, partial or completed,
 	// made something, and is charged even when the upstream broke it off afterwards.
 	streamedSome := false
 	if streamedImages {
-		images, counted = sw.events.Completed(), true
-		size, quality = billing.AnswerImage(sw.events.Reported())
-		streamedSome = images > 0 || sw.events.Partials() > 0
+		images, counted = sw.images.events.Completed(), true
+		size, quality = billing.AnswerImage(sw.images.events.Reported())
+		streamedSome = images > 0 || sw.images.events.Partials() > 0
 	}
 	// Otherwise an error or a refusal means the request was not served.
 	switch {
@@ -288,7 +296,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	case streamedImages && !streamedSome:
 		// Nothing was made that the client could have, whoever ended the stream.
 		hold.Release("the upstream streamed no image")
-	case sw.countItems && counted && images == 0 && !streamedImages:
+	case sw.images != nil && counted && images == 0 && !streamedImages:
 		hold.Release("the upstream made no image")
 	case !clientGone && errorOnly:
 		// A success status whose whole body is an error object (see usage.Sniffer.ErrorOnly):
