@@ -121,7 +121,8 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 	// One context value for the request's state, which mediagw_route completes with the
 	// dispatch (see reqstate.State): one copy of the request, one link more in its context.
 	ow.state = reqstate.State{Identity: &ow.identity, Entry: &ow.entry, Request: true}
-	return next.ServeHTTP(w, r.WithContext(reqstate.With(r.Context(), &ow.state)))
+	ow.ctx = reqstate.With(r.Context(), &ow.state)
+	return next.ServeHTTP(w, r.WithContext(ow.ctx))
 }
 
 // accessLogFields returns the extra fields of the access log entry of r, served by srv, or nil

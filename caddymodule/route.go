@@ -208,11 +208,12 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		out = watch
 	}
 	var aborted bool
+	traced := tracedRequest(w, r)
 	pr := r // r, with the dispatch in its context
 	if !providers.SetDispatch(r.Context(), route.Dispatch) {
 		pr = r.WithContext(providers.WithDispatch(r.Context(), route.Dispatch))
 	}
-	aborted, err = h.proxyUntilAbort(out, pr, next, route.Provider.Name)
+	aborted, err = h.proxyUntilAbort(out, pr, next, route.Provider.Name, traced)
 	if aborted {
 		// reverse_proxy ends an answer the client left in the middle of (a cut stream) by
 		// panicking with http.ErrAbortHandler; the request is still ended here (its hold
@@ -421,7 +422,7 @@ func (h *RouteHandler) remixedSourceCompleted(ctx context.Context, route passthr
 // proxyUntilAbort is proxy, which reports the http.ErrAbortHandler panic with which
 // reverse_proxy ends an answer cut off midway (the client left) as aborted instead of
 // unwinding past the caller. Any other panic goes on.
-func (h *RouteHandler) proxyUntilAbort(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) (aborted bool, err error) {
+func (h *RouteHandler) proxyUntilAbort(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string, traced bool) (aborted bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v != http.ErrAbortHandler { //nolint:errorlint // the panic value itself, as net/http compares it
@@ -430,13 +431,13 @@ func (h *RouteHandler) proxyUntilAbort(w http.ResponseWriter, r *http.Request, n
 			aborted = true
 		}
 	}()
-	return false, h.proxy(w, r, next, provider)
+	return false, h.proxy(w, r, next, provider, traced)
 }
 
 // proxy runs the reverse_proxy blocks after this handler with r, in a span of the request's
-// trace when it is traced.
-func (h *RouteHandler) proxy(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) error {
-	if !tracing.Recording(r.Context()) {
+// trace when it is traced (tracedRequest).
+func (h *RouteHandler) proxy(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string, traced bool) error {
+	if !traced {
 		return next.ServeHTTP(w, r)
 	}
 	ctx, span := tracing.Start(r.Context(), "upstream "+provider, trace.SpanKindClient, attribute.String("mediagw.provider", provider))

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"unsafe"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -14,6 +15,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/internal/reqstate"
+	"github.com/mediagw/mediagw/internal/tracing"
 )
 
 // mediagw_route hands reverse_proxy a request whose context finds the dispatch: an untraced
@@ -41,7 +43,7 @@ func TestProxyCarriesTheDispatchAndTheUpstreamSpan(t *testing.T) {
 	}
 
 	r, d := request(context.Background())
-	if err := h.proxy(httptest.NewRecorder(), r, next, "p"); err != nil {
+	if err := h.proxy(httptest.NewRecorder(), r, next, "p", tracing.Recording(r.Context())); err != nil {
 		t.Fatal(err)
 	}
 	if seen != r {
@@ -56,7 +58,7 @@ func TestProxyCarriesTheDispatchAndTheUpstreamSpan(t *testing.T) {
 
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "request")
 	r, d = request(ctx)
-	if err := h.proxy(httptest.NewRecorder(), r, next, "p"); err != nil {
+	if err := h.proxy(httptest.NewRecorder(), r, next, "p", tracing.Recording(r.Context())); err != nil {
 		t.Fatal(err)
 	}
 	parent.End()
@@ -80,5 +82,50 @@ func TestProxyCarriesTheDispatchAndTheUpstreamSpan(t *testing.T) {
 		t.Error("reverse_proxy's context is not in the upstream span")
 	case upstream.Parent().SpanID() != parent.SpanContext().SpanID():
 		t.Error("the upstream span is not a child of the request's")
+	}
+}
+
+// tracedRequest answers what mediagw_auth's observer found of the request's span while the
+// request's context is the one mediagw_auth passed on, and looks again at any other: one that a
+// handler since gave a span of its own, or one served without the observed writer.
+func TestTracedRequestFollowsTheContext(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	o := &observer{}
+	passedOn := func(ctx context.Context) (*observedWriter, *http.Request) {
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil).WithContext(ctx)
+		ow := o.begin(httptest.NewRecorder(), r, nil)
+		ow.ctx = reqstate.With(r.Context(), &ow.state) // as mediagw_auth passes it on
+		return ow, r.WithContext(ow.ctx)
+	}
+
+	ow, r := passedOn(context.Background())
+	if tracedRequest(ow, r) {
+		t.Error("an untraced request counts as traced")
+	}
+	ctx, span := tp.Tracer("test").Start(r.Context(), "a later handler's")
+	if !tracedRequest(ow, r.WithContext(ctx)) {
+		t.Error("a span added after mediagw_auth is not seen")
+	}
+	span.End()
+
+	ctx, span = tp.Tracer("test").Start(context.Background(), "request")
+	defer span.End()
+	ow, r = passedOn(ctx)
+	if !tracedRequest(ow, r) {
+		t.Error("a traced request counts as untraced")
+	}
+	if !tracedRequest(httptest.NewRecorder(), r) {
+		t.Error("a traced request served without the observed writer counts as untraced")
+	}
+	if ow.traceID != span.SpanContext().TraceID().String() {
+		t.Errorf("trace id %q, want the request's", ow.traceID)
+	}
+}
+
+// The observed writer, allocated for every request, stays within the 704-byte size class.
+func TestObservedWriterSize(t *testing.T) {
+	if n := unsafe.Sizeof(observedWriter{}); n > 704 {
+		t.Errorf("observedWriter is %d bytes: past the 704-byte size class, each request allocates 768 or more", n)
 	}
 }
