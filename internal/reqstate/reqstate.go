@@ -1,9 +1,10 @@
 // Package reqstate carries a request's gateway state (the caller's identity, the usage entry,
 // the provider dispatch) in one context value, so that a request's handlers derive one context
 // (and one copy of the http.Request) for all of it instead of one for each, and every later
-// lookup of any context value walks one link fewer for each. The exported lookups of the
-// packages that own each part (auth.FromContext, usage.From, providers.DispatchFrom) read it;
-// nothing else should.
+// lookup of any context value walks one link fewer for each. mediagw_auth sets a request's State
+// up; the packages that own each part read it through their lookups (auth.FromContext,
+// usage.From, providers.DispatchFrom) and derive contexts with their With functions, which
+// every other reader and writer should use.
 package reqstate
 
 import "context"
@@ -14,8 +15,9 @@ import "context"
 // Concurrency: a State is written only by the goroutine that serves the request, and each field
 // once, before the handlers that read it run; after that it is never changed. Goroutines that a
 // handler starts (reverse_proxy's transport, a hold's renewal) may read the fields that were set
-// before they started, without a lock. A State made by With for a context that may serve more
-// than one request (Request false) is never changed after it is put in the context.
+// before they started, without a lock. A State that is not a request's own (Request false: one
+// that Derive made, for a context that may serve more than one request) is never changed after
+// it is put in a context.
 type State struct {
 	Identity any // *auth.Identity
 	Entry    any // *usage.Entry
