@@ -21,12 +21,9 @@ type answerWriter struct {
 	writeFailed bool
 	sniff       bool
 	sniffer     usage.Sniffer
-	// countItems counts the items of a JSON answer's data, or the image events of a streamed
-	// answer (set for an image request, whose hold settles from them); items and events are
-	// read only when it was set.
-	countItems bool
-	items      usage.DataItems
-	events     usage.ImageEvents
+	// images, when not nil, counts the items of a JSON answer's data, or the image events of a
+	// streamed answer (set for an image request, whose hold settles from them; see countImages).
+	images *imageCounts
 	// toolImages, when not nil, reads the images a Responses answer's image_generation tool
 	// made (set for a request whose hold pays for them).
 	toolImages *usage.ResponseImages
@@ -34,6 +31,16 @@ type answerWriter struct {
 	// placeholders are the routed request's, kept here to save an allocation.
 	placeholders routePlaceholders
 }
+
+// imageCounts are what an image answer reports of its images: kept apart from answerWriter,
+// which every pass-through request's observedWriter holds, as only image requests need them.
+type imageCounts struct {
+	items  usage.DataItems
+	events usage.ImageEvents
+}
+
+// countImages makes w count the images of the answer (see images).
+func (w *answerWriter) countImages() { w.images = new(imageCounts) }
 
 func newAnswerWriter(w http.ResponseWriter) *answerWriter {
 	aw := &answerWriter{wrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
@@ -92,11 +99,11 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 			w.toolImages.Write(b)
 		}
 		switch {
-		case !w.countItems:
+		case w.images == nil:
 		case w.sniffer.SSE:
-			w.events.Write(b)
+			w.images.events.Write(b)
 		default:
-			w.items.Write(b)
+			w.images.items.Write(b)
 		}
 	}
 	n, err := w.ResponseWriterWrapper.Write(b)

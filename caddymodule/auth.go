@@ -11,7 +11,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
-	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/internal/reqstate"
 )
 
 func init() {
@@ -118,7 +118,11 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 	if ow.extra != nil {
 		ow.extra.Add(zap.String("account", id.Account))
 	}
-	return next.ServeHTTP(w, r.WithContext(auth.WithIdentityOf(usage.WithEntry(r.Context(), &ow.entry), &ow.identity)))
+	// One context value for the request's state, which mediagw_route completes with the
+	// dispatch (see reqstate.State): one copy of the request, one link more in its context.
+	ow.state = reqstate.State{Identity: &ow.identity, Entry: &ow.entry, Request: true}
+	ow.ctx = reqstate.With(r.Context(), &ow.state)
+	return next.ServeHTTP(w, r.WithContext(ow.ctx))
 }
 
 // accessLogFields returns the extra fields of the access log entry of r, served by srv, or nil

@@ -1,17 +1,21 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/internal/metrics"
+	"github.com/mediagw/mediagw/internal/reqstate"
+	"github.com/mediagw/mediagw/internal/tracing"
 )
 
 // observer follows every request through mediagw_auth and the handlers after it, and when the
@@ -28,20 +32,25 @@ type observer struct {
 //
 // What end needs from r's context (the access log's extra fields, the trace id) is looked up
 // here, once, while the context is fresh in the CPU's caches: at the end of a request each lookup
-// walks the whole context chain again, which costs more than the rest of end.
+// walks the whole context chain again, which costs more than the rest of end. So is whether the
+// request's span records (see tracedRequest).
 func (o *observer) begin(w http.ResponseWriter, r *http.Request, srv *caddyhttp.Server) *observedWriter {
 	ow := &observedWriter{wrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
 	ow.ResponseWriterWrapper = &ow.wrapper
 	ow.entry.Endpoint = metrics.Endpoint(r.URL.Path)
 	ow.extra = accessLogFields(r, srv)
-	ow.traceID = usage.TraceID(r.Context())
+	span := trace.SpanFromContext(r.Context())
+	if sc := span.SpanContext(); sc.HasTraceID() { // as usage.TraceID
+		ow.traceID = sc.TraceID().String()
+	}
+	ow.recording = span.IsRecording()
 	return ow
 }
 
 // end closes the request's entry once the handlers returned err (nil when they answered).
 func (o *observer) end(ow *observedWriter, err error) {
 	e := &ow.entry
-	status := ow.status
+	status := int(ow.status)
 	if status == 0 {
 		status = http.StatusOK
 		if err != nil {
@@ -71,14 +80,18 @@ func (o *observer) end(ow *observedWriter, err error) {
 // (apierror.Write tells it through NoteErrorCode).
 type observedWriter struct {
 	*caddyhttp.ResponseWriterWrapper
-	entry  usage.Entry // the request's, which the request context carries by reference
-	status int
+	entry usage.Entry // the request's, which the request context carries by reference
 	// extra are the access log entry's extra fields (nil when the server writes no access log),
 	// and traceID the request's trace (see begin).
 	extra   *caddyhttp.ExtraLogFields
 	traceID string
 	// identity is the caller's, which mediagw_auth puts in the request context by reference.
 	identity auth.Identity
+	// state is the request's, which mediagw_auth puts in the request context (see
+	// reqstate.State): it points at entry and identity. ctx is the context that mediagw_auth
+	// passed on, with state (nil before).
+	state reqstate.State
+	ctx   context.Context
 	// repl is the request's placeholder replacer, which mediagw_auth looked up (see
 	// requestReplacer); nil before.
 	repl    *caddy.Replacer
@@ -87,11 +100,14 @@ type observedWriter struct {
 	// to save it an allocation; answerTaken tells whether one took it.
 	answer      answerWriter
 	answerTaken bool
+	// recording tells whether the request's span records (tracing.Recording), as begin found.
+	recording bool
+	status    int32 // (beside the bools: the writer fits in a smaller allocation)
 }
 
 func (w *observedWriter) WriteHeader(status int) {
 	if w.status == 0 && status >= 200 {
-		w.status = status
+		w.status = int32(status)
 	}
 	w.ResponseWriterWrapper.WriteHeader(status)
 }
@@ -105,6 +121,17 @@ func (w *observedWriter) Write(b []byte) (int, error) {
 
 // NoteErrorCode is told the code of an error answer that mediagw writes.
 func (w *observedWriter) NoteErrorCode(code string) { w.entry.ErrorCode(code) }
+
+// tracedRequest reports whether r's context has a recording span (tracing.Recording), without
+// walking that context when w is the request's observed writer and r's context the one
+// mediagw_auth passed on: no handler since added a span to it, and the span begin found still
+// records (it ends with the request).
+func tracedRequest(w http.ResponseWriter, r *http.Request) bool {
+	if ow, ok := w.(*observedWriter); ok && ow.ctx != nil && ow.ctx == r.Context() {
+		return ow.recording
+	}
+	return tracing.Recording(r.Context())
+}
 
 // Interface guards
 var _ http.ResponseWriter = (*observedWriter)(nil)

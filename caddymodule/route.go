@@ -186,7 +186,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	repl := requestReplacer(w, r)
 	sw := answerWriterFor(w)
-	sw.countItems = route.Sizing.Images && hold.ID != ""
+	if route.Sizing.Images && hold.ID != "" {
+		sw.countImages()
+	}
 	if hold.HoldsToolImages() {
 		sw.toolImages = new(usage.ResponseImages)
 	}
@@ -206,7 +208,12 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		out = watch
 	}
 	var aborted bool
-	aborted, err = h.proxyUntilAbort(providers.WithDispatch(r.Context(), route.Dispatch), out, r, next, route.Provider.Name)
+	traced := tracedRequest(w, r)
+	pr := r // r, with the dispatch in its context
+	if !providers.SetDispatch(r.Context(), route.Dispatch) {
+		pr = r.WithContext(providers.WithDispatch(r.Context(), route.Dispatch))
+	}
+	aborted, err = h.proxyUntilAbort(out, pr, next, route.Provider.Name, traced)
 	if aborted {
 		// reverse_proxy ends an answer the client left in the middle of (a cut stream) by
 		// panicking with http.ErrAbortHandler; the request is still ended here (its hold
@@ -250,7 +257,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	tokens := sw.sniffer.Seen(clientGone).AtMostOutput(countedBound)
 	errorOnly := !tokens.Known() && sw.sniffer.ErrorOnly()
 	nothingServed := !tokens.Known() && sw.sniffer.NothingServed()
-	streamedImages := sw.countItems && sw.streamed() // read before Release empties the sniffer
+	streamedImages := sw.images != nil && sw.streamed() // read before Release empties the sniffer
 	entry.AddTokens(tokens)
 	sw.sniffer.Release()
 	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
@@ -260,16 +267,22 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 			metrics.UpstreamDuration(route.Provider.Name, route.Dispatch.Answered().Name, entry.EndpointOr(r.URL.Path), d)
 		}
 	}
-	images, counted := sw.items.Count()
-	size, quality := billing.AnswerImage(sw.items.Reported())
+	var images int64
+	var counted bool
+	var size, quality string // what the answer reports; none when its images are not counted
+	if sw.images != nil {
+		images, counted = sw.images.items.Count()
+		size, quality = sw.images.items.Reported()
+	}
+	size, quality = billing.AnswerImage(size, quality)
 	// A streamed image answer (stream: true) settles from its completed events as a JSON one
 	// from its data (see usage.ImageEvents); one that streamed any image, partial or completed,
 	// made something, and is charged even when the upstream broke it off afterwards.
 	streamedSome := false
 	if streamedImages {
-		images, counted = sw.events.Completed(), true
-		size, quality = billing.AnswerImage(sw.events.Reported())
-		streamedSome = images > 0 || sw.events.Partials() > 0
+		images, counted = sw.images.events.Completed(), true
+		size, quality = billing.AnswerImage(sw.images.events.Reported())
+		streamedSome = images > 0 || sw.images.events.Partials() > 0
 	}
 	// Otherwise an error or a refusal means the request was not served.
 	switch {
@@ -284,7 +297,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	case streamedImages && !streamedSome:
 		// Nothing was made that the client could have, whoever ended the stream.
 		hold.Release("the upstream streamed no image")
-	case sw.countItems && counted && images == 0 && !streamedImages:
+	case sw.images != nil && counted && images == 0 && !streamedImages:
 		hold.Release("the upstream made no image")
 	case !clientGone && errorOnly:
 		// A success status whose whole body is an error object (see usage.Sniffer.ErrorOnly):
@@ -409,7 +422,7 @@ func (h *RouteHandler) remixedSourceCompleted(ctx context.Context, route passthr
 // proxyUntilAbort is proxy, which reports the http.ErrAbortHandler panic with which
 // reverse_proxy ends an answer cut off midway (the client left) as aborted instead of
 // unwinding past the caller. Any other panic goes on.
-func (h *RouteHandler) proxyUntilAbort(ctx context.Context, w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) (aborted bool, err error) {
+func (h *RouteHandler) proxyUntilAbort(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string, traced bool) (aborted bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v != http.ErrAbortHandler { //nolint:errorlint // the panic value itself, as net/http compares it
@@ -418,16 +431,16 @@ func (h *RouteHandler) proxyUntilAbort(ctx context.Context, w http.ResponseWrite
 			aborted = true
 		}
 	}()
-	return false, h.proxy(ctx, w, r, next, provider)
+	return false, h.proxy(w, r, next, provider, traced)
 }
 
-// proxy runs the reverse_proxy blocks after this handler with ctx, in a span of the request's
-// trace when it is traced.
-func (h *RouteHandler) proxy(ctx context.Context, w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string) error {
-	if !tracing.Recording(ctx) {
-		return next.ServeHTTP(w, r.WithContext(ctx))
+// proxy runs the reverse_proxy blocks after this handler with r, in a span of the request's
+// trace when it is traced (tracedRequest).
+func (h *RouteHandler) proxy(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, provider string, traced bool) error {
+	if !traced {
+		return next.ServeHTTP(w, r)
 	}
-	ctx, span := tracing.Start(ctx, "upstream "+provider, trace.SpanKindClient, attribute.String("mediagw.provider", provider))
+	ctx, span := tracing.Start(r.Context(), "upstream "+provider, trace.SpanKindClient, attribute.String("mediagw.provider", provider))
 	err := next.ServeHTTP(w, r.WithContext(ctx))
 	span.End(err)
 	return err

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/mediagw/mediagw/internal/reqstate"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -85,23 +86,28 @@ func MatchModel(pattern, model string) bool {
 	return p == len(pattern)
 }
 
-type identityKey struct{}
-
 // WithIdentity returns a context that carries the identity.
 func WithIdentity(ctx context.Context, id Identity) context.Context {
 	return WithIdentityOf(ctx, &id)
 }
 
 // WithIdentityOf is WithIdentity for an identity that the caller keeps, unchanged, for as long
-// as the context is used (mediagw_auth keeps it beside the request's other state): it saves the
-// copy of the identity that WithIdentity allocates. FromContext hands out copies of it.
+// as the context is used: it saves the copy of the identity that WithIdentity allocates.
+// FromContext hands out copies of it. (mediagw_auth puts the identity in the request's state
+// with the rest of it, see reqstate.)
 func WithIdentityOf(ctx context.Context, id *Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
+	s := reqstate.Derive(ctx)
+	s.Identity = id
+	return reqstate.With(ctx, s)
 }
 
 // FromContext returns the identity that mediagw_auth established for the request.
 func FromContext(ctx context.Context) (Identity, bool) {
-	id, ok := ctx.Value(identityKey{}).(*Identity)
+	s := reqstate.From(ctx)
+	if s == nil {
+		return Identity{}, false
+	}
+	id, ok := s.Identity.(*Identity)
 	if !ok || id == nil {
 		return Identity{}, false
 	}

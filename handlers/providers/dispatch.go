@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"sync"
+
+	"github.com/mediagw/mediagw/internal/reqstate"
 )
 
 // Replayer gives a request body again from its first byte, for a retry on another upstream.
@@ -173,15 +175,32 @@ func (d *Dispatch) CanRetry() bool {
 // String keeps credentials out of anything that prints a dispatch.
 func (d *Dispatch) String() string { return "dispatch to provider " + d.Provider.Name }
 
-type dispatchKey struct{}
-
 // WithDispatch returns ctx carrying d.
 func WithDispatch(ctx context.Context, d *Dispatch) context.Context {
-	return context.WithValue(ctx, dispatchKey{}, d)
+	s := reqstate.Derive(ctx)
+	s.Dispatch = d
+	return reqstate.With(ctx, s)
+}
+
+// SetDispatch sets d in the state of ctx when that is a request's own state (mediagw_auth's,
+// see reqstate.State) without a dispatch yet, and reports whether it did; the handler that
+// routes a request calls it before it runs the handlers that read d, and then needs no new
+// context (nor copy of the request). When it reports false, use WithDispatch.
+func SetDispatch(ctx context.Context, d *Dispatch) bool {
+	s := reqstate.From(ctx)
+	if s == nil || !s.Request || s.Dispatch != nil {
+		return false
+	}
+	s.Dispatch = d
+	return true
 }
 
 // DispatchFrom returns the dispatch of a request's context.
 func DispatchFrom(ctx context.Context) (*Dispatch, bool) {
-	d, ok := ctx.Value(dispatchKey{}).(*Dispatch)
+	s := reqstate.From(ctx)
+	if s == nil {
+		return nil, false
+	}
+	d, ok := s.Dispatch.(*Dispatch)
 	return d, ok
 }

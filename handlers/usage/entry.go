@@ -16,18 +16,24 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mediagw/mediagw/internal/metrics"
+	"github.com/mediagw/mediagw/internal/reqstate"
 )
 
-type entryKey struct{}
-
-// WithEntry returns a context that carries e.
+// WithEntry returns a context that carries e. (mediagw_auth puts the entry in the request's
+// state with the rest of it, see reqstate.)
 func WithEntry(ctx context.Context, e *Entry) context.Context {
-	return context.WithValue(ctx, entryKey{}, e)
+	s := reqstate.Derive(ctx)
+	s.Entry = e
+	return reqstate.With(ctx, s)
 }
 
 // From returns the request's Entry, or nil.
 func From(ctx context.Context) *Entry {
-	e, _ := ctx.Value(entryKey{}).(*Entry)
+	s := reqstate.From(ctx)
+	if s == nil {
+		return nil
+	}
+	e, _ := s.Entry.(*Entry)
 	return e
 }
 
