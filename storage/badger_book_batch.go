@@ -95,9 +95,11 @@ type batchQueue struct {
 	failCommit func() error
 }
 
+// newBatch opens a batch. Its budgets and uses are made by the first operation with a budget
+// counter (a key without a budget has none), and ended grows as ends come: a batch costs
+// allocations by what it holds.
 func newBatch() *ledgerBatch {
-	return &ledgerBatch{accounts: make(map[*bookAccount]*batchAccount), budgets: make(map[string]budgetWrite),
-		uses: make(map[*bookBudget]budgetUse), ended: make([]*bookHold, 0, 64), done: make(chan struct{})}
+	return &ledgerBatch{accounts: make(map[*bookAccount]*batchAccount, 1), done: make(chan struct{})}
 }
 
 // ledgerOp is the writes one decision makes, for the batch.
@@ -173,6 +175,9 @@ func (k *ledgerBook) add(op ledgerOp) (*ledgerBatch, error) {
 		ba.balance, ba.hasBalance = op.balance, true
 	}
 	if op.budget != nil {
+		if batch.budgets == nil {
+			batch.budgets, batch.uses = make(map[string]budgetWrite), make(map[*bookBudget]budgetUse)
+		}
 		if prev, ok := batch.budgets[op.counter]; !ok || prev.version < op.bw.version {
 			batch.budgets[op.counter] = op.bw
 		}

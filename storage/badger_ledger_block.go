@@ -62,8 +62,10 @@ const (
 	maxBlockBytes   = 64 << 10
 )
 
-// blockStartSize is the room a new block's buffer starts with (an entry takes 15 to 80 bytes).
-const blockStartSize = 1024
+// blockStartSize is the room a new block's buffer starts with (an entry takes 15 to 80 bytes, a
+// request's hold and settlement about 50): a batch carries a few requests of an account, and a
+// block of more grows by append.
+const blockStartSize = 256
 
 // blockStrings are the string fields of an entry, in the order ledgerBlockV1 writes them.
 type blockStrings [6]string
