@@ -77,7 +77,7 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 	case err == nil && prior.rec.Hold.Account != a.name:
 		return Hold{}, LedgerEntry{}, nil, prior.rec.Hold.Account, nil
 	case err == nil:
-		return prior.rec.Hold, prior.entry, prior.batch, "", nil
+		return prior.rec.Hold, prior.entry(), prior.batch, "", nil
 	case !errors.Is(err, ErrNotFound):
 		return Hold{}, LedgerEntry{}, nil, "", err
 	}
@@ -112,16 +112,16 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 		nh.rec.Hold.Transient = counted.Transient
 		h.Transient = nh.rec.Hold.Transient
 	}
-	nh.entry = LedgerEntry{Time: now, KeyID: h.KeyID, Model: h.Model, Ref: h.Ref, HoldID: h.ID, Kind: EntryHold, Amount: -h.Amount}
+	entry := nh.entry() // Time now (Created), unrecorded
 	if h.Transient {
 		// In memory only, until its end records it: nothing to write, nor to wait for.
 		a.takeTransient(h.Amount)
-		return nh.rec.Hold, nh.entry, nil, "", nil
+		return nh.rec.Hold, entry, nil, "", nil
 	}
 	a.bal.Held += h.Amount
 	op.writes = make([]bookWrite, 0, 2)
-	a.record(&op, &nh.entry)
-	nh.rec.EntryN = a.bal.Entries
+	a.record(&op, &entry)
+	nh.rec.EntryN, nh.after = a.bal.Entries, entry.BalanceAfter
 	if !h.Bound {
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(nh.rec.Hold), val: []byte{}})
 	}
@@ -132,7 +132,7 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 		return Hold{}, LedgerEntry{}, nil, "", err
 	}
 	nh.batch = batch
-	return nh.rec.Hold, nh.entry, batch, "", nil
+	return nh.rec.Hold, entry, batch, "", nil
 }
 
 // priorHold returns the hold taken before with h's ID, or ErrNotFound. A hold with a NewID is
@@ -151,9 +151,10 @@ func (b *Badger) priorHold(a *bookAccount, h Hold) (*bookHold, error) {
 // recordHold records the hold entry of h, a transient hold of the account a (locked), at the
 // next entry number, in op.
 func (k *ledgerBook) recordHold(op *ledgerOp, a *bookAccount, h *bookHold) {
+	e := h.entry()
 	a.recordTransient(h.rec.Hold.Amount)
-	a.record(op, &h.entry)
-	h.rec.EntryN = a.bal.Entries
+	a.record(op, &e)
+	h.rec.EntryN, h.after = a.bal.Entries, e.BalanceAfter
 }
 
 // transientAmount is the amount of a transient hold that Badger's budget counter leaves out.
@@ -333,6 +334,7 @@ func (b *Badger) bindOp(a *bookAccount, h *bookHold, taskID string, room int) (l
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), del: true})
 	}
 	if taskID != "" {
+		h.keepEntry() // with its Ref, before the task's id replaces it
 		rec.Hold.Bound, rec.Hold.Ref = true, taskID
 	}
 	op.writes = append(op.writes, bookWrite{key: holdKey(rec.Hold.ID), val: rec.encode()})
@@ -364,6 +366,7 @@ func (k *ledgerBook) boundAtCreate(holdID, account, task string) {
 	h.acct.mu.Lock()
 	defer h.acct.mu.Unlock()
 	if h.current() && h.acct.name == account && h.rec.Hold.State == HoldOpen && !h.rec.Hold.Bound {
+		h.keepEntry() // with its Ref, before the task's id replaces it
 		h.rec.Hold.Bound, h.rec.Hold.Ref = true, task
 	}
 }
