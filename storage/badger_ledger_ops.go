@@ -78,7 +78,7 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 		return Hold{}, LedgerEntry{}, nil, prior.rec.Hold.Account, nil
 	case err == nil:
 		return prior.rec.Hold, prior.entry(), prior.batch, "", nil
-	case !errors.Is(err, ErrNotFound):
+	case err != ErrNotFound && !errors.Is(err, ErrNotFound): // priorHold's own, mostly
 		return Hold{}, LedgerEntry{}, nil, "", err
 	}
 	if !again && (a.bal.Limited && a.bal.Amount < h.Amount || a.bal.Amount-h.Amount < -MaxAmount) {
@@ -95,7 +95,9 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 	if other, ok := b.ledger.claim(nh); !ok {
 		return Hold{}, LedgerEntry{}, nil, other, nil
 	}
-	op := ledgerOp{acct: a, lazy: true}
+	var counter string // the budget counter's write, when budget is set
+	var budget *bookBudget
+	var bw budgetWrite
 	if h.Budget.Limit > 0 {
 		counted := &nh.rec.Hold
 		if again {
@@ -103,12 +105,12 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 			unbounded.Budget.Limit = MaxAmount // no check, and transient it stays
 			counted = &unbounded
 		}
-		op.counter, op.budget, op.bw, err = b.ledger.holdBudget(b.db, counted, now, a.epoch.Load())
+		counter, budget, bw, err = b.ledger.holdBudget(b.db, counted, now, a.epoch.Load())
 		if err != nil {
 			b.ledger.unclaim(nh)
 			return Hold{}, LedgerEntry{}, nil, "", err
 		}
-		nh.rec.Budget = op.counter
+		nh.rec.Budget = counter
 		nh.rec.Hold.Transient = counted.Transient
 		h.Transient = nh.rec.Hold.Transient
 	}
@@ -119,7 +121,7 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 		return nh.rec.Hold, entry, nil, "", nil
 	}
 	a.bal.Held += h.Amount
-	op.writes = make([]bookWrite, 0, 2)
+	op := ledgerOp{acct: a, lazy: true, counter: counter, budget: budget, bw: bw, writes: make([]bookWrite, 0, 2)}
 	a.record(&op, &entry)
 	nh.rec.EntryN, nh.after = a.bal.Entries, entry.BalanceAfter
 	if !h.Bound {
@@ -127,7 +129,7 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 	}
 	op.writes = append(op.writes, bookWrite{key: holdKey(h.ID), val: nh.rec.encode()})
 	op.balance, op.hasBalance = a.recorded(), true
-	batch, err := b.ledger.add(op)
+	batch, err := b.ledger.add(&op)
 	if err != nil {
 		return Hold{}, LedgerEntry{}, nil, "", err
 	}
@@ -243,7 +245,7 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 	op.balance, op.hasBalance = a.recorded(), true
 	h.rec = rec
 	delete(a.holds, holdID)
-	err = b.writeHoldChange(a, h, op)
+	err = b.writeHoldChange(a, h, &op)
 	if err == nil && rec.Hold.Bound {
 		// Lost in a crash, the end of a bound hold would leave it open for good: the task
 		// that carries it has finished, and the reconciler leaves bound holds alone.
@@ -292,7 +294,7 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 		a.mu.Unlock()
 		return err
 	}
-	if err := b.writeHoldChange(a, h, op); err != nil {
+	if err := b.writeHoldChange(a, h, &op); err != nil {
 		if before.Hold.Transient {
 			b.holdAgain(before) // only memory had it: the book read again has not
 		}
@@ -344,7 +346,7 @@ func (b *Badger) bindOp(a *bookAccount, h *bookHold, taskID string, room int) (l
 
 // writeHoldChange adds op, a change of the hold h decided under its account's lock, to the
 // batch, unlocks the account, and waits for the batch's commit.
-func (b *Badger) writeHoldChange(a *bookAccount, h *bookHold, op ledgerOp) error {
+func (b *Badger) writeHoldChange(a *bookAccount, h *bookHold, op *ledgerOp) error {
 	batch, err := b.ledger.add(op)
 	if err == nil {
 		h.batch = batch
@@ -423,6 +425,6 @@ func (b *Badger) decideCredit(a *bookAccount, c Credit, now time.Time) (LedgerEn
 	op := ledgerOp{acct: a, writes: []bookWrite{{key: once, val: val}}}
 	a.record(&op, &e)
 	op.balance, op.hasBalance = a.recorded(), true
-	batch, err := b.ledger.add(op)
+	batch, err := b.ledger.add(&op)
 	return e, batch, err
 }
