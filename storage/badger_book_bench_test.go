@@ -22,16 +22,22 @@ func BenchmarkBadgerLedgerRequest(b *testing.B) {
 	}
 }
 
-func benchmarkLedgerRequest(b *testing.B, transient bool) {
-	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+// openLedgerBench opens a store whose account "bench" has MaxAmount, closed with b.
+func openLedgerBench(b *testing.B) (s *Badger, ctx context.Context, now time.Time) {
+	ctx, now = context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
 	s, err := OpenBadger(b.TempDir(), BadgerOptions{Now: func() time.Time { return now }})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(func() { s.Close() })
 	if _, err := s.Credit(ctx, Credit{Account: "bench", Amount: MaxAmount, IdempotencyKey: "c"}, now); err != nil {
 		b.Fatal(err)
 	}
+	return s, ctx, now
+}
+
+func benchmarkLedgerRequest(b *testing.B, transient bool) {
+	s, ctx, now := openLedgerBench(b)
 	var n, commits atomic.Int64
 	s.ledger.queue.failCommit = func() error { commits.Add(1); return nil }
 	budget := Budget{Limit: MaxAmount, Period: BudgetMonth}
@@ -71,15 +77,7 @@ func BenchmarkBadgerLedgerGatewayRequest(b *testing.B) {
 }
 
 func benchmarkLedgerGatewayRequest(b *testing.B, parallel int) {
-	ctx, now := context.Background(), time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
-	s, err := OpenBadger(b.TempDir(), BadgerOptions{Now: func() time.Time { return now }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Credit(ctx, Credit{Account: "bench", Amount: MaxAmount, IdempotencyKey: "c"}, now); err != nil {
-		b.Fatal(err)
-	}
+	s, ctx, now := openLedgerBench(b)
 	ids := make([]string, b.N)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("hold_%024x", i+1)
