@@ -333,27 +333,34 @@ func (b *Badger) writeBatch(batch *ledgerBatch, failCommit func() error) error {
 	return err
 }
 
-// setBatch sets the batch's writes in txn (with setEntry, which notes a value for the value log).
-// The entries of the operations' writes are made from one slice and their keys from one buffer:
-// two allocations per batch, not two per write (a create makes five or more).
+// setBatch sets the batch's writes in txn (with setBadgerEntry, which notes a value for the value
+// log). The entries of the operations' writes and of the accounts' blocks and balances are made
+// from one slice and their keys from one buffer: two allocations per batch, not two or three per
+// write (a create makes five or more, every batch one block and one balance an account).
 func setBatch(txn *badger.Txn, batch *ledgerBatch) error {
-	keyBytes := 0
+	keyBytes, n := 0, len(batch.writes)
 	for _, w := range batch.writes {
 		keyBytes += len(w.key)
 	}
-	entries := make([]badger.Entry, len(batch.writes))
+	_ = batch.eachAccount(func(a *bookAccount, ba *batchAccount) error {
+		n += len(ba.blocks) + 1
+		keyBytes += len(ba.blocks)*entryKeySize(a.name) + len(prefixBalance) + len(a.name)
+		return nil
+	})
+	entries := make([]badger.Entry, n)
 	keys := make([]byte, 0, keyBytes)
+	// key is the key appended to keys from start.
+	key := func(start int) []byte { return keys[start:len(keys):len(keys)] }
 	now := time.Now()
 	for i, w := range batch.writes {
 		start := len(keys)
 		keys = append(keys, w.key...)
-		key := keys[start:len(keys):len(keys)]
 		var err error
 		if w.del {
-			err = txn.Delete(key)
+			err = txn.Delete(key(start))
 		} else {
 			e := &entries[i]
-			e.Key, e.Value = key, w.val
+			e.Key, e.Value = key(start), w.val
 			if w.ttl > 0 {
 				e.ExpiresAt = uint64(now.Add(w.ttl).Unix()) // as Badger's Entry.WithTTL
 			}
@@ -363,16 +370,26 @@ func setBatch(txn *badger.Txn, batch *ledgerBatch) error {
 			return err
 		}
 	}
+	next := entries[len(batch.writes):]
 	err := batch.eachAccount(func(a *bookAccount, ba *batchAccount) error {
 		for _, block := range ba.blocks {
-			if err := setEntry(txn, entryKey(a.name, block.last), block.buf, 0); err != nil {
+			start := len(keys)
+			keys = appendEntryKey(keys, a.name, block.last)
+			next[0].Key, next[0].Value = key(start), block.buf
+			if err := setBadgerEntry(txn, &next[0]); err != nil {
 				return err
 			}
+			next = next[1:]
 		}
-		if ba.hasBalance {
-			return setEntry(txn, balanceKey(a.name), ba.balance.encode(), 0)
+		if !ba.hasBalance {
+			return nil
 		}
-		return nil
+		start := len(keys)
+		keys = append(append(keys, prefixBalance...), a.name...)
+		next[0].Key, next[0].Value = key(start), ba.balance.encode()
+		err := setBadgerEntry(txn, &next[0])
+		next = next[1:]
+		return err
 	})
 	if err != nil {
 		return err
