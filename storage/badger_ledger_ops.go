@@ -40,7 +40,7 @@ func (a *bookAccount) record(op *ledgerOp, e *LedgerEntry) {
 const maxHoldLookups = 3
 
 func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEntry, error) {
-	if err := validHold(h); err != nil {
+	if err := validHold(&h); err != nil {
 		return Hold{}, LedgerEntry{}, err
 	}
 	account := h.Account
