@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,10 +79,37 @@ type bookHold struct {
 	// epoch is the account's epoch when the hold was read or taken.
 	epoch uint64
 	rec   holdRecord
-	// entry is the hold's entry.
-	entry LedgerEntry
+	// after is the balance after the hold's entry, once it is recorded (rec.EntryN set).
+	after int64
+	// stored, when set, is the hold's entry as read from Badger, or as it was when a binding
+	// changed rec's Ref; nil: the entry is made from rec (entry), which saves a hold taken in
+	// memory the room of a second copy of its fields.
+	stored *LedgerEntry
 	// batch is the batch that writes its latest change (committed by now, or not).
 	batch *ledgerBatch
+}
+
+// entry is the hold's entry: what its Hold answered, with the ID, Account and BalanceAfter
+// that recording it gave (none while it is transient and unrecorded).
+func (h *bookHold) entry() LedgerEntry {
+	if h.stored != nil {
+		return *h.stored
+	}
+	r := &h.rec.Hold
+	e := LedgerEntry{Time: r.Created, KeyID: r.KeyID, Model: r.Model, Ref: r.Ref, HoldID: r.ID, Kind: EntryHold, Amount: -r.Amount}
+	if h.rec.EntryN != 0 {
+		e.ID, e.Account, e.BalanceAfter = strconv.FormatUint(h.rec.EntryN, 10), r.Account, h.after
+	}
+	return e
+}
+
+// keepEntry stores the hold's entry as it is, before a change of rec (a binding's Ref) that the
+// entry does not take.
+func (h *bookHold) keepEntry() {
+	if h.stored == nil {
+		e := h.entry()
+		h.stored = &e
+	}
 }
 
 // current reports whether h is still the hold's state: its account neither dropped nor read
@@ -153,7 +181,7 @@ func (k *ledgerBook) read(db *badger.DB, a *bookAccount, epoch uint64) error {
 	a.bal, a.transient, a.transients = bal, 0, 0
 	a.holds = make(map[string]*bookHold, len(transient))
 	for _, h := range transient {
-		kept := &bookHold{acct: a, epoch: epoch, rec: h.rec, entry: h.entry}
+		kept := &bookHold{acct: a, epoch: epoch, rec: h.rec, after: h.after, stored: h.stored}
 		k.holds.Store(h.rec.Hold.ID, kept)
 		a.holds[h.rec.Hold.ID] = kept
 		a.takeTransient(h.rec.Hold.Amount)
@@ -233,12 +261,12 @@ func (k *ledgerBook) lockedHold(db *badger.DB, a *bookAccount, id string) (*book
 	if h, ok := k.heldInMemory(a, id); ok {
 		return h, nil
 	}
-	h := &bookHold{acct: a, epoch: a.epoch.Load()}
+	h := &bookHold{acct: a, epoch: a.epoch.Load(), stored: new(LedgerEntry)}
 	err := db.View(func(txn *badger.Txn) error {
 		if err := txnHold(txn, id, &h.rec); err != nil {
 			return err
 		}
-		return txnEntry(txn, h.rec.Hold.Account, h.rec.EntryN, &h.entry)
+		return txnEntry(txn, h.rec.Hold.Account, h.rec.EntryN, h.stored)
 	})
 	if err != nil {
 		return nil, err

@@ -33,8 +33,12 @@ var errBatchFailed = errors.New("ledger: the batch holding this write was not co
 // ledgerBatch is the writes of operations decided one after the other.
 type ledgerBatch struct {
 	writes []bookWrite
-	// accounts are the entries, balances and operations of each account in the batch.
-	accounts map[*bookAccount]*batchAccount
+	// first and firstAcct are the entries, balances and operations of the batch's first
+	// account, kept in the batch itself (a batch mostly carries one account's operations);
+	// accounts those of each other account, made by the second.
+	first     batchAccount
+	firstAcct *bookAccount
+	accounts  map[*bookAccount]*batchAccount
 	// budgets are the counter values to write, the last of each.
 	budgets map[string]budgetWrite
 	// uses are the changes of each counter, to tell them when they are committed.
@@ -54,8 +58,10 @@ type budgetUse struct{ n, freed int64 }
 
 // batchAccount is what a batch writes of one account.
 type batchAccount struct {
-	// blocks are its entries, one Badger value per block (badger_ledger_block.go).
+	// blocks are its entries, one Badger value per block (badger_ledger_block.go); the
+	// first is kept in one, and blocks refers to it until a second is added.
 	blocks []entryBlock
+	one    [1]entryBlock
 	// balance, when hasBalance, is the last balance record its operations made.
 	balance    balanceRecord
 	hasBalance bool
@@ -72,6 +78,9 @@ func (ba *batchAccount) addEntry(e *LedgerEntry, n uint64) {
 			b.add(e, n)
 			return
 		}
+	}
+	if ba.blocks == nil {
+		ba.blocks = ba.one[:0]
 	}
 	ba.blocks = append(ba.blocks, entryBlock{})
 	ba.blocks[len(ba.blocks)-1].add(e, n)
@@ -95,9 +104,47 @@ type batchQueue struct {
 	failCommit func() error
 }
 
+// newBatch opens a batch. Its budgets and uses are made by the first operation with a budget
+// counter (a key without a budget has none), and ended by the first end (with room for a few):
+// a batch costs allocations by what it holds.
 func newBatch() *ledgerBatch {
-	return &ledgerBatch{accounts: make(map[*bookAccount]*batchAccount), budgets: make(map[string]budgetWrite),
-		uses: make(map[*bookBudget]budgetUse), ended: make([]*bookHold, 0, 64), done: make(chan struct{})}
+	return &ledgerBatch{done: make(chan struct{})}
+}
+
+// account is what the batch writes of the account a: made by a's first operation in it.
+func (batch *ledgerBatch) account(a *bookAccount) *batchAccount {
+	switch {
+	case batch.firstAcct == a:
+		return &batch.first
+	case batch.firstAcct == nil:
+		batch.firstAcct = a
+		return &batch.first
+	}
+	ba := batch.accounts[a]
+	if ba == nil {
+		if batch.accounts == nil {
+			batch.accounts = make(map[*bookAccount]*batchAccount)
+		}
+		ba = &batchAccount{}
+		batch.accounts[a] = ba
+	}
+	return ba
+}
+
+// eachAccount calls f with each account of the batch and what the batch writes of it.
+func (batch *ledgerBatch) eachAccount(f func(a *bookAccount, ba *batchAccount) error) error {
+	if batch.firstAcct == nil {
+		return nil
+	}
+	if err := f(batch.firstAcct, &batch.first); err != nil {
+		return err
+	}
+	for a, ba := range batch.accounts {
+		if err := f(a, ba); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ledgerOp is the writes one decision makes, for the batch.
@@ -135,7 +182,7 @@ func (op *ledgerOp) addEntry(e LedgerEntry, n uint64) {
 
 // add puts op in the open batch, with op.acct locked, and returns the batch; it refuses an
 // operation decided on state read before a failed batch (the account is then read again).
-func (k *ledgerBook) add(op ledgerOp) (*ledgerBatch, error) {
+func (k *ledgerBook) add(op *ledgerOp) (*ledgerBatch, error) {
 	q := &k.queue
 	q.mu.Lock()
 	if op.acct.epoch.Load() != k.epoch.Load()+1 {
@@ -161,11 +208,7 @@ func (k *ledgerBook) add(op ledgerOp) (*ledgerBatch, error) {
 	batch := q.batches[n-1]
 	batch.size += size
 	batch.writes = append(batch.writes, op.writes...)
-	ba := batch.accounts[op.acct]
-	if ba == nil {
-		ba = &batchAccount{}
-		batch.accounts[op.acct] = ba
-	}
+	ba := batch.account(op.acct)
 	for i := range op.nentries {
 		ba.addEntry(&op.entries[i].e, op.entries[i].n)
 	}
@@ -173,6 +216,9 @@ func (k *ledgerBook) add(op ledgerOp) (*ledgerBatch, error) {
 		ba.balance, ba.hasBalance = op.balance, true
 	}
 	if op.budget != nil {
+		if batch.budgets == nil {
+			batch.budgets, batch.uses = make(map[string]budgetWrite), make(map[*bookBudget]budgetUse)
+		}
 		if prev, ok := batch.budgets[op.counter]; !ok || prev.version < op.bw.version {
 			batch.budgets[op.counter] = op.bw
 		}
@@ -186,6 +232,9 @@ func (k *ledgerBook) add(op ledgerOp) (*ledgerBatch, error) {
 		op.acct.freed.Add(op.freed)
 	}
 	if op.ended != nil {
+		if batch.ended == nil {
+			batch.ended = make([]*bookHold, 0, 8)
+		}
 		batch.ended = append(batch.ended, op.ended)
 	}
 	batch.lazy = batch.lazy || op.lazy
@@ -284,27 +333,34 @@ func (b *Badger) writeBatch(batch *ledgerBatch, failCommit func() error) error {
 	return err
 }
 
-// setBatch sets the batch's writes in txn (with setEntry, which notes a value for the value log).
-// The entries of the operations' writes are made from one slice and their keys from one buffer:
-// two allocations per batch, not two per write (a create makes five or more).
+// setBatch sets the batch's writes in txn (with setBadgerEntry, which notes a value for the value
+// log). The entries of the operations' writes and of the accounts' blocks and balances are made
+// from one slice and their keys from one buffer: two allocations per batch, not two or three per
+// write (a create makes five or more, every batch one block and one balance an account).
 func setBatch(txn *badger.Txn, batch *ledgerBatch) error {
-	keyBytes := 0
+	keyBytes, n := 0, len(batch.writes)
 	for _, w := range batch.writes {
 		keyBytes += len(w.key)
 	}
-	entries := make([]badger.Entry, len(batch.writes))
+	_ = batch.eachAccount(func(a *bookAccount, ba *batchAccount) error {
+		n += len(ba.blocks) + 1
+		keyBytes += len(ba.blocks)*entryKeySize(a.name) + len(prefixBalance) + len(a.name)
+		return nil
+	})
+	entries := make([]badger.Entry, n)
 	keys := make([]byte, 0, keyBytes)
+	// key is the key appended to keys from start.
+	key := func(start int) []byte { return keys[start:len(keys):len(keys)] }
 	now := time.Now()
 	for i, w := range batch.writes {
 		start := len(keys)
 		keys = append(keys, w.key...)
-		key := keys[start:len(keys):len(keys)]
 		var err error
 		if w.del {
-			err = txn.Delete(key)
+			err = txn.Delete(key(start))
 		} else {
 			e := &entries[i]
-			e.Key, e.Value = key, w.val
+			e.Key, e.Value = key(start), w.val
 			if w.ttl > 0 {
 				e.ExpiresAt = uint64(now.Add(w.ttl).Unix()) // as Badger's Entry.WithTTL
 			}
@@ -314,17 +370,29 @@ func setBatch(txn *badger.Txn, batch *ledgerBatch) error {
 			return err
 		}
 	}
-	for a, ba := range batch.accounts {
+	next := entries[len(batch.writes):]
+	err := batch.eachAccount(func(a *bookAccount, ba *batchAccount) error {
 		for _, block := range ba.blocks {
-			if err := setEntry(txn, entryKey(a.name, block.last), block.buf, 0); err != nil {
+			start := len(keys)
+			keys = appendEntryKey(keys, a.name, block.last)
+			next[0].Key, next[0].Value = key(start), block.buf
+			if err := setBadgerEntry(txn, &next[0]); err != nil {
 				return err
 			}
+			next = next[1:]
 		}
-		if ba.hasBalance {
-			if err := setEntry(txn, balanceKey(a.name), ba.balance.encode(), 0); err != nil {
-				return err
-			}
+		if !ba.hasBalance {
+			return nil
 		}
+		start := len(keys)
+		keys = append(append(keys, prefixBalance...), a.name...)
+		next[0].Key, next[0].Value = key(start), ba.balance.encode()
+		err := setBadgerEntry(txn, &next[0])
+		next = next[1:]
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	for counter, w := range batch.budgets {
 		e := badger.NewEntry([]byte(counter), w.encode())
@@ -344,10 +412,11 @@ func (k *ledgerBook) finish(batch *ledgerBatch, err error) {
 	for _, h := range batch.ended {
 		k.ended(h)
 	}
-	for a, ba := range batch.accounts {
+	_ = batch.eachAccount(func(a *bookAccount, ba *batchAccount) error {
 		a.freed.Add(-ba.freed)
 		a.pending.Add(-ba.ops)
-	}
+		return nil
+	})
 	for c, u := range batch.uses {
 		k.budgets.committed(c, u.n, u.freed)
 	}

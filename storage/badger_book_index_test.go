@@ -50,3 +50,24 @@ func TestHoldIndex(t *testing.T) {
 		t.Fatalf("Range went on after false: %d calls", stopped)
 	}
 }
+
+// shardOf puts gateway hold ids in the shard of their last (random) hex digit, one shard per
+// digit, and any other id in some shard by its hash.
+func TestHoldShardOf(t *testing.T) {
+	seen := map[uint64]bool{}
+	for i := range 16 {
+		id := fmt.Sprintf("hold_%024x", 0xabc0+i)
+		if s := shardOf(id); s != uint64(i) {
+			t.Errorf("shardOf(%s) = %d, want %d", id, s, i)
+		}
+	}
+	for _, id := range []string{"", "h", "hold_0123456789ABCDEF0123456F", "über", "task-x", "req-9"} {
+		if s := shardOf(id); s >= holdShards {
+			t.Errorf("shardOf(%q) = %d, past %d shards", id, s, holdShards)
+		}
+		seen[shardOf(id)] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("ids that do not end in a hex digit all in shard %v", seen)
+	}
+}

@@ -47,10 +47,15 @@ type jsonHoldRecord struct {
 func balanceKey(account string) string { return prefixBalance + account }
 func holdKey(id string) string         { return prefixHold + id }
 func entryKey(account string, n uint64) string {
-	k := make([]byte, 0, len(prefixEntry)+len(account)+21)
-	k = append(append(append(k, prefixEntry...), account...), 0)
-	return string(appendDigits20(k, n))
+	return string(appendEntryKey(make([]byte, 0, entryKeySize(account)), account, n))
 }
+
+// appendEntryKey appends entryKey(account, n), of entryKeySize(account) bytes.
+func appendEntryKey(k []byte, account string, n uint64) []byte {
+	return appendDigits20(append(append(append(k, prefixEntry...), account...), 0), n)
+}
+
+func entryKeySize(account string) int { return len(prefixEntry) + len(account) + 21 }
 func openHoldKey(h Hold) string {
 	k := make([]byte, 0, len(prefixOpenHold)+21+len(h.ID))
 	k = appendDigits20(append(k, prefixOpenHold...), uint64(max(h.Deadline.UnixMicro(), 0)))

@@ -62,21 +62,18 @@ const (
 	maxBlockBytes   = 64 << 10
 )
 
-// blockStartSize is the room a new block's buffer starts with (an entry takes 15 to 80 bytes).
-const blockStartSize = 1024
+// blockStartSize is the room a new block's buffer starts with (an entry takes 15 to 80 bytes, a
+// request's hold and settlement about 50): a batch carries a few requests of an account, and a
+// block of more grows by append.
+const blockStartSize = 256
 
-// blockStrings are the string fields of an entry, in the order ledgerBlockV1 writes them.
-type blockStrings [6]string
-
-// The places of the fields in blockStrings that ledgerBlockV2 writes apart.
+// The places in blockReader.strs of the string fields an entry's block holds, in the order
+// ledgerBlockV1 writes them: key id, model, ref, hold id, kind, note. ledgerBlockV2 writes the
+// hold id and the kind apart.
 const (
 	fieldHoldID = 3
 	fieldKind   = 4
 )
-
-func entryStrings(e *LedgerEntry) blockStrings {
-	return blockStrings{e.KeyID, e.Model, e.Ref, e.HoldID, e.Kind, e.Note}
-}
 
 // entryBlock is a block being written: the entries of one account in one batch.
 type entryBlock struct {
@@ -84,9 +81,9 @@ type entryBlock struct {
 	// last is the number of its last entry; n how many it has.
 	last uint64
 	n    int
-	// The previous entry's time, balance after and strings.
-	sec, nsec, after int64
-	prev             blockStrings
+	// The previous entry's time, balance after and strings (but its kind).
+	sec, nsec, after                int64
+	keyID, model, ref, holdID, note string
 }
 
 // add appends the entry numbered n, which follows the block's last one.
@@ -96,57 +93,75 @@ func (b *entryBlock) add(e *LedgerEntry, n uint64) {
 			b.buf = make([]byte, 0, blockStartSize)
 		}
 		b.buf = binary.AppendUvarint(append(b.buf[:0], ledgerBlockV2), n)
-		b.sec, b.nsec, b.after, b.prev = 0, 0, 0, blockStrings{}
+		*b = entryBlock{buf: b.buf}
 	}
 	sec, nsec := e.Time.Unix(), int64(e.Time.Nanosecond())
-	b.buf = binary.AppendVarint(b.buf, sec-b.sec)
-	b.buf = binary.AppendVarint(b.buf, nsec-b.nsec)
+	buf := binary.AppendVarint(b.buf, sec-b.sec)
+	buf = binary.AppendVarint(buf, nsec-b.nsec)
 	b.sec, b.nsec = sec, nsec
-	strs := entryStrings(e)
-	for i, s := range strs {
-		switch {
-		case i == fieldKind:
-			continue
-		case s == b.prev[i]:
-			b.buf = append(b.buf, 0)
-		case i == fieldHoldID:
-			b.buf = appendHoldID(b.buf, s)
-		default:
-			b.buf = append(binary.AppendUvarint(b.buf, uint64(len(s))+1), s...)
-		}
+	buf = appendBlockString(buf, e.KeyID, &b.keyID)
+	buf = appendBlockString(buf, e.Model, &b.model)
+	buf = appendBlockString(buf, e.Ref, &b.ref)
+	if e.HoldID == b.holdID {
+		buf = append(buf, 0)
+	} else {
+		buf = appendHoldID(buf, e.HoldID)
+		b.holdID = e.HoldID
 	}
-	b.buf = appendKind(b.buf, e.Kind)
-	b.prev = strs
-	b.buf = binary.AppendVarint(b.buf, e.Amount)
-	b.buf = binary.AppendVarint(b.buf, e.BalanceAfter-b.after)
+	buf = appendBlockString(buf, e.Note, &b.note)
+	buf = appendKind(buf, e.Kind)
+	buf = binary.AppendVarint(buf, e.Amount)
+	buf = binary.AppendVarint(buf, e.BalanceAfter-b.after)
 	b.after = e.BalanceAfter
-	b.buf = binary.AppendVarint(b.buf, e.Charged)
+	b.buf = binary.AppendVarint(buf, e.Charged)
 	b.last = n
 	b.n++
 }
 
+// appendBlockString appends a string field: 0 when it is the previous entry's (prev), else its
+// length+1 and its bytes, and makes it prev.
+func appendBlockString(buf []byte, s string, prev *string) []byte {
+	if s == *prev {
+		return append(buf, 0)
+	}
+	*prev = s
+	return append(binary.AppendUvarint(buf, uint64(len(s))+1), s...)
+}
+
 // appendHoldID appends a hold id that is not the previous entry's: packed when it is one the
-// gateway makes, else as a string.
+// gateway makes ("hold_" and lower-case hex digits only, so that packing it and writing it back
+// out gives it again), else as a string.
 func appendHoldID(buf []byte, id string) []byte {
-	var raw [holdIDBytes]byte
-	if len(id) == len(holdIDPrefix)+2*holdIDBytes && id[:len(holdIDPrefix)] == holdIDPrefix && isLowerHex(id[len(holdIDPrefix):]) {
-		if _, err := hex.Decode(raw[:], []byte(id[len(holdIDPrefix):])); err == nil {
+	if len(id) == len(holdIDPrefix)+2*holdIDBytes && id[:len(holdIDPrefix)] == holdIDPrefix {
+		digits := id[len(holdIDPrefix):]
+		var raw [holdIDBytes]byte
+		var bad byte
+		for i := range raw {
+			hi, lo := lowerHexDigit[digits[2*i]], lowerHexDigit[digits[2*i+1]]
+			bad |= hi | lo
+			raw[i] = hi<<4 | lo
+		}
+		if bad < 16 {
 			return append(append(buf, 1), raw[:]...)
 		}
 	}
 	return append(binary.AppendUvarint(buf, uint64(len(id))+2), id...)
 }
 
-// isLowerHex reports whether s is lower-case hex digits only, so that packing it and writing it
-// back out gives s again.
-func isLowerHex(s string) bool {
-	for i := range len(s) {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
+// lowerHexDigit is the value of each lower-case hex digit, and 0xff for every other byte.
+var lowerHexDigit = func() (t [256]byte) {
+	for c := range t {
+		switch {
+		case c >= '0' && c <= '9':
+			t[c] = byte(c - '0')
+		case c >= 'a' && c <= 'f':
+			t[c] = byte(c - 'a' + 10)
+		default:
+			t[c] = 0xff
 		}
 	}
-	return true
-}
+	return t
+}()
 
 // appendKind appends an entry's kind: its number in blockKinds, or 0 and the kind as a string.
 func appendKind(buf []byte, kind string) []byte {

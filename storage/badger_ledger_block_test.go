@@ -343,17 +343,7 @@ func TestLedgerBlockV2Compact(t *testing.T) {
 		t.Errorf("a request's hold and settlement took %d bytes, want at most 48", per)
 	}
 
-	odd := blockGoldenEntries()
-	odd[0].HoldID = "hold_0123456789ABCDEF01234567"
-	odd[1].HoldID = "hold_0123456789abcdef0123456"
-	odd[1].Kind = ""
-	odd[1].Time = odd[0].Time.Add(-time.Nanosecond)
-	odd[2].Kind = "rebate"
-	odd[2].HoldID = "hold_0123456789abcdef01234567"
-	odd[2].Time = time.Date(1969, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
-	odd[2].BalanceAfter = math.MinInt64
-	odd = append(odd, LedgerEntry{ID: "44", Account: "acme", Time: odd[0].Time, HoldID: odd[2].HoldID, Kind: EntryAdjust,
-		BalanceAfter: math.MaxInt64, Amount: math.MinInt64})
+	odd := blockOddEntries()
 	key, val := writeBlock(odd)
 	var got []LedgerEntry
 	if err := decodeLedgerValue("acme", mustNumber(t, odd[len(odd)-1].ID), val, 0, math.MaxUint64, func(e LedgerEntry) bool {
@@ -363,4 +353,21 @@ func TestLedgerBlockV2Compact(t *testing.T) {
 		t.Fatal(key, err)
 	}
 	sameEntries(t, "the block", got, odd)
+}
+
+// blockOddEntries are entries 41 to 44 of hold ids and kinds that are not of the packed forms
+// (upper-case hex, another length, an unknown or empty kind), time going back within a second
+// and across seconds, balances at their bounds.
+func blockOddEntries() []LedgerEntry {
+	odd := blockGoldenEntries()
+	odd[0].HoldID = "hold_0123456789ABCDEF01234567"
+	odd[1].HoldID = "hold_0123456789abcdef0123456"
+	odd[1].Kind = ""
+	odd[1].Time = odd[0].Time.Add(-time.Nanosecond)
+	odd[2].Kind = "rebate"
+	odd[2].HoldID = "hold_0123456789abcdef01234567"
+	odd[2].Time = time.Date(1969, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
+	odd[2].BalanceAfter = math.MinInt64
+	return append(odd, LedgerEntry{ID: "44", Account: "acme", Time: odd[0].Time, HoldID: odd[2].HoldID, Kind: EntryAdjust,
+		BalanceAfter: math.MaxInt64, Amount: math.MinInt64})
 }

@@ -40,7 +40,7 @@ func (a *bookAccount) record(op *ledgerOp, e *LedgerEntry) {
 const maxHoldLookups = 3
 
 func (b *Badger) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEntry, error) {
-	if err := validHold(h); err != nil {
+	if err := validHold(&h); err != nil {
 		return Hold{}, LedgerEntry{}, err
 	}
 	account := h.Account
@@ -77,8 +77,8 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 	case err == nil && prior.rec.Hold.Account != a.name:
 		return Hold{}, LedgerEntry{}, nil, prior.rec.Hold.Account, nil
 	case err == nil:
-		return prior.rec.Hold, prior.entry, prior.batch, "", nil
-	case !errors.Is(err, ErrNotFound):
+		return prior.rec.Hold, prior.entry(), prior.batch, "", nil
+	case err != ErrNotFound && !errors.Is(err, ErrNotFound): // priorHold's own, mostly
 		return Hold{}, LedgerEntry{}, nil, "", err
 	}
 	if !again && (a.bal.Limited && a.bal.Amount < h.Amount || a.bal.Amount-h.Amount < -MaxAmount) {
@@ -95,7 +95,9 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 	if other, ok := b.ledger.claim(nh); !ok {
 		return Hold{}, LedgerEntry{}, nil, other, nil
 	}
-	op := ledgerOp{acct: a, lazy: true}
+	var counter string // the budget counter's write, when budget is set
+	var budget *bookBudget
+	var bw budgetWrite
 	if h.Budget.Limit > 0 {
 		counted := &nh.rec.Hold
 		if again {
@@ -103,36 +105,36 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 			unbounded.Budget.Limit = MaxAmount // no check, and transient it stays
 			counted = &unbounded
 		}
-		op.counter, op.budget, op.bw, err = b.ledger.holdBudget(b.db, counted, now, a.epoch.Load())
+		counter, budget, bw, err = b.ledger.holdBudget(b.db, counted, now, a.epoch.Load())
 		if err != nil {
 			b.ledger.unclaim(nh)
 			return Hold{}, LedgerEntry{}, nil, "", err
 		}
-		nh.rec.Budget = op.counter
+		nh.rec.Budget = counter
 		nh.rec.Hold.Transient = counted.Transient
 		h.Transient = nh.rec.Hold.Transient
 	}
-	nh.entry = LedgerEntry{Time: now, KeyID: h.KeyID, Model: h.Model, Ref: h.Ref, HoldID: h.ID, Kind: EntryHold, Amount: -h.Amount}
+	entry := nh.entry() // Time now (Created), unrecorded
 	if h.Transient {
 		// In memory only, until its end records it: nothing to write, nor to wait for.
 		a.takeTransient(h.Amount)
-		return nh.rec.Hold, nh.entry, nil, "", nil
+		return nh.rec.Hold, entry, nil, "", nil
 	}
 	a.bal.Held += h.Amount
-	op.writes = make([]bookWrite, 0, 2)
-	a.record(&op, &nh.entry)
-	nh.rec.EntryN = a.bal.Entries
+	op := ledgerOp{acct: a, lazy: true, counter: counter, budget: budget, bw: bw, writes: make([]bookWrite, 0, 2)}
+	a.record(&op, &entry)
+	nh.rec.EntryN, nh.after = a.bal.Entries, entry.BalanceAfter
 	if !h.Bound {
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(nh.rec.Hold), val: []byte{}})
 	}
 	op.writes = append(op.writes, bookWrite{key: holdKey(h.ID), val: nh.rec.encode()})
 	op.balance, op.hasBalance = a.recorded(), true
-	batch, err := b.ledger.add(op)
+	batch, err := b.ledger.add(&op)
 	if err != nil {
 		return Hold{}, LedgerEntry{}, nil, "", err
 	}
 	nh.batch = batch
-	return nh.rec.Hold, nh.entry, batch, "", nil
+	return nh.rec.Hold, entry, batch, "", nil
 }
 
 // priorHold returns the hold taken before with h's ID, or ErrNotFound. A hold with a NewID is
@@ -151,9 +153,10 @@ func (b *Badger) priorHold(a *bookAccount, h Hold) (*bookHold, error) {
 // recordHold records the hold entry of h, a transient hold of the account a (locked), at the
 // next entry number, in op.
 func (k *ledgerBook) recordHold(op *ledgerOp, a *bookAccount, h *bookHold) {
+	e := h.entry()
 	a.recordTransient(h.rec.Hold.Amount)
-	a.record(op, &h.entry)
-	h.rec.EntryN = a.bal.Entries
+	a.record(op, &e)
+	h.rec.EntryN, h.after = a.bal.Entries, e.BalanceAfter
 }
 
 // transientAmount is the amount of a transient hold that Badger's budget counter leaves out.
@@ -242,7 +245,7 @@ func (b *Badger) endHold(holdID string, charged int64, kind, note string, now ti
 	op.balance, op.hasBalance = a.recorded(), true
 	h.rec = rec
 	delete(a.holds, holdID)
-	err = b.writeHoldChange(a, h, op)
+	err = b.writeHoldChange(a, h, &op)
 	if err == nil && rec.Hold.Bound {
 		// Lost in a crash, the end of a bound hold would leave it open for good: the task
 		// that carries it has finished, and the reconciler leaves bound holds alone.
@@ -291,7 +294,7 @@ func (b *Badger) BindHold(ctx context.Context, holdID, taskID string) error {
 		a.mu.Unlock()
 		return err
 	}
-	if err := b.writeHoldChange(a, h, op); err != nil {
+	if err := b.writeHoldChange(a, h, &op); err != nil {
 		if before.Hold.Transient {
 			b.holdAgain(before) // only memory had it: the book read again has not
 		}
@@ -333,6 +336,7 @@ func (b *Badger) bindOp(a *bookAccount, h *bookHold, taskID string, room int) (l
 		op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), del: true})
 	}
 	if taskID != "" {
+		h.keepEntry() // with its Ref, before the task's id replaces it
 		rec.Hold.Bound, rec.Hold.Ref = true, taskID
 	}
 	op.writes = append(op.writes, bookWrite{key: holdKey(rec.Hold.ID), val: rec.encode()})
@@ -342,7 +346,7 @@ func (b *Badger) bindOp(a *bookAccount, h *bookHold, taskID string, room int) (l
 
 // writeHoldChange adds op, a change of the hold h decided under its account's lock, to the
 // batch, unlocks the account, and waits for the batch's commit.
-func (b *Badger) writeHoldChange(a *bookAccount, h *bookHold, op ledgerOp) error {
+func (b *Badger) writeHoldChange(a *bookAccount, h *bookHold, op *ledgerOp) error {
 	batch, err := b.ledger.add(op)
 	if err == nil {
 		h.batch = batch
@@ -364,6 +368,7 @@ func (k *ledgerBook) boundAtCreate(holdID, account, task string) {
 	h.acct.mu.Lock()
 	defer h.acct.mu.Unlock()
 	if h.current() && h.acct.name == account && h.rec.Hold.State == HoldOpen && !h.rec.Hold.Bound {
+		h.keepEntry() // with its Ref, before the task's id replaces it
 		h.rec.Hold.Bound, h.rec.Hold.Ref = true, task
 	}
 }
@@ -420,6 +425,6 @@ func (b *Badger) decideCredit(a *bookAccount, c Credit, now time.Time) (LedgerEn
 	op := ledgerOp{acct: a, writes: []bookWrite{{key: once, val: val}}}
 	a.record(&op, &e)
 	op.balance, op.hasBalance = a.recorded(), true
-	batch, err := b.ledger.add(op)
+	batch, err := b.ledger.add(&op)
 	return e, batch, err
 }

@@ -39,5 +39,5 @@ func (b *Badger) RenewHold(_ context.Context, holdID string, deadline time.Time)
 	op.writes = append(op.writes, bookWrite{key: openHoldKey(rec.Hold), val: []byte{}},
 		bookWrite{key: holdKey(rec.Hold.ID), val: rec.encode()})
 	h.rec = rec
-	return b.writeHoldChange(a, h, op)
+	return b.writeHoldChange(a, h, &op)
 }

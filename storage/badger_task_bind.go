@@ -106,7 +106,7 @@ func (b *Badger) writeBound(task Task, writes []bookWrite, mayExist bool) (int, 
 		return 0, err
 	}
 	op.writes = append(op.writes, writes...)
-	if err := b.writeHoldChange(a, h, op); err != nil {
+	if err := b.writeHoldChange(a, h, &op); err != nil {
 		// Not written: the book reads the account again from Badger, which has a recorded
 		// hold as it was; a transient one, which only memory had, is taken again.
 		if before.Hold.Transient {
@@ -132,7 +132,7 @@ func (b *Badger) recordForCreate(a *bookAccount, h *bookHold) error {
 		return err
 	}
 	op.lazy = true // the create's sync covers it
-	if err := b.writeHoldChange(a, h, op); err != nil {
+	if err := b.writeHoldChange(a, h, &op); err != nil {
 		b.holdAgain(before)
 		return err
 	}

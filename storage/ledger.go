@@ -287,7 +287,7 @@ type LedgerEntry struct {
 }
 
 // validHold checks what Hold is given.
-func validHold(h Hold) error {
+func validHold(h *Hold) error {
 	switch {
 	case h.ID == "":
 		return errors.New("ledger: a hold needs an id")

@@ -64,7 +64,7 @@ func decodeRedisHold(vals []rueidis.RedisMessage) (Hold, error) {
 }
 
 func (r *Redis) Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEntry, error) {
-	if err := validHold(h); err != nil {
+	if err := validHold(&h); err != nil {
 		return Hold{}, LedgerEntry{}, err
 	}
 	h.Created, h.State = now.UTC(), HoldOpen

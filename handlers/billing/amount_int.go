@@ -34,9 +34,11 @@ func (p *Price) amountInt(u Usage) (amount Money, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	total := video.plus(fraction{uint64(millionths), 1_000_000, true})
-	if !total.ok {
-		return 0, false
+	total := fraction{uint64(millionths), 1_000_000, true} // not in lowest terms: rounded alike
+	if video.num != 0 {
+		if total = video.plus(total); !total.ok {
+			return 0, false
+		}
 	}
 	q, r := total.num/total.den, total.num%total.den
 	if r >= total.den-r { // half a micro-unit or more rounds up
