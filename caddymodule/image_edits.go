@@ -10,6 +10,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/mediagw/mediagw/handlers/imageedit"
+	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -37,7 +38,7 @@ type ImageEditsHandler struct {
 	// query is read. Answers with images in them (b64_json) are large: ten big ones take tens
 	// of MiB, held in memory while each is checked and passed on. An edit answered with success
 	// past it gets 502 and is charged its estimate (the provider made the images). Default:
-	// 64 MiB.
+	// 64 MiB; at most 1 GiB.
 	MaxAnswer int64 `json:"max_answer,omitempty"`
 
 	edits *imageedit.Handler
@@ -75,11 +76,11 @@ func (h *ImageEditsHandler) Provision(ctx caddy.Context) error {
 // release the hold of a request still in flight.
 const MaxImageEditTimeout = storage.DefaultHoldDeadline - time.Minute
 
-// Validate refuses an upstream_timeout the edit's hold would not outlast, and a negative
-// max_answer.
+// Validate refuses an upstream_timeout the edit's hold would not outlast, and a max_answer
+// below 0 or above 1 GiB.
 func (h *ImageEditsHandler) Validate() error {
-	if h.MaxAnswer < 0 {
-		return fmt.Errorf("mediagw_image_edits: max_answer %d is negative", h.MaxAnswer)
+	if h.MaxAnswer < 0 || h.MaxAnswer > upstream.MaxAnswerLimit {
+		return fmt.Errorf("mediagw_image_edits: max_answer %d is outside 1 byte to %d bytes (1 GiB): an answer is held in memory while it is read", h.MaxAnswer, int64(upstream.MaxAnswerLimit))
 	}
 	if t := time.Duration(h.UpstreamTimeout); t > MaxImageEditTimeout {
 		return fmt.Errorf("mediagw_image_edits: upstream_timeout %v is above %v: an edit's hold is released %v after it is taken, so a longer call could lose its hold while still running", t, MaxImageEditTimeout, storage.DefaultHoldDeadline)

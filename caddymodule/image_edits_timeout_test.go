@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestImageEditsTimeoutBelowHoldDeadline(t *testing.T) {
 }
 
 // TestImageEditsMaxAnswer: max_answer takes a size ("100MiB"), refuses a missing, zero or
-// malformed one at parse, and a negative one in JSON at validation.
+// malformed one at parse, and one below 0 or above 1 GiB (JSON) at validation.
 func TestImageEditsMaxAnswer(t *testing.T) {
 	var h ImageEditsHandler
 	if err := h.UnmarshalCaddyfile(caddyfile.NewTestDispenser("mediagw_image_edits {\n\tmax_answer 100MiB\n}")); err != nil || h.MaxAnswer != 100<<20 {
@@ -55,7 +56,12 @@ func TestImageEditsMaxAnswer(t *testing.T) {
 			t.Errorf("max_answer %q accepted", arg)
 		}
 	}
-	if err := (&ImageEditsHandler{MaxAnswer: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "max_answer") {
-		t.Errorf("max_answer -1: %v, want a refusal naming max_answer", err)
+	for _, n := range []int64{-1, 1<<30 + 1, 1 << 40, math.MaxInt64} {
+		if err := (&ImageEditsHandler{MaxAnswer: n}).Validate(); err == nil || !strings.Contains(err.Error(), "max_answer") {
+			t.Errorf("max_answer %d: %v, want a refusal naming max_answer", n, err)
+		}
+	}
+	if err := (&ImageEditsHandler{MaxAnswer: 1 << 30}).Validate(); err != nil {
+		t.Errorf("max_answer 1 GiB refused: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -96,5 +97,21 @@ func TestReadAnswerBeyondDeclaredLength(t *testing.T) {
 	}
 	if _, err := readAnswer(bytes.NewReader(nil), MaxBody+1, MaxBody); !errors.Is(err, errAnswerTooLarge) {
 		t.Fatalf("a body declared past MaxBody: %v, want errAnswerTooLarge", err)
+	}
+}
+
+// TestMaxAnswerBounded: a client's MaxAnswer past MaxAnswerLimit reads up to the limit (a
+// MaxAnswer of math.MaxInt64 once overflowed readAnswer's bound into a panicking slice).
+func TestMaxAnswerBounded(t *testing.T) {
+	for _, c := range []struct{ max, want int64 }{{0, MaxBody}, {-5, MaxBody}, {1000, 1000},
+		{MaxAnswerLimit, MaxAnswerLimit}, {MaxAnswerLimit + 1, MaxAnswerLimit}, {math.MaxInt64, MaxAnswerLimit}} {
+		if got := (Client{MaxAnswer: c.max}).maxAnswer(); got != c.want {
+			t.Errorf("MaxAnswer %d reads up to %d, want %d", c.max, got, c.want)
+		}
+	}
+	body := bytes.Repeat([]byte("x"), 5000)
+	got, err := readAnswer(iotest.OneByteReader(bytes.NewReader(body)), -1, (Client{MaxAnswer: math.MaxInt64}).maxAnswer())
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("with MaxAnswer math.MaxInt64: %d bytes, %v", len(got), err)
 	}
 }

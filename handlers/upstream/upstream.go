@@ -236,10 +236,13 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: req.Header, target: p}, nil
 }
 
+// MaxAnswerLimit is the largest MaxAnswer a client reads with; a larger one reads up to it.
+const MaxAnswerLimit = 1 << 30
+
 // maxAnswer is the bound on the answers the client reads (see MaxAnswer).
 func (c Client) maxAnswer() int64 {
 	if c.MaxAnswer > 0 {
-		return c.MaxAnswer
+		return min(c.MaxAnswer, MaxAnswerLimit)
 	}
 	return MaxBody
 }
