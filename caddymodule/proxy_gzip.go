@@ -120,7 +120,10 @@ func (g *gunzipBody) Close() error {
 	return g.body.Close()
 }
 
-// recycleDecoder puts a decoder back in the pool, holding nothing of the answer it read.
+// recycleDecoder puts a decoder back in the pool. The decoder lets go of the answer's body, but
+// its decompressor keeps the answer's last window (up to 32 KiB) and its reference to the body
+// until the decoder's next Reset, or until the pool is emptied by a collection; nothing of it
+// reaches the next answer, whose Reset starts a new stream.
 func recycleDecoder(decoder *gzip.Reader) {
 	_ = decoder.Reset(noBytes{}) // io.EOF, always: the reset only drops the old source
 	gzipDecoders.Put(decoder)
