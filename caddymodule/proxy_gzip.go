@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/mediagw/mediagw/internal/hdr"
@@ -27,7 +28,7 @@ func (t *ProxyTransport) asksGzip(req *http.Request) bool {
 // a body (a 204, a 304, a Content-Length of 0, or an HTTP/2 stream that ended with its headers:
 // a ContentLength of 0 or net/http's NoBody) is left as it is, as net/http leaves it.
 func decodeGzip(resp *http.Response) {
-	if resp.ContentLength == 0 || resp.Body == http.NoBody || !isGzip(hdr.Get(resp.Header, "Content-Encoding")) {
+	if resp.ContentLength == 0 || resp.Body == http.NoBody || !strings.EqualFold(hdr.Get(resp.Header, "Content-Encoding"), "gzip") {
 		return
 	}
 	resp.Body = &gunzipBody{body: resp.Body}
@@ -35,19 +36,6 @@ func decodeGzip(resp *http.Response) {
 	delete(resp.Header, "Content-Length")
 	resp.ContentLength = -1
 	resp.Uncompressed = true
-}
-
-// isGzip reports whether a Content-Encoding value is gzip, in any ASCII letter case.
-func isGzip(encoding string) bool {
-	if len(encoding) != len("gzip") {
-		return false
-	}
-	for i := range len(encoding) {
-		if encoding[i]|0x20 != "gzip"[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // gunzipBody is a gzip answer's body, decoded as it is read. Its decoder is taken from a pool
