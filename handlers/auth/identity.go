@@ -86,18 +86,11 @@ func MatchModel(pattern, model string) bool {
 	return p == len(pattern)
 }
 
-// WithIdentity returns a context that carries the identity.
+// WithIdentity returns a context that carries the identity. (mediagw_auth puts the identity in
+// the request's state with the rest of it, see reqstate.)
 func WithIdentity(ctx context.Context, id Identity) context.Context {
-	return WithIdentityOf(ctx, &id)
-}
-
-// WithIdentityOf is WithIdentity for an identity that the caller keeps, unchanged, for as long
-// as the context is used: it saves the copy of the identity that WithIdentity allocates.
-// FromContext hands out copies of it. (mediagw_auth puts the identity in the request's state
-// with the rest of it, see reqstate.)
-func WithIdentityOf(ctx context.Context, id *Identity) context.Context {
 	s := reqstate.Derive(ctx)
-	s.Identity = id
+	s.Identity = &id
 	return reqstate.With(ctx, s)
 }
 

@@ -15,9 +15,10 @@ import "context"
 // Concurrency: a State is written only by the goroutine that serves the request, and each field
 // once, before the handlers that read it run; after that it is never changed. Goroutines that a
 // handler starts (reverse_proxy's transport, a hold's renewal) may read the fields that were set
-// before they started, without a lock. A State that is not a request's own (Request false: one
-// that Derive made, for a context that may serve more than one request) is never changed after
-// it is put in a context.
+// before they started, without a lock. Derive, and the With functions of the owner packages,
+// copy every field, so they too run on the request's goroutine. A State that is not a request's
+// own (Request false: one that Derive made, for a context that may serve more than one request)
+// is never changed after it is put in a context.
 type State struct {
 	Identity any // *auth.Identity
 	Entry    any // *usage.Entry
