@@ -40,9 +40,7 @@ func (o *observer) begin(w http.ResponseWriter, r *http.Request, srv *caddyhttp.
 	ow.entry.Endpoint = metrics.Endpoint(r.URL.Path)
 	ow.extra = accessLogFields(r, srv)
 	span := trace.SpanFromContext(r.Context())
-	if sc := span.SpanContext(); sc.HasTraceID() { // as usage.TraceID
-		ow.traceID = sc.TraceID().String()
-	}
+	ow.traceID = usage.SpanTraceID(span.SpanContext())
 	ow.recording = span.IsRecording()
 	return ow
 }

@@ -203,7 +203,12 @@ func (e *Entry) Finish(status int, at time.Time, traceID string) Outcome {
 
 // TraceID is the id of the trace ctx belongs to (Caddy's tracing directive), or "".
 func TraceID(ctx context.Context) string {
-	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+	return SpanTraceID(trace.SpanContextFromContext(ctx))
+}
+
+// SpanTraceID is TraceID of a span's context, for a caller that has the span already.
+func SpanTraceID(sc trace.SpanContext) string {
+	if sc.HasTraceID() {
 		return sc.TraceID().String()
 	}
 	return ""
