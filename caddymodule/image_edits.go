@@ -80,7 +80,7 @@ const MaxImageEditTimeout = storage.DefaultHoldDeadline - time.Minute
 // below 0 or above 1 GiB.
 func (h *ImageEditsHandler) Validate() error {
 	if h.MaxAnswer < 0 || h.MaxAnswer > upstream.MaxAnswerLimit {
-		return fmt.Errorf("mediagw_image_edits: max_answer %d is outside 1 byte to %d bytes (1 GiB): an answer is held in memory while it is read", h.MaxAnswer, int64(upstream.MaxAnswerLimit))
+		return fmt.Errorf("mediagw_image_edits: max_answer %d is outside 0 (the default, 64 MiB) to %d bytes (1 GiB): an answer is held in memory while it is read", h.MaxAnswer, int64(upstream.MaxAnswerLimit))
 	}
 	if t := time.Duration(h.UpstreamTimeout); t > MaxImageEditTimeout {
 		return fmt.Errorf("mediagw_image_edits: upstream_timeout %v is above %v: an edit's hold is released %v after it is taken, so a longer call could lose its hold while still running", t, MaxImageEditTimeout, storage.DefaultHoldDeadline)

@@ -251,7 +251,7 @@ func TestTransportAsksForGzipAndDecodesIt(t *testing.T) {
 		for _, ae := range []string{"", "br", "gzip"} {
 			r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/v1/chat/completions", strings.NewReader(chat))
 			// The headers a request read from the wire has, as hey's: with Caddy's Via and
-			// X-Forwarded-*, nine names for the attempt, whose copy leaves out Content-Length.
+			// X-Forwarded-*, nine names for the attempt.
 			r.Header.Set("Content-Length", strconv.Itoa(len(chat)))
 			r.Header.Set("User-Agent", "hey/0.0.1")
 			r.Header.Set("Content-Type", "application/json")

@@ -208,22 +208,15 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 
 // headerCopy is a copy of h with room for adding more names (the upstream's credential,
 // Accept-Encoding). A copy of at most eight names in all (a client's usual few, which a map keeps
-// in one group of eight slots) is a clone of h, where assigning each name would hash it again.
-// So is one of nine that has Content-Length, left out of the clone: the http transport writes an
-// outgoing request's Content-Length from its ContentLength, never from its header map (HTTP/1.1,
-// HTTP/2 and HTTP/3 alike), so the upstream gets the same request. A larger one is a copy into a
-// map sized for it, as a clone would have to grow.
+// in one group of eight slots) is a clone of h, where assigning each name would hash it again; a
+// larger one is a copy into a map sized for it, as a clone would have to grow.
 func headerCopy(h http.Header, adding int) http.Header {
 	names := len(h) + adding
-	if names <= 8 || names == 9 && h["Content-Length"] != nil {
-		c := maps.Clone(h)
-		if c == nil {
-			return make(http.Header, names)
+	if names <= 8 {
+		if c := maps.Clone(h); c != nil {
+			return c
 		}
-		if names > 8 {
-			delete(c, "Content-Length")
-		}
-		return c
+		return make(http.Header, names)
 	}
 	c := make(http.Header, names)
 	for name, values := range h {
