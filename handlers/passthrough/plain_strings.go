@@ -24,9 +24,8 @@ func plainStrings(body []byte, words []string) (plain, hint bool) {
 		case !structural[c]:
 			// white space, numbers, literals, ',' and ':'
 		case c == '"':
-			// The text between the last quote and this one (a colon, a comma), then the string
-			// (quotedWord, called only where a word has the text's length).
-			hint = hint || quote >= 0 && lengths&(1<<min(i-quote-1, 63)) != 0 && quotedWord(body, quote, i, lengths, words)
+			// The text between the last quote and this one (a colon, a comma), then the string.
+			hint = hint || quote >= 0 && quotedWord(body, quote, i, lengths, words)
 			quote = i
 			if i+1 < len(body) && (body[i+1] <= ' ' || body[i+1] >= utf8.RuneSelf) {
 				return false, false
@@ -48,7 +47,7 @@ func plainStrings(body []byte, words []string) (plain, hint bool) {
 					return false, false
 				}
 			}
-			hint = hint || lengths&(1<<min(i-quote-1, 63)) != 0 && quotedWord(body, quote, i, lengths, words)
+			hint = hint || quotedWord(body, quote, i, lengths, words)
 			quote = i
 		case c == '{' || c == '[':
 			if open++; open > jsonkeys.MaxWalkDepth {
