@@ -157,6 +157,9 @@ func (k *ledgerBook) recordHold(op *ledgerOp, a *bookAccount, h *bookHold) {
 	a.recordTransient(h.rec.Hold.Amount)
 	a.record(op, &e)
 	h.rec.EntryN, h.after = a.bal.Entries, e.BalanceAfter
+	if h.stored != nil { // an entry kept before it was recorded takes what recording gave it
+		*h.stored = e
+	}
 }
 
 // transientAmount is the amount of a transient hold that Badger's budget counter leaves out.
