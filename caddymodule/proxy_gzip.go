@@ -6,7 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/mediagw/mediagw/internal/hdr"
 )
@@ -38,88 +38,36 @@ func decodeGzip(resp *http.Response) {
 	resp.Uncompressed = true
 }
 
-// gunzipBody is a gzip answer's body, decoded as it is read. Its decoder is taken from a pool
-// at the first Read and goes back at Close; a Close during a Read (a client that left) leaves it
-// to that Read to put back.
+// gunzipBody is a gzip answer's body, decoded as it is read, as net/http decodes the answers to
+// the requests it asks gzip for itself: the decoder is made at the first Read, and its error (an
+// answer that is not gzip) is kept for every later Read. A Close, also during a Read (a client
+// that left), closes the answer's body, which ends that Read; a Read after Close fails.
 type gunzipBody struct {
-	body io.ReadCloser
-
-	mu      sync.Mutex
-	decoder *gzip.Reader // nil until the first Read, and after Close
-	reading bool
-	closed  bool
+	body    io.ReadCloser
+	decoder *gzip.Reader // made by the first Read
+	err     error        // the decoder's making failed
+	closed  atomic.Bool
 }
 
-var (
-	errReadAfterClose = errors.New("read on a closed answer body")
-	errReadAtOnce     = errors.New("two reads at once on an answer body")
-)
-
-// gzipDecoders holds decoders between answers: each holds a window of 32 KiB and tables.
-var gzipDecoders = sync.Pool{New: func() any { return new(gzip.Reader) }}
+var errReadAfterClose = errors.New("read on a closed answer body")
 
 func (g *gunzipBody) Read(p []byte) (int, error) {
-	g.mu.Lock()
-	switch {
-	case g.closed:
-		g.mu.Unlock()
+	if g.closed.Load() {
 		return 0, errReadAfterClose
-	case g.reading:
-		g.mu.Unlock()
-		return 0, errReadAtOnce
 	}
-	decoder, first := g.decoder, g.decoder == nil
-	if first {
-		decoder = gzipDecoders.Get().(*gzip.Reader)
-		g.decoder = decoder
+	if g.decoder == nil {
+		if g.err == nil {
+			g.decoder, g.err = gzip.NewReader(g.body)
+		}
+		if g.err != nil {
+			return 0, g.err
+		}
 	}
-	g.reading = true
-	g.mu.Unlock()
-
-	// Reset reads the gzip header; an error is kept by the decoder, and every Read returns it.
-	var n int
-	var err error
-	if first {
-		err = decoder.Reset(g.body)
-	}
-	if err == nil {
-		n, err = decoder.Read(p)
-	}
-
-	g.mu.Lock()
-	g.reading = false
-	if g.closed {
-		g.decoder = nil
-		recycleDecoder(decoder)
-	}
-	g.mu.Unlock()
-	return n, err
+	return g.decoder.Read(p)
 }
 
-// Close closes the answer's body, and gives its decoder back unless a Read is using it.
+// Close closes the answer's body.
 func (g *gunzipBody) Close() error {
-	g.mu.Lock()
-	g.closed = true
-	if g.decoder != nil && !g.reading {
-		recycleDecoder(g.decoder)
-		g.decoder = nil
-	}
-	g.mu.Unlock()
+	g.closed.Store(true)
 	return g.body.Close()
 }
-
-// recycleDecoder puts a decoder back in the pool. The decoder lets go of the answer's body, but
-// its decompressor keeps the answer's last window (up to 32 KiB) and its reference to the body
-// until the decoder's next Reset, or until the pool is emptied by a collection; nothing of it
-// reaches the next answer, whose Reset starts a new stream.
-func recycleDecoder(decoder *gzip.Reader) {
-	_ = decoder.Reset(noBytes{}) // io.EOF, always: the reset only drops the old source
-	gzipDecoders.Put(decoder)
-}
-
-// noBytes is an empty source with ReadByte, so that a decoder reset onto it does not allocate
-// a buffered reader around it.
-type noBytes struct{}
-
-func (noBytes) Read([]byte) (int, error) { return 0, io.EOF }
-func (noBytes) ReadByte() (byte, error)  { return 0, io.EOF }
