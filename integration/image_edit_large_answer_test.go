@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -53,4 +54,64 @@ func TestLargeEditAnswersAreReadWhole(t *testing.T) {
 		t.Fatalf("edit past max_answer = %d %.300s, want 502 invalid_response", r.status, r.body)
 	}
 	awaitBalance(t, g, "painters", "0.32", "0") // charged its estimate: 0.34 again
+}
+
+// TestLargeEditAnswersAreReplayed: an edit sent with an Idempotency-Key whose answer carries its
+// large images (5 MB here) is kept whole, so the SDK's retry of it (its connection dropped as the
+// images came) gets the same answer, replayed, and is neither sent to the provider nor charged
+// again. Before, only answers up to 1 MiB were kept: the retry made and paid for the images a
+// second time. An answer past what the gateway keeps (32 MiB) spends its key without being kept:
+// a retry gets 409 idempotency_answer_not_kept with X-Should-Retry: false, and nothing more is
+// made or charged.
+func TestLargeEditAnswersAreReplayed(t *testing.T) {
+	// Not parallel: the gateway is the test process's one in-process Caddy.
+	var calls atomic.Int64
+	var image atomic.Value
+	image.Store(strings.Repeat("iVBO", (5<<20)/8))
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		img := image.Load().(string)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"created":1,"data":[{"b64_json":%q},{"b64_json":%q}],"size":"1024x1024","quality":"high"}`, img, img)
+	}))
+	t.Cleanup(provider.Close)
+	base, g := startSimGateway(t, imageTaskEndCaddyfile, map[string]string{"upstream_url": provider.URL,
+		"usage_log": filepath.Join(t.TempDir(), "usage.log")})
+	keysEnv{g: g}.credit(t, "painters", "2", "img-replay-1")
+	edit := func(key string) response {
+		req, err := http.NewRequest(http.MethodPost, base+"/v1/images/edits", strings.NewReader(imageEditBody("edit-async", 2, "1024x1024", "high")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer mg-image-tasks")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		return do(t, req)
+	}
+
+	first := edit("edit-5mb")
+	if first.status != http.StatusOK || len(first.body) < 5<<20 {
+		t.Fatalf("edit = %d of %d bytes, want 200 with both images", first.status, len(first.body))
+	}
+	retry := edit("edit-5mb")
+	if retry.status != http.StatusOK || string(retry.body) != string(first.body) || retry.header.Get("Idempotent-Replayed") != "true" || calls.Load() != 1 {
+		t.Fatalf("retry = %d of %d bytes (replayed %q), provider called %d times; want the first answer replayed, one call",
+			retry.status, len(retry.body), retry.header.Get("Idempotent-Replayed"), calls.Load())
+	}
+
+	image.Store(strings.Repeat("iVBO", (33<<20)/8)) // two of 16.5 MiB: past the 32 MiB kept
+	huge := edit("edit-33mb")
+	if huge.status != http.StatusOK || len(huge.body) < 33<<20 {
+		t.Fatalf("edit past the kept size = %d of %d bytes, want 200 with both images", huge.status, len(huge.body))
+	}
+	for range 2 {
+		r := edit("edit-33mb")
+		if code, _ := errorCodeAndShape(r); r.status != http.StatusConflict || code != "idempotency_answer_not_kept" ||
+			r.header.Get("X-Should-Retry") != "false" || calls.Load() != 2 {
+			t.Fatalf("retry past the kept size = %d %.300s (X-Should-Retry %q), provider called %d times; want 409 idempotency_answer_not_kept, not sent again",
+				r.status, r.body, r.header.Get("X-Should-Retry"), calls.Load())
+		}
+	}
+	// Two edits charged, at two high 1024x1024 images of 0.17 each: 2 - 2 × 0.34.
+	awaitBalance(t, g, "painters", "1.32", "0")
 }

@@ -27,6 +27,10 @@ type Idempotency interface {
 	RenewIdempotent(ctx context.Context, key, owner string, ttl time.Duration) error
 }
 
+// MaxIdempotentAnswer is the largest answer body a record keeps: every backend stores a record
+// with a body of this size (about 43 MiB as the JSON it is written in).
+const MaxIdempotentAnswer = 32 << 20
+
 // IdempotencyRecord is the state of one Idempotency-Key: in flight, or the kept answer.
 type IdempotencyRecord struct {
 	// Owner identifies the request that claimed the key (random, unique per request).
@@ -39,4 +43,8 @@ type IdempotencyRecord struct {
 	Status      int    `json:"status,omitempty"`
 	ContentType string `json:"content_type,omitempty"`
 	Body        []byte `json:"body,omitempty"`
+	// Unkept marks a completed request whose answer, of Size bytes, was too large to keep:
+	// the key is spent (a retry is not run again) but has no answer to replay.
+	Unkept bool  `json:"unkept,omitempty"`
+	Size   int64 `json:"size,omitempty"`
 }

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -39,9 +40,8 @@ const (
 	InFlightLease = 30 * time.Second
 	// MinLease is the shortest lease Guard.Lease may be: Badger counts expiry in whole seconds,
 	// so a shorter one could run out before its first renewal.
-	MinLease    = 3 * time.Second
-	maxKeyLen   = 255
-	maxKeptBody = 1 << 20
+	MinLease  = 3 * time.Second
+	maxKeyLen = 255
 )
 
 // Guard runs requests once per idempotency key.
@@ -51,8 +51,20 @@ type Guard struct {
 	Retention time.Duration
 	// Lease is how long a key stays in flight without its owner renewing it. Default:
 	// InFlightLease.
-	Lease  time.Duration
-	Logger *zap.Logger
+	Lease time.Duration
+	// MaxAnswer is the largest answer body kept for replay, in bytes. A larger answer spends
+	// its key without keeping the answer: a retry gets 409 idempotency_answer_not_kept and is
+	// not run again (nothing is made or charged twice). Default and upper bound:
+	// storage.MaxIdempotentAnswer (32 MiB, room for an edit's few large base64 images).
+	MaxAnswer int64
+	Logger    *zap.Logger
+}
+
+func (g *Guard) maxAnswer() int {
+	if g.MaxAnswer > 0 && g.MaxAnswer < storage.MaxIdempotentAnswer {
+		return int(g.MaxAnswer)
+	}
+	return storage.MaxIdempotentAnswer
 }
 
 func (g *Guard) lease() time.Duration {
@@ -96,6 +108,16 @@ var (
 	errReused   = apierror.New(http.StatusUnprocessableEntity, "idempotency_key_reused", "this Idempotency-Key was used with a different request body")
 	errInFlight = apierror.New(http.StatusConflict, "idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry later")
 )
+
+// notKept is the answer to a retry of a request whose answer was too large to keep: the request
+// was made, and is not made again. X-Should-Retry: false tells the OpenAI SDKs, which retry every
+// 409, that another try gets the same.
+func notKept(w http.ResponseWriter, shape apierror.Shape, rec storage.IdempotencyRecord) {
+	w.Header().Set("X-Should-Retry", "false")
+	apierror.Write(w, shape, apierror.New(http.StatusConflict, "idempotency_answer_not_kept", fmt.Sprintf(
+		"the request with this Idempotency-Key was made (status %d), but its answer of %d bytes was too large to keep for a replay; it is not made again: send a new Idempotency-Key to make a new request",
+		rec.Status, rec.Size)))
+}
 
 // Serve runs next once per (scope, Idempotency-Key); without the header it just runs next. scope
 // separates accounts and endpoints. The body is read (up to maxBody) to compare retries.
@@ -150,12 +172,12 @@ func (g *Guard) ServeFor(w http.ResponseWriter, r *http.Request, scope string, s
 
 	forwarded := new(atomic.Bool)
 	r = r.WithContext(context.WithValue(r.Context(), forwardedKey{}, forwarded))
-	rec := &recorder{ResponseWriter: w}
+	rec := &recorder{ResponseWriter: w, limit: g.maxAnswer()}
 	stopRenewing := g.renewLease(r.Context(), storeKey, owner)
 	next(rec, r)
 	stopRenewing()
 	ctx := context.WithoutCancel(r.Context())
-	if !keep(forwarded.Load(), rec.status) || rec.overflow {
+	if !keep(forwarded.Load(), rec.status) {
 		if err := g.Store.AbandonIdempotent(ctx, storeKey, owner); err != nil {
 			// The key stays in flight until its lease runs out: retries get 409 until then.
 			g.Logger.Error("freeing an idempotency key", zap.Error(err))
@@ -163,6 +185,9 @@ func (g *Guard) ServeFor(w http.ResponseWriter, r *http.Request, scope string, s
 		return
 	}
 	done := storage.IdempotencyRecord{Owner: owner, RequestHash: reqHash, Status: rec.status, ContentType: rec.Header().Get("Content-Type"), Body: rec.body.Bytes()}
+	if rec.overflow {
+		done.Body, done.Unkept, done.Size = nil, true, rec.size
+	}
 	if err := g.Store.CompleteIdempotent(ctx, storeKey, done, g.retention()); err != nil {
 		g.Logger.Error("storing idempotent answer", zap.Error(err))
 		if err := g.Store.AbandonIdempotent(ctx, storeKey, owner); err != nil {
@@ -212,6 +237,8 @@ func (g *Guard) answerRetry(w http.ResponseWriter, shape apierror.Shape, rec sto
 		apierror.Write(w, shape, errReused)
 	case rec.InFlight:
 		apierror.Write(w, shape, errInFlight.WithRetryAfter(time.Second))
+	case rec.Unkept:
+		notKept(w, shape, rec)
 	default:
 		// The answer is replayed as the first one went out: its type, and nosniff, so that a
 		// browser takes that type as it is (an answer kept without a type is not sniffed into
@@ -245,11 +272,14 @@ func validKey(key string) bool {
 	return true
 }
 
-// recorder passes the answer through and keeps a copy of it.
+// recorder passes the answer through and keeps a copy of it, up to limit bytes; past them it
+// drops the copy (overflow) and only counts the answer's size.
 type recorder struct {
 	http.ResponseWriter
 	status   int
 	body     bytes.Buffer
+	limit    int
+	size     int64
 	overflow bool
 }
 
@@ -264,9 +294,15 @@ func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
-	if r.body.Len()+len(b) > maxKeptBody {
+	// The copy is of what the handler answered, also when the client is gone (a retry is
+	// what such a client sends next).
+	r.size += int64(len(b))
+	switch {
+	case r.overflow:
+	case r.body.Len()+len(b) > r.limit:
 		r.overflow = true
-	} else {
+		r.body = bytes.Buffer{}
+	default:
 		r.body.Write(b)
 	}
 	return r.ResponseWriter.Write(b)

@@ -1,8 +1,10 @@
 package idempotency
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -97,5 +99,68 @@ func TestGuard(t *testing.T) {
 	}
 	if w := send("k3", "a"); w.Code != 409 || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("in flight = %d", w.Code)
+	}
+}
+
+// TestGuardLargeAnswers: an answer up to MaxAnswer is replayed whole, written in many pieces; a
+// larger one spends its key: a retry is not run again, and gets 409 idempotency_answer_not_kept
+// with X-Should-Retry: false (what the OpenAI SDKs read before retrying a 409).
+func TestGuardLargeAnswers(t *testing.T) {
+	store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	g := &Guard{Store: store, Logger: zap.NewNop(), MaxAnswer: 64 << 10}
+	var runs atomic.Int64
+	answer := ""
+	next := func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		MarkForwarded(r.Context())
+		w.Header().Set("Content-Type", "application/json")
+		for rest := answer; rest != ""; {
+			n := min(len(rest), 4096)
+			w.Write([]byte(rest[:n]))
+			rest = rest[n:]
+		}
+	}
+	send := func(key string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/v1/images/edits", strings.NewReader("edit"))
+		r.Header.Set(Header, key)
+		w := httptest.NewRecorder()
+		g.Serve(w, r, "acct", apierror.OpenAIShape, 1<<20, next)
+		return w
+	}
+
+	answer = `{"data":[{"b64_json":"` + strings.Repeat("A", 64<<10-30) + `"}]}`
+	if len(answer) > 64<<10 {
+		t.Fatalf("answer of %d bytes, want at most the bound", len(answer))
+	}
+	first := send("whole")
+	answer = "changed"
+	again := send("whole")
+	if runs.Load() != 1 || again.Code != 200 || again.Body.String() != first.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("answer at the bound: runs %d, retry %d of %d bytes (replayed %q), want one run and the first answer whole",
+			runs.Load(), again.Code, again.Body.Len(), again.Header().Get("Idempotent-Replayed"))
+	}
+
+	answer = `{"data":[{"b64_json":"` + strings.Repeat("A", 64<<10) + `"}]}`
+	if w := send("large"); w.Code != 200 || w.Body.String() != answer {
+		t.Fatalf("first answer past the bound = %d of %d bytes, want it whole", w.Code, w.Body.Len())
+	}
+	for range 2 {
+		w := send("large")
+		var body struct {
+			Error struct{ Code, Message string }
+		}
+		_ = json.Unmarshal(w.Body.Bytes(), &body)
+		if w.Code != 409 || body.Error.Code != "idempotency_answer_not_kept" || w.Header().Get("X-Should-Retry") != "false" ||
+			!strings.Contains(body.Error.Message, strconv.Itoa(len(answer))) || runs.Load() != 2 {
+			t.Fatalf("retry past the bound = %d %s (X-Should-Retry %q), runs %d; want 409 idempotency_answer_not_kept naming its %d bytes, not run again",
+				w.Code, w.Body, w.Header().Get("X-Should-Retry"), runs.Load(), len(answer))
+		}
+	}
+	if w := send("other"); w.Code != 200 || runs.Load() != 3 {
+		t.Fatalf("another key = %d, runs %d; want it run", w.Code, runs.Load())
 	}
 }

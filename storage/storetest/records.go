@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -56,6 +57,24 @@ func testIdempotency(t *testing.T, s storage.Store) {
 	}
 	if _, began, err := s.BeginIdempotent(ctx, "acct/k2", first, time.Hour); err != nil || !began {
 		t.Fatalf("Begin after Abandon = %v, %v", began, err)
+	}
+	// The largest answer kept comes back whole; a spent key without its answer says so.
+	large := bytes.Repeat([]byte("iVBORw0K"), storage.MaxIdempotentAnswer/8)
+	for key, rec := range map[string]storage.IdempotencyRecord{
+		"acct/large":  {Owner: "o1", RequestHash: "h1", Status: 200, ContentType: "application/json", Body: large},
+		"acct/unkept": {Owner: "o1", RequestHash: "h1", Status: 200, ContentType: "application/json", Unkept: true, Size: storage.MaxIdempotentAnswer + 1},
+	} {
+		if _, _, err := s.BeginIdempotent(ctx, key, first, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CompleteIdempotent(ctx, key, rec, time.Hour); err != nil {
+			t.Fatalf("Complete %s: %v", key, err)
+		}
+		got, began, err := s.BeginIdempotent(ctx, key, storage.IdempotencyRecord{Owner: "o3", InFlight: true, RequestHash: "h1"}, time.Hour)
+		if err != nil || began || got.InFlight || got.Status != 200 || got.Unkept != rec.Unkept || got.Size != rec.Size || !bytes.Equal(got.Body, rec.Body) {
+			t.Fatalf("%s kept as %d bytes, unkept %v, size %d, in flight %v (%v, %v); want %d bytes, unkept %v, size %d",
+				key, len(got.Body), got.Unkept, got.Size, got.InFlight, began, err, len(rec.Body), rec.Unkept, rec.Size)
+		}
 	}
 }
 
