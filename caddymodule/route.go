@@ -213,6 +213,13 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if !providers.SetDispatch(r.Context(), route.Dispatch) {
 		pr = r.WithContext(providers.WithDispatch(r.Context(), route.Dispatch))
 	}
+	if created != nil && route.Creates != "" {
+		// A create is proxied on when its client leaves meanwhile: see keptCreate.
+		kept := keepCreating(pr.Context(), createGrace)
+		defer kept.end()
+		created.Streamed = kept.followClient
+		pr = pr.WithContext(kept.ctx)
+	}
 	aborted, err = h.proxyUntilAbort(out, pr, next, route.Provider.Name, traced)
 	if aborted {
 		// reverse_proxy ends an answer the client left in the middle of (a cut stream) by

@@ -47,6 +47,9 @@ type CreatedWriter struct {
 	// cannot be recorded): set it from the request before Route rewrote its path. The zero
 	// value is the OpenAI shape.
 	Shape apierror.Shape
+	// Streamed, when set, is called once the answer turns out to be an event stream (its
+	// success status with Content-Type text/event-stream), before any of it is written.
+	Streamed func()
 	// record records the owner of a created object's id, with the answer that carries it when
 	// it is held whole (JSON; nil for a stream); nil when there is none to record, or once it
 	// is recorded.
@@ -145,6 +148,9 @@ func (cw *CreatedWriter) WriteHeader(status int) {
 	mt, _, _ := mime.ParseMediaType(cw.Header().Get("Content-Type"))
 	if mt == "text/event-stream" {
 		cw.mode = modeEvents
+		if cw.Streamed != nil {
+			cw.Streamed()
+		}
 	} else {
 		cw.mode = modeBuffer
 	}
