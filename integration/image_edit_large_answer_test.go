@@ -20,13 +20,7 @@ import (
 func TestLargeEditAnswersAreReadWhole(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	image := strings.Repeat("iVBO", (5<<20)/8)
-	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"created":1,"data":[{"b64_json":%q},{"b64_json":%q}],"size":"1024x1024","quality":"high"}`, image, image)
-	}))
-	t.Cleanup(provider.Close)
-	base, g := startSimGateway(t, imageTaskEndCaddyfile, map[string]string{"upstream_url": provider.URL,
-		"usage_log": filepath.Join(t.TempDir(), "usage.log")})
+	base, g := startLargeImageEdits(t, new(atomic.Int64), func() string { return image })
 	keysEnv{g: g}.credit(t, "painters", "1", "img-large-1")
 
 	r := call(t, http.MethodPost, base+"/v1/images/edits", "mg-image-tasks", imageEditBody("edit-async", 2, "1024x1024", "high"))
@@ -68,15 +62,7 @@ func TestLargeEditAnswersAreReplayed(t *testing.T) {
 	var calls atomic.Int64
 	var image atomic.Value
 	image.Store(strings.Repeat("iVBO", (5<<20)/8))
-	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		img := image.Load().(string)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"created":1,"data":[{"b64_json":%q},{"b64_json":%q}],"size":"1024x1024","quality":"high"}`, img, img)
-	}))
-	t.Cleanup(provider.Close)
-	base, g := startSimGateway(t, imageTaskEndCaddyfile, map[string]string{"upstream_url": provider.URL,
-		"usage_log": filepath.Join(t.TempDir(), "usage.log")})
+	base, g := startLargeImageEdits(t, &calls, func() string { return image.Load().(string) })
 	keysEnv{g: g}.credit(t, "painters", "2", "img-replay-1")
 	edit := func(key string) response {
 		req, err := http.NewRequest(http.MethodPost, base+"/v1/images/edits", strings.NewReader(imageEditBody("edit-async", 2, "1024x1024", "high")))
@@ -114,4 +100,19 @@ func TestLargeEditAnswersAreReplayed(t *testing.T) {
 	}
 	// Two edits charged, at two high 1024x1024 images of 0.17 each: 2 - 2 × 0.34.
 	awaitBalance(t, g, "painters", "1.32", "0")
+}
+
+// startLargeImageEdits starts a gateway in front of a provider that answers every edit with two
+// images of image() each, as b64_json (high, 1024x1024), counting its calls.
+func startLargeImageEdits(t *testing.T, calls *atomic.Int64, image func() string) (string, *gateway) {
+	t.Helper()
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		img := image()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"created":1,"data":[{"b64_json":%q},{"b64_json":%q}],"size":"1024x1024","quality":"high"}`, img, img)
+	}))
+	t.Cleanup(provider.Close)
+	return startSimGateway(t, imageTaskEndCaddyfile, map[string]string{"upstream_url": provider.URL,
+		"usage_log": filepath.Join(t.TempDir(), "usage.log")})
 }
