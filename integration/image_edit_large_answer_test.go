@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // TestLargeEditAnswersAreReadWhole: an edit the provider answers 200 with its images themselves,
@@ -16,11 +20,14 @@ import (
 // MB), reaches the client whole and is charged the two images it made. Before, the gateway read
 // no more than 4 MiB of any answer: the client got 502 for images it was then charged for. Past
 // the handler's max_answer (here reloaded at 3 MiB), the same answer is a 502 and is charged its
-// estimate: the provider made the images, and bills them.
+// estimate: the provider made the images, and bills them. Sent with an Idempotency-Key, that 502
+// is kept: an SDK's retries of it get it again, and neither reach the provider nor are charged
+// (before, every retry was made and charged again).
 func TestLargeEditAnswersAreReadWhole(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	image := strings.Repeat("iVBO", (5<<20)/8)
-	base, g := startLargeImageEdits(t, new(atomic.Int64), func() string { return image })
+	var calls atomic.Int64
+	base, g := startLargeImageEdits(t, &calls, func() string { return image })
 	keysEnv{g: g}.credit(t, "painters", "1", "img-large-1")
 
 	r := call(t, http.MethodPost, base+"/v1/images/edits", "mg-image-tasks", imageEditBody("edit-async", 2, "1024x1024", "high"))
@@ -48,13 +55,24 @@ func TestLargeEditAnswersAreReadWhole(t *testing.T) {
 		t.Fatalf("edit past max_answer = %d %.300s, want 502 invalid_response", r.status, r.body)
 	}
 	awaitBalance(t, g, "painters", "0.32", "0") // charged its estimate: 0.34 again
+
+	keysEnv{g: g}.credit(t, "painters", "1", "img-large-2")
+	client := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-image-tasks"), option.WithMaxRetries(2))
+	before := calls.Load()
+	err := client.Post(t.Context(), "images/edits", json.RawMessage(imageEditBody("edit-async", 2, "1024x1024", "high")), nil,
+		option.WithHeader("Idempotency-Key", "edit-past-bound"))
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadGateway || calls.Load()-before != 1 {
+		t.Fatalf("keyed edit past max_answer, retried by openai-go = %v; provider called %d times, want a 502 from one call", err, calls.Load()-before)
+	}
+	awaitBalance(t, g, "painters", "0.98", "0") // 1.32 - 0.34, once
 }
 
 // TestLargeEditAnswersAreReplayed: an edit sent with an Idempotency-Key whose answer carries its
 // large images (5 MB here) is kept whole, so the SDK's retry of it (its connection dropped as the
 // images came) gets the same answer, replayed, and is neither sent to the provider nor charged
 // again. Before, only answers up to 1 MiB were kept: the retry made and paid for the images a
-// second time. An answer past what the gateway keeps (32 MiB) spends its key without being kept:
+// second time. An answer past what the gateway keeps (8 MiB) spends its key without being kept:
 // a retry gets 409 idempotency_answer_not_kept with X-Should-Retry: false, and nothing more is
 // made or charged.
 func TestLargeEditAnswersAreReplayed(t *testing.T) {
@@ -85,13 +103,13 @@ func TestLargeEditAnswersAreReplayed(t *testing.T) {
 			retry.status, len(retry.body), retry.header.Get("Idempotent-Replayed"), calls.Load())
 	}
 
-	image.Store(strings.Repeat("iVBO", (33<<20)/8)) // two of 16.5 MiB: past the 32 MiB kept
-	huge := edit("edit-33mb")
-	if huge.status != http.StatusOK || len(huge.body) < 33<<20 {
+	image.Store(strings.Repeat("iVBO", (9<<20)/8)) // two of 4.5 MiB: past the 8 MiB kept
+	huge := edit("edit-9mb")
+	if huge.status != http.StatusOK || len(huge.body) < 9<<20 {
 		t.Fatalf("edit past the kept size = %d of %d bytes, want 200 with both images", huge.status, len(huge.body))
 	}
 	for range 2 {
-		r := edit("edit-33mb")
+		r := edit("edit-9mb")
 		if code, _ := errorCodeAndShape(r); r.status != http.StatusConflict || code != "idempotency_answer_not_kept" ||
 			r.header.Get("X-Should-Retry") != "false" || calls.Load() != 2 {
 			t.Fatalf("retry past the kept size = %d %.300s (X-Should-Retry %q), provider called %d times; want 409 idempotency_answer_not_kept, not sent again",

@@ -28,8 +28,10 @@ type Idempotency interface {
 }
 
 // MaxIdempotentAnswer is the largest answer body a record keeps: every backend stores a record
-// with a body of this size (about 43 MiB as the JSON it is written in).
-const MaxIdempotentAnswer = 32 << 20
+// with a body of this size (about 11 MiB as the JSON it is written in). A record is read whole by
+// every retry of its key, and Redis keeps it in memory for the retention: room for an edit's
+// image or two in b64_json, not for any answer.
+const MaxIdempotentAnswer = 8 << 20
 
 // IdempotencyRecord is the state of one Idempotency-Key: in flight, or the kept answer.
 type IdempotencyRecord struct {

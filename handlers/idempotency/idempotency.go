@@ -55,7 +55,7 @@ type Guard struct {
 	// MaxAnswer is the largest answer body kept for replay, in bytes. A larger answer spends
 	// its key without keeping the answer: a retry gets 409 idempotency_answer_not_kept and is
 	// not run again (nothing is made or charged twice). Default and upper bound:
-	// storage.MaxIdempotentAnswer (32 MiB, room for an edit's few large base64 images).
+	// storage.MaxIdempotentAnswer (8 MiB, room for an edit's image or two in base64).
 	MaxAnswer int64
 	Logger    *zap.Logger
 }
@@ -74,14 +74,30 @@ func (g *Guard) lease() time.Duration {
 	return InFlightLease
 }
 
-// forwardedKey is the context key of the flag that MarkForwarded sets.
-type forwardedKey struct{}
+// marksKey is the context key of what the handler behind the guard tells it (requestMarks).
+type marksKey struct{}
+
+// requestMarks are what the handler behind the guard tells it about its request.
+type requestMarks struct {
+	forwarded, made atomic.Bool
+}
 
 // MarkForwarded records that the request whose context this is has been sent to the upstream,
 // so that its answer is kept for replay. Handlers call it right before the upstream call.
 func MarkForwarded(ctx context.Context) {
-	if f, ok := ctx.Value(forwardedKey{}).(*atomic.Bool); ok {
-		f.Store(true)
+	if m, ok := ctx.Value(marksKey{}).(*requestMarks); ok {
+		m.forwarded.Store(true)
+	}
+}
+
+// MarkMade records that the upstream made what the request asked for (and bills it, so the
+// request was charged) although its answer is an error: an edit answered past max_answer, a
+// task whose id cannot be used or whose record could not be written. Its answer is then kept
+// like a success's, so that a retry with the same key gets it again instead of making, and
+// paying for, the same thing again.
+func MarkMade(ctx context.Context) {
+	if m, ok := ctx.Value(marksKey{}).(*requestMarks); ok {
+		m.made.Store(true)
 	}
 }
 
@@ -93,9 +109,13 @@ func Requested(r *http.Request) bool {
 }
 
 // keep reports whether an answer is kept for replay.
-func keep(forwarded bool, status int) bool {
+func keep(m *requestMarks, status int) bool {
 	switch {
-	case !forwarded, status == 0, status >= 500:
+	case status == 0:
+		return false
+	case m.made.Load():
+		return true
+	case !m.forwarded.Load(), status >= 500:
 		return false
 	case status == http.StatusPaymentRequired, status == http.StatusConflict, status == http.StatusTooManyRequests:
 		return false
@@ -108,16 +128,6 @@ var (
 	errReused   = apierror.New(http.StatusUnprocessableEntity, "idempotency_key_reused", "this Idempotency-Key was used with a different request body")
 	errInFlight = apierror.New(http.StatusConflict, "idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry later")
 )
-
-// notKept is the answer to a retry of a request whose answer was too large to keep: the request
-// was made, and is not made again. X-Should-Retry: false tells the OpenAI SDKs, which retry every
-// 409, that another try gets the same.
-func notKept(w http.ResponseWriter, shape apierror.Shape, rec storage.IdempotencyRecord) {
-	w.Header().Set("X-Should-Retry", "false")
-	apierror.Write(w, shape, apierror.New(http.StatusConflict, "idempotency_answer_not_kept", fmt.Sprintf(
-		"the request with this Idempotency-Key was made (status %d), but its answer of %d bytes was too large to keep for a replay; it is not made again: send a new Idempotency-Key to make a new request",
-		rec.Status, rec.Size)))
-}
 
 // Serve runs next once per (scope, Idempotency-Key); without the header it just runs next. scope
 // separates accounts and endpoints. The body is read (up to maxBody) to compare retries.
@@ -170,30 +180,74 @@ func (g *Guard) ServeFor(w http.ResponseWriter, r *http.Request, scope string, s
 		return
 	}
 
-	forwarded := new(atomic.Bool)
-	r = r.WithContext(context.WithValue(r.Context(), forwardedKey{}, forwarded))
+	marks := new(requestMarks)
+	r = r.WithContext(context.WithValue(r.Context(), marksKey{}, marks))
 	rec := &recorder{ResponseWriter: w, limit: g.maxAnswer()}
+	// A handler that panics stops the renewals too: its key is freed when its lease runs out.
 	stopRenewing := g.renewLease(r.Context(), storeKey, owner)
+	defer stopRenewing()
 	next(rec, r)
 	stopRenewing()
 	ctx := context.WithoutCancel(r.Context())
-	if !keep(forwarded.Load(), rec.status) {
-		if err := g.Store.AbandonIdempotent(ctx, storeKey, owner); err != nil {
-			// The key stays in flight until its lease runs out: retries get 409 until then.
-			g.Logger.Error("freeing an idempotency key", zap.Error(err))
-		}
+	if !keep(marks, rec.status) {
+		g.abandon(ctx, storeKey, owner)
 		return
 	}
 	done := storage.IdempotencyRecord{Owner: owner, RequestHash: reqHash, Status: rec.status, ContentType: rec.Header().Get("Content-Type"), Body: rec.body.Bytes()}
 	if rec.overflow {
-		done.Body, done.Unkept, done.Size = nil, true, rec.size
+		done = unkept(owner, reqHash, shape, rec, errTooLargeToKeep)
 	}
-	if err := g.Store.CompleteIdempotent(ctx, storeKey, done, g.retention()); err != nil {
-		g.Logger.Error("storing idempotent answer", zap.Error(err))
-		if err := g.Store.AbandonIdempotent(ctx, storeKey, owner); err != nil {
-			g.Logger.Error("freeing an idempotency key", zap.Error(err))
+	err = g.Store.CompleteIdempotent(ctx, storeKey, done, g.retention())
+	if err == nil || errors.Is(err, storage.ErrConflict) {
+		if err != nil {
+			g.Logger.Warn("storing an idempotent answer: the key's lease was lost meanwhile", zap.Error(err))
+		}
+		return
+	}
+	// The store refused the answer (out of memory, a failed write): the key is spent all the
+	// same, without the answer, so that a retry is not made again. A store out of memory may
+	// free some: the small record is tried a few times before the key is given up.
+	g.Logger.Error("storing an idempotent answer; keeping its key without it", zap.Error(err))
+	done = unkept(owner, reqHash, shape, rec, errStoreRefused)
+	for try := range unkeptTries {
+		time.Sleep(time.Duration(try) * unkeptPause)
+		if err = g.Store.CompleteIdempotent(ctx, storeKey, done, g.retention()); err == nil || errors.Is(err, storage.ErrConflict) {
+			return
 		}
 	}
+	g.Logger.Error("keeping an idempotency key without its answer; freeing it", zap.Error(err))
+	g.abandon(ctx, storeKey, owner)
+}
+
+// How often, and how far apart, a spent key is tried to be kept without its answer.
+const (
+	unkeptTries = 6
+	unkeptPause = 150 * time.Millisecond
+)
+
+// abandon frees owner's claim on storeKey.
+func (g *Guard) abandon(ctx context.Context, storeKey, owner string) {
+	if err := g.Store.AbandonIdempotent(ctx, storeKey, owner); err != nil {
+		// The key stays in flight until its lease runs out: retries get 409 until then.
+		g.Logger.Error("freeing an idempotency key", zap.Error(err))
+	}
+}
+
+// Why an answer is not kept with its key.
+var (
+	errTooLargeToKeep = errors.New("was larger than the gateway keeps for a replay")
+	errStoreRefused   = errors.New("could not be stored for a replay")
+)
+
+// unkept is the record of a request made whose answer is not kept (why): its key is spent, and a
+// retry gets 409 idempotency_answer_not_kept. The record holds that 409 as its answer, so that a
+// gateway of an earlier version, which replays any answer it finds, replays the 409 too.
+func unkept(owner, reqHash string, shape apierror.Shape, rec *recorder, why error) storage.IdempotencyRecord {
+	e := apierror.New(http.StatusConflict, "idempotency_answer_not_kept", fmt.Sprintf(
+		"the request with this Idempotency-Key was made (its answer: status %d, %d bytes), but its answer %v; it is not made again: send a new Idempotency-Key to make a new request",
+		rec.status, rec.size, why))
+	return storage.IdempotencyRecord{Owner: owner, RequestHash: reqHash, Status: e.Status, ContentType: "application/json",
+		Body: apierror.Encode(shape, e), Unkept: true, Size: rec.size}
 }
 
 // renewLease keeps owner's lease on storeKey alive every third of the lease until the returned
@@ -237,9 +291,11 @@ func (g *Guard) answerRetry(w http.ResponseWriter, shape apierror.Shape, rec sto
 		apierror.Write(w, shape, errReused)
 	case rec.InFlight:
 		apierror.Write(w, shape, errInFlight.WithRetryAfter(time.Second))
-	case rec.Unkept:
-		notKept(w, shape, rec)
 	default:
+		if rec.Unkept {
+			// Another try gets the same: tell the OpenAI SDKs, which retry every 409.
+			w.Header().Set("X-Should-Retry", "false")
+		}
 		// The answer is replayed as the first one went out: its type, and nosniff, so that a
 		// browser takes that type as it is (an answer kept without a type is not sniffed into
 		// a page either).

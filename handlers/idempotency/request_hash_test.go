@@ -85,3 +85,28 @@ func TestRequestHashCountsEveryPartHeader(t *testing.T) {
 		t.Error("the same form with another boundary is another request")
 	}
 }
+
+// TestRequestHashKeepsRawBodiesApartFromForms: a body sent as JSON whose bytes are a form's
+// framing (what the form's parts hash as, behind its tag) is another request than the form, so
+// a key restricted to some models cannot send it to replay the form's answer; a raw body that
+// begins with the raw tag does not pass for another raw body either. Every other raw body hashes
+// as before (answers kept before the rule still match).
+func TestRequestHashKeepsRawBodiesApartFromForms(t *testing.T) {
+	ct, body := form(t, "x1", "model", "video-b", "prompt", "a fox")
+	parts, ok := formParts(ct, body)
+	if !ok {
+		t.Fatal("the form does not parse")
+	}
+	forged := append([]byte(formTag+"\x00"), parts...)
+	if requestHash("POST", "/v1/videos", "application/json", forged) == requestHash("POST", "/v1/videos", ct, body) {
+		t.Fatal("a raw body made of a form's framing hashes as the form")
+	}
+	inner := append([]byte(rawTag+"\x00"), forged...)
+	if requestHash("POST", "/v1/videos", "application/json", inner) == requestHash("POST", "/v1/videos", "application/json", forged) {
+		t.Fatal("a raw body made of another's tagged framing hashes as it")
+	}
+	plain := []byte(`{"model":"video-a","prompt":"a fox"}`)
+	if requestHash("POST", "/v1/videos", "application/json", plain) != hashOf("POST", "/v1/videos", plain) {
+		t.Fatal("an ordinary raw body no longer hashes as it did")
+	}
+}

@@ -199,6 +199,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		// the images (or the task), and bills them. Charged as estimated, as a task that
 		// cannot be followed is.
 		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{})))
+		idempotency.MarkMade(r.Context())
 		h.Logger.Error("image edit answered past the bound on an upstream answer: charged its estimate",
 			zap.String("model", model), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
 		return err
@@ -226,6 +227,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		// The task may run upstream: it is not made free (its hold is charged as estimated,
 		// and the request's record says so).
 		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{})))
+		idempotency.MarkMade(r.Context())
 		h.Logger.Error("image task created upstream with an id that cannot be used: the upstream task cannot be followed; its cost stays charged",
 			zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
 		return upstream.ErrUnreadable

@@ -9,6 +9,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/passthrough"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/usage"
@@ -48,6 +49,7 @@ func (h *Handler) recordTask(ctx context.Context, r *http.Request, id auth.Ident
 	stored, err := slot.CreateTask(ctx, h.Store, task)
 	if err != nil {
 		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{})))
+		idempotency.MarkMade(r.Context())
 		if hold.Reconciled() {
 			slot.GivenBack()
 		}

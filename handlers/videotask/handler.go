@@ -284,6 +284,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		// Its slot is given back, as no record will ever release it.
 		slot.Release()
 		hold.Settle(billing.Usage{})
+		idempotency.MarkMade(r.Context())
 		h.Logger.Error("video task created upstream with an id that cannot be used: the upstream task cannot be followed; its cost stays charged",
 			zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
 		return storage.Task{}, upstream.ErrUnreadable
@@ -319,6 +320,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		// is given back.
 		slot.Release()
 		hold.Settle(billing.Usage{})
+		idempotency.MarkMade(r.Context())
 		h.Logger.Error("the upstream answered a video task create with the id of a task already recorded; the create fails and that task is left alone",
 			zap.String("task_id", taskID), zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
 		return storage.Task{}, upstream.ErrUnreadable
@@ -331,6 +333,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 			hold.Release("cancelled: its record could not be written")
 		} else {
 			hold.Settle(billing.Usage{})
+			idempotency.MarkMade(r.Context())
 		}
 		return storage.Task{}, err
 	}
