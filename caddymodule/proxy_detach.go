@@ -8,9 +8,8 @@ import (
 
 // createGrace is how long a create's upstream call goes on after its client left: long enough
 // for a provider to answer a create it is making (a video or image task, an image, a background
-// response), short enough that the request's hold, whose renewals stop when its client leaves, is
-// still open when the call ends (its deadline is at least two thirds of
-// storage.DefaultHoldDeadline, 10 minutes, away then).
+// response). The request's hold is renewed as long as the call goes on (it is taken with the
+// kept context), so it is still open when the call ends.
 const createGrace = 5 * time.Minute
 
 // keptCreate is the context a create (a request that makes an upstream object) is proxied with:
@@ -33,6 +32,7 @@ type keptCreate struct {
 	mu       sync.Mutex
 	follow   bool // cancel as soon as the client has left
 	left     bool // the client has left
+	ended    bool // end ran: no grace to start
 	graceCut *time.Timer
 }
 
@@ -45,7 +45,7 @@ func keepCreating(client context.Context, grace time.Duration) *keptCreate {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		k.left = true
-		if k.follow {
+		if k.follow || k.ended {
 			k.cancel()
 			return
 		}
@@ -68,6 +68,7 @@ func (k *keptCreate) followClient() {
 func (k *keptCreate) end() {
 	k.stop()
 	k.mu.Lock()
+	k.ended = true
 	if k.graceCut != nil {
 		k.graceCut.Stop()
 	}

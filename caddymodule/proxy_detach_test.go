@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -60,5 +61,23 @@ func TestKeptCreateOutlivesItsClient(t *testing.T) {
 	k.end()
 	if !cancelled(k) {
 		t.Fatal("end did not release the context")
+	}
+}
+
+// TestKeptCreateEndLeavesNoGraceTimer: a client that leaves just as its create ends (the server
+// cancels the request's context from its own goroutine) leaves no grace timer behind end, which
+// would keep the request's context values for createGrace. One P orders the watch's goroutine
+// after end.
+func TestKeptCreateEndLeavesNoGraceTimer(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	client, leave := context.WithCancel(context.Background())
+	k := keepCreating(client, time.Hour)
+	leave() // starts the watch's goroutine
+	k.end()
+	time.Sleep(10 * time.Millisecond) // the watch's goroutine runs
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.graceCut != nil && k.graceCut.Stop() {
+		t.Fatal("a grace timer started after end still runs")
 	}
 }

@@ -149,11 +149,20 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	upstreamName := route.Dispatch.First().Name // the first upstream tried names the series
 	entry := usage.From(r.Context())
 	entry.Routed(route.Model, route.Provider.Name, upstreamName)
+	// A create is proxied on when its client leaves meanwhile (see keptCreate), and its hold
+	// renewed as long as it is: the hold follows the kept context, not the client's.
+	holdCtx := r.Context()
+	var kept *keptCreate
+	if route.Creates != "" {
+		kept = keepCreating(r.Context(), createGrace)
+		defer kept.end()
+		holdCtx = kept.ctx
+	}
 	var hold accounting.Hold
 	if route.Billable {
 		if len(route.Calls) > 0 {
 			// A batch: one hold of each call's estimate at its own model's price.
-			hold, err = h.accountant.HoldCalls(r.Context(), id, route.Model, "", route.Calls, storage.DefaultHoldDeadline)
+			hold, err = h.accountant.HoldCalls(holdCtx, id, route.Model, "", route.Calls, storage.DefaultHoldDeadline)
 		} else {
 			// A slot-taking create's hold names it (accounting.SlotRef): should this process die
 			// before the object's record keeps the slot, the reconciler's release of the hold
@@ -165,9 +174,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 			if len(route.ToolImages) > 0 {
 				// A Responses request whose image_generation tool runs an image model of its
 				// own: its images are held too, at that model's price.
-				hold, err = h.accountant.HoldWithToolImages(r.Context(), id, route.Model, ref, route.Sizing, route.ToolImages, storage.DefaultHoldDeadline)
+				hold, err = h.accountant.HoldWithToolImages(holdCtx, id, route.Model, ref, route.Sizing, route.ToolImages, storage.DefaultHoldDeadline)
 			} else {
-				hold, err = h.accountant.HoldFor(r.Context(), id, route.Model, ref, func(p *billing.Price) billing.Estimate {
+				hold, err = h.accountant.HoldFor(holdCtx, id, route.Model, ref, func(p *billing.Price) billing.Estimate {
 					return p.EstimateRequest(route.Sizing)
 				}, storage.DefaultHoldDeadline)
 			}
@@ -213,12 +222,13 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if !providers.SetDispatch(r.Context(), route.Dispatch) {
 		pr = r.WithContext(providers.WithDispatch(r.Context(), route.Dispatch))
 	}
-	if created != nil && route.Creates != "" {
-		// A create is proxied on when its client leaves meanwhile: see keptCreate.
-		kept := keepCreating(pr.Context(), createGrace)
-		defer kept.end()
+	if kept != nil {
 		created.Streamed = kept.followClient
-		pr = pr.WithContext(kept.ctx)
+		ctx := kept.ctx // made from r's context, which has the dispatch when SetDispatch took it
+		if pr != r {
+			ctx = providers.WithDispatch(ctx, route.Dispatch)
+		}
+		pr = pr.WithContext(ctx)
 	}
 	aborted, err = h.proxyUntilAbort(out, pr, next, route.Provider.Name, traced)
 	if aborted {
@@ -233,6 +243,11 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	// way, whoever cut it: the client (its request's context ended, or writing to it failed), or
 	// the upstream (the connection dropped or the body ended early while the client was there).
 	clientLeft := r.Context().Err() != nil || sw.status == 499 || sw.writeFailed
+	if kept != nil {
+		// The gateway read a create's whole answer unless it cut the call itself (its grace ran
+		// out, or a stream's client left): what the client got changes nothing of what was made.
+		clientLeft = kept.ctx.Err() != nil || sw.status == 499
+	}
 	upstreamCut := aborted && !clientLeft
 	clientGone := aborted || clientLeft
 	if created != nil && (err == nil || clientGone) {

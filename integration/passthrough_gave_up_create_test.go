@@ -109,3 +109,95 @@ func TestCreateTheClientGaveUpOnIsPaidOnce(t *testing.T) {
 		t.Fatalf("%d releases of a replay's hold in the ledger, want 1", n)
 	}
 }
+
+// failingFirstCreate is a provider that takes a create, waits for release, then fails it: it
+// drops the connection without answering anything (a crash of the provider's front end), or with
+// errorOnly answers 200 with only an error object (see usage.Sniffer.ErrorOnly). It made nothing.
+type failingFirstCreate struct {
+	received  chan struct{}
+	release   chan struct{}
+	errorOnly bool
+}
+
+func (f *failingFirstCreate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	close(f.received)
+	<-f.release
+	if f.errorOnly {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`))
+		return
+	}
+	panic(http.ErrAbortHandler) // the connection closes before any answer
+}
+
+// TestFailedCreateTheClientGaveUpOnIsReleased: a create that the upstream fails without
+// answering, or answers with only an error object, is released whether its client waited for
+// it or left: the gateway waits for the upstream on its own when the client left (see
+// TestCreateTheClientGaveUpOnIsPaidOnce), and sees the same failure. Before, such a create was
+// charged its estimate (0.8) for nothing made when its client had left.
+func TestFailedCreateTheClientGaveUpOnIsReleased(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		leaves, errorOnly bool
+	}{
+		{"dropped, client stays", false, false}, {"dropped, client leaves", true, false},
+		{"error only, client stays", false, true}, {"error only, client leaves", true, true},
+	} {
+		leaves := c.leaves
+		t.Run(c.name, func(t *testing.T) {
+			provider := &failingFirstCreate{received: make(chan struct{}), release: make(chan struct{}), errorOnly: c.errorOnly}
+			up := startFake(t, provider)
+			base, g := startSimGateway(t, passVideoCaddyfile, map[string]string{"up_url": up.URL, "up_host": strings.TrimPrefix(up.URL, "http://")})
+			keysEnv{g: g}.credit(t, "filmmakers", "3", "failed-1")
+
+			clientCtx, leave := context.WithCancel(context.Background())
+			defer leave()
+			done := make(chan response, 1)
+			go func() {
+				req, err := http.NewRequestWithContext(clientCtx, http.MethodPost, base+"/v1/videos",
+					strings.NewReader(`{"model":"sora-2","prompt":"a lighthouse at dusk","seconds":"8","size":"1280x720"}`))
+				if err != nil {
+					done <- response{}
+					return
+				}
+				req.Header.Set("Authorization", "Bearer mg-pass-video")
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", "stainless-retry-failed")
+				r, _ := sendRequest(req)
+				done <- r
+			}()
+			select {
+			case <-provider.received:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the create never reached the provider")
+			}
+			if leaves {
+				leave()
+				<-done
+				time.Sleep(200 * time.Millisecond) // the gateway sees the client gone
+			}
+			close(provider.release)
+			if !leaves {
+				if r := <-done; r.status != http.StatusBadGateway && r.status != http.StatusOK {
+					t.Fatalf("create = %d %s", r.status, r.body)
+				}
+			}
+			// The request has ended once its hold has: its settlement or release is in the ledger.
+			var ends []map[string]any
+			for deadline := time.Now().Add(10 * time.Second); len(ends) == 0; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the create's hold never ended")
+				}
+				for _, e := range ledgerEntries(t, g, "filmmakers") {
+					if e["kind"] == "settle" || e["kind"] == "release" {
+						ends = append(ends, e)
+					}
+				}
+			}
+			if len(ends) != 1 || ends[0]["kind"] != "release" {
+				t.Fatalf("the create's hold ended as %v; want released: the upstream made nothing", ends)
+			}
+			awaitBalance(t, g, "filmmakers", "3", "0")
+		})
+	}
+}
