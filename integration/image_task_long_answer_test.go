@@ -1,0 +1,229 @@
+package integration
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// longTaskUpstream is a provider of asynchronous image tasks (the shape of imageTaskUpstream)
+// whose task answers the test sets byte for byte, served from one shared buffer however many
+// queries read it: POST /v1/images/edits answers {"id","status":"queued","created"}, GET
+// /v1/images/tasks/{id} the bytes set for the task, with their Content-Length unless chunked is
+// set. Every call must carry Authorization: Bearer upstream-key.
+type longTaskUpstream struct {
+	mu      sync.Mutex
+	next    int
+	answers map[string][]byte
+	chunked bool
+}
+
+func (f *longTaskUpstream) set(id string, answer []byte, chunked bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers[id], f.chunked = answer, chunked
+}
+
+func (f *longTaskUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if r.Header.Get("Authorization") != "Bearer upstream-key" {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`)
+		return
+	}
+	f.mu.Lock()
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/images/edits" {
+		f.next++
+		id := fmt.Sprintf("imgt-long-%d", f.next)
+		f.answers[id] = fmt.Appendf(nil, `{"id":%q,"status":"queued","created":1}`, id)
+		f.mu.Unlock()
+		fmt.Fprintf(w, `{"id":%q,"status":"queued","created":1}`, id)
+		return
+	}
+	answer, ok := f.answers[strings.TrimPrefix(r.URL.Path, "/v1/images/tasks/")]
+	chunked := f.chunked
+	f.mu.Unlock()
+	if r.Method != http.MethodGet || !ok {
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"error":{"message":"no such task","type":"invalid_request_error","param":null,"code":null}}`)
+		return
+	}
+	if !chunked {
+		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+	}
+	for len(answer) > 0 { // in pieces, as a network gives them
+		n := min(len(answer), 256<<10)
+		if _, err := w.Write(answer[:n]); err != nil {
+			return
+		}
+		answer = answer[n:]
+	}
+}
+
+// succeededAnswer is a succeeded task's answer with images b64_json images of size bytes each,
+// and after them, at the top level, the size and quality they were made at and extra members.
+func succeededAnswer(id string, images, size int, extra string) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"id":%q,"status":"succeeded","created":1,"data":[`, id)
+	for i := range images {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"b64_json":"`)
+		for range size / 4 {
+			b.WriteString("iVBO")
+		}
+		b.WriteString(`"}`)
+	}
+	fmt.Fprintf(&b, `],"size":"1024x1024","quality":"low"%s}`, extra)
+	return b.Bytes()
+}
+
+// heapAllocated is the bytes the process has allocated on its heap so far.
+func heapAllocated() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// readAnswer reads a query's answer to its end without holding it: its status, length, SHA-256
+// and the error that ended it, if any.
+func readLongAnswer(base, id string) (status int, n int64, sum [32]byte, header http.Header, err error) {
+	req, err := http.NewRequest(http.MethodGet, base+"/v1/images/tasks/"+id, nil)
+	if err != nil {
+		return 0, 0, sum, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer mg-image-tasks")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, 0, sum, nil, err
+	}
+	defer resp.Body.Close()
+	h := sha256.New()
+	n, err = io.Copy(h, resp.Body)
+	copy(sum[:], h.Sum(nil))
+	return resp.StatusCode, n, sum, resp.Header, err
+}
+
+// TestLongImageTaskAnswersPassAsTheyCome: sixteen clients query at once a succeeded image task
+// whose answer carries its two images as b64_json, 40 MB in all. Each gets the provider's answer
+// byte for byte (application/json), the task's hold is settled once at the two low images the
+// answer reports (0.04 of the 0.34 held), and the gateway does not hold the answer: all the
+// queries together allocate less than one answer's worth (about 7 MB). Before, each query read the answer
+// whole and held two to four copies of it while it parsed, settled and answered it: sixteen
+// queries allocated more than sixteen answers' worth (about 2 GB).
+func TestLongImageTaskAnswersPassAsTheyCome(t *testing.T) {
+	// Not parallel: the gateway is the test process's one in-process Caddy, whose heap is the
+	// test's.
+	fake := &longTaskUpstream{answers: map[string][]byte{}}
+	provider := httptest.NewServer(fake)
+	t.Cleanup(provider.Close)
+	base, g := startSimGateway(t, imageTaskEndCaddyfile, map[string]string{"upstream_url": provider.URL,
+		"usage_log": filepath.Join(t.TempDir(), "usage.log")})
+	keysEnv{g: g}.credit(t, "painters", "1", "img-long-1")
+	images := imageTaskClient{t: t, base: base, key: "mg-image-tasks"}
+
+	id := images.create("/v1/images/edits", imageEditBody("edit-async", 2, "1024x1024", "auto"))
+	awaitBalance(t, g, "painters", "0.66", "0.34")
+	answer := succeededAnswer(id, 2, 20<<20, "")
+	fake.set(id, answer, false)
+	want := sha256.Sum256(answer)
+
+	const queries = 16
+	runtime.GC()
+	before := heapAllocated()
+	var wg sync.WaitGroup
+	for range queries {
+		wg.Go(func() {
+			status, n, sum, header, err := readLongAnswer(base, id)
+			if err != nil || status != http.StatusOK || n != int64(len(answer)) || sum != want ||
+				header.Get("Content-Type") != "application/json" || header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("query = %d, %d bytes (%v), %s; want 200 application/json with the provider's %d bytes",
+					status, n, err, header.Get("Content-Type"), len(answer))
+			}
+		})
+	}
+	wg.Wait()
+	allocated := heapAllocated() - before
+	t.Logf("%d queries of a %d-byte answer allocated %d bytes", queries, len(answer), allocated)
+	if allocated > uint64(len(answer)) {
+		t.Errorf("%d queries of a %d-byte answer allocated %d bytes on the heap, want less than one answer: the answer is held",
+			queries, len(answer), allocated)
+	}
+	awaitBalance(t, g, "painters", "0.96", "0") // two low 1024x1024 images at 0.02
+	for hold, ends := range holdEnds(ledgerEntries(t, g, "painters")) {
+		if len(ends) != 1 {
+			t.Fatalf("hold %s ended %d times: %v", hold, len(ends), ends)
+		}
+	}
+}
+
+// TestLongImageTaskAnswersCutOff: a long answer that is not one whole valid JSON object (its end
+// broken), or that quotes the upstream's API key, reaches the client cut off (fewer bytes than
+// its Content-Length, none of the key, and not its end) and ends nothing: the task stays held.
+// A chunked long answer (no Content-Length) is passed on whole too. A client that leaves
+// in the middle of a long answer does not stop the task's end from being settled.
+func TestLongImageTaskAnswersCutOff(t *testing.T) {
+	// Not parallel: the gateway is the test process's one in-process Caddy.
+	fake := &longTaskUpstream{answers: map[string][]byte{}}
+	provider := httptest.NewServer(fake)
+	t.Cleanup(provider.Close)
+	base, g := startSimGateway(t, imageTaskEndCaddyfile, map[string]string{"upstream_url": provider.URL,
+		"usage_log": filepath.Join(t.TempDir(), "usage.log")})
+	keysEnv{g: g}.credit(t, "painters", "1", "img-long-2")
+	images := imageTaskClient{t: t, base: base, key: "mg-image-tasks"}
+
+	id := images.create("/v1/images/edits", imageEditBody("edit-async", 1, "1024x1024", "auto"))
+	awaitBalance(t, g, "painters", "0.83", "0.17")
+	good := succeededAnswer(id, 1, 4<<20, "")
+	for name, answer := range map[string][]byte{
+		"malformed": append(bytes.Clone(good[:len(good)-1]), ",}"...),
+		"unfinished": good[:len(good)-1],
+		"key quoted": succeededAnswer(id, 1, 4<<20, `,"debug":"sent with Bearer upstream-key"`),
+	} {
+		fake.set(id, answer, false)
+		status, n, sum, _, err := readLongAnswer(base, id)
+		if status != http.StatusOK || err == nil || n >= int64(len(answer)) || sum == sha256.Sum256(answer) {
+			t.Fatalf("%s answer: query = %d, %d of %d bytes (%v); want it cut off", name, status, n, len(answer), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		awaitBalance(t, g, "painters", "0.83", "0.17") // ended nothing
+	}
+
+	// The same key quoted, seen whole: the answer goes no further than the bytes before it.
+	fake.set(id, succeededAnswer(id, 1, 4<<20, `,"debug":"sent with Bearer upstream-key"`), true)
+	if r := call(t, http.MethodGet, base+"/v1/images/tasks/"+id, "mg-image-tasks", nil); bytes.Contains(r.body, []byte("upstream-key")) {
+		t.Fatalf("a long answer quoting the upstream's key reached the client with it")
+	}
+
+	// A client that reads 1 MB of the answer and leaves: the task's end is settled all the same.
+	fake.set(id, good, true)
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/images/tasks/"+id, nil)
+	req.Header.Set("Authorization", "Bearer mg-image-tasks")
+	leaving := &http.Client{Transport: &http.Transport{}}
+	resp, err := leaving.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.CopyN(io.Discard, resp.Body, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close() // before its end: the connection is closed
+	awaitBalance(t, g, "painters", "0.98", "0") // one low image at 0.02
+
+	status, n, sum, _, err := readLongAnswer(base, id)
+	if err != nil || status != http.StatusOK || n != int64(len(good)) || sum != sha256.Sum256(good) {
+		t.Fatalf("chunked answer: query = %d, %d of %d bytes (%v); want it whole", status, n, len(good), err)
+	}
+}
