@@ -188,7 +188,7 @@ func TestLongImageTaskAnswersCutOff(t *testing.T) {
 	awaitBalance(t, g, "painters", "0.83", "0.17")
 	good := succeededAnswer(id, 1, 4<<20, "")
 	for name, answer := range map[string][]byte{
-		"malformed": append(bytes.Clone(good[:len(good)-1]), ",}"...),
+		"malformed":  append(bytes.Clone(good[:len(good)-1]), ",}"...),
 		"unfinished": good[:len(good)-1],
 		"key quoted": succeededAnswer(id, 1, 4<<20, `,"debug":"sent with Bearer upstream-key"`),
 	} {
@@ -219,7 +219,7 @@ func TestLongImageTaskAnswersCutOff(t *testing.T) {
 	if _, err := io.CopyN(io.Discard, resp.Body, 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close() // before its end: the connection is closed
+	resp.Body.Close()                           // before its end: the connection is closed
 	awaitBalance(t, g, "painters", "0.98", "0") // one low image at 0.02
 
 	status, n, sum, _, err := readLongAnswer(base, id)
