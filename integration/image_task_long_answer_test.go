@@ -227,3 +227,43 @@ func TestLongImageTaskAnswersCutOff(t *testing.T) {
 		t.Fatalf("chunked answer: query = %d, %d of %d bytes (%v); want it whole", status, n, len(good), err)
 	}
 }
+
+// TestLongImageTaskAnswerShowsTheClientModel: a long answer (a 4 MB b64_json image) of a task
+// whose model the provider knows by another id (model_map) is rewritten as a short one is: four
+// clients querying it at once each get it whole, with the client's model id and never the
+// upstream's (it is held whole for that, by at most two queries at a time).
+func TestLongImageTaskAnswerShowsTheClientModel(t *testing.T) {
+	image := strings.Repeat("iVBO", 1<<20)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/images/edits":
+			fmt.Fprint(w, `{"id":"imgt_alias_long","model":"upstream-image-2025","status":"queued","created":1}`)
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/images/tasks/imgt_alias_long":
+			fmt.Fprintf(w, `{"id":"imgt_alias_long","model":"upstream-image-2025","status":"succeeded","created":1,"data":[{"b64_json":%q}]}`, image)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(upstream.Close)
+	port := freePort(t)
+	startGateway(t, imageAliasCaddyfile, map[string]string{"port": strconv.Itoa(port), "upstream": upstream.URL})
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	created := call(t, "POST", base+"/v1/images/edits", "mg-image-alias",
+		`{"model":"gpt-image-async","prompt":"blue","images":[{"image_url":"https://cdn.example.com/a.png"}]}`)
+	if created.status != 200 || created.field("id") != "imgt_alias_long" {
+		t.Fatalf("create = %d %s", created.status, created.body)
+	}
+	want := fmt.Sprintf(`{"id":"imgt_alias_long","model":"gpt-image-async","status":"succeeded","created":1,"data":[{"b64_json":%q}]}`, image)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			got, err := send(http.MethodGet, base+"/v1/images/tasks/imgt_alias_long", "mg-image-alias", nil)
+			if err != nil || got.status != 200 || string(got.body) != want {
+				t.Errorf("query = %d of %d bytes (%v), model %q; want the answer whole with the client's model id",
+					got.status, len(got.body), err, got.field("model"))
+			}
+		})
+	}
+	wg.Wait()
+}
