@@ -27,6 +27,14 @@ type longTaskUpstream struct {
 	next    int
 	answers map[string][]byte
 	chunked bool
+	stall   time.Duration // how long an answer stops halfway
+}
+
+// stallFor makes the answers stop for d halfway.
+func (f *longTaskUpstream) stallFor(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stall = d
 }
 
 func (f *longTaskUpstream) set(id string, answer []byte, chunked bool) {
@@ -52,7 +60,7 @@ func (f *longTaskUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	answer, ok := f.answers[strings.TrimPrefix(r.URL.Path, "/v1/images/tasks/")]
-	chunked := f.chunked
+	chunked, stall := f.chunked, f.stall
 	f.mu.Unlock()
 	if r.Method != http.MethodGet || !ok {
 		w.WriteHeader(http.StatusNotFound)
@@ -62,8 +70,13 @@ func (f *longTaskUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !chunked {
 		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
 	}
+	half := len(answer) / 2
 	for len(answer) > 0 { // in pieces, as a network gives them
-		n := min(len(answer), 256<<10)
+		if len(answer) == half && stall > 0 {
+			w.(http.Flusher).Flush()
+			time.Sleep(stall)
+		}
+		n := min(len(answer), 256<<10, max(len(answer)-half, 1))
 		if _, err := w.Write(answer[:n]); err != nil {
 			return
 		}
@@ -266,4 +279,54 @@ func TestLongImageTaskAnswerShowsTheClientModel(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestLongImageTaskAnswerAtTheClientsPace: with upstream_timeout 1s, a client that takes 3 s to
+// read a 40 MB answer gets it whole, and the task is settled: the timeout bounds each read of the
+// provider's answer, not the client's reading. A provider that stops for 2 s halfway has its
+// answer cut off there, and the query ends nothing.
+func TestLongImageTaskAnswerAtTheClientsPace(t *testing.T) {
+	// Not parallel: the gateway is the test process's one in-process Caddy.
+	fake := &longTaskUpstream{answers: map[string][]byte{}}
+	provider := httptest.NewServer(fake)
+	t.Cleanup(provider.Close)
+	timed := strings.Replace(imageTaskEndCaddyfile, "mediagw_image_edits @image_edits",
+		"mediagw_image_edits @image_edits {\n\t\t\tupstream_timeout 1s\n\t\t}", 1)
+	base, g := startSimGateway(t, timed, map[string]string{"upstream_url": provider.URL,
+		"usage_log": filepath.Join(t.TempDir(), "usage.log")})
+	keysEnv{g: g}.credit(t, "painters", "1", "img-long-3")
+	images := imageTaskClient{t: t, base: base, key: "mg-image-tasks"}
+	id := images.create("/v1/images/edits", imageEditBody("edit-async", 2, "1024x1024", "auto"))
+	answer := succeededAnswer(id, 2, 20<<20, "")
+
+	fake.set(id, answer, false)
+	fake.stallFor(2 * time.Second)
+	status, n, _, _, err := readLongAnswer(base, id)
+	if status != http.StatusOK || err == nil || n >= int64(len(answer)) {
+		t.Fatalf("answer stopped halfway: query = %d, %d of %d bytes (%v); want it cut off", status, n, len(answer), err)
+	}
+	awaitBalance(t, g, "painters", "0.66", "0.34") // ended nothing
+
+	fake.stallFor(0)
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/images/tasks/"+id, nil)
+	req.Header.Set("Authorization", "Bearer mg-image-tasks")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	h := sha256.New()
+	for {
+		_, err := io.CopyN(h, resp.Body, 1<<20)
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("slow client: %v", err)
+		}
+		time.Sleep(75 * time.Millisecond) // 40 MB in 3 s
+	}
+	if sum := sha256.Sum256(answer); !bytes.Equal(h.Sum(nil), sum[:]) {
+		t.Fatal("a slow client did not get the answer byte for byte")
+	}
+	awaitBalance(t, g, "painters", "0.96", "0")
 }

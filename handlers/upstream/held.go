@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 )
 
 // CallHeld is Call for an answer that may be long (an image task's, whose data carries its
@@ -11,8 +12,10 @@ import (
 // bytes is answered whole, with rest nil, as Call answers it; a longer one (up to MaxAnswer, past
 // which it is ErrTooLarge when its declared length says so) is answered with its first bytes (at
 // least held) in Body and the rest of it open in rest, which the caller reads and closes. An
-// answer of any other status is read up to held (ErrUnreadable past it). The call's deadline
-// (the HTTP client's Timeout, Until) bounds the reading of rest too.
+// answer of any other status is read up to held (ErrUnreadable past it). The HTTP client's
+// Timeout bounds the call up to its answer's first bytes, then each read of rest, not the whole
+// of it: rest goes on at the pace of whoever reads it (a client on a slow link), however long;
+// Until bounds it all.
 func (c Client) CallHeld(ctx context.Context, p Target, method, rel string, held int64) (Answer, *Rest, error) {
 	return c.call(ctx, p, method, rel, nil, nil, max(held, 1))
 }
@@ -25,12 +28,19 @@ type Rest struct {
 	left   int64 // the bytes that may still be read within MaxAnswer
 	cancel context.CancelFunc
 	ctx    context.Context
+	// pieces ends the call when a read takes longer than timeout (see boundByPiece).
+	pieces  *time.Timer
+	timeout time.Duration
 	// Declared is the length of the whole answer that the provider declared (Content-Length),
 	// or -1.
 	Declared int64
 }
 
 func (r *Rest) Read(p []byte) (int, error) {
+	if r.pieces != nil {
+		r.pieces.Reset(r.timeout)
+		defer r.pieces.Stop()
+	}
 	if int64(len(p)) > r.left+1 {
 		p = p[:r.left+1]
 	}
@@ -49,6 +59,25 @@ func (r *Rest) Close() error {
 	err := r.body.Close()
 	r.cancel()
 	return err
+}
+
+// boundByPiece is bound for CallHeld: ctx bounded by Until, and by pieces, a timer of the HTTP
+// client's Timeout (nil without one) that ends ctx as its deadline would, running from now.
+func (c Client) boundByPiece(ctx context.Context) (context.Context, context.CancelFunc, *time.Timer) {
+	var cancelUntil context.CancelFunc = func() {}
+	if !c.Until.IsZero() {
+		ctx, cancelUntil = context.WithDeadline(ctx, c.Until)
+	}
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() {
+		cancelCause(context.Canceled)
+		cancelUntil()
+	}
+	if c.HTTP.Timeout <= 0 {
+		return ctx, cancel, nil
+	}
+	pieces := time.AfterFunc(c.HTTP.Timeout, func() { cancelCause(context.DeadlineExceeded) })
+	return ctx, func() { pieces.Stop(); cancel() }, pieces
 }
 
 // readHeld reads up to held bytes of a successful answer of declared length (-1 when unknown).

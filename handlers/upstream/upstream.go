@@ -194,7 +194,13 @@ func (c Client) call(ctx context.Context, p Target, method, rel string, body []b
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	ctx, cancel := c.bound(ctx)
+	var cancel context.CancelFunc
+	var pieces *time.Timer
+	if held > 0 {
+		ctx, cancel, pieces = c.boundByPiece(ctx)
+	} else {
+		ctx, cancel = c.bound(ctx)
+	}
 	defer func() {
 		if rest == nil {
 			cancel() // after the answer's body is read; else when rest is closed
@@ -247,6 +253,10 @@ func (c Client) call(ctx context.Context, p Target, method, rel string, body []b
 		err = errAnswerTooLarge
 	default:
 		b, rest, err = readHeld(ctx, cancel, resp.Body, resp.ContentLength, held, c.maxAnswer())
+		if rest != nil && pieces != nil {
+			pieces.Stop() // each read of rest restarts it
+			rest.pieces, rest.timeout = pieces, c.HTTP.Timeout
+		}
 	}
 	if errors.Is(err, errAnswerTooLarge) {
 		if resp.StatusCode/100 == 2 {
@@ -419,8 +429,9 @@ func notConnected(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// timedOut reports whether ctx ended at its deadline: the client's Timeout or the caller's.
-func timedOut(ctx context.Context) bool { return errors.Is(ctx.Err(), context.DeadlineExceeded) }
+// timedOut reports whether ctx ended at its deadline: the client's Timeout or the caller's (or
+// a timer of boundByPiece).
+func timedOut(ctx context.Context) bool { return errors.Is(context.Cause(ctx), context.DeadlineExceeded) }
 
 func isTimeout(err error) bool {
 	var ne net.Error
