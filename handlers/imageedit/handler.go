@@ -51,9 +51,10 @@ type Handler struct {
 	Store   storage.Store
 	Client  *http.Client
 	// MaxAnswer bounds, in bytes, how much of the provider's answer to an edit or an image task
-	// query is read; the answer is held in memory while it is checked and passed on. An edit
-	// answered with success past it (the images were made) is a 502 to the client, charged its
-	// estimate. Default: DefaultMaxAnswer.
+	// query is read. An edit's answer is held in memory while it is checked and passed on; an
+	// edit answered with success past it (the images were made) is a 502 to the client, charged
+	// its estimate. A query holds no more than 64 KiB of its answer (see query.go). Default:
+	// DefaultMaxAnswer.
 	MaxAnswer int64
 	// Retention is how long image task records are kept.
 	Retention time.Duration
