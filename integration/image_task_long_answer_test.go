@@ -84,6 +84,21 @@ func (f *longTaskUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// startLongTaskGateway starts caddyfile (imageTaskEndCaddyfile's form) on a longTaskUpstream,
+// credits the account painters with 1, and makes an image task by an edit of n images of
+// edit-async at 1024x1024, quality auto.
+func startLongTaskGateway(t *testing.T, caddyfile string, n int) (fake *longTaskUpstream, base string, g *gateway, id string) {
+	t.Helper()
+	fake = &longTaskUpstream{answers: map[string][]byte{}}
+	provider := httptest.NewServer(fake)
+	t.Cleanup(provider.Close)
+	base, g = startSimGateway(t, caddyfile, map[string]string{"upstream_url": provider.URL,
+		"usage_log": filepath.Join(t.TempDir(), "usage.log")})
+	keysEnv{g: g}.credit(t, "painters", "1", "img-long-"+t.Name())
+	images := imageTaskClient{t: t, base: base, key: "mg-image-tasks"}
+	return fake, base, g, images.create("/v1/images/edits", imageEditBody("edit-async", n, "1024x1024", "auto"))
+}
+
 // succeededAnswer is a succeeded task's answer with images b64_json images of size bytes each,
 // and after them, at the top level, the size and quality they were made at and extra members.
 func succeededAnswer(id string, images, size int, extra string) []byte {
@@ -139,15 +154,7 @@ func readLongAnswer(base, id string) (status int, n int64, sum [32]byte, header 
 func TestLongImageTaskAnswersPassAsTheyCome(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy, whose heap is the
 	// test's.
-	fake := &longTaskUpstream{answers: map[string][]byte{}}
-	provider := httptest.NewServer(fake)
-	t.Cleanup(provider.Close)
-	base, g := startSimGateway(t, imageTaskEndCaddyfile, map[string]string{"upstream_url": provider.URL,
-		"usage_log": filepath.Join(t.TempDir(), "usage.log")})
-	keysEnv{g: g}.credit(t, "painters", "1", "img-long-1")
-	images := imageTaskClient{t: t, base: base, key: "mg-image-tasks"}
-
-	id := images.create("/v1/images/edits", imageEditBody("edit-async", 2, "1024x1024", "auto"))
+	fake, base, g, id := startLongTaskGateway(t, imageTaskEndCaddyfile, 2)
 	awaitBalance(t, g, "painters", "0.66", "0.34")
 	answer := succeededAnswer(id, 2, 20<<20, "")
 	fake.set(id, answer, false)
@@ -189,15 +196,7 @@ func TestLongImageTaskAnswersPassAsTheyCome(t *testing.T) {
 // in the middle of a long answer does not stop the task's end from being settled.
 func TestLongImageTaskAnswersCutOff(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake := &longTaskUpstream{answers: map[string][]byte{}}
-	provider := httptest.NewServer(fake)
-	t.Cleanup(provider.Close)
-	base, g := startSimGateway(t, imageTaskEndCaddyfile, map[string]string{"upstream_url": provider.URL,
-		"usage_log": filepath.Join(t.TempDir(), "usage.log")})
-	keysEnv{g: g}.credit(t, "painters", "1", "img-long-2")
-	images := imageTaskClient{t: t, base: base, key: "mg-image-tasks"}
-
-	id := images.create("/v1/images/edits", imageEditBody("edit-async", 1, "1024x1024", "auto"))
+	fake, base, g, id := startLongTaskGateway(t, imageTaskEndCaddyfile, 1)
 	awaitBalance(t, g, "painters", "0.83", "0.17")
 	good := succeededAnswer(id, 1, 4<<20, "")
 	for name, answer := range map[string][]byte{
@@ -258,15 +257,7 @@ func TestLongImageTaskAnswerShowsTheClientModel(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	}))
-	t.Cleanup(upstream.Close)
-	port := freePort(t)
-	startGateway(t, imageAliasCaddyfile, map[string]string{"port": strconv.Itoa(port), "upstream": upstream.URL})
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	created := call(t, "POST", base+"/v1/images/edits", "mg-image-alias",
-		`{"model":"gpt-image-async","prompt":"blue","images":[{"image_url":"https://cdn.example.com/a.png"}]}`)
-	if created.status != 200 || created.field("id") != "imgt_alias_long" {
-		t.Fatalf("create = %d %s", created.status, created.body)
-	}
+	base := startAliasGateway(t, upstream, "imgt_alias_long")
 	want := fmt.Sprintf(`{"id":"imgt_alias_long","model":"gpt-image-async","status":"succeeded","created":1,"data":[{"b64_json":%q}]}`, image)
 	var wg sync.WaitGroup
 	for range 4 {
@@ -287,16 +278,9 @@ func TestLongImageTaskAnswerShowsTheClientModel(t *testing.T) {
 // answer cut off there, and the query ends nothing.
 func TestLongImageTaskAnswerAtTheClientsPace(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake := &longTaskUpstream{answers: map[string][]byte{}}
-	provider := httptest.NewServer(fake)
-	t.Cleanup(provider.Close)
 	timed := strings.Replace(imageTaskEndCaddyfile, "mediagw_image_edits @image_edits",
 		"mediagw_image_edits @image_edits {\n\t\t\tupstream_timeout 1s\n\t\t}", 1)
-	base, g := startSimGateway(t, timed, map[string]string{"upstream_url": provider.URL,
-		"usage_log": filepath.Join(t.TempDir(), "usage.log")})
-	keysEnv{g: g}.credit(t, "painters", "1", "img-long-3")
-	images := imageTaskClient{t: t, base: base, key: "mg-image-tasks"}
-	id := images.create("/v1/images/edits", imageEditBody("edit-async", 2, "1024x1024", "auto"))
+	fake, base, g, id := startLongTaskGateway(t, timed, 2)
 	answer := succeededAnswer(id, 2, 20<<20, "")
 
 	fake.set(id, answer, false)
