@@ -431,7 +431,9 @@ func notConnected(err error) bool {
 
 // timedOut reports whether ctx ended at its deadline: the client's Timeout or the caller's (or
 // a timer of boundByPiece).
-func timedOut(ctx context.Context) bool { return errors.Is(context.Cause(ctx), context.DeadlineExceeded) }
+func timedOut(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), context.DeadlineExceeded)
+}
 
 func isTimeout(err error) bool {
 	var ne net.Error
