@@ -190,8 +190,9 @@ func TestLongImageTaskAnswersPassAsTheyCome(t *testing.T) {
 }
 
 // TestLongImageTaskAnswersCutOff: a long answer that is not one whole valid JSON object (its end
-// broken), or that quotes the upstream's API key, reaches the client cut off (fewer bytes than
-// its Content-Length, none of the key, and not its end) and ends nothing: the task stays held.
+// broken, or a byte in its middle: cut off there), or that quotes the upstream's API key, reaches
+// the client cut off (fewer bytes than its Content-Length, none of the key, and not its end) and
+// ends nothing: the task stays held.
 // A chunked long answer (no Content-Length) is passed on whole too. A client that leaves
 // in the middle of a long answer does not stop the task's end from being settled.
 func TestLongImageTaskAnswersCutOff(t *testing.T) {
@@ -199,15 +200,21 @@ func TestLongImageTaskAnswersCutOff(t *testing.T) {
 	fake, base, g, id := startLongTaskGateway(t, imageTaskEndCaddyfile, 1)
 	awaitBalance(t, g, "painters", "0.83", "0.17")
 	good := succeededAnswer(id, 1, 4<<20, "")
+	early := bytes.Clone(good)
+	early[100_000] = '"' // ends the image's string: what follows is no JSON
 	for name, answer := range map[string][]byte{
-		"malformed":  append(bytes.Clone(good[:len(good)-1]), ",}"...),
-		"unfinished": good[:len(good)-1],
-		"key quoted": succeededAnswer(id, 1, 4<<20, `,"debug":"sent with Bearer upstream-key"`),
+		"malformed early": early,
+		"malformed":       append(bytes.Clone(good[:len(good)-1]), ",}"...),
+		"unfinished":      good[:len(good)-1],
+		"key quoted":      succeededAnswer(id, 1, 4<<20, `,"debug":"sent with Bearer upstream-key"`),
 	} {
 		fake.set(id, answer, false)
 		status, n, sum, _, err := readLongAnswer(base, id)
 		if status != http.StatusOK || err == nil || n >= int64(len(answer)) || sum == sha256.Sum256(answer) {
 			t.Fatalf("%s answer: query = %d, %d of %d bytes (%v); want it cut off", name, status, n, len(answer), err)
+		}
+		if name == "malformed early" && n > 200_000 {
+			t.Fatalf("an answer malformed at byte 100000 went on to byte %d", n)
 		}
 		time.Sleep(100 * time.Millisecond)
 		awaitBalance(t, g, "painters", "0.83", "0.17") // ended nothing

@@ -26,8 +26,9 @@ import (
 // providers.Upstream.Echoes), so that no part of one quoted in the answer goes on. When the
 // answer has ended whole and valid, quoting no credential, the task's end it shows is settled,
 // then its last bytes go on; an answer that is not so (cut by the provider, past max_answer,
-// malformed, quoting a credential) is cut off without them: the client sees its answer end early
-// (the connection closes short of the declared Content-Length), and the query ends nothing.
+// malformed, quoting a credential) is cut off without them, where that is found: the client sees
+// its answer end early (short of the declared Content-Length, and before its JSON closes), and
+// the query ends nothing.
 
 // streamPiece is the size of the pieces an answer is read in.
 const streamPiece = 32 << 10
@@ -115,7 +116,7 @@ func (h *Handler) streamAnswer(w http.ResponseWriter, r *http.Request, t storage
 	write(out)
 	piece := make([]byte, streamPiece)
 	var err error
-	for err == nil && !s.echoed {
+	for err == nil && !s.echoed && !s.valid.Failed() {
 		var n int
 		n, err = rest.Read(piece)
 		if client {
@@ -128,7 +129,7 @@ func (h *Handler) streamAnswer(w http.ResponseWriter, r *http.Request, t storage
 	case s.echoed:
 		h.Logger.Error("an image task's answer quotes the upstream's credential: cut off before it", zap.String("task_id", t.ID), zap.String("upstream", p.Label()))
 		return nil
-	case !errors.Is(err, io.EOF):
+	case !s.valid.Failed() && !errors.Is(err, io.EOF):
 		h.Logger.Warn("an image task's answer ended early: cut off", zap.String("task_id", t.ID), zap.Error(err))
 		return nil
 	case !s.whole():

@@ -57,6 +57,10 @@ func (v *Validator) Write(p []byte) {
 	}
 }
 
+// Failed reports whether what was written is no beginning of a valid JSON text: whatever
+// follows, Valid is false.
+func (v *Validator) Failed() bool { return v.failed }
+
 // Valid reports whether what was written is one whole valid JSON text.
 func (v *Validator) Valid() bool {
 	if v.failed {

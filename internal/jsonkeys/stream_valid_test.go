@@ -46,3 +46,16 @@ func FuzzValidator(f *testing.F) {
 		}
 	})
 }
+
+// TestValidatorFailsAtTheFirstWrongByte: Failed is set by the byte that no valid text has there,
+// and not before it.
+func TestValidatorFailsAtTheFirstWrongByte(t *testing.T) {
+	text := `{"data":[{"b64_json":"iVBO"}],"status":"succeeded",x` + strings.Repeat(" ", 100)
+	var v Validator
+	for i := range len(text) {
+		v.Write([]byte{text[i]})
+		if v.Failed() != (i >= strings.IndexByte(text, 'x')) {
+			t.Fatalf("after %q: Failed %v", text[:i+1], v.Failed())
+		}
+	}
+}
