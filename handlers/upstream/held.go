@@ -88,11 +88,11 @@ func readHeld(ctx context.Context, cancel context.CancelFunc, body io.ReadCloser
 	if err != nil {
 		return nil, nil, err
 	}
-	if int64(len(b)) <= held {
-		return b, nil, nil
-	}
 	if int64(len(b)) > limit {
 		return nil, nil, errAnswerTooLarge
+	}
+	if int64(len(b)) <= held {
+		return b, nil, nil
 	}
 	return b, &Rest{body: body, left: limit - int64(len(b)), cancel: cancel, ctx: ctx, Declared: declared}, nil
 }

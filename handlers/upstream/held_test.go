@@ -81,3 +81,19 @@ func TestCallHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestCallHeldWithinASmallMaxAnswer: a MaxAnswer below what CallHeld holds still bounds every
+// answer, short ones included.
+func TestCallHeldWithinASmallMaxAnswer(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Transfer-Encoding", "chunked")
+		io.WriteString(w, `{"data":"`+strings.Repeat("A", 20_000)+`"}`)
+	}))
+	defer up.Close()
+	base, _ := url.Parse(up.URL + "/v1")
+	p := &providers.Provider{Name: "p", BaseURL: base, APIKey: "provider-secret"}
+	c := Client{HTTP: NewHTTPClient(ClientOptions{Timeout: 30 * time.Second}), Logger: zap.NewNop(), MaxAnswer: 10_000}
+	if _, _, err := c.CallHeld(context.Background(), p, http.MethodGet, "images/tasks/x", 64<<10); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a 20 kB answer past a MaxAnswer of 10 kB: err %v, want ErrTooLarge", err)
+	}
+}

@@ -248,7 +248,7 @@ func (c Client) call(ctx context.Context, p Target, method, rel string, body []b
 	case held <= 0:
 		b, err = readAnswer(resp.Body, resp.ContentLength, c.maxAnswer())
 	case !ok:
-		b, err = readAnswer(resp.Body, resp.ContentLength, held)
+		b, err = readAnswer(resp.Body, resp.ContentLength, min(held, c.maxAnswer()))
 	case resp.ContentLength > c.maxAnswer():
 		err = errAnswerTooLarge
 	default:
