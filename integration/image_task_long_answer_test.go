@@ -148,38 +148,42 @@ func readLongAnswer(base, id string) (status int, n int64, sum [32]byte, header 
 // whose answer carries its two images as b64_json, 40 MB in all. Each gets the provider's answer
 // byte for byte (application/json), the task's hold is settled once at the two low images the
 // answer reports (0.04 of the 0.34 held), and the gateway does not hold the answer: all the
-// queries together allocate less than one answer's worth (about 7 MB). Before, each query read the answer
-// whole and held two to four copies of it while it parsed, settled and answered it: sixteen
-// queries allocated more than sixteen answers' worth (about 2 GB).
+// queries together allocate less than one answer's worth (about 7 MB), with the answer's
+// Content-Length or without. Before, each query read the answer whole and held two to four
+// copies of it while it parsed, settled and answered it: sixteen queries allocated more than
+// eighty answers' worth (3.5 GB).
 func TestLongImageTaskAnswersPassAsTheyCome(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy, whose heap is the
 	// test's.
 	fake, base, g, id := startLongTaskGateway(t, imageTaskEndCaddyfile, 2)
 	awaitBalance(t, g, "painters", "0.66", "0.34")
 	answer := succeededAnswer(id, 2, 20<<20, "")
-	fake.set(id, answer, false)
 	want := sha256.Sum256(answer)
-
-	const queries = 16
-	runtime.GC()
-	before := heapAllocated()
-	var wg sync.WaitGroup
-	for range queries {
-		wg.Go(func() {
-			status, n, sum, header, err := readLongAnswer(base, id)
-			if err != nil || status != http.StatusOK || n != int64(len(answer)) || sum != want ||
-				header.Get("Content-Type") != "application/json" || header.Get("X-Content-Type-Options") != "nosniff" {
-				t.Errorf("query = %d, %d bytes (%v), %s; want 200 application/json with the provider's %d bytes",
-					status, n, err, header.Get("Content-Type"), len(answer))
-			}
-		})
-	}
-	wg.Wait()
-	allocated := heapAllocated() - before
-	t.Logf("%d queries of a %d-byte answer allocated %d bytes", queries, len(answer), allocated)
-	if allocated > uint64(len(answer)) {
-		t.Errorf("%d queries of a %d-byte answer allocated %d bytes on the heap, want less than one answer: the answer is held",
-			queries, len(answer), allocated)
+	// With the answer's Content-Length, then without (chunked), which the task's end, already
+	// settled, does not change.
+	for _, chunked := range []bool{false, true} {
+		fake.set(id, answer, chunked)
+		const queries = 16
+		runtime.GC()
+		before := heapAllocated()
+		var wg sync.WaitGroup
+		for range queries {
+			wg.Go(func() {
+				status, n, sum, header, err := readLongAnswer(base, id)
+				if err != nil || status != http.StatusOK || n != int64(len(answer)) || sum != want ||
+					header.Get("Content-Type") != "application/json" || header.Get("X-Content-Type-Options") != "nosniff" {
+					t.Errorf("query (chunked %v) = %d, %d bytes (%v), %s; want 200 application/json with the provider's %d bytes",
+						chunked, status, n, err, header.Get("Content-Type"), len(answer))
+				}
+			})
+		}
+		wg.Wait()
+		allocated := heapAllocated() - before
+		t.Logf("%d queries of a %d-byte answer (chunked %v) allocated %d bytes", queries, len(answer), chunked, allocated)
+		if allocated > uint64(len(answer)) {
+			t.Errorf("%d queries of a %d-byte answer (chunked %v) allocated %d bytes on the heap, want less than one answer: the answer is held",
+				queries, len(answer), chunked, allocated)
+		}
 	}
 	awaitBalance(t, g, "painters", "0.96", "0") // two low 1024x1024 images at 0.02
 	for hold, ends := range holdEnds(ledgerEntries(t, g, "painters")) {
