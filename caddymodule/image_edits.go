@@ -36,11 +36,9 @@ type ImageEditsHandler struct {
 	UpstreamTimeout caddy.Duration `json:"upstream_timeout,omitempty"`
 	// MaxAnswer bounds, in bytes, how much of a provider's answer to an edit or an image task
 	// query is read. Answers with images in them (b64_json) are large: ten big ones take tens
-	// of MiB. An edit's answer is held in memory while it is checked and passed on; an edit
-	// answered with success past it gets 502 and is charged its estimate (the provider made the
-	// images). A query's answer is held only up to 64 KiB and passes on to the client as it
-	// comes past that; one past max_answer is 502, or cut off where it passes it (see
-	// docs/api.md). Default: 64 MiB; at most 1 GiB.
+	// of MiB, held in memory while each is checked and passed on. An edit answered with success
+	// past it gets 502 and is charged its estimate (the provider made the images). Default:
+	// 64 MiB; at most 1 GiB.
 	MaxAnswer int64 `json:"max_answer,omitempty"`
 
 	edits *imageedit.Handler
@@ -82,7 +80,7 @@ const MaxImageEditTimeout = storage.DefaultHoldDeadline - time.Minute
 // below 0 or above 1 GiB.
 func (h *ImageEditsHandler) Validate() error {
 	if h.MaxAnswer < 0 || h.MaxAnswer > upstream.MaxAnswerLimit {
-		return fmt.Errorf("mediagw_image_edits: max_answer %d is outside 0 (the default, 64 MiB) to %d bytes (1 GiB): an edit's answer is held in memory while it is read", h.MaxAnswer, int64(upstream.MaxAnswerLimit))
+		return fmt.Errorf("mediagw_image_edits: max_answer %d is outside 0 (the default, 64 MiB) to %d bytes (1 GiB): an answer is held in memory while it is read", h.MaxAnswer, int64(upstream.MaxAnswerLimit))
 	}
 	if t := time.Duration(h.UpstreamTimeout); t > MaxImageEditTimeout {
 		return fmt.Errorf("mediagw_image_edits: upstream_timeout %v is above %v: an edit's hold is released %v after it is taken, so a longer call could lose its hold while still running", t, MaxImageEditTimeout, storage.DefaultHoldDeadline)

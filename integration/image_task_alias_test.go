@@ -36,22 +36,6 @@ http://127.0.0.1:{{port}} {
 }
 `
 
-// startAliasGateway starts imageAliasCaddyfile on upstream, and makes an edit of gpt-image-async,
-// whose answer must be the image task id with the client's model id. It returns the base URL.
-func startAliasGateway(t *testing.T, upstream *httptest.Server, id string) string {
-	t.Helper()
-	t.Cleanup(upstream.Close)
-	port := freePort(t)
-	startGateway(t, imageAliasCaddyfile, map[string]string{"port": strconv.Itoa(port), "upstream": upstream.URL})
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	created := call(t, "POST", base+"/v1/images/edits", "mg-image-alias",
-		`{"model":"gpt-image-async","prompt":"blue","images":[{"image_url":"https://cdn.example.com/a.png"}]}`)
-	if created.status != 200 || created.field("id") != id || created.field("model") != "gpt-image-async" {
-		t.Fatalf("create = %d %s", created.status, created.body)
-	}
-	return base
-}
-
 // An image edit of a model with a model_map alias: the upstream gets its own id, and the client
 // reads only its own, in the create's answer and in the task query's, whose upstream answer
 // names the model too. The upstream id is never shown (docs/providers.md, model aliases).
@@ -75,7 +59,16 @@ func TestImageTaskQueryShowsTheClientModel(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	}))
-	base := startAliasGateway(t, upstream, "imgt_alias1")
+	t.Cleanup(upstream.Close)
+	port := freePort(t)
+	startGateway(t, imageAliasCaddyfile, map[string]string{"port": strconv.Itoa(port), "upstream": upstream.URL})
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+
+	created := call(t, "POST", base+"/v1/images/edits", "mg-image-alias",
+		`{"model":"gpt-image-async","prompt":"blue","images":[{"image_url":"https://cdn.example.com/a.png"}]}`)
+	if created.status != 200 || created.field("id") != "imgt_alias1" || created.field("model") != "gpt-image-async" {
+		t.Fatalf("create = %d %s", created.status, created.body)
+	}
 	if len(sent) != 1 || sent[0] != "upstream-image-2025" {
 		t.Fatalf("the upstream was sent models %v", sent)
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -51,10 +52,9 @@ type Handler struct {
 	Store   storage.Store
 	Client  *http.Client
 	// MaxAnswer bounds, in bytes, how much of the provider's answer to an edit or an image task
-	// query is read. An edit's answer is held in memory while it is checked and passed on; an
-	// edit answered with success past it (the images were made) is a 502 to the client, charged
-	// its estimate. A query holds no more than 64 KiB of its answer (see query.go). Default:
-	// DefaultMaxAnswer.
+	// query is read; the answer is held in memory while it is checked and passed on. An edit
+	// answered with success past it (the images were made) is a 502 to the client, charged its
+	// estimate. Default: DefaultMaxAnswer.
 	MaxAnswer int64
 	// Retention is how long image task records are kept.
 	Retention time.Duration
@@ -71,8 +71,6 @@ type Handler struct {
 
 	slotsOnce sync.Once
 	slots     *passthrough.Router // the active-task slots of image tasks (slots.go)
-	longOnce  sync.Once
-	longHeld  chan struct{} // the places of queries holding a long answer whole (query.go)
 }
 
 // now reads the handler's clock.
@@ -300,6 +298,47 @@ func reportedImage(body []byte) (size, quality string) {
 	size, _ = a.Size.(string)
 	quality, _ = a.Quality.(string)
 	return billing.AnswerImage(size, quality)
+}
+
+// query answers GET /v1/images/tasks/{id} for the owning account only.
+func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity, taskID string) error {
+	t, err := h.Store.Task(r.Context(), taskID)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && (!id.Sees(t.Account, t.Model) || t.Kind != storage.KindImage)) {
+		return errNoTask
+	}
+	if err != nil {
+		return err
+	}
+	p, ok := h.boundUpstream(t)
+	if !ok {
+		return apierror.New(http.StatusConflict, "provider_unavailable", "the upstream of this task is no longer configured")
+	}
+	ans, err := h.client().Call(r.Context(), p, http.MethodGet, TasksPath+"/"+url.PathEscape(taskID), nil)
+	if err != nil {
+		return err
+	}
+	if ans.Status == http.StatusNotFound {
+		return errNoTask
+	}
+	if !ans.OK() {
+		return upstream.Refusal(ans)
+	}
+	if !jsonObject(ans.Body) {
+		return upstream.ErrUnreadable // not a task's answer: never passed on as the provider typed it
+	}
+	ans.Body = upstream.WithoutCredentials(p, ans.Body)
+	if t.Active && !t.Finished {
+		h.finishedByAnswer(r.Context(), taskID, ans.Body)
+	}
+	// The answer shows the client's model id, as the create's did (see create): never the
+	// upstream's id of an aliased model (model_map).
+	if prov, ok := h.Catalog.Provider(t.Provider); ok && prov.UpstreamModel(t.Model) != t.Model {
+		if shown, ok := providers.ReplaceModel(ans.Body, t.Model); ok {
+			ans.Body = shown
+		}
+	}
+	passOn(w, ans)
+	return nil
 }
 
 // passOn writes a provider's successful answer, read whole, as the gateway's own: an event

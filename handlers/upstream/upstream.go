@@ -165,15 +165,7 @@ func (c Client) Call(ctx context.Context, p Target, method, rel string, body []b
 
 // CallWith is Call with extra request headers (a provider's required header, such as DashScope's
 // X-DashScope-Async). The target's credentials are set after them, so they never replace one.
-func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body []byte, extra http.Header) (Answer, error) {
-	ans, _, err := c.call(ctx, p, method, rel, body, extra, 0)
-	return ans, err
-}
-
-// call is CallWith that, when held is above 0, reads no more than held bytes of a successful
-// answer before answering it (see CallHeld): the rest of a longer one is answered as rest,
-// open; an answer of any other status is read up to held.
-func (c Client) call(ctx context.Context, p Target, method, rel string, body []byte, extra http.Header, held int64) (ans Answer, rest *Rest, err error) {
+func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body []byte, extra http.Header) (ans Answer, err error) {
 	entry := usage.From(ctx)
 	provider, upstreamName := labels(p)
 	var span tracing.Span
@@ -194,21 +186,11 @@ func (c Client) call(ctx context.Context, p Target, method, rel string, body []b
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	var cancel context.CancelFunc
-	var pieces *time.Timer
-	if held > 0 {
-		ctx, cancel, pieces = c.boundByPiece(ctx)
-	} else {
-		ctx, cancel = c.bound(ctx)
-	}
-	defer func() {
-		if rest == nil {
-			cancel() // after the answer's body is read; else when rest is closed
-		}
-	}()
+	ctx, cancel := c.bound(ctx)
+	defer cancel() // after the answer's body is read
 	req, err := http.NewRequestWithContext(ctx, method, p.Endpoint(rel), rd)
 	if err != nil {
-		return Answer{}, nil, err
+		return Answer{}, err
 	}
 	if body != nil {
 		req.Header["Content-Type"] = jsonMediaType
@@ -225,51 +207,33 @@ func (c Client) call(ctx context.Context, p Target, method, rel string, body []b
 	resp, err := c.send(req)
 	if err != nil {
 		if isTimeout(err) || timedOut(ctx) {
-			return Answer{}, nil, ErrTimeout
+			return Answer{}, ErrTimeout
 		}
 		c.Logger.Warn("upstream unreachable", zap.String("upstream", p.Label()), zap.Error(WithoutURL(err)))
 		if notConnected(err) {
-			return Answer{}, nil, ErrRefused
+			return Answer{}, ErrRefused
 		}
-		return Answer{}, nil, ErrUnreachable
+		return Answer{}, ErrUnreachable
 	}
-	defer func() {
-		if rest == nil {
-			resp.Body.Close()
-		}
-	}()
+	defer resp.Body.Close()
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		// Never followed (see NewHTTPClient); its Location is not logged, it may carry tokens.
 		c.Logger.Warn("upstream answered with a redirect; not followed", zap.String("upstream", p.Label()), zap.Int("status", resp.StatusCode))
-		return Answer{}, nil, ErrRedirected
+		return Answer{}, ErrRedirected
 	}
-	var b []byte
-	switch ok := resp.StatusCode/100 == 2; {
-	case held <= 0:
-		b, err = readAnswer(resp.Body, resp.ContentLength, c.maxAnswer())
-	case !ok:
-		b, err = readAnswer(resp.Body, resp.ContentLength, min(held, c.maxAnswer()))
-	case resp.ContentLength > c.maxAnswer():
-		err = errAnswerTooLarge
-	default:
-		b, rest, err = readHeld(ctx, cancel, resp.Body, resp.ContentLength, held, c.maxAnswer())
-		if rest != nil && pieces != nil {
-			pieces.Stop() // each read of rest restarts it
-			rest.pieces, rest.timeout = pieces, c.HTTP.Timeout
-		}
-	}
+	b, err := readAnswer(resp.Body, resp.ContentLength, c.maxAnswer())
 	if errors.Is(err, errAnswerTooLarge) {
 		if resp.StatusCode/100 == 2 {
-			return Answer{}, nil, ErrTooLarge
+			return Answer{}, ErrTooLarge
 		}
-		return Answer{}, nil, ErrUnreadable
+		return Answer{}, ErrUnreadable
 	} else if err != nil {
 		if isTimeout(err) || timedOut(ctx) {
-			return Answer{}, nil, ErrTimeout
+			return Answer{}, ErrTimeout
 		}
-		return Answer{}, nil, ErrUnreadable
+		return Answer{}, ErrUnreadable
 	}
-	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: req.Header, target: p}, rest, nil
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: req.Header, target: p}, nil
 }
 
 // MaxAnswerLimit is the largest MaxAnswer a client reads with; a larger one reads up to it.
@@ -429,11 +393,8 @@ func notConnected(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// timedOut reports whether ctx ended at its deadline: the client's Timeout or the caller's (or
-// a timer of boundByPiece).
-func timedOut(ctx context.Context) bool {
-	return errors.Is(context.Cause(ctx), context.DeadlineExceeded)
-}
+// timedOut reports whether ctx ended at its deadline: the client's Timeout or the caller's.
+func timedOut(ctx context.Context) bool { return errors.Is(ctx.Err(), context.DeadlineExceeded) }
 
 func isTimeout(err error) bool {
 	var ne net.Error
