@@ -15,8 +15,8 @@ import (
 // remembering its status and reading the token usage it reports, as it streams by (see
 // usage.Sniffer). Flushing and the rest pass through the wrapper.
 type answerWriter struct {
-	*caddyhttp.ResponseWriterWrapper
-	status int
+	caddyhttp.ResponseWriterWrapper
+	status int32
 	// writeFailed is set when writing the answer to the client failed: the client left.
 	writeFailed bool
 	sniff       bool
@@ -27,7 +27,6 @@ type answerWriter struct {
 	// toolImages, when not nil, reads the images a Responses answer's image_generation tool
 	// made (set for a request whose hold pays for them).
 	toolImages *usage.ResponseImages
-	wrapper    caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
 	// placeholders are the routed request's, kept here to save an allocation.
 	placeholders routePlaceholders
 }
@@ -43,9 +42,7 @@ type imageCounts struct {
 func (w *answerWriter) countImages() { w.images = new(imageCounts) }
 
 func newAnswerWriter(w http.ResponseWriter) *answerWriter {
-	aw := &answerWriter{wrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
-	aw.ResponseWriterWrapper = &aw.wrapper
-	return aw
+	return &answerWriter{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
 }
 
 // answerWriterFor is newAnswerWriter(w) for mediagw_route: when w is the request's observed
@@ -58,14 +55,13 @@ func answerWriterFor(w http.ResponseWriter) *answerWriter {
 	}
 	ow.answerTaken = true
 	aw := &ow.answer
-	aw.wrapper.ResponseWriter = w
-	aw.ResponseWriterWrapper = &aw.wrapper
+	aw.ResponseWriter = w
 	return aw
 }
 
 func (w *answerWriter) WriteHeader(status int) {
 	if w.status == 0 && status >= 200 {
-		w.status = status
+		w.status = int32(status)
 		// A provider's cookies (load balancer affinity, bot checks) belong to the operator's
 		// session with it, not to a tenant, and cookies ignore ports: one set on the gateway's
 		// host would reach the console too.

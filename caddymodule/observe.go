@@ -35,8 +35,7 @@ type observer struct {
 // walks the whole context chain again, which costs more than the rest of end. So is whether the
 // request's span records (see tracedRequest).
 func (o *observer) begin(w http.ResponseWriter, r *http.Request, srv *caddyhttp.Server) *observedWriter {
-	ow := &observedWriter{wrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
-	ow.ResponseWriterWrapper = &ow.wrapper
+	ow := &observedWriter{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
 	ow.entry.Endpoint = metrics.Endpoint(r.URL.Path)
 	ow.extra = accessLogFields(r, srv)
 	span := trace.SpanFromContext(r.Context())
@@ -76,8 +75,12 @@ func (o *observer) end(ow *observedWriter, err error) {
 
 // observedWriter remembers the answer's status, and the error code when mediagw wrote the error
 // (apierror.Write tells it through NoteErrorCode).
+//
+// It is allocated for every request, so it is kept within the 640-byte size class (its fields
+// and the 8-byte header of an object larger than 512 bytes; see TestObservedWriterSizeClass):
+// a field more takes the 704 or 768-byte class.
 type observedWriter struct {
-	*caddyhttp.ResponseWriterWrapper
+	caddyhttp.ResponseWriterWrapper
 	entry usage.Entry // the request's, which the request context carries by reference
 	// extra are the access log entry's extra fields (nil when the server writes no access log),
 	// and traceID the request's trace (see begin).
@@ -92,8 +95,7 @@ type observedWriter struct {
 	ctx   context.Context
 	// repl is the request's placeholder replacer, which mediagw_auth looked up (see
 	// requestReplacer); nil before.
-	repl    *caddy.Replacer
-	wrapper caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
+	repl *caddy.Replacer
 	// answer is the answer writer of the request's mediagw_route (see answerWriterFor), kept here
 	// to save it an allocation; answerTaken tells whether one took it.
 	answer      answerWriter

@@ -192,7 +192,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if hold.HoldsToolImages() {
 		sw.toolImages = new(usage.ResponseImages)
 	}
-	sw.placeholders = routePlaceholders{model: route.Model, provider: route.Provider.Name, upstream: route.Dispatch.First()}
+	sw.placeholders = routePlaceholders{dispatch: route.Dispatch}
 	sw.placeholders.publish(repl)
 	var out http.ResponseWriter = sw
 	var created *passthrough.CreatedWriter
