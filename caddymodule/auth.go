@@ -119,10 +119,10 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 		ow.extra.Add(zap.String("account", id.Account))
 	}
 	// One context value for the request's state, which mediagw_route completes with the
-	// dispatch (see reqstate.State): one copy of the request, one link more in its context.
-	ow.state = reqstate.State{Identity: &ow.identity, Entry: &ow.entry, Request: true}
-	ow.ctx = reqstate.With(r.Context(), &ow.state)
-	return next.ServeHTTP(w, r.WithContext(ow.ctx))
+	// dispatch (see reqstate.State): one copy of the request, one link more in its context, kept
+	// in the observed writer (reqstate.Context).
+	ow.ctx = reqstate.Context{Context: r.Context(), State: reqstate.State{Identity: &ow.identity, Entry: &ow.entry, Request: true}}
+	return next.ServeHTTP(w, r.WithContext(&ow.ctx))
 }
 
 // accessLogFields returns the extra fields of the access log entry of r, served by srv, or nil

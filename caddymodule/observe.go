@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -88,11 +87,9 @@ type observedWriter struct {
 	traceID string
 	// identity is the caller's, which mediagw_auth puts in the request context by reference.
 	identity auth.Identity
-	// state is the request's, which mediagw_auth puts in the request context (see
-	// reqstate.State): it points at entry and identity. ctx is the context that mediagw_auth
-	// passed on, with state (nil before).
-	state reqstate.State
-	ctx   context.Context
+	// ctx is the context that mediagw_auth passed on (its parent nil before), with the request's
+	// state (see reqstate.State), which points at entry and identity.
+	ctx reqstate.Context
 	// repl is the request's placeholder replacer, which mediagw_auth looked up (see
 	// requestReplacer); nil before.
 	repl *caddy.Replacer
@@ -127,7 +124,7 @@ func (w *observedWriter) NoteErrorCode(code string) { w.entry.ErrorCode(code) }
 // mediagw_auth passed on: no handler since added a span to it, and the span begin found still
 // records (it ends with the request).
 func tracedRequest(w http.ResponseWriter, r *http.Request) bool {
-	if ow, ok := w.(*observedWriter); ok && ow.ctx != nil && ow.ctx == r.Context() {
+	if ow, ok := w.(*observedWriter); ok && ow.ctx.Context != nil && r.Context() == &ow.ctx {
 		return ow.recording
 	}
 	return tracing.Recording(r.Context())
