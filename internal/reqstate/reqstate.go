@@ -7,7 +7,10 @@
 // every other reader and writer should use.
 package reqstate
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // State is one request's gateway state. Each field holds a pointer of its owner package's type
 // (*auth.Identity, *usage.Entry, *providers.Dispatch), or nil when it is not known (yet).
@@ -59,6 +62,10 @@ func (c *Context) Value(k any) any {
 	}
 	return c.Context.Value(k)
 }
+
+// String names c as With's context names itself: its parent, then the type of its value, never
+// the value (a caller's identity).
+func (c *Context) String() string { return fmt.Sprint(c.Context) + ".WithValue(*reqstate.State)" }
 
 // Derive returns a new State with the fields of ctx's State (none when it has none), to be
 // changed and put in a context derived from ctx with With: ctx's own State stays as it was.

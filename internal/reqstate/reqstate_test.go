@@ -2,6 +2,7 @@ package reqstate_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -117,6 +118,9 @@ func TestContextIsWithInPlace(t *testing.T) {
 	c := &reqstate.Context{Context: parent, State: reqstate.State{Identity: &id, Entry: entry, Request: true}}
 	if reqstate.From(c) != &c.State {
 		t.Fatal("From does not find the Context's own State")
+	}
+	if s := fmt.Sprint(c); s != fmt.Sprint(parent)+".WithValue(*reqstate.State)" {
+		t.Errorf("a Context prints as %s", s)
 	}
 	if got, _ := auth.FromContext(c); got.KeyID != "k1" || usage.From(c) != entry {
 		t.Error("the owner packages' lookups miss the State")
