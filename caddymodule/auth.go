@@ -88,15 +88,15 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 
 // authenticate answers 401/403/429 or runs next with the caller's identity.
 func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secret string, err error, next caddyhttp.Handler, ow *observedWriter) error {
-	var id auth.Identity
+	var id *auth.Identity // shared: never changed (see auth.Authenticator.AuthenticateShared)
 	if err == nil {
-		id, err = h.authn.AuthenticateKey(r.Context(), secret, clientIP(r))
+		id, err = h.authn.AuthenticateShared(r.Context(), secret, clientIP(r))
 	}
-	if err == nil && len(id.AllowIPs) > 0 && !forwardedAllowed(r, id) {
+	if err == nil && len(id.AllowIPs) > 0 && !forwardedAllowed(r, *id) {
 		err = auth.ErrIPNotAllowed
 	}
 	if err == nil {
-		err = h.accountant.Admit(r.Context(), id)
+		err = h.accountant.Admit(r.Context(), *id)
 	}
 	if err != nil {
 		var refusal *apierror.Error
@@ -121,7 +121,7 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 	// One context value for the request's state, which mediagw_route completes with the
 	// dispatch (see reqstate.State): one copy of the request, one link more in its context, kept
 	// in the observed writer (reqstate.Context).
-	ow.ctx = reqstate.Context{Context: r.Context(), State: reqstate.State{Identity: &ow.identity, Entry: &ow.entry, Request: true}}
+	ow.ctx = reqstate.Context{Context: r.Context(), State: reqstate.State{Identity: ow.identity, Entry: &ow.entry, Request: true}}
 	return next.ServeHTTP(w, r.WithContext(&ow.ctx))
 }
 

@@ -75,9 +75,9 @@ func (o *observer) end(ow *observedWriter, err error) {
 // observedWriter remembers the answer's status, and the error code when mediagw wrote the error
 // (apierror.Write tells it through NoteErrorCode).
 //
-// It is allocated for every request, so it is kept within the 640-byte size class (its fields
-// and the 8-byte header of an object larger than 512 bytes; see TestObservedWriterSizeClass):
-// a field more takes the 704 or 768-byte class.
+// It is allocated for every request, so it is kept within the 512-byte size class (see
+// TestObservedWriterSizeClass): past it, an object carries an 8-byte header besides, and takes
+// the 576 or 640-byte class.
 type observedWriter struct {
 	caddyhttp.ResponseWriterWrapper
 	entry usage.Entry // the request's, which the request context carries by reference
@@ -85,8 +85,9 @@ type observedWriter struct {
 	// and traceID the request's trace (see begin).
 	extra   *caddyhttp.ExtraLogFields
 	traceID string
-	// identity is the caller's, which mediagw_auth puts in the request context by reference.
-	identity auth.Identity
+	// identity is the caller's, which mediagw_auth puts in the request context: shared with the
+	// key's other requests, never changed (see auth.Authenticator.AuthenticateShared).
+	identity *auth.Identity
 	// ctx is the context that mediagw_auth passed on (its parent nil before), with the request's
 	// state (see reqstate.State), which points at entry and identity.
 	ctx reqstate.Context

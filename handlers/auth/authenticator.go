@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
@@ -27,7 +28,8 @@ var (
 // Authenticator resolves API keys. Static keys (from the configuration) are held in memory by
 // hash; other keys are looked up in the store.
 type Authenticator struct {
-	// Static maps the SHA-256 (hex) of each configured secret to its key.
+	// Static maps the SHA-256 (hex) of each configured secret to its key. It is not changed once
+	// the Authenticator is in use: each key's identity is made once, at the first request.
 	Static map[string]storage.APIKey
 	// DisabledAccounts are accounts refused by configuration.
 	DisabledAccounts map[string]bool
@@ -35,6 +37,31 @@ type Authenticator struct {
 	Store storage.Store
 	// Now is the clock against which keys expire. Default: time.Now.
 	Now func() time.Time
+
+	staticOnce sync.Once
+	static     map[string]*staticKey // Static's keys with their identities (see staticKeys)
+}
+
+// staticKey is a configured key with its identity, made once for all of its requests.
+type staticKey struct {
+	key      storage.APIKey
+	identity Identity
+}
+
+// staticKeys are the configured keys with their identities, made at the first call.
+func (a *Authenticator) staticKeys() map[string]*staticKey {
+	a.staticOnce.Do(func() {
+		a.static = make(map[string]*staticKey, len(a.Static))
+		for hash, key := range a.Static {
+			a.static[hash] = &staticKey{key: key, identity: identityOf(key)}
+		}
+	})
+	return a.static
+}
+
+// identityOf is the identity of a request made with key. It shares the key's slices.
+func identityOf(key storage.APIKey) Identity {
+	return Identity{KeyID: key.ID, Account: key.Account, Models: key.Models, Limits: key.Limits, AllowIPs: key.AllowIPs}
 }
 
 // now reads the authenticator's clock.
@@ -58,45 +85,72 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorization string, 
 // AuthenticateKey checks an API key (see KeyFromRequest) and the client address, as
 // Authenticate does.
 func (a *Authenticator) AuthenticateKey(ctx context.Context, secret string, clientIP netip.Addr) (Identity, error) {
-	if secret == "" {
-		return Identity{}, ErrMissingKey
-	}
-	key, err := a.lookup(ctx, secret)
+	key, shared, err := a.check(ctx, secret, clientIP)
 	if err != nil {
 		return Identity{}, err
 	}
-	if key.Disabled {
-		return Identity{}, ErrKeyDisabled
+	if shared != nil {
+		return *shared, nil
 	}
-	if !key.ExpiresAt.IsZero() && !a.now().Before(key.ExpiresAt) {
-		return Identity{}, ErrKeyExpired
-	}
-	if disabled, err := a.accountDisabled(ctx, key.Account); err != nil {
-		return Identity{}, err
-	} else if disabled {
-		return Identity{}, ErrAccountDisabled
-	}
-	if !ipAllowed(key.AllowIPs, clientIP) {
-		return Identity{}, ErrIPNotAllowed
-	}
-	return Identity{KeyID: key.ID, Account: key.Account, Models: key.Models, Limits: key.Limits, AllowIPs: key.AllowIPs}, nil
+	return identityOf(key), nil
 }
 
-// lookup finds the key of secret by its hash (storage.SecretHash, made on the stack): a static
-// key costs no allocation.
-func (a *Authenticator) lookup(ctx context.Context, secret string) (storage.APIKey, error) {
+// AuthenticateShared is AuthenticateKey with the identity by reference: for a configured key the
+// one made at its first request and shared by all of them, for a stored key a new one. Nothing
+// may change it.
+func (a *Authenticator) AuthenticateShared(ctx context.Context, secret string, clientIP netip.Addr) (*Identity, error) {
+	key, shared, err := a.check(ctx, secret, clientIP)
+	if err != nil {
+		return nil, err
+	}
+	if shared == nil {
+		id := identityOf(key)
+		shared = &id
+	}
+	return shared, nil
+}
+
+// check checks an API key and the client address: the key, and a static key's identity.
+func (a *Authenticator) check(ctx context.Context, secret string, clientIP netip.Addr) (storage.APIKey, *Identity, error) {
+	if secret == "" {
+		return storage.APIKey{}, nil, ErrMissingKey
+	}
+	key, shared, err := a.lookup(ctx, secret)
+	if err != nil {
+		return storage.APIKey{}, nil, err
+	}
+	if key.Disabled {
+		return storage.APIKey{}, nil, ErrKeyDisabled
+	}
+	if !key.ExpiresAt.IsZero() && !a.now().Before(key.ExpiresAt) {
+		return storage.APIKey{}, nil, ErrKeyExpired
+	}
+	if disabled, err := a.accountDisabled(ctx, key.Account); err != nil {
+		return storage.APIKey{}, nil, err
+	} else if disabled {
+		return storage.APIKey{}, nil, ErrAccountDisabled
+	}
+	if !ipAllowed(key.AllowIPs, clientIP) {
+		return storage.APIKey{}, nil, ErrIPNotAllowed
+	}
+	return key, shared, nil
+}
+
+// lookup finds the key of secret by its hash (storage.SecretHash, made on the stack), and a
+// static key's identity: a static key costs no allocation.
+func (a *Authenticator) lookup(ctx context.Context, secret string) (storage.APIKey, *Identity, error) {
 	hash := storage.SecretHash(secret)
-	if k, ok := a.Static[string(hash[:])]; ok {
-		return k, nil
+	if k, ok := a.staticKeys()[string(hash[:])]; ok {
+		return k.key, &k.identity, nil
 	}
 	if a.Store == nil {
-		return storage.APIKey{}, ErrUnknownKey
+		return storage.APIKey{}, nil, ErrUnknownKey
 	}
 	k, err := a.Store.KeyByHash(ctx, string(hash[:]))
 	if errors.Is(err, storage.ErrNotFound) {
-		return storage.APIKey{}, ErrUnknownKey
+		return storage.APIKey{}, nil, ErrUnknownKey
 	}
-	return k, err
+	return k, nil, err
 }
 
 func (a *Authenticator) accountDisabled(ctx context.Context, account string) (bool, error) {
