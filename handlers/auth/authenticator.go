@@ -85,72 +85,79 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorization string, 
 // AuthenticateKey checks an API key (see KeyFromRequest) and the client address, as
 // Authenticate does.
 func (a *Authenticator) AuthenticateKey(ctx context.Context, secret string, clientIP netip.Addr) (Identity, error) {
-	key, shared, err := a.check(ctx, secret, clientIP)
+	var stored storage.APIKey
+	shared, err := a.check(ctx, secret, clientIP, &stored)
 	if err != nil {
 		return Identity{}, err
 	}
 	if shared != nil {
 		return *shared, nil
 	}
-	return identityOf(key), nil
+	return identityOf(stored), nil
 }
 
 // AuthenticateShared is AuthenticateKey with the identity by reference: for a configured key the
 // one made at its first request and shared by all of them, for a stored key a new one. Nothing
 // may change it.
 func (a *Authenticator) AuthenticateShared(ctx context.Context, secret string, clientIP netip.Addr) (*Identity, error) {
-	key, shared, err := a.check(ctx, secret, clientIP)
+	var stored storage.APIKey
+	shared, err := a.check(ctx, secret, clientIP, &stored)
 	if err != nil {
 		return nil, err
 	}
 	if shared == nil {
-		id := identityOf(key)
+		id := identityOf(stored)
 		shared = &id
 	}
 	return shared, nil
 }
 
-// check checks an API key and the client address: the key, and a static key's identity.
-func (a *Authenticator) check(ctx context.Context, secret string, clientIP netip.Addr) (storage.APIKey, *Identity, error) {
+// check checks an API key and the client address. It returns a static key's identity; a stored
+// key is read into stored, the caller's (on its stack: no key is copied more than once).
+func (a *Authenticator) check(ctx context.Context, secret string, clientIP netip.Addr, stored *storage.APIKey) (*Identity, error) {
 	if secret == "" {
-		return storage.APIKey{}, nil, ErrMissingKey
+		return nil, ErrMissingKey
 	}
-	key, shared, err := a.lookup(ctx, secret)
+	key, shared, err := a.lookup(ctx, secret, stored)
 	if err != nil {
-		return storage.APIKey{}, nil, err
+		return nil, err
 	}
 	if key.Disabled {
-		return storage.APIKey{}, nil, ErrKeyDisabled
+		return nil, ErrKeyDisabled
 	}
 	if !key.ExpiresAt.IsZero() && !a.now().Before(key.ExpiresAt) {
-		return storage.APIKey{}, nil, ErrKeyExpired
+		return nil, ErrKeyExpired
 	}
 	if disabled, err := a.accountDisabled(ctx, key.Account); err != nil {
-		return storage.APIKey{}, nil, err
+		return nil, err
 	} else if disabled {
-		return storage.APIKey{}, nil, ErrAccountDisabled
+		return nil, ErrAccountDisabled
 	}
 	if !ipAllowed(key.AllowIPs, clientIP) {
-		return storage.APIKey{}, nil, ErrIPNotAllowed
+		return nil, ErrIPNotAllowed
 	}
-	return key, shared, nil
+	return shared, nil
 }
 
-// lookup finds the key of secret by its hash (storage.SecretHash, made on the stack), and a
-// static key's identity: a static key costs no allocation.
-func (a *Authenticator) lookup(ctx context.Context, secret string) (storage.APIKey, *Identity, error) {
+// lookup finds the key of secret by its hash (storage.SecretHash, made on the stack): a static
+// key, with its identity, costs no allocation; a stored key is read into stored.
+func (a *Authenticator) lookup(ctx context.Context, secret string, stored *storage.APIKey) (*storage.APIKey, *Identity, error) {
 	hash := storage.SecretHash(secret)
 	if k, ok := a.staticKeys()[string(hash[:])]; ok {
-		return k.key, &k.identity, nil
+		return &k.key, &k.identity, nil
 	}
 	if a.Store == nil {
-		return storage.APIKey{}, nil, ErrUnknownKey
+		return nil, nil, ErrUnknownKey
 	}
 	k, err := a.Store.KeyByHash(ctx, string(hash[:]))
 	if errors.Is(err, storage.ErrNotFound) {
-		return storage.APIKey{}, nil, ErrUnknownKey
+		return nil, nil, ErrUnknownKey
 	}
-	return k, nil, err
+	if err != nil {
+		return nil, nil, err
+	}
+	*stored = k
+	return stored, nil, nil
 }
 
 func (a *Authenticator) accountDisabled(ctx context.Context, account string) (bool, error) {
