@@ -75,9 +75,9 @@ func (o *observer) end(ow *observedWriter, err error) {
 // observedWriter remembers the answer's status, and the error code when mediagw wrote the error
 // (apierror.Write tells it through NoteErrorCode).
 //
-// It is allocated for every request, so it is kept within the 512-byte size class (see
-// TestObservedWriterSizeClass): past it, an object carries an 8-byte header besides, and takes
-// the 576 or 640-byte class.
+// It is allocated for every request, so it is kept within the 480-byte size class (see
+// TestObservedWriterSizeClass): a field more takes the 512-byte class, and past 512 bytes an
+// object carries an 8-byte header besides, and takes the 576 or 640-byte class.
 type observedWriter struct {
 	caddyhttp.ResponseWriterWrapper
 	entry usage.Entry // the request's, which the request context carries by reference

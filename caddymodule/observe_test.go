@@ -10,8 +10,8 @@ import (
 var observedWriterSink *observedWriter
 
 // The observed writer that every request allocates (with the answer writer of its
-// mediagw_route inside) is one object of the 512-byte size class. A field more, or a padded flag,
-// would take the 576-byte class or more (an object past 512 bytes also carries an 8-byte header),
+// mediagw_route inside) is one object of the 480-byte size class. A field more, or a padded flag,
+// would take the 512-byte class or more (an object past 512 bytes also carries an 8-byte header),
 // bytes to clear for every request.
 func TestObservedWriterSizeClass(t *testing.T) {
 	o := &observer{}
@@ -23,8 +23,8 @@ func TestObservedWriterSizeClass(t *testing.T) {
 			observedWriterSink = o.begin(w, r, nil)
 		}
 	})
-	if allocs, bytes := result.AllocsPerOp(), result.AllocedBytesPerOp(); allocs != 1 || bytes > 512 {
-		t.Errorf("begin allocates %d objects, %d bytes; want one of at most 512", allocs, bytes)
+	if allocs, bytes := result.AllocsPerOp(), result.AllocedBytesPerOp(); allocs != 1 || bytes > 480 {
+		t.Errorf("begin allocates %d objects, %d bytes; want one of at most 480", allocs, bytes)
 	}
 	ow := observedWriterSink
 	if answerWriterFor(ow) != &ow.answer || answerWriterFor(ow) == &ow.answer {
