@@ -88,9 +88,13 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 
 // authenticate answers 401/403/429 or runs next with the caller's identity.
 func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secret string, err error, next caddyhttp.Handler, ow *observedWriter) error {
-	var id *auth.Identity // shared: never changed (see auth.Authenticator.AuthenticateShared)
+	var caller *auth.Caller // shared: never changed (see auth.Authenticator.AuthenticateShared)
 	if err == nil {
-		id, err = h.authn.AuthenticateShared(r.Context(), secret, clientIP(r))
+		caller, err = h.authn.AuthenticateShared(r.Context(), secret, clientIP(r))
+	}
+	var id *auth.Identity
+	if err == nil {
+		id = &caller.Identity
 	}
 	if err == nil && len(id.AllowIPs) > 0 && !forwardedAllowed(r, *id) {
 		err = auth.ErrIPNotAllowed
@@ -112,8 +116,8 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 	// or a map handler's own function, from a client's header); Set replaces it.
 	repl := replacer(r)
 	ow.repl = repl // for mediagw_route (requestReplacer): one lookup of the context chain a request
-	repl.Set("http.auth.user.id", id.KeyID)
-	repl.Set("mediagw.account", id.Account)
+	repl.Set("http.auth.user.id", caller.KeyIDValue)
+	repl.Set("mediagw.account", caller.AccountValue)
 	ow.entry.Authenticated(id.Account, id.KeyID)
 	if ow.extra != nil {
 		ow.extra.Add(zap.String("account", id.Account))

@@ -29,7 +29,7 @@ var (
 // hash; other keys are looked up in the store.
 type Authenticator struct {
 	// Static maps the SHA-256 (hex) of each configured secret to its key. It is not changed once
-	// the Authenticator is in use: each key's identity is made once, at the first request.
+	// the Authenticator is in use: each key's Caller is made once, at the first request.
 	Static map[string]storage.APIKey
 	// DisabledAccounts are accounts refused by configuration.
 	DisabledAccounts map[string]bool
@@ -42,10 +42,26 @@ type Authenticator struct {
 	static     map[string]*staticKey // Static's keys with their identities (see staticKeys)
 }
 
-// staticKey is a configured key with its identity, made once for all of its requests.
+// staticKey is a configured key with its caller, made once for all of its requests.
 type staticKey struct {
-	key      storage.APIKey
-	identity Identity
+	key    storage.APIKey
+	caller Caller
+}
+
+// Caller is the identity of a request's caller (see AuthenticateShared), with its key id and
+// account as the values of the request's placeholders ({http.auth.user.id}, {mediagw.account}):
+// made once with the identity, where a string set as a placeholder would be boxed anew for each
+// request.
+type Caller struct {
+	Identity
+	KeyIDValue, AccountValue any
+}
+
+// callerOf is the caller of a request made with key.
+func callerOf(key storage.APIKey) Caller {
+	c := Caller{Identity: identityOf(key)}
+	c.KeyIDValue, c.AccountValue = c.KeyID, c.Account
+	return c
 }
 
 // staticKeys are the configured keys with their identities, made at the first call.
@@ -53,7 +69,7 @@ func (a *Authenticator) staticKeys() map[string]*staticKey {
 	a.staticOnce.Do(func() {
 		a.static = make(map[string]*staticKey, len(a.Static))
 		for hash, key := range a.Static {
-			a.static[hash] = &staticKey{key: key, identity: identityOf(key)}
+			a.static[hash] = &staticKey{key: key, caller: callerOf(key)}
 		}
 	})
 	return a.static
@@ -91,30 +107,30 @@ func (a *Authenticator) AuthenticateKey(ctx context.Context, secret string, clie
 		return Identity{}, err
 	}
 	if shared != nil {
-		return *shared, nil
+		return shared.Identity, nil
 	}
 	return identityOf(stored), nil
 }
 
-// AuthenticateShared is AuthenticateKey with the identity by reference: for a configured key the
+// AuthenticateShared is AuthenticateKey with the caller by reference: for a configured key the
 // one made at its first request and shared by all of them, for a stored key a new one. Nothing
 // may change it.
-func (a *Authenticator) AuthenticateShared(ctx context.Context, secret string, clientIP netip.Addr) (*Identity, error) {
+func (a *Authenticator) AuthenticateShared(ctx context.Context, secret string, clientIP netip.Addr) (*Caller, error) {
 	var stored storage.APIKey
 	shared, err := a.check(ctx, secret, clientIP, &stored)
 	if err != nil {
 		return nil, err
 	}
 	if shared == nil {
-		id := identityOf(stored)
-		shared = &id
+		c := callerOf(stored)
+		shared = &c
 	}
 	return shared, nil
 }
 
-// check checks an API key and the client address. It returns a static key's identity; a stored
-// key is read into stored, the caller's (on its stack: no key is copied more than once).
-func (a *Authenticator) check(ctx context.Context, secret string, clientIP netip.Addr, stored *storage.APIKey) (*Identity, error) {
+// check checks an API key and the client address. It returns a static key's caller; a stored key
+// is read into stored, the caller's (on its stack: no key is copied more than once).
+func (a *Authenticator) check(ctx context.Context, secret string, clientIP netip.Addr, stored *storage.APIKey) (*Caller, error) {
 	if secret == "" {
 		return nil, ErrMissingKey
 	}
@@ -140,11 +156,11 @@ func (a *Authenticator) check(ctx context.Context, secret string, clientIP netip
 }
 
 // lookup finds the key of secret by its hash (storage.SecretHash, made on the stack): a static
-// key, with its identity, costs no allocation; a stored key is read into stored.
-func (a *Authenticator) lookup(ctx context.Context, secret string, stored *storage.APIKey) (*storage.APIKey, *Identity, error) {
+// key, with its caller, costs no allocation; a stored key is read into stored.
+func (a *Authenticator) lookup(ctx context.Context, secret string, stored *storage.APIKey) (*storage.APIKey, *Caller, error) {
 	hash := storage.SecretHash(secret)
 	if k, ok := a.staticKeys()[string(hash[:])]; ok {
-		return &k.key, &k.identity, nil
+		return &k.key, &k.caller, nil
 	}
 	if a.Store == nil {
 		return nil, nil, ErrUnknownKey

@@ -74,7 +74,8 @@ func TestAuthenticate(t *testing.T) {
 			}
 			if secret, err := bearerToken(tc.header); err == nil {
 				shared, err := a.AuthenticateShared(ctx, secret, tc.ip)
-				if !errors.Is(err, tc.want) || (shared == nil) != (tc.want != nil) || shared != nil && fmt.Sprint(*shared) != fmt.Sprint(id) {
+				if !errors.Is(err, tc.want) || (shared == nil) != (tc.want != nil) || shared != nil && (fmt.Sprint(shared.Identity) != fmt.Sprint(id) ||
+					shared.KeyIDValue != id.KeyID || shared.AccountValue != id.Account) {
 					t.Fatalf("AuthenticateShared = %v, %v; want %+v, %v", shared, err, id, tc.want)
 				}
 			}
@@ -173,8 +174,9 @@ func TestAuthenticateStaticKeyAllocatesNothing(t *testing.T) {
 	}
 }
 
-// A configured key's requests share one identity, made at the first and found without an
-// allocation; a stored key's each get their own, as its record may change between them.
+// A configured key's requests share one caller (its identity and placeholder values), made at the
+// first and found without an allocation; a stored key's each get their own, as its record may
+// change between them.
 func TestAuthenticateSharedIdentity(t *testing.T) {
 	store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
 	if err != nil {
@@ -189,7 +191,7 @@ func TestAuthenticateSharedIdentity(t *testing.T) {
 	}
 	a := &Authenticator{Static: map[string]storage.APIKey{k.Hash: k}, Store: store}
 	first, err := a.AuthenticateShared(ctx, secret, ip)
-	if err != nil || first.KeyID != "k1" || first.Account != "acme" || first.Models[0] != "gpt-*" {
+	if err != nil || first.KeyID != "k1" || first.Account != "acme" || first.Models[0] != "gpt-*" || first.KeyIDValue != "k1" || first.AccountValue != "acme" {
 		t.Fatalf("AuthenticateShared = %+v, %v", first, err)
 	}
 	allocs := testing.AllocsPerRun(100, func() {
@@ -204,7 +206,7 @@ func TestAuthenticateSharedIdentity(t *testing.T) {
 	if err != nil || one.KeyID != "k-dyn" {
 		t.Fatalf("stored key: %+v, %v", one, err)
 	}
-	if two, err := a.AuthenticateShared(ctx, "mg-dynamic", ip); err != nil || two == one || fmt.Sprint(*two) != fmt.Sprint(*one) {
+	if two, err := a.AuthenticateShared(ctx, "mg-dynamic", ip); err != nil || two == one || fmt.Sprint(two.Identity) != fmt.Sprint(one.Identity) {
 		t.Errorf("a stored key's second request got %p (%v), its first %p", two, err, one)
 	}
 }
