@@ -15,37 +15,62 @@ import (
 // remembering its status and reading the token usage it reports, as it streams by (see
 // usage.Sniffer). Flushing and the rest pass through the wrapper.
 type answerWriter struct {
-	*caddyhttp.ResponseWriterWrapper
-	status int
+	caddyhttp.ResponseWriterWrapper
+	status int32
 	// writeFailed is set when writing the answer to the client failed: the client left.
 	writeFailed bool
 	sniff       bool
 	sniffer     usage.Sniffer
-	// images, when not nil, counts the items of a JSON answer's data, or the image events of a
-	// streamed answer (set for an image request, whose hold settles from them; see countImages).
-	images *imageCounts
-	// toolImages, when not nil, reads the images a Responses answer's image_generation tool
-	// made (set for a request whose hold pays for them).
-	toolImages *usage.ResponseImages
-	wrapper    caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
-	// placeholders are the routed request's, kept here to save an allocation.
-	placeholders routePlaceholders
+	// images, when not nil, reads what the answer reports of images, for a request whose hold
+	// pays for them (see countImages and readToolImages).
+	images *imageReader
 }
 
-// imageCounts are what an image answer reports of its images: kept apart from answerWriter,
-// which every pass-through request's observedWriter holds, as only image requests need them.
-type imageCounts struct {
-	items  usage.DataItems
-	events usage.ImageEvents
+// imageReader reads what an answer reports of images: kept apart from answerWriter, which every
+// pass-through request's observedWriter holds, as only the requests that pay for images need it.
+type imageReader struct {
+	// counted is set for an image request, whose hold settles from the items of a JSON answer's
+	// data, or from the image events of a streamed answer (see imageCounts).
+	counted bool
+	items   usage.DataItems
+	events  usage.ImageEvents
+	// tool, when not nil, reads the images a Responses answer's image_generation tool made (set
+	// for a request whose hold pays for them).
+	tool *usage.ResponseImages
 }
 
-// countImages makes w count the images of the answer (see images).
-func (w *answerWriter) countImages() { w.images = new(imageCounts) }
+// countImages makes w count the images of the answer (see imageCounts).
+func (w *answerWriter) countImages() { w.imageReader().counted = true }
+
+// readToolImages makes w read the images a Responses answer's image_generation tool made (see
+// madeImages).
+func (w *answerWriter) readToolImages() { w.imageReader().tool = new(usage.ResponseImages) }
+
+func (w *answerWriter) imageReader() *imageReader {
+	if w.images == nil {
+		w.images = new(imageReader)
+	}
+	return w.images
+}
+
+// imageCounts are the answer's counts of its images; nil when they are not counted.
+func (w *answerWriter) imageCounts() *imageReader {
+	if w.images == nil || !w.images.counted {
+		return nil
+	}
+	return w.images
+}
+
+// toolImages reads the images a Responses answer's tool made; nil when they are not read.
+func (w *answerWriter) toolImages() *usage.ResponseImages {
+	if w.images == nil {
+		return nil
+	}
+	return w.images.tool
+}
 
 func newAnswerWriter(w http.ResponseWriter) *answerWriter {
-	aw := &answerWriter{wrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
-	aw.ResponseWriterWrapper = &aw.wrapper
-	return aw
+	return &answerWriter{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
 }
 
 // answerWriterFor is newAnswerWriter(w) for mediagw_route: when w is the request's observed
@@ -58,14 +83,13 @@ func answerWriterFor(w http.ResponseWriter) *answerWriter {
 	}
 	ow.answerTaken = true
 	aw := &ow.answer
-	aw.wrapper.ResponseWriter = w
-	aw.ResponseWriterWrapper = &aw.wrapper
+	aw.ResponseWriter = w
 	return aw
 }
 
 func (w *answerWriter) WriteHeader(status int) {
 	if w.status == 0 && status >= 200 {
-		w.status = status
+		w.status = int32(status)
 		// A provider's cookies (load balancer affinity, bot checks) belong to the operator's
 		// session with it, not to a tenant, and cookies ignore ports: one set on the gateway's
 		// host would reach the console too.
@@ -79,8 +103,8 @@ func (w *answerWriter) WriteHeader(status int) {
 		case err != nil || status >= 300 || hdr.Get(h, "Content-Encoding") != "":
 		case mt == "text/event-stream":
 			w.sniff, w.sniffer.SSE = true, true
-			if w.toolImages != nil {
-				w.toolImages.SSE = true
+			if tool := w.toolImages(); tool != nil {
+				tool.SSE = true
 			}
 		case mt == "application/json":
 			w.sniff = true
@@ -95,15 +119,8 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 	}
 	if w.sniff {
 		w.sniffer.Write(b)
-		if w.toolImages != nil {
-			w.toolImages.Write(b)
-		}
-		switch {
-		case w.images == nil:
-		case w.sniffer.SSE:
-			w.images.events.Write(b)
-		default:
-			w.images.items.Write(b)
+		if w.images != nil {
+			w.readImages(b)
 		}
 	}
 	n, err := w.ResponseWriterWrapper.Write(b)
@@ -113,13 +130,28 @@ func (w *answerWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// readImages reads b, the answer's next bytes, for what it reports of images.
+func (w *answerWriter) readImages(b []byte) {
+	if tool := w.images.tool; tool != nil {
+		tool.Write(b)
+	}
+	switch {
+	case !w.images.counted:
+	case w.sniffer.SSE:
+		w.images.events.Write(b)
+	default:
+		w.images.items.Write(b)
+	}
+}
+
 // madeImages is what the answer reports of the images a Responses tool made (see
 // usage.ResponseImages); nothing reported when they were not read.
 func (w *answerWriter) madeImages() billing.MadeImages {
-	if w.toolImages == nil || !w.sniff {
+	tool := w.toolImages()
+	if tool == nil || !w.sniff {
 		return billing.MadeImages{}
 	}
-	return w.toolImages.Made()
+	return tool.Made()
 }
 
 // streamed reports whether the answer is a stream (text/event-stream): one whose status was

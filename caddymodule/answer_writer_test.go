@@ -59,3 +59,42 @@ func TestRequestReplacerIsTheRequests(t *testing.T) {
 		t.Fatal("the observed writer's kept replacer was not used")
 	}
 }
+
+// An answer writer that counts the answer's images and reads its tool's images (a request whose
+// hold pays for both) reads each from the same bytes, and one that does neither reads none:
+// both live in one imageReader, made only for such a request.
+func TestAnswerWriterReadsImagesOnlyWhenAsked(t *testing.T) {
+	answer := []byte(`{"status":"completed","data":[{"b64_json":"a"},{"b64_json":"b"}],"output":[{"type":"image_generation_call","id":"ig_1","status":"completed","size":"1024x1024","quality":"low","result":"x"}],"usage":{"input_tokens":1,"output_tokens":2}}`)
+	write := func(w *answerWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		half := len(answer) / 2
+		for _, part := range [][]byte{answer[:half], answer[half:]} {
+			if _, err := w.Write(part); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	both := newAnswerWriter(httptest.NewRecorder())
+	both.countImages()
+	both.readToolImages()
+	write(both)
+	if n, seen := both.imageCounts().items.Count(); n != 2 || !seen {
+		t.Errorf("counted %d images (seen %v), want 2", n, seen)
+	}
+	if made := both.madeImages(); !made.Reported || len(made.Images) != 1 || made.Images[0].Size != "1024x1024" || made.Images[0].Quality != "low" {
+		t.Errorf("tool images %+v", made)
+	}
+
+	tool := newAnswerWriter(httptest.NewRecorder())
+	tool.readToolImages()
+	write(tool)
+	if tool.imageCounts() != nil || len(tool.madeImages().Images) != 1 {
+		t.Errorf("a writer reading only its tool's images: counts %v, tool images %+v", tool.imageCounts(), tool.madeImages())
+	}
+
+	neither := newAnswerWriter(httptest.NewRecorder())
+	write(neither)
+	if neither.images != nil || neither.imageCounts() != nil || neither.toolImages() != nil || neither.madeImages().Reported {
+		t.Error("a writer asked for no images read some")
+	}
+}

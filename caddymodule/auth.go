@@ -88,15 +88,19 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 
 // authenticate answers 401/403/429 or runs next with the caller's identity.
 func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secret string, err error, next caddyhttp.Handler, ow *observedWriter) error {
-	var id auth.Identity
+	var caller *auth.Caller // shared: never changed (see auth.Authenticator.AuthenticateShared)
 	if err == nil {
-		id, err = h.authn.AuthenticateKey(r.Context(), secret, clientIP(r))
+		caller, err = h.authn.AuthenticateShared(r.Context(), secret, clientIP(r))
 	}
-	if err == nil && len(id.AllowIPs) > 0 && !forwardedAllowed(r, id) {
+	var id *auth.Identity
+	if err == nil {
+		id = &caller.Identity
+	}
+	if err == nil && len(id.AllowIPs) > 0 && !forwardedAllowed(r, *id) {
 		err = auth.ErrIPNotAllowed
 	}
 	if err == nil {
-		err = h.accountant.Admit(r.Context(), id)
+		err = h.accountant.Admit(r.Context(), *id)
 	}
 	if err != nil {
 		var refusal *apierror.Error
@@ -112,17 +116,17 @@ func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secre
 	// or a map handler's own function, from a client's header); Set replaces it.
 	repl := replacer(r)
 	ow.repl = repl // for mediagw_route (requestReplacer): one lookup of the context chain a request
-	repl.Set("http.auth.user.id", id.KeyID)
-	repl.Set("mediagw.account", id.Account)
+	repl.Set("http.auth.user.id", caller.KeyIDValue)
+	repl.Set("mediagw.account", caller.AccountValue)
 	ow.entry.Authenticated(id.Account, id.KeyID)
 	if ow.extra != nil {
 		ow.extra.Add(zap.String("account", id.Account))
 	}
 	// One context value for the request's state, which mediagw_route completes with the
-	// dispatch (see reqstate.State): one copy of the request, one link more in its context.
-	ow.state = reqstate.State{Identity: &ow.identity, Entry: &ow.entry, Request: true}
-	ow.ctx = reqstate.With(r.Context(), &ow.state)
-	return next.ServeHTTP(w, r.WithContext(ow.ctx))
+	// dispatch (see reqstate.State): one copy of the request, one link more in its context, kept
+	// in the observed writer (reqstate.Context).
+	ow.ctx = reqstate.Context{Context: r.Context(), State: reqstate.State{Identity: ow.identity, Entry: &ow.entry, Request: true}}
+	return next.ServeHTTP(w, r.WithContext(&ow.ctx))
 }
 
 // accessLogFields returns the extra fields of the access log entry of r, served by srv, or nil

@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -35,8 +34,7 @@ type observer struct {
 // walks the whole context chain again, which costs more than the rest of end. So is whether the
 // request's span records (see tracedRequest).
 func (o *observer) begin(w http.ResponseWriter, r *http.Request, srv *caddyhttp.Server) *observedWriter {
-	ow := &observedWriter{wrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
-	ow.ResponseWriterWrapper = &ow.wrapper
+	ow := &observedWriter{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
 	ow.entry.Endpoint = metrics.Endpoint(r.URL.Path)
 	ow.extra = accessLogFields(r, srv)
 	span := trace.SpanFromContext(r.Context())
@@ -76,24 +74,26 @@ func (o *observer) end(ow *observedWriter, err error) {
 
 // observedWriter remembers the answer's status, and the error code when mediagw wrote the error
 // (apierror.Write tells it through NoteErrorCode).
+//
+// It is allocated for every request, so it is kept within the 480-byte size class (see
+// TestObservedWriterSizeClass): a field more takes the 512-byte class, and past 512 bytes an
+// object carries an 8-byte header besides, and takes the 576 or 640-byte class.
 type observedWriter struct {
-	*caddyhttp.ResponseWriterWrapper
+	caddyhttp.ResponseWriterWrapper
 	entry usage.Entry // the request's, which the request context carries by reference
 	// extra are the access log entry's extra fields (nil when the server writes no access log),
 	// and traceID the request's trace (see begin).
 	extra   *caddyhttp.ExtraLogFields
 	traceID string
-	// identity is the caller's, which mediagw_auth puts in the request context by reference.
-	identity auth.Identity
-	// state is the request's, which mediagw_auth puts in the request context (see
-	// reqstate.State): it points at entry and identity. ctx is the context that mediagw_auth
-	// passed on, with state (nil before).
-	state reqstate.State
-	ctx   context.Context
+	// identity is the caller's, which mediagw_auth puts in the request context: shared with the
+	// key's other requests, never changed (see auth.Authenticator.AuthenticateShared).
+	identity *auth.Identity
+	// ctx is the context that mediagw_auth passed on (its parent nil before), with the request's
+	// state (see reqstate.State), which points at entry and identity.
+	ctx reqstate.Context
 	// repl is the request's placeholder replacer, which mediagw_auth looked up (see
 	// requestReplacer); nil before.
-	repl    *caddy.Replacer
-	wrapper caddyhttp.ResponseWriterWrapper // ResponseWriterWrapper points here: one allocation
+	repl *caddy.Replacer
 	// answer is the answer writer of the request's mediagw_route (see answerWriterFor), kept here
 	// to save it an allocation; answerTaken tells whether one took it.
 	answer      answerWriter
@@ -125,7 +125,7 @@ func (w *observedWriter) NoteErrorCode(code string) { w.entry.ErrorCode(code) }
 // mediagw_auth passed on: no handler since added a span to it, and the span begin found still
 // records (it ends with the request).
 func tracedRequest(w http.ResponseWriter, r *http.Request) bool {
-	if ow, ok := w.(*observedWriter); ok && ow.ctx != nil && ow.ctx == r.Context() {
+	if ow, ok := w.(*observedWriter); ok && ow.ctx.Context != nil && r.Context() == &ow.ctx {
 		return ow.recording
 	}
 	return tracing.Recording(r.Context())

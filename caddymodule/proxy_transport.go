@@ -165,7 +165,8 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // transport. reverse_proxy logs req (at debug level) after the round trip, and Caddy hides only
 // Authorization there: outgoing takes the credential (and every header providers.ClearCredentials
 // clears) off req first. The attempt is a copy of req with a URL and a header map of its own,
-// req's cleared header cloned, on which u's credential is set: it never reaches req. The header
+// req's cleared header copied (see headerCopy), on which u's credential is set: it never reaches
+// req. The header
 // values are shared with req: they are replaced here, never changed in place, as the http
 // transport only reads them.
 func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *providers.Upstream) (*outgoingRequest, error) {
@@ -206,22 +207,33 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 	return attempt, nil
 }
 
-// headerCopy is a copy of h with room for adding more names (the upstream's credential,
-// Accept-Encoding). A copy of at most eight names in all (a client's usual few, which a map keeps
-// in one group of eight slots) is a clone of h, where assigning each name would hash it again; a
-// larger one is a copy into a map sized for it, as a clone would have to grow.
+// headerCopy is a copy of h without its Content-Length, with room for adding more names (the
+// upstream's credential, Accept-Encoding). The transports never read that name from a request's
+// header: HTTP/1 writes the request's ContentLength in its place, HTTP/2 and HTTP/3 their own
+// content-length. Leaving it out keeps a proxied request's usual names (its own few, Caddy's
+// X-Forwarded-*, Via and empty User-Agent, the credential and Accept-Encoding) within the eight
+// slots of a map's first group: a ninth doubles the map's bytes. A copy of at most eight names is
+// a clone of h, where assigning each name would hash it again; a larger one is a copy into a map
+// sized for it, as a clone would have to grow.
 func headerCopy(h http.Header, adding int) http.Header {
+	_, length := h["Content-Length"]
 	names := len(h) + adding
+	if length {
+		names--
+	}
 	if names <= 8 {
-		if c := maps.Clone(h); c != nil {
-			return c
+		c := maps.Clone(h)
+		if c == nil {
+			return make(http.Header, names)
 		}
-		return make(http.Header, names)
+		delete(c, "Content-Length")
+		return c
 	}
 	c := make(http.Header, names)
 	for name, values := range h {
 		c[name] = values
 	}
+	delete(c, "Content-Length")
 	return c
 }
 

@@ -199,10 +199,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		sw.countImages()
 	}
 	if hold.HoldsToolImages() {
-		sw.toolImages = new(usage.ResponseImages)
+		sw.readToolImages()
 	}
-	sw.placeholders = routePlaceholders{model: route.Model, provider: route.Provider.Name, upstream: route.Dispatch.First()}
-	sw.placeholders.publish(repl)
+	publishRoute(repl, route.Dispatch)
 	var out http.ResponseWriter = sw
 	var created *passthrough.CreatedWriter
 	if route.Records() {
@@ -279,7 +278,8 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	tokens := sw.sniffer.Seen(clientGone).AtMostOutput(countedBound)
 	errorOnly := !tokens.Known() && sw.sniffer.ErrorOnly()
 	nothingServed := !tokens.Known() && sw.sniffer.NothingServed()
-	streamedImages := sw.images != nil && sw.streamed() // read before Release empties the sniffer
+	counts := sw.imageCounts()
+	streamedImages := counts != nil && sw.streamed() // read before Release empties the sniffer
 	entry.AddTokens(tokens)
 	sw.sniffer.Release()
 	if latency, ok := repl.Get("http.reverse_proxy.upstream.latency"); ok {
@@ -292,9 +292,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	var images int64
 	var counted bool
 	var size, quality string // what the answer reports; none when its images are not counted
-	if sw.images != nil {
-		images, counted = sw.images.items.Count()
-		size, quality = sw.images.items.Reported()
+	if counts != nil {
+		images, counted = counts.items.Count()
+		size, quality = counts.items.Reported()
 	}
 	size, quality = billing.AnswerImage(size, quality)
 	// A streamed image answer (stream: true) settles from its completed events as a JSON one
@@ -302,9 +302,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	// made something, and is charged even when the upstream broke it off afterwards.
 	streamedSome := false
 	if streamedImages {
-		images, counted = sw.images.events.Completed(), true
-		size, quality = billing.AnswerImage(sw.images.events.Reported())
-		streamedSome = images > 0 || sw.images.events.Partials() > 0
+		images, counted = counts.events.Completed(), true
+		size, quality = billing.AnswerImage(counts.events.Reported())
+		streamedSome = images > 0 || counts.events.Partials() > 0
 	}
 	// Otherwise an error or a refusal means the request was not served.
 	switch {
@@ -319,7 +319,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	case streamedImages && !streamedSome:
 		// Nothing was made that the client could have, whoever ended the stream.
 		hold.Release("the upstream streamed no image")
-	case sw.images != nil && counted && images == 0 && !streamedImages:
+	case counts != nil && counted && images == 0 && !streamedImages:
 		hold.Release("the upstream made no image")
 	case !clientGone && errorOnly:
 		// A success status whose whole body is an error object (see usage.Sniffer.ErrorOnly):

@@ -6,29 +6,24 @@ import (
 	"github.com/mediagw/mediagw/handlers/providers"
 )
 
-// routePlaceholders answers the placeholders that mediagw_route publishes for the handlers after
-// it ({mediagw.model}, {mediagw.provider}, {mediagw.upstream}, {mediagw.upstream_name}) from the
-// routed request, when they are read: routing adds one value provider to the request's replacer
-// instead of four map entries. A value that the mediagw transport sets for a later attempt (see
-// publishUpstream) takes precedence, since the replacer reads its set values first.
-type routePlaceholders struct {
-	model, provider string
-	upstream        *providers.Upstream
-}
-
-// publish adds p to repl.
-func (p *routePlaceholders) publish(repl *caddy.Replacer) { repl.Map(p.value) }
-
-func (p *routePlaceholders) value(key string) (any, bool) {
-	switch key {
-	case "mediagw.model":
-		return p.model, true
-	case "mediagw.provider":
-		return p.provider, true
-	case "mediagw.upstream":
-		return p.upstream.Origin(), true
-	case "mediagw.upstream_name":
-		return p.upstream.Name, true
-	}
-	return nil, false
+// publishRoute adds to repl the placeholders that mediagw_route publishes for the handlers after
+// it ({mediagw.model}, {mediagw.provider}, {mediagw.upstream}, {mediagw.upstream_name}),
+// answered from the routed request's dispatch d (the client's model, its provider, the upstream
+// tried first) when they are read: one value provider instead of four map entries. A value that
+// the mediagw transport sets for a later attempt (see publishUpstream) takes precedence, since
+// the replacer reads its set values first.
+func publishRoute(repl *caddy.Replacer, d *providers.Dispatch) {
+	repl.Map(func(key string) (any, bool) {
+		switch key {
+		case "mediagw.model":
+			return d.Model, true
+		case "mediagw.provider":
+			return d.Provider.Name, true
+		case "mediagw.upstream":
+			return d.First().Origin(), true
+		case "mediagw.upstream_name":
+			return d.First().Name, true
+		}
+		return nil, false
+	})
 }

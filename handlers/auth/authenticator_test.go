@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -70,6 +71,13 @@ func TestAuthenticate(t *testing.T) {
 			}
 			if id.KeyID != tc.wantID {
 				t.Fatalf("key id = %q, want %q", id.KeyID, tc.wantID)
+			}
+			if secret, err := bearerToken(tc.header); err == nil {
+				shared, err := a.AuthenticateShared(ctx, secret, tc.ip)
+				if !errors.Is(err, tc.want) || (shared == nil) != (tc.want != nil) || shared != nil && (fmt.Sprint(shared.Identity) != fmt.Sprint(id) ||
+					shared.KeyIDValue != id.KeyID || shared.AccountValue != id.Account) {
+					t.Fatalf("AuthenticateShared = %v, %v; want %+v, %v", shared, err, id, tc.want)
+				}
 			}
 		})
 	}
@@ -163,5 +171,42 @@ func TestAuthenticateStaticKeyAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("AuthenticateKey of a static key: %v allocations, want 0", allocs)
+	}
+}
+
+// A configured key's requests share one caller (its identity and placeholder values), made at the
+// first and found without an allocation; a stored key's each get their own, as its record may
+// change between them.
+func TestAuthenticateSharedIdentity(t *testing.T) {
+	store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx, ip := context.Background(), netip.MustParseAddr("192.0.2.1")
+	secret := "mg-a-secret-longer-than-thirty-two-bytes-0123456789"
+	k := storage.APIKey{ID: "k1", Account: "acme", Hash: storage.HashSecret(secret), Models: []string{"gpt-*"}}
+	if _, err := store.CreateKey(ctx, storage.APIKey{ID: "k-dyn", Hash: storage.HashSecret("mg-dynamic"), Account: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	a := &Authenticator{Static: map[string]storage.APIKey{k.Hash: k}, Store: store}
+	first, err := a.AuthenticateShared(ctx, secret, ip)
+	if err != nil || first.KeyID != "k1" || first.Account != "acme" || first.Models[0] != "gpt-*" || first.KeyIDValue != "k1" || first.AccountValue != "acme" {
+		t.Fatalf("AuthenticateShared = %+v, %v", first, err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if id, err := a.AuthenticateShared(ctx, secret, ip); err != nil || id != first {
+			t.Fatalf("a later request got %p (%v), not the key's identity %p", id, err, first)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("AuthenticateShared of a static key: %v allocations, want 0", allocs)
+	}
+	one, err := a.AuthenticateShared(ctx, "mg-dynamic", ip)
+	if err != nil || one.KeyID != "k-dyn" {
+		t.Fatalf("stored key: %+v, %v", one, err)
+	}
+	if two, err := a.AuthenticateShared(ctx, "mg-dynamic", ip); err != nil || two == one || fmt.Sprint(two.Identity) != fmt.Sprint(one.Identity) {
+		t.Errorf("a stored key's second request got %p (%v), its first %p", two, err, one)
 	}
 }

@@ -44,10 +44,13 @@ type Dispatch struct {
 	order   []*Upstream
 	tried   []*Upstream
 	yielded []yielded
-	// Room for the tried and yielded upstreams of a provider with a few upstreams, so that a
-	// request does not allocate for them.
-	triedBuf   [4]*Upstream
-	yieldedBuf [4]yielded
+	// Room for the tried and yielded upstreams of a request answered at its first attempt, so
+	// that it does not allocate for them: the upstream source yields every untried upstream for
+	// each attempt, two for a provider of two. A failover yields more and allocates, once. The
+	// room is what keeps a Dispatch within the 256-byte size class, for every pass-through
+	// request (see TestDispatchAllocations).
+	triedBuf   [3]*Upstream
+	yieldedBuf [2]yielded
 }
 
 // yielded pairs the reverse proxy's representation of an upstream with the upstream.

@@ -293,30 +293,32 @@ func objectPrefix(b []byte) []byte {
 // an SSE stream line by line (the usage of its events), a JSON answer from its first 64 KiB
 // and its last 16 KiB.
 type Sniffer struct {
-	// SSE selects line-by-line reading of a text/event-stream answer.
-	SSE bool
-
-	buf  []byte // SSE: the unfinished line; JSON: the head, then a tail window
-	skip bool   // SSE: the current line is too long to keep whole
-	// skipData is set when the line too long to keep is a data line: its last overlongTail
-	// bytes are kept in buf, for the usage at its end.
-	skipData bool
-	head     []byte // JSON: the first headMax bytes once the body outgrows them
-	tokens   Tokens
+	buf    []byte // SSE: the unfinished line; JSON: the head, then a tail window
+	head   []byte // JSON: the first headMax bytes once the body outgrows them
+	tokens Tokens
 	// deltas counts the SSE data events whose delta carries output (see readDelta), each one
 	// token, and a Gemini chunk's output tokens (see readCandidates).
 	deltas int64
 	// emptyDeltas counts the SSE data events whose delta carries no output and is not a chat
 	// stream's role chunk (its final chunk, an empty content or Responses delta).
 	emptyDeltas int64
-	// done is set by a data line of [DONE], the end of an OpenAI chat stream.
-	done   bool
-	pooled *[]byte // where buf came from
+	pooled      *[]byte // where buf came from
 	// errorEvents counts the SSE data lines that failed without serving anything (see
 	// failureEvent); notError is set by any data line but [DONE], those and the opening events
 	// of a Responses stream before its failure (see ErrorOnly).
 	errorEvents int64
-	notError    bool
+
+	// SSE selects line-by-line reading of a text/event-stream answer.
+	SSE bool
+	// (The flags are kept together: the Sniffer is part of every pass-through request's
+	// observed writer, whose size class each padded flag could push up.)
+	skip bool // SSE: the current line is too long to keep whole
+	// skipData is set when the line too long to keep is a data line: its last overlongTail
+	// bytes are kept in buf, for the usage at its end.
+	skipData bool
+	// done is set by a data line of [DONE], the end of an OpenAI chat stream.
+	done     bool
+	notError bool
 }
 
 // buffers holds the sniffers' buffers between answers.

@@ -2,7 +2,9 @@ package reqstate_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/providers"
@@ -101,5 +103,50 @@ func TestSetDispatchOnlyInARequestsOwnState(t *testing.T) {
 	}
 	if got, _ := auth.FromContext(derived); got.KeyID != "k1" {
 		t.Error("the derived state lost the identity")
+	}
+}
+
+type parentKey struct{}
+
+// A reqstate.Context answers the lookups as With's context does: its State for every owner
+// package's lookup, the parent's values for any other key, and the parent's cancellation, which
+// reaches the contexts derived from it.
+func TestContextIsWithInPlace(t *testing.T) {
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), parentKey{}, "parent's"))
+	id := auth.Identity{KeyID: "k1"}
+	entry := usage.NewEntry("chat")
+	c := &reqstate.Context{Context: parent, State: reqstate.State{Identity: &id, Entry: entry, Request: true}}
+	if reqstate.From(c) != &c.State {
+		t.Fatal("From does not find the Context's own State")
+	}
+	if s := fmt.Sprint(c); s != fmt.Sprint(parent)+".WithValue(*reqstate.State)" {
+		t.Errorf("a Context prints as %s", s)
+	}
+	if got, _ := auth.FromContext(c); got.KeyID != "k1" || usage.From(c) != entry {
+		t.Error("the owner packages' lookups miss the State")
+	}
+	d := providers.NewDispatch(nil, nil)
+	if !providers.SetDispatch(c, d) {
+		t.Error("a request's own State in a Context takes its dispatch in place")
+	}
+	child, stop := context.WithCancel(providers.WithDispatch(c, providers.NewDispatch(nil, nil)))
+	defer stop()
+	if got, _ := providers.DispatchFrom(c); got != d {
+		t.Error("a derived context changed the Context's State")
+	}
+	if child.Value(parentKey{}) != "parent's" || c.Value(parentKey{}) != "parent's" {
+		t.Error("the parent's values are not found")
+	}
+	if got, _ := auth.FromContext(child); got.KeyID != "k1" {
+		t.Error("a derived context lost the identity")
+	}
+	cancel()
+	select {
+	case <-child.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the parent's cancellation did not reach a context derived from the Context")
+	}
+	if c.Err() != context.Canceled || child.Err() != context.Canceled {
+		t.Errorf("errors %v, %v after the parent's cancellation", c.Err(), child.Err())
 	}
 }
