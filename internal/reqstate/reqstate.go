@@ -63,8 +63,8 @@ func (c *Context) Value(k any) any {
 	return c.Context.Value(k)
 }
 
-// String names c as With's context names itself: its parent, then the type of its value, never
-// the value (a caller's identity).
+// String names c much as With's context names itself (which also names its key): its parent,
+// then the type of its value, never the value (a caller's identity).
 func (c *Context) String() string { return fmt.Sprint(c.Context) + ".WithValue(*reqstate.State)" }
 
 // Derive returns a new State with the fields of ctx's State (none when it has none), to be
