@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 	prepareTools()
 	code := m.Run()
 	os.RemoveAll(dir)
+	removeCaddyBinary()
 	os.Exit(code)
 }
 

@@ -42,6 +42,15 @@ func buildCaddy() (string, error) {
 	return caddyBin, buildErr
 }
 
+// removeCaddyBinary removes the binary buildCaddy made (about 108 MB), once every test is done:
+// it waits for a build still running.
+func removeCaddyBinary() {
+	buildOnce.Do(func() {})
+	if caddyBin != "" {
+		os.RemoveAll(filepath.Dir(caddyBin))
+	}
+}
+
 // repoDir is the repository's root directory.
 func repoDir() string {
 	_, file, _, _ := runtime.Caller(0)
