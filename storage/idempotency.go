@@ -45,8 +45,8 @@ type IdempotencyRecord struct {
 	Status      int    `json:"status,omitempty"`
 	ContentType string `json:"content_type,omitempty"`
 	Body        []byte `json:"body,omitempty"`
-	// Unkept marks a completed request whose answer, of Size bytes, was too large to keep:
-	// the key is spent (a retry is not run again) but has no answer to replay.
-	Unkept bool  `json:"unkept,omitempty"`
-	Size   int64 `json:"size,omitempty"`
+	// Unkept marks a completed request whose own answer was not kept (too large, or refused by
+	// the store): the key is spent (a retry is not run again), and the answer kept instead is
+	// the 409 that says so.
+	Unkept bool `json:"unkept,omitempty"`
 }

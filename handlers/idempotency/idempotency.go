@@ -247,7 +247,7 @@ func unkept(owner, reqHash string, shape apierror.Shape, rec *recorder, why erro
 		"the request with this Idempotency-Key was made (its answer: status %d, %d bytes), but its answer %v; it is not made again: send a new Idempotency-Key to make a new request",
 		rec.status, rec.size, why))
 	return storage.IdempotencyRecord{Owner: owner, RequestHash: reqHash, Status: e.Status, ContentType: "application/json",
-		Body: apierror.Encode(shape, e), Unkept: true, Size: rec.size}
+		Body: apierror.Encode(shape, e), Unkept: true}
 }
 
 // renewLease keeps owner's lease on storeKey alive every third of the lease until the returned
