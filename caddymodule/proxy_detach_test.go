@@ -45,7 +45,7 @@ func TestKeptCreateOutlivesItsClient(t *testing.T) {
 	client, leave = context.WithCancel(context.Background())
 	k = keepCreating(client, time.Hour)
 	leave()
-	time.Sleep(10 * time.Millisecond) // the watch has seen the client leave
+	awaitLeft(t, k)
 	if cancelled(k) {
 		t.Fatal("the attempt was cancelled as its client left")
 	}
@@ -74,10 +74,26 @@ func TestKeptCreateEndLeavesNoGraceTimer(t *testing.T) {
 	k := keepCreating(client, time.Hour)
 	leave() // starts the watch's goroutine
 	k.end()
-	time.Sleep(10 * time.Millisecond) // the watch's goroutine runs
+	awaitLeft(t, k) // the watch's goroutine has run
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.graceCut != nil && k.graceCut.Stop() {
 		t.Fatal("a grace timer started after end still runs")
+	}
+}
+
+// awaitLeft waits until k's watch has seen its client leave.
+func awaitLeft(t *testing.T, k *keptCreate) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		k.mu.Lock()
+		left := k.left
+		k.mu.Unlock()
+		if left {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the watch never saw the client leave")
+		}
 	}
 }

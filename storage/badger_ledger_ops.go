@@ -78,7 +78,7 @@ func (b *Badger) decideHold(a *bookAccount, h Hold, now time.Time, again bool) (
 		return Hold{}, LedgerEntry{}, nil, prior.rec.Hold.Account, nil
 	case err == nil:
 		return prior.rec.Hold, prior.entry(), prior.batch, "", nil
-	case err != ErrNotFound && !errors.Is(err, ErrNotFound): // priorHold's own, mostly
+	case !errors.Is(err, ErrNotFound):
 		return Hold{}, LedgerEntry{}, nil, "", err
 	}
 	if !again && (a.bal.Limited && a.bal.Amount < h.Amount || a.bal.Amount-h.Amount < -MaxAmount) {
