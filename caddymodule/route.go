@@ -217,17 +217,18 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	var aborted bool
 	traced := tracedRequest(w, r)
-	pr := r // r, with the dispatch in its context
-	if !providers.SetDispatch(r.Context(), route.Dispatch) {
-		pr = r.WithContext(providers.WithDispatch(r.Context(), route.Dispatch))
-	}
+	// pr is r with the dispatch in its context (a create's: the kept context, made from r's).
+	ctx := r.Context()
 	if kept != nil {
 		created.Streamed = kept.followClient
-		ctx := kept.ctx // made from r's context, which has the dispatch when SetDispatch took it
-		if pr != r {
-			ctx = providers.WithDispatch(ctx, route.Dispatch)
-		}
-		pr = pr.WithContext(ctx)
+		ctx = kept.ctx
+	}
+	if !providers.SetDispatch(r.Context(), route.Dispatch) {
+		ctx = providers.WithDispatch(ctx, route.Dispatch)
+	}
+	pr := r
+	if ctx != r.Context() {
+		pr = r.WithContext(ctx)
 	}
 	aborted, err = h.proxyUntilAbort(out, pr, next, route.Provider.Name, traced)
 	if aborted {
@@ -244,8 +245,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	clientLeft := r.Context().Err() != nil || sw.status == 499 || sw.writeFailed
 	if kept != nil {
 		// The gateway read a create's whole answer unless it cut the call itself (its grace ran
-		// out, or a stream's client left): what the client got changes nothing of what was made.
-		clientLeft = kept.ctx.Err() != nil || sw.status == 499
+		// out, or a stream's client left) or a stream could not be written to its client: what a
+		// held JSON answer's client got changes nothing of what was made.
+		clientLeft = kept.ctx.Err() != nil || sw.status == 499 || sw.writeFailed && sw.streamed()
 	}
 	upstreamCut := aborted && !clientLeft
 	clientGone := aborted || clientLeft
