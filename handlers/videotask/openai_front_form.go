@@ -64,7 +64,7 @@ func ReadVideoForm(body io.Reader, boundary string, limit int64) (VideoRequest, 
 		if !utf8.Valid(value) {
 			return false, apierror.NotUTF8("invalid_request_body")
 		}
-		*field = string(value)
+		v.give(name, string(value))
 		if *field == "" && name == "model" {
 			return false, errMissingModel
 		}

@@ -29,6 +29,37 @@ type VideoRequest struct {
 	// CallbackURL is mediagw's extension: the address that receives the task's status changes,
 	// as on the task API (spec §6).
 	CallbackURL string
+	// given marks the members the client sent (JSON null counts as absent), so that an empty
+	// one is refused as the value it is, never taken as absent: an empty input_reference is
+	// no image, and a video made without it would be charged as the text-only one not asked for.
+	given map[string]bool
+}
+
+// give notes that the member name was sent with the value s.
+func (v *VideoRequest) give(name, s string) {
+	if v.given == nil {
+		v.given = make(map[string]bool, len(videoFields))
+	}
+	v.given[name] = true
+	*v.textField(name) = s
+}
+
+// optionalFields are the members that may be left out, and what an empty one is refused with.
+var optionalFields = []struct{ name, want string }{
+	{"seconds", "must be a whole number of seconds from 1 to 15, such as \"4\""},
+	{"size", "must be width x height in pixels, such as 1280x720"},
+	{"input_reference", "must be a public URL of an image, or left out"},
+	{"callback_url", "must be a URL, or left out"},
+}
+
+// emptyOptional is the error for an optional member sent empty, or nil.
+func (v VideoRequest) emptyOptional() error {
+	for _, f := range optionalFields {
+		if v.given[f.name] && *v.textField(f.name) == "" {
+			return frontInvalid(f.name, "is empty: it %s", f.want)
+		}
+	}
+	return nil
 }
 
 // videoFields are the members of a create body; any other is refused, as OpenAI refuses an
@@ -66,21 +97,26 @@ func ParseVideoJSON(body []byte) (VideoRequest, error) {
 		}
 		switch k {
 		case "seconds":
-			if n, ok := integer(raw); ok {
-				v.Seconds = strconv.FormatInt(n, 10)
-			} else if v.Seconds, ok = jsonString(raw); !ok {
+			s, ok := jsonString(raw)
+			if n, isInt := integer(raw); isInt {
+				s, ok = strconv.FormatInt(n, 10), true
+			}
+			if !ok {
 				return v, frontInvalid(k, "must be a string such as \"4\"")
 			}
+			v.give(k, s)
 		case "input_reference":
-			if v.InputReference, err = inputReference(raw); err != nil {
+			s, err := inputReference(raw)
+			if err != nil {
 				return v, err
 			}
+			v.give(k, s)
 		case "model", "prompt", "size", "callback_url":
 			s, ok := jsonString(raw)
 			if !ok {
 				return v, frontInvalid(k, "must be a string")
 			}
-			*v.textField(k) = s
+			v.give(k, s)
 		default:
 			return v, frontInvalid(k, "is not a parameter of this endpoint (accepted: %s)", strings.Join(videoFields, ", "))
 		}
@@ -145,6 +181,9 @@ func (v VideoRequest) ArkBody() ([]byte, error) {
 	}
 	if v.Prompt == "" {
 		return nil, frontInvalid("prompt", "is required and must not be empty")
+	}
+	if err := v.emptyOptional(); err != nil {
+		return nil, err
 	}
 	content := []map[string]any{{"type": "text", "text": v.Prompt}}
 	if v.InputReference != "" {
