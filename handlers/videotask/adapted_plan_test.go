@@ -38,8 +38,26 @@ func TestAdaptorsPlanTheVideoTheirProviderMakes(t *testing.T) {
 		if !ok {
 			t.Fatalf("the %s adaptor plans no video", tc.protocol)
 		}
-		if got := planner.Plan(tc.asked); got != tc.want {
+		got := planner.Plan(tc.asked)
+		if got.Seconds != tc.want.Seconds || got.Resolution != tc.want.Resolution {
 			t.Errorf("%s plans %+v for %+v, want %+v", tc.protocol, got, tc.asked, tc.want)
+		}
+	}
+}
+
+// TestAdaptorsPlanTheFlagsTheyIgnore: an adaptor that does not send draft or generate_audio to
+// its provider (docs/video-providers.md, each protocol's "ignored" row) says so in its plan, so
+// that those flags lower neither the hold nor the charge of the full, sounding video the provider
+// makes. DashScope sends generate_audio (parameters.audio); none sends draft.
+func TestAdaptorsPlanTheFlagsTheyIgnore(t *testing.T) {
+	flagged := adaptor.Request{GenerateAudio: new(false)}
+	for protocol, ignoresAudio := range map[string]bool{adaptor.Gemini: true, adaptor.Kling: true, adaptor.MiniMax: true, adaptor.OpenAI: true, adaptor.DashScope: false} {
+		planner, ok := adaptors[protocol].(adaptor.Planner)
+		if !ok {
+			t.Fatalf("the %s adaptor plans no video", protocol)
+		}
+		if p := planner.Plan(flagged); !p.IgnoresDraft || p.IgnoresAudio != ignoresAudio {
+			t.Errorf("%s plans %+v; want IgnoresDraft and IgnoresAudio %v", protocol, p, ignoresAudio)
 		}
 	}
 }
