@@ -53,7 +53,7 @@ func FuzzReadAnswer(f *testing.F) {
 		if werr == nil && len(want) > MaxBody {
 			werr = errAnswerTooLarge
 		}
-		got, gerr := readAnswer(&chunkReader{data: body, sizes: sizes, last: last}, declared, MaxBody)
+		got, gerr := readAnswer(&chunkReader{data: body, sizes: sizes, last: last}, declared, MaxBody, nil)
 		if declared > MaxBody {
 			if !errors.Is(gerr, errAnswerTooLarge) {
 				t.Fatalf("declared %d past MaxBody: %v", declared, gerr)
