@@ -92,6 +92,11 @@ func (h *Handler) now() time.Time {
 const multipartHint = "file bodies are not accepted: give each image as a public URL in images[].image_url, uploading local files first with POST /v1/upload/presign"
 
 var (
+	// errAnswerNotHeld is an edit the provider answered with success (it made the images)
+	// while the gateway had no room left to hold the answer (see Budget): charged its estimate,
+	// as an answer past max_answer is.
+	errAnswerNotHeld = apierror.New(http.StatusBadGateway, "invalid_response",
+		"the provider made the images, but the gateway had no room left to hold its answer (answer_memory); the edit is charged its estimate")
 	errNotFound = apierror.New(http.StatusNotFound, "not_found", "no such image endpoint")
 	errNoTask   = apierror.New(http.StatusNotFound, "task_not_found", "the image task does not exist or does not belong to this account")
 )
@@ -215,6 +220,9 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		idempotency.MarkMade(r.Context())
 		h.Logger.Error("image edit answered with success but its answer was not read (past max_answer, or past the room left in answer_memory): charged its estimate",
 			zap.String("model", model), zap.String("account", id.Account), zap.String("key_id", id.KeyID), zap.Error(err))
+		if errors.Is(err, upstream.ErrBusyAnswered) {
+			return errAnswerNotHeld // not "retry shortly": a retry is a new edit, charged again
+		}
 		return err
 	}
 	if err != nil {
@@ -336,11 +344,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	case <-r.Context().Done():
 		return errClientLeft
 	}
-	entry := usage.From(r.Context())
-	entry.UpstreamLatency(q.latency)
-	if q.counted {
-		entry.AddTokens(q.tokens)
-	}
+	usage.From(r.Context()).AddUpstream(q.latency, q.tokens)
 	if q.err != nil {
 		return q.err
 	}

@@ -32,9 +32,8 @@ type taskQuery struct {
 	// Set before done is closed; read-only after.
 	ans     upstream.Answer // its Body as every query writes it (see query)
 	err     error
-	latency time.Duration
+	latency time.Duration // what the call noted for each query's usage entry
 	tokens  usage.Tokens
-	counted bool // tokens were reported
 }
 
 // queryFlights are the calls in flight, by task id.
@@ -45,8 +44,8 @@ type queryFlights struct {
 
 // join returns the call in flight for taskID, or starts one that runs do on a context that
 // carries ctx's values but not its end, nor its usage entry: each query notes the call on its
-// own (the call's entry, a throwaway, keeps the endpoint for the upstream's metrics). Every join
-// is paired with one leave.
+// own what the call's entry (the first query's endpoint, for the upstream's metrics) noted.
+// Every join is paired with one leave.
 func (f *queryFlights) join(ctx context.Context, taskID string, do func(context.Context) (upstream.Answer, error)) *taskQuery {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -57,20 +56,17 @@ func (f *queryFlights) join(ctx context.Context, taskID string, do func(context.
 	if f.calls == nil {
 		f.calls = map[string]*taskQuery{}
 	}
-	var entry *usage.Entry
+	entry := usage.NewEntry(upstream.BackgroundEndpoint)
 	if e := usage.From(ctx); e != nil {
-		entry = usage.NewEntry(e.Endpoint)
+		entry.Endpoint = e.Endpoint
 	}
 	callCtx, cancel := context.WithCancel(usage.WithEntry(context.WithoutCancel(ctx), entry))
 	q := &taskQuery{done: make(chan struct{}), cancel: cancel, waiters: 1}
 	f.calls[taskID] = q
 	go func() {
-		start := time.Now()
 		ans, err := do(callCtx)
-		q.ans, q.err, q.latency = ans, err, time.Since(start)
-		if err == nil {
-			q.tokens, q.counted = usage.FromBody(ans.Body)
-		}
+		q.ans, q.err = ans, err
+		q.latency, q.tokens = entry.Upstream()
 		cancel()
 		f.mu.Lock()
 		defer f.mu.Unlock()
