@@ -303,7 +303,7 @@ func TestImageAnswersPastAnswerMemoryAreRefused(t *testing.T) {
 	busy := call(t, http.MethodGet, base+"/v1/images/tasks/"+second, "mg-image-tasks", nil)
 	if code, shape := errorCodeAndShape(busy); busy.status != http.StatusServiceUnavailable || code != "gateway_busy" || shape != "openai" ||
 		busy.header.Get("Retry-After") != "1" {
-		t.Fatalf("a query past answer_memory = %d %s (Retry-After %q), want 503 gateway_busy in the OpenAI shape with Retry-After 1",
+		t.Fatalf("a query past answer_memory = %d %.300s (Retry-After %q), want 503 gateway_busy in the OpenAI shape with Retry-After 1",
 			busy.status, busy.body, busy.header.Get("Retry-After"))
 	}
 	close(gate)
