@@ -43,7 +43,9 @@ func TestQueriesShareTheCallInFlight(t *testing.T) {
 	var calls atomic.Int64
 	p, budget, client := flightProvider(t, release, &calls)
 	var flights queryFlights
-	do := func(ctx context.Context) (upstream.Answer, error) { return client.Call(ctx, p, http.MethodGet, "t", nil) }
+	do := func(ctx context.Context) (upstream.Answer, error) {
+		return client.Call(ctx, p, http.MethodGet, "t", nil)
+	}
 
 	first := flights.join(t.Context(), "t1", do)
 	second := flights.join(t.Context(), "t1", do)
