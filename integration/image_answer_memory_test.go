@@ -273,15 +273,16 @@ func TestParallelImageTaskQueriesShareOneAnswer(t *testing.T) {
 	awaitHeldAnswers(t, 0, 0)
 }
 
-// TestImageAnswersPastAnswerMemoryAreRefused: with answer_memory 10 MiB, a query whose answer (7
-// MB) would not fit beside another answer being read (half of another 7 MB answer) is refused at
-// once with 503 gateway_busy and Retry-After, and the first answer still reaches its client byte
+// TestImageAnswersPastAnswerMemoryAreRefused: with answer_memory 16 MiB, a query whose answer (7
+// MB, and its copy that shows the client's model id: 14 MB) would not fit beside another answer
+// being read (half of another 7 MB answer) is refused at once with 503 gateway_busy and
+// Retry-After, and the first answer still reaches its client byte
 // for byte; the refused query, made again, is answered. A client that leaves halfway, a provider
 // error and an answer cut off short of its Content-Length each give back what they held:
 // afterwards no answer bytes are held. (Before, there was no bound: every answer was held.)
 func TestImageAnswersPastAnswerMemoryAreRefused(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake, base, _, ids := startAnswerMemoryGateway(t, "10MiB", "8MiB", 4)
+	fake, base, _, ids := startAnswerMemoryGateway(t, "16MiB", "8MiB", 4)
 	first, second, failing, cut := ids[0], ids[1], ids[2], ids[3]
 	firstAnswer := succeededAnswer(first, 1, 7<<20, "")
 	gate := make(chan struct{})

@@ -370,13 +370,25 @@ func (h *Handler) queryUpstream(ctx context.Context, t storage.Task, p *provider
 		ans.Release()
 		return upstream.Answer{}, err
 	}
-	ans.Body = upstream.WithoutCredentials(p, ans.Body)
+	// Each copy of the answer below is taken from the budget first: the copy lives as long as
+	// the answer does, the original until the collector comes.
+	if p.Echoes(ans.Body) {
+		if !ans.Take(int64(len(ans.Body))) {
+			ans.Release()
+			return upstream.Answer{}, upstream.ErrBusy
+		}
+		ans.Body = upstream.WithoutCredentials(p, ans.Body)
+	}
 	if t.Active && !t.Finished {
 		h.finishedByAnswer(ctx, t.ID, ans.Body)
 	}
 	// The answer shows the client's model id, as the create's did (see create): never the
 	// upstream's id of an aliased model (model_map).
 	if prov, ok := h.Catalog.Provider(t.Provider); ok && prov.UpstreamModel(t.Model) != t.Model {
+		if !ans.Take(int64(len(ans.Body))) {
+			ans.Release()
+			return upstream.Answer{}, upstream.ErrBusy
+		}
 		if shown, ok := providers.ReplaceModel(ans.Body, t.Model); ok {
 			ans.Body = shown
 		}

@@ -113,6 +113,20 @@ func (h *AnswerHold) growTo(n int64) bool {
 	return true
 }
 
+// add takes n bytes more for the hold, if the budget has room.
+func (h *AnswerHold) add(n int64) bool {
+	if h == nil {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done || !h.budget.take(n) {
+		return false
+	}
+	h.n += n
+	return true
+}
+
 // Release gives the hold's bytes back to its budget.
 func (h *AnswerHold) Release() {
 	if h == nil {

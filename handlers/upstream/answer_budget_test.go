@@ -170,3 +170,31 @@ func TestBudgetHoldsUnderConcurrency(t *testing.T) {
 		t.Fatalf("held %d after all releases, peak %d of %d", budget.Held(), peak, budget.Limit())
 	}
 }
+
+// A copy of an answer's body is taken from its budget (Answer.Take) while there is room, and
+// goes back with the answer.
+func TestAnswerCopiesAreTakenFromTheBudget(t *testing.T) {
+	body := []byte(`{"data":"` + strings.Repeat("A", 300<<10) + `"}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
+	defer srv.Close()
+	budget := NewAnswerBudget(1 << 20)
+	c := Client{HTTP: NewHTTPClient(ClientOptions{}), Logger: zap.NewNop(), Budget: budget}
+	ans, err := c.Call(context.Background(), budgetProvider(t, srv), http.MethodGet, "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := budget.Held()
+	if !ans.Take(int64(len(body))) || budget.Held() != read+int64(len(body)) {
+		t.Fatalf("a copy with room: %d held after, %d before", budget.Held(), read)
+	}
+	if ans.Take(1<<20) || budget.Held() != read+int64(len(body)) {
+		t.Fatalf("a copy past the budget was taken: %d held", budget.Held())
+	}
+	ans.Release()
+	if budget.Held() != 0 || ans.Take(1) {
+		t.Fatalf("%d held after the answer's release, or a released answer took more", budget.Held())
+	}
+	if !(Answer{}).Take(1 << 40) {
+		t.Fatal("an answer read without a budget has no room")
+	}
+}

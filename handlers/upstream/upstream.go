@@ -127,16 +127,27 @@ type Answer struct {
 	sent http.Header
 	// target is where the call went; its Credentials, when it has them, are redacted too.
 	target Target
-	// held is the part of the client's Budget that Body holds, when the call took it (not the
-	// client's Hold); Release gives it back.
-	held *AnswerHold
+	// hold is the part of the client's Budget that Body was read into: the client's Hold, or
+	// one the call took (owned), which Release gives back.
+	hold  *AnswerHold
+	owned bool
 }
 
 // Release gives the bytes of the answer back to the budget it was read from (see
 // Client.Budget), once, however many copies of the Answer call it. Call it when the answer has
 // been passed on; the Body must not be used after. An answer read without a budget holds
 // nothing.
-func (a Answer) Release() { a.held.Release() }
+func (a Answer) Release() {
+	if a.owned {
+		a.hold.Release()
+	}
+}
+
+// Take takes n bytes more from the budget the answer was read from, for a copy of its body that
+// the caller is about to make (the body with a credential taken out, or another model id
+// shown); they go back with the answer's. It reports false when the budget has no room (the
+// caller then answers ErrBusy); an answer read without a budget always has room.
+func (a Answer) Take(n int64) bool { return a.hold.add(n) }
 
 // credentialed is a Target that knows all its credentials (see providers.Upstream.Credentials):
 // also those the call did not send as they are, such as a Kling upstream's secret key, which
@@ -265,9 +276,7 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 		return Answer{}, ErrUnreadable
 	}
 	ans = Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: req.Header, target: p}
-	if hold != c.Hold {
-		ans.held = hold
-	}
+	ans.hold, ans.owned = hold, hold != c.Hold
 	return ans, nil
 }
 
