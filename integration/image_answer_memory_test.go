@@ -39,12 +39,19 @@ type heldAnswerProvider struct {
 	next    int
 	tasks   map[string]*heldTask
 	queries map[string]int
+	edits   int
 }
 
 func (f *heldAnswerProvider) set(id string, task *heldTask) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tasks[id] = task
+}
+
+func (f *heldAnswerProvider) edited() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.edits
 }
 
 func (f *heldAnswerProvider) queried(id string) int {
@@ -63,6 +70,7 @@ func (f *heldAnswerProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	if r.Method == http.MethodPost && r.URL.Path == "/v1/images/edits" {
 		f.next++
+		f.edits++
 		id := fmt.Sprintf("imgt-mem-%d", f.next)
 		f.tasks[id] = &heldTask{answer: fmt.Appendf(nil, `{"id":%q,"status":"running","created":1}`, id)}
 		f.mu.Unlock()
@@ -123,8 +131,9 @@ var answerMemoryCaddyfile = strings.NewReplacer(
 ).Replace(imageTaskEndCaddyfile)
 
 // startAnswerMemoryGateway starts answerMemoryCaddyfile on a heldAnswerProvider, credits the
-// account painters with 5, and makes tasks image tasks by edits of 2 images of edit-async.
-func startAnswerMemoryGateway(t *testing.T, answerMemory, maxAnswer string, tasks int) (fake *heldAnswerProvider, base string, g *gateway, ids []string) {
+// account painters with 5, and makes tasks image tasks by edits of 2 images of model (edit-async,
+// aliased, or image-async, not).
+func startAnswerMemoryGateway(t *testing.T, answerMemory, maxAnswer, model string, tasks int) (fake *heldAnswerProvider, base string, g *gateway, ids []string) {
 	t.Helper()
 	fake = &heldAnswerProvider{tasks: map[string]*heldTask{}, queries: map[string]int{}}
 	provider := httptest.NewServer(fake)
@@ -134,7 +143,7 @@ func startAnswerMemoryGateway(t *testing.T, answerMemory, maxAnswer string, task
 	keysEnv{g: g}.credit(t, "painters", "5", "img-mem-"+t.Name())
 	images := imageTaskClient{t: t, base: base, key: "mg-image-tasks"}
 	for range tasks {
-		ids = append(ids, images.create("/v1/images/edits", imageEditBody("edit-async", 2, "1024x1024", "auto")))
+		ids = append(ids, images.create("/v1/images/edits", imageEditBody(model, 2, "1024x1024", "auto")))
 	}
 	return fake, base, g, ids
 }
@@ -207,7 +216,7 @@ func awaitHeldAnswers(t *testing.T, least, most int64) int64 {
 // answered no answer bytes are held.
 func TestParallelImageTaskQueriesShareOneAnswer(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake, base, g, ids := startAnswerMemoryGateway(t, "256MiB", "64MiB", 1)
+	fake, base, g, ids := startAnswerMemoryGateway(t, "256MiB", "64MiB", "edit-async", 1)
 	id := ids[0]
 	answer := succeededAnswer(id, 2, 20<<20, `,"model":"upstream-edit-2025","note":"billed to upstream-key"`)
 	fake.set(id, &heldTask{answer: answer})
@@ -273,21 +282,22 @@ func TestParallelImageTaskQueriesShareOneAnswer(t *testing.T) {
 	awaitHeldAnswers(t, 0, 0)
 }
 
-// TestImageAnswersPastAnswerMemoryAreRefused: with answer_memory 16 MiB, a query whose answer (7
-// MB, and its copy that shows the client's model id: 14 MB) would not fit beside another answer
-// being read (half of another 7 MB answer) is refused at once with 503 gateway_busy and
-// Retry-After, and the first answer still reaches its client byte
-// for byte; the refused query, made again, is answered. A client that leaves halfway, a provider
-// error and an answer cut off short of its Content-Length each give back what they held:
-// afterwards no answer bytes are held. (Before, there was no bound: every answer was held.)
+// TestImageAnswersPastAnswerMemoryAreRefused: with answer_memory 12 MiB, while half of a 9 MB
+// answer is read (8 MiB held), a query whose answer (7 MB) would not fit beside it is refused at
+// once with 503 gateway_busy and Retry-After, and so is an edit, whose 8 MiB reservation does not
+// fit either: before it is charged or sent. The first answer still reaches its client byte for
+// byte; the refused query and edit, made again, are served. A client that leaves halfway, a
+// provider error and an answer cut off short of its Content-Length each give back what they
+// held: afterwards no answer bytes are held. (Before, there was no bound: every answer was held.)
 func TestImageAnswersPastAnswerMemoryAreRefused(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake, base, _, ids := startAnswerMemoryGateway(t, "16MiB", "8MiB", 4)
+	fake, base, g, ids := startAnswerMemoryGateway(t, "12MiB", "12MiB", "image-async", 4)
 	first, second, failing, cut := ids[0], ids[1], ids[2], ids[3]
-	firstAnswer := succeededAnswer(first, 1, 7<<20, "")
+	firstAnswer := succeededAnswer(first, 1, 9<<20, "")
 	gate := make(chan struct{})
 	fake.set(first, &heldTask{answer: firstAnswer, gate: gate, half: make(chan struct{})})
 	fake.set(second, &heldTask{answer: succeededAnswer(second, 1, 7<<20, "")})
+	awaitBalance(t, g, "painters", "4.6", "0.4") // four edits of two images at 0.05 held
 
 	type result struct {
 		status int
@@ -299,7 +309,15 @@ func TestImageAnswersPastAnswerMemoryAreRefused(t *testing.T) {
 		status, _, sum, err := queryDigest(t.Context(), base, first)
 		done <- result{status, sum, err}
 	}()
-	awaitHeldAnswers(t, 3<<20, 5<<20) // the first answer's half, read
+	awaitHeldAnswers(t, 8<<20, 9<<20) // the first answer's half, read into 8 MiB
+
+	edits := fake.edited()
+	edit := call(t, http.MethodPost, base+"/v1/images/edits", "mg-image-tasks", imageEditBody("image-async", 2, "1024x1024", "auto"))
+	if code, _ := errorCodeAndShape(edit); edit.status != http.StatusServiceUnavailable || code != "gateway_busy" || edit.header.Get("Retry-After") != "1" || fake.edited() != edits {
+		t.Fatalf("an edit past answer_memory = %d %.300s (Retry-After %q), provider called %d times; want 503 gateway_busy with Retry-After 1, not sent",
+			edit.status, edit.body, edit.header.Get("Retry-After"), fake.edited()-edits)
+	}
+	awaitBalance(t, g, "painters", "4.6", "0.4") // the refused edit held nothing
 
 	busy := call(t, http.MethodGet, base+"/v1/images/tasks/"+second, "mg-image-tasks", nil)
 	if code, shape := errorCodeAndShape(busy); busy.status != http.StatusServiceUnavailable || code != "gateway_busy" || shape != "openai" ||
@@ -315,6 +333,10 @@ func TestImageAnswersPastAnswerMemoryAreRefused(t *testing.T) {
 	if again := call(t, http.MethodGet, base+"/v1/images/tasks/"+second, "mg-image-tasks", nil); again.status != http.StatusOK {
 		t.Fatalf("the refused query, made again = %d %.200s", again.status, again.body)
 	}
+	if again := call(t, http.MethodPost, base+"/v1/images/edits", "mg-image-tasks", imageEditBody("image-async", 2, "1024x1024", "auto")); again.status != http.StatusOK {
+		t.Fatalf("the refused edit, made again = %d %.200s", again.status, again.body)
+	}
+	awaitHeldAnswers(t, 0, 0)
 
 	// A client that leaves while its answer is being read: the provider call ends with it.
 	half := make(chan struct{})
@@ -325,7 +347,7 @@ func TestImageAnswersPastAnswerMemoryAreRefused(t *testing.T) {
 		done <- result{status: status, err: err}
 	}()
 	<-half
-	awaitHeldAnswers(t, 3<<20, 5<<20)
+	awaitHeldAnswers(t, 8<<20, 9<<20)
 	leave()
 	if r := <-done; r.err == nil {
 		t.Fatalf("a query whose client left got %d", r.status)

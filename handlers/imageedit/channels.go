@@ -34,11 +34,27 @@ func (h *Handler) create(ctx context.Context, account string, p *providers.Provi
 	}
 	ans, u, err := client.Create(ctx, account, p, EditsPath, body)
 	if err == nil && aliased {
+		if err := takeCopy(ans); err != nil {
+			return upstream.Answer{}, u, err
+		}
 		if shown, ok := providers.ReplaceModel(ans.Body, model); ok {
 			ans.Body = shown
 		}
 	}
 	return ans, u, err
+}
+
+// takeCopy takes room in the answer budget for a copy of ans's body, which its edit is about to
+// make: ErrBusyAnswered (the provider made the images) for a successful answer when there is no
+// room, ErrBusy for any other.
+func takeCopy(ans upstream.Answer) error {
+	switch {
+	case ans.Take(int64(len(ans.Body))):
+		return nil
+	case ans.OK():
+		return upstream.ErrBusyAnswered
+	}
+	return upstream.ErrBusy
 }
 
 // createSeedream sends an edit's Seedream image generation (toSeedream) to Ark's
@@ -49,6 +65,9 @@ func createSeedream(ctx context.Context, client upstream.Client, account string,
 	ans, u, err := client.Create(ctx, account, p, SeedreamPath, generation)
 	if err != nil || !ans.OK() {
 		return ans, u, err
+	}
+	if err := takeCopy(ans); err != nil {
+		return upstream.Answer{}, u, err
 	}
 	if ans.Body, err = fromSeedream(ans.Body); err != nil {
 		return ans, u, err

@@ -216,14 +216,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		// The provider answered the edit with success, past what the gateway reads, or past
 		// the room left in the answer budget: it made the images (or the task), and bills
 		// them. Charged as estimated, as a task that cannot be followed is.
-		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{})))
-		idempotency.MarkMade(r.Context())
-		h.Logger.Error("image edit answered with success but its answer was not read (past max_answer, or past the room left in answer_memory): charged its estimate",
-			zap.String("model", model), zap.String("account", id.Account), zap.String("key_id", id.KeyID), zap.Error(err))
-		if errors.Is(err, upstream.ErrBusyAnswered) {
-			return errAnswerNotHeld // not "retry shortly": a retry is a new edit, charged again
-		}
-		return err
+		return h.unreadAnswer(r, id, model, hold, err)
 	}
 	if err != nil {
 		hold.Release("not answered by the upstream")
@@ -233,8 +226,14 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		hold.Release("refused by the upstream")
 		return upstream.Refusal(ans)
 	}
-	// The answer is the gateway's, as a video task's: it never quotes the operator's key.
-	ans.Body = upstream.WithoutCredentials(up, ans.Body)
+	// The answer is the gateway's, as a video task's: it never quotes the operator's key. (Its
+	// copy is counted in the answer budget first: see Budget.)
+	if up != nil && up.Echoes(ans.Body) {
+		if !ans.Take(int64(len(ans.Body))) {
+			return h.unreadAnswer(r, id, model, hold, upstream.ErrBusyAnswered)
+		}
+		ans.Body = upstream.WithoutCredentials(up, ans.Body)
+	}
 	if streamedAnswer(ans) {
 		settleStream(r.Context(), hold, ans.Body)
 		passOn(w, ans)
@@ -278,6 +277,21 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	}
 	passOn(w, ans)
 	return nil
+}
+
+// unreadAnswer ends an edit that the provider answered with success (it made the images, or the
+// task, and bills them) but whose answer the gateway could not read or hold (err: past
+// max_answer, or past the room left in the answer budget): it is charged its estimate, kept as
+// made for its Idempotency-Key, and answered 502.
+func (h *Handler) unreadAnswer(r *http.Request, id auth.Identity, model string, hold accounting.Hold, err error) error {
+	usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{})))
+	idempotency.MarkMade(r.Context())
+	h.Logger.Error("image edit answered with success but its answer was not read (past max_answer, or past the room left in answer_memory): charged its estimate",
+		zap.String("model", model), zap.String("account", id.Account), zap.String("key_id", id.KeyID), zap.Error(err))
+	if errors.Is(err, upstream.ErrBusyAnswered) {
+		return errAnswerNotHeld // not "retry shortly": a retry is a new edit, charged again
+	}
+	return err
 }
 
 // readAnswer reads a successful answer (spec §2.7): images (data), or a task whose id is
