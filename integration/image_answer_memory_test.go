@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
+
 	"github.com/mediagw/mediagw/handlers/upstream"
 )
 
@@ -363,5 +365,31 @@ func TestImageAnswersPastAnswerMemoryAreRefused(t *testing.T) {
 			t.Fatalf("query of %s = %d %.200s, want 502", id, r.status, r.body)
 		}
 		awaitHeldAnswers(t, 0, 0)
+	}
+}
+
+// TestMaxAnswerMustFitAnswerMemory: a config whose mediagw_image_edits reads answers longer than
+// the gateway's answer_memory could never hold one: it is refused when it loads, with both names
+// in the message; at the bound it loads.
+func TestMaxAnswerMustFitAnswerMemory(t *testing.T) {
+	g := &gateway{t: t, vars: map[string]string{"globals": "admin off", "data": t.TempDir(), "port": "1",
+		"upstream_url": "http://127.0.0.1:1", "usage_log": filepath.Join(t.TempDir(), "usage.log")}}
+	for _, c := range []struct {
+		answerMemory, maxAnswer string
+		refused                 bool
+	}{{"32MiB", "64MiB", true}, {"64MiB", "64MiB", false}} {
+		g.vars["answer_memory"], g.vars["max_answer"] = c.answerMemory, c.maxAnswer
+		raw, err := g.adapt(answerMemoryCaddyfile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg caddy.Config
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		err = caddy.Validate(&cfg)
+		if c.refused != (err != nil) || (c.refused && !(strings.Contains(err.Error(), "max_answer") && strings.Contains(err.Error(), "answer_memory"))) {
+			t.Errorf("answer_memory %s, max_answer %s: %v", c.answerMemory, c.maxAnswer, err)
+		}
 	}
 }
