@@ -42,12 +42,20 @@ type heldAnswerProvider struct {
 	tasks   map[string]*heldTask
 	queries map[string]int
 	edits   int
+	// editWith, when set, is how the next edits are answered, in place of a new task's id.
+	editWith *heldTask
 }
 
 func (f *heldAnswerProvider) set(id string, task *heldTask) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tasks[id] = task
+}
+
+func (f *heldAnswerProvider) answerEditsWith(task *heldTask) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.editWith = task
 }
 
 func (f *heldAnswerProvider) edited() int {
@@ -71,8 +79,13 @@ func (f *heldAnswerProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	if r.Method == http.MethodPost && r.URL.Path == "/v1/images/edits" {
-		f.next++
 		f.edits++
+		if task := f.editWith; task != nil {
+			f.mu.Unlock()
+			task.write(w, r)
+			return
+		}
+		f.next++
 		id := fmt.Sprintf("imgt-mem-%d", f.next)
 		f.tasks[id] = &heldTask{answer: fmt.Appendf(nil, `{"id":%q,"status":"running","created":1}`, id)}
 		f.mu.Unlock()
@@ -88,6 +101,11 @@ func (f *heldAnswerProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"error":{"message":"no such task","type":"invalid_request_error","param":null,"code":null}}`)
 		return
 	}
+	task.write(w, r)
+}
+
+// write answers r as the task says.
+func (task *heldTask) write(w http.ResponseWriter, r *http.Request) {
 	if task.before != nil {
 		select {
 		case <-task.before:
@@ -392,4 +410,57 @@ func TestMaxAnswerMustFitAnswerMemory(t *testing.T) {
 			t.Errorf("answer_memory %s, max_answer %s: %v", c.answerMemory, c.maxAnswer, err)
 		}
 	}
+}
+
+// TestEditAnswerPastTheRoomLeftIsCharged: an edit reserves 8 MiB of answer_memory (12 MiB) before
+// it is sent; its provider answers with an 11 MB image, and while the first half of it is read
+// into the reservation, a query takes 2 MiB for another answer. The rest of the edit's answer
+// then finds no room: the provider made the image, so the edit is charged its estimate (0.10)
+// and answered 502 invalid_response, as an answer past max_answer is; the query is answered
+// whole, and afterwards nothing is held.
+func TestEditAnswerPastTheRoomLeftIsCharged(t *testing.T) {
+	// Not parallel: the gateway is the test process's one in-process Caddy.
+	fake, base, g, ids := startAnswerMemoryGateway(t, "12MiB", "12MiB", "image-async", 1)
+	awaitBalance(t, g, "painters", "4.9", "0.1")
+	editGate, editHalf := make(chan struct{}), make(chan struct{})
+	fake.answerEditsWith(&heldTask{answer: []byte(`{"created":1,"data":[{"b64_json":"` + strings.Repeat("iVBO", (11<<20)/4) + `"}]}`),
+		gate: editGate, half: editHalf})
+	edited := make(chan response, 1)
+	go func() {
+		r, err := send(http.MethodPost, base+"/v1/images/edits", "mg-image-tasks", imageEditBody("image-async", 2, "1024x1024", "auto"))
+		if err != nil {
+			r.status = -1
+		}
+		edited <- r
+	}()
+	<-editHalf
+	awaitHeldAnswers(t, 8<<20, 8<<20+1<<10) // the reservation, and no more
+
+	queryGate, queryHalf := make(chan struct{}), make(chan struct{})
+	answer := succeededAnswer(ids[0], 1, 4<<20-1<<10, "") // half of it fits 2 MiB
+	fake.set(ids[0], &heldTask{answer: answer, gate: queryGate, half: queryHalf})
+	type result struct {
+		status int
+		sum    [32]byte
+		err    error
+	}
+	queried := make(chan result, 1)
+	go func() {
+		status, _, sum, err := queryDigest(t.Context(), base, ids[0])
+		queried <- result{status, sum, err}
+	}()
+	<-queryHalf
+	awaitHeldAnswers(t, 10<<20, 10<<20+1<<10)
+
+	close(editGate)
+	r := <-edited
+	if code, _ := errorCodeAndShape(r); r.status != http.StatusBadGateway || code != "invalid_response" || !strings.Contains(string(r.body), "answer_memory") {
+		t.Fatalf("an edit answered past the room left = %d %.300s, want 502 invalid_response naming answer_memory", r.status, r.body)
+	}
+	awaitBalance(t, g, "painters", "4.8", "0.1") // charged its estimate: two images at 0.05
+	close(queryGate)
+	if q := <-queried; q.err != nil || q.status != http.StatusOK || q.sum != sha256.Sum256(answer) {
+		t.Fatalf("the query = %d (%v), or other bytes than the provider's", q.status, q.err)
+	}
+	awaitHeldAnswers(t, 0, 0)
 }
