@@ -373,22 +373,26 @@ var errClientLeft = apierror.New(499, "client_closed_request", "the client close
 // queryUpstream reads the image task t from its upstream p and returns the answer as its owner
 // gets it: the provider's credential taken out, the client's model id shown. When the answer
 // shows the task final, the task is ended (finishedByAnswer). The answer's Body is never
-// changed in place: every transformation makes a new one. On an error, the answer's bytes are
-// given back at once.
+// changed in place: every transformation makes a new one. On an error (or a panic), the answer's bytes
+// are given back at once.
 func (h *Handler) queryUpstream(ctx context.Context, t storage.Task, p *providers.Upstream) (upstream.Answer, error) {
 	ans, err := h.client().Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
 	if err != nil {
 		return upstream.Answer{}, err
 	}
+	passed := false
+	defer func() {
+		if !passed {
+			ans.Release() // an error, or a panic on the way
+		}
+	}()
 	if err := queryRefused(ans); err != nil {
-		ans.Release()
 		return upstream.Answer{}, err
 	}
 	// Each copy of the answer below is taken from the budget first: the copy lives as long as
 	// the answer does, the original until the collector comes.
 	if p.Echoes(ans.Body) {
 		if !ans.Take(int64(len(ans.Body))) {
-			ans.Release()
 			return upstream.Answer{}, upstream.ErrBusy
 		}
 		ans.Body = upstream.WithoutCredentials(p, ans.Body)
@@ -400,13 +404,13 @@ func (h *Handler) queryUpstream(ctx context.Context, t storage.Task, p *provider
 	// upstream's id of an aliased model (model_map).
 	if prov, ok := h.Catalog.Provider(t.Provider); ok && prov.UpstreamModel(t.Model) != t.Model {
 		if !ans.Take(int64(len(ans.Body))) {
-			ans.Release()
 			return upstream.Answer{}, upstream.ErrBusy
 		}
 		if shown, ok := providers.ReplaceModel(ans.Body, t.Model); ok {
 			ans.Body = shown
 		}
 	}
+	passed = true
 	return ans, nil
 }
 

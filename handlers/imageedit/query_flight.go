@@ -2,6 +2,8 @@ package imageedit
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -64,7 +66,7 @@ func (f *queryFlights) join(ctx context.Context, taskID string, do func(context.
 	q := &taskQuery{done: make(chan struct{}), cancel: cancel, waiters: 1}
 	f.calls[taskID] = q
 	go func() {
-		ans, err := do(callCtx)
+		ans, err := guarded(callCtx, do)
 		q.ans, q.err = ans, err
 		q.latency, q.tokens = entry.Upstream()
 		cancel()
@@ -99,4 +101,15 @@ func (f *queryFlights) leave(taskID string, q *taskQuery) {
 		delete(f.calls, taskID)
 	}
 	q.cancel()
+}
+
+// guarded runs do, turning a panic into an error: the call runs on a goroutine of its own, where
+// no server recovers it, and the queries waiting for it must get an answer (500).
+func guarded(ctx context.Context, do func(context.Context) (upstream.Answer, error)) (ans upstream.Answer, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ans, err = upstream.Answer{}, fmt.Errorf("image task query: panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return do(ctx)
 }

@@ -122,3 +122,14 @@ func TestSharedCallEndsWhenEveryQueryLeft(t *testing.T) {
 		t.Fatalf("the new call = %v, %d bytes held after", third.err, budget.Held())
 	}
 }
+
+// A call that panics answers its queries with an error (a 500 for each), not a crash.
+func TestSharedCallPanicIsAnError(t *testing.T) {
+	var flights queryFlights
+	q := flights.join(t.Context(), "t1", func(context.Context) (upstream.Answer, error) { panic("boom") })
+	<-q.done
+	flights.leave("t1", q)
+	if q.err == nil || !strings.Contains(q.err.Error(), "boom") {
+		t.Fatalf("a panicking call = %v", q.err)
+	}
+}
