@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/internal/metrics"
 )
 
 // DefaultAnswerMemory is the default of an AnswerBudget: 256 MiB, four answers of the image
@@ -47,7 +48,8 @@ func (b *AnswerBudget) Held() int64 { return b.held.Load() }
 var answerBytesHeld atomic.Int64
 
 // HeldAnswerBytes is the bytes of answers held now from all the process's budgets: those of the
-// loaded config and, during a reload, the old config's, until its answers are passed on.
+// loaded config and, during a reload, the old config's, until its answers are passed on (the
+// gauge mediagw_answer_memory_bytes).
 func HeldAnswerBytes() int64 { return answerBytesHeld.Load() }
 
 // take takes n bytes if there is room for them.
@@ -59,6 +61,7 @@ func (b *AnswerBudget) take(n int64) bool {
 		}
 		if b.held.CompareAndSwap(held, held+n) {
 			answerBytesHeld.Add(n)
+			metrics.AnswerMemory(n)
 			return true
 		}
 	}
@@ -67,6 +70,7 @@ func (b *AnswerBudget) take(n int64) bool {
 func (b *AnswerBudget) give(n int64) {
 	b.held.Add(-n)
 	answerBytesHeld.Add(-n)
+	metrics.AnswerMemory(-n)
 }
 
 // Reserve takes n bytes for an answer to come, before its call is made (so that a request finds
