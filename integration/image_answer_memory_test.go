@@ -282,7 +282,7 @@ func TestParallelImageTaskQueriesShareOneAnswer(t *testing.T) {
 			results <- result{status, n, sum, err}
 		}()
 	}
-	time.Sleep(1500 * time.Millisecond) // every query reaches the gateway while the provider holds its answer back
+	time.Sleep(2500 * time.Millisecond) // every query reaches the gateway while the provider holds its answer back
 	close(before)
 	for i := range clients {
 		r := <-results
