@@ -99,32 +99,27 @@ type AnswerHold struct {
 
 // growTo takes what it lacks for the hold to be at least n bytes, if the budget has room.
 func (h *AnswerHold) growTo(n int64) bool {
+	return h.takeMore(func(held int64) int64 { return max(n-held, 0) })
+}
+
+// add takes n bytes more for the hold, if the budget has room.
+func (h *AnswerHold) add(n int64) bool {
+	return h.takeMore(func(int64) int64 { return n })
+}
+
+// takeMore takes more(bytes held) bytes more for the hold, if the budget has room; a released
+// hold takes nothing more (its answer is no longer read).
+func (h *AnswerHold) takeMore(more func(held int64) int64) bool {
 	if h == nil {
 		return true
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done {
-		return false // released: its answer is no longer read
-	}
-	if n <= h.n {
-		return true
-	}
-	if !h.budget.take(n - h.n) {
 		return false
 	}
-	h.n = n
-	return true
-}
-
-// add takes n bytes more for the hold, if the budget has room.
-func (h *AnswerHold) add(n int64) bool {
-	if h == nil {
-		return true
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.done || !h.budget.take(n) {
+	n := more(h.n)
+	if n > 0 && !h.budget.take(n) {
 		return false
 	}
 	h.n += n
