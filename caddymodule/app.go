@@ -24,6 +24,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/passthrough"
 	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/usage"
 	"github.com/mediagw/mediagw/handlers/videotask"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
@@ -103,6 +104,16 @@ type App struct {
 	// HTTP_PROXY and NO_PROXY name. Default: false, no proxy, whatever the environment says.
 	// (Pass-through traffic goes through reverse_proxy, which has its own transport settings.)
 	UpstreamProxyFromEnv bool `json:"upstream_proxy_from_env,omitempty"`
+	// AnswerMemory bounds, in bytes, the provider answers that the gateway reads whole and holds
+	// at once, all handlers together: the answers to image edits and image task queries, which
+	// can carry their images as b64_json (tens of MB each). Bytes are counted as an answer is
+	// read (and for each copy made of it) and given back once it is passed on; a request that
+	// finds no room is refused at once with 503 gateway_busy and Retry-After, never queued (an
+	// edit reserves 8 MiB before it is charged and sent; one whose successful answer outgrows
+	// that when no room is left is 502, charged its estimate). Concurrent queries of one image
+	// task share one provider call. It must be at least the largest max_answer of a
+	// mediagw_image_edits handler. Default: 256 MiB; at most 64 GiB.
+	AnswerMemory int64 `json:"answer_memory,omitempty"`
 
 	store         storage.Store
 	storeKey      string
@@ -120,6 +131,7 @@ type App struct {
 	observer      *observer
 	loadedAt      time.Time
 	logger        *zap.Logger
+	answers       *upstream.AnswerBudget
 }
 
 // ProviderConfig is one model provider, served by one or more upstreams (accounts).
@@ -252,6 +264,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.loadedAt = time.Now()
+	a.answers = upstream.NewAnswerBudget(a.AnswerMemory)
 	repl := caddy.NewReplacer()
 
 	list := make([]*providers.Provider, 0, len(a.Providers))
@@ -348,8 +361,17 @@ func (a *App) Validate() error {
 	if a.IdempotencyLease != 0 && a.IdempotencyLease < caddy.Duration(idempotency.MinLease) {
 		return fmt.Errorf("idempotency_lease must be at least %v", idempotency.MinLease)
 	}
+	if a.AnswerMemory < 0 || a.AnswerMemory > MaxAnswerMemory {
+		return fmt.Errorf("answer_memory %d is outside 0 (the default, 256 MiB) to %d bytes (64 GiB)", a.AnswerMemory, int64(MaxAnswerMemory))
+	}
 	return nil
 }
+
+// MaxAnswerMemory is the largest answer_memory.
+const MaxAnswerMemory = 64 << 30
+
+// AnswerBudget is the gateway's bound on the provider answers held at once (answer_memory).
+func (a *App) AnswerBudget() *upstream.AnswerBudget { return a.answers }
 
 // Start runs the task watcher, the callback outbox and the hold reconciler.
 func (a *App) Start() error {

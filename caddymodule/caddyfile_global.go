@@ -25,6 +25,7 @@ import (
 //		task_retention <duration>
 //		hold_reconcile_interval <duration>
 //		idempotency_lease <duration>
+//		answer_memory <size>
 //		disabled_accounts <account...>
 //		refund_unsuccessful_tasks
 //		account_metrics on|off
@@ -164,6 +165,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("idempotency_lease: invalid duration %q (at least %v)", s, idempotency.MinLease)
 			}
 			a.IdempotencyLease = caddy.Duration(dur)
+		case "answer_memory":
+			if err := sizeArg(d, &a.AnswerMemory); err != nil {
+				return err
+			}
 		case "refund_unsuccessful_tasks":
 			if d.NextArg() {
 				return d.ArgErr()
@@ -259,7 +264,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var (
 	globalSubdirectives = []string{"storage", "task_retention", "disabled_accounts", "refund_unsuccessful_tasks",
 		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload",
-		"currency", "price", "hold_reconcile_interval", "idempotency_lease"}
+		"currency", "price", "hold_reconcile_interval", "idempotency_lease", "answer_memory"}
 	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "protocol", "access_key", "secret_key", "models", "model_map", "cost", "max_rps", "tool_image_model"}
 	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks", "budget"}
 )

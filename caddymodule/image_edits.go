@@ -38,7 +38,9 @@ type ImageEditsHandler struct {
 	// query is read. Answers with images in them (b64_json) are large: ten big ones take tens
 	// of MiB, held in memory while each is checked and passed on. An edit answered with success
 	// past it gets 502 and is charged its estimate (the provider made the images). Default:
-	// 64 MiB; at most 1 GiB.
+	// 64 MiB; at most 1 GiB, and at most the mediagw option answer_memory, which bounds the
+	// bytes of all the answers held at once (an edit reserves 8 MiB of it, at most max_answer,
+	// before it is charged and sent; see imageedit.EditAnswerReserve).
 	MaxAnswer int64 `json:"max_answer,omitempty"`
 
 	edits *imageedit.Handler
@@ -66,7 +68,16 @@ func (h *ImageEditsHandler) Provision(ctx caddy.Context) error {
 		Retention:   app.taskRetention(),
 		Accounting:  app.Accountant(),
 		Idempotency: app.Idempotency(),
+		Budget:      app.AnswerBudget(),
 		Logger:      ctx.Logger(),
+	}
+	// An answer of max_answer must fit the gateway's answer_memory, or it would never be read.
+	maxAnswer := h.MaxAnswer
+	if maxAnswer == 0 {
+		maxAnswer = imageedit.DefaultMaxAnswer
+	}
+	if limit := h.edits.Budget.Limit(); maxAnswer > limit {
+		return fmt.Errorf("mediagw_image_edits: max_answer (%d bytes) is above the mediagw option answer_memory (%d bytes), which bounds all the answers held at once: raise answer_memory or lower max_answer", maxAnswer, limit)
 	}
 	return nil
 }

@@ -65,3 +65,20 @@ func TestImageEditsMaxAnswer(t *testing.T) {
 		t.Errorf("max_answer 1 GiB refused: %v", err)
 	}
 }
+
+// TestAnswerMemoryBounds: answer_memory reads a size into the app, and the app refuses one past
+// MaxAnswerMemory when the config loads.
+func TestAnswerMemoryBounds(t *testing.T) {
+	var a App
+	if err := a.UnmarshalCaddyfile(caddyfile.NewTestDispenser("mediagw {\n\tanswer_memory 512MiB\n}")); err != nil || a.AnswerMemory != 512<<20 {
+		t.Fatalf("answer_memory 512MiB: %d, %v", a.AnswerMemory, err)
+	}
+	if err := a.Validate(); err != nil {
+		t.Fatalf("answer_memory 512MiB refused: %v", err)
+	}
+	for _, n := range []int64{-1, MaxAnswerMemory + 1} {
+		if err := (&App{AnswerMemory: n}).Validate(); err == nil || !strings.Contains(err.Error(), "answer_memory") {
+			t.Errorf("answer_memory %d: %v", n, err)
+		}
+	}
+}

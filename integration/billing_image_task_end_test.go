@@ -318,8 +318,8 @@ http://127.0.0.1:%[4]d {
 `
 
 // TestImageTaskEndedOnceAcrossInstances: two gateways on one redis-server; each image task an
-// edit made is queried by four clients at once, two on each gateway, when the provider first
-// answers its end: a failed task's hold is released once (one release in the ledger, no
+// edit made is queried by four clients at once, two on each gateway (the two on one gateway may
+// share its call), when the provider first answers its end: a failed task's hold is released once (one release in the ledger, no
 // settlement), a succeeded one's settled once, at the images it made (2 of the 3 held: 0.08), and
 // each slot given back once (the key's one slot is free for the next edit, and its count is 0
 // at the end).
@@ -347,8 +347,10 @@ func TestImageTaskEndedOnceAcrossInstances(t *testing.T) {
 		fake.set(id, end)
 		readAtOnce(t, bases, "/v1/images/tasks/"+id, secret, end.status)
 	}
-	if n := fake.queries(); n != tasks*5 {
-		t.Fatalf("the provider saw %d queries, want %d", n, tasks*5)
+	// Each task: the first query, then at least one call per gateway for the four at once
+	// (concurrent queries of a task on one gateway share one call), so the two gateways race.
+	if n := fake.queries(); n < tasks*3 || n > tasks*5 {
+		t.Fatalf("the provider saw %d queries, want %d to %d", n, tasks*3, tasks*5)
 	}
 	awaitBalance(t, gws[1], "painters", "9.92", "0") // only the succeeded task charged: 2 images
 	endedOnceEach(t, gws, "painters", keyID, tasks-1, 1)

@@ -16,10 +16,13 @@ var errModelMember = apierror.New(http.StatusBadRequest, "invalid_request_body",
 // create sends the edit to one of the provider's upstreams (see upstream.Client.Create), with
 // the upstream's model id, and shows the client's id in the answer. A provider whose protocol is
 // written out as ark gets generation instead, the edit as a Seedream image generation
-// (toSeedream; see createSeedream).
-func (h *Handler) create(ctx context.Context, account string, p *providers.Provider, model string, body, generation []byte) (upstream.Answer, *providers.Upstream, error) {
+// (toSeedream; see createSeedream). The answer is read into room, the edit's reservation of the
+// answer budget (see EditAnswerReserve), which the caller releases once it is passed on.
+func (h *Handler) create(ctx context.Context, account string, p *providers.Provider, model string, body, generation []byte, room *upstream.AnswerHold) (upstream.Answer, *providers.Upstream, error) {
+	client := h.client()
+	client.Hold = room
 	if p.Protocol == adaptor.Ark {
-		return h.createSeedream(ctx, account, p, generation)
+		return createSeedream(ctx, client, account, p, generation)
 	}
 	aliased := p.UpstreamModel(model) != model
 	if aliased {
@@ -29,8 +32,11 @@ func (h *Handler) create(ctx context.Context, account string, p *providers.Provi
 		}
 		body = mapped
 	}
-	ans, u, err := h.client().Create(ctx, account, p, EditsPath, body)
+	ans, u, err := client.Create(ctx, account, p, EditsPath, body)
 	if err == nil && aliased {
+		if err := takeCopy(ans); err != nil {
+			return upstream.Answer{}, u, err
+		}
 		if shown, ok := providers.ReplaceModel(ans.Body, model); ok {
 			ans.Body = shown
 		}
@@ -38,14 +44,30 @@ func (h *Handler) create(ctx context.Context, account string, p *providers.Provi
 	return ans, u, err
 }
 
+// takeCopy takes room in the answer budget for a copy of ans's body, which its edit is about to
+// make: ErrBusyAnswered (the provider made the images) for a successful answer when there is no
+// room, ErrBusy for any other.
+func takeCopy(ans upstream.Answer) error {
+	switch {
+	case ans.Take(int64(len(ans.Body))):
+		return nil
+	case ans.OK():
+		return upstream.ErrBusyAnswered
+	}
+	return upstream.ErrBusy
+}
+
 // createSeedream sends an edit's Seedream image generation (toSeedream) to Ark's
 // images/generations and maps a 2xx answer back to the edit's shape (see fromSeedream). A refusal
 // passes on as it came: Ark's error shape, {"error": {"code", "message"}}, is the one
 // upstream.Refusal reads.
-func (h *Handler) createSeedream(ctx context.Context, account string, p *providers.Provider, generation []byte) (upstream.Answer, *providers.Upstream, error) {
-	ans, u, err := h.client().Create(ctx, account, p, SeedreamPath, generation)
+func createSeedream(ctx context.Context, client upstream.Client, account string, p *providers.Provider, generation []byte) (upstream.Answer, *providers.Upstream, error) {
+	ans, u, err := client.Create(ctx, account, p, SeedreamPath, generation)
 	if err != nil || !ans.OK() {
 		return ans, u, err
+	}
+	if err := takeCopy(ans); err != nil {
+		return upstream.Answer{}, u, err
 	}
 	if ans.Body, err = fromSeedream(ans.Body); err != nil {
 		return ans, u, err

@@ -69,8 +69,14 @@ type Handler struct {
 	// Now is the clock that dates image task records and their expiry. Default: time.Now.
 	Now func() time.Time
 
+	// Budget bounds the bytes of provider answers held at once, gateway-wide (see
+	// upstream.AnswerBudget); nil bounds nothing. An edit reserves EditAnswerReserve of it (at
+	// most MaxAnswer) before anything is held or sent.
+	Budget *upstream.AnswerBudget
+
 	slotsOnce sync.Once
 	slots     *passthrough.Router // the active-task slots of image tasks (slots.go)
+	flights   queryFlights        // the provider calls of concurrent task queries (query_flight.go)
 }
 
 // now reads the handler's clock.
@@ -86,6 +92,11 @@ func (h *Handler) now() time.Time {
 const multipartHint = "file bodies are not accepted: give each image as a public URL in images[].image_url, uploading local files first with POST /v1/upload/presign"
 
 var (
+	// errAnswerNotHeld is an edit the provider answered with success (it made the images)
+	// while the gateway had no room left to hold the answer (see Budget): charged its estimate,
+	// as an answer past max_answer is.
+	errAnswerNotHeld = apierror.New(http.StatusBadGateway, "invalid_response",
+		"the provider made the images, but the gateway had no room left to hold its answer (answer_memory); the edit is charged its estimate")
 	errNotFound = apierror.New(http.StatusNotFound, "not_found", "no such image endpoint")
 	errNoTask   = apierror.New(http.StatusNotFound, "task_not_found", "the image task does not exist or does not belong to this account")
 )
@@ -166,6 +177,13 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 			return err
 		}
 	}
+	// Room for the answer is reserved before anything is held or sent: a gateway holding all
+	// the answers it may refuses the edit uncharged (see EditAnswerReserve).
+	room, ok := h.Budget.Reserve(min(h.maxAnswer(), EditAnswerReserve))
+	if !ok {
+		return upstream.ErrBusy
+	}
+	defer room.Release() // after the answer is passed on
 	slot, err := h.takeSlot(r.Context(), id, model)
 	if err != nil {
 		return err
@@ -193,16 +211,12 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	// The client going away must not orphan an image task: the upstream call (bounded by the
 	// client's Timeout, upstream_timeout) and the ownership record run to completion.
 	ctx := context.WithoutCancel(r.Context())
-	ans, up, err := h.create(ctx, id.Account, p, model, body, generation)
-	if errors.Is(err, upstream.ErrTooLarge) {
-		// The provider answered the edit with success, past what the gateway reads: it made
-		// the images (or the task), and bills them. Charged as estimated, as a task that
-		// cannot be followed is.
-		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{})))
-		idempotency.MarkMade(r.Context())
-		h.Logger.Error("image edit answered past the bound on an upstream answer: charged its estimate",
-			zap.String("model", model), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
-		return err
+	ans, up, err := h.create(ctx, id.Account, p, model, body, generation, room)
+	if errors.Is(err, upstream.ErrTooLarge) || errors.Is(err, upstream.ErrBusyAnswered) {
+		// The provider answered the edit with success, past what the gateway reads, or past
+		// the room left in the answer budget: it made the images (or the task), and bills
+		// them. Charged as estimated, as a task that cannot be followed is.
+		return h.unreadAnswer(r, id, model, hold, err)
 	}
 	if err != nil {
 		hold.Release("not answered by the upstream")
@@ -212,8 +226,14 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		hold.Release("refused by the upstream")
 		return upstream.Refusal(ans)
 	}
-	// The answer is the gateway's, as a video task's: it never quotes the operator's key.
-	ans.Body = upstream.WithoutCredentials(up, ans.Body)
+	// The answer is the gateway's, as a video task's: it never quotes the operator's key. (Its
+	// copy is counted in the answer budget first: see Budget.)
+	if up != nil && up.Echoes(ans.Body) {
+		if !ans.Take(int64(len(ans.Body))) {
+			return h.unreadAnswer(r, id, model, hold, upstream.ErrBusyAnswered)
+		}
+		ans.Body = upstream.WithoutCredentials(up, ans.Body)
+	}
 	if streamedAnswer(ans) {
 		settleStream(r.Context(), hold, ans.Body)
 		passOn(w, ans)
@@ -259,6 +279,21 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	return nil
 }
 
+// unreadAnswer ends an edit that the provider answered with success (it made the images, or the
+// task, and bills them) but whose answer the gateway could not read or hold (err: past
+// max_answer, or past the room left in the answer budget): it is charged its estimate, kept as
+// made for its Idempotency-Key, and answered 502.
+func (h *Handler) unreadAnswer(r *http.Request, id auth.Identity, model string, hold accounting.Hold, err error) error {
+	usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{})))
+	idempotency.MarkMade(r.Context())
+	h.Logger.Error("image edit answered with success but its answer was not read (past max_answer, or past the room left in answer_memory): charged its estimate",
+		zap.String("model", model), zap.String("account", id.Account), zap.String("key_id", id.KeyID), zap.Error(err))
+	if errors.Is(err, upstream.ErrBusyAnswered) {
+		return errAnswerNotHeld // not "retry shortly": a retry is a new edit, charged again
+	}
+	return err
+}
+
 // readAnswer reads a successful answer (spec §2.7): images (data), or a task whose id is
 // task_id or id, or a failure reported in error. It returns the task id of an asynchronous
 // answer, the number of items in data, and ok false for an answer that is none of these (not a
@@ -300,7 +335,8 @@ func reportedImage(body []byte) (size, quality string) {
 	return billing.AnswerImage(size, quality)
 }
 
-// query answers GET /v1/images/tasks/{id} for the owning account only.
+// query answers GET /v1/images/tasks/{id} for the owning account only. The owner's
+// concurrent queries of a task share one provider call (see query_flight.go).
 func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity, taskID string) error {
 	t, err := h.Store.Task(r.Context(), taskID)
 	if errors.Is(err, storage.ErrNotFound) || (err == nil && (!id.Sees(t.Account, t.Model) || t.Kind != storage.KindImage)) {
@@ -313,31 +349,81 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if !ok {
 		return apierror.New(http.StatusConflict, "provider_unavailable", "the upstream of this task is no longer configured")
 	}
-	ans, err := h.client().Call(r.Context(), p, http.MethodGet, TasksPath+"/"+url.PathEscape(taskID), nil)
+	q := h.flights.join(r.Context(), taskID, func(ctx context.Context) (upstream.Answer, error) {
+		return h.queryUpstream(ctx, t, p)
+	})
+	defer h.flights.leave(taskID, q)
+	select {
+	case <-q.done:
+	case <-r.Context().Done():
+		return errClientLeft
+	}
+	usage.From(r.Context()).AddUpstream(q.latency, q.tokens)
+	if q.err != nil {
+		return q.err
+	}
+	passOn(w, q.ans)
+	return nil
+}
+
+// errClientLeft ends a query whose client left before the answer came (as reverse_proxy logs
+// such a request: 499); the client reads nothing.
+var errClientLeft = apierror.New(499, "client_closed_request", "the client closed the request before the answer came")
+
+// queryUpstream reads the image task t from its upstream p and returns the answer as its owner
+// gets it: the provider's credential taken out, the client's model id shown. When the answer
+// shows the task final, the task is ended (finishedByAnswer). The answer's Body is never
+// changed in place: every transformation makes a new one. On an error (or a panic), the answer's bytes
+// are given back at once.
+func (h *Handler) queryUpstream(ctx context.Context, t storage.Task, p *providers.Upstream) (upstream.Answer, error) {
+	ans, err := h.client().Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
 	if err != nil {
-		return err
+		return upstream.Answer{}, err
 	}
-	if ans.Status == http.StatusNotFound {
-		return errNoTask
+	passed := false
+	defer func() {
+		if !passed {
+			ans.Release() // an error, or a panic on the way
+		}
+	}()
+	if err := queryRefused(ans); err != nil {
+		return upstream.Answer{}, err
 	}
-	if !ans.OK() {
-		return upstream.Refusal(ans)
+	// Each copy of the answer below is taken from the budget first: the copy lives as long as
+	// the answer does, the original until the collector comes.
+	if p.Echoes(ans.Body) {
+		if !ans.Take(int64(len(ans.Body))) {
+			return upstream.Answer{}, upstream.ErrBusy
+		}
+		ans.Body = upstream.WithoutCredentials(p, ans.Body)
 	}
-	if !jsonObject(ans.Body) {
-		return upstream.ErrUnreadable // not a task's answer: never passed on as the provider typed it
-	}
-	ans.Body = upstream.WithoutCredentials(p, ans.Body)
 	if t.Active && !t.Finished {
-		h.finishedByAnswer(r.Context(), taskID, ans.Body)
+		h.finishedByAnswer(ctx, t.ID, ans.Body)
 	}
 	// The answer shows the client's model id, as the create's did (see create): never the
 	// upstream's id of an aliased model (model_map).
 	if prov, ok := h.Catalog.Provider(t.Provider); ok && prov.UpstreamModel(t.Model) != t.Model {
+		if !ans.Take(int64(len(ans.Body))) {
+			return upstream.Answer{}, upstream.ErrBusy
+		}
 		if shown, ok := providers.ReplaceModel(ans.Body, t.Model); ok {
 			ans.Body = shown
 		}
 	}
-	passOn(w, ans)
+	passed = true
+	return ans, nil
+}
+
+// queryRefused is the error of a task query's answer that is not a task to pass on.
+func queryRefused(ans upstream.Answer) error {
+	switch {
+	case ans.Status == http.StatusNotFound:
+		return errNoTask
+	case !ans.OK():
+		return upstream.Refusal(ans)
+	case !jsonObject(ans.Body):
+		return upstream.ErrUnreadable // not a task's answer: never passed on as the provider typed it
+	}
 	return nil
 }
 
@@ -363,12 +449,20 @@ func jsonObject(body []byte) bool {
 	return len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed)
 }
 
-func (h *Handler) client() upstream.Client {
-	limit := h.MaxAnswer
-	if limit <= 0 {
-		limit = DefaultMaxAnswer
+// EditAnswerReserve is the part of the answer budget an edit reserves before it is charged and
+// sent (at most MaxAnswer): 8 MiB, an answer of two large b64_json images. An answer that
+// outgrows it takes more as it is read.
+const EditAnswerReserve = 8 << 20
+
+func (h *Handler) maxAnswer() int64 {
+	if h.MaxAnswer <= 0 {
+		return DefaultMaxAnswer
 	}
-	return upstream.Client{HTTP: h.Client, Logger: h.Logger, MaxAnswer: limit}
+	return h.MaxAnswer
+}
+
+func (h *Handler) client() upstream.Client {
+	return upstream.Client{HTTP: h.Client, Logger: h.Logger, MaxAnswer: h.maxAnswer(), Budget: h.Budget}
 }
 
 func (h *Handler) retention() time.Duration {

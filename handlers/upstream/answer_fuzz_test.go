@@ -53,7 +53,7 @@ func FuzzReadAnswer(f *testing.F) {
 		if werr == nil && len(want) > MaxBody {
 			werr = errAnswerTooLarge
 		}
-		got, gerr := readAnswer(&chunkReader{data: body, sizes: sizes, last: last}, declared, MaxBody)
+		got, gerr := readAnswer(&chunkReader{data: body, sizes: sizes, last: last}, declared, MaxBody, nil)
 		if declared > MaxBody {
 			if !errors.Is(gerr, errAnswerTooLarge) {
 				t.Fatalf("declared %d past MaxBody: %v", declared, gerr)
@@ -62,6 +62,48 @@ func FuzzReadAnswer(f *testing.F) {
 		}
 		if !errors.Is(gerr, werr) || werr == nil && !bytes.Equal(got, want) {
 			t.Fatalf("declared %d, %d bytes: readAnswer %d bytes, %v; io.ReadAll %d bytes, %v", declared, len(body), len(got), gerr, len(want), werr)
+		}
+	})
+}
+
+// FuzzReadAnswerHeld: read into a hold of a budget of room bytes, readAnswer reads what it reads
+// without one whenever its buffers fit the budget, and errAnswerBusy otherwise; the budget never
+// holds more than its bound, holds at least the bytes read, and is empty once the hold is
+// released.
+func FuzzReadAnswerHeld(f *testing.F) {
+	f.Add([]byte("hello"), int64(5), []byte{1, 2}, uint32(3))
+	f.Add(bytes.Repeat([]byte("x"), 3000), int64(-1), []byte{200}, uint32(2048))
+	f.Add(bytes.Repeat([]byte("y"), 70000), int64(70000), []byte{}, uint32(1<<17))
+	f.Fuzz(func(t *testing.T, data []byte, declared int64, sizes []byte, room uint32) {
+		if len(sizes) > 0 && bytes.Count(sizes, []byte{0}) == len(sizes) {
+			return
+		}
+		want, werr := readAnswer(&chunkReader{data: data, sizes: sizes, last: true}, declared, MaxBody, nil)
+		budget := NewAnswerBudget(int64(room%(1<<18)) + 1)
+		hold := &AnswerHold{budget: budget}
+		got, gerr := readAnswer(&chunkReader{data: data, sizes: sizes, last: true}, declared, MaxBody, hold)
+		if budget.Held() > budget.Limit() {
+			t.Fatalf("%d held past the budget of %d", budget.Held(), budget.Limit())
+		}
+		switch {
+		case errors.Is(gerr, errAnswerBusy):
+			// Of unknown length, an answer is read into buffers of 512 bytes, doubled as they
+			// fill: one whose last buffer fits the budget is never refused.
+			need := int64(512)
+			for need < int64(len(want)) {
+				need *= 2
+			}
+			if werr == nil && declared < 0 && need <= budget.Limit() {
+				t.Fatalf("a %d-byte answer (a buffer of %d) found no room in a budget of %d", len(want), need, budget.Limit())
+			}
+		case !errors.Is(gerr, werr) || !bytes.Equal(got, want):
+			t.Fatalf("held read: %d bytes, %v; unheld: %d bytes, %v", len(got), gerr, len(want), werr)
+		case gerr == nil && budget.Held() < int64(len(got)):
+			t.Fatalf("%d bytes read, %d held", len(got), budget.Held())
+		}
+		hold.Release()
+		if budget.Held() != 0 {
+			t.Fatalf("%d held after release", budget.Held())
 		}
 	})
 }

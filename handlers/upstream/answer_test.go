@@ -86,16 +86,16 @@ func TestCallReadsTheWholeAnswer(t *testing.T) {
 func TestReadAnswerBeyondDeclaredLength(t *testing.T) {
 	body := bytes.Repeat([]byte("0123456789"), 100)
 	for _, declared := range []int64{-1, 0, 1, 10, 999, 1000, 1001} {
-		got, err := readAnswer(iotest.OneByteReader(bytes.NewReader(body)), declared, MaxBody)
+		got, err := readAnswer(iotest.OneByteReader(bytes.NewReader(body)), declared, MaxBody, nil)
 		if err != nil || !bytes.Equal(got, body) {
 			t.Fatalf("declared %d: %d bytes, %v; want %d bytes", declared, len(got), err, len(body))
 		}
 	}
 	long := make([]byte, MaxBody+1)
-	if _, err := readAnswer(bytes.NewReader(long), 10, MaxBody); !errors.Is(err, errAnswerTooLarge) {
+	if _, err := readAnswer(bytes.NewReader(long), 10, MaxBody, nil); !errors.Is(err, errAnswerTooLarge) {
 		t.Fatalf("a body past MaxBody declared short: %v, want errAnswerTooLarge", err)
 	}
-	if _, err := readAnswer(bytes.NewReader(nil), MaxBody+1, MaxBody); !errors.Is(err, errAnswerTooLarge) {
+	if _, err := readAnswer(bytes.NewReader(nil), MaxBody+1, MaxBody, nil); !errors.Is(err, errAnswerTooLarge) {
 		t.Fatalf("a body declared past MaxBody: %v, want errAnswerTooLarge", err)
 	}
 }
@@ -110,7 +110,7 @@ func TestMaxAnswerBounded(t *testing.T) {
 		}
 	}
 	body := bytes.Repeat([]byte("x"), 5000)
-	got, err := readAnswer(iotest.OneByteReader(bytes.NewReader(body)), -1, (Client{MaxAnswer: math.MaxInt64}).maxAnswer())
+	got, err := readAnswer(iotest.OneByteReader(bytes.NewReader(body)), -1, (Client{MaxAnswer: math.MaxInt64}).maxAnswer(), nil)
 	if err != nil || !bytes.Equal(got, body) {
 		t.Fatalf("with MaxAnswer math.MaxInt64: %d bytes, %v", len(got), err)
 	}

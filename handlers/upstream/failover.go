@@ -46,15 +46,18 @@ func (c Client) createIn(ctx context.Context, account string, order []*providers
 		switch {
 		case errors.Is(err, ErrRefused):
 			u.Failed(account, "connection refused", 0)
+			last.Release()
 			last, lastErr = Answer{}, err
 			continue
 		case err != nil:
+			last.Release()
 			if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrTimeout) {
 				u.Failed(account, err.Error(), 0) // a connection failure; a redirect or an unreadable answer is not one
 			}
 			return Answer{}, u, err
 		case ans.Status == http.StatusTooManyRequests || ans.Status == http.StatusServiceUnavailable:
 			u.Failed(account, fmt.Sprintf("HTTP %d", ans.Status), RetryAfter(ans.Header, u.Now()))
+			last.Release() // an earlier upstream's refusal, replaced by this one
 			last, lastErr = ans, nil
 			continue
 		case ans.Status >= 500:
@@ -62,6 +65,7 @@ func (c Client) createIn(ctx context.Context, account string, order []*providers
 		default:
 			u.Succeeded(account)
 		}
+		last.Release()
 		return ans, u, nil
 	}
 	return last, nil, lastErr

@@ -108,6 +108,13 @@ type Client struct {
 	// ErrTooLarge, any other ErrUnreadable. 0 means MaxBody. The answer is held in memory
 	// while it is used, so this is also the memory one call may take.
 	MaxAnswer int64
+	// Budget, when not nil, bounds the bytes of answers held gateway-wide (see AnswerBudget):
+	// an answer read past its room is ErrBusy (ErrBusyAnswered when successful). The caller
+	// releases each Answer it gets (Answer.Release) once it has passed it on.
+	Budget *AnswerBudget
+	// Hold, when not nil, is a reservation of Budget (AnswerBudget.Reserve) that the answers are
+	// read into; the caller releases it (their Release leaves it alone).
+	Hold *AnswerHold
 }
 
 // Answer is a complete upstream response.
@@ -120,7 +127,27 @@ type Answer struct {
 	sent http.Header
 	// target is where the call went; its Credentials, when it has them, are redacted too.
 	target Target
+	// hold is the part of the client's Budget that Body was read into: the client's Hold, or
+	// one the call took (owned), which Release gives back.
+	hold  *AnswerHold
+	owned bool
 }
+
+// Release gives the bytes of the answer back to the budget it was read from (see
+// Client.Budget), once, however many copies of the Answer call it. Call it when the answer has
+// been passed on; the Body must not be used after. An answer read without a budget holds
+// nothing.
+func (a Answer) Release() {
+	if a.owned {
+		a.hold.Release()
+	}
+}
+
+// Take takes n bytes more from the budget the answer was read from, for a copy of its body that
+// the caller is about to make (the body with a credential taken out, or another model id
+// shown); they go back with the answer's. It reports false when the budget has no room (the
+// caller then answers ErrBusy); an answer read without a budget always has room.
+func (a Answer) Take(n int64) bool { return a.hold.add(n) }
 
 // credentialed is a Target that knows all its credentials (see providers.Upstream.Credentials):
 // also those the call did not send as they are, such as a Kling upstream's secret key, which
@@ -221,7 +248,22 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 		c.Logger.Warn("upstream answered with a redirect; not followed", zap.String("upstream", p.Label()), zap.Int("status", resp.StatusCode))
 		return Answer{}, ErrRedirected
 	}
-	b, err := readAnswer(resp.Body, resp.ContentLength, c.maxAnswer())
+	hold := c.Hold
+	if hold == nil && c.Budget != nil {
+		hold = &AnswerHold{budget: c.Budget}
+	}
+	b, err := readAnswer(resp.Body, resp.ContentLength, c.maxAnswer(), hold)
+	if err != nil && hold != c.Hold {
+		hold.Release()
+	}
+	if errors.Is(err, errAnswerBusy) {
+		c.Logger.Warn("upstream answer not read: the gateway holds as many answers as answer_memory allows",
+			zap.String("upstream", p.Label()), zap.Int("status", resp.StatusCode), zap.Int64("answer_memory", c.Budget.Limit()))
+		if resp.StatusCode/100 == 2 {
+			return Answer{}, ErrBusyAnswered
+		}
+		return Answer{}, ErrBusy
+	}
 	if errors.Is(err, errAnswerTooLarge) {
 		if resp.StatusCode/100 == 2 {
 			return Answer{}, ErrTooLarge
@@ -233,7 +275,9 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 		}
 		return Answer{}, ErrUnreadable
 	}
-	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: req.Header, target: p}, nil
+	ans = Answer{Status: resp.StatusCode, Header: resp.Header, Body: b, sent: req.Header, target: p}
+	ans.hold, ans.owned = hold, hold != c.Hold
+	return ans, nil
 }
 
 // MaxAnswerLimit is the largest MaxAnswer a client reads with; a larger one reads up to it.
@@ -247,14 +291,19 @@ func (c Client) maxAnswer() int64 {
 	return MaxBody
 }
 
-// errAnswerTooLarge is an answer body longer than the bound it was read with.
-var errAnswerTooLarge = errors.New("the upstream answer is longer than the gateway reads")
+// errAnswerTooLarge is an answer body longer than the bound it was read with; errAnswerBusy one
+// that its AnswerHold found no room for.
+var (
+	errAnswerTooLarge = errors.New("the upstream answer is longer than the gateway reads")
+	errAnswerBusy     = errors.New("no room in the answer budget")
+)
 
 // readAnswer reads an answer's body, up to limit bytes (errAnswerTooLarge past it), as io.ReadAll
 // does but into one buffer of the declared length (Content-Length, the usual case, up to 64 KiB;
 // -1 when unknown) and the byte that tells whether the body ends there. A body that runs on past
-// its declared length is read on, within the same bound.
-func readAnswer(body io.Reader, declared, limit int64) ([]byte, error) {
+// its declared length is read on, within the same bound. Each buffer is taken from hold before
+// it is made (errAnswerBusy when the budget has no room); a nil hold takes nothing.
+func readAnswer(body io.Reader, declared, limit int64, hold *AnswerHold) ([]byte, error) {
 	size := int64(512)
 	if declared > limit {
 		return nil, errAnswerTooLarge
@@ -262,6 +311,9 @@ func readAnswer(body io.Reader, declared, limit int64) ([]byte, error) {
 		// The declared length sizes the buffer up to 64 KiB; past it the buffer grows with the
 		// bytes that arrive, so that an answer declared large and then stalled holds little.
 		size = min(declared, 64<<10) + 1
+	}
+	if !hold.growTo(size) {
+		return nil, errAnswerBusy
 	}
 	b := make([]byte, 0, size)
 	for {
@@ -277,7 +329,16 @@ func readAnswer(body io.Reader, declared, limit int64) ([]byte, error) {
 			return nil, err
 		}
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // room to read on, grown as append grows it
+			// Room to read on: twice the buffer, up to the declared length's (and its end's
+			// byte) while the body keeps to it, and never past limit's.
+			grown := min(2*int64(cap(b)), limit+1)
+			if declared >= 0 && declared+1 > int64(cap(b)) {
+				grown = min(grown, declared+1)
+			}
+			if !hold.growTo(grown) {
+				return nil, errAnswerBusy
+			}
+			b = append(make([]byte, 0, grown), b...)
 		}
 	}
 }

@@ -144,6 +144,23 @@ func (e *Entry) UpstreamLatency(d time.Duration) {
 	e.mu.Unlock()
 }
 
+// Upstream is the upstream latency and token usage noted so far, for the entries of the
+// requests that shared the one upstream call this entry noted (see AddUpstream).
+func (e *Entry) Upstream() (latency time.Duration, tokens Tokens) {
+	if e == nil {
+		return 0, Tokens{}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.upstreamLatency, e.tokens
+}
+
+// AddUpstream notes what another entry noted of an upstream call (see Upstream).
+func (e *Entry) AddUpstream(latency time.Duration, tokens Tokens) {
+	e.UpstreamLatency(latency)
+	e.AddTokens(tokens)
+}
+
 // AddTokens notes token usage reported by the upstream.
 func (e *Entry) AddTokens(t Tokens) {
 	if e == nil {

@@ -42,6 +42,7 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	RefreshLag(0)
 	CallbackDelivery(CallbackDelivered)
 	SetOutboxPending(0)
+	AnswerMemory(0)
 	Rejected(ReasonQuota)
 	Spent("a", "m", 1)
 	families, err := reg.Gather()

@@ -58,6 +58,10 @@ var (
 		Name: "mediagw_callback_outbox_pending",
 		Help: "Callback events waiting in the outbox for delivery or a retry.",
 	})
+	answerMemory = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "mediagw_answer_memory_bytes",
+		Help: "Bytes of provider answers held in memory at once, as counted against answer_memory (image edits and image task queries).",
+	})
 	rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mediagw_rejections_total",
 		Help: "Requests refused by mediagw before reaching an upstream, by reason.",
@@ -85,7 +89,7 @@ func SetAccountLabel(on bool) { accountLabel.Store(on) }
 // there is reused, so a module that appears twice in one config is harmless.
 func Register(reg prometheus.Registerer, withAccount bool) error {
 	list := []prometheus.Collector{requests, upstreamDuration, tasksCreated, tasksFinished, tasksActive,
-		refreshLag, callbackDeliveries, outboxPending, rejections}
+		refreshLag, callbackDeliveries, outboxPending, answerMemory, rejections}
 	if withAccount {
 		list = append(list, spendByAccount)
 	} else {
@@ -194,6 +198,9 @@ func CallbackDelivery(outcome string) { callbackDeliveries.WithLabelValues(outco
 
 // SetOutboxPending sets the number of events waiting in the callback outbox.
 func SetOutboxPending(n int) { outboxPending.Set(float64(n)) }
+
+// AnswerMemory adds n (negative: takes) to the bytes of provider answers held.
+func AnswerMemory(n int64) { answerMemory.Add(float64(n)) }
 
 // Rejected counts a request refused for reason (see Reason).
 func Rejected(reason string) { rejections.WithLabelValues(reason).Inc() }

@@ -1,0 +1,200 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+)
+
+// budgetProvider is a provider at srv with one upstream, its key k.
+func budgetProvider(t *testing.T, srv *httptest.Server) *providers.Provider {
+	t.Helper()
+	base, _ := url.Parse(srv.URL + "/v1")
+	return &providers.Provider{Name: "p", BaseURL: base, APIKey: "k"}
+}
+
+// An answer is read into its budget as it comes, with or without a Content-Length: one that
+// fits is held until it is released (once, however many copies release it); one that finds no
+// room is ErrBusyAnswered when successful, ErrBusy otherwise, and holds nothing after.
+func TestAnswersAreReadIntoTheBudget(t *testing.T) {
+	long := []byte(`{"data":"` + strings.Repeat("A", 3<<20) + `"}`)
+	for _, declared := range []bool{true, false} {
+		for _, status := range []int{http.StatusOK, http.StatusBadRequest} {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if declared {
+					w.Header().Set("Content-Length", strconv.Itoa(len(long)))
+				}
+				w.WriteHeader(status)
+				w.Write(long)
+			}))
+			p := budgetProvider(t, srv)
+			name := "declared " + strconv.FormatBool(declared) + ", status " + strconv.Itoa(status)
+
+			budget := NewAnswerBudget(8 << 20)
+			c := Client{HTTP: NewHTTPClient(ClientOptions{}), Logger: zap.NewNop(), MaxAnswer: 16 << 20, Budget: budget}
+			ans, err := c.Call(context.Background(), p, http.MethodGet, "x", nil)
+			if err != nil || !bytes.Equal(ans.Body, long) {
+				t.Fatalf("%s: a call with room = %v", name, err)
+			}
+			if held := budget.Held(); held < int64(len(long)) || held > 2*int64(len(long)) {
+				t.Fatalf("%s: an answer of %d bytes holds %d", name, len(long), held)
+			}
+			copied := ans
+			ans.Release()
+			copied.Release()
+			if held := budget.Held(); held != 0 {
+				t.Fatalf("%s: %d bytes held after release (twice)", name, held)
+			}
+
+			tight := NewAnswerBudget(2 << 20)
+			c.Budget = tight
+			_, err = c.Call(context.Background(), p, http.MethodGet, "x", nil)
+			want := ErrBusy
+			if status == http.StatusOK {
+				want = ErrBusyAnswered
+			}
+			if !errors.Is(err, want) || tight.Held() != 0 {
+				t.Fatalf("%s: a call past the budget = %v, %d bytes held; want %v and none", name, err, tight.Held(), want)
+			}
+			srv.Close()
+		}
+	}
+}
+
+// A reservation (Client.Hold) is read into before more is taken, and is the caller's to
+// release: an answer within it takes nothing more, and its Release leaves the reservation
+// alone.
+func TestAnswersAreReadIntoTheReservation(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"data":"` + strings.Repeat("A", 100<<10) + `"}`))
+	}))
+	defer srv.Close()
+	budget := NewAnswerBudget(1 << 20)
+	room, ok := budget.Reserve(512 << 10)
+	if !ok {
+		t.Fatal("no room for a reservation in an empty budget")
+	}
+	if _, ok := budget.Reserve(768 << 10); ok || budget.Held() != 512<<10 {
+		t.Fatalf("a second reservation past the budget was made, or the first changed: %d held", budget.Held())
+	}
+	c := Client{HTTP: NewHTTPClient(ClientOptions{}), Logger: zap.NewNop(), Budget: budget, Hold: room}
+	ans, err := c.Call(context.Background(), budgetProvider(t, srv), http.MethodGet, "x", nil)
+	if err != nil || budget.Held() != 512<<10 {
+		t.Fatalf("an answer within its reservation = %v, %d held; want %d", err, budget.Held(), 512<<10)
+	}
+	ans.Release()
+	if budget.Held() != 512<<10 {
+		t.Fatalf("the answer's release gave back its reservation: %d held", budget.Held())
+	}
+	room.Release()
+	if budget.Held() != 0 {
+		t.Fatalf("%d held after the reservation's release", budget.Held())
+	}
+}
+
+// A create that moves on from an upstream's 429 gives that refusal's bytes back: only the
+// answer returned holds any.
+func TestCreateReleasesTheAnswersItPassesOver(t *testing.T) {
+	refusal := `{"error":{"message":"` + strings.Repeat("slow down ", 20000) + `"}}`
+	refused := 0
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		refused++
+		w.WriteHeader(http.StatusTooManyRequests)
+		w.Write([]byte(refusal))
+	}))
+	defer busy.Close()
+	fine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"id":"t1"}`)) }))
+	defer fine.Close()
+	busyURL, _ := url.Parse(busy.URL + "/v1")
+	fineURL, _ := url.Parse(fine.URL + "/v1")
+	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", Models: []string{"m"}, Upstreams: []*providers.Upstream{
+		{Name: "a", BaseURL: busyURL, APIKey: "k", Priority: 1}, {Name: "b", BaseURL: fineURL, APIKey: "k", Priority: 2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := cat.Provider("p")
+	budget := NewAnswerBudget(1 << 20)
+	c := Client{HTTP: NewHTTPClient(ClientOptions{}), Logger: zap.NewNop(), Budget: budget}
+	ans, u, err := c.Create(context.Background(), "acct", p, "x", []byte(`{}`))
+	if err != nil || u.Name != "b" || refused != 1 {
+		t.Fatalf("Create = %v on %v after %d refusals, want b's answer after a's refusal", err, u.Label(), refused)
+	}
+	if held := budget.Held(); held > 4<<10 {
+		t.Fatalf("after a create that passed over a %d-byte refusal, %d bytes are held", len(refusal), held)
+	}
+	ans.Release()
+	if budget.Held() != 0 {
+		t.Fatalf("%d bytes held after release", budget.Held())
+	}
+}
+
+// Concurrent answers never hold more than the budget, whatever their interleaving, and all of
+// it comes back.
+func TestBudgetHoldsUnderConcurrency(t *testing.T) {
+	budget := NewAnswerBudget(1 << 20)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	peak := int64(0)
+	for range 32 {
+		wg.Go(func() {
+			for range 200 {
+				h, ok := budget.Reserve(64 << 10)
+				if held := budget.Held(); held > budget.Limit() {
+					t.Errorf("%d held past the budget of %d", held, budget.Limit())
+				}
+				mu.Lock()
+				peak = max(peak, budget.Held())
+				mu.Unlock()
+				if ok {
+					h.growTo(200 << 10)
+					time.Sleep(time.Microsecond)
+					h.Release()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if budget.Held() != 0 || peak > budget.Limit() {
+		t.Fatalf("held %d after all releases, peak %d of %d", budget.Held(), peak, budget.Limit())
+	}
+}
+
+// A copy of an answer's body is taken from its budget (Answer.Take) while there is room, and
+// goes back with the answer.
+func TestAnswerCopiesAreTakenFromTheBudget(t *testing.T) {
+	body := []byte(`{"data":"` + strings.Repeat("A", 300<<10) + `"}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
+	defer srv.Close()
+	budget := NewAnswerBudget(1 << 20)
+	c := Client{HTTP: NewHTTPClient(ClientOptions{}), Logger: zap.NewNop(), Budget: budget}
+	ans, err := c.Call(context.Background(), budgetProvider(t, srv), http.MethodGet, "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := budget.Held()
+	if !ans.Take(int64(len(body))) || budget.Held() != read+int64(len(body)) {
+		t.Fatalf("a copy with room: %d held after, %d before", budget.Held(), read)
+	}
+	if ans.Take(1<<20) || budget.Held() != read+int64(len(body)) {
+		t.Fatalf("a copy past the budget was taken: %d held", budget.Held())
+	}
+	ans.Release()
+	if budget.Held() != 0 || ans.Take(1) {
+		t.Fatalf("%d held after the answer's release, or a released answer took more", budget.Held())
+	}
+	if !(Answer{}).Take(1 << 40) {
+		t.Fatal("an answer read without a budget has no room")
+	}
+}
