@@ -56,6 +56,38 @@ type Endpoint struct {
 	// toolModels marks an endpoint whose tools may name a model the upstream runs besides the
 	// request's (a Responses image_generation tool's model; see checkToolModels).
 	toolModels bool
+	// countsTokens marks a count of a request's input tokens, which generates nothing and which
+	// the providers do not bill: it holds and charges nothing (see usedFor).
+	countsTokens bool
+	// embeds marks an embedding, which has input tokens and no output: it is held and charged
+	// no output tokens (see usedFor).
+	embeds bool
+}
+
+// usedFor classifies an endpoint by the shape of its path's last segment, for built-in and
+// operator-added endpoints alike: a count of input tokens (Gemini's {model}:countTokens,
+// Anthropic's /v1/messages/count_tokens, OpenAI's /v1/responses/input_tokens: any path whose
+// last segment is count_tokens or input_tokens, or whose action is countTokens), or an embedding
+// (a last segment embeddings, as OpenAI's /v1/embeddings, or the action embedContent or
+// batchEmbedContents). Everything else is a generation.
+func usedFor(path string) (countsTokens, embeds bool) {
+	last := path[strings.LastIndexByte(path, '/')+1:]
+	if _, action, ok := strings.Cut(last, ":"); ok {
+		last = action
+	}
+	switch last {
+	case "countTokens", "count_tokens", "input_tokens":
+		return true, false
+	case "embedContent", "batchEmbedContents", "embeddings":
+		return false, true
+	}
+	return false, false
+}
+
+// classified is ep with what usedFor says of its path.
+func classified(ep Endpoint) Endpoint {
+	ep.countsTokens, ep.embeds = usedFor(ep.Path)
+	return ep
 }
 
 // Capabilities are the pass-through endpoints of spec §4.6, with generateContent's family
@@ -71,7 +103,7 @@ var Capabilities = append(generateContentEndpoints(), []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/audio/transcriptions", Multipart: true},
 	{Method: http.MethodPost, Path: "/v1/audio/translations", Multipart: true},
 	{Method: http.MethodPost, Path: "/v1/audio/speech", nested: mediaRefs, fetchesURLs: true, dialogue: true},
-	{Method: http.MethodPost, Path: "/v1/embeddings", nested: mediaRefs, fetchesURLs: true, dialogue: true},
+	{Method: http.MethodPost, Path: "/v1/embeddings", nested: mediaRefs, fetchesURLs: true, dialogue: true, embeds: true},
 	{Method: http.MethodPost, Path: "/v1/rerank", nested: mediaRefs, fetchesURLs: true, dialogue: true},
 
 	{Method: http.MethodGet, Path: "/v1/responses/{id}", Object: KindResponse, RevealsItems: true},
@@ -108,7 +140,7 @@ func ParseEndpoint(method, path string) (Endpoint, error) {
 	if strings.Contains(path, "{model}") && isBatchEndpoint(strings.Split(path[1:], "/")) {
 		return Endpoint{}, fmt.Errorf("endpoint path %q: a message batch takes the models of its requests, not {model}", path)
 	}
-	return extending(Endpoint{Method: method, Path: path}), nil
+	return classified(extending(Endpoint{Method: method, Path: path})), nil
 }
 
 // extending gives an operator's endpoint the checks of the capability it extends, found by a
