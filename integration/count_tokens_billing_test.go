@@ -93,7 +93,8 @@ http://127.0.0.1:{{port}} {
 // the shapes of their API references: Gemini's countTokens answers {"totalTokens"}, its
 // embedContent {"embedding"} and batchEmbedContents {"embeddings"}, none with usageMetadata;
 // Anthropic's count_tokens and OpenAI's responses/input_tokens answer {"input_tokens"}; OpenAI's
-// embeddings report usage.prompt_tokens. generateContent answers without usageMetadata. It
+// embeddings report usage.prompt_tokens; a rerank answers in Cohere's shape (search units, no
+// tokens). generateContent answers without usageMetadata. It
 // keeps the length of the last body each path got.
 type countingUpstream struct {
 	*httptest.Server
@@ -123,6 +124,8 @@ func startCountingUpstream(t *testing.T) *countingUpstream {
 			io.WriteString(w, `{"input_tokens": 3}`)
 		case r.URL.Path == "/oa/v1/responses/input_tokens" && r.Header.Get("Authorization") == "Bearer oa-upstream-key":
 			io.WriteString(w, `{"object": "response.input_tokens", "input_tokens": 3}`)
+		case r.URL.Path == "/oa/v1/rerank" && r.Header.Get("Authorization") == "Bearer oa-upstream-key":
+			io.WriteString(w, `{"id": "r1", "results": [{"index": 0, "relevance_score": 0.9}], "meta": {"billed_units": {"search_units": 1}}}`)
 		case r.URL.Path == "/oa/v1/embeddings" && r.Header.Get("Authorization") == "Bearer oa-upstream-key":
 			io.WriteString(w, `{"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.1, 0.2]}], "model": "p-embed", "usage": {"prompt_tokens": 3, "total_tokens": 3}}`)
 		default:
@@ -242,7 +245,8 @@ console.log("openai", JSON.stringify(o));
 // TestEmbeddingsAreChargedTheirInput: an embedding makes no output tokens. Gemini's
 // embedContent and batchEmbedContents (the one @google/genai's models.embedContent calls), whose
 // answers report no usage, are charged their input estimate (one token per 4 bytes of body) and
-// no output; OpenAI's embeddings (through openai) are charged the prompt_tokens they report.
+// no output; OpenAI's embeddings (through openai) are charged the prompt_tokens they report; a
+// rerank, whose answer counts no tokens, its input estimate.
 func TestEmbeddingsAreChargedTheirInput(t *testing.T) {
 	up := startCountingUpstream(t)
 	usageLog := filepath.Join(t.TempDir(), "usage.log")
@@ -285,6 +289,15 @@ console.log("usage", JSON.stringify(r.usage));
 	}
 	if got := settledSince(t, g, "count", from); got != 3000 {
 		t.Errorf("embeddings reporting 3 prompt tokens charged %s, want 0.003", money.Format(got))
+	}
+
+	// A rerank makes no output tokens either: without a token count, its input estimate.
+	from = len(ledgerEntries(t, g, "count"))
+	if r := call(t, "POST", base+"/v1/rerank", "mg-count", map[string]any{"model": "p-embed", "query": "q", "documents": []string{"a", "b"}}); r.status != 200 {
+		t.Fatalf("rerank = %d %s", r.status, r.body)
+	}
+	if got, want := settledSince(t, g, "count", from), up.inputEstimate(t, "/oa/v1/rerank"); got != want {
+		t.Errorf("a rerank without a token count charged %s, want its input estimate %s", money.Format(got), money.Format(want))
 	}
 }
 

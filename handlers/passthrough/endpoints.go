@@ -59,18 +59,19 @@ type Endpoint struct {
 	// countsTokens marks a count of a request's input tokens, which generates nothing and which
 	// the providers do not bill: it holds and charges nothing (see usedFor).
 	countsTokens bool
-	// embeds marks an embedding, which has input tokens and no output: it is held and charged
-	// no output tokens (see usedFor).
-	embeds bool
+	// inputOnly marks an embedding or a rerank, which reads input tokens and makes no output:
+	// it is held and charged no output tokens (see usedFor).
+	inputOnly bool
 }
 
 // usedFor classifies an endpoint by the shape of its path's last segment, for built-in and
 // operator-added endpoints alike: a count of input tokens (Gemini's {model}:countTokens,
 // Anthropic's /v1/messages/count_tokens, OpenAI's /v1/responses/input_tokens: any path whose
-// last segment is count_tokens or input_tokens, or whose action is countTokens), or an embedding
-// (a last segment embeddings, as OpenAI's /v1/embeddings, or the action embedContent or
-// batchEmbedContents). Everything else is a generation.
-func usedFor(path string) (countsTokens, embeds bool) {
+// last segment is count_tokens or input_tokens, or whose action is countTokens), or a call that
+// reads input and makes no output tokens (a last segment embeddings or rerank, as
+// /v1/embeddings and /v1/rerank, or the action embedContent or batchEmbedContents). Everything
+// else is a generation.
+func usedFor(path string) (countsTokens, inputOnly bool) {
 	last := path[strings.LastIndexByte(path, '/')+1:]
 	if _, action, ok := strings.Cut(last, ":"); ok {
 		last = action
@@ -78,7 +79,7 @@ func usedFor(path string) (countsTokens, embeds bool) {
 	switch last {
 	case "countTokens", "count_tokens", "input_tokens":
 		return true, false
-	case "embedContent", "batchEmbedContents", "embeddings":
+	case "embedContent", "batchEmbedContents", "embeddings", "rerank":
 		return false, true
 	}
 	return false, false
@@ -86,7 +87,7 @@ func usedFor(path string) (countsTokens, embeds bool) {
 
 // classified is ep with what usedFor says of its path.
 func classified(ep Endpoint) Endpoint {
-	ep.countsTokens, ep.embeds = usedFor(ep.Path)
+	ep.countsTokens, ep.inputOnly = usedFor(ep.Path)
 	return ep
 }
 
@@ -103,8 +104,8 @@ var Capabilities = append(generateContentEndpoints(), []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/audio/transcriptions", Multipart: true},
 	{Method: http.MethodPost, Path: "/v1/audio/translations", Multipart: true},
 	{Method: http.MethodPost, Path: "/v1/audio/speech", nested: mediaRefs, fetchesURLs: true, dialogue: true},
-	{Method: http.MethodPost, Path: "/v1/embeddings", nested: mediaRefs, fetchesURLs: true, dialogue: true, embeds: true},
-	{Method: http.MethodPost, Path: "/v1/rerank", nested: mediaRefs, fetchesURLs: true, dialogue: true},
+	{Method: http.MethodPost, Path: "/v1/embeddings", nested: mediaRefs, fetchesURLs: true, dialogue: true, inputOnly: true},
+	{Method: http.MethodPost, Path: "/v1/rerank", nested: mediaRefs, fetchesURLs: true, dialogue: true, inputOnly: true},
 
 	{Method: http.MethodGet, Path: "/v1/responses/{id}", Object: KindResponse, RevealsItems: true},
 	{Method: http.MethodDelete, Path: "/v1/responses/{id}", Object: KindResponse},
