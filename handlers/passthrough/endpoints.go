@@ -91,10 +91,18 @@ func classified(ep Endpoint) Endpoint {
 	return ep
 }
 
+// classifiedAll classifies each endpoint of list in place (see usedFor), and returns list.
+func classifiedAll(list []Endpoint) []Endpoint {
+	for i := range list {
+		list[i] = classified(list[i])
+	}
+	return list
+}
+
 // Capabilities are the pass-through endpoints of spec §4.6, with generateContent's family
 // (generateContentEndpoints), followed by the calls on upstream objects that the caller's account
-// owns.
-var Capabilities = append(generateContentEndpoints(), []Endpoint{
+// owns, each classified by its path (usedFor).
+var Capabilities = classifiedAll(append(generateContentEndpoints(), []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/chat/completions", nested: chatRefs, fetchesURLs: true, dialogue: true},
 	{Method: http.MethodPost, Path: "/v1/responses", Creates: KindResponse, RevealsItems: true, Refs: map[string]string{"previous_response_id": KindResponse}, nested: responsesRefs, toolModels: true},
 	{Method: http.MethodPost, Path: "/v1/messages", nested: messagesRefs},
@@ -104,8 +112,8 @@ var Capabilities = append(generateContentEndpoints(), []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/audio/transcriptions", Multipart: true},
 	{Method: http.MethodPost, Path: "/v1/audio/translations", Multipart: true},
 	{Method: http.MethodPost, Path: "/v1/audio/speech", nested: mediaRefs, fetchesURLs: true, dialogue: true},
-	{Method: http.MethodPost, Path: "/v1/embeddings", nested: mediaRefs, fetchesURLs: true, dialogue: true, inputOnly: true},
-	{Method: http.MethodPost, Path: "/v1/rerank", nested: mediaRefs, fetchesURLs: true, dialogue: true, inputOnly: true},
+	{Method: http.MethodPost, Path: "/v1/embeddings", nested: mediaRefs, fetchesURLs: true, dialogue: true},
+	{Method: http.MethodPost, Path: "/v1/rerank", nested: mediaRefs, fetchesURLs: true, dialogue: true},
 
 	{Method: http.MethodGet, Path: "/v1/responses/{id}", Object: KindResponse, RevealsItems: true},
 	{Method: http.MethodDelete, Path: "/v1/responses/{id}", Object: KindResponse},
@@ -117,7 +125,7 @@ var Capabilities = append(generateContentEndpoints(), []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/videos/{id}/remix", Object: KindVideo, Creates: KindVideo},
 	{Method: http.MethodGet, Path: "/v1/video/generations/{id}", Object: KindVideoGeneration},
 	{Method: http.MethodGet, Path: "/v1/images/tasks/{id}", Object: storage.KindImage},
-}...)
+}...))
 
 // ParseEndpoint checks an operator's extra endpoint: an upper-case method and an absolute path
 // without wildcards, queries or dot segments; a segment may be {model} or {model}:action. Such an

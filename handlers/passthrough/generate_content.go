@@ -25,7 +25,7 @@ func generateContentEndpoints() []Endpoint {
 	var eps []Endpoint
 	for _, version := range GenerateContentVersions {
 		for _, method := range GenerateContentMethods {
-			eps = append(eps, classified(Endpoint{Method: http.MethodPost, Path: "/" + version + "/models/{model}:" + method, nested: geminiRefs, modelInBody: true}))
+			eps = append(eps, Endpoint{Method: http.MethodPost, Path: "/" + version + "/models/{model}:" + method, nested: geminiRefs, modelInBody: true})
 		}
 	}
 	return eps
