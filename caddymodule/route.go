@@ -78,7 +78,11 @@ func init() {
 // Responses answer are recorded as the caller's account's. SSE answers are streamed by reverse_proxy. The model's cost is charged to the
 // key's quota (402 past it; a batch is charged each request's model's cost, and holds the sum of
 // each request's estimate at its own model's price, settled at the amount held) and refunded when the answer is an error status; calls on existing
-// objects cost nothing. A Responses request's image_generation tool also holds the images it may
+// objects cost nothing, and so do counts of input tokens (:countTokens, and an added path ending
+// in /count_tokens or /input_tokens); an embedding or a rerank (/v1/embeddings, :embedContent,
+// :batchEmbedContents, /v1/rerank, an added path ending in /embeddings or /rerank) is held and
+// charged its input only.
+// A Responses request's image_generation tool also holds the images it may
 // make at its image model's price (the provider's tool_image_model when the tool names none), and
 // is charged each image its answer reports made (see docs/billing.md).
 type RouteHandler struct {

@@ -163,6 +163,10 @@ type Request struct {
 	// Remix is set for a remix of a video (a pass-through POST /v1/videos/{id}/remix): the
 	// source video's length and picture as far as they are known, held by EstimateRemix.
 	Remix *Usage
+	// InputOnly is set for an embedding (POST /v1/embeddings, Gemini's embedContent and
+	// batchEmbedContents) or a rerank (POST /v1/rerank), which reads input tokens and makes no
+	// output: it is held its input alone, whatever output limit its body names.
+	InputOnly bool
 }
 
 // EstimateRequest is the hold of a pass-through request: a video task's for a video create or a
@@ -174,7 +178,9 @@ type Request struct {
 // its price does not charge: such an answer reports no video, so the request is charged that
 // hold. So is a model priced by images only reached as text (chat, generateContent): N images
 // (n or candidateCount, else 1) at the costliest size and quality. A text request with N above 1 (a chat completion's n) asks for N choices, each up to its
-// output maximum, so its output is held N times.
+// output maximum, so its output is held N times. An embedding or a rerank (InputOnly) is held its
+// input tokens (and request price) alone: it makes no output tokens, so an answer that reports no
+// usage is charged its input estimate.
 func (p *Price) EstimateRequest(q Request) Estimate {
 	if q.Video != nil {
 		return p.EstimateVideo(*q.Video)
@@ -195,6 +201,10 @@ func (p *Price) EstimateRequest(q Request) Estimate {
 		// answers with images): N images (n, candidateCount; else 1) of which nothing is
 		// known, at the costliest size and quality, which its answer's usage does not lower.
 		return p.EstimateImages(q.N, AutoImageSize, "")
+	}
+	if q.InputOnly {
+		u := Usage{Requests: 1, InputTokens: TokensOf(q.BodyBytes)}
+		return Estimate{Amount: p.Amount(u), Usage: u}
 	}
 	maxOutput := q.MaxOutput
 	if maxOutput <= 0 {

@@ -195,3 +195,28 @@ func TestImageModelAsText(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateEmbeddingHoldsNoOutput: an embedding (InputOnly) is held its input tokens and request price,
+// never output tokens, whatever output limit its body names; a generation without a limit is
+// still held the price's max_output.
+func TestEstimateEmbeddingHoldsNoOutput(t *testing.T) {
+	p := &Price{Model: "e", InputTokens: m(t, "1000"), OutputTokens: m(t, "2000"), Request: m(t, "0.5")}
+	// 40 bytes → 10 input tokens: 0.01, + 0.5 for the request.
+	for _, q := range []Request{{InputOnly: true, BodyBytes: 40}, {InputOnly: true, BodyBytes: 40, MaxOutput: 99, N: 3}} {
+		e := p.EstimateRequest(q)
+		if e.Amount.String() != "0.51" || e.Usage.OutputTokens != 0 || e.Usage.InputTokens != 10 {
+			t.Errorf("embedding %+v held %s (%+v), want 0.51 for 10 input tokens", q, e.Amount, e.Usage)
+		}
+		// Settled without usage: the input estimate; with a reported input, that input.
+		if got := p.Settle(e.Usage, Usage{}).String(); got != "0.51" {
+			t.Errorf("embedding settled without usage at %s, want 0.51", got)
+		}
+		if got := p.Settle(e.Usage, Usage{InputTokens: 3, OutputReported: true}).String(); got != "0.503" {
+			t.Errorf("embedding settled at 3 reported input tokens: %s, want 0.503", got)
+		}
+	}
+	// A generation (not InputOnly) that names no limit is still held max_output (4096) tokens.
+	if got := p.EstimateRequest(Request{BodyBytes: 40}).Amount.String(); got != "8.702" {
+		t.Errorf("generation held %s, want 8.702", got)
+	}
+}

@@ -56,12 +56,53 @@ type Endpoint struct {
 	// toolModels marks an endpoint whose tools may name a model the upstream runs besides the
 	// request's (a Responses image_generation tool's model; see checkToolModels).
 	toolModels bool
+	// countsTokens marks a count of a request's input tokens, which generates nothing and which
+	// the providers do not bill: it holds and charges nothing (see usedFor).
+	countsTokens bool
+	// inputOnly marks an embedding or a rerank, which reads input tokens and makes no output:
+	// it is held and charged no output tokens (see usedFor).
+	inputOnly bool
+}
+
+// usedFor classifies an endpoint by the shape of its path's last segment, for built-in and
+// operator-added endpoints alike: a count of input tokens (Gemini's {model}:countTokens,
+// Anthropic's /v1/messages/count_tokens, OpenAI's /v1/responses/input_tokens: any path whose
+// last segment is count_tokens or input_tokens, or whose action is countTokens), or a call that
+// reads input and makes no output tokens (a last segment embeddings or rerank, as
+// /v1/embeddings and /v1/rerank, or the action embedContent or batchEmbedContents). Everything
+// else is a generation.
+func usedFor(path string) (countsTokens, inputOnly bool) {
+	last := path[strings.LastIndexByte(path, '/')+1:]
+	if _, action, ok := strings.Cut(last, ":"); ok {
+		last = action
+	}
+	switch last {
+	case "countTokens", "count_tokens", "input_tokens":
+		return true, false
+	case "embedContent", "batchEmbedContents", "embeddings", "rerank":
+		return false, true
+	}
+	return false, false
+}
+
+// classified is ep with what usedFor says of its path.
+func classified(ep Endpoint) Endpoint {
+	ep.countsTokens, ep.inputOnly = usedFor(ep.Path)
+	return ep
+}
+
+// classifiedAll classifies each endpoint of list in place (see usedFor), and returns list.
+func classifiedAll(list []Endpoint) []Endpoint {
+	for i := range list {
+		list[i] = classified(list[i])
+	}
+	return list
 }
 
 // Capabilities are the pass-through endpoints of spec §4.6, with generateContent's family
 // (generateContentEndpoints), followed by the calls on upstream objects that the caller's account
-// owns.
-var Capabilities = append(generateContentEndpoints(), []Endpoint{
+// owns, each classified by its path (usedFor).
+var Capabilities = classifiedAll(append(generateContentEndpoints(), []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/chat/completions", nested: chatRefs, fetchesURLs: true, dialogue: true},
 	{Method: http.MethodPost, Path: "/v1/responses", Creates: KindResponse, RevealsItems: true, Refs: map[string]string{"previous_response_id": KindResponse}, nested: responsesRefs, toolModels: true},
 	{Method: http.MethodPost, Path: "/v1/messages", nested: messagesRefs},
@@ -84,7 +125,7 @@ var Capabilities = append(generateContentEndpoints(), []Endpoint{
 	{Method: http.MethodPost, Path: "/v1/videos/{id}/remix", Object: KindVideo, Creates: KindVideo},
 	{Method: http.MethodGet, Path: "/v1/video/generations/{id}", Object: KindVideoGeneration},
 	{Method: http.MethodGet, Path: "/v1/images/tasks/{id}", Object: storage.KindImage},
-}...)
+}...))
 
 // ParseEndpoint checks an operator's extra endpoint: an upper-case method and an absolute path
 // without wildcards, queries or dot segments; a segment may be {model} or {model}:action. Such an
@@ -108,7 +149,7 @@ func ParseEndpoint(method, path string) (Endpoint, error) {
 	if strings.Contains(path, "{model}") && isBatchEndpoint(strings.Split(path[1:], "/")) {
 		return Endpoint{}, fmt.Errorf("endpoint path %q: a message batch takes the models of its requests, not {model}", path)
 	}
-	return extending(Endpoint{Method: method, Path: path}), nil
+	return classified(extending(Endpoint{Method: method, Path: path})), nil
 }
 
 // extending gives an operator's endpoint the checks of the capability it extends, found by a

@@ -74,8 +74,8 @@ type Route struct {
 	// RevealsItems is set when a successful answer hands the caller response items, whose ids
 	// Router.Created records as the caller's.
 	RevealsItems bool
-	// Billable is false for calls on an existing object (retrieve, delete, content), which cost
-	// nothing.
+	// Billable is false for calls on an existing object (retrieve, delete, content) and for
+	// counts of input tokens (countTokens, count_tokens, input_tokens), which cost nothing.
 	Billable bool
 	// Done releases what routing held (a spool file); call it when the request is finished.
 	Done func()
@@ -178,7 +178,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		// The body is checked as it was read; an upstream would decode it into another.
 		return Route{}, errCoded
 	}
-	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: ep.Object == "" || ep.Creates != ""}
+	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: (ep.Object == "" || ep.Creates != "") && !ep.countsTokens}
 	if err := rt.resolve(w, r, id, ep, params, contentType, &route); err != nil {
 		route.Done()
 		return Route{}, err

@@ -46,7 +46,7 @@ func sequentialImages(fields *bodyFields) int64 {
 // sizing is what a JSON request to ep says about how much it may use (see billing.Request).
 // Fields of the wrong type are left to the upstream to refuse, and count as absent.
 func sizing(ep Endpoint, fields *bodyFields, bodyBytes int) billing.Request {
-	q := billing.Request{BodyBytes: int64(bodyBytes), Images: strings.HasPrefix(ep.Path, "/v1/images/")}
+	q := billing.Request{BodyBytes: int64(bodyBytes), Images: strings.HasPrefix(ep.Path, "/v1/images/"), InputOnly: ep.inputOnly}
 	if createsVideo(ep) {
 		q.Video = videoSizing(jsonVideoValue(fields))
 		return q
