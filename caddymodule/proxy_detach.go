@@ -75,9 +75,3 @@ func (k *keptCreate) end() {
 	k.mu.Unlock()
 	k.cancel()
 }
-
-// createRetryWait is how long the retry of an idempotent create (one that makes an asynchronous
-// object and sends its Idempotency-Key) waits for its first attempt, still running, to end: the
-// retry then gets that attempt's answer. Past it the retry is answered 409
-// idempotency_in_progress with Retry-After, which the SDKs retry.
-const createRetryWait = 10 * time.Second

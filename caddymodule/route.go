@@ -118,7 +118,6 @@ func (h *RouteHandler) Provision(ctx caddy.Context) error {
 	}
 	h.accountant, h.logger = app.Accountant(), ctx.Logger()
 	h.guard = app.Idempotency()
-	h.guard.Wait = createRetryWait
 	h.router = &passthrough.Router{
 		Catalog: app.Catalog(), Owners: app.Store(), Retention: app.taskRetention(),
 		MaxJSONBytes: h.MaxJSONBody, SpoolMemory: h.SpoolMemory, MaxSpool: h.MaxSpool, Logger: h.logger,
