@@ -14,7 +14,8 @@ import (
 	"slices"
 )
 
-// A create that makes an asynchronous object (Route.TakesSlot) and sends one Idempotency-Key is
+// A create that may make an asynchronous object (Route.TakesSlot: a video, a video generation, an
+// image generation, whether answered with a task id or its images) and sends one Idempotency-Key is
 // run once per key by the gateway itself (mediagw_route's idempotency guard), before its hold
 // and its active-task slot are taken: an SDK's retry of a create it gave up on is answered with
 // the first attempt's kept answer, never refused for the slot that attempt's object holds, and
