@@ -26,23 +26,22 @@ func oneSlotVideoGateway(t *testing.T, provider http.Handler, credit string) (st
 	return base, g
 }
 
-// sendGivenUpCreate sends a video create with idempotencyKey and gives up on it (cancels it)
-// once provider has it, as an SDK whose timeout runs out does.
-func sendGivenUpCreate(t *testing.T, base string, provider *stallingFirstCreate, idempotencyKey string) {
+// giveUpOnCreate posts body to url with key's bearer and idempotencyKey, and gives up on it
+// (cancels it) once the provider has it (received closed), as an SDK whose timeout runs out does.
+func giveUpOnCreate(t *testing.T, url, key, body, idempotencyKey string, received <-chan struct{}) {
 	t.Helper()
 	gaveUp, giveUp := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		req, _ := http.NewRequestWithContext(gaveUp, http.MethodPost, base+"/v1/videos",
-			strings.NewReader(`{"model":"sora-2","prompt":"a lighthouse at dusk","seconds":"8","size":"1280x720"}`))
-		req.Header.Set("Authorization", "Bearer mg-pass-video")
+		req, _ := http.NewRequestWithContext(gaveUp, http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", idempotencyKey)
 		_, err := sendRequest(req)
 		done <- err
 	}()
 	select {
-	case <-provider.received:
+	case <-received:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the create never reached the provider")
 	}
@@ -51,6 +50,13 @@ func sendGivenUpCreate(t *testing.T, base string, provider *stallingFirstCreate,
 		t.Fatal("the client that gave up got an answer")
 	}
 	time.Sleep(200 * time.Millisecond) // the gateway sees the client gone
+}
+
+// sendGivenUpCreate gives up on a video create of 8 s at 1280x720 (giveUpOnCreate).
+func sendGivenUpCreate(t *testing.T, base string, provider *stallingFirstCreate, idempotencyKey string) {
+	t.Helper()
+	giveUpOnCreate(t, base+"/v1/videos", "mg-pass-video", `{"model":"sora-2","prompt":"a lighthouse at dusk","seconds":"8","size":"1280x720"}`,
+		idempotencyKey, provider.received)
 }
 
 // releaser returns the func that lets provider answer its first create, which also runs when the

@@ -90,25 +90,7 @@ func TestGaveUpTaskCreateRetriedAtTheSlotLimit(t *testing.T) {
 	const key = "ark-retry-slot"
 	body := `{"model":"seedance-sim","content":[{"type":"text","text":"a lighthouse at dusk"}]}`
 
-	gaveUp, giveUp := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		req, _ := http.NewRequestWithContext(gaveUp, http.MethodPost, base+"/api/v3/contents/generations/tasks", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer mg-one-slot")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", key)
-		_, err := sendRequest(req)
-		done <- err
-	}()
-	select {
-	case <-provider.received:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the create never reached the provider")
-	}
-	giveUp()
-	if err := <-done; err == nil {
-		t.Fatal("the client that gave up got an answer")
-	}
+	giveUpOnCreate(t, base+"/api/v3/contents/generations/tasks", "mg-one-slot", body, key, provider.received)
 
 	ark := arkClient(base, "mg-one-slot")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -66,31 +66,7 @@ func TestCreateTheClientGaveUpOnIsPaidOnce(t *testing.T) {
 	keysEnv{g: g}.credit(t, "filmmakers", "3", "gave-up-1")
 	const key = "stainless-retry-9d41"
 
-	gaveUp, giveUp := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		req, err := http.NewRequestWithContext(gaveUp, http.MethodPost, base+"/v1/videos",
-			strings.NewReader(`{"model":"sora-2","prompt":"a lighthouse at dusk","seconds":"8","size":"1280x720"}`))
-		if err != nil {
-			done <- err
-			return
-		}
-		req.Header.Set("Authorization", "Bearer mg-pass-video")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", key)
-		_, err = sendRequest(req)
-		done <- err
-	}()
-	select {
-	case <-provider.received:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the create never reached the provider")
-	}
-	giveUp()
-	if err := <-done; err == nil {
-		t.Fatal("the client that gave up got an answer")
-	}
-	time.Sleep(200 * time.Millisecond) // the gateway sees the client gone
+	sendGivenUpCreate(t, base, provider, key)
 	close(provider.release)
 	awaitBalance(t, g, "filmmakers", "2.2", "0.8") // the first attempt's hold, carried by the video
 
