@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,7 +177,60 @@ func TestRetryWaitsForTheCreateItGaveUpOn(t *testing.T) {
 		t.Fatalf("the provider served %d creates and replayed %d; want 1 and 0", served, replayed)
 	}
 	awaitBalance(t, g, "filmmakers", "2.2", "0.8")
-	if n := holdsTaken(t, g, "filmmakers"); n != 1 {
-		t.Fatalf("%d holds in the ledger, want 1", n)
+	// The video's hold, and one of each refused create (released at its 429: a refused answer is
+	// not kept, so each create of the other key runs); the replays hold nothing.
+	if n := holdsTaken(t, g, "filmmakers"); n != 4 {
+		t.Fatalf("%d holds in the ledger, want 4", n)
+	}
+}
+
+// TestConcurrentCreatesAtTheSlotLimit: a key with max_active_tasks 1 sends six video creates at
+// once, three with one Idempotency-Key and three with another. The provider makes one video:
+// every answer is that video (its create, or the gateway's replay of it for the same key) or
+// 429 too_many_active_tasks, and only the video's hold is kept.
+func TestConcurrentCreatesAtTheSlotLimit(t *testing.T) {
+	// Not parallel: the gateway is the test process's one in-process Caddy.
+	var creates atomic.Int64
+	up := fakeOpenAIVideoCreates(t, &creates)
+	caddyfile := strings.Replace(passVideoCaddyfile, "account filmmakers\n", "account filmmakers\n\t\t\tmax_active_tasks 1\n", 1)
+	base, g := startSimGateway(t, caddyfile, map[string]string{"up_url": up.URL, "up_host": strings.TrimPrefix(up.URL, "http://")})
+	keysEnv{g: g}.credit(t, "filmmakers", "3", "concurrent-slot-1")
+	answers := make([]response, 6)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodPost, base+"/v1/videos", strings.NewReader(`{"model":"sora-2","prompt":"a lighthouse at dusk","seconds":"4"}`))
+			req.Header.Set("Authorization", "Bearer mg-pass-video")
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", []string{"first", "second"}[i%2])
+			r, err := sendRequest(req)
+			if err != nil {
+				t.Error(err)
+			}
+			answers[i] = r
+		})
+	}
+	wg.Wait()
+	if n := creates.Load(); n != 1 {
+		t.Fatalf("the provider made %d videos, want 1", n)
+	}
+	made := 0
+	for _, r := range answers {
+		switch {
+		case r.status == http.StatusOK && r.field("id") == "video_1":
+			made++
+		case r.status == http.StatusTooManyRequests && strings.Contains(string(r.body), "too_many_active_tasks"):
+		default:
+			t.Fatalf("a create at the limit = %d %s", r.status, r.body)
+		}
+	}
+	if made != 3 {
+		t.Fatalf("%d answers name the video, want the 3 of its key", made)
+	}
+	awaitBalance(t, g, "filmmakers", "2.6", "0.4")
+	// The video's hold, and one of each refused create (released at its 429: a refused answer is
+	// not kept, so each create of the other key runs); the replays hold nothing.
+	if n := holdsTaken(t, g, "filmmakers"); n != 4 {
+		t.Fatalf("%d holds in the ledger, want 4", n)
 	}
 }
