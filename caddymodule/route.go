@@ -75,10 +75,10 @@ func init() {
 // The ids that POST /v1/videos, /v1/video/generations, /v1/responses and asynchronous
 // /v1/images/generations return are recorded as the caller's account's before the client sees
 // them; other accounts get 404, as for an unknown id, and a previous_response_id must be the
-// caller's own. A create of a video, video generation or image generation that sends one
-// Idempotency-Key runs once per key: its retry gets the first answer, before any hold or
-// active-task slot is taken (see docs/api.md#idempotency). So must every response item named by id in an input: the items of every
-// Responses answer are recorded as the caller's account's. SSE answers are streamed by reverse_proxy. The model's cost is charged to the
+// caller's own. So must every response item named by id in an input: the items of every
+// Responses answer are recorded as the caller's account's. A create of a video, video generation
+// or image generation that sends one Idempotency-Key runs once per key: its retry gets the first
+// answer, before any hold or active-task slot is taken (see docs/api.md#idempotency). SSE answers are streamed by reverse_proxy. The model's cost is charged to the
 // key's quota (402 past it; a batch is charged each request's model's cost, and holds the sum of
 // each request's estimate at its own model's price, settled at the amount held) and refunded when the answer is an error status; calls on existing
 // objects cost nothing. A Responses request's image_generation tool also holds the images it may
