@@ -419,8 +419,14 @@ func (a *App) PriceTable() *billing.Table { return a.prices }
 
 // Idempotency makes creates with an Idempotency-Key header safe to retry.
 func (a *App) Idempotency() *idempotency.Guard {
-	return &idempotency.Guard{Store: a.store, Logger: a.logger.Named("idempotency"), Lease: time.Duration(a.IdempotencyLease)}
+	return &idempotency.Guard{Store: a.store, Logger: a.logger.Named("idempotency"), Lease: time.Duration(a.IdempotencyLease), Wait: retryWait}
 }
+
+// retryWait is how long the retry of a create with an Idempotency-Key waits for its first
+// attempt, still running (its client gave up on it, and the gateway goes on), to end: the retry
+// then gets that attempt's answer instead of 409 idempotency_in_progress, which the Ark SDK does
+// not retry. Past it the retry is answered 409 with Retry-After.
+const retryWait = 10 * time.Second
 
 // Accountant applies key limits and counts usage.
 func (a *App) Accountant() *accounting.Accountant { return a.accountant }

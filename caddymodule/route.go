@@ -19,6 +19,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/passthrough"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
@@ -75,7 +76,9 @@ func init() {
 // /v1/images/generations return are recorded as the caller's account's before the client sees
 // them; other accounts get 404, as for an unknown id, and a previous_response_id must be the
 // caller's own. So must every response item named by id in an input: the items of every
-// Responses answer are recorded as the caller's account's. SSE answers are streamed by reverse_proxy. The model's cost is charged to the
+// Responses answer are recorded as the caller's account's. A create of a video, video generation
+// or image generation that sends one Idempotency-Key runs once per key: its retry gets the first
+// answer, before any hold or active-task slot is taken (see docs/api.md#idempotency). SSE answers are streamed by reverse_proxy. The model's cost is charged to the
 // key's quota (402 past it; a batch is charged each request's model's cost, and holds the sum of
 // each request's estimate at its own model's price, settled at the amount held) and refunded when the answer is an error status; calls on existing
 // objects cost nothing, and so do counts of input tokens (:countTokens, and an added path ending
@@ -100,6 +103,7 @@ type RouteHandler struct {
 	Endpoints []string `json:"endpoints,omitempty"`
 
 	router     *passthrough.Router
+	guard      *idempotency.Guard
 	accountant *accounting.Accountant
 	logger     *zap.Logger
 }
@@ -119,6 +123,7 @@ func (h *RouteHandler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.accountant, h.logger = app.Accountant(), ctx.Logger()
+	h.guard = app.Idempotency()
 	h.router = &passthrough.Router{
 		Catalog: app.Catalog(), Owners: app.Store(), Retention: app.taskRetention(),
 		MaxJSONBytes: h.MaxJSONBody, SpoolMemory: h.SpoolMemory, MaxSpool: h.MaxSpool, Logger: h.logger,
@@ -151,8 +156,32 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	}
 	defer route.Done()
 	upstreamName := route.Dispatch.First().Name // the first upstream tried names the series
+	usage.From(r.Context()).Routed(route.Model, route.Provider.Name, upstreamName)
+	var aborted bool
+	if route.RequestHash != "" && h.guard != nil {
+		// A create of an asynchronous object with its Idempotency-Key: a retry of one that ran
+		// is answered here, before any hold or slot is taken (see passthrough.Route.RequestHash).
+		h.guard.Run(w, r, id.Account+"/pass-creates", route.IdempotencyKey, route.RequestHash, shape, func(w http.ResponseWriter, r *http.Request) {
+			aborted, err = h.serveRouted(w, r, next, &id, &route, shape, calledPath)
+		})
+	} else {
+		aborted, err = h.serveRouted(w, r, next, &id, &route, shape, calledPath)
+	}
+	if aborted {
+		// reverse_proxy ends an answer the client left in the middle of (a cut stream) by
+		// panicking with http.ErrAbortHandler; the request was still ended (its hold settled, its
+		// object recorded, its answer kept for a retry) before that panic goes on to the server.
+		panic(http.ErrAbortHandler)
+	}
+	return err
+}
+
+// serveRouted holds, takes the slot of, proxies and settles a routed request. aborted reports
+// that reverse_proxy cut the answer off midway (see proxyUntilAbort): the caller then panics
+// with http.ErrAbortHandler, as reverse_proxy did.
+func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, idp *auth.Identity, route *passthrough.Route, shape apierror.Shape, calledPath string) (aborted bool, err error) {
+	id := *idp
 	entry := usage.From(r.Context())
-	entry.Routed(route.Model, route.Provider.Name, upstreamName)
 	// A create is proxied on when its client leaves meanwhile (see keptCreate), and its hold
 	// renewed as long as it is: the hold follows the kept context, not the client's.
 	holdCtx := r.Context()
@@ -187,15 +216,15 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		}
 		if err != nil {
 			apierror.Respond(w, shape, h.logger, err)
-			return nil
+			return false, nil
 		}
 		entry.Accepted()
 	}
-	if route.Slot, err = h.takeSlot(r.Context(), &id, &route); err != nil {
+	if route.Slot, err = h.takeSlot(r.Context(), &id, route); err != nil {
 		hold.Release("refused: too many active tasks")
 		entry.Refused()
 		apierror.Respond(w, shape, h.logger, err)
-		return nil
+		return false, nil
 	}
 	repl := requestReplacer(w, r)
 	sw := answerWriterFor(w)
@@ -211,15 +240,14 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if route.Records() {
 		route.Hold = hold // a video's or image task's record carries it (see passthrough.CreatedWriter.HeldBy)
 		route.Endpoint = entry.EndpointOr(calledPath)
-		created = h.router.Created(sw, r, id, route)
+		created = h.router.Created(sw, r, id, *route)
 		created.Shape = shape
 		out = created
 	}
-	watch := h.router.WatchObject(out, route)
+	watch := h.router.WatchObject(out, *route)
 	if watch != nil {
 		out = watch
 	}
-	var aborted bool
 	traced := tracedRequest(w, r)
 	// pr is r with the dispatch in its context (a create's: the kept context, made from r's).
 	ctx := r.Context()
@@ -234,13 +262,10 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if ctx != r.Context() {
 		pr = r.WithContext(ctx)
 	}
-	aborted, err = h.proxyUntilAbort(out, pr, next, route.Provider.Name, traced)
-	if aborted {
-		// reverse_proxy ends an answer the client left in the middle of (a cut stream) by
-		// panicking with http.ErrAbortHandler; the request is still ended here (its hold
-		// settled, its object recorded) before that panic goes on to the server.
-		defer panic(http.ErrAbortHandler)
+	if route.RequestHash != "" {
+		idempotency.MarkForwarded(pr.Context()) // its answer is kept for a retry
 	}
+	aborted, err = h.proxyUntilAbort(out, pr, next, route.Provider.Name, traced)
 	// A client that went away after the request was forwarded is not refunded, and an object
 	// the upstream created meanwhile is still recorded as its account's: the upstream may well
 	// have done (and billed) the work. An answer cut off midway (aborted) is settled the same
@@ -272,7 +297,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		h.objectFinished(r.Context(), watch)
 	}
 	if created != nil && (created.KeptSlot() || created.HeldBy() != "") {
-		h.remixedSourceCompleted(r.Context(), route)
+		h.remixedSourceCompleted(r.Context(), *route)
 	}
 	// Output counted from a stream's deltas is bounded by the hold's estimate when the request
 	// named its maximum (max_tokens …, times n), which the model keeps to; the estimate of a
@@ -370,9 +395,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		h.logger.Error("no upstream answered a pass-through request", zap.String("provider", route.Provider.Name),
 			zap.String("upstream", route.Dispatch.Answered().Name), zap.String("model", route.Model), zap.Error(err))
 		apierror.Write(w, shape, proxyFailure(err))
-		return nil
+		return aborted, nil
 	}
-	return err
+	return aborted, err
 }
 
 // proxyFailure is the contract error for a request that reverse_proxy returned err for without

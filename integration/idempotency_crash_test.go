@@ -12,9 +12,9 @@ import (
 )
 
 // TestIdempotencyKeyOfKilledGatewayIsFreedByItsLease: gateway A takes an Idempotency-Key on a
-// create that waits for its upstream and is SIGKILLed. A retry of that key through gateway B gets
-// 409 while A's lease lives, and runs the create once it ran out (lease 3s here), calling the
-// upstream exactly once after the kill.
+// create that waits for its upstream and is SIGKILLed. A retry of that key through gateway B
+// waits while A's lease lives (a retry waits up to 10 s for a running first request), and runs
+// the create once the lease ran out (3s here), calling the upstream exactly once after the kill.
 func TestIdempotencyKeyOfKilledGatewayIsFreedByItsLease(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{}, 1)
@@ -71,19 +71,9 @@ func TestIdempotencyKeyOfKilledGatewayIsFreedByItsLease(t *testing.T) {
 	}
 	a.proc.kill()
 	killed := time.Now()
-	if st, body := create(b.base); st != 409 || !strings.Contains(body, "idempotency") {
-		t.Fatalf("retry on B right after the kill = %d %s, want 409 while A's lease lives", st, body)
-	}
-	var st int
-	var body string
-	for time.Since(killed) < 10*time.Second {
-		if st, body = create(b.base); st != 409 {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if st != 200 {
-		t.Fatalf("retry on B %v after the kill = %d %s, want 200 once the 3s lease ran out", time.Since(killed), st, body)
+	if st, body := create(b.base); st != 200 || time.Since(killed) < time.Second {
+		// A renews its 3s lease every second: at least 2s of it were left at the kill.
+		t.Fatalf("retry on B right after the kill = %d %s after %v, want 200 once A's lease ran out", st, body, time.Since(killed))
 	}
 	if st, body := create(b.base); st != 200 || !strings.Contains(body, "cgt-") {
 		t.Fatalf("replay = %d %s", st, body)

@@ -52,6 +52,10 @@ type Guard struct {
 	// Lease is how long a key stays in flight without its owner renewing it. Default:
 	// InFlightLease.
 	Lease time.Duration
+	// Wait is how long a retry whose first request is still running waits for that request to
+	// end (its answer is then replayed, or the retry runs when the first one kept nothing)
+	// before it is answered 409 idempotency_in_progress. Default: 0, no wait.
+	Wait time.Duration
 	// MaxAnswer is the largest answer body kept for replay, in bytes. A larger answer spends
 	// its key without keeping the answer: a retry gets 409 idempotency_answer_not_kept and is
 	// not run again (nothing is made or charged twice). Default and upper bound:
@@ -166,17 +170,23 @@ func (g *Guard) ServeFor(w http.ResponseWriter, r *http.Request, scope string, s
 	if mayAsk != nil && !mayAsk(w, body) {
 		return
 	}
-	reqHash := requestHash(r.Method, r.URL.Path, r.Header.Get("Content-Type"), body)
-	storeKey := scope + "/" + hashOf(key)
+	g.Run(w, r, scope, key, requestHash(r.Method, r.URL.Path, r.Header.Get("Content-Type"), body), shape, next)
+}
 
+// Run is ServeFor for a caller that has checked the key and read the body itself: reqHash is
+// what a retry must match (the same method, path and body give the same hash). next runs when
+// the key is new; a key whose request was made gets its answer again, one whose request is
+// still running waits for it up to Wait, then gets 409 idempotency_in_progress. Either way a
+// retry of a request that ran reaches nothing behind the guard.
+func (g *Guard) Run(w http.ResponseWriter, r *http.Request, scope, key, reqHash string, shape apierror.Shape, next http.HandlerFunc) {
+	storeKey := scope + "/" + hashOf(key)
 	owner := storage.NewClaimToken()
-	existing, claimed, err := g.Store.BeginIdempotent(r.Context(), storeKey, storage.IdempotencyRecord{Owner: owner, InFlight: true, RequestHash: reqHash}, g.lease())
+	claimed, err := g.claim(r.Context(), w, shape, storeKey, storage.IdempotencyRecord{Owner: owner, InFlight: true, RequestHash: reqHash})
 	if err != nil {
 		apierror.Internal(w, shape, g.Logger, err)
 		return
 	}
 	if !claimed {
-		g.answerRetry(w, shape, existing, reqHash)
 		return
 	}
 
@@ -218,6 +228,33 @@ func (g *Guard) ServeFor(w http.ResponseWriter, r *http.Request, scope string, s
 	g.Logger.Error("keeping an idempotency key without its answer; freeing it", zap.Error(err))
 	g.abandon(ctx, storeKey, owner)
 }
+
+// claim claims storeKey for rec, or answers the retry that finds it claimed (and returns false).
+// A first request still in flight is waited for up to Wait, the store asked again every
+// waitPause: should it end meanwhile its answer is replayed, or the key is claimed when it kept
+// none.
+func (g *Guard) claim(ctx context.Context, w http.ResponseWriter, shape apierror.Shape, storeKey string, rec storage.IdempotencyRecord) (bool, error) {
+	deadline := time.Now().Add(g.Wait)
+	for {
+		existing, claimed, err := g.Store.BeginIdempotent(ctx, storeKey, rec, g.lease())
+		if err != nil || claimed {
+			return claimed, err
+		}
+		if !existing.InFlight || existing.RequestHash != rec.RequestHash || !time.Now().Add(waitPause).Before(deadline) {
+			g.answerRetry(w, shape, existing, rec.RequestHash)
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			g.answerRetry(w, shape, existing, rec.RequestHash)
+			return false, nil
+		case <-time.After(waitPause):
+		}
+	}
+}
+
+// waitPause spaces the store reads of a retry waiting for its first request (Guard.Wait).
+const waitPause = 100 * time.Millisecond
 
 // How often, and how far apart, a spent key is tried to be kept without its answer.
 const (
@@ -338,6 +375,9 @@ type recorder struct {
 	size     int64
 	overflow bool
 }
+
+// Unwrap lets http.ResponseController reach the connection (flushes, deadlines).
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func (r *recorder) WriteHeader(status int) {
 	if r.status == 0 {

@@ -62,6 +62,10 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, ep Endp
 		return "", multipartError("a multipart body must begin with its first boundary; nothing may come before it")
 	}
 	form := newCanonicalForm(sp)
+	if idempotentCreate(r, route) {
+		form.digest = newFormDigest()
+		defer func() { route.bodyDigest = form.digest.sum() }()
+	}
 	var priced map[string]string
 	if createsVideo(ep) {
 		priced = map[string]string{}

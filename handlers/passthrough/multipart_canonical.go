@@ -84,18 +84,32 @@ func plainParam(s string) bool {
 	return !strings.ContainsFunc(s, func(r rune) bool { return r == '"' || r == '\\' || r < ' ' || r == 0x7f })
 }
 
-// canonicalForm writes the canonical body (see above) to the spool.
+// canonicalForm writes the canonical body (see above) to the spool. With digest set it also
+// digests the parts as written (formDigest), which the gateway's boundary, drawn anew for each
+// request, is no part of.
 type canonicalForm struct {
-	mw *multipart.Writer
+	mw     *multipart.Writer
+	digest *formDigest
 }
 
 func newCanonicalForm(w io.Writer) *canonicalForm { return &canonicalForm{mw: multipart.NewWriter(w)} }
 
 // part starts a part with the given canonical header and returns where its content goes.
-func (c *canonicalForm) part(h textproto.MIMEHeader) (io.Writer, error) { return c.mw.CreatePart(h) }
+func (c *canonicalForm) part(h textproto.MIMEHeader) (io.Writer, error) {
+	pw, err := c.mw.CreatePart(h)
+	if err != nil || c.digest == nil {
+		return pw, err
+	}
+	return io.MultiWriter(pw, c.digest.part(h)), nil
+}
 
 // close writes the closing delimiter.
-func (c *canonicalForm) close() error { return c.mw.Close() }
+func (c *canonicalForm) close() error {
+	if c.digest != nil {
+		c.digest.end()
+	}
+	return c.mw.Close()
+}
 
 // contentType is the request's new Content-Type, with the gateway's boundary.
 func (c *canonicalForm) contentType() string { return c.mw.FormDataContentType() }

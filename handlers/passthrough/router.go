@@ -108,7 +108,13 @@ type Route struct {
 	// object's record keeps it (storage.Task.IdempotencyKey): a later create answered with the
 	// same object is the provider's replay of this one only when it sent the same key.
 	IdempotencyKey string
+	// RequestHash is what a retry of an idempotent create (one that TakesSlot and sends one
+	// Idempotency-Key) must match to be answered with its first attempt's answer: see
+	// idempotent_create.go. "" for every other request.
+	RequestHash string
 
+	// bodyDigest is the digest of a form's parts (formDigest) of an idempotent create.
+	bodyDigest []byte
 	// named are the owned objects the body names by id (previous_response_id), which bind the
 	// request to the upstream that made them (see bindNamed).
 	named []namedObject
@@ -178,6 +184,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		// The body is checked as it was read; an upstream would decode it into another.
 		return Route{}, errCoded
 	}
+	calledPath := r.URL.Path
 	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: (ep.Object == "" || ep.Creates != "") && !ep.countsTokens}
 	if err := rt.resolve(w, r, id, ep, params, contentType, &route); err != nil {
 		route.Done()
@@ -188,6 +195,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		return Route{}, err
 	}
 	route.IdempotencyKey = scopeIdempotencyKey(r.Header, id.Account)
+	route.RequestHash = requestHash(r, calledPath, &route)
 	// The answer is read for its usage (what the request is charged) and the ids it creates, so
 	// the client's Accept-Encoding goes: the proxy's transport asks for gzip itself and decodes.
 	hdr.Del(r.Header, "Accept-Encoding")
