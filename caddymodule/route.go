@@ -282,6 +282,9 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		countedBound = hold.Estimate.Usage.OutputTokens
 	}
 	tokens := sw.sniffer.Seen(clientGone).AtMostOutput(countedBound)
+	if route.Sizing.InputOnly {
+		tokens = tokens.AsInput()
+	}
 	errorOnly := !tokens.Known() && sw.sniffer.ErrorOnly()
 	nothingServed := !tokens.Known() && sw.sniffer.NothingServed()
 	counts := sw.imageCounts()
