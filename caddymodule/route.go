@@ -307,6 +307,9 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		countedBound = hold.Estimate.Usage.OutputTokens
 	}
 	tokens := sw.sniffer.Seen(clientGone).AtMostOutput(countedBound)
+	if route.Sizing.InputOnly {
+		tokens = tokens.AsInput()
+	}
 	errorOnly := !tokens.Known() && sw.sniffer.ErrorOnly()
 	nothingServed := !tokens.Known() && sw.sniffer.NothingServed()
 	counts := sw.imageCounts()

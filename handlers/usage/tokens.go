@@ -40,6 +40,16 @@ func (t Tokens) AtMostOutput(most int64) Tokens {
 // Known reports whether the answer carried usage.
 func (t Tokens) Known() bool { return t.known }
 
+// AsInput is t for a call that makes no output tokens (an embedding, a rerank): a total the
+// answer reports without an input count (Voyage's and OpenRouter's usage.total_tokens) is its
+// input. A rerank's count is not its body's length (the query is read once per document).
+func (t Tokens) AsInput() Tokens {
+	if t.known && t.Prompt == 0 && t.Total > t.Completion {
+		t.Prompt = t.Total - t.Completion
+	}
+	return t
+}
+
 // OutputReported reports whether the usage gave an output count: its completion_tokens,
 // output_tokens or candidatesTokenCount, or both a total and a prompt count, whose difference is
 // the output (Gemini leaves a zero count out). A usage object without one has not reported 0

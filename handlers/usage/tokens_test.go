@@ -243,3 +243,20 @@ func TestTokensAtMostOutput(t *testing.T) {
 		t.Fatalf("a reported 500: %+v; want the report", got)
 	}
 }
+
+// TestTokensAsInput: a call that makes no output (an embedding, a rerank) whose answer reports
+// only a total (Voyage's usage.total_tokens) is charged that total as input; a reported input
+// count stays as it is, and an answer that reported nothing stays unknown.
+func TestTokensAsInput(t *testing.T) {
+	total := Tokens{known: true, Total: 10_100}
+	if got := total.AsInput(); got.Prompt != 10_100 || got.Completion != 0 {
+		t.Errorf("a total alone as input = %+v, want 10100 input tokens", got)
+	}
+	reported := Tokens{known: true, Prompt: 7, Total: 7}
+	if got := reported.AsInput(); got.Prompt != 7 {
+		t.Errorf("a reported input as input = %+v, want 7", got)
+	}
+	if got := (Tokens{}).AsInput(); got.Known() || got.Prompt != 0 {
+		t.Errorf("nothing reported as input = %+v, want unknown", got)
+	}
+}
