@@ -227,12 +227,9 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		return upstream.Refusal(ans)
 	}
 	// The answer is the gateway's, as a video task's: it never quotes the operator's key. (Its
-	// copy is counted in the answer budget first: see Budget.)
-	if up != nil && up.Echoes(ans.Body) {
-		if !ans.Take(int64(len(ans.Body))) {
-			return h.unreadAnswer(r, id, model, hold, upstream.ErrBusyAnswered)
-		}
-		ans.Body = upstream.WithoutCredentials(up, ans.Body)
+	// copy takes the answer's place in the answer budget: see Budget.)
+	if up != nil && up.Echoes(ans.Body) && !ans.Replace(upstream.WithoutCredentials(up, ans.Body)) {
+		return h.unreadAnswer(r, id, model, hold, upstream.ErrBusyAnswered)
 	}
 	if streamedAnswer(ans) {
 		settleStream(r.Context(), hold, ans.Body)
@@ -389,13 +386,10 @@ func (h *Handler) queryUpstream(ctx context.Context, t storage.Task, p *provider
 	if err := queryRefused(ans); err != nil {
 		return upstream.Answer{}, err
 	}
-	// Each copy of the answer below is taken from the budget first: the copy lives as long as
-	// the answer does, the original until the collector comes.
-	if p.Echoes(ans.Body) {
-		if !ans.Take(int64(len(ans.Body))) {
-			return upstream.Answer{}, upstream.ErrBusy
-		}
-		ans.Body = upstream.WithoutCredentials(p, ans.Body)
+	// Each copy of the answer below, made only when the answer needs it, takes the answer's
+	// place in the budget (upstream.Answer.Replace): the original is no longer used.
+	if p.Echoes(ans.Body) && !ans.Replace(upstream.WithoutCredentials(p, ans.Body)) {
+		return upstream.Answer{}, upstream.ErrBusy
 	}
 	if t.Active && !t.Finished {
 		h.finishedByAnswer(ctx, t.ID, ans.Body)
@@ -403,11 +397,8 @@ func (h *Handler) queryUpstream(ctx context.Context, t storage.Task, p *provider
 	// The answer shows the client's model id, as the create's did (see create): never the
 	// upstream's id of an aliased model (model_map).
 	if prov, ok := h.Catalog.Provider(t.Provider); ok && prov.UpstreamModel(t.Model) != t.Model {
-		if !ans.Take(int64(len(ans.Body))) {
+		if shown, ok := providers.ReplaceModel(ans.Body, t.Model); ok && !ans.Replace(shown) {
 			return upstream.Answer{}, upstream.ErrBusy
-		}
-		if shown, ok := providers.ReplaceModel(ans.Body, t.Model); ok {
-			ans.Body = shown
 		}
 	}
 	passed = true

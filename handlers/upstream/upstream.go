@@ -143,11 +143,19 @@ func (a Answer) Release() {
 	}
 }
 
-// Take takes n bytes more from the budget the answer was read from, for a copy of its body that
-// the caller is about to make (the body with a credential taken out, or another model id
-// shown); they go back with the answer's. It reports false when the budget has no room (the
-// caller then answers ErrBusy); an answer read without a budget always has room.
-func (a Answer) Take(n int64) bool { return a.hold.add(n) }
+// Replace makes body, a copy of the answer's Body just made (the body with a credential taken
+// out, another model id shown, another shape), the answer's Body. The copy takes the Body's place
+// in the budget the answer was read from: it takes only the bytes it adds past the Body's length,
+// as a grown buffer does (the Body it replaces is no longer used, and is briefly alive with it
+// until the collector comes). It reports false, and leaves the Body as it was, when the budget
+// has no room for what the copy adds; an answer read without a budget always has room.
+func (a *Answer) Replace(body []byte) bool {
+	if more := int64(len(body) - len(a.Body)); more > 0 && !a.hold.add(more) {
+		return false
+	}
+	a.Body = body
+	return true
+}
 
 // credentialed is a Target that knows all its credentials (see providers.Upstream.Credentials):
 // also those the call did not send as they are, such as a Kling upstream's secret key, which
