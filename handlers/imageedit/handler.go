@@ -431,7 +431,7 @@ func passOn(w http.ResponseWriter, ans upstream.Answer) {
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(ans.Status)
-	_, _ = w.Write(ans.Body)
+	_ = writeAnswer(w, ans.Body) // a client gone or too slow gets no more (see answer_write.go)
 }
 
 // jsonObject reports whether body is one JSON object.
