@@ -39,8 +39,8 @@ type ImageEditsHandler struct {
 	// of MiB, held in memory while each is checked and passed on. An edit answered with success
 	// past it gets 502 and is charged its estimate (the provider made the images). Default:
 	// 64 MiB; at most 1 GiB, and at most the mediagw option answer_memory, which bounds the
-	// bytes of all the answers held at once (an edit reserves 8 MiB of it, at most max_answer,
-	// before it is charged and sent; see imageedit.EditAnswerReserve).
+	// bytes of all the answers held at once (an edit reserves 64 KiB of it before it is charged
+	// and sent; see imageedit.EditAnswerReserve).
 	MaxAnswer int64 `json:"max_answer,omitempty"`
 
 	edits *imageedit.Handler

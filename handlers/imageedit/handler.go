@@ -179,7 +179,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	}
 	// Room for the answer is reserved before anything is held or sent: a gateway holding all
 	// the answers it may refuses the edit uncharged (see EditAnswerReserve).
-	room, ok := h.Budget.Reserve(min(h.maxAnswer(), EditAnswerReserve))
+	room, ok := h.Budget.ReserveWaiting(min(h.maxAnswer(), EditAnswerReserve), EditRoomWait)
 	if !ok {
 		return upstream.ErrBusy
 	}
@@ -441,9 +441,17 @@ func jsonObject(body []byte) bool {
 }
 
 // EditAnswerReserve is the part of the answer budget an edit reserves before it is charged and
-// sent (at most MaxAnswer): 8 MiB, an answer of two large b64_json images. An answer that
-// outgrows it takes more as it is read.
-const EditAnswerReserve = 8 << 20
+// sent (at most MaxAnswer), and holds while the provider works on it: 64 KiB, the first buffer
+// an answer is read into, which holds an answer of URLs or a task id whole. A gateway without
+// that much room refuses the edit uncharged (503 gateway_busy); an answer that outgrows it
+// takes more as it is read, waiting up to EditRoomWait for room when there is none.
+const EditAnswerReserve = 64 << 10
+
+// EditRoomWait is how long an edit's successful answer may wait, in all, for room in the answer
+// budget before it is given up (502, charged its estimate: the provider made the images). It
+// is longer than a stalled client may hold an answer (see answer_write.go), so room held by
+// clients that stopped reading comes back within it.
+const EditRoomWait = 15 * time.Second
 
 func (h *Handler) maxAnswer() int64 {
 	if h.MaxAnswer <= 0 {

@@ -204,3 +204,34 @@ func TestAnswerCopiesAreTakenFromTheBudget(t *testing.T) {
 		t.Fatal("an answer read without a budget has no room")
 	}
 }
+
+// An answer reserved with ReserveWaiting that outgrows its reservation while the budget is full
+// waits for room (another answer given back) and takes it; past its patience it gives up, and
+// the reservation itself never waits.
+func TestReserveWaitingWaitsForRoom(t *testing.T) {
+	budget := NewAnswerBudget(1 << 20)
+	other, _ := budget.Reserve(1<<20 - 1<<10)
+	room, ok := budget.ReserveWaiting(1<<10, time.Second)
+	if !ok {
+		t.Fatal("a reservation with room refused")
+	}
+	if _, ok := budget.ReserveWaiting(1, time.Minute); ok {
+		t.Fatal("a reservation in a full budget was granted")
+	}
+	time.AfterFunc(100*time.Millisecond, other.Release)
+	start := time.Now()
+	if !room.growTo(512 << 10) {
+		t.Fatal("an answer that waited for room given back found none")
+	}
+	if waited := time.Since(start); waited < 90*time.Millisecond {
+		t.Fatalf("took room after %v, before any was given back", waited)
+	}
+	start = time.Now()
+	if room.growTo(2<<20) || time.Since(start) > 2*time.Second || budget.Held() != 512<<10 {
+		t.Fatalf("past its patience: took room, or waited %v, %d held", time.Since(start), budget.Held())
+	}
+	room.Release()
+	if budget.Held() != 0 {
+		t.Fatalf("%d held after release", budget.Held())
+	}
+}
