@@ -15,10 +15,11 @@ import (
 )
 
 // TestStalledReaderDoesNotHoldAnswerMemory: a client queries a task whose answer is 60 MB and
-// then reads nothing. The gateway holds the answer (60 MB of answer_memory 64 MiB) while its
-// write to that client blocks, with no write deadline: twenty seconds later every image edit and
-// every large query of every account is still refused 503 gateway_busy. A query costs nothing,
-// so a few such connections deny image edits to the whole gateway for as long as they stay open.
+// then reads nothing. The gateway holds the answer (60 MB of answer_memory 64 MiB) while it
+// writes it; the write makes no progress, and within its stall bound (10 s, see
+// imageedit/answer_write.go) the gateway gives it up and the bytes back: twenty seconds later an
+// image edit is served. (Before, the write had no deadline: every image edit and large query of
+// every account was 503 gateway_busy for as long as the client kept its connection open.)
 func TestStalledReaderDoesNotHoldAnswerMemory(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	fake, base, _, ids := startAnswerMemoryGateway(t, "64MiB", "64MiB", "image-async", 1)
@@ -124,10 +125,11 @@ func balanceOf(t *testing.T, g *gateway) string {
 }
 
 // TestStalledReaderDoesNotMakeOthersPayForLostEdits: a client that queries a task with a 50 MB
-// answer and reads nothing keeps 50 MB of answer_memory (64 MiB) held. Another client's edit
-// then reserves its 8 MiB and is sent; the provider makes its image and answers 15 MB; the rest
-// of the answer finds no room, so the edit is 502 and charged its estimate, and every retry of it
-// (a 502 invites one) is charged again, for as long as the first client keeps its connection open.
+// answer and reads nothing keeps 50 MB of answer_memory (64 MiB) held until its write is given
+// up. Another client's edit is answered 15 MB meanwhile: the rest of the answer finds no room
+// and waits for it (imageedit.EditRoomWait), which comes back when the stalled write is given
+// up; the edit, and the next, are served. (Before, each was 502 and charged its estimate, for as
+// long as the first client kept its connection open.)
 func TestStalledReaderDoesNotMakeOthersPayForLostEdits(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	fake, base, g, ids := startAnswerMemoryGateway(t, "64MiB", "64MiB", "image-async", 1)
