@@ -25,13 +25,7 @@ func TestStalledReaderDoesNotHoldAnswerMemory(t *testing.T) {
 	fake, base, _, ids := startAnswerMemoryGateway(t, "64MiB", "64MiB", "image-async", 1)
 	fake.set(ids[0], &heldTask{answer: succeededAnswer(ids[0], 1, 60<<20, "")})
 
-	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
-	fmt.Fprintf(conn, "GET /v1/images/tasks/%s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer mg-image-tasks\r\n\r\n", ids[0], strings.TrimPrefix(base, "http://"))
+	conn := queryAndStall(t, base, ids[0])
 	awaitHeldAnswers(t, 60<<20, 61<<20) // read, and being written to a client that reads nothing
 
 	time.Sleep(20 * time.Second)
@@ -134,13 +128,7 @@ func TestStalledReaderDoesNotMakeOthersPayForLostEdits(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	fake, base, g, ids := startAnswerMemoryGateway(t, "64MiB", "64MiB", "image-async", 1)
 	fake.set(ids[0], &heldTask{answer: succeededAnswer(ids[0], 1, 50<<20, "")})
-	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
-	fmt.Fprintf(conn, "GET /v1/images/tasks/%s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer mg-image-tasks\r\n\r\n", ids[0], strings.TrimPrefix(base, "http://"))
+	queryAndStall(t, base, ids[0])
 	awaitHeldAnswers(t, 50<<20, 51<<20)
 	time.Sleep(5 * time.Second)
 	awaitBalance(t, g, "painters", "4.95", "0") // the task settled: one image of 0.05 (of the 0.10 held)
@@ -152,4 +140,19 @@ func TestStalledReaderDoesNotMakeOthersPayForLostEdits(t *testing.T) {
 			t.Errorf("edit %d, while another client reads nothing = %d %.200s; balance %s", i+1, e.status, e.body, balanceOf(t, g))
 		}
 	}
+}
+
+// queryAndStall queries the task id on a connection of its own, with a small receive buffer,
+// and reads nothing of the answer; the connection is closed when the test ends.
+func queryAndStall(t *testing.T, base, id string) net.Conn {
+	t.Helper()
+	host := strings.TrimPrefix(base, "http://")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(conn, "GET /v1/images/tasks/%s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer mg-image-tasks\r\n\r\n", id, host)
+	return conn
 }
