@@ -328,7 +328,10 @@ func readAnswer(body io.Reader, declared, limit int64, hold *AnswerHold) ([]byte
 	b := make([]byte, 0, size)
 	for {
 		if int64(len(b)) == limit {
-			return b, endsAt(body)
+			if err := endsAt(body); err != nil {
+				return nil, err
+			}
+			return b, nil
 		}
 		n, err := body.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
