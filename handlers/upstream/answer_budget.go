@@ -18,13 +18,15 @@ const DefaultAnswerMemory = 256 << 20
 // wide: a Client with a Budget takes the bytes of its buffer from it as the answer is read
 // (whatever Content-Length says), and gives them back when the caller releases the Answer (see
 // Answer.Release), after passing it on. A read that finds no room left ends at once with
-// ErrBusy (or ErrBusyAnswered for a successful answer): nothing waits for room, so two
-// half-read answers can never wait for each other. A nil budget bounds nothing.
+// ErrBusy (or ErrBusyAnswered for a successful answer), unless its hold was reserved with
+// ReserveWaiting: then it waits for room, for a bounded time (two such answers may wait for each
+// other until one gives up). A nil budget bounds nothing.
 //
 // The budget counts the buffer an answer is read into. While it grows, the old buffer and the
-// new one are briefly both alive, and the checks on an answer (credential removal, the
-// client's model id) may make a copy of it: the memory the answers take is a small multiple of
-// the bytes counted.
+// new one are briefly both alive; a copy that the checks on an answer make (credential removal,
+// the client's model id) takes the answer's place (Answer.Replace), and the one it replaces is
+// alive until the collector comes: the memory the answers take is a small multiple of the
+// bytes counted.
 type AnswerBudget struct {
 	limit int64
 	held  atomic.Int64
