@@ -107,12 +107,13 @@ type App struct {
 	// AnswerMemory bounds, in bytes, the provider answers that the gateway reads whole and holds
 	// at once, all handlers together: the answers to image edits and image task queries, which
 	// can carry their images as b64_json (tens of MB each). Bytes are counted as an answer is
-	// read (and for each copy made of it) and given back once it is passed on; a request that
-	// finds no room is refused at once with 503 gateway_busy and Retry-After, never queued (an
-	// edit reserves 8 MiB before it is charged and sent; one whose successful answer outgrows
-	// that when no room is left is 502, charged its estimate). Concurrent queries of one image
-	// task share one provider call. It must be at least the largest max_answer of a
-	// mediagw_image_edits handler. Default: 256 MiB; at most 64 GiB.
+	// read (a copy made of it takes its place, counted for what it adds) and given back once it
+	// is written to its client (a client that stops reading is given up: see docs). A query
+	// that finds no room is refused at once with 503 gateway_busy and Retry-After; an edit
+	// reserves 64 KiB before it is charged and sent (refused so when there is none), and its
+	// successful answer waits up to 15 s for room past that, then is 502, charged its estimate.
+	// Concurrent queries of one image task share one provider call. It must be at least the
+	// largest max_answer of a mediagw_image_edits handler. Default: 256 MiB; at most 64 GiB.
 	AnswerMemory int64 `json:"answer_memory,omitempty"`
 
 	store         storage.Store

@@ -39,8 +39,8 @@ type ImageEditsHandler struct {
 	// of MiB, held in memory while each is checked and passed on. An edit answered with success
 	// past it gets 502 and is charged its estimate (the provider made the images). Default:
 	// 64 MiB; at most 1 GiB, and at most the mediagw option answer_memory, which bounds the
-	// bytes of all the answers held at once (an edit reserves 8 MiB of it, at most max_answer,
-	// before it is charged and sent; see imageedit.EditAnswerReserve).
+	// bytes of all the answers held at once (an edit reserves 64 KiB of it before it is charged
+	// and sent; see imageedit.EditAnswerReserve).
 	MaxAnswer int64 `json:"max_answer,omitempty"`
 
 	edits *imageedit.Handler
@@ -72,12 +72,14 @@ func (h *ImageEditsHandler) Provision(ctx caddy.Context) error {
 		Logger:      ctx.Logger(),
 	}
 	// An answer of max_answer must fit the gateway's answer_memory, or it would never be read.
+	// Its copies (a credential taken out, the client's model id shown) take its place in the
+	// budget, adding only what they are longer by: one answer takes max_answer.
 	maxAnswer := h.MaxAnswer
 	if maxAnswer == 0 {
 		maxAnswer = imageedit.DefaultMaxAnswer
 	}
 	if limit := h.edits.Budget.Limit(); maxAnswer > limit {
-		return fmt.Errorf("mediagw_image_edits: max_answer (%d bytes) is above the mediagw option answer_memory (%d bytes), which bounds all the answers held at once: raise answer_memory or lower max_answer", maxAnswer, limit)
+		return fmt.Errorf("mediagw_image_edits: max_answer (%d bytes) is above the mediagw option answer_memory (%d bytes), which bounds all the answers held at once and must hold one of max_answer: write answer_memory %d (or more) in the mediagw global options, or lower max_answer", maxAnswer, limit, maxAnswer)
 	}
 	return nil
 }

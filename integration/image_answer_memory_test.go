@@ -302,18 +302,19 @@ func TestParallelImageTaskQueriesShareOneAnswer(t *testing.T) {
 	awaitHeldAnswers(t, 0, 0)
 }
 
-// TestImageAnswersPastAnswerMemoryAreRefused: with answer_memory 12 MiB, while half of a 9 MB
-// answer is read (8 MiB held), a query whose answer (7 MB) would not fit beside it is refused at
-// once with 503 gateway_busy and Retry-After, and so is an edit, whose 8 MiB reservation does not
-// fit either: before it is charged or sent. The first answer still reaches its client byte for
-// byte; the refused query and edit, made again, are served. A client that leaves halfway, a
+// TestImageAnswersPastAnswerMemoryAreRefused: with answer_memory 8224 KiB (8 MiB and 32 KiB),
+// while half of an answer of 8 MiB and 16 KiB is read (into a buffer of 8 MiB and 128 bytes), a
+// query whose answer (7 MB) would not fit beside it is refused at once with 503 gateway_busy and
+// Retry-After, and so is an edit, whose reservation (imageedit.EditAnswerReserve, 64 KiB) does
+// not fit either: before it is charged or sent. The first answer still reaches its client byte
+// for byte; the refused query and edit, made again, are served. A client that leaves halfway, a
 // provider error and an answer cut off short of its Content-Length each give back what they
 // held: afterwards no answer bytes are held. (Before, there was no bound: every answer was held.)
 func TestImageAnswersPastAnswerMemoryAreRefused(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake, base, g, ids := startAnswerMemoryGateway(t, "12MiB", "12MiB", "image-async", 4)
+	fake, base, g, ids := startAnswerMemoryGateway(t, "8224KiB", "8224KiB", "image-async", 4)
 	first, second, failing, cut := ids[0], ids[1], ids[2], ids[3]
-	firstAnswer := succeededAnswer(first, 1, 9<<20, "")
+	firstAnswer := succeededAnswer(first, 1, 8<<20+16<<10, "")
 	gate := make(chan struct{})
 	fake.set(first, &heldTask{answer: firstAnswer, gate: gate, half: make(chan struct{})})
 	fake.set(second, &heldTask{answer: succeededAnswer(second, 1, 7<<20, "")})
@@ -329,7 +330,7 @@ func TestImageAnswersPastAnswerMemoryAreRefused(t *testing.T) {
 		status, _, sum, err := queryDigest(t.Context(), base, first)
 		done <- result{status, sum, err}
 	}()
-	awaitHeldAnswers(t, 8<<20, 9<<20) // the first answer's half, read into 8 MiB
+	awaitHeldAnswers(t, 8<<20, 8<<20+1<<10) // the first answer's half, read into 8 MiB and 128 bytes
 
 	edits := fake.edited()
 	edit := call(t, http.MethodPost, base+"/v1/images/edits", "mg-image-tasks", imageEditBody("image-async", 2, "1024x1024", "auto"))
@@ -412,12 +413,12 @@ func TestMaxAnswerMustFitAnswerMemory(t *testing.T) {
 	}
 }
 
-// TestEditAnswerPastTheRoomLeftIsCharged: an edit reserves 8 MiB of answer_memory (12 MiB) before
-// it is sent; its provider answers with an 11 MB image, and while the first half of it is read
-// into the reservation, a query takes 2 MiB for another answer. The rest of the edit's answer
-// then finds no room: the provider made the image, so the edit is charged its estimate (0.10)
-// and answered 502 invalid_response, as an answer past max_answer is; the query is answered
-// whole, and afterwards nothing is held.
+// TestEditAnswerPastTheRoomLeftIsCharged: an edit's provider answers with an 11 MB image, and
+// while the first half of it is read (into 8 MiB of answer_memory, 12 MiB), a query takes 2 MiB
+// for another answer and keeps it. The rest of the edit's answer then finds no room; it waits
+// for room (imageedit.EditRoomWait) and finds none: the provider made the image, so the edit is
+// charged its estimate (0.10) and answered 502 invalid_response, as an answer past max_answer
+// is; the query is answered whole, and afterwards nothing is held.
 func TestEditAnswerPastTheRoomLeftIsCharged(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	fake, base, g, ids := startAnswerMemoryGateway(t, "12MiB", "12MiB", "image-async", 1)
@@ -434,7 +435,7 @@ func TestEditAnswerPastTheRoomLeftIsCharged(t *testing.T) {
 		edited <- r
 	}()
 	<-editHalf
-	awaitHeldAnswers(t, 8<<20, 8<<20+1<<10) // the reservation, and no more
+	awaitHeldAnswers(t, 8<<20, 8<<20+1<<10) // the half read, into 8 MiB and 128 bytes
 
 	queryGate, queryHalf := make(chan struct{}), make(chan struct{})
 	answer := succeededAnswer(ids[0], 1, 4<<20-1<<10, "") // half of it fits 2 MiB

@@ -403,3 +403,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 	}
 	return r.ResponseWriter.Write(b)
 }
+
+// Unwrap is the writer the recorder passes the answer to, for http.ResponseController: a
+// handler's write deadline and flushes reach the client's connection through the recorder.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -34,24 +34,18 @@ func (h *Handler) create(ctx context.Context, account string, p *providers.Provi
 	}
 	ans, u, err := client.Create(ctx, account, p, EditsPath, body)
 	if err == nil && aliased {
-		if err := takeCopy(ans); err != nil {
-			return upstream.Answer{}, u, err
-		}
-		if shown, ok := providers.ReplaceModel(ans.Body, model); ok {
-			ans.Body = shown
+		if shown, ok := providers.ReplaceModel(ans.Body, model); ok && !ans.Replace(shown) {
+			return upstream.Answer{}, u, busy(ans)
 		}
 	}
 	return ans, u, err
 }
 
-// takeCopy takes room in the answer budget for a copy of ans's body, which its edit is about to
-// make: ErrBusyAnswered (the provider made the images) for a successful answer when there is no
-// room, ErrBusy for any other.
-func takeCopy(ans upstream.Answer) error {
-	switch {
-	case ans.Take(int64(len(ans.Body))):
-		return nil
-	case ans.OK():
+// busy is the error of an answer whose copy found no room in the answer budget (see
+// upstream.Answer.Replace): ErrBusyAnswered (the provider made the images) for a successful
+// answer, ErrBusy for any other.
+func busy(ans upstream.Answer) error {
+	if ans.OK() {
 		return upstream.ErrBusyAnswered
 	}
 	return upstream.ErrBusy
@@ -66,11 +60,12 @@ func createSeedream(ctx context.Context, client upstream.Client, account string,
 	if err != nil || !ans.OK() {
 		return ans, u, err
 	}
-	if err := takeCopy(ans); err != nil {
-		return upstream.Answer{}, u, err
-	}
-	if ans.Body, err = fromSeedream(ans.Body); err != nil {
+	shown, err := fromSeedream(ans.Body)
+	if err != nil {
 		return ans, u, err
+	}
+	if !ans.Replace(shown) {
+		return upstream.Answer{}, u, busy(ans)
 	}
 	ans.Header = http.Header{"Content-Type": {"application/json"}}
 	return ans, u, nil

@@ -179,7 +179,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	}
 	// Room for the answer is reserved before anything is held or sent: a gateway holding all
 	// the answers it may refuses the edit uncharged (see EditAnswerReserve).
-	room, ok := h.Budget.Reserve(min(h.maxAnswer(), EditAnswerReserve))
+	room, ok := h.Budget.ReserveWaiting(min(h.maxAnswer(), EditAnswerReserve), EditRoomWait)
 	if !ok {
 		return upstream.ErrBusy
 	}
@@ -227,12 +227,9 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		return upstream.Refusal(ans)
 	}
 	// The answer is the gateway's, as a video task's: it never quotes the operator's key. (Its
-	// copy is counted in the answer budget first: see Budget.)
-	if up != nil && up.Echoes(ans.Body) {
-		if !ans.Take(int64(len(ans.Body))) {
-			return h.unreadAnswer(r, id, model, hold, upstream.ErrBusyAnswered)
-		}
-		ans.Body = upstream.WithoutCredentials(up, ans.Body)
+	// copy takes the answer's place in the answer budget: see Budget.)
+	if up != nil && up.Echoes(ans.Body) && !ans.Replace(upstream.WithoutCredentials(up, ans.Body)) {
+		return h.unreadAnswer(r, id, model, hold, upstream.ErrBusyAnswered)
 	}
 	if streamedAnswer(ans) {
 		settleStream(r.Context(), hold, ans.Body)
@@ -389,13 +386,10 @@ func (h *Handler) queryUpstream(ctx context.Context, t storage.Task, p *provider
 	if err := queryRefused(ans); err != nil {
 		return upstream.Answer{}, err
 	}
-	// Each copy of the answer below is taken from the budget first: the copy lives as long as
-	// the answer does, the original until the collector comes.
-	if p.Echoes(ans.Body) {
-		if !ans.Take(int64(len(ans.Body))) {
-			return upstream.Answer{}, upstream.ErrBusy
-		}
-		ans.Body = upstream.WithoutCredentials(p, ans.Body)
+	// Each copy of the answer below, made only when the answer needs it, takes the answer's
+	// place in the budget (upstream.Answer.Replace): the original is no longer used.
+	if p.Echoes(ans.Body) && !ans.Replace(upstream.WithoutCredentials(p, ans.Body)) {
+		return upstream.Answer{}, upstream.ErrBusy
 	}
 	if t.Active && !t.Finished {
 		h.finishedByAnswer(ctx, t.ID, ans.Body)
@@ -403,11 +397,8 @@ func (h *Handler) queryUpstream(ctx context.Context, t storage.Task, p *provider
 	// The answer shows the client's model id, as the create's did (see create): never the
 	// upstream's id of an aliased model (model_map).
 	if prov, ok := h.Catalog.Provider(t.Provider); ok && prov.UpstreamModel(t.Model) != t.Model {
-		if !ans.Take(int64(len(ans.Body))) {
+		if shown, ok := providers.ReplaceModel(ans.Body, t.Model); ok && !ans.Replace(shown) {
 			return upstream.Answer{}, upstream.ErrBusy
-		}
-		if shown, ok := providers.ReplaceModel(ans.Body, t.Model); ok {
-			ans.Body = shown
 		}
 	}
 	passed = true
@@ -440,7 +431,7 @@ func passOn(w http.ResponseWriter, ans upstream.Answer) {
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(ans.Status)
-	_, _ = w.Write(ans.Body)
+	_ = writeAnswer(w, ans.Body) // a client gone or too slow gets no more (see answer_write.go)
 }
 
 // jsonObject reports whether body is one JSON object.
@@ -450,9 +441,17 @@ func jsonObject(body []byte) bool {
 }
 
 // EditAnswerReserve is the part of the answer budget an edit reserves before it is charged and
-// sent (at most MaxAnswer): 8 MiB, an answer of two large b64_json images. An answer that
-// outgrows it takes more as it is read.
-const EditAnswerReserve = 8 << 20
+// sent (at most MaxAnswer), and holds while the provider works on it: 64 KiB, the first buffer
+// an answer is read into, which holds an answer of URLs or a task id whole. A gateway without
+// that much room refuses the edit uncharged (503 gateway_busy); an answer that outgrows it
+// takes more as it is read, waiting up to EditRoomWait for room when there is none.
+const EditAnswerReserve = 64 << 10
+
+// EditRoomWait is how long an edit's successful answer may wait, in all, for room in the answer
+// budget before it is given up (502, charged its estimate: the provider made the images). It
+// is longer than a stalled client may hold an answer (see answer_write.go), so room held by
+// clients that stopped reading comes back within it.
+const EditRoomWait = 15 * time.Second
 
 func (h *Handler) maxAnswer() int64 {
 	if h.MaxAnswer <= 0 {

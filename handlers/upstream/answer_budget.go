@@ -18,13 +18,15 @@ const DefaultAnswerMemory = 256 << 20
 // wide: a Client with a Budget takes the bytes of its buffer from it as the answer is read
 // (whatever Content-Length says), and gives them back when the caller releases the Answer (see
 // Answer.Release), after passing it on. A read that finds no room left ends at once with
-// ErrBusy (or ErrBusyAnswered for a successful answer): nothing waits for room, so two
-// half-read answers can never wait for each other. A nil budget bounds nothing.
+// ErrBusy (or ErrBusyAnswered for a successful answer), unless its hold was reserved with
+// ReserveWaiting: then it waits for room, for a bounded time (two such answers may wait for each
+// other until one gives up). A nil budget bounds nothing.
 //
 // The budget counts the buffer an answer is read into. While it grows, the old buffer and the
-// new one are briefly both alive, and the checks on an answer (credential removal, the
-// client's model id) may make a copy of it: the memory the answers take is a small multiple of
-// the bytes counted.
+// new one are briefly both alive; a copy that the checks on an answer make (credential removal,
+// the client's model id) takes the answer's place (Answer.Replace), and the one it replaces is
+// alive until the collector comes: the memory the answers take is a small multiple of the
+// bytes counted.
 type AnswerBudget struct {
 	limit int64
 	held  atomic.Int64
@@ -95,6 +97,25 @@ type AnswerHold struct {
 	mu     sync.Mutex
 	n      int64
 	done   bool
+
+	// patience is how long, in all, the hold's answer may wait for room (see ReserveWaiting);
+	// waited is how long it has.
+	patience, waited time.Duration
+}
+
+// roomPoll is how often an answer that waits for room looks for it.
+const roomPoll = 20 * time.Millisecond
+
+// ReserveWaiting is Reserve for an answer that must not be lost for want of room once it comes
+// (an edit's: the provider made the images, and bills them): reading it may wait for room, up
+// to patience in all, where another answer would be ErrBusy at once. The reservation itself
+// never waits. Two such answers may wait for each other's room: each gives up after patience.
+func (b *AnswerBudget) ReserveWaiting(n int64, patience time.Duration) (*AnswerHold, bool) {
+	h, ok := b.Reserve(n)
+	if h != nil {
+		h.patience = patience
+	}
+	return h, ok
 }
 
 // growTo takes what it lacks for the hold to be at least n bytes, if the budget has room.
@@ -113,17 +134,29 @@ func (h *AnswerHold) takeMore(more func(held int64) int64) bool {
 	if h == nil {
 		return true
 	}
+	for {
+		taken, done := h.tryMore(more)
+		if taken || done || h.waited >= h.patience {
+			return taken
+		}
+		time.Sleep(roomPoll)
+		h.waited += roomPoll
+	}
+}
+
+// tryMore is one attempt of takeMore; done is a released hold.
+func (h *AnswerHold) tryMore(more func(held int64) int64) (taken, done bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done {
-		return false
+		return false, true
 	}
 	n := more(h.n)
 	if n > 0 && !h.budget.take(n) {
-		return false
+		return false, false
 	}
 	h.n += n
-	return true
+	return true, false
 }
 
 // Release gives the hold's bytes back to its budget.

@@ -171,8 +171,9 @@ func TestBudgetHoldsUnderConcurrency(t *testing.T) {
 	}
 }
 
-// A copy of an answer's body is taken from its budget (Answer.Take) while there is room, and
-// goes back with the answer.
+// A copy that takes an answer's place (Answer.Replace) takes from its budget only the bytes it
+// adds past the answer's body, while there is room, and they go back with the answer; a copy no
+// longer than the body takes nothing.
 func TestAnswerCopiesAreTakenFromTheBudget(t *testing.T) {
 	body := []byte(`{"data":"` + strings.Repeat("A", 300<<10) + `"}`)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
@@ -184,17 +185,53 @@ func TestAnswerCopiesAreTakenFromTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := budget.Held()
-	if !ans.Take(int64(len(body))) || budget.Held() != read+int64(len(body)) {
-		t.Fatalf("a copy with room: %d held after, %d before", budget.Held(), read)
+	if !ans.Replace(bytes.Clone(body[:len(body)-10])) || budget.Held() != read {
+		t.Fatalf("a shorter copy: %d held after, %d before", budget.Held(), read)
 	}
-	if ans.Take(1<<20) || budget.Held() != read+int64(len(body)) {
+	longer := append(bytes.Clone(ans.Body), strings.Repeat(" ", 100<<10)...)
+	if !ans.Replace(longer) || budget.Held() != read+int64(len(longer)-len(body)+10) {
+		t.Fatalf("a longer copy with room: %d held after, %d before", budget.Held(), read)
+	}
+	held := budget.Held()
+	if ans.Replace(make([]byte, 2<<20)) || budget.Held() != held || len(ans.Body) != len(longer) {
 		t.Fatalf("a copy past the budget was taken: %d held", budget.Held())
 	}
 	ans.Release()
-	if budget.Held() != 0 || ans.Take(1) {
+	if budget.Held() != 0 || ans.Replace(make([]byte, 2<<20)) {
 		t.Fatalf("%d held after the answer's release, or a released answer took more", budget.Held())
 	}
-	if !(Answer{}).Take(1 << 40) {
+	if free := (Answer{}); !free.Replace(make([]byte, 1<<20)) {
 		t.Fatal("an answer read without a budget has no room")
+	}
+}
+
+// An answer reserved with ReserveWaiting that outgrows its reservation while the budget is full
+// waits for room (another answer given back) and takes it; past its patience it gives up, and
+// the reservation itself never waits.
+func TestReserveWaitingWaitsForRoom(t *testing.T) {
+	budget := NewAnswerBudget(1 << 20)
+	other, _ := budget.Reserve(1<<20 - 1<<10)
+	room, ok := budget.ReserveWaiting(1<<10, time.Second)
+	if !ok {
+		t.Fatal("a reservation with room refused")
+	}
+	if _, ok := budget.ReserveWaiting(1, time.Minute); ok {
+		t.Fatal("a reservation in a full budget was granted")
+	}
+	time.AfterFunc(100*time.Millisecond, other.Release)
+	start := time.Now()
+	if !room.growTo(512 << 10) {
+		t.Fatal("an answer that waited for room given back found none")
+	}
+	if waited := time.Since(start); waited < 90*time.Millisecond {
+		t.Fatalf("took room after %v, before any was given back", waited)
+	}
+	start = time.Now()
+	if room.growTo(2<<20) || time.Since(start) > 2*time.Second || budget.Held() != 512<<10 {
+		t.Fatalf("past its patience: took room, or waited %v, %d held", time.Since(start), budget.Held())
+	}
+	room.Release()
+	if budget.Held() != 0 {
+		t.Fatalf("%d held after release", budget.Held())
 	}
 }

@@ -143,11 +143,19 @@ func (a Answer) Release() {
 	}
 }
 
-// Take takes n bytes more from the budget the answer was read from, for a copy of its body that
-// the caller is about to make (the body with a credential taken out, or another model id
-// shown); they go back with the answer's. It reports false when the budget has no room (the
-// caller then answers ErrBusy); an answer read without a budget always has room.
-func (a Answer) Take(n int64) bool { return a.hold.add(n) }
+// Replace makes body, a copy of the answer's Body just made (the body with a credential taken
+// out, another model id shown, another shape), the answer's Body. The copy takes the Body's place
+// in the budget the answer was read from: it takes only the bytes it adds past the Body's length,
+// as a grown buffer does (the Body it replaces is no longer used, and is briefly alive with it
+// until the collector comes). It reports false, and leaves the Body as it was, when the budget
+// has no room for what the copy adds; an answer read without a budget always has room.
+func (a *Answer) Replace(body []byte) bool {
+	if more := int64(len(body) - len(a.Body)); more > 0 && !a.hold.add(more) {
+		return false
+	}
+	a.Body = body
+	return true
+}
 
 // credentialed is a Target that knows all its credentials (see providers.Upstream.Credentials):
 // also those the call did not send as they are, such as a Kling upstream's secret key, which
@@ -302,36 +310,41 @@ var (
 // does but into one buffer of the declared length (Content-Length, the usual case, up to 64 KiB;
 // -1 when unknown) and the byte that tells whether the body ends there. A body that runs on past
 // its declared length is read on, within the same bound. Each buffer is taken from hold before
-// it is made (errAnswerBusy when the budget has no room); a nil hold takes nothing.
+// it is made (errAnswerBusy when the budget has no room); a nil hold takes nothing. A buffer
+// never outgrows limit: whether a body of limit bytes ends there is read into a byte of its own,
+// so that a budget of limit bytes holds an answer of limit bytes.
 func readAnswer(body io.Reader, declared, limit int64, hold *AnswerHold) ([]byte, error) {
-	size := int64(512)
+	size := min(int64(512), limit)
 	if declared > limit {
 		return nil, errAnswerTooLarge
 	} else if declared >= 0 {
 		// The declared length sizes the buffer up to 64 KiB; past it the buffer grows with the
 		// bytes that arrive, so that an answer declared large and then stalled holds little.
-		size = min(declared, 64<<10) + 1
+		size = min(declared+1, 64<<10+1, limit)
 	}
 	if !hold.growTo(size) {
 		return nil, errAnswerBusy
 	}
 	b := make([]byte, 0, size)
 	for {
-		n, err := body.Read(b[len(b):min(int64(cap(b)), limit+1)])
-		b = b[:len(b)+n]
-		if int64(len(b)) > limit {
-			return nil, errAnswerTooLarge
+		if int64(len(b)) == limit {
+			if err := endsAt(body); err != nil {
+				return nil, err
+			}
+			return b, nil
 		}
+		n, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
 		if err == io.EOF {
 			return b, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		if len(b) == cap(b) {
+		if len(b) == cap(b) && int64(len(b)) < limit {
 			// Room to read on: twice the buffer, up to the declared length's (and its end's
-			// byte) while the body keeps to it, and never past limit's.
-			grown := min(2*int64(cap(b)), limit+1)
+			// byte) while the body keeps to it, and never past limit.
+			grown := min(2*int64(cap(b)), limit)
 			if declared >= 0 && declared+1 > int64(cap(b)) {
 				grown = min(grown, declared+1)
 			}
@@ -339,6 +352,23 @@ func readAnswer(body io.Reader, declared, limit int64, hold *AnswerHold) ([]byte
 				return nil, errAnswerBusy
 			}
 			b = append(make([]byte, 0, grown), b...)
+		}
+	}
+}
+
+// endsAt reads on a body that has filled its bound: nil when it ends there, errAnswerTooLarge
+// when another byte comes.
+func endsAt(body io.Reader) error {
+	var next [1]byte
+	for {
+		n, err := body.Read(next[:])
+		switch {
+		case n > 0:
+			return errAnswerTooLarge
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
 		}
 	}
 }
