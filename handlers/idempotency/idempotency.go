@@ -376,9 +376,6 @@ type recorder struct {
 	overflow bool
 }
 
-// Unwrap lets http.ResponseController reach the connection (flushes, deadlines).
-func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
 func (r *recorder) WriteHeader(status int) {
 	if r.status == 0 {
 		r.status = status
