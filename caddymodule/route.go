@@ -166,7 +166,8 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if aborted {
 		// reverse_proxy ends an answer the client left in the middle of (a cut stream) by
 		// panicking with http.ErrAbortHandler; the request was still ended (its hold settled, its
-		// object recorded, its answer kept for a retry) before that panic goes on to the server.
+		// object recorded, its key spent or freed, never its cut answer kept) before that panic
+		// goes on to the server.
 		panic(http.ErrAbortHandler)
 	}
 	return err
@@ -262,6 +263,9 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		idempotency.MarkForwarded(pr.Context()) // its answer is kept for a retry
 	}
 	aborted, err = h.proxyUntilAbort(out, pr, next, route.Provider.Name, traced)
+	if aborted {
+		idempotency.MarkCut(r.Context()) // a cut answer is never replayed
+	}
 	// A client that went away after the request was forwarded is not refunded, and an object
 	// the upstream created meanwhile is still recorded as its account's: the upstream may well
 	// have done (and billed) the work. An answer cut off midway (aborted) is settled the same
@@ -333,6 +337,12 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		size, quality = billing.AnswerImage(counts.events.Reported())
 		streamedSome = images > 0 || counts.events.Partials() > 0
 	}
+	// madeNothing releases the hold of a request whose upstream made nothing: an idempotent
+	// create's key is then freed, whatever its answer, and its retry runs again.
+	madeNothing := func(note string) {
+		hold.Release(note)
+		idempotency.MarkUnmade(r.Context())
+	}
 	// Otherwise an error or a refusal means the request was not served.
 	switch {
 	case carried:
@@ -342,20 +352,20 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		// first attempt made and recorded: that attempt pays for it, once.
 		hold.Release(passthrough.ReplayReleaseNote)
 	case !clientGone && (sw.status >= 400 || (err != nil && !streamedSome)):
-		hold.Release("refused by the upstream")
+		madeNothing("refused by the upstream")
 	case streamedImages && !streamedSome:
 		// Nothing was made that the client could have, whoever ended the stream.
-		hold.Release("the upstream streamed no image")
+		madeNothing("the upstream streamed no image")
 	case counts != nil && counted && images == 0 && !streamedImages:
-		hold.Release("the upstream made no image")
+		madeNothing("the upstream made no image")
 	case !clientGone && errorOnly:
 		// A success status whose whole body is an error object (see usage.Sniffer.ErrorOnly):
 		// the client got only the error, as with an error status.
-		hold.Release("the upstream answered only an error")
+		madeNothing("the upstream answered only an error")
 	case sw.status >= 300 && sw.status != 499 && !streamedSome:
 		// The upstream answered an error or a redirect: it made nothing, also when the client
 		// left while the answer came. (499 is Caddy's note of a client that left first.)
-		hold.Release("refused by the upstream")
+		madeNothing("refused by the upstream")
 	case clientGone && route.Background && sw.status < 400:
 		// A background response goes on at the provider when its stream is cut: its output
 		// and images come to the client through retrieves, which charge nothing. It is
@@ -365,7 +375,7 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 	case upstreamCut && nothingServed:
 		// The upstream broke its stream off before any output (after at most the events that
 		// open a stream): the client got nothing. After output, it is charged what streamed.
-		hold.Release("the upstream broke the stream off before any output")
+		madeNothing("the upstream broke the stream off before any output")
 	default:
 		// Served, or the client left after the request was forwarded: the reported tokens (or
 		// a cut stream's deltas, see usage.Sniffer.Seen) and images are charged, the estimate
