@@ -387,6 +387,11 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		entry.Settled(int64(hold.SettleWithImages(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
 			OutputReported: tokens.OutputReported(), Images: images, ImageSize: size, ImageQuality: quality}, sw.madeImages())))
 	}
+	if route.RequestHash != "" && !carried && (sw.status < 200 || sw.status >= 300) {
+		// Of an idempotent create only what the provider made is kept (a 2xx answer): its
+		// refusals (a 408 to retry, a 401 of the operator's credential) free the key.
+		idempotency.MarkUnmade(r.Context())
+	}
 	if hold.Reconciled() && created != nil {
 		// The request outlived its hold's deadline: the reconciler released the hold and gave
 		// the slot back with it, so the object's record keeps none (the video's record then
