@@ -127,6 +127,20 @@ func MarkCut(ctx context.Context) {
 	}
 }
 
+// CheckKey refuses (400 invalid_request) an Idempotency-Key header that is sent but is no key:
+// empty (a client's unset variable), over 255 characters, not printable ASCII, or sent twice
+// (which one a retry would be matched on is unclear). No header at all is fine.
+func CheckKey(h http.Header) error {
+	keys := h.Values(Header)
+	if len(keys) == 0 {
+		return nil
+	}
+	if len(keys) > 1 || !validKey(keys[0]) {
+		return errKey
+	}
+	return nil
+}
+
 // Requested reports whether r carries an Idempotency-Key header (valid or not): only such a
 // request needs Serve, which would pass any other straight to next.
 func Requested(r *http.Request) bool {
@@ -177,13 +191,11 @@ func (g *Guard) ServeFor(w http.ResponseWriter, r *http.Request, scope string, s
 		next(w, r)
 		return
 	}
-	// A present but empty key is not 1 to 255 characters; two keys leave it unclear which one
-	// a retry would be matched on.
-	key := keys[0]
-	if len(keys) > 1 || !validKey(key) {
-		apierror.Write(w, shape, errKey)
+	if err := CheckKey(r.Header); err != nil {
+		apierror.Respond(w, shape, g.Logger, err)
 		return
 	}
+	key := keys[0]
 	body, err := apierror.ReadBody(w, r, maxBody, "invalid_request")
 	if err != nil {
 		apierror.Respond(w, shape, g.Logger, err)

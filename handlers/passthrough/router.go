@@ -19,6 +19,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
@@ -184,8 +185,15 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		// The body is checked as it was read; an upstream would decode it into another.
 		return Route{}, errCoded
 	}
-	calledPath := r.URL.Path
+	calledPath, calledQuery := r.URL.Path, r.URL.RawQuery
 	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: ep.Object == "" || ep.Creates != ""}
+	if route.TakesSlot() {
+		// The gateway runs such a create once per key (idempotent_create.go): a header that is
+		// no key is refused as the guard refuses it everywhere.
+		if err := idempotency.CheckKey(r.Header); err != nil {
+			return Route{}, err
+		}
+	}
 	if err := rt.resolve(w, r, id, ep, params, contentType, &route); err != nil {
 		route.Done()
 		return Route{}, err
@@ -195,7 +203,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		return Route{}, err
 	}
 	route.IdempotencyKey = scopeIdempotencyKey(r.Header, id.Account)
-	route.RequestHash = requestHash(r, calledPath, &route)
+	route.RequestHash = requestHash(r, calledPath, calledQuery, &route)
 	// The answer is read for its usage (what the request is charged) and the ids it creates, so
 	// the client's Accept-Encoding goes: the proxy's transport asks for gzip itself and decodes.
 	hdr.Del(r.Header, "Accept-Encoding")
