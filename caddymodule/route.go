@@ -157,7 +157,8 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if route.RequestHash != "" && h.guard != nil {
 		// A create of an asynchronous object with its Idempotency-Key: a retry of one that ran
 		// is answered here, before any hold or slot is taken (see passthrough.Route.RequestHash).
-		h.guard.Run(w, r, id.Account+"/pass-creates", route.IdempotencyKey, route.RequestHash, shape, func(w http.ResponseWriter, r *http.Request) {
+		// Keys are kept per account and endpoint: one key sent to two endpoints makes two requests.
+		h.guard.Run(w, r, id.Account+"/pass-creates "+route.CreateEndpoint, route.IdempotencyKey, route.RequestHash, shape, func(w http.ResponseWriter, r *http.Request) {
 			aborted, err = h.serveRouted(w, r, next, &id, &route, shape, calledPath)
 		})
 	} else {

@@ -113,6 +113,9 @@ type Route struct {
 	// Idempotency-Key) must match to be answered with its first attempt's answer: see
 	// idempotent_create.go. "" for every other request.
 	RequestHash string
+	// CreateEndpoint is the path pattern of a create that TakesSlot (/v1/videos,
+	// /v1/videos/{id}/remix): an idempotent create's key is kept per account and endpoint.
+	CreateEndpoint string
 
 	// bodyDigest is the digest of a form's parts (formDigest) of an idempotent create.
 	bodyDigest []byte
@@ -193,6 +196,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		if err := idempotency.CheckKey(r.Header); err != nil {
 			return Route{}, err
 		}
+		route.CreateEndpoint = ep.Path
 	}
 	if err := rt.resolve(w, r, id, ep, params, contentType, &route); err != nil {
 		route.Done()
