@@ -264,9 +264,6 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		idempotency.MarkForwarded(pr.Context()) // its answer is kept for a retry
 	}
 	aborted, err = h.proxyUntilAbort(out, pr, next, route.Provider.Name, traced)
-	if aborted {
-		idempotency.MarkCut(r.Context()) // a cut answer is never replayed
-	}
 	// A client that went away after the request was forwarded is not refunded, and an object
 	// the upstream created meanwhile is still recorded as its account's: the upstream may well
 	// have done (and billed) the work. An answer cut off midway (aborted) is settled the same
@@ -288,6 +285,12 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		route.Slot.Release() // no object was recorded to hold it
 	}
 	carried := created != nil && created.HeldBy() != ""
+	if aborted && (created == nil || !created.KeptSlot() && !carried) {
+		// A cut answer is never replayed, unless the gateway read it whole enough to record the
+		// object it names (a held JSON answer cut a byte short): what the client is answered
+		// (created.Finish) names that object, and a retry gets it again.
+		idempotency.MarkCut(r.Context())
+	}
 	if carried {
 		// The video's (or image task's) record carries the hold: its end settles or releases it (see
 		// accounting.Accountant.ObjectFinished), not this request's.
