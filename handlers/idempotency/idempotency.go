@@ -269,17 +269,24 @@ func (g *Guard) Run(w http.ResponseWriter, r *http.Request, scope, key, reqHash 
 }
 
 // claim claims storeKey for rec, or answers the retry that finds it claimed (and returns false).
-// A first request still in flight is waited for up to Wait, the store asked again every
-// waitPause: should it end meanwhile its answer is replayed, or the key is claimed when it kept
-// none.
+// A first request still in flight is waited for up to Wait, the store asked again after
+// waitPause, doubling up to maxWaitPause, and once more at the end of Wait: should it end meanwhile its answer is replayed, or the
+// key is claimed when it kept none. A store call that fails because the request's context ended
+// (its client left) is answered 409 idempotency_in_progress, which is no store failure to log.
 func (g *Guard) claim(ctx context.Context, w http.ResponseWriter, shape apierror.Shape, storeKey string, rec storage.IdempotencyRecord) (bool, error) {
 	deadline := time.Now().Add(g.Wait)
+	pause := waitPause
 	for {
 		existing, claimed, err := g.Store.BeginIdempotent(ctx, storeKey, rec, g.lease())
+		if err != nil && ctx.Err() != nil {
+			apierror.Write(w, shape, errInFlight.WithRetryAfter(time.Second))
+			return false, nil
+		}
 		if err != nil || claimed {
 			return claimed, err
 		}
-		if !existing.InFlight || existing.RequestHash != rec.RequestHash || !time.Now().Add(waitPause).Before(deadline) {
+		left := time.Until(deadline)
+		if !existing.InFlight || existing.RequestHash != rec.RequestHash || left <= 0 {
 			g.answerRetry(w, shape, existing, rec.RequestHash)
 			return false, nil
 		}
@@ -287,13 +294,18 @@ func (g *Guard) claim(ctx context.Context, w http.ResponseWriter, shape apierror
 		case <-ctx.Done():
 			g.answerRetry(w, shape, existing, rec.RequestHash)
 			return false, nil
-		case <-time.After(waitPause):
+		case <-time.After(min(pause, left)):
 		}
+		pause = min(2*pause, maxWaitPause)
 	}
 }
 
-// waitPause spaces the store reads of a retry waiting for its first request (Guard.Wait).
-const waitPause = 100 * time.Millisecond
+// The first and the longest pause between the store reads of a retry waiting for its first
+// request (Guard.Wait): each read is a write attempt, so a long wait reads seldom.
+const (
+	waitPause    = 100 * time.Millisecond
+	maxWaitPause = time.Second
+)
 
 // How often, and how far apart, a spent key is tried to be kept without its answer.
 const (
