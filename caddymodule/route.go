@@ -161,7 +161,8 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if route.RequestHash != "" && h.guard != nil {
 		// A create of an asynchronous object with its Idempotency-Key: a retry of one that ran
 		// is answered here, before any hold or slot is taken (see passthrough.Route.RequestHash).
-		h.guard.Run(w, r, id.Account+"/pass-creates", route.IdempotencyKey, route.RequestHash, shape, func(w http.ResponseWriter, r *http.Request) {
+		// Keys are kept per account and endpoint: one key sent to two endpoints makes two requests.
+		h.guard.Run(w, r, id.Account+"/pass-creates "+route.CreateEndpoint, route.IdempotencyKey, route.RequestHash, shape, func(w http.ResponseWriter, r *http.Request) {
 			aborted, err = h.serveRouted(w, r, next, &id, &route, shape, calledPath)
 		})
 	} else {
@@ -170,7 +171,8 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 	if aborted {
 		// reverse_proxy ends an answer the client left in the middle of (a cut stream) by
 		// panicking with http.ErrAbortHandler; the request was still ended (its hold settled, its
-		// object recorded, its answer kept for a retry) before that panic goes on to the server.
+		// object recorded, its key spent or freed, never its cut answer kept) before that panic
+		// goes on to the server.
 		panic(http.ErrAbortHandler)
 	}
 	return err
@@ -287,6 +289,12 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		route.Slot.Release() // no object was recorded to hold it
 	}
 	carried := created != nil && created.HeldBy() != ""
+	if aborted && (created == nil || !created.KeptSlot() && !carried) {
+		// A cut answer is never replayed, unless the gateway read it whole enough to record the
+		// object it names (a held JSON answer cut a byte short): what the client is answered
+		// (created.Finish) names that object, and a retry gets it again.
+		idempotency.MarkCut(r.Context())
+	}
 	if carried {
 		// The video's (or image task's) record carries the hold: its end settles or releases it (see
 		// accounting.Accountant.ObjectFinished), not this request's.
@@ -340,6 +348,12 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		size, quality = billing.AnswerImage(counts.events.Reported())
 		streamedSome = images > 0 || counts.events.Partials() > 0
 	}
+	// madeNothing releases the hold of a request whose upstream made nothing: an idempotent
+	// create's key is then freed, whatever its answer, and its retry runs again.
+	madeNothing := func(note string) {
+		hold.Release(note)
+		idempotency.MarkUnmade(r.Context())
+	}
 	// Otherwise an error or a refusal means the request was not served.
 	switch {
 	case carried:
@@ -349,20 +363,20 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		// first attempt made and recorded: that attempt pays for it, once.
 		hold.Release(passthrough.ReplayReleaseNote)
 	case !clientGone && (sw.status >= 400 || (err != nil && !streamedSome)):
-		hold.Release("refused by the upstream")
+		madeNothing("refused by the upstream")
 	case streamedImages && !streamedSome:
 		// Nothing was made that the client could have, whoever ended the stream.
-		hold.Release("the upstream streamed no image")
+		madeNothing("the upstream streamed no image")
 	case counts != nil && counted && images == 0 && !streamedImages:
-		hold.Release("the upstream made no image")
+		madeNothing("the upstream made no image")
 	case !clientGone && errorOnly:
 		// A success status whose whole body is an error object (see usage.Sniffer.ErrorOnly):
 		// the client got only the error, as with an error status.
-		hold.Release("the upstream answered only an error")
+		madeNothing("the upstream answered only an error")
 	case sw.status >= 300 && sw.status != 499 && !streamedSome:
 		// The upstream answered an error or a redirect: it made nothing, also when the client
 		// left while the answer came. (499 is Caddy's note of a client that left first.)
-		hold.Release("refused by the upstream")
+		madeNothing("refused by the upstream")
 	case clientGone && route.Background && sw.status < 400:
 		// A background response goes on at the provider when its stream is cut: its output
 		// and images come to the client through retrieves, which charge nothing. It is
@@ -372,7 +386,7 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 	case upstreamCut && nothingServed:
 		// The upstream broke its stream off before any output (after at most the events that
 		// open a stream): the client got nothing. After output, it is charged what streamed.
-		hold.Release("the upstream broke the stream off before any output")
+		madeNothing("the upstream broke the stream off before any output")
 	default:
 		// Served, or the client left after the request was forwarded: the reported tokens (or
 		// a cut stream's deltas, see usage.Sniffer.Seen) and images are charged, the estimate
@@ -383,6 +397,11 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		// as held when it reports none.
 		entry.Settled(int64(hold.SettleWithImages(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
 			OutputReported: tokens.OutputReported(), Images: images, ImageSize: size, ImageQuality: quality}, sw.madeImages())))
+	}
+	if route.RequestHash != "" && !carried && (sw.status < 200 || sw.status >= 300) {
+		// Of an idempotent create only what the provider made is kept (a 2xx answer): its
+		// refusals (a 408 to retry, a 401 of the operator's credential) free the key.
+		idempotency.MarkUnmade(r.Context())
 	}
 	if hold.Reconciled() && created != nil {
 		// The request outlived its hold's deadline: the reconciler released the hold and gave

@@ -323,11 +323,12 @@ func TestRetriedBackgroundResponseIsPaidOnce(t *testing.T) {
 
 // TestReplayNeedsTheOneKeyItRecorded: against a provider that answers every video create with
 // one id, a create is a replay only when it sends the recorded create's Idempotency-Key, once:
-// sent twice (the same value or two), under another name that Caddy drops (Idempotency_Key), the
-// create reaches the provider and is charged. The name's letter case is no other name (HTTP folds
-// it), so a create that sends the key as IDEMPOTENCY-KEY is the replay that shows the rule is on:
-// the gateway answers it with the first create's kept answer, without the provider and without a
-// hold: 0.8 for the video, 0.8 for each of the three others.
+// sent twice (the same value or two) it is no key, and the create is refused 400 invalid_request
+// before any hold; under another name that Caddy drops (Idempotency_Key) the create reaches the
+// provider and is charged. The name's letter case is no other name (HTTP folds it), so a create
+// that sends the key as IDEMPOTENCY-KEY is the replay that shows the rule is on: the gateway
+// answers it with the first create's kept answer, without the provider and without a hold: 0.8
+// for the video, 0.8 for the one under another name.
 func TestReplayNeedsTheOneKeyItRecorded(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
 	up, log := reusingVideosUpstream(t)
@@ -348,23 +349,27 @@ func TestReplayNeedsTheOneKeyItRecorded(t *testing.T) {
 	}
 	create("sora-2", map[string][]string{"Idempotency-Key": {"order-7"}})
 	awaitBalance(t, g, "filmmakers", "4.2", "0.8") // carried by the video's record
-	for _, header := range []map[string][]string{
-		{"Idempotency-Key": {"order-7", "order-7"}},
-		{"Idempotency-Key": {"order-7", "order-8"}},
-		{"Idempotency_Key": {"order-7"}},
-	} {
-		create("sora-2", header)
+	for _, keys := range [][]string{{"order-7", "order-7"}, {"order-7", "order-8"}} {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/videos",
+			strings.NewReader(`{"model":"sora-2","prompt":"a lighthouse at dusk","seconds":"8","size":"1280x720"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer mg-pass-video")
+		req.Header["Idempotency-Key"] = keys
+		if r := do(t, req); r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "invalid_request") {
+			t.Fatalf("create with the key %q = %d %s, want 400 invalid_request", keys, r.status, r.body)
+		}
 	}
-	awaitBalance(t, g, "filmmakers", "1.8", "0.8")
+	create("sora-2", map[string][]string{"Idempotency_Key": {"order-7"}})
+	awaitBalance(t, g, "filmmakers", "3.4", "0.8")
 	if n := replayReleases(t, g, "filmmakers"); n != 0 {
 		t.Fatalf("%d releases noted as a replay, want 0", n)
 	}
 	create("sora-2", map[string][]string{"IDEMPOTENCY-KEY": {"order-7"}})
-	awaitBalance(t, g, "filmmakers", "1.8", "0.8")
-	if n := holdsTaken(t, g, "filmmakers"); n != 4 {
-		t.Fatalf("%d holds in the ledger, want 4: the replay (the same key in capitals) holds nothing", n)
+	awaitBalance(t, g, "filmmakers", "3.4", "0.8")
+	if n := holdsTaken(t, g, "filmmakers"); n != 2 {
+		t.Fatalf("%d holds in the ledger, want 2: the refused creates and the replay (the same key in capitals) hold nothing", n)
 	}
-	if n := len(log.matching("POST", "/v1/videos")); n != 4 {
-		t.Fatalf("the provider saw %d creates, want 4: the replay never reaches it", n)
+	if n := len(log.matching("POST", "/v1/videos")); n != 2 {
+		t.Fatalf("the provider saw %d creates, want 2: the refused creates and the replay never reach it", n)
 	}
 }

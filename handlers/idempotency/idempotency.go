@@ -8,6 +8,10 @@
 // MarkForwarded). Answers the gateway gave on its own (validation 400s, 402 over quota, 409,
 // 429 rate and slot limits) and every 5xx are not kept: the key is freed, so a retry with the
 // same key after a 429 goes through (Stripe's rule).
+//
+// The handler may say more: MarkMade keeps an error answer of something made; MarkUnmade frees the
+// key whatever the answer (nothing was made or charged); MarkCut never replays an answer cut off
+// midway (its key is spent without it unless nothing was made).
 package idempotency
 
 import (
@@ -83,7 +87,7 @@ type marksKey struct{}
 
 // requestMarks are what the handler behind the guard tells it about its request.
 type requestMarks struct {
-	forwarded, made atomic.Bool
+	forwarded, made, unmade, cut atomic.Bool
 }
 
 // MarkForwarded records that the request whose context this is has been sent to the upstream,
@@ -105,6 +109,38 @@ func MarkMade(ctx context.Context) {
 	}
 }
 
+// MarkUnmade records that the upstream made nothing the request is charged for (its hold was
+// released, or its answer is no creation): whatever its answer, the key is freed and a retry
+// runs again. MarkMade outweighs it.
+func MarkUnmade(ctx context.Context) {
+	if m, ok := ctx.Value(marksKey{}).(*requestMarks); ok {
+		m.unmade.Store(true)
+	}
+}
+
+// MarkCut records that the answer was cut off midway (reverse_proxy aborted it): it is never
+// replayed. Unless the request is MarkUnmade, its key is spent without the answer (a retry gets
+// 409 idempotency_answer_not_kept), as what was made or charged is not made again.
+func MarkCut(ctx context.Context) {
+	if m, ok := ctx.Value(marksKey{}).(*requestMarks); ok {
+		m.cut.Store(true)
+	}
+}
+
+// CheckKey refuses (400 invalid_request) an Idempotency-Key header that is sent but is no key:
+// empty (a client's unset variable), over 255 characters, not printable ASCII, or sent twice
+// (which one a retry would be matched on is unclear). No header at all is fine.
+func CheckKey(h http.Header) error {
+	keys := h.Values(Header)
+	if len(keys) == 0 {
+		return nil
+	}
+	if len(keys) > 1 || !validKey(keys[0]) {
+		return errKey
+	}
+	return nil
+}
+
 // Requested reports whether r carries an Idempotency-Key header (valid or not): only such a
 // request needs Serve, which would pass any other straight to next.
 func Requested(r *http.Request) bool {
@@ -112,19 +148,20 @@ func Requested(r *http.Request) bool {
 	return ok
 }
 
-// keep reports whether an answer is kept for replay.
-func keep(m *requestMarks, status int) bool {
+// keep reports whether an answer is kept for replay (or, whole false, its key freed), and
+// whether it is kept whole or only as spent (an answer cut off midway).
+func keep(m *requestMarks, status int) (kept, whole bool) {
 	switch {
 	case status == 0:
-		return false
+		return false, false
 	case m.made.Load():
-		return true
-	case !m.forwarded.Load(), status >= 500:
-		return false
+		return true, !m.cut.Load()
+	case m.unmade.Load(), !m.forwarded.Load(), status >= 500:
+		return false, false
 	case status == http.StatusPaymentRequired, status == http.StatusConflict, status == http.StatusTooManyRequests:
-		return false
+		return false, false
 	}
-	return true
+	return true, !m.cut.Load()
 }
 
 var (
@@ -154,13 +191,11 @@ func (g *Guard) ServeFor(w http.ResponseWriter, r *http.Request, scope string, s
 		next(w, r)
 		return
 	}
-	// A present but empty key is not 1 to 255 characters; two keys leave it unclear which one
-	// a retry would be matched on.
-	key := keys[0]
-	if len(keys) > 1 || !validKey(key) {
-		apierror.Write(w, shape, errKey)
+	if err := CheckKey(r.Header); err != nil {
+		apierror.Respond(w, shape, g.Logger, err)
 		return
 	}
+	key := keys[0]
 	body, err := apierror.ReadBody(w, r, maxBody, "invalid_request")
 	if err != nil {
 		apierror.Respond(w, shape, g.Logger, err)
@@ -199,12 +234,16 @@ func (g *Guard) Run(w http.ResponseWriter, r *http.Request, scope, key, reqHash 
 	next(rec, r)
 	stopRenewing()
 	ctx := context.WithoutCancel(r.Context())
-	if !keep(marks, rec.status) {
+	kept, whole := keep(marks, rec.status)
+	if !kept {
 		g.abandon(ctx, storeKey, owner)
 		return
 	}
 	done := storage.IdempotencyRecord{Owner: owner, RequestHash: reqHash, Status: rec.status, ContentType: rec.Header().Get("Content-Type"), Body: rec.body.Bytes()}
-	if rec.overflow {
+	switch {
+	case !whole:
+		done = unkept(owner, reqHash, shape, rec, errCut)
+	case rec.overflow:
 		done = unkept(owner, reqHash, shape, rec, errTooLargeToKeep)
 	}
 	err = g.Store.CompleteIdempotent(ctx, storeKey, done, g.retention())
@@ -230,17 +269,24 @@ func (g *Guard) Run(w http.ResponseWriter, r *http.Request, scope, key, reqHash 
 }
 
 // claim claims storeKey for rec, or answers the retry that finds it claimed (and returns false).
-// A first request still in flight is waited for up to Wait, the store asked again every
-// waitPause: should it end meanwhile its answer is replayed, or the key is claimed when it kept
-// none.
+// A first request still in flight is waited for up to Wait, the store asked again after
+// waitPause, doubling up to maxWaitPause, and once more at the end of Wait: should it end meanwhile its answer is replayed, or the
+// key is claimed when it kept none. A store call that fails because the request's context ended
+// (its client left) is answered 409 idempotency_in_progress, which is no store failure to log.
 func (g *Guard) claim(ctx context.Context, w http.ResponseWriter, shape apierror.Shape, storeKey string, rec storage.IdempotencyRecord) (bool, error) {
 	deadline := time.Now().Add(g.Wait)
+	pause := waitPause
 	for {
 		existing, claimed, err := g.Store.BeginIdempotent(ctx, storeKey, rec, g.lease())
+		if err != nil && ctx.Err() != nil {
+			apierror.Write(w, shape, errInFlight.WithRetryAfter(time.Second))
+			return false, nil
+		}
 		if err != nil || claimed {
 			return claimed, err
 		}
-		if !existing.InFlight || existing.RequestHash != rec.RequestHash || !time.Now().Add(waitPause).Before(deadline) {
+		left := time.Until(deadline)
+		if !existing.InFlight || existing.RequestHash != rec.RequestHash || left <= 0 {
 			g.answerRetry(w, shape, existing, rec.RequestHash)
 			return false, nil
 		}
@@ -248,13 +294,18 @@ func (g *Guard) claim(ctx context.Context, w http.ResponseWriter, shape apierror
 		case <-ctx.Done():
 			g.answerRetry(w, shape, existing, rec.RequestHash)
 			return false, nil
-		case <-time.After(waitPause):
+		case <-time.After(min(pause, left)):
 		}
+		pause = min(2*pause, maxWaitPause)
 	}
 }
 
-// waitPause spaces the store reads of a retry waiting for its first request (Guard.Wait).
-const waitPause = 100 * time.Millisecond
+// The first and the longest pause between the store reads of a retry waiting for its first
+// request (Guard.Wait): each read is a write attempt, so a long wait reads seldom.
+const (
+	waitPause    = 100 * time.Millisecond
+	maxWaitPause = time.Second
+)
 
 // How often, and how far apart, a spent key is tried to be kept without its answer.
 const (
@@ -274,6 +325,7 @@ func (g *Guard) abandon(ctx context.Context, storeKey, owner string) {
 var (
 	errTooLargeToKeep = errors.New("was larger than the gateway keeps for a replay")
 	errStoreRefused   = errors.New("could not be stored for a replay")
+	errCut            = errors.New("was cut off midway")
 )
 
 // unkept is the record of a request made whose answer is not kept (why): its key is spent, and a

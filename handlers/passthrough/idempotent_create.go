@@ -26,10 +26,11 @@ func idempotentCreate(r *http.Request, route *Route) bool {
 	return route.TakesSlot() && len(r.Header[idempotencyKeyHeader]) == 1
 }
 
-// requestHash is the hash a retry of the create r must match: its method, the path the client
-// called, and its body as checked (a form by its parts, see formDigest; other bodies by their
-// bytes). It is "" when r is no idempotent create, or its body cannot be read again.
-func requestHash(r *http.Request, calledPath string, route *Route) string {
+// requestHash is the hash a retry of the create r must match: its method, the path and raw query
+// the client called (both are forwarded), and its body as checked (a form by its parts, see
+// formDigest; other bodies by their bytes). It is "" when r is no idempotent create, or its body
+// cannot be read again.
+func requestHash(r *http.Request, calledPath, calledQuery string, route *Route) string {
 	if route.IdempotencyKey == "" || !route.TakesSlot() {
 		return ""
 	}
@@ -40,6 +41,7 @@ func requestHash(r *http.Request, calledPath string, route *Route) string {
 	}
 	field([]byte(r.Method))
 	field([]byte(calledPath))
+	field([]byte(calledQuery))
 	switch {
 	case route.bodyDigest != nil:
 		field([]byte("form"))

@@ -19,6 +19,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
+	"github.com/mediagw/mediagw/handlers/idempotency"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
@@ -112,6 +113,9 @@ type Route struct {
 	// Idempotency-Key) must match to be answered with its first attempt's answer: see
 	// idempotent_create.go. "" for every other request.
 	RequestHash string
+	// CreateEndpoint is the path pattern of a create that TakesSlot (/v1/videos,
+	// /v1/videos/{id}/remix): an idempotent create's key is kept per account and endpoint.
+	CreateEndpoint string
 
 	// bodyDigest is the digest of a form's parts (formDigest) of an idempotent create.
 	bodyDigest []byte
@@ -184,8 +188,16 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		// The body is checked as it was read; an upstream would decode it into another.
 		return Route{}, errCoded
 	}
-	calledPath := r.URL.Path
+	calledPath, calledQuery := r.URL.Path, r.URL.RawQuery
 	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: (ep.Object == "" || ep.Creates != "") && !ep.countsTokens}
+	if route.TakesSlot() {
+		// The gateway runs such a create once per key (idempotent_create.go): a header that is
+		// no key is refused as the guard refuses it everywhere.
+		if err := idempotency.CheckKey(r.Header); err != nil {
+			return Route{}, err
+		}
+		route.CreateEndpoint = ep.Path
+	}
 	if err := rt.resolve(w, r, id, ep, params, contentType, &route); err != nil {
 		route.Done()
 		return Route{}, err
@@ -195,7 +207,7 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		return Route{}, err
 	}
 	route.IdempotencyKey = scopeIdempotencyKey(r.Header, id.Account)
-	route.RequestHash = requestHash(r, calledPath, &route)
+	route.RequestHash = requestHash(r, calledPath, calledQuery, &route)
 	// The answer is read for its usage (what the request is charged) and the ids it creates, so
 	// the client's Accept-Encoding goes: the proxy's transport asks for gzip itself and decodes.
 	hdr.Del(r.Header, "Accept-Encoding")
