@@ -105,6 +105,8 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"redis without url", "{\n mediagw {\n  storage redis\n }\n}", `wrong argument count`},
 		{"redis unknown option", "{\n mediagw {\n  storage redis redis://h {\n   colour blue\n  }\n }\n}", `storage redis: unknown subdirective "colour"; the block takes "key_prefix"`},
 		{"redis misspelt option", "{\n mediagw {\n  storage redis redis://h {\n   wait_replica 1\n  }\n }\n}", `storage redis: unknown subdirective "wait_replica"; did you mean "wait_replicas"?`},
+		{"route create_grace of 0", ":80 {\n mediagw_route {\n  create_grace 0s\n }\n}", "create_grace must be longer than 0"},
+		{"route create_grace not a duration", ":80 {\n mediagw_route {\n  create_grace soon\n }\n}", `invalid duration "soon"`},
 		{"route misspelt option", ":80 {\n mediagw_route {\n  max_json_bdy 1MiB\n }\n}", `mediagw_route: unknown subdirective "max_json_bdy"; did you mean "max_json_body"?`},
 		{"redis key_prefix twice", "{\n mediagw {\n  storage redis redis://h {\n   key_prefix a\n   key_prefix b\n  }\n }\n}", `key_prefix given twice`},
 		{"redis tls_client_cert without key", "{\n mediagw {\n  storage redis rediss://h {\n   tls_client_cert c.pem\n  }\n }\n}", `tls_client_cert needs a certificate file and a key file`},

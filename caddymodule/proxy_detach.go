@@ -6,11 +6,19 @@ import (
 	"time"
 )
 
-// createGrace is how long a create's upstream call goes on after its client left: long enough
+// defaultCreateGrace is how long a create's upstream call goes on after its client left: long enough
 // for a provider to answer a create it is making (a video or image task, an image, a background
 // response). The request's hold is renewed as long as the call goes on (it is taken with the
 // kept context), so it is still open when the call ends.
-const createGrace = 5 * time.Minute
+const defaultCreateGrace = 5 * time.Minute
+
+// createGrace is the handler's CreateGrace, or the default.
+func (h *RouteHandler) createGrace() time.Duration {
+	if h.CreateGrace > 0 {
+		return time.Duration(h.CreateGrace)
+	}
+	return defaultCreateGrace
+}
 
 // keptCreate is the context a create (a request that makes an upstream object) is proxied with:
 // the client leaving does not cancel it, so the provider's answer, with the id of the object it
@@ -20,7 +28,7 @@ const createGrace = 5 * time.Minute
 // Replayed). Before, the attempt was cut: the first object went unrecorded and was charged its
 // estimate, and the retry charged again.
 //
-// The call is cut createGrace after the client left, and at once when the answer turns out to be
+// The call is cut create_grace (default 5 minutes) after the client left, and at once when the answer turns out to be
 // an event stream (followClient): a provider that stops generating when its stream is closed
 // should, and the stream would reach no one. Both forms of pass-through get it, with
 // `transport mediagw` or without.

@@ -101,6 +101,10 @@ type RouteHandler struct {
 	// a path such as "POST /v1/moderations"; a path segment may be {model} or {model}:action.
 	// Requests to them must name a model the key allows, like every pass-through request.
 	Endpoints []string `json:"endpoints,omitempty"`
+	// CreateGrace is how long a create's call to its provider goes on after its client left
+	// (see keptCreate): the object is then recorded and the SDK's retry is its replay. Past it
+	// the call is cut, and the create is charged its estimate. Default: 5 minutes.
+	CreateGrace caddy.Duration `json:"create_grace,omitempty"`
 
 	router     *passthrough.Router
 	guard      *idempotency.Guard
@@ -189,7 +193,7 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 	holdCtx := r.Context()
 	var kept *keptCreate
 	if route.Creates != "" {
-		kept = keepCreating(r.Context(), createGrace)
+		kept = keepCreating(r.Context(), h.createGrace())
 		defer kept.end()
 		holdCtx = kept.ctx
 	}
@@ -354,6 +358,8 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		hold.Release(note)
 		idempotency.MarkUnmade(r.Context())
 	}
+	// charged: the hold was settled here (not released, nor carried by the object's record).
+	charged := false
 	// Otherwise an error or a refusal means the request was not served.
 	switch {
 	case carried:
@@ -383,6 +389,7 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		// charged its estimate (the tokens and images held), as a background response
 		// answered at once is.
 		entry.Settled(int64(hold.Settle(billing.Usage{})))
+		charged = true
 	case upstreamCut && nothingServed:
 		// The upstream broke its stream off before any output (after at most the events that
 		// open a stream): the client got nothing. After output, it is charged what streamed.
@@ -397,11 +404,19 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		// as held when it reports none.
 		entry.Settled(int64(hold.SettleWithImages(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
 			OutputReported: tokens.OutputReported(), Images: images, ImageSize: size, ImageQuality: quality}, sw.madeImages())))
+		charged = true
 	}
 	if route.RequestHash != "" && !carried && (sw.status < 200 || sw.status >= 300) {
-		// Of an idempotent create only what the provider made is kept (a 2xx answer): its
-		// refusals (a 408 to retry, a 401 of the operator's credential) free the key.
-		idempotency.MarkUnmade(r.Context())
+		if charged {
+			// Charged without a 2xx answer to keep (a create its client left, cut after its
+			// grace while the provider worked): the key is spent without an answer (a retry
+			// gets 409 idempotency_answer_not_kept), never run and charged again.
+			idempotency.MarkCut(r.Context())
+		} else {
+			// Of an idempotent create only what the provider made is kept (a 2xx answer): its
+			// refusals (a 408 to retry, a 401 of the operator's credential) free the key.
+			idempotency.MarkUnmade(r.Context())
+		}
 	}
 	if hold.Reconciled() && created != nil {
 		// The request outlived its hold's deadline: the reconciler released the hold and gave
@@ -528,6 +543,7 @@ func (h *RouteHandler) proxy(w http.ResponseWriter, r *http.Request, next caddyh
 //		spool_memory  <size>
 //		max_spool     <size>
 //		endpoint      <METHOD> <path>   # repeatable
+//		create_grace  <duration>
 //	}
 func (h *RouteHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
@@ -549,6 +565,11 @@ func (h *RouteHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			err = sizeArg(d, &h.SpoolMemory)
 		case "max_spool":
 			err = sizeArg(d, &h.MaxSpool)
+		case "create_grace":
+			err = durationArg(d, &h.CreateGrace)
+			if err == nil && h.CreateGrace <= 0 {
+				err = d.Errf("create_grace must be longer than 0")
+			}
 		case "endpoint":
 			var method, path string
 			if !d.Args(&method, &path) || d.NextArg() {
@@ -559,7 +580,7 @@ func (h *RouteHandler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			h.Endpoints = append(h.Endpoints, method+" "+path)
 		default:
-			return unknownSubdirective(d, "mediagw_route: ", []string{"max_json_body", "spool_memory", "max_spool", "endpoint"})
+			return unknownSubdirective(d, "mediagw_route: ", []string{"max_json_body", "spool_memory", "max_spool", "endpoint", "create_grace"})
 		}
 		if err != nil {
 			return err

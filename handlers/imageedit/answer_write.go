@@ -40,6 +40,10 @@ func writeAnswer(w http.ResponseWriter, body []byte) error {
 			}
 		}
 		if _, err := w.Write(part); err != nil {
+			// The rest is still handed to w, in one write that fails at once (or by the
+			// deadline): a writer that keeps a copy of the answer (the idempotency guard's, for
+			// a retry) keeps it whole, never a cut one that a retry would get as the whole.
+			_, _ = w.Write(body[len(part):])
 			return err
 		}
 		body = body[len(part):]

@@ -449,8 +449,10 @@ const EditAnswerReserve = 64 << 10
 
 // EditRoomWait is how long an edit's successful answer may wait, in all, for room in the answer
 // budget before it is given up (502, charged its estimate: the provider made the images). It
-// is longer than a stalled client may hold an answer (see answer_write.go), so room held by
-// clients that stopped reading comes back within it.
+// is longer than a client that stopped reading may hold an answer (see answer_write.go), so room
+// held by such clients comes back within it. A slow client that still reads (at the 256 KiB/s
+// answer_write.go allows) may hold its answer's room for minutes: an edit that finds the budget
+// full of such answers for 15 s is lost and charged (docs/configuration.md, answer_memory).
 const EditRoomWait = 15 * time.Second
 
 func (h *Handler) maxAnswer() int64 {
