@@ -39,7 +39,7 @@ func TestCutAndUnmadeAnswersAreNotReplayed(t *testing.T) {
 			send := func(next http.HandlerFunc) *httptest.ResponseRecorder {
 				r := httptest.NewRequest("POST", "/v1/videos", strings.NewReader("a"))
 				w := httptest.NewRecorder()
-				g.Run(w, r, "acct", c.name, hashOf("a"), apierror.OpenAIShape, next)
+				g.Run(w, r, "acct", c.name, HashOf("a"), apierror.OpenAIShape, next)
 				return w
 			}
 			send(func(w http.ResponseWriter, r *http.Request) {

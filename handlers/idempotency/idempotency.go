@@ -214,7 +214,7 @@ func (g *Guard) ServeFor(w http.ResponseWriter, r *http.Request, scope string, s
 // still running waits for it up to Wait, then gets 409 idempotency_in_progress. Either way a
 // retry of a request that ran reaches nothing behind the guard.
 func (g *Guard) Run(w http.ResponseWriter, r *http.Request, scope, key, reqHash string, shape apierror.Shape, next http.HandlerFunc) {
-	storeKey := scope + "/" + hashOf(key)
+	storeKey := scope + "/" + HashOf(key)
 	owner := storage.NewClaimToken()
 	claimed, err := g.claim(r.Context(), w, shape, storeKey, storage.IdempotencyRecord{Owner: owner, InFlight: true, RequestHash: reqHash})
 	if err != nil {

@@ -54,7 +54,7 @@ func TestGuardKeepsItsKeyWhenTheStoreRefusesTheAnswer(t *testing.T) {
 	if w.Code != 409 || body.Error.Code != "idempotency_answer_not_kept" || w.Header().Get("X-Should-Retry") != "false" || runs.Load() != 1 {
 		t.Fatalf("retry after the store refused the answer = %d %.300s, run %d times; want 409 idempotency_answer_not_kept, one run", w.Code, w.Body, runs.Load())
 	}
-	rec, began, err := store.BeginIdempotent(t.Context(), "acct/"+hashOf("k"), storage.IdempotencyRecord{Owner: "other", InFlight: true}, time.Minute)
+	rec, began, err := store.BeginIdempotent(t.Context(), "acct/"+HashOf("k"), storage.IdempotencyRecord{Owner: "other", InFlight: true}, time.Minute)
 	if err != nil || began || rec.Status != 409 || !strings.Contains(string(rec.Body), "idempotency_answer_not_kept") || !rec.Unkept {
 		t.Fatalf("the spent key's record = status %d, %q, unkept %v (%v, %v); want the 409 as its answer", rec.Status, rec.Body, rec.Unkept, began, err)
 	}

@@ -94,7 +94,7 @@ func TestGuard(t *testing.T) {
 		t.Fatalf("forwarded 400 not kept: %d, runs %d", w.Code, runs.Load())
 	}
 	// A claim still in flight answers 409.
-	if _, _, err := store.BeginIdempotent(t.Context(), "acct/"+hashOf("k3"), storage.IdempotencyRecord{Owner: "other", InFlight: true, RequestHash: hashOf("POST", "/tasks", []byte("a"))}, time.Minute); err != nil {
+	if _, _, err := store.BeginIdempotent(t.Context(), "acct/"+HashOf("k3"), storage.IdempotencyRecord{Owner: "other", InFlight: true, RequestHash: HashOf("POST", "/tasks", []byte("a"))}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if w := send("k3", "a"); w.Code != 409 || w.Header().Get("Retry-After") == "" {

@@ -70,8 +70,8 @@ func TestLostLeaseIsNotRenewedNorOverwritten(t *testing.T) {
 	}
 	defer store.Close()
 	g := &Guard{Store: store, Logger: zap.NewNop(), Lease: 2 * time.Second} // Badger's expiry counts whole seconds
-	storeKey := "acct/" + hashOf("k")
-	reqHash := hashOf("POST", "/tasks", []byte("a"))
+	storeKey := "acct/" + HashOf("k")
+	reqHash := HashOf("POST", "/tasks", []byte("a"))
 	next := func(w http.ResponseWriter, r *http.Request) {
 		MarkForwarded(r.Context())
 		// Another gateway takes the key over, as after a lost lease.

@@ -20,15 +20,15 @@ import (
 // its bytes (it is refused later anyway).
 func requestHash(method, path, contentType string, body []byte) string {
 	if parts, ok := formParts(contentType, body); ok {
-		return hashOf(method, path, formTag, parts)
+		return HashOf(method, path, formTag, parts)
 	}
 	if bytes.HasPrefix(body, []byte(formTag+"\x00")) || bytes.HasPrefix(body, []byte(rawTag+"\x00")) {
 		// A body that begins as a form's framing does (or as this one) would hash as that form:
 		// it is hashed behind a tag of its own. Every other body hashes as it always has, so
 		// answers kept before this rule still match their retries.
-		return hashOf(method, path, rawTag, body)
+		return HashOf(method, path, rawTag, body)
 	}
-	return hashOf(method, path, body)
+	return HashOf(method, path, body)
 }
 
 // The tags that set a form's parts, and a raw body that could pass for them, apart.
@@ -77,8 +77,10 @@ func formParts(contentType string, body []byte) ([]byte, bool) {
 	}
 }
 
-// hashOf is the hex SHA-256 of parts (strings and byte slices), each followed by a zero byte.
-func hashOf(parts ...any) string {
+// HashOf is the hex SHA-256 of parts (strings and byte slices), each followed by a zero byte: a
+// request hash for Guard.Run from a caller that reads its request's parts itself. Only the last
+// part may hold a zero byte, or two different lists could give the same hash.
+func HashOf(parts ...any) string {
 	h := sha256.New()
 	for _, p := range parts {
 		switch v := p.(type) {

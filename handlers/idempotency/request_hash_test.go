@@ -63,7 +63,7 @@ func TestRequestHashReadsFormsByTheirParts(t *testing.T) {
 		t.Error("the path does not count")
 	}
 	broken := []byte("--x1\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nm") // no closing delimiter
-	if requestHash("POST", "/v1/videos", "multipart/form-data; boundary=x1", broken) != hashOf("POST", "/v1/videos", broken) {
+	if requestHash("POST", "/v1/videos", "multipart/form-data; boundary=x1", broken) != HashOf("POST", "/v1/videos", broken) {
 		t.Error("a form that does not parse does not count by its bytes")
 	}
 }
@@ -106,7 +106,7 @@ func TestRequestHashKeepsRawBodiesApartFromForms(t *testing.T) {
 		t.Fatal("a raw body made of another's tagged framing hashes as it")
 	}
 	plain := []byte(`{"model":"video-a","prompt":"a fox"}`)
-	if requestHash("POST", "/v1/videos", "application/json", plain) != hashOf("POST", "/v1/videos", plain) {
+	if requestHash("POST", "/v1/videos", "application/json", plain) != HashOf("POST", "/v1/videos", plain) {
 		t.Fatal("an ordinary raw body no longer hashes as it did")
 	}
 }

@@ -28,7 +28,7 @@ func TestRetryWaitsForItsFirstRequest(t *testing.T) {
 	send := func(key, body string, next http.HandlerFunc) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", "/v1/videos", strings.NewReader(body))
 		w := httptest.NewRecorder()
-		g.Run(w, r, "acct", key, hashOf(body), apierror.OpenAIShape, next)
+		g.Run(w, r, "acct", key, HashOf(body), apierror.OpenAIShape, next)
 		return w
 	}
 	first := func(status int, release <-chan struct{}, started chan<- struct{}) http.HandlerFunc {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"hash"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"net/http"
 	"net/textproto"
 	"slices"
+
+	"github.com/mediagw/mediagw/handlers/idempotency"
 )
 
 // A create that may make an asynchronous object (Route.TakesSlot: a video, a video generation, an
@@ -34,18 +35,11 @@ func requestHash(r *http.Request, calledPath, calledQuery string, route *Route) 
 	if route.IdempotencyKey == "" || !route.TakesSlot() {
 		return ""
 	}
-	h := sha256.New()
-	field := func(b []byte) {
-		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
-		h.Write(b)
-	}
-	field([]byte(r.Method))
-	field([]byte(calledPath))
-	field([]byte(calledQuery))
+	// The method, path and query hold no zero byte (net/url refuses control characters); the
+	// body, which may, comes last behind its kind.
 	switch {
 	case route.bodyDigest != nil:
-		field([]byte("form"))
-		field(route.bodyDigest)
+		return idempotency.HashOf(r.Method, calledPath, calledQuery, "form", route.bodyDigest)
 	case r.GetBody != nil:
 		body, err := checkedBody(r)
 		if err != nil {
@@ -55,16 +49,11 @@ func requestHash(r *http.Request, calledPath, calledQuery string, route *Route) 
 		// with a newline, which a first attempt sent otherwise may not have.
 		var compact bytes.Buffer
 		if json.Compact(&compact, body) == nil {
-			field([]byte("json"))
-			field(compact.Bytes())
-		} else {
-			field([]byte("bytes"))
-			field(body)
+			return idempotency.HashOf(r.Method, calledPath, calledQuery, "json", compact.Bytes())
 		}
-	default:
-		field([]byte("none"))
+		return idempotency.HashOf(r.Method, calledPath, calledQuery, "bytes", body)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return idempotency.HashOf(r.Method, calledPath, calledQuery, "none")
 }
 
 // checkedBody is the body Route checked, which r replays.
