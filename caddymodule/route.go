@@ -167,10 +167,10 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 		// is answered here, before any hold or slot is taken (see passthrough.Route.RequestHash).
 		// Keys are kept per account and endpoint: one key sent to two endpoints makes two requests.
 		h.guard.Run(w, r, id.Account+"/pass-creates "+route.CreateEndpoint, route.IdempotencyKey, route.RequestHash, shape, func(w http.ResponseWriter, r *http.Request) {
-			aborted, err = h.serveRouted(w, r, next, &id, &route, shape, calledPath)
+			aborted, err = h.serveRouted(w, r, next, id, &route, shape, calledPath)
 		})
 	} else {
-		aborted, err = h.serveRouted(w, r, next, &id, &route, shape, calledPath)
+		aborted, err = h.serveRouted(w, r, next, id, &route, shape, calledPath)
 	}
 	if aborted {
 		// reverse_proxy ends an answer the client left in the middle of (a cut stream) by
@@ -185,8 +185,7 @@ func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next ca
 // serveRouted holds, takes the slot of, proxies and settles a routed request. aborted reports
 // that reverse_proxy cut the answer off midway (see proxyUntilAbort): the caller then panics
 // with http.ErrAbortHandler, as reverse_proxy did.
-func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, idp *auth.Identity, route *passthrough.Route, shape apierror.Shape, calledPath string) (aborted bool, err error) {
-	id := *idp
+func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, id auth.Identity, route *passthrough.Route, shape apierror.Shape, calledPath string) (aborted bool, err error) {
 	entry := usage.From(r.Context())
 	// A create is proxied on when its client leaves meanwhile (see keptCreate), and its hold
 	// renewed as long as it is: the hold follows the kept context, not the client's.
