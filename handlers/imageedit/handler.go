@@ -228,7 +228,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	}
 	// The answer is the gateway's, as a video task's: it never quotes the operator's key. (Its
 	// copy takes the answer's place in the answer budget: see Budget.)
-	if up != nil && up.Echoes(ans.Body) && !ans.Replace(upstream.WithoutCredentials(up, ans.Body)) {
+	if !ans.Replace(upstream.WithoutCredentials(up, ans.Body)) {
 		return h.unreadAnswer(r, id, model, hold, upstream.ErrBusyAnswered)
 	}
 	if streamedAnswer(ans) {
@@ -388,7 +388,7 @@ func (h *Handler) queryUpstream(ctx context.Context, t storage.Task, p *provider
 	}
 	// Each copy of the answer below, made only when the answer needs it, takes the answer's
 	// place in the budget (upstream.Answer.Replace): the original is no longer used.
-	if p.Echoes(ans.Body) && !ans.Replace(upstream.WithoutCredentials(p, ans.Body)) {
+	if !ans.Replace(upstream.WithoutCredentials(p, ans.Body)) {
 		return upstream.Answer{}, upstream.ErrBusy
 	}
 	if t.Active && !t.Finished {

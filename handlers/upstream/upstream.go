@@ -266,7 +266,7 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 	}
 	if errors.Is(err, errAnswerBusy) {
 		c.Logger.Warn("upstream answer not read: the gateway holds as many answers as answer_memory allows",
-			zap.String("upstream", p.Label()), zap.Int("status", resp.StatusCode), zap.Int64("answer_memory", c.Budget.Limit()))
+			zap.String("upstream", p.Label()), zap.Int("status", resp.StatusCode), zap.Int64("answer_memory", hold.budget.Limit())) // busy only with a hold
 		if resp.StatusCode/100 == 2 {
 			return Answer{}, ErrBusyAnswered
 		}
