@@ -321,6 +321,10 @@ func (g *Guard) abandon(ctx context.Context, storeKey, owner string) {
 	}
 }
 
+// errEarlierUnkept answers a retry of a key an earlier version spent without keeping its answer.
+var errEarlierUnkept = apierror.New(http.StatusConflict, "idempotency_answer_not_kept",
+	"the request with this Idempotency-Key was made, but its answer was too large to keep for a replay; it is not made again: send a new Idempotency-Key to make a new request")
+
 // Why an answer is not kept with its key.
 var (
 	errTooLargeToKeep = errors.New("was larger than the gateway keeps for a replay")
@@ -380,6 +384,11 @@ func (g *Guard) answerRetry(w http.ResponseWriter, shape apierror.Shape, rec sto
 		apierror.Write(w, shape, errReused)
 	case rec.InFlight:
 		apierror.Write(w, shape, errInFlight.WithRetryAfter(time.Second))
+	case rec.Unkept && len(rec.Body) == 0:
+		// Spent by an earlier version, which kept the first answer's status alone (no 409 to
+		// replay): its 409 is answered all the same, never an empty answer of that status.
+		w.Header().Set("X-Should-Retry", "false")
+		apierror.Write(w, shape, errEarlierUnkept)
 	default:
 		if rec.Unkept {
 			// Another try gets the same: tell the OpenAI SDKs, which retry every 409.

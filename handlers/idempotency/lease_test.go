@@ -96,3 +96,31 @@ func TestLostLeaseIsNotRenewedNorOverwritten(t *testing.T) {
 		t.Fatalf("record after the old owner ended = %+v (began %v, %v); want the new owner's, still in flight", rec, began, err)
 	}
 }
+
+// TestEarlierUnkeptRecordIsAnswered409: a key spent by an earlier version without its answer
+// (Unkept, the first answer's status 200, no body) is answered 409 idempotency_answer_not_kept
+// with X-Should-Retry: false, never an empty 200 replayed as the answer, and the request is not
+// made again.
+func TestEarlierUnkeptRecordIsAnswered409(t *testing.T) {
+	store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	g := &Guard{Store: store, Logger: zap.NewNop()}
+	storeKey := "acct/" + HashOf("k")
+	reqHash := requestHash("POST", "/tasks", "", []byte("a"))
+	if _, began, err := store.BeginIdempotent(t.Context(), storeKey, storage.IdempotencyRecord{Owner: "old", InFlight: true, RequestHash: reqHash}, time.Minute); err != nil || !began {
+		t.Fatalf("begin = %v, %v", began, err)
+	}
+	if err := store.CompleteIdempotent(t.Context(), storeKey, storage.IdempotencyRecord{Owner: "old", RequestHash: reqHash, Status: http.StatusOK, Unkept: true}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/tasks", strings.NewReader("a"))
+	r.Header.Set(Header, "k")
+	w := httptest.NewRecorder()
+	g.Serve(w, r, "acct", apierror.TaskShape, 1<<20, func(http.ResponseWriter, *http.Request) { t.Error("the spent request was made again") })
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "idempotency_answer_not_kept") || w.Header().Get("X-Should-Retry") != "false" {
+		t.Fatalf("retry of an earlier unkept record = %d %s (X-Should-Retry %q); want 409 idempotency_answer_not_kept", w.Code, w.Body, w.Header().Get("X-Should-Retry"))
+	}
+}
