@@ -43,12 +43,11 @@ type VideoTask struct {
 type PlannedVideo struct {
 	Seconds    int64
 	Resolution string
-	// IgnoresDraft and IgnoresAudio: the adaptor sends the provider no draft, or no
-	// generate_audio, so the provider makes its full video, with the sound its model makes by
-	// default, whatever the request says: the hold and the settlement count the request's draft
-	// and generate_audio as not given (a draft's or a silent video's lower price would charge
-	// less than the video made).
-	IgnoresDraft, IgnoresAudio bool
+	// IgnoresAudio: the adaptor sends the provider no generate_audio, so the provider makes the
+	// sound its model makes by default, whatever the request says: the hold and the settlement
+	// count the request's generate_audio as not given (a silent video's lower price would charge
+	// less than the video made). (No adaptor sends draft: the task handler clears it.)
+	IgnoresAudio bool
 }
 
 // MaxReferenceVideoSeconds is the reference video length a task with reference videos is held for.
@@ -59,9 +58,6 @@ const MaxReferenceVideoSeconds = 15
 // length and resolution), so that the hold is not below what the task settles at when the
 // provider reports no length or size (a settlement then counts what the adaptor planned).
 func (p *Price) EstimateVideo(t VideoTask) Estimate {
-	if t.Planned.IgnoresDraft {
-		t.Draft = false
-	}
 	if t.Planned.IgnoresAudio {
 		t.GenerateAudio = nil
 	}

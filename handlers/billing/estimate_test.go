@@ -49,11 +49,11 @@ func TestEstimateVideo(t *testing.T) {
 		{"seconds, the provider's larger picture", veo, VideoTask{Resolution: "1080p", Planned: PlannedVideo{Seconds: 5, Resolution: "720p"}}, "4.5"},
 		// the provider makes less than asked (Hailuo makes 6 s when asked for 8): the request's 8 s
 		{"seconds, the request's longer length", veo, VideoTask{Duration: ptr[int64](8), Planned: PlannedVideo{Seconds: 6}}, "4.8"},
-		// draft and generate_audio false that the adaptor never sends (Veo through the Gemini API):
-		// the full video with sound, 0.40 × 8 × 1.5, not 0.40 × 8 × 0.5
-		{"seconds, draft and silence the provider never hears", veo, VideoTask{Draft: true, GenerateAudio: ptr(false), Planned: PlannedVideo{Seconds: 8, IgnoresDraft: true, IgnoresAudio: true}}, "4.8"},
-		// generate_audio sent (DashScope), draft not: 0.40 × 5 × 1 (silent), not halved
-		{"seconds, silence sent, draft not", veo, VideoTask{Draft: true, GenerateAudio: ptr(false), Planned: PlannedVideo{Seconds: 5, IgnoresDraft: true}}, "2"},
+		// generate_audio false that the adaptor never sends (Veo through the Gemini API): the video
+		// with sound, 0.40 × 8 × 1.5, not 0.40 × 8
+		{"seconds, silence the provider never hears", veo, VideoTask{GenerateAudio: ptr(false), Planned: PlannedVideo{Seconds: 8, IgnoresAudio: true}}, "4.8"},
+		// generate_audio sent (DashScope): 0.40 × 5, silent
+		{"seconds, silence sent", veo, VideoTask{GenerateAudio: ptr(false), Planned: PlannedVideo{Seconds: 5}}, "2"},
 		// token-priced: 8 s at 720p 16:9 = 164,736 tokens × 2.5 / 1e6
 		{"tokens, the provider's longer default", seedance, VideoTask{Planned: PlannedVideo{Seconds: 8}}, "0.41184"},
 	} {

@@ -45,19 +45,19 @@ func TestAdaptorsPlanTheVideoTheirProviderMakes(t *testing.T) {
 	}
 }
 
-// TestAdaptorsPlanTheFlagsTheyIgnore: an adaptor that does not send draft or generate_audio to
-// its provider (docs/video-providers.md, each protocol's "ignored" row) says so in its plan, so
-// that those flags lower neither the hold nor the charge of the full, sounding video the provider
-// makes. DashScope sends generate_audio (parameters.audio); none sends draft.
-func TestAdaptorsPlanTheFlagsTheyIgnore(t *testing.T) {
+// TestAdaptorsPlanTheAudioTheyIgnore: an adaptor that does not send generate_audio to its
+// provider (docs/video-providers.md, each protocol's "ignored" row) says so in its plan, so that
+// it lowers neither the hold nor the charge of the sounding video the provider makes. DashScope
+// sends it (parameters.audio). (Draft is sent by none: the task handler clears it.)
+func TestAdaptorsPlanTheAudioTheyIgnore(t *testing.T) {
 	flagged := adaptor.Request{GenerateAudio: new(false)}
 	for protocol, ignoresAudio := range map[string]bool{adaptor.Gemini: true, adaptor.Kling: true, adaptor.MiniMax: true, adaptor.OpenAI: true, adaptor.DashScope: false} {
 		planner, ok := adaptors[protocol].(adaptor.Planner)
 		if !ok {
 			t.Fatalf("the %s adaptor plans no video", protocol)
 		}
-		if p := planner.Plan(flagged); !p.IgnoresDraft || p.IgnoresAudio != ignoresAudio {
-			t.Errorf("%s plans %+v; want IgnoresDraft and IgnoresAudio %v", protocol, p, ignoresAudio)
+		if p := planner.Plan(flagged); p.IgnoresAudio != ignoresAudio {
+			t.Errorf("%s plans %+v; want IgnoresAudio %v", protocol, p, ignoresAudio)
 		}
 	}
 }

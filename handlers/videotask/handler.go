@@ -234,6 +234,9 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		if planner, ok := a.(adaptor.Planner); ok {
 			req.Billing.Planned = planner.Plan(adaptorReq)
 		}
+		// No adaptor sends draft (adaptor.Request has none): the provider makes its full video,
+		// which the hold and the settlement count, never a draft's lower price.
+		req.Billing.Draft = false
 	case keepRequest:
 		c, err := adaptor.FromArk(req.Forward, req.Model)
 		if err != nil {

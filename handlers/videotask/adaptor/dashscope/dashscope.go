@@ -166,7 +166,7 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 // can be above the one asked for: 1080p for 720p on a model of 480P and 1080P). The length is
 // the request's, which Create sends as it is.
 func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
-	return billing.PlannedVideo{Resolution: tierOf(r), IgnoresDraft: true} // generate_audio is sent (parameters.audio)
+	return billing.PlannedVideo{Resolution: tierOf(r)} // generate_audio is sent (parameters.audio)
 }
 
 // states maps DashScope's task_status onto the contract's states. UNKNOWN (the task's record is

@@ -174,7 +174,7 @@ func (Adaptor) Read(ctx context.Context, c adaptor.Caller, id string, r adaptor.
 // Plan implements adaptor.Planner: the length and resolution usage bills.
 func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
 	u := usage(r)
-	return billing.PlannedVideo{Seconds: u.VideoSeconds, Resolution: u.Resolution, IgnoresDraft: true, IgnoresAudio: true}
+	return billing.PlannedVideo{Seconds: u.VideoSeconds, Resolution: u.Resolution, IgnoresAudio: true}
 }
 
 // usage is what a finished task is billed by: the requested length and size, or Veo's defaults

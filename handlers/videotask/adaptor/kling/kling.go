@@ -162,7 +162,7 @@ func resolutionOf(r adaptor.Request) string {
 
 // Plan implements adaptor.Planner: secondsOf's length, in the mode resolutionOf tells.
 func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
-	return billing.PlannedVideo{Seconds: secondsOf(r), Resolution: resolutionOf(r), IgnoresDraft: true, IgnoresAudio: true}
+	return billing.PlannedVideo{Seconds: secondsOf(r), Resolution: resolutionOf(r), IgnoresAudio: true}
 }
 
 // offeredSeconds are the lengths Kling makes.

@@ -133,7 +133,7 @@ func secondsOf(r adaptor.Request) int64 {
 // Plan implements adaptor.Planner: secondsOf's length, at 1080p when asked for, else at MiniMax's
 // default 768P (the contract's 720p band; a resolution MiniMax does not offer is not sent).
 func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
-	p := billing.PlannedVideo{Seconds: secondsOf(r), Resolution: "720p", IgnoresDraft: true, IgnoresAudio: true}
+	p := billing.PlannedVideo{Seconds: secondsOf(r), Resolution: "720p", IgnoresAudio: true}
 	if r.Resolution == "1080p" {
 		p.Resolution = r.Resolution
 	}

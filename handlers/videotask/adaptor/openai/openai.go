@@ -196,7 +196,7 @@ func secondsOf(duration int64) int64 {
 // where none is). The picture is the one asked for (the contract's default when not given), or
 // the model's default size where sizeOf names none, which is not known here.
 func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
-	return billing.PlannedVideo{Seconds: secondsOf(r.Duration), IgnoresDraft: true, IgnoresAudio: true}
+	return billing.PlannedVideo{Seconds: secondsOf(r.Duration), IgnoresAudio: true}
 }
 
 // usage is what a finished video is billed by: its reported length and size, else the length
