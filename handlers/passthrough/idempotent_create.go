@@ -41,7 +41,7 @@ func requestHash(r *http.Request, calledPath, calledQuery string, route *Route) 
 	case route.bodyDigest != nil:
 		return idempotency.HashOf(r.Method, calledPath, calledQuery, "form", route.bodyDigest)
 	case r.GetBody != nil:
-		body, err := checkedBody(r)
+		body, err := replayedBytes(r)
 		if err != nil {
 			return ""
 		}
@@ -54,18 +54,6 @@ func requestHash(r *http.Request, calledPath, calledQuery string, route *Route) 
 		return idempotency.HashOf(r.Method, calledPath, calledQuery, "bytes", body)
 	}
 	return idempotency.HashOf(r.Method, calledPath, calledQuery, "none")
-}
-
-// checkedBody is the body Route checked, which r replays.
-func checkedBody(r *http.Request) ([]byte, error) {
-	if b, ok := r.Body.(*replayedBody); ok {
-		return b.body, nil
-	}
-	body, err := r.GetBody()
-	if err != nil {
-		return nil, err
-	}
-	return io.ReadAll(body)
 }
 
 // formDigest digests a form's parts as the canonical form writes them: each part's header (its

@@ -42,8 +42,12 @@ func mapToolModels(r *http.Request, p *providers.Provider) error {
 	return nil
 }
 
-// replayedBytes is r's body, read again from r.GetBody.
+// replayedBytes is r's body: the bytes Route checked when r replays them, else read again from
+// r.GetBody.
 func replayedBytes(r *http.Request) ([]byte, error) {
+	if b, ok := r.Body.(*replayedBody); ok {
+		return b.body, nil
+	}
 	orig, err := r.GetBody()
 	if err != nil {
 		return nil, err
