@@ -179,7 +179,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	}
 	// Room for the answer is reserved before anything is held or sent: a gateway holding all
 	// the answers it may refuses the edit uncharged (see EditAnswerReserve).
-	room, ok := h.Budget.ReserveWaiting(min(h.maxAnswer(), EditAnswerReserve), EditRoomWait)
+	room, ok := h.Budget.ReserveWaiting(min(h.MaxAnswerBytes(), EditAnswerReserve), EditRoomWait)
 	if !ok {
 		return upstream.ErrBusy
 	}
@@ -455,7 +455,8 @@ const EditAnswerReserve = 64 << 10
 // full of such answers for 15 s is lost and charged (docs/configuration.md, answer_memory).
 const EditRoomWait = 15 * time.Second
 
-func (h *Handler) maxAnswer() int64 {
+// MaxAnswerBytes is MaxAnswer, or its default.
+func (h *Handler) MaxAnswerBytes() int64 {
 	if h.MaxAnswer <= 0 {
 		return DefaultMaxAnswer
 	}
@@ -463,7 +464,7 @@ func (h *Handler) maxAnswer() int64 {
 }
 
 func (h *Handler) client() upstream.Client {
-	return upstream.Client{HTTP: h.Client, Logger: h.Logger, MaxAnswer: h.maxAnswer(), Budget: h.Budget}
+	return upstream.Client{HTTP: h.Client, Logger: h.Logger, MaxAnswer: h.MaxAnswerBytes(), Budget: h.Budget}
 }
 
 func (h *Handler) retention() time.Duration {

@@ -45,7 +45,6 @@ func formBoundary(r *http.Request) (string, bool) {
 // (past them the error is apierror.ErrTooLarge).
 func ReadVideoForm(body io.Reader, boundary string, limit int64) (VideoRequest, error) {
 	var v VideoRequest
-	seen := make(map[*string]bool, len(videoFields))
 	err := eachFormPart(body, boundary, limit, func(name string, value []byte) (bool, error) {
 		switch name {
 		case "input_reference[image_url]":
@@ -57,10 +56,9 @@ func ReadVideoForm(body io.Reader, boundary string, limit int64) (VideoRequest, 
 		if field == nil {
 			return false, frontInvalid(name, "is not a parameter of this endpoint (accepted: %s)", strings.Join(videoFields, ", "))
 		}
-		if seen[field] {
+		if v.given[name] {
 			return false, frontInvalid(name, "is given more than once")
 		}
-		seen[field] = true
 		if !utf8.Valid(value) {
 			return false, apierror.NotUTF8("invalid_request_body")
 		}
