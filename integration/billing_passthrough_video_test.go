@@ -50,6 +50,28 @@ http://127.0.0.1:{{port}} {
 }
 `
 
+// fakeVideoCreatesFailingFirst answers every POST /v1/videos but the first with a queued video
+// video_<n> (n its count), and the first with first, which stages how a provider fails it; any
+// other request is 404. It counts the creates.
+func fakeVideoCreatesFailingFirst(t *testing.T, creates *atomic.Int64, first http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil || r.Method != http.MethodPost || r.URL.Path != "/v1/videos" {
+			http.NotFound(w, r)
+			return
+		}
+		n := creates.Add(1)
+		if n == 1 {
+			first(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"video_%d","object":"video","created_at":1,"status":"queued","model":"sora-2","progress":0,"seconds":"4","size":"720x1280"}`, n)
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
 // fakeOpenAIVideoCreates answers POST /v1/videos (JSON or multipart, as OpenAI's reference takes it)
 // with a queued video object, and counts the creates.
 func fakeOpenAIVideoCreates(t *testing.T, creates *atomic.Int64) *httptest.Server {

@@ -2,10 +2,7 @@ package integration
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,22 +18,10 @@ import (
 func TestGraceCutCreateChargedKeepsItsKeySpent(t *testing.T) {
 	var creates atomic.Int64
 	firstEnded := make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/videos" {
-			http.NotFound(w, r)
-			return
-		}
-		n := creates.Add(1)
-		if n == 1 {
-			<-r.Context().Done() // a slow provider: the gateway gives up first
-			close(firstEnded)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"video_%d","object":"video","created_at":1,"status":"queued","model":"sora-2","progress":0,"seconds":"4","size":"720x1280"}`, n)
-	}))
-	t.Cleanup(up.Close)
+	up := fakeVideoCreatesFailingFirst(t, &creates, func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // a slow provider: the gateway gives up first
+		close(firstEnded)
+	})
 	caddyfile := strings.Replace(passVideoCaddyfile, "\t\tmediagw_route\n", "\t\tmediagw_route {\n\t\t\tcreate_grace 2s\n\t\t}\n", 1)
 	if caddyfile == passVideoCaddyfile {
 		t.Fatal("mediagw_route was not found")

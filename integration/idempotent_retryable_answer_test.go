@@ -3,9 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,21 +19,11 @@ import (
 // instead of the 408 kept for 24 h.
 func TestIdempotentCreateProviderRetryableAnswerIsNotKept(t *testing.T) {
 	var creates atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/videos" {
-			http.NotFound(w, r)
-			return
-		}
+	up := fakeVideoCreatesFailingFirst(t, &creates, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		if n := creates.Add(1); n == 1 {
-			w.WriteHeader(http.StatusRequestTimeout)
-			fmt.Fprint(w, `{"error":{"message":"Request timed out.","type":"timeout","param":null,"code":null}}`)
-			return
-		}
-		fmt.Fprint(w, `{"id":"video_2","object":"video","created_at":1,"status":"queued","model":"sora-2","progress":0,"seconds":"4","size":"720x1280"}`)
-	}))
-	t.Cleanup(up.Close)
+		w.WriteHeader(http.StatusRequestTimeout)
+		fmt.Fprint(w, `{"error":{"message":"Request timed out.","type":"timeout","param":null,"code":null}}`)
+	})
 	base, g := startSimGateway(t, passVideoCaddyfile, map[string]string{"up_url": up.URL, "up_host": strings.TrimPrefix(up.URL, "http://")})
 	keysEnv{g: g}.credit(t, "filmmakers", "3", "idem-create-408-1")
 	client := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-pass-video"), option.WithMaxRetries(2))

@@ -1,10 +1,7 @@
 package integration
 
 import (
-	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,23 +15,13 @@ import (
 // could not decode and would not retry: a cut answer is never replayed.
 func TestIdempotentVideoCreateCutAfterItsHeadIsNotKept(t *testing.T) {
 	var creates atomic.Int64
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/videos" {
-			http.NotFound(w, r)
-			return
-		}
-		n := creates.Add(1)
+	up := fakeVideoCreatesFailingFirst(t, &creates, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		if n == 1 {
-			w.Header().Set("Content-Length", "180")
-			w.WriteHeader(http.StatusOK)
-			w.(http.Flusher).Flush()
-			panic(http.ErrAbortHandler) // the connection drops before the body
-		}
-		fmt.Fprintf(w, `{"id":"video_%d","object":"video","created_at":1,"status":"queued","model":"sora-2","progress":0,"seconds":"4","size":"720x1280"}`, n)
-	}))
-	t.Cleanup(up.Close)
+		w.Header().Set("Content-Length", "180")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // the connection drops before the body
+	})
 	base, g := startSimGateway(t, passVideoCaddyfile, map[string]string{"up_url": up.URL, "up_host": strings.TrimPrefix(up.URL, "http://")})
 	keysEnv{g: g}.credit(t, "filmmakers", "3", "idem-create-cut-head-1")
 	post := func() (response, error) {
