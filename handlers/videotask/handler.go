@@ -256,6 +256,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		usage.From(r.Context()).Refused()
 		return storage.Task{}, err
 	}
+	claim := createClaim{ctx: r.Context(), slot: slot, hold: hold}
 	// From here on the client going away must not orphan the task: the upstream create and the
 	// ownership record run to completion (each upstream call bounded by the client's Timeout,
 	// upstream_timeout), so a task the client never saw is still owned and listed.
@@ -265,8 +266,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		var relayURL string
 		token, relayURL = h.relayToken()
 		if forward, err = withCallback(forward, relayURL); err != nil {
-			hold.Release("not sent upstream")
-			slot.Release()
+			claim.free("not sent upstream")
 			return storage.Task{}, err
 		}
 	}
@@ -285,16 +285,13 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 	if errors.Is(err, errUnfollowable) {
 		// The task may run upstream: it is not made free (its hold is charged as estimated).
 		// Its slot is given back, as no record will ever release it.
-		slot.Release()
-		hold.Settle(billing.Usage{})
-		idempotency.MarkMade(r.Context())
+		claim.charge()
 		h.Logger.Error("video task created upstream with an id that cannot be used: the upstream task cannot be followed; its cost stays charged",
 			zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
 		return storage.Task{}, upstream.ErrUnreadable
 	}
 	if err != nil {
-		hold.Release("refused by the upstream")
-		slot.Release()
+		claim.free("refused by the upstream")
 		return storage.Task{}, err
 	}
 	usage.From(r.Context()).Routed(req.Model, p.Name, cmp.Or(up.Name, p.Name)) // the upstream that made it
@@ -321,9 +318,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		// this request's behalf; the id is not handed out. As with an unusable id, whatever the
 		// upstream started may run, so the cost stays charged (the hold as estimated); the slot
 		// is given back.
-		slot.Release()
-		hold.Settle(billing.Usage{})
-		idempotency.MarkMade(r.Context())
+		claim.charge()
 		h.Logger.Error("the upstream answered a video task create with the id of a task already recorded; the create fails and that task is left alone",
 			zap.String("task_id", taskID), zap.String("upstream", up.Label()), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
 		return storage.Task{}, upstream.ErrUnreadable
@@ -331,12 +326,11 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		// Never hand out an id whose ownership is not recorded. The task is cancelled upstream;
 		// its cost is given back only when the upstream confirms, so that a task left running
 		// is never both unowned and free.
-		slot.Release()
+		slot.Release() // now, not after the upstream cancel's round trip (Release is once)
 		if adapted && h.abandonAdapted(a, up, upstreamID) || !adapted && h.abandon(up, taskID) {
-			hold.Release("cancelled: its record could not be written")
+			claim.free("cancelled: its record could not be written")
 		} else {
-			hold.Settle(billing.Usage{})
-			idempotency.MarkMade(r.Context())
+			claim.charge()
 		}
 		return storage.Task{}, err
 	}
