@@ -367,6 +367,15 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		// The provider answered a retried create (the same Idempotency-Key) with the object its
 		// first attempt made and recorded: that attempt pays for it, once.
 		hold.Release(passthrough.ReplayReleaseNote)
+	case created != nil && created.Unrecorded():
+		// The provider accepted the create, but the object's owner could not be recorded, so
+		// the client got 500 and not its id. Whatever the provider started may run: the hold
+		// is charged as estimated, as the task API charges a task it cannot follow, and an
+		// idempotent create's key is spent (made, and below cut: its 500 is not replayed), so
+		// that a retry does not make another.
+		entry.Settled(int64(hold.Settle(billing.Usage{})))
+		idempotency.MarkMade(r.Context())
+		charged = true
 	case !clientGone && (sw.status >= 400 || (err != nil && !streamedSome)):
 		madeNothing("refused by the upstream")
 	case streamedImages && !streamedSome:

@@ -77,6 +77,8 @@ type CreatedWriter struct {
 	// replayed is set when the answer's object was recorded already by a create with the same
 	// Idempotency-Key (see Replayed).
 	replayed bool
+	// unrecorded is set when a created object's owner could not be recorded (see Unrecorded).
+	unrecorded bool
 }
 
 const (
@@ -210,6 +212,7 @@ func (cw *CreatedWriter) Finish() {
 			if err == nil && objectID != "" {
 				err = cw.record(objectID, body)
 			}
+			cw.unrecorded = err != nil
 		}
 		if claimed != nil {
 			err = cmp.Or(err, <-claimed)
@@ -301,6 +304,12 @@ func (cw *CreatedWriter) FlushError() error {
 	}
 	return nil
 }
+
+// Unrecorded reports that the upstream answered a create with success but the created object's
+// owner could not be recorded (the store failed; the answer's id was ambiguous, or another
+// account's): the client was answered 500 and never got the id, yet the provider may be making
+// the object, and bills it.
+func (cw *CreatedWriter) Unrecorded() bool { return cw.unrecorded }
 
 // Unwrap lets http.ResponseController reach the connection for deadlines.
 func (cw *CreatedWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }
