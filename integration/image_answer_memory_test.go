@@ -143,15 +143,15 @@ func orStatus(v, otherwise int) int {
 
 // answerMemoryCaddyfile is imageTaskEndCaddyfile with edit-async served under the upstream id
 // upstream-edit-2025 (model_map), the global option answer_memory {{answer_memory}} and the
-// handler's max_answer {{max_answer}}.
+// handler's max_answer {{max_answer}}, and a second account, sketchers (key mg-image-sketchers).
 var answerMemoryCaddyfile = strings.NewReplacer(
 	"models   edit-async image-async", "models   edit-async image-async\n\t\t\tmodel_map edit-async upstream-edit-2025",
-	"key mg-image-tasks {", "answer_memory {{answer_memory}}\n\t\tkey mg-image-tasks {",
+	"key mg-image-tasks {", "answer_memory {{answer_memory}}\n\t\tkey mg-image-sketchers {\n\t\t\taccount sketchers\n\t\t}\n\t\tkey mg-image-tasks {",
 	"mediagw_image_edits @image_edits", "mediagw_image_edits @image_edits {\n\t\t\tmax_answer {{max_answer}}\n\t\t}",
 ).Replace(imageTaskEndCaddyfile)
 
 // startAnswerMemoryGateway starts answerMemoryCaddyfile on a heldAnswerProvider, credits the
-// account painters with 5, and makes tasks image tasks by edits of 2 images of model (edit-async,
+// accounts painters and sketchers with 5 each, and makes tasks image tasks by edits of 2 images of model (edit-async,
 // aliased, or image-async, not).
 func startAnswerMemoryGateway(t *testing.T, answerMemory, maxAnswer, model string, tasks int) (fake *heldAnswerProvider, base string, g *gateway, ids []string) {
 	t.Helper()
@@ -161,6 +161,7 @@ func startAnswerMemoryGateway(t *testing.T, answerMemory, maxAnswer, model strin
 	base, g = startSimGateway(t, answerMemoryCaddyfile, map[string]string{"upstream_url": provider.URL,
 		"usage_log": filepath.Join(t.TempDir(), "usage.log"), "answer_memory": answerMemory, "max_answer": maxAnswer})
 	keysEnv{g: g}.credit(t, "painters", "5", "img-mem-"+t.Name())
+	keysEnv{g: g}.credit(t, "sketchers", "5", "img-mem-sketchers-"+t.Name())
 	images := imageTaskClient{t: t, base: base, key: "mg-image-tasks"}
 	for range tasks {
 		ids = append(ids, images.create("/v1/images/edits", imageEditBody(model, 2, "1024x1024", "auto")))
