@@ -44,6 +44,10 @@ func (a *App) releaseAnswerBudget() error {
 	return err
 }
 
+// sizeAnswerBudget gives the gateway's answer budget this config's bounds (at Start: a config
+// that fails to load leaves the running one's).
+func (a *App) sizeAnswerBudget() { a.answers.Resize(a.answerMemory(), a.AnswerMemoryPerAccount) }
+
 // answerMemory is AnswerMemory, or its default.
 func (a *App) answerMemory() int64 {
 	if a.AnswerMemory <= 0 {

@@ -381,7 +381,7 @@ func (a *App) Validate() error {
 // Start sets the gateway's answer budget to this config's bounds, and runs the task watcher, the
 // callback outbox and the hold reconciler.
 func (a *App) Start() error {
-	a.answers.Resize(a.answerMemory(), a.AnswerMemoryPerAccount)
+	a.sizeAnswerBudget()
 	a.runtime.start(a.reconciler.Run)
 	return nil
 }
