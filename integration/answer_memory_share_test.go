@@ -166,3 +166,37 @@ func TestAnswerMemoryIsOneAcrossReloads(t *testing.T) {
 	}
 	awaitHeldAnswers(t, 0, 0)
 }
+
+// TestEditLostForWantOfMemoryIsChargedOnlyToItsOwnAccount: answer_memory 24 MiB, 16 MiB per
+// account. A painters client reads its 15 MB answer at 256 KiB/s, within painters' share, for
+// minutes. painters' own edit, answered 10 MB, would pass painters' share: it waits 15 s for
+// painters' answers to be passed on, then is 502 and charged its estimate (the account's own
+// answers took the room). sketchers' edit, answered 10 MB within its share, finds the gateway
+// full of another account's answer within its share: after 15 s it is 503 gateway_busy and not
+// charged (the loss is the gateway's). Both were made by the provider. (Before, sketchers' edit
+// was 502 and charged.)
+func TestEditLostForWantOfMemoryIsChargedOnlyToItsOwnAccount(t *testing.T) {
+	// Not parallel: the gateway is the test process's one in-process Caddy.
+	fake, base, g, ids := startAnswerMemoryGateway(t, "24MiB\n\t\tanswer_memory_per_account 16MiB", "16MiB", "image-async", 1)
+	fake.set(ids[0], &heldTask{answer: succeededAnswer(ids[0], 1, 15<<20, "")})
+	trickleQuery(t, base, ids[0])
+	awaitHeldAnswers(t, 15<<20, 16<<20)
+	awaitBalance(t, g, "painters", "4.95", "0")
+	fake.answerEditsWith(&heldTask{answer: []byte(`{"created":1,"data":[{"b64_json":"` + strings.Repeat("iVBO", (10<<20)/4) + `"}]}`)})
+
+	edits := fake.edited()
+	own := call(t, http.MethodPost, base+"/v1/images/edits", "mg-image-tasks", imageEditBody("image-async", 1, "1024x1024", "auto"))
+	if code, _ := errorCodeAndShape(own); own.status != http.StatusBadGateway || code != "invalid_response" {
+		t.Errorf("painters' edit past its own share = %d %.200s, want 502 invalid_response", own.status, own.body)
+	}
+	awaitBalance(t, g, "painters", "4.9", "0")
+
+	other := call(t, http.MethodPost, base+"/v1/images/edits", "mg-image-sketchers", imageEditBody("image-async", 1, "1024x1024", "auto"))
+	if code, _ := errorCodeAndShape(other); other.status != http.StatusServiceUnavailable || code != "gateway_busy" || other.header.Get("Retry-After") != "1" {
+		t.Errorf("sketchers' edit within its share, the gateway full of painters' = %d %.200s, want 503 gateway_busy", other.status, other.body)
+	}
+	awaitBalance(t, g, "sketchers", "5", "0")
+	if made := fake.edited() - edits; made != 2 {
+		t.Fatalf("the provider got %d edits, want 2 (both made, neither answer held)", made)
+	}
+}

@@ -70,8 +70,9 @@ type Handler struct {
 	Now func() time.Time
 
 	// Budget bounds the bytes of provider answers held at once, gateway-wide (see
-	// upstream.AnswerBudget); nil bounds nothing. An edit reserves EditAnswerReserve of it (at
-	// most MaxAnswer) before anything is held or sent.
+	// upstream.AnswerBudget), each account's answers within its share; nil bounds nothing. An
+	// edit reserves EditAnswerReserve of it (at most MaxAnswer) for its account before anything
+	// is held or sent.
 	Budget *upstream.AnswerBudget
 
 	slotsOnce sync.Once
@@ -456,16 +457,18 @@ func jsonObject(body []byte) bool {
 // EditAnswerReserve is the part of the answer budget an edit reserves before it is charged and
 // sent (at most MaxAnswer), and holds while the provider works on it: 64 KiB, the first buffer
 // an answer is read into, which holds an answer of URLs or a task id whole. A gateway without
-// that much room refuses the edit uncharged (503 gateway_busy); an answer that outgrows it
+// that much room, or an account whose answers hold its share, refuses the edit uncharged (503
+// gateway_busy); an answer that outgrows it
 // takes more as it is read, waiting up to EditRoomWait for room when there is none.
 const EditAnswerReserve = 64 << 10
 
 // EditRoomWait is how long an edit's successful answer may wait, in all, for room in the answer
-// budget before it is given up (502, charged its estimate: the provider made the images). It
-// is longer than a client that stopped reading may hold an answer (see answer_write.go), so room
-// held by such clients comes back within it. A slow client that still reads (at the 256 KiB/s
-// answer_write.go allows) may hold its answer's room for minutes: an edit that finds the budget
-// full of such answers for 15 s is lost and charged (docs/configuration.md, answer_memory).
+// budget before it is given up (see unreadAnswer: 502 charged when its own account's answers took
+// the room, 503 uncharged when other accounts' did). It is longer than a client that stopped
+// reading may hold an answer (see answer_write.go), and than a borrowed answer's write lasts once
+// its room is reclaimed (one part's bound and reclaimGrace), so room held so comes back within
+// it. A slow client within its account's share may hold that share for minutes: only answers of
+// more accounts than the budget has shares for can keep an edit out for 15 s.
 const EditRoomWait = 15 * time.Second
 
 // MaxAnswerBytes is MaxAnswer, or its default.

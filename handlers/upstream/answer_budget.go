@@ -295,7 +295,8 @@ func (h *AnswerHold) takeMore(more func(held int64) int64) bool {
 }
 
 // tryMore is one attempt of takeMore. When it takes nothing, room is the channel closed when
-// room may have come (nil for a released hold, which waits for nothing).
+// room may have come, or nil when none will: a released hold's answer is no longer read, and a
+// reclaimed one's must give its room back, not wait to take more.
 func (h *AnswerHold) tryMore(more func(held int64) int64) (taken bool, room <-chan struct{}) {
 	b := h.budget
 	b.mu.Lock()
@@ -309,6 +310,9 @@ func (h *AnswerHold) tryMore(more func(held int64) int64) (taken bool, room <-ch
 	}
 	if h.short = b.take(h, n); h.short == enough {
 		return true, nil
+	}
+	if h.reclaimed {
+		return false, nil
 	}
 	return false, b.room
 }

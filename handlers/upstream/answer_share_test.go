@@ -40,10 +40,10 @@ func TestAnAccountHoldsAtMostItsShare(t *testing.T) {
 
 // An answer bigger than the share is read while its account holds nothing else, on the room
 // left; it is reclaimed when another account, within its share, finds no room, and takes no
-// more after. An account past its share, or an answer growing past it, is pastShare.
+// more after, without waiting for more. An account past its share, or an answer growing past it, is pastShare.
 func TestAnAnswerPastTheShareIsBorrowedAndReclaimed(t *testing.T) {
 	budget := NewAnswerBudget(1<<20, 256<<10)
-	big, ok := budget.Reserve("a", 64<<10)
+	big, ok := budget.ReserveWaiting("a", 64<<10, time.Minute)
 	if !ok || !big.growTo(900<<10) {
 		t.Fatalf("a lone answer past the share found no room in an idle budget: %d held", budget.Held())
 	}
@@ -75,8 +75,9 @@ func TestAnAnswerPastTheShareIsBorrowedAndReclaimed(t *testing.T) {
 	default:
 		t.Fatal("an account within its share found no room, and the borrowed room was not reclaimed")
 	}
-	if big.growTo(950<<10) || !big.pastShare() {
-		t.Fatal("a reclaimed answer took more room, or its refusal is not its own share's")
+	began := time.Now()
+	if big.growTo(950<<10) || !big.pastShare() || time.Since(began) > time.Second {
+		t.Fatalf("a reclaimed answer took more room, or waited for it (%v), or its refusal is not its own share's", time.Since(began))
 	}
 	big.Release()
 	if !small.growTo(200<<10) || budget.Held() != 200<<10 {
