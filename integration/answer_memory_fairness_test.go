@@ -148,13 +148,20 @@ func TestStalledReaderDoesNotMakeOthersPayForLostEdits(t *testing.T) {
 // and reads nothing of the answer; the connection is closed when the test ends.
 func queryAndStall(t *testing.T, base, id string) net.Conn {
 	t.Helper()
+	return openQuery(t, base, id, 4<<10)
+}
+
+// openQuery sends a query of the task id as painters on a connection of its own, whose receive
+// buffer is readBuffer bytes, and returns the connection unread; it is closed when the test ends.
+func openQuery(t *testing.T, base, id string, readBuffer int) net.Conn {
+	t.Helper()
 	host := strings.TrimPrefix(base, "http://")
 	conn, err := net.Dial("tcp", host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	_ = conn.(*net.TCPConn).SetReadBuffer(readBuffer)
 	fmt.Fprintf(conn, "GET /v1/images/tasks/%s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer mg-image-tasks\r\n\r\n", id, host)
 	return conn
 }

@@ -5,8 +5,6 @@ package integration
 // when another account needs it, so one account never makes another's answers fail.
 
 import (
-	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -49,18 +47,11 @@ func TestTricklingReaderDoesNotMakeOtherAccountsLoseEdits(t *testing.T) {
 // at 256 KiB/s until the test ends; it returns the count of bytes read so far.
 func trickleQuery(t *testing.T, base, id string) *atomic.Int64 {
 	t.Helper()
-	host := strings.TrimPrefix(base, "http://")
-	conn, err := net.Dial("tcp", host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.(*net.TCPConn).SetReadBuffer(64 << 10)
-	fmt.Fprintf(conn, "GET /v1/images/tasks/%s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer mg-image-tasks\r\n\r\n", id, host)
+	conn := openQuery(t, base, id, 64<<10)
 	stop, done := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() {
+	t.Cleanup(func() { // before openQuery's, which closes conn
 		close(stop)
 		<-done
-		conn.Close()
 	})
 	var total atomic.Int64
 	go func() {
