@@ -415,14 +415,17 @@ func TestMaxAnswerMustFitAnswerMemory(t *testing.T) {
 }
 
 // TestEditAnswerPastTheRoomLeftIsCharged: an edit's provider answers with an 11 MB image, and
-// while the first half of it is read (into 8 MiB of answer_memory, 12 MiB), a query takes 2 MiB
-// for another answer and keeps it. The rest of the edit's answer then finds no room; it waits
-// for room (imageedit.EditRoomWait) and finds none: the provider made the image, so the edit is
-// charged its estimate (0.10) and answered 502 invalid_response, as an answer past max_answer
-// is; the query is answered whole, and afterwards nothing is held.
+// while the first half of it is read (into 8 MiB of answer_memory, 12 MiB, all of it the
+// account's share), a query of the same account takes 2 MiB for another answer and keeps it. The
+// rest of the edit's answer then finds no room in the account's share; it waits for room
+// (imageedit.EditRoomWait) and finds none: the provider made the image and the account's own
+// answers took the room, so the edit is charged its estimate (0.10) and answered 502
+// invalid_response, as an answer past max_answer is; the query is answered whole, and afterwards
+// nothing is held. (TestEditLostForWantOfMemoryIsChargedOnlyToItsOwnAccount has another
+// account's answers take the room.)
 func TestEditAnswerPastTheRoomLeftIsCharged(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake, base, g, ids := startAnswerMemoryGateway(t, "12MiB", "12MiB", "image-async", 1)
+	fake, base, g, ids := startAnswerMemoryGateway(t, "12MiB\n\t\tanswer_memory_per_account 12MiB", "12MiB", "image-async", 1)
 	awaitBalance(t, g, "painters", "4.9", "0.1")
 	editGate, editHalf := make(chan struct{}), make(chan struct{})
 	fake.answerEditsWith(&heldTask{answer: []byte(`{"created":1,"data":[{"b64_json":"` + strings.Repeat("iVBO", (11<<20)/4) + `"}]}`),
