@@ -112,7 +112,9 @@ type App struct {
 	// is written to its client (a client that stops reading is given up: see docs). A query
 	// that finds no room is refused at once with 503 gateway_busy and Retry-After; an edit
 	// reserves 64 KiB before it is charged and sent (refused so when there is none), and its
-	// successful answer waits up to 15 s for room past that, then is 502, charged its estimate.
+	// successful answer waits up to 15 s for room past that, then is 502 charged its estimate
+	// when its own account's answers took the room (see AnswerMemoryPerAccount), or 503 not
+	// charged when other accounts' did.
 	// Concurrent queries of one image task share one provider call. It must be at least the
 	// largest max_answer of a mediagw_image_edits handler. The gateway keeps one such budget
 	// across config reloads. Default: 256 MiB; at most 64 GiB.
