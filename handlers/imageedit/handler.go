@@ -458,8 +458,8 @@ func jsonObject(body []byte) bool {
 // sent (at most MaxAnswer), and holds while the provider works on it: 64 KiB, the first buffer
 // an answer is read into, which holds an answer of URLs or a task id whole. A gateway without
 // that much room, or an account whose answers hold its share, refuses the edit uncharged (503
-// gateway_busy); an answer that outgrows it
-// takes more as it is read, waiting up to EditRoomWait for room when there is none.
+// gateway_busy); an answer that outgrows it takes more as it is read, waiting up to
+// EditRoomWait for room when there is none.
 const EditAnswerReserve = 64 << 10
 
 // EditRoomWait is how long an edit's successful answer may wait, in all, for room in the answer
