@@ -86,7 +86,7 @@ func (b *AnswerBudget) Limit() int64 {
 	return b.limit
 }
 
-// Share is the bytes an account may hold, in bytes.
+// Share is the most that one account's answers may hold, in bytes (see AnswerBudget).
 func (b *AnswerBudget) Share() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
