@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -111,10 +112,21 @@ type App struct {
 	// is written to its client (a client that stops reading is given up: see docs). A query
 	// that finds no room is refused at once with 503 gateway_busy and Retry-After; an edit
 	// reserves 64 KiB before it is charged and sent (refused so when there is none), and its
-	// successful answer waits up to 15 s for room past that, then is 502, charged its estimate.
+	// successful answer waits up to 15 s for room past that, then is 502 charged its estimate
+	// when its own account's answers took the room (see AnswerMemoryPerAccount), or 503 not
+	// charged when other accounts' did.
 	// Concurrent queries of one image task share one provider call. It must be at least the
-	// largest max_answer of a mediagw_image_edits handler. Default: 256 MiB; at most 64 GiB.
+	// largest max_answer of a mediagw_image_edits handler. The gateway keeps one such budget
+	// across config reloads. Default: 256 MiB; at most 64 GiB.
 	AnswerMemory int64 `json:"answer_memory,omitempty"`
+	// AnswerMemoryPerAccount is the part of AnswerMemory that one account's answers may hold at
+	// once. Past it, the account's queries are 503 gateway_busy and its edits wait (up to 15 s,
+	// then 502 charged) for its own answers to be passed on; other accounts are not affected.
+	// An answer bigger than it is still read while its account holds nothing else, on room
+	// borrowed from the rest of AnswerMemory: when another account within its share then finds
+	// no room, the borrowed answer's write must end within 3 s or is given up. Default: a
+	// quarter of AnswerMemory; at most AnswerMemory.
+	AnswerMemoryPerAccount int64 `json:"answer_memory_per_account,omitempty"`
 
 	store         storage.Store
 	storeKey      string
@@ -133,6 +145,7 @@ type App struct {
 	loadedAt      time.Time
 	logger        *zap.Logger
 	answers       *upstream.AnswerBudget
+	answersHeld   bool // a hold on answerBudgets, released by Cleanup
 }
 
 // ProviderConfig is one model provider, served by one or more upstreams (accounts).
@@ -265,7 +278,9 @@ func (App) CaddyModule() caddy.ModuleInfo {
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
 	a.loadedAt = time.Now()
-	a.answers = upstream.NewAnswerBudget(a.AnswerMemory)
+	if err := a.acquireAnswerBudget(); err != nil {
+		return err
+	}
 	repl := caddy.NewReplacer()
 
 	list := make([]*providers.Provider, 0, len(a.Providers))
@@ -362,20 +377,13 @@ func (a *App) Validate() error {
 	if a.IdempotencyLease != 0 && a.IdempotencyLease < caddy.Duration(idempotency.MinLease) {
 		return fmt.Errorf("idempotency_lease must be at least %v", idempotency.MinLease)
 	}
-	if a.AnswerMemory < 0 || a.AnswerMemory > MaxAnswerMemory {
-		return fmt.Errorf("answer_memory %d is outside 0 (the default, 256 MiB) to %d bytes (64 GiB)", a.AnswerMemory, int64(MaxAnswerMemory))
-	}
-	return nil
+	return a.validateAnswerMemory()
 }
 
-// MaxAnswerMemory is the largest answer_memory.
-const MaxAnswerMemory = 64 << 30
-
-// AnswerBudget is the gateway's bound on the provider answers held at once (answer_memory).
-func (a *App) AnswerBudget() *upstream.AnswerBudget { return a.answers }
-
-// Start runs the task watcher, the callback outbox and the hold reconciler.
+// Start sets the gateway's answer budget to this config's bounds, and runs the task watcher, the
+// callback outbox and the hold reconciler.
 func (a *App) Start() error {
+	a.sizeAnswerBudget()
 	a.runtime.start(a.reconciler.Run)
 	return nil
 }
@@ -387,14 +395,15 @@ func (a *App) Stop() error {
 	return nil
 }
 
-// Cleanup releases this config's hold on the store.
+// Cleanup releases this config's holds on the store and the answer budget.
 func (a *App) Cleanup() error {
+	err := a.releaseAnswerBudget()
 	if a.storeKey == "" {
-		return nil
+		return err
 	}
-	_, err := stores.Delete(a.storeKey)
+	_, storeErr := stores.Delete(a.storeKey)
 	a.storeKey = ""
-	return err
+	return errors.Join(err, storeErr)
 }
 
 // Store returns the shared state store.

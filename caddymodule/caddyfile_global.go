@@ -26,6 +26,7 @@ import (
 //		hold_reconcile_interval <duration>
 //		idempotency_lease <duration>
 //		answer_memory <size>
+//		answer_memory_per_account <size>
 //		disabled_accounts <account...>
 //		refund_unsuccessful_tasks
 //		account_metrics on|off
@@ -169,6 +170,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := sizeArg(d, &a.AnswerMemory); err != nil {
 				return err
 			}
+		case "answer_memory_per_account":
+			if err := sizeArg(d, &a.AnswerMemoryPerAccount); err != nil {
+				return err
+			}
 		case "refund_unsuccessful_tasks":
 			if d.NextArg() {
 				return d.ArgErr()
@@ -264,7 +269,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var (
 	globalSubdirectives = []string{"storage", "task_retention", "disabled_accounts", "refund_unsuccessful_tasks",
 		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload",
-		"currency", "price", "hold_reconcile_interval", "idempotency_lease", "answer_memory"}
+		"currency", "price", "hold_reconcile_interval", "idempotency_lease", "answer_memory", "answer_memory_per_account"}
 	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "protocol", "access_key", "secret_key", "models", "model_map", "cost", "max_rps", "tool_image_model"}
 	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks", "budget"}
 )

@@ -101,6 +101,8 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"answer_memory zero", "{\n mediagw {\n  answer_memory 0\n }\n}", `invalid size "0"`},
 		{"answer_memory without a size", "{\n mediagw {\n  answer_memory\n }\n}", `wrong argument count`},
 		{"answer_memory twice", "{\n mediagw {\n  answer_memory 1GiB\n  answer_memory 2GiB\n }\n}", `duplicate subdirective "answer_memory"`},
+		{"answer_memory_per_account zero", "{\n mediagw {\n  answer_memory_per_account 0\n }\n}", `invalid size "0"`},
+		{"answer_memory_per_account twice", "{\n mediagw {\n  answer_memory_per_account 1GiB\n  answer_memory_per_account 2GiB\n }\n}", `duplicate subdirective "answer_memory_per_account"`},
 		{"bad storage", "{\n mediagw {\n  storage mysql x\n }\n}", `usage: storage badger`},
 		{"redis without url", "{\n mediagw {\n  storage redis\n }\n}", `wrong argument count`},
 		{"redis unknown option", "{\n mediagw {\n  storage redis redis://h {\n   colour blue\n  }\n }\n}", `storage redis: unknown subdirective "colour"; the block takes "key_prefix"`},

@@ -143,15 +143,15 @@ func orStatus(v, otherwise int) int {
 
 // answerMemoryCaddyfile is imageTaskEndCaddyfile with edit-async served under the upstream id
 // upstream-edit-2025 (model_map), the global option answer_memory {{answer_memory}} and the
-// handler's max_answer {{max_answer}}.
+// handler's max_answer {{max_answer}}, and a second account, sketchers (key mg-image-sketchers).
 var answerMemoryCaddyfile = strings.NewReplacer(
 	"models   edit-async image-async", "models   edit-async image-async\n\t\t\tmodel_map edit-async upstream-edit-2025",
-	"key mg-image-tasks {", "answer_memory {{answer_memory}}\n\t\tkey mg-image-tasks {",
+	"key mg-image-tasks {", "answer_memory {{answer_memory}}\n\t\tkey mg-image-sketchers {\n\t\t\taccount sketchers\n\t\t}\n\t\tkey mg-image-tasks {",
 	"mediagw_image_edits @image_edits", "mediagw_image_edits @image_edits {\n\t\t\tmax_answer {{max_answer}}\n\t\t}",
 ).Replace(imageTaskEndCaddyfile)
 
 // startAnswerMemoryGateway starts answerMemoryCaddyfile on a heldAnswerProvider, credits the
-// account painters with 5, and makes tasks image tasks by edits of 2 images of model (edit-async,
+// accounts painters and sketchers with 5 each, and makes tasks image tasks by edits of 2 images of model (edit-async,
 // aliased, or image-async, not).
 func startAnswerMemoryGateway(t *testing.T, answerMemory, maxAnswer, model string, tasks int) (fake *heldAnswerProvider, base string, g *gateway, ids []string) {
 	t.Helper()
@@ -161,6 +161,7 @@ func startAnswerMemoryGateway(t *testing.T, answerMemory, maxAnswer, model strin
 	base, g = startSimGateway(t, answerMemoryCaddyfile, map[string]string{"upstream_url": provider.URL,
 		"usage_log": filepath.Join(t.TempDir(), "usage.log"), "answer_memory": answerMemory, "max_answer": maxAnswer})
 	keysEnv{g: g}.credit(t, "painters", "5", "img-mem-"+t.Name())
+	keysEnv{g: g}.credit(t, "sketchers", "5", "img-mem-sketchers-"+t.Name())
 	images := imageTaskClient{t: t, base: base, key: "mg-image-tasks"}
 	for range tasks {
 		ids = append(ids, images.create("/v1/images/edits", imageEditBody(model, 2, "1024x1024", "auto")))
@@ -414,14 +415,17 @@ func TestMaxAnswerMustFitAnswerMemory(t *testing.T) {
 }
 
 // TestEditAnswerPastTheRoomLeftIsCharged: an edit's provider answers with an 11 MB image, and
-// while the first half of it is read (into 8 MiB of answer_memory, 12 MiB), a query takes 2 MiB
-// for another answer and keeps it. The rest of the edit's answer then finds no room; it waits
-// for room (imageedit.EditRoomWait) and finds none: the provider made the image, so the edit is
-// charged its estimate (0.10) and answered 502 invalid_response, as an answer past max_answer
-// is; the query is answered whole, and afterwards nothing is held.
+// while the first half of it is read (into 8 MiB of answer_memory, 12 MiB, all of it the
+// account's share), a query of the same account takes 2 MiB for another answer and keeps it. The
+// rest of the edit's answer then finds no room in the account's share; it waits for room
+// (imageedit.EditRoomWait) and finds none: the provider made the image and the account's own
+// answers took the room, so the edit is charged its estimate (0.10) and answered 502
+// invalid_response, as an answer past max_answer is; the query is answered whole, and afterwards
+// nothing is held. (TestEditLostForWantOfMemoryIsChargedOnlyToItsOwnAccount has another
+// account's answers take the room.)
 func TestEditAnswerPastTheRoomLeftIsCharged(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake, base, g, ids := startAnswerMemoryGateway(t, "12MiB", "12MiB", "image-async", 1)
+	fake, base, g, ids := startAnswerMemoryGateway(t, "12MiB\n\t\tanswer_memory_per_account 12MiB", "12MiB", "image-async", 1)
 	awaitBalance(t, g, "painters", "4.9", "0.1")
 	editGate, editHalf := make(chan struct{}), make(chan struct{})
 	fake.answerEditsWith(&heldTask{answer: []byte(`{"created":1,"data":[{"b64_json":"` + strings.Repeat("iVBO", (11<<20)/4) + `"}]}`),

@@ -19,7 +19,7 @@ var errModelMember = apierror.New(http.StatusBadRequest, "invalid_request_body",
 // (toSeedream; see createSeedream). The answer is read into room, the edit's reservation of the
 // answer budget (see EditAnswerReserve), which the caller releases once it is passed on.
 func (h *Handler) create(ctx context.Context, account string, p *providers.Provider, model string, body, generation []byte, room *upstream.AnswerHold) (upstream.Answer, *providers.Upstream, error) {
-	client := h.client()
+	client := h.clientFor(account)
 	client.Hold = room
 	if p.Protocol == adaptor.Ark {
 		return createSeedream(ctx, client, account, p, generation)
@@ -42,11 +42,11 @@ func (h *Handler) create(ctx context.Context, account string, p *providers.Provi
 }
 
 // busy is the error of an answer whose copy found no room in the answer budget (see
-// upstream.Answer.Replace): ErrBusyAnswered (the provider made the images) for a successful
-// answer, ErrBusy for any other.
+// upstream.Answer.Replace): for a successful answer (the provider made the images) its
+// Answer.BusyError, ErrBusy for any other.
 func busy(ans upstream.Answer) error {
 	if ans.OK() {
-		return upstream.ErrBusyAnswered
+		return ans.BusyError()
 	}
 	return upstream.ErrBusy
 }

@@ -70,8 +70,9 @@ type Handler struct {
 	Now func() time.Time
 
 	// Budget bounds the bytes of provider answers held at once, gateway-wide (see
-	// upstream.AnswerBudget); nil bounds nothing. An edit reserves EditAnswerReserve of it (at
-	// most MaxAnswer) before anything is held or sent.
+	// upstream.AnswerBudget), each account's answers within its share; nil bounds nothing. An
+	// edit reserves EditAnswerReserve of it (at most MaxAnswer) for its account before anything
+	// is held or sent.
 	Budget *upstream.AnswerBudget
 
 	slotsOnce sync.Once
@@ -93,10 +94,10 @@ const multipartHint = "file bodies are not accepted: give each image as a public
 
 var (
 	// errAnswerNotHeld is an edit the provider answered with success (it made the images)
-	// while the gateway had no room left to hold the answer (see Budget): charged its estimate,
-	// as an answer past max_answer is.
+	// whose answer did not fit its account's share of the answer budget (see Budget): charged
+	// its estimate, as an answer past max_answer is.
 	errAnswerNotHeld = apierror.New(http.StatusBadGateway, "invalid_response",
-		"the provider made the images, but the gateway had no room left to hold its answer (answer_memory); the edit is charged its estimate")
+		"the provider made the images, but their answer did not fit this account's share of the gateway's answer memory (answer_memory_per_account), held by its other answers or smaller than the answer; the edit is charged its estimate")
 	errNotFound = apierror.New(http.StatusNotFound, "not_found", "no such image endpoint")
 	errNoTask   = apierror.New(http.StatusNotFound, "task_not_found", "the image task does not exist or does not belong to this account")
 )
@@ -179,7 +180,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	}
 	// Room for the answer is reserved before anything is held or sent: a gateway holding all
 	// the answers it may refuses the edit uncharged (see EditAnswerReserve).
-	room, ok := h.Budget.ReserveWaiting(min(h.MaxAnswerBytes(), EditAnswerReserve), EditRoomWait)
+	room, ok := h.Budget.ReserveWaiting(id.Account, min(h.MaxAnswerBytes(), EditAnswerReserve), EditRoomWait)
 	if !ok {
 		return upstream.ErrBusy
 	}
@@ -212,10 +213,9 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	// client's Timeout, upstream_timeout) and the ownership record run to completion.
 	ctx := context.WithoutCancel(r.Context())
 	ans, up, err := h.create(ctx, id.Account, p, model, body, generation, room)
-	if errors.Is(err, upstream.ErrTooLarge) || errors.Is(err, upstream.ErrBusyAnswered) {
+	if errors.Is(err, upstream.ErrTooLarge) || errors.Is(err, upstream.ErrPastShareAnswered) || errors.Is(err, upstream.ErrBusyAnswered) {
 		// The provider answered the edit with success, past what the gateway reads, or past
-		// the room left in the answer budget: it made the images (or the task), and bills
-		// them. Charged as estimated, as a task that cannot be followed is.
+		// the room in the answer budget: it made the images (or the task), and bills them.
 		return h.unreadAnswer(r, id, model, hold, err)
 	}
 	if err != nil {
@@ -229,7 +229,7 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 	// The answer is the gateway's, as a video task's: it never quotes the operator's key. (Its
 	// copy takes the answer's place in the answer budget: see Budget.)
 	if !ans.Replace(upstream.WithoutCredentials(up, ans.Body)) {
-		return h.unreadAnswer(r, id, model, hold, upstream.ErrBusyAnswered)
+		return h.unreadAnswer(r, id, model, hold, ans.BusyError())
 	}
 	if streamedAnswer(ans) {
 		settleStream(r.Context(), hold, ans.Body)
@@ -277,15 +277,26 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 }
 
 // unreadAnswer ends an edit that the provider answered with success (it made the images, or the
-// task, and bills them) but whose answer the gateway could not read or hold (err: past
-// max_answer, or past the room left in the answer budget): it is charged its estimate, kept as
-// made for its Idempotency-Key, and answered 502.
+// task, and bills them) but whose answer the gateway could not read or hold (err). Past
+// max_answer, or past the account's share of the answer budget (ErrPastShareAnswered: the
+// account's own answers, or an answer bigger than the share, left it no room), it is charged
+// its estimate, kept as made for its Idempotency-Key, and answered 502. Within the account's
+// share, with the budget full of other accounts' answers (ErrBusyAnswered), the loss is the
+// gateway's: the hold is released, nothing is charged, and the edit is 503 gateway_busy (a
+// retry with its Idempotency-Key runs again).
 func (h *Handler) unreadAnswer(r *http.Request, id auth.Identity, model string, hold accounting.Hold, err error) error {
+	if errors.Is(err, upstream.ErrBusyAnswered) {
+		hold.Release("the gateway had no room to hold the answer")
+		idempotency.MarkUnmade(r.Context())
+		h.Logger.Error("image edit answered with success but the gateway, full of other accounts' answers, could not hold its answer (answer_memory): not charged",
+			zap.String("model", model), zap.String("account", id.Account), zap.String("key_id", id.KeyID))
+		return upstream.ErrBusyAnswered
+	}
 	usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{})))
 	idempotency.MarkMade(r.Context())
-	h.Logger.Error("image edit answered with success but its answer was not read (past max_answer, or past the room left in answer_memory): charged its estimate",
+	h.Logger.Error("image edit answered with success but its answer was not read (past max_answer, or past the account's share of answer_memory): charged its estimate",
 		zap.String("model", model), zap.String("account", id.Account), zap.String("key_id", id.KeyID), zap.Error(err))
-	if errors.Is(err, upstream.ErrBusyAnswered) {
+	if errors.Is(err, upstream.ErrPastShareAnswered) {
 		return errAnswerNotHeld // not "retry shortly": a retry is a new edit, charged again
 	}
 	return err
@@ -373,7 +384,10 @@ var errClientLeft = apierror.New(499, "client_closed_request", "the client close
 // changed in place: every transformation makes a new one. On an error (or a panic), the answer's bytes
 // are given back at once.
 func (h *Handler) queryUpstream(ctx context.Context, t storage.Task, p *providers.Upstream) (upstream.Answer, error) {
-	ans, err := h.client().Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
+	ans, err := h.clientFor(t.Account).Call(ctx, p, http.MethodGet, TasksPath+"/"+url.PathEscape(t.ID), nil)
+	if errors.Is(err, upstream.ErrPastShareAnswered) {
+		return upstream.Answer{}, upstream.ErrBusy // a query is free: retried, never charged
+	}
 	if err != nil {
 		return upstream.Answer{}, err
 	}
@@ -431,7 +445,7 @@ func passOn(w http.ResponseWriter, ans upstream.Answer) {
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(ans.Status)
-	_ = writeAnswer(w, ans.Body) // a client gone or too slow gets no more (see answer_write.go)
+	_ = writeAnswer(w, ans.Body, ans.Reclaimed()) // a client gone or too slow gets no more (see answer_write.go)
 }
 
 // jsonObject reports whether body is one JSON object.
@@ -443,16 +457,18 @@ func jsonObject(body []byte) bool {
 // EditAnswerReserve is the part of the answer budget an edit reserves before it is charged and
 // sent (at most MaxAnswer), and holds while the provider works on it: 64 KiB, the first buffer
 // an answer is read into, which holds an answer of URLs or a task id whole. A gateway without
-// that much room refuses the edit uncharged (503 gateway_busy); an answer that outgrows it
-// takes more as it is read, waiting up to EditRoomWait for room when there is none.
+// that much room, or an account whose answers hold its share, refuses the edit uncharged (503
+// gateway_busy); an answer that outgrows it takes more as it is read, waiting up to
+// EditRoomWait for room when there is none.
 const EditAnswerReserve = 64 << 10
 
 // EditRoomWait is how long an edit's successful answer may wait, in all, for room in the answer
-// budget before it is given up (502, charged its estimate: the provider made the images). It
-// is longer than a client that stopped reading may hold an answer (see answer_write.go), so room
-// held by such clients comes back within it. A slow client that still reads (at the 256 KiB/s
-// answer_write.go allows) may hold its answer's room for minutes: an edit that finds the budget
-// full of such answers for 15 s is lost and charged (docs/configuration.md, answer_memory).
+// budget before it is given up (see unreadAnswer: 502 charged when its own account's answers took
+// the room, 503 uncharged when other accounts' did). It is longer than a client that stopped
+// reading may hold an answer (see answer_write.go), and than a borrowed answer's write lasts once
+// its room is reclaimed (one part's bound and reclaimGrace), so room held so comes back within
+// it. A slow client within its account's share may hold that share for minutes: only answers of
+// more accounts than the budget has shares for can keep an edit out for 15 s.
 const EditRoomWait = 15 * time.Second
 
 // MaxAnswerBytes is MaxAnswer, or its default.
@@ -465,6 +481,13 @@ func (h *Handler) MaxAnswerBytes() int64 {
 
 func (h *Handler) client() upstream.Client {
 	return upstream.Client{HTTP: h.Client, Logger: h.Logger, MaxAnswer: h.MaxAnswerBytes(), Budget: h.Budget}
+}
+
+// clientFor is the handler's client for calls that read account's answers.
+func (h *Handler) clientFor(account string) upstream.Client {
+	c := h.client()
+	c.Account = account
+	return c
 }
 
 func (h *Handler) retention() time.Duration {

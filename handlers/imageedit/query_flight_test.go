@@ -31,7 +31,7 @@ func flightProvider(t *testing.T, release chan struct{}, calls *atomic.Int64) (*
 	}))
 	t.Cleanup(srv.Close)
 	base, _ := url.Parse(srv.URL + "/v1")
-	budget := upstream.NewAnswerBudget(8 << 20)
+	budget := upstream.NewAnswerBudget(8<<20, 8<<20)
 	return &providers.Provider{Name: "p", BaseURL: base, APIKey: "k"}, budget,
 		upstream.Client{HTTP: upstream.NewHTTPClient(upstream.ClientOptions{}), Logger: zap.NewNop(), Budget: budget}
 }

@@ -3,7 +3,6 @@ package upstream
 import (
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
@@ -14,13 +13,26 @@ import (
 // handler's default max_answer (64 MiB) at once.
 const DefaultAnswerMemory = 256 << 20
 
+// DefaultAnswerShareParts is how many accounts' shares a budget holds by default: an account's
+// share is a quarter of the budget (64 MiB of the default 256 MiB, one answer of the default
+// max_answer).
+const DefaultAnswerShareParts = 4
+
 // An AnswerBudget bounds the bytes of provider answers that the gateway holds at once, gateway
 // wide: a Client with a Budget takes the bytes of its buffer from it as the answer is read
 // (whatever Content-Length says), and gives them back when the caller releases the Answer (see
 // Answer.Release), after passing it on. A read that finds no room left ends at once with
 // ErrBusy (or ErrBusyAnswered for a successful answer), unless its hold was reserved with
-// ReserveWaiting: then it waits for room, for a bounded time (two such answers may wait for each
-// other until one gives up). A nil budget bounds nothing.
+// ReserveWaiting: then it waits for room, for a bounded time, woken as soon as bytes are given
+// back. A nil budget bounds nothing.
+//
+// Every answer is an account's, and an account may hold at most its share of the budget. The
+// one exception is an answer bigger than the share, read while its account holds nothing else:
+// it may take what is left of the budget, but that room is borrowed. When another account, within
+// its share, finds no room, each hold of an account past its share is reclaimed (see
+// AnswerHold.Reclaimed): it takes no more, and the writer of its answer gives it up shortly (so
+// one account reading its answers slowly never makes another account's answers fail). An
+// account past its share takes nothing more until it is back within it.
 //
 // The budget counts the buffer an answer is read into. While it grows, the old buffer and the
 // new one are briefly both alive; a copy that the checks on an answer make (credential removal,
@@ -28,94 +40,217 @@ const DefaultAnswerMemory = 256 << 20
 // alive until the collector comes: the memory the answers take is a small multiple of the
 // bytes counted.
 type AnswerBudget struct {
-	limit int64
-	held  atomic.Int64
+	mu       sync.Mutex
+	limit    int64
+	share    int64
+	held     int64
+	accounts map[string]*accountAnswers
+	// room is closed when room may have come (bytes given back, the bounds raised), then
+	// replaced: every answer waiting for room waits on the one it saw when it found none.
+	room chan struct{}
 }
 
-// NewAnswerBudget returns a budget of limit bytes (DefaultAnswerMemory when limit <= 0).
-func NewAnswerBudget(limit int64) *AnswerBudget {
+// accountAnswers is what one account holds of a budget.
+type accountAnswers struct {
+	n     int64
+	holds map[*AnswerHold]struct{}
+}
+
+// NewAnswerBudget returns a budget of limit bytes (DefaultAnswerMemory when limit <= 0) of which
+// an account may hold share (limit/DefaultAnswerShareParts when share <= 0, at most limit).
+func NewAnswerBudget(limit, share int64) *AnswerBudget {
+	b := &AnswerBudget{accounts: map[string]*accountAnswers{}, room: make(chan struct{})}
+	b.Resize(limit, share)
+	return b
+}
+
+// Resize sets the budget's bounds as NewAnswerBudget does. The answers held keep what they hold;
+// past a lowered bound, answers take nothing more until enough is given back.
+func (b *AnswerBudget) Resize(limit, share int64) {
 	if limit <= 0 {
 		limit = DefaultAnswerMemory
 	}
-	return &AnswerBudget{limit: limit}
+	if share <= 0 {
+		share = limit / DefaultAnswerShareParts
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.limit, b.share = limit, min(share, limit)
+	b.wake()
 }
 
 // Limit is the budget's bound, in bytes.
-func (b *AnswerBudget) Limit() int64 { return b.limit }
+func (b *AnswerBudget) Limit() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.limit
+}
+
+// Share is the most that one account's answers may hold, in bytes (see AnswerBudget).
+func (b *AnswerBudget) Share() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.share
+}
 
 // Held is the bytes taken from the budget and not given back yet.
-func (b *AnswerBudget) Held() int64 { return b.held.Load() }
-
-// answerBytesHeld is the bytes held from every budget of the process (see HeldAnswerBytes).
-var answerBytesHeld atomic.Int64
-
-// HeldAnswerBytes is the bytes of answers held now from all the process's budgets: those of the
-// loaded config and, during a reload, the old config's, until its answers are passed on (the
-// gauge mediagw_answer_memory_bytes).
-func HeldAnswerBytes() int64 { return answerBytesHeld.Load() }
-
-// take takes n bytes if there is room for them.
-func (b *AnswerBudget) take(n int64) bool {
-	for {
-		held := b.held.Load()
-		if held+n > b.limit {
-			return false
-		}
-		if b.held.CompareAndSwap(held, held+n) {
-			answerBytesHeld.Add(n)
-			metrics.AnswerMemory(n)
-			return true
-		}
-	}
+func (b *AnswerBudget) Held() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held
 }
 
-func (b *AnswerBudget) give(n int64) {
-	b.held.Add(-n)
-	answerBytesHeld.Add(-n)
-	metrics.AnswerMemory(-n)
-}
+// HeldAnswerBytes is the bytes of answers held now, as the gauge mediagw_answer_memory_bytes
+// shows them: one budget's, as the gateway has one (kept across reloads).
+func HeldAnswerBytes() int64 { return metrics.AnswerMemoryHeld() }
 
-// Reserve takes n bytes for an answer to come, before its call is made (so that a request finds
-// the gateway busy before anything is sent or charged, rather than after). A Client whose Hold
-// is the reservation reads into it first, and takes more only past it. It reports false, and
-// holds nothing, when there is no room; a nil budget reserves nothing and reports true.
-func (b *AnswerBudget) Reserve(n int64) (*AnswerHold, bool) {
+// Reserve takes n bytes for an answer of account to come, before its call is made (so that a
+// request finds the gateway busy before anything is sent or charged, rather than after). A
+// Client whose Hold is the reservation reads into it first, and takes more only past it. It
+// reports false, and holds nothing, when there is no room, or the account is past its share; a
+// nil budget reserves nothing and reports true.
+func (b *AnswerBudget) Reserve(account string, n int64) (*AnswerHold, bool) {
 	if b == nil {
 		return nil, true
 	}
-	h := &AnswerHold{budget: b}
+	h := b.hold(account)
 	if n > 0 && !h.growTo(n) {
 		return nil, false
 	}
 	return h, true
 }
 
-// An AnswerHold is the part of an AnswerBudget that one answer holds. Release gives it back,
-// once however many times it is called; a nil hold holds nothing.
-type AnswerHold struct {
-	budget *AnswerBudget
-	mu     sync.Mutex
-	n      int64
-	done   bool
-
-	// patience is how long, in all, the hold's answer may wait for room (see ReserveWaiting);
-	// waited is how long it has.
-	patience, waited time.Duration
-}
-
-// roomPoll is how often an answer that waits for room looks for it.
-const roomPoll = 20 * time.Millisecond
-
 // ReserveWaiting is Reserve for an answer that must not be lost for want of room once it comes
 // (an edit's: the provider made the images, and bills them): reading it may wait for room, up
 // to patience in all, where another answer would be ErrBusy at once. The reservation itself
-// never waits. Two such answers may wait for each other's room: each gives up after patience.
-func (b *AnswerBudget) ReserveWaiting(n int64, patience time.Duration) (*AnswerHold, bool) {
-	h, ok := b.Reserve(n)
+// never waits.
+func (b *AnswerBudget) ReserveWaiting(account string, n int64, patience time.Duration) (*AnswerHold, bool) {
+	h, ok := b.Reserve(account, n)
 	if h != nil {
 		h.patience = patience
 	}
 	return h, ok
+}
+
+// hold is a new hold of account's that holds nothing yet.
+func (b *AnswerBudget) hold(account string) *AnswerHold {
+	return &AnswerHold{budget: b, account: account, reclaim: make(chan struct{})}
+}
+
+// A shortfall is why a hold could not take more.
+type shortfall int
+
+const (
+	enough    shortfall = iota
+	noRoom              // the budget is full of answers, the account within its share
+	pastShare           // the account would pass its share (or its borrowed room was reclaimed)
+)
+
+// take takes n more bytes for h, if the rule of the budget (see AnswerBudget) allows it; when
+// it does not for want of room, within the account's share, it reclaims the room borrowed.
+// b.mu is held.
+func (b *AnswerBudget) take(h *AnswerHold, n int64) shortfall {
+	acct := b.accounts[h.account]
+	var mine int64
+	if acct != nil {
+		mine = acct.n
+	}
+	within := mine+n <= b.share
+	if !within && (mine > h.n || h.reclaimed) {
+		return pastShare
+	}
+	if b.held+n > b.limit {
+		if !within {
+			return pastShare
+		}
+		b.reclaimBorrowed()
+		return noRoom
+	}
+	if acct == nil {
+		acct = &accountAnswers{holds: map[*AnswerHold]struct{}{}}
+		b.accounts[h.account] = acct
+	}
+	acct.n += n
+	acct.holds[h] = struct{}{}
+	h.n += n
+	b.held += n
+	metrics.AnswerMemory(n)
+	return enough
+}
+
+// reclaimBorrowed reclaims every hold of an account past its share. b.mu is held.
+func (b *AnswerBudget) reclaimBorrowed() {
+	for _, acct := range b.accounts {
+		if acct.n <= b.share {
+			continue
+		}
+		for h := range acct.holds {
+			if !h.reclaimed {
+				h.reclaimed = true
+				close(h.reclaim)
+			}
+		}
+	}
+}
+
+// give gives back what h holds. b.mu is held.
+func (b *AnswerBudget) give(h *AnswerHold) {
+	if acct := b.accounts[h.account]; acct != nil {
+		acct.n -= h.n
+		delete(acct.holds, h)
+		if len(acct.holds) == 0 {
+			delete(b.accounts, h.account)
+		}
+	}
+	b.held -= h.n
+	metrics.AnswerMemory(-h.n)
+	h.n = 0
+	b.wake()
+}
+
+// wake wakes every answer waiting for room. b.mu is held.
+func (b *AnswerBudget) wake() {
+	close(b.room)
+	b.room = make(chan struct{})
+}
+
+// An AnswerHold is the part of an AnswerBudget that one answer of one account holds. Release
+// gives it back, once however many times it is called; a nil hold holds nothing.
+type AnswerHold struct {
+	budget  *AnswerBudget
+	account string
+	reclaim chan struct{} // closed when reclaimed
+
+	// Guarded by budget.mu.
+	n         int64
+	done      bool
+	reclaimed bool
+	short     shortfall // why the last take failed
+
+	// patience is how long, in all, the hold's answer may wait for room (see ReserveWaiting);
+	// waited is how long it has. Used by the one goroutine that reads the answer.
+	patience, waited time.Duration
+}
+
+// Reclaimed is closed when the hold's room is reclaimed: its account is past its share while
+// another account finds no room. Whoever passes the answer on then ends within a short grace,
+// giving the room back. A nil hold is never reclaimed.
+func (h *AnswerHold) Reclaimed() <-chan struct{} {
+	if h == nil {
+		return nil
+	}
+	return h.reclaim
+}
+
+// pastShare reports whether the hold's last take failed because its account is past its share
+// (or its answer outgrew the share), not for want of room within it.
+func (h *AnswerHold) pastShare() bool {
+	if h == nil {
+		return false
+	}
+	h.budget.mu.Lock()
+	defer h.budget.mu.Unlock()
+	return h.short == pastShare
 }
 
 // growTo takes what it lacks for the hold to be at least n bytes, if the budget has room.
@@ -128,35 +263,58 @@ func (h *AnswerHold) add(n int64) bool {
 	return h.takeMore(func(int64) int64 { return n })
 }
 
-// takeMore takes more(bytes held) bytes more for the hold, if the budget has room; a released
-// hold takes nothing more (its answer is no longer read).
+// takeMore takes more(bytes held) bytes more for the hold, if the budget allows it, waiting for
+// room given back while the hold's patience lasts; a released hold takes nothing more (its
+// answer is no longer read).
 func (h *AnswerHold) takeMore(more func(held int64) int64) bool {
 	if h == nil {
 		return true
 	}
+	var timer *time.Timer
 	for {
-		taken, done := h.tryMore(more)
-		if taken || done || h.waited >= h.patience {
+		taken, room := h.tryMore(more)
+		if taken || room == nil || h.waited >= h.patience {
+			if timer != nil {
+				timer.Stop()
+			}
 			return taken
 		}
-		time.Sleep(roomPoll)
-		h.waited += roomPoll
+		left := h.patience - h.waited
+		if timer == nil {
+			timer = time.NewTimer(left)
+		} else {
+			timer.Reset(left)
+		}
+		began := time.Now()
+		select {
+		case <-room:
+		case <-timer.C:
+		}
+		h.waited += time.Since(began)
 	}
 }
 
-// tryMore is one attempt of takeMore; done is a released hold.
-func (h *AnswerHold) tryMore(more func(held int64) int64) (taken, done bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+// tryMore is one attempt of takeMore. When it takes nothing, room is the channel closed when
+// room may have come, or nil when none will: a released hold's answer is no longer read, and a
+// reclaimed one's must give its room back, not wait to take more.
+func (h *AnswerHold) tryMore(more func(held int64) int64) (taken bool, room <-chan struct{}) {
+	b := h.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if h.done {
-		return false, true
+		return false, nil
 	}
 	n := more(h.n)
-	if n > 0 && !h.budget.take(n) {
-		return false, false
+	if n <= 0 {
+		return true, nil
 	}
-	h.n += n
-	return true, false
+	if h.short = b.take(h, n); h.short == enough {
+		return true, nil
+	}
+	if h.reclaimed {
+		return false, nil
+	}
+	return false, b.room
 }
 
 // Release gives the hold's bytes back to its budget.
@@ -164,12 +322,11 @@ func (h *AnswerHold) Release() {
 	if h == nil {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.budget.mu.Lock()
+	defer h.budget.mu.Unlock()
 	if !h.done {
 		h.done = true
-		h.budget.give(h.n)
-		h.n = 0
+		h.budget.give(h)
 	}
 }
 
@@ -181,8 +338,14 @@ var (
 	// request refused before its call for the same reason: 503 with Retry-After.
 	ErrBusy = apierror.New(http.StatusServiceUnavailable, "gateway_busy",
 		"the gateway is holding as many provider answers as it may at once; retry shortly").WithRetryAfter(busyRetry)
-	// ErrBusyAnswered is ErrBusy for a successful answer (2xx): the provider did the work (made
-	// the images) although the gateway could not hold its answer.
+	// ErrBusyAnswered is ErrBusy for a successful answer (2xx) that was within its account's
+	// share: the provider did the work (made the images) although the gateway, full of other
+	// accounts' answers, could not hold its answer.
 	ErrBusyAnswered = apierror.New(http.StatusServiceUnavailable, "gateway_busy",
 		"the gateway is holding as many provider answers as it may at once and could not read the provider's answer; retry shortly").WithRetryAfter(busyRetry)
+	// ErrPastShareAnswered is a successful answer (2xx) not held because its account's answers
+	// would pass the account's share of the budget (or the answer, bigger than the share, found
+	// no room to borrow): the provider did the work.
+	ErrPastShareAnswered = apierror.New(http.StatusBadGateway, "invalid_response",
+		"the provider answered, but the answer did not fit this account's share of the gateway's answer memory")
 )

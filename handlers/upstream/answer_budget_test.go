@@ -27,7 +27,8 @@ func budgetProvider(t *testing.T, srv *httptest.Server) *providers.Provider {
 
 // An answer is read into its budget as it comes, with or without a Content-Length: one that
 // fits is held until it is released (once, however many copies release it); one that finds no
-// room is ErrBusyAnswered when successful, ErrBusy otherwise, and holds nothing after.
+// room within its account's share is ErrBusyAnswered when successful, ErrBusy otherwise, and
+// holds nothing after.
 func TestAnswersAreReadIntoTheBudget(t *testing.T) {
 	long := []byte(`{"data":"` + strings.Repeat("A", 3<<20) + `"}`)
 	for _, declared := range []bool{true, false} {
@@ -42,7 +43,7 @@ func TestAnswersAreReadIntoTheBudget(t *testing.T) {
 			p := budgetProvider(t, srv)
 			name := "declared " + strconv.FormatBool(declared) + ", status " + strconv.Itoa(status)
 
-			budget := NewAnswerBudget(8 << 20)
+			budget := NewAnswerBudget(8<<20, 8<<20)
 			c := Client{HTTP: NewHTTPClient(ClientOptions{}), Logger: zap.NewNop(), MaxAnswer: 16 << 20, Budget: budget}
 			ans, err := c.Call(context.Background(), p, http.MethodGet, "x", nil)
 			if err != nil || !bytes.Equal(ans.Body, long) {
@@ -58,16 +59,19 @@ func TestAnswersAreReadIntoTheBudget(t *testing.T) {
 				t.Fatalf("%s: %d bytes held after release (twice)", name, held)
 			}
 
-			tight := NewAnswerBudget(2 << 20)
+			// Within the account's share, but another account's answers fill the budget.
+			tight := NewAnswerBudget(4<<20, 4<<20)
+			other, _ := tight.Reserve("other", 2<<20)
 			c.Budget = tight
 			_, err = c.Call(context.Background(), p, http.MethodGet, "x", nil)
 			want := ErrBusy
 			if status == http.StatusOK {
 				want = ErrBusyAnswered
 			}
-			if !errors.Is(err, want) || tight.Held() != 0 {
-				t.Fatalf("%s: a call past the budget = %v, %d bytes held; want %v and none", name, err, tight.Held(), want)
+			if !errors.Is(err, want) || tight.Held() != 2<<20 {
+				t.Fatalf("%s: a call past the budget = %v, %d bytes held; want %v and only the other's", name, err, tight.Held(), want)
 			}
+			other.Release()
 			srv.Close()
 		}
 	}
@@ -81,12 +85,12 @@ func TestAnswersAreReadIntoTheReservation(t *testing.T) {
 		w.Write([]byte(`{"data":"` + strings.Repeat("A", 100<<10) + `"}`))
 	}))
 	defer srv.Close()
-	budget := NewAnswerBudget(1 << 20)
-	room, ok := budget.Reserve(512 << 10)
+	budget := NewAnswerBudget(1<<20, 1<<20)
+	room, ok := budget.Reserve("acct", 512<<10)
 	if !ok {
 		t.Fatal("no room for a reservation in an empty budget")
 	}
-	if _, ok := budget.Reserve(768 << 10); ok || budget.Held() != 512<<10 {
+	if _, ok := budget.Reserve("acct", 768<<10); ok || budget.Held() != 512<<10 {
 		t.Fatalf("a second reservation past the budget was made, or the first changed: %d held", budget.Held())
 	}
 	c := Client{HTTP: NewHTTPClient(ClientOptions{}), Logger: zap.NewNop(), Budget: budget, Hold: room}
@@ -125,7 +129,7 @@ func TestCreateReleasesTheAnswersItPassesOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := cat.Provider("p")
-	budget := NewAnswerBudget(1 << 20)
+	budget := NewAnswerBudget(1<<20, 1<<20)
 	c := Client{HTTP: NewHTTPClient(ClientOptions{}), Logger: zap.NewNop(), Budget: budget}
 	ans, u, err := c.Create(context.Background(), "acct", p, "x", []byte(`{}`))
 	if err != nil || u.Name != "b" || refused != 1 {
@@ -143,14 +147,14 @@ func TestCreateReleasesTheAnswersItPassesOver(t *testing.T) {
 // Concurrent answers never hold more than the budget, whatever their interleaving, and all of
 // it comes back.
 func TestBudgetHoldsUnderConcurrency(t *testing.T) {
-	budget := NewAnswerBudget(1 << 20)
+	budget := NewAnswerBudget(1<<20, 1<<20)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	peak := int64(0)
 	for range 32 {
 		wg.Go(func() {
 			for range 200 {
-				h, ok := budget.Reserve(64 << 10)
+				h, ok := budget.Reserve("acct", 64<<10)
 				if held := budget.Held(); held > budget.Limit() {
 					t.Errorf("%d held past the budget of %d", held, budget.Limit())
 				}
@@ -178,7 +182,7 @@ func TestAnswerCopiesAreTakenFromTheBudget(t *testing.T) {
 	body := []byte(`{"data":"` + strings.Repeat("A", 300<<10) + `"}`)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
 	defer srv.Close()
-	budget := NewAnswerBudget(1 << 20)
+	budget := NewAnswerBudget(1<<20, 1<<20)
 	c := Client{HTTP: NewHTTPClient(ClientOptions{}), Logger: zap.NewNop(), Budget: budget}
 	ans, err := c.Call(context.Background(), budgetProvider(t, srv), http.MethodGet, "x", nil)
 	if err != nil {
@@ -209,13 +213,13 @@ func TestAnswerCopiesAreTakenFromTheBudget(t *testing.T) {
 // waits for room (another answer given back) and takes it; past its patience it gives up, and
 // the reservation itself never waits.
 func TestReserveWaitingWaitsForRoom(t *testing.T) {
-	budget := NewAnswerBudget(1 << 20)
-	other, _ := budget.Reserve(1<<20 - 1<<10)
-	room, ok := budget.ReserveWaiting(1<<10, time.Second)
+	budget := NewAnswerBudget(1<<20, 1<<20)
+	other, _ := budget.Reserve("acct", 1<<20-1<<10)
+	room, ok := budget.ReserveWaiting("acct", 1<<10, time.Second)
 	if !ok {
 		t.Fatal("a reservation with room refused")
 	}
-	if _, ok := budget.ReserveWaiting(1, time.Minute); ok {
+	if _, ok := budget.ReserveWaiting("acct", 1, time.Minute); ok {
 		t.Fatal("a reservation in a full budget was granted")
 	}
 	time.AfterFunc(100*time.Millisecond, other.Release)

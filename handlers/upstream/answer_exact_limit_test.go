@@ -15,7 +15,7 @@ func TestAnswerOfMaxAnswerFitsABudgetOfMaxAnswer(t *testing.T) {
 	const limit = 1 << 20
 	body := bytes.Repeat([]byte("x"), limit)
 	for _, declared := range []int64{limit, -1} {
-		budget := NewAnswerBudget(limit)
+		budget := NewAnswerBudget(limit, limit)
 		hold := &AnswerHold{budget: budget}
 		got, err := readAnswer(bytes.NewReader(body), declared, limit, hold)
 		hold.Release()
@@ -31,7 +31,7 @@ func TestAnswerPastMaxAnswerInABudgetOfMaxAnswer(t *testing.T) {
 	const limit = 1 << 20
 	body := bytes.Repeat([]byte("x"), limit+1)
 	for _, declared := range []int64{limit, -1} {
-		budget := NewAnswerBudget(limit)
+		budget := NewAnswerBudget(limit, limit)
 		hold := &AnswerHold{budget: budget}
 		got, err := readAnswer(bytes.NewReader(body), declared, limit, hold)
 		if !errors.Is(err, errAnswerTooLarge) || got != nil || budget.Held() > limit {

@@ -79,7 +79,8 @@ func FuzzReadAnswerHeld(f *testing.F) {
 			return
 		}
 		want, werr := readAnswer(&chunkReader{data: data, sizes: sizes, last: true}, declared, MaxBody, nil)
-		budget := NewAnswerBudget(int64(room%(1<<18)) + 1)
+		limit := int64(room%(1<<18)) + 1
+		budget := NewAnswerBudget(limit, limit)
 		hold := &AnswerHold{budget: budget}
 		got, gerr := readAnswer(&chunkReader{data: data, sizes: sizes, last: true}, declared, MaxBody, hold)
 		if budget.Held() > budget.Limit() {

@@ -109,9 +109,12 @@ type Client struct {
 	// while it is used, so this is also the memory one call may take.
 	MaxAnswer int64
 	// Budget, when not nil, bounds the bytes of answers held gateway-wide (see AnswerBudget):
-	// an answer read past its room is ErrBusy (ErrBusyAnswered when successful). The caller
-	// releases each Answer it gets (Answer.Release) once it has passed it on.
+	// an answer read past its room is ErrBusy (ErrBusyAnswered when successful, or
+	// ErrPastShareAnswered when its account's share is what it passed). The caller releases
+	// each Answer it gets (Answer.Release) once it has passed it on.
 	Budget *AnswerBudget
+	// Account is the account whose answers the calls read, for its share of Budget.
+	Account string
 	// Hold, when not nil, is a reservation of Budget (AnswerBudget.Reserve) that the answers are
 	// read into; the caller releases it (their Release leaves it alone).
 	Hold *AnswerHold
@@ -141,6 +144,22 @@ func (a Answer) Release() {
 	if a.owned {
 		a.hold.Release()
 	}
+}
+
+// Reclaimed is closed when the room the answer holds is reclaimed (see AnswerHold.Reclaimed):
+// whoever passes it on must end shortly. An answer read without a budget is never reclaimed.
+func (a Answer) Reclaimed() <-chan struct{} { return a.hold.Reclaimed() }
+
+// BusyError is the error of a successful answer whose copy found no room (see Replace):
+// ErrPastShareAnswered when its account's share is what it passed, else ErrBusyAnswered.
+func (a Answer) BusyError() error { return busyAnswered(a.hold) }
+
+// busyAnswered is the error of a successful answer that hold found no room for.
+func busyAnswered(hold *AnswerHold) error {
+	if hold.pastShare() {
+		return ErrPastShareAnswered
+	}
+	return ErrBusyAnswered
 }
 
 // Replace makes body, a copy of the answer's Body just made (the body with a credential taken
@@ -258,7 +277,7 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 	}
 	hold := c.Hold
 	if hold == nil && c.Budget != nil {
-		hold = &AnswerHold{budget: c.Budget}
+		hold = c.Budget.hold(c.Account)
 	}
 	b, err := readAnswer(resp.Body, resp.ContentLength, c.maxAnswer(), hold)
 	if err != nil && hold != c.Hold {
@@ -266,9 +285,9 @@ func (c Client) CallWith(ctx context.Context, p Target, method, rel string, body
 	}
 	if errors.Is(err, errAnswerBusy) {
 		c.Logger.Warn("upstream answer not read: the gateway holds as many answers as answer_memory allows",
-			zap.String("upstream", p.Label()), zap.Int("status", resp.StatusCode), zap.Int64("answer_memory", hold.budget.Limit())) // busy only with a hold
+			zap.String("upstream", p.Label()), zap.Int("status", resp.StatusCode), zap.Int64("answer_memory", hold.budget.Limit()), zap.String("account", c.Account)) // busy only with a hold
 		if resp.StatusCode/100 == 2 {
-			return Answer{}, ErrBusyAnswered
+			return Answer{}, busyAnswered(hold)
 		}
 		return Answer{}, ErrBusy
 	}

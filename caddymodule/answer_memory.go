@@ -1,0 +1,78 @@
+package caddymodule
+
+import (
+	"fmt"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/mediagw/mediagw/handlers/upstream"
+)
+
+// answerBudgets holds the gateway's one answer budget (answer_memory), under answerBudgetKey.
+// During a reload the old config's edits and queries still hold answers while the new config's
+// begin: both count against the same budget, so the process never holds more than one
+// answer_memory, however the reloads overlap. The config that starts last sets its bounds.
+var answerBudgets = caddy.NewUsagePool()
+
+const answerBudgetKey = "answer_memory"
+
+// pooledAnswerBudget is the budget as the pool holds it; nothing to close.
+type pooledAnswerBudget struct{ *upstream.AnswerBudget }
+
+func (pooledAnswerBudget) Destruct() error { return nil }
+
+// acquireAnswerBudget takes the app's hold on the gateway's answer budget, made with the app's
+// bounds when no config holds it.
+func (a *App) acquireAnswerBudget() error {
+	val, _, err := answerBudgets.LoadOrNew(answerBudgetKey, func() (caddy.Destructor, error) {
+		return pooledAnswerBudget{upstream.NewAnswerBudget(a.answerMemory(), a.AnswerMemoryPerAccount)}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("answer_memory: %w", err)
+	}
+	a.answers, a.answersHeld = val.(pooledAnswerBudget).AnswerBudget, true
+	return nil
+}
+
+// releaseAnswerBudget lets go of the app's hold on the answer budget, if it took one.
+func (a *App) releaseAnswerBudget() error {
+	if !a.answersHeld {
+		return nil
+	}
+	a.answersHeld = false
+	_, err := answerBudgets.Delete(answerBudgetKey)
+	return err
+}
+
+// sizeAnswerBudget gives the gateway's answer budget this config's bounds (at Start: a config
+// that fails to load leaves the running one's).
+func (a *App) sizeAnswerBudget() { a.answers.Resize(a.answerMemory(), a.AnswerMemoryPerAccount) }
+
+// answerMemory is AnswerMemory, or its default.
+func (a *App) answerMemory() int64 {
+	if a.AnswerMemory <= 0 {
+		return upstream.DefaultAnswerMemory
+	}
+	return a.AnswerMemory
+}
+
+// validateAnswerMemory checks answer_memory and answer_memory_per_account.
+func (a *App) validateAnswerMemory() error {
+	if a.AnswerMemory < 0 || a.AnswerMemory > MaxAnswerMemory {
+		return fmt.Errorf("answer_memory %d is outside 0 (the default, 256 MiB) to %d bytes (64 GiB)", a.AnswerMemory, int64(MaxAnswerMemory))
+	}
+	if a.AnswerMemoryPerAccount < 0 || a.AnswerMemoryPerAccount > a.answerMemory() {
+		return fmt.Errorf("answer_memory_per_account %d is outside 0 (the default, a quarter of answer_memory) to answer_memory (%d bytes)", a.AnswerMemoryPerAccount, a.answerMemory())
+	}
+	return nil
+}
+
+// MaxAnswerMemory is the largest answer_memory.
+const MaxAnswerMemory = 64 << 30
+
+// AnswerBudget is the gateway's bound on the provider answers held at once (answer_memory), the
+// one budget every config shares; its bounds are this config's once it has started.
+func (a *App) AnswerBudget() *upstream.AnswerBudget { return a.answers }
+
+// AnswerMemoryLimit is this config's answer_memory, in bytes.
+func (a *App) AnswerMemoryLimit() int64 { return a.answerMemory() }
