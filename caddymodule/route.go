@@ -224,6 +224,12 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 			return false, nil
 		}
 		entry.Accepted()
+	} else if route.CountsTokens {
+		// A count holds nothing, but an overdrawn account's next requests get 402 all the same.
+		if err = h.accountant.Spendable(r.Context(), id); err != nil {
+			apierror.Respond(w, shape, h.logger, err)
+			return false, nil
+		}
 	}
 	if route.Slot, err = h.takeSlot(r.Context(), &id, route); err != nil {
 		hold.Release("refused: too many active tasks")
