@@ -86,7 +86,7 @@ func TestClientLeftBeforeSendingIsReleased(t *testing.T) {
 		}
 		writeFakeJSON(w, 200, map[string]any{"id": "chatcmpl-late", "object": "chat.completion", "created": 1, "model": "chat-slow",
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": "late"}}},
-			"usage": map[string]any{"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}})
+			"usage":   map[string]any{"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}})
 	}))
 	base, g := startSimGateway(t, neverSentCaddyfile, map[string]string{"stalled": startStalledListener(t), "slow": slow.URL})
 	keys := keysEnv{g: g, base: base}
