@@ -126,6 +126,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	d.MarkSent() // answered: it was sent, whether or not the protocol's transport traces its writes
 	if attempt.gzip {
 		decodeGzip(resp)
 	}
