@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"time"
+
+	"github.com/redis/rueidis"
 )
 
 // spendable is Ledger.Spendable's decision on an account's balance and what its key held and
@@ -31,7 +33,7 @@ func (b *Badger) Spendable(ctx context.Context, account, keyID string, budget Bu
 		return err
 	}
 	var buf [96]byte
-	key, _ := appendBudgetPeriod(append(append(append(buf[:0], prefixBudget...), keyID...), 0), budget.Period, now)
+	key, _ := appendBudgetCounter(buf[:0], keyID, budget.Period, now)
 	c, err := b.ledger.budgets.lock(b.db, string(key), epoch)
 	if err != nil {
 		return err
@@ -44,13 +46,15 @@ func (b *Badger) Spendable(ctx context.Context, account, keyID string, budget Bu
 	return spendable(Balance{}, spent, budget)
 }
 
-// Spendable reads the account's balance hash and the key's budget counter in one round trip
-// (see spendable).
+// Spendable reads the account's balance hash and, with a budget, the key's budget counter, in
+// one round trip (see spendable).
 func (r *Redis) Spendable(ctx context.Context, account, keyID string, budget Budget, now time.Time) error {
-	period, _ := budgetPeriod(budget.Period, now)
-	cmds := r.client.DoMulti(ctx,
-		r.client.B().Hmget().Key(r.key("lb:", account)).Field("a", "l").Build(),
-		r.client.B().Get().Key(r.key("lk:", keyID, "\x00", period)).Build())
+	reads := rueidis.Commands{r.client.B().Hmget().Key(r.key("lb:", account)).Field("a", "l").Build()}
+	if budget.Limit > 0 {
+		period, _ := budgetPeriod(budget.Period, now)
+		reads = append(reads, r.client.B().Get().Key(r.key("lk:", keyID, "\x00", period)).Build())
+	}
+	cmds := r.client.DoMulti(ctx, reads...)
 	vals, err := cmds[0].ToArray()
 	if err != nil {
 		return err
