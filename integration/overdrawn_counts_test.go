@@ -1,11 +1,18 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 )
 
 // TestOverdrawnAccountIsRefusedCounts: an account whose balance went below zero gets 402 on
@@ -87,5 +94,85 @@ try { await oa.responses.inputTokens.count({ model: "p-chat", input: "hi" }); re
 		if !strings.Contains(out, want) {
 			t.Errorf("after the top-up: no %q in\n%s", want, out)
 		}
+	}
+}
+
+// budgetCaddyfile prices a chat model by its tokens (1 per million input tokens, 1000 per
+// million output tokens) and gives its key a daily budget of 0.01.
+const budgetCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider oa {
+			base_url {{up}}/v1
+			api_key oa-upstream-key
+			models b-chat
+		}
+		price b-chat {
+			input_tokens 1
+			output_tokens 1000
+		}
+		key mg-budget {
+			account budgeted
+			budget 0.01 day
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_route {
+			endpoint POST /v1/responses/input_tokens
+		}
+		reverse_proxy {
+			dynamic mediagw
+			transport mediagw
+		}
+	}
+}
+`
+
+// TestKeyPastItsBudgetIsRefusedCounts: a chat (openai-go) of max_tokens 1 whose answer reports
+// 20 output tokens is charged them, 0.02, past the key's day budget of 0.01; the key's next
+// count of input tokens (openai-go's responses.inputTokens.count), which holds nothing, is
+// refused with 402 in OpenAI's shape (the next day lets it through: see accounting's
+// TestNothingHeldWhileOverdrawn).
+func TestKeyPastItsBudgetIsRefusedCounts(t *testing.T) {
+	up := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/chat/completions":
+			writeFakeJSON(w, 200, map[string]any{"id": "chatcmpl-over", "object": "chat.completion", "created": 1, "model": "b-chat",
+				"choices": []any{map[string]any{"index": 0, "finish_reason": "length", "message": map[string]any{"role": "assistant", "content": "more than asked"}}},
+				"usage":   map[string]any{"prompt_tokens": 3, "completion_tokens": 20, "total_tokens": 23}})
+		case "/v1/responses/input_tokens":
+			writeFakeJSON(w, 200, map[string]any{"object": "response.input_tokens", "input_tokens": 3})
+		default:
+			writeFakeJSON(w, 404, map[string]any{"error": map[string]any{"message": "no such route", "type": "invalid_request_error"}})
+		}
+	}))
+	base, g := startSimGateway(t, budgetCaddyfile, map[string]string{"up": up.URL})
+	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-budget"), option.WithMaxRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	count := func() error {
+		_, err := oa.Responses.InputTokens.Count(ctx, responses.InputTokenCountParams{Model: openai.String("b-chat"),
+			Input: responses.InputTokenCountParamsInputUnion{OfString: openai.String("hi")}})
+		return err
+	}
+	if err := count(); err != nil {
+		t.Fatalf("a count within the budget: %v", err)
+	}
+	if _, err := oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "b-chat", MaxTokens: openai.Int(1),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, end := toolEnded(t, g, "budgeted", 0); !strings.HasPrefix(end, "settle 0.02") {
+		t.Fatalf("the chat ended %q; want charged its 20 output tokens", end)
+	}
+	var apiErr *openai.Error
+	if err := count(); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusPaymentRequired || apiErr.Code != "insufficient_quota" ||
+		!strings.Contains(apiErr.Message, "budget") {
+		t.Errorf("a count past the key's budget = %v; want 402 insufficient_quota about the budget", err)
 	}
 }
