@@ -57,9 +57,9 @@ func accountPath(account, suffix string) string {
 
 // creditBody checks the amount and flags of `account credit` in the CLI's own words.
 func creditBody(cmd *cobra.Command, amount string) (map[string]any, string, error) {
-	micros, err := money.Parse(amount)
+	micros, err := money.ParseEntered(amount) // the admin API's own rule: it would refuse the rest
 	if err != nil {
-		return nil, "", fmt.Errorf("amount %q: give a decimal such as 12.5 or 0.000001 (at most 6 decimals, no exponent)", amount)
+		return nil, "", fmt.Errorf("amount %q: give a decimal such as 12.5 or 0.000001 (at most 6 decimals, no exponent, no '+', and a '-' only before a negative amount)", amount)
 	}
 	adjust, _ := cmd.Flags().GetBool("adjust")
 	if micros < 0 && !adjust {

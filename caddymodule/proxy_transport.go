@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 
@@ -125,6 +126,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	d.MarkSent() // answered: it was sent, whether or not the protocol's transport traces its writes
 	if attempt.gzip {
 		decodeGzip(resp)
 	}
@@ -172,7 +174,11 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *providers.Upstream) (*outgoingRequest, error) {
 	providers.ClearCredentials(req.Header)
 	attempt := new(outgoingRequest)
-	attempt.request, attempt.url = *req, *req.URL
+	// The attempt counts as sent once its headers are on the upstream's connection: a client
+	// that leaves before then (a dial or TLS handshake that stalls, or a context already done)
+	// reached no provider, and its hold is released (see Dispatch.NeverSent).
+	attempt.trace.WroteHeaders = d.MarkSent
+	attempt.request, attempt.url = *req.WithContext(httptrace.WithClientTrace(req.Context(), &attempt.trace)), *req.URL
 	out := &attempt.request
 	out.URL = &attempt.url
 	// The transport asks for compression and undoes it, whatever the client accepts: the answer
@@ -237,11 +243,13 @@ func headerCopy(h http.Header, adding int) http.Header {
 	return c
 }
 
-// outgoingRequest is an attempt's copy of the request and of its URL, the storage of its
-// answer's X-Content-Type-Options value (see typedSafely), and whether it asked for gzip, in one
-// allocation.
+// outgoingRequest is an attempt's copy of the request and of its URL, the trace that notes it
+// sent, the storage of its answer's X-Content-Type-Options value (see typedSafely), and whether
+// it asked for gzip, in one allocation.
 type outgoingRequest struct {
 	request http.Request
+	// trace marks the dispatch sent when the attempt's headers are written (see RoundTrip).
+	trace   httptrace.ClientTrace
 	url     url.URL
 	nosniff [1]string
 	gzip    bool

@@ -224,6 +224,12 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 			return false, nil
 		}
 		entry.Accepted()
+	} else if route.CountsTokens {
+		// A count holds nothing, but an overdrawn account's next requests get 402 all the same.
+		if err = h.accountant.Spendable(r.Context(), id); err != nil {
+			apierror.Respond(w, shape, h.logger, err)
+			return false, nil
+		}
 	}
 	if route.Slot, err = h.takeSlot(r.Context(), &id, route); err != nil {
 		hold.Release("refused: too many active tasks")
@@ -271,7 +277,8 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		idempotency.MarkForwarded(pr.Context()) // its answer is kept for a retry
 	}
 	aborted, err = h.proxyUntilAbort(out, pr, next, route.Provider.Name, traced)
-	// A client that went away after the request was forwarded is not refunded, and an object
+	// A client that went away after the request was forwarded is not refunded (one that left
+	// before any attempt was written to an upstream's connection is: see NeverSent), and an object
 	// the upstream created meanwhile is still recorded as its account's: the upstream may well
 	// have done (and billed) the work. An answer cut off midway (aborted) is settled the same
 	// way, whoever cut it: the client (its request's context ended, or writing to it failed), or
@@ -363,6 +370,10 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 	switch {
 	case carried:
 		// Charged when the video or image task ends: nothing is charged with the create.
+	case route.Dispatch.NeverSent():
+		// No attempt's request reached an upstream's connection (the client left while the
+		// gateway connected, or before it began): no provider got it, whoever left.
+		madeNothing("the request never reached the provider")
 	case created != nil && created.Replayed():
 		// The provider answered a retried create (the same Idempotency-Key) with the object its
 		// first attempt made and recorded: that attempt pays for it, once.

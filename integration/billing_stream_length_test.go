@@ -65,7 +65,9 @@ func startDeltaStreamingChat(t *testing.T) string {
 // that named none has no such bound: the 4096 tokens it was held at are the operator's estimate
 // (max_output, else the default), not a length the model keeps to, so its 5000 deltas are
 // charged 5000 tokens, 5, with openai-go. Before, they were charged 4096 (4.096): the rest of
-// every long answer was free.
+// every long answer was free. A limit of zero or less (max_completion_tokens -1, which some
+// OpenAI-compatible servers read as no limit, and take before max_tokens) beside max_tokens 10
+// names no bound either: held 4.096 and charged the 5000 deltas, not capped at 10 (0.01).
 func TestStreamWithoutUsageIsChargedItsLength(t *testing.T) {
 	base, g := startSimGateway(t, longStreamCaddyfile, map[string]string{"up_url": startDeltaStreamingChat(t)})
 	keysEnv{g: g, base: base}.credit(t, "long-stream", "100", "long-stream-1")
@@ -75,14 +77,20 @@ func TestStreamWithoutUsageIsChargedItsLength(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		maxTokens int64
-		held, end string
+		// maxCompletion, when not 0, is sent as max_completion_tokens.
+		maxCompletion int64
+		held, end     string
 	}{
-		{"no max_tokens", 0, "4.096", "settle 5"},
-		{"max_tokens 100", 100, "0.1", "settle 0.1"},
+		{"no max_tokens", 0, 0, "4.096", "settle 5"},
+		{"max_tokens 100", 100, 0, "0.1", "settle 0.1"},
+		{"max_tokens 10 beside max_completion_tokens -1", 10, -1, "4.096", "settle 5"},
 	} {
 		params := openai.ChatCompletionNewParams{Model: "long-chat", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("write at length")}}
 		if c.maxTokens > 0 {
 			params.MaxTokens = openai.Int(c.maxTokens)
+		}
+		if c.maxCompletion != 0 {
+			params.MaxCompletionTokens = openai.Int(c.maxCompletion)
 		}
 		from := len(ledgerEntries(t, g, "long-stream"))
 		stream := oa.Chat.Completions.NewStreaming(ctx, params)

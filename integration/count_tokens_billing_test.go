@@ -213,14 +213,19 @@ console.log("openai", JSON.stringify(o));
 			}
 		}
 	}()
-	// One request record for each model's count (its endpoint label is the metrics' label of
-	// the path, "other" for an added one), charging nothing.
-	for _, model := range []string{"p-gemini", "p-claude", "p-chat"} {
+	// One request record for each model's count, labelled by its endpoint (the metrics' label of
+	// the path, which an added count endpoint has too), charging nothing.
+	// (@google/genai picks the API version: the label's prefix is its.)
+	for model, endpoint := range map[string]string{"p-gemini": "/models/{model}:countTokens",
+		"p-claude": "/v1/messages/count_tokens", "p-chat": "/v1/responses/input_tokens"} {
 		waitFor(t, "the usage record of the count of "+model, func() bool {
 			for _, rec := range readUsageLog(t, usageLog, "count") {
 				if rec.Event == "request" && rec.Model == model && rec.Status == "200" {
 					if rec.Amount != "" {
 						t.Errorf("the count of %s was charged %s", model, rec.Amount)
+					}
+					if !strings.HasSuffix(rec.Endpoint, endpoint) || !strings.HasPrefix(rec.Endpoint, "/v1") {
+						t.Errorf("the count of %s is labelled %q; want %q", model, rec.Endpoint, endpoint)
 					}
 					return true
 				}

@@ -154,6 +154,12 @@ func (bb *bookBudgets) committed(c *bookBudget, n, freed int64) {
 	bb.mu.Unlock()
 }
 
+// appendBudgetCounter appends to b the Badger key of the key's budget counter for the period
+// containing now (lk/<key id>\x00<period>), and returns when that period ends.
+func appendBudgetCounter(b []byte, keyID, period string, now time.Time) ([]byte, time.Time) {
+	return appendBudgetPeriod(append(append(append(b, prefixBudget...), keyID...), 0), period, now)
+}
+
 // holdBudget takes amount from the key's budget of the hold's period, and returns the counter
 // and the write (none, c nil, for a transient hold: Badger's counter leaves it out). A transient
 // hold that fits only in what ends not yet committed gave back is made a recorded one (its
@@ -161,7 +167,7 @@ func (bb *bookBudgets) committed(c *bookBudget, n, freed int64) {
 // changed.
 func (k *ledgerBook) holdBudget(db *badger.DB, h *Hold, now time.Time, epoch uint64) (string, *bookBudget, budgetWrite, error) {
 	var buf [96]byte
-	key, end := appendBudgetPeriod(append(append(append(buf[:0], prefixBudget...), h.KeyID...), 0), h.Budget.Period, now)
+	key, end := appendBudgetCounter(buf[:0], h.KeyID, h.Budget.Period, now)
 	counter := string(key)
 	c, err := k.budgets.lock(db, counter, epoch)
 	if err != nil {

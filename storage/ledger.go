@@ -49,6 +49,14 @@ type Ledger interface {
 	// out of Balance and LedgerPage until it ends; its entry then has no ID yet (see
 	// Hold.Transient).
 	Hold(ctx context.Context, h Hold, now time.Time) (Hold, LedgerEntry, error)
+	// Spendable is the check a hold of 0 would make, without writing anything: a request that
+	// holds nothing (a count of input tokens, a model without a price) may still not start
+	// while its account is overdrawn or its key's budget is spent past its limit. It answers
+	// ErrInsufficient when the account is Limited and its balance is below zero (a settlement
+	// charged over its hold), ErrBudgetExceeded when budget has a Limit and what the key held
+	// and was charged in the period containing now is above it, and nil otherwise: a balance
+	// or a budget exactly used up admits a hold of 0.
+	Spendable(ctx context.Context, account, keyID string, budget Budget, now time.Time) error
 	// Settle ends an open hold by charging amount (0 or more). An amount above the hold is
 	// charged in full: the balance may go below zero by the difference, and the entry's Note
 	// says so; but never below -MaxAmount: the charge is then what takes the balance there (at

@@ -25,6 +25,11 @@ var (
 		"the account's balance does not cover the estimated cost of this request; top it up, or ask for less")
 	errBudget = apierror.New(http.StatusPaymentRequired, "insufficient_quota",
 		"the API key's budget does not cover the estimated cost of this request in this period")
+	// errOverdrawn and errBudgetSpent answer a request that holds nothing (Spendable).
+	errOverdrawn = apierror.New(http.StatusPaymentRequired, "insufficient_quota",
+		"the account's balance is below zero; top it up to make requests again")
+	errBudgetSpent = apierror.New(http.StatusPaymentRequired, "insufficient_quota",
+		"the API key's budget for this period is spent")
 	// errPastBound answers an estimate past the most one hold can be (storage.MaxAmount), on any
 	// account: a request asking for trillions of tokens or images, which no balance covers and
 	// an unlimited account's metering could not record exactly.
@@ -69,7 +74,8 @@ type holdEnd struct {
 // (see storage.Ledger.Hold); ref is the request id. The request ends the hold (Settle or
 // Release) before it returns: the hold is transient (storage.Hold.Transient), which a ledger
 // may keep in memory until it ends. A hold that does not fit is a 402 insufficient_quota. A
-// model without a price holds nothing. While the request runs its hold's deadline is moved on
+// model without a price holds nothing, and is refused as a hold is while the account is
+// overdrawn (see Spendable). While the request runs its hold's deadline is moved on
 // (renewed every third of deadline to deadline from then), so that a request that outlasts
 // deadline (a long stream) is still settled by its own end; a hold that is not ended because
 // its process died is released by the reconciler at most deadline after its last renewal.
@@ -85,7 +91,7 @@ func (a *Accountant) HoldFor(ctx context.Context, id auth.Identity, model, ref s
 func (a *Accountant) holdOnce(ctx context.Context, id auth.Identity, model, ref string, estimate func(*billing.Price) billing.Estimate, deadline time.Duration) (Hold, error) {
 	price, ok := a.Prices.Price(model)
 	if !ok {
-		return Hold{}, nil
+		return Hold{}, a.Spendable(ctx, id)
 	}
 	return a.hold(ctx, id, model, ref, estimate(price), price, deadline)
 }
@@ -133,7 +139,7 @@ func (a *Accountant) HoldCalls(ctx context.Context, id auth.Identity, model, ref
 		est.Usage.Images += one.Usage.Images
 	}
 	if !priced {
-		return Hold{}, nil
+		return Hold{}, a.Spendable(ctx, id)
 	}
 	h, err := a.hold(ctx, id, model, ref, est, nil, deadline)
 	if err == nil {
@@ -166,6 +172,22 @@ func (a *Accountant) hold(ctx context.Context, id auth.Identity, model, ref stri
 		return Hold{}, err
 	}
 	return Hold{ID: h.ID, Estimate: est, end: &holdEnd{a: a, ctx: ctx, keyID: id.KeyID, owner: holdOwner{account: id.Account, model: model}, price: price}}, nil
+}
+
+// Spendable refuses a request that holds nothing (a count of input tokens, a model without a
+// price) while the identity's account is overdrawn or its key's budget is spent past its limit,
+// with the 402 of a hold that does not fit: such an account's next requests get 402 until it
+// is topped up (see storage.Ledger.Spendable), whatever they would cost.
+func (a *Accountant) Spendable(ctx context.Context, id auth.Identity) error {
+	budget, _ := id.Limits.SpendingLimit()
+	err := a.Store.Spendable(ctx, id.Account, id.KeyID, budget, a.clock())
+	switch {
+	case errors.Is(err, storage.ErrBudgetExceeded):
+		return errBudgetSpent
+	case errors.Is(err, storage.ErrInsufficient):
+		return errOverdrawn
+	}
+	return err
 }
 
 // EncodedPrice is the price the hold was taken at, as billing encodes it, for the record of the

@@ -170,14 +170,14 @@ func (h *Handler) Credit(ctx context.Context, account string, req CreditRequest)
 	if !creditKey(key) {
 		return CreditAnswer{}, fail(http.StatusBadRequest, errCreditKey)
 	}
-	amount, err := money.Parse(req.Amount)
+	amount, err := money.ParseEntered(req.Amount)
 	pastBound := amount < -storage.MaxAmount || amount > storage.MaxAmount
 	if errors.Is(err, money.ErrRange) || err == nil && pastBound {
 		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("amount %q is past %s either way, the most one credit or balance may be; nothing was credited",
 			req.Amount, money.Format(storage.MaxAmount)))
 	}
 	if err != nil {
-		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("amount %q is not a decimal amount such as \"12.5\" with at most 6 decimals", req.Amount))
+		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("amount %q is not a decimal amount such as \"12.5\": digits with at most 6 decimals, and a '-' only before a negative amount (no '+', no \"-0\"); nothing was credited", req.Amount))
 	}
 	if amount < 0 && !req.Adjust {
 		return CreditAnswer{}, fail(http.StatusBadRequest, `a negative amount takes money from the balance: send it with "adjust": true`)
@@ -216,7 +216,10 @@ func (h *Handler) balance(ctx context.Context, account string) (BalanceView, err
 }
 
 func (h *Handler) ledger(r *http.Request, account string) (any, error) {
-	q := r.URL.Query()
+	q, err := strictQuery(r, "after", "limit", "format")
+	if err != nil {
+		return nil, err
+	}
 	limit := storage.DefaultLedgerPage
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)

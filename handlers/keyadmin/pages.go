@@ -132,7 +132,10 @@ func finish[T any](list []T, q storage.DirectoryPage, more bool, name func(T) st
 
 // pageQuery reads the paging parameters of a list request.
 func pageQuery(r *http.Request) (storage.DirectoryPage, error) {
-	v := r.URL.Query()
+	v, err := strictQuery(r, "after", "before", "account", "limit")
+	if err != nil {
+		return storage.DirectoryPage{}, err
+	}
 	q := storage.DirectoryPage{After: v.Get("after"), Before: v.Get("before"), Account: v.Get("account"), Limit: DefaultListPage}
 	if q.After != "" && q.Before != "" {
 		return q, fail(http.StatusBadRequest, "after and before cannot both be given")

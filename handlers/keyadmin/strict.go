@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +13,23 @@ import (
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
+
+// strictQuery reads the query of an admin API request under strictObject's rule: a query that
+// does not decode (a bad escape such as %zz, a ';') and a parameter of names given more than
+// once (Go's Query keeps the first, other servers the last) are each a 400 naming the fault,
+// instead of a page other than the one asked for. Parameters not in names are left alone.
+func strictQuery(r *http.Request, names ...string) (url.Values, error) {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, fail(http.StatusBadRequest, "the query does not decode: "+err.Error())
+	}
+	for _, name := range names {
+		if len(v[name]) > 1 {
+			return nil, fail(http.StatusBadRequest, name+" is given more than once in the query; give it once")
+		}
+	}
+	return v, nil
+}
 
 // strictObject reads data, a JSON object of the admin API, under the rule that what is acted on
 // is exactly what was checked: each member is one of fields, spelled exactly so, and given once.

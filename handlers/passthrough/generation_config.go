@@ -14,8 +14,15 @@ import (
 // letter case and however often repeated, is read, and the largest value of each is held, so
 // that whichever one the upstream honours was held. body is valid JSON (the router's checked
 // body). A value is a number or a string holding one, as the protocol's JSON takes an integer;
-// one that is not a positive whole number counts as absent (the model's max_output is held).
+// one that is not a positive whole number counts as absent, and one of zero or less names no
+// bound (unboundedLimit): the model's max_output is held whatever the others say.
 func generationLimits(body []byte, q *billing.Request) {
+	unbounded := false
+	defer func() {
+		if unbounded {
+			q.MaxOutput = 0
+		}
+	}()
 	for _, top := range jsonkeys.OthersValid(body) {
 		if !foldedAny(top.Key, "generationConfig", "generation_config") || len(top.Value) == 0 || top.Value[0] != '{' {
 			continue
@@ -24,6 +31,7 @@ func generationLimits(body []byte, q *billing.Request) {
 			switch {
 			case foldedAny(m.Key, "maxOutputTokens", "max_output_tokens"):
 				q.MaxOutput = max(q.MaxOutput, numberOrString(m.Value))
+				unbounded = unbounded || unboundedLimit(m.Value)
 			case foldedAny(m.Key, "candidateCount", "candidate_count"):
 				q.N = max(q.N, numberOrString(m.Value))
 			}

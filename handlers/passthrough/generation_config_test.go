@@ -9,7 +9,7 @@ import (
 // TestGenerationLimits: a generate-content body's generationConfig.maxOutputTokens is its output
 // limit and candidateCount its n, in either of the protocol's spellings, in any case, repeated,
 // as a number or a string holding one: the largest of each is held. A value that is not a
-// positive whole number counts as absent.
+// positive whole number counts as absent, but an output limit of zero or less names no bound.
 func TestGenerationLimits(t *testing.T) {
 	for _, c := range []struct {
 		body          string
@@ -25,6 +25,9 @@ func TestGenerationLimits(t *testing.T) {
 		{`{"generationConfig":{"maxOutputTokens":"x","candidateCount":"2"}}`, 0, 2},
 		{`{"generationConfig":null,"contents":[{"parts":[{"text":"generationConfig maxOutputTokens 9"}]}]}`, 0, 0},
 		{`{"generationConfig":{"maxOutputTokens":1e2}}`, 100, 0},
+		// A limit of zero or less names no bound: the model's max_output is held.
+		{`{"generationConfig":{"maxOutputTokens":-1},"generation_config":{"max_output_tokens":10}}`, 0, 0},
+		{`{"generationConfig":{"maxOutputTokens":10,"max_output_tokens":"0"}}`, 0, 0},
 	} {
 		q := billing.Request{}
 		generationLimits([]byte(c.body), &q)

@@ -78,6 +78,9 @@ type Route struct {
 	// Billable is false for calls on an existing object (retrieve, delete, content) and for
 	// counts of input tokens (countTokens, count_tokens, input_tokens), which cost nothing.
 	Billable bool
+	// CountsTokens is set for a count of input tokens: it holds nothing, but is refused as a
+	// hold is while the account is overdrawn (accounting.Accountant.Spendable).
+	CountsTokens bool
 	// Done releases what routing held (a spool file); call it when the request is finished.
 	Done func()
 	// Sizing is what a JSON body says about how much the request may use, for its hold.
@@ -189,7 +192,8 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 		return Route{}, errCoded
 	}
 	calledPath, calledQuery := r.URL.Path, r.URL.RawQuery
-	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: (ep.Object == "" || ep.Creates != "") && !ep.countsTokens}
+	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: (ep.Object == "" || ep.Creates != "") && !ep.countsTokens,
+		CountsTokens: ep.countsTokens}
 	if route.TakesSlot() {
 		// The gateway runs such a create once per key (idempotent_create.go): a header that is
 		// no key is refused as the guard refuses it everywhere.

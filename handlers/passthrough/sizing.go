@@ -56,8 +56,16 @@ func sizing(ep Endpoint, fields *bodyFields, bodyBytes int) billing.Request {
 	// of max_tokens 1 and max_completion_tokens 100000 may be answered 100000 tokens.
 	// A limit or n written as a string holding a number ("100000") counts as that number: an
 	// upstream that coerces strings (pydantic's lax mode, vLLM's) reads it so.
+	// A limit of zero or less names no bound (see unboundedLimit): the model's max_output is held
+	// whatever the others say, and a stream's counted output is not cut at them.
+	unbounded := false
 	for _, name := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
-		q.MaxOutput = max(q.MaxOutput, numberOrString(fields.value(name)))
+		raw := fields.value(name)
+		q.MaxOutput = max(q.MaxOutput, numberOrString(raw))
+		unbounded = unbounded || unboundedLimit(raw)
+	}
+	if unbounded {
+		q.MaxOutput = 0
 	}
 	q.N = numberOrString(fields.value("n"))
 	if q.Images {
@@ -93,18 +101,43 @@ func positiveInt(raw json.RawMessage) int64 {
 // " 100_000 ", "+100000" and "\u0031\u0030" are numbers): an upstream that coerces strings to
 // integers (pydantic's lax mode, as vLLM's; protobuf JSON) reads it as that number.
 func numberOrString(raw json.RawMessage) int64 {
+	return positiveInt(numberText(raw))
+}
+
+// numberText is raw, or, when raw is a JSON string, its content as numberOrString reads it (nil
+// when that is empty or the string does not decode).
+func numberText(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 || raw[0] != '"' {
-		return positiveInt(raw)
+		return raw
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
-		return 0
+		return nil
 	}
 	s = strings.TrimPrefix(strings.ReplaceAll(strings.TrimSpace(s), "_", ""), "+") // pydantic takes "+5"
 	if s == "" {
-		return 0
+		return nil
 	}
-	return positiveInt(json.RawMessage(s))
+	return json.RawMessage(s)
+}
+
+// unboundedLimit reports whether raw, an output limit (max_tokens, max_completion_tokens,
+// max_output_tokens, maxOutputTokens), is a number of zero or less, or a string holding one. The
+// gateway passes such a body on untouched (OpenAI and Anthropic refuse it with their own 400),
+// but some OpenAI-compatible servers read it as no limit at all (llama.cpp's -1 is "infinity"),
+// and one that takes it before a positive limit beside it (vLLM takes max_completion_tokens
+// before max_tokens) may answer far more than that limit: the request names no bound, and is
+// held the model's max_output.
+func unboundedLimit(raw json.RawMessage) bool {
+	text := numberText(raw)
+	if len(text) == 0 {
+		return false
+	}
+	if text[0] == '-' {
+		return json.Valid(text) // JSON that starts with '-' is a negative number
+	}
+	n, ok := jsonkeys.Integer(text)
+	return ok && n == 0
 }
 
 // positiveNumber is positiveInt for any JSON number: raw as a positive integer, or 0. A whole

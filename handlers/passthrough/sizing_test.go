@@ -44,6 +44,16 @@ func TestRouteSizing(t *testing.T) {
 		// pydantic's lax mode (vLLM's) reads "+100000" as 100000 (Rust's integer parse takes a sign).
 		{"/v1/chat/completions", `{"model":"doubao","max_tokens":"+100000"}`, billing.Request{MaxOutput: 100000}},
 		{"/v1/chat/completions", `{"model":"doubao","max_tokens":" +100_000.0 "}`, billing.Request{MaxOutput: 100000}},
+		// A limit of zero or less is passed on, and names no bound (an upstream may read -1 as
+		// none, and take it before the other limit): the model's max_output is held, never the
+		// positive limit beside it.
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":10,"max_completion_tokens":-1}`, billing.Request{}},
+		{"/v1/chat/completions", `{"model":"doubao","max_completion_tokens":10,"max_tokens":0}`, billing.Request{}},
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":10,"max_completion_tokens":"-5"}`, billing.Request{}},
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":10,"max_completion_tokens":-0.5}`, billing.Request{}},
+		{"/v1/responses", `{"model":"doubao","max_output_tokens":-1}`, billing.Request{}},
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":10,"max_completion_tokens":null}`, billing.Request{MaxOutput: 10}},
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":10,"max_completion_tokens":"many"}`, billing.Request{MaxOutput: 10}},
 		// A Seedream set (sequential_image_generation auto) is held at the images it may make:
 		// max_images, else Ark's 15; disabled, or on another endpoint, it is not a set.
 		{"/v1/images/generations", `{"model":"doubao","sequential_image_generation":"auto","sequential_image_generation_options":{"max_images":4}}`,

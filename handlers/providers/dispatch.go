@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mediagw/mediagw/internal/reqstate"
 )
@@ -39,6 +40,10 @@ type Dispatch struct {
 	// only after a failure that proves the upstream made nothing (no connection, 429, 503), never
 	// after a timeout or a 502, when the object may exist and be billed.
 	Creates bool
+
+	// sent is set once an attempt's request has been written to an upstream's connection
+	// (MarkSent).
+	sent atomic.Bool
 
 	mu      sync.Mutex
 	order   []*Upstream
@@ -134,6 +139,23 @@ func (d *Dispatch) Attempt(u *Upstream) (first bool) {
 		d.tried = append(d.tried, u)
 	}
 	return len(d.tried) == 1
+}
+
+// MarkSent records that an attempt's request headers were written to an upstream's connection
+// (the transport's httptrace WroteHeaders): from then on the provider may have the request.
+func (d *Dispatch) MarkSent() { d.sent.Store(true) }
+
+// NeverSent reports whether the request was tried (Attempt: the mediagw transport had it) and no
+// attempt's request reached an upstream's connection (MarkSent): the client left, or every
+// upstream failed, before any provider got a byte of it, so nothing there was made or billed.
+// It is false for a request no attempt was recorded for: another transport may have sent it.
+func (d *Dispatch) NeverSent() bool {
+	if d.sent.Load() {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.tried) > 0
 }
 
 // Tried returns the names of the upstreams tried so far, in order.

@@ -67,3 +67,29 @@ func TestDispatchAllocations(t *testing.T) {
 		t.Errorf("answered by %s after trying %v", d.Answered().Name, d.Tried())
 	}
 }
+
+// TestDispatchNeverSent: a request is known never sent only once the mediagw transport tried it
+// (Attempt) and no attempt was written (MarkSent); one no attempt was recorded for may have
+// gone through another transport.
+func TestDispatchNeverSent(t *testing.T) {
+	base, err := url.Parse("http://upstream.test/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Provider{Name: "p", Models: []string{"m"}, Upstreams: []*Upstream{{Name: "a", BaseURL: base}}}
+	if _, err := NewCatalog([]*Provider{p}); err != nil {
+		t.Fatal(err)
+	}
+	d := NewDispatch(p, p.Upstreams)
+	if d.NeverSent() {
+		t.Fatal("a request no attempt was recorded for is known never sent")
+	}
+	d.Attempt(p.Upstreams[0])
+	if !d.NeverSent() {
+		t.Fatal("an attempt that was not written is not known never sent")
+	}
+	d.MarkSent()
+	if d.NeverSent() {
+		t.Fatal("a written attempt is known never sent")
+	}
+}

@@ -12,6 +12,10 @@ func init() {
 		"/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/embeddings", "/v1/rerank",
 		"/v1/images/generations", "/v1/video/generations", "/v1/videos",
 		"/v1/audio/speech", "/v1/audio/transcriptions", "/v1/audio/translations",
+		// Endpoints an operator may add (see docs/providers.md) under a prefix whose other
+		// paths name an object: each is its own label, not the object's nor "other".
+		"/v1/responses/input_tokens", "/v1/responses/compact",
+		"/v1/messages/count_tokens", "/v1/messages/batches",
 	} {
 		fixedEndpoints[p] = p
 	}
@@ -28,6 +32,7 @@ func Endpoint(path string) string {
 		{"/api/v3/contents/generations/tasks/", "/api/v3/contents/generations/tasks/{id}"},
 		{"/v1/images/tasks/", "/v1/images/tasks/{id}"},
 		{"/v1/videos/", "/v1/videos/{id}"},
+		{"/v1/video/generations/", "/v1/video/generations/{id}"},
 		{"/v1/responses/", "/v1/responses/{id}"},
 	} {
 		if strings.HasPrefix(path, t.prefix) {

@@ -69,6 +69,13 @@ func TestEndpointLabelsAreBounded(t *testing.T) {
 		"/v1beta/models/gemini-x":                       "other",
 		"/v1/anything/secret?key=mg-123":                "other",
 		"/v1/images/tasks/t-1":                          "/v1/images/tasks/{id}",
+		"/v1/responses/resp_1":                          "/v1/responses/{id}",
+		"/v1/responses/input_tokens":                    "/v1/responses/input_tokens",
+		"/v1/responses/compact":                         "/v1/responses/compact",
+		"/v1/messages/count_tokens":                     "/v1/messages/count_tokens",
+		"/v1/messages/batches":                          "/v1/messages/batches",
+		"/v1/messages/anything":                         "other",
+		"/v1/video/generations/vg-1":                    "/v1/video/generations/{id}",
 	} {
 		if got := Endpoint(path); got != want {
 			t.Errorf("Endpoint(%q) = %q, want %q", path, got, want)

@@ -124,3 +124,19 @@ func allDigits(s string) bool {
 	}
 	return true
 }
+
+// ParseEntered reads an amount as an operator enters one (a credit through the admin API, the
+// console or the CLI): Parse, but written only as -?digits(.digits{1,6})?, so without a '+' and
+// without a '-' on an amount of zero ("-0", "-0.00"). The amount acted on is then exactly the
+// one typed: "+5" would be a credit of 5 that the ledger prints as "5", and "-0" a credit of
+// nothing that reads as an adjustment. Its errors wrap ErrSyntax or ErrRange, as Parse's.
+func ParseEntered(s string) (int64, error) {
+	if strings.HasPrefix(s, "+") {
+		return 0, fmt.Errorf("%w: %q has a '+' sign; write the amount without it", ErrSyntax, s)
+	}
+	micros, err := Parse(s)
+	if err == nil && micros == 0 && strings.HasPrefix(s, "-") {
+		return 0, fmt.Errorf("%w: %q is zero with a '-' sign; write 0", ErrSyntax, s)
+	}
+	return micros, err
+}

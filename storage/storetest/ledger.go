@@ -36,6 +36,7 @@ func RunLedger(t *testing.T, fresh func(t *testing.T) storage.Store) {
 	t.Run("LedgerReconciledAnswered", func(t *testing.T) { testLedgerReconciledAnswered(t, fresh(t)) })
 	t.Run("LedgerBindOrReconcile", func(t *testing.T) { testLedgerBindOrReconcile(t, fresh(t)) })
 	t.Run("LedgerRenewHold", func(t *testing.T) { testLedgerRenewHold(t, fresh(t)) })
+	t.Run("LedgerSpendable", func(t *testing.T) { testLedgerSpendable(t, fresh(t)) })
 }
 
 const unit = 1_000_000
