@@ -26,20 +26,7 @@ import (
 // and expired (task_expired, its record finished) past it. No adaptor can send the field, so the
 // gateway keeps it (docs/api.md: expired is "Not finished within execution_expires_after").
 func TestAdaptedRunningExpires(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			io.WriteString(w, `{"output":{"task_id":"ds-1","task_status":"PENDING"},"request_id":"r"}`)
-			return
-		}
-		io.WriteString(w, `{"output":{"task_id":"ds-1","task_status":"RUNNING"},"request_id":"r"}`)
-	}))
-	t.Cleanup(srv.Close)
-	base, _ := url.Parse(srv.URL + "/api/v1")
-	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "wan", BaseURL: base, APIKey: "k", Protocol: adaptor.DashScope, Models: []string{"wan"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &Handler{Catalog: cat, Store: openBadger(t), Client: &http.Client{Timeout: 5 * time.Second}, RefreshInterval: time.Nanosecond, Logger: zap.NewNop()}
+	h := newDashHandler(t, &dashUpstream{status: "RUNNING"})
 	clock := time.Unix(1_800_000_000, 0)
 	h.Now = clockAt(&clock)
 	w := serve(h, "POST", createPath, `{"model":"wan","execution_expires_after":3600,"content":[{"type":"text","text":"hi"}]}`)
