@@ -18,7 +18,9 @@ import (
 type WatcherConfig struct {
 	// Interval between two polls of one task. Default: 5s.
 	Interval caddy.Duration `json:"interval,omitempty"`
-	// Concurrency bounds simultaneous upstream polls. Default: 8.
+	// Concurrency bounds simultaneous polls. At most half of them (at least one) read one
+	// upstream at once, so that an upstream whose reads hang delays only its own tasks.
+	// Default: 8.
 	Concurrency int `json:"concurrency,omitempty"`
 	// MaxRPS bounds upstream polls per second. Default: 50. The watcher keeps each task within
 	// its interval for up to interval × max_rps unfinished tasks (250 at the defaults).

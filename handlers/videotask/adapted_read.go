@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,13 +21,12 @@ import (
 
 // refreshAdapted is refresh for a task made through an adaptor: the adaptor reads the task, and
 // its state is stored as an Ark answer (see adaptedAnswer) by the same compare-and-set as an Ark
-// task's, whose winner releases, refunds and calls back. While the upstream cools down after a
-// 429 (or another failure), the stored answer is served and nothing is read. onlyChanges and
-// seen are readUpstream's: the watcher's read of an unchanged task writes nothing.
+// task's, whose winner releases, refunds and calls back. While a read's 429 pauses the upstream
+// (readUpstream checks it), the stored answer is served and nothing is read; the backoff that
+// failed creates start (providers.Upstream.CoolingUntil) keeps creates away and never pauses
+// reads: providers limit creates and reads apart. onlyChanges and seen are readUpstream's: the
+// watcher's read of an unchanged task writes nothing.
 func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.Adaptor, u *providers.Upstream, onlyChanges bool, seen *answerMemo) (storage.Task, error) {
-	if u.CoolingUntil(t.Account).After(h.now()) {
-		return storedAnswer(t), nil
-	}
 	r, err := canonicalRequest(t)
 	if err != nil {
 		return t, err
@@ -60,16 +60,19 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 	// A failed task's message is the provider's text, stored and answered to the client: like a
 	// refusal's (adaptor.Refusal), it never carries the operator's credential.
 	st = withoutCredentialsIn(st, u)
+	if !storage.Terminal(st.Status) && h.now().After(executionDeadline(t, r)) {
+		// No adaptor can send execution_expires_after, so the gateway keeps it: a task its
+		// provider still reports unfinished (queued, running, or a state no rule maps) past it
+		// is expired, once, by whoever wins the change (settle), watcher or client poll.
+		return h.settle(ctx, t, verdict{
+			status:  StatusExpired,
+			code:    "task_expired",
+			message: "the task did not finish within execution_expires_after (" + strconv.FormatInt(executionSeconds(r), 10) + " s)",
+			logged:  "task expired: its provider reports it unfinished past execution_expires_after",
+			fields:  []zap.Field{zap.String("provider_status", st.ProviderStatus)},
+		})
+	}
 	if st.Status == adaptor.StatusUnknown {
-		if h.now().After(executionDeadline(t, r)) {
-			return h.settle(ctx, t, verdict{
-				status:  StatusExpired,
-				code:    "task_expired",
-				message: "the provider reported no known state before execution_expires_after",
-				logged:  "task expired: its provider's state is unknown past execution_expires_after",
-				fields:  []zap.Field{zap.String("provider_status", st.ProviderStatus)},
-			})
-		}
 		h.Logger.Debug("provider task state not known; the task stays running",
 			zap.String("task_id", t.ID), zap.String("provider_status", st.ProviderStatus))
 	}
@@ -126,14 +129,19 @@ func canonicalRequest(t storage.Task) (adaptor.Request, error) {
 	return r, err
 }
 
-// executionDeadline is when a task whose provider state is unknown expires: its creation plus
-// execution_expires_after (the contract's default when not given).
+// executionDeadline is when a task made through an adaptor that has not finished expires: its
+// creation plus execution_expires_after (executionSeconds).
 func executionDeadline(t storage.Task, r adaptor.Request) time.Time {
-	after := r.ExecutionExpiresAfter
-	if after <= 0 {
-		after = adaptor.DefaultExecutionExpiresAfter
+	return time.Unix(t.CreatedAt, 0).Add(time.Duration(executionSeconds(r)) * time.Second)
+}
+
+// executionSeconds is the create's execution_expires_after, or the contract's default when it
+// was not given.
+func executionSeconds(r adaptor.Request) int64 {
+	if r.ExecutionExpiresAfter <= 0 {
+		return adaptor.DefaultExecutionExpiresAfter
 	}
-	return time.Unix(t.CreatedAt, 0).Add(time.Duration(after) * time.Second)
+	return r.ExecutionExpiresAfter
 }
 
 // adaptedAnswer writes an adaptor's state as the upstream answer of an Ark task, which

@@ -100,7 +100,7 @@ func (h *Handler) refreshBatch(ctx context.Context, p *providers.Upstream, tasks
 	}
 	if len(tasks) == 1 || tasks[0].UpstreamID != "" || !h.unbatched.allows(p, h.now()) {
 		// An adaptor's tasks (UpstreamID set; an upstream's tasks share its protocol) are read
-		// one by one; while the upstream cools down after a 429, refreshAdapted reads nothing.
+		// one by one; while a 429 pauses the upstream, readUpstream reads nothing.
 		for _, t := range tasks {
 			one(t)
 		}

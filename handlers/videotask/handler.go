@@ -310,12 +310,18 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 	if hold.ID != "" {
 		task.HoldUsage, task.HoldPrice = hold.Estimate.Usage.Encode(), hold.EncodedPrice()
 	}
-	stored, err := slot.CreateTask(ctx, h.Store, task)
+	var stored storage.Task
+	if adapted {
+		stored, err = h.recordAdapted(ctx, slot, up, task) // its upstream id is unique too
+	} else {
+		stored, err = slot.CreateTask(ctx, h.Store, task)
+	}
 	if errors.Is(err, storage.ErrExists) {
-		// The upstream answered with the id of a task already recorded: another account's, or an
-		// earlier one of this account (a caching proxy in front of the provider, a provider that
-		// folds identical creates, a reused id). That task is left alone, never cancelled on
-		// this request's behalf; the id is not handed out. As with an unusable id, whatever the
+		// The upstream answered with the id of a task already recorded (an Ark task's id, an
+		// adapted task's upstream id at that upstream): another account's, or an earlier one of
+		// this account (a caching proxy in front of the provider, a provider that folds
+		// identical creates, a reused id). That task is left alone, never cancelled on this
+		// request's behalf; the id is not handed out. As with an unusable id, whatever the
 		// upstream started may run, so the cost stays charged (the hold as estimated); the slot
 		// is given back.
 		claim.charge()

@@ -48,7 +48,10 @@ type Watcher struct {
 	Tasks *Handler
 	// Interval between two polls of one task. Default: 5s.
 	Interval time.Duration
-	// Concurrency bounds simultaneous upstream polls. Default: 8.
+	// Concurrency bounds simultaneous polls, each of which reads the due tasks of one or more
+	// upstreams (each upstream's beside the others'). Half of them at most (at least one) read
+	// one upstream at once, so that an upstream whose reads are slow leaves the others' tasks
+	// read on time. Default: 8.
 	Concurrency int
 	// RatePerSecond bounds upstream polls per second. Default: 50. The watcher keeps up with
 	// about Interval × RatePerSecond unfinished tasks, or MaxRefreshBatch times as many where the
@@ -79,6 +82,8 @@ type Watcher struct {
 	// last trimmed from here.
 	reading map[int]int
 	trimmed map[int]time.Time
+	// upstreamReads counts the polls reading each upstream (see upstreamShare).
+	upstreamReads map[*providers.Upstream]int
 	// records holds the records of tasks as this watcher last saw them, for their next poll (at
 	// most maxHeldRecords of them): the record as the create stored it, or as a poll read or
 	// wrote it. spare keeps the ones that polls took, to hold the next records in (heldOf).
@@ -105,6 +110,7 @@ func (w *Watcher) init() {
 		w.notBefore = map[string]time.Time{}
 		w.reading = map[int]int{}
 		w.trimmed = map[int]time.Time{}
+		w.upstreamReads = map[*providers.Upstream]int{}
 		w.records = map[string]*heldRecord{}
 		w.forgotten = map[string]bool{}
 		if w.Shards <= 0 {
@@ -303,8 +309,9 @@ func (w *Watcher) next(n int) ([]string, time.Duration) {
 }
 
 // poll refreshes the tasks of the shards this watcher may read now, in batches per upstream
-// (the one that created each task), schedules their next polls, and drops those that have
-// finished or are another watcher's. It returns the upstream calls it made.
+// (the one that created each task; the upstreams' batches at once, see upstreamShare),
+// schedules their next polls, and drops those that have finished or are another watcher's. It
+// returns the upstream calls it made.
 func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	mine, late, others := w.startReads(ids)
 	for _, id := range late {
@@ -406,38 +413,68 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 			w.untrack(id) // expired or deleted
 		}
 	}
+	// Each upstream's tasks are read beside the others', so that one slow upstream holds none of
+	// the others' reads, and within its share of the polls (startUpstream): past it, its tasks
+	// wait an Interval, their records held, and the polls stay free for the other upstreams.
+	var mu sync.Mutex
 	calls := 0
 	var slow []string // the reads of tasks still open, for noteSlowReads
+	var wg sync.WaitGroup
 	for u, due := range byUpstream {
-		// Within the upstream's own max_rps and its pause after a 429: the rest wait, their
-		// records held as they were.
-		batch := w.paced(u, due)
-		w.holdAgain(due[len(batch):], polls)
-		if len(batch) == 0 {
+		if !w.startUpstream(u) {
+			w.holdAgain(due, polls)
+			ids := make([]string, len(due))
+			for i, t := range due {
+				ids[i] = t.ID
+			}
+			w.rescheduleAll(ids, w.now().Add(w.Interval))
 			continue
 		}
-		seen := make([]seenRecord, 0, len(batch))
-		n, open := w.Tasks.refreshBatch(withPaced(ctx), u, batch, &w.seen, func(r seenRecord) { seen = append(seen, r) })
-		calls += n
-		if ctx.Err() != nil {
-			return calls // stopping: the next watcher starts from the store's list
-		}
-		w.hold(seen, polls)
-		w.rescheduleAll(open, w.now().Add(w.Interval))
-		still := make(map[string]bool, len(open))
-		for _, id := range open {
-			still[id] = true
-		}
-		for _, t := range batch {
-			if !still[t.ID] {
-				w.untrack(t.ID)
-			} else {
-				slow = append(slow, t.ID)
-			}
-		}
+		wg.Go(func() {
+			defer w.doneUpstream(u)
+			n, open := w.readBatch(ctx, u, due, polls)
+			mu.Lock()
+			defer mu.Unlock()
+			calls += n
+			slow = append(slow, open...)
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return calls // stopping: the next watcher starts from the store's list
 	}
 	w.noteSlowReads(ctx, at, slow)
 	return calls
+}
+
+// readBatch reads the due tasks of one upstream within its own max_rps and its pause after a
+// 429 (the rest wait, their records held as they were), schedules the next polls of those still
+// open, and returns the upstream calls made and the ids of the tasks read that are still open.
+func (w *Watcher) readBatch(ctx context.Context, u *providers.Upstream, due []storage.Task, polls map[string]int) (calls int, stillOpen []string) {
+	batch := w.paced(u, due)
+	w.holdAgain(due[len(batch):], polls)
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	seen := make([]seenRecord, 0, len(batch))
+	n, open := w.Tasks.refreshBatch(withPaced(ctx), u, batch, &w.seen, func(r seenRecord) { seen = append(seen, r) })
+	if ctx.Err() != nil {
+		return n, nil
+	}
+	w.hold(seen, polls)
+	w.rescheduleAll(open, w.now().Add(w.Interval))
+	still := make(map[string]bool, len(open))
+	for _, id := range open {
+		still[id] = true
+	}
+	for _, t := range batch {
+		if !still[t.ID] {
+			w.untrack(t.ID)
+		} else {
+			stillOpen = append(stillOpen, t.ID)
+		}
+	}
+	return n, stillOpen
 }
 
 // storeParallelism bounds the store calls one batch makes at once; concurrent calls share round

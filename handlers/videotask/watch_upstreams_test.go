@@ -1,0 +1,98 @@
+package videotask
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mediagw/mediagw/handlers/providers"
+	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
+	"github.com/mediagw/mediagw/internal/testclock"
+)
+
+// A watcher of concurrency 2 lets one poll at most read an upstream (upstreamShare). While a
+// poll waits on a DashScope upstream whose reads hang, the next poll, of another task of that
+// upstream and one of a healthy upstream, reads the healthy one's task at once (succeeded) and
+// leaves the other to a later poll, instead of waiting behind a second hanging read.
+func TestWatcherSlowUpstreamHoldsItsShareOnly(t *testing.T) {
+	release := make(chan struct{})
+	var slowReads atomic.Int64
+	dash := func(hang bool) *url.URL {
+		var made atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				fmt.Fprintf(w, `{"output":{"task_id":"ds-%d","task_status":"PENDING"},"request_id":"r"}`, made.Add(1))
+				return
+			}
+			if hang {
+				slowReads.Add(1)
+				<-release
+			}
+			io.WriteString(w, `{"output":{"task_id":"ds","task_status":"SUCCEEDED","video_url":"https://v.example/x.mp4"},"request_id":"r"}`)
+		}))
+		t.Cleanup(srv.Close)
+		u, _ := url.Parse(srv.URL + "/api/v1")
+		return u
+	}
+	slow, fast := dash(true), dash(false)
+	t.Cleanup(func() { close(release) }) // before the servers close
+	cat, err := providers.NewCatalog([]*providers.Provider{
+		{Name: "slow", BaseURL: slow, APIKey: "k", Protocol: adaptor.DashScope, Models: []string{"slow"}},
+		{Name: "fast", BaseURL: fast, APIKey: "k", Protocol: adaptor.DashScope, Models: []string{"fast"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testclock.New(time.Unix(1_800_000_000, 0))
+	h := &Handler{Catalog: cat, Store: openBadger(t), Client: &http.Client{Timeout: 10 * time.Second}, Logger: zap.NewNop(), Now: clock.Now}
+	w := &Watcher{Tasks: h, Interval: time.Hour, Concurrency: 2, Owner: "a"}
+	w.init()
+	w.ownTickAndScan(context.Background())
+	h.Watcher = w
+	create := func(model string) string {
+		r := serve(h, http.MethodPost, createPath, `{"model":"`+model+`","content":[{"type":"text","text":"hi"}]}`)
+		id, _ := decode(t, r)["id"].(string)
+		if r.Code != http.StatusOK || id == "" {
+			t.Fatalf("create: %d %s", r.Code, r.Body)
+		}
+		return id
+	}
+	slow1, slow2, fast1 := create("slow"), create("slow"), create("fast")
+	for range 7 {
+		clock.Advance(w.Interval / 12)
+		w.ownTick(context.Background())
+	}
+	first := make(chan int)
+	go func() { first <- w.poll(context.Background(), []string{slow1}) }()
+	for deadline := time.Now().Add(5 * time.Second); slowReads.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first poll did not read the slow upstream")
+		}
+	}
+	second := make(chan int)
+	go func() { second <- w.poll(context.Background(), []string{slow2, fast1}) }()
+	select {
+	case calls := <-second:
+		if calls != 1 {
+			t.Fatalf("the second poll made %d upstream calls; want 1 (the healthy upstream's)", calls)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second poll waited on the slow upstream, past its share")
+	}
+	if n := slowReads.Load(); n != 1 {
+		t.Fatalf("%d reads reached the slow upstream; want 1 (its share)", n)
+	}
+	if rec, err := h.Store.Task(context.Background(), fast1); err != nil || rec.Status != StatusSucceeded {
+		t.Fatalf("the healthy upstream's task: %s, %v; want succeeded", rec.Status, err)
+	}
+	release <- struct{}{} // the first poll's read answers
+	<-first
+}
