@@ -54,23 +54,7 @@ func TestContentKeepsToMaxRPS(t *testing.T) {
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	startCaddyProcess(t, fmt.Sprintf(contentPaceCaddyfile, t.TempDir(), mmURL, port), base+"/")
 
-	r := call(t, "POST", base+taskPath, "mg-mallory", map[string]any{"model": "MiniMax-Hailuo-02",
-		"content": []any{map[string]any{"type": "text", "text": "a lighthouse"}}})
-	id := r.field("id")
-	if r.status != 200 || id == "" {
-		t.Fatalf("create = %d %s", r.status, r.body)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r = call(t, "GET", base+taskPath+"/"+id, "mg-mallory", nil)
-		if r.field("status") == "succeeded" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the task did not succeed: %d %s", r.status, r.body)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+	id := createSucceeded(t, base, "mg-mallory", "MiniMax-Hailuo-02")
 	time.Sleep(2 * time.Second) // the pace's budget is back to its burst
 	before := len(mm.log.matching("GET", "/v1/query/")) + len(mm.log.matching("GET", "/v1/files/retrieve"))
 	start := time.Now()

@@ -68,23 +68,7 @@ func TestResultRedirectCannotReadTheAdminEndpoint(t *testing.T) {
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	startCaddyProcess(t, fmt.Sprintf(resultAdminCaddyfile, adminPort, t.TempDir(), up.URL+"/v1", port), base+"/")
 
-	r := call(t, "POST", base+taskPath, "mg-alice", map[string]any{"model": "sora-2",
-		"content": []any{map[string]any{"type": "text", "text": "a lighthouse"}}})
-	id := r.field("id")
-	if r.status != 200 || id == "" {
-		t.Fatalf("create = %d %s", r.status, r.body)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r = call(t, "GET", base+taskPath+"/"+id, "mg-alice", nil)
-		if r.field("status") == "succeeded" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the task did not succeed: %d %s", r.status, r.body)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	id := createSucceeded(t, base, "mg-alice", "sora-2")
 	for _, path := range []string{taskPath + "/" + id + "/content", "/v1/videos/" + id + "/content"} {
 		req, _ := http.NewRequest("GET", base+path, nil)
 		req.Header.Set("Authorization", "Bearer mg-alice")
@@ -97,6 +81,27 @@ func TestResultRedirectCannotReadTheAdminEndpoint(t *testing.T) {
 		if strings.Contains(string(body), "ark-key-of-another-provider") || strings.Contains(string(body), `"apps"`) {
 			t.Fatalf("GET %s = %d (%s): the client was streamed the gateway's admin config, with another provider's key: %.300s",
 				path, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+	}
+}
+
+// createSucceeded creates a task of model with key at the gateway base and polls it until it
+// has succeeded (30 s at most); it answers the task's id.
+func createSucceeded(t *testing.T, base, key, model string) string {
+	t.Helper()
+	r := call(t, "POST", base+taskPath, key, map[string]any{"model": model,
+		"content": []any{map[string]any{"type": "text", "text": "a lighthouse"}}})
+	id := r.field("id")
+	if r.status != 200 || id == "" {
+		t.Fatalf("create = %d %s", r.status, r.body)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		r = call(t, "GET", base+taskPath+"/"+id, key, nil)
+		if r.field("status") == "succeeded" {
+			return id
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task did not succeed: %d %s", r.status, r.body)
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package videotask
 
 import (
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +8,7 @@ import (
 )
 
 // TestKeptCopyEndsWhenOverdue: keep_results, and a provider whose succeeded task's video URL
-// announces 1 MiB and sends one byte every 100 ms (a slow or hostile result host). However its
+// announces 1 MiB and sends one byte every 50 ms (a slow or hostile result host). However its
 // copy goes, a task whose copy is still pending when it runs past the longest execution time and
 // its grace (72 h + 10 min), past which the gateway expires any unfinished task so that no slot
 // or hold is kept for ever, is given up: the task ends succeeded with the provider's own result
@@ -18,37 +16,7 @@ import (
 // never overdue and the task read running for ever.
 func TestKeptCopyEndsWhenOverdue(t *testing.T) {
 	clock := newKeepClock()
-	var up *fakeUpstream
-	up = newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Method == http.MethodPost:
-			writeJSON(w, map[string]string{"id": "cgt-drip"})
-		case r.URL.Path == "/files/drip.mp4":
-			w.Header().Set("Content-Type", "video/mp4")
-			w.Header().Set("Content-Length", "1048576")
-			w.WriteHeader(200)
-			for {
-				if _, err := w.Write([]byte{0}); err != nil {
-					return
-				}
-				w.(http.Flusher).Flush()
-				select {
-				case <-r.Context().Done():
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-		case strings.HasPrefix(r.URL.Path, "/api/v3/"+TasksPath+"/"):
-			writeJSON(w, map[string]any{"id": "cgt-drip", "model": "m", "status": "succeeded",
-				"content": map[string]string{"video_url": up.URL + "/files/drip.mp4"}})
-		default:
-			http.NotFound(w, r)
-		}
-	})
-	h := newHandler(t, up.URL, nil)
-	h.Now = clock.now
-	h.Keep = &Keeper{Bucket: unreachableBucket(t), Attempts: 2, Lease: 900 * time.Millisecond}
-	t.Cleanup(h.Keep.Stop)
+	h, videoURL := newDrippingHandler(t, &Keeper{Attempts: 2, Lease: 900 * time.Millisecond}, clock.now)
 	if w := serve(h, "POST", createPath, createBody); w.Code != 200 {
 		t.Fatalf("create = %d %s", w.Code, w.Body)
 	}
@@ -64,7 +32,7 @@ func TestKeptCopyEndsWhenOverdue(t *testing.T) {
 		t.Fatalf("73 h after its create the task still reads running (copy attempts %d, owner %q): a copy has no bound on its time and a pending copy is never overdue", j.Attempts, j.Owner)
 	}
 	content, _ := got["content"].(map[string]any)
-	if got["status"] != "succeeded" || content["video_url"] != up.URL+"/files/drip.mp4" || !j.GaveUp {
+	if got["status"] != "succeeded" || content["video_url"] != videoURL || !j.GaveUp {
 		t.Fatalf("an overdue copy answers %v (job %+v); want succeeded with the provider's video_url, the copy given up", got, j)
 	}
 }

@@ -7,10 +7,11 @@ import (
 	"time"
 )
 
-// newDrippingHandler is a handler with keep (Attempts 1) whose upstream's task is succeeded with
-// a video on its own origin that announces 1 MiB and sends one byte every 50 ms: a source that
-// always makes progress, so the stall check never ends it.
-func newDrippingHandler(t *testing.T, keep *Keeper) *Handler {
+// newDrippingHandler is a handler on the clock now with keep (its Bucket one that is never
+// reached) whose upstream's task is succeeded with a video on its own origin that announces
+// 1 MiB and sends one byte every 50 ms: a source that always makes progress, so the stall check
+// never ends it. It answers the video's URL too.
+func newDrippingHandler(t *testing.T, keep *Keeper, now func() time.Time) (*Handler, string) {
 	var up *fakeUpstream
 	up = newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -39,11 +40,11 @@ func newDrippingHandler(t *testing.T, keep *Keeper) *Handler {
 		}
 	})
 	h := newHandler(t, up.URL, nil)
-	h.Now = newKeepClock().now
-	keep.Bucket, keep.Attempts = unreachableBucket(t), 1
+	h.Now = now
+	keep.Bucket = unreachableBucket(t)
 	h.Keep = keep
 	t.Cleanup(h.Keep.Stop)
-	return h
+	return h, up.URL + "/files/drip.mp4"
 }
 
 // A source that sends, but less than min_rate over a lease, and a copy that runs past max_time,
@@ -52,12 +53,12 @@ func newDrippingHandler(t *testing.T, keep *Keeper) *Handler {
 // announced size takes at a byte a time.
 func TestKeepSlowCopyFailsTheAttempt(t *testing.T) {
 	for name, keep := range map[string]*Keeper{
-		"under the default min_rate": {Lease: 600 * time.Millisecond},
-		"past max_time":              {Lease: time.Minute, MinRate: 1, MaxTime: 700 * time.Millisecond},
-		"under min_rate 100":         {Lease: 600 * time.Millisecond, MinRate: 100},
+		"under the default min_rate": {Attempts: 1, Lease: 600 * time.Millisecond},
+		"past max_time":              {Attempts: 1, Lease: time.Minute, MinRate: 1, MaxTime: 700 * time.Millisecond},
+		"under min_rate 100":         {Attempts: 1, Lease: 600 * time.Millisecond, MinRate: 100},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := newDrippingHandler(t, keep)
+			h, _ := newDrippingHandler(t, keep, newKeepClock().now)
 			if w := serve(h, "POST", createPath, createBody); w.Code != 200 {
 				t.Fatalf("create = %d %s", w.Code, w.Body)
 			}
