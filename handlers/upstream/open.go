@@ -17,9 +17,9 @@ const maxOpenRedirects = 3
 // Open sends a GET to rawURL, an absolute http(s) URL that u returned as a result, and answers
 // the response for the caller to stream and close. u's credential is sent only when rawURL is on
 // u's own origin (scheme, host and port of its base URL; a Veo file URI); a URL elsewhere (a
-// signed download address, such as MiniMax's) is fetched without it. A redirect (a file API sends its download to
-// signed storage) is followed, up to maxOpenRedirects, without the credential: it goes to the
-// first request only. A response other than 200 is closed and answered as the provider's
+// signed download address, such as MiniMax's) is fetched without it. A redirect (a file API
+// sends its download to signed storage) is followed, up to maxOpenRedirects, without the
+// credential: it goes to the first request only. A response other than 200 is closed and answered as the provider's
 // refusal. The call is bounded by ctx only: a video's download takes as long as the client
 // reading it. An address off the upstream's origin (another port of its host included), the
 // first or a redirect's, is connected to only when it is public (see open_public.go): one that

@@ -73,7 +73,7 @@ func (h *Handler) keepSoon(t storage.Task) {
 // the stored record.
 func (h *Handler) keepAbandoned(ctx context.Context, t storage.Task) (storage.Task, error) {
 	if h.Keep != nil {
-		h.Logger.Warn("result copy given up: the task ran past the longest execution time; it ends with the provider's result",
+		h.Logger.Warn("giving up a result copy: the task ran past the longest execution time; it ends with the provider's result",
 			zap.String("task_id", t.ID))
 	}
 	stored, err := h.keepDone(ctx, nil, t.ID, "", func(j *keepJob) { j.GaveUp = true })
