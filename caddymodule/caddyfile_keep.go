@@ -14,6 +14,8 @@ import (
 //		attempts        <count>
 //		concurrency     <count>
 //		max_size        <size>
+//		min_rate        <size>
+//		max_time        <duration>
 //	}]
 func parseKeepResults(d *caddyfile.Dispenser) (*KeepResultsConfig, error) {
 	k := new(KeepResultsConfig)
@@ -28,6 +30,8 @@ func parseKeepResults(d *caddyfile.Dispenser) (*KeepResultsConfig, error) {
 		"attempts":        func() error { return positiveIntArg(d, &k.Attempts) },
 		"concurrency":     func() error { return positiveIntArg(d, &k.Concurrency) },
 		"max_size":        func() error { return sizeArg(d, &k.MaxSize) },
+		"min_rate":        func() error { return sizeArg(d, &k.MinRate) },
+		"max_time":        func() error { return durationArg(d, &k.MaxTime) },
 	})
 	return k, err
 }

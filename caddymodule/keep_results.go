@@ -41,6 +41,13 @@ type KeepResultsConfig struct {
 	// more is not kept (nothing of it stays in the bucket, it is not tried again) and the task
 	// ends with the provider's own result. Default: 2 GiB.
 	MaxSize int64 `json:"max_size,omitempty"`
+	// MinRate is the least a result's source must send, in bytes per second, counted over each
+	// lease: a slower source fails the attempt (retried with backoff, as any failed copy), so
+	// that sources that drip a byte at a time cannot hold every copy slot. Default: 64 KiB/s.
+	MinRate int64 `json:"min_rate,omitempty"`
+	// MaxTime bounds one copy attempt (the video and the last frame): past it the attempt fails
+	// and is retried with backoff, as any failed copy. Default: 1h.
+	MaxTime caddy.Duration `json:"max_time,omitempty"`
 }
 
 // maxPresignedGet is S3's longest presigned URL life (a GET's or a PUT's).
@@ -63,13 +70,14 @@ func (a *App) provisionKeeper(repl *caddy.Replacer, bucket *presign.S3) error {
 	if time.Duration(k.URLExpires) > maxPresignedGet {
 		return fmt.Errorf("upload keep_results url_expires %s: at most 7d, the longest a presigned URL lives", time.Duration(k.URLExpires))
 	}
-	if k.Attempts < 0 || k.Concurrency < 0 || k.Lease < 0 || k.URLExpires < 0 || k.MaxSize < 0 {
-		return fmt.Errorf("upload keep_results: attempts, concurrency, lease, url_expires and max_size must be positive")
+	if k.Attempts < 0 || k.Concurrency < 0 || k.Lease < 0 || k.URLExpires < 0 || k.MaxSize < 0 || k.MinRate < 0 || k.MaxTime < 0 {
+		return fmt.Errorf("upload keep_results: attempts, concurrency, lease, url_expires, max_size, min_rate and max_time must be positive")
 	}
 	a.uploads.keeper = &videotask.Keeper{
 		Bucket: bucket, Prefix: k.Prefix, PublicBaseURL: publicBaseURL,
 		URLExpires: time.Duration(k.URLExpires), Lease: time.Duration(k.Lease),
 		Attempts: k.Attempts, Concurrency: k.Concurrency, MaxSize: k.MaxSize,
+		MinRate: k.MinRate, MaxTime: time.Duration(k.MaxTime),
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // arkResults is a fake Ark task upstream (BytePlus ModelArk's content generation task API: create
@@ -42,6 +43,9 @@ type arkResults struct {
 	// own video; movedTo is where the fake's /files/moved.mp4 redirects (302), counted in moved.
 	videoURL, movedTo string
 	moved             atomic.Int32
+	// dripping counts the downloads of /files/drip.mp4, which announces 1 MiB and sends one
+	// byte every 200 ms: a slow (or hostile) source that never stalls.
+	dripping atomic.Int32
 }
 
 func newArkResults(t *testing.T, videoSize int) *arkResults {
@@ -84,6 +88,21 @@ func (f *arkResults) serve(w http.ResponseWriter, r *http.Request) {
 			return // a short body: the copy must not count it as the video
 		}
 		_, _ = w.Write(f.video) // a test fake: a failed write shows as a short body
+	case r.URL.Path == "/files/drip.mp4" && r.Method == http.MethodGet:
+		f.dripping.Add(1)
+		w.Header().Set("Content-Type", "video/mp4")
+		w.Header().Set("Content-Length", fmt.Sprint(1<<20))
+		for {
+			if _, err := w.Write([]byte{0}); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
 	case r.URL.Path == "/files/moved.mp4" && r.Method == http.MethodGet:
 		f.moved.Add(1)
 		f.mu.Lock()

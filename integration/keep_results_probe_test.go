@@ -125,10 +125,11 @@ func TestKeptResultIsNeverActiveContent(t *testing.T) {
 // TestKeptResultAddressesStayPublic: the copy of a result goes where the provider's answer says,
 // so whoever shapes that answer chooses where the gateway connects. A video_url off the
 // provider's host that is not public (127.0.0.2, standing for the gateway's admin endpoint, a
-// metadata service or an operator's internal host), named directly or reached through a
-// redirect from the provider's own host, is never connected to: nothing is kept, the copy is not
-// tried again (the address is as private at every attempt), and the task ends succeeded at once
-// with the provider's own result, as a result too large to keep does. Before the fix the copy
+// metadata service or an operator's internal host), or on another port of the provider's own
+// host (127.0.0.1), named directly or reached through a redirect from the provider's own host, is
+// never connected to: nothing is kept, the copy is not tried again (the address is as private at
+// every attempt), and the task ends succeeded at once with the provider's own result, as a
+// result too large to keep does. Before the fix the copy
 // was tried keep_results attempts times (8), with a backoff, and the task stayed running for
 // minutes.
 func TestKeptResultAddressesStayPublic(t *testing.T) {
@@ -146,11 +147,16 @@ func TestKeptResultAddressesStayPublic(t *testing.T) {
 	internal.Start()
 	t.Cleanup(internal.Close)
 
+	// The same internal server on the provider's own host (127.0.0.1), another port.
+	beside := httptest.NewServer(internal.Config.Handler)
+	t.Cleanup(beside.Close)
+
 	k := newKeepSetup(t, false, 1<<20)
 	startCaddyProcess(t, k.cfg, k.base+"/")
 	for _, tc := range []struct{ name, videoURL string }{
 		{"named directly", internal.URL + "/admin/video.mp4"},
 		{"through the provider's redirect", k.up.URL + "/files/moved.mp4"},
+		{"on another port of the provider's host", beside.URL + "/admin/video.mp4"},
 	} {
 		k.up.mu.Lock()
 		k.up.videoURL, k.up.movedTo = tc.videoURL, internal.URL+"/metadata/video.mp4"

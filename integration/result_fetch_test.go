@@ -12,8 +12,9 @@ import (
 // TestResultAddressesStayPublic: a result address comes from the provider's answer (MiniMax's
 // download_url), so whoever shapes that answer chooses where the gateway connects. An address off
 // the provider's host that is not public (here 127.0.0.2, standing for the gateway's admin
-// endpoint, a metadata service or an operator's internal host), directly or through a redirect
-// from the provider's storage, is never connected to: the owner's content endpoint answers 502
+// endpoint, a metadata service or an operator's internal host), or on the provider's own host at
+// another port (127.0.0.1, where the gateway's admin endpoint may be), directly or through a
+// redirect from the provider's storage, is never connected to: the owner's content endpoint answers 502
 // and the internal server is not called. The provider's own download (on its host) still
 // streams.
 func TestResultAddressesStayPublic(t *testing.T) {
@@ -29,11 +30,15 @@ func TestResultAddressesStayPublic(t *testing.T) {
 	})}}
 	internal.Start()
 	t.Cleanup(internal.Close)
+	// The same internal server on the provider's own host (127.0.0.1), another port: another
+	// origin, so not trusted as the provider's.
+	beside := httptest.NewServer(internal.Config.Handler)
+	t.Cleanup(beside.Close)
 	// The provider's storage redirects one download to the internal server.
 	redirecting := startFake(t, http.RedirectHandler(internal.URL+"/cdn/file-x.mp4?sig=signed", http.StatusFound))
 
 	v := startVideoProviders(t)
-	for _, cdn := range []string{internal.URL, redirecting.URL} {
+	for _, cdn := range []string{internal.URL, redirecting.URL, beside.URL} {
 		v.mini.cdn = cdn
 		id := v.createWith(t, map[string]any{"model": "MiniMax-Hailuo-02", "content": []any{map[string]any{"type": "text", "text": "a swing"}}})
 		got := pollUntil(t, v.alice, id)

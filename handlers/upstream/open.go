@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -17,19 +16,20 @@ const maxOpenRedirects = 3
 
 // Open sends a GET to rawURL, an absolute http(s) URL that u returned as a result, and answers
 // the response for the caller to stream and close. u's credential is sent only when rawURL is on
-// u's own origin (scheme, host and port; a Veo file URI); a URL elsewhere (a signed download
-// address, such as MiniMax's) is fetched without it. A redirect (a file API sends its download to
-// signed storage) is followed, up to maxOpenRedirects, without the credential: it goes to the
-// first request only. A response other than 200 is closed and answered as the provider's
+// u's own origin (scheme, host and port of its base URL; a Veo file URI); a URL elsewhere (a
+// signed download address, such as MiniMax's) is fetched without it. A redirect (a file API
+// sends its download to signed storage) is followed, up to maxOpenRedirects, without the
+// credential: it goes to the first request only. A response other than 200 is closed and answered as the provider's
 // refusal. The call is bounded by ctx only: a video's download takes as long as the client
-// reading it. An address off the upstream's host, the first or a redirect's, is connected to
-// only when it is public (see open_public.go): one that is not is ErrNotPublic.
+// reading it. An address off the upstream's origin (another port of its host included), the
+// first or a redirect's, is connected to only when it is public (see open_public.go): one that
+// is not is ErrNotPublic.
 func (c Client) Open(ctx context.Context, u *providers.Upstream, rawURL string) (*http.Response, error) {
 	target, err := url.Parse(rawURL)
 	if err != nil || target.User != nil || target.Scheme != "https" && target.Scheme != "http" || target.Host == "" {
 		return nil, ErrUnreadable
 	}
-	credentialed := strings.EqualFold(target.Scheme+"://"+target.Host, u.Origin())
+	credentialed := onUpstreamOrigin(target, u)
 	for range maxOpenRedirects + 1 {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
 		if err != nil {
@@ -39,7 +39,7 @@ func (c Client) Open(ctx context.Context, u *providers.Upstream, rawURL string) 
 			u.SetCredentials(req.Header)
 		}
 		var resp *http.Response
-		if onUpstreamHost(target, u) {
+		if onUpstreamOrigin(target, u) {
 			resp, err = c.send(req)
 		} else {
 			resp, err = offHostTransport.RoundTrip(req) // public addresses only: see open_public.go

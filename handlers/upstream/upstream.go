@@ -74,7 +74,7 @@ var (
 	// its answer.
 	ErrTooLarge   = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider's answer is longer than the gateway reads")
 	ErrRedirected = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider answered with a redirect, which the gateway does not follow")
-	// ErrNotPublic is a result address (Open), first or after a redirect, off the upstream's host
+	// ErrNotPublic is a result address (Open), first or after a redirect, off the upstream's origin
 	// that is not public: it was not connected to, and would not be at any later attempt.
 	ErrNotPublic = apierror.New(http.StatusBadGateway, "invalid_response", "the upstream provider named a result at an address that is not public")
 	// ErrRefused is ErrUnreachable when no connection was made at all (refused, no route, no

@@ -28,6 +28,11 @@ const (
 	// DefaultKeepMaxSize bounds one kept object: 2 GiB, far past a generated video (a 15 s
 	// 4K video is some hundred MB).
 	DefaultKeepMaxSize int64 = 2 << 30
+	// DefaultKeepMinRate is the least a source must send per second, over each lease: 64 KiB/s,
+	// a 100 MB video in under half an hour.
+	DefaultKeepMinRate int64 = 64 << 10
+	// DefaultKeepMaxTime bounds one copy attempt.
+	DefaultKeepMaxTime = time.Hour
 )
 
 // ResultBucket is the operator's bucket that finished tasks' results are copied into
@@ -54,7 +59,11 @@ type ResultBucket interface {
 // copy with a lease on the record, renewed while it copies; a copy whose instance died is taken
 // over by the watcher of any instance once the lease runs out. A failed copy is retried with
 // backoff, Attempts times; after that the task ends succeeded with the provider's own result,
-// as it would have without keep_results, so that no task stays running forever.
+// as it would have without keep_results, so that no task stays running forever. A copy is
+// bounded in time, so that slow sources cannot hold every copy slot: an attempt whose source
+// sends less than MinRate over a lease, or that runs past MaxTime, fails. A copy still pending
+// when its task runs past the longest execution time (as an unfinished task expires, see
+// overdue) is given up at once: the task ends succeeded with the provider's result.
 type Keeper struct {
 	Bucket ResultBucket
 	// Prefix starts every kept object's key. Default: "results/".
@@ -74,6 +83,13 @@ type Keeper struct {
 	// Concurrency bounds the copies this instance runs at once; each holds one part
 	// (presign.PartSize) in memory. Default: 4.
 	Concurrency int
+	// MinRate is the least bytes per second a source must send, counted over each lease: a
+	// slower one fails the attempt (which is tried again like any failed copy), so that
+	// sources that drip a byte at a time cannot hold the copy slots. Default: 64 KiB/s.
+	MinRate int64
+	// MaxTime bounds one copy attempt, the video and the last frame together: past it the
+	// attempt fails. Default: 1h.
+	MaxTime time.Duration
 	// MaxSize bounds the bytes of one kept object (the video, the last frame). A source that
 	// announces more, or sends more, is not kept: the copy stops there (a multipart upload is
 	// aborted, so nothing of it stays in the bucket), is not tried again, and the task ends
@@ -109,6 +125,12 @@ func (k *Keeper) init() {
 		}
 		if k.MaxSize <= 0 {
 			k.MaxSize = DefaultKeepMaxSize
+		}
+		if k.MinRate <= 0 {
+			k.MinRate = DefaultKeepMinRate
+		}
+		if k.MaxTime <= 0 {
+			k.MaxTime = DefaultKeepMaxTime
 		}
 		if k.Owner == "" {
 			k.Owner = storage.NewClaimToken()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -22,14 +23,15 @@ import (
 // keepSoon starts the copy of t's result in the background when it is due here: pending, not
 // leased by another instance, past its backoff, not already running in this process, and a
 // copy slot is free. Otherwise it does nothing: the watcher offers the task again at its next
-// poll. Without a Keeper (keep_results removed from the config), a pending copy is given up at
-// once, so the task ends with the provider's result.
+// poll. Without a Keeper (keep_results removed from the config), or past the task's longest
+// execution time (overdue), a pending copy is given up at once, so the task ends with the
+// provider's result.
 func (h *Handler) keepSoon(t storage.Task) {
 	j, ok := keepJobOf(t)
 	if !ok || !j.pending() {
 		return
 	}
-	if h.Keep == nil {
+	if h.Keep == nil || h.overdue(t) {
 		if _, err := h.keepAbandoned(context.Background(), t); err != nil {
 			h.Logger.Error("ending a task whose result was to be kept", zap.String("task_id", t.ID), zap.Error(err))
 		}
@@ -66,8 +68,14 @@ func (h *Handler) keepSoon(t storage.Task) {
 }
 
 // keepAbandoned ends a pending copy that no Keeper will do (keep_results was removed from the
-// config): the task ends succeeded with the provider's result. It answers the stored record.
+// config), or that ran past the task's longest execution time (a copy still running is then
+// stopped by its lease renewal): the task ends succeeded with the provider's result. It answers
+// the stored record.
 func (h *Handler) keepAbandoned(ctx context.Context, t storage.Task) (storage.Task, error) {
+	if h.Keep != nil {
+		h.Logger.Warn("giving up a result copy: the task ran past the longest execution time; it ends with the provider's result",
+			zap.String("task_id", t.ID))
+	}
 	stored, err := h.keepDone(ctx, nil, t.ID, "", func(j *keepJob) { j.GaveUp = true })
 	switch {
 	case err != nil:
@@ -89,6 +97,8 @@ func (h *Handler) keepTask(k *Keeper, taskID string) {
 	}
 	ctx, cancel := context.WithCancelCause(k.ctx)
 	defer cancel(nil)
+	ctx, stop := context.WithTimeoutCause(ctx, k.MaxTime, errKeepTooLong)
+	defer stop()
 	var progress atomic.Int64
 	renewed := make(chan struct{})
 	go func() {
@@ -122,6 +132,8 @@ var (
 	errKeepTooLarge  = errors.New("the result is larger than keep_results max_size")
 	errKeepLeaseLost = errors.New("another instance took the copy over")
 	errKeepStalled   = errors.New("the result's source sent nothing for a lease")
+	errKeepTooSlow   = errors.New("the result's source sent less than keep_results min_rate over a lease")
+	errKeepTooLong   = errors.New("the copy ran past keep_results max_time")
 )
 
 // claimKeep takes the copy of a task by compare-and-set: a pending job that no other instance
@@ -149,23 +161,33 @@ func (h *Handler) claimKeep(ctx context.Context, k *Keeper, taskID string) (stor
 }
 
 // renewKeep renews the copy's lease every third of a Lease until ctx ends, and cancels the
-// copy when the lease was lost or the source sent nothing since the last renewal but one.
+// copy when the lease was lost, the source sent nothing since the last renewal but one, or it
+// sent less than MinRate over the last Lease.
 func (h *Handler) renewKeep(ctx context.Context, k *Keeper, cancel context.CancelCauseFunc, taskID string, progress *atomic.Int64) {
 	tick := time.NewTicker(k.Lease / 3)
 	defer tick.Stop()
 	last, idle := progress.Load(), 0
-	for {
+	// seen holds the progress at the last three ticks: the bytes of the last Lease.
+	var seen [3]int64
+	least := leastPerLease(k.MinRate, k.Lease)
+	for ticks := 0; ; ticks++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		if n := progress.Load(); n != last {
+		n := progress.Load()
+		if n != last {
 			last, idle = n, 0
 		} else if idle++; idle >= 3 {
 			cancel(errKeepStalled)
 			return
 		}
+		if ticks >= 3 && n-seen[ticks%3] < least {
+			cancel(errKeepTooSlow)
+			return
+		}
+		seen[ticks%3] = n
 		lost := false
 		_, err := storage.UpdateTask(ctx, h.Store, taskID, func(cur *storage.Task) error {
 			j, ok := keepJobOf(*cur)
@@ -184,6 +206,17 @@ func (h *Handler) renewKeep(ctx context.Context, k *Keeper, cancel context.Cance
 			h.Logger.Warn("renewing a result copy's lease", zap.String("task_id", taskID), zap.Error(err))
 		}
 	}
+}
+
+// leastPerLease is the bytes a source sending minRate bytes a second sends in a lease, at least
+// 1 and at most math.MaxInt64 (a rate and a lease too large to multiply ask for more than any
+// source sends).
+func leastPerLease(minRate int64, lease time.Duration) int64 {
+	ms := max(int64(lease/time.Millisecond), 1)
+	if minRate > math.MaxInt64/ms {
+		return math.MaxInt64
+	}
+	return max(minRate*ms/1000, 1)
 }
 
 // keepFailed records a failed copy: the lease is given back and the next attempt is due after a
@@ -319,7 +352,7 @@ func (h *Handler) copyObject(ctx context.Context, k *Keeper, t storage.Task, sou
 		if !ok {
 			return "", errors.New("the task's provider no longer has its protocol")
 		}
-		resp, err = h.openResult(ctx, a, u, t)
+		resp, err = h.openResult(ctx, a, h.caller(u), u, t)
 	} else {
 		resp, err = h.caller(u).Open(ctx, source)
 	}

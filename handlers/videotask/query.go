@@ -85,8 +85,9 @@ func (h *Handler) readUpstream(ctx context.Context, t storage.Task, onlyChanges 
 		h.Watcher.forgetHeld(t.ID)
 	}
 	if keepPending(t) {
-		// Succeeded upstream; running here until its result is kept (keep.go).
-		if h.Keep == nil {
+		// Succeeded upstream; running here until its result is kept (keep.go), or given up
+		// (without a Keeper, or past the longest execution time).
+		if h.Keep == nil || h.overdue(t) {
 			return h.keepAbandoned(ctx, t)
 		}
 		h.keepSoon(t)
