@@ -108,7 +108,7 @@ func readBatch(body []byte) ([]batchRequest, error) {
 			}
 			return err
 		}
-		if err := checkService(&fields); err != nil {
+		if err := checkService(&fields, true); err != nil {
 			if e, ok := errors.AsType[*apierror.Error](err); ok {
 				return e.WithParam(member(paramsPath, e.Param).String())
 			}

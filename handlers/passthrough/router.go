@@ -340,7 +340,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			// prompt is its input, however long; its output as its generationConfig allows.
 			route.Sizing = sizing(ep, &fields, len(body))
 			if route.Billable {
-				if err := checkService(&fields); err != nil {
+				if err := checkService(&fields, ep.nested == messagesRefs); err != nil {
 					return "", err
 				}
 			}
@@ -400,7 +400,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		}
 		route.Sizing, route.ToolImages = sizing(ep, &fields, len(body)), toolImages
 		if route.Billable {
-			if err := checkService(&fields); err != nil {
+			if err := checkService(&fields, ep.nested == messagesRefs); err != nil {
 				return "", err
 			}
 		}

@@ -14,7 +14,8 @@ import (
 // Anthropic's inference_geo "us" (US-only inference, 1.1 times the token price) and its speed
 // "fast" (fast mode, premium pricing). They are read under jsonkeys' rule with the priced fields
 // (no repeated key, no case variant), and only the values listed in serviceValues may pass (see
-// checkService).
+// checkService). speed is read in a Messages body only: OpenAI's speech (POST /v1/audio/speech)
+// takes a speed of its own, a number that costs nothing more.
 var serviceFields = []string{"service_tier", "serviceTier", "inference_geo", "speed"}
 
 // serviceValues are the values of each of serviceFields that a charged request may send, in any
@@ -30,13 +31,11 @@ var serviceValues = map[string][]string{
 // checkService refuses a charged request whose body asks for a way of serving it that costs
 // more than its price counts (see serviceFields): 400 naming the field, rather than a request
 // the provider bills at a premium and the gateway charges at its standard price.
-func checkService(fields *bodyFields) error {
-	if fields.present == 0 && fields.more == nil {
-		return nil
-	}
+// messages is set for a Messages body (speed is Anthropic's there).
+func checkService(fields *bodyFields, messages bool) error {
 	for _, name := range serviceFields {
 		raw, ok := fields.get(name)
-		if !ok || string(raw) == "null" {
+		if !ok || string(raw) == "null" || name == "speed" && !messages {
 			continue
 		}
 		value, err := stringValue(raw)

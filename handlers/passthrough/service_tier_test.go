@@ -31,6 +31,8 @@ func TestServiceTiers(t *testing.T) {
 		{"/v1/messages", `{"model":"doubao","service_tier":"standard_only","inference_geo":"global","speed":"standard"}`, ""},
 		{"/v1beta/models/gemini-pro:generateContent", `{"contents":[],"service_tier":"flex"}`, ""},
 		{"/v1beta/models/gemini-pro:countTokens", `{"contents":[],"service_tier":"priority"}`, ""},
+		// Speech's speed is its own (a number), not Anthropic's fast mode.
+		{"/v1/audio/speech", `{"model":"doubao","input":"hi","voice":"alloy","speed":1.5}`, ""},
 	} {
 		checkRoute(t, rt, tc.path, tc.body, tc.param)
 	}
