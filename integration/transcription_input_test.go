@@ -52,7 +52,8 @@ http://127.0.0.1:{{port}} {
 // it bills the audio's input tokens. An answer without usage is charged the request's estimate,
 // whose input is "one token per 4 bytes of request body" (docs/billing.md); but a multipart body
 // is not counted (its Sizing has no BodyBytes), so a 400 KB recording is charged no input at all:
-// only the estimate's 100 output tokens. It must be charged at least its body's estimate of input.
+// only the estimate's 100 output tokens. It must be charged at least its body's estimate of input
+// (the account is credited enough to hold it: about 100,000 tokens at 6000 a million, 600).
 func TestTranscriptionWithoutUsageChargesItsInput(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer openai-operator-key" || r.URL.Path != "/v1/audio/transcriptions" {

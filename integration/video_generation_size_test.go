@@ -84,10 +84,11 @@ func videoRequestProvider(t *testing.T, asked *sync.Map) *httptest.Server {
 }
 
 // TestVideoGenerationHeldByWidthHeightAndN: a POST /v1/video/generations that asks for its picture as
-// width and height (1920x1080) and for n 4 videos is held, and charged, as one 5 s video at the
-// 720p default (0.5): the gateway reads seconds, duration, frames, size, resolution, ratio and
+// width and height (1920x1080) and for n 4 videos was held, and charged, as one 5 s video at the
+// 720p default (0.5), when the gateway read seconds, duration, frames, size, resolution, ratio and
 // aspect_ratio only. The provider makes four 5 s 1080p videos (4 × 5 × 0.25 = 5). The create must be
-// held at what it asks for, or be refused.
+// held at what it asks for, or be refused: the gateway refuses n above 1 (400 naming n), and holds
+// one video of width × height at that size's band (4 s at 1080p: 1).
 func TestVideoGenerationHeldByWidthHeightAndN(t *testing.T) {
 	var asked sync.Map
 	up := videoRequestProvider(t, &asked)
