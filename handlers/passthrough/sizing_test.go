@@ -136,6 +136,9 @@ func TestVideoSizingHoldsEitherSpelling(t *testing.T) {
 		{`{"width":1280,"height":720}`, 500_000},
 		{`{"size":"1280x720","width":1920,"height":1080}`, 1_250_000},
 		{`{"height":1080}`, 1_250_000},
+		// Three readings: the costliest of them is held, whichever order names them.
+		{`{"size":"1280x720","width":1920,"height":1080,"resolution":"480p"}`, 1_250_000},
+		{`{"resolution":"480p","size":"1920x1080","width":1280,"height":720}`, 1_250_000},
 	} {
 		fields, err := readFields([]byte(tc.body), videoPricedFields)
 		if err != nil {

@@ -117,23 +117,17 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 		if w > 0 && h > 0 {
 			band, ratio = adaptor.Band(w, h), adaptor.Ratio(w, h)
 		}
-		switch {
-		case t.Resolution == "":
-			t.Resolution, t.Ratio = band, ratio
-		case band != t.Resolution:
-			t.Planned.Resolution = band // held at the costlier of the two (billing.Price.EstimateVideo)
+		if t.Resolution == "" {
+			t.Ratio = ratio
 		}
+		addResolution(t, band)
 		if ratio != "" && t.Ratio != "" && ratio != t.Ratio {
 			t.Ratio = billing.AdaptiveRatio // two ratios: held at the one with the most pixels
 		}
 	}
 	if r, ok := value("resolution"); ok && r != "" {
 		r = resolutionBand(r) // one no band names is held at the highest (see billing.Price)
-		if t.Resolution == "" {
-			t.Resolution = r
-		} else if r != t.Resolution {
-			t.Planned.Resolution = r // held at the costlier of the two (billing.Price.EstimateVideo)
-		}
+		addResolution(t, r)
 	}
 	for _, name := range []string{"ratio", "aspect_ratio"} { // the task API's, and others' spelling
 		if r, ok := value(name); ok && r != t.Ratio {
@@ -144,6 +138,32 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 		}
 	}
 	return t
+}
+
+// addResolution adds a resolution that a create names (by size, width and height, or
+// resolution) to those t is held for: the first is t's Resolution; another is its Planned one,
+// and the hold is at the costlier of the two (billing.Price.EstimateVideo). Of a third, Planned
+// keeps the higher band (one no band names counts as the highest, as a price holds it), so that
+// no reading a provider may follow is held below what it makes.
+func addResolution(t *billing.VideoTask, r string) {
+	switch {
+	case t.Resolution == "":
+		t.Resolution = r
+	case r == t.Resolution || r == t.Planned.Resolution:
+	case t.Planned.Resolution == "" || bandRank(r) > bandRank(t.Planned.Resolution):
+		t.Planned.Resolution = r
+	}
+}
+
+// bandRank orders the contract's resolutions from the smallest; one no band names ranks above
+// them all.
+func bandRank(r string) int {
+	for i, band := range adaptor.Resolutions {
+		if band.Name == r {
+			return i
+		}
+	}
+	return len(adaptor.Resolutions)
 }
 
 // side is a width or height a create names, as a positive number of pixels (a fraction counts
