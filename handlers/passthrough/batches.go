@@ -108,6 +108,12 @@ func readBatch(body []byte) ([]batchRequest, error) {
 			}
 			return err
 		}
+		if err := checkService(&fields, true); err != nil {
+			if e, ok := errors.AsType[*apierror.Error](err); ok {
+				return e.WithParam(member(paramsPath, e.Param).String())
+			}
+			return err
+		}
 		req.sizing = sizing(Endpoint{}, &fields, len(params))
 		reqs = append(reqs, req)
 		return nil

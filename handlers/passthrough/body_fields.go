@@ -13,7 +13,7 @@ import (
 // no allocation.
 type bodyFields struct {
 	names []string
-	few   [24]json.RawMessage
+	few   [32]json.RawMessage
 	more  []json.RawMessage // the values, when there are more names than few holds
 	// present has bit i set when the body has names[i], for the names that few holds: get
 	// looks among those only (most bodies have few of the fields checked).

@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
-	"github.com/mediagw/mediagw/handlers/auth"
 )
 
 // mediaType parses a Content-Type value as mime.ParseMediaType does. The common plain
@@ -134,20 +133,4 @@ func encodesSeparator(rawPath string) bool {
 		}
 	}
 	return false
-}
-
-// overridesMethod reports whether r asks an upstream to take it for another method: a method
-// override header (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override; any case, '_' or
-// '.' for '-') or a _method query parameter.
-func overridesMethod(r *http.Request) bool {
-	for name := range r.Header {
-		if len(name) < len("X-HTTP-Method") || name[0]|0x20 != 'x' {
-			continue // most headers, without folding them
-		}
-		switch auth.FoldName(name) {
-		case "xhttpmethodoverride", "xhttpmethod", "xmethodoverride":
-			return true
-		}
-	}
-	return r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "_method")
 }

@@ -1,6 +1,7 @@
 package passthrough
 
 import (
+	"math"
 	"testing"
 
 	"github.com/mediagw/mediagw/handlers/billing"
@@ -42,7 +43,7 @@ func TestGenerationLimits(t *testing.T) {
 func TestNumberOrString(t *testing.T) {
 	for raw, want := range map[string]int64{
 		`100`: 100, `"100000"`: 100000, `" 100_000 "`: 100000, `"\u0031\u0030"`: 10, `"1e2"`: 100,
-		`"x"`: 0, `""`: 0, `"-5"`: 0, `"1.5"`: 0, `true`: 0, `null`: 0, `"9223372036854775808"`: 0,
+		`"x"`: 0, `""`: 0, `"-5"`: 0, `"1.5"`: 0, `true`: 0, `null`: 0, `"9223372036854775808"`: math.MaxInt64, `"4.0000000000000001"`: 4,
 	} {
 		if got := numberOrString([]byte(raw)); got != want {
 			t.Errorf("%s: %d; want %d", raw, got, want)

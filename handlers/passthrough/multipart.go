@@ -72,7 +72,9 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, ep Endp
 	}
 	model, err := scanParts(multipart.NewReader(io.MultiReader(bytes.NewReader(head), read), boundary), form, ep, priced)
 	if err == nil && priced != nil {
-		route.Sizing.Video = videoSizing(func(name string) (string, bool) { v, ok := priced[name]; return v, ok })
+		value := func(name string) (string, bool) { v, ok := priced[name]; return v, ok }
+		route.Sizing.Video = videoSizing(value)
+		err = oneVideo(value)
 	}
 	if err == nil {
 		err = form.close()
@@ -97,6 +99,10 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, ep Endp
 	}
 	r.Header.Set("Content-Type", form.contentType())
 	r.ContentLength = sp.size
+	// Held as a JSON body is: one input token per 4 bytes of the body (its canonical form, which
+	// is what the provider reads), so that an answer without usage (a transcription answered
+	// as text) is charged its input estimate.
+	route.Sizing.BodyBytes = sp.size
 	r.TransferEncoding = nil
 	r.Header.Del("Content-Length")
 	return model, nil
@@ -125,7 +131,7 @@ func plainBoundary(b string) bool {
 // scanParts reads every part, writes each to form in canonical form, and returns the model. Text
 // parts are checked by the rules of ep's bodies (see checkTextPart).
 //
-// With priced not nil (a video create), the parts named by videoPricedFields are read into it,
+// With priced not nil (a video create), the parts named by videoFormFields are read into it,
 // trimmed; each may come once (upstreams' form readers differ on which of two they keep).
 func scanParts(mr *multipart.Reader, form *canonicalForm, ep Endpoint, priced map[string]string) (string, error) {
 	freeText, notFetched := ep.fetchRules()
@@ -163,7 +169,7 @@ func scanParts(mr *multipart.Reader, form *canonicalForm, ep Endpoint, priced ma
 				peek = make([]byte, maxTextPartPeek)
 			}
 			var rest io.Reader = part
-			if priced != nil && slices.Contains(videoPricedFields, name) && !plainFileName(part.Header) {
+			if priced != nil && slices.Contains(videoFormFields, name) && !plainFileName(part.Header) {
 				if _, seen := priced[name]; seen {
 					return "", multipartError("the multipart body has more than one " + name + " part").WithParam(name)
 				}

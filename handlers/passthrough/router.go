@@ -184,16 +184,25 @@ func (rt *Router) Route(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "model") {
 		return Route{}, errQueryModel
 	}
-	if overridesMethod(r) {
+	charged := (ep.Object == "" || ep.Creates != "") && !ep.countsTokens
+	method, fieldMask := overrides(r.Header)
+	if method || r.URL.RawQuery != "" && queryNames(r.URL.RawQuery, "_method") {
 		return Route{}, errMethodOverride
+	}
+	if fieldMask && charged {
+		return Route{}, errFieldMask.WithParam("X-Goog-FieldMask")
+	}
+	if r.URL.RawQuery != "" {
+		if err := checkSystemParams(r.URL.RawQuery, charged); err != nil {
+			return Route{}, err
+		}
 	}
 	if apierror.Compressed(r) {
 		// The body is checked as it was read; an upstream would decode it into another.
 		return Route{}, errCoded
 	}
 	calledPath, calledQuery := r.URL.Path, r.URL.RawQuery
-	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: (ep.Object == "" || ep.Creates != "") && !ep.countsTokens,
-		CountsTokens: ep.countsTokens}
+	route := Route{Done: func() {}, Creates: ep.Creates, RevealsItems: ep.RevealsItems, Billable: charged, CountsTokens: ep.countsTokens}
 	if route.TakesSlot() {
 		// The gateway runs such a create once per key (idempotent_create.go): a header that is
 		// no key is refused as the guard refuses it everywhere.
@@ -333,6 +342,11 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			// Held as any JSON body is (its input from its bytes): a generate-content body's
 			// prompt is its input, however long; its output as its generationConfig allows.
 			route.Sizing = sizing(ep, &fields, len(body))
+			if route.Billable {
+				if err := checkService(&fields, ep.nested == messagesRefs); err != nil {
+					return "", err
+				}
+			}
 			if ep.modelInBody {
 				generationLimits(body, &route.Sizing)
 				named, err := checkBodyModels(body, pathModel)
@@ -388,6 +402,16 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			}
 		}
 		route.Sizing, route.ToolImages = sizing(ep, &fields, len(body)), toolImages
+		if route.Billable {
+			if err := checkService(&fields, ep.nested == messagesRefs); err != nil {
+				return "", err
+			}
+		}
+		if createsVideo(ep) {
+			if err := oneVideo(jsonVideoValue(&fields)); err != nil {
+				return "", err
+			}
+		}
 		return jsonModel(&fields)
 	case mt == "multipart/form-data" && params["boundary"] == "" && ep.Multipart:
 		return "", apierror.ErrNoBoundary

@@ -2,6 +2,9 @@ package passthrough
 
 import (
 	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/billing"
@@ -11,8 +14,8 @@ import (
 // pricedFields are the top-level body fields a request's hold depends on. They are read under
 // jsonkeys' rule like the model (no repeated key, no case variant), so that what the upstream
 // reads is what was priced.
-var pricedFields = append([]string{"max_tokens", "max_completion_tokens", "max_output_tokens", "n", "quality",
-	arkSequential, arkSequentialOptions}, videoPricedFields...) // size among them, an image's as well as a video's
+var pricedFields = append(append([]string{"max_tokens", "max_completion_tokens", "max_output_tokens", "n", "quality",
+	arkSequential, arkSequentialOptions}, videoPricedFields...), serviceFields...) // size among them, an image's as well as a video's
 
 // Ark's Seedream makes a set of images for one request when its sequential_image_generation is
 // "auto": up to sequential_image_generation_options.max_images of them (1 to 15; 15 when it
@@ -143,13 +146,22 @@ func unboundedLimit(raw json.RawMessage) bool {
 // positiveNumber is positiveInt for any JSON number: raw as a positive integer, or 0. A whole
 // number counts however it is written (10.0, 1e1: jsonkeys.Integer), since JSON has one kind of
 // number and an upstream that does not tell integers from floats reads it so: n 10.0 asks such
-// an upstream for 10 images, and is held for 10.
+// an upstream for 10 images, and is held for 10. For the same reason a number counts as the
+// most generous common decoder reads it, a float64: 10.0000000000000001, which is no whole
+// number read exactly, is 10.0 to JSON.parse, Python's json and pydantic's lax int, and counts
+// as 10; one past an int64 counts as the largest (no balance covers its hold).
 func positiveNumber(raw json.RawMessage) int64 {
-	n, ok := jsonkeys.Integer(raw)
-	if !ok || n < 0 {
-		return 0
+	if n, ok := jsonkeys.Integer(raw); ok {
+		return max(n, 0)
 	}
-	return n
+	f, err := strconv.ParseFloat(strings.Trim(string(raw), " \t\n\r"), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsInf(f, 0) && err == nil || !(f >= 1) || f != math.Trunc(f) {
+		return 0 // not a number, an Inf written out (no JSON number), a fraction, or below 1
+	}
+	if f >= math.MaxInt64 { // 2^63 as a float64, and an overflow's +Inf
+		return math.MaxInt64
+	}
+	return int64(f)
 }
 
 // stringOrEmpty is raw as a string, or "" when it is absent or not a string.

@@ -37,6 +37,13 @@ func TestRouteSizing(t *testing.T) {
 		{"/v1/images/generations", `{"model":"doubao","n":10.0}`, billing.Request{Images: true, N: 10}},
 		{"/v1/images/generations", `{"model":"doubao","n":1e1}`, billing.Request{Images: true, N: 10}},
 		{"/v1/images/generations", `{"model":"doubao","n":0.4e1}`, billing.Request{Images: true, N: 4}},
+		// A number counts as a float64 reads it, as the most generous common decoder does:
+		// 10.0000000000000001 is no whole number read exactly, but JSON.parse and Python's json
+		// read 10.0, and a float-reading provider makes 10 images.
+		{"/v1/images/generations", `{"model":"doubao","n":10.0000000000000001}`, billing.Request{Images: true, N: 10}},
+		{"/v1/images/generations", `{"model":"doubao","n":9.9999999999999999}`, billing.Request{Images: true, N: 10}},
+		{"/v1/images/generations", `{"model":"doubao","n":"10.0000000000000001"}`, billing.Request{Images: true, N: 10}},
+		{"/v1/chat/completions", `{"model":"doubao","max_tokens":1e400}`, billing.Request{MaxOutput: math.MaxInt64}},
 		{"/v1/images/generations", `{"model":"doubao","n":2.5}`, billing.Request{Images: true}},
 		{"/v1/images/generations", `{"model":"doubao","n":-3.0}`, billing.Request{Images: true}},
 		{"/v1/chat/completions", `{"model":"doubao","max_tokens":3e2}`, billing.Request{MaxOutput: 300}},
@@ -132,6 +139,16 @@ func TestVideoSizingHoldsEitherSpelling(t *testing.T) {
 		{`{"seconds":"20","duration":-1}`, 2_000_000},
 		{`{"seconds":"8","size":"1280x720","resolution":"1080p"}`, 2_000_000},
 		{`{"seconds":"8","size":"1920x1080","resolution":"480p"}`, 2_000_000},
+		// An OpenAI-style video generation's width and height are a size; one side alone is
+		// held as a square of it.
+		{`{"seconds":"8","width":1920,"height":1080}`, 2_000_000},
+		{`{"width":"1920","height":"1080"}`, 1_250_000},
+		{`{"width":1280,"height":720}`, 500_000},
+		{`{"size":"1280x720","width":1920,"height":1080}`, 1_250_000},
+		{`{"height":1080}`, 1_250_000},
+		// Three readings: the costliest of them is held, whichever order names them.
+		{`{"size":"1280x720","width":1920,"height":1080,"resolution":"480p"}`, 1_250_000},
+		{`{"resolution":"480p","size":"1920x1080","width":1280,"height":720}`, 1_250_000},
 	} {
 		fields, err := readFields([]byte(tc.body), videoPricedFields)
 		if err != nil {
@@ -277,5 +294,46 @@ func TestFramesSeconds(t *testing.T) {
 		if got := framesSeconds(frames); got != want {
 			t.Errorf("framesSeconds(%d) = %d, want %d", frames, got, want)
 		}
+	}
+}
+
+// TestVideoCreateCountsOneVideo: a video create is held and charged as one video, so one that
+// asks for more (n, in a JSON body or a form, however written) is refused naming n; n 1 passes.
+func TestVideoCreateCountsOneVideo(t *testing.T) {
+	rt := &Router{Catalog: catalog(t)}
+	for body, param := range map[string]string{
+		`{"model":"doubao","prompt":"a cat","n":4}`:                    "n",
+		`{"model":"doubao","prompt":"a cat","n":"2"}`:                  "n",
+		`{"model":"doubao","prompt":"a cat","n":1.0000000000000001e1}`: "n",
+		`{"model":"doubao","prompt":"a cat","n":1}`:                    "",
+		`{"model":"doubao","prompt":"a cat"}`:                          "",
+	} {
+		checkRoute(t, rt, "/v1/video/generations", body, param)
+	}
+	checkRoute(t, rt, "/v1/videos", `{"model":"doubao","n":3}`, "n")
+	part := func(name, value string) string {
+		return "Content-Disposition: form-data; name=\"" + name + "\"\r\n\r\n" + value
+	}
+	checkForm(t, rt, "/v1/videos", "a form's n 2", "n", part("model", "doubao"), part("n", "2"))
+	checkForm(t, rt, "/v1/videos", "a form's n 1", "", part("model", "doubao"), part("n", "1"))
+}
+
+// TestMultipartSizingCountsItsBody: a multipart body (an audio transcription) is held its input
+// as a JSON body is, one token per 4 bytes of the body the provider receives (its canonical
+// form), so that an answer without usage (a transcription answered as text) is charged it.
+func TestMultipartSizingCountsItsBody(t *testing.T) {
+	rt := &Router{Catalog: catalog(t), TempDir: t.TempDir()}
+	ct, body := multipartBody(
+		"Content-Disposition: form-data; name=\"model\"\r\n\r\nwhisper",
+		"Content-Disposition: form-data; name=\"file\"; filename=\"a.mp3\"\r\nContent-Type: audio/mpeg\r\n\r\n"+strings.Repeat("\xff\xfb", 5000))
+	r := httptest.NewRequest("POST", "/v1/audio/transcriptions", strings.NewReader(body))
+	r.Header.Set("Content-Type", ct)
+	route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{Account: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer route.Done()
+	if route.Sizing.BodyBytes < 10_000 || route.Sizing.BodyBytes != r.ContentLength {
+		t.Errorf("sizing counts %d bytes; the provider receives %d (the client sent %d)", route.Sizing.BodyBytes, r.ContentLength, len(body))
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/billing"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
@@ -18,7 +20,32 @@ import (
 // ratio (or aspect_ratio), which other providers' video generations take. Like pricedFields
 // they are read under jsonkeys' rule in a JSON body, and a form may carry each once, so that
 // what the upstream reads is what was priced.
-var videoPricedFields = []string{"seconds", "duration", "frames", "size", "resolution", "ratio", "aspect_ratio"}
+//
+// width and height are the picture of OpenAI-style video generations (POST /v1/video/generations
+// of relays such as new-api): held as a size of width × height.
+var videoPricedFields = []string{"seconds", "duration", "frames", "size", "width", "height", "resolution", "ratio", "aspect_ratio"}
+
+// videoFormFields are the form parts of a video create read for its hold: videoPricedFields and
+// n, the number of videos (see oneVideo), which a JSON body's pricedFields have already.
+var videoFormFields = append(append([]string(nil), videoPricedFields...), "n")
+
+// errVideoCount refuses a video create that asks for more than one video: its hold and its
+// settlement count one video (a pass-through video's record follows one), so n videos would be
+// charged as one.
+var errVideoCount = apierror.New(http.StatusBadRequest, "invalid_request_body",
+	"n must be 1 or left out: the gateway holds and charges one video per create; send one create for each video").WithParam("n")
+
+// oneVideo refuses a video create whose n, read as lengths are (a string or a number, a
+// fraction counting as its ceiling), is more than 1: a provider that makes n videos would be
+// paid for one.
+func oneVideo(value func(name string) (string, bool)) error {
+	if v, ok := value("n"); ok {
+		if n, ok := lengthOf(v); ok && n > 1 {
+			return errVideoCount
+		}
+	}
+	return nil
+}
 
 // createsVideo reports whether ep creates a video, whose hold is a video task's.
 func createsVideo(ep Endpoint) bool {
@@ -83,13 +110,24 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 			t.Resolution, t.Ratio = adaptor.Band(w, h), adaptor.Ratio(w, h)
 		}
 	}
+	if w, h := side(value, "width"), side(value, "height"); w > 0 || h > 0 {
+		// The picture as width and height: a size of them. One side alone is held as a square
+		// of it, at least the band of the picture its provider makes from it.
+		band, ratio := adaptor.Band(max(w, h), max(w, h)), ""
+		if w > 0 && h > 0 {
+			band, ratio = adaptor.Band(w, h), adaptor.Ratio(w, h)
+		}
+		if t.Resolution == "" {
+			t.Ratio = ratio
+		}
+		addResolution(t, band)
+		if ratio != "" && t.Ratio != "" && ratio != t.Ratio {
+			t.Ratio = billing.AdaptiveRatio // two ratios: held at the one with the most pixels
+		}
+	}
 	if r, ok := value("resolution"); ok && r != "" {
 		r = resolutionBand(r) // one no band names is held at the highest (see billing.Price)
-		if t.Resolution == "" {
-			t.Resolution = r
-		} else if r != t.Resolution {
-			t.Planned.Resolution = r // held at the costlier of the two (billing.Price.EstimateVideo)
-		}
+		addResolution(t, r)
 	}
 	for _, name := range []string{"ratio", "aspect_ratio"} { // the task API's, and others' spelling
 		if r, ok := value(name); ok && r != t.Ratio {
@@ -101,6 +139,49 @@ func videoSizing(value func(name string) (string, bool)) *billing.VideoTask {
 	}
 	return t
 }
+
+// addResolution adds a resolution that a create names (by size, width and height, or
+// resolution) to those t is held for: the first is t's Resolution; another is its Planned one,
+// and the hold is at the costlier of the two (billing.Price.EstimateVideo). Of a third, Planned
+// keeps the higher band (one no band names counts as the highest, as a price holds it), so that
+// no reading a provider may follow is held below what it makes.
+func addResolution(t *billing.VideoTask, r string) {
+	switch {
+	case t.Resolution == "":
+		t.Resolution = r
+	case r == t.Resolution || r == t.Planned.Resolution:
+	case t.Planned.Resolution == "" || bandRank(r) > bandRank(t.Planned.Resolution):
+		t.Planned.Resolution = r
+	}
+}
+
+// bandRank orders the contract's resolutions from the smallest; one no band names ranks above
+// them all.
+func bandRank(r string) int {
+	for i, band := range adaptor.Resolutions {
+		if band.Name == r {
+			return i
+		}
+	}
+	return len(adaptor.Resolutions)
+}
+
+// side is a width or height a create names, as a positive number of pixels (a fraction counts
+// as its ceiling), or 0.
+func side(value func(name string) (string, bool), name string) int64 {
+	v, ok := value(name)
+	if !ok {
+		return 0
+	}
+	n, ok := lengthOf(v)
+	if !ok || n <= 0 {
+		return 0
+	}
+	return min(n, maxSide) // no band or ratio changes past it, and w × h stays within an int64
+}
+
+// maxSide bounds a width or height read for a hold: far past 4k.
+const maxSide = 1 << 20
 
 // framesSeconds is the seconds that frames fill at 24 a second, rounded up (a part of a second
 // is held as one), without overflow.
