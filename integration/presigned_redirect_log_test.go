@@ -68,8 +68,19 @@ func TestPassThroughRedirectKeepsPresignedURLOutOfTheLog(t *testing.T) {
 		}
 	}))
 	t.Cleanup(up.Close)
+	// Both forms of docs/providers.md: one reverse_proxy for all (transport mediagw), and
+	// reverse_proxy to the provider's address.
+	oldForm := strings.Replace(passVideoCaddyfile, "http://127.0.0.1:{{port}} {\n", "http://127.0.0.1:{{port}} {\n\tlog {\n\t\toutput file {{access_log}}\n\t}\n", 1)
+	for name, caddyfile := range map[string]string{"transport mediagw": passVideoLogCaddyfile, "reverse_proxy to the provider": oldForm} {
+		t.Run(name, func(t *testing.T) { checkRedirectLog(t, caddyfile, up.URL, signed) })
+	}
+}
+
+// checkRedirectLog runs caddyfile in front of up, whose video_1's content redirects to signed, and
+// checks that the client gets the redirect as it is, and the access log its Location unsigned.
+func checkRedirectLog(t *testing.T, caddyfile, up, signed string) {
 	accessLog := filepath.Join(t.TempDir(), "access.log")
-	base, _ := startSimGateway(t, passVideoLogCaddyfile, map[string]string{"up_url": up.URL, "access_log": accessLog})
+	base, _ := startSimGateway(t, caddyfile, map[string]string{"up_url": up, "up_host": strings.TrimPrefix(up, "http://"), "access_log": accessLog})
 	if r := call(t, "POST", base+"/v1/videos", "mg-pass-video", `{"model":"sora-2","prompt":"a lighthouse"}`); r.status != 200 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
