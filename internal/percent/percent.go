@@ -53,9 +53,14 @@ func unhex(c byte) byte {
 // Contains reports whether Decode(s) holds sub, without decoding s: it allocates nothing, for
 // searches that run on every request.
 func Contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
+	for i := 0; i+len(sub) <= len(s); {
 		if decodedPrefix(s[i:], sub) {
 			return true
+		}
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			i += 3 // the next decoded byte begins after the escape
+		} else {
+			i++
 		}
 	}
 	return false
