@@ -121,7 +121,8 @@ func sendKeyCopy(t *testing.T, base, method, path, body, key string, place int) 
 // and sends the same key again under a name the gateway does not list (a header or a query
 // parameter) has that copy removed before anything forwards or logs it: the provider gets
 // neither, nor does Caddy's access log print it, on the pass-through and on every endpoint of the
-// gateway's own (task API, /v1/videos, image edits, presign, models). The request is served.
+// gateway's own (task API, /v1/videos, image edits, presign, models). The request is served. The
+// entry of a request refused for its key (401) leaves its copies out too.
 func TestKeyCopiesNeverReachUpstreamsOrLogs(t *testing.T) {
 	rec := newRecorder(t)
 	accessLog := filepath.Join(t.TempDir(), "access.log")
@@ -171,11 +172,22 @@ func TestKeyCopiesNeverReachUpstreamsOrLogs(t *testing.T) {
 			})
 		}
 	}
+	// A refused request is logged too: an unknown key's copies are left out of its entry alike.
+	const unknown = "mg-copied-unknown-93fa"
+	for i := range keyCopyPlaces {
+		r := sendKeyCopy(t, base, "POST", "/v1/chat/completions", endpoints[0].body, unknown, i)
+		sent++
+		if r.status != http.StatusUnauthorized {
+			t.Errorf("unknown key, copy in %s: %d %s, want 401", keyCopyPlaces[i].name, r.status, r.body)
+		}
+	}
 	client.CloseIdleConnections()
 	access := awaitAccessEntries(t, accessLog, sent)
 	for _, line := range strings.Split(string(access), "\n") {
-		if strings.Contains(line, strings.TrimPrefix(key, "mg-")) {
-			t.Errorf("the access log holds the client's key: %s", line)
+		for _, k := range []string{key, unknown} {
+			if strings.Contains(line, strings.TrimPrefix(k, "mg-")) {
+				t.Errorf("the access log holds the client's key: %s", line)
+			}
 		}
 	}
 	if !strings.Contains(string(access), `"uri":"/api/v3/contents/generations/tasks?page_size=2"`) {
