@@ -38,7 +38,8 @@ func init() {
 // Every credential header (Authorization, Proxy-Authorization, X-Api-Key, X-Goog-Api-Key,
 // Api-Key, X-Auth-Token, X-Amz-Security-Token) and the key query parameter are removed from every
 // request before anything else sees it, whether the key is valid or not: no later handler,
-// placeholder, log entry or upstream gets them. Request trailers are dropped too: they arrive
+// placeholder, log entry or upstream gets them. So is every other header or query pair that holds
+// the caller's key (auth.StripKeyCopies): a client may send it again under a name of its own. Request trailers are dropped too: they arrive
 // after the body, past every check, and reverse_proxy would forward them, a key among them. Caddy's own access and error logs print a copy of
 // the request taken before any handler runs; for a request whose credentials that copy would
 // show, this handler writes those log entries itself from the request without them (see
@@ -76,8 +77,10 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	defer func() { h.observer.end(ow, err) }()
 	w = ow
 	secret, keyErr := auth.KeyFromRequest(r)
-	exposed := exposes(auth.Strip(r), srv) // Caddy's copy of r still shows what was stripped
-	stripOriginalURL(r)
+	// Caddy's copy of r still shows what was stripped: the credentials, and any other copy of
+	// the caller's key (another header, another query parameter).
+	exposed := exposes(auth.Strip(r)|auth.StripKeyCopies(r, secret), srv)
+	stripOriginalURL(r, secret)
 	if exposed {
 		return h.log.serve(w, r, func(w http.ResponseWriter, r *http.Request) error {
 			return h.authenticate(w, r, secret, keyErr, next, ow)
@@ -139,16 +142,18 @@ func accessLogFields(r *http.Request, srv *caddyhttp.Server) *caddyhttp.ExtraLog
 	return extra
 }
 
-// stripOriginalURL removes the key query parameter from the copy of the request URL that Caddy
-// keeps for {http.request.orig_uri.*} placeholders. (Caddy keeps that copy by value; only its
-// URL can be changed in place.)
-func stripOriginalURL(r *http.Request) {
+// stripOriginalURL removes the credential query parameters, and every pair that holds a copy
+// of key (the caller's), from the copy of the request URL that Caddy keeps for
+// {http.request.orig_uri.*} placeholders. (Caddy keeps that copy by value; only its URL can be
+// changed in place.)
+func stripOriginalURL(r *http.Request, key string) {
 	orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request)
 	if !ok || orig.URL == nil || orig.URL.RawQuery == "" {
 		return
 	}
 	probe := &http.Request{URL: orig.URL, Header: http.Header{}}
 	auth.StripCredentials(probe)
+	auth.StripKeyCopies(probe, key)
 }
 
 // Interface guards

@@ -94,6 +94,22 @@ func (l credentialSafeLog) serve(w http.ResponseWriter, r *http.Request, next fu
 	return nil
 }
 
+// serveRedirectable runs next for a request whose answer may redirect to a presigned URL (a
+// video's or a file's content, read from a provider that keeps its results in object storage):
+// when the server logs the request and no handler before took its entry over (log_skip, set by
+// mediagw_auth or mediagw_videos, which write it the same way), the entry is l's, its Location
+// without the signature (see serve). Every handler that passes on a provider's answer with its
+// Location calls it: mediagw_videos for content calls, mediagw_route for every request but a POST.
+func (l credentialSafeLog) serveRedirectable(w http.ResponseWriter, r *http.Request, next func(http.ResponseWriter, *http.Request) error) error {
+	if skip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.LogSkipVar).(bool); skip {
+		return next(w, r)
+	}
+	if srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); srv == nil || srv.Logs == nil || !loggedByCaddy(srv.Logs, r) {
+		return next(w, r) // no entry to write
+	}
+	return l.serve(w, r, next)
+}
+
 // answerError answers an error that a later handler returned, as Caddy's error handling would
 // (its status, no detail), but in the endpoint's error shape, and logs it without credentials.
 func (l credentialSafeLog) answerError(w http.ResponseWriter, r, logged *http.Request, srv *caddyhttp.Server, err error) {
@@ -163,31 +179,41 @@ func (l credentialSafeLog) writeAccess(srv *caddyhttp.Server, r, logged *http.Re
 	}
 }
 
-// withoutSignedLocation is an answer's headers as the access log may print them: a Location's
-// query and user information, which hold the signature of a presigned redirect (a credential
-// for its life), are replaced by REDACTED. Other headers are as sent.
+// withoutSignedLocation is an answer's headers as the access log may print them: the query and
+// user information of a Location or Content-Location, which hold the signature of a presigned
+// URL (a credential for its life), are replaced by REDACTED. Other headers are as sent.
 func withoutSignedLocation(h http.Header) http.Header {
-	locations := h.Values("Location")
-	if len(locations) == 0 {
-		return h
-	}
-	logged := h.Clone()
-	logged.Del("Location")
-	for _, loc := range locations {
-		u, err := url.Parse(loc)
-		switch {
-		case err != nil:
-			loc = "REDACTED"
-		case u.RawQuery != "" || u.ForceQuery || u.User != nil:
-			if u.RawQuery != "" || u.ForceQuery {
-				u.RawQuery, u.ForceQuery = "REDACTED", false
-			}
-			u.User = nil
-			loc = u.String()
+	logged, cloned := h, false
+	for _, name := range [...]string{"Location", "Content-Location"} {
+		locations := h.Values(name)
+		if len(locations) == 0 {
+			continue
 		}
-		logged.Add("Location", loc)
+		if !cloned {
+			logged, cloned = h.Clone(), true
+		}
+		logged.Del(name)
+		for _, loc := range locations {
+			logged.Add(name, unsignedURL(loc))
+		}
 	}
 	return logged
+}
+
+// unsignedURL is loc without its query and user information (REDACTED in their place).
+func unsignedURL(loc string) string {
+	u, err := url.Parse(loc)
+	switch {
+	case err != nil:
+		return "REDACTED"
+	case u.RawQuery != "" || u.ForceQuery || u.User != nil:
+		if u.RawQuery != "" || u.ForceQuery {
+			u.RawQuery, u.ForceQuery = "REDACTED", false
+		}
+		u.User = nil
+		return u.String()
+	}
+	return loc
 }
 
 func loggableRequest(r *http.Request, srv *caddyhttp.Server) caddyhttp.LoggableHTTPRequest {

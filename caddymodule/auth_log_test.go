@@ -92,13 +92,15 @@ func TestWithoutSignedLocation(t *testing.T) {
 		{"https://cdn.example.com/v.mp4", "https://cdn.example.com/v.mp4"},
 		{"https://cdn.example.com/%zz?sig=1", "REDACTED"},
 	} {
-		sent := http.Header{"Location": {tc.sent}, "Cache-Control": {"private, no-store"}}
-		logged := withoutSignedLocation(sent)
-		if got := logged.Get("Location"); got != tc.logged {
-			t.Errorf("Location %q logged as %q; want %q", tc.sent, got, tc.logged)
-		}
-		if sent.Get("Location") != tc.sent || logged.Get("Cache-Control") != "private, no-store" {
-			t.Errorf("the answer's headers changed: %v, logged %v", sent, logged)
+		for _, name := range []string{"Location", "Content-Location"} {
+			sent := http.Header{name: {tc.sent}, "Cache-Control": {"private, no-store"}}
+			logged := withoutSignedLocation(sent)
+			if got := logged.Get(name); got != tc.logged {
+				t.Errorf("%s %q logged as %q; want %q", name, tc.sent, got, tc.logged)
+			}
+			if sent.Get(name) != tc.sent || logged.Get("Cache-Control") != "private, no-store" {
+				t.Errorf("the answer's headers changed: %v, logged %v", sent, logged)
+			}
 		}
 	}
 }

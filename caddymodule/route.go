@@ -110,6 +110,7 @@ type RouteHandler struct {
 	guard      *idempotency.Guard
 	accountant *accounting.Accountant
 	logger     *zap.Logger
+	log        credentialSafeLog
 }
 
 // CaddyModule returns the Caddy module information.
@@ -127,6 +128,7 @@ func (h *RouteHandler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.accountant, h.logger = app.Accountant(), ctx.Logger()
+	h.log = newCredentialSafeLog(ctx)
 	h.guard = app.Idempotency()
 	h.router = &passthrough.Router{
 		Catalog: app.Catalog(), Owners: app.Store(), Retention: app.taskRetention(),
@@ -143,7 +145,20 @@ func (h *RouteHandler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
+// ServeHTTP routes r. A provider may answer a read (a video's content above all) with a redirect
+// to a presigned URL, which Caddy's access log would print among the answer's headers: the entry
+// of every request but a POST is written by the handler, the Location without its signature
+// (credentialSafeLog.serveRedirectable). A POST (a create, a chat: no protocol the gateway
+// forwards answers one with a redirect) is left to Caddy's entry, which costs it nothing.
 func (h *RouteHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if r.Method != http.MethodPost {
+		return h.log.serveRedirectable(w, r, func(w http.ResponseWriter, r *http.Request) error { return h.route(w, r, next) })
+	}
+	return h.route(w, r, next)
+}
+
+// route serves r (see ServeHTTP).
+func (h *RouteHandler) route(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	// The shape of the endpoint the client called: Route rewrites r.URL.Path to the upstream's
 	// (a provider's base path, such as /gemini/v1beta, moves it out of the protocol's prefix).
 	shape := apierror.ShapeFor(r)

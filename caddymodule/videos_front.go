@@ -92,10 +92,7 @@ func (h *VideosHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next c
 	if r.Method != http.MethodGet || !strings.HasSuffix(strings.TrimRight(r.URL.Path, "/"), "/content") {
 		return serve(w, r)
 	}
-	if skip, _ := caddyhttp.GetVar(r.Context(), caddyhttp.LogSkipVar).(bool); skip {
-		return serve(w, r) // the entry is mediagw_auth's, written the same way, or none at all
-	}
-	return h.log.serve(w, r, serve)
+	return h.log.serveRedirectable(w, r, serve)
 }
 
 // UnmarshalCaddyfile sets up the handler. Syntax:

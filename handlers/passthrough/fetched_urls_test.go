@@ -96,7 +96,9 @@ func TestMultipartURLFieldsMustBePublic(t *testing.T) {
 		{"private url after 5000 spaces", []string{model, field("url", strings.Repeat(" ", 5000)+"http://10.0.0.8/a.wav")}, "url"},
 		{"quoted-printable text part", []string{model, "Content-Disposition: form-data; name=\"url\"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nhttp=3A//10.0.0.8/a.wav"}, "url"},
 		{"base64 text part", []string{model, "Content-Disposition: form-data; name=\"url\"\r\nContent-Transfer-Encoding: base64\r\n\r\naHR0cDovLzEwLjAuMC44L2Eud2F2"}, "url"},
-		{"file name only as filename*", []string{model, "Content-Disposition: form-data; name=\"url\"; filename*=UTF-8''a\r\n\r\nhttp://10.0.0.8/a.wav"}, "url"},
+		// Forwarded with its name as a plain filename (the canonical form): a file to every reader.
+		{"file name only as filename*", []string{model, "Content-Disposition: form-data; name=\"url\"; filename*=UTF-8''a\r\n\r\nhttp://10.0.0.8/a.wav"}, ""},
+		{"empty file name: a text field to Go's reader", []string{model, "Content-Disposition: form-data; name=\"url\"; filename=\"\"\r\n\r\nhttp://10.0.0.8/a.wav"}, "url"},
 		{"file named with filename*, binary body", []string{model, "Content-Disposition: form-data; name=\"file\"; filename*=UTF-8''%C3%A9.wav\r\nContent-Type: audio/wav\r\n\r\nRIFF\x00\x01WAVEfmt "}, ""},
 		{"public url field", []string{model, field("url", "https://cdn.example.com/a.wav")}, ""},
 		{"a file is not read", []string{file, model}, ""},

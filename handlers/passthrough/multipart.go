@@ -7,7 +7,6 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"regexp"
 	"slices"
@@ -153,9 +152,12 @@ func scanParts(mr *multipart.Reader, form *canonicalForm, ep Endpoint, priced ma
 		if err != nil {
 			return "", err
 		}
-		header, name, err := canonicalPartHeader(part.Header)
+		header, name, file, err := canonicalPartHeader(part.Header)
 		if err != nil {
 			return "", err
+		}
+		if isModel && file {
+			return "", multipartError("the model part must be a text field, without a filename")
 		}
 		if strings.EqualFold(strings.TrimSpace(name), methodField) {
 			return "", errMethodOverride.WithParam(methodField)
@@ -169,7 +171,7 @@ func scanParts(mr *multipart.Reader, form *canonicalForm, ep Endpoint, priced ma
 				peek = make([]byte, maxTextPartPeek)
 			}
 			var rest io.Reader = part
-			if priced != nil && slices.Contains(videoFormFields, name) && !plainFileName(part.Header) {
+			if priced != nil && slices.Contains(videoFormFields, name) && !file {
 				if _, seen := priced[name]; seen {
 					return "", multipartError("the multipart body has more than one " + name + " part").WithParam(name)
 				}
@@ -184,7 +186,7 @@ func scanParts(mr *multipart.Reader, form *canonicalForm, ep Endpoint, priced ma
 				rest = io.MultiReader(bytes.NewReader(value), part)
 			}
 			content := io.TeeReader(rest, out) // what is checked is what is written
-			if err := checkTextPart(name, part.Header, content, peek, freeText, notFetched); err != nil {
+			if err := checkTextPart(name, file, content, peek, freeText, notFetched); err != nil {
 				return "", err
 			}
 			if _, err := io.Copy(out, rest); err != nil {
@@ -222,13 +224,14 @@ const maxTextPartPeek = 4 << 10
 // that looks like a URL must be one the provider may fetch. Files are not checked, nor free text
 // parts (prompt …) and the parts no provider fetches (user …), which are the endpoint's JSON
 // members of those kinds, their names read as form encoders write nested members
-// (formFieldPath: user[team] is under user). A part is a file only when it has a plain filename parameter: a name given
-// only as filename* is a text field to a parser that ignores it. The value is judged as the
+// (formFieldPath: user[team] is under user). A part is a file only when it has a filename that
+// is not empty (partIsFile): it is forwarded so, and a part with filename="" is forwarded as the
+// text field it is to Go's form reader. The value is judged as the
 // upstream reads it: a transfer encoding (quoted-printable, base64) would hide it and is refused,
 // and leading whitespace, which form parsers trim, is skipped. It reads at most len(head) bytes
 // of the value after that whitespace, into head.
-func checkTextPart(name string, h textproto.MIMEHeader, content io.Reader, head []byte, freeText []string, notFetched [][]string) error {
-	if plainFileName(h) {
+func checkTextPart(name string, file bool, content io.Reader, head []byte, freeText []string, notFetched [][]string) error {
+	if file {
 		return nil
 	}
 	if path := formFieldPath(name); isFreeText(path, freeText) || under(path, notFetched) {
@@ -278,18 +281,6 @@ func readValueHead(r io.Reader, head []byte) (int, error) {
 		return n + m, nil
 	}
 }
-
-// plainFileName reports whether a part's Content-Disposition has a plain filename parameter.
-func plainFileName(h map[string][]string) bool {
-	for _, cd := range h["Content-Disposition"] {
-		if fileNameParam.MatchString(cd) {
-			return true
-		}
-	}
-	return false
-}
-
-var fileNameParam = regexp.MustCompile(`(?i)(?:^|;)\s*filename\s*=`)
 
 // plainTransferEncoding reports whether a part's value is sent as it is: no
 // Content-Transfer-Encoding, or 7bit, 8bit or binary.

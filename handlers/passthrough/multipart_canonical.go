@@ -27,33 +27,40 @@ import (
 //     file) and, when the client sent one, the part's `Content-Type` in canonical form. Other
 //     part headers are dropped.
 //
+// Parsers disagree too about what is a file: Go's form reader takes a part whose filename is
+// empty (filename="") for a text field, Python's and Node's for a file. The gateway reads every
+// part one way (see partIsFile): a file has a filename that is not empty, given plainly or as
+// filename*; any other part is a text field, checked as one, and written without a filename,
+// so that every parser reads it as that text field.
+//
 // The content of each part is copied as it was read. A name or filename that cannot be written
 // plainly in quotes (a quote, a backslash, a control character, invalid UTF-8) is refused, as is
 // a part with a Content-Transfer-Encoding other than 7bit, 8bit or binary (its meaning would be
 // lost), a part that is not form-data with a name, and a part with two Content-Type headers.
 // The spool keeps the canonical body, so a failover replays it byte for byte.
 
-// canonicalPartHeader returns the header to write for a part, from the part's own.
-func canonicalPartHeader(h textproto.MIMEHeader) (textproto.MIMEHeader, string, error) {
+// canonicalPartHeader returns the header to write for a part, from the part's own, its name,
+// and whether it is a file (see partIsFile).
+func canonicalPartHeader(h textproto.MIMEHeader) (out textproto.MIMEHeader, name string, file bool, err error) {
 	cds := h["Content-Disposition"]
 	if len(cds) != 1 {
-		return nil, "", multipartError("every multipart part needs one Content-Disposition header").WithParam("")
+		return nil, "", false, multipartError("every multipart part needs one Content-Disposition header").WithParam("")
 	}
 	disposition, params, err := mime.ParseMediaType(cds[0])
 	if err != nil || disposition != "form-data" || params["name"] == "" {
-		return nil, "", multipartError("every multipart part must be form-data with a name (Content-Disposition: form-data; name=\"…\")").WithParam("")
+		return nil, "", false, multipartError("every multipart part must be form-data with a name (Content-Disposition: form-data; name=\"…\")").WithParam("")
 	}
 	name, filename := params["name"], params["filename"]
-	_, hasFile := params["filename"]
-	if !plainParam(name) || hasFile && !plainParam(filename) {
-		return nil, "", multipartError("a multipart part's name or filename may hold no quote, backslash or control character, and must be UTF-8").WithParam("")
+	file = partIsFile(params)
+	if !plainParam(name) || file && !plainParam(filename) {
+		return nil, "", false, multipartError("a multipart part's name or filename may hold no quote, backslash or control character, and must be UTF-8").WithParam("")
 	}
 	if !plainTransferEncoding(h) {
-		return nil, "", multipartError("the multipart part " + name + " may not have a Content-Transfer-Encoding; send its content as it is").WithParam(name)
+		return nil, "", false, multipartError("the multipart part " + name + " may not have a Content-Transfer-Encoding; send its content as it is").WithParam(name)
 	}
-	out := textproto.MIMEHeader{}
+	out = textproto.MIMEHeader{}
 	cd := `form-data; name="` + name + `"`
-	if hasFile {
+	if file {
 		cd += `; filename="` + filename + `"`
 	}
 	out.Set("Content-Disposition", cd)
@@ -66,14 +73,20 @@ func canonicalPartHeader(h textproto.MIMEHeader) (textproto.MIMEHeader, string, 
 			canonical = mime.FormatMediaType(mt, tparams)
 		}
 		if canonical == "" {
-			return nil, "", multipartError("the multipart part " + name + " has a malformed Content-Type").WithParam(name)
+			return nil, "", false, multipartError("the multipart part " + name + " has a malformed Content-Type").WithParam(name)
 		}
 		out.Set("Content-Type", canonical)
 	default:
-		return nil, "", multipartError("the multipart part " + name + " has more than one Content-Type header").WithParam(name)
+		return nil, "", false, multipartError("the multipart part " + name + " has more than one Content-Type header").WithParam(name)
 	}
-	return out, name, nil
+	return out, name, file, nil
 }
+
+// partIsFile reports whether a part whose Content-Disposition parameters are params is a file:
+// its filename (plain or filename*, as mime.ParseMediaType decodes them) is not empty. Every
+// common form reader takes such a part for a file; a part with filename="" is a text field to
+// Go's (mime/multipart's ReadForm, net/http's FormValue), so the gateway reads it as one.
+func partIsFile(params map[string]string) bool { return params["filename"] != "" }
 
 // plainParam reports whether a name or filename can be written between quotes as it is, and
 // read back the same by every parser: UTF-8 without quotes, backslashes or control characters.

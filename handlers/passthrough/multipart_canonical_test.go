@@ -3,6 +3,7 @@ package passthrough
 import (
 	"io"
 	"mime/multipart"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -57,5 +58,43 @@ func TestMultipartCanonicalForm(t *testing.T) {
 		if p.FormName() != "file" || p.FileName() == "" || string(content) != "RIFF" {
 			t.Errorf("%s: read back %q %q %q", tc.name, p.FormName(), p.FileName(), content)
 		}
+	}
+}
+
+// TestMultipartPartsReadOneWay: a part with filename="" is a text field to Go's form reader and
+// a file to others; the gateway reads it as the text field (checked as one: a URL the provider
+// may fetch must be public) and forwards it without the filename, so that every reader takes it
+// for that field. The model part must be a text field.
+func TestMultipartPartsReadOneWay(t *testing.T) {
+	rt := &Router{Catalog: catalog(t), TempDir: t.TempDir()}
+	model := "Content-Disposition: form-data; name=\"model\"\r\n\r\nwhisper"
+	send := func(parts ...string) (*http.Request, error) {
+		ct, body := multipartBody(parts...)
+		r := httptest.NewRequest("POST", "/v1/audio/transcriptions", strings.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{})
+		if err == nil {
+			t.Cleanup(route.Done)
+		}
+		return r, err
+	}
+	_, err := send(model, "Content-Disposition: form-data; name=\"url\"; filename=\"\"\r\n\r\nhttp://169.254.169.254/latest/meta-data/")
+	if e := wantError(t, err, 400, "invalid_request_body"); e.Param != "url" {
+		t.Errorf("a metadata address in a part with filename=\"\": param %q, want url", e.Param)
+	}
+	r, err := send(model, "Content-Disposition: form-data; name=\"language\"; filename=\"\"\r\nContent-Type: text/plain\r\n\r\nen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forwarded, _ := io.ReadAll(r.Body)
+	if strings.Contains(string(forwarded), "filename") {
+		t.Errorf("forwarded %q, want the text field without a filename", forwarded)
+	}
+	for _, disposition := range []string{`form-data; name="model"; filename="m.txt"`, `form-data; name="model"; filename*=UTF-8''m.txt`} {
+		_, err = send("Content-Disposition: " + disposition + "\r\n\r\nwhisper")
+		wantError(t, err, 400, "invalid_request_body")
+	}
+	if _, err = send("Content-Disposition: form-data; name=\"model\"; filename=\"\"\r\n\r\nwhisper"); err != nil {
+		t.Errorf("a model part with filename=\"\" (a text field): %v", err)
 	}
 }

@@ -49,3 +49,41 @@ func unhex(c byte) byte {
 	}
 	return c - '0'
 }
+
+// Contains reports whether Decode(s) holds sub, without decoding s: it allocates nothing, for
+// searches that run on every request.
+func Contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); {
+		if decodedPrefix(s[i:], sub) {
+			return true
+		}
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			i += 3 // the next decoded byte begins after the escape
+		} else {
+			i++
+		}
+	}
+	return false
+}
+
+// decodedPrefix reports whether s begins with sub once its escapes are decoded (as decode reads
+// them).
+func decodedPrefix(s, sub string) bool {
+	i := 0
+	for j := 0; j < len(sub); j++ {
+		if i >= len(s) {
+			return false
+		}
+		c := s[i]
+		if c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			c = unhex(s[i+1])<<4 | unhex(s[i+2])
+			i += 3
+		} else {
+			i++
+		}
+		if c != sub[j] {
+			return false
+		}
+	}
+	return true
+}
