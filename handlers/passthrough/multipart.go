@@ -98,10 +98,6 @@ func (rt *Router) multipartModel(w http.ResponseWriter, r *http.Request, ep Endp
 	}
 	r.Header.Set("Content-Type", form.contentType())
 	r.ContentLength = sp.size
-	// Held as a JSON body is: one input token per 4 bytes of the body (its canonical form, which
-	// is what the provider reads), so that an answer without usage (a transcription answered
-	// as text) is charged its input estimate.
-	route.Sizing.BodyBytes = sp.size
 	r.TransferEncoding = nil
 	r.Header.Del("Content-Length")
 	return model, nil

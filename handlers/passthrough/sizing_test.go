@@ -317,23 +317,3 @@ func TestVideoCreateCountsOneVideo(t *testing.T) {
 	checkForm(t, rt, "/v1/videos", "a form's n 2", "n", part("model", "doubao"), part("n", "2"))
 	checkForm(t, rt, "/v1/videos", "a form's n 1", "", part("model", "doubao"), part("n", "1"))
 }
-
-// TestMultipartSizingCountsItsBody: a multipart body (an audio transcription) is held its input
-// as a JSON body is, one token per 4 bytes of the body the provider receives (its canonical
-// form), so that an answer without usage (a transcription answered as text) is charged it.
-func TestMultipartSizingCountsItsBody(t *testing.T) {
-	rt := &Router{Catalog: catalog(t), TempDir: t.TempDir()}
-	ct, body := multipartBody(
-		"Content-Disposition: form-data; name=\"model\"\r\n\r\nwhisper",
-		"Content-Disposition: form-data; name=\"file\"; filename=\"a.mp3\"\r\nContent-Type: audio/mpeg\r\n\r\n"+strings.Repeat("\xff\xfb", 5000))
-	r := httptest.NewRequest("POST", "/v1/audio/transcriptions", strings.NewReader(body))
-	r.Header.Set("Content-Type", ct)
-	route, err := rt.Route(httptest.NewRecorder(), r, auth.Identity{Account: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer route.Done()
-	if route.Sizing.BodyBytes < 10_000 || route.Sizing.BodyBytes != r.ContentLength {
-		t.Errorf("sizing counts %d bytes; the provider receives %d (the client sent %d)", route.Sizing.BodyBytes, r.ContentLength, len(body))
-	}
-}
