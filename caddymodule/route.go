@@ -196,6 +196,16 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		defer kept.end()
 		holdCtx = kept.ctx
 	}
+	// A stream of text is read on after its client left, for its final usage (see streamDrain).
+	var stream *keptCreate
+	if drains(route) {
+		if stream = kept; stream == nil {
+			stream = keepStreaming(r.Context())
+			defer stream.end()
+			holdCtx = stream.ctx
+		}
+		stream.drain = streamDrainTime
+	}
 	var hold accounting.Hold
 	if route.Billable {
 		if len(route.Calls) > 0 {
@@ -233,6 +243,9 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 	}
 	repl := requestReplacer(w, r)
 	sw := answerWriterFor(w)
+	if stream != nil {
+		sw.ResponseWriter = newStreamDrain(sw.ResponseWriter, r.Context(), stream)
+	}
 	if route.Sizing.Images && hold.ID != "" {
 		sw.countImages()
 	}
@@ -259,6 +272,8 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 	if kept != nil {
 		created.Streamed = kept.followClient
 		ctx = kept.ctx
+	} else if stream != nil {
+		ctx = stream.ctx
 	}
 	if !providers.SetDispatch(r.Context(), route.Dispatch) {
 		ctx = providers.WithDispatch(ctx, route.Dispatch)

@@ -86,6 +86,10 @@ type Route struct {
 	// of its own (the provider's default filled in): the images they may make are held besides
 	// Sizing, at that model's price (accounting.Accountant.HoldWithToolImages).
 	ToolImages []billing.ToolImages
+	// Streams is set for a request whose answer is an event stream: a JSON body whose stream
+	// member is true, or Gemini's streamGenerateContent. A stream its client leaves is read on
+	// for its final usage (see the caller's drain).
+	Streams bool
 	// Background is set for a Responses body that asks for a background response
 	// (backgroundResponse): the provider makes it whether or not the client stays for its
 	// stream, so a stream the client leaves is charged the whole estimate.
@@ -329,6 +333,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			// Held as any JSON body is (its input from its bytes): a generate-content body's
 			// prompt is its input, however long; its output as its generationConfig allows.
 			route.Sizing = sizing(ep, &fields, len(body))
+			route.Streams = streamsByPath(ep)
 			if ep.modelInBody {
 				generationLimits(body, &route.Sizing)
 				named, err := checkBodyModels(body, pathModel)
@@ -384,6 +389,12 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			}
 		}
 		route.Sizing, route.ToolImages = sizing(ep, &fields, len(body)), toolImages
+		route.Streams = asksStream(&fields)
+		if reportsStreamUsageOnRequest(ep) {
+			if err := streamWithUsage(r, body, &fields); err != nil {
+				return "", err
+			}
+		}
 		return jsonModel(&fields)
 	case mt == "multipart/form-data" && params["boundary"] == "" && ep.Multipart:
 		return "", apierror.ErrNoBoundary
@@ -458,10 +469,11 @@ func refFields(ep Endpoint) []string {
 	return fields
 }
 
-// modelAndPriced are model, the priced fields and methodField, built once: refFields of an
+// modelAndPriced are model, the priced fields, methodField and the stream members (see
+// stream_usage.go), built once: refFields of an
 // endpoint without references, and the fields read in a batch line's body. Shared: do not
 // change it.
-var modelAndPriced = append(append([]string{"model"}, pricedFields...), methodField)
+var modelAndPriced = append(append([]string{"model"}, pricedFields...), methodField, streamField, streamOptionsField)
 
 // modelAndPricedFields are modelAndPriced made ready for jsonkeys.MembersOfFields, which
 // bodyFields.read reads them with.
