@@ -2,7 +2,9 @@
 // with Caddy's reverse_proxy (chat, responses, messages, generateContent, images, videos, audio,
 // embeddings, rerank). It finds the model, checks it against the caller's key, picks the provider
 // that serves it, and rewrites the request for that provider: its credentials and its path prefix.
-// The body reaches the upstream byte for byte as the client sent it.
+// The body reaches the upstream byte for byte as the client sent it, but for the gateway's own
+// rewrites of the checked body: a model_map alias, and a streamed chat completion's
+// stream_options (see streamWithUsage).
 package passthrough
 
 import (
