@@ -28,10 +28,10 @@ func (h *RouteHandler) createGrace() time.Duration {
 // Replayed). Before, the attempt was cut: the first object went unrecorded and was charged its
 // estimate, and the retry charged again.
 //
-// The call is cut create_grace (default 5 minutes) after the client left, and at once when the answer turns out to be
-// an event stream (followClient): a provider that stops generating when its stream is closed
-// should, and the stream would reach no one. Both forms of pass-through get it, with
-// `transport mediagw` or without.
+// The call is cut create_grace (default 5 minutes) after the client left, and when the answer turns out to be
+// an event stream (followClient), drain after the client left: at once without one (an image
+// stream would reach no one), streamDrainTime for a stream of text, read on for its usage (see
+// streamDrain). Both forms of pass-through get it, with `transport mediagw` or without.
 type keptCreate struct {
 	ctx    context.Context
 	cancel context.CancelFunc
