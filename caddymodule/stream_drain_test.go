@@ -44,11 +44,7 @@ func TestStreamDrainReadsOnForItsClient(t *testing.T) {
 	if call.ctx.Err() != nil {
 		t.Fatal("the call was cut as its client left, before its drain ran out")
 	}
-	select {
-	case <-call.ctx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the call outlived its drain")
-	}
+	awaitCut(t, call, "the call outlived its drain")
 }
 
 // TestStreamDrainCutsAnAnswerThatIsNoStream: a call whose answer is not a stream is cut as soon
@@ -61,11 +57,7 @@ func TestStreamDrainCutsAnAnswerThatIsNoStream(t *testing.T) {
 	d.Header().Set("Content-Type", "application/json")
 	d.WriteHeader(http.StatusOK)
 	leave()
-	select {
-	case <-call.ctx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("a JSON answer's call outlived its client")
-	}
+	awaitCut(t, call, "a JSON answer's call outlived its client")
 
 	client, leave = context.WithCancel(context.Background())
 	defer leave()
@@ -75,11 +67,7 @@ func TestStreamDrainCutsAnAnswerThatIsNoStream(t *testing.T) {
 	d.Header().Set("Content-Type", "text/event-stream")
 	d.WriteHeader(http.StatusOK)
 	leave()
-	select {
-	case <-create.ctx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("a stream without a drain outlived its client")
-	}
+	awaitCut(t, create, "a stream without a drain outlived its client")
 }
 
 // TestStreamDrainStartsWhenAWriteFails: a client whose write fails has left, though its context
@@ -96,13 +84,20 @@ func TestStreamDrainStartsWhenAWriteFails(t *testing.T) {
 	if n, err := d.Write([]byte("data: 1\n\n")); n != 9 || err != nil {
 		t.Fatalf("a write that failed on the client: %d %v, want it taken", n, err)
 	}
-	select {
-	case <-call.ctx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the drain did not start when the write failed")
-	}
+	awaitCut(t, call, "the drain did not start when the write failed")
 }
 
 type resetClientWriter struct{ *httptest.ResponseRecorder }
 
 func (resetClientWriter) Write([]byte) (int, error) { return 0, errors.New("connection reset") }
+
+// awaitCut waits until call's context is cancelled; failure says what went wrong when it is not
+// within 5 s.
+func awaitCut(t *testing.T, call *keptCreate, failure string) {
+	t.Helper()
+	select {
+	case <-call.ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal(failure)
+	}
+}
