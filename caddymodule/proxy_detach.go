@@ -38,10 +38,13 @@ type keptCreate struct {
 	stop   func() bool // stops the watch of the client's context
 
 	// grace is how long the call goes on after its client left while its answer is not known
-	// to be a stream; drain is how long a stream's goes on (see streamDrain), 0 for none.
-	grace, drain time.Duration
+	// to be a stream.
+	grace time.Duration
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// drain is how long a stream's call goes on after its client left (see streamDrain), 0
+	// for none.
+	drain  time.Duration
 	follow bool // the answer is a stream: the call goes on drain after the client left
 	left   bool // the client has left
 	ended  bool // end ran: no grace to start
@@ -51,19 +54,31 @@ type keptCreate struct {
 // keepCreating returns the context to proxy a create with, whose client's context is client.
 // Call end once the proxy is done.
 func keepCreating(client context.Context, grace time.Duration) *keptCreate {
-	k := &keptCreate{grace: grace}
-	k.ctx, k.cancel = context.WithCancel(context.WithoutCancel(client))
-	k.stop = context.AfterFunc(client, k.clientLeft)
-	return k
+	return keepCalling(client, grace, 0)
 }
 
 // keepStreaming returns the context to proxy a request whose answer is a stream with (see
 // streamDrain): cut as soon as its client leaves while the answer is not a stream yet, drain
 // after its client left once it is one.
 func keepStreaming(client context.Context) *keptCreate {
-	k := keepCreating(client, 0)
-	k.drain = streamDrainTime
+	return keepCalling(client, 0, streamDrainTime)
+}
+
+// keepCalling returns the context to proxy a call with: cut grace after its client left, or
+// drain after when its answer is a stream.
+func keepCalling(client context.Context, grace, drain time.Duration) *keptCreate {
+	k := &keptCreate{grace: grace, drain: drain}
+	k.ctx, k.cancel = context.WithCancel(context.WithoutCancel(client))
+	k.stop = context.AfterFunc(client, k.clientLeft)
 	return k
+}
+
+// drainStreams makes a stream answer's call go on for d after its client left (see
+// streamDrain), instead of being cut at once.
+func (k *keptCreate) drainStreams(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.drain = d
 }
 
 // clientLeft starts the grace of a call whose client left (or, for a stream, its drain); at

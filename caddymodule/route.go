@@ -206,8 +206,9 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 			stream = keepStreaming(r.Context())
 			defer stream.end()
 			holdCtx = stream.ctx
+		} else {
+			stream.drainStreams(streamDrainTime)
 		}
-		stream.drain = streamDrainTime
 	}
 	var hold accounting.Hold
 	if route.Billable {

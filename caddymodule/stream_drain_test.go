@@ -16,7 +16,7 @@ import (
 func TestStreamDrainReadsOnForItsClient(t *testing.T) {
 	client, leave := context.WithCancel(context.Background())
 	call := keepStreaming(client)
-	call.drain = 100 * time.Millisecond
+	call.drainStreams(100 * time.Millisecond)
 	defer call.end()
 	rec := httptest.NewRecorder()
 	d := newStreamDrain(rec, client, call)
@@ -76,7 +76,7 @@ func TestStreamDrainStartsWhenAWriteFails(t *testing.T) {
 	client, leave := context.WithCancel(context.Background())
 	defer leave()
 	call := keepStreaming(client)
-	call.drain = 50 * time.Millisecond
+	call.drainStreams(50 * time.Millisecond)
 	defer call.end()
 	d := newStreamDrain(resetClientWriter{httptest.NewRecorder()}, client, call)
 	d.Header().Set("Content-Type", "text/event-stream")
