@@ -28,47 +28,103 @@ func (h *RouteHandler) createGrace() time.Duration {
 // Replayed). Before, the attempt was cut: the first object went unrecorded and was charged its
 // estimate, and the retry charged again.
 //
-// The call is cut create_grace (default 5 minutes) after the client left, and at once when the answer turns out to be
-// an event stream (followClient): a provider that stops generating when its stream is closed
-// should, and the stream would reach no one. Both forms of pass-through get it, with
-// `transport mediagw` or without.
+// The call is cut create_grace (default 5 minutes) after the client left, and when the answer turns out to be
+// an event stream (followClient), drain after the client left: at once without one (an image
+// stream would reach no one), streamDrainTime for a stream of text, read on for its usage (see
+// streamDrain). Both forms of pass-through get it, with `transport mediagw` or without.
 type keptCreate struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	stop   func() bool // stops the watch of the client's context
 
-	mu       sync.Mutex
-	follow   bool // cancel as soon as the client has left
-	left     bool // the client has left
-	ended    bool // end ran: no grace to start
-	graceCut *time.Timer
+	// grace is how long the call goes on after its client left while its answer is not known
+	// to be a stream.
+	grace time.Duration
+
+	mu sync.Mutex
+	// drain is how long a stream's call goes on after its client left (see streamDrain), 0
+	// for none.
+	drain  time.Duration
+	follow bool // the answer is a stream: the call goes on drain after the client left
+	left   bool // the client has left
+	ended  bool // end ran: no grace to start
+	cut    *time.Timer
 }
 
 // keepCreating returns the context to proxy a create with, whose client's context is client.
 // Call end once the proxy is done.
 func keepCreating(client context.Context, grace time.Duration) *keptCreate {
-	k := new(keptCreate)
+	return keepCalling(client, grace, 0)
+}
+
+// keepStreaming returns the context to proxy a request whose answer is a stream with (see
+// streamDrain): cut as soon as its client leaves while the answer is not a stream yet, drain
+// after its client left once it is one.
+func keepStreaming(client context.Context) *keptCreate {
+	return keepCalling(client, 0, streamDrainTime)
+}
+
+// keepCalling returns the context to proxy a call with: cut grace after its client left, or
+// drain after when its answer is a stream.
+func keepCalling(client context.Context, grace, drain time.Duration) *keptCreate {
+	k := &keptCreate{grace: grace, drain: drain}
 	k.ctx, k.cancel = context.WithCancel(context.WithoutCancel(client))
-	k.stop = context.AfterFunc(client, func() {
-		k.mu.Lock()
-		defer k.mu.Unlock()
-		k.left = true
-		if k.follow || k.ended {
-			k.cancel()
-			return
-		}
-		k.graceCut = time.AfterFunc(grace, k.cancel)
-	})
+	k.stop = context.AfterFunc(client, k.clientLeft)
 	return k
 }
 
-// followClient cancels the call when its client has left or leaves from now on.
+// drainStreams makes a stream answer's call go on for d after its client left (see
+// streamDrain), instead of being cut at once.
+func (k *keptCreate) drainStreams(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.drain = d
+}
+
+// clientLeft starts the grace of a call whose client left (or, for a stream, its drain); at
+// once, or when the client's context ends, whichever comes first. Calls after the first do
+// nothing.
+func (k *keptCreate) clientLeft() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.left {
+		return
+	}
+	k.left = true
+	switch {
+	case k.ended:
+		k.cancel()
+	case k.follow:
+		k.cutAfter(k.drain)
+	default:
+		k.cutAfter(k.grace)
+	}
+}
+
+// cutAfter cancels the call d from now (at once when d is not positive), instead of when an
+// earlier cut would have. Call it with k.mu held.
+func (k *keptCreate) cutAfter(d time.Duration) {
+	if k.cut != nil {
+		k.cut.Stop()
+	}
+	if d <= 0 {
+		k.cancel()
+		return
+	}
+	k.cut = time.AfterFunc(d, k.cancel)
+}
+
+// followClient marks the answer a stream: the call is cancelled when its client has left or
+// leaves from now on, after drain (at once without one).
 func (k *keptCreate) followClient() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.follow {
+		return
+	}
 	k.follow = true
 	if k.left {
-		k.cancel()
+		k.cutAfter(k.drain)
 	}
 }
 
@@ -77,8 +133,8 @@ func (k *keptCreate) end() {
 	k.stop()
 	k.mu.Lock()
 	k.ended = true
-	if k.graceCut != nil {
-		k.graceCut.Stop()
+	if k.cut != nil {
+		k.cut.Stop()
 	}
 	k.mu.Unlock()
 	k.cancel()

@@ -77,7 +77,7 @@ func TestKeptCreateEndLeavesNoGraceTimer(t *testing.T) {
 	awaitLeft(t, k) // the watch's goroutine has run
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.graceCut != nil && k.graceCut.Stop() {
+	if k.cut != nil && k.cut.Stop() {
 		t.Fatal("a grace timer started after end still runs")
 	}
 }

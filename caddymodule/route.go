@@ -78,7 +78,10 @@ func init() {
 // caller's own. So must every response item named by id in an input: the items of every
 // Responses answer are recorded as the caller's account's. A create of a video, video generation
 // or image generation that sends one Idempotency-Key runs once per key: its retry gets the first
-// answer, before any hold or active-task slot is taken (see docs/api.md#idempotency). SSE answers are streamed by reverse_proxy. The model's cost is charged to the
+// answer, before any hold or active-task slot is taken (see docs/api.md#idempotency). SSE answers are streamed by reverse_proxy;
+// a streamed chat completion is sent with stream_options.include_usage true, and a stream of
+// text its client leaves is read on for at most 10 s and 8 MiB for its final usage (see
+// streamDrain). The model's cost is charged to the
 // key's quota (402 past it; a batch is charged each request's model's cost, and holds the sum of
 // each request's estimate at its own model's price, settled at the amount held) and refunded when the answer is an error status; calls on existing
 // objects cost nothing, and so do counts of input tokens (:countTokens, and an added path ending
@@ -211,6 +214,17 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		defer kept.end()
 		holdCtx = kept.ctx
 	}
+	// A stream of text is read on after its client left, for its final usage (see streamDrain).
+	var stream *keptCreate
+	if drains(route) {
+		if stream = kept; stream == nil {
+			stream = keepStreaming(r.Context())
+			defer stream.end()
+			holdCtx = stream.ctx
+		} else {
+			stream.drainStreams(streamDrainTime)
+		}
+	}
 	var hold accounting.Hold
 	if route.Billable {
 		if len(route.Calls) > 0 {
@@ -254,6 +268,9 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 	}
 	repl := requestReplacer(w, r)
 	sw := answerWriterFor(w)
+	if stream != nil {
+		sw.ResponseWriter = newStreamDrain(sw.ResponseWriter, r.Context(), stream)
+	}
 	if route.Sizing.Images && hold.ID != "" {
 		sw.countImages()
 	}
@@ -280,6 +297,8 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 	if kept != nil {
 		created.Streamed = kept.followClient
 		ctx = kept.ctx
+	} else if stream != nil {
+		ctx = stream.ctx
 	}
 	if !providers.SetDispatch(r.Context(), route.Dispatch) {
 		ctx = providers.WithDispatch(ctx, route.Dispatch)

@@ -49,7 +49,9 @@ http://127.0.0.1:{{port}} {
 // fakeOpenAIStreams answers chat completions as OpenAI's streaming reference shows (chunks of
 // object chat.completion.chunk, one delta each, then a usage chunk when
 // stream_options.include_usage is set, then [DONE]): it sends 5 deltas, then waits until the
-// client has gone (or 10 s), then 20 more and the usage. Image generations answer n-1 items of
+// gateway has gone (or 30 s), then 20 more and the usage. (The gateway reads a stream of text
+// its client left on for 10 s, for its usage: see TestStreamLeftBeforeUsageIsChargedItsUsage;
+// this one stays silent past that, so it is cut.) Image generations answer n-1 items of
 // data (the provider made fewer than asked); streamed ones open their stream, with a partial
 // image when the prompt asks for one, and wait for the client to leave (signalled on
 // imageGone).
@@ -95,7 +97,7 @@ func fakeOpenAIStreams(t *testing.T, gone, imageGone chan struct{}) *httptest.Se
 			case <-r.Context().Done():
 				close(gone)
 				return
-			case <-time.After(10 * time.Second):
+			case <-time.After(30 * time.Second):
 			}
 			for i := range 20 {
 				chunk(fmt.Sprint("w", 5+i))
@@ -109,9 +111,10 @@ func fakeOpenAIStreams(t *testing.T, gone, imageGone chan struct{}) *httptest.Se
 	return up
 }
 
-// TestCutStreamSettlesFromDeltasSeen: a streamed chat whose client disconnects after 5 deltas
-// is charged 5 output tokens (0.005 at 1000 per million), not its estimate of max_tokens 200
-// (0.2), nor the 25 the whole stream would have had; an image generation asking for 3 images
+// TestCutStreamSettlesFromDeltasSeen: a streamed chat whose client disconnects after 5 deltas,
+// and whose upstream sends nothing more within the 10 s the gateway reads on, is charged 5
+// output tokens (0.005 at 1000 per million), not its estimate of max_tokens 200 (0.2), nor the
+// 25 the whole stream would have had; an image generation asking for 3 images
 // holds 3 × 0.04 and is charged for the 2 items in data; a streamed image generation the client
 // leaves after a partial image is charged its estimate (0.04), one it leaves before any image is
 // released. The ledger sums to the balance.
@@ -152,8 +155,8 @@ func TestCutStreamSettlesFromDeltasSeen(t *testing.T) {
 	}
 	select {
 	case <-gone:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the upstream never saw the client leave")
+	case <-time.After(25 * time.Second):
+		t.Fatal("the upstream never saw the gateway leave, 10 s after the client did")
 	}
 	settleBy := time.Now().Add(10 * time.Second)
 	for b := call(t, "GET", admin+"/balance", "", nil); b.field("held") != "0" || b.field("balance") == "1"; b = call(t, "GET", admin+"/balance", "", nil) {

@@ -198,14 +198,20 @@ func TestOpenAIClientThroughGateway(t *testing.T) {
 	})
 	var text strings.Builder
 	chunks := 0
+	var last openai.ChatCompletionChunk
 	for stream.Next() {
 		chunks++
-		if c := stream.Current(); len(c.Choices) > 0 {
-			text.WriteString(c.Choices[0].Delta.Content)
+		if last = stream.Current(); len(last.Choices) > 0 {
+			text.WriteString(last.Choices[0].Delta.Content)
 		}
 	}
-	if err := stream.Err(); err != nil || chunks != 5 || text.String() != "Hello from the mediagw simulator." {
+	// The gateway asks for the stream's usage (stream_options.include_usage), which the SDK
+	// did not: its 5 chunks end with a sixth of the usage and no choice, which the SDK reads.
+	if err := stream.Err(); err != nil || chunks != 6 || text.String() != "Hello from the mediagw simulator." {
 		t.Fatalf("stream: %d chunks %q, %v", chunks, text.String(), err)
+	}
+	if len(last.Choices) != 0 || last.Usage.CompletionTokens == 0 {
+		t.Fatalf("the stream's last chunk: %s, want its usage", last.RawJSON())
 	}
 
 	emb, err := oa.Embeddings.New(ctx, openai.EmbeddingNewParams{

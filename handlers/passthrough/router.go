@@ -2,7 +2,9 @@
 // with Caddy's reverse_proxy (chat, responses, messages, generateContent, images, videos, audio,
 // embeddings, rerank). It finds the model, checks it against the caller's key, picks the provider
 // that serves it, and rewrites the request for that provider: its credentials and its path prefix.
-// The body reaches the upstream byte for byte as the client sent it.
+// The body reaches the upstream byte for byte as the client sent it, but for the gateway's own
+// rewrites of the checked body: a model_map alias, and a streamed chat completion's
+// stream_options (see streamWithUsage).
 package passthrough
 
 import (
@@ -89,6 +91,10 @@ type Route struct {
 	// of its own (the provider's default filled in): the images they may make are held besides
 	// Sizing, at that model's price (accounting.Accountant.HoldWithToolImages).
 	ToolImages []billing.ToolImages
+	// Streams is set for a request whose answer is an event stream: a JSON body whose stream
+	// member is true, or Gemini's streamGenerateContent. A stream its client leaves is read on
+	// for its final usage (see the caller's drain).
+	Streams bool
 	// Background is set for a Responses body that asks for a background response
 	// (backgroundResponse): the provider makes it whether or not the client stays for its
 	// stream, so a stream the client leaves is charged the whole estimate.
@@ -347,6 +353,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 					return "", err
 				}
 			}
+			route.Streams = streamsByPath(ep)
 			if ep.modelInBody {
 				generationLimits(body, &route.Sizing)
 				named, err := checkBodyModels(body, pathModel)
@@ -404,6 +411,12 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		route.Sizing, route.ToolImages = sizing(ep, &fields, len(body)), toolImages
 		if route.Billable {
 			if err := checkService(&fields, ep.nested == messagesRefs); err != nil {
+				return "", err
+			}
+		}
+		route.Streams = asksStream(&fields)
+		if reportsStreamUsageOnRequest(ep) {
+			if err := streamWithUsage(r, body, &fields); err != nil {
 				return "", err
 			}
 		}
@@ -486,10 +499,11 @@ func refFields(ep Endpoint) []string {
 	return fields
 }
 
-// modelAndPriced are model, the priced fields and methodField, built once: refFields of an
+// modelAndPriced are model, the priced fields, methodField and the stream members (see
+// stream_usage.go), built once: refFields of an
 // endpoint without references, and the fields read in a batch line's body. Shared: do not
 // change it.
-var modelAndPriced = append(append([]string{"model"}, pricedFields...), methodField)
+var modelAndPriced = append(append([]string{"model"}, pricedFields...), methodField, streamField, streamOptionsField)
 
 // modelAndPricedFields are modelAndPriced made ready for jsonkeys.MembersOfFields, which
 // bodyFields.read reads them with.

@@ -1,0 +1,140 @@
+package passthrough
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/mediagw/mediagw/handlers/apierror"
+)
+
+// The body members that say whether a request asks for a streamed answer, read (and checked by
+// jsonkeys' rule) in every JSON body: see modelAndPriced.
+const (
+	streamField        = "stream"
+	streamOptionsField = "stream_options"
+)
+
+var (
+	errStreamType        = apierror.New(http.StatusBadRequest, "invalid_request_body", "stream must be true or false").WithParam(streamField)
+	errStreamOptionsType = apierror.New(http.StatusBadRequest, "invalid_request_body", "stream_options must be an object").WithParam(streamOptionsField)
+)
+
+// asksStream reports whether a JSON body's stream member is true: the answer is an event
+// stream (a chat completion, a Responses create, a Messages call).
+func asksStream(fields *bodyFields) bool {
+	return string(bytes.TrimSpace(fields.value(streamField))) == "true"
+}
+
+// streamsByPath reports whether ep's answer is a stream whatever its body says (Gemini's
+// streamGenerateContent).
+func streamsByPath(ep Endpoint) bool { return strings.HasSuffix(ep.Path, ":streamGenerateContent") }
+
+// reportsStreamUsageOnRequest reports whether ep is an OpenAI chat completion, whose stream
+// reports its usage only when the request sets stream_options.include_usage (the built-in
+// /v1/chat/completions, and an added endpoint whose path ends so). The other protocols' streams
+// always report it: Anthropic's message_delta event, Gemini's usageMetadata of its last chunk,
+// Responses' response.completed.
+func reportsStreamUsageOnRequest(ep Endpoint) bool {
+	return strings.HasSuffix(ep.Path, "/chat/completions")
+}
+
+// streamWithUsage makes a streamed chat completion's body ask for its usage: the body the
+// gateway checked, re-encoded member by member (in their order, each value as it was sent)
+// with stream_options.include_usage set to true, added when absent. The stream then ends with
+// a chunk of the usage that the provider bills, which the gateway charges, instead of only the
+// deltas that it counts (a reasoning model's tokens are billed and never streamed). A stream
+// member that is not a boolean (null counts as absent) is refused, as OpenAI refuses it: a lax
+// upstream would read "true" as a stream that the gateway did not see asked for; so is a
+// stream_options that is not an object (or null). The body is unchanged when stream is not true.
+func streamWithUsage(r *http.Request, body []byte, fields *bodyFields) error {
+	switch stream := string(bytes.TrimSpace(fields.value(streamField))); stream {
+	case "true":
+	case "", "null", "false":
+		return nil
+	default:
+		return errStreamType
+	}
+	options, err := optionsWithUsage(fields.value(streamOptionsField))
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return errBadJSON
+	}
+	out := make([]byte, 0, len(body)+len(options)+len(`,"stream_options":`))
+	out = append(out, '{')
+	added := false
+	for dec.More() {
+		key, raw, err := nextMember(dec)
+		if err != nil {
+			return errBadJSON
+		}
+		if key == streamOptionsField {
+			raw, added = options, true
+		}
+		out = appendMember(out, key, raw)
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return errBadJSON
+	}
+	if !added {
+		out = appendMember(out, streamOptionsField, options)
+	}
+	setBody(r, append(out, '}'))
+	return nil
+}
+
+// includeUsage is the stream_options of a request that named none.
+var includeUsage = json.RawMessage(`{"include_usage":true}`)
+
+// optionsWithUsage is the stream_options value raw (nil when absent) with include_usage true:
+// its other members as they were, every member named include_usage in any letter case left
+// out (decoders differ on which of several counts), and "include_usage":true last.
+func optionsWithUsage(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if raw == nil || string(raw) == "null" {
+		return includeUsage, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errStreamOptionsType
+	}
+	out := []byte{'{'}
+	for dec.More() {
+		key, value, err := nextMember(dec)
+		if err != nil {
+			return nil, errStreamOptionsType
+		}
+		if !strings.EqualFold(key, "include_usage") {
+			out = appendMember(out, key, value)
+		}
+	}
+	return append(appendMember(out, "include_usage", json.RawMessage("true")), '}'), nil
+}
+
+// nextMember reads the next key and raw value of the object dec is in.
+func nextMember(dec *json.Decoder) (string, json.RawMessage, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", nil, err
+	}
+	key, _ := tok.(string)
+	var raw json.RawMessage
+	err = dec.Decode(&raw)
+	return key, raw, err
+}
+
+// appendMember appends the member key:value to out, the inside of an object being written
+// (a comma first unless it is the object's first member).
+func appendMember(out []byte, key string, value json.RawMessage) []byte {
+	if out[len(out)-1] != '{' {
+		out = append(out, ',')
+	}
+	quoted, _ := json.Marshal(key) // a string always encodes
+	out = append(out, quoted...)
+	out = append(out, ':')
+	return append(out, value...)
+}
