@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -52,5 +53,38 @@ func TestKeysListSaysExpired(t *testing.T) {
 				t.Errorf("at its expiry the key is listed %s, want expired", got)
 			}
 		})
+	}
+}
+
+// A member's prices page counts a key as usable until its expiry, to the nanosecond, as the
+// gateway does (auth refuses a key from its expiry on): a key that expires half a second into a
+// year still shows its models a tenth of a second into it. Before, the page compared whole Unix
+// seconds, so the key was counted expired 0.5 s before the gateway refused it.
+func TestPricesPageKeyUsableUntilItsExpiry(t *testing.T) {
+	expires := time.Date(2027, 1, 1, 0, 0, 0, 500_000_000, time.UTC)
+	c := newTestConsole(t, bcryptTestCost)
+	c.clock = expires.Add(-time.Minute)
+	c.h.Models = func() []string { return []string{"video-pro"} }
+	if _, err := c.h.Keys.CreateKey(t.Context(), []byte(`{"account":"acme","models":["video-*"],"expires":"`+expires.Format(time.RFC3339Nano)+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	alice := c.login("alice")
+	for _, tc := range []struct {
+		at    time.Time
+		shown bool
+	}{
+		{expires.Add(-500 * time.Millisecond), true}, // 2027-01-01T00:00:00Z
+		{expires.Add(-400 * time.Millisecond), true},
+		{expires.Add(-time.Nanosecond), true},
+		{expires, false},
+	} {
+		c.clock = tc.at
+		resp, page := c.request(http.MethodGet, "/prices", alice, nil, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("prices at %s: %d %s", tc.at.Format(time.RFC3339Nano), resp.StatusCode, page)
+		}
+		if shown := strings.Contains(page, "video-pro"); shown != tc.shown {
+			t.Errorf("at %s the member's prices page shows video-pro: %v, want %v", tc.at.Format(time.RFC3339Nano), shown, tc.shown)
+		}
 	}
 }
