@@ -10,6 +10,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/internal/testclock"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -43,12 +44,7 @@ func (x *usageDays) Marked(_ context.Context, day string, fn func(string)) error
 // around 29 February: the charts cover the 14 UTC days up to the clock's, each request on its
 // own day's point, and the oldest day leaves them at the midnight.
 func TestDayChartsAtMidnight(t *testing.T) {
-	for _, midnight := range []time.Time{
-		time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(2028, 2, 29, 0, 0, 0, 0, time.UTC),
-		time.Date(2028, 3, 1, 0, 0, 0, 0, time.UTC),
-	} {
+	for _, midnight := range testclock.Midnights {
 		t.Run(midnight.Format(time.DateOnly), func(t *testing.T) {
 			store, err := storage.OpenBadger(t.TempDir(), storage.BadgerOptions{Now: func() time.Time { return midnight }})
 			if err != nil {

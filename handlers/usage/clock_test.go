@@ -68,12 +68,7 @@ func TestDayAggregatesAcrossDates(t *testing.T) {
 // on its own day, at a month's end, a year's end and around 29 February; the report's default
 // range ends on the clock's day, the earlier day until the midnight and the new one from it.
 func TestDayAggregatesAtMidnight(t *testing.T) {
-	for _, midnight := range []time.Time{
-		time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(2028, 2, 29, 0, 0, 0, 0, time.UTC),
-		time.Date(2028, 3, 1, 0, 0, 0, 0, time.UTC),
-	} {
+	for _, midnight := range testclock.Midnights {
 		t.Run(midnight.Format(time.DateOnly), func(t *testing.T) {
 			before, at := midnight.Add(-time.Millisecond), midnight
 			clock := testclock.New(before)
