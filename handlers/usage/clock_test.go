@@ -13,6 +13,24 @@ import (
 	"github.com/mediagw/mediagw/internal/testclock"
 )
 
+// dayReportAnswer is a report's answer as JSON: its range and its rows.
+type dayReportAnswer struct {
+	From, To string
+	Rows     []map[string]any
+}
+
+// dayReport asks rec for its report by day over the default range.
+func dayReport(t *testing.T, rec *Recorder) dayReportAnswer {
+	t.Helper()
+	w := httptest.NewRecorder()
+	rec.ServeReport(w, httptest.NewRequest("GET", "/mediagw/usage?group_by=day", nil))
+	var r dayReportAnswer
+	if err := json.Unmarshal(w.Body.Bytes(), &r); err != nil {
+		t.Fatalf("%d %s: %v", w.Code, w.Body, err)
+	}
+	return r
+}
+
 // TestDayAggregatesAcrossDates records a request at each test instant and the finish of a task
 // it created 45 seconds later, after midnight where the instant is a day's last minute: the
 // request counts on its own day, the finish on the day the clock gave it, and the report's
@@ -31,15 +49,7 @@ func TestDayAggregatesAcrossDates(t *testing.T) {
 		refundAt := clock.Advance(45 * time.Second)
 		rec.Write(Record{Event: EventTaskFinished, Time: refundAt, Account: "acme", KeyID: "key_1", Model: "m", Amount: 3})
 
-		w := httptest.NewRecorder()
-		rec.ServeReport(w, httptest.NewRequest("GET", "/mediagw/usage?group_by=day", nil))
-		var report struct {
-			From, To string
-			Rows     []map[string]any
-		}
-		if err := json.Unmarshal(w.Body.Bytes(), &report); err != nil {
-			t.Fatalf("%d %s: %v", w.Code, w.Body, err)
-		}
+		report := dayReport(t, rec)
 		today, requestDay := refundAt.UTC().Format(dayLayout), at.UTC().Format(dayLayout)
 		if want := refundAt.UTC().AddDate(0, 0, 1-DefaultDays).Format(dayLayout); report.To != today || report.From != want {
 			t.Fatalf("default range %s..%s, want %s..%s", report.From, report.To, want, today)
@@ -76,15 +86,7 @@ func TestDayAggregatesAtMidnight(t *testing.T) {
 			rec := &Recorder{Logger: zap.NewNop(), Counters: mem, Index: mem, Now: clock.Now}
 			report := func() (from, to string, days map[string]any) {
 				t.Helper()
-				w := httptest.NewRecorder()
-				rec.ServeReport(w, httptest.NewRequest("GET", "/mediagw/usage?group_by=day", nil))
-				var r struct {
-					From, To string
-					Rows     []map[string]any
-				}
-				if err := json.Unmarshal(w.Body.Bytes(), &r); err != nil {
-					t.Fatalf("%d %s: %v", w.Code, w.Body, err)
-				}
+				r := dayReport(t, rec)
 				days = map[string]any{}
 				for _, row := range r.Rows {
 					days[row["day"].(string)] = row[FieldRequests]
