@@ -340,19 +340,27 @@ func TestQuotaIsExactUnderConcurrency(t *testing.T) {
 
 // TestDynamicKeyBudget: a key created through the admin API with a day budget of 4 (sim-video
 // costs 2 a task) has exactly two tasks accepted, the third refused 402 insufficient_quota
-// naming the key's budget; the key shows its budget, and clearing it lifts the limit.
+// naming the key's budget; the key shows its budget, and clearing it lifts the limit. The three
+// tasks are created within one UTC day (withinOneUTCDay): the budget is that day's.
 func TestDynamicKeyBudget(t *testing.T) {
 	e := startKeysGateway(t)
-	id, secret := e.newKey(t, `{"account":"budgeted","budget":{"amount":"4","period":"day"}}`)
+	var (
+		id, secret string
+		r          response
+		err        error
+	)
+	withinOneUTCDay(t, func() {
+		id, secret = e.newKey(t, `{"account":"budgeted","budget":{"amount":"4","period":"day"}}`)
+		for i := range 2 {
+			if r, err := e.sendTask(secret, "within the budget"); err != nil || r.status != 200 {
+				t.Fatalf("task %d within the budget: %v %v", i+1, r, err)
+			}
+		}
+		r, err = e.sendTask(secret, "past the budget")
+	})
 	if k := e.admin(t, "GET", "/mediagw/keys/"+id, nil).json(t); fmt.Sprint(k["budget"]) != "map[amount:4 period:day]" {
 		t.Fatalf("key = %v", k)
 	}
-	for i := range 2 {
-		if r, err := e.sendTask(secret, "within the budget"); err != nil || r.status != 200 {
-			t.Fatalf("task %d within the budget: %v %v", i+1, r, err)
-		}
-	}
-	r, err := e.sendTask(secret, "past the budget")
 	if err != nil || r.status != 402 || !strings.Contains(string(r.body), `"code":"insufficient_quota"`) || !strings.Contains(string(r.body), "budget") {
 		t.Fatalf("task past the budget: %v %v", r, err)
 	}

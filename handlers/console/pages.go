@@ -27,6 +27,9 @@ type page struct {
 	User          User
 	CSRF          string
 	Data          any
+	// Now is the console's clock when the page is rendered: a key is listed as expired from its
+	// expiry on, as the gateway refuses it then.
+	Now time.Time
 }
 
 // parsePages parses each page template together with the layout.
@@ -42,9 +45,11 @@ func parsePages() (map[string]*template.Template, error) {
 			}
 			return time.Unix(unix, 0).UTC().Format("2006-01-02 15:04:05 UTC")
 		},
-		"join": strings.Join,
-		"path": url.PathEscape, // a name as one path segment
-		"add":  func(a, b int) int { return a + b },
+		"expiry":  keyExpiry,
+		"expired": func(expires *time.Time, now time.Time) bool { return expires != nil && !now.Before(*expires) },
+		"join":    strings.Join,
+		"path":    url.PathEscape, // a name as one path segment
+		"add":     func(a, b int) int { return a + b },
 	}
 	pages := map[string]*template.Template{}
 	for _, name := range names {
@@ -61,9 +66,20 @@ func parsePages() (map[string]*template.Template, error) {
 	return pages, nil
 }
 
+// keyExpiry writes a key's expiry in UTC: the day alone when it is a day's start (as the
+// console's form sets it), else the day and the time.
+func keyExpiry(t time.Time) string {
+	t = t.UTC()
+	if t.Equal(t.Truncate(24 * time.Hour)) {
+		return t.Format(time.DateOnly)
+	}
+	return t.Format("2006-01-02 15:04:05 UTC")
+}
+
 // render writes a page; the page is rendered into memory first, so a template failure is a
 // clean 500, never half a page.
 func (h *Handler) render(w http.ResponseWriter, status int, name string, p page) {
+	p.Now = h.now()
 	var buf bytes.Buffer
 	if err := h.pages[name].Execute(&buf, p); err != nil {
 		h.Logger.Error("rendering a console page", zap.String("page", name), zap.Error(err))

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/billing"
@@ -50,8 +51,8 @@ func (h *Handler) prices(w http.ResponseWriter, r *http.Request, s *session) {
 			return
 		}
 		// A key restricted to some models sees those only, as the gateway's model list shows it.
-		id := s.identity()
-		allowed = func(model string) bool { return id.AllowsModel(model) && usableKeyAllows(keys, model, h.now().Unix()) }
+		id, now := s.identity(), h.now()
+		allowed = func(model string) bool { return id.AllowsModel(model) && usableKeyAllows(keys, model, now) }
 	}
 	names := make([]string, 0, len(models))
 	for m := range models {
@@ -70,11 +71,11 @@ func (h *Handler) prices(w http.ResponseWriter, r *http.Request, s *session) {
 	h.show(w, s, "prices", "Prices", d)
 }
 
-// usableKeyAllows reports whether one of keys that is neither disabled nor expired at now (Unix
-// seconds) allows model.
-func usableKeyAllows(keys []keyadmin.KeyView, model string, now int64) bool {
+// usableKeyAllows reports whether one of keys that is neither disabled nor expired at now (from
+// its expiry on, as the gateway refuses it) allows model.
+func usableKeyAllows(keys []keyadmin.KeyView, model string, now time.Time) bool {
 	for _, k := range keys {
-		if k.Disabled || (k.Expires != nil && k.Expires.Unix() <= now) {
+		if k.Disabled || (k.Expires != nil && !now.Before(*k.Expires)) {
 			continue
 		}
 		if (auth.Identity{Models: k.Models}).AllowsModel(model) {

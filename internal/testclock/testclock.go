@@ -21,6 +21,15 @@ var Instants = []time.Time{
 	time.Date(2027, 11, 26, 10, 0, 0, 0, time.UTC),   // a year ahead
 }
 
+// Midnights are UTC midnights that end a month, a year, the day before 29 February and 29
+// February itself, for tests of what happens a millisecond before a midnight and at it.
+var Midnights = []time.Time{
+	time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
+	time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC),
+	time.Date(2028, 2, 29, 0, 0, 0, 0, time.UTC),
+	time.Date(2028, 3, 1, 0, 0, 0, 0, time.UTC),
+}
+
 // Each runs f as a subtest once for every instant of Instants, named by the instant.
 func Each(t *testing.T, f func(t *testing.T, at time.Time)) {
 	t.Helper()

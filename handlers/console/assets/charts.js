@@ -1,6 +1,8 @@
 // Draws the console's charts with uPlot (embedded next to this file) from the JSON data the
 // page carries in <script type="application/json" id="chart-data">. Each chart also has a
-// table of the same numbers, so the page is readable without this script.
+// table of the same numbers, so the page is readable without this script. Times are written in
+// UTC, as the tables write them and as the daily charts count their days, whatever the browser's
+// zone.
 (function () {
   "use strict";
   var el = document.getElementById("chart-data");
@@ -10,6 +12,9 @@
   var charts = JSON.parse(el.textContent);
   var colors = ["#0b5fff", "#b42318", "#067647", "#b54708", "#6941c6", "#0e7090", "#c11574", "#4e5ba6"];
   var drawn = [];
+  function utc(ts) {
+    return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC");
+  }
   function width(box) {
     return Math.max(280, Math.min(box.clientWidth, 1100));
   }
@@ -27,6 +32,7 @@
     var plot = new uPlot({
       width: width(box),
       height: 220,
+      tzDate: utc,
       series: series,
       axes: [{}, { label: c.unit, size: 60 }],
       legend: { live: true },
