@@ -20,10 +20,12 @@ var serviceFields = []string{"service_tier", "serviceTier", "inference_geo", "sp
 
 // serviceValues are the values of each of serviceFields that a charged request may send, in any
 // letter case: those that cost no more than the standard token price (the default, and the
-// cheaper flex tier). Absent and null pass too.
+// cheaper flex tier), in OpenAI's and the Gemini API's spellings (@google/genai sends its enum's
+// unspecified, standard and flex as written; the API's own enum names are SERVICE_TIER_…).
+// Absent and null pass too.
 var serviceValues = map[string][]string{
-	"service_tier":  {"auto", "default", "standard", "flex", "standard_only"},
-	"serviceTier":   {"auto", "default", "standard", "flex"},
+	"service_tier":  {"auto", "default", "standard", "flex", "standard_only", "unspecified", "service_tier_unspecified", "service_tier_standard", "service_tier_flex"},
+	"serviceTier":   {"auto", "default", "standard", "flex", "unspecified", "service_tier_unspecified", "service_tier_standard", "service_tier_flex"},
 	"inference_geo": {"global"},
 	"speed":         {"standard"},
 }

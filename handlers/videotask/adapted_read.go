@@ -63,7 +63,13 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 	if !storage.Terminal(st.Status) && h.now().After(executionDeadline(t, r)) {
 		// No adaptor can send execution_expires_after, so the gateway keeps it: a task its
 		// provider still reports unfinished (queued, running, or a state no rule maps) past it
-		// is expired, once, by whoever wins the change (settle), watcher or client poll.
+		// is expired, once, by whoever wins the change (settle), watcher or client poll. One still
+		// queued is cancelled at its provider first (the one state a provider cancels), as a
+		// client's cancel of a queued task is, so that it does not run later, billed, for a task
+		// the gateway released; a cancel that fails changes nothing of the expiry.
+		if st.Status == adaptor.StatusQueued {
+			h.abandonAdapted(a, u, t.UpstreamID)
+		}
 		return h.settle(ctx, t, verdict{
 			status:  StatusExpired,
 			code:    "task_expired",
