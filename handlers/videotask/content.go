@@ -29,8 +29,7 @@ var (
 // content answers GET …/tasks/{id}/content: the video of a succeeded task whose result needs the
 // operator's credential (a Veo file), streamed from the provider to the task's owner. Another
 // account's task gets the answer of an unknown one; the credential and the provider's address
-// never reach the client. Its calls to the provider keep to the upstream's max_rps: past it the
-// read is 429 with a Retry-After (errContentPaced).
+// never reach the client.
 func (h *Handler) content(w http.ResponseWriter, r *http.Request, id auth.Identity, taskID string) error {
 	t, err := h.owned(r.Context(), id, taskID)
 	if err != nil {
@@ -47,8 +46,7 @@ func (h *Handler) content(w http.ResponseWriter, r *http.Request, id auth.Identi
 	if !ok {
 		return errNoContent
 	}
-	// The read's calls keep to the upstream's max_rps (content_pace.go).
-	resp, err := h.openResult(r.Context(), a, &contentCaller{caller: h.caller(u), h: h}, u, t)
+	resp, err := h.openResult(r.Context(), a, u, t)
 	switch {
 	case errors.Is(err, adaptor.ErrUnsupported), errors.Is(err, adaptor.ErrNotFound):
 		return errNoContent

@@ -53,15 +53,13 @@ func carriesCredential(rawURL string, secrets []string) bool {
 // for its owner (the content endpoint) or for keeping (keep_copy.go): the adaptor's Content
 // where its protocol has one; otherwise (a protocol whose results are plain URLs) the task is
 // read again, and its result URL, when it carries the credential, is fetched by the gateway
-// (adaptor.Caller.Open, which dials public addresses or the upstream's own origin). The calls
-// go through c: the content endpoint's contentCaller, which keeps to the upstream's max_rps, or
-// the keeper's plain caller. A result that
+// (adaptor.Caller.Open, which dials public addresses or the upstream's own host). A result that
 // carries no credential is adaptor.ErrUnsupported: the client fetches it itself. As at a poll,
 // the provider's refusal of these reads (a 4xx other than 404 and 429) and an answer it cannot
 // use (adaptor.Malformed) are 502 invalid_response: the gateway's request failed, not the
 // client's.
-func (h *Handler) openResult(ctx context.Context, a adaptor.Adaptor, c adaptor.Caller, u *providers.Upstream, t storage.Task) (*http.Response, error) {
-	resp, err := h.openResultOnce(ctx, a, c, u, t)
+func (h *Handler) openResult(ctx context.Context, a adaptor.Adaptor, u *providers.Upstream, t storage.Task) (*http.Response, error) {
+	resp, err := h.openResultOnce(ctx, a, u, t)
 	var malformed *adaptor.Malformed
 	if errors.As(err, &malformed) {
 		return nil, unusable(malformed)
@@ -73,8 +71,8 @@ func (h *Handler) openResult(ctx context.Context, a adaptor.Adaptor, c adaptor.C
 }
 
 // openResultOnce is openResult without the mapping of its errors.
-func (h *Handler) openResultOnce(ctx context.Context, a adaptor.Adaptor, c adaptor.Caller, u *providers.Upstream, t storage.Task) (*http.Response, error) {
-	resp, err := a.Content(ctx, c, t.UpstreamID)
+func (h *Handler) openResultOnce(ctx context.Context, a adaptor.Adaptor, u *providers.Upstream, t storage.Task) (*http.Response, error) {
+	resp, err := a.Content(ctx, h.caller(u), t.UpstreamID)
 	if !errors.Is(err, adaptor.ErrUnsupported) {
 		return resp, err
 	}
@@ -82,12 +80,12 @@ func (h *Handler) openResultOnce(ctx context.Context, a adaptor.Adaptor, c adapt
 	if err != nil {
 		return nil, err
 	}
-	st, err := a.Read(ctx, c, t.UpstreamID, r)
+	st, err := a.Read(ctx, h.caller(u), t.UpstreamID, r)
 	if err != nil {
 		return nil, err
 	}
 	if st.Status != adaptor.StatusSucceeded || st.VideoURL == "" || !carriesCredential(st.VideoURL, u.Credentials()) {
 		return nil, adaptor.ErrUnsupported
 	}
-	return c.Open(ctx, st.VideoURL)
+	return h.caller(u).Open(ctx, st.VideoURL)
 }

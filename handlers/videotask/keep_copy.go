@@ -352,7 +352,7 @@ func (h *Handler) copyObject(ctx context.Context, k *Keeper, t storage.Task, sou
 		if !ok {
 			return "", errors.New("the task's provider no longer has its protocol")
 		}
-		resp, err = h.openResult(ctx, a, h.caller(u), u, t)
+		resp, err = h.openResult(ctx, a, u, t)
 	} else {
 		resp, err = h.caller(u).Open(ctx, source)
 	}
