@@ -76,25 +76,42 @@ func (h *AuthHandler) ServeHTTP(w http.ResponseWriter, r *http.Request, next cad
 	ow := h.observer.begin(w, r, srv)
 	defer func() { h.observer.end(ow, err) }()
 	w = ow
-	secret, keyErr := auth.KeyFromRequest(r)
-	// Caddy's copy of r still shows what was stripped: the credentials, and any other copy of
-	// the caller's key (another header, another query parameter).
-	exposed := exposes(auth.Strip(r)|auth.StripKeyCopies(r, secret), srv)
-	stripOriginalURL(r, secret)
-	if exposed {
-		return h.log.serve(w, r, func(w http.ResponseWriter, r *http.Request) error {
-			return h.authenticate(w, r, secret, keyErr, next, ow)
-		})
-	}
-	return h.authenticate(w, r, secret, keyErr, next, ow)
-}
-
-// authenticate answers 401/403/429 or runs next with the caller's identity.
-func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, secret string, err error, next caddyhttp.Handler, ow *observedWriter) error {
+	secret, err := auth.KeyFromRequest(r)
 	var caller *auth.Caller // shared: never changed (see auth.Authenticator.AuthenticateShared)
 	if err == nil {
 		caller, err = h.authn.AuthenticateShared(r.Context(), secret, clientIP(r))
 	}
+	// Caddy's copy of r still shows what was stripped: the credentials, and any other copy of
+	// the caller's key (another header, another query parameter, the path).
+	copied := keyToStrip(secret, err)
+	exposed := exposes(auth.Strip(r)|auth.StripKeyCopies(r, copied), srv)
+	stripOriginalURL(r, copied)
+	if exposed {
+		return h.log.serve(w, r, func(w http.ResponseWriter, r *http.Request) error {
+			return h.authenticate(w, r, caller, err, next, ow)
+		})
+	}
+	return h.authenticate(w, r, caller, err, next, ow)
+}
+
+// minStrippedGuess is the shortest bearer that did not authenticate whose copies are still
+// stripped: a key the gateway no longer takes (revoked, expired) is still a secret, but a short
+// guess ("Bearer 8") would match, and so erase from the request and its log entry, unrelated
+// headers and query pairs.
+const minStrippedGuess = 16
+
+// keyToStrip is the key whose copies StripKeyCopies removes: the caller's, when it
+// authenticated (err nil) or is long enough to be a key (minStrippedGuess); else none.
+func keyToStrip(secret string, err error) string {
+	if err == nil || len(secret) >= minStrippedGuess {
+		return secret
+	}
+	return ""
+}
+
+// authenticate answers 401/403/429 or runs next with the caller's identity (caller and err are
+// what authenticating its key gave).
+func (h *AuthHandler) authenticate(w http.ResponseWriter, r *http.Request, caller *auth.Caller, err error, next caddyhttp.Handler, ow *observedWriter) error {
 	var id *auth.Identity
 	if err == nil {
 		id = &caller.Identity
@@ -148,7 +165,7 @@ func accessLogFields(r *http.Request, srv *caddyhttp.Server) *caddyhttp.ExtraLog
 // changed in place.)
 func stripOriginalURL(r *http.Request, key string) {
 	orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request)
-	if !ok || orig.URL == nil || orig.URL.RawQuery == "" {
+	if !ok || orig.URL == nil || orig.URL.RawQuery == "" && !auth.PathHoldsKey(orig.URL, key) {
 		return
 	}
 	probe := &http.Request{URL: orig.URL, Header: http.Header{}}

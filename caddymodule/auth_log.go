@@ -61,7 +61,7 @@ func exposes(stripped auth.Stripped, srv *caddyhttp.Server) bool {
 	if srv != nil && srv.Logs != nil && srv.Logs.ShouldLogCredentials && stripped&auth.StrippedAuthorization != 0 {
 		return true
 	}
-	return stripped&(auth.StrippedHeader|auth.StrippedQuery) != 0
+	return stripped&(auth.StrippedHeader|auth.StrippedQuery|auth.StrippedPath) != 0
 }
 
 // serve runs next for a request that exposes credentials (see exposes), r stripped of them, or

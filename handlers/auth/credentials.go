@@ -126,6 +126,8 @@ const (
 	StrippedQuery
 	// StrippedTrailers are the request's trailers.
 	StrippedTrailers
+	// StrippedPath is a copy of the caller's key in the URL's path (StripKeyCopies).
+	StrippedPath
 )
 
 // Strip is StripCredentials, reporting where it removed credentials: a caller that must know

@@ -1,7 +1,9 @@
 package auth
 
 import (
+	"encoding/base64"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/mediagw/mediagw/internal/percent"
@@ -27,6 +29,13 @@ func StripKeyCopies(r *http.Request, key string) Stripped {
 			stripped |= StrippedHeader
 		}
 	}
+	if r.URL != nil && PathHoldsKey(r.URL, key) {
+		// No endpoint takes a key in its path (a client whose base URL holds its key): the
+		// request goes on to be answered 404, and neither it nor its log entry holds the key.
+		r.URL.Path, r.URL.RawPath = KeyRemovedPath, ""
+		r.RequestURI = r.URL.RequestURI()
+		stripped |= StrippedPath
+	}
 	if r.URL != nil && holdsKey(r.URL.RawQuery, key) {
 		r.URL.RawQuery, r.URL.ForceQuery = withoutPairsHolding(r.URL.RawQuery, key), false
 		r.RequestURI = r.URL.RequestURI()
@@ -39,13 +48,32 @@ func StripKeyCopies(r *http.Request, key string) Stripped {
 	return stripped
 }
 
+// KeyRemovedPath is the path of a request whose path held a copy of the caller's key.
+const KeyRemovedPath = "/mediagw-key-removed"
+
+// PathHoldsKey reports whether u's path (decoded or as sent) holds key (see holdsKey).
+func PathHoldsKey(u *url.URL, key string) bool {
+	return key != "" && (holdsKey(u.Path, key) || holdsKey(u.RawPath, key))
+}
+
 func anyHoldsKey(values []string, key string) bool {
 	for _, v := range values {
-		if holdsKey(v, key) {
+		if holdsKey(v, key) || basicHoldsKey(v, key) {
 			return true
 		}
 	}
 	return false
+}
+
+// basicHoldsKey reports whether v is HTTP Basic credentials (under any header name) whose
+// base64 user:password holds key.
+func basicHoldsKey(v, key string) bool {
+	const scheme = "basic "
+	if len(v) <= len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+		return false
+	}
+	decoded, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v[len(scheme):]))
+	return err == nil && holdsKey(string(decoded), key)
 }
 
 // withoutPairsHolding is rawQuery without the pairs that hold key (holdsKey), the others kept.
