@@ -30,6 +30,11 @@ func TestServiceTiers(t *testing.T) {
 		{"/v1/chat/completions", `{"model":"doubao","service_tier":null}`, ""},
 		{"/v1/messages", `{"model":"doubao","service_tier":"standard_only","inference_geo":"global","speed":"standard"}`, ""},
 		{"/v1beta/models/gemini-pro:generateContent", `{"contents":[],"service_tier":"flex"}`, ""},
+		// @google/genai sends its enum's ServiceTier.UNSPECIFIED as written; the API's own names.
+		{"/v1beta/models/gemini-pro:generateContent", `{"contents":[],"serviceTier":"unspecified"}`, ""},
+		{"/v1beta/models/gemini-pro:generateContent", `{"contents":[],"serviceTier":"SERVICE_TIER_STANDARD"}`, ""},
+		{"/v1beta/models/gemini-pro:generateContent", `{"contents":[],"service_tier":"SERVICE_TIER_FLEX"}`, ""},
+		{"/v1beta/models/gemini-pro:generateContent", `{"contents":[],"serviceTier":"SERVICE_TIER_PRIORITY"}`, "serviceTier"},
 		{"/v1beta/models/gemini-pro:countTokens", `{"contents":[],"service_tier":"priority"}`, ""},
 		// Speech's speed is its own (a number), not Anthropic's fast mode.
 		{"/v1/audio/speech", `{"model":"doubao","input":"hi","voice":"alloy","speed":1.5}`, ""},
