@@ -145,7 +145,8 @@ type App struct {
 	loadedAt      time.Time
 	logger        *zap.Logger
 	answers       *upstream.AnswerBudget
-	answersHeld   bool // a hold on answerBudgets, released by Cleanup
+	answersHeld   bool   // a hold on answerBudgets, released by Cleanup
+	unsizeAnswers func() // puts back the budget's bounds that Start replaced (see unsizeAnswerBudget)
 }
 
 // ProviderConfig is one model provider, served by one or more upstreams (accounts).
@@ -388,10 +389,13 @@ func (a *App) Start() error {
 	return nil
 }
 
-// Stop stops the watcher, the outbox and the reconciler. The store is not closed here: the next
-// config may still use it. It is closed when the last config that uses it is cleaned up.
+// Stop stops the watcher, the outbox and the reconciler, and gives the answer budget back the
+// bounds Start replaced if no config has set its own since (see unsizeAnswerBudget). The store is
+// not closed here: the next config may still use it. It is closed when the last config that uses
+// it is cleaned up.
 func (a *App) Stop() error {
 	a.runtime.halt()
+	a.unsizeAnswerBudget()
 	return nil
 }
 

@@ -44,6 +44,7 @@ type AnswerBudget struct {
 	limit    int64
 	share    int64
 	held     int64
+	sized    uint64 // how many times the bounds were set (see Resize)
 	accounts map[string]*accountAnswers
 	// room is closed when room may have come (bytes given back, the bounds raised), then
 	// replaced: every answer waiting for room waits on the one it saw when it found none.
@@ -65,8 +66,10 @@ func NewAnswerBudget(limit, share int64) *AnswerBudget {
 }
 
 // Resize sets the budget's bounds as NewAnswerBudget does. The answers held keep what they hold;
-// past a lowered bound, answers take nothing more until enough is given back.
-func (b *AnswerBudget) Resize(limit, share int64) {
+// past a lowered bound, answers take nothing more until enough is given back. Undo puts back the
+// bounds it replaced, if no Resize came since (a config that started, setting its bounds, and is
+// stopped because the rest of its load failed gives the running config its bounds back).
+func (b *AnswerBudget) Resize(limit, share int64) (undo func()) {
 	if limit <= 0 {
 		limit = DefaultAnswerMemory
 	}
@@ -75,7 +78,22 @@ func (b *AnswerBudget) Resize(limit, share int64) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.limit, b.share = limit, min(share, limit)
+	prevLimit, prevShare := b.limit, b.share
+	b.setBounds(limit, min(share, limit))
+	mine := b.sized
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.sized == mine && prevLimit > 0 {
+			b.setBounds(prevLimit, prevShare)
+		}
+	}
+}
+
+// setBounds sets the bounds and wakes the answers waiting for room. b.mu is held.
+func (b *AnswerBudget) setBounds(limit, share int64) {
+	b.limit, b.share = limit, share
+	b.sized++
 	b.wake()
 }
 
