@@ -34,8 +34,9 @@ const DefaultAnswerShareParts = 4
 // one account reading its answers slowly never makes another account's answers fail). An
 // account past its share takes nothing more until it is back within it.
 //
-// The budget counts the buffer an answer is read into. While it grows, the old buffer and the
-// new one are briefly both alive; a copy that the checks on an answer make (credential removal,
+// The budget counts the bytes of an answer read (see readAnswer), not the buffer it is read into,
+// which, for an answer of no declared length (a compressed one), may be up to twice as long;
+// while it grows, the old buffer and the new one are briefly both alive; a copy that the checks on an answer make (credential removal,
 // the client's model id) takes the answer's place (Answer.Replace), and the one it replaces is
 // alive until the collector comes: the memory the answers take is a small multiple of the
 // bytes counted.
@@ -279,6 +280,37 @@ func (h *AnswerHold) growTo(n int64) bool {
 // add takes n bytes more for the hold, if the budget has room.
 func (h *AnswerHold) add(n int64) bool {
 	return h.takeMore(func(int64) int64 { return n })
+}
+
+// size is the bytes the hold holds.
+func (h *AnswerHold) size() int64 {
+	if h == nil {
+		return 0
+	}
+	h.budget.mu.Lock()
+	defer h.budget.mu.Unlock()
+	return h.n
+}
+
+// shrinkTo gives back what the hold holds past n bytes (the slack of a buffer read into).
+func (h *AnswerHold) shrinkTo(n int64) {
+	if h == nil {
+		return
+	}
+	b := h.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h.done || h.n <= n {
+		return
+	}
+	extra := h.n - n
+	if acct := b.accounts[h.account]; acct != nil {
+		acct.n -= extra
+	}
+	h.n = n
+	b.held -= extra
+	metrics.AnswerMemory(-extra)
+	b.wake()
 }
 
 // takeMore takes more(bytes held) bytes more for the hold, if the budget allows it, waiting for
