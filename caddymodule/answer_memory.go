@@ -69,6 +69,14 @@ func (a *App) answerMemory() int64 {
 	return a.AnswerMemory
 }
 
+// answerShare is AnswerMemoryPerAccount, or its default (a quarter of answerMemory).
+func (a *App) answerShare() int64 {
+	if a.AnswerMemoryPerAccount <= 0 {
+		return a.answerMemory() / upstream.DefaultAnswerShareParts
+	}
+	return a.AnswerMemoryPerAccount
+}
+
 // validateAnswerMemory checks answer_memory and answer_memory_per_account.
 func (a *App) validateAnswerMemory() error {
 	if a.AnswerMemory < 0 || a.AnswerMemory > MaxAnswerMemory {

@@ -122,10 +122,9 @@ type App struct {
 	// AnswerMemoryPerAccount is the part of AnswerMemory that one account's answers may hold at
 	// once. Past it, the account's queries are 503 gateway_busy and its edits wait (up to 15 s,
 	// then 502 charged) for its own answers to be passed on; other accounts are not affected.
-	// An answer bigger than it is still read while its account holds nothing else, on room
-	// borrowed from the rest of AnswerMemory: when another account within its share then finds
-	// no room, the borrowed answer's write must end within 3 s or is given up. Default: a
-	// quarter of AnswerMemory; at most AnswerMemory.
+	// It must hold one whole answer: a config whose share is below the largest max_answer of
+	// its mediagw_image_edits handlers is refused. Default: a quarter of AnswerMemory; at most
+	// AnswerMemory.
 	AnswerMemoryPerAccount int64 `json:"answer_memory_per_account,omitempty"`
 
 	store         storage.Store

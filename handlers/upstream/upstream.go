@@ -146,9 +146,6 @@ func (a Answer) Release() {
 	}
 }
 
-// Reclaimed is closed when the room the answer holds is reclaimed (see AnswerHold.Reclaimed):
-// whoever passes it on must end shortly. An answer read without a budget is never reclaimed.
-func (a Answer) Reclaimed() <-chan struct{} { return a.hold.Reclaimed() }
 
 // BusyError is the error of a successful answer whose copy found no room (see Replace):
 // ErrPastShareAnswered when its account's share is what it passed, else ErrBusyAnswered.
