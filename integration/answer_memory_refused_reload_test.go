@@ -18,7 +18,7 @@ import (
 // first, set its answer_memory (1 MiB here, against the running 64 MiB); its Stop gives the
 // running config its bounds back, so the running gateway still serves a 2 MB answer.
 func TestRefusedReloadLeavesTheRunningConfigsAnswerMemory(t *testing.T) {
-	fake, base, g, ids := startAnswerMemoryGateway(t, "64MiB", "64MiB", "image-async", 1)
+	fake, base, g, ids := startAnswerMemoryGateway(t, oneShare("64MiB"), "64MiB", "image-async", 1)
 	fake.set(ids[0], &heldTask{answer: succeededAnswer(ids[0], 1, 2<<20, "")})
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -27,7 +27,7 @@ func TestRefusedReloadLeavesTheRunningConfigsAnswerMemory(t *testing.T) {
 	defer busy.Close()
 	g.vars["busy_port"] = fmt.Sprint(busy.Addr().(*net.TCPAddr).Port)
 	failing := answerMemoryCaddyfile + "\nhttp://127.0.0.1:{{busy_port}} {\n\trespond \"x\"\n}\n"
-	g.vars["answer_memory"], g.vars["max_answer"] = "1MiB", "1MiB"
+	g.vars["answer_memory"], g.vars["max_answer"] = oneShare("1MiB"), "1MiB"
 	for i := range 8 {
 		if err := g.reload(failing); err == nil {
 			t.Fatal("a reload onto a port in use was accepted")

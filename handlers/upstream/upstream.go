@@ -326,11 +326,13 @@ var (
 // does but into one buffer of the declared length (Content-Length, the usual case, up to 64 KiB;
 // -1 when unknown) and the byte that tells whether the body ends there. A body that runs on past
 // its declared length, or has none (a compressed answer, which the transport decodes), is read on
-// into a buffer that doubles, within the same bound. The budget counts the bytes read, not the
-// buffer: before each read, hold takes room for the bytes that read may bring (at most
-// answerReadStep past those read; errAnswerBusy when the budget has no room), and the answer read
+// into a buffer that doubles, within the same bound. The budget counts about the answer's own
+// length, not a doubled buffer: hold takes a buffer of the declared length whole when it is made
+// (so an answer that will not fit is refused before most of it is read), and past the declared
+// length, or with none, takes room before each read for the bytes it may bring (at most
+// answerReadStep past those read); errAnswerBusy when the budget has no room. The answer read
 // keeps only its own length, or the reservation it was read into if that is larger (the slack
-// given back), so one answer takes about its own length. A nil hold takes nothing. A buffer never outgrows limit: whether a body of limit bytes ends there
+// given back). A nil hold takes nothing. A buffer never outgrows limit: whether a body of limit bytes ends there
 // is read into a byte of its own, so that a budget of limit bytes holds an answer of limit bytes.
 func readAnswer(body io.Reader, declared, limit int64, hold *AnswerHold) ([]byte, error) {
 	size := min(int64(512), limit)
@@ -360,7 +362,10 @@ func readAnswer(body io.Reader, declared, limit int64, hold *AnswerHold) ([]byte
 			}
 			b = append(make([]byte, 0, grown), b...)
 		}
-		end := min(cap(b), len(b)+answerReadStep)
+		end := cap(b) // a buffer of the declared length is the answer's own length: taken whole
+		if declared < 0 || int64(end) > declared+1 {
+			end = min(end, len(b)+answerReadStep)
+		}
 		if !hold.growTo(int64(end)) {
 			return nil, errAnswerBusy
 		}
