@@ -146,7 +146,6 @@ func (a Answer) Release() {
 	}
 }
 
-
 // BusyError is the error of a successful answer whose copy found no room (see Replace):
 // ErrPastShareAnswered when its account's share is what it passed, else ErrBusyAnswered.
 func (a Answer) BusyError() error { return busyAnswered(a.hold) }
