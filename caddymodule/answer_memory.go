@@ -44,9 +44,22 @@ func (a *App) releaseAnswerBudget() error {
 	return err
 }
 
-// sizeAnswerBudget gives the gateway's answer budget this config's bounds (at Start: a config
-// that fails to load leaves the running one's).
-func (a *App) sizeAnswerBudget() { a.answers.Resize(a.answerMemory(), a.AnswerMemoryPerAccount) }
+// sizeAnswerBudget gives the gateway's answer budget this config's bounds (at Start).
+func (a *App) sizeAnswerBudget() {
+	a.unsizeAnswers = a.answers.Resize(a.answerMemory(), a.AnswerMemoryPerAccount)
+}
+
+// unsizeAnswerBudget gives the budget back the bounds this config's Start replaced, when they are
+// still this config's (at Stop). Caddy starts a config's apps one by one and stops the started
+// ones when a later one fails to start: the refused config's bounds must not outlive it, and the
+// running config's come back. After a config that started whole, the next config's Start has set
+// its own bounds, which stay.
+func (a *App) unsizeAnswerBudget() {
+	if a.unsizeAnswers != nil {
+		a.unsizeAnswers()
+		a.unsizeAnswers = nil
+	}
+}
 
 // answerMemory is AnswerMemory, or its default.
 func (a *App) answerMemory() int64 {
@@ -54,6 +67,14 @@ func (a *App) answerMemory() int64 {
 		return upstream.DefaultAnswerMemory
 	}
 	return a.AnswerMemory
+}
+
+// answerShare is AnswerMemoryPerAccount, or its default (a quarter of answerMemory).
+func (a *App) answerShare() int64 {
+	if a.AnswerMemoryPerAccount <= 0 {
+		return a.answerMemory() / upstream.DefaultAnswerShareParts
+	}
+	return a.AnswerMemoryPerAccount
 }
 
 // validateAnswerMemory checks answer_memory and answer_memory_per_account.

@@ -11,7 +11,7 @@ import (
 // and the budget outlives the old config's cleanup. Once no config holds it, the next config
 // makes a new one of its own bounds.
 func TestAnswerBudgetOutlivesReloads(t *testing.T) {
-	old := &App{AnswerMemory: 64 << 20}
+	old := &App{AnswerMemory: 64 << 20, AnswerMemoryPerAccount: 64 << 20}
 	if err := old.acquireAnswerBudget(); err != nil {
 		t.Fatal(err)
 	}

@@ -122,10 +122,9 @@ type App struct {
 	// AnswerMemoryPerAccount is the part of AnswerMemory that one account's answers may hold at
 	// once. Past it, the account's queries are 503 gateway_busy and its edits wait (up to 15 s,
 	// then 502 charged) for its own answers to be passed on; other accounts are not affected.
-	// An answer bigger than it is still read while its account holds nothing else, on room
-	// borrowed from the rest of AnswerMemory: when another account within its share then finds
-	// no room, the borrowed answer's write must end within 3 s or is given up. Default: a
-	// quarter of AnswerMemory; at most AnswerMemory.
+	// It must hold one whole answer: a config whose share is below the largest max_answer of
+	// its mediagw_image_edits handlers is refused. Default: a quarter of AnswerMemory; at most
+	// AnswerMemory.
 	AnswerMemoryPerAccount int64 `json:"answer_memory_per_account,omitempty"`
 
 	store         storage.Store
@@ -145,7 +144,8 @@ type App struct {
 	loadedAt      time.Time
 	logger        *zap.Logger
 	answers       *upstream.AnswerBudget
-	answersHeld   bool // a hold on answerBudgets, released by Cleanup
+	answersHeld   bool   // a hold on answerBudgets, released by Cleanup
+	unsizeAnswers func() // puts back the budget's bounds that Start replaced (see unsizeAnswerBudget)
 }
 
 // ProviderConfig is one model provider, served by one or more upstreams (accounts).
@@ -388,10 +388,13 @@ func (a *App) Start() error {
 	return nil
 }
 
-// Stop stops the watcher, the outbox and the reconciler. The store is not closed here: the next
-// config may still use it. It is closed when the last config that uses it is cleaned up.
+// Stop stops the watcher, the outbox and the reconciler, and gives the answer budget back the
+// bounds Start replaced if no config has set its own since (see unsizeAnswerBudget). The store is
+// not closed here: the next config may still use it. It is closed when the last config that uses
+// it is cleaned up.
 func (a *App) Stop() error {
 	a.runtime.halt()
+	a.unsizeAnswerBudget()
 	return nil
 }
 

@@ -38,9 +38,10 @@ type ImageEditsHandler struct {
 	// query is read. Answers with images in them (b64_json) are large: ten big ones take tens
 	// of MiB, held in memory while each is checked and passed on. An edit answered with success
 	// past it gets 502 and is charged its estimate (the provider made the images). Default:
-	// 64 MiB; at most 1 GiB, and at most the mediagw option answer_memory, which bounds the
+	// 64 MiB; at most 1 GiB, and at most the mediagw options answer_memory, which bounds the
 	// bytes of all the answers held at once (an edit reserves 64 KiB of it before it is charged
-	// and sent; see imageedit.EditAnswerReserve).
+	// and sent; see imageedit.EditAnswerReserve), and answer_memory_per_account, one account's
+	// share of it.
 	MaxAnswer int64 `json:"max_answer,omitempty"`
 
 	edits *imageedit.Handler
@@ -77,6 +78,11 @@ func (h *ImageEditsHandler) Provision(ctx caddy.Context) error {
 	maxAnswer := h.edits.MaxAnswerBytes()
 	if limit := app.AnswerMemoryLimit(); maxAnswer > limit {
 		return fmt.Errorf("mediagw_image_edits: max_answer (%d bytes) is above the mediagw option answer_memory (%d bytes), which bounds all the answers held at once and must hold one of max_answer: write answer_memory %d (or more) in the mediagw global options, or lower max_answer", maxAnswer, limit, maxAnswer)
+	}
+	// One answer must fit its account's share too (no account holds past its share), so that an
+	// account's answer alone is always read.
+	if share := app.answerShare(); maxAnswer > share {
+		return fmt.Errorf("mediagw_image_edits: max_answer (%d bytes) is above the mediagw option answer_memory_per_account (%d bytes; by default a quarter of answer_memory), the most one account's answers may hold, which must hold one answer of max_answer: write answer_memory_per_account %d (or more, at most answer_memory) in the mediagw global options, or lower max_answer", maxAnswer, share, maxAnswer)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ import (
 // every account was 503 gateway_busy for as long as the client kept its connection open.)
 func TestStalledReaderDoesNotHoldAnswerMemory(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake, base, _, ids := startAnswerMemoryGateway(t, "64MiB", "64MiB", "image-async", 1)
+	fake, base, _, ids := startAnswerMemoryGateway(t, oneShare("64MiB"), "64MiB", "image-async", 1)
 	fake.set(ids[0], &heldTask{answer: succeededAnswer(ids[0], 1, 60<<20, "")})
 
 	conn := queryAndStall(t, base, ids[0])
@@ -46,7 +46,7 @@ func TestStalledReaderDoesNotHoldAnswerMemory(t *testing.T) {
 // reserved 8 MiB: two of them refused every other edit and query of every account.)
 func TestEditsInFlightAreNotCappedByTheirReservation(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake, base, _, ids := startAnswerMemoryGateway(t, "16MiB", "16MiB", "image-async", 1)
+	fake, base, _, ids := startAnswerMemoryGateway(t, oneShare("16MiB"), "16MiB", "image-async", 1)
 	before := make(chan struct{})
 	fake.answerEditsWith(&heldTask{answer: []byte(`{"created":1,"data":[{"url":"https://img.example/a.png"}]}`), before: before})
 	edited, sent := make(chan response, 3), fake.edited()
@@ -96,7 +96,7 @@ func TestEditsInFlightAreNotCappedByTheirReservation(t *testing.T) {
 // were served.
 func TestAnswerWithinMaxAnswerServedOnAnIdleGateway(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake, base, g, ids := startAnswerMemoryGateway(t, "64MiB", "64MiB", "edit-async", 1)
+	fake, base, g, ids := startAnswerMemoryGateway(t, oneShare("64MiB"), "64MiB", "edit-async", 1)
 	awaitBalance(t, g, "painters", "4.66", "0.34")
 	fake.set(ids[0], &heldTask{answer: succeededAnswer(ids[0], 1, 40<<20, "")})
 	q := call(t, http.MethodGet, base+"/v1/images/tasks/"+ids[0], "mg-image-tasks", nil)
@@ -128,7 +128,7 @@ func balanceOf(t *testing.T, g *gateway) string {
 // connection open.)
 func TestStalledReaderDoesNotMakeOthersPayForLostEdits(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake, base, g, ids := startAnswerMemoryGateway(t, "64MiB", "64MiB", "image-async", 1)
+	fake, base, g, ids := startAnswerMemoryGateway(t, oneShare("64MiB"), "64MiB", "image-async", 1)
 	fake.set(ids[0], &heldTask{answer: succeededAnswer(ids[0], 1, 50<<20, "")})
 	queryAndStall(t, base, ids[0])
 	awaitHeldAnswers(t, 50<<20, 51<<20)

@@ -17,7 +17,7 @@ import (
 // key keeps a truncated 200 answer, which the retry gets replayed (Idempotent-Replayed: true),
 // no valid JSON. (Before the parts, the one Write let the recorder copy the whole answer.)
 func TestIdempotentEditCutWriteIsReplayedWhole(t *testing.T) {
-	fake, base, _, _ := startAnswerMemoryGateway(t, "64MiB", "64MiB", "image-async", 1)
+	fake, base, _, _ := startAnswerMemoryGateway(t, oneShare("64MiB"), "64MiB", "image-async", 1)
 	fake.answerEditsWith(&heldTask{answer: []byte(`{"created":1,"data":[{"b64_json":"` + strings.Repeat("iVBO", (6<<20)/4) + `"}]}`)})
 	body := imageEditBody("image-async", 1, "1024x1024", "auto")
 	host := strings.TrimPrefix(base, "http://")

@@ -150,6 +150,10 @@ var answerMemoryCaddyfile = strings.NewReplacer(
 	"mediagw_image_edits @image_edits", "mediagw_image_edits @image_edits {\n\t\t\tmax_answer {{max_answer}}\n\t\t}",
 ).Replace(imageTaskEndCaddyfile)
 
+// oneShare is the answer_memory option of size whose one share (answer_memory_per_account) is
+// all of it: the bound of a gateway as one account sees it.
+func oneShare(size string) string { return size + "\n\t\tanswer_memory_per_account " + size }
+
 // startAnswerMemoryGateway starts answerMemoryCaddyfile on a heldAnswerProvider, credits the
 // accounts painters and sketchers with 5 each, and makes tasks image tasks by edits of 2 images of model (edit-async,
 // aliased, or image-async, not).
@@ -313,7 +317,7 @@ func TestParallelImageTaskQueriesShareOneAnswer(t *testing.T) {
 // held: afterwards no answer bytes are held. (Before, there was no bound: every answer was held.)
 func TestImageAnswersPastAnswerMemoryAreRefused(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake, base, g, ids := startAnswerMemoryGateway(t, "8224KiB", "8224KiB", "image-async", 4)
+	fake, base, g, ids := startAnswerMemoryGateway(t, oneShare("8224KiB"), "8224KiB", "image-async", 4)
 	first, second, failing, cut := ids[0], ids[1], ids[2], ids[3]
 	firstAnswer := succeededAnswer(first, 1, 8<<20+16<<10, "")
 	gate := make(chan struct{})
@@ -397,21 +401,28 @@ func TestMaxAnswerMustFitAnswerMemory(t *testing.T) {
 	for _, c := range []struct {
 		answerMemory, maxAnswer string
 		refused                 bool
-	}{{"32MiB", "64MiB", true}, {"64MiB", "64MiB", false}} {
-		g.vars["answer_memory"], g.vars["max_answer"] = c.answerMemory, c.maxAnswer
-		raw, err := g.adapt(answerMemoryCaddyfile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cfg caddy.Config
-		if err := json.Unmarshal(raw, &cfg); err != nil {
-			t.Fatal(err)
-		}
-		err = caddy.Validate(&cfg)
+	}{{"32MiB", "64MiB", true}, {oneShare("64MiB"), "64MiB", false}} {
+		err := answerMemoryLoadError(g, c.answerMemory, c.maxAnswer)
 		if c.refused != (err != nil) || (c.refused && !(strings.Contains(err.Error(), "max_answer") && strings.Contains(err.Error(), "answer_memory"))) {
 			t.Errorf("answer_memory %s, max_answer %s: %v", c.answerMemory, c.maxAnswer, err)
 		}
 	}
+}
+
+// answerMemoryLoadError adapts answerMemoryCaddyfile with answer_memory and max_answer and
+// reports what loading it (provisioning, without starting it) refuses.
+func answerMemoryLoadError(g *gateway, answerMemory, maxAnswer string) error {
+	g.t.Helper()
+	g.vars["answer_memory"], g.vars["max_answer"] = answerMemory, maxAnswer
+	raw, err := g.adapt(answerMemoryCaddyfile)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	var cfg caddy.Config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		g.t.Fatal(err)
+	}
+	return caddy.Validate(&cfg)
 }
 
 // TestEditAnswerPastTheRoomLeftIsCharged: an edit's provider answers with an 11 MB image, and
@@ -425,7 +436,7 @@ func TestMaxAnswerMustFitAnswerMemory(t *testing.T) {
 // account's answers take the room.)
 func TestEditAnswerPastTheRoomLeftIsCharged(t *testing.T) {
 	// Not parallel: the gateway is the test process's one in-process Caddy.
-	fake, base, g, ids := startAnswerMemoryGateway(t, "12MiB\n\t\tanswer_memory_per_account 12MiB", "12MiB", "image-async", 1)
+	fake, base, g, ids := startAnswerMemoryGateway(t, oneShare("12MiB"), "12MiB", "image-async", 1)
 	awaitBalance(t, g, "painters", "4.9", "0.1")
 	editGate, editHalf := make(chan struct{}), make(chan struct{})
 	fake.answerEditsWith(&heldTask{answer: []byte(`{"created":1,"data":[{"b64_json":"` + strings.Repeat("iVBO", (11<<20)/4) + `"}]}`),

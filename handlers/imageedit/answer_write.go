@@ -14,24 +14,16 @@ import (
 // answerStall keeps up), and the whole within answerWriteBase plus its size at answerMinRate
 // bytes a second. A write past either is given up: the connection is closed, and the answer's
 // bytes go back to the budget.
-//
-// An answer whose room is borrowed (its account past its share: see upstream.AnswerBudget) is
-// bound more tightly once another account needs that room (the hold is reclaimed): the write
-// must end within reclaimGrace of the writer seeing it, which it does between parts. So a
-// reclaimed answer's room comes back within one part's bound plus reclaimGrace (13 s), within the
-// EditRoomWait an edit waits.
 const (
 	answerPart      = 64 << 10
 	answerStall     = 10 * time.Second
 	answerWriteBase = 30 * time.Second
 	answerMinRate   = 256 << 10
-	reclaimGrace    = 3 * time.Second
 )
 
-// writeAnswer writes body to w within the bounds above; reclaimed is closed when the answer's
-// room is reclaimed (upstream.Answer.Reclaimed). It reports the write's error (the client gone,
-// or too slow).
-func writeAnswer(w http.ResponseWriter, body []byte, reclaimed <-chan struct{}) error {
+// writeAnswer writes body to w within the bounds above. It reports the write's error (the client
+// gone, or too slow).
+func writeAnswer(w http.ResponseWriter, body []byte) error {
 	rc := http.NewResponseController(w)
 	now := time.Now()
 	end := now.Add(answerWriteBase + time.Duration(len(body)/answerMinRate)*time.Second)
@@ -42,12 +34,6 @@ func writeAnswer(w http.ResponseWriter, body []byte, reclaimed <-chan struct{}) 
 	}
 	for len(body) > 0 {
 		part := body[:min(len(body), answerPart)]
-		select {
-		case <-reclaimed:
-			end = earlier(end, time.Now().Add(reclaimGrace))
-			reclaimed = nil // seen: the bound is set once
-		default:
-		}
 		if bounded {
 			if err := rc.SetWriteDeadline(earlier(end, time.Now().Add(answerStall))); err != nil {
 				return err

@@ -445,7 +445,7 @@ func passOn(w http.ResponseWriter, ans upstream.Answer) {
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(ans.Status)
-	_ = writeAnswer(w, ans.Body, ans.Reclaimed()) // a client gone or too slow gets no more (see answer_write.go)
+	_ = writeAnswer(w, ans.Body) // a client gone or too slow gets no more (see answer_write.go)
 }
 
 // jsonObject reports whether body is one JSON object.
@@ -465,10 +465,9 @@ const EditAnswerReserve = 64 << 10
 // EditRoomWait is how long an edit's successful answer may wait, in all, for room in the answer
 // budget before it is given up (see unreadAnswer: 502 charged when its own account's answers took
 // the room, 503 uncharged when other accounts' did). It is longer than a client that stopped
-// reading may hold an answer (see answer_write.go), and than a borrowed answer's write lasts once
-// its room is reclaimed (one part's bound and reclaimGrace), so room held so comes back within
-// it. A slow client within its account's share may hold that share for minutes: only answers of
-// more accounts than the budget has shares for can keep an edit out for 15 s.
+// reading may hold an answer (one part's bound, see answer_write.go), so room held so comes back
+// within it. A slow client within its account's share may hold that share for minutes: only
+// answers of more accounts than the budget has shares for can keep an edit out for 15 s.
 const EditRoomWait = 15 * time.Second
 
 // MaxAnswerBytes is MaxAnswer, or its default.

@@ -26,16 +26,17 @@ const DefaultAnswerShareParts = 4
 // ReserveWaiting: then it waits for room, for a bounded time, woken as soon as bytes are given
 // back. A nil budget bounds nothing.
 //
-// Every answer is an account's, and an account may hold at most its share of the budget. The
-// one exception is an answer bigger than the share, read while its account holds nothing else:
-// it may take what is left of the budget, but that room is borrowed. When another account, within
-// its share, finds no room, each hold of an account past its share is reclaimed (see
-// AnswerHold.Reclaimed): it takes no more, and the writer of its answer gives it up shortly (so
-// one account reading its answers slowly never makes another account's answers fail). An
-// account past its share takes nothing more until it is back within it.
+// Every answer is an account's, and an account may hold at most its share of the budget: an
+// answer that would take its account past its share is refused (or waits, with ReserveWaiting,
+// for the account's own answers to be given back). The share must hold one whole answer (the
+// gateway refuses a config whose share is below a handler's max_answer), so an answer alone
+// always fits its account's share, no account ever holds room past it, and one account reading
+// its answers slowly never keeps another account, within its share, out of more than the room
+// the shares leave.
 //
-// The budget counts the buffer an answer is read into. While it grows, the old buffer and the
-// new one are briefly both alive; a copy that the checks on an answer make (credential removal,
+// The budget counts the bytes of an answer read (see readAnswer), not the buffer it is read into,
+// which, for an answer of no declared length (a compressed one), may be up to twice as long;
+// while it grows, the old buffer and the new one are briefly both alive; a copy that the checks on an answer make (credential removal,
 // the client's model id) takes the answer's place (Answer.Replace), and the one it replaces is
 // alive until the collector comes: the memory the answers take is a small multiple of the
 // bytes counted.
@@ -44,6 +45,7 @@ type AnswerBudget struct {
 	limit    int64
 	share    int64
 	held     int64
+	sized    uint64 // how many times the bounds were set (see Resize)
 	accounts map[string]*accountAnswers
 	// room is closed when room may have come (bytes given back, the bounds raised), then
 	// replaced: every answer waiting for room waits on the one it saw when it found none.
@@ -65,8 +67,10 @@ func NewAnswerBudget(limit, share int64) *AnswerBudget {
 }
 
 // Resize sets the budget's bounds as NewAnswerBudget does. The answers held keep what they hold;
-// past a lowered bound, answers take nothing more until enough is given back.
-func (b *AnswerBudget) Resize(limit, share int64) {
+// past a lowered bound, answers take nothing more until enough is given back. Undo puts back the
+// bounds it replaced, if no Resize came since (a config that started, setting its bounds, and is
+// stopped because the rest of its load failed gives the running config its bounds back).
+func (b *AnswerBudget) Resize(limit, share int64) (undo func()) {
 	if limit <= 0 {
 		limit = DefaultAnswerMemory
 	}
@@ -75,7 +79,22 @@ func (b *AnswerBudget) Resize(limit, share int64) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.limit, b.share = limit, min(share, limit)
+	prevLimit, prevShare := b.limit, b.share
+	b.setBounds(limit, min(share, limit))
+	mine := b.sized
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.sized == mine && prevLimit > 0 {
+			b.setBounds(prevLimit, prevShare)
+		}
+	}
+}
+
+// setBounds sets the bounds and wakes the answers waiting for room. b.mu is held.
+func (b *AnswerBudget) setBounds(limit, share int64) {
+	b.limit, b.share = limit, share
+	b.sized++
 	b.wake()
 }
 
@@ -134,7 +153,7 @@ func (b *AnswerBudget) ReserveWaiting(account string, n int64, patience time.Dur
 
 // hold is a new hold of account's that holds nothing yet.
 func (b *AnswerBudget) hold(account string) *AnswerHold {
-	return &AnswerHold{budget: b, account: account, reclaim: make(chan struct{})}
+	return &AnswerHold{budget: b, account: account}
 }
 
 // A shortfall is why a hold could not take more.
@@ -143,27 +162,21 @@ type shortfall int
 const (
 	enough    shortfall = iota
 	noRoom              // the budget is full of answers, the account within its share
-	pastShare           // the account would pass its share (or its borrowed room was reclaimed)
+	pastShare           // the account would pass its share
 )
 
-// take takes n more bytes for h, if the rule of the budget (see AnswerBudget) allows it; when
-// it does not for want of room, within the account's share, it reclaims the room borrowed.
-// b.mu is held.
+// take takes n more bytes for h, if the rule of the budget (see AnswerBudget) allows it. b.mu is
+// held.
 func (b *AnswerBudget) take(h *AnswerHold, n int64) shortfall {
 	acct := b.accounts[h.account]
 	var mine int64
 	if acct != nil {
 		mine = acct.n
 	}
-	within := mine+n <= b.share
-	if !within && (mine > h.n || h.reclaimed) {
+	if mine+n > b.share {
 		return pastShare
 	}
 	if b.held+n > b.limit {
-		if !within {
-			return pastShare
-		}
-		b.reclaimBorrowed()
 		return noRoom
 	}
 	if acct == nil {
@@ -176,21 +189,6 @@ func (b *AnswerBudget) take(h *AnswerHold, n int64) shortfall {
 	b.held += n
 	metrics.AnswerMemory(n)
 	return enough
-}
-
-// reclaimBorrowed reclaims every hold of an account past its share. b.mu is held.
-func (b *AnswerBudget) reclaimBorrowed() {
-	for _, acct := range b.accounts {
-		if acct.n <= b.share {
-			continue
-		}
-		for h := range acct.holds {
-			if !h.reclaimed {
-				h.reclaimed = true
-				close(h.reclaim)
-			}
-		}
-	}
 }
 
 // give gives back what h holds. b.mu is held.
@@ -219,31 +217,19 @@ func (b *AnswerBudget) wake() {
 type AnswerHold struct {
 	budget  *AnswerBudget
 	account string
-	reclaim chan struct{} // closed when reclaimed
 
 	// Guarded by budget.mu.
-	n         int64
-	done      bool
-	reclaimed bool
-	short     shortfall // why the last take failed
+	n     int64
+	done  bool
+	short shortfall // why the last take failed
 
 	// patience is how long, in all, the hold's answer may wait for room (see ReserveWaiting);
 	// waited is how long it has. Used by the one goroutine that reads the answer.
 	patience, waited time.Duration
 }
 
-// Reclaimed is closed when the hold's room is reclaimed: its account is past its share while
-// another account finds no room. Whoever passes the answer on then ends within a short grace,
-// giving the room back. A nil hold is never reclaimed.
-func (h *AnswerHold) Reclaimed() <-chan struct{} {
-	if h == nil {
-		return nil
-	}
-	return h.reclaim
-}
-
-// pastShare reports whether the hold's last take failed because its account is past its share
-// (or its answer outgrew the share), not for want of room within it.
+// pastShare reports whether the hold's last take failed because its account is past its share,
+// not for want of room within it.
 func (h *AnswerHold) pastShare() bool {
 	if h == nil {
 		return false
@@ -261,6 +247,37 @@ func (h *AnswerHold) growTo(n int64) bool {
 // add takes n bytes more for the hold, if the budget has room.
 func (h *AnswerHold) add(n int64) bool {
 	return h.takeMore(func(int64) int64 { return n })
+}
+
+// size is the bytes the hold holds.
+func (h *AnswerHold) size() int64 {
+	if h == nil {
+		return 0
+	}
+	h.budget.mu.Lock()
+	defer h.budget.mu.Unlock()
+	return h.n
+}
+
+// shrinkTo gives back what the hold holds past n bytes (the slack of a buffer read into).
+func (h *AnswerHold) shrinkTo(n int64) {
+	if h == nil {
+		return
+	}
+	b := h.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h.done || h.n <= n {
+		return
+	}
+	extra := h.n - n
+	if acct := b.accounts[h.account]; acct != nil {
+		acct.n -= extra
+	}
+	h.n = n
+	b.held -= extra
+	metrics.AnswerMemory(-extra)
+	b.wake()
 }
 
 // takeMore takes more(bytes held) bytes more for the hold, if the budget allows it, waiting for
@@ -295,8 +312,8 @@ func (h *AnswerHold) takeMore(more func(held int64) int64) bool {
 }
 
 // tryMore is one attempt of takeMore. When it takes nothing, room is the channel closed when
-// room may have come, or nil when none will: a released hold's answer is no longer read, and a
-// reclaimed one's must give its room back, not wait to take more.
+// room may have come, or nil when none will: a released hold's answer is no longer read, and one
+// bigger than the share never fits it.
 func (h *AnswerHold) tryMore(more func(held int64) int64) (taken bool, room <-chan struct{}) {
 	b := h.budget
 	b.mu.Lock()
@@ -311,8 +328,8 @@ func (h *AnswerHold) tryMore(more func(held int64) int64) (taken bool, room <-ch
 	if h.short = b.take(h, n); h.short == enough {
 		return true, nil
 	}
-	if h.reclaimed {
-		return false, nil
+	if h.n+n > b.share {
+		return false, nil // past the share on its own: no answer given back makes room for it
 	}
 	return false, b.room
 }
@@ -344,8 +361,7 @@ var (
 	ErrBusyAnswered = apierror.New(http.StatusServiceUnavailable, "gateway_busy",
 		"the gateway is holding as many provider answers as it may at once and could not read the provider's answer; retry shortly").WithRetryAfter(busyRetry)
 	// ErrPastShareAnswered is a successful answer (2xx) not held because its account's answers
-	// would pass the account's share of the budget (or the answer, bigger than the share, found
-	// no room to borrow): the provider did the work.
+	// would pass the account's share of the budget: the provider did the work.
 	ErrPastShareAnswered = apierror.New(http.StatusBadGateway, "invalid_response",
 		"the provider answered, but the answer did not fit this account's share of the gateway's answer memory")
 )

@@ -38,79 +38,39 @@ func TestAnAccountHoldsAtMostItsShare(t *testing.T) {
 	}
 }
 
-// An answer bigger than the share is read while its account holds nothing else, on the room
-// left; it is reclaimed when another account, within its share, finds no room, and takes no
-// more after, without waiting for more. An account past its share, or an answer growing past it, is pastShare.
-func TestAnAnswerPastTheShareIsBorrowedAndReclaimed(t *testing.T) {
+// Nothing is borrowed: an answer that would take its account past its share is refused even in
+// an idle budget, at once, for its own share; an answer within its share refused for want of
+// room is not reported past its share.
+func TestAnAnswerPastTheShareIsRefusedEvenWithRoomLeft(t *testing.T) {
 	budget := NewAnswerBudget(1<<20, 256<<10)
 	big, ok := budget.ReserveWaiting("a", 64<<10, time.Minute)
-	if !ok || !big.growTo(900<<10) {
-		t.Fatalf("a lone answer past the share found no room in an idle budget: %d held", budget.Held())
-	}
-	select {
-	case <-big.Reclaimed():
-		t.Fatal("reclaimed before anyone needed the room")
-	default:
-	}
-	if _, ok := budget.Reserve("a", 1); ok {
-		t.Fatal("the account past its share reserved more")
-	}
-	small, ok := budget.Reserve("b", 100<<10) // fits the room left: nothing reclaimed
 	if !ok {
-		t.Fatal("another account's answer that fits the room left was refused")
-	}
-	select {
-	case <-big.Reclaimed():
-		t.Fatal("reclaimed while the other account found room")
-	default:
-	}
-	if small.growTo(200 << 10) {
-		t.Fatal("an answer took room the borrowed answer holds")
-	}
-	if small.pastShare() {
-		t.Fatal("an answer within its share, refused for want of room, is reported past its share")
-	}
-	select {
-	case <-big.Reclaimed():
-	default:
-		t.Fatal("an account within its share found no room, and the borrowed room was not reclaimed")
+		t.Fatal("a reservation within the share was refused")
 	}
 	began := time.Now()
-	if big.growTo(950<<10) || !big.pastShare() || time.Since(began) > time.Second {
-		t.Fatalf("a reclaimed answer took more room, or waited for it (%v), or its refusal is not its own share's", time.Since(began))
+	if big.growTo(300<<10) || !big.pastShare() || time.Since(began) > time.Second {
+		t.Fatalf("an answer past its share took room, or waited for it (%v), or its refusal is not its own share's: %d held", time.Since(began), budget.Held())
 	}
 	big.Release()
-	if !small.growTo(200<<10) || budget.Held() != 200<<10 {
-		t.Fatalf("room given back was not taken: %d held", budget.Held())
-	}
-	small.Release()
-}
-
-// A lone answer bigger than the share that finds no room to borrow is refused for its own share,
-// not for the others' answers, and reclaims nothing.
-func TestAnAnswerPastTheShareWithoutRoomIsPastShare(t *testing.T) {
-	budget := NewAnswerBudget(1<<20, 256<<10)
 	others := make([]*AnswerHold, 0, 4)
-	for _, account := range []string{"b", "c", "d"} {
+	for _, account := range []string{"b", "c", "d", "e"} {
 		h, ok := budget.Reserve(account, 256<<10)
 		if !ok {
 			t.Fatal("an account's share refused")
 		}
 		others = append(others, h)
 	}
-	big, _ := budget.Reserve("a", 64<<10)
-	if big.growTo(300<<10) || !big.pastShare() {
-		t.Fatalf("a lone answer past the share took room it has not: %d held", budget.Held())
+	small, _ := budget.Reserve("f", 0)
+	if small.growTo(1) || small.pastShare() {
+		t.Fatalf("an answer within its share took room there is not, or its refusal is its share's: %d held", budget.Held())
 	}
 	for _, h := range others {
-		select {
-		case <-h.Reclaimed():
-			t.Fatal("an answer within its share was reclaimed")
-		default:
-		}
 		h.Release()
 	}
-	big.Release()
+	if !small.growTo(256<<10) || budget.Held() != 256<<10 {
+		t.Fatalf("room given back was not taken: %d held", budget.Held())
+	}
+	small.Release()
 }
 
 // A waiting answer takes room as soon as it is given back, not at a polling interval: over
@@ -195,6 +155,8 @@ func TestResizeChangesTheBoundsAndWakesWaiters(t *testing.T) {
 	if budget.Limit() != 1<<20 || budget.Share() != 256<<10 {
 		t.Fatalf("limit %d, share %d: want 1 MiB and a quarter", budget.Limit(), budget.Share())
 	}
+	budget.Resize(1<<20, 1<<20)
+	other, _ := budget.Reserve("b", 500<<10)
 	room, _ := budget.ReserveWaiting("a", 200<<10, 5*time.Second)
 	done := make(chan bool)
 	go func() { done <- room.growTo(600 << 10) }()
@@ -209,10 +171,11 @@ func TestResizeChangesTheBoundsAndWakesWaiters(t *testing.T) {
 		t.Fatal("a resize that made room did not wake the waiter")
 	}
 	budget.Resize(512<<10, 0) // below what is held: nothing more is taken
-	if _, ok := budget.Reserve("b", 1); ok || budget.Share() != 128<<10 || budget.Held() != 600<<10 {
-		t.Fatalf("share %d, %d held: a reservation was made past a lowered limit, or the held answer lost bytes", budget.Share(), budget.Held())
+	if _, ok := budget.Reserve("c", 1); ok || budget.Share() != 128<<10 || budget.Held() != 1100<<10 {
+		t.Fatalf("share %d, %d held: a reservation was made past a lowered limit, or the held answers lost bytes", budget.Share(), budget.Held())
 	}
 	room.Release()
+	other.Release()
 	if budget.Held() != 0 {
 		t.Fatalf("%d held after release", budget.Held())
 	}

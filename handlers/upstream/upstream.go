@@ -146,10 +146,6 @@ func (a Answer) Release() {
 	}
 }
 
-// Reclaimed is closed when the room the answer holds is reclaimed (see AnswerHold.Reclaimed):
-// whoever passes it on must end shortly. An answer read without a budget is never reclaimed.
-func (a Answer) Reclaimed() <-chan struct{} { return a.hold.Reclaimed() }
-
 // BusyError is the error of a successful answer whose copy found no room (see Replace):
 // ErrPastShareAnswered when its account's share is what it passed, else ErrBusyAnswered.
 func (a Answer) BusyError() error { return busyAnswered(a.hold) }
@@ -328,10 +324,15 @@ var (
 // readAnswer reads an answer's body, up to limit bytes (errAnswerTooLarge past it), as io.ReadAll
 // does but into one buffer of the declared length (Content-Length, the usual case, up to 64 KiB;
 // -1 when unknown) and the byte that tells whether the body ends there. A body that runs on past
-// its declared length is read on, within the same bound. Each buffer is taken from hold before
-// it is made (errAnswerBusy when the budget has no room); a nil hold takes nothing. A buffer
-// never outgrows limit: whether a body of limit bytes ends there is read into a byte of its own,
-// so that a budget of limit bytes holds an answer of limit bytes.
+// its declared length, or has none (a compressed answer, which the transport decodes), is read on
+// into a buffer that doubles, within the same bound. The budget counts about the answer's own
+// length, not a doubled buffer: hold takes a buffer of the declared length whole when it is made
+// (so an answer that will not fit is refused before most of it is read), and past the declared
+// length, or with none, takes room before each read for the bytes it may bring (at most
+// answerReadStep past those read); errAnswerBusy when the budget has no room. The answer read
+// keeps only its own length, or the reservation it was read into if that is larger (the slack
+// given back). A nil hold takes nothing. A buffer never outgrows limit: whether a body of limit bytes ends there
+// is read into a byte of its own, so that a budget of limit bytes holds an answer of limit bytes.
 func readAnswer(body io.Reader, declared, limit int64, hold *AnswerHold) ([]byte, error) {
 	size := min(int64(512), limit)
 	if declared > limit {
@@ -341,39 +342,47 @@ func readAnswer(body io.Reader, declared, limit int64, hold *AnswerHold) ([]byte
 		// bytes that arrive, so that an answer declared large and then stalled holds little.
 		size = min(declared+1, 64<<10+1, limit)
 	}
-	if !hold.growTo(size) {
-		return nil, errAnswerBusy
-	}
+	reserved := hold.size()
 	b := make([]byte, 0, size)
 	for {
 		if int64(len(b)) == limit {
 			if err := endsAt(body); err != nil {
 				return nil, err
 			}
+			hold.shrinkTo(max(int64(len(b)), reserved))
 			return b, nil
 		}
-		n, err := body.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(b) == cap(b) && int64(len(b)) < limit {
+		if len(b) == cap(b) {
 			// Room to read on: twice the buffer, up to the declared length's (and its end's
 			// byte) while the body keeps to it, and never past limit.
 			grown := min(2*int64(cap(b)), limit)
 			if declared >= 0 && declared+1 > int64(cap(b)) {
 				grown = min(grown, declared+1)
 			}
-			if !hold.growTo(grown) {
-				return nil, errAnswerBusy
-			}
 			b = append(make([]byte, 0, grown), b...)
+		}
+		end := cap(b) // a buffer of the declared length is the answer's own length: taken whole
+		if declared < 0 || int64(end) > declared+1 {
+			end = min(end, len(b)+answerReadStep)
+		}
+		if !hold.growTo(int64(end)) {
+			return nil, errAnswerBusy
+		}
+		n, err := body.Read(b[len(b):end])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			hold.shrinkTo(max(int64(len(b)), reserved))
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 }
+
+// answerReadStep is the most one read of an answer may bring, and so what the answer's hold takes
+// past the bytes already read.
+const answerReadStep = 64 << 10
 
 // endsAt reads on a body that has filled its bound: nil when it ends there, errAnswerTooLarge
 // when another byte comes.
