@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,5 +75,84 @@ func TestRefusedThenNeverSentIsReleased(t *testing.T) {
 	}
 	if r := keys.admin(t, "GET", "/mediagw/accounts/fo/balance", nil); r.field("balance") != "10" {
 		t.Errorf("balance: %s; want 10", r.body)
+	}
+}
+
+// timedOutFailoverCaddyfile: the chat model of failoverNeverSentCaddyfile on "slow" (tried
+// first), which takes the request and never answers, and "stalled"; the gateway waits 200ms for
+// an answer's headers before it tries the next upstream.
+const timedOutFailoverCaddyfile = `{
+	{{globals}}
+	mediagw {
+		storage badger {{data}}
+		provider chat {
+			models chat-fo
+			upstream slow {
+				base_url {{slow}}/v1
+				api_key slow-key
+				priority 1
+			}
+			upstream stalled {
+				base_url https://{{stalled}}/v1
+				api_key stalled-key
+				priority 2
+			}
+		}
+		price chat-fo {
+			input_tokens 1
+			output_tokens 1000
+		}
+		key mg-fo {
+			account fo
+		}
+	}
+}
+
+http://127.0.0.1:{{port}} {
+	route {
+		mediagw_auth
+		mediagw_route
+		reverse_proxy {
+			dynamic mediagw
+			transport mediagw {
+				response_header_timeout 200ms
+			}
+			lb_policy first
+			lb_retries 2
+		}
+	}
+}
+`
+
+// TestTimedOutThenNeverSentIsCharged: the first upstream gets the chat and does not answer in
+// time, the gateway fails over to a second whose TLS handshake never ends, and the client gives
+// up meanwhile. The first provider had the request and may have made (and billed) it: unlike a
+// refusal, an attempt written and then timed out counts as sent, and the chat is charged.
+func TestTimedOutThenNeverSentIsCharged(t *testing.T) {
+	var got atomic.Int64
+	slow := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		select { // past the gateway's wait and the client's
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Second):
+		}
+	}))
+	base, g := startSimGateway(t, timedOutFailoverCaddyfile, map[string]string{"slow": slow.URL, "stalled": startStalledListener(t)})
+	keys := keysEnv{g: g, base: base}
+	keys.credit(t, "fo", "10", "fo-1")
+	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-fo"), option.WithMaxRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+	defer cancel()
+	_, err := oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "chat-fo", MaxTokens: openai.Int(100),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	if err == nil {
+		t.Fatal("answered before the client gave up")
+	}
+	if got.Load() != 1 {
+		t.Fatalf("the slow upstream got %d requests; want 1 (timed out, then failed over)", got.Load())
+	}
+	time.Sleep(300 * time.Millisecond)
+	if held, end := toolEnded(t, g, "fo", 0); held == "" || !strings.HasPrefix(end, "settle") {
+		t.Errorf("a chat the first upstream got and did not answer in time, never sent to the other: held %q, ended %q; want settled", held, end)
 	}
 }
