@@ -12,18 +12,18 @@ import (
 	"github.com/openai/openai-go/v3/option"
 )
 
-// failoverNeverSentCaddyfile: one priced chat model on two upstreams of one provider: "busy"
-// (tried first) answers every request 429, "stalled" takes TCP connections and never answers
-// the TLS handshake.
-const failoverNeverSentCaddyfile = `{
+// failoverGlobals: one priced chat model on two upstreams of one provider: "first" (tried
+// first; a test's fake) and "stalled", which takes TCP connections and never answers the TLS
+// handshake.
+const failoverGlobals = `{
 	{{globals}}
 	mediagw {
 		storage badger {{data}}
 		provider chat {
 			models chat-fo
-			upstream busy {
-				base_url {{busy}}/v1
-				api_key busy-key
+			upstream first {
+				base_url {{first}}/v1
+				api_key first-key
 				priority 1
 			}
 			upstream stalled {
@@ -41,7 +41,21 @@ const failoverNeverSentCaddyfile = `{
 		}
 	}
 }
-` + readmePassThroughSite
+`
+
+// failoverNeverSentCaddyfile serves failoverGlobals as the README's pass-through.
+const failoverNeverSentCaddyfile = failoverGlobals + readmePassThroughSite
+
+// chatUntilGivenUp sends a chat of chat-fo from a client that gives up after wait.
+func chatUntilGivenUp(t *testing.T, base string, wait time.Duration) error {
+	t.Helper()
+	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-fo"), option.WithMaxRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_, err := oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "chat-fo", MaxTokens: openai.Int(100),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	return err
+}
 
 // TestRefusedThenNeverSentIsReleased: the first upstream refuses the chat with 429
 // (it made nothing), the gateway fails over to a second whose TLS handshake never ends, and the
@@ -55,15 +69,10 @@ func TestRefusedThenNeverSentIsReleased(t *testing.T) {
 		refused.Add(1)
 		writeFakeJSON(w, 429, map[string]any{"error": map[string]any{"message": "rate limited", "type": "requests", "code": "rate_limit_exceeded"}})
 	}))
-	base, g := startSimGateway(t, failoverNeverSentCaddyfile, map[string]string{"busy": busy.URL, "stalled": startStalledListener(t)})
+	base, g := startSimGateway(t, failoverNeverSentCaddyfile, map[string]string{"first": busy.URL, "stalled": startStalledListener(t)})
 	keys := keysEnv{g: g, base: base}
 	keys.credit(t, "fo", "10", "fo-1")
-	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-fo"), option.WithMaxRetries(0))
-	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
-	defer cancel()
-	_, err := oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "chat-fo", MaxTokens: openai.Int(100),
-		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
-	if err == nil {
+	if err := chatUntilGivenUp(t, base, 700*time.Millisecond); err == nil {
 		t.Fatal("answered before the client gave up")
 	}
 	if refused.Load() != 1 {
@@ -78,36 +87,9 @@ func TestRefusedThenNeverSentIsReleased(t *testing.T) {
 	}
 }
 
-// timedOutFailoverCaddyfile: the chat model of failoverNeverSentCaddyfile on "slow" (tried
-// first), which takes the request and never answers, and "stalled"; the gateway waits 200ms for
-// an answer's headers before it tries the next upstream.
-const timedOutFailoverCaddyfile = `{
-	{{globals}}
-	mediagw {
-		storage badger {{data}}
-		provider chat {
-			models chat-fo
-			upstream slow {
-				base_url {{slow}}/v1
-				api_key slow-key
-				priority 1
-			}
-			upstream stalled {
-				base_url https://{{stalled}}/v1
-				api_key stalled-key
-				priority 2
-			}
-		}
-		price chat-fo {
-			input_tokens 1
-			output_tokens 1000
-		}
-		key mg-fo {
-			account fo
-		}
-	}
-}
-
+// timedOutFailoverCaddyfile serves failoverGlobals with a transport that waits 200ms for an
+// answer's headers before it tries the next upstream.
+const timedOutFailoverCaddyfile = failoverGlobals + `
 http://127.0.0.1:{{port}} {
 	route {
 		mediagw_auth
@@ -137,15 +119,10 @@ func TestTimedOutThenNeverSentIsCharged(t *testing.T) {
 		case <-time.After(2 * time.Second):
 		}
 	}))
-	base, g := startSimGateway(t, timedOutFailoverCaddyfile, map[string]string{"slow": slow.URL, "stalled": startStalledListener(t)})
+	base, g := startSimGateway(t, timedOutFailoverCaddyfile, map[string]string{"first": slow.URL, "stalled": startStalledListener(t)})
 	keys := keysEnv{g: g, base: base}
 	keys.credit(t, "fo", "10", "fo-1")
-	oa := openai.NewClient(option.WithBaseURL(base+"/v1/"), option.WithAPIKey("mg-fo"), option.WithMaxRetries(0))
-	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
-	defer cancel()
-	_, err := oa.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "chat-fo", MaxTokens: openai.Int(100),
-		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
-	if err == nil {
+	if err := chatUntilGivenUp(t, base, 900*time.Millisecond); err == nil {
 		t.Fatal("answered before the client gave up")
 	}
 	if got.Load() != 1 {
