@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -116,6 +117,9 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.HTTP.RoundTrip(&attempt.request)
 	if err != nil {
+		if attempt.written.Load() {
+			d.MarkSent() // written, then timed out or reset: the provider may have done the work
+		}
 		if errors.Is(err, context.Canceled) {
 			return nil, err // the client left; not the upstream's fault
 		}
@@ -126,7 +130,6 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	d.MarkSent() // answered: it was sent, whether or not the protocol's transport traces its writes
 	if attempt.gzip {
 		decodeGzip(resp)
 	}
@@ -137,6 +140,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if err := resp.Body.Close(); err != nil {
 				t.logger.Debug("closing a refused answer", zap.Error(err))
 			}
+			// A refusal made nothing: this attempt does not count as sent (see Dispatch.NeverSent).
 			t.logger.Warn("upstream refused; trying another", zap.String("upstream", u.Label()), zap.Int("status", resp.StatusCode))
 			return nil, retryElsewhere{fmt.Errorf("upstream %s answered %d", u.Label(), resp.StatusCode)}
 		}
@@ -145,6 +149,9 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	default:
 		u.Succeeded(d.Account)
 	}
+	// Answered, and the answer goes to the client: sent, whether or not the protocol's transport
+	// traces its writes.
+	d.MarkSent()
 	// Every credential of u: a Kling upstream's secret key and signed tokens, not only an API key.
 	var buf [4]string
 	secrets := u.CredentialsInto(&buf)
@@ -174,10 +181,13 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *providers.Upstream) (*outgoingRequest, error) {
 	providers.ClearCredentials(req.Header)
 	attempt := new(outgoingRequest)
-	// The attempt counts as sent once its headers are on the upstream's connection: a client
-	// that leaves before then (a dial or TLS handshake that stalls, or a context already done)
-	// reached no provider, and its hold is released (see Dispatch.NeverSent).
-	attempt.trace.WroteHeaders = d.MarkSent
+	// The attempt is written once its headers are on the upstream's connection. RoundTrip counts
+	// it as sent (Dispatch.MarkSent) when it is answered, or written and then fails (a timeout, a
+	// reset: the provider may have done the work); not when it is refused (429, 502, 503) and
+	// retried elsewhere, as the refusal made nothing. A client that leaves before any attempt is
+	// sent (a dial or TLS handshake that stalls, or a context already done) reached no provider,
+	// and its hold is released (see Dispatch.NeverSent).
+	attempt.trace.WroteHeaders = attempt.markWritten
 	attempt.request, attempt.url = *req.WithContext(httptrace.WithClientTrace(req.Context(), &attempt.trace)), *req.URL
 	out := &attempt.request
 	out.URL = &attempt.url
@@ -248,12 +258,17 @@ func headerCopy(h http.Header, adding int) http.Header {
 // it asked for gzip, in one allocation.
 type outgoingRequest struct {
 	request http.Request
-	// trace marks the dispatch sent when the attempt's headers are written (see RoundTrip).
+	// trace sets written when the attempt's headers are written (see RoundTrip).
 	trace   httptrace.ClientTrace
 	url     url.URL
 	nosniff [1]string
 	gzip    bool
+	written atomic.Bool
 }
+
+// markWritten notes that the attempt's headers are on the upstream's connection; the transport
+// may call it from its own goroutine.
+func (a *outgoingRequest) markWritten() { a.written.Store(true) }
 
 // upstreamPath is the upstream's base path (without its trailing slash) followed by rest, the
 // request path after the client's version prefix. It is the client's own path, unbuilt, when that

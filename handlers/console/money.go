@@ -126,9 +126,10 @@ func (h *Handler) newerLedgerPage(r *http.Request, name, first string) (string, 
 	return strconv.FormatInt(last+1, 10), nil
 }
 
-// credit credits an account from the account page's form (operators only): amount (a decimal
-// string, at most 6 decimals), note, adjust (required for a negative amount) and the form's
-// idempotency key. It goes through the admin API's own credit.
+// credit credits an account from the account page's form (operators only): amount (written as
+// the admin API takes it: -?digits(.digits{1,6})?, no spaces, no '+', no "-0"), note, adjust
+// (required for a negative amount) and the form's idempotency key. It goes through the admin
+// API's own credit.
 func (h *Handler) credit(w http.ResponseWriter, r *http.Request, s *session, name string) {
 	if !s.user.Operator() {
 		h.notFound(w, r, s)
@@ -139,9 +140,12 @@ func (h *Handler) credit(w http.ResponseWriter, r *http.Request, s *session, nam
 		h.fail(w, r, s, http.StatusBadRequest, "This credit form has no credit token. Reload the account page and try again.")
 		return
 	}
-	amount := strings.TrimSpace(r.PostFormValue("amount"))
+	// The amount is the admin API's and the CLI's, as typed: money.ParseEntered reads it, here
+	// only for the sign; an amount it refuses is refused by the API's own credit below, in its
+	// words.
+	amount := r.PostFormValue("amount")
 	adjust := r.PostFormValue("adjust") == "on"
-	if strings.HasPrefix(amount, "-") && !adjust {
+	if micros, err := money.ParseEntered(amount); err == nil && micros < 0 && !adjust {
 		h.fail(w, r, s, http.StatusBadRequest, "A negative amount takes money from the balance: tick \"Adjustment\" to confirm it.")
 		return
 	}

@@ -177,7 +177,7 @@ func (h *Handler) Credit(ctx context.Context, account string, req CreditRequest)
 			req.Amount, money.Format(storage.MaxAmount)))
 	}
 	if err != nil {
-		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("amount %q is not a decimal amount such as \"12.5\": digits with at most 6 decimals, and a '-' only before a negative amount (no '+', no \"-0\"); nothing was credited", req.Amount))
+		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("amount %q is not a decimal amount such as \"12.5\": digits with at most 6 decimals, and a '-' only before an amount below zero (no '+', no \"-0\"); nothing was credited", req.Amount))
 	}
 	if amount < 0 && !req.Adjust {
 		return CreditAnswer{}, fail(http.StatusBadRequest, `a negative amount takes money from the balance: send it with "adjust": true`)

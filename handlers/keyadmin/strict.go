@@ -12,21 +12,16 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/internal/jsonkeys"
+	"github.com/mediagw/mediagw/internal/strictquery"
 )
 
-// strictQuery reads the query of an admin API request under strictObject's rule: a query that
-// does not decode (a bad escape such as %zz, a ';') and a parameter of names given more than
-// once (Go's Query keeps the first, other servers the last) are each a 400 naming the fault,
-// instead of a page other than the one asked for. Parameters not in names are left alone.
+// strictQuery reads the query of an admin API request under strictObject's rule (see
+// strictquery.Read): a query that does not decode and a parameter of names given more than once
+// are each a 400 naming the fault, instead of a page other than the one asked for.
 func strictQuery(r *http.Request, names ...string) (url.Values, error) {
-	v, err := url.ParseQuery(r.URL.RawQuery)
+	v, err := strictquery.Read(r.URL.RawQuery, names...)
 	if err != nil {
-		return nil, fail(http.StatusBadRequest, "the query does not decode: "+err.Error())
-	}
-	for _, name := range names {
-		if len(v[name]) > 1 {
-			return nil, fail(http.StatusBadRequest, name+" is given more than once in the query; give it once")
-		}
+		return nil, fail(http.StatusBadRequest, err.Error())
 	}
 	return v, nil
 }

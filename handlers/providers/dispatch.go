@@ -41,8 +41,7 @@ type Dispatch struct {
 	// after a timeout or a 502, when the object may exist and be billed.
 	Creates bool
 
-	// sent is set once an attempt's request has been written to an upstream's connection
-	// (MarkSent).
+	// sent is set once an attempt counts as sent (MarkSent): the provider may have its request.
 	sent atomic.Bool
 
 	mu      sync.Mutex
@@ -141,13 +140,15 @@ func (d *Dispatch) Attempt(u *Upstream) (first bool) {
 	return len(d.tried) == 1
 }
 
-// MarkSent records that an attempt's request headers were written to an upstream's connection
-// (the transport's httptrace WroteHeaders): from then on the provider may have the request.
+// MarkSent records that an attempt counts as sent: it was answered (and the answer is kept), or
+// its request headers were written to an upstream's connection and it then failed (a timeout, a
+// reset), so the provider may have the request and have done the work. An attempt refused (429,
+// 502, 503) and retried on another upstream is not marked: the refusal made nothing.
 func (d *Dispatch) MarkSent() { d.sent.Store(true) }
 
 // NeverSent reports whether the request was tried (Attempt: the mediagw transport had it) and no
-// attempt's request reached an upstream's connection (MarkSent): the client left, or every
-// upstream failed, before any provider got a byte of it, so nothing there was made or billed.
+// attempt counts as sent (MarkSent): the client left, or every upstream failed, before any
+// provider got a byte of it or after providers refused it, so nothing there was made or billed.
 // It is false for a request no attempt was recorded for: another transport may have sent it.
 func (d *Dispatch) NeverSent() bool {
 	if d.sent.Load() {

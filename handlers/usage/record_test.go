@@ -97,6 +97,13 @@ func TestParseQuery(t *testing.T) {
 		{"/mediagw/usage?from=2026-11-30&to=2026-11-01", false},
 		{"/mediagw/usage?group_by=key", false},
 		{"/mediagw/usage?from=2020-01-01&to=2026-01-01", false},
+		{"/mediagw/usage?account=%zz", false},
+		{"/mediagw/usage?account=acme;from=2026-11-01", false},
+		{"/mediagw/usage?account=acme&account=globex", false},
+		{"/mediagw/usage?to=2026-11-20&to=2026-11-21", false},
+		{"/mediagw/usage?group_by=day&group_by=model", false},
+		{"/mediagw/usage?format=json&format=csv", false},
+		{"/mediagw/usage?account=acme&format=csv&other=1&other=2", true},
 	} {
 		_, err := ParseQuery(httptest.NewRequest(http.MethodGet, c.url, nil), time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 		if (err == nil) != c.ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mediagw/mediagw/internal/csvtext"
 	"github.com/mediagw/mediagw/internal/money"
+	"github.com/mediagw/mediagw/internal/strictquery"
 )
 
 // MarshalJSON writes a row flat: the grouped dimensions, then every aggregated field.
@@ -52,7 +54,12 @@ func (r *Recorder) ServeReportOf(w http.ResponseWriter, req *http.Request, model
 		writeError(w, http.StatusMethodNotAllowed, "method "+req.Method+" not allowed here")
 		return
 	}
-	q, err := ParseQuery(req, r.now())
+	v, err := strictquery.Read(req.URL.RawQuery, queryNames...)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	q, err := parseValues(v, r.now())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -63,7 +70,7 @@ func (r *Recorder) ServeReportOf(w http.ResponseWriter, req *http.Request, model
 		writeError(w, http.StatusInternalServerError, "reading usage aggregates: "+err.Error())
 		return
 	}
-	if wantsCSV(req) {
+	if wantsCSV(req, v.Get("format")) {
 		writeCSV(w, q, rows)
 		return
 	}
@@ -75,10 +82,23 @@ func (r *Recorder) ServeReportOf(w http.ResponseWriter, req *http.Request, model
 	}
 }
 
+// queryNames are the report's parameters: each is given at most once.
+var queryNames = []string{"account", "from", "to", "group_by", "format"}
+
 // ParseQuery reads a report query from the URL. to defaults to today (UTC) and from to
-// DefaultDays days before to.
+// DefaultDays days before to. A query that does not decode (a bad escape, a ';') and a
+// parameter given twice are errors (see strictquery.Read), never a report of another account
+// or days.
 func ParseQuery(req *http.Request, now time.Time) (Query, error) {
-	v := req.URL.Query()
+	v, err := strictquery.Read(req.URL.RawQuery, queryNames...)
+	if err != nil {
+		return Query{}, err
+	}
+	return parseValues(v, now)
+}
+
+// parseValues is ParseQuery of the query's values.
+func parseValues(v url.Values, now time.Time) (Query, error) {
 	q := Query{Account: v.Get("account"), From: v.Get("from"), To: v.Get("to")}
 	for _, d := range []struct{ name, val string }{{"from", q.From}, {"to", q.To}} {
 		if d.val == "" {
@@ -124,8 +144,9 @@ func ParseQuery(req *http.Request, now time.Time) (Query, error) {
 	return q, nil
 }
 
-func wantsCSV(req *http.Request) bool {
-	if req.URL.Query().Get("format") == "csv" {
+// wantsCSV reports whether the report is asked for as CSV: format=csv, or an Accept of text/csv.
+func wantsCSV(req *http.Request, format string) bool {
+	if format == "csv" {
 		return true
 	}
 	for _, part := range strings.Split(req.Header.Get("Accept"), ",") {
