@@ -183,6 +183,16 @@ func TestStreamedChatAsksForItsUsage(t *testing.T) {
 			t.Errorf("%s: %d %s, want 400", bad, r.status, r.body)
 		}
 	}
+	// The other streaming endpoints refuse a stream that is no boolean too: a lax upstream would
+	// stream it, and the gateway, not seeing a stream asked for, would not read on for its usage.
+	for path, body := range map[string]string{
+		"/v1/responses": `{"model":"su-chat","input":"hi","stream":"true"}`,
+		"/v1/messages":  `{"model":"su-claude","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"stream":"true"}`,
+	} {
+		if r := call(t, "POST", base+path, "mg-su-a", body); r.status != 400 || !strings.Contains(string(r.body), "stream") {
+			t.Errorf("%s with stream \"true\": %d %s, want 400 naming stream", path, r.status, r.body)
+		}
+	}
 }
 
 // leaveAfter sends body to path with key and reads the stream up to the line that holds mark,

@@ -414,9 +414,11 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 				return "", err
 			}
 		}
-		route.Streams = asksStream(&fields)
+		if route.Streams, err = asksStream(&fields); err != nil {
+			return "", err
+		}
 		if reportsStreamUsageOnRequest(ep) {
-			if err := streamWithUsage(r, body, &fields); err != nil {
+			if err := streamWithUsage(r, body, &fields, route.Streams); err != nil {
 				return "", err
 			}
 		}

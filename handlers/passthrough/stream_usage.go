@@ -22,9 +22,18 @@ var (
 )
 
 // asksStream reports whether a JSON body's stream member is true: the answer is an event
-// stream (a chat completion, a Responses create, a Messages call).
-func asksStream(fields *bodyFields) bool {
-	return string(bytes.TrimSpace(fields.value(streamField))) == "true"
+// stream (a chat completion, a Responses create, a Messages call). A stream member that is not a
+// boolean (null counts as absent) is refused on every endpoint, as OpenAI refuses it: a lax
+// upstream would read "true" as a stream that the gateway did not see asked for, and would not
+// read on for its usage when its client leaves.
+func asksStream(fields *bodyFields) (bool, error) {
+	switch string(bytes.TrimSpace(fields.value(streamField))) {
+	case "true":
+		return true, nil
+	case "", "null", "false":
+		return false, nil
+	}
+	return false, errStreamType
 }
 
 // streamsByPath reports whether ep's answer is a stream whatever its body says (Gemini's
@@ -44,17 +53,12 @@ func reportsStreamUsageOnRequest(ep Endpoint) bool {
 // gateway checked, re-encoded member by member (in their order, each value as it was sent)
 // with stream_options.include_usage set to true, added when absent. The stream then ends with
 // a chunk of the usage that the provider bills, which the gateway charges, instead of only the
-// deltas that it counts (a reasoning model's tokens are billed and never streamed). A stream
-// member that is not a boolean (null counts as absent) is refused, as OpenAI refuses it: a lax
-// upstream would read "true" as a stream that the gateway did not see asked for; so is a
-// stream_options that is not an object (or null). The body is unchanged when stream is not true.
-func streamWithUsage(r *http.Request, body []byte, fields *bodyFields) error {
-	switch stream := string(bytes.TrimSpace(fields.value(streamField))); stream {
-	case "true":
-	case "", "null", "false":
+// deltas that it counts (a reasoning model's tokens are billed and never streamed). A
+// stream_options that is not an object (or null) is refused. The body is unchanged when the
+// request asks for no stream (streams false; asksStream refused a stream that is no boolean).
+func streamWithUsage(r *http.Request, body []byte, fields *bodyFields, streams bool) error {
+	if !streams {
 		return nil
-	default:
-		return errStreamType
 	}
 	options, err := optionsWithUsage(fields.value(streamOptionsField))
 	if err != nil {

@@ -36,7 +36,10 @@ func TestStreamWithUsage(t *testing.T) {
 		if err := fields.read([]byte(c.body), modelAndPriced); err != nil {
 			t.Fatalf("%s: %v", c.body, err)
 		}
-		err := streamWithUsage(r, []byte(c.body), &fields)
+		streams, err := asksStream(&fields) // as findModel reads it first
+		if err == nil {
+			err = streamWithUsage(r, []byte(c.body), &fields, streams)
+		}
 		if c.refused != "" {
 			if e, ok := errors.AsType[*apierror.Error](err); !ok || e.Status != 400 || e.Param != c.refused {
 				t.Errorf("%s: %v, want a 400 of %s", c.body, err, c.refused)
@@ -64,13 +67,23 @@ func TestStreamWithUsage(t *testing.T) {
 // TestStreamsAsked: a JSON body streams when its stream member is true; Gemini's
 // streamGenerateContent always does.
 func TestStreamsAsked(t *testing.T) {
-	for body, want := range map[string]bool{`{"stream":true}`: true, `{"stream": true }`: true, `{"stream":false}`: false, `{}`: false, `{"stream":"true"}`: false} {
+	for body, want := range map[string]bool{`{"stream":true}`: true, `{"stream": true }`: true, `{"stream":false}`: false, `{}`: false, `{"stream":null}`: false} {
 		var fields bodyFields
 		if err := fields.read([]byte(body), modelAndPriced); err != nil {
 			t.Fatal(err)
 		}
-		if got := asksStream(&fields); got != want {
-			t.Errorf("%s: %v, want %v", body, got, want)
+		if got, err := asksStream(&fields); got != want || err != nil {
+			t.Errorf("%s: %v, %v; want %v", body, got, err, want)
+		}
+	}
+	// Not a boolean: refused on every endpoint (a lax upstream would stream "true").
+	for _, body := range []string{`{"stream":"true"}`, `{"stream":1}`, `{"stream":{}}`} {
+		var fields bodyFields
+		if err := fields.read([]byte(body), modelAndPriced); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := asksStream(&fields); err != errStreamType {
+			t.Errorf("%s: %v, want errStreamType", body, err)
 		}
 	}
 	if !streamsByPath(Endpoint{Path: "/v1beta/models/{model}:streamGenerateContent"}) || streamsByPath(Endpoint{Path: "/v1beta/models/{model}:generateContent"}) {
