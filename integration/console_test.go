@@ -418,6 +418,10 @@ func TestConsoleUsageCSVRefusesBadInputWithAPage(t *testing.T) {
 		"group_by=key":                    "unknown dimension",
 		"from=2025-01-01&to=2026-06-01":   "at most",
 		"from=2026-03-01&to=2026-03-01xx": "YYYY-MM-DD",
+		// read strictly, as the admin API's report: never every account's usage
+		"account=%zz":                     "does not decode",
+		"account=acme&account=globex":     "more than once",
+		"from=2026-03-01&from=2026-03-02": "more than once",
 	} {
 		status, h, page := alice.do(http.MethodGet, "/usage.csv?"+query, nil)
 		if status != http.StatusBadRequest || !strings.HasPrefix(h.Get("Content-Type"), "text/html") ||

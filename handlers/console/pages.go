@@ -17,6 +17,7 @@ import (
 	"github.com/mediagw/mediagw/handlers/auth"
 	"github.com/mediagw/mediagw/handlers/keyadmin"
 	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/internal/strictquery"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -308,7 +309,13 @@ func (h *Handler) usageCSV(w http.ResponseWriter, r *http.Request, s *session) {
 		h.notFound(w, r, s)
 		return
 	}
-	q := r.URL.Query()
+	// Read as the admin API's report reads it: a query that does not decode, or a parameter
+	// given twice, is refused, never taken as none (every account's usage).
+	q, err := strictquery.Read(r.URL.RawQuery, "account", "from", "to", "group_by", "format")
+	if err != nil {
+		h.fail(w, r, s, http.StatusBadRequest, "The usage export cannot be made: "+err.Error()+".")
+		return
+	}
 	if !s.user.Operator() {
 		q.Set("account", s.user.Account)
 	}
