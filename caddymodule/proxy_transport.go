@@ -187,8 +187,8 @@ func (t *ProxyTransport) outgoing(req *http.Request, d *providers.Dispatch, u *p
 	// retried elsewhere, as the refusal made nothing. A client that leaves before any attempt is
 	// sent (a dial or TLS handshake that stalls, or a context already done) reached no provider,
 	// and its hold is released (see Dispatch.NeverSent).
-	attempt.trace.WroteHeaders = attempt.markWritten
-	attempt.request, attempt.url = *req.WithContext(httptrace.WithClientTrace(req.Context(), &attempt.trace)), *req.URL
+	attempt.request, attempt.url = *req, *req.URL
+	attempt.traceWrites()
 	out := &attempt.request
 	out.URL = &attempt.url
 	// The transport asks for compression and undoes it, whatever the client accepts: the answer
@@ -269,6 +269,21 @@ type outgoingRequest struct {
 // markWritten notes that the attempt's headers are on the upstream's connection; the transport
 // may call it from its own goroutine.
 func (a *outgoingRequest) markWritten() { a.written.Store(true) }
+
+// traceWrites makes the attempt's request note when its headers are written (markWritten).
+// reverse_proxy gives each attempt a client trace of its own, which only forwards 1xx answers:
+// the hook is set on that trace, in place, before the attempt is sent. A request without one,
+// or whose trace already has the hook (a trace from further up its context, composed into it),
+// gets the attempt's own trace, composed with what it has by httptrace.WithClientTrace (which
+// copies every hook by reflection, and the request).
+func (a *outgoingRequest) traceWrites() {
+	if t := httptrace.ContextClientTrace(a.request.Context()); t != nil && t.WroteHeaders == nil {
+		t.WroteHeaders = a.markWritten
+		return
+	}
+	a.trace.WroteHeaders = a.markWritten
+	a.request = *a.request.WithContext(httptrace.WithClientTrace(a.request.Context(), &a.trace))
+}
 
 // upstreamPath is the upstream's base path (without its trailing slash) followed by rest, the
 // request path after the client's version prefix. It is the client's own path, unbuilt, when that

@@ -69,7 +69,8 @@ func anyHoldsKey(values []string, key string) bool {
 // base64 user:password holds key.
 func basicHoldsKey(v, key string) bool {
 	const scheme = "basic "
-	if len(v) <= len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+	// Base64 is longer than what it encodes: credentials shorter than the key are not decoded.
+	if len(v) < len(scheme)+len(key) || !strings.EqualFold(v[:len(scheme)], scheme) {
 		return false
 	}
 	decoded, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v[len(scheme):]))
@@ -91,6 +92,9 @@ func withoutPairsHolding(rawQuery, key string) string {
 // holdsKey reports whether s holds key as it is, or with any of its bytes percent-encoded (in
 // either case of hex digit), as a URL's decoder would read it back.
 func holdsKey(s, key string) bool {
+	if len(s) < len(key) {
+		return false // most header names and values: a percent-encoded copy is longer still
+	}
 	if strings.Contains(s, key) {
 		return true
 	}
