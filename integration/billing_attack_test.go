@@ -223,10 +223,12 @@ func ledgerEntries(t *testing.T, g *gateway, account string) []map[string]any {
 // endedEntries is the entries of an account's ledger (ledgerEntries) after its first from, once
 // one of them ends a hold (a settlement or a release). A request's hold ends after its answer
 // has reached the client, and a transient hold's entry is in the ledger only from its end on, so
-// a ledger read just after the answer may not have them yet: it is read again, for up to 10 s.
+// a ledger read just after the answer may not have them yet: it is read again, for up to 30 s.
 func endedEntries(t *testing.T, g *gateway, account string, from int) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// Longer than a stream's drain (10 s): a streamed request whose client left ends its hold
+	// when the drain does. Polled: a test waits only as long as the hold takes to end.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if all := ledgerEntries(t, g, account); len(all) > from {
 			for _, e := range all[from:] {
@@ -236,7 +238,7 @@ func endedEntries(t *testing.T, g *gateway, account string, from int) []map[stri
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: no hold ended in the ledger after its entry %d within 10 s", account, from)
+			t.Fatalf("%s: no hold ended in the ledger after its entry %d within 30 s", account, from)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
