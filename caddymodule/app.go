@@ -144,7 +144,6 @@ type App struct {
 	loadedAt      time.Time
 	logger        *zap.Logger
 	answers       *upstream.AnswerBudget
-	answersHeld   bool   // a hold on answerBudgets, released by Cleanup
 	unsizeAnswers func() // puts back the budget's bounds that Start replaced (see unsizeAnswerBudget)
 }
 
