@@ -220,11 +220,17 @@ func heapAllocated() uint64 {
 // shares: the running config's is it).
 func heldAnswers(t *testing.T) int64 {
 	t.Helper()
+	return activeApp(t).AnswerBudget().Held()
+}
+
+// activeApp is the running config's mediagw app.
+func activeApp(t *testing.T) *caddymodule.App {
+	t.Helper()
 	app, err := caddy.ActiveContext().App("mediagw")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return app.(*caddymodule.App).AnswerBudget().Held()
+	return app.(*caddymodule.App)
 }
 
 // awaitHeldAnswers waits until the gateway's answer budget holds at least least and at most most
