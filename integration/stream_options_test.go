@@ -112,12 +112,7 @@ func (f *streamOptionsFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		const chunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"so-chat","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`
-		fmt.Fprintf(w, "data: "+chunk+"\n\n", `{"role":"assistant","content":""}`, "null")
-		for _, word := range []string{"forty", "-", "two"} {
-			fmt.Fprintf(w, "data: "+chunk+"\n\n", `{"content":`+strconv.Quote(word)+`}`, "null")
-		}
-		fmt.Fprintf(w, "data: "+chunk+"\n\n", `{}`, `"stop"`)
+		writeChatDeltas(w, "so-chat")
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	default:
 		http.NotFound(w, r)

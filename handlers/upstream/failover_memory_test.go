@@ -4,14 +4,11 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"runtime"
 	"strconv"
 	"testing"
 
 	"go.uber.org/zap"
-
-	"github.com/mediagw/mediagw/handlers/providers"
 )
 
 // A create that moves on from an upstream's refusal lets go of the refusal's body before it
@@ -39,14 +36,7 @@ func TestFailoverHoldsWhatItCounts(t *testing.T) {
 		w.Write([]byte(`{"id":"t1"}`))
 	}))
 	defer fine.Close()
-	busyURL, _ := url.Parse(busy.URL + "/v1")
-	fineURL, _ := url.Parse(fine.URL + "/v1")
-	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", Models: []string{"m"}, Upstreams: []*providers.Upstream{
-		{Name: "a", BaseURL: busyURL, APIKey: "k", Priority: 1}, {Name: "b", BaseURL: fineURL, APIKey: "k", Priority: 2}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := cat.Provider("p")
+	p := failoverProvider(t, busy, fine)
 	budget = NewAnswerBudget(64<<20, 64<<20)
 	room, ok := budget.Reserve("acct", 64<<10)
 	if !ok {
