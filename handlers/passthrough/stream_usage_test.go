@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // TestStreamWithUsage: a streamed completion's body (chat, or legacy) is sent on with
@@ -67,6 +68,23 @@ func TestStreamWithUsage(t *testing.T) {
 		}
 		if c.body == c.want && &sent[0] != &body[0] {
 			t.Errorf("%s: the body was copied, though nothing in it changed", c.body)
+		}
+	}
+}
+
+// TestStreamOptionsSplicedOnlyOnce: the member spliced is the only one an upstream can read as
+// stream_options: a body that repeats it, spells it in another case or escapes a second one is
+// refused by jsonkeys' rule before anything is spliced.
+func TestStreamOptionsSplicedOnlyOnce(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"m","stream":true,"stream_options":{},"stream_options":{"include_usage":false}}`,
+		`{"model":"m","stream":true,"Stream_Options":{"include_usage":false}}`,
+		`{"model":"m","stream":true,"stream_options":{},"stream\u005foptions":{"include_usage":false}}`,
+	} {
+		var fields bodyFields
+		err := fields.read([]byte(body), modelAndPriced)
+		if e, ok := errors.AsType[*jsonkeys.Error](err); !ok || e.Field != streamOptionsField {
+			t.Errorf("%s: %v, want stream_options refused", body, err)
 		}
 	}
 }
