@@ -30,16 +30,17 @@ func (a *App) acquireAnswerBudget() error {
 	if err != nil {
 		return fmt.Errorf("answer_memory: %w", err)
 	}
-	a.answers, a.answersHeld = val.(pooledAnswerBudget).AnswerBudget, true
+	a.answers = val.(pooledAnswerBudget).AnswerBudget
 	return nil
 }
 
-// releaseAnswerBudget lets go of the app's hold on the answer budget, if it took one.
+// releaseAnswerBudget lets go of the app's hold on the answer budget, if it took one (the app
+// holds the budget while it has it).
 func (a *App) releaseAnswerBudget() error {
-	if !a.answersHeld {
+	if a.answers == nil {
 		return nil
 	}
-	a.answersHeld = false
+	a.answers = nil
 	_, err := answerBudgets.Delete(answerBudgetKey)
 	return err
 }
@@ -92,8 +93,6 @@ func (a *App) validateAnswerMemory() error {
 const MaxAnswerMemory = 64 << 30
 
 // AnswerBudget is the gateway's bound on the provider answers held at once (answer_memory), the
-// one budget every config shares; its bounds are this config's once it has started.
+// one budget every config shares; its bounds are this config's once it has started. Nil once
+// the config is cleaned up: a handler keeps the budget it took in Provision.
 func (a *App) AnswerBudget() *upstream.AnswerBudget { return a.answers }
-
-// AnswerMemoryLimit is this config's answer_memory, in bytes.
-func (a *App) AnswerMemoryLimit() int64 { return a.answerMemory() }

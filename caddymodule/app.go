@@ -144,7 +144,6 @@ type App struct {
 	loadedAt      time.Time
 	logger        *zap.Logger
 	answers       *upstream.AnswerBudget
-	answersHeld   bool   // a hold on answerBudgets, released by Cleanup
 	unsizeAnswers func() // puts back the budget's bounds that Start replaced (see unsizeAnswerBudget)
 }
 
@@ -184,6 +183,13 @@ type ProviderConfig struct {
 	// tool that names no model; that model's price prices the tool's images. Default:
 	// "gpt-image-2", OpenAI's default (see docs/billing.md).
 	ToolImageModel string `json:"tool_image_model,omitempty"`
+	// OmitStreamOptions keeps the gateway from adding stream_options.include_usage to the
+	// provider's streamed chat and legacy completions, for a provider that refuses the member
+	// (the client's own stream_options still pass). Such a stream that ends without reporting
+	// its usage is charged at least the output its hold estimated (max_tokens, or the price's
+	// max_output), not only the deltas it streamed. Default: false (the gateway asks for the
+	// usage).
+	OmitStreamOptions bool `json:"omit_stream_options,omitempty"`
 	// AccessKey and SecretKey are the credential of protocol kling, in place of APIKey: every
 	// request carries a JWT (HS256) made of them, renewed before it expires. Write them as
 	// {env.NAME} or {file.path}. The shorthand for one upstream, like BaseURL.
@@ -460,7 +466,7 @@ var upstreamHealth = providers.NewBoard()
 
 func (pc ProviderConfig) provider(repl *caddy.Replacer) (*providers.Provider, error) {
 	p := &providers.Provider{Name: pc.Name, AuthStyle: pc.AuthStyle, Protocol: pc.Protocol, Models: pc.Models, ModelMap: pc.ModelMap,
-		ToolImageModel: pc.ToolImageModel}
+		ToolImageModel: pc.ToolImageModel, OmitStreamOptions: pc.OmitStreamOptions}
 	if !slices.Contains(videotask.Protocols(), cmp.Or(pc.Protocol, adaptor.Ark)) {
 		return nil, fmt.Errorf("provider %q: unknown protocol %q: use one of %s", pc.Name, pc.Protocol, strings.Join(videotask.Protocols(), ", "))
 	}

@@ -270,7 +270,7 @@ var (
 	globalSubdirectives = []string{"storage", "task_retention", "disabled_accounts", "refund_unsuccessful_tasks",
 		"account_metrics", "upstream_proxy_from_env", "provider", "key", "watcher", "callbacks", "upload",
 		"currency", "price", "hold_reconcile_interval", "idempotency_lease", "answer_memory", "answer_memory_per_account"}
-	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "protocol", "access_key", "secret_key", "models", "model_map", "cost", "max_rps", "tool_image_model"}
+	providerSubdirectives = []string{"base_url", "api_key", "upstream", "auth_style", "protocol", "access_key", "secret_key", "models", "model_map", "cost", "max_rps", "tool_image_model", "omit_stream_options"}
 	keySubdirectives      = []string{"account", "id", "models", "allow_ips", "expires", "disabled", "quota", "rate", "max_active_tasks", "budget"}
 )
 
@@ -322,6 +322,11 @@ func parseProvider(d *caddyfile.Dispenser) (ProviderConfig, error) {
 			if !d.AllArgs(&p.ToolImageModel) {
 				return p, d.ArgErr()
 			}
+		case "omit_stream_options":
+			if d.NextArg() {
+				return p, d.ArgErr()
+			}
+			p.OmitStreamOptions = true
 		case "protocol":
 			if !d.AllArgs(&p.Protocol) {
 				return p, d.ArgErr()

@@ -124,6 +124,7 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"upstream defined twice", "{\n mediagw {\n  provider p {\n   upstream u {\n    base_url http://a\n   }\n   upstream u {\n    base_url http://b\n   }\n  }\n }\n}", `upstream "u" is defined twice`},
 		{"bad weight", "{\n mediagw {\n  provider p {\n   upstream u {\n    base_url http://a\n    weight 0\n   }\n  }\n }\n}", `at least 1`},
 		{"bad max_rps", "{\n mediagw {\n  provider p {\n   base_url http://a\n   max_rps 0\n  }\n }\n}", `requests per second above 0`},
+		{"omit_stream_options with an argument", "{\n mediagw {\n  provider p {\n   base_url http://a\n   omit_stream_options on\n  }\n }\n}", `wrong argument count`},
 		{"tool_image_model of two models", "{\n mediagw {\n  provider p {\n   base_url http://a\n   tool_image_model a b\n  }\n }\n}", `wrong argument count`},
 		{"bad upstream max_rps", "{\n mediagw {\n  provider p {\n   upstream u {\n    base_url http://a\n    max_rps fast\n   }\n  }\n }\n}", `requests per second above 0`},
 		{"bad priority", "{\n mediagw {\n  provider p {\n   upstream u {\n    base_url http://a\n    priority -1\n   }\n  }\n }\n}", `priority must be`},

@@ -76,7 +76,7 @@ func (h *ImageEditsHandler) Provision(ctx caddy.Context) error {
 	// Its copies (a credential taken out, the client's model id shown) take its place in the
 	// budget, adding only what they are longer by: one answer takes max_answer.
 	maxAnswer := h.edits.MaxAnswerBytes()
-	if limit := app.AnswerMemoryLimit(); maxAnswer > limit {
+	if limit := app.answerMemory(); maxAnswer > limit {
 		return fmt.Errorf("mediagw_image_edits: max_answer (%d bytes) is above the mediagw option answer_memory (%d bytes), which bounds all the answers held at once and must hold one of max_answer: write answer_memory %d (or more) in the mediagw global options, or lower max_answer", maxAnswer, limit, maxAnswer)
 	}
 	// One answer must fit its account's share too (no account holds past its share), so that an

@@ -359,6 +359,12 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		countedBound = hold.Estimate.Usage.OutputTokens
 	}
 	tokens := sw.sniffer.Seen(clientGone).AtMostOutput(countedBound)
+	if route.UsageUnasked {
+		// A stream of a provider that is not asked for its usage (omit_stream_options) and
+		// reports none is charged at least the output held, not only the deltas it showed (or
+		// that were read before the drain's bounds cut it): see usage.Tokens.AtLeastOutput.
+		tokens = tokens.AtLeastOutput(hold.Estimate.Usage.OutputTokens)
+	}
 	if route.Sizing.InputOnly {
 		tokens = tokens.AsInput()
 	}

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/mediagw/mediagw/handlers/upstream"
 )
 
 // TestTricklingReaderDoesNotMakeOtherAccountsLoseEdits: a painters client queries a task with a
@@ -29,11 +27,11 @@ func TestTricklingReaderDoesNotMakeOtherAccountsLoseEdits(t *testing.T) {
 	awaitHeldAnswers(t, 50<<20, 51<<20)
 	time.Sleep(12 * time.Second) // past the 10 s a stalled reader is given
 	awaitBalance(t, g, "painters", "4.95", "0")
-	t.Logf("held before the edit: %d", upstream.HeldAnswerBytes())
+	t.Logf("held before the edit: %d", heldAnswers(t))
 	began := time.Now()
 	fake.answerEditsWith(&heldTask{answer: []byte(`{"created":1,"data":[{"b64_json":"` + strings.Repeat("iVBO", (15<<20)/4) + `"}]}`)})
 	e := call(t, http.MethodPost, base+"/v1/images/edits", "mg-image-sketchers", imageEditBody("image-async", 1, "1024x1024", "auto"))
-	t.Logf("edit: %d after %v; held %d; the trickling client read %d bytes", e.status, time.Since(began), upstream.HeldAnswerBytes(), read.Load())
+	t.Logf("edit: %d after %v; held %d; the trickling client read %d bytes", e.status, time.Since(began), heldAnswers(t), read.Load())
 	if e.status != http.StatusOK || time.Since(began) > 5*time.Second {
 		t.Fatalf("an edit of sketchers, while painters reads its 50 MB answer at 256 KiB/s = %d after %v %.200s", e.status, time.Since(began), e.body)
 	}

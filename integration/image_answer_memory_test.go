@@ -19,7 +19,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/mediagw/mediagw/handlers/upstream"
+	"github.com/mediagw/mediagw/caddymodule"
 )
 
 // heldTask is how heldAnswerProvider answers the query of one image task.
@@ -216,12 +216,29 @@ func heapAllocated() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// awaitHeldAnswers waits until the process's answer budgets hold at least least and at most most
-// bytes, and returns what they hold.
+// heldAnswers is the bytes the gateway's answer budget holds (one budget, which every config
+// shares: the running config's is it).
+func heldAnswers(t *testing.T) int64 {
+	t.Helper()
+	return activeApp(t).AnswerBudget().Held()
+}
+
+// activeApp is the running config's mediagw app.
+func activeApp(t *testing.T) *caddymodule.App {
+	t.Helper()
+	app, err := caddy.ActiveContext().App("mediagw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app.(*caddymodule.App)
+}
+
+// awaitHeldAnswers waits until the gateway's answer budget holds at least least and at most most
+// bytes, and returns what it holds.
 func awaitHeldAnswers(t *testing.T, least, most int64) int64 {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		held := upstream.HeldAnswerBytes()
+		held := heldAnswers(t)
 		if held >= least && held <= most {
 			return held
 		}

@@ -109,18 +109,24 @@ func (f *reasoningChatFake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(body, &req) // a body that does not read asks for no usage
 	w.Header().Set("Content-Type", "text/event-stream")
-	const chunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"su-chat","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`
-	fmt.Fprintf(w, "data: "+chunk+"\n\n", `{"role":"assistant","content":""}`, "null")
-	for _, word := range []string{"forty", "-", "two"} {
-		fmt.Fprintf(w, "data: "+chunk+"\n\n", `{"content":`+strconv.Quote(word)+`}`, "null")
-	}
-	fmt.Fprintf(w, "data: "+chunk+"\n\n", `{}`, `"stop"`)
+	writeChatDeltas(w, "su-chat")
 	w.(http.Flusher).Flush()
 	time.Sleep(f.pause)
 	if req.StreamOptions.IncludeUsage {
 		fmt.Fprint(w, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"su-chat","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":503,"total_tokens":513,"completion_tokens_details":{"reasoning_tokens":500}}}`+"\n\n")
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// writeChatDeltas writes the chunks of a streamed chat completion of model that answers
+// "forty-two" in three deltas: its role chunk, the deltas and its final chunk, without usage.
+func writeChatDeltas(w io.Writer, model string) {
+	chunk := `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":` + strconv.Quote(model) + `,"choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`
+	fmt.Fprintf(w, "data: "+chunk+"\n\n", `{"role":"assistant","content":""}`, "null")
+	for _, word := range []string{"forty", "-", "two"} {
+		fmt.Fprintf(w, "data: "+chunk+"\n\n", `{"content":`+strconv.Quote(word)+`}`, "null")
+	}
+	fmt.Fprintf(w, "data: "+chunk+"\n\n", `{}`, `"stop"`)
 }
 
 // settledAs waits for account's settlement and returns the ledger's last entry.

@@ -77,7 +77,6 @@ type Handler struct {
 
 	slotsOnce sync.Once
 	slots     *passthrough.Router // the active-task slots of image tasks (slots.go)
-	flights   queryFlights        // the provider calls of concurrent task queries (query_flight.go)
 }
 
 // now reads the handler's clock.
@@ -344,7 +343,8 @@ func reportedImage(body []byte) (size, quality string) {
 }
 
 // query answers GET /v1/images/tasks/{id} for the owning account only. The owner's
-// concurrent queries of a task share one provider call (see query_flight.go).
+// concurrent queries of a task share one provider call, whichever config serves them (see
+// query_flight.go).
 func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity, taskID string) error {
 	t, err := h.Store.Task(r.Context(), taskID)
 	if errors.Is(err, storage.ErrNotFound) || (err == nil && (!id.Sees(t.Account, t.Model) || t.Kind != storage.KindImage)) {
@@ -357,10 +357,11 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, id auth.Identity
 	if !ok {
 		return apierror.New(http.StatusConflict, "provider_unavailable", "the upstream of this task is no longer configured")
 	}
-	q := h.flights.join(r.Context(), taskID, func(ctx context.Context) (upstream.Answer, error) {
+	key := queryKey(h.Store, taskID)
+	q := taskQueries.join(r.Context(), key, func(ctx context.Context) (upstream.Answer, error) {
 		return h.queryUpstream(ctx, t, p)
 	})
-	defer h.flights.leave(taskID, q)
+	defer taskQueries.leave(key, q)
 	select {
 	case <-q.done:
 	case <-r.Context().Done():

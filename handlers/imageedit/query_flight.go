@@ -9,6 +9,7 @@ import (
 
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/usage"
+	"github.com/mediagw/mediagw/storage"
 )
 
 // Concurrent queries of one image task share one provider call and one answer in memory: a
@@ -20,7 +21,9 @@ import (
 // waiting at once. The shared answer is read-only: every query writes the same bytes. Its bytes
 // are given back to the answer budget (upstream.AnswerBudget) when the last query that got it
 // has written it. A query that arrives after the call ended makes a call of its own: answers
-// are shared, never kept.
+// are shared, never kept. The calls in flight are the process's (taskQueries), not a Handler's:
+// during a reload the old config's queries and the new config's share one call, as they share
+// the store and the answer budget.
 
 // taskQuery is one provider call for the queries of a task, and what it answered.
 type taskQuery struct {
@@ -38,20 +41,31 @@ type taskQuery struct {
 	tokens  usage.Tokens
 }
 
-// queryFlights are the calls in flight, by task id.
+// queryFlights are the calls in flight, by task (see queryKey).
 type queryFlights struct {
 	mu    sync.Mutex
 	calls map[string]*taskQuery
 }
 
-// join returns the call in flight for taskID, or starts one that runs do on a context that
+// taskQueries are the process's calls in flight, for every Handler: the old and the new config's
+// during a reload make one call for one task, not one each.
+var taskQueries queryFlights
+
+// queryKey names a task's call in taskQueries: its id in its store (the one store that every
+// config of a gateway shares; two gateways of one process, with stores of their own, share no
+// call).
+func queryKey(store storage.Store, taskID string) string {
+	return fmt.Sprintf("%p/%s", store, taskID)
+}
+
+// join returns the call in flight for key, or starts one that runs do on a context that
 // carries ctx's values but not its end, nor its usage entry: each query notes the call on its
 // own what the call's entry (the first query's endpoint, for the upstream's metrics) noted.
 // Every join is paired with one leave.
-func (f *queryFlights) join(ctx context.Context, taskID string, do func(context.Context) (upstream.Answer, error)) *taskQuery {
+func (f *queryFlights) join(ctx context.Context, key string, do func(context.Context) (upstream.Answer, error)) *taskQuery {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if q, ok := f.calls[taskID]; ok {
+	if q, ok := f.calls[key]; ok {
 		q.waiters++
 		return q
 	}
@@ -64,7 +78,7 @@ func (f *queryFlights) join(ctx context.Context, taskID string, do func(context.
 	}
 	callCtx, cancel := context.WithCancel(usage.WithEntry(context.WithoutCancel(ctx), entry))
 	q := &taskQuery{done: make(chan struct{}), cancel: cancel, waiters: 1}
-	f.calls[taskID] = q
+	f.calls[key] = q
 	go func() {
 		ans, err := guarded(callCtx, do)
 		q.ans, q.err = ans, err
@@ -72,8 +86,8 @@ func (f *queryFlights) join(ctx context.Context, taskID string, do func(context.
 		cancel()
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if f.calls[taskID] == q {
-			delete(f.calls, taskID)
+		if f.calls[key] == q {
+			delete(f.calls, key)
 		}
 		q.ended = true
 		if q.waiters == 0 {
@@ -86,7 +100,7 @@ func (f *queryFlights) join(ctx context.Context, taskID string, do func(context.
 
 // leave ends a query's part in q: once the last one has left, the answer's bytes go back to the
 // budget, or, while the call still runs, the call is cancelled (and no later query joins it).
-func (f *queryFlights) leave(taskID string, q *taskQuery) {
+func (f *queryFlights) leave(key string, q *taskQuery) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q.waiters--
@@ -97,8 +111,8 @@ func (f *queryFlights) leave(taskID string, q *taskQuery) {
 		q.ans.Release()
 		return
 	}
-	if f.calls[taskID] == q {
-		delete(f.calls, taskID)
+	if f.calls[key] == q {
+		delete(f.calls, key)
 	}
 	q.cancel()
 }

@@ -38,6 +38,14 @@ func (rt *Router) dispatch(r *http.Request, account string, route *Route) error 
 	d.Account = account
 	d.Model, d.UpstreamModel = route.Model, p.UpstreamModel(route.Model)
 	d.Creates = route.Creates != ""
+	if route.streamOptions != nil {
+		// A streamed completion asks for its usage, unless its provider refuses stream_options.
+		if route.UsageUnasked = p.OmitStreamOptions; !p.OmitStreamOptions {
+			if err := streamWithUsage(r, route.streamOptions); err != nil {
+				return err
+			}
+		}
+	}
 	if d.UpstreamModel != d.Model {
 		if route.modelInBody {
 			return errAliasInBody(d.Model)

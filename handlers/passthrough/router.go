@@ -3,8 +3,8 @@
 // embeddings, rerank). It finds the model, checks it against the caller's key, picks the provider
 // that serves it, and rewrites the request for that provider: its credentials and its path prefix.
 // The body reaches the upstream byte for byte as the client sent it, but for the gateway's own
-// rewrites of the checked body: a model_map alias, and a streamed chat completion's
-// stream_options (see streamWithUsage).
+// rewrites of the checked body, each the value of one member spliced in: a model_map alias, and
+// a streamed completion's stream_options (see streamWithUsage).
 package passthrough
 
 import (
@@ -99,6 +99,11 @@ type Route struct {
 	// (backgroundResponse): the provider makes it whether or not the client stays for its
 	// stream, so a stream the client leaves is charged the whole estimate.
 	Background bool
+	// UsageUnasked is set for a streamed completion (chat or legacy) sent without the gateway's
+	// stream_options.include_usage, because its provider omits stream_options
+	// (providers.Provider.OmitStreamOptions): its stream may end without reporting its usage,
+	// and is then charged at least the output its hold estimated, not only the deltas it showed.
+	UsageUnasked bool
 	// Calls are the model calls of a body that carries several (a Message Batches create),
 	// each charged and held at its own model's cost and price; empty for a body of one call.
 	Calls []accounting.Call
@@ -144,6 +149,9 @@ type Route struct {
 	// remixOf is the id of the slot-holding video that a remix names: the provider remixes only
 	// a completed video, so the remix's answer shows the source's end (see SourceCompleted).
 	remixOf string
+	// streamOptions are the stream_options that ask a streamed completion's provider for its
+	// usage (see askUsage), sent by dispatch unless the provider omits them.
+	streamOptions json.RawMessage
 }
 
 var (
@@ -417,10 +425,8 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		if route.Streams, err = asksStream(&fields); err != nil {
 			return "", err
 		}
-		if reportsStreamUsageOnRequest(ep) {
-			if err := streamWithUsage(r, body, &fields, route.Streams); err != nil {
-				return "", err
-			}
+		if route.streamOptions, err = askUsage(ep, &fields, route.Streams); err != nil {
+			return "", err
 		}
 		if createsVideo(ep) {
 			if err := oneVideo(jsonVideoValue(&fields)); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
+	"github.com/mediagw/mediagw/internal/jsonkeys"
 )
 
 // The body members that say whether a request asks for a streamed answer, read (and checked by
@@ -40,67 +41,69 @@ func asksStream(fields *bodyFields) (bool, error) {
 // streamGenerateContent).
 func streamsByPath(ep Endpoint) bool { return strings.HasSuffix(ep.Path, ":streamGenerateContent") }
 
-// reportsStreamUsageOnRequest reports whether ep is an OpenAI chat completion, whose stream
-// reports its usage only when the request sets stream_options.include_usage (the built-in
-// /v1/chat/completions, and an added endpoint whose path ends so). The other protocols' streams
-// always report it: Anthropic's message_delta event, Gemini's usageMetadata of its last chunk,
-// Responses' response.completed.
+// reportsStreamUsageOnRequest reports whether ep is one of OpenAI's completions, whose stream
+// reports its usage only when the request sets stream_options.include_usage: a chat completion
+// (the built-in /v1/chat/completions, and an added endpoint whose path ends so) and a legacy
+// completion (an added /v1/completions, whose reference takes the same stream_options). The other
+// protocols' streams always report it: Anthropic's message_delta event, Gemini's usageMetadata of
+// its last chunk, Responses' response.completed.
 func reportsStreamUsageOnRequest(ep Endpoint) bool {
-	return strings.HasSuffix(ep.Path, "/chat/completions")
+	return strings.HasSuffix(ep.Path, "/completions")
 }
 
-// streamWithUsage makes a streamed chat completion's body ask for its usage: the body the
-// gateway checked, re-encoded member by member (in their order, each value as it was sent)
-// with stream_options.include_usage set to true, added when absent. The stream then ends with
-// a chunk of the usage that the provider bills, which the gateway charges, instead of only the
-// deltas that it counts (a reasoning model's tokens are billed and never streamed). A
-// stream_options that is not an object (or null) is refused. The body is unchanged when the
-// request asks for no stream (streams false; asksStream refused a stream that is no boolean).
-func streamWithUsage(r *http.Request, body []byte, fields *bodyFields, streams bool) error {
-	if !streams {
-		return nil
+// askUsage reads what a JSON body of ep asks of its stream: for a streamed completion
+// (reportsStreamUsageOnRequest), the stream_options that ask for its usage (optionsWithUsage),
+// which dispatch sends unless the provider omits them (streamWithUsage); nil for any other body.
+// A stream_options that is not an object (or null) beside "stream": true is refused.
+func askUsage(ep Endpoint, fields *bodyFields, streams bool) (json.RawMessage, error) {
+	if !streams || !reportsStreamUsageOnRequest(ep) {
+		return nil, nil
 	}
-	options, err := optionsWithUsage(fields.value(streamOptionsField))
+	return optionsWithUsage(fields.value(streamOptionsField))
+}
+
+// streamWithUsage makes a streamed completion's body ask for its usage: its stream_options
+// member made options (see askUsage), or added as its last member when it has none
+// (jsonkeys.SetMember). Every other byte is the client's, as checked; a body whose
+// stream_options already is options is sent as it is, not copied. The stream then ends with a
+// chunk of the usage that the provider bills, which the gateway charges, instead of only the
+// deltas that it counts (a reasoning model's tokens are billed and never streamed).
+func streamWithUsage(r *http.Request, options json.RawMessage) error {
+	body, err := replayedBytes(r)
 	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return errBadJSON
+	out, err := jsonkeys.SetMember(body, streamOptionsField, options, jsonkeys.MemberEdit{Add: true})
+	if err != nil {
+		return errBadJSON // jsonFields read it as an object
 	}
-	out := make([]byte, 0, len(body)+len(options)+len(`,"stream_options":`))
-	out = append(out, '{')
-	added := false
-	for dec.More() {
-		key, raw, err := nextMember(dec)
-		if err != nil {
-			return errBadJSON
-		}
-		if key == streamOptionsField {
-			raw, added = options, true
-		}
-		out = appendMember(out, key, raw)
+	if len(out) != len(body) || len(out) > 0 && &out[0] != &body[0] {
+		setBody(r, out)
 	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return errBadJSON
-	}
-	if !added {
-		out = appendMember(out, streamOptionsField, options)
-	}
-	setBody(r, append(out, '}'))
 	return nil
 }
 
 // includeUsage is the stream_options of a request that named none.
 var includeUsage = json.RawMessage(`{"include_usage":true}`)
 
+// includeUsageField is the member of stream_options that asks for the usage.
+var includeUsageField = []string{"include_usage"}
+
 // optionsWithUsage is the stream_options value raw (nil when absent) with include_usage true:
 // its other members as they were, every member named include_usage in any letter case left
-// out (decoders differ on which of several counts), and "include_usage":true last.
+// out (decoders differ on which of several counts), and "include_usage":true last. Raw itself
+// when it has one include_usage, spelled so, already true (what the SDKs send when asked).
 func optionsWithUsage(raw json.RawMessage) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if raw == nil || string(raw) == "null" {
 		return includeUsage, nil
+	}
+	var usage [1]json.RawMessage
+	switch err := jsonkeys.MembersOf(raw, includeUsageField, usage[:]); {
+	case err == jsonkeys.ErrNotObject:
+		return nil, errStreamOptionsType
+	case err == nil && string(usage[0]) == "true":
+		return raw, nil // include_usage is true, once and spelled so: the value is right as it is
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {

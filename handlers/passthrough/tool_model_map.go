@@ -1,7 +1,6 @@
 package passthrough
 
 import (
-	"bytes"
 	"io"
 	"maps"
 	"net/http"
@@ -57,8 +56,9 @@ func replayedBytes(r *http.Request) ([]byte, error) {
 
 // setBody makes body r's body, replayable, with its length.
 func setBody(r *http.Request, body []byte) {
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	replay := &replayedBody{body: body}
+	replay.Reset(body)
+	r.Body, r.GetBody = replay, replay.again // a later rewrite reads it without a copy (replayedBytes)
 	r.ContentLength = int64(len(body))
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 }

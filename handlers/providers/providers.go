@@ -43,6 +43,10 @@ type Provider struct {
 	// that names none, whose price prices that tool's images; "" is
 	// billing.DefaultToolImageModel, OpenAI's default.
 	ToolImageModel string
+	// OmitStreamOptions keeps the gateway from adding stream_options.include_usage to a
+	// streamed chat or legacy completion, for a provider that refuses the member: such a stream
+	// that ends without its usage is charged at least its hold's output estimate.
+	OmitStreamOptions bool
 
 	health *Board
 	// clients maps each upstream id of ModelMap to a client id that maps to it (the first in

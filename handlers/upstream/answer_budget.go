@@ -119,10 +119,6 @@ func (b *AnswerBudget) Held() int64 {
 	return b.held
 }
 
-// HeldAnswerBytes is the bytes of answers held now, as the gauge mediagw_answer_memory_bytes
-// shows them: one budget's, as the gateway has one (kept across reloads).
-func HeldAnswerBytes() int64 { return metrics.AnswerMemoryHeld() }
-
 // Reserve takes n bytes for an answer of account to come, before its call is made (so that a
 // request finds the gateway busy before anything is sent or charged, rather than after). A
 // Client whose Hold is the reservation reads into it first, and takes more only past it. It

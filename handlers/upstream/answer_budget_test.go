@@ -121,14 +121,7 @@ func TestCreateReleasesTheAnswersItPassesOver(t *testing.T) {
 	defer busy.Close()
 	fine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"id":"t1"}`)) }))
 	defer fine.Close()
-	busyURL, _ := url.Parse(busy.URL + "/v1")
-	fineURL, _ := url.Parse(fine.URL + "/v1")
-	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", Models: []string{"m"}, Upstreams: []*providers.Upstream{
-		{Name: "a", BaseURL: busyURL, APIKey: "k", Priority: 1}, {Name: "b", BaseURL: fineURL, APIKey: "k", Priority: 2}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := cat.Provider("p")
+	p := failoverProvider(t, busy, fine)
 	budget := NewAnswerBudget(1<<20, 1<<20)
 	c := Client{HTTP: NewHTTPClient(ClientOptions{}), Logger: zap.NewNop(), Budget: budget}
 	ans, u, err := c.Create(context.Background(), "acct", p, "x", []byte(`{}`))
@@ -142,6 +135,20 @@ func TestCreateReleasesTheAnswersItPassesOver(t *testing.T) {
 	if budget.Held() != 0 {
 		t.Fatalf("%d bytes held after release", budget.Held())
 	}
+}
+
+// failoverProvider is a provider whose upstream a (at busy) is tried before b (at fine).
+func failoverProvider(t *testing.T, busy, fine *httptest.Server) *providers.Provider {
+	t.Helper()
+	busyURL, _ := url.Parse(busy.URL + "/v1")
+	fineURL, _ := url.Parse(fine.URL + "/v1")
+	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", Models: []string{"m"}, Upstreams: []*providers.Upstream{
+		{Name: "a", BaseURL: busyURL, APIKey: "k", Priority: 1}, {Name: "b", BaseURL: fineURL, APIKey: "k", Priority: 2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := cat.Provider("p")
+	return p
 }
 
 // Concurrent answers never hold more than the budget, whatever their interleaving, and all of

@@ -42,22 +42,26 @@ func (c Client) createIn(ctx context.Context, account string, order []*providers
 	var last Answer
 	var lastErr error
 	for _, u := range order {
+		// The last refusal is returned only when no upstream is left to try: whatever the next
+		// call ends in replaces it. Its bytes go back to the budget now, and its body is let go
+		// of, so that the memory held while the next answer is read is what the budget counts
+		// (with a reservation the answers share, an edit's, the budget counts the larger of the
+		// two, not both).
+		last.Release()
+		last = Answer{}
 		ans, err := c.Call(ctx, u, http.MethodPost, rel, body)
 		switch {
 		case errors.Is(err, ErrRefused):
 			u.Failed(account, "connection refused", 0)
-			last.Release()
-			last, lastErr = Answer{}, err
+			lastErr = err
 			continue
 		case err != nil:
-			last.Release()
 			if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrTimeout) {
 				u.Failed(account, err.Error(), 0) // a connection failure; a redirect or an unreadable answer is not one
 			}
 			return Answer{}, u, err
 		case ans.Status == http.StatusTooManyRequests || ans.Status == http.StatusServiceUnavailable:
 			u.Failed(account, fmt.Sprintf("HTTP %d", ans.Status), RetryAfter(ans.Header, u.Now()))
-			last.Release() // an earlier upstream's refusal, replaced by this one
 			last, lastErr = ans, nil
 			continue
 		case ans.Status >= 500:
@@ -65,7 +69,6 @@ func (c Client) createIn(ctx context.Context, account string, order []*providers
 		default:
 			u.Succeeded(account)
 		}
-		last.Release()
 		return ans, u, nil
 	}
 	return last, nil, lastErr

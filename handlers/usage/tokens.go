@@ -37,6 +37,21 @@ func (t Tokens) AtMostOutput(most int64) Tokens {
 	return t
 }
 
+// AtLeastOutput is t with an output counted from a stream's delta events (see Sniffer.Seen)
+// raised to least: for a stream whose usage was not asked for (a completion sent without
+// stream_options.include_usage), whose deltas leave out what the provider bills unseen (a
+// reasoning model's tokens), least being the output its hold estimated, so that a client pays
+// no less for a stream that reported nothing, wherever it left. An output the upstream
+// reported is not raised.
+func (t Tokens) AtLeastOutput(least int64) Tokens {
+	if !t.counted || t.Completion >= least {
+		return t
+	}
+	t.Completion = least
+	t.Total = max(t.Total, t.Prompt+least)
+	return t
+}
+
 // Known reports whether the answer carried usage.
 func (t Tokens) Known() bool { return t.known }
 

@@ -244,6 +244,26 @@ func TestTokensAtMostOutput(t *testing.T) {
 	}
 }
 
+// TestTokensAtLeastOutput: an output counted from the deltas of a stream that reported none is
+// raised to the hold's estimate (and past it stays as counted); a reported one is not raised.
+func TestTokensAtLeastOutput(t *testing.T) {
+	s := Sniffer{SSE: true}
+	for range 3 {
+		s.Write([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n"))
+	}
+	s.Write([]byte("data: [DONE]\n\n"))
+	if got := s.Seen(false).AtLeastOutput(2000); got.Completion != 2000 || got.Total != 2000 || !got.OutputReported() {
+		t.Fatalf("3 deltas without usage, estimate 2000: %+v; want 2000 output tokens", got)
+	}
+	if got := s.Seen(false).AtLeastOutput(2); got.Completion != 3 {
+		t.Fatalf("3 deltas, estimate 2: %+v; want 3", got)
+	}
+	s.Write([]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5}}\n\n"))
+	if got := s.Seen(false).AtLeastOutput(2000); got.Completion != 5 {
+		t.Fatalf("a reported 5: %+v; want the report", got)
+	}
+}
+
 // TestTokensAsInput: a call that makes no output (an embedding, a rerank) whose answer reports
 // only a total (Voyage's usage.total_tokens) is charged that total as input; a reported input
 // count stays as it is, and an answer that reported nothing stays unknown.

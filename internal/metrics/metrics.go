@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // latencyBuckets suit model providers: from a fast cache hit to a slow generation.
@@ -202,15 +201,6 @@ func SetOutboxPending(n int) { outboxPending.Set(float64(n)) }
 
 // AnswerMemory adds n (negative: takes) to the bytes of provider answers held.
 func AnswerMemory(n int64) { answerMemory.Add(float64(n)) }
-
-// AnswerMemoryHeld is the gauge of the bytes of provider answers held, as it is scraped.
-func AnswerMemoryHeld() int64 {
-	var m dto.Metric
-	if answerMemory.Write(&m) != nil {
-		return 0 // a gauge always writes itself
-	}
-	return int64(m.GetGauge().GetValue())
-}
 
 // Rejected counts a request refused for reason (see Reason).
 func Rejected(reason string) { rejections.WithLabelValues(reason).Inc() }
