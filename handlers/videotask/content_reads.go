@@ -64,6 +64,7 @@ func contentBusy(retry time.Duration) error {
 
 // contentCaller is the caller of the content endpoint: every call to the upstream's API, and
 // every download from its own origin (which carries the credential), takes a content share.
+// (Such a download is made in the account's turn too: see openContent.)
 type contentCaller struct{ caller }
 
 func (c contentCaller) Call(ctx context.Context, method, rel string, body []byte, header http.Header) (upstream.Answer, error) {
@@ -115,10 +116,22 @@ func hostPort(v *url.URL) string {
 // above). Errors are openResult's, and the 429 of contentBusy.
 func (h *Handler) openContent(ctx context.Context, a adaptor.Adaptor, u *providers.Upstream, t storage.Task) (*http.Response, error) {
 	c := contentCaller{h.caller(u)}
+	open := func(address string) (*http.Response, error) {
+		if !sameOrigin(address, u) {
+			return c.Open(ctx, address) // signed storage: no call of the provider's
+		}
+		var resp *http.Response
+		err := contentTurns.with(ctx, u, t.Account, func() error {
+			var err error
+			resp, err = c.Open(ctx, address)
+			return err
+		})
+		return resp, err
+	}
 	if address, ok := foundResults.get(t.ID, u.Now()); ok {
-		resp, err := c.Open(ctx, address)
-		if err == nil {
-			return resp, nil
+		resp, err := open(address)
+		if err == nil || ctx.Err() != nil || errors.As(err, new(errContentBusy)) {
+			return resp, h.contentError(u, err)
 		}
 		foundResults.drop(t.ID) // refused (expired early): look it up again
 	}
@@ -137,7 +150,7 @@ func (h *Handler) openContent(ctx context.Context, a adaptor.Adaptor, u *provide
 	}
 	address, err := h.locateShared(ctx, c, a, u, t)
 	if err == nil {
-		resp, err = c.Open(ctx, address)
+		resp, err = open(address)
 	}
 	return resp, h.contentError(u, err)
 }
@@ -154,6 +167,9 @@ func (h *Handler) locateShared(ctx context.Context, c contentCaller, a adaptor.A
 				address, err = h.locate(ctx, c, u, a, t)
 				return err
 			})
+			if ctx.Err() != nil {
+				return "", ctx.Err() // the reads waiting for it lead one anew
+			}
 			if err == nil {
 				if until, ok := reusableUntil(address, u.Now()); ok {
 					foundResults.put(t.ID, address, until, u.Now())
@@ -206,10 +222,23 @@ func (h *Handler) contentError(u *providers.Upstream, err error) error {
 	case errors.As(err, &busy):
 		return contentBusy(busy.retry)
 	}
-	if retryAfter, ok := adaptor.IsThrottled(err, u.Now()); ok {
-		return contentBusy(u.Throttled(retryAfter).Sub(u.Now()))
+	if until, ok := pausedBy(err, u); ok {
+		return contentBusy(until.Sub(u.Now()))
 	}
 	return resultError(err)
+}
+
+// pausedBy pauses u when err is the provider's 429 (an adaptor's *adaptor.Throttled, MiniMax's
+// 1002 included, or a download's 429 refusal) and says until when.
+func pausedBy(err error, u *providers.Upstream) (time.Time, bool) {
+	if retryAfter, ok := adaptor.IsThrottled(err, u.Now()); ok {
+		return u.Throttled(retryAfter), true
+	}
+	var refusal *apierror.Error
+	if errors.As(err, &refusal) && refusal.Status == http.StatusTooManyRequests {
+		return u.Throttled(refusal.RetryAfter), true
+	}
+	return time.Time{}, false
 }
 
 // reusableUntil is until when a looked-up address may be opened again: a signed address that

@@ -67,10 +67,8 @@ func (h *Handler) openResult(ctx context.Context, a adaptor.Adaptor, u *provider
 			resp, err = h.caller(u).Open(ctx, address)
 		}
 	}
-	if retryAfter, ok := adaptor.IsThrottled(err, u.Now()); ok {
-		u.Throttled(retryAfter) // a 429 (MiniMax's 1002) pauses the upstream's reads, as a read's does
-	}
 	if err != nil {
+		pausedBy(err, u) // a 429 (MiniMax's 1002) pauses the upstream's reads, as a read's does
 		return nil, resultError(err)
 	}
 	return resp, nil
