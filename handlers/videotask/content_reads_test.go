@@ -1,6 +1,7 @@
 package videotask
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -134,3 +135,47 @@ func TestContentAddressReusedWhileItsSignatureLasts(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// An account makes one content lookup at a time at an upstream: while mallory's lookup runs,
+// her next waits its turn, and alice's goes at once.
+func TestContentLookupsTakeTurnsPerAccount(t *testing.T) {
+	var b turnBoard
+	b.turns = map[turnKey]*turn{}
+	u := &providers.Upstream{Name: "a"}
+	release := make(chan struct{})
+	started := make(chan struct{})
+	go func() {
+		_ = b.with(context.Background(), u, "mallory", func() error { close(started); <-release; return nil })
+	}()
+	<-started
+	second := make(chan struct{})
+	go func() {
+		_ = b.with(context.Background(), u, "mallory", func() error { close(second); return nil })
+	}()
+	ran := false
+	if err := b.with(context.Background(), u, "alice", func() error { ran = true; return nil }); err != nil || !ran {
+		t.Fatalf("alice's lookup beside mallory's: %v (ran %v)", err, ran)
+	}
+	select {
+	case <-second:
+		t.Fatal("mallory's second lookup ran beside her first")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-second:
+	case <-time.After(5 * time.Second):
+		t.Fatal("mallory's second lookup did not run after her first ended")
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		b.mu.Lock()
+		n := len(b.turns)
+		b.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d turns kept after every lookup ended", n)
+		}
+	}
+}
