@@ -18,8 +18,10 @@ import (
 //     upstream with work and none in flight (at least one).
 //
 // An upstream has work while it has reads in flight or had due tasks within the last two
-// Intervals. So a healthy upstream, which has work, always finds a read free when its turn comes,
-// whatever the slow ones hold, as long as fewer upstreams have work than the Concurrency.
+// Intervals. So the slow upstreams' further reads never take the read that a healthy upstream
+// (which has work) needs when its last one ends; only the first reads of other upstreams, one
+// each, can take it first (with a Concurrency of 8: 4 + 2 + 1 reads of three upstreams whose
+// reads hang leave the healthy one its read).
 
 // hasWork reports whether u had due tasks within the last two Intervals or has reads in flight
 // (w.mu held).
