@@ -4,16 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/videotask/adaptor"
 )
 
@@ -64,7 +59,7 @@ func (m *hailuo) readCount() int {
 func TestContentRateLimitInA200PausesTheUpstream(t *testing.T) {
 	m := &hailuo{}
 	now := time.Unix(1_800_000_000, 0)
-	h, u := newHailuoHandler(t, m, &now)
+	h, u := newHandlerBefore(t, m.serve, adaptor.MiniMax, "/v1", 0, &now)
 	w := serveAccount(h, "alice", http.MethodPost, createPath, `{"model":"m","content":[{"type":"text","text":"hi"}]}`)
 	id, _ := decode(t, w)["id"].(string)
 	if w.Code != http.StatusOK || id == "" {
@@ -95,34 +90,13 @@ func TestContentRateLimitInA200PausesTheUpstream(t *testing.T) {
 	}
 }
 
-// newHailuoHandler is the handler of one MiniMax provider (model "m", one upstream without
-// max_rps) in front of m, whose clock and health board's clock are *now.
-func newHailuoHandler(t *testing.T, m *hailuo, now *time.Time) (*Handler, *providers.Upstream) {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(m.serve))
-	t.Cleanup(srv.Close)
-	base, _ := url.Parse(srv.URL + "/v1")
-	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "hailuo", Protocol: adaptor.MiniMax, Models: []string{"m"},
-		Upstreams: []*providers.Upstream{{Name: "a", BaseURL: base, APIKey: "upstream-secret"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	board := providers.NewBoard()
-	board.Now = clockAt(now)
-	cat.WithHealth(board)
-	p, _ := cat.Provider("hailuo")
-	h := &Handler{Catalog: cat, Store: openBadger(t), Client: &http.Client{Timeout: 5 * time.Second},
-		RefreshInterval: time.Nanosecond, Now: clockAt(now), Logger: zap.NewNop()}
-	return h, p.Upstreams[0]
-}
-
 // MiniMax's rate limit inside an HTTP 200 (status_code 1002) to a create is the 429 it stands
 // for, as another provider's 429 is: the client gets 429, its account backs off the upstream,
 // and the upstream's reads go on (providers limit creates and reads apart).
 func TestCreateRateLimitInA200BacksTheAccountOff(t *testing.T) {
 	m := &hailuo{}
 	now := time.Unix(1_800_000_000, 0)
-	h, u := newHailuoHandler(t, m, &now)
+	h, u := newHandlerBefore(t, m.serve, adaptor.MiniMax, "/v1", 0, &now)
 	w := serveAccount(h, "bob", http.MethodPost, createPath, `{"model":"m","content":[{"type":"text","text":"hi"}]}`)
 	bobTask, _ := decode(t, w)["id"].(string)
 	if w.Code != http.StatusOK || bobTask == "" {
