@@ -18,9 +18,10 @@ import (
 type WatcherConfig struct {
 	// Interval between two polls of one task. Default: 5s.
 	Interval caddy.Duration `json:"interval,omitempty"`
-	// Concurrency bounds simultaneous polls. At most half of them (at least one) read one
-	// upstream at once, so that an upstream whose reads hang delays only its own tasks.
-	// Default: 8.
+	// Concurrency bounds the watcher's reads of upstreams in flight, in all (a read being one
+	// upstream's due tasks of one poll). An upstream's share of them shrinks with the number of
+	// upstreams that have work, and those with reads in flight leave one free for each other,
+	// so that upstreams whose reads hang delay only their own tasks. Default: 8.
 	Concurrency int `json:"concurrency,omitempty"`
 	// MaxRPS bounds upstream polls per second. Default: 50. The watcher keeps each task within
 	// its interval for up to interval × max_rps unfinished tasks (250 at the defaults).

@@ -24,6 +24,7 @@ const (
 type pacer struct {
 	mu       sync.Mutex
 	limiter  *rate.Limiter // nil without max_rps
+	content  *rate.Limiter // the part of max_rps that content reads may take; nil without max_rps
 	paused   time.Time     // no call before then
 	throttle int           // the 429s in a row, for the pause without Retry-After
 }
@@ -33,6 +34,8 @@ func newPacer(maxRPS float64) *pacer {
 	p := &pacer{}
 	if maxRPS > 0 {
 		p.limiter = rate.NewLimiter(rate.Limit(maxRPS), max(1, int(math.Ceil(maxRPS/10))))
+		part := maxRPS / ContentPart
+		p.content = rate.NewLimiter(rate.Limit(part), max(2, int(math.Ceil(part/10))))
 	}
 	return p
 }
@@ -124,6 +127,50 @@ func (u *Upstream) WaitShare(ctx context.Context) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// ContentPart divides max_rps for content reads: the calls that the content endpoint makes for
+// its clients (a result's lookup, a credentialed download) take at most 1/ContentPart of an
+// upstream's max_rps (two of them may go at once, one lookup's worth), so the watcher's reads keep
+// the rest whatever the downloads; and they queue for their calls among the watcher's, which
+// thus never takes every share.
+const ContentPart = 4
+
+// WaitContentShare takes the share of one content call to u (see ContentPart) right before it
+// is made: a call of max_rps, within its content part, waiting for it when it comes within
+// maxWait. While u is paused after a 429, or when the share is further off, it takes nothing and
+// reports false with the time to ask again (a ctx that ends while waiting spends the share).
+func (u *Upstream) WaitContentShare(ctx context.Context, maxWait time.Duration) (bool, time.Time) {
+	p, now := u.pace(), u.Now()
+	p.mu.Lock()
+	if now.Before(p.paused) {
+		p.mu.Unlock()
+		return false, p.paused
+	}
+	if p.limiter == nil {
+		p.mu.Unlock()
+		return true, now
+	}
+	part, share := p.content.ReserveN(now, 1), p.limiter.ReserveN(now, 1)
+	wait := max(part.DelayFrom(now), share.DelayFrom(now))
+	if !part.OK() || !share.OK() || wait > maxWait {
+		share.CancelAt(now)
+		part.CancelAt(now)
+		p.mu.Unlock()
+		return false, now.Add(max(wait, time.Second))
+	}
+	p.mu.Unlock()
+	if wait <= 0 {
+		return true, now
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true, now.Add(wait)
+	case <-ctx.Done():
+		return false, now.Add(wait)
 	}
 }
 

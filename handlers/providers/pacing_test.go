@@ -107,3 +107,42 @@ func TestUpstreamWaitShare(t *testing.T) {
 		t.Fatal("a share was taken while paused")
 	}
 }
+
+// TestContentShareIsAPartOfMaxRPS: content reads asking for a share every 10 ms for 10 s, beside
+// the watcher's reads asking as often, take at most a quarter of max_rps (and their burst of
+// two); the watcher takes the rest, and the two together keep to max_rps. A content read finds
+// its share among the watcher's; one whose share is further off than it may wait is told when to
+// ask again, and takes nothing.
+func TestContentShareIsAPartOfMaxRPS(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	board := &Board{Now: func() time.Time { return now }, states: map[string]*healthState{}}
+	u := &Upstream{Name: "a", MaxRPS: 8, health: board}
+	content, watcher := 0, 0
+	for range 1000 {
+		if ok, _ := u.WaitContentShare(context.Background(), 0); ok {
+			content++
+		}
+		if u.Allow() {
+			watcher++
+		}
+		now = now.Add(10 * time.Millisecond)
+	}
+	if content > 2+10*8/ContentPart || content < 10*8/ContentPart {
+		t.Fatalf("content reads took %d shares in 10 s at max_rps 8; want about a quarter, 20", content)
+	}
+	if watcher < 10*8-content-4 || content+watcher > 10*8+2 {
+		t.Fatalf("the watcher took %d shares beside content's %d in 10 s at max_rps 8", watcher, content)
+	}
+	ok, retry := u.WaitContentShare(context.Background(), 0)
+	if ok || !retry.After(now) {
+		t.Fatalf("a content share at once after the content part was spent: %v, retry in %v", ok, retry.Sub(now))
+	}
+	u.Throttled(5 * time.Second)
+	if ok, retry := u.WaitContentShare(context.Background(), time.Minute); ok || retry.Sub(now) != 5*time.Second {
+		t.Fatalf("a content share while paused after a 429: %v, retry in %v; want the pause's end, 5s", ok, retry.Sub(now))
+	}
+	free := &Upstream{Name: "b", health: board}
+	if ok, _ := free.WaitContentShare(context.Background(), 0); !ok {
+		t.Fatal("an upstream without max_rps refused a content share")
+	}
+}

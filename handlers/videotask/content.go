@@ -46,7 +46,7 @@ func (h *Handler) content(w http.ResponseWriter, r *http.Request, id auth.Identi
 	if !ok {
 		return errNoContent
 	}
-	resp, err := h.openResult(r.Context(), a, u, t)
+	resp, err := h.openContent(r.Context(), a, u, t)
 	switch {
 	case errors.Is(err, adaptor.ErrUnsupported), errors.Is(err, adaptor.ErrNotFound):
 		return errNoContent

@@ -50,42 +50,37 @@ func carriesCredential(rawURL string, secrets []string) bool {
 }
 
 // openResult opens the video of a succeeded task whose result needs the operator's credential,
-// for its owner (the content endpoint) or for keeping (keep_copy.go): the adaptor's Content
+// for keeping (keep_copy.go; the content endpoint's reads go through openContent, which paces and
+// shares them): the adaptor's Content
 // where its protocol has one; otherwise (a protocol whose results are plain URLs) the task is
 // read again, and its result URL, when it carries the credential, is fetched by the gateway
 // (adaptor.Caller.Open, which dials public addresses or the upstream's own host). A result that
 // carries no credential is adaptor.ErrUnsupported: the client fetches it itself. As at a poll,
 // the provider's refusal of these reads (a 4xx other than 404 and 429) and an answer it cannot
 // use (adaptor.Malformed) are 502 invalid_response: the gateway's request failed, not the
-// client's.
+// client's. The provider's 429 (MiniMax's status code 1002 too) pauses the upstream's reads.
 func (h *Handler) openResult(ctx context.Context, a adaptor.Adaptor, u *providers.Upstream, t storage.Task) (*http.Response, error) {
-	resp, err := h.openResultOnce(ctx, a, u, t)
-	var malformed *adaptor.Malformed
-	if errors.As(err, &malformed) {
-		return nil, unusable(malformed)
+	resp, err := a.Content(ctx, h.caller(u), t.UpstreamID)
+	if errors.Is(err, adaptor.ErrUnsupported) {
+		var address string
+		if address, err = h.locate(ctx, h.caller(u), u, a, t); err == nil {
+			resp, err = h.caller(u).Open(ctx, address)
+		}
 	}
 	if err != nil {
-		return nil, readRefused(err)
+		pausedBy(err, u) // a 429 (MiniMax's 1002) pauses the upstream's reads, as a read's does
+		return nil, resultError(err)
 	}
 	return resp, nil
 }
 
-// openResultOnce is openResult without the mapping of its errors.
-func (h *Handler) openResultOnce(ctx context.Context, a adaptor.Adaptor, u *providers.Upstream, t storage.Task) (*http.Response, error) {
-	resp, err := a.Content(ctx, h.caller(u), t.UpstreamID)
-	if !errors.Is(err, adaptor.ErrUnsupported) {
-		return resp, err
+// resultError maps the error of a result's lookup or opening: an answer the adaptor cannot use
+// (adaptor.Malformed) and the provider's refusal of the gateway's read are 502 invalid_response
+// (readRefused); the rest stays as it is.
+func resultError(err error) error {
+	var malformed *adaptor.Malformed
+	if errors.As(err, &malformed) {
+		return unusable(malformed)
 	}
-	r, err := canonicalRequest(t)
-	if err != nil {
-		return nil, err
-	}
-	st, err := a.Read(ctx, h.caller(u), t.UpstreamID, r)
-	if err != nil {
-		return nil, err
-	}
-	if st.Status != adaptor.StatusSucceeded || st.VideoURL == "" || !carriesCredential(st.VideoURL, u.Credentials()) {
-		return nil, adaptor.ErrUnsupported
-	}
-	return h.caller(u).Open(ctx, st.VideoURL)
+	return readRefused(err)
 }

@@ -81,16 +81,23 @@ func (p *pacedUpstream) serve(w http.ResponseWriter, r *http.Request) {
 // newPacedHandler is the handler of one provider (model "m") with one upstream at max_rps 5,
 // speaking protocol ("" for Ark's), whose clock and health board's clock are *now.
 func newPacedHandler(t *testing.T, up *pacedUpstream, protocol string, now *time.Time) (*Handler, *providers.Upstream) {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(up.serve))
-	t.Cleanup(srv.Close)
 	path := "/api/v3"
 	if protocol == adaptor.DashScope {
 		path = "/api/v1"
 	}
+	return newHandlerBefore(t, up.serve, protocol, path, 5, now)
+}
+
+// newHandlerBefore is the handler of one provider (model "m", protocol) with one upstream at
+// maxRPS (0: unbounded) served by serve under path, whose clock and health board's clock are
+// *now.
+func newHandlerBefore(t *testing.T, serve http.HandlerFunc, protocol, path string, maxRPS float64, now *time.Time) (*Handler, *providers.Upstream) {
+	t.Helper()
+	srv := httptest.NewServer(serve)
+	t.Cleanup(srv.Close)
 	base, _ := url.Parse(srv.URL + path)
 	cat, err := providers.NewCatalog([]*providers.Provider{{Name: "p", Protocol: protocol, Models: []string{"m"},
-		Upstreams: []*providers.Upstream{{Name: "a", BaseURL: base, APIKey: "upstream-secret", MaxRPS: 5}}}})
+		Upstreams: []*providers.Upstream{{Name: "a", BaseURL: base, APIKey: "upstream-secret", MaxRPS: maxRPS}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

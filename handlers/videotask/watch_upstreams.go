@@ -1,22 +1,62 @@
 package videotask
 
-import "github.com/mediagw/mediagw/handlers/providers"
+import (
+	"time"
 
-// upstreamShare is how many of the watcher's polls may read one upstream at once: half its
-// Concurrency, at least one. An upstream whose reads hang (a provider in a partial outage,
-// answering each read only at the upstream_timeout) then holds at most half the polls, and
-// the tasks of every other upstream are read on time with the rest. With a Concurrency of 1 the
-// one poll is every upstream's.
-func (w *Watcher) upstreamShare() int { return max(1, w.Concurrency/2) }
+	"github.com/mediagw/mediagw/handlers/providers"
+)
 
-// startUpstream takes one of u's reads in flight, or reports false when its share is taken.
+// The watcher's reads of upstreams in flight (a batch of one upstream's due tasks, read by one
+// call of its task list or one task after another) are bounded by its Concurrency, watcher-wide,
+// and shared out between the upstreams that have work, so that upstreams whose reads hang (a
+// provider in a partial outage, answering each read only at the upstream_timeout) leave the
+// others read on time:
+//   - an upstream with no read in flight may start one while any of the Concurrency is free;
+//   - one with reads in flight may start another only within its share, the Concurrency divided
+//     by one more than the upstreams that have work (so the share shrinks as more of them have
+//     work, and a newcomer has room), and only while that leaves a read free for each other
+//     upstream with work and none in flight (at least one).
+//
+// An upstream has work while it has reads in flight or had due tasks within the last two
+// Intervals. So the slow upstreams' further reads never take the read that a healthy upstream
+// (which has work) needs when its last one ends; only the first reads of other upstreams, one
+// each, can take it first (with a Concurrency of 8: 4 + 2 + 1 reads of three upstreams whose
+// reads hang leave the healthy one its read).
+
+// hasWork reports whether u had due tasks within the last two Intervals or has reads in flight
+// (w.mu held).
+func (w *Watcher) hasWork(u *providers.Upstream, now time.Time) bool {
+	return w.upstreamReads[u] > 0 || now.Sub(w.upstreamDue[u]) < 2*w.Interval
+}
+
+// startUpstream takes one of the watcher's reads in flight for u, whose due tasks a poll is about
+// to read, or reports false when the rules above leave none to u now.
 func (w *Watcher) startUpstream(u *providers.Upstream) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.upstreamReads[u] >= w.upstreamShare() {
+	now := w.now()
+	w.upstreamDue[u] = now
+	working, idle := 0, 0
+	for v, at := range w.upstreamDue {
+		switch {
+		case w.hasWork(v, now):
+			working++
+			if v != u && w.upstreamReads[v] == 0 {
+				idle++
+			}
+		case now.Sub(at) >= 2*w.Interval:
+			delete(w.upstreamDue, v)
+		}
+	}
+	free := w.Concurrency - w.readsInFlight
+	switch {
+	case free <= 0:
+		return false
+	case w.upstreamReads[u] > 0 && (w.upstreamReads[u] >= max(1, w.Concurrency/(working+1)) || free <= max(1, idle)):
 		return false
 	}
 	w.upstreamReads[u]++
+	w.readsInFlight++
 	return true
 }
 
@@ -24,6 +64,7 @@ func (w *Watcher) startUpstream(u *providers.Upstream) bool {
 func (w *Watcher) doneUpstream(u *providers.Upstream) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.readsInFlight--
 	if w.upstreamReads[u]--; w.upstreamReads[u] <= 0 {
 		delete(w.upstreamReads, u)
 	}

@@ -96,3 +96,46 @@ func TestWatcherSlowUpstreamHoldsItsShareOnly(t *testing.T) {
 	release <- struct{}{} // the first poll's read answers
 	<-first
 }
+
+// The watcher's reads in flight are bounded watcher-wide by its Concurrency, and shared: an
+// upstream's share shrinks as more upstreams have work, and the slow upstreams that hold reads
+// leave one to a healthy upstream, which gets it back each time its read ends.
+func TestWatcherReadsInFlightShareTheConcurrency(t *testing.T) {
+	clock := testclock.New(time.Unix(1_800_000_000, 0))
+	w := &Watcher{Tasks: &Handler{Logger: zap.NewNop(), Now: clock.Now}, Interval: time.Second, Concurrency: 8}
+	w.init()
+	take := func(u *providers.Upstream) int {
+		n := 0
+		for n < 20 && w.startUpstream(u) {
+			n++
+		}
+		return n
+	}
+	slow1, slow2, slow3, healthy := &providers.Upstream{Name: "slow1"}, &providers.Upstream{Name: "slow2"},
+		&providers.Upstream{Name: "slow3"}, &providers.Upstream{Name: "healthy"}
+	if n := take(slow1); n != 4 {
+		t.Fatalf("one upstream with work took %d reads of 8; want 4 (a newcomer has room)", n)
+	}
+	if n := take(slow2); n != 2 {
+		t.Fatalf("a second upstream took %d reads; want 2 (8 / 3)", n)
+	}
+	if n := take(healthy); n != 1 {
+		t.Fatalf("the healthy upstream took %d reads beside two slow ones; want 1", n)
+	}
+	if take(slow1)+take(slow2) != 0 {
+		t.Fatal("the slow upstreams took more reads past their shares")
+	}
+	for range 5 {
+		w.doneUpstream(healthy)
+		if take(slow1)+take(slow2) != 0 {
+			t.Fatal("the slow upstreams took the read the healthy upstream gave back")
+		}
+		if n := take(healthy); n != 1 {
+			t.Fatalf("the healthy upstream took %d reads after its read ended; want 1", n)
+		}
+	}
+	take(slow3)
+	if w.readsInFlight > w.Concurrency {
+		t.Fatalf("%d reads in flight; the concurrency is %d", w.readsInFlight, w.Concurrency)
+	}
+}

@@ -48,10 +48,11 @@ type Watcher struct {
 	Tasks *Handler
 	// Interval between two polls of one task. Default: 5s.
 	Interval time.Duration
-	// Concurrency bounds simultaneous polls, each of which reads the due tasks of one or more
-	// upstreams (each upstream's beside the others'). Half of them at most (at least one) read
-	// one upstream at once, so that an upstream whose reads are slow leaves the others' tasks
-	// read on time. Default: 8.
+	// Concurrency bounds the watcher's reads of upstreams in flight, watcher-wide (a read being
+	// a batch of one upstream's due tasks), and its polls preparing them. An upstream's share of
+	// them shrinks with the number of upstreams that have work, and a healthy upstream always has
+	// one (see watch_upstreams.go), so that upstreams whose reads are slow leave the others'
+	// tasks read on time. Default: 8.
 	Concurrency int
 	// RatePerSecond bounds upstream polls per second. Default: 50. The watcher keeps up with
 	// about Interval × RatePerSecond unfinished tasks, or MaxRefreshBatch times as many where the
@@ -82,8 +83,13 @@ type Watcher struct {
 	// last trimmed from here.
 	reading map[int]int
 	trimmed map[int]time.Time
-	// upstreamReads counts the polls reading each upstream (see upstreamShare).
+	// upstreamReads counts the reads in flight of each upstream, readsInFlight all of them, and
+	// upstreamDue says when each upstream last had due tasks (see startUpstream); reads waits for
+	// the reads in flight, which outlive their polls.
 	upstreamReads map[*providers.Upstream]int
+	readsInFlight int
+	upstreamDue   map[*providers.Upstream]time.Time
+	reads         sync.WaitGroup
 	// records holds the records of tasks as this watcher last saw them, for their next poll (at
 	// most maxHeldRecords of them): the record as the create stored it, or as a poll read or
 	// wrote it. spare keeps the ones that polls took, to hold the next records in (heldOf).
@@ -111,6 +117,7 @@ func (w *Watcher) init() {
 		w.reading = map[int]int{}
 		w.trimmed = map[int]time.Time{}
 		w.upstreamReads = map[*providers.Upstream]int{}
+		w.upstreamDue = map[*providers.Upstream]time.Time{}
 		w.records = map[string]*heldRecord{}
 		w.forgotten = map[string]bool{}
 		if w.Shards <= 0 {
@@ -221,6 +228,8 @@ func (w *Watcher) run(stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-stop; cancel() }()
+	// The polls end first (they start batches), then their batches.
+	defer w.reads.Wait()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { w.own(ctx) })
@@ -252,12 +261,19 @@ func (w *Watcher) run(stop <-chan struct{}) {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			// The first upstream call took the token above; calls beyond it (tasks read one by
-			// one) take theirs afterwards, which slows the next batches down.
-			if extra := w.poll(ctx, ids) - 1; extra > 0 {
-				if err := limiter.WaitN(ctx, min(extra, max(1, w.Concurrency))); err != nil {
-					return
+			// one) take theirs once their batches are done, which slows the next polls down.
+			var mu sync.Mutex
+			first := 1
+			w.startPoll(ctx, ids, func(calls int) {
+				mu.Lock()
+				extra := calls - min(calls, first)
+				first -= min(calls, first)
+				mu.Unlock()
+				if extra > 0 && ctx.Err() == nil {
+					// An error is the watcher stopping: nothing is left to pace.
+					_ = limiter.WaitN(ctx, min(extra, max(1, w.Concurrency)))
 				}
-			}
+			})
 		})
 	}
 }
@@ -309,10 +325,12 @@ func (w *Watcher) next(n int) ([]string, time.Duration) {
 }
 
 // poll refreshes the tasks of the shards this watcher may read now, in batches per upstream
-// (the one that created each task; the upstreams' batches at once, see upstreamShare),
-// schedules their next polls, and drops those that have finished or are another watcher's. It
-// returns the upstream calls it made.
-func (w *Watcher) poll(ctx context.Context, ids []string) int {
+// (the one that created each task; the upstreams' batches at once, each within its share of the
+// reads in flight, see startUpstream), schedules their next polls, and drops those that have
+// finished or are another watcher's. It returns once the batches are started: each batch ends on
+// its own (w.reads), and then tells done the upstream calls it made. It answers how many batches
+// it started.
+func (w *Watcher) startPoll(ctx context.Context, ids []string, done func(calls int)) (batches int) {
 	mine, late, others := w.startReads(ids)
 	for _, id := range late {
 		// The lease's renewal is late: try again when it may have come.
@@ -324,7 +342,17 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 	if len(mine) == 0 {
 		return 0
 	}
-	defer w.doneReads(mine)
+	// The reads of the tasks that no batch takes end with the poll; a batch's end with it.
+	batched := map[string]bool{}
+	defer func() {
+		var rest []string
+		for _, id := range mine {
+			if !batched[id] {
+				rest = append(rest, id)
+			}
+		}
+		w.doneReads(rest)
+	}()
 	// The reads are recorded under the shards' leases before they are made, alongside the read
 	// of the records (the Redis client pipelines the two), at the time by which they will have
 	// gone out (noteAgain records again those that would go out later).
@@ -414,12 +442,9 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		}
 	}
 	// Each upstream's tasks are read beside the others', so that one slow upstream holds none of
-	// the others' reads, and within its share of the polls (startUpstream): past it, its tasks
-	// wait an Interval, their records held, and the polls stay free for the other upstreams.
-	var mu sync.Mutex
-	calls := 0
-	var slow []string // the reads of tasks still open, for noteSlowReads
-	var wg sync.WaitGroup
+	// the others' reads, and within its share of the reads in flight (startUpstream): past it,
+	// its tasks wait an Interval, their records held, and the reads stay free for the others.
+	// The batches outlive the poll, so that a slow one holds a read, not a poll.
 	for u, due := range byUpstream {
 		if !w.startUpstream(u) {
 			w.holdAgain(due, polls)
@@ -430,20 +455,32 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 			w.rescheduleAll(ids, w.now().Add(w.Interval))
 			continue
 		}
-		wg.Go(func() {
-			defer w.doneUpstream(u)
-			n, open := w.readBatch(ctx, u, due, polls)
-			mu.Lock()
-			defer mu.Unlock()
-			calls += n
-			slow = append(slow, open...)
+		ids := make([]string, len(due))
+		for i, t := range due {
+			ids[i] = t.ID
+			batched[t.ID] = true
+		}
+		batches++
+		w.reads.Go(func() {
+			defer w.doneReads(ids)
+			calls, open := w.readBatch(ctx, u, due, polls)
+			w.doneUpstream(u)
+			if ctx.Err() == nil { // stopping: the next watcher starts from the store's list
+				w.noteSlowReads(ctx, at, open)
+			}
+			done(calls)
 		})
 	}
-	wg.Wait()
-	if ctx.Err() != nil {
-		return calls // stopping: the next watcher starts from the store's list
+	return batches
+}
+
+// poll is startPoll waiting for its batches; it returns the upstream calls they made.
+func (w *Watcher) poll(ctx context.Context, ids []string) int {
+	ended := make(chan int, len(ids))
+	calls := 0
+	for range w.startPoll(ctx, ids, func(n int) { ended <- n }) {
+		calls += <-ended
 	}
-	w.noteSlowReads(ctx, at, slow)
 	return calls
 }
 

@@ -96,6 +96,15 @@ type Caller interface {
 	Open(ctx context.Context, rawURL string) (*http.Response, error)
 }
 
+// Locator is an Adaptor whose Content looks the result up (a read of the task, a file's
+// download address) before it opens it: Locate is that lookup, whose address the content
+// endpoint shares among the concurrent reads of one task, so that they make one lookup.
+type Locator interface {
+	// Locate answers the address of a finished task's video, which Caller.Open opens (with the
+	// credential on the upstream's own origin only); a task without a result is ErrNotFound.
+	Locate(ctx context.Context, c Caller, upstreamID string) (string, error)
+}
+
 // Deleter is an Adaptor whose provider keeps a finished task's result until it is deleted: the
 // task API deletes it upstream when the task's owner deletes the finished task.
 type Deleter interface {

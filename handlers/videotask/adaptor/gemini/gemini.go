@@ -218,18 +218,27 @@ func durationSeconds(model string, duration int64) int64 {
 // Cancel implements adaptor.Adaptor: the Gemini API offers no cancel of a Veo operation.
 func (Adaptor) Cancel(context.Context, adaptor.Caller, string) error { return adaptor.ErrUnsupported }
 
-// Content implements adaptor.Adaptor: it reads the operation again and opens its video's file
-// URI with the operator's key (Caller.Open sends it to the upstream's own origin only).
-func (Adaptor) Content(ctx context.Context, c adaptor.Caller, id string) (*http.Response, error) {
-	op, err := readOperation(ctx, c, id)
+// Content implements adaptor.Adaptor: it opens the video's file URI that Locate finds with the
+// operator's key (Caller.Open sends it to the upstream's own origin only).
+func (a Adaptor) Content(ctx context.Context, c adaptor.Caller, id string) (*http.Response, error) {
+	uri, err := a.Locate(ctx, c, id)
 	if err != nil {
 		return nil, err
 	}
+	return c.Open(ctx, uri)
+}
+
+// Locate implements adaptor.Locator: it reads the operation again for its video's file URI.
+func (Adaptor) Locate(ctx context.Context, c adaptor.Caller, id string) (string, error) {
+	op, err := readOperation(ctx, c, id)
+	if err != nil {
+		return "", err
+	}
 	if !op.Done || op.Response == nil || op.Response.GenerateVideoResponse == nil ||
 		len(op.Response.GenerateVideoResponse.GeneratedSamples) == 0 {
-		return nil, adaptor.ErrNotFound
+		return "", adaptor.ErrNotFound
 	}
-	return c.Open(ctx, op.Response.GenerateVideoResponse.GeneratedSamples[0].Video.URI)
+	return op.Response.GenerateVideoResponse.GeneratedSamples[0].Video.URI, nil
 }
 
 // validName accepts an operation name of the form the Gemini API returns,
@@ -265,4 +274,7 @@ func refusal(ans upstream.Answer) *apierror.Error {
 }
 
 // Interface guards
-var _ adaptor.Adaptor = Adaptor{}
+var (
+	_ adaptor.Adaptor = Adaptor{}
+	_ adaptor.Locator = Adaptor{}
+)

@@ -143,19 +143,28 @@ func (Adaptor) Plan(r adaptor.Request) billing.PlannedVideo {
 // Cancel implements adaptor.Adaptor: MiniMax offers no cancel.
 func (Adaptor) Cancel(context.Context, adaptor.Caller, string) error { return adaptor.ErrUnsupported }
 
-// Content implements adaptor.Adaptor: it reads the task again, resolves its file id to the
-// file's download address with the operator's key, and opens that address (without the key).
+// Content implements adaptor.Adaptor: it opens (without the key) the address Locate finds.
 func (a Adaptor) Content(ctx context.Context, c adaptor.Caller, id string) (*http.Response, error) {
+	address, err := a.Locate(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	return c.Open(ctx, address)
+}
+
+// Locate implements adaptor.Locator: it reads the task again and resolves its file id to the
+// file's download address with the operator's key.
+func (Adaptor) Locate(ctx context.Context, c adaptor.Caller, id string) (string, error) {
 	var q struct {
 		baseResp
 		Status string `json:"status"`
 		FileID string `json:"file_id"`
 	}
 	if err := call(ctx, c, http.MethodGet, "query/video_generation?task_id="+url.QueryEscape(id), nil, &q); err != nil {
-		return nil, err
+		return "", err
 	}
 	if q.Status != "Success" || q.FileID == "" {
-		return nil, adaptor.ErrNotFound
+		return "", adaptor.ErrNotFound
 	}
 	var f struct {
 		baseResp
@@ -164,12 +173,12 @@ func (a Adaptor) Content(ctx context.Context, c adaptor.Caller, id string) (*htt
 		} `json:"file"`
 	}
 	if err := call(ctx, c, http.MethodGet, "files/retrieve?file_id="+url.QueryEscape(q.FileID), nil, &f); err != nil {
-		return nil, err
+		return "", err
 	}
 	if f.File.DownloadURL == "" {
-		return nil, upstream.ErrUnreadable
+		return "", upstream.ErrUnreadable
 	}
-	return c.Open(ctx, f.File.DownloadURL)
+	return f.File.DownloadURL, nil
 }
 
 // call makes one call and decodes its answer into out, whose baseResp it checks: a non-2xx
@@ -234,4 +243,7 @@ func refusal(ans upstream.Answer) *apierror.Error {
 }
 
 // Interface guards
-var _ adaptor.Adaptor = Adaptor{}
+var (
+	_ adaptor.Adaptor = Adaptor{}
+	_ adaptor.Locator = Adaptor{}
+)
