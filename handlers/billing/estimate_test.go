@@ -220,3 +220,32 @@ func TestEstimateEmbeddingHoldsNoOutput(t *testing.T) {
 		t.Errorf("generation held %s, want 8.702", got)
 	}
 }
+
+// TestEstimateRerankHoldsQueryPerDocument: a rerank's provider counts its query once per
+// document (query tokens × documents + the documents' tokens), so its hold adds the query's
+// tokens once more for each document past the first: settling at what the provider reports then
+// never charges past the hold, and a limited account cannot go below zero by (documents − 1) ×
+// query tokens for each rerank in flight.
+func TestEstimateRerankHoldsQueryPerDocument(t *testing.T) {
+	p := &Price{Model: "r", InputTokens: m(t, "1000")}
+	// A 400-byte query (100 tokens) and 100 one-token documents in a 900-byte body (225 tokens).
+	// The provider counts 100 × 100 + 100 = 10,100 tokens.
+	q := Request{InputOnly: true, BodyBytes: 900, QueryBytes: 400, Documents: 100}
+	e := p.EstimateRequest(q)
+	if e.Usage.InputTokens != 225+100*99 || e.Amount.String() != "10.125" {
+		t.Errorf("rerank held %s for %d input tokens; want 10.125 for 10,125 (225 + 100 × 99)", e.Amount, e.Usage.InputTokens)
+	}
+	if reported := int64(100*100 + 100); e.Usage.InputTokens < reported {
+		t.Errorf("rerank held %d input tokens, below the %d its provider counts", e.Usage.InputTokens, reported)
+	}
+	// One document, or none read: the body's tokens, as an embedding's.
+	for _, docs := range []int64{0, 1} {
+		if got := p.EstimateRequest(Request{InputOnly: true, BodyBytes: 900, QueryBytes: 400, Documents: docs}).Usage.InputTokens; got != 225 {
+			t.Errorf("rerank of %d documents held %d input tokens, want 225", docs, got)
+		}
+	}
+	// Past an int64: the largest, which no balance covers.
+	if got := p.EstimateRequest(Request{InputOnly: true, BodyBytes: 900, QueryBytes: math.MaxInt64 / 2, Documents: 1 << 20}).Amount; got != Money(math.MaxInt64) {
+		t.Errorf("a rerank past an int64 held %d, want the largest", got)
+	}
+}
