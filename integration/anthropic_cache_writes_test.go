@@ -18,7 +18,6 @@ import (
 // written for 5 minutes, 3000 for 1 hour and 4 output tokens: 0.01 + 1.2375 + 6 + 0.008 =
 // 7.2555. Before, every write was charged at the input price: 4.008.
 func TestAnthropicCacheWritesAreChargedAtTheirRates(t *testing.T) {
-	t.Parallel()
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/an/v1/messages" || r.Header.Get("X-Api-Key") != "an-upstream-key" {
 			w.WriteHeader(http.StatusNotFound)

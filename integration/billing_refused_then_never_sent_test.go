@@ -140,7 +140,6 @@ func TestTimedOutThenNeverSentIsCharged(t *testing.T) {
 // and billed the chat: unlike a 429 or a 503, an attempt answered 502 counts as sent, and the
 // chat is charged its estimate, not released.
 func TestBadGatewayThenNeverSentIsCharged(t *testing.T) {
-	t.Parallel()
 	var got atomic.Int64
 	relay := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got.Add(1)

@@ -11,7 +11,6 @@ import (
 // config error on a reload, and changes nothing. Before, the budget took the price parser, which
 // reads "+5" as 5: the key was made with a budget the operator did not type.
 func TestKeyBudgetIsAnEnteredAmount(t *testing.T) {
-	t.Parallel()
 	e := startKeysGateway(t)
 	id, _ := e.newKey(t, `{"account":"acme","budget":{"amount":"5","period":"day"}}`)
 	for _, tc := range []struct{ method, path, body string }{

@@ -55,7 +55,6 @@ http://127.0.0.1:{{port}} {
 // with its Idempotency-Key does not make it again. One that never reached a provider's
 // connection (a TLS handshake that never ends) is released. Before, both were released.
 func TestImageEditWrittenThenTimedOutIsCharged(t *testing.T) {
-	t.Parallel()
 	var got atomic.Int64
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err == nil {

@@ -74,7 +74,6 @@ func startVoyageRerank(t *testing.T) *httptest.Server {
 // for each such rerank in flight. Held what the settlement can reach (query tokens × documents +
 // the body's), the rerank does not fit the balance: 402, nothing sent, the balance stays 5.
 func TestRerankHoldCoversWhatItIsCharged(t *testing.T) {
-	t.Parallel()
 	up := startVoyageRerank(t)
 	usageLog := filepath.Join(t.TempDir(), "usage.log")
 	base, g := startSimGateway(t, countTokensCaddyfile, map[string]string{"up": up.URL, "usage_log": usageLog})
