@@ -168,6 +168,10 @@ type Request struct {
 	// Voyage's and DashScope's usage counts query tokens × documents + the documents' tokens),
 	// so its hold adds the query's tokens once more for each document past the first.
 	QueryBytes, Documents int64
+	// CacheWrites is set for a body that asks its provider to write its prompt to a cache
+	// (Anthropic's cache_control), which is billed above the input price: its input is held at
+	// the costlier cache write price, as any of its input tokens may be such a write.
+	CacheWrites bool
 }
 
 // EstimateRequest is the hold of a pass-through request: a video task's for a video create or a
@@ -220,7 +224,16 @@ func (p *Price) EstimateRequest(q Request) Estimate {
 			maxOutput *= q.N
 		}
 	}
-	return p.EstimateText(q.BodyBytes, maxOutput)
+	e := p.EstimateText(q.BodyBytes, maxOutput)
+	if q.CacheWrites {
+		if minutes, hour := p.cacheWritePrices(); hour >= minutes {
+			e.Usage.CacheWrite1hTokens = e.Usage.InputTokens
+		} else {
+			e.Usage.CacheWrite5mTokens = e.Usage.InputTokens
+		}
+		e.Amount = p.Amount(e.Usage)
+	}
+	return e
 }
 
 // imageOnly reports whether p prices images and no tokens or video: a request to its model that

@@ -249,3 +249,28 @@ func TestEstimateRerankHoldsQueryPerDocument(t *testing.T) {
 		t.Errorf("a rerank past an int64 held %d, want the largest", got)
 	}
 }
+
+// TestEstimateCacheWritesHoldsInputAtTheWriteRate: a body that marks a prompt cache point is held
+// its input at the costlier cache write rate (2 × input by default, for a 1-hour cache), so that
+// the settlement of its writes does not pass the hold; an answer that reports no input is
+// charged that estimate, writes and all.
+func TestEstimateCacheWritesHoldsInputAtTheWriteRate(t *testing.T) {
+	p := &Price{Model: "c", InputTokens: m(t, "3"), OutputTokens: m(t, "15")}
+	// 4000 bytes: 1000 input tokens; 100 output tokens.
+	plain := p.EstimateRequest(Request{BodyBytes: 4000, MaxOutput: 100})
+	cached := p.EstimateRequest(Request{BodyBytes: 4000, MaxOutput: 100, CacheWrites: true})
+	if plain.Amount.String() != "0.0045" || cached.Amount.String() != "0.0075" {
+		t.Errorf("held %s without cache_control and %s with it; want 0.0045 and 0.0075 (1000 × 6 + 100 × 15 per million)", plain.Amount, cached.Amount)
+	}
+	if got := p.Settle(cached.Usage, Usage{OutputTokens: 10, OutputReported: true}).String(); got != "0.00615" {
+		t.Errorf("settled without input reported: %s; want 0.00615 (the estimate's input at the write rate, 10 output tokens)", got)
+	}
+	if got := p.Settle(cached.Usage, Usage{InputTokens: 1000, OutputTokens: 10, OutputReported: true}).String(); got != "0.00315" {
+		t.Errorf("settled with 1000 input tokens and no writes reported: %s; want 0.00315", got)
+	}
+	// A price whose 5-minute writes cost more than its 1-hour ones holds at those.
+	odd := &Price{Model: "c", InputTokens: m(t, "3"), CacheWrite5mTokens: m(t, "9"), CacheWrite1hTokens: m(t, "4")}
+	if got := odd.EstimateRequest(Request{BodyBytes: 4000, MaxOutput: 100, CacheWrites: true}).Amount.String(); got != "0.009" {
+		t.Errorf("held %s; want 0.009 (1000 × 9 per million)", got)
+	}
+}

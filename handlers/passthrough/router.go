@@ -8,6 +8,7 @@
 package passthrough
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"github.com/mediagw/mediagw/internal/hdr"
@@ -409,6 +410,10 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			}
 		}
 		route.Sizing, route.ToolImages = sizing(ep, &fields, len(body)), toolImages
+		// A Messages body that marks a prompt cache point (cache_control, on a block or at its
+		// top) may have its input written to a cache, which Anthropic bills at up to twice its
+		// input price: held so (billing.Request.CacheWrites).
+		route.Sizing.CacheWrites = ep.nested == messagesRefs && bytes.Contains(body, cacheControl)
 		if route.Billable {
 			if err := checkService(&fields, ep.nested == messagesRefs); err != nil {
 				return "", err
@@ -514,6 +519,9 @@ var modelAndPriced = append(append([]string{"model"}, pricedFields...), methodFi
 // modelAndPricedFields are modelAndPriced made ready for jsonkeys.MembersOfFields, which
 // bodyFields.read reads them with.
 var modelAndPricedFields = jsonkeys.NewFields(modelAndPriced...)
+
+// cacheControl is Anthropic's member that marks a prompt cache point, as it appears in a body.
+var cacheControl = []byte(`"cache_control"`)
 
 // methodField is the body member (and form part) in which web frameworks that honour ?_method=
 // take a POST for another method (Laravel and Symfony read it from a JSON body too): every JSON
