@@ -267,7 +267,8 @@ type StaticKey struct {
 	MaxActiveTasks int64 `json:"max_active_tasks,omitempty"`
 	// Budget is the money the key may spend, in the gateway's currency: a sub-limit of its
 	// account's balance, checked with it by every hold (past it 402). Default: none.
-	Budget billing.Money `json:"budget,omitempty"`
+	// It is a decimal string as entered ("25.50"; no '+').
+	Budget billing.EnteredMoney `json:"budget,omitempty"`
 	// BudgetPeriod makes Budget per UTC calendar "day" or "month". Default: for all time.
 	BudgetPeriod string `json:"budget_period,omitempty"`
 }
@@ -543,7 +544,7 @@ func (sk StaticKey) apiKey(repl *caddy.Replacer) (storage.APIKey, error) {
 	if sk.Quota != nil && sk.Budget > 0 {
 		return storage.APIKey{}, fmt.Errorf("quota %d is an alias of budget %d: give the key one of them", *sk.Quota, *sk.Quota)
 	}
-	if sk.Budget < 0 || sk.Budget > billing.Money(storage.MaxAmount) || (sk.BudgetPeriod != "" && sk.BudgetPeriod != storage.BudgetDay && sk.BudgetPeriod != storage.BudgetMonth) {
+	if sk.Budget < 0 || sk.Budget > billing.EnteredMoney(storage.MaxAmount) || (sk.BudgetPeriod != "" && sk.BudgetPeriod != storage.BudgetDay && sk.BudgetPeriod != storage.BudgetMonth) {
 		return storage.APIKey{}, fmt.Errorf("budget must be an amount of 0 or more, per day, month or for all time")
 	}
 	if (sk.RateRequests > 0) != (sk.RateWindow > 0) || sk.RateRequests < 0 || sk.MaxActiveTasks < 0 {

@@ -17,16 +17,16 @@ import (
 
 // budgetArgs reads `budget <amount> [day|month]` into amount and period; where names the
 // directive in errors (key, member_keys).
-func budgetArgs(d *caddyfile.Dispenser, where string, amount *billing.Money, period *string) error {
+func budgetArgs(d *caddyfile.Dispenser, where string, amount *billing.EnteredMoney, period *string) error {
 	args := d.RemainingArgs()
 	if len(args) < 1 || len(args) > 2 || len(args) == 2 && args[1] != "day" && args[1] != "month" {
 		return d.Errf("%s: usage: budget <amount> [day|month], e.g. budget 50 month", where)
 	}
-	m, err := billing.ParseMoney(args[0])
+	m, err := billing.ParseEntered(args[0]) // an amount as typed: no '+'
 	if err != nil || m <= 0 {
-		return d.Errf("%s: budget: want an amount above 0 with at most 6 decimals, got %q", where, args[0])
+		return d.Errf("%s: budget: want an amount above 0 with at most 6 decimals and no sign, got %q", where, args[0])
 	}
-	*amount, *period = m, ""
+	*amount, *period = billing.EnteredMoney(m), ""
 	if len(args) == 2 {
 		*period = args[1]
 	}

@@ -159,6 +159,8 @@ func TestCaddyfileErrors(t *testing.T) {
 		{"price bad max_seconds", "{\n mediagw {\n  provider p {\n   base_url http://a\n   models m\n  }\n  price m {\n   second 1\n   max_seconds 0\n  }\n }\n}", `max_seconds: want a whole number of at least 1`},
 		{"key budget bad period", "{\n mediagw {\n  key k {\n   account a\n   budget 5 week\n  }\n }\n}", `key: usage: budget <amount> [day|month]`},
 		{"key budget bad amount", "{\n mediagw {\n  key k {\n   account a\n   budget 0\n  }\n }\n}", `key: budget: want an amount above 0`},
+		{"key budget plus", "{\n mediagw {\n  key k {\n   account a\n   budget +5\n  }\n }\n}", `key: budget: want an amount above 0 with at most 6 decimals and no sign, got "+5"`},
+		{"member_keys budget plus", "c.example {\n mediagw_console {\n  user a h\n  member_keys {\n   budget +5 day\n  }\n }\n}", `member_keys: budget: want an amount above 0`},
 		{"member_keys budget bad period", "c.example {\n mediagw_console {\n  user a h\n  member_keys {\n   budget 5 week\n  }\n }\n}", `member_keys: usage: budget <amount> [day|month]`},
 		{"member_keys creates_per_hour zero", "c.example {\n mediagw_console {\n  user a h\n  member_keys {\n   creates_per_hour 0\n  }\n }\n}", `Caddyfile:5`},
 		{"currency twice", "{\n mediagw {\n  currency USD\n  currency EUR\n }\n}", `duplicate subdirective "currency"`},

@@ -249,7 +249,7 @@ func usageCommand() *cobra.Command {
 // followed by /day or /month.
 func parseBudgetFlag(v string) (map[string]string, error) {
 	amount, period, per := strings.Cut(v, "/")
-	m, err := billing.ParseMoney(amount)
+	m, err := billing.ParseEntered(amount) // as typed: "+5" is refused, as a credit's amount is
 	if err != nil || m <= 0 || per && period != storage.BudgetDay && period != storage.BudgetMonth {
 		return nil, fmt.Errorf("--budget: %q is not <amount>, <amount>/day or <amount>/month with an amount above 0, such as 25.50/month", v)
 	}

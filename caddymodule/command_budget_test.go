@@ -18,7 +18,9 @@ func TestParseBudgetFlag(t *testing.T) {
 			t.Errorf("--budget %s = %v, %v; want %s", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"0", "-1/day", "5/week", "1.0000001", "abc", "5/"} {
+	// "+5" is an amount as the price parser reads it, not as an operator enters one: refused,
+	// as a credit's "+5" is (money.ParseEntered).
+	for _, bad := range []string{"0", "-1/day", "5/week", "1.0000001", "abc", "5/", "+5", "+5/month", "-0"} {
 		if _, err := parseBudgetFlag(bad); err == nil {
 			t.Errorf("--budget %s was accepted", bad)
 		}

@@ -81,8 +81,8 @@ type ConsoleMemberKeys struct {
 	Max int `json:"max,omitempty"`
 	// Budget is the money each key may spend, in the gateway's currency, as a sub-limit of
 	// its account's balance (as a key's budget in the configuration and the admin API).
-	// Default: none.
-	Budget billing.Money `json:"budget,omitempty"`
+	// A decimal string as entered ("25"; no '+'). Default: none.
+	Budget billing.EnteredMoney `json:"budget,omitempty"`
 	// BudgetPeriod makes Budget per UTC calendar "day" or "month". Default: for all time.
 	BudgetPeriod string `json:"budget_period,omitempty"`
 	// Quota is the older form of Budget, kept as its alias: a quota of n is a budget of n whole
@@ -159,7 +159,7 @@ func (h *ConsoleHandler) Provision(ctx caddy.Context) error {
 			h.console.MemberKeys.CreatesPerHour = 10
 		}
 		if m.Budget > 0 {
-			h.console.MemberKeys.Budget = &keyadmin.Budget{Amount: m.Budget, Period: m.BudgetPeriod}
+			h.console.MemberKeys.Budget = &keyadmin.Budget{Amount: billing.Money(m.Budget), Period: m.BudgetPeriod}
 		}
 	}
 	if err := h.console.Provision(); err != nil {

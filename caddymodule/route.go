@@ -462,6 +462,7 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		// A Responses tool's images are charged as the answer reports them (usage.ResponseImages),
 		// as held when it reports none.
 		entry.Settled(int64(hold.SettleWithImages(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
+			CacheWrite5mTokens: int64(tokens.CacheWrite5m), CacheWrite1hTokens: int64(tokens.CacheWrite1h),
 			OutputReported: tokens.OutputReported(), Images: images, ImageSize: size, ImageQuality: quality}, sw.madeImages())))
 		charged = true
 	}

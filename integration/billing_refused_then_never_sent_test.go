@@ -133,3 +133,33 @@ func TestTimedOutThenNeverSentIsCharged(t *testing.T) {
 		t.Errorf("a chat the first upstream got and did not answer in time, never sent to the other: held %q, ended %q; want settled", held, end)
 	}
 }
+
+// TestBadGatewayThenNeverSentIsCharged: the first upstream answers the chat 502, the gateway
+// fails over to a second whose TLS handshake never ends, and the client gives up meanwhile. A
+// 502 is a relay's report that its own upstream failed, which may come after that upstream made
+// and billed the chat: unlike a 429 or a 503, an attempt answered 502 counts as sent, and the
+// chat is charged its estimate, not released.
+func TestBadGatewayThenNeverSentIsCharged(t *testing.T) {
+	var got atomic.Int64
+	relay := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		writeFakeJSON(w, 502, map[string]any{"error": map[string]any{"message": "upstream connect error", "type": "server_error"}})
+	}))
+	base, g := startSimGateway(t, failoverNeverSentCaddyfile, map[string]string{"first": relay.URL, "stalled": startStalledListener(t)})
+	keys := keysEnv{g: g, base: base}
+	keys.credit(t, "fo", "10", "fo-1")
+	if err := chatUntilGivenUp(t, base, 700*time.Millisecond); err == nil {
+		t.Fatal("answered before the client gave up")
+	}
+	if got.Load() != 1 {
+		t.Fatalf("the relay got %d requests; want 1 (answered 502, then failed over)", got.Load())
+	}
+	held, end := "", ""
+	for deadline := time.Now().Add(10 * time.Second); end == "" && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		held, end = toolEnded(t, g, "fo", 0)
+	}
+	if held == "" || end != "settle "+held {
+		t.Errorf("a chat answered 502 by a relay and never sent to the other upstream: held %q, ended %q; want settled at its hold", held, end)
+	}
+}

@@ -231,10 +231,13 @@ func TestPassThroughHostileClients(t *testing.T) {
 
 	// A client marks its prompt for caching (cache_control, as Anthropic's SDK sends it): the
 	// upstream then reports most input tokens as cache_creation_input_tokens, or on the next
-	// request cache_read_input_tokens, besides input_tokens. They are input all the same: each
-	// request is charged its 4000 input tokens (4) and 6000 output tokens (12).
+	// request cache_read_input_tokens, besides input_tokens. They are input all the same, the
+	// writes at Anthropic's 5-minute write rate (1.25 × input, the default of
+	// cache_write_5m_tokens): the first request is charged 10 input tokens (0.01), 3990 written
+	// (4.9875) and 6000 output tokens (12), 16.9975; the second, reading them, its 4000 input
+	// tokens (4) and 6000 output tokens (12), 16.
 	t.Run("anthropic prompt caching", func(t *testing.T) {
-		for _, c := range []struct{ stream, want string }{{"false", "52"}, {"true", "36"}} {
+		for _, c := range []struct{ stream, want string }{{"false", "51.0025"}, {"true", "35.0025"}} {
 			body := `{"model":"hostile-claude","max_tokens":8000,"stream":` + c.stream + `,"system":[{"type":"text","text":"` +
 				strings.Repeat("a long shared prefix ", 200) + `","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"go"}]}`
 			req, _ := http.NewRequest("POST", base+"/v1/messages", strings.NewReader(body))
@@ -245,7 +248,7 @@ func TestPassThroughHostileClients(t *testing.T) {
 				t.Fatalf("messages (stream %s) = %d %s", c.stream, r.status, r.body)
 			}
 			if got := balance(t, c.want); got != c.want {
-				t.Fatalf("after messages (stream %s) the balance is %s, want %s (16 charged: 4000 input tokens, 6000 output)", c.stream, got, c.want)
+				t.Fatalf("after messages (stream %s) the balance is %s, want %s (16.9975, then 16 charged: 4000 input tokens, 6000 output)", c.stream, got, c.want)
 			}
 		}
 	})
@@ -256,7 +259,7 @@ func TestPassThroughHostileClients(t *testing.T) {
 	// tokens (0.02), not the estimate's input of one token per 4 bytes of body; through either
 	// form of the reverse_proxy.
 	t.Run("usage of an answer the client accepts gzipped", func(t *testing.T) {
-		for _, c := range []struct{ site, want string }{{base, "31.98"}, {olderForm, "27.96"}} {
+		for _, c := range []struct{ site, want string }{{base, "30.9825"}, {olderForm, "26.9625"}} {
 			oa := openai.NewClient(option.WithBaseURL(c.site+"/v1/"), option.WithAPIKey("mg-hostile-key"), option.WithMaxRetries(0))
 			chat, err := oa.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 				Model:     "hostile-chat",
@@ -289,7 +292,7 @@ func TestPassThroughHostileClients(t *testing.T) {
 		for _, c := range []struct {
 			instructions string
 			want         string
-		}{{"", "407.96"}, {strings.Repeat("be brief ", 1100<<10/9), "387.96"}} {
+		}{{"", "406.9625"}, {strings.Repeat("be brief ", 1100<<10/9), "386.9625"}} {
 			params := responses.ResponseNewParams{Model: "hostile-chat", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("go on")}}
 			if c.instructions != "" {
 				params.Instructions = openai.String(c.instructions)

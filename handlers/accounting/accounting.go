@@ -309,11 +309,24 @@ func MarkFinished(t *storage.Task) bool {
 // The hold is ended first: one that the reconciler released before the task's create bound it
 // took the slot back with it (SlotOfReleasedHold), so the slot is not given back here.
 func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string, actual billing.Usage) {
+	a.finish(ctx, t, status, actual, false)
+}
+
+// FinishedAtEstimate is Finished for a task that ended unsucceeded (expired) while its provider
+// may still make it, and bill it (it last reported the task running, or did not confirm its
+// cancel): the task's hold is charged its estimate, as a succeeded task that reports no usage is,
+// rather than released. Call it once, as Finished, instead of it.
+func (a *Accountant) FinishedAtEstimate(ctx context.Context, t storage.Task, status string) {
+	a.finish(ctx, t, status, billing.Usage{}, true)
+}
+
+// finish is Finished; charge settles the hold of an unsucceeded task at its estimate.
+func (a *Accountant) finish(ctx context.Context, t storage.Task, status string, actual billing.Usage, charge bool) {
 	ctx = context.WithoutCancel(ctx)
 	rec := usage.Record{Event: usage.EventTaskFinished, Time: a.clock(), Account: t.Account, KeyID: t.KeyID,
 		Endpoint: "/api/v3/contents/generations/tasks", Model: t.Model, Provider: t.Provider, Upstream: cmp.Or(t.Upstream, t.Provider),
 		TaskID: t.ID, Status: status, TraceID: usage.TraceID(ctx)}
-	amount, how := a.settleTask(ctx, t, status, actual)
+	amount, how := a.settleTask(ctx, t, status, actual, charge)
 	rec.Amount = int64(amount)
 	if t.Active && how != holdEndedByReconciler {
 		a.addRetrying(ctx, ActiveCounter(t.KeyID), -1, zap.String("key_id", t.KeyID), zap.String("task_id", t.ID), zap.String("what", "slot release"))

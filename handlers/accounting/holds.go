@@ -257,18 +257,20 @@ func (h Hold) Reconciled() bool { return h.end != nil && h.end.reconciled.Load()
 // has no price any more.)
 // Call it once, from the update that set the task's Finished. It returns the amount charged.
 func (a *Accountant) SettleTask(ctx context.Context, t storage.Task, status string, actual billing.Usage) billing.Money {
-	amount, _ := a.settleTask(ctx, t, status, actual)
+	amount, _ := a.settleTask(ctx, t, status, actual, false)
 	return amount
 }
 
 // settleTask is SettleTask, which also reports how the hold ended (holdEndedByReconciler: the
 // reconciler released it before the task's create bound it, and gave back the create's slot).
-func (a *Accountant) settleTask(ctx context.Context, t storage.Task, status string, actual billing.Usage) (billing.Money, endedBy) {
+// With charge, a task that did not succeed is settled as a succeeded one (at actual, the estimate
+// standing in for what it does not report) rather than released.
+func (a *Accountant) settleTask(ctx context.Context, t storage.Task, status string, actual billing.Usage, charge bool) (billing.Money, endedBy) {
 	if t.HoldID == "" {
 		return 0, holdEndedHere
 	}
 	owner := holdOwner{taskID: t.ID, account: t.Account, model: t.Model}
-	if status != "succeeded" {
+	if status != "succeeded" && !charge {
 		how, _ := a.endHold(ctx, t.HoldID, -1, "task "+status, owner)
 		return 0, how
 	}

@@ -65,7 +65,7 @@ func (a *Accountant) ObjectFinishedAs(ctx context.Context, t storage.Task, actua
 			status = t.Status
 		}
 		var amount billing.Money
-		amount, how = a.settleTask(ctx, t, status, actual)
+		amount, how = a.settleTask(ctx, t, status, actual, false)
 		a.Usage.Write(usage.Record{Event: usage.EventTaskFinished, Time: a.clock(), Account: t.Account, KeyID: t.KeyID,
 			Endpoint: createEndpoint(t), Model: t.Model, Provider: t.Provider, Upstream: cmp.Or(t.Upstream, t.Provider), TaskID: t.ID,
 			Status: t.Status, Amount: int64(amount), TraceID: usage.TraceID(ctx)})

@@ -1,6 +1,9 @@
 package billing
 
-import "math/big"
+import (
+	"math"
+	"math/big"
+)
 
 // Amount is what u costs at price p: the sum of every unit u uses, computed as an exact
 // fraction of micro-units and rounded once, at the end, half up to the micro-unit (0.0000005
@@ -14,7 +17,9 @@ import "math/big"
 //     VideoFrames / FPS when frames are known, else VideoSeconds.
 //   - both video units are multiplied by audio when Audio is set and by draft when Draft is.
 //   - image: Images × the price of ImageSize and ImageQuality.
-//   - input_tokens, output_tokens: tokens × price / 1,000,000.
+//   - input_tokens, output_tokens: tokens × price / 1,000,000; input tokens written to a prompt
+//     cache (CacheWrite5mTokens, CacheWrite1hTokens, at most InputTokens) at the cache write
+//     prices instead (see cacheWritePrices).
 //   - request: Requests × price.
 func (p *Price) Amount(u Usage) Money {
 	if amount, ok := p.amountInt(u); ok {
@@ -43,17 +48,47 @@ type flatPart struct{ count, price, per int64 }
 // flatParts are the units of u that are not video (images, input and output tokens, requests),
 // shared by the exact and the int64 computation of Amount. A part with no count or no price adds
 // nothing; a negative token or request price counts as none.
-func (p *Price) flatParts(u Usage) [4]flatPart {
+func (p *Price) flatParts(u Usage) [6]flatPart {
 	image := int64(0)
 	if u.Images > 0 {
 		image = int64(p.imagePrice(u.ImageSize, u.ImageQuality))
 	}
-	return [4]flatPart{
+	input := max(u.InputTokens, 0)
+	hour := min(max(u.CacheWrite1hTokens, 0), input)
+	minutes := min(max(u.CacheWrite5mTokens, 0), input-hour)
+	write5m, write1h := p.cacheWritePrices()
+	return [6]flatPart{
 		{u.Images, image, 1},
-		{u.InputTokens, max(int64(p.InputTokens), 0), 1_000_000},
+		{input - hour - minutes, max(int64(p.InputTokens), 0), 1_000_000},
+		{minutes, write5m, 1_000_000},
+		{hour, write1h, 1_000_000},
 		{u.OutputTokens, max(int64(p.OutputTokens), 0), 1_000_000},
 		{u.Requests, max(int64(p.Request), 0), 1},
 	}
+}
+
+// cacheWritePrices are the prices of one million input tokens written to a prompt cache for 5
+// minutes and for 1 hour: the price's own, else Anthropic's published rates of its input price,
+// 1.25 × (rounded up to the micro-unit) and 2 ×, saturating at the largest amount.
+func (p *Price) cacheWritePrices() (minutes, hour int64) {
+	input := max(int64(p.InputTokens), 0)
+	minutes, hour = int64(p.CacheWrite5mTokens), int64(p.CacheWrite1hTokens)
+	if minutes <= 0 {
+		minutes = input + input/4 // input × 1.25, rounded up
+		if input%4 != 0 {
+			minutes++
+		}
+		if minutes < input {
+			minutes = math.MaxInt64
+		}
+	}
+	if hour <= 0 {
+		hour = input * 2
+		if hour < input {
+			hour = math.MaxInt64
+		}
+	}
+	return minutes, hour
 }
 
 // videoAmount is the exact video part of Amount, or nil when u has no video or p no video price.

@@ -147,3 +147,35 @@ func TestPriceValidate(t *testing.T) {
 		t.Error("a model priced twice was accepted")
 	}
 }
+
+// TestAmountChargesCacheWritesAtTheirRates: Anthropic bills input tokens written to its prompt
+// cache at 1.25 × its input price for a 5-minute cache and 2 × for a 1-hour one (its published
+// pricing). A price's cache_write_5m_tokens and cache_write_1h_tokens set those rates; without
+// them they are 1.25 × and 2 × input_tokens. The writes are counted in InputTokens too: they are
+// charged at the write rate instead of the input rate, never both.
+func TestAmountChargesCacheWritesAtTheirRates(t *testing.T) {
+	u := Usage{InputTokens: 1000, CacheWrite5mTokens: 400, CacheWrite1hTokens: 500, OutputTokens: 10}
+	// Claude Sonnet's table: input 3, 5-minute writes 3.75, 1-hour writes 6, output 15 per million.
+	set := &Price{Model: "c", InputTokens: m(t, "3"), OutputTokens: m(t, "15"), CacheWrite5mTokens: m(t, "3.75"), CacheWrite1hTokens: m(t, "6")}
+	// 100 × 3 + 400 × 3.75 + 500 × 6 + 10 × 15 = 4950 per million.
+	if got := set.Amount(u).String(); got != "0.00495" {
+		t.Errorf("with its cache write prices: %s, want 0.00495", got)
+	}
+	if got := (&Price{Model: "c", InputTokens: m(t, "3"), OutputTokens: m(t, "15")}).Amount(u).String(); got != "0.00495" {
+		t.Errorf("with the default rates of input 3: %s, want 0.00495", got)
+	}
+	// 1.25 × 0.000001 is rounded up to 0.000002 a million.
+	tiny := &Price{Model: "c", InputTokens: 1}
+	if got := tiny.Amount(Usage{InputTokens: 1_000_000, CacheWrite5mTokens: 1_000_000}); got != 2 {
+		t.Errorf("a million 5-minute writes at input 0.000001: %d micro-units, want 2", got)
+	}
+	// Writes past the input reported count as input, no more: a broken report does not charge
+	// more than all its input at the 1-hour rate.
+	if got := set.Amount(Usage{InputTokens: 100, CacheWrite1hTokens: 900, CacheWrite5mTokens: 900}).String(); got != "0.0006" {
+		t.Errorf("writes past the input: %s, want 0.0006 (100 × 6)", got)
+	}
+	// Exact and integer arithmetic agree.
+	if a, b := set.amountExact(u), set.Amount(u); a != b {
+		t.Errorf("amountExact %d, Amount %d", a, b)
+	}
+}

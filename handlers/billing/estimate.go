@@ -163,6 +163,15 @@ type Request struct {
 	// batchEmbedContents) or a rerank (POST /v1/rerank), which reads input tokens and makes no
 	// output: it is held its input alone, whatever output limit its body names.
 	InputOnly bool
+	// QueryBytes and Documents are a rerank's (InputOnly): the length of its query and the
+	// number of its documents. A rerank provider reads the query once per document (Jina's,
+	// Voyage's and DashScope's usage counts query tokens × documents + the documents' tokens),
+	// so its hold adds the query's tokens once more for each document past the first.
+	QueryBytes, Documents int64
+	// CacheWrites is set for a body that asks its provider to write its prompt to a cache
+	// (Anthropic's cache_control), which is billed above the input price: its input is held at
+	// the costlier cache write price, as any of its input tokens may be such a write.
+	CacheWrites bool
 }
 
 // EstimateRequest is the hold of a pass-through request: a video task's for a video create or a
@@ -176,7 +185,9 @@ type Request struct {
 // (n or candidateCount, else 1) at the costliest size and quality. A text request with N above 1 (a chat completion's n) asks for N choices, each up to its
 // output maximum, so its output is held N times. An embedding or a rerank (InputOnly) is held its
 // input tokens (and request price) alone: it makes no output tokens, so an answer that reports no
-// usage is charged its input estimate.
+// usage is charged its input estimate. A rerank's input is its body's tokens plus its query's
+// once more for each document past the first: what its provider counts, query tokens ×
+// documents + the documents' tokens, which the body's tokens alone fall short of.
 func (p *Price) EstimateRequest(q Request) Estimate {
 	if q.Video != nil {
 		return p.EstimateVideo(*q.Video)
@@ -199,7 +210,7 @@ func (p *Price) EstimateRequest(q Request) Estimate {
 		return p.EstimateImages(q.N, AutoImageSize, "")
 	}
 	if q.InputOnly {
-		u := Usage{Requests: 1, InputTokens: TokensOf(q.BodyBytes)}
+		u := Usage{Requests: 1, InputTokens: rerankInput(TokensOf(q.BodyBytes), TokensOf(q.QueryBytes), q.Documents)}
 		return Estimate{Amount: p.Amount(u), Usage: u}
 	}
 	maxOutput := q.MaxOutput
@@ -213,7 +224,16 @@ func (p *Price) EstimateRequest(q Request) Estimate {
 			maxOutput *= q.N
 		}
 	}
-	return p.EstimateText(q.BodyBytes, maxOutput)
+	e := p.EstimateText(q.BodyBytes, maxOutput)
+	if q.CacheWrites {
+		if minutes, hour := p.cacheWritePrices(); hour >= minutes {
+			e.Usage.CacheWrite1hTokens = e.Usage.InputTokens
+		} else {
+			e.Usage.CacheWrite5mTokens = e.Usage.InputTokens
+		}
+		e.Amount = p.Amount(e.Usage)
+	}
+	return e
 }
 
 // imageOnly reports whether p prices images and no tokens or video: a request to its model that
@@ -228,4 +248,17 @@ func (p *Price) imageOnly() bool {
 func (p *Price) videoOnly() bool {
 	video := p.VideoTokens > 0 || p.Second > 0 || len(p.SecondBands) > 0
 	return video && p.InputTokens == 0 && p.OutputTokens == 0 && p.Image == 0 && len(p.ImageSizes) == 0
+}
+
+// rerankInput is the input tokens a rerank is held: body tokens (the query once, the documents,
+// the JSON around them) plus query tokens for each document past the first, saturating at the
+// largest int64 (Amount saturates too). With no documents (not a rerank) it is body.
+func rerankInput(body, query, documents int64) int64 {
+	if documents <= 1 || query <= 0 {
+		return body
+	}
+	if query > (math.MaxInt64-body)/(documents-1) {
+		return math.MaxInt64
+	}
+	return body + query*(documents-1)
 }

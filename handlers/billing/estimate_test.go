@@ -220,3 +220,57 @@ func TestEstimateEmbeddingHoldsNoOutput(t *testing.T) {
 		t.Errorf("generation held %s, want 8.702", got)
 	}
 }
+
+// TestEstimateRerankHoldsQueryPerDocument: a rerank's provider counts its query once per
+// document (query tokens × documents + the documents' tokens), so its hold adds the query's
+// tokens once more for each document past the first: settling at what the provider reports then
+// never charges past the hold, and a limited account cannot go below zero by (documents − 1) ×
+// query tokens for each rerank in flight.
+func TestEstimateRerankHoldsQueryPerDocument(t *testing.T) {
+	p := &Price{Model: "r", InputTokens: m(t, "1000")}
+	// A 400-byte query (100 tokens) and 100 one-token documents in a 900-byte body (225 tokens).
+	// The provider counts 100 × 100 + 100 = 10,100 tokens.
+	q := Request{InputOnly: true, BodyBytes: 900, QueryBytes: 400, Documents: 100}
+	e := p.EstimateRequest(q)
+	if e.Usage.InputTokens != 225+100*99 || e.Amount.String() != "10.125" {
+		t.Errorf("rerank held %s for %d input tokens; want 10.125 for 10,125 (225 + 100 × 99)", e.Amount, e.Usage.InputTokens)
+	}
+	if reported := int64(100*100 + 100); e.Usage.InputTokens < reported {
+		t.Errorf("rerank held %d input tokens, below the %d its provider counts", e.Usage.InputTokens, reported)
+	}
+	// One document, or none read: the body's tokens, as an embedding's.
+	for _, docs := range []int64{0, 1} {
+		if got := p.EstimateRequest(Request{InputOnly: true, BodyBytes: 900, QueryBytes: 400, Documents: docs}).Usage.InputTokens; got != 225 {
+			t.Errorf("rerank of %d documents held %d input tokens, want 225", docs, got)
+		}
+	}
+	// Past an int64: the largest, which no balance covers.
+	if got := p.EstimateRequest(Request{InputOnly: true, BodyBytes: 900, QueryBytes: math.MaxInt64 / 2, Documents: 1 << 20}).Amount; got != Money(math.MaxInt64) {
+		t.Errorf("a rerank past an int64 held %d, want the largest", got)
+	}
+}
+
+// TestEstimateCacheWritesHoldsInputAtTheWriteRate: a body that marks a prompt cache point is held
+// its input at the costlier cache write rate (2 × input by default, for a 1-hour cache), so that
+// the settlement of its writes does not pass the hold; an answer that reports no input is
+// charged that estimate, writes and all.
+func TestEstimateCacheWritesHoldsInputAtTheWriteRate(t *testing.T) {
+	p := &Price{Model: "c", InputTokens: m(t, "3"), OutputTokens: m(t, "15")}
+	// 4000 bytes: 1000 input tokens; 100 output tokens.
+	plain := p.EstimateRequest(Request{BodyBytes: 4000, MaxOutput: 100})
+	cached := p.EstimateRequest(Request{BodyBytes: 4000, MaxOutput: 100, CacheWrites: true})
+	if plain.Amount.String() != "0.0045" || cached.Amount.String() != "0.0075" {
+		t.Errorf("held %s without cache_control and %s with it; want 0.0045 and 0.0075 (1000 × 6 + 100 × 15 per million)", plain.Amount, cached.Amount)
+	}
+	if got := p.Settle(cached.Usage, Usage{OutputTokens: 10, OutputReported: true}).String(); got != "0.00615" {
+		t.Errorf("settled without input reported: %s; want 0.00615 (the estimate's input at the write rate, 10 output tokens)", got)
+	}
+	if got := p.Settle(cached.Usage, Usage{InputTokens: 1000, OutputTokens: 10, OutputReported: true}).String(); got != "0.00315" {
+		t.Errorf("settled with 1000 input tokens and no writes reported: %s; want 0.00315", got)
+	}
+	// A price whose 5-minute writes cost more than its 1-hour ones holds at those.
+	odd := &Price{Model: "c", InputTokens: m(t, "3"), CacheWrite5mTokens: m(t, "9"), CacheWrite1hTokens: m(t, "4")}
+	if got := odd.EstimateRequest(Request{BodyBytes: 4000, MaxOutput: 100, CacheWrites: true}).Amount.String(); got != "0.009" {
+		t.Errorf("held %s; want 0.009 (1000 × 9 per million)", got)
+	}
+}

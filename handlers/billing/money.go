@@ -26,6 +26,40 @@ func ParseMoney(s string) (Money, error) {
 // String prints m as a decimal string without trailing zeros: "0.4", "12", "-0.000001".
 func (m Money) String() string { return formatMicro(int64(m)) }
 
+// ParseEntered reads an amount as an operator enters one (a key's budget, in the Caddyfile, the
+// admin API or the CLI): ParseMoney, but written only as -?digits(.digits{1,6})?, without a '+'
+// and without a '-' on zero (see money.ParseEntered), so that the amount acted on is the one
+// typed.
+func ParseEntered(s string) (Money, error) {
+	n, err := money.ParseEntered(s)
+	if err != nil {
+		return 0, fmt.Errorf("amount %q: want a decimal number with at most 6 decimals and no sign but a '-' before a negative amount, such as 25.50", s)
+	}
+	return Money(n), nil
+}
+
+// EnteredMoney is an amount an operator enters in the configuration (a key's budget): Money,
+// read from JSON (a string, or a number by its digits) as ParseEntered reads it, so "+5" is
+// refused there as in the Caddyfile.
+type EnteredMoney Money
+
+// String prints e as Money does.
+func (e EnteredMoney) String() string { return Money(e).String() }
+
+// MarshalJSON writes e as a JSON string.
+func (e EnteredMoney) MarshalJSON() ([]byte, error) { return Money(e).MarshalJSON() }
+
+// UnmarshalJSON reads a JSON string or number as ParseEntered does.
+func (e *EnteredMoney) UnmarshalJSON(b []byte) error {
+	s, err := jsonAmountText(b)
+	if err != nil {
+		return err
+	}
+	m, err := ParseEntered(s)
+	*e = EnteredMoney(m)
+	return err
+}
+
 // MarshalJSON writes m as a JSON string, so that no client reads it into a float.
 func (m Money) MarshalJSON() ([]byte, error) { return json.Marshal(m.String()) }
 
@@ -76,13 +110,19 @@ func formatMicro(n int64) string { return money.Format(n) }
 
 // unmarshalMicro reads a JSON string or number as millionths.
 func unmarshalMicro(b []byte) (int64, error) {
-	var s string
-	if len(b) > 0 && b[0] == '"' {
-		if err := json.Unmarshal(b, &s); err != nil {
-			return 0, err
-		}
-	} else {
-		s = string(b)
+	s, err := jsonAmountText(b)
+	if err != nil {
+		return 0, err
 	}
 	return parseMicro(s)
+}
+
+// jsonAmountText is the text of a JSON string, or a JSON number's own digits.
+func jsonAmountText(b []byte) (string, error) {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		err := json.Unmarshal(b, &s)
+		return s, err
+	}
+	return string(b), nil
 }

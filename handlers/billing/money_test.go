@@ -79,3 +79,29 @@ func FuzzParseMoney(f *testing.F) {
 		}
 	})
 }
+
+// TestEnteredMoney: a key's budget in a JSON config is an entered amount: "+5" and "-0" are
+// refused there, as a credit's are, where the price parser (Money) reads "+5" as 5.
+func TestEnteredMoney(t *testing.T) {
+	for in, want := range map[string]string{`"25.50"`: "25.5", `5`: "5", `"0.000001"`: "0.000001", `"-3"`: "-3"} {
+		var e EnteredMoney
+		if err := json.Unmarshal([]byte(in), &e); err != nil || e.String() != want {
+			t.Errorf("EnteredMoney %s = %s, %v; want %s", in, e, err, want)
+		}
+		if out, err := json.Marshal(e); err != nil || string(out) != `"`+want+`"` {
+			t.Errorf("EnteredMoney %s marshals as %s, %v", in, out, err)
+		}
+	}
+	for _, in := range []string{`"+5"`, `"-0"`, `"-0.00"`, `"5."`, `"1e2"`, `1e2`, `"1.0000001"`} {
+		var e EnteredMoney
+		if err := json.Unmarshal([]byte(in), &e); err == nil {
+			t.Errorf("EnteredMoney %s = %s; want refused", in, e)
+		}
+	}
+	if _, err := ParseEntered("+5"); err == nil {
+		t.Error(`ParseEntered("+5") was accepted`)
+	}
+	if m, err := ParseMoney("+5"); err != nil || m != 5*Micro {
+		t.Errorf(`ParseMoney("+5") = %s, %v; a price still reads it`, m, err)
+	}
+}

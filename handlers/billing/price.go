@@ -38,6 +38,13 @@ type Price struct {
 	// InputTokens and OutputTokens are the prices of one million input and output tokens.
 	InputTokens  Money `json:"input_tokens,omitempty"`
 	OutputTokens Money `json:"output_tokens,omitempty"`
+	// CacheWrite5mTokens and CacheWrite1hTokens are the prices of one million input tokens
+	// written to a prompt cache for 5 minutes and for 1 hour, which Anthropic reports apart
+	// (cache_creation_input_tokens, split by cache_creation) and bills above its input price.
+	// Default: Anthropic's published rates, 1.25 × and 2 × InputTokens (rounded up to the
+	// micro-unit).
+	CacheWrite5mTokens Money `json:"cache_write_5m_tokens,omitempty"`
+	CacheWrite1hTokens Money `json:"cache_write_1h_tokens,omitempty"`
 
 	// Request is the price of each request or task, added to any other unit.
 	Request Money `json:"request,omitempty"`
@@ -84,7 +91,8 @@ func (p *Price) Validate() error {
 	}
 	where := fmt.Sprintf("price %q", p.Model)
 	amounts := map[string]Money{"video_tokens": p.VideoTokens, "second": p.Second, "image": p.Image,
-		"input_tokens": p.InputTokens, "output_tokens": p.OutputTokens, "request": p.Request}
+		"input_tokens": p.InputTokens, "output_tokens": p.OutputTokens, "request": p.Request,
+		"cache_write_5m_tokens": p.CacheWrite5mTokens, "cache_write_1h_tokens": p.CacheWrite1hTokens}
 	for name, m := range amounts {
 		if m < 0 {
 			return fmt.Errorf("%s: %s must not be negative", where, name)

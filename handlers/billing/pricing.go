@@ -9,7 +9,7 @@ type Pricing struct {
 	Currency string `json:"currency"`
 	// Prices are the model's units, in a fixed order: video_tokens, second (then its
 	// resolution bands in 480p, 720p, 1080p, 4k order), image (then its sizes as configured),
-	// input_tokens, output_tokens, request.
+	// input_tokens, output_tokens, the cache write prices when set, request.
 	Prices []UnitPrice `json:"prices"`
 	// Multipliers apply to the video units: "audio" when the video has generated sound,
 	// "draft" for a draft task.
@@ -18,7 +18,8 @@ type Pricing struct {
 
 // UnitPrice is the price of one unit.
 type UnitPrice struct {
-	// Unit is "video_token", "second", "image", "input_token", "output_token" or "request".
+	// Unit is "video_token", "second", "image", "input_token", "output_token",
+	// "cache_write_5m_token", "cache_write_1h_token" or "request".
 	Unit string `json:"unit"`
 	// Per is how many units Amount buys: 1000000 for the token units, else 1.
 	Per int64 `json:"per"`
@@ -62,6 +63,12 @@ func (p *Price) Pricing(currency string) Pricing {
 	}
 	if p.OutputTokens > 0 {
 		add(UnitPrice{Unit: "output_token", Per: 1_000_000, Amount: p.OutputTokens})
+	}
+	if p.CacheWrite5mTokens > 0 {
+		add(UnitPrice{Unit: "cache_write_5m_token", Per: 1_000_000, Amount: p.CacheWrite5mTokens})
+	}
+	if p.CacheWrite1hTokens > 0 {
+		add(UnitPrice{Unit: "cache_write_1h_token", Per: 1_000_000, Amount: p.CacheWrite1hTokens})
 	}
 	if p.Request > 0 {
 		add(UnitPrice{Unit: "request", Amount: p.Request})

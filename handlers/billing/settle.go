@@ -137,6 +137,10 @@ func Merge(estimated, actual Usage) Usage {
 		m.ImageQuality = fill(actual.ImageQuality, estimated.ImageQuality)
 	}
 	m.InputTokens = fillInt(actual.InputTokens, estimated.InputTokens)
+	if actual.InputTokens <= 0 {
+		// The input not reported is the estimate's, cache writes and all.
+		m.CacheWrite5mTokens, m.CacheWrite1hTokens = estimated.CacheWrite5mTokens, estimated.CacheWrite1hTokens
+	}
 	if !actual.OutputReported {
 		m.OutputTokens = fillInt(actual.OutputTokens, estimated.OutputTokens)
 	}

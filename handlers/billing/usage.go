@@ -36,6 +36,10 @@ type Usage struct {
 	ImageQuality string
 	// InputTokens and OutputTokens are a text model's token usage.
 	InputTokens, OutputTokens int64
+	// CacheWrite5mTokens and CacheWrite1hTokens are the input tokens, counted in InputTokens
+	// too, written to a prompt cache for 5 minutes and for 1 hour (Anthropic's): they are
+	// charged at the price's cache write prices instead of its input price.
+	CacheWrite5mTokens, CacheWrite1hTokens int64
 	// OutputReported says the answer reported its output tokens, so that an OutputTokens of 0
 	// is charged as 0 (an answer cut short, refused by a content filter) rather than taken as
 	// "not reported", which would charge the estimate (the request's max_tokens).

@@ -217,7 +217,21 @@ func (h *Handler) edit(w http.ResponseWriter, r *http.Request, id auth.Identity)
 		// the room in the answer budget: it made the images (or the task), and bills them.
 		return h.unreadAnswer(r, id, model, hold, err)
 	}
+	if upstream.Sent(err) {
+		// Written to the provider, then failed (a timeout, a reset): the provider may have made
+		// the images and bill them, as a pass-through request written and then failed is
+		// charged. Charged its estimate; its Idempotency-Key is spent without an answer to
+		// keep (a retry gets 409 idempotency_answer_not_kept, never a second edit).
+		usage.From(r.Context()).Settled(int64(hold.Settle(billing.Usage{})))
+		idempotency.MarkMade(r.Context())
+		idempotency.MarkCut(r.Context())
+		h.Logger.Warn("image edit sent to the upstream and not answered: charged its estimate",
+			zap.String("model", model), zap.String("account", id.Account), zap.String("key_id", id.KeyID), zap.Error(err))
+		return err
+	}
 	if err != nil {
+		// Never written to a provider's connection (refused, or a dial that timed out): nothing
+		// was made.
 		hold.Release("not answered by the upstream")
 		return err
 	}

@@ -181,9 +181,12 @@ var keyFields = map[string]func(k *storage.APIKey, raw json.RawMessage) error{
 			return fmt.Errorf("%w (%s)", err, usage)
 		}
 		b := &Budget{}
-		if json.Unmarshal(m["amount"], &b.Amount) != nil || m["period"] != nil && json.Unmarshal(m["period"], &b.Period) != nil {
+		// An amount as entered (billing.EnteredMoney): "+5" is refused, as in a credit.
+		var amount billing.EnteredMoney
+		if json.Unmarshal(m["amount"], &amount) != nil || m["period"] != nil && json.Unmarshal(m["period"], &b.Period) != nil {
 			return errors.New(usage)
 		}
+		b.Amount = billing.Money(amount)
 		if b.Amount <= 0 || int64(b.Amount) > storage.MaxAmount ||
 			b.Period != storage.BudgetTotal && b.Period != storage.BudgetDay && b.Period != storage.BudgetMonth {
 			return errors.New(usage)

@@ -62,6 +62,9 @@ type Endpoint struct {
 	// inputOnly marks an embedding or a rerank, which reads input tokens and makes no output:
 	// it is held and charged no output tokens (see usedFor).
 	inputOnly bool
+	// reranks marks a rerank (a last segment rerank), whose query and documents bound its
+	// hold (see rerankSizing).
+	reranks bool
 }
 
 // usedFor classifies an endpoint by the shape of its path's last segment, for built-in and
@@ -88,6 +91,7 @@ func usedFor(path string) (countsTokens, inputOnly bool) {
 // classified is ep with what usedFor says of its path.
 func classified(ep Endpoint) Endpoint {
 	ep.countsTokens, ep.inputOnly = usedFor(ep.Path)
+	ep.reranks = ep.inputOnly && strings.HasSuffix(ep.Path, "/rerank")
 	return ep
 }
 

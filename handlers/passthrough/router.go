@@ -8,6 +8,7 @@
 package passthrough
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"github.com/mediagw/mediagw/internal/hdr"
@@ -417,6 +418,10 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 			}
 		}
 		route.Sizing, route.ToolImages = sizing(ep, &fields, len(body)), toolImages
+		// A Messages body that marks a prompt cache point (cache_control, on a block or at its
+		// top) may have its input written to a cache, which Anthropic bills at up to twice its
+		// input price: held so (billing.Request.CacheWrites).
+		route.Sizing.CacheWrites = ep.nested == messagesRefs && bytes.Contains(body, cacheControl)
 		if route.Billable {
 			if err := checkService(&fields, ep.nested == messagesRefs); err != nil {
 				return "", err
@@ -490,19 +495,23 @@ func jsonModel(fields *bodyFields) (string, error) {
 
 // refFields are the top-level body fields the router reads: model, the priced fields, the
 // endpoint's references and, where tools may name models, tools, max_tool_calls and tool_choice
-// (which bound the images a tool is held for). The slice is shared by every endpoint without
+// (which bound the images a tool is held for), and a rerank's query and documents (which bound
+// its input). The slice is shared by every endpoint without
 // references: do not
 // change it.
 func refFields(ep Endpoint) []string {
-	if len(ep.Refs) == 0 && !ep.toolModels {
+	if len(ep.Refs) == 0 && !ep.toolModels && !ep.reranks {
 		return modelAndPriced
 	}
-	fields := append(make([]string, 0, len(modelAndPriced)+len(ep.Refs)+3), modelAndPriced...)
+	fields := append(make([]string, 0, len(modelAndPriced)+len(ep.Refs)+4), modelAndPriced...)
 	for field := range ep.Refs {
 		fields = append(fields, field)
 	}
 	if ep.toolModels {
 		fields = append(fields, "tools", "max_tool_calls", "tool_choice", "background")
+	}
+	if ep.reranks {
+		fields = append(fields, rerankFields...)
 	}
 	return fields
 }
@@ -516,6 +525,9 @@ var modelAndPriced = append(append([]string{"model"}, pricedFields...), methodFi
 // modelAndPricedFields are modelAndPriced made ready for jsonkeys.MembersOfFields, which
 // bodyFields.read reads them with.
 var modelAndPricedFields = jsonkeys.NewFields(modelAndPriced...)
+
+// cacheControl is Anthropic's member that marks a prompt cache point, as it appears in a body.
+var cacheControl = []byte(`"cache_control"`)
 
 // methodField is the body member (and form part) in which web frameworks that honour ?_method=
 // take a POST for another method (Laravel and Symfony read it from a JSON body too): every JSON

@@ -50,6 +50,9 @@ func sequentialImages(fields *bodyFields) int64 {
 // Fields of the wrong type are left to the upstream to refuse, and count as absent.
 func sizing(ep Endpoint, fields *bodyFields, bodyBytes int) billing.Request {
 	q := billing.Request{BodyBytes: int64(bodyBytes), Images: strings.HasPrefix(ep.Path, "/v1/images/"), InputOnly: ep.inputOnly}
+	if ep.reranks {
+		q.QueryBytes, q.Documents = rerankSizing(fields)
+	}
 	if createsVideo(ep) {
 		q.Video = videoSizing(jsonVideoValue(fields))
 		return q
@@ -174,4 +177,20 @@ func stringOrEmpty(raw json.RawMessage) string {
 		return ""
 	}
 	return s
+}
+
+// rerankFields are the members of a rerank's body that bound its input: its query, and the
+// documents ranked against it (Cohere's, Jina's, Voyage's and DashScope's compatible rerank).
+var rerankFields = []string{"query", "documents"}
+
+// rerankSizing is the length of a rerank's query (its JSON value's bytes, whatever its type: a
+// string, or a multimodal reranker's object) and the number of its documents (the elements of its
+// documents array; 0 when it is not one), from which billing holds the query once per document.
+func rerankSizing(fields *bodyFields) (queryBytes, documents int64) {
+	if raw := fields.value("documents"); len(raw) > 0 && raw[0] == '[' {
+		if elements, ok := jsonkeys.ElementsValid(raw); ok {
+			documents = int64(len(elements))
+		}
+	}
+	return int64(len(fields.value("query"))), documents
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mediagw/mediagw/handlers/providers"
@@ -21,7 +23,8 @@ import (
 // or a 429 backs the account off the upstream, and cools it down for all when several accounts
 // fail there; see providers.Health), honouring a 429's or 503's Retry-After. A create's 429 does
 // not pause the upstream's reads: providers limit creates and reads apart, and a task's queries
-// stay with its upstream. No upstream left for the account is a 503 with Retry-After.
+// stay with its upstream. No upstream left for the account is a 503 with Retry-After. An error
+// that came after the request was written to an upstream's connection is Sent.
 // The body must already carry the upstream's model id.
 func (c Client) Create(ctx context.Context, account string, p *providers.Provider, rel string, body []byte) (Answer, *providers.Upstream, error) {
 	order, wait := p.Order(account)
@@ -49,7 +52,9 @@ func (c Client) createIn(ctx context.Context, account string, order []*providers
 		// two, not both).
 		last.Release()
 		last = Answer{}
-		ans, err := c.Call(ctx, u, http.MethodPost, rel, body)
+		var written atomic.Bool
+		traced := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { written.Store(true) }})
+		ans, err := c.Call(traced, u, http.MethodPost, rel, body)
 		switch {
 		case errors.Is(err, ErrRefused):
 			u.Failed(account, "connection refused", 0)
@@ -58,6 +63,9 @@ func (c Client) createIn(ctx context.Context, account string, order []*providers
 		case err != nil:
 			if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrTimeout) {
 				u.Failed(account, err.Error(), 0) // a connection failure; a redirect or an unreadable answer is not one
+			}
+			if written.Load() {
+				err = sentError{err}
 			}
 			return Answer{}, u, err
 		case ans.Status == http.StatusTooManyRequests || ans.Status == http.StatusServiceUnavailable:
@@ -72,6 +80,22 @@ func (c Client) createIn(ctx context.Context, account string, order []*providers
 		return ans, u, nil
 	}
 	return last, nil, lastErr
+}
+
+// sentError is a create's failure (a timeout, a reset, an unreadable answer) after its request's
+// headers were written to the upstream's connection: the provider may have the request, and have
+// made and billed what it creates.
+type sentError struct{ err error }
+
+func (e sentError) Error() string { return e.err.Error() }
+func (e sentError) Unwrap() error { return e.err }
+
+// Sent reports whether err, a Create's error, came after the request was written to an
+// upstream's connection (see sentError). A create that failed before (no connection, a dial or
+// TLS handshake that timed out) reached no provider: nothing was made there.
+func Sent(err error) bool {
+	var s sentError
+	return errors.As(err, &s)
 }
 
 // RetryAfter reads a Retry-After header: seconds, or an HTTP date after now. A number of seconds

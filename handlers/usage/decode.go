@@ -60,7 +60,22 @@ func scanUsage(obj []byte, u *usageCounts) (end int, ok, decided bool) {
 		if !valid {
 			return 0, false, false
 		}
-		if field := usageField(name); field >= 0 {
+		if strings.EqualFold(string(name), cacheCreationField) {
+			// Anthropic's split of its cache writes by TTL: decoded as json.Unmarshal decodes
+			// rawUsage.CacheCreation (null, or an object of int64 counts).
+			if value := obj[i:valueEnd]; string(value) != "null" {
+				var cc cacheCreation
+				if value[0] != '{' || json.Unmarshal(value, &cc) != nil {
+					ok = false
+				} else if cc.Ephemeral1h != nil {
+					// json.Unmarshal decodes a repeated object into the one before: a count
+					// the later one leaves out stays.
+					u.hourWrites = cc.hour()
+				}
+			} else {
+				u.hourWrites = 0
+			}
+		} else if field := usageField(name); field >= 0 {
 			switch value := obj[i:valueEnd]; {
 			case string(value) == "null":
 				u.set(field, 0, true) // as json.Unmarshal sets a pointer to nil
@@ -88,6 +103,9 @@ func scanUsage(obj []byte, u *usageCounts) (end int, ok, decided bool) {
 		}
 	}
 }
+
+// cacheCreationField is Anthropic's usage member that splits its cache writes by TTL.
+const cacheCreationField = "cache_creation"
 
 // usageField is the index in usageFields of a member name, matched without regard to ASCII
 // case, or -1. Every provider spells the names as usageFields does: those are tried first, as

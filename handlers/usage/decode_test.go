@@ -27,6 +27,10 @@ func FuzzDecodeUsage(f *testing.F) {
 		`{"total_tokens":1} x`, `{"total_tokens":1 2}`, `{"total_tokens" 1}`, `{,"total_tokens":1}`,
 		`{"a":nulll}`, "{\"a\":\"\u00e9\",\"total_tokens\":3}", `{"a":"\u00e9","total_tokens":3}`,
 		`{"a":{"\`, `{"a":["x\`,
+		`{"cache_creation_input_tokens":9,"cache_creation":{"ephemeral_5m_input_tokens":4,"ephemeral_1h_input_tokens":5}}`,
+		`{"cache_creation":{"ephemeral_1h_input_tokens":5},"Cache_Creation":{"ephemeral_5m_input_tokens":1}}`,
+		`{"cache_creation":{"ephemeral_1h_input_tokens":5},"cache_creation":null}`, `{"cache_creation":"x"}`,
+		`{"cache_creation":[]}`, `{"cache_creation":{"ephemeral_1h_input_tokens":1.5}}`, `{"cache_creation":{"ephemeral_1h_input_tokens":-3}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -49,7 +53,7 @@ func counts(u usageCounts) (s string) {
 			s += fmt.Sprint(u.n[f], " ")
 		}
 	}
-	return s
+	return s + fmt.Sprint("1h:", u.hourWrites)
 }
 
 // findUsage must find what the plainest reading finds: the last "usage" or "usageMetadata" key

@@ -21,7 +21,7 @@ import (
 // one. Call it when the body is complete.
 func (s *Sniffer) ErrorOnly() bool {
 	if s.SSE {
-		return s.errorEvents > 0 && !s.notError && !s.skip && len(s.buf) == 0
+		return s.errorEvent && !s.notError && !s.skip && len(s.buf) == 0
 	}
 	return s.head == nil && errorObject(s.buf)
 }

@@ -21,6 +21,14 @@ type Tokens struct {
 	// counted is set when Completion is the stream's delta events counted (see Sniffer.Seen),
 	// not a count the upstream reported.
 	counted bool
+	// CacheWrite5m and CacheWrite1h are the input tokens (in Prompt too) that Anthropic wrote to
+	// its prompt cache for 5 minutes and for 1 hour: cache_creation_input_tokens, split by its
+	// cache_creation.ephemeral_1h_input_tokens (the rest, and all of it when the answer has no
+	// split, are 5-minute writes, the default TTL). Anthropic bills them above its input price.
+	// They are kept in 32 bits, which Tokens' padding and the Sniffer's flags make room for
+	// without growing a request's observed writer: a count past 4,294,967,295 (no prompt is
+	// that long) stays at it, and the rest of it is charged as input.
+	CacheWrite5m, CacheWrite1h uint32
 }
 
 // AtMostOutput is t with an output counted from a stream's delta events (see Sniffer.Seen)
@@ -92,6 +100,9 @@ func (t Tokens) merge(u Tokens) Tokens {
 	if u.Total != 0 {
 		t.Total = u.Total
 	}
+	if u.CacheWrite5m != 0 || u.CacheWrite1h != 0 {
+		t.CacheWrite5m, t.CacheWrite1h = u.CacheWrite5m, u.CacheWrite1h // one report's split, whole
+	}
 	if t.Total < t.Prompt+t.Completion {
 		t.Total = t.Prompt + t.Completion
 	}
@@ -121,6 +132,22 @@ type rawUsage struct {
 	// code execution's), input that promptTokenCount leaves out (totalTokenCount has it): tokens
 	// adds it to the input.
 	ToolUsePromptTokenCount *int64 `json:"toolUsePromptTokenCount"`
+	// CacheCreation is Anthropic's split of cache_creation_input_tokens by cache TTL.
+	CacheCreation *cacheCreation `json:"cache_creation"`
+}
+
+// cacheCreation is Anthropic's usage.cache_creation: the cache writes of each TTL.
+type cacheCreation struct {
+	Ephemeral5m *int64 `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1h *int64 `json:"ephemeral_1h_input_tokens"`
+}
+
+// hour is the 1-hour writes cc reports (0 when it reports none, or a negative count).
+func (cc *cacheCreation) hour() int64 {
+	if cc == nil || cc.Ephemeral1h == nil {
+		return 0
+	}
+	return max(*cc.Ephemeral1h, 0)
 }
 
 // Indexes of usageFields (and usageCounts) by name.
@@ -145,6 +172,8 @@ const (
 type usageCounts struct {
 	n     [len(usageFields)]int64
 	given [len(usageFields)]bool
+	// hourWrites is cache_creation.ephemeral_1h_input_tokens (see rawUsage.CacheCreation).
+	hourWrites int64
 }
 
 // counts is u as usageCounts.
@@ -157,6 +186,7 @@ func (u rawUsage) counts() usageCounts {
 			c.n[f], c.given[f] = *p, true
 		}
 	}
+	c.hourWrites = u.CacheCreation.hour()
 	return c
 }
 
@@ -187,6 +217,12 @@ func (u *usageCounts) tokens() Tokens {
 		prompt, promptGiven = min(prompt, math.MaxInt64-toolUse)+toolUse, true
 	}
 	t := Tokens{known: true, Prompt: prompt, Completion: output, Total: total, output: outputGiven}
+	if anthropic := !u.given[fPromptTokens] && !u.given[fPromptTokenCount]; anthropic &&
+		u.given[fCacheCreationInputTokens] && u.n[fCacheCreationInputTokens] > 0 {
+		writes := u.n[fCacheCreationInputTokens]
+		hour := min(u.hourWrites, writes)
+		t.CacheWrite1h, t.CacheWrite5m = uint32(min(hour, math.MaxUint32)), uint32(min(writes-hour, math.MaxUint32))
+	}
 	if !outputGiven && totalGiven && promptGiven {
 		t.Completion, t.output, t.derived = max(total-prompt, 0), true, true
 	}
@@ -324,14 +360,7 @@ type Sniffer struct {
 	// deltas counts the SSE data events whose delta carries output (see readDelta), each one
 	// token, and a Gemini chunk's output tokens (see readCandidates).
 	deltas int64
-	// emptyDeltas counts the SSE data events whose delta carries no output and is not a chat
-	// stream's role chunk (its final chunk, an empty content or Responses delta).
-	emptyDeltas int64
-	pooled      *[]byte // where buf came from
-	// errorEvents counts the SSE data lines that failed without serving anything (see
-	// failureEvent); notError is set by any data line but [DONE], those and the opening events
-	// of a Responses stream before its failure (see ErrorOnly).
-	errorEvents int64
+	pooled *[]byte // where buf came from
 
 	// SSE selects line-by-line reading of a text/event-stream answer.
 	SSE bool
@@ -342,8 +371,16 @@ type Sniffer struct {
 	// bytes are kept in buf, for the usage at its end.
 	skipData bool
 	// done is set by a data line of [DONE], the end of an OpenAI chat stream.
-	done     bool
-	notError bool
+	done bool
+	// emptyDelta is set by an SSE data event whose delta carries no output and is not a chat
+	// stream's role chunk (its final chunk, an empty content or Responses delta). (A flag, not
+	// a count: only whether there was one is read, and the flags keep the observed writer in
+	// its size class with the cache write counts of Tokens.)
+	emptyDelta bool
+	// errorEvent is set by an SSE data line that failed without serving anything (see
+	// failureEvent); notError is set by any data line but [DONE], those and the opening events
+	// of a Responses stream before its failure (see ErrorOnly).
+	errorEvent, notError bool
 }
 
 // buffers holds the sniffers' buffers between answers.
@@ -496,7 +533,7 @@ func (s *Sniffer) line(l []byte) {
 		case outputDelta:
 			s.deltas += tokens
 		case emptyDelta:
-			s.emptyDeltas++
+			s.emptyDelta = true
 			noOutput = true
 		case roleDelta:
 			noOutput = true
@@ -508,8 +545,8 @@ func (s *Sniffer) line(l []byte) {
 		if data := bytes.TrimSpace(l[5:]); string(data) != "[DONE]" {
 			switch kind := classify(data); {
 			case kind == failureEvent:
-				s.errorEvents++
-			case (kind == openingEvent || noOutput) && s.errorEvents == 0: // no output yet
+				s.errorEvent = true
+			case (kind == openingEvent || noOutput) && !s.errorEvent: // no output yet
 			default:
 				s.notError = true
 			}
@@ -565,7 +602,7 @@ func (s *Sniffer) Seen(cut bool) Tokens {
 	switch {
 	case !s.SSE, !cut && t.Completion > 0:
 		return t // a JSON answer, or a stream that ended with its output reported
-	case s.deltas == 0 && ((cut && !s.done) || s.emptyDeltas == 0):
+	case s.deltas == 0 && ((cut && !s.done) || !s.emptyDelta):
 		return t // no delta seen, or a cut stream without output yet: the usage, or the estimate
 	case s.deltas > 0 && t.Completion >= s.deltas:
 		return t

@@ -63,19 +63,21 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 	if !storage.Terminal(st.Status) && h.now().After(executionDeadline(t, r)) {
 		// No adaptor can send execution_expires_after, so the gateway keeps it: a task its
 		// provider still reports unfinished (queued, running, or a state no rule maps) past it
-		// is expired, once, by whoever wins the change (settle), watcher or client poll. One still
-		// queued is cancelled at its provider first (the one state a provider cancels), as a
-		// client's cancel of a queued task is, so that it does not run later, billed, for a task
-		// the gateway released; a cancel that fails changes nothing of the expiry.
-		if st.Status == adaptor.StatusQueued {
-			h.abandonAdapted(a, u, t.UpstreamID)
-		}
+		// is expired, once, by whoever wins the change (settle), watcher or client poll. Its
+		// provider may still make it, and bill it: only a task the provider reports queued (not
+		// started) is released, once the provider confirms its cancel (the one state a provider
+		// cancels, as a client's cancel of a queued task); the winner of the change alone sends
+		// that cancel. A task reported running (or in a state no rule maps), or a queued one
+		// whose cancel is not confirmed, is charged its estimate.
 		return h.settle(ctx, t, verdict{
 			status:  StatusExpired,
 			code:    "task_expired",
 			message: "the task did not finish within execution_expires_after (" + strconv.FormatInt(executionSeconds(r), 10) + " s)",
 			logged:  "task expired: its provider reports it unfinished past execution_expires_after",
 			fields:  []zap.Field{zap.String("provider_status", st.ProviderStatus)},
+			won: func() (charge bool) {
+				return st.Status != adaptor.StatusQueued || !h.abandonAdapted(a, u, t.UpstreamID)
+			},
 		})
 	}
 	if st.Status == adaptor.StatusUnknown {

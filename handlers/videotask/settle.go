@@ -17,6 +17,11 @@ type verdict struct {
 	// logged is the line written when this call ended the task, with fields.
 	logged string
 	fields []zap.Field
+	// won, when set, is done once, by the caller whose compare-and-set ended the task (a side
+	// effect at the provider, such as a cancel, that no other racer sends), before the task's
+	// hold is ended: it reports whether the hold is charged its estimate (the provider may still
+	// make the task, and bill it) rather than released.
+	won func() (charge bool)
 }
 
 // settle finishes an unfinished task with the verdict, once (compare-and-set). Whoever wins the
@@ -45,8 +50,14 @@ func (h *Handler) settle(ctx context.Context, t storage.Task, v verdict) (storag
 		return t, err
 	}
 	if finished {
-		h.Logger.Info(v.logged, append([]zap.Field{zap.String("task_id", t.ID)}, v.fields...)...)
-		h.finished(ctx, stored, v.status)
+		charge := v.won != nil && v.won()
+		fields := append([]zap.Field{zap.String("task_id", t.ID)}, v.fields...)
+		h.Logger.Info(v.logged, append(fields, zap.Bool("charged_estimate", charge))...)
+		if charge && h.Accounting != nil {
+			h.Accounting.FinishedAtEstimate(ctx, stored, v.status)
+		} else {
+			h.finished(ctx, stored, v.status)
+		}
 	}
 	if notify {
 		h.notify(ctx, stored)
