@@ -1,6 +1,7 @@
 package console
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -135,8 +136,8 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 }
 
 // boundByLoginKey keeps a key that a member who logged in with key creates within that key: its
-// models (when the key is restricted to some; an empty list takes the key's own), its allow_ips
-// and, at the latest, its expiry. Otherwise a key that may use one model, or one address, could
+// models (when the key is restricted to some; an empty list takes the key's own), its allow_ips,
+// at the latest its expiry, and its budget, rate and max_active_tasks (boundLimitsByLoginKey). Otherwise a key that may use one model, or one address, could
 // make itself a key without those bounds and reach, through the gateway's API, the account's
 // tasks of every model. It returns why the spec is refused ("" when it is not). key is nil for a
 // configured member, whom nothing bounds here.
@@ -163,7 +164,7 @@ func boundByLoginKey(spec map[string]any, key *keyadmin.KeyView) string {
 			spec["expires"] = key.Expires.UTC().Format(time.RFC3339)
 		}
 	}
-	return ""
+	return boundLimitsByLoginKey(spec, key)
 }
 
 // modelsWithin reports whether a key of models (empty: every model) may use only models that
@@ -186,10 +187,12 @@ func modelsWithin(models []string, key *keyadmin.KeyView) bool {
 }
 
 // holdAccountKeys takes the member's account's key lease, so that no other create (on any
-// instance) counts the keys between this count and this create, and checks that the account
-// holds fewer than MemberKeys.Max keys. It answers the request itself when it returns false.
+// instance, of this session or another) counts the keys between this count and this create, and
+// checks that the account holds fewer than MemberKeys.Max keys. The lease's owner is this
+// request alone (a random token): a session's second create, sent at once, must not find the
+// lease its first holds already its own. It answers the request itself when it returns false.
 func (h *Handler) holdAccountKeys(w http.ResponseWriter, r *http.Request, s *session) (release func(), ok bool) {
-	name, owner := "console/keys/"+s.user.Account, leaseName(s.token)
+	name, owner := "console/keys/"+s.user.Account, "create/"+rand.Text()
 	held, err := h.Store.AcquireLease(r.Context(), name, owner, h.now(), 30*time.Second)
 	if err != nil {
 		h.failErr(w, r, s, err)
