@@ -111,9 +111,9 @@ type Handler struct {
 	Now func() time.Time
 
 	pages map[string]*template.Template
-	// refusalHash is compared against when a login names no user, as costly as the costliest
-	// user's hash, so that an unknown name is refused after as much work as a wrong password.
-	refusalHash []byte
+	// refusalHashes are compared against when a login is refused, by bcrypt cost, so that a
+	// wrong password and a name that is no user are refused after as much work (refusalHashes).
+	refusalHashes map[int][]byte
 }
 
 // UsageReport writes a usage report for the request's query, counting only the models
@@ -138,7 +138,7 @@ func (h *Handler) Provision() error {
 		return err
 	}
 	h.pages = pages
-	h.refusalHash, err = refusalHash(h.Users)
+	h.refusalHashes, err = refusalHashes(h.Users)
 	return err
 }
 
