@@ -174,7 +174,8 @@ func (h *Handler) serveAsset(w http.ResponseWriter, name string) {
 }
 
 // ServeHTTP routes a console request. Every page but the login page and the assets needs a
-// session; every POST needs the session's CSRF token.
+// session; every POST needs the session's CSRF token. Every query and form is read strictly
+// (strictRequest).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Frame-Options", "DENY")
@@ -198,6 +199,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s, ok := h.session(w, r)
 	if !ok {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	if msg := strictRequest(r); msg != "" {
+		h.fail(w, r, s, http.StatusBadRequest, msg+" Nothing was changed.")
 		return
 	}
 	if r.Method == http.MethodPost && !s.validCSRF(r.PostFormValue("csrf")) {

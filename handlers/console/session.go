@@ -236,6 +236,10 @@ func (h *Handler) passwordRight(user User, known bool, password string) bool {
 
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if msg := strictRequest(r); msg != "" {
+		h.renderLogin(w, r, http.StatusBadRequest, msg)
+		return
+	}
 	if !validLoginCSRF(r) {
 		h.Logger.Info("console login refused: no login form token", zap.String("remote_ip", h.clientIP(r)))
 		h.renderLogin(w, r, http.StatusForbidden, "This login form has expired or did not come from the console's own page. Try again.")
