@@ -15,7 +15,7 @@ import (
 // member sends the create form many times at once from one session (a double click, a script
 // with the session's cookie and token): the account's key lease must keep a second create of
 // the same session out while the first counts and creates, as it keeps out another session's.
-// (Its owner is the session: a second create of the session takes the lease it already holds.)
+// (Its owner was the session: a second create of the session took the lease it already held.)
 // On Redis, where each step is a round trip, a member so makes creates_per_hour keys; Badger's
 // in-process steps leave a narrower window.
 func TestConsoleMemberKeyMaxHoldsUnderConcurrentCreates(t *testing.T) {
@@ -36,13 +36,19 @@ func concurrentMemberCreates(t *testing.T, store string) {
 		t.Fatalf("admin key = %d %s", r.status, r.body)
 	}
 	alice := e.login(t, "alice")
-	form := url.Values{"csrf": {alice.csrf}}.Encode()
 	const creates = 16
+	// Each create is its own form (its own page's one-time token), as a script that reads the
+	// keys page before each would send: the lease, not the token, must keep them apart.
+	forms := make([]string, creates)
+	for i := range forms {
+		alice.do(http.MethodGet, "/keys", nil)
+		forms[i] = url.Values{"csrf": {alice.csrf}, "key_token": {alice.keyToken}}.Encode()
+	}
 	var wg sync.WaitGroup
 	statuses := make([]int, creates)
 	for i := range creates {
 		wg.Go(func() {
-			req, err := http.NewRequest(http.MethodPost, e.console+"/keys", strings.NewReader(form))
+			req, err := http.NewRequest(http.MethodPost, e.console+"/keys", strings.NewReader(forms[i]))
 			if err != nil {
 				return
 			}

@@ -114,11 +114,16 @@ type consoleBrowser struct {
 	csrf   string
 	// login is the login page's pre-session cookie ("name=value"), sent with the login form.
 	login string
+	// keyToken is the key form's one-time token of the last page that had the form.
+	keyToken string
 }
 
 var noRedirects = &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
-var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+var (
+	csrfField     = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+	keyTokenField = regexp.MustCompile(`name="key_token" value="([^"]+)"`)
+)
 
 func (b *consoleBrowser) do(method, path string, form url.Values) (int, http.Header, string) {
 	b.t.Helper()
@@ -158,6 +163,9 @@ func (b *consoleBrowser) do(method, path string, form url.Values) (int, http.Hea
 	if m := csrfField.FindStringSubmatch(string(page)); m != nil {
 		b.csrf = m[1]
 	}
+	if m := keyTokenField.FindStringSubmatch(string(page)); m != nil {
+		b.keyToken = m[1]
+	}
 	return resp.StatusCode, resp.Header, string(page)
 }
 
@@ -172,13 +180,17 @@ func (b *consoleBrowser) postLogin(form url.Values) (int, http.Header, string) {
 	return b.do(http.MethodPost, "/login", form)
 }
 
-// post sends a form with the session's CSRF token.
+// post sends a form with the session's CSRF token and, to /keys, the key form's token of the last
+// page that had the form unless form has one (form keeps it: a form sent again sends it again).
 func (b *consoleBrowser) post(path string, form url.Values) (int, http.Header, string) {
 	b.t.Helper()
 	if form == nil {
 		form = url.Values{}
 	}
 	form.Set("csrf", b.csrf)
+	if path == "/keys" && form["key_token"] == nil && b.keyToken != "" {
+		form.Set("key_token", b.keyToken)
+	}
 	return b.do(http.MethodPost, path, form)
 }
 

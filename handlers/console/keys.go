@@ -45,7 +45,9 @@ type keysData struct {
 	Created *keyadmin.Created
 	// CanCreate is false for a member when the operator lets members create no keys.
 	CanCreate bool
-	Pages     pager
+	// KeyToken is the create form's one-time token as this render made it (key_form.go).
+	KeyToken string
+	Pages    pager
 }
 
 // keys lists a page of keys: a member's account's, an operator's of the account the query
@@ -65,7 +67,7 @@ func (h *Handler) keys(w http.ResponseWriter, r *http.Request, s *session) {
 	if s.user.Operator() {
 		fixed.Set("account", q.Account)
 	}
-	h.show(w, s, "keys", "API keys", keysData{Keys: p.Keys, Account: q.Account, CanCreate: h.mayCreateKeys(s),
+	h.show(w, s, "keys", "API keys", keysData{Keys: p.Keys, Account: q.Account, CanCreate: h.mayCreateKeys(s), KeyToken: newKeyFormToken(),
 		Pages: makePager("/keys", fixed, q, p.Prev, p.Next)})
 }
 
@@ -73,13 +75,20 @@ func (h *Handler) mayCreateKeys(s *session) bool { return s.user.Operator() || h
 
 // createKey creates a key from the form: account (an operator's choice; a member's own),
 // models (patterns separated by spaces or commas; empty: all) and expires (a day, YYYY-MM-DD,
-// from whose start in UTC the key is refused; empty: never). A member's key carries the limits
-// of MemberKeys. The secret is shown on the answer page only.
+// from whose start in UTC the key is refused; empty: never), and the form's one-time token: a
+// form sent again creates no second key (claimKeyForm). A member's key carries the limits of
+// MemberKeys. The secret is shown on the answer page only.
 func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) {
 	if !h.mayCreateKeys(s) {
 		h.fail(w, r, s, http.StatusForbidden, "Your operator has not allowed members to create keys.")
 		return
 	}
+	claim, ok := h.claimKeyForm(w, r, s)
+	if !ok {
+		return
+	}
+	made := "" // the id of the key created, kept under the form's token
+	defer func() { claim.done(r, made) }()
 	spec := map[string]any{"account": strings.TrimSpace(r.PostFormValue("account"))}
 	if models := strings.FieldsFunc(r.PostFormValue("models"), func(c rune) bool { return c == ',' || c == ' ' }); len(models) > 0 {
 		spec["models"] = models
@@ -122,6 +131,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 		h.failErr(w, r, s, err)
 		return
 	}
+	made = created.ID
 	h.audit(s, "create key", created.ID+" of "+created.Account+limitsNote(created.KeyView))
 	q := storage.DirectoryPage{Account: created.Account, Limit: listPageSize}
 	keys, err := h.Keys.KeysPage(r.Context(), q)
@@ -131,7 +141,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	h.render(w, http.StatusCreated, "keys", page{Title: "API keys", User: s.user, CSRF: s.csrf(),
 		Notice: "Key " + created.ID + " was created. Copy its secret now: it is not shown again.",
-		Data: keysData{Keys: keys.Keys, Account: created.Account, Created: &created, CanCreate: true,
+		Data: keysData{Keys: keys.Keys, Account: created.Account, Created: &created, CanCreate: true, KeyToken: newKeyFormToken(),
 			Pages: makePager("/keys", url.Values{"account": {created.Account}}, q, keys.Prev, keys.Next)}})
 }
 
