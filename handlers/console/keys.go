@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.uber.org/zap"
 
@@ -74,7 +75,7 @@ func (h *Handler) keys(w http.ResponseWriter, r *http.Request, s *session) {
 func (h *Handler) mayCreateKeys(s *session) bool { return s.user.Operator() || h.MemberKeys != nil }
 
 // createKey creates a key from the form: account (an operator's choice; a member's own),
-// models (patterns separated by spaces or commas; empty: all) and expires (a day, YYYY-MM-DD,
+// models (patterns separated by commas or any white space, tabs and line breaks too; empty: all) and expires (a day, YYYY-MM-DD,
 // from whose start in UTC the key is refused; empty: never), and the form's one-time token: a
 // form sent again creates no second key (claimKeyForm). A member's key carries the limits of
 // MemberKeys. The secret is shown on the answer page only.
@@ -90,7 +91,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 	made := "" // the id of the key created, kept under the form's token
 	defer func() { claim.done(r, made) }()
 	spec := map[string]any{"account": strings.TrimSpace(r.PostFormValue("account"))}
-	if models := strings.FieldsFunc(r.PostFormValue("models"), func(c rune) bool { return c == ',' || c == ' ' }); len(models) > 0 {
+	if models := strings.FieldsFunc(r.PostFormValue("models"), func(c rune) bool { return c == ',' || unicode.IsSpace(c) }); len(models) > 0 {
 		spec["models"] = models
 	}
 	if day := strings.TrimSpace(r.PostFormValue("expires")); day != "" {

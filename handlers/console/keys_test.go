@@ -163,7 +163,7 @@ func TestKeysCreatedByAKeyMemberStayWithinIt(t *testing.T) {
 	}
 }
 
-// A key form's token creates one key: sent again it names the key it made and shows no secret;
+// A key form's token creates one key (its models split on commas and any white space): sent again it names the key it made and shows no secret;
 // a form refused before any key was made (a bad expiry) may be sent again, mended; a form
 // without a token creates nothing.
 func TestKeyFormTokenCreatesOnce(t *testing.T) {
@@ -178,12 +178,13 @@ func TestKeyFormTokenCreatesOnce(t *testing.T) {
 		t.Fatalf("create with a bad expiry = %d", resp.StatusCode)
 	}
 	form.Set("expires", "")
+	form.Set("models", "sim-video\tsim-*\r\nother,last") // patterns split on any white space, and commas
 	resp, page := c.request(http.MethodPost, "/keys", admin, form, nil)
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("the mended form = %d %s", resp.StatusCode, page)
 	}
 	p, err := c.h.Keys.KeysPage(t.Context(), storage.DirectoryPage{Account: "acme", Limit: 10})
-	if err != nil || len(p.Keys) != 1 {
+	if err != nil || len(p.Keys) != 1 || strings.Join(p.Keys[0].Models, " ") != "sim-video sim-* other last" {
 		t.Fatalf("acme's keys = %+v, %v", p.Keys, err)
 	}
 	resp, page = c.request(http.MethodPost, "/keys", admin, form, nil)
