@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,7 +14,6 @@ import (
 func TestConsoleChangeFormsRefuseRepeatedAndMisencodedFields(t *testing.T) {
 	e := startConsole(t)
 	admin := e.login(t, "admin")
-	adminAPI := "http://" + e.g.admin + "/mediagw"
 
 	// A credit form with two amounts credits nothing.
 	form := url.Values{"amount": {"1", "1000"}, "note": {"top-up"}, "idempotency_key": {admin.creditForm("acme")}}
@@ -31,23 +29,7 @@ func TestConsoleChangeFormsRefuseRepeatedAndMisencodedFields(t *testing.T) {
 		t.Errorf("acme's balance after the refused credit forms = %s, want 0 (never credited)", got)
 	}
 
-	keysOf := func(account string) int {
-		t.Helper()
-		r := call(t, http.MethodGet, adminAPI+"/keys?account="+url.QueryEscape(account), "", nil)
-		var keys []struct {
-			ReadOnly bool `json:"read_only"`
-		}
-		if r.status != http.StatusOK || json.Unmarshal([]byte(r.body), &keys) != nil {
-			t.Fatalf("keys of %q = %d %s", account, r.status, r.body)
-		}
-		n := 0
-		for _, k := range keys {
-			if !k.ReadOnly {
-				n++
-			}
-		}
-		return n
-	}
+	keysOf := func(account string) int { t.Helper(); return e.madeKeys(t, account) }
 	// A key form naming two accounts creates no key in either.
 	if status, _, page := admin.post("/keys", url.Values{"account": {"acme", "beta"}}); status != http.StatusBadRequest || strings.Contains(page, `id="secret"`) {
 		t.Errorf("create a key with account=acme&account=beta = %d, want 400 and no secret", status)

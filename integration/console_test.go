@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -206,6 +207,26 @@ func (e consoleEnv) login(t *testing.T, user string) *consoleBrowser {
 	}
 	b.do(http.MethodGet, "/keys", nil) // a page, for its CSRF token
 	return b
+}
+
+// madeKeys counts the keys of account that the admin API or the console made (not configured
+// ones), as the admin API lists them.
+func (e consoleEnv) madeKeys(t *testing.T, account string) int {
+	t.Helper()
+	r := call(t, http.MethodGet, "http://"+e.g.admin+"/mediagw/keys?account="+url.QueryEscape(account), "", nil)
+	var keys []struct {
+		ReadOnly bool `json:"read_only"`
+	}
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &keys) != nil {
+		t.Fatalf("keys of %q = %d %s", account, r.status, r.body)
+	}
+	n := 0
+	for _, k := range keys {
+		if !k.ReadOnly {
+			n++
+		}
+	}
+	return n
 }
 
 // createConsoleTask creates a task with key through the gateway and returns its id.
