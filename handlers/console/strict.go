@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"mime"
 	"net/http"
 	"net/url"
@@ -31,6 +32,10 @@ func strictRequest(r *http.Request) string {
 		err = r.ParseMultipartForm(maxForm)
 	} else {
 		err = r.ParseForm()
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return "This form is larger than the console reads (64 KiB)."
 	}
 	if err != nil {
 		return "This form does not decode. Reload the page and send it again."
