@@ -75,10 +75,10 @@ func (h *Handler) keys(w http.ResponseWriter, r *http.Request, s *session) {
 func (h *Handler) mayCreateKeys(s *session) bool { return s.user.Operator() || h.MemberKeys != nil }
 
 // createKey creates a key from the form: account (an operator's choice; a member's own),
-// models (patterns separated by commas or any white space, tabs and line breaks too; empty: all) and expires (a day, YYYY-MM-DD,
-// from whose start in UTC the key is refused; empty: never), and the form's one-time token: a
-// form sent again creates no second key (claimKeyForm). A member's key carries the limits of
-// MemberKeys. The secret is shown on the answer page only.
+// models (patterns separated by commas or any white space, tabs and line breaks too; empty:
+// all), expires (a day, YYYY-MM-DD, from whose start in UTC the key is refused; empty: never)
+// and the form's one-time token: a form sent again creates no second key (claimKeyForm). A
+// member's key carries the limits of MemberKeys. The secret is shown on the answer page only.
 func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) {
 	if !h.mayCreateKeys(s) {
 		h.fail(w, r, s, http.StatusForbidden, "Your operator has not allowed members to create keys.")
@@ -148,9 +148,10 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 
 // boundByLoginKey keeps a key that a member who logged in with key creates within that key: its
 // models (when the key is restricted to some; an empty list takes the key's own), its allow_ips,
-// at the latest its expiry, and its budget, rate and max_active_tasks (boundLimitsByLoginKey). Otherwise a key that may use one model, or one address, could
-// make itself a key without those bounds and reach, through the gateway's API, the account's
-// tasks of every model. It returns why the spec is refused ("" when it is not). key is nil for a
+// at the latest its expiry, and its budget, rate and max_active_tasks (boundLimitsByLoginKey).
+// Otherwise a key that may use one model, or one address, or spend 0.5 a day, could make itself
+// a key without those bounds and reach, through the gateway's API, the account's tasks of every
+// model, or spend what the account holds. It returns why the spec is refused ("" when it is not). key is nil for a
 // configured member, whom nothing bounds here.
 func boundByLoginKey(spec map[string]any, key *keyadmin.KeyView) string {
 	if key == nil {
