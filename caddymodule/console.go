@@ -74,7 +74,9 @@ type ConsoleUser struct {
 }
 
 // ConsoleMemberKeys are the limits of the keys that members create. A member cannot change
-// them: every key they create carries them.
+// them: every key they create carries them. A member logged in with an API key creates keys no
+// looser than that key: its budget (or quota), rate and max_active_tasks replace these where
+// they are tighter, and a budget that neither bounds is refused (docs/console.md).
 type ConsoleMemberKeys struct {
 	// Max is the most keys an account may hold (configured keys aside) for a member to create
 	// another. Default: 10.

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -114,11 +115,16 @@ type consoleBrowser struct {
 	csrf   string
 	// login is the login page's pre-session cookie ("name=value"), sent with the login form.
 	login string
+	// keyToken is the key form's one-time token of the last page that had the form.
+	keyToken string
 }
 
 var noRedirects = &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
-var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+var (
+	csrfField     = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+	keyTokenField = regexp.MustCompile(`name="key_token" value="([^"]+)"`)
+)
 
 func (b *consoleBrowser) do(method, path string, form url.Values) (int, http.Header, string) {
 	b.t.Helper()
@@ -158,6 +164,9 @@ func (b *consoleBrowser) do(method, path string, form url.Values) (int, http.Hea
 	if m := csrfField.FindStringSubmatch(string(page)); m != nil {
 		b.csrf = m[1]
 	}
+	if m := keyTokenField.FindStringSubmatch(string(page)); m != nil {
+		b.keyToken = m[1]
+	}
 	return resp.StatusCode, resp.Header, string(page)
 }
 
@@ -172,13 +181,17 @@ func (b *consoleBrowser) postLogin(form url.Values) (int, http.Header, string) {
 	return b.do(http.MethodPost, "/login", form)
 }
 
-// post sends a form with the session's CSRF token.
+// post sends a form with the session's CSRF token and, to /keys, the key form's token of the last
+// page that had the form unless form has one (form keeps it: a form sent again sends it again).
 func (b *consoleBrowser) post(path string, form url.Values) (int, http.Header, string) {
 	b.t.Helper()
 	if form == nil {
 		form = url.Values{}
 	}
 	form.Set("csrf", b.csrf)
+	if path == "/keys" && form["key_token"] == nil && b.keyToken != "" {
+		form.Set("key_token", b.keyToken)
+	}
 	return b.do(http.MethodPost, path, form)
 }
 
@@ -194,6 +207,26 @@ func (e consoleEnv) login(t *testing.T, user string) *consoleBrowser {
 	}
 	b.do(http.MethodGet, "/keys", nil) // a page, for its CSRF token
 	return b
+}
+
+// madeKeys counts the keys of account that the admin API or the console made (not configured
+// ones), as the admin API lists them.
+func (e consoleEnv) madeKeys(t *testing.T, account string) int {
+	t.Helper()
+	r := call(t, http.MethodGet, "http://"+e.g.admin+"/mediagw/keys?account="+url.QueryEscape(account), "", nil)
+	var keys []struct {
+		ReadOnly bool `json:"read_only"`
+	}
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &keys) != nil {
+		t.Fatalf("keys of %q = %d %s", account, r.status, r.body)
+	}
+	n := 0
+	for _, k := range keys {
+		if !k.ReadOnly {
+			n++
+		}
+	}
+	return n
 }
 
 // createConsoleTask creates a task with key through the gateway and returns its id.

@@ -6,13 +6,13 @@ import (
 )
 
 func TestCheckAccountName(t *testing.T) {
-	for _, ok := range []string{"acme", "team-1.prod", "<script>alert(1)</script>", "café", "org/team", "東京 team", "a b", strings.Repeat("a", MaxAccountName)} {
+	for _, ok := range []string{"acme", "team-1.prod", "<script>alert(1)</script>", "café", "\u00e9quipe", "org/team", "東京 team", "a b", strings.Repeat("a", MaxAccountName)} {
 		if err := CheckAccountName(ok); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"", "  ", "a\x00b", "a\nb", "a\tb", "\x7f", "a\u0085b", strings.Repeat("a", MaxAccountName+1), "\xff",
-		" acme", "acme ", "acme\u00a0", "ac\u200bme", "\ufeffacme", "gam\u202eemca", "a\u2066b\u2069", "ac\u00adme", "a\u2028b", "a\u2029b"} {
+		" acme", "acme ", "acme\u00a0", "ac\u200bme", "\ufeffacme", "gam\u202eemca", "a\u2066b\u2069", "ac\u00adme", "a\u2028b", "a\u2029b", "e\u0301quipe", "\u212b"} {
 		if CheckAccountName(bad) == nil {
 			t.Errorf("%q accepted", bad)
 		}

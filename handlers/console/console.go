@@ -111,9 +111,9 @@ type Handler struct {
 	Now func() time.Time
 
 	pages map[string]*template.Template
-	// refusalHash is compared against when a login names no user, as costly as the costliest
-	// user's hash, so that an unknown name is refused after as much work as a wrong password.
-	refusalHash []byte
+	// refusalHashes are compared against when a login is refused, by bcrypt cost, so that a
+	// wrong password and a name that is no user are refused after as much work (refusalHashes).
+	refusalHashes map[int][]byte
 }
 
 // UsageReport writes a usage report for the request's query, counting only the models
@@ -138,7 +138,7 @@ func (h *Handler) Provision() error {
 		return err
 	}
 	h.pages = pages
-	h.refusalHash, err = refusalHash(h.Users)
+	h.refusalHashes, err = refusalHashes(h.Users)
 	return err
 }
 
@@ -174,7 +174,8 @@ func (h *Handler) serveAsset(w http.ResponseWriter, name string) {
 }
 
 // ServeHTTP routes a console request. Every page but the login page and the assets needs a
-// session; every POST needs the session's CSRF token.
+// session; every POST needs the session's CSRF token. Every query and form is read strictly
+// (strictRequest).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Frame-Options", "DENY")
@@ -198,6 +199,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s, ok := h.session(w, r)
 	if !ok {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	if msg := strictRequest(r); msg != "" {
+		h.fail(w, r, s, http.StatusBadRequest, msg+" Nothing was changed.")
 		return
 	}
 	if r.Method == http.MethodPost && !s.validCSRF(r.PostFormValue("csrf")) {

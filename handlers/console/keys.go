@@ -1,6 +1,7 @@
 package console
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.uber.org/zap"
 
@@ -44,7 +46,9 @@ type keysData struct {
 	Created *keyadmin.Created
 	// CanCreate is false for a member when the operator lets members create no keys.
 	CanCreate bool
-	Pages     pager
+	// KeyToken is the create form's one-time token as this render made it (key_form.go).
+	KeyToken string
+	Pages    pager
 }
 
 // keys lists a page of keys: a member's account's, an operator's of the account the query
@@ -64,23 +68,30 @@ func (h *Handler) keys(w http.ResponseWriter, r *http.Request, s *session) {
 	if s.user.Operator() {
 		fixed.Set("account", q.Account)
 	}
-	h.show(w, s, "keys", "API keys", keysData{Keys: p.Keys, Account: q.Account, CanCreate: h.mayCreateKeys(s),
+	h.show(w, s, "keys", "API keys", keysData{Keys: p.Keys, Account: q.Account, CanCreate: h.mayCreateKeys(s), KeyToken: newKeyFormToken(),
 		Pages: makePager("/keys", fixed, q, p.Prev, p.Next)})
 }
 
 func (h *Handler) mayCreateKeys(s *session) bool { return s.user.Operator() || h.MemberKeys != nil }
 
 // createKey creates a key from the form: account (an operator's choice; a member's own),
-// models (patterns separated by spaces or commas; empty: all) and expires (a day, YYYY-MM-DD,
-// from whose start in UTC the key is refused; empty: never). A member's key carries the limits
-// of MemberKeys. The secret is shown on the answer page only.
+// models (patterns separated by commas or any white space, tabs and line breaks too; empty:
+// all), expires (a day, YYYY-MM-DD, from whose start in UTC the key is refused; empty: never)
+// and the form's one-time token: a form sent again creates no second key (claimKeyForm). A
+// member's key carries the limits of MemberKeys. The secret is shown on the answer page only.
 func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) {
 	if !h.mayCreateKeys(s) {
 		h.fail(w, r, s, http.StatusForbidden, "Your operator has not allowed members to create keys.")
 		return
 	}
+	claim, ok := h.claimKeyForm(w, r, s)
+	if !ok {
+		return
+	}
+	made := "" // the id of the key created, kept under the form's token
+	defer func() { claim.done(r, made) }()
 	spec := map[string]any{"account": strings.TrimSpace(r.PostFormValue("account"))}
-	if models := strings.FieldsFunc(r.PostFormValue("models"), func(c rune) bool { return c == ',' || c == ' ' }); len(models) > 0 {
+	if models := strings.FieldsFunc(r.PostFormValue("models"), func(c rune) bool { return c == ',' || unicode.IsSpace(c) }); len(models) > 0 {
 		spec["models"] = models
 	}
 	if day := strings.TrimSpace(r.PostFormValue("expires")); day != "" {
@@ -121,6 +132,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 		h.failErr(w, r, s, err)
 		return
 	}
+	made = created.ID
 	h.audit(s, "create key", created.ID+" of "+created.Account+limitsNote(created.KeyView))
 	q := storage.DirectoryPage{Account: created.Account, Limit: listPageSize}
 	keys, err := h.Keys.KeysPage(r.Context(), q)
@@ -130,15 +142,16 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	h.render(w, http.StatusCreated, "keys", page{Title: "API keys", User: s.user, CSRF: s.csrf(),
 		Notice: "Key " + created.ID + " was created. Copy its secret now: it is not shown again.",
-		Data: keysData{Keys: keys.Keys, Account: created.Account, Created: &created, CanCreate: true,
+		Data: keysData{Keys: keys.Keys, Account: created.Account, Created: &created, CanCreate: true, KeyToken: newKeyFormToken(),
 			Pages: makePager("/keys", url.Values{"account": {created.Account}}, q, keys.Prev, keys.Next)}})
 }
 
 // boundByLoginKey keeps a key that a member who logged in with key creates within that key: its
-// models (when the key is restricted to some; an empty list takes the key's own), its allow_ips
-// and, at the latest, its expiry. Otherwise a key that may use one model, or one address, could
-// make itself a key without those bounds and reach, through the gateway's API, the account's
-// tasks of every model. It returns why the spec is refused ("" when it is not). key is nil for a
+// models (when the key is restricted to some; an empty list takes the key's own), its allow_ips,
+// at the latest its expiry, and its budget, rate and max_active_tasks (boundLimitsByLoginKey).
+// Otherwise a key that may use one model, or one address, or spend 0.5 a day, could make itself
+// a key without those bounds and reach, through the gateway's API, the account's tasks of every
+// model, or spend what the account holds. It returns why the spec is refused ("" when it is not). key is nil for a
 // configured member, whom nothing bounds here.
 func boundByLoginKey(spec map[string]any, key *keyadmin.KeyView) string {
 	if key == nil {
@@ -163,7 +176,7 @@ func boundByLoginKey(spec map[string]any, key *keyadmin.KeyView) string {
 			spec["expires"] = key.Expires.UTC().Format(time.RFC3339)
 		}
 	}
-	return ""
+	return boundLimitsByLoginKey(spec, key)
 }
 
 // modelsWithin reports whether a key of models (empty: every model) may use only models that
@@ -186,10 +199,12 @@ func modelsWithin(models []string, key *keyadmin.KeyView) bool {
 }
 
 // holdAccountKeys takes the member's account's key lease, so that no other create (on any
-// instance) counts the keys between this count and this create, and checks that the account
-// holds fewer than MemberKeys.Max keys. It answers the request itself when it returns false.
+// instance, of this session or another) counts the keys between this count and this create, and
+// checks that the account holds fewer than MemberKeys.Max keys. The lease's owner is this
+// request alone (a random token): a session's second create, sent at once, must not find the
+// lease its first holds already its own. It answers the request itself when it returns false.
 func (h *Handler) holdAccountKeys(w http.ResponseWriter, r *http.Request, s *session) (release func(), ok bool) {
-	name, owner := "console/keys/"+s.user.Account, leaseName(s.token)
+	name, owner := "console/keys/"+s.user.Account, "create/"+rand.Text()
 	held, err := h.Store.AcquireLease(r.Context(), name, owner, h.now(), 30*time.Second)
 	if err != nil {
 		h.failErr(w, r, s, err)

@@ -31,6 +31,7 @@ func TestMemberKeyLimits(t *testing.T) {
 	quota := int64(500)
 	c.h.MemberKeys = &MemberKeys{Max: 1, Quota: &quota}
 	form := url.Values{"csrf": {csrf}, "account": {"beta"}, "quota": {"0"}}
+	form.Set(keyFormField, newKeyFormToken())
 	if resp, page := c.request(http.MethodPost, "/keys", alice, form, nil); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create = %d %s", resp.StatusCode, page)
 	}
@@ -42,12 +43,13 @@ func TestMemberKeyLimits(t *testing.T) {
 	if len(keys) != 1 || keys[0].Account != "acme" || keys[0].Quota == nil || *keys[0].Quota != quota {
 		t.Fatalf("keys = %+v", keys)
 	}
-	if resp, page := c.request(http.MethodPost, "/keys", alice, form, nil); resp.StatusCode != http.StatusConflict || strings.Contains(page, `id="secret"`) {
+	form.Set(keyFormField, newKeyFormToken()) // another form: refused for Max, not as sent before
+	if resp, page := c.request(http.MethodPost, "/keys", alice, form, nil); resp.StatusCode != http.StatusConflict || strings.Contains(page, `id="secret"`) || !strings.Contains(page, "the most its members may hold") {
 		t.Fatalf("create past Max = %d", resp.StatusCode)
 	}
 	// An operator is not bound by the member limits.
 	admin := c.login("admin")
-	op := url.Values{"csrf": {c.sessionOf(admin).csrf()}, "account": {"acme"}}
+	op := url.Values{"csrf": {c.sessionOf(admin).csrf()}, "account": {"acme"}, keyFormField: {newKeyFormToken()}}
 	if resp, _ := c.request(http.MethodPost, "/keys", admin, op, nil); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("operator's create = %d", resp.StatusCode)
 	}
@@ -66,6 +68,7 @@ func TestMemberKeyBudgetAndCreateRate(t *testing.T) {
 	form := url.Values{"csrf": {csrf}, "budget": {"1000"}}
 	created := func() string {
 		t.Helper()
+		form.Set(keyFormField, newKeyFormToken())
 		resp, page := c.request(http.MethodPost, "/keys", alice, form, nil)
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("create = %d %s", resp.StatusCode, page)
@@ -89,6 +92,7 @@ func TestMemberKeyBudgetAndCreateRate(t *testing.T) {
 	first := created()
 	revoke(first)
 	revoke(created())
+	form.Set(keyFormField, newKeyFormToken())
 	resp, _ := c.request(http.MethodPost, "/keys", alice, form, nil)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("a third create in the hour = %d (Retry-After %q)", resp.StatusCode, resp.Header.Get("Retry-After"))
@@ -156,5 +160,38 @@ func TestKeysCreatedByAKeyMemberStayWithinIt(t *testing.T) {
 	}
 	if msg := boundByLoginKey(spec, nil); msg != "" || len(spec) != 1 {
 		t.Errorf("a configured member is bounded: %q %v", msg, spec)
+	}
+}
+
+// A key form's token creates one key (its models split on commas and any white space): sent again it names the key it made and shows no secret;
+// a form refused before any key was made (a bad expiry) may be sent again, mended; a form
+// without a token creates nothing.
+func TestKeyFormTokenCreatesOnce(t *testing.T) {
+	c := newTestConsole(t, bcryptTestCost)
+	admin := c.login("admin")
+	form := url.Values{"csrf": {c.sessionOf(admin).csrf()}, "account": {"acme"}, "expires": {"soon"}}
+	if resp, _ := c.request(http.MethodPost, "/keys", admin, form, nil); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("create without a token = %d", resp.StatusCode)
+	}
+	form.Set(keyFormField, newKeyFormToken())
+	if resp, _ := c.request(http.MethodPost, "/keys", admin, form, nil); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("create with a bad expiry = %d", resp.StatusCode)
+	}
+	form.Set("expires", "")
+	form.Set("models", "sim-video\tsim-*\r\nother,last") // patterns split on any white space, and commas
+	resp, page := c.request(http.MethodPost, "/keys", admin, form, nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("the mended form = %d %s", resp.StatusCode, page)
+	}
+	p, err := c.h.Keys.KeysPage(t.Context(), storage.DirectoryPage{Account: "acme", Limit: 10})
+	if err != nil || len(p.Keys) != 1 || strings.Join(p.Keys[0].Models, " ") != "sim-video sim-* other last" {
+		t.Fatalf("acme's keys = %+v, %v", p.Keys, err)
+	}
+	resp, page = c.request(http.MethodPost, "/keys", admin, form, nil)
+	if resp.StatusCode != http.StatusConflict || strings.Contains(page, `id="secret"`) || !strings.Contains(page, p.Keys[0].ID) {
+		t.Fatalf("the form sent again = %d, names %s: %v", resp.StatusCode, p.Keys[0].ID, strings.Contains(page, p.Keys[0].ID))
+	}
+	if p, _ := c.h.Keys.KeysPage(t.Context(), storage.DirectoryPage{Account: "acme", Limit: 10}); len(p.Keys) != 1 {
+		t.Fatalf("the form sent again made another key: %+v", p.Keys)
 	}
 }

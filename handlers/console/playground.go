@@ -41,15 +41,30 @@ func (h *Handler) playground(w http.ResponseWriter, r *http.Request, s *session)
 		h.fail(w, r, s, http.StatusNotFound, "The playground is off: the console's configuration names no gateway (playground <url>).")
 		return
 	}
-	h.show(w, s, "playground", "Playground", h.playgroundForm(playgroundData{Duration: 5, Resolution: "720p"}))
+	d, err := h.playgroundForm(r, s, playgroundData{Duration: 5, Resolution: "720p"})
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
+	h.show(w, s, "playground", "Playground", d)
 }
 
-func (h *Handler) playgroundForm(d playgroundData) playgroundData {
+// playgroundForm fills the form's choices: the models the user is shown (modelsShown, as on the
+// prices page: a member is offered, and so told of, only the models they may use).
+func (h *Handler) playgroundForm(r *http.Request, s *session, d playgroundData) (playgroundData, error) {
 	if h.Models != nil {
-		d.Models = h.Models()
+		shown, err := h.modelsShown(r, s)
+		if err != nil {
+			return d, err
+		}
+		for _, m := range h.Models() {
+			if shown(m) {
+				d.Models = append(d.Models, m)
+			}
+		}
 	}
 	d.Resolutions = []string{"480p", "720p", "1080p", "4k"}
-	return d
+	return d, nil
 }
 
 // createPlaygroundTask creates a video task through the gateway with the API key the user typed
@@ -60,8 +75,12 @@ func (h *Handler) createPlaygroundTask(w http.ResponseWriter, r *http.Request, s
 		h.notFound(w, r, s)
 		return
 	}
-	d := h.playgroundForm(playgroundData{Model: r.PostFormValue("model"), Prompt: strings.TrimSpace(r.PostFormValue("prompt")),
+	d, err := h.playgroundForm(r, s, playgroundData{Model: r.PostFormValue("model"), Prompt: strings.TrimSpace(r.PostFormValue("prompt")),
 		Resolution: r.PostFormValue("resolution")})
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
+	}
 	duration, durationErr := strconv.Atoi(r.PostFormValue("duration"))
 	d.Duration = duration
 	key := strings.TrimSpace(r.PostFormValue("key"))

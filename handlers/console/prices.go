@@ -43,16 +43,10 @@ func (h *Handler) prices(w http.ResponseWriter, r *http.Request, s *session) {
 		models[m] = true
 	}
 	d := pricesData{Currency: h.Prices.Currency(), Member: !s.user.Operator()}
-	allowed := func(string) bool { return true }
-	if d.Member {
-		keys, err := h.accountKeys(r, s.user.Account)
-		if err != nil {
-			h.failErr(w, r, s, err)
-			return
-		}
-		// A key restricted to some models sees those only, as the gateway's model list shows it.
-		id, now := s.identity(), h.now()
-		allowed = func(model string) bool { return id.AllowsModel(model) && usableKeyAllows(keys, model, now) }
+	allowed, err := h.modelsShown(r, s)
+	if err != nil {
+		h.failErr(w, r, s, err)
+		return
 	}
 	names := make([]string, 0, len(models))
 	for m := range models {
@@ -69,6 +63,22 @@ func (h *Handler) prices(w http.ResponseWriter, r *http.Request, s *session) {
 		d.Rows = append(d.Rows, row)
 	}
 	h.show(w, s, "prices", "Prices", d)
+}
+
+// modelsShown reports which models the user is shown (the prices page, the playground): every
+// model to an operator; to a member the models that one of their account's usable keys allows,
+// and to a member logged in with a key restricted to some models only those, as the gateway's
+// model list shows that key.
+func (h *Handler) modelsShown(r *http.Request, s *session) (func(model string) bool, error) {
+	if s.user.Operator() {
+		return func(string) bool { return true }, nil
+	}
+	keys, err := h.accountKeys(r, s.user.Account)
+	if err != nil {
+		return nil, err
+	}
+	id, now := s.identity(), h.now()
+	return func(model string) bool { return id.AllowsModel(model) && usableKeyAllows(keys, model, now) }, nil
 }
 
 // usableKeyAllows reports whether one of keys that is neither disabled nor expired at now (from

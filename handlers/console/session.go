@@ -179,20 +179,67 @@ func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// refusalHash makes the hash that a login naming no user is compared against: of a random
-// password, at the highest cost among users (bcrypt's time doubles with each step of cost).
-func refusalHash(users map[string]User) ([]byte, error) {
-	cost := bcrypt.MinCost
+// refusalHashes makes the hashes that refused logins are compared against, one of a random
+// password at each bcrypt cost from the cheapest user's to the costliest's (bcrypt's time doubles
+// with each step of cost). A name that is no user is compared against the costliest; a wrong
+// password of a user of cost c is compared against those of costs c to the costliest less one
+// besides its own hash, which together take as long (T(c) + T(c) + T(c+1) + … + T(max-1) =
+// T(max)). So every refusal takes about the costliest hash's time, and a right password only its
+// own hash's.
+func refusalHashes(users map[string]User) (map[int][]byte, error) {
+	lo, hi := bcrypt.MaxCost, bcrypt.MinCost
 	for _, u := range users {
-		if c, err := bcrypt.Cost(u.PasswordHash); err == nil && c > cost {
-			cost = c
+		if c, err := bcrypt.Cost(u.PasswordHash); err == nil {
+			lo, hi = min(lo, c), max(hi, c)
 		}
 	}
-	return bcrypt.GenerateFromPassword([]byte(rand.Text()), cost)
+	lo = min(lo, hi)
+	hashes := make(map[int][]byte, hi-lo+1)
+	for cost := lo; cost <= hi; cost++ {
+		hash, err := bcrypt.GenerateFromPassword([]byte(rand.Text()), cost)
+		if err != nil {
+			return nil, err
+		}
+		hashes[cost] = hash
+	}
+	return hashes, nil
+}
+
+// passwordRight compares password with user's hash (known: the name is a user), and on a
+// refusal pads the work to the costliest hash's (see refusalHashes).
+func (h *Handler) passwordRight(user User, known bool, password string) bool {
+	costliest := bcrypt.MinCost
+	for c := range h.refusalHashes {
+		costliest = max(costliest, c)
+	}
+	from := costliest
+	if known {
+		if bcrypt.CompareHashAndPassword(user.PasswordHash, []byte(password)) == nil {
+			return true
+		}
+		if c, err := bcrypt.Cost(user.PasswordHash); err == nil {
+			from = c
+		}
+	}
+	to := costliest
+	if known {
+		to-- // the user's own hash took the place of the costliest
+	}
+	for c := from; c <= to; c++ {
+		if hash := h.refusalHashes[c]; hash != nil {
+			// Compared only for its time: the password is random, nobody's.
+			_ = bcrypt.CompareHashAndPassword(hash, []byte(password))
+		}
+	}
+	return false
 }
 
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if msg := strictRequest(r); msg != "" {
+		h.renderLogin(w, r, http.StatusBadRequest, msg)
+		return
+	}
 	if !validLoginCSRF(r) {
 		h.Logger.Info("console login refused: no login form token", zap.String("remote_ip", h.clientIP(r)))
 		h.renderLogin(w, r, http.StatusForbidden, "This login form has expired or did not come from the console's own page. Try again.")
@@ -207,11 +254,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user, known := h.Users[name]
-	hash := h.refusalHash
-	if known {
-		hash = user.PasswordHash
-	}
-	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || !known {
+	if !h.passwordRight(user, known, password) {
 		h.Logger.Info("console login failed", zap.String("user", name), zap.String("remote_ip", h.clientIP(r)))
 		h.renderLogin(w, r, http.StatusUnauthorized, "The user name or password is wrong.")
 		return

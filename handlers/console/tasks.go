@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,10 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	d := tasksData{Account: strings.TrimSpace(q.Get("account")), Status: q.Get("status"), Model: strings.TrimSpace(q.Get("model")),
 		From: q.Get("from"), To: q.Get("to"), Before: q.Get("before"), Statuses: taskStatuses}
+	if d.Status != "" && !slices.Contains(taskStatuses, d.Status) {
+		h.fail(w, r, s, http.StatusBadRequest, "A task's status is one of "+strings.Join(taskStatuses, ", ")+", or left out for any.")
+		return
+	}
 	if !s.user.Operator() {
 		d.Account = s.user.Account
 	}

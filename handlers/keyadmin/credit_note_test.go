@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap"
@@ -41,7 +42,11 @@ func TestCreditNoteIsText(t *testing.T) {
 			if b, err := store.Balance(ctx, "acme"); err != nil || b.Amount != 0 || b.Limited {
 				t.Fatalf("balance %+v, %v; want nothing credited", b, err)
 			}
-			req := CreditRequest{Amount: "5", Note: "invoice café\n2026-11", IdempotencyKey: "k1"}
+			_, err = h.Credit(ctx, "acme", CreditRequest{Amount: "5", Note: strings.Repeat("é", MaxNote+1), IdempotencyKey: "k1"})
+			if !errors.As(err, &e) || e.Status != http.StatusBadRequest {
+				t.Fatalf("a note of %d characters: %v; want 400", MaxNote+1, err)
+			}
+			req := CreditRequest{Amount: "5", Note: "invoice café\n2026-11" + strings.Repeat("é", MaxNote-20), IdempotencyKey: "k1"}
 			first, err := h.Credit(ctx, "acme", req)
 			if err != nil || first.Entry.Note != req.Note || first.Balance.Balance != "5" {
 				t.Fatalf("credit = %+v, %v", first, err)

@@ -124,6 +124,9 @@ type CreditRequest struct {
 	IdempotencyKey string
 }
 
+// MaxNote is the longest note of a credit, in characters (the console's form says so too).
+const MaxNote = 500
+
 func (h *Handler) credit(r *http.Request, account string) (CreditAnswer, error) {
 	if _, err := h.account(r.Context(), account); err != nil {
 		return CreditAnswer{}, err
@@ -181,6 +184,9 @@ func (h *Handler) Credit(ctx context.Context, account string, req CreditRequest)
 	}
 	if amount < 0 && !req.Adjust {
 		return CreditAnswer{}, fail(http.StatusBadRequest, `a negative amount takes money from the balance: send it with "adjust": true`)
+	}
+	if utf8.RuneCountInString(req.Note) > MaxNote {
+		return CreditAnswer{}, fail(http.StatusBadRequest, fmt.Sprintf("note is at most %d characters; nothing was credited", MaxNote))
 	}
 	if !utf8.ValidString(req.Note) {
 		// Redis keeps a note as JSON text, Badger as bytes: one that is not UTF-8 would read

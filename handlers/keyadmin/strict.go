@@ -32,7 +32,15 @@ func strictQuery(r *http.Request, names ...string) (url.Values, error) {
 // differs from a field only by letter case (encoding/json would take it for the field) and an
 // unknown member are each an error naming the member. what names the object in those errors
 // ("the body", "budget"). The values are slices of data.
+//
+// The body's text must be Unicode as sent (checkText): not UTF-8, or holding an escaped lone
+// surrogate, it is refused before encoding/json would read either as U+FFFD.
 func strictObject(data []byte, what string, fields ...string) (map[string]json.RawMessage, error) {
+	if what == "the body" {
+		if err := checkText(data); err != nil {
+			return nil, err
+		}
+	}
 	members, err := jsonkeys.All(data, fields...)
 	if errors.Is(err, jsonkeys.ErrNotObject) {
 		if what == "the body" {

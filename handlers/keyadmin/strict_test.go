@@ -13,15 +13,19 @@ import (
 // rate; a refusal names the member.
 func TestApplyIsStrict(t *testing.T) {
 	for body, names := range map[string]string{
-		`{"account":"a","account":"b"}`:                                    `"account" appears more than once`,
-		`{"account":"a","ACCOUNT":"b"}`:                                    `"ACCOUNT" differs from "account" only by letter case`,
-		`{"account":"a","acc\u006funt":"b"}`:                               `"account" appears more than once`,
-		`{"account":"a","rate":{"requests":1,"window":"1m","Requests":9}}`: `rate: the key "Requests"`,
-		`{"account":"a","budget":{"amount":"1","amount":"9"}}`:             `budget: the key "amount" appears more than once`,
-		`{"account":"a","budget":{"amount":"1","limit":"9"}}`:              `budget: unknown member "limit"`,
-		`{"account":"a","budget":["1"]}`:                                   `budget must be a JSON object`,
-		`{"account":"a","extra":1}`:                                        `the body: unknown member "extra"`,
-		`[{"account":"a"}]`:                                                `must be a JSON object`,
+		`{"account":"a","account":"b"}`:                                               `"account" appears more than once`,
+		`{"account":"a","ACCOUNT":"b"}`:                                               `"ACCOUNT" differs from "account" only by letter case`,
+		`{"account":"a","acc\u006funt":"b"}`:                                          `"account" appears more than once`,
+		`{"account":"a","rate":{"requests":1,"window":"1m","Requests":9}}`:            `rate: the key "Requests"`,
+		`{"account":"a","budget":{"amount":"1","amount":"9"}}`:                        `budget: the key "amount" appears more than once`,
+		`{"account":"a","budget":{"amount":"1","limit":"9"}}`:                         `budget: unknown member "limit"`,
+		`{"account":"a","budget":["1"]}`:                                              `budget must be a JSON object`,
+		`{"account":"a","extra":1}`:                                                   `the body: unknown member "extra"`,
+		`[{"account":"a"}]`:                                                           `must be a JSON object`,
+		`{"account":"a","budget":{"amount":2.5}}`:                                     `budget must be {"amount": "25.50"`,
+		`{"account":"a","budget":{"amount": 25}}`:                                     `budget must be {"amount": "25.50"`,
+		`{"account":"a","models":["` + strings.Repeat("m", MaxModelPattern+1) + `"]}`: `a pattern is at most 512 bytes`,
+		"{\"account\":\"a\xff\"}":                                                     `not UTF-8 text`,
 	} {
 		var k storage.APIKey
 		if err := apply(&k, []byte(body)); err == nil || !strings.Contains(err.Error(), names) {

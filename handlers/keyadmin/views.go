@@ -104,6 +104,10 @@ func view(k storage.APIKey, readOnly bool) KeyView {
 	return v
 }
 
+// MaxModelPattern is the longest model pattern of a key, in bytes: the longest model the
+// gateway reads from a request (its model field's bound).
+const MaxModelPattern = 512
+
 // keyFields are the settable fields of a key, in a create or patch body. A field that is absent
 // is left alone; null clears it.
 var keyFields = map[string]func(k *storage.APIKey, raw json.RawMessage) error{
@@ -122,6 +126,11 @@ var keyFields = map[string]func(k *storage.APIKey, raw json.RawMessage) error{
 		var m []string
 		if json.Unmarshal(raw, &m) != nil {
 			return fmt.Errorf("models must be an array of glob patterns")
+		}
+		for _, pattern := range m {
+			if len(pattern) > MaxModelPattern {
+				return fmt.Errorf("models: a pattern is at most %d bytes (no model the gateway accepts is longer)", MaxModelPattern)
+			}
 		}
 		k.Models = m
 		return nil
@@ -181,9 +190,11 @@ var keyFields = map[string]func(k *storage.APIKey, raw json.RawMessage) error{
 			return fmt.Errorf("%w (%s)", err, usage)
 		}
 		b := &Budget{}
-		// An amount as entered (billing.EnteredMoney): "+5" is refused, as in a credit.
+		// An amount as entered (billing.EnteredMoney: "+5" is refused, as in a credit), and a
+		// decimal string, as a credit's: a JSON number would be read by a client's decoder as a
+		// float before it came here.
 		var amount billing.EnteredMoney
-		if json.Unmarshal(m["amount"], &amount) != nil || m["period"] != nil && json.Unmarshal(m["period"], &b.Period) != nil {
+		if !bytes.HasPrefix(bytes.TrimSpace(m["amount"]), []byte(`"`)) || json.Unmarshal(m["amount"], &amount) != nil || m["period"] != nil && json.Unmarshal(m["period"], &b.Period) != nil {
 			return errors.New(usage)
 		}
 		b.Amount = billing.Money(amount)
