@@ -15,11 +15,11 @@ import (
 	"github.com/mediagw/mediagw/internal/testredis"
 )
 
-// awaitBalance waits up to 10 s for account's balance and held amount (decimal strings) to be
+// awaitBalance waits up to 30 s for account's balance and held amount (decimal strings) to be
 // want and held on g's admin API.
 func awaitBalance(t *testing.T, g *gateway, account, want, held string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		b := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/"+account+"/balance", "", nil)
 		if b.field("balance") == want && b.field("held") == held {
 			return

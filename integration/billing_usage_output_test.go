@@ -51,7 +51,7 @@ func TestPassThroughUsageWithoutOutputCount(t *testing.T) {
 		if r.status != 200 || !strings.Contains(string(r.body), `"usage"`) {
 			t.Fatalf("chat %s = %d %s", c.say, r.status, r.body)
 		}
-		settleBy := time.Now().Add(10 * time.Second)
+		settleBy := time.Now().Add(30 * time.Second)
 		for call(t, "GET", admin+"/balance", "", nil).field("held") != "0" {
 			if time.Now().After(settleBy) {
 				t.Fatalf("the %s chat's hold did not end: %s", c.say, call(t, "GET", admin+"/balance", "", nil).body)

@@ -220,7 +220,7 @@ func heapAllocated() uint64 {
 // bytes, and returns what they hold.
 func awaitHeldAnswers(t *testing.T, least, most int64) int64 {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		held := upstream.HeldAnswerBytes()
 		if held >= least && held <= most {
 			return held
