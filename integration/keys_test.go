@@ -169,9 +169,11 @@ func TestAdminAPIKeyLifecycle(t *testing.T) {
 	waitFor(t, "the task to succeed", func() bool {
 		return call(t, "GET", e.base+"/api/v3/contents/generations/tasks/"+created.field("id"), secret, nil).field("status") == "succeeded"
 	})
-	waitFor(t, "the key's usage to show the charge", func() bool {
+	// The task's finish settles its hold (quota_used) and then gives its slot back
+	// (active_tasks): both are waited for.
+	waitFor(t, "the key's usage to show the charge and the slot given back", func() bool {
 		r = e.admin(t, "GET", "/mediagw/keys/"+id+"/usage", nil)
-		return r.status == 200 && r.json(t)["quota_used"] == "2"
+		return r.status == 200 && r.json(t)["quota_used"] == "2" && r.json(t)["active_tasks"] == float64(0)
 	})
 	// requests: the two before, the create and the polls (each a request)
 	if u := r.json(t); u["tasks"] != float64(1) || u["requests"].(float64) < 4 || u["active_tasks"] != float64(0) {
