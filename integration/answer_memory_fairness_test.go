@@ -67,7 +67,7 @@ func TestEditsInFlightAreNotCappedByTheirReservation(t *testing.T) {
 	}()
 	// The three edits reserved, and wait on the provider; no answer has come.
 	awaitHeldAnswers(t, 3*imageedit.EditAnswerReserve, 3*imageedit.EditAnswerReserve)
-	for deadline := time.Now().Add(10 * time.Second); fake.edited()-sent != 3; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); fake.edited()-sent != 3; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("with two edits in flight and no answer byte held, the provider got %d edits, want 3", fake.edited()-sent)
 		}

@@ -244,6 +244,31 @@ func endedEntries(t *testing.T, g *gateway, account string, from int) []map[stri
 	}
 }
 
+// endsOfHolds is an account's ledger (ledgerEntries) once it holds at least n hold ends
+// (settlements and releases). Whoever finishes a task (the watcher or a client's query, on any
+// instance) ends its hold just after the task's record shows it finished, so a ledger read as
+// soon as a client sees the task end may not have it yet: it is read again, for up to 30 s.
+func endsOfHolds(t *testing.T, g *gateway, account string, n int) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		all := ledgerEntries(t, g, account)
+		ends := 0
+		for _, e := range all {
+			if e["kind"] == "settle" || e["kind"] == "release" {
+				ends++
+			}
+		}
+		if ends >= n {
+			return all
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d holds ended in the ledger within 30 s, want %d", account, ends, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // readLedger reads an account's ledger, checking that each entry's balance_after is the running
 // sum of the amounts; it returns the entries and their sum.
 func readLedger(t *testing.T, g *gateway, account string) ([]map[string]any, int64) {

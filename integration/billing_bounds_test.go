@@ -98,7 +98,7 @@ func TestBillingPastTheLedgersBound(t *testing.T) {
 	}
 	settled := func(account, balance string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			b := call(t, "GET", "http://"+g.admin+"/mediagw/accounts/"+account+"/balance", "", nil)
 			if b.field("balance") == balance && b.field("held") == "0" {

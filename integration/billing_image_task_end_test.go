@@ -270,7 +270,7 @@ func TestImageEditTaskChargedByItsEnd(t *testing.T) {
 	}
 
 	finished := map[string]string{}
-	for deadline := time.Now().Add(10 * time.Second); len(finished) < 4 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); len(finished) < 4 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		finished = map[string]string{}
 		for _, rec := range readUsageLog(t, usageLog, "painters") {
 			if rec.Event == "task_finished" {

@@ -72,13 +72,14 @@ func TestRefusedThenNeverSentIsReleased(t *testing.T) {
 	base, g := startSimGateway(t, failoverNeverSentCaddyfile, map[string]string{"first": busy.URL, "stalled": startStalledListener(t)})
 	keys := keysEnv{g: g, base: base}
 	keys.credit(t, "fo", "10", "fo-1")
-	if err := chatUntilGivenUp(t, base, 700*time.Millisecond); err == nil {
+	// The client gives up after 3 s: long enough for a loaded machine to have sent the chat to
+	// the first upstream, and well before the second's TLS handshake times out (10 s).
+	if err := chatUntilGivenUp(t, base, 3*time.Second); err == nil {
 		t.Fatal("answered before the client gave up")
 	}
 	if refused.Load() != 1 {
 		t.Fatalf("the busy upstream got %d requests; want 1 (refused, then failed over)", refused.Load())
 	}
-	time.Sleep(300 * time.Millisecond)
 	if held, end := toolEnded(t, g, "fo", 0); held == "" || end != "release" {
 		t.Errorf("a chat refused by one upstream and never sent to the other: held %q, ended %q; want released", held, end)
 	}
@@ -116,19 +117,19 @@ func TestTimedOutThenNeverSentIsCharged(t *testing.T) {
 		got.Add(1)
 		select { // past the gateway's wait and the client's
 		case <-r.Context().Done():
-		case <-time.After(2 * time.Second):
+		case <-time.After(10 * time.Second):
 		}
 	}))
 	base, g := startSimGateway(t, timedOutFailoverCaddyfile, map[string]string{"first": slow.URL, "stalled": startStalledListener(t)})
 	keys := keysEnv{g: g, base: base}
 	keys.credit(t, "fo", "10", "fo-1")
-	if err := chatUntilGivenUp(t, base, 900*time.Millisecond); err == nil {
+	// 3 s: time for a loaded machine to send the chat to the first upstream and wait its 200 ms.
+	if err := chatUntilGivenUp(t, base, 3*time.Second); err == nil {
 		t.Fatal("answered before the client gave up")
 	}
 	if got.Load() != 1 {
 		t.Fatalf("the slow upstream got %d requests; want 1 (timed out, then failed over)", got.Load())
 	}
-	time.Sleep(300 * time.Millisecond)
 	if held, end := toolEnded(t, g, "fo", 0); held == "" || !strings.HasPrefix(end, "settle") {
 		t.Errorf("a chat the first upstream got and did not answer in time, never sent to the other: held %q, ended %q; want settled", held, end)
 	}

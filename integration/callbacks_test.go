@@ -248,15 +248,19 @@ func TestCallbackRetriesThenSucceeds(t *testing.T) {
 		return 200
 	})
 	createWithCallback(t, base, "fail then ok [[fail]]", rc.URL)
-	waitFor(t, "the failed callback to be delivered", func() bool {
+	// Events are delivered in no set order: the earlier ones may still be retried when the
+	// failed one is delivered. Wait for every event seen to have its third attempt.
+	waitFor(t, "every callback to be delivered", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
+		failedSeen := false
 		for _, d := range rc.seen() {
-			if d.status == "failed" && failures[d.id] >= 3 {
-				return true
+			failedSeen = failedSeen || d.status == "failed"
+			if failures[d.id] < 3 {
+				return false
 			}
 		}
-		return false
+		return failedSeen
 	})
 	time.Sleep(700 * time.Millisecond) // any extra retry would arrive in this time
 	perID := map[string][]string{}
@@ -287,7 +291,10 @@ func TestCallbackGoneStopsDeliveries(t *testing.T) {
 	waitFor(t, "the task to finish", func() bool {
 		return call(t, "GET", base+"/api/v3/contents/generations/tasks/"+id, "mg-hooks", nil).json(t)["status"] == "succeeded"
 	})
-	time.Sleep(300 * time.Millisecond)
+	// The first delivery is sent from the outbox, after the status change it tells of: on a
+	// loaded machine it may come after the task shows finished.
+	waitFor(t, "the first delivery", func() bool { return len(rc.seen()) > 0 })
+	time.Sleep(300 * time.Millisecond) // a second, wrongful delivery would arrive in this time
 	if n := len(rc.seen()); n != 1 {
 		t.Fatalf("after a 410 the receiver got %d deliveries, want 1", n)
 	}

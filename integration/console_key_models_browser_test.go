@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/mediagw/mediagw/internal/money"
 	"github.com/mediagw/mediagw/internal/testbrowser"
 )
 
@@ -107,7 +108,25 @@ func TestConsoleFiguresOfTheKeysModelsInABrowser(t *testing.T) {
 			Amount          string
 		}
 	}
-	decodeJSON(t, call(t, http.MethodGet, "http://"+e.g.admin+"/mediagw/usage?account=acme&group_by=model", "", nil).body, &report)
+	// A task's finish writes its usage record (which the report counts) just after its
+	// settlement: the report is read until it counts the three tasks and what the ledger charged.
+	var charged int64
+	for _, en := range ledgerEntries(t, e.g, "acme") {
+		if en["kind"] == "settle" {
+			n, _ := money.Parse(fmt.Sprint(en["charged"]))
+			charged += n
+		}
+	}
+	waitFor(t, "the usage report to count the three tasks and their charges", func() bool {
+		report.Rows = nil
+		decodeJSON(t, call(t, http.MethodGet, "http://"+e.g.admin+"/mediagw/usage?account=acme&group_by=model", "", nil).body, &report)
+		var tasks, amount int64
+		for _, r := range report.Rows {
+			n, _ := money.Parse(r.Amount)
+			tasks, amount = tasks+r.Tasks, amount+n
+		}
+		return tasks == 3 && amount == charged
+	})
 	var video, secret string
 	for _, r := range report.Rows {
 		figures := fmt.Sprintf("%d requests in 14 days|%d tasks in 14 days|%s spent in 14 days", r.Requests, r.Tasks, r.Amount)

@@ -112,7 +112,7 @@ func TestCreditBoundCountsOpenHolds(t *testing.T) {
 			if r := call(t, "DELETE", base+taskPath+"/"+task.field("id"), "mg-bound-holds", nil); r.status != 200 {
 				t.Fatalf("cancel = %d %s", r.status, r.body)
 			}
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 				b := e.admin(t, "GET", "/mediagw/accounts/bounded/balance", nil)
 				if b.field("held") == "0" {
 					break

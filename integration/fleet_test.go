@@ -347,7 +347,18 @@ func TestAdminChangesOnOneInstanceHoldOnAll(t *testing.T) {
 	if r := call(t, "DELETE", b.base+taskPath+"/"+first, secret, nil); r.status != 200 {
 		t.Fatalf("cancel on B = %d %s", r.status, r.body)
 	}
-	createTask(t, a, secret, "")
+	// The cancel is confirmed by a read of the task, which another instance's watcher may have
+	// stored first: then that watcher gives the slot back, just after the cancel's answer. A
+	// create refused meanwhile (429, nothing charged) is sent again.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := call(t, "POST", a.base+taskPath, secret, create)
+		if r.status == 200 {
+			break
+		}
+		if r.status != 429 || time.Now().After(deadline) {
+			t.Fatalf("create on A after the cancel on B = %d %s", r.status, r.body)
+		}
+	}
 	// Two tasks run, each holding 1 (cost 1); the cancelled one was released: nothing is
 	// charged yet.
 	if active, used := keyUsage(t, b, id); active != 2 || used != "0" {

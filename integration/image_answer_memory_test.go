@@ -237,7 +237,7 @@ func activeApp(t *testing.T) *caddymodule.App {
 // bytes, and returns what it holds.
 func awaitHeldAnswers(t *testing.T, least, most int64) int64 {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		held := heldAnswers(t)
 		if held >= least && held <= most {
 			return held

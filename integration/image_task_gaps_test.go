@@ -115,7 +115,7 @@ func TestPassThroughTaskEndsSeenWhole(t *testing.T) {
 	want := map[string]string{large: "/v1/images/generations succeeded 0.02", failed: "/v1/images/generations failed nothing",
 		video.field("id"): "/v1/videos failed nothing", remix.field("id"): "/v1/videos/{id} failed nothing"}
 	finished := map[string]string{}
-	for deadline := time.Now().Add(10 * time.Second); len(finished) < len(want) && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); len(finished) < len(want) && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		finished = map[string]string{}
 		for _, rec := range readUsageLog(t, usageLog, "painters") {
 			if rec.Event == "task_finished" {

@@ -163,10 +163,10 @@ func TestKeptResultAddressesStayPublic(t *testing.T) {
 		k.up.mu.Unlock()
 		id := k.create(t)
 		var answer map[string]any
-		deadline := time.Now().Add(15 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for answer == nil || answer["status"] != "succeeded" {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: the task is %v after 15 s; want succeeded with the provider's result", tc.name, answer["status"])
+				t.Fatalf("%s: the task is %v after 30 s; want succeeded with the provider's result", tc.name, answer["status"])
 			}
 			time.Sleep(100 * time.Millisecond)
 			answer = call(t, "GET", k.base+"/api/v3/contents/generations/tasks/"+id, "mg-alice", nil).json(t)

@@ -288,11 +288,19 @@ func TestMetricsUsageRecordsAndReport(t *testing.T) {
 	finishedTasks := func(m map[string]*dto.MetricFamily, status string) float64 {
 		return value(m, "mediagw_tasks_finished_total", map[string]string{"provider": "obsvideo", "model": videoModel, "status": status})
 	}
+	// A request's usage record is written once it is settled, after its answer (a stream's
+	// last event) may have reached the client; a task's finish counts it finished, then writes
+	// its record. A record's write counts the spend first: once every record is in the usage log
+	// (7 chats, 3 creates, the polls and 3 ends; the poor account's 2 calls), the spend metric
+	// has every charge.
+	allRecords := func() bool {
+		return len(readUsageLog(t, usageLog, account)) == 7+3+polls+3 && len(readUsageLog(t, usageLog, poorAccount)) == 2
+	}
 	waitFor(t, "the callbacks and the tasks' ends", func() bool {
 		m := scrape(t, g)
 		return len(rc.seen()) > 0 && value(m, "mediagw_callback_outbox_pending", map[string]string{}) == 0 &&
 			value(m, "mediagw_callback_deliveries_total", map[string]string{"outcome": "delivered"})-delivered == float64(len(rc.seen())) &&
-			finishedTasks(m, "succeeded")+finishedTasks(m, "failed") == 3
+			finishedTasks(m, "succeeded")+finishedTasks(m, "failed") == 3 && allRecords()
 	})
 
 	m := scrape(t, g)

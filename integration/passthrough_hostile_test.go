@@ -197,7 +197,7 @@ func TestPassThroughHostileClients(t *testing.T) {
 	balance := func(t *testing.T, want string) string {
 		t.Helper()
 		var b response
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			if b = call(t, "GET", "http://"+g.admin+"/mediagw/accounts/hostile/balance", "", nil); b.field("held") == "0" && b.field("balance") == want {
 				break
 			}

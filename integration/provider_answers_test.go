@@ -487,7 +487,7 @@ func TestReportedDurationOverContractLimit(t *testing.T) {
 		}
 	}
 	from, to := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly), time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := call(t, "GET", "http://"+a.g.admin+"/mediagw/usage?format=csv&account=answers&group_by=model&from="+from+"&to="+to, "", nil)
 		if strings.Contains(string(r.body), "video-answers") && strings.Contains(string(r.body), ",0.2\n") || strings.Contains(string(r.body), ",0.20\n") {

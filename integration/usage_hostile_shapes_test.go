@@ -138,7 +138,7 @@ func TestHostileUsageShapesAreChargedAsRead(t *testing.T) {
 		// of known length reaches the client whole before the gateway has read its end and
 		// settled, so the change may come after the answer.
 		var b response
-		for settleBy := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for settleBy := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			if b = call(t, "GET", balanceURL, "", nil); b.field("held") == "0" && b.field("balance") != before {
 				break
 			}

@@ -149,7 +149,7 @@ func plainKeyID(t *testing.T, line []byte) string {
 // waitUsageLines waits for the usage log to have n lines and returns them.
 func waitUsageLines(t *testing.T, path string, n int) [][]byte {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		b, err := os.ReadFile(path)
 		lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))

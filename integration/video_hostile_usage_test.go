@@ -68,7 +68,7 @@ func TestHostileUsageIsNotCharged(t *testing.T) {
 		// The task API's id of an Ark task is the upstream's (the scripted upstream's cgt-h<n>).
 		upstreamID := tc.upstreamID(up.lastArk())
 		up.set(upstreamID, fmt.Sprintf(tc.answer, upstreamID))
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			got, err := oa.Videos.Get(ctx, v.ID)
 			if err != nil {
@@ -78,13 +78,13 @@ func TestHostileUsageIsNotCharged(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: still %s after 10 s", tc.name, got.Status)
+				t.Fatalf("%s: still %s after 30 s", tc.name, got.Status)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	from, to := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly), time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		r := call(t, "GET", "http://"+g.admin+"/mediagw/usage?format=csv&account=hostile-answers&group_by=model&from="+from+"&to="+to, "", nil)
 		lines, err := csv.NewReader(strings.NewReader(string(r.body))).ReadAll()

@@ -197,7 +197,7 @@ func TestVideoProvidersUnknownState(t *testing.T) {
 		reads := func() int {
 			return len(v.reads(p.readPrefix))
 		}
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for reads() < 5 && time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond)
 		}

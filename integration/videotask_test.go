@@ -78,7 +78,7 @@ func textTask(prompt string) model.CreateContentGenerationTaskRequest {
 // pollUntil polls a task with the SDK until it reaches a terminal status (bounded).
 func pollUntil(t *testing.T, c *arkruntime.Client, id string) model.GetContentGenerationTaskResponse {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		got, err := c.GetContentGenerationTask(context.Background(), model.GetContentGenerationTaskRequest{ID: id})
 		if err != nil {

@@ -245,13 +245,19 @@ func TestGroupSyncOverlaps(t *testing.T) {
 			a := commit()
 			first := <-release // a's sync runs
 			b := commit()
+			// With room for one, 200 ms give a wrongful second sync its time to start; with room
+			// for two, the second is waited for as long as a loaded machine may take to start it.
+			wait := 200 * time.Millisecond
+			if overlap == 2 {
+				wait = 30 * time.Second
+			}
 			var second chan struct{}
 			select {
 			case second = <-release:
 				if overlap == 1 {
 					t.Fatal("a second sync started while the first ran")
 				}
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(wait):
 				if overlap == 2 {
 					t.Fatal("no second sync started while the first ran, with room for two")
 				}
