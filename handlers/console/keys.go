@@ -127,7 +127,12 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 		h.failErr(w, r, s, err)
 		return
 	}
-	created, err := h.Keys.CreateKey(r.Context(), body)
+	create := h.Keys.CreateKey // an operator's account may be a new one, held to the rule of new names
+	if !s.user.Operator() {
+		// A member's own account: the Caddyfile's, or their login key's, which exists already.
+		create = h.Keys.CreateKeyInConfiguredAccount
+	}
+	created, err := create(r.Context(), body)
 	if err != nil {
 		h.failErr(w, r, s, err)
 		return
