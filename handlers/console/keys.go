@@ -220,7 +220,10 @@ func (h *Handler) holdAccountKeys(w http.ResponseWriter, r *http.Request, s *ses
 		return nil, false
 	}
 	release = func() {
-		if err := h.Store.ReleaseLease(r.Context(), name, owner); err != nil {
+		// Released even when the client has gone: else the account's creates wait out the lease.
+		ctx, cancel := afterRequest(r)
+		defer cancel()
+		if err := h.Store.ReleaseLease(ctx, name, owner); err != nil {
 			h.Logger.Warn("releasing a console key lease (it ends by itself in 30s)", zap.Error(err))
 		}
 	}
