@@ -334,6 +334,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 			return fmt.Errorf("key %d (%s): %w", i+1, key.ID, err)
 		}
 		a.warnUnservedModels(key)
+		if err := storage.CheckNewAccountName(key.Account); err != nil {
+			// Kept working (an account named before the rule), but no new account could be so named.
+			a.logger.Warn("a key's account name is not in Unicode's composed form (NFC): it may read exactly as another account's",
+				zap.String("key_id", key.ID), zap.Error(err))
+		}
 	}
 	disabled := make(map[string]bool, len(a.DisabledAccounts))
 	for _, acct := range a.DisabledAccounts {

@@ -37,3 +37,18 @@ func TestAccountNamesThatReadAlikeAreOneAccount(t *testing.T) {
 		}
 	}
 }
+
+// A Caddyfile key's account named before the NFC rule (e and U+0301) still loads and works: the
+// rule refuses only a new account's name in the admin API; the Caddyfile's is logged as a
+// warning. Its account can be disabled through the admin API, as any account with a key.
+func TestCaddyfileKeyOfANonNFCAccountLoads(t *testing.T) {
+	caddyfile := strings.Replace(keysCaddyfile, "account acme\n", "account acme\n\t\t}\n\t\tkey mg-static-nfc-test {\n\t\t\tid nfc-key\n\t\t\taccount e\u0301quipe\n", 1)
+	base, g := startSimGateway(t, caddyfile, nil)
+	if r := call(t, http.MethodGet, base+"/v1/models", "mg-static-nfc-test", nil); r.status != http.StatusOK {
+		t.Fatalf("the key of account e+U+0301 quipe = %d %s", r.status, r.body)
+	}
+	e := keysEnv{g: g, base: base}
+	if r := e.admin(t, http.MethodPatch, "/mediagw/accounts/e%CC%81quipe", `{"disabled":true}`); r.status != http.StatusOK {
+		t.Fatalf("disabling the account = %d %s", r.status, r.body)
+	}
+}

@@ -21,8 +21,8 @@ const MaxAccountName = 128
 // page, in an export or in a log: no white space at either end ("acme " is "acme" on a page) and
 // no invisible formatting character (Unicode's Cf: zero-width spaces and joiners, the soft
 // hyphen, the byte-order mark, and the bidirectional overrides and isolates, which show a name's
-// letters in another order than they are stored), and in Unicode's composed form, NFC (a letter
-// and its combining accent, "e" and U+0301, read exactly as the one character U+00E9).
+// letters in another order than they are stored). A name that is to become a new account must
+// also be in Unicode's composed form (CheckNewAccountName).
 // Markup and other printable text are allowed: every page and export shows a name as text.
 func CheckAccountName(name string) error {
 	if strings.TrimSpace(name) == "" || len(name) > MaxAccountName || !utf8.ValidString(name) {
@@ -37,15 +37,25 @@ func CheckAccountName(name string) error {
 	if strings.ContainsFunc(name, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) {
 		return errors.New("an account name must not contain an invisible formatting character (zero-width, soft hyphen, byte-order mark, bidirectional control)")
 	}
-	if !norm.NFC.IsNormalString(name) {
-		// "équipe" with U+00E9 and with "e" and U+0301 read alike and are one text to Unicode:
-		// only the composed form (NFC) is a name, so that no two accounts read alike.
-		return errors.New("an account name must be in Unicode's composed form (NFC): write " + strconv.Quote(norm.NFC.String(name)) + ", with each accented letter as one character")
-	}
 	if name == "." || name == ".." {
 		// The admin API and the console address an account as one path segment, and HTTP
 		// servers clean these two away before any route is read.
 		return errors.New(`an account name must not be "." or ".."`)
+	}
+	return nil
+}
+
+// CheckNewAccountName is CheckAccountName for a name that is to become a new account: it must
+// also be in Unicode's composed form, NFC ("e" and the combining U+0301 read exactly as the one
+// character U+00E9), so that no new account reads as another. Accounts named before this rule
+// (with keys or a record in the store) and the Caddyfile's names are held only to
+// CheckAccountName, so that they keep working.
+func CheckNewAccountName(name string) error {
+	if err := CheckAccountName(name); err != nil {
+		return err
+	}
+	if !norm.NFC.IsNormalString(name) {
+		return errors.New("a new account name must be in Unicode's composed form (NFC): write " + strconv.Quote(norm.NFC.String(name)) + ", with each accented letter as one character")
 	}
 	return nil
 }

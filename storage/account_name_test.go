@@ -12,9 +12,15 @@ func TestCheckAccountName(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "  ", "a\x00b", "a\nb", "a\tb", "\x7f", "a\u0085b", strings.Repeat("a", MaxAccountName+1), "\xff",
-		" acme", "acme ", "acme\u00a0", "ac\u200bme", "\ufeffacme", "gam\u202eemca", "a\u2066b\u2069", "ac\u00adme", "a\u2028b", "a\u2029b", "e\u0301quipe", "\u212b"} {
-		if CheckAccountName(bad) == nil {
+		" acme", "acme ", "acme\u00a0", "ac\u200bme", "\ufeffacme", "gam\u202eemca", "a\u2066b\u2069", "ac\u00adme", "a\u2028b", "a\u2029b"} {
+		if CheckAccountName(bad) == nil || CheckNewAccountName(bad) == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+	// Not in NFC: refused as a new account's name only.
+	for _, old := range []string{"e\u0301quipe", "\u212b"} {
+		if CheckAccountName(old) != nil || CheckNewAccountName(old) == nil {
+			t.Errorf("%q: CheckAccountName %v, CheckNewAccountName %v", old, CheckAccountName(old), CheckNewAccountName(old))
 		}
 	}
 }

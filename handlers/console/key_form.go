@@ -1,9 +1,11 @@
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -28,8 +30,21 @@ const (
 // newKeyFormToken makes a key form's token.
 func newKeyFormToken() string { return "console-key-" + rand.Text() }
 
-// keyFormRecord names a token's record in the store's idempotency records.
-func keyFormRecord(token string) string { return "console/keyform/" + token }
+// keyFormRecord names a token's record in the store's idempotency records: the token as the
+// session's user, of the session's account, sent it. The same token sent from another session
+// (another user or account) is another record, so it is never told the key this one made.
+func keyFormRecord(s *session, token string) string {
+	return "console/keyform/" + url.PathEscape(s.user.Account) + "/" + url.PathEscape(s.user.Name) + "/" + token
+}
+
+// recordTimeout bounds the store writes that end a create after its answer is decided.
+const recordTimeout = 10 * time.Second
+
+// afterRequest is a context for a store write that must be done even when r's client has gone
+// (its context cancelled): r's values, without its cancellation, bounded by recordTimeout.
+func afterRequest(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(r.Context()), recordTimeout)
+}
 
 // keyFormClaim is a create's hold on its form's token: done records the key it created (or,
 // with "", frees the token for the form to be sent again, after a refusal).
@@ -47,7 +62,7 @@ func (h *Handler) claimKeyForm(w http.ResponseWriter, r *http.Request, s *sessio
 		h.fail(w, r, s, http.StatusBadRequest, "This key form has no create token. Reload the keys page and try again.")
 		return keyFormClaim{}, false
 	}
-	c := keyFormClaim{h: h, record: keyFormRecord(token), self: rand.Text()}
+	c := keyFormClaim{h: h, record: keyFormRecord(s, token), self: rand.Text()}
 	got, claimed, err := h.Store.BeginIdempotent(r.Context(), c.record,
 		storage.IdempotencyRecord{Owner: c.self, InFlight: true}, keyFormRunning)
 	switch {
@@ -66,13 +81,17 @@ func (h *Handler) claimKeyForm(w http.ResponseWriter, r *http.Request, s *sessio
 }
 
 // done records that the form created key id, or frees its token when id is "" (nothing was
-// created: the form may be sent again).
+// created: the form may be sent again). It records even when the client has gone meanwhile
+// (a second click aborts the first navigation), else the form sent again would be told it is
+// being sent for keyFormRunning, and then create a second key.
 func (c keyFormClaim) done(r *http.Request, id string) {
+	ctx, cancel := afterRequest(r)
+	defer cancel()
 	var err error
 	if id == "" {
-		err = c.h.Store.AbandonIdempotent(r.Context(), c.record, c.self)
+		err = c.h.Store.AbandonIdempotent(ctx, c.record, c.self)
 	} else {
-		err = c.h.Store.CompleteIdempotent(r.Context(), c.record,
+		err = c.h.Store.CompleteIdempotent(ctx, c.record,
 			storage.IdempotencyRecord{Owner: c.self, Status: http.StatusCreated, Body: []byte(id)}, keyFormKept)
 	}
 	if err != nil && !errors.Is(err, storage.ErrConflict) {

@@ -41,13 +41,20 @@ func boundLimitsByLoginKey(spec map[string]any, key *keyadmin.KeyView) string {
 	return ""
 }
 
-// keyBudget is a key's budget, a quota read as a budget of that many units for all time.
+// keyBudget is a key's budget, a quota read as a budget of that many units for all time. A
+// quota past storage.MaxAmount micro-units (the admin API takes any int64 of units) is read as
+// that most, the most any balance holds, so that its micro-units do not overflow into a small or
+// negative amount that would bound, and replace, a tighter one.
 func keyBudget(b *keyadmin.Budget, quota *int64) (keyadmin.Budget, bool) {
 	switch {
 	case b != nil:
 		return *b, true
 	case quota != nil:
-		return keyadmin.Budget{Amount: billing.Money(*quota) * billing.Micro, Period: storage.BudgetTotal}, true
+		amount := billing.Money(storage.MaxAmount)
+		if *quota <= storage.MaxAmount/billing.Micro {
+			amount = billing.Money(*quota) * billing.Micro
+		}
+		return keyadmin.Budget{Amount: amount, Period: storage.BudgetTotal}, true
 	}
 	return keyadmin.Budget{}, false
 }

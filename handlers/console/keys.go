@@ -127,7 +127,12 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 		h.failErr(w, r, s, err)
 		return
 	}
-	created, err := h.Keys.CreateKey(r.Context(), body)
+	create := h.Keys.CreateKey // an operator's account may be a new one, held to the rule of new names
+	if !s.user.Operator() {
+		// A member's own account: the Caddyfile's, or their login key's, which exists already.
+		create = h.Keys.CreateKeyInConfiguredAccount
+	}
+	created, err := create(r.Context(), body)
 	if err != nil {
 		h.failErr(w, r, s, err)
 		return
@@ -215,7 +220,10 @@ func (h *Handler) holdAccountKeys(w http.ResponseWriter, r *http.Request, s *ses
 		return nil, false
 	}
 	release = func() {
-		if err := h.Store.ReleaseLease(r.Context(), name, owner); err != nil {
+		// Released even when the client has gone: else the account's creates wait out the lease.
+		ctx, cancel := afterRequest(r)
+		defer cancel()
+		if err := h.Store.ReleaseLease(ctx, name, owner); err != nil {
 			h.Logger.Warn("releasing a console key lease (it ends by itself in 30s)", zap.Error(err))
 		}
 	}

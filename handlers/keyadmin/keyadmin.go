@@ -179,8 +179,20 @@ func (h *Handler) createKey(r *http.Request) (Created, error) {
 }
 
 // CreateKey creates a key from the fields of spec, a JSON object as the admin API's POST
-// /mediagw/keys takes it; the answer holds the secret, the only time it is shown.
+// /mediagw/keys takes it; the answer holds the secret, the only time it is shown. A new
+// account's name must be in NFC (checkNewAccount).
 func (h *Handler) CreateKey(ctx context.Context, spec []byte) (Created, error) {
+	return h.createKeyIn(ctx, spec, false)
+}
+
+// CreateKeyInConfiguredAccount is CreateKey for an account that the Caddyfile names (a console
+// member's own): its name is not held to the NFC rule of new names, which the Caddyfile's names
+// are not either.
+func (h *Handler) CreateKeyInConfiguredAccount(ctx context.Context, spec []byte) (Created, error) {
+	return h.createKeyIn(ctx, spec, true)
+}
+
+func (h *Handler) createKeyIn(ctx context.Context, spec []byte, configured bool) (Created, error) {
 	secret := KeyPrefix + strings.ToLower(rand.Text()+rand.Text()) // 256 random bits
 	key := storage.APIKey{Hash: storage.HashSecret(secret), CreatedAt: h.now().UTC().Truncate(time.Second)}
 	key.ID = "key_" + key.Hash[:12]
@@ -189,6 +201,11 @@ func (h *Handler) CreateKey(ctx context.Context, spec []byte) (Created, error) {
 	}
 	if key.Account == "" {
 		return Created{}, fail(http.StatusBadRequest, "account is required")
+	}
+	if !configured {
+		if err := h.checkNewAccount(ctx, key.Account); err != nil {
+			return Created{}, err
+		}
 	}
 	if _, err := h.Store.CreateKey(ctx, key); errors.Is(err, storage.ErrExists) {
 		return Created{}, fail(http.StatusConflict, "a key with this id exists")
@@ -233,8 +250,14 @@ func (h *Handler) patchKey(r *http.Request, id string) (KeyView, error) {
 		if static {
 			return KeyView{}, fail(http.StatusConflict, "key "+id+" is configured in the Caddyfile; change it there")
 		}
+		account := k.Account
 		if err := apply(&k, body); err != nil {
 			return KeyView{}, fail(http.StatusBadRequest, err.Error())
+		}
+		if k.Account != account {
+			if err := h.checkNewAccount(r.Context(), k.Account); err != nil {
+				return KeyView{}, err
+			}
 		}
 		stored, err := h.Store.UpdateKey(r.Context(), k)
 		if errors.Is(err, storage.ErrConflict) {
@@ -350,13 +373,17 @@ func (h *Handler) patchAccount(r *http.Request, name string) (AccountView, error
 
 // SetAccountDisabled disables or enables an account (compare-and-set on its record) and returns
 // it as GET /mediagw/accounts/{name} shows it. The record of an account that has none yet is
-// made only for a name a key could have (storage.CheckAccountName); any other is a 400.
+// made only for a name a key could have (storage.CheckAccountName) that is an account already or
+// may be a new one's (checkNewAccount); any other is a 400.
 func (h *Handler) SetAccountDisabled(ctx context.Context, name string, disabled bool) (AccountView, error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := h.Store.Account(ctx, name)
 		if errors.Is(err, storage.ErrNotFound) {
 			if err := storage.CheckAccountName(name); err != nil {
 				return AccountView{}, fail(http.StatusBadRequest, "account: "+err.Error())
+			}
+			if err := h.checkNewAccount(ctx, name); err != nil {
+				return AccountView{}, err
 			}
 		} else if err != nil {
 			return AccountView{}, err
