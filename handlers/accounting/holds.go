@@ -250,7 +250,7 @@ func (h Hold) Release(reason string) {
 func (h Hold) Reconciled() bool { return h.end != nil && h.end.reconciled.Load() }
 
 // StatusDeleted is the status a task finishes with (Finished, SettleTask) when its provider no
-// longer knows it after a DELETE the provider accepted while the gateway last saw it unfinished:
+// longer knows it after a DELETE the provider accepted while the gateway last saw it running:
 // it may have finished, and been billed, before the DELETE deleted it. It is charged as a success
 // that reported no usage: its estimate.
 const StatusDeleted = "deleted"

@@ -5,9 +5,10 @@ import (
 	"sync"
 )
 
-// A cancel's DELETE of a task that the gateway read as unfinished may meet the task's end: the
-// provider (Ark) deletes a task that has just finished, instead of cancelling it, and accepts the
-// DELETE. A read of the task after that answers 404, which alone says nothing of how the task
+// A cancel's DELETE of a task that the gateway read as running may meet the task's end: the
+// provider (Ark) cannot cancel a running task, so when it accepts the DELETE the task had just
+// finished, and it deleted it. (A task read queued is cancelled by the DELETE; a 404 after that
+// is a cancelled task that a concurrent DELETE deleted, released as before.) A read of the task after that answers 404, which alone says nothing of how the task
 // ended: it may have succeeded, and the provider bills it. So while a DELETE of this process is
 // underway, and once the provider accepted it, a 404 that finishes the task (finishUnreachable,
 // whether the cancel's own confirming read, the watcher's or a client's poll met it) charges its

@@ -491,9 +491,12 @@ func (h *Handler) cancelTask(reqCtx context.Context, id auth.Identity, taskID st
 	case err != nil:
 		return err
 	}
-	// Until the confirming read below, a 404 of the task charges its estimate: see
-	// cancel_deletes.go.
-	deleted := h.deleting(t.ID)
+	// A running task cannot be cancelled: a DELETE of one that the provider accepts met its end.
+	// Until the confirming read below, a 404 of it charges its estimate (cancel_deletes.go).
+	deleted := func() {}
+	if cur.Status == StatusRunning {
+		deleted = h.deleting(t.ID)
+	}
 	defer deleted()
 	ans, err := h.upstream().Call(ctx, p, http.MethodDelete, TasksPath+"/"+url.PathEscape(t.ID), nil)
 	if err != nil {
