@@ -23,6 +23,7 @@ const (
 	prefixTaskIndex  = "ta/" // ta/<account>\x00<created, 20 digits>/<task id> -> empty
 	prefixOpenTask   = "tu/" // tu/<task id> -> empty, while the task is unfinished
 	prefixRelay      = "rt/" // rt/<token sha256> -> task id
+	prefixKeyedTask  = "tk/" // tk/<idempotency key> -> task id: the create that made a video task (Task.IdempotencyKey)
 	prefixIdem       = "i/"  // i/<key> -> IdempotencyRecord
 	prefixEvent      = "o/"  // o/<event id> -> Event
 	prefixEventDue   = "od/" // od/<due, 20 digits>/<event id> -> empty

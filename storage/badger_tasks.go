@@ -207,6 +207,9 @@ func (b *Badger) taskWrites(dst []bookWrite, task Task, prev *Task) ([]bookWrite
 		return dst, err
 	}
 	dst = append(dst, bookWrite{key: prefixTask + task.ID, val: record, ttl: ttl})
+	if prev == nil && indexedByIdempotencyKey(task) {
+		dst = append(dst, bookWrite{key: prefixKeyedTask + task.IdempotencyKey, val: []byte(task.ID), ttl: ttl})
+	}
 	if prev != nil && prev.Unfinished() && task.Unfinished() && prev.Expiry().Equal(expiry) && ttl > minTaskRecordTTL {
 		return dst, nil // the index key (account, creation time, id) never changes
 	}
@@ -397,4 +400,24 @@ func taskIndexKey(t Task) []byte {
 	k := make([]byte, 0, len(prefixTaskIndex)+len(t.Account)+1+21+len(t.ID))
 	k = append(append(append(k, prefixTaskIndex...), t.Account...), 0)
 	return appendTaskCursor(k, t.CreatedAt, t.ID)
+}
+
+func (b *Badger) TaskOfIdempotencyKey(_ context.Context, key string) (Task, error) {
+	var t Task
+	err := b.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(prefixKeyedTask + key))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		id, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		t, err = txnGetTask(txn, string(id))
+		return err
+	})
+	return keyedTask(t, err, key)
 }

@@ -11,12 +11,17 @@ package storage
 //
 // Scripts that touch a key they cannot name in advance build it from the key prefix in ARGV; every
 // key shares the prefix's hash tag, so all of them live in one Cluster slot.
-// luaWriteNewTask defines writeNewTask(js), which writes a new task's record js and its index
-// entries, with scriptCreateTask's KEYS and ARGV.
+// luaWriteNewTask defines writeNewTask(js, keyed), which writes a new task's record js and its index
+// entries, with scriptCreateTask's KEYS and ARGV, and, when keyed (a key's name) is not empty,
+// the index entry of the task's idempotency key (Tasks.TaskOfIdempotencyKey) under it.
 const luaWriteNewTask = `
-local function writeNewTask(js)
+local function writeNewTask(js, keyed)
   redis.call('HSET', KEYS[1], 'v', 1, 'j', js, 'a', ARGV[6], 'k', ARGV[7], 'c', ARGV[4])
   redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+  if keyed and keyed ~= '' then
+    redis.call('SET', keyed, ARGV[5])
+    redis.call('PEXPIREAT', keyed, ARGV[2])
+  end
   if ARGV[3] == '1' then redis.call('SADD', KEYS[2], ARGV[5]) end
   redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
   redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
@@ -28,12 +33,12 @@ end
 
 var (
 	// KEYS: task, unfinished set, account index, index of all tasks. ARGV: json, expire-at ms,
-	// unfinished, created, id, account, kind, prefix. Returns 1 when created, 0 when a record is
+	// unfinished, created, id, account, kind, prefix, the idempotency key's entry (or ""). Returns 1 when created, 0 when a record is
 	// there. Each create also drops the two oldest entries of the index of all tasks if their
 	// records are gone (expired), so that index keeps about as many entries as there are records.
 	scriptCreateTask = newScript(luaWriteNewTask + `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-writeNewTask(ARGV[1])
+writeNewTask(ARGV[1], ARGV[9])
 return 1`)
 
 	// KEYS: task, unfinished set. ARGV: expected version, json, expire-at ms, unfinished, id,

@@ -41,7 +41,8 @@ redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 return 1`)
 
 	// KEYS: task, unfinished set, account's tasks, all tasks, claims, claim counters. ARGV: as
-	// scriptCreateTask's, then the claim id and the record without Active. Returns 0 when the
+	// scriptCreateTask's first eight, then the claim id, the record without Active and the
+	// idempotency key's entry (or ""). Returns 0 when the
 	// task exists, 1 when written keeping the claim's slot, 2 when written without it (the
 	// claim had ended: its slot was given back).
 	scriptCreateClaimedTask = newScript(luaWriteNewTask + `
@@ -52,7 +53,7 @@ if redis.call('ZREM', KEYS[5], ARGV[9]) == 1 then
 else
   js, code = ARGV[10], 2
 end
-writeNewTask(js)
+writeNewTask(js, ARGV[11])
 return code`)
 )
 
@@ -102,7 +103,7 @@ func (r *Redis) CreateClaimedTask(ctx context.Context, task Task, claim SlotClai
 	res, unconfirmed := r.execDurable(ctx, scriptCreateClaimedTask,
 		[]string{r.key("t:", task.ID), r.key("tu"), r.key("ta:", task.Account), r.key("tc"), r.key("sc"), r.key("sk")},
 		[]string{string(js), r.expireAtMillis(task), flag(task.Unfinished()), itoa(task.CreatedAt), task.ID, task.Account, task.Kind, r.prefix,
-			claim.ID, string(jsNone)})
+			claim.ID, string(jsNone), r.keyedTaskEntry(task)})
 	code, err := res.AsInt64()
 	if err != nil {
 		return Task{}, err

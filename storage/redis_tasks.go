@@ -52,7 +52,8 @@ func (r *Redis) CreateTask(ctx context.Context, task Task) (Task, error) {
 	}
 	res, unconfirmed := r.execDurable(ctx, scriptCreateTask,
 		[]string{r.key("t:", task.ID), r.key("tu"), r.key("ta:", task.Account), r.key("tc")},
-		[]string{string(js), r.expireAtMillis(task), flag(task.Unfinished()), itoa(task.CreatedAt), task.ID, task.Account, task.Kind, r.prefix})
+		[]string{string(js), r.expireAtMillis(task), flag(task.Unfinished()), itoa(task.CreatedAt), task.ID, task.Account, task.Kind, r.prefix,
+			r.keyedTaskEntry(task)})
 	n, err := res.AsInt64()
 	if err != nil {
 		return Task{}, err
@@ -393,4 +394,25 @@ func (r *Redis) RelayTask(ctx context.Context, tokenHash string) (string, error)
 		return "", ErrNotFound
 	}
 	return id, err
+}
+
+// keyedTaskEntry is the name of the index entry of t's idempotency key that its create writes
+// (TaskOfIdempotencyKey), or "" when it writes none.
+func (r *Redis) keyedTaskEntry(t Task) string {
+	if !indexedByIdempotencyKey(t) {
+		return ""
+	}
+	return r.key("tk:", t.IdempotencyKey)
+}
+
+func (r *Redis) TaskOfIdempotencyKey(ctx context.Context, key string) (Task, error) {
+	id, err := r.client.Do(ctx, r.client.B().Get().Key(r.key("tk:", key)).Build()).ToString()
+	if isNil(err) {
+		return Task{}, ErrNotFound
+	}
+	if err != nil {
+		return Task{}, err
+	}
+	t, err := r.Task(ctx, id)
+	return keyedTask(t, err, key)
 }

@@ -61,6 +61,10 @@ type Tasks interface {
 	// all tasks by creation time, with the same cursor, filters and bound. It never serves a
 	// client or a member, whose searches name their account.
 	SearchAllTasks(ctx context.Context, q TaskSearch) (TaskSearchPage, error)
+	// TaskOfIdempotencyKey returns the record of the video task whose create carried the
+	// idempotency key key (Task.IdempotencyKey), or ErrNotFound. CreateTask indexes a video
+	// task's key in the write of its record, so a create that wrote its record is found.
+	TaskOfIdempotencyKey(ctx context.Context, key string) (Task, error)
 	// UnfinishedTasks calls fn with the id of every unfinished task (see Task.Unfinished), until
 	// fn returns false. It reads an index, not every record.
 	UnfinishedTasks(ctx context.Context, fn func(id string) bool) error
@@ -215,8 +219,12 @@ type Task struct {
 	// Empty in records written before it was kept: accounting.createEndpoint names theirs by
 	// the record's kind.
 	Endpoint string `json:"endpoint,omitempty"`
-	// IdempotencyKey is the Idempotency-Key of the create that made the record, as the gateway
-	// sent it to the provider (scoped to the account: "mg-" and a SHA-256, never the client's
+	// IdempotencyKey, on a video task's record, is the key under which the idempotency guard
+	// keeps its create's answer (the account's scope and the SHA-256 of the client's
+	// Idempotency-Key, never the key itself): a retry whose answer was never kept (the gateway
+	// died after writing the record) finds the task by it (Tasks.TaskOfIdempotencyKey) instead
+	// of making another. On any other record, it is the Idempotency-Key of the create that made
+	// the record, as the gateway sent it to the provider (scoped to the account: "mg-" and a SHA-256, never the client's
 	// value), on the record of an object that pass-through created. A later create of the same
 	// account answered with this object is a replay of that create (a provider keeping answers
 	// by the key, answering an SDK's retry) only when it sent this same key. Empty when the
@@ -362,4 +370,22 @@ func (h taskHead) task() Task {
 // replace the second's.
 func sameTask(task *Task, account string, createdAt int64) bool {
 	return (task.Account == "" || task.Account == account) && (task.CreatedAt == 0 || task.CreatedAt == createdAt)
+}
+
+// indexedByIdempotencyKey reports whether the create of t indexes its IdempotencyKey
+// (Tasks.TaskOfIdempotencyKey): a video task's, whose create kept one.
+func indexedByIdempotencyKey(t Task) bool {
+	return t.Kind == KindVideo && t.IdempotencyKey != ""
+}
+
+// keyedTask checks that t, found by an index entry of key, is the task whose create carried key:
+// the entry may outlive a record taken back or deleted, and a later record under the same id.
+func keyedTask(t Task, err error, key string) (Task, error) {
+	if err != nil {
+		return Task{}, err
+	}
+	if !indexedByIdempotencyKey(t) || t.IdempotencyKey != key {
+		return Task{}, ErrNotFound
+	}
+	return t, nil
 }

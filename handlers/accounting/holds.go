@@ -249,9 +249,16 @@ func (h Hold) Release(reason string) {
 // see Slot.GivenBack and SlotGivenBack.
 func (h Hold) Reconciled() bool { return h.end != nil && h.end.reconciled.Load() }
 
+// StatusDeleted is the status a task finishes with (Finished, SettleTask) when its provider no
+// longer knows it after a DELETE the provider accepted while the gateway last saw it running:
+// it may have finished, and been billed, before the DELETE deleted it. It is charged as a success
+// that reported no usage: its estimate.
+const StatusDeleted = "deleted"
+
 // SettleTask ends the hold a finished task carries (storage.Task.HoldID): a succeeded task is
 // charged its usage at the price it was accepted at (storage.Task.HoldPrice; the estimate
-// standing in for what the upstream did not report), any other is released. A reload of the
+// standing in for what the upstream did not report), and so is one StatusDeleted; any other is
+// released. A reload of the
 // prices meanwhile changes nothing of it. (A record without that price, written before it was
 // kept, is priced as the table prices its model now, or charged the amount held when the model
 // has no price any more.)
@@ -270,7 +277,7 @@ func (a *Accountant) settleTask(ctx context.Context, t storage.Task, status stri
 		return 0, holdEndedHere
 	}
 	owner := holdOwner{taskID: t.ID, account: t.Account, model: t.Model}
-	if status != "succeeded" && !charge {
+	if status != "succeeded" && status != StatusDeleted && !charge {
 		how, _ := a.endHold(ctx, t.HoldID, -1, "task "+status, owner)
 		return 0, how
 	}

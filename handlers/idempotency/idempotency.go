@@ -88,6 +88,20 @@ type marksKey struct{}
 // requestMarks are what the handler behind the guard tells it about its request.
 type requestMarks struct {
 	forwarded, made, unmade, cut atomic.Bool
+	// key is where the guard keeps the request's answer (RecordKey).
+	key string
+}
+
+// RecordKey is the key under which the guard keeps the answer of the request whose context this
+// is: its scope (account and endpoint) and the SHA-256 of its Idempotency-Key, never the key
+// itself; "" for a request that came without one. A create writes it with the record of what it
+// made (storage.Task.IdempotencyKey), so that a retry whose answer was never kept (the gateway
+// died after the record, before the answer) finds what was made instead of making it again.
+func RecordKey(ctx context.Context) string {
+	if m, ok := ctx.Value(marksKey{}).(*requestMarks); ok {
+		return m.key
+	}
+	return ""
 }
 
 // MarkForwarded records that the request whose context this is has been sent to the upstream,
@@ -225,7 +239,7 @@ func (g *Guard) Run(w http.ResponseWriter, r *http.Request, scope, key, reqHash 
 		return
 	}
 
-	marks := new(requestMarks)
+	marks := &requestMarks{key: storeKey}
 	r = r.WithContext(context.WithValue(r.Context(), marksKey{}, marks))
 	rec := &recorder{ResponseWriter: w, limit: g.maxAnswer()}
 	// A handler that panics stops the renewals too: its key is freed when its lease runs out.

@@ -246,6 +246,9 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 			return storage.Task{}, err
 		}
 	}
+	if made, ok, err := h.madeByKey(r.Context(), id); ok || err != nil {
+		return made, err
+	}
 	slot, err := h.startTask(r.Context(), id, req.Model)
 	if err != nil {
 		return storage.Task{}, err
@@ -306,6 +309,7 @@ func (h *Handler) createTask(r *http.Request, id auth.Identity, req CreateReques
 		CallbackURL: req.CallbackURL, Active: slot.Held,
 		NoLastFrame: !req.ReturnLastFrame, UpstreamID: upstreamID, Request: canonical,
 		HoldID: hold.ID, HoldAmount: int64(hold.Estimate.Amount),
+		IdempotencyKey: idempotency.RecordKey(r.Context()),
 	}
 	if hold.ID != "" {
 		task.HoldUsage, task.HoldPrice = hold.Estimate.Usage.Encode(), hold.EncodedPrice()

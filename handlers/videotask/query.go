@@ -362,8 +362,14 @@ func (h *Handler) finishUnreachable(ctx context.Context, t storage.Task, why str
 		return t, err
 	}
 	if won {
+		status := stored.Status
+		if h.deleteUnderway(t.ID) {
+			// Gone after a DELETE the provider accepted: it may have finished (see
+			// cancel_deletes.go), and is charged its estimate.
+			status, why = accounting.StatusDeleted, why+" after a DELETE it accepted; it may have finished, and is charged its estimate"
+		}
 		h.Logger.Info("task finished: "+why, zap.String("task_id", t.ID), zap.String("last_status", stored.Status))
-		h.finished(ctx, stored, stored.Status)
+		h.finished(ctx, stored, status)
 	}
 	if len(stored.Result) == 0 {
 		stored.Result = recordJSON(stored)
@@ -485,9 +491,19 @@ func (h *Handler) cancelTask(reqCtx context.Context, id auth.Identity, taskID st
 	case err != nil:
 		return err
 	}
+	// A running task cannot be cancelled: a DELETE of one that the provider accepts met its end.
+	// Until the confirming read below, a 404 of it charges its estimate (cancel_deletes.go).
+	deleted := func() {}
+	if cur.Status == StatusRunning {
+		deleted = h.deleting(t.ID)
+	}
+	defer deleted()
 	ans, err := h.upstream().Call(ctx, p, http.MethodDelete, TasksPath+"/"+url.PathEscape(t.ID), nil)
 	if err != nil {
 		return err
+	}
+	if !ans.OK() {
+		deleted() // refused, or unknown already: a 404 now is no task this DELETE ended
 	}
 	if !ans.OK() && ans.Status != http.StatusNotFound {
 		return withoutRelayTokensIn(upstream.Refusal(ans))

@@ -41,6 +41,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("TaskFinishedOnce", func(t *testing.T) { testTaskFinishedOnce(t, fresh(t)) })
 	t.Run("TaskKeepsEndpoint", func(t *testing.T) { testTaskKeepsEndpoint(t, fresh(t)) })
 	t.Run("TaskKeepsIdempotencyKey", func(t *testing.T) { testTaskKeepsIdempotencyKey(t, fresh(t)) })
+	t.Run("TaskFoundByIdempotencyKey", func(t *testing.T) { testTaskFoundByIdempotencyKey(t, fresh(t)) })
 	t.Run("TaskBatchCompareAndSet", func(t *testing.T) { testTaskBatchCompareAndSet(t, fresh(t)) })
 	t.Run("TaskBatchFinishedOnce", func(t *testing.T) { testTaskBatchFinishedOnce(t, fresh(t)) })
 	t.Run("TaskIDReused", func(t *testing.T) { testTaskIDReused(t, fresh(t)) })
