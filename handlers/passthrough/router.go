@@ -371,6 +371,9 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 				route.modelInBody = named
 				return pathModel, nil
 			}
+			if err := streamAsked(ep, &fields, route); err != nil {
+				return "", err
+			}
 			var model string
 			if raw, ok := fields.get("model"); ok && (json.Unmarshal(raw, &model) != nil || model != pathModel) {
 				return "", apierror.New(http.StatusBadRequest, "invalid_request_body", "the body's model differs from the path's").WithParam("model")
@@ -422,10 +425,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 				return "", err
 			}
 		}
-		if route.Streams, err = asksStream(&fields); err != nil {
-			return "", err
-		}
-		if route.streamOptions, err = askUsage(ep, &fields, route.Streams); err != nil {
+		if err := streamAsked(ep, &fields, route); err != nil {
 			return "", err
 		}
 		if createsVideo(ep) {
