@@ -490,19 +490,22 @@ func jsonModel(fields *bodyFields) (string, error) {
 
 // refFields are the top-level body fields the router reads: model, the priced fields, the
 // endpoint's references and, where tools may name models, tools, max_tool_calls and tool_choice
-// (which bound the images a tool is held for). The slice is shared by every endpoint without
+// (which bound the images a tool is held for); a legacy completion's prompt (held per prompt). The slice is shared by every endpoint without
 // references: do not
 // change it.
 func refFields(ep Endpoint) []string {
 	if len(ep.Refs) == 0 && !ep.toolModels {
 		return modelAndPriced
 	}
-	fields := append(make([]string, 0, len(modelAndPriced)+len(ep.Refs)+3), modelAndPriced...)
+	fields := append(make([]string, 0, len(modelAndPriced)+len(ep.Refs)+4), modelAndPriced...)
 	for field := range ep.Refs {
 		fields = append(fields, field)
 	}
 	if ep.toolModels {
 		fields = append(fields, "tools", "max_tool_calls", "tool_choice", "background")
+	}
+	if legacyCompletion(ep) {
+		fields = append(fields, promptField) // its prompts are held (timesPrompts)
 	}
 	return fields
 }
