@@ -47,6 +47,9 @@ const streamOptionsCaddyfile = `{
 		key mg-so-left {
 			account so-left
 		}
+		key mg-so-azure {
+			account so-azure
+		}
 	}
 }
 
@@ -55,6 +58,7 @@ http://127.0.0.1:{{port}} {
 		mediagw_auth
 		mediagw_route {
 			endpoint POST /v1/completions
+			endpoint POST /openai/deployments/{model}/chat/completions
 		}
 		reverse_proxy {
 			dynamic mediagw
@@ -102,6 +106,14 @@ func (f *streamOptionsFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "data: "+chunk+"\n\n", `""`, `"stop"`)
 		if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 			fmt.Fprint(w, `data: {"id":"cmpl-1","object":"text_completion","created":1,"model":"so-instruct","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":503,"total_tokens":513}}`+"\n\n")
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	case r.URL.Path == "/v1/openai/deployments/so-instruct/chat/completions" && r.Header.Get("Authorization") == "Bearer openai-operator-key":
+		// Azure's chat completions, the model named in the path, stream as OpenAI's do.
+		w.Header().Set("Content-Type", "text/event-stream")
+		writeChatDeltas(w, "so-instruct")
+		if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+			fmt.Fprint(w, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"so-instruct","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":503,"total_tokens":513}}`+"\n\n")
 		}
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	case r.URL.Path == "/strict/v1/chat/completions" && r.Header.Get("Authorization") == "Bearer strict-operator-key":
@@ -156,5 +168,30 @@ func TestStreamOptionsPerProvider(t *testing.T) {
 		if !ok || strings.TrimPrefix(held, "hold -") != charged || !strings.HasPrefix(charged, "4.") {
 			t.Errorf("%s: %q, want the hold (2000 output tokens, 4 and the input's estimate) charged whole", account, ledger)
 		}
+	}
+}
+
+// TestPathModelChatAsksForItsUsage: an added chat completion endpoint that names its model in
+// the path (Azure's /openai/deployments/{model}/chat/completions) asks for a stream's usage as
+// the body-model one does, and is charged the 503 output tokens the provider bills (1.016), not
+// its three deltas; a stream that is no boolean is refused there too.
+func TestPathModelChatAsksForItsUsage(t *testing.T) {
+	fake := &streamOptionsFake{bodies: map[string]string{}}
+	up := httptest.NewServer(fake)
+	t.Cleanup(up.Close)
+	base, g := startSimGateway(t, streamOptionsCaddyfile, map[string]string{"fake_url": up.URL})
+	keysEnv{g: g}.credit(t, "so-azure", "100", "so-azure")
+	path := "/openai/deployments/so-instruct/chat/completions"
+
+	r := call(t, "POST", base+path, "mg-so-azure", `{"messages":[{"role":"user","content":"what is six times seven?"}],"stream":"true"}`)
+	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), `"param":"stream"`) || fake.body("/v1"+path) != "" {
+		t.Fatalf(`"stream":"true": %d %.300s; want 400 (param stream), nothing forwarded`, r.status, r.body)
+	}
+	r = call(t, "POST", base+path, "mg-so-azure", `{"messages":[{"role":"user","content":"what is six times seven?"}],"max_tokens":2000,"stream":true}`)
+	if r.status != 200 || !strings.Contains(fake.body("/v1"+path), `"stream":true,"stream_options":{"include_usage":true}}`) {
+		t.Errorf("chat on a {model} path: %d %.300s; the provider got %s", r.status, r.body, fake.body("/v1"+path))
+	}
+	if got := settledAs(t, g, "so-azure"); got != reasoningCharge {
+		t.Errorf("chat on a {model} path: %q, want %q: the provider bills 503 completion tokens", got, reasoningCharge)
 	}
 }
