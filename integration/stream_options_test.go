@@ -30,6 +30,15 @@ const streamOptionsCaddyfile = `{
 			models so-chat
 			omit_stream_options
 		}
+		provider lax {
+			base_url {{fake_url}}/lax/v1
+			api_key lax-operator-key
+			models so-lax-instruct
+		}
+		price so-lax-instruct {
+			input_tokens 1000
+			output_tokens 2000
+		}
 		price so-instruct {
 			input_tokens 1000
 			output_tokens 2000
@@ -49,6 +58,9 @@ const streamOptionsCaddyfile = `{
 		}
 		key mg-so-azure {
 			account so-azure
+		}
+		key mg-so-lax {
+			account so-lax
 		}
 	}
 }
@@ -97,7 +109,11 @@ func (f *streamOptionsFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(body, &req) // a body that does not read asks for no usage
 	switch {
-	case r.URL.Path == "/v1/completions" && r.Header.Get("Authorization") == "Bearer openai-operator-key":
+	case r.URL.Path == "/v1/completions" && r.Header.Get("Authorization") == "Bearer openai-operator-key",
+		r.URL.Path == "/lax/v1/completions" && r.Header.Get("Authorization") == "Bearer lax-operator-key":
+		if strings.HasPrefix(r.URL.Path, "/lax/") {
+			req.StreamOptions = nil // a provider that ignores stream_options: no usage chunk
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		const chunk = `{"id":"cmpl-1","object":"text_completion","created":1,"model":"so-instruct","choices":[{"text":%s,"index":0,"logprobs":null,"finish_reason":%s}]}`
 		for _, word := range []string{"forty", "-", "two"} {
@@ -193,5 +209,25 @@ func TestPathModelChatAsksForItsUsage(t *testing.T) {
 	}
 	if got := settledAs(t, g, "so-azure"); got != reasoningCharge {
 		t.Errorf("chat on a {model} path: %q, want %q: the provider bills 503 completion tokens", got, reasoningCharge)
+	}
+}
+
+// TestLegacyStreamWithoutUsageIsChargedItsChunks: a streamed legacy completion from a provider
+// that ignores stream_options (no usage chunk) is charged its three chunks of text (3 output
+// tokens and the input's estimate), not the 2000 output tokens it held.
+func TestLegacyStreamWithoutUsageIsChargedItsChunks(t *testing.T) {
+	fake := &streamOptionsFake{bodies: map[string]string{}}
+	up := httptest.NewServer(fake)
+	t.Cleanup(up.Close)
+	base, g := startSimGateway(t, streamOptionsCaddyfile, map[string]string{"fake_url": up.URL})
+	keysEnv{g: g}.credit(t, "so-lax", "100", "so-lax")
+	r := call(t, "POST", base+"/v1/completions", "mg-so-lax", `{"model":"so-lax-instruct","prompt":"what is six times seven?","max_tokens":2000,"stream":true}`)
+	if r.status != 200 || !strings.Contains(string(r.body), "[DONE]") {
+		t.Fatalf("legacy completion: %d %.300s", r.status, r.body)
+	}
+	settledAs(t, g, "so-lax")
+	ledger := ledgerEnds(t, call(t, "GET", "http://"+g.admin+"/mediagw/accounts/so-lax/ledger", "", nil), true)
+	if held, charged, ok := strings.Cut(ledger, "; settle charged "); !ok || !strings.HasPrefix(held, "hold -4.") || !strings.HasPrefix(charged, "0.0") {
+		t.Errorf("%q: want the hold of 2000 output tokens (4.…) settled at 3 output tokens and the input's estimate (0.0…)", ledger)
 	}
 }
