@@ -147,6 +147,19 @@ func (f *streamOptionsFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// startStreamOptionsGateway starts the gateway of streamOptionsCaddyfile in front of a new
+// streamOptionsFake, and credits each account 100.
+func startStreamOptionsGateway(t *testing.T, accounts ...string) (*streamOptionsFake, string, *gateway) {
+	fake := &streamOptionsFake{bodies: map[string]string{}}
+	up := httptest.NewServer(fake)
+	t.Cleanup(up.Close)
+	base, g := startSimGateway(t, streamOptionsCaddyfile, map[string]string{"fake_url": up.URL})
+	for _, account := range accounts {
+		keysEnv{g: g}.credit(t, account, "100", "so-"+account)
+	}
+	return fake, base, g
+}
+
 // TestStreamOptionsPerProvider: a streamed legacy completion (an added /v1/completions) asks
 // for its usage as a chat completion does, and is charged the 503 output tokens the provider
 // bills (1.016), not its three deltas. A provider with omit_stream_options gets its streamed
@@ -155,13 +168,7 @@ func (f *streamOptionsFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // held (its 2000 max_completion_tokens), not the three deltas it showed: by a client that read
 // it whole, and by one that left after its first delta.
 func TestStreamOptionsPerProvider(t *testing.T) {
-	fake := &streamOptionsFake{bodies: map[string]string{}}
-	up := httptest.NewServer(fake)
-	t.Cleanup(up.Close)
-	base, g := startSimGateway(t, streamOptionsCaddyfile, map[string]string{"fake_url": up.URL})
-	for _, account := range []string{"so-legacy", "so-whole", "so-left"} {
-		keysEnv{g: g}.credit(t, account, "100", "so-"+account)
-	}
+	fake, base, g := startStreamOptionsGateway(t, "so-legacy", "so-whole", "so-left")
 
 	r := call(t, "POST", base+"/v1/completions", "mg-so-legacy", `{"model":"so-instruct","prompt":"what is six times seven?","max_tokens":2000,"stream":true}`)
 	if r.status != 200 || !strings.Contains(fake.body("/v1/completions"), `"stream":true,"stream_options":{"include_usage":true}}`) {
@@ -192,11 +199,7 @@ func TestStreamOptionsPerProvider(t *testing.T) {
 // the body-model one does, and is charged the 503 output tokens the provider bills (1.016), not
 // its three deltas; a stream that is no boolean is refused there too.
 func TestPathModelChatAsksForItsUsage(t *testing.T) {
-	fake := &streamOptionsFake{bodies: map[string]string{}}
-	up := httptest.NewServer(fake)
-	t.Cleanup(up.Close)
-	base, g := startSimGateway(t, streamOptionsCaddyfile, map[string]string{"fake_url": up.URL})
-	keysEnv{g: g}.credit(t, "so-azure", "100", "so-azure")
+	fake, base, g := startStreamOptionsGateway(t, "so-azure")
 	path := "/openai/deployments/so-instruct/chat/completions"
 
 	r := call(t, "POST", base+path, "mg-so-azure", `{"messages":[{"role":"user","content":"what is six times seven?"}],"stream":"true"}`)
@@ -216,11 +219,7 @@ func TestPathModelChatAsksForItsUsage(t *testing.T) {
 // that ignores stream_options (no usage chunk) is charged its three chunks of text (3 output
 // tokens and the input's estimate), not the 2000 output tokens it held.
 func TestLegacyStreamWithoutUsageIsChargedItsChunks(t *testing.T) {
-	fake := &streamOptionsFake{bodies: map[string]string{}}
-	up := httptest.NewServer(fake)
-	t.Cleanup(up.Close)
-	base, g := startSimGateway(t, streamOptionsCaddyfile, map[string]string{"fake_url": up.URL})
-	keysEnv{g: g}.credit(t, "so-lax", "100", "so-lax")
+	_, base, g := startStreamOptionsGateway(t, "so-lax")
 	r := call(t, "POST", base+"/v1/completions", "mg-so-lax", `{"model":"so-lax-instruct","prompt":"what is six times seven?","max_tokens":2000,"stream":true}`)
 	if r.status != 200 || !strings.Contains(string(r.body), "[DONE]") {
 		t.Fatalf("legacy completion: %d %.300s", r.status, r.body)
