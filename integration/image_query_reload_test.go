@@ -3,8 +3,9 @@ package integration
 import (
 	"bytes"
 	"net/http"
+	"runtime"
+	"strings"
 	"testing"
-	"time"
 )
 
 // TestImageTaskQueryIsSharedAcrossReloads: a query of an image task is waiting for the
@@ -38,13 +39,13 @@ func TestImageTaskQueryIsSharedAcrossReloads(t *testing.T) {
 	waitFor(t, "the new config", func() bool { return activeApp(t) != old })
 
 	go query(second)
-	// The second query reaches the provider at once if it makes a call of its own; give it
-	// time to join the call in flight instead.
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if n := fake.queried(id) - queried; n > 1 {
-			close(before)
-			t.Fatalf("the query served by the reloaded config made a call of its own: %d calls", n)
-		}
+	// Wait until both queries wait on a call (past join): only then may the first call end (a
+	// query that came after it would rightly make a call of its own). A second call that the
+	// reloaded config made is counted at the latest once both queries are answered.
+	waitFor(t, "both queries waiting for a provider call", func() bool { return queriesWaiting() >= 2 })
+	if n := fake.queried(id) - queried; n > 1 {
+		close(before)
+		t.Fatalf("the query served by the reloaded config made a call of its own: %d calls", n)
 	}
 	close(before)
 	a, b := <-first, <-second
@@ -58,4 +59,28 @@ func TestImageTaskQueryIsSharedAcrossReloads(t *testing.T) {
 		t.Fatalf("the provider was called %d times for the two queries, want once", n)
 	}
 	awaitHeldAnswers(t, 0, 0)
+}
+
+// queriesWaiting is the number of goroutines of the process that wait in an image task query
+// for the provider call it joined (imageedit's Handler.query, in its select on the call's end).
+func queriesWaiting() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	waiting := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		// A goroutine's header ("goroutine 94 [select]:"), then its frames, the innermost first
+		// (runtime.Stack leaves out the runtime's own).
+		if header, frames, ok := strings.Cut(g, "\n"); ok && strings.Contains(header, "[select") &&
+			strings.HasPrefix(frames, "github.com/mediagw/mediagw/handlers/imageedit.(*Handler).query(") {
+			waiting++
+		}
+	}
+	return waiting
 }

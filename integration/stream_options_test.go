@@ -30,6 +30,15 @@ const streamOptionsCaddyfile = `{
 			models so-chat
 			omit_stream_options
 		}
+		provider lax {
+			base_url {{fake_url}}/lax/v1
+			api_key lax-operator-key
+			models so-lax-instruct
+		}
+		price so-lax-instruct {
+			input_tokens 1000
+			output_tokens 2000
+		}
 		price so-instruct {
 			input_tokens 1000
 			output_tokens 2000
@@ -47,6 +56,12 @@ const streamOptionsCaddyfile = `{
 		key mg-so-left {
 			account so-left
 		}
+		key mg-so-azure {
+			account so-azure
+		}
+		key mg-so-lax {
+			account so-lax
+		}
 	}
 }
 
@@ -55,6 +70,7 @@ http://127.0.0.1:{{port}} {
 		mediagw_auth
 		mediagw_route {
 			endpoint POST /v1/completions
+			endpoint POST /openai/deployments/{model}/chat/completions
 		}
 		reverse_proxy {
 			dynamic mediagw
@@ -93,7 +109,11 @@ func (f *streamOptionsFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = json.Unmarshal(body, &req) // a body that does not read asks for no usage
 	switch {
-	case r.URL.Path == "/v1/completions" && r.Header.Get("Authorization") == "Bearer openai-operator-key":
+	case r.URL.Path == "/v1/completions" && r.Header.Get("Authorization") == "Bearer openai-operator-key",
+		r.URL.Path == "/lax/v1/completions" && r.Header.Get("Authorization") == "Bearer lax-operator-key":
+		if strings.HasPrefix(r.URL.Path, "/lax/") {
+			req.StreamOptions = nil // a provider that ignores stream_options: no usage chunk
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		const chunk = `{"id":"cmpl-1","object":"text_completion","created":1,"model":"so-instruct","choices":[{"text":%s,"index":0,"logprobs":null,"finish_reason":%s}]}`
 		for _, word := range []string{"forty", "-", "two"} {
@@ -102,6 +122,14 @@ func (f *streamOptionsFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "data: "+chunk+"\n\n", `""`, `"stop"`)
 		if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 			fmt.Fprint(w, `data: {"id":"cmpl-1","object":"text_completion","created":1,"model":"so-instruct","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":503,"total_tokens":513}}`+"\n\n")
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	case r.URL.Path == "/v1/openai/deployments/so-instruct/chat/completions" && r.Header.Get("Authorization") == "Bearer openai-operator-key":
+		// Azure's chat completions, the model named in the path, stream as OpenAI's do.
+		w.Header().Set("Content-Type", "text/event-stream")
+		writeChatDeltas(w, "so-instruct")
+		if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+			fmt.Fprint(w, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"so-instruct","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":503,"total_tokens":513}}`+"\n\n")
 		}
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	case r.URL.Path == "/strict/v1/chat/completions" && r.Header.Get("Authorization") == "Bearer strict-operator-key":
@@ -119,6 +147,19 @@ func (f *streamOptionsFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// startStreamOptionsGateway starts the gateway of streamOptionsCaddyfile in front of a new
+// streamOptionsFake, and credits each account 100.
+func startStreamOptionsGateway(t *testing.T, accounts ...string) (*streamOptionsFake, string, *gateway) {
+	fake := &streamOptionsFake{bodies: map[string]string{}}
+	up := httptest.NewServer(fake)
+	t.Cleanup(up.Close)
+	base, g := startSimGateway(t, streamOptionsCaddyfile, map[string]string{"fake_url": up.URL})
+	for _, account := range accounts {
+		keysEnv{g: g}.credit(t, account, "100", "so-"+account)
+	}
+	return fake, base, g
+}
+
 // TestStreamOptionsPerProvider: a streamed legacy completion (an added /v1/completions) asks
 // for its usage as a chat completion does, and is charged the 503 output tokens the provider
 // bills (1.016), not its three deltas. A provider with omit_stream_options gets its streamed
@@ -127,13 +168,7 @@ func (f *streamOptionsFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // held (its 2000 max_completion_tokens), not the three deltas it showed: by a client that read
 // it whole, and by one that left after its first delta.
 func TestStreamOptionsPerProvider(t *testing.T) {
-	fake := &streamOptionsFake{bodies: map[string]string{}}
-	up := httptest.NewServer(fake)
-	t.Cleanup(up.Close)
-	base, g := startSimGateway(t, streamOptionsCaddyfile, map[string]string{"fake_url": up.URL})
-	for _, account := range []string{"so-legacy", "so-whole", "so-left"} {
-		keysEnv{g: g}.credit(t, account, "100", "so-"+account)
-	}
+	fake, base, g := startStreamOptionsGateway(t, "so-legacy", "so-whole", "so-left")
 
 	r := call(t, "POST", base+"/v1/completions", "mg-so-legacy", `{"model":"so-instruct","prompt":"what is six times seven?","max_tokens":2000,"stream":true}`)
 	if r.status != 200 || !strings.Contains(fake.body("/v1/completions"), `"stream":true,"stream_options":{"include_usage":true}}`) {
@@ -156,5 +191,42 @@ func TestStreamOptionsPerProvider(t *testing.T) {
 		if !ok || strings.TrimPrefix(held, "hold -") != charged || !strings.HasPrefix(charged, "4.") {
 			t.Errorf("%s: %q, want the hold (2000 output tokens, 4 and the input's estimate) charged whole", account, ledger)
 		}
+	}
+}
+
+// TestPathModelChatAsksForItsUsage: an added chat completion endpoint that names its model in
+// the path (Azure's /openai/deployments/{model}/chat/completions) asks for a stream's usage as
+// the body-model one does, and is charged the 503 output tokens the provider bills (1.016), not
+// its three deltas; a stream that is no boolean is refused there too.
+func TestPathModelChatAsksForItsUsage(t *testing.T) {
+	fake, base, g := startStreamOptionsGateway(t, "so-azure")
+	path := "/openai/deployments/so-instruct/chat/completions"
+
+	r := call(t, "POST", base+path, "mg-so-azure", `{"messages":[{"role":"user","content":"what is six times seven?"}],"stream":"true"}`)
+	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), `"param":"stream"`) || fake.body("/v1"+path) != "" {
+		t.Fatalf(`"stream":"true": %d %.300s; want 400 (param stream), nothing forwarded`, r.status, r.body)
+	}
+	r = call(t, "POST", base+path, "mg-so-azure", `{"messages":[{"role":"user","content":"what is six times seven?"}],"max_tokens":2000,"stream":true}`)
+	if r.status != 200 || !strings.Contains(fake.body("/v1"+path), `"stream":true,"stream_options":{"include_usage":true}}`) {
+		t.Errorf("chat on a {model} path: %d %.300s; the provider got %s", r.status, r.body, fake.body("/v1"+path))
+	}
+	if got := settledAs(t, g, "so-azure"); got != reasoningCharge {
+		t.Errorf("chat on a {model} path: %q, want %q: the provider bills 503 completion tokens", got, reasoningCharge)
+	}
+}
+
+// TestLegacyStreamWithoutUsageIsChargedItsChunks: a streamed legacy completion from a provider
+// that ignores stream_options (no usage chunk) is charged its three chunks of text (3 output
+// tokens and the input's estimate), not the 2000 output tokens it held.
+func TestLegacyStreamWithoutUsageIsChargedItsChunks(t *testing.T) {
+	_, base, g := startStreamOptionsGateway(t, "so-lax")
+	r := call(t, "POST", base+"/v1/completions", "mg-so-lax", `{"model":"so-lax-instruct","prompt":"what is six times seven?","max_tokens":2000,"stream":true}`)
+	if r.status != 200 || !strings.Contains(string(r.body), "[DONE]") {
+		t.Fatalf("legacy completion: %d %.300s", r.status, r.body)
+	}
+	settledAs(t, g, "so-lax")
+	ledger := ledgerEnds(t, call(t, "GET", "http://"+g.admin+"/mediagw/accounts/so-lax/ledger", "", nil), true)
+	if held, charged, ok := strings.Cut(ledger, "; settle charged "); !ok || !strings.HasPrefix(held, "hold -4.") || !strings.HasPrefix(charged, "0.0") {
+		t.Errorf("%q: want the hold of 2000 output tokens (4.…) settled at 3 output tokens and the input's estimate (0.0…)", ledger)
 	}
 }

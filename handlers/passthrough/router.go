@@ -372,6 +372,9 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 				route.modelInBody = named
 				return pathModel, nil
 			}
+			if err := streamAsked(ep, &fields, route); err != nil {
+				return "", err
+			}
 			var model string
 			if raw, ok := fields.get("model"); ok && (json.Unmarshal(raw, &model) != nil || model != pathModel) {
 				return "", apierror.New(http.StatusBadRequest, "invalid_request_body", "the body's model differs from the path's").WithParam("model")
@@ -427,10 +430,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 				return "", err
 			}
 		}
-		if route.Streams, err = asksStream(&fields); err != nil {
-			return "", err
-		}
-		if route.streamOptions, err = askUsage(ep, &fields, route.Streams); err != nil {
+		if err := streamAsked(ep, &fields, route); err != nil {
 			return "", err
 		}
 		if createsVideo(ep) {
@@ -495,8 +495,9 @@ func jsonModel(fields *bodyFields) (string, error) {
 
 // refFields are the top-level body fields the router reads: model, the priced fields, the
 // endpoint's references and, where tools may name models, tools, max_tool_calls and tool_choice
-// (which bound the images a tool is held for), and a rerank's query and documents (which bound
-// its input). The slice is shared by every endpoint without
+// (which bound the images a tool is held for), a rerank's query and documents (which bound its
+// input), and a legacy completion's prompt (held per prompt). The slice is shared by every
+// endpoint without
 // references: do not
 // change it.
 func refFields(ep Endpoint) []string {
@@ -512,6 +513,9 @@ func refFields(ep Endpoint) []string {
 	}
 	if ep.reranks {
 		fields = append(fields, rerankFields...)
+	}
+	if legacyCompletion(ep) {
+		fields = append(fields, promptField) // its prompts are held (timesPrompts)
 	}
 	return fields
 }

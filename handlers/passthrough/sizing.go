@@ -74,6 +74,9 @@ func sizing(ep Endpoint, fields *bodyFields, bodyBytes int) billing.Request {
 		q.MaxOutput = 0
 	}
 	q.N = numberOrString(fields.value("n"))
+	if legacyCompletion(ep) {
+		q.N = timesPrompts(q.N, fields.value(promptField))
+	}
 	if q.Images {
 		// A Seedream set is held at the most images it may make; it is charged those made.
 		q.N = max(q.N, sequentialImages(fields))
@@ -81,6 +84,38 @@ func sizing(ep Endpoint, fields *bodyFields, bodyBytes int) billing.Request {
 	q.ImageSize = stringOrEmpty(fields.value("size"))
 	q.ImageQuality = stringOrEmpty(fields.value("quality"))
 	return q
+}
+
+// promptField is a legacy completion's prompt: a string, or a list of prompts (see
+// timesPrompts), read for its hold on that endpoint only (refFields).
+const promptField = "prompt"
+
+// legacyCompletion reports whether ep is a legacy completion (an added /v1/completions, or any
+// path that ends in /completions but is no chat completion), whose prompt may be a list.
+func legacyCompletion(ep Endpoint) bool {
+	return strings.HasSuffix(ep.Path, "/completions") && !strings.HasSuffix(ep.Path, "/chat/completions")
+}
+
+// timesPrompts is n (0 counts as 1) times the number of prompts of a legacy completion's prompt
+// member, which makes n completions of each: each string and each token list of a list is a
+// prompt; a string, a list of tokens (numbers) or anything else is one. A count past int64
+// saturates (the estimate then saturates too).
+func timesPrompts(n int64, prompt json.RawMessage) int64 {
+	elements, _ := jsonkeys.ElementsValid(prompt) // none when prompt is no list
+	prompts := int64(0)
+	for _, e := range elements {
+		if len(e) > 0 && (e[0] == '"' || e[0] == '[') {
+			prompts++
+		}
+	}
+	if prompts < 2 {
+		return n
+	}
+	n = max(n, 1)
+	if n > math.MaxInt64/prompts {
+		return math.MaxInt64
+	}
+	return n * prompts
 }
 
 // positiveInt is raw as a positive integer, or 0. A field that is absent (the usual case)

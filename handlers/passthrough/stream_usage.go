@@ -51,6 +51,19 @@ func reportsStreamUsageOnRequest(ep Endpoint) bool {
 	return strings.HasSuffix(ep.Path, "/completions")
 }
 
+// streamAsked reads whether a JSON body of ep (its model in the body, or in an added endpoint's
+// {model} path segment) asks for a stream (asksStream) and, for a streamed completion, the
+// stream_options that ask for its usage (askUsage), into route (a stream by its path stays one).
+func streamAsked(ep Endpoint, fields *bodyFields, route *Route) error {
+	streams, err := asksStream(fields)
+	if err != nil {
+		return err
+	}
+	route.Streams = route.Streams || streams
+	route.streamOptions, err = askUsage(ep, fields, streams)
+	return err
+}
+
 // askUsage reads what a JSON body of ep asks of its stream: for a streamed completion
 // (reportsStreamUsageOnRequest), the stream_options that ask for its usage (optionsWithUsage),
 // which dispatch sends unless the provider omits them (streamWithUsage); nil for any other body.

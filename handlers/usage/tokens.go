@@ -527,6 +527,9 @@ func (s *Sniffer) line(l []byte) {
 	case bytes.Contains(l, candidatesBytes):
 		// A Gemini chunk: its candidates' parts are its delta, of many tokens.
 		kind, tokens, isDelta = readCandidates(bytes.TrimSpace(l[5:]))
+	case bytes.Contains(l, choicesBytes) && bytes.Contains(l, textBytes):
+		// A legacy completion's chunk: its choices' text is its delta, as a chat chunk's.
+		kind, isDelta = readTextChoices(bytes.TrimSpace(l[5:]))
 	}
 	if isDelta {
 		switch kind {
