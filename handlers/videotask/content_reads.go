@@ -27,13 +27,14 @@ import (
 //     reads may take (providers.ContentPart), waiting up to contentWait for it, and is otherwise
 //     answered 429 with the Retry-After of the next share; so the watcher keeps the rest, and
 //     content reads queue among the watcher's reads instead of finding every share taken;
-//   - an account makes one content lookup at a time at an upstream (contentTurns): its other
-//     reads wait their turn, so one account's reads cannot take the shares of another's;
+//   - at an upstream with max_rps, an account makes one content lookup at a time (contentTurns):
+//     its other reads wait their turn (as long as the client waits), so one account's reads
+//     cannot take the shares of another's;
 //   - concurrent reads of one task share one lookup (contentLookups), and reuse the address it
 //     found while its signature lets them (reusableUntil), so that many readers of one video make
 //     one lookup.
 
-// contentWait bounds how long a content read waits for its turn and for the share of each call.
+// contentWait bounds how long a content read waits for the share of each call.
 const contentWait = 5 * time.Second
 
 // maxContentReuse bounds how long a looked-up address is reused, and maxFoundResults how many
@@ -51,7 +52,7 @@ var (
 	foundResults   = foundBoard{found: map[string]foundResult{}}
 )
 
-// errContentBusy is a content read whose turn or share did not come within contentWait.
+// errContentBusy is a content read whose share did not come within contentWait.
 type errContentBusy struct{ retry time.Duration }
 
 func (e errContentBusy) Error() string { return "the provider's calls for downloads are taken" }
