@@ -264,3 +264,45 @@ func TestOneAccountsParallelDownloadsWithoutMaxRPS(t *testing.T) {
 		}
 	}
 }
+
+// TestContentReadsOfAnIdleGatewayAreNotRefused: max_rps 2 on a MiniMax upstream; alice,
+// bob and mallory each have one finished video and each fetch it once, at the same moment, while
+// the watcher has nothing to read (the gateway is idle). Every one of them must have its video:
+// nobody else is using the upstream's max_rps.
+func TestContentReadsOfAnIdleGatewayAreNotRefused(t *testing.T) {
+	t.Parallel()
+	mm, base := startContentReads(t, "2", "200ms")
+	keys := []string{"mg-alice", "mg-bob", "mg-mallory"}
+	ids := make([]string, len(keys))
+	for i, key := range keys {
+		r := call(t, "POST", base+taskPath, key, map[string]any{"model": "MiniMax-Hailuo-02",
+			"content": []any{map[string]any{"type": "text", "text": "a lighthouse"}}})
+		if ids[i] = r.field("id"); r.status != 200 || ids[i] == "" {
+			t.Fatalf("create = %d %s", r.status, r.body)
+		}
+	}
+	for i, key := range keys {
+		for deadline := time.Now().Add(30 * time.Second); call(t, "GET", base+taskPath+"/"+ids[i], key, nil).field("status") != "succeeded"; time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's task did not succeed in 30 s", key)
+			}
+		}
+	}
+	time.Sleep(3 * time.Second) // the watcher is done; its calls are long paid for
+	var wg sync.WaitGroup
+	got := make([]string, len(keys))
+	for i, key := range keys {
+		wg.Go(func() {
+			start := time.Now()
+			status, body, retry, err := getContent(context.Background(), base, key, ids[i])
+			got[i] = fmt.Sprintf("%s: %d (Retry-After %q, %v, err %v, video %v)", key, status, retry,
+				time.Since(start).Round(100*time.Millisecond), err, string(body) == string(mm.Video))
+		})
+	}
+	wg.Wait()
+	for _, g := range got {
+		if !strings.Contains(g, ": 200 ") {
+			t.Fatalf("three accounts each fetching their finished video once on an idle gateway:\n%s", strings.Join(got, "\n"))
+		}
+	}
+}
