@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -65,6 +66,69 @@ func TestWatcherSlowProviderLeavesOthers(t *testing.T) {
 func TestWatcherKeepsAHealthyUpstreamBesideTwoSlowOnes(t *testing.T) {
 	t.Parallel()
 	watchBesideSlowProviders(t, 2)
+}
+
+// TestWatcherKeepsAHealthyUpstreamBesideEightSlowOnes: as watchBesideSlowProviders, with eight
+// slow providers (one provider's eight keys in one outage), at the default concurrency 8. Each
+// slow provider has one of mallory's tasks. Alice's task on the healthy provider must have its
+// succeeded callback within 30 s, as docs/configuration.md says ("upstreams whose reads hang
+// delay only their own tasks"): each upstream has a read of its own.
+func TestWatcherKeepsAHealthyUpstreamBesideEightSlowOnes(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	var hanging atomic.Int64
+	var blocks strings.Builder
+	for i := range n {
+		slowFake, _ := newFakeDashScope(t, "dash-upstream-key")
+		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/tasks/") {
+				hanging.Add(1)
+				defer hanging.Add(-1)
+				select {
+				case <-time.After(45 * time.Second):
+				case <-r.Context().Done():
+					return
+				}
+			}
+			slowFake.ServeHTTP(w, r)
+		}))
+		t.Cleanup(func() { slow.CloseClientConnections(); slow.Close() })
+		fmt.Fprintf(&blocks, "\t\tprovider wan-slow%d {\n\t\t\tbase_url %s/api/v1\n\t\t\tapi_key dash-upstream-key\n"+
+			"\t\t\tprotocol dashscope\n\t\t\tmodels wan-slow%d\n\t\t}\n", i, slow.URL, i)
+	}
+	_, fastURL := newFakeDashScope(t, "dash-upstream-key")
+	rc := newReceiver(t, func(int) int { return 200 })
+	port := freePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	startCaddyProcess(t, fmt.Sprintf(slowProvidersCaddyfile, t.TempDir(), blocks.String(), fastURL, port), base+"/")
+	for i := range n {
+		r := call(t, "POST", base+taskPath, "mg-mallory", map[string]any{"model": fmt.Sprintf("wan-slow%d", i),
+			"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("slow %d", i)}}})
+		if r.status != 200 {
+			t.Fatalf("mallory's create %d = %d %s", i, r.status, r.body)
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); hanging.Load() < n; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of the slow providers' reads are in flight after 20 s", hanging.Load())
+		}
+	}
+	r := call(t, "POST", base+taskPath, "mg-alice", map[string]any{"model": "wan2.2-t2v-plus", "callback_url": rc.URL,
+		"content": []any{map[string]any{"type": "text", "text": "a harbour at night"}}})
+	if r.status != 200 {
+		t.Fatalf("alice's create = %d %s", r.status, r.body)
+	}
+	created := time.Now()
+	for deadline := created.Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for _, d := range rc.seen() {
+			if d.status == "succeeded" {
+				t.Logf("alice's succeeded callback came %v after her create", time.Since(created).Round(time.Millisecond))
+				return
+			}
+		}
+	}
+	t.Fatalf("alice's task on a healthy provider had no succeeded callback 30 s after its create: "+
+		"%d slow providers' first reads hold every one of the watcher's %d reads in flight", n, n)
 }
 
 // watchBesideSlowProviders runs the tests above with n slow providers.
