@@ -18,10 +18,11 @@ import (
 type WatcherConfig struct {
 	// Interval between two polls of one task. Default: 5s.
 	Interval caddy.Duration `json:"interval,omitempty"`
-	// Concurrency bounds the watcher's reads of upstreams in flight, in all (a read being one
-	// upstream's due tasks of one poll). An upstream's share of them shrinks with the number of
-	// upstreams that have work, and those with reads in flight leave one free for each other,
-	// so that upstreams whose reads hang delay only their own tasks. Default: 8.
+	// Concurrency bounds the watcher's reads of upstreams in flight beyond each upstream's first
+	// (a read being one upstream's due tasks of one poll): an upstream with none in flight may
+	// always start one, and further reads share the concurrency, each upstream's share
+	// shrinking with the number of upstreams that have work; so upstreams whose reads hang,
+	// however many, delay only their own tasks. Default: 8.
 	Concurrency int `json:"concurrency,omitempty"`
 	// MaxRPS bounds upstream polls per second. Default: 50. The watcher keeps each task within
 	// its interval for up to interval × max_rps unfinished tasks (250 at the defaults).

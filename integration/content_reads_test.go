@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -216,4 +218,91 @@ func TestContentReadsLeaveOtherAccountsTheirReads(t *testing.T) {
 	t.Fatalf("alice's task had no succeeded callback 10 s after its create while mallory read her own content in a loop "+
 		"(%d streamed, %d refused): her content reads take the upstream's max_rps from the watcher's reads of every account's tasks",
 		streamed.Load(), refused.Load())
+}
+
+// TestOneAccountsParallelDownloadsWithoutMaxRPS: a MiniMax upstream without max_rps whose
+// files/retrieve answers in 3 s. Alice fetches her three finished videos at once (a client
+// downloading a batch), the gateway otherwise idle. Without max_rps nothing is to be shared: all
+// three must stream (on main they do, in about 3 s).
+func TestOneAccountsParallelDownloadsWithoutMaxRPS(t *testing.T) {
+	t.Parallel()
+	mm, _ := newFakeMiniMax(t, "minimax-upstream-key") // served through slow below
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/files/retrieve" {
+			select {
+			case <-time.After(3 * time.Second):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		mm.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { slow.CloseClientConnections(); slow.Close() })
+	mm.cdn = slow.URL // the download on the upstream's own origin, as the fake has it
+	caddyfile := strings.Replace(contentReadsCaddyfile, "\t\t\tmax_rps %s\n", "", 1)
+	port := freePort(t)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	startCaddyProcess(t, fmt.Sprintf(caddyfile, t.TempDir(), slow.URL+"/v1", "200ms", port), base+"/")
+	var ids []string
+	for range 3 {
+		ids = append(ids, createSucceeded(t, base, "mg-alice", "MiniMax-Hailuo-02"))
+	}
+	var wg sync.WaitGroup
+	got := make([]string, len(ids))
+	for i, id := range ids {
+		wg.Go(func() {
+			start := time.Now()
+			status, body, retry, err := getContent(context.Background(), base, "mg-alice", id)
+			got[i] = fmt.Sprintf("%s: %d (Retry-After %q, %v, err %v, video %v)", id, status, retry,
+				time.Since(start).Round(100*time.Millisecond), err, string(body) == string(mm.Video))
+		})
+	}
+	wg.Wait()
+	for _, g := range got {
+		if !strings.Contains(g, ": 200 ") {
+			t.Fatalf("alice's three downloads at once, no max_rps, idle gateway:\n%s", strings.Join(got, "\n"))
+		}
+	}
+}
+
+// TestContentReadsOfAnIdleGatewayAreNotRefused: max_rps 2 on a MiniMax upstream; alice,
+// bob and mallory each have one finished video and each fetch it once, at the same moment, while
+// the watcher has nothing to read (the gateway is idle). Every one of them must have its video:
+// nobody else is using the upstream's max_rps.
+func TestContentReadsOfAnIdleGatewayAreNotRefused(t *testing.T) {
+	t.Parallel()
+	mm, base := startContentReads(t, "2", "200ms")
+	keys := []string{"mg-alice", "mg-bob", "mg-mallory"}
+	ids := make([]string, len(keys))
+	for i, key := range keys {
+		r := call(t, "POST", base+taskPath, key, map[string]any{"model": "MiniMax-Hailuo-02",
+			"content": []any{map[string]any{"type": "text", "text": "a lighthouse"}}})
+		if ids[i] = r.field("id"); r.status != 200 || ids[i] == "" {
+			t.Fatalf("create = %d %s", r.status, r.body)
+		}
+	}
+	for i, key := range keys {
+		for deadline := time.Now().Add(30 * time.Second); call(t, "GET", base+taskPath+"/"+ids[i], key, nil).field("status") != "succeeded"; time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's task did not succeed in 30 s", key)
+			}
+		}
+	}
+	time.Sleep(3 * time.Second) // the watcher is done; its calls are long paid for
+	var wg sync.WaitGroup
+	got := make([]string, len(keys))
+	for i, key := range keys {
+		wg.Go(func() {
+			start := time.Now()
+			status, body, retry, err := getContent(context.Background(), base, key, ids[i])
+			got[i] = fmt.Sprintf("%s: %d (Retry-After %q, %v, err %v, video %v)", key, status, retry,
+				time.Since(start).Round(100*time.Millisecond), err, string(body) == string(mm.Video))
+		})
+	}
+	wg.Wait()
+	for _, g := range got {
+		if !strings.Contains(g, ": 200 ") {
+			t.Fatalf("three accounts each fetching their finished video once on an idle gateway:\n%s", strings.Join(got, "\n"))
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -67,13 +68,64 @@ func TestWatcherKeepsAHealthyUpstreamBesideTwoSlowOnes(t *testing.T) {
 	watchBesideSlowProviders(t, 2)
 }
 
+// TestWatcherKeepsAHealthyUpstreamBesideEightSlowOnes: as watchBesideSlowProviders, with eight
+// slow providers (one provider's eight keys in one outage), at the default concurrency 8. Each
+// slow provider has one of mallory's tasks. Alice's task on the healthy provider must have its
+// succeeded callback within 30 s, as docs/configuration.md says ("upstreams whose reads hang
+// delay only their own tasks"): each upstream has a read of its own.
+func TestWatcherKeepsAHealthyUpstreamBesideEightSlowOnes(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	base, rc, hanging := startBesideSlowProviders(t, n)
+	for i := range n {
+		r := call(t, "POST", base+taskPath, "mg-mallory", map[string]any{"model": fmt.Sprintf("wan-slow%d", i),
+			"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("slow %d", i)}}})
+		if r.status != 200 {
+			t.Fatalf("mallory's create %d = %d %s", i, r.status, r.body)
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); hanging.Load() < n; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of the slow providers' reads are in flight after 20 s", hanging.Load())
+		}
+	}
+	if seen, ok := alicesCallbackComes(t, base, rc); !ok {
+		t.Fatalf("alice's task on a healthy provider had no succeeded callback 30 s after its create (callbacks seen: %v): "+
+			"%d slow providers' first reads hold every one of the watcher's %d reads in flight", seen, n, n)
+	}
+}
+
 // watchBesideSlowProviders runs the tests above with n slow providers.
 func watchBesideSlowProviders(t *testing.T, n int) {
+	base, rc, _ := startBesideSlowProviders(t, n)
+	for i := range 24 {
+		r := call(t, "POST", base+taskPath, "mg-mallory", map[string]any{"model": fmt.Sprintf("wan-slow%d", i%n),
+			"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("slow %d", i)}}})
+		if r.status != 200 {
+			t.Fatalf("mallory's create %d = %d %s", i, r.status, r.body)
+		}
+		time.Sleep(250 * time.Millisecond) // each due on its own: the polls spread over the watcher's reads
+	}
+	if seen, ok := alicesCallbackComes(t, base, rc); !ok {
+		t.Fatalf("alice's task on a healthy provider had no succeeded callback 30 s after its create (callbacks seen: %v): "+
+			"%d slow providers' reads hold every read of the watcher", seen, n)
+	}
+}
+
+// startBesideSlowProviders starts a gateway (slowProvidersCaddyfile) with n slow DashScope
+// providers wan-slow0… (models of the same names), whose task reads hang for 45 s each, under
+// the 60 s upstream_timeout (a partial outage: connections accepted but not answered), beside the
+// healthy "wan". It answers the gateway's address, the receiver of alice's callbacks, and the
+// count of slow reads in flight.
+func startBesideSlowProviders(t *testing.T, n int) (string, *receiver, *atomic.Int64) {
+	hanging := new(atomic.Int64)
 	var blocks strings.Builder
 	for i := range n {
 		slowFake, _ := newFakeDashScope(t, "dash-upstream-key")
 		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/tasks/") {
+				hanging.Add(1)
+				defer hanging.Add(-1)
 				select {
 				case <-time.After(45 * time.Second):
 				case <-r.Context().Done():
@@ -91,15 +143,12 @@ func watchBesideSlowProviders(t *testing.T, n int) {
 	port := freePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	startCaddyProcess(t, fmt.Sprintf(slowProvidersCaddyfile, t.TempDir(), blocks.String(), fastURL, port), base+"/")
+	return base, rc, hanging
+}
 
-	for i := range 24 {
-		r := call(t, "POST", base+taskPath, "mg-mallory", map[string]any{"model": fmt.Sprintf("wan-slow%d", i%n),
-			"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("slow %d", i)}}})
-		if r.status != 200 {
-			t.Fatalf("mallory's create %d = %d %s", i, r.status, r.body)
-		}
-		time.Sleep(250 * time.Millisecond) // each due on its own: the polls spread over the watcher's reads
-	}
+// alicesCallbackComes creates alice's task on the healthy provider with rc as its callback_url
+// and reports whether its succeeded callback comes within 30 s (and the statuses seen if not).
+func alicesCallbackComes(t *testing.T, base string, rc *receiver) ([]string, bool) {
 	r := call(t, "POST", base+taskPath, "mg-alice", map[string]any{"model": "wan2.2-t2v-plus", "callback_url": rc.URL,
 		"content": []any{map[string]any{"type": "text", "text": "a harbour at night"}}})
 	if r.status != 200 {
@@ -110,14 +159,13 @@ func watchBesideSlowProviders(t *testing.T, n int) {
 		for _, d := range rc.seen() {
 			if d.status == "succeeded" {
 				t.Logf("alice's succeeded callback came %v after her create", time.Since(created).Round(time.Millisecond))
-				return
+				return nil, true
 			}
 		}
 	}
-	var got []string
+	var seen []string
 	for _, d := range rc.seen() {
-		got = append(got, d.status)
+		seen = append(seen, d.status)
 	}
-	t.Fatalf("alice's task on a healthy provider had no succeeded callback 30 s after its create (callbacks seen: %v): "+
-		"%d slow providers' reads hold every read of the watcher", got, n)
+	return seen, false
 }

@@ -22,11 +22,14 @@ const (
 // the pause its last 429 asked for. It is this process's: each
 // gateway instance paces its own calls.
 type pacer struct {
-	mu       sync.Mutex
-	limiter  *rate.Limiter // nil without max_rps
-	content  *rate.Limiter // the part of max_rps that content reads may take; nil without max_rps
-	paused   time.Time     // no call before then
-	throttle int           // the 429s in a row, for the pause without Retry-After
+	mu      sync.Mutex
+	limiter *rate.Limiter // nil without max_rps
+	content *rate.Limiter // the part of max_rps that content reads may take; nil without max_rps
+	paused  time.Time     // no call before then
+	// wanted is until when other reads (the watcher's, a client's poll) wait for a share that
+	// max_rps did not grant them: content reads keep to their part of max_rps until then.
+	wanted   time.Time
+	throttle int // the 429s in a row, for the pause without Retry-After
 }
 
 // newPacer returns the pacer of an upstream with the given max_rps (0: unbounded).
@@ -89,7 +92,19 @@ func (u *Upstream) grant(n int, take bool) (granted int, retry time.Time) {
 	// The next call needs one whole token: what is missing, at max_rps.
 	missing := 1 - (tokens - float64(granted))
 	wait := time.Duration(missing / float64(p.limiter.Limit()) * float64(time.Second))
-	return granted, now.Add(max(wait, time.Millisecond))
+	retry = now.Add(max(wait, time.Millisecond))
+	// The calls not granted wait for their shares, the last (n-granted-1)/max_rps after retry.
+	p.want(retry.Add(time.Duration(float64(n-granted-1) / float64(p.limiter.Limit()) * float64(time.Second))))
+	return granted, retry
+}
+
+// want records that a read waits for a share of max_rps until at least until (p.mu held):
+// content reads keep to their part until a second after (MaxShareWait), by when its read has
+// come back for it.
+func (p *pacer) want(until time.Time) {
+	if until = until.Add(MaxShareWait); until.After(p.wanted) {
+		p.wanted = until
+	}
 }
 
 // MaxShareWait bounds how long WaitShare waits for a call's share.
@@ -111,6 +126,9 @@ func (u *Upstream) WaitShare(ctx context.Context) bool {
 	}
 	r := p.limiter.ReserveN(now, 1)
 	wait := r.DelayFrom(now)
+	if wait > 0 {
+		p.want(now.Add(wait))
+	}
 	if !r.OK() || wait > MaxShareWait {
 		r.CancelAt(now)
 		p.mu.Unlock()
@@ -132,9 +150,11 @@ func (u *Upstream) WaitShare(ctx context.Context) bool {
 
 // ContentPart divides max_rps for content reads: the calls that the content endpoint makes for
 // its clients (a result's lookup, a credentialed download) take at most 1/ContentPart of an
-// upstream's max_rps (two of them may go at once, one lookup's worth), so the watcher's reads keep
-// the rest whatever the downloads; and they queue for their calls among the watcher's, which
-// thus never takes every share.
+// upstream's max_rps (two of them may go at once, one lookup's worth) while other reads wait for
+// shares (the watcher's, see pacer.wanted), so the watcher's reads keep the rest whatever the
+// downloads; and they queue for their calls among the watcher's, which thus never takes every
+// share. While no other read waits, content reads may take the rate that is left unused: any share
+// of max_rps, whatever their part (the accounts' turns keep each to one call waiting at a time).
 const ContentPart = 4
 
 // WaitContentShare takes the share of one content call to u (see ContentPart) right before it
@@ -152,8 +172,13 @@ func (u *Upstream) WaitContentShare(ctx context.Context, maxWait time.Duration) 
 		p.mu.Unlock()
 		return true, now
 	}
-	part, share := p.content.ReserveN(now, 1), p.limiter.ReserveN(now, 1)
-	wait := max(part.DelayFrom(now), share.DelayFrom(now))
+	share := p.limiter.ReserveN(now, 1)
+	wait := share.DelayFrom(now)
+	part := noReservation
+	if now.Before(p.wanted) {
+		part = p.content.ReserveN(now, 1) // other reads wait for shares: the content part
+		wait = max(wait, part.DelayFrom(now))
+	}
 	if !part.OK() || !share.OK() || wait > maxWait {
 		share.CancelAt(now)
 		part.CancelAt(now)
@@ -173,6 +198,9 @@ func (u *Upstream) WaitContentShare(ctx context.Context, maxWait time.Duration) 
 		return false, now.Add(wait)
 	}
 }
+
+// noReservation is a reservation of nothing, which is OK and cancels nothing.
+var noReservation = rate.NewLimiter(rate.Inf, 0).ReserveN(time.Time{}, 0)
 
 // Allow takes one call of u's max_rps if there is one now and u is not paused.
 func (u *Upstream) Allow() bool {

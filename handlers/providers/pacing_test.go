@@ -146,3 +146,30 @@ func TestContentShareIsAPartOfMaxRPS(t *testing.T) {
 		t.Fatal("an upstream without max_rps refused a content share")
 	}
 }
+
+// TestContentReadsUseTheRateLeftUnused: at max_rps 8 with no other read waiting for a share,
+// content reads take the whole of max_rps (about 8 a second, not a quarter); once the watcher
+// is refused shares, they keep to their quarter until its reads have had theirs.
+func TestContentReadsUseTheRateLeftUnused(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	board := &Board{Now: func() time.Time { return now }, states: map[string]*healthState{}}
+	u := &Upstream{Name: "a", MaxRPS: 8, health: board}
+	second := func() (content int) {
+		for range 100 {
+			if ok, _ := u.WaitContentShare(context.Background(), 0); ok {
+				content++
+			}
+			now = now.Add(10 * time.Millisecond)
+		}
+		return content
+	}
+	if n := second(); n < 7 {
+		t.Fatalf("content reads of an otherwise idle upstream took %d shares in 1 s at max_rps 8; want about 8", n)
+	}
+	if granted, _ := u.Take(8); granted == 8 {
+		t.Fatal("the watcher had 8 calls at once beside the content reads")
+	}
+	if n := second(); n > 2+8/ContentPart {
+		t.Fatalf("content reads took %d shares in 1 s at max_rps 8 while the watcher waited for its own; want a quarter and a burst of 2 at most", n)
+	}
+}

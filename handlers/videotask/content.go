@@ -29,7 +29,10 @@ var (
 // content answers GET …/tasks/{id}/content: the video of a succeeded task whose result needs the
 // operator's credential (a Veo file), streamed from the provider to the task's owner. Another
 // account's task gets the answer of an unknown one; the credential and the provider's address
-// never reach the client.
+// never reach the client. The provider's calls it makes count on the upstream's max_rps (see
+// openContent): when the next free one is more than 5 s off, or the provider answered 429
+// (MiniMax's 1002) and its reads are paused, the client gets 429 rate_limit_exceeded with the
+// Retry-After of the next share; a provider without max_rps and not paused never refuses one.
 func (h *Handler) content(w http.ResponseWriter, r *http.Request, id auth.Identity, taskID string) error {
 	t, err := h.owned(r.Context(), id, taskID)
 	if err != nil {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/mediagw/mediagw/handlers/apierror"
@@ -25,13 +27,14 @@ import (
 //     reads may take (providers.ContentPart), waiting up to contentWait for it, and is otherwise
 //     answered 429 with the Retry-After of the next share; so the watcher keeps the rest, and
 //     content reads queue among the watcher's reads instead of finding every share taken;
-//   - an account makes one content lookup at a time at an upstream (contentTurns): its other
-//     reads wait their turn, so one account's reads cannot take the shares of another's;
+//   - at an upstream with max_rps, an account makes one content lookup at a time (contentTurns):
+//     its other reads wait their turn (as long as the client waits), so one account's reads
+//     cannot take the shares of another's;
 //   - concurrent reads of one task share one lookup (contentLookups), and reuse the address it
 //     found while its signature lets them (reusableUntil), so that many readers of one video make
 //     one lookup.
 
-// contentWait bounds how long a content read waits for its turn and for the share of each call.
+// contentWait bounds how long a content read waits for the share of each call.
 const contentWait = 5 * time.Second
 
 // maxContentReuse bounds how long a looked-up address is reused, and maxFoundResults how many
@@ -49,7 +52,7 @@ var (
 	foundResults   = foundBoard{found: map[string]foundResult{}}
 )
 
-// errContentBusy is a content read whose turn or share did not come within contentWait.
+// errContentBusy is a content read whose share did not come within contentWait.
 type errContentBusy struct{ retry time.Duration }
 
 func (e errContentBusy) Error() string { return "the provider's calls for downloads are taken" }
@@ -160,9 +163,16 @@ func (h *Handler) openContent(ctx context.Context, a adaptor.Adaptor, u *provide
 // its signature allows.
 func (h *Handler) locateShared(ctx context.Context, c contentCaller, a adaptor.Adaptor, u *providers.Upstream, t storage.Task) (string, error) {
 	for {
-		ch := contentLookups.DoChan(fmt.Sprintf("%p/%s", u, t.UpstreamID), func() (any, error) {
+		ch := contentLookups.DoChan(fmt.Sprintf("%p/%s", u, t.UpstreamID), func() (_ any, err error) {
+			// The lookup runs on singleflight's goroutine, where no server recovers a panic
+			// (singleflight panics again there, ending the process): it is this lookup's 502.
+			defer func() {
+				if p := recover(); p != nil {
+					err = h.lookupPanicked(t, p)
+				}
+			}()
 			var address string
-			err := contentTurns.with(ctx, u, t.Account, func() error {
+			err = contentTurns.with(ctx, u, t.Account, func() error {
 				var err error
 				address, err = h.locate(ctx, c, u, a, t)
 				return err
@@ -188,6 +198,17 @@ func (h *Handler) locateShared(ctx context.Context, c contentCaller, a adaptor.A
 			return address, r.Err
 		}
 	}
+}
+
+// lookupPanicked logs a content lookup's panic p, with its stack, and is its readers' answer:
+// 502 invalid_response.
+func (h *Handler) lookupPanicked(t storage.Task, p any) error {
+	if h.Logger != nil {
+		h.Logger.Error("a content lookup panicked; its readers are answered 502",
+			zap.String("task_id", t.ID), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+	}
+	return apierror.New(http.StatusBadGateway, upstream.ErrUnreadable.Code,
+		"the gateway could not look up this task's video; try again later")
 }
 
 // locate is the lookup of t's result: the adaptor's Locate, or, for a protocol whose results are

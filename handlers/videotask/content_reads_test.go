@@ -40,12 +40,20 @@ func TestContentAddressReusedWhileItsSignatureLasts(t *testing.T) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// An account makes one content lookup at a time at an upstream: while mallory's lookup runs,
-// her next waits its turn, and alice's goes at once.
+// An account makes one content lookup at a time at an upstream with max_rps: while mallory's
+// lookup runs, her next waits its turn, and alice's goes at once. Without max_rps there are no
+// turns: her lookups go at once.
 func TestContentLookupsTakeTurnsPerAccount(t *testing.T) {
 	var b turnBoard
 	b.turns = map[turnKey]*turn{}
-	u := &providers.Upstream{Name: "a"}
+	free := &providers.Upstream{Name: "free"}
+	inner := false
+	if err := b.with(context.Background(), free, "mallory", func() error {
+		return b.with(context.Background(), free, "mallory", func() error { inner = true; return nil })
+	}); err != nil || !inner {
+		t.Fatalf("mallory's second lookup beside her first, without max_rps: %v (ran %v); want at once", err, inner)
+	}
+	u := &providers.Upstream{Name: "a", MaxRPS: 1}
 	release := make(chan struct{})
 	started := make(chan struct{})
 	go func() {

@@ -29,9 +29,13 @@ type turnBoard struct {
 	turns map[turnKey]*turn
 }
 
-// with runs fn in the account's turn at u, waiting for it up to contentWait (errContentBusy
-// beyond, with a Retry-After of a second).
+// with runs fn in the account's turn at u, waiting for it as long as ctx lasts: a turn delays a
+// read, and only a share that cannot come within contentWait refuses it (contentCaller). An
+// upstream without max_rps has no rate to share, and no turns: fn runs at once.
 func (b *turnBoard) with(ctx context.Context, u *providers.Upstream, account string, fn func() error) error {
+	if u.MaxRPS <= 0 {
+		return fn()
+	}
 	key := turnKey{u, account}
 	b.mu.Lock()
 	tr := b.turns[key]
@@ -48,12 +52,8 @@ func (b *turnBoard) with(ctx context.Context, u *providers.Upstream, account str
 		}
 		b.mu.Unlock()
 	}()
-	timer := time.NewTimer(contentWait)
-	defer timer.Stop()
 	select {
 	case tr.ch <- struct{}{}:
-	case <-timer.C:
-		return errContentBusy{retry: time.Second}
 	case <-ctx.Done():
 		return ctx.Err()
 	}

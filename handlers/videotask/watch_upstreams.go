@@ -7,21 +7,21 @@ import (
 )
 
 // The watcher's reads of upstreams in flight (a batch of one upstream's due tasks, read by one
-// call of its task list or one task after another) are bounded by its Concurrency, watcher-wide,
-// and shared out between the upstreams that have work, so that upstreams whose reads hang (a
-// provider in a partial outage, answering each read only at the upstream_timeout) leave the
-// others read on time:
-//   - an upstream with no read in flight may start one while any of the Concurrency is free;
-//   - one with reads in flight may start another only within its share, the Concurrency divided
-//     by one more than the upstreams that have work (so the share shrinks as more of them have
-//     work, and a newcomer has room), and only while that leaves a read free for each other
-//     upstream with work and none in flight (at least one).
+// call of its task list or one task after another) are shared out between the upstreams that
+// have work, so that upstreams whose reads hang (a provider in a partial outage, answering each
+// read only at the upstream_timeout) leave the others read on time, however many they are:
+//   - an upstream with no read in flight may always start one (so each configured upstream has
+//     one read of its own, beyond the Concurrency);
+//   - one with reads in flight may start another only while fewer than the Concurrency are in
+//     flight, within its share, the Concurrency divided by one more than the upstreams that
+//     have work (so the share shrinks as more of them have work, and a newcomer has room), and
+//     only while that leaves a read free for each other upstream with work and none in flight
+//     (at least one).
 //
 // An upstream has work while it has reads in flight or had due tasks within the last two
-// Intervals. So the slow upstreams' further reads never take the read that a healthy upstream
-// (which has work) needs when its last one ends; only the first reads of other upstreams, one
-// each, can take it first (with a Concurrency of 8: 4 + 2 + 1 reads of three upstreams whose
-// reads hang leave the healthy one its read).
+// Intervals. So the reads in flight are at most the Concurrency plus one per upstream, and
+// neither the slow upstreams' further reads nor their first ones ever take the read that a
+// healthy upstream needs.
 
 // hasWork reports whether u had due tasks within the last two Intervals or has reads in flight
 // (w.mu held).
@@ -49,10 +49,7 @@ func (w *Watcher) startUpstream(u *providers.Upstream) bool {
 		}
 	}
 	free := w.Concurrency - w.readsInFlight
-	switch {
-	case free <= 0:
-		return false
-	case w.upstreamReads[u] > 0 && (w.upstreamReads[u] >= max(1, w.Concurrency/(working+1)) || free <= max(1, idle)):
+	if w.upstreamReads[u] > 0 && (w.upstreamReads[u] >= max(1, w.Concurrency/(working+1)) || free <= max(1, idle)) {
 		return false
 	}
 	w.upstreamReads[u]++

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,8 +135,21 @@ func TestWatcherReadsInFlightShareTheConcurrency(t *testing.T) {
 			t.Fatalf("the healthy upstream took %d reads after its read ended; want 1", n)
 		}
 	}
-	take(slow3)
-	if w.readsInFlight > w.Concurrency {
-		t.Fatalf("%d reads in flight; the concurrency is %d", w.readsInFlight, w.Concurrency)
+	// Each upstream has a read of its own, however many hang: eight more hanging upstreams
+	// (one provider's keys in one outage) leave the healthy one its read.
+	for i := range 8 {
+		if n := take(&providers.Upstream{Name: "hanging" + strconv.Itoa(i)}); n != 1 {
+			t.Fatalf("hanging upstream %d took %d reads; want its first only", i, n)
+		}
+	}
+	w.doneUpstream(healthy)
+	if n := take(healthy); n != 1 {
+		t.Fatalf("the healthy upstream took %d reads beside eleven hanging upstreams; want 1", n)
+	}
+	if n := take(slow1) + take(slow2) + take(slow3); n != 1 {
+		t.Fatalf("the slow upstreams took %d more reads; want slow3's first only", n)
+	}
+	if upstreams := len(w.upstreamReads); w.readsInFlight > w.Concurrency+upstreams {
+		t.Fatalf("%d reads in flight of %d upstreams; the concurrency is %d", w.readsInFlight, upstreams, w.Concurrency)
 	}
 }

@@ -48,11 +48,11 @@ type Watcher struct {
 	Tasks *Handler
 	// Interval between two polls of one task. Default: 5s.
 	Interval time.Duration
-	// Concurrency bounds the watcher's reads of upstreams in flight, watcher-wide (a read being
-	// a batch of one upstream's due tasks), and its polls preparing them. An upstream's share of
-	// them shrinks with the number of upstreams that have work, and a healthy upstream always has
-	// one (see watch_upstreams.go), so that upstreams whose reads are slow leave the others'
-	// tasks read on time. Default: 8.
+	// Concurrency bounds the watcher's reads of upstreams in flight beyond each upstream's first,
+	// watcher-wide (a read being a batch of one upstream's due tasks), and its polls preparing
+	// them. Each upstream may always have one read in flight, and an upstream's share of the rest
+	// shrinks with the number of upstreams that have work (see watch_upstreams.go), so that
+	// upstreams whose reads are slow leave the others' tasks read on time. Default: 8.
 	Concurrency int
 	// RatePerSecond bounds upstream polls per second. Default: 50. The watcher keeps up with
 	// about Interval × RatePerSecond unfinished tasks, or MaxRefreshBatch times as many where the
