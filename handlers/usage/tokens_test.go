@@ -50,14 +50,14 @@ func TestSnifferReadsUsageFromAnswers(t *testing.T) {
 			Tokens{Prompt: 5000, Completion: 4, Total: 5004, known: true, output: true, CacheWrite5m: 3990}},
 		{"anthropic cache writes split by TTL", false, []string{`{"id":"m","content":[],"usage":{"input_tokens":10,"cache_creation_input_tokens":3990,` +
 			`"cache_creation":{"ephemeral_5m_input_tokens":990,"ephemeral_1h_input_tokens":3000},"cache_read_input_tokens":1000,"output_tokens":4}}`},
-			Tokens{Prompt: 5000, Completion: 4, Total: 5004, known: true, output: true, CacheWrite5m: 990, CacheWrite1h: 3000}},
+			Tokens{Prompt: 5000, Completion: 4, Total: 5004, known: true, output: true, CacheWrite5m: 990, CacheWrite1h: 3000, split: true}},
 		{"anthropic cache writes split, in another member order and letter case", false, []string{`{"id":"m","content":[],"usage":{"Cache_Creation":{"ephemeral_1h_input_tokens":3000},` +
 			`"input_tokens":10,"cache_creation_input_tokens":3990,"output_tokens":4}}`},
-			Tokens{Prompt: 4000, Completion: 4, Total: 4004, known: true, output: true, CacheWrite5m: 990, CacheWrite1h: 3000}},
+			Tokens{Prompt: 4000, Completion: 4, Total: 4004, known: true, output: true, CacheWrite5m: 990, CacheWrite1h: 3000, split: true}},
 		{"anthropic stream, cache writes in message_start", true, []string{
 			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"cache_creation_input_tokens\":991,\"cache_creation\":{\"ephemeral_5m_input_tokens\":0,\"ephemeral_1h_input_tokens\":991},\"output_tokens\":1}}}\n\n",
 			"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n"},
-			Tokens{Prompt: 1000, Completion: 15, Total: 1015, known: true, output: true, CacheWrite1h: 991}},
+			Tokens{Prompt: 1000, Completion: 15, Total: 1015, known: true, output: true, CacheWrite1h: 991, split: true}},
 		{"anthropic stream, cache read in message_start", true, []string{
 			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"cache_read_input_tokens\":991,\"output_tokens\":1}}}\n\n",
 			"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n"},
