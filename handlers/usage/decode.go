@@ -67,13 +67,13 @@ func scanUsage(obj []byte, u *usageCounts) (end int, ok, decided bool) {
 				var cc cacheCreation
 				if value[0] != '{' || json.Unmarshal(value, &cc) != nil {
 					ok = false
-				} else if u.split = true; cc.Ephemeral1h != nil {
+				} else if cc.Ephemeral1h != nil {
 					// json.Unmarshal decodes a repeated object into the one before: a count
 					// the later one leaves out stays.
 					u.hourWrites = cc.hour()
 				}
 			} else {
-				u.hourWrites, u.split = 0, false
+				u.hourWrites = 0
 			}
 		} else if field := usageField(name); field >= 0 {
 			switch value := obj[i:valueEnd]; {
