@@ -22,6 +22,7 @@ import (
 //		output_tokens <amount>                  # per million
 //		cache_write_5m_tokens <amount>          # per million written to a 5-minute prompt cache; default 1.25 × input_tokens
 //		cache_write_1h_tokens <amount>          # per million written to a 1-hour prompt cache; default 2 × input_tokens
+//		cache_read_tokens <amount>              # per million read from a prompt cache (Anthropic's); default 0.1 × input_tokens
 //		request       <amount>
 //		max_seconds   <n>                       # the estimate of duration -1; default 15
 //		max_output    <n>                       # the output-token estimate; default 4096
@@ -69,7 +70,7 @@ func parsePrice(d *caddyfile.Dispenser) (billing.Price, error) {
 
 // priceSubdirectives are the subdirectives of a price block, for the error that names a misspelt one.
 var priceSubdirectives = []string{"video_tokens", "second", "audio", "draft", "image", "input_tokens",
-	"output_tokens", "cache_write_5m_tokens", "cache_write_1h_tokens", "request", "max_seconds", "max_output"}
+	"output_tokens", "cache_write_5m_tokens", "cache_write_1h_tokens", "cache_read_tokens", "request", "max_seconds", "max_output"}
 
 // setPriceUnit sets one subdirective of a price block from its arguments.
 func setPriceUnit(p *billing.Price, sub string, args []string) error {
@@ -81,7 +82,7 @@ func setPriceUnit(p *billing.Price, sub string, args []string) error {
 		return nil
 	}
 	switch sub {
-	case "video_tokens", "input_tokens", "output_tokens", "cache_write_5m_tokens", "cache_write_1h_tokens", "request":
+	case "video_tokens", "input_tokens", "output_tokens", "cache_write_5m_tokens", "cache_write_1h_tokens", "cache_read_tokens", "request":
 		if err := one(); err != nil {
 			return err
 		}
@@ -91,7 +92,8 @@ func setPriceUnit(p *billing.Price, sub string, args []string) error {
 		}
 		*map[string]*billing.Money{"video_tokens": &p.VideoTokens, "input_tokens": &p.InputTokens,
 			"output_tokens": &p.OutputTokens, "cache_write_5m_tokens": &p.CacheWrite5mTokens,
-			"cache_write_1h_tokens": &p.CacheWrite1hTokens, "request": &p.Request}[sub] = amount
+			"cache_write_1h_tokens": &p.CacheWrite1hTokens, "cache_read_tokens": &p.CacheReadTokens,
+			"request": &p.Request}[sub] = amount
 	case "second":
 		amount, err := priceAmount(sub, last)
 		if err != nil {

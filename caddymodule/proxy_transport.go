@@ -38,9 +38,7 @@ func init() {
 // proxy to retry on another upstream, when one is healthy and untried: a refused connection, a
 // timeout before the response headers, or a 429, 502 or 503 answer. A request that creates an
 // object (a video, a response) is retried only after a refused connection, a 429 or a 503: after
-// a timeout or a 502 the first upstream may have made (and billed) it. An attempt answered 502
-// counts as sent, so its request is charged even when no later attempt reaches a provider; one
-// answered 429 or 503 made nothing. Otherwise the upstream's
+// a timeout or a 502 the first upstream may have made (and billed) it. Otherwise the upstream's
 // answer is passed on. The proxy retries only as often as lb_retries (or lb_try_duration)
 // allows, so set it to at least the number of upstreams less one.
 //
@@ -142,13 +140,7 @@ func (t *ProxyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if err := resp.Body.Close(); err != nil {
 				t.logger.Debug("closing a refused answer", zap.Error(err))
 			}
-			// A 429 or 503 refused the request and made nothing: that attempt does not count as
-			// sent (see Dispatch.NeverSent). A 502 is not the provider's refusal but a relay's
-			// (a load balancer, an aggregator) report that its own upstream failed, which may
-			// come after that upstream made, and billed, the request: it counts as sent.
-			if resp.StatusCode == http.StatusBadGateway {
-				d.MarkSent()
-			}
+			// A refusal made nothing: this attempt does not count as sent (see Dispatch.NeverSent).
 			t.logger.Warn("upstream refused; trying another", zap.String("upstream", u.Label()), zap.Int("status", resp.StatusCode))
 			return nil, retryElsewhere{fmt.Errorf("upstream %s answered %d", u.Label(), resp.StatusCode)}
 		}

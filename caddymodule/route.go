@@ -463,7 +463,8 @@ func (h *RouteHandler) serveRouted(w http.ResponseWriter, r *http.Request, next 
 		// as held when it reports none.
 		entry.Settled(int64(hold.SettleWithImages(billing.Usage{InputTokens: tokens.Prompt, OutputTokens: tokens.Completion,
 			CacheWrite5mTokens: int64(tokens.CacheWrite5m), CacheWrite1hTokens: int64(tokens.CacheWrite1h),
-			OutputReported: tokens.OutputReported(), Images: images, ImageSize: size, ImageQuality: quality}, sw.madeImages())))
+			CacheReadTokens: int64(tokens.CacheRead),
+			OutputReported:  tokens.OutputReported(), Images: images, ImageSize: size, ImageQuality: quality}, sw.madeImages())))
 		charged = true
 	}
 	if route.RequestHash != "" && !carried && (sw.status < 200 || sw.status >= 300) {

@@ -135,12 +135,12 @@ func TestTimedOutThenNeverSentIsCharged(t *testing.T) {
 	}
 }
 
-// TestBadGatewayThenNeverSentIsCharged: the first upstream answers the chat 502, the gateway
+// TestBadGatewayThenNeverSentIsReleased: the first upstream answers the chat 502, the gateway
 // fails over to a second whose TLS handshake never ends, and the client gives up meanwhile. A
-// 502 is a relay's report that its own upstream failed, which may come after that upstream made
-// and billed the chat: unlike a 429 or a 503, an attempt answered 502 counts as sent, and the
-// chat is charged its estimate, not released.
-func TestBadGatewayThenNeverSentIsCharged(t *testing.T) {
+// 502 is a refusal, as a 429 or a 503 is: the attempt does not count as sent, and the chat is
+// released, as it is when its client waits for the next upstream's refusal
+// (TestReviewBadGatewayThenRefusedIsReleasedAsWhenTheClientLeft).
+func TestBadGatewayThenNeverSentIsReleased(t *testing.T) {
 	var got atomic.Int64
 	relay := startFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got.Add(1)
@@ -160,7 +160,7 @@ func TestBadGatewayThenNeverSentIsCharged(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		held, end = toolEnded(t, g, "fo", 0)
 	}
-	if held == "" || end != "settle "+held {
-		t.Errorf("a chat answered 502 by a relay and never sent to the other upstream: held %q, ended %q; want settled at its hold", held, end)
+	if held == "" || end != "release" {
+		t.Errorf("a chat answered 502 by a relay and never sent to the other upstream: held %q, ended %q; want released", held, end)
 	}
 }

@@ -19,7 +19,8 @@ import (
 //   - image: Images × the price of ImageSize and ImageQuality.
 //   - input_tokens, output_tokens: tokens × price / 1,000,000; input tokens written to a prompt
 //     cache (CacheWrite5mTokens, CacheWrite1hTokens, at most InputTokens) at the cache write
-//     prices instead (see cacheWritePrices).
+//     prices instead (see cacheWritePrices), and those read from one (CacheReadTokens, at
+//     most the rest) at the cache read price (see cacheReadPrice).
 //   - request: Requests × price.
 func (p *Price) Amount(u Usage) Money {
 	if amount, ok := p.amountInt(u); ok {
@@ -48,7 +49,7 @@ type flatPart struct{ count, price, per int64 }
 // flatParts are the units of u that are not video (images, input and output tokens, requests),
 // shared by the exact and the int64 computation of Amount. A part with no count or no price adds
 // nothing; a negative token or request price counts as none.
-func (p *Price) flatParts(u Usage) [6]flatPart {
+func (p *Price) flatParts(u Usage) [7]flatPart {
 	image := int64(0)
 	if u.Images > 0 {
 		image = int64(p.imagePrice(u.ImageSize, u.ImageQuality))
@@ -56,15 +57,31 @@ func (p *Price) flatParts(u Usage) [6]flatPart {
 	input := max(u.InputTokens, 0)
 	hour := min(max(u.CacheWrite1hTokens, 0), input)
 	minutes := min(max(u.CacheWrite5mTokens, 0), input-hour)
+	reads := min(max(u.CacheReadTokens, 0), input-hour-minutes)
 	write5m, write1h := p.cacheWritePrices()
-	return [6]flatPart{
+	return [7]flatPart{
 		{u.Images, image, 1},
-		{input - hour - minutes, max(int64(p.InputTokens), 0), 1_000_000},
+		{input - hour - minutes - reads, max(int64(p.InputTokens), 0), 1_000_000},
 		{minutes, write5m, 1_000_000},
 		{hour, write1h, 1_000_000},
+		{reads, p.cacheReadPrice(), 1_000_000},
 		{u.OutputTokens, max(int64(p.OutputTokens), 0), 1_000_000},
 		{u.Requests, max(int64(p.Request), 0), 1},
 	}
+}
+
+// cacheReadPrice is the price of one million input tokens read from a prompt cache: the price's
+// own, else Anthropic's published rate of its input price, 0.1 × (rounded up to the micro-unit).
+func (p *Price) cacheReadPrice() int64 {
+	if p.CacheReadTokens > 0 {
+		return int64(p.CacheReadTokens)
+	}
+	input := max(int64(p.InputTokens), 0)
+	read := input / 10
+	if input%10 != 0 {
+		read++
+	}
+	return read
 }
 
 // cacheWritePrices are the prices of one million input tokens written to a prompt cache for 5

@@ -170,7 +170,8 @@ type Request struct {
 	QueryBytes, Documents int64
 	// CacheWrites is set for a body that asks its provider to write its prompt to a cache
 	// (Anthropic's cache_control), which is billed above the input price: its input is held at
-	// the costlier cache write price, as any of its input tokens may be such a write.
+	// the costliest of the input price and the two cache write prices, as any of its input
+	// tokens may be such a write, or plain input.
 	CacheWrites bool
 }
 
@@ -226,9 +227,14 @@ func (p *Price) EstimateRequest(q Request) Estimate {
 	}
 	e := p.EstimateText(q.BodyBytes, maxOutput)
 	if q.CacheWrites {
-		if minutes, hour := p.cacheWritePrices(); hour >= minutes {
+		// Held at the highest of the input price and the two write prices: an answer may
+		// report its input as any of them (writes priced below input_tokens included).
+		minutes, hour := p.cacheWritePrices()
+		input := max(int64(p.InputTokens), 0)
+		switch {
+		case hour >= minutes && hour > input:
 			e.Usage.CacheWrite1hTokens = e.Usage.InputTokens
-		} else {
+		case minutes > hour && minutes > input:
 			e.Usage.CacheWrite5mTokens = e.Usage.InputTokens
 		}
 		e.Amount = p.Amount(e.Usage)

@@ -45,6 +45,11 @@ type Price struct {
 	// micro-unit).
 	CacheWrite5mTokens Money `json:"cache_write_5m_tokens,omitempty"`
 	CacheWrite1hTokens Money `json:"cache_write_1h_tokens,omitempty"`
+	// CacheReadTokens is the price of one million input tokens read from a prompt cache, which
+	// Anthropic reports apart (cache_read_input_tokens) and bills at a tenth of its input
+	// price. Default: 0.1 × InputTokens (rounded up to the micro-unit). Other protocols' usage
+	// does not tell cache reads apart: their cached input is charged at InputTokens.
+	CacheReadTokens Money `json:"cache_read_tokens,omitempty"`
 
 	// Request is the price of each request or task, added to any other unit.
 	Request Money `json:"request,omitempty"`
@@ -92,7 +97,8 @@ func (p *Price) Validate() error {
 	where := fmt.Sprintf("price %q", p.Model)
 	amounts := map[string]Money{"video_tokens": p.VideoTokens, "second": p.Second, "image": p.Image,
 		"input_tokens": p.InputTokens, "output_tokens": p.OutputTokens, "request": p.Request,
-		"cache_write_5m_tokens": p.CacheWrite5mTokens, "cache_write_1h_tokens": p.CacheWrite1hTokens}
+		"cache_write_5m_tokens": p.CacheWrite5mTokens, "cache_write_1h_tokens": p.CacheWrite1hTokens,
+		"cache_read_tokens": p.CacheReadTokens}
 	for name, m := range amounts {
 		if m < 0 {
 			return fmt.Errorf("%s: %s must not be negative", where, name)

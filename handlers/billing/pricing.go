@@ -19,7 +19,7 @@ type Pricing struct {
 // UnitPrice is the price of one unit.
 type UnitPrice struct {
 	// Unit is "video_token", "second", "image", "input_token", "output_token",
-	// "cache_write_5m_token", "cache_write_1h_token" or "request".
+	// "cache_write_5m_token", "cache_write_1h_token", "cache_read_token" or "request".
 	Unit string `json:"unit"`
 	// Per is how many units Amount buys: 1000000 for the token units, else 1.
 	Per int64 `json:"per"`
@@ -69,6 +69,9 @@ func (p *Price) Pricing(currency string) Pricing {
 	}
 	if p.CacheWrite1hTokens > 0 {
 		add(UnitPrice{Unit: "cache_write_1h_token", Per: 1_000_000, Amount: p.CacheWrite1hTokens})
+	}
+	if p.CacheReadTokens > 0 {
+		add(UnitPrice{Unit: "cache_read_token", Per: 1_000_000, Amount: p.CacheReadTokens})
 	}
 	if p.Request > 0 {
 		add(UnitPrice{Unit: "request", Amount: p.Request})

@@ -40,6 +40,9 @@ type Usage struct {
 	// too, written to a prompt cache for 5 minutes and for 1 hour (Anthropic's): they are
 	// charged at the price's cache write prices instead of its input price.
 	CacheWrite5mTokens, CacheWrite1hTokens int64
+	// CacheReadTokens are the input tokens, counted in InputTokens too, read from a prompt
+	// cache (Anthropic's): charged at the price's cache read price instead of its input price.
+	CacheReadTokens int64
 	// OutputReported says the answer reported its output tokens, so that an OutputTokens of 0
 	// is charged as 0 (an answer cut short, refused by a content filter) rather than taken as
 	// "not reported", which would charge the estimate (the request's max_tokens).

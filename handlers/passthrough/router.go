@@ -424,7 +424,7 @@ func (rt *Router) findModel(w http.ResponseWriter, r *http.Request, id auth.Iden
 		// A Messages body that marks a prompt cache point (cache_control, on a block or at its
 		// top) may have its input written to a cache, which Anthropic bills at up to twice its
 		// input price: held so (billing.Request.CacheWrites).
-		route.Sizing.CacheWrites = ep.nested == messagesRefs && bytes.Contains(body, cacheControl)
+		route.Sizing.CacheWrites = ep.nested == messagesRefs && marksCachePoint(body)
 		if route.Billable {
 			if err := checkService(&fields, ep.nested == messagesRefs); err != nil {
 				return "", err
@@ -532,6 +532,32 @@ var modelAndPricedFields = jsonkeys.NewFields(modelAndPriced...)
 
 // cacheControl is Anthropic's member that marks a prompt cache point, as it appears in a body.
 var cacheControl = []byte(`"cache_control"`)
+
+// errCachePoint stops marksCachePoint's walk at the first cache_control member.
+var errCachePoint = errors.New("cache_control found")
+
+// marksCachePoint reports whether body has a cache_control member anywhere (or the plain string
+// in a value, which costs a hold at the write rate and nothing more). A body with a JSON escape
+// (\u) may spell the member's name with escapes ("cache\u005fcontrol"), which Anthropic decodes
+// as cache_control: such a body is walked and its keys compared decoded; one whose keys cannot
+// be read so counts as marking one, so that the hold is never below the write rate.
+func marksCachePoint(body []byte) bool {
+	if bytes.Contains(body, cacheControl) {
+		return true
+	}
+	if !bytes.Contains(body, []byte(`\u`)) {
+		return false
+	}
+	err := jsonkeys.Walk(body, func(_ *jsonkeys.Path, members []jsonkeys.Member) error {
+		for _, m := range members {
+			if m.Key == "cache_control" {
+				return errCachePoint
+			}
+		}
+		return nil
+	})
+	return err != nil
+}
 
 // methodField is the body member (and form part) in which web frameworks that honour ?_method=
 // take a POST for another method (Laravel and Symfony read it from a JSON body too): every JSON

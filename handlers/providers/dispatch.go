@@ -143,8 +143,7 @@ func (d *Dispatch) Attempt(u *Upstream) (first bool) {
 // MarkSent records that an attempt counts as sent: it was answered (and the answer is kept), or
 // its request headers were written to an upstream's connection and it then failed (a timeout, a
 // reset), so the provider may have the request and have done the work. An attempt refused (429,
-// 503) and retried on another upstream is not marked: the refusal made nothing. One answered 502
-// is marked, retried or not: a relay's 502 may come after its upstream made and billed it.
+// 502, 503) and retried on another upstream is not marked: the refusal made nothing.
 func (d *Dispatch) MarkSent() { d.sent.Store(true) }
 
 // NeverSent reports whether the request was tried (Attempt: the mediagw transport had it) and no

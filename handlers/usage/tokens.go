@@ -29,6 +29,9 @@ type Tokens struct {
 	// without growing a request's observed writer: a count past 4,294,967,295 (no prompt is
 	// that long) stays at it, and the rest of it is charged as input.
 	CacheWrite5m, CacheWrite1h uint32
+	// CacheRead is the input tokens (in Prompt too) that Anthropic read from its prompt cache
+	// (cache_read_input_tokens), billed below its input price; kept in 32 bits as the writes.
+	CacheRead uint32
 }
 
 // AtMostOutput is t with an output counted from a stream's delta events (see Sniffer.Seen)
@@ -100,8 +103,16 @@ func (t Tokens) merge(u Tokens) Tokens {
 	if u.Total != 0 {
 		t.Total = u.Total
 	}
-	if u.CacheWrite5m != 0 || u.CacheWrite1h != 0 {
-		t.CacheWrite5m, t.CacheWrite1h = u.CacheWrite5m, u.CacheWrite1h // one report's split, whole
+	if u.CacheRead != 0 {
+		t.CacheRead = u.CacheRead
+	}
+	if writes := int64(u.CacheWrite5m) + int64(u.CacheWrite1h); writes != 0 {
+		// The later total, split as the costlier of the two reports splits it: Anthropic's
+		// message_delta repeats cache_creation_input_tokens without the split that
+		// message_start gave (all 5-minute writes, read alone), and its 1-hour writes stay so
+		// (at most the new total).
+		hour := min(max(int64(t.CacheWrite1h), int64(u.CacheWrite1h)), writes)
+		t.CacheWrite1h, t.CacheWrite5m = uint32(hour), uint32(writes-hour)
 	}
 	if t.Total < t.Prompt+t.Completion {
 		t.Total = t.Prompt + t.Completion
@@ -222,6 +233,10 @@ func (u *usageCounts) tokens() Tokens {
 		writes := u.n[fCacheCreationInputTokens]
 		hour := min(u.hourWrites, writes)
 		t.CacheWrite1h, t.CacheWrite5m = uint32(min(hour, math.MaxUint32)), uint32(min(writes-hour, math.MaxUint32))
+	}
+	if anthropic := !u.given[fPromptTokens] && !u.given[fPromptTokenCount]; anthropic &&
+		u.given[fCacheReadInputTokens] && u.n[fCacheReadInputTokens] > 0 {
+		t.CacheRead = uint32(min(u.n[fCacheReadInputTokens], math.MaxUint32))
 	}
 	if !outputGiven && totalGiven && promptGiven {
 		t.Completion, t.output, t.derived = max(total-prompt, 0), true, true

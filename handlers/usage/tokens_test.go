@@ -47,10 +47,10 @@ func TestSnifferReadsUsageFromAnswers(t *testing.T) {
 		{"anthropic tool input holding a usageMetadata object", false, []string{`{"id":"m","content":[{"type":"tool_use","input":{"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":1}}}],"usage":{"input_tokens":300,"output_tokens":400}}`},
 			Tokens{Prompt: 300, Completion: 400, Total: 700, known: true, output: true}},
 		{"anthropic prompt caching: cached input is input", false, []string{`{"id":"m","content":[],"usage":{"input_tokens":10,"cache_creation_input_tokens":3990,"cache_read_input_tokens":1000,"output_tokens":4}}`},
-			Tokens{Prompt: 5000, Completion: 4, Total: 5004, known: true, output: true, CacheWrite5m: 3990}},
+			Tokens{Prompt: 5000, Completion: 4, Total: 5004, known: true, output: true, CacheWrite5m: 3990, CacheRead: 1000}},
 		{"anthropic cache writes split by TTL", false, []string{`{"id":"m","content":[],"usage":{"input_tokens":10,"cache_creation_input_tokens":3990,` +
 			`"cache_creation":{"ephemeral_5m_input_tokens":990,"ephemeral_1h_input_tokens":3000},"cache_read_input_tokens":1000,"output_tokens":4}}`},
-			Tokens{Prompt: 5000, Completion: 4, Total: 5004, known: true, output: true, CacheWrite5m: 990, CacheWrite1h: 3000}},
+			Tokens{Prompt: 5000, Completion: 4, Total: 5004, known: true, output: true, CacheWrite5m: 990, CacheWrite1h: 3000, CacheRead: 1000}},
 		{"anthropic cache writes split, in another member order and letter case", false, []string{`{"id":"m","content":[],"usage":{"Cache_Creation":{"ephemeral_1h_input_tokens":3000},` +
 			`"input_tokens":10,"cache_creation_input_tokens":3990,"output_tokens":4}}`},
 			Tokens{Prompt: 4000, Completion: 4, Total: 4004, known: true, output: true, CacheWrite5m: 990, CacheWrite1h: 3000}},
@@ -61,7 +61,7 @@ func TestSnifferReadsUsageFromAnswers(t *testing.T) {
 		{"anthropic stream, cache read in message_start", true, []string{
 			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"cache_read_input_tokens\":991,\"output_tokens\":1}}}\n\n",
 			"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n"},
-			Tokens{Prompt: 1000, Completion: 15, Total: 1015, known: true, output: true}},
+			Tokens{Prompt: 1000, Completion: 15, Total: 1015, known: true, output: true, CacheRead: 991}},
 		{"cache members beside prompt_tokens are counted in it already", false, []string{`{"id":"x","usage":{"prompt_tokens":50,"cache_read_input_tokens":40,"completion_tokens":2}}`},
 			Tokens{Prompt: 50, Completion: 2, Total: 52, known: true, output: true}},
 		{"no usage", false, []string{`{"data":[{"url":"https://example.com/a.png"}]}`}, Tokens{}},

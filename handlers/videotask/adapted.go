@@ -147,3 +147,26 @@ func (h *Handler) abandonAdapted(a adaptor.Adaptor, u *providers.Upstream, upstr
 	defer cancel()
 	return a.Cancel(ctx, h.caller(u), upstreamID) == nil
 }
+
+// expireQueued cancels at its provider a task the expiry found queued, and reports whether its
+// hold is charged its estimate. A confirmed cancel releases it. A refused one does not say the
+// provider may make the task (it may have failed or been cancelled meanwhile, which a provider
+// refuses to cancel too): the task is read again, and released when it reads failed, cancelled
+// or expired (made nothing); charged when it reads anything else (running, succeeded, still
+// queued, a state no rule maps) or cannot be read.
+func (h *Handler) expireQueued(a adaptor.Adaptor, u *providers.Upstream, upstreamID string, r adaptor.Request) (charge bool) {
+	if h.abandonAdapted(a, u, upstreamID) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.upstreamTimeout())
+	defer cancel()
+	st, err := a.Read(ctx, h.caller(u), upstreamID, r)
+	if err != nil {
+		return true
+	}
+	switch st.Status {
+	case adaptor.StatusFailed, adaptor.StatusCancelled, adaptor.StatusExpired:
+		return false
+	}
+	return true
+}

@@ -67,8 +67,9 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 		// provider may still make it, and bill it: only a task the provider reports queued (not
 		// started) is released, once the provider confirms its cancel (the one state a provider
 		// cancels, as a client's cancel of a queued task); the winner of the change alone sends
-		// that cancel. A task reported running (or in a state no rule maps), or a queued one
-		// whose cancel is not confirmed, is charged its estimate.
+		// that cancel. A task reported running (or in a state no rule maps) is charged its
+		// estimate, and so is a queued one whose cancel is refused, unless it then reads failed,
+		// cancelled or expired (expireQueued).
 		return h.settle(ctx, t, verdict{
 			status:  StatusExpired,
 			code:    "task_expired",
@@ -76,7 +77,7 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 			logged:  "task expired: its provider reports it unfinished past execution_expires_after",
 			fields:  []zap.Field{zap.String("provider_status", st.ProviderStatus)},
 			won: func() (charge bool) {
-				return st.Status != adaptor.StatusQueued || !h.abandonAdapted(a, u, t.UpstreamID)
+				return st.Status != adaptor.StatusQueued || h.expireQueued(a, u, t.UpstreamID, r)
 			},
 		})
 	}
@@ -95,8 +96,9 @@ func (h *Handler) refreshAdapted(ctx context.Context, t storage.Task, a adaptor.
 // (adaptor.Malformed) does: the client's poll is 502 invalid_response naming the member, and the
 // task is left as it is, read again later, until its execution_expires_after (the contract's
 // default when not given) has passed; then it expires with the code invalid_response, once, as a
-// task whose state no rule maps does (released and refunded by whoever wins the change). It is
-// never retried to the longest execution time (overdue).
+// task whose state no rule maps does: charged its estimate by whoever wins the change, as the
+// provider may still make it and bill it. It is never retried to the longest execution time
+// (overdue).
 func (h *Handler) unusableAnswer(ctx context.Context, t storage.Task, r adaptor.Request, m *adaptor.Malformed) (storage.Task, error) {
 	if h.now().After(executionDeadline(t, r)) {
 		return h.settle(ctx, t, verdict{
@@ -105,6 +107,7 @@ func (h *Handler) unusableAnswer(ctx context.Context, t storage.Task, r adaptor.
 			message: "the provider's answers about the task were unusable until execution_expires_after: " + m.Error(),
 			logged:  "task expired: its provider's answers stayed unusable past execution_expires_after",
 			fields:  []zap.Field{zap.String("member", m.Member)},
+			won:     func() (charge bool) { return true },
 		})
 	}
 	h.Logger.Debug("provider's answer about a task is unusable; the task is unchanged",
