@@ -207,10 +207,10 @@ func (b *Badger) taskWrites(dst []bookWrite, task Task, prev *Task) ([]bookWrite
 		return dst, err
 	}
 	dst = append(dst, bookWrite{key: prefixTask + task.ID, val: record, ttl: ttl})
-	if prev != nil && prev.Unfinished() && task.Unfinished() && prev.Expiry().Equal(expiry) && ttl > minTaskRecordTTL {
+	if prev != nil && prev.Watched() && task.Watched() && prev.Expiry().Equal(expiry) && ttl > minTaskRecordTTL {
 		return dst, nil // the index key (account, creation time, id) never changes
 	}
-	if task.Unfinished() {
+	if task.Watched() {
 		dst = append(dst, bookWrite{key: prefixOpenTask + task.ID, ttl: ttl})
 	} else if prev != nil {
 		dst = append(dst, bookWrite{key: prefixOpenTask + task.ID, del: true})

@@ -190,6 +190,11 @@ type Task struct {
 	CallbackGone bool `json:"callback_gone,omitempty"`
 	// Notified is the last status queued for delivery to CallbackURL.
 	Notified string `json:"notified,omitempty"`
+	// Effects is what the finish of the task still has to do (EffectHold, EffectCallback), set
+	// by the compare-and-set that set Finished and cleared, with Active, by the one that records
+	// them done. A record with effects pending stays in the unfinished index (see Watched), so
+	// that a watcher does them when the instance that won the finish did not.
+	Effects int64 `json:"effects,omitempty"`
 	// NoLastFrame is set when the create did not ask for the last frame (return_last_frame):
 	// the answer then carries no content.last_frame_url, whatever the upstream says.
 	NoLastFrame bool `json:"no_last_frame,omitempty"`
@@ -294,6 +299,20 @@ func (t Task) Unfinished() bool {
 	return t.Kind == KindVideo && !Terminal(t.Status) && !t.Finished
 }
 
+// The effects of a task's finish (Task.Effects).
+const (
+	// EffectHold: end the task's hold, give its slot back (if Active) and record its usage.
+	EffectHold int64 = 1 << iota
+	// EffectCallback: queue the callback of the task's final status (Notified).
+	EffectCallback
+)
+
+// Watched reports whether a task belongs in the unfinished index that the watchers start from:
+// it is unfinished, or it is a finished video task whose finish still has effects to do.
+func (t Task) Watched() bool {
+	return t.Unfinished() || t.Kind == KindVideo && t.Effects != 0
+}
+
 // Terminal reports whether a task in this status will not change again: succeeded, failed,
 // cancelled or expired.
 func Terminal(status string) bool {
@@ -346,13 +365,14 @@ type taskHead struct {
 	ExpiresAt  int64  `json:"expires_at,omitempty"`
 	FinishedAt int64  `json:"finished_at,omitempty"`
 	Finished   bool   `json:"finished,omitempty"`
+	Effects    int64  `json:"effects,omitempty"`
 	Version    int64  `json:"version,omitempty"`
 }
 
 // task is the head as a Task, with only the head's fields set.
 func (h taskHead) task() Task {
 	return Task{Kind: h.Kind, Account: h.Account, CreatedAt: h.CreatedAt, Status: h.Status,
-		ExpiresAt: h.ExpiresAt, FinishedAt: h.FinishedAt, Finished: h.Finished, Version: h.Version}
+		ExpiresAt: h.ExpiresAt, FinishedAt: h.FinishedAt, Finished: h.Finished, Effects: h.Effects, Version: h.Version}
 }
 
 // sameTask reports whether task, a changed record given to a compare-and-set, is of the stored

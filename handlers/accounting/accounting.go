@@ -308,14 +308,38 @@ func MarkFinished(t *storage.Task) bool {
 // the task succeeded, and released otherwise; the record and the spend metric carry the amount.
 // The hold is ended first: one that the reconciler released before the task's create bound it
 // took the slot back with it (SlotOfReleasedHold), so the slot is not given back here.
+//
+// Finished is EndTaskHold and TaskEnded at once, for a record that keeps no pending effects
+// (storage.Task.Effects); package videotask calls the two around the write that records them done.
 func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string, actual billing.Usage) {
+	ended, _ := a.EndTaskHold(ctx, t, status, actual)
+	a.TaskEnded(ctx, t, status, ended, t.Active)
+}
+
+// EndedHold is how EndTaskHold ended a task's hold, for TaskEnded.
+type EndedHold struct {
+	amount billing.Money
+	how    endedBy
+}
+
+// EndTaskHold settles or releases the hold of a finished task (see Finished). It may be called
+// again for the same task (by a sweep that does the effects of a finish whose winner died): a
+// hold already ended is left as it is. It reports false when the hold could not be ended (every
+// write failed): it is still open, and the caller tries again later.
+func (a *Accountant) EndTaskHold(ctx context.Context, t storage.Task, status string, actual billing.Usage) (EndedHold, bool) {
+	amount, how := a.settleTask(context.WithoutCancel(ctx), t, status, actual)
+	return EndedHold{amount: amount, how: how}, how != holdNotEnded
+}
+
+// TaskEnded gives back the active slot of a finished task whose hold EndTaskHold ended, when
+// active (the record held it: call it only from the one stored change that cleared the
+// record's Active), and records the finish (the usage record and the metric).
+func (a *Accountant) TaskEnded(ctx context.Context, t storage.Task, status string, ended EndedHold, active bool) {
 	ctx = context.WithoutCancel(ctx)
 	rec := usage.Record{Event: usage.EventTaskFinished, Time: a.clock(), Account: t.Account, KeyID: t.KeyID,
 		Endpoint: "/api/v3/contents/generations/tasks", Model: t.Model, Provider: t.Provider, Upstream: cmp.Or(t.Upstream, t.Provider),
-		TaskID: t.ID, Status: status, TraceID: usage.TraceID(ctx)}
-	amount, how := a.settleTask(ctx, t, status, actual)
-	rec.Amount = int64(amount)
-	if t.Active && how != holdEndedByReconciler {
+		TaskID: t.ID, Status: status, TraceID: usage.TraceID(ctx), Amount: int64(ended.amount)}
+	if active && ended.how != holdEndedByReconciler {
 		a.addRetrying(ctx, ActiveCounter(t.KeyID), -1, zap.String("key_id", t.KeyID), zap.String("task_id", t.ID), zap.String("what", "slot release"))
 	}
 	metrics.TaskFinished(t.Provider, t.Model, status)

@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -20,8 +19,8 @@ type verdict struct {
 }
 
 // settle finishes an unfinished task with the verdict, once (compare-and-set). Whoever wins the
-// change releases the slot, refunds and queues the callback; a task already finished is left
-// as it is.
+// change ends the hold, releases the slot and queues the callback (finishEffects); a task
+// already finished is left as it is.
 func (h *Handler) settle(ctx context.Context, t storage.Task, v verdict) (storage.Task, error) {
 	var finished, notify bool
 	stored, err := storage.UpdateTask(ctx, h.Store, t.ID, func(cur *storage.Task) error {
@@ -33,8 +32,8 @@ func (h *Handler) settle(ctx context.Context, t storage.Task, v verdict) (storag
 		result := recordResult(*cur)
 		result["error"] = mustJSON(map[string]string{"code": v.code, "message": v.message})
 		cur.Result = mustJSON(result)
-		finished = accounting.MarkFinished(cur)
 		notify = h.markNotified(cur)
+		finished = h.markFinished(cur, notify)
 		return nil
 	})
 	if errors.Is(err, storage.ErrNotFound) {
@@ -46,9 +45,8 @@ func (h *Handler) settle(ctx context.Context, t storage.Task, v verdict) (storag
 	}
 	if finished {
 		h.Logger.Info(v.logged, append([]zap.Field{zap.String("task_id", t.ID)}, v.fields...)...)
-		h.finished(ctx, stored, v.status)
-	}
-	if notify {
+		h.finishEffects(ctx, stored) // the callback with them
+	} else if notify {
 		h.notify(ctx, stored)
 	}
 	if len(stored.Result) == 0 {
