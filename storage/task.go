@@ -190,11 +190,6 @@ type Task struct {
 	CallbackGone bool `json:"callback_gone,omitempty"`
 	// Notified is the last status queued for delivery to CallbackURL.
 	Notified string `json:"notified,omitempty"`
-	// Effects is what the finish of the task still has to do (EffectHold, EffectCallback), set
-	// by the compare-and-set that set Finished and cleared, with Active, by the one that records
-	// them done. A record with effects pending stays in the unfinished index (see Watched), so
-	// that a watcher does them when the instance that won the finish did not.
-	Effects int64 `json:"effects,omitempty"`
 	// NoLastFrame is set when the create did not ask for the last frame (return_last_frame):
 	// the answer then carries no content.last_frame_url, whatever the upstream says.
 	NoLastFrame bool `json:"no_last_frame,omitempty"`
@@ -228,6 +223,11 @@ type Task struct {
 	// create sent none, or several, and in records written before it was kept: no create is
 	// then a replay.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Effects is what the finish of the task still has to do (EffectHold, EffectCallback), set
+	// by the compare-and-set that set Finished and cleared, with Active, by the one that records
+	// them done. A record with effects pending stays in the unfinished index (see Watched), so
+	// that a watcher does them when the instance that won the finish did not.
+	Effects int64 `json:"effects,omitempty"`
 	// Version is raised by the backend on every write (1 after CreateTask); ReplaceTask and
 	// DeleteTask compare it.
 	Version int64 `json:"version,omitempty"`
