@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -514,6 +515,14 @@ func (h *Handler) forget(ctx context.Context, taskID string) error {
 			// Deleted upstream while unfinished: finish it (release, refund) before forgetting.
 			if _, err := h.finishUnreachable(ctx, t, "it was deleted upstream"); err != nil && !errors.Is(err, errTaskNotExist) {
 				return err
+			}
+			continue
+		}
+		if t.Effects != 0 {
+			// Its finish's effects are not done yet (its winner is at them, or died): a deleted
+			// record would leave them to no one, so they are done first (once: finishEffects).
+			if !h.finishEffects(ctx, t) {
+				return fmt.Errorf("task %s: its finish's effects are still pending", taskID)
 			}
 			continue
 		}
