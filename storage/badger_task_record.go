@@ -68,6 +68,7 @@ const (
 	taskFieldHoldPrice
 	taskFieldEndpoint
 	taskFieldIdempotencyKey
+	taskFieldEffects
 	taskFields // one more than the last number
 )
 
@@ -110,13 +111,14 @@ func encodeTaskRecord(t *Task) ([]byte, error) {
 	w.str(taskFieldHoldPrice, t.HoldPrice)
 	w.str(taskFieldEndpoint, t.Endpoint)
 	w.str(taskFieldIdempotencyKey, t.IdempotencyKey)
+	w.int(taskFieldEffects, t.Effects)
 	return w.b, w.err
 }
 
 // taskRecordSize is about the length of t's record: enough, unless its JSON values grow when
 // compacted (HTML characters escaped).
 func taskRecordSize(t *Task) int {
-	return 11 + 6*14 + 11*8 + 4 + 6*4 + binary.MaxVarintLen64 + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) +
+	return 12 + 7*14 + 11*8 + 4 + 6*4 + binary.MaxVarintLen64 + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) +
 		len(t.Upstream) + len(t.UpstreamAddress) + len(t.UpstreamID) + len(t.Model) + len(t.Status) + len(t.HoldID) +
 		len(t.HoldUsage) + len(t.CallbackURL) + len(t.Notified) + len(t.Result) + len(t.Request) + len(t.Usage) + len(t.Keep) + len(t.HoldPrice) + len(t.Endpoint) + len(t.IdempotencyKey)
 }

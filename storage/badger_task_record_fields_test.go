@@ -79,7 +79,7 @@ func TestTaskRecordKeepsEveryField(t *testing.T) {
 		for _, r := range [][]byte{record, js} {
 			head, err := decodeTaskHead(r)
 			if want := (taskHead{Kind: task.Kind, Account: task.Account, CreatedAt: task.CreatedAt, Status: task.Status,
-				ExpiresAt: task.ExpiresAt, FinishedAt: task.FinishedAt, Finished: task.Finished, Version: task.Version}); err != nil || head != want {
+				ExpiresAt: task.ExpiresAt, FinishedAt: task.FinishedAt, Finished: task.Finished, Effects: task.Effects, Version: task.Version}); err != nil || head != want {
 				t.Errorf("decodeTaskHead = %+v, %v; want %+v", head, err, want)
 			}
 		}

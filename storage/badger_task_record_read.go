@@ -38,7 +38,7 @@ func decodeTaskHead(b []byte) (taskHead, error) {
 		return taskHead{}, r.err()
 	}
 	return taskHead{Kind: t.Kind, Account: t.Account, CreatedAt: t.CreatedAt, Status: t.Status,
-		ExpiresAt: t.ExpiresAt, FinishedAt: t.FinishedAt, Finished: t.Finished, Version: t.Version}, nil
+		ExpiresAt: t.ExpiresAt, FinishedAt: t.FinishedAt, Finished: t.Finished, Effects: t.Effects, Version: t.Version}, nil
 }
 
 // taskRecordReader reads a binary task record.
@@ -101,7 +101,7 @@ func (r *taskRecordReader) field(t *Task, n int, full bool) bool {
 	case taskFieldNoLastFrame:
 		t.NoLastFrame = true
 	case taskFieldCreatedAt, taskFieldUpdatedAt, taskFieldRefreshedAt, taskFieldExpiresAt, taskFieldFinishedAt,
-		taskFieldCost, taskFieldHeld, taskFieldHoldAmount:
+		taskFieldCost, taskFieldHeld, taskFieldHoldAmount, taskFieldEffects:
 		v, size := binary.Varint(r.b[r.i:])
 		if size <= 0 {
 			return false
@@ -255,6 +255,8 @@ func (t *Task) intField(n int) *int64 {
 		return &t.Cost
 	case taskFieldHeld:
 		return &t.Held
+	case taskFieldEffects:
+		return &t.Effects
 	}
 	return &t.HoldAmount // taskFieldHoldAmount: field calls it for these numbers only
 }

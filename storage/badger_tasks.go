@@ -210,10 +210,10 @@ func (b *Badger) taskWrites(dst []bookWrite, task Task, prev *Task) ([]bookWrite
 	if prev == nil && indexedByIdempotencyKey(task) {
 		dst = append(dst, bookWrite{key: prefixKeyedTask + task.IdempotencyKey, val: []byte(task.ID), ttl: ttl})
 	}
-	if prev != nil && prev.Unfinished() && task.Unfinished() && prev.Expiry().Equal(expiry) && ttl > minTaskRecordTTL {
+	if prev != nil && prev.Watched() && task.Watched() && prev.Expiry().Equal(expiry) && ttl > minTaskRecordTTL {
 		return dst, nil // the index key (account, creation time, id) never changes
 	}
-	if task.Unfinished() {
+	if task.Watched() {
 		dst = append(dst, bookWrite{key: prefixOpenTask + task.ID, ttl: ttl})
 	} else if prev != nil {
 		dst = append(dst, bookWrite{key: prefixOpenTask + task.ID, del: true})

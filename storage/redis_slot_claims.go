@@ -102,7 +102,7 @@ func (r *Redis) CreateClaimedTask(ctx context.Context, task Task, claim SlotClai
 	}
 	res, unconfirmed := r.execDurable(ctx, scriptCreateClaimedTask,
 		[]string{r.key("t:", task.ID), r.key("tu"), r.key("ta:", task.Account), r.key("tc"), r.key("sc"), r.key("sk")},
-		[]string{string(js), r.expireAtMillis(task), flag(task.Unfinished()), itoa(task.CreatedAt), task.ID, task.Account, task.Kind, r.prefix,
+		[]string{string(js), r.expireAtMillis(task), flag(task.Watched()), itoa(task.CreatedAt), task.ID, task.Account, task.Kind, r.prefix,
 			claim.ID, string(jsNone), r.keyedTaskEntry(task)})
 	code, err := res.AsInt64()
 	if err != nil {

@@ -52,7 +52,7 @@ func (r *Redis) CreateTask(ctx context.Context, task Task) (Task, error) {
 	}
 	res, unconfirmed := r.execDurable(ctx, scriptCreateTask,
 		[]string{r.key("t:", task.ID), r.key("tu"), r.key("ta:", task.Account), r.key("tc")},
-		[]string{string(js), r.expireAtMillis(task), flag(task.Unfinished()), itoa(task.CreatedAt), task.ID, task.Account, task.Kind, r.prefix,
+		[]string{string(js), r.expireAtMillis(task), flag(task.Watched()), itoa(task.CreatedAt), task.ID, task.Account, task.Kind, r.prefix,
 			r.keyedTaskEntry(task)})
 	n, err := res.AsInt64()
 	if err != nil {
@@ -108,7 +108,7 @@ func (r *Redis) ReplaceTask(ctx context.Context, task Task) (Task, error) {
 		}
 		res, unconfirmed := r.execDurable(ctx, scriptReplaceTask,
 			[]string{r.key("t:", task.ID), r.key("tu")},
-			[]string{itoa(want), string(js), r.expireAtMillis(task), flag(task.Unfinished()), task.ID,
+			[]string{itoa(want), string(js), r.expireAtMillis(task), flag(task.Watched()), task.ID,
 				task.Account, task.Kind, itoa(task.CreatedAt), flag(r.waitReplicas > 0)})
 		vals, err := res.ToArray()
 		if err != nil {
@@ -197,7 +197,7 @@ func (r *Redis) restoreTask(ctx context.Context, changed Task, old []rueidisMess
 		return
 	}
 	res := r.takeBack(ctx, "task change", scriptReplaceTask, []string{r.key("t:", prev.ID), r.key("tu")},
-		[]string{itoa(changed.Version), string(restored), r.expireAtMillis(prev), flag(prev.Unfinished()), prev.ID,
+		[]string{itoa(changed.Version), string(restored), r.expireAtMillis(prev), flag(prev.Watched()), prev.ID,
 			changed.Account, changed.Kind, itoa(changed.CreatedAt), "0"})
 	if vals, err := res.ToArray(); err == nil && len(vals) > 0 {
 		if ok, err := vals[0].AsInt64(); err == nil && ok != 1 {

@@ -231,6 +231,12 @@ type Task struct {
 	// create sent none, or several, and in records written before it was kept: no create is
 	// then a replay.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Effects is what the finish of the task still has to do (EffectHold, EffectCallback), and
+	// how its hold ends (EffectChargeEstimate, EffectDeleted), set by the compare-and-set that set
+	// Finished and cleared, with Active, by the one that records them done. A record with effects
+	// pending stays in the unfinished index (see Watched), so that a watcher does them when the
+	// instance that won the finish did not, deciding as the finish did.
+	Effects int64 `json:"effects,omitempty"`
 	// Version is raised by the backend on every write (1 after CreateTask); ReplaceTask and
 	// DeleteTask compare it.
 	Version int64 `json:"version,omitempty"`
@@ -302,6 +308,28 @@ func (t Task) Unfinished() bool {
 	return t.Kind == KindVideo && !Terminal(t.Status) && !t.Finished
 }
 
+// The effects of a task's finish (Task.Effects).
+const (
+	// EffectHold: end the task's hold, give its slot back (if Active) and record its usage.
+	EffectHold int64 = 1 << iota
+	// EffectCallback: queue the callback of the task's final status (Notified).
+	EffectCallback
+	// EffectChargeEstimate: the hold of a task that did not succeed is charged its estimate,
+	// not released (its provider may still make it, and bill it: accounting.FinishedAtEstimate).
+	// Set in the finish's compare-and-set, so that whoever does the effects decides as the
+	// finish did.
+	EffectChargeEstimate
+	// EffectDeleted: the task went after a DELETE its provider accepted; its hold is settled,
+	// and its usage recorded, as accounting.StatusDeleted.
+	EffectDeleted
+)
+
+// Watched reports whether a task belongs in the unfinished index that the watchers start from:
+// it is unfinished, or it is a finished video task whose finish still has effects to do.
+func (t Task) Watched() bool {
+	return t.Unfinished() || t.Kind == KindVideo && t.Effects != 0
+}
+
 // Terminal reports whether a task in this status will not change again: succeeded, failed,
 // cancelled or expired.
 func Terminal(status string) bool {
@@ -354,13 +382,14 @@ type taskHead struct {
 	ExpiresAt  int64  `json:"expires_at,omitempty"`
 	FinishedAt int64  `json:"finished_at,omitempty"`
 	Finished   bool   `json:"finished,omitempty"`
+	Effects    int64  `json:"effects,omitempty"`
 	Version    int64  `json:"version,omitempty"`
 }
 
 // task is the head as a Task, with only the head's fields set.
 func (h taskHead) task() Task {
 	return Task{Kind: h.Kind, Account: h.Account, CreatedAt: h.CreatedAt, Status: h.Status,
-		ExpiresAt: h.ExpiresAt, FinishedAt: h.FinishedAt, Finished: h.Finished, Version: h.Version}
+		ExpiresAt: h.ExpiresAt, FinishedAt: h.FinishedAt, Finished: h.Finished, Effects: h.Effects, Version: h.Version}
 }
 
 // sameTask reports whether task, a changed record given to a compare-and-set, is of the stored

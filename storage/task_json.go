@@ -93,6 +93,7 @@ func marshalTask(t *Task) ([]byte, error) {
 	if t.IdempotencyKey != "" {
 		b = appendTaskString(append(b, `,"idempotency_key":`...), t.IdempotencyKey)
 	}
+	b = appendTaskInt(b, `,"effects":`, t.Effects)
 	b = appendTaskInt(b, `,"version":`, t.Version)
 	return append(b, '}'), nil
 }
@@ -104,7 +105,7 @@ func marshalTaskSize(t *Task) int {
 	size := 150 + len(t.ID) + len(t.Kind) + len(t.Account) + len(t.KeyID) + len(t.Provider) + len(t.Upstream) +
 		len(t.UpstreamAddress) + len(t.Model) + len(t.Status) + len(t.Result) + len(t.CallbackURL) + len(t.Notified) +
 		len(t.UpstreamID) + len(t.Request) + len(t.Usage) + len(t.Keep) + len(t.HoldID) + len(t.HoldUsage) + len(t.HoldPrice) + len(t.Endpoint) + len(t.IdempotencyKey)
-	for _, n := range [...]int64{t.RefreshedAt, t.ExpiresAt, t.FinishedAt, t.Cost, t.Held, t.HoldAmount, t.Version} {
+	for _, n := range [...]int64{t.RefreshedAt, t.ExpiresAt, t.FinishedAt, t.Cost, t.Held, t.HoldAmount, t.Effects, t.Version} {
 		if n != 0 {
 			size += 36 // the longest key and the longest integer
 		}
@@ -209,7 +210,7 @@ func unmarshalTaskHead(b []byte) (taskHead, error) {
 	var t Task
 	if p := (taskParser{b: b}); p.parse(&t) {
 		return taskHead{Kind: t.Kind, Account: t.Account, CreatedAt: t.CreatedAt, Status: t.Status,
-			ExpiresAt: t.ExpiresAt, FinishedAt: t.FinishedAt, Finished: t.Finished, Version: t.Version}, nil
+			ExpiresAt: t.ExpiresAt, FinishedAt: t.FinishedAt, Finished: t.Finished, Effects: t.Effects, Version: t.Version}, nil
 	}
 	var h taskHead
 	err := json.Unmarshal(b, &h)
@@ -354,6 +355,8 @@ func (p *taskParser) field(t *Task, key []byte) bool {
 		return p.result(26, &t.Usage)
 	case "keep":
 		return p.result(30, &t.Keep)
+	case "effects":
+		return p.int(34, &t.Effects)
 	case "version":
 		return p.int(22, &t.Version)
 	}

@@ -308,8 +308,12 @@ func MarkFinished(t *storage.Task) bool {
 // the task succeeded, and released otherwise; the record and the spend metric carry the amount.
 // The hold is ended first: one that the reconciler released before the task's create bound it
 // took the slot back with it (SlotOfReleasedHold), so the slot is not given back here.
+//
+// Finished is EndTaskHold and TaskEnded at once, for a record that keeps no pending effects
+// (storage.Task.Effects); package videotask calls the two around the write that records them done.
 func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string, actual billing.Usage) {
-	a.finish(ctx, t, status, actual, false)
+	ended, _ := a.EndTaskHold(ctx, t, status, actual, false)
+	a.TaskEnded(ctx, t, status, ended, t.Active)
 }
 
 // FinishedAtEstimate is Finished for a task that ended unsucceeded (expired) while its provider
@@ -317,18 +321,35 @@ func (a *Accountant) Finished(ctx context.Context, t storage.Task, status string
 // cancel): the task's hold is charged its estimate, as a succeeded task that reports no usage is,
 // rather than released. Call it once, as Finished, instead of it.
 func (a *Accountant) FinishedAtEstimate(ctx context.Context, t storage.Task, status string) {
-	a.finish(ctx, t, status, billing.Usage{}, true)
+	ended, _ := a.EndTaskHold(ctx, t, status, billing.Usage{}, true)
+	a.TaskEnded(ctx, t, status, ended, t.Active)
 }
 
-// finish is Finished; charge settles the hold of an unsucceeded task at its estimate.
-func (a *Accountant) finish(ctx context.Context, t storage.Task, status string, actual billing.Usage, charge bool) {
+// EndedHold is how EndTaskHold ended a task's hold, for TaskEnded.
+type EndedHold struct {
+	amount billing.Money
+	how    endedBy
+}
+
+// EndTaskHold settles or releases the hold of a finished task (see Finished); charge settles
+// the hold of an unsucceeded task at its estimate (see FinishedAtEstimate). It may be called
+// again for the same task (by a sweep that does the effects of a finish whose winner died): a
+// hold already ended is left as it is. It reports false when the hold could not be ended (every
+// write failed): it is still open, and the caller tries again later.
+func (a *Accountant) EndTaskHold(ctx context.Context, t storage.Task, status string, actual billing.Usage, charge bool) (EndedHold, bool) {
+	amount, how := a.settleTask(context.WithoutCancel(ctx), t, status, actual, charge)
+	return EndedHold{amount: amount, how: how}, how != holdNotEnded
+}
+
+// TaskEnded gives back the active slot of a finished task whose hold EndTaskHold ended, when
+// active (the record held it: call it only from the one stored change that cleared the
+// record's Active), and records the finish (the usage record and the metric).
+func (a *Accountant) TaskEnded(ctx context.Context, t storage.Task, status string, ended EndedHold, active bool) {
 	ctx = context.WithoutCancel(ctx)
 	rec := usage.Record{Event: usage.EventTaskFinished, Time: a.clock(), Account: t.Account, KeyID: t.KeyID,
 		Endpoint: "/api/v3/contents/generations/tasks", Model: t.Model, Provider: t.Provider, Upstream: cmp.Or(t.Upstream, t.Provider),
-		TaskID: t.ID, Status: status, TraceID: usage.TraceID(ctx)}
-	amount, how := a.settleTask(ctx, t, status, actual, charge)
-	rec.Amount = int64(amount)
-	if t.Active && how != holdEndedByReconciler {
+		TaskID: t.ID, Status: status, TraceID: usage.TraceID(ctx), Amount: int64(ended.amount)}
+	if active && ended.how != holdEndedByReconciler {
 		a.addRetrying(ctx, ActiveCounter(t.KeyID), -1, zap.String("key_id", t.KeyID), zap.String("task_id", t.ID), zap.String("what", "slot release"))
 	}
 	metrics.TaskFinished(t.Provider, t.Model, status)

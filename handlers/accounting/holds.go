@@ -339,11 +339,13 @@ type endedBy int
 const (
 	// holdEndedHere: this call ended the hold.
 	holdEndedHere endedBy = iota
-	// holdEndedElsewhere: another caller had ended it (or every attempt failed, logged).
+	// holdEndedElsewhere: another caller had ended it.
 	holdEndedElsewhere
 	// holdEndedByReconciler: the reconciler had released it, unbound (storage.ErrHoldReconciled);
 	// a slot-taking create's slot went back with it (SlotOfReleasedHold).
 	holdEndedByReconciler
+	// holdNotEnded: every attempt failed (logged); the hold is still open.
+	holdNotEnded
 )
 
 // endHold settles a hold at amount, or releases it when amount is negative, retrying a failed
@@ -385,7 +387,7 @@ func (a *Accountant) endHold(ctx context.Context, holdID string, amount billing.
 		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
 	}
 	a.logger().Error("ending a hold failed; it stays open", append(owner.fields(), zap.String("hold_id", holdID), zap.Error(err))...)
-	return holdEndedElsewhere, 0
+	return holdNotEnded, 0
 }
 
 // meterSpent counts money a settlement charged in the key's and the account's usage.

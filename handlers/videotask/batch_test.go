@@ -185,8 +185,8 @@ func TestBatchedFinishReleasesOnce(t *testing.T) {
 	}
 	for _, id := range ids {
 		rec, err := h.Store.Task(ctx, id)
-		if err != nil || !rec.Finished || rec.Status != StatusFailed || rec.Version != 2 {
-			t.Fatalf("record %+v, %v; want failed and finished in one write (version 2)", rec, err)
+		if err != nil || !rec.Finished || rec.Status != StatusFailed || rec.Effects != 0 || rec.Version != 3 {
+			t.Fatalf("record %+v, %v; want failed and finished in one write, its effects recorded done in one more (version 3)", rec, err)
 		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/internal/bounded"
 	"github.com/mediagw/mediagw/storage"
@@ -283,8 +282,8 @@ func (h *Handler) keepDone(ctx context.Context, k *Keeper, taskID, owner string,
 		}
 		cur.Status, cur.Result, cur.Keep = StatusSucceeded, answer, mustJSON(j)
 		cur.UpdatedAt, cur.RefreshedAt = h.now().Unix(), h.now().UnixNano()
-		finished = accounting.MarkFinished(cur)
 		notify = h.markNotified(cur)
+		finished = h.markFinished(cur, notify)
 		return nil
 	})
 	if errors.Is(err, storage.ErrNotFound) {
@@ -294,9 +293,8 @@ func (h *Handler) keepDone(ctx context.Context, k *Keeper, taskID, owner string,
 		return stored, err
 	}
 	if finished {
-		h.finished(ctx, stored, StatusSucceeded)
-	}
-	if notify {
+		h.finishEffects(ctx, stored) // the callback with them
+	} else if notify {
 		h.notify(ctx, stored)
 	}
 	return stored, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -13,10 +14,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/handlers/apierror"
 	"github.com/mediagw/mediagw/handlers/auth"
-	"github.com/mediagw/mediagw/handlers/callbacks"
 	"github.com/mediagw/mediagw/handlers/providers"
 	"github.com/mediagw/mediagw/handlers/upstream"
 	"github.com/mediagw/mediagw/handlers/usage"
@@ -299,10 +298,10 @@ func (c *answerChange) apply(cur *storage.Task) error {
 		c.notify = c.h.markNotified(cur)
 		return nil
 	}
-	if storage.Terminal(c.status) {
-		c.finished = accounting.MarkFinished(cur)
-	}
 	c.notify = c.h.markNotified(cur)
+	if storage.Terminal(c.status) {
+		c.finished = c.h.markFinished(cur, c.notify)
+	}
 	return nil
 }
 
@@ -322,9 +321,8 @@ func (h *Handler) answerStored(ctx context.Context, c *answerChange, stored stor
 		return t, err
 	}
 	if c.finished {
-		h.finished(ctx, stored, c.status)
-	}
-	if c.notify {
+		h.finishEffects(ctx, stored) // the callback with them
+	} else if c.notify {
 		h.notify(ctx, stored)
 	}
 	if c.keeping {
@@ -346,8 +344,13 @@ func (h *Handler) answerStored(ctx context.Context, c *answerChange, stored stor
 func (h *Handler) finishUnreachable(ctx context.Context, t storage.Task, why string) (storage.Task, error) {
 	won := false
 	stored, err := storage.UpdateTask(ctx, h.Store, t.ID, func(cur *storage.Task) error {
-		if won = accounting.MarkFinished(cur); !won {
+		if won = h.markFinished(cur, false); !won {
 			return storage.ErrNoChange
+		}
+		if cur.Effects&storage.EffectHold != 0 && h.deleteUnderway(t.ID) {
+			// Gone after a DELETE the provider accepted: it may have finished (see
+			// cancel_deletes.go), and is charged its estimate (accounting.StatusDeleted).
+			cur.Effects |= storage.EffectDeleted
 		}
 		if len(cur.Result) == 0 {
 			cur.Result = recordJSON(*cur)
@@ -362,14 +365,11 @@ func (h *Handler) finishUnreachable(ctx context.Context, t storage.Task, why str
 		return t, err
 	}
 	if won {
-		status := stored.Status
-		if h.deleteUnderway(t.ID) {
-			// Gone after a DELETE the provider accepted: it may have finished (see
-			// cancel_deletes.go), and is charged its estimate.
-			status, why = accounting.StatusDeleted, why+" after a DELETE it accepted; it may have finished, and is charged its estimate"
+		if stored.Effects&storage.EffectDeleted != 0 {
+			why += " after a DELETE it accepted; it may have finished, and is charged its estimate"
 		}
 		h.Logger.Info("task finished: "+why, zap.String("task_id", t.ID), zap.String("last_status", stored.Status))
-		h.finished(ctx, stored, status)
+		h.finishEffects(ctx, stored)
 	}
 	if len(stored.Result) == 0 {
 		stored.Result = recordJSON(stored)
@@ -536,6 +536,14 @@ func (h *Handler) forget(ctx context.Context, taskID string) error {
 			}
 			continue
 		}
+		if t.Effects != 0 {
+			// Its finish's effects are not done yet (its winner is at them, or died): a deleted
+			// record would leave them to no one, so they are done first (once: finishEffects).
+			if !h.finishEffects(ctx, t) {
+				return fmt.Errorf("task %s: its finish's effects are still pending", taskID)
+			}
+			continue
+		}
 		if h.Watcher != nil {
 			h.Watcher.forgetHeld(taskID) // a later task under this id must not meet this record
 		}
@@ -582,8 +590,7 @@ func (h *Handler) markNotified(t *storage.Task) bool {
 // query endpoint returns it. If it cannot be queued, Notified is cleared again so that the next
 // refresh retries.
 func (h *Handler) notify(ctx context.Context, t storage.Task) {
-	ev := callbacks.Event{ID: callbacks.EventID(t.ID, t.Status), TaskID: t.ID, Account: t.Account, URL: t.CallbackURL, Body: h.clientAnswer(ctx, t)}
-	err := h.Callbacks.Enqueue(ctx, ev)
+	err := h.Callbacks.Enqueue(ctx, h.callbackEvent(ctx, t))
 	if err == nil {
 		return
 	}
@@ -620,16 +627,6 @@ func (h *Handler) CallbackGone(ctx context.Context, taskID string) {
 func (h *Handler) CallbacksStopped(ctx context.Context, taskID string) bool {
 	t, err := h.Store.Task(ctx, taskID)
 	return err == nil && t.CallbackGone
-}
-
-// finished releases what a task held (its active slot; its cost when unsuccessful tasks are
-// refunded) and settles its hold from the usage its provider reported (TaskUsage), or releases
-// it. Call it only after storing the update that set Finished (accounting.MarkFinished).
-func (h *Handler) finished(ctx context.Context, t storage.Task, status string) {
-	if h.Accounting != nil {
-		used, _ := TaskUsage(t) // nothing when it did not succeed: the hold is released
-		h.Accounting.Finished(ctx, t, status, used)
-	}
 }
 
 // now reads the handler's clock.

@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/mediagw/mediagw/handlers/accounting"
 	"github.com/mediagw/mediagw/storage"
 )
 
@@ -25,8 +24,8 @@ type verdict struct {
 }
 
 // settle finishes an unfinished task with the verdict, once (compare-and-set). Whoever wins the
-// change releases the slot, refunds and queues the callback; a task already finished is left
-// as it is.
+// change ends the hold, releases the slot and queues the callback (finishEffects); a task
+// already finished is left as it is.
 func (h *Handler) settle(ctx context.Context, t storage.Task, v verdict) (storage.Task, error) {
 	var finished, notify bool
 	stored, err := storage.UpdateTask(ctx, h.Store, t.ID, func(cur *storage.Task) error {
@@ -38,8 +37,13 @@ func (h *Handler) settle(ctx context.Context, t storage.Task, v verdict) (storag
 		result := recordResult(*cur)
 		result["error"] = mustJSON(map[string]string{"code": v.code, "message": v.message})
 		cur.Result = mustJSON(result)
-		finished = accounting.MarkFinished(cur)
 		notify = h.markNotified(cur)
+		finished = h.markFinished(cur, notify)
+		if finished && v.won != nil && cur.Effects&storage.EffectHold != 0 {
+			// Charged unless the winner's won decides otherwise (releaseDecided): a sweep
+			// that does the effects of a winner that died before deciding charges the estimate.
+			cur.Effects |= storage.EffectChargeEstimate
+		}
 		return nil
 	})
 	if errors.Is(err, storage.ErrNotFound) {
@@ -53,17 +57,35 @@ func (h *Handler) settle(ctx context.Context, t storage.Task, v verdict) (storag
 		charge := v.won != nil && v.won()
 		fields := append([]zap.Field{zap.String("task_id", t.ID)}, v.fields...)
 		h.Logger.Info(v.logged, append(fields, zap.Bool("charged_estimate", charge))...)
-		if charge && h.Accounting != nil {
-			h.Accounting.FinishedAtEstimate(ctx, stored, v.status)
-		} else {
-			h.finished(ctx, stored, v.status)
+		if v.won != nil && !charge {
+			stored = h.releaseDecided(ctx, stored)
 		}
-	}
-	if notify {
+		h.finishEffects(ctx, stored) // the callback with them
+	} else if notify {
 		h.notify(ctx, stored)
 	}
 	if len(stored.Result) == 0 {
 		stored.Result = recordJSON(stored) // a record finished before it had an answer
 	}
 	return stored, nil
+}
+
+// releaseDecided records in t's record that its finish's hold is released after all (its
+// verdict's won said so), clearing EffectChargeEstimate by compare-and-set before the effects are
+// done. When that write fails the effects are done from t as decided, and a sweep that meets the
+// hold already ended leaves it so.
+func (h *Handler) releaseDecided(ctx context.Context, t storage.Task) storage.Task {
+	stored, err := storage.UpdateTask(context.WithoutCancel(ctx), h.Store, t.ID, func(cur *storage.Task) error {
+		if cur.Effects&storage.EffectChargeEstimate == 0 {
+			return storage.ErrNoChange
+		}
+		cur.Effects &^= storage.EffectChargeEstimate
+		return nil
+	})
+	if err != nil {
+		h.Logger.Error("recording that a task's hold is released", zap.String("task_id", t.ID), zap.Error(err))
+		t.Effects &^= storage.EffectChargeEstimate
+		return t
+	}
+	return stored
 }

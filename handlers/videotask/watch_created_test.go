@@ -86,11 +86,11 @@ func TestFirstPollOfAChangedRecord(t *testing.T) {
 		if err != nil || !rec.Finished || rec.Status != StatusFailed {
 			t.Fatalf("record %+v, %v; want failed and finished", rec, err)
 		}
-		wantGone, wantVersion := false, int64(2) // created, finished
+		wantGone, wantVersion := false, int64(3) // created, finished, its effects done
 		if i < len(changed) {
-			wantGone, wantVersion = true, 3 // created, changed, finished
+			wantGone, wantVersion = true, 4 // created, changed, finished, its effects done
 		}
-		if rec.CallbackGone != wantGone || rec.Version != wantVersion {
+		if rec.CallbackGone != wantGone || rec.Version != wantVersion || rec.Effects != 0 {
 			t.Fatalf("record %+v: the change made after the create is lost, or the record was written more than once", rec)
 		}
 	}

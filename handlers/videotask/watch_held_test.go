@@ -92,11 +92,11 @@ func TestHeldRecordChangedElsewhere(t *testing.T) {
 		if err != nil || !rec.Finished || rec.Status != StatusFailed {
 			t.Fatalf("record %+v, %v; want failed and finished", rec, err)
 		}
-		wantGone, wantVersion := false, int64(3) // created, running, failed
+		wantGone, wantVersion := false, int64(4) // created, running, failed, its effects done
 		if i < len(changed) {
-			wantGone, wantVersion = true, 4 // created, running, changed, failed
+			wantGone, wantVersion = true, 5 // created, running, changed, failed, its effects done
 		}
-		if rec.CallbackGone != wantGone || rec.Version != wantVersion {
+		if rec.CallbackGone != wantGone || rec.Version != wantVersion || rec.Effects != 0 {
 			t.Fatalf("record %+v: the change made meanwhile is lost, or the record was written more than once", rec)
 		}
 	}

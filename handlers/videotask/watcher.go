@@ -392,6 +392,7 @@ func (w *Watcher) startPoll(ctx context.Context, ids []string, done func(calls i
 	}
 	found := make(map[string]bool, len(tasks))
 	byUpstream := map[*providers.Upstream][]storage.Task{}
+	var finishing []storage.Task
 	for _, t := range tasks {
 		found[t.ID] = true
 		switch skip[t.ID] {
@@ -403,6 +404,15 @@ func (w *Watcher) startPoll(ctx context.Context, ids []string, done func(calls i
 			continue
 		}
 		if !t.Unfinished() {
+			if t.Effects != 0 {
+				// Finished, and its finish's effects are still to do (finish_effects.go).
+				if now, due := w.Tasks.finishEffectsDue(t); !now {
+					w.reschedule(t.ID, due)
+				} else {
+					finishing = append(finishing, t)
+				}
+				continue
+			}
 			w.untrack(t.ID)
 			continue
 		}
@@ -441,6 +451,7 @@ func (w *Watcher) startPoll(ctx context.Context, ids []string, done func(calls i
 			w.untrack(id) // expired or deleted
 		}
 	}
+	w.finishAll(ctx, finishing)
 	// Each upstream's tasks are read beside the others', so that one slow upstream holds none of
 	// the others' reads, and within its share of the reads in flight (startUpstream): past it,
 	// its tasks wait an Interval, their records held, and the reads stay free for the others.
@@ -482,6 +493,34 @@ func (w *Watcher) poll(ctx context.Context, ids []string) int {
 		calls += <-ended
 	}
 	return calls
+}
+
+// finishAll does the pending effects of finished tasks whose winner did not (finishEffects), up
+// to storeParallelism at once, from their records read again (one the watcher held may be out of
+// date); a task whose effects fail again is polled again an Interval later.
+func (w *Watcher) finishAll(ctx context.Context, finished []storage.Task) {
+	if len(finished) == 0 {
+		return
+	}
+	ids := make([]string, len(finished))
+	for i, t := range finished {
+		ids[i] = t.ID
+	}
+	tasks, err := w.Tasks.Store.ReadTasks(ctx, ids)
+	if err != nil {
+		w.rescheduleAll(ids, w.now().Add(w.Interval))
+		return
+	}
+	for _, id := range ids {
+		w.untrack(id) // done, deleted, or scheduled again below
+	}
+	done := make([]bool, len(tasks))
+	forEach(len(tasks), func(i int) { done[i] = w.Tasks.finishEffects(ctx, tasks[i]) })
+	for i, t := range tasks {
+		if !done[i] {
+			w.schedule(t.ID, w.now().Add(w.Interval))
+		}
+	}
 }
 
 // readBatch reads the due tasks of one upstream within its own max_rps and its pause after a
